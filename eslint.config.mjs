@@ -1,0 +1,65 @@
+// Lint config. The `no-restricted-imports` blocks enforce the layer rules of docs/architecture.md:
+// dependencies point inward, src/core stays free of AWS, Lambda and middy, and only tests, bench
+// and the CLI may reach the sandbox.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const outerLayers = (...names) => names.map((n) => `**/${n}/**`).concat(names.map((n) => `**/${n}`));
+const sdk = ['@aws-sdk/*', '@smithy/*'];
+const lambda = ['@middy/*', 'aws-lambda'];
+const cdk = ['aws-cdk-lib', 'aws-cdk-lib/*', 'constructs', 'cdk-nag'];
+
+const restrict = (files, patterns, message) => ({
+  files,
+  rules: { 'no-restricted-imports': ['error', { patterns: [{ group: patterns, message }] }] },
+});
+
+export default tseslint.config(
+  { ignores: ['node_modules/', 'cdk.out/', 'coverage/', '.acctops/', '.bench-out/', '**/*.js', '**/*.cjs', '**/*.mjs'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { parserOptions: { projectService: false } },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
+      'no-console': 'error',
+      eqeqeq: ['error', 'smart'],
+    },
+  },
+  restrict(
+    ['src/core/**/*.ts'],
+    [...outerLayers('adapters', 'functions', 'lib', 'bin', 'sandbox', 'test', 'bench'), ...sdk, ...lambda, ...cdk],
+    'src/core is domain logic: no AWS SDK, Lambda, middy, CDK, adapters or outer layers.',
+  ),
+  restrict(
+    ['src/adapters/local/**/*.ts'],
+    [...outerLayers('functions', 'lib', 'bin', 'sandbox', 'test', 'bench', 'aws'), ...sdk, ...lambda, ...cdk],
+    'local adapters use Node only; @aws-sdk lives in src/adapters/aws.',
+  ),
+  restrict(
+    ['src/adapters/aws/**/*.ts'],
+    [...outerLayers('functions', 'lib', 'bin', 'sandbox', 'test', 'bench'), ...lambda, ...cdk],
+    'adapters implement core ports; they do not reach outer layers.',
+  ),
+  restrict(
+    ['functions/**/*.ts'],
+    [...outerLayers('lib', 'bin', 'sandbox', 'test', 'bench'), ...sdk, ...cdk],
+    'handlers parse the event and call src; AWS clients come from src/adapters/aws.',
+  ),
+  restrict(
+    ['lib/**/*.ts'],
+    [...outerLayers('functions', 'sandbox', 'src', 'test', 'bench'), ...sdk, ...lambda],
+    'lib is infrastructure only and refers to handlers by their entry path.',
+  ),
+  restrict(
+    ['sandbox/**/*.ts'],
+    [...outerLayers('functions', 'lib', 'bin', 'adapters', 'test', 'bench'), ...sdk, ...lambda, ...cdk],
+    'the sandbox simulates the service; it may share src/core schemas and nothing else.',
+  ),
+  { files: ['bin/**/*.ts', 'bench/**/*.ts', 'sandbox/cli.ts'], rules: { 'no-console': 'off' } },
+  {
+    files: ['test/**/*.ts'],
+    rules: { '@typescript-eslint/no-non-null-assertion': 'off', 'no-console': 'off' },
+  },
+);

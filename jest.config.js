@@ -1,0 +1,16 @@
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  // ts-jest only transpiles: `tsc --noEmit` type-checks once, before jest runs (npm test).
+  transform: {
+    '^.+\\.[tj]sx?$': ['ts-jest', { isolatedModules: true, tsconfig: { allowJs: true, module: 'commonjs', moduleResolution: 'node10', ignoreDeprecations: '6.0', rootDir: '.' } }],
+    '^.+\\.mjs$': ['ts-jest', { isolatedModules: true, tsconfig: { allowJs: true, module: 'commonjs', moduleResolution: 'node10', ignoreDeprecations: '6.0', rootDir: '.' } }],
+  },
+  // middy and hyparquet are ESM-only; jest's module system needs them transpiled to CJS.
+  transformIgnorePatterns: ['/node_modules/(?!(@middy|hyparquet|hyparquet-writer)/)'],
+  moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
+  testTimeout: 60000,
+  maxWorkers: 2,
+};

@@ -1,0 +1,73 @@
+import { z } from 'zod';
+
+/**
+ * Money is an integer number of minor units (cents for EUR), held as a bigint so that it stays
+ * exact beyond 2^53 and can never be mixed with a float by accident.
+ *
+ * The service sends an amount either as integer minor units (`4999`) or as a decimal string with
+ * two fraction digits (`"49.99"`); both mean the same amount. See docs/assumptions.md.
+ */
+export type MinorUnits = bigint;
+
+export const MINOR_DIGITS = 2;
+const DECIMAL = /^(-?)(\d+)\.(\d{2})$/;
+const INTEGER = /^-?\d+$/;
+
+export class MoneyFormatError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MoneyFormatError';
+  }
+}
+
+/**
+ * Parses either encoding into exact minor units.
+ * - a safe integer number, or a bigint: already minor units;
+ * - a string with exactly two fraction digits: a decimal amount (`"-0.50"` is -50);
+ * - a string of digits only: minor units sent as text (what lossless JSON parsing yields for an
+ *   integer beyond 2^53).
+ * Floats, unsafe integers and other strings are refused rather than rounded.
+ */
+export function parseMinorUnits(value: unknown): MinorUnits {
+  if (typeof value === 'bigint') return value;
+  if (typeof value === 'number') {
+    if (!Number.isSafeInteger(value)) {
+      throw new MoneyFormatError(
+        Number.isInteger(value) ? 'integer amount is beyond 2^53 and was not parsed losslessly' : 'amount is not an integer of minor units',
+      );
+    }
+    return BigInt(value);
+  }
+  if (typeof value === 'string') {
+    const decimal = DECIMAL.exec(value);
+    if (decimal) {
+      const [, sign, whole, fraction] = decimal;
+      const minor = BigInt(whole!) * 100n + BigInt(fraction!);
+      return sign === '-' ? -minor : minor;
+    }
+    if (INTEGER.test(value)) return BigInt(value);
+    throw new MoneyFormatError('amount string must have exactly two fraction digits, e.g. "49.99"');
+  }
+  throw new MoneyFormatError('amount must be an integer or a decimal string');
+}
+
+/** Formats minor units as an exact decimal string: -50n is "-0.50", 4999n is "49.99". */
+export function formatMinorUnits(minor: MinorUnits, fractionDigits = MINOR_DIGITS): string {
+  const negative = minor < 0n;
+  const abs = negative ? -minor : minor;
+  if (fractionDigits === 0) return `${negative ? '-' : ''}${abs.toString()}`;
+  const scale = 10n ** BigInt(fractionDigits);
+  const whole = abs / scale;
+  const fraction = (abs % scale).toString().padStart(fractionDigits, '0');
+  return `${negative ? '-' : ''}${whole.toString()}.${fraction}`;
+}
+
+/** zod schema for an amount field in either encoding; the output is exact minor units. */
+export const amountSchema = z.union([z.number(), z.string(), z.bigint()]).transform((value, ctx) => {
+  try {
+    return parseMinorUnits(value);
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: (error as Error).message });
+    return z.NEVER;
+  }
+});

@@ -1,0 +1,18 @@
+import { z } from 'zod';
+import { ConfigError, issuesFromZod } from './errors';
+
+/**
+ * Reads and validates environment variables once, at module load of a handler, so that a
+ * misconfigured function fails at init with the variable's name instead of mid-request.
+ */
+export function readEnv<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv = process.env): z.output<S> {
+  const result = schema.safeParse(env);
+  if (result.success) return result.data;
+  throw new ConfigError(issuesFromZod(result.error));
+}
+
+/** Common env var shapes. */
+export const envString = z.string().trim().min(1);
+export const envArn = z.string().regex(/^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:\d{12}:.+/, 'expected an ARN');
+export const envUrl = z.url({ protocol: /^https?$/ });
+export const envInt = (min: number, max: number) => z.coerce.number().int().min(min).max(max);

@@ -1,0 +1,97 @@
+import type { z } from 'zod';
+
+/** Root of every error acctops raises on purpose. `code` is stable and machine-readable. */
+export class AcctopsError extends Error {
+  readonly code: string;
+
+  constructor(message: string, options: { code: string; cause?: unknown }) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = options.code;
+  }
+}
+
+export interface FieldIssue {
+  /** Dotted path of the offending field, e.g. `detail.companyId` or `results[3].amount`. */
+  path: string;
+  message: string;
+}
+
+/**
+ * Bad input: an event, an API response, a config value or a CLI argument. The message names the
+ * field; it never echoes the value, which may be a secret.
+ */
+export class ValidationError extends AcctopsError {
+  readonly issues: FieldIssue[];
+  readonly source: string;
+
+  constructor(source: string, issues: FieldIssue[], cause?: unknown) {
+    const summary = issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ');
+    super(`invalid ${source}: ${summary}`, { code: 'validation_failed', cause });
+    this.source = source;
+    this.issues = issues;
+  }
+
+  /** The first offending field: what a one-line error shows. */
+  get field(): string {
+    return this.issues[0]?.path ?? '';
+  }
+}
+
+/** Configuration (env vars, stage settings) that is missing or malformed: fail fast at start. */
+export class ConfigError extends ValidationError {
+  constructor(issues: FieldIssue[], cause?: unknown) {
+    super('configuration', issues, cause);
+    Object.defineProperty(this, 'code', { value: 'config_invalid' });
+  }
+}
+
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else out += out ? `.${String(part)}` : String(part);
+  }
+  return out;
+}
+
+/**
+ * zod's messages can quote the received value (an enum mismatch says what it got); we keep only
+ * the issue code and expectation so that a secret in a bad field never reaches a log.
+ */
+export function issuesFromZod(error: z.ZodError, prefix = ''): FieldIssue[] {
+  return error.issues.map((issue) => {
+    const path = formatPath([...(prefix ? [prefix] : []), ...issue.path]);
+    let message: string;
+    switch (issue.code) {
+      case 'invalid_type':
+        message = `expected ${issue.expected}`;
+        break;
+      case 'invalid_value':
+        message = `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+        break;
+      case 'unrecognized_keys':
+        message = `unknown field(s) ${issue.keys.join(', ')}`;
+        break;
+      case 'too_big':
+        message = `too big (maximum ${String(issue.maximum)})`;
+        break;
+      case 'too_small':
+        message = `too small (minimum ${String(issue.minimum)})`;
+        break;
+      case 'invalid_format':
+        message = `invalid ${issue.format}`;
+        break;
+      default:
+        message = issue.code.replace(/_/g, ' ');
+    }
+    return { path, message };
+  });
+}
+
+/** Parses `input` with `schema`, or throws a ValidationError that names each bad field. */
+export function parseWith<S extends z.ZodType>(schema: S, input: unknown, source: string): z.output<S> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  throw new ValidationError(source, issuesFromZod(result.error));
+}
