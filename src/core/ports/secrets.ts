@@ -1,0 +1,116 @@
+import { AcctopsError } from '../shared/errors';
+
+/**
+ * What our use cases need from a secret store (Secrets Manager in AWS, its emulator locally):
+ * read a version, add a version idempotently, see which version carries which stage, move a
+ * stage, and find secrets by tag. The staging labels keep their Secrets Manager names because the
+ * rotation protocol is defined in those terms.
+ */
+export const SecretStage = {
+  /** The version everyone reads. */
+  current: 'AWSCURRENT',
+  /** The version a rotation is bringing in. */
+  pending: 'AWSPENDING',
+  /** The version that was current before the last promotion. */
+  previous: 'AWSPREVIOUS',
+} as const;
+
+/** Which version to read: by id, by stage, or both (they must then agree). Default: current. */
+export interface SecretVersionSelector {
+  versionId?: string;
+  stage?: string;
+}
+
+export interface SecretValue {
+  secretArn: string;
+  name: string;
+  versionId: string;
+  value: string;
+  stages: string[];
+}
+
+export interface SecretRotation {
+  enabled: boolean;
+  lambdaArn?: string;
+  automaticallyAfterDays?: number;
+  scheduleExpression?: string;
+  /** Epoch milliseconds, like every time in acctops (see Clock). */
+  lastRotatedAt?: number;
+  nextRotationAt?: number;
+}
+
+export interface SecretDescription {
+  secretArn: string;
+  name: string;
+  description?: string;
+  /** Version id to its stages; versions without a stage (deprecated) are not listed. */
+  versionStages: Record<string, string[]>;
+  rotation: SecretRotation;
+  tags: Record<string, string>;
+  lastChangedAt?: number;
+  /** Set when the secret is scheduled for deletion. */
+  deletedAt?: number;
+}
+
+export interface PutSecretValueInput {
+  value: string;
+  /**
+   * Becomes the version id. Repeating a put with the same token and value is a no-op; the same
+   * token with another value fails with SecretVersionConflictError.
+   */
+  clientRequestToken: string;
+  /** Default: [current]. Moving current leaves previous on the version it came from. */
+  stages?: string[];
+}
+
+export interface MoveSecretStageInput {
+  stage: string;
+  /** The version to label; omit to only remove the stage. */
+  toVersionId?: string;
+  /** The version the stage must currently be on; required when it is on one. */
+  fromVersionId?: string;
+}
+
+export interface SecretStore {
+  /** Throws SecretNotFoundError when the secret, the version or its value does not exist. */
+  readSecret(secretId: string, selector?: SecretVersionSelector): Promise<SecretValue>;
+  putSecretValue(secretId: string, input: PutSecretValueInput): Promise<{ versionId: string; stages: string[] }>;
+  describeSecret(secretId: string): Promise<SecretDescription>;
+  moveStage(secretId: string, input: MoveSecretStageInput): Promise<void>;
+  /** Secrets carrying the tag `key` (with exactly `value`, when given), all pages. */
+  listSecretsByTag(key: string, value?: string): AsyncIterable<SecretDescription>;
+}
+
+/** The version id carrying `stage`, if any. */
+export function versionWithStage(description: Pick<SecretDescription, 'versionStages'>, stage: string): string | undefined {
+  return Object.entries(description.versionStages).find(([, stages]) => stages.includes(stage))?.[0];
+}
+
+/**
+ * A failed call to the secret store. Messages name the secret and the store's error, never a
+ * value. `retryable` is true for throttling, server errors and lost connections.
+ */
+export class SecretStoreError extends AcctopsError {
+  readonly secretId: string;
+  readonly retryable: boolean;
+
+  constructor(message: string, options: { code?: string; secretId: string; retryable?: boolean; cause?: unknown }) {
+    super(message, { code: options.code ?? 'secret_store_failed', cause: options.cause });
+    this.secretId = options.secretId;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+/** The secret, the requested version, or its value does not exist. */
+export class SecretNotFoundError extends SecretStoreError {
+  constructor(message: string, options: { secretId: string; cause?: unknown }) {
+    super(message, { ...options, code: 'secret_not_found' });
+  }
+}
+
+/** A version with this client request token exists with a different value. */
+export class SecretVersionConflictError extends SecretStoreError {
+  constructor(message: string, options: { secretId: string; cause?: unknown }) {
+    super(message, { ...options, code: 'secret_version_conflict' });
+  }
+}
