@@ -1,0 +1,241 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Clock, systemClock } from '../../src/core/shared/clock';
+import { EmulatedServiceError } from './errors';
+import { RotationDriver, type RotationHandler, type RotationMode, type RotationRecord, type RotationStep } from './rotation';
+import { type Input, isOperation, type Operation, parseInput } from './schemas';
+import { type SecretSnapshot, SecretsState } from './state';
+
+export { ROTATION_STEPS } from './rotation';
+export type { RotationEvent, RotationHandler, RotationMode, RotationRecord, RotationStep } from './rotation';
+export type { Operation } from './schemas';
+export type { SecretSnapshot } from './state';
+
+/** Answers the next matching calls with an error instead of serving them. */
+export interface FaultSpec {
+  /** An operation name such as `GetSecretValue`, or `*` for any. */
+  operation: Operation | '*';
+  /** The `__type` to return. Default `ThrottlingException`, which the SDK treats as throttling. */
+  type?: string;
+  message?: string;
+  /** Default 400, as Secrets Manager answers throttling; 500 for `InternalServiceError`. */
+  status?: number;
+  /** How many calls fail. Default 1; `Infinity` until cleared. */
+  count?: number;
+  /** Matching calls to let through before failing. Default 0. */
+  skip?: number;
+}
+
+export interface SecretsManagerOptions {
+  /** Default 0: an ephemeral port. */
+  port?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Dates (created, changed, rotated, deletion windows) come from this clock. */
+  clock?: Clock;
+  /** Region and account in the ARNs. Defaults `eu-central-1` and `000000000000`. */
+  region?: string;
+  accountId?: string;
+  /** Default `sync`; see RotationMode. */
+  rotationMode?: RotationMode;
+  /** Rotation functions by Lambda ARN; more can be registered through `admin`. */
+  rotationHandlers?: Record<string, RotationHandler>;
+  faults?: FaultSpec[];
+}
+
+export interface SecretsManagerStats {
+  /** Requests per operation, including those answered with an error or an injected fault. */
+  calls: Partial<Record<Operation, number>>;
+  /** Error answers by `__type`. */
+  errors: Record<string, number>;
+}
+
+export interface SecretsManagerAdmin {
+  registerRotationHandler(lambdaArn: string, handler: RotationHandler): void;
+  unregisterRotationHandler(lambdaArn: string): void;
+  setRotationMode(mode: RotationMode): void;
+  /** The latest rotation started for the secret (by name or ARN). */
+  rotation(secretId: string): RotationRecord | undefined;
+  /** Every rotation attempt for the secret, oldest first. */
+  rotations(secretId: string): RotationRecord[];
+  /** Invokes one step of the latest rotation; rethrows the handler's error. */
+  runRotationStep(secretId: string, step: RotationStep): Promise<RotationRecord>;
+  /** Reattempts the latest unfinished rotation from createSecret with the same token. */
+  retryRotation(secretId: string): Promise<RotationRecord>;
+  /** Resolves when background (`async` mode) rotations have finished. */
+  settled(): Promise<void>;
+  injectFault(fault: FaultSpec): void;
+  clearFaults(): void;
+  stats(): SecretsManagerStats;
+  resetStats(): void;
+  /** State without going through the API (not counted in stats). Holds secret values: tests only. */
+  secret(secretId: string): SecretSnapshot | undefined;
+}
+
+export interface RunningSecretsManager {
+  /** `http://127.0.0.1:<port>`: pass as the SDK client's `endpoint`. */
+  endpoint: string;
+  region: string;
+  admin: SecretsManagerAdmin;
+  stop(): Promise<void>;
+}
+
+const MAX_BODY = 1024 * 1024;
+
+/**
+ * A stateful Secrets Manager speaking awsJson1.1, for the real @aws-sdk/client-secrets-manager:
+ * POST /, the operation in `X-Amz-Target: secretsmanager.<Operation>`, JSON in and out, errors
+ * as status 400 `{"__type", "message"}`. Signatures are not checked.
+ */
+export async function startSecretsManager(options: SecretsManagerOptions = {}): Promise<RunningSecretsManager> {
+  const region = options.region ?? 'eu-central-1';
+  const state = new SecretsState(options.clock ?? systemClock, region, options.accountId ?? '000000000000');
+  const rotation = new RotationDriver(state, options.rotationMode ?? 'sync');
+  for (const [arn, handler] of Object.entries(options.rotationHandlers ?? {})) rotation.register(arn, handler);
+  let faults = (options.faults ?? []).map(normaliseFault);
+  let stats: SecretsManagerStats = { calls: {}, errors: {} };
+
+  const operations: { [O in Operation]: (input: Input<O>) => unknown } = {
+    CreateSecret: (i) => state.createSecret(i),
+    GetSecretValue: (i) => state.getSecretValue(i),
+    PutSecretValue: (i) => state.putSecretValue(i),
+    DescribeSecret: (i) => state.describeSecret(i),
+    UpdateSecretVersionStage: (i) => state.updateSecretVersionStage(i),
+    ListSecrets: (i) => state.listSecrets(i),
+    ListSecretVersionIds: (i) => state.listSecretVersionIds(i),
+    DeleteSecret: (i) => state.deleteSecret(i),
+    RestoreSecret: (i) => state.restoreSecret(i),
+    TagResource: (i) => state.tagResource(i),
+    UntagResource: (i) => state.untagResource(i),
+    RotateSecret: (i) => rotation.rotateSecret(i),
+    CancelRotateSecret: (i) => rotation.cancel(i),
+    GetRandomPassword: (i) => state.getRandomPassword(i),
+  };
+
+  const takeFault = (operation: Operation): EmulatedServiceError | undefined => {
+    const fault = faults.find((f) => (f.operation === '*' || f.operation === operation) && f.count > 0);
+    if (!fault) return undefined;
+    if (fault.skip > 0) {
+      fault.skip -= 1;
+      return undefined;
+    }
+    fault.count -= 1;
+    return new EmulatedServiceError(fault.type, fault.message, fault.status);
+  };
+
+  const serve = async (req: IncomingMessage): Promise<unknown> => {
+    const target = req.headers['x-amz-target'];
+    const name = typeof target === 'string' && target.startsWith('secretsmanager.') ? target.slice('secretsmanager.'.length) : '';
+    if (req.method !== 'POST' || !isOperation(name)) {
+      throw new EmulatedServiceError('UnknownOperationException', `Operation ${name || '(none)'} is not supported by this emulator.`);
+    }
+    stats.calls[name] = (stats.calls[name] ?? 0) + 1;
+    const body = await readJson(req);
+    const fault = takeFault(name);
+    if (fault) throw fault;
+    state.purgeExpired();
+    const handler = operations[name] as (input: unknown) => unknown;
+    return handler(parseInput(name, body));
+  };
+
+  const server = createServer((req, res) => {
+    void serve(req)
+      .then(
+        (result) => ({ status: 200, payload: result }),
+        (error: unknown) => {
+          const e =
+            error instanceof EmulatedServiceError
+              ? error
+              : new EmulatedServiceError('InternalServiceError', 'An error occurred on the server side.', 500, error);
+          stats.errors[e.type] = (stats.errors[e.type] ?? 0) + 1;
+          return { status: e.status, payload: { __type: e.type, message: e.message } };
+        },
+      )
+      .then(({ status, payload }) => {
+        const text = JSON.stringify(payload ?? {});
+        res.writeHead(status, {
+          'content-type': 'application/x-amz-json-1.1',
+          'content-length': Buffer.byteLength(text),
+          'x-amzn-requestid': randomUUID(),
+        });
+        res.end(text);
+      });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+
+  const admin: SecretsManagerAdmin = {
+    registerRotationHandler: (arn, handler) => rotation.register(arn, handler),
+    unregisterRotationHandler: (arn) => rotation.unregister(arn),
+    setRotationMode: (mode) => {
+      rotation.mode = mode;
+    },
+    rotation: (secretId) => {
+      const secret = state.find(secretId);
+      return secret && rotation.current(secret.arn);
+    },
+    rotations: (secretId) => {
+      const secret = state.find(secretId);
+      return secret ? rotation.records(secret.arn) : [];
+    },
+    runRotationStep: (secretId, step) => rotation.runStep(secretId, step),
+    retryRotation: (secretId) => rotation.retry(secretId),
+    settled: () => rotation.settled(),
+    injectFault: (fault) => {
+      faults.push(normaliseFault(fault));
+    },
+    clearFaults: () => {
+      faults = [];
+    },
+    stats: () => ({ calls: { ...stats.calls }, errors: { ...stats.errors } }),
+    resetStats: () => {
+      stats = { calls: {}, errors: {} };
+    },
+    secret: (secretId) => state.snapshot(secretId),
+  };
+
+  return {
+    endpoint: `http://${address.address}:${address.port}`,
+    region,
+    admin,
+    stop: async () => {
+      await rotation.settled();
+      server.closeAllConnections();
+      await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+    },
+  };
+}
+
+function normaliseFault(fault: FaultSpec): Required<FaultSpec> {
+  const type = fault.type ?? 'ThrottlingException';
+  return {
+    operation: fault.operation,
+    type,
+    message: fault.message ?? (type === 'ThrottlingException' ? 'Rate exceeded' : `Injected ${type}`),
+    status: fault.status ?? (type === 'InternalServiceError' ? 500 : 400),
+    count: fault.count ?? 1,
+    skip: fault.skip ?? 0,
+  };
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY) throw new EmulatedServiceError('SerializationException', 'Request body too large.');
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new EmulatedServiceError('SerializationException', 'Request body is not valid JSON.', 400, error);
+  }
+}
