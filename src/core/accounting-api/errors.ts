@@ -1,0 +1,389 @@
+import type { z } from 'zod';
+import { AcctopsError, type FieldIssue, issuesFromZod } from '../shared/errors';
+import { keyPrefix, redactString } from '../shared/redact';
+import type { TransportFailure, TransportResponse } from './transport';
+
+/**
+ * Every error the client raises. One base class, one factory (`errorFromResponse`) that maps a
+ * response to a subclass, and a message that never holds a secret: it names the request by
+ * method and path only (see `describeRequest`), and the whole message passes `redactString`.
+ */
+
+export interface AccountingApiErrorOptions {
+  status?: number;
+  /** `X-Request-Id` of the response, or `error.requestId` of the envelope. */
+  requestId?: string;
+  /** Redacted description of the request, e.g. `GET /api/v1/accounting/transactions/?page=2`. */
+  request?: string;
+  /** `error.type` and `error.code` of the envelope (docs/assumptions.md), when there was one. */
+  apiType?: string;
+  apiCode?: string;
+  /** The service's own message, already scrubbed. */
+  serverMessage?: string;
+  param?: string;
+  permission?: string;
+  retryAfterMs?: number;
+  /** Overrides the class's default `ambiguous` (a connection that was never made is not). */
+  ambiguous?: boolean;
+  cause?: unknown;
+}
+
+export class AccountingApiError extends AcctopsError {
+  /** Our stable code for the class (`AcctopsError.code`); the service's code is `apiCode`. */
+  static readonly errorCode: string = 'unexpected_response';
+  protected static readonly summary: string = 'unexpected response from the Accounting API';
+  /**
+   * True when the service may have acted on the request although we saw no success (timeouts,
+   * broken connections, 5xx). A non-idempotent operation that failed ambiguously must be
+   * reconciled (a token refresh through retrieve), never blindly repeated.
+   */
+  static readonly ambiguous: boolean = false;
+
+  readonly status: number | undefined;
+  readonly requestId: string | undefined;
+  readonly request: string | undefined;
+  readonly apiType: string | undefined;
+  readonly apiCode: string | undefined;
+  readonly retryAfterMs: number | undefined;
+  readonly ambiguous: boolean;
+
+  constructor(detail: string | undefined, options: AccountingApiErrorOptions = {}) {
+    const cls = new.target as unknown as typeof AccountingApiError;
+    super(composeMessage(cls.summary, detail, options), { code: cls.errorCode, cause: options.cause });
+    this.status = options.status;
+    this.requestId = options.requestId;
+    this.request = options.request;
+    this.apiType = options.apiType;
+    this.apiCode = options.apiCode;
+    this.retryAfterMs = options.retryAfterMs;
+    this.ambiguous = options.ambiguous ?? cls.ambiguous;
+  }
+}
+
+function composeMessage(summary: string, detail: string | undefined, o: AccountingApiErrorOptions): string {
+  const facts = [
+    o.status === undefined ? undefined : String(o.status),
+    o.apiCode,
+    o.request === undefined ? undefined : `on ${o.request}`,
+    o.requestId === undefined ? undefined : `request id ${o.requestId}`,
+  ].filter((f) => f !== undefined);
+  const tail = [detail, o.serverMessage].filter((t) => t !== undefined && t !== '').join(': ');
+  return redactString(`${summary}${facts.length ? ` (${facts.join(', ')})` : ''}${tail ? `: ${tail}` : ''}`);
+}
+
+// ---- 401 and the credential ----
+
+export class AuthenticationError extends AccountingApiError {
+  static override readonly errorCode: string = 'authentication_failed';
+  protected static override readonly summary: string = 'authentication failed';
+}
+export class KeyExpiredError extends AuthenticationError {
+  static override readonly errorCode = 'key_expired';
+  protected static override readonly summary = 'API key expired';
+}
+export class KeyRevokedError extends AuthenticationError {
+  static override readonly errorCode = 'key_revoked';
+  protected static override readonly summary = 'API key revoked';
+}
+export class CreatorDisabledError extends AuthenticationError {
+  static override readonly errorCode = 'creator_disabled';
+  protected static override readonly summary = "API key's creator is disabled";
+}
+export class CompanyAccessRemovedError extends AuthenticationError {
+  static override readonly errorCode = 'company_access_removed';
+  protected static override readonly summary = "API key's creator lost access to the company";
+}
+export class TokenExpiredError extends AuthenticationError {
+  static override readonly errorCode = 'token_expired';
+  protected static override readonly summary = 'access token expired';
+}
+export class TokenRevokedError extends AuthenticationError {
+  static override readonly errorCode = 'token_revoked';
+  protected static override readonly summary = 'access token revoked';
+}
+
+/** Refused before sending: the key does not have the form `<prefix>_<rest>`. Never holds the key. */
+export class MalformedApiKeyError extends AccountingApiError {
+  static override readonly errorCode = 'malformed_api_key';
+  protected static override readonly summary = 'API key is malformed (expected <prefix>_<rest>); nothing was sent';
+}
+
+/** OAuth 2.0 `invalid_grant` (RFC 6749 §5.2), whatever the status: the refresh token is dead. */
+export class InvalidGrantError extends AccountingApiError {
+  static override readonly errorCode = 'invalid_grant';
+  protected static override readonly summary = 'refresh token rejected (invalid_grant)';
+}
+
+// ---- 403, 404, 409, 400 ----
+
+export class PermissionDeniedError extends AccountingApiError {
+  static override readonly errorCode = 'permission_denied';
+  protected static override readonly summary = 'permission denied';
+  /** The missing permission, when the service names it. */
+  readonly permission: string | undefined;
+  constructor(detail: string | undefined, options: AccountingApiErrorOptions = {}) {
+    super(detail ?? (options.permission ? `needs ${options.permission}` : undefined), options);
+    this.permission = options.permission;
+  }
+}
+
+/**
+ * A company id that differs from the credential's company. Raised by the service (403), or by
+ * the client before sending (then `status` is undefined). `param` names where it was:
+ * `company_pk`, `X-Company-Id`, `companyId` or `company`.
+ */
+export class CompanyMismatchError extends AccountingApiError {
+  static override readonly errorCode = 'company_mismatch';
+  protected static override readonly summary = "company differs from the credential's company";
+  readonly param: string | undefined;
+  constructor(detail: string | undefined, options: AccountingApiErrorOptions = {}) {
+    super(detail ?? (options.param ? `in ${options.param}` : undefined), options);
+    this.param = options.param;
+  }
+}
+
+export class NotFoundError extends AccountingApiError {
+  static override readonly errorCode = 'not_found';
+  protected static override readonly summary = 'not found';
+}
+
+/** 409: a state that prevents the change (deletion, verification), or a duplicate. */
+export class ConflictError extends AccountingApiError {
+  static override readonly errorCode: string = 'conflict';
+  protected static override readonly summary: string = 'conflict';
+}
+export class UserExistsError extends ConflictError {
+  static override readonly errorCode = 'user_exists';
+  protected static override readonly summary = 'user already exists';
+}
+
+/** 400: the service refused the body or the query; `param` names the field when known. */
+export class ApiValidationError extends AccountingApiError {
+  static override readonly errorCode = 'invalid_request';
+  protected static override readonly summary = 'request refused as invalid';
+  readonly param: string | undefined;
+  constructor(detail: string | undefined, options: AccountingApiErrorOptions = {}) {
+    super(detail ?? (options.param ? `field ${options.param}` : undefined), options);
+    this.param = options.param;
+  }
+}
+
+// ---- transient ----
+
+export class RateLimitError extends AccountingApiError {
+  static override readonly errorCode = 'rate_limited';
+  protected static override readonly summary = 'rate limited';
+}
+
+export class ServerError extends AccountingApiError {
+  static override readonly errorCode = 'server_error';
+  protected static override readonly summary = 'server error';
+  static override readonly ambiguous: boolean = true;
+}
+
+/** No HTTP answer. `ambiguous` is false only when the connection was never made. */
+export class ConnectionError extends AccountingApiError {
+  static override readonly errorCode = 'connection_failed';
+  protected static override readonly summary = 'connection failed';
+  static override readonly ambiguous: boolean = true;
+}
+
+/** No complete answer within the timeout; the service may have acted (`ambiguous` is true). */
+export class TimeoutError extends AccountingApiError {
+  static override readonly errorCode = 'timeout';
+  protected static override readonly summary = 'request timed out';
+  static override readonly ambiguous: boolean = true;
+}
+
+// ---- the client's own checks ----
+
+/** A response that does not match the schema. Names each bad field by path, never its value. */
+export class ResponseValidationError extends AccountingApiError {
+  static override readonly errorCode = 'response_invalid';
+  protected static override readonly summary = 'response failed validation';
+  readonly issues: FieldIssue[];
+  constructor(issues: FieldIssue[], options: AccountingApiErrorOptions = {}) {
+    super(
+      issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; '),
+      options,
+    );
+    this.issues = issues;
+  }
+  /** The first offending field, e.g. `results[3].amount`. */
+  get field(): string {
+    return this.issues[0]?.path ?? '';
+  }
+}
+
+/**
+ * A zod failure on a response as a ResponseValidationError. `prefix` places the issue in the
+ * body (`results[3]`). Messages of our own refinements are kept: they never quote the value.
+ */
+export function responseValidationError(error: z.ZodError, prefix: string, options: AccountingApiErrorOptions): ResponseValidationError {
+  const issues = issuesFromZod(error, prefix).map((issue, i) => {
+    const source = error.issues[i];
+    return source?.code === 'custom' ? { ...issue, message: source.message } : issue;
+  });
+  return new ResponseValidationError(issues, options);
+}
+
+export type PaginationFailure = 'foreign_next' | 'next_loop' | 'invalid_next';
+
+export class PaginationError extends AccountingApiError {
+  static override readonly errorCode = 'pagination_failed';
+  protected static override readonly summary = 'pagination stopped';
+  readonly reason: PaginationFailure;
+  constructor(reason: PaginationFailure, detail: string, options: AccountingApiErrorOptions = {}) {
+    super(`${reason}: ${detail}`, options);
+    this.reason = reason;
+  }
+}
+
+// ---- Retry-After ----
+
+/**
+ * `Retry-After` as milliseconds from `now`: whole (or decimal) seconds, or an HTTP date.
+ * Undefined when absent or unreadable, so that the caller falls back to its own backoff.
+ */
+export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  const trimmed = value.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  // Every HTTP date format starts with a day name; Date.parse alone would take "-3" for a year.
+  const date = /^[A-Za-z]{3}/.test(trimmed) ? Date.parse(trimmed) : Number.NaN;
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+// ---- describing a request without its secrets ----
+
+/** Query parameters whose values are safe to show; any other value is replaced. */
+const SAFE_QUERY = new Set(['page', 'page_size', 'pageSize', 'date_from', 'date_to']);
+
+/** `GET /api/v1/accounting/transactions/?date_from=2026-10-01&page=2`: method, path, safe query. */
+export function describeRequest(method: string, url: URL): string {
+  const query: string[] = [];
+  url.searchParams.forEach((value, name) => {
+    query.push(`${encodeURIComponent(name)}=${SAFE_QUERY.has(name) ? encodeURIComponent(value) : '[REDACTED]'}`);
+  });
+  return redactString(`${method} ${url.pathname}${query.length ? `?${query.join('&')}` : ''}`);
+}
+
+/**
+ * Text from the service goes into messages only after this: the service could echo a key that
+ * was never registered with `registerSecret`, so anything shaped like a key is cut to its prefix.
+ */
+const KEY_SHAPED = /\b[A-Za-z0-9]{2,16}_[A-Za-z0-9]{20,}\b/g;
+function scrubServerText(text: string): string {
+  return redactString(text.slice(0, 300)).replace(KEY_SHAPED, (key) => `${keyPrefix(key)}…[REDACTED]`);
+}
+
+// ---- the factory ----
+
+interface Envelope {
+  type?: string;
+  code?: string;
+  message?: string;
+  param?: string;
+  permission?: string;
+  requestId?: string;
+}
+
+function readEnvelope(body: string): Envelope | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  const error = (parsed as { error?: unknown } | null)?.error;
+  if (error === null || typeof error !== 'object') return undefined;
+  const text = (key: string): string | undefined => {
+    const value = (error as Record<string, unknown>)[key];
+    return typeof value === 'string' ? value : undefined;
+  };
+  const envelope: Envelope = {
+    type: text('type'),
+    code: text('code'),
+    message: text('message'),
+    param: text('param'),
+    permission: text('permission'),
+    requestId: text('requestId'),
+  };
+  return envelope.type === undefined && envelope.code === undefined ? undefined : envelope;
+}
+
+type ErrorClass = new (detail: string | undefined, options: AccountingApiErrorOptions) => AccountingApiError;
+
+const AUTH_BY_CODE: Record<string, ErrorClass> = {
+  key_expired: KeyExpiredError,
+  key_revoked: KeyRevokedError,
+  creator_disabled: CreatorDisabledError,
+  company_access_removed: CompanyAccessRemovedError,
+  token_expired: TokenExpiredError,
+  token_revoked: TokenRevokedError,
+};
+
+const BY_TYPE: Record<string, ErrorClass> = {
+  authentication_error: AuthenticationError,
+  permission_error: PermissionDeniedError,
+  company_mismatch_error: CompanyMismatchError,
+  not_found_error: NotFoundError,
+  conflict_error: ConflictError,
+  validation_error: ApiValidationError,
+  rate_limit_error: RateLimitError,
+  api_error: ServerError,
+};
+
+function classByStatus(status: number): ErrorClass {
+  if (status === 400) return ApiValidationError;
+  if (status === 401) return AuthenticationError;
+  if (status === 403) return PermissionDeniedError;
+  if (status === 404) return NotFoundError;
+  if (status === 409) return ConflictError;
+  if (status === 429) return RateLimitError;
+  if (status >= 500) return ServerError;
+  return AccountingApiError;
+}
+
+function classFor(status: number, envelope: Envelope | undefined): ErrorClass {
+  if (!envelope) return classByStatus(status);
+  if (envelope.type === 'invalid_grant' || envelope.code === 'invalid_grant') return InvalidGrantError;
+  const byType = envelope.type === undefined ? undefined : BY_TYPE[envelope.type];
+  const base = byType ?? classByStatus(status);
+  if (base === AuthenticationError && envelope.code) return AUTH_BY_CODE[envelope.code] ?? AuthenticationError;
+  if (base === ConflictError && envelope.code === 'user_exists') return UserExistsError;
+  return base;
+}
+
+/**
+ * The one mapping from an HTTP error response to a typed error: the envelope of
+ * docs/assumptions.md when the body is one, the status alone otherwise (a proxy's HTML page).
+ */
+export function errorFromResponse(
+  response: TransportResponse,
+  context: { request: string; now: number },
+): AccountingApiError {
+  const envelope = readEnvelope(response.body);
+  const Cls = classFor(response.status, envelope);
+  return new Cls(undefined, {
+    status: response.status,
+    requestId: response.headers['x-request-id'] ?? envelope?.requestId,
+    request: context.request,
+    apiType: envelope?.type,
+    apiCode: envelope?.code,
+    serverMessage: envelope?.message === undefined ? undefined : scrubServerText(envelope.message),
+    param: envelope?.param,
+    permission: envelope?.permission,
+    retryAfterMs: parseRetryAfter(response.headers['retry-after'], context.now),
+  });
+}
+
+/** A failure below HTTP, as a typed error. */
+export function errorFromTransportFailure(failure: TransportFailure, request: string): AccountingApiError {
+  if (failure.kind === 'timeout') return new TimeoutError(undefined, { request, cause: failure });
+  return new ConnectionError(failure.kind === 'refused' ? 'not sent' : 'connection lost; the request may have been processed', {
+    request,
+    cause: failure,
+    ambiguous: failure.kind !== 'refused',
+  });
+}

@@ -1,0 +1,80 @@
+/**
+ * JSON.parse turns an integer literal beyond 2^53 into the nearest double, silently. Money in
+ * minor units must stay exact, so a body that holds such a literal is parsed a second time with
+ * every unsafe integer literal turned into a digit string (`parseMinorUnits` accepts those).
+ *
+ * The fast path is JSON.parse plus one regex test of the text: an integer of 15 digits or fewer
+ * is always safe, so a body without a run of 16 digits needs no further look.
+ */
+
+const SIXTEEN_DIGITS = /\d{16}/;
+
+export function parseJsonLossless(text: string): unknown {
+  const value: unknown = JSON.parse(text);
+  if (!SIXTEEN_DIGITS.test(text) || !containsUnsafeInteger(value)) return value;
+  return JSON.parse(quoteUnsafeIntegers(text));
+}
+
+function containsUnsafeInteger(value: unknown): boolean {
+  if (typeof value === 'number') return Number.isInteger(value) && !Number.isSafeInteger(value);
+  if (value === null || typeof value !== 'object') return false;
+  if (Array.isArray(value)) return value.some(containsUnsafeInteger);
+  for (const key in value) {
+    if (containsUnsafeInteger((value as Record<string, unknown>)[key])) return true;
+  }
+  return false;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const MINUS = 0x2d;
+const DIGIT_0 = 0x30;
+const DIGIT_9 = 0x39;
+
+function isDigit(code: number): boolean {
+  return code >= DIGIT_0 && code <= DIGIT_9;
+}
+
+/**
+ * Rewrites integer literals that are not safe integers as strings. String-aware: digits inside
+ * a string literal (an IBAN in a description) are left alone. Only called on text that
+ * JSON.parse has already accepted, so the grammar is known to be valid.
+ */
+export function quoteUnsafeIntegers(text: string): string {
+  let out = '';
+  let copiedUpTo = 0;
+  let i = 0;
+  while (i < text.length) {
+    const code = text.charCodeAt(i);
+    if (code === QUOTE) {
+      i++;
+      while (i < text.length) {
+        const c = text.charCodeAt(i);
+        if (c === BACKSLASH) i += 2;
+        else if (c === QUOTE) break;
+        else i++;
+      }
+      i++;
+      continue;
+    }
+    if (code === MINUS || isDigit(code)) {
+      const start = i;
+      i++;
+      while (i < text.length && isDigit(text.charCodeAt(i))) i++;
+      const next = text[i];
+      if (next === '.' || next === 'e' || next === 'E') {
+        // A fraction or exponent: a float, which money never is; leave it to JSON.parse.
+        while (i < text.length && /[0-9.eE+-]/.test(text[i]!)) i++;
+        continue;
+      }
+      const literal = text.slice(start, i);
+      if (!Number.isSafeInteger(Number(literal))) {
+        out += `${text.slice(copiedUpTo, start)}"${literal}"`;
+        copiedUpTo = i;
+      }
+      continue;
+    }
+    i++;
+  }
+  return copiedUpTo === 0 ? text : out + text.slice(copiedUpTo);
+}

@@ -1,0 +1,63 @@
+import fc from 'fast-check';
+import { amountSchema, formatMinorUnits, MoneyFormatError, parseMinorUnits, parseJsonLossless } from '../../../src/core/accounting-api';
+
+const TWO_53 = 2n ** 53n;
+const anyMinor = fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n });
+const safeMinor = fc.integer({ min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER });
+const beyond53 = fc.bigInt({ min: TWO_53 + 1n, max: 10n ** 30n }).chain((n) => fc.constantFrom(n, -n));
+
+describe('money', () => {
+  it('parses both encodings of the same amount to the same bigint', () => {
+    fc.assert(
+      fc.property(safeMinor, (n) => {
+        const fromInteger = parseMinorUnits(n);
+        const fromDecimal = parseMinorUnits(formatMinorUnits(BigInt(n)));
+        expect(fromInteger).toBe(BigInt(n));
+        expect(fromDecimal).toBe(fromInteger);
+      }),
+    );
+  });
+
+  it('reads the examples of the spec', () => {
+    expect(parseMinorUnits(4999)).toBe(4999n);
+    expect(parseMinorUnits('49.99')).toBe(4999n);
+    expect(parseMinorUnits('-0.50')).toBe(-50n);
+    expect(parseMinorUnits('-49.99')).toBe(-4999n);
+    expect(formatMinorUnits(-50n)).toBe('-0.50');
+    expect(formatMinorUnits(5n)).toBe('0.05');
+  });
+
+  it('round-trips format then parse for any amount', () => {
+    fc.assert(fc.property(anyMinor, (n) => expect(parseMinorUnits(formatMinorUnits(n))).toBe(n)));
+  });
+
+  it('round-trips parse then format for any canonical decimal string', () => {
+    const decimal = fc
+      .tuple(fc.boolean(), fc.bigInt({ min: 0n, max: 10n ** 25n }), fc.integer({ min: 0, max: 99 }))
+      .filter(([negative, whole, cents]) => !(negative && whole === 0n && cents === 0))
+      .map(([negative, whole, cents]) => `${negative ? '-' : ''}${whole}.${String(cents).padStart(2, '0')}`);
+    fc.assert(fc.property(decimal, (s) => expect(formatMinorUnits(parseMinorUnits(s))).toBe(s)));
+  });
+
+  it('stays exact beyond 2^53 in both encodings, through lossless JSON and the schema', () => {
+    fc.assert(
+      fc.property(beyond53, (n) => {
+        const integerBody = parseJsonLossless(`{"amount":${n.toString()}}`) as { amount: unknown };
+        const decimalBody = parseJsonLossless(`{"amount":"${formatMinorUnits(n)}"}`) as { amount: unknown };
+        expect(amountSchema.parse(integerBody.amount)).toBe(n);
+        expect(amountSchema.parse(decimalBody.amount)).toBe(n);
+        expect(parseMinorUnits(n.toString())).toBe(n);
+      }),
+    );
+  });
+
+  it('refuses what would be rounded rather than guessing', () => {
+    expect(() => parseMinorUnits(49.99)).toThrow(MoneyFormatError);
+    expect(() => parseMinorUnits(2 ** 60)).toThrow(MoneyFormatError);
+    expect(() => parseMinorUnits('49.9')).toThrow(MoneyFormatError);
+    expect(() => parseMinorUnits('49.999')).toThrow(MoneyFormatError);
+    expect(() => parseMinorUnits('1e3')).toThrow(MoneyFormatError);
+    expect(() => parseMinorUnits(null)).toThrow(MoneyFormatError);
+    expect(amountSchema.safeParse(12.5).success).toBe(false);
+  });
+});
