@@ -1,0 +1,102 @@
+import { type Clock, systemClock } from '../shared/clock';
+import { ConfigError } from '../shared/errors';
+import { type Logger, silentLogger } from '../shared/logger';
+import type { CredentialProvider } from './auth';
+import { MAX_PAGE_SIZE, resolvePageSize } from './pagination';
+import { RequestEngine } from './request';
+import { ApiKeysResource, type ApiKeyPaths, resolveApiKeyPaths } from './resources/api-keys';
+import { CategoriesResource } from './resources/categories';
+import { CompaniesResource, TaxReportsResource } from './resources/companies';
+import { InstitutionResource } from './resources/institution';
+import { TransactionsResource } from './resources/transactions';
+import { type RetryPolicy, defaultRetryPolicy } from './retry';
+import { type Transport, fetchTransport } from './transport';
+import type { WarningHandler } from './warnings';
+
+export interface AccountingClientOptions {
+  /** Includes the version prefix: `http://127.0.0.1:4010/api/v1`. `next` links must stay under it. */
+  baseUrl: string;
+  credentials: CredentialProvider;
+  /**
+   * The company this client acts for. Sent as `X-Company-Id` on every non-institution request
+   * (a user token with several companies needs it) and enforced as the scope: any other company
+   * id in a path, body or header is refused before sending.
+   */
+  companyId?: string;
+  /** Default: `fetchTransport()` on the global fetch. */
+  transport?: Transport;
+  /** Per attempt, connect to end of body. Default 30 s. */
+  timeoutMs?: number;
+  retry?: Partial<RetryPolicy>;
+  clock?: Clock;
+  /** In [0, 1); jitter for the backoff. Default Math.random. */
+  random?: () => number;
+  logger?: Logger;
+  onWarning?: WarningHandler;
+  apiKeyPaths?: Partial<ApiKeyPaths>;
+  /** Page size sent when a list call names none. Default 1000. */
+  pageSize?: number;
+  /** The service's maximum page size; larger requests are capped. Default 1000. */
+  maxPageSize?: number;
+}
+
+function parseBaseUrl(baseUrl: string): URL {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new ConfigError([{ path: 'baseUrl', message: 'must be an absolute URL' }]);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError([{ path: 'baseUrl', message: 'must be http or https' }]);
+  if (url.search || url.hash || url.username || url.password) {
+    throw new ConfigError([{ path: 'baseUrl', message: 'must not carry a query, fragment or user info' }]);
+  }
+  // Paths are appended as written (`/companies/`), so the base ends without a slash.
+  return new URL(url.href.replace(/\/+$/, ''));
+}
+
+/**
+ * The typed client of the Accounting API. One instance per credential; derive variants with
+ * `withOptions` (another company, another credential) sharing transport and settings.
+ */
+export class AccountingClient {
+  readonly institution: InstitutionResource;
+  readonly companies: CompaniesResource;
+  readonly taxReports: TaxReportsResource;
+  readonly transactions: TransactionsResource;
+  readonly categories: CategoriesResource;
+  readonly apiKeys: ApiKeysResource;
+
+  constructor(private readonly options: AccountingClientOptions) {
+    const maxPageSize = options.maxPageSize ?? MAX_PAGE_SIZE;
+    const engine = new RequestEngine({
+      baseUrl: parseBaseUrl(options.baseUrl),
+      credentials: options.credentials,
+      companyId: options.companyId,
+      transport: options.transport ?? fetchTransport(),
+      timeoutMs: options.timeoutMs ?? 30_000,
+      retry: { ...defaultRetryPolicy, ...options.retry },
+      clock: options.clock ?? systemClock,
+      random: options.random ?? Math.random,
+      logger: options.logger ?? silentLogger,
+      onWarning: options.onWarning,
+      pageSize: resolvePageSize(options.pageSize, { pageSize: MAX_PAGE_SIZE, maxPageSize }),
+      maxPageSize,
+    });
+    this.institution = new InstitutionResource(engine);
+    this.companies = new CompaniesResource(engine);
+    this.taxReports = new TaxReportsResource(engine);
+    this.transactions = new TransactionsResource(engine);
+    this.categories = new CategoriesResource(engine);
+    this.apiKeys = new ApiKeysResource(engine, resolveApiKeyPaths(options.apiKeyPaths));
+  }
+
+  /** A client with some options replaced (a learned company is not carried over). */
+  withOptions(overrides: Partial<AccountingClientOptions>): AccountingClient {
+    return new AccountingClient({ ...this.options, ...overrides });
+  }
+}
+
+export function createAccountingClient(options: AccountingClientOptions): AccountingClient {
+  return new AccountingClient(options);
+}

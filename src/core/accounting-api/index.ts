@@ -1,0 +1,55 @@
+// The public surface of the Accounting API client; see README.md in this folder.
+export { AccountingClient, createAccountingClient, type AccountingClientOptions } from './client';
+export {
+  type Credential,
+  type CredentialProvider,
+  type AuthScheme,
+  apiKeyAuth,
+  accessTokenAuth,
+  institutionAuth,
+} from './auth';
+export {
+  AccountingApiError,
+  type AccountingApiErrorOptions,
+  AuthenticationError,
+  KeyExpiredError,
+  KeyRevokedError,
+  CreatorDisabledError,
+  CompanyAccessRemovedError,
+  TokenExpiredError,
+  TokenRevokedError,
+  MalformedApiKeyError,
+  InvalidGrantError,
+  PermissionDeniedError,
+  CompanyMismatchError,
+  NotFoundError,
+  ConflictError,
+  UserExistsError,
+  ApiValidationError,
+  RateLimitError,
+  ServerError,
+  ConnectionError,
+  TimeoutError,
+  ResponseValidationError,
+  PaginationError,
+  type PaginationFailure,
+  errorFromResponse,
+  describeRequest,
+  parseRetryAfter,
+} from './errors';
+export { type MinorUnits, MINOR_DIGITS, MoneyFormatError, parseMinorUnits, formatMinorUnits, amountSchema } from './money';
+export { PaginatedList, type Page, type PageItem, MAX_PAGE_SIZE } from './pagination';
+export { type RetryPolicy, type RetrySafety, defaultRetryPolicy, retryDelayMs, isRetryable } from './retry';
+export {
+  type Transport,
+  type TransportRequest,
+  type TransportResponse,
+  type HttpMethod,
+  type TransportFailureKind,
+  TransportFailure,
+  fetchTransport,
+} from './transport';
+export { type ApiKeyPaths, defaultApiKeyPaths } from './resources/api-keys';
+export type { AccountingApiWarning, WarningHandler } from './warnings';
+export { parseJsonLossless } from './lossless-json';
+export * from './schemas';

@@ -1,0 +1,152 @@
+import type { z } from 'zod';
+import { ConfigError } from '../shared/errors';
+import { PaginationError, responseValidationError } from './errors';
+import type { ApiResponse } from './request';
+import { listEnvelopeSchema } from './schemas';
+import type { AccountingApiWarning, ItemWarning } from './warnings';
+
+/**
+ * Lists (spec §4.3) as async iterators over items and over pages, in the manner of openai-node's
+ * pagination: nothing is fetched until iteration starts, and each iteration starts afresh.
+ *
+ * Following `next` is where a credential could leak: a `next` must stay on the base URL's origin
+ * and under its path (`/api/v1/`), or the list stops with PaginationError before sending anything.
+ */
+
+/** One item: the raw JSON object (for lossless exports) beside its parsed form. */
+export interface PageItem<T> {
+  /** As received. An integer beyond 2^53 appears as a digit string (see lossless-json.ts). */
+  readonly raw: Record<string, unknown>;
+  readonly parsed: T;
+}
+
+export interface Page<T> {
+  readonly items: PageItem<T>[];
+  readonly count: number;
+  readonly next: string | null;
+  readonly previous: string | null;
+  /** The redacted request that fetched this page. */
+  readonly request: string;
+}
+
+export interface ListSource<T> {
+  baseUrl: URL;
+  firstUrl: URL;
+  fetch(url: URL): Promise<ApiResponse>;
+  itemSchema: z.ZodType<T>;
+  warn(warning: AccountingApiWarning): void;
+  /** Inspects a parsed item for something to warn about (a category's invalid metadata). */
+  checkItem?(parsed: T): ItemWarning | undefined;
+  onPage?(page: Page<T>, response: ApiResponse): void;
+}
+
+/** The service maximum (spec §8: "normally 1,000 (configured)"). */
+export const MAX_PAGE_SIZE = 1000;
+
+/** The page size to send: the caller's, else the default, never above the maximum. */
+export function resolvePageSize(requested: number | undefined, defaults: { pageSize: number; maxPageSize: number }): number {
+  const size = requested ?? defaults.pageSize;
+  if (!Number.isInteger(size) || size < 1) {
+    throw new ConfigError([{ path: 'pageSize', message: 'must be a positive integer' }]);
+  }
+  return Math.min(size, defaults.maxPageSize);
+}
+
+export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
+  constructor(private readonly source: ListSource<T>) {}
+
+  [Symbol.asyncIterator](): AsyncIterator<PageItem<T>> {
+    return this.items();
+  }
+
+  async *items(): AsyncGenerator<PageItem<T>, void, undefined> {
+    for await (const page of this.pages()) yield* page.items;
+  }
+
+  /**
+   * Pages in order, following `next` until it is null. A `count` that differs from the items
+   * read is reported as a `count_mismatch` warning when the list ends (not when the consumer
+   * stops early).
+   */
+  async *pages(): AsyncGenerator<Page<T>, void, undefined> {
+    const { source } = this;
+    const seen = new Set<string>([loopKey(source.firstUrl)]);
+    let url: URL | null = source.firstUrl;
+    let itemsRead = 0;
+    let lastCount = 0;
+    let lastRequest = '';
+    while (url) {
+      const response = await source.fetch(url);
+      const page = this.parsePage(response);
+      source.onPage?.(page, response);
+      itemsRead += page.items.length;
+      lastCount = page.count;
+      lastRequest = page.request;
+      yield page;
+      url = page.next === null ? null : checkNext(page.next, url, source.baseUrl, seen, response);
+    }
+    if (itemsRead !== lastCount) {
+      source.warn({ type: 'count_mismatch', request: lastRequest, count: lastCount, itemsRead });
+    }
+  }
+
+  /** Every item of every page. For short lists (companies, API keys); stream long ones. */
+  async all(): Promise<PageItem<T>[]> {
+    const out: PageItem<T>[] = [];
+    for await (const item of this.items()) out.push(item);
+    return out;
+  }
+
+  private parsePage(response: ApiResponse): Page<T> {
+    const context = { status: response.status, requestId: response.requestId, request: response.request };
+    const envelope = listEnvelopeSchema.safeParse(response.body);
+    if (!envelope.success) throw responseValidationError(envelope.error, '', context);
+    const { itemSchema, checkItem } = this.source;
+    const results = envelope.data.results;
+    const items: PageItem<T>[] = new Array<PageItem<T>>(results.length);
+    for (let i = 0; i < results.length; i++) {
+      const raw = results[i];
+      const parsed = itemSchema.safeParse(raw);
+      if (!parsed.success) throw responseValidationError(parsed.error, `results[${i}]`, context);
+      items[i] = { raw: raw as Record<string, unknown>, parsed: parsed.data };
+      const warning = checkItem?.(parsed.data);
+      if (warning) this.source.warn({ ...warning, request: response.request, path: `results[${i}]` });
+    }
+    return {
+      items,
+      count: envelope.data.count,
+      next: envelope.data.next,
+      previous: envelope.data.previous ?? null,
+      request: response.request,
+    };
+  }
+}
+
+/** Query order does not make a different page. */
+function loopKey(url: URL): string {
+  const copy = new URL(url);
+  copy.searchParams.sort();
+  copy.hash = '';
+  return copy.href;
+}
+
+function checkNext(next: string, current: URL, baseUrl: URL, seen: Set<string>, response: ApiResponse): URL {
+  const context = { status: response.status, requestId: response.requestId, request: response.request };
+  let url: URL;
+  try {
+    url = new URL(next, current);
+  } catch (cause) {
+    throw new PaginationError('invalid_next', 'next is not a URL', { ...context, cause });
+  }
+  const prefix = baseUrl.pathname.endsWith('/') ? baseUrl.pathname : `${baseUrl.pathname}/`;
+  if (url.origin !== baseUrl.origin || !url.pathname.startsWith(prefix) || url.username !== '' || url.password !== '') {
+    // Name the foreign place by origin and path only: its query could carry anything.
+    throw new PaginationError('foreign_next', `next leaves ${baseUrl.origin}${prefix} for ${url.origin}${url.pathname}; not followed`, context);
+  }
+  const key = loopKey(url);
+  if (seen.has(key)) {
+    throw new PaginationError('next_loop', 'next points to a page already fetched', context);
+  }
+  seen.add(key);
+  return url;
+}

@@ -1,0 +1,212 @@
+import type { z } from 'zod';
+import { type Clock } from '../shared/clock';
+import { type Logger } from '../shared/logger';
+import { type AuthScheme, type Credential, type CredentialProvider, authHeader } from './auth';
+import {
+  type AccountingApiError,
+  AuthenticationError,
+  CompanyMismatchError,
+  ResponseValidationError,
+  describeRequest,
+  errorFromResponse,
+  errorFromTransportFailure,
+  responseValidationError,
+} from './errors';
+import { parseJsonLossless } from './lossless-json';
+import { type ItemWarning, type AccountingApiWarning, type WarningHandler } from './warnings';
+import { PaginatedList, type Page, resolvePageSize } from './pagination';
+import { type RetryPolicy, type RetrySafety, retryDelayMs } from './retry';
+import { type HttpMethod, type Transport, TransportFailure, type TransportResponse } from './transport';
+
+/**
+ * The request engine under every resource: credential, company scoping, the retry loop,
+ * lossless JSON and error mapping. Resources describe operations; this sends them.
+ */
+
+export interface ApiResponse {
+  status: number;
+  requestId: string | undefined;
+  /** Redacted description of the request, for errors, warnings and logs. */
+  request: string;
+  /** The JSON body, parsed losslessly; undefined for an empty body (204). */
+  body: unknown;
+  /** The credential the request went out with (the company learned from it is tied to it). */
+  credential: Credential;
+}
+
+export interface Operation {
+  method: HttpMethod;
+  /** Absolute URL (built by `url()`, or a validated `next`). */
+  url: URL;
+  auth: AuthScheme;
+  safety: RetrySafety;
+  body?: Record<string, unknown>;
+  /** A company id in the path (`company_pk`), checked against the credential's company. */
+  pathCompany?: string;
+}
+
+export interface EngineSettings {
+  baseUrl: URL;
+  credentials: CredentialProvider;
+  companyId: string | undefined;
+  transport: Transport;
+  timeoutMs: number;
+  retry: RetryPolicy;
+  clock: Clock;
+  random: () => number;
+  logger: Logger;
+  onWarning: WarningHandler | undefined;
+  pageSize: number;
+  maxPageSize: number;
+}
+
+export interface ListOperation<T> {
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  pageSizeParam: 'page_size' | 'pageSize';
+  pageSize: number | undefined;
+  itemSchema: z.ZodType<T>;
+  pathCompany?: string;
+  checkItem?(parsed: T): ItemWarning | undefined;
+  onPage?(page: Page<T>, response: ApiResponse): void;
+}
+
+const BODY_COMPANY_FIELDS = ['companyId', 'company'] as const;
+
+export class RequestEngine {
+  /** The company of an API key, learned from `GET /companies/`; tied to that exact key. */
+  private learned: { apiKey: string; companyId: string } | undefined;
+
+  constructor(readonly settings: EngineSettings) {}
+
+  /** `baseUrl` + `path` (kept exactly, trailing slash included) + the defined query values. */
+  url(path: string, query: Record<string, string | number | undefined> = {}): URL {
+    const url = new URL(`${this.settings.baseUrl.href}${path}`);
+    for (const [name, value] of Object.entries(query)) {
+      if (value !== undefined) url.searchParams.set(name, String(value));
+    }
+    return url;
+  }
+
+  /** The company requests must stay in, once known: the credential's, the learned one, or the configured one. */
+  companyOf(credential: Credential): string | undefined {
+    if (credential.kind === 'institution') return undefined;
+    const learned = credential.kind === 'apiKey' && this.learned?.apiKey === credential.apiKey ? this.learned.companyId : undefined;
+    return credential.companyId ?? learned ?? this.settings.companyId;
+  }
+
+  /** Records the company an API key acts for (called with the result of `GET /companies/`). */
+  learnCompany(credential: Credential, companyId: string): void {
+    if (credential.kind === 'apiKey' && credential.companyId === undefined) this.learned = { apiKey: credential.apiKey, companyId };
+  }
+
+  async send(operation: Operation): Promise<ApiResponse> {
+    const { settings } = this;
+    const request = describeRequest(operation.method, operation.url);
+    const body = operation.body === undefined ? undefined : JSON.stringify(operation.body);
+    const started = settings.clock.now();
+    let attempt = 0;
+    let reauthenticated = false;
+    for (;;) {
+      attempt++;
+      const credential = await settings.credentials.get();
+      const [authName, authValue] = authHeader(credential, operation.auth);
+      const headers: Record<string, string> = { accept: 'application/json', [authName]: authValue };
+      const companyHeader = operation.auth === 'bearer' ? settings.companyId : undefined;
+      if (companyHeader !== undefined) headers['x-company-id'] = companyHeader;
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      this.checkScope(credential, operation, companyHeader, request);
+
+      let error: AccountingApiError;
+      try {
+        const response = await settings.transport({ method: operation.method, url: operation.url.href, headers, body, timeoutMs: settings.timeoutMs });
+        if (response.status >= 200 && response.status < 300) return this.success(response, request, credential);
+        error = errorFromResponse(response, { request, now: settings.clock.now() });
+      } catch (thrown) {
+        const failure = thrown instanceof TransportFailure ? thrown : new TransportFailure('reset', { cause: thrown });
+        error = errorFromTransportFailure(failure, request);
+      }
+
+      if (error instanceof AuthenticationError && !reauthenticated && settings.credentials.onAuthenticationError) {
+        reauthenticated = true;
+        if (await settings.credentials.onAuthenticationError(error)) {
+          attempt--; // a fresh credential is not a retry of the same one
+          continue;
+        }
+        throw error;
+      }
+      const delay = retryDelayMs(error, {
+        safety: operation.safety,
+        attempt,
+        elapsedMs: settings.clock.now() - started,
+        policy: settings.retry,
+        random: settings.random,
+      });
+      if (delay === undefined) throw error;
+      settings.logger.warn('accounting api request will be retried', {
+        request,
+        attempt,
+        delayMs: delay,
+        error: error.code,
+        status: error.status,
+        requestId: error.requestId,
+      });
+      await settings.clock.sleep(delay);
+    }
+  }
+
+  /** Parses a single-object response with `schema`, or raises ResponseValidationError. */
+  parse<T>(schema: z.ZodType<T>, response: ApiResponse): T {
+    const result = schema.safeParse(response.body);
+    if (result.success) return result.data;
+    throw responseValidationError(result.error, '', { status: response.status, requestId: response.requestId, request: response.request });
+  }
+
+  list<T>(operation: ListOperation<T>): PaginatedList<T> {
+    const { settings } = this;
+    const pageSize = resolvePageSize(operation.pageSize, settings);
+    return new PaginatedList<T>({
+      baseUrl: settings.baseUrl,
+      firstUrl: this.url(operation.path, { ...operation.query, [operation.pageSizeParam]: pageSize }),
+      fetch: (url) => this.send({ method: 'GET', url, auth: 'bearer', safety: 'idempotent', pathCompany: operation.pathCompany }),
+      itemSchema: operation.itemSchema,
+      warn: (warning) => this.warn(warning),
+      checkItem: operation.checkItem,
+      onPage: operation.onPage,
+    });
+  }
+
+  warn(warning: AccountingApiWarning): void {
+    this.settings.logger.warn('accounting api warning', { ...warning });
+    this.settings.onWarning?.(warning);
+  }
+
+  private checkScope(credential: Credential, operation: Operation, companyHeader: string | undefined, request: string): void {
+    const company = this.companyOf(credential);
+    if (company === undefined) return;
+    const refs: [param: string, value: unknown][] = [
+      ['company_pk', operation.pathCompany],
+      ['X-Company-Id', companyHeader],
+      ...BODY_COMPANY_FIELDS.map((field): [string, unknown] => [field, operation.body?.[field]]),
+    ];
+    for (const [param, value] of refs) {
+      if (value !== undefined && value !== null && String(value).toLowerCase() !== company.toLowerCase()) {
+        throw new CompanyMismatchError(`refused before sending: ${param} is not the credential's company`, { param, request });
+      }
+    }
+  }
+
+  private success(response: TransportResponse, request: string, credential: Credential): ApiResponse {
+    const requestId = response.headers['x-request-id'];
+    let body: unknown;
+    if (response.body !== '') {
+      try {
+        body = parseJsonLossless(response.body);
+      } catch {
+        // No cause attached: the parser's message quotes the body, which may hold a token.
+        throw new ResponseValidationError([{ path: '', message: 'body is not valid JSON' }], { status: response.status, requestId, request });
+      }
+    }
+    return { status: response.status, requestId, request, body, credential };
+  }
+}

@@ -1,0 +1,17 @@
+import type { MetadataIssue } from './schemas';
+
+/**
+ * Things worth knowing that do not stop an operation. Each is logged at warn and passed to the
+ * client's `onWarning` callback; a callback that throws turns the warning into a failure of the
+ * operation in progress (an export that must be exact can do that on `count_mismatch`).
+ */
+export type AccountingApiWarning =
+  /** A list ended after `itemsRead` items while its last page said `count`. */
+  | { type: 'count_mismatch'; request: string; count: number; itemsRead: number }
+  /** A category's `metadata` text is not a JSON object; the text stays in the raw item. */
+  | { type: 'invalid_category_metadata'; request: string; path: string; publicId: string; issue: MetadataIssue };
+
+export type WarningHandler = (warning: AccountingApiWarning) => void;
+
+/** A warning about one list item, before the list fills in where it was seen. */
+export type ItemWarning = Omit<Extract<AccountingApiWarning, { path: string }>, 'request' | 'path'>;
