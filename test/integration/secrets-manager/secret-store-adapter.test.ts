@@ -1,0 +1,148 @@
+import { CreateSecretCommand, RotateSecretCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { AwsSecretStore } from '../../../src/adapters/aws/secrets-manager';
+import {
+  SecretNotFoundError,
+  SecretStage,
+  SecretStoreError,
+  SecretVersionConflictError,
+  versionWithStage,
+} from '../../../src/core/ports/secrets';
+import { ManualClock } from '../../../src/core/shared/clock';
+import { localClientConfig } from '../../helpers/aws-credentials';
+import { client, type RunningSecretsManager, secretStore, startSecretsManager } from '../../helpers/secrets-manager';
+
+const DAY = 86_400_000;
+const token = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+const CANARY = 'canary-secret-value-7f3a9c';
+
+describe('AwsSecretStore (the SecretStore port) against the emulator', () => {
+  let sm: RunningSecretsManager;
+  let sdk: SecretsManagerClient;
+  let store: AwsSecretStore;
+  const clock = new ManualClock();
+  let seq = 0;
+  const uniqueName = () => `acctops/adapter-${++seq}`;
+
+  beforeAll(async () => {
+    sm = await startSecretsManager({ clock });
+    sdk = client(sm);
+    store = secretStore(sm);
+  });
+  afterEach(() => sm.admin.clearFaults());
+  afterAll(async () => {
+    sdk.destroy();
+    await sm.stop();
+  });
+
+  it('reads the current version by default, and any version by stage or id', async () => {
+    const name = uniqueName();
+    const created = await sdk.send(new CreateSecretCommand({ Name: name, SecretString: 'v1', ClientRequestToken: token(1) }));
+    await store.putSecretValue(name, { value: 'v2', clientRequestToken: token(2), stages: [SecretStage.pending] });
+
+    expect(await store.readSecret(name)).toEqual({ secretArn: created.ARN, name, versionId: token(1), value: 'v1', stages: ['AWSCURRENT'] });
+    expect((await store.readSecret(created.ARN!, { stage: SecretStage.pending })).value).toBe('v2');
+    expect((await store.readSecret(name, { versionId: token(2), stage: SecretStage.pending })).value).toBe('v2');
+  });
+
+  it('puts values idempotently and reports a token reused with another value as a conflict', async () => {
+    const name = uniqueName();
+    await sdk.send(new CreateSecretCommand({ Name: name, SecretString: 'v1', ClientRequestToken: token(1) }));
+    expect(await store.putSecretValue(name, { value: 'v2', clientRequestToken: token(2) })).toEqual({ versionId: token(2), stages: ['AWSCURRENT'] });
+    expect(await store.putSecretValue(name, { value: 'v2', clientRequestToken: token(2) })).toEqual({ versionId: token(2), stages: ['AWSCURRENT'] });
+
+    const conflict = store.putSecretValue(name, { value: CANARY, clientRequestToken: token(2) });
+    await expect(conflict).rejects.toBeInstanceOf(SecretVersionConflictError);
+    await expect(conflict).rejects.toMatchObject({ code: 'secret_version_conflict', secretId: name });
+    await expect(conflict).rejects.not.toThrow(CANARY);
+  });
+
+  it('describes versions to stages, rotation fields and tags in domain terms', async () => {
+    const name = uniqueName();
+    await sdk.send(new CreateSecretCommand({ Name: name, SecretString: 'v1', ClientRequestToken: token(1), Tags: [{ Key: 'acctops:company', Value: 'c-1' }] }));
+    const lambda = 'arn:aws:lambda:eu-central-1:000000000000:function:adapter-rotation';
+    sm.admin.registerRotationHandler(lambda, () => undefined);
+    sm.admin.setRotationMode('manual');
+    try {
+      await sdk.send(new RotateSecretCommand({ SecretId: name, RotationLambdaARN: lambda, RotationRules: { AutomaticallyAfterDays: 30 }, ClientRequestToken: token(2) }));
+    } finally {
+      sm.admin.setRotationMode('sync');
+    }
+    const described = await store.describeSecret(name);
+    expect(described).toMatchObject({
+      name,
+      versionStages: { [token(1)]: ['AWSCURRENT'], [token(2)]: ['AWSPENDING'] },
+      rotation: { enabled: true, lambdaArn: lambda, automaticallyAfterDays: 30, nextRotationAt: clock.now() + 30 * DAY },
+      tags: { 'acctops:company': 'c-1' },
+      lastChangedAt: clock.now(),
+    });
+    expect(described.rotation.lastRotatedAt).toBeUndefined();
+    expect(versionWithStage(described, SecretStage.pending)).toBe(token(2));
+    expect(versionWithStage(described, SecretStage.previous)).toBeUndefined();
+  });
+
+  it('moves and removes stages', async () => {
+    const name = uniqueName();
+    await sdk.send(new CreateSecretCommand({ Name: name, SecretString: 'v1', ClientRequestToken: token(1) }));
+    await store.putSecretValue(name, { value: 'v2', clientRequestToken: token(2), stages: [SecretStage.pending] });
+    await store.moveStage(name, { stage: SecretStage.current, toVersionId: token(2), fromVersionId: token(1) });
+    await store.moveStage(name, { stage: SecretStage.pending, fromVersionId: token(2) });
+    expect((await store.describeSecret(name)).versionStages).toEqual({ [token(1)]: ['AWSPREVIOUS'], [token(2)]: ['AWSCURRENT'] });
+    await expect(store.moveStage(name, { stage: SecretStage.current, toVersionId: token(1) })).rejects.toMatchObject({
+      code: 'secrets_manager_InvalidParameterException',
+      retryable: false,
+    });
+  });
+
+  it('lists secrets by exact tag across pages, where the service only matches prefixes', async () => {
+    const tagged = async (Name: string, Value: string, Key = 'acctops:company') =>
+      sdk.send(new CreateSecretCommand({ Name, SecretString: 'x', Tags: [{ Key, Value }] }));
+    for (let i = 0; i < 103; i++) await tagged(`acctops/bulk/${i}`, 'c-bulk');
+    await tagged('acctops/bulk/prefix-value', 'c-bulk-other');
+    await tagged('acctops/bulk/prefix-key', 'c-bulk', 'acctops:company-old');
+
+    sm.admin.resetStats();
+    const found: string[] = [];
+    for await (const secret of store.listSecretsByTag('acctops:company', 'c-bulk')) found.push(secret.name);
+    expect(found).toHaveLength(103);
+    expect(found).not.toContain('acctops/bulk/prefix-value');
+    expect(found).not.toContain('acctops/bulk/prefix-key');
+    // The prefix filters let 105 through: two pages of at most 100.
+    expect(sm.admin.stats().calls.ListSecrets).toBe(2);
+
+    const anyValue: string[] = [];
+    for await (const secret of store.listSecretsByTag('acctops:company-old')) anyValue.push(secret.name);
+    expect(anyValue).toEqual(['acctops/bulk/prefix-key']);
+  });
+
+  it('maps a missing secret or value to SecretNotFoundError', async () => {
+    await expect(store.readSecret('acctops/missing')).rejects.toBeInstanceOf(SecretNotFoundError);
+    const name = uniqueName();
+    await sdk.send(new CreateSecretCommand({ Name: name, SecretString: 'v1' }));
+    await expect(store.readSecret(name, { stage: SecretStage.pending })).rejects.toMatchObject({
+      code: 'secret_not_found',
+      secretId: name,
+      message: expect.stringContaining('ResourceNotFoundException') as string,
+    });
+  });
+
+  it('marks throttling retryable, and names the error without the value', async () => {
+    const name = uniqueName();
+    await sdk.send(new CreateSecretCommand({ Name: name, SecretString: CANARY }));
+    sm.admin.injectFault({ operation: 'GetSecretValue' });
+    const read = store.readSecret(name);
+    await expect(read).rejects.toBeInstanceOf(SecretStoreError);
+    await expect(read).rejects.toMatchObject({ retryable: true, code: 'secrets_manager_ThrottlingException' });
+    expect((await store.readSecret(name)).value).toBe(CANARY);
+  });
+
+  it('reports an unreachable endpoint as a retryable SecretStoreError', async () => {
+    const stopped = await startSecretsManager();
+    await stopped.stop();
+    const unreachable = new AwsSecretStore(localClientConfig(stopped.endpoint));
+    await expect(unreachable.readSecret('acctops/anything')).rejects.toMatchObject({
+      name: 'SecretStoreError',
+      code: 'secrets_manager_unavailable',
+      retryable: true,
+    });
+  });
+});
