@@ -8,8 +8,8 @@ import { daysInMonth } from './period';
 export interface OffsetTimestamp {
   /** The instant, in milliseconds since the epoch (fractions below a millisecond are truncated). */
   utcMillis: number;
-  /** The offset as written, normalised to `±HH:MM` (`Z` is `+00:00`). */
-  offset: string;
+  /** The offset as written, in minutes east of UTC (`-02:00` is -120, `Z` is 0). */
+  offsetMinutes: number;
   /** The calendar date in the timestamp's own offset, `YYYY-MM-DD`. */
   localDate: string;
 }
@@ -31,7 +31,6 @@ export function parseOffsetTimestamp(text: string): OffsetTimestamp | undefined 
   if (!validDate(year, month, day) || hour > 23 || minute > 59 || second > 59) return undefined;
 
   let offsetMinutes = 0;
-  let offset = '+00:00';
   if (zone !== 'Z' && zone !== 'z') {
     const sign = zone[0] === '-' ? -1 : 1;
     const digits = zone.slice(1).replace(':', '');
@@ -39,11 +38,10 @@ export function parseOffsetTimestamp(text: string): OffsetTimestamp | undefined 
     const om = digits.length > 2 ? Number(digits.slice(2)) : 0;
     if (oh > 23 || om > 59) return undefined;
     offsetMinutes = sign * (oh * 60 + om);
-    offset = `${zone[0]}${digits.slice(0, 2)}:${digits.length > 2 ? digits.slice(2) : '00'}`;
   }
   const millis = Number(fraction.padEnd(3, '0').slice(0, 3));
   const wallClock = utcMillis(year, month, day) + ((hour * 60 + minute) * 60 + second) * 1000 + millis;
-  return { utcMillis: wallClock - offsetMinutes * 60_000, offset, localDate: `${y}-${mo}-${d}` };
+  return { utcMillis: wallClock - offsetMinutes * 60_000, offsetMinutes, localDate: `${y}-${mo}-${d}` };
 }
 
 /** Days since 1970-01-01 of a `YYYY-MM-DD` date, or undefined when it is not a real date. */

@@ -62,18 +62,18 @@ describe('offset timestamps', () => {
   it('keeps the offset, the date as written and the exact UTC instant', () => {
     expect(parseOffsetTimestamp('2026-10-31T23:30:00-02:00')).toEqual({
       utcMillis: Date.UTC(2026, 10, 1, 1, 30),
-      offset: '-02:00',
+      offsetMinutes: -120,
       localDate: '2026-10-31',
     });
     expect(parseOffsetTimestamp('2026-11-01T00:15:00+01:00')).toEqual({
       utcMillis: Date.UTC(2026, 9, 31, 23, 15),
-      offset: '+01:00',
+      offsetMinutes: 60,
       localDate: '2026-11-01',
     });
-    expect(parseOffsetTimestamp('2026-10-01T00:00:00Z')?.offset).toBe('+00:00');
+    expect(parseOffsetTimestamp('2026-10-01T00:00:00Z')?.offsetMinutes).toBe(0);
     expect(parseOffsetTimestamp('2026-10-01T05:45:30.1239+0545')).toEqual({
       utcMillis: Date.UTC(2026, 9, 1, 0, 0, 30, 123),
-      offset: '+05:45',
+      offsetMinutes: 345,
       localDate: '2026-10-01',
     });
   });

@@ -1,0 +1,74 @@
+import { formatMinorUnits } from '../accounting-api/money';
+import type { ObjectSink, WrittenObject } from './object-sink';
+import type { Cell, ColumnKind, Row, TableColumn } from './tables';
+import type { RecordWriter } from './writers';
+
+/**
+ * CSV for people: RFC 4180 (comma, CRLF, quotes doubled), UTF-8 with a byte order mark so that
+ * Excel does not read it as the local code page, exact decimal amounts, and text cells that a
+ * spreadsheet would run as a formula defused with a leading apostrophe (OWASP "CSV injection").
+ */
+export const CSV_BOM = '\uFEFF';
+const CHUNK_CHARS = 64 * 1024;
+const FORMULA_START = /^[=+\-@\t\r]/;
+const NEEDS_QUOTES = /[",\r\n]/;
+
+export class CsvWriter implements RecordWriter {
+  private pending: string;
+
+  constructor(
+    private readonly sink: ObjectSink,
+    private readonly columns: readonly TableColumn[],
+  ) {
+    this.pending = `${CSV_BOM}${columns.map((c) => quote(c.name)).join(',')}\r\n`;
+  }
+
+  write(_raw: unknown, row: Row): Promise<void> | undefined {
+    let line = '';
+    for (let i = 0; i < this.columns.length; i++) {
+      const column = this.columns[i]!;
+      if (i > 0) line += ',';
+      line += csvCell(column.kind, row[column.name] ?? null);
+    }
+    this.pending += `${line}\r\n`;
+    return this.pending.length >= CHUNK_CHARS ? this.flush() : undefined;
+  }
+
+  async finish(): Promise<WrittenObject> {
+    await this.flush();
+    return this.sink.end();
+  }
+
+  abort(reason: unknown): Promise<void> {
+    return this.sink.abort(reason);
+  }
+
+  private flush(): Promise<void> | undefined {
+    if (this.pending.length > 0) {
+      this.sink.push(Buffer.from(this.pending, 'utf8'));
+      this.pending = '';
+    }
+    return this.sink.ready();
+  }
+}
+
+/** One CSV field. Only `text` cells can carry a formula: generated numbers and dates never do. */
+export function csvCell(kind: ColumnKind, value: Cell): string {
+  if (value === null) return '';
+  switch (kind) {
+    case 'decimal':
+      return formatMinorUnits(value as bigint);
+    case 'integer':
+      return (value as bigint).toString();
+    case 'timestamp':
+      return new Date(value as number).toISOString();
+    case 'date':
+      return value as string;
+    case 'text':
+      return quote(FORMULA_START.test(value as string) ? `'${value as string}` : (value as string));
+  }
+}
+
+function quote(text: string): string {
+  return NEEDS_QUOTES.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}

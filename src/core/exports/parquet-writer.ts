@@ -1,0 +1,138 @@
+import { ByteWriter, ParquetWriter, type SchemaElement } from 'hyparquet-writer';
+import type { ObjectSink, WrittenObject } from './object-sink';
+import { DECIMAL_PRECISION, DECIMAL_SCALE, type Cell, type ColumnKind, type Row, type TableColumn } from './tables';
+import { epochDay } from './timestamp';
+import type { RecordWriter } from './writers';
+
+/** Rows per row group: the unit held in memory (column arrays plus its encoded bytes). */
+export const DEFAULT_ROW_GROUP_ROWS = 20_000;
+/** Written into the file footer; fixed (not the tool version) so that re-runs keep their bytes. */
+export const PARQUET_CREATED_BY = 'acctops exports schema 1';
+
+/**
+ * Parquet through hyparquet-writer's incremental `ParquetWriter`: rows are buffered per column up
+ * to one row group, encoded, and the encoded bytes leave for the sink before the next group is
+ * read. Only the footer metadata (row group offsets and statistics) grows with the file.
+ */
+export class ParquetRecordWriter implements RecordWriter {
+  private readonly bytes: SinkByteWriter;
+  private readonly parquet: ParquetWriter;
+  private buffers: unknown[][];
+  private rows = 0;
+
+  constructor(
+    private readonly sink: ObjectSink,
+    private readonly columns: readonly TableColumn[],
+    private readonly rowGroupRows = DEFAULT_ROW_GROUP_ROWS,
+  ) {
+    this.bytes = new SinkByteWriter(sink);
+    this.parquet = new ParquetWriter({
+      writer: this.bytes,
+      schema: parquetSchema(columns),
+      codec: 'SNAPPY',
+      statistics: true,
+      createdBy: PARQUET_CREATED_BY,
+    });
+    this.buffers = columns.map(() => []);
+  }
+
+  write(_raw: unknown, row: Row): Promise<void> | undefined {
+    for (let i = 0; i < this.columns.length; i++) {
+      const column = this.columns[i]!;
+      this.buffers[i]!.push(parquetValue(column.kind, row[column.name] ?? null));
+    }
+    this.rows += 1;
+    return this.rows >= this.rowGroupRows ? this.writeRowGroup() : undefined;
+  }
+
+  async finish(): Promise<WrittenObject> {
+    if (this.rows > 0) await this.writeRowGroup();
+    // finish() appends the page indexes and the footer, then calls the writer's finish (a flush).
+    this.parquet.finish();
+    await this.sink.ready();
+    return this.sink.end();
+  }
+
+  abort(reason: unknown): Promise<void> {
+    return this.sink.abort(reason);
+  }
+
+  private writeRowGroup(): Promise<void> | undefined {
+    const columnData = this.columns.map((column, i) => ({ name: column.name, data: this.buffers[i]! }));
+    const rowGroupSize = this.rows;
+    this.buffers = this.columns.map(() => []);
+    this.rows = 0;
+    return this.parquet.write({ columnData, rowGroupSize }) ?? undefined;
+  }
+}
+
+/**
+ * A ByteWriter that hands its bytes to the sink whenever ParquetWriter flushes (after every row
+ * group) and starts over at the beginning of its buffer, so the buffer never exceeds one group.
+ */
+class SinkByteWriter extends ByteWriter {
+  constructor(private readonly sink: ObjectSink) {
+    super(1 << 20);
+  }
+
+  flush(): Promise<void> | undefined {
+    if (this.index > 0) {
+      // A copy: the buffer is reused for the next row group while the upload still holds this one.
+      this.sink.push(new Uint8Array(this.buffer.slice(0, this.index)));
+      this.index = 0;
+    }
+    return this.sink.ready();
+  }
+
+  override finish(): void {
+    void this.flush();
+  }
+}
+
+export function parquetSchema(columns: readonly TableColumn[]): SchemaElement[] {
+  return [{ name: 'root', num_children: columns.length }, ...columns.map(schemaElement)];
+}
+
+function schemaElement(column: TableColumn): SchemaElement {
+  const repetition_type = column.required ? 'REQUIRED' : 'OPTIONAL';
+  const name = column.name;
+  switch (column.kind) {
+    case 'text':
+      return { name, repetition_type, type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'STRING' } };
+    case 'decimal':
+      return {
+        name,
+        repetition_type,
+        type: 'INT64',
+        converted_type: 'DECIMAL',
+        precision: DECIMAL_PRECISION,
+        scale: DECIMAL_SCALE,
+        logical_type: { type: 'DECIMAL', precision: DECIMAL_PRECISION, scale: DECIMAL_SCALE },
+      };
+    case 'integer':
+      return { name, repetition_type, type: 'INT64', converted_type: 'INT_64', logical_type: { type: 'INTEGER', bitWidth: 64, isSigned: true } };
+    case 'date':
+      return { name, repetition_type, type: 'INT32', converted_type: 'DATE', logical_type: { type: 'DATE' } };
+    case 'timestamp':
+      return {
+        name,
+        repetition_type,
+        type: 'INT64',
+        converted_type: 'TIMESTAMP_MILLIS',
+        logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' },
+      };
+  }
+}
+
+/** The physical value: bigint minor units stay bigint (hyparquet-writer writes them unscaled). */
+function parquetValue(kind: ColumnKind, value: Cell): unknown {
+  if (value === null) return null;
+  switch (kind) {
+    case 'date':
+      return epochDay(value as string);
+    case 'timestamp':
+      return BigInt(value as number);
+    default:
+      return value;
+  }
+}

@@ -1,0 +1,204 @@
+import { ValidationError } from '../shared/errors';
+import type { MinorUnits } from '../accounting-api/money';
+import { epochDay, parseOffsetTimestamp } from './timestamp';
+import type { DatasetName, ExportCategory, ExportTaxReport, ExportTransaction } from './types';
+
+/**
+ * The column sets of the CSV and Parquet files, one per dataset (documented in docs/exports.md).
+ * Both formats write the same columns in the same order; `kind` decides the encoding:
+ *
+ * | kind        | row value                | CSV                         | Parquet                          |
+ * |-------------|--------------------------|-----------------------------|----------------------------------|
+ * | `text`      | string                   | RFC 4180, formula-protected | UTF8 BYTE_ARRAY                  |
+ * | `decimal`   | bigint minor units       | exact decimal, `-49.99`     | DECIMAL(18,2) on INT64           |
+ * | `integer`   | bigint                   | digits                      | INT64                            |
+ * | `date`      | `YYYY-MM-DD`             | as is                       | DATE (INT32 days)                |
+ * | `timestamp` | epoch milliseconds (UTC) | `2026-10-31T21:30:00.000Z`  | TIMESTAMP(MILLIS, adjusted UTC)  |
+ */
+export type ColumnKind = 'text' | 'decimal' | 'integer' | 'date' | 'timestamp';
+export type Cell = string | bigint | number | null;
+export type Row = Record<string, Cell>;
+
+export interface TableColumn {
+  readonly name: string;
+  readonly kind: ColumnKind;
+  readonly required: boolean;
+}
+
+export interface RowContext {
+  /** Zero-based position of the record in its dataset stream (for error messages). */
+  readonly index: number;
+  readonly defaultCurrency: string;
+  /** The name of a category publicId; null when the category is unknown. */
+  categoryName(publicId: string): string | null;
+}
+
+export interface Table<I> {
+  readonly dataset: DatasetName;
+  readonly columns: readonly TableColumn[];
+  /** Validates one record and flattens it to column values; a bad field is a ValidationError. */
+  row(item: I, context: RowContext): Row;
+  /** Columns whose values the manifest totals: amount (minor units), currency, cashflow type. */
+  readonly totals?: { amount: string; currency: string; cashflowType?: string };
+}
+
+/** DECIMAL(18,2) on INT64: Athena, Spark and pandas read it exactly. 10^16 EUR is a safe ceiling. */
+export const DECIMAL_PRECISION = 18;
+export const DECIMAL_SCALE = 2;
+const DECIMAL_LIMIT = 10n ** BigInt(DECIMAL_PRECISION);
+
+const col = (name: string, kind: ColumnKind, required = false): TableColumn => ({ name, kind, required });
+
+export const transactionsTable: Table<ExportTransaction> = {
+  dataset: 'transactions',
+  columns: [
+    col('public_id', 'text', true),
+    col('value_date_local', 'date', true),
+    col('value_date', 'text', true),
+    col('value_date_utc', 'timestamp', true),
+    col('value_date_offset_minutes', 'integer', true),
+    col('amount', 'decimal', true),
+    col('amount_minor', 'integer', true),
+    col('currency', 'text', true),
+    col('cashflow_type', 'text'),
+    col('category_id', 'text'),
+    col('category_name', 'text'),
+    col('description', 'text'),
+    col('bank_account_id', 'text'),
+  ],
+  totals: { amount: 'amount_minor', currency: 'currency', cashflowType: 'cashflow_type' },
+  row(t, context) {
+    const check = checker('transaction', t.publicId, context.index);
+    const publicId = check.id('publicId', t.publicId);
+    const valueDate = check.timestamp('valueDate', t.valueDate);
+    const amount = check.amount('amount', t.amount);
+    const category = check.optionalText('category', t.category);
+    return {
+      public_id: publicId,
+      value_date_local: valueDate.localDate,
+      value_date: t.valueDate,
+      value_date_utc: valueDate.utcMillis,
+      value_date_offset_minutes: BigInt(valueDate.offsetMinutes),
+      amount,
+      amount_minor: amount,
+      currency: check.currency('currency', t.currency, context.defaultCurrency),
+      cashflow_type: check.enumValue('cashflowType', t.cashflowType),
+      category_id: category,
+      category_name: category === null ? null : context.categoryName(category),
+      description: check.optionalText('description', t.description),
+      bank_account_id: check.optionalText('bankAccount', t.bankAccount),
+    };
+  },
+};
+
+export const taxReportsTable: Table<ExportTaxReport> = {
+  dataset: 'tax_reports',
+  columns: [
+    col('pk', 'text', true),
+    col('type', 'text'),
+    col('period_start', 'date'),
+    col('period_end', 'date'),
+    col('status', 'text'),
+    col('amount_due', 'decimal'),
+    col('amount_due_minor', 'integer'),
+    col('currency', 'text'),
+    col('created_at', 'text'),
+    col('created_at_utc', 'timestamp'),
+    col('created_at_offset_minutes', 'integer'),
+  ],
+  totals: { amount: 'amount_due_minor', currency: 'currency' },
+  row(r, context) {
+    const check = checker('tax report', r.pk, context.index);
+    const amountDue = r.amountDue == null ? null : check.amount('amountDue', r.amountDue);
+    const createdAt = r.createdAt == null ? null : check.timestamp('createdAt', r.createdAt);
+    return {
+      pk: check.id('pk', r.pk),
+      type: check.optionalText('type', r.type),
+      period_start: check.date('periodStart', r.periodStart),
+      period_end: check.date('periodEnd', r.periodEnd),
+      status: check.optionalText('status', r.status),
+      amount_due: amountDue,
+      amount_due_minor: amountDue,
+      currency: amountDue === null && r.currency == null ? null : check.currency('currency', r.currency, context.defaultCurrency),
+      created_at: createdAt === null ? null : r.createdAt,
+      created_at_utc: createdAt?.utcMillis ?? null,
+      created_at_offset_minutes: createdAt ? BigInt(createdAt.offsetMinutes) : null,
+    };
+  },
+};
+
+export const categoriesTable: Table<ExportCategory> = {
+  dataset: 'categories',
+  columns: [
+    col('public_id', 'text', true),
+    col('name', 'text'),
+    col('parent_id', 'text'),
+    col('cashflow_type', 'text'),
+    col('vat_applied', 'text'),
+    col('description', 'text'),
+    col('examples', 'text'),
+    col('metadata', 'text'),
+  ],
+  row(c, context) {
+    const check = checker('category', c.publicId, context.index);
+    return {
+      public_id: check.id('publicId', c.publicId),
+      name: check.optionalText('name', c.name),
+      parent_id: check.optionalText('parent', c.parent),
+      cashflow_type: check.enumValue('cashflowType', c.cashflowType),
+      vat_applied: check.optionalText('vatApplied', c.vatApplied),
+      description: check.optionalText('description', c.description),
+      examples: check.optionalText('examples', c.examples),
+      metadata: check.optionalText('metadata', c.metadata),
+    };
+  },
+};
+
+const CURRENCY = /^[A-Z]{3}$/;
+
+/**
+ * Field checks for one record. The pipeline adapts validated client items, so these only catch
+ * what would otherwise corrupt a file silently; each failure names the record and the field.
+ */
+function checker(kind: string, id: unknown, index: number) {
+  const fail = (path: string, message: string): never => {
+    const source = typeof id === 'string' && id.length > 0 && id.length <= 64 ? `${kind} ${id}` : `${kind} at position ${index}`;
+    throw new ValidationError(source, [{ path, message }]);
+  };
+  return {
+    id(path: string, value: unknown): string {
+      if (typeof value !== 'string' || value.length === 0) return fail(path, 'expected a non-empty identifier');
+      return value;
+    },
+    optionalText(path: string, value: unknown): string | null {
+      if (value === null || value === undefined) return null;
+      if (typeof value !== 'string') return fail(path, 'expected a string or null');
+      return value;
+    },
+    enumValue(path: string, value: unknown): string | null {
+      if (value === null || value === undefined) return null;
+      if (typeof value !== 'string') return fail(path, 'expected a string or null');
+      // Responses may carry display labels (`Expense`); the canonical value is the upper-case one.
+      return value.toUpperCase();
+    },
+    currency(path: string, value: unknown, fallback: string): string {
+      if (value === null || value === undefined) return fallback;
+      if (typeof value !== 'string' || !CURRENCY.test(value.toUpperCase())) return fail(path, 'expected an ISO 4217 code');
+      return value.toUpperCase();
+    },
+    amount(path: string, value: unknown): MinorUnits {
+      if (typeof value !== 'bigint') return fail(path, 'expected exact minor units (bigint)');
+      if (value <= -DECIMAL_LIMIT || value >= DECIMAL_LIMIT) return fail(path, `beyond DECIMAL(${DECIMAL_PRECISION},${DECIMAL_SCALE})`);
+      return value;
+    },
+    date(path: string, value: unknown): string | null {
+      if (value === null || value === undefined) return null;
+      if (typeof value !== 'string' || epochDay(value) === undefined) return fail(path, 'expected a date YYYY-MM-DD');
+      return value;
+    },
+    timestamp(path: string, value: unknown) {
+      const parsed = typeof value === 'string' ? parseOffsetTimestamp(value) : undefined;
+      return parsed ?? fail(path, 'expected an ISO 8601 timestamp with an offset');
+    },
+  };
+}

@@ -1,0 +1,192 @@
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { parquetMetadata, parquetReadObjects, type FileMetaData } from 'hyparquet';
+import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
+import { parseMinorUnits } from '../../../src/core/accounting-api/money';
+import { csvCell } from '../../../src/core/exports/csv-writer';
+import { ObjectSink, type WrittenObject } from '../../../src/core/exports/object-sink';
+import { transactionsTable, type Table } from '../../../src/core/exports/tables';
+import type { ExportFormat } from '../../../src/core/exports/types';
+import { createWriter, FORMAT_FILES } from '../../../src/core/exports/writers';
+import { ValidationError } from '../../../src/core/shared/errors';
+import { CATEGORIES, transaction, transactions } from '../../helpers/export-fixtures';
+
+const NAMES = new Map(CATEGORIES.map((c) => [c.publicId, c.name]));
+
+async function write<I extends { raw: unknown }>(
+  store: DirObjectStore,
+  format: ExportFormat,
+  table: Table<I>,
+  items: Iterable<I>,
+  key = `out/data.${FORMAT_FILES[format].extension}`,
+  rowGroupRows?: number,
+): Promise<{ object: WrittenObject; bytes: Buffer }> {
+  const writer = createWriter(format, new ObjectSink(store, key, FORMAT_FILES[format].contentType), table.columns, { parquetRowGroupRows: rowGroupRows });
+  let index = 0;
+  for (const item of items) {
+    const row = table.row(item, { index: index++, defaultCurrency: 'EUR', categoryName: (id) => NAMES.get(id) ?? null });
+    const wait = writer.write(item.raw, row);
+    if (wait) await wait;
+  }
+  const object = await writer.finish();
+  return { object, bytes: Buffer.from((await store.get(key))!) };
+}
+
+describe('export formats', () => {
+  let root: string;
+  let store: DirObjectStore;
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'acctops-formats-'));
+    store = new DirObjectStore(root);
+  });
+  afterEach(() => rm(root, { recursive: true, force: true }));
+
+  describe('CSV', () => {
+    it('writes exactly the documented bytes: BOM, header, CRLF, exact decimals, ISO dates', async () => {
+      const items = [
+        transaction(0, { amount: -4999, valueDate: '2026-10-31T23:30:00-02:00', description: 'Paper, "A4"' }),
+        transaction(1, { amount: '1234.50', cashflowType: 'Income', currency: null, category: null, description: 'multi\nline' }),
+      ];
+      const { bytes, object } = await write(store, 'csv', transactionsTable, items);
+      const text = bytes.toString('utf8');
+      expect(bytes.subarray(0, 3)).toEqual(Buffer.from([0xef, 0xbb, 0xbf]));
+      expect(text.slice(1).split('\r\n')).toEqual([
+        'public_id,value_date_local,value_date,value_date_utc,value_date_offset_minutes,amount,amount_minor,currency,cashflow_type,category_id,category_name,description,bank_account_id',
+        `7e57da7a-0000-4000-8000-000000000000,2026-10-31,2026-10-31T23:30:00-02:00,2026-11-01T01:30:00.000Z,-120,-49.99,-4999,EUR,EXPENSE,${CATEGORIES[0]!.publicId},Office supplies,"Paper, ""A4""",b0b0b0b0-0000-4000-8000-000000000001`,
+        `7e57da7a-0000-4000-8000-000000000001,2026-10-02,2026-10-02T01:15:00+02:00,2026-10-01T23:15:00.000Z,120,1234.50,123450,EUR,INCOME,,,"multi\nline",b0b0b0b0-0000-4000-8000-000000000001`,
+        '',
+      ]);
+      expect(object.bytes).toBe(bytes.byteLength);
+      expect(object.sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
+    });
+
+    it('defuses text that a spreadsheet would run as a formula, but leaves amounts numeric', () => {
+      expect(csvCell('text', '=HYPERLINK("http://evil","x")')).toBe(`"'=HYPERLINK(""http://evil"",""x"")"`);
+      expect(csvCell('text', '+49 30 1234')).toBe("'+49 30 1234");
+      expect(csvCell('text', '-42')).toBe("'-42");
+      expect(csvCell('text', '@SUM(A1)')).toBe("'@SUM(A1)");
+      expect(csvCell('text', '\tcmd')).toBe("'\tcmd");
+      expect(csvCell('text', '\rcmd')).toBe(`"'\rcmd"`);
+      expect(csvCell('text', 'plain = fine')).toBe('plain = fine');
+      expect(csvCell('decimal', -4999n)).toBe('-49.99');
+      expect(csvCell('decimal', -5n)).toBe('-0.05');
+      expect(csvCell('integer', -4999n)).toBe('-4999');
+      expect(csvCell('text', null)).toBe('');
+    });
+
+    it('protects descriptions in the file while the raw JSONL keeps them as sent', async () => {
+      const item = transaction(0, { description: '=cmd|" /C calc"!A0' });
+      const csv = (await write(store, 'csv', transactionsTable, [item])).bytes.toString('utf8');
+      expect(csv).toContain(`"'=cmd|"" /C calc""!A0"`);
+      const jsonl = gunzipSync((await write(store, 'jsonl', transactionsTable, [item])).bytes).toString('utf8');
+      expect(JSON.parse(jsonl.trim()).description).toBe('=cmd|" /C calc"!A0');
+    });
+  });
+
+  describe('raw JSONL.gz', () => {
+    it('holds each object as returned, one per line, big integers as the client kept them', async () => {
+      const big = transaction(2);
+      (big.raw as Record<string, unknown>).externalRef = '123456789012345678901234567890';
+      (big.raw as Record<string, unknown>).nested = { list: [1, 2.5, null, true], 'ü': 'ß' };
+      const items = [transaction(0, { amount: '-0.05' }), transaction(1, { amount: 12 }), big];
+      const { bytes } = await write(store, 'jsonl', transactionsTable, items);
+      // gzip header: magic, deflate, no flags (no file name), mtime 0.
+      expect([...bytes.subarray(0, 8)]).toEqual([0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00]);
+      const lines = gunzipSync(bytes).toString('utf8').split('\n');
+      expect(lines.pop()).toBe('');
+      expect(lines).toEqual(items.map((i) => JSON.stringify(i.raw)));
+      expect(lines[0]).toContain('"amount":"-0.05"');
+      expect(lines[1]).toContain('"amount":12');
+      expect(JSON.parse(lines[2]!)).toEqual(big.raw);
+    });
+
+    it('refuses a raw record that JSON cannot represent instead of writing a broken line', async () => {
+      const bad = transaction(0);
+      (bad.raw as Record<string, unknown>).amount = 10n;
+      await expect(write(store, 'jsonl', transactionsTable, [bad])).rejects.toBeInstanceOf(ValidationError);
+      expect(await store.head('out/data.jsonl.gz')).toBeUndefined();
+    });
+  });
+
+  describe('Parquet', () => {
+    const items = [...transactions(25)];
+    items.push(transaction(25, { amount: '-99999999999999.99', valueDate: '2026-10-31T23:30:00.987654-02:00' }));
+    items.push(transaction(26, { amount: 1, category: null, description: null, cashflowType: null }));
+
+    async function readBack(rowGroupRows?: number) {
+      const { bytes } = await write(store, 'parquet', transactionsTable, items, 'out/t.parquet', rowGroupRows);
+      const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+      const metadata = parquetMetadata(file);
+      return { file, metadata, rows: await parquetReadObjects({ file, metadata }) };
+    }
+
+    it('reads back with exact amounts: INT64 minor units and DECIMAL(18,2) unscaled values', async () => {
+      const { file, metadata, rows } = await readBack(10);
+      expect(metadata.row_groups.length).toBe(3);
+      expect(rows).toHaveLength(items.length);
+      const expected = items.map((i) => parseMinorUnits((i.raw as { amount: unknown }).amount));
+      expect(rows.map((r) => r.amount_minor)).toEqual(expected);
+
+      const amount = metadata.schema.find((e) => e.name === 'amount')!;
+      expect(amount).toMatchObject({ type: 'INT64', converted_type: 'DECIMAL', precision: 18, scale: 2 });
+      // hyparquet turns DECIMAL into a JS number; reading the same column without the annotation
+      // yields the stored unscaled integers, which must be the exact minor units.
+      const raw: FileMetaData = {
+        ...metadata,
+        schema: metadata.schema.map((e) => (e.name === 'amount' ? { name: e.name, type: e.type, repetition_type: e.repetition_type } : e)),
+      };
+      const unscaled = await parquetReadObjects({ file, metadata: raw, columns: ['amount'] });
+      expect(unscaled.map((r) => r.amount)).toEqual(expected);
+      expect(expected).toContain(-9999999999999999n);
+    });
+
+    it('stores no floating point column at all', async () => {
+      const { metadata } = await readBack();
+      const types = metadata.schema.slice(1).map((e) => e.type);
+      expect(types).not.toContain('DOUBLE');
+      expect(types).not.toContain('FLOAT');
+    });
+
+    it('keeps timestamps in UTC with the original text and offset alongside', async () => {
+      const { metadata, rows } = await readBack();
+      const utc = metadata.schema.find((e) => e.name === 'value_date_utc')!;
+      expect(utc.logical_type).toEqual({ type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' });
+      const last = rows.find((r) => r.public_id === (items[25]!.raw as { publicId: string }).publicId)!;
+      expect((last.value_date_utc as Date).toISOString()).toBe('2026-11-01T01:30:00.987Z');
+      expect(last.value_date).toBe('2026-10-31T23:30:00.987654-02:00');
+      expect(last.value_date_offset_minutes).toBe(-120n);
+      expect((last.value_date_local as Date).toISOString()).toBe('2026-10-31T00:00:00.000Z');
+      const nulls = rows.find((r) => r.amount_minor === 1n)!;
+      expect([nulls.category_id, nulls.category_name, nulls.description, nulls.cashflow_type].map((v) => v ?? null)).toEqual([null, null, null, null]);
+      expect(rows[0]!.category_name).toBe('Office supplies');
+    });
+  });
+
+  it('is deterministic: the same records give the same bytes in every format', async () => {
+    const items = [...transactions(500)];
+    for (const format of ['jsonl', 'csv', 'parquet'] as const) {
+      const first = await write(store, format, transactionsTable, items, `a/x.${format}`, 128);
+      const second = await write(store, format, transactionsTable, items, `b/x.${format}`, 128);
+      expect(second.object.sha256).toBe(first.object.sha256);
+      expect(second.bytes.equals(first.bytes)).toBe(true);
+    }
+  });
+
+  it('names the record and the field when a record is unusable', () => {
+    const bad = transaction(3, { valueDate: '2026-10-03 10:00' });
+    let error: unknown;
+    try {
+      transactionsTable.row(bad, { index: 3, defaultCurrency: 'EUR', categoryName: () => null });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as ValidationError).field).toBe('valueDate');
+    expect((error as ValidationError).message).toContain(bad.publicId);
+    const float = { ...transaction(4), amount: 49.99 as unknown as bigint };
+    expect(() => transactionsTable.row(float, { index: 4, defaultCurrency: 'EUR', categoryName: () => null })).toThrow(/amount/);
+  });
+});
