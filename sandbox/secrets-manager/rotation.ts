@@ -30,7 +30,8 @@ export interface RotationRecord {
   lambdaArn: string;
   /** `configuration-test`: RotateImmediately=false, which runs testSecret alone on a throwaway version. */
   kind: 'rotation' | 'configuration-test';
-  status: 'pending' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+  /** `superseded`: left unfinished when another attempt started (a crash, then a retry). */
+  status: 'pending' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'superseded';
   /** Steps that returned, in the order they ran (a retried rotation appends again). */
   invocations: { step: RotationStep; ok: boolean }[];
   failedStep?: RotationStep;
@@ -87,7 +88,7 @@ export class RotationDriver {
       // The caller repeats the pending rotation's token: reattempt it from createSecret, as AWS's retries do.
       this.state.configureRotation(secret, lambdaArn, rules);
       const record = this.startRecord(secret, pending.id, lambdaArn, 'rotation');
-      await this.launch(() => this.drive(record, secret, ROTATION_STEPS));
+      if (this.mode !== 'manual') await this.launch(() => this.drive(record, secret, ROTATION_STEPS));
       return reply(pending.id);
     }
 
@@ -171,6 +172,11 @@ export class RotationDriver {
       startedAt: this.state.now(),
     };
     const list = this.history.get(secret.arn) ?? [];
+    const previous = list.at(-1);
+    if (previous && (previous.status === 'pending' || previous.status === 'running')) {
+      previous.status = 'superseded';
+      previous.finishedAt = record.startedAt;
+    }
     list.push(record);
     this.history.set(secret.arn, list);
     return record;
@@ -188,7 +194,7 @@ export class RotationDriver {
 
   private async drive(record: RotationRecord, secret: StoredSecret, steps: readonly RotationStep[]): Promise<void> {
     for (const step of steps) {
-      if (record.status === 'cancelled') return;
+      if (record.status === 'cancelled' || record.status === 'superseded') return;
       try {
         await this.invoke(record, secret, step);
       } catch {

@@ -176,6 +176,7 @@ describe('Secrets Manager emulator: RotateSecret drives the rotation function', 
     // "Crash": the function dies before testSecret. AWS reattempts the whole rotation with the same token.
     const retried = await sm.admin.retryRotation(s.name);
     expect(retried).toMatchObject({ status: 'succeeded', token: rotated.VersionId });
+    expect(sm.admin.rotations(s.name).map((r) => r.status)).toEqual(['superseded', 'succeeded']);
     expect(s.calls.map((c) => c.Step)).toEqual(['createSecret', 'setSecret', 'createSecret', 'setSecret', 'testSecret', 'finishSecret']);
     expect(s.puts).toEqual(['rotated-1']);
     expect(await current(s.name)).toBe('rotated-1');
@@ -183,6 +184,19 @@ describe('Secrets Manager emulator: RotateSecret drives the rotation function', 
     // A step re-run after completion hits the template's "already AWSCURRENT" guard and changes nothing.
     await sm.admin.runRotationStep(s.name, 'finishSecret');
     expect(await stagesOf(s.name)).toEqual({ [token(0)]: ['AWSPREVIOUS'], [rotated.VersionId!]: ['AWSCURRENT'] });
+  });
+
+  it('manual mode: RotateSecret with the pending token starts a new attempt without invoking anything', async () => {
+    sm.admin.setRotationMode('manual');
+    const s = await setup();
+    const rotated = await sdk.send(new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 30 } }));
+    await sm.admin.runRotationStep(s.name, 'createSecret');
+    await sdk.send(new RotateSecretCommand({ SecretId: s.name, ClientRequestToken: rotated.VersionId }));
+    expect(s.calls.map((c) => c.Step)).toEqual(['createSecret']);
+    expect(sm.admin.rotations(s.name).map((r) => [r.token, r.status])).toEqual([
+      [rotated.VersionId, 'superseded'],
+      [rotated.VersionId, 'pending'],
+    ]);
   });
 
   it('runRotationStep rethrows the handler error so that a test sees it', async () => {
