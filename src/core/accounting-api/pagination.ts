@@ -60,7 +60,10 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
   }
 
   async *items(): AsyncGenerator<PageItem<T>, void, undefined> {
-    for await (const page of this.pages()) yield* page.items;
+    for await (const page of this.pages()) {
+      // A plain loop: `yield*` over an array in an async generator adds an await per item.
+      for (const item of page.items) yield item;
+    }
   }
 
   /**

@@ -3,7 +3,7 @@ import { type Clock } from '../shared/clock';
 import { type Logger } from '../shared/logger';
 import { type AuthScheme, type Credential, type CredentialProvider, authHeader } from './auth';
 import {
-  type AccountingApiError,
+  AccountingApiError,
   AuthenticationError,
   CompanyMismatchError,
   ResponseValidationError,
@@ -16,7 +16,7 @@ import { parseJsonLossless } from './lossless-json';
 import { type ItemWarning, type AccountingApiWarning, type WarningHandler } from './warnings';
 import { PaginatedList, type Page, resolvePageSize } from './pagination';
 import { type RetryPolicy, type RetrySafety, retryDelayMs } from './retry';
-import { type HttpMethod, type Transport, TransportFailure, type TransportResponse } from './transport';
+import { type HttpMethod, type Transport, TransportFailure, type TransportRequest, type TransportResponse } from './transport';
 
 /**
  * The request engine under every resource: credential, company scoping, the retry loop,
@@ -117,15 +117,9 @@ export class RequestEngine {
       if (body !== undefined) headers['content-type'] = 'application/json';
       this.checkScope(credential, operation, companyHeader, request);
 
-      let error: AccountingApiError;
-      try {
-        const response = await settings.transport({ method: operation.method, url: operation.url.href, headers, body, timeoutMs: settings.timeoutMs });
-        if (response.status >= 200 && response.status < 300) return this.success(response, request, credential);
-        error = errorFromResponse(response, { request, now: settings.clock.now() });
-      } catch (thrown) {
-        const failure = thrown instanceof TransportFailure ? thrown : new TransportFailure('reset', { cause: thrown });
-        error = errorFromTransportFailure(failure, request);
-      }
+      const outcome = await this.exchange({ method: operation.method, url: operation.url.href, headers, body, timeoutMs: settings.timeoutMs }, request);
+      if (!(outcome instanceof AccountingApiError)) return this.success(outcome, request, credential);
+      const error = outcome;
 
       if (error instanceof AuthenticationError && !reauthenticated && settings.credentials.onAuthenticationError) {
         reauthenticated = true;
@@ -153,6 +147,19 @@ export class RequestEngine {
       });
       await settings.clock.sleep(delay);
     }
+  }
+
+  /** One attempt: a 2xx response, or the typed error for anything else. */
+  private async exchange(transportRequest: TransportRequest, request: string): Promise<TransportResponse | AccountingApiError> {
+    let response: TransportResponse;
+    try {
+      response = await this.settings.transport(transportRequest);
+    } catch (thrown) {
+      const failure = thrown instanceof TransportFailure ? thrown : new TransportFailure('reset', { cause: thrown });
+      return errorFromTransportFailure(failure, request);
+    }
+    if (response.status >= 200 && response.status < 300) return response;
+    return errorFromResponse(response, { request, now: this.settings.clock.now() });
   }
 
   /** Parses a single-object response with `schema`, or raises ResponseValidationError. */

@@ -17,8 +17,12 @@ export const uuidSchema = z.guid();
 /** `YYYY-MM-DD`, a real calendar date. */
 export const dateSchema = z.iso.date();
 
-const TIMESTAMP = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})$/;
-const DATE_ONLY = z.iso.date();
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})$/;
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+}
 
 function offsetMinutes(offset: string): number | undefined {
   if (offset === 'Z') return 0;
@@ -35,16 +39,31 @@ function offsetMinutes(offset: string): number | undefined {
  * not by Date.parse, which rolls `02-30` over into March.
  */
 export function timestampMillis(timestamp: string): number | undefined {
+  const m = timestampFields(timestamp);
+  if (!m) return undefined;
+  const [year, month, day, hours, minutes, seconds, millis, shift] = m;
+  const instant = new Date(Date.UTC(2000, month - 1, day, hours, minutes, seconds, millis));
+  instant.setUTCFullYear(year); // Date.UTC reads years 0-99 as 1900-1999
+  return instant.getTime() - shift * 60_000;
+}
+
+type TimestampFields = [year: number, month: number, day: number, hours: number, minutes: number, seconds: number, millis: number, offsetMinutes: number];
+
+function timestampFields(timestamp: string): TimestampFields | undefined {
+  // Runs once per transaction of every export: plain arithmetic, no nested schema.
   const m = TIMESTAMP.exec(timestamp);
   if (!m) return undefined;
-  const [, date, hh, mm, ss, fraction, offset] = m;
-  if (!DATE_ONLY.safeParse(date).success) return undefined;
-  const [hours, minutes, seconds] = [Number(hh), Number(mm), Number(ss ?? '0')];
-  const shift = offsetMinutes(offset!);
+  const year = Number(m[1]);
+  const month = Number(m[2]);
+  const day = Number(m[3]);
+  const hours = Number(m[4]);
+  const minutes = Number(m[5]);
+  const seconds = m[6] === undefined ? 0 : Number(m[6]);
+  const shift = offsetMinutes(m[8]!);
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;
   if (hours > 23 || minutes > 59 || seconds > 59 || shift === undefined) return undefined;
-  const [year, month, day] = date!.split('-').map(Number) as [number, number, number];
-  const millis = Number((fraction ?? '').padEnd(3, '0').slice(0, 3));
-  return Date.UTC(year, month - 1, day, hours, minutes, seconds, millis) - shift * 60_000;
+  const millis = m[7] === undefined ? 0 : Number(m[7].padEnd(3, '0').slice(0, 3));
+  return [year, month, day, hours, minutes, seconds, millis, shift];
 }
 
 /** The instant a timestamp denotes. Throws on a string that `timestampSchema` would refuse. */
@@ -70,7 +89,7 @@ export function localDateOf(timestamp: string): string {
 /** An ISO 8601 timestamp with an offset, kept as the original string (offset included). */
 export const timestampSchema = z
   .string()
-  .refine((s) => timestampMillis(s) !== undefined, { message: 'expected an ISO 8601 timestamp with an offset' });
+  .refine((s) => timestampFields(s) !== undefined, { message: 'expected an ISO 8601 timestamp with an offset' });
 
 /** A field that is optional or null on the wire, always `null` when absent in the output. */
 function nullish<T extends z.ZodType>(schema: T) {

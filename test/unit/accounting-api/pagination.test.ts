@@ -1,0 +1,200 @@
+import {
+  AccountingClient,
+  type AccountingApiWarning,
+  type AccountingClientOptions,
+  PaginationError,
+  apiKeyAuth,
+} from '../../../src/core/accounting-api';
+import { ManualClock } from '../../../src/core/shared/clock';
+import { ConfigError } from '../../../src/core/shared/errors';
+import { MemoryLogger } from '../../../src/core/shared/logger';
+import { BASE_URL, type Handler, category, fakeTransport, json, listHandler, transaction } from './fake-transport';
+
+const KEY = 'sbx_PaginationKey0123456789abcdefghij';
+
+function setup(handler: Handler, overrides: Partial<AccountingClientOptions> = {}) {
+  const fake = fakeTransport(handler);
+  const logger = new MemoryLogger();
+  const warnings: AccountingApiWarning[] = [];
+  const client = new AccountingClient({
+    baseUrl: BASE_URL,
+    credentials: apiKeyAuth(KEY),
+    transport: fake.transport,
+    clock: ManualClock.autoAdvancing(),
+    logger,
+    onWarning: (w) => warnings.push(w),
+    ...overrides,
+  });
+  return { client, fake, logger, warnings };
+}
+
+const transactions = Array.from({ length: 7 }, (_, i) => transaction(i));
+
+describe('pagination', () => {
+  it('iterates items across pages, following next until null', async () => {
+    const { client, fake } = setup(listHandler('/accounting/transactions/', transactions));
+    const seen: string[] = [];
+    for await (const item of client.transactions.list({ pageSize: 3 })) seen.push(item.parsed.publicId);
+    expect(seen).toEqual(transactions.map((t) => t.publicId));
+    expect(fake.urls().map((u) => u.searchParams.get('page'))).toEqual([null, '2', '3']);
+  });
+
+  it('iterates pages, each with its items, count and links', async () => {
+    const { client } = setup(listHandler('/accounting/transactions/', transactions));
+    const pages = [];
+    for await (const page of client.transactions.list({ pageSize: 3 }).pages()) pages.push(page);
+    expect(pages.map((p) => p.items.length)).toEqual([3, 3, 1]);
+    expect(pages.every((p) => p.count === 7)).toBe(true);
+    expect(pages[0]!.previous).toBeNull();
+    expect(pages[2]!.next).toBeNull();
+    expect(pages[1]!.request).toBe('GET /api/v1/accounting/transactions/?page_size=3&page=2');
+  });
+
+  it('fetches nothing until iterated, and starts afresh on each iteration', async () => {
+    const { client, fake } = setup(listHandler('/accounting/transactions/', transactions));
+    const list = client.transactions.list({ pageSize: 5 });
+    expect(fake.requests).toHaveLength(0);
+    expect(await list.all()).toHaveLength(7);
+    expect(await list.all()).toHaveLength(7);
+    expect(fake.requests).toHaveLength(4);
+  });
+
+  it('keeps the raw object beside the parsed one', async () => {
+    const raw = transaction(1, { amount: '-49.99', extra: { nested: true } });
+    const { client } = setup(listHandler('/accounting/transactions/', [raw]));
+    const [item] = await client.transactions.list().all();
+    expect(item!.raw).toEqual(raw);
+    expect(item!.raw.amount).toBe('-49.99');
+    expect(item!.parsed.amount).toBe(-4999n);
+  });
+
+  describe('page size', () => {
+    it('sends 1000 by default, as page_size for transactions', async () => {
+      const { client, fake } = setup(listHandler('/accounting/transactions/', []));
+      await client.transactions.list({ dateFrom: '2026-10-01', dateTo: '2026-10-31', page: 2 }).all().catch(() => undefined);
+      const url = fake.urls()[0]!;
+      expect(url.pathname).toBe('/api/v1/accounting/transactions/');
+      expect(Object.fromEntries(url.searchParams)).toEqual({ date_from: '2026-10-01', date_to: '2026-10-31', page: '2', page_size: '1000' });
+    });
+
+    it('spells it pageSize for categories, and never sends the other spelling', async () => {
+      const { client, fake } = setup(listHandler('/accounting/categories/', [category(1)], { sizeParam: 'pageSize' }));
+      await client.categories.list({ pageSize: 20 }).all();
+      const url = fake.urls()[0]!;
+      expect(url.searchParams.get('pageSize')).toBe('20');
+      expect(url.searchParams.has('page_size')).toBe(false);
+    });
+
+    it('uses page_size for companies, tax reports and API keys', async () => {
+      const { client, fake } = setup((_r, url) => listHandler(url.pathname.slice('/api/v1'.length), [])(_r, url));
+      await client.companies.list().all();
+      await client.taxReports.list('3f1b2c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d').all();
+      await client.apiKeys.list().all();
+      expect(fake.urls().map((u) => [u.pathname, u.searchParams.get('page_size'), u.searchParams.has('pageSize')])).toEqual([
+        ['/api/v1/companies/', '1000', false],
+        ['/api/v1/companies/3f1b2c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d/taxes/reports/', '1000', false],
+        ['/api/v1/api-keys/', '1000', false],
+      ]);
+    });
+
+    it('caps the size at the maximum and refuses a non-positive one before sending', async () => {
+      const { client, fake } = setup(listHandler('/accounting/transactions/', []));
+      await client.transactions.list({ pageSize: 5000 }).all();
+      expect(fake.urls()[0]!.searchParams.get('page_size')).toBe('1000');
+      expect(() => client.transactions.list({ pageSize: 0 })).toThrow();
+      expect(() => new AccountingClient({ baseUrl: BASE_URL, credentials: apiKeyAuth(KEY), pageSize: 2.5 })).toThrow(ConfigError);
+      expect(fake.requests).toHaveLength(1);
+    });
+
+    it('honours a configured lower maximum', async () => {
+      const { client, fake } = setup(listHandler('/accounting/transactions/', []), { maxPageSize: 200 });
+      await client.transactions.list().all();
+      expect(fake.urls()[0]!.searchParams.get('page_size')).toBe('200');
+    });
+  });
+
+  describe('next links', () => {
+    function pagesWithNext(next: string): Handler {
+      let n = 0;
+      return () => (n++ === 0 ? json(200, { count: 2, next, previous: null, results: [transaction(1)] }) : json(200, { count: 2, next: null, previous: null, results: [transaction(2)] }));
+    }
+
+    it.each([
+      ['another host', 'http://evil.test:4010/api/v1/accounting/transactions/?page=2&page_size=1000'],
+      ['another scheme', 'https://api.test:4010/api/v1/accounting/transactions/?page=2'],
+      ['another port', 'http://api.test:4011/api/v1/accounting/transactions/?page=2'],
+      ['a path outside the prefix', 'http://api.test:4010/admin/dump/?page=2'],
+      ['a look-alike prefix', 'http://api.test:4010/api/v10/accounting/transactions/?page=2'],
+      ['a dot-segment escape', 'http://api.test:4010/api/v1/../internal/?page=2'],
+      ['user info', 'http://user:pw@api.test:4010/api/v1/accounting/transactions/?page=2'],
+      ['a protocol-relative link', '//evil.test/api/v1/accounting/transactions/?page=2'],
+    ])('refuses a next on %s without sending the credential there', async (_name, next) => {
+      const { client, fake } = setup(pagesWithNext(next));
+      const seen: string[] = [];
+      const error = await (async () => {
+        for await (const item of client.transactions.list()) seen.push(item.parsed.publicId);
+      })().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PaginationError);
+      expect((error as PaginationError).reason).toBe('foreign_next');
+      expect(seen).toHaveLength(1); // the page before the bad link is still delivered
+      // Nothing left for the foreign place: one request, to the base URL, and only it carried the key.
+      expect(fake.requests).toHaveLength(1);
+      expect(fake.requests.every((r) => r.url.startsWith(`${BASE_URL}/`))).toBe(true);
+      expect(fake.requests.filter((r) => r.headers.authorization === `Bearer ${KEY}`)).toHaveLength(1);
+    });
+
+    it('follows a relative next resolved against the current page', async () => {
+      const { client, fake } = setup(pagesWithNext('/api/v1/accounting/transactions/?page=2&page_size=1000'));
+      expect(await client.transactions.list().all()).toHaveLength(2);
+      expect(fake.requests[1]!.url).toBe(`${BASE_URL}/accounting/transactions/?page=2&page_size=1000`);
+    });
+
+    it('detects a next seen before (a loop), whatever the order of its query', async () => {
+      let n = 0;
+      const { client, fake } = setup(() => {
+        n++;
+        const next = n === 1 ? `${BASE_URL}/accounting/transactions/?page=2&page_size=1000` : `${BASE_URL}/accounting/transactions/?page_size=1000&page=2`;
+        return json(200, { count: 99, next, previous: null, results: [transaction(n)] });
+      });
+      const error = await client.transactions.list().all().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PaginationError);
+      expect((error as PaginationError).reason).toBe('next_loop');
+      expect(fake.requests).toHaveLength(2);
+    });
+
+    it('detects a next that points back at the first page', async () => {
+      const { client } = setup(() => json(200, { count: 9, next: `${BASE_URL}/accounting/categories/?pageSize=1000`, previous: null, results: [] }));
+      await expect(client.categories.list().all()).rejects.toMatchObject({ reason: 'next_loop' });
+    });
+  });
+
+  describe('count', () => {
+    it('reports a count that disagrees with the items read, as a typed warning and a warn line', async () => {
+      const { client, warnings, logger } = setup(listHandler('/accounting/transactions/', transactions, { count: 8 }));
+      expect(await client.transactions.list({ pageSize: 3 }).all()).toHaveLength(7);
+      expect(warnings).toEqual([{ type: 'count_mismatch', request: 'GET /api/v1/accounting/transactions/?page_size=3&page=3', count: 8, itemsRead: 7 }]);
+      expect(logger.entries().filter((e) => e.level === 'warn' && e.type === 'count_mismatch')).toHaveLength(1);
+    });
+
+    it('says nothing when count matches, or when the consumer stops early', async () => {
+      const ok = setup(listHandler('/accounting/transactions/', transactions));
+      await ok.client.transactions.list({ pageSize: 3 }).all();
+      expect(ok.warnings).toEqual([]);
+
+      const early = setup(listHandler('/accounting/transactions/', transactions, { count: 100 }));
+      for await (const item of early.client.transactions.list({ pageSize: 3 })) {
+        if (item.parsed.publicId) break;
+      }
+      expect(early.warnings).toEqual([]);
+    });
+
+    it('lets a strict caller turn the warning into a failure', async () => {
+      const { client } = setup(listHandler('/accounting/transactions/', transactions, { count: 6 }), {
+        onWarning: (w) => {
+          throw new Error(`refusing: ${w.type}`);
+        },
+      });
+      await expect(client.transactions.list().all()).rejects.toThrow('refusing: count_mismatch');
+    });
+  });
+});
