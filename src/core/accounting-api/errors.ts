@@ -197,10 +197,14 @@ export class TimeoutError extends AccountingApiError {
 
 // ---- the client's own checks ----
 
-/** A response that does not match the schema. Names each bad field by path, never its value. */
+/**
+ * A success response that does not match the schema. Names each bad field by path, never its
+ * value. Ambiguous: the service did act (a refresh rotated the token), we cannot read the result.
+ */
 export class ResponseValidationError extends AccountingApiError {
   static override readonly errorCode = 'response_invalid';
   protected static override readonly summary = 'response failed validation';
+  static override readonly ambiguous: boolean = true;
   readonly issues: FieldIssue[];
   constructor(issues: FieldIssue[], options: AccountingApiErrorOptions = {}) {
     super(

@@ -3,6 +3,7 @@ import {
   type AccountingClientOptions,
   ConnectionError,
   RateLimitError,
+  ResponseValidationError,
   ServerError,
   TimeoutError,
   TransportFailure,
@@ -165,6 +166,15 @@ describe('retries through the client', () => {
       }
       const { client, fake } = setup(sequence(failure, json(201, {})));
       await expect(client.apiKeys.create({ name: 'n', permissions: ['read_invoices'] })).rejects.toBeInstanceOf(Cls);
+      expect(fake.requests).toHaveLength(1);
+    });
+
+    it('marks an unreadable success as ambiguous and does not repeat it', async () => {
+      const { client, fake } = institution(sequence(json(200, { accessToken: TOKENS.accessToken }), json(200, TOKENS)));
+      const error = await client.institution.refreshToken(TOKENS.refreshToken).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ResponseValidationError);
+      expect((error as ResponseValidationError).field).toBe('refreshToken');
+      expect((error as ResponseValidationError).ambiguous).toBe(true);
       expect(fake.requests).toHaveLength(1);
     });
 

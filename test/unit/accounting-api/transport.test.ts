@@ -1,0 +1,45 @@
+import { TransportFailure, fetchTransport } from '../../../src/core/accounting-api';
+
+/** The default transport, over a stand-in for fetch: no sockets. */
+describe('fetchTransport', () => {
+  const request = { method: 'POST' as const, url: 'http://api.test/api/v1/x/', headers: { accept: 'application/json' }, body: '{}', timeoutMs: 5000 };
+
+  it('returns status, lower-case headers and the body text, without following redirects', async () => {
+    const calls: [string, RequestInit][] = [];
+    const fake = ((url: string, init: RequestInit) => {
+      calls.push([url, init]);
+      return Promise.resolve(new Response('{"ok":true}', { status: 201, headers: { 'X-Request-Id': 'req_1', 'Retry-After': '2' } }));
+    }) as unknown as typeof fetch;
+    const response = await fetchTransport(fake)(request);
+    expect(response).toEqual({ status: 201, headers: expect.objectContaining({ 'x-request-id': 'req_1', 'retry-after': '2' }) as unknown, body: '{"ok":true}' });
+    expect(calls[0]![1]).toMatchObject({ method: 'POST', body: '{}', redirect: 'manual' });
+    expect(calls[0]![1].signal).toBeInstanceOf(AbortSignal);
+  });
+
+  const failing = (error: unknown) => (() => Promise.reject(error)) as unknown as typeof fetch;
+  const fetchFailed = (cause: unknown) => Object.assign(new TypeError('fetch failed'), { cause });
+
+  it.each([
+    ['refused', fetchFailed(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))],
+    ['refused', fetchFailed(Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' }))],
+    ['refused', fetchFailed({ errors: [{ code: 'ECONNREFUSED' }, { code: 'ECONNREFUSED' }] })],
+    ['reset', fetchFailed(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }))],
+    ['reset', new Error('something odd')],
+    ['timeout', new DOMException('The operation was aborted due to timeout', 'TimeoutError')],
+  ])('classifies a failure as %s', async (kind, error) => {
+    const failure = await fetchTransport(failing(error))(request).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(TransportFailure);
+    expect((failure as TransportFailure).kind).toBe(kind);
+    expect((failure as TransportFailure).cause).toBe(error);
+  });
+
+  it('reports a body that breaks off as a reset: the request was processed', async () => {
+    const body = new ReadableStream({
+      pull(controller) {
+        controller.error(Object.assign(new Error('terminated'), { code: 'UND_ERR_SOCKET' }));
+      },
+    });
+    const fake = (() => Promise.resolve(new Response(body, { status: 200 }))) as unknown as typeof fetch;
+    await expect(fetchTransport(fake)(request)).rejects.toMatchObject({ kind: 'reset' });
+  });
+});
