@@ -118,7 +118,7 @@ describe('export formats', () => {
 
     async function readBack(rowGroupRows?: number) {
       const { bytes } = await write(store, 'parquet', transactionsTable, items, 'out/t.parquet', rowGroupRows);
-      const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+      const file = new Uint8Array(bytes).buffer;
       const metadata = parquetMetadata(file);
       return { file, metadata, rows: await parquetReadObjects({ file, metadata }) };
     }

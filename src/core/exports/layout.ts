@@ -1,0 +1,58 @@
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../shared/clock';
+import { ValidationError } from '../shared/errors';
+import type { Period } from './period';
+import type { DatasetName, ExportFormat } from './types';
+import { FORMAT_FILES } from './writers';
+
+/**
+ * Object keys of an export (Hive style, docs/exports.md):
+ *
+ *   exports/company=<publicId>/period=<YYYY-MM>/_manifest.json                         the commit point
+ *   exports/company=<publicId>/period=<YYYY-MM>/<dataset>/run=<runId>/part-00000.<ext>  data, per run
+ *   exports/company=<publicId>/period=<YYYY-MM>/<dataset>/_symlink/symlink.txt          Athena's view
+ */
+export const EXPORT_ROOT = 'exports';
+export const MANIFEST_NAME = '_manifest.json';
+
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+const RUN_SEGMENT = /\/run=([^/]+)\//;
+
+/** Company ids become key segments: only the spec's UUID shape is accepted. */
+export function assertCompanyId(company: string, field = 'company'): void {
+  if (!UUID.test(company)) throw new ValidationError('export request', [{ path: field, message: 'expected the company publicId (a UUID)' }]);
+}
+
+export function assertRunId(runId: string, field = 'runId'): void {
+  if (!RUN_ID.test(runId)) {
+    throw new ValidationError('export request', [{ path: field, message: 'expected 1-64 letters, digits, "-" or "_"' }]);
+  }
+}
+
+/** `20261101T090000Z-1a2b3c4d`: sorts by start time; the random part keeps two runs apart. */
+export function newRunId(clock: Clock): string {
+  const stamp = new Date(clock.now()).toISOString().replace(/[-:]/g, '').replace(/\.\d{3}Z$/, 'Z');
+  return `${stamp}-${randomBytes(4).toString('hex')}`;
+}
+
+export function periodPrefix(company: string, period: Period): string {
+  return `${EXPORT_ROOT}/company=${company}/period=${period.text}/`;
+}
+
+export function manifestKey(company: string, period: Period): string {
+  return `${periodPrefix(company, period)}${MANIFEST_NAME}`;
+}
+
+export function dataKey(company: string, period: Period, dataset: DatasetName, runId: string, format: ExportFormat): string {
+  return `${periodPrefix(company, period)}${dataset}/run=${runId}/part-00000.${FORMAT_FILES[format].extension}`;
+}
+
+export function symlinkKey(company: string, period: Period, dataset: DatasetName): string {
+  return `${periodPrefix(company, period)}${dataset}/_symlink/symlink.txt`;
+}
+
+/** The run a data key belongs to; undefined for keys outside any `run=` folder. */
+export function runIdOf(key: string): string | undefined {
+  return RUN_SEGMENT.exec(key)?.[1];
+}

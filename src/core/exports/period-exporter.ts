@@ -1,0 +1,372 @@
+import type { Clock } from '../shared/clock';
+import { ValidationError } from '../shared/errors';
+import type { Logger } from '../shared/logger';
+import { PeriodExportError } from './errors';
+import { assertCompanyId, assertRunId, dataKey, manifestKey, newRunId } from './layout';
+import { MANIFEST_SCHEMA_VERSION, readManifest, type Manifest, type ManifestDataset, type ManifestObject } from './manifest';
+import { ObjectSink, type WrittenObject } from './object-sink';
+import type { ObjectStore } from './object-store';
+import { parsePeriod, periodRange, type Period } from './period';
+import { collectGarbage, publishPeriod } from './publish';
+import { categoriesTable, taxReportsTable, transactionsTable, type Row, type RowContext, type Table } from './tables';
+import { TotalsAccumulator, type AmountTotal } from './totals';
+import { DATASETS, FORMATS, type DatasetName, type ExportFormat, type ExportSources } from './types';
+import { createWriter, FORMAT_FILES } from './writers';
+
+export interface PeriodExporterDeps {
+  store: ObjectStore;
+  clock: Clock;
+  logger: Logger;
+  /** acctops's version, recorded in the manifest. */
+  toolVersion: string;
+  /** Run id generator; the default is `<UTC time>-<random>`. Ids must never repeat. */
+  runIds?: () => string;
+  /** Currency of records the API sent without one (docs/assumptions.md). */
+  defaultCurrency?: string;
+  /** Age after which an unreferenced run object counts as abandoned. Must exceed the longest run. */
+  gcGraceMs?: number;
+  parquetRowGroupRows?: number;
+}
+
+export interface PeriodExportRequest {
+  /** The company's publicId. */
+  company: string;
+  /** `YYYY-MM` or a parsed Period. */
+  period: string | Period;
+  /** One stream per dataset, each read once. Categories are also read to resolve names. */
+  sources: ExportSources;
+  /** Datasets to (re)write; default: every source given. Others keep their previous export. */
+  datasets?: readonly DatasetName[];
+  formats: readonly ExportFormat[];
+  /** The service's base URL, recorded in the manifest (credentials, query and fragment dropped). */
+  sourceBaseUrl: string;
+}
+
+export interface DatasetSummary {
+  records: number;
+  totals: AmountTotal[];
+  objects: ManifestObject[];
+}
+
+export interface PeriodExportSummary {
+  company: string;
+  period: string;
+  runId: string;
+  manifestKey: string;
+  /** Where a foreign reader finds the manifest (`s3://…` or `file://…`). */
+  manifestUrl: string;
+  generatedAt: string;
+  /** The datasets this run wrote. */
+  datasets: Partial<Record<DatasetName, DatasetSummary>>;
+  /** Datasets kept from the previous export because this run did not include them. */
+  carriedOver: DatasetName[];
+  /** Objects of earlier runs deleted after the switch. */
+  garbageCollected: number;
+  manifest: Manifest;
+}
+
+export const DEFAULT_GC_GRACE_MS = 24 * 60 * 60 * 1000;
+
+/** Reads in this order so that category names are known before the first transaction. */
+const ORDER: readonly DatasetName[] = ['categories', 'tax_reports', 'transactions'];
+
+type Item = { raw: unknown };
+
+/**
+ * Exports one company's month: every selected dataset streams once through the selected writers
+ * (bounded memory, backpressure from the store), the totals are summed exactly, and the period is
+ * switched over atomically by its manifest. On any failure the previous export of the period is
+ * untouched and this run's objects are removed (docs/architecture.md, "Exports: atomic periods").
+ */
+export class PeriodExporter {
+  private readonly runIds: () => string;
+  private readonly defaultCurrency: string;
+  private readonly gcGraceMs: number;
+
+  constructor(private readonly deps: PeriodExporterDeps) {
+    this.runIds = deps.runIds ?? (() => newRunId(deps.clock));
+    this.defaultCurrency = deps.defaultCurrency ?? 'EUR';
+    this.gcGraceMs = deps.gcGraceMs ?? DEFAULT_GC_GRACE_MS;
+  }
+
+  async run(request: PeriodExportRequest): Promise<PeriodExportSummary> {
+    const period = typeof request.period === 'string' ? parsePeriod(request.period) : request.period;
+    const { company } = request;
+    assertCompanyId(company);
+    const formats = checkFormats(request.formats);
+    const selected = checkDatasets(request);
+    const baseUrl = sanitizeBaseUrl(request.sourceBaseUrl);
+    const runId = this.runIds();
+    assertRunId(runId);
+
+    const { store, clock } = this.deps;
+    const logger = this.deps.logger.child({ company, period: period.text, runId });
+    const key = manifestKey(company, period);
+    const written: WrittenObject[] = [];
+    logger.info('period export started', { datasets: selected, formats });
+
+    try {
+      const expected = await store.head(key);
+      const previous = expected ? await readManifest(store, key) : undefined;
+      if (previous && (previous.runId === runId || Object.values(previous.datasets).some((d) => d.runId === runId))) {
+        // Reusing a run id would overwrite objects the live manifest references.
+        throw new ValidationError('export request', [{ path: 'runId', message: 'already used by the current export of this period' }]);
+      }
+
+      const range = periodRange(period);
+      const categoryNames = new Map<string, string | null>();
+      let outsidePeriod = 0;
+      const onRow: Partial<Record<DatasetName, (row: Row) => void>> = {
+        categories: (row) => categoryNames.set(row.public_id as string, row.name as string | null),
+        transactions: (row) => {
+          const day = row.value_date_local as string;
+          if (day < range.dateFrom || day > range.dateTo) outsidePeriod += 1;
+        },
+      };
+      const results = new Map<DatasetName, DatasetResult>();
+      for (const dataset of ORDER) {
+        const source = sourceOf(request.sources, dataset);
+        const wanted = selected.includes(dataset);
+        // Categories are read for their names even when they are not exported themselves.
+        if (!source || (!wanted && !(dataset === 'categories' && selected.includes('transactions')))) continue;
+        const job = { company, period, runId, dataset, formats: wanted ? formats : [], categoryNames, onRow: onRow[dataset] };
+        const result = await this.exportDataset(job, source, written, logger);
+        if (wanted) results.set(dataset, result);
+      }
+      if (outsidePeriod > 0) {
+        // Exported as returned: the API decides what belongs to the range; this flags a disagreement.
+        logger.warn('transactions dated outside the queried range', { records: outsidePeriod, ...range });
+      }
+
+      const generatedAt = new Date(clock.now()).toISOString();
+      const manifest = buildManifest({
+        company,
+        period,
+        runId,
+        generatedAt,
+        toolVersion: this.deps.toolVersion,
+        baseUrl,
+        range,
+        results,
+        previous,
+      });
+      const published = await publishPeriod({
+        store,
+        company,
+        period,
+        manifest,
+        replaced: [...results.keys()],
+        expected,
+        previous,
+        now: clock.now(),
+        gcGraceMs: this.gcGraceMs,
+        logger,
+      });
+      const carriedOver = DATASETS.filter((d) => manifest.datasets[d] && !results.has(d));
+      logger.info('period export published', {
+        manifestKey: published.manifestKey,
+        records: Object.fromEntries([...results].map(([d, r]) => [d, r.records])),
+        carriedOver,
+        garbageCollected: published.deleted.length,
+      });
+      return {
+        company,
+        period: period.text,
+        runId,
+        manifestKey: published.manifestKey,
+        manifestUrl: store.url(published.manifestKey),
+        generatedAt,
+        datasets: Object.fromEntries(
+          [...results].map(([d, r]) => [d, { records: r.records, totals: r.totals, objects: manifest.objects.filter((o) => o.dataset === d) }]),
+        ),
+        carriedOver,
+        garbageCollected: published.deleted.length,
+        manifest,
+      };
+    } catch (error) {
+      await this.removeObjects(company, period, written, logger);
+      logger.error('period export failed; the previous export of the period is unchanged', { error });
+      throw new PeriodExportError({ company, period: period.text, runId }, error);
+    }
+  }
+
+  /**
+   * One pass over `source`: each record is validated and flattened once, added to the totals and
+   * handed to every writer in turn, waiting whenever a writer's upload needs to catch up.
+   */
+  private async exportDataset(
+    job: {
+      company: string;
+      period: Period;
+      runId: string;
+      dataset: DatasetName;
+      formats: readonly ExportFormat[];
+      categoryNames: ReadonlyMap<string, string | null>;
+      onRow: ((row: Row) => void) | undefined;
+    },
+    source: AsyncIterable<Item> | Iterable<Item>,
+    written: WrittenObject[],
+    logger: Logger,
+  ): Promise<DatasetResult> {
+    const table = TABLES[job.dataset] as Table<Item>;
+    const outputs = job.formats.map((format) => {
+      const sink = new ObjectSink(this.deps.store, dataKey(job.company, job.period, job.dataset, job.runId, format), FORMAT_FILES[format].contentType);
+      return { format, writer: createWriter(format, sink, table.columns, { parquetRowGroupRows: this.deps.parquetRowGroupRows }) };
+    });
+    const totals = table.totals ? new TotalsAccumulator(table.totals) : undefined;
+    let unresolved = 0;
+    const context: RowContext & { index: number } = {
+      index: 0,
+      defaultCurrency: this.defaultCurrency,
+      categoryName: (id) => {
+        const name = job.categoryNames.get(id);
+        if (name === undefined) unresolved += 1;
+        return name ?? null;
+      },
+    };
+
+    try {
+      for await (const item of source) {
+        const row = table.row(item, context);
+        totals?.add(row);
+        job.onRow?.(row);
+        for (const output of outputs) {
+          const wait = output.writer.write(item.raw, row);
+          if (wait) await wait;
+        }
+        context.index += 1;
+      }
+    } catch (error) {
+      await Promise.all(outputs.map((o) => o.writer.abort(error)));
+      throw error;
+    }
+
+    const finished = await Promise.allSettled(outputs.map((o) => o.writer.finish()));
+    const objects: ManifestObject[] = [];
+    let failure: { error: unknown } | undefined;
+    finished.forEach((outcome, i) => {
+      if (outcome.status === 'fulfilled') {
+        written.push(outcome.value);
+        objects.push({ ...outcome.value, dataset: job.dataset, format: outputs[i]!.format, records: context.index });
+      } else {
+        failure ??= { error: outcome.reason };
+      }
+    });
+    if (failure) {
+      await Promise.all(outputs.map((o) => o.writer.abort(failure!.error)));
+      throw failure.error;
+    }
+
+    if (unresolved > 0) logger.warn('transactions reference unknown categories; category_name left empty', { dataset: job.dataset, records: unresolved });
+    logger.info('dataset exported', { dataset: job.dataset, records: context.index, objects: objects.length });
+    return { records: context.index, totals: totals?.result() ?? [], objects };
+  }
+
+  /**
+   * Removes the failed run's completed objects by the garbage rule: whatever the manifest or a
+   * symlink references stays (after a failed switch a symlink may still name this run's Parquet).
+   */
+  private async removeObjects(company: string, period: Period, objects: readonly WrittenObject[], logger: Logger): Promise<void> {
+    if (objects.length === 0) return;
+    try {
+      await collectGarbage(this.deps.store, company, period, {
+        now: this.deps.clock.now(),
+        graceMs: this.gcGraceMs,
+        superseded: new Set(objects.map((o) => o.key)),
+        logger,
+      });
+    } catch (error) {
+      // Unreferenced run objects: a later run's garbage collection removes them.
+      logger.warn('could not remove the objects of the failed run', { objects: objects.length, error });
+    }
+  }
+}
+
+interface DatasetResult {
+  records: number;
+  totals: AmountTotal[];
+  objects: ManifestObject[];
+}
+
+const TABLES: Record<DatasetName, Table<never>> = {
+  transactions: transactionsTable,
+  tax_reports: taxReportsTable,
+  categories: categoriesTable,
+};
+
+function sourceOf(sources: ExportSources, dataset: DatasetName): AsyncIterable<Item> | Iterable<Item> | undefined {
+  switch (dataset) {
+    case 'transactions':
+      return sources.transactions;
+    case 'tax_reports':
+      return sources.taxReports;
+    case 'categories':
+      return sources.categories;
+  }
+}
+
+function checkFormats(formats: readonly ExportFormat[]): ExportFormat[] {
+  const unique = FORMATS.filter((f) => formats.includes(f));
+  if (unique.length === 0 || formats.some((f) => !FORMATS.includes(f))) {
+    throw new ValidationError('export request', [{ path: 'formats', message: `expected one or more of ${FORMATS.join(', ')}` }]);
+  }
+  return unique;
+}
+
+function checkDatasets(request: PeriodExportRequest): DatasetName[] {
+  const given = DATASETS.filter((d) => sourceOf(request.sources, d) !== undefined);
+  const wanted = request.datasets ?? given;
+  const selected = DATASETS.filter((d) => wanted.includes(d));
+  if (selected.length === 0 || wanted.some((d) => !given.includes(d))) {
+    throw new ValidationError('export request', [{ path: 'datasets', message: 'each selected dataset needs a source, and at least one is required' }]);
+  }
+  return selected;
+}
+
+/** The base URL without anything that could be a credential: user info, query, fragment. */
+function sanitizeBaseUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch (error) {
+    throw new ValidationError('export request', [{ path: 'sourceBaseUrl', message: 'expected an absolute URL' }], error);
+  }
+  return `${url.origin}${url.pathname}`;
+}
+
+function buildManifest(input: {
+  company: string;
+  period: Period;
+  runId: string;
+  generatedAt: string;
+  toolVersion: string;
+  baseUrl: string;
+  range: { dateFrom: string; dateTo: string };
+  results: ReadonlyMap<DatasetName, DatasetResult>;
+  previous: Manifest | undefined;
+}): Manifest {
+  const datasets: Partial<Record<DatasetName, ManifestDataset>> = {};
+  const objects: ManifestObject[] = [];
+  for (const dataset of DATASETS) {
+    const result = input.results.get(dataset);
+    if (result) {
+      datasets[dataset] = { runId: input.runId, generatedAt: input.generatedAt, records: result.records, totals: result.totals };
+      objects.push(...result.objects);
+    } else if (input.previous?.datasets[dataset]) {
+      datasets[dataset] = input.previous.datasets[dataset];
+      objects.push(...input.previous.objects.filter((o) => o.dataset === dataset));
+    }
+  }
+  return {
+    schemaVersion: MANIFEST_SCHEMA_VERSION,
+    company: input.company,
+    period: input.period.text,
+    runId: input.runId,
+    generatedAt: input.generatedAt,
+    tool: { name: 'acctops', version: input.toolVersion },
+    source: { baseUrl: input.baseUrl, query: input.range },
+    datasets,
+    objects: objects.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)),
+    symlinks: (input.previous?.symlinks ?? []).filter((s) => !input.results.has(s.dataset)),
+  };
+}

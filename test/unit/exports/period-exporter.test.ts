@@ -1,0 +1,367 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
+import { formatMinorUnits, parseMinorUnits } from '../../../src/core/accounting-api/money';
+import { ConcurrentExportError, ObjectStoreError, PeriodExportError } from '../../../src/core/exports/errors';
+import { manifestKey, periodPrefix, symlinkKey } from '../../../src/core/exports/layout';
+import { readManifest, type Manifest } from '../../../src/core/exports/manifest';
+import type { ObjectStore, PutConditions, PutOptions } from '../../../src/core/exports/object-store';
+import { parsePeriod } from '../../../src/core/exports/period';
+import { PeriodExporter, type PeriodExportRequest } from '../../../src/core/exports/period-exporter';
+import { collectGarbage } from '../../../src/core/exports/publish';
+import type { ExportTransaction } from '../../../src/core/exports/types';
+import { ManualClock } from '../../../src/core/shared/clock';
+import { ValidationError } from '../../../src/core/shared/errors';
+import { MemoryLogger } from '../../../src/core/shared/logger';
+import {
+  asAsync,
+  CATEGORIES,
+  COMPANY,
+  failingAfter,
+  listKeys,
+  sha256Of,
+  snapshot,
+  taxReport,
+  transaction,
+  transactions,
+} from '../../helpers/export-fixtures';
+
+const PERIOD = parsePeriod('2026-10');
+const PREFIX = periodPrefix(COMPANY, PERIOD);
+const MANIFEST = manifestKey(COMPANY, PERIOD);
+const SYMLINK = symlinkKey(COMPANY, PERIOD, 'transactions');
+
+/** Wraps a store to inject failures and to run code at chosen moments. */
+class FaultyStore implements ObjectStore {
+  failStreamAfter: ((key: string) => number | undefined) | undefined;
+  failPut: ((key: string) => boolean) | undefined;
+  beforePut: ((key: string) => Promise<void>) | undefined;
+
+  constructor(readonly inner: DirObjectStore) {}
+
+  putStream(key: string, body: Readable, options?: PutOptions): Promise<void> {
+    const limit = this.failStreamAfter?.(key);
+    if (limit === undefined) return this.inner.putStream(key, body, options);
+    let seen = 0;
+    const tripwire = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        seen += chunk.length;
+        callback(seen > limit ? new Error(`injected failure after ${limit} bytes of ${key}`) : null, chunk);
+      },
+    });
+    body.pipe(tripwire);
+    return this.inner.putStream(key, tripwire, options);
+  }
+
+  async putObject(key: string, body: Uint8Array | string, options?: PutOptions & PutConditions): Promise<void> {
+    const hook = this.beforePut;
+    if (hook) {
+      this.beforePut = undefined;
+      await hook(key);
+    }
+    if (this.failPut?.(key)) throw new ObjectStoreError('put', key, new Error('injected failure'));
+    return this.inner.putObject(key, body, options);
+  }
+
+  get = (key: string) => this.inner.get(key);
+  head = (key: string) => this.inner.head(key);
+  list = (prefix: string) => this.inner.list(prefix);
+  delete = (keys: readonly string[]) => this.inner.delete(keys);
+  url = (key: string) => this.inner.url(key);
+}
+
+const BASE_URL = 'https://partner:hunter2-not-logged@api.example.test/api/v1?token=abc123secret#frag';
+
+function request(overrides: Partial<PeriodExportRequest> = {}, count = 40): PeriodExportRequest {
+  return {
+    company: COMPANY,
+    period: '2026-10',
+    sources: {
+      categories: asAsync(CATEGORIES),
+      taxReports: asAsync([taxReport(0), taxReport(1, '-10.05'), taxReport(2, null)]),
+      transactions: asAsync(transactions(count)),
+    },
+    formats: ['jsonl', 'csv', 'parquet'],
+    sourceBaseUrl: BASE_URL,
+    ...overrides,
+  };
+}
+
+describe('PeriodExporter', () => {
+  let root: string;
+  let dir: DirObjectStore;
+  let store: FaultyStore;
+  let clock: ManualClock;
+  let logger: MemoryLogger;
+  const exporter = (runId: string, target: ObjectStore = store) =>
+    new PeriodExporter({ store: target, clock, logger, toolVersion: '0.1.0', runIds: () => runId, parquetRowGroupRows: 16 });
+
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'acctops-exporter-'));
+    dir = new DirObjectStore(root);
+    store = new FaultyStore(dir);
+    clock = new ManualClock(Date.UTC(2026, 10, 1, 2, 0));
+    logger = new MemoryLogger();
+  });
+  afterEach(() => rm(root, { recursive: true, force: true }));
+
+  it('publishes a complete period: layout, manifest with checksums and exact totals, Athena symlink', async () => {
+    const summary = await exporter('run-1').run(request());
+
+    const data = ['categories', 'tax_reports', 'transactions'].flatMap((d) =>
+      ['csv', 'jsonl.gz', 'parquet'].map((ext) => `${PREFIX}${d}/run=run-1/part-00000.${ext}`),
+    );
+    const links = ['categories', 'tax_reports', 'transactions'].map((d) => `${PREFIX}${d}/_symlink/symlink.txt`);
+    expect(await listKeys(dir)).toEqual([MANIFEST, ...data, ...links].sort());
+
+    const manifest = (await readManifest(dir, MANIFEST))!;
+    expect(manifest).toMatchObject({
+      schemaVersion: 1,
+      company: COMPANY,
+      period: '2026-10',
+      runId: 'run-1',
+      generatedAt: '2026-11-01T02:00:00.000Z',
+      tool: { name: 'acctops', version: '0.1.0' },
+      source: { baseUrl: 'https://api.example.test/api/v1', query: { dateFrom: '2026-10-01', dateTo: '2026-10-31' } },
+    });
+    expect(manifest.objects.map((o) => o.key)).toEqual(data.sort());
+    for (const object of manifest.objects) {
+      expect(object.sha256).toBe(await sha256Of(dir, object.key));
+      expect(object.bytes).toBe((await dir.head(object.key))!.size);
+    }
+    expect(manifest.datasets.transactions?.records).toBe(40);
+    expect(manifest.objects.filter((o) => o.dataset === 'tax_reports').map((o) => o.records)).toEqual([3, 3, 3]);
+    expect(manifest.datasets.categories).toMatchObject({ runId: 'run-1', records: 2, totals: [] });
+    expect(manifest.datasets.tax_reports?.totals).toEqual([
+      { currency: 'EUR', cashflowType: null, records: 2, amount: '1224.51', amountMinor: '122451' },
+    ]);
+
+    // The Athena symlink lists exactly the new run's Parquet object.
+    const parquet = `${PREFIX}transactions/run=run-1/part-00000.parquet`;
+    expect(Buffer.from((await dir.get(SYMLINK))!).toString()).toBe(`${dir.url(parquet)}\n`);
+    expect(manifest.symlinks.find((s) => s.dataset === 'transactions')).toMatchObject({ key: SYMLINK, targets: [parquet] });
+
+    expect(summary).toMatchObject({ runId: 'run-1', period: '2026-10', manifestKey: MANIFEST, manifestUrl: dir.url(MANIFEST), carriedOver: [] });
+    expect(summary.datasets.transactions?.objects).toHaveLength(3);
+
+    // Nothing secret from the base URL reaches the manifest or the logs.
+    const manifestText = Buffer.from((await dir.get(MANIFEST))!).toString();
+    for (const secret of ['hunter2-not-logged', 'abc123secret']) {
+      expect(manifestText).not.toContain(secret);
+      expect(logger.lines.join('\n')).not.toContain(secret);
+    }
+    expect(logger.entries().some((e) => e.message === 'period export published' && e.runId === 'run-1')).toBe(true);
+  });
+
+  it('totals per currency and cashflow type equal the exact sum of the API amounts, both encodings mixed', async () => {
+    const items: ExportTransaction[] = [
+      ...transactions(30, (i) => ({ currency: i % 3 === 0 ? 'USD' : 'EUR' })),
+      // Beyond 2^53 minor units: a float sum would lose the last digits.
+      transaction(30, { amount: '90071992547409.93', cashflowType: 'Income' }),
+      transaction(31, { amount: 9007199254740991, cashflowType: 'INCOME' }),
+      transaction(32, { amount: '-0.01', cashflowType: 'EXPENSE', currency: null }),
+    ];
+    const expected = new Map<string, bigint>();
+    const counts = new Map<string, number>();
+    for (const t of items) {
+      const raw = t.raw as { amount: number | string; currency: string | null; cashflowType: string };
+      const key = `${raw.currency ?? 'EUR'}/${raw.cashflowType.toUpperCase()}`;
+      expected.set(key, (expected.get(key) ?? 0n) + parseMinorUnits(raw.amount));
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    await exporter('run-1').run(request({ sources: { categories: CATEGORIES, transactions: asAsync(items) } }));
+
+    const totals = (await readManifest(dir, MANIFEST))!.datasets.transactions!.totals;
+    expect(totals.map((t) => `${t.currency}/${t.cashflowType}`)).toEqual([...expected.keys()].sort());
+    for (const total of totals) {
+      const sum = expected.get(`${total.currency}/${total.cashflowType}`)!;
+      expect(total.amountMinor).toBe(sum.toString());
+      expect(total.amount).toBe(formatMinorUnits(sum));
+      expect(total.records).toBe(counts.get(`${total.currency}/${total.cashflowType}`));
+    }
+    // The sum is past 2^53, where adding floats would already have gone wrong.
+    const income = items.filter((t) => t.currency === 'EUR' && t.cashflowType?.toUpperCase() === 'INCOME');
+    const floatSum = income.reduce((sum, t) => sum + Number(t.amount), 0);
+    const exact = totals.find((t) => t.currency === 'EUR' && t.cashflowType === 'INCOME')!.amountMinor;
+    expect(BigInt(exact) > 2n ** 53n).toBe(true);
+    expect(BigInt(floatSum)).not.toBe(BigInt(exact));
+  });
+
+  it('resolves category names even when categories themselves are not exported', async () => {
+    await exporter('run-1').run(request({ datasets: ['transactions'], formats: ['csv'] }));
+    expect(await listKeys(dir, `${PREFIX}categories/`)).toEqual([]);
+    const csv = Buffer.from((await dir.get(`${PREFIX}transactions/run=run-1/part-00000.csv`))!).toString();
+    expect(csv).toContain(',Office supplies,');
+    expect(csv).toContain(',Travel,');
+    expect((await readManifest(dir, MANIFEST))!.datasets.categories).toBeUndefined();
+  });
+
+  it('a failure in the middle of a write leaves the previous complete period exactly as it was', async () => {
+    await exporter('run-1').run(request({}, 3000));
+    const before = await snapshot(dir, PREFIX);
+
+    store.failStreamAfter = (key) => (key.endsWith('transactions/run=run-2/part-00000.csv') ? 20_000 : undefined);
+    const error = await exporter('run-2')
+      .run(request({}, 3000))
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PeriodExportError);
+    expect((error as PeriodExportError).cause).toBeInstanceOf(ObjectStoreError);
+    expect((error as PeriodExportError).runId).toBe('run-2');
+
+    expect(await snapshot(dir, PREFIX)).toEqual(before);
+    expect((await listKeys(dir)).filter((k) => k.includes('run=run-2'))).toEqual([]);
+  });
+
+  it('an API failure midway publishes nothing for a period that had no export yet', async () => {
+    const sources = { categories: CATEGORIES, transactions: failingAfter(transactions(500), 250) };
+    await expect(exporter('run-1').run(request({ sources }))).rejects.toThrow(/upstream 503/);
+    expect(await listKeys(dir)).toEqual([]);
+    expect(logger.entries().some((e) => e.level === 'error' && e.runId === 'run-1')).toBe(true);
+  });
+
+  it('a failed manifest switch points the symlink back at the previous run and removes the new one', async () => {
+    await exporter('run-1').run(request());
+    const before = await snapshot(dir, PREFIX);
+    store.failPut = (key) => key === MANIFEST;
+    await expect(exporter('run-2').run(request())).rejects.toBeInstanceOf(PeriodExportError);
+    expect(await snapshot(dir, PREFIX)).toEqual(before);
+  });
+
+  it('re-running a period switches atomically to equal checksums and collects the previous run', async () => {
+    const first = await exporter('run-1').run(request());
+    clock.advance(60_000);
+    const second = await exporter('run-2').run(request());
+
+    const manifest = (await readManifest(dir, MANIFEST))!;
+    expect(manifest.runId).toBe('run-2');
+    const checksums = (m: Manifest) => m.objects.map((o) => `${o.dataset}/${o.format}:${o.sha256}`);
+    expect(checksums(manifest)).toEqual(checksums(first.manifest));
+    expect(manifest.objects.every((o) => o.key.includes('/run=run-2/'))).toBe(true);
+    expect((await listKeys(dir)).filter((k) => k.includes('run=run-1'))).toEqual([]);
+    expect(second.garbageCollected).toBe(first.manifest.objects.length);
+    expect(Buffer.from((await dir.get(SYMLINK))!).toString()).toContain('/transactions/run=run-2/part-00000.parquet');
+  });
+
+  it('a run of some datasets keeps the others from the previous export (no data loss)', async () => {
+    await exporter('run-1').run(request());
+    const summary = await exporter('run-2').run(request({ datasets: ['transactions'] }));
+
+    const manifest = (await readManifest(dir, MANIFEST))!;
+    expect(summary.carriedOver).toEqual(['tax_reports', 'categories']);
+    expect(manifest.datasets.tax_reports?.runId).toBe('run-1');
+    expect(manifest.datasets.transactions?.runId).toBe('run-2');
+    for (const object of manifest.objects) {
+      expect(object.key).toContain(object.dataset === 'transactions' ? 'run=run-2' : 'run=run-1');
+      expect(await sha256Of(dir, object.key)).toBe(object.sha256);
+    }
+    expect(await listKeys(dir, `${PREFIX}transactions/run=run-1/`)).toEqual([]);
+    expect(manifest.symlinks.map((s) => s.dataset)).toEqual(['categories', 'tax_reports', 'transactions']);
+  });
+
+  it('refuses to reuse the run id of the current export', async () => {
+    await exporter('run-1').run(request());
+    const before = await snapshot(dir, PREFIX);
+    const error = await exporter('run-1')
+      .run(request())
+      .catch((e: unknown) => e);
+    expect((error as PeriodExportError).cause).toBeInstanceOf(ValidationError);
+    expect(await snapshot(dir, PREFIX)).toEqual(before);
+  });
+
+  it('validates the request before touching the store', async () => {
+    await expect(exporter('run-1').run(request({ company: '../other' }))).rejects.toMatchObject({ field: 'company' });
+    await expect(exporter('run-1').run(request({ period: '2026-13' }))).rejects.toMatchObject({ field: 'period' });
+    await expect(exporter('run-1').run(request({ formats: [] }))).rejects.toMatchObject({ field: 'formats' });
+    await expect(exporter('run-1').run(request({ formats: ['xlsx' as 'csv'] }))).rejects.toMatchObject({ field: 'formats' });
+    await expect(exporter('run 1').run(request())).rejects.toMatchObject({ field: 'runId' });
+    await expect(exporter('run-1').run(request({ sources: { categories: CATEGORIES }, datasets: ['transactions'] }))).rejects.toMatchObject({
+      field: 'datasets',
+    });
+    await expect(exporter('run-1').run(request({ sourceBaseUrl: 'not a url' }))).rejects.toMatchObject({ field: 'sourceBaseUrl' });
+    expect(await listKeys(dir)).toEqual([]);
+  });
+
+  describe('concurrent runs of one period', () => {
+    it('the run that commits first wins; the other fails without changing anything', async () => {
+      let winner: Promise<unknown> | undefined;
+      async function* slowTransactions() {
+        let i = 0;
+        for (const t of transactions(40)) {
+          if (i++ === 20) await (winner = exporter('run-b').run(request()));
+          yield t;
+        }
+      }
+      const error = await exporter('run-a')
+        .run(request({ sources: { categories: CATEGORIES, transactions: slowTransactions() } }))
+        .catch((e: unknown) => e);
+      await winner;
+      expect((error as PeriodExportError).cause).toBeInstanceOf(ConcurrentExportError);
+      expect((await readManifest(dir, MANIFEST))!.runId).toBe('run-b');
+      expect((await listKeys(dir)).filter((k) => k.includes('run=run-a'))).toEqual([]);
+      expect(Buffer.from((await dir.get(SYMLINK))!).toString()).toContain('run=run-b');
+    });
+
+    it('a race inside the switch is caught by the conditional manifest write and the symlink restored', async () => {
+      // run-b commits while run-a is writing its symlinks, after run-a's last check.
+      store.beforePut = async (key) => {
+        expect(key).toBe(symlinkKey(COMPANY, PERIOD, 'categories'));
+        await exporter('run-b', dir).run(request());
+      };
+      const error = await exporter('run-a')
+        .run(request())
+        .catch((e: unknown) => e);
+      expect((error as PeriodExportError).cause).toBeInstanceOf(ConcurrentExportError);
+      const manifest = (await readManifest(dir, MANIFEST))!;
+      expect(manifest.runId).toBe('run-b');
+      for (const link of manifest.symlinks) {
+        expect(Buffer.from((await dir.get(link.key))!).toString()).toBe(link.targets.map((t) => `${dir.url(t)}\n`).join(''));
+      }
+      expect((await listKeys(dir)).filter((k) => k.includes('run=run-a'))).toEqual([]);
+    });
+  });
+
+  describe('garbage collection', () => {
+    it('removes abandoned run objects after the grace period and never what a manifest or symlink references', async () => {
+      const now = Date.now();
+      clock.set(now);
+      const orphan = `${PREFIX}transactions/run=crashed/part-00000.csv`;
+      const athenaOnly = `${PREFIX}transactions/run=ahead/part-00000.parquet`;
+      await dir.putObject(orphan, 'left by a crashed run');
+      await dir.putObject(athenaOnly, 'named by a symlink that ran ahead of the manifest');
+      await exporter('run-1').run(request());
+      // A young orphan might belong to a run still in flight: kept.
+      expect(await dir.head(orphan)).toBeDefined();
+
+      await dir.putObject(SYMLINK, `${dir.url(athenaOnly)}\n`);
+      const later = now + 25 * 60 * 60 * 1000;
+      const deleted = await collectGarbage(dir, COMPANY, PERIOD, { now: later, graceMs: 24 * 60 * 60 * 1000 });
+      expect(deleted).toEqual([orphan]);
+      expect(await dir.head(athenaOnly)).toBeDefined();
+      const manifest = (await readManifest(dir, MANIFEST))!;
+      for (const object of manifest.objects) expect(await dir.head(object.key)).toBeDefined();
+      expect(await dir.head(MANIFEST)).toBeDefined();
+
+      // Safe to repeat.
+      expect(await collectGarbage(dir, COMPANY, PERIOD, { now: later, graceMs: 24 * 60 * 60 * 1000 })).toEqual([]);
+    });
+
+    it('without a manifest, only old run objects go', async () => {
+      await dir.putObject(`${PREFIX}transactions/run=x/part-00000.csv`, 'x');
+      await dir.putObject(`${PREFIX}notes.txt`, 'not ours to delete');
+      const deleted = await collectGarbage(dir, COMPANY, PERIOD, { now: Date.now() + 2000, graceMs: 1000 });
+      expect(deleted).toEqual([`${PREFIX}transactions/run=x/part-00000.csv`]);
+      expect(await listKeys(dir)).toEqual([`${PREFIX}notes.txt`]);
+    });
+
+    it('refuses to guess when the manifest is unreadable', async () => {
+      await dir.putObject(MANIFEST, '{"schemaVersion": 99}');
+      await dir.putObject(`${PREFIX}transactions/run=x/part-00000.csv`, 'x');
+      await expect(collectGarbage(dir, COMPANY, PERIOD, { now: Date.now() + 2000, graceMs: 1000 })).rejects.toMatchObject({
+        code: 'manifest_invalid',
+      });
+      expect(await listKeys(dir)).toHaveLength(2);
+    });
+  });
+});
