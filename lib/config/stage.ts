@@ -1,0 +1,254 @@
+import { z } from 'zod';
+
+/**
+ * Typed stage settings. `cdk.json` holds one entry per stage under the context key `stages`; the
+ * context key `stage` picks one (`npx cdk deploy -c stage=production`). Everything is validated
+ * here, at synth, so that a typo fails before CloudFormation sees it, with the field's path.
+ *
+ * This module imports neither aws-cdk-lib nor src/: the CLI can read a stage's settings without
+ * loading CDK, and lib stays independent of the domain code (see docs/architecture.md).
+ */
+
+/** Retention periods CloudWatch Logs accepts, in days (PutRetentionPolicy). */
+export const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+] as const;
+export type LogRetentionDays = (typeof LOG_RETENTION_DAYS)[number];
+
+const RATE = /^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$/;
+const CRON = /^cron\(\S+ \S+ \S+ \S+ \S+ \S+\)$/;
+
+/** An EventBridge Scheduler `rate(...)` expression; AWS wants `rate(1 hour)` but `rate(2 hours)`. */
+const rateExpression = z.string().refine((value) => {
+  const match = RATE.exec(value);
+  if (!match) return false;
+  const amount = Number(match[1]);
+  return amount >= 1 && (amount === 1) === !match[2]!.endsWith('s');
+}, 'expected rate(<n> <unit>), e.g. rate(5 minutes) or rate(1 hour)');
+const cronExpression = z.string().regex(CRON, 'expected cron(<min> <hour> <day-of-month> <month> <day-of-week> <year>)');
+const scheduleExpression = z.union([rateExpression, cronExpression], {
+  error: 'expected rate(...) or cron(...)',
+});
+
+const timeZone = z.string().refine((value) => {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: value });
+    return true;
+  } catch {
+    return false;
+  }
+}, 'expected an IANA time zone, e.g. Europe/Berlin');
+
+const arn = (service: string) =>
+  z.string().regex(new RegExp(`^arn:aws[a-z-]*:${service}:[a-z0-9-]+:\\d{12}:.+`), `expected a ${service} ARN`);
+
+/** A path relative to `baseUrl`, with the trailing slash the service's paths keep. */
+const apiPath = z.string().regex(/^\/[A-Za-z0-9_\-/{}]*\/$/, 'expected a path like /api-keys/');
+
+const schedulesSchema = z.strictObject({
+  /**
+   * When the token refresh planner runs.
+   * @default 'rate(5 minutes)'
+   */
+  tokenRefresh: scheduleExpression.default('rate(5 minutes)'),
+  /**
+   * When the monthly export runs, read in `timeZone`; it exports the previous month.
+   * @default 'cron(0 3 1 * ? *)' (03:00 on the 1st)
+   */
+  monthlyExport: cronExpression.default('cron(0 3 1 * ? *)'),
+  /**
+   * Time zone of the cron schedules and of the export's month boundaries.
+   * @default 'Europe/Berlin'
+   */
+  timeZone: timeZone.default('Europe/Berlin'),
+});
+
+const companySchema = z.strictObject({
+  /** The company's `publicId` at the service. */
+  companyId: z.guid(),
+  /**
+   * An existing Secrets Manager secret holding this company's API key, imported instead of created.
+   * @default - the stack creates the company's secret
+   */
+  existingSecretArn: arn('secretsmanager').optional(),
+});
+
+const apiKeysSchema = z
+  .strictObject({
+    /**
+     * Days between automatic rotations of each company's API key.
+     * @default 30
+     */
+    rotationDays: z.number().int().min(1).max(365).default(30),
+    /**
+     * Minutes the old key keeps working after a rotation is promoted; it must outlast every
+     * consumer's cache of the secret (`secretCacheTtlSeconds`).
+     * @default 30
+     */
+    revocationGraceMinutes: z.number().int().min(1).max(24 * 60).default(30),
+    /**
+     * Overrides of the API-key management paths, whose defaults are in docs/assumptions.md.
+     * `revoke` must contain `{publicId}`.
+     * @default - the client's defaults
+     */
+    paths: z
+      .strictObject({
+        list: apiPath.optional(),
+        create: apiPath.optional(),
+        revoke: apiPath.refine((p) => p.includes('{publicId}'), 'must contain {publicId}').optional(),
+      })
+      .optional(),
+  })
+  .prefault({});
+
+export const stageSettingsSchema = z
+  .strictObject({
+    /** The service's base URL, `/api/v1` included (docs/assumptions.md, Transport). */
+    baseUrl: z
+      .url({ protocol: /^https$/, error: 'expected an https URL', abort: true })
+      .refine((u) => /\/api\/v1\/?$/.test(u), 'must end with /api/v1')
+      .transform((u) => u.replace(/\/$/, '')),
+    /**
+     * AWS account to deploy to; with `region`, makes the stack environment-specific.
+     * @default - environment-agnostic (the CLI's credentials decide)
+     */
+    account: z.string().regex(/^\d{12}$/, 'expected a 12-digit account id').optional(),
+    /**
+     * AWS region to deploy to.
+     * @default - environment-agnostic
+     */
+    region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'expected a region like eu-central-1').optional(),
+    /**
+     * Keep data (secrets, keys, log groups) when the stack is deleted. Turn off only for
+     * throw-away stages.
+     * @default true
+     */
+    retainData: z.boolean().default(true),
+    /**
+     * Application log level of every function.
+     * @default 'info'
+     */
+    logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+    /**
+     * Days each function's log group keeps its events.
+     * @default 30
+     */
+    logRetentionDays: z
+      .number()
+      .refine((d) => (LOG_RETENTION_DAYS as readonly number[]).includes(d), {
+        error: `expected one of ${LOG_RETENTION_DAYS.join(', ')}`,
+      })
+      .default(30)
+      .transform((d) => d as LogRetentionDays),
+    /**
+     * How long functions cache a secret's value before reading it again.
+     * @default 300
+     */
+    secretCacheTtlSeconds: z.number().int().min(0).max(3600).default(300),
+    /**
+     * E-mail addresses subscribed to the alarm topic (each confirms by mail).
+     * @default []
+     */
+    alarmEmails: z.array(z.email()).default([]),
+    schedules: schedulesSchema.prefault({}),
+    /**
+     * Companies whose API keys acctops holds and rotates.
+     * @default []
+     */
+    companies: z
+      .array(companySchema)
+      .default([])
+      .refine((list) => new Set(list.map((c) => c.companyId.toLowerCase())).size === list.length, {
+        error: 'each companyId may appear only once',
+      }),
+    apiKeys: apiKeysSchema,
+  })
+  .refine((s) => (s.account === undefined) === (s.region === undefined), {
+    error: 'set account and region together, or neither',
+    path: ['account'],
+  })
+  .refine((s) => s.apiKeys.revocationGraceMinutes * 60 > s.secretCacheTtlSeconds, {
+    error: 'must be longer than secretCacheTtlSeconds, or consumers could still hold the revoked key',
+    path: ['apiKeys', 'revocationGraceMinutes'],
+  });
+
+export type StageSettings = z.output<typeof stageSettingsSchema>;
+
+/** One stage's settings plus its name. */
+export interface StageConfig extends StageSettings {
+  /** The key under `stages`; part of the stack name and of every resource name. */
+  readonly name: string;
+}
+
+export interface StageIssue {
+  /** Dotted path in cdk.json's context, e.g. `stages.production.schedules.timeZone`. */
+  readonly path: string;
+  readonly message: string;
+}
+
+/**
+ * A stage setting is missing or malformed. lib may not import src/core/shared/errors.ts
+ * (ConfigError), so this is its infrastructure-side twin: same idea, message names each field.
+ */
+export class StageConfigError extends Error {
+  readonly issues: readonly StageIssue[];
+
+  constructor(issues: StageIssue[], cause?: unknown) {
+    super(`invalid stage configuration: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, { cause });
+    this.name = 'StageConfigError';
+    this.issues = issues;
+  }
+
+  /** The first offending field's path. */
+  get field(): string {
+    return this.issues[0]?.path ?? '';
+  }
+}
+
+const STAGE_NAME = /^[a-z][a-z0-9-]{0,19}$/;
+
+/** Reads a context value; `ConstructNode.tryGetContext` fits, so does a plain lookup in tests. */
+export type ContextReader = (key: string) => unknown;
+
+/**
+ * Selects and validates the stage named by the context key `stage` from the context key `stages`.
+ * Throws StageConfigError naming the field.
+ */
+export function loadStageConfig(context: ContextReader): StageConfig {
+  const stage = context('stage');
+  const stages = context('stages');
+  if (typeof stage !== 'string' || !STAGE_NAME.test(stage)) {
+    throw new StageConfigError([
+      { path: 'stage', message: 'expected a stage name (lowercase letters, digits, dashes), e.g. -c stage=sandbox' },
+    ]);
+  }
+  if (stages === null || typeof stages !== 'object' || Array.isArray(stages)) {
+    throw new StageConfigError([{ path: 'stages', message: 'expected an object of stage settings in cdk.json' }]);
+  }
+  if (!Object.hasOwn(stages, stage)) {
+    const known = Object.keys(stages).join(', ') || 'none';
+    throw new StageConfigError([{ path: 'stage', message: `unknown stage "${stage}" (known: ${known})` }]);
+  }
+  return { name: stage, ...parseStageSettings((stages as Record<string, unknown>)[stage], `stages.${stage}`) };
+}
+
+/** Validates one stage's settings; `prefix` is prepended to each field path in errors. */
+export function parseStageSettings(input: unknown, prefix: string): StageSettings {
+  const result = stageSettingsSchema.safeParse(input);
+  if (result.success) return result.data;
+  throw new StageConfigError(
+    result.error.issues.flatMap((issue) =>
+      // Name each unknown key itself: a typo'd field is then reported where it is.
+      issue.code === 'unrecognized_keys'
+        ? issue.keys.map((key) => ({ path: formatPath(prefix, [...issue.path, key]), message: 'unknown field' }))
+        : [{ path: formatPath(prefix, issue.path), message: issue.message }],
+    ),
+    result.error,
+  );
+}
+
+function formatPath(prefix: string, path: readonly PropertyKey[]): string {
+  let out = prefix;
+  for (const part of path) out += typeof part === 'number' ? `[${part}]` : `.${String(part)}`;
+  return out;
+}

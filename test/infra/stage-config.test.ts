@@ -1,0 +1,111 @@
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import cdkJson from '../../cdk.json';
+import { LOG_RETENTION_DAYS, loadStageConfig, parseStageSettings, StageConfigError } from '../../lib/config/stage';
+
+const BASE = { baseUrl: 'https://accounting.example.com/api/v1' };
+const COMPANY = '0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d';
+
+/** Loads `settings` as the only stage, `dev`. */
+function load(settings: unknown) {
+  const context: Record<string, unknown> = { stage: 'dev', stages: { dev: settings } };
+  return loadStageConfig((key) => context[key]);
+}
+
+function failure(run: () => unknown): StageConfigError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof StageConfigError) return error;
+    throw error;
+  }
+  throw new Error('expected a StageConfigError');
+}
+
+describe('stage configuration', () => {
+  it('reads every stage of cdk.json', () => {
+    const { stages } = cdkJson.context;
+    for (const name of Object.keys(stages)) {
+      const context: Record<string, unknown> = { ...cdkJson.context, stage: name };
+      const stage = loadStageConfig((key) => context[key]);
+      expect(stage.name).toBe(name);
+      expect(stage.baseUrl).toMatch(/^https:\/\/.+\/api\/v1$/);
+    }
+  });
+
+  it('fills every default', () => {
+    expect(load(BASE)).toEqual({
+      name: 'dev',
+      baseUrl: BASE.baseUrl,
+      retainData: true,
+      logLevel: 'info',
+      logRetentionDays: 30,
+      secretCacheTtlSeconds: 300,
+      alarmEmails: [],
+      schedules: { tokenRefresh: 'rate(5 minutes)', monthlyExport: 'cron(0 3 1 * ? *)', timeZone: 'Europe/Berlin' },
+      companies: [],
+      apiKeys: { rotationDays: 30, revocationGraceMinutes: 30 },
+    });
+  });
+
+  it('keeps given values, strips a trailing slash from the base URL', () => {
+    const stage = load({
+      baseUrl: 'https://accounting.example.com/api/v1/',
+      account: '123456789012',
+      region: 'eu-central-1',
+      schedules: { timeZone: 'America/New_York', tokenRefresh: 'rate(1 minute)' },
+      companies: [{ companyId: COMPANY, existingSecretArn: 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:acme-AbCdEf' }],
+      apiKeys: { paths: { revoke: '/keys/{publicId}/' } },
+    });
+    expect(stage.baseUrl).toBe('https://accounting.example.com/api/v1');
+    expect(stage.schedules).toEqual({ tokenRefresh: 'rate(1 minute)', monthlyExport: 'cron(0 3 1 * ? *)', timeZone: 'America/New_York' });
+    expect(stage.companies[0]?.existingSecretArn).toContain(':secret:acme');
+    expect(stage.apiKeys.paths).toEqual({ revoke: '/keys/{publicId}/' });
+  });
+
+  it.each([
+    ['baseUrl', {}, 'stages.dev.baseUrl'],
+    ['baseUrl', { baseUrl: 'http://accounting.example.com/api/v1' }, 'stages.dev.baseUrl'],
+    ['baseUrl', { baseUrl: 'https://accounting.example.com/v2' }, 'stages.dev.baseUrl'],
+    ['time zone', { ...BASE, schedules: { timeZone: 'Europe/Atlantis' } }, 'stages.dev.schedules.timeZone'],
+    ['token refresh', { ...BASE, schedules: { tokenRefresh: 'every 5 minutes' } }, 'stages.dev.schedules.tokenRefresh'],
+    ['rate plural', { ...BASE, schedules: { tokenRefresh: 'rate(1 minutes)' } }, 'stages.dev.schedules.tokenRefresh'],
+    ['monthly export', { ...BASE, schedules: { monthlyExport: 'rate(30 days)' } }, 'stages.dev.schedules.monthlyExport'],
+    ['companyId', { ...BASE, companies: [{ companyId: 'acme' }] }, 'stages.dev.companies[0].companyId'],
+    [
+      'duplicate company',
+      { ...BASE, companies: [{ companyId: COMPANY }, { companyId: COMPANY.toUpperCase() }] },
+      'stages.dev.companies',
+    ],
+    ['secret ARN', { ...BASE, companies: [{ companyId: COMPANY, existingSecretArn: 'acme' }] }, 'stages.dev.companies[0].existingSecretArn'],
+    ['e-mail', { ...BASE, alarmEmails: ['oncall'] }, 'stages.dev.alarmEmails[0]'],
+    ['log retention', { ...BASE, logRetentionDays: 31 }, 'stages.dev.logRetentionDays'],
+    ['log level', { ...BASE, logLevel: 'verbose' }, 'stages.dev.logLevel'],
+    ['unknown field', { ...BASE, logRetention: 30 }, 'stages.dev.logRetention'],
+    ['nested unknown field', { ...BASE, schedules: { timezone: 'UTC' } }, 'stages.dev.schedules.timezone'],
+    ['revoke path', { ...BASE, apiKeys: { paths: { revoke: '/api-keys/' } } }, 'stages.dev.apiKeys.paths.revoke'],
+    ['account alone', { ...BASE, account: '123456789012' }, 'stages.dev.account'],
+    ['grace vs cache', { ...BASE, secretCacheTtlSeconds: 1800, apiKeys: { revocationGraceMinutes: 30 } }, 'stages.dev.apiKeys.revocationGraceMinutes'],
+  ])('a bad %s fails with the field name', (_what, settings, field) => {
+    const error = failure(() => load(settings));
+    expect(error.field).toBe(field);
+    expect(error.message).toContain(field);
+  });
+
+  it('names the stage key when the stage is missing or unknown', () => {
+    expect(failure(() => loadStageConfig(() => undefined)).field).toBe('stage');
+    const unknown = failure(() => loadStageConfig((key) => (key === 'stage' ? 'prod' : { sandbox: BASE })));
+    expect(unknown.field).toBe('stage');
+    expect(unknown.message).toContain('known: sandbox');
+    expect(failure(() => loadStageConfig((key) => (key === 'stage' ? 'dev' : undefined))).field).toBe('stages');
+  });
+
+  it('reports every bad field at once', () => {
+    const error = failure(() => parseStageSettings({ baseUrl: 'nope', logLevel: 'loud' }, 'stages.dev'));
+    expect(error.issues.map((i) => i.path).sort()).toEqual(['stages.dev.baseUrl', 'stages.dev.logLevel']);
+  });
+
+  it('admits exactly the retention periods CloudWatch Logs (and CDK) know', () => {
+    const cdkValues = Object.values(RetentionDays).filter((v): v is number => typeof v === 'number' && v !== RetentionDays.INFINITE);
+    expect([...LOG_RETENTION_DAYS].sort((a, b) => a - b)).toEqual(cdkValues.sort((a, b) => a - b));
+  });
+});
