@@ -1,0 +1,166 @@
+import { z } from 'zod';
+import { ManualClock } from '../../../src/core/shared/clock';
+import { EmfMetrics, MemoryMetrics, METRICS_NAMESPACE, MetricsError, noMetrics } from '../../../src/core/shared/metrics';
+
+/**
+ * The embedded metric format as CloudWatch documents it: `_aws` with a millisecond Timestamp and
+ * metric directives; each directive's dimension keys and metric names are root members, metrics
+ * being a number or an array of at most 100 numbers.
+ */
+const emfDocument = z
+  .looseObject({
+    _aws: z.strictObject({
+      Timestamp: z.number().int().nonnegative(),
+      CloudWatchMetrics: z
+        .array(
+          z.strictObject({
+            Namespace: z.string().min(1).max(255),
+            Dimensions: z.array(z.array(z.string()).max(30)).min(1),
+            Metrics: z
+              .array(z.strictObject({ Name: z.string().min(1).max(255), Unit: z.string().optional() }))
+              .min(1)
+              .max(100),
+          }),
+        )
+        .length(1),
+    }),
+  })
+  .superRefine((doc, ctx) => {
+    const directive = doc._aws.CloudWatchMetrics[0]!;
+    for (const key of directive.Dimensions.flat()) {
+      if (typeof doc[key] !== 'string') ctx.addIssue({ code: 'custom', message: `dimension ${key} missing` });
+    }
+    for (const { Name } of directive.Metrics) {
+      const value = doc[Name];
+      const ok = typeof value === 'number' || (Array.isArray(value) && value.length <= 100 && value.every((v) => typeof v === 'number'));
+      if (!ok) ctx.addIssue({ code: 'custom', message: `metric ${Name} has no valid value` });
+    }
+  });
+
+function emf(options: ConstructorParameters<typeof EmfMetrics>[0] = {}) {
+  const lines: string[] = [];
+  const clock = new ManualClock(Date.UTC(2026, 10, 1, 9, 0, 0));
+  const metrics = new EmfMetrics({ clock, sink: (line) => lines.push(line), ...options });
+  const documents = () => lines.map((line) => emfDocument.parse(JSON.parse(line)));
+  return { metrics, lines, documents, clock };
+}
+
+describe('EmfMetrics', () => {
+  it('writes one EMF document per flush with dimensions, units and values as root members', () => {
+    const { metrics, documents, clock } = emf({ dimensions: { Stage: 'prod', Function: 'token-worker' } });
+    metrics.add('TokensRefreshed', 3);
+    metrics.add('RefreshLatency', 120, 'Milliseconds');
+    metrics.add('RefreshLatency', 80, 'Milliseconds');
+    metrics.flush();
+
+    expect(documents()).toEqual([
+      {
+        _aws: {
+          Timestamp: clock.now(),
+          CloudWatchMetrics: [
+            {
+              Namespace: METRICS_NAMESPACE,
+              Dimensions: [['Stage', 'Function']],
+              Metrics: [
+                { Name: 'TokensRefreshed', Unit: 'Count' },
+                { Name: 'RefreshLatency', Unit: 'Milliseconds' },
+              ],
+            },
+          ],
+        },
+        Stage: 'prod',
+        Function: 'token-worker',
+        TokensRefreshed: 3,
+        RefreshLatency: [120, 80],
+      },
+    ]);
+  });
+
+  it('writes one document per dimension set, and views share one flush', () => {
+    const { metrics, documents } = emf({ dimensions: { Stage: 'prod' } });
+    metrics.add('Runs', 1);
+    metrics.withDimensions({ Company: 'acme' }).add('ExportFailed', 1);
+    metrics.withDimensions({ Company: 'umbrella' }).add('ExportFailed', 1);
+    metrics.withDimensions({ Company: 'acme' }).add('ExportFailed', 1);
+    metrics.flush();
+
+    const docs = documents();
+    expect(docs).toHaveLength(3);
+    expect(docs.map((d) => [d._aws.CloudWatchMetrics[0]!.Dimensions, d.Company ?? null, d.ExportFailed ?? d.Runs])).toEqual([
+      [[['Stage']], null, 1],
+      [[['Stage', 'Company']], 'acme', [1, 1]],
+      [[['Stage', 'Company']], 'umbrella', 1],
+    ]);
+  });
+
+  it('splits at 100 metrics per document and 100 values per metric', () => {
+    const { metrics, documents } = emf();
+    for (let i = 0; i < 150; i += 1) metrics.add(`M${i}`, i);
+    for (let i = 0; i < 250; i += 1) metrics.add('Latency', i, 'Milliseconds');
+    metrics.flush();
+
+    const docs = documents();
+    const names = docs.flatMap((d) => d._aws.CloudWatchMetrics[0]!.Metrics.map((m) => m.Name));
+    expect(new Set(names).size).toBe(151);
+    const latencies = docs.flatMap((d) => (d.Latency === undefined ? [] : ([] as number[]).concat(d.Latency as number | number[])));
+    expect(latencies).toEqual(Array.from({ length: 250 }, (_, i) => i));
+    for (const d of docs) expect(d._aws.CloudWatchMetrics[0]!.Metrics.length).toBeLessThanOrEqual(100);
+  });
+
+  it('writes nothing when nothing was recorded, and nothing twice', () => {
+    const { metrics, lines } = emf();
+    metrics.flush();
+    expect(lines).toEqual([]);
+    metrics.add('Runs', 1);
+    metrics.flush();
+    metrics.flush();
+    expect(lines).toHaveLength(1);
+  });
+
+  it('adds properties as searchable root members, redacted', () => {
+    const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyLTEifQ.c2lnbmF0dXJlLXZhbHVl';
+    const { metrics, documents } = emf({ properties: { correlationId: 'evt-1', note: `token ${jwt}` } });
+    metrics.add('Runs', 1);
+    metrics.flush();
+    const [doc] = documents();
+    expect(doc!.correlationId).toBe('evt-1');
+    expect(JSON.stringify(doc)).not.toContain(jwt);
+    expect(doc!._aws.CloudWatchMetrics[0]!.Dimensions).toEqual([[]]);
+  });
+
+  it.each([
+    ['an empty name', (m: EmfMetrics) => m.add('', 1)],
+    ['a name starting with a colon', (m: EmfMetrics) => m.add(':x', 1)],
+    ['a value that is not finite', (m: EmfMetrics) => m.add('Ratio', Number.NaN)],
+    ['a name that is also a dimension', (m: EmfMetrics) => m.add('Stage', 1)],
+    ['a name that is also a property', (m: EmfMetrics) => m.add('correlationId', 1)],
+    ['an empty dimension value', (m: EmfMetrics) => m.withDimensions({ Company: '' })],
+    [
+      'more than 30 dimensions',
+      (m: EmfMetrics) => m.withDimensions(Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`D${i}`, 'x']))),
+    ],
+  ])('refuses %s', (_what, call) => {
+    const { metrics } = emf({ dimensions: { Stage: 'prod' }, properties: { correlationId: 'c' } });
+    expect(() => call(metrics)).toThrow(MetricsError);
+  });
+});
+
+describe('MemoryMetrics', () => {
+  it('records values with their dimensions and sums them', () => {
+    const metrics = new MemoryMetrics();
+    metrics.add('ProbeFailed', 1);
+    metrics.withDimensions({ Probe: 'service' }).add('ProbeFailed', 2);
+    metrics.withDimensions({ Probe: 'secret' }).add('ProbeFailed', 4);
+    metrics.withDimensions({ Probe: 'service' }).flush();
+
+    expect(metrics.sum('ProbeFailed')).toBe(7);
+    expect(metrics.sum('ProbeFailed', { Probe: 'service' })).toBe(2);
+    expect(metrics.flushCount).toBe(1);
+    expect(() => metrics.add('Probe', Number.POSITIVE_INFINITY)).toThrow(MetricsError);
+  });
+
+  it('noMetrics accepts everything and keeps nothing', () => {
+    expect(() => noMetrics.withDimensions({ A: 'b' }).add('X', 1)).not.toThrow();
+    expect(() => noMetrics.flush()).not.toThrow();
+  });
+});
