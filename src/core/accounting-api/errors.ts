@@ -226,7 +226,13 @@ export class ResponseValidationError extends AccountingApiError {
 export function responseValidationError(error: z.ZodError, prefix: string, options: AccountingApiErrorOptions): ResponseValidationError {
   const issues = issuesFromZod(error, prefix).map((issue, i) => {
     const source = error.issues[i];
-    return source?.code === 'custom' ? { ...issue, message: source.message } : issue;
+    if (source?.code === 'custom') return { ...issue, message: source.message };
+    if (source?.code === 'invalid_union') {
+      // Say what would have been accepted (an amount: a number or a string), not "invalid union".
+      const expected = [...new Set(source.errors.flat().flatMap((e) => (e.code === 'invalid_type' ? [e.expected] : [])))];
+      if (expected.length) return { ...issue, message: `expected ${expected.join(' or ')}` };
+    }
+    return issue;
   });
   return new ResponseValidationError(issues, options);
 }

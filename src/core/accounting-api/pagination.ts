@@ -67,29 +67,31 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
   }
 
   /**
-   * Pages in order, following `next` until it is null. A `count` that differs from the items
-   * read is reported as a `count_mismatch` warning when the list ends (not when the consumer
-   * stops early).
+   * Pages in order, following `next` until it is null. When the list ends (not when the
+   * consumer stops early), any page `count` that differs from the items read is reported as a
+   * `count_mismatch` warning.
    */
   async *pages(): AsyncGenerator<Page<T>, void, undefined> {
     const { source } = this;
     const seen = new Set<string>([loopKey(source.firstUrl)]);
     let url: URL | null = source.firstUrl;
     let itemsRead = 0;
-    let lastCount = 0;
+    const counts: number[] = [];
     let lastRequest = '';
     while (url) {
       const response = await source.fetch(url);
       const page = this.parsePage(response);
       source.onPage?.(page, response);
       itemsRead += page.items.length;
-      lastCount = page.count;
+      if (counts[counts.length - 1] !== page.count) counts.push(page.count);
       lastRequest = page.request;
       yield page;
       url = page.next === null ? null : checkNext(page.next, url, source.baseUrl, seen, response);
     }
-    if (itemsRead !== lastCount) {
-      source.warn({ type: 'count_mismatch', request: lastRequest, count: lastCount, itemsRead });
+    // A count that changed between pages means the list moved under us (offset pages may then
+    // repeat or skip an item) even when the last count matches.
+    if (counts.some((count) => count !== itemsRead)) {
+      source.warn({ type: 'count_mismatch', request: lastRequest, counts, itemsRead });
     }
   }
 
@@ -125,9 +127,10 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
   }
 }
 
-/** Query order does not make a different page. */
+/** Query order does not make a different page, nor does spelling out the first page (spec §4.3). */
 function loopKey(url: URL): string {
   const copy = new URL(url);
+  if (!copy.searchParams.has('page')) copy.searchParams.set('page', '1');
   copy.searchParams.sort();
   copy.hash = '';
   return copy.href;

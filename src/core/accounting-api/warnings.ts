@@ -6,8 +6,11 @@ import type { MetadataIssue } from './schemas';
  * operation in progress (an export that must be exact can do that on `count_mismatch`).
  */
 export type AccountingApiWarning =
-  /** A list ended after `itemsRead` items while its last page said `count`. */
-  | { type: 'count_mismatch'; request: string; count: number; itemsRead: number }
+  /**
+   * A list ended after `itemsRead` items while a page said otherwise. `counts` lists the counts
+   * the pages reported, in order, without repeats: more than one means the list changed mid-read.
+   */
+  | { type: 'count_mismatch'; request: string; counts: number[]; itemsRead: number }
   /** A category's `metadata` text is not a JSON object; the text stays in the raw item. */
   | { type: 'invalid_category_metadata'; request: string; path: string; publicId: string; issue: MetadataIssue };
 

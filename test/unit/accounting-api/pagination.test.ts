@@ -162,9 +162,13 @@ describe('pagination', () => {
       expect(fake.requests).toHaveLength(2);
     });
 
-    it('detects a next that points back at the first page', async () => {
-      const { client } = setup(() => json(200, { count: 9, next: `${BASE_URL}/accounting/categories/?pageSize=1000`, previous: null, results: [] }));
+    it.each([
+      ['as sent', `${BASE_URL}/accounting/categories/?pageSize=1000`],
+      ['with page=1 spelled out', `${BASE_URL}/accounting/categories/?pageSize=1000&page=1`],
+    ])('detects a next that points back at the first page %s', async (_name, next) => {
+      const { client, fake } = setup(() => json(200, { count: 9, next, previous: null, results: [] }));
       await expect(client.categories.list().all()).rejects.toMatchObject({ reason: 'next_loop' });
+      expect(fake.requests).toHaveLength(1);
     });
   });
 
@@ -172,8 +176,20 @@ describe('pagination', () => {
     it('reports a count that disagrees with the items read, as a typed warning and a warn line', async () => {
       const { client, warnings, logger } = setup(listHandler('/accounting/transactions/', transactions, { count: 8 }));
       expect(await client.transactions.list({ pageSize: 3 }).all()).toHaveLength(7);
-      expect(warnings).toEqual([{ type: 'count_mismatch', request: 'GET /api/v1/accounting/transactions/?page_size=3&page=3', count: 8, itemsRead: 7 }]);
+      expect(warnings).toEqual([{ type: 'count_mismatch', request: 'GET /api/v1/accounting/transactions/?page_size=3&page=3', counts: [8], itemsRead: 7 }]);
       expect(logger.entries().filter((e) => e.level === 'warn' && e.type === 'count_mismatch')).toHaveLength(1);
+    });
+
+    it('reports a count that changed between pages even when the last one matches', async () => {
+      let n = 0;
+      const { client, warnings } = setup(() => {
+        n++;
+        return n === 1
+          ? json(200, { count: 2, next: `${BASE_URL}/accounting/transactions/?page=2&page_size=1000`, previous: null, results: [transaction(1)] })
+          : json(200, { count: 3, next: null, previous: null, results: [transaction(1), transaction(2)] });
+      });
+      await client.transactions.list().all();
+      expect(warnings).toMatchObject([{ type: 'count_mismatch', counts: [2, 3], itemsRead: 3 }]);
     });
 
     it('says nothing when count matches, or when the consumer stops early', async () => {

@@ -41,7 +41,7 @@ describe('schema drift', () => {
     const error = await client.transactions.list().all().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ResponseValidationError);
     expect((error as ResponseValidationError).field).toBe('results[3].amount');
-    expect((error as ResponseValidationError).message).toContain('results[3].amount');
+    expect((error as ResponseValidationError).message).toContain('results[3].amount: expected number or string or bigint');
     expect((error as ResponseValidationError).requestId).toBe('req_0123abcd');
   });
 
