@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import { systemClock, type Clock } from '../src/core/shared/clock';
+import { parseWith } from '../src/core/shared/errors';
+import { silentLogger, type Logger } from '../src/core/shared/logger';
+import { AdminRegistry, type DemoCredentials, type SandboxAdmin } from './admin';
+import { SandboxApiError } from './errors';
+import { FaultRegistry, faultRuleSchema, type FaultRule } from './faults';
+import { RateLimiter } from './rate-limit';
+import { routeKeys, type SandboxSettings } from './routes';
+import { seedDemo } from './seed';
+import { API_PREFIX, SandboxServer } from './server';
+import { SandboxState } from './state';
+import { StatsRecorder } from './stats';
+
+/**
+ * startSandbox: a local simulator of the Accounting & Invoicing Service over plain node:http.
+ * See sandbox/README.md for what it simulates, its options, faults and the admin API.
+ */
+
+const optionsSchema = z.object({
+  port: z.int().min(0).max(65_535).default(0),
+  host: z.string().default('127.0.0.1'),
+  seed: z.union([z.int(), z.string()]).default(1),
+  demo: z.boolean().default(true),
+  clock: z.custom<Clock>((v) => typeof v === 'object' && v !== null && typeof (v as Clock).now === 'function').optional(),
+  faults: z.array(faultRuleSchema).default([]),
+  amountEncoding: z.enum(['integer', 'string', 'mixed']).default('integer'),
+  displayLabels: z.boolean().default(false),
+  rateLimit: z.object({ requestsPerSecond: z.number().positive(), burst: z.number().min(1).optional() }).nullable().default(null),
+  latencyMs: z.int().min(0).max(60_000).default(0),
+  maxPageSize: z.int().min(1).default(1000),
+  accessTokenTtlSeconds: z.int().positive().default(1800),
+  refreshTokenTtlSeconds: z.int().positive().default(7 * 24 * 3600),
+  requestLogSize: z.int().min(0).default(1000),
+  logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as Logger).info === 'function').optional(),
+});
+
+export type SandboxOptions = Omit<z.input<typeof optionsSchema>, 'faults'> & { faults?: FaultRule[] };
+
+export interface RunningSandbox {
+  /** `http://127.0.0.1:<port>/api/v1` */
+  baseUrl: string;
+  /** `http://127.0.0.1:<port>/__sandbox/`: the admin API over HTTP. */
+  adminUrl: string;
+  port: number;
+  admin: SandboxAdmin;
+  /** The demo credentials when `demo` is on (the default), else null. SANDBOX ONLY. */
+  demo: DemoCredentials | null;
+  stop(): Promise<void>;
+}
+
+/**
+ * The system clock plus an offset that `admin.advanceClock` moves: so a sandbox in another
+ * process can be sent forward in time (token expiry, key expiry) without a manual clock.
+ */
+class OffsetClock implements Clock {
+  private offset = 0;
+  now(): number {
+    return Date.now() + this.offset;
+  }
+  sleep(ms: number): Promise<void> {
+    return systemClock.sleep(ms);
+  }
+  advance(ms: number): void {
+    this.offset += ms;
+  }
+}
+
+const canAdvance = (clock: Clock): clock is Clock & { advance(ms: number): void } =>
+  typeof (clock as { advance?: unknown }).advance === 'function';
+
+export async function startSandbox(options: SandboxOptions = {}): Promise<RunningSandbox> {
+  const o = parseWith(optionsSchema, options, 'sandbox options');
+  const clock = o.clock ?? new OffsetClock();
+  const logger = o.logger ?? silentLogger;
+  const state = new SandboxState(String(o.seed), clock, { accessSeconds: o.accessTokenTtlSeconds, refreshSeconds: o.refreshTokenTtlSeconds });
+  const settings: SandboxSettings = {
+    amountEncoding: o.amountEncoding,
+    displayLabels: o.displayLabels,
+    rateLimit: o.rateLimit,
+    latencyMs: o.latencyMs,
+    maxPageSize: o.maxPageSize,
+  };
+  const stats = new StatsRecorder(o.requestLogSize);
+  const faults = new FaultRegistry(routeKeys);
+  for (const rule of o.faults) faults.add(rule);
+  const limiter = new RateLimiter(clock);
+  const demo = o.demo ? seedDemo(state, clock.now()) : null;
+
+  // The admin door of the server needs the registry, and the registry needs the server's stop signal.
+  const server: SandboxServer = new SandboxServer({ state, stats, faults, limiter, settings, clock, logger, admin: (m, n, b) => registry.http(m, n, b) });
+  const registry: AdminRegistry = new AdminRegistry({
+    state,
+    stats,
+    faults,
+    limiter,
+    settings,
+    demo: () => demo,
+    advanceClock: (ms) => {
+      if (!canAdvance(clock)) {
+        throw new SandboxApiError(400, 'validation_error', 'clock_not_controllable', 'The clock given to the sandbox cannot be advanced.');
+      }
+      clock.advance(ms);
+    },
+    signal: server.signal,
+  });
+  const port = await server.listen(o.port, o.host);
+  const origin = `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`;
+  return {
+    baseUrl: `${origin}${API_PREFIX}`,
+    adminUrl: `${origin}/__sandbox/`,
+    port,
+    admin: registry.admin(),
+    demo,
+    stop: () => server.stop(),
+  };
+}
+
+export { SandboxAdminError, type DemoCredentials, type SandboxAdmin } from './admin';
+export { connectSandboxAdmin } from './admin-client';
+export type { Fault, FaultRule, FaultRuleState } from './faults';
+export { PERMISSIONS, type Permission } from './schemas';
+export type { RequestLogEntry, SandboxStats } from './stats';
+export { routeKeys } from './routes';

@@ -1,0 +1,78 @@
+import { formatMinorUnits } from '../src/core/accounting-api/money';
+import { hashString } from './random';
+import type { ApiKeyRecord, CategoryRecord, Company, TaxReportRecord } from './state';
+import type { TransactionRecord } from './transactions';
+
+/**
+ * Records as the wire shows them. How amounts are encoded and whether some enums show display
+ * labels is configuration (docs/assumptions.md); the choice per record is a hash of its id, so a
+ * record looks the same on every page and every run.
+ */
+
+export type AmountEncoding = 'integer' | 'string' | 'mixed';
+
+export interface WireSettings {
+  amountEncoding: AmountEncoding;
+  displayLabels: boolean;
+}
+
+const LABELS: Record<string, string> = { EXPENSE: 'Expense', INCOME: 'Income', draft: 'Draft', submitted: 'Submitted' };
+
+function amount(minor: bigint, id: string, settings: WireSettings): number | bigint | string {
+  const asString = settings.amountEncoding === 'string' || (settings.amountEncoding === 'mixed' && (hashString(id) & 1) === 1);
+  if (asString) return formatMinorUnits(minor);
+  const n = Number(minor);
+  return Number.isSafeInteger(n) ? n : minor;
+}
+
+function label(value: string, id: string, settings: WireSettings): string {
+  return settings.displayLabels && (hashString(id) & 2) === 2 ? (LABELS[value] ?? value) : value;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+export const companyView = (c: Company) => ({ publicId: c.publicId, name: c.name, country: c.country, currency: c.currency });
+
+export const transactionView = (t: TransactionRecord, s: WireSettings) => ({
+  publicId: t.publicId,
+  amount: amount(t.amount, t.publicId, s),
+  currency: t.currency,
+  cashflowType: label(t.cashflowType, t.publicId, s),
+  valueDate: t.valueDate,
+  description: t.description,
+  category: t.category,
+  bankAccount: t.bankAccount,
+});
+
+export const categoryView = (c: CategoryRecord, s: WireSettings) => ({
+  publicId: c.publicId,
+  name: c.name,
+  parent: c.parent,
+  cashflowType: label(c.cashflowType, c.publicId, s),
+  vatApplied: c.vatApplied,
+  metadata: c.metadata,
+  description: c.description,
+  examples: c.examples,
+});
+
+export const taxReportView = (r: TaxReportRecord, s: WireSettings) => ({
+  pk: r.pk,
+  type: 'VAT_RETURN',
+  periodStart: r.periodStart,
+  periodEnd: r.periodEnd,
+  status: label(r.status, r.pk, s),
+  amountDue: amount(r.amountDue, r.pk, s),
+  currency: r.currency,
+  createdAt: iso(r.createdAt)!,
+});
+
+export const apiKeyView = (k: ApiKeyRecord) => ({
+  publicId: k.publicId,
+  name: k.name,
+  prefix: k.prefix,
+  permissions: [...k.permissions],
+  lastUsedAt: iso(k.lastUsedAt),
+  createdAt: iso(k.createdAt)!,
+  expiresAt: iso(k.expiresAt),
+  revokedAt: iso(k.revokedAt),
+});
