@@ -1,0 +1,144 @@
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { JsonLogger } from '../src/core/shared/logger';
+import type { DemoCredentials } from './admin';
+import { startSandbox, type RunningSandbox, type SandboxOptions } from './index';
+
+/**
+ * `npm run sandbox` (and later `acctops sandbox`): starts the sandbox, prints where it listens and
+ * the demo credentials, and stops cleanly on SIGINT or SIGTERM. The credentials printed are the
+ * demo seed's, which work against this sandbox only.
+ */
+
+/** Bad flags, or `--help`/`--version` (exit code 0): commander has already printed the text. */
+export class SandboxCliUsageError extends Error {
+  readonly exitCode: number;
+
+  constructor(error: CommanderError) {
+    super(error.message, { cause: error });
+    this.name = 'SandboxCliUsageError';
+    this.exitCode = error.exitCode;
+  }
+}
+
+export interface SandboxCliIo {
+  out(line: string): void;
+}
+
+export interface SandboxCliRun {
+  sandbox: RunningSandbox;
+  /** Stops the sandbox and removes the signal handlers; resolves once it is down. */
+  stop(): Promise<void>;
+  /** Resolves when the sandbox has stopped, by signal or by `stop`. */
+  done: Promise<void>;
+}
+
+function integer(min: number, max: number) {
+  return (raw: string): number => {
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw) || value < min || value > max) throw new InvalidArgumentError(`expected an integer from ${min} to ${max}`);
+    return value;
+  };
+}
+
+function positiveNumber(raw: string): number {
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new InvalidArgumentError('expected a positive number');
+  return value;
+}
+
+export function sandboxCommand(): Command {
+  return new Command('sandbox')
+    .description('Run the local Accounting API sandbox (sandbox-only demo data and credentials).')
+    .option('--port <port>', 'port on 127.0.0.1 (0 picks a free one)', integer(0, 65_535), 4010)
+    .option('--seed <seed>', 'seed of the demo data and of everything generated', '1')
+    .option('--no-demo', 'start empty, without the demo dataset')
+    .option('--amount-encoding <encoding>', 'integer, string or mixed', 'integer')
+    .option('--display-labels', 'send display labels (Expense, Draft) for some records')
+    .option('--rate-limit <rps>', 'token bucket per credential, requests per second', positiveNumber)
+    .option('--latency <ms>', 'real milliseconds added to every API request', integer(0, 60_000), 0)
+    .option('--verbose', 'log every request as a JSON line');
+}
+
+export function formatDemoCredentials(demo: DemoCredentials): string[] {
+  const lines = [demo.notice, '', `Institution header   Institution: ${demo.institution.header}`, '', 'Companies and API keys:'];
+  for (const company of demo.companies) {
+    lines.push(`  ${company.name}  publicId=${company.publicId}  ${company.currency}`);
+    for (const key of company.apiKeys) lines.push(`    ${key.name.padEnd(24)} ${key.key}  [${key.permissions.join(', ')}]`);
+  }
+  lines.push('', `Users of ${demo.institution.id} (tokens: POST /institution/users/token/retrieve/ with these three fields):`);
+  for (const user of demo.users) {
+    lines.push(`  ${user.username.padEnd(6)} email=${user.email}  external_id=${user.externalId}  companies=${user.companies.length}`);
+  }
+  return lines;
+}
+
+/** Parses `argv` (the arguments after the command), starts the sandbox and prints how to use it. */
+export async function runSandboxCli(
+  argv: string[],
+  io: SandboxCliIo = { out: (line) => console.log(line) },
+  options: { handleSignals?: boolean } = {},
+): Promise<SandboxCliRun> {
+  const command = sandboxCommand()
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.out(s.trimEnd()) });
+  try {
+    command.parse(argv, { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError) throw new SandboxCliUsageError(error);
+    throw error;
+  }
+  const flags = command.opts<{
+    port: number;
+    seed: string;
+    demo: boolean;
+    amountEncoding: string;
+    displayLabels?: boolean;
+    rateLimit?: number;
+    latency: number;
+    verbose?: boolean;
+  }>();
+  const sandbox = await startSandbox({
+    port: flags.port,
+    seed: /^\d+$/.test(flags.seed) ? Number(flags.seed) : flags.seed,
+    demo: flags.demo,
+    amountEncoding: flags.amountEncoding as SandboxOptions['amountEncoding'],
+    displayLabels: flags.displayLabels === true,
+    rateLimit: flags.rateLimit === undefined ? null : { requestsPerSecond: flags.rateLimit },
+    latencyMs: flags.latency,
+    ...(flags.verbose ? { logger: new JsonLogger((line) => io.out(line), {}, 'debug') } : {}),
+  });
+
+  let resolveDone!: () => void;
+  const done = new Promise<void>((resolve) => (resolveDone = resolve));
+  const handleSignals = options.handleSignals ?? true;
+  const onSignal = (signal: NodeJS.Signals) => {
+    io.out(`received ${signal}, stopping`);
+    void stop();
+  };
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      if (handleSignals) {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+      await sandbox.stop();
+      io.out('sandbox stopped');
+      resolveDone();
+    })();
+    return stopping;
+  };
+  if (handleSignals) {
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  }
+
+  io.out(`Accounting API sandbox`);
+  io.out(`  base URL   ${sandbox.baseUrl}`);
+  io.out(`  admin API  ${sandbox.adminUrl}  (POST /__sandbox/<operation>, see sandbox/README.md)`);
+  io.out('');
+  for (const line of sandbox.demo ? formatDemoCredentials(sandbox.demo) : ['No demo data (--no-demo).']) io.out(line);
+  io.out('');
+  io.out(handleSignals ? 'Press Ctrl+C to stop.' : 'Running.');
+  return { sandbox, stop, done };
+}

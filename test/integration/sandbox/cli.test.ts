@@ -1,0 +1,63 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { runSandboxCli, SandboxCliUsageError } from '../../../sandbox/cli';
+import { call } from './support';
+
+const ROOT = join(__dirname, '..', '..', '..');
+
+describe('sandbox command line', () => {
+  it('starts on the given port, prints the base URL and labelled demo credentials that work, and stops', async () => {
+    const lines: string[] = [];
+    const run = await runSandboxCli(['--port', '0', '--seed', '9'], { out: (l) => lines.push(l) }, { handleSignals: false });
+    try {
+      const output = lines.join('\n');
+      expect(output).toContain(`base URL   ${run.sandbox.baseUrl}`);
+      expect(output).toMatch(/SANDBOX ONLY/);
+      expect(output).toContain('Institution: inst_demo:');
+      const key = /(sbx_[0-9A-Za-z]{32}) {2}\[full_access\]/.exec(output)?.[1];
+      expect(key).toBeDefined();
+      expect((await call(run.sandbox.baseUrl, '/companies/', { bearer: key! })).status).toBe(200);
+    } finally {
+      await run.stop();
+    }
+    await run.done;
+    expect(lines.at(-1)).toBe('sandbox stopped');
+  });
+
+  it('passes options through and refuses bad flags with a usage error', async () => {
+    const run = await runSandboxCli(['--port', '0', '--no-demo', '--amount-encoding', 'string', '--rate-limit', '5'], { out: () => undefined }, { handleSignals: false });
+    try {
+      expect(run.sandbox.demo).toBeNull();
+      expect(await run.sandbox.admin.configure({})).toMatchObject({ amountEncoding: 'string', rateLimit: { requestsPerSecond: 5 } });
+    } finally {
+      await run.stop();
+    }
+    await expect(runSandboxCli(['--port', 'abc'], { out: () => undefined }, { handleSignals: false })).rejects.toBeInstanceOf(SandboxCliUsageError);
+    await expect(runSandboxCli(['--port', '0', '--amount-encoding', 'floats'], { out: () => undefined }, { handleSignals: false })).rejects.toThrow(
+      /amountEncoding/,
+    );
+  });
+
+  it('npm run sandbox: a real process that stops cleanly on SIGTERM', async () => {
+    const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'bin', 'sandbox.ts'), '--port', '0'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const baseUrl = await new Promise<string>((resolve, reject) => {
+      child.on('exit', (code) => reject(new Error(`exited early with ${code}: ${output}`)));
+      child.stdout.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+        const match = /base URL\s+(\S+)/.exec(output);
+        if (match && output.includes('Press Ctrl+C')) resolve(match[1]!);
+      });
+    });
+    expect(baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1$/);
+    expect((await call(baseUrl, '/companies/')).status).toBe(401);
+    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    expect(await exit).toBe(0);
+    expect(output).toContain('sandbox stopped');
+  });
+});
