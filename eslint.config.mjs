@@ -6,7 +6,8 @@ import tseslint from 'typescript-eslint';
 
 const outerLayers = (...names) => names.map((n) => `**/${n}/**`).concat(names.map((n) => `**/${n}`));
 const sdk = ['@aws-sdk/*', '@smithy/*'];
-const lambda = ['@middy/*', 'aws-lambda'];
+// Anchored: a bare 'aws-lambda' would also match aws-cdk-lib/aws-lambda, which lib needs.
+const lambda = ['@middy/*', '/aws-lambda'];
 const cdk = ['aws-cdk-lib', 'aws-cdk-lib/*', 'constructs', 'cdk-nag'];
 
 const restrict = (files, patterns, message) => ({

@@ -1,0 +1,407 @@
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
+import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import type { IEventBus } from 'aws-cdk-lib/aws-events';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
+import {
+  ApplicationLogLevel,
+  Architecture,
+  LoggingFormat,
+  Runtime,
+  SystemLogLevel,
+  Tracing,
+} from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { flattenCfnReference } from 'cdk-nag/lib/utils/flatten-cfn-reference';
+import type { Construct } from 'constructs';
+
+const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
+const FUNCTIONS_DIR = path.join(PROJECT_ROOT, 'functions');
+
+/**
+ * The newest Node.js runtime aws-cdk-lib knows. cdk-nag's AwsSolutions-L1 fails on anything older,
+ * and a test fails when aws-cdk-lib adds a newer one, so that the bump is a decision, not a side
+ * effect of upgrading CDK.
+ */
+export const FUNCTION_RUNTIME = Runtime.NODEJS_24_X;
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** Variables AcctopsFunction sets itself; `environment` and bind* may not reuse them. */
+export const RESERVED_ENV = ['ACCTOPS_STAGE', 'ACCTOPS_FUNCTION', 'LOG_LEVEL', 'NODE_OPTIONS'] as const;
+
+export interface AcctopsFunctionProps {
+  /**
+   * Directory under `functions/` whose `handler.ts` exports `handler`, e.g. `check-health`. It is
+   * also the function's ACCTOPS_FUNCTION variable, its log field `function` and its metric
+   * dimension `Function`.
+   */
+  readonly handlerDir: string;
+  /** Shown in the console and in `acctops doctor`. */
+  readonly description: string;
+  /** The stage (cdk.json `stage`); the function's ACCTOPS_STAGE and its metric dimension `Stage`. */
+  readonly stageName: string;
+  /**
+   * @default Duration.seconds(30)
+   */
+  readonly timeout?: Duration;
+  /**
+   * Memory in MB; CPU grows with it.
+   * @default 256
+   */
+  readonly memorySize?: number;
+  /**
+   * Concurrent executions reserved for (and capping) this function, e.g. to respect the service's
+   * rate limit. For SQS consumers prefer `consumeQueue`'s `maxConcurrency`, which caps without
+   * throttling the poller.
+   * @default - unreserved: the account's pool, no cap
+   */
+  readonly reservedConcurrency?: number;
+  /**
+   * @default RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: RetentionDays;
+  /**
+   * Application log level: LOG_LEVEL for our JsonLogger and Lambda's own filter, kept equal.
+   * @default 'info'
+   */
+  readonly logLevel?: LogLevel;
+  /**
+   * What happens to the log group when the function is removed.
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly logRemovalPolicy?: RemovalPolicy;
+  /**
+   * Plain settings only: ARNs, names, URLs. Secrets go through `bindSecret`, never here.
+   * @default {}
+   */
+  readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * X-Ray active tracing. Off by default: the bundle carries no X-Ray SDK, so traces would show
+   * one opaque segment per invocation, and X-Ray's write actions only accept `Resource: *`. The
+   * JSON logs' request and correlation ids and the EMF metrics cover what we need.
+   * @default false
+   */
+  readonly tracing?: boolean;
+}
+
+/** What a stack decides once for all its functions; spread it into each function's props. */
+export type AcctopsFunctionDefaults = Pick<
+  AcctopsFunctionProps,
+  'stageName' | 'logRetention' | 'logLevel' | 'logRemovalPolicy'
+>;
+
+export type SecretAccess = 'read' | 'write' | 'rotate';
+export type TableAccess = 'read' | 'write' | 'readWrite';
+export type BucketAccess = 'read' | 'write' | 'readWrite';
+export type QueueAccess = 'send' | 'receive';
+
+/** Exactly the actions each access level grants; docs/architecture.md repeats this table. */
+export const SECRET_ACTIONS: Record<SecretAccess, { secret: string[]; key: string[] }> = {
+  read: { secret: ['secretsmanager:GetSecretValue'], key: ['kms:Decrypt'] },
+  write: { secret: ['secretsmanager:PutSecretValue'], key: ['kms:GenerateDataKey'] },
+  rotate: {
+    secret: [
+      'secretsmanager:DescribeSecret',
+      'secretsmanager:GetSecretValue',
+      'secretsmanager:PutSecretValue',
+      'secretsmanager:UpdateSecretVersionStage',
+    ],
+    key: ['kms:Decrypt', 'kms:GenerateDataKey'],
+  },
+};
+
+export const TABLE_ACTIONS: Record<TableAccess, { table: string[]; key: string[] }> = {
+  read: { table: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query'], key: ['kms:Decrypt'] },
+  write: {
+    table: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'],
+    key: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
+  },
+  readWrite: {
+    table: [
+      'dynamodb:GetItem',
+      'dynamodb:BatchGetItem',
+      'dynamodb:Query',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:BatchWriteItem',
+    ],
+    key: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
+  },
+};
+
+export const BUCKET_ACTIONS: Record<BucketAccess, { objects: string[]; list: boolean; key: string[] }> = {
+  read: { objects: ['s3:GetObject'], list: true, key: ['kms:Decrypt'] },
+  // Multipart uploads (lib-storage's Upload) need kms:Decrypt as well as GenerateDataKey.
+  write: { objects: ['s3:PutObject', 's3:AbortMultipartUpload'], list: false, key: ['kms:Decrypt', 'kms:GenerateDataKey'] },
+  readWrite: {
+    objects: ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'],
+    list: true,
+    key: ['kms:Decrypt', 'kms:GenerateDataKey'],
+  },
+};
+
+export const QUEUE_ACTIONS: Record<QueueAccess, { queue: string[]; key: string[] }> = {
+  send: { queue: ['sqs:SendMessage'], key: ['kms:Decrypt', 'kms:GenerateDataKey'] },
+  receive: {
+    queue: ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'],
+    key: ['kms:Decrypt'],
+  },
+};
+
+export interface BindTableOptions {
+  /** Global secondary indexes the function queries; each is granted by its exact ARN. @default [] */
+  readonly indexes?: readonly string[];
+}
+
+export interface BindBucketOptions {
+  /**
+   * Key prefix the function may touch, e.g. `exports/`. The objects' ARN ends in a wildcard
+   * (their keys are made at run time), which this acknowledges for cdk-nag with that reason.
+   * @default '' (the whole bucket)
+   */
+  readonly prefix?: string;
+}
+
+export interface ConsumeQueueOptions {
+  /** @default 10 */
+  readonly batchSize?: number;
+  /**
+   * Cap on concurrent invocations this queue drives (2 to 1000): how a worker respects the
+   * service's rate limit without reserved concurrency's throttling.
+   * @default - no cap
+   */
+  readonly maxConcurrency?: number;
+  /** @default - none: invoke as soon as messages arrive */
+  readonly maxBatchingWindow?: Duration;
+}
+
+const HANDLER_DIR = /^[a-z][a-z0-9]*(-[a-z0-9]+)+$/;
+const ENV_NAME = /^[A-Z][A-Z0-9_]*$/;
+
+const APPLICATION_LOG_LEVEL: Record<LogLevel, ApplicationLogLevel> = {
+  debug: ApplicationLogLevel.DEBUG,
+  info: ApplicationLogLevel.INFO,
+  warn: ApplicationLogLevel.WARN,
+  error: ApplicationLogLevel.ERROR,
+};
+
+/**
+ * Every acctops Lambda function: NodejsFunction on the newest Node runtime, arm64, bundled by the
+ * local esbuild (never Docker) with source maps and a metafile, `@aws-sdk/*` left to the runtime,
+ * JSON logs into its own log group with a retention, and an execution role that starts with only
+ * that log group's write actions.
+ *
+ * Everything else the function may touch comes through a `bind*` call, which sets the environment
+ * variable AND grants exactly the actions of the access level, on that resource only, in one step:
+ * a variable without its permission (or the reverse) cannot happen.
+ */
+export class AcctopsFunction extends NodejsFunction {
+  /** The function's own role; bind* add to it. */
+  readonly executionRole: Role;
+  readonly logs: LogGroup;
+  private readonly boundEnv = new Set<string>();
+
+  constructor(scope: Construct, id: string, props: AcctopsFunctionProps) {
+    if (!HANDLER_DIR.test(props.handlerDir)) {
+      throw new Error(`handlerDir must be a verb-noun directory name like check-health: "${props.handlerDir}"`);
+    }
+    const entry = path.join(FUNCTIONS_DIR, props.handlerDir, 'handler.ts');
+    if (!existsSync(entry)) throw new Error(`no handler at functions/${props.handlerDir}/handler.ts`);
+    for (const name of Object.keys(props.environment ?? {})) {
+      if ((RESERVED_ENV as readonly string[]).includes(name)) throw new Error(`${name} is set by AcctopsFunction`);
+    }
+
+    // Siblings, not children: NodejsFunction needs both before `this` exists.
+    const logs = new LogGroup(scope, `${id}Logs`, {
+      retention: props.logRetention ?? RetentionDays.ONE_MONTH,
+      removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN,
+    });
+    // Our own role instead of CDK's default, which attaches the AWS managed
+    // AWSLambdaBasicExecutionRole (logs:CreateLogGroup etc. on every log group: AwsSolutions-IAM4).
+    const executionRole = new Role(scope, `${id}Role`, {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: `Execution role of ${props.handlerDir} (${props.stageName})`,
+    });
+    logs.grantWrite(executionRole);
+
+    const logLevel = props.logLevel ?? 'info';
+    super(scope, id, {
+      entry,
+      handler: 'handler',
+      projectRoot: PROJECT_ROOT,
+      depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
+      description: props.description,
+      runtime: FUNCTION_RUNTIME,
+      architecture: Architecture.ARM_64,
+      memorySize: props.memorySize ?? 256,
+      timeout: props.timeout ?? Duration.seconds(30),
+      reservedConcurrentExecutions: props.reservedConcurrency,
+      role: executionRole,
+      logGroup: logs,
+      loggingFormat: LoggingFormat.JSON,
+      applicationLogLevelV2: APPLICATION_LOG_LEVEL[logLevel],
+      systemLogLevelV2: SystemLogLevel.INFO,
+      tracing: props.tracing ? Tracing.ACTIVE : Tracing.DISABLED,
+      environment: {
+        ...props.environment,
+        ACCTOPS_STAGE: props.stageName,
+        ACCTOPS_FUNCTION: props.handlerDir,
+        LOG_LEVEL: logLevel,
+        // Stack traces point at the TypeScript sources through the bundle's source map.
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+      bundling: {
+        forceDockerBundling: false,
+        format: OutputFormat.CJS,
+        minify: true,
+        // Our error classes take their `name` from the class; minified names would be `e`.
+        keepNames: true,
+        sourceMap: true,
+        sourcesContent: false,
+        // bench/ reads the bundle's composition from index.meta.json next to index.js.
+        metafile: true,
+        // Provided by the Lambda Node.js runtime; bundling it would only add cold-start bytes.
+        externalModules: ['@aws-sdk/*'],
+      },
+    });
+    this.executionRole = executionRole;
+    this.logs = logs;
+
+    if (props.tracing) {
+      Validations.of(executionRole).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason: 'X-Ray PutTraceSegments and PutTelemetryRecords support no resource-level permissions.',
+      });
+    }
+  }
+
+  /**
+   * Puts the secret's ARN (never its value) in `envName` and grants `access` on that secret, plus
+   * its KMS key's matching actions limited to Secrets Manager calls for that very secret.
+   */
+  bindSecret(secret: ISecret, envName: string, access: SecretAccess): this {
+    this.bindEnv(envName, secret.secretArn);
+    return this.grantSecret(secret, access);
+  }
+
+  /** bindSecret without the variable: for secrets the function finds another way (a list in config). */
+  grantSecret(secret: ISecret, access: SecretAccess): this {
+    const actions = SECRET_ACTIONS[access];
+    this.addToRolePolicy(new PolicyStatement({ actions: actions.secret, resources: [secret.secretArn] }));
+    this.grantKey(secret.encryptionKey, actions.key, 'secretsmanager', {
+      'kms:EncryptionContext:SecretARN': secret.secretArn,
+    });
+    return this;
+  }
+
+  /** Puts the table's name in `envName` and grants `access` on the table and the named indexes. */
+  bindTable(table: ITable, envName: string, access: TableAccess, options: BindTableOptions = {}): this {
+    const indexes = options.indexes ?? [];
+    if (access === 'write' && indexes.length > 0) throw new Error('indexes are read-only: use read or readWrite access');
+    this.bindEnv(envName, table.tableName);
+    const actions = TABLE_ACTIONS[access];
+    this.addToRolePolicy(
+      new PolicyStatement({
+        actions: actions.table,
+        resources: [table.tableArn, ...indexes.map((name) => `${table.tableArn}/index/${name}`)],
+      }),
+    );
+    this.grantKey(table.encryptionKey, actions.key, 'dynamodb');
+    return this;
+  }
+
+  /** Puts the bucket's name in `envName` and grants `access` on the objects under `prefix`. */
+  bindBucket(bucket: IBucket, envName: string, access: BucketAccess, options: BindBucketOptions = {}): this {
+    this.bindEnv(envName, bucket.bucketName);
+    const prefix = options.prefix ?? '';
+    const actions = BUCKET_ACTIONS[access];
+    const objects = bucket.arnForObjects(`${prefix}*`);
+    this.addToRolePolicy(new PolicyStatement({ actions: actions.objects, resources: [objects] }));
+    this.acknowledgeWildcard(
+      objects,
+      `Object keys under "${prefix}" are created at run time; the grant is limited to that prefix of one bucket.`,
+    );
+    if (actions.list) {
+      this.addToRolePolicy(
+        new PolicyStatement({
+          actions: ['s3:ListBucket'],
+          resources: [bucket.bucketArn],
+          ...(prefix ? { conditions: { StringLike: { 's3:prefix': [`${prefix}*`] } } } : {}),
+        }),
+      );
+    }
+    this.grantKey(bucket.encryptionKey, actions.key, 's3');
+    return this;
+  }
+
+  /** Puts the queue's URL in `envName` and grants `access` on it. To be invoked by it, use consumeQueue. */
+  bindQueue(queue: IQueue, envName: string, access: QueueAccess): this {
+    this.bindEnv(envName, queue.queueUrl);
+    const actions = QUEUE_ACTIONS[access];
+    this.addToRolePolicy(new PolicyStatement({ actions: actions.queue, resources: [queue.queueArn] }));
+    this.grantKey(queue.encryptionMasterKey, actions.key, 'sqs');
+    return this;
+  }
+
+  /** Puts the bus's name in `envName` and grants events:PutEvents on that bus only. */
+  bindEventBus(bus: IEventBus, envName: string): this {
+    this.bindEnv(envName, bus.eventBusName);
+    this.addToRolePolicy(new PolicyStatement({ actions: ['events:PutEvents'], resources: [bus.eventBusArn] }));
+    return this;
+  }
+
+  /**
+   * Makes the queue invoke this function in batches, with partial batch responses on (the handler
+   * returns `{ batchItemFailures }`). The event source grants the receive actions itself.
+   */
+  consumeQueue(queue: IQueue, options: ConsumeQueueOptions = {}): this {
+    this.addEventSource(
+      new SqsEventSource(queue, {
+        batchSize: options.batchSize ?? 10,
+        maxConcurrency: options.maxConcurrency,
+        maxBatchingWindow: options.maxBatchingWindow,
+        reportBatchItemFailures: true,
+      }),
+    );
+    return this;
+  }
+
+  private bindEnv(name: string, value: string): void {
+    if (!ENV_NAME.test(name)) throw new Error(`environment variable names are UPPER_SNAKE_CASE: "${name}"`);
+    if ((RESERVED_ENV as readonly string[]).includes(name) || this.boundEnv.has(name)) {
+      throw new Error(`${this.node.path}: environment variable ${name} is already bound`);
+    }
+    this.boundEnv.add(name);
+    this.addEnvironment(name, value);
+  }
+
+  /** A customer-managed key is used only through the service that owns the data (kms:ViaService). */
+  private grantKey(key: IKey | undefined, actions: string[], service: string, context: Record<string, string> = {}): void {
+    if (!key || actions.length === 0) return;
+    this.addToRolePolicy(
+      new PolicyStatement({
+        actions,
+        resources: [key.keyArn],
+        conditions: {
+          StringEquals: { 'kms:ViaService': `${service}.${Stack.of(this).region}.amazonaws.com`, ...context },
+        },
+      }),
+    );
+  }
+
+  /** Acknowledges cdk-nag's IAM5 finding for exactly this resource, under the finding's own name. */
+  private acknowledgeWildcard(resource: string, reason: string): void {
+    const finding = flattenCfnReference(Stack.of(this).resolve(resource));
+    if (!finding.includes('*')) return;
+    Validations.of(this.executionRole).acknowledge({ id: `AwsSolutions-IAM5[Resource::${finding}]`, reason });
+  }
+}

@@ -1,0 +1,271 @@
+import { Duration, RemovalPolicy, Stack, Validations, type CfnElement } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { AttributeType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { EventBus } from 'aws-cdk-lib/aws-events';
+import { Key } from 'aws-cdk-lib/aws-kms';
+import { Runtime } from 'aws-cdk-lib/aws-lambda';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { BlockPublicAccess, Bucket, BucketEncryption } from 'aws-cdk-lib/aws-s3';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import type { IConstruct } from 'constructs';
+import {
+  AcctopsFunction,
+  BUCKET_ACTIONS,
+  FUNCTION_RUNTIME,
+  QUEUE_ACTIONS,
+  SECRET_ACTIONS,
+  TABLE_ACTIONS,
+  type AcctopsFunctionProps,
+} from '../../lib/constructs/acctops-function';
+import { acknowledgements, describeViolations, nagViolations, roleStatements, testApp } from '../helpers/cdk';
+
+const logicalId = (construct: IConstruct) => {
+  const element = (construct.node.defaultChild ?? construct) as CfnElement;
+  return element.stack.getLogicalId(element);
+};
+
+const BASE: AcctopsFunctionProps = { handlerDir: 'check-health', description: 'test function', stageName: 'test' };
+
+function stackWith(build: (stack: Stack) => void): { stack: Stack; template: Template } {
+  const app = testApp();
+  const stack = new Stack(app, 'Test');
+  build(stack);
+  return { stack, template: Template.fromStack(stack) };
+}
+
+describe('AcctopsFunction', () => {
+  it('uses the newest Node.js runtime aws-cdk-lib offers (bump it when this fails)', () => {
+    const newest = Runtime.ALL.filter((r) => /^nodejs\d+\.x$/.test(r.name))
+      .map((r) => r.name)
+      .sort((a, b) => Number.parseInt(a.slice(6), 10) - Number.parseInt(b.slice(6), 10))
+      .pop();
+    expect(FUNCTION_RUNTIME.name).toBe(newest);
+  });
+
+  describe('defaults', () => {
+    let fn!: AcctopsFunction;
+    const { template } = stackWith((stack) => {
+      fn = new AcctopsFunction(stack, 'Fn', { ...BASE, logRetention: RetentionDays.TWO_WEEKS, logLevel: 'debug' });
+    });
+
+    it('runs on arm64 with the newest runtime, JSON logs into its own log group', () => {
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Runtime: FUNCTION_RUNTIME.name,
+        Architectures: ['arm64'],
+        Handler: 'index.handler',
+        MemorySize: 256,
+        Timeout: 30,
+        LoggingConfig: {
+          LogFormat: 'JSON',
+          ApplicationLogLevel: 'DEBUG',
+          SystemLogLevel: 'INFO',
+          LogGroup: { Ref: logicalId(fn.logs) },
+        },
+      });
+      template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 14 });
+      expect(Object.values(template.findResources('AWS::Logs::LogGroup'))[0]!.DeletionPolicy).toBe('Retain');
+    });
+
+    it('sets source maps, its identity and its log level in the environment', () => {
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: {
+          Variables: {
+            NODE_OPTIONS: '--enable-source-maps',
+            ACCTOPS_STAGE: 'test',
+            ACCTOPS_FUNCTION: 'check-health',
+            LOG_LEVEL: 'debug',
+          },
+        },
+      });
+    });
+
+    it('has no tracing, no reserved concurrency and no managed policy', () => {
+      const [resource] = Object.values(template.findResources('AWS::Lambda::Function'));
+      expect(resource!.Properties.TracingConfig).toBeUndefined();
+      expect(resource!.Properties.ReservedConcurrentExecutions).toBeUndefined();
+      template.hasResourceProperties('AWS::IAM::Role', { ManagedPolicyArns: Match.absent() });
+    });
+
+    it('may only write to its own log group', () => {
+      expect(roleStatements(template, logicalId(fn.executionRole))).toEqual([
+        {
+          Effect: 'Allow',
+          Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          Resource: { 'Fn::GetAtt': [logicalId(fn.logs), 'Arn'] },
+        },
+      ]);
+    });
+  });
+
+  it('passes reserved concurrency, memory, timeout and removal policy through', () => {
+    const { template } = stackWith((stack) => {
+      new AcctopsFunction(stack, 'Fn', {
+        ...BASE,
+        reservedConcurrency: 3,
+        memorySize: 1024,
+        timeout: Duration.minutes(5),
+        logRemovalPolicy: RemovalPolicy.DESTROY,
+      });
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', { ReservedConcurrentExecutions: 3, MemorySize: 1024, Timeout: 300 });
+    expect(Object.values(template.findResources('AWS::Logs::LogGroup'))[0]!.DeletionPolicy).toBe('Delete');
+  });
+
+  it('turns X-Ray on when asked and acknowledges its unavoidable wildcard with a reason', () => {
+    let fn!: AcctopsFunction;
+    const { stack, template } = stackWith((s) => {
+      fn = new AcctopsFunction(s, 'Fn', { ...BASE, tracing: true });
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', { TracingConfig: { Mode: 'Active' } });
+    expect(roleStatements(template, logicalId(fn.executionRole))).toContainEqual({
+      Effect: 'Allow',
+      Action: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'],
+      Resource: '*',
+    });
+    expect(describeViolations(nagViolations(stack))).toEqual([]);
+  });
+
+  it.each([
+    ['a handler directory that is not verb-noun', { handlerDir: 'Health' }, /verb-noun/],
+    ['a handler that does not exist', { handlerDir: 'check-nothing' }, /no handler at functions\/check-nothing/],
+    ['a reserved variable', { environment: { LOG_LEVEL: 'debug' } }, /LOG_LEVEL is set by AcctopsFunction/],
+  ])('refuses %s', (_what, props, message) => {
+    expect(() => stackWith((stack) => new AcctopsFunction(stack, 'Fn', { ...BASE, ...props }))).toThrow(message);
+  });
+
+  describe('bind*', () => {
+    let fn!: AcctopsFunction;
+    let key!: Key;
+    let secret!: Secret;
+    let table!: Table;
+    let bucket!: Bucket;
+    let queue!: Queue;
+    let jobs!: Queue;
+    let bus!: EventBus;
+    const { stack, template } = stackWith((s) => {
+      key = new Key(s, 'Key', { enableKeyRotation: true });
+      secret = new Secret(s, 'Secret', { encryptionKey: key });
+      Validations.of(secret).acknowledge({ id: 'AwsSolutions-SMG4', reason: 'A test fixture: rotation is not under test here.' });
+      table = new Table(s, 'Table', {
+        partitionKey: { name: 'pk', type: AttributeType.STRING },
+        encryption: TableEncryption.CUSTOMER_MANAGED,
+        encryptionKey: key,
+        pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      });
+      table.addGlobalSecondaryIndex({ indexName: 'due', partitionKey: { name: 'dueAt', type: AttributeType.NUMBER } });
+      const logs = new Bucket(s, 'AccessLogs', {
+        enforceSSL: true,
+        blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+        encryption: BucketEncryption.S3_MANAGED,
+      });
+      bucket = new Bucket(s, 'Bucket', {
+        encryptionKey: key,
+        enforceSSL: true,
+        blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+        serverAccessLogsBucket: logs,
+      });
+      const dlq = new Queue(s, 'Dlq', { encryption: QueueEncryption.KMS, encryptionMasterKey: key, enforceSSL: true });
+      queue = new Queue(s, 'Queue', {
+        encryption: QueueEncryption.KMS,
+        encryptionMasterKey: key,
+        enforceSSL: true,
+        deadLetterQueue: { queue: dlq, maxReceiveCount: 3 },
+      });
+      jobs = new Queue(s, 'Jobs', {
+        encryption: QueueEncryption.KMS,
+        encryptionMasterKey: key,
+        enforceSSL: true,
+        deadLetterQueue: { queue: dlq, maxReceiveCount: 3 },
+      });
+      bus = new EventBus(s, 'Bus');
+      fn = new AcctopsFunction(s, 'Fn', BASE)
+        .bindSecret(secret, 'SECRET_ARN', 'rotate')
+        .bindTable(table, 'TABLE_NAME', 'readWrite', { indexes: ['due'] })
+        .bindBucket(bucket, 'BUCKET_NAME', 'write', { prefix: 'exports/' })
+        .bindQueue(queue, 'QUEUE_URL', 'send')
+        .bindEventBus(bus, 'BUS_NAME')
+        .consumeQueue(jobs, { batchSize: 5, maxConcurrency: 4 });
+    });
+    const statements = () => roleStatements(template, logicalId(fn.executionRole));
+    const arn = (c: IConstruct) => ({ 'Fn::GetAtt': [logicalId(c), 'Arn'] });
+    const viaService = (service: string) => ({
+      'Fn::Join': ['', [`${service}.`, { Ref: 'AWS::Region' }, '.amazonaws.com']],
+    });
+
+    it('sets each variable to the resource’s identifier', () => {
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: {
+          Variables: Match.objectLike({
+            SECRET_ARN: { Ref: logicalId(secret) },
+            TABLE_NAME: { Ref: logicalId(table) },
+            BUCKET_NAME: { Ref: logicalId(bucket) },
+            QUEUE_URL: { Ref: logicalId(queue) },
+            BUS_NAME: { Ref: logicalId(bus) },
+          }),
+        },
+      });
+    });
+
+    it('grants the secret’s actions on that secret, and its key only via Secrets Manager for that secret', () => {
+      expect(statements()).toContainEqual({ Effect: 'Allow', Action: SECRET_ACTIONS.rotate.secret, Resource: { Ref: logicalId(secret) } });
+      expect(statements()).toContainEqual({
+        Effect: 'Allow',
+        Action: SECRET_ACTIONS.rotate.key,
+        Resource: arn(key),
+        Condition: {
+          StringEquals: {
+            'kms:ViaService': viaService('secretsmanager'),
+            'kms:EncryptionContext:SecretARN': { Ref: logicalId(secret) },
+          },
+        },
+      });
+    });
+
+    it('grants the table’s actions on the table and the named index, never a wildcard', () => {
+      expect(statements()).toContainEqual({
+        Effect: 'Allow',
+        Action: TABLE_ACTIONS.readWrite.table,
+        Resource: [arn(table), { 'Fn::Join': ['', [arn(table), '/index/due']] }],
+      });
+      expect(TABLE_ACTIONS.readWrite.table).not.toContain('dynamodb:Scan');
+    });
+
+    it('grants the bucket’s actions under the prefix only, listing limited to the prefix when readable', () => {
+      expect(statements()).toContainEqual({
+        Effect: 'Allow',
+        Action: BUCKET_ACTIONS.write.objects,
+        Resource: { 'Fn::Join': ['', [arn(bucket), '/exports/*']] },
+      });
+      expect(statements().some((s) => s.Action === 's3:ListBucket')).toBe(false);
+      const ack = acknowledgements(stack).find((a) => a.id.startsWith('AwsSolutions-IAM5'));
+      expect(ack).toEqual({
+        path: expect.stringContaining('FnRole'),
+        id: `AwsSolutions-IAM5[Resource::<${logicalId(bucket)}.Arn>/exports/*]`,
+        reason: expect.stringMatching(/created at run time/),
+      });
+    });
+
+    it('grants sending on the queue and consumes the other with partial batch responses and a concurrency cap', () => {
+      expect(statements()).toContainEqual({ Effect: 'Allow', Action: QUEUE_ACTIONS.send.queue[0], Resource: arn(queue) });
+      expect(statements()).toContainEqual({ Effect: 'Allow', Action: 'events:PutEvents', Resource: arn(bus) });
+      template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        EventSourceArn: arn(jobs),
+        BatchSize: 5,
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+        ScalingConfig: { MaximumConcurrency: 4 },
+      });
+    });
+
+    it('leaves cdk-nag nothing unacknowledged', () => {
+      expect(describeViolations(nagViolations(stack))).toEqual([]);
+    });
+
+    it('refuses to bind one variable twice, and write access to an index', () => {
+      expect(() => fn.bindSecret(secret, 'SECRET_ARN', 'read')).toThrow(/SECRET_ARN is already bound/);
+      expect(() => fn.bindSecret(secret, 'ACCTOPS_STAGE', 'read')).toThrow(/already bound/);
+      expect(() => fn.bindSecret(secret, 'secretArn', 'read')).toThrow(/UPPER_SNAKE_CASE/);
+      expect(() => fn.bindTable(table, 'OTHER_TABLE', 'write', { indexes: ['due'] })).toThrow(/indexes are read-only/);
+    });
+  });
+});
