@@ -1,0 +1,136 @@
+import { CfnOutput, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Key } from 'aws-cdk-lib/aws-kms';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import type { Construct } from 'constructs';
+import type { StageConfig } from '../config/stage';
+import { AcctopsFunction, type AcctopsFunctionDefaults } from '../constructs/acctops-function';
+
+export interface AcctopsStackProps extends StackProps {
+  /** The validated stage settings (lib/config/stage.ts). */
+  readonly stage: StageConfig;
+}
+
+/** The stack's name for a stage; the CLI finds a deployment's outputs by it. */
+export function stackName(stage: string): string {
+  return `acctops-${stage}`;
+}
+
+/**
+ * Everything acctops deploys for one stage. Capabilities (token refresh, key rotation, exports,
+ * monitoring) are constructs added here; each gets `functionDefaults`, `secretsKey` and
+ * `alarmTopic` from this stack rather than making its own.
+ *
+ * Outputs (`aws cloudformation describe-stacks --stack-name acctops-<stage>`):
+ * - InstitutionSecretArn: where the institution credential lives (runbook: change the institution secret).
+ * - SecretsKeyArn: the customer-managed key of every acctops secret.
+ * - AlarmTopicArn: the SNS topic every alarm notifies.
+ * - CheckHealthFunctionName: the function `acctops doctor` invokes.
+ */
+export class AcctopsStack extends Stack {
+  readonly stage: StageConfig;
+  /** Spread into every AcctopsFunction's props: stage name, log retention and level, removal. */
+  readonly functionDefaults: AcctopsFunctionDefaults;
+  /** Removal policy of stateful resources, from the stage's `retainData`. */
+  readonly dataRemovalPolicy: RemovalPolicy;
+  /** Encrypts the institution credential and the company API-key secrets. */
+  readonly secretsKey: Key;
+  /** `<institution_id>:<secret_key>`; functions receive its ARN through bindSecret, never its value. */
+  readonly institutionSecret: Secret;
+  /** Every alarm of the stack notifies this topic. */
+  readonly alarmTopic: Topic;
+  readonly checkHealth: AcctopsFunction;
+
+  constructor(scope: Construct, id: string, props: AcctopsStackProps) {
+    super(scope, id, {
+      description: `acctops (${props.stage.name}): credential custody, token refresh, API-key rotation and exports for the Accounting API`,
+      ...props,
+    });
+    const { stage } = props;
+    this.stage = stage;
+    this.dataRemovalPolicy = stage.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    this.functionDefaults = {
+      stageName: stage.name,
+      // The stage schema only admits values CloudWatch Logs accepts, which are RetentionDays' values.
+      logRetention: stage.logRetentionDays as RetentionDays,
+      logLevel: stage.logLevel,
+      logRemovalPolicy: this.dataRemovalPolicy,
+    };
+
+    this.secretsKey = new Key(this, 'SecretsKey', {
+      description: `acctops ${stage.name}: encrypts the institution credential and company API keys`,
+      alias: `alias/acctops/${stage.name}/secrets`,
+      enableKeyRotation: true,
+      removalPolicy: this.dataRemovalPolicy,
+    });
+
+    this.institutionSecret = new Secret(this, 'InstitutionCredential', {
+      secretName: `acctops/${stage.name}/institution-credential`,
+      description:
+        'The institution credential, <institution_id>:<secret_key>. Created with a random placeholder; ' +
+        'set the real value with the runbook "change the institution secret".',
+      encryptionKey: this.secretsKey,
+      removalPolicy: this.dataRemovalPolicy,
+    });
+    Validations.of(this.institutionSecret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason:
+        'The service owner issues the institution secret; Secrets Manager cannot mint a new one. ' +
+        'It changes by the runbook "change the institution secret", which readers pick up after an authentication error.',
+    });
+
+    this.alarmTopic = this.createAlarmTopic();
+
+    this.checkHealth = new AcctopsFunction(this, 'CheckHealth', {
+      ...this.functionDefaults,
+      handlerDir: 'check-health',
+      description: 'Checks that the institution credential is readable and the Accounting API answers',
+      environment: { ACCTOPS_BASE_URL: stage.baseUrl },
+    }).bindSecret(this.institutionSecret, 'INSTITUTION_SECRET_ARN', 'read');
+
+    new CfnOutput(this, 'InstitutionSecretArn', {
+      value: this.institutionSecret.secretArn,
+      description: 'Secret holding the institution credential (set it with the runbook)',
+    });
+    new CfnOutput(this, 'SecretsKeyArn', {
+      value: this.secretsKey.keyArn,
+      description: 'KMS key encrypting every acctops secret',
+    });
+    new CfnOutput(this, 'AlarmTopicArn', {
+      value: this.alarmTopic.topicArn,
+      description: 'SNS topic notified by every acctops alarm',
+    });
+    new CfnOutput(this, 'CheckHealthFunctionName', {
+      value: this.checkHealth.functionName,
+      description: 'Function invoked by `acctops doctor` to check the deployment',
+    });
+  }
+
+  private createAlarmTopic(): Topic {
+    // A key of its own: CloudWatch must be allowed to use it, which the secrets key must never allow.
+    const key = new Key(this, 'AlarmTopicKey', {
+      description: `acctops ${this.stage.name}: encrypts the alarm topic`,
+      enableKeyRotation: true,
+      removalPolicy: this.dataRemovalPolicy,
+    });
+    // CloudWatch alarms publish to an encrypted topic only if they may use its key (SNS docs,
+    // "Enable compatibility between event sources and encrypted topics").
+    key.addToResourcePolicy(
+      new PolicyStatement({
+        principals: [new ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+      }),
+    );
+    const topic = new Topic(this, 'AlarmTopic', {
+      displayName: `acctops ${this.stage.name} alarms`,
+      masterKey: key,
+      enforceSSL: true,
+    });
+    for (const email of this.stage.alarmEmails) topic.addSubscription(new EmailSubscription(email));
+    return topic;
+  }
+}

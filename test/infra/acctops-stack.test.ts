@@ -1,0 +1,161 @@
+import type { CfnElement } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import type { IConstruct } from 'constructs';
+import { AcctopsStack, stackName } from '../../lib/stacks/acctops-stack';
+import {
+  acknowledgements,
+  describeViolations,
+  nagViolations,
+  roleStatements,
+  synthAcctopsStack,
+  testApp,
+  testStage,
+} from '../helpers/cdk';
+
+const logicalId = (construct: IConstruct) => {
+  const element = construct.node.defaultChild as CfnElement;
+  return element.stack.getLogicalId(element);
+};
+
+describe('AcctopsStack', () => {
+  const { app, stack, template } = synthAcctopsStack({ alarmEmails: ['oncall@example.com'] });
+
+  describe('cdk-nag AwsSolutions', () => {
+    it('reports no unacknowledged error or warning', () => {
+      expect(describeViolations(nagViolations(app))).toEqual([]);
+    });
+
+    it('acknowledges only what is listed here, each with a written reason', () => {
+      const acks = acknowledgements(app);
+      expect(acks.map((a) => a.id).sort()).toEqual(['AwsSolutions-SMG4']);
+      for (const ack of acks) expect(ack.reason.length).toBeGreaterThan(40);
+    });
+
+    it('is not vacuous: a topic that accepts publishing without TLS is reported', () => {
+      const other = testApp();
+      const bad = new AcctopsStack(other, 'acctops-test', { stage: testStage() });
+      new Topic(bad, 'Careless');
+      Template.fromStack(bad);
+      const rules = nagViolations(other).map((v) => v.ruleName);
+      expect(rules).toContain('AwsSolutions-SNS3');
+    });
+  });
+
+  it('is named after the stage', () => {
+    expect(stack.stackName).toBe('acctops-test');
+    expect(stackName('production')).toBe('acctops-production');
+  });
+
+  it('keeps the institution credential in Secrets Manager under a rotating customer-managed key', () => {
+    template.hasResourceProperties('AWS::SecretsManager::Secret', {
+      Name: 'acctops/test/institution-credential',
+      KmsKeyId: { 'Fn::GetAtt': [logicalId(stack.secretsKey), 'Arn'] },
+    });
+    template.hasResourceProperties('AWS::KMS::Key', {
+      Description: Match.stringLikeRegexp('institution credential'),
+      EnableKeyRotation: true,
+    });
+  });
+
+  it('encrypts the alarm topic with its own key, usable by CloudWatch, and refuses publishing without TLS', () => {
+    const topicKey = template.findResources('AWS::KMS::Key', {
+      Properties: { Description: Match.stringLikeRegexp('alarm topic') },
+    });
+    const [keyId, key] = Object.entries(topicKey)[0]!;
+    expect(key.Properties.EnableKeyRotation).toBe(true);
+    expect(keyId).not.toBe(logicalId(stack.secretsKey));
+    expect(key.Properties.KeyPolicy.Statement).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          Principal: { Service: 'cloudwatch.amazonaws.com' },
+          Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        }),
+      ]),
+    );
+    template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] } });
+    template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Effect: 'Deny',
+            Action: 'sns:Publish',
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+          }),
+        ]),
+      },
+    });
+  });
+
+  it('subscribes the stage’s alarm e-mails', () => {
+    template.resourceCountIs('AWS::SNS::Subscription', 1);
+    template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'oncall@example.com' });
+  });
+
+  it('documents its outputs', () => {
+    const outputs = template.findOutputs('*');
+    expect(Object.keys(outputs).sort()).toEqual([
+      'AlarmTopicArn',
+      'CheckHealthFunctionName',
+      'InstitutionSecretArn',
+      'SecretsKeyArn',
+    ]);
+    for (const output of Object.values(outputs)) expect(output.Description).toEqual(expect.any(String));
+  });
+
+  describe('check-health', () => {
+    it('receives the secret ARN and the base URL, never a secret value', () => {
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Description: Match.stringLikeRegexp('institution credential'),
+        Environment: {
+          Variables: Match.objectLike({
+            INSTITUTION_SECRET_ARN: { Ref: logicalId(stack.institutionSecret) },
+            ACCTOPS_BASE_URL: 'https://accounting.example.com/api/v1',
+            ACCTOPS_FUNCTION: 'check-health',
+            ACCTOPS_STAGE: 'test',
+          }),
+        },
+      });
+    });
+
+    it('may do exactly three things: write its logs, read that secret, decrypt it through Secrets Manager', () => {
+      const roleId = logicalId(stack.checkHealth.executionRole);
+      const role = template.findResources('AWS::IAM::Role')[roleId]!;
+      expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+      expect(role.Properties.Policies).toBeUndefined();
+
+      const secretArn = { Ref: logicalId(stack.institutionSecret) };
+      expect(roleStatements(template, roleId)).toEqual([
+        {
+          Effect: 'Allow',
+          Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          Resource: { 'Fn::GetAtt': [logicalId(stack.checkHealth.logs), 'Arn'] },
+        },
+        { Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: secretArn },
+        {
+          Effect: 'Allow',
+          Action: 'kms:Decrypt',
+          Resource: { 'Fn::GetAtt': [logicalId(stack.secretsKey), 'Arn'] },
+          Condition: {
+            StringEquals: {
+              'kms:ViaService': { 'Fn::Join': ['', ['secretsmanager.', { Ref: 'AWS::Region' }, '.amazonaws.com']] },
+              'kms:EncryptionContext:SecretARN': secretArn,
+            },
+          },
+        },
+      ]);
+    });
+  });
+
+  it('retains data by default and lets a throw-away stage delete it', () => {
+    const policies = (t: Template, type: string) => Object.values(t.findResources(type)).map((r) => r.DeletionPolicy);
+    expect(policies(template, 'AWS::SecretsManager::Secret')).toEqual(['Retain']);
+    expect(new Set(policies(template, 'AWS::KMS::Key'))).toEqual(new Set(['Retain']));
+    expect(new Set(policies(template, 'AWS::Logs::LogGroup'))).toEqual(new Set(['Retain']));
+
+    const { template: throwAway } = synthAcctopsStack({ retainData: false });
+    expect(policies(throwAway, 'AWS::SecretsManager::Secret')).toEqual(['Delete']);
+    expect(new Set(policies(throwAway, 'AWS::KMS::Key'))).toEqual(new Set(['Delete']));
+    expect(new Set(policies(throwAway, 'AWS::Logs::LogGroup'))).toEqual(new Set(['Delete']));
+  });
+});
