@@ -49,8 +49,10 @@ const createUserInput = z.strictObject({
 
 const inputs = {
   createInstitution: z.strictObject({ id: z.string().min(1).optional(), secret: z.string().min(8).optional(), name: z.string().optional() }).optional(),
+  /** Changes an institution's secret, as the service owner would: the old one stops working at once. */
+  setInstitutionSecret: z.strictObject({ id: z.string().min(1), secret: z.string().min(8) }),
   createCompany: z
-    .object({ publicId: z.uuid().optional(), name: z.string().optional(), country: z.string().length(2).optional(), currency: z.string().length(3).optional() })
+    .strictObject({ publicId: z.uuid().optional(), name: z.string().optional(), country: z.string().length(2).optional(), currency: z.string().length(3).optional() })
     .optional(),
   createUser: createUserInput.optional(),
   createUsers: z.strictObject({ users: z.array(createUserInput).max(100_000) }),
@@ -201,6 +203,7 @@ export interface DemoCredentials {
 
 export interface SandboxAdmin {
   createInstitution(input?: z.input<(typeof inputs)['createInstitution']>): Promise<InstitutionView>;
+  setInstitutionSecret(input: { id: string; secret: string }): Promise<InstitutionView>;
   createCompany(input?: z.input<(typeof inputs)['createCompany']>): Promise<CompanyView>;
   createUser(input?: z.input<typeof createUserInput>): Promise<UserView>;
   createUsers(input: z.input<(typeof inputs)['createUsers']>): Promise<UserView[]>;
@@ -244,6 +247,7 @@ export function makeAdmin(invoke: (operation: AdminOperation, input: unknown) =>
       invoke(name, input) as Promise<R>;
   return {
     createInstitution: op('createInstitution'),
+    setInstitutionSecret: op('setInstitutionSecret'),
     createCompany: op('createCompany'),
     createUser: op('createUser'),
     createUsers: op('createUsers'),
@@ -338,6 +342,12 @@ export class AdminRegistry {
     this.handlers = {
       createInstitution: (input = {}) => {
         const inst = state.createInstitution(input);
+        return { ...inst, header: `${inst.id}:${inst.secret}` } satisfies InstitutionView;
+      },
+      setInstitutionSecret: ({ id, secret }) => {
+        const inst = state.institutions.get(id);
+        if (!inst) throw notFound(`Institution ${id} not found.`);
+        inst.secret = secret;
         return { ...inst, header: `${inst.id}:${inst.secret}` } satisfies InstitutionView;
       },
       createCompany: (input = {}) => companyAdminView(state.createCompany(input)),

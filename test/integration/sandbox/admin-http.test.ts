@@ -80,6 +80,17 @@ describe('sandbox: the admin API over HTTP', () => {
     expect(verify.body.valid).toBe(true);
   });
 
+  it("changes an institution's secret: the old one stops working at once", async () => {
+    const inst = await remote.createInstitution({ id: 'inst_rotating' });
+    const body = { token: 'x.y.z' };
+    expect((await call(sandbox.baseUrl, '/institution/users/token/verify/', { institution: inst.header, body })).status).toBe(200);
+    const changed = await remote.setInstitutionSecret({ id: inst.id, secret: 'a-brand-new-secret' });
+    expect(changed.header).toBe('inst_rotating:a-brand-new-secret');
+    const old = await call(sandbox.baseUrl, '/institution/users/token/verify/', { institution: inst.header, body });
+    expect(old.body.error.code).toBe('institution_invalid');
+    expect((await call(sandbox.baseUrl, '/institution/users/token/verify/', { institution: changed.header, body })).status).toBe(200);
+  });
+
   it('refuses to advance a clock it was given and cannot move', async () => {
     const fixed = await startSandbox({ port: 0, demo: false, clock: { now: () => systemClock.now(), sleep: (ms) => systemClock.sleep(ms) } });
     try {
