@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto';
-import { parseMinorUnits } from '../../src/core/accounting-api/money';
+import { categorySchema, taxReportSchema, transactionSchema } from '../../src/core/accounting-api';
 import type { ObjectStore } from '../../src/core/exports/object-store';
 import type { ExportCategory, ExportTaxReport, ExportTransaction } from '../../src/core/exports/types';
 
-/** Records shaped as the pipeline will hand them over: `raw` as the API sent it, plus parsed fields. */
+/**
+ * Items as the client's lists yield them: `raw` as the API sent it, `parsed` by the client's own
+ * schemas (display labels mapped, amounts as bigint, absent fields null).
+ */
 export const COMPANY = '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b';
 export const CATEGORY_IDS = ['0a0a0a0a-0000-4000-8000-000000000001', '0a0a0a0a-0000-4000-8000-000000000002'];
 
@@ -18,7 +21,7 @@ export function category(i: number, name: string): ExportCategory {
     description: `Category ${name}`,
     examples: '',
   };
-  return { raw, ...raw };
+  return { raw, parsed: categorySchema.parse(raw) };
 }
 
 export const CATEGORIES = [category(0, 'Office supplies'), category(1, 'Travel')];
@@ -46,24 +49,14 @@ export function transaction(i: number, shape: TransactionShape = {}): ExportTran
     category: shape.category === undefined ? (CATEGORY_IDS[i % 3] ?? null) : shape.category,
     bankAccount: 'b0b0b0b0-0000-4000-8000-000000000001',
   };
-  return {
-    raw,
-    publicId: raw.publicId as string,
-    amount: parseMinorUnits(amount),
-    currency: raw.currency as string | null,
-    cashflowType: raw.cashflowType as string | null,
-    valueDate: raw.valueDate as string,
-    description: raw.description as string | null,
-    category: raw.category as string | null,
-    bankAccount: raw.bankAccount as string,
-  };
+  return { raw, parsed: transactionSchema.parse(raw) };
 }
 
 export function* transactions(count: number, shape: (i: number) => TransactionShape = () => ({})): Generator<ExportTransaction> {
   for (let i = 0; i < count; i++) yield transaction(i, shape(i));
 }
 
-export function taxReport(i: number, amountDue: number | string | null = 123456): ExportTaxReport {
+export function taxReport(i: number, amountDue: number | string = 123456): ExportTaxReport {
   const raw = {
     pk: `3a3a3a3a-0000-4000-8000-${String(i).padStart(12, '0')}`,
     type: 'VAT_RETURN',
@@ -74,7 +67,7 @@ export function taxReport(i: number, amountDue: number | string | null = 123456)
     currency: 'EUR',
     createdAt: '2026-11-02T10:00:00.123456+01:00',
   };
-  return { raw, ...raw, amountDue: amountDue === null ? null : parseMinorUnits(amountDue) };
+  return { raw, parsed: taxReportSchema.parse(raw) };
 }
 
 /** An async source, as the client's paginated iterators will be. */

@@ -4,8 +4,11 @@ import { DECIMAL_PRECISION, DECIMAL_SCALE, type Cell, type ColumnKind, type Row,
 import { epochDay } from './timestamp';
 import type { RecordWriter } from './writers';
 
-/** Rows per row group: the unit held in memory (column arrays plus its encoded bytes). */
-export const DEFAULT_ROW_GROUP_ROWS = 20_000;
+/**
+ * Rows per row group: the unit held in memory (column arrays plus its encoded bytes). At 10,000
+ * a transactions group is about 1 MB of Parquet; 20,000 measured ~40 MB more peak RSS for 1M rows.
+ */
+export const DEFAULT_ROW_GROUP_ROWS = 10_000;
 /** Written into the file footer; fixed (not the tool version) so that re-runs keep their bytes. */
 export const PARQUET_CREATED_BY = 'acctops exports schema 1';
 

@@ -67,7 +67,7 @@ export const transactionsTable: Table<ExportTransaction> = {
     col('bank_account_id', 'text'),
   ],
   totals: { amount: 'amount_minor', currency: 'currency', cashflowType: 'cashflow_type' },
-  row(t, context) {
+  row({ parsed: t }, context) {
     const check = checker('transaction', t.publicId, context.index);
     const publicId = check.id('publicId', t.publicId);
     const valueDate = check.timestamp('valueDate', t.valueDate);
@@ -82,7 +82,7 @@ export const transactionsTable: Table<ExportTransaction> = {
       amount,
       amount_minor: amount,
       currency: check.currency('currency', t.currency, context.defaultCurrency),
-      cashflow_type: check.enumValue('cashflowType', t.cashflowType),
+      cashflow_type: check.optionalText('cashflowType', t.cashflowType),
       category_id: category,
       category_name: category === null ? null : context.categoryName(category),
       description: check.optionalText('description', t.description),
@@ -107,7 +107,7 @@ export const taxReportsTable: Table<ExportTaxReport> = {
     col('created_at_offset_minutes', 'integer'),
   ],
   totals: { amount: 'amount_due_minor', currency: 'currency' },
-  row(r, context) {
+  row({ parsed: r }, context) {
     const check = checker('tax report', r.pk, context.index);
     const amountDue = r.amountDue == null ? null : check.amount('amountDue', r.amountDue);
     const createdAt = r.createdAt == null ? null : check.timestamp('createdAt', r.createdAt);
@@ -139,17 +139,19 @@ export const categoriesTable: Table<ExportCategory> = {
     col('examples', 'text'),
     col('metadata', 'text'),
   ],
-  row(c, context) {
+  row({ raw, parsed: c }, context) {
     const check = checker('category', c.publicId, context.index);
+    const metadata = (raw as { metadata?: unknown } | null)?.metadata;
     return {
       public_id: check.id('publicId', c.publicId),
       name: check.optionalText('name', c.name),
       parent_id: check.optionalText('parent', c.parent),
-      cashflow_type: check.enumValue('cashflowType', c.cashflowType),
+      cashflow_type: check.optionalText('cashflowType', c.cashflowType),
       vat_applied: check.optionalText('vatApplied', c.vatApplied),
       description: check.optionalText('description', c.description),
       examples: check.optionalText('examples', c.examples),
-      metadata: check.optionalText('metadata', c.metadata),
+      // The text as sent (the client's parsed form is an object, or null when the text is invalid).
+      metadata: metadata === undefined || metadata === null ? null : typeof metadata === 'string' ? metadata : JSON.stringify(metadata),
     };
   },
 };
@@ -174,12 +176,6 @@ function checker(kind: string, id: unknown, index: number) {
       if (value === null || value === undefined) return null;
       if (typeof value !== 'string') return fail(path, 'expected a string or null');
       return value;
-    },
-    enumValue(path: string, value: unknown): string | null {
-      if (value === null || value === undefined) return null;
-      if (typeof value !== 'string') return fail(path, 'expected a string or null');
-      // Responses may carry display labels (`Expense`); the canonical value is the upper-case one.
-      return value.toUpperCase();
     },
     currency(path: string, value: unknown, fallback: string): string {
       if (value === null || value === undefined) return fallback;

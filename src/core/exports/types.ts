@@ -1,23 +1,26 @@
 /**
- * The exporter's input: records as the pipeline hands them over, one async iterable per dataset.
+ * The exporter's input: one async iterable per dataset, of items shaped like the typed client's
+ * list items (`PageItem<T>` of `src/core/accounting-api`): `raw`, the object exactly as the client
+ * parsed it from the response (for the lossless JSONL), beside `parsed`, its validated fields.
  *
- * These are structural on purpose. The typed client (`src/core/accounting-api`) owns the wire
- * schemas; the pipeline adapts its items to these shapes, so the writers depend on nothing but the
- * fields they write. Each record carries `raw`, the object exactly as the client parsed it from the
- * response, for the lossless JSONL; the other fields are the parsed values the CSV, Parquet and the
- * manifest totals are computed from.
+ * The field types are structural and minimal, so `client.transactions.list(...)` (and the other
+ * lists) can be passed in as they are, and any other source can be adapted to them.
  */
 import type { MinorUnits } from '../accounting-api/money';
 
-export interface ExportTransaction {
-  /** The API's object as parsed by the client's lossless JSON parse (big integers as strings). */
-  raw: unknown;
+export interface ExportItem<P> {
+  /** As received; the client's lossless parse turns integers beyond 2^53 into digit strings. */
+  readonly raw: unknown;
+  readonly parsed: P;
+}
+
+export interface TransactionFields {
   publicId: string;
   /** Exact minor units, whichever encoding the API used. */
   amount: MinorUnits;
   /** ISO 4217; null when the API sent none (the exporter then uses its default currency). */
   currency: string | null;
-  /** `EXPENSE`, `INCOME`, or a display label such as `Expense` (normalised to upper case). */
+  /** `EXPENSE`, `INCOME`, or an unknown value kept verbatim (the client maps display labels). */
   cashflowType: string | null;
   /** ISO 8601 timestamp with an offset, exactly as the API sent it. */
   valueDate: string;
@@ -27,8 +30,7 @@ export interface ExportTransaction {
   bankAccount: string | null;
 }
 
-export interface ExportTaxReport {
-  raw: unknown;
+export interface TaxReportFields {
   /** Tax reports are identified by `pk`, not `publicId` (spec §2). */
   pk: string;
   type: string | null;
@@ -42,17 +44,28 @@ export interface ExportTaxReport {
   createdAt: string | null;
 }
 
-export interface ExportCategory {
-  raw: unknown;
+/** `metadata` is taken from `raw`: the exports keep the text as sent, invalid JSON included. */
+export interface CategoryFields {
   publicId: string;
   name: string | null;
   parent: string | null;
   cashflowType: string | null;
   vatApplied: string | null;
-  /** A JSON object serialised as text, kept as text (it may be invalid JSON). */
-  metadata: string | null;
   description: string | null;
   examples: string | null;
+}
+
+export type ExportTransaction = ExportItem<TransactionFields>;
+export type ExportTaxReport = ExportItem<TaxReportFields>;
+export type ExportCategory = ExportItem<CategoryFields>;
+
+type Source<T> = AsyncIterable<T> | Iterable<T>;
+
+/** The sources of one period. Each one given is read exactly once. */
+export interface ExportSources {
+  transactions?: Source<ExportTransaction>;
+  taxReports?: Source<ExportTaxReport>;
+  categories?: Source<ExportCategory>;
 }
 
 /** Dataset names as they appear in object keys (Hive/Glue friendly: lower case, underscores). */
@@ -61,10 +74,3 @@ export type DatasetName = (typeof DATASETS)[number];
 
 export const FORMATS = ['jsonl', 'csv', 'parquet'] as const;
 export type ExportFormat = (typeof FORMATS)[number];
-
-/** The sources of one period. Each one given is read exactly once. */
-export interface ExportSources {
-  transactions?: AsyncIterable<ExportTransaction> | Iterable<ExportTransaction>;
-  taxReports?: AsyncIterable<ExportTaxReport> | Iterable<ExportTaxReport>;
-  categories?: AsyncIterable<ExportCategory> | Iterable<ExportCategory>;
-}

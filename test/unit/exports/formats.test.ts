@@ -14,7 +14,7 @@ import { createWriter, FORMAT_FILES } from '../../../src/core/exports/writers';
 import { ValidationError } from '../../../src/core/shared/errors';
 import { CATEGORIES, transaction, transactions } from '../../helpers/export-fixtures';
 
-const NAMES = new Map(CATEGORIES.map((c) => [c.publicId, c.name]));
+const NAMES = new Map(CATEGORIES.map((c) => [c.parsed.publicId, c.parsed.name]));
 
 async function write<I extends { raw: unknown }>(
   store: DirObjectStore,
@@ -55,7 +55,7 @@ describe('export formats', () => {
       expect(bytes.subarray(0, 3)).toEqual(Buffer.from([0xef, 0xbb, 0xbf]));
       expect(text.slice(1).split('\r\n')).toEqual([
         'public_id,value_date_local,value_date,value_date_utc,value_date_offset_minutes,amount,amount_minor,currency,cashflow_type,category_id,category_name,description,bank_account_id',
-        `7e57da7a-0000-4000-8000-000000000000,2026-10-31,2026-10-31T23:30:00-02:00,2026-11-01T01:30:00.000Z,-120,-49.99,-4999,EUR,EXPENSE,${CATEGORIES[0]!.publicId},Office supplies,"Paper, ""A4""",b0b0b0b0-0000-4000-8000-000000000001`,
+        `7e57da7a-0000-4000-8000-000000000000,2026-10-31,2026-10-31T23:30:00-02:00,2026-11-01T01:30:00.000Z,-120,-49.99,-4999,EUR,EXPENSE,${CATEGORIES[0]!.parsed.publicId},Office supplies,"Paper, ""A4""",b0b0b0b0-0000-4000-8000-000000000001`,
         `7e57da7a-0000-4000-8000-000000000001,2026-10-02,2026-10-02T01:15:00+02:00,2026-10-01T23:15:00.000Z,120,1234.50,123450,EUR,INCOME,,,"multi\nline",b0b0b0b0-0000-4000-8000-000000000001`,
         '',
       ]);
@@ -114,7 +114,7 @@ describe('export formats', () => {
   describe('Parquet', () => {
     const items = [...transactions(25)];
     items.push(transaction(25, { amount: '-99999999999999.99', valueDate: '2026-10-31T23:30:00.987654-02:00' }));
-    items.push(transaction(26, { amount: 1, category: null, description: null, cashflowType: null }));
+    items.push(transaction(26, { amount: 1, category: null, description: null }));
 
     async function readBack(rowGroupRows?: number) {
       const { bytes } = await write(store, 'parquet', transactionsTable, items, 'out/t.parquet', rowGroupRows);
@@ -160,7 +160,7 @@ describe('export formats', () => {
       expect(last.value_date_offset_minutes).toBe(-120n);
       expect((last.value_date_local as Date).toISOString()).toBe('2026-10-31T00:00:00.000Z');
       const nulls = rows.find((r) => r.amount_minor === 1n)!;
-      expect([nulls.category_id, nulls.category_name, nulls.description, nulls.cashflow_type].map((v) => v ?? null)).toEqual([null, null, null, null]);
+      expect([nulls.category_id, nulls.category_name, nulls.description].map((v) => v ?? null)).toEqual([null, null, null]);
       expect(rows[0]!.category_name).toBe('Office supplies');
     });
   });
@@ -176,7 +176,8 @@ describe('export formats', () => {
   });
 
   it('names the record and the field when a record is unusable', () => {
-    const bad = transaction(3, { valueDate: '2026-10-03 10:00' });
+    const good = transaction(3);
+    const bad = { raw: good.raw, parsed: { ...good.parsed, valueDate: '2026-10-03 10:00' } };
     let error: unknown;
     try {
       transactionsTable.row(bad, { index: 3, defaultCurrency: 'EUR', categoryName: () => null });
@@ -185,8 +186,9 @@ describe('export formats', () => {
     }
     expect(error).toBeInstanceOf(ValidationError);
     expect((error as ValidationError).field).toBe('valueDate');
-    expect((error as ValidationError).message).toContain(bad.publicId);
-    const float = { ...transaction(4), amount: 49.99 as unknown as bigint };
+    expect((error as ValidationError).message).toContain(good.parsed.publicId);
+    const t = transaction(4);
+    const float = { raw: t.raw, parsed: { ...t.parsed, amount: 49.99 as unknown as bigint } };
     expect(() => transactionsTable.row(float, { index: 4, defaultCurrency: 'EUR', categoryName: () => null })).toThrow(/amount/);
   });
 });

@@ -80,7 +80,7 @@ function request(overrides: Partial<PeriodExportRequest> = {}, count = 40): Peri
     period: '2026-10',
     sources: {
       categories: asAsync(CATEGORIES),
-      taxReports: asAsync([taxReport(0), taxReport(1, '-10.05'), taxReport(2, null)]),
+      taxReports: asAsync([taxReport(0), taxReport(1, '-10.05'), taxReport(2, 0)]),
       transactions: asAsync(transactions(count)),
     },
     formats: ['jsonl', 'csv', 'parquet'],
@@ -135,7 +135,7 @@ describe('PeriodExporter', () => {
     expect(manifest.objects.filter((o) => o.dataset === 'tax_reports').map((o) => o.records)).toEqual([3, 3, 3]);
     expect(manifest.datasets.categories).toMatchObject({ runId: 'run-1', records: 2, totals: [] });
     expect(manifest.datasets.tax_reports?.totals).toEqual([
-      { currency: 'EUR', cashflowType: null, records: 2, amount: '1224.51', amountMinor: '122451' },
+      { currency: 'EUR', cashflowType: null, records: 3, amount: '1224.51', amountMinor: '122451' },
     ]);
 
     // The Athena symlink lists exactly the new run's Parquet object.
@@ -182,8 +182,8 @@ describe('PeriodExporter', () => {
       expect(total.records).toBe(counts.get(`${total.currency}/${total.cashflowType}`));
     }
     // The sum is past 2^53, where adding floats would already have gone wrong.
-    const income = items.filter((t) => t.currency === 'EUR' && t.cashflowType?.toUpperCase() === 'INCOME');
-    const floatSum = income.reduce((sum, t) => sum + Number(t.amount), 0);
+    const income = items.filter((t) => (t.parsed.currency ?? 'EUR') === 'EUR' && t.parsed.cashflowType === 'INCOME');
+    const floatSum = income.reduce((sum, t) => sum + Number(t.parsed.amount), 0);
     const exact = totals.find((t) => t.currency === 'EUR' && t.cashflowType === 'INCOME')!.amountMinor;
     expect(BigInt(exact) > 2n ** 53n).toBe(true);
     expect(BigInt(floatSum)).not.toBe(BigInt(exact));
