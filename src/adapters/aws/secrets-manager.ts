@@ -3,9 +3,11 @@ import {
   type DescribeSecretCommandOutput,
   GetSecretValueCommand,
   ListSecretsCommand,
+  ListSecretVersionIdsCommand,
   PutSecretValueCommand,
   ResourceExistsException,
   ResourceNotFoundException,
+  RotateSecretCommand,
   type SecretListEntry,
   SecretsManagerClient,
   type SecretsManagerClientConfig,
@@ -21,8 +23,10 @@ import {
   type SecretStore,
   SecretStoreError,
   type SecretValue,
+  type SecretVersionInfo,
   type SecretVersionSelector,
   SecretVersionConflictError,
+  type StartRotationInput,
 } from '../../core/ports/secrets';
 
 /** Throttling and server-side errors are worth retrying; the SDK's own retries have run by then. */
@@ -99,6 +103,37 @@ export class AwsSecretStore implements SecretStore {
       }
       NextToken = page.NextToken;
     } while (NextToken);
+  }
+
+  async listVersions(secretId: string): Promise<SecretVersionInfo[]> {
+    const versions: SecretVersionInfo[] = [];
+    let NextToken: string | undefined;
+    do {
+      const page = await this.call('ListSecretVersionIds', secretId, () =>
+        this.client.send(new ListSecretVersionIdsCommand({ SecretId: secretId, NextToken, MaxResults: 100 })),
+      );
+      for (const v of page.Versions ?? []) {
+        if (v.VersionId) versions.push({ versionId: v.VersionId, stages: v.VersionStages ?? [], createdAt: v.CreatedDate?.getTime() });
+      }
+      NextToken = page.NextToken;
+    } while (NextToken);
+    return versions;
+  }
+
+  async startRotation(secretId: string, input: StartRotationInput = {}): Promise<{ versionId: string }> {
+    const out = await this.call('RotateSecret', secretId, () =>
+      this.client.send(
+        new RotateSecretCommand({
+          SecretId: secretId,
+          RotationLambdaARN: input.lambdaArn,
+          RotationRules: input.automaticallyAfterDays === undefined ? undefined : { AutomaticallyAfterDays: input.automaticallyAfterDays },
+          ClientRequestToken: input.clientRequestToken,
+          RotateImmediately: true,
+        }),
+      ),
+    );
+    if (!out.VersionId) throw new SecretStoreError(`Secrets Manager RotateSecret for ${secretId} returned no version id`, { secretId });
+    return { versionId: out.VersionId };
   }
 
   private async call<T>(operation: string, secretId: string, send: () => Promise<T>): Promise<T> {

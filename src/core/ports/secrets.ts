@@ -71,6 +71,25 @@ export interface MoveSecretStageInput {
   fromVersionId?: string;
 }
 
+export interface SecretVersionInfo {
+  versionId: string;
+  stages: string[];
+  /** Epoch milliseconds. */
+  createdAt?: number;
+}
+
+export interface StartRotationInput {
+  /** The rotation function; default: the one already configured on the secret. */
+  lambdaArn?: string;
+  /** Sets the schedule as well; default: the secret's current rules. */
+  automaticallyAfterDays?: number;
+  /**
+   * The id of the version the rotation brings in. Repeating the token of a rotation that is still
+   * pending reattempts it; default: a new token chosen by the store.
+   */
+  clientRequestToken?: string;
+}
+
 export interface SecretStore {
   /** Throws SecretNotFoundError when the secret, the version or its value does not exist. */
   readSecret(secretId: string, selector?: SecretVersionSelector): Promise<SecretValue>;
@@ -79,6 +98,13 @@ export interface SecretStore {
   moveStage(secretId: string, input: MoveSecretStageInput): Promise<void>;
   /** Secrets carrying the tag `key` (with exactly `value`, when given), all pages. */
   listSecretsByTag(key: string, value?: string): AsyncIterable<SecretDescription>;
+  /** Versions that carry a stage, newest first, with their creation dates. */
+  listVersions(secretId: string): Promise<SecretVersionInfo[]>;
+  /**
+   * Starts the secret's rotation (RotateSecret): a new version labelled AWSPENDING, then the
+   * rotation function's four steps, which AWS runs after this call returns.
+   */
+  startRotation(secretId: string, input?: StartRotationInput): Promise<{ versionId: string }>;
 }
 
 /** The version id carrying `stage`, if any. */
