@@ -1,0 +1,133 @@
+import {
+  ActionAfterCompletion,
+  ConflictException,
+  CreateScheduleCommand,
+  type CreateScheduleCommandInput,
+  FlexibleTimeWindowMode,
+  GetScheduleCommand,
+  ListSchedulesCommand,
+  ResourceNotFoundException,
+  SchedulerClient,
+  type SchedulerClientConfig,
+  UpdateScheduleCommand,
+} from '@aws-sdk/client-scheduler';
+import { type Revocation, type RevocationScheduler, RevocationSchedulerError, revocationSchema } from '../../core/api-keys/revocation';
+import { parseWith } from '../../core/shared/errors';
+
+export interface EventBridgeRevocationSchedulerOptions {
+  /** The schedule group every revocation goes into; the rotation function may touch only it. */
+  groupName: string;
+  /** The revoke-api-key function. */
+  targetArn: string;
+  /** The role EventBridge Scheduler assumes to invoke it. */
+  roleArn: string;
+  /**
+   * Schedule names are `<prefix><apiKeyId>`.
+   * @default 'revoke-'
+   */
+  namePrefix?: string;
+  /** A client, or a client config (`{ endpoint }` for a local fake). */
+  client?: SchedulerClient | SchedulerClientConfig;
+}
+
+/**
+ * The RevocationScheduler over EventBridge Scheduler: one one-time schedule per key
+ * (`at(...)`, UTC, no flexible window) whose target is the revoke-api-key function and whose
+ * input is the revocation itself (ids and prefix, never a key). It deletes itself after it fired
+ * (ActionAfterCompletion DELETE), so the group holds exactly the pending revocations.
+ */
+export class EventBridgeRevocationScheduler implements RevocationScheduler {
+  private readonly client: SchedulerClient;
+  private readonly namePrefix: string;
+
+  constructor(private readonly options: EventBridgeRevocationSchedulerOptions) {
+    const client = options.client ?? {};
+    this.client = client instanceof SchedulerClient ? client : new SchedulerClient(client);
+    this.namePrefix = options.namePrefix ?? 'revoke-';
+  }
+
+  /** Creates the key's schedule; if it exists, moves it later when asked for a later time, never earlier. */
+  async schedule(revocation: Revocation): Promise<void> {
+    const entry = parseWith(revocationSchema, revocation, 'revocation');
+    const input = this.scheduleInput(entry);
+    try {
+      await this.client.send(new CreateScheduleCommand(input));
+      return;
+    } catch (error) {
+      if (!(error instanceof ConflictException)) throw schedulerError('CreateSchedule', input.Name!, error);
+    }
+    const existing = await this.read(input.Name!);
+    if (existing && existing.revokeAt >= entry.revokeAt) return;
+    try {
+      await this.client.send(new UpdateScheduleCommand(input));
+    } catch (error) {
+      throw schedulerError('UpdateSchedule', input.Name!, error);
+    }
+  }
+
+  async *pending(): AsyncIterable<Revocation> {
+    let NextToken: string | undefined;
+    do {
+      let page;
+      try {
+        page = await this.client.send(
+          new ListSchedulesCommand({ GroupName: this.options.groupName, NamePrefix: this.namePrefix, NextToken, MaxResults: 100 }),
+        );
+      } catch (error) {
+        throw schedulerError('ListSchedules', this.options.groupName, error);
+      }
+      for (const summary of page.Schedules ?? []) {
+        const revocation = summary.Name ? await this.read(summary.Name) : undefined;
+        if (revocation) yield revocation;
+      }
+      NextToken = page.NextToken;
+    } while (NextToken);
+  }
+
+  /** The revocation a schedule carries; undefined when it is gone (it fired meanwhile). */
+  private async read(name: string): Promise<Revocation | undefined> {
+    let schedule;
+    try {
+      schedule = await this.client.send(new GetScheduleCommand({ Name: name, GroupName: this.options.groupName }));
+    } catch (error) {
+      if (error instanceof ResourceNotFoundException) return undefined;
+      throw schedulerError('GetSchedule', name, error);
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(schedule.Target?.Input ?? '');
+    } catch {
+      json = undefined;
+    }
+    return parseWith(revocationSchema, json, `input of schedule ${name}`);
+  }
+
+  private scheduleInput(revocation: Revocation): CreateScheduleCommandInput {
+    return {
+      Name: `${this.namePrefix}${revocation.apiKeyId}`,
+      GroupName: this.options.groupName,
+      ScheduleExpression: atExpression(revocation.revokeAt),
+      ScheduleExpressionTimezone: 'UTC',
+      FlexibleTimeWindow: { Mode: FlexibleTimeWindowMode.OFF },
+      ActionAfterCompletion: ActionAfterCompletion.DELETE,
+      Description: `Revoke API key ${revocation.keyPrefix} of company ${revocation.companyId} (rotation ${revocation.rotationToken})`,
+      Target: {
+        Arn: this.options.targetArn,
+        RoleArn: this.options.roleArn,
+        Input: JSON.stringify(revocation),
+        // Delivery retries; the function's own failures are retried by Lambda's asynchronous invocation.
+        RetryPolicy: { MaximumEventAgeInSeconds: 24 * 3600, MaximumRetryAttempts: 20 },
+      },
+    };
+  }
+}
+
+/** `at(yyyy-mm-ddThh:mm:ss)` in UTC, rounded up to the second: never before `epochMs`. */
+export function atExpression(epochMs: number): string {
+  return `at(${new Date(Math.ceil(epochMs / 1000) * 1000).toISOString().slice(0, 19)})`;
+}
+
+function schedulerError(operation: string, name: string, error: unknown): RevocationSchedulerError {
+  const kind = error instanceof Error ? `${error.name}: ${error.message}` : 'unknown error';
+  return new RevocationSchedulerError(`EventBridge Scheduler ${operation} failed for ${name}: ${kind}`, { cause: error });
+}

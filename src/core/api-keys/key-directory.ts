@@ -1,0 +1,67 @@
+import type { SecretStore } from '../ports/secrets';
+import { AcctopsError } from '../shared/errors';
+
+/**
+ * Which secret holds which company's key. The company secrets are found by their tags, so that
+ * secrets the stack creates and secrets imported by ARN (tagged by the runbook) are found the same
+ * way, by the rotation doctor, `acctops keys status` and `getApiKey` alike.
+ */
+export const COMPANY_KEY_TAGS = {
+  /** Marks a secret as a company API key secret; value `PURPOSE_COMPANY_KEY`. */
+  purpose: 'acctops:purpose',
+  /** The company's `publicId`. */
+  company: 'acctops:company',
+} as const;
+export const PURPOSE_COMPANY_KEY = 'company-api-key';
+
+export interface CompanyKeyEntry {
+  companyId: string;
+  /** The secret's ARN. */
+  secretId: string;
+  name: string;
+}
+
+export interface CompanyKeyDirectory {
+  /** Every company key secret (secrets scheduled for deletion are left out). */
+  list(): AsyncIterable<CompanyKeyEntry>;
+  /** The secret of `companyId`; CompanyKeyNotFoundError when there is none or more than one. */
+  find(companyId: string): Promise<CompanyKeyEntry>;
+}
+
+export class CompanyKeyNotFoundError extends AcctopsError {
+  readonly companyId: string;
+
+  constructor(companyId: string, found: number) {
+    super(
+      found === 0
+        ? `no secret tagged ${COMPANY_KEY_TAGS.company}=${companyId} holds a company API key`
+        : `${found} secrets are tagged ${COMPANY_KEY_TAGS.company}=${companyId}; exactly one may be`,
+      { code: found === 0 ? 'company_key_not_found' : 'company_key_ambiguous' },
+    );
+    this.companyId = companyId;
+  }
+}
+
+/** The directory over the secret store's tag listing. */
+export function taggedKeyDirectory(store: Pick<SecretStore, 'listSecretsByTag'>): CompanyKeyDirectory {
+  const isCompanyKey = (tags: Record<string, string>) => tags[COMPANY_KEY_TAGS.purpose] === PURPOSE_COMPANY_KEY;
+  return {
+    async *list() {
+      for await (const secret of store.listSecretsByTag(COMPANY_KEY_TAGS.purpose, PURPOSE_COMPANY_KEY)) {
+        const companyId = secret.tags[COMPANY_KEY_TAGS.company];
+        if (secret.deletedAt !== undefined || !companyId) continue;
+        yield { companyId: companyId.toLowerCase(), secretId: secret.secretArn, name: secret.name };
+      }
+    },
+    async find(companyId) {
+      const found: CompanyKeyEntry[] = [];
+      for await (const secret of store.listSecretsByTag(COMPANY_KEY_TAGS.company, companyId.toLowerCase())) {
+        if (secret.deletedAt === undefined && isCompanyKey(secret.tags)) {
+          found.push({ companyId: companyId.toLowerCase(), secretId: secret.secretArn, name: secret.name });
+        }
+      }
+      if (found.length !== 1) throw new CompanyKeyNotFoundError(companyId, found.length);
+      return found[0]!;
+    },
+  };
+}

@@ -1,0 +1,123 @@
+import { z } from 'zod';
+import { type AccountingClient, NotFoundError } from '../accounting-api';
+import { uuidSchema } from '../accounting-api/schemas';
+import { type SecretStore, SecretStage } from '../ports/secrets';
+import { type Clock } from '../shared/clock';
+import { AcctopsError } from '../shared/errors';
+import { type Logger } from '../shared/logger';
+import { type Metrics } from '../shared/metrics';
+import { type CompanyKeySecret, parseCompanyKeySecret } from './company-key-secret';
+
+/**
+ * The revocation of an old key, due once the grace period after its replacement's promotion is
+ * over. It names the key by id and prefix only: a revocation never carries the key itself.
+ */
+export const revocationSchema = z.strictObject({
+  /** The company key secret the key was in (its ARN). */
+  secretId: z.string().min(1).max(2048),
+  companyId: uuidSchema,
+  apiKeyId: uuidSchema,
+  keyPrefix: z.string().min(1).max(64),
+  /** Epoch ms: not before then. */
+  revokeAt: z.number().int().nonnegative(),
+  /** The rotation (ClientRequestToken) that replaced the key. */
+  rotationToken: z.string().min(1).max(64),
+});
+export type Revocation = z.output<typeof revocationSchema>;
+
+/**
+ * Where a revocation waits for its time: a one-time EventBridge Scheduler schedule in AWS, a
+ * durable queue driven by the clock locally. It must survive restarts, since a grace period
+ * outlives any single invocation.
+ */
+export interface RevocationScheduler {
+  /** Idempotent per key: scheduling the same key again is a no-op, whatever the time asked. */
+  schedule(revocation: Revocation): Promise<void>;
+  /** Revocations not yet carried out (for `acctops keys status` and the doctor). */
+  pending(): AsyncIterable<Revocation>;
+}
+
+/** A schedule (or queue entry) could not be written or read. */
+export class RevocationSchedulerError extends AcctopsError {
+  constructor(message: string, options: { code?: string; cause?: unknown } = {}) {
+    super(message, { code: options.code ?? 'revocation_scheduler_failed', cause: options.cause });
+  }
+}
+
+/**
+ * `kept_current`: the key is still the secret's AWSCURRENT key, so it was left alone (see
+ * `revokeApiKey`).
+ */
+export type RevocationOutcome = 'revoked' | 'already_gone' | 'kept_current';
+
+export interface RevokeDeps {
+  store: Pick<SecretStore, 'readSecret'>;
+  /** A client acting with `key` (the company's current key manages its company's keys). */
+  clientFor(key: CompanyKeySecret): AccountingClient;
+  clock: Clock;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+/**
+ * Revokes the old key of a finished rotation. Idempotent: revoking a revoked key succeeds at the
+ * service, and a key that is gone (404) counts as done.
+ *
+ * It never revokes the secret's AWSCURRENT key: a revocation is scheduled just before the
+ * promotion it follows, and if that promotion never happened (the rotation failed and was rolled
+ * back, which raised its own alarm) the old key is still the one every consumer uses.
+ */
+export async function revokeApiKey(revocation: Revocation, deps: RevokeDeps): Promise<RevocationOutcome> {
+  const log = deps.logger.child({ companyId: revocation.companyId, apiKeyId: revocation.apiKeyId, keyPrefix: revocation.keyPrefix });
+  const current = parseCompanyKeySecret((await deps.store.readSecret(revocation.secretId, { stage: SecretStage.current })).value);
+  if (current.apiKeyId === revocation.apiKeyId) {
+    deps.metrics.add('KeyRevocationsSkipped', 1);
+    log.warn('revocation skipped: the key is still the current key (its rotation was not promoted)', { secretId: revocation.secretId });
+    return 'kept_current';
+  }
+  let outcome: RevocationOutcome = 'revoked';
+  try {
+    await deps.clientFor(current).apiKeys.revoke(revocation.apiKeyId);
+  } catch (error) {
+    if (!(error instanceof NotFoundError)) throw error;
+    outcome = 'already_gone';
+  }
+  deps.metrics.add('KeysRevoked', 1);
+  log.info(outcome === 'revoked' ? 'old API key revoked' : 'old API key was already gone', {
+    lateByMs: Math.max(0, deps.clock.now() - revocation.revokeAt),
+  });
+  return outcome;
+}
+
+/**
+ * The local stand-in for EventBridge Scheduler: revocations wait in a durable queue, and whoever
+ * drives the local mode (the CLI, the demo, a test) runs the due ones with `runDueRevocations`.
+ */
+export interface RevocationQueue extends RevocationScheduler {
+  /** Revocations whose time has come (`revokeAt <= now`), oldest first. */
+  due(now: number): Promise<Revocation[]>;
+  /** Removes the revocation of `apiKeyId`: it has been carried out. */
+  complete(apiKeyId: string): Promise<void>;
+}
+
+export interface DueRevocationsResult {
+  outcomes: { apiKeyId: string; keyPrefix: string; outcome: RevocationOutcome }[];
+  /** Revocations that failed; they stay queued for the next run. */
+  failed: { apiKeyId: string; keyPrefix: string; error: unknown }[];
+}
+
+/** Carries out every due revocation of `queue`, as the one-time schedules do in AWS. */
+export async function runDueRevocations(queue: RevocationQueue, deps: RevokeDeps): Promise<DueRevocationsResult> {
+  const result: DueRevocationsResult = { outcomes: [], failed: [] };
+  for (const revocation of await queue.due(deps.clock.now())) {
+    try {
+      const outcome = await revokeApiKey(revocation, deps);
+      await queue.complete(revocation.apiKeyId);
+      result.outcomes.push({ apiKeyId: revocation.apiKeyId, keyPrefix: revocation.keyPrefix, outcome });
+    } catch (error) {
+      deps.logger.error('scheduled revocation failed; it stays queued', { apiKeyId: revocation.apiKeyId, keyPrefix: revocation.keyPrefix, error });
+      result.failed.push({ apiKeyId: revocation.apiKeyId, keyPrefix: revocation.keyPrefix, error });
+    }
+  }
+  return result;
+}

@@ -1,0 +1,279 @@
+import { type AccountingClient, type ApiKey } from '../accounting-api';
+import { timestampMillis } from '../accounting-api/schemas';
+import type { DomainEvent, EventPublisher } from '../ports/events';
+import { type SecretStore, SecretStage, type SecretVersionInfo } from '../ports/secrets';
+import { type Clock } from '../shared/clock';
+import { type Logger } from '../shared/logger';
+import { type Metrics } from '../shared/metrics';
+import { redactString } from '../shared/redact';
+import { type CompanyKeySecret, parseCompanyKeySecret } from './company-key-secret';
+import type { CompanyKeyDirectory, CompanyKeyEntry } from './key-directory';
+import type { Revocation, RevocationScheduler } from './revocation';
+import { listKeys, rotationTokenOf } from './rotation';
+
+/**
+ * The rotation doctor: a scheduled check of every company key secret against the service. It
+ * repairs what is safe to repair and reports the rest (an event per finding, a metric that an
+ * alarm watches). See docs/architecture.md, "Key rotation".
+ */
+
+export type FindingType =
+  /** AWSPENDING on a version that is not AWSCURRENT, older than `stuckPendingAfterMs`. Repaired: the label is removed. */
+  | 'stuck_pending'
+  /** A live key that rotation created and no labelled version references. Repaired once past the grace period: revoked. */
+  | 'orphan_key'
+  /** The AWSPREVIOUS key is still live although its grace period is long over and no revocation is pending. Repaired: revoked. */
+  | 'revocation_overdue'
+  /** The current key expires within `expiryWarningMs` (or has expired). Reported. */
+  | 'key_expiring'
+  /** Rotation is enabled but the next rotation is late by more than `overdueAfterMs`. Reported. */
+  | 'rotation_overdue'
+  /** Rotation is not enabled on the secret. Reported. */
+  | 'rotation_disabled'
+  /** The company could not be checked (unreadable secret, current key refused, service down). Reported. */
+  | 'check_failed';
+
+export interface Finding {
+  type: FindingType;
+  companyId: string;
+  /** The secret's name. */
+  secret: string;
+  apiKeyId?: string;
+  keyPrefix?: string;
+  versionId?: string;
+  /** True when the doctor fixed it in this run. */
+  repaired: boolean;
+  /** One line for people; ids and prefixes only. */
+  detail: string;
+}
+
+export interface DoctorReport {
+  checkedAt: number;
+  companies: number;
+  findings: Finding[];
+}
+
+export interface DoctorSettings {
+  /** The rotation's grace period: an orphan younger than this may belong to a rotation in progress. */
+  graceMs: number;
+  /** @default 1 hour */
+  stuckPendingAfterMs?: number;
+  /** @default 14 days */
+  expiryWarningMs?: number;
+  /** @default 1 day */
+  overdueAfterMs?: number;
+  /** How late a scheduled revocation may fire before the doctor does it instead. @default 15 minutes */
+  revocationSlackMs?: number;
+  /** False: report only (a dry run). @default true */
+  repair?: boolean;
+}
+
+export interface DoctorDeps {
+  store: Pick<SecretStore, 'describeSecret' | 'readSecret' | 'listVersions' | 'moveStage'>;
+  directory: Pick<CompanyKeyDirectory, 'list'>;
+  scheduler: Pick<RevocationScheduler, 'pending'>;
+  clientFor(key: CompanyKeySecret): AccountingClient;
+  /** Where findings go as `ApiKeyRotationFinding` events; omitted: logs and metrics only. */
+  events?: EventPublisher;
+  clock: Clock;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+export const FINDING_EVENT_TYPE = 'ApiKeyRotationFinding';
+
+const HOUR = 3600_000;
+const DAY = 24 * HOUR;
+
+export async function checkKeyRotations(deps: DoctorDeps, settings: DoctorSettings): Promise<DoctorReport> {
+  const now = deps.clock.now();
+  const s = {
+    graceMs: settings.graceMs,
+    stuckPendingAfterMs: settings.stuckPendingAfterMs ?? HOUR,
+    expiryWarningMs: settings.expiryWarningMs ?? 14 * DAY,
+    overdueAfterMs: settings.overdueAfterMs ?? DAY,
+    revocationSlackMs: settings.revocationSlackMs ?? 15 * 60_000,
+    repair: settings.repair ?? true,
+  };
+  const pendingRevocations = new Map<string, Revocation>();
+  for await (const revocation of deps.scheduler.pending()) pendingRevocations.set(revocation.apiKeyId, revocation);
+
+  const findings: Finding[] = [];
+  let companies = 0;
+  for await (const entry of deps.directory.list()) {
+    companies++;
+    const log = deps.logger.child({ companyId: entry.companyId, secret: entry.name });
+    const found: Finding[] = [];
+    try {
+      await checkCompany(entry, { deps, settings: s, now, pendingRevocations, found, log });
+    } catch (error) {
+      log.error('company key check failed', { error });
+      found.push({ type: 'check_failed', companyId: entry.companyId, secret: entry.name, repaired: false, detail: describeError(error) });
+    }
+    findings.push(...found);
+  }
+
+  const unrepaired = findings.filter((f) => !f.repaired);
+  for (const finding of findings) deps.metrics.withDimensions({ Finding: finding.type }).add('RotationFindings', 1);
+  // Emitted every run, zero included, so that the alarm on it sees data rather than a gap.
+  deps.metrics.add('UnrepairedRotationFindings', unrepaired.length);
+  deps.metrics.add('RotationRepairs', findings.length - unrepaired.length);
+  for (const finding of findings) {
+    if (finding.repaired) deps.logger.info('rotation doctor repaired', { ...finding });
+    else deps.logger.warn('rotation doctor finding', { ...finding });
+  }
+  if (deps.events && findings.length > 0) {
+    const events: DomainEvent[] = findings.map((f) => ({ type: FINDING_EVENT_TYPE, time: now, detail: { ...f } }));
+    await deps.events.publish(events);
+  }
+  deps.logger.info('rotation doctor finished', { companies, findings: findings.length, unrepaired: unrepaired.length });
+  return { checkedAt: now, companies, findings };
+}
+
+interface CheckContext {
+  deps: DoctorDeps;
+  settings: Required<DoctorSettings>;
+  now: number;
+  pendingRevocations: Map<string, Revocation>;
+  found: Finding[];
+  log: Logger;
+}
+
+async function checkCompany(entry: CompanyKeyEntry, ctx: CheckContext): Promise<void> {
+  const { deps, settings, now, found } = ctx;
+  const { store } = deps;
+  const base = { companyId: entry.companyId, secret: entry.name };
+  const secretId = entry.secretId;
+  const description = await store.describeSecret(secretId);
+
+  let versions = await store.listVersions(secretId);
+  for (const version of versions) {
+    if (!version.stages.includes(SecretStage.pending) || version.stages.includes(SecretStage.current)) continue;
+    const age = version.createdAt === undefined ? Infinity : now - version.createdAt;
+    if (age <= settings.stuckPendingAfterMs) continue; // a rotation in progress
+    if (settings.repair) await store.moveStage(secretId, { stage: SecretStage.pending, fromVersionId: version.versionId });
+    found.push({
+      ...base,
+      type: 'stuck_pending',
+      versionId: version.versionId,
+      repaired: settings.repair,
+      detail: `AWSPENDING on version ${version.versionId}, which is not AWSCURRENT, since ${ageText(age)}${settings.repair ? '; label removed' : ''}`,
+    });
+  }
+  if (settings.repair) versions = await store.listVersions(secretId);
+
+  const current = parseCompanyKeySecret((await store.readSecret(secretId, { stage: SecretStage.current })).value);
+  const referenced = await referencedKeys(store, secretId, versions);
+  const previous = referenced.get(SecretStage.previous);
+  const client = deps.clientFor(current);
+  const keys = await listKeys(client);
+
+  const listedCurrent = keys.find((k) => k.publicId === current.apiKeyId);
+  if (!listedCurrent || listedCurrent.revokedAt !== null) {
+    found.push({ ...base, type: 'check_failed', apiKeyId: current.apiKeyId, keyPrefix: current.keyPrefix, repaired: false, detail: 'the current key is not a live key of its company' });
+  } else {
+    const expiresAt = millis(listedCurrent.expiresAt);
+    if (expiresAt !== undefined && expiresAt - now <= settings.expiryWarningMs) {
+      found.push({
+        ...base,
+        type: 'key_expiring',
+        apiKeyId: current.apiKeyId,
+        keyPrefix: current.keyPrefix,
+        repaired: false,
+        detail: expiresAt <= now ? 'the current key has expired' : `the current key expires in ${ageText(expiresAt - now)}`,
+      });
+    }
+  }
+
+  const referencedIds = new Set([...referenced.values()].map((k) => k.apiKeyId));
+  for (const key of keys) {
+    if (key.revokedAt !== null || key.publicId === current.apiKeyId) continue;
+    const token = rotationTokenOf(key);
+    if (token !== undefined && !referencedIds.has(key.publicId)) {
+      const created = millis(key.createdAt);
+      // Younger than the grace period: it may be the key a rotation is creating right now.
+      if (created === undefined || now - created <= settings.graceMs) continue;
+      await revokeIf(settings.repair, client, key);
+      found.push({
+        ...base,
+        type: 'orphan_key',
+        apiKeyId: key.publicId,
+        keyPrefix: key.prefix,
+        repaired: settings.repair,
+        detail: `key of rotation ${token} is referenced by no version of the secret${settings.repair ? '; revoked' : ''}`,
+      });
+      continue;
+    }
+    if (previous?.apiKeyId === key.publicId && isRevocationOverdue(key, description.rotation.lastRotatedAt, ctx)) {
+      await revokeIf(settings.repair, client, key);
+      found.push({
+        ...base,
+        type: 'revocation_overdue',
+        apiKeyId: key.publicId,
+        keyPrefix: key.prefix,
+        repaired: settings.repair,
+        detail: `the previous key is still live after its grace period${settings.repair ? '; revoked' : ''}`,
+      });
+    }
+  }
+
+  const rotation = description.rotation;
+  if (!rotation.enabled) {
+    found.push({ ...base, type: 'rotation_disabled', repaired: false, detail: 'rotation is not enabled on the secret' });
+  } else {
+    const interval = rotation.automaticallyAfterDays === undefined ? undefined : rotation.automaticallyAfterDays * DAY;
+    const dueAt = rotation.nextRotationAt ?? (rotation.lastRotatedAt !== undefined && interval !== undefined ? rotation.lastRotatedAt + interval : undefined);
+    if (dueAt !== undefined && now - dueAt > settings.overdueAfterMs) {
+      found.push({ ...base, type: 'rotation_overdue', repaired: false, detail: `the rotation due ${new Date(dueAt).toISOString()} has not happened` });
+    }
+  }
+}
+
+/** The key each labelled version holds, by stage. A version whose value does not parse references nothing. */
+async function referencedKeys(
+  store: Pick<SecretStore, 'readSecret'>,
+  secretId: string,
+  versions: SecretVersionInfo[],
+): Promise<Map<string, CompanyKeySecret>> {
+  const out = new Map<string, CompanyKeySecret>();
+  for (const version of versions) {
+    if (version.stages.length === 0) continue;
+    let value: CompanyKeySecret;
+    try {
+      value = parseCompanyKeySecret((await store.readSecret(secretId, { versionId: version.versionId })).value);
+    } catch {
+      continue; // an AWSPENDING placeholder without a value, or a damaged version
+    }
+    for (const stage of version.stages) out.set(stage, value);
+  }
+  return out;
+}
+
+function isRevocationOverdue(key: ApiKey, lastRotatedAt: number | undefined, ctx: CheckContext): boolean {
+  const scheduled = ctx.pendingRevocations.get(key.publicId);
+  if (scheduled && ctx.now <= scheduled.revokeAt + ctx.settings.revocationSlackMs) return false;
+  // Without the promotion time the grace period cannot be known to be over.
+  if (lastRotatedAt === undefined) return false;
+  return ctx.now > lastRotatedAt + ctx.settings.graceMs + ctx.settings.revocationSlackMs;
+}
+
+async function revokeIf(repair: boolean, client: AccountingClient, key: ApiKey): Promise<void> {
+  if (repair) await client.apiKeys.revoke(key.publicId);
+}
+
+function millis(timestamp: string | null): number | undefined {
+  return timestamp === null ? undefined : timestampMillis(timestamp);
+}
+
+function ageText(ms: number): string {
+  if (!Number.isFinite(ms)) return 'an unknown time';
+  if (ms >= DAY) return `${Math.floor(ms / DAY)} d`;
+  if (ms >= HOUR) return `${Math.floor(ms / HOUR)} h`;
+  return `${Math.max(0, Math.floor(ms / 60_000))} min`;
+}
+
+function describeError(error: unknown): string {
+  // Our errors never hold a key, but the detail also goes into events, which the logger does not redact.
+  if (error instanceof Error) return redactString(`${error.name}: ${error.message}`);
+  return 'unknown error';
+}

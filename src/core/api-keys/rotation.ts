@@ -1,0 +1,347 @@
+import { z } from 'zod';
+import { type AccountingClient, type ApiKey } from '../accounting-api';
+import { timestampMillis } from '../accounting-api/schemas';
+import { type SecretDescription, type SecretStore, SecretNotFoundError, SecretStage, versionWithStage } from '../ports/secrets';
+import { type Clock } from '../shared/clock';
+import { AcctopsError, ConfigError } from '../shared/errors';
+import { type Logger } from '../shared/logger';
+import { type Metrics } from '../shared/metrics';
+import { keyPrefix } from '../shared/redact';
+import {
+  type CompanyKeySecret,
+  describeKey,
+  parseCompanyKeySecret,
+  samePermissions,
+  serializeCompanyKeySecret,
+} from './company-key-secret';
+import { type RevocationScheduler } from './revocation';
+
+/**
+ * Rotation of a company API key through Secrets Manager's four-step protocol (docs/architecture.md,
+ * "Key rotation"). Every step is safe to run again: Secrets Manager retries, and a crashed run
+ * continues from where it stopped.
+ */
+
+export const ROTATION_STEPS = ['createSecret', 'setSecret', 'testSecret', 'finishSecret'] as const;
+export type RotationStep = (typeof ROTATION_STEPS)[number];
+
+/** The event Secrets Manager sends the rotation function. */
+export const rotationEventSchema = z.object({
+  SecretId: z.string().min(1).max(2048),
+  /** The id of the version being rotated in; AWS sends a UUID, the API allows 32 to 64 characters. */
+  ClientRequestToken: z.string().min(32).max(64),
+  Step: z.enum(ROTATION_STEPS),
+});
+export type RotationEvent = z.output<typeof rotationEventSchema>;
+
+/** Replacement keys are named after their rotation, so that a retried step finds its key. */
+const ROTATION_KEY_NAME = 'acctops-rotation-';
+
+export function rotationKeyName(token: string): string {
+  return `${ROTATION_KEY_NAME}${token}`;
+}
+
+/** The rotation token a key was created for, or undefined for a key that rotation did not create. */
+export function rotationTokenOf(key: Pick<ApiKey, 'name'>): string | undefined {
+  return key.name.startsWith(ROTATION_KEY_NAME) ? key.name.slice(ROTATION_KEY_NAME.length) : undefined;
+}
+
+export const DEFAULT_GRACE_MS = 30 * 60_000;
+
+export interface RotationSettings {
+  /** How long the old key keeps working after the promotion. Default 30 minutes. */
+  graceMs: number;
+  /**
+   * The longest time any consumer serves a cached key (CachedSecret's TTL). The grace period must
+   * be longer, or a consumer could still hold the old key when it is revoked.
+   */
+  consumerCacheTtlMs: number;
+}
+
+/** Validated settings; a grace period that does not outlast the consumers' cache is a ConfigError. */
+export function rotationSettings(input: Partial<RotationSettings> & Pick<RotationSettings, 'consumerCacheTtlMs'>): RotationSettings {
+  const graceMs = input.graceMs ?? DEFAULT_GRACE_MS;
+  if (!Number.isInteger(graceMs) || graceMs <= 0) throw new ConfigError([{ path: 'graceMs', message: 'must be a positive integer' }]);
+  if (graceMs <= input.consumerCacheTtlMs) {
+    throw new ConfigError([
+      { path: 'graceMs', message: `must be longer than the consumers' cache TTL (${input.consumerCacheTtlMs} ms), or they could still hold the revoked key` },
+    ]);
+  }
+  return { graceMs, consumerCacheTtlMs: input.consumerCacheTtlMs };
+}
+
+/** A rotation step refused or failed; `code` says why, `step` where. Never holds a key. */
+export class KeyRotationError extends AcctopsError {
+  readonly step: RotationStep | undefined;
+
+  constructor(message: string, options: { code: string; step?: RotationStep; cause?: unknown }) {
+    super(message, { code: options.code, cause: options.cause });
+    this.step = options.step;
+  }
+}
+
+/** The event does not name a rotation this function may act on (the AWS template's guards). */
+export class RotationGuardError extends KeyRotationError {}
+
+export interface KeyRotationDeps {
+  store: Pick<SecretStore, 'describeSecret' | 'readSecret' | 'putSecretValue' | 'moveStage'>;
+  /** A client acting with `key`; a company's key manages its company's keys (`manage_api_keys`). */
+  clientFor(key: CompanyKeySecret): AccountingClient;
+  scheduler: RevocationScheduler;
+  settings: RotationSettings;
+  clock: Clock;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+export type StepOutcome =
+  /** The version is AWSCURRENT already: the rotation is over, nothing to do. */
+  | 'already_current'
+  | 'done';
+
+export class KeyRotation {
+  constructor(private readonly deps: KeyRotationDeps) {}
+
+  /**
+   * Runs one step. On any failure after the guards, the rotation is rolled back (`abandon`) and
+   * the error rethrown, so that Secrets Manager records the failure.
+   */
+  async runStep(event: RotationEvent): Promise<StepOutcome> {
+    const { SecretId: secretId, ClientRequestToken: token, Step: step } = event;
+    const log = this.deps.logger.child({ secretId, token, step });
+    const description = await this.deps.store.describeSecret(secretId);
+    if (this.guard(description, token, step) === 'already_current') {
+      log.info('version is already AWSCURRENT; nothing to do');
+      return 'already_current';
+    }
+    try {
+      switch (step) {
+        case 'createSecret':
+          await this.createSecret(description, token, log);
+          break;
+        case 'setSecret':
+          await this.setSecret(description, token, log);
+          break;
+        case 'testSecret':
+          await this.testSecret(description, token, log);
+          break;
+        case 'finishSecret':
+          await this.finishSecret(description, token, log);
+          break;
+      }
+    } catch (error) {
+      this.deps.metrics.add('RotationStepsFailed', 1);
+      log.error('rotation step failed; rolling the rotation back', { error });
+      await this.abandon(description.secretArn, token, log);
+      throw error;
+    }
+    return 'done';
+  }
+
+  private guard(description: SecretDescription, token: string, step: RotationStep): 'already_current' | 'pending' {
+    const name = description.name;
+    if (!description.rotation.enabled) {
+      throw new RotationGuardError(`secret ${name} is not enabled for rotation`, { code: 'rotation_not_enabled', step });
+    }
+    const stages = description.versionStages[token];
+    if (!stages) {
+      throw new RotationGuardError(`version ${token} has no stage for rotation of secret ${name}`, { code: 'version_not_found', step });
+    }
+    if (stages.includes(SecretStage.current)) return 'already_current';
+    if (!stages.includes(SecretStage.pending)) {
+      throw new RotationGuardError(`version ${token} of secret ${name} is not AWSPENDING`, { code: 'version_not_pending', step });
+    }
+    return 'pending';
+  }
+
+  /**
+   * Creates the replacement key, at most once per rotation: a key named after the token, with
+   * exactly the current key's permissions (and lifetime), stored as the AWSPENDING version.
+   * The service shows a full key only in its creation response, so a key of this rotation found
+   * at the service without a stored version (a crash between the two calls) can never be used:
+   * it is revoked and the rotation fails, rather than a second key being created for it.
+   */
+  private async createSecret(description: SecretDescription, token: string, log: Logger): Promise<void> {
+    const secretId = description.secretArn;
+    const current = await this.readCurrent(secretId);
+    const pending = await this.readPending(secretId, token);
+    if (pending) {
+      log.info('replacement key already stored', describeKey(pending));
+      return;
+    }
+    const client = this.deps.clientFor(current);
+    const keys = await listKeys(client);
+    const listed = keys.find((k) => k.publicId === current.apiKeyId);
+    if (!listed || listed.revokedAt !== null) {
+      throw new KeyRotationError(`the current key ${current.keyPrefix} of ${description.name} is not a live key of its company`, {
+        code: 'current_key_unknown',
+        step: 'createSecret',
+      });
+    }
+    const name = rotationKeyName(token);
+    if (keys.some((k) => k.name === name)) {
+      throw new KeyRotationError(`rotation ${token} created its key earlier but never stored it; the key is revoked and the rotation fails`, {
+        code: 'replacement_key_lost',
+        step: 'createSecret',
+      });
+    }
+    const now = this.deps.clock.now();
+    const created = await client.apiKeys.create({ name, permissions: listed.permissions, expiresAt: sameLifetime(listed, now) });
+    const replacement: CompanyKeySecret = {
+      apiKey: created.key,
+      apiKeyId: created.publicId,
+      keyPrefix: keyPrefix(created.key),
+      companyId: current.companyId,
+      permissions: [...listed.permissions],
+      createdAt: created.createdAt ?? new Date(now).toISOString(),
+    };
+    await this.deps.store.putSecretValue(secretId, {
+      value: serializeCompanyKeySecret(replacement),
+      clientRequestToken: token,
+      stages: [SecretStage.pending],
+    });
+    this.deps.metrics.add('ReplacementKeysCreated', 1);
+    log.info('replacement key created and stored as AWSPENDING', { ...describeKey(replacement), replaces: current.keyPrefix });
+  }
+
+  /** The service made the key active when it created it: nothing to push, only confirm it exists. */
+  private async setSecret(description: SecretDescription, token: string, log: Logger): Promise<void> {
+    const pending = await this.requirePending(description, token, 'setSecret');
+    const current = await this.readCurrent(description.secretArn);
+    const listed = (await listKeys(this.deps.clientFor(current))).find((k) => k.publicId === pending.apiKeyId);
+    if (!listed || listed.revokedAt !== null) {
+      throw new KeyRotationError(`the pending key ${pending.keyPrefix} is not a live key of company ${pending.companyId}`, {
+        code: 'pending_key_missing',
+        step: 'setSecret',
+      });
+    }
+    log.info('pending key exists at the service', describeKey(pending));
+  }
+
+  /**
+   * Proves the pending key before promotion, with the pending key itself: it authenticates, acts
+   * for the secret's company, and holds exactly the expected permissions.
+   */
+  private async testSecret(description: SecretDescription, token: string, log: Logger): Promise<void> {
+    const pending = await this.requirePending(description, token, 'testSecret');
+    const current = await this.readCurrent(description.secretArn);
+    if (pending.companyId.toLowerCase() !== current.companyId.toLowerCase()) {
+      throw new KeyRotationError(`the pending version names another company than the current one`, { code: 'wrong_company', step: 'testSecret' });
+    }
+    const client = this.deps.clientFor(pending);
+    const companies = await client.companies.list().all();
+    const company = companies.length === 1 ? companies[0]!.parsed.publicId.toLowerCase() : undefined;
+    if (company !== pending.companyId.toLowerCase()) {
+      throw new KeyRotationError(`the pending key ${pending.keyPrefix} does not act for company ${pending.companyId}`, {
+        code: 'wrong_company',
+        step: 'testSecret',
+      });
+    }
+    const listed = (await listKeys(client)).find((k) => k.publicId === pending.apiKeyId);
+    if (!listed || !samePermissions(listed.permissions, pending.permissions)) {
+      throw new KeyRotationError(`the pending key ${pending.keyPrefix} does not hold exactly the expected permissions`, {
+        code: 'permissions_differ',
+        step: 'testSecret',
+      });
+    }
+    log.info('pending key works for its company with the expected permissions', describeKey(pending));
+  }
+
+  /**
+   * Schedules the old key's revocation, then promotes. In that order: a failure between the two
+   * leaves a revocation whose key is still current, which `revokeApiKey` refuses to carry out;
+   * the other order could leave a promoted rotation whose old key is never revoked.
+   */
+  private async finishSecret(description: SecretDescription, token: string, log: Logger): Promise<void> {
+    const secretId = description.secretArn;
+    const pending = await this.requirePending(description, token, 'finishSecret');
+    const currentVersion = versionWithStage(description, SecretStage.current);
+    const old = await this.readCurrent(secretId);
+    if (old.apiKeyId !== pending.apiKeyId) {
+      await this.deps.scheduler.schedule({
+        secretId,
+        companyId: old.companyId,
+        apiKeyId: old.apiKeyId,
+        keyPrefix: old.keyPrefix,
+        revokeAt: this.deps.clock.now() + this.deps.settings.graceMs,
+        rotationToken: token,
+      });
+    }
+    await this.deps.store.moveStage(secretId, { stage: SecretStage.current, toVersionId: token, fromVersionId: currentVersion });
+    await this.deps.store.moveStage(secretId, { stage: SecretStage.pending, fromVersionId: token });
+    this.deps.metrics.add('RotationsCompleted', 1);
+    log.info('rotation promoted; old key revocation scheduled', {
+      ...describeKey(pending),
+      oldKeyPrefix: old.keyPrefix,
+      graceMs: this.deps.settings.graceMs,
+    });
+  }
+
+  /**
+   * Rolls back a rotation that failed: unless its version was promoted, every key created for it
+   * is revoked and AWSPENDING is removed, so AWSCURRENT is what it was and nothing stays pending.
+   * A failure here is logged, not thrown (the step's own error is the one to report); the doctor
+   * repairs what is left.
+   */
+  async abandon(secretId: string, token: string, log: Logger = this.deps.logger): Promise<void> {
+    try {
+      const description = await this.deps.store.describeSecret(secretId);
+      const stages = description.versionStages[token] ?? [];
+      if (stages.includes(SecretStage.current)) return;
+      const current = await this.readCurrent(secretId);
+      const pending = await this.readPending(secretId, token).catch(() => undefined);
+      const client = this.deps.clientFor(current);
+      const name = rotationKeyName(token);
+      const doomed = (await listKeys(client)).filter(
+        (k) => k.revokedAt === null && k.publicId !== current.apiKeyId && (k.name === name || k.publicId === pending?.apiKeyId),
+      );
+      for (const key of doomed) {
+        await client.apiKeys.revoke(key.publicId);
+        log.warn('key of the failed rotation revoked', { apiKeyId: key.publicId, keyPrefix: key.prefix });
+      }
+      if (stages.includes(SecretStage.pending)) {
+        await this.deps.store.moveStage(secretId, { stage: SecretStage.pending, fromVersionId: token });
+      }
+      this.deps.metrics.add('RotationsRolledBack', 1);
+      log.warn('rotation rolled back; AWSCURRENT unchanged', { revokedKeys: doomed.length });
+    } catch (error) {
+      this.deps.metrics.add('RotationRollbacksFailed', 1);
+      log.error('rolling the rotation back failed; the rotation doctor will repair it', { error });
+    }
+  }
+
+  private async readCurrent(secretId: string): Promise<CompanyKeySecret> {
+    return parseCompanyKeySecret((await this.deps.store.readSecret(secretId, { stage: SecretStage.current })).value);
+  }
+
+  /** The value stored for the rotation's version, or undefined while createSecret has not stored it. */
+  private async readPending(secretId: string, token: string): Promise<CompanyKeySecret | undefined> {
+    try {
+      return parseCompanyKeySecret((await this.deps.store.readSecret(secretId, { versionId: token, stage: SecretStage.pending })).value);
+    } catch (error) {
+      if (error instanceof SecretNotFoundError) return undefined;
+      throw error;
+    }
+  }
+
+  private async requirePending(description: SecretDescription, token: string, step: RotationStep): Promise<CompanyKeySecret> {
+    const pending = await this.readPending(description.secretArn, token);
+    if (!pending) {
+      throw new KeyRotationError(`version ${token} of ${description.name} has no value: createSecret has not run`, { code: 'pending_value_missing', step });
+    }
+    return pending;
+  }
+}
+
+/** Every key of the client's company (a short list; the service pages it). */
+export async function listKeys(client: AccountingClient): Promise<ApiKey[]> {
+  return (await client.apiKeys.list().all()).map((item) => item.parsed);
+}
+
+/** A key that expires gets a replacement with the same lifetime; one that does not, none. */
+function sameLifetime(key: ApiKey, now: number): string | undefined {
+  const expires = key.expiresAt === null ? undefined : timestampMillis(key.expiresAt);
+  const created = key.createdAt === null ? undefined : timestampMillis(key.createdAt);
+  if (expires === undefined || created === undefined || expires <= created) return undefined;
+  return new Date(now + (expires - created)).toISOString();
+}
