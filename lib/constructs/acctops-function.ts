@@ -69,7 +69,7 @@ export interface AcctopsFunctionProps {
    */
   readonly logRetention?: RetentionDays;
   /**
-   * Application log level: LOG_LEVEL for our JsonLogger and Lambda's own filter, kept equal.
+   * Application log level: LOG_LEVEL, applied by our JsonLogger.
    * @default 'info'
    */
   readonly logLevel?: LogLevel;
@@ -187,13 +187,6 @@ export interface ConsumeQueueOptions {
 const HANDLER_DIR = /^[a-z][a-z0-9]*(-[a-z0-9]+)+$/;
 const ENV_NAME = /^[A-Z][A-Z0-9_]*$/;
 
-const APPLICATION_LOG_LEVEL: Record<LogLevel, ApplicationLogLevel> = {
-  debug: ApplicationLogLevel.DEBUG,
-  info: ApplicationLogLevel.INFO,
-  warn: ApplicationLogLevel.WARN,
-  error: ApplicationLogLevel.ERROR,
-};
-
 /**
  * Every acctops Lambda function: NodejsFunction on the newest Node runtime, arm64, bundled by the
  * local esbuild (never Docker) with source maps and a metafile, `@aws-sdk/*` left to the runtime,
@@ -248,7 +241,10 @@ export class AcctopsFunction extends NodejsFunction {
       role: executionRole,
       logGroup: logs,
       loggingFormat: LoggingFormat.JSON,
-      applicationLogLevelV2: APPLICATION_LOG_LEVEL[logLevel],
+      // Lambda's own filter lets everything through and our JsonLogger filters at LOG_LEVEL. Lambda
+      // files a JSON line without a `timestamp` member it recognises (ours say `time`) as INFO,
+      // so a WARN or ERROR filter there would drop our error lines.
+      applicationLogLevelV2: ApplicationLogLevel.TRACE,
       systemLogLevelV2: SystemLogLevel.INFO,
       tracing: props.tracing ? Tracing.ACTIVE : Tracing.DISABLED,
       environment: {

@@ -58,7 +58,7 @@ describe('AcctopsFunction', () => {
         Timeout: 30,
         LoggingConfig: {
           LogFormat: 'JSON',
-          ApplicationLogLevel: 'DEBUG',
+          ApplicationLogLevel: 'TRACE',
           SystemLogLevel: 'INFO',
           LogGroup: { Ref: logicalId(fn.logs) },
         },
