@@ -1,0 +1,39 @@
+import { AcctopsError } from '../shared/errors';
+
+/** Base of the token use cases' own errors; `externalId` names the user (never a token). */
+export class TokenLifecycleError extends AcctopsError {
+  readonly externalId: string;
+
+  constructor(message: string, options: { code: string; externalId: string; cause?: unknown }) {
+    super(message, options);
+    this.externalId = options.externalId;
+  }
+}
+
+/** Someone else (a refresh worker, another runbook) holds the user's lease: try again shortly. */
+export class TokenBusyError extends TokenLifecycleError {
+  constructor(externalId: string) {
+    super(`user ${externalId} is being worked on by someone else (lease held); try again in a few minutes`, {
+      code: 'token_busy',
+      externalId,
+    });
+  }
+}
+
+/** A recovery of a revoked user, which needs an explicit `reactivate`. */
+export class UserRevokedError extends TokenLifecycleError {
+  constructor(externalId: string) {
+    super(`user ${externalId} is revoked; recover it with reactivate to bring it back`, { code: 'user_revoked', externalId });
+  }
+}
+
+/**
+ * Onboarding found a conflict it cannot resolve: the service has a user with this external_id or
+ * username but not with all three of username, email and external_id, or the record acctops
+ * holds names a different username or email.
+ */
+export class OnboardConflictError extends TokenLifecycleError {
+  constructor(externalId: string, detail: string, cause?: unknown) {
+    super(`cannot onboard user ${externalId}: ${detail}`, { code: 'onboard_conflict', externalId, cause });
+  }
+}

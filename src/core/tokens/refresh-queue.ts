@@ -1,0 +1,41 @@
+import { z } from 'zod';
+import { ValidationError, parseWith } from '../shared/errors';
+import type { DueToken } from './token-store';
+
+/**
+ * Between the planner and the workers: one message per due user. SQS in AWS, memory locally.
+ * Delivery is at least once and unordered; duplicates are harmless because the worker takes the
+ * user's lease and re-checks `isDue` on the record it read under the lease.
+ */
+export interface RefreshQueue {
+  /** Enqueues every request or throws; a retry may enqueue some twice, which is harmless. */
+  enqueue(requests: readonly RefreshRequest[]): Promise<void>;
+}
+
+export const refreshRequestSchema = z.strictObject({
+  externalId: z.guid(),
+  /** The record's refresh deadline when planned (epoch ms): for logs and lag metrics only. */
+  dueAt: z.int().min(0),
+});
+export type RefreshRequest = z.output<typeof refreshRequestSchema>;
+
+export function refreshRequestOf(due: DueToken): RefreshRequest {
+  return { externalId: due.externalId, dueAt: due.dueAt };
+}
+
+/** The wire form of a message body. */
+export function encodeRefreshRequest(request: RefreshRequest): string {
+  return JSON.stringify(parseWith(refreshRequestSchema, request, 'refresh request'));
+}
+
+/** Parses a message body; a ValidationError names the field (`(root)` for text that is not JSON). */
+export function decodeRefreshRequest(body: string, source = 'refresh request'): RefreshRequest {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    // No cause: the parser's message quotes the text.
+    throw new ValidationError(source, [{ path: '', message: 'not valid JSON' }]);
+  }
+  return parseWith(refreshRequestSchema, value, source);
+}
