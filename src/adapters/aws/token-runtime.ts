@@ -1,0 +1,132 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { createAccountingClient } from '../../core/accounting-api';
+import { cachedInstitutionCredential, type InstitutionCredential } from '../../core/credentials/institution-credential';
+import { institutionCredentialProvider } from '../../core/credentials/institution-provider';
+import type { CachedSecret } from '../../core/shared/cached-secret';
+import type { Clock } from '../../core/shared/clock';
+import { envArn, envInt, envString, envUrl } from '../../core/shared/env';
+import { ConfigError } from '../../core/shared/errors';
+import type { Logger } from '../../core/shared/logger';
+import type { Metrics } from '../../core/shared/metrics';
+import { TOKEN_EVENT_SOURCE } from '../../core/tokens/token-events';
+import { TokenLifecycle } from '../../core/tokens/token-lifecycle';
+import { DynamoDbTokenStore } from './dynamodb-token-store';
+import { EventBridgePublisher } from './eventbridge-publisher';
+import { AwsSecretStore } from './secrets-manager';
+import { SqsRefreshQueue } from './sqs-refresh-queue';
+
+/**
+ * The environment of the token functions, as lib/constructs/token-lifecycle.ts sets it. Each
+ * handler picks the variables it needs into its own `readEnv` schema, so a function is given, and
+ * granted, only what it uses. Every value is a name, ARN, URL or number: never a secret.
+ */
+export const tokenEnv = {
+  TOKEN_TABLE_NAME: envString,
+  INSTITUTION_SECRET_ARN: envArn,
+  ACCTOPS_BASE_URL: envUrl,
+  TOKEN_EVENT_BUS_NAME: envString,
+  REFRESH_QUEUE_URL: envUrl,
+  /** Refresh this long before a deadline. */
+  TOKEN_REFRESH_MARGIN_SECONDS: envInt(0, 86_400).default(900),
+  /** When a response gives neither a JWT `exp` nor `expiresIn`. */
+  ACCESS_TOKEN_LIFETIME_SECONDS: envInt(60, 86_400).default(1800),
+  /** Longer than the worker's timeout (see TokenLifecycleSettings.leaseMs). */
+  TOKEN_LEASE_SECONDS: envInt(30, 3600).default(180),
+  /** Users refreshed at once inside one batch. */
+  REFRESH_CONCURRENCY: envInt(1, 100).default(10),
+  SECRET_CACHE_TTL_SECONDS: envInt(0, 3600).default(300),
+};
+
+export interface AwsTokenRuntimeConfig {
+  tableName: string;
+  /** Needed by the functions that call the service. */
+  institutionSecretArn?: string;
+  baseUrl?: string;
+  /** Needed by the worker (TokenRefreshFailed). */
+  eventBusName?: string;
+  /** Needed by the planner. */
+  queueUrl?: string;
+  secretCacheTtlMs?: number;
+  marginMs?: number;
+  accessTokenLifetimeMs?: number;
+  leaseMs?: number;
+  concurrency?: number;
+  clock: Clock;
+  /**
+   * Per attempt and in all, for every call to the service: bounded so that one user's refresh plus
+   * its recovery fits well inside the worker's timeout, and so inside the lease.
+   * @default 10 s per attempt, 3 attempts within 20 s
+   */
+  api?: { timeoutMs: number; maxAttempts: number; maxElapsedMs: number };
+}
+
+/**
+ * Composition root of the token functions: the AWS clients, the store and the cached institution
+ * credential live as long as the Lambda execution environment (module scope of a handler), so the
+ * secret's TTL cache and the connections survive between invocations. What carries an
+ * invocation's logger and metrics is made per invocation.
+ *
+ * Endpoints come from the SDK's own configuration: region and credentials from the environment,
+ * and `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_SECRETS_MANAGER`, `AWS_ENDPOINT_URL_SQS`,
+ * `AWS_ENDPOINT_URL_EVENTBRIDGE` (or `AWS_ENDPOINT_URL`), which the SDK honours natively: that is
+ * how the handler tests point them at dynalite, the Secrets Manager emulator and local recorders.
+ */
+export class AwsTokenRuntime {
+  readonly store: DynamoDbTokenStore;
+  private credential?: CachedSecret<InstitutionCredential>;
+  private publisher?: EventBridgePublisher;
+  private refreshQueue?: SqsRefreshQueue;
+
+  constructor(private readonly config: AwsTokenRuntimeConfig) {
+    this.store = new DynamoDbTokenStore({ client: new DynamoDBClient({}), tableName: config.tableName });
+  }
+
+  /** The queue the planner fills. */
+  queue(): SqsRefreshQueue {
+    this.refreshQueue ??= new SqsRefreshQueue({ client: new SQSClient({}), queueUrl: required(this.config.queueUrl, 'REFRESH_QUEUE_URL') });
+    return this.refreshQueue;
+  }
+
+  /** The use cases, with this invocation's logger and metrics. */
+  lifecycle(scope: { logger: Logger; metrics: Metrics; ownerPrefix?: string }): TokenLifecycle {
+    const { config } = this;
+    this.credential ??= cachedInstitutionCredential(new AwsSecretStore(), required(config.institutionSecretArn, 'INSTITUTION_SECRET_ARN'), {
+      clock: config.clock,
+      ttlMs: config.secretCacheTtlMs,
+    });
+    if (config.eventBusName !== undefined) {
+      this.publisher ??= new EventBridgePublisher({ client: new EventBridgeClient({}), eventBusName: config.eventBusName, source: TOKEN_EVENT_SOURCE });
+    }
+    const api = config.api ?? { timeoutMs: 10_000, maxAttempts: 3, maxElapsedMs: 20_000 };
+    const client = createAccountingClient({
+      baseUrl: required(config.baseUrl, 'ACCTOPS_BASE_URL'),
+      credentials: institutionCredentialProvider(this.credential),
+      clock: config.clock,
+      logger: scope.logger,
+      timeoutMs: api.timeoutMs,
+      retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs },
+    });
+    return new TokenLifecycle({
+      store: this.store,
+      institution: client.institution,
+      events: this.publisher,
+      clock: config.clock,
+      logger: scope.logger,
+      metrics: scope.metrics,
+      ownerPrefix: scope.ownerPrefix,
+      settings: {
+        marginMs: config.marginMs,
+        accessTokenLifetimeMs: config.accessTokenLifetimeMs,
+        leaseMs: config.leaseMs,
+        concurrency: config.concurrency,
+      },
+    });
+  }
+}
+
+function required(value: string | undefined, name: string): string {
+  if (value === undefined) throw new ConfigError([{ path: name, message: 'required by this function' }]);
+  return value;
+}
