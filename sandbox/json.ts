@@ -6,11 +6,12 @@ const MARK = '__sandbox_bigint__';
 const MARKED = new RegExp(`"${MARK}(-?\\d+)"`, 'g');
 
 export function stringifyJson(value: unknown): string {
-  let sawBigint = false;
-  const text = JSON.stringify(value, (_key, v: unknown) => {
-    if (typeof v !== 'bigint') return v;
-    sawBigint = true;
-    return `${MARK}${v.toString()}`;
-  });
-  return sawBigint ? text.replace(MARKED, '$1') : text;
+  try {
+    // Fast path: without a replacer; JSON.stringify throws on the first bigint.
+    return JSON.stringify(value);
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+  }
+  const text = JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? `${MARK}${v.toString()}` : v));
+  return text.replace(MARKED, '$1');
 }

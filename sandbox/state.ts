@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../src/core/shared/clock';
 import { authError, conflict, invalidRequest, notFound, permissionDenied } from './errors';
-import { Prng, secureBase62 } from './random';
+import { Prng, hashString, secureBase62 } from './random';
 import type { Permission } from './schemas';
 import { TokenIssuer } from './tokens';
 import {
@@ -133,6 +133,8 @@ export class SandboxState {
   readonly tokens: TokenIssuer;
   readonly institutions = new Map<string, Institution>();
   readonly users = new Map<string, User>();
+  /** Users of institutions by `<institution>:id:<external_id>` and `<institution>:name:<username>`: both are unique. */
+  private readonly institutionUsers = new Map<string, User>();
   readonly companies = new Map<string, Company>();
   readonly apiKeys = new Map<string, ApiKeyRecord>();
   private readonly keysByHash = new Map<string, ApiKeyRecord>();
@@ -189,11 +191,11 @@ export class SandboxState {
       permissions: input.permissions ?? ['full_access'],
       disabled: false,
     };
-    if (institutionId !== null) {
-      for (const other of this.users.values()) {
-        if (other.institutionId === institutionId && (other.externalId === user.externalId || other.username === user.username)) {
-          throw conflict('user_exists', 'A user with this external_id or username exists.');
-        }
+    const byId = institutionId === null ? undefined : `${institutionId}:id:${user.externalId}`;
+    const byName = institutionId === null ? undefined : `${institutionId}:name:${user.username}`;
+    if (byId !== undefined && byName !== undefined) {
+      if (this.institutionUsers.has(byId) || this.institutionUsers.has(byName)) {
+        throw conflict('user_exists', 'A user with this external_id or username exists.');
       }
     }
     for (const companyId of input.companies ?? []) {
@@ -201,6 +203,10 @@ export class SandboxState {
       user.companies.add(companyId);
     }
     this.users.set(user.userId, user);
+    if (byId !== undefined && byName !== undefined) {
+      this.institutionUsers.set(byId, user);
+      this.institutionUsers.set(byName, user);
+    }
     return user;
   }
 
@@ -212,17 +218,8 @@ export class SandboxState {
 
   /** The institution's user matching all three fields (retrieve), if any. */
   findInstitutionUser(institutionId: string, match: { username: string; email: string; externalId: string }): User | undefined {
-    for (const user of this.users.values()) {
-      if (
-        user.institutionId === institutionId &&
-        user.externalId === match.externalId &&
-        user.username === match.username &&
-        user.email === match.email
-      ) {
-        return user;
-      }
-    }
-    return undefined;
+    const user = this.institutionUsers.get(`${institutionId}:id:${match.externalId}`);
+    return user && user.username === match.username && user.email === match.email ? user : undefined;
   }
 
   issueTokens(user: User) {
@@ -306,8 +303,9 @@ export class SandboxState {
     const company = this.company(companyId);
     const parsed = parseValueDate(input.valueDate);
     if (!parsed) throw invalidRequest('valueDate', 'valueDate must be an ISO 8601 timestamp with an offset.');
+    const publicId = input.publicId ?? this.prng.uuid();
     const record: TransactionRecord = {
-      publicId: input.publicId ?? this.prng.uuid(),
+      publicId,
       companyId,
       amount: input.amount,
       currency: input.currency ?? company.currency,
@@ -318,6 +316,7 @@ export class SandboxState {
       description: input.description ?? '',
       category: input.category ?? null,
       bankAccount: input.bankAccount ?? company.bankAccounts[0]!,
+      variant: hashString(publicId),
     };
     const list = this.transactions.get(companyId) ?? [];
     insertSorted(list, record, (a, b) => compareKeys(keyOf(a), keyOf(b)));

@@ -26,6 +26,8 @@ export interface TransactionRecord {
   description: string;
   category: string | null;
   bankAccount: string;
+  /** Stable pseudo-random bits of the record: pick its encoding in `mixed` mode and whether it shows labels. */
+  variant: number;
 }
 
 export interface SortKey {
@@ -78,20 +80,42 @@ export function parseValueDate(valueDate: string): { instant: number; localDate:
   return { instant, localDate: match[1]! };
 }
 
+const DAY_MS = 86_400_000;
+const TWO_DIGITS = Array.from({ length: 60 }, (_, i) => String(i).padStart(2, '0'));
+const offsetSuffixes = new Map<number, string>();
+// Generated records come in order, so consecutive ones share their date: a one-entry cache of the
+// date text saves a Date per record on the path that serves a million of them.
+let cachedDay = Number.NaN;
+let cachedDate = '';
+
+function offsetSuffix(offsetMinutes: number): string {
+  let suffix = offsetSuffixes.get(offsetMinutes);
+  if (suffix === undefined) {
+    const abs = Math.abs(offsetMinutes);
+    suffix = offsetMinutes === 0 ? 'Z' : `${offsetMinutes < 0 ? '-' : '+'}${TWO_DIGITS[Math.floor(abs / 60)]}:${TWO_DIGITS[abs % 60]}`;
+    offsetSuffixes.set(offsetMinutes, suffix);
+  }
+  return suffix;
+}
+
 /** Writes `instant` as it reads in a zone `offsetMinutes` east of UTC, with milliseconds. */
 export function formatWithOffset(instant: number, offsetMinutes: number): string {
-  const local = new Date(instant + offsetMinutes * 60_000).toISOString().slice(0, 23);
-  if (offsetMinutes === 0) return `${local}Z`;
-  const sign = offsetMinutes < 0 ? '-' : '+';
-  const abs = Math.abs(offsetMinutes);
-  return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+  const local = instant + offsetMinutes * 60_000;
+  const day = Math.floor(local / DAY_MS);
+  if (day !== cachedDay) {
+    cachedDay = day;
+    cachedDate = new Date(day * DAY_MS).toISOString().slice(0, 10);
+  }
+  const rem = local - day * DAY_MS;
+  const ms = rem % 1000;
+  const time = `${TWO_DIGITS[Math.floor(rem / 3_600_000)]}:${TWO_DIGITS[Math.floor(rem / 60_000) % 60]}:${TWO_DIGITS[Math.floor(rem / 1000) % 60]}`;
+  return `${cachedDate}T${time}.${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}${offsetSuffix(offsetMinutes)}`;
 }
 
 // Offsets of at most ten hours: a regular record sits between 11:00 and 13:00 UTC, so its local
 // date is its UTC date and stays monotone. Boundary records use their own offsets below.
 const OFFSETS = [0, 60, 120, -300, 330, -210, 540, -480, 600, -600, 345, 60];
 const DESCRIPTIONS = ['Office supplies', 'Cloud hosting', 'Customer payment', 'Train tickets', 'Coffee beans', 'Software licence', 'Rent', 'Consulting fee', 'Bank fee', 'Hardware'];
-const DAY_MS = 86_400_000;
 const WINDOW_START_MS = 11 * 3_600_000;
 const WINDOW_MS = 2 * 3_600_000;
 const EARLY_OFFSET = 120; // 00:05+02:00 on the 1st is still the previous month in UTC
@@ -202,6 +226,7 @@ export class GeneratedDataset {
       description: DESCRIPTIONS[(r >>> 8) % DESCRIPTIONS.length]!,
       category: categories.length === 0 || (r >>> 24) % 8 === 0 ? null : categories[(r >>> 16) % categories.length]!,
       bankAccount: bankAccounts[(r2 >>> 20) % bankAccounts.length]!,
+      variant: r2,
     };
   }
 

@@ -5,8 +5,8 @@ import type { TransactionRecord } from './transactions';
 
 /**
  * Records as the wire shows them. How amounts are encoded and whether some enums show display
- * labels is configuration (docs/assumptions.md); the choice per record is a hash of its id, so a
- * record looks the same on every page and every run.
+ * labels is configuration (docs/assumptions.md); the choice per record comes from stable bits of
+ * the record (a hash of its id), so a record looks the same on every page and every run.
  */
 
 export type AmountEncoding = 'integer' | 'string' | 'mixed';
@@ -18,15 +18,15 @@ export interface WireSettings {
 
 const LABELS: Record<string, string> = { EXPENSE: 'Expense', INCOME: 'Income', draft: 'Draft', submitted: 'Submitted' };
 
-function amount(minor: bigint, id: string, settings: WireSettings): number | bigint | string {
-  const asString = settings.amountEncoding === 'string' || (settings.amountEncoding === 'mixed' && (hashString(id) & 1) === 1);
+function amount(minor: bigint, variant: number, settings: WireSettings): number | bigint | string {
+  const asString = settings.amountEncoding === 'string' || (settings.amountEncoding === 'mixed' && (variant & 1) === 1);
   if (asString) return formatMinorUnits(minor);
   const n = Number(minor);
   return Number.isSafeInteger(n) ? n : minor;
 }
 
-function label(value: string, id: string, settings: WireSettings): string {
-  return settings.displayLabels && (hashString(id) & 2) === 2 ? (LABELS[value] ?? value) : value;
+function label(value: string, variant: number, settings: WireSettings): string {
+  return settings.displayLabels && (variant & 2) === 2 ? (LABELS[value] ?? value) : value;
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -35,9 +35,9 @@ export const companyView = (c: Company) => ({ publicId: c.publicId, name: c.name
 
 export const transactionView = (t: TransactionRecord, s: WireSettings) => ({
   publicId: t.publicId,
-  amount: amount(t.amount, t.publicId, s),
+  amount: amount(t.amount, t.variant, s),
   currency: t.currency,
-  cashflowType: label(t.cashflowType, t.publicId, s),
+  cashflowType: label(t.cashflowType, t.variant, s),
   valueDate: t.valueDate,
   description: t.description,
   category: t.category,
@@ -48,7 +48,7 @@ export const categoryView = (c: CategoryRecord, s: WireSettings) => ({
   publicId: c.publicId,
   name: c.name,
   parent: c.parent,
-  cashflowType: label(c.cashflowType, c.publicId, s),
+  cashflowType: label(c.cashflowType, hashString(c.publicId), s),
   vatApplied: c.vatApplied,
   metadata: c.metadata,
   description: c.description,
@@ -60,8 +60,8 @@ export const taxReportView = (r: TaxReportRecord, s: WireSettings) => ({
   type: 'VAT_RETURN',
   periodStart: r.periodStart,
   periodEnd: r.periodEnd,
-  status: label(r.status, r.pk, s),
-  amountDue: amount(r.amountDue, r.pk, s),
+  status: label(r.status, hashString(r.pk), s),
+  amountDue: amount(r.amountDue, hashString(r.pk), s),
   currency: r.currency,
   createdAt: iso(r.createdAt)!,
 });
