@@ -316,10 +316,6 @@ export class SandboxServer {
     if (error instanceof SandboxApiError) {
       return { status: error.status, headers: error.headers, body: error.body(requestId) };
     }
-    if (error instanceof RangeError || (error instanceof Error && error.name === 'ZodError')) {
-      const refusal = invalidRequest('body', error.message);
-      return { status: 400, headers: {}, body: refusal.body(requestId) };
-    }
     this.deps.logger.error('sandbox handler failed', { requestId, error });
     const failure = errorForStatus(500);
     return { status: 500, headers: {}, body: failure.body(requestId) };
