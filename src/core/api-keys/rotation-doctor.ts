@@ -1,7 +1,7 @@
 import { type AccountingClient, type ApiKey } from '../accounting-api';
 import { timestampMillis } from '../accounting-api/schemas';
 import type { DomainEvent, EventPublisher } from '../ports/events';
-import { type SecretStore, SecretStage, type SecretVersionInfo } from '../ports/secrets';
+import { type SecretDescription, type SecretStore, SecretStage, type SecretVersionInfo } from '../ports/secrets';
 import { type Clock } from '../shared/clock';
 import { type Logger } from '../shared/logger';
 import { type Metrics } from '../shared/metrics';
@@ -98,20 +98,18 @@ export async function checkKeyRotations(deps: DoctorDeps, settings: DoctorSettin
   const pendingRevocations = new Map<string, Revocation>();
   for await (const revocation of deps.scheduler.pending()) pendingRevocations.set(revocation.apiKeyId, revocation);
 
+  // Keys belong to companies, not to secrets: a key is an orphan only if no secret of its company
+  // references it, so the secrets are checked company by company.
+  const byCompany = new Map<string, CompanyKeyEntry[]>();
+  for await (const entry of deps.directory.list()) byCompany.set(entry.companyId, [...(byCompany.get(entry.companyId) ?? []), entry]);
+
   const findings: Finding[] = [];
-  let companies = 0;
-  for await (const entry of deps.directory.list()) {
-    companies++;
-    const log = deps.logger.child({ companyId: entry.companyId, secret: entry.name });
+  for (const [companyId, entries] of byCompany) {
     const found: Finding[] = [];
-    try {
-      await checkCompany(entry, { deps, settings: s, now, pendingRevocations, found, log });
-    } catch (error) {
-      log.error('company key check failed', { error });
-      found.push({ type: 'check_failed', companyId: entry.companyId, secret: entry.name, repaired: false, detail: describeError(error) });
-    }
+    await checkCompany(entries, { deps, settings: s, now, pendingRevocations, found, log: deps.logger.child({ companyId }) });
     findings.push(...found);
   }
+  const companies = byCompany.size;
 
   const unrepaired = findings.filter((f) => !f.repaired);
   for (const finding of findings) deps.metrics.withDimensions({ Finding: finding.type }).add('RotationFindings', 1);
@@ -139,7 +137,36 @@ interface CheckContext {
   log: Logger;
 }
 
-async function checkCompany(entry: CompanyKeyEntry, ctx: CheckContext): Promise<void> {
+interface SecretState {
+  entry: CompanyKeyEntry;
+  description: SecretDescription;
+  current: CompanyKeySecret;
+  /** The key each labelled version holds, by stage. */
+  referenced: Map<string, CompanyKeySecret>;
+}
+
+async function checkCompany(entries: CompanyKeyEntry[], ctx: CheckContext): Promise<void> {
+  const states: SecretState[] = [];
+  for (const entry of entries) {
+    try {
+      states.push(await checkSecret(entry, ctx));
+    } catch (error) {
+      ctx.log.error('company key secret check failed', { secret: entry.name, error });
+      ctx.found.push({ type: 'check_failed', companyId: entry.companyId, secret: entry.name, repaired: false, detail: describeError(error) });
+    }
+  }
+  // Without every secret's references, no key can be known to be unreferenced.
+  if (states.length === 0 || states.length < entries.length) return;
+  try {
+    await checkKeys(states, ctx);
+  } catch (error) {
+    ctx.log.error('company keys check failed', { error });
+    ctx.found.push({ type: 'check_failed', companyId: entries[0]!.companyId, secret: entries[0]!.name, repaired: false, detail: describeError(error) });
+  }
+}
+
+/** One secret: stuck AWSPENDING (repaired), the rotation schedule; returns what it references. */
+async function checkSecret(entry: CompanyKeyEntry, ctx: CheckContext): Promise<SecretState> {
   const { deps, settings, now, found } = ctx;
   const { store } = deps;
   const base = { companyId: entry.companyId, secret: entry.name };
@@ -162,61 +189,6 @@ async function checkCompany(entry: CompanyKeyEntry, ctx: CheckContext): Promise<
   }
   if (settings.repair) versions = await store.listVersions(secretId);
 
-  const current = parseCompanyKeySecret((await store.readSecret(secretId, { stage: SecretStage.current })).value);
-  const referenced = await referencedKeys(store, secretId, versions);
-  const previous = referenced.get(SecretStage.previous);
-  const client = deps.clientFor(current);
-  const keys = await listKeys(client);
-
-  const listedCurrent = keys.find((k) => k.publicId === current.apiKeyId);
-  if (!listedCurrent || listedCurrent.revokedAt !== null) {
-    found.push({ ...base, type: 'check_failed', apiKeyId: current.apiKeyId, keyPrefix: current.keyPrefix, repaired: false, detail: 'the current key is not a live key of its company' });
-  } else {
-    const expiresAt = millis(listedCurrent.expiresAt);
-    if (expiresAt !== undefined && expiresAt - now <= settings.expiryWarningMs) {
-      found.push({
-        ...base,
-        type: 'key_expiring',
-        apiKeyId: current.apiKeyId,
-        keyPrefix: current.keyPrefix,
-        repaired: false,
-        detail: expiresAt <= now ? 'the current key has expired' : `the current key expires in ${ageText(expiresAt - now)}`,
-      });
-    }
-  }
-
-  const referencedIds = new Set([...referenced.values()].map((k) => k.apiKeyId));
-  for (const key of keys) {
-    if (key.revokedAt !== null || key.publicId === current.apiKeyId) continue;
-    const token = rotationTokenOf(key);
-    if (token !== undefined && !referencedIds.has(key.publicId)) {
-      const created = millis(key.createdAt);
-      // Younger than the grace period: it may be the key a rotation is creating right now.
-      if (created === undefined || now - created <= settings.graceMs) continue;
-      await revokeIf(settings.repair, client, key);
-      found.push({
-        ...base,
-        type: 'orphan_key',
-        apiKeyId: key.publicId,
-        keyPrefix: key.prefix,
-        repaired: settings.repair,
-        detail: `key of rotation ${token} is referenced by no version of the secret${settings.repair ? '; revoked' : ''}`,
-      });
-      continue;
-    }
-    if (previous?.apiKeyId === key.publicId && isRevocationOverdue(key, description.rotation.lastRotatedAt, ctx)) {
-      await revokeIf(settings.repair, client, key);
-      found.push({
-        ...base,
-        type: 'revocation_overdue',
-        apiKeyId: key.publicId,
-        keyPrefix: key.prefix,
-        repaired: settings.repair,
-        detail: `the previous key is still live after its grace period${settings.repair ? '; revoked' : ''}`,
-      });
-    }
-  }
-
   const rotation = description.rotation;
   if (!rotation.enabled) {
     found.push({ ...base, type: 'rotation_disabled', repaired: false, detail: 'rotation is not enabled on the secret' });
@@ -225,6 +197,68 @@ async function checkCompany(entry: CompanyKeyEntry, ctx: CheckContext): Promise<
     const dueAt = rotation.nextRotationAt ?? (rotation.lastRotatedAt !== undefined && interval !== undefined ? rotation.lastRotatedAt + interval : undefined);
     if (dueAt !== undefined && now - dueAt > settings.overdueAfterMs) {
       found.push({ ...base, type: 'rotation_overdue', repaired: false, detail: `the rotation due ${new Date(dueAt).toISOString()} has not happened` });
+    }
+  }
+
+  const current = parseCompanyKeySecret((await store.readSecret(secretId, { stage: SecretStage.current })).value);
+  const referenced = await referencedKeys(store, secretId, versions);
+  return { entry, description, current, referenced };
+}
+
+/** The company's keys at the service against what its secrets reference. */
+async function checkKeys(states: SecretState[], ctx: CheckContext): Promise<void> {
+  const { deps, settings, now, found } = ctx;
+  const first = states[0]!;
+  const client = deps.clientFor(first.current);
+  const keys = await listKeys(client);
+  const referencedIds = new Set(states.flatMap((s) => [...s.referenced.values()].map((k) => k.apiKeyId)));
+  // Keys some secret hands out (or is bringing in): never revoked by the doctor.
+  const inUse = new Set(
+    states.flatMap((s) => [s.current.apiKeyId, s.referenced.get(SecretStage.pending)?.apiKeyId].filter((id) => id !== undefined)),
+  );
+
+  for (const { entry, current } of states) {
+    const base = { companyId: entry.companyId, secret: entry.name, apiKeyId: current.apiKeyId, keyPrefix: current.keyPrefix };
+    const listed = keys.find((k) => k.publicId === current.apiKeyId);
+    if (!listed || listed.revokedAt !== null) {
+      found.push({ ...base, type: 'check_failed', repaired: false, detail: 'the current key is not a live key of its company' });
+      continue;
+    }
+    const expiresAt = millis(listed.expiresAt);
+    if (expiresAt !== undefined && expiresAt - now <= settings.expiryWarningMs) {
+      const detail = expiresAt <= now ? 'the current key has expired' : `the current key expires in ${ageText(expiresAt - now)}`;
+      found.push({ ...base, type: 'key_expiring', repaired: false, detail });
+    }
+  }
+
+  for (const key of keys) {
+    if (key.revokedAt !== null || inUse.has(key.publicId)) continue;
+    const base = { companyId: first.entry.companyId, apiKeyId: key.publicId, keyPrefix: key.prefix };
+    const token = rotationTokenOf(key);
+    if (token !== undefined && !referencedIds.has(key.publicId)) {
+      const created = millis(key.createdAt);
+      // Younger than the grace period: it may be the key a rotation is creating right now.
+      if (created === undefined || now - created <= settings.graceMs) continue;
+      await revokeIf(settings.repair, client, key);
+      found.push({
+        ...base,
+        secret: first.entry.name,
+        type: 'orphan_key',
+        repaired: settings.repair,
+        detail: `key of rotation ${token} is referenced by no version of the company's secrets${settings.repair ? '; revoked' : ''}`,
+      });
+      continue;
+    }
+    const holder = states.find((s) => s.referenced.get(SecretStage.previous)?.apiKeyId === key.publicId);
+    if (holder && isRevocationOverdue(key, holder.description.rotation.lastRotatedAt, ctx)) {
+      await revokeIf(settings.repair, client, key);
+      found.push({
+        ...base,
+        secret: holder.entry.name,
+        type: 'revocation_overdue',
+        repaired: settings.repair,
+        detail: `the previous key is still live after its grace period${settings.repair ? '; revoked' : ''}`,
+      });
     }
   }
 }

@@ -1,4 +1,4 @@
-import { runDueRevocations, rotationKeyName, type RevokeDeps } from '../../../src/core/api-keys';
+import { revokeApiKey, runDueRevocations, rotationKeyName, type RevokeDeps } from '../../../src/core/api-keys';
 import { SecretStage } from '../../../src/core/ports/secrets';
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
 import { GRACE_MS, MINUTE, RotationWorld } from './support';
@@ -79,7 +79,6 @@ describe('API key rotation through Secrets Manager', () => {
     await world.startRotation();
     const [revocation] = await world.queue.due(Number.MAX_SAFE_INTEGER);
     world.clock.advance(GRACE_MS);
-    const { revokeApiKey } = await import('../../../src/core/api-keys');
     await expect(revokeApiKey(revocation!, revokeDeps())).resolves.toBe('revoked');
     await expect(revokeApiKey(revocation!, revokeDeps())).resolves.toBe('revoked');
     await expect(revokeApiKey({ ...revocation!, apiKeyId: '0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d' }, revokeDeps())).resolves.toBe('already_gone');
@@ -88,7 +87,6 @@ describe('API key rotation through Secrets Manager', () => {
 
   it('never revokes the current key, even when a revocation for it comes due', async () => {
     const current = await world.current();
-    const { revokeApiKey } = await import('../../../src/core/api-keys');
     const outcome = await revokeApiKey(
       { secretId: world.secretArn, companyId: world.companyId, apiKeyId: current.apiKeyId, keyPrefix: current.keyPrefix, revokeAt: 0, rotationToken: 'x'.repeat(36) },
       revokeDeps(),
