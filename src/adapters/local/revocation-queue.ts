@@ -23,9 +23,9 @@ abstract class LocalRevocationQueue implements RevocationQueue {
   protected abstract save(revocations: Revocation[]): Promise<void>;
   protected abstract exclusive<T>(task: () => Promise<T>): Promise<T>;
 
-  schedule(revocation: Revocation): Promise<void> {
+  async schedule(revocation: Revocation): Promise<void> {
     const entry = parseWith(revocationSchema, revocation, 'revocation');
-    return this.exclusive(async () => {
+    await this.exclusive(async () => {
       const list = await this.load();
       const existing = list.find((r) => r.apiKeyId === entry.apiKeyId);
       if (existing && existing.revokeAt >= entry.revokeAt) return;
