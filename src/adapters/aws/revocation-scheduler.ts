@@ -17,10 +17,10 @@ import { parseWith } from '../../core/shared/errors';
 export interface EventBridgeRevocationSchedulerOptions {
   /** The schedule group every revocation goes into; the rotation function may touch only it. */
   groupName: string;
-  /** The revoke-api-key function. */
-  targetArn: string;
-  /** The role EventBridge Scheduler assumes to invoke it. */
-  roleArn: string;
+  /** The revoke-api-key function; needed to schedule, not to list. */
+  targetArn?: string;
+  /** The role EventBridge Scheduler assumes to invoke it; needed to schedule, not to list. */
+  roleArn?: string;
   /**
    * Schedule names are `<prefix><apiKeyId>`.
    * @default 'revoke-'
@@ -103,6 +103,10 @@ export class EventBridgeRevocationScheduler implements RevocationScheduler {
   }
 
   private scheduleInput(revocation: Revocation): CreateScheduleCommandInput {
+    const { targetArn, roleArn } = this.options;
+    if (targetArn === undefined || roleArn === undefined) {
+      throw new RevocationSchedulerError('this scheduler was made without a target function and role; it can only list', { code: 'revocation_target_missing' });
+    }
     return {
       Name: `${this.namePrefix}${revocation.apiKeyId}`,
       GroupName: this.options.groupName,
@@ -112,8 +116,8 @@ export class EventBridgeRevocationScheduler implements RevocationScheduler {
       ActionAfterCompletion: ActionAfterCompletion.DELETE,
       Description: `Revoke API key ${revocation.keyPrefix} of company ${revocation.companyId} (rotation ${revocation.rotationToken})`,
       Target: {
-        Arn: this.options.targetArn,
-        RoleArn: this.options.roleArn,
+        Arn: targetArn,
+        RoleArn: roleArn,
         Input: JSON.stringify(revocation),
         // Delivery retries; the function's own failures are retried by Lambda's asynchronous invocation.
         RetryPolicy: { MaximumEventAgeInSeconds: 24 * 3600, MaximumRetryAttempts: 20 },

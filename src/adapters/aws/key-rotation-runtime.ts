@@ -1,0 +1,149 @@
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { SchedulerClient } from '@aws-sdk/client-scheduler';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { z } from 'zod';
+import {
+  type CompanyKeySecret,
+  type DoctorDeps,
+  type DoctorSettings,
+  KeyRotation,
+  type RevokeDeps,
+  type RotationSettings,
+  rotationSettings,
+  taggedKeyDirectory,
+} from '../../core/api-keys';
+import { type AccountingClient, type ApiKeyPaths, apiKeyAuth, createAccountingClient } from '../../core/accounting-api';
+import type { Clock } from '../../core/shared/clock';
+import { envArn, envInt, envString, envUrl } from '../../core/shared/env';
+import { ConfigError } from '../../core/shared/errors';
+import type { Logger } from '../../core/shared/logger';
+import type { Metrics } from '../../core/shared/metrics';
+import { EventBridgePublisher } from './eventbridge-publisher';
+import { EventBridgeRevocationScheduler } from './revocation-scheduler';
+import { AwsSecretStore } from './secrets-manager';
+
+/** The `source` of the events the key functions publish. */
+export const KEY_EVENT_SOURCE = 'acctops.api-keys';
+
+const apiPath = z.string().regex(/^\/[A-Za-z0-9_\-/{}]*\/$/, 'expected a path like /api-keys/');
+
+/**
+ * The environment of the key functions, as lib/constructs/key-rotation.ts sets it. Each handler
+ * picks what it needs into its own `readEnv` schema. Names, ARNs, URLs and numbers only.
+ */
+export const keyRotationEnv = {
+  ACCTOPS_BASE_URL: envUrl,
+  /** How long the old key keeps working after a promotion. */
+  REVOCATION_GRACE_SECONDS: envInt(60, 86_400).default(1800),
+  /** The longest any consumer caches a key; the grace period must exceed it. */
+  SECRET_CACHE_TTL_SECONDS: envInt(0, 3600).default(300),
+  REVOCATION_SCHEDULE_GROUP: envString,
+  REVOKE_FUNCTION_ARN: envArn,
+  REVOCATION_SCHEDULER_ROLE_ARN: envArn,
+  KEY_EVENT_BUS_NAME: envString.optional(),
+  API_KEY_PATH_LIST: apiPath.optional(),
+  API_KEY_PATH_CREATE: apiPath.optional(),
+  API_KEY_PATH_REVOKE: apiPath.optional(),
+  STUCK_PENDING_AFTER_MINUTES: envInt(1, 7 * 24 * 60).default(60),
+  EXPIRY_WARNING_DAYS: envInt(1, 365).default(14),
+};
+
+export interface AwsKeyRotationRuntimeConfig {
+  baseUrl: string;
+  graceMs: number;
+  consumerCacheTtlMs: number;
+  /** Needed by whatever schedules or lists revocations. */
+  scheduleGroup?: string;
+  /** Needed by the rotation function, which creates schedules. */
+  revokeTarget?: { functionArn: string; roleArn: string };
+  eventBusName?: string;
+  apiKeyPaths?: { list?: string; create?: string; revoke?: string };
+  doctor?: Omit<DoctorSettings, 'graceMs'>;
+  clock: Clock;
+  /** Per attempt and in all, for every call to the service. @default 10 s per attempt, 3 attempts within 20 s */
+  api?: { timeoutMs: number; maxAttempts: number; maxElapsedMs: number };
+}
+
+/**
+ * Composition root of the key functions (rotate-api-key, revoke-api-key, check-key-rotations),
+ * made once per execution environment. Endpoints come from the SDK's own configuration
+ * (`AWS_ENDPOINT_URL_SECRETS_MANAGER`, `AWS_ENDPOINT_URL_SCHEDULER`, `AWS_ENDPOINT_URL_EVENTBRIDGE`),
+ * which is how the handler tests point them at the emulator and a fake scheduler.
+ */
+export class AwsKeyRotationRuntime {
+  readonly store = new AwsSecretStore(new SecretsManagerClient({}));
+  private readonly settings: RotationSettings;
+  private readonly apiKeyPaths: Partial<ApiKeyPaths>;
+  private scheduler?: EventBridgeRevocationScheduler;
+  private publisher?: EventBridgePublisher;
+
+  constructor(private readonly config: AwsKeyRotationRuntimeConfig) {
+    // At init: a grace period that would not outlast the consumers' cache fails the cold start.
+    this.settings = rotationSettings({ graceMs: config.graceMs, consumerCacheTtlMs: config.consumerCacheTtlMs });
+    this.apiKeyPaths = Object.fromEntries(Object.entries(config.apiKeyPaths ?? {}).filter(([, path]) => path !== undefined));
+  }
+
+  /** The rotation handler's use case, with this invocation's logger and metrics. */
+  rotation(scope: { logger: Logger; metrics: Metrics }): KeyRotation {
+    return new KeyRotation({
+      store: this.store,
+      clientFor: (key) => this.clientFor(key, scope.logger),
+      scheduler: this.revocationScheduler(),
+      settings: this.settings,
+      clock: this.config.clock,
+      logger: scope.logger,
+      metrics: scope.metrics,
+    });
+  }
+
+  revokeDeps(scope: { logger: Logger; metrics: Metrics }): RevokeDeps {
+    return { store: this.store, clientFor: (key) => this.clientFor(key, scope.logger), clock: this.config.clock, ...scope };
+  }
+
+  doctor(scope: { logger: Logger; metrics: Metrics }): { deps: DoctorDeps; settings: DoctorSettings } {
+    const { config } = this;
+    if (config.eventBusName !== undefined) {
+      this.publisher ??= new EventBridgePublisher({ client: new EventBridgeClient({}), eventBusName: config.eventBusName, source: KEY_EVENT_SOURCE });
+    }
+    return {
+      deps: {
+        store: this.store,
+        directory: taggedKeyDirectory(this.store),
+        scheduler: this.revocationScheduler(),
+        clientFor: (key) => this.clientFor(key, scope.logger),
+        events: this.publisher,
+        clock: config.clock,
+        ...scope,
+      },
+      settings: { graceMs: config.graceMs, ...config.doctor },
+    };
+  }
+
+  private revocationScheduler(): EventBridgeRevocationScheduler {
+    this.scheduler ??= new EventBridgeRevocationScheduler({
+      client: new SchedulerClient({}),
+      groupName: required(this.config.scheduleGroup, 'REVOCATION_SCHEDULE_GROUP'),
+      targetArn: this.config.revokeTarget?.functionArn,
+      roleArn: this.config.revokeTarget?.roleArn,
+    });
+    return this.scheduler;
+  }
+
+  private clientFor(key: CompanyKeySecret, logger: Logger): AccountingClient {
+    const api = this.config.api ?? { timeoutMs: 10_000, maxAttempts: 3, maxElapsedMs: 20_000 };
+    return createAccountingClient({
+      baseUrl: this.config.baseUrl,
+      credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }),
+      apiKeyPaths: this.apiKeyPaths,
+      clock: this.config.clock,
+      logger,
+      timeoutMs: api.timeoutMs,
+      retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs },
+    });
+  }
+}
+
+function required(value: string | undefined, name: string): string {
+  if (value === undefined) throw new ConfigError([{ path: name, message: 'required by this function' }]);
+  return value;
+}
