@@ -112,6 +112,7 @@ export const vatAppliedSchema = labelledEnum(['YES', 'NO']);
 export const invoiceStatusSchema = labelledEnum(['draft']);
 export const clientTypeSchema = labelledEnum(['business']);
 export const taxReportTypeSchema = labelledEnum(['VAT_RETURN']);
+export const taxReportStatusSchema = labelledEnum(['draft', 'submitted']);
 
 // ---- list envelope (spec §4.3) ----
 
@@ -137,7 +138,7 @@ export const taxReportSchema = z.looseObject({
   type: nullish(taxReportTypeSchema),
   periodStart: dateSchema,
   periodEnd: dateSchema,
-  status: nullish(z.string()),
+  status: nullish(taxReportStatusSchema),
   amountDue: amountSchema,
   currency: nullish(z.string()),
   createdAt: nullish(timestampSchema),
