@@ -99,7 +99,7 @@ export type AcctopsFunctionDefaults = Pick<
 >;
 
 export type SecretAccess = 'read' | 'write' | 'rotate';
-export type TableAccess = 'read' | 'write' | 'readWrite';
+export type TableAccess = 'read' | 'write' | 'readWrite' | 'queryIndexes' | 'getPut' | 'getUpdate';
 export type BucketAccess = 'read' | 'write' | 'readWrite';
 export type QueueAccess = 'send' | 'receive';
 
@@ -136,7 +136,16 @@ export const TABLE_ACTIONS: Record<TableAccess, { table: string[]; key: string[]
     ],
     key: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
   },
+  /** Query on the named indexes only, never on the table: a reader of keys that must not read items. */
+  queryIndexes: { table: ['dynamodb:Query'], key: ['kms:Decrypt'] },
+  /** Read one item and create one (a conditional put): no update, no delete, no query. */
+  getPut: { table: ['dynamodb:GetItem', 'dynamodb:PutItem'], key: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'] },
+  /** Read one item and change it in place (conditional updates): no create, no delete, no query. */
+  getUpdate: { table: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], key: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'] },
 };
+
+/** Access levels that include Query, and so may name indexes. */
+const INDEX_ACCESS: readonly TableAccess[] = ['read', 'readWrite', 'queryIndexes'];
 
 export const BUCKET_ACTIONS: Record<BucketAccess, { objects: string[]; list: boolean; key: string[] }> = {
   read: { objects: ['s3:GetObject'], list: true, key: ['kms:Decrypt'] },
@@ -299,16 +308,23 @@ export class AcctopsFunction extends NodejsFunction {
     return this;
   }
 
-  /** Puts the table's name in `envName` and grants `access` on the table and the named indexes. */
+  /**
+   * Puts the table's name in `envName` and grants `access` on the table and the named indexes;
+   * `queryIndexes` grants the indexes only, not the table.
+   */
   bindTable(table: ITable, envName: string, access: TableAccess, options: BindTableOptions = {}): this {
     const indexes = options.indexes ?? [];
-    if (access === 'write' && indexes.length > 0) throw new Error('indexes are read-only: use read or readWrite access');
+    if (!INDEX_ACCESS.includes(access) && indexes.length > 0) {
+      throw new Error(`indexes are read-only: use ${INDEX_ACCESS.join(', ')} access`);
+    }
+    if (access === 'queryIndexes' && indexes.length === 0) throw new Error('queryIndexes access needs the indexes to query');
     this.bindEnv(envName, table.tableName);
     const actions = TABLE_ACTIONS[access];
+    const indexArns = indexes.map((name) => `${table.tableArn}/index/${name}`);
     this.addToRolePolicy(
       new PolicyStatement({
         actions: actions.table,
-        resources: [table.tableArn, ...indexes.map((name) => `${table.tableArn}/index/${name}`)],
+        resources: access === 'queryIndexes' ? indexArns : [table.tableArn, ...indexArns],
       }),
     );
     this.grantKey(table.encryptionKey, actions.key, 'dynamodb');

@@ -8,6 +8,7 @@ import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import type { StageConfig } from '../config/stage';
 import { AcctopsFunction, type AcctopsFunctionDefaults } from '../constructs/acctops-function';
+import { TokenLifecycle } from '../constructs/token-lifecycle';
 
 export interface AcctopsStackProps extends StackProps {
   /** The validated stage settings (lib/config/stage.ts). */
@@ -90,6 +91,8 @@ export class AcctopsStack extends Stack {
       description: 'Checks that the institution credential is readable and the Accounting API answers',
       environment: { ACCTOPS_BASE_URL: stage.baseUrl },
     }).bindSecret(this.institutionSecret, 'INSTITUTION_SECRET_ARN', 'read');
+
+    new TokenLifecycle(this, 'Tokens', { stage, functionDefaults: this.functionDefaults, institutionSecret: this.institutionSecret, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy });
 
     new CfnOutput(this, 'InstitutionSecretArn', {
       value: this.institutionSecret.secretArn,

@@ -98,7 +98,11 @@ describe('AcctopsStack', () => {
       'AlarmTopicArn',
       'CheckHealthFunctionName',
       'InstitutionSecretArn',
+      'OnboardUserFunctionName',
+      'RecoverUserFunctionName',
+      'RevokeUserFunctionName',
       'SecretsKeyArn',
+      'TokenEventBusName',
     ]);
     for (const output of Object.values(outputs)) expect(output.Description).toEqual(expect.any(String));
   });

@@ -35,9 +35,16 @@ describe('bundling check-health', () => {
     } finally {
       spawnSync.mockRestore();
     }
-    const assets = readdirSync(outdir).filter((name) => name.startsWith('asset.'));
-    expect(assets).toHaveLength(1);
-    assetDir = path.join(outdir, assets[0]!);
+    // The stack bundles every function; check-health's asset is the one its Code names.
+    const template = JSON.parse(readFileSync(path.join(outdir, 'acctops-test.template.json'), 'utf8')) as {
+      Resources: Record<string, { Type: string; Properties: { Environment?: { Variables?: Record<string, unknown> }; Code?: { S3Key?: string } } }>;
+    };
+    const fn = Object.values(template.Resources).find(
+      (r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Environment?.Variables?.ACCTOPS_FUNCTION === 'check-health',
+    );
+    const asset = `asset.${String(fn?.Properties.Code?.S3Key).replace(/\.zip$/, '')}`;
+    expect(readdirSync(outdir)).toContain(asset);
+    assetDir = path.join(outdir, asset);
   });
 
   afterAll(() => {
