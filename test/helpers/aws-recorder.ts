@@ -28,6 +28,12 @@ export interface AwsRecorder {
   events: RecordedEvent[];
   /** Calls per `X-Amz-Target`. */
   calls: Record<string, number>;
+  /**
+   * The next `count` entries sent (SQS messages or EventBridge events) are refused, as AWS refuses
+   * single entries of a batch: SQS with `InternalError` (or a sender fault), EventBridge with
+   * `InternalFailure`. Refused entries are not recorded.
+   */
+  refuseNext(count: number, options?: { senderFault?: boolean }): void;
   /** A queue URL on this peer. */
   queueUrl(name: string): string;
   stop(): Promise<void>;
@@ -61,6 +67,8 @@ export async function startAwsRecorder(): Promise<AwsRecorder> {
   const messages: RecordedMessage[] = [];
   const events: RecordedEvent[] = [];
   const calls: Record<string, number> = {};
+  let refusals = { count: 0, senderFault: false };
+  const refuse = () => refusals.count > 0 && refusals.count-- > 0;
   const server = createServer((req, res) => {
     void (async () => {
       const target = String(req.headers['x-amz-target'] ?? '');
@@ -68,28 +76,37 @@ export async function startAwsRecorder(): Promise<AwsRecorder> {
       const input = JSON.parse((await readBody(req)) || '{}') as unknown;
       if (target === 'AmazonSQS.SendMessageBatch') {
         const { QueueUrl, Entries } = input as SendMessageBatchInput;
-        for (const entry of Entries) messages.push({ queueUrl: QueueUrl, body: entry.MessageBody });
+        const refused = Entries.filter(refuse);
+        const accepted = Entries.filter((entry) => !refused.includes(entry));
+        for (const entry of accepted) messages.push({ queueUrl: QueueUrl, body: entry.MessageBody });
         reply(res, 200, 'application/x-amz-json-1.0', {
-          Successful: Entries.map((entry) => ({
+          Successful: accepted.map((entry) => ({
             Id: entry.Id,
             MessageId: randomUUID(),
             MD5OfMessageBody: createHash('md5').update(entry.MessageBody).digest('hex'),
           })),
-          Failed: [],
+          Failed: refused.map((entry) => ({
+            Id: entry.Id,
+            SenderFault: refusals.senderFault,
+            Code: refusals.senderFault ? 'InvalidParameterValue' : 'InternalError',
+          })),
         });
         return;
       }
       if (target === 'AWSEvents.PutEvents') {
         const { Entries } = input as PutEventsInput;
-        for (const entry of Entries) {
+        const results = Entries.map((entry) => {
+          if (refuse()) return { ErrorCode: 'InternalFailure', ErrorMessage: 'refused by the recorder' };
           events.push({
             eventBusName: entry.EventBusName,
             source: entry.Source,
             detailType: entry.DetailType,
             detail: entry.Detail === undefined ? undefined : JSON.parse(entry.Detail),
           });
-        }
-        reply(res, 200, 'application/x-amz-json-1.1', { FailedEntryCount: 0, Entries: Entries.map(() => ({ EventId: randomUUID() })) });
+          return { EventId: randomUUID() };
+        });
+        const failed = results.filter((r) => 'ErrorCode' in r).length;
+        reply(res, 200, 'application/x-amz-json-1.1', { FailedEntryCount: failed, Entries: results });
         return;
       }
       reply(res, 400, 'application/x-amz-json-1.1', { __type: 'UnknownOperationException', message: `not recorded: ${target}` });
@@ -107,6 +124,9 @@ export async function startAwsRecorder(): Promise<AwsRecorder> {
     messages,
     events,
     calls,
+    refuseNext: (count, options = {}) => {
+      refusals = { count, senderFault: options.senderFault ?? false };
+    },
     queueUrl: (name) => `${endpoint}/123456789012/${name}`,
     stop: () =>
       new Promise<void>((resolve, reject) => {
