@@ -9,6 +9,7 @@ import { RateLimiter } from './rate-limit';
 import { routeKeys, type SandboxSettings } from './routes';
 import { seedDemo } from './seed';
 import { API_PREFIX, SandboxServer } from './server';
+import { sandboxSnapshotSchema, type SandboxStateSnapshot } from './snapshot';
 import { SandboxState } from './state';
 import { StatsRecorder } from './stats';
 
@@ -33,6 +34,11 @@ const optionsSchema = z.object({
   refreshTokenTtlSeconds: z.int().positive().default(7 * 24 * 3600),
   requestLogSize: z.int().min(0).default(1000),
   logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as Logger).info === 'function').optional(),
+  /**
+   * Start where a previous sandbox stopped (`snapshot()`): its data, users, keys, tokens and demo
+   * credentials. `seed` and `demo` are then taken from the snapshot.
+   */
+  state: sandboxSnapshotSchema.optional(),
 });
 
 export type SandboxOptions = Omit<z.input<typeof optionsSchema>, 'faults'> & { faults?: FaultRule[] };
@@ -46,6 +52,8 @@ export interface RunningSandbox {
   admin: SandboxAdmin;
   /** The demo credentials when `demo` is on (the default), else null. SANDBOX ONLY. */
   demo: DemoCredentials | null;
+  /** The state as JSON-safe data, for the `state` option of a later sandbox. Holds credentials: store it like one. */
+  snapshot(): SandboxStateSnapshot;
   stop(): Promise<void>;
 }
 
@@ -73,7 +81,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   const o = parseWith(optionsSchema, options, 'sandbox options');
   const clock = o.clock ?? new OffsetClock();
   const logger = o.logger ?? silentLogger;
-  const state = new SandboxState(String(o.seed), clock, { accessSeconds: o.accessTokenTtlSeconds, refreshSeconds: o.refreshTokenTtlSeconds });
+  const lifetimes = { accessSeconds: o.accessTokenTtlSeconds, refreshSeconds: o.refreshTokenTtlSeconds };
+  const state = o.state ? SandboxState.restore(o.state, clock, lifetimes) : new SandboxState(String(o.seed), clock, lifetimes);
   const settings: SandboxSettings = {
     amountEncoding: o.amountEncoding,
     displayLabels: o.displayLabels,
@@ -85,7 +94,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   const faults = new FaultRegistry(routeKeys);
   for (const rule of o.faults) faults.add(rule);
   const limiter = new RateLimiter(clock);
-  const demo = o.demo ? seedDemo(state, clock.now()) : null;
+  const demo: DemoCredentials | null = o.state ? o.state.demo : o.demo ? seedDemo(state, clock.now()) : null;
 
   // The admin door of the server needs the registry, and the registry needs the server's stop signal.
   const server: SandboxServer = new SandboxServer({ state, stats, faults, limiter, settings, clock, logger, admin: (m, n, b) => registry.http(m, n, b) });
@@ -112,12 +121,14 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     port,
     admin: registry.admin(),
     demo,
+    snapshot: () => state.snapshot(demo),
     stop: () => server.stop(),
   };
 }
 
 export { SandboxAdminError, type DemoCredentials, type SandboxAdmin } from './admin';
 export { connectSandboxAdmin } from './admin-client';
+export { SANDBOX_SNAPSHOT_FORMAT, sandboxSnapshotSchema, type SandboxStateSnapshot } from './snapshot';
 export type { Fault, FaultRule, FaultRuleState } from './faults';
 export { PERMISSIONS, type Permission } from './schemas';
 export type { RequestLogEntry, SandboxStats } from './stats';

@@ -40,6 +40,11 @@ export class Prng {
     this.state = typeof seed === 'number' ? seed >>> 0 : hashString(seed);
   }
 
+  /** Where the sequence stands: `new Prng(position)` continues it exactly (a restored sandbox). */
+  get position(): number {
+    return this.state;
+  }
+
   next(): number {
     this.state = (this.state + 0x6d2b79f5) >>> 0;
     let t = this.state;

@@ -16,6 +16,7 @@ import {
   type TransactionRecord,
   type TransactionSource,
 } from './transactions';
+import { SANDBOX_SNAPSHOT_FORMAT, type SandboxStateSnapshot } from './snapshot';
 
 /**
  * Everything the simulated service knows, in memory, and the rules that do not depend on HTTP:
@@ -149,9 +150,79 @@ export class SandboxState {
     readonly seed: string,
     readonly clock: Clock,
     lifetimes: { accessSeconds: number; refreshSeconds: number },
+    /** Where a restored state continues: the seeded sequence's position and the token signing key. */
+    resume?: { prng: number; signingKey: Buffer },
   ) {
-    this.prng = new Prng(seed);
-    this.tokens = new TokenIssuer(clock, lifetimes);
+    this.prng = new Prng(resume ? resume.prng : seed);
+    this.tokens = new TokenIssuer(clock, lifetimes, resume?.signingKey);
+  }
+
+  // ------------------------------------------------------------ snapshot and restore
+
+  /** Everything this state holds as JSON-safe data (sandbox/snapshot.ts), with the demo credentials it was seeded with. */
+  snapshot(demo: SandboxStateSnapshot['demo']): SandboxStateSnapshot {
+    const all = <T>(map: Map<string, T[]>) => [...map.values()].flat();
+    return {
+      format: SANDBOX_SNAPSHOT_FORMAT,
+      formatVersion: 1,
+      seed: this.seed,
+      prng: this.prng.position,
+      userCounter: this.userCounter,
+      phantomCounter: this.phantomCounter,
+      tokens: this.tokens.snapshot(),
+      institutions: [...this.institutions.values()].map((i) => ({ ...i })),
+      users: [...this.users.values()].map((u) => ({ ...u, companies: [...u.companies], permissions: [...u.permissions] })),
+      companies: [...this.companies.values()].map((c) => ({ ...c, bankAccounts: [...c.bankAccounts] })),
+      apiKeys: [...this.apiKeys.values()].map((k) => ({ ...k, hash: k.hash.toString('hex'), permissions: [...k.permissions] })),
+      categories: all(this.categories).map((c) => ({ ...c })),
+      taxReports: all(this.taxReports).map((r) => ({ ...r, amountDue: r.amountDue.toString() })),
+      transactions: all(this.transactions).map((t) => ({
+        publicId: t.publicId,
+        companyId: t.companyId,
+        amount: t.amount.toString(),
+        currency: t.currency,
+        cashflowType: t.cashflowType,
+        valueDate: t.valueDate,
+        description: t.description,
+        category: t.category,
+        bankAccount: t.bankAccount,
+      })),
+      demo,
+      datasets: [...this.datasets.values()].map((d) => ({ ...d.spec, categories: [...d.spec.categories], bankAccounts: [...d.spec.bankAccounts] })),
+    };
+  }
+
+  /** A state exactly as `snapshot()` saw it, on `clock`. */
+  static restore(snapshot: SandboxStateSnapshot, clock: Clock, lifetimes: { accessSeconds: number; refreshSeconds: number }): SandboxState {
+    const state = new SandboxState(snapshot.seed, clock, lifetimes, {
+      prng: snapshot.prng,
+      signingKey: Buffer.from(snapshot.tokens.signingKey, 'base64'),
+    });
+    state.userCounter = snapshot.userCounter;
+    state.phantomCounter = snapshot.phantomCounter;
+    state.tokens.restore(snapshot.tokens.records);
+    for (const institution of snapshot.institutions) state.institutions.set(institution.id, { ...institution });
+    for (const u of snapshot.users) {
+      const user: User = { ...u, companies: new Set(u.companies), permissions: u.permissions as Permission[] };
+      state.users.set(user.userId, user);
+      if (user.institutionId !== null && user.externalId !== null) {
+        state.institutionUsers.set(`${user.institutionId}:id:${user.externalId}`, user);
+        state.institutionUsers.set(`${user.institutionId}:name:${user.username}`, user);
+      }
+    }
+    for (const company of snapshot.companies) state.companies.set(company.publicId, { ...company, bankAccounts: [...company.bankAccounts] });
+    for (const k of snapshot.apiKeys) {
+      const record: ApiKeyRecord = { ...k, hash: Buffer.from(k.hash, 'hex'), permissions: k.permissions as Permission[] };
+      state.apiKeys.set(record.publicId, record);
+      state.keysByHash.set(k.hash, record);
+    }
+    // The add* methods keep each list sorted and recompute what is derived; every id is given, so
+    // they draw nothing from the seeded sequence.
+    for (const { companyId, ...category } of snapshot.categories) state.addCategory(companyId, category);
+    for (const { companyId, ...report } of snapshot.taxReports) state.addTaxReport(companyId, { ...report, amountDue: BigInt(report.amountDue) });
+    for (const { companyId, ...t } of snapshot.transactions) state.addTransaction(companyId, { ...t, amount: BigInt(t.amount) });
+    for (const spec of snapshot.datasets) state.datasets.set(`${spec.companyId}:${spec.month}`, new GeneratedDataset(spec));
+    return state;
   }
 
   // ------------------------------------------------------------ institutions and users

@@ -45,14 +45,30 @@ const b64url = (input: Buffer | string) => Buffer.from(input).toString('base64ur
 const HEADER = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
 
 export class TokenIssuer {
-  private readonly key = randomBytes(32);
   private readonly records = new Map<string, TokenRecord>();
   private readonly byUser = new Map<string, Set<string>>();
 
   constructor(
     private readonly clock: Clock,
     readonly lifetimes: { accessSeconds: number; refreshSeconds: number },
+    /** A restored sandbox keeps its key, so that the tokens it issued before still verify. */
+    private readonly key: Buffer = randomBytes(32),
   ) {}
+
+  /** The signing key and every token's state: what a snapshot keeps. */
+  snapshot(): { signingKey: string; records: TokenRecord[] } {
+    return { signingKey: this.key.toString('base64'), records: [...this.records.values()].map((r) => ({ ...r })) };
+  }
+
+  /** Loads the records of a snapshot (the issuer must have been built with its signing key). */
+  restore(records: readonly TokenRecord[]): void {
+    for (const record of records) {
+      this.records.set(record.jti, { ...record });
+      let mine = this.byUser.get(record.userId);
+      if (!mine) this.byUser.set(record.userId, (mine = new Set()));
+      mine.add(record.jti);
+    }
+  }
 
   issuePair(subject: TokenSubject, family: string = randomBytes(8).toString('hex')): IssuedPair {
     const access = this.issue(subject, 'access', family);

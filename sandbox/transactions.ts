@@ -141,7 +141,7 @@ export class GeneratedDataset {
   private readonly monthStart: number;
   private readonly days: number;
 
-  constructor(private readonly spec: GeneratedDatasetSpec) {
+  constructor(readonly spec: GeneratedDatasetSpec) {
     const match = /^(\d{4})-(0[1-9]|1[0-2])$/.exec(spec.month);
     if (!match) throw new RangeError('month must be YYYY-MM');
     if (!Number.isSafeInteger(spec.count) || spec.count < 0 || spec.count > MAX_GENERATED) {
