@@ -4,13 +4,17 @@ import type { AddressInfo } from 'node:net';
 import { type Clock, systemClock } from '../../src/core/shared/clock';
 import { EmulatedServiceError } from './errors';
 import { RotationDriver, type RotationHandler, type RotationMode, type RotationRecord, type RotationStep } from './rotation';
-import { type Input, isOperation, type Operation, parseInput } from './schemas';
+import { type Input, isOperation, type Operation, parseInput, type RotationRules } from './schemas';
+import { secretsSnapshotSchema, type SecretsManagerSnapshot } from './snapshot';
+import { parseWith } from '../../src/core/shared/errors';
 import { type SecretSnapshot, SecretsState } from './state';
 
 export { ROTATION_STEPS } from './rotation';
 export type { RotationEvent, RotationHandler, RotationMode, RotationRecord, RotationStep } from './rotation';
 export type { Operation } from './schemas';
 export type { SecretSnapshot } from './state';
+export { SECRETS_SNAPSHOT_FORMAT, secretsSnapshotSchema, type SecretsManagerSnapshot } from './snapshot';
+export type { RotationRules } from './schemas';
 
 /** Answers the next matching calls with an error instead of serving them. */
 export interface FaultSpec {
@@ -42,6 +46,8 @@ export interface SecretsManagerOptions {
   /** Rotation functions by Lambda ARN; more can be registered through `admin`. */
   rotationHandlers?: Record<string, RotationHandler>;
   faults?: FaultSpec[];
+  /** Start with the secrets of an earlier emulator (`exportState()`), e.g. the CLI's local state. */
+  state?: SecretsManagerSnapshot;
 }
 
 export interface SecretsManagerStats {
@@ -71,6 +77,14 @@ export interface SecretsManagerAdmin {
   resetStats(): void;
   /** State without going through the API (not counted in stats). Holds secret values: tests only. */
   secret(secretId: string): SecretSnapshot | undefined;
+  /**
+   * Turns rotation on without rotating, as CloudFormation does for a RotationSchedule with
+   * `RotateImmediatelyOnUpdate: false`: the configuration is stored and the next rotation dated,
+   * no function is invoked. (RotateSecret with `RotateImmediately: false` would run testSecret.)
+   */
+  configureRotation(secretId: string, rotation: { lambdaArn: string; rules: RotationRules }): void;
+  /** Every secret, version and label, for the `state` option of a later emulator. Holds secret values. */
+  exportState(): SecretsManagerSnapshot;
 }
 
 export interface RunningSecretsManager {
@@ -91,6 +105,7 @@ const MAX_BODY = 1024 * 1024;
 export async function startSecretsManager(options: SecretsManagerOptions = {}): Promise<RunningSecretsManager> {
   const region = options.region ?? 'eu-central-1';
   const state = new SecretsState(options.clock ?? systemClock, region, options.accountId ?? '000000000000');
+  if (options.state) state.importState(parseWith(secretsSnapshotSchema, options.state, 'Secrets Manager emulator state'));
   const rotation = new RotationDriver(state, options.rotationMode ?? 'sync');
   for (const [arn, handler] of Object.entries(options.rotationHandlers ?? {})) rotation.register(arn, handler);
   let faults = (options.faults ?? []).map(normaliseFault);
@@ -197,6 +212,10 @@ export async function startSecretsManager(options: SecretsManagerOptions = {}): 
       stats = { calls: {}, errors: {} };
     },
     secret: (secretId) => state.snapshot(secretId),
+    configureRotation: (secretId, { lambdaArn, rules }) => {
+      state.configureRotation(state.resolveActive(secretId), lambdaArn, parseInput('RotateSecret', { SecretId: secretId, RotationRules: rules }).RotationRules);
+    },
+    exportState: () => state.exportState(),
   };
 
   return {

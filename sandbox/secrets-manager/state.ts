@@ -10,6 +10,7 @@ import {
   valueNotFound,
 } from './errors';
 import type { Input, RotationRules } from './schemas';
+import { SECRETS_SNAPSHOT_FORMAT, type SecretsManagerSnapshot } from './snapshot';
 
 export const AWSCURRENT = 'AWSCURRENT';
 export const AWSPENDING = 'AWSPENDING';
@@ -74,6 +75,27 @@ export class SecretsState {
 
   now(): number {
     return this.clock.now();
+  }
+
+  /** Every secret, version and label, as JSON-safe data (./snapshot.ts). */
+  exportState(): SecretsManagerSnapshot {
+    return {
+      format: SECRETS_SNAPSHOT_FORMAT,
+      formatVersion: 1,
+      seq: this.seq,
+      secrets: [...this.secrets.values()].map(({ versions, ...secret }) =>
+        structuredClone({ ...secret, versions: [...versions.values()] }),
+      ),
+    };
+  }
+
+  /** Replaces the state with a snapshot's (an emulator starting where an earlier one stopped). */
+  importState(snapshot: SecretsManagerSnapshot): void {
+    this.secrets.clear();
+    this.seq = snapshot.seq;
+    for (const { versions, ...secret } of structuredClone(snapshot.secrets)) {
+      this.secrets.set(secret.name, { ...secret, versions: new Map(versions.map((v) => [v.id, v])) });
+    }
   }
 
   /** Scheduled deletions take effect lazily, when the clock has passed their date. */
