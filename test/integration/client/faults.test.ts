@@ -57,6 +57,17 @@ describe('client against the sandbox: every fault type', () => {
       expect((await world.sandbox.admin.stats()).refreshesPerUser[identity.externalId]).toBe(1);
     });
 
+    it('429 with Retry-After as an HTTP date: the wait is measured on the shared clock', async () => {
+      // HTTP dates have whole seconds: the client waits until that second, not a rounded 3 s.
+      const at = Math.ceil((world.clock.now() + 3000) / 1000) * 1000;
+      await world.sandbox.admin.faults.add({ route: TX, fault: { type: 'status', status: 429, retryAfter: new Date(at).toUTCString() } });
+      const clock = new SteppingClock(world.clock);
+      const expectedWait = at - world.clock.now();
+      expect(await world.client({ clock }).transactions.list().all()).toHaveLength(30);
+      expect(clock.sleeps).toEqual([expectedWait]);
+      expect(world.clock.now()).toBe(at);
+    });
+
     it('5xx on an unsafe POST: ServerError, ambiguous, never repeated', async () => {
       await world.sandbox.admin.faults.add({ route: 'POST /institution/users/create/', fault: { type: 'status', status: 503 } });
       const error = await rejectionOf(world.institutionClient().institution.createUser(newIdentity()));
@@ -80,7 +91,8 @@ describe('client against the sandbox: every fault type', () => {
     it('slower than timeoutMs: the attempt times out and the retry succeeds', async () => {
       await world.sandbox.admin.faults.add({ route: TX, fault: { type: 'slow', delayMs: 5 * MINUTE } });
       const clock = new SteppingClock(world.clock);
-      expect(await world.client({ clock, timeoutMs: 100 }).transactions.list().all()).toHaveLength(30);
+      // The retry is held to the same timeout: leave it room on a busy machine.
+      expect(await world.client({ clock, timeoutMs: 500 }).transactions.list().all()).toHaveLength(30);
       expect(clock.sleeps).toEqual([250]);
       expect((await world.sandbox.admin.stats()).parked).toBe(1);
       world.clock.advance(5 * MINUTE); // release the abandoned response
