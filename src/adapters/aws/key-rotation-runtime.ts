@@ -79,7 +79,13 @@ export class AwsKeyRotationRuntime {
 
   constructor(private readonly config: AwsKeyRotationRuntimeConfig) {
     // At init: a grace period that would not outlast the consumers' cache fails the cold start.
-    this.settings = rotationSettings({ graceMs: config.graceMs, consumerCacheTtlMs: config.consumerCacheTtlMs });
+    try {
+      this.settings = rotationSettings({ graceMs: config.graceMs, consumerCacheTtlMs: config.consumerCacheTtlMs });
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      const message = 'must be longer than SECRET_CACHE_TTL_SECONDS, or consumers could still hold the revoked key';
+      throw new ConfigError([{ path: 'REVOCATION_GRACE_SECONDS', message }], error);
+    }
     this.apiKeyPaths = Object.fromEntries(Object.entries(config.apiKeyPaths ?? {}).filter(([, path]) => path !== undefined));
   }
 

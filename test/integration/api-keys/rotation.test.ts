@@ -1,7 +1,9 @@
+import { RotateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import { revokeApiKey, runDueRevocations, rotationKeyName, type RevokeDeps } from '../../../src/core/api-keys';
 import { SecretStage } from '../../../src/core/ports/secrets';
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
-import { GRACE_MS, MINUTE, RotationWorld } from './support';
+import { client } from '../../helpers/secrets-manager';
+import { GRACE_MS, MINUTE, ROTATION_LAMBDA, RotationWorld } from './support';
 
 /**
  * The rotation protocol end to end: the emulator invokes our handler exactly as Secrets Manager
@@ -134,6 +136,15 @@ describe('API key rotation through Secrets Manager', () => {
       );
       expect((await world.current()).versionId).toBe(versionId);
     });
+  });
+
+  it('passes the configuration test of RotateImmediately=false (a deploy) without creating a key', async () => {
+    await client(world.sm).send(
+      new RotateSecretCommand({ SecretId: world.secretArn, RotationLambdaARN: ROTATION_LAMBDA, RotationRules: { AutomaticallyAfterDays: 30 }, RotateImmediately: false }),
+    );
+    expect(world.sm.admin.rotation(world.secretArn)).toMatchObject({ kind: 'configuration-test', status: 'succeeded' });
+    expect(await world.keys()).toHaveLength(1);
+    expect(world.stages()).toEqual({ [world.initialVersionId]: ['AWSCURRENT'] });
   });
 
   describe('guards of the AWS template', () => {

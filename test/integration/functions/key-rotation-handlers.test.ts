@@ -228,6 +228,15 @@ describe('check-key-rotations', () => {
   });
 });
 
+it('fails at load, naming the variable, when the grace period does not outlast the consumers\' cache', () => {
+  process.env.REVOCATION_GRACE_SECONDS = '300';
+  try {
+    expect(() => load('revoke-api-key')).toThrow(expect.objectContaining({ name: 'ConfigError', field: 'REVOCATION_GRACE_SECONDS' }));
+  } finally {
+    process.env.REVOCATION_GRACE_SECONDS = String(GRACE_SECONDS);
+  }
+});
+
 it('writes no full key to stdout (canary scan of every log line and metric document)', async () => {
   await current();
   const text = stdout.join('');
