@@ -8,6 +8,7 @@ import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import type { StageConfig } from '../config/stage';
 import { AcctopsFunction, type AcctopsFunctionDefaults } from '../constructs/acctops-function';
+import { KeyRotation } from '../constructs/key-rotation';
 import { TokenLifecycle } from '../constructs/token-lifecycle';
 
 export interface AcctopsStackProps extends StackProps {
@@ -44,6 +45,8 @@ export class AcctopsStack extends Stack {
   /** Every alarm of the stack notifies this topic. */
   readonly alarmTopic: Topic;
   readonly checkHealth: AcctopsFunction;
+  /** Company API-key secrets, their rotation, revocation and doctor. */
+  readonly keyRotation: KeyRotation;
 
   constructor(scope: Construct, id: string, props: AcctopsStackProps) {
     super(scope, id, {
@@ -93,6 +96,8 @@ export class AcctopsStack extends Stack {
     }).bindSecret(this.institutionSecret, 'INSTITUTION_SECRET_ARN', 'read');
 
     new TokenLifecycle(this, 'Tokens', { stage, functionDefaults: this.functionDefaults, institutionSecret: this.institutionSecret, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy });
+
+    this.keyRotation = new KeyRotation(this, 'KeyRotation', { stage, functionDefaults: this.functionDefaults, secretsKey: this.secretsKey, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy });
 
     new CfnOutput(this, 'InstitutionSecretArn', {
       value: this.institutionSecret.secretArn,

@@ -1,0 +1,304 @@
+import { CfnOutput, Duration, type RemovalPolicy, Stack, Tags, Validations } from 'aws-cdk-lib';
+import { Alarm, ComparisonOperator, Metric, TreatMissingData, type IAlarmAction } from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { EventBus, type IEventBus } from 'aws-cdk-lib/aws-events';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
+import { CfnPermission } from 'aws-cdk-lib/aws-lambda';
+import { ContextAttribute, Schedule, ScheduleExpression, ScheduleGroup, ScheduleTargetInput, type IScheduleTarget } from 'aws-cdk-lib/aws-scheduler';
+import { CfnRotationSchedule, type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import { flattenCfnReference } from 'cdk-nag/lib/utils/flatten-cfn-reference';
+import { Construct } from 'constructs';
+import type { StageConfig } from '../config/stage';
+import { AcctopsFunction, type AcctopsFunctionDefaults } from './acctops-function';
+
+/** The namespace the functions' EMF metrics are in (METRICS_NAMESPACE in src/core/shared/metrics.ts). */
+const METRICS_NAMESPACE = 'Acctops';
+
+/**
+ * Tags by which the functions and the CLI find the company key secrets (COMPANY_KEY_TAGS in
+ * src/core/api-keys/key-directory.ts; lib may not import src, test/infra/key-rotation.test.ts
+ * keeps the two equal).
+ */
+export const COMPANY_KEY_TAGS = { purpose: 'acctops:purpose', company: 'acctops:company' } as const;
+export const PURPOSE_COMPANY_KEY = 'company-api-key';
+
+/** Revocation schedules are named `<prefix><apiKeyId>` (EventBridgeRevocationScheduler's default). */
+export const REVOCATION_SCHEDULE_PREFIX = 'revoke-';
+
+export interface KeyRotationProps {
+  readonly stage: StageConfig;
+  readonly functionDefaults: AcctopsFunctionDefaults;
+  /** Encrypts the secrets this construct creates. */
+  readonly secretsKey: IKey;
+  readonly alarmTopic: ITopic;
+  /** Of the secrets this construct creates. */
+  readonly removalPolicy: RemovalPolicy;
+  /**
+   * Where the doctor's ApiKeyRotationFinding events go (source `acctops.api-keys`).
+   * @default the account's default event bus
+   */
+  readonly eventBus?: IEventBus;
+  /**
+   * How often the rotation doctor runs.
+   * @default 'rate(1 hour)'
+   */
+  readonly doctorSchedule?: string;
+}
+
+/**
+ * Rotation of the company API keys (docs/architecture.md, "Key rotation"):
+ * - one secret per company of the stage, created here (encrypted with the stack's key, tagged) or
+ *   imported by its complete ARN (the runbook tags it), each with a RotationSchedule (every
+ *   `apiKeys.rotationDays`, 30 by default) that invokes `rotate-api-key`;
+ * - `revoke-api-key`, invoked by the one-time EventBridge Scheduler schedules that finishSecret
+ *   creates in the revocation schedule group;
+ * - `check-key-rotations`, the doctor, on a schedule;
+ * - alarms to the stack's topic: rotation and revocation failures, doctor failures and findings.
+ *
+ * A deploy never rotates a key by itself (`RotateImmediatelyOnUpdate: false`): a created secret
+ * holds a placeholder until the runbook "install a company API key" puts the real key in it.
+ */
+export class KeyRotation extends Construct {
+  /** By company id (lowercase). */
+  readonly secrets: ReadonlyMap<string, ISecret>;
+  readonly rotateFunction: AcctopsFunction;
+  readonly revokeFunction: AcctopsFunction;
+  readonly doctorFunction: AcctopsFunction;
+  readonly revocationGroup: ScheduleGroup;
+  /** The role the revocation schedules run as; the rotation function may pass it, and only it. */
+  readonly revocationSchedulerRole: Role;
+  readonly doctorScheduleRule: Schedule;
+  readonly alarms: { rotationFailures: Alarm; revocationFailures: Alarm; doctorFailures: Alarm; doctorFindings: Alarm };
+
+  constructor(scope: Construct, id: string, props: KeyRotationProps) {
+    super(scope, id);
+    const { stage, functionDefaults } = props;
+    const stack = Stack.of(this);
+
+    this.secrets = new Map(stage.companies.map((company, i) => [company.companyId.toLowerCase(), this.companySecret(i, company, props)]));
+
+    const paths: Record<string, string> = {};
+    if (stage.apiKeys.paths?.list) paths.API_KEY_PATH_LIST = stage.apiKeys.paths.list;
+    if (stage.apiKeys.paths?.create) paths.API_KEY_PATH_CREATE = stage.apiKeys.paths.create;
+    if (stage.apiKeys.paths?.revoke) paths.API_KEY_PATH_REVOKE = stage.apiKeys.paths.revoke;
+    const api = {
+      ACCTOPS_BASE_URL: stage.baseUrl,
+      REVOCATION_GRACE_SECONDS: String(stage.apiKeys.revocationGraceMinutes * 60),
+      SECRET_CACHE_TTL_SECONDS: String(stage.secretCacheTtlSeconds),
+      ...paths,
+    };
+
+    this.revocationGroup = new ScheduleGroup(this, 'RevocationGroup', { scheduleGroupName: `acctops-${stage.name}-key-revocations` });
+    const groupName = this.revocationGroup.scheduleGroupName;
+    const revocationSchedules = stack.formatArn({
+      service: 'scheduler',
+      resource: 'schedule',
+      resourceName: `${groupName}/${REVOCATION_SCHEDULE_PREFIX}*`,
+    });
+
+    this.revokeFunction = new AcctopsFunction(this, 'RevokeApiKey', {
+      ...functionDefaults,
+      handlerDir: 'revoke-api-key',
+      description: "Revokes a rotated-out company API key once its grace period is over (one-time EventBridge Scheduler schedule)",
+      timeout: Duration.minutes(1),
+      environment: api,
+    });
+
+    this.revocationSchedulerRole = new Role(this, 'RevocationSchedulerRole', {
+      assumedBy: new ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': stack.account },
+          ArnLike: { 'aws:SourceArn': revocationSchedules },
+        },
+      }),
+      description: 'Lets the key revocation schedules invoke revoke-api-key, and nothing else',
+    });
+    this.revocationSchedulerRole.addToPolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [this.revokeFunction.functionArn] }));
+
+    this.rotateFunction = new AcctopsFunction(this, 'RotateApiKey', {
+      ...functionDefaults,
+      handlerDir: 'rotate-api-key',
+      description: 'Secrets Manager rotation function of the company API keys (createSecret, setSecret, testSecret, finishSecret)',
+      // A step is a few calls to the service, each bounded to 10 s and 3 attempts, plus the rollback.
+      timeout: Duration.minutes(2),
+      environment: {
+        ...api,
+        REVOCATION_SCHEDULE_GROUP: groupName,
+        REVOKE_FUNCTION_ARN: this.revokeFunction.functionArn,
+        REVOCATION_SCHEDULER_ROLE_ARN: this.revocationSchedulerRole.roleArn,
+      },
+    });
+    this.rotateFunction.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['scheduler:CreateSchedule', 'scheduler:UpdateSchedule', 'scheduler:GetSchedule'],
+        resources: [revocationSchedules],
+      }),
+    );
+    this.rotateFunction.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['iam:PassRole'],
+        resources: [this.revocationSchedulerRole.roleArn],
+        conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+      }),
+    );
+    acknowledge(this.rotateFunction, `Resource::${flattenCfnReference(stack.resolve(revocationSchedules))}`,
+      'Revocation schedules are named after the key they revoke, at run time; the grant covers only the revoke- schedules of this stage\'s revocation group.');
+
+    this.doctorFunction = new AcctopsFunction(this, 'CheckKeyRotations', {
+      ...functionDefaults,
+      handlerDir: 'check-key-rotations',
+      description: 'The rotation doctor: repairs stuck AWSPENDING labels and orphan keys, reports expiring keys and overdue rotations',
+      timeout: Duration.minutes(5),
+      environment: { ...api, REVOCATION_SCHEDULE_GROUP: groupName },
+    }).bindEventBus(props.eventBus ?? EventBus.fromEventBusName(this, 'DefaultBus', 'default'), 'KEY_EVENT_BUS_NAME');
+    this.doctorFunction.addToRolePolicy(new PolicyStatement({ actions: ['scheduler:GetSchedule'], resources: [revocationSchedules] }));
+    // Neither list operation supports resource-level permissions.
+    this.doctorFunction.addToRolePolicy(new PolicyStatement({ actions: ['secretsmanager:ListSecrets', 'scheduler:ListSchedules'], resources: ['*'] }));
+    acknowledge(this.doctorFunction, 'Resource::*',
+      'secretsmanager:ListSecrets and scheduler:ListSchedules support no resource-level permissions; they return names and tags, never a secret value.');
+    acknowledge(this.doctorFunction, `Resource::${flattenCfnReference(stack.resolve(revocationSchedules))}`,
+      'The doctor reads the pending revocations: only the revoke- schedules of this stage\'s revocation group.');
+
+    for (const [companyId, secret] of this.secrets) this.attachRotation(companyId, secret, stage.apiKeys.rotationDays);
+
+    this.doctorScheduleRule = new Schedule(this, 'DoctorSchedule', {
+      description: `acctops ${stage.name}: runs the API-key rotation doctor`,
+      schedule: ScheduleExpression.expression(props.doctorSchedule ?? 'rate(1 hour)'),
+      target: this.doctorTarget(),
+    });
+
+    const action = new SnsAction(props.alarmTopic);
+    this.alarms = {
+      rotationFailures: alarm(this, 'RotationFailuresAlarm', action, {
+        description: 'A rotation step of a company API key failed; the rotation was rolled back and AWSCURRENT still works. Runbook: key rotation failures.',
+        metric: this.rotateFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
+      }),
+      revocationFailures: alarm(this, 'RevocationFailuresAlarm', action, {
+        description: 'Revoking a rotated-out API key failed; the old key still works. The doctor retries it; runbook: key rotation failures.',
+        metric: this.revokeFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
+      }),
+      doctorFailures: alarm(this, 'DoctorFailuresAlarm', action, {
+        description: 'The rotation doctor failed: stuck rotations and orphan keys are not being repaired.',
+        metric: this.doctorFunction.metricErrors({ period: Duration.hours(1), statistic: 'Sum' }),
+      }),
+      doctorFindings: alarm(this, 'DoctorFindingsAlarm', action, {
+        description:
+          'The rotation doctor found what it may not repair: a key close to expiry, an overdue or disabled rotation, a company it cannot check. ' +
+          'See its ApiKeyRotationFinding events or logs; runbook: key rotation findings.',
+        metric: new Metric({
+          namespace: METRICS_NAMESPACE,
+          metricName: 'UnrepairedRotationFindings',
+          dimensionsMap: { Stage: stage.name, Function: 'check-key-rotations' },
+          statistic: 'Maximum',
+          period: Duration.hours(1),
+        }),
+      }),
+    };
+
+    new CfnOutput(stack, 'CheckKeyRotationsFunctionName', {
+      value: this.doctorFunction.functionName,
+      description: 'The rotation doctor, invoked by `acctops doctor` with {} or { "repair": false }',
+    });
+    new CfnOutput(stack, 'KeyRevocationScheduleGroup', {
+      value: groupName,
+      description: 'Schedule group of the pending API-key revocations (`acctops keys status`)',
+    });
+  }
+
+  /**
+   * Lets a consumer function (an export) read every company key and find them by tag, as
+   * `CompanyApiKeys` does (src/core/api-keys/company-api-keys.ts).
+   */
+  grantCompanyKeys(fn: AcctopsFunction): void {
+    for (const secret of this.secrets.values()) fn.grantSecret(secret, 'read');
+    fn.addToRolePolicy(new PolicyStatement({ actions: ['secretsmanager:ListSecrets'], resources: ['*'] }));
+    acknowledge(fn, 'Resource::*', 'secretsmanager:ListSecrets supports no resource-level permissions; it finds the company key secrets by tag and returns no value.');
+  }
+
+  private companySecret(index: number, company: StageConfig['companies'][number], props: KeyRotationProps): ISecret {
+    const companyId = company.companyId.toLowerCase();
+    if (company.existingSecretArn !== undefined) {
+      return Secret.fromSecretCompleteArn(this, `ImportedCompanySecret${index}`, company.existingSecretArn);
+    }
+    const secret = new Secret(this, `CompanySecret${index}`, {
+      secretName: `acctops/${props.stage.name}/company/${companyId}/api-key`,
+      description:
+        `API key of company ${companyId} (JSON: apiKey, apiKeyId, keyPrefix, companyId, permissions, createdAt). ` +
+        'Created with a placeholder; put the real key with the runbook "install a company API key".',
+      encryptionKey: props.secretsKey,
+      removalPolicy: props.removalPolicy,
+    });
+    Tags.of(secret).add(COMPANY_KEY_TAGS.purpose, PURPOSE_COMPANY_KEY);
+    Tags.of(secret).add(COMPANY_KEY_TAGS.company, companyId);
+    return secret;
+  }
+
+  /** The secret's RotationSchedule, and exactly the permissions each function needs on it. */
+  private attachRotation(companyId: string, secret: ISecret, rotationDays: number): void {
+    const id = companyId.replace(/-/g, '');
+    this.rotateFunction.grantSecret(secret, 'rotate');
+    this.revokeFunction.grantSecret(secret, 'read');
+    this.doctorFunction.grantSecret(secret, 'read');
+    this.doctorFunction.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['secretsmanager:DescribeSecret', 'secretsmanager:ListSecretVersionIds', 'secretsmanager:UpdateSecretVersionStage'],
+        resources: [secret.secretArn],
+      }),
+    );
+    // Secrets Manager may invoke the rotation function for this secret only.
+    const permission = new CfnPermission(this, `RotationInvoke${id}`, {
+      action: 'lambda:InvokeFunction',
+      functionName: this.rotateFunction.functionArn,
+      principal: 'secretsmanager.amazonaws.com',
+      sourceAccount: Stack.of(this).account,
+      sourceArn: secret.secretArn,
+    });
+    const schedule = new CfnRotationSchedule(this, `Rotation${id}`, {
+      secretId: secret.secretArn,
+      rotationLambdaArn: this.rotateFunction.functionArn,
+      rotationRules: { automaticallyAfterDays: rotationDays },
+      rotateImmediatelyOnUpdate: false,
+    });
+    schedule.addDependency(permission);
+  }
+
+  /** The doctor as its schedule's target, with a role that may invoke exactly that function. */
+  private doctorTarget(): IScheduleTarget {
+    const role = new Role(this, 'DoctorSchedulerRole', {
+      assumedBy: new ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },
+      }),
+      description: 'Lets EventBridge Scheduler invoke the API-key rotation doctor, and nothing else',
+    });
+    role.addToPolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [this.doctorFunction.functionArn] }));
+    const doctor = this.doctorFunction;
+    return {
+      bind: () => ({
+        arn: doctor.functionArn,
+        role,
+        input: ScheduleTargetInput.fromObject({ source: 'acctops.scheduler', schedule: 'key-rotation-doctor', scheduledAt: ContextAttribute.scheduledTime }),
+        retryPolicy: { maximumRetryAttempts: 0, maximumEventAgeInSeconds: 300 },
+      }),
+    };
+  }
+}
+
+function acknowledge(fn: AcctopsFunction, finding: string, reason: string): void {
+  Validations.of(fn.executionRole).acknowledge({ id: `AwsSolutions-IAM5[${finding}]`, reason });
+}
+
+function alarm(scope: Construct, id: string, action: IAlarmAction, options: { description: string; metric: Metric }): Alarm {
+  const created = new Alarm(scope, id, {
+    alarmDescription: options.description,
+    metric: options.metric,
+    threshold: 1,
+    evaluationPeriods: 1,
+    comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+    // No data means nothing ran and nothing failed.
+    treatMissingData: TreatMissingData.NOT_BREACHING,
+  });
+  created.addAlarmAction(action);
+  return created;
+}

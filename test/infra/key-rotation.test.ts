@@ -1,0 +1,177 @@
+import type { CfnElement } from 'aws-cdk-lib';
+import { Match } from 'aws-cdk-lib/assertions';
+import type { IConstruct } from 'constructs';
+import { COMPANY_KEY_TAGS, PURPOSE_COMPANY_KEY, REVOCATION_SCHEDULE_PREFIX } from '../../lib/constructs/key-rotation';
+import * as core from '../../src/core/api-keys';
+import { acknowledgements, describeViolations, nagViolations, roleStatements, synthAcctopsStack } from '../helpers/cdk';
+
+const logicalId = (construct: IConstruct) => {
+  const element = construct.node.defaultChild as CfnElement;
+  return element.stack.getLogicalId(element);
+};
+
+const CREATED = '0B7E4C9A-3F1D-4C2B-9A8E-5D6F7A8B9C0D';
+const IMPORTED = '1b4e28ba-2fa1-41d2-883f-0016d3cca427';
+const IMPORTED_ARN = 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:legacy/company-key-AbCdEf';
+
+type Statement = { Action: string | string[]; Resource: unknown; Condition?: unknown; Effect: string };
+const actionsOf = (s: Statement) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+
+describe('KeyRotation', () => {
+  const { app, stack, template } = synthAcctopsStack({
+    companies: [{ companyId: CREATED }, { companyId: IMPORTED, existingSecretArn: IMPORTED_ARN }],
+    apiKeys: { rotationDays: 7, revocationGraceMinutes: 45 },
+  });
+  const keys = stack.keyRotation;
+  const created = keys.secrets.get(CREATED.toLowerCase())!;
+  const createdRef = { Ref: logicalId(created) };
+  const statementsOf = (role: IConstruct) => roleStatements(template, logicalId(role)) as Statement[];
+
+  it('keeps the tags equal to the ones the functions look for (lib cannot import src)', () => {
+    expect(COMPANY_KEY_TAGS).toEqual(core.COMPANY_KEY_TAGS);
+    expect(PURPOSE_COMPANY_KEY).toBe(core.PURPOSE_COMPANY_KEY);
+  });
+
+  it('creates the secret of a configured company under the stack key, tagged, and imports the other by ARN', () => {
+    expect(keys.secrets.get(IMPORTED)!.secretArn).toBe(IMPORTED_ARN);
+    template.resourceCountIs('AWS::SecretsManager::Secret', 2); // the institution credential and the created one
+    template.hasResourceProperties('AWS::SecretsManager::Secret', {
+      Name: `acctops/test/company/${CREATED.toLowerCase()}/api-key`,
+      KmsKeyId: { 'Fn::GetAtt': [logicalId(stack.secretsKey), 'Arn'] },
+      Tags: Match.arrayWith([
+        { Key: 'acctops:company', Value: CREATED.toLowerCase() },
+        { Key: 'acctops:purpose', Value: 'company-api-key' },
+      ]),
+    });
+  });
+
+  it('attaches a RotationSchedule to every company secret: the rotation function, every rotationDays, no rotation on deploy', () => {
+    const schedules = Object.values(template.findResources('AWS::SecretsManager::RotationSchedule')).map((r) => r.Properties);
+    expect(schedules).toHaveLength(2);
+    for (const props of schedules) {
+      expect(props).toMatchObject({
+        RotationLambdaARN: { 'Fn::GetAtt': [logicalId(keys.rotateFunction), 'Arn'] },
+        RotationRules: { AutomaticallyAfterDays: 7 },
+        RotateImmediatelyOnUpdate: false,
+      });
+    }
+    expect(schedules.map((p) => p.SecretId)).toEqual(expect.arrayContaining([createdRef, IMPORTED_ARN]));
+    // Secrets Manager may invoke the rotation function on behalf of these secrets only.
+    const permissions = Object.values(template.findResources('AWS::Lambda::Permission'))
+      .map((r) => r.Properties)
+      .filter((p) => p.Principal === 'secretsmanager.amazonaws.com');
+    expect(permissions.map((p) => p.SourceArn)).toEqual(expect.arrayContaining([createdRef, IMPORTED_ARN]));
+    expect(permissions).toHaveLength(2);
+  });
+
+  it('defaults to every 30 days', () => {
+    const { template: t } = synthAcctopsStack({ companies: [{ companyId: IMPORTED }] });
+    t.hasResourceProperties('AWS::SecretsManager::RotationSchedule', { RotationRules: { AutomaticallyAfterDays: 30 } });
+  });
+
+  it('gives the functions the grace period, the cache TTL and the revocation wiring in their environment', () => {
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: {
+        Variables: Match.objectLike({
+          ACCTOPS_FUNCTION: 'rotate-api-key',
+          REVOCATION_GRACE_SECONDS: '2700',
+          SECRET_CACHE_TTL_SECONDS: '300',
+          REVOCATION_SCHEDULE_GROUP: 'acctops-test-key-revocations',
+          REVOKE_FUNCTION_ARN: { 'Fn::GetAtt': [logicalId(keys.revokeFunction), 'Arn'] },
+          REVOCATION_SCHEDULER_ROLE_ARN: { 'Fn::GetAtt': [logicalId(keys.revocationSchedulerRole), 'Arn'] },
+        }),
+      },
+    });
+  });
+
+  describe('least privilege', () => {
+    const secretResources = [createdRef, IMPORTED_ARN];
+    const scheduleArn = (s: Statement) => JSON.stringify(s.Resource).includes(`schedule/`) && JSON.stringify(s.Resource).includes(`/${REVOCATION_SCHEDULE_PREFIX}*`);
+
+    it('rotation: the four rotation actions on the company secrets, schedules of its group, PassRole of the scheduler role only', () => {
+      const statements = statementsOf(keys.rotateFunction.executionRole);
+      const secretStatements = statements.filter((s) => actionsOf(s).some((a) => a.startsWith('secretsmanager:')));
+      expect(secretStatements.map((s) => s.Resource)).toEqual(expect.arrayContaining(secretResources));
+      expect(new Set(secretStatements.flatMap(actionsOf))).toEqual(
+        new Set(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue', 'secretsmanager:UpdateSecretVersionStage']),
+      );
+      const scheduler = statements.filter((s) => actionsOf(s).some((a) => a.startsWith('scheduler:')));
+      expect(scheduler).toHaveLength(1);
+      expect(actionsOf(scheduler[0]!).sort()).toEqual(['scheduler:CreateSchedule', 'scheduler:GetSchedule', 'scheduler:UpdateSchedule']);
+      expect(scheduleArn(scheduler[0]!)).toBe(true);
+      expect(JSON.stringify(scheduler[0]!.Resource)).toContain('acctops-test-key-revocations');
+      const passRole = statements.filter((s) => actionsOf(s).includes('iam:PassRole'));
+      expect(passRole).toEqual([
+        expect.objectContaining({
+          Resource: { 'Fn::GetAtt': [logicalId(keys.revocationSchedulerRole), 'Arn'] },
+          Condition: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+        }),
+      ]);
+      expect(statements.some((s) => s.Resource === '*')).toBe(false);
+      // The customer-managed key, only through Secrets Manager for that secret.
+      expect(statements).toContainEqual(
+        expect.objectContaining({
+          Action: ['kms:Decrypt', 'kms:GenerateDataKey'],
+          Condition: { StringEquals: expect.objectContaining({ 'kms:EncryptionContext:SecretARN': createdRef }) },
+        }),
+      );
+    });
+
+    it('revocation: reads the company secrets, nothing else', () => {
+      const statements = statementsOf(keys.revokeFunction.executionRole).filter((s) => !actionsOf(s).some((a) => a.startsWith('logs:')));
+      expect(new Set(statements.flatMap(actionsOf))).toEqual(new Set(['secretsmanager:GetSecretValue', 'kms:Decrypt']));
+    });
+
+    it('doctor: no PutSecretValue; list calls only where no resource-level permission exists', () => {
+      const statements = statementsOf(keys.doctorFunction.executionRole);
+      const actions = new Set(statements.flatMap(actionsOf));
+      expect(actions.has('secretsmanager:PutSecretValue')).toBe(false);
+      expect(actions.has('scheduler:CreateSchedule')).toBe(false);
+      const wildcard = statements.filter((s) => s.Resource === '*');
+      expect(wildcard.flatMap(actionsOf).sort()).toEqual(['scheduler:ListSchedules', 'secretsmanager:ListSecrets']);
+    });
+
+    it('the revocation schedules run as a role that may invoke revoke-api-key and nothing else', () => {
+      expect(statementsOf(keys.revocationSchedulerRole)).toEqual([
+        { Effect: 'Allow', Action: 'lambda:InvokeFunction', Resource: { 'Fn::GetAtt': [logicalId(keys.revokeFunction), 'Arn'] } },
+      ]);
+      const role = template.findResources('AWS::IAM::Role')[logicalId(keys.revocationSchedulerRole)]!;
+      expect(role.Properties.AssumeRolePolicyDocument.Statement[0]).toMatchObject({
+        Principal: { Service: 'scheduler.amazonaws.com' },
+        Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } }, ArnLike: { 'aws:SourceArn': expect.anything() } },
+      });
+    });
+  });
+
+  it('runs the doctor on a schedule and sends every alarm to the stack topic', () => {
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(1 hour)',
+      Target: Match.objectLike({ Arn: { 'Fn::GetAtt': [logicalId(keys.doctorFunction), 'Arn'] } }),
+    });
+    const topic = { Ref: logicalId(stack.alarmTopic) };
+    for (const alarm of Object.values(keys.alarms)) {
+      const props = template.findResources('AWS::CloudWatch::Alarm')[logicalId(alarm)]!.Properties;
+      expect(props.AlarmActions).toEqual([topic]);
+    }
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'UnrepairedRotationFindings',
+      Namespace: 'Acctops',
+      Dimensions: Match.arrayWith([{ Name: 'Function', Value: 'check-key-rotations' }]),
+    });
+  });
+
+  describe('cdk-nag AwsSolutions', () => {
+    it('reports no unacknowledged error or warning', () => {
+      expect(describeViolations(nagViolations(app))).toEqual([]);
+    });
+
+    it('acknowledges only wildcards it explains', () => {
+      const mine = acknowledgements(app).filter((a) => a.path.includes('/KeyRotation/'));
+      expect(mine.length).toBeGreaterThan(0);
+      for (const ack of mine) {
+        expect(ack.id).toMatch(/^AwsSolutions-IAM5\[Resource::/);
+        expect(ack.reason.length).toBeGreaterThan(60);
+      }
+    });
+  });
+});
