@@ -192,7 +192,7 @@ describe('client against the sandbox: pagination', () => {
       await world.sandbox.admin.faults.add({ route: TX, fault: { type: 'foreign_next' } });
       const sandboxOrigin = new URL(world.sandbox.baseUrl).origin;
       await world.sandbox.admin.faults.add({ route: TX, after: 1, fault: { type: 'foreign_next', url: `${sandboxOrigin}/api/v2/accounting/transactions/?page=2` } });
-      const client = world.client({ credentials: apiKeyAuth(world.key) });
+      const client = world.client();
       const first = await pagesUntilFailure(client.transactions.list({ pageSize: 40 }));
       expect(first.error).toMatchObject({ reason: 'foreign_next', message: expect.stringContaining('http://foreign.invalid/api/v1/') as unknown });
       const second = await pagesUntilFailure(client.transactions.list({ pageSize: 40 }));

@@ -16,7 +16,7 @@ import { type RunningSandbox, type SandboxOptions, startSandbox } from '../../..
  * sandbox's token bucket checks, not an assumption of the test.
  */
 
-export const START = Date.UTC(2026, 10, 1, 9, 0, 0);
+const START = Date.UTC(2026, 10, 1, 9, 0, 0);
 export const MINUTE = 60_000;
 
 /** The client's clock: the sandbox's time, where every sleep advances it and is recorded. */
