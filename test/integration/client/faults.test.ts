@@ -5,8 +5,10 @@ import {
   ResponseValidationError,
   ServerError,
   TokenRevokedError,
+  type Transport,
   accessTokenAuth,
   apiKeyAuth,
+  fetchTransport,
 } from '../../../src/core/accounting-api';
 import { MINUTE, SteppingClock, type World, newIdentity, rejectionOf, startWorld } from './support';
 
@@ -91,8 +93,13 @@ describe('client against the sandbox: every fault type', () => {
     it('slower than timeoutMs: the attempt times out and the retry succeeds', async () => {
       await world.sandbox.admin.faults.add({ route: TX, fault: { type: 'slow', delayMs: 5 * MINUTE } });
       const clock = new SteppingClock(world.clock);
-      // The retry is held to the same timeout: leave it room on a busy machine.
-      expect(await world.client({ clock, timeoutMs: 500 }).transactions.list().all()).toHaveLength(30);
+      // The default transport enforces the timeout; only the first attempt gets a short one, so
+      // that the retry cannot time out on a busy machine.
+      let attempts = 0;
+      const inner = fetchTransport();
+      const transport: Transport = (request) => inner({ ...request, timeoutMs: attempts++ === 0 ? 100 : request.timeoutMs });
+      expect(await world.client({ clock, transport }).transactions.list().all()).toHaveLength(30);
+      expect(attempts).toBe(2);
       expect(clock.sleeps).toEqual([250]);
       expect((await world.sandbox.admin.stats()).parked).toBe(1);
       world.clock.advance(5 * MINUTE); // release the abandoned response
