@@ -261,7 +261,7 @@ export class KeyRotation extends Construct {
       rotationRules: { automaticallyAfterDays: rotationDays },
       rotateImmediatelyOnUpdate: false,
     });
-    schedule.addDependency(permission);
+    schedule.addResourceDependency(permission);
   }
 
   /** The doctor as its schedule's target, with a role that may invoke exactly that function. */

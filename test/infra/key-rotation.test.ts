@@ -62,6 +62,13 @@ describe('KeyRotation', () => {
       .filter((p) => p.Principal === 'secretsmanager.amazonaws.com');
     expect(permissions.map((p) => p.SourceArn)).toEqual(expect.arrayContaining([createdRef, IMPORTED_ARN]));
     expect(permissions).toHaveLength(2);
+    // Created after the permission, or CloudFormation's configuration test could not invoke the function.
+    const permissionIds = Object.entries(template.findResources('AWS::Lambda::Permission'))
+      .filter(([, r]) => r.Properties.Principal === 'secretsmanager.amazonaws.com')
+      .map(([logical]) => logical);
+    for (const schedule of Object.values(template.findResources('AWS::SecretsManager::RotationSchedule'))) {
+      expect(permissionIds.some((id) => (schedule.DependsOn as string[]).includes(id))).toBe(true);
+    }
   });
 
   it('defaults to every 30 days', () => {

@@ -291,7 +291,7 @@ export class KeyRotation {
    * A failure here is logged, not thrown (the step's own error is the one to report); the doctor
    * repairs what is left.
    */
-  async abandon(secretId: string, token: string, log: Logger = this.deps.logger): Promise<void> {
+  private async abandon(secretId: string, token: string, log: Logger): Promise<void> {
     try {
       const description = await this.deps.store.describeSecret(secretId);
       const stages = description.versionStages[token] ?? [];
