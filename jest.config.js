@@ -3,6 +3,8 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  // The canary-secret scan of every test file's output, logs and events (docs/security.md).
+  setupFilesAfterEnv: ['<rootDir>/test/helpers/canary-setup.ts'],
   // ts-jest only transpiles: `tsc --noEmit` type-checks once, before jest runs (npm test).
   transform: {
     '^.+\\.[tj]sx?$': ['ts-jest', { isolatedModules: true, tsconfig: { allowJs: true, module: 'commonjs', moduleResolution: 'node10', ignoreDeprecations: '6.0', rootDir: '.' } }],
