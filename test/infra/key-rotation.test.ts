@@ -1,9 +1,11 @@
 import type { CfnElement } from 'aws-cdk-lib';
-import { Match } from 'aws-cdk-lib/assertions';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { AcctopsFunction } from '../../lib/constructs/acctops-function';
 import type { IConstruct } from 'constructs';
 import { COMPANY_KEY_TAGS, PURPOSE_COMPANY_KEY, REVOCATION_SCHEDULE_PREFIX } from '../../lib/constructs/key-rotation';
 import * as core from '../../src/core/api-keys';
-import { acknowledgements, describeViolations, nagViolations, roleStatements, synthAcctopsStack } from '../helpers/cdk';
+import { AcctopsStack } from '../../lib/stacks/acctops-stack';
+import { acknowledgements, describeViolations, nagViolations, roleStatements, synthAcctopsStack, testApp, testStage } from '../helpers/cdk';
 
 const logicalId = (construct: IConstruct) => {
   const element = construct.node.defaultChild as CfnElement;
@@ -165,6 +167,20 @@ describe('KeyRotation', () => {
       Namespace: 'Acctops',
       Dimensions: Match.arrayWith([{ Name: 'Function', Value: 'check-key-rotations' }]),
     });
+  });
+
+  it('grantCompanyKeys lets a consumer read every company key and find them by tag, nag-clean', () => {
+    const other = testApp();
+    const withConsumer = new AcctopsStack(other, 'acctops-test', { stage: testStage({ companies: [{ companyId: CREATED }] }) });
+    const consumer = new AcctopsFunction(withConsumer, 'Consumer', { ...withConsumer.functionDefaults, handlerDir: 'check-health', description: 'a consumer' });
+    withConsumer.keyRotation.grantCompanyKeys(consumer);
+    const t = Template.fromStack(withConsumer);
+    const statements = roleStatements(t, logicalId(consumer.executionRole)) as Statement[];
+    const secret = { Ref: logicalId(withConsumer.keyRotation.secrets.get(CREATED.toLowerCase())!) };
+    expect(statements).toContainEqual(expect.objectContaining({ Action: 'secretsmanager:GetSecretValue', Resource: secret }));
+    expect(statements).toContainEqual(expect.objectContaining({ Action: 'secretsmanager:ListSecrets', Resource: '*' }));
+    expect(new Set(statements.flatMap(actionsOf))).not.toContain('secretsmanager:PutSecretValue');
+    expect(describeViolations(nagViolations(other))).toEqual([]);
   });
 
   describe('cdk-nag AwsSolutions', () => {
