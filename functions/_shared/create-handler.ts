@@ -1,6 +1,6 @@
 import middy, { type MiddlewareObj, type MiddyfiedHandler } from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
 import { envString, readEnv } from '../../src/core/shared/env';
 import { parseWith, ValidationError } from '../../src/core/shared/errors';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { AwsSecretStore } from '../../src/adapters/aws/secrets-manager';
 import { createAccountingClient } from '../../src/core/accounting-api';
 import { cachedInstitutionCredential } from '../../src/core/credentials/institution-credential';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { AwsTokenRuntime, tokenEnv } from '../../src/adapters/aws/token-runtime';
 import { systemClock } from '../../src/core/shared/clock';
 import { readEnv } from '../../src/core/shared/env';

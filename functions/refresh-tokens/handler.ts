@@ -1,5 +1,5 @@
 import type { SQSBatchResponse } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { AwsTokenRuntime, tokenEnv } from '../../src/adapters/aws/token-runtime';
 import { systemClock } from '../../src/core/shared/clock';
 import { readEnv } from '../../src/core/shared/env';

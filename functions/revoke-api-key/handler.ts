@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { AwsKeyRotationRuntime, keyRotationEnv } from '../../src/adapters/aws/key-rotation-runtime';
 import { revocationSchema, revokeApiKey } from '../../src/core/api-keys';
 import { systemClock } from '../../src/core/shared/clock';

@@ -8,7 +8,7 @@ import {
   UpdateCommand,
   type NativeAttributeValue,
 } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseWith } from '../../core/shared/errors';
 import { TOKEN_TABLE, dueShardOf } from '../../core/tokens/token-table';
 import {

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { AcctopsError, type FieldIssue, issuesFromZod } from '../shared/errors';
 import { keyPrefix, redactString } from '../shared/redact';
 import type { TransportFailure, TransportResponse } from './transport';

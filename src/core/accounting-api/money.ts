@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Money is an integer number of minor units (cents for EUR), held as a bigint so that it stays

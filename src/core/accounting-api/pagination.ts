@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { ConfigError } from '../shared/errors';
 import { PaginationError, responseValidationError } from './errors';
 import type { ApiResponse } from './request';

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { type Clock } from '../shared/clock';
 import { type Logger } from '../shared/logger';
 import { type AuthScheme, type Credential, type CredentialProvider, authHeader } from './auth';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { uuidSchema } from '../accounting-api/schemas';
 import { issuesFromZod, ValidationError } from '../shared/errors';
 import { keyPrefix, registerSecret } from '../shared/redact';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { type AccountingClient, NotFoundError } from '../accounting-api';
 import { uuidSchema } from '../accounting-api/schemas';
 import { type SecretStore, SecretStage } from '../ports/secrets';

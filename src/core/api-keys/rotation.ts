@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { type AccountingClient, type ApiKey } from '../accounting-api';
 import { timestampMillis } from '../accounting-api/schemas';
 import { type SecretDescription, type SecretStore, SecretNotFoundError, SecretStage, versionWithStage } from '../ports/secrets';

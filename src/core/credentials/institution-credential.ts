@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { SecretStore } from '../ports/secrets';
 import { CachedSecret, type CachedSecretOptions } from '../shared/cached-secret';
 import { issuesFromZod, ValidationError } from '../shared/errors';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseWith, ValidationError } from '../shared/errors';
 import { DATASETS, FORMATS, type DatasetName, type ExportFormat } from './types';
 

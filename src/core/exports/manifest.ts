@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { issuesFromZod } from '../shared/errors';
 import { ManifestError } from './errors';
 import type { ObjectStore } from './object-store';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { datasetsSchema, defaultFormats, formatsSchema, type ExportJob, type ExportTrigger } from './export-jobs';
 import { parsePeriod, periodOf, type Period } from './period';
 

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 
 /** Root of every error acctops raises on purpose. `code` is stable and machine-readable. */
 export class AcctopsError extends Error {

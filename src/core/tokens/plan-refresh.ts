@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Clock } from '../shared/clock';
 import { parseWith } from '../shared/errors';
 import type { Logger } from '../shared/logger';

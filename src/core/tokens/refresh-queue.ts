@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError, parseWith } from '../shared/errors';
 import type { DueToken } from './token-store';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { InvalidGrantError, NotFoundError, UserExistsError, type AccountingClient, type TokenPair } from '../accounting-api';
 import { EventPublishError, type EventPublisher } from '../ports/events';
 import type { Clock } from '../shared/clock';

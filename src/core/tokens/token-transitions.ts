@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError, parseWith } from '../shared/errors';
 import {
   MAX_PAGE_SIZE,

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseWith } from '../../shared/errors';
 import { registerSecret } from '../../shared/redact';
 import type { RequestEngine } from '../request';
