@@ -1,5 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { JsonLogger } from '../src/core/shared/logger';
+import { keyPrefix } from '../src/core/shared/redact';
 import type { DemoCredentials } from './admin';
 import { startSandbox, type RunningSandbox, type SandboxOptions } from './index';
 
@@ -59,11 +60,19 @@ export function sandboxCommand(): Command {
     .option('--verbose', 'log every request as a JSON line');
 }
 
-export function formatDemoCredentials(demo: DemoCredentials): string[] {
-  const lines = [demo.notice, '', `Institution header   Institution: ${demo.institution.header}`, '', 'Companies and API keys:'];
+/**
+ * The demo credentials as text. `mask` shows keys by their prefix and hides the institution secret:
+ * for `acctops sandbox`, whose output, like all of the acctops CLI's, shows no credential.
+ */
+export function formatDemoCredentials(demo: DemoCredentials, options: { mask?: boolean } = {}): string[] {
+  const mask = options.mask === true;
+  const header = mask ? `${demo.institution.id}:<secret hidden; --show-credentials prints it>` : demo.institution.header;
+  const lines = [demo.notice, '', `Institution header   Institution: ${header}`, '', 'Companies and API keys:'];
   for (const company of demo.companies) {
     lines.push(`  ${company.name}  publicId=${company.publicId}  ${company.currency}`);
-    for (const key of company.apiKeys) lines.push(`    ${key.name.padEnd(24)} ${key.key}  [${key.permissions.join(', ')}]`);
+    for (const key of company.apiKeys) {
+      lines.push(`    ${key.name.padEnd(24)} ${mask ? `${keyPrefix(key.key)}…` : key.key}  [${key.permissions.join(', ')}]`);
+    }
   }
   lines.push('', `Users of ${demo.institution.id} (tokens: POST /institution/users/token/retrieve/ with these three fields):`);
   for (const user of demo.users) {
@@ -76,7 +85,7 @@ export function formatDemoCredentials(demo: DemoCredentials): string[] {
 export async function runSandboxCli(
   argv: string[],
   io: SandboxCliIo = { out: (line) => console.log(line) },
-  options: { handleSignals?: boolean } = {},
+  options: { handleSignals?: boolean; maskCredentials?: boolean } = {},
 ): Promise<SandboxCliRun> {
   const command = sandboxCommand()
     .exitOverride()
@@ -137,7 +146,7 @@ export async function runSandboxCli(
   io.out(`  base URL   ${sandbox.baseUrl}`);
   io.out(`  admin API  ${sandbox.adminUrl}  (POST /__sandbox/<operation>, see sandbox/README.md)`);
   io.out('');
-  for (const line of sandbox.demo ? formatDemoCredentials(sandbox.demo) : ['No demo data (--no-demo).']) io.out(line);
+  for (const line of sandbox.demo ? formatDemoCredentials(sandbox.demo, { mask: options.maskCredentials }) : ['No demo data (--no-demo).']) io.out(line);
   io.out('');
   io.out(handleSignals ? 'Press Ctrl+C to stop.' : 'Running.');
   return { sandbox, stop, done };
