@@ -1,0 +1,41 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDbTokenStore } from './dynamodb-token-store';
+import { LambdaFunctionInvoker } from './function-invoker';
+import { EventBridgeRevocationScheduler } from './revocation-scheduler';
+import { AwsSecretStore } from './secrets-manager';
+import { readStackOutputs } from './stack-outputs';
+
+/**
+ * The AWS side of the `acctops` CLI's AWS mode, built on the default credential chain (profile,
+ * SSO, environment) and the given region. Endpoints follow the SDK's own `AWS_ENDPOINT_URL_*`
+ * variables, which is how tests point them at local fakes. Nothing here reads a secret unless a
+ * command asks for it.
+ */
+export class OperatorClients {
+  private readonly config: { region?: string };
+
+  constructor(options: { region?: string } = {}) {
+    this.config = options.region ? { region: options.region } : {};
+  }
+
+  stackOutputs(stackName: string): Promise<Record<string, string>> {
+    return readStackOutputs(stackName, this.config);
+  }
+
+  functions(): LambdaFunctionInvoker {
+    return new LambdaFunctionInvoker(this.config);
+  }
+
+  secrets(): AwsSecretStore {
+    return new AwsSecretStore(this.config);
+  }
+
+  tokenStore(tableName: string): DynamoDbTokenStore {
+    return new DynamoDbTokenStore({ client: new DynamoDBClient(this.config), tableName });
+  }
+
+  /** The pending revocations of the schedule group (listing needs no target or role). */
+  revocationScheduler(groupName: string): EventBridgeRevocationScheduler {
+    return new EventBridgeRevocationScheduler({ groupName, client: this.config });
+  }
+}
