@@ -72,6 +72,11 @@ export default tseslint.config(
       ],
     },
   },
+  restrict(
+    ['cli/**/*.ts'],
+    [...outerLayers('lib', 'functions', 'test', 'bench'), ...sdk, ...lambda, ...cdk],
+    'the CLI composes src (AWS through src/adapters/aws) and the sandbox; it never reaches lib or functions.',
+  ),
   { files: ['bin/**/*.ts', 'bench/**/*.ts', 'sandbox/cli.ts'], rules: { 'no-console': 'off' } },
   {
     files: ['test/**/*.ts'],

@@ -1,0 +1,10 @@
+// The `acctops` CLI (README, "The acctops CLI"); bin/acctops.cjs runs this file through tsx.
+import { runCli } from '../cli/program';
+
+// The SDK's advice to upgrade Node would land in the middle of a command's output; the engines
+// field of package.json is where the supported Node versions are stated.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+void runCli(process.argv.slice(2), { io: { stdout: process.stdout, stderr: process.stderr }, env: process.env, cwd: process.cwd() }).then((code) => {
+  process.exitCode = code;
+});

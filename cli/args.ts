@@ -1,0 +1,100 @@
+import { InvalidArgumentError } from 'commander';
+import { FORMATS, parsePeriod, type ExportFormat } from '../src/core/exports';
+import { UsageError } from './errors';
+
+/**
+ * Argument parsers. A refusal says what is expected and never repeats the value (commander's own
+ * message is stripped of it in `describeError`), since a mistyped secret must not be echoed.
+ */
+
+const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function guid(raw: string): string {
+  if (!GUID.test(raw)) throw new InvalidArgumentError('expected a UUID such as 6f1c2a3b-0000-4000-8000-000000000000');
+  return raw.toLowerCase();
+}
+
+export function month(raw: string): string {
+  try {
+    return parsePeriod(raw).text;
+  } catch {
+    throw new InvalidArgumentError('expected a month as YYYY-MM, e.g. 2026-10');
+  }
+}
+
+export function email(raw: string): string {
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(raw) || raw.length > 512) throw new InvalidArgumentError('expected an email address');
+  return raw;
+}
+
+export function nonEmpty(raw: string): string {
+  if (raw.trim() === '' || raw.length > 512) throw new InvalidArgumentError('expected a non-empty value of at most 512 characters');
+  return raw.trim();
+}
+
+export function formats(raw: string): ExportFormat[] {
+  const list = raw.split(',').map((f) => f.trim().toLowerCase()).filter((f) => f !== '');
+  const unknown = list.filter((f) => !(FORMATS as readonly string[]).includes(f));
+  if (list.length === 0 || unknown.length > 0) throw new InvalidArgumentError(`expected a comma-separated list of ${FORMATS.join(', ')}`);
+  return [...new Set(list)] as ExportFormat[];
+}
+
+const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `90s`, `31m`, `2h`, `1d`. */
+export function duration(raw: string): number {
+  const match = /^(\d{1,7})([smhd])$/.exec(raw.trim());
+  if (!match) throw new InvalidArgumentError('expected a duration such as 31m, 2h or 1d');
+  return Number(match[1]) * UNITS[match[2]!]!;
+}
+
+export function httpUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new InvalidArgumentError('expected an http(s) URL ending in /api/v1');
+  }
+  if (!/^https?:$/.test(url.protocol)) throw new InvalidArgumentError('expected an http(s) URL ending in /api/v1');
+  if (url.username !== '' || url.password !== '') throw new InvalidArgumentError('credentials do not belong in the URL; use ACCTOPS_API_KEY');
+  return raw.replace(/\/+$/, '');
+}
+
+export type ExportTarget = { kind: 'dir'; path: string } | { kind: 's3'; bucket: string; prefix: string };
+
+/** `s3://bucket[/prefix]` or a directory. */
+export function exportTarget(raw: string): ExportTarget {
+  if (raw.startsWith('s3://')) {
+    const match = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(raw);
+    if (!match) throw new InvalidArgumentError('expected s3://bucket[/prefix] or a directory');
+    return { kind: 's3', bucket: match[1]!, prefix: (match[2] ?? '').replace(/^\/+|\/+$/g, '') };
+  }
+  if (raw.trim() === '' || /^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) throw new InvalidArgumentError('expected s3://bucket[/prefix] or a directory');
+  return { kind: 'dir', path: raw };
+}
+
+/** `Key=Value` naming a stack output. */
+export function outputPair(raw: string, previous: string[] = []): string[] {
+  if (!/^[A-Za-z][A-Za-z0-9]*=\S+$/.test(raw)) throw new InvalidArgumentError('expected OutputKey=value, e.g. OnboardUserFunctionName=acctops-prod-onboard');
+  return [...previous, raw];
+}
+
+/**
+ * Credentials never come from a flag: a flag's value stays in the shell history and shows in
+ * `ps`. Such flags are refused before anything is parsed, and the refusal does not repeat them.
+ */
+const CREDENTIAL_FLAG = /^--?(api[-_]?key|key|secret|secret[-_]key|client[-_]secret|token|access[-_]token|refresh[-_]token|password|passwd|institution|institution[-_]secret|institution[-_]credential|credentials?|bearer|authorization|auth)(=.*)?$/i;
+
+export function rejectCredentialFlags(argv: readonly string[]): void {
+  for (const arg of argv) {
+    if (arg === '--') return;
+    const match = CREDENTIAL_FLAG.exec(arg);
+    if (match) {
+      const flag = arg.split('=')[0]!;
+      throw new UsageError(
+        `${flag} is refused: acctops never takes a credential from a flag (it would stay in shell history)`,
+        'set ACCTOPS_API_KEY or ACCTOPS_INSTITUTION in the environment, or keep it in the secret store (README, "Credentials")',
+      );
+    }
+  }
+}

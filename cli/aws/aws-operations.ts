@@ -1,0 +1,187 @@
+import { randomUUID } from 'node:crypto';
+import { OperatorClients } from '../../src/adapters/aws/operator-clients';
+import { apiKeyAuth, createAccountingClient } from '../../src/core/accounting-api';
+import { keyStatus, parseCompanyKeySecret, rotateNow, taggedKeyDirectory, type DoctorReport as RotationReport } from '../../src/core/api-keys';
+import type { HealthReport } from '../../src/core/health/check-health';
+import { SecretStage } from '../../src/core/ports/secrets';
+import { systemClock } from '../../src/core/shared/clock';
+import { encodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
+import type { OnboardInput, OnboardResult, RecoverResult, RevokeResult } from '../../src/core/tokens/token-lifecycle';
+import type { PlanReport } from '../../src/core/tokens/plan-refresh';
+import { httpUrl } from '../args';
+import { CliConfigError } from '../errors';
+import { iso } from '../format';
+import type { Session } from '../session';
+import { findingsOf, tokenHealth, type DoctorReport, type Skipped } from '../commands/doctor';
+import type { KeyStatusReport, RotateReport } from '../commands/keys';
+import type { RefreshReport } from '../commands/tokens';
+import { listLocal, type UserRow } from '../commands/users';
+
+/**
+ * The stack outputs the AWS mode reads, by key (docs/architecture.md, "Outputs"). Each can be named
+ * with `--output <Key>=<value>` instead, e.g. when a construct does not export it (yet).
+ */
+export const OUTPUTS = {
+  onboardUser: 'OnboardUserFunctionName',
+  revokeUser: 'RevokeUserFunctionName',
+  recoverUser: 'RecoverUserFunctionName',
+  planRefresh: 'PlanTokenRefreshFunctionName',
+  refreshTokens: 'RefreshTokensFunctionName',
+  tokenTable: 'TokenTableName',
+  checkHealth: 'CheckHealthFunctionName',
+  checkKeyRotations: 'CheckKeyRotationsFunctionName',
+  revocationGroup: 'KeyRevocationScheduleGroup',
+} as const;
+
+export interface AwsOperations {
+  onboardUser(input: OnboardInput): Promise<OnboardResult>;
+  revokeUser(externalId: string): Promise<RevokeResult>;
+  recoverUser(externalId: string, options: { reactivate: boolean }): Promise<RecoverResult>;
+  listUsers(): Promise<{ rows: UserRow[]; now: number }>;
+  refreshDue(): Promise<RefreshReport>;
+  refreshUser(externalId: string): Promise<RefreshReport>;
+  rotateKey(companyId: string, options: { wait: boolean }): Promise<RotateReport>;
+  keyStatus(): Promise<KeyStatusReport>;
+  doctor(options: { repair: boolean }): Promise<DoctorReport>;
+}
+
+/** How long `keys rotate` waits for Secrets Manager to finish the four steps. */
+const ROTATION_WAIT_MS = 120_000;
+
+class StackOperations implements AwsOperations {
+  private outputs?: Promise<Record<string, string>>;
+
+  constructor(
+    private readonly session: Session,
+    private readonly stack: string,
+    private readonly clients: OperatorClients,
+    private readonly overrides: Record<string, string>,
+  ) {}
+
+  /** An output's value: from --output, else from DescribeStacks (read once). */
+  private async output(key: string, purpose: string): Promise<string> {
+    if (this.overrides[key] !== undefined) return this.overrides[key];
+    this.outputs ??= this.clients.stackOutputs(this.stack);
+    const value = (await this.outputs)[key];
+    if (value === undefined) {
+      throw new CliConfigError(`stack ${this.stack} has no output ${key} (needed to ${purpose})`, `pass --output ${key}=<value>, or deploy a stack version that exports it`);
+    }
+    return value;
+  }
+
+  private async invoke<T>(key: string, purpose: string, payload: unknown): Promise<T> {
+    return this.clients.functions().invoke<T>(await this.output(key, purpose), payload);
+  }
+
+  onboardUser(input: OnboardInput): Promise<OnboardResult> {
+    return this.invoke(OUTPUTS.onboardUser, 'onboard a user', input);
+  }
+
+  revokeUser(externalId: string): Promise<RevokeResult> {
+    return this.invoke(OUTPUTS.revokeUser, 'revoke a user', { externalId });
+  }
+
+  recoverUser(externalId: string, options: { reactivate: boolean }): Promise<RecoverResult> {
+    return this.invoke(OUTPUTS.recoverUser, 'recover a user', { externalId, ...(options.reactivate ? { reactivate: true } : {}) });
+  }
+
+  async listUsers(): Promise<{ rows: UserRow[]; now: number }> {
+    const store = this.clients.tokenStore(await this.output(OUTPUTS.tokenTable, 'list the users'));
+    return listLocal(store, systemClock.now());
+  }
+
+  /** The planner, invoked as its schedule invokes it: it enqueues the due users for the workers. */
+  async refreshDue(): Promise<RefreshReport> {
+    const now = new Date(systemClock.now()).toISOString();
+    const plan = await this.invoke<PlanReport>(OUTPUTS.planRefresh, 'plan a refresh', {
+      source: 'acctops.scheduler',
+      schedule: 'token-refresh',
+      scheduledAt: now,
+      executionId: `acctops-cli-${randomUUID()}`,
+    });
+    return { mode: 'enqueued', planned: plan.enqueued, outcomes: [], counts: {} };
+  }
+
+  /** The refresh worker, invoked with one queue message for the user, as SQS would deliver it. */
+  async refreshUser(externalId: string): Promise<RefreshReport> {
+    const messageId = `acctops-cli-${randomUUID()}`;
+    const response = await this.invoke<{ batchItemFailures?: { itemIdentifier: string }[] }>(OUTPUTS.refreshTokens, 'refresh a user', {
+      Records: [{ messageId, body: encodeRefreshRequest({ externalId, dueAt: systemClock.now() }), eventSource: 'aws:sqs' }],
+    });
+    const failed = (response?.batchItemFailures ?? []).some((f) => f.itemIdentifier === messageId);
+    const outcome = failed ? { externalId, result: 'failed' as const, errorClass: 'see the refresh-tokens function logs' } : { externalId, result: 'refreshed' as const };
+    return { mode: 'local', planned: 1, outcomes: [outcome], counts: { [outcome.result]: 1 } };
+  }
+
+  async rotateKey(companyId: string, options: { wait: boolean }): Promise<RotateReport> {
+    const store = this.clients.secrets();
+    const directory = taggedKeyDirectory(store);
+    const entry = await directory.find(companyId);
+    const before = parseCompanyKeySecret((await store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
+    const result = await rotateNow(companyId, { store, directory, logger: this.session.out.logger() });
+    let state = result.state;
+    const deadline = systemClock.now() + ROTATION_WAIT_MS;
+    const bar = this.session.out.progress('rotation');
+    while (options.wait && state === 'in_progress' && systemClock.now() < deadline) {
+      bar.update(0, undefined, 'Secrets Manager is running the rotation steps');
+      await systemClock.sleep(2000);
+      const stages = (await store.describeSecret(entry.secretId)).versionStages[result.versionId] ?? [];
+      state = stages.includes(SecretStage.current) ? 'completed' : stages.includes(SecretStage.pending) ? 'in_progress' : 'failed';
+    }
+    bar.finish();
+    const after = parseCompanyKeySecret((await store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
+    return { ...result, state, previousKeyPrefix: before.keyPrefix, keyPrefix: after.keyPrefix };
+  }
+
+  async keyStatus(): Promise<KeyStatusReport> {
+    const store = this.clients.secrets();
+    const baseUrl = this.baseUrl();
+    const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
+    const companies = await keyStatus({
+      store,
+      directory: taggedKeyDirectory(store),
+      scheduler,
+      clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.session.out.logger() }),
+    });
+    return { now: iso(systemClock.now())!, companies };
+  }
+
+  async doctor(options: { repair: boolean }): Promise<DoctorReport> {
+    const now = systemClock.now();
+    const skipped = (error: unknown): Skipped => ({ skipped: error instanceof Error ? error.message : String(error) });
+    const health = await this.invoke<HealthReport>(OUTPUTS.checkHealth, 'check secrets and the service', {}).then((r) => ({ probes: r.probes }), skipped);
+    const rotations = await this.invoke<RotationReport>(OUTPUTS.checkKeyRotations, 'check key rotations', { repair: options.repair }).then(
+      (r) => ({ companies: r.companies, findings: r.findings }),
+      skipped,
+    );
+    const tokens = await this.listUsers().then((r) => tokenHealth(r.rows, now), skipped);
+    const partial = {
+      mode: 'aws' as const,
+      checkedAt: iso(now)!,
+      health,
+      tokens,
+      rotations,
+      exports: { skipped: 'the last export per company needs the export bucket; not wired in AWS mode yet (run `acctops doctor` locally or list s3://<bucket>/exports/)' },
+    };
+    return { ...partial, findings: findingsOf(partial) };
+  }
+
+  private baseUrl(): string {
+    const raw = this.session.env.ACCTOPS_BASE_URL;
+    if (raw === undefined || raw.trim() === '') {
+      throw new CliConfigError('keys status calls the service with each company key and needs its base URL', 'set ACCTOPS_BASE_URL to the stage\'s baseUrl (cdk.json)');
+    }
+    return httpUrl(raw.trim());
+  }
+}
+
+export async function openAwsOperations(session: Session): Promise<AwsOperations> {
+  const stack = session.stack!;
+  const overrides: Record<string, string> = {};
+  for (const pair of session.flags.output ?? []) {
+    const at = pair.indexOf('=');
+    overrides[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  const region = session.flags.region ?? session.env.AWS_REGION ?? session.env.AWS_DEFAULT_REGION;
+  return new StackOperations(session, stack, new OperatorClients({ region }), overrides);
+}

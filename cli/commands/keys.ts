@@ -1,0 +1,124 @@
+import { Command } from 'commander';
+import { keyStatus, parseCompanyKeySecret, rotateNow, type DueRevocationsResult, type KeyStatus, type RotateNowResult } from '../../src/core/api-keys';
+import { SecretStage } from '../../src/core/ports/secrets';
+import { guid } from '../args';
+import { CliError } from '../errors';
+import { ExitCode } from '../exit-codes';
+import { iso, relative } from '../format';
+import type { LocalWorld } from '../local/local-world';
+import type { Session } from '../session';
+import type { CommandHost } from './host';
+
+export interface RotateReport extends RotateNowResult {
+  previousKeyPrefix?: string;
+  keyPrefix?: string;
+  /** When the previous key stops working (its revocation is scheduled for then). */
+  previousKeyRevokeAt?: string;
+  /** Old keys whose grace period had ended, revoked before this rotation (local mode). */
+  revokedBefore?: RevokedKey[];
+}
+
+export interface RevokedKey {
+  keyPrefix: string;
+  outcome: string;
+}
+
+export interface KeyStatusReport {
+  now: string;
+  companies: KeyStatus[];
+  revokedBefore?: RevokedKey[];
+}
+
+export function revokedKeys(result: DueRevocationsResult): RevokedKey[] {
+  return [
+    ...result.outcomes.map((o) => ({ keyPrefix: o.keyPrefix, outcome: o.outcome })),
+    ...result.failed.map((f) => ({ keyPrefix: f.keyPrefix, outcome: 'failed (stays queued)' })),
+  ];
+}
+
+/** `keys rotate` in the local mode: the real protocol, run by the emulator against the embedded service. */
+export async function rotateLocal(world: LocalWorld, companyId: string): Promise<RotateReport> {
+  const revokedBefore = revokedKeys(await world.runDueRevocations());
+  const entry = await world.directory.find(companyId);
+  const before = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
+  const result = await rotateNow(companyId, { store: world.secrets, directory: world.directory, logger: world.logger });
+  const after = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
+  let revokeAt: number | undefined;
+  for await (const r of world.revocations.pending()) if (r.apiKeyId === before.apiKeyId) revokeAt = r.revokeAt;
+  return {
+    ...result,
+    previousKeyPrefix: before.keyPrefix,
+    keyPrefix: after.keyPrefix,
+    ...(revokeAt === undefined ? {} : { previousKeyRevokeAt: iso(revokeAt) }),
+    revokedBefore,
+  };
+}
+
+export async function keyStatusLocal(world: LocalWorld): Promise<KeyStatusReport> {
+  const revokedBefore = revokedKeys(await world.runDueRevocations());
+  const companies = await keyStatus({ store: world.secrets, directory: world.directory, scheduler: world.revocations, clientFor: (key) => world.clientForKey(key) });
+  return { now: iso(world.clock.now())!, companies, revokedBefore };
+}
+
+export function keysCommand(host: CommandHost): Command {
+  const keys = new Command('keys').description("Company API keys held in the secret store: rotate one now, show every company's key.");
+
+  keys
+    .command('rotate')
+    .description("Rotate a company's API key now: Secrets Manager's four steps, the old key revoked after the grace period.")
+    .requiredOption('--company <id>', "the company's publicId", guid)
+    .option('--no-wait', 'AWS mode: return once the rotation has started instead of waiting for it')
+    .action(
+      host.run(async (session, opts: { company: string; wait: boolean }) => {
+        const report = session.mode === 'aws' ? await (await host.aws(session)).rotateKey(opts.company, { wait: opts.wait }) : await session.local((world) => rotateLocal(world, opts.company));
+        session.out.result(report, () => renderRotate(session, report));
+        if (report.state === 'failed') {
+          throw new CliError(`the rotation of ${report.secret} failed and was rolled back; AWSCURRENT is unchanged`, {
+            code: 'rotation_failed',
+            exitCode: ExitCode.failure,
+            hint: 'see the rotation function logs (--verbose locally) and docs/runbooks.md, "A rotation stuck in AWSPENDING"',
+          });
+        }
+      }),
+    );
+
+  keys
+    .command('status')
+    .description('For each company: key prefix, permissions, last use, last and next rotation, pending revocations.')
+    .option('--company <id>', 'only this company', guid)
+    .action(
+      host.run(async (session, opts: { company?: string }) => {
+        const report = session.mode === 'aws' ? await (await host.aws(session)).keyStatus() : await session.local((world) => keyStatusLocal(world));
+        const companies = opts.company ? report.companies.filter((c) => c.companyId === opts.company) : report.companies;
+        if (companies.some((c) => c.error !== undefined)) session.partial();
+        session.out.result({ ...report, companies }, () => renderStatus(session, { ...report, companies }));
+      }),
+    );
+  return keys;
+}
+
+export function renderRotate(session: Session, report: RotateReport): void {
+  for (const r of report.revokedBefore ?? []) session.out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}.`);
+  session.out.line(`Rotation of ${report.secret} (company ${report.companyId}): ${report.state}`);
+  if (report.previousKeyPrefix && report.keyPrefix && report.previousKeyPrefix !== report.keyPrefix) {
+    session.out.line(`  key ${report.previousKeyPrefix}… -> ${report.keyPrefix}…`);
+  }
+  if (report.previousKeyRevokeAt) session.out.line(`  the previous key keeps working until ${report.previousKeyRevokeAt}, then it is revoked`);
+  if (report.state === 'in_progress') session.out.line('  Secrets Manager runs the steps now; follow with `acctops keys status`.');
+}
+
+export function renderStatus(session: Session, report: KeyStatusReport): void {
+  const now = Date.parse(report.now);
+  for (const r of report.revokedBefore ?? []) session.out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}.`);
+  session.out.table(report.companies, [
+    { header: 'COMPANY', value: (c) => c.companyId },
+    { header: 'KEY', value: (c) => (c.keyPrefix ? `${c.keyPrefix}…` : undefined) },
+    { header: 'PERMISSIONS', value: (c) => c.permissions?.join(',') },
+    { header: 'LAST USED', value: (c) => (c.lastUsedAt ? relative(Date.parse(c.lastUsedAt), now) : 'never') },
+    { header: 'LAST ROTATION', value: (c) => relative(c.lastRotatedAt, now) ?? 'never' },
+    { header: 'NEXT ROTATION', value: (c) => (c.rotationEnabled ? relative(c.nextRotationAt, now) : 'disabled') },
+    { header: 'ROTATING', value: (c) => (c.rotationInProgress ? 'yes' : 'no') },
+    { header: 'PENDING REVOCATIONS', value: (c) => c.pendingRevocations.map((r) => `${r.keyPrefix}… ${relative(r.revokeAt, now)}`).join('; ') },
+  ], 'no company key secrets');
+  for (const c of report.companies) if (c.error) session.out.line(`! ${c.companyId}: ${c.error}`);
+}

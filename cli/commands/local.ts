@@ -1,0 +1,122 @@
+import { readdir, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { EXPORT_ROOT } from '../../src/core/exports';
+import { duration } from '../args';
+import { CliError, UsageError } from '../errors';
+import { ExitCode } from '../exit-codes';
+import { iso } from '../format';
+import { STATE_FILES } from '../local/state-dir';
+import type { CommandHost } from './host';
+import { revokedKeys, type RevokedKey } from './keys';
+
+export interface LocalStatus {
+  stateDir: string;
+  createdAt: string;
+  now: string;
+  clockOffsetMs: number;
+  baseUrl: string;
+  companies: number;
+  users: number;
+  pendingRevocations: number;
+  exportsDir: string;
+  revocationGraceMinutes: number;
+  rotationDays: number;
+}
+
+export function localCommand(host: CommandHost): Command {
+  const local = new Command('local').description('The local embedded mode: its state directory and its clock.');
+
+  local
+    .command('status')
+    .description('Where the local state is, what it holds, and what time its clock says.')
+    .action(
+      host.run(async (session) => {
+        const status = await session.local(async (world): Promise<LocalStatus> => {
+          let companies = 0;
+          for await (const _ of world.directory.list()) companies++;
+          let pending = 0;
+          for await (const _ of world.revocations.pending()) pending++;
+          const users = (await world.tokens.list({ limit: 1000, cursor: null })).items.length;
+          return {
+            stateDir: world.stateDir,
+            createdAt: world.state.createdAt,
+            now: iso(world.clock.now())!,
+            clockOffsetMs: world.clock.offsetMs,
+            baseUrl: '(embedded sandbox, started per command on 127.0.0.1)',
+            companies,
+            users,
+            pendingRevocations: pending,
+            exportsDir: join(world.stateDir, EXPORT_ROOT),
+            revocationGraceMinutes: world.state.revocationGraceMinutes,
+            rotationDays: world.state.rotationDays,
+          };
+        });
+        session.out.result(status, () => {
+          session.out.line(`Local state   ${status.stateDir} (created ${status.createdAt})`);
+          session.out.line(`Clock         ${status.now} (system clock ${status.clockOffsetMs >= 0 ? '+' : ''}${Math.round(status.clockOffsetMs / 60_000)} min)`);
+          session.out.line(`Companies     ${status.companies} with a key secret (rotation every ${status.rotationDays} days, grace ${status.revocationGraceMinutes} min)`);
+          session.out.line(`Users         ${status.users} held`);
+          session.out.line(`Revocations   ${status.pendingRevocations} pending`);
+          session.out.line(`Exports       ${status.exportsDir}`);
+        });
+      }),
+    );
+
+  local
+    .command('advance-clock')
+    .description("Move the local clock forward (rehearse a grace period or a token's expiry), then run what fell due.")
+    .requiredOption('--by <duration>', 'how far, e.g. 31m, 2h, 1d', duration)
+    .action(
+      host.run(async (session, opts: { by: number }) => {
+        const result = await session.local(async (world): Promise<{ now: string; revoked: RevokedKey[] }> => {
+          world.clock.advance(opts.by);
+          return { now: iso(world.clock.now())!, revoked: revokedKeys(await world.runDueRevocations()) };
+        });
+        session.out.result(result, () => {
+          session.out.line(`Local clock is now ${result.now}.`);
+          for (const r of result.revoked) session.out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}.`);
+        });
+      }),
+    );
+
+  local
+    .command('reset')
+    .description('Delete the local state (embedded service, secrets, tokens, exports): the next command starts from scratch.')
+    .option('--yes', 'confirm: the state directory is deleted')
+    .action(
+      host.run(async (session, opts: { yes?: boolean }) => {
+        if (opts.yes !== true) throw new UsageError('local reset deletes the state directory and needs --yes', `acctops local reset --yes   (state directory: ${session.stateDir})`);
+        const removed = await resetStateDir(session.stateDir);
+        session.out.result({ stateDir: session.stateDir, removed }, () =>
+          session.out.line(removed ? `Deleted the local state in ${session.stateDir}.` : `No local state in ${session.stateDir}; nothing to delete.`),
+        );
+      }),
+    );
+  return local;
+}
+
+/**
+ * Deletes a state directory, but only one that is recognisably acctops's (it has state.json, or
+ * nothing but acctops's files): `--state-dir` might name the wrong directory.
+ */
+export async function resetStateDir(stateDir: string): Promise<boolean> {
+  let entries: string[];
+  try {
+    entries = await readdir(stateDir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+  const ours = new Set<string>([...Object.values(STATE_FILES), EXPORT_ROOT, '.acctops-tmp']);
+  const known = entries.every((e) => ours.has(e) || /\.tmp$/.test(e));
+  if (!entries.includes(STATE_FILES.state) && !known) {
+    throw new CliError(`${stateDir} does not look like an acctops state directory; nothing deleted`, {
+      code: 'not_a_state_dir',
+      exitCode: ExitCode.config,
+      hint: 'check --state-dir',
+    });
+  }
+  if ((await stat(stateDir)).isDirectory()) await rm(stateDir, { recursive: true, force: true });
+  return entries.length > 0;
+}

@@ -1,0 +1,36 @@
+import { Command } from 'commander';
+import { SandboxCliUsageError, runSandboxCli } from '../../sandbox/cli';
+import { CliError } from '../errors';
+import { ExitCode } from '../exit-codes';
+import type { CommandHost } from './host';
+
+/**
+ * `acctops sandbox [flags]`: the sandbox's own command line (sandbox/cli.ts), which keeps its flags
+ * and help. The demo credentials are shown by prefix unless --show-credentials: acctops prints no
+ * credential by default, even a sandbox-only one.
+ */
+export function sandboxCommand(host: CommandHost): Command {
+  return new Command('sandbox')
+    .description('Run the local Accounting API sandbox until Ctrl+C (flags: acctops sandbox --help).')
+    .helpOption(false)
+    .allowUnknownOption(true)
+    .allowExcessArguments(true)
+    .action(
+      host.run(async (session, _opts, command) => {
+        const args = command.args.filter((a) => a !== '--show-credentials');
+        const show = command.args.includes('--show-credentials');
+        const io = { out: (line: string) => session.runtime.io.stdout.write(`${line}\n`) };
+        try {
+          const run = await runSandboxCli(args, io, { maskCredentials: !show });
+          if (!show) io.out('Full demo credentials (sandbox only): acctops sandbox --show-credentials');
+          await run.done;
+        } catch (error) {
+          if (error instanceof SandboxCliUsageError) {
+            if (error.exitCode === 0) return;
+            throw new CliError(error.message.replace(/^error: /, ''), { code: 'usage', exitCode: ExitCode.usage, hint: 'run `acctops sandbox --help`' });
+          }
+          throw error;
+        }
+      }),
+    );
+}

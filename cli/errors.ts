@@ -1,0 +1,156 @@
+import { CommanderError } from 'commander';
+import { AccountingApiError, AuthenticationError, PermissionDeniedError } from '../src/core/accounting-api';
+import { CompanyKeyNotFoundError } from '../src/core/api-keys';
+import { SecretNotFoundError } from '../src/core/ports/secrets';
+import { AcctopsError, ConfigError, ValidationError } from '../src/core/shared/errors';
+import { redactString } from '../src/core/shared/redact';
+import { OnboardConflictError, TokenBusyError, UserRevokedError } from '../src/core/tokens/errors';
+import { TokenNotFoundError } from '../src/core/tokens/token-store';
+import { ExitCode, type ExitCodeValue } from './exit-codes';
+
+/** An error of the command line itself, with its exit code and what to do about it. */
+export class CliError extends AcctopsError {
+  readonly exitCode: ExitCodeValue;
+  readonly hint: string | undefined;
+
+  constructor(message: string, options: { code: string; exitCode: ExitCodeValue; hint?: string; cause?: unknown }) {
+    super(message, { code: options.code, cause: options.cause });
+    this.exitCode = options.exitCode;
+    this.hint = options.hint;
+  }
+}
+
+/** A bad argument: names it, never echoes its value. */
+export class UsageError extends CliError {
+  constructor(message: string, hint?: string) {
+    super(message, { code: 'usage', exitCode: ExitCode.usage, hint });
+  }
+}
+
+/** The command exists, but what it needs is not there in this mode or build. */
+export class NotAvailableError extends CliError {
+  constructor(message: string, hint?: string) {
+    super(message, { code: 'not_available', exitCode: ExitCode.unavailable, hint });
+  }
+}
+
+/** Configuration the command needs is missing (an environment variable, the state directory, a stack output). */
+export class CliConfigError extends CliError {
+  constructor(message: string, hint?: string, cause?: unknown) {
+    super(message, { code: 'config_missing', exitCode: ExitCode.config, hint, cause });
+  }
+}
+
+export interface ErrorReport {
+  exitCode: ExitCodeValue;
+  code: string;
+  message: string;
+  /** What to do about it; part of the one line printed. */
+  hint?: string;
+}
+
+const SAFE_COMMANDER = new Map<string, string>([
+  ['commander.unknownCommand', 'run `acctops --help` for the commands'],
+  ['commander.unknownOption', 'run the command with --help for its options'],
+  ['commander.missingMandatoryOptionValue', 'run the command with --help for its options'],
+  ['commander.optionMissingArgument', 'run the command with --help for its options'],
+  ['commander.missingArgument', 'run the command with --help for its arguments'],
+  ['commander.excessArguments', 'run the command with --help for its arguments'],
+  ['commander.invalidArgument', 'run the command with --help for the expected form'],
+  ['commander.conflictingOption', 'use one of them'],
+]);
+
+/** Commander quotes the values it refuses; a mistyped secret must not come back on the screen. */
+function withoutValues(message: string): string {
+  return message
+    .replace(/^error: /, '')
+    .replace(/ argument '[^]*?' is invalid\./, ' is invalid:')
+    .replace(/value '[^]*?' (from env '[^']*' )?is invalid/, 'value is invalid')
+    .replace(/'(--?[A-Za-z0-9-]+)=[^']*'/g, "'$1=…'")
+    .trim();
+}
+
+const AWS_AUTH = new Set([
+  'CredentialsProviderError',
+  'ExpiredTokenException',
+  'ExpiredToken',
+  'UnrecognizedClientException',
+  'InvalidClientTokenId',
+  'AccessDeniedException',
+  'AccessDenied',
+  'SignatureDoesNotMatch',
+]);
+
+/** Maps any error to its exit code and one line that says what happened and what to do. */
+export function describeError(error: unknown): ErrorReport {
+  const report = classify(error);
+  return { ...report, message: oneLine(report.message), ...(report.hint ? { hint: oneLine(report.hint) } : {}) };
+}
+
+function classify(error: unknown): ErrorReport {
+  if (error instanceof CommanderError) {
+    return {
+      exitCode: ExitCode.usage,
+      code: 'usage',
+      message: withoutValues(error.message),
+      hint: SAFE_COMMANDER.get(error.code) ?? 'run `acctops --help`',
+    };
+  }
+  if (error instanceof CliError) return { exitCode: error.exitCode, code: error.code, message: error.message, hint: error.hint };
+  if (error instanceof ConfigError) {
+    return { exitCode: ExitCode.config, code: error.code, message: error.message, hint: 'fix the named setting (README, "Configuration")' };
+  }
+  if (error instanceof AuthenticationError || error instanceof PermissionDeniedError) {
+    return {
+      exitCode: ExitCode.auth,
+      code: error.code,
+      message: error.message,
+      hint:
+        error instanceof PermissionDeniedError
+          ? 'the credential lacks a permission; use a key or user with it'
+          : 'check the credential (ACCTOPS_API_KEY, ACCTOPS_INSTITUTION or the stored secret); `acctops doctor` checks the stored ones',
+    };
+  }
+  if (error instanceof AccountingApiError) {
+    return {
+      exitCode: ExitCode.failure,
+      code: error.code,
+      message: error.message,
+      hint: error.ambiguous ? 'the service may have acted; check with a read command before repeating' : 'check the service (`acctops doctor`) and try again',
+    };
+  }
+  if (error instanceof CompanyKeyNotFoundError) {
+    return { exitCode: ExitCode.config, code: error.code, message: error.message, hint: '`acctops keys status` lists the companies acctops holds keys for' };
+  }
+  if (error instanceof TokenNotFoundError) {
+    return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: '`acctops users list` shows the users acctops holds' };
+  }
+  if (error instanceof TokenBusyError) return { exitCode: ExitCode.failure, code: error.code, message: error.message };
+  if (error instanceof UserRevokedError) {
+    return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: 'add --reactivate to bring a revoked user back' };
+  }
+  if (error instanceof OnboardConflictError) {
+    return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: 'check the username, email and external id against the service' };
+  }
+  if (error instanceof SecretNotFoundError) {
+    return { exitCode: ExitCode.config, code: error.code, message: error.message, hint: 'create the secret or name the right one (docs/runbooks.md)' };
+  }
+  if (error instanceof ValidationError) {
+    return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: 'the named field is wrong where it was read' };
+  }
+  if (error instanceof AcctopsError) return { exitCode: ExitCode.failure, code: error.code, message: error.message };
+  if (error instanceof Error && AWS_AUTH.has(error.name)) {
+    return {
+      exitCode: ExitCode.auth,
+      code: error.name,
+      message: `AWS refused the request: ${error.message}`,
+      hint: 'check the AWS credentials (AWS_PROFILE, `aws sts get-caller-identity`) and their permissions',
+    };
+  }
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return { exitCode: ExitCode.failure, code: 'unexpected', message, hint: 'run again with --verbose for the log lines' };
+}
+
+function oneLine(text: string): string {
+  return redactString(text).replace(/\s*\n\s*/g, ' ').trim();
+}

@@ -1,0 +1,21 @@
+/** Small formatting helpers shared by the commands' tables. */
+
+export function iso(epochMs: number | null | undefined): string | undefined {
+  return epochMs === null || epochMs === undefined ? undefined : new Date(epochMs).toISOString().replace(/\.000Z$/, 'Z');
+}
+
+/** `in 12m`, `3h ago`: how far `epochMs` is from `now`. */
+export function relative(epochMs: number | null | undefined, now: number): string | undefined {
+  if (epochMs === null || epochMs === undefined) return undefined;
+  const delta = epochMs - now;
+  const abs = Math.abs(delta);
+  const text =
+    abs < 60_000 ? `${Math.round(abs / 1000)}s` : abs < 3_600_000 ? `${Math.round(abs / 60_000)}m` : abs < 172_800_000 ? `${Math.round(abs / 3_600_000)}h` : `${Math.round(abs / 86_400_000)}d`;
+  return delta >= 0 ? `in ${text}` : `${text} ago`;
+}
+
+export function counts<T extends string>(values: readonly T[]): Record<T, number> {
+  const out = {} as Record<T, number>;
+  for (const v of values) out[v] = (out[v] ?? 0) + 1;
+  return out;
+}

@@ -1,0 +1,310 @@
+import { mkdir, stat } from 'node:fs/promises';
+import { z } from 'zod';
+import { AwsSecretProvisioner } from '../../src/adapters/aws/secret-provisioner';
+import { AwsSecretStore } from '../../src/adapters/aws/secrets-manager';
+import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
+import { FileTokenStore } from '../../src/adapters/local/file-token-store';
+import { MemoryEventPublisher } from '../../src/adapters/local/memory-event-publisher';
+import { FileRevocationQueue } from '../../src/adapters/local/revocation-queue';
+import { apiKeyAuth, createAccountingClient, type AccountingClient, type CredentialProvider } from '../../src/core/accounting-api';
+import {
+  COMPANY_KEY_TAGS,
+  CompanyApiKeys,
+  type CompanyKeyDirectory,
+  type CompanyKeySecret,
+  KeyRotation,
+  PURPOSE_COMPANY_KEY,
+  type RevokeDeps,
+  rotationEventSchema,
+  rotationSettings,
+  runDueRevocations,
+  serializeCompanyKeySecret,
+  taggedKeyDirectory,
+  type DueRevocationsResult,
+} from '../../src/core/api-keys';
+import { cachedInstitutionCredential, parseInstitutionCredential, type InstitutionCredential } from '../../src/core/credentials/institution-credential';
+import { institutionCredentialProvider } from '../../src/core/credentials/institution-provider';
+import { parseWith } from '../../src/core/shared/errors';
+import type { Logger } from '../../src/core/shared/logger';
+import { noMetrics } from '../../src/core/shared/metrics';
+import { keyPrefix } from '../../src/core/shared/redact';
+import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
+import { startSandbox, type RunningSandbox } from '../../sandbox';
+import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/secrets-manager';
+import { CliConfigError } from '../errors';
+import { LocalClock, lockStateDir, readJsonFile, statePath, writeJsonFile } from './state-dir';
+import { sandboxSnapshotSchema } from '../../sandbox';
+import { secretsSnapshotSchema } from '../../sandbox/secrets-manager';
+
+/**
+ * The local embedded mode: one command's world, loaded from the state directory and saved back
+ * when the command ends (docs/architecture.md, "The local mode").
+ *
+ *   sandbox.json  -> the embedded service (the sandbox, restored from its snapshot)
+ *   secrets.json  -> the Secrets Manager emulator (restored), read through the real SDK adapter
+ *   tokens.json, revocations.json, exports/ -> the local adapters, written as they change
+ *
+ * Everything runs the real use cases against real HTTP peers on 127.0.0.1, on one LocalClock.
+ */
+
+const LOCAL_STATE_FORMAT = 'acctops.local-state';
+const stateSchema = z.object({
+  format: z.literal(LOCAL_STATE_FORMAT),
+  formatVersion: z.literal(1),
+  createdAt: z.iso.datetime(),
+  /** LocalClock's offset from the system clock. */
+  clockOffsetMs: z.int(),
+  /** Grace period of rotated keys, as a stage's `apiKeys.revocationGraceMinutes`. */
+  revocationGraceMinutes: z.int().min(1),
+  /** Days between automatic rotations, as a stage's `apiKeys.rotationDays`. */
+  rotationDays: z.int().min(1),
+  institutionSecret: z.string().min(1),
+});
+export type LocalState = z.output<typeof stateSchema>;
+
+/** The rotation function's ARN as the emulator knows it: our KeyRotation, registered in process. */
+export const LOCAL_ROTATION_LAMBDA = 'arn:aws:lambda:eu-central-1:000000000000:function:acctops-local-rotate-api-key';
+export const LOCAL_INSTITUTION_SECRET = 'acctops/local/institution';
+const SANDBOX_SEED = 1;
+/** Local consumers cache a key this long; the grace period must outlast it (rotationSettings). */
+const KEY_CACHE_TTL_MS = 5 * 60_000;
+/** The emulator accepts any signature; explicit credentials keep the SDK off the default chain. */
+const EMULATOR_CREDENTIALS = { accessKeyId: 'AKIALOCALACCTOPS0000', secretAccessKey: 'local-emulator-not-a-secret' };
+
+export const companySecretName = (companyId: string) => `acctops/local/company/${companyId}/api-key`;
+
+export interface LocalWorldOptions {
+  stateDir: string;
+  logger: Logger;
+  env: NodeJS.ProcessEnv;
+}
+
+export class LocalWorld {
+  readonly kind = 'local';
+  readonly baseUrl: string;
+  readonly secrets: AwsSecretStore;
+  readonly directory: CompanyKeyDirectory;
+  readonly companyKeys: CompanyApiKeys;
+  readonly tokens: FileTokenStore;
+  readonly revocations: FileRevocationQueue;
+  /** Exports land in the state directory: `<stateDir>/exports/company=…/period=…/`. */
+  readonly exportStore: DirObjectStore;
+  readonly events = new MemoryEventPublisher();
+  readonly rotation: KeyRotation;
+  readonly graceMs: number;
+  /** Where the institution credential comes from: ACCTOPS_INSTITUTION, or the local secret. */
+  readonly institutionSource: 'environment' | 'secret';
+  private readonly institution: CredentialProvider;
+  private closed = false;
+
+  private constructor(
+    readonly stateDir: string,
+    readonly clock: LocalClock,
+    readonly state: LocalState,
+    readonly sandbox: RunningSandbox,
+    readonly sm: RunningSecretsManager,
+    readonly logger: Logger,
+    /** True when this command created the state directory's world. */
+    readonly created: boolean,
+    private readonly unlock: () => Promise<void>,
+    env: NodeJS.ProcessEnv,
+  ) {
+    this.baseUrl = sandbox.baseUrl;
+    this.secrets = new AwsSecretStore({ endpoint: sm.endpoint, region: sm.region, credentials: EMULATOR_CREDENTIALS, maxAttempts: 2 });
+    this.directory = taggedKeyDirectory(this.secrets);
+    this.companyKeys = new CompanyApiKeys(this.secrets, this.directory, { ttlMs: KEY_CACHE_TTL_MS, clock, logger });
+    this.tokens = new FileTokenStore({ path: statePath(stateDir, 'tokens') });
+    this.revocations = new FileRevocationQueue({ path: statePath(stateDir, 'revocations') });
+    this.exportStore = new DirObjectStore(stateDir);
+    this.graceMs = state.revocationGraceMinutes * 60_000;
+    this.rotation = new KeyRotation({
+      store: this.secrets,
+      clientFor: (key) => this.clientForKey(key),
+      scheduler: this.revocations,
+      settings: rotationSettings({ graceMs: this.graceMs, consumerCacheTtlMs: KEY_CACHE_TTL_MS }),
+      clock,
+      logger,
+      metrics: noMetrics,
+    });
+    sm.admin.registerRotationHandler(LOCAL_ROTATION_LAMBDA, (event) => this.rotation.runStep(parseWith(rotationEventSchema, event, 'rotation event')));
+    const fromEnv = env.ACCTOPS_INSTITUTION;
+    if (fromEnv !== undefined && fromEnv.trim() !== '') {
+      const credential = parseInstitutionCredential(fromEnv);
+      this.institutionSource = 'environment';
+      this.institution = { get: () => Promise.resolve({ kind: 'institution', ...credential }) };
+    } else {
+      this.institutionSource = 'secret';
+      this.institution = institutionCredentialProvider(cachedInstitutionCredential(this.secrets, state.institutionSecret, { clock, logger }));
+    }
+  }
+
+  /** Loads the world of `stateDir`, creating it (seeded sandbox, provisioned secrets) on first use. */
+  static async open(options: LocalWorldOptions): Promise<LocalWorld> {
+    const { stateDir, logger } = options;
+    await mkdir(stateDir, { recursive: true, mode: 0o700 });
+    const unlock = await lockStateDir(stateDir);
+    let sandbox: RunningSandbox | undefined;
+    let sm: RunningSecretsManager | undefined;
+    try {
+      const saved = await readJsonFile(statePath(stateDir, 'state'), stateSchema);
+      const created = saved === undefined;
+      if (created && (await exists(statePath(stateDir, 'sandbox')))) {
+        throw new CliConfigError(`${statePath(stateDir, 'state')} is missing but the state directory has other files`, 'run `acctops local reset` to start again');
+      }
+      const state: LocalState = saved ?? {
+        format: LOCAL_STATE_FORMAT,
+        formatVersion: 1,
+        createdAt: new Date().toISOString(),
+        clockOffsetMs: 0,
+        revocationGraceMinutes: 30,
+        rotationDays: 30,
+        institutionSecret: LOCAL_INSTITUTION_SECRET,
+      };
+      const clock = new LocalClock(state.clockOffsetMs);
+      const sandboxState = created ? undefined : await readJsonFile(statePath(stateDir, 'sandbox'), sandboxSnapshotSchema);
+      const secretsState = created ? undefined : await readJsonFile(statePath(stateDir, 'secrets'), secretsSnapshotSchema);
+      if (!created && (!sandboxState || !secretsState)) {
+        throw new CliConfigError(`the state directory ${stateDir} is incomplete (sandbox.json or secrets.json missing)`, 'run `acctops local reset` to start again');
+      }
+      sandbox = await startSandbox({ port: 0, clock, ...(sandboxState ? { state: sandboxState } : { seed: SANDBOX_SEED, demo: true }) });
+      sm = await startSecretsManager({ port: 0, clock, rotationMode: 'sync', ...(secretsState ? { state: secretsState } : {}) });
+      const world = new LocalWorld(stateDir, clock, state, sandbox, sm, logger, created, unlock, options.env);
+      if (created) {
+        await world.provision();
+        await world.save();
+      }
+      return world;
+    } catch (error) {
+      await sm?.stop().catch(() => undefined);
+      await sandbox?.stop().catch(() => undefined);
+      await unlock();
+      throw error;
+    }
+  }
+
+  /**
+   * What a deployment provides, done locally: the institution credential secret and one secret per
+   * company holding its full-access demo key, tagged and with rotation configured (as the stack's
+   * RotationSchedule would), from the sandbox's demo credentials.
+   */
+  private async provision(): Promise<void> {
+    const demo = this.sandbox.demo;
+    if (!demo) throw new CliConfigError('the embedded sandbox has no demo data to provision from');
+    const provisioner = new AwsSecretProvisioner({ endpoint: this.sm.endpoint, region: this.sm.region, credentials: EMULATOR_CREDENTIALS, maxAttempts: 2 });
+    await provisioner.createSecret({
+      name: this.state.institutionSecret,
+      value: demo.institution.header,
+      description: 'acctops local mode: the institution credential (sandbox demo institution)',
+    });
+    for (const company of demo.companies) {
+      const key = company.apiKeys.find((k) => k.permissions.includes('full_access'));
+      if (!key) continue;
+      const listed = (await this.sandbox.admin.listApiKeys({ companyId: company.publicId })).find((k) => k.prefix === keyPrefix(key.key));
+      if (!listed) continue;
+      const secret: CompanyKeySecret = {
+        apiKey: key.key,
+        apiKeyId: listed.publicId,
+        keyPrefix: keyPrefix(key.key),
+        companyId: company.publicId,
+        permissions: listed.permissions,
+        createdAt: listed.createdAt,
+      };
+      const { arn } = await provisioner.createSecret({
+        name: companySecretName(company.publicId),
+        value: serializeCompanyKeySecret(secret),
+        description: `acctops local mode: API key of ${company.name}`,
+        tags: { [COMPANY_KEY_TAGS.purpose]: PURPOSE_COMPANY_KEY, [COMPANY_KEY_TAGS.company]: company.publicId },
+      });
+      this.sm.admin.configureRotation(arn, { lambdaArn: LOCAL_ROTATION_LAMBDA, rules: { AutomaticallyAfterDays: this.state.rotationDays } });
+    }
+  }
+
+  /** The institution client (user tokens): credential from ACCTOPS_INSTITUTION or the local secret. */
+  institutionClient(): AccountingClient {
+    return this.client(this.institution);
+  }
+
+  /** A fresh read of the institution credential, for the doctor (no cache). */
+  readInstitutionCredential(): Promise<InstitutionCredential> {
+    return cachedInstitutionCredential(this.secrets, this.state.institutionSecret, { ttlMs: 0, clock: this.clock }).get();
+  }
+
+  clientForKey(key: Pick<CompanyKeySecret, 'apiKey' | 'companyId'>): AccountingClient {
+    return this.client(apiKeyAuth(key.apiKey, { companyId: key.companyId }));
+  }
+
+  /** A client acting for `companyId` with its stored key (re-read after a 401: a rotation in between is fine). */
+  companyClient(companyId: string): AccountingClient {
+    return this.client(this.companyKeys.credentials(companyId));
+  }
+
+  lifecycle(): TokenLifecycle {
+    return new TokenLifecycle({
+      store: this.tokens,
+      institution: this.institutionClient().institution,
+      events: this.events,
+      clock: this.clock,
+      logger: this.logger,
+      metrics: noMetrics,
+      ownerPrefix: 'acctops-cli',
+    });
+  }
+
+  revokeDeps(): RevokeDeps {
+    return { store: this.secrets, clientFor: (key) => this.clientForKey(key), clock: this.clock, logger: this.logger, metrics: noMetrics };
+  }
+
+  /** The local stand-in for the one-time schedules: revokes the old keys whose grace period is over. */
+  runDueRevocations(): Promise<DueRevocationsResult> {
+    return runDueRevocations(this.revocations, this.revokeDeps());
+  }
+
+  private client(credentials: CredentialProvider): AccountingClient {
+    return createAccountingClient({
+      baseUrl: this.baseUrl,
+      credentials,
+      clock: this.clock,
+      logger: this.logger,
+      timeoutMs: 10_000,
+      retry: { maxAttempts: 3, maxElapsedMs: 15_000 },
+    });
+  }
+
+  /** Writes the embedded service, the secrets and the clock back to the state directory. */
+  async save(): Promise<void> {
+    await writeJsonFile(statePath(this.stateDir, 'sandbox'), this.sandbox.snapshot());
+    await writeJsonFile(statePath(this.stateDir, 'secrets'), this.sm.admin.exportState());
+    await writeJsonFile(statePath(this.stateDir, 'state'), { ...this.state, clockOffsetMs: this.clock.offsetMs });
+  }
+
+  /** Saves, stops the embedded peers and releases the state directory. Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      await this.sm.admin.settled();
+      await this.save();
+    } finally {
+      await this.sm.stop().catch(() => undefined);
+      await this.sandbox.stop().catch(() => undefined);
+      await this.unlock();
+    }
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Runs `work` in the world of `stateDir` and always saves and closes it. */
+export async function withLocalWorld<T>(options: LocalWorldOptions, work: (world: LocalWorld) => Promise<T>): Promise<T> {
+  const world = await LocalWorld.open(options);
+  try {
+    return await work(world);
+  } finally {
+    await world.close();
+  }
+}

@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import type { z } from 'zod';
+import { systemClock, type Clock } from '../../src/core/shared/clock';
+import { ValidationError, parseWith } from '../../src/core/shared/errors';
+import { CliError } from '../errors';
+import { ExitCode } from '../exit-codes';
+
+/**
+ * The local mode's state directory (default `.acctops/`, gitignored): every file the embedded
+ * world keeps between two commands. Files holding credentials are mode 0600 in a 0700 directory.
+ */
+export const STATE_FILES = {
+  /** This mode's own settings and its clock offset. */
+  state: 'state.json',
+  /** The embedded service (sandbox snapshot): data, users, keys, token states. Holds credentials. */
+  sandbox: 'sandbox.json',
+  /** The Secrets Manager emulator's secrets: institution credential, company keys. Holds credentials. */
+  secrets: 'secrets.json',
+  /** FileTokenStore: the users' token pairs. Holds credentials. */
+  tokens: 'tokens.json',
+  /** FileRevocationQueue: old keys waiting for their grace period to end. Ids and prefixes only. */
+  revocations: 'revocations.json',
+  /** Held while a command runs: one process at a time. */
+  lock: 'lock',
+} as const;
+
+export const DEFAULT_STATE_DIR = '.acctops';
+
+export function statePath(stateDir: string, file: keyof typeof STATE_FILES): string {
+  return join(stateDir, STATE_FILES[file]);
+}
+
+/** Reads a JSON file validated by `schema`; undefined when it does not exist. Errors name the file and field. */
+export async function readJsonFile<S extends z.ZodType>(path: string, schema: S): Promise<z.output<S> | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new ValidationError(path, [{ path: '', message: 'not valid JSON' }]);
+  }
+  return parseWith(schema, json, path);
+}
+
+/** Replaces `path` atomically (temporary file, fsync, rename), mode 0600. */
+export async function writeJsonFile(path: string, value: unknown): Promise<void> {
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    const handle = await open(temp, 'wx', 0o600);
+    try {
+      await handle.writeFile(`${JSON.stringify(value)}\n`, 'utf8');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, path);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+}
+
+/** Another acctops command is using the state directory. */
+export class StateLockedError extends CliError {
+  constructor(stateDir: string, pid: number) {
+    super(`another acctops command (pid ${pid}) is using the state directory ${stateDir}`, {
+      code: 'state_locked',
+      exitCode: ExitCode.failure,
+      hint: 'wait for it to finish, or use another --state-dir',
+    });
+  }
+}
+
+/**
+ * One process at a time: the embedded service and secrets are loaded at the start of a command and
+ * saved at its end, so two commands at once would lose one's changes. A lock left by a process that
+ * no longer exists is taken over.
+ */
+export async function lockStateDir(stateDir: string): Promise<() => Promise<void>> {
+  const path = statePath(stateDir, 'lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const handle = await open(path, 'wx', 0o600);
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      return () => rm(path, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const pid = Number((await readFile(path, 'utf8').catch(() => '')).trim());
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) throw new StateLockedError(stateDir, pid);
+      await rm(path, { force: true });
+    }
+  }
+  throw new StateLockedError(stateDir, 0);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * The local mode's clock: the system clock plus an offset kept in state.json, which
+ * `acctops local advance-clock` and the demo move forward. The embedded service, the secrets
+ * emulator and the use cases all read this one clock, so a grace period or a token's expiry can be
+ * rehearsed without waiting.
+ */
+export class LocalClock implements Clock {
+  constructor(public offsetMs: number) {}
+
+  now(): number {
+    return Date.now() + this.offsetMs;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return systemClock.sleep(ms, signal);
+  }
+
+  advance(ms: number): void {
+    this.offsetMs += ms;
+  }
+}
+
+export function resolveStateDir(dir: string, cwd: string): string {
+  return resolve(cwd, dir);
+}

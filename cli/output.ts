@@ -1,0 +1,131 @@
+import { JsonLogger, silentLogger, type Logger } from '../src/core/shared/logger';
+import { redact, redactString } from '../src/core/shared/redact';
+
+/** Where the CLI writes: the process's streams, or buffers in tests. */
+export interface CliStream {
+  write(text: string): unknown;
+  isTTY?: boolean;
+  columns?: number;
+}
+
+export interface CliIo {
+  stdout: CliStream;
+  stderr: CliStream;
+}
+
+export interface Column<R> {
+  header: string;
+  value: (row: R) => string | number | bigint | null | undefined;
+  align?: 'left' | 'right';
+}
+
+/**
+ * Everything the CLI prints goes through here, and through the redactor on the way out: results
+ * on stdout (a table for people, one JSON document with `--json`), diagnostics on stderr, and a
+ * progress bar only when stderr is a terminal. Nothing here knows a secret, and `redactString`
+ * removes any registered one (keys, tokens the client saw) that a message might still carry.
+ */
+export class Output {
+  readonly json: boolean;
+  readonly verbose: boolean;
+
+  constructor(
+    private readonly io: CliIo,
+    options: { json: boolean; verbose: boolean },
+  ) {
+    this.json = options.json;
+    this.verbose = options.verbose;
+  }
+
+  /** A line for people (not printed with --json). */
+  line(text = ''): void {
+    if (!this.json) this.io.stdout.write(`${redactString(text)}\n`);
+  }
+
+  /** The command's result: one JSON document with --json, else what `human` prints. */
+  result(value: unknown, human: () => void): void {
+    if (this.json) this.io.stdout.write(`${JSON.stringify(redact(value), null, 2)}\n`);
+    else human();
+  }
+
+  table<R>(rows: readonly R[], columns: readonly Column<R>[], empty = '(none)'): void {
+    if (this.json) return;
+    if (rows.length === 0) {
+      this.line(`  ${empty}`);
+      return;
+    }
+    const cells = rows.map((row) => columns.map((c) => text(c.value(row))));
+    const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((r) => r[i]!.length)));
+    const render = (values: string[]) =>
+      values
+        .map((v, i) => (columns[i]!.align === 'right' ? v.padStart(widths[i]!) : v.padEnd(widths[i]!)))
+        .join('  ')
+        .trimEnd();
+    this.line(`  ${render(columns.map((c) => c.header))}`);
+    this.line(`  ${render(widths.map((w) => '-'.repeat(w)))}`);
+    for (const row of cells) this.line(`  ${render(row)}`);
+  }
+
+  /** A diagnostic on stderr (shown with --json too, so that scripts keep a clean stdout). */
+  note(text: string): void {
+    this.io.stderr.write(`${redactString(text)}\n`);
+  }
+
+  /** JSON log lines of the use cases on stderr with --verbose; nothing otherwise. */
+  logger(): Logger {
+    return this.verbose ? new JsonLogger((line) => this.io.stderr.write(`${line}\n`), { component: 'acctops-cli' }, 'debug') : silentLogger;
+  }
+
+  /** A progress bar on stderr when it is a terminal, a no-op when output is piped or captured. */
+  progress(label: string): Progress {
+    return this.io.stderr.isTTY ? new TtyProgress(this.io.stderr, label) : noProgress;
+  }
+}
+
+function text(value: string | number | bigint | null | undefined): string {
+  if (value === null || value === undefined || value === '') return '-';
+  return String(value);
+}
+
+export interface Progress {
+  /** `done` of `total` units (total unknown: a counter). */
+  update(done: number, total?: number, detail?: string): void;
+  /** Clears the bar. */
+  finish(): void;
+}
+
+const noProgress: Progress = { update: () => undefined, finish: () => undefined };
+
+class TtyProgress implements Progress {
+  private lastDraw = 0;
+  private drawn = false;
+
+  constructor(
+    private readonly stream: CliStream,
+    private readonly label: string,
+  ) {}
+
+  update(done: number, total?: number, detail = ''): void {
+    const now = Date.now();
+    // Redrawing a terminal line per record would cost more than the export; ten frames a second is plenty.
+    if (this.drawn && now - this.lastDraw < 100 && (total === undefined || done < total)) return;
+    this.lastDraw = now;
+    this.drawn = true;
+    const width = 24;
+    let bar: string;
+    if (total !== undefined && total > 0) {
+      const ratio = Math.min(1, done / total);
+      const filled = Math.round(ratio * width);
+      bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(Math.floor(ratio * 100)).padStart(3)}% ${done}/${total}`;
+    } else {
+      bar = `${done}`;
+    }
+    const line = `${this.label} ${bar} ${detail}`.slice(0, Math.max(20, (this.stream.columns ?? 80) - 1));
+    this.stream.write(`\r\x1b[2K${redactString(line)}`);
+  }
+
+  finish(): void {
+    if (this.drawn) this.stream.write('\r\x1b[2K');
+    this.drawn = false;
+  }
+}

@@ -1,0 +1,93 @@
+import { Command, CommanderError } from 'commander';
+import { outputPair, rejectCredentialFlags } from './args';
+import { doctorCommand } from './commands/doctor';
+import { exportCommand } from './commands/export';
+import { Host } from './commands/host';
+import { keysCommand } from './commands/keys';
+import { localCommand } from './commands/local';
+import { sandboxCommand } from './commands/sandbox';
+import { tokensCommand } from './commands/tokens';
+import { usersCommand } from './commands/users';
+import { describeError } from './errors';
+import { ExitCode } from './exit-codes';
+import type { CliRuntime } from './session';
+import { TOOL_VERSION } from './version';
+
+export type { CliRuntime } from './session';
+
+const EPILOG = `
+Modes:
+  local (default)   an embedded sandbox, secrets and token store in --state-dir (.acctops/)
+  AWS               --stack acctops-<stage> (or ACCTOPS_STACK): the deployed functions and secrets
+  direct export     acctops export --base-url <url> with ACCTOPS_API_KEY (no state, no AWS)
+
+Credentials come from the environment (ACCTOPS_API_KEY, ACCTOPS_INSTITUTION), Secrets Manager or
+the local state, never from a flag.
+
+Exit codes:
+  0 ok   1 failure   2 usage   3 configuration   4 credential refused   5 partial or findings   6 not available`;
+
+/** The `acctops` command tree. */
+export function buildProgram(host: Host): Command {
+  const program = new Command('acctops')
+    .description('Operate acctops: user tokens, API-key rotation, exports and health, locally or against a deployed stack.')
+    .version(TOOL_VERSION, '-V, --version')
+    .option('--json', 'print the result as one JSON document (for scripts)')
+    .option('--state-dir <dir>', 'local mode: the state directory (default .acctops, or ACCTOPS_STATE_DIR)')
+    .option('--stack <name>', 'AWS mode: the deployed stack, e.g. acctops-production (or ACCTOPS_STACK)')
+    .option('--region <region>', 'AWS mode: the region (default AWS_REGION or the profile)')
+    .option('--output <Key=value>', 'AWS mode: name a stack output instead of discovering it (repeatable)', outputPair)
+    .option('-v, --verbose', 'log what the use cases do, as redacted JSON lines on stderr')
+    .addHelpText('after', EPILOG)
+    .showSuggestionAfterError(true);
+  for (const command of [
+    sandboxCommand(host),
+    usersCommand(host),
+    tokensCommand(host),
+    keysCommand(host),
+    exportCommand(host),
+    doctorCommand(host),
+    localCommand(host),
+  ]) {
+    program.addCommand(command);
+  }
+  const io = host.runtime.io;
+  const configure = (command: Command) => {
+    command
+      .exitOverride()
+      .configureOutput({
+        writeOut: (text) => io.stdout.write(text),
+        writeErr: (text) => io.stderr.write(text),
+        // Errors are printed once, by runCli, in one line without the refused value.
+        outputError: () => undefined,
+      });
+    for (const sub of command.commands) configure(sub);
+  };
+  configure(program);
+  return program;
+}
+
+/**
+ * Runs one invocation and resolves with its exit code (README, "Exit codes"). Never throws: every
+ * failure is one line on stderr (one JSON object with --json) that says what to do.
+ */
+export async function runCli(argv: readonly string[], runtime: CliRuntime): Promise<number> {
+  const host = new Host(runtime);
+  try {
+    rejectCredentialFlags(argv);
+    await buildProgram(host).parseAsync([...argv], { from: 'user' });
+    return host.session?.exitCode ?? ExitCode.ok;
+  } catch (error) {
+    if (error instanceof CommanderError && error.exitCode === 0) return ExitCode.ok;
+    const missingSubcommand = error instanceof CommanderError && error.code === 'commander.help';
+    const report = missingSubcommand
+      ? { exitCode: ExitCode.usage, code: 'usage', message: 'a subcommand is missing', hint: 'see the list above' }
+      : describeError(error);
+    if (argv.includes('--json')) {
+      runtime.io.stderr.write(`${JSON.stringify({ error: report })}\n`);
+    } else {
+      runtime.io.stderr.write(`acctops: error: ${report.message}${report.hint ? ` (${report.hint})` : ''}\n`);
+    }
+    return report.exitCode;
+  }
+}
