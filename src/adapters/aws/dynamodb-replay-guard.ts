@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import { ConditionalCheckFailedException, CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteCommand, DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { REPLAY_TABLE } from '../../core/exports/pipeline-tables';
+import type { ReplayGuard } from '../../core/exports/webhook';
+import type { Clock } from '../../core/shared/clock';
+import { enableTtl } from './dynamodb-run-ledger';
+
+const KEY = REPLAY_TABLE.partitionKey.name;
+const TTL = REPLAY_TABLE.timeToLiveAttribute;
+
+export interface DynamoDbReplayGuardOptions {
+  client: DynamoDBClient;
+  tableName: string;
+  clock: Clock;
+}
+
+/**
+ * Webhook event ids in DynamoDB (table shape: REPLAY_TABLE): a claim is one conditional put, which
+ * succeeds only when the id is new or its earlier claim has expired (TTL deletes lazily, so the
+ * condition does not rely on it). A release deletes only this instance's own claim: a concurrent
+ * delivery of the same id that won cannot be undone by the loser.
+ */
+export class DynamoDbReplayGuard implements ReplayGuard {
+  private readonly doc: DynamoDBDocumentClient;
+  /** Claim tokens of this process, by event id, until released. */
+  private readonly claims = new Map<string, string>();
+
+  constructor(private readonly options: DynamoDbReplayGuardOptions) {
+    this.doc = DynamoDBDocumentClient.from(options.client);
+  }
+
+  async claim(eventId: string, expiresAt: number): Promise<boolean> {
+    const token = randomUUID();
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.options.tableName,
+          Item: { [KEY]: eventId, claim: token, claimedAt: this.options.clock.now(), expiresAtMs: expiresAt, [TTL]: Math.ceil(expiresAt / 1000) },
+          ConditionExpression: 'attribute_not_exists(#key) OR #expiresAtMs < :now',
+          ExpressionAttributeNames: { '#key': KEY, '#expiresAtMs': 'expiresAtMs' },
+          ExpressionAttributeValues: { ':now': this.options.clock.now() },
+        }),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+    this.claims.set(eventId, token);
+    return true;
+  }
+
+  async release(eventId: string): Promise<void> {
+    const token = this.claims.get(eventId);
+    if (token === undefined) return;
+    try {
+      await this.doc.send(
+        new DeleteCommand({
+          TableName: this.options.tableName,
+          Key: { [KEY]: eventId },
+          ConditionExpression: '#claim = :claim',
+          ExpressionAttributeNames: { '#claim': 'claim' },
+          ExpressionAttributeValues: { ':claim': token },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+    this.claims.delete(eventId);
+  }
+}
+
+/** Creates the replay table as lib/constructs/exports.ts does (tests, local setups). */
+export async function createReplayTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  await client.send(
+    new CreateTableCommand({
+      TableName: tableName,
+      KeySchema: [{ AttributeName: KEY, KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: KEY, AttributeType: REPLAY_TABLE.partitionKey.type }],
+      BillingMode: REPLAY_TABLE.billingMode,
+    }),
+  );
+  await enableTtl(client, tableName, TTL);
+}

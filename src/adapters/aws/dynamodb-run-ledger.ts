@@ -1,0 +1,297 @@
+import { ConditionalCheckFailedException, CreateTableCommand, UpdateTimeToLiveCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import * as z from 'zod';
+import { exportSourceSchema, type ExportSource } from '../../core/exports/export-jobs';
+import { RUN_LEDGER_TABLE } from '../../core/exports/pipeline-tables';
+import {
+  sameSource,
+  type CompanyOutcome,
+  type DiscoveryOutcome,
+  type ExpectResult,
+  type MonthlyRun,
+  type RunLedger,
+  type RunTally,
+} from '../../core/exports/run-ledger';
+import { type Clock } from '../../core/shared/clock';
+import { parseWith } from '../../core/shared/errors';
+
+const PK = RUN_LEDGER_TABLE.partitionKey.name;
+const SK = RUN_LEDGER_TABLE.sortKey.name;
+const TTL = RUN_LEDGER_TABLE.timeToLiveAttribute;
+const RUN_SK = '#run';
+const LATEST_SK = '#latest';
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+const runKey = (runId: string) => ({ [PK]: `run#${runId}`, [SK]: RUN_SK });
+const companyKey = (runId: string, companyId: string) => ({ [PK]: `run#${runId}`, [SK]: `company#${companyId}` });
+const discoveryKey = (runId: string, externalId: string) => ({ [PK]: `run#${runId}`, [SK]: `user#${externalId}` });
+const latestKey = (period: string) => ({ [PK]: `period#${period}`, [SK]: LATEST_SK });
+
+const runItemSchema = z.object({
+  runId: z.string(),
+  period: z.string(),
+  timeZone: z.string(),
+  scheduledAt: z.string(),
+  startedAt: z.number(),
+  summarizedAt: z.number().optional(),
+  open: z.number().optional(),
+});
+const entryItemSchema = z.object({ state: z.string(), source: exportSourceSchema.optional() });
+
+export interface DynamoDbRunLedgerOptions {
+  client: DynamoDBClient;
+  tableName: string;
+  clock: Clock;
+  /**
+   * How long the ledger keeps a run (TTL). Longer than a year, so that last year's month can be
+   * compared.
+   * @default 400 days
+   */
+  retentionDays?: number;
+  /**
+   * Items per query page of `tally` (DynamoDB also ends a page at 1 MB).
+   * @default 1000
+   */
+  queryPageSize?: number;
+}
+
+/**
+ * The run ledger on DynamoDB (table shape: RUN_LEDGER_TABLE). Each operation is one conditional
+ * write, plus the run item's `open` counter (entries expected minus entries settled), which makes
+ * `mayBeFinished` a single read instead of a query per message.
+ *
+ * No transactions (dynalite lacks them, and exactness does not need them): an entry's state is
+ * the truth, read by `tally` with a strongly consistent query; the counter is only a hint. A
+ * process that dies between an entry write and the counter update leaves the counter one off:
+ * too low, a later worker tallies early and finds work open (harmless); too high, no worker sees
+ * the run finish, and the hourly overdue check, which tallies, publishes the summary instead.
+ */
+export class DynamoDbRunLedger implements RunLedger {
+  private readonly doc: DynamoDBDocumentClient;
+  private readonly tableName: string;
+  private readonly retentionMs: number;
+
+  constructor(private readonly options: DynamoDbRunLedgerOptions) {
+    this.doc = DynamoDBDocumentClient.from(options.client, { marshallOptions: { removeUndefinedValues: true } });
+    this.tableName = options.tableName;
+    this.retentionMs = (options.retentionDays ?? 400) * DAY_MS;
+  }
+
+  async startRun(run: Omit<MonthlyRun, 'summarizedAt'>): Promise<{ run: MonthlyRun; created: boolean }> {
+    let created = true;
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...runKey(run.runId), ...run, open: 0, [TTL]: this.expiresAt() },
+          ConditionExpression: 'attribute_not_exists(#pk)',
+          ExpressionAttributeNames: { '#pk': PK },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      created = false;
+    }
+    const stored = (await this.getRun(run.runId))!;
+    // Written on repeats as well: a crash between the two puts must not leave the month without a pointer.
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...latestKey(run.period), runId: run.runId, startedAt: stored.startedAt, [TTL]: this.expiresAt() },
+          ConditionExpression: 'attribute_not_exists(#pk) OR #startedAt <= :startedAt',
+          ExpressionAttributeNames: { '#pk': PK, '#startedAt': 'startedAt' },
+          ExpressionAttributeValues: { ':startedAt': stored.startedAt },
+        }),
+      );
+    } catch (error) {
+      // A later run of the month is the latest already.
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+    return { run: stored, created };
+  }
+
+  async getRun(runId: string): Promise<MonthlyRun | undefined> {
+    const out = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true }));
+    if (!out.Item) return undefined;
+    const { open: _open, ...run } = parseWith(runItemSchema, out.Item, `run ledger item run#${runId}`);
+    return run;
+  }
+
+  async latestRun(period: string): Promise<MonthlyRun | undefined> {
+    const out = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: latestKey(period), ConsistentRead: true }));
+    const runId = out.Item?.runId;
+    return typeof runId === 'string' ? this.getRun(runId) : undefined;
+  }
+
+  expectCompany(runId: string, companyId: string, source: ExportSource): Promise<ExpectResult> {
+    return this.expect(companyKey(runId, companyId), { state: 'expected', source }, (entry) =>
+      entry.state === 'expected' && entry.source !== undefined && sameSource(entry.source, source),
+    );
+  }
+
+  expectDiscovery(runId: string, externalId: string): Promise<ExpectResult> {
+    return this.expect(discoveryKey(runId, externalId), { state: 'pending' }, (entry) => entry.state === 'pending');
+  }
+
+  async settleCompany(runId: string, companyId: string, outcome: CompanyOutcome): Promise<{ mayBeFinished: boolean }> {
+    // A late success replaces a failure (a redriven message); nothing replaces a success.
+    const from = outcome === 'completed' ? ['expected', 'failed'] : ['expected'];
+    return this.settle(runId, companyKey(runId, companyId), outcome, from, 'expected');
+  }
+
+  settleDiscovery(runId: string, externalId: string, outcome: DiscoveryOutcome): Promise<{ mayBeFinished: boolean }> {
+    return this.settle(runId, discoveryKey(runId, externalId), outcome, ['pending'], 'pending');
+  }
+
+  async tally(runId: string): Promise<RunTally> {
+    const tally: RunTally = { expected: 0, completed: 0, failed: 0, openCompanies: [], failedCompanies: [], pendingDiscoveries: 0, failedDiscoveries: 0 };
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': PK, '#sk': SK, '#state': 'state' },
+          ExpressionAttributeValues: { ':pk': `run#${runId}` },
+          ProjectionExpression: '#sk, #state',
+          ConsistentRead: true,
+          Limit: this.options.queryPageSize ?? 1000,
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of out.Items ?? []) {
+        const sk = String(item[SK]);
+        const state = String(item.state);
+        if (sk.startsWith('company#')) {
+          const companyId = sk.slice('company#'.length);
+          tally.expected += 1;
+          if (state === 'completed') tally.completed += 1;
+          else if (state === 'failed') {
+            tally.failed += 1;
+            tally.failedCompanies.push(companyId);
+          } else tally.openCompanies.push(companyId);
+        } else if (sk.startsWith('user#')) {
+          if (state === 'pending') tally.pendingDiscoveries += 1;
+          else if (state === 'failed') tally.failedDiscoveries += 1;
+        }
+      }
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return tally;
+  }
+
+  async markSummarized(runId: string, at: number): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: runKey(runId),
+          UpdateExpression: 'SET #summarizedAt = :at',
+          ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#summarizedAt)',
+          ExpressionAttributeNames: { '#pk': PK, '#summarizedAt': 'summarizedAt' },
+          ExpressionAttributeValues: { ':at': at },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  /** Puts a new entry and counts it open; on a repeat, tells `mine` from `taken` by reading it. */
+  private async expect(key: Record<string, string>, fields: Record<string, unknown>, isMine: (entry: z.output<typeof entryItemSchema>) => boolean): Promise<ExpectResult> {
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...key, ...fields, [TTL]: this.expiresAt() },
+          ConditionExpression: 'attribute_not_exists(#pk)',
+          ExpressionAttributeNames: { '#pk': PK },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const out = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true }));
+      return isMine(parseWith(entryItemSchema, out.Item, `run ledger item ${key[SK]}`)) ? 'mine' : 'taken';
+    }
+    await this.addOpen(key[PK]!.slice('run#'.length), 1);
+    return 'created';
+  }
+
+  private async settle(runId: string, key: Record<string, string>, outcome: string, from: string[], openState: string): Promise<{ mayBeFinished: boolean }> {
+    const values = Object.fromEntries(from.map((state, i) => [`:from${i}`, state]));
+    let previous: string | undefined;
+    try {
+      const out = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: key,
+          UpdateExpression: 'SET #state = :outcome, #settledAt = :now',
+          ConditionExpression: `attribute_exists(#pk) AND #state IN (${Object.keys(values).join(', ')})`,
+          ExpressionAttributeNames: { '#pk': PK, '#state': 'state', '#settledAt': 'settledAt' },
+          ExpressionAttributeValues: { ':outcome': outcome, ':now': this.options.clock.now(), ...values },
+          ReturnValues: 'UPDATED_OLD',
+        }),
+      );
+      previous = out.Attributes?.state as string | undefined;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+    const open = previous === openState ? await this.addOpen(runId, -1) : await this.openCount(runId);
+    return { mayBeFinished: open <= 0 };
+  }
+
+  private async addOpen(runId: string, delta: number): Promise<number> {
+    const out = await this.doc.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: runKey(runId),
+        UpdateExpression: 'ADD #open :delta',
+        ConditionExpression: 'attribute_exists(#pk)',
+        ExpressionAttributeNames: { '#pk': PK, '#open': 'open' },
+        ExpressionAttributeValues: { ':delta': delta },
+        ReturnValues: 'UPDATED_NEW',
+      }),
+    );
+    return Number(out.Attributes?.open ?? 0);
+  }
+
+  private async openCount(runId: string): Promise<number> {
+    const out = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true, ProjectionExpression: '#open', ExpressionAttributeNames: { '#open': 'open' } }));
+    return Number(out.Item?.open ?? 0);
+  }
+
+  private expiresAt(): number {
+    return Math.floor((this.options.clock.now() + this.retentionMs) / 1000);
+  }
+}
+
+/** Creates the ledger table as lib/constructs/exports.ts does (tests, local setups). */
+export async function createRunLedgerTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  await client.send(
+    new CreateTableCommand({
+      TableName: tableName,
+      KeySchema: [
+        { AttributeName: PK, KeyType: 'HASH' },
+        { AttributeName: SK, KeyType: 'RANGE' },
+      ],
+      AttributeDefinitions: [
+        { AttributeName: PK, AttributeType: RUN_LEDGER_TABLE.partitionKey.type },
+        { AttributeName: SK, AttributeType: RUN_LEDGER_TABLE.sortKey.type },
+      ],
+      BillingMode: RUN_LEDGER_TABLE.billingMode,
+    }),
+  );
+  await enableTtl(client, tableName, TTL);
+}
+
+/** dynalite does not implement TTL; real DynamoDB does. Tests never rely on deletion by TTL. */
+export async function enableTtl(client: DynamoDBClient, tableName: string, attribute: string): Promise<void> {
+  try {
+    await client.send(new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: attribute, Enabled: true } }));
+  } catch (error) {
+    if ((error as { name?: string }).name !== 'UnknownOperationException') throw error;
+  }
+}

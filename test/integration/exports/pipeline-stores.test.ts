@@ -1,0 +1,166 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { createReplayTable, DynamoDbReplayGuard } from '../../../src/adapters/aws/dynamodb-replay-guard';
+import { createRunLedgerTable, DynamoDbRunLedger } from '../../../src/adapters/aws/dynamodb-run-ledger';
+import { MemoryReplayGuard } from '../../../src/adapters/local/memory-replay-guard';
+import { MemoryRunLedger } from '../../../src/adapters/local/memory-run-ledger';
+import type { RunLedger } from '../../../src/core/exports/run-ledger';
+import type { ReplayGuard } from '../../../src/core/exports/webhook';
+import { ManualClock } from '../../../src/core/shared/clock';
+import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
+
+// One contract for the run ledger and one for the replay guard, each run against the memory twin
+// and the DynamoDB adapter on dynalite.
+
+const A = 'aaaaaaaa-0000-4000-8000-000000000001';
+const B = 'bbbbbbbb-0000-4000-8000-000000000002';
+const C = 'cccccccc-0000-4000-8000-000000000003';
+const U1 = '11111111-0000-4000-8000-000000000001';
+const U2 = '22222222-0000-4000-8000-000000000002';
+
+let dynamo: LocalDynamo;
+let client: DynamoDBClient;
+let tables = 0;
+
+beforeAll(async () => {
+  dynamo = await startDynamo();
+  client = dynamo.client();
+});
+afterAll(async () => {
+  client.destroy();
+  await dynamo.stop();
+});
+
+const clock = new ManualClock(Date.UTC(2026, 10, 1, 2, 0));
+
+const ledgers: [string, () => Promise<RunLedger>][] = [
+  ['memory', () => Promise.resolve(new MemoryRunLedger())],
+  [
+    'DynamoDB (dynalite)',
+    async () => {
+      const tableName = `export-runs-${++tables}`;
+      await createRunLedgerTable(client, tableName);
+      return new DynamoDbRunLedger({ client, tableName, clock });
+    },
+  ],
+];
+
+const run = (runId: string, period = '2026-10', startedAt = clock.now()) => ({ runId, period, timeZone: 'Europe/Berlin', scheduledAt: '2026-11-01T02:00:00Z', startedAt });
+
+describe.each(ledgers)('run ledger contract: %s', (_name, make) => {
+  let ledger: RunLedger;
+  beforeEach(async () => {
+    ledger = await make();
+  });
+
+  it('starts a run once, points the month at the latest run, and reads it back', async () => {
+    expect(await ledger.startRun(run('r1'))).toEqual({ run: run('r1'), created: true });
+    expect(await ledger.startRun({ ...run('r1'), startedAt: clock.now() + 5 })).toEqual({ run: run('r1'), created: false });
+    expect(await ledger.getRun('r1')).toEqual(run('r1'));
+    expect(await ledger.latestRun('2026-10')).toEqual(run('r1'));
+    await ledger.startRun(run('r2', '2026-10', clock.now() + 1000));
+    expect((await ledger.latestRun('2026-10'))?.runId).toBe('r2');
+    expect(await ledger.latestRun('2026-09')).toBeUndefined();
+    expect(await ledger.getRun('nope')).toBeUndefined();
+  });
+
+  it('expects a company once: the same source again is mine while open, another source is taken', async () => {
+    await ledger.startRun(run('r1'));
+    expect(await ledger.expectCompany('r1', A, { kind: 'apiKey' })).toBe('created');
+    expect(await ledger.expectCompany('r1', A, { kind: 'apiKey' })).toBe('mine');
+    expect(await ledger.expectCompany('r1', A, { kind: 'user', externalId: U1 })).toBe('taken');
+    expect(await ledger.expectCompany('r1', B, { kind: 'user', externalId: U1 })).toBe('created');
+    expect(await ledger.expectCompany('r1', B, { kind: 'user', externalId: U2 })).toBe('taken');
+    expect(await ledger.expectCompany('r1', B, { kind: 'user', externalId: U1 })).toBe('mine');
+    await ledger.settleCompany('r1', A, 'completed');
+    expect(await ledger.expectCompany('r1', A, { kind: 'apiKey' })).toBe('taken');
+  });
+
+  it('tallies exactly, says when the run may be finished, and lets a late success replace a failure (never the reverse)', async () => {
+    await ledger.startRun(run('r1'));
+    for (const company of [A, B, C]) await ledger.expectCompany('r1', company, { kind: 'apiKey' });
+    expect(await ledger.expectDiscovery('r1', U1)).toBe('created');
+    expect(await ledger.expectDiscovery('r1', U1)).toBe('mine');
+
+    expect(await ledger.settleCompany('r1', A, 'completed')).toEqual({ mayBeFinished: false });
+    expect(await ledger.settleCompany('r1', B, 'failed')).toEqual({ mayBeFinished: false });
+    expect(await ledger.settleDiscovery('r1', U1, 'failed')).toEqual({ mayBeFinished: false });
+    expect(await ledger.expectDiscovery('r1', U1)).toBe('taken');
+    expect(await ledger.tally('r1')).toEqual({
+      expected: 3,
+      completed: 1,
+      failed: 1,
+      openCompanies: [C],
+      failedCompanies: [B],
+      pendingDiscoveries: 0,
+      failedDiscoveries: 1,
+    });
+    expect(await ledger.settleCompany('r1', C, 'completed')).toEqual({ mayBeFinished: true });
+    // Repeats (redeliveries) change nothing and still answer.
+    expect(await ledger.settleCompany('r1', C, 'completed')).toEqual({ mayBeFinished: true });
+    expect(await ledger.settleCompany('r1', A, 'failed')).toEqual({ mayBeFinished: true });
+    expect(await ledger.settleCompany('r1', B, 'completed')).toEqual({ mayBeFinished: true });
+    expect(await ledger.tally('r1')).toMatchObject({ expected: 3, completed: 3, failed: 0, openCompanies: [], failedCompanies: [] });
+  });
+
+  it('marks a run summarized once', async () => {
+    await ledger.startRun(run('r1'));
+    expect(await ledger.markSummarized('r1', 42)).toBe(true);
+    expect(await ledger.markSummarized('r1', 43)).toBe(false);
+    expect((await ledger.getRun('r1'))?.summarizedAt).toBe(42);
+  });
+});
+
+describe('DynamoDB run ledger', () => {
+  it('tallies a run across several query pages', async () => {
+    const tableName = `export-runs-${++tables}`;
+    await createRunLedgerTable(client, tableName);
+    const ledger = new DynamoDbRunLedger({ client, tableName, clock, queryPageSize: 7 });
+    await ledger.startRun(run('big'));
+    const ids = Array.from({ length: 40 }, (_, i) => `dddddddd-0000-4000-8000-${String(i).padStart(12, '0')}`);
+    await Promise.all(ids.map((id) => ledger.expectCompany('big', id, { kind: 'apiKey' })));
+    await Promise.all(ids.slice(0, 10).map((id) => ledger.settleCompany('big', id, 'failed')));
+    const tally = await ledger.tally('big');
+    expect(tally).toMatchObject({ expected: 40, completed: 0, failed: 10 });
+    expect(tally.openCompanies).toEqual(ids.slice(10));
+  });
+});
+
+const guards: [string, () => Promise<ReplayGuard>][] = [
+  ['memory', () => Promise.resolve(new MemoryReplayGuard(clock))],
+  [
+    'DynamoDB (dynalite)',
+    async () => {
+      const tableName = `webhook-replay-${++tables}`;
+      await createReplayTable(client, tableName);
+      return new DynamoDbReplayGuard({ client, tableName, clock });
+    },
+  ],
+];
+
+describe.each(guards)('replay guard contract: %s', (_name, make) => {
+  it('claims an id once until it expires; a release frees it again', async () => {
+    const guard = await make();
+    const until = clock.now() + 6 * 60_000;
+    expect(await guard.claim('evt_1', until)).toBe(true);
+    expect(await guard.claim('evt_1', until)).toBe(false);
+    expect(await guard.claim('evt_2', until)).toBe(true);
+    await guard.release('evt_2');
+    expect(await guard.claim('evt_2', until)).toBe(true);
+    clock.advance(6 * 60_000 + 1);
+    expect(await guard.claim('evt_1', clock.now() + 60_000)).toBe(true);
+  });
+});
+
+describe('DynamoDB replay guard', () => {
+  it('a release by the loser of a race does not undo the winner’s claim', async () => {
+    const tableName = `webhook-replay-${++tables}`;
+    await createReplayTable(client, tableName);
+    const winner = new DynamoDbReplayGuard({ client, tableName, clock });
+    const loser = new DynamoDbReplayGuard({ client, tableName, clock });
+    const until = clock.now() + 60_000;
+    expect(await winner.claim('evt_race', until)).toBe(true);
+    expect(await loser.claim('evt_race', until)).toBe(false);
+    await loser.release('evt_race');
+    expect(await loser.claim('evt_race', until)).toBe(false);
+  });
+});
