@@ -13,6 +13,9 @@ import type { AddressInfo } from 'node:net';
 export interface RecordedMessage {
   queueUrl: string;
   body: string;
+  /** FIFO queues only. */
+  groupId?: string;
+  deduplicationId?: string;
 }
 
 export interface RecordedEvent {
@@ -41,7 +44,7 @@ export interface AwsRecorder {
 
 interface SendMessageBatchInput {
   QueueUrl: string;
-  Entries: { Id: string; MessageBody: string }[];
+  Entries: { Id: string; MessageBody: string; MessageGroupId?: string; MessageDeduplicationId?: string }[];
 }
 
 interface PutEventsInput {
@@ -78,7 +81,13 @@ export async function startAwsRecorder(): Promise<AwsRecorder> {
         const { QueueUrl, Entries } = input as SendMessageBatchInput;
         const refused = Entries.filter(refuse);
         const accepted = Entries.filter((entry) => !refused.includes(entry));
-        for (const entry of accepted) messages.push({ queueUrl: QueueUrl, body: entry.MessageBody });
+        for (const entry of accepted) {
+          messages.push({
+            queueUrl: QueueUrl,
+            body: entry.MessageBody,
+            ...(entry.MessageGroupId === undefined ? {} : { groupId: entry.MessageGroupId, deduplicationId: entry.MessageDeduplicationId }),
+          });
+        }
         reply(res, 200, 'application/x-amz-json-1.0', {
           Successful: accepted.map((entry) => ({
             Id: entry.Id,

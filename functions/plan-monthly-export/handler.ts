@@ -1,0 +1,54 @@
+import * as z from 'zod';
+import { AwsExportRuntime, exportEnv } from '../../src/adapters/aws/export-runtime';
+import { planMonthlyExport } from '../../src/core/exports/monthly-export';
+import { systemClock } from '../../src/core/shared/clock';
+import { readEnv } from '../../src/core/shared/env';
+import { createHandler } from '../_shared/create-handler';
+
+const env = readEnv(
+  z.object({
+    EXPORT_QUEUE_URL: exportEnv.EXPORT_QUEUE_URL,
+    EXPORT_EVENT_BUS_NAME: exportEnv.EXPORT_EVENT_BUS_NAME,
+    EXPORT_RUNS_TABLE_NAME: exportEnv.EXPORT_RUNS_TABLE_NAME,
+    TOKEN_TABLE_NAME: exportEnv.TOKEN_TABLE_NAME,
+    EXPORT_FORMATS: exportEnv.EXPORT_FORMATS,
+    EXPORT_TIME_ZONE: exportEnv.EXPORT_TIME_ZONE,
+  }),
+);
+const runtime = new AwsExportRuntime({
+  clock: systemClock,
+  queueUrl: env.EXPORT_QUEUE_URL,
+  eventBusName: env.EXPORT_EVENT_BUS_NAME,
+  runsTableName: env.EXPORT_RUNS_TABLE_NAME,
+  tokenTableName: env.TOKEN_TABLE_NAME,
+});
+
+/**
+ * What EventBridge Scheduler sends (lib/constructs/exports.ts); a runbook may invoke the planner
+ * with the same shape to plan a month again (`scheduledAt` in the month after it, a new
+ * `executionId` for a new run).
+ */
+const eventSchema = z.strictObject({
+  source: z.literal('acctops.scheduler'),
+  schedule: z.literal('monthly-export'),
+  scheduledAt: z.iso.datetime({ offset: true }),
+  executionId: z.string().min(1).max(128),
+});
+
+export const handler = createHandler({
+  eventSchema,
+  correlationId: (event) => (event as { executionId?: string } | null)?.executionId,
+  handler: async (event, { logger, metrics }) =>
+    planMonthlyExport(
+      { ledger: runtime.ledger(), queue: runtime.queue(), events: runtime.events(), clock: systemClock, logger, metrics },
+      {
+        scheduledAt: event.scheduledAt,
+        executionId: event.executionId,
+        timeZone: env.EXPORT_TIME_ZONE,
+        // Every company whose key secret acctops holds (found by tag, like the rotation doctor).
+        companies: await runtime.keyCompanies(),
+        users: runtime.tokenStore(),
+        formats: env.EXPORT_FORMATS,
+      },
+    ),
+});

@@ -1,0 +1,58 @@
+import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import * as z from 'zod';
+import { AwsExportRuntime, exportEnv } from '../../src/adapters/aws/export-runtime';
+import { receiveExportWebhook } from '../../src/core/exports/webhook';
+import { systemClock } from '../../src/core/shared/clock';
+import { readEnv } from '../../src/core/shared/env';
+import { createHandler } from '../_shared/create-handler';
+
+const env = readEnv(
+  z.object({
+    EXPORT_QUEUE_URL: exportEnv.EXPORT_QUEUE_URL,
+    WEBHOOK_SECRET_ARN: exportEnv.WEBHOOK_SECRET_ARN,
+    WEBHOOK_REPLAY_TABLE_NAME: exportEnv.WEBHOOK_REPLAY_TABLE_NAME,
+    WEBHOOK_COMPANY_IDS: exportEnv.WEBHOOK_COMPANY_IDS,
+    WEBHOOK_MAX_BODY_BYTES: exportEnv.WEBHOOK_MAX_BODY_BYTES,
+    SECRET_CACHE_TTL_SECONDS: exportEnv.SECRET_CACHE_TTL_SECONDS,
+  }),
+);
+const runtime = new AwsExportRuntime({
+  clock: systemClock,
+  queueUrl: env.EXPORT_QUEUE_URL,
+  webhookSecretArn: env.WEBHOOK_SECRET_ARN,
+  replayTableName: env.WEBHOOK_REPLAY_TABLE_NAME,
+  secretCacheTtlMs: env.SECRET_CACHE_TTL_SECONDS * 1000,
+});
+const allowedCompanies = new Set(env.WEBHOOK_COMPANY_IDS);
+
+/** A Lambda Function URL request (payload format 2.0): what the checks need, nothing more. */
+const eventSchema = z.looseObject({
+  headers: z.record(z.string(), z.string()).default({}),
+  body: z.string().optional(),
+  isBase64Encoded: z.boolean().default(false),
+  requestContext: z.looseObject({ http: z.looseObject({ method: z.string().min(1) }) }),
+});
+
+export const handler = createHandler({
+  eventSchema,
+  // A sender's header must not become our correlation id: the request id is used.
+  correlationId: () => undefined,
+  handler: async (event, { logger, metrics }): Promise<APIGatewayProxyStructuredResultV2> => {
+    const body = Buffer.from(event.body ?? '', event.isBase64Encoded ? 'base64' : 'utf8');
+    const headers = Object.fromEntries(Object.entries(event.headers).map(([name, value]) => [name.toLowerCase(), value]));
+    const response = await receiveExportWebhook(
+      {
+        secrets: runtime.webhookSecrets(),
+        replay: runtime.replayGuard(),
+        queue: runtime.queue(),
+        allowedCompanies,
+        clock: systemClock,
+        logger,
+        metrics,
+        maxBodyBytes: env.WEBHOOK_MAX_BODY_BYTES,
+      },
+      { method: event.requestContext.http.method, headers, body },
+    );
+    return { statusCode: response.status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(response.body) };
+  },
+});

@@ -1,0 +1,30 @@
+import * as z from 'zod';
+import { AwsExportRuntime, exportEnv } from '../../src/adapters/aws/export-runtime';
+import { EXPORT_EVENT_TYPES } from '../../src/core/exports/export-events';
+import { onDemandJobs, exportRequestedSchema } from '../../src/core/exports/on-demand';
+import { systemClock } from '../../src/core/shared/clock';
+import { readEnv } from '../../src/core/shared/env';
+import { createHandler } from '../_shared/create-handler';
+
+const env = readEnv(z.object({ EXPORT_QUEUE_URL: exportEnv.EXPORT_QUEUE_URL }));
+const runtime = new AwsExportRuntime({ clock: systemClock, queueUrl: env.EXPORT_QUEUE_URL });
+
+/** An `ExportRequested` event as the EventBridge rule delivers it (docs/exports.md, "On demand"). */
+const eventSchema = z.looseObject({
+  id: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/),
+  'detail-type': z.literal(EXPORT_EVENT_TYPES.requested),
+  detail: exportRequestedSchema,
+});
+
+export const handler = createHandler({
+  eventSchema,
+  handler: async (event, { logger }) => {
+    // The event id makes the jobs' deduplication ids: EventBridge's at-least-once delivery of one
+    // event enqueues each month once.
+    const jobs = onDemandJobs(event.detail, { kind: 'on_demand', requestId: event.id, via: 'event' });
+    await runtime.queue().enqueue(jobs);
+    const periods = jobs.map((j) => j.period);
+    logger.info('export requested', { companyId: event.detail.companyId, periods, source: jobs[0]?.source.kind });
+    return { companyId: event.detail.companyId, periods };
+  },
+});

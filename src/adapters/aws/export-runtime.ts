@@ -1,0 +1,194 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { S3Client } from '@aws-sdk/client-s3';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import * as z from 'zod';
+import { CompanyApiKeys } from '../../core/api-keys/company-api-keys';
+import { taggedKeyDirectory } from '../../core/api-keys/key-directory';
+import { EXPORT_EVENT_SOURCE } from '../../core/exports/export-events';
+import type { SourceCredentials } from '../../core/exports/export-worker';
+import { userTokenCredentials } from '../../core/exports/user-token-credentials';
+import { webhookSecretsFromStore } from '../../core/exports/webhook-secrets';
+import type { WebhookSecrets } from '../../core/exports/webhook';
+import { FORMATS } from '../../core/exports/types';
+import type { Clock } from '../../core/shared/clock';
+import { envInt, envString, envUrl } from '../../core/shared/env';
+import { ConfigError } from '../../core/shared/errors';
+import type { Logger } from '../../core/shared/logger';
+import { DynamoDbReplayGuard } from './dynamodb-replay-guard';
+import { DynamoDbRunLedger } from './dynamodb-run-ledger';
+import { DynamoDbTokenStore } from './dynamodb-token-store';
+import { EventBridgePublisher } from './eventbridge-publisher';
+import { S3ObjectStore } from './s3-object-store';
+import { AwsSecretStore } from './secrets-manager';
+import { SqsExportQueue } from './sqs-export-queue';
+
+const uuidList = z
+  .string()
+  .default('')
+  .transform((text) => text.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
+  .pipe(z.array(z.guid('expected a comma-separated list of company ids')));
+
+const formatList = z
+  .string()
+  .default(FORMATS.join(','))
+  .transform((text) => text.split(',').map((s) => s.trim()).filter(Boolean))
+  .pipe(z.array(z.enum(FORMATS)).min(1));
+
+/**
+ * The environment of the export functions, as lib/constructs/exports.ts sets it. Each handler
+ * picks the variables it needs into its own `readEnv` schema, so a function is given (and granted)
+ * only what it uses. Names, ARNs, URLs, numbers and ids only: never a secret.
+ */
+export const exportEnv = {
+  ACCTOPS_BASE_URL: envUrl,
+  /** acctops's version (package.json at synth), recorded in every manifest. */
+  ACCTOPS_TOOL_VERSION: envString,
+  EXPORT_BUCKET_NAME: envString,
+  EXPORT_QUEUE_URL: envUrl,
+  EXPORT_EVENT_BUS_NAME: envString,
+  EXPORT_RUNS_TABLE_NAME: envString,
+  TOKEN_TABLE_NAME: envString,
+  /** Formats of the monthly exports. */
+  EXPORT_FORMATS: formatList,
+  /** IANA zone of the monthly schedule: which month is "the previous one". */
+  EXPORT_TIME_ZONE: envString.default('Europe/Berlin'),
+  /** Hours after midnight on the 1st (local) by which last month's exports are due. */
+  EXPORT_DUE_AFTER_HOURS: envInt(1, 24 * 27).default(12),
+  /** The export queue's maxReceiveCount: the worker's last delivery before the DLQ. */
+  EXPORT_MAX_RECEIVE_COUNT: envInt(1, 1000).default(3),
+  SECRET_CACHE_TTL_SECONDS: envInt(0, 3600).default(300),
+  WEBHOOK_SECRET_ARN: envString,
+  WEBHOOK_REPLAY_TABLE_NAME: envString,
+  /** Tenant isolation: the only companies the webhook may request exports for. */
+  WEBHOOK_COMPANY_IDS: uuidList,
+  WEBHOOK_MAX_BODY_BYTES: envInt(256, 1024 * 1024).default(64 * 1024),
+};
+
+export interface AwsExportRuntimeConfig {
+  clock: Clock;
+  baseUrl?: string;
+  bucketName?: string;
+  queueUrl?: string;
+  eventBusName?: string;
+  runsTableName?: string;
+  tokenTableName?: string;
+  webhookSecretArn?: string;
+  replayTableName?: string;
+  secretCacheTtlMs?: number;
+  /**
+   * Per attempt and in all, for every call to the service: a page of 1000 transactions can take a
+   * while; a stalled one is retried well inside the worker's 15 minutes.
+   * @default 60 s per attempt, 5 attempts within 5 minutes
+   */
+  api?: { timeoutMs: number; maxAttempts: number; maxElapsedMs: number };
+}
+
+/**
+ * Composition root of the export functions, made once per execution environment (module scope),
+ * so the SDK clients, the cached key secrets and the webhook secret survive between invocations.
+ * Each accessor needs only its own setting, so a function configured (and granted) for less fails
+ * with the variable's name only if it reaches for more.
+ *
+ * Endpoints come from the SDK's own configuration (`AWS_ENDPOINT_URL_S3`, `_SQS`, `_DYNAMODB`,
+ * `_EVENTBRIDGE`, `_SECRETS_MANAGER`): that is how the handler tests reach s3rver, dynalite, the
+ * Secrets Manager emulator and the recorder. With an S3 endpoint override the client uses
+ * path-style addresses, which S3-compatible peers need.
+ */
+export class AwsExportRuntime {
+  private readonly cache = new Map<string, unknown>();
+
+  constructor(private readonly config: AwsExportRuntimeConfig) {}
+
+  store(): S3ObjectStore {
+    return this.once('store', () => {
+      const client = new S3Client({ forcePathStyle: Boolean(process.env.AWS_ENDPOINT_URL_S3) });
+      return new S3ObjectStore({ client, bucket: required(this.config.bucketName, 'EXPORT_BUCKET_NAME') });
+    });
+  }
+
+  queue(): SqsExportQueue {
+    return this.once('queue', () => new SqsExportQueue({ client: new SQSClient({}), queueUrl: required(this.config.queueUrl, 'EXPORT_QUEUE_URL') }));
+  }
+
+  events(): EventBridgePublisher {
+    return this.once(
+      'events',
+      () => new EventBridgePublisher({ client: new EventBridgeClient({}), eventBusName: required(this.config.eventBusName, 'EXPORT_EVENT_BUS_NAME'), source: EXPORT_EVENT_SOURCE }),
+    );
+  }
+
+  ledger(): DynamoDbRunLedger {
+    return this.once('ledger', () => new DynamoDbRunLedger({ client: this.dynamo(), tableName: required(this.config.runsTableName, 'EXPORT_RUNS_TABLE_NAME'), clock: this.config.clock }));
+  }
+
+  tokenStore(): DynamoDbTokenStore {
+    return this.once('tokens', () => new DynamoDbTokenStore({ client: this.dynamo(), tableName: required(this.config.tokenTableName, 'TOKEN_TABLE_NAME') }));
+  }
+
+  replayGuard(): DynamoDbReplayGuard {
+    return this.once(
+      'replay',
+      () => new DynamoDbReplayGuard({ client: this.dynamo(), tableName: required(this.config.replayTableName, 'WEBHOOK_REPLAY_TABLE_NAME'), clock: this.config.clock }),
+    );
+  }
+
+  webhookSecrets(): WebhookSecrets {
+    return this.once('webhookSecrets', () =>
+      webhookSecretsFromStore(this.secretStore(), required(this.config.webhookSecretArn, 'WEBHOOK_SECRET_ARN'), {
+        ttlMs: this.config.secretCacheTtlMs,
+        clock: this.config.clock,
+      }),
+    );
+  }
+
+  /** Companies whose API key acctops holds: the secrets tagged as company keys. */
+  async keyCompanies(): Promise<string[]> {
+    const companies: string[] = [];
+    for await (const entry of taggedKeyDirectory(this.secretStore()).list()) companies.push(entry.companyId);
+    return [...new Set(companies)].sort();
+  }
+
+  /** The credential of each kind of source: the company's key secret, or the user's token from the token store. */
+  credentials(logger: Logger): SourceCredentials {
+    const keys = this.once(
+      'companyKeys',
+      () => new CompanyApiKeys(this.secretStore(), taggedKeyDirectory(this.secretStore()), { ttlMs: this.config.secretCacheTtlMs, clock: this.config.clock }),
+    );
+    return (source, companyId) => {
+      if (source.kind === 'user') return userTokenCredentials(this.tokenStore(), source.externalId, { clock: this.config.clock, companyId, logger });
+      if (companyId === undefined) throw new ConfigError([{ path: 'companyId', message: 'an API-key source needs the company' }]);
+      return keys.credentials(companyId);
+    };
+  }
+
+  /** What exportCompanyPeriod needs from the environment. */
+  exporter(toolVersion: string) {
+    const api = this.config.api ?? { timeoutMs: 60_000, maxAttempts: 5, maxElapsedMs: 300_000 };
+    return {
+      store: this.store(),
+      toolVersion,
+      baseUrl: required(this.config.baseUrl, 'ACCTOPS_BASE_URL'),
+      client: { timeoutMs: api.timeoutMs, retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs } },
+    };
+  }
+
+  private secretStore(): AwsSecretStore {
+    return this.once('secrets', () => new AwsSecretStore(new SecretsManagerClient({})));
+  }
+
+  private dynamo(): DynamoDBClient {
+    return this.once('dynamo', () => new DynamoDBClient({}));
+  }
+
+  private once<T>(key: string, make: () => T): T {
+    if (!this.cache.has(key)) this.cache.set(key, make());
+    return this.cache.get(key) as T;
+  }
+}
+
+function required(value: string | undefined, name: string): string {
+  if (value === undefined) throw new ConfigError([{ path: name, message: 'required by this function' }]);
+  return value;
+}
