@@ -11,6 +11,7 @@ const env = readEnv(
     EXPORT_EVENT_BUS_NAME: exportEnv.EXPORT_EVENT_BUS_NAME,
     EXPORT_RUNS_TABLE_NAME: exportEnv.EXPORT_RUNS_TABLE_NAME,
     TOKEN_TABLE_NAME: exportEnv.TOKEN_TABLE_NAME,
+    EXPORT_COMPANY_IDS: exportEnv.EXPORT_COMPANY_IDS,
     EXPORT_FORMATS: exportEnv.EXPORT_FORMATS,
     EXPORT_TIME_ZONE: exportEnv.EXPORT_TIME_ZONE,
   }),
@@ -38,15 +39,14 @@ const eventSchema = z.strictObject({
 export const handler = createHandler({
   eventSchema,
   correlationId: (event) => (event as { executionId?: string } | null)?.executionId,
-  handler: async (event, { logger, metrics }) =>
+  handler: (event, { logger, metrics }) =>
     planMonthlyExport(
       { ledger: runtime.ledger(), queue: runtime.queue(), events: runtime.events(), clock: systemClock, logger, metrics },
       {
         scheduledAt: event.scheduledAt,
         executionId: event.executionId,
         timeZone: env.EXPORT_TIME_ZONE,
-        // Every company whose key secret acctops holds (found by tag, like the rotation doctor).
-        companies: await runtime.keyCompanies(),
+        companies: env.EXPORT_COMPANY_IDS,
         users: runtime.tokenStore(),
         formats: env.EXPORT_FORMATS,
       },

@@ -139,6 +139,7 @@ beforeAll(async () => {
     EXPORT_EVENT_BUS_NAME: BUS,
     EXPORT_RUNS_TABLE_NAME: RUNS_TABLE,
     TOKEN_TABLE_NAME: TOKEN_TABLE,
+    EXPORT_COMPANY_IDS: keyed,
     EXPORT_FORMATS: 'jsonl,csv,parquet',
     EXPORT_TIME_ZONE: 'Europe/Berlin',
     EXPORT_MAX_RECEIVE_COUNT: '3',
@@ -218,7 +219,7 @@ const events = (type: string) => recorder.events.filter((e) => e.detailType === 
 describe('export functions', () => {
   let period: string;
 
-  it('plan-monthly-export plans last month (Berlin) for the tagged key companies and the active users, on the FIFO queue', async () => {
+  it('plan-monthly-export plans last month (Berlin) for the configured key companies and the active users, on the FIFO queue', async () => {
     const report = await handlers.plan(schedulerEvent('monthly-export'), context());
     period = report.period;
     expect(report).toMatchObject({ companies: 1, users: 1, repeated: false });
