@@ -100,7 +100,7 @@ export type AcctopsFunctionDefaults = Pick<
 
 export type SecretAccess = 'read' | 'write' | 'rotate';
 export type TableAccess = 'read' | 'write' | 'readWrite' | 'queryIndexes' | 'getPut' | 'getUpdate';
-export type BucketAccess = 'read' | 'write' | 'readWrite';
+export type BucketAccess = 'read' | 'write' | 'readWrite' | 'readWriteDelete';
 export type QueueAccess = 'send' | 'receive';
 
 /** Exactly the actions each access level grants; docs/architecture.md repeats this table. */
@@ -153,6 +153,12 @@ export const BUCKET_ACTIONS: Record<BucketAccess, { objects: string[]; list: boo
   write: { objects: ['s3:PutObject', 's3:AbortMultipartUpload'], list: false, key: ['kms:Decrypt', 'kms:GenerateDataKey'] },
   readWrite: {
     objects: ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'],
+    list: true,
+    key: ['kms:Decrypt', 'kms:GenerateDataKey'],
+  },
+  /** readWrite plus DeleteObject: the exporter's atomic publish removes superseded runs (garbage collection). */
+  readWriteDelete: {
+    objects: ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload', 's3:DeleteObject'],
     list: true,
     key: ['kms:Decrypt', 'kms:GenerateDataKey'],
   },
