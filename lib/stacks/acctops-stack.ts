@@ -8,8 +8,9 @@ import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import type { StageConfig } from '../config/stage';
 import { AcctopsFunction, type AcctopsFunctionDefaults } from '../constructs/acctops-function';
+import { Exports } from '../constructs/exports';
 import { KeyRotation } from '../constructs/key-rotation';
-import { TokenLifecycle } from '../constructs/token-lifecycle';
+import { TOKEN_TABLE_SHAPE, TokenLifecycle } from '../constructs/token-lifecycle';
 
 export interface AcctopsStackProps extends StackProps {
   /** The validated stage settings (lib/config/stage.ts). */
@@ -95,9 +96,11 @@ export class AcctopsStack extends Stack {
       environment: { ACCTOPS_BASE_URL: stage.baseUrl },
     }).bindSecret(this.institutionSecret, 'INSTITUTION_SECRET_ARN', 'read');
 
-    new TokenLifecycle(this, 'Tokens', { stage, functionDefaults: this.functionDefaults, institutionSecret: this.institutionSecret, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy });
+    const tokens = new TokenLifecycle(this, 'Tokens', { stage, functionDefaults: this.functionDefaults, institutionSecret: this.institutionSecret, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy });
 
     this.keyRotation = new KeyRotation(this, 'KeyRotation', { stage, functionDefaults: this.functionDefaults, secretsKey: this.secretsKey, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy });
+
+    new Exports(this, 'Exports', { stage, functionDefaults: this.functionDefaults, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy, secretsKey: this.secretsKey, tokenTable: tokens.table, tokenDueIndexName: TOKEN_TABLE_SHAPE.dueIndex.name, companyKeys: this.keyRotation });
 
     new CfnOutput(this, 'InstitutionSecretArn', {
       value: this.institutionSecret.secretArn,

@@ -36,7 +36,7 @@ describe('KeyRotation', () => {
 
   it('creates the secret of a configured company under the stack key, tagged, and imports the other by ARN', () => {
     expect(keys.secrets.get(IMPORTED)!.secretArn).toBe(IMPORTED_ARN);
-    template.resourceCountIs('AWS::SecretsManager::Secret', 2); // the institution credential and the created one
+    template.resourceCountIs('AWS::SecretsManager::Secret', 3); // the institution credential, the export webhook's and the created one
     template.hasResourceProperties('AWS::SecretsManager::Secret', {
       Name: `acctops/test/company/${CREATED.toLowerCase()}/api-key`,
       KmsKeyId: { 'Fn::GetAtt': [logicalId(stack.secretsKey), 'Arn'] },

@@ -64,8 +64,11 @@ describe('TokenLifecycle', () => {
       expect(table!.DeletionPolicy).toBe('Retain');
     });
 
-    it('is reachable by the token functions only', () => {
-      const tokenRoles = new Set(tokenFunctions().map((fn) => logicalId(fn.executionRole)));
+    it('is reachable by the token functions and the export planner and worker only', () => {
+      // The exports' own test (test/infra/exports.test.ts) pins their access: the planner queries the
+      // keys-only index, the worker reads a user's token.
+      const exportRoles = ['Planner', 'Worker'].map((name) => logicalId((stack.node.findChild('Exports').node.findChild(name) as AcctopsFunction).executionRole));
+      const tokenRoles = new Set([...tokenFunctions().map((fn) => logicalId(fn.executionRole)), ...exportRoles]);
       const table = logicalId(tokens.table);
       for (const [, policy] of Object.entries(template.findResources('AWS::IAM::Policy'))) {
         const text = JSON.stringify(policy.Properties.PolicyDocument);
@@ -119,7 +122,7 @@ describe('TokenLifecycle', () => {
     it('the worker cannot read an export bucket even when the stack has one', () => {
       const other = testApp();
       const withBucket = new AcctopsStack(other, 'acctops-test', { stage: testStage() });
-      const bucket = new Bucket(withBucket, 'Exports');
+      const bucket = new Bucket(withBucket, 'AnotherBucket');
       const t = Template.fromStack(withBucket);
       const worker = (withBucket.node.findChild('Tokens') as TokenLifecycle).worker;
       const text = JSON.stringify(roleStatements(t, logicalId(worker.executionRole)));
