@@ -29,6 +29,6 @@ const runtime = new AwsKeyRotationRuntime({
  */
 export const handler = createHandler({
   eventSchema: revocationSchema,
-  correlationId: (event) => (event as { rotationToken?: unknown }).rotationToken as string | undefined,
+  correlationId: (event) => (event as { rotationToken?: unknown } | null)?.rotationToken as string | undefined,
   handler: async (event, { logger, metrics }) => ({ apiKeyId: event.apiKeyId, outcome: await revokeApiKey(event, runtime.revokeDeps({ logger, metrics })) }),
 });

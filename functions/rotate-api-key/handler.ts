@@ -35,7 +35,7 @@ const runtime = new AwsKeyRotationRuntime({
  */
 export const handler = createHandler({
   eventSchema: rotationEventSchema,
-  correlationId: (event) => (event as { ClientRequestToken?: unknown }).ClientRequestToken as string | undefined,
+  correlationId: (event) => (event as { ClientRequestToken?: unknown } | null)?.ClientRequestToken as string | undefined,
   handler: async (event, { logger, metrics }) => {
     const outcome = await runtime.rotation({ logger, metrics }).runStep(event);
     return { step: event.Step, outcome };
