@@ -48,6 +48,16 @@ function signed(text: string, options: { secret?: string; timestamp?: number; he
   };
 }
 
+describe('signWebhook', () => {
+  it('gives the worked example of docs/exports.md ("Signature recipe, worked")', () => {
+    const body = '{"id":"evt_01J9Z3K8Q2","companyId":"6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b","period":"2026-10","formats":["csv","parquet"]}';
+    expect(Buffer.byteLength(body)).toBe(121);
+    expect(signWebhook('whsec_example_0123456789abcdef0123456789abcdef', 1793520000, body)).toBe(
+      'v1=e58e413a33d7e6da225304532c4b8a6a2e7a0cb955f1c5d88ecd6fa051ac8065',
+    );
+  });
+});
+
 describe('receiveExportWebhook', () => {
   it('accepts a signed request with 202 and enqueues one export job per month, grouped by company and month', async () => {
     const { receive, queue } = harness();
