@@ -4,6 +4,13 @@ import { runCli } from '../cli/program';
 // The SDK's advice to upgrade Node would land in the middle of a command's output; the engines
 // field of package.json is where the supported Node versions are stated.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+// A reader that stops early (`| head`) closes the pipe: the rest of the output is dropped, and the
+// command still finishes and saves its state instead of dying on EPIPE.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
+}
 
 void runCli(process.argv.slice(2), { io: { stdout: process.stdout, stderr: process.stderr }, env: process.env, cwd: process.cwd() }).then((code) => {
   process.exitCode = code;

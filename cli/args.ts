@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from 'commander';
-import { FORMATS, parsePeriod, type ExportFormat } from '../src/core/exports';
+import { parsePeriod } from '../src/core/exports/period';
+import { FORMATS, type ExportFormat } from '../src/core/exports/types';
 import { UsageError } from './errors';
 
 /**

@@ -138,6 +138,29 @@ function classify(error: unknown): ErrorReport {
   if (error instanceof ValidationError) {
     return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: 'the named field is wrong where it was read' };
   }
+  const awsAuth = causes(error).find((e) => AWS_AUTH.has(e.name));
+  if (awsAuth) {
+    return {
+      exitCode: ExitCode.auth,
+      code: awsAuth.name,
+      message: error instanceof AcctopsError ? error.message : `AWS refused the request: ${awsAuth.message}`,
+      hint: 'check the AWS credentials (AWS_PROFILE, `aws sts get-caller-identity`) and their permissions',
+    };
+  }
+  // The AWS adapters' errors, known by code so that a local command does not load the AWS SDK clients.
+  if (error instanceof AcctopsError && (error.code === 'stack_not_found' || error.code === 'stack_lookup_failed')) {
+    const stackName = (error as AcctopsError & { stackName?: string }).stackName ?? '<stack>';
+    return {
+      exitCode: error.code === 'stack_not_found' ? ExitCode.config : ExitCode.failure,
+      code: error.code,
+      message: error.message,
+      hint: `check --stack and --region (aws cloudformation describe-stacks --stack-name ${stackName}), or name the outputs with --output`,
+    };
+  }
+  if (error instanceof AcctopsError && error.code === 'function_failed') {
+    const functionName = (error as AcctopsError & { functionName?: string }).functionName ?? '<function>';
+    return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: `see the function's logs in CloudWatch Logs (/aws/lambda/${functionName})` };
+  }
   if (error instanceof AcctopsError) return { exitCode: ExitCode.failure, code: error.code, message: error.message };
   if (error instanceof Error && AWS_AUTH.has(error.name)) {
     return {
@@ -149,6 +172,13 @@ function classify(error: unknown): ErrorReport {
   }
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   return { exitCode: ExitCode.failure, code: 'unexpected', message, hint: 'run again with --verbose for the log lines' };
+}
+
+/** The error and its causes, outermost first (the SDK's own error is usually a cause of ours). */
+function causes(error: unknown): Error[] {
+  const out: Error[] = [];
+  for (let e: unknown = error; e instanceof Error && out.length < 10; e = e.cause) out.push(e);
+  return out;
 }
 
 function oneLine(text: string): string {

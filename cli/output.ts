@@ -1,5 +1,5 @@
 import { JsonLogger, silentLogger, type Logger } from '../src/core/shared/logger';
-import { redact, redactString } from '../src/core/shared/redact';
+import { redactString } from '../src/core/shared/redact';
 
 /** Where the CLI writes: the process's streams, or buffers in tests. */
 export interface CliStream {
@@ -42,9 +42,13 @@ export class Output {
     if (!this.json) this.io.stdout.write(`${redactString(text)}\n`);
   }
 
-  /** The command's result: one JSON document with --json, else what `human` prints. */
+  /**
+   * The command's result: one JSON document with --json, else what `human` prints. Results are
+   * built from ids, prefixes and counts; the text pass still removes any registered secret. (The
+   * logger's key-based redaction is not used here: it would blank fields such as `refreshed`.)
+   */
   result(value: unknown, human: () => void): void {
-    if (this.json) this.io.stdout.write(`${JSON.stringify(redact(value), null, 2)}\n`);
+    if (this.json) this.io.stdout.write(`${redactString(JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2))}\n`);
     else human();
   }
 

@@ -1,6 +1,5 @@
 import { Command } from 'commander';
 import { checkKeyRotations, parseCompanyKeySecret, type DoctorReport as RotationReport, type Finding } from '../../src/core/api-keys';
-import { DEFAULT_TIME_ZONE, EXPORT_ROOT, MANIFEST_NAME, parsePeriod, previousMonth, readManifest, type ObjectStore } from '../../src/core/exports';
 import { checkHealth, type ProbeResult } from '../../src/core/health/check-health';
 import { institutionCredentialProbe, serviceReachableProbe } from '../../src/core/health/probes';
 import { SecretStage } from '../../src/core/ports/secrets';
@@ -10,9 +9,14 @@ import type { UserRow } from './users';
 import { listLocal } from './users';
 import { iso } from '../format';
 import type { LocalWorld } from '../local/local-world';
-import type { Session } from '../session';
 import type { CommandHost } from './host';
+import type { Output } from '../output';
 import { revokedKeys, type RevokedKey } from './keys';
+import { lazy } from '../lazy';
+import type * as ExportRun from './export-run';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (cli/lazy.ts)
+const run = lazy(() => require('./export-run') as typeof ExportRun);
 
 export interface Skipped {
   skipped: string;
@@ -65,30 +69,6 @@ export function tokenHealth(rows: readonly UserRow[], now: number): TokenHealth 
   };
 }
 
-/**
- * The newest complete export of each company (a manifest exists), and whether the previous month
- * is missing. A day of slack after the month turns: the monthly schedule runs on the 1st.
- */
-export async function exportHealth(store: ObjectStore, companies: readonly string[], now: number): Promise<ExportHealth> {
-  const expected = previousMonth(now - 86_400_000, DEFAULT_TIME_ZONE).text;
-  const rows: ExportHealth['companies'] = [];
-  for (const companyId of companies) {
-    let last: string | undefined;
-    for await (const object of store.list(`${EXPORT_ROOT}/company=${companyId}/`)) {
-      const match = /\/period=(\d{4}-\d{2})\/_manifest\.json$/.exec(object.key);
-      if (match && object.key.endsWith(MANIFEST_NAME) && (last === undefined || match[1]! > last)) last = match[1]!;
-    }
-    if (last === undefined) {
-      rows.push({ companyId, overdue: true });
-      continue;
-    }
-    const key = `${EXPORT_ROOT}/company=${companyId}/period=${last}/${MANIFEST_NAME}`;
-    const manifest = await readManifest(store, key);
-    rows.push({ companyId, lastPeriod: last, generatedAt: manifest?.generatedAt, manifestUrl: store.url(key), overdue: parsePeriod(last).text < expected });
-  }
-  return { expectedPeriod: expected, companies: rows };
-}
-
 export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
   const out: string[] = [];
   if (isSkipped(report.health)) out.push(`health probes not run: ${report.health.skipped}`);
@@ -131,7 +111,7 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
     { store: world.secrets, directory: world.directory, scheduler: world.revocations, clientFor: (key) => world.clientForKey(key), clock: world.clock, logger: world.logger, metrics: noMetrics },
     { graceMs: world.graceMs, repair: options.repair },
   );
-  const exports = await exportHealth(world.exportStore, companySecrets.map((s) => s.companyId), now());
+  const exports = await run().exportHealth(world.exportStore, companySecrets.map((s) => s.companyId), now());
   const partial = {
     mode: 'local' as const,
     checkedAt: iso(now())!,
@@ -154,13 +134,12 @@ export function doctorCommand(host: CommandHost): Command {
         const options = { repair: opts.repair === true };
         const report = session.mode === 'aws' ? await (await host.aws(session)).doctor(options) : await session.local((world) => doctorLocal(world, options));
         if (report.findings.length > 0) session.partial();
-        session.out.result(report, () => renderDoctor(session, report));
+        session.out.result(report, () => renderDoctor(session.out, report));
       }),
     );
 }
 
-export function renderDoctor(session: Session, report: DoctorReport): void {
-  const out = session.out;
+export function renderDoctor(out: Output, report: DoctorReport): void {
   const mark = (ok: boolean) => (ok ? 'ok  ' : 'FAIL');
   out.line(`acctops doctor (${report.mode} mode) at ${report.checkedAt}`);
   out.line('');

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
-import { openAwsOperations, type AwsOperations } from '../aws/aws-operations';
+import type { AwsOperations } from '../aws/aws-operations';
+import type * as AwsModule from '../aws/aws-operations';
+import { lazy } from '../lazy';
 import { Session, type CliRuntime } from '../session';
 
 /** What every command's action gets: a Session, and the AWS side when a stack is named. */
@@ -10,6 +12,9 @@ export interface CommandHost {
   /** The AWS operations of the named stack. */
   aws(session: Session): Promise<AwsOperations>;
 }
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- only AWS mode needs the SDK clients (cli/lazy.ts)
+const awsModule = lazy(() => require('../aws/aws-operations') as typeof AwsModule);
 
 export class Host implements CommandHost {
   /** The session of the action that ran (one per invocation). */
@@ -25,6 +30,6 @@ export class Host implements CommandHost {
   }
 
   aws(session: Session): Promise<AwsOperations> {
-    return openAwsOperations(session);
+    return awsModule().openAwsOperations(session);
   }
 }

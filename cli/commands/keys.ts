@@ -6,8 +6,8 @@ import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { iso, relative } from '../format';
 import type { LocalWorld } from '../local/local-world';
-import type { Session } from '../session';
 import type { CommandHost } from './host';
+import type { Output } from '../output';
 
 export interface RotateReport extends RotateNowResult {
   previousKeyPrefix?: string;
@@ -71,7 +71,7 @@ export function keysCommand(host: CommandHost): Command {
     .action(
       host.run(async (session, opts: { company: string; wait: boolean }) => {
         const report = session.mode === 'aws' ? await (await host.aws(session)).rotateKey(opts.company, { wait: opts.wait }) : await session.local((world) => rotateLocal(world, opts.company));
-        session.out.result(report, () => renderRotate(session, report));
+        session.out.result(report, () => renderRotate(session.out, report));
         if (report.state === 'failed') {
           throw new CliError(`the rotation of ${report.secret} failed and was rolled back; AWSCURRENT is unchanged`, {
             code: 'rotation_failed',
@@ -91,26 +91,26 @@ export function keysCommand(host: CommandHost): Command {
         const report = session.mode === 'aws' ? await (await host.aws(session)).keyStatus() : await session.local((world) => keyStatusLocal(world));
         const companies = opts.company ? report.companies.filter((c) => c.companyId === opts.company) : report.companies;
         if (companies.some((c) => c.error !== undefined)) session.partial();
-        session.out.result({ ...report, companies }, () => renderStatus(session, { ...report, companies }));
+        session.out.result({ ...report, companies }, () => renderStatus(session.out, { ...report, companies }));
       }),
     );
   return keys;
 }
 
-export function renderRotate(session: Session, report: RotateReport): void {
-  for (const r of report.revokedBefore ?? []) session.out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}.`);
-  session.out.line(`Rotation of ${report.secret} (company ${report.companyId}): ${report.state}`);
+export function renderRotate(out: Output, report: RotateReport): void {
+  for (const r of report.revokedBefore ?? []) out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}.`);
+  out.line(`Rotation of ${report.secret} (company ${report.companyId}): ${report.state}`);
   if (report.previousKeyPrefix && report.keyPrefix && report.previousKeyPrefix !== report.keyPrefix) {
-    session.out.line(`  key ${report.previousKeyPrefix}… -> ${report.keyPrefix}…`);
+    out.line(`  key ${report.previousKeyPrefix}… -> ${report.keyPrefix}…`);
   }
-  if (report.previousKeyRevokeAt) session.out.line(`  the previous key keeps working until ${report.previousKeyRevokeAt}, then it is revoked`);
-  if (report.state === 'in_progress') session.out.line('  Secrets Manager runs the steps now; follow with `acctops keys status`.');
+  if (report.previousKeyRevokeAt) out.line(`  the previous key keeps working until ${report.previousKeyRevokeAt}, then it is revoked`);
+  if (report.state === 'in_progress') out.line('  Secrets Manager runs the steps now; follow with `acctops keys status`.');
 }
 
-export function renderStatus(session: Session, report: KeyStatusReport): void {
+export function renderStatus(out: Output, report: KeyStatusReport): void {
   const now = Date.parse(report.now);
-  for (const r of report.revokedBefore ?? []) session.out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}.`);
-  session.out.table(report.companies, [
+  for (const r of report.revokedBefore ?? []) out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}.`);
+  out.table(report.companies, [
     { header: 'COMPANY', value: (c) => c.companyId },
     { header: 'KEY', value: (c) => (c.keyPrefix ? `${c.keyPrefix}…` : undefined) },
     { header: 'PERMISSIONS', value: (c) => c.permissions?.join(',') },
@@ -120,5 +120,5 @@ export function renderStatus(session: Session, report: KeyStatusReport): void {
     { header: 'ROTATING', value: (c) => (c.rotationInProgress ? 'yes' : 'no') },
     { header: 'PENDING REVOCATIONS', value: (c) => c.pendingRevocations.map((r) => `${r.keyPrefix}… ${relative(r.revokeAt, now)}`).join('; ') },
   ], 'no company key secrets');
-  for (const c of report.companies) if (c.error) session.out.line(`! ${c.companyId}: ${c.error}`);
+  for (const c of report.companies) if (c.error) out.line(`! ${c.companyId}: ${c.error}`);
 }

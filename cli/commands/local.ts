@@ -1,13 +1,18 @@
 import { readdir, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename } from 'node:path';
 import { Command } from 'commander';
-import { EXPORT_ROOT } from '../../src/core/exports';
 import { duration } from '../args';
 import { CliError, UsageError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { iso } from '../format';
 import { STATE_FILES } from '../local/state-dir';
 import type { CommandHost } from './host';
+import { lazy } from '../lazy';
+import type * as ExportRun from './export-run';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (cli/lazy.ts)
+const run = lazy(() => require('./export-run') as typeof ExportRun);
+const exportsDir = (stateDir: string) => run().exportsDirOf(stateDir);
 import { revokedKeys, type RevokedKey } from './keys';
 
 export interface LocalStatus {
@@ -47,7 +52,7 @@ export function localCommand(host: CommandHost): Command {
             companies,
             users,
             pendingRevocations: pending,
-            exportsDir: join(world.stateDir, EXPORT_ROOT),
+            exportsDir: exportsDir(world.stateDir),
             revocationGraceMinutes: world.state.revocationGraceMinutes,
             rotationDays: world.state.rotationDays,
           };
@@ -108,7 +113,7 @@ export async function resetStateDir(stateDir: string): Promise<boolean> {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw error;
   }
-  const ours = new Set<string>([...Object.values(STATE_FILES), EXPORT_ROOT, '.acctops-tmp']);
+  const ours = new Set<string>([...Object.values(STATE_FILES), basename(exportsDir(stateDir)), '.acctops-tmp']);
   const known = entries.every((e) => ours.has(e) || /\.tmp$/.test(e));
   if (!entries.includes(STATE_FILES.state) && !known) {
     throw new CliError(`${stateDir} does not look like an acctops state directory; nothing deleted`, {

@@ -9,6 +9,7 @@ import { counts } from '../format';
 import type { LocalWorld } from '../local/local-world';
 import type { Session } from '../session';
 import type { CommandHost } from './host';
+import type { Output } from '../output';
 import { REFRESH_MARGIN_MS } from './users';
 
 export interface RefreshReport {
@@ -45,7 +46,7 @@ export function tokensCommand(host: CommandHost): Command {
         if ((opts.all === true) === (opts.user !== undefined)) throw new UsageError('give exactly one of --all and --user <externalId>', 'run `acctops tokens refresh --help`');
         const report = await refresh(session, host, opts);
         if (report.outcomes.some((o) => TROUBLE.includes(o.result))) session.partial();
-        session.out.result(report, () => renderRefresh(session, report));
+        session.out.result(report, () => renderRefresh(session.out, report));
       }),
     );
   return tokens;
@@ -63,19 +64,19 @@ async function refresh(session: Session, host: CommandHost, opts: { all?: boolea
   });
 }
 
-export function renderRefresh(session: Session, report: RefreshReport): void {
+export function renderRefresh(out: Output, report: RefreshReport): void {
   if (report.mode === 'enqueued') {
-    session.out.line(`Enqueued ${report.planned} due user(s) for the deployed refresh workers; follow them with \`acctops users list\`.`);
+    out.line(`Enqueued ${report.planned} due user(s) for the deployed refresh workers; follow them with \`acctops users list\`.`);
     return;
   }
-  session.out.table(report.outcomes, [
+  out.table(report.outcomes, [
     { header: 'EXTERNAL ID', value: (o) => o.externalId },
     { header: 'RESULT', value: (o) => o.result },
     { header: 'ERROR', value: (o) => o.errorClass },
   ], 'no user was due');
   const summary = Object.entries(report.counts).map(([k, v]) => `${k} ${v}`).join(', ');
-  session.out.line(`${report.outcomes.length} user(s) handled${summary ? `: ${summary}` : ''}.`);
+  out.line(`${report.outcomes.length} user(s) handled${summary ? `: ${summary}` : ''}.`);
   if (report.outcomes.some((o) => o.result === 'needs_attention')) {
-    session.out.line('Users in needs_attention are out of the schedule: see docs/runbooks.md, "Recover a user".');
+    out.line('Users in needs_attention are out of the schedule: see docs/runbooks.md, "Recover a user".');
   }
 }

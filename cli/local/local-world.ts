@@ -169,6 +169,7 @@ export class LocalWorld {
       sandbox = await startSandbox({ port: 0, clock, ...(sandboxState ? { state: sandboxState } : { seed: SANDBOX_SEED, demo: true }) });
       sm = await startSecretsManager({ port: 0, clock, rotationMode: 'sync', ...(secretsState ? { state: secretsState } : {}) });
       const world = new LocalWorld(stateDir, clock, state, sandbox, sm, logger, created, unlock, options.env);
+      world.saveOnSignals();
       if (created) {
         await world.provision();
         await world.save();
@@ -277,10 +278,30 @@ export class LocalWorld {
     await writeJsonFile(statePath(this.stateDir, 'state'), { ...this.state, clockOffsetMs: this.clock.offsetMs });
   }
 
+  /**
+   * Ctrl+C or a SIGTERM in the middle of a command: save what the embedded peers hold (a key the
+   * service created is in sandbox.json as well as in secrets.json) before the process ends, so the
+   * state directory stays consistent.
+   */
+  private saveOnSignals(): void {
+    const onSignal = (signal: NodeJS.Signals) => {
+      void this.close().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    this.removeSignalHandlers = () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    };
+  }
+
+  private removeSignalHandlers = () => undefined as void;
+
   /** Saves, stops the embedded peers and releases the state directory. Safe to call twice. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.removeSignalHandlers();
     try {
       await this.sm.admin.settled();
       await this.save();

@@ -1,0 +1,53 @@
+// `npm start`: the embedded demo (README, "Two commands"). The CLI's local mode, scripted.
+import { Command, CommanderError } from 'commander';
+import { runDemo } from '../cli/demo';
+import { describeError } from '../cli/errors';
+import { DEFAULT_STATE_DIR, resolveStateDir } from '../cli/local/state-dir';
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+// A reader that stops early (`| head`) closes the pipe: the rest of the output is dropped, and the
+// command still finishes and saves its state instead of dying on EPIPE.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
+}
+
+const program = new Command('npm start --')
+  .description('Run the acctops demo against an embedded sandbox: onboard, refresh, rotate a key, export last month.')
+  .option('--reset', 'delete the demo state first and start from scratch')
+  .option('--state-dir <dir>', 'where the local state lives (shared with `npx acctops`)', process.env.ACCTOPS_STATE_DIR ?? DEFAULT_STATE_DIR)
+  .option('-v, --verbose', 'log the use cases as redacted JSON lines on stderr')
+  .exitOverride()
+  .configureOutput({ outputError: () => undefined });
+
+async function main(): Promise<number> {
+  try {
+    program.parse(process.argv.slice(2), { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError && error.exitCode === 0) return 0;
+    const report = describeError(error);
+    process.stderr.write(`demo: error: ${report.message}${report.hint ? ` (${report.hint})` : ''}\n`);
+    return 2;
+  }
+  const opts = program.opts<{ reset?: boolean; stateDir: string; verbose?: boolean }>();
+  try {
+    const report = await runDemo({
+      stateDir: resolveStateDir(opts.stateDir, process.cwd()),
+      reset: opts.reset === true,
+      io: { stdout: process.stdout, stderr: process.stderr },
+      env: process.env,
+      verbose: opts.verbose === true,
+    });
+    process.stdout.write(`\nFinished in ${(report.durationMs / 1000).toFixed(1)} s.\n`);
+    return 0;
+  } catch (error) {
+    const report = describeError(error);
+    process.stderr.write(`demo: error: ${report.message}${report.hint ? ` (${report.hint})` : ''}\n`);
+    return report.exitCode;
+  }
+}
+
+void main().then((code) => {
+  process.exitCode = code;
+});

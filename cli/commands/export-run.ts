@@ -1,0 +1,151 @@
+import { isAbsolute, join } from 'node:path';
+import { s3ObjectStoreFor } from '../../src/adapters/aws/s3-target';
+import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
+import type { CredentialProvider } from '../../src/core/accounting-api';
+import { directExport } from '../../src/core/exports/direct-export';
+import { exportCompanyPeriod } from '../../src/core/exports/export-company-period';
+import { EXPORT_ROOT, MANIFEST_NAME } from '../../src/core/exports/layout';
+import { readManifest } from '../../src/core/exports/manifest';
+import type { ObjectStore } from '../../src/core/exports/object-store';
+import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/period';
+import type { PeriodExportSummary } from '../../src/core/exports/period-exporter';
+import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
+import type { Clock } from '../../src/core/shared/clock';
+import type { Logger } from '../../src/core/shared/logger';
+import type { ExportTarget } from '../args';
+import { CliConfigError, describeError } from '../errors';
+import type { LocalWorld } from '../local/local-world';
+import type { Session } from '../session';
+import { TOOL_VERSION } from '../version';
+import type { ExportHealth } from './doctor';
+import type { CompanyExportRow, CompanyProgress, ExportOptions, ExportReport } from './export';
+
+/**
+ * What `export` (and the doctor's export check) run: the exports use cases and the stores, which
+ * bring in the Parquet writer and the S3 client. Loaded on first use (cli/lazy.ts).
+ */
+
+interface ExportRun {
+  store: ObjectStore;
+  clock: Clock;
+  logger: Logger;
+  baseUrl: string;
+  formats: readonly ExportFormat[];
+  month: string;
+  onProgress?: CompanyProgress;
+}
+
+function completed(summary: PeriodExportSummary): CompanyExportRow {
+  return {
+    companyId: summary.company,
+    status: 'completed',
+    manifestUrl: summary.manifestUrl,
+    runId: summary.runId,
+    records: Object.fromEntries(Object.entries(summary.manifest.datasets).map(([name, d]) => [name, d.records])),
+    totals: summary.manifest.datasets.transactions?.totals ?? [],
+  };
+}
+
+function failed(companyId: string, error: unknown): CompanyExportRow {
+  const { code, message, exitCode } = describeError(error);
+  return { companyId, status: 'failed', error: { code, message, exitCode } };
+}
+
+/** One company's month through the pipeline's use case (exportCompanyPeriod), as a summary row. */
+async function exportCompany(run: ExportRun, companyId: string, credentials: CredentialProvider): Promise<CompanyExportRow> {
+  const outcome = await exportCompanyPeriod(
+    { store: run.store, clock: run.clock, logger: run.logger, toolVersion: TOOL_VERSION, baseUrl: run.baseUrl },
+    {
+      companyId,
+      period: run.month,
+      credentials,
+      source: { kind: 'apiKey' },
+      trigger: { kind: 'on_demand', requestId: 'acctops-cli', via: 'cli' },
+      formats: run.formats,
+      onProgress: run.onProgress && ((p) => run.onProgress!(companyId, p)),
+    },
+  );
+  return outcome.status === 'completed' ? completed(outcome.summary) : failed(companyId, outcome.error);
+}
+
+/** `export` in the local mode: every company (or one) with its stored key, into the state directory or --out. */
+export async function exportLocal(
+  world: LocalWorld,
+  options: { month?: string; company?: string; store?: ObjectStore; formats?: readonly ExportFormat[]; onProgress?: CompanyProgress },
+): Promise<ExportReport> {
+  const store = options.store ?? world.exportStore;
+  const month = options.month ?? previousMonth(world.clock.now(), DEFAULT_TIME_ZONE).text;
+  const formats = [...(options.formats ?? FORMATS)];
+  const companies: string[] = [];
+  if (options.company) companies.push((await world.directory.find(options.company)).companyId);
+  else for await (const entry of world.directory.list()) companies.push(entry.companyId);
+  const run: ExportRun = { store, clock: world.clock, logger: world.logger, baseUrl: world.baseUrl, formats, month, onProgress: options.onProgress };
+  const rows: CompanyExportRow[] = [];
+  for (const companyId of companies.sort()) rows.push(await exportCompany(run, companyId, world.companyKeys.credentials(companyId)));
+  return { month, mode: 'local', out: store.url(EXPORT_ROOT), formats, companies: rows };
+}
+
+/** `--out`: a directory (relative to the working directory) or `s3://bucket/prefix` on the default AWS chain. */
+export function storeFor(session: Session, target: ExportTarget): ObjectStore {
+  if (target.kind === 'dir') return new DirObjectStore(isAbsolute(target.path) ? target.path : join(session.runtime.cwd, target.path));
+  return s3ObjectStoreFor({ bucket: target.bucket, prefix: target.prefix, region: session.flags.region ?? session.env.AWS_REGION, env: session.env });
+}
+
+/** Direct mode: no AWS and no state; the service at the base URL, the company key in ACCTOPS_API_KEY. */
+export async function exportDirect(session: Session, opts: ExportOptions & { baseUrl: string }, onProgress: CompanyProgress): Promise<ExportReport> {
+  const apiKey = session.env.ACCTOPS_API_KEY?.trim();
+  if (!apiKey) {
+    throw new CliConfigError('direct mode needs the company API key in ACCTOPS_API_KEY', 'export ACCTOPS_API_KEY=<key> (never a flag), or drop --base-url to use the local mode');
+  }
+  const store = storeFor(session, opts.out ?? { kind: 'dir', path: '.' });
+  const month = opts.month ?? previousMonth(Date.now(), DEFAULT_TIME_ZONE).text;
+  const formats = [...(opts.format ?? FORMATS)];
+  let row: CompanyExportRow;
+  try {
+    row = completed(
+      await directExport({
+        baseUrl: opts.baseUrl,
+        apiKey,
+        month,
+        store,
+        companyId: opts.company,
+        formats,
+        toolVersion: TOOL_VERSION,
+        logger: session.out.logger(),
+        onProgress: (p) => onProgress(opts.company ?? 'company', p),
+      }),
+    );
+  } catch (error) {
+    row = failed(opts.company ?? "(the key's company)", error);
+  }
+  return { month, mode: 'direct', out: store.url(EXPORT_ROOT), formats, companies: [row] };
+}
+
+/**
+ * The newest complete export of each company (a manifest exists), and whether the previous month
+ * is missing. A day of slack after the month turns: the monthly schedule runs on the 1st.
+ */
+export async function exportHealth(store: ObjectStore, companies: readonly string[], now: number): Promise<ExportHealth> {
+  const expected = previousMonth(now - 86_400_000, DEFAULT_TIME_ZONE).text;
+  const rows: ExportHealth['companies'] = [];
+  for (const companyId of companies) {
+    let last: string | undefined;
+    for await (const object of store.list(`${EXPORT_ROOT}/company=${companyId}/`)) {
+      const match = /\/period=(\d{4}-\d{2})\/([^/]+)$/.exec(object.key);
+      if (match && match[2] === MANIFEST_NAME && (last === undefined || match[1]! > last)) last = match[1]!;
+    }
+    if (last === undefined) {
+      rows.push({ companyId, overdue: true });
+      continue;
+    }
+    const key = `${EXPORT_ROOT}/company=${companyId}/period=${last}/${MANIFEST_NAME}`;
+    const manifest = await readManifest(store, key);
+    rows.push({ companyId, lastPeriod: last, generatedAt: manifest?.generatedAt, manifestUrl: store.url(key), overdue: last < expected });
+  }
+  return { expectedPeriod: expected, companies: rows };
+}
+
+/** Where the local mode keeps exports: `<stateDir>/exports`. */
+export function exportsDirOf(stateDir: string): string {
+  return join(stateDir, EXPORT_ROOT);
+}

@@ -1,0 +1,165 @@
+import { CANARY, expectNoCanaries } from '../helpers/canary';
+import { runCli } from '../../cli/program';
+import { cliEnv, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+
+/**
+ * The command line itself: help at every level, exit codes, one-line errors that name the argument
+ * and say what to do, and credentials refused as flags. None of these needs a state directory (the
+ * ones that would fail before creating it). The bulk runs `runCli` in process (the same function
+ * the binary calls, with captured streams); a sample of each kind also runs the real binary.
+ */
+describe('acctops CLI: help, usage errors and exit codes', () => {
+  const outputs: CliResult[] = [];
+  let state: { dir: string; remove(): Promise<void> };
+  beforeAll(async () => {
+    state = await tempStateDir();
+  });
+  afterAll(async () => {
+    expectNoCanaries(outputs.map((o) => `${o.stdout}\n${o.stderr}`), 'acctops output');
+    await state.remove();
+  });
+
+  /** The real binary. */
+  const run = async (args: string[], env?: Record<string, string>) => {
+    const result = await runAcctops(['--state-dir', `${state.dir}/never-created`, ...args], { env });
+    outputs.push(result);
+    return result;
+  };
+  /** runCli in process, with captured streams: what the binary runs, minus Node's start-up. */
+  const inProcess = async (args: string[], env: Record<string, string> = {}): Promise<CliResult> => {
+    let stdout = '';
+    let stderr = '';
+    const code = await runCli(['--state-dir', `${state.dir}/never-created`, ...args], {
+      io: { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } },
+      env: cliEnv(env),
+      cwd: state.dir,
+    });
+    const result = { code, stdout, stderr };
+    outputs.push(result);
+    return result;
+  };
+  const all = (list: string[][]) => Promise.all(list.map((args) => inProcess(args)));
+
+  /** One line on stderr, naming what was wrong and (in parentheses) what to do. */
+  const oneLine = (result: CliResult) => {
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^acctops: error: .+ \(.+\)$/);
+    return lines[0]!;
+  };
+
+  it('--help works at every level and lists what is below it; --version prints the version', async () => {
+    const levels: [string[], RegExp[]][] = [
+      [['--help'], [/sandbox/, /users/, /tokens/, /keys/, /export/, /doctor/, /Exit codes:/, /never from a flag/]],
+      [['users', '--help'], [/onboard/, /list/, /revoke/, /recover/]],
+      [['users', 'onboard', '--help'], [/--external-id <uuid>/, /--username/, /--email/]],
+      [['users', 'list', '--help'], [/--status/]],
+      [['users', 'revoke', '--help'], [/--user <externalId>/]],
+      [['users', 'recover', '--help'], [/--reactivate/]],
+      [['tokens', '--help'], [/refresh/]],
+      [['tokens', 'refresh', '--help'], [/--all/, /--user/]],
+      [['keys', '--help'], [/rotate/, /status/]],
+      [['keys', 'rotate', '--help'], [/--company <id>/]],
+      [['keys', 'status', '--help'], [/--company/]],
+      [['export', '--help'], [/--month <YYYY-MM>/, /--out/, /--format/, /--base-url/]],
+      [['doctor', '--help'], [/--repair/]],
+      [['local', '--help'], [/status/, /advance-clock/, /reset/]],
+      [['sandbox', '--help'], [/--port/, /--seed/]],
+      [['help', 'keys'], [/rotate/]],
+    ];
+    const results = await all(levels.map(([args]) => args));
+    results.forEach((result, i) => {
+      expect({ args: levels[i]![0], code: result.code }).toEqual({ args: levels[i]![0], code: 0 });
+      for (const pattern of levels[i]![1]) expect(result.stdout).toMatch(pattern);
+    });
+    // The real binary: the root help and a subcommand's.
+    const [root, sub] = await Promise.all([run(['--help']), run(['keys', 'rotate', '--help'])]);
+    expect(root.code).toBe(0);
+    expect(root.stdout).toBe(results[0]!.stdout);
+    expect(sub.code).toBe(0);
+    expect(sub.stdout).toMatch(/Usage: acctops keys rotate/);
+    const version = await run(['--version']);
+    expect(version).toMatchObject({ code: 0, stdout: '0.1.0\n' });
+  });
+
+  it('usage errors exit 2 with one line naming the argument, never repeating its value', async () => {
+    const [unknownCommand, unknownOption, missing, badMonth, badUuid, noChoice, badFormat, badDuration, groupOnly, badOut] = await all([
+      ['frobnicate'],
+      ['users', 'list', '--colour', 'red'],
+      ['keys', 'rotate'],
+      ['export', '--month', '2026-13'],
+      ['users', 'revoke', '--user', 'not-a-uuid-c4n4ry'],
+      ['tokens', 'refresh'],
+      ['export', '--format', 'xlsx'],
+      ['local', 'advance-clock', '--by', 'soon'],
+      ['users'],
+      ['export', '--out', 'ftp://x/y'],
+    ]);
+    for (const r of [unknownCommand, unknownOption, missing, badMonth, badUuid, noChoice, badFormat, badDuration, badOut]) {
+      expect(r!.code).toBe(2);
+      oneLine(r!);
+    }
+    expect(oneLine(unknownCommand!)).toMatch(/unknown command 'frobnicate'.*acctops --help/);
+    expect(oneLine(unknownOption!)).toMatch(/unknown option '--colour'/);
+    expect(oneLine(missing!)).toMatch(/required option '--company <id>' not specified/);
+    expect(oneLine(badMonth!)).toMatch(/option '--month <YYYY-MM>' is invalid: expected a month as YYYY-MM/);
+    expect(badMonth!.stderr).not.toContain('2026-13');
+    expect(oneLine(badUuid!)).toMatch(/--user <externalId>.*expected a UUID/);
+    expect(oneLine(noChoice!)).toMatch(/exactly one of --all and --user/);
+    expect(oneLine(badFormat!)).toMatch(/--format <list>.*jsonl, csv, parquet/);
+    expect(oneLine(badDuration!)).toMatch(/--by <duration>.*31m/);
+    expect(oneLine(badOut!)).toMatch(/--out .*s3:\/\/bucket/);
+    // A group without its subcommand: its help on stderr, then the one-line error.
+    expect(groupOnly!.code).toBe(2);
+    expect(groupOnly!.stderr).toMatch(/Usage: acctops users/);
+    expect(groupOnly!.stderr.trim().split('\n').pop()).toMatch(/^acctops: error: a subcommand is missing/);
+
+    // The real binary gives the same line and exit code.
+    const binary = await run(['export', '--month', '2026-13']);
+    expect(binary.code).toBe(2);
+    expect(binary.stderr).toBe(badMonth!.stderr);
+  });
+
+  it('refuses credentials given as flags (exit 2), whatever the command, without echoing them', async () => {
+    const attempts = [
+      ['export', '--api-key', CANARY.apiKey],
+      ['export', `--api-key=${CANARY.apiKey}`],
+      ['users', 'list', '--token', CANARY.accessToken],
+      ['doctor', `--institution=${CANARY.institutionId}:${CANARY.institutionSecret}`],
+      ['keys', 'status', '--secret', CANARY.institutionSecret],
+      ['--password', 'x', 'users', 'list'],
+    ];
+    const binary = await run(attempts[0]!);
+    for (const result of [...(await all(attempts)), binary]) {
+      expect(result.code).toBe(2);
+      expect(oneLine(result)).toMatch(/never takes a credential from a flag.*ACCTOPS_API_KEY or ACCTOPS_INSTITUTION/);
+      expect(result.stdout).toBe('');
+    }
+  });
+
+  it('--json errors are one JSON object on stderr with the exit code', async () => {
+    const result = await run(['--json', 'keys', 'rotate']);
+    expect(result.code).toBe(2);
+    expect(JSON.parse(result.stderr)).toEqual({ error: { exitCode: 2, code: 'usage', message: expect.stringMatching(/--company/), hint: expect.any(String) } });
+    expect(result.stdout).toBe('');
+  });
+
+  it('direct-mode export without ACCTOPS_API_KEY is a configuration error (exit 3) saying where the key goes', async () => {
+    const result = await run(['export', '--base-url', 'http://127.0.0.1:9/api/v1', '--month', '2026-10']);
+    expect(result.code).toBe(3);
+    expect(oneLine(result)).toMatch(/ACCTOPS_API_KEY.*never a flag/);
+    const badUrl = await inProcess(['export', '--month', '2026-10'], { ACCTOPS_BASE_URL: 'not a url' });
+    expect(badUrl.code).toBe(3);
+    expect(oneLine(badUrl)).toMatch(/ACCTOPS_BASE_URL/);
+  });
+
+  it('AWS mode: export is not available yet (exit 6); a stack that cannot be described is one line', async () => {
+    const env = { AWS_REGION: 'eu-central-1', AWS_ACCESS_KEY_ID: 'AKIAFAKE0000', AWS_SECRET_ACCESS_KEY: 'fake', AWS_ENDPOINT_URL: 'http://127.0.0.1:9', AWS_MAX_ATTEMPTS: '1' };
+    const notYet = await inProcess(['--stack', 'acctops-test', 'export', '--month', '2026-10'], env);
+    expect(notYet.code).toBe(6);
+    expect(oneLine(notYet)).toMatch(/not available in AWS mode yet.*direct mode/);
+    const unreachable = await run(['--stack', 'acctops-test', 'users', 'onboard', '--external-id', '6f1c2a3b-0000-4000-8000-000000000000', '--username', 'x', '--email', 'x@example.test'], env);
+    expect(unreachable.code).toBe(1);
+    expect(oneLine(unreachable)).toMatch(/could not describe stack acctops-test/);
+  });
+});

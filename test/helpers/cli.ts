@@ -1,0 +1,103 @@
+import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { trackSecret } from './canary';
+
+/** The real binary, as `npx acctops` runs it: node + the bin shim (tsx's CJS loader, no build). */
+export const ACCTOPS_BIN = resolve(__dirname, '..', '..', 'bin', 'acctops.cjs');
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * A clean environment: no AWS credentials or profile of the developer's machine, no ACCTOPS_*
+ * variables, the SDK kept off the instance metadata service. Tests add what they mean to set.
+ */
+export function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TMPDIR: process.env.TMPDIR,
+    AWS_EC2_METADATA_DISABLED: 'true',
+    AWS_CONFIG_FILE: '/dev/null',
+    AWS_SHARED_CREDENTIALS_FILE: '/dev/null',
+  };
+  for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
+  return env;
+}
+
+/** Runs `node bin/acctops.cjs ...args` to completion; never rejects on a non-zero exit. */
+export function runAcctops(args: readonly string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): Promise<CliResult> {
+  return new Promise((resolvePromise, reject) => {
+    execFile(
+      process.execPath,
+      [ACCTOPS_BIN, ...args],
+      { env: cliEnv(options.env), cwd: options.cwd ?? tmpdir(), maxBuffer: 16 * 1024 * 1024, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        if (error && typeof error.code !== 'number') return reject(error);
+        resolvePromise({ code: typeof error?.code === 'number' ? error.code : 0, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** Starts the binary and leaves it running (for `acctops sandbox`). */
+export function spawnAcctops(args: readonly string[], options: { env?: Record<string, string | undefined> } = {}): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, [ACCTOPS_BIN, ...args], { env: cliEnv(options.env), cwd: tmpdir() });
+}
+
+export async function tempStateDir(): Promise<{ dir: string; remove(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'acctops-cli-'));
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Every credential a local state directory holds (keys of every secret version, the institution
+ * secret, the users' tokens, the sandbox's demo keys), registered with the canary scanner so that
+ * any of them in CLI output is a leak.
+ */
+export async function trackStateSecrets(stateDir: string): Promise<string[]> {
+  const found: string[] = [];
+  const add = (value: unknown) => {
+    if (typeof value === 'string' && value.length >= 8) {
+      found.push(value);
+      trackSecret(value);
+    }
+  };
+  const json = async (file: string) => JSON.parse(await readFile(join(stateDir, file), 'utf8').catch(() => 'null')) as unknown;
+  const secrets = (await json('secrets.json')) as { secrets: { versions: { value?: { SecretString?: string } }[] }[] } | null;
+  for (const secret of secrets?.secrets ?? []) {
+    for (const version of secret.versions) {
+      const text = version.value?.SecretString;
+      if (!text) continue;
+      add(text);
+      try {
+        add((JSON.parse(text) as { apiKey?: string }).apiKey);
+      } catch {
+        add(text.slice(text.indexOf(':') + 1));
+      }
+    }
+  }
+  const sandbox = (await json('sandbox.json')) as { demo: { institution: { secret: string }; companies: { apiKeys: { key: string }[] }[] } | null } | null;
+  add(sandbox?.demo?.institution.secret);
+  for (const company of sandbox?.demo?.companies ?? []) for (const key of company.apiKeys) add(key.key);
+  const tokens = (await json('tokens.json')) as { records: Record<string, { accessToken: string; refreshToken: string }> } | null;
+  for (const record of Object.values(tokens?.records ?? {})) {
+    add(record.accessToken);
+    add(record.refreshToken);
+  }
+  return found;
+}
+
+/** Parses a `--json` result, with the output in the failure message when it is not JSON. */
+export function parseJson<T = Record<string, unknown>>(result: CliResult): T {
+  try {
+    return JSON.parse(result.stdout) as T;
+  } catch {
+    throw new Error(`stdout is not JSON (exit ${result.code}):\n${result.stdout}\n${result.stderr}`);
+  }
+}
