@@ -1,0 +1,202 @@
+import { randomUUID } from 'node:crypto';
+import { EventBridgeRevocationScheduler } from '../../src/adapters/aws/revocation-scheduler';
+import { expectNoCanaries, trackSecret } from '../helpers/canary';
+import { localClientConfig } from '../helpers/aws-credentials';
+import { parseJson, runAcctops, type CliResult } from '../helpers/cli';
+import { startRecordingServer, type CannedResponse, type RecordedRequest, type RecordingServer } from '../helpers/recording-server';
+import { startScheduler, type RunningScheduler } from '../helpers/scheduler';
+import { ROTATION_LAMBDA, RotationWorld } from '../integration/api-keys/support';
+
+/**
+ * AWS mode through the real binary, with every AWS service replaced by a local peer the real SDK
+ * talks to (the SDK honours AWS_ENDPOINT_URL_<SERVICE>): a fake CloudFormation answering
+ * DescribeStacks, a fake Lambda recording invocations, the Secrets Manager emulator with our
+ * rotation function registered, and a fake EventBridge Scheduler. What this cannot show is IAM,
+ * the real services' behaviour and the deployed functions themselves.
+ */
+describe('acctops CLI: AWS mode against local fakes', () => {
+  const STACK = 'acctops-test';
+  const outputs: Record<string, string> = {
+    OnboardUserFunctionName: 'acctops-test-onboard-user',
+    RevokeUserFunctionName: 'acctops-test-revoke-user',
+    RecoverUserFunctionName: 'acctops-test-recover-user',
+    CheckHealthFunctionName: 'acctops-test-check-health',
+    CheckKeyRotationsFunctionName: 'acctops-test-check-key-rotations',
+    KeyRevocationScheduleGroup: 'acctops-test-revocations',
+  };
+  let cloudFormation: RecordingServer;
+  let lambda: RecordingServer;
+  let scheduler: RunningScheduler;
+  let world: RotationWorld;
+  const lambdaAnswers = new Map<string, (payload: unknown) => { status?: number; error?: string; body: unknown }>();
+  const results: CliResult[] = [];
+
+  const describeStacks = (request: RecordedRequest): CannedResponse => {
+    const name = new URLSearchParams(request.body).get('StackName');
+    if (name !== STACK) {
+      return {
+        status: 400,
+        headers: { 'content-type': 'text/xml' },
+        body: `<ErrorResponse><Error><Type>Sender</Type><Code>ValidationError</Code><Message>Stack with id ${name} does not exist</Message></Error><RequestId>r1</RequestId></ErrorResponse>`,
+      };
+    }
+    const members = Object.entries(outputs)
+      .map(([k, v]) => `<member><OutputKey>${k}</OutputKey><OutputValue>${v}</OutputValue></member>`)
+      .join('');
+    return {
+      status: 200,
+      headers: { 'content-type': 'text/xml' },
+      body: `<DescribeStacksResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/"><DescribeStacksResult><Stacks><member><StackName>${STACK}</StackName><StackId>arn:aws:cloudformation:eu-central-1:000000000000:stack/${STACK}/1</StackId><CreationTime>2026-01-01T00:00:00Z</CreationTime><StackStatus>CREATE_COMPLETE</StackStatus><Outputs>${members}</Outputs></member></Stacks></DescribeStacksResult><ResponseMetadata><RequestId>r1</RequestId></ResponseMetadata></DescribeStacksResponse>`,
+    };
+  };
+
+  const invocations = (fn: string) =>
+    lambda.requests.filter((r) => r.url === `/2015-03-31/functions/${fn}/invocations`).map((r) => JSON.parse(r.body) as Record<string, unknown>);
+
+  beforeAll(async () => {
+    cloudFormation = await startRecordingServer(describeStacks);
+    lambda = await startRecordingServer((request): CannedResponse => {
+      const fn = /\/functions\/([^/]+)\/invocations/.exec(request.url)?.[1] ?? '';
+      const answer = lambdaAnswers.get(fn)?.(JSON.parse(request.body));
+      if (!answer) return { status: 404, headers: { 'content-type': 'application/json', 'x-amzn-errortype': 'ResourceNotFoundException' }, body: JSON.stringify({ Message: `Function not found: ${fn}` }) };
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (answer.error) headers['x-amz-function-error'] = answer.error;
+      return { status: 200, headers, body: JSON.stringify(answer.body) };
+    });
+    scheduler = await startScheduler();
+    world = await RotationWorld.start(['manage_api_keys', 'read_transactions', 'read_categories']);
+    world.sm.admin.configureRotation(world.secretArn, { lambdaArn: ROTATION_LAMBDA, rules: { AutomaticallyAfterDays: 30 } });
+    trackSecret(world.initialKey.apiKey);
+  });
+  afterAll(async () => {
+    for (const v of world.fullKeys()) trackSecret(v);
+    expectNoCanaries(results.map((r) => `${r.stdout}\n${r.stderr}`), 'acctops output');
+    await world.stop();
+    await scheduler.stop();
+    await lambda.stop();
+    await cloudFormation.stop();
+  });
+
+  const acctops = async (args: string[], env: Record<string, string> = {}) => {
+    const result = await runAcctops(['--stack', STACK, ...args], {
+      env: {
+        AWS_REGION: 'eu-central-1',
+        AWS_ACCESS_KEY_ID: 'AKIALOCALPEER000000',
+        AWS_SECRET_ACCESS_KEY: 'local-peer-not-a-secret',
+        AWS_MAX_ATTEMPTS: '1',
+        AWS_ENDPOINT_URL_CLOUDFORMATION: cloudFormation.origin,
+        AWS_ENDPOINT_URL_LAMBDA: lambda.origin,
+        AWS_ENDPOINT_URL_SECRETS_MANAGER: world.sm.endpoint,
+        AWS_ENDPOINT_URL_SCHEDULER: scheduler.endpoint,
+        ...env,
+      },
+    });
+    results.push(result);
+    return result;
+  };
+
+  it('users onboard, revoke and recover invoke the functions the stack outputs name, with the documented payloads', async () => {
+    const user = { externalId: randomUUID(), username: 'erin', email: 'erin@example.test' };
+    lambdaAnswers.set(outputs.OnboardUserFunctionName!, () => ({ body: { externalId: user.externalId, result: 'created', status: 'active', accessTokenExpiresAt: 1_800_000 } }));
+    lambdaAnswers.set(outputs.RevokeUserFunctionName!, (p) => ({ body: { externalId: (p as { externalId: string }).externalId, result: 'revoked' } }));
+    lambdaAnswers.set(outputs.RecoverUserFunctionName!, (p) => ({ body: { externalId: (p as { externalId: string }).externalId, result: 'recovered', previousStatus: 'revoked', accessTokenExpiresAt: 1 } }));
+
+    const onboard = await acctops(['--json', 'users', 'onboard', '--external-id', user.externalId, '--username', user.username, '--email', user.email]);
+    expect(onboard.code).toBe(0);
+    expect(parseJson(onboard)).toEqual({ externalId: user.externalId, result: 'created', status: 'active', accessTokenExpiresAt: 1_800_000 });
+    expect(invocations(outputs.OnboardUserFunctionName!)).toEqual([user]);
+    expect(cloudFormation.requests.some((r) => new URLSearchParams(r.body).get('Action') === 'DescribeStacks')).toBe(true);
+
+    expect((await acctops(['users', 'revoke', '--user', user.externalId])).code).toBe(0);
+    expect(invocations(outputs.RevokeUserFunctionName!)).toEqual([{ externalId: user.externalId }]);
+    const recovered = await acctops(['users', 'recover', '--user', user.externalId, '--reactivate']);
+    expect(recovered.code).toBe(0);
+    expect(recovered.stdout).toMatch(/recovered \(was revoked\)/);
+    expect(invocations(outputs.RecoverUserFunctionName!)).toEqual([{ externalId: user.externalId, reactivate: true }]);
+  });
+
+  it('a function error is exit 1 in one line pointing at its logs; an unknown stack is exit 3', async () => {
+    lambdaAnswers.set(outputs.RevokeUserFunctionName!, () => ({ error: 'Unhandled', body: { errorType: 'TokenBusyError', errorMessage: 'user is being worked on; try again' } }));
+    const failed = await acctops(['users', 'revoke', '--user', randomUUID()]);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(/^acctops: error: acctops-test-revoke-user failed: TokenBusyError: user is being worked on; try again \(see the function's logs in CloudWatch Logs \(\/aws\/lambda\/acctops-test-revoke-user\)\)$/),
+    ]);
+    const unknown = await runAcctops(['--stack', 'acctops-nope', 'users', 'list'], {
+      env: { AWS_REGION: 'eu-central-1', AWS_ACCESS_KEY_ID: 'AKIALOCALPEER000000', AWS_SECRET_ACCESS_KEY: 'x', AWS_MAX_ATTEMPTS: '1', AWS_ENDPOINT_URL_CLOUDFORMATION: cloudFormation.origin },
+    });
+    results.push(unknown);
+    expect(unknown.code).toBe(3);
+    expect(unknown.stderr).toMatch(/stack acctops-nope does not exist.*--region/);
+  });
+
+  it('an output the stack does not export is exit 3 naming it and --output; named with --output, the planner is invoked as its schedule does', async () => {
+    const missing = await acctops(['tokens', 'refresh', '--all']);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toMatch(/no output PlanTokenRefreshFunctionName.*--output PlanTokenRefreshFunctionName=<value>/);
+
+    lambdaAnswers.set('acctops-test-plan', () => ({ body: { enqueued: 7, pages: 1, complete: true, overdue: 0, plannedAt: 0 } }));
+    const planned = await acctops(['--output', 'PlanTokenRefreshFunctionName=acctops-test-plan', '--json', 'tokens', 'refresh', '--all']);
+    expect(planned.code).toBe(0);
+    expect(parseJson(planned)).toMatchObject({ mode: 'enqueued', planned: 7 });
+    expect(invocations('acctops-test-plan')).toEqual([
+      { source: 'acctops.scheduler', schedule: 'token-refresh', scheduledAt: expect.any(String), executionId: expect.stringMatching(/^acctops-cli-/) },
+    ]);
+  });
+
+  it('keys rotate calls RotateSecret: the emulator runs our rotation function against the service; keys status lists the scheduler group', async () => {
+    const rotated = await acctops(['--json', 'keys', 'rotate', '--company', world.companyId]);
+    expect(rotated.code).toBe(0);
+    const report = parseJson<{ state: string; previousKeyPrefix: string; keyPrefix: string }>(rotated);
+    expect(report).toMatchObject({ state: 'completed', previousKeyPrefix: world.initialKey.keyPrefix });
+    expect(report.keyPrefix).toBe((await world.current()).keyPrefix);
+    expect(report.keyPrefix).not.toBe(world.initialKey.keyPrefix);
+
+    // A pending revocation in the stack's schedule group, as the rotation function would create it in AWS.
+    await new EventBridgeRevocationScheduler({
+      groupName: outputs.KeyRevocationScheduleGroup!,
+      targetArn: 'arn:aws:lambda:eu-central-1:000000000000:function:acctops-test-revoke-api-key',
+      roleArn: 'arn:aws:iam::000000000000:role/acctops-test-scheduler',
+      client: localClientConfig(scheduler.endpoint),
+    }).schedule({
+      secretId: world.secretArn,
+      companyId: world.companyId,
+      apiKeyId: world.initialKey.apiKeyId,
+      keyPrefix: world.initialKey.keyPrefix,
+      revokeAt: Date.now() + 30 * 60_000,
+      rotationToken: 'a'.repeat(36),
+    });
+    const noBaseUrl = await acctops(['keys', 'status']);
+    expect(noBaseUrl.code).toBe(3);
+    expect(noBaseUrl.stderr).toMatch(/ACCTOPS_BASE_URL/);
+    const status = await acctops(['--json', 'keys', 'status'], { ACCTOPS_BASE_URL: world.sandbox.baseUrl });
+    expect(status.code).toBe(0);
+    const row = parseJson<{ companies: { companyId: string; keyPrefix: string; permissions: string[]; pendingRevocations: { keyPrefix: string }[] }[] }>(status).companies[0]!;
+    expect(row).toMatchObject({ companyId: world.companyId, keyPrefix: report.keyPrefix, pendingRevocations: [{ keyPrefix: world.initialKey.keyPrefix }] });
+    expect(row.permissions.sort()).toEqual(['manage_api_keys', 'read_categories', 'read_transactions']);
+  });
+
+  it('doctor invokes check-health and the rotation doctor (dry run unless --repair) and reports what it could not check', async () => {
+    lambdaAnswers.set(outputs.CheckHealthFunctionName!, () => ({
+      body: {
+        ok: false,
+        checkedAt: '2026-11-02T09:00:00.000Z',
+        probes: [
+          { name: 'institution-credential-readable', ok: true, durationMs: 3, detail: 'institution inst-1' },
+          { name: 'service-reachable', ok: false, durationMs: 2000, error: { name: 'TimeoutError', code: 'timeout', message: 'no answer within 2000 ms' } },
+        ],
+      },
+    }));
+    lambdaAnswers.set(outputs.CheckKeyRotationsFunctionName!, () => ({ body: { checkedAt: 0, companies: 1, findings: [] } }));
+    const doctor = await acctops(['--json', 'doctor']);
+    expect(doctor.code).toBe(5);
+    const report = parseJson<{ mode: string; findings: string[]; tokens: { skipped: string }; exports: { skipped: string } }>(doctor);
+    expect(report.mode).toBe('aws');
+    expect(report.findings).toEqual(['probe service-reachable failed: no answer within 2000 ms']);
+    expect(report.tokens.skipped).toMatch(/TokenTableName/);
+    expect(report.exports.skipped).toMatch(/not wired in AWS mode yet/);
+    expect(invocations(outputs.CheckKeyRotationsFunctionName!)).toEqual([{ repair: false }]);
+    await acctops(['doctor', '--repair']);
+    expect(invocations(outputs.CheckKeyRotationsFunctionName!)).toEqual([{ repair: false }, { repair: true }]);
+  });
+});

@@ -1,0 +1,136 @@
+import { CommanderError, InvalidArgumentError } from 'commander';
+import { duration, exportTarget, formats, guid, httpUrl, month, rejectCredentialFlags } from '../../../cli/args';
+import { describeError, UsageError } from '../../../cli/errors';
+import { ExitCode } from '../../../cli/exit-codes';
+import { Output } from '../../../cli/output';
+import { KeyRevokedError, PermissionDeniedError, ServerError } from '../../../src/core/accounting-api';
+import { CompanyKeyNotFoundError } from '../../../src/core/api-keys';
+import { ConfigError, ValidationError } from '../../../src/core/shared/errors';
+import { registerSecret } from '../../../src/core/shared/redact';
+import { CANARY, expectNoCanaries } from '../../helpers/canary';
+
+function capture(isTTY = false) {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  return {
+    stdout,
+    stderr,
+    io: { stdout: { write: (t: string) => stdout.push(t) }, stderr: { write: (t: string) => stderr.push(t), isTTY, columns: 80 } },
+  };
+}
+
+describe('cli/errors: every error is an exit code and one line that says what to do', () => {
+  const error = (Class: typeof KeyRevokedError) =>
+    Object.assign(Object.create(Class.prototype) as KeyRevokedError, { message: 'GET /companies/: API key revoked', code: 'key_revoked', name: Class.name });
+
+  it.each([
+    ['a commander usage error', new CommanderError(1, 'commander.missingMandatoryOptionValue', "error: required option '--company <id>' not specified"), ExitCode.usage],
+    ['a UsageError', new UsageError('bad', 'do this'), ExitCode.usage],
+    ['a ConfigError', new ConfigError([{ path: 'ACCTOPS_BASE_URL', message: 'expected a URL' }]), ExitCode.config],
+    ['a refused key', error(KeyRevokedError), ExitCode.auth],
+    ['a missing permission', error(PermissionDeniedError as unknown as typeof KeyRevokedError), ExitCode.auth],
+    ['a 5xx', error(ServerError as unknown as typeof KeyRevokedError), ExitCode.failure],
+    ['no key for the company', new CompanyKeyNotFoundError('6f1c2a3b-0000-4000-8000-000000000000', 0), ExitCode.config],
+    ['a bad field', new ValidationError('input', [{ path: 'x', message: 'bad' }]), ExitCode.failure],
+    ['an AWS credential error as a cause', new Error('wrapped', { cause: Object.assign(new Error('no credentials'), { name: 'CredentialsProviderError' }) }), ExitCode.auth],
+    ['anything else', new TypeError('boom'), ExitCode.failure],
+  ])('%s', (_label, thrown, exitCode) => {
+    const report = describeError(thrown);
+    expect(report.exitCode).toBe(exitCode);
+    expect(report.message).not.toMatch(/\n/);
+    expect(report.hint ?? 'x').not.toMatch(/\n/);
+  });
+
+  it('strips the refused value from commander messages and registered secrets from any message', () => {
+    const invalid = new CommanderError(1, 'commander.invalidArgument', `error: option '--month <YYYY-MM>' argument '${CANARY.apiKey}' is invalid. expected YYYY-MM`);
+    expect(describeError(invalid).message).toBe("option '--month <YYYY-MM>' is invalid: expected YYYY-MM");
+    const unknown = new CommanderError(1, 'commander.unknownOption', `error: unknown option '--colour=${CANARY.institutionSecret}'`);
+    expect(describeError(unknown).message).toBe("unknown option '--colour=…'");
+    registerSecret(CANARY.otherApiKey);
+    expect(describeError(new Error(`upstream said ${CANARY.otherApiKey}`)).message).not.toContain(CANARY.otherApiKey);
+  });
+});
+
+describe('cli/args: parsers refuse with what is expected, never the value', () => {
+  it('accepts good values and normalises them', () => {
+    expect(guid('6F1C2A3B-0000-4000-8000-000000000000')).toBe('6f1c2a3b-0000-4000-8000-000000000000');
+    expect(month('2026-10')).toBe('2026-10');
+    expect(formats('csv, PARQUET,csv')).toEqual(['csv', 'parquet']);
+    expect(duration('31m')).toBe(31 * 60_000);
+    expect(duration('2h')).toBe(7_200_000);
+    expect(exportTarget('s3://my-bucket/a/b/')).toEqual({ kind: 's3', bucket: 'my-bucket', prefix: 'a/b' });
+    expect(exportTarget('./out')).toEqual({ kind: 'dir', path: './out' });
+    expect(httpUrl('http://127.0.0.1:4010/api/v1/')).toBe('http://127.0.0.1:4010/api/v1');
+  });
+
+  it.each([
+    [() => guid(CANARY.apiKey)],
+    [() => month('2026-13')],
+    [() => formats('xlsx')],
+    [() => duration('soon')],
+    [() => exportTarget('s3://')],
+    [() => httpUrl(`https://user:${CANARY.institutionSecret}@example.com/api/v1`)],
+  ])('refuses %#', (parse) => {
+    let thrown: unknown;
+    try {
+      parse();
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(InvalidArgumentError);
+    expectNoCanaries(thrown, 'parser error');
+  });
+
+  it('refuses every credential-looking flag, with or without a value, but not after `--`', () => {
+    for (const flag of ['--api-key', '--apikey', '--API_KEY=x', '--key', '--secret', '--secret-key', '--token=x', '--access-token', '--refresh-token', '--password', '--institution', '--institution-secret', '--credentials', '--authorization']) {
+      expect(() => rejectCredentialFlags(['users', 'list', flag])).toThrow(UsageError);
+    }
+    expect(() => rejectCredentialFlags(['keys', 'status', '--company', 'x', '--json'])).not.toThrow();
+    expect(() => rejectCredentialFlags(['sandbox', '--', '--token'])).not.toThrow();
+    try {
+      rejectCredentialFlags([`--api-key=${CANARY.apiKey}`]);
+    } catch (error) {
+      expect((error as Error).message).toMatch(/^--api-key is refused/);
+      expectNoCanaries(error, 'refusal');
+    }
+  });
+});
+
+describe('cli/output', () => {
+  it('prints aligned tables for people, one JSON document with --json (bigints as strings), registered secrets removed', () => {
+    const human = capture();
+    new Output(human.io, { json: false, verbose: false }).table(
+      [
+        { a: 'x', n: 1 },
+        { a: 'longer', n: 22 },
+      ],
+      [
+        { header: 'NAME', value: (r) => r.a },
+        { header: 'N', value: (r) => r.n, align: 'right' },
+      ],
+    );
+    expect(human.stdout.join('')).toBe('  NAME     N\n  ------  --\n  x        1\n  longer  22\n');
+    registerSecret(CANARY.accessToken);
+    const json = capture();
+    const out = new Output(json.io, { json: true, verbose: false });
+    out.line('not printed with --json');
+    out.result({ refreshed: 2, minor: 12n, leaked: CANARY.accessToken }, () => out.line('human'));
+    expect(JSON.parse(json.stdout.join(''))).toEqual({ refreshed: 2, minor: '12', leaked: '[REDACTED]' });
+  });
+
+  it('draws a progress bar on stderr only when it is a terminal', () => {
+    const tty = capture(true);
+    const bar = new Output(tty.io, { json: false, verbose: false }).progress('export abc');
+    bar.update(50, 200, 'transactions');
+    bar.update(200, 200, 'transactions');
+    bar.finish();
+    expect(tty.stderr.join('')).toContain('[######..................]  25% 50/200');
+    expect(tty.stderr.join('')).toContain('100% 200/200');
+    expect(tty.stderr.at(-1)).toBe('\r\x1b[2K');
+    const piped = capture(false);
+    const none = new Output(piped.io, { json: false, verbose: false }).progress('export abc');
+    none.update(1, 2);
+    none.finish();
+    expect(piped.stderr).toEqual([]);
+  });
+});
