@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { outputPair, rejectCredentialFlags } from './args';
+import { institutionCommand } from './commands/credentials';
 import { doctorCommand } from './commands/doctor';
 import { exportCommand } from './commands/export';
 import { Host } from './commands/host';
@@ -47,6 +48,7 @@ export function buildProgram(host: Host): Command {
     keysCommand(host),
     exportCommand(host),
     doctorCommand(host),
+    institutionCommand(host),
     localCommand(host),
   ]) {
     program.addCommand(command);

@@ -14,6 +14,7 @@ import { iso } from '../format';
 import type { Session } from '../session';
 import { findingsOf, tokenHealth, type DoctorReport, type Skipped } from '../commands/doctor';
 import type { KeyStatusReport, RotateReport } from '../commands/keys';
+import { installCompanyKey, setInstitutionSecret, type InstitutionSecretReport, type KeyInstallReport } from '../commands/credentials';
 import type { RefreshReport } from '../commands/tokens';
 import { listLocal, type UserRow } from '../commands/users';
 
@@ -30,6 +31,7 @@ export const OUTPUTS = {
   tokenTable: 'TokenTableName',
   checkHealth: 'CheckHealthFunctionName',
   checkKeyRotations: 'CheckKeyRotationsFunctionName',
+  institutionSecret: 'InstitutionSecretArn',
   revocationGroup: 'KeyRevocationScheduleGroup',
 } as const;
 
@@ -43,6 +45,9 @@ export interface AwsOperations {
   rotateKey(companyId: string, options: { wait: boolean }): Promise<RotateReport>;
   keyStatus(): Promise<KeyStatusReport>;
   doctor(options: { repair: boolean }): Promise<DoctorReport>;
+  /** Stores the institution credential (undefined: rolls back to AWSPREVIOUS), then invokes check-health. */
+  setInstitutionSecret(value: string | undefined): Promise<InstitutionSecretReport>;
+  installCompanyKey(companyId: string, apiKey: string): Promise<KeyInstallReport>;
 }
 
 /** How long `keys rotate` waits for Secrets Manager to finish the four steps. */
@@ -166,10 +171,36 @@ class StackOperations implements AwsOperations {
     return { ...partial, findings: findingsOf(partial) };
   }
 
+  async setInstitutionSecret(value: string | undefined): Promise<InstitutionSecretReport> {
+    return setInstitutionSecret(
+      {
+        store: this.clients.secrets(),
+        secretId: await this.output(OUTPUTS.institutionSecret, 'store the institution credential'),
+        verify: async () => (await this.invoke<HealthReport>(OUTPUTS.checkHealth, 'check the stored credential', {})).probes,
+      },
+      value,
+    );
+  }
+
+  installCompanyKey(companyId: string, apiKey: string): Promise<KeyInstallReport> {
+    const store = this.clients.secrets();
+    const baseUrl = this.baseUrl();
+    return installCompanyKey(
+      {
+        store,
+        directory: taggedKeyDirectory(store),
+        clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.session.out.logger() }),
+        clock: systemClock,
+      },
+      companyId,
+      apiKey,
+    );
+  }
+
   private baseUrl(): string {
     const raw = this.session.env.ACCTOPS_BASE_URL;
     if (raw === undefined || raw.trim() === '') {
-      throw new CliConfigError('keys status calls the service with each company key and needs its base URL', 'set ACCTOPS_BASE_URL to the stage\'s baseUrl (cdk.json)');
+      throw new CliConfigError('this command calls the service with a company key and needs its base URL', 'set ACCTOPS_BASE_URL to the stage\'s baseUrl (cdk.json)');
     }
     return httpUrl(raw.trim());
   }

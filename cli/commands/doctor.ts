@@ -1,7 +1,6 @@
 import { Command } from 'commander';
 import { checkKeyRotations, parseCompanyKeySecret, type DoctorReport as RotationReport, type Finding } from '../../src/core/api-keys';
-import { checkHealth, type ProbeResult } from '../../src/core/health/check-health';
-import { institutionCredentialProbe, serviceReachableProbe } from '../../src/core/health/probes';
+import type { ProbeResult } from '../../src/core/health/check-health';
 import { SecretStage } from '../../src/core/ports/secrets';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { redactString } from '../../src/core/shared/redact';
@@ -93,10 +92,7 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
 export async function doctorLocal(world: LocalWorld, options: { repair: boolean }): Promise<DoctorReport> {
   const now = () => world.clock.now();
   const revoked = revokedKeys(await world.runDueRevocations());
-  const health = await checkHealth([institutionCredentialProbe({ get: () => world.readInstitutionCredential() }), serviceReachableProbe(world.institutionClient())], {
-    clock: world.clock,
-    logger: world.logger,
-  });
+  const health = await world.checkStoredInstitution();
   const companySecrets: NonNullable<DoctorReport['companySecrets']> = [];
   for await (const entry of world.directory.list()) {
     try {

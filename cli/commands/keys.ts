@@ -7,6 +7,7 @@ import { ExitCode } from '../exit-codes';
 import { iso, relative } from '../format';
 import type { LocalWorld } from '../local/local-world';
 import type { CommandHost } from './host';
+import { installKeyCommand } from './credentials';
 import type { Output } from '../output';
 
 export interface RotateReport extends RotateNowResult {
@@ -61,7 +62,7 @@ export async function keyStatusLocal(world: LocalWorld): Promise<KeyStatusReport
 }
 
 export function keysCommand(host: CommandHost): Command {
-  const keys = new Command('keys').description("Company API keys held in the secret store: rotate one now, show every company's key.");
+  const keys = new Command('keys').description("Company API keys held in the secret store: rotate one now, show every company's key, install one.");
 
   keys
     .command('rotate')
@@ -94,6 +95,7 @@ export function keysCommand(host: CommandHost): Command {
         session.out.result({ ...report, companies }, () => renderStatus(session.out, { ...report, companies }));
       }),
     );
+  keys.addCommand(installKeyCommand(host));
   return keys;
 }
 

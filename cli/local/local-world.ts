@@ -24,6 +24,8 @@ import {
 } from '../../src/core/api-keys';
 import { cachedInstitutionCredential, parseInstitutionCredential, type InstitutionCredential } from '../../src/core/credentials/institution-credential';
 import { institutionCredentialProvider } from '../../src/core/credentials/institution-provider';
+import { checkHealth, type HealthReport } from '../../src/core/health/check-health';
+import { institutionCredentialProbe, serviceReachableProbe } from '../../src/core/health/probes';
 import { parseWith } from '../../src/core/shared/errors';
 import type { Logger } from '../../src/core/shared/logger';
 import { noMetrics } from '../../src/core/shared/metrics';
@@ -223,6 +225,19 @@ export class LocalWorld {
   /** The institution client (user tokens): credential from ACCTOPS_INSTITUTION or the local secret. */
   institutionClient(): AccountingClient {
     return this.client(this.institution);
+  }
+
+  /** A client with the institution credential as stored now (no cache, ACCTOPS_INSTITUTION ignored): to verify the secret. */
+  storedInstitutionClient(): AccountingClient {
+    return this.client(institutionCredentialProvider(cachedInstitutionCredential(this.secrets, this.state.institutionSecret, { ttlMs: 0, clock: this.clock })));
+  }
+
+  /** The health probes against the stored institution credential (what check-health runs in AWS). */
+  checkStoredInstitution(): Promise<HealthReport> {
+    return checkHealth(
+      [institutionCredentialProbe({ get: () => this.readInstitutionCredential() }), serviceReachableProbe(this.storedInstitutionClient())],
+      { clock: this.clock, logger: this.logger },
+    );
   }
 
   /** A fresh read of the institution credential, for the doctor (no cache). */

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { CreateSecretCommand, GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { EventBridgeRevocationScheduler } from '../../src/adapters/aws/revocation-scheduler';
-import { expectNoCanaries, trackSecret } from '../helpers/canary';
+import { canarySecret, expectNoCanaries, trackSecret } from '../helpers/canary';
+import { client } from '../helpers/secrets-manager';
 import { localClientConfig } from '../helpers/aws-credentials';
 import { parseJson, runAcctops, type CliResult } from '../helpers/cli';
 import { startRecordingServer, type CannedResponse, type RecordedRequest, type RecordingServer } from '../helpers/recording-server';
@@ -174,6 +176,18 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     const row = parseJson<{ companies: { companyId: string; keyPrefix: string; permissions: string[]; pendingRevocations: { keyPrefix: string }[] }[] }>(status).companies[0]!;
     expect(row).toMatchObject({ companyId: world.companyId, keyPrefix: report.keyPrefix, pendingRevocations: [{ keyPrefix: world.initialKey.keyPrefix }] });
     expect(row.permissions.sort()).toEqual(['manage_api_keys', 'read_categories', 'read_transactions']);
+  });
+
+  it('institution set-secret puts a new AWSCURRENT version on the stack\'s secret and invokes check-health', async () => {
+    const created = await client(world.sm).send(new CreateSecretCommand({ Name: 'acctops-test/institution', SecretString: 'inst-1:placeholder-value' }));
+    outputs.InstitutionSecretArn = created.ARN!;
+    lambdaAnswers.set(outputs.CheckHealthFunctionName!, () => ({ body: { ok: true, checkedAt: '2026-11-02T09:00:00.000Z', probes: [{ name: 'service-reachable', ok: true, durationMs: 4 }] } }));
+    const value = `inst-1:${canarySecret('aws-institution')}`;
+    const set = await acctops(['--json', 'institution', 'set-secret'], { ACCTOPS_INSTITUTION: value });
+    expect(set.code).toBe(0);
+    expect(parseJson(set)).toMatchObject({ secret: 'acctops-test/institution', institutionId: 'inst-1', verified: true, previousVersionId: created.VersionId });
+    expect((await client(world.sm).send(new GetSecretValueCommand({ SecretId: created.ARN }))).SecretString).toBe(value);
+    expect(invocations(outputs.CheckHealthFunctionName!)).toContainEqual({});
   });
 
   it('doctor invokes check-health and the rotation doctor (dry run unless --repair) and reports what it could not check', async () => {

@@ -50,7 +50,7 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
 
   it('--help works at every level and lists what is below it; --version prints the version', async () => {
     const levels: [string[], RegExp[]][] = [
-      [['--help'], [/sandbox/, /users/, /tokens/, /keys/, /export/, /doctor/, /Exit codes:/, /never from a flag/]],
+      [['--help'], [/sandbox/, /users/, /tokens/, /keys/, /export/, /doctor/, /institution/, /local/, /Exit codes:/, /never from a flag/]],
       [['users', '--help'], [/onboard/, /list/, /revoke/, /recover/]],
       [['users', 'onboard', '--help'], [/--external-id <uuid>/, /--username/, /--email/]],
       [['users', 'list', '--help'], [/--status/]],
@@ -58,7 +58,10 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
       [['users', 'recover', '--help'], [/--reactivate/]],
       [['tokens', '--help'], [/refresh/]],
       [['tokens', 'refresh', '--help'], [/--all/, /--user/]],
-      [['keys', '--help'], [/rotate/, /status/]],
+      [['keys', '--help'], [/rotate/, /status/, /install/]],
+      [['keys', 'install', '--help'], [/ACCTOPS_API_KEY/, /--company <id>/]],
+      [['institution', '--help'], [/set-secret/]],
+      [['institution', 'set-secret', '--help'], [/ACCTOPS_INSTITUTION/, /--rollback/]],
       [['keys', 'rotate', '--help'], [/--company <id>/]],
       [['keys', 'status', '--help'], [/--company/]],
       [['export', '--help'], [/--month <YYYY-MM>/, /--out/, /--format/, /--base-url/]],

@@ -1,0 +1,81 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { canarySecret, expectNoCanaries } from '../helpers/canary';
+import { parseJson, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
+
+interface Demo {
+  institution: { id: string };
+  companies: { publicId: string; apiKeys: { name: string; key: string; permissions: string[] }[] }[];
+}
+
+/** The runbooks' credential commands in the local mode, through the real binary: values only from the environment. */
+describe('acctops institution set-secret and keys install', () => {
+  let state: { dir: string; remove(): Promise<void> };
+  let demo: Demo;
+  const outputs: CliResult[] = [];
+  const acctops = async (args: string[], env: Record<string, string> = {}) => {
+    const result = await runAcctops(['--state-dir', state.dir, ...args], { env });
+    outputs.push(result);
+    return result;
+  };
+
+  beforeAll(async () => {
+    state = await tempStateDir();
+    await acctops(['local', 'status']);
+    demo = (JSON.parse(await readFile(join(state.dir, 'sandbox.json'), 'utf8')) as { demo: Demo }).demo;
+  });
+  afterAll(async () => {
+    await trackStateSecrets(state.dir);
+    expectNoCanaries(outputs.map((o) => `${o.stdout}\n${o.stderr}`), 'acctops output');
+    await state.remove();
+  });
+
+  it('set-secret reads ACCTOPS_INSTITUTION only; a value the service refuses is stored, reported (exit 1) and rolled back', async () => {
+    const missing = await acctops(['institution', 'set-secret']);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toMatch(/ACCTOPS_INSTITUTION, which is not set.*never a flag/);
+    const malformed = await acctops(['institution', 'set-secret'], { ACCTOPS_INSTITUTION: 'no-colon-here' });
+    expect(malformed.code).toBe(3);
+    expect(malformed.stderr).toMatch(/not an institution credential/);
+    expect(malformed.stderr).not.toContain('no-colon-here');
+
+    const wrong = await acctops(['--json', 'institution', 'set-secret'], { ACCTOPS_INSTITUTION: `${demo.institution.id}:${canarySecret('wrong-institution')}` });
+    expect(wrong.code).toBe(1);
+    const report = parseJson<{ verified: boolean; versionId: string; previousVersionId: string; probes: { name: string; ok: boolean }[] }>(wrong);
+    expect(report.verified).toBe(false);
+    expect(report.probes.map((p) => [p.name, p.ok])).toEqual([
+      ['institution-credential-readable', true],
+      ['service-reachable', false],
+    ]);
+    expect(JSON.parse(wrong.stderr)).toMatchObject({ error: { code: 'institution_check_failed', hint: expect.stringMatching(/--rollback/) } });
+    expect((await acctops(['doctor'])).code).toBe(5);
+
+    const back = await acctops(['--json', 'institution', 'set-secret', '--rollback']);
+    expect(back.code).toBe(0);
+    expect(parseJson(back)).toMatchObject({ rolledBack: true, verified: true, versionId: report.previousVersionId, previousVersionId: report.versionId });
+  });
+
+  it('keys install checks the key at the service (company, manage_api_keys) before storing it as the current key', async () => {
+    const [first, second] = demo.companies;
+    const readOnly = first!.apiKeys.find((k) => !k.permissions.includes('full_access'))!.key;
+    const fullKey = first!.apiKeys.find((k) => k.permissions.includes('full_access'))!.key;
+
+    const noKey = await acctops(['keys', 'install', '--company', first!.publicId]);
+    expect(noKey.code).toBe(3);
+    const cannotRotate = await acctops(['keys', 'install', '--company', first!.publicId], { ACCTOPS_API_KEY: readOnly });
+    expect(cannotRotate.code).toBe(3);
+    expect(cannotRotate.stderr).toMatch(/lacks manage_api_keys/);
+    const otherCompany = await acctops(['keys', 'install', '--company', second!.publicId], { ACCTOPS_API_KEY: fullKey });
+    expect(otherCompany.code).toBe(3);
+    expect(otherCompany.stderr).toMatch(/does not act for company/);
+
+    // After a rotation, put the original key back as the current one.
+    const rotated = parseJson<{ keyPrefix: string }>(await acctops(['--json', 'keys', 'rotate', '--company', first!.publicId]));
+    const installed = await acctops(['--json', 'keys', 'install', '--company', first!.publicId], { ACCTOPS_API_KEY: fullKey });
+    expect(installed.code).toBe(0);
+    expect(parseJson(installed)).toMatchObject({ companyId: first!.publicId, keyPrefix: fullKey.slice(0, 12), permissions: ['full_access'] });
+    const status = parseJson<{ companies: { keyPrefix: string }[] }>(await acctops(['--json', 'keys', 'status', '--company', first!.publicId]));
+    expect(status.companies[0]!.keyPrefix).toBe(fullKey.slice(0, 12));
+    expect(status.companies[0]!.keyPrefix).not.toBe(rotated.keyPrefix);
+  });
+});
