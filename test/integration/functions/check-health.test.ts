@@ -6,11 +6,12 @@ import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
 import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import { LOCAL_REGION, localCredentials } from '../../helpers/aws-credentials';
 import { client, startSecretsManager, type RunningSecretsManager } from '../../helpers/secrets-manager';
+import { canarySecret } from '../../helpers/canary';
 
 // check-health end to end: the real handler module (env read at load, the real AwsSecretStore
 // and accounting client) against the Secrets Manager emulator and the sandbox.
 
-const CANARY = 'canary-wrong-institution-secret-77e1';
+const CANARY = canarySecret('wrong-institution-secret');
 
 describe('check-health handler', () => {
   let sm: RunningSecretsManager;

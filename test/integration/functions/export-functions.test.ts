@@ -22,6 +22,7 @@ import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
 import { listKeys } from '../../helpers/export-fixtures';
 import { startS3, type LocalS3 } from '../../helpers/s3rver';
 import { client as secretsClient, startSecretsManager, type RunningSecretsManager } from '../../helpers/secrets-manager';
+import { CANARY } from '../../helpers/canary';
 
 // The export functions end to end: the real handler modules (environment read at load, the real
 // AWS SDK clients pointed at local peers through AWS_ENDPOINT_URL_*) against the sandbox, s3rver,
@@ -33,7 +34,7 @@ const RUNS_TABLE = 'acctops-test-export-runs';
 const REPLAY_TABLE = 'acctops-test-webhook-replay';
 const TOKEN_TABLE = 'acctops-test-tokens';
 const BUS = 'acctops-test-exports';
-const WEBHOOK_SECRET = 'whsec_canary_functions_9c8b7a6f5e4d3c2b1a00';
+const WEBHOOK_SECRET = CANARY.webhookSecret;
 
 type Handler<R> = (event: unknown, context: Context) => Promise<R>;
 

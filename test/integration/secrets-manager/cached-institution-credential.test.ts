@@ -4,9 +4,10 @@ import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
 import { client, type RunningSecretsManager, secretStore, startSecretsManager } from '../../helpers/secrets-manager';
+import { canarySecret } from '../../helpers/canary';
 
-const OLD_KEY = 'sk_canary_old_1f2e3d4c';
-const NEW_KEY = 'sk_canary_new_9a8b7c6d';
+const OLD_KEY = canarySecret('institution-old');
+const NEW_KEY = canarySecret('institution-new');
 
 describe('the institution credential read through the cache, counted at the emulator', () => {
   let sm: RunningSecretsManager;

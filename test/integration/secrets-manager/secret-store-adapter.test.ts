@@ -10,10 +10,11 @@ import {
 import { ManualClock } from '../../../src/core/shared/clock';
 import { localClientConfig } from '../../helpers/aws-credentials';
 import { client, type RunningSecretsManager, secretStore, startSecretsManager } from '../../helpers/secrets-manager';
+import { canarySecret } from '../../helpers/canary';
 
 const DAY = 86_400_000;
 const token = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
-const CANARY = 'canary-secret-value-7f3a9c';
+const CANARY = canarySecret('secret-store-value');
 
 describe('AwsSecretStore (the SecretStore port) against the emulator', () => {
   let sm: RunningSecretsManager;

@@ -11,13 +11,14 @@ import { LOCAL_REGION, localCredentials } from '../../helpers/aws-credentials';
 import { startAwsRecorder, type AwsRecorder } from '../../helpers/aws-recorder';
 import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
 import { client as secretsClient, startSecretsManager, type RunningSecretsManager } from '../../helpers/secrets-manager';
+import { CANARY } from '../../helpers/canary';
 
 // The token functions end to end: the real handler modules (environment read at load, the real
 // AWS SDK clients pointed at local peers through AWS_ENDPOINT_URL_*) against the sandbox,
 // dynalite, the Secrets Manager emulator and a recorder of SQS and EventBridge calls.
 
 const INSTITUTION_ID = 'inst-functions';
-const INSTITUTION_SECRET = 'sk_canary_functions_5e6f7a8b9c';
+const INSTITUTION_SECRET = CANARY.institutionSecret;
 const TABLE = 'acctops-test-tokens';
 const BUS = 'acctops-test-tokens';
 

@@ -22,6 +22,7 @@ import type { TokenRecord } from '../../../src/core/tokens/token-store';
 import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
 import { client as secretsClient, secretStore, startSecretsManager, type RunningSecretsManager } from '../../helpers/secrets-manager';
+import { CANARY } from '../../helpers/canary';
 
 /**
  * The token use cases end to end against the sandbox (the service), dynalite (the token table)
@@ -31,8 +32,8 @@ import { client as secretsClient, secretStore, startSecretsManager, type Running
 
 const MINUTE = 60_000;
 const INSTITUTION_ID = 'inst-tokens';
-const FIRST_SECRET = 'sk_canary_institution_1a2b3c4d5e';
-const SECOND_SECRET = 'sk_canary_institution_9f8e7d6c5b';
+const FIRST_SECRET = CANARY.institutionSecret;
+const SECOND_SECRET = CANARY.institutionSecretNext;
 
 const clock = new ManualClock();
 const logger = new MemoryLogger();

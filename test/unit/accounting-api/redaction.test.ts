@@ -8,18 +8,19 @@ import {
 } from '../../../src/core/accounting-api';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
-import { forgetRegisteredSecrets, redact } from '../../../src/core/shared/redact';
+import { forgetRegisteredSecrets, keyPrefix, redact } from '../../../src/core/shared/redact';
 import { BASE_URL, type Handler, apiError, fakeTransport, json, transaction } from './fake-transport';
+import { CANARY } from '../../helpers/canary';
 
 /**
  * Canary secrets go through every failure path the client has; none may come out in an error
  * message, a serialised error (what a logger writes) or a log line.
  */
-const CANARY_KEY = 'sbx_CANARYkey0123456789abcdefghijklmn';
-const CANARY_TOKEN = 'opaque-CANARY-access-token-0123456789';
-const CANARY_SECRET = 'CANARY-institution-secret-0123456789';
-const CANARY_NEW_KEY = 'sbx_CANARYnewkey9876543210zyxwvutsrq';
-const CANARIES = [CANARY_KEY, CANARY_TOKEN, CANARY_SECRET, CANARY_NEW_KEY, 'CANARYkey0123456789abcdefghijklmn', 'CANARYnewkey9876543210zyxwvutsrq'];
+const CANARY_KEY = CANARY.apiKey;
+const CANARY_TOKEN = CANARY.accessToken;
+const CANARY_SECRET = CANARY.institutionSecret;
+const CANARY_NEW_KEY = CANARY.otherApiKey;
+const CANARIES = [CANARY_KEY, CANARY_TOKEN, CANARY_SECRET, CANARY_NEW_KEY, CANARY_KEY.slice('sbx_'.length), CANARY_NEW_KEY.slice('sbx_'.length)];
 
 const USER = { username: 'ada', email: 'ada@example.com', externalId: '6a1f0c2e-8b3d-4e5f-9a7b-1c2d3e4f5a6b' };
 
@@ -104,6 +105,6 @@ describe('redaction of canary secrets', () => {
   it('still says what happened', () => {
     const messages = errors.map((e) => (e as Error).message);
     expect(messages[0]).toMatch(/API key revoked \(401, key_revoked, on GET \/api\/v1\/companies\/\?page_size=1000, request id req_0123abcd\)/);
-    expect(messages[7]).toContain('sbx_CANARYne');
+    expect(messages[7]).toContain(keyPrefix(CANARY_NEW_KEY));
   });
 });

@@ -4,8 +4,9 @@ import { CachedSecret } from '../../../src/core/shared/cached-secret';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { ValidationError } from '../../../src/core/shared/errors';
 import { MemoryLogger } from '../../../src/core/shared/logger';
+import { canarySecret } from '../../helpers/canary';
 
-const CANARY = 'canary-9d2e-secret-value';
+const CANARY = canarySecret('cached-secret-value');
 
 /** A store that counts reads and can hold them back, so concurrency is explicit rather than timed. */
 class FakeStore implements Pick<SecretStore, 'readSecret'> {
