@@ -292,15 +292,27 @@ export class TokenLifecycle extends Construct {
     });
     new CfnOutput(Stack.of(this), 'OnboardUserFunctionName', {
       value: this.onboardUser.functionName,
-      description: 'Function invoked by the runbook or `acctops tokens onboard` with { externalId, username, email }',
+      description: 'Function invoked by the runbook or `acctops users onboard` with { externalId, username, email }',
     });
     new CfnOutput(Stack.of(this), 'RevokeUserFunctionName', {
       value: this.revokeUser.functionName,
-      description: 'Function invoked by the runbook or `acctops tokens revoke` with { externalId }',
+      description: 'Function invoked by the runbook or `acctops users revoke` with { externalId }',
     });
     new CfnOutput(Stack.of(this), 'RecoverUserFunctionName', {
       value: this.recoverUser.functionName,
-      description: 'Function invoked by the runbook or `acctops tokens recover` with { externalId, reactivate? }',
+      description: 'Function invoked by the runbook or `acctops users recover` with { externalId, reactivate? }',
+    });
+    new CfnOutput(Stack.of(this), 'PlanTokenRefreshFunctionName', {
+      value: this.planner.functionName,
+      description: 'Function invoked by the schedule, or by `acctops tokens refresh --all`, to enqueue the due users',
+    });
+    new CfnOutput(Stack.of(this), 'RefreshTokensFunctionName', {
+      value: this.worker.functionName,
+      description: 'Refresh worker; `acctops tokens refresh --user` invokes it with one SQS-shaped record',
+    });
+    new CfnOutput(Stack.of(this), 'TokenTableName', {
+      value: this.table.tableName,
+      description: 'Token table; `acctops users list` and `acctops doctor` read its records without the tokens',
     });
   }
 

@@ -124,10 +124,13 @@ describe('AcctopsStack', () => {
       'InstitutionSecretArn',
       'KeyRevocationScheduleGroup',
       'OnboardUserFunctionName',
+      'PlanTokenRefreshFunctionName',
       'RecoverUserFunctionName',
+      'RefreshTokensFunctionName',
       'RevokeUserFunctionName',
       'SecretsKeyArn',
       'TokenEventBusName',
+      'TokenTableName',
     ]);
     for (const output of Object.values(outputs)) expect(output.Description).toEqual(expect.any(String));
   });
