@@ -27,13 +27,6 @@ export class UsageError extends CliError {
   }
 }
 
-/** The command exists, but what it needs is not there in this mode or build. */
-export class NotAvailableError extends CliError {
-  constructor(message: string, hint?: string) {
-    super(message, { code: 'not_available', exitCode: ExitCode.unavailable, hint });
-  }
-}
-
 /** Configuration the command needs is missing (an environment variable, the state directory, a stack output). */
 export class CliConfigError extends CliError {
   constructor(message: string, hint?: string, cause?: unknown) {

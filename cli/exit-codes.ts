@@ -15,8 +15,6 @@ export const ExitCode = {
   auth: 4,
   /** Partly done or something to look at: some users or companies failed, or `doctor` has findings. */
   partial: 5,
-  /** The command exists but is not available in this mode or build yet. */
-  unavailable: 6,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

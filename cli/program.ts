@@ -26,7 +26,7 @@ Credentials come from the environment (ACCTOPS_API_KEY, ACCTOPS_INSTITUTION), Se
 the local state, never from a flag.
 
 Exit codes:
-  0 ok   1 failure   2 usage   3 configuration   4 credential refused   5 partial or findings   6 not available`;
+  0 ok   1 failure   2 usage   3 configuration   4 credential refused   5 partial or findings`;
 
 /** The `acctops` command tree. */
 export function buildProgram(host: Host): Command {

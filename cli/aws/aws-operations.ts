@@ -17,6 +17,14 @@ import type { KeyStatusReport, RotateReport } from '../commands/keys';
 import { installCompanyKey, setInstitutionSecret, type InstitutionSecretReport, type KeyInstallReport } from '../commands/credentials';
 import type { RefreshReport } from '../commands/tokens';
 import { listLocal, type UserRow } from '../commands/users';
+import type { CompanyExportRow, ExportReport } from '../commands/export';
+import type * as ExportRun from '../commands/export-run';
+import type { ObjectStore } from '../../src/core/exports/object-store';
+import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
+import { lazy } from '../lazy';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (cli/lazy.ts)
+const exportRun = lazy(() => require('../commands/export-run') as typeof ExportRun);
 
 /**
  * The stack outputs the AWS mode reads, by key (docs/architecture.md, "Outputs"). Each can be named
@@ -32,6 +40,8 @@ export const OUTPUTS = {
   checkHealth: 'CheckHealthFunctionName',
   checkKeyRotations: 'CheckKeyRotationsFunctionName',
   institutionSecret: 'InstitutionSecretArn',
+  exportBucket: 'ExportBucketName',
+  exportBus: 'ExportEventBusName',
   revocationGroup: 'KeyRevocationScheduleGroup',
 } as const;
 
@@ -48,7 +58,13 @@ export interface AwsOperations {
   /** Stores the institution credential (undefined: rolls back to AWSPREVIOUS), then invokes check-health. */
   setInstitutionSecret(value: string | undefined): Promise<InstitutionSecretReport>;
   installCompanyKey(companyId: string, apiKey: string): Promise<KeyInstallReport>;
+  /** ExportRequested per company to the stack's exports bus; with `wait`, until each manifest of the month is newer than the request. */
+  requestExport(options: { month: string; company?: string; formats?: ExportFormat[]; wait: boolean }): Promise<ExportReport>;
 }
+
+/** How long `export` waits for the deployed pipeline, and how often it looks. */
+const EXPORT_WAIT_MS = 15 * 60_000;
+const EXPORT_POLL_MS = 5000;
 
 /** How long `keys rotate` waits for Secrets Manager to finish the four steps. */
 const ROTATION_WAIT_MS = 120_000;
@@ -160,14 +176,10 @@ class StackOperations implements AwsOperations {
       skipped,
     );
     const tokens = await this.listUsers().then((r) => tokenHealth(r.rows, now), skipped);
-    const partial = {
-      mode: 'aws' as const,
-      checkedAt: iso(now)!,
-      health,
-      tokens,
-      rotations,
-      exports: { skipped: 'the last export per company needs the export bucket; not wired in AWS mode yet (run `acctops doctor` locally or list s3://<bucket>/exports/)' },
-    };
+    const exports = await this.exportStore()
+      .then(async (store) => exportRun().exportHealth(store, await this.companies(), now))
+      .catch(skipped);
+    const partial = { mode: 'aws' as const, checkedAt: iso(now)!, health, tokens, rotations, exports };
     return { ...partial, findings: findingsOf(partial) };
   }
 
@@ -195,6 +207,45 @@ class StackOperations implements AwsOperations {
       companyId,
       apiKey,
     );
+  }
+
+  async requestExport(options: { month: string; company?: string; formats?: ExportFormat[]; wait: boolean }): Promise<ExportReport> {
+    const companies = options.company ? [options.company] : await this.companies();
+    const store = await this.exportStore();
+    const events = this.clients.events(await this.output(OUTPUTS.exportBus, 'request exports'), 'acctops.cli');
+    const requestedAt = systemClock.now();
+    await events.publish(
+      companies.map((companyId) => ({
+        type: 'ExportRequested',
+        time: requestedAt,
+        detail: { companyId, period: options.month, ...(options.formats ? { formats: options.formats } : {}) },
+      })),
+    );
+    const rows = new Map<string, CompanyExportRow>(companies.map((companyId) => [companyId, { companyId, status: 'requested' }]));
+    const deadline = requestedAt + EXPORT_WAIT_MS;
+    const bar = this.session.out.progress('waiting for the export pipeline');
+    while (options.wait && [...rows.values()].some((r) => r.status === 'requested') && systemClock.now() < deadline) {
+      bar.update([...rows.values()].filter((r) => r.status !== 'requested').length, rows.size, 'companies exported');
+      await systemClock.sleep(EXPORT_POLL_MS);
+      for (const row of rows.values()) {
+        if (row.status !== 'requested') continue;
+        const found = await exportRun().manifestSince(store, row.companyId, options.month, requestedAt);
+        if (found) rows.set(row.companyId, found);
+      }
+    }
+    bar.finish();
+    return { month: options.month, mode: 'aws', out: store.url('exports'), formats: options.formats ?? [...FORMATS], companies: [...rows.values()] };
+  }
+
+  private async exportStore(): Promise<ObjectStore> {
+    return exportRun().storeForBucket(await this.output(OUTPUTS.exportBucket, 'read the exports'), this.session);
+  }
+
+  /** The companies whose keys the stack holds (their secrets, found by tag). */
+  private async companies(): Promise<string[]> {
+    const out: string[] = [];
+    for await (const entry of taggedKeyDirectory(this.clients.secrets()).list()) out.push(entry.companyId);
+    return out.sort();
   }
 
   private baseUrl(): string {

@@ -68,6 +68,11 @@ async function exportCompany(run: ExportRun, companyId: string, credentials: Cre
   return outcome.status === 'completed' ? completed(outcome.summary) : failed(companyId, outcome.error);
 }
 
+/** The month `export` picks by default: the previous one in Europe/Berlin, as the monthly schedule does. */
+export function defaultMonth(): string {
+  return previousMonth(Date.now(), DEFAULT_TIME_ZONE).text;
+}
+
 /** `export` in the local mode: every company (or one) with its stored key, into the state directory or --out. */
 export async function exportLocal(
   world: LocalWorld,
@@ -143,6 +148,26 @@ export async function exportHealth(store: ObjectStore, companies: readonly strin
     rows.push({ companyId, lastPeriod: last, generatedAt: manifest?.generatedAt, manifestUrl: store.url(key), overdue: last < expected });
   }
   return { expectedPeriod: expected, companies: rows };
+}
+
+/** The stack's export bucket (AWS mode): the pipeline writes at its root, `exports/…`. */
+export function storeForBucket(bucket: string, session: Session): ObjectStore {
+  return storeFor(session, { kind: 's3', bucket, prefix: '' });
+}
+
+/** The company's manifest of `month` when it was generated at or after `since` (a requested export has landed). */
+export async function manifestSince(store: ObjectStore, companyId: string, month: string, since: number): Promise<CompanyExportRow | undefined> {
+  const key = `${EXPORT_ROOT}/company=${companyId}/period=${month}/${MANIFEST_NAME}`;
+  const manifest = await readManifest(store, key);
+  if (!manifest || Date.parse(manifest.generatedAt) < since) return undefined;
+  return {
+    companyId,
+    status: 'completed',
+    manifestUrl: store.url(key),
+    runId: manifest.runId,
+    records: Object.fromEntries(Object.entries(manifest.datasets).map(([name, d]) => [name, d.records])),
+    totals: manifest.datasets.transactions?.totals ?? [],
+  };
 }
 
 /** Where the local mode keeps exports: `<stateDir>/exports`. */

@@ -3,7 +3,7 @@ import type { ExportProgress } from '../../src/core/exports/export-sources';
 import type { AmountTotal } from '../../src/core/exports/totals';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
 import { exportTarget, formats as parseFormats, guid, httpUrl, month as parseMonth, type ExportTarget } from '../args';
-import { CliConfigError, NotAvailableError } from '../errors';
+import { CliConfigError, UsageError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
 import { lazy } from '../lazy';
 import type * as ExportRun from './export-run';
@@ -15,7 +15,8 @@ const run = lazy(() => require('./export-run') as typeof ExportRun);
 
 export interface CompanyExportRow {
   companyId: string;
-  status: 'completed' | 'failed';
+  /** `requested`: handed to the deployed pipeline (AWS mode), its manifest not seen yet. */
+  status: 'completed' | 'failed' | 'requested';
   /** Where the period's manifest is (`file://…` or `s3://…`). */
   manifestUrl?: string;
   runId?: string;
@@ -27,8 +28,8 @@ export interface CompanyExportRow {
 
 export interface ExportReport {
   month: string;
-  /** `local` (the embedded world), `direct` (ACCTOPS_BASE_URL + ACCTOPS_API_KEY). */
-  mode: 'local' | 'direct';
+  /** `local` (the embedded world), `direct` (ACCTOPS_BASE_URL + ACCTOPS_API_KEY), `aws` (ExportRequested to the stack). */
+  mode: 'local' | 'direct' | 'aws';
   out: string;
   formats: ExportFormat[];
   companies: CompanyExportRow[];
@@ -42,6 +43,7 @@ export interface ExportOptions {
   out?: ExportTarget;
   format?: ExportFormat[];
   baseUrl?: string;
+  wait?: boolean;
 }
 
 export function exportCommand(host: CommandHost): Command {
@@ -52,6 +54,7 @@ export function exportCommand(host: CommandHost): Command {
     .option('--out <dir|s3://bucket/prefix>', 'where to write (default: the state directory; direct mode: the current directory)', exportTarget)
     .option('--format <list>', `comma-separated formats (default: ${FORMATS.join(',')})`, parseFormats)
     .option('--base-url <url>', 'direct mode: export from this service with the key in ACCTOPS_API_KEY (or set ACCTOPS_BASE_URL)', httpUrl)
+    .option('--no-wait', 'AWS mode: return once the exports are requested instead of waiting for their manifests')
     .action(
       host.run(async (session, opts: ExportOptions) => {
         const bars = new Map<string, Progress>();
@@ -68,10 +71,9 @@ export function exportCommand(host: CommandHost): Command {
           if (baseUrl !== undefined) {
             report = await run().exportDirect(session, { ...opts, baseUrl }, onProgress);
           } else if (session.mode === 'aws') {
-            throw new NotAvailableError(
-              'export is not available in AWS mode yet',
-              'the deployed pipeline exports on its schedule or on an ExportRequested event; for a one-off, use direct mode (--base-url with ACCTOPS_API_KEY)',
-            );
+            if (opts.out) throw new UsageError('--out is for the local and direct modes: the deployed pipeline writes to the stack\'s export bucket', 'drop --out, or use direct mode (--base-url with ACCTOPS_API_KEY)');
+            const month = opts.month ?? run().defaultMonth();
+            report = await (await host.aws(session)).requestExport({ month, company: opts.company, formats: opts.format, wait: opts.wait !== false });
           } else {
             report = await session.local(async (world) =>
               run().exportLocal(world, { month: opts.month, company: opts.company, store: opts.out && run().storeFor(session, opts.out), formats: opts.format, onProgress }),
@@ -80,7 +82,7 @@ export function exportCommand(host: CommandHost): Command {
         } finally {
           for (const bar of bars.values()) bar.finish();
         }
-        const failed = report.companies.filter((c) => c.status === 'failed');
+        const failed = report.companies.filter((c) => c.status !== 'completed' && !(c.status === 'requested' && opts.wait === false));
         if (failed.length > 0) {
           // When nothing was exported, the first failure's cause decides; otherwise the run is partial.
           session.exitCode = failed.length === report.companies.length && failed[0]?.error ? (failed[0].error.exitCode as ExitCodeValue) : ExitCode.partial;
@@ -112,5 +114,8 @@ export function renderExport(out: Output, report: ExportReport): void {
   for (const c of report.companies) {
     if (c.manifestUrl) out.line(`  ${c.companyId}: ${c.manifestUrl}`);
     if (c.error) out.line(`! ${c.companyId}: ${c.error.message}`);
+  }
+  if (report.companies.some((c) => c.status === 'requested')) {
+    out.line('Requested exports run in the deployed pipeline; `acctops --stack <stack> doctor` shows the last export of each company.');
   }
 }

@@ -8,6 +8,10 @@ import { parseJson, runAcctops, type CliResult } from '../helpers/cli';
 import { startRecordingServer, type CannedResponse, type RecordedRequest, type RecordingServer } from '../helpers/recording-server';
 import { startScheduler, type RunningScheduler } from '../helpers/scheduler';
 import { ROTATION_LAMBDA, RotationWorld } from '../integration/api-keys/support';
+import { startS3, type LocalS3 } from '../helpers/s3rver';
+import { S3ObjectStore } from '../../src/adapters/aws/s3-object-store';
+import { directExport } from '../../src/core/exports/direct-export';
+import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/period';
 
 /**
  * AWS mode through the real binary, with every AWS service replaced by a local peer the real SDK
@@ -25,10 +29,14 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     CheckHealthFunctionName: 'acctops-test-check-health',
     CheckKeyRotationsFunctionName: 'acctops-test-check-key-rotations',
     KeyRevocationScheduleGroup: 'acctops-test-revocations',
+    ExportBucketName: 'acctops-test-exports',
+    ExportEventBusName: 'acctops-test-exports',
   };
   let cloudFormation: RecordingServer;
   let lambda: RecordingServer;
   let scheduler: RunningScheduler;
+  let eventBridge: RecordingServer;
+  let s3: LocalS3;
   let world: RotationWorld;
   const lambdaAnswers = new Map<string, (payload: unknown) => { status?: number; error?: string; body: unknown }>();
   const results: CliResult[] = [];
@@ -66,7 +74,13 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       return { status: 200, headers, body: JSON.stringify(answer.body) };
     });
     scheduler = await startScheduler();
-    world = await RotationWorld.start(['manage_api_keys', 'read_transactions', 'read_categories']);
+    s3 = await startS3([outputs.ExportBucketName!]);
+    eventBridge = await startRecordingServer(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/x-amz-json-1.1' },
+      body: JSON.stringify({ FailedEntryCount: 0, Entries: [{ EventId: 'e-1' }] }),
+    }));
+    world = await RotationWorld.start(['manage_api_keys', 'read_transactions', 'read_categories', 'read_tax_reports']);
     world.sm.admin.configureRotation(world.secretArn, { lambdaArn: ROTATION_LAMBDA, rules: { AutomaticallyAfterDays: 30 } });
     trackSecret(world.initialKey.apiKey);
   });
@@ -75,6 +89,8 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expectNoCanaries(results.map((r) => `${r.stdout}\n${r.stderr}`), 'acctops output');
     await world.stop();
     await scheduler.stop();
+    await eventBridge.stop();
+    await s3.stop();
     await lambda.stop();
     await cloudFormation.stop();
   });
@@ -83,10 +99,13 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     const result = await runAcctops(['--stack', STACK, ...args], {
       env: {
         AWS_REGION: 'eu-central-1',
-        AWS_ACCESS_KEY_ID: 'AKIALOCALPEER000000',
-        AWS_SECRET_ACCESS_KEY: 'local-peer-not-a-secret',
+        // s3rver checks for its own key pair; the other fakes accept any.
+        AWS_ACCESS_KEY_ID: 'S3RVER',
+        AWS_SECRET_ACCESS_KEY: 'S3RVER',
         AWS_MAX_ATTEMPTS: '1',
         AWS_ENDPOINT_URL_CLOUDFORMATION: cloudFormation.origin,
+        AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.origin,
+        AWS_ENDPOINT_URL_S3: s3.endpoint,
         AWS_ENDPOINT_URL_LAMBDA: lambda.origin,
         AWS_ENDPOINT_URL_SECRETS_MANAGER: world.sm.endpoint,
         AWS_ENDPOINT_URL_SCHEDULER: scheduler.endpoint,
@@ -175,7 +194,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(status.code).toBe(0);
     const row = parseJson<{ companies: { companyId: string; keyPrefix: string; permissions: string[]; pendingRevocations: { keyPrefix: string }[] }[] }>(status).companies[0]!;
     expect(row).toMatchObject({ companyId: world.companyId, keyPrefix: report.keyPrefix, pendingRevocations: [{ keyPrefix: world.initialKey.keyPrefix }] });
-    expect(row.permissions.sort()).toEqual(['manage_api_keys', 'read_categories', 'read_transactions']);
+    expect(row.permissions.sort()).toEqual(['manage_api_keys', 'read_categories', 'read_tax_reports', 'read_transactions']);
   });
 
   it('institution set-secret puts a new AWSCURRENT version on the stack\'s secret and invokes check-health', async () => {
@@ -190,6 +209,16 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(invocations(outputs.CheckHealthFunctionName!)).toContainEqual({});
   });
 
+  it('export requests the month from the deployed pipeline (ExportRequested per company on the exports bus)', async () => {
+    const requested = await acctops(['--json', 'export', '--month', '2026-10', '--format', 'csv,parquet', '--no-wait']);
+    expect(requested.code).toBe(0);
+    expect(parseJson(requested)).toMatchObject({ mode: 'aws', month: '2026-10', companies: [{ companyId: world.companyId, status: 'requested' }] });
+    const body = JSON.parse(eventBridge.requests.at(-1)!.body) as { Entries: { EventBusName: string; Source: string; DetailType: string; Detail: string }[] };
+    expect(body.Entries).toHaveLength(1);
+    expect(body.Entries[0]).toMatchObject({ EventBusName: outputs.ExportEventBusName, Source: 'acctops.cli', DetailType: 'ExportRequested' });
+    expect(JSON.parse(body.Entries[0]!.Detail)).toEqual({ companyId: world.companyId, period: '2026-10', formats: ['csv', 'parquet'] });
+  });
+
   it('doctor invokes check-health and the rotation doctor (dry run unless --repair) and reports what it could not check', async () => {
     lambdaAnswers.set(outputs.CheckHealthFunctionName!, () => ({
       body: {
@@ -202,13 +231,23 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       },
     }));
     lambdaAnswers.set(outputs.CheckKeyRotationsFunctionName!, () => ({ body: { checkedAt: 0, companies: 1, findings: [] } }));
+    // The month the doctor expects, exported into the stack's bucket as the pipeline would.
+    const month = previousMonth(Date.now() - 86_400_000, DEFAULT_TIME_ZONE).text;
+    const current = await world.current();
+    await directExport({
+      baseUrl: world.sandbox.baseUrl,
+      apiKey: current.apiKey,
+      month,
+      store: new S3ObjectStore({ client: s3.client(), bucket: outputs.ExportBucketName! }),
+      toolVersion: 'test',
+    });
     const doctor = await acctops(['--json', 'doctor']);
     expect(doctor.code).toBe(5);
-    const report = parseJson<{ mode: string; findings: string[]; tokens: { skipped: string }; exports: { skipped: string } }>(doctor);
+    const report = parseJson<{ mode: string; findings: string[]; tokens: { skipped: string }; exports: { companies: { companyId: string; lastPeriod: string; overdue: boolean }[] } }>(doctor);
     expect(report.mode).toBe('aws');
     expect(report.findings).toEqual(['probe service-reachable failed: no answer within 2000 ms']);
     expect(report.tokens.skipped).toMatch(/TokenTableName/);
-    expect(report.exports.skipped).toMatch(/not wired in AWS mode yet/);
+    expect(report.exports.companies).toEqual([expect.objectContaining({ companyId: world.companyId, lastPeriod: month, overdue: false })]);
     expect(invocations(outputs.CheckKeyRotationsFunctionName!)).toEqual([{ repair: false }]);
     await acctops(['doctor', '--repair']);
     expect(invocations(outputs.CheckKeyRotationsFunctionName!)).toEqual([{ repair: false }, { repair: true }]);

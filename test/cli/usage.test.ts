@@ -156,13 +156,14 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     expect(oneLine(badUrl)).toMatch(/ACCTOPS_BASE_URL/);
   });
 
-  it('AWS mode: export is not available yet (exit 6); a stack that cannot be described is one line', async () => {
+  it('AWS mode: --out is refused for export (the pipeline writes to its bucket); a stack that cannot be described is one line', async () => {
     const env = { AWS_REGION: 'eu-central-1', AWS_ACCESS_KEY_ID: 'AKIAFAKE0000', AWS_SECRET_ACCESS_KEY: 'fake', AWS_ENDPOINT_URL: 'http://127.0.0.1:9', AWS_MAX_ATTEMPTS: '1' };
-    const notYet = await inProcess(['--stack', 'acctops-test', 'export', '--month', '2026-10'], env);
-    expect(notYet.code).toBe(6);
-    expect(oneLine(notYet)).toMatch(/not available in AWS mode yet.*direct mode/);
+    const withOut = await inProcess(['--stack', 'acctops-test', 'export', '--month', '2026-10', '--out', './here'], env);
+    expect(withOut.code).toBe(2);
+    expect(oneLine(withOut)).toMatch(/--out is for the local and direct modes.*direct mode/);
     const unreachable = await run(['--stack', 'acctops-test', 'users', 'onboard', '--external-id', '6f1c2a3b-0000-4000-8000-000000000000', '--username', 'x', '--email', 'x@example.test'], env);
     expect(unreachable.code).toBe(1);
-    expect(oneLine(unreachable)).toMatch(/could not describe stack acctops-test/);
+    expect(oneLine(unreachable)).toMatch(/could not describe stack acctops-test.*--region/);
   });
+
 });

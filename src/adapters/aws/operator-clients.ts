@@ -1,4 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { EventBridgePublisher } from './eventbridge-publisher';
 import { DynamoDbTokenStore } from './dynamodb-token-store';
 import { LambdaFunctionInvoker } from './function-invoker';
 import { EventBridgeRevocationScheduler } from './revocation-scheduler';
@@ -32,6 +34,11 @@ export class OperatorClients {
 
   tokenStore(tableName: string): DynamoDbTokenStore {
     return new DynamoDbTokenStore({ client: new DynamoDBClient(this.config), tableName });
+  }
+
+  /** Events to a bus (e.g. ExportRequested to the exports bus), with the given `source`. */
+  events(eventBusName: string, source: string): EventBridgePublisher {
+    return new EventBridgePublisher({ client: new EventBridgeClient(this.config), eventBusName, source });
   }
 
   /** The pending revocations of the schedule group (listing needs no target or role). */
