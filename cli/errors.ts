@@ -125,6 +125,14 @@ function classify(error: unknown): ErrorReport {
   if (error instanceof OnboardConflictError) {
     return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: 'check the username, email and external id against the service' };
   }
+  if (error instanceof AcctopsError && /previous rotation isn't complete/i.test(error.message)) {
+    return {
+      exitCode: ExitCode.failure,
+      code: error.code,
+      message: error.message,
+      hint: 'a rotation is still pending on this secret: see docs/runbooks.md, "A rotation stuck in AWSPENDING"',
+    };
+  }
   if (error instanceof SecretNotFoundError) {
     return { exitCode: ExitCode.config, code: error.code, message: error.message, hint: 'create the secret or name the right one (docs/runbooks.md)' };
   }

@@ -13,7 +13,8 @@ import { CliConfigError } from '../errors';
 import { iso } from '../format';
 import type { Session } from '../session';
 import { findingsOf, tokenHealth, type DoctorReport, type Skipped } from '../commands/doctor';
-import type { KeyStatusReport, RotateReport } from '../commands/keys';
+import { revokePreviousNow, type KeyStatusReport, type RotateReport } from '../commands/keys';
+import { noMetrics } from '../../src/core/shared/metrics';
 import { installCompanyKey, setInstitutionSecret, type InstitutionSecretReport, type KeyInstallReport } from '../commands/credentials';
 import type { RefreshReport } from '../commands/tokens';
 import { listLocal, type UserRow } from '../commands/users';
@@ -52,7 +53,7 @@ export interface AwsOperations {
   listUsers(): Promise<{ rows: UserRow[]; now: number }>;
   refreshDue(): Promise<RefreshReport>;
   refreshUser(externalId: string): Promise<RefreshReport>;
-  rotateKey(companyId: string, options: { wait: boolean }): Promise<RotateReport>;
+  rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow?: boolean }): Promise<RotateReport>;
   keyStatus(): Promise<KeyStatusReport>;
   doctor(options: { repair: boolean }): Promise<DoctorReport>;
   /** Stores the institution credential (undefined: rolls back to AWSPREVIOUS), then invokes check-health. */
@@ -134,7 +135,9 @@ class StackOperations implements AwsOperations {
     return { mode: 'local', planned: 1, outcomes: [outcome], counts: { [outcome.result]: 1 } };
   }
 
-  async rotateKey(companyId: string, options: { wait: boolean }): Promise<RotateReport> {
+  async rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow?: boolean }): Promise<RotateReport> {
+    // Known before anything changes: without it the previous key could not be revoked after the rotation.
+    const revokeBaseUrl = options.revokePreviousNow ? this.baseUrl() : undefined;
     const store = this.clients.secrets();
     const directory = taggedKeyDirectory(store);
     const entry = await directory.find(companyId);
@@ -151,7 +154,21 @@ class StackOperations implements AwsOperations {
     }
     bar.finish();
     const after = parseCompanyKeySecret((await store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
-    return { ...result, state, previousKeyPrefix: before.keyPrefix, keyPrefix: after.keyPrefix };
+    let previousKeyRevoked: RotateReport['previousKeyRevoked'];
+    if (revokeBaseUrl !== undefined && state === 'completed') {
+      const baseUrl = revokeBaseUrl;
+      const logger = this.session.out.logger();
+      previousKeyRevoked = (
+        await revokePreviousNow(entry.secretId, {
+          store,
+          clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger }),
+          clock: systemClock,
+          logger,
+          metrics: noMetrics,
+        })
+      )?.outcome;
+    }
+    return { ...result, state, previousKeyPrefix: before.keyPrefix, keyPrefix: after.keyPrefix, ...(previousKeyRevoked ? { previousKeyRevoked } : {}) };
   }
 
   async keyStatus(): Promise<KeyStatusReport> {

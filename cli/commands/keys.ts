@@ -1,8 +1,18 @@
 import { Command } from 'commander';
-import { keyStatus, parseCompanyKeySecret, rotateNow, type DueRevocationsResult, type KeyStatus, type RotateNowResult } from '../../src/core/api-keys';
-import { SecretStage } from '../../src/core/ports/secrets';
+import {
+  keyStatus,
+  parseCompanyKeySecret,
+  revokeApiKey,
+  rotateNow,
+  type DueRevocationsResult,
+  type KeyStatus,
+  type RevocationOutcome,
+  type RevokeDeps,
+  type RotateNowResult,
+} from '../../src/core/api-keys';
+import { SecretNotFoundError, SecretStage, type SecretStore } from '../../src/core/ports/secrets';
 import { guid } from '../args';
-import { CliError } from '../errors';
+import { CliError, UsageError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { iso, relative } from '../format';
 import type { LocalWorld } from '../local/local-world';
@@ -17,6 +27,41 @@ export interface RotateReport extends RotateNowResult {
   previousKeyRevokeAt?: string;
   /** Old keys whose grace period had ended, revoked before this rotation (local mode). */
   revokedBefore?: RevokedKey[];
+  /** With --revoke-previous-now: what became of the previous key. */
+  previousKeyRevoked?: RevocationOutcome;
+}
+
+/**
+ * Revokes the secret's AWSPREVIOUS key now instead of after the grace period (a leaked key): the
+ * same `revokeApiKey` the scheduled revocation runs, so it never revokes the current key and a key
+ * already gone is fine. Our own consumers holding the old key get a 401, read the secret again and
+ * retry with the new key; the schedule, when it fires later, finds the key revoked.
+ */
+export async function revokePreviousNow(
+  secretId: string,
+  deps: RevokeDeps,
+): Promise<{ outcome: RevocationOutcome; apiKeyId: string; keyPrefix: string } | undefined> {
+  const store = deps.store as Pick<SecretStore, 'readSecret'>;
+  const current = await store.readSecret(secretId, { stage: SecretStage.current });
+  let previous;
+  try {
+    previous = parseCompanyKeySecret((await store.readSecret(secretId, { stage: SecretStage.previous })).value);
+  } catch (error) {
+    if (error instanceof SecretNotFoundError) return undefined;
+    throw error;
+  }
+  const outcome = await revokeApiKey(
+    {
+      secretId,
+      companyId: previous.companyId,
+      apiKeyId: previous.apiKeyId,
+      keyPrefix: previous.keyPrefix,
+      revokeAt: deps.clock.now(),
+      rotationToken: current.versionId,
+    },
+    deps,
+  );
+  return { outcome, apiKeyId: previous.apiKeyId, keyPrefix: previous.keyPrefix };
 }
 
 export interface RevokedKey {
@@ -38,15 +83,24 @@ export function revokedKeys(result: DueRevocationsResult): RevokedKey[] {
 }
 
 /** `keys rotate` in the local mode: the real protocol, run by the emulator against the embedded service. */
-export async function rotateLocal(world: LocalWorld, companyId: string): Promise<RotateReport> {
+export async function rotateLocal(world: LocalWorld, companyId: string, options: { revokePreviousNow?: boolean } = {}): Promise<RotateReport> {
   const revokedBefore = revokedKeys(await world.runDueRevocations());
   const entry = await world.directory.find(companyId);
   const before = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
   const result = await rotateNow(companyId, { store: world.secrets, directory: world.directory, logger: world.logger });
   const after = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
+  let previousKeyRevoked: RevocationOutcome | undefined;
+  if (options.revokePreviousNow && result.state === 'completed') {
+    const revoked = await revokePreviousNow(entry.secretId, world.revokeDeps());
+    if (revoked) {
+      previousKeyRevoked = revoked.outcome;
+      await world.revocations.complete(revoked.apiKeyId);
+    }
+  }
   let revokeAt: number | undefined;
   for await (const r of world.revocations.pending()) if (r.apiKeyId === before.apiKeyId) revokeAt = r.revokeAt;
   return {
+    ...(previousKeyRevoked ? { previousKeyRevoked } : {}),
     ...result,
     previousKeyPrefix: before.keyPrefix,
     keyPrefix: after.keyPrefix,
@@ -69,9 +123,15 @@ export function keysCommand(host: CommandHost): Command {
     .description("Rotate a company's API key now: Secrets Manager's four steps, the old key revoked after the grace period.")
     .requiredOption('--company <id>', "the company's publicId", guid)
     .option('--no-wait', 'AWS mode: return once the rotation has started instead of waiting for it')
+    .option('--revoke-previous-now', 'revoke the previous key as soon as the rotation completes, without the grace period (a leaked key)')
     .action(
-      host.run(async (session, opts: { company: string; wait: boolean }) => {
-        const report = session.mode === 'aws' ? await (await host.aws(session)).rotateKey(opts.company, { wait: opts.wait }) : await session.local((world) => rotateLocal(world, opts.company));
+      host.run(async (session, opts: { company: string; wait: boolean; revokePreviousNow?: boolean }) => {
+        const revokeNow = opts.revokePreviousNow === true;
+        if (revokeNow && !opts.wait) throw new UsageError('--revoke-previous-now waits for the rotation; drop --no-wait', 'run `acctops keys rotate --help`');
+        const report =
+          session.mode === 'aws'
+            ? await (await host.aws(session)).rotateKey(opts.company, { wait: opts.wait, revokePreviousNow: revokeNow })
+            : await session.local((world) => rotateLocal(world, opts.company, { revokePreviousNow: revokeNow }));
         session.out.result(report, () => renderRotate(session.out, report));
         if (report.state === 'failed') {
           throw new CliError(`the rotation of ${report.secret} failed and was rolled back; AWSCURRENT is unchanged`, {
@@ -105,7 +165,8 @@ export function renderRotate(out: Output, report: RotateReport): void {
   if (report.previousKeyPrefix && report.keyPrefix && report.previousKeyPrefix !== report.keyPrefix) {
     out.line(`  key ${report.previousKeyPrefix}… -> ${report.keyPrefix}…`);
   }
-  if (report.previousKeyRevokeAt) out.line(`  the previous key keeps working until ${report.previousKeyRevokeAt}, then it is revoked`);
+  if (report.previousKeyRevoked) out.line(`  the previous key ${report.previousKeyPrefix}… was revoked now: ${report.previousKeyRevoked}`);
+  else if (report.previousKeyRevokeAt) out.line(`  the previous key keeps working until ${report.previousKeyRevokeAt}, then it is revoked`);
   if (report.state === 'in_progress') out.line('  Secrets Manager runs the steps now; follow with `acctops keys status`.');
 }
 

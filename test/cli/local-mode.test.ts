@@ -107,6 +107,13 @@ describe('acctops CLI: local mode, the real binary', () => {
 
     const human = await acctops('keys', 'status');
     expect(human.stdout).toContain(`${rotated.body.keyPrefix}…`);
+
+    // A leaked key: rotate and revoke the previous key at once, no grace period, nothing left pending.
+    const urgent = await json<{ state: string; keyPrefix: string; previousKeyPrefix: string; previousKeyRevoked: string }>('keys', 'rotate', '--company', bakery, '--revoke-previous-now');
+    expect(urgent.result.code).toBe(0);
+    expect(urgent.body).toMatchObject({ state: 'completed', previousKeyPrefix: rotated.body.keyPrefix, previousKeyRevoked: 'revoked' });
+    const clean = await json<{ companies: { keyPrefix: string; pendingRevocations: unknown[] }[] }>('keys', 'status', '--company', bakery);
+    expect(clean.body.companies[0]).toMatchObject({ keyPrefix: urgent.body.keyPrefix, pendingRevocations: [] });
   });
 
   it('users revoke and recover: a revoked user comes back only with --reactivate', async () => {
