@@ -13,36 +13,39 @@ import { CanaryLeakError, recordScan, takeRecordedHits, textOf } from './canary'
  * hook; such tests scan what they captured themselves.
  */
 
-type Write = typeof process.stdout.write;
-const RECORDER = Symbol.for('acctops.canaryRecorder');
-type HookedStream = NodeJS.WriteStream & { [RECORDER]?: (text: string) => void };
+export const RECORDER = Symbol.for('acctops.canaryRecorder');
+type Writable = { write: (...args: never[]) => unknown; [RECORDER]?: (text: string) => void };
 
 /**
- * The streams are the process's own, shared by the test files a worker runs one after another:
- * they are wrapped once, and each file points the wrapper at its own record.
+ * Scans every write of `stream`. The process's streams are shared by the test files a worker runs
+ * one after another: they are wrapped once, and each file points the wrapper at its own record.
  */
-function patchStream(stream: HookedStream, where: string): void {
+export function hookStream(stream: Writable, where: string): void {
   const alreadyWrapped = stream[RECORDER] !== undefined;
   stream[RECORDER] = (text) => recordScan(text, where);
   if (alreadyWrapped) return;
-  const original = stream.write.bind(stream) as Write;
-  const patched = function (chunk: unknown, ...rest: unknown[]): boolean {
+  const original = (stream.write as (...args: unknown[]) => unknown).bind(stream);
+  const patched = (chunk: unknown, ...rest: unknown[]) => {
     stream[RECORDER]?.(typeof chunk === 'string' ? chunk : textOf(chunk));
-    return (original as (...args: unknown[]) => boolean)(chunk, ...rest);
+    return original(chunk, ...rest);
   };
-  stream.write = patched as Write;
+  stream.write = patched as Writable['write'];
 }
 
-patchStream(process.stdout, 'stdout');
-patchStream(process.stderr, 'stderr');
-
-for (const method of ['log', 'info', 'warn', 'error', 'debug'] as const) {
-  const original = console[method].bind(console);
-  console[method] = (...args: unknown[]) => {
-    recordScan(args.map((a) => textOf(a)).join(' '), `console.${method}`);
-    original(...args);
-  };
+/** Scans every call of `target`'s logging methods (jest gives each test file its own console). */
+export function hookConsole(target: Pick<Console, 'log' | 'info' | 'warn' | 'error' | 'debug'>): void {
+  for (const method of ['log', 'info', 'warn', 'error', 'debug'] as const) {
+    const original = target[method].bind(target);
+    target[method] = (...args: unknown[]) => {
+      recordScan(args.map((a) => textOf(a)).join(' '), `console.${method}`);
+      original(...args);
+    };
+  }
 }
+
+hookStream(process.stdout, 'stdout');
+hookStream(process.stderr, 'stderr');
+hookConsole(console);
 
 /**
  * Every JsonLogger (MemoryLogger included) writes each line through its private `sink`; the first

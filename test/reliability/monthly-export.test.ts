@@ -28,7 +28,7 @@ import type { ExportSource } from '../../src/core/exports/export-jobs';
 import { manifestKey } from '../../src/core/exports/layout';
 import { type Manifest } from '../../src/core/exports/manifest';
 import type { ObjectStore } from '../../src/core/exports/object-store';
-import { parsePeriod } from '../../src/core/exports/period';
+import { parsePeriod, periodRange } from '../../src/core/exports/period';
 import { userTokenCredentials } from '../../src/core/exports/user-token-credentials';
 import { ManualClock } from '../../src/core/shared/clock';
 import { MemoryLogger } from '../../src/core/shared/logger';
@@ -131,7 +131,6 @@ function companyKeys(store = secretStore(sm)): CompanyApiKeys {
 let prefixes = 0;
 
 interface RunOptions {
-  store?: ObjectStore;
   credentials?: CredentialProvider;
   source?: ExportSource;
   period?: string;
@@ -146,7 +145,7 @@ interface RunOptions {
 
 /**
  * One prefix of the bucket per cell: each cell's periods are its own. Parts of 5 MiB, S3's
- * minimum, so that the 7 MiB CSV of the multipart cell is a multipart upload.
+ * minimum, so that the 6.5 MiB CSV of the multipart cell is a multipart upload.
  */
 function newStore(client: S3Client = s3.client()): S3ObjectStore {
   return new S3ObjectStore({ client, bucket: BUCKET, prefix: `cell-${++prefixes}`, partSize: 5 * 1024 * 1024 });
@@ -183,6 +182,10 @@ async function run(store: ObjectStore, options: RunOptions = {}) {
     },
   );
   expectNoCanaries([events.events, outcome.status === 'failed' ? outcome.error : outcome.summary.manifest], 'export outcome and events');
+  if (outcome.status === 'completed') {
+    // Every object the export wrote (gzip inflated), the manifest included, holds no credential.
+    for (const key of [outcome.summary.manifestKey, ...outcome.summary.manifest.objects.map((o) => o.key)]) expectNoCanaries(await store.get(key), key);
+  }
   return { outcome, events, metrics, sleeps: clientClock.sleeps };
 }
 
@@ -193,8 +196,7 @@ function completed(outcome: ExportOutcome) {
 
 /** The manifest holds every record of the month once, with the service's exact totals per currency and type. */
 async function expectExact(manifest: Manifest, period = PERIOD): Promise<void> {
-  const { dateFrom, dateTo } = { dateFrom: `${period}-01`, dateTo: `${period}-${period === PERIOD ? 31 : 30}` };
-  const truth = await sandbox.admin.transactionSummary({ companyId: company, dateFrom, dateTo });
+  const truth = await sandbox.admin.transactionSummary({ companyId: company, ...periodRange(parsePeriod(period)) });
   const dataset = manifest.datasets.transactions!;
   expect(dataset.records).toBe(truth.count);
   const totals: Record<string, Record<string, string>> = {};
@@ -572,7 +574,7 @@ async function recoveredMidStreamTolerant(route: string, f: Fault, page: number)
   await fault(route, f, { page });
   const { outcome } = await run(store);
   const summary = completed(outcome);
-  const truth = await sandbox.admin.transactionSummary({ companyId: company, dateFrom: `${PERIOD}-01`, dateTo: `${PERIOD}-31` });
+  const truth = await sandbox.admin.transactionSummary({ companyId: company, ...periodRange(parsePeriod(PERIOD)) });
   expect(summary.manifest.datasets.transactions!.records).toBe(truth.count);
   const sum = (values: string[]) => values.reduce((a, b) => a + BigInt(b), 0n);
   expect(sum(summary.manifest.datasets.transactions!.totals.map((t) => t.amountMinor))).toBe(sum(Object.values(truth.totals.EUR ?? {})));

@@ -17,6 +17,7 @@ import {
   textOf,
   trackSecret,
 } from '../helpers/canary';
+import { RECORDER, hookConsole, hookStream } from '../helpers/canary-setup';
 
 /**
  * The canary scan proves itself: the scanner finds every kind of credential, the global hook
@@ -87,11 +88,24 @@ describe('the global hook', () => {
     takeRecordedHits();
   });
 
-  it('records stdout, stderr and console writes', () => {
+  it('records stdout, stderr and console writes (on stand-ins: the real ones stay clean)', () => {
+    // The process's streams and console are hooked; these stand-ins get the same hook.
+    expect((process.stdout as unknown as Record<symbol, unknown>)[RECORDER]).toBeInstanceOf(Function);
+    expect((process.stderr as unknown as Record<symbol, unknown>)[RECORDER]).toBeInstanceOf(Function);
+    const written: unknown[] = [];
+    const stdout = { write: (chunk: unknown) => written.push(chunk) };
+    const stderr = { write: (chunk: unknown) => written.push(chunk) };
+    const logged: unknown[][] = [];
+    const standIn = { log: (...a: unknown[]) => logged.push(a), info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+    hookStream(stdout, 'stdout');
+    hookStream(stderr, 'stderr');
+    hookConsole(standIn);
     takeRecordedHits();
-    process.stdout.write(`leak ${CANARY.institutionSecret}\n`);
-    process.stderr.write(Buffer.from(`leak ${CANARY.apiKey}\n`));
-    console.log('leak', { token: JWT });
+    stdout.write(`leak ${CANARY.institutionSecret}\n`);
+    stderr.write(Buffer.from(`leak ${CANARY.apiKey}\n`));
+    standIn.log('leak', { token: JWT });
+    expect(written).toHaveLength(2);
+    expect(logged).toHaveLength(1);
     expect(takeRecordedHits().map((h) => [h.kind, h.where])).toEqual(
       expect.arrayContaining([
         ['canary', 'stdout'],
