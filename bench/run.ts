@@ -62,7 +62,6 @@ async function main(): Promise<void> {
               { transactions: 100_000, rounds: 5 },
               { transactions: 1_000_000, rounds: 3 },
             ],
-        lambdaMemoryMb: 256,
       }),
     refresh: async () => {
       try {
