@@ -8,7 +8,7 @@ import { expectNoCanaries } from '../helpers/canary';
 import { startRecordingServer } from '../helpers/recording-server';
 import { CACHE_TTL_MS, GRACE_MS, MINUTE, RotationWorld } from '../integration/api-keys/support';
 import { matrixColumn } from './harness';
-import { SHORT_TIMEOUT_MS, sleepingClock, type SleepingClock } from './support';
+import { firstRequestTimesOut, sleepingClock, type SleepingClock } from './support';
 
 /**
  * The key rotation column of the fault matrix (docs/reliability.md): RotateSecret on the Secrets
@@ -133,7 +133,8 @@ matrixColumn('keyRotation', {
   },
 
   timeout: async () => {
-    useClients({ timeoutMs: SHORT_TIMEOUT_MS });
+    // One transport for every client of the rotation, so the short timeout hits the creation once.
+    useClients({ transport: firstRequestTimesOut((r) => r.method === 'POST' && r.url.endsWith('/api-keys/')) });
     // The service holds the creation on its clock; the client gives up first (ambiguous).
     await fault(CREATE, { type: 'slow', delayMs: 10 * MINUTE });
     const { versionId } = await world.startRotation();
@@ -142,7 +143,7 @@ matrixColumn('keyRotation', {
     // Later the service carries the creation out: a live key no secret references.
     world.clock.advance(10 * MINUTE);
     const orphan = async () => (await world.keys()).find((k) => k.name === rotationKeyName(versionId));
-    for (let i = 0; i < 200 && !(await orphan()); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    for (let i = 0; i < 500 && !(await orphan()); i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect((await orphan())?.revokedAt).toBeNull();
 
     world.clock.advance(GRACE_MS + MINUTE);

@@ -46,7 +46,7 @@ import { startS3, type LocalS3 } from '../helpers/s3rver';
 import { client as secretsClient, secretStore, startSecretsManager, type RunningSecretsManager } from '../helpers/secrets-manager';
 import { RotationWorld } from '../integration/api-keys/support';
 import { matrixColumn } from './harness';
-import { SHORT_TIMEOUT_MS, sleepingClock } from './support';
+import { firstRequestTimesOut, sleepingClock } from './support';
 
 /**
  * The monthly-export column of the fault matrix (docs/reliability.md): one company-month of the
@@ -136,7 +136,8 @@ interface RunOptions {
   period?: string;
   /** Runs before a request leaves, with its URL: a fault in the middle of an export. */
   beforeRequest?: (url: URL) => Promise<void>;
-  timeoutMs?: number;
+  /** The first request this matches gets the short timeout (the sandbox holds it). */
+  timesOut?: (url: URL) => boolean;
   /** The attempt is the queue's last delivery (ExportFailed is published). */
   last?: boolean;
   companyId?: string;
@@ -155,7 +156,7 @@ async function run(store: ObjectStore, options: RunOptions = {}) {
   const events = new MemoryEventPublisher();
   const metrics = new MemoryMetrics();
   const clientClock = sleepingClock(clock);
-  const real = fetchTransport();
+  const real = options.timesOut ? firstRequestTimesOut((r) => options.timesOut!(new URL(r.url))) : fetchTransport();
   const transport: Transport = async (request) => {
     await options.beforeRequest?.(new URL(request.url));
     return real(request);
@@ -169,7 +170,7 @@ async function run(store: ObjectStore, options: RunOptions = {}) {
       metrics,
       toolVersion: '0.1.0',
       baseUrl: options.baseUrl ?? sandbox.baseUrl,
-      client: { transport, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) },
+      client: { transport },
     },
     {
       companyId: options.companyId ?? company,
@@ -319,7 +320,9 @@ matrixColumn('monthlyExport', {
 
   timeout: async () => {
     // Held on the sandbox's manual clock: the first attempt at page 2 never answers in time.
-    await recoveredMidStream(TRANSACTIONS, { type: 'slow', delayMs: 24 * 60 * MINUTE }, 2, { timeoutMs: SHORT_TIMEOUT_MS });
+    await recoveredMidStream(TRANSACTIONS, { type: 'slow', delayMs: 24 * 60 * MINUTE }, 2, {
+      timesOut: (url) => url.pathname.endsWith('/accounting/transactions/') && url.searchParams.get('page') === '2',
+    });
     return 'recovered';
   },
 

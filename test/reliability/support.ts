@@ -1,3 +1,4 @@
+import { fetchTransport, type Transport, type TransportRequest } from '../../src/core/accounting-api';
 import type { Clock, ManualClock } from '../../src/core/shared/clock';
 import type { RunningSandbox } from '../../sandbox';
 
@@ -40,3 +41,17 @@ export async function answered(sandbox: RunningSandbox, route: string, status: n
 
 /** A client timeout for cells where the sandbox holds a request on its (manual) clock: it never answers in time. */
 export const SHORT_TIMEOUT_MS = 250;
+
+/**
+ * The real transport, with the short timeout on the first request `matches` (the one the sandbox
+ * holds) only: every other request keeps the client's own timeout, so a loaded machine cannot turn
+ * an ordinary request into a second, unplanned timeout.
+ */
+export function firstRequestTimesOut(matches: (request: TransportRequest) => boolean, transport: Transport = fetchTransport()): Transport {
+  let fired = false;
+  return (request) => {
+    if (fired || !matches(request)) return transport(request);
+    fired = true;
+    return transport({ ...request, timeoutMs: SHORT_TIMEOUT_MS });
+  };
+}

@@ -18,7 +18,7 @@ import { CANARY } from '../helpers/canary';
 import { startDynamo, type LocalDynamo } from '../helpers/dynalite';
 import { client as secretsClient, secretStore, startSecretsManager, type RunningSecretsManager } from '../helpers/secrets-manager';
 import { matrixColumn } from './harness';
-import { SHORT_TIMEOUT_MS, sleepingClock } from './support';
+import { firstRequestTimesOut, sleepingClock } from './support';
 
 /**
  * The token refresh column of the fault matrix (docs/reliability.md): TokenLifecycle.refresh of one
@@ -155,7 +155,10 @@ matrixColumn('tokenRefresh', {
   },
 
   // Held on the sandbox's manual clock: the answer never comes within the client's timeout.
-  timeout: () => recoveredThroughRetrieve({ type: 'slow', delayMs: 24 * 60 * MINUTE }, false, { timeoutMs: SHORT_TIMEOUT_MS }),
+  timeout: () =>
+    recoveredThroughRetrieve({ type: 'slow', delayMs: 24 * 60 * MINUTE }, false, {
+      transport: firstRequestTimesOut((r) => r.url.endsWith('/institution/users/token/refresh/')),
+    }),
   reset: () => recoveredThroughRetrieve({ type: 'reset', phase: 'after' }, true),
   'malformed-json': () => recoveredThroughRetrieve({ type: 'malformed_json' }, true),
   'drift-missing-field': () => recoveredThroughRetrieve({ type: 'drop_field', field: 'refreshToken' }, true),
