@@ -216,6 +216,10 @@ export class AcctopsFunction extends NodejsFunction {
   /** The function's own role; bind* add to it. */
   readonly executionRole: Role;
   readonly logs: LogGroup;
+  /** Its directory under `functions/`: the function's name in logs, metrics, alarms and the dashboard. */
+  readonly handlerDir: string;
+  /** The `reservedConcurrency` prop: a capped function can be throttled, so Monitoring alarms on Throttles. */
+  readonly reservedConcurrency?: number;
   private readonly boundEnv = new Set<string>();
 
   constructor(scope: Construct, id: string, props: AcctopsFunctionProps) {
@@ -286,6 +290,8 @@ export class AcctopsFunction extends NodejsFunction {
     });
     this.executionRole = executionRole;
     this.logs = logs;
+    this.handlerDir = props.handlerDir;
+    this.reservedConcurrency = props.reservedConcurrency;
 
     if (props.tracing) {
       Validations.of(executionRole).acknowledge({
