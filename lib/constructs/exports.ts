@@ -178,7 +178,15 @@ export class Exports extends Construct {
   readonly checkSchedule: Schedule;
   readonly database: CfnDatabase;
   readonly tables: Record<keyof typeof GLUE_COLUMNS, CfnTable>;
-  readonly alarms: { exportFailures: Alarm; deadLetters: Alarm; requestDeadLetters: Alarm; overdue: Alarm; plannerErrors: Alarm };
+  readonly alarms: {
+    exportFailures: Alarm;
+    deadLetters: Alarm;
+    requestDeadLetters: Alarm;
+    overdue: Alarm;
+    plannerErrors: Alarm;
+    webhookUnavailable: Alarm;
+    webhookRejected: Alarm;
+  };
   private readonly stageName: string;
 
   constructor(scope: Construct, id: string, props: ExportsProps) {
@@ -433,7 +441,7 @@ export class Exports extends Construct {
     const action = new SnsAction(props.alarmTopic);
     this.alarms = {
       exportFailures: this.alarm('ExportFailuresAlarm', action, {
-        description: 'An export failed for good (ExportFailed): a refused permission, no credential, or every delivery failed. Runbook: export failures.',
+        description: 'An export failed for good (ExportFailed): a refused permission, no credential, or every delivery failed. Runbook: "The monthly export failed for one company".',
         metric: this.metric('ExportFailed', 'export-period', 'Sum', Duration.hours(1)),
       }),
       deadLetters: this.alarm('DeadLettersAlarm', action, {
@@ -445,12 +453,22 @@ export class Exports extends Construct {
         metric: this.requestDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }),
       }),
       overdue: this.alarm('OverdueAlarm', action, {
-        description: `A company's previous month has no complete export ${tuning.dueAfterHours} h into the month (or the monthly run never started). Runbook: overdue exports.`,
+        description: `A company's previous month has no complete export ${tuning.dueAfterHours} h into the month (or the monthly run never started). Runbook: "The monthly export failed for one company".`,
         metric: this.metric('MonthlyExportsOverdue', 'check-monthly-export', 'Maximum', Duration.hours(1)),
       }),
       plannerErrors: this.alarm('PlannerErrorsAlarm', action, {
         description: 'The monthly export planner failed: the month is not (fully) enqueued. Invoke it again with the same scheduledAt.',
         metric: this.planner.metricErrors({ period: Duration.hours(1), statistic: 'Sum' }),
+      }),
+      webhookUnavailable: this.alarm('WebhookUnavailableAlarm', action, {
+        description: 'The export webhook answered 503 (its secret, replay table or queue failed): the sender must retry. See receive-export-webhook\'s logs.',
+        metric: this.metric('WebhookUnavailable', 'receive-export-webhook', 'Sum', Duration.minutes(5)),
+      }),
+      webhookRejected: this.alarm('WebhookRejectedAlarm', action, {
+        description:
+          'The export webhook refused a request (bad or stale signature, unknown company, malformed body): a sender whose exports silently do not happen, ' +
+          'often after a change of the webhook secret. The log line names the reason.',
+        metric: this.metric('WebhookRejected', 'receive-export-webhook', 'Sum', Duration.hours(1)),
       }),
     };
 

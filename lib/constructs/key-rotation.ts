@@ -172,11 +172,11 @@ export class KeyRotation extends Construct {
     const action = new SnsAction(props.alarmTopic);
     this.alarms = {
       rotationFailures: alarm(this, 'RotationFailuresAlarm', action, {
-        description: 'A rotation step of a company API key failed; the rotation was rolled back and AWSCURRENT still works. Runbook: key rotation failures.',
+        description: 'A rotation step of a company API key failed; the rotation was rolled back and AWSCURRENT still works. The logs of rotate-api-key name the step; runbook: "A rotation stuck in AWSPENDING" (if the same step fails again).',
         metric: this.rotateFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
       }),
       revocationFailures: alarm(this, 'RevocationFailuresAlarm', action, {
-        description: 'Revoking a rotated-out API key failed; the old key still works. The doctor retries it; runbook: key rotation failures.',
+        description: 'Revoking a rotated-out API key failed; the old key still works. The rotation doctor revokes it within the hour (revocation_overdue); `acctops doctor --repair` does it now.',
         metric: this.revokeFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
       }),
       doctorFailures: alarm(this, 'DoctorFailuresAlarm', action, {
@@ -186,7 +186,7 @@ export class KeyRotation extends Construct {
       doctorFindings: alarm(this, 'DoctorFindingsAlarm', action, {
         description:
           'The rotation doctor found what it may not repair: a key close to expiry, an overdue or disabled rotation, a company it cannot check. ' +
-          'See its ApiKeyRotationFinding events or logs; runbook: key rotation findings.',
+          '`acctops doctor` lists them; stuck_pending: runbook "A rotation stuck in AWSPENDING"; key_expiring or check_failed: "Rotate a key now".',
         metric: new Metric({
           namespace: METRICS_NAMESPACE,
           metricName: 'UnrepairedRotationFindings',

@@ -247,20 +247,20 @@ export class TokenLifecycle extends Construct {
     const alarmAction = new SnsAction(props.alarmTopic);
     this.alarms = {
       deadLetters: this.alarm('DeadLettersAlarm', alarmAction, {
-        description: 'Token refresh requests reached the dead-letter queue: malformed, or failing on every delivery. Runbook: token refresh failures.',
+        description: 'Token refresh requests reached the dead-letter queue: malformed, or failing on every delivery. The planner enqueues still-due users again; refresh-tokens\' logs name the cause (docs/architecture.md, "Monitoring").',
         metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }),
         threshold: 1,
         evaluationPeriods: 1,
       }),
       needsAttention: this.alarm('NeedsAttentionAlarm', alarmAction, {
-        description: 'A user could be neither refreshed nor recovered and is in needs_attention. Runbook: recover a user.',
+        description: 'A user could be neither refreshed nor recovered and is in needs_attention. Runbook: "Recover a user".',
         metric: this.tokenMetric('TokenNeedsAttention', stage.name),
         threshold: 1,
         evaluationPeriods: 1,
       }),
       refreshFailures: this.alarm('RefreshFailuresAlarm', alarmAction, {
         description:
-          'Token refreshes keep being deferred (rate limited, service unreachable, institution credential refused) for 15 minutes. Runbook: token refresh failures.',
+          'Token refreshes keep being deferred (rate limited, service unreachable, institution credential refused) for 15 minutes. `acctops doctor` shows which; a refused credential: runbook "Change the institution secret".',
         metric: this.tokenMetric('TokenRefreshDeferred', stage.name),
         threshold: tuning.deferredAlarmThreshold,
         evaluationPeriods: 3,
