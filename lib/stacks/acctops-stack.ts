@@ -10,6 +10,7 @@ import type { StageConfig } from '../config/stage';
 import { AcctopsFunction, type AcctopsFunctionDefaults } from '../constructs/acctops-function';
 import { Exports } from '../constructs/exports';
 import { KeyRotation } from '../constructs/key-rotation';
+import { Monitoring } from '../constructs/monitoring';
 import { TOKEN_TABLE_SHAPE, TokenLifecycle } from '../constructs/token-lifecycle';
 
 export interface AcctopsStackProps extends StackProps {
@@ -25,13 +26,16 @@ export function stackName(stage: string): string {
 /**
  * Everything acctops deploys for one stage. Capabilities (token refresh, key rotation, exports,
  * monitoring) are constructs added here; each gets `functionDefaults`, `secretsKey` and
- * `alarmTopic` from this stack rather than making its own.
+ * `alarmTopic` from this stack rather than making its own. Monitoring comes last: it walks the
+ * stack for its functions and alarms.
  *
  * Outputs (`aws cloudformation describe-stacks --stack-name acctops-<stage>`):
  * - InstitutionSecretArn: where the institution credential lives (runbook: change the institution secret).
  * - SecretsKeyArn: the customer-managed key of every acctops secret.
  * - AlarmTopicArn: the SNS topic every alarm notifies.
  * - CheckHealthFunctionName: the function `acctops doctor` invokes.
+ * - ServiceBaseUrl: the stage's `baseUrl`; the CLI's AWS mode calls the service there.
+ * - DashboardName (Monitoring): the CloudWatch dashboard of every alarm.
  */
 export class AcctopsStack extends Stack {
   readonly stage: StageConfig;
@@ -46,8 +50,12 @@ export class AcctopsStack extends Stack {
   /** Every alarm of the stack notifies this topic. */
   readonly alarmTopic: Topic;
   readonly checkHealth: AcctopsFunction;
+  readonly tokens: TokenLifecycle;
   /** Company API-key secrets, their rotation, revocation and doctor. */
   readonly keyRotation: KeyRotation;
+  readonly exports: Exports;
+  /** Every function's alarms, the health schedule, OK notifications and the dashboard. */
+  readonly monitoring: Monitoring;
 
   constructor(scope: Construct, id: string, props: AcctopsStackProps) {
     super(scope, id, {
@@ -96,11 +104,22 @@ export class AcctopsStack extends Stack {
       environment: { ACCTOPS_BASE_URL: stage.baseUrl },
     }).bindSecret(this.institutionSecret, 'INSTITUTION_SECRET_ARN', 'read');
 
-    const tokens = new TokenLifecycle(this, 'Tokens', { stage, functionDefaults: this.functionDefaults, institutionSecret: this.institutionSecret, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy });
+    this.tokens = new TokenLifecycle(this, 'Tokens', { stage, functionDefaults: this.functionDefaults, institutionSecret: this.institutionSecret, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy });
 
     this.keyRotation = new KeyRotation(this, 'KeyRotation', { stage, functionDefaults: this.functionDefaults, secretsKey: this.secretsKey, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy });
 
-    new Exports(this, 'Exports', { stage, functionDefaults: this.functionDefaults, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy, secretsKey: this.secretsKey, tokenTable: tokens.table, tokenDueIndexName: TOKEN_TABLE_SHAPE.dueIndex.name, companyKeys: this.keyRotation });
+    this.exports = new Exports(this, 'Exports', { stage, functionDefaults: this.functionDefaults, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy, secretsKey: this.secretsKey, tokenTable: this.tokens.table, tokenDueIndexName: TOKEN_TABLE_SHAPE.dueIndex.name, companyKeys: this.keyRotation });
+
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      stageName: stage.name,
+      alarmTopic: this.alarmTopic,
+      checkHealth: this.checkHealth,
+      rows: [
+        { title: 'Tokens', scope: this.tokens },
+        { title: 'API-key rotation', scope: this.keyRotation },
+        { title: 'Exports', scope: this.exports },
+      ],
+    });
 
     new CfnOutput(this, 'InstitutionSecretArn', {
       value: this.institutionSecret.secretArn,
@@ -117,6 +136,10 @@ export class AcctopsStack extends Stack {
     new CfnOutput(this, 'CheckHealthFunctionName', {
       value: this.checkHealth.functionName,
       description: 'Function invoked by `acctops doctor` to check the deployment',
+    });
+    new CfnOutput(this, 'ServiceBaseUrl', {
+      value: stage.baseUrl,
+      description: 'The Accounting API base URL of this stage; `acctops keys status|install|rotate --revoke-previous-now` call it',
     });
   }
 

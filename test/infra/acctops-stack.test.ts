@@ -115,6 +115,7 @@ describe('AcctopsStack', () => {
       'AlarmTopicArn',
       'CheckHealthFunctionName',
       'CheckKeyRotationsFunctionName',
+      'DashboardName',
       'ExportBucketName',
       'ExportEventBusName',
       'ExportGlueDatabaseName',
@@ -129,6 +130,7 @@ describe('AcctopsStack', () => {
       'RefreshTokensFunctionName',
       'RevokeUserFunctionName',
       'SecretsKeyArn',
+      'ServiceBaseUrl',
       'TokenEventBusName',
       'TokenTableName',
     ]);

@@ -1,0 +1,267 @@
+import { CfnOutput, Duration, Stack } from 'aws-cdk-lib';
+import {
+  Alarm,
+  AlarmStatusWidget,
+  AlarmWidget,
+  ComparisonOperator,
+  Dashboard,
+  GraphWidget,
+  Metric,
+  TextWidget,
+  TreatMissingData,
+  type IMetric,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Schedule, ScheduleExpression, ScheduleTargetInput, type IScheduleTarget } from 'aws-cdk-lib/aws-scheduler';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import { Construct, type IConstruct } from 'constructs';
+import { AcctopsFunction } from './acctops-function';
+
+/** The namespace the functions' EMF metrics are in (METRICS_NAMESPACE in src/core/shared/metrics.ts). */
+const METRICS_NAMESPACE = 'Acctops';
+
+/**
+ * The probes of check-health, repeated from PROBES in src/core/health/check-health.ts (lib may not
+ * import src); test/infra/monitoring.test.ts keeps the two equal.
+ */
+export const HEALTH_PROBES = {
+  institutionCredential: 'institution-credential-readable',
+  service: 'service-reachable',
+} as const;
+
+/** One row of the dashboard: a capability's title and the construct whose alarms it shows. */
+export interface MonitoringRow {
+  readonly title: string;
+  readonly scope: IConstruct;
+}
+
+export interface MonitoringProps {
+  readonly stageName: string;
+  /** Receives every alarm of the stack, as alarm and as OK action. */
+  readonly alarmTopic: ITopic;
+  /** Run on `healthCheckSchedule`; its failed probes are alarmed. */
+  readonly checkHealth: AcctopsFunction;
+  /** The capabilities' rows, in order; each alarm of the stack belongs to one of them or to Monitoring. */
+  readonly rows: readonly MonitoringRow[];
+  /**
+   * When check-health runs by itself (it also runs on every `acctops doctor`).
+   * @default 'rate(5 minutes)'
+   */
+  readonly healthCheckSchedule?: string;
+}
+
+/** Lambda's `Errors` and `Throttles` are counted per 5 minutes. */
+const FUNCTION_PERIOD = Duration.minutes(5);
+
+/**
+ * The stack's monitoring, built from what the capabilities already made (docs/architecture.md,
+ * "Monitoring"). Create it LAST in the stack: it walks the stack as it is at that moment.
+ *
+ * - Health: check-health on a schedule, and an alarm per probe (`ProbeFailed`): the doctor's
+ *   "secrets readable, service reachable" without anyone running the doctor.
+ * - Functions: every AcctopsFunction gets an `Errors` alarm unless its capability already alarms
+ *   on exactly that metric (the planners, the rotation functions, the doctor), and a `Throttles`
+ *   alarm when it has reserved concurrency (the only case where throttling is a configured
+ *   outcome rather than the account running out).
+ * - Notifications: every alarm of the stack notifies the one topic when it fires (the
+ *   capabilities add that) and when it clears (added here, so no alarm can miss it).
+ * - The dashboard: the alarms' states, then one row per capability made of the alarms themselves
+ *   (each widget draws its alarm's own metric and threshold), then the functions' errors.
+ */
+export class Monitoring extends Construct {
+  readonly dashboard: Dashboard;
+  readonly healthSchedule: Schedule;
+  readonly healthAlarms: Record<keyof typeof HEALTH_PROBES, Alarm>;
+  /** The `Errors` alarm of every function, by handlerDir: made here or by the function's capability. */
+  readonly errorsAlarms: ReadonlyMap<string, Alarm>;
+  /** The `Throttles` alarm of every function with reserved concurrency, by handlerDir. */
+  readonly throttlesAlarms: ReadonlyMap<string, Alarm>;
+  /** Every alarm of the stack, in dashboard order. */
+  readonly alarms: readonly Alarm[];
+  private readonly action: SnsAction;
+
+  constructor(scope: Construct, id: string, props: MonitoringProps) {
+    super(scope, id);
+    const stack = Stack.of(this);
+    this.action = new SnsAction(props.alarmTopic);
+    const existing = alarmsUnder(stack);
+
+    this.healthSchedule = new Schedule(this, 'HealthSchedule', {
+      description: `acctops ${props.stageName}: runs the health probes`,
+      schedule: ScheduleExpression.expression(props.healthCheckSchedule ?? 'rate(5 minutes)'),
+      target: this.healthTarget(props.checkHealth),
+    });
+    const probeMetric = (probe: string) =>
+      new Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName: 'ProbeFailed',
+        dimensionsMap: { Stage: props.stageName, Function: props.checkHealth.handlerDir, Probe: probe },
+        statistic: 'Sum',
+        period: Duration.minutes(5),
+      });
+    // Two of three runs: one lost request to the service is not worth a page; ten minutes of failures are.
+    this.healthAlarms = {
+      institutionCredential: this.alarm('InstitutionCredentialProbeAlarm', {
+        description:
+          'check-health cannot read the institution credential (missing, unparsable, or not decryptable): every token refresh fails. ' +
+          'Runbook: "Change the institution secret".',
+        metric: probeMetric(HEALTH_PROBES.institutionCredential),
+        evaluationPeriods: 3,
+        datapointsToAlarm: 2,
+      }),
+      service: this.alarm('ServiceProbeAlarm', {
+        description:
+          'check-health cannot reach the Accounting API with the institution credential (down, unreachable, or the credential refused). ' +
+          '`acctops doctor` shows the error; a refused credential: runbook "Change the institution secret".',
+        metric: probeMetric(HEALTH_PROBES.service),
+        evaluationPeriods: 3,
+        datapointsToAlarm: 2,
+      }),
+    };
+
+    const errors = new Map<string, Alarm>();
+    const throttles = new Map<string, Alarm>();
+    const functions = stack.node.findAll().filter((c): c is AcctopsFunction => c instanceof AcctopsFunction);
+    for (const fn of functions) {
+      const own = existing.find((alarm) => isMetricOf(alarm.metric, fn, 'Errors'));
+      errors.set(
+        fn.handlerDir,
+        own ??
+          this.alarm(`${pascal(fn.handlerDir)}ErrorsAlarm`, {
+            description:
+              `${fn.handlerDir} failed: an unhandled error, a timeout or a failed cold start (its log group has the "invocation failed" line). ` +
+              'If an acctops command that invokes it has just failed, this is that failure.',
+            metric: fn.metricErrors({ period: FUNCTION_PERIOD, statistic: 'Sum' }),
+          }),
+      );
+      if (fn.reservedConcurrency !== undefined) {
+        throttles.set(
+          fn.handlerDir,
+          this.alarm(`${pascal(fn.handlerDir)}ThrottlesAlarm`, {
+            description: `${fn.handlerDir} was throttled at its reserved concurrency (${fn.reservedConcurrency}): callers were refused. Raise it, or find who calls it this often.`,
+            metric: fn.metricThrottles({ period: FUNCTION_PERIOD, statistic: 'Sum' }),
+          }),
+        );
+      }
+    }
+    this.errorsAlarms = errors;
+    this.throttlesAlarms = throttles;
+
+    for (const alarm of existing) alarm.addOkAction(this.action);
+
+    const functionAlarms = [...new Set([...errors.values(), ...throttles.values()])];
+    const rows = [
+      ...props.rows.map((row) => ({ title: row.title, alarms: alarmsUnder(row.scope) })),
+      { title: 'Health', alarms: Object.values(this.healthAlarms) },
+    ];
+    const placed = new Set([...rows.flatMap((r) => r.alarms), ...functionAlarms]);
+    const homeless = alarmsUnder(stack).filter((alarm) => !placed.has(alarm));
+    if (homeless.length > 0) {
+      throw new Error(`alarms outside every dashboard row: ${homeless.map((a) => a.node.path).join(', ')}; add their construct to Monitoring's rows`);
+    }
+    this.alarms = [...new Set([...rows.flatMap((r) => r.alarms), ...functionAlarms])];
+
+    this.dashboard = new Dashboard(this, 'Dashboard', {
+      // Dashboard names are unique per account, not per region.
+      dashboardName: `${stack.stackName}-${stack.region}`,
+      defaultInterval: Duration.days(1),
+    });
+    this.dashboard.addWidgets(
+      new TextWidget({
+        markdown: `# acctops ${props.stageName}\nEvery alarm notifies the alarm topic when it fires and when it clears. What each one means and what to do: docs/architecture.md, "Monitoring".`,
+        width: 24,
+        height: 2,
+      }),
+      new AlarmStatusWidget({ title: 'Alarms', alarms: [...this.alarms], width: 24, height: 2 + Math.ceil(this.alarms.length / 4) }),
+    );
+    for (const row of rows) this.dashboard.addWidgets(heading(row.title), ...row.alarms.map(alarmWidget));
+    this.dashboard.addWidgets(
+      heading('Functions'),
+      new GraphWidget({
+        title: 'Errors by function',
+        left: [...errors].map(([name, alarm]) => labelled(alarm.metric, name)),
+        width: 12,
+        height: 6,
+      }),
+      new AlarmStatusWidget({ title: 'Function alarms', alarms: functionAlarms, width: 12, height: 6 }),
+      ...[...throttles.values()].map(alarmWidget),
+    );
+
+    new CfnOutput(stack, 'DashboardName', {
+      value: this.dashboard.dashboardName,
+      description: 'CloudWatch dashboard of every acctops alarm (docs/architecture.md, "Monitoring")',
+    });
+  }
+
+  /** check-health as its schedule's target, with a role that may invoke exactly that function. */
+  private healthTarget(fn: AcctopsFunction): IScheduleTarget {
+    const role = new Role(this, 'HealthSchedulerRole', {
+      assumedBy: new ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },
+      }),
+      description: 'Lets EventBridge Scheduler invoke check-health, and nothing else',
+    });
+    role.addToPolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [fn.functionArn] }));
+    return {
+      bind: () => ({
+        arn: fn.functionArn,
+        role,
+        // check-health's event is strict: `{}` runs every probe.
+        input: ScheduleTargetInput.fromObject({}),
+        // No retries: the next run is minutes away.
+        retryPolicy: { maximumRetryAttempts: 0, maximumEventAgeInSeconds: 300 },
+      }),
+    };
+  }
+
+  private alarm(
+    id: string,
+    options: { description: string; metric: IMetric; evaluationPeriods?: number; datapointsToAlarm?: number },
+  ): Alarm {
+    const alarm = new Alarm(this, id, {
+      alarmDescription: options.description,
+      metric: options.metric,
+      threshold: 1,
+      evaluationPeriods: options.evaluationPeriods ?? 1,
+      datapointsToAlarm: options.datapointsToAlarm,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      // No data means nothing ran and nothing failed.
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    alarm.addAlarmAction(this.action);
+    alarm.addOkAction(this.action);
+    return alarm;
+  }
+}
+
+function alarmsUnder(scope: IConstruct): Alarm[] {
+  return scope.node.findAll().filter((c): c is Alarm => c instanceof Alarm);
+}
+
+/** Whether `metric` is exactly the function's Lambda metric `name` (as `fn.metric(name)` makes it). */
+function isMetricOf(metric: IMetric, fn: AcctopsFunction, name: string): boolean {
+  return (
+    metric instanceof Metric &&
+    metric.namespace === 'AWS/Lambda' &&
+    metric.metricName === name &&
+    metric.dimensions?.FunctionName === fn.functionName
+  );
+}
+
+function pascal(kebab: string): string {
+  return kebab.replace(/(^|-)([a-z0-9])/g, (_m, _dash: string, c: string) => c.toUpperCase());
+}
+
+function heading(title: string): TextWidget {
+  return new TextWidget({ markdown: `## ${title}`, width: 24, height: 1 });
+}
+
+/** The alarm's own metric and threshold, titled by the alarm's id. */
+function alarmWidget(alarm: Alarm): AlarmWidget {
+  return new AlarmWidget({ alarm, title: alarm.node.id.replace(/Alarm$/, ''), width: 6, height: 5 });
+}
+
+function labelled(metric: IMetric, label: string): IMetric {
+  return metric instanceof Metric ? metric.with({ label }) : metric;
+}
