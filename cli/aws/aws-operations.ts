@@ -44,6 +44,7 @@ export const OUTPUTS = {
   exportBucket: 'ExportBucketName',
   exportBus: 'ExportEventBusName',
   revocationGroup: 'KeyRevocationScheduleGroup',
+  serviceBaseUrl: 'ServiceBaseUrl',
 } as const;
 
 export interface AwsOperations {
@@ -80,11 +81,15 @@ class StackOperations implements AwsOperations {
     private readonly overrides: Record<string, string>,
   ) {}
 
-  /** An output's value: from --output, else from DescribeStacks (read once). */
-  private async output(key: string, purpose: string): Promise<string> {
+  /** An output's value: from --output, else from DescribeStacks (read once); undefined if the stack has none. */
+  private async optionalOutput(key: string): Promise<string | undefined> {
     if (this.overrides[key] !== undefined) return this.overrides[key];
     this.outputs ??= this.clients.stackOutputs(this.stack);
-    const value = (await this.outputs)[key];
+    return (await this.outputs)[key];
+  }
+
+  private async output(key: string, purpose: string): Promise<string> {
+    const value = await this.optionalOutput(key);
     if (value === undefined) {
       throw new CliConfigError(`stack ${this.stack} has no output ${key} (needed to ${purpose})`, `pass --output ${key}=<value>, or deploy a stack version that exports it`);
     }
@@ -137,7 +142,7 @@ class StackOperations implements AwsOperations {
 
   async rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow?: boolean }): Promise<RotateReport> {
     // Known before anything changes: without it the previous key could not be revoked after the rotation.
-    const revokeBaseUrl = options.revokePreviousNow ? this.baseUrl() : undefined;
+    const revokeBaseUrl = options.revokePreviousNow ? await this.baseUrl() : undefined;
     const store = this.clients.secrets();
     const directory = taggedKeyDirectory(store);
     const entry = await directory.find(companyId);
@@ -173,7 +178,7 @@ class StackOperations implements AwsOperations {
 
   async keyStatus(): Promise<KeyStatusReport> {
     const store = this.clients.secrets();
-    const baseUrl = this.baseUrl();
+    const baseUrl = await this.baseUrl();
     const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
     const companies = await keyStatus({
       store,
@@ -211,9 +216,9 @@ class StackOperations implements AwsOperations {
     );
   }
 
-  installCompanyKey(companyId: string, apiKey: string): Promise<KeyInstallReport> {
+  async installCompanyKey(companyId: string, apiKey: string): Promise<KeyInstallReport> {
     const store = this.clients.secrets();
-    const baseUrl = this.baseUrl();
+    const baseUrl = await this.baseUrl();
     return installCompanyKey(
       {
         store,
@@ -265,12 +270,16 @@ class StackOperations implements AwsOperations {
     return out.sort();
   }
 
-  private baseUrl(): string {
-    const raw = this.session.env.ACCTOPS_BASE_URL;
-    if (raw === undefined || raw.trim() === '') {
-      throw new CliConfigError('this command calls the service with a company key and needs its base URL', 'set ACCTOPS_BASE_URL to the stage\'s baseUrl (cdk.json)');
+  /** ACCTOPS_BASE_URL (to point at another service), else the stack's ServiceBaseUrl output. */
+  private async baseUrl(): Promise<string> {
+    const raw = this.session.env.ACCTOPS_BASE_URL?.trim() || (await this.optionalOutput(OUTPUTS.serviceBaseUrl));
+    if (raw === undefined || raw === '') {
+      throw new CliConfigError(
+        'this command calls the service with a company key and needs its base URL',
+        `set ACCTOPS_BASE_URL to the stage's baseUrl (cdk.json), or deploy a stack version with the ${OUTPUTS.serviceBaseUrl} output`,
+      );
     }
-    return httpUrl(raw.trim());
+    return httpUrl(raw);
   }
 }
 

@@ -195,6 +195,16 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     const row = parseJson<{ companies: { companyId: string; keyPrefix: string; permissions: string[]; pendingRevocations: { keyPrefix: string }[] }[] }>(status).companies[0]!;
     expect(row).toMatchObject({ companyId: world.companyId, keyPrefix: report.keyPrefix, pendingRevocations: [{ keyPrefix: world.initialKey.keyPrefix }] });
     expect(row.permissions.sort()).toEqual(['manage_api_keys', 'read_categories', 'read_tax_reports', 'read_transactions']);
+
+    // Without ACCTOPS_BASE_URL, the stack's ServiceBaseUrl output is the service (the permissions come from it).
+    outputs.ServiceBaseUrl = world.sandbox.baseUrl;
+    try {
+      const fromStack = await acctops(['--json', 'keys', 'status']);
+      expect(fromStack.code).toBe(0);
+      expect(parseJson<{ companies: { permissions: string[] }[] }>(fromStack).companies[0]!.permissions.sort()).toEqual(row.permissions);
+    } finally {
+      delete outputs.ServiceBaseUrl;
+    }
   });
 
   it('institution set-secret puts a new AWSCURRENT version on the stack\'s secret and invokes check-health', async () => {
