@@ -34,7 +34,8 @@ import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
 import { startSandbox, type RunningSandbox } from '../../sandbox';
 import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/secrets-manager';
 import { CliConfigError } from '../errors';
-import { LocalClock, lockStateDir, readJsonFile, statePath, writeJsonFile } from './state-dir';
+import { readJsonFile, writePrivateJsonFile } from '../../src/adapters/local/private-json-file';
+import { LocalClock, lockStateDir, statePath } from './state-dir';
 import { sandboxSnapshotSchema } from '../../sandbox';
 import { secretsSnapshotSchema } from '../../sandbox/secrets-manager';
 
@@ -288,9 +289,9 @@ export class LocalWorld {
 
   /** Writes the embedded service, the secrets and the clock back to the state directory. */
   async save(): Promise<void> {
-    await writeJsonFile(statePath(this.stateDir, 'sandbox'), this.sandbox.snapshot());
-    await writeJsonFile(statePath(this.stateDir, 'secrets'), this.sm.admin.exportState());
-    await writeJsonFile(statePath(this.stateDir, 'state'), { ...this.state, clockOffsetMs: this.clock.offsetMs });
+    await writePrivateJsonFile(statePath(this.stateDir, 'sandbox'), this.sandbox.snapshot());
+    await writePrivateJsonFile(statePath(this.stateDir, 'secrets'), this.sm.admin.exportState());
+    await writePrivateJsonFile(statePath(this.stateDir, 'state'), { ...this.state, clockOffsetMs: this.clock.offsetMs });
   }
 
   /**

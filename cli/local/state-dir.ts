@@ -1,9 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import type { z } from 'zod';
+import { open, readFile, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
-import { ValidationError, parseWith } from '../../src/core/shared/errors';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
 
@@ -30,43 +27,6 @@ export const DEFAULT_STATE_DIR = '.acctops';
 
 export function statePath(stateDir: string, file: keyof typeof STATE_FILES): string {
   return join(stateDir, STATE_FILES[file]);
-}
-
-/** Reads a JSON file validated by `schema`; undefined when it does not exist. Errors name the file and field. */
-export async function readJsonFile<S extends z.ZodType>(path: string, schema: S): Promise<z.output<S> | undefined> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new ValidationError(path, [{ path: '', message: 'not valid JSON' }]);
-  }
-  return parseWith(schema, json, path);
-}
-
-/** Replaces `path` atomically (temporary file, fsync, rename), mode 0600. */
-export async function writeJsonFile(path: string, value: unknown): Promise<void> {
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  try {
-    const handle = await open(temp, 'wx', 0o600);
-    try {
-      await handle.writeFile(`${JSON.stringify(value)}\n`, 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, path);
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw error;
-  }
 }
 
 /** Another acctops command is using the state directory. */

@@ -1,8 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import * as z from 'zod';
-import { ValidationError, parseWith } from '../../core/shared/errors';
 import {
   TokenExistsError,
   TokenNotFoundError,
@@ -40,6 +37,7 @@ import {
   type TokenPatch,
   type WriteCondition,
 } from '../../core/tokens/token-transitions';
+import { readJsonFile, writePrivateJsonFile } from './private-json-file';
 
 const FORMAT = 'acctops.token-store';
 
@@ -174,41 +172,15 @@ export class FileTokenStore implements TokenStore {
   }
 
   private async load(): Promise<TokenFile> {
-    let text: string;
-    try {
-      text = await readFile(this.path, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { format: FORMAT, formatVersion: 1, records: {} };
-      throw error;
-    }
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      // JSON.parse's message quotes the text around the fault, which may be a token: no cause kept.
-      throw new ValidationError(`token file ${this.path}`, [{ path: '', message: 'not valid JSON' }]);
-    }
-    return parseWith(fileSchema, json, `token file ${this.path}`);
+    return (
+      (await readJsonFile(this.path, fileSchema, `token file ${this.path}`)) ?? { format: FORMAT, formatVersion: 1, records: {} }
+    );
   }
 
-  private async save(file: TokenFile): Promise<void> {
-    await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
-    const temp = `${this.path}.${randomBytes(6).toString('hex')}.tmp`;
-    try {
-      // The mode is set at creation, so the tokens are never readable by others, not even briefly.
-      const handle = await open(temp, 'wx', 0o600);
-      try {
-        await handle.writeFile(`${JSON.stringify(file, null, 2)}\n`, 'utf8');
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(temp, this.path);
-    } catch (error) {
-      await rm(temp, { force: true });
-      throw error;
-    }
+  private save(file: TokenFile): Promise<void> {
+    return writePrivateJsonFile(this.path, file, { pretty: true });
   }
+
 }
 
 function compare(a: string, b: string): number {

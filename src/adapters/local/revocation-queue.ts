@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import * as z from 'zod';
 import { type Revocation, type RevocationQueue, revocationSchema } from '../../core/api-keys/revocation';
-import { ValidationError, parseWith } from '../../core/shared/errors';
+import { parseWith } from '../../core/shared/errors';
+import { readJsonFile, writePrivateJsonFile } from './private-json-file';
 
 const FORMAT = 'acctops.revocation-queue';
 
@@ -86,40 +85,14 @@ export class FileRevocationQueue extends LocalRevocationQueue {
   }
 
   protected async load(): Promise<Revocation[]> {
-    let text: string;
-    try {
-      text = await readFile(this.path, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw error;
-    }
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new ValidationError(`revocation queue ${this.path}`, [{ path: '', message: 'not valid JSON' }]);
-    }
-    return parseWith(fileSchema, json, `revocation queue ${this.path}`).revocations;
+    return (await readJsonFile(this.path, fileSchema, `revocation queue ${this.path}`))?.revocations ?? [];
   }
 
-  protected async save(revocations: Revocation[]): Promise<void> {
+  protected save(revocations: Revocation[]): Promise<void> {
     const file: QueueFile = { format: FORMAT, formatVersion: 1, revocations };
-    await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
-    const temp = `${this.path}.${randomBytes(6).toString('hex')}.tmp`;
-    try {
-      const handle = await open(temp, 'wx', 0o600);
-      try {
-        await handle.writeFile(`${JSON.stringify(file, null, 2)}\n`, 'utf8');
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(temp, this.path);
-    } catch (error) {
-      await rm(temp, { force: true });
-      throw error;
-    }
+    return writePrivateJsonFile(this.path, file, { pretty: true });
   }
+
 
   protected exclusive<T>(task: () => Promise<T>): Promise<T> {
     return withLock(this.path, task);
