@@ -13,7 +13,7 @@ import { webhookSecretsFromStore } from '../../core/exports/webhook-secrets';
 import type { WebhookSecrets } from '../../core/exports/webhook';
 import { FORMATS } from '../../core/exports/types';
 import type { Clock } from '../../core/shared/clock';
-import { envInt, envString, envUrl } from '../../core/shared/env';
+import { envInt, envString, envUrl, requiredEnv } from '../../core/shared/env';
 import { ConfigError } from '../../core/shared/errors';
 import type { Logger } from '../../core/shared/logger';
 import { DynamoDbReplayGuard } from './dynamodb-replay-guard';
@@ -110,39 +110,39 @@ export class AwsExportRuntime {
   store(): S3ObjectStore {
     return this.once('store', () => {
       const client = new S3Client({ forcePathStyle: Boolean(process.env.AWS_ENDPOINT_URL_S3) });
-      return new S3ObjectStore({ client, bucket: required(this.config.bucketName, 'EXPORT_BUCKET_NAME') });
+      return new S3ObjectStore({ client, bucket: requiredEnv(this.config.bucketName, 'EXPORT_BUCKET_NAME') });
     });
   }
 
   queue(): SqsExportQueue {
-    return this.once('queue', () => new SqsExportQueue({ client: new SQSClient({}), queueUrl: required(this.config.queueUrl, 'EXPORT_QUEUE_URL') }));
+    return this.once('queue', () => new SqsExportQueue({ client: new SQSClient({}), queueUrl: requiredEnv(this.config.queueUrl, 'EXPORT_QUEUE_URL') }));
   }
 
   events(): EventBridgePublisher {
     return this.once(
       'events',
-      () => new EventBridgePublisher({ client: new EventBridgeClient({}), eventBusName: required(this.config.eventBusName, 'EXPORT_EVENT_BUS_NAME'), source: EXPORT_EVENT_SOURCE }),
+      () => new EventBridgePublisher({ client: new EventBridgeClient({}), eventBusName: requiredEnv(this.config.eventBusName, 'EXPORT_EVENT_BUS_NAME'), source: EXPORT_EVENT_SOURCE }),
     );
   }
 
   ledger(): DynamoDbRunLedger {
-    return this.once('ledger', () => new DynamoDbRunLedger({ client: this.dynamo(), tableName: required(this.config.runsTableName, 'EXPORT_RUNS_TABLE_NAME'), clock: this.config.clock }));
+    return this.once('ledger', () => new DynamoDbRunLedger({ client: this.dynamo(), tableName: requiredEnv(this.config.runsTableName, 'EXPORT_RUNS_TABLE_NAME'), clock: this.config.clock }));
   }
 
   tokenStore(): DynamoDbTokenStore {
-    return this.once('tokens', () => new DynamoDbTokenStore({ client: this.dynamo(), tableName: required(this.config.tokenTableName, 'TOKEN_TABLE_NAME') }));
+    return this.once('tokens', () => new DynamoDbTokenStore({ client: this.dynamo(), tableName: requiredEnv(this.config.tokenTableName, 'TOKEN_TABLE_NAME') }));
   }
 
   replayGuard(): DynamoDbReplayGuard {
     return this.once(
       'replay',
-      () => new DynamoDbReplayGuard({ client: this.dynamo(), tableName: required(this.config.replayTableName, 'WEBHOOK_REPLAY_TABLE_NAME'), clock: this.config.clock }),
+      () => new DynamoDbReplayGuard({ client: this.dynamo(), tableName: requiredEnv(this.config.replayTableName, 'WEBHOOK_REPLAY_TABLE_NAME'), clock: this.config.clock }),
     );
   }
 
   webhookSecrets(): WebhookSecrets {
     return this.once('webhookSecrets', () =>
-      webhookSecretsFromStore(this.secretStore(), required(this.config.webhookSecretArn, 'WEBHOOK_SECRET_ARN'), {
+      webhookSecretsFromStore(this.secretStore(), requiredEnv(this.config.webhookSecretArn, 'WEBHOOK_SECRET_ARN'), {
         ttlMs: this.config.secretCacheTtlMs,
         clock: this.config.clock,
       }),
@@ -168,7 +168,7 @@ export class AwsExportRuntime {
     return {
       store: this.store(),
       toolVersion,
-      baseUrl: required(this.config.baseUrl, 'ACCTOPS_BASE_URL'),
+      baseUrl: requiredEnv(this.config.baseUrl, 'ACCTOPS_BASE_URL'),
       client: { timeoutMs: api.timeoutMs, retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs } },
     };
   }
@@ -185,9 +185,4 @@ export class AwsExportRuntime {
     if (!this.cache.has(key)) this.cache.set(key, make());
     return this.cache.get(key) as T;
   }
-}
-
-function required(value: string | undefined, name: string): string {
-  if (value === undefined) throw new ConfigError([{ path: name, message: 'required by this function' }]);
-  return value;
 }

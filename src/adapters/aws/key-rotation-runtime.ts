@@ -14,7 +14,7 @@ import {
 } from '../../core/api-keys';
 import { type AccountingClient, type ApiKeyPaths, apiKeyAuth, createAccountingClient } from '../../core/accounting-api';
 import type { Clock } from '../../core/shared/clock';
-import { envArn, envInt, envString, envUrl } from '../../core/shared/env';
+import { envArn, envInt, envString, envUrl, requiredEnv } from '../../core/shared/env';
 import { ConfigError } from '../../core/shared/errors';
 import type { Logger } from '../../core/shared/logger';
 import type { Metrics } from '../../core/shared/metrics';
@@ -128,7 +128,7 @@ export class AwsKeyRotationRuntime {
   private revocationScheduler(): EventBridgeRevocationScheduler {
     this.scheduler ??= new EventBridgeRevocationScheduler({
       client: new SchedulerClient({}),
-      groupName: required(this.config.scheduleGroup, 'REVOCATION_SCHEDULE_GROUP'),
+      groupName: requiredEnv(this.config.scheduleGroup, 'REVOCATION_SCHEDULE_GROUP'),
       targetArn: this.config.revokeTarget?.functionArn,
       roleArn: this.config.revokeTarget?.roleArn,
     });
@@ -147,9 +147,4 @@ export class AwsKeyRotationRuntime {
       retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs },
     });
   }
-}
-
-function required(value: string | undefined, name: string): string {
-  if (value === undefined) throw new ConfigError([{ path: name, message: 'required by this function' }]);
-  return value;
 }

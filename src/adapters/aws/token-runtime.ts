@@ -6,8 +6,7 @@ import { cachedInstitutionCredential, type InstitutionCredential } from '../../c
 import { institutionCredentialProvider } from '../../core/credentials/institution-provider';
 import type { CachedSecret } from '../../core/shared/cached-secret';
 import type { Clock } from '../../core/shared/clock';
-import { envArn, envInt, envString, envUrl } from '../../core/shared/env';
-import { ConfigError } from '../../core/shared/errors';
+import { envArn, envInt, envString, envUrl, requiredEnv } from '../../core/shared/env';
 import type { Logger } from '../../core/shared/logger';
 import type { Metrics } from '../../core/shared/metrics';
 import { TOKEN_EVENT_SOURCE } from '../../core/tokens/token-events';
@@ -85,14 +84,14 @@ export class AwsTokenRuntime {
 
   /** The queue the planner fills. */
   queue(): SqsRefreshQueue {
-    this.refreshQueue ??= new SqsRefreshQueue({ client: new SQSClient({}), queueUrl: required(this.config.queueUrl, 'REFRESH_QUEUE_URL') });
+    this.refreshQueue ??= new SqsRefreshQueue({ client: new SQSClient({}), queueUrl: requiredEnv(this.config.queueUrl, 'REFRESH_QUEUE_URL') });
     return this.refreshQueue;
   }
 
   /** The use cases, with this invocation's logger and metrics. */
   lifecycle(scope: { logger: Logger; metrics: Metrics; ownerPrefix?: string }): TokenLifecycle {
     const { config } = this;
-    this.credential ??= cachedInstitutionCredential(new AwsSecretStore(), required(config.institutionSecretArn, 'INSTITUTION_SECRET_ARN'), {
+    this.credential ??= cachedInstitutionCredential(new AwsSecretStore(), requiredEnv(config.institutionSecretArn, 'INSTITUTION_SECRET_ARN'), {
       clock: config.clock,
       ttlMs: config.secretCacheTtlMs,
     });
@@ -101,7 +100,7 @@ export class AwsTokenRuntime {
     }
     const api = config.api ?? { timeoutMs: 10_000, maxAttempts: 3, maxElapsedMs: 20_000 };
     const client = createAccountingClient({
-      baseUrl: required(config.baseUrl, 'ACCTOPS_BASE_URL'),
+      baseUrl: requiredEnv(config.baseUrl, 'ACCTOPS_BASE_URL'),
       credentials: institutionCredentialProvider(this.credential),
       clock: config.clock,
       logger: scope.logger,
@@ -124,9 +123,4 @@ export class AwsTokenRuntime {
       },
     });
   }
-}
-
-function required(value: string | undefined, name: string): string {
-  if (value === undefined) throw new ConfigError([{ path: name, message: 'required by this function' }]);
-  return value;
 }

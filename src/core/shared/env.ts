@@ -11,6 +11,12 @@ export function readEnv<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv
   throw new ConfigError(issuesFromZod(result.error));
 }
 
+/** A setting this function was not configured with, reached for anyway: named like readEnv names it. */
+export function requiredEnv<T>(value: T | undefined, name: string): T {
+  if (value === undefined) throw new ConfigError([{ path: name, message: 'required by this function' }]);
+  return value;
+}
+
 /** Common env var shapes. */
 export const envString = z.string().trim().min(1);
 export const envArn = z.string().regex(/^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:\d{12}:.+/, 'expected an ARN');
