@@ -1,28 +1,18 @@
 import * as z from 'zod';
-import { AwsExportRuntime, exportEnv } from '../../src/adapters/aws/export-runtime';
+import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
 import { planMonthlyExport } from '../../src/core/exports/monthly-export';
 import { systemClock } from '../../src/core/shared/clock';
-import { readEnv } from '../../src/core/shared/env';
 import { createHandler } from '../_shared/create-handler';
 
-const env = readEnv(
-  z.object({
-    EXPORT_QUEUE_URL: exportEnv.EXPORT_QUEUE_URL,
-    EXPORT_EVENT_BUS_NAME: exportEnv.EXPORT_EVENT_BUS_NAME,
-    EXPORT_RUNS_TABLE_NAME: exportEnv.EXPORT_RUNS_TABLE_NAME,
-    TOKEN_TABLE_NAME: exportEnv.TOKEN_TABLE_NAME,
-    EXPORT_COMPANY_IDS: exportEnv.EXPORT_COMPANY_IDS,
-    EXPORT_FORMATS: exportEnv.EXPORT_FORMATS,
-    EXPORT_TIME_ZONE: exportEnv.EXPORT_TIME_ZONE,
-  }),
-);
-const runtime = new AwsExportRuntime({
-  clock: systemClock,
-  queueUrl: env.EXPORT_QUEUE_URL,
-  eventBusName: env.EXPORT_EVENT_BUS_NAME,
-  runsTableName: env.EXPORT_RUNS_TABLE_NAME,
-  tokenTableName: env.TOKEN_TABLE_NAME,
-});
+const { env, runtime } = exportRuntimeFromEnv([
+  'EXPORT_QUEUE_URL',
+  'EXPORT_EVENT_BUS_NAME',
+  'EXPORT_RUNS_TABLE_NAME',
+  'TOKEN_TABLE_NAME',
+  'EXPORT_COMPANY_IDS',
+  'EXPORT_FORMATS',
+  'EXPORT_TIME_ZONE',
+]);
 
 /**
  * What EventBridge Scheduler sends (lib/constructs/exports.ts); a runbook may invoke the planner

@@ -1,18 +1,10 @@
 import * as z from 'zod';
-import { AwsTokenRuntime, tokenEnv } from '../../src/adapters/aws/token-runtime';
+import { tokenRuntimeFromEnv } from '../../src/adapters/aws/token-runtime';
 import { systemClock } from '../../src/core/shared/clock';
-import { readEnv } from '../../src/core/shared/env';
 import { planTokenRefresh } from '../../src/core/tokens/plan-refresh';
 import { createHandler } from '../_shared/create-handler';
 
-const env = readEnv(
-  z.object({
-    TOKEN_TABLE_NAME: tokenEnv.TOKEN_TABLE_NAME,
-    REFRESH_QUEUE_URL: tokenEnv.REFRESH_QUEUE_URL,
-    TOKEN_REFRESH_MARGIN_SECONDS: tokenEnv.TOKEN_REFRESH_MARGIN_SECONDS,
-  }),
-);
-const runtime = new AwsTokenRuntime({ tableName: env.TOKEN_TABLE_NAME, queueUrl: env.REFRESH_QUEUE_URL, clock: systemClock });
+const { env, runtime } = tokenRuntimeFromEnv(['TOKEN_TABLE_NAME', 'REFRESH_QUEUE_URL', 'TOKEN_REFRESH_MARGIN_SECONDS']);
 
 /** Time kept back from the Lambda timeout: the page in progress finishes, none starts after. */
 const RESERVE_MS = 15_000;

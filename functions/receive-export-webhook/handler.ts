@@ -1,28 +1,18 @@
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import * as z from 'zod';
-import { AwsExportRuntime, exportEnv } from '../../src/adapters/aws/export-runtime';
+import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
 import { receiveExportWebhook } from '../../src/core/exports/webhook';
 import { systemClock } from '../../src/core/shared/clock';
-import { readEnv } from '../../src/core/shared/env';
 import { createHandler } from '../_shared/create-handler';
 
-const env = readEnv(
-  z.object({
-    EXPORT_QUEUE_URL: exportEnv.EXPORT_QUEUE_URL,
-    WEBHOOK_SECRET_ARN: exportEnv.WEBHOOK_SECRET_ARN,
-    WEBHOOK_REPLAY_TABLE_NAME: exportEnv.WEBHOOK_REPLAY_TABLE_NAME,
-    WEBHOOK_COMPANY_IDS: exportEnv.WEBHOOK_COMPANY_IDS,
-    WEBHOOK_MAX_BODY_BYTES: exportEnv.WEBHOOK_MAX_BODY_BYTES,
-    SECRET_CACHE_TTL_SECONDS: exportEnv.SECRET_CACHE_TTL_SECONDS,
-  }),
-);
-const runtime = new AwsExportRuntime({
-  clock: systemClock,
-  queueUrl: env.EXPORT_QUEUE_URL,
-  webhookSecretArn: env.WEBHOOK_SECRET_ARN,
-  replayTableName: env.WEBHOOK_REPLAY_TABLE_NAME,
-  secretCacheTtlMs: env.SECRET_CACHE_TTL_SECONDS * 1000,
-});
+const { env, runtime } = exportRuntimeFromEnv([
+  'EXPORT_QUEUE_URL',
+  'WEBHOOK_SECRET_ARN',
+  'WEBHOOK_REPLAY_TABLE_NAME',
+  'WEBHOOK_COMPANY_IDS',
+  'WEBHOOK_MAX_BODY_BYTES',
+  'SECRET_CACHE_TTL_SECONDS',
+]);
 const allowedCompanies = new Set(env.WEBHOOK_COMPANY_IDS);
 
 /** A Lambda Function URL request (payload format 2.0): what the checks need, nothing more. */

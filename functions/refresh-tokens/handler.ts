@@ -1,36 +1,21 @@
 import type { SQSBatchResponse } from 'aws-lambda';
 import * as z from 'zod';
-import { AwsTokenRuntime, tokenEnv } from '../../src/adapters/aws/token-runtime';
+import { tokenRuntimeFromEnv } from '../../src/adapters/aws/token-runtime';
 import { systemClock } from '../../src/core/shared/clock';
-import { readEnv } from '../../src/core/shared/env';
 import { refreshQueuedBatch } from '../../src/core/tokens/refresh-worker';
 import { createHandler } from '../_shared/create-handler';
 
-const env = readEnv(
-  z.object({
-    TOKEN_TABLE_NAME: tokenEnv.TOKEN_TABLE_NAME,
-    INSTITUTION_SECRET_ARN: tokenEnv.INSTITUTION_SECRET_ARN,
-    ACCTOPS_BASE_URL: tokenEnv.ACCTOPS_BASE_URL,
-    TOKEN_EVENT_BUS_NAME: tokenEnv.TOKEN_EVENT_BUS_NAME,
-    TOKEN_REFRESH_MARGIN_SECONDS: tokenEnv.TOKEN_REFRESH_MARGIN_SECONDS,
-    ACCESS_TOKEN_LIFETIME_SECONDS: tokenEnv.ACCESS_TOKEN_LIFETIME_SECONDS,
-    TOKEN_LEASE_SECONDS: tokenEnv.TOKEN_LEASE_SECONDS,
-    REFRESH_CONCURRENCY: tokenEnv.REFRESH_CONCURRENCY,
-    SECRET_CACHE_TTL_SECONDS: tokenEnv.SECRET_CACHE_TTL_SECONDS,
-  }),
-);
-const runtime = new AwsTokenRuntime({
-  tableName: env.TOKEN_TABLE_NAME,
-  institutionSecretArn: env.INSTITUTION_SECRET_ARN,
-  baseUrl: env.ACCTOPS_BASE_URL,
-  eventBusName: env.TOKEN_EVENT_BUS_NAME,
-  marginMs: env.TOKEN_REFRESH_MARGIN_SECONDS * 1000,
-  accessTokenLifetimeMs: env.ACCESS_TOKEN_LIFETIME_SECONDS * 1000,
-  leaseMs: env.TOKEN_LEASE_SECONDS * 1000,
-  concurrency: env.REFRESH_CONCURRENCY,
-  secretCacheTtlMs: env.SECRET_CACHE_TTL_SECONDS * 1000,
-  clock: systemClock,
-});
+const { runtime } = tokenRuntimeFromEnv([
+  'TOKEN_TABLE_NAME',
+  'INSTITUTION_SECRET_ARN',
+  'ACCTOPS_BASE_URL',
+  'TOKEN_EVENT_BUS_NAME',
+  'TOKEN_REFRESH_MARGIN_SECONDS',
+  'ACCESS_TOKEN_LIFETIME_SECONDS',
+  'TOKEN_LEASE_SECONDS',
+  'REFRESH_CONCURRENCY',
+  'SECRET_CACHE_TTL_SECONDS',
+]);
 
 /**
  * Kept back from the Lambda timeout: no user starts later than this before it, so a user started

@@ -1,13 +1,10 @@
 import * as z from 'zod';
-import { AwsExportRuntime, exportEnv } from '../../src/adapters/aws/export-runtime';
+import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
 import { EXPORT_EVENT_TYPES } from '../../src/core/exports/export-events';
 import { onDemandJobs, exportRequestedSchema } from '../../src/core/exports/on-demand';
-import { systemClock } from '../../src/core/shared/clock';
-import { readEnv } from '../../src/core/shared/env';
 import { createHandler } from '../_shared/create-handler';
 
-const env = readEnv(z.object({ EXPORT_QUEUE_URL: exportEnv.EXPORT_QUEUE_URL }));
-const runtime = new AwsExportRuntime({ clock: systemClock, queueUrl: env.EXPORT_QUEUE_URL });
+const { runtime } = exportRuntimeFromEnv(['EXPORT_QUEUE_URL']);
 
 /** An `ExportRequested` event as the EventBridge rule delivers it (docs/exports.md, "On demand"). */
 const eventSchema = z.looseObject({

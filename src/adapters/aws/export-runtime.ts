@@ -12,8 +12,8 @@ import { userTokenCredentials } from '../../core/exports/user-token-credentials'
 import { webhookSecretsFromStore } from '../../core/exports/webhook-secrets';
 import type { WebhookSecrets } from '../../core/exports/webhook';
 import { FORMATS } from '../../core/exports/types';
-import type { Clock } from '../../core/shared/clock';
-import { envInt, envString, envUrl, requiredEnv } from '../../core/shared/env';
+import { systemClock, type Clock } from '../../core/shared/clock';
+import { envInt, envMs, envString, envUrl, readEnvOf, requiredEnv } from '../../core/shared/env';
 import { ConfigError } from '../../core/shared/errors';
 import type { Logger } from '../../core/shared/logger';
 import { DynamoDbReplayGuard } from './dynamodb-replay-guard';
@@ -38,8 +38,8 @@ const formatList = z
 
 /**
  * The environment of the export functions, as lib/constructs/exports.ts sets it. Each handler
- * picks the variables it needs into its own `readEnv` schema, so a function is given (and granted)
- * only what it uses. Names, ARNs, URLs, numbers and ids only: never a secret.
+ * names the variables it needs (exportRuntimeFromEnv), so a function is given (and granted) only
+ * what it uses. Names, ARNs, URLs, numbers and ids only: never a secret.
  */
 export const exportEnv = {
   ACCTOPS_BASE_URL: envUrl,
@@ -71,6 +71,35 @@ export const exportEnv = {
   WEBHOOK_COMPANY_IDS: uuidList,
   WEBHOOK_MAX_BODY_BYTES: envInt(256, 1024 * 1024).default(64 * 1024),
 };
+
+export type ExportEnvName = keyof typeof exportEnv;
+
+/**
+ * An export function's composition root, from its environment: reads `names` once with readEnv
+ * (at module load of the handler, so a missing or malformed one fails the cold start with its
+ * name) and makes the runtime of them. A variable not named stays unset, and an accessor that
+ * needs it fails with its name. Returns the values too, for the handler's own settings.
+ */
+export function exportRuntimeFromEnv<K extends ExportEnvName>(
+  names: readonly K[],
+  processEnv: NodeJS.ProcessEnv = process.env,
+): { env: z.output<z.ZodObject<Pick<typeof exportEnv, K>>>; runtime: AwsExportRuntime } {
+  const env = readEnvOf(exportEnv, names, processEnv);
+  const e: Partial<z.output<z.ZodObject<typeof exportEnv>>> = env;
+  const runtime = new AwsExportRuntime({
+    clock: systemClock,
+    baseUrl: e.ACCTOPS_BASE_URL,
+    bucketName: e.EXPORT_BUCKET_NAME,
+    queueUrl: e.EXPORT_QUEUE_URL,
+    eventBusName: e.EXPORT_EVENT_BUS_NAME,
+    runsTableName: e.EXPORT_RUNS_TABLE_NAME,
+    tokenTableName: e.TOKEN_TABLE_NAME,
+    webhookSecretArn: e.WEBHOOK_SECRET_ARN,
+    replayTableName: e.WEBHOOK_REPLAY_TABLE_NAME,
+    secretCacheTtlMs: envMs(e.SECRET_CACHE_TTL_SECONDS),
+  });
+  return { env, runtime };
+}
 
 export interface AwsExportRuntimeConfig {
   clock: Clock;

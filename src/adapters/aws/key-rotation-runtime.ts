@@ -13,8 +13,8 @@ import {
   taggedKeyDirectory,
 } from '../../core/api-keys';
 import { type AccountingClient, type ApiKeyPaths, apiKeyAuth, createAccountingClient } from '../../core/accounting-api';
-import type { Clock } from '../../core/shared/clock';
-import { envArn, envInt, envString, envUrl, requiredEnv } from '../../core/shared/env';
+import { systemClock, type Clock } from '../../core/shared/clock';
+import { envArn, envInt, envMs, envString, envUrl, readEnvOf, requiredEnv } from '../../core/shared/env';
 import { ConfigError } from '../../core/shared/errors';
 import type { Logger } from '../../core/shared/logger';
 import type { Metrics } from '../../core/shared/metrics';
@@ -29,7 +29,7 @@ const apiPath = z.string().regex(/^\/[A-Za-z0-9_\-/{}]*\/$/, 'expected a path li
 
 /**
  * The environment of the key functions, as lib/constructs/key-rotation.ts sets it. Each handler
- * picks what it needs into its own `readEnv` schema. Names, ARNs, URLs and numbers only.
+ * names what it needs (keyRotationRuntimeFromEnv). Names, ARNs, URLs and numbers only.
  */
 export const keyRotationEnv = {
   ACCTOPS_BASE_URL: envUrl,
@@ -47,6 +47,38 @@ export const keyRotationEnv = {
   STUCK_PENDING_AFTER_MINUTES: envInt(1, 7 * 24 * 60).default(60),
   EXPIRY_WARNING_DAYS: envInt(1, 365).default(14),
 };
+
+export type KeyRotationEnvName = keyof typeof keyRotationEnv;
+
+/**
+ * A key function's composition root, from its environment: reads `names` once with readEnv (at
+ * module load of the handler, so a missing or malformed one fails the cold start with its name)
+ * and makes the runtime of them. Every key function calls the service, so the base URL, the grace
+ * period and the cache TTL must be among `names`; a variable not named stays unset, and an
+ * accessor that needs it fails with its name.
+ */
+export function keyRotationRuntimeFromEnv<K extends KeyRotationEnvName>(
+  names: readonly K[],
+  processEnv: NodeJS.ProcessEnv = process.env,
+): { env: z.output<z.ZodObject<Pick<typeof keyRotationEnv, K>>>; runtime: AwsKeyRotationRuntime } {
+  const env = readEnvOf(keyRotationEnv, names, processEnv);
+  const e: Partial<z.output<z.ZodObject<typeof keyRotationEnv>>> = env;
+  const runtime = new AwsKeyRotationRuntime({
+    baseUrl: requiredEnv(e.ACCTOPS_BASE_URL, 'ACCTOPS_BASE_URL'),
+    graceMs: requiredEnv(e.REVOCATION_GRACE_SECONDS, 'REVOCATION_GRACE_SECONDS') * 1000,
+    consumerCacheTtlMs: requiredEnv(e.SECRET_CACHE_TTL_SECONDS, 'SECRET_CACHE_TTL_SECONDS') * 1000,
+    scheduleGroup: e.REVOCATION_SCHEDULE_GROUP,
+    revokeTarget:
+      e.REVOKE_FUNCTION_ARN === undefined
+        ? undefined
+        : { functionArn: e.REVOKE_FUNCTION_ARN, roleArn: requiredEnv(e.REVOCATION_SCHEDULER_ROLE_ARN, 'REVOCATION_SCHEDULER_ROLE_ARN') },
+    eventBusName: e.KEY_EVENT_BUS_NAME,
+    apiKeyPaths: { list: e.API_KEY_PATH_LIST, create: e.API_KEY_PATH_CREATE, revoke: e.API_KEY_PATH_REVOKE },
+    doctor: { stuckPendingAfterMs: envMs(e.STUCK_PENDING_AFTER_MINUTES, 60_000), expiryWarningMs: envMs(e.EXPIRY_WARNING_DAYS, 86_400_000) },
+    clock: systemClock,
+  });
+  return { env, runtime };
+}
 
 export interface AwsKeyRotationRuntimeConfig {
   baseUrl: string;

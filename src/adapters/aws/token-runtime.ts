@@ -1,12 +1,13 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import type * as z from 'zod';
 import { createAccountingClient } from '../../core/accounting-api';
 import { cachedInstitutionCredential, type InstitutionCredential } from '../../core/credentials/institution-credential';
 import { institutionCredentialProvider } from '../../core/credentials/institution-provider';
 import type { CachedSecret } from '../../core/shared/cached-secret';
-import type { Clock } from '../../core/shared/clock';
-import { envArn, envInt, envString, envUrl, requiredEnv } from '../../core/shared/env';
+import { systemClock, type Clock } from '../../core/shared/clock';
+import { envArn, envInt, envString, envUrl, envMs, readEnvOf, requiredEnv } from '../../core/shared/env';
 import type { Logger } from '../../core/shared/logger';
 import type { Metrics } from '../../core/shared/metrics';
 import { TOKEN_EVENT_SOURCE } from '../../core/tokens/token-events';
@@ -18,8 +19,8 @@ import { SqsRefreshQueue } from './sqs-refresh-queue';
 
 /**
  * The environment of the token functions, as lib/constructs/token-lifecycle.ts sets it. Each
- * handler picks the variables it needs into its own `readEnv` schema, so a function is given, and
- * granted, only what it uses. Every value is a name, ARN, URL or number: never a secret.
+ * handler names the variables it needs (tokenRuntimeFromEnv), so a function is given, and granted,
+ * only what it uses. Every value is a name, ARN, URL or number: never a secret.
  */
 export const tokenEnv = {
   TOKEN_TABLE_NAME: envString,
@@ -37,6 +38,37 @@ export const tokenEnv = {
   REFRESH_CONCURRENCY: envInt(1, 100).default(10),
   SECRET_CACHE_TTL_SECONDS: envInt(0, 3600).default(300),
 };
+
+export type TokenEnvName = keyof typeof tokenEnv;
+
+/**
+ * A token function's composition root, from its environment: reads `names` once with readEnv (at
+ * module load of the handler, so a missing or malformed one fails the cold start with its name)
+ * and makes the runtime of them. A variable not named stays unset: the use case's default applies,
+ * and an accessor that needs it fails with its name. Returns the values too, for the handler's own
+ * settings.
+ */
+export function tokenRuntimeFromEnv<K extends TokenEnvName>(
+  names: readonly K[],
+  processEnv: NodeJS.ProcessEnv = process.env,
+): { env: z.output<z.ZodObject<Pick<typeof tokenEnv, K>>>; runtime: AwsTokenRuntime } {
+  const env = readEnvOf(tokenEnv, names, processEnv);
+  const e: Partial<z.output<z.ZodObject<typeof tokenEnv>>> = env;
+  const runtime = new AwsTokenRuntime({
+    tableName: requiredEnv(e.TOKEN_TABLE_NAME, 'TOKEN_TABLE_NAME'),
+    institutionSecretArn: e.INSTITUTION_SECRET_ARN,
+    baseUrl: e.ACCTOPS_BASE_URL,
+    eventBusName: e.TOKEN_EVENT_BUS_NAME,
+    queueUrl: e.REFRESH_QUEUE_URL,
+    marginMs: envMs(e.TOKEN_REFRESH_MARGIN_SECONDS),
+    accessTokenLifetimeMs: envMs(e.ACCESS_TOKEN_LIFETIME_SECONDS),
+    leaseMs: envMs(e.TOKEN_LEASE_SECONDS),
+    concurrency: e.REFRESH_CONCURRENCY,
+    secretCacheTtlMs: envMs(e.SECRET_CACHE_TTL_SECONDS),
+    clock: systemClock,
+  });
+  return { env, runtime };
+}
 
 export interface AwsTokenRuntimeConfig {
   tableName: string;
