@@ -1,12 +1,12 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Context } from 'aws-lambda';
 import fc from 'fast-check';
 import { decodeJob } from '../../src/core/exports/export-jobs';
 import { decodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
 import { LOCAL_REGION, localCredentials } from '../helpers/aws-credentials';
 import { CANARY, expectNoCanaries } from '../helpers/canary';
 import { startRecordingServer, type RecordingServer } from '../helpers/recording-server';
+import { lambdaContexts, loadHandler, type LambdaHandler } from '../helpers/lambda';
 import { FUZZ_RUNS, FUZZ_SEED, notA, unknownKey, wrongType } from './support';
 
 /**
@@ -21,8 +21,6 @@ import { FUZZ_RUNS, FUZZ_SEED, notA, unknownKey, wrongType } from './support';
  * message is reported as a batch item failure, and nothing is sent.
  */
 
-type Handler = (event: unknown, context: Context) => Promise<unknown>;
-
 const UUID = '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b';
 const ARN = (service: string, resource: string) => `arn:aws:${service}:${LOCAL_REGION}:000000000000:${resource}`;
 
@@ -30,20 +28,9 @@ let peer: RecordingServer;
 const saved = { ...process.env };
 const stdout: string[] = [];
 let write: jest.SpyInstance;
-const handlers = new Map<string, Handler>();
+const handlers = new Map<string, LambdaHandler>();
 
-function load(dir: string): Handler {
-  process.env.ACCTOPS_FUNCTION = dir;
-  let handler: Handler | undefined;
-  jest.isolateModules(() => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded after the environment is set: it reads it on load
-    handler = (require(`../../functions/${dir}/handler`) as { handler: Handler }).handler;
-  });
-  return handler!;
-}
-
-let invocations = 0;
-const context = (): Context => ({ awsRequestId: `fuzz-${++invocations}`, getRemainingTimeInMillis: () => 60_000 }) as unknown as Context;
+const context = lambdaContexts({ prefix: 'fuzz' });
 
 beforeAll(async () => {
   peer = await startRecordingServer();
@@ -85,7 +72,7 @@ beforeAll(async () => {
     stdout.push(String(chunk));
     return true;
   });
-  for (const dir of readdirSync(join(__dirname, '..', '..', 'functions')).filter((d) => !d.startsWith('_'))) handlers.set(dir, load(dir));
+  for (const dir of readdirSync(join(__dirname, '..', '..', 'functions')).filter((d) => !d.startsWith('_'))) handlers.set(dir, loadHandler(dir));
 });
 
 afterAll(async () => {

@@ -1,5 +1,4 @@
 import { CreateSecretCommand, PutSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import type { Context } from 'aws-lambda';
 import type { HealthReport } from '../../../src/core/health/check-health';
 import { PROBES } from '../../../src/core/health/check-health';
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
@@ -7,6 +6,7 @@ import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import { LOCAL_REGION, localCredentials } from '../../helpers/aws-credentials';
 import { client, startSecretsManager, type RunningSecretsManager } from '../../helpers/secrets-manager';
 import { canarySecret } from '../../helpers/canary';
+import { lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
 
 // check-health end to end: the real handler module (env read at load, the real AwsSecretStore
 // and accounting client) against the Secrets Manager emulator and the sandbox.
@@ -18,7 +18,7 @@ describe('check-health handler', () => {
   let sandbox: RunningSandbox;
   let sdk: SecretsManagerClient;
   let secretArn: string;
-  let handler: (event: unknown, context: Context) => Promise<HealthReport>;
+  let handler: LambdaHandler<HealthReport>;
   const saved = { ...process.env };
   const stdout: string[] = [];
   let write: jest.SpyInstance;
@@ -34,7 +34,6 @@ describe('check-health handler', () => {
     secretArn = created.ARN!;
     Object.assign(process.env, {
       ACCTOPS_STAGE: 'test',
-      ACCTOPS_FUNCTION: 'check-health',
       LOG_LEVEL: 'info',
       INSTITUTION_SECRET_ARN: secretArn,
       ACCTOPS_BASE_URL: sandbox.baseUrl,
@@ -47,10 +46,7 @@ describe('check-health handler', () => {
       stdout.push(String(chunk));
       return true;
     });
-    jest.isolateModules(() => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded after the environment is set: it reads it on load
-      ({ handler } = require('../../../functions/check-health/handler') as { handler: typeof handler });
-    });
+    handler = loadHandler('check-health');
   });
 
   afterAll(async () => {
@@ -62,7 +58,8 @@ describe('check-health handler', () => {
     forgetRegisteredSecrets();
   });
 
-  const invoke = (event: unknown = {}) => handler(event, { awsRequestId: 'req-1' } as Context);
+  const context = lambdaContexts();
+  const invoke = (event: unknown = {}) => handler(event, context());
   const probe = (report: HealthReport, name: string) => report.probes.find((p) => p.name === name)!;
 
   it('is healthy when the credential reads and the sandbox answers', async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { CreateSecretCommand, PutSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { APIGatewayProxyStructuredResultV2, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { createReplayTable } from '../../../src/adapters/aws/dynamodb-replay-guard';
 import { createRunLedgerTable } from '../../../src/adapters/aws/dynamodb-run-ledger';
 import { createTokenTable, DynamoDbTokenStore } from '../../../src/adapters/aws/dynamodb-token-store';
@@ -23,6 +23,7 @@ import { listKeys } from '../../helpers/export-fixtures';
 import { startS3, type LocalS3 } from '../../helpers/s3rver';
 import { client as secretsClient, startSecretsManager, type RunningSecretsManager } from '../../helpers/secrets-manager';
 import { CANARY } from '../../helpers/canary';
+import { lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
 
 // The export functions end to end: the real handler modules (environment read at load, the real
 // AWS SDK clients pointed at local peers through AWS_ENDPOINT_URL_*) against the sandbox, s3rver,
@@ -35,8 +36,6 @@ const REPLAY_TABLE = 'acctops-test-webhook-replay';
 const TOKEN_TABLE = 'acctops-test-tokens';
 const BUS = 'acctops-test-exports';
 const WEBHOOK_SECRET = CANARY.webhookSecret;
-
-type Handler<R> = (event: unknown, context: Context) => Promise<R>;
 
 let sandbox: RunningSandbox;
 let s3: LocalS3;
@@ -56,25 +55,14 @@ const stdout: string[] = [];
 let write: jest.SpyInstance;
 
 const handlers = {} as {
-  plan: Handler<MonthlyPlanReport>;
-  check: Handler<OverdueReport>;
-  worker: Handler<SQSBatchResponse>;
-  request: Handler<{ companyId: string; periods: string[] }>;
-  webhook: Handler<APIGatewayProxyStructuredResultV2>;
+  plan: LambdaHandler<MonthlyPlanReport>;
+  check: LambdaHandler<OverdueReport>;
+  worker: LambdaHandler<SQSBatchResponse>;
+  request: LambdaHandler<{ companyId: string; periods: string[] }>;
+  webhook: LambdaHandler<APIGatewayProxyStructuredResultV2>;
 };
 
-function load<R>(dir: string): Handler<R> {
-  process.env.ACCTOPS_FUNCTION = dir;
-  let handler: Handler<R> | undefined;
-  jest.isolateModules(() => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded after the environment is set: it reads it on load
-    handler = (require(`../../../functions/${dir}/handler`) as { handler: Handler<R> }).handler;
-  });
-  return handler!;
-}
-
-let invocations = 0;
-const context = (): Context => ({ awsRequestId: `req-${++invocations}`, getRemainingTimeInMillis: () => 900_000 }) as unknown as Context;
+const context = lambdaContexts({ remainingMs: 900_000 });
 
 beforeAll(async () => {
   [sandbox, s3, dynamo, sm, recorder] = await Promise.all([startSandbox({ demo: false }), startS3([BUCKET]), startDynamo(), startSecretsManager(), startAwsRecorder()]);
@@ -152,11 +140,11 @@ beforeAll(async () => {
     stdout.push(String(chunk));
     return true;
   });
-  handlers.plan = load('plan-monthly-export');
-  handlers.check = load('check-monthly-export');
-  handlers.worker = load('export-period');
-  handlers.request = load('request-export');
-  handlers.webhook = load('receive-export-webhook');
+  handlers.plan = loadHandler('plan-monthly-export');
+  handlers.check = loadHandler('check-monthly-export');
+  handlers.worker = loadHandler('export-period');
+  handlers.request = loadHandler('request-export');
+  handlers.webhook = loadHandler('receive-export-webhook');
 });
 
 afterAll(async () => {
@@ -179,7 +167,7 @@ function undelivered(): RecordedMessage[] {
 function sqsEvent(messages: RecordedMessage[], receiveCount = 1): SQSEvent {
   return {
     Records: messages.map((m, i) => ({
-      messageId: `msg-${invocations}-${i}`,
+      messageId: `msg-${randomUUID()}`,
       receiptHandle: `rh-${i}`,
       body: m.body,
       attributes: {
@@ -342,7 +330,7 @@ describe('export functions', () => {
       const newSecret = 'whsec_canary_new_0123456789abcdef0123';
       secrets.push(newSecret);
       await sdk.send(new PutSecretValueCommand({ SecretId: 'acctops/test/export-webhook', SecretString: newSecret }));
-      const fresh = load<APIGatewayProxyStructuredResultV2>('receive-export-webhook');
+      const fresh = loadHandler<APIGatewayProxyStructuredResultV2>('receive-export-webhook');
       const body = () => JSON.stringify({ id: `evt_${randomUUID()}`, companyId: userOnly, period: '2026-08' });
       expect((await fresh(signedEvent(body(), { secret: newSecret }), context())).statusCode).toBe(202);
       expect((await fresh(signedEvent(body(), { secret: WEBHOOK_SECRET }), context())).statusCode).toBe(202);

@@ -1,5 +1,4 @@
 import { CreateSecretCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import type { Context } from 'aws-lambda';
 import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import {
   COMPANY_KEY_TAGS,
@@ -17,14 +16,13 @@ import { type AwsRecorder, startAwsRecorder } from '../../helpers/aws-recorder';
 import { LOCAL_REGION, localCredentials } from '../../helpers/aws-credentials';
 import { type RunningScheduler, startScheduler } from '../../helpers/scheduler';
 import { client as secretsClient, type RunningSecretsManager, startSecretsManager } from '../../helpers/secrets-manager';
+import { lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
 import { call } from '../sandbox/support';
 
 // The three key functions end to end: the real handler modules (environment read on load, the real
 // SDK clients) against the Secrets Manager emulator, a fake EventBridge Scheduler, an EventBridge
 // recorder and the sandbox. Secrets Manager invokes the rotation handler; the scheduler invokes
 // the revoke handler.
-
-type Handler<R> = (event: unknown, context: Context) => Promise<R>;
 
 const ROTATE_ARN = 'arn:aws:lambda:eu-central-1:000000000000:function:acctops-test-rotate-api-key';
 const REVOKE_ARN = 'arn:aws:lambda:eu-central-1:000000000000:function:acctops-test-revoke-api-key';
@@ -44,23 +42,12 @@ const saved = { ...process.env };
 const stdout: string[] = [];
 let write: jest.SpyInstance;
 const handlers = {} as {
-  rotate: Handler<{ step: string; outcome: string }>;
-  revoke: Handler<{ apiKeyId: string; outcome: string }>;
-  doctor: Handler<DoctorReport>;
+  rotate: LambdaHandler<{ step: string; outcome: string }>;
+  revoke: LambdaHandler<{ apiKeyId: string; outcome: string }>;
+  doctor: LambdaHandler<DoctorReport>;
 };
 
-function load<R>(dir: string): Handler<R> {
-  process.env.ACCTOPS_FUNCTION = dir;
-  let handler: Handler<R> | undefined;
-  jest.isolateModules(() => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded after the environment is set: it reads it on load
-    handler = (require(`../../../functions/${dir}/handler`) as { handler: Handler<R> }).handler;
-  });
-  return handler!;
-}
-
-let invocations = 0;
-const context = (): Context => ({ awsRequestId: `req-${++invocations}`, getRemainingTimeInMillis: () => 60_000 }) as unknown as Context;
+const context = lambdaContexts();
 const store = () => new AwsSecretStore(sdk);
 const current = async (): Promise<CompanyKeySecret> => {
   const key = parseCompanyKeySecret((await store().readSecret(secretArn)).value);
@@ -122,9 +109,9 @@ beforeAll(async () => {
     stdout.push(String(chunk));
     return true;
   });
-  handlers.rotate = load('rotate-api-key');
-  handlers.revoke = load('revoke-api-key');
-  handlers.doctor = load('check-key-rotations');
+  handlers.rotate = loadHandler('rotate-api-key');
+  handlers.revoke = loadHandler('revoke-api-key');
+  handlers.doctor = loadHandler('check-key-rotations');
   // Secrets Manager invokes the rotation function by its ARN.
   sm.admin.registerRotationHandler(ROTATE_ARN, (event) => handlers.rotate(event, context()));
 });
@@ -231,7 +218,7 @@ describe('check-key-rotations', () => {
 it('fails at load, naming the variable, when the grace period does not outlast the consumers\' cache', () => {
   process.env.REVOCATION_GRACE_SECONDS = '300';
   try {
-    expect(() => load('revoke-api-key')).toThrow(expect.objectContaining({ name: 'ConfigError', field: 'REVOCATION_GRACE_SECONDS' }));
+    expect(() => loadHandler('revoke-api-key')).toThrow(expect.objectContaining({ name: 'ConfigError', field: 'REVOCATION_GRACE_SECONDS' }));
   } finally {
     process.env.REVOCATION_GRACE_SECONDS = String(GRACE_SECONDS);
   }

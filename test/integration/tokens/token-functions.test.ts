@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { CreateSecretCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { DynamoDbTokenStore, createTokenTable } from '../../../src/adapters/aws/dynamodb-token-store';
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
 import type { PlanReport } from '../../../src/core/tokens/plan-refresh';
@@ -12,6 +12,7 @@ import { startAwsRecorder, type AwsRecorder } from '../../helpers/aws-recorder';
 import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
 import { client as secretsClient, startSecretsManager, type RunningSecretsManager } from '../../helpers/secrets-manager';
 import { CANARY } from '../../helpers/canary';
+import { lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
 
 // The token functions end to end: the real handler modules (environment read at load, the real
 // AWS SDK clients pointed at local peers through AWS_ENDPOINT_URL_*) against the sandbox,
@@ -21,8 +22,6 @@ const INSTITUTION_ID = 'inst-functions';
 const INSTITUTION_SECRET = CANARY.institutionSecret;
 const TABLE = 'acctops-test-tokens';
 const BUS = 'acctops-test-tokens';
-
-type Handler<R> = (event: unknown, context: Context) => Promise<R>;
 
 let sandbox: RunningSandbox;
 let sm: RunningSecretsManager;
@@ -38,26 +37,14 @@ let write: jest.SpyInstance;
 const seenTokens = new Set<string>();
 
 const handlers = {} as {
-  onboard: Handler<OnboardResult>;
-  plan: Handler<PlanReport>;
-  refresh: Handler<SQSBatchResponse>;
-  revoke: Handler<RevokeResult>;
-  recover: Handler<RecoverResult>;
+  onboard: LambdaHandler<OnboardResult>;
+  plan: LambdaHandler<PlanReport>;
+  refresh: LambdaHandler<SQSBatchResponse>;
+  revoke: LambdaHandler<RevokeResult>;
+  recover: LambdaHandler<RecoverResult>;
 };
 
-/** Loads a handler module as Lambda would: with its own ACCTOPS_FUNCTION, reading the environment on load. */
-function load<R>(dir: string): Handler<R> {
-  process.env.ACCTOPS_FUNCTION = dir;
-  let handler: Handler<R> | undefined;
-  jest.isolateModules(() => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded after the environment is set: it reads it on load
-    handler = (require(`../../../functions/${dir}/handler`) as { handler: Handler<R> }).handler;
-  });
-  return handler!;
-}
-
-let invocations = 0;
-const context = (): Context => ({ awsRequestId: `req-${++invocations}`, getRemainingTimeInMillis: () => 120_000 }) as unknown as Context;
+const context = lambdaContexts({ remainingMs: 120_000 });
 
 beforeAll(async () => {
   sandbox = await startSandbox({ demo: false });
@@ -96,11 +83,11 @@ beforeAll(async () => {
     stdout.push(String(chunk));
     return true;
   });
-  handlers.onboard = load('onboard-user');
-  handlers.plan = load('plan-token-refresh');
-  handlers.refresh = load('refresh-tokens');
-  handlers.revoke = load('revoke-user');
-  handlers.recover = load('recover-user');
+  handlers.onboard = loadHandler('onboard-user');
+  handlers.plan = loadHandler('plan-token-refresh');
+  handlers.refresh = loadHandler('refresh-tokens');
+  handlers.revoke = loadHandler('revoke-user');
+  handlers.recover = loadHandler('recover-user');
 });
 
 afterAll(async () => {
@@ -144,7 +131,7 @@ const schedulerEvent = () => ({
 function sqsEvent(bodies: string[]): SQSEvent {
   return {
     Records: bodies.map((body, i) => ({
-      messageId: `msg-${invocations}-${i}`,
+      messageId: `msg-${randomUUID()}`,
       receiptHandle: `rh-${i}`,
       body,
       attributes: {
