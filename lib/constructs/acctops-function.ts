@@ -201,12 +201,25 @@ export interface ConsumeQueueOptions {
 
 const HANDLER_DIR = /^[a-z][a-z0-9]*(-[a-z0-9]+)+$/;
 const ENV_NAME = /^[A-Z][A-Z0-9_]*$/;
+/** What a log group name admits, less `/`: the stage is one level of the name. */
+const LOG_GROUP_LEVEL = /^[A-Za-z0-9_.#-]+$/;
+
+/**
+ * The log group of a function: `/acctops/<stage>/<handlerDir>`. Named, not left to CloudFormation,
+ * so that runbooks and operators can say where a function logs without looking it up, and
+ * `aws logs describe-log-groups --log-group-name-prefix /acctops/<stage>/` lists a stage's. Unique
+ * per account and region as the stage is (its secrets, buses and schedule groups are named after
+ * it too).
+ */
+export function functionLogGroupName(stageName: string, handlerDir: string): string {
+  return `/acctops/${stageName}/${handlerDir}`;
+}
 
 /**
  * Every acctops Lambda function: NodejsFunction on the newest Node runtime, arm64, bundled by the
  * local esbuild (never Docker) with source maps and a metafile, `@aws-sdk/*` left to the runtime,
- * JSON logs into its own log group with a retention, and an execution role that starts with only
- * that log group's write actions.
+ * JSON logs into its own log group (`/acctops/<stage>/<handlerDir>`) with a retention, and an
+ * execution role that starts with only that log group's write actions.
  *
  * Everything else the function may touch comes through a `bind*` call, which sets the environment
  * variable AND grants exactly the actions of the access level, on that resource only, in one step:
@@ -216,6 +229,8 @@ export class AcctopsFunction extends NodejsFunction {
   /** The function's own role; bind* add to it. */
   readonly executionRole: Role;
   readonly logs: LogGroup;
+  /** `/acctops/<stage>/<handlerDir>` (functionLogGroupName), as a plain string for descriptions and docs. */
+  readonly logGroupName: string;
   /** Its directory under `functions/`: the function's name in logs, metrics, alarms and the dashboard. */
   readonly handlerDir: string;
   /** The `reservedConcurrency` prop: a capped function can be throttled, so Monitoring alarms on Throttles. */
@@ -231,9 +246,19 @@ export class AcctopsFunction extends NodejsFunction {
     for (const name of Object.keys(props.environment ?? {})) {
       if ((RESERVED_ENV as readonly string[]).includes(name)) throw new Error(`${name} is set by AcctopsFunction`);
     }
+    if (!LOG_GROUP_LEVEL.test(props.stageName)) {
+      throw new Error(`stageName must be letters, digits, _ . # or - (it names the log group): "${props.stageName}"`);
+    }
+    const logGroupName = functionLogGroupName(props.stageName, props.handlerDir);
+    // CloudFormation would only fail at deploy, when the second log group of that name is created.
+    const twin = Stack.of(scope)
+      .node.findAll()
+      .find((c): c is AcctopsFunction => c instanceof AcctopsFunction && c.logGroupName === logGroupName);
+    if (twin) throw new Error(`${twin.node.path} already logs to ${logGroupName}: one function per handlerDir and stage`);
 
     // Siblings, not children: NodejsFunction needs both before `this` exists.
     const logs = new LogGroup(scope, `${id}Logs`, {
+      logGroupName,
       retention: props.logRetention ?? RetentionDays.ONE_MONTH,
       removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN,
     });
@@ -290,6 +315,7 @@ export class AcctopsFunction extends NodejsFunction {
     });
     this.executionRole = executionRole;
     this.logs = logs;
+    this.logGroupName = logGroupName;
     this.handlerDir = props.handlerDir;
     this.reservedConcurrency = props.reservedConcurrency;
 

@@ -63,7 +63,8 @@ describe('AcctopsFunction', () => {
           LogGroup: { Ref: logicalId(fn.logs) },
         },
       });
-      template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 14 });
+      template.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/acctops/test/check-health', RetentionInDays: 14 });
+      expect(fn.logGroupName).toBe('/acctops/test/check-health');
       expect(Object.values(template.findResources('AWS::Logs::LogGroup'))[0]!.DeletionPolicy).toBe('Retain');
     });
 
@@ -96,6 +97,18 @@ describe('AcctopsFunction', () => {
         },
       ]);
     });
+  });
+
+  it('refuses a second function of the same handlerDir and stage (their log groups would collide at deploy)', () => {
+    const stack = new Stack(testApp(), 'Test');
+    new AcctopsFunction(stack, 'Fn', BASE);
+    new AcctopsFunction(stack, 'Other', { ...BASE, stageName: 'other' });
+    expect(() => new AcctopsFunction(stack, 'Twin', BASE)).toThrow('Test/Fn already logs to /acctops/test/check-health');
+  });
+
+  it('refuses a stage name that cannot be one level of a log group name', () => {
+    const stack = new Stack(testApp(), 'Test');
+    expect(() => new AcctopsFunction(stack, 'Fn', { ...BASE, stageName: 'a/b' })).toThrow(/stageName .*"a\/b"/);
   });
 
   it('passes reserved concurrency, memory, timeout and removal policy through', () => {

@@ -1,7 +1,10 @@
-import type { CfnElement } from 'aws-cdk-lib';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CfnElement, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { IConstruct } from 'constructs';
+import { AcctopsFunction } from '../../lib/constructs/acctops-function';
 import { AcctopsStack, stackName } from '../../lib/stacks/acctops-stack';
 import {
   acknowledgements,
@@ -179,6 +182,31 @@ describe('AcctopsStack', () => {
         },
       ]);
     });
+  });
+
+  it('gives every function its own log group /acctops/<stage>/<handlerDir> with the stage\'s retention', () => {
+    const groupOf = (t: Template, s: Stack) =>
+      new Map(
+        s.node
+          .findAll()
+          .filter((c): c is AcctopsFunction => c instanceof AcctopsFunction)
+          .map((fn) => {
+            const loggingConfig = t.findResources('AWS::Lambda::Function')[logicalId(fn)]!.Properties.LoggingConfig as { LogGroup: { Ref: string } };
+            const group = t.findResources('AWS::Logs::LogGroup')[loggingConfig.LogGroup.Ref]!.Properties as Record<string, unknown>;
+            return [fn.handlerDir, group];
+          }),
+      );
+    const dirs = readdirSync(join(__dirname, '..', '..', 'functions')).filter((d) => !d.startsWith('_'));
+    const groups = groupOf(template, stack);
+    expect([...groups.keys()].sort()).toEqual(dirs.sort());
+    for (const [dir, group] of groups) expect(group).toEqual({ LogGroupName: `/acctops/test/${dir}`, RetentionInDays: 30 });
+    // One log group per function, nothing else logs on its own.
+    expect(Object.keys(template.findResources('AWS::Logs::LogGroup'))).toHaveLength(dirs.length);
+
+    const other = synthAcctopsStack({ logRetentionDays: 365 });
+    for (const [dir, group] of groupOf(other.template, other.stack)) {
+      expect(group).toEqual({ LogGroupName: `/acctops/test/${dir}`, RetentionInDays: 365 });
+    }
   });
 
   it('retains data by default and lets a throw-away stage delete it', () => {
