@@ -6,7 +6,7 @@ import { decodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
 import { LOCAL_REGION, localCredentials } from '../helpers/aws-credentials';
 import { CANARY, expectNoCanaries } from '../helpers/canary';
 import { startRecordingServer, type RecordingServer } from '../helpers/recording-server';
-import { lambdaContexts, loadHandler, type LambdaHandler } from '../helpers/lambda';
+import { captureStdout, lambdaContexts, loadHandler, type LambdaHandler } from '../helpers/lambda';
 import { FUZZ_RUNS, FUZZ_SEED, notA, unknownKey, wrongType } from './support';
 
 /**
@@ -68,10 +68,7 @@ beforeAll(async () => {
     WEBHOOK_REPLAY_TABLE_NAME: 'acctops-fuzz-replay',
     WEBHOOK_COMPANY_IDS: UUID,
   });
-  write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    stdout.push(String(chunk));
-    return true;
-  });
+  write = captureStdout(stdout);
   for (const dir of readdirSync(join(__dirname, '..', '..', 'functions')).filter((d) => !d.startsWith('_'))) handlers.set(dir, loadHandler(dir));
 });
 

@@ -28,3 +28,15 @@ export function lambdaContexts(options: { remainingMs?: number; prefix?: string 
   let invocations = 0;
   return () => ({ awsRequestId: `${prefix}-${++invocations}`, getRemainingTimeInMillis: () => remainingMs }) as unknown as Context;
 }
+
+/**
+ * Captures what the process writes to stdout (a handler's log lines and EMF documents) into
+ * `lines` instead of printing it, until the returned spy's `mockRestore()`. The global canary
+ * hook no longer sees those writes: scan `lines` yourself.
+ */
+export function captureStdout(lines: string[]): jest.SpyInstance {
+  return jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    lines.push(String(chunk));
+    return true;
+  });
+}

@@ -6,7 +6,7 @@ import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import { LOCAL_REGION, localCredentials } from '../../helpers/aws-credentials';
 import { client, startSecretsManager, type RunningSecretsManager } from '../../helpers/secrets-manager';
 import { canarySecret } from '../../helpers/canary';
-import { lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
+import { captureStdout, lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
 
 // check-health end to end: the real handler module (env read at load, the real AwsSecretStore
 // and accounting client) against the Secrets Manager emulator and the sandbox.
@@ -42,10 +42,7 @@ describe('check-health handler', () => {
       AWS_ACCESS_KEY_ID: localCredentials.accessKeyId,
       AWS_SECRET_ACCESS_KEY: localCredentials.secretAccessKey,
     });
-    write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      stdout.push(String(chunk));
-      return true;
-    });
+    write = captureStdout(stdout);
     handler = loadHandler('check-health');
   });
 

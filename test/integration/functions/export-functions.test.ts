@@ -23,7 +23,7 @@ import { listKeys } from '../../helpers/export-fixtures';
 import { startS3, type LocalS3 } from '../../helpers/s3rver';
 import { client as secretsClient, startSecretsManager, type RunningSecretsManager } from '../../helpers/secrets-manager';
 import { CANARY } from '../../helpers/canary';
-import { lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
+import { captureStdout, lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
 
 // The export functions end to end: the real handler modules (environment read at load, the real
 // AWS SDK clients pointed at local peers through AWS_ENDPOINT_URL_*) against the sandbox, s3rver,
@@ -136,10 +136,7 @@ beforeAll(async () => {
     WEBHOOK_REPLAY_TABLE_NAME: REPLAY_TABLE,
     WEBHOOK_COMPANY_IDS: `${keyed},${userOnly}`,
   });
-  write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    stdout.push(String(chunk));
-    return true;
-  });
+  write = captureStdout(stdout);
   handlers.plan = loadHandler('plan-monthly-export');
   handlers.check = loadHandler('check-monthly-export');
   handlers.worker = loadHandler('export-period');

@@ -16,7 +16,7 @@ import { type AwsRecorder, startAwsRecorder } from '../../helpers/aws-recorder';
 import { LOCAL_REGION, localCredentials } from '../../helpers/aws-credentials';
 import { type RunningScheduler, startScheduler } from '../../helpers/scheduler';
 import { client as secretsClient, type RunningSecretsManager, startSecretsManager } from '../../helpers/secrets-manager';
-import { lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
+import { captureStdout, lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
 import { call } from '../sandbox/support';
 
 // The three key functions end to end: the real handler modules (environment read on load, the real
@@ -105,10 +105,7 @@ beforeAll(async () => {
     KEY_EVENT_BUS_NAME: BUS,
     STUCK_PENDING_AFTER_MINUTES: '5',
   });
-  write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    stdout.push(String(chunk));
-    return true;
-  });
+  write = captureStdout(stdout);
   handlers.rotate = loadHandler('rotate-api-key');
   handlers.revoke = loadHandler('revoke-api-key');
   handlers.doctor = loadHandler('check-key-rotations');

@@ -12,7 +12,7 @@ import { startAwsRecorder, type AwsRecorder } from '../../helpers/aws-recorder';
 import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
 import { client as secretsClient, startSecretsManager, type RunningSecretsManager } from '../../helpers/secrets-manager';
 import { CANARY } from '../../helpers/canary';
-import { lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
+import { captureStdout, lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
 
 // The token functions end to end: the real handler modules (environment read at load, the real
 // AWS SDK clients pointed at local peers through AWS_ENDPOINT_URL_*) against the sandbox,
@@ -79,10 +79,7 @@ beforeAll(async () => {
     // Longer than the sandbox's 30-minute tokens: every token is due at once, no clock to move.
     TOKEN_REFRESH_MARGIN_SECONDS: '3600',
   });
-  write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    stdout.push(String(chunk));
-    return true;
-  });
+  write = captureStdout(stdout);
   handlers.onboard = loadHandler('onboard-user');
   handlers.plan = loadHandler('plan-token-refresh');
   handlers.refresh = loadHandler('refresh-tokens');

@@ -6,6 +6,7 @@ import { AcctopsError, ConfigError, ValidationError } from '../../../src/core/sh
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { EmfMetrics, MemoryMetrics } from '../../../src/core/shared/metrics';
 import { forgetRegisteredSecrets, registerSecret } from '../../../src/core/shared/redact';
+import { captureStdout } from '../../helpers/lambda';
 
 const ENV = { ACCTOPS_STAGE: 'test', ACCTOPS_FUNCTION: 'export-company', LOG_LEVEL: 'debug' };
 const CANARY = 'sbx_CanarySecretKey0123456789abcdef';
@@ -134,10 +135,7 @@ describe('createHandler', () => {
 
   it('emits EMF on stdout by default, with Stage and Function dimensions and the ids as properties', async () => {
     const written: string[] = [];
-    const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      written.push(String(chunk));
-      return true;
-    });
+    const write = captureStdout(written);
     try {
       const lambda = createHandler({
         eventSchema,
