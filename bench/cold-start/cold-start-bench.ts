@@ -300,7 +300,7 @@ export async function runColdStartSection(options: { initRuns: number }): Promis
       'cold-start.bundle':
         'Cause: see the biggest modules of that bundle; a bundle near 530 KB still imports `{ z }` from zod somewhere (run `npx eslint src functions`). Plan: switch that file to `import * as z from \'zod\'`.',
       'cold-start.init':
-        'Cause: module init is dominated by loading `@aws-sdk/*` clients and building zod schemas at module scope; on a loaded machine the whole process is slower (compare the empty-module reference above). Plan: re-run on a quiet machine; if still over, create SDK clients lazily on first use and keep schemas used only by rare paths out of module scope.',
+        "Cause: init is loading. `@aws-sdk/*` clients cost ~55 ms for export-period's six (the first ~40 ms: the shared smithy core), the bundle's own compile and module scope (zod schemas are built at load) most of the rest; on a loaded machine wall time waits for a core (compare the CPU column and the min). Plan: judge on the lead's quiet re-run, where the CPU medians above are the better guide; if a function is still over, create SDK clients on first use instead of at module scope (a client needed by one path only, like the webhook's, then costs nothing at init), and keep rarely used schemas out of module scope.",
     },
   };
 }
