@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeServer, listenOnLoopback } from './loopback';
 
 /**
  * A local peer for the two AWS calls the token functions make that have no emulator here: SQS
@@ -123,11 +123,7 @@ export async function startAwsRecorder(): Promise<AwsRecorder> {
       res.destroy(error instanceof Error ? error : undefined);
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const endpoint = await listenOnLoopback(server);
   return {
     endpoint,
     messages,
@@ -137,10 +133,6 @@ export async function startAwsRecorder(): Promise<AwsRecorder> {
       refusals = { count, senderFault: options.senderFault ?? false };
     },
     queueUrl: (name) => `${endpoint}/123456789012/${name}`,
-    stop: () =>
-      new Promise<void>((resolve, reject) => {
-        server.closeAllConnections();
-        server.close((err) => (err ? reject(err) : resolve()));
-      }),
+    stop: () => closeServer(server),
   };
 }

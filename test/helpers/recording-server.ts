@@ -1,5 +1,5 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeServer, listenOnLoopback } from './loopback';
 
 /**
  * A tiny HTTP server on 127.0.0.1, port 0, that records every request it gets: the "foreign
@@ -49,17 +49,13 @@ export async function startRecordingServer(respond: (request: RecordedRequest) =
       res.end(answer.body);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const origin = await listenOnLoopback(server);
   let stopped: Promise<void> | undefined;
   return {
-    origin: `http://127.0.0.1:${port}`,
-    port,
+    origin,
+    port: Number(new URL(origin).port),
     requests,
     stop: () =>
-      (stopped ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      })),
+      (stopped ??= closeServer(server)),
   };
 }

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeServer, listenOnLoopback } from './loopback';
 
 /**
  * A fake EventBridge Scheduler for the real @aws-sdk/client-scheduler (restJson1 over HTTP on
@@ -91,11 +91,10 @@ export async function startScheduler(): Promise<RunningScheduler> {
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => fail(res, 500, 'InternalServerException', String(error)));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const endpoint = await listenOnLoopback(server);
 
   return {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint,
     calls,
     schedules: () => [...schedules.values()].map((s) => structuredClone(s)),
     async fireDue(now, invoke) {
@@ -109,6 +108,6 @@ export async function startScheduler(): Promise<RunningScheduler> {
       }
       return fired;
     },
-    stop: () => new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve()))),
+    stop: () => closeServer(server),
   };
 }
