@@ -1,12 +1,12 @@
 import { AwsSecretStore } from '../../src/adapters/aws/secrets-manager';
-import { KeyRotation, checkKeyRotations, rotationKeyName, rotationSettings } from '../../src/core/api-keys';
+import { checkKeyRotations, rotationKeyName } from '../../src/core/api-keys';
 import { createAccountingClient, type AccountingClientOptions } from '../../src/core/accounting-api';
 import { forgetRegisteredSecrets } from '../../src/core/shared/redact';
 import type { Fault } from '../../sandbox';
 import { LOCAL_REGION, localCredentials } from '../helpers/aws-credentials';
 import { expectNoCanaries } from '../helpers/canary';
 import { startRecordingServer } from '../helpers/recording-server';
-import { CACHE_TTL_MS, GRACE_MS, MINUTE, RotationWorld } from '../integration/api-keys/support';
+import { GRACE_MS, MINUTE, RotationWorld } from '../integration/api-keys/support';
 import { matrixColumn } from './harness';
 import { firstRequestTimesOut, sleepingClock, type SleepingClock } from './support';
 
@@ -226,15 +226,7 @@ matrixColumn('keyRotation', {
   'secrets-throttling': async () => {
     // The production store: the SDK's default (standard) retry strategy, not the tests' single attempt.
     const store = new AwsSecretStore({ endpoint: world.sm.endpoint, region: LOCAL_REGION, credentials: localCredentials });
-    world.rotation = new KeyRotation({
-      store,
-      clientFor: (key) => world.clientFor(key),
-      scheduler: world.queue,
-      settings: rotationSettings({ graceMs: GRACE_MS, consumerCacheTtlMs: CACHE_TTL_MS }),
-      clock: world.clock,
-      logger: world.logger,
-      metrics: world.metrics,
-    });
+    world.rotation = world.rotationOver(store);
     world.sm.admin.resetStats();
     world.sm.admin.injectFault({ operation: 'GetSecretValue', count: 1 });
     const { versionId } = await world.startRotation();

@@ -4,6 +4,7 @@ import {
   COMPANY_KEY_TAGS,
   type CompanyKeySecret,
   KeyRotation,
+  type KeyRotationDeps,
   PURPOSE_COMPANY_KEY,
   parseCompanyKeySecret,
   rotationEventSchema,
@@ -91,19 +92,27 @@ export class RotationWorld {
     );
     world.secretArn = out.ARN!;
     world.initialVersionId = out.VersionId!;
-    world.rotation = new KeyRotation({
-      store: world.store,
-      clientFor: (key) => world.clientFor(key),
-      scheduler: world.queue,
-      settings: rotationSettings({ graceMs: GRACE_MS, consumerCacheTtlMs: CACHE_TTL_MS }),
-      clock: world.clock,
-      logger: world.logger,
-      metrics: world.metrics,
-    });
+    world.rotation = world.rotationOver(world.store);
     world.sm.admin.registerRotationHandler(ROTATION_LAMBDA, (event) =>
       world.rotation.runStep(parseWith(rotationEventSchema, event, 'rotation event')),
     );
     return world;
+  }
+
+  /**
+   * The rotation use case of this world over `store`; the registered handler runs whichever one
+   * `rotation` holds, so a test may swap in one over another store.
+   */
+  rotationOver(store: KeyRotationDeps['store']): KeyRotation {
+    return new KeyRotation({
+      store,
+      clientFor: (key) => this.clientFor(key),
+      scheduler: this.queue,
+      settings: rotationSettings({ graceMs: GRACE_MS, consumerCacheTtlMs: CACHE_TTL_MS }),
+      clock: this.clock,
+      logger: this.logger,
+      metrics: this.metrics,
+    });
   }
 
   async stop(): Promise<void> {
