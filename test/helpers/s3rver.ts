@@ -43,3 +43,42 @@ export async function startS3(buckets: string[] = ['acctops-exports']): Promise<
     },
   };
 }
+
+/** One command `instrumentS3` saw `client` send. */
+export interface S3Call {
+  command: string;
+  input: Record<string, unknown>;
+  /** The object key, `''` for a command without one. */
+  key: string;
+  /** How many times the client has sent this command, this one included. */
+  count: number;
+  /** UploadPart only: which part of its key this is (1, 2, …). */
+  part?: number;
+}
+
+/**
+ * Counts what `client` sends (each command, and the parts uploaded per key) and fails the calls
+ * `fail` picks before they leave: S3 going wrong mid-upload.
+ */
+export function instrumentS3(client: S3Client, fail: (call: S3Call) => boolean = () => false): { commands: Map<string, number>; parts: Map<string, number> } {
+  const commands = new Map<string, number>();
+  const parts = new Map<string, number>();
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const command = context.commandName ?? '';
+      const input = args.input as Record<string, unknown>;
+      const key = typeof input.Key === 'string' ? input.Key : '';
+      const count = (commands.get(command) ?? 0) + 1;
+      commands.set(command, count);
+      let part: number | undefined;
+      if (command === 'UploadPartCommand') {
+        part = (parts.get(key) ?? 0) + 1;
+        parts.set(key, part);
+      }
+      if (fail({ command, input, key, count, part })) throw new Error(`injected ${command} failure${part === undefined ? '' : ` (part ${part} of ${key})`}`);
+      return next(args);
+    },
+    { step: 'initialize', name: 'acctopsS3Instrument' },
+  );
+  return { commands, parts };
+}

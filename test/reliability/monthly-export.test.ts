@@ -42,7 +42,7 @@ import { CANARY, expectNoCanaries, trackSecret } from '../helpers/canary';
 import { startDynamo, type LocalDynamo } from '../helpers/dynalite';
 import { snapshot } from '../helpers/export-fixtures';
 import { startRecordingServer } from '../helpers/recording-server';
-import { startS3, type LocalS3 } from '../helpers/s3rver';
+import { instrumentS3, startS3, type LocalS3 } from '../helpers/s3rver';
 import { client as secretsClient, secretStore, startSecretsManager, type RunningSecretsManager } from '../helpers/secrets-manager';
 import { RotationWorld } from '../integration/api-keys/support';
 import { matrixColumn } from './harness';
@@ -458,20 +458,8 @@ matrixColumn('monthlyExport', {
   's3-multipart-failure': async () => {
     await sandbox.admin.generateTransactions({ companyId: company, month: BIG_PERIOD, count: 30_000 });
     const client = s3.client();
-    const parts = new Map<string, number>();
     let failing = false;
-    client.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName === 'UploadPartCommand') {
-          const key = (args.input as { Key: string }).Key;
-          const part = (parts.get(key) ?? 0) + 1;
-          parts.set(key, part);
-          if (failing && key.endsWith('/part-00000.csv') && key.includes('/transactions/') && part === 2) throw new Error('injected: S3 is gone');
-        }
-        return next(args);
-      },
-      { step: 'initialize', name: 'matrixFailingPart' },
-    );
+    const { parts } = instrumentS3(client, ({ key, part }) => failing && part === 2 && key.endsWith('/part-00000.csv') && key.includes('/transactions/'));
     const store = newStore(client);
     const before = await baseline(store, BIG_PERIOD);
     expect([...parts].some(([key, n]) => key.endsWith('.csv') && n >= 2)).toBe(true);

@@ -1,29 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
-import type { S3Client } from '@aws-sdk/client-s3';
 import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
 import { ObjectStoreError } from '../../../src/core/exports/errors';
 import { listKeys } from '../../helpers/export-fixtures';
-import { startS3, type LocalS3 } from '../../helpers/s3rver';
+import { instrumentS3, startS3, type LocalS3 } from '../../helpers/s3rver';
 
 const BUCKET = 'acctops-exports';
 const MiB = 1024 * 1024;
-
-/** Counts commands by name and fails the ones `fail` picks: S3 going wrong mid-upload. */
-function instrument(client: S3Client, fail: (command: string, input: Record<string, unknown>, count: number) => boolean = () => false) {
-  const counts = new Map<string, number>();
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const name = context.commandName ?? '';
-      const count = (counts.get(name) ?? 0) + 1;
-      counts.set(name, count);
-      if (fail(name, args.input as Record<string, unknown>, count)) throw new Error(`injected ${name} failure`);
-      return next(args);
-    },
-    { step: 'initialize', name: 'acctopsFaultInjection' },
-  );
-  return counts;
-}
 
 describe('S3ObjectStore against s3rver', () => {
   let s3: LocalS3;
@@ -55,7 +38,7 @@ describe('S3ObjectStore against s3rver', () => {
 
   it('streams a large object as a multipart upload and stores it byte for byte', async () => {
     const client = s3.client();
-    const counts = instrument(client);
+    const { commands: counts } = instrumentS3(client);
     const store = new S3ObjectStore({ client, bucket: BUCKET, partSize: 5 * MiB, queueSize: 2 });
     const data = randomBytes(11 * MiB + 123);
     const body = new PassThrough();
@@ -75,7 +58,7 @@ describe('S3ObjectStore against s3rver', () => {
 
   it('leaves nothing visible when a part fails mid-upload', async () => {
     const client = s3.client();
-    instrument(client, (command, _input, count) => command === 'UploadPartCommand' && count === 2);
+    instrumentS3(client, ({ command, count }) => command === 'UploadPartCommand' && count === 2);
     const store = new S3ObjectStore({ client, bucket: BUCKET, partSize: 5 * MiB, queueSize: 1 });
     const error = await store.putStream('failed/part.bin', Readable.from([randomBytes(12 * MiB)])).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ObjectStoreError);
@@ -85,7 +68,7 @@ describe('S3ObjectStore against s3rver', () => {
 
   it('leaves nothing visible when the body fails, even after whole parts went up', async () => {
     const client = s3.client();
-    const counts = instrument(client);
+    const { commands: counts } = instrumentS3(client);
     const store = new S3ObjectStore({ client, bucket: BUCKET, partSize: 5 * MiB });
     const body = new PassThrough();
     const put = store.putStream('failed/body.bin', body);

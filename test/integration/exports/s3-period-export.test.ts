@@ -1,4 +1,3 @@
-import type { S3Client } from '@aws-sdk/client-s3';
 import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
 import { ObjectStoreError, PeriodExportError } from '../../../src/core/exports/errors';
 import { manifestKey, periodPrefix, symlinkKey } from '../../../src/core/exports/layout';
@@ -8,7 +7,7 @@ import { PeriodExporter, type PeriodExportRequest } from '../../../src/core/expo
 import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { asAsync, CATEGORIES, COMPANY, listKeys, sha256Of, snapshot, taxReport, transactions } from '../../helpers/export-fixtures';
-import { startS3, type LocalS3 } from '../../helpers/s3rver';
+import { instrumentS3, startS3, type LocalS3, type S3Call } from '../../helpers/s3rver';
 
 const BUCKET = 'acctops-exports';
 const MiB = 1024 * 1024;
@@ -30,24 +29,6 @@ function request(period: string): PeriodExportRequest {
   };
 }
 
-/** Counts UploadPart per key and fails the ones `fail` picks. */
-function instrument(client: S3Client, fail: (key: string, part: number) => boolean = () => false) {
-  const parts = new Map<string, number>();
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      if (context.commandName === 'UploadPartCommand') {
-        const key = (args.input as { Key: string }).Key;
-        const part = (parts.get(key) ?? 0) + 1;
-        parts.set(key, part);
-        if (fail(key, part)) throw new Error(`injected failure of part ${part} of ${key}`);
-      }
-      return next(args);
-    },
-    { step: 'initialize', name: 'acctopsPartCounter' },
-  );
-  return parts;
-}
-
 describe('period export to S3 (s3rver)', () => {
   let s3: LocalS3;
   const clock = new ManualClock(Date.UTC(2026, 10, 1, 2, 0));
@@ -56,9 +37,9 @@ describe('period export to S3 (s3rver)', () => {
   });
   afterAll(() => s3.stop());
 
-  const setup = (fail?: (key: string, part: number) => boolean) => {
+  const setup = (fail?: (call: S3Call) => boolean) => {
     const client = s3.client();
-    const parts = instrument(client, fail);
+    const { parts } = instrumentS3(client, fail);
     const store = new S3ObjectStore({ client, bucket: BUCKET, partSize: 5 * MiB, queueSize: 2 });
     const exporter = (runId: string) => new PeriodExporter({ store, clock, logger: new MemoryLogger(), toolVersion: '0.1.0', runIds: () => runId });
     return { store, parts, exporter };
@@ -90,7 +71,7 @@ describe('period export to S3 (s3rver)', () => {
     await setup().exporter('run-1').run(request(period.text));
     const before = await snapshot(setup().store, periodPrefix(COMPANY, period));
 
-    const { store, parts, exporter } = setup((key, part) => key.endsWith('run=run-2/part-00000.csv') && part === 2);
+    const { store, parts, exporter } = setup(({ key, part }) => part === 2 && key.endsWith('run=run-2/part-00000.csv'));
     const error = await exporter('run-2')
       .run(request(period.text))
       .catch((e: unknown) => e);
