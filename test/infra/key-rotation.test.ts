@@ -172,7 +172,8 @@ describe('KeyRotation', () => {
   it('grantCompanyKeys lets a consumer read every company key and find them by tag, nag-clean', () => {
     const other = testApp();
     const withConsumer = new AcctopsStack(other, 'acctops-test', { stage: testStage({ companies: [{ companyId: CREATED }] }) });
-    const consumer = new AcctopsFunction(withConsumer, 'Consumer', { ...withConsumer.functionDefaults, handlerDir: 'check-health', description: 'a consumer' });
+    // Another stage name: the stack's own check-health already has /acctops/test/check-health.
+    const consumer = new AcctopsFunction(withConsumer, 'Consumer', { ...withConsumer.functionDefaults, stageName: 'consumer', handlerDir: 'check-health', description: 'a consumer' });
     withConsumer.keyRotation.grantCompanyKeys(consumer);
     const t = Template.fromStack(withConsumer);
     const statements = roleStatements(t, logicalId(consumer.executionRole)) as Statement[];

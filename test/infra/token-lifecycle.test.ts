@@ -253,7 +253,9 @@ describe('TokenLifecycle', () => {
 describe('AcctopsFunction table access levels used by the token functions', () => {
   const stack = new Stack(testApp(), 'levels');
   const table = new Table(stack, 'T', { partitionKey: { name: 'k', type: AttributeType.STRING } });
-  const fn = () => new AcctopsFunction(stack, `F${Math.random().toString(36).slice(2, 8)}`, { handlerDir: 'check-health', description: 'x', stageName: 'test' });
+  // A stage each, so that their log groups (/acctops/<stage>/check-health) differ.
+  let n = 0;
+  const fn = () => new AcctopsFunction(stack, `F${++n}`, { handlerDir: 'check-health', description: 'x', stageName: `test${n}` });
 
   it('queryIndexes needs indexes; getPut and getUpdate take none', () => {
     expect(() => fn().bindTable(table, 'TABLE', 'queryIndexes')).toThrow(/needs the indexes/);
