@@ -159,8 +159,8 @@ function classify(error: unknown): ErrorReport {
     };
   }
   if (error instanceof AcctopsError && error.code === 'function_failed') {
-    const functionName = (error as AcctopsError & { functionName?: string }).functionName ?? '<function>';
-    return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: `see the function's logs in CloudWatch Logs (/aws/lambda/${functionName})` };
+    const { functionName = '<function>', logGroup } = error as AcctopsError & { functionName?: string; logGroup?: string };
+    return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: functionLogsHint(functionName, logGroup) };
   }
   if (error instanceof AcctopsError) return { exitCode: ExitCode.failure, code: error.code, message: error.message };
   if (error instanceof Error && AWS_AUTH.has(error.name)) {
@@ -173,6 +173,16 @@ function classify(error: unknown): ErrorReport {
   }
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   return { exitCode: ExitCode.failure, code: 'unexpected', message, hint: 'run again with --verbose for the log lines' };
+}
+
+/**
+ * Where a deployed function's failure is explained: its log group when known (FunctionInvocationError
+ * reads it from the function's configuration), else how to find it.
+ */
+export function functionLogsHint(functionName: string, logGroup: string | undefined): string {
+  return logGroup === undefined
+    ? `its log group: aws lambda get-function-configuration --function-name ${functionName} --query LoggingConfig.LogGroup`
+    : `see its logs: aws logs tail ${logGroup} --since 1h`;
 }
 
 /** The error and its causes, outermost first (the SDK's own error is usually a cause of ours). */

@@ -129,14 +129,22 @@ class StackOperations implements AwsOperations {
     return { mode: 'enqueued', planned: plan.enqueued, outcomes: [], counts: {} };
   }
 
-  /** The refresh worker, invoked with one queue message for the user, as SQS would deliver it. */
+  /**
+   * The refresh worker, invoked with one queue message for the user, as SQS would deliver it. The
+   * worker reports a failed user as a batch item failure, whose reason only its logs hold.
+   */
   async refreshUser(externalId: string): Promise<RefreshReport> {
     const messageId = `acctops-cli-${randomUUID()}`;
-    const response = await this.invoke<{ batchItemFailures?: { itemIdentifier: string }[] }>(OUTPUTS.refreshTokens, 'refresh a user', {
+    const functionName = await this.output(OUTPUTS.refreshTokens, 'refresh a user');
+    const functions = this.clients.functions();
+    const response = await functions.invoke<{ batchItemFailures?: { itemIdentifier: string }[] }>(functionName, {
       Records: [{ messageId, body: encodeRefreshRequest({ externalId, dueAt: systemClock.now() }), eventSource: 'aws:sqs' }],
     });
     const failed = (response?.batchItemFailures ?? []).some((f) => f.itemIdentifier === messageId);
-    const outcome = failed ? { externalId, result: 'failed' as const, errorClass: 'see the refresh-tokens function logs' } : { externalId, result: 'refreshed' as const };
+    const logGroup = failed ? await functions.logGroupOf(functionName) : undefined;
+    const outcome = failed
+      ? { externalId, result: 'failed' as const, errorClass: `see the log group ${logGroup ?? `of ${functionName}`}` }
+      : { externalId, result: 'refreshed' as const };
     return { mode: 'local', planned: 1, outcomes: [outcome], counts: { [outcome.result]: 1 } };
   }
 

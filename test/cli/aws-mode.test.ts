@@ -39,6 +39,8 @@ describe('acctops CLI: AWS mode against local fakes', () => {
   let s3: LocalS3;
   let world: RotationWorld;
   const lambdaAnswers = new Map<string, (payload: unknown) => { status?: number; error?: string; body: unknown }>();
+  /** GetFunctionConfiguration's LoggingConfig.LogGroup by function; a function not here has no readable configuration. */
+  const logGroups = new Map<string, string>();
   const results: CliResult[] = [];
 
   const describeStacks = (request: RecordedRequest): CannedResponse => {
@@ -66,6 +68,12 @@ describe('acctops CLI: AWS mode against local fakes', () => {
   beforeAll(async () => {
     cloudFormation = await startRecordingServer(describeStacks);
     lambda = await startRecordingServer((request): CannedResponse => {
+      const configured = /\/functions\/([^/]+)\/configuration$/.exec(request.url)?.[1];
+      if (configured !== undefined) {
+        const group = logGroups.get(configured);
+        if (group === undefined) return { status: 403, headers: { 'content-type': 'application/json', 'x-amzn-errortype': 'AccessDeniedException' }, body: JSON.stringify({ Message: 'not authorized to perform lambda:GetFunctionConfiguration' }) };
+        return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ FunctionName: configured, LoggingConfig: { LogFormat: 'JSON', LogGroup: group } }) };
+      }
       const fn = /\/functions\/([^/]+)\/invocations/.exec(request.url)?.[1] ?? '';
       const answer = lambdaAnswers.get(fn)?.(JSON.parse(request.body));
       if (!answer) return { status: 404, headers: { 'content-type': 'application/json', 'x-amzn-errortype': 'ResourceNotFoundException' }, body: JSON.stringify({ Message: `Function not found: ${fn}` }) };
@@ -136,13 +144,26 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(invocations(outputs.RecoverUserFunctionName!)).toEqual([{ externalId: user.externalId, reactivate: true }]);
   });
 
-  it('a function error is exit 1 in one line pointing at its logs; an unknown stack is exit 3', async () => {
+  it('a function error is exit 1 in one line naming the log group from the function\'s configuration; an unknown stack is exit 3', async () => {
     lambdaAnswers.set(outputs.RevokeUserFunctionName!, () => ({ error: 'Unhandled', body: { errorType: 'TokenBusyError', errorMessage: 'user is being worked on; try again' } }));
+    logGroups.set(outputs.RevokeUserFunctionName!, '/acctops/test/revoke-user');
     const failed = await acctops(['users', 'revoke', '--user', randomUUID()]);
     expect(failed.code).toBe(1);
     expect(failed.stderr.trim().split('\n')).toEqual([
-      expect.stringMatching(/^acctops: error: acctops-test-revoke-user failed: TokenBusyError: user is being worked on; try again \(see the function's logs in CloudWatch Logs \(\/aws\/lambda\/acctops-test-revoke-user\)\)$/),
+      'acctops: error: acctops-test-revoke-user failed: TokenBusyError: user is being worked on; try again (see its logs: aws logs tail /acctops/test/revoke-user --since 1h)',
     ]);
+    expect(lambda.requests.filter((r) => r.url.endsWith('/configuration')).map((r) => `${r.method} ${r.url}`)).toEqual([
+      `GET /2015-03-31/functions/${outputs.RevokeUserFunctionName!}/configuration`,
+    ]);
+
+    // Without lambda:GetFunctionConfiguration the function's error is still the one reported, with how to find its group.
+    logGroups.delete(outputs.RevokeUserFunctionName!);
+    const unreadable = await acctops(['users', 'revoke', '--user', randomUUID()]);
+    expect(unreadable.code).toBe(1);
+    expect(unreadable.stderr.trim()).toBe(
+      'acctops: error: acctops-test-revoke-user failed: TokenBusyError: user is being worked on; try again ' +
+        '(its log group: aws lambda get-function-configuration --function-name acctops-test-revoke-user --query LoggingConfig.LogGroup)',
+    );
     const unknown = await runAcctops(['--stack', 'acctops-nope', 'users', 'list'], {
       env: { AWS_REGION: 'eu-central-1', AWS_ACCESS_KEY_ID: 'AKIALOCALPEER000000', AWS_SECRET_ACCESS_KEY: 'x', AWS_MAX_ATTEMPTS: '1', AWS_ENDPOINT_URL_CLOUDFORMATION: cloudFormation.origin },
     });
@@ -162,6 +183,20 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(parseJson(planned)).toMatchObject({ mode: 'enqueued', planned: 7 });
     expect(invocations('acctops-test-plan')).toEqual([
       { source: 'acctops.scheduler', schedule: 'token-refresh', scheduledAt: expect.any(String), executionId: expect.stringMatching(/^acctops-cli-/) },
+    ]);
+  });
+
+  it('tokens refresh --user invokes the worker with one SQS-shaped record; a user it failed is exit 5 naming the worker\'s log group', async () => {
+    const externalId = randomUUID();
+    lambdaAnswers.set('acctops-test-refresh', (p) => ({
+      body: { batchItemFailures: [{ itemIdentifier: (p as { Records: { messageId: string }[] }).Records[0]!.messageId }] },
+    }));
+    logGroups.set('acctops-test-refresh', '/acctops/test/refresh-tokens');
+    const failed = await acctops(['--output', 'RefreshTokensFunctionName=acctops-test-refresh', '--json', 'tokens', 'refresh', '--user', externalId]);
+    expect(failed.code).toBe(5);
+    expect(parseJson(failed)).toMatchObject({ outcomes: [{ externalId, result: 'failed', errorClass: 'see the log group /acctops/test/refresh-tokens' }] });
+    expect(invocations('acctops-test-refresh')).toEqual([
+      { Records: [{ messageId: expect.stringMatching(/^acctops-cli-/), body: expect.stringContaining(externalId), eventSource: 'aws:sqs' }] },
     ]);
   });
 

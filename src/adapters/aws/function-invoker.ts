@@ -1,23 +1,30 @@
-import { InvokeCommand, LambdaClient, type LambdaClientConfig } from '@aws-sdk/client-lambda';
+import { GetFunctionConfigurationCommand, InvokeCommand, LambdaClient, type LambdaClientConfig } from '@aws-sdk/client-lambda';
 import { AcctopsError } from '../../core/shared/errors';
 import { redactString } from '../../core/shared/redact';
 
-/** The function ran and failed (Lambda's FunctionError): its error type and a redacted message. */
+/**
+ * The function ran and failed (Lambda's FunctionError): its error type, a redacted message, and
+ * the log group holding the details when it could be read.
+ */
 export class FunctionInvocationError extends AcctopsError {
   readonly functionName: string;
   readonly errorType: string;
+  readonly logGroup?: string;
 
-  constructor(functionName: string, errorType: string, message: string) {
+  constructor(functionName: string, errorType: string, message: string, logGroup?: string) {
     super(`${functionName} failed: ${errorType}: ${redactString(message)}`, { code: 'function_failed' });
     this.functionName = functionName;
     this.errorType = errorType;
+    this.logGroup = logGroup;
   }
 }
 
 /**
  * Synchronous invocation of a deployed function (Lambda Invoke, RequestResponse), the way a
  * runbook or `acctops` asks the deployment to act: the function does the work with its own role and
- * configuration, and returns its JSON result. A function error becomes a FunctionInvocationError.
+ * configuration, and returns its JSON result. A function error becomes a FunctionInvocationError
+ * naming the function's log group, read from its configuration rather than assumed, so it is right
+ * for any stack version and for a function named with `--output`.
  */
 export class LambdaFunctionInvoker {
   private readonly client: LambdaClient;
@@ -43,8 +50,23 @@ export class LambdaFunctionInvoker {
         functionName,
         typeof error.errorType === 'string' ? error.errorType : out.FunctionError,
         typeof error.errorMessage === 'string' ? error.errorMessage : 'no error message',
+        await this.logGroupOf(functionName),
       );
     }
     return body as T;
+  }
+
+  /**
+   * The function's log group (GetFunctionConfiguration's LoggingConfig), or undefined when it
+   * cannot be read (e.g. lambda:GetFunctionConfiguration not granted): it only ever completes a
+   * hint, so its failure must not replace the error being reported.
+   */
+  async logGroupOf(functionName: string): Promise<string | undefined> {
+    try {
+      const out = await this.client.send(new GetFunctionConfigurationCommand({ FunctionName: functionName }));
+      return out.LoggingConfig?.LogGroup;
+    } catch {
+      return undefined;
+    }
   }
 }
