@@ -13,8 +13,8 @@ import type { Session } from '../session';
 import type { CommandHost } from './host';
 
 /**
- * Putting credentials into the secret store, from the environment only: the runbooks "change the
- * institution secret" and "install a company key" (docs/runbooks.md). Each new value becomes a new
+ * Putting credentials into the secret store, from the environment only: the runbooks "Change the
+ * institution secret" and "Install a company API key" (docs/runbooks.md). Each new value becomes a new
  * AWSCURRENT version; the one it replaces stays as AWSPREVIOUS, which is what --rollback restores.
  */
 

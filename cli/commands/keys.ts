@@ -137,7 +137,7 @@ export function keysCommand(host: CommandHost): Command {
           throw new CliError(`the rotation of ${report.secret} failed and was rolled back; AWSCURRENT is unchanged`, {
             code: 'rotation_failed',
             exitCode: ExitCode.failure,
-            hint: 'see the rotation function logs (--verbose locally) and docs/runbooks.md, "A rotation stuck in AWSPENDING"',
+            hint: 'the rotation function\'s logs name the failed step (AWS: /acctops/<stage>/rotate-api-key; locally: --verbose); see docs/runbooks.md, "A key rotation failed"',
           });
         }
       }),

@@ -314,7 +314,7 @@ export class Exports extends Construct {
 
     this.webhookSecret = new Secret(this, 'WebhookSecret', {
       secretName: `acctops/${stage.name}/export-webhook`,
-      description: 'Shared secret of the export webhook (HMAC-SHA256). Give it to the sender; change it with the runbook "change the export webhook secret".',
+      description: 'Shared secret of the export webhook (HMAC-SHA256). Give it to the sender; change it with the runbook "Change the export webhook secret".',
       encryptionKey: props.secretsKey,
       generateSecretString: { passwordLength: 64, excludePunctuation: true },
       removalPolicy: props.removalPolicy,
@@ -322,7 +322,7 @@ export class Exports extends Construct {
     Validations.of(this.webhookSecret).acknowledge({
       id: 'AwsSolutions-SMG4',
       reason:
-        'The webhook secret is shared with an outside sender, so it changes when the sender is ready: the runbook puts a new version, ' +
+        'The webhook secret is shared with an outside sender, so it changes when the sender is ready: the runbook "Change the export webhook secret" puts a new version, ' +
         'the webhook accepts AWSCURRENT and AWSPREVIOUS meanwhile, then the sender switches. An automatic rotation would break the sender.',
     });
 
@@ -461,13 +461,13 @@ export class Exports extends Construct {
         metric: this.planner.metricErrors({ period: Duration.hours(1), statistic: 'Sum' }),
       }),
       webhookUnavailable: this.alarm('WebhookUnavailableAlarm', action, {
-        description: 'The export webhook answered 503 (its secret, replay table or queue failed): the sender must retry. See receive-export-webhook\'s logs.',
+        description: `The export webhook answered 503 (its secret, replay table or queue failed): the sender must retry. ${this.webhook.logGroupName} names the dependency.`,
         metric: this.metric('WebhookUnavailable', 'receive-export-webhook', 'Sum', Duration.minutes(5)),
       }),
       webhookRejected: this.alarm('WebhookRejectedAlarm', action, {
         description:
           'The export webhook refused a request (bad or stale signature, unknown company, malformed body): a sender whose exports silently do not happen, ' +
-          'often after a change of the webhook secret. The log line names the reason.',
+          `often after a change of the webhook secret (runbook "Change the export webhook secret"). Its "webhook refused" line in ${this.webhook.logGroupName} names the reason.`,
         metric: this.metric('WebhookRejected', 'receive-export-webhook', 'Sum', Duration.hours(1)),
       }),
     };

@@ -50,15 +50,15 @@ export interface KeyRotationProps {
 /**
  * Rotation of the company API keys (docs/architecture.md, "Key rotation"):
  * - one secret per company of the stage, created here (encrypted with the stack's key, tagged) or
- *   imported by its complete ARN (the runbook tags it), each with a RotationSchedule (every
- *   `apiKeys.rotationDays`, 30 by default) that invokes `rotate-api-key`;
+ *   imported by its complete ARN (the runbook "Install a company API key" tags it), each with a
+ *   RotationSchedule (every `apiKeys.rotationDays`, 30 by default) that invokes `rotate-api-key`;
  * - `revoke-api-key`, invoked by the one-time EventBridge Scheduler schedules that finishSecret
  *   creates in the revocation schedule group;
  * - `check-key-rotations`, the doctor, on a schedule;
  * - alarms to the stack's topic: rotation and revocation failures, doctor failures and findings.
  *
  * A deploy never rotates a key by itself (`RotateImmediatelyOnUpdate: false`): a created secret
- * holds a placeholder until the runbook "install a company API key" puts the real key in it.
+ * holds a placeholder until the runbook "Install a company API key" puts the real key in it.
  */
 export class KeyRotation extends Construct {
   /** By company id (lowercase). */
@@ -172,7 +172,7 @@ export class KeyRotation extends Construct {
     const action = new SnsAction(props.alarmTopic);
     this.alarms = {
       rotationFailures: alarm(this, 'RotationFailuresAlarm', action, {
-        description: 'A rotation step of a company API key failed; the rotation was rolled back and AWSCURRENT still works. The logs of rotate-api-key name the step; runbook: "A rotation stuck in AWSPENDING" (if the same step fails again).',
+        description: `A rotation step of a company API key failed; the rotation was rolled back and AWSCURRENT still works. ${this.rotateFunction.logGroupName} names the step. Runbook: "A key rotation failed".`,
         metric: this.rotateFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
       }),
       revocationFailures: alarm(this, 'RevocationFailuresAlarm', action, {
@@ -180,13 +180,13 @@ export class KeyRotation extends Construct {
         metric: this.revokeFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
       }),
       doctorFailures: alarm(this, 'DoctorFailuresAlarm', action, {
-        description: 'The rotation doctor failed: stuck rotations and orphan keys are not being repaired.',
+        description: `The rotation doctor failed: stuck rotations and orphan keys are not being repaired. \`acctops doctor\` invokes it and shows the error; its logs: ${this.doctorFunction.logGroupName}.`,
         metric: this.doctorFunction.metricErrors({ period: Duration.hours(1), statistic: 'Sum' }),
       }),
       doctorFindings: alarm(this, 'DoctorFindingsAlarm', action, {
         description:
           'The rotation doctor found what it may not repair: a key close to expiry, an overdue or disabled rotation, a company it cannot check. ' +
-          '`acctops doctor` lists them; stuck_pending: runbook "A rotation stuck in AWSPENDING"; key_expiring or check_failed: "Rotate a key now".',
+          '`acctops doctor` lists them. Runbook: "The rotation doctor reports findings".',
         metric: new Metric({
           namespace: METRICS_NAMESPACE,
           metricName: 'UnrepairedRotationFindings',
@@ -226,7 +226,7 @@ export class KeyRotation extends Construct {
       secretName: `acctops/${props.stage.name}/company/${companyId}/api-key`,
       description:
         `API key of company ${companyId} (JSON: apiKey, apiKeyId, keyPrefix, companyId, permissions, createdAt). ` +
-        'Created with a placeholder; put the real key with the runbook "install a company API key".',
+        'Created with a placeholder; put the real key with the runbook "Install a company API key".',
       encryptionKey: props.secretsKey,
       removalPolicy: props.removalPolicy,
     });

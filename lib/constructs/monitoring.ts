@@ -130,7 +130,7 @@ export class Monitoring extends Construct {
         own ??
           this.alarm(`${pascal(fn.handlerDir)}ErrorsAlarm`, {
             description:
-              `${fn.handlerDir} failed: an unhandled error, a timeout or a failed cold start (its log group has the "invocation failed" line). ` +
+              `${fn.handlerDir} failed: an unhandled error, a timeout or a failed cold start (${fn.logGroupName} has the "invocation failed" line). ` +
               'If an acctops command that invokes it has just failed, this is that failure.',
             metric: fn.metricErrors({ period: FUNCTION_PERIOD, statistic: 'Sum' }),
           }),

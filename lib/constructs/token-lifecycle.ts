@@ -210,7 +210,7 @@ export class TokenLifecycle extends Construct {
     this.onboardUser = new AcctopsFunction(this, 'OnboardUser', {
       ...functionDefaults,
       handlerDir: 'onboard-user',
-      description: 'Registers a user with the service and stores its tokens (runbook, acctops CLI)',
+      description: 'Registers a user with the service and stores its tokens (acctops users onboard)',
       environment: api,
     })
       .bindSecret(institutionSecret, 'INSTITUTION_SECRET_ARN', 'read')
@@ -219,7 +219,7 @@ export class TokenLifecycle extends Construct {
     this.revokeUser = new AcctopsFunction(this, 'RevokeUser', {
       ...functionDefaults,
       handlerDir: 'revoke-user',
-      description: "Expires a user's tokens at the service and stops refreshing them (runbook, acctops CLI)",
+      description: "Expires a user's tokens at the service and stops refreshing them (acctops users revoke)",
       environment: api,
     })
       .bindSecret(institutionSecret, 'INSTITUTION_SECRET_ARN', 'read')
@@ -228,7 +228,7 @@ export class TokenLifecycle extends Construct {
     this.recoverUser = new AcctopsFunction(this, 'RecoverUser', {
       ...functionDefaults,
       handlerDir: 'recover-user',
-      description: 'Retrieves a new token pair for a user in needs_attention and reschedules it (runbook, acctops CLI)',
+      description: 'Retrieves a new token pair for a user in needs_attention and reschedules it (acctops users recover)',
       environment: api,
     })
       .bindSecret(institutionSecret, 'INSTITUTION_SECRET_ARN', 'read')
@@ -247,7 +247,7 @@ export class TokenLifecycle extends Construct {
     const alarmAction = new SnsAction(props.alarmTopic);
     this.alarms = {
       deadLetters: this.alarm('DeadLettersAlarm', alarmAction, {
-        description: 'Token refresh requests reached the dead-letter queue: malformed, or failing on every delivery. The planner enqueues still-due users again; refresh-tokens\' logs name the cause (docs/architecture.md, "Monitoring").',
+        description: `Token refresh requests reached the dead-letter queue: malformed, or failing on every delivery. The planner enqueues still-due users again; ${this.worker.logGroupName} names the cause (docs/architecture.md, "Monitoring").`,
         metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }),
         threshold: 1,
         evaluationPeriods: 1,
@@ -292,15 +292,15 @@ export class TokenLifecycle extends Construct {
     });
     new CfnOutput(Stack.of(this), 'OnboardUserFunctionName', {
       value: this.onboardUser.functionName,
-      description: 'Function invoked by the runbook or `acctops users onboard` with { externalId, username, email }',
+      description: 'Function invoked by `acctops users onboard` with { externalId, username, email }',
     });
     new CfnOutput(Stack.of(this), 'RevokeUserFunctionName', {
       value: this.revokeUser.functionName,
-      description: 'Function invoked by the runbook or `acctops users revoke` with { externalId }',
+      description: 'Function invoked by `acctops users revoke` with { externalId }',
     });
     new CfnOutput(Stack.of(this), 'RecoverUserFunctionName', {
       value: this.recoverUser.functionName,
-      description: 'Function invoked by the runbook or `acctops users recover` with { externalId, reactivate? }',
+      description: 'Function invoked by `acctops users recover` with { externalId, reactivate? }',
     });
     new CfnOutput(Stack.of(this), 'PlanTokenRefreshFunctionName', {
       value: this.planner.functionName,

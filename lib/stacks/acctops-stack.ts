@@ -30,7 +30,7 @@ export function stackName(stage: string): string {
  * stack for its functions and alarms.
  *
  * Outputs (`aws cloudformation describe-stacks --stack-name acctops-<stage>`):
- * - InstitutionSecretArn: where the institution credential lives (runbook: change the institution secret).
+ * - InstitutionSecretArn: where the institution credential lives (runbook "Change the institution secret").
  * - SecretsKeyArn: the customer-managed key of every acctops secret.
  * - AlarmTopicArn: the SNS topic every alarm notifies.
  * - CheckHealthFunctionName: the function `acctops doctor` invokes.
@@ -84,7 +84,7 @@ export class AcctopsStack extends Stack {
       secretName: `acctops/${stage.name}/institution-credential`,
       description:
         'The institution credential, <institution_id>:<secret_key>. Created with a random placeholder; ' +
-        'set the real value with the runbook "change the institution secret".',
+        'set the real value with the runbook "Change the institution secret".',
       encryptionKey: this.secretsKey,
       removalPolicy: this.dataRemovalPolicy,
     });
@@ -92,7 +92,7 @@ export class AcctopsStack extends Stack {
       id: 'AwsSolutions-SMG4',
       reason:
         'The service owner issues the institution secret; Secrets Manager cannot mint a new one. ' +
-        'It changes by the runbook "change the institution secret", which readers pick up after an authentication error.',
+        'It changes by the runbook "Change the institution secret", which readers pick up after an authentication error.',
     });
 
     this.alarmTopic = this.createAlarmTopic();
@@ -123,7 +123,7 @@ export class AcctopsStack extends Stack {
 
     new CfnOutput(this, 'InstitutionSecretArn', {
       value: this.institutionSecret.secretArn,
-      description: 'Secret holding the institution credential (set it with the runbook)',
+      description: 'Secret holding the institution credential (set it with the runbook "Change the institution secret")',
     });
     new CfnOutput(this, 'SecretsKeyArn', {
       value: this.secretsKey.keyArn,
