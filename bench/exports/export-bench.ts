@@ -335,19 +335,14 @@ function exportReport(
   };
 }
 
-const RATIO_CAUSE =
-  'Cause: the export is CPU-bound in the export process while the baseline is not. Against a loopback sandbox a 1,000-record page costs the bare loop only its `JSON.parse` (~2 µs per record); acctops also validates every record with zod (~5 µs: uuid and timestamp checks, exact money), flattens it (the timestamp is parsed three times: zod, the row, the offset), sums totals and encodes it (gzip level 6; CSV; Parquet with dictionary attempts and statistics on every column), and the collector runs more often with the Lambda heap limits (GC was ~20% of CPU in a profile). Pages are fetched strictly one after the other, so the sandbox\'s time and ours add up instead of overlapping. Against the real service, network time per page dominates the baseline and the ratio shrinks. ';
+const RATIO_NOTE =
+  'Cause: the export is CPU-bound in the export process and the baseline is not. Against a loopback sandbox a 1,000-record page costs the bare loop only its `JSON.parse` (~2 µs per record); acctops also validates every record with zod (~5 µs: uuid and timestamp checks, exact money), flattens it (the timestamp is parsed three times: zod, the row, the offset), sums totals and encodes it (gzip level 6; CSV; Parquet with dictionary attempts and statistics on every column); the collector takes ~20% of the CPU in a profile. Pages are fetched strictly one after the other, so the sandbox\'s time and ours add up instead of overlapping. To S3 the upload adds hashing and HTTP framing in the same process, and s3rver competes for the same two cores. Against the real service, network time per page is part of the baseline and the ratios shrink; these are loopback worst cases. ' +
+  'Plan, by expected gain: (1) fetch page n+1 while page n is processed (a one-page prefetch in the client\'s pagination, `next` checked before sending): hides the peer\'s time; (2) parse each timestamp once and share it between validation and the row; (3) a hand-written validator for list items on the export path, with zod kept to build the error report when it fails; (4) JSONL at gzip level 1 (3× faster, ~25% larger) if storage allows; (5) for all formats, Parquet without dictionary attempts and statistics on unique columns (`public_id`, `value_date*`), and the encoders in a worker thread when the function has two vCPUs (>= 1,769 MB).';
 
 const EXPORT_MISSES: Record<string, string> = {
-  'export.ratio.jsonl-dir':
-    RATIO_CAUSE +
-    'Plan: (1) fetch page n+1 while page n is processed (pagination prefetch of one page, `next` checked before sending): hides the peer\'s time; (2) parse each timestamp once and share it between validation and the row; (3) gzip level 1 for JSONL (3× faster, ~25% larger) if storage cost allows; (4) a hand-written validator for list items on the export path, with zod kept for the error report.',
-  'export.ratio.all-dir':
-    RATIO_CAUSE +
-    'Plan: the JSONL plan, plus Parquet without dictionary attempts and statistics on unique columns (`public_id`, `value_date*`), and the encoders in a worker thread when the function has two vCPUs (>= 1,769 MB).',
-  'export.ratio.all-s3':
-    RATIO_CAUSE +
-    'To S3 the uploads add hashing and HTTP framing in the same process; s3rver also competes for the same two cores. Plan: as for the local directory.',
+  'export.ratio.jsonl-dir': RATIO_NOTE,
+  'export.ratio.all-dir': RATIO_NOTE,
+  'export.ratio.all-s3': RATIO_NOTE,
   'export.rss':
     'Cause (see "Memory: what we found"): the export function has 1024 MB, so Lambda\'s bootstrap lets V8\'s young generation grow to 3 × 51 MiB, and S3 part buffers add up to 72 MiB; the heap the export retains is 15 MiB. Plan (measured by hand, table above: 185 MiB at 1M to S3, 145 MiB to a directory, no slower): keep 1024 MB for the CPU and (1) give the export worker `S3ObjectStore({ partSize: 5 MiB, queueSize: 1 })` (src, export runtime), (2) ship an `AWS_LAMBDA_EXEC_WRAPPER` script with the export function that inserts `--max-semi-space-size=16` before the runtime\'s entry script (the later flag wins; `NODE_OPTIONS` cannot do it, the command line overrides it). Both are changes in the export pipeline\'s code and construct; the cheaper alternative, 512 MB, halves the CPU and still measured 268 MiB to S3.',
   'export.rss-growth':

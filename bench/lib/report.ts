@@ -15,7 +15,7 @@ export interface TargetResult {
 /** One part of BENCHMARKS.md: its text and its targets. */
 export interface SectionReport {
   title: string;
-  /** The command that runs this section alone. */
+  /** The command that runs this section alone; empty for a section that measures nothing. */
   command: string;
   markdown: string;
   targets: TargetResult[];
@@ -92,7 +92,7 @@ export function renderReport(input: {
     '',
   ];
   for (const section of input.sections) {
-    out.push(`## ${section.title}`, '', `Command: \`${section.command}\``, '', section.markdown.trim(), '');
+    out.push(`## ${section.title}`, '', ...(section.command ? [`Command: \`${section.command}\``, ''] : []), section.markdown.trim(), '');
   }
   out.push(
     '## Targets',
@@ -105,7 +105,12 @@ export function renderReport(input: {
   );
   if (missed.length > 0) {
     out.push('### Missed targets: cause and plan', '');
-    for (const { t, note } of missed) out.push(`- **${t.what}** (${t.measured}; bound ${t.bound}). ${note ?? 'No cause recorded yet.'}`);
+    // Targets that share a cause and plan (the same ratio at two sizes) are listed together, the note once.
+    const groups = new Map<string, TargetResult[]>();
+    for (const { t, note } of missed) groups.set(note ?? 'No cause recorded yet.', [...(groups.get(note ?? 'No cause recorded yet.') ?? []), t]);
+    for (const [note, group] of groups) {
+      out.push(`- ${group.map((t) => `**${t.what}** (${t.measured}; bound ${t.bound})`).join('; ')}.`, `  ${note}`);
+    }
     out.push('');
   }
   out.push(`${targets.filter((t) => t.pass).length} of ${targets.length} targets met.`, '');
