@@ -7,8 +7,10 @@ module.exports = {
   setupFilesAfterEnv: ['<rootDir>/test/helpers/canary-setup.ts'],
   // ts-jest only transpiles: `tsc --noEmit` type-checks once, before jest runs (npm test).
   transform: {
-    '^.+\\.[tj]sx?$': ['ts-jest', { isolatedModules: true, tsconfig: { allowJs: true, module: 'commonjs', moduleResolution: 'node10', ignoreDeprecations: '6.0', rootDir: '.' } }],
-    '^.+\\.mjs$': ['ts-jest', { isolatedModules: true, tsconfig: { allowJs: true, module: 'commonjs', moduleResolution: 'node10', ignoreDeprecations: '6.0', rootDir: '.' } }],
+    '^.+\\.(?:[tj]sx?|mjs)$': [
+      'ts-jest',
+      { isolatedModules: true, tsconfig: { allowJs: true, module: 'commonjs', moduleResolution: 'node10', ignoreDeprecations: '6.0', rootDir: '.' } },
+    ],
   },
   // middy and hyparquet are ESM-only; jest's module system needs them transpiled to CJS.
   transformIgnorePatterns: ['/node_modules/(?!(@middy|hyparquet|hyparquet-writer)/)'],
