@@ -70,23 +70,52 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
    * Pages in order, following `next` until it is null. When the list ends (not when the
    * consumer stops early), any page `count` that differs from the items read is reported as a
    * `count_mismatch` warning.
+   *
+   * One page ahead: the request for page n+1 is sent (its `next` checked first) before page n is
+   * handed over, so the peer's time overlaps ours. Never more than one request is in flight. Its
+   * failure is raised when its page is due; until then it is marked handled, so that a slow
+   * consumer does not turn it into an unhandled rejection. A consumer that stops early waits for
+   * that request to settle (its outcome dropped): nothing is left running after the list (a
+   * Lambda invocation must not leave a request, or its retries, to the next one).
    */
   async *pages(): AsyncGenerator<Page<T>, void, undefined> {
     const { source } = this;
     const seen = new Set<string>([loopKey(source.firstUrl)]);
-    let url: URL | null = source.firstUrl;
+    let url: URL = source.firstUrl;
+    const send = (next: URL): Promise<ApiResponse> => {
+      const response = source.fetch(next);
+      response.catch(() => undefined);
+      return response;
+    };
+    let pending: Promise<ApiResponse> | undefined = send(url);
     let itemsRead = 0;
     const counts: number[] = [];
     let lastRequest = '';
-    while (url) {
-      const response = await source.fetch(url);
-      const page = this.parsePage(response);
-      source.onPage?.(page, response);
-      itemsRead += page.items.length;
-      if (counts[counts.length - 1] !== page.count) counts.push(page.count);
-      lastRequest = page.request;
-      yield page;
-      url = page.next === null ? null : checkNext(page.next, url, source.baseUrl, seen, response);
+    try {
+      while (pending) {
+        const response: ApiResponse = await pending;
+        pending = undefined;
+        const page = this.parsePage(response);
+        source.onPage?.(page, response);
+        itemsRead += page.items.length;
+        if (counts[counts.length - 1] !== page.count) counts.push(page.count);
+        lastRequest = page.request;
+        // A bad `next` is raised after its page is handed over, as when pages were fetched one by one.
+        let refused: { error: unknown } | undefined;
+        if (page.next !== null) {
+          try {
+            url = checkNext(page.next, url, source.baseUrl, seen, response);
+            pending = send(url);
+          } catch (error) {
+            refused = { error };
+          }
+        }
+        yield page;
+        if (refused) throw refused.error;
+      }
+    } finally {
+      // Only after an early stop is a request still in flight here.
+      if (pending) await pending.catch(() => undefined);
     }
     // A count that changed between pages means the list moved under us (offset pages may then
     // repeat or skip an item) even when the last count matches.

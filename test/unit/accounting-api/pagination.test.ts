@@ -8,7 +8,7 @@ import {
 import { ManualClock } from '../../../src/core/shared/clock';
 import { ConfigError } from '../../../src/core/shared/errors';
 import { MemoryLogger } from '../../../src/core/shared/logger';
-import { BASE_URL, type Handler, category, fakeTransport, json, listHandler, transaction } from './fake-transport';
+import { BASE_URL, type Handler, apiError, category, fakeTransport, json, listHandler, transaction } from './fake-transport';
 
 const KEY = 'sbx_PaginationKey0123456789abcdefghij';
 
@@ -169,6 +169,86 @@ describe('pagination', () => {
       const { client, fake } = setup(() => json(200, { count: 9, next, previous: null, results: [] }));
       await expect(client.categories.list().all()).rejects.toMatchObject({ reason: 'next_loop' });
       expect(fake.requests).toHaveLength(1);
+    });
+  });
+
+  describe('one page ahead', () => {
+    it('has sent the next page request, and only that one, when a page is handed over', async () => {
+      const { client, fake } = setup(listHandler('/accounting/transactions/', transactions));
+      const sentWhenDelivered: number[] = [];
+      for await (const page of client.transactions.list({ pageSize: 3 }).pages()) {
+        // Let anything else that could be sent go out before counting.
+        await new Promise((resolve) => setImmediate(resolve));
+        sentWhenDelivered.push(fake.requests.length);
+        expect(page.items).not.toHaveLength(0);
+      }
+      expect(sentWhenDelivered).toEqual([2, 3, 3]);
+      expect(fake.urls().map((u) => u.searchParams.get('page'))).toEqual([null, '2', '3']);
+    });
+
+    it('raises a failure of the page fetched ahead only after the page before it is consumed', async () => {
+      const { client } = setup((_request, url) =>
+        url.searchParams.get('page') === '2'
+          ? apiError(400, 'invalid_request_error', 'invalid_parameter', { param: 'page' })
+          : json(200, { count: 2, next: `${BASE_URL}/accounting/transactions/?page=2`, previous: null, results: [transaction(1)] }),
+      );
+      const seen: string[] = [];
+      const error = await (async () => {
+        for await (const item of client.transactions.list()) seen.push(item.parsed.publicId);
+      })().catch((e: unknown) => e);
+      expect(seen).toEqual([transaction(1).publicId]);
+      expect(error).toMatchObject({ status: 400 });
+    });
+
+    it('lets a consumer that stops early return only once the request in flight has settled, its failure dropped', async () => {
+      let settled = false;
+      const { client, fake } = setup(async (_request, url) => {
+        if (url.searchParams.get('page') !== '2') {
+          return json(200, { count: 2, next: `${BASE_URL}/accounting/transactions/?page=2`, previous: null, results: [transaction(1)] });
+        }
+        await new Promise((resolve) => setImmediate(resolve));
+        settled = true;
+        return apiError(400, 'invalid_request_error', 'invalid_parameter', { param: 'page' });
+      });
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => unhandled.push(reason);
+      process.on('unhandledRejection', onUnhandled);
+      try {
+        for await (const item of client.transactions.list()) {
+          if (item.parsed.publicId) break;
+        }
+        expect(settled).toBe(true);
+        for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+      }
+      expect(unhandled).toEqual([]);
+      expect(fake.requests).toHaveLength(2);
+    });
+
+    it('does not turn a failure of the page fetched ahead into an unhandled rejection while the consumer is busy', async () => {
+      const { client } = setup((_request, url) =>
+        url.searchParams.get('page') === '2'
+          ? apiError(400, 'invalid_request_error', 'invalid_parameter', { param: 'page' })
+          : json(200, { count: 2, next: `${BASE_URL}/accounting/transactions/?page=2`, previous: null, results: [transaction(1)] }),
+      );
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => unhandled.push(reason);
+      process.on('unhandledRejection', onUnhandled);
+      let error: unknown;
+      try {
+        for await (const item of client.transactions.list()) {
+          expect(item.parsed.publicId).toBe(transaction(1).publicId);
+          // Busy with the item while the request ahead fails.
+          for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+        }
+      } catch (thrown) {
+        error = thrown;
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+      }
+      expect(unhandled).toEqual([]);
+      expect(error).toMatchObject({ status: 400 });
     });
   });
 
