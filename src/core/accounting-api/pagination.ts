@@ -34,6 +34,8 @@ export interface ListSource<T> {
   firstUrl: URL;
   fetch(url: URL): Promise<ApiResponse>;
   itemSchema: z.ZodType<T>;
+  /** The schema's output for an item it surely accepts, or undefined to run the schema. */
+  fastParse?(raw: unknown): T | undefined;
   warn(warning: AccountingApiWarning): void;
   /** Inspects a parsed item for something to warn about (a category's invalid metadata). */
   checkItem?(parsed: T): ItemWarning | undefined;
@@ -135,15 +137,19 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     const context = { status: response.status, requestId: response.requestId, request: response.request };
     const envelope = listEnvelopeSchema.safeParse(response.body);
     if (!envelope.success) throw responseValidationError(envelope.error, '', context);
-    const { itemSchema, checkItem } = this.source;
+    const { itemSchema, fastParse, checkItem } = this.source;
     const results = envelope.data.results;
     const items: PageItem<T>[] = new Array<PageItem<T>>(results.length);
     for (let i = 0; i < results.length; i++) {
       const raw = results[i];
-      const parsed = itemSchema.safeParse(raw);
-      if (!parsed.success) throw responseValidationError(parsed.error, `results[${i}]`, context);
-      items[i] = { raw: raw as Record<string, unknown>, parsed: parsed.data };
-      const warning = checkItem?.(parsed.data);
+      let parsed = fastParse?.(raw);
+      if (parsed === undefined) {
+        const result = itemSchema.safeParse(raw);
+        if (!result.success) throw responseValidationError(result.error, `results[${i}]`, context);
+        parsed = result.data;
+      }
+      items[i] = { raw: raw as Record<string, unknown>, parsed };
+      const warning = checkItem?.(parsed);
       if (warning) this.source.warn({ ...warning, request: response.request, path: `results[${i}]` });
     }
     return {

@@ -66,6 +66,8 @@ export interface ListOperation<T> {
   pageSizeParam: 'page_size' | 'pageSize';
   pageSize: number | undefined;
   itemSchema: z.ZodType<T>;
+  /** See ListSource.fastParse. */
+  fastParse?(raw: unknown): T | undefined;
   pathCompany?: string;
   checkItem?(parsed: T): ItemWarning | undefined;
   onPage?(page: Page<T>, response: ApiResponse): void;
@@ -177,6 +179,7 @@ export class RequestEngine {
       firstUrl: this.url(operation.path, { ...operation.query, [operation.pageSizeParam]: pageSize }),
       fetch: (url) => this.send({ method: 'GET', url, auth: 'bearer', safety: 'idempotent', pathCompany: operation.pathCompany }),
       itemSchema: operation.itemSchema,
+      fastParse: operation.fastParse,
       warn: (warning) => this.warn(warning),
       checkItem: operation.checkItem,
       onPage: operation.onPage,

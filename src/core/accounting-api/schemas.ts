@@ -86,10 +86,13 @@ export function localDateOf(timestamp: string): string {
   return timestamp.slice(0, 10);
 }
 
+/** Whether `timestampSchema` accepts `text`. */
+export function isTimestamp(text: string): boolean {
+  return timestampFields(text) !== undefined;
+}
+
 /** An ISO 8601 timestamp with an offset, kept as the original string (offset included). */
-export const timestampSchema = z
-  .string()
-  .refine((s) => timestampFields(s) !== undefined, { message: 'expected an ISO 8601 timestamp with an offset' });
+export const timestampSchema = z.string().refine(isTimestamp, { message: 'expected an ISO 8601 timestamp with an offset' });
 
 /** A field that is optional or null on the wire, always `null` when absent in the output. */
 function nullish<T extends z.ZodType>(schema: T) {
@@ -102,12 +105,18 @@ function nullish<T extends z.ZodType>(schema: T) {
  * is kept verbatim rather than refused: the spec does not show the complete sets.
  */
 export function labelledEnum<const V extends readonly string[]>(values: V) {
-  const key = (s: string) => s.trim().toLowerCase().replace(/[\s-]+/g, '_');
-  const known = new Map(values.map((v) => [key(v), v]));
-  return z.string().transform((s): V[number] | (string & {}) => known.get(key(s)) ?? s);
+  return z.string().transform(labelReader(values));
 }
 
-export const cashflowTypeSchema = labelledEnum(['EXPENSE', 'INCOME']);
+/** The mapping of `labelledEnum`, for code that reads a label without a schema (transaction-fast-path.ts). */
+function labelReader<const V extends readonly string[]>(values: V): (label: string) => V[number] | (string & {}) {
+  const key = (s: string) => s.trim().toLowerCase().replace(/[\s-]+/g, '_');
+  const known = new Map(values.map((v) => [key(v), v]));
+  return (label) => known.get(key(label)) ?? label;
+}
+
+export const cashflowTypeOf = labelReader(['EXPENSE', 'INCOME']);
+export const cashflowTypeSchema = z.string().transform(cashflowTypeOf);
 export const vatAppliedSchema = labelledEnum(['YES', 'NO']);
 export const invoiceStatusSchema = labelledEnum(['draft']);
 export const clientTypeSchema = labelledEnum(['business']);

@@ -2,6 +2,7 @@ import { parseWith } from '../../shared/errors';
 import type { PaginatedList } from '../pagination';
 import type { RequestEngine } from '../request';
 import { type Transaction, type TransactionQuery, transactionQuerySchema, transactionSchema } from '../schemas';
+import { transactionFastPath } from '../transaction-fast-path';
 
 /** `GET /accounting/transactions/`; the page size goes out as `page_size`. */
 export class TransactionsResource {
@@ -16,6 +17,7 @@ export class TransactionsResource {
       pageSizeParam: 'page_size',
       pageSize: q.pageSize,
       itemSchema: transactionSchema,
+      fastParse: transactionFastPath,
     });
   }
 }

@@ -1,0 +1,68 @@
+import * as z from 'zod';
+import { parseMinorUnits } from './money';
+import { cashflowTypeOf, isTimestamp, type Transaction, transactionSchema } from './schemas';
+
+/**
+ * `transactionSchema` for the plain, well-formed items of a transactions page, without zod's
+ * per-field machinery: an export validates every transaction of a month, and zod cost ~5 µs a
+ * record where the bare fetch loop spends ~2 µs. It returns exactly what the schema returns
+ * (transaction-fast-path.test.ts compares the two on arbitrary input), or undefined on any doubt,
+ * and then the caller runs the schema: every refusal, with its message and path, is zod's.
+ */
+export function transactionFastPath(input: unknown): Transaction | undefined {
+  // A JSON object; anything else (arrays, class instances, null prototypes) is left to zod.
+  if (typeof input !== 'object' || input === null || Object.getPrototypeOf(input) !== Object.prototype) return undefined;
+  const item = input as Record<string, unknown>;
+  const { publicId, amount, cashflowType, valueDate } = item;
+  if (typeof publicId !== 'string' || !GUID.test(publicId)) return undefined;
+  if (typeof cashflowType !== 'string' || typeof valueDate !== 'string' || !isTimestamp(valueDate)) return undefined;
+  const minor = minorUnits(amount);
+  const currency = nullableText(item.currency);
+  const description = nullableText(item.description);
+  const category = nullableGuid(item.category);
+  const bankAccount = nullableGuid(item.bankAccount);
+  if (minor === undefined || currency === DOUBT || description === DOUBT || category === DOUBT || bankAccount === DOUBT) return undefined;
+
+  // The schema's output order: its own keys first, then the others as they came.
+  const parsed: Record<string, unknown> = {
+    publicId,
+    amount: minor,
+    currency,
+    cashflowType: cashflowTypeOf(cashflowType),
+    valueDate,
+    description,
+    category,
+    bankAccount,
+  };
+  for (const key in item) {
+    if (SHAPE_KEYS.has(key)) continue;
+    // zod drops an undeclared __proto__ (assigning it would change the prototype): its business.
+    if (key === '__proto__') return undefined;
+    parsed[key] = item[key];
+  }
+  return parsed as Transaction;
+}
+
+const GUID = z.regexes.guid;
+const SHAPE_KEYS = new Set(Object.keys(transactionSchema.shape));
+const DOUBT = Symbol('doubt');
+
+function minorUnits(value: unknown): bigint | undefined {
+  // The schema's union admits these three; parseMinorUnits decides the rest.
+  if (typeof value !== 'number' && typeof value !== 'string' && typeof value !== 'bigint') return undefined;
+  try {
+    return parseMinorUnits(value);
+  } catch {
+    return undefined;
+  }
+}
+
+function nullableText(value: unknown): string | null | typeof DOUBT {
+  if (value === undefined || value === null) return null;
+  return typeof value === 'string' ? value : DOUBT;
+}
+
+function nullableGuid(value: unknown): string | null | typeof DOUBT {
+  if (value === undefined || value === null) return null;
+  return typeof value === 'string' && GUID.test(value) ? value : DOUBT;
+}
