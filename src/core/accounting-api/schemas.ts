@@ -39,12 +39,20 @@ function offsetMinutes(offset: string): number | undefined {
  * not by Date.parse, which rolls `02-30` over into March.
  */
 export function timestampMillis(timestamp: string): number | undefined {
+  return timestampInstant(timestamp)?.utcMillis;
+}
+
+/**
+ * The instant and the offset (minutes east of UTC, `-02:00` is -120) of a timestamp from one
+ * parse, or undefined when `timestampSchema` would refuse it. The exports need both per record.
+ */
+export function timestampInstant(timestamp: string): { utcMillis: number; offsetMinutes: number } | undefined {
   const m = timestampFields(timestamp);
   if (!m) return undefined;
   const [year, month, day, hours, minutes, seconds, millis, shift] = m;
   const instant = new Date(Date.UTC(2000, month - 1, day, hours, minutes, seconds, millis));
   instant.setUTCFullYear(year); // Date.UTC reads years 0-99 as 1900-1999
-  return instant.getTime() - shift * 60_000;
+  return { utcMillis: instant.getTime() - shift * 60_000, offsetMinutes: shift };
 }
 
 type TimestampFields = [year: number, month: number, day: number, hours: number, minutes: number, seconds: number, millis: number, offsetMinutes: number];

@@ -1,4 +1,4 @@
-import { localDateOf, timestampMillis } from '../accounting-api';
+import { localDateOf, timestampInstant } from '../accounting-api';
 import { daysInMonth } from './period';
 
 /** An API timestamp taken apart for the exports (the client validates the same shape). */
@@ -11,16 +11,16 @@ export interface OffsetTimestamp {
   localDate: string;
 }
 
-const OFFSET = /(?:Z|([+-])(\d{2}):?(\d{2}))$/;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
-/** Undefined when `text` is not an ISO 8601 timestamp with an explicit offset and a real date. */
+/**
+ * Undefined when `text` is not an ISO 8601 timestamp with an explicit offset and a real date.
+ * One parse gives the instant and the offset; every writer then reads them from the row.
+ */
 export function parseOffsetTimestamp(text: string): OffsetTimestamp | undefined {
-  const utcMillis = timestampMillis(text);
-  if (utcMillis === undefined) return undefined;
-  const [, sign, hours, minutes] = OFFSET.exec(text) ?? [];
-  const offsetMinutes = sign === undefined ? 0 : (sign === '-' ? -1 : 1) * (Number(hours) * 60 + Number(minutes));
-  return { utcMillis, offsetMinutes, localDate: localDateOf(text) };
+  const instant = timestampInstant(text);
+  if (instant === undefined) return undefined;
+  return { utcMillis: instant.utcMillis, offsetMinutes: instant.offsetMinutes, localDate: localDateOf(text) };
 }
 
 /** Days since 1970-01-01 of a `YYYY-MM-DD` date (Parquet DATE), or undefined when it is not a real date. */
