@@ -268,7 +268,7 @@ function exportReport(
     'Each run is a fresh child process (`node .bench-out/export-child.js <job>`, bench/exports/export-child.ts bundled',
     'with esbuild like a Lambda function, so no TypeScript loader is in it): it reads categories, tax reports and the',
     'month\'s transactions and writes them with `PeriodExporter` (manifest, symlinks, checksums: the whole publish) to a',
-    'local directory (`DirObjectStore`) or to s3rver (`S3ObjectStore`, multipart, default 8 MiB parts). Time is measured',
+    'local directory (`DirObjectStore`) or to s3rver (`S3ObjectStore`, multipart, default 5 MiB parts, one in flight). Time is measured',
     'inside the child, from the first request to the published manifest. **Peak RSS** is the child\'s own',
     'peak (`VmHWM` of /proc/self/status, see finding 1 below); the V8 heap column is the largest `heapTotal` sampled every 100 ms; "retained" is',
     'the heap after a full GC at the end (what the export really holds on to).',
@@ -310,6 +310,8 @@ function exportReport(
     '   | Lambda 1024 MB, then `--max-semi-space-size=16` | 141 | 167 | 145 | 236 |',
     '   | the same, and S3 parts of 5 MiB with `queueSize: 1` | | 171 | | 185 |',
     '',
+    '   (The S3 columns above, last row aside, used the former part settings, 8 MiB × 3 per object.)',
+    '',
     ...baselineGrowth,
     '',
     '   Smaller Parquet row groups (2,000 rows) or pages (200 items) did not change it (within 10 MiB): V8 sizes the',
@@ -317,12 +319,14 @@ function exportReport(
     '   `NODE_OPTIONS` cannot lower it: the runtime\'s command-line flags win (checked: `heap_size_limit` stays at',
     '   1,114 MiB with `NODE_OPTIONS=--max-semi-space-size=8` and the 1024 MB flags).',
     '4. **S3 adds part buffers, bounded.** lib-storage holds `partSize × (queueSize + 1)` per object, three objects at',
-    '   once: 8 MiB × 3 × 3 = 72 MiB at most. At 100k the JSONL and Parquet objects are smaller than one part; at 1M',
-    '   every object is multipart and the buffers are full. That, not the record count, is the growth to S3 from 100k',
-    '   to 1M; it stops at 72 MiB whatever the size.',
+    '   once. At 100k the JSONL and Parquet objects are smaller than one part; at 1M every object is multipart and the',
+    '   buffers are full. That, not the record count, is the growth to S3 from 100k to 1M, and it stops at the cap:',
+    '   72 MiB with the former defaults (8 MiB × 3), 30 MiB since `S3ObjectStore` defaults to 5 MiB parts, one in',
+    '   flight (5 MiB × 2 × 3). Measured by hand on 2026-11-21, 1M to s3rver with the 1024 MB flags, 3 runs each:',
+    '   peak RSS 321–335 MiB before, 284–290 MiB after, ratio to the baseline 5.12–5.64 before, 5.58–5.76 after (noise).',
     '',
     'So the export\'s memory is bounded (retained heap flat, buffers capped); its peak is set by the function\'s',
-    'memory setting and the S3 part settings. The plans under the missed targets below say how to bring it under',
+    'memory setting (the young generation) and the S3 part settings. The plans under the missed targets below say how to bring it under',
     '256 MB if that bound is kept.',
   ].join('\n');
 
@@ -336,16 +340,17 @@ function exportReport(
 }
 
 const RATIO_NOTE =
-  'Cause: the export is CPU-bound in the export process and the baseline is not. Against a loopback sandbox a 1,000-record page costs the bare loop only its `JSON.parse` (~2 µs per record); acctops also validates every record with zod (~5 µs: uuid and timestamp checks, exact money), flattens it (the timestamp is parsed three times: zod, the row, the offset), sums totals and encodes it (gzip level 6; CSV; Parquet with dictionary attempts and statistics on every column); the collector takes ~20% of the CPU in a profile. Pages are fetched strictly one after the other, so the sandbox\'s time and ours add up instead of overlapping. To S3 the upload adds hashing and HTTP framing in the same process, and s3rver competes for the same two cores. Against the real service, network time per page is part of the baseline and the ratios shrink; these are loopback worst cases. ' +
-  'Plan, by expected gain: (1) fetch page n+1 while page n is processed (a one-page prefetch in the client\'s pagination, `next` checked before sending): hides the peer\'s time; (2) parse each timestamp once and share it between validation and the row; (3) a hand-written validator for list items on the export path, with zod kept to build the error report when it fails; (4) JSONL at gzip level 1 (3× faster, ~25% larger) if storage allows; (5) for all formats, Parquet without dictionary attempts and statistics on unique columns (`public_id`, `value_date*`), and the encoders in a worker thread when the function has two vCPUs (>= 1,769 MB).';
+  'Cause: the export is CPU-bound in the export process and the baseline is not. Against a loopback sandbox a 1,000-record page costs the bare loop only its `JSON.parse` (~2 µs per record); acctops also scans each page for integers beyond 2^53 (lossless JSON), validates every transaction (a hand-written fast path, ~0.9 µs, equal to the zod schema, which stays for anything it is unsure of; zod alone was ~3 µs), flattens it (the timestamp is parsed twice: validation and the row), sums totals and encodes it (JSONL at gzip level 1; CSV; Parquet with dictionary attempts and statistics on every column); the collector takes ~15-20% of the CPU in a profile. The next page is requested while the current one is encoded (one page ahead), so the sandbox\'s time overlaps ours; on two shared cores that overlap is small, as the sandbox and gzip\'s thread pool compete with the export for them. To S3 the upload adds hashing and HTTP framing in the same process, and s3rver competes for the same two cores. Against the real service, network time per page is part of the baseline and the ratios shrink; these are loopback worst cases. ' +
+  'Done on 2026-11-21, each measured against the step before (ad-hoc A/B, 100k, 3 interleaved rounds, medians; JSONL dir / all dir / all s3rver): one-page prefetch 2.98 / 5.22 / 6.28 -> 2.84 / 4.98 / 5.88; transaction fast path 2.87 / 5.35 / 6.58 -> 2.74 / 5.18 / 6.22; one timestamp parse fewer in the row (0.63 -> 0.53 µs, below the noise); JSONL at gzip level 1 2.51 / 4.53 -> 2.21 / 4.12 (files 10-25% larger). ' +
+  'Plan, by expected gain: (1) for all formats, Parquet without dictionary attempts and statistics on unique columns (`public_id`, `value_date*`), and the encoders in a worker thread when the function has two vCPUs (>= 1,769 MB); (2) share the validation\'s timestamp parse with the row (today the row re-parses it, ~0.5 µs); (3) a cheaper test than the `\\d{16}` regex for unsafe integers in a page (~0.35 µs per record).';
 
 const EXPORT_MISSES: Record<string, string> = {
   'export.ratio.jsonl-dir': RATIO_NOTE,
   'export.ratio.all-dir': RATIO_NOTE,
   'export.ratio.all-s3': RATIO_NOTE,
   'export.rss':
-    'Cause (see "Memory: what we found"): the export function has 1024 MB, so Lambda\'s bootstrap lets V8\'s young generation grow to 3 × 51 MiB, and S3 part buffers add up to 72 MiB; the heap the export retains is 15 MiB. Plan (measured by hand, table above: 185 MiB at 1M to S3, 145 MiB to a directory, no slower): keep 1024 MB for the CPU and (1) give the export worker `S3ObjectStore({ partSize: 5 MiB, queueSize: 1 })` (src, export runtime), (2) ship an `AWS_LAMBDA_EXEC_WRAPPER` script with the export function that inserts `--max-semi-space-size=16` before the runtime\'s entry script (the later flag wins; `NODE_OPTIONS` cannot do it, the command line overrides it). Both are changes in the export pipeline\'s code and construct; the cheaper alternative, 512 MB, halves the CPU and still measured 268 MiB to S3.',
+    'Cause (see "Memory: what we found"): the export function has 1024 MB, so Lambda\'s bootstrap lets V8\'s young generation grow to 3 × 51 MiB, and S3 part buffers add up to 30 MiB (5 MiB parts, one in flight, the `S3ObjectStore` defaults since 2026-11-21: 1M to S3 went from ~325 to ~287 MiB); the heap the export retains is 15 MiB. Plan (measured by hand, table above: 185 MiB at 1M to S3, 145 MiB to a directory, no slower): keep 1024 MB for the CPU and ship an `AWS_LAMBDA_EXEC_WRAPPER` script with the export function that inserts `--max-semi-space-size=16` before the runtime\'s entry script (the later flag wins; `NODE_OPTIONS` cannot do it, the command line overrides it; `v8.setFlagsFromString` at start measured no effect, 289 vs 293 MiB). That is a change in the export function\'s construct, a wrapper around the runtime\'s own start-up; the cheaper alternative, 512 MB, halves the CPU and still measured 268 MiB to S3 with the former part settings.',
   'export.rss-growth':
-    'Cause: the young generation reaches its full size only in longer runs (the bare fetch loop grows the same way, see above), and to S3 the part buffers are only partly used at 100k, where objects are smaller than a part; the retained heap does not grow. Plan: the same two changes as for peak RSS cap both (measured +9% for JSONL, +3% to a directory, +8% to S3).',
+    'Cause: the young generation reaches its full size only in longer runs (the bare fetch loop grows the same way, see above), and to S3 the part buffers are only partly used at 100k, where objects are smaller than a part; the retained heap does not grow. Plan: the smaller young generation planned for peak RSS, with the smaller S3 parts now in place, caps both (measured by hand with both: +9% for JSONL, +3% to a directory, +8% to S3).',
 };
 
