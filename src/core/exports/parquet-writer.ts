@@ -12,6 +12,9 @@ export const DEFAULT_ROW_GROUP_ROWS = 10_000;
 /** Written into the file footer; fixed (not the tool version) so that re-runs keep their bytes. */
 export const PARQUET_CREATED_BY = 'acctops exports schema 1';
 
+/** hyparquet-writer's per-column options for a TableColumn marked `unique`. */
+const UNIQUE_COLUMN = { encoding: 'PLAIN', statistics: false } as const;
+
 /**
  * Parquet through hyparquet-writer's incremental `ParquetWriter`: rows are buffered per column up
  * to one row group, encoded, and the encoded bytes leave for the sink before the next group is
@@ -61,7 +64,7 @@ export class ParquetRecordWriter implements RecordWriter {
   }
 
   private writeRowGroup(): Promise<void> | undefined {
-    const columnData = this.columns.map((column, i) => ({ name: column.name, data: this.buffers[i]! }));
+    const columnData = this.columns.map((column, i) => ({ name: column.name, data: this.buffers[i]!, ...(column.unique ? UNIQUE_COLUMN : {}) }));
     const rowGroupSize = this.rows;
     this.buffers = this.columns.map(() => []);
     this.rows = 0;

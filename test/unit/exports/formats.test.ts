@@ -150,6 +150,18 @@ describe('export formats', () => {
       expect(types).not.toContain('FLOAT');
     });
 
+    it('writes unique columns PLAIN without statistics; the instant keeps its range statistics', async () => {
+      const { metadata } = await readBack();
+      const chunk = (name: string) => metadata.row_groups[0]!.columns.find((c) => c.meta_data!.path_in_schema[0] === name)!.meta_data!;
+      for (const name of ['public_id', 'value_date']) {
+        expect(chunk(name).encodings).toEqual(['PLAIN']);
+        expect(chunk(name).statistics).toBeUndefined();
+      }
+      expect(chunk('value_date_utc').statistics).toMatchObject({ null_count: 0n });
+      expect(chunk('value_date_utc').statistics!.min_value).toBeDefined();
+      expect(chunk('currency').encodings).toContain('RLE_DICTIONARY');
+    });
+
     it('keeps timestamps in UTC with the original text and offset alongside', async () => {
       const { metadata, rows } = await readBack();
       const utc = metadata.schema.find((e) => e.name === 'value_date_utc')!;
