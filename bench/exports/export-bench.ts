@@ -64,8 +64,8 @@ export interface ExportRunContext {
   sandbox: SandboxProcess;
   s3: LocalS3 | undefined;
   dataset: ExportDataset;
-  /** Extra node flags for the child (V8 heap settings). */
-  nodeFlags?: string[];
+  /** How the child starts: Lambda's node flags and the function's NODE_OPTIONS; plain `node` when absent. */
+  start?: LambdaNodeStart;
 }
 
 export function jobFor(variant: ExportVariant, context: ExportRunContext): ExportJob {
@@ -92,20 +92,38 @@ export function jobFor(variant: ExportVariant, context: ExportRunContext): Expor
 
 export async function runExportChild(variant: ExportVariant, context: ExportRunContext): Promise<ExportChildResult> {
   const job = jobFor(variant, context);
-  const result = await runNodeJson<ExportChildResult>([...(context.nodeFlags ?? []), CHILD_BUNDLE, JSON.stringify(job)], { timeoutMs: 600_000 });
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  if (context.start?.nodeOptions !== undefined) env.NODE_OPTIONS = context.start.nodeOptions;
+  const result = await runNodeJson<ExportChildResult>([...(context.start?.args ?? []), CHILD_BUNDLE, JSON.stringify(job)], { timeoutMs: 600_000, env });
   if (result.transactions !== context.dataset.transactions) {
     throw new Error(`${variant}: read ${result.transactions} transactions, expected ${context.dataset.transactions}`);
   }
   return result;
 }
 
+/** How the Lambda Node.js runtime starts a function: the node flags it adds, and the NODE_OPTIONS it keeps. */
+export interface LambdaNodeStart {
+  args: string[];
+  nodeOptions: string | undefined;
+}
+
 /**
- * The V8 heap flags the Lambda Node.js runtime gives a function of `memoryMb` (its bootstrap:
- * new space = memory / 10, semi-space = half of it, old space = the rest), plus its --expose-gc.
+ * What the Lambda Node.js runtime's bootstrap does for a function of `memoryMb` with this
+ * NODE_OPTIONS: it adds --expose-gc, and both heap flags (new space = memory / 10, semi-space half
+ * of it, old space the rest) unless NODE_OPTIONS names either of them, in either spelling, in which
+ * case it adds neither and NODE_OPTIONS decides.
  */
-export function lambdaNodeFlags(memoryMb: number): string[] {
+export function lambdaNodeStart(memoryMb: number, nodeOptions: string | undefined): LambdaNodeStart {
+  const namesHeapFlag = /--max[-_](semi|old)[-_]space[-_]size/.test(nodeOptions ?? '');
+  if (namesHeapFlag) return { args: ['--expose-gc'], nodeOptions };
   const newSpace = Math.floor(memoryMb / 10);
-  return ['--expose-gc', `--max-semi-space-size=${Math.floor(newSpace / 2)}`, `--max-old-space-size=${memoryMb - newSpace}`];
+  return { args: ['--expose-gc', `--max-semi-space-size=${Math.floor(newSpace / 2)}`, `--max-old-space-size=${memoryMb - newSpace}`], nodeOptions };
+}
+
+/** The command line and NODE_OPTIONS of a run, as BENCHMARKS.md shows them. */
+export function describeStart(start: LambdaNodeStart): string {
+  return [start.nodeOptions === undefined ? '' : `NODE_OPTIONS='${start.nodeOptions}'`, 'node', ...start.args].filter(Boolean).join(' ');
 }
 
 export interface ExportSectionOptions {
@@ -117,10 +135,13 @@ export const EXPORT_FUNCTION = 'export-period';
 /** Used when the stack does not deploy the export function (yet). */
 const FALLBACK_MEMORY_MB = 256;
 
-/** The export function's memory as the synthesized stack configures it (lib/constructs/exports.ts). */
-function exportFunctionMemoryMb(): number | undefined {
-  const memory = functionsOf(synthBenchStack(path.join(OUT_DIR, 'stack-template'), false)).get(EXPORT_FUNCTION)?.Properties?.MemorySize;
-  return typeof memory === 'number' ? memory : undefined;
+/** The export function's memory and NODE_OPTIONS as the synthesized stack configures them (lib/constructs/exports.ts). */
+function exportFunctionSettings(): { memoryMb: number; nodeOptions: string | undefined } | undefined {
+  const fn = functionsOf(synthBenchStack(path.join(OUT_DIR, 'stack-template'), false)).get(EXPORT_FUNCTION);
+  const memory = fn?.Properties?.MemorySize;
+  if (typeof memory !== 'number') return undefined;
+  const nodeOptions = fn?.Properties?.Environment?.Variables?.NODE_OPTIONS;
+  return { memoryMb: memory, nodeOptions: typeof nodeOptions === 'string' ? nodeOptions : undefined };
 }
 
 const VARIANTS: readonly ExportVariant[] = ['baseline', 'jsonl-dir', 'all-dir', 'all-s3'];
@@ -154,18 +175,18 @@ function sizeLabel(n: number): string {
  * machine that slows down between rounds slows both sides of a ratio.
  */
 export async function runExportSection(options: ExportSectionOptions): Promise<SectionReport> {
-  const deployedMemoryMb = exportFunctionMemoryMb();
-  const memoryMb = deployedMemoryMb ?? FALLBACK_MEMORY_MB;
+  const deployed = exportFunctionSettings();
+  const memoryMb = deployed?.memoryMb ?? FALLBACK_MEMORY_MB;
   const sandbox = await startSandboxProcess();
   let s3: LocalS3 | undefined;
   const results: SizeResult[] = [];
-  const flags = lambdaNodeFlags(memoryMb);
+  const start = lambdaNodeStart(memoryMb, deployed?.nodeOptions);
   try {
     s3 = await startS3([BUCKET]);
     await bundleExportChild();
     for (const size of options.sizes) {
       const dataset = await createDataset(sandbox, size.transactions);
-      const context: ExportRunContext = { sandbox, s3, dataset, nodeFlags: flags };
+      const context: ExportRunContext = { sandbox, s3, dataset, start };
       // Warms the sandbox's JIT, so that the first measured baseline is not its slowest.
       await runExportChild('baseline', context);
       const runs = { baseline: [], 'jsonl-dir': [], 'all-dir': [], 'all-s3': [] } as SizeResult['runs'];
@@ -174,21 +195,21 @@ export async function runExportSection(options: ExportSectionOptions): Promise<S
         for (const variant of VARIANTS) runs[variant].push(await runExportChild(variant, context));
         for (const variant of EXPORTS) ratios[variant].push(runs[variant][round]!.ms / runs.baseline[round]!.ms);
       }
-      const plain = await runExportChild('all-dir', { ...context, nodeFlags: ['--expose-gc'] });
+      const plain = await runExportChild('all-dir', { ...context, start: { args: ['--expose-gc'], nodeOptions: undefined } });
       results.push({ transactions: size.transactions, runs, ratios, plain });
     }
   } finally {
     await sandbox.stop();
     await s3?.stop();
   }
-  return exportReport(results, options, sandbox.command, flags, { memoryMb, deployed: deployedMemoryMb !== undefined });
+  return exportReport(results, options, sandbox.command, start, { memoryMb, deployed: deployed !== undefined });
 }
 
 function exportReport(
   results: SizeResult[],
   options: ExportSectionOptions,
   sandboxCommand: string,
-  flags: string[],
+  start: LambdaNodeStart,
   memory: { memoryMb: number; deployed: boolean },
 ): SectionReport {
   const rows: (string | number)[][] = [];
@@ -273,9 +294,10 @@ function exportReport(
     'peak (`VmHWM` of /proc/self/status, see finding 1 below); the V8 heap column is the largest `heapTotal` sampled every 100 ms; "retained" is',
     'the heap after a full GC at the end (what the export really holds on to).',
     '',
-    `The child runs with the heap flags the Lambda Node.js runtime passes to a ${memory.memoryMb} MB function${memory.deployed ? ` (the memory the stack gives \`${EXPORT_FUNCTION}\`)` : ` (the stack does not deploy \`${EXPORT_FUNCTION}\` yet; ${FALLBACK_MEMORY_MB} MB assumed)`}: \`${flags.join(' ')}\``,
-    '(its bootstrap derives them from `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`: new space = memory / 10, semi-space half of that,',
-    'old space the rest). One extra run per size uses plain `node` for comparison.',
+    `The child starts the way the Lambda Node.js runtime starts a ${memory.memoryMb} MB function${memory.deployed ? ` (the memory and \`NODE_OPTIONS\` the stack gives \`${EXPORT_FUNCTION}\`)` : ` (the stack does not deploy \`${EXPORT_FUNCTION}\` yet; ${FALLBACK_MEMORY_MB} MB assumed)`}: \`${describeStart(start)}\``,
+    '(its bootstrap adds `--expose-gc` and derives the heap flags from `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`: new space =',
+    'memory / 10, semi-space half of that, old space the rest, unless `NODE_OPTIONS` names either heap flag, in which case',
+    'it adds neither; bench/exports/export-bench.ts `lambdaNodeStart`). One extra run per size uses plain `node` for comparison.',
     '',
     '**Baseline**: the same pages (same lists, same page size, same key) fetched by a bare loop: `fetch`, read the body,',
     '`JSON.parse` it to find `next`, drop it. The ratio is the export\'s time over the baseline\'s in the same round, then the',
@@ -315,9 +337,13 @@ function exportReport(
     ...baselineGrowth,
     '',
     '   Smaller Parquet row groups (2,000 rows) or pages (200 items) did not change it (within 10 MiB): V8 sizes the',
-    '   young generation by allocation rate, not by what we keep. Flags set later (`v8.setFlagsFromString`) or through',
-    '   `NODE_OPTIONS` cannot lower it: the runtime\'s command-line flags win (checked: `heap_size_limit` stays at',
-    '   1,114 MiB with `NODE_OPTIONS=--max-semi-space-size=8` and the 1024 MB flags).',
+    '   young generation by allocation rate, not by what we keep, and a flag set at run time (`v8.setFlagsFromString`)',
+    '   comes too late (289 vs 293 MiB). **Fixed** on 2026-11-21: the export function now has',
+    '   `AcctopsFunction`\'s `maxSemiSpaceMb: 16`, which puts `--max-semi-space-size=16 --max-old-space-size=922` in its',
+    '   `NODE_OPTIONS`. The runtime\'s bootstrap adds neither heap flag when `NODE_OPTIONS` names one of them, so this is',
+    '   the supported way to set them (an earlier reading here, that the command-line flags would win over',
+    '   `NODE_OPTIONS`, came from starting node with both; the bootstrap never does that). The function keeps 1024 MB,',
+    '   and with it the CPU.',
     '4. **S3 adds part buffers, bounded.** lib-storage holds `partSize × (queueSize + 1)` per object, three objects at',
     '   once. At 100k the JSONL and Parquet objects are smaller than one part; at 1M every object is multipart and the',
     '   buffers are full. That, not the record count, is the growth to S3 from 100k to 1M, and it stops at the cap:',
@@ -325,9 +351,8 @@ function exportReport(
     '   flight (5 MiB × 2 × 3). Measured by hand on 2026-11-21, 1M to s3rver with the 1024 MB flags, 3 runs each:',
     '   peak RSS 321–335 MiB before, 284–290 MiB after, ratio to the baseline 5.12–5.64 before, 5.58–5.76 after (noise).',
     '',
-    'So the export\'s memory is bounded (retained heap flat, buffers capped); its peak is set by the function\'s',
-    'memory setting (the young generation) and the S3 part settings. The plans under the missed targets below say how to bring it under',
-    '256 MB if that bound is kept.',
+    'So the export\'s memory is bounded (retained heap flat, buffers capped); its peak is set by the young generation,',
+    'which the function\'s `NODE_OPTIONS` now caps, and by the S3 part settings.',
   ].join('\n');
 
   return {
@@ -349,8 +374,8 @@ const EXPORT_MISSES: Record<string, string> = {
   'export.ratio.all-dir': RATIO_NOTE,
   'export.ratio.all-s3': RATIO_NOTE,
   'export.rss':
-    'Cause (see "Memory: what we found"): the export function has 1024 MB, so Lambda\'s bootstrap lets V8\'s young generation grow to 3 × 51 MiB, and S3 part buffers add up to 30 MiB (5 MiB parts, one in flight, the `S3ObjectStore` defaults since 2026-11-21: 1M to S3 went from ~325 to ~287 MiB); the heap the export retains is 15 MiB. Plan (measured by hand, table above: 185 MiB at 1M to S3, 145 MiB to a directory, no slower): keep 1024 MB for the CPU and ship an `AWS_LAMBDA_EXEC_WRAPPER` script with the export function that inserts `--max-semi-space-size=16` before the runtime\'s entry script (the later flag wins; `NODE_OPTIONS` cannot do it, the command line overrides it; `v8.setFlagsFromString` at start measured no effect, 289 vs 293 MiB). That is a change in the export function\'s construct, a wrapper around the runtime\'s own start-up; the cheaper alternative, 512 MB, halves the CPU and still measured 268 MiB to S3 with the former part settings.',
+    'Cause (see "Memory: what we found"): the young generation (capped at 3 × 16 MiB by the function\'s `NODE_OPTIONS`) and the S3 part buffers (5 MiB × 2 per object, three objects) come on top of a retained heap of ~15 MiB and Node\'s own ~60 MiB. Plan: if this is missed again, lower the semi-space cap to 8 MiB (`maxSemiSpaceMb`), or S3 parts stay at 5 MiB (the minimum) and the three objects upload one after the other.',
   'export.rss-growth':
-    'Cause: the young generation reaches its full size only in longer runs (the bare fetch loop grows the same way, see above), and to S3 the part buffers are only partly used at 100k, where objects are smaller than a part; the retained heap does not grow. Plan: the smaller young generation planned for peak RSS, with the smaller S3 parts now in place, caps both (measured by hand with both: +9% for JSONL, +3% to a directory, +8% to S3).',
+    'Cause: the young generation reaches its cap only in longer runs (the bare fetch loop grows the same way, see above), and to S3 the part buffers are only partly used at 100k, where objects are smaller than a part; the retained heap does not grow. Plan: a lower semi-space cap (`maxSemiSpaceMb`) narrows the first; the second stops at 30 MiB whatever the size.',
 };
 

@@ -352,8 +352,12 @@ export class Exports extends Construct {
       handlerDir: 'export-period',
       description: "Exports one company's month to S3 (or lists a user's companies), from the export queue",
       timeout: WORKER_TIMEOUT,
-      // CPU grows with memory: Parquet encoding and gzip are CPU-bound; three streams buffer about 3 × 24 MiB.
+      // CPU grows with memory: Parquet encoding and gzip are CPU-bound.
       memorySize: 1024,
+      // The export allocates per record and keeps ~15 MiB; the runtime's 51 MiB semi-spaces at
+      // 1024 MB only hold garbage longer (peak RSS 320 vs 185 MiB at 1M transactions, no slower:
+      // BENCHMARKS.md, "Memory: what we found").
+      maxSemiSpaceMb: 16,
       environment: {
         ...base.environment,
         ACCTOPS_BASE_URL: stage.baseUrl,

@@ -13,6 +13,7 @@ import {
   AcctopsFunction,
   BUCKET_ACTIONS,
   FUNCTION_RUNTIME,
+  nodeOptions,
   QUEUE_ACTIONS,
   SECRET_ACTIONS,
   TABLE_ACTIONS,
@@ -123,6 +124,22 @@ describe('AcctopsFunction', () => {
     });
     template.hasResourceProperties('AWS::Lambda::Function', { ReservedConcurrentExecutions: 3, MemorySize: 1024, Timeout: 300 });
     expect(Object.values(template.findResources('AWS::Logs::LogGroup'))[0]!.DeletionPolicy).toBe('Delete');
+  });
+
+  it('caps the semi-space through NODE_OPTIONS with the old space the runtime would pick, since the bootstrap then sets neither', () => {
+    const { template } = stackWith((stack) => {
+      new AcctopsFunction(stack, 'Fn', { ...BASE, memorySize: 1024, maxSemiSpaceMb: 16 });
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ NODE_OPTIONS: '--enable-source-maps --max-semi-space-size=16 --max-old-space-size=922' }) },
+    });
+    expect(nodeOptions(256, undefined)).toBe('--enable-source-maps');
+    expect(nodeOptions(512, 8)).toBe('--enable-source-maps --max-semi-space-size=8 --max-old-space-size=461');
+  });
+
+  it.each([0, 2.5, 52])('refuses a semi-space cap of %s MiB at 1024 MB (a whole number up to the runtime’s own 51)', (mb) => {
+    const stack = new Stack(testApp(), 'Test');
+    expect(() => new AcctopsFunction(stack, 'Fn', { ...BASE, memorySize: 1024, maxSemiSpaceMb: mb })).toThrow(/maxSemiSpaceMb must be a whole number from 1 to memory \/ 20 \(51\)/);
   });
 
   it('turns X-Ray on when asked and acknowledges its unavoidable wildcard with a reason', () => {
