@@ -52,4 +52,5 @@ export {
 export { type ApiKeyPaths, defaultApiKeyPaths } from './resources/api-keys';
 export type { AccountingApiWarning, WarningHandler } from './warnings';
 export { parseJsonLossless } from './lossless-json';
+export { parseTimestamp, epochDayOf, type TimestampInstant } from './timestamps';
 export * from './schemas';

@@ -73,8 +73,8 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
    * consumer stops early), any page `count` that differs from the items read is reported as a
    * `count_mismatch` warning.
    *
-   * One page ahead: the request for page n+1 is sent (its `next` checked first) before page n is
-   * handed over, so the peer's time overlaps ours. Never more than one request is in flight. Its
+   * One page ahead: the request for page n+1 is sent (its `next` checked first) as soon as page
+   * n's envelope is read, before its items are validated, so the peer's time overlaps ours. Never more than one request is in flight. Its
    * failure is raised when its page is due; until then it is marked handled, so that a slow
    * consumer does not turn it into an unhandled rejection. A consumer that stops early waits for
    * that request to settle (its outcome dropped): nothing is left running after the list (a
@@ -97,21 +97,23 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
       while (pending) {
         const response: ApiResponse = await pending;
         pending = undefined;
-        const page = this.parsePage(response);
-        source.onPage?.(page, response);
-        itemsRead += page.items.length;
-        if (counts[counts.length - 1] !== page.count) counts.push(page.count);
-        lastRequest = page.request;
+        const envelope = this.parseEnvelope(response);
         // A bad `next` is raised after its page is handed over, as when pages were fetched one by one.
         let refused: { error: unknown } | undefined;
-        if (page.next !== null) {
+        if (envelope.next !== null) {
           try {
-            url = checkNext(page.next, url, source.baseUrl, seen, response);
+            url = checkNext(envelope.next, url, source.baseUrl, seen, response);
+            // Sent before this page's items are validated, so that the peer works meanwhile.
             pending = send(url);
           } catch (error) {
             refused = { error };
           }
         }
+        const page = this.parseItems(envelope, response);
+        source.onPage?.(page, response);
+        itemsRead += page.items.length;
+        if (counts[counts.length - 1] !== page.count) counts.push(page.count);
+        lastRequest = page.request;
         yield page;
         if (refused) throw refused.error;
       }
@@ -133,19 +135,22 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     return out;
   }
 
-  private parsePage(response: ApiResponse): Page<T> {
-    const context = { status: response.status, requestId: response.requestId, request: response.request };
+  private parseEnvelope(response: ApiResponse): ListEnvelope {
     const envelope = listEnvelopeSchema.safeParse(response.body);
-    if (!envelope.success) throw responseValidationError(envelope.error, '', context);
+    if (!envelope.success) throw responseValidationError(envelope.error, '', contextOf(response));
+    return envelope.data;
+  }
+
+  private parseItems(envelope: ListEnvelope, response: ApiResponse): Page<T> {
     const { itemSchema, fastParse, checkItem } = this.source;
-    const results = envelope.data.results;
+    const results = envelope.results;
     const items: PageItem<T>[] = new Array<PageItem<T>>(results.length);
     for (let i = 0; i < results.length; i++) {
       const raw = results[i];
       let parsed = fastParse?.(raw);
       if (parsed === undefined) {
         const result = itemSchema.safeParse(raw);
-        if (!result.success) throw responseValidationError(result.error, `results[${i}]`, context);
+        if (!result.success) throw responseValidationError(result.error, `results[${i}]`, contextOf(response));
         parsed = result.data;
       }
       items[i] = { raw: raw as Record<string, unknown>, parsed };
@@ -154,12 +159,18 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     }
     return {
       items,
-      count: envelope.data.count,
-      next: envelope.data.next,
-      previous: envelope.data.previous ?? null,
+      count: envelope.count,
+      next: envelope.next,
+      previous: envelope.previous ?? null,
       request: response.request,
     };
   }
+}
+
+type ListEnvelope = z.infer<typeof listEnvelopeSchema>;
+
+function contextOf(response: ApiResponse): { status: number; requestId: string | undefined; request: string } {
+  return { status: response.status, requestId: response.requestId, request: response.request };
 }
 
 /** Query order does not make a different page, nor does spelling out the first page (spec §4.3). */
@@ -172,7 +183,7 @@ function loopKey(url: URL): string {
 }
 
 function checkNext(next: string, current: URL, baseUrl: URL, seen: Set<string>, response: ApiResponse): URL {
-  const context = { status: response.status, requestId: response.requestId, request: response.request };
+  const context = contextOf(response);
   let url: URL;
   try {
     url = new URL(next, current);

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { amountSchema } from './money';
+import { parseTimestamp, type TimestampInstant } from './timestamps';
 
 /**
  * Response schemas. Every object is loose: fields the spec does not show pass through untouched,
@@ -17,61 +18,21 @@ export const uuidSchema = z.guid();
 /** `YYYY-MM-DD`, a real calendar date. */
 export const dateSchema = z.iso.date();
 
-const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})$/;
-
-function daysInMonth(year: number, month: number): number {
-  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
-  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
-}
-
-function offsetMinutes(offset: string): number | undefined {
-  if (offset === 'Z') return 0;
-  const digits = offset.slice(1).replace(':', '');
-  const hours = Number(digits.slice(0, 2));
-  const minutes = Number(digits.slice(2));
-  if (hours > 23 || minutes > 59) return undefined;
-  return (offset.startsWith('-') ? -1 : 1) * (hours * 60 + minutes);
-}
-
 /**
  * The instant of an ISO 8601 timestamp with an explicit offset, in epoch milliseconds, or
  * undefined when it is not one (no offset, impossible date or time). Computed from the fields,
  * not by Date.parse, which rolls `02-30` over into March.
  */
 export function timestampMillis(timestamp: string): number | undefined {
-  return timestampInstant(timestamp)?.utcMillis;
+  return parseTimestamp(timestamp)?.utcMillis;
 }
 
 /**
  * The instant and the offset (minutes east of UTC, `-02:00` is -120) of a timestamp from one
  * parse, or undefined when `timestampSchema` would refuse it. The exports need both per record.
  */
-export function timestampInstant(timestamp: string): { utcMillis: number; offsetMinutes: number } | undefined {
-  const m = timestampFields(timestamp);
-  if (!m) return undefined;
-  const [year, month, day, hours, minutes, seconds, millis, shift] = m;
-  const instant = new Date(Date.UTC(2000, month - 1, day, hours, minutes, seconds, millis));
-  instant.setUTCFullYear(year); // Date.UTC reads years 0-99 as 1900-1999
-  return { utcMillis: instant.getTime() - shift * 60_000, offsetMinutes: shift };
-}
-
-type TimestampFields = [year: number, month: number, day: number, hours: number, minutes: number, seconds: number, millis: number, offsetMinutes: number];
-
-function timestampFields(timestamp: string): TimestampFields | undefined {
-  // Runs once per transaction of every export: plain arithmetic, no nested schema.
-  const m = TIMESTAMP.exec(timestamp);
-  if (!m) return undefined;
-  const year = Number(m[1]);
-  const month = Number(m[2]);
-  const day = Number(m[3]);
-  const hours = Number(m[4]);
-  const minutes = Number(m[5]);
-  const seconds = m[6] === undefined ? 0 : Number(m[6]);
-  const shift = offsetMinutes(m[8]!);
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;
-  if (hours > 23 || minutes > 59 || seconds > 59 || shift === undefined) return undefined;
-  const millis = m[7] === undefined ? 0 : Number(m[7].padEnd(3, '0').slice(0, 3));
-  return [year, month, day, hours, minutes, seconds, millis, shift];
+export function timestampInstant(timestamp: string): TimestampInstant | undefined {
+  return parseTimestamp(timestamp);
 }
 
 /** The instant a timestamp denotes. Throws on a string that `timestampSchema` would refuse. */
@@ -96,7 +57,7 @@ export function localDateOf(timestamp: string): string {
 
 /** Whether `timestampSchema` accepts `text`. */
 export function isTimestamp(text: string): boolean {
-  return timestampFields(text) !== undefined;
+  return parseTimestamp(text) !== undefined;
 }
 
 /** An ISO 8601 timestamp with an offset, kept as the original string (offset included). */

@@ -1,4 +1,3 @@
-import * as z from 'zod';
 import { parseMinorUnits } from './money';
 import { cashflowTypeOf, isTimestamp, type Transaction, transactionSchema } from './schemas';
 
@@ -14,7 +13,7 @@ export function transactionFastPath(input: unknown): Transaction | undefined {
   if (typeof input !== 'object' || input === null || Object.getPrototypeOf(input) !== Object.prototype) return undefined;
   const item = input as Record<string, unknown>;
   const { publicId, amount, cashflowType, valueDate } = item;
-  if (typeof publicId !== 'string' || !GUID.test(publicId)) return undefined;
+  if (typeof publicId !== 'string' || !isGuid(publicId)) return undefined;
   if (typeof cashflowType !== 'string' || typeof valueDate !== 'string' || !isTimestamp(valueDate)) return undefined;
   const minor = minorUnits(amount);
   const currency = nullableText(item.currency);
@@ -43,9 +42,29 @@ export function transactionFastPath(input: unknown): Transaction | undefined {
   return parsed as Transaction;
 }
 
-const GUID = z.regexes.guid;
 const SHAPE_KEYS = new Set(Object.keys(transactionSchema.shape));
 const DOUBT = Symbol('doubt');
+
+const HEX = new Uint8Array(128);
+for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1;
+const DASH = 0x2d;
+
+/**
+ * What `uuidSchema` (zod's guid regex) accepts: 8-4-4-4-12 hex digits. By hand, at half the
+ * regex's cost: three per transaction.
+ */
+export function isGuid(text: string): boolean {
+  if (text.length !== 36) return false;
+  for (let i = 0; i < 36; i++) {
+    const code = text.charCodeAt(i);
+    if (i === 8 || i === 13 || i === 18 || i === 23) {
+      if (code !== DASH) return false;
+    } else if (code > 127 || HEX[code] === 0) {
+      return false;
+    }
+  }
+  return true;
+}
 
 function minorUnits(value: unknown): bigint | undefined {
   // The schema's union admits these three; parseMinorUnits decides the rest.
@@ -64,5 +83,5 @@ function nullableText(value: unknown): string | null | typeof DOUBT {
 
 function nullableGuid(value: unknown): string | null | typeof DOUBT {
   if (value === undefined || value === null) return null;
-  return typeof value === 'string' && GUID.test(value) ? value : DOUBT;
+  return typeof value === 'string' && isGuid(value) ? value : DOUBT;
 }

@@ -1,6 +1,6 @@
 import { ValidationError } from '../shared/errors';
 import type { MinorUnits } from '../accounting-api/money';
-import { epochDay, parseOffsetTimestamp } from './timestamp';
+import { epochDay, parseOffsetTimestamp, type OffsetTimestamp } from './timestamp';
 import type { DatasetName, ExportCategory, ExportTaxReport, ExportTransaction } from './types';
 
 /**
@@ -168,40 +168,57 @@ const CURRENCY = /^[A-Z]{3}$/;
 /**
  * Field checks for one record. The pipeline adapts validated client items, so these only catch
  * what would otherwise corrupt a file silently; each failure names the record and the field.
+ * A class, not an object of closures: one is made per record of every export.
  */
-function checker(kind: string, id: unknown, index: number) {
-  const fail = (path: string, message: string): never => {
+class RecordChecker {
+  constructor(
+    private readonly kind: string,
+    private readonly recordId: unknown,
+    private readonly index: number,
+  ) {}
+
+  id(path: string, value: unknown): string {
+    if (typeof value !== 'string' || value.length === 0) return this.fail(path, 'expected a non-empty identifier');
+    return value;
+  }
+
+  optionalText(path: string, value: unknown): string | null {
+    if (value === null || value === undefined) return null;
+    if (typeof value !== 'string') return this.fail(path, 'expected a string or null');
+    return value;
+  }
+
+  currency(path: string, value: unknown, fallback: string): string {
+    if (value === null || value === undefined) return fallback;
+    const code = typeof value === 'string' ? value.toUpperCase() : undefined;
+    if (code === undefined || !CURRENCY.test(code)) return this.fail(path, 'expected an ISO 4217 code');
+    return code;
+  }
+
+  amount(path: string, value: unknown): MinorUnits {
+    if (typeof value !== 'bigint') return this.fail(path, 'expected exact minor units (bigint)');
+    if (value <= -DECIMAL_LIMIT || value >= DECIMAL_LIMIT) return this.fail(path, `beyond DECIMAL(${DECIMAL_PRECISION},${DECIMAL_SCALE})`);
+    return value;
+  }
+
+  date(path: string, value: unknown): string | null {
+    if (value === null || value === undefined) return null;
+    if (typeof value !== 'string' || epochDay(value) === undefined) return this.fail(path, 'expected a date YYYY-MM-DD');
+    return value;
+  }
+
+  timestamp(path: string, value: unknown): OffsetTimestamp {
+    const parsed = typeof value === 'string' ? parseOffsetTimestamp(value) : undefined;
+    return parsed ?? this.fail(path, 'expected an ISO 8601 timestamp with an offset');
+  }
+
+  private fail(path: string, message: string): never {
+    const { kind, recordId: id, index } = this;
     const source = typeof id === 'string' && id.length > 0 && id.length <= 64 ? `${kind} ${id}` : `${kind} at position ${index}`;
     throw new ValidationError(source, [{ path, message }]);
-  };
-  return {
-    id(path: string, value: unknown): string {
-      if (typeof value !== 'string' || value.length === 0) return fail(path, 'expected a non-empty identifier');
-      return value;
-    },
-    optionalText(path: string, value: unknown): string | null {
-      if (value === null || value === undefined) return null;
-      if (typeof value !== 'string') return fail(path, 'expected a string or null');
-      return value;
-    },
-    currency(path: string, value: unknown, fallback: string): string {
-      if (value === null || value === undefined) return fallback;
-      if (typeof value !== 'string' || !CURRENCY.test(value.toUpperCase())) return fail(path, 'expected an ISO 4217 code');
-      return value.toUpperCase();
-    },
-    amount(path: string, value: unknown): MinorUnits {
-      if (typeof value !== 'bigint') return fail(path, 'expected exact minor units (bigint)');
-      if (value <= -DECIMAL_LIMIT || value >= DECIMAL_LIMIT) return fail(path, `beyond DECIMAL(${DECIMAL_PRECISION},${DECIMAL_SCALE})`);
-      return value;
-    },
-    date(path: string, value: unknown): string | null {
-      if (value === null || value === undefined) return null;
-      if (typeof value !== 'string' || epochDay(value) === undefined) return fail(path, 'expected a date YYYY-MM-DD');
-      return value;
-    },
-    timestamp(path: string, value: unknown) {
-      const parsed = typeof value === 'string' ? parseOffsetTimestamp(value) : undefined;
-      return parsed ?? fail(path, 'expected an ISO 8601 timestamp with an offset');
-    },
-  };
+  }
+}
+
+function checker(kind: string, id: unknown, index: number): RecordChecker {
+  return new RecordChecker(kind, id, index);
 }

@@ -21,7 +21,8 @@ export class TotalsAccumulator {
     if (typeof minor !== 'bigint') return;
     const currency = row[this.columns.currency] as string;
     const cashflowType = this.columns.cashflowType ? ((row[this.columns.cashflowType] as string | null) ?? null) : null;
-    const key = JSON.stringify([currency, cashflowType]);
+    // NUL cannot be in a currency code (the tables check /^[A-Z]{3}$/), so keys cannot collide.
+    const key = cashflowType === null ? currency : `${currency}\u0000${cashflowType}`;
     const sum = this.sums.get(key);
     if (sum) {
       sum.minor += minor;

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { isDeepStrictEqual } from 'node:util';
 import { AccountingClient, ResponseValidationError, apiKeyAuth, parseJsonLossless, transactionSchema } from '../../../src/core/accounting-api';
-import { transactionFastPath } from '../../../src/core/accounting-api/transaction-fast-path';
+import { isGuid, transactionFastPath } from '../../../src/core/accounting-api/transaction-fast-path';
+import { uuidSchema } from '../../../src/core/accounting-api';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { BASE_URL, fakeTransport, json, transaction } from './fake-transport';
 
@@ -134,5 +135,20 @@ describe('transactionFastPath', () => {
     const expected = transactionSchema.safeParse(bad);
     expect(expected.success).toBe(false);
     expect((error as ResponseValidationError).issues).toEqual([{ path: 'results[1].valueDate', message: expected.error!.issues[0]!.message }]);
+  });
+});
+
+describe('isGuid', () => {
+  it('accepts exactly what uuidSchema (zod\'s guid) accepts', () => {
+    const nearGuid = fc.tuple(guid, fc.nat(), fc.constantFrom('', '-', 'g', 'G', '0', 'F', ' ', 'é', '٣', '\u0000')).map(([id, at, char]) => {
+      const i = at % (id.length + 1);
+      return id.slice(0, i) + char + id.slice(i + 1);
+    });
+    fc.assert(
+      fc.property(fc.oneof(guid, nearGuid, fc.string()), (text) => {
+        expect(isGuid(text)).toBe(uuidSchema.safeParse(text).success);
+      }),
+      { seed: SEED, numRuns: 20_000 },
+    );
   });
 });

@@ -1,0 +1,107 @@
+import fc from 'fast-check';
+import { epochDayOf, parseTimestamp } from '../../../src/core/accounting-api/timestamps';
+
+const SEED = 20261121;
+
+/**
+ * The implementation parseTimestamp replaced (regex, Number, Date): the reference it must agree
+ * with on every string, accepted or not.
+ */
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})$/;
+function reference(text: string): { utcMillis: number; offsetMinutes: number } | undefined {
+  const m = TIMESTAMP.exec(text);
+  if (!m) return undefined;
+  const [year, month, day, hours, minutes] = [1, 2, 3, 4, 5].map((i) => Number(m[i]));
+  const seconds = m[6] === undefined ? 0 : Number(m[6]);
+  const offset = m[8]!;
+  let shift: number | undefined = 0;
+  if (offset !== 'Z') {
+    const digits = offset.slice(1).replace(':', '');
+    const [h, min] = [Number(digits.slice(0, 2)), Number(digits.slice(2))];
+    shift = h > 23 || min > 59 ? undefined : (offset.startsWith('-') ? -1 : 1) * (h * 60 + min);
+  }
+  const last = new Date(Date.UTC(2000, month! - 1 + 1, 0)).getUTCDate();
+  const leap = year! % 4 === 0 && (year! % 100 !== 0 || year! % 400 === 0);
+  const days = month === 2 ? (leap ? 29 : 28) : last;
+  if (month! < 1 || month! > 12 || day! < 1 || day! > days) return undefined;
+  if (hours! > 23 || minutes! > 59 || seconds > 59 || shift === undefined) return undefined;
+  const millis = m[7] === undefined ? 0 : Number(m[7].padEnd(3, '0').slice(0, 3));
+  const instant = new Date(Date.UTC(2000, month! - 1, day, hours, minutes, seconds, millis));
+  instant.setUTCFullYear(year!);
+  return { utcMillis: instant.getTime() - shift * 60_000, offsetMinutes: shift };
+}
+
+const two = (n: number) => String(n).padStart(2, '0');
+/** Well-formed timestamps (some on impossible days or times), every optional part on or off. */
+const shaped = fc
+  .record({
+    year: fc.integer({ min: 0, max: 9999 }),
+    month: fc.integer({ min: 0, max: 13 }),
+    day: fc.integer({ min: 0, max: 32 }),
+    hours: fc.integer({ min: 0, max: 25 }),
+    minutes: fc.integer({ min: 0, max: 60 }),
+    seconds: fc.option(fc.integer({ min: 0, max: 60 })),
+    fraction: fc.option(fc.stringMatching(/^\d{0,11}$/)),
+    offset: fc.oneof(
+      fc.constant('Z'),
+      fc.tuple(fc.constantFrom('+', '-'), fc.integer({ min: 0, max: 25 }), fc.boolean(), fc.integer({ min: 0, max: 61 })).map(([sign, h, colon, m]) => `${sign}${two(h)}${colon ? ':' : ''}${two(m)}`),
+    ),
+  })
+  .map(({ year, month, day, hours, minutes, seconds, fraction, offset }) => {
+    const time = seconds === null ? `${two(hours)}:${two(minutes)}` : `${two(hours)}:${two(minutes)}:${two(seconds)}${fraction === null ? '' : `.${fraction}`}`;
+    return `${String(year).padStart(4, '0')}-${two(month)}-${two(day)}T${time}${offset}`;
+  });
+/** One character of a well-formed timestamp replaced, removed or doubled. */
+const mutated = fc.tuple(shaped, fc.nat(), fc.constantFrom('', '0', '9', ':', '-', '+', 'T', 'Z', '.', ' ', 'a', '٣'), fc.boolean()).map(([text, at, char, insert]) => {
+  const i = at % text.length;
+  return insert ? text.slice(0, i) + char + text.slice(i) : text.slice(0, i) + char + text.slice(i + 1);
+});
+
+describe('parseTimestamp', () => {
+  it('accepts and refuses exactly what the former regex and Date implementation did, and agrees on the instant', () => {
+    fc.assert(
+      fc.property(fc.oneof(shaped, mutated, fc.string()), (text) => {
+        expect(parseTimestamp(text)).toEqual(reference(text));
+      }),
+      { seed: SEED, numRuns: 20_000 },
+    );
+  });
+
+  it('reads the common forms, years 0-99 included (Date.UTC would put them in the 1900s)', () => {
+    expect(parseTimestamp('2026-10-31T23:30:00-02:00')).toEqual({ utcMillis: Date.UTC(2026, 10, 1, 1, 30), offsetMinutes: -120 });
+    expect(parseTimestamp('2026-03-29T02:30:00.123456+0530')).toEqual({ utcMillis: Date.UTC(2026, 2, 28, 21, 0, 0, 123), offsetMinutes: 330 });
+    expect(parseTimestamp('2024-02-29T00:00Z')).toEqual({ utcMillis: Date.UTC(2024, 1, 29), offsetMinutes: 0 });
+    expect(parseTimestamp('0099-12-31T23:59:59Z')?.utcMillis).toBe(new Date('0099-12-31T23:59:59Z').getTime());
+    expect(parseTimestamp('0000-01-01T00:00:00Z')?.utcMillis).toBe(new Date('0000-01-01T00:00:00Z').getTime());
+  });
+
+  it('refuses what is not a timestamp with an offset on a real day', () => {
+    for (const bad of ['2026-10-31T23:30:00', '2026-02-30T00:00:00Z', '2025-02-29T00:00:00Z', '2026-10-31T24:00:00Z', '2026-10-31T23:30:00+24:00', '2026-10-31T23:30:00.Z', '2026-10-31T23:30:00.1234567890Z', '2026-10-31T23:30:00Z ']) {
+      expect(parseTimestamp(bad)).toBeUndefined();
+    }
+  });
+
+  it('answers a repeated string from its last result, and a different one afresh', () => {
+    const first = parseTimestamp('2026-10-05T12:00:00Z');
+    expect(parseTimestamp('2026-10-05T12:00:00Z')).toBe(first);
+    expect(parseTimestamp('2026-10-05T12:00:00+01:00')).toEqual({ utcMillis: first!.utcMillis - 3_600_000, offsetMinutes: 60 });
+    expect(parseTimestamp('2026-02-30T12:00:00Z')).toBeUndefined();
+    expect(parseTimestamp('2026-02-30T12:00:00Z')).toBeUndefined();
+  });
+});
+
+describe('epochDayOf', () => {
+  it('counts the days Date counts for every real date of years 0000-9999, and refuses the rest', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 9999 }), fc.integer({ min: 0, max: 13 }), fc.integer({ min: 0, max: 32 }), (year, month, day) => {
+        const text = `${String(year).padStart(4, '0')}-${two(month)}-${two(day)}`;
+        const date = new Date(0);
+        date.setUTCFullYear(year, month - 1, day);
+        const real = date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+        expect(epochDayOf(text)).toBe(real ? date.getTime() / 86_400_000 : undefined);
+      }),
+      { seed: SEED, numRuns: 5_000 },
+    );
+    for (const bad of ['2026-1-01', '2026-10-01T', '2026/10/01', '２０２６-10-01', '']) expect(epochDayOf(bad)).toBeUndefined();
+  });
+});
