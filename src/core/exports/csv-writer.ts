@@ -12,6 +12,8 @@ export const CSV_BOM = '\uFEFF';
 const CHUNK_CHARS = 64 * 1024;
 const FORMULA_START = /^[=+\-@\t\r]/;
 const NEEDS_QUOTES = /[",\r\n]/;
+/** Either of the two above: most cells have neither, and then one test decides. */
+const SPECIAL = /^[=+\-@\t\r]|[",\r\n]/;
 
 export class CsvWriter implements RecordWriter {
   private pending: string;
@@ -64,8 +66,11 @@ export function csvCell(kind: ColumnKind, value: Cell): string {
       return new Date(value as number).toISOString();
     case 'date':
       return value as string;
-    case 'text':
-      return quote(FORMULA_START.test(value as string) ? `'${value as string}` : (value as string));
+    case 'text': {
+      const text = value as string;
+      if (!SPECIAL.test(text)) return text;
+      return quote(FORMULA_START.test(text) ? `'${text}` : text);
+    }
   }
 }
 

@@ -45,7 +45,11 @@ export class ParquetRecordWriter implements RecordWriter {
   write(_raw: unknown, row: Row): Promise<void> | undefined {
     for (let i = 0; i < this.columns.length; i++) {
       const column = this.columns[i]!;
-      this.buffers[i]!.push(parquetValue(column.kind, row[column.name] ?? null));
+      const value = row[column.name] ?? null;
+      // A unique text column is written PLAIN, every value encoded: Buffer.from takes the bytes
+      // from Node's shared 8 KiB pool, where hyparquet-writer's TextEncoder.encode would allocate
+      // an ArrayBuffer per value. Other text columns stay strings: their dictionaries key on them.
+      this.buffers[i]!.push(column.unique && column.kind === 'text' && value !== null ? Buffer.from(value as string, 'utf8') : parquetValue(column.kind, value));
     }
     this.rows += 1;
     return this.rows >= this.rowGroupRows ? this.writeRowGroup() : undefined;
