@@ -16,7 +16,7 @@ import {
   tokenVerificationSchema,
   transactionSchema,
 } from '../../../src/core/accounting-api';
-import { quoteUnsafeIntegers } from '../../../src/core/accounting-api/lossless-json';
+import { hasSixteenDigitRun, quoteUnsafeIntegers } from '../../../src/core/accounting-api/lossless-json';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { BASE_URL, type Handler, category, fakeTransport, json, listHandler, transaction } from './fake-transport';
 
@@ -175,6 +175,21 @@ describe('lossless JSON', () => {
         });
       }),
     );
+  });
+
+  it('finds a run of 16 digits exactly where /\\d{16}/ does, wherever the run starts and ends', () => {
+    const digits = fc.stringMatching(/^\d{0,40}$/);
+    const other = fc.stringMatching(/^[^0-9]{0,20}$/);
+    const text = fc.array(fc.oneof(digits, other, fc.constantFrom('٣', '0x', '9.99', '"')), { maxLength: 12 }).map((parts) => parts.join(''));
+    fc.assert(
+      fc.property(text, (t) => {
+        expect(hasSixteenDigitRun(t)).toBe(/\d{16}/.test(t));
+      }),
+      { seed: 20261121, numRuns: 20_000 },
+    );
+    expect(hasSixteenDigitRun('1234567890123456')).toBe(true);
+    expect(hasSixteenDigitRun('123456789012345 1234567890123456')).toBe(true);
+    expect(hasSixteenDigitRun('x123456789012345')).toBe(false);
   });
 
   it('returns the text untouched when nothing needs quoting', () => {
