@@ -222,6 +222,7 @@ function exportReport(
         LABEL[variant],
         runs.length,
         seconds.toFixed(2),
+        (median(runs.map((x) => x.cpuMs)) / 1000).toFixed(2),
         Math.round(r.transactions / seconds).toLocaleString('en-US'),
         variant === 'baseline' ? '1' : median(r.ratios[variant]).toFixed(2),
         `${mib(median(runs.map((x) => x.peakRssBytes)))} (${mib(max(runs.map((x) => x.peakRssBytes)))})`,
@@ -230,7 +231,7 @@ function exportReport(
       ]);
     }
     const p = r.plain;
-    rows.push([sizeLabel(r.transactions), LABEL.plain, 1, (p.ms / 1000).toFixed(2), Math.round(r.transactions / (p.ms / 1000)).toLocaleString('en-US'), '', mib(p.peakRssBytes), mib(p.sampled.heapTotalBytes), mib(p.retainedHeapBytes ?? 0)]);
+    rows.push([sizeLabel(r.transactions), LABEL.plain, 1, (p.ms / 1000).toFixed(2), (p.cpuMs / 1000).toFixed(2), Math.round(r.transactions / (p.ms / 1000)).toLocaleString('en-US'), '', mib(p.peakRssBytes), mib(p.sampled.heapTotalBytes), mib(p.retainedHeapBytes ?? 0)]);
   }
 
   const targets: TargetResult[] = [];
@@ -290,7 +291,8 @@ function exportReport(
     'with esbuild like a Lambda function, so no TypeScript loader is in it): it reads categories, tax reports and the',
     'month\'s transactions and writes them with `PeriodExporter` (manifest, symlinks, checksums: the whole publish) to a',
     'local directory (`DirObjectStore`) or to s3rver (`S3ObjectStore`, multipart, default 5 MiB parts, one in flight). Time is measured',
-    'inside the child, from the first request to the published manifest. **Peak RSS** is the child\'s own',
+    'inside the child, from the first request to the published manifest; **CPU s** is the child\'s CPU time over the same',
+    'span (user + system, every thread: gzip and file writes run on the thread pool). **Peak RSS** is the child\'s own',
     'peak (`VmHWM` of /proc/self/status, see finding 1 below); the V8 heap column is the largest `heapTotal` sampled every 100 ms; "retained" is',
     'the heap after a full GC at the end (what the export really holds on to).',
     '',
@@ -303,7 +305,7 @@ function exportReport(
     '`JSON.parse` it to find `next`, drop it. The ratio is the export\'s time over the baseline\'s in the same round, then the',
     `median over the rounds. Runs per size: ${options.sizes.map((s) => `${sizeLabel(s.transactions)} × ${s.rounds}`).join(', ')} (plus one warm-up baseline).`,
     '',
-    table(['Size', 'Run', 'Runs', 'Median s', 'Transactions/s', 'Ratio to baseline', 'Peak RSS MiB, median (max)', 'V8 heap peak MiB', 'Retained heap MiB'], rows),
+    table(['Size', 'Run', 'Runs', 'Median s', 'CPU s', 'Transactions/s', 'Ratio to baseline', 'Peak RSS MiB, median (max)', 'V8 heap peak MiB', 'Retained heap MiB'], rows),
     '',
     '### Memory: what we found',
     '',

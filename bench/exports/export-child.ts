@@ -34,6 +34,8 @@ export interface ExportChildResult {
   transactions: number;
   /** Wall time of the walk or the export, from the first request to the published manifest. */
   ms: number;
+  /** CPU time of this process (user + system, all its threads: gzip runs on the thread pool) over the same span. */
+  cpuMs: number;
   /**
    * Peak resident set of this process image, in bytes: VmHWM from /proc/self/status. Not
    * process.resourceUsage().maxRSS: on Linux that is also the high-water mark of the process it was
@@ -153,8 +155,11 @@ async function main(): Promise<void> {
     }
   }, 100);
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   const { transactions, bytes } = job.mode === 'baseline' ? await baseline(job) : await exportPeriod(job);
   const ms = performance.now() - started;
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuMs = (cpu.user + cpu.system) / 1000;
   clearInterval(sampler);
   sample();
   const gc = (globalThis as { gc?: () => void }).gc;
@@ -167,6 +172,7 @@ async function main(): Promise<void> {
   const result: ExportChildResult = {
     transactions,
     ms,
+    cpuMs,
     peakRssBytes: peak.bytes,
     peakRssSource: peak.source,
     startRssBytes,
