@@ -103,6 +103,19 @@ describe('export formats', () => {
       expect(JSON.parse(lines[2]!)).toEqual(big.raw);
     });
 
+    it('keeps every line whole across its 1 MiB chunks: multi-byte text, and a line longer than a chunk', async () => {
+      const items = Array.from({ length: 6000 }, (_, i) => {
+        const item = transaction(i);
+        // 3-byte and 4-byte UTF-8 (a surrogate pair) near every chunk boundary; one line of ~1.5 MiB.
+        (item.raw as Record<string, unknown>).note = i === 2500 ? '€'.repeat(500_000) : `${'€'.repeat(i % 97)}😀${i}`;
+        return item;
+      });
+      const { bytes } = await write(store, 'jsonl', transactionsTable, items);
+      const lines = gunzipSync(bytes).toString('utf8').split('\n');
+      expect(lines.pop()).toBe('');
+      expect(lines).toEqual(items.map((i) => JSON.stringify(i.raw)));
+    });
+
     it('refuses a raw record that JSON cannot represent instead of writing a broken line', async () => {
       const bad = transaction(0);
       (bad.raw as Record<string, unknown>).amount = 10n;
