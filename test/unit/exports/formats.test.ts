@@ -103,7 +103,7 @@ describe('export formats', () => {
       expect(JSON.parse(lines[2]!)).toEqual(big.raw);
     });
 
-    it('keeps every line whole across its 1 MiB chunks: multi-byte text, and a line longer than a chunk', async () => {
+    it('keeps every line whole across the chunks handed to gzip: multi-byte text, and a line longer than a chunk', async () => {
       const items = Array.from({ length: 6000 }, (_, i) => {
         const item = transaction(i);
         // 3-byte and 4-byte UTF-8 (a surrogate pair) near every chunk boundary; one line of ~1.5 MiB.
