@@ -11,7 +11,7 @@ import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
 import { ExportCountMismatchError } from './pipeline-errors';
 import { periodRange, type Period } from './period';
-import type { DatasetName, ExportSources } from './types';
+import type { DatasetName, ExportSources, PagedSource } from './types';
 
 /** The page size every export asks for (the service's maximum; issue 5). */
 export const EXPORT_PAGE_SIZE = 1000;
@@ -75,19 +75,24 @@ export function exportSources(client: AccountingClient, companyId: string, perio
   };
 }
 
-/** The list's items, reporting progress after each page when asked to. */
-function tracked<T>(list: PaginatedList<T>, dataset: DatasetName, onProgress: ProgressCallback | undefined): AsyncIterable<PageItem<T>> {
+/** The list's items (and pages), reporting progress after each page when asked to. */
+function tracked<T>(list: PaginatedList<T>, dataset: DatasetName, onProgress: ProgressCallback | undefined): AsyncIterable<PageItem<T>> & PagedSource<PageItem<T>> {
   if (!onProgress) return list;
+  const report = onProgress;
+  async function* pages(): AsyncGenerator<{ readonly items: readonly PageItem<T>[] }> {
+    let records = 0;
+    for await (const page of list.pages()) {
+      yield page;
+      records += page.items.length;
+      // Every list has a first page (an empty one says count 0), so each dataset reports done.
+      report({ dataset, records, total: page.count, done: page.next === null });
+    }
+  }
   return {
+    pages,
     async *[Symbol.asyncIterator]() {
-      let records = 0;
-      for await (const page of list.pages()) {
-        // A plain loop: `yield*` over an array in an async generator adds an await per item.
-        for (const item of page.items) yield item;
-        records += page.items.length;
-        // Every list has a first page (an empty one says count 0), so each dataset reports done.
-        onProgress({ dataset, records, total: page.count, done: page.next === null });
-      }
+      // A plain loop: `yield*` over an array in an async generator adds an await per item.
+      for await (const page of pages()) for (const item of page.items) yield item;
     },
   };
 }

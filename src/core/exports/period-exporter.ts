@@ -10,7 +10,7 @@ import { parsePeriod, periodRange, type Period } from './period';
 import { collectGarbage, publishPeriod } from './publish';
 import { categoriesTable, taxReportsTable, transactionsTable, type Row, type RowContext, type Table } from './tables';
 import { TotalsAccumulator, type AmountTotal } from './totals';
-import { DATASETS, FORMATS, type DatasetName, type ExportFormat, type ExportSources } from './types';
+import { DATASETS, FORMATS, type DatasetName, type ExportFormat, type ExportSources, type PagedSource } from './types';
 import { createWriter, FORMAT_FILES } from './writers';
 
 export interface PeriodExporterDeps {
@@ -226,15 +226,17 @@ export class PeriodExporter {
     };
 
     try {
-      for await (const item of source) {
-        const row = table.row(item, context);
-        totals?.add(row);
-        job.onRow?.(row);
-        for (const output of outputs) {
-          const wait = output.writer.write(item.raw, row);
-          if (wait) await wait;
+      for await (const batch of batchesOf(source)) {
+        for (const item of batch) {
+          const row = table.row(item, context);
+          totals?.add(row);
+          job.onRow?.(row);
+          for (const output of outputs) {
+            const wait = output.writer.write(item.raw, row);
+            if (wait) await wait;
+          }
+          context.index += 1;
         }
-        context.index += 1;
       }
     } catch (error) {
       await Promise.all(outputs.map((o) => o.writer.abort(error)));
@@ -293,6 +295,39 @@ const TABLES: Record<DatasetName, Table<never>> = {
   tax_reports: taxReportsTable,
   categories: categoriesTable,
 };
+
+/**
+ * The source's items a page at a time when it can hand over pages (a PaginatedList, or
+ * exportSources' progress wrapper): one await per page instead of one per record, which an
+ * async generator of items costs (~0.1 µs and three promises a record). Any other iterable
+ * is read one item per batch.
+ */
+function batchesOf(source: AsyncIterable<Item> | Iterable<Item>): AsyncIterable<readonly Item[]> | Iterable<readonly Item[]> {
+  if (isPaged(source)) {
+    const pages = source.pages();
+    return {
+      async *[Symbol.asyncIterator]() {
+        for await (const page of pages) yield page.items;
+      },
+    };
+  }
+  if (Symbol.asyncIterator in source) {
+    return {
+      async *[Symbol.asyncIterator]() {
+        for await (const item of source) yield [item];
+      },
+    };
+  }
+  return {
+    *[Symbol.iterator]() {
+      for (const item of source) yield [item];
+    },
+  };
+}
+
+function isPaged(source: object): source is PagedSource<Item> {
+  return typeof (source as Partial<PagedSource<Item>>).pages === 'function';
+}
 
 function sourceOf(sources: ExportSources, dataset: DatasetName): AsyncIterable<Item> | Iterable<Item> | undefined {
   switch (dataset) {

@@ -59,7 +59,15 @@ export type ExportTransaction = ExportItem<TransactionFields>;
 export type ExportTaxReport = ExportItem<TaxReportFields>;
 export type ExportCategory = ExportItem<CategoryFields>;
 
-type Source<T> = AsyncIterable<T> | Iterable<T>;
+/**
+ * A source that can also hand over its items a page at a time (PaginatedList does); the exporter
+ * then reads pages. `pages()` must yield exactly the items that iterating the source would.
+ */
+export interface PagedSource<T> {
+  pages(): AsyncIterable<{ readonly items: readonly T[] }>;
+}
+
+type Source<T> = AsyncIterable<T> | Iterable<T> | (AsyncIterable<T> & PagedSource<T>);
 
 /** The sources of one period. Each one given is read exactly once. */
 export interface ExportSources {

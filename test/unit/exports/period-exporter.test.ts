@@ -155,6 +155,24 @@ describe('PeriodExporter', () => {
     expect(logger.entries().some((e) => e.message === 'period export published' && e.runId === 'run-1')).toBe(true);
   });
 
+  it('reads a source that hands over pages a page at a time, to the same bytes as item by item', async () => {
+    const items = [...transactions(40)];
+    const paged = {
+      async *pages() {
+        for (let i = 0; i < items.length; i += 16) yield { items: items.slice(i, i + 16) };
+      },
+      [Symbol.asyncIterator](): AsyncIterator<ExportTransaction> {
+        throw new Error('read item by item although pages were offered');
+      },
+    };
+    await exporter('run-1').run(request({ formats: ['jsonl', 'csv', 'parquet'], sources: { ...request().sources, transactions: paged } }));
+    const byPage = (await readManifest(dir, MANIFEST))!.objects.filter((o) => o.dataset === 'transactions');
+    await exporter('run-2').run(request({ sources: { ...request().sources, transactions: asAsync(items) } }));
+    const byItem = (await readManifest(dir, MANIFEST))!.objects.filter((o) => o.dataset === 'transactions');
+    expect(byPage.map((o) => [o.format, o.sha256, o.records])).toEqual(byItem.map((o) => [o.format, o.sha256, o.records]));
+    expect(byPage.find((o) => o.format === 'csv')?.records).toBe(40);
+  });
+
   it('totals per currency and cashflow type equal the exact sum of the API amounts, both encodings mixed', async () => {
     const items: ExportTransaction[] = [
       ...transactions(30, (i) => ({ currency: i % 3 === 0 ? 'USD' : 'EUR' })),
