@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
 import { categorySchema, taxReportSchema, transactionSchema } from '../../src/core/accounting-api';
 import type { ObjectStore } from '../../src/core/exports/object-store';
 import type { ExportCategory, ExportTaxReport, ExportTransaction } from '../../src/core/exports/types';
@@ -102,3 +103,6 @@ export async function snapshot(store: ObjectStore, prefix = ''): Promise<Record<
   for (const key of await listKeys(store, prefix)) out[key] = await sha256Of(store, key);
   return out;
 }
+
+/** Decompressors for hyparquet's reader: the exports write GZIP pages (parquet-writer.ts), which it does not read by itself. */
+export const PARQUET_DECOMPRESSORS = { GZIP: (input: Uint8Array): Uint8Array => gunzipSync(input) };

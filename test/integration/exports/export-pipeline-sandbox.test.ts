@@ -16,7 +16,7 @@ import { MemoryLogger } from '../../../src/core/shared/logger';
 import { MemoryMetrics } from '../../../src/core/shared/metrics';
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
 import { startSandbox, type RunningSandbox } from '../../../sandbox';
-import { listKeys, snapshot } from '../../helpers/export-fixtures';
+import { listKeys, PARQUET_DECOMPRESSORS, snapshot } from '../../helpers/export-fixtures';
 import { startS3, type LocalS3 } from '../../helpers/s3rver';
 
 // The export use case end to end: the typed client against the sandbox over HTTP, the
@@ -174,7 +174,7 @@ describe('exportCompanyPeriod against the sandbox and s3rver', () => {
     // Parquet end to end: the INT64 minor units read back equal the API's amounts, one by one.
     const parquet = summary.datasets.transactions!.objects.find((o) => o.format === 'parquet')!;
     const file = new Uint8Array(Buffer.from((await store.get(parquet.key))!)).buffer;
-    const rows = await parquetReadObjects({ file, metadata: parquetMetadata(file), columns: ['public_id', 'amount_minor'] });
+    const rows = await parquetReadObjects({ file, metadata: parquetMetadata(file), columns: ['public_id', 'amount_minor'], compressors: PARQUET_DECOMPRESSORS });
     const api = await apiOctober();
     expect(rows.map((r) => r.amount_minor as bigint)).toEqual(api.amounts);
     expect(rows.some((r) => r.amount_minor === 9007199254740993n)).toBe(true);
