@@ -56,10 +56,10 @@ export function formatMinorUnits(minor: MinorUnits, fractionDigits = MINOR_DIGIT
   const negative = minor < 0n;
   const abs = negative ? -minor : minor;
   if (fractionDigits === 0) return `${negative ? '-' : ''}${abs.toString()}`;
-  const scale = 10n ** BigInt(fractionDigits);
-  const whole = abs / scale;
-  const fraction = (abs % scale).toString().padStart(fractionDigits, '0');
-  return `${negative ? '-' : ''}${whole.toString()}.${fraction}`;
+  // Digits, then the point: no bigint division (this runs for every amount of a CSV export).
+  const digits = abs.toString().padStart(fractionDigits + 1, '0');
+  const point = digits.length - fractionDigits;
+  return `${negative ? '-' : ''}${digits.slice(0, point)}.${digits.slice(point)}`;
 }
 
 /** zod schema for an amount field in either encoding; the output is exact minor units. */

@@ -25,6 +25,10 @@ describe('money', () => {
     expect(parseMinorUnits('-49.99')).toBe(-4999n);
     expect(formatMinorUnits(-50n)).toBe('-0.50');
     expect(formatMinorUnits(5n)).toBe('0.05');
+    expect(formatMinorUnits(0n)).toBe('0.00');
+    expect(formatMinorUnits(-9999999999999999n)).toBe('-99999999999999.99');
+    expect(formatMinorUnits(123456n, 3)).toBe('123.456');
+    expect(formatMinorUnits(-7n, 0)).toBe('-7');
   });
 
   it('round-trips format then parse for any amount', () => {
