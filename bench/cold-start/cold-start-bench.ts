@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync 
 import * as path from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { AcctopsFunction } from '../../lib/constructs/acctops-function';
+import { lambdaNodeStart } from '../lib/lambda-node';
 import { OUT_DIR, ROOT, runNodeJson } from '../lib/processes';
 import { table, type SectionReport, type TargetResult } from '../lib/report';
 import { BENCH_ACCOUNT as ACCOUNT, BENCH_REGION as REGION, benchStage, functionsOf, synthBenchStack, type Template, type TemplateResource } from '../lib/stack';
@@ -20,6 +21,8 @@ export interface BundledFunction {
   modules: { path: string; bytes: number }[];
   /** The function's environment with every CloudFormation reference replaced by a dummy of its shape. */
   environment: Record<string, string>;
+  /** Its MemorySize: the runtime derives node's heap flags from it. */
+  memoryMb: number;
 }
 
 interface Metafile {
@@ -44,13 +47,14 @@ export function bundleFunctions(): BundledFunction[] {
   // Inside the project, so that a bundle's require('@aws-sdk/...') resolves to node_modules, as the
   // Lambda runtime's own SDK would.
   const template = synthBenchStack(CDK_OUT, true);
-  const deployed = new Map<string, { assetDir: string; environment: Record<string, string> }>();
+  const deployed = new Map<string, { assetDir: string; environment: Record<string, string>; memoryMb: number }>();
   for (const [handlerDir, resource] of functionsOf(template)) {
     const variables = resource.Properties?.Environment?.Variables ?? {};
     const key = resource.Properties?.Code?.S3Key;
     if (typeof key !== 'string') continue;
     const environment = Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, dummyValue(value, template.Resources)]));
-    deployed.set(handlerDir, { assetDir: path.join(CDK_OUT, `asset.${key.replace(/\.zip$/, '')}`), environment });
+    const memory = resource.Properties?.MemorySize;
+    deployed.set(handlerDir, { assetDir: path.join(CDK_OUT, `asset.${key.replace(/\.zip$/, '')}`), environment, memoryMb: typeof memory === 'number' ? memory : DEFAULT_MEMORY_MB });
   }
 
   const missing = handlerDirs().filter((dir) => !deployed.has(dir));
@@ -84,6 +88,7 @@ export function bundleFunctions(): BundledFunction[] {
       bundleBytes: statSync(path.join(assetDir, 'index.js')).size,
       modules,
       environment: wired?.environment ?? {},
+      memoryMb: wired?.memoryMb ?? DEFAULT_MEMORY_MB,
     };
   });
 }
@@ -127,7 +132,7 @@ function lambdaEnvironment(fn: BundledFunction): Record<string, string> {
     AWS_SECRET_ACCESS_KEY: 'bench-cold-start-not-a-secret',
     AWS_SESSION_TOKEN: 'bench-cold-start-not-a-token',
     AWS_LAMBDA_FUNCTION_NAME: `acctops-bench-${fn.handlerDir}`,
-    AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '256',
+    AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(fn.memoryMb),
     AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
     AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs24.x',
     LAMBDA_TASK_ROOT: fn.assetDir,
@@ -167,10 +172,13 @@ export interface InitResult {
 
 export async function measureInit(fn: BundledFunction, runs: number): Promise<InitResult> {
   const env = { ...lambdaEnvironment(fn), ...fn.environment };
+  // node's flags as the runtime's bootstrap passes them: --expose-gc, and the heap flags for the
+  // function's memory unless its NODE_OPTIONS set them (the export function's do).
+  const start = lambdaNodeStart(fn.memoryMb, env.NODE_OPTIONS);
   const times: number[] = [];
   const cpu: number[] = [];
   for (let i = 0; i < runs; i++) {
-    const result = await runNodeJson<{ ms?: number; cpuMs?: number; handler?: boolean; error?: string }>(['-e', INIT_PROBE, path.join(fn.assetDir, 'index.js')], {
+    const result = await runNodeJson<{ ms?: number; cpuMs?: number; handler?: boolean; error?: string }>([...start.args, '-e', INIT_PROBE, path.join(fn.assetDir, 'index.js')], {
       env: cleanEnv(env),
       cwd: fn.assetDir,
       timeoutMs: 60_000,
@@ -188,6 +196,8 @@ function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env };
 }
 
+/** AcctopsFunction's default memory, for a function the stack does not deploy. */
+const DEFAULT_MEMORY_MB = 256;
 export const BUNDLE_LIMIT_BYTES = 300_000;
 export const INIT_LIMIT_MS = 150;
 
@@ -197,12 +207,12 @@ function shortPath(file: string): string {
 
 /** `import()` of an empty module in the same kind of fresh process: how slow this machine is right now. */
 async function referenceInit(runs: number): Promise<number> {
-  const empty: BundledFunction = { handlerDir: 'reference', inStack: false, assetDir: OUT_DIR, bundleBytes: 0, modules: [], environment: {} };
+  const empty: BundledFunction = { handlerDir: 'reference', inStack: false, assetDir: OUT_DIR, bundleBytes: 0, modules: [], environment: {}, memoryMb: DEFAULT_MEMORY_MB };
   const file = path.join(OUT_DIR, 'empty-module.js');
   writeFileSync(file, 'exports.handler = async () => undefined;\n');
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
-    const r = await runNodeJson<{ ms: number }>(['-e', INIT_PROBE, file], { env: cleanEnv(lambdaEnvironment(empty)), cwd: OUT_DIR });
+    const r = await runNodeJson<{ ms: number }>([...lambdaNodeStart(empty.memoryMb, undefined).args, '-e', INIT_PROBE, file], { env: cleanEnv(lambdaEnvironment(empty)), cwd: OUT_DIR });
     times.push(r.ms);
   }
   return median(times);
@@ -268,7 +278,11 @@ export async function runColdStartSection(options: { initRuns: number }): Promis
     `Init: \`import()\` of the bundle in a fresh \`node\`, timed inside that process (Node's own start-up excluded), median of`,
     `${options.initRuns} runs, min–max in brackets; the CPU time of the same imports is beside it (on a busy machine the wall time\nwaits for a core, the CPU time does not). The process gets the function's environment from the synthesized template`,
     '(references replaced by dummies of the right shape, so `readEnv` passes; nothing is stubbed), the variables Lambda sets',
-    '(region, dummy credentials) and the template\'s `NODE_OPTIONS=--enable-source-maps`. `@aws-sdk/*` loads from',
+    '(region, memory, dummy credentials) and the template\'s `NODE_OPTIONS` (`--enable-source-maps`; the export function\'s also',
+    'caps its heap). node starts with the flags the runtime\'s bootstrap adds: `--expose-gc` and the heap flags for the function\'s',
+    'memory, unless its `NODE_OPTIONS` set them (bench/lib/lambda-node.ts). Heap flags cost module init ~10-20 ms here (export-period:',
+    '~138 ms without, ~153 ms with, whichever semi-space), since a smaller old space is collected earlier. Until 2026-11-21 this',
+    'benchmark started plain `node`, so earlier figures were ~10-20 ms too low. `@aws-sdk/*` loads from',
     'node_modules, as it would from the runtime. Functions the stack does not deploy yet have no environment to start with:',
     `their bundles are measured, their init is not (${notInStack.length > 0 ? notInStack.join(', ') : 'none now'}).`,
     '',

@@ -4,6 +4,7 @@ import { startS3, type LocalS3 } from '../../test/helpers/s3rver';
 import { startSandboxProcess, type SandboxProcess } from '../lib/peers';
 import { OUT_DIR, runNodeJson } from '../lib/processes';
 import { table, type SectionReport, type TargetResult } from '../lib/report';
+import { describeStart, lambdaNodeStart, type LambdaNodeStart } from '../lib/lambda-node';
 import { functionsOf, synthBenchStack } from '../lib/stack';
 import { max, median, mib } from '../lib/stats';
 import type { ExportChildResult, ExportJob } from './export-child';
@@ -100,30 +101,6 @@ export async function runExportChild(variant: ExportVariant, context: ExportRunC
     throw new Error(`${variant}: read ${result.transactions} transactions, expected ${context.dataset.transactions}`);
   }
   return result;
-}
-
-/** How the Lambda Node.js runtime starts a function: the node flags it adds, and the NODE_OPTIONS it keeps. */
-export interface LambdaNodeStart {
-  args: string[];
-  nodeOptions: string | undefined;
-}
-
-/**
- * What the Lambda Node.js runtime's bootstrap does for a function of `memoryMb` with this
- * NODE_OPTIONS: it adds --expose-gc, and both heap flags (new space = memory / 10, semi-space half
- * of it, old space the rest) unless NODE_OPTIONS names either of them, in either spelling, in which
- * case it adds neither and NODE_OPTIONS decides.
- */
-export function lambdaNodeStart(memoryMb: number, nodeOptions: string | undefined): LambdaNodeStart {
-  const namesHeapFlag = /--max[-_](semi|old)[-_]space[-_]size/.test(nodeOptions ?? '');
-  if (namesHeapFlag) return { args: ['--expose-gc'], nodeOptions };
-  const newSpace = Math.floor(memoryMb / 10);
-  return { args: ['--expose-gc', `--max-semi-space-size=${Math.floor(newSpace / 2)}`, `--max-old-space-size=${memoryMb - newSpace}`], nodeOptions };
-}
-
-/** The command line and NODE_OPTIONS of a run, as BENCHMARKS.md shows them. */
-export function describeStart(start: LambdaNodeStart): string {
-  return [start.nodeOptions === undefined ? '' : `NODE_OPTIONS='${start.nodeOptions}'`, 'node', ...start.args].filter(Boolean).join(' ');
 }
 
 export interface ExportSectionOptions {
@@ -299,7 +276,7 @@ function exportReport(
     `The child starts the way the Lambda Node.js runtime starts a ${memory.memoryMb} MB function${memory.deployed ? ` (the memory and \`NODE_OPTIONS\` the stack gives \`${EXPORT_FUNCTION}\`)` : ` (the stack does not deploy \`${EXPORT_FUNCTION}\` yet; ${FALLBACK_MEMORY_MB} MB assumed)`}: \`${describeStart(start)}\``,
     '(its bootstrap adds `--expose-gc` and derives the heap flags from `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`: new space =',
     'memory / 10, semi-space half of that, old space the rest, unless `NODE_OPTIONS` names either heap flag, in which case',
-    'it adds neither; bench/exports/export-bench.ts `lambdaNodeStart`). One extra run per size uses plain `node` for comparison.',
+    'it adds neither; bench/lib/lambda-node.ts). One extra run per size uses plain `node` for comparison.',
     '',
     '**Baseline**: the same pages (same lists, same page size, same key) fetched by a bare loop: `fetch`, read the body,',
     '`JSON.parse` it to find `next`, drop it. The ratio is the export\'s time over the baseline\'s in the same round, then the',
