@@ -39,6 +39,8 @@ export function parseMinorUnits(value: unknown): MinorUnits {
     return BigInt(value);
   }
   if (typeof value === 'string') {
+    // The common shape, `-?digits.dd`, by hand: one BigInt of the digits without the point.
+    if (isPlainDecimal(value)) return BigInt(value.slice(0, -3) + value.slice(-2));
     const decimal = DECIMAL.exec(value);
     if (decimal) {
       const [, sign, whole, fraction] = decimal;
@@ -49,6 +51,19 @@ export function parseMinorUnits(value: unknown): MinorUnits {
     throw new MoneyFormatError('amount string must have exactly two fraction digits, e.g. "49.99"');
   }
   throw new MoneyFormatError('amount must be an integer or a decimal string');
+}
+
+/** Whether `text` matches DECIMAL (`-?\d+\.\d{2}`), checked without a regex. */
+function isPlainDecimal(text: string): boolean {
+  const point = text.length - 3;
+  const start = text.charCodeAt(0) === 0x2d ? 1 : 0;
+  if (point <= start || text.charCodeAt(point) !== 0x2e) return false;
+  for (let i = start; i < text.length; i++) {
+    if (i === point) continue;
+    const code = text.charCodeAt(i);
+    if (code < 0x30 || code > 0x39) return false;
+  }
+  return true;
 }
 
 /** Formats minor units as an exact decimal string: -50n is "-0.50", 4999n is "49.99". */

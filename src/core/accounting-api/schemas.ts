@@ -81,7 +81,16 @@ export function labelledEnum<const V extends readonly string[]>(values: V) {
 function labelReader<const V extends readonly string[]>(values: V): (label: string) => V[number] | (string & {}) {
   const key = (s: string) => s.trim().toLowerCase().replace(/[\s-]+/g, '_');
   const known = new Map(values.map((v) => [key(v), v]));
-  return (label) => known.get(key(label)) ?? label;
+  // Labels repeat (a transaction's cashflow type is one of a handful): each spelling is worked
+  // out once. Bounded, since a label we do not know is kept verbatim and could be anything.
+  const seen = new Map<string, V[number] | (string & {})>();
+  return (label) => {
+    const cached = seen.get(label);
+    if (cached !== undefined) return cached;
+    const value = known.get(key(label)) ?? label;
+    if (seen.size < 64) seen.set(label, value);
+    return value;
+  };
 }
 
 export const cashflowTypeOf = labelReader(['EXPENSE', 'INCOME']);

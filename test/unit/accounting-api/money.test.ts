@@ -31,6 +31,32 @@ describe('money', () => {
     expect(formatMinorUnits(-7n, 0)).toBe('-7');
   });
 
+  it('reads every string exactly as the regex definition does, refusals included', () => {
+    // The definition parseMinorUnits's hand-written fast path must agree with.
+    const reference = (text: string): bigint | 'refused' => {
+      const decimal = /^(-?)(\d+)\.(\d{2})$/.exec(text);
+      if (decimal) {
+        const minor = BigInt(decimal[2]!) * 100n + BigInt(decimal[3]!);
+        return decimal[1] === '-' ? -minor : minor;
+      }
+      return /^-?\d+$/.test(text) ? BigInt(text) : 'refused';
+    };
+    const text = fc.array(fc.constantFrom('-', '0', '1', '9', '.', '.', ' ', '+', 'e', '٣'), { maxLength: 8 }).map((c) => c.join(''));
+    fc.assert(
+      fc.property(text, (t) => {
+        let actual: bigint | 'refused';
+        try {
+          actual = parseMinorUnits(t);
+        } catch (error) {
+          expect(error).toBeInstanceOf(MoneyFormatError);
+          actual = 'refused';
+        }
+        expect(actual).toBe(reference(t));
+      }),
+      { seed: 20261121, numRuns: 20_000 },
+    );
+  });
+
   it('round-trips format then parse for any amount', () => {
     fc.assert(fc.property(anyMinor, (n) => expect(parseMinorUnits(formatMinorUnits(n))).toBe(n)));
   });
