@@ -74,11 +74,12 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
    * `count_mismatch` warning.
    *
    * One page ahead: the request for page n+1 is sent (its `next` checked first) as soon as page
-   * n's envelope is read, before its items are validated, so the peer's time overlaps ours. Never more than one request is in flight. Its
-   * failure is raised when its page is due; until then it is marked handled, so that a slow
-   * consumer does not turn it into an unhandled rejection. A consumer that stops early waits for
-   * that request to settle (its outcome dropped): nothing is left running after the list (a
-   * Lambda invocation must not leave a request, or its retries, to the next one).
+   * n's envelope is read, before its items are validated, so the peer's time overlaps ours. Never
+   * more than one request is in flight. Its failure is raised when its page is due; until then it
+   * is marked handled, so that a slow consumer does not turn it into an unhandled rejection. A
+   * consumer that stops early waits for that request to settle (its outcome dropped): nothing is
+   * left running after the list (a Lambda invocation must not leave a request, or its retries, to
+   * the next one).
    */
   async *pages(): AsyncGenerator<Page<T>, void, undefined> {
     const { source } = this;
