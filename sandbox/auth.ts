@@ -36,7 +36,7 @@ export function authenticateBearer(state: SandboxState, headers: IncomingHttpHea
     const { record, creator } = state.authenticateApiKey(credential);
     return { kind: 'api_key', key: record, creator };
   }
-  if (credential.split('.').length !== 3) throw authError('invalid_credentials', 'The bearer credential is neither an API key nor a token.');
+  if (!state.tokens.looksLikeToken(credential)) throw authError('invalid_credentials', 'The bearer credential is neither an API key nor a token.');
   const check = state.tokens.check(credential, 'access');
   if (!check.ok) {
     const code = check.reason === 'invalid' ? 'token_invalid' : check.reason === 'expired' ? 'token_expired' : 'token_revoked';

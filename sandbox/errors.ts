@@ -64,6 +64,15 @@ export function rateLimited(retryAfterSeconds: number | string): SandboxApiError
   });
 }
 
+/** A path the API has, with a method it lacks: `Allow` lists the ones it has. */
+export const methodNotAllowed = (method: string, allow: readonly string[]) =>
+  new SandboxApiError(405, 'method_not_allowed_error', 'method_not_allowed', `Method "${method}" not allowed.`, {
+    headers: { Allow: allow.join(', ') },
+  });
+
+export const payloadTooLarge = (limitBytes: number) =>
+  new SandboxApiError(413, 'payload_too_large_error', 'payload_too_large', `The body is larger than ${limitBytes} bytes.`, { param: 'body' });
+
 const SERVER_CODES: Record<number, string> = { 500: 'internal_error', 502: 'bad_gateway', 503: 'unavailable' };
 
 /** The envelope the table of docs/assumptions.md gives for a status, used by `status` faults. */

@@ -3,6 +3,7 @@ import { systemClock, type Clock } from '../src/core/shared/clock';
 import { parseWith } from '../src/core/shared/errors';
 import { silentLogger, type Logger } from '../src/core/shared/logger';
 import { AdminRegistry, type DemoCredentials, type SandboxAdmin } from './admin';
+import { DIALECTS, type Dialect } from './dialect';
 import { SandboxApiError } from './errors';
 import { FaultRegistry, faultRuleSchema, type FaultRule } from './faults';
 import { RateLimiter } from './rate-limit';
@@ -33,6 +34,11 @@ const optionsSchema = z.object({
   accessTokenTtlSeconds: z.int().positive().default(1800),
   refreshTokenTtlSeconds: z.int().positive().default(7 * 24 * 3600),
   requestLogSize: z.int().min(0).default(1000),
+  /**
+   * `default`: the shapes of docs/assumptions.md and docs/openapi.yaml. `minimal`: only what the spec
+   * promises, in DRF + simplejwt shapes (docs/assumptions.md, "The minimal dialect").
+   */
+  dialect: z.enum(DIALECTS).default('default'),
   logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as Logger).info === 'function').optional(),
   /**
    * Start where a previous sandbox stopped (`snapshot()`): its data, users, keys, tokens and demo
@@ -49,6 +55,8 @@ export interface RunningSandbox {
   /** `http://127.0.0.1:<port>/__sandbox/`: the admin API over HTTP. */
   adminUrl: string;
   port: number;
+  /** The shapes this sandbox answers in. */
+  dialect: Dialect;
   admin: SandboxAdmin;
   /** The demo credentials when `demo` is on (the default), else null. SANDBOX ONLY. */
   demo: DemoCredentials | null;
@@ -81,7 +89,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   const o = parseWith(optionsSchema, options, 'sandbox options');
   const clock = o.clock ?? new OffsetClock();
   const logger = o.logger ?? silentLogger;
-  const lifetimes = { accessSeconds: o.accessTokenTtlSeconds, refreshSeconds: o.refreshTokenTtlSeconds };
+  const lifetimes = {
+    accessSeconds: o.accessTokenTtlSeconds,
+    refreshSeconds: o.refreshTokenTtlSeconds,
+    format: o.dialect === 'minimal' ? ('opaque' as const) : ('jwt' as const),
+  };
   const state = o.state ? SandboxState.restore(o.state, clock, lifetimes) : new SandboxState(String(o.seed), clock, lifetimes);
   const settings: SandboxSettings = {
     amountEncoding: o.amountEncoding,
@@ -89,6 +101,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     rateLimit: o.rateLimit,
     latencyMs: o.latencyMs,
     maxPageSize: o.maxPageSize,
+    dialect: o.dialect,
   };
   const stats = new StatsRecorder(o.requestLogSize);
   const faults = new FaultRegistry(routeKeys);
@@ -119,6 +132,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     baseUrl: `${origin}${API_PREFIX}`,
     adminUrl: `${origin}/__sandbox/`,
     port,
+    dialect: o.dialect,
     admin: registry.admin(),
     demo,
     snapshot: () => state.snapshot(demo),
@@ -133,3 +147,4 @@ export type { Fault, FaultRule, FaultRuleState } from './faults';
 export { PERMISSIONS, type Permission } from './schemas';
 export type { RequestLogEntry, SandboxStats } from './stats';
 export { routeKeys } from './routes';
+export { DIALECTS, type Dialect } from './dialect';

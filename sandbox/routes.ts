@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { z } from 'zod';
 import { actingCompany, authenticateBearer, checkBodyCompany, labelOf, permissionsOf, requirePermission, type Principal } from './auth';
+import { TOKEN_NOT_VALID, minimalCompanyView, minimalTaxReportView, type Dialect } from './dialect';
 import { SandboxApiError, authError, fromZod, invalidGrant, notFound, permissionDenied } from './errors';
 import { envelope, type ListSpec, type PageRequest } from './pagination';
 import type { RateLimitConfig } from './rate-limit';
@@ -20,6 +21,8 @@ export interface SandboxSettings extends WireSettings {
   /** Real milliseconds added before each API request is handled. */
   latencyMs: number;
   maxPageSize: number;
+  /** The shapes of the answers (sandbox/dialect.ts); the state and the rules are the same in both. */
+  dialect: Dialect;
 }
 
 export interface RouteContext {
@@ -89,6 +92,25 @@ function dateQuery(query: URLSearchParams, name: string): string | undefined {
   return raw;
 }
 
+/**
+ * The credential check that comes before anything else about a request (body, page size, method):
+ * an anonymous caller learns nothing but 401. Bearer routes keep the principal on the context.
+ */
+export function authenticateRequest(
+  auth: RouteDef['auth'],
+  state: SandboxState,
+  headers: IncomingHttpHeaders,
+): { principal: Principal | undefined; label: CredentialLabel } {
+  if (auth === 'institution') {
+    const found = state.authenticateInstitution(headers['institution'] as string | undefined);
+    return { principal: undefined, label: { kind: 'institution', institutionId: found.id } };
+  }
+  const principal = authenticateBearer(state, headers);
+  return { principal, label: labelOf(principal) };
+}
+
+const minimal = (ctx: RouteContext) => ctx.settings.dialect === 'minimal';
+
 function institution(ctx: RouteContext) {
   const found = ctx.state.authenticateInstitution(ctx.headers['institution'] as string | undefined);
   ctx.identify({ kind: 'institution', institutionId: found.id });
@@ -97,7 +119,7 @@ function institution(ctx: RouteContext) {
 
 /** Authenticates, resolves the acting company and checks the permission, in that order. */
 function bearer(ctx: RouteContext, permission: wire.Permission | undefined, pathCompany?: string): { principal: Principal; companyId: string } {
-  const principal = authenticateBearer(ctx.state, ctx.headers);
+  const principal = ctx.principal ?? authenticateBearer(ctx.state, ctx.headers);
   ctx.principal = principal;
   ctx.identify(labelOf(principal));
   const companyId = actingCompany(principal, ctx.headers, pathCompany);
@@ -135,6 +157,8 @@ export const routes: RouteDef[] = [
       const user = ctx.state.createUser({ username: body.username, email: body.email, externalId: body.external_id, institutionId: inst.id });
       ctx.stats.userCreated();
       const pair = ctx.state.issueTokens(user);
+      // The spec promises an accessToken and nothing else: no user, no refresh token (retrieve gets a pair).
+      if (minimal(ctx)) return { status: 201, body: { accessToken: pair.accessToken } };
       return {
         status: 201,
         body: {
@@ -173,6 +197,12 @@ export const routes: RouteDef[] = [
         ctx.stats.refreshRefused(user.externalId);
         throw invalidGrant('refresh_token_revoked', "The token's user is disabled.");
       }
+      if (minimal(ctx)) {
+        // No rotation: the refresh token sent stays valid until it expires or is expired; only an access token comes back.
+        const access = ctx.state.tokens.issueAccess({ userId: user.userId, institutionId: inst.id, subject: user.externalId ?? user.userId }, check.record.family);
+        ctx.stats.refreshed(user.externalId);
+        return { status: 200, body: { accessToken: access.accessToken } };
+      }
       ctx.state.tokens.markUsed(check.record);
       const pair = ctx.state.tokens.issuePair(
         { userId: user.userId, institutionId: inst.id, subject: user.externalId ?? user.userId },
@@ -195,6 +225,7 @@ export const routes: RouteDef[] = [
     handle(ctx) {
       const inst = institution(ctx);
       const body = parseBody(wire.verifyBodySchema, ctx.body);
+      if (minimal(ctx)) return verifyMinimal(ctx, inst.id, body.token);
       let check = ctx.state.tokens.check(body.token, 'access');
       if (!check.ok && check.reason === 'invalid') check = ctx.state.tokens.check(body.token, 'refresh');
       if (!check.ok && check.reason === 'invalid') return { status: 200, body: { valid: false, reason: 'invalid' } };
@@ -222,7 +253,8 @@ export const routes: RouteDef[] = [
         throw invalidGrant('refresh_token_invalid', 'The service never issued this refresh token.');
       }
       ctx.state.tokens.revokeUser(check.record.userId);
-      return { status: 200, body: { expired: true } };
+      // Minimal: 200 with an empty body. A known token that is already dead expires again (idempotent).
+      return minimal(ctx) ? { status: 200 } : { status: 200, body: { expired: true } };
     },
   },
   {
@@ -243,6 +275,7 @@ export const routes: RouteDef[] = [
       if (user.disabled) throw authError('user_disabled', 'The user is disabled.');
       const pair = ctx.state.issueTokens(user);
       ctx.stats.retrieved(user.externalId);
+      if (minimal(ctx)) return { status: 200, body: { accessToken: pair.accessToken, refreshToken: pair.refreshToken } };
       return { status: 200, body: { accessToken: pair.accessToken, refreshToken: pair.refreshToken, expiresIn: pair.expiresIn } };
     },
   },
@@ -257,9 +290,11 @@ export const routes: RouteDef[] = [
     success: { status: 200, schema: wire.companyListSchema, description: 'A page of companies.' },
     errors: LIST_ERRORS,
     handle(ctx) {
-      const principal = authenticateBearer(ctx.state, ctx.headers);
+      const principal = ctx.principal ?? authenticateBearer(ctx.state, ctx.headers);
       ctx.principal = principal;
       ctx.identify(labelOf(principal));
+      // Minimal: "the company the key belongs to" as the object itself; a user token names it with X-Company-Id when it has several.
+      if (minimal(ctx)) return { status: 200, body: minimalCompanyView(ctx.state.company(actingCompany(principal, ctx.headers))) };
       const ids =
         principal.kind === 'api_key' || ctx.headers['x-company-id'] !== undefined
           ? [actingCompany(principal, ctx.headers)]
@@ -282,7 +317,7 @@ export const routes: RouteDef[] = [
     handle(ctx) {
       const { companyId } = bearer(ctx, 'read_tax_reports', ctx.params.company_pk);
       const reports = ctx.state.taxReportsOf(companyId);
-      return list(ctx, reports.length, page(ctx, reports).map((r) => taxReportView(r, ctx.settings)));
+      return list(ctx, reports.length, page(ctx, reports).map((r) => (minimal(ctx) ? minimalTaxReportView(r, ctx.settings) : taxReportView(r, ctx.settings))));
     },
     shift(ctx, count) {
       const companyId = ctx.principal && actingCompany(ctx.principal, ctx.headers, ctx.params.company_pk);
@@ -416,6 +451,15 @@ export const routes: RouteDef[] = [
   },
 ];
 
+/** simplejwt's TokenVerifyView: `200 {}` for a good token, 401 `token_not_valid` for any other. */
+function verifyMinimal(ctx: RouteContext, institutionId: string, token: string): RouteResult {
+  let check = ctx.state.tokens.check(token, 'access');
+  if (!check.ok && check.reason === 'invalid') check = ctx.state.tokens.check(token, 'refresh');
+  const good = check.ok && check.record.institutionId === institutionId && !ctx.state.user(check.record.userId).disabled;
+  if (!good) throw new SandboxApiError(401, 'invalid_grant', 'token_not_valid', TOKEN_NOT_VALID.detail);
+  return { status: 200, body: {} };
+}
+
 export const routeKeys: ReadonlySet<string> = new Set(routes.map(routeKey));
 
 const compiled = routes.map((route) => {
@@ -426,6 +470,11 @@ const compiled = routes.map((route) => {
   });
   return { route, names, regex: new RegExp(`^${pattern}$`) };
 });
+
+/** The methods a path relative to `/api/v1` has (empty when the API has no such path): for 405 and `Allow`. */
+export function routesAt(path: string): RouteDef[] {
+  return compiled.filter(({ regex }) => regex.test(path)).map(({ route }) => route);
+}
 
 /** The route for a method and a path relative to `/api/v1`, matched exactly (trailing slash included). */
 export function matchRoute(method: string, path: string): { route: RouteDef; params: Record<string, string> } | undefined {

@@ -4,22 +4,26 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Clock } from '../src/core/shared/clock';
 import type { Logger } from '../src/core/shared/logger';
 import { header } from './auth';
-import { SandboxApiError, errorForStatus, invalidRequest, notFound, rateLimited } from './errors';
+import { drfError } from './dialect';
+import { SandboxApiError, errorForStatus, methodNotAllowed, notFound, payloadTooLarge, rateLimited } from './errors';
 import type { Fault, FaultRegistry } from './faults';
 import { stringifyJson } from './json';
 import { readPage } from './pagination';
 import type { RateLimiter } from './rate-limit';
-import { matchRoute, routeKey, type RouteContext, type RouteDef, type SandboxSettings } from './routes';
+import { authenticateRequest, matchRoute, routeKey, routesAt, type RouteContext, type RouteDef, type SandboxSettings } from './routes';
 import type { SandboxState } from './state';
 import type { RequestLogEntry, StatsRecorder } from './stats';
 
 /**
  * node:http plumbing: one pipeline for every API request.
  *
- *   read body -> added latency -> rate limit -> faults before handling -> route
- *   -> faults on the response -> serialise -> send (or break the connection)
+ *   read body -> added latency -> rate limit -> faults before handling -> credential
+ *   -> body size, JSON, page size -> route -> faults on the response -> serialise -> send
+ *   (or break the connection)
  *
- * Every response carries `X-Request-Id`; every refusal is the documented envelope.
+ * The credential is checked before anything about the request itself: an anonymous caller gets
+ * 401 whatever its body, page size or method. Every response carries `X-Request-Id`; every
+ * refusal is the envelope of the sandbox's dialect (sandbox/dialect.ts).
  */
 
 export const API_PREFIX = '/api/v1';
@@ -131,7 +135,7 @@ export class SandboxServer {
   private async dispatchAdmin(req: IncomingMessage, res: ServerResponse, url: URL, requestId: string): Promise<void> {
     let out: Outgoing;
     try {
-      const body = await readJsonBody(req);
+      const body = parseJsonBody(await readBody(req));
       const result = await this.deps.admin(req.method ?? 'GET', url.pathname.slice(ADMIN_PREFIX.length), body);
       out = { status: result.status, headers: {}, body: result.body };
     } catch (error) {
@@ -162,9 +166,15 @@ export class SandboxServer {
       let out: Outgoing;
       let faults: Fault[] = [];
       try {
-        const body = await readJsonBody(req);
+        const body = await readBody(req);
         if (settings.latencyMs > 0) await this.realDelay(settings.latencyMs);
-        if (!matched) throw notFound(`No route for ${method} ${url.pathname}.`);
+        if (!matched) {
+          const there = relative === undefined ? [] : routesAt(relative);
+          if (there.length === 0) throw notFound(`No route for ${method} ${url.pathname}.`);
+          this.checkRateLimit(req);
+          entry.credential = authenticateRequest(there[0]!.auth, this.deps.state, req.headers).label;
+          throw methodNotAllowed(method, there.map((r) => r.method));
+        }
         this.checkRateLimit(req);
         faults = this.deps.faults.take(entry.route, url.searchParams);
         entry.faults = faults.map((f) => f.type);
@@ -206,11 +216,14 @@ export class SandboxServer {
     params: Record<string, string>,
     url: URL,
     req: IncomingMessage,
-    body: unknown,
+    raw: RawBody,
     entry: RequestLogEntry,
     faults: Fault[],
   ): Outgoing {
     const { state, settings, stats } = this.deps;
+    const who = authenticateRequest(route.auth, state, req.headers);
+    entry.credential = who.label;
+    const body = parseJsonBody(raw);
     const ctx: RouteContext = {
       url,
       params,
@@ -221,7 +234,7 @@ export class SandboxServer {
       settings,
       stats,
       page: route.list ? readPage(url.searchParams, route.list, settings.maxPageSize) : undefined,
-      principal: undefined,
+      principal: who.principal,
       identify: (label) => (entry.credential = label),
     };
     const result = route.handle(ctx);
@@ -250,7 +263,7 @@ export class SandboxServer {
         req.socket.destroy();
         throw new ConnectionDropped();
       }
-      if (fault.type === 'status') return statusFault(fault, requestId);
+      if (fault.type === 'status') return statusFault(fault, requestId, this.deps.settings.dialect === 'minimal');
     }
     return undefined;
   }
@@ -313,12 +326,17 @@ export class SandboxServer {
   }
 
   private errorResponse(error: unknown, requestId: string): Outgoing {
+    const minimal = this.deps.settings.dialect === 'minimal';
     if (error instanceof SandboxApiError) {
+      if (minimal) {
+        const drf = drfError(error);
+        return { status: drf.status, headers: error.headers, body: drf.body };
+      }
       return { status: error.status, headers: error.headers, body: error.body(requestId) };
     }
     this.deps.logger.error('sandbox handler failed', { requestId, error });
     const failure = errorForStatus(500);
-    return { status: 500, headers: {}, body: failure.body(requestId) };
+    return { status: 500, headers: {}, body: minimal ? drfError(failure).body : failure.body(requestId) };
   }
 
   private send(res: ServerResponse, out: Outgoing, text: string | undefined): void {
@@ -339,11 +357,12 @@ export class SandboxServer {
   }
 }
 
-function statusFault(fault: Extract<Fault, { type: 'status' }>, requestId: string): Outgoing {
+function statusFault(fault: Extract<Fault, { type: 'status' }>, requestId: string, minimal: boolean): Outgoing {
   const error = errorForStatus(fault.status);
   const retryAfter = fault.retryAfter ?? (fault.status === 429 ? 1 : undefined);
   const headers: Record<string, string> = retryAfter === undefined ? {} : { 'Retry-After': String(retryAfter) };
-  const out: Outgoing = { status: fault.status, headers, body: error.body(requestId) };
+  // A fault keeps the status it asks for in either dialect; only the body takes the dialect's shape.
+  const out: Outgoing = { status: fault.status, headers, body: minimal ? drfError(error).body : error.body(requestId) };
   if (fault.body === 'html') {
     out.raw = { contentType: 'text/html; charset=utf-8', text: `<html><body><h1>${fault.status} Error</h1><p>upstream proxy</p></body></html>` };
   }
@@ -363,17 +382,29 @@ function truncateJson(text: string): string {
   return text.length < 2 ? '{"truncated":' : text.slice(0, Math.floor(text.length / 2));
 }
 
-async function readJsonBody(req: IncomingMessage): Promise<unknown> {
+interface RawBody {
+  bytes: Buffer | undefined;
+  /** More than MAX_BODY_BYTES came: the rest was read and dropped, so the answer still reaches the caller. */
+  tooLarge: boolean;
+}
+
+/** Reads the whole body but keeps at most MAX_BODY_BYTES: judging it waits until the credential is checked. */
+async function readBody(req: IncomingMessage): Promise<RawBody> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw invalidRequest('body', 'The body is larger than 1 MiB.');
-    chunks.push(chunk);
+    if (size <= MAX_BODY_BYTES) chunks.push(chunk);
   }
-  if (size === 0) return undefined;
+  if (size > MAX_BODY_BYTES) return { bytes: undefined, tooLarge: true };
+  return { bytes: size === 0 ? undefined : Buffer.concat(chunks), tooLarge: false };
+}
+
+function parseJsonBody(raw: RawBody): unknown {
+  if (raw.tooLarge) throw payloadTooLarge(MAX_BODY_BYTES);
+  if (raw.bytes === undefined) return undefined;
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+    return JSON.parse(raw.bytes.toString('utf8')) as unknown;
   } catch (error) {
     throw new SandboxApiError(400, 'validation_error', 'invalid_request', 'The body is not valid JSON.', { param: 'body', cause: error });
   }

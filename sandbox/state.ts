@@ -3,7 +3,7 @@ import type { Clock } from '../src/core/shared/clock';
 import { authError, conflict, invalidRequest, notFound, permissionDenied } from './errors';
 import { Prng, hashString, secureBase62 } from './random';
 import type { Permission } from './schemas';
-import { TokenIssuer } from './tokens';
+import { TokenIssuer, type TokenFormat } from './tokens';
 import {
   ArraySource,
   GeneratedDataset,
@@ -149,12 +149,12 @@ export class SandboxState {
   constructor(
     readonly seed: string,
     readonly clock: Clock,
-    lifetimes: { accessSeconds: number; refreshSeconds: number },
+    lifetimes: { accessSeconds: number; refreshSeconds: number; format?: TokenFormat },
     /** Where a restored state continues: the seeded sequence's position and the token signing key. */
     resume?: { prng: number; signingKey: Buffer },
   ) {
     this.prng = new Prng(resume ? resume.prng : seed);
-    this.tokens = new TokenIssuer(clock, lifetimes, resume?.signingKey);
+    this.tokens = new TokenIssuer(clock, lifetimes, resume?.signingKey, lifetimes.format);
   }
 
   // ------------------------------------------------------------ snapshot and restore
@@ -193,7 +193,7 @@ export class SandboxState {
   }
 
   /** A state exactly as `snapshot()` saw it, on `clock`. */
-  static restore(snapshot: SandboxStateSnapshot, clock: Clock, lifetimes: { accessSeconds: number; refreshSeconds: number }): SandboxState {
+  static restore(snapshot: SandboxStateSnapshot, clock: Clock, lifetimes: { accessSeconds: number; refreshSeconds: number; format?: TokenFormat }): SandboxState {
     const state = new SandboxState(snapshot.seed, clock, lifetimes, {
       prng: snapshot.prng,
       signingKey: Buffer.from(snapshot.tokens.signingKey, 'base64'),

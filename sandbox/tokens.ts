@@ -9,6 +9,12 @@ import type { Clock } from '../src/core/shared/clock';
 
 export type TokenType = 'access' | 'refresh';
 
+/**
+ * `jwt`: three base64url segments (the default dialect). `opaque`: 64 hex characters, the jti
+ * followed by a truncated HMAC of it (the minimal dialect): nothing for a client to decode.
+ */
+export type TokenFormat = 'jwt' | 'opaque';
+
 export interface TokenRecord {
   jti: string;
   type: TokenType;
@@ -43,6 +49,7 @@ export interface IssuedPair {
 
 const b64url = (input: Buffer | string) => Buffer.from(input).toString('base64url');
 const HEADER = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
+const OPAQUE = /^[0-9a-f]{64}$/;
 
 export class TokenIssuer {
   private readonly records = new Map<string, TokenRecord>();
@@ -53,6 +60,8 @@ export class TokenIssuer {
     readonly lifetimes: { accessSeconds: number; refreshSeconds: number },
     /** A restored sandbox keeps its key, so that the tokens it issued before still verify. */
     private readonly key: Buffer = randomBytes(32),
+    /** The form of new tokens; `check` reads both, so a dialect can change between two runs. */
+    private readonly format: TokenFormat = 'jwt',
   ) {}
 
   /** The signing key and every token's state: what a snapshot keeps. */
@@ -76,6 +85,17 @@ export class TokenIssuer {
     return { accessToken: access.token, refreshToken: refresh.token, expiresIn: this.lifetimes.accessSeconds, access: access.record };
   }
 
+  /** An access token alone, in the family of a refresh token that stays valid (a non-rotating refresh). */
+  issueAccess(subject: TokenSubject, family: string): { accessToken: string; expiresIn: number; record: TokenRecord } {
+    const access = this.issue(subject, 'access', family);
+    return { accessToken: access.token, expiresIn: this.lifetimes.accessSeconds, record: access.record };
+  }
+
+  /** True when `credential` has the form of a token this issuer could have made (either format). */
+  looksLikeToken(credential: string): boolean {
+    return credential.split('.').length === 3 || OPAQUE.test(credential);
+  }
+
   private issue(subject: TokenSubject, type: TokenType, family: string): { token: string; record: TokenRecord } {
     const now = this.clock.now();
     const iat = Math.floor(now / 1000);
@@ -94,7 +114,8 @@ export class TokenIssuer {
     const payload = b64url(
       JSON.stringify({ iss: 'acctops-sandbox', sub: subject.subject, iat, exp: iat + lifetime, jti: record.jti, token_type: type }),
     );
-    const token = `${HEADER}.${payload}.${this.sign(`${HEADER}.${payload}`)}`;
+    const token =
+      this.format === 'opaque' ? `${record.jti}${this.opaqueMac(record.jti)}` : `${HEADER}.${payload}.${this.sign(`${HEADER}.${payload}`)}`;
     this.records.set(record.jti, record);
     let mine = this.byUser.get(subject.userId);
     if (!mine) this.byUser.set(subject.userId, (mine = new Set()));
@@ -106,8 +127,23 @@ export class TokenIssuer {
     return createHmac('sha256', this.key).update(input).digest('base64url');
   }
 
+  private opaqueMac(jti: string): string {
+    return createHmac('sha256', this.key).update(`opaque:${jti}`).digest('hex').slice(0, 40);
+  }
+
+  private checkOpaque(token: string): string | undefined {
+    const jti = token.slice(0, 24);
+    const expected = Buffer.from(this.opaqueMac(jti));
+    const given = Buffer.from(token.slice(24));
+    return expected.length === given.length && timingSafeEqual(expected, given) ? jti : undefined;
+  }
+
   /** What state a token is in, for the given expected type. Order: invalid, revoked, used, expired. */
   check(token: string, type: TokenType): TokenCheck {
+    if (OPAQUE.test(token)) {
+      const jti = this.checkOpaque(token);
+      return jti === undefined ? { ok: false, reason: 'invalid' } : this.checkRecord(jti, type);
+    }
     const parts = token.split('.');
     if (parts.length !== 3) return { ok: false, reason: 'invalid' };
     const [header, payload, signature] = parts as [string, string, string];
@@ -120,7 +156,11 @@ export class TokenIssuer {
     } catch {
       return { ok: false, reason: 'invalid' };
     }
-    const record = typeof jti === 'string' ? this.records.get(jti) : undefined;
+    return typeof jti === 'string' ? this.checkRecord(jti, type) : { ok: false, reason: 'invalid' };
+  }
+
+  private checkRecord(jti: string, type: TokenType): TokenCheck {
+    const record = this.records.get(jti);
     if (!record || record.type !== type) return { ok: false, reason: 'invalid' };
     if (record.revokedAt !== null) return { ok: false, reason: 'revoked', record };
     if (record.usedAt !== null) return { ok: false, reason: 'used', record };

@@ -18,14 +18,14 @@ export interface WireSettings {
 
 const LABELS: Record<string, string> = { EXPENSE: 'Expense', INCOME: 'Income', draft: 'Draft', submitted: 'Submitted' };
 
-function amount(minor: bigint, variant: number, settings: WireSettings): number | bigint | string {
+export function amountOnWire(minor: bigint, variant: number, settings: WireSettings): number | bigint | string {
   const asString = settings.amountEncoding === 'string' || (settings.amountEncoding === 'mixed' && (variant & 1) === 1);
   if (asString) return formatMinorUnits(minor);
   const n = Number(minor);
   return Number.isSafeInteger(n) ? n : minor;
 }
 
-function label(value: string, variant: number, settings: WireSettings): string {
+export function labelOnWire(value: string, variant: number, settings: WireSettings): string {
   return settings.displayLabels && (variant & 2) === 2 ? (LABELS[value] ?? value) : value;
 }
 
@@ -35,9 +35,9 @@ export const companyView = (c: Company) => ({ publicId: c.publicId, name: c.name
 
 export const transactionView = (t: TransactionRecord, s: WireSettings) => ({
   publicId: t.publicId,
-  amount: amount(t.amount, t.variant, s),
+  amount: amountOnWire(t.amount, t.variant, s),
   currency: t.currency,
-  cashflowType: label(t.cashflowType, t.variant, s),
+  cashflowType: labelOnWire(t.cashflowType, t.variant, s),
   valueDate: t.valueDate,
   description: t.description,
   category: t.category,
@@ -48,7 +48,7 @@ export const categoryView = (c: CategoryRecord, s: WireSettings) => ({
   publicId: c.publicId,
   name: c.name,
   parent: c.parent,
-  cashflowType: label(c.cashflowType, hashString(c.publicId), s),
+  cashflowType: labelOnWire(c.cashflowType, hashString(c.publicId), s),
   vatApplied: c.vatApplied,
   metadata: c.metadata,
   description: c.description,
@@ -60,8 +60,8 @@ export const taxReportView = (r: TaxReportRecord, s: WireSettings) => ({
   type: 'VAT_RETURN',
   periodStart: r.periodStart,
   periodEnd: r.periodEnd,
-  status: label(r.status, hashString(r.pk), s),
-  amountDue: amount(r.amountDue, hashString(r.pk), s),
+  status: labelOnWire(r.status, hashString(r.pk), s),
+  amountDue: amountOnWire(r.amountDue, hashString(r.pk), s),
   currency: r.currency,
   createdAt: iso(r.createdAt)!,
 });

@@ -1,0 +1,97 @@
+import type { SandboxApiError } from './errors';
+import { hashString } from './random';
+import type { Company, TaxReportRecord } from './state';
+import { amountOnWire, labelOnWire, type WireSettings } from './views';
+
+/**
+ * The sandbox's dialects: two shapes of one service over the same state. `default` is the shape of
+ * docs/assumptions.md and docs/openapi.yaml. `minimal` answers with only what the spec promises, in
+ * the shapes a Django REST framework + simplejwt service would plausibly use (docs/assumptions.md,
+ * "The minimal dialect"): it exists so that the client is tested against a service that was not
+ * written to it. Handlers keep one logic; this module only shapes what they answer.
+ */
+
+export const DIALECTS = ['default', 'minimal'] as const;
+export type Dialect = (typeof DIALECTS)[number];
+
+/** What simplejwt answers for any token it will not accept (refresh, verify, expire, bearer). */
+export const TOKEN_NOT_VALID = { detail: 'Token is invalid or expired', code: 'token_not_valid' } as const;
+
+export interface DialectError {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/**
+ * A refusal in DRF's shapes: `{"detail", "code"}`, or `{"<field>": ["message"]}` for a bad field.
+ * Status codes follow DRF + simplejwt: a refused token is 401 `token_not_valid` (the default
+ * dialect's 400 `invalid_grant`), everything else keeps its status.
+ */
+export function drfError(error: SandboxApiError): DialectError {
+  const detail = (text: string, code: string) => ({ detail: text, code });
+  switch (error.type) {
+    case 'validation_error':
+      if (error.cause instanceof SyntaxError) return { status: 400, body: detail(`JSON parse error - ${error.message}`, 'parse_error') };
+      if (error.param !== null && error.param !== 'body') return { status: error.status, body: { [error.param]: [error.message] } };
+      return { status: error.status, body: detail(error.message, 'invalid') };
+    case 'invalid_grant':
+      return { status: 401, body: { ...TOKEN_NOT_VALID } };
+    case 'authentication_error':
+      return { status: 401, body: authenticationDetail(error) };
+    case 'permission_error':
+    case 'company_mismatch_error':
+      return {
+        status: 403,
+        body: detail(error.type === 'permission_error' ? 'You do not have permission to perform this action.' : error.message, 'permission_denied'),
+      };
+    case 'not_found_error':
+      return { status: 404, body: detail(error.message === 'Invalid page.' ? 'Invalid page.' : 'Not found.', 'not_found') };
+    case 'rate_limit_error': {
+      const seconds = error.headers['Retry-After'] ?? '1';
+      return { status: 429, body: detail(`Request was throttled. Expected available in ${seconds} seconds.`, 'throttled') };
+    }
+    case 'method_not_allowed_error':
+      return { status: 405, body: detail(error.message, 'method_not_allowed') };
+    case 'payload_too_large_error':
+      return { status: 413, body: detail(error.message, 'request_too_large') };
+    case 'api_error':
+      return { status: error.status, body: detail('A server error occurred.', 'error') };
+    default:
+      return { status: error.status, body: detail(error.message, error.code) };
+  }
+}
+
+function authenticationDetail(error: SandboxApiError): Record<string, unknown> {
+  switch (error.code) {
+    case 'missing_credentials':
+      return { detail: 'Authentication credentials were not provided.', code: 'not_authenticated' };
+    case 'token_invalid':
+    case 'token_expired':
+    case 'token_revoked':
+      return { detail: 'Given token not valid for any token type', code: 'token_not_valid' };
+    case 'user_disabled':
+      return { detail: 'User is inactive', code: 'user_inactive' };
+    default:
+      return { detail: error.message, code: 'authentication_failed' };
+  }
+}
+
+/** The company in the minimal dialect: other names, no list envelope around it (routes.ts). */
+export const minimalCompanyView = (c: Company) => ({
+  publicId: c.publicId,
+  companyName: c.name,
+  countryCode: c.country,
+  defaultCurrency: c.currency,
+});
+
+/** A tax report in the minimal dialect: `pk` is the one name the spec gives; every other name differs. */
+export const minimalTaxReportView = (r: TaxReportRecord, s: WireSettings) => ({
+  pk: r.pk,
+  reportType: 'VAT_RETURN',
+  startDate: r.periodStart,
+  endDate: r.periodEnd,
+  state: labelOnWire(r.status, hashString(r.pk), s),
+  totalAmount: amountOnWire(r.amountDue, hashString(r.pk), s),
+  currencyCode: r.currency,
+  created: new Date(r.createdAt).toISOString(),
+});
