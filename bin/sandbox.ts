@@ -1,7 +1,7 @@
-// `npm run sandbox -- --port 4010 --seed 1`: the local Accounting API sandbox (sandbox-only demo credentials).
+// `npm run sandbox -- --port 4010 --seed 1 [--dialect minimal] [--show-credentials]`: the local Accounting API sandbox.
 import { SandboxCliUsageError, runSandboxCli } from '../sandbox/cli';
 
-runSandboxCli(process.argv.slice(2)).catch((error: unknown) => {
+runSandboxCli(process.argv.slice(2), undefined, { showCommand: 'npm run sandbox -- --show-credentials' }).catch((error: unknown) => {
   if (error instanceof SandboxCliUsageError) {
     process.exitCode = error.exitCode;
     return;

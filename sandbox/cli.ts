@@ -2,12 +2,13 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { JsonLogger } from '../src/core/shared/logger';
 import { keyPrefix } from '../src/core/shared/redact';
 import type { DemoCredentials } from './admin';
-import { startSandbox, type RunningSandbox, type SandboxOptions } from './index';
+import { DIALECTS, startSandbox, type Dialect, type RunningSandbox, type SandboxOptions } from './index';
 
 /**
- * `npm run sandbox` (and later `acctops sandbox`): starts the sandbox, prints where it listens and
- * the demo credentials, and stops cleanly on SIGINT or SIGTERM. The credentials printed are the
- * demo seed's, which work against this sandbox only.
+ * `npm run sandbox` (and `acctops sandbox`): starts the sandbox, prints where it listens and the
+ * demo credentials, and stops cleanly on SIGINT or SIGTERM. The credentials are the demo seed's,
+ * which work against this sandbox only; even so they are shown by prefix unless
+ * `--show-credentials`, because terminal output ends up in logs and screenshots.
  */
 
 /** Bad flags, or `--help`/`--version` (exit code 0): commander has already printed the text. */
@@ -47,6 +48,11 @@ function positiveNumber(raw: string): number {
   return value;
 }
 
+function dialect(raw: string): Dialect {
+  if (!(DIALECTS as readonly string[]).includes(raw)) throw new InvalidArgumentError(`expected one of ${DIALECTS.join(', ')}`);
+  return raw as Dialect;
+}
+
 export function sandboxCommand(): Command {
   return new Command('sandbox')
     .description('Run the local Accounting API sandbox (sandbox-only demo data and credentials).')
@@ -57,6 +63,8 @@ export function sandboxCommand(): Command {
     .option('--display-labels', 'send display labels (Expense, Draft) for some records')
     .option('--rate-limit <rps>', 'token bucket per credential, requests per second', positiveNumber)
     .option('--latency <ms>', 'real milliseconds added to every API request', integer(0, 60_000), 0)
+    .option('--dialect <dialect>', 'default, or minimal: only what the spec promises, in DRF shapes (docs/assumptions.md)', dialect, 'default')
+    .option('--show-credentials', 'print the demo credentials in full (by default: key prefixes, institution secret hidden)')
     .option('--verbose', 'log every request as a JSON line');
 }
 
@@ -85,7 +93,13 @@ export function formatDemoCredentials(demo: DemoCredentials, options: { mask?: b
 export async function runSandboxCli(
   argv: string[],
   io: SandboxCliIo = { out: (line) => console.log(line) },
-  options: { handleSignals?: boolean; maskCredentials?: boolean } = {},
+  options: {
+    handleSignals?: boolean;
+    /** Overrides --show-credentials (acctops sandbox decides itself). */
+    maskCredentials?: boolean;
+    /** The command a user types to see the full credentials, shown when they are masked. */
+    showCommand?: string;
+  } = {},
 ): Promise<SandboxCliRun> {
   const command = sandboxCommand()
     .exitOverride()
@@ -104,8 +118,11 @@ export async function runSandboxCli(
     displayLabels?: boolean;
     rateLimit?: number;
     latency: number;
+    dialect: Dialect;
+    showCredentials?: boolean;
     verbose?: boolean;
   }>();
+  const mask = options.maskCredentials ?? flags.showCredentials !== true;
   const sandbox = await startSandbox({
     port: flags.port,
     seed: /^\d+$/.test(flags.seed) ? Number(flags.seed) : flags.seed,
@@ -114,6 +131,7 @@ export async function runSandboxCli(
     displayLabels: flags.displayLabels === true,
     rateLimit: flags.rateLimit === undefined ? null : { requestsPerSecond: flags.rateLimit },
     latencyMs: flags.latency,
+    dialect: flags.dialect,
     ...(flags.verbose ? { logger: new JsonLogger((line) => io.out(line), {}, 'debug') } : {}),
   });
 
@@ -145,8 +163,13 @@ export async function runSandboxCli(
   io.out(`Accounting API sandbox`);
   io.out(`  base URL   ${sandbox.baseUrl}`);
   io.out(`  admin API  ${sandbox.adminUrl}  (POST /__sandbox/<operation>, see sandbox/README.md)`);
+  io.out(`  dialect    ${sandbox.dialect}`);
   io.out('');
-  for (const line of sandbox.demo ? formatDemoCredentials(sandbox.demo, { mask: options.maskCredentials }) : ['No demo data (--no-demo).']) io.out(line);
+  for (const line of sandbox.demo ? formatDemoCredentials(sandbox.demo, { mask }) : ['No demo data (--no-demo).']) io.out(line);
+  if (sandbox.demo && mask && options.showCommand !== undefined) {
+    io.out('');
+    io.out(`Full demo credentials (sandbox only): ${options.showCommand}`);
+  }
   io.out('');
   io.out(handleSignals ? 'Press Ctrl+C to stop.' : 'Running.');
   return { sandbox, stop, done };

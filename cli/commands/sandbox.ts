@@ -17,12 +17,10 @@ export function sandboxCommand(host: CommandHost): Command {
     .allowExcessArguments(true)
     .action(
       host.run(async (session, _opts, command) => {
-        const args = command.args.filter((a) => a !== '--show-credentials');
-        const show = command.args.includes('--show-credentials');
+        // --show-credentials and --dialect are the sandbox command's own flags (sandbox/cli.ts).
         const io = { out: (line: string) => session.runtime.io.stdout.write(`${line}\n`) };
         try {
-          const run = await runSandboxCli(args, io, { maskCredentials: !show });
-          if (!show) io.out('Full demo credentials (sandbox only): acctops sandbox --show-credentials');
+          const run = await runSandboxCli(command.args, io, { showCommand: 'acctops sandbox --show-credentials' });
           await run.done;
         } catch (error) {
           if (error instanceof SandboxCliUsageError) {

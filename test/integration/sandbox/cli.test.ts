@@ -6,9 +6,36 @@ import { call } from './support';
 const ROOT = join(__dirname, '..', '..', '..');
 
 describe('sandbox command line', () => {
+  it('shows the demo credentials by prefix only unless --show-credentials, and says how to see them', async () => {
+    const lines: string[] = [];
+    const run = await runSandboxCli(['--port', '0', '--seed', '9'], { out: (l) => lines.push(l) }, { handleSignals: false, showCommand: 'npm run sandbox -- --show-credentials' });
+    try {
+      const output = lines.join('\n');
+      expect(output).not.toMatch(/sbx_[0-9A-Za-z]{32}/);
+      expect(output).toMatch(/sbx_[0-9A-Za-z]+…/);
+      expect(output).toContain('Institution: inst_demo:<secret hidden');
+      expect(output).not.toContain(run.sandbox.demo!.institution.header);
+      expect(output).toContain('Full demo credentials (sandbox only): npm run sandbox -- --show-credentials');
+    } finally {
+      await run.stop();
+    }
+  });
+
+  it('--dialect minimal starts the minimal dialect; an unknown dialect is a usage error', async () => {
+    const run = await runSandboxCli(['--port', '0', '--dialect', 'minimal'], { out: () => undefined }, { handleSignals: false });
+    try {
+      expect(run.sandbox.dialect).toBe('minimal');
+      const key = run.sandbox.demo!.companies[0]!.apiKeys[0]!.key;
+      expect((await call(run.sandbox.baseUrl, '/companies/', { bearer: key })).body).toHaveProperty('companyName');
+    } finally {
+      await run.stop();
+    }
+    await expect(runSandboxCli(['--port', '0', '--dialect', 'drf'], { out: () => undefined }, { handleSignals: false })).rejects.toBeInstanceOf(SandboxCliUsageError);
+  });
+
   it('starts on the given port, prints the base URL and labelled demo credentials that work, and stops', async () => {
     const lines: string[] = [];
-    const run = await runSandboxCli(['--port', '0', '--seed', '9'], { out: (l) => lines.push(l) }, { handleSignals: false });
+    const run = await runSandboxCli(['--port', '0', '--seed', '9', '--show-credentials'], { out: (l) => lines.push(l) }, { handleSignals: false });
     try {
       const output = lines.join('\n');
       expect(output).toContain(`base URL   ${run.sandbox.baseUrl}`);
