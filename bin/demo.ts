@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { runDemo } from '../cli/demo';
 import { describeError } from '../cli/errors';
 import { DEFAULT_STATE_DIR, resolveStateDir } from '../cli/local/state-dir';
+import { DIALECTS, type Dialect } from '../sandbox/dialect';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 // A reader that stops early (`| head`) closes the pipe: the rest of the output is dropped, and the
@@ -17,6 +18,7 @@ const program = new Command('npm start --')
   .description('Run the acctops demo against an embedded sandbox: onboard, refresh, rotate a key, export last month.')
   .option('--reset', 'delete the demo state first and start from scratch')
   .option('--state-dir <dir>', 'where the local state lives (shared with `npx acctops`)', process.env.ACCTOPS_STATE_DIR ?? DEFAULT_STATE_DIR)
+  .option('--dialect <dialect>', `the embedded service's dialect when the state is created: ${DIALECTS.join(' or ')} (kept for later npx acctops commands)`)
   .option('-v, --verbose', 'log the use cases as redacted JSON lines on stderr')
   .exitOverride()
   .configureOutput({ outputError: () => undefined });
@@ -30,7 +32,11 @@ async function main(): Promise<number> {
     process.stderr.write(`demo: error: ${report.message}${report.hint ? ` (${report.hint})` : ''}\n`);
     return 2;
   }
-  const opts = program.opts<{ reset?: boolean; stateDir: string; verbose?: boolean }>();
+  const opts = program.opts<{ reset?: boolean; stateDir: string; verbose?: boolean; dialect?: string }>();
+  if (opts.dialect !== undefined && !(DIALECTS as readonly string[]).includes(opts.dialect)) {
+    process.stderr.write(`demo: error: --dialect must be one of ${DIALECTS.join(', ')}\n`);
+    return 2;
+  }
   try {
     const report = await runDemo({
       stateDir: resolveStateDir(opts.stateDir, process.cwd()),
@@ -38,6 +44,7 @@ async function main(): Promise<number> {
       io: { stdout: process.stdout, stderr: process.stderr },
       env: process.env,
       verbose: opts.verbose === true,
+      ...(opts.dialect === undefined ? {} : { dialect: opts.dialect as Dialect }),
     });
     process.stdout.write(`\nFinished in ${(report.durationMs / 1000).toFixed(1)} s.\n`);
     return 0;

@@ -11,6 +11,7 @@ import { refreshDueLocal, renderRefresh, type RefreshReport } from './commands/t
 import { iso } from './format';
 import { withLocalWorld, type LocalWorld } from './local/local-world';
 import { Output, type CliIo } from './output';
+import type { Dialect } from '../sandbox';
 
 /**
  * `npm start`: the CLI's local mode, scripted. It opens the same state directory the CLI uses
@@ -26,6 +27,8 @@ export interface DemoOptions {
   io: CliIo;
   env: NodeJS.ProcessEnv;
   verbose?: boolean;
+  /** The embedded service's dialect for a new state; an existing state must match it (cli/local/local-world.ts). */
+  dialect?: Dialect;
 }
 
 export interface KeyCheck {
@@ -53,11 +56,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   const out = new Output(options.io, { json: false, verbose: options.verbose === true });
   if (options.reset && (await resetStateDir(options.stateDir))) out.line(`Deleted the previous demo state in ${options.stateDir}.`);
 
-  return withLocalWorld({ stateDir: options.stateDir, logger: out.logger(), env: options.env }, async (world) => {
+  const dialect = options.dialect === undefined ? {} : { dialect: options.dialect };
+  return withLocalWorld({ stateDir: options.stateDir, logger: out.logger(), env: options.env, ...dialect }, async (world) => {
     const demo = world.sandbox.demo!;
     out.line('acctops demo: the local embedded mode, scripted (no AWS account; everything on 127.0.0.1)');
     out.line(`  state      ${world.stateDir} (${world.created ? 'created now' : 'continued from the last run; `npm start -- --reset` starts again'})`);
-    out.line(`  service    embedded sandbox with demo data (${demo.companies.length} companies, institution ${demo.institution.id})`);
+    out.line(`  service    embedded sandbox with demo data (${demo.companies.length} companies, institution ${demo.institution.id}), ${world.state.dialect} dialect`);
     out.line(`  clock      ${iso(world.clock.now())} (local clock; the demo moves it forward instead of waiting)`);
 
     step(out, 1, 'Onboard the demo users (institution users: create, or retrieve when the service knows them)');

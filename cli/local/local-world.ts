@@ -31,7 +31,7 @@ import type { Logger } from '../../src/core/shared/logger';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { keyPrefix } from '../../src/core/shared/redact';
 import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
-import { startSandbox, type RunningSandbox } from '../../sandbox';
+import { DIALECTS, startSandbox, type Dialect, type RunningSandbox } from '../../sandbox';
 import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/secrets-manager';
 import { CliConfigError } from '../errors';
 import { readJsonFile, writePrivateJsonFile } from '../../src/adapters/local/private-json-file';
@@ -62,6 +62,12 @@ const stateSchema = z.object({
   /** Days between automatic rotations, as a stage's `apiKeys.rotationDays`. */
   rotationDays: z.int().min(1),
   institutionSecret: z.string().min(1),
+  /**
+   * The embedded service's dialect (sandbox/dialect.ts), chosen when the state is created
+   * (`npm start -- --dialect minimal`) and kept, so every later command talks to the same service.
+   * States from before dialects existed are `default`.
+   */
+  dialect: z.enum(DIALECTS).default('default'),
 });
 export type LocalState = z.output<typeof stateSchema>;
 
@@ -80,6 +86,11 @@ export interface LocalWorldOptions {
   stateDir: string;
   logger: Logger;
   env: NodeJS.ProcessEnv;
+  /**
+   * The dialect asked for. A new state takes it (else `default`); an existing state must already
+   * have it: the saved service cannot change its shapes under the tokens it issued.
+   */
+  dialect?: Dialect;
 }
 
 export class LocalWorld {
@@ -162,14 +173,21 @@ export class LocalWorld {
         revocationGraceMinutes: 30,
         rotationDays: 30,
         institutionSecret: LOCAL_INSTITUTION_SECRET,
+        dialect: options.dialect ?? 'default',
       };
+      if (options.dialect !== undefined && options.dialect !== state.dialect) {
+        throw new CliConfigError(
+          `the local state in ${stateDir} runs the ${state.dialect} dialect, not ${options.dialect}`,
+          `start again with \`npm start -- --reset --dialect ${options.dialect}\`, or leave out --dialect`,
+        );
+      }
       const clock = new LocalClock(state.clockOffsetMs);
       const sandboxState = created ? undefined : await readJsonFile(statePath(stateDir, 'sandbox'), sandboxSnapshotSchema);
       const secretsState = created ? undefined : await readJsonFile(statePath(stateDir, 'secrets'), secretsSnapshotSchema);
       if (!created && (!sandboxState || !secretsState)) {
         throw new CliConfigError(`the state directory ${stateDir} is incomplete (sandbox.json or secrets.json missing)`, 'run `acctops local reset` to start again');
       }
-      sandbox = await startSandbox({ port: 0, clock, ...(sandboxState ? { state: sandboxState } : { seed: SANDBOX_SEED, demo: true }) });
+      sandbox = await startSandbox({ port: 0, clock, dialect: state.dialect, ...(sandboxState ? { state: sandboxState } : { seed: SANDBOX_SEED, demo: true }) });
       sm = await startSecretsManager({ port: 0, clock, rotationMode: 'sync', ...(secretsState ? { state: secretsState } : {}) });
       const world = new LocalWorld(stateDir, clock, state, sandbox, sm, logger, created, unlock, options.env);
       world.saveOnSignals();
