@@ -252,5 +252,6 @@ function engine(credentials: CredentialProvider, transport: (request: TransportR
     onWarning: undefined,
     pageSize: 1000,
     maxPageSize: 1000,
+    maxResponseBytes: 1 << 20,
   });
 }

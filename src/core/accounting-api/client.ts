@@ -38,7 +38,14 @@ export interface AccountingClientOptions {
   pageSize?: number;
   /** The service's maximum page size; larger requests are capped. Default 1000. */
   maxPageSize?: number;
+  /**
+   * The longest body read from one response, in bytes; a longer one is cut there and raised as
+   * ResponseTooLargeError. Default 32 MiB: a page of 1,000 items is well under 1 MiB.
+   */
+  maxResponseBytes?: number;
 }
+
+export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 
 function parseBaseUrl(baseUrl: string): URL {
   let url: URL;
@@ -82,6 +89,7 @@ export class AccountingClient {
       onWarning: options.onWarning,
       pageSize: resolvePageSize(options.pageSize, { pageSize: MAX_PAGE_SIZE, maxPageSize }),
       maxPageSize,
+      maxResponseBytes: positiveInteger(options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, 'maxResponseBytes'),
     });
     this.institution = new InstitutionResource(engine);
     this.companies = new CompaniesResource(engine);
@@ -95,6 +103,11 @@ export class AccountingClient {
   withOptions(overrides: Partial<AccountingClientOptions>): AccountingClient {
     return new AccountingClient({ ...this.options, ...overrides });
   }
+}
+
+function positiveInteger(value: number, path: string): number {
+  if (!Number.isSafeInteger(value) || value < 1) throw new ConfigError([{ path, message: 'must be a positive integer' }]);
+  return value;
 }
 
 export function createAccountingClient(options: AccountingClientOptions): AccountingClient {

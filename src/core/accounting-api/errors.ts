@@ -237,7 +237,13 @@ export function responseValidationError(error: z.ZodError, prefix: string, optio
   return new ResponseValidationError(issues, options);
 }
 
-export type PaginationFailure = 'foreign_next' | 'next_loop' | 'invalid_next';
+/**
+ * - `foreign_next`: `next` leaves the base URL; `next_loop`: `next` points to a page already read;
+ * - `invalid_next`: `next` is not a URL;
+ * - `too_many_pages`: more pages than the lists's `count` and page size allow, with a margin
+ *   (an endless `page=N+1` chain).
+ */
+export type PaginationFailure = 'foreign_next' | 'next_loop' | 'invalid_next' | 'too_many_pages';
 
 export class PaginationError extends AccountingApiError {
   static override readonly errorCode = 'pagination_failed';
@@ -246,6 +252,22 @@ export class PaginationError extends AccountingApiError {
   constructor(reason: PaginationFailure, detail: string, options: AccountingApiErrorOptions = {}) {
     super(`${reason}: ${detail}`, options);
     this.reason = reason;
+  }
+}
+
+/**
+ * A response body longer than the client's `maxResponseBytes`: the transport stopped reading at
+ * the limit. Ambiguous, as any answer we could not read: the service may have acted. Never
+ * retried: the same request would get the same body.
+ */
+export class ResponseTooLargeError extends AccountingApiError {
+  static override readonly errorCode = 'response_too_large';
+  protected static override readonly summary = 'response body too large';
+  static override readonly ambiguous: boolean = true;
+  readonly limitBytes: number | undefined;
+  constructor(detail: string | undefined, options: AccountingApiErrorOptions & { limitBytes?: number } = {}) {
+    super(detail ?? (options.limitBytes === undefined ? undefined : `more than ${options.limitBytes} bytes; reading stopped there`), options);
+    this.limitBytes = options.limitBytes;
   }
 }
 
@@ -289,38 +311,115 @@ function scrubServerText(text: string): string {
 
 // ---- the factory ----
 
-interface Envelope {
+/**
+ * Where an error body's facts came from. The spec shows no error body (§7), so every shape a
+ * Django REST framework service or a proxy in front of it plausibly sends is read:
+ * - `envelope`: ours, `{"error": {"type", "code", "message", "param", …}}` (docs/assumptions.md);
+ * - `oauth`: RFC 6749 §5.2, `{"error": "invalid_grant", "error_description": …}`;
+ * - `detail`: DRF's `{"detail": …, "code": …}` (simplejwt adds `messages`);
+ * - `fields`: DRF field errors, `{"email": ["Enter a valid email address."]}`;
+ * - `json`: any other JSON; `text`: plain text; `html`: a page (a proxy's); `empty`.
+ */
+export type ErrorBodyShape = 'envelope' | 'oauth' | 'detail' | 'fields' | 'json' | 'text' | 'html' | 'empty';
+
+export interface ErrorBody {
+  shape: ErrorBodyShape;
   type?: string;
   code?: string;
+  /** Unscrubbed: pass it through `scrubServerText` before it goes anywhere. */
   message?: string;
   param?: string;
   permission?: string;
   requestId?: string;
 }
 
-function readEnvelope(body: string): Envelope | undefined {
+const HTML = /^\s*(<!doctype\s+html|<html|<head|<body|<\?xml|<!--)/i;
+
+/** Reads an error body of any shape into the same facts. Never throws. */
+export function readErrorBody(body: string, contentType?: string): ErrorBody {
+  if (body.trim() === '') return { shape: 'empty' };
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
   } catch {
-    return undefined;
+    if (HTML.test(body) || (contentType ?? '').toLowerCase().includes('html')) {
+      const title = /<title[^>]*>([^<]{1,200})<\/title>/i.exec(body)?.[1]?.trim();
+      return { shape: 'html', message: title ? `HTML page "${title}"` : 'HTML page' };
+    }
+    const firstLine = body.trim().split(/\r?\n/, 1)[0] ?? '';
+    return { shape: 'text', message: firstLine.slice(0, 200) };
   }
-  const error = (parsed as { error?: unknown } | null)?.error;
-  if (error === null || typeof error !== 'object') return undefined;
-  const text = (key: string): string | undefined => {
-    const value = (error as Record<string, unknown>)[key];
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    // DRF answers a list of messages for a ValidationError raised with one (`["Invalid token."]`).
+    const first = Array.isArray(parsed) ? parsed.find((m): m is string => typeof m === 'string') : undefined;
+    return first === undefined ? { shape: 'json' } : { shape: 'detail', message: first };
+  }
+  const object = parsed as Record<string, unknown>;
+  const text = (from: Record<string, unknown>, key: string): string | undefined => {
+    const value = from[key];
     return typeof value === 'string' ? value : undefined;
   };
-  const envelope: Envelope = {
-    type: text('type'),
-    code: text('code'),
-    message: text('message'),
-    param: text('param'),
-    permission: text('permission'),
-    requestId: text('requestId'),
-  };
-  return envelope.type === undefined && envelope.code === undefined ? undefined : envelope;
+  if (object.error !== null && typeof object.error === 'object' && !Array.isArray(object.error)) {
+    const error = object.error as Record<string, unknown>;
+    const envelope: ErrorBody = {
+      shape: 'envelope',
+      type: text(error, 'type'),
+      code: text(error, 'code'),
+      message: text(error, 'message'),
+      param: text(error, 'param'),
+      permission: text(error, 'permission'),
+      requestId: text(error, 'requestId'),
+    };
+    if (envelope.type !== undefined || envelope.code !== undefined) return envelope;
+  }
+  if (typeof object.error === 'string') {
+    return { shape: 'oauth', code: object.error, message: text(object, 'error_description') };
+  }
+  if ('detail' in object) {
+    const detail = object.detail;
+    return {
+      shape: 'detail',
+      code: text(object, 'code'),
+      message: typeof detail === 'string' ? detail : undefined,
+      requestId: text(object, 'requestId') ?? text(object, 'request_id'),
+    };
+  }
+  const field = firstFieldError(object, '');
+  if (field) return { shape: 'fields', param: field.path || undefined, message: field.path ? `${field.path}: ${field.message}` : field.message };
+  return { shape: 'json', code: text(object, 'code'), message: text(object, 'message') };
 }
+
+/**
+ * The first DRF field error: `{"user": {"email": ["…"]}}` is `user.email`, a list serializer's
+ * `{"items": [{}, {"rate": ["…"]}]}` is `items[1].rate`. `non_field_errors` names no field.
+ */
+function firstFieldError(value: unknown, path: string, depth = 0): { path: string; message: string } | undefined {
+  if (depth > 5 || value === null || typeof value !== 'object') return undefined;
+  if (Array.isArray(value)) {
+    const messages = value.filter((m): m is string => typeof m === 'string');
+    if (messages.length > 0) return { path, message: messages.join(' ') };
+    for (let i = 0; i < value.length; i++) {
+      const found = firstFieldError(value[i], `${path}[${i}]`, depth + 1);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  for (const [key, inner] of Object.entries(value)) {
+    const name = key === 'non_field_errors' ? path : path ? `${path}.${key}` : key;
+    const found = firstFieldError(inner, name, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * What the request was, as far as reading its error goes:
+ * - `token`: a token operation (refresh, verify, expire); `tokenField` is the body field that
+ *   carried the token (`refresh`, `token`). A refusal that concerns that token is InvalidGrantError,
+ *   never an AuthenticationError: it says nothing about the institution credential.
+ * - `createUser`: a duplicate refused as a field error (DRF answers 400) is UserExistsError.
+ */
+export type ErrorContextKind = { kind: 'token'; tokenField: string } | { kind: 'createUser' } | { kind: 'other' };
 
 type ErrorClass = new (detail: string | undefined, options: AccountingApiErrorOptions) => AccountingApiError;
 
@@ -344,6 +443,62 @@ const BY_TYPE: Record<string, ErrorClass> = {
   api_error: ServerError,
 };
 
+/** DRF's `code`s (exceptions.py) when the body has no `type`; the status decides otherwise. */
+const BY_DRF_CODE: Record<string, ErrorClass> = {
+  not_authenticated: AuthenticationError,
+  authentication_failed: AuthenticationError,
+  permission_denied: PermissionDeniedError,
+  not_found: NotFoundError,
+  throttled: RateLimitError,
+  parse_error: ApiValidationError,
+  invalid: ApiValidationError,
+};
+
+/**
+ * Codes that refuse the credential in the header (ours and DRF's). On a token operation only
+ * these, or a 401 that names nothing, are read as "the institution credential is wrong".
+ */
+export const CREDENTIAL_CODES: ReadonlySet<string> = new Set([
+  'institution_invalid',
+  'missing_credentials',
+  'invalid_credentials',
+  'not_authenticated',
+  'authentication_failed',
+]);
+
+/** A code about a token: simplejwt's `token_not_valid`, ours (`token_*`, `refresh_token_*`), RFC 6750's `invalid_token`. */
+function isTokenCode(code: string | undefined): boolean {
+  if (code === undefined) return false;
+  const c = code.toLowerCase();
+  return c === 'invalid_token' || c === 'token_not_valid' || c.startsWith('token_') || c.startsWith('refresh_token') || c.includes('blacklist');
+}
+
+/** A message about a token and not about the credential: `Token is invalid or expired`. */
+const TOKEN_TEXT = /\btoken\b/i;
+const CREDENTIAL_TEXT = /institution|credential|header|secret/i;
+
+/**
+ * Whether a refusal on a token operation concerns the token sent in the body (docs/assumptions.md,
+ * "Token refusals"). By the body, in this order: a credential code says no; a token code, or a
+ * field error on the token's field, says yes; a 400 says yes (the credential is not in the body,
+ * and our token is a non-empty string, so a 400 can only be about its value); a 401 says yes only
+ * when its message is about a token and not about a credential. A 401 that names nothing (a
+ * proxy's page) is read as a credential refusal: re-reading the secret and retrying later costs a
+ * retry, while calling a good grant dead would cost the user a recovery.
+ */
+function concernsToken(status: number, body: ErrorBody, tokenField: string): boolean {
+  if (status !== 400 && status !== 401 && status !== 403) return false;
+  if (body.code !== undefined && CREDENTIAL_CODES.has(body.code)) return false;
+  if (body.type === 'authentication_error' && body.code === undefined) return false;
+  if (isTokenCode(body.code)) return true;
+  if (body.param === tokenField) return true;
+  if (status === 400) return body.shape !== 'envelope' || body.type === 'validation_error';
+  if (status === 401) return body.message !== undefined && TOKEN_TEXT.test(body.message) && !CREDENTIAL_TEXT.test(body.message);
+  return false;
+}
+
+const DUPLICATE_TEXT = /already exists|already registered|already taken|unique/i;
+
 function classByStatus(status: number): ErrorClass {
   if (status === 400) return ApiValidationError;
   if (status === 401) return AuthenticationError;
@@ -355,41 +510,54 @@ function classByStatus(status: number): ErrorClass {
   return AccountingApiError;
 }
 
-function classFor(status: number, envelope: Envelope | undefined): ErrorClass {
-  if (!envelope) return classByStatus(status);
-  if (envelope.type === 'invalid_grant' || envelope.code === 'invalid_grant') return InvalidGrantError;
-  const byType = envelope.type === undefined ? undefined : BY_TYPE[envelope.type];
-  const base = byType ?? classByStatus(status);
-  if (base === AuthenticationError && envelope.code) return AUTH_BY_CODE[envelope.code] ?? AuthenticationError;
-  if (base === ConflictError && envelope.code === 'user_exists') return UserExistsError;
+function classFor(status: number, body: ErrorBody, context: ErrorContextKind): ErrorClass {
+  if (body.type === 'invalid_grant' || body.code === 'invalid_grant') return InvalidGrantError;
+  if (context.kind === 'token' && concernsToken(status, body, context.tokenField)) return InvalidGrantError;
+  if (status === 429) return RateLimitError;
+  if (status >= 500) return ServerError;
+  const byType = body.type === undefined ? undefined : BY_TYPE[body.type];
+  // A DRF code refines only within its family of statuses: a 400 `not_found` stays a 400.
+  const byCode = body.code === undefined ? undefined : BY_DRF_CODE[body.code];
+  const base = byType ?? (byCode && classByStatus(status) === byCode ? byCode : classByStatus(status));
+  if (base === AuthenticationError && body.code) return AUTH_BY_CODE[body.code] ?? AuthenticationError;
+  if (base === ConflictError && body.code === 'user_exists') return UserExistsError;
+  if (
+    context.kind === 'createUser' &&
+    (status === 400 || status === 409) &&
+    (body.code === 'unique' || (body.message !== undefined && DUPLICATE_TEXT.test(body.message)))
+  ) {
+    return UserExistsError;
+  }
   return base;
 }
 
 /**
- * The one mapping from an HTTP error response to a typed error: the envelope of
- * docs/assumptions.md when the body is one, the status alone otherwise (a proxy's HTML page).
+ * The one mapping from an HTTP error response to a typed error, whatever the body's shape
+ * (`readErrorBody`). The service's text reaches the message only scrubbed (`scrubServerText`):
+ * registered secrets, JWTs, bearer values and anything key-shaped are cut out.
  */
 export function errorFromResponse(
   response: TransportResponse,
-  context: { request: string; now: number },
+  context: { request: string; now: number; operation?: ErrorContextKind },
 ): AccountingApiError {
-  const envelope = readEnvelope(response.body);
-  const Cls = classFor(response.status, envelope);
+  const body = readErrorBody(response.body, response.headers['content-type']);
+  const Cls = classFor(response.status, body, context.operation ?? { kind: 'other' });
   return new Cls(undefined, {
     status: response.status,
-    requestId: response.headers['x-request-id'] ?? envelope?.requestId,
+    requestId: response.headers['x-request-id'] ?? body.requestId,
     request: context.request,
-    apiType: envelope?.type,
-    apiCode: envelope?.code,
-    serverMessage: envelope?.message === undefined ? undefined : scrubServerText(envelope.message),
-    param: envelope?.param,
-    permission: envelope?.permission,
+    apiType: body.type,
+    apiCode: body.code,
+    serverMessage: body.message === undefined ? undefined : scrubServerText(body.message),
+    param: body.param,
+    permission: body.permission,
     retryAfterMs: parseRetryAfter(response.headers['retry-after'], context.now),
   });
 }
 
 /** A failure below HTTP, as a typed error. */
 export function errorFromTransportFailure(failure: TransportFailure, request: string): AccountingApiError {
+  if (failure.kind === 'too_large') return new ResponseTooLargeError(undefined, { request, cause: failure, status: failure.status, limitBytes: failure.limitBytes });
   if (failure.kind === 'timeout') return new TimeoutError(undefined, { request, cause: failure });
   return new ConnectionError(failure.kind === 'refused' ? 'not sent' : 'connection lost; the request may have been processed', {
     request,

@@ -1,5 +1,5 @@
 // The public surface of the Accounting API client; see README.md in this folder.
-export { AccountingClient, createAccountingClient, type AccountingClientOptions } from './client';
+export { AccountingClient, createAccountingClient, type AccountingClientOptions, DEFAULT_MAX_RESPONSE_BYTES } from './client';
 export {
   type Credential,
   type CredentialProvider,
@@ -33,12 +33,19 @@ export {
   ResponseValidationError,
   PaginationError,
   type PaginationFailure,
+  ResponseTooLargeError,
+  type ErrorBody,
+  type ErrorBodyShape,
+  type ErrorContextKind,
+  CREDENTIAL_CODES,
+  readErrorBody,
   errorFromResponse,
   describeRequest,
   parseRetryAfter,
 } from './errors';
 export { type MinorUnits, MINOR_DIGITS, MoneyFormatError, parseMinorUnits, formatMinorUnits, amountSchema } from './money';
-export { PaginatedList, type Page, type PageItem, MAX_PAGE_SIZE } from './pagination';
+export { PaginatedList, type Page, type PageItem, MAX_PAGE_SIZE, maxPagesFor } from './pagination';
+export type { RefreshedPair } from './resources/institution';
 export { type RetryPolicy, type RetrySafety, defaultRetryPolicy, retryDelayMs, isRetryable } from './retry';
 export {
   type Transport,

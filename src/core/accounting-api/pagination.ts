@@ -2,7 +2,7 @@ import type * as z from 'zod';
 import { ConfigError } from '../shared/errors';
 import { PaginationError, responseValidationError } from './errors';
 import type { ApiResponse } from './request';
-import { listEnvelopeSchema } from './schemas';
+import { ignoredFieldsOf, listEnvelopeSchema } from './schemas';
 import type { AccountingApiWarning, ItemWarning } from './warnings';
 
 /**
@@ -34,12 +34,28 @@ export interface ListSource<T> {
   firstUrl: URL;
   fetch(url: URL): Promise<ApiResponse>;
   itemSchema: z.ZodType<T>;
+  /**
+   * The answer may be the item itself instead of a list envelope (spec §4.2: `GET /companies/`
+   * returns "the company the key belongs to"): a JSON object without a `results` array is read as
+   * a one-item last page, a JSON array as the whole list.
+   */
+  single?: boolean;
   /** The schema's output for an item it surely accepts, or undefined to run the schema. */
   fastParse?(raw: unknown): T | undefined;
   warn(warning: AccountingApiWarning): void;
   /** Inspects a parsed item for something to warn about (a category's invalid metadata). */
   checkItem?(parsed: T): ItemWarning | undefined;
   onPage?(page: Page<T>, response: ApiResponse): void;
+}
+
+/**
+ * The most pages a list may take: what its largest `count` needs at the page size the service
+ * actually used (the first page's length; it may cap ours), plus a margin for items added while
+ * we read (10%, at least 2 pages). Past it, an endless `next` chain is PaginationError('too_many_pages').
+ */
+export function maxPagesFor(count: number, firstPageLength: number): number {
+  const expected = Math.ceil(count / Math.max(1, firstPageLength));
+  return expected + Math.max(2, Math.ceil(expected / 10));
 }
 
 /** The service maximum (spec §8: "normally 1,000 (configured)"). */
@@ -94,15 +110,30 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     let itemsRead = 0;
     const counts: number[] = [];
     let lastRequest = '';
+    let pagesRead = 0;
+    let maxCount = 0;
+    let firstPageLength = 0;
+    const warnedFields = new Set<string>();
     try {
       while (pending) {
         const response: ApiResponse = await pending;
         pending = undefined;
         const envelope = this.parseEnvelope(response);
+        pagesRead++;
+        if (pagesRead === 1) firstPageLength = envelope.results.length;
+        maxCount = Math.max(maxCount, envelope.count);
         // A bad `next` is raised after its page is handed over, as when pages were fetched one by one.
         let refused: { error: unknown } | undefined;
         if (envelope.next !== null) {
           try {
+            const limit = maxPagesFor(maxCount, firstPageLength);
+            if (pagesRead >= limit) {
+              throw new PaginationError(
+                'too_many_pages',
+                `page ${pagesRead + 1} requested; count ${maxCount} at ${firstPageLength} a page allows at most ${limit}`,
+                contextOf(response),
+              );
+            }
             url = checkNext(envelope.next, url, source.baseUrl, seen, response);
             // Sent before this page's items are validated, so that the peer works meanwhile.
             pending = send(url);
@@ -110,7 +141,7 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
             refused = { error };
           }
         }
-        const page = this.parseItems(envelope, response);
+        const page = this.parseItems(envelope, response, warnedFields);
         source.onPage?.(page, response);
         itemsRead += page.items.length;
         if (counts[counts.length - 1] !== page.count) counts.push(page.count);
@@ -137,12 +168,18 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
   }
 
   private parseEnvelope(response: ApiResponse): ListEnvelope {
+    const body = response.body;
+    if (this.source.single) {
+      if (Array.isArray(body)) return { count: body.length, next: null, previous: null, results: body };
+      const results = (body as { results?: unknown } | null)?.results;
+      if (body !== null && typeof body === 'object' && !Array.isArray(results)) return { count: 1, next: null, previous: null, results: [body] };
+    }
     const envelope = listEnvelopeSchema.safeParse(response.body);
     if (!envelope.success) throw responseValidationError(envelope.error, '', contextOf(response));
     return envelope.data;
   }
 
-  private parseItems(envelope: ListEnvelope, response: ApiResponse): Page<T> {
+  private parseItems(envelope: ListEnvelope, response: ApiResponse, warnedFields: Set<string>): Page<T> {
     const { itemSchema, fastParse, checkItem } = this.source;
     const results = envelope.results;
     const items: PageItem<T>[] = new Array<PageItem<T>>(results.length);
@@ -157,6 +194,12 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
       items[i] = { raw: raw as Record<string, unknown>, parsed };
       const warning = checkItem?.(parsed);
       if (warning) this.source.warn({ ...warning, request: response.request, path: `results[${i}]` });
+      const ignored = ignoredFieldsOf(parsed);
+      if (ignored.length) {
+        const fresh = ignored.filter((field) => !warnedFields.has(field));
+        for (const field of fresh) warnedFields.add(field);
+        if (fresh.length) this.source.warn({ type: 'ignored_field', request: response.request, path: `results[${i}]`, fields: fresh });
+      }
     }
     return {
       items,

@@ -6,6 +6,8 @@ import {
   AccountingApiError,
   AuthenticationError,
   CompanyMismatchError,
+  type ErrorContextKind,
+  ResponseTooLargeError,
   ResponseValidationError,
   describeRequest,
   errorFromResponse,
@@ -13,6 +15,7 @@ import {
   responseValidationError,
 } from './errors';
 import { parseJsonLossless } from './lossless-json';
+import { ignoredFieldsOf } from './schemas';
 import { type ItemWarning, type AccountingApiWarning, type WarningHandler } from './warnings';
 import { PaginatedList, type Page, resolvePageSize } from './pagination';
 import { type RetryPolicy, type RetrySafety, retryDelayMs } from './retry';
@@ -43,6 +46,8 @@ export interface Operation {
   body?: Record<string, unknown>;
   /** A company id in the path (`company_pk`), checked against the credential's company. */
   pathCompany?: string;
+  /** How to read a refusal (a token operation's 401 may be about the token). Default `other`. */
+  errorContext?: ErrorContextKind;
 }
 
 export interface EngineSettings {
@@ -58,6 +63,8 @@ export interface EngineSettings {
   onWarning: WarningHandler | undefined;
   pageSize: number;
   maxPageSize: number;
+  /** A response body above this many bytes is ResponseTooLargeError. */
+  maxResponseBytes: number;
 }
 
 export interface ListOperation<T> {
@@ -66,6 +73,8 @@ export interface ListOperation<T> {
   pageSizeParam: 'page_size' | 'pageSize';
   pageSize: number | undefined;
   itemSchema: z.ZodType<T>;
+  /** See ListSource.single. */
+  single?: boolean;
   /** See ListSource.fastParse. */
   fastParse?(raw: unknown): T | undefined;
   pathCompany?: string;
@@ -119,7 +128,11 @@ export class RequestEngine {
       if (body !== undefined) headers['content-type'] = 'application/json';
       this.checkScope(credential, operation, companyHeader, request);
 
-      const outcome = await this.exchange({ method: operation.method, url: operation.url.href, headers, body, timeoutMs: settings.timeoutMs }, request);
+      const outcome = await this.exchange(
+        { method: operation.method, url: operation.url.href, headers, body, timeoutMs: settings.timeoutMs, maxBodyBytes: settings.maxResponseBytes },
+        request,
+        operation.errorContext,
+      );
       if (!(outcome instanceof AccountingApiError)) return this.success(outcome, request, credential);
       const error = outcome;
 
@@ -152,7 +165,11 @@ export class RequestEngine {
   }
 
   /** One attempt: a 2xx response, or the typed error for anything else. */
-  private async exchange(transportRequest: TransportRequest, request: string): Promise<TransportResponse | AccountingApiError> {
+  private async exchange(
+    transportRequest: TransportRequest,
+    request: string,
+    errorContext: ErrorContextKind | undefined,
+  ): Promise<TransportResponse | AccountingApiError> {
     let response: TransportResponse;
     try {
       response = await this.settings.transport(transportRequest);
@@ -160,14 +177,23 @@ export class RequestEngine {
       const failure = thrown instanceof TransportFailure ? thrown : new TransportFailure('reset', { cause: thrown });
       return errorFromTransportFailure(failure, request);
     }
+    // A custom transport may ignore `maxBodyBytes`; chars <= bytes <= 3 chars, so most bodies need no count.
+    const limit = this.settings.maxResponseBytes;
+    if (response.body.length > limit || (response.body.length * 3 > limit && Buffer.byteLength(response.body) > limit)) {
+      return new ResponseTooLargeError(undefined, { request, status: response.status, limitBytes: limit });
+    }
     if (response.status >= 200 && response.status < 300) return response;
-    return errorFromResponse(response, { request, now: this.settings.clock.now() });
+    return errorFromResponse(response, { request, now: this.settings.clock.now(), operation: errorContext });
   }
 
   /** Parses a single-object response with `schema`, or raises ResponseValidationError. */
   parse<T>(schema: z.ZodType<T>, response: ApiResponse): T {
     const result = schema.safeParse(response.body);
-    if (result.success) return result.data;
+    if (result.success) {
+      const fields = ignoredFieldsOf(result.data);
+      if (fields.length) this.warn({ type: 'ignored_field', request: response.request, path: '', fields: [...fields] });
+      return result.data;
+    }
     throw responseValidationError(result.error, '', { status: response.status, requestId: response.requestId, request: response.request });
   }
 
@@ -180,6 +206,7 @@ export class RequestEngine {
       fetch: (url) => this.send({ method: 'GET', url, auth: 'bearer', safety: 'idempotent', pathCompany: operation.pathCompany }),
       itemSchema: operation.itemSchema,
       fastParse: operation.fastParse,
+      single: operation.single,
       warn: (warning) => this.warn(warning),
       checkItem: operation.checkItem,
       onPage: operation.onPage,

@@ -3,9 +3,12 @@ import { amountSchema } from './money';
 import { parseTimestamp, type TimestampInstant } from './timestamps';
 
 /**
- * Response schemas. Every object is loose: fields the spec does not show pass through untouched,
- * so the service can add fields without breaking us. The fields we rely on are strict; a broken
- * one raises ResponseValidationError naming its path (never its value).
+ * Response schemas: a tolerant reader (docs/assumptions.md, "What a response must carry"). Only
+ * a field the spec names is required; a missing or wrong one raises ResponseValidationError
+ * naming its path (never its value). Every other field is optional and typed when present: a
+ * present value of the wrong type becomes null in the parsed form and is reported
+ * (`ignoredFieldsOf`, the `ignored_field` warning); its value stays in the raw object. Every
+ * object is loose: fields we do not know pass through untouched.
  *
  * Request schemas (`...InputSchema`) check what callers hand us, before anything is sent.
  */
@@ -68,6 +71,46 @@ function nullish<T extends z.ZodType>(schema: T) {
   return schema.nullish().transform((v) => v ?? null);
 }
 
+/** Marks an optional field whose value had the wrong type; `tolerantObject` turns it into null. */
+const IGNORED: unique symbol = Symbol('ignored field');
+
+/** The optional fields whose values were ignored, per parsed object (a side table: outputs stay plain). */
+const ignoredFields = new WeakMap<object, readonly string[]>();
+
+/** Names of the optional fields of `parsed` whose present value had the wrong type (and became null). */
+export function ignoredFieldsOf(parsed: unknown): readonly string[] {
+  return parsed !== null && typeof parsed === 'object' ? (ignoredFields.get(parsed) ?? []) : [];
+}
+
+/**
+ * An optional response field: null when absent or null, typed when present. A value the schema
+ * refuses is not an error (the spec does not name the field, so it promised nothing about it):
+ * it is read as absent and `tolerantObject` records its name.
+ */
+export function optionalField<T extends z.ZodType>(schema: T): z.ZodType<z.output<T> | null> {
+  return z.unknown().optional().transform((value): z.output<T> | null => {
+    if (value === undefined || value === null) return null;
+    const result = schema.safeParse(value);
+    return result.success ? result.data : (IGNORED as never);
+  }) as unknown as z.ZodType<z.output<T> | null>;
+}
+
+/** A loose object whose `optionalField`s that held a wrong type are null and listed in `ignoredFieldsOf`. */
+export function tolerantObject<S extends z.core.$ZodLooseShape>(shape: S) {
+  return z.looseObject(shape).transform((object) => {
+    let ignored: string[] | undefined;
+    const record = object as Record<string, unknown>;
+    for (const key of Object.keys(shape)) {
+      if (record[key] === IGNORED) {
+        record[key] = null;
+        (ignored ??= []).push(key);
+      }
+    }
+    if (ignored) ignoredFields.set(object, ignored);
+    return object;
+  });
+}
+
 /**
  * An enum as responses show it: a display label (`Draft`, `Expense`, `Partially paid`) maps to
  * the request value it names, compared without case, spaces or hyphens. A value we do not know
@@ -110,40 +153,43 @@ export const listEnvelopeSchema = z.looseObject({
   results: z.array(z.unknown()),
 });
 
-// ---- resources ----
+// ---- resources (spec §2 names the required fields) ----
 
-export const companySchema = z.looseObject({
+export const companySchema = tolerantObject({
+  /** Spec §2, §4.2: the `{company_pk}` of every company path. */
   publicId: uuidSchema,
-  name: z.string(),
-  country: nullish(z.string()),
-  currency: nullish(z.string()),
+  name: optionalField(z.string()),
+  country: optionalField(z.string()),
+  currency: optionalField(z.string()),
 });
 export type Company = z.output<typeof companySchema>;
 
-export const taxReportSchema = z.looseObject({
+export const taxReportSchema = tolerantObject({
+  /** Spec §2: tax reports are identified by `pk`. Everything else is our sandbox's. */
   pk: uuidSchema,
-  type: nullish(taxReportTypeSchema),
-  periodStart: dateSchema,
-  periodEnd: dateSchema,
-  status: nullish(taxReportStatusSchema),
-  amountDue: amountSchema,
-  currency: nullish(z.string()),
-  createdAt: nullish(timestampSchema),
+  type: optionalField(taxReportTypeSchema),
+  periodStart: optionalField(dateSchema),
+  periodEnd: optionalField(dateSchema),
+  status: optionalField(taxReportStatusSchema),
+  amountDue: optionalField(amountSchema),
+  currency: optionalField(z.string()),
+  createdAt: optionalField(timestampSchema),
 });
 export type TaxReport = z.output<typeof taxReportSchema>;
 
-export const transactionSchema = z.looseObject({
+export const transactionSchema = tolerantObject({
   publicId: uuidSchema,
-  /** Exact minor units; the wire had an integer or a two-decimal string. */
+  /** Spec §2. Exact minor units; the wire had an integer or a two-decimal string. */
   amount: amountSchema,
   /** Null when the service sends none; exporters fall back to their configured currency. */
-  currency: nullish(z.string()),
-  cashflowType: cashflowTypeSchema,
-  /** The original string, offset included. See `instantOf`, `toUtcIso`, `localDateOf`. */
+  currency: optionalField(z.string()),
+  /** Named by the spec but only as "EXPENSE for expenses"; not required to read an amount. */
+  cashflowType: optionalField(cashflowTypeSchema),
+  /** Spec §2. The original string, offset included. See `instantOf`, `toUtcIso`, `localDateOf`. */
   valueDate: timestampSchema,
-  description: nullish(z.string()),
-  category: nullish(uuidSchema),
-  bankAccount: nullish(uuidSchema),
+  description: optionalField(z.string()),
+  category: optionalField(uuidSchema),
+  bankAccount: optionalField(uuidSchema),
 });
 export type Transaction = z.output<typeof transactionSchema>;
 
@@ -165,44 +211,77 @@ function parseMetadata(text: string | null): { metadata: Record<string, unknown>
   return { metadata: value as Record<string, unknown>, metadataIssue: null };
 }
 
-export const categorySchema = z
-  .looseObject({
-    publicId: uuidSchema,
-    name: z.string(),
-    parent: nullish(uuidSchema),
-    cashflowType: nullish(cashflowTypeSchema),
-    vatApplied: nullish(vatAppliedSchema),
-    /** JSON text on the wire; an object (or null) in the output, with `metadataIssue`. */
-    metadata: nullish(z.string()),
-    description: nullish(z.string()),
-    examples: nullish(z.string()),
-  })
-  .transform((category) => ({ ...category, ...parseMetadata(category.metadata) }));
+export const categorySchema = tolerantObject({
+  /** Spec §2: `publicId` and `name`. */
+  publicId: uuidSchema,
+  name: z.string(),
+  parent: optionalField(uuidSchema),
+  cashflowType: optionalField(cashflowTypeSchema),
+  vatApplied: optionalField(vatAppliedSchema),
+  /** JSON text on the wire; an object (or null) in the output, with `metadataIssue`. */
+  metadata: optionalField(z.string()),
+  description: optionalField(z.string()),
+  examples: optionalField(z.string()),
+}).transform((category) => {
+  // Spread copies: carry the ignored fields over to the new object.
+  const out = { ...category, ...parseMetadata(category.metadata) };
+  const ignored = ignoredFieldsOf(category);
+  if (ignored.length) ignoredFields.set(out, ignored);
+  return out;
+});
 export type Category = z.output<typeof categorySchema>;
 
-// ---- institution operations (docs/assumptions.md, "Institution operations") ----
+// ---- institution operations (spec §4.1: bodies "not shown" beyond the tokens) ----
 
-export const tokenPairSchema = z.looseObject({
+/**
+ * Any token reply. Spec §4.1 and §5.2 name `accessToken` only as required; `refreshToken` may
+ * be absent (a refresh that does not rotate, a create that returns the access token alone).
+ */
+export const tokenReplySchema = tolerantObject({
+  accessToken: z.string().min(1),
+  refreshToken: optionalField(z.string().min(1)),
+  /** Seconds; optional because expiry is read from the JWT `exp` first. */
+  expiresIn: optionalField(z.number().positive()),
+});
+export type TokenReply = z.output<typeof tokenReplySchema>;
+
+/**
+ * A pair the caller can store: the result of retrieve (spec §4.1: it "generates a new accessToken
+ * and refreshToken", so both are required) and of refresh (whose client method keeps the refresh
+ * token in use when the reply has none).
+ */
+export const tokenPairSchema = tolerantObject({
   accessToken: z.string().min(1),
   refreshToken: z.string().min(1),
-  /** Seconds; optional because expiry is read from the JWT `exp` first. */
-  expiresIn: z.number().int().positive().optional(),
+  expiresIn: optionalField(z.number().positive()),
 });
 export type TokenPair = z.output<typeof tokenPairSchema>;
 
-export const createdUserSchema = tokenPairSchema.extend({
-  user: z.looseObject({ username: z.string(), email: z.string(), external_id: z.string() }),
+/** What create answers: an access token (spec §4.1), the rest when the service sends it. */
+export const createdUserSchema = tolerantObject({
+  accessToken: z.string().min(1),
+  refreshToken: optionalField(z.string().min(1)),
+  expiresIn: optionalField(z.number().positive()),
+  user: optionalField(z.looseObject({ username: z.string(), email: z.string(), external_id: z.string() })),
 });
 export type CreatedUser = z.output<typeof createdUserSchema>;
 
-export const tokenVerificationSchema = z.union([
-  z.looseObject({ valid: z.literal(true), expiresAt: nullish(timestampSchema) }),
-  z.looseObject({ valid: z.literal(false), reason: labelledEnum(['expired', 'revoked', 'invalid']) }),
-]);
-export type TokenVerification = z.output<typeof tokenVerificationSchema>;
+/**
+ * The verdict of verify. Spec §4.1 shows no body: a 2xx means "valid" unless the body says
+ * otherwise (`valid: false`, or RFC 7662's `active: false`); a refusal that concerns the token
+ * (401 or 400) means "invalid" (resources/institution.ts).
+ */
+export type TokenVerification =
+  | { valid: true; expiresAt: string | null; [key: string]: unknown }
+  | { valid: false; reason: 'expired' | 'revoked' | 'invalid' | (string & {}); [key: string]: unknown };
 
-export const tokenExpirySchema = z.looseObject({ expired: z.boolean() });
-export type TokenExpiry = z.output<typeof tokenExpirySchema>;
+export const verificationReasonSchema = labelledEnum(['expired', 'revoked', 'invalid']);
+
+/** The outcome of expire; any 2xx body (empty, `{}`, anything) means done unless it says `expired: false`. */
+export interface TokenExpiry {
+  expired: boolean;
+  [key: string]: unknown;
+}
 
 // ---- API keys (docs/assumptions.md, "API-key management") ----
 

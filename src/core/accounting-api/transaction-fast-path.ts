@@ -42,7 +42,7 @@ export function transactionFastPath(input: unknown): Transaction | undefined {
   return parsed as Transaction;
 }
 
-const SHAPE_KEYS = new Set(Object.keys(transactionSchema.shape));
+const SHAPE_KEYS = new Set(Object.keys(transactionSchema.in.shape));
 const DOUBT = Symbol('doubt');
 
 const HEX = new Uint8Array(128);

@@ -14,6 +14,11 @@ export interface TransportRequest {
   body?: string;
   /** The transport gives up on the whole exchange (connect, send, read the body) after this long. */
   timeoutMs: number;
+  /**
+   * Stop reading a body longer than this many bytes and throw `TransportFailure('too_large')`.
+   * The engine checks again after any transport, so a custom one may ignore it.
+   */
+  maxBodyBytes?: number;
 }
 
 export interface TransportResponse {
@@ -33,15 +38,20 @@ export type Transport = (request: TransportRequest) => Promise<TransportResponse
  * - `timeout`: no complete answer in time: the service may have acted.
  * A custom transport throws this; anything else it throws is treated as `reset`.
  */
-export type TransportFailureKind = 'refused' | 'reset' | 'timeout';
+export type TransportFailureKind = 'refused' | 'reset' | 'timeout' | 'too_large';
 
 export class TransportFailure extends Error {
+  /** For `too_large`: the limit, and the status of the response that exceeded it. */
+  readonly limitBytes: number | undefined;
+  readonly status: number | undefined;
   constructor(
     readonly kind: TransportFailureKind,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; limitBytes?: number; status?: number },
   ) {
     super(`transport failure: ${kind}`, options);
     this.name = 'TransportFailure';
+    this.limitBytes = options?.limitBytes;
+    this.status = options?.status;
   }
 }
 
@@ -74,14 +84,44 @@ export function fetchTransport(fetchImpl: typeof fetch = globalThis.fetch): Tran
         signal,
       });
       // The body is read under the same signal, so a stalled body also times out.
-      const body = await response.text();
+      const body = request.maxBodyBytes === undefined ? await response.text() : await readBounded(response, request.maxBodyBytes);
       const headers: Record<string, string> = {};
       response.headers.forEach((value, key) => {
         headers[key] = value;
       });
       return { status: response.status, headers, body };
     } catch (error) {
+      if (error instanceof TransportFailure) throw error;
       throw classify(signal.aborted ? signal.reason : error);
     }
   };
+}
+
+/**
+ * The body as text, read as a stream and cut at `limit` bytes: a peer that sends an endless or
+ * huge body costs at most `limit` bytes of memory. A `Content-Length` above the limit is refused
+ * before reading.
+ */
+async function readBounded(response: Response, limit: number): Promise<string> {
+  const tooLarge = () => new TransportFailure('too_large', { limitBytes: limit, status: response.status });
+  const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+  if (declared > limit) {
+    await response.body?.cancel().catch(() => undefined);
+    throw tooLarge();
+  }
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
 }

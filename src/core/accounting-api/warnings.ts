@@ -12,9 +12,15 @@ export type AccountingApiWarning =
    */
   | { type: 'count_mismatch'; request: string; counts: number[]; itemsRead: number }
   /** A category's `metadata` text is not a JSON object; the text stays in the raw item. */
-  | { type: 'invalid_category_metadata'; request: string; path: string; publicId: string; issue: MetadataIssue };
+  | { type: 'invalid_category_metadata'; request: string; path: string; publicId: string; issue: MetadataIssue }
+  /**
+   * Optional fields (not named by the spec) whose values had the wrong type: read as absent (null
+   * in the parsed form), kept in the raw object. `path` is the object (`results[3]`, `` for a
+   * single object). A list reports each field once per iteration, at its first occurrence.
+   */
+  | { type: 'ignored_field'; request: string; path: string; fields: string[] };
 
 export type WarningHandler = (warning: AccountingApiWarning) => void;
 
 /** A warning about one list item, before the list fills in where it was seen. */
-export type ItemWarning = Omit<Extract<AccountingApiWarning, { path: string }>, 'request' | 'path'>;
+export type ItemWarning = Omit<Extract<AccountingApiWarning, { type: 'invalid_category_metadata' }>, 'request' | 'path'>;

@@ -14,8 +14,8 @@ export type ExpirySource = 'jwt' | 'expires_in' | 'lifetime';
 
 export interface ExpiryInput {
   accessToken: string;
-  /** Seconds, as the service's response gives it. */
-  expiresIn?: number | undefined;
+  /** Seconds, as the service's response gives it; null or absent when it gives none (an opaque token). */
+  expiresIn?: number | null | undefined;
 }
 
 export function accessTokenExpiry(
@@ -25,7 +25,7 @@ export function accessTokenExpiry(
 ): { expiresAt: number; source: ExpirySource } {
   const exp = jwtExpiry(pair.accessToken);
   if (exp !== undefined) return { expiresAt: exp, source: 'jwt' };
-  if (pair.expiresIn !== undefined && Number.isFinite(pair.expiresIn) && pair.expiresIn > 0) {
+  if (typeof pair.expiresIn === 'number' && Number.isFinite(pair.expiresIn) && pair.expiresIn > 0) {
     return { expiresAt: issuedAt + Math.round(pair.expiresIn * 1000), source: 'expires_in' };
   }
   return { expiresAt: issuedAt + lifetimeMs, source: 'lifetime' };

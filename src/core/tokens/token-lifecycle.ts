@@ -162,8 +162,17 @@ export class TokenLifecycle {
     let pair: TokenPair;
     let result: 'created' | 'retrieved' = 'created';
     try {
-      pair = await this.deps.institution.createUser(user);
+      const created = await this.deps.institution.createUser(user);
+      if (created.refreshToken === null) {
+        // Spec §4.1: create's result "carries an accessToken"; retrieve generates the pair we can keep fresh.
+        log.info('create returned no refresh token; retrieving a pair');
+        result = 'retrieved';
+        pair = await this.deps.institution.retrieveToken(user);
+      } else {
+        pair = { ...created, refreshToken: created.refreshToken };
+      }
     } catch (error) {
+      if (result === 'retrieved') throw error;
       if (!(error instanceof UserExistsError) && serviceFailure(error) !== 'ambiguous') throw error;
       log.info('the service may already know the user; retrieving its tokens', describeFailure(error));
       result = 'retrieved';

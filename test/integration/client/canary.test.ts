@@ -130,10 +130,10 @@ describe('client and sandbox with canary secrets', () => {
     const { userId } = await admin.findUser({ institutionId: INSTITUTION_ID, externalId: identity.externalId });
     await admin.grantCompanyAccess({ userId, companyId: world.companyId });
     await institution().verifyToken(created.accessToken);
-    const rotated = await institution().refreshToken(created.refreshToken);
+    const rotated = await institution().refreshToken(created.refreshToken!);
     await admin.faults.add({ route: 'POST /institution/users/token/retrieve/', fault: { type: 'status', status: 503 } });
     const retrieved = await institution().retrieveToken(identity);
-    canaries.push(created.accessToken, created.refreshToken, rotated.accessToken, rotated.refreshToken, retrieved.accessToken, retrieved.refreshToken);
+    canaries.push(created.accessToken, created.refreshToken!, rotated.accessToken, rotated.refreshToken, retrieved.accessToken, retrieved.refreshToken);
     expect(await client({ credentials: accessTokenAuth(rotated.accessToken) }).companies.list().all()).toHaveLength(1);
 
     // Bearer operations with the key, through 5xx, resets and a partial body.
@@ -153,7 +153,7 @@ describe('client and sandbox with canary secrets', () => {
     await fails(institution().refreshToken(rotated.refreshToken)); // the body held the new tokens
     await admin.faults.add({ route: 'POST /institution/users/token/retrieve/', fault: { type: 'drop_field', field: 'refreshToken' } });
     await fails(institution().retrieveToken(identity)); // the body held an access token
-    await fails(institution().refreshToken(created.refreshToken)); // reuse: invalid_grant
+    await fails(institution().refreshToken(created.refreshToken!)); // reuse: invalid_grant
     await fails(institution(CANARY_WRONG_SECRET).verifyToken(retrieved.accessToken));
     await fails(client({ credentials: apiKeyAuth(minted.key) }).categories.list().all()); // revoked
     await fails(client({ credentials: apiKeyAuth(readKey) }).apiKeys.create({ name: 'x', permissions: ['full_access'] }));

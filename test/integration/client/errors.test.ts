@@ -127,15 +127,15 @@ describe('client against the sandbox: every error class', () => {
   it('a refresh token used, revoked by reuse detection, expired or never issued: InvalidGrantError', async () => {
     const { institution } = world.institutionClient();
     const created = await institution.createUser(newIdentity());
-    const rotated = await institution.refreshToken(created.refreshToken);
-    await expectFromSandbox(await rejectionOf(institution.refreshToken(created.refreshToken)), InvalidGrantError, { status: 400, apiCode: 'refresh_token_used' });
+    const rotated = await institution.refreshToken(created.refreshToken!);
+    await expectFromSandbox(await rejectionOf(institution.refreshToken(created.refreshToken!)), InvalidGrantError, { status: 400, apiCode: 'refresh_token_used' });
     // The reuse killed the family: the legitimate holder's token is revoked too.
     await expectFromSandbox(await rejectionOf(institution.refreshToken(rotated.refreshToken)), InvalidGrantError, { apiCode: 'refresh_token_revoked' });
     await expectFromSandbox(await rejectionOf(institution.expireToken(rotated.accessToken)), InvalidGrantError, { apiCode: 'refresh_token_invalid' });
 
     const later = await institution.createUser(newIdentity());
     world.clock.advance(7 * 24 * HOUR + 1000);
-    await expectFromSandbox(await rejectionOf(institution.refreshToken(later.refreshToken)), InvalidGrantError, { apiCode: 'refresh_token_expired' });
+    await expectFromSandbox(await rejectionOf(institution.refreshToken(later.refreshToken!)), InvalidGrantError, { apiCode: 'refresh_token_expired' });
     // Not retried: an unsafe operation the service refused outright.
     expect(await world.requests('POST /institution/users/token/refresh/')).toBe(4);
   });
@@ -304,9 +304,10 @@ describe('client against the sandbox: every error class', () => {
       await expectFromSandbox(dropped, ResponseValidationError, { field: 'results[0].valueDate' });
       expect(dropped.message).toContain('results[0].valueDate: expected string');
 
-      await world.sandbox.admin.faults.add({ route: 'POST /institution/users/create/', fault: { type: 'drop_field', field: 'refreshToken' } });
+      // A token reply must carry its access token (spec §4.1); the refresh token it may omit.
+      await world.sandbox.admin.faults.add({ route: 'POST /institution/users/create/', fault: { type: 'drop_field', field: 'accessToken' } });
       const created = await rejectionOf(world.institutionClient().institution.createUser(newIdentity()));
-      await expectFromSandbox(created, ResponseValidationError, { status: 201, field: 'refreshToken', ambiguous: true });
+      await expectFromSandbox(created, ResponseValidationError, { status: 201, field: 'accessToken', ambiguous: true });
     });
   });
 

@@ -36,7 +36,8 @@ describe('client against the sandbox: every fault type', () => {
   const statuses = async (route: string) => (await world.sandbox.admin.stats()).byRouteAndStatus[route];
   const newUser = async () => {
     const identity = newIdentity();
-    return { identity, pair: await world.institutionClient().institution.createUser(identity) };
+    const created = await world.institutionClient().institution.createUser(identity);
+    return { identity, pair: { ...created, refreshToken: created.refreshToken! } };
   };
 
   describe('status', () => {

@@ -55,12 +55,12 @@ describe('client against the sandbox: every operation', () => {
       expect((await asUser.companies.list().all()).map((c) => c.parsed.publicId)).toEqual([world.companyId]);
 
       // Refresh rotates: a new pair, and the refresh token sent is dead afterwards.
-      const refreshed = await institution.institution.refreshToken(created.refreshToken);
+      const refreshed = await institution.institution.refreshToken(created.refreshToken!);
       expect(refreshed.refreshToken).not.toBe(created.refreshToken);
       expect(refreshed.accessToken).not.toBe(created.accessToken);
-      expect(await institution.institution.verifyToken(created.refreshToken)).toEqual({ valid: false, reason: 'revoked' });
+      expect(await institution.institution.verifyToken(created.refreshToken!)).toEqual({ valid: false, reason: 'revoked' });
       expect(await institution.institution.verifyToken(refreshed.refreshToken)).toMatchObject({ valid: true });
-      const reuse = await rejectionOf(institution.institution.refreshToken(created.refreshToken));
+      const reuse = await rejectionOf(institution.institution.refreshToken(created.refreshToken!));
       expect(reuse).toBeInstanceOf(InvalidGrantError);
       expect(reuse).toMatchObject({ status: 400, apiCode: 'refresh_token_used' });
 

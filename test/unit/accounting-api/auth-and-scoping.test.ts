@@ -192,6 +192,7 @@ describe('company scoping', () => {
       onWarning: undefined,
       pageSize: 1000,
       maxPageSize: 1000,
+      maxResponseBytes: 1 << 20,
     });
     const post = (body: Record<string, unknown>) => engine.send({ method: 'POST', url: engine.url('/accounting/clients/'), auth: 'bearer', safety: 'unsafe', body });
     await expect(post({ companyId: COMPANY_B })).rejects.toMatchObject({ param: 'companyId' });

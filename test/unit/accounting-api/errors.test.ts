@@ -98,7 +98,10 @@ describe('errorFromResponse', () => {
     const odd = errorFromResponse(html(302), context);
     expect(odd.constructor).toBe(AccountingApiError);
     expect(odd.code).toBe('unexpected_response');
-    expect(errorFromResponse({ status: 500, headers: {}, body: '{"error": "boom"}' }, context).apiCode).toBeUndefined();
+    // `{"error": "<code>"}` is the OAuth 2.0 shape (RFC 6749 §5.2): its code is read, the status still decides the class.
+    const oauth = errorFromResponse({ status: 500, headers: {}, body: '{"error": "boom"}' }, context);
+    expect([oauth.constructor, oauth.apiCode]).toEqual([ServerError, 'boom']);
+    expect(errorFromResponse({ status: 500, headers: {}, body: '{"error": 42}' }, context).apiCode).toBeUndefined();
   });
 
   it('marks as ambiguous only what the service may have processed', () => {

@@ -170,10 +170,11 @@ describe('retries through the client', () => {
     });
 
     it('marks an unreadable success as ambiguous and does not repeat it', async () => {
-      const { client, fake } = institution(sequence(json(200, { accessToken: TOKENS.accessToken }), json(200, TOKENS)));
+      // The access token is what a token reply must carry (spec §4.1); the refresh token it may omit.
+      const { client, fake } = institution(sequence(json(200, { refreshToken: TOKENS.refreshToken }), json(200, TOKENS)));
       const error = await client.institution.refreshToken(TOKENS.refreshToken).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ResponseValidationError);
-      expect((error as ResponseValidationError).field).toBe('refreshToken');
+      expect((error as ResponseValidationError).field).toBe('accessToken');
       expect((error as ResponseValidationError).ambiguous).toBe(true);
       expect(fake.requests).toHaveLength(1);
     });

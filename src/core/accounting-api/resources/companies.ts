@@ -19,6 +19,8 @@ export class CompaniesResource {
       pageSizeParam: 'page_size',
       pageSize,
       itemSchema: companySchema,
+      // Spec §4.2: "the company the key belongs to"; a list envelope is read as well.
+      single: true,
       onPage: (listed, response) => {
         const only = listed.items[0];
         if (listed.count === 1 && listed.items.length === 1 && only) this.engine.learnCompany(response.credential, only.parsed.publicId);

@@ -1,7 +1,8 @@
 import * as z from 'zod';
 import { parseWith } from '../../shared/errors';
 import { registerSecret } from '../../shared/redact';
-import type { RequestEngine } from '../request';
+import { InvalidGrantError, type ErrorContextKind } from '../errors';
+import type { ApiResponse, RequestEngine } from '../request';
 import type { RetrySafety } from '../retry';
 import {
   type CreateUserInput,
@@ -13,59 +14,119 @@ import {
   createUserInputSchema,
   createdUserSchema,
   retrieveTokenInputSchema,
-  tokenExpirySchema,
+  timestampSchema,
   tokenPairSchema,
-  tokenVerificationSchema,
+  tokenReplySchema,
+  verificationReasonSchema,
 } from '../schemas';
 
 const tokenSchema = z.string().min(1);
+
+/** A refresh's pair, and whether the service rotated the refresh token. */
+export type RefreshedPair = TokenPair & { refreshTokenRotated: boolean };
 
 /**
  * The five institution operations (spec §4.1). They need `institutionAuth(...)`.
  * createUser and refreshToken are `unsafe`: after an ambiguous failure (`error.ambiguous`) the
  * caller must reconcile (recover a refresh through retrieveToken), not repeat.
+ *
+ * The spec shows none of their bodies beyond the tokens, so they are read tolerantly
+ * (docs/assumptions.md, "Institution operations"). A refusal on refresh, verify or expire that
+ * concerns the token sent (not the institution credential) is InvalidGrantError, whatever the
+ * body's shape (errors.ts, `concernsToken`).
  */
 export class InstitutionResource {
   constructor(private readonly engine: RequestEngine) {}
 
+  /** May answer with an access token only (`refreshToken` null): the caller then retrieves a pair. */
   async createUser(input: CreateUserInput): Promise<CreatedUser> {
     const user = parseWith(createUserInputSchema, input, 'createUser input');
     const body = { username: user.username, email: user.email, external_id: user.externalId };
-    return this.tokens(createdUserSchema, await this.post('/institution/users/create/', body, 'unsafe'));
+    return this.tokens(createdUserSchema, await this.post('/institution/users/create/', body, 'unsafe', { kind: 'createUser' }));
   }
 
-  /** Rotates the refresh token: the one sent is dead after a success. */
-  async refreshToken(refreshToken: string): Promise<TokenPair> {
+  /**
+   * A new access token. When the service rotates the refresh token the one sent is dead after a
+   * success; when the reply carries none (spec: it "returns a new access token"), the one sent
+   * stays in use and is returned as `refreshToken`.
+   */
+  async refreshToken(refreshToken: string): Promise<RefreshedPair> {
     const refresh = parseWith(tokenSchema, refreshToken, 'refreshToken');
-    return this.tokens(tokenPairSchema, await this.post('/institution/users/token/refresh/', { refresh }, 'unsafe'));
+    const reply = this.tokens(tokenReplySchema, await this.post('/institution/users/token/refresh/', { refresh }, 'unsafe', tokenOp('refresh')));
+    const rotated = reply.refreshToken !== null && reply.refreshToken !== refresh;
+    return { ...reply, refreshToken: reply.refreshToken ?? refresh, refreshTokenRotated: rotated };
   }
 
+  /**
+   * The service's verdict. Any 2xx is "valid" unless its body says `valid: false` (or RFC 7662's
+   * `active: false`); an empty body or `{}` is valid. A refusal about the token (a 401
+   * `token_not_valid`, a 400 on the token) is `{ valid: false, reason }`, not an error; a refusal
+   * of the institution credential stays an AuthenticationError.
+   */
   async verifyToken(token: string): Promise<TokenVerification> {
     const value = parseWith(tokenSchema, token, 'token');
-    return this.engine.parse(tokenVerificationSchema, await this.post('/institution/users/token/verify/', { token: value }, 'idempotent'));
+    let response: ApiResponse;
+    try {
+      response = await this.post('/institution/users/token/verify/', { token: value }, 'idempotent', tokenOp('token'));
+    } catch (error) {
+      if (error instanceof InvalidGrantError) return { valid: false, reason: reasonOfRefusal(error.apiCode) };
+      throw error;
+    }
+    return verdictOf(response.body);
   }
 
-  /** Revokes every token of the user; repeating it is harmless. */
+  /** Revokes every token of the user; repeating it is harmless. Any 2xx body means done. */
   async expireToken(refreshToken: string): Promise<TokenExpiry> {
     const refresh = parseWith(tokenSchema, refreshToken, 'refreshToken');
-    return this.engine.parse(tokenExpirySchema, await this.post('/institution/users/token/expire/', { refresh }, 'idempotent'));
+    const response = await this.post('/institution/users/token/expire/', { refresh }, 'idempotent', tokenOp('refresh'));
+    const body = isObject(response.body) ? response.body : {};
+    return { ...body, expired: body.expired !== false };
   }
 
   /** A new pair for a known user; earlier tokens stay valid until they expire. */
   async retrieveToken(input: RetrieveTokenInput): Promise<TokenPair> {
     const user = parseWith(retrieveTokenInputSchema, input, 'retrieveToken input');
     const body = { username: user.username, external_id: user.externalId, email: user.email };
-    return this.tokens(tokenPairSchema, await this.post('/institution/users/token/retrieve/', body, 'idempotent'));
+    return this.tokens(tokenPairSchema, await this.post('/institution/users/token/retrieve/', body, 'idempotent', { kind: 'other' }));
   }
 
-  private post(path: string, body: Record<string, unknown>, safety: RetrySafety) {
-    return this.engine.send({ method: 'POST', url: this.engine.url(path), auth: 'institution', safety, body });
+  private post(path: string, body: Record<string, unknown>, safety: RetrySafety, errorContext: ErrorContextKind) {
+    // A token we send is a secret even when this process never received it (read from the store):
+    // a service that echoes it in an error body must not put it in our messages.
+    for (const field of ['refresh', 'token'] as const) if (typeof body[field] === 'string') registerSecret(body[field]);
+    return this.engine.send({ method: 'POST', url: this.engine.url(path), auth: 'institution', safety, body, errorContext });
   }
 
   /** Registers the new tokens with the redactor before anyone can log them. */
-  private tokens<T extends TokenPair>(schema: z.ZodType<T>, response: Awaited<ReturnType<RequestEngine['send']>>): T {
+  private tokens<T>(schema: z.ZodType<T>, response: ApiResponse): T {
     const body = response.body as Partial<Record<'accessToken' | 'refreshToken', unknown>> | undefined;
     for (const token of [body?.accessToken, body?.refreshToken]) if (typeof token === 'string') registerSecret(token);
     return this.engine.parse(schema, response);
   }
+}
+
+function tokenOp(tokenField: string): ErrorContextKind {
+  return { kind: 'token', tokenField };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** `token_expired` and the like say why; anything else is just "invalid". */
+function reasonOfRefusal(code: string | undefined): string {
+  const c = code?.toLowerCase() ?? '';
+  if (c.includes('expired')) return 'expired';
+  if (c.includes('revoked') || c.includes('blacklist') || c.includes('used')) return 'revoked';
+  return 'invalid';
+}
+
+function verdictOf(body: unknown): TokenVerification {
+  if (!isObject(body)) return { valid: true, expiresAt: null };
+  if (body.valid === false || body.active === false) {
+    const reason = typeof body.reason === 'string' ? verificationReasonSchema.parse(body.reason) : 'invalid';
+    return { ...body, valid: false, reason };
+  }
+  const expiresAt = timestampSchema.safeParse(body.expiresAt);
+  return { ...body, valid: true, expiresAt: expiresAt.success ? expiresAt.data : null };
 }
