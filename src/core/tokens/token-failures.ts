@@ -1,4 +1,4 @@
-import { AccountingApiError, AuthenticationError, ConnectionError, RateLimitError } from '../accounting-api';
+import { AccountingApiError, AuthenticationError, CREDENTIAL_CODES, ConnectionError, RateLimitError } from '../accounting-api';
 
 /**
  * How the token use cases read a failed call to the service. Three kinds:
@@ -20,14 +20,14 @@ import { AccountingApiError, AuthenticationError, ConnectionError, RateLimitErro
 export type ServiceFailure = 'later' | 'ambiguous' | 'refused';
 
 /**
- * 401 codes that refuse the institution credential itself (docs/assumptions.md, error table). A
- * 401 without an envelope code (a proxy) counts as one too: blaming the credential costs a retry,
- * blaming the user would cost the user.
+ * 401 codes that refuse the institution credential itself: ours (docs/assumptions.md, error
+ * table) and DRF's `not_authenticated`/`authentication_failed`. A 401 without a code (a proxy)
+ * counts as one too: blaming the credential costs a retry, blaming the user would cost the user.
+ * A 401 about the token in the body never reaches here as an AuthenticationError: the client
+ * reads it as InvalidGrantError (docs/assumptions.md, "Token refusals").
  */
-const INSTITUTION_REFUSALS = new Set(['institution_invalid', 'missing_credentials', 'invalid_credentials']);
-
 export function isInstitutionRefusal(error: AuthenticationError): boolean {
-  return error.apiCode === undefined || INSTITUTION_REFUSALS.has(error.apiCode);
+  return error.apiCode === undefined || CREDENTIAL_CODES.has(error.apiCode);
 }
 
 /** The kind of a service failure, or undefined when `error` did not come from the service. */

@@ -18,6 +18,8 @@ describe('reading a failed call to the service', () => {
     ['a connection never made', new ConnectionError('not sent', { ambiguous: false }), 'later'],
     ['the institution credential refused', new AuthenticationError(undefined, { status: 401, apiCode: 'institution_invalid' }), 'later'],
     ['a 401 without an envelope (a proxy)', new AuthenticationError(undefined, { status: 401 }), 'later'],
+    ["DRF's 401 authentication_failed", new AuthenticationError(undefined, { status: 401, apiCode: 'authentication_failed' }), 'later'],
+    ["DRF's 401 not_authenticated", new AuthenticationError(undefined, { status: 401, apiCode: 'not_authenticated' }), 'later'],
     ['a connection lost after sending', new ConnectionError('lost'), 'ambiguous'],
     ['a timeout', new TimeoutError(undefined), 'ambiguous'],
     ['a 5xx', new ServerError(undefined, { status: 503 }), 'ambiguous'],
