@@ -8,86 +8,89 @@ import { monthOf } from '../../sandbox/seed';
 import { expectNoCanaries, trackSecret } from '../helpers/canary';
 import { parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
 import { startS3, type LocalS3 } from '../helpers/s3rver';
+import { TEST_DIALECTS } from '../helpers/dialects';
 
-/**
- * `acctops export` in direct mode, through the real binary: a service at --base-url (the sandbox,
- * started here), the company key in ACCTOPS_API_KEY, files to a directory or to S3 (s3rver).
- */
-describe('acctops export: direct mode', () => {
-  const clock = new ManualClock(Date.UTC(2026, 10, 5, 9, 0, 0));
-  const month = monthOf(clock.now(), -1);
-  let sandbox: RunningSandbox;
-  let s3: LocalS3;
-  let out: { dir: string; remove(): Promise<void> };
-  let key: string;
-  let companyId: string;
-  const outputs: CliResult[] = [];
-  const acctops = async (args: string[], env: Record<string, string> = {}) => {
-    const result = await runAcctops(args, { env, cwd: out.dir });
-    outputs.push(result);
-    return result;
-  };
+describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
+  /**
+   * `acctops export` in direct mode, through the real binary: a service at --base-url (the sandbox,
+   * started here), the company key in ACCTOPS_API_KEY, files to a directory or to S3 (s3rver).
+   */
+  describe('acctops export: direct mode', () => {
+    const clock = new ManualClock(Date.UTC(2026, 10, 5, 9, 0, 0));
+    const month = monthOf(clock.now(), -1);
+    let sandbox: RunningSandbox;
+    let s3: LocalS3;
+    let out: { dir: string; remove(): Promise<void> };
+    let key: string;
+    let companyId: string;
+    const outputs: CliResult[] = [];
+    const acctops = async (args: string[], env: Record<string, string> = {}) => {
+      const result = await runAcctops(args, { env, cwd: out.dir });
+      outputs.push(result);
+      return result;
+    };
 
-  beforeAll(async () => {
-    sandbox = await startSandbox({ port: 0, clock, seed: 5 });
-    s3 = await startS3(['acctops-exports']);
-    out = await tempStateDir();
-    const company = sandbox.demo!.companies[1]!;
-    companyId = company.publicId;
-    key = company.apiKeys.find((k) => k.name.includes('read only'))!.key;
-    trackSecret(key);
-    trackSecret(sandbox.demo!.institution.secret);
-  });
-  afterAll(async () => {
-    expectNoCanaries(outputs.map((o) => `${o.stdout}\n${o.stderr}`), 'acctops output');
-    await s3.stop();
-    await sandbox.stop();
-    await out.remove();
-  });
-
-  it('exports the key’s company for the month to --out, same layout and manifest as the pipeline', async () => {
-    const result = await acctops(['--json', 'export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'files'], { ACCTOPS_API_KEY: key });
-    expect(result.code).toBe(0);
-    const report = parseJson<{ mode: string; companies: { companyId: string; status: string; manifestUrl: string; records: Record<string, number> }[] }>(result);
-    expect(report.mode).toBe('direct');
-    expect(report.companies).toEqual([expect.objectContaining({ companyId, status: 'completed' })]);
-    const manifestKey = `exports/company=${companyId}/period=${month}/_manifest.json`;
-    expect(report.companies[0]!.manifestUrl).toBe(`file://${join(out.dir, 'files', manifestKey)}`);
-    const manifest = JSON.parse(await readFile(join(out.dir, 'files', manifestKey), 'utf8')) as { source: { baseUrl: string }; objects: { key: string; sha256: string }[] };
-    expect(manifest.source.baseUrl).toBe(sandbox.baseUrl);
-    for (const object of manifest.objects) {
-      expect(createHash('sha256').update(await readFile(join(out.dir, 'files', object.key))).digest('hex')).toBe(object.sha256);
-    }
-    expect(report.companies[0]!.records.transactions).toBeGreaterThan(100);
-  });
-
-  it('ACCTOPS_BASE_URL works like --base-url, and --out s3://bucket/prefix writes to S3', async () => {
-    const result = await acctops(['export', '--month', month, '--format', 'csv', '--out', 's3://acctops-exports/team-a'], {
-      ACCTOPS_API_KEY: key,
-      ACCTOPS_BASE_URL: sandbox.baseUrl,
-      AWS_ENDPOINT_URL_S3: s3.endpoint,
-      AWS_REGION: 'eu-central-1',
-      AWS_ACCESS_KEY_ID: 'S3RVER',
-      AWS_SECRET_ACCESS_KEY: 'S3RVER',
+    beforeAll(async () => {
+      sandbox = await startSandbox({ dialect, port: 0, clock, seed: 5 });
+      s3 = await startS3(['acctops-exports']);
+      out = await tempStateDir();
+      const company = sandbox.demo!.companies[1]!;
+      companyId = company.publicId;
+      key = company.apiKeys.find((k) => k.name.includes('read only'))!.key;
+      trackSecret(key);
+      trackSecret(sandbox.demo!.institution.secret);
     });
-    expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/Export of .* \(direct mode, csv\) to s3:\/\/acctops-exports\/team-a\/exports/);
-    const manifest = await s3.client().send(new GetObjectCommand({ Bucket: 'acctops-exports', Key: `team-a/exports/company=${companyId}/period=${month}/_manifest.json` }));
-    const body = JSON.parse(await manifest.Body!.transformToString()) as { period: string; objects: { format: string }[] };
-    expect(body.period).toBe(month);
-    expect(body.objects.map((o) => o.format)).toEqual(['csv', 'csv', 'csv']);
-  });
+    afterAll(async () => {
+      expectNoCanaries(outputs.map((o) => `${o.stdout}\n${o.stderr}`), 'acctops output');
+      await s3.stop();
+      await sandbox.stop();
+      await out.remove();
+    });
 
-  it('a refused key is exit 4 with the reason; a company the key does not act for fails without output files', async () => {
-    const refused = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'refused'], { ACCTOPS_API_KEY: 'sbx_00000000unknownkeyunknownkey0000' });
-    expect(refused.code).toBe(4);
-    expect(refused.stdout).toMatch(/failed/);
-    expect(refused.stderr).toBe('');
+    it('exports the key’s company for the month to --out, same layout and manifest as the pipeline', async () => {
+      const result = await acctops(['--json', 'export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'files'], { ACCTOPS_API_KEY: key });
+      expect(result.code).toBe(0);
+      const report = parseJson<{ mode: string; companies: { companyId: string; status: string; manifestUrl: string; records: Record<string, number> }[] }>(result);
+      expect(report.mode).toBe('direct');
+      expect(report.companies).toEqual([expect.objectContaining({ companyId, status: 'completed' })]);
+      const manifestKey = `exports/company=${companyId}/period=${month}/_manifest.json`;
+      expect(report.companies[0]!.manifestUrl).toBe(`file://${join(out.dir, 'files', manifestKey)}`);
+      const manifest = JSON.parse(await readFile(join(out.dir, 'files', manifestKey), 'utf8')) as { source: { baseUrl: string }; objects: { key: string; sha256: string }[] };
+      expect(manifest.source.baseUrl).toBe(sandbox.baseUrl);
+      for (const object of manifest.objects) {
+        expect(createHash('sha256').update(await readFile(join(out.dir, 'files', object.key))).digest('hex')).toBe(object.sha256);
+      }
+      expect(report.companies[0]!.records.transactions).toBeGreaterThan(100);
+    });
 
-    const other = sandbox.demo!.companies[0]!.publicId;
-    const mismatch = await acctops(['--json', 'export', '--base-url', sandbox.baseUrl, '--month', month, '--company', other, '--out', 'mismatch'], { ACCTOPS_API_KEY: key });
-    expect(mismatch.code).toBe(1);
-    expect(parseJson<{ companies: { status: string; error: { code: string } }[] }>(mismatch).companies[0]).toMatchObject({ status: 'failed', error: { code: 'company_mismatch' } });
-    await expect(readFile(join(out.dir, 'mismatch', 'exports', `company=${other}`, `period=${month}`, '_manifest.json'))).rejects.toThrow();
+    it('ACCTOPS_BASE_URL works like --base-url, and --out s3://bucket/prefix writes to S3', async () => {
+      const result = await acctops(['export', '--month', month, '--format', 'csv', '--out', 's3://acctops-exports/team-a'], {
+        ACCTOPS_API_KEY: key,
+        ACCTOPS_BASE_URL: sandbox.baseUrl,
+        AWS_ENDPOINT_URL_S3: s3.endpoint,
+        AWS_REGION: 'eu-central-1',
+        AWS_ACCESS_KEY_ID: 'S3RVER',
+        AWS_SECRET_ACCESS_KEY: 'S3RVER',
+      });
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/Export of .* \(direct mode, csv\) to s3:\/\/acctops-exports\/team-a\/exports/);
+      const manifest = await s3.client().send(new GetObjectCommand({ Bucket: 'acctops-exports', Key: `team-a/exports/company=${companyId}/period=${month}/_manifest.json` }));
+      const body = JSON.parse(await manifest.Body!.transformToString()) as { period: string; objects: { format: string }[] };
+      expect(body.period).toBe(month);
+      expect(body.objects.map((o) => o.format)).toEqual(['csv', 'csv', 'csv']);
+    });
+
+    it('a refused key is exit 4 with the reason; a company the key does not act for fails without output files', async () => {
+      const refused = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'refused'], { ACCTOPS_API_KEY: 'sbx_00000000unknownkeyunknownkey0000' });
+      expect(refused.code).toBe(4);
+      expect(refused.stdout).toMatch(/failed/);
+      expect(refused.stderr).toBe('');
+
+      const other = sandbox.demo!.companies[0]!.publicId;
+      const mismatch = await acctops(['--json', 'export', '--base-url', sandbox.baseUrl, '--month', month, '--company', other, '--out', 'mismatch'], { ACCTOPS_API_KEY: key });
+      expect(mismatch.code).toBe(1);
+      expect(parseJson<{ companies: { status: string; error: { code: string } }[] }>(mismatch).companies[0]).toMatchObject({ status: 'failed', error: { code: 'company_mismatch' } });
+      await expect(readFile(join(out.dir, 'mismatch', 'exports', `company=${other}`, `period=${month}`, '_manifest.json'))).rejects.toThrow();
+    });
   });
 });

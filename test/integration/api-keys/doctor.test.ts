@@ -14,216 +14,219 @@ import {
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
 import { client } from '../../helpers/secrets-manager';
 import { GRACE_MS, MINUTE, RotationWorld } from './support';
+import { TEST_DIALECTS } from '../../helpers/dialects';
 
-const HOUR = 60 * MINUTE;
-const DAY = 24 * HOUR;
+describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
+  const HOUR = 60 * MINUTE;
+  const DAY = 24 * HOUR;
 
-describe('the rotation doctor', () => {
-  let world: RotationWorld;
+  describe('the rotation doctor', () => {
+    let world: RotationWorld;
 
-  beforeEach(async () => {
-    world = await RotationWorld.start();
-  });
-  afterEach(async () => {
-    const lines = world.logger.lines.join('\n');
-    for (const key of world.fullKeys()) expect(lines).not.toContain(key);
-    for (const event of world.events.published) for (const key of world.fullKeys()) expect(JSON.stringify(event)).not.toContain(key);
-    await world.stop();
-    forgetRegisteredSecrets();
-  });
-
-  const doctorDeps = () => ({
-    store: world.store,
-    directory: world.directory,
-    scheduler: world.queue,
-    clientFor: (key: Parameters<RotationWorld['clientFor']>[0]) => world.clientFor(key),
-    events: world.events,
-    clock: world.clock,
-    logger: world.logger,
-    metrics: world.metrics,
-  });
-  const doctor = (settings: Partial<DoctorSettings> = {}) => checkKeyRotations(doctorDeps(), { graceMs: GRACE_MS, ...settings });
-
-  it('finds nothing on a healthy, freshly rotated secret', async () => {
-    await world.startRotation();
-    const report = await doctor();
-    expect(report).toMatchObject({ companies: 1, findings: [] });
-    expect(world.metrics.sum('UnrepairedRotationFindings')).toBe(0);
-    expect(world.events.published).toEqual([]);
-  });
-
-  it('repairs a rotation that crashed after createSecret: removes the stale AWSPENDING and revokes its orphan key', async () => {
-    await world.startRotation(); // one good rotation first, so AWSPREVIOUS exists too
-    world.sm.admin.setRotationMode('manual');
-    const { versionId } = await world.startRotation();
-    await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
-    const current = await world.current();
-    const orphan = (await world.keys()).find((k) => k.name === rotationKeyName(versionId))!;
-
-    // Within the hour a rotation may legitimately take, the doctor leaves it alone.
-    world.clock.advance(20 * MINUTE);
-    expect((await doctor()).findings).toEqual([]);
-    expect(world.stages()[versionId]).toEqual(['AWSPENDING']);
-
-    world.clock.advance(2 * HOUR);
-    await runDueRevocations(world.queue, { ...doctorDeps(), metrics: world.metrics }); // the first rotation's schedule fired
-    const report = await doctor();
-    expect(report.findings.map((f) => [f.type, f.repaired])).toEqual([
-      ['stuck_pending', true],
-      ['orphan_key', true],
-    ]);
-    expect(report.findings[1]).toMatchObject({ apiKeyId: orphan.publicId, keyPrefix: orphan.prefix, companyId: world.companyId });
-    expect(world.stages()[versionId]).toBeUndefined();
-    expect((await world.keys()).find((k) => k.publicId === orphan.publicId)!.revokedAt).not.toBeNull();
-    // AWSCURRENT is untouched and works.
-    expect((await world.current()).versionId).toBe(current.versionId);
-    expect(await world.statusWith(current.apiKey)).toEqual({ status: 200 });
-    expect(world.metrics.sum('RotationRepairs')).toBe(2);
-    expect(world.events.published.map((e) => [e.type, e.detail.type])).toEqual([
-      [FINDING_EVENT_TYPE, 'stuck_pending'],
-      [FINDING_EVENT_TYPE, 'orphan_key'],
-    ]);
-
-    // Repaired for good: the next run finds nothing, and the next rotation goes through.
-    expect((await doctor()).findings).toEqual([]);
-    world.sm.admin.setRotationMode('sync');
-    const next = await world.startRotation();
-    expect((await world.current()).versionId).toBe(next.versionId);
-  });
-
-  it('revokes an orphan key of rotation only once past the grace period, and never a key rotation did not make', async () => {
-    const orphan = await world.sandbox.admin.createApiKey({
-      companyId: world.companyId,
-      permissions: ['read_transactions'],
-      name: rotationKeyName('1b4e28ba-2fa1-41d2-883f-0016d3cca427'),
+    beforeEach(async () => {
+      world = await RotationWorld.start(undefined, dialect);
     });
-    const handmade = await world.sandbox.admin.createApiKey({ companyId: world.companyId, permissions: ['read_transactions'], name: 'bookkeeper' });
-    await world.startRotation();
-
-    world.clock.advance(GRACE_MS - MINUTE);
-    expect((await doctor()).findings).toEqual([]);
-    world.clock.advance(2 * MINUTE);
-    const report = await doctor();
-    expect(report.findings).toEqual([expect.objectContaining({ type: 'orphan_key', apiKeyId: orphan.publicId, repaired: true })]);
-    expect(await world.statusWith(orphan.key)).toMatchObject({ status: 401 });
-    expect(await world.statusWith(handmade.key)).toEqual({ status: 200 });
-  });
-
-  it('revokes the previous key when its scheduled revocation was lost', async () => {
-    await world.startRotation();
-    await world.queue.complete(world.initialKey.apiKeyId); // the schedule vanished
-    world.clock.advance(GRACE_MS);
-    expect((await doctor()).findings).toEqual([]); // not overdue yet: the slack
-    world.clock.advance(HOUR);
-    const report = await doctor();
-    expect(report.findings).toEqual([expect.objectContaining({ type: 'revocation_overdue', apiKeyId: world.initialKey.apiKeyId, repaired: true })]);
-    expect(await world.statusWith(world.initialKey.apiKey)).toMatchObject({ status: 401 });
-  });
-
-  it('leaves a previous key alone while its revocation is scheduled', async () => {
-    await world.startRotation();
-    const [revocation] = await world.queue.due(Number.MAX_SAFE_INTEGER);
-    await world.queue.complete(revocation!.apiKeyId);
-    await world.queue.schedule({ ...revocation!, revokeAt: world.clock.now() + 3 * HOUR }); // a longer grace, say
-    world.clock.advance(2 * HOUR);
-    expect((await doctor()).findings).toEqual([]);
-  });
-
-  it('reports, without repairing, keys close to expiry, overdue and disabled rotations; and a dry run repairs nothing', async () => {
-    world.sm.admin.setRotationMode('manual');
-    const { versionId } = await world.startRotation(); // enables rotation every 30 days
-    await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
-    world.clock.advance(32 * DAY);
-    // A dry run: the stuck label stays, so its key is still referenced and not (yet) an orphan.
-    const dry = await doctor({ repair: false });
-    expect(dry.findings.map((f) => [f.type, f.repaired]).sort()).toEqual([
-      ['rotation_overdue', false],
-      ['stuck_pending', false],
-    ]);
-    expect(world.stages()[versionId]).toEqual(['AWSPENDING']);
-    expect((await world.liveKeys()).length).toBe(2);
-    expect(world.metrics.sum('UnrepairedRotationFindings')).toBe(2);
-    expect(world.events.published).toHaveLength(2);
-
-    const expiring = await world.sandbox.admin.createApiKey({
-      companyId: world.companyId,
-      permissions: ['manage_api_keys', 'read_transactions'],
-      expiresAt: new Date(world.clock.now() + 3 * DAY).toISOString(),
+    afterEach(async () => {
+      const lines = world.logger.lines.join('\n');
+      for (const key of world.fullKeys()) expect(lines).not.toContain(key);
+      for (const event of world.events.published) for (const key of world.fullKeys()) expect(JSON.stringify(event)).not.toContain(key);
+      await world.stop();
+      forgetRegisteredSecrets();
     });
-    await client(world.sm).send(
-      new CreateSecretCommand({
-        Name: 'expiring',
-        SecretString: serializeCompanyKeySecret({
-          apiKey: expiring.key,
-          apiKeyId: expiring.publicId,
-          keyPrefix: expiring.prefix,
-          companyId: world.companyId,
-          permissions: expiring.permissions,
-          createdAt: expiring.createdAt,
+
+    const doctorDeps = () => ({
+      store: world.store,
+      directory: world.directory,
+      scheduler: world.queue,
+      clientFor: (key: Parameters<RotationWorld['clientFor']>[0]) => world.clientFor(key),
+      events: world.events,
+      clock: world.clock,
+      logger: world.logger,
+      metrics: world.metrics,
+    });
+    const doctor = (settings: Partial<DoctorSettings> = {}) => checkKeyRotations(doctorDeps(), { graceMs: GRACE_MS, ...settings });
+
+    it('finds nothing on a healthy, freshly rotated secret', async () => {
+      await world.startRotation();
+      const report = await doctor();
+      expect(report).toMatchObject({ companies: 1, findings: [] });
+      expect(world.metrics.sum('UnrepairedRotationFindings')).toBe(0);
+      expect(world.events.published).toEqual([]);
+    });
+
+    it('repairs a rotation that crashed after createSecret: removes the stale AWSPENDING and revokes its orphan key', async () => {
+      await world.startRotation(); // one good rotation first, so AWSPREVIOUS exists too
+      world.sm.admin.setRotationMode('manual');
+      const { versionId } = await world.startRotation();
+      await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
+      const current = await world.current();
+      const orphan = (await world.keys()).find((k) => k.name === rotationKeyName(versionId))!;
+
+      // Within the hour a rotation may legitimately take, the doctor leaves it alone.
+      world.clock.advance(20 * MINUTE);
+      expect((await doctor()).findings).toEqual([]);
+      expect(world.stages()[versionId]).toEqual(['AWSPENDING']);
+
+      world.clock.advance(2 * HOUR);
+      await runDueRevocations(world.queue, { ...doctorDeps(), metrics: world.metrics }); // the first rotation's schedule fired
+      const report = await doctor();
+      expect(report.findings.map((f) => [f.type, f.repaired])).toEqual([
+        ['stuck_pending', true],
+        ['orphan_key', true],
+      ]);
+      expect(report.findings[1]).toMatchObject({ apiKeyId: orphan.publicId, keyPrefix: orphan.prefix, companyId: world.companyId });
+      expect(world.stages()[versionId]).toBeUndefined();
+      expect((await world.keys()).find((k) => k.publicId === orphan.publicId)!.revokedAt).not.toBeNull();
+      // AWSCURRENT is untouched and works.
+      expect((await world.current()).versionId).toBe(current.versionId);
+      expect(await world.statusWith(current.apiKey)).toEqual({ status: 200 });
+      expect(world.metrics.sum('RotationRepairs')).toBe(2);
+      expect(world.events.published.map((e) => [e.type, e.detail.type])).toEqual([
+        [FINDING_EVENT_TYPE, 'stuck_pending'],
+        [FINDING_EVENT_TYPE, 'orphan_key'],
+      ]);
+
+      // Repaired for good: the next run finds nothing, and the next rotation goes through.
+      expect((await doctor()).findings).toEqual([]);
+      world.sm.admin.setRotationMode('sync');
+      const next = await world.startRotation();
+      expect((await world.current()).versionId).toBe(next.versionId);
+    });
+
+    it('revokes an orphan key of rotation only once past the grace period, and never a key rotation did not make', async () => {
+      const orphan = await world.sandbox.admin.createApiKey({
+        companyId: world.companyId,
+        permissions: ['read_transactions'],
+        name: rotationKeyName('1b4e28ba-2fa1-41d2-883f-0016d3cca427'),
+      });
+      const handmade = await world.sandbox.admin.createApiKey({ companyId: world.companyId, permissions: ['read_transactions'], name: 'bookkeeper' });
+      await world.startRotation();
+
+      world.clock.advance(GRACE_MS - MINUTE);
+      expect((await doctor()).findings).toEqual([]);
+      world.clock.advance(2 * MINUTE);
+      const report = await doctor();
+      expect(report.findings).toEqual([expect.objectContaining({ type: 'orphan_key', apiKeyId: orphan.publicId, repaired: true })]);
+      expect(await world.statusWith(orphan.key)).toMatchObject({ status: 401 });
+      expect(await world.statusWith(handmade.key)).toEqual({ status: 200 });
+    });
+
+    it('revokes the previous key when its scheduled revocation was lost', async () => {
+      await world.startRotation();
+      await world.queue.complete(world.initialKey.apiKeyId); // the schedule vanished
+      world.clock.advance(GRACE_MS);
+      expect((await doctor()).findings).toEqual([]); // not overdue yet: the slack
+      world.clock.advance(HOUR);
+      const report = await doctor();
+      expect(report.findings).toEqual([expect.objectContaining({ type: 'revocation_overdue', apiKeyId: world.initialKey.apiKeyId, repaired: true })]);
+      expect(await world.statusWith(world.initialKey.apiKey)).toMatchObject({ status: 401 });
+    });
+
+    it('leaves a previous key alone while its revocation is scheduled', async () => {
+      await world.startRotation();
+      const [revocation] = await world.queue.due(Number.MAX_SAFE_INTEGER);
+      await world.queue.complete(revocation!.apiKeyId);
+      await world.queue.schedule({ ...revocation!, revokeAt: world.clock.now() + 3 * HOUR }); // a longer grace, say
+      world.clock.advance(2 * HOUR);
+      expect((await doctor()).findings).toEqual([]);
+    });
+
+    it('reports, without repairing, keys close to expiry, overdue and disabled rotations; and a dry run repairs nothing', async () => {
+      world.sm.admin.setRotationMode('manual');
+      const { versionId } = await world.startRotation(); // enables rotation every 30 days
+      await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
+      world.clock.advance(32 * DAY);
+      // A dry run: the stuck label stays, so its key is still referenced and not (yet) an orphan.
+      const dry = await doctor({ repair: false });
+      expect(dry.findings.map((f) => [f.type, f.repaired]).sort()).toEqual([
+        ['rotation_overdue', false],
+        ['stuck_pending', false],
+      ]);
+      expect(world.stages()[versionId]).toEqual(['AWSPENDING']);
+      expect((await world.liveKeys()).length).toBe(2);
+      expect(world.metrics.sum('UnrepairedRotationFindings')).toBe(2);
+      expect(world.events.published).toHaveLength(2);
+
+      const expiring = await world.sandbox.admin.createApiKey({
+        companyId: world.companyId,
+        permissions: ['manage_api_keys', 'read_transactions'],
+        expiresAt: new Date(world.clock.now() + 3 * DAY).toISOString(),
+      });
+      await client(world.sm).send(
+        new CreateSecretCommand({
+          Name: 'expiring',
+          SecretString: serializeCompanyKeySecret({
+            apiKey: expiring.key,
+            apiKeyId: expiring.publicId,
+            keyPrefix: expiring.prefix,
+            companyId: world.companyId,
+            permissions: expiring.permissions,
+            createdAt: expiring.createdAt,
+          }),
+          Tags: [
+            { Key: COMPANY_KEY_TAGS.purpose, Value: PURPOSE_COMPANY_KEY },
+            { Key: COMPANY_KEY_TAGS.company, Value: world.companyId },
+          ],
         }),
-        Tags: [
-          { Key: COMPANY_KEY_TAGS.purpose, Value: PURPOSE_COMPANY_KEY },
-          { Key: COMPANY_KEY_TAGS.company, Value: world.companyId },
-        ],
-      }),
-    );
-    const report = await doctor({ repair: false });
-    const second = report.findings.filter((f) => f.secret === 'expiring').map((f) => f.type).sort();
-    expect(second).toEqual(['key_expiring', 'rotation_disabled']);
-  });
-
-  it('reports a company it cannot check, and goes on with the others', async () => {
-    await world.sandbox.admin.revokeApiKey({ publicId: world.initialKey.apiKeyId });
-    const report = await doctor();
-    const failed = report.findings.filter((f) => f.type === 'check_failed');
-    expect(failed).toEqual([expect.objectContaining({ repaired: false })]);
-    expect(failed[0]!.detail).toContain('key_revoked');
-  });
-});
-
-describe('keyStatus and rotateNow (for the CLI)', () => {
-  let world: RotationWorld;
-  beforeEach(async () => {
-    world = await RotationWorld.start();
-  });
-  afterEach(async () => {
-    await world.stop();
-    forgetRegisteredSecrets();
-  });
-
-  it('rotateNow rotates through the store; keyStatus shows prefix, permissions, use, rotation dates and pending revocations', async () => {
-    // The emulator needs the rotation function once, as the stack's RotationSchedule configures it.
-    await world.startRotation();
-    const deps = { store: world.store, directory: world.directory, scheduler: world.queue, clientFor: world.clientFor.bind(world) };
-    const result = await rotateNow(world.companyId, deps);
-    expect(result).toMatchObject({ companyId: world.companyId, state: 'completed' });
-    const current = await world.current();
-    expect(current.versionId).toBe(result.versionId);
-
-    const [row, ...rest] = await keyStatus(deps);
-    expect(rest).toEqual([]);
-    expect(row).toMatchObject({
-      companyId: world.companyId,
-      keyPrefix: current.keyPrefix,
-      apiKeyId: current.apiKeyId,
-      rotationEnabled: true,
-      rotationDays: 30,
-      lastRotatedAt: world.clock.now(),
-      nextRotationAt: world.clock.now() + 30 * DAY,
-      rotationInProgress: false,
+      );
+      const report = await doctor({ repair: false });
+      const second = report.findings.filter((f) => f.secret === 'expiring').map((f) => f.type).sort();
+      expect(second).toEqual(['key_expiring', 'rotation_disabled']);
     });
-    expect(row!.permissions!.sort()).toEqual([...world.initialKey.permissions].sort());
-    expect(row!.lastUsedAt).toEqual(expect.any(String));
-    expect(row!.pendingRevocations.map((r) => r.keyPrefix).sort()).toEqual(
-      [world.initialKey.keyPrefix, (await world.store.readSecret(world.secretArn, { stage: 'AWSPREVIOUS' })).value.match(/"keyPrefix":"([^"]+)"/)![1]].sort(),
-    );
-    expect(JSON.stringify(row)).not.toContain(current.apiKey);
+
+    it('reports a company it cannot check, and goes on with the others', async () => {
+      await world.sandbox.admin.revokeApiKey({ publicId: world.initialKey.apiKeyId });
+      const report = await doctor();
+      const failed = report.findings.filter((f) => f.type === 'check_failed');
+      expect(failed).toEqual([expect.objectContaining({ repaired: false })]);
+      expect(failed[0]!.detail).toContain('key_revoked');
+    });
   });
 
-  it('rotateNow reports a rotation that failed and was rolled back', async () => {
-    await world.startRotation();
-    await world.sandbox.admin.faults.add({ route: 'GET /companies/', fault: { type: 'extra_fields', fields: { publicId: world.otherCompanyId } } });
-    const result = await rotateNow(world.companyId, { store: world.store, directory: world.directory });
-    expect(result.state).toBe('failed');
+  describe('keyStatus and rotateNow (for the CLI)', () => {
+    let world: RotationWorld;
+    beforeEach(async () => {
+      world = await RotationWorld.start(undefined, dialect);
+    });
+    afterEach(async () => {
+      await world.stop();
+      forgetRegisteredSecrets();
+    });
+
+    it('rotateNow rotates through the store; keyStatus shows prefix, permissions, use, rotation dates and pending revocations', async () => {
+      // The emulator needs the rotation function once, as the stack's RotationSchedule configures it.
+      await world.startRotation();
+      const deps = { store: world.store, directory: world.directory, scheduler: world.queue, clientFor: world.clientFor.bind(world) };
+      const result = await rotateNow(world.companyId, deps);
+      expect(result).toMatchObject({ companyId: world.companyId, state: 'completed' });
+      const current = await world.current();
+      expect(current.versionId).toBe(result.versionId);
+
+      const [row, ...rest] = await keyStatus(deps);
+      expect(rest).toEqual([]);
+      expect(row).toMatchObject({
+        companyId: world.companyId,
+        keyPrefix: current.keyPrefix,
+        apiKeyId: current.apiKeyId,
+        rotationEnabled: true,
+        rotationDays: 30,
+        lastRotatedAt: world.clock.now(),
+        nextRotationAt: world.clock.now() + 30 * DAY,
+        rotationInProgress: false,
+      });
+      expect(row!.permissions!.sort()).toEqual([...world.initialKey.permissions].sort());
+      expect(row!.lastUsedAt).toEqual(expect.any(String));
+      expect(row!.pendingRevocations.map((r) => r.keyPrefix).sort()).toEqual(
+        [world.initialKey.keyPrefix, (await world.store.readSecret(world.secretArn, { stage: 'AWSPREVIOUS' })).value.match(/"keyPrefix":"([^"]+)"/)![1]].sort(),
+      );
+      expect(JSON.stringify(row)).not.toContain(current.apiKey);
+    });
+
+    it('rotateNow reports a rotation that failed and was rolled back', async () => {
+      await world.startRotation();
+      await world.sandbox.admin.faults.add({ route: 'GET /companies/', fault: { type: 'extra_fields', fields: { publicId: world.otherCompanyId } } });
+      const result = await rotateNow(world.companyId, { store: world.store, directory: world.directory });
+      expect(result.state).toBe('failed');
+    });
   });
 });

@@ -4,260 +4,263 @@ import { SecretStage } from '../../../src/core/ports/secrets';
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
 import { client } from '../../helpers/secrets-manager';
 import { GRACE_MS, MINUTE, ROTATION_LAMBDA, RotationWorld } from './support';
+import { TEST_DIALECTS } from '../../helpers/dialects';
 
-/**
- * The rotation protocol end to end: the emulator invokes our handler exactly as Secrets Manager
- * invokes the Lambda, the handler talks to the sandbox over HTTP, and time is a manual clock.
- */
-describe('API key rotation through Secrets Manager', () => {
-  let world: RotationWorld;
+describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
+  /**
+   * The rotation protocol end to end: the emulator invokes our handler exactly as Secrets Manager
+   * invokes the Lambda, the handler talks to the sandbox over HTTP, and time is a manual clock.
+   */
+  describe('API key rotation through Secrets Manager', () => {
+    let world: RotationWorld;
 
-  beforeEach(async () => {
-    world = await RotationWorld.start();
-  });
-  afterEach(async () => {
-    // The canary scan of docs/architecture.md: no full key in any log line, ever.
-    const lines = world.logger.lines.join('\n');
-    for (const key of world.fullKeys()) expect(lines).not.toContain(key);
-    await world.stop();
-    forgetRegisteredSecrets();
-  });
-
-  const revokeDeps = (): RevokeDeps => ({
-    store: world.store,
-    clientFor: (key) => world.clientFor(key),
-    clock: world.clock,
-    logger: world.logger,
-    metrics: world.metrics,
-  });
-
-  /** Exactly one key created for the rotation `token`; it is the secret's AWSCURRENT key. */
-  async function expectOneReplacement(token: string) {
-    const made = (await world.keys()).filter((k) => k.name === rotationKeyName(token));
-    expect(made).toHaveLength(1);
-    const current = await world.current();
-    expect(current.apiKeyId).toBe(made[0]!.publicId);
-    expect(current.versionId).toBe(token);
-    expect(world.stages()).toEqual({ [token]: ['AWSCURRENT'], [world.initialVersionId]: ['AWSPREVIOUS'] });
-    return current;
-  }
-
-  it('rotates: the new key works at once, the old one through the grace period, and is refused after it', async () => {
-    const old = world.initialKey;
-    const { versionId } = await world.startRotation();
-    expect(world.sm.admin.rotation(world.secretArn)).toMatchObject({ status: 'succeeded' });
-
-    const current = await expectOneReplacement(versionId);
-    expect(current.apiKey).not.toBe(old.apiKey);
-    expect(current.keyPrefix).toBe(current.apiKey.slice(0, 12));
-    expect(current.permissions.sort()).toEqual([...old.permissions].sort());
-    expect(current.companyId).toBe(world.companyId);
-    expect(await world.statusWith(current.apiKey)).toEqual({ status: 200 });
-
-    // The old key's revocation waits in the queue for the end of the grace period.
-    const [queued, ...more] = await world.queue.due(Number.MAX_SAFE_INTEGER);
-    expect(more).toEqual([]);
-    expect(queued).toMatchObject({ apiKeyId: old.apiKeyId, keyPrefix: old.keyPrefix, revokeAt: world.clock.now() + GRACE_MS, rotationToken: versionId });
-
-    world.clock.advance(GRACE_MS - MINUTE);
-    expect((await runDueRevocations(world.queue, revokeDeps())).outcomes).toEqual([]);
-    expect(await world.statusWith(old.apiKey)).toEqual({ status: 200 });
-
-    world.clock.advance(MINUTE);
-    const run = await runDueRevocations(world.queue, revokeDeps());
-    expect(run.outcomes).toEqual([{ apiKeyId: old.apiKeyId, keyPrefix: old.keyPrefix, outcome: 'revoked' }]);
-    expect(await world.statusWith(old.apiKey)).toEqual({ status: 401, code: 'key_revoked' });
-    expect(await world.statusWith(current.apiKey)).toEqual({ status: 200 });
-    expect(await world.queue.due(Number.MAX_SAFE_INTEGER)).toEqual([]);
-
-    // Only prefixes were logged.
-    expect(world.logger.lines.some((l) => l.includes(current.keyPrefix))).toBe(true);
-    expect(world.metrics.sum('RotationsCompleted')).toBe(1);
-    expect(world.metrics.sum('KeysRevoked')).toBe(1);
-  });
-
-  it('revokes idempotently: a second run of the same revocation, and a key already gone, are fine', async () => {
-    const old = world.initialKey;
-    await world.startRotation();
-    const [revocation] = await world.queue.due(Number.MAX_SAFE_INTEGER);
-    world.clock.advance(GRACE_MS);
-    await expect(revokeApiKey(revocation!, revokeDeps())).resolves.toBe('revoked');
-    await expect(revokeApiKey(revocation!, revokeDeps())).resolves.toBe('revoked');
-    await expect(revokeApiKey({ ...revocation!, apiKeyId: '0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d' }, revokeDeps())).resolves.toBe('already_gone');
-    expect(await world.statusWith(old.apiKey)).toMatchObject({ status: 401 });
-  });
-
-  it('never revokes the current key, even when a revocation for it comes due', async () => {
-    const current = await world.current();
-    const outcome = await revokeApiKey(
-      { secretId: world.secretArn, companyId: world.companyId, apiKeyId: current.apiKeyId, keyPrefix: current.keyPrefix, revokeAt: 0, rotationToken: 'x'.repeat(36) },
-      revokeDeps(),
-    );
-    expect(outcome).toBe('kept_current');
-    expect(await world.statusWith(current.apiKey)).toEqual({ status: 200 });
-  });
-
-  describe('every step can run again', () => {
-    beforeEach(() => world.sm.admin.setRotationMode('manual'));
-
-    it('twice in a row: one new key, consistent stages, one revocation', async () => {
-      const { versionId } = await world.startRotation();
-      for (const step of ['createSecret', 'setSecret', 'testSecret', 'finishSecret'] as const) {
-        await world.sm.admin.runRotationStep(world.secretArn, step);
-        await world.sm.admin.runRotationStep(world.secretArn, step);
-      }
-      await expectOneReplacement(versionId);
-      expect(await world.queue.due(Number.MAX_SAFE_INTEGER)).toHaveLength(1);
-      expect(world.sm.admin.rotation(world.secretArn)).toMatchObject({ status: 'succeeded' });
+    beforeEach(async () => {
+      world = await RotationWorld.start(undefined, dialect);
+    });
+    afterEach(async () => {
+      // The canary scan of docs/architecture.md: no full key in any log line, ever.
+      const lines = world.logger.lines.join('\n');
+      for (const key of world.fullKeys()) expect(lines).not.toContain(key);
+      await world.stop();
+      forgetRegisteredSecrets();
     });
 
-    it.each([
-      ['createSecret', ['createSecret']],
-      ['setSecret', ['createSecret', 'setSecret']],
-      ['testSecret', ['createSecret', 'setSecret', 'testSecret']],
-    ] as const)('after a crash following %s, Secrets Manager\'s retry (all four steps, same token) finishes with one new key', async (_label, ran) => {
-      const { versionId } = await world.startRotation();
-      for (const step of ran) await world.sm.admin.runRotationStep(world.secretArn, step);
-      // The function died here; AWS retries the rotation from createSecret with the same token.
-      const retried = await world.sm.admin.retryRotation(world.secretArn);
-      expect(retried.status).toBe('succeeded');
-      await expectOneReplacement(versionId);
-      expect(await world.queue.due(Number.MAX_SAFE_INTEGER)).toHaveLength(1);
+    const revokeDeps = (): RevokeDeps => ({
+      store: world.store,
+      clientFor: (key) => world.clientFor(key),
+      clock: world.clock,
+      logger: world.logger,
+      metrics: world.metrics,
     });
 
-    it('after a crash inside finishSecret (promoted, AWSPENDING not yet removed), a re-run returns at once', async () => {
-      const { versionId } = await world.startRotation();
-      for (const step of ['createSecret', 'setSecret', 'testSecret'] as const) await world.sm.admin.runRotationStep(world.secretArn, step);
-      const before = await world.current();
-      // The first half of finishSecret, done by hand: AWSCURRENT moved, AWSPENDING left behind.
-      await world.store.moveStage(world.secretArn, { stage: SecretStage.current, toVersionId: versionId, fromVersionId: before.versionId });
-      await expect(world.rotation.runStep({ SecretId: world.secretArn, ClientRequestToken: versionId, Step: 'finishSecret' })).resolves.toBe(
-        'already_current',
-      );
-      expect((await world.current()).versionId).toBe(versionId);
-    });
-  });
-
-  it('passes the configuration test of RotateImmediately=false (a deploy) without creating a key', async () => {
-    await client(world.sm).send(
-      new RotateSecretCommand({ SecretId: world.secretArn, RotationLambdaARN: ROTATION_LAMBDA, RotationRules: { AutomaticallyAfterDays: 30 }, RotateImmediately: false }),
-    );
-    expect(world.sm.admin.rotation(world.secretArn)).toMatchObject({ kind: 'configuration-test', status: 'succeeded' });
-    expect(await world.keys()).toHaveLength(1);
-    expect(world.stages()).toEqual({ [world.initialVersionId]: ['AWSCURRENT'] });
-  });
-
-  describe('guards of the AWS template', () => {
-    it('refuses a token that is not a version, a version that is not AWSPENDING, and a secret without rotation', async () => {
-      const secretId = world.secretArn;
-      const current = await world.current();
-      await expect(world.rotation.runStep({ SecretId: secretId, ClientRequestToken: 'f'.repeat(36), Step: 'createSecret' })).rejects.toMatchObject({
-        code: 'rotation_not_enabled',
-      });
-      await world.startRotation();
-      await expect(world.rotation.runStep({ SecretId: secretId, ClientRequestToken: 'f'.repeat(36), Step: 'createSecret' })).rejects.toMatchObject({
-        code: 'version_not_found',
-      });
-      const previous = Object.entries(world.stages()).find(([, s]) => s.includes('AWSPREVIOUS'))![0];
-      expect(previous).toBe(current.versionId);
-      await expect(world.rotation.runStep({ SecretId: secretId, ClientRequestToken: previous, Step: 'setSecret' })).rejects.toMatchObject({
-        code: 'version_not_pending',
-      });
-      // A guard refusal touches nothing: no key revoked, no label moved.
-      expect(await world.liveKeys()).toHaveLength(2);
-    });
-  });
-
-  describe('failures leave AWSCURRENT working and nothing behind', () => {
-    beforeEach(() => world.sm.admin.setRotationMode('manual'));
-
-    async function expectRolledBack(token: string) {
-      const current = await world.current();
-      expect(current.apiKeyId).toBe(world.initialKey.apiKeyId);
-      expect(await world.statusWith(current.apiKey)).toEqual({ status: 200 });
+    /** Exactly one key created for the rotation `token`; it is the secret's AWSCURRENT key. */
+    async function expectOneReplacement(token: string) {
       const made = (await world.keys()).filter((k) => k.name === rotationKeyName(token));
-      for (const key of made) expect(key.revokedAt).not.toBeNull();
-      expect(await world.liveKeys()).toEqual([expect.objectContaining({ publicId: world.initialKey.apiKeyId })]);
-      expect(Object.values(world.stages()).flat()).not.toContain('AWSPENDING');
-      expect(await world.queue.due(Number.MAX_SAFE_INTEGER)).toEqual([]);
-      return made;
+      expect(made).toHaveLength(1);
+      const current = await world.current();
+      expect(current.apiKeyId).toBe(made[0]!.publicId);
+      expect(current.versionId).toBe(token);
+      expect(world.stages()).toEqual({ [token]: ['AWSCURRENT'], [world.initialVersionId]: ['AWSPREVIOUS'] });
+      return current;
     }
 
-    it('testSecret: a key that lacks a permission is not promoted, and is revoked', async () => {
+    it('rotates: the new key works at once, the old one through the grace period, and is refused after it', async () => {
+      const old = world.initialKey;
       const { versionId } = await world.startRotation();
-      await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
-      await world.sm.admin.runRotationStep(world.secretArn, 'setSecret');
-      // The service reports the new key with one permission fewer than asked.
-      await world.sandbox.admin.faults.add({
-        route: 'GET /api-keys/',
-        fault: { type: 'extra_fields', fields: { permissions: ['manage_api_keys', 'read_transactions'] } },
+      expect(world.sm.admin.rotation(world.secretArn)).toMatchObject({ status: 'succeeded' });
+
+      const current = await expectOneReplacement(versionId);
+      expect(current.apiKey).not.toBe(old.apiKey);
+      expect(current.keyPrefix).toBe(current.apiKey.slice(0, 12));
+      expect(current.permissions.sort()).toEqual([...old.permissions].sort());
+      expect(current.companyId).toBe(world.companyId);
+      expect(await world.statusWith(current.apiKey)).toEqual({ status: 200 });
+
+      // The old key's revocation waits in the queue for the end of the grace period.
+      const [queued, ...more] = await world.queue.due(Number.MAX_SAFE_INTEGER);
+      expect(more).toEqual([]);
+      expect(queued).toMatchObject({ apiKeyId: old.apiKeyId, keyPrefix: old.keyPrefix, revokeAt: world.clock.now() + GRACE_MS, rotationToken: versionId });
+
+      world.clock.advance(GRACE_MS - MINUTE);
+      expect((await runDueRevocations(world.queue, revokeDeps())).outcomes).toEqual([]);
+      expect(await world.statusWith(old.apiKey)).toEqual({ status: 200 });
+
+      world.clock.advance(MINUTE);
+      const run = await runDueRevocations(world.queue, revokeDeps());
+      expect(run.outcomes).toEqual([{ apiKeyId: old.apiKeyId, keyPrefix: old.keyPrefix, outcome: 'revoked' }]);
+      expect(await world.statusWith(old.apiKey)).toEqual({ status: 401, code: 'key_revoked' });
+      expect(await world.statusWith(current.apiKey)).toEqual({ status: 200 });
+      expect(await world.queue.due(Number.MAX_SAFE_INTEGER)).toEqual([]);
+
+      // Only prefixes were logged.
+      expect(world.logger.lines.some((l) => l.includes(current.keyPrefix))).toBe(true);
+      expect(world.metrics.sum('RotationsCompleted')).toBe(1);
+      expect(world.metrics.sum('KeysRevoked')).toBe(1);
+    });
+
+    it('revokes idempotently: a second run of the same revocation, and a key already gone, are fine', async () => {
+      const old = world.initialKey;
+      await world.startRotation();
+      const [revocation] = await world.queue.due(Number.MAX_SAFE_INTEGER);
+      world.clock.advance(GRACE_MS);
+      await expect(revokeApiKey(revocation!, revokeDeps())).resolves.toBe('revoked');
+      await expect(revokeApiKey(revocation!, revokeDeps())).resolves.toBe('revoked');
+      await expect(revokeApiKey({ ...revocation!, apiKeyId: '0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d' }, revokeDeps())).resolves.toBe('already_gone');
+      expect(await world.statusWith(old.apiKey)).toMatchObject({ status: 401 });
+    });
+
+    it('never revokes the current key, even when a revocation for it comes due', async () => {
+      const current = await world.current();
+      const outcome = await revokeApiKey(
+        { secretId: world.secretArn, companyId: world.companyId, apiKeyId: current.apiKeyId, keyPrefix: current.keyPrefix, revokeAt: 0, rotationToken: 'x'.repeat(36) },
+        revokeDeps(),
+      );
+      expect(outcome).toBe('kept_current');
+      expect(await world.statusWith(current.apiKey)).toEqual({ status: 200 });
+    });
+
+    describe('every step can run again', () => {
+      beforeEach(() => world.sm.admin.setRotationMode('manual'));
+
+      it('twice in a row: one new key, consistent stages, one revocation', async () => {
+        const { versionId } = await world.startRotation();
+        for (const step of ['createSecret', 'setSecret', 'testSecret', 'finishSecret'] as const) {
+          await world.sm.admin.runRotationStep(world.secretArn, step);
+          await world.sm.admin.runRotationStep(world.secretArn, step);
+        }
+        await expectOneReplacement(versionId);
+        expect(await world.queue.due(Number.MAX_SAFE_INTEGER)).toHaveLength(1);
+        expect(world.sm.admin.rotation(world.secretArn)).toMatchObject({ status: 'succeeded' });
       });
-      await expect(world.sm.admin.runRotationStep(world.secretArn, 'testSecret')).rejects.toMatchObject({ code: 'permissions_differ' });
-      expect(await expectRolledBack(versionId)).toHaveLength(1);
-      expect(world.metrics.sum('RotationsRolledBack')).toBe(1);
 
-      // AWS's retry of that token now stops at the guard, and creates nothing.
-      const retried = await world.sm.admin.retryRotation(world.secretArn);
-      expect(retried).toMatchObject({ status: 'failed', failedStep: 'createSecret' });
-      expect(await expectRolledBack(versionId)).toHaveLength(1);
+      it.each([
+        ['createSecret', ['createSecret']],
+        ['setSecret', ['createSecret', 'setSecret']],
+        ['testSecret', ['createSecret', 'setSecret', 'testSecret']],
+      ] as const)('after a crash following %s, Secrets Manager\'s retry (all four steps, same token) finishes with one new key', async (_label, ran) => {
+        const { versionId } = await world.startRotation();
+        for (const step of ran) await world.sm.admin.runRotationStep(world.secretArn, step);
+        // The function died here; AWS retries the rotation from createSecret with the same token.
+        const retried = await world.sm.admin.retryRotation(world.secretArn);
+        expect(retried.status).toBe('succeeded');
+        await expectOneReplacement(versionId);
+        expect(await world.queue.due(Number.MAX_SAFE_INTEGER)).toHaveLength(1);
+      });
 
-      // The next rotation (a new token) goes through.
-      world.sm.admin.setRotationMode('sync');
-      const next = await world.startRotation();
-      expect((await world.current()).versionId).toBe(next.versionId);
+      it('after a crash inside finishSecret (promoted, AWSPENDING not yet removed), a re-run returns at once', async () => {
+        const { versionId } = await world.startRotation();
+        for (const step of ['createSecret', 'setSecret', 'testSecret'] as const) await world.sm.admin.runRotationStep(world.secretArn, step);
+        const before = await world.current();
+        // The first half of finishSecret, done by hand: AWSCURRENT moved, AWSPENDING left behind.
+        await world.store.moveStage(world.secretArn, { stage: SecretStage.current, toVersionId: versionId, fromVersionId: before.versionId });
+        await expect(world.rotation.runStep({ SecretId: world.secretArn, ClientRequestToken: versionId, Step: 'finishSecret' })).resolves.toBe(
+          'already_current',
+        );
+        expect((await world.current()).versionId).toBe(versionId);
+      });
     });
 
-    it('testSecret: a key that acts for another company is not promoted, and is revoked', async () => {
-      const { versionId } = await world.startRotation();
-      await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
-      await world.sm.admin.runRotationStep(world.secretArn, 'setSecret');
-      await world.sandbox.admin.faults.add({ route: 'GET /companies/', fault: { type: 'extra_fields', fields: { publicId: world.otherCompanyId } } });
-      await expect(world.sm.admin.runRotationStep(world.secretArn, 'testSecret')).rejects.toMatchObject({ code: 'wrong_company' });
-      expect(await expectRolledBack(versionId)).toHaveLength(1);
+    it('passes the configuration test of RotateImmediately=false (a deploy) without creating a key', async () => {
+      await client(world.sm).send(
+        new RotateSecretCommand({ SecretId: world.secretArn, RotationLambdaARN: ROTATION_LAMBDA, RotationRules: { AutomaticallyAfterDays: 30 }, RotateImmediately: false }),
+      );
+      expect(world.sm.admin.rotation(world.secretArn)).toMatchObject({ kind: 'configuration-test', status: 'succeeded' });
+      expect(await world.keys()).toHaveLength(1);
+      expect(world.stages()).toEqual({ [world.initialVersionId]: ['AWSCURRENT'] });
     });
 
-    it('testSecret: a pending key the service refuses is not promoted', async () => {
-      const { versionId } = await world.startRotation();
-      await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
-      await world.sm.admin.runRotationStep(world.secretArn, 'setSecret');
-      const made = (await world.keys()).find((k) => k.name === rotationKeyName(versionId))!;
-      await world.sandbox.admin.revokeApiKey({ publicId: made.publicId });
-      await expect(world.sm.admin.runRotationStep(world.secretArn, 'testSecret')).rejects.toMatchObject({ code: 'key_revoked' });
-      await expectRolledBack(versionId);
+    describe('guards of the AWS template', () => {
+      it('refuses a token that is not a version, a version that is not AWSPENDING, and a secret without rotation', async () => {
+        const secretId = world.secretArn;
+        const current = await world.current();
+        await expect(world.rotation.runStep({ SecretId: secretId, ClientRequestToken: 'f'.repeat(36), Step: 'createSecret' })).rejects.toMatchObject({
+          code: 'rotation_not_enabled',
+        });
+        await world.startRotation();
+        await expect(world.rotation.runStep({ SecretId: secretId, ClientRequestToken: 'f'.repeat(36), Step: 'createSecret' })).rejects.toMatchObject({
+          code: 'version_not_found',
+        });
+        const previous = Object.entries(world.stages()).find(([, s]) => s.includes('AWSPREVIOUS'))![0];
+        expect(previous).toBe(current.versionId);
+        await expect(world.rotation.runStep({ SecretId: secretId, ClientRequestToken: previous, Step: 'setSecret' })).rejects.toMatchObject({
+          code: 'version_not_pending',
+        });
+        // A guard refusal touches nothing: no key revoked, no label moved.
+        expect(await world.liveKeys()).toHaveLength(2);
+      });
     });
 
-    it('createSecret: storing the new key fails, so the key it just created is revoked', async () => {
-      const { versionId } = await world.startRotation();
-      world.sm.admin.injectFault({ operation: 'PutSecretValue', type: 'InternalServiceError', status: 500 });
-      await expect(world.sm.admin.runRotationStep(world.secretArn, 'createSecret')).rejects.toMatchObject({ code: 'secrets_manager_InternalServiceError' });
-      expect(await expectRolledBack(versionId)).toHaveLength(1);
-    });
+    describe('failures leave AWSCURRENT working and nothing behind', () => {
+      beforeEach(() => world.sm.admin.setRotationMode('manual'));
 
-    it('createSecret: a key of this rotation that was created but never stored is revoked, never duplicated', async () => {
-      const { versionId } = await world.startRotation();
-      // A run that died between creating the key and storing it: the full key is lost.
-      await world.sandbox.admin.createApiKey({ companyId: world.companyId, permissions: ['read_transactions'], name: rotationKeyName(versionId) });
-      await expect(world.sm.admin.runRotationStep(world.secretArn, 'createSecret')).rejects.toMatchObject({ code: 'replacement_key_lost' });
-      expect(await expectRolledBack(versionId)).toHaveLength(1);
-    });
+      async function expectRolledBack(token: string) {
+        const current = await world.current();
+        expect(current.apiKeyId).toBe(world.initialKey.apiKeyId);
+        expect(await world.statusWith(current.apiKey)).toEqual({ status: 200 });
+        const made = (await world.keys()).filter((k) => k.name === rotationKeyName(token));
+        for (const key of made) expect(key.revokedAt).not.toBeNull();
+        expect(await world.liveKeys()).toEqual([expect.objectContaining({ publicId: world.initialKey.apiKeyId })]);
+        expect(Object.values(world.stages()).flat()).not.toContain('AWSPENDING');
+        expect(await world.queue.due(Number.MAX_SAFE_INTEGER)).toEqual([]);
+        return made;
+      }
 
-    it('finishSecret: scheduling the revocation fails, so nothing is promoted and the new key is revoked', async () => {
-      const { versionId } = await world.startRotation();
-      for (const step of ['createSecret', 'setSecret', 'testSecret'] as const) await world.sm.admin.runRotationStep(world.secretArn, step);
-      jest.spyOn(world.queue, 'schedule').mockRejectedValueOnce(new Error('scheduler unavailable'));
-      await expect(world.sm.admin.runRotationStep(world.secretArn, 'finishSecret')).rejects.toThrow('scheduler unavailable');
-      await expectRolledBack(versionId);
-    });
+      it('testSecret: a key that lacks a permission is not promoted, and is revoked', async () => {
+        const { versionId } = await world.startRotation();
+        await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
+        await world.sm.admin.runRotationStep(world.secretArn, 'setSecret');
+        // The service reports the new key with one permission fewer than asked.
+        await world.sandbox.admin.faults.add({
+          route: 'GET /api-keys/',
+          fault: { type: 'extra_fields', fields: { permissions: ['manage_api_keys', 'read_transactions'] } },
+        });
+        await expect(world.sm.admin.runRotationStep(world.secretArn, 'testSecret')).rejects.toMatchObject({ code: 'permissions_differ' });
+        expect(await expectRolledBack(versionId)).toHaveLength(1);
+        expect(world.metrics.sum('RotationsRolledBack')).toBe(1);
 
-    it('a rollback that cannot complete leaves only what the doctor repairs', async () => {
-      const { versionId } = await world.startRotation();
-      await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
-      // testSecret fails, and so does every call to the service afterwards (the rollback too).
-      await world.sandbox.admin.faults.add({ route: '*', times: 'always', fault: { type: 'status', status: 503 } });
-      await expect(world.sm.admin.runRotationStep(world.secretArn, 'testSecret')).rejects.toMatchObject({ code: 'server_error' });
-      expect(world.metrics.sum('RotationRollbacksFailed')).toBe(1);
-      expect(world.stages()[versionId]).toEqual(['AWSPENDING']);
-      expect((await world.current()).apiKeyId).toBe(world.initialKey.apiKeyId);
+        // AWS's retry of that token now stops at the guard, and creates nothing.
+        const retried = await world.sm.admin.retryRotation(world.secretArn);
+        expect(retried).toMatchObject({ status: 'failed', failedStep: 'createSecret' });
+        expect(await expectRolledBack(versionId)).toHaveLength(1);
+
+        // The next rotation (a new token) goes through.
+        world.sm.admin.setRotationMode('sync');
+        const next = await world.startRotation();
+        expect((await world.current()).versionId).toBe(next.versionId);
+      });
+
+      it('testSecret: a key that acts for another company is not promoted, and is revoked', async () => {
+        const { versionId } = await world.startRotation();
+        await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
+        await world.sm.admin.runRotationStep(world.secretArn, 'setSecret');
+        await world.sandbox.admin.faults.add({ route: 'GET /companies/', fault: { type: 'extra_fields', fields: { publicId: world.otherCompanyId } } });
+        await expect(world.sm.admin.runRotationStep(world.secretArn, 'testSecret')).rejects.toMatchObject({ code: 'wrong_company' });
+        expect(await expectRolledBack(versionId)).toHaveLength(1);
+      });
+
+      it('testSecret: a pending key the service refuses is not promoted', async () => {
+        const { versionId } = await world.startRotation();
+        await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
+        await world.sm.admin.runRotationStep(world.secretArn, 'setSecret');
+        const made = (await world.keys()).find((k) => k.name === rotationKeyName(versionId))!;
+        await world.sandbox.admin.revokeApiKey({ publicId: made.publicId });
+        await expect(world.sm.admin.runRotationStep(world.secretArn, 'testSecret')).rejects.toMatchObject({ code: 'key_revoked' });
+        await expectRolledBack(versionId);
+      });
+
+      it('createSecret: storing the new key fails, so the key it just created is revoked', async () => {
+        const { versionId } = await world.startRotation();
+        world.sm.admin.injectFault({ operation: 'PutSecretValue', type: 'InternalServiceError', status: 500 });
+        await expect(world.sm.admin.runRotationStep(world.secretArn, 'createSecret')).rejects.toMatchObject({ code: 'secrets_manager_InternalServiceError' });
+        expect(await expectRolledBack(versionId)).toHaveLength(1);
+      });
+
+      it('createSecret: a key of this rotation that was created but never stored is revoked, never duplicated', async () => {
+        const { versionId } = await world.startRotation();
+        // A run that died between creating the key and storing it: the full key is lost.
+        await world.sandbox.admin.createApiKey({ companyId: world.companyId, permissions: ['read_transactions'], name: rotationKeyName(versionId) });
+        await expect(world.sm.admin.runRotationStep(world.secretArn, 'createSecret')).rejects.toMatchObject({ code: 'replacement_key_lost' });
+        expect(await expectRolledBack(versionId)).toHaveLength(1);
+      });
+
+      it('finishSecret: scheduling the revocation fails, so nothing is promoted and the new key is revoked', async () => {
+        const { versionId } = await world.startRotation();
+        for (const step of ['createSecret', 'setSecret', 'testSecret'] as const) await world.sm.admin.runRotationStep(world.secretArn, step);
+        jest.spyOn(world.queue, 'schedule').mockRejectedValueOnce(new Error('scheduler unavailable'));
+        await expect(world.sm.admin.runRotationStep(world.secretArn, 'finishSecret')).rejects.toThrow('scheduler unavailable');
+        await expectRolledBack(versionId);
+      });
+
+      it('a rollback that cannot complete leaves only what the doctor repairs', async () => {
+        const { versionId } = await world.startRotation();
+        await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
+        // testSecret fails, and so does every call to the service afterwards (the rollback too).
+        await world.sandbox.admin.faults.add({ route: '*', times: 'always', fault: { type: 'status', status: 503 } });
+        await expect(world.sm.admin.runRotationStep(world.secretArn, 'testSecret')).rejects.toMatchObject({ code: 'server_error' });
+        expect(world.metrics.sum('RotationRollbacksFailed')).toBe(1);
+        expect(world.stages()[versionId]).toEqual(['AWSPENDING']);
+        expect((await world.current()).apiKeyId).toBe(world.initialKey.apiKeyId);
+      });
     });
   });
 });

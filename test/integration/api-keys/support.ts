@@ -20,7 +20,7 @@ import { parseWith } from '../../../src/core/shared/errors';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { MemoryMetrics } from '../../../src/core/shared/metrics';
 import { keyPrefix } from '../../../src/core/shared/redact';
-import { type Permission, type RunningSandbox, startSandbox } from '../../../sandbox';
+import { type Dialect, type Permission, type RunningSandbox, startSandbox } from '../../../sandbox';
 import { call } from '../sandbox/support';
 import { client, type RunningSecretsManager, secretStore, startSecretsManager } from '../../helpers/secrets-manager';
 
@@ -65,9 +65,12 @@ export class RotationWorld {
     return taggedKeyDirectory(this.store);
   }
 
-  static async start(permissions: Permission[] = ['manage_api_keys', 'read_transactions', 'read_categories']): Promise<RotationWorld> {
+  static async start(
+    permissions: Permission[] = ['manage_api_keys', 'read_transactions', 'read_categories'],
+    dialect: Dialect = 'default',
+  ): Promise<RotationWorld> {
     const world = new RotationWorld();
-    world.sandbox = await startSandbox({ port: 0, clock: world.clock, demo: false });
+    world.sandbox = await startSandbox({ port: 0, clock: world.clock, demo: false, dialect });
     world.sm = await startSecretsManager({ port: 0, clock: world.clock });
     world.companyId = (await world.sandbox.admin.createCompany({ name: 'Rotating GmbH' })).publicId;
     world.otherCompanyId = (await world.sandbox.admin.createCompany({ name: 'Somebody Else SARL' })).publicId;

@@ -22,324 +22,327 @@ import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
 import { jwtExpiry } from '../../../src/core/tokens/token-expiry';
 import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import { startS3, type LocalS3 } from '../../helpers/s3rver';
+import { TEST_DIALECTS } from '../../helpers/dialects';
 
-// The monthly pipeline in process: planner -> queue -> worker (export and discovery jobs) -> run
-// ledger -> summary event, and the overdue check, against the sandbox and s3rver. The queue, ledger
-// and bus are the in-memory twins of SQS FIFO, DynamoDB and EventBridge (the AWS adapters have
-// their own tests; the handlers' test runs them end to end).
+describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
+  // The monthly pipeline in process: planner -> queue -> worker (export and discovery jobs) -> run
+  // ledger -> summary event, and the overdue check, against the sandbox and s3rver. The queue, ledger
+  // and bus are the in-memory twins of SQS FIFO, DynamoDB and EventBridge (the AWS adapters have
+  // their own tests; the handlers' test runs them end to end).
 
-const BUCKET = 'acctops-exports';
-const OCTOBER = parsePeriod('2026-10');
-/** 03:00 in Berlin on 1 November: the default monthly schedule. */
-const SCHEDULED = '2026-11-01T02:00:00.000Z';
-const MINUTE = 60_000;
+  const BUCKET = 'acctops-exports';
+  const OCTOBER = parsePeriod('2026-10');
+  /** 03:00 in Berlin on 1 November: the default monthly schedule. */
+  const SCHEDULED = '2026-11-01T02:00:00.000Z';
+  const MINUTE = 60_000;
 
-let sandbox: RunningSandbox;
-let s3: LocalS3;
-let root: string;
-let tokens: FileTokenStore;
-const sandboxClock = new ManualClock(Date.UTC(2026, 10, 1, 2, 0));
-/** Companies with their own API key (K1, K2) and one reached only through users (U1). */
-const keys = new Map<string, string>();
-let k1: string;
-let k2: string;
-let u1: string;
-let userX: string;
-let userY: string;
+  let sandbox: RunningSandbox;
+  let s3: LocalS3;
+  let root: string;
+  let tokens: FileTokenStore;
+  const sandboxClock = new ManualClock(Date.UTC(2026, 10, 1, 2, 0));
+  /** Companies with their own API key (K1, K2) and one reached only through users (U1). */
+  const keys = new Map<string, string>();
+  let k1: string;
+  let k2: string;
+  let u1: string;
+  let userX: string;
+  let userY: string;
 
-beforeAll(async () => {
-  [sandbox, s3] = await Promise.all([startSandbox({ demo: false, clock: sandboxClock }), startS3([BUCKET])]);
-  root = await mkdtemp(join(tmpdir(), 'acctops-monthly-'));
-  tokens = new FileTokenStore({ path: join(root, 'tokens.json') });
-  const institution = await sandbox.admin.createInstitution({ id: 'inst-monthly' });
-  [k1, k2, u1] = await Promise.all([0, 1, 2].map(async () => (await sandbox.admin.createCompany()).publicId)) as [string, string, string];
-  for (const company of [k1, k2, u1]) {
-    await sandbox.admin.generateTransactions({ companyId: company, month: '2026-10', count: 120 });
-    await sandbox.admin.addTaxReport({ companyId: company, periodStart: '2026-10-01', periodEnd: '2026-10-31', amountDue: 4999 });
-  }
-  for (const company of [k1, k2]) {
-    keys.set(company, (await sandbox.admin.createApiKey({ companyId: company, permissions: ['read_transactions', 'read_categories', 'read_tax_reports'] })).key);
-  }
-  // X reaches K1 (which its own key covers) and U1; Y reaches U1 too: U1 must be exported once.
-  userX = await onboard(institution.id, [k1, u1]);
-  userY = await onboard(institution.id, [u1]);
-});
-
-afterAll(async () => {
-  await Promise.all([sandbox.stop(), s3.stop()]);
-  await rm(root, { recursive: true, force: true });
-  forgetRegisteredSecrets();
-});
-
-afterEach(() => sandbox.admin.faults.clear());
-
-async function onboard(institutionId: string, companies: string[]): Promise<string> {
-  const user = await sandbox.admin.createUser({ institutionId, externalId: randomUUID(), companies, issueTokens: true });
-  const pair = user.tokens!;
-  await tokens.create(
-    { externalId: user.externalId!, username: user.username, email: user.email, ...pair, accessTokenExpiresAt: jwtExpiry(pair.accessToken)! },
-    sandboxClock.now(),
-  );
-  return user.externalId!;
-}
-
-let prefixes = 0;
-function pipeline(options: { maxReceiveCount?: number } = {}) {
-  const clock = ManualClock.autoAdvancing(Date.parse(SCHEDULED));
-  const store = new S3ObjectStore({ client: s3.client(), bucket: BUCKET, prefix: `m${++prefixes}` });
-  const queue = new MemoryExportQueue();
-  const ledger = new MemoryRunLedger();
-  const events = new MemoryEventPublisher();
-  const logger = new MemoryLogger();
-  const metrics = new MemoryMetrics();
-  const worker: ExportWorkerDeps = {
-    exporter: { store, toolVersion: '0.1.0', baseUrl: sandbox.baseUrl },
-    credentials: (source, companyId) =>
-      source.kind === 'apiKey'
-        ? apiKeyAuth(keys.get(companyId!) ?? 'sbx_nokeyforthiscompany0000000000000')
-        : userTokenCredentials(tokens, source.externalId, { clock: sandboxClock, companyId }),
-    queue,
-    ledger,
-    events,
-    clock,
-    logger,
-    metrics,
-    maxReceiveCount: options.maxReceiveCount ?? 3,
-  };
-  const deliveries = new Map<string, number>();
-  const deadLetters: QueuedExportMessage[] = [];
-  const results: { job: ReturnType<typeof decodeJob> | undefined; result: JobResult }[] = [];
-
-  /** SQS as the worker sees it, one message per batch: handed-back messages come again until the DLQ takes them. */
-  async function drain(maxRounds = 20): Promise<void> {
-    let pending: QueuedExportMessage[] = [];
-    for (let round = 0; round < maxRounds; round++) {
-      pending = [...pending, ...queue.drain()];
-      if (pending.length === 0) return;
-      const next: QueuedExportMessage[] = [];
-      for (const message of pending) {
-        const receiveCount = (deliveries.get(message.deduplicationId) ?? 0) + 1;
-        deliveries.set(message.deduplicationId, receiveCount);
-        const sqs: ExportMessage = { messageId: `${message.deduplicationId.slice(0, 8)}-${receiveCount}`, body: message.body, receiveCount };
-        const report = await processExportBatch(worker, [sqs]);
-        results.push({ job: safeDecode(message.body), result: report.results[0]!.result });
-        if (report.failedMessageIds.length === 0) continue;
-        if (receiveCount >= worker.maxReceiveCount) deadLetters.push(message);
-        else next.push(message);
-      }
-      pending = next;
+  beforeAll(async () => {
+    [sandbox, s3] = await Promise.all([startSandbox({ dialect, demo: false, clock: sandboxClock }), startS3([BUCKET])]);
+    root = await mkdtemp(join(tmpdir(), 'acctops-monthly-'));
+    tokens = new FileTokenStore({ path: join(root, 'tokens.json') });
+    const institution = await sandbox.admin.createInstitution({ id: 'inst-monthly' });
+    [k1, k2, u1] = await Promise.all([0, 1, 2].map(async () => (await sandbox.admin.createCompany()).publicId)) as [string, string, string];
+    for (const company of [k1, k2, u1]) {
+      await sandbox.admin.generateTransactions({ companyId: company, month: '2026-10', count: 120 });
+      await sandbox.admin.addTaxReport({ companyId: company, periodStart: '2026-10-01', periodEnd: '2026-10-31', amountDue: 4999 });
     }
-    throw new Error('the queue did not drain');
-  }
+    for (const company of [k1, k2]) {
+      keys.set(company, (await sandbox.admin.createApiKey({ companyId: company, permissions: ['read_transactions', 'read_categories', 'read_tax_reports'] })).key);
+    }
+    // X reaches K1 (which its own key covers) and U1; Y reaches U1 too: U1 must be exported once.
+    userX = await onboard(institution.id, [k1, u1]);
+    userY = await onboard(institution.id, [u1]);
+  });
 
-  const plan = (overrides: { scheduledAt?: string; executionId?: string; companies?: string[]; users?: boolean } = {}) =>
-    planMonthlyExport(
-      { ledger, queue, events, clock, logger, metrics },
-      {
-        scheduledAt: overrides.scheduledAt ?? SCHEDULED,
-        executionId: overrides.executionId ?? 'exec-1',
-        timeZone: 'Europe/Berlin',
-        companies: overrides.companies ?? [k1, k2],
-        users: overrides.users === false ? undefined : tokens,
-        formats: ['jsonl', 'parquet'],
-      },
+  afterAll(async () => {
+    await Promise.all([sandbox.stop(), s3.stop()]);
+    await rm(root, { recursive: true, force: true });
+    forgetRegisteredSecrets();
+  });
+
+  afterEach(() => sandbox.admin.faults.clear());
+
+  async function onboard(institutionId: string, companies: string[]): Promise<string> {
+    const user = await sandbox.admin.createUser({ institutionId, externalId: randomUUID(), companies, issueTokens: true });
+    const pair = user.tokens!;
+    await tokens.create(
+      { externalId: user.externalId!, username: user.username, email: user.email, ...pair, accessTokenExpiresAt: jwtExpiry(pair.accessToken)! },
+      sandboxClock.now(),
     );
-  return { store, queue, ledger, events, logger, metrics, worker, results, deadLetters, drain, plan, clock };
-}
-
-function safeDecode(body: string) {
-  try {
-    return decodeJob(body);
-  } catch {
-    return undefined;
+    return user.externalId!;
   }
-}
 
-const exportsOf = (results: { job: ReturnType<typeof decodeJob> | undefined; result: JobResult }[]) =>
-  results.filter((r): r is { job: ExportJob; result: JobResult } => r.job?.type === 'export');
+  let prefixes = 0;
+  function pipeline(options: { maxReceiveCount?: number } = {}) {
+    const clock = ManualClock.autoAdvancing(Date.parse(SCHEDULED));
+    const store = new S3ObjectStore({ client: s3.client(), bucket: BUCKET, prefix: `m${++prefixes}` });
+    const queue = new MemoryExportQueue();
+    const ledger = new MemoryRunLedger();
+    const events = new MemoryEventPublisher();
+    const logger = new MemoryLogger();
+    const metrics = new MemoryMetrics();
+    const worker: ExportWorkerDeps = {
+      exporter: { store, toolVersion: '0.1.0', baseUrl: sandbox.baseUrl },
+      credentials: (source, companyId) =>
+        source.kind === 'apiKey'
+          ? apiKeyAuth(keys.get(companyId!) ?? 'sbx_nokeyforthiscompany0000000000000')
+          : userTokenCredentials(tokens, source.externalId, { clock: sandboxClock, companyId }),
+      queue,
+      ledger,
+      events,
+      clock,
+      logger,
+      metrics,
+      maxReceiveCount: options.maxReceiveCount ?? 3,
+    };
+    const deliveries = new Map<string, number>();
+    const deadLetters: QueuedExportMessage[] = [];
+    const results: { job: ReturnType<typeof decodeJob> | undefined; result: JobResult }[] = [];
 
-describe('monthly export pipeline', () => {
-  it('plans the previous month on the wall clock of the time zone, even when UTC is still in that month', async () => {
-    const p = pipeline();
-    // 00:30 on 1 November in Berlin is 23:30 on 31 October in UTC: the month to export is October.
-    const report = await p.plan({ scheduledAt: '2026-10-31T23:30:00.000Z', executionId: 'exec-tz' });
-    expect(report.period).toBe('2026-10');
-    const january = await p.plan({ scheduledAt: '2027-01-01T02:00:00+01:00', executionId: 'exec-jan' });
-    expect(january.period).toBe('2026-12');
-  });
-
-  it('exports every company once (API key first, each user-reached company once), then publishes the run summary', async () => {
-    const p = pipeline();
-    const plan = await p.plan();
-    expect(plan).toMatchObject({ period: '2026-10', companies: 2, users: 2, repeated: false });
-    const started = p.events.ofType(EXPORT_EVENT_TYPES.monthlyStarted);
-    expect(started.map((e) => e.detail)).toEqual([
-      { runId: plan.runId, period: '2026-10', timeZone: 'Europe/Berlin', scheduledAt: SCHEDULED, companies: [k1, k2], users: 2 },
-    ]);
-    // The API-key companies are grouped by company and month; discoveries by user.
-    expect(p.queue.messages.map((m) => m.groupId).sort()).toEqual([`${k1}#2026-10`, `${k2}#2026-10`, `user#${userX}`, `user#${userY}`].sort());
-
-    await p.drain();
-
-    const exported = exportsOf(p.results).filter((r) => r.result === 'completed');
-    expect(exported.map((r) => [r.job.companyId, r.job.source.kind]).sort()).toEqual([[k1, 'apiKey'], [k2, 'apiKey'], [u1, 'user']].sort());
-    const completed = p.events.ofType(EXPORT_EVENT_TYPES.completed).map((e) => e.detail as { companyId: string; manifestKey: string; trigger: unknown });
-    expect(completed.map((d) => d.companyId).sort()).toEqual([k1, k2, u1].sort());
-    for (const detail of completed) {
-      expect(detail.trigger).toEqual({ kind: 'monthly', runId: plan.runId });
-      expect(await p.store.head(detail.manifestKey)).toBeDefined();
+    /** SQS as the worker sees it, one message per batch: handed-back messages come again until the DLQ takes them. */
+    async function drain(maxRounds = 20): Promise<void> {
+      let pending: QueuedExportMessage[] = [];
+      for (let round = 0; round < maxRounds; round++) {
+        pending = [...pending, ...queue.drain()];
+        if (pending.length === 0) return;
+        const next: QueuedExportMessage[] = [];
+        for (const message of pending) {
+          const receiveCount = (deliveries.get(message.deduplicationId) ?? 0) + 1;
+          deliveries.set(message.deduplicationId, receiveCount);
+          const sqs: ExportMessage = { messageId: `${message.deduplicationId.slice(0, 8)}-${receiveCount}`, body: message.body, receiveCount };
+          const report = await processExportBatch(worker, [sqs]);
+          results.push({ job: safeDecode(message.body), result: report.results[0]!.result });
+          if (report.failedMessageIds.length === 0) continue;
+          if (receiveCount >= worker.maxReceiveCount) deadLetters.push(message);
+          else next.push(message);
+        }
+        pending = next;
+      }
+      throw new Error('the queue did not drain');
     }
-    const finished = p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished);
-    expect(finished).toHaveLength(1);
-    expect(finished[0]!.detail).toMatchObject({ runId: plan.runId, period: '2026-10', expected: 3, completed: 3, failed: 0, failedDiscoveries: 0, failedCompanies: [] });
-  });
 
-  it('a repeated planner invocation (scheduler retry) enqueues only what is still open', async () => {
-    const p = pipeline();
-    const first = await p.plan();
-    await p.drain();
-    const again = await p.plan();
-    expect(again).toMatchObject({ runId: first.runId, companies: 0, users: 0, repeated: true });
-    expect(p.queue.messages).toEqual([]);
-  });
+    const plan = (overrides: { scheduledAt?: string; executionId?: string; companies?: string[]; users?: boolean } = {}) =>
+      planMonthlyExport(
+        { ledger, queue, events, clock, logger, metrics },
+        {
+          scheduledAt: overrides.scheduledAt ?? SCHEDULED,
+          executionId: overrides.executionId ?? 'exec-1',
+          timeZone: 'Europe/Berlin',
+          companies: overrides.companies ?? [k1, k2],
+          users: overrides.users === false ? undefined : tokens,
+          formats: ['jsonl', 'parquet'],
+        },
+      );
+    return { store, queue, ledger, events, logger, metrics, worker, results, deadLetters, drain, plan, clock };
+  }
 
-  it('isolates a failing company: a transient failure is retried on the next delivery, a permanent one is reported once; the rest complete', async () => {
-    const p = pipeline();
-    const narrow = (await sandbox.admin.createApiKey({ companyId: k2, permissions: ['read_transactions', 'read_categories'] })).key;
-    const original = keys.get(k2)!;
-    keys.set(k2, narrow);
+  function safeDecode(body: string) {
     try {
-      // The first transactions requests fail through all the client's own retries: K1's first attempt.
-      await sandbox.admin.faults.add({ route: 'GET /accounting/transactions/', times: 4, fault: { type: 'status', status: 503 } });
-      const plan = await p.plan();
-      await p.drain();
-
-      const byCompany = (company: string) => exportsOf(p.results).filter((r) => r.job.companyId === company).map((r) => r.result);
-      expect(byCompany(k1)).toEqual(['retry', 'completed']);
-      expect(byCompany(k2)).toEqual(['failed']);
-      expect(byCompany(u1)).toEqual(['completed']);
-      const failed = p.events.ofType(EXPORT_EVENT_TYPES.failed);
-      expect(failed.map((e) => e.detail)).toEqual([expect.objectContaining({ companyId: k2, retryable: false, attempts: 1, errorClass: 'PermissionDeniedError' })]);
-      expect(p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished)[0]!.detail).toMatchObject({
-        runId: plan.runId,
-        expected: 3,
-        completed: 2,
-        failed: 1,
-        failedCompanies: [k2],
-      });
-      expect(p.metrics.sum('ExportAttemptFailed')).toBe(1);
-      expect(p.metrics.sum('ExportFailed')).toBe(1);
-      expect(p.deadLetters).toEqual([]);
-    } finally {
-      keys.set(k2, original);
+      return decodeJob(body);
+    } catch {
+      return undefined;
     }
-  });
+  }
 
-  it('a company failing on every delivery ends in the dead-letter queue, reported by ExportFailed and in the summary', async () => {
-    const p = pipeline({ maxReceiveCount: 2 });
-    await sandbox.admin.faults.add({ route: 'GET /companies/{company_pk}/taxes/reports/', times: 'always', fault: { type: 'status', status: 500 } });
-    await p.plan({ companies: [k1], users: false });
-    await p.drain();
+  const exportsOf = (results: { job: ReturnType<typeof decodeJob> | undefined; result: JobResult }[]) =>
+    results.filter((r): r is { job: ExportJob; result: JobResult } => r.job?.type === 'export');
 
-    expect(exportsOf(p.results).filter((r) => r.job.companyId === k1).map((r) => r.result)).toEqual(['retry', 'retry']);
-    expect(p.deadLetters.map((m) => m.groupId)).toEqual([`${k1}#2026-10`]);
-    const failed = p.events.ofType(EXPORT_EVENT_TYPES.failed);
-    expect(failed.filter((e) => e.detail.companyId === k1).map((e) => e.detail)).toEqual([
-      expect.objectContaining({ retryable: true, attempts: 2, errorClass: 'ServerError', previousExport: false }),
-    ]);
-    expect(p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished)[0]!.detail).toMatchObject({ failedCompanies: [k1] });
-  });
-
-  it('after a failure, later messages of the same group in the batch are handed back unprocessed; malformed ones are handed back', async () => {
-    const p = pipeline();
-    await sandbox.admin.faults.add({ route: 'GET /accounting/categories/', times: 4, fault: { type: 'status', status: 503 } });
-    const job = (requestId: string): ExportJob => ({
-      type: 'export',
-      companyId: k1,
-      period: '2026-10',
-      formats: ['csv'],
-      source: { kind: 'apiKey' },
-      trigger: { kind: 'on_demand', requestId, via: 'event' },
-    });
-    const other: ExportJob = { ...job('c'), companyId: k2 };
-    const messages: ExportMessage[] = [
-      { messageId: 'a', body: JSON.stringify(job('a')), receiveCount: 1 },
-      { messageId: 'b', body: JSON.stringify(job('b')), receiveCount: 1 },
-      { messageId: 'c', body: JSON.stringify(other), receiveCount: 1 },
-      { messageId: 'd', body: '{"type":"export","companyId":"not-a-uuid"}', receiveCount: 1 },
-    ];
-    const report = await processExportBatch(p.worker, messages);
-    expect(report.results).toEqual([
-      { messageId: 'a', result: 'retry' },
-      { messageId: 'b', result: 'skipped' },
-      { messageId: 'c', result: 'completed' },
-      { messageId: 'd', result: 'malformed' },
-    ]);
-    expect(report.failedMessageIds).toEqual(['a', 'b', 'd']);
-    expect(p.logger.lines.some((l) => l.includes('malformed export job') && l.includes('companyId'))).toBe(true);
-  });
-
-  it('a user whose companies cannot be listed is a failed discovery: the run still finishes and says so', async () => {
-    const p = pipeline();
-    const userZ = await onboard('inst-monthly', [u1]);
-    const record = (await tokens.acquireLease(userZ, 'test', sandboxClock.now() + MINUTE, sandboxClock.now()))!;
-    // Revoked at the service but still active in the store: the discovery's 401 cannot heal.
-    await sandbox.admin.disableUser({ userId: (await sandbox.admin.findUser({ externalId: userZ })).userId });
-    await tokens.releaseLease(userZ, 'test');
-    expect(record.status).toBe('active');
-    try {
-      await p.plan();
-      await p.drain();
-      const summary = p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished)[0]!.detail;
-      expect(summary).toMatchObject({ expected: 3, completed: 3, failedDiscoveries: 1 });
-    } finally {
-      const lease = (await tokens.acquireLease(userZ, 'test', sandboxClock.now() + MINUTE, sandboxClock.now()))!;
-      await tokens.markStatus(userZ, { status: 'revoked' }, { expectedVersion: lease.version, owner: 'test', now: sandboxClock.now() });
-    }
-  });
-
-  describe('overdue check', () => {
-    const at = (iso: string) => ManualClock.autoAdvancing(Date.parse(iso));
-
-    it('judges nothing before the deadline; after it, counts the companies of the run without a complete export, until one is exported', async () => {
+  describe('monthly export pipeline', () => {
+    it('plans the previous month on the wall clock of the time zone, even when UTC is still in that month', async () => {
       const p = pipeline();
-      const narrow = (await sandbox.admin.createApiKey({ companyId: k2, permissions: ['read_transactions'] })).key;
+      // 00:30 on 1 November in Berlin is 23:30 on 31 October in UTC: the month to export is October.
+      const report = await p.plan({ scheduledAt: '2026-10-31T23:30:00.000Z', executionId: 'exec-tz' });
+      expect(report.period).toBe('2026-10');
+      const january = await p.plan({ scheduledAt: '2027-01-01T02:00:00+01:00', executionId: 'exec-jan' });
+      expect(january.period).toBe('2026-12');
+    });
+
+    it('exports every company once (API key first, each user-reached company once), then publishes the run summary', async () => {
+      const p = pipeline();
+      const plan = await p.plan();
+      expect(plan).toMatchObject({ period: '2026-10', companies: 2, users: 2, repeated: false });
+      const started = p.events.ofType(EXPORT_EVENT_TYPES.monthlyStarted);
+      expect(started.map((e) => e.detail)).toEqual([
+        { runId: plan.runId, period: '2026-10', timeZone: 'Europe/Berlin', scheduledAt: SCHEDULED, companies: [k1, k2], users: 2 },
+      ]);
+      // The API-key companies are grouped by company and month; discoveries by user.
+      expect(p.queue.messages.map((m) => m.groupId).sort()).toEqual([`${k1}#2026-10`, `${k2}#2026-10`, `user#${userX}`, `user#${userY}`].sort());
+
+      await p.drain();
+
+      const exported = exportsOf(p.results).filter((r) => r.result === 'completed');
+      expect(exported.map((r) => [r.job.companyId, r.job.source.kind]).sort()).toEqual([[k1, 'apiKey'], [k2, 'apiKey'], [u1, 'user']].sort());
+      const completed = p.events.ofType(EXPORT_EVENT_TYPES.completed).map((e) => e.detail as { companyId: string; manifestKey: string; trigger: unknown });
+      expect(completed.map((d) => d.companyId).sort()).toEqual([k1, k2, u1].sort());
+      for (const detail of completed) {
+        expect(detail.trigger).toEqual({ kind: 'monthly', runId: plan.runId });
+        expect(await p.store.head(detail.manifestKey)).toBeDefined();
+      }
+      const finished = p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished);
+      expect(finished).toHaveLength(1);
+      expect(finished[0]!.detail).toMatchObject({ runId: plan.runId, period: '2026-10', expected: 3, completed: 3, failed: 0, failedDiscoveries: 0, failedCompanies: [] });
+    });
+
+    it('a repeated planner invocation (scheduler retry) enqueues only what is still open', async () => {
+      const p = pipeline();
+      const first = await p.plan();
+      await p.drain();
+      const again = await p.plan();
+      expect(again).toMatchObject({ runId: first.runId, companies: 0, users: 0, repeated: true });
+      expect(p.queue.messages).toEqual([]);
+    });
+
+    it('isolates a failing company: a transient failure is retried on the next delivery, a permanent one is reported once; the rest complete', async () => {
+      const p = pipeline();
+      const narrow = (await sandbox.admin.createApiKey({ companyId: k2, permissions: ['read_transactions', 'read_categories'] })).key;
       const original = keys.get(k2)!;
       keys.set(k2, narrow);
-      await p.plan();
-      await p.drain();
-      keys.set(k2, original);
+      try {
+        // The first transactions requests fail through all the client's own retries: K1's first attempt.
+        await sandbox.admin.faults.add({ route: 'GET /accounting/transactions/', times: 4, fault: { type: 'status', status: 503 } });
+        const plan = await p.plan();
+        await p.drain();
 
-      const check = (clock: ManualClock, metrics = new MemoryMetrics()) =>
-        checkMonthlyExport({ ledger: p.ledger, store: p.store, events: p.events, clock, logger: p.logger, metrics }, { timeZone: 'Europe/Berlin', dueAfterHours: 12 });
-      // 11:59 in Berlin on the 1st: not yet due.
-      expect(await check(at('2026-11-01T10:59:00Z'))).toMatchObject({ due: false, overdue: 0 });
-      const metrics = new MemoryMetrics();
-      const report = await check(at('2026-11-01T11:00:00Z'), metrics);
-      expect(report).toMatchObject({ period: '2026-10', due: true, overdue: 1, overdueCompanies: [k2], missingRun: false });
-      expect(metrics.sum('MonthlyExportsOverdue')).toBe(1);
-
-      // An on-demand export of K2 makes the period complete: no longer overdue.
-      await processExportBatch(p.worker, [
-        {
-          messageId: 'fix',
-          receiveCount: 1,
-          body: JSON.stringify({ type: 'export', companyId: k2, period: '2026-10', formats: ['csv'], source: { kind: 'apiKey' }, trigger: { kind: 'on_demand', requestId: 'fix', via: 'event' } }),
-        },
-      ]);
-      expect(await p.store.head(manifestKey(k2, OCTOBER))).toBeDefined();
-      expect(await check(at('2026-11-02T08:00:00Z'))).toMatchObject({ overdue: 0, overdueCompanies: [] });
+        const byCompany = (company: string) => exportsOf(p.results).filter((r) => r.job.companyId === company).map((r) => r.result);
+        expect(byCompany(k1)).toEqual(['retry', 'completed']);
+        expect(byCompany(k2)).toEqual(['failed']);
+        expect(byCompany(u1)).toEqual(['completed']);
+        const failed = p.events.ofType(EXPORT_EVENT_TYPES.failed);
+        expect(failed.map((e) => e.detail)).toEqual([expect.objectContaining({ companyId: k2, retryable: false, attempts: 1, errorClass: 'PermissionDeniedError' })]);
+        expect(p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished)[0]!.detail).toMatchObject({
+          runId: plan.runId,
+          expected: 3,
+          completed: 2,
+          failed: 1,
+          failedCompanies: [k2],
+        });
+        expect(p.metrics.sum('ExportAttemptFailed')).toBe(1);
+        expect(p.metrics.sum('ExportFailed')).toBe(1);
+        expect(p.deadLetters).toEqual([]);
+      } finally {
+        keys.set(k2, original);
+      }
     });
 
-    it('a month whose run never started is overdue after the deadline', async () => {
+    it('a company failing on every delivery ends in the dead-letter queue, reported by ExportFailed and in the summary', async () => {
+      const p = pipeline({ maxReceiveCount: 2 });
+      await sandbox.admin.faults.add({ route: 'GET /companies/{company_pk}/taxes/reports/', times: 'always', fault: { type: 'status', status: 500 } });
+      await p.plan({ companies: [k1], users: false });
+      await p.drain();
+
+      expect(exportsOf(p.results).filter((r) => r.job.companyId === k1).map((r) => r.result)).toEqual(['retry', 'retry']);
+      expect(p.deadLetters.map((m) => m.groupId)).toEqual([`${k1}#2026-10`]);
+      const failed = p.events.ofType(EXPORT_EVENT_TYPES.failed);
+      expect(failed.filter((e) => e.detail.companyId === k1).map((e) => e.detail)).toEqual([
+        expect.objectContaining({ retryable: true, attempts: 2, errorClass: 'ServerError', previousExport: false }),
+      ]);
+      expect(p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished)[0]!.detail).toMatchObject({ failedCompanies: [k1] });
+    });
+
+    it('after a failure, later messages of the same group in the batch are handed back unprocessed; malformed ones are handed back', async () => {
       const p = pipeline();
-      const metrics = new MemoryMetrics();
-      const report = await checkMonthlyExport(
-        { ledger: p.ledger, store: p.store, events: p.events, clock: at('2026-12-01T12:00:00Z'), logger: p.logger, metrics },
-        { timeZone: 'Europe/Berlin', dueAfterHours: 12 },
-      );
-      expect(report).toMatchObject({ period: '2026-11', runId: null, due: true, overdue: 1, missingRun: true });
-      expect(metrics.sum('MonthlyExportsOverdue')).toBe(1);
+      await sandbox.admin.faults.add({ route: 'GET /accounting/categories/', times: 4, fault: { type: 'status', status: 503 } });
+      const job = (requestId: string): ExportJob => ({
+        type: 'export',
+        companyId: k1,
+        period: '2026-10',
+        formats: ['csv'],
+        source: { kind: 'apiKey' },
+        trigger: { kind: 'on_demand', requestId, via: 'event' },
+      });
+      const other: ExportJob = { ...job('c'), companyId: k2 };
+      const messages: ExportMessage[] = [
+        { messageId: 'a', body: JSON.stringify(job('a')), receiveCount: 1 },
+        { messageId: 'b', body: JSON.stringify(job('b')), receiveCount: 1 },
+        { messageId: 'c', body: JSON.stringify(other), receiveCount: 1 },
+        { messageId: 'd', body: '{"type":"export","companyId":"not-a-uuid"}', receiveCount: 1 },
+      ];
+      const report = await processExportBatch(p.worker, messages);
+      expect(report.results).toEqual([
+        { messageId: 'a', result: 'retry' },
+        { messageId: 'b', result: 'skipped' },
+        { messageId: 'c', result: 'completed' },
+        { messageId: 'd', result: 'malformed' },
+      ]);
+      expect(report.failedMessageIds).toEqual(['a', 'b', 'd']);
+      expect(p.logger.lines.some((l) => l.includes('malformed export job') && l.includes('companyId'))).toBe(true);
+    });
+
+    it('a user whose companies cannot be listed is a failed discovery: the run still finishes and says so', async () => {
+      const p = pipeline();
+      const userZ = await onboard('inst-monthly', [u1]);
+      const record = (await tokens.acquireLease(userZ, 'test', sandboxClock.now() + MINUTE, sandboxClock.now()))!;
+      // Revoked at the service but still active in the store: the discovery's 401 cannot heal.
+      await sandbox.admin.disableUser({ userId: (await sandbox.admin.findUser({ externalId: userZ })).userId });
+      await tokens.releaseLease(userZ, 'test');
+      expect(record.status).toBe('active');
+      try {
+        await p.plan();
+        await p.drain();
+        const summary = p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished)[0]!.detail;
+        expect(summary).toMatchObject({ expected: 3, completed: 3, failedDiscoveries: 1 });
+      } finally {
+        const lease = (await tokens.acquireLease(userZ, 'test', sandboxClock.now() + MINUTE, sandboxClock.now()))!;
+        await tokens.markStatus(userZ, { status: 'revoked' }, { expectedVersion: lease.version, owner: 'test', now: sandboxClock.now() });
+      }
+    });
+
+    describe('overdue check', () => {
+      const at = (iso: string) => ManualClock.autoAdvancing(Date.parse(iso));
+
+      it('judges nothing before the deadline; after it, counts the companies of the run without a complete export, until one is exported', async () => {
+        const p = pipeline();
+        const narrow = (await sandbox.admin.createApiKey({ companyId: k2, permissions: ['read_transactions'] })).key;
+        const original = keys.get(k2)!;
+        keys.set(k2, narrow);
+        await p.plan();
+        await p.drain();
+        keys.set(k2, original);
+
+        const check = (clock: ManualClock, metrics = new MemoryMetrics()) =>
+          checkMonthlyExport({ ledger: p.ledger, store: p.store, events: p.events, clock, logger: p.logger, metrics }, { timeZone: 'Europe/Berlin', dueAfterHours: 12 });
+        // 11:59 in Berlin on the 1st: not yet due.
+        expect(await check(at('2026-11-01T10:59:00Z'))).toMatchObject({ due: false, overdue: 0 });
+        const metrics = new MemoryMetrics();
+        const report = await check(at('2026-11-01T11:00:00Z'), metrics);
+        expect(report).toMatchObject({ period: '2026-10', due: true, overdue: 1, overdueCompanies: [k2], missingRun: false });
+        expect(metrics.sum('MonthlyExportsOverdue')).toBe(1);
+
+        // An on-demand export of K2 makes the period complete: no longer overdue.
+        await processExportBatch(p.worker, [
+          {
+            messageId: 'fix',
+            receiveCount: 1,
+            body: JSON.stringify({ type: 'export', companyId: k2, period: '2026-10', formats: ['csv'], source: { kind: 'apiKey' }, trigger: { kind: 'on_demand', requestId: 'fix', via: 'event' } }),
+          },
+        ]);
+        expect(await p.store.head(manifestKey(k2, OCTOBER))).toBeDefined();
+        expect(await check(at('2026-11-02T08:00:00Z'))).toMatchObject({ overdue: 0, overdueCompanies: [] });
+      });
+
+      it('a month whose run never started is overdue after the deadline', async () => {
+        const p = pipeline();
+        const metrics = new MemoryMetrics();
+        const report = await checkMonthlyExport(
+          { ledger: p.ledger, store: p.store, events: p.events, clock: at('2026-12-01T12:00:00Z'), logger: p.logger, metrics },
+          { timeZone: 'Europe/Berlin', dueAfterHours: 12 },
+        );
+        expect(report).toMatchObject({ period: '2026-11', runId: null, due: true, overdue: 1, missingRun: true });
+        expect(metrics.sum('MonthlyExportsOverdue')).toBe(1);
+      });
     });
   });
 });

@@ -23,513 +23,516 @@ import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
 import { client as secretsClient, secretStore, startSecretsManager, type RunningSecretsManager } from '../../helpers/secrets-manager';
 import { CANARY } from '../../helpers/canary';
+import { TEST_DIALECTS } from '../../helpers/dialects';
 
-/**
- * The token use cases end to end against the sandbox (the service), dynalite (the token table)
- * and the Secrets Manager emulator (the institution credential), on one ManualClock: token expiry,
- * leases and the secret's TTL all move only when the test says so. No sleeps.
- */
+describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
+  /**
+   * The token use cases end to end against the sandbox (the service), dynalite (the token table)
+   * and the Secrets Manager emulator (the institution credential), on one ManualClock: token expiry,
+   * leases and the secret's TTL all move only when the test says so. No sleeps.
+   */
 
-const MINUTE = 60_000;
-const INSTITUTION_ID = 'inst-tokens';
-const FIRST_SECRET = CANARY.institutionSecret;
-const SECOND_SECRET = CANARY.institutionSecretNext;
+  const MINUTE = 60_000;
+  const INSTITUTION_ID = 'inst-tokens';
+  const FIRST_SECRET = CANARY.institutionSecret;
+  const SECOND_SECRET = CANARY.institutionSecretNext;
 
-const clock = new ManualClock();
-const logger = new MemoryLogger();
-/** Every token value that went through the store, for the canary scan at the end. */
-const seenTokens = new Set<string>();
+  const clock = new ManualClock();
+  const logger = new MemoryLogger();
+  /** Every token value that went through the store, for the canary scan at the end. */
+  const seenTokens = new Set<string>();
 
-let sandbox: RunningSandbox;
-let sm: RunningSecretsManager;
-let sdk: SecretsManagerClient;
-let dynamo: LocalDynamo;
-let ddb: DynamoDBClient;
-let secretArn: string;
-let tables = 0;
-let users = 0;
+  let sandbox: RunningSandbox;
+  let sm: RunningSecretsManager;
+  let sdk: SecretsManagerClient;
+  let dynamo: LocalDynamo;
+  let ddb: DynamoDBClient;
+  let secretArn: string;
+  let tables = 0;
+  let users = 0;
 
-beforeAll(async () => {
-  sandbox = await startSandbox({ clock, demo: false });
-  await sandbox.admin.createInstitution({ id: INSTITUTION_ID, secret: FIRST_SECRET });
-  sm = await startSecretsManager({ clock });
-  sdk = secretsClient(sm);
-  const created = await sdk.send(
-    new CreateSecretCommand({ Name: 'acctops/test/institution-credential', SecretString: `${INSTITUTION_ID}:${FIRST_SECRET}` }),
-  );
-  secretArn = created.ARN!;
-  dynamo = await startDynamo();
-  ddb = dynamo.client();
-});
+  beforeAll(async () => {
+    sandbox = await startSandbox({ dialect, clock, demo: false });
+    await sandbox.admin.createInstitution({ id: INSTITUTION_ID, secret: FIRST_SECRET });
+    sm = await startSecretsManager({ clock });
+    sdk = secretsClient(sm);
+    const created = await sdk.send(
+      new CreateSecretCommand({ Name: 'acctops/test/institution-credential', SecretString: `${INSTITUTION_ID}:${FIRST_SECRET}` }),
+    );
+    secretArn = created.ARN!;
+    dynamo = await startDynamo();
+    ddb = dynamo.client();
+  });
 
-afterEach(async () => {
-  await sandbox.admin.faults.clear();
-});
+  afterEach(async () => {
+    await sandbox.admin.faults.clear();
+  });
 
-afterAll(async () => {
-  sdk.destroy();
-  ddb.destroy();
-  await Promise.all([sandbox.stop(), sm.stop(), dynamo.stop()]);
-  forgetRegisteredSecrets();
-});
+  afterAll(async () => {
+    sdk.destroy();
+    ddb.destroy();
+    await Promise.all([sandbox.stop(), sm.stop(), dynamo.stop()]);
+    forgetRegisteredSecrets();
+  });
 
-interface World {
-  store: DynamoDbTokenStore;
-  events: MemoryEventPublisher;
-  metrics: MemoryMetrics;
-  worker(options?: {
-    ownerPrefix?: string;
-    institution?: (api: InstitutionApi) => InstitutionApi;
-    settings?: TokenLifecycleDeps['settings'];
-  }): TokenLifecycle;
-  onboard(count: number): Promise<string[]>;
-  record(externalId: string): Promise<TokenRecord>;
-  plan(): Promise<string[]>;
-}
+  interface World {
+    store: DynamoDbTokenStore;
+    events: MemoryEventPublisher;
+    metrics: MemoryMetrics;
+    worker(options?: {
+      ownerPrefix?: string;
+      institution?: (api: InstitutionApi) => InstitutionApi;
+      settings?: TokenLifecycleDeps['settings'];
+    }): TokenLifecycle;
+    onboard(count: number): Promise<string[]>;
+    record(externalId: string): Promise<TokenRecord>;
+    plan(): Promise<string[]>;
+  }
 
-/** A fresh table, event sink and metrics per test; the service, the secret and the clock are shared. */
-async function world(): Promise<World> {
-  const tableName = `tokens-lifecycle-${++tables}`;
-  await createTokenTable(ddb, tableName);
-  const store = new DynamoDbTokenStore({ client: ddb, tableName });
-  const events = new MemoryEventPublisher();
-  const metrics = new MemoryMetrics();
-  const worker: World['worker'] = (options = {}) => {
-    // Each worker has its own cached credential, as each Lambda execution environment does.
-    const credential = cachedInstitutionCredential(secretStore(sm), secretArn, { clock, logger });
-    const client: AccountingClient = createAccountingClient({
-      baseUrl: sandbox.baseUrl,
-      credentials: institutionCredentialProvider(credential),
-      clock,
-      logger,
-      // Retries back off on the clock; these tests assert outcomes, not backoff.
-      retry: { maxAttempts: 1 },
-    });
-    const institution = options.institution ? options.institution(client.institution) : client.institution;
-    return new TokenLifecycle({
+  /** A fresh table, event sink and metrics per test; the service, the secret and the clock are shared. */
+  async function world(): Promise<World> {
+    const tableName = `tokens-lifecycle-${++tables}`;
+    await createTokenTable(ddb, tableName);
+    const store = new DynamoDbTokenStore({ client: ddb, tableName });
+    const events = new MemoryEventPublisher();
+    const metrics = new MemoryMetrics();
+    const worker: World['worker'] = (options = {}) => {
+      // Each worker has its own cached credential, as each Lambda execution environment does.
+      const credential = cachedInstitutionCredential(secretStore(sm), secretArn, { clock, logger });
+      const client: AccountingClient = createAccountingClient({
+        baseUrl: sandbox.baseUrl,
+        credentials: institutionCredentialProvider(credential),
+        clock,
+        logger,
+        // Retries back off on the clock; these tests assert outcomes, not backoff.
+        retry: { maxAttempts: 1 },
+      });
+      const institution = options.institution ? options.institution(client.institution) : client.institution;
+      return new TokenLifecycle({
+        store,
+        institution,
+        events,
+        clock,
+        logger,
+        metrics,
+        ownerPrefix: options.ownerPrefix ?? 'test-worker',
+        settings: options.settings,
+      });
+    };
+    const onboarder = worker({ ownerPrefix: 'onboarding' });
+    return {
       store,
-      institution,
       events,
-      clock,
-      logger,
       metrics,
-      ownerPrefix: options.ownerPrefix ?? 'test-worker',
-      settings: options.settings,
-    });
-  };
-  const onboarder = worker({ ownerPrefix: 'onboarding' });
-  return {
-    store,
-    events,
-    metrics,
-    worker,
-    onboard: async (count) => {
-      const ids: string[] = [];
-      for (let i = 0; i < count; i++) {
-        const n = ++users;
-        const externalId = randomUUID();
-        await onboarder.onboard({ externalId, username: `user-${n}`, email: `user-${n}@example.test` });
-        ids.push(externalId);
-      }
-      return ids;
-    },
-    record: async (externalId) => {
-      const record = await store.get(externalId);
-      if (!record) throw new Error(`no record for ${externalId}`);
-      seenTokens.add(record.accessToken).add(record.refreshToken);
-      return record;
-    },
-    plan: async () => {
-      const queue = new MemoryRefreshQueue();
-      await planTokenRefresh({ store, queue, clock, logger, metrics }, { marginMs: 15 * MINUTE, pageSize: 7 });
-      return queue.take(queue.size).map((r) => r.externalId);
-    },
-  };
-}
-
-async function stats() {
-  return sandbox.admin.stats();
-}
-
-async function sandboxUserId(externalId: string): Promise<string> {
-  return (await sandbox.admin.findUser({ institutionId: INSTITUTION_ID, externalId })).userId;
-}
-
-/** The institution operations of a client as a plain object, for tests that wrap one of them. */
-function passThrough(api: InstitutionApi): InstitutionApi {
-  return {
-    createUser: (input) => api.createUser(input),
-    refreshToken: (token) => api.refreshToken(token),
-    verifyToken: (token) => api.verifyToken(token),
-    expireToken: (token) => api.expireToken(token),
-    retrieveToken: (input) => api.retrieveToken(input),
-  };
-}
-
-const resultsOf = (outcomes: RefreshOutcome[]) => Object.fromEntries(outcomes.map((o) => [o.externalId, o.result]));
-
-describe('onboarding', () => {
-  it('creates the user at the service and stores its pair, with the expiry taken from the JWT', async () => {
-    const w = await world();
-    const [id] = await w.onboard(1);
-    const record = await w.record(id!);
-    expect(record).toMatchObject({ status: 'active', version: 1, username: expect.stringMatching(/^user-/), leaseOwner: null });
-    expect(record.accessTokenExpiresAt).toBe(jwtExpiry(record.accessToken));
-    expect(record.accessTokenExpiresAt).toBe(Math.floor(clock.now() / 1000) * 1000 + 30 * MINUTE);
-    const verdict = await w.worker().verify(id!);
-    expect(verdict.service).toEqual({ valid: true, expiresAt: new Date(record.accessTokenExpiresAt).toISOString() });
-  });
-
-  it('retrieves instead when the service already knows the user, and is idempotent', async () => {
-    const w = await world();
-    const externalId = randomUUID();
-    const user = { externalId, username: `known-${externalId.slice(0, 8)}`, email: `known-${externalId.slice(0, 8)}@example.test` };
-    await sandbox.admin.createUser({ ...user, institutionId: INSTITUTION_ID });
-    const before = await stats();
-
-    const lifecycle = w.worker();
-    await expect(lifecycle.onboard(user)).resolves.toMatchObject({ result: 'retrieved', status: 'active' });
-    await expect(lifecycle.onboard(user)).resolves.toMatchObject({ result: 'already_onboarded' });
-    const after = await stats();
-    expect(after.retrievesPerUser[externalId]).toBe((before.retrievesPerUser[externalId] ?? 0) + 1);
-    expect(after.byRoute['POST /institution/users/create/']).toBe((before.byRoute['POST /institution/users/create/'] ?? 0) + 1);
-    await w.record(externalId);
-
-    await expect(lifecycle.onboard({ ...user, email: 'someone-else@example.test' })).rejects.toBeInstanceOf(OnboardConflictError);
-  });
-
-  it('refuses a user whose username belongs to another external_id at the service, storing nothing', async () => {
-    const w = await world();
-    const taken = `taken-${randomUUID().slice(0, 8)}`;
-    await sandbox.admin.createUser({ username: taken, email: `${taken}@example.test`, externalId: randomUUID(), institutionId: INSTITUTION_ID });
-    const externalId = randomUUID();
-    await expect(w.worker().onboard({ externalId, username: taken, email: `${taken}@example.test` })).rejects.toBeInstanceOf(OnboardConflictError);
-    expect(await w.store.get(externalId)).toBeNull();
-  });
-});
-
-describe('refreshing due tokens', () => {
-  it('refreshes a token nearing expiry and persists the rotated refresh token', async () => {
-    const w = await world();
-    const ids = await w.onboard(3);
-    const before = new Map(await Promise.all(ids.map(async (id) => [id, await w.record(id)] as const)));
-
-    clock.advance(14 * MINUTE);
-    expect(await w.plan()).toEqual([]);
-
-    clock.advance(2 * MINUTE);
-    const late = await w.onboard(1);
-    expect((await w.plan()).sort()).toEqual([...ids].sort());
-
-    const lifecycle = w.worker();
-    const outcomes = await lifecycle.refreshBatch(ids);
-    expect(outcomes.map((o) => o.result)).toEqual(['refreshed', 'refreshed', 'refreshed']);
-    for (const id of ids) {
-      const old = before.get(id)!;
-      const now = await w.record(id);
-      expect(now).toMatchObject({ status: 'active', version: old.version + 1, leaseOwner: null, refreshedAt: clock.now() });
-      expect(now.refreshToken).not.toBe(old.refreshToken);
-      expect(now.accessTokenExpiresAt).toBe(jwtExpiry(now.accessToken));
-      // The rotated-out refresh token is dead at the service; the stored one is the live one.
-      await expect(lifecycle.verify(id)).resolves.toMatchObject({ service: { valid: true } });
-    }
-    expect(await w.plan()).toEqual([]);
-
-    // The next cycle refreshes with the persisted token: the service refuses none.
-    clock.advance(16 * MINUTE);
-    expect((await w.plan()).sort()).toEqual([...ids, ...late].sort());
-    const second = await lifecycle.refreshBatch([...ids, ...late]);
-    expect(second.every((o) => o.result === 'refreshed')).toBe(true);
-    const s = await stats();
-    for (const id of ids) {
-      expect(s.refreshesPerUser[id]).toBe(2);
-      expect(s.refusedRefreshesPerUser[id]).toBeUndefined();
-    }
-    expect(w.metrics.sum('TokenRefreshed')).toBe(7);
-  });
-
-  it('two concurrent workers refresh each user exactly once', async () => {
-    const w = await world();
-    const ids = await w.onboard(12);
-    clock.advance(16 * MINUTE);
-    const queued = await w.plan();
-    expect(queued).toHaveLength(12);
-    const before = await stats();
-
-    const a = w.worker({ ownerPrefix: 'worker-a' });
-    const b = w.worker({ ownerPrefix: 'worker-b' });
-    // Both get every user (the planner ran twice, or SQS delivered twice), in opposite orders.
-    const [ra, rb] = await Promise.all([a.refreshBatch(queued), b.refreshBatch([...queued].reverse())]);
-
-    const after = await stats();
-    for (const id of ids) {
-      expect((after.refreshesPerUser[id] ?? 0) - (before.refreshesPerUser[id] ?? 0)).toBe(1);
-      expect(after.refusedRefreshesPerUser[id]).toBeUndefined();
-      const results = [resultsOf(ra)[id], resultsOf(rb)[id]].sort();
-      expect(results.filter((r) => r === 'refreshed')).toHaveLength(1);
-      expect(['busy', 'not_due']).toContain(results.find((r) => r !== 'refreshed'));
-      expect(await w.record(id)).toMatchObject({ version: 2, leaseOwner: null });
-    }
-  });
-
-  it('recovers a lost response (the service refreshed, the connection died) through retrieve', async () => {
-    const w = await world();
-    const [id] = await w.onboard(1);
-    clock.advance(16 * MINUTE);
-    const before = await stats();
-    await sandbox.admin.faults.add({ route: 'POST /institution/users/token/refresh/', fault: { type: 'reset', phase: 'after' } });
-
-    const lifecycle = w.worker();
-    await expect(lifecycle.refresh(id!)).resolves.toEqual({ externalId: id, result: 'recovered' });
-    const after = await stats();
-    expect(after.refreshesPerUser[id!]).toBe((before.refreshesPerUser[id!] ?? 0) + 1);
-    expect(after.retrievesPerUser[id!]).toBe((before.retrievesPerUser[id!] ?? 0) + 1);
-    expect(await w.record(id!)).toMatchObject({ status: 'active', version: 2, consecutiveFailures: 0 });
-
-    // The recovered pair is the live one: the next refresh succeeds.
-    clock.advance(16 * MINUTE);
-    await expect(lifecycle.refresh(id!)).resolves.toMatchObject({ result: 'refreshed' });
-    expect((await stats()).refusedRefreshesPerUser[id!]).toBeUndefined();
-    expect(w.metrics.sum('TokenRecovered')).toBe(1);
-  });
-
-  it('recovers through retrieve when the service refuses the refresh token (invalid_grant)', async () => {
-    const w = await world();
-    const [id] = await w.onboard(1);
-    const stolen = (await w.record(id!)).refreshToken;
-    // Someone else used the refresh token: the stored one is now a used, rotated-out token.
-    const outsider = createAccountingClient({ baseUrl: sandbox.baseUrl, credentials: institutionAuth({ institutionId: INSTITUTION_ID, secretKey: FIRST_SECRET }), clock });
-    await outsider.institution.refreshToken(stolen);
-    clock.advance(16 * MINUTE);
-    const before = await stats();
-
-    await expect(w.worker().refresh(id!)).resolves.toEqual({ externalId: id, result: 'recovered' });
-    const after = await stats();
-    expect(after.refusedRefreshesPerUser[id!]).toBe((before.refusedRefreshesPerUser[id!] ?? 0) + 1);
-    expect(after.retrievesPerUser[id!]).toBe((before.retrievesPerUser[id!] ?? 0) + 1);
-    expect(await w.record(id!)).toMatchObject({ status: 'active' });
-    await expect(w.worker().verify(id!)).resolves.toMatchObject({ service: { valid: true } });
-  });
-
-  it('marks a user needs_attention with an event and a metric when retrieve fails too, and the others still succeed', async () => {
-    const w = await world();
-    const [first, broken, last] = await w.onboard(3);
-    // The service disabled the user: refresh is refused (invalid_grant), retrieve is refused (401 user_disabled).
-    await sandbox.admin.disableUser({ userId: await sandboxUserId(broken!) });
-    clock.advance(16 * MINUTE);
-
-    const outcomes = await w.worker().refreshBatch([first!, broken!, last!]);
-    expect(resultsOf(outcomes)).toEqual({ [first!]: 'refreshed', [broken!]: 'needs_attention', [last!]: 'refreshed' });
-    expect(await w.record(broken!)).toMatchObject({
-      status: 'needs_attention',
-      consecutiveFailures: 1,
-      lastErrorClass: 'AuthenticationError',
-      leaseOwner: null,
-    });
-    expect(w.events.ofType(TOKEN_EVENT_TYPES.refreshFailed)).toEqual([
-      {
-        type: 'TokenRefreshFailed',
-        time: clock.now(),
-        detail: expect.objectContaining({
-          externalId: broken,
-          errorClass: 'AuthenticationError',
-          apiCode: 'user_disabled',
-          status: 401,
-          refreshErrorClass: 'InvalidGrantError',
-          consecutiveFailures: 1,
-        }),
+      worker,
+      onboard: async (count) => {
+        const ids: string[] = [];
+        for (let i = 0; i < count; i++) {
+          const n = ++users;
+          const externalId = randomUUID();
+          await onboarder.onboard({ externalId, username: `user-${n}`, email: `user-${n}@example.test` });
+          ids.push(externalId);
+        }
+        return ids;
       },
-    ]);
-    expect(w.metrics.sum('TokenNeedsAttention')).toBe(1);
-    expect(w.metrics.sum('TokenRefreshed')).toBe(2);
-    // Out of the schedule: the planner never enqueues it again.
-    clock.advance(16 * MINUTE);
-    expect((await w.plan()).sort()).toEqual([first!, last!].sort());
+      record: async (externalId) => {
+        const record = await store.get(externalId);
+        if (!record) throw new Error(`no record for ${externalId}`);
+        seenTokens.add(record.accessToken).add(record.refreshToken);
+        return record;
+      },
+      plan: async () => {
+        const queue = new MemoryRefreshQueue();
+        await planTokenRefresh({ store, queue, clock, logger, metrics }, { marginMs: 15 * MINUTE, pageSize: 7 });
+        return queue.take(queue.size).map((r) => r.externalId);
+      },
+    };
+  }
 
-    // The runbook: the service re-enables the user, recover brings it back into the schedule.
-    await sandbox.admin.enableUser({ userId: await sandboxUserId(broken!) });
-    await expect(w.worker().recover(broken!)).resolves.toMatchObject({ result: 'recovered', previousStatus: 'needs_attention' });
-    expect(await w.record(broken!)).toMatchObject({ status: 'active', consecutiveFailures: 0 });
-    expect((await w.plan()).sort()).toEqual([first!, last!].sort());
-    clock.advance(16 * MINUTE);
-    expect(await w.plan()).toContain(broken);
-  });
+  async function stats() {
+    return sandbox.admin.stats();
+  }
 
-  it('defers, never abandons, a user whose recovery meets a transient failure', async () => {
-    const w = await world();
-    const [id] = await w.onboard(1);
-    clock.advance(16 * MINUTE);
-    await sandbox.admin.faults.add({ route: 'POST /institution/users/token/refresh/', fault: { type: 'status', status: 503 } });
-    await sandbox.admin.faults.add({ route: 'POST /institution/users/token/retrieve/', fault: { type: 'status', status: 503 } });
+  async function sandboxUserId(externalId: string): Promise<string> {
+    return (await sandbox.admin.findUser({ institutionId: INSTITUTION_ID, externalId })).userId;
+  }
 
-    const [outcome] = await w.worker().refreshBatch([id!]);
-    expect(outcome).toEqual({ externalId: id, result: 'failed', errorClass: 'ServerError' });
-    // Still active, still scheduled, lease released: the retry (SQS, or the next plan) goes ahead at once.
-    expect(await w.record(id!)).toMatchObject({ status: 'active', version: 1, leaseOwner: null });
-    expect(await w.plan()).toEqual([id]);
-    expect(w.events.events).toEqual([]);
-    await expect(w.worker().refresh(id!)).resolves.toMatchObject({ result: 'refreshed' });
-    expect(w.metrics.sum('TokenRefreshDeferred')).toBe(1);
-  });
+  /** The institution operations of a client as a plain object, for tests that wrap one of them. */
+  function passThrough(api: InstitutionApi): InstitutionApi {
+    return {
+      createUser: (input) => api.createUser(input),
+      refreshToken: (token) => api.refreshToken(token),
+      verifyToken: (token) => api.verifyToken(token),
+      expireToken: (token) => api.expireToken(token),
+      retrieveToken: (input) => api.retrieveToken(input),
+    };
+  }
 
-  it('defers a rate-limited refresh without calling retrieve', async () => {
-    const w = await world();
-    const [id] = await w.onboard(1);
-    clock.advance(16 * MINUTE);
-    const before = await stats();
-    await sandbox.admin.faults.add({ route: 'POST /institution/users/token/refresh/', fault: { type: 'status', status: 429 } });
+  const resultsOf = (outcomes: RefreshOutcome[]) => Object.fromEntries(outcomes.map((o) => [o.externalId, o.result]));
 
-    await expect(w.worker().refreshBatch([id!])).resolves.toEqual([{ externalId: id, result: 'failed', errorClass: 'RateLimitError' }]);
-    expect((await stats()).retrievesPerUser[id!]).toBe(before.retrievesPerUser[id!]);
-    expect(await w.record(id!)).toMatchObject({ status: 'active', version: 1, leaseOwner: null });
-  });
-
-  it('never refreshes a revoked user, whose tokens are dead at the service', async () => {
-    const w = await world();
-    const [kept, revoked] = await w.onboard(2);
-    const lifecycle = w.worker();
-    await expect(lifecycle.revoke(revoked!)).resolves.toEqual({ externalId: revoked, result: 'revoked' });
-    await expect(lifecycle.revoke(revoked!)).resolves.toEqual({ externalId: revoked, result: 'already_revoked' });
-    await expect(lifecycle.verify(revoked!)).resolves.toMatchObject({ status: 'revoked', service: { valid: false, reason: 'revoked' } });
-
-    for (let i = 0; i < 6; i++) {
-      clock.advance(5 * 60 * MINUTE);
-      const planned = await w.plan();
-      expect(planned).not.toContain(revoked);
-      // Even a stray message (an old one, a hand-made one) does nothing.
-      const outcomes = await lifecycle.refreshBatch([...planned, revoked!]);
-      expect(resultsOf(outcomes)[revoked!]).toBe('not_due');
-    }
-    const s = await stats();
-    expect(s.refreshesPerUser[revoked!]).toBeUndefined();
-    expect(s.refreshesPerUser[kept!]).toBe(6);
-    expect(await w.record(revoked!)).toMatchObject({ status: 'revoked', leaseOwner: null });
-    await expect(lifecycle.recover(revoked!)).rejects.toBeInstanceOf(UserRevokedError);
-    expect(await w.record(revoked!)).toMatchObject({ status: 'revoked', leaseOwner: null });
-  });
-
-  it('revokes at the service through a fresh pair when the stored refresh token is unknown to it', async () => {
-    const w = await world();
-    const externalId = randomUUID();
-    const user = { username: `lost-${externalId.slice(0, 8)}`, email: `lost-${externalId.slice(0, 8)}@example.test` };
-    // The service holds a live pair we never stored; our record holds tokens the service never issued.
-    const live = (await sandbox.admin.createUser({ ...user, externalId, institutionId: INSTITUTION_ID, issueTokens: true })).tokens!;
-    await w.store.create(
-      { externalId, ...user, accessToken: 'never-issued-access', refreshToken: 'never-issued-refresh', accessTokenExpiresAt: clock.now() + 30 * MINUTE },
-      clock.now(),
-    );
-    const outsider = createAccountingClient({ baseUrl: sandbox.baseUrl, credentials: institutionAuth({ institutionId: INSTITUTION_ID, secretKey: FIRST_SECRET }), clock });
-    await expect(outsider.institution.verifyToken(live.accessToken)).resolves.toMatchObject({ valid: true });
-
-    await expect(w.worker().revoke(externalId)).resolves.toMatchObject({ result: 'revoked' });
-    // expire killed every token of the user, the pair we never held included.
-    await expect(outsider.institution.verifyToken(live.accessToken)).resolves.toMatchObject({ valid: false, reason: 'revoked' });
-    expect(await w.record(externalId)).toMatchObject({ status: 'revoked' });
-    seenTokens.add(live.accessToken).add(live.refreshToken);
-  });
-
-  it('refuses a runbook operation on a user whose lease is held, changing nothing', async () => {
-    const w = await world();
-    const [id] = await w.onboard(1);
-    await w.store.acquireLease(id!, 'someone-else', clock.now() + MINUTE, clock.now());
-    await expect(w.worker().revoke(id!)).rejects.toBeInstanceOf(TokenBusyError);
-    expect(await w.record(id!)).toMatchObject({ status: 'active', leaseOwner: 'someone-else', version: 1 });
-    clock.advance(MINUTE);
-    await expect(w.worker().revoke(id!)).resolves.toMatchObject({ result: 'revoked' });
-  });
-
-  it('survives a change of the institution secret in the middle of a run', async () => {
-    const w = await world();
-    const ids = await w.onboard(6);
-    clock.advance(16 * MINUTE);
-    const reads = () => sm.admin.stats().calls.GetSecretValue ?? 0;
-    let refreshes = 0;
-    // One user at a time, so that the first two are refreshed with the old secret before it changes.
-    const lifecycle = w.worker({
-      settings: { concurrency: 1 },
-      institution: (api) => ({
-        ...passThrough(api),
-        refreshToken: async (token) => {
-          if (++refreshes === 3) {
-            // Ops change the secret at the service and in Secrets Manager while the run goes on.
-            await sandbox.admin.setInstitutionSecret({ id: INSTITUTION_ID, secret: SECOND_SECRET });
-            await sdk.send(new PutSecretValueCommand({ SecretId: secretArn, SecretString: JSON.stringify({ institutionId: INSTITUTION_ID, secretKey: SECOND_SECRET }) }));
-          }
-          return api.refreshToken(token);
-        },
-      }),
+  describe('onboarding', () => {
+    it('creates the user at the service and stores its pair, with the expiry taken from the JWT', async () => {
+      const w = await world();
+      const [id] = await w.onboard(1);
+      const record = await w.record(id!);
+      expect(record).toMatchObject({ status: 'active', version: 1, username: expect.stringMatching(/^user-/), leaseOwner: null });
+      expect(record.accessTokenExpiresAt).toBe(jwtExpiry(record.accessToken));
+      expect(record.accessTokenExpiresAt).toBe(Math.floor(clock.now() / 1000) * 1000 + 30 * MINUTE);
+      const verdict = await w.worker().verify(id!);
+      expect(verdict.service).toEqual({ valid: true, expiresAt: new Date(record.accessTokenExpiresAt).toISOString() });
     });
-    const readsBefore = reads();
-    const statsBefore = await stats();
-    try {
+
+    it('retrieves instead when the service already knows the user, and is idempotent', async () => {
+      const w = await world();
+      const externalId = randomUUID();
+      const user = { externalId, username: `known-${externalId.slice(0, 8)}`, email: `known-${externalId.slice(0, 8)}@example.test` };
+      await sandbox.admin.createUser({ ...user, institutionId: INSTITUTION_ID });
+      const before = await stats();
+
+      const lifecycle = w.worker();
+      await expect(lifecycle.onboard(user)).resolves.toMatchObject({ result: 'retrieved', status: 'active' });
+      await expect(lifecycle.onboard(user)).resolves.toMatchObject({ result: 'already_onboarded' });
+      const after = await stats();
+      expect(after.retrievesPerUser[externalId]).toBe((before.retrievesPerUser[externalId] ?? 0) + 1);
+      expect(after.byRoute['POST /institution/users/create/']).toBe((before.byRoute['POST /institution/users/create/'] ?? 0) + 1);
+      await w.record(externalId);
+
+      await expect(lifecycle.onboard({ ...user, email: 'someone-else@example.test' })).rejects.toBeInstanceOf(OnboardConflictError);
+    });
+
+    it('refuses a user whose username belongs to another external_id at the service, storing nothing', async () => {
+      const w = await world();
+      const taken = `taken-${randomUUID().slice(0, 8)}`;
+      await sandbox.admin.createUser({ username: taken, email: `${taken}@example.test`, externalId: randomUUID(), institutionId: INSTITUTION_ID });
+      const externalId = randomUUID();
+      await expect(w.worker().onboard({ externalId, username: taken, email: `${taken}@example.test` })).rejects.toBeInstanceOf(OnboardConflictError);
+      expect(await w.store.get(externalId)).toBeNull();
+    });
+  });
+
+  describe('refreshing due tokens', () => {
+    it('refreshes a token nearing expiry and persists the rotated refresh token', async () => {
+      const w = await world();
+      const ids = await w.onboard(3);
+      const before = new Map(await Promise.all(ids.map(async (id) => [id, await w.record(id)] as const)));
+
+      clock.advance(14 * MINUTE);
+      expect(await w.plan()).toEqual([]);
+
+      clock.advance(2 * MINUTE);
+      const late = await w.onboard(1);
+      expect((await w.plan()).sort()).toEqual([...ids].sort());
+
+      const lifecycle = w.worker();
       const outcomes = await lifecycle.refreshBatch(ids);
-      expect(outcomes.map((o) => o.result)).toEqual(Array(6).fill('refreshed'));
-      // One read at the start of the run, one after the service refused the old secret.
-      expect(reads() - readsBefore).toBe(2);
-      const s = await stats();
-      expect(s.byRouteAndStatus['POST /institution/users/token/refresh/']?.['401']).toBe(
-        (statsBefore.byRouteAndStatus['POST /institution/users/token/refresh/']?.['401'] ?? 0) + 1,
-      );
-      for (const id of ids) expect(await w.record(id)).toMatchObject({ status: 'active', version: 2 });
-    } finally {
-      await sandbox.admin.setInstitutionSecret({ id: INSTITUTION_ID, secret: FIRST_SECRET });
-      await sdk.send(new PutSecretValueCommand({ SecretId: secretArn, SecretString: `${INSTITUTION_ID}:${FIRST_SECRET}` }));
-    }
-  });
-});
+      expect(outcomes.map((o) => o.result)).toEqual(['refreshed', 'refreshed', 'refreshed']);
+      for (const id of ids) {
+        const old = before.get(id)!;
+        const now = await w.record(id);
+        expect(now).toMatchObject({ status: 'active', version: old.version + 1, leaseOwner: null, refreshedAt: clock.now() });
+        expect(now.refreshToken).not.toBe(old.refreshToken);
+        expect(now.accessTokenExpiresAt).toBe(jwtExpiry(now.accessToken));
+        // The rotated-out refresh token is dead at the service; the stored one is the live one.
+        await expect(lifecycle.verify(id)).resolves.toMatchObject({ service: { valid: true } });
+      }
+      expect(await w.plan()).toEqual([]);
 
-describe('the worker batch', () => {
-  it('reports malformed messages and retryable users as failures and changes no record for them', async () => {
-    const w = await world();
-    const [ok, limited] = await w.onboard(2);
-    clock.advance(16 * MINUTE);
-    const before = await w.record(limited!);
-    const messages = [
-      { messageId: 'm-ok', body: encodeRefreshRequest({ externalId: ok!, dueAt: clock.now() }) },
-      { messageId: 'm-dup', body: encodeRefreshRequest({ externalId: ok!, dueAt: clock.now() }) },
-      { messageId: 'm-bad-json', body: '{"externalId": ' },
-      { messageId: 'm-bad-field', body: JSON.stringify({ externalId: 'not-a-uuid', dueAt: 1 }) },
-      { messageId: 'm-limited', body: encodeRefreshRequest({ externalId: limited!, dueAt: clock.now() }) },
-    ];
-    // The service rate-limits this one user's refresh (after the client's own retries).
-    const lifecycle = w.worker({
-      institution: (api) => ({
-        ...passThrough(api),
-        refreshToken: (token) =>
-          token === before.refreshToken ? Promise.reject(new RateLimitError(undefined, { status: 429 })) : api.refreshToken(token),
-      }),
+      // The next cycle refreshes with the persisted token: the service refuses none.
+      clock.advance(16 * MINUTE);
+      expect((await w.plan()).sort()).toEqual([...ids, ...late].sort());
+      const second = await lifecycle.refreshBatch([...ids, ...late]);
+      expect(second.every((o) => o.result === 'refreshed')).toBe(true);
+      const s = await stats();
+      for (const id of ids) {
+        expect(s.refreshesPerUser[id]).toBe(2);
+        expect(s.refusedRefreshesPerUser[id]).toBeUndefined();
+      }
+      expect(w.metrics.sum('TokenRefreshed')).toBe(7);
     });
 
-    const report = await refreshQueuedBatch(lifecycle, messages, { logger });
-    expect(report.failedMessageIds).toEqual(['m-bad-json', 'm-bad-field', 'm-limited']);
-    expect(report.malformed).toBe(2);
-    expect(await w.record(ok!)).toMatchObject({ version: 2 });
-    expect(await w.record(limited!)).toEqual(before);
-    const lines = logger.entries().filter((e) => e.message === 'malformed refresh request; left for the dead-letter queue');
-    expect(lines.map((e) => (e.error as { message: string }).message)).toEqual(
-      expect.arrayContaining([expect.stringMatching(/message m-bad-json: \(root\): not valid JSON/), expect.stringMatching(/m-bad-field: externalId: invalid/)]),
-    );
+    it('two concurrent workers refresh each user exactly once', async () => {
+      const w = await world();
+      const ids = await w.onboard(12);
+      clock.advance(16 * MINUTE);
+      const queued = await w.plan();
+      expect(queued).toHaveLength(12);
+      const before = await stats();
+
+      const a = w.worker({ ownerPrefix: 'worker-a' });
+      const b = w.worker({ ownerPrefix: 'worker-b' });
+      // Both get every user (the planner ran twice, or SQS delivered twice), in opposite orders.
+      const [ra, rb] = await Promise.all([a.refreshBatch(queued), b.refreshBatch([...queued].reverse())]);
+
+      const after = await stats();
+      for (const id of ids) {
+        expect((after.refreshesPerUser[id] ?? 0) - (before.refreshesPerUser[id] ?? 0)).toBe(1);
+        expect(after.refusedRefreshesPerUser[id]).toBeUndefined();
+        const results = [resultsOf(ra)[id], resultsOf(rb)[id]].sort();
+        expect(results.filter((r) => r === 'refreshed')).toHaveLength(1);
+        expect(['busy', 'not_due']).toContain(results.find((r) => r !== 'refreshed'));
+        expect(await w.record(id)).toMatchObject({ version: 2, leaseOwner: null });
+      }
+    });
+
+    it('recovers a lost response (the service refreshed, the connection died) through retrieve', async () => {
+      const w = await world();
+      const [id] = await w.onboard(1);
+      clock.advance(16 * MINUTE);
+      const before = await stats();
+      await sandbox.admin.faults.add({ route: 'POST /institution/users/token/refresh/', fault: { type: 'reset', phase: 'after' } });
+
+      const lifecycle = w.worker();
+      await expect(lifecycle.refresh(id!)).resolves.toEqual({ externalId: id, result: 'recovered' });
+      const after = await stats();
+      expect(after.refreshesPerUser[id!]).toBe((before.refreshesPerUser[id!] ?? 0) + 1);
+      expect(after.retrievesPerUser[id!]).toBe((before.retrievesPerUser[id!] ?? 0) + 1);
+      expect(await w.record(id!)).toMatchObject({ status: 'active', version: 2, consecutiveFailures: 0 });
+
+      // The recovered pair is the live one: the next refresh succeeds.
+      clock.advance(16 * MINUTE);
+      await expect(lifecycle.refresh(id!)).resolves.toMatchObject({ result: 'refreshed' });
+      expect((await stats()).refusedRefreshesPerUser[id!]).toBeUndefined();
+      expect(w.metrics.sum('TokenRecovered')).toBe(1);
+    });
+
+    it('recovers through retrieve when the service refuses the refresh token (invalid_grant)', async () => {
+      const w = await world();
+      const [id] = await w.onboard(1);
+      const stolen = (await w.record(id!)).refreshToken;
+      // Someone else used the refresh token: the stored one is now a used, rotated-out token.
+      const outsider = createAccountingClient({ baseUrl: sandbox.baseUrl, credentials: institutionAuth({ institutionId: INSTITUTION_ID, secretKey: FIRST_SECRET }), clock });
+      await outsider.institution.refreshToken(stolen);
+      clock.advance(16 * MINUTE);
+      const before = await stats();
+
+      await expect(w.worker().refresh(id!)).resolves.toEqual({ externalId: id, result: 'recovered' });
+      const after = await stats();
+      expect(after.refusedRefreshesPerUser[id!]).toBe((before.refusedRefreshesPerUser[id!] ?? 0) + 1);
+      expect(after.retrievesPerUser[id!]).toBe((before.retrievesPerUser[id!] ?? 0) + 1);
+      expect(await w.record(id!)).toMatchObject({ status: 'active' });
+      await expect(w.worker().verify(id!)).resolves.toMatchObject({ service: { valid: true } });
+    });
+
+    it('marks a user needs_attention with an event and a metric when retrieve fails too, and the others still succeed', async () => {
+      const w = await world();
+      const [first, broken, last] = await w.onboard(3);
+      // The service disabled the user: refresh is refused (invalid_grant), retrieve is refused (401 user_disabled).
+      await sandbox.admin.disableUser({ userId: await sandboxUserId(broken!) });
+      clock.advance(16 * MINUTE);
+
+      const outcomes = await w.worker().refreshBatch([first!, broken!, last!]);
+      expect(resultsOf(outcomes)).toEqual({ [first!]: 'refreshed', [broken!]: 'needs_attention', [last!]: 'refreshed' });
+      expect(await w.record(broken!)).toMatchObject({
+        status: 'needs_attention',
+        consecutiveFailures: 1,
+        lastErrorClass: 'AuthenticationError',
+        leaseOwner: null,
+      });
+      expect(w.events.ofType(TOKEN_EVENT_TYPES.refreshFailed)).toEqual([
+        {
+          type: 'TokenRefreshFailed',
+          time: clock.now(),
+          detail: expect.objectContaining({
+            externalId: broken,
+            errorClass: 'AuthenticationError',
+            apiCode: 'user_disabled',
+            status: 401,
+            refreshErrorClass: 'InvalidGrantError',
+            consecutiveFailures: 1,
+          }),
+        },
+      ]);
+      expect(w.metrics.sum('TokenNeedsAttention')).toBe(1);
+      expect(w.metrics.sum('TokenRefreshed')).toBe(2);
+      // Out of the schedule: the planner never enqueues it again.
+      clock.advance(16 * MINUTE);
+      expect((await w.plan()).sort()).toEqual([first!, last!].sort());
+
+      // The runbook: the service re-enables the user, recover brings it back into the schedule.
+      await sandbox.admin.enableUser({ userId: await sandboxUserId(broken!) });
+      await expect(w.worker().recover(broken!)).resolves.toMatchObject({ result: 'recovered', previousStatus: 'needs_attention' });
+      expect(await w.record(broken!)).toMatchObject({ status: 'active', consecutiveFailures: 0 });
+      expect((await w.plan()).sort()).toEqual([first!, last!].sort());
+      clock.advance(16 * MINUTE);
+      expect(await w.plan()).toContain(broken);
+    });
+
+    it('defers, never abandons, a user whose recovery meets a transient failure', async () => {
+      const w = await world();
+      const [id] = await w.onboard(1);
+      clock.advance(16 * MINUTE);
+      await sandbox.admin.faults.add({ route: 'POST /institution/users/token/refresh/', fault: { type: 'status', status: 503 } });
+      await sandbox.admin.faults.add({ route: 'POST /institution/users/token/retrieve/', fault: { type: 'status', status: 503 } });
+
+      const [outcome] = await w.worker().refreshBatch([id!]);
+      expect(outcome).toEqual({ externalId: id, result: 'failed', errorClass: 'ServerError' });
+      // Still active, still scheduled, lease released: the retry (SQS, or the next plan) goes ahead at once.
+      expect(await w.record(id!)).toMatchObject({ status: 'active', version: 1, leaseOwner: null });
+      expect(await w.plan()).toEqual([id]);
+      expect(w.events.events).toEqual([]);
+      await expect(w.worker().refresh(id!)).resolves.toMatchObject({ result: 'refreshed' });
+      expect(w.metrics.sum('TokenRefreshDeferred')).toBe(1);
+    });
+
+    it('defers a rate-limited refresh without calling retrieve', async () => {
+      const w = await world();
+      const [id] = await w.onboard(1);
+      clock.advance(16 * MINUTE);
+      const before = await stats();
+      await sandbox.admin.faults.add({ route: 'POST /institution/users/token/refresh/', fault: { type: 'status', status: 429 } });
+
+      await expect(w.worker().refreshBatch([id!])).resolves.toEqual([{ externalId: id, result: 'failed', errorClass: 'RateLimitError' }]);
+      expect((await stats()).retrievesPerUser[id!]).toBe(before.retrievesPerUser[id!]);
+      expect(await w.record(id!)).toMatchObject({ status: 'active', version: 1, leaseOwner: null });
+    });
+
+    it('never refreshes a revoked user, whose tokens are dead at the service', async () => {
+      const w = await world();
+      const [kept, revoked] = await w.onboard(2);
+      const lifecycle = w.worker();
+      await expect(lifecycle.revoke(revoked!)).resolves.toEqual({ externalId: revoked, result: 'revoked' });
+      await expect(lifecycle.revoke(revoked!)).resolves.toEqual({ externalId: revoked, result: 'already_revoked' });
+      await expect(lifecycle.verify(revoked!)).resolves.toMatchObject({ status: 'revoked', service: { valid: false, reason: 'revoked' } });
+
+      for (let i = 0; i < 6; i++) {
+        clock.advance(5 * 60 * MINUTE);
+        const planned = await w.plan();
+        expect(planned).not.toContain(revoked);
+        // Even a stray message (an old one, a hand-made one) does nothing.
+        const outcomes = await lifecycle.refreshBatch([...planned, revoked!]);
+        expect(resultsOf(outcomes)[revoked!]).toBe('not_due');
+      }
+      const s = await stats();
+      expect(s.refreshesPerUser[revoked!]).toBeUndefined();
+      expect(s.refreshesPerUser[kept!]).toBe(6);
+      expect(await w.record(revoked!)).toMatchObject({ status: 'revoked', leaseOwner: null });
+      await expect(lifecycle.recover(revoked!)).rejects.toBeInstanceOf(UserRevokedError);
+      expect(await w.record(revoked!)).toMatchObject({ status: 'revoked', leaseOwner: null });
+    });
+
+    it('revokes at the service through a fresh pair when the stored refresh token is unknown to it', async () => {
+      const w = await world();
+      const externalId = randomUUID();
+      const user = { username: `lost-${externalId.slice(0, 8)}`, email: `lost-${externalId.slice(0, 8)}@example.test` };
+      // The service holds a live pair we never stored; our record holds tokens the service never issued.
+      const live = (await sandbox.admin.createUser({ ...user, externalId, institutionId: INSTITUTION_ID, issueTokens: true })).tokens!;
+      await w.store.create(
+        { externalId, ...user, accessToken: 'never-issued-access', refreshToken: 'never-issued-refresh', accessTokenExpiresAt: clock.now() + 30 * MINUTE },
+        clock.now(),
+      );
+      const outsider = createAccountingClient({ baseUrl: sandbox.baseUrl, credentials: institutionAuth({ institutionId: INSTITUTION_ID, secretKey: FIRST_SECRET }), clock });
+      await expect(outsider.institution.verifyToken(live.accessToken)).resolves.toMatchObject({ valid: true });
+
+      await expect(w.worker().revoke(externalId)).resolves.toMatchObject({ result: 'revoked' });
+      // expire killed every token of the user, the pair we never held included.
+      await expect(outsider.institution.verifyToken(live.accessToken)).resolves.toMatchObject({ valid: false, reason: 'revoked' });
+      expect(await w.record(externalId)).toMatchObject({ status: 'revoked' });
+      seenTokens.add(live.accessToken).add(live.refreshToken);
+    });
+
+    it('refuses a runbook operation on a user whose lease is held, changing nothing', async () => {
+      const w = await world();
+      const [id] = await w.onboard(1);
+      await w.store.acquireLease(id!, 'someone-else', clock.now() + MINUTE, clock.now());
+      await expect(w.worker().revoke(id!)).rejects.toBeInstanceOf(TokenBusyError);
+      expect(await w.record(id!)).toMatchObject({ status: 'active', leaseOwner: 'someone-else', version: 1 });
+      clock.advance(MINUTE);
+      await expect(w.worker().revoke(id!)).resolves.toMatchObject({ result: 'revoked' });
+    });
+
+    it('survives a change of the institution secret in the middle of a run', async () => {
+      const w = await world();
+      const ids = await w.onboard(6);
+      clock.advance(16 * MINUTE);
+      const reads = () => sm.admin.stats().calls.GetSecretValue ?? 0;
+      let refreshes = 0;
+      // One user at a time, so that the first two are refreshed with the old secret before it changes.
+      const lifecycle = w.worker({
+        settings: { concurrency: 1 },
+        institution: (api) => ({
+          ...passThrough(api),
+          refreshToken: async (token) => {
+            if (++refreshes === 3) {
+              // Ops change the secret at the service and in Secrets Manager while the run goes on.
+              await sandbox.admin.setInstitutionSecret({ id: INSTITUTION_ID, secret: SECOND_SECRET });
+              await sdk.send(new PutSecretValueCommand({ SecretId: secretArn, SecretString: JSON.stringify({ institutionId: INSTITUTION_ID, secretKey: SECOND_SECRET }) }));
+            }
+            return api.refreshToken(token);
+          },
+        }),
+      });
+      const readsBefore = reads();
+      const statsBefore = await stats();
+      try {
+        const outcomes = await lifecycle.refreshBatch(ids);
+        expect(outcomes.map((o) => o.result)).toEqual(Array(6).fill('refreshed'));
+        // One read at the start of the run, one after the service refused the old secret.
+        expect(reads() - readsBefore).toBe(2);
+        const s = await stats();
+        expect(s.byRouteAndStatus['POST /institution/users/token/refresh/']?.['401']).toBe(
+          (statsBefore.byRouteAndStatus['POST /institution/users/token/refresh/']?.['401'] ?? 0) + 1,
+        );
+        for (const id of ids) expect(await w.record(id)).toMatchObject({ status: 'active', version: 2 });
+      } finally {
+        await sandbox.admin.setInstitutionSecret({ id: INSTITUTION_ID, secret: FIRST_SECRET });
+        await sdk.send(new PutSecretValueCommand({ SecretId: secretArn, SecretString: `${INSTITUTION_ID}:${FIRST_SECRET}` }));
+      }
+    });
   });
 
-  it('starts no user after the deadline', async () => {
-    const w = await world();
-    const [id] = await w.onboard(1);
-    clock.advance(16 * MINUTE);
-    const outcomes = await w.worker().refreshBatch([id!], { deadline: clock.now() });
-    expect(outcomes).toEqual([{ externalId: id, result: 'failed', errorClass: 'DeadlineReached' }]);
-    expect(await w.record(id!)).toMatchObject({ version: 1, leaseOwner: null });
-  });
-});
+  describe('the worker batch', () => {
+    it('reports malformed messages and retryable users as failures and changes no record for them', async () => {
+      const w = await world();
+      const [ok, limited] = await w.onboard(2);
+      clock.advance(16 * MINUTE);
+      const before = await w.record(limited!);
+      const messages = [
+        { messageId: 'm-ok', body: encodeRefreshRequest({ externalId: ok!, dueAt: clock.now() }) },
+        { messageId: 'm-dup', body: encodeRefreshRequest({ externalId: ok!, dueAt: clock.now() }) },
+        { messageId: 'm-bad-json', body: '{"externalId": ' },
+        { messageId: 'm-bad-field', body: JSON.stringify({ externalId: 'not-a-uuid', dueAt: 1 }) },
+        { messageId: 'm-limited', body: encodeRefreshRequest({ externalId: limited!, dueAt: clock.now() }) },
+      ];
+      // The service rate-limits this one user's refresh (after the client's own retries).
+      const lifecycle = w.worker({
+        institution: (api) => ({
+          ...passThrough(api),
+          refreshToken: (token) =>
+            token === before.refreshToken ? Promise.reject(new RateLimitError(undefined, { status: 429 })) : api.refreshToken(token),
+        }),
+      });
 
-describe('secrets in logs', () => {
-  it('no token or institution secret appears in any captured log line (canary scan)', () => {
-    const text = logger.lines.join('\n');
-    expect(logger.lines.length).toBeGreaterThan(20);
-    expect(seenTokens.size).toBeGreaterThan(20);
-    for (const value of [FIRST_SECRET, SECOND_SECRET, ...seenTokens]) {
-      expect(text.includes(value)).toBe(false);
-    }
-    // Nothing JWT-shaped at all, not even a token we never stored (a lost response's pair).
-    expect(text).not.toMatch(/eyJ[A-Za-z0-9_-]{5,}\.eyJ/);
+      const report = await refreshQueuedBatch(lifecycle, messages, { logger });
+      expect(report.failedMessageIds).toEqual(['m-bad-json', 'm-bad-field', 'm-limited']);
+      expect(report.malformed).toBe(2);
+      expect(await w.record(ok!)).toMatchObject({ version: 2 });
+      expect(await w.record(limited!)).toEqual(before);
+      const lines = logger.entries().filter((e) => e.message === 'malformed refresh request; left for the dead-letter queue');
+      expect(lines.map((e) => (e.error as { message: string }).message)).toEqual(
+        expect.arrayContaining([expect.stringMatching(/message m-bad-json: \(root\): not valid JSON/), expect.stringMatching(/m-bad-field: externalId: invalid/)]),
+      );
+    });
+
+    it('starts no user after the deadline', async () => {
+      const w = await world();
+      const [id] = await w.onboard(1);
+      clock.advance(16 * MINUTE);
+      const outcomes = await w.worker().refreshBatch([id!], { deadline: clock.now() });
+      expect(outcomes).toEqual([{ externalId: id, result: 'failed', errorClass: 'DeadlineReached' }]);
+      expect(await w.record(id!)).toMatchObject({ version: 1, leaseOwner: null });
+    });
+  });
+
+  describe('secrets in logs', () => {
+    it('no token or institution secret appears in any captured log line (canary scan)', () => {
+      const text = logger.lines.join('\n');
+      expect(logger.lines.length).toBeGreaterThan(20);
+      expect(seenTokens.size).toBeGreaterThan(20);
+      for (const value of [FIRST_SECRET, SECOND_SECRET, ...seenTokens]) {
+        expect(text.includes(value)).toBe(false);
+      }
+      // Nothing JWT-shaped at all, not even a token we never stored (a lost response's pair).
+      expect(text).not.toMatch(/eyJ[A-Za-z0-9_-]{5,}\.eyJ/);
+    });
   });
 });
