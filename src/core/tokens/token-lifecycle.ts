@@ -161,18 +161,20 @@ export class TokenLifecycle {
     const issuedAt = this.deps.clock.now();
     let pair: TokenPair;
     let result: 'created' | 'retrieved' = 'created';
+    let createdAtService = false;
     try {
       const created = await this.deps.institution.createUser(user);
+      createdAtService = true;
       if (created.refreshToken === null) {
-        // Spec §4.1: create's result "carries an accessToken"; retrieve generates the pair we can keep fresh.
+        // Spec §4.1: create's result "carries an accessToken"; retrieve generates the pair we can keep
+        // fresh. The user is still ours to report as `created`.
         log.info('create returned no refresh token; retrieving a pair');
-        result = 'retrieved';
         pair = await this.deps.institution.retrieveToken(user);
       } else {
         pair = { ...created, refreshToken: created.refreshToken };
       }
     } catch (error) {
-      if (result === 'retrieved') throw error;
+      if (createdAtService) throw error;
       if (!(error instanceof UserExistsError) && serviceFailure(error) !== 'ambiguous') throw error;
       log.info('the service may already know the user; retrieving its tokens', describeFailure(error));
       result = 'retrieved';
