@@ -385,7 +385,8 @@ export function readErrorBody(body: string, contentType?: string): ErrorBody {
     };
   }
   const field = firstFieldError(object, '');
-  if (field) return { shape: 'fields', param: field.path || undefined, message: field.path ? `${field.path}: ${field.message}` : field.message };
+  // ApiValidationError names `param` in its message itself ("field date_from: …").
+  if (field) return { shape: 'fields', param: field.path || undefined, message: field.message };
   return { shape: 'json', code: text(object, 'code'), message: text(object, 'message') };
 }
 
