@@ -25,6 +25,8 @@ describe('access token expiry', () => {
   it('falls back to issued-at plus the configured lifetime', () => {
     expect(accessTokenExpiry({ accessToken: 'opaque-token' }, issuedAt, lifetimeMs)).toEqual({ expiresAt: issuedAt + lifetimeMs, source: 'lifetime' });
     expect(accessTokenExpiry({ accessToken: 'opaque-token', expiresIn: 0 }, issuedAt, lifetimeMs).source).toBe('lifetime');
+    // The client's reading of a reply without expiresIn (an opaque token, the minimal dialect).
+    expect(accessTokenExpiry({ accessToken: 'opaque-token', expiresIn: null }, issuedAt, lifetimeMs)).toEqual({ expiresAt: issuedAt + lifetimeMs, source: 'lifetime' });
   });
 
   it.each([
