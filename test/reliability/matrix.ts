@@ -107,7 +107,7 @@ export const MATRIX: Record<RowId, Record<ColumnId, Cell>> = {
     webhook: test('typed_failure', 'a correctly signed body that is not JSON: 400 `body_invalid` naming `(root)`, metric `WebhookRejected`, nothing enqueued'),
   },
   'drift-missing-field': {
-    tokenRefresh: test('recovered', 'a refresh answer without `refreshToken` is ResponseValidationError (ambiguous): recovered through retrieve, never a half-stored pair'),
+    tokenRefresh: test('recovered', 'a refresh answer without `accessToken` is ResponseValidationError (ambiguous): recovered through retrieve, never a half-stored pair'),
     keyRotation: test('consistent', 'a creation answer without `key`: the key exists but cannot be used, so rollback revokes it; AWSCURRENT unchanged'),
     monthlyExport: test('typed_failure', 'transactions without `amount`: ResponseValidationError naming the field; on the last attempt an `ExportFailed` event and metric; no manifest'),
     webhook: test('typed_failure', 'a signed body without `companyId`: 400 naming `companyId`, nothing enqueued, the event id released'),
