@@ -19,8 +19,10 @@ export function institutionCredentialProbe(source: { get(): Promise<InstitutionC
 
 /**
  * The service answers an institution operation with our credential. Token verify changes nothing
- * at the service and is safe to repeat; an unknown token is a normal 200 `valid: false`, while a
- * refused credential, a 5xx or a connection failure is the client's typed error.
+ * at the service and is safe to repeat; an unknown token is `valid: false` (a 200 saying so, or a
+ * refusal about the token such as simplejwt's 401 `token_not_valid`: the client reads both as the
+ * verdict), while a refused credential, a 5xx or a connection failure is the client's typed error.
+ * Reading a token refusal as a credential refusal here would page on-call for nothing.
  */
 export function serviceReachableProbe(client: Pick<AccountingClient, 'institution'>): HealthProbe {
   return {
