@@ -293,13 +293,17 @@ export const routes: RouteDef[] = [
       const principal = ctx.principal ?? authenticateBearer(ctx.state, ctx.headers);
       ctx.principal = principal;
       ctx.identify(labelOf(principal));
-      // Minimal: "the company the key belongs to" as the object itself; a user token names it with X-Company-Id when it has several.
-      if (minimal(ctx)) return { status: 200, body: minimalCompanyView(ctx.state.company(actingCompany(principal, ctx.headers))) };
+      // Minimal: an API key gets "the company the key belongs to" (spec §4.2) as the object itself.
+      // A user token may reach several companies, so it still gets a list (of the renamed view).
+      if (minimal(ctx) && principal.kind === 'api_key') {
+        return { status: 200, body: minimalCompanyView(ctx.state.company(actingCompany(principal, ctx.headers))) };
+      }
       const ids =
         principal.kind === 'api_key' || ctx.headers['x-company-id'] !== undefined
           ? [actingCompany(principal, ctx.headers)]
           : [...principal.user.companies].sort();
-      const companies = ids.map((id) => companyView(ctx.state.company(id)));
+      const view = minimal(ctx) ? minimalCompanyView : companyView;
+      const companies = ids.map((id) => view(ctx.state.company(id)));
       return list(ctx, companies.length, page(ctx, companies));
     },
   },
