@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { KeyRevokedError } from '../src/core/accounting-api';
+import { AuthenticationError, KeyRevokedError } from '../src/core/accounting-api';
 import { parseCompanyKeySecret } from '../src/core/api-keys';
 import { SecretStage } from '../src/core/ports/secrets';
 import type { OnboardResult } from '../src/core/tokens/token-lifecycle';
@@ -135,6 +135,8 @@ async function graceDemo(world: LocalWorld, companyId: string, out: Output): Pro
       return 'works';
     } catch (error) {
       if (error instanceof KeyRevokedError) return 'refused (key_revoked)';
+      // A service that does not say why (the minimal dialect: DRF's authentication_failed) still refused the key.
+      if (error instanceof AuthenticationError) return `refused (${error.apiCode ?? error.code})`;
       throw error;
     }
   };

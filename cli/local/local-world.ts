@@ -173,7 +173,7 @@ export class LocalWorld {
         revocationGraceMinutes: 30,
         rotationDays: 30,
         institutionSecret: LOCAL_INSTITUTION_SECRET,
-        dialect: options.dialect ?? 'default',
+        dialect: options.dialect ?? dialectFromEnv(options.env),
       };
       if (options.dialect !== undefined && options.dialect !== state.dialect) {
         throw new CliConfigError(
@@ -345,6 +345,17 @@ export class LocalWorld {
       await this.unlock();
     }
   }
+}
+
+/**
+ * `ACCTOPS_DIALECT` picks the dialect of a state that a plain `npx acctops …` command creates (the
+ * CLI has no --dialect flag of its own: the dialect belongs to the state, not to one command).
+ */
+function dialectFromEnv(env: NodeJS.ProcessEnv): Dialect {
+  const raw = env.ACCTOPS_DIALECT;
+  if (raw === undefined || raw === '') return 'default';
+  if (!(DIALECTS as readonly string[]).includes(raw)) throw new CliConfigError(`ACCTOPS_DIALECT must be one of ${DIALECTS.join(', ')}`);
+  return raw as Dialect;
 }
 
 async function exists(path: string): Promise<boolean> {
