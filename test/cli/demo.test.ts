@@ -6,100 +6,112 @@ import { runDemo, type DemoReport } from '../../cli/demo';
 import type { SandboxStateSnapshot } from '../../sandbox';
 import { expectNoCanaries } from '../helpers/canary';
 import { cliEnv, runAcctops, tempStateDir, trackStateSecrets } from '../helpers/cli';
+import { TEST_DIALECTS } from '../helpers/dialects';
 
-interface Manifest {
-  period: string;
-  objects: { key: string; dataset: string; format: string; sha256: string }[];
-}
+describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
+  interface Manifest {
+    period: string;
+    objects: { key: string; dataset: string; format: string; sha256: string }[];
+  }
 
-/**
- * `npm start`, end to end: the demo in process (the same runDemo that bin/demo.ts calls) twice on
- * one state directory, then once through `npm start` itself, and the CLI reading what it left.
- */
-describe('npm start: the embedded demo', () => {
-  let state: { dir: string; remove(): Promise<void> };
-  const printed: string[] = [];
-  const io = { stdout: { write: (t: string) => printed.push(t) }, stderr: { write: (t: string) => printed.push(t) } };
-  const demo = (reset = false) => runDemo({ stateDir: state.dir, reset, io, env: cliEnv() });
-  let first: DemoReport;
-  let second: DemoReport;
+  /**
+   * `npm start`, end to end: the demo in process (the same runDemo that bin/demo.ts calls) twice on
+   * one state directory, then once through `npm start` itself, and the CLI reading what it left.
+   */
+  describe('npm start: the embedded demo', () => {
+    let state: { dir: string; remove(): Promise<void> };
+    const printed: string[] = [];
+    const io = { stdout: { write: (t: string) => printed.push(t) }, stderr: { write: (t: string) => printed.push(t) } };
+    const demo = (reset = false) => runDemo({ stateDir: state.dir, reset, io, env: cliEnv(), dialect });
+    let first: DemoReport;
+    let second: DemoReport;
 
-  beforeAll(async () => {
-    state = await tempStateDir();
-    first = await demo();
-    second = await demo();
-  });
-  afterAll(async () => {
-    await trackStateSecrets(state.dir);
-    expectNoCanaries(printed.join(''), 'demo output');
-    await state.remove();
-  });
+    beforeAll(async () => {
+      state = await tempStateDir();
+      first = await demo();
+      second = await demo();
+    });
+    afterAll(async () => {
+      await trackStateSecrets(state.dir);
+      expectNoCanaries(printed.join(''), 'demo output');
+      await state.remove();
+    });
 
-  const manifests = async (report: DemoReport) =>
-    Promise.all(report.exports.companies.map(async (c) => JSON.parse(await readFile(fileURLToPath(c.manifestUrl!), 'utf8')) as Manifest));
-  const sandbox = async () => JSON.parse(await readFile(join(state.dir, 'sandbox.json'), 'utf8')) as SandboxStateSnapshot;
+    const manifests = async (report: DemoReport) =>
+      Promise.all(report.exports.companies.map(async (c) => JSON.parse(await readFile(fileURLToPath(c.manifestUrl!), 'utf8')) as Manifest));
+    const sandbox = async () => JSON.parse(await readFile(join(state.dir, 'sandbox.json'), 'utf8')) as SandboxStateSnapshot;
 
-  it('runs every step for real: users onboarded, tokens refreshed, a key rotated and revoked after its grace period, every company exported', async () => {
-    expect(first.created).toBe(true);
-    expect(first.onboarded.map((u) => u.result)).toEqual(['retrieved', 'retrieved', 'retrieved']);
-    expect(first.refresh.counts).toEqual({ refreshed: 3 });
-    expect(first.rotation.state).toBe('completed');
-    expect(first.rotation.keyPrefix).not.toBe(first.rotation.previousKeyPrefix);
-    expect(first.keyChecks).toEqual([
-      { keyPrefix: first.rotation.previousKeyPrefix, role: 'previous', duringGrace: 'works', afterGrace: 'refused (key_revoked)' },
-      { keyPrefix: first.rotation.keyPrefix, role: 'current', duringGrace: 'works', afterGrace: 'works' },
-    ]);
-    expect(first.exports.companies).toHaveLength(3);
-    for (const manifest of await manifests(first)) {
-      expect(manifest.period).toBe(first.exports.month);
-      expect(new Set(manifest.objects.map((o) => o.format))).toEqual(new Set(['jsonl', 'csv', 'parquet']));
-    }
-    const text = printed.join('');
-    expect(text).toMatch(/1\. Onboard the demo users/);
-    expect(text).toMatch(/4\. Export last month for every company/);
-    expect(text).toContain(first.exportsDir);
-  });
+    it('runs every step for real: users onboarded, tokens refreshed, a key rotated and revoked after its grace period, every company exported', async () => {
+      expect(first.created).toBe(true);
+      expect(first.onboarded.map((u) => u.result)).toEqual(['retrieved', 'retrieved', 'retrieved']);
+      expect(first.refresh.counts).toEqual({ refreshed: 3 });
+      expect(first.rotation.state).toBe('completed');
+      expect(first.rotation.keyPrefix).not.toBe(first.rotation.previousKeyPrefix);
+      expect(first.keyChecks).toEqual([
+        { keyPrefix: first.rotation.previousKeyPrefix, role: 'previous', duringGrace: 'works', afterGrace: dialect === 'default' ? 'refused (key_revoked)' : 'refused (authentication_failed)' },
+        { keyPrefix: first.rotation.keyPrefix, role: 'current', duringGrace: 'works', afterGrace: 'works' },
+      ]);
+      expect(first.exports.companies).toHaveLength(3);
+      for (const manifest of await manifests(first)) {
+        expect(manifest.period).toBe(first.exports.month);
+        expect(new Set(manifest.objects.map((o) => o.format))).toEqual(new Set(['jsonl', 'csv', 'parquet']));
+      }
+      const text = printed.join('');
+      expect(text).toMatch(/1\. Onboard the demo users/);
+      expect(text).toMatch(/4\. Export last month for every company/);
+      expect(text).toContain(first.exportsDir);
+    });
 
-  it('a second run is idempotent: no duplicate users, one live rotated key per company, exports with the same checksums', async () => {
-    expect(second.created).toBe(false);
-    expect(second.onboarded.map((u) => u.result)).toEqual(['already_onboarded', 'already_onboarded', 'already_onboarded']);
-    expect(second.exports.month).toBe(first.exports.month);
-    const checksums = (list: Manifest[]) => list.map((m) => m.objects.map((o) => `${o.dataset}/${o.format}:${o.sha256}`).sort());
-    expect(checksums(await manifests(second))).toEqual(checksums(await manifests(first)));
+    it('a second run is idempotent: no duplicate users, one live rotated key per company, exports with the same checksums', async () => {
+      expect(second.created).toBe(false);
+      expect(second.onboarded.map((u) => u.result)).toEqual(['already_onboarded', 'already_onboarded', 'already_onboarded']);
+      expect(second.exports.month).toBe(first.exports.month);
+      const checksums = (list: Manifest[]) => list.map((m) => m.objects.map((o) => `${o.dataset}/${o.format}:${o.sha256}`).sort());
+      expect(checksums(await manifests(second))).toEqual(checksums(await manifests(first)));
 
-    // The rotated company holds exactly two live keys: the current one and the seed's read-only export key.
-    const snapshot = await sandbox();
-    const bakery = snapshot.demo!.companies[0]!.publicId;
-    const live = snapshot.apiKeys.filter((k) => k.companyId === bakery && k.revokedAt === null);
-    expect(live.map((k) => k.prefix).sort()).toEqual([second.rotation.keyPrefix, snapshot.demo!.companies[0]!.apiKeys[1]!.key.slice(0, 12)].sort());
-    expect(second.rotation.previousKeyPrefix).toBe(first.rotation.keyPrefix);
+      // The rotated company holds exactly two live keys: the current one and the seed's read-only export key.
+      const snapshot = await sandbox();
+      const bakery = snapshot.demo!.companies[0]!.publicId;
+      const live = snapshot.apiKeys.filter((k) => k.companyId === bakery && k.revokedAt === null);
+      expect(live.map((k) => k.prefix).sort()).toEqual([second.rotation.keyPrefix, snapshot.demo!.companies[0]!.apiKeys[1]!.key.slice(0, 12)].sort());
+      expect(second.rotation.previousKeyPrefix).toBe(first.rotation.keyPrefix);
 
-    // The CLI reads the same state: three users, healthy.
-    const users = await runAcctops(['--state-dir', state.dir, '--json', 'users', 'list']);
-    expect((JSON.parse(users.stdout) as { users: unknown[] }).users).toHaveLength(3);
-    const doctor = await runAcctops(['--state-dir', state.dir, '--json', 'doctor']);
-    expect(JSON.parse(doctor.stdout)).toMatchObject({ findings: [] });
-    expect(doctor.code).toBe(0);
-    printed.push(users.stdout, users.stderr, doctor.stdout, doctor.stderr);
-  });
+      // The CLI reads the same state: three users, healthy.
+      const users = await runAcctops(['--state-dir', state.dir, '--json', 'users', 'list']);
+      expect((JSON.parse(users.stdout) as { users: unknown[] }).users).toHaveLength(3);
+      const doctor = await runAcctops(['--state-dir', state.dir, '--json', 'doctor']);
+      expect(JSON.parse(doctor.stdout)).toMatchObject({ findings: [] });
+      expect(doctor.code).toBe(0);
+      printed.push(users.stdout, users.stderr, doctor.stdout, doctor.stderr);
+    });
 
-  it('`npm start -- --reset` starts from scratch and prints the tables and where the files are', async () => {
-    const root = resolve(__dirname, '..', '..');
-    const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>((done, fail) =>
-      execFile(
-        process.execPath,
-        [join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(root, 'bin', 'demo.ts'), '--reset', '--state-dir', state.dir],
-        { env: cliEnv(), cwd: state.dir, timeout: 60_000 },
-        (error, out, err) => (error && typeof error.code !== 'number' ? fail(error) : done({ code: typeof error?.code === 'number' ? error.code : 0, stdout: out, stderr: err })),
-      ),
-    );
-    printed.push(stdout, stderr);
-    expect(code).toBe(0);
-    expect(stdout).toMatch(/Deleted the previous demo state/);
-    expect(stdout).toMatch(/state +.* \(created now\)/);
-    expect(stdout).toMatch(/RESULT +STATUS/);
-    expect(stdout).toMatch(/Done\. Where things are:/);
-    expect(stdout).toMatch(/Finished in \d+\.\d s\./);
-    expect(stderr).toBe('');
+    it('keeps the dialect in state.json for later commands, and refuses another --dialect on the same state', async () => {
+      expect(JSON.parse(await readFile(join(state.dir, 'state.json'), 'utf8'))).toMatchObject({ dialect });
+      const other = dialect === 'default' ? 'minimal' : 'default';
+      await expect(runDemo({ stateDir: state.dir, reset: false, io, env: cliEnv(), dialect: other })).rejects.toThrow(
+        new RegExp(`runs the ${dialect} dialect, not ${other}`),
+      );
+    });
+
+    it('`npm start -- --reset` starts from scratch and prints the tables and where the files are', async () => {
+      const root = resolve(__dirname, '..', '..');
+      const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>((done, fail) =>
+        execFile(
+          process.execPath,
+          [join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(root, 'bin', 'demo.ts'), '--reset', '--dialect', dialect, '--state-dir', state.dir],
+          { env: cliEnv(), cwd: state.dir, timeout: 60_000 },
+          (error, out, err) => (error && typeof error.code !== 'number' ? fail(error) : done({ code: typeof error?.code === 'number' ? error.code : 0, stdout: out, stderr: err })),
+        ),
+      );
+      printed.push(stdout, stderr);
+      expect(code).toBe(0);
+      expect(stdout).toMatch(/Deleted the previous demo state/);
+      expect(stdout).toMatch(/state +.* \(created now\)/);
+      expect(stdout).toContain(`${dialect} dialect`);
+      expect(stdout).toMatch(/RESULT +STATUS/);
+      expect(stdout).toMatch(/Done\. Where things are:/);
+      expect(stdout).toMatch(/Finished in \d+\.\d s\./);
+      expect(stderr).toBe('');
+    });
   });
 });

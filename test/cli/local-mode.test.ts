@@ -4,194 +4,199 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expectNoCanaries } from '../helpers/canary';
 import { parseJson, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
+import { TEST_DIALECTS } from '../helpers/dialects';
 
-/**
- * Every local command through the real binary, in one state directory, in the order an operator
- * would use them. Each step asserts on the parsed --json output and the exit code; every output of
- * the file is scanned for credentials at the end.
- */
-describe('acctops CLI: local mode, the real binary', () => {
-  let state: { dir: string; remove(): Promise<void> };
-  const outputs: CliResult[] = [];
-  let demo: { users: { username: string; email: string; externalId: string }[]; companies: { publicId: string; name: string }[] };
+describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
+  /**
+   * Every local command through the real binary, in one state directory, in the order an operator
+   * would use them. Each step asserts on the parsed --json output and the exit code; every output of
+   * the file is scanned for credentials at the end.
+   */
+  describe('acctops CLI: local mode, the real binary', () => {
+    let state: { dir: string; remove(): Promise<void> };
+    const outputs: CliResult[] = [];
+    let demo: { users: { username: string; email: string; externalId: string }[]; companies: { publicId: string; name: string }[] };
 
-  const acctops = async (...args: string[]) => {
-    const result = await runAcctops(['--state-dir', state.dir, ...args]);
-    outputs.push(result);
-    return result;
-  };
-  const json = async <T = Record<string, unknown>>(...args: string[]) => {
-    const result = await acctops('--json', ...args);
-    return { result, body: parseJson<T>(result) };
-  };
+    const acctops = async (...args: string[]) => {
+      const result = await runAcctops(['--state-dir', state.dir, ...args], { env: { ACCTOPS_DIALECT: dialect } });
+      outputs.push(result);
+      return result;
+    };
+    const json = async <T = Record<string, unknown>>(...args: string[]) => {
+      const result = await acctops('--json', ...args);
+      return { result, body: parseJson<T>(result) };
+    };
 
-  beforeAll(async () => {
-    state = await tempStateDir();
-  });
-  afterAll(async () => {
-    // Every credential the state holds by now, then every output of every command.
-    await trackStateSecrets(state.dir);
-    expectNoCanaries(outputs.map((o) => `${o.stdout}\n${o.stderr}`), 'acctops output');
-    await state.remove();
-  });
+    beforeAll(async () => {
+      state = await tempStateDir();
+    });
+    afterAll(async () => {
+      // Every credential the state holds by now, then every output of every command.
+      await trackStateSecrets(state.dir);
+      expectNoCanaries(outputs.map((o) => `${o.stdout}\n${o.stderr}`), 'acctops output');
+      await state.remove();
+    });
 
-  it('creates the local state on first use: an embedded sandbox with demo data, mode 0600 files', async () => {
-    const { result, body } = await json<{ users: unknown[] }>('users', 'list');
-    expect(result.code).toBe(0);
-    expect(body.users).toEqual([]);
-    expect(result.stderr).toMatch(/created the local state/);
-    for (const file of ['state.json', 'sandbox.json', 'secrets.json']) {
-      expect((await stat(join(state.dir, file))).mode & 0o777).toBe(0o600);
-    }
-    demo = (JSON.parse(await readFile(join(state.dir, 'sandbox.json'), 'utf8')) as { demo: typeof demo }).demo;
-    expect(demo.users.map((u) => u.username)).toEqual(['alice', 'bob', 'carol']);
-  });
-
-  it('users onboard: retrieves a user the service knows, creates a new one, and is idempotent', async () => {
-    const alice = demo.users[0]!;
-    const first = await json<{ result: string; status: string }>('users', 'onboard', '--external-id', alice.externalId, '--username', alice.username, '--email', alice.email);
-    expect(first.result.code).toBe(0);
-    expect(first.body).toMatchObject({ externalId: alice.externalId, result: 'retrieved', status: 'active' });
-    const again = await json('users', 'onboard', '--external-id', alice.externalId, '--username', alice.username, '--email', alice.email);
-    expect(again.body).toMatchObject({ result: 'already_onboarded' });
-    const dave = await json('users', 'onboard', '--external-id', randomUUID(), '--username', 'dave', '--email', 'dave@example.test');
-    expect(dave.body).toMatchObject({ result: 'created', status: 'active' });
-
-    const { body } = await json<{ users: { username: string; status: string; due: boolean }[] }>('users', 'list');
-    expect(body.users.map((u) => u.username).sort()).toEqual(['alice', 'dave']);
-    expect(body.users.every((u) => u.status === 'active' && !u.due)).toBe(true);
-    // Human output: a table naming the users, never a token.
-    const table = await acctops('users', 'list');
-    expect(table.stdout).toMatch(/alice/);
-    expect(table.stdout).toMatch(/2 user\(s\)/);
-  });
-
-  it('tokens refresh: --user when not due says not_due; after the clock passes the margin, --all refreshes everyone', async () => {
-    const alice = demo.users[0]!;
-    const notDue = await json<{ outcomes: { result: string }[] }>('tokens', 'refresh', '--user', alice.externalId);
-    expect(notDue.result.code).toBe(0);
-    expect(notDue.body.outcomes).toEqual([{ externalId: alice.externalId, result: 'not_due' }]);
-
-    const advanced = await json<{ now: string }>('local', 'advance-clock', '--by', '20m');
-    expect(advanced.result.code).toBe(0);
-    const all = await json<{ planned: number; outcomes: { result: string }[]; counts: Record<string, number> }>('tokens', 'refresh', '--all');
-    expect(all.result.code).toBe(0);
-    expect(all.body.planned).toBe(2);
-    expect(all.body.counts).toEqual({ refreshed: 2 });
-  });
-
-  it('keys status, keys rotate, and the old key revoked once the grace period is over', async () => {
-    const bakery = demo.companies[0]!.publicId;
-    const before = await json<{ companies: { companyId: string; keyPrefix: string; rotationEnabled: boolean; nextRotationAt: number; pendingRevocations: unknown[] }[] }>('keys', 'status');
-    expect(before.result.code).toBe(0);
-    expect(before.body.companies).toHaveLength(3);
-    const row = before.body.companies.find((c) => c.companyId === bakery)!;
-    expect(row).toMatchObject({ rotationEnabled: true, pendingRevocations: [] });
-    expect(row.keyPrefix).toMatch(/^sbx_[A-Za-z0-9]{8}$/);
-
-    const rotated = await json<{ state: string; previousKeyPrefix: string; keyPrefix: string; previousKeyRevokeAt: string }>('keys', 'rotate', '--company', bakery);
-    expect(rotated.result.code).toBe(0);
-    expect(rotated.body.state).toBe('completed');
-    expect(rotated.body.previousKeyPrefix).toBe(row.keyPrefix);
-    expect(rotated.body.keyPrefix).not.toBe(row.keyPrefix);
-    expect(rotated.body.previousKeyRevokeAt).toMatch(/Z$/);
-
-    const during = await json<{ companies: { companyId: string; keyPrefix: string; pendingRevocations: { keyPrefix: string }[] }[] }>('keys', 'status', '--company', bakery);
-    expect(during.body.companies).toHaveLength(1);
-    expect(during.body.companies[0]).toMatchObject({ keyPrefix: rotated.body.keyPrefix, pendingRevocations: [{ keyPrefix: row.keyPrefix }] });
-
-    const later = await json<{ revoked: { keyPrefix: string; outcome: string }[] }>('local', 'advance-clock', '--by', '31m');
-    expect(later.body.revoked).toEqual([{ keyPrefix: row.keyPrefix, outcome: 'revoked' }]);
-    const after = await json<{ companies: { companyId: string; pendingRevocations: unknown[] }[] }>('keys', 'status', '--company', bakery);
-    expect(after.body.companies[0]!.pendingRevocations).toEqual([]);
-
-    const human = await acctops('keys', 'status');
-    expect(human.stdout).toContain(`${rotated.body.keyPrefix}…`);
-
-    // A leaked key: rotate and revoke the previous key at once, no grace period, nothing left pending.
-    const urgent = await json<{ state: string; keyPrefix: string; previousKeyPrefix: string; previousKeyRevoked: string }>('keys', 'rotate', '--company', bakery, '--revoke-previous-now');
-    expect(urgent.result.code).toBe(0);
-    expect(urgent.body).toMatchObject({ state: 'completed', previousKeyPrefix: rotated.body.keyPrefix, previousKeyRevoked: 'revoked' });
-    const clean = await json<{ companies: { keyPrefix: string; pendingRevocations: unknown[] }[] }>('keys', 'status', '--company', bakery);
-    expect(clean.body.companies[0]).toMatchObject({ keyPrefix: urgent.body.keyPrefix, pendingRevocations: [] });
-  });
-
-  it('users revoke and recover: a revoked user comes back only with --reactivate', async () => {
-    const alice = demo.users[0]!;
-    const revoked = await json('users', 'revoke', '--user', alice.externalId);
-    expect(revoked.result.code).toBe(0);
-    expect(revoked.body).toEqual({ externalId: alice.externalId, result: 'revoked' });
-    expect((await json('users', 'revoke', '--user', alice.externalId)).body).toMatchObject({ result: 'already_revoked' });
-
-    const refused = await acctops('users', 'recover', '--user', alice.externalId);
-    expect(refused.code).toBe(1);
-    expect(refused.stderr.trim().split('\n')).toHaveLength(1);
-    expect(refused.stderr).toMatch(/revoked.*--reactivate/);
-
-    const recovered = await json('users', 'recover', '--user', alice.externalId, '--reactivate');
-    expect(recovered.result.code).toBe(0);
-    expect(recovered.body).toMatchObject({ externalId: alice.externalId, result: 'recovered', previousStatus: 'revoked' });
-
-    const unknown = await acctops('users', 'revoke', '--user', randomUUID());
-    expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toMatch(/acctops users list/);
-  });
-
-  it('doctor reports findings with exit 5 (no export yet, tokens expired), export fixes them, doctor then exits 0', async () => {
-    const sick = await json<{ findings: string[]; exports: { expectedPeriod: string } }>('doctor');
-    expect(sick.result.code).toBe(5);
-    expect(sick.body.findings.some((f) => /has no export of/.test(f))).toBe(true);
-
-    const exported = await json<{ month: string; companies: { companyId: string; status: string; manifestUrl: string; records: Record<string, number> }[] }>(
-      'export',
-      '--month',
-      sick.body.exports.expectedPeriod,
-    );
-    expect(exported.result.code).toBe(0);
-    expect(exported.body.companies).toHaveLength(3);
-    for (const company of exported.body.companies) {
-      expect(company.status).toBe('completed');
-      expect(company.records.transactions).toBeGreaterThan(0);
-      // The manifest exists, and every object it lists has the size and SHA-256 it records.
-      const manifestPath = fileURLToPath(company.manifestUrl);
-      const manifest = JSON.parse(await readFile(manifestPath, 'utf8')) as { period: string; objects: { key: string; bytes: number; sha256: string }[] };
-      expect(manifest.period).toBe(exported.body.month);
-      expect(manifest.objects.map((o) => o.key.split('.').pop())).toEqual(expect.arrayContaining(['gz', 'csv', 'parquet']));
-      for (const object of manifest.objects) {
-        const bytes = await readFile(join(state.dir, object.key));
-        expect(bytes.length).toBe(object.bytes);
-        expect(createHash('sha256').update(bytes).digest('hex')).toBe(object.sha256);
+    it('creates the local state on first use: an embedded sandbox with demo data, mode 0600 files', async () => {
+      const { result, body } = await json<{ users: unknown[] }>('users', 'list');
+      expect(result.code).toBe(0);
+      expect(body.users).toEqual([]);
+      expect(result.stderr).toMatch(/created the local state/);
+      for (const file of ['state.json', 'sandbox.json', 'secrets.json']) {
+        expect((await stat(join(state.dir, file))).mode & 0o777).toBe(0o600);
       }
-    }
+      // ACCTOPS_DIALECT chose the embedded service's dialect when the state was created; it is kept there.
+      expect(JSON.parse(await readFile(join(state.dir, 'state.json'), 'utf8'))).toMatchObject({ dialect });
+      demo = (JSON.parse(await readFile(join(state.dir, 'sandbox.json'), 'utf8')) as { demo: typeof demo }).demo;
+      expect(demo.users.map((u) => u.username)).toEqual(['alice', 'bob', 'carol']);
+    });
 
-    await acctops('tokens', 'refresh', '--all');
-    const healthy = await json<{ findings: string[]; health: { probes: { ok: boolean }[] } }>('doctor');
-    expect(healthy.body.findings).toEqual([]);
-    expect(healthy.body.health.probes.every((p) => p.ok)).toBe(true);
-    expect(healthy.result.code).toBe(0);
-    const human = await acctops('doctor');
-    expect(human.stdout).toMatch(/No findings\./);
-  });
+    it('users onboard: retrieves a user the service knows, creates a new one, and is idempotent', async () => {
+      const alice = demo.users[0]!;
+      const first = await json<{ result: string; status: string }>('users', 'onboard', '--external-id', alice.externalId, '--username', alice.username, '--email', alice.email);
+      expect(first.result.code).toBe(0);
+      expect(first.body).toMatchObject({ externalId: alice.externalId, result: 'retrieved', status: 'active' });
+      const again = await json('users', 'onboard', '--external-id', alice.externalId, '--username', alice.username, '--email', alice.email);
+      expect(again.body).toMatchObject({ result: 'already_onboarded' });
+      const dave = await json('users', 'onboard', '--external-id', randomUUID(), '--username', 'dave', '--email', 'dave@example.test');
+      expect(dave.body).toMatchObject({ result: 'created', status: 'active' });
 
-  it('export --format and --company narrow the run; the summary table names the manifest', async () => {
-    const bakery = demo.companies[0]!.publicId;
-    const result = await acctops('export', '--month', '2026-01', '--company', bakery, '--format', 'csv');
-    expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/Export of 2026-01 \(local mode, csv\)/);
-    expect(result.stdout).toContain(`company=${bakery}/period=2026-01/_manifest.json`);
-    // Not a terminal: no progress bar on stderr.
-    expect(result.stderr).toBe('');
-  });
+      const { body } = await json<{ users: { username: string; status: string; due: boolean }[] }>('users', 'list');
+      expect(body.users.map((u) => u.username).sort()).toEqual(['alice', 'dave']);
+      expect(body.users.every((u) => u.status === 'active' && !u.due)).toBe(true);
+      // Human output: a table naming the users, never a token.
+      const table = await acctops('users', 'list');
+      expect(table.stdout).toMatch(/alice/);
+      expect(table.stdout).toMatch(/2 user\(s\)/);
+    });
 
-  it('local status describes the state; local reset needs --yes and then deletes it', async () => {
-    const status = await json<{ stateDir: string; companies: number; users: number }>('local', 'status');
-    expect(status.body).toMatchObject({ stateDir: state.dir, companies: 3, users: 2 });
-    const refused = await acctops('local', 'reset');
-    expect(refused.code).toBe(2);
-    expect(refused.stderr).toMatch(/--yes/);
-    await trackStateSecrets(state.dir);
-    const reset = await json('local', 'reset', '--yes');
-    expect(reset.result.code).toBe(0);
-    await expect(stat(state.dir)).rejects.toThrow();
+    it('tokens refresh: --user when not due says not_due; after the clock passes the margin, --all refreshes everyone', async () => {
+      const alice = demo.users[0]!;
+      const notDue = await json<{ outcomes: { result: string }[] }>('tokens', 'refresh', '--user', alice.externalId);
+      expect(notDue.result.code).toBe(0);
+      expect(notDue.body.outcomes).toEqual([{ externalId: alice.externalId, result: 'not_due' }]);
+
+      const advanced = await json<{ now: string }>('local', 'advance-clock', '--by', '20m');
+      expect(advanced.result.code).toBe(0);
+      const all = await json<{ planned: number; outcomes: { result: string }[]; counts: Record<string, number> }>('tokens', 'refresh', '--all');
+      expect(all.result.code).toBe(0);
+      expect(all.body.planned).toBe(2);
+      expect(all.body.counts).toEqual({ refreshed: 2 });
+    });
+
+    it('keys status, keys rotate, and the old key revoked once the grace period is over', async () => {
+      const bakery = demo.companies[0]!.publicId;
+      const before = await json<{ companies: { companyId: string; keyPrefix: string; rotationEnabled: boolean; nextRotationAt: number; pendingRevocations: unknown[] }[] }>('keys', 'status');
+      expect(before.result.code).toBe(0);
+      expect(before.body.companies).toHaveLength(3);
+      const row = before.body.companies.find((c) => c.companyId === bakery)!;
+      expect(row).toMatchObject({ rotationEnabled: true, pendingRevocations: [] });
+      expect(row.keyPrefix).toMatch(/^sbx_[A-Za-z0-9]{8}$/);
+
+      const rotated = await json<{ state: string; previousKeyPrefix: string; keyPrefix: string; previousKeyRevokeAt: string }>('keys', 'rotate', '--company', bakery);
+      expect(rotated.result.code).toBe(0);
+      expect(rotated.body.state).toBe('completed');
+      expect(rotated.body.previousKeyPrefix).toBe(row.keyPrefix);
+      expect(rotated.body.keyPrefix).not.toBe(row.keyPrefix);
+      expect(rotated.body.previousKeyRevokeAt).toMatch(/Z$/);
+
+      const during = await json<{ companies: { companyId: string; keyPrefix: string; pendingRevocations: { keyPrefix: string }[] }[] }>('keys', 'status', '--company', bakery);
+      expect(during.body.companies).toHaveLength(1);
+      expect(during.body.companies[0]).toMatchObject({ keyPrefix: rotated.body.keyPrefix, pendingRevocations: [{ keyPrefix: row.keyPrefix }] });
+
+      const later = await json<{ revoked: { keyPrefix: string; outcome: string }[] }>('local', 'advance-clock', '--by', '31m');
+      expect(later.body.revoked).toEqual([{ keyPrefix: row.keyPrefix, outcome: 'revoked' }]);
+      const after = await json<{ companies: { companyId: string; pendingRevocations: unknown[] }[] }>('keys', 'status', '--company', bakery);
+      expect(after.body.companies[0]!.pendingRevocations).toEqual([]);
+
+      const human = await acctops('keys', 'status');
+      expect(human.stdout).toContain(`${rotated.body.keyPrefix}…`);
+
+      // A leaked key: rotate and revoke the previous key at once, no grace period, nothing left pending.
+      const urgent = await json<{ state: string; keyPrefix: string; previousKeyPrefix: string; previousKeyRevoked: string }>('keys', 'rotate', '--company', bakery, '--revoke-previous-now');
+      expect(urgent.result.code).toBe(0);
+      expect(urgent.body).toMatchObject({ state: 'completed', previousKeyPrefix: rotated.body.keyPrefix, previousKeyRevoked: 'revoked' });
+      const clean = await json<{ companies: { keyPrefix: string; pendingRevocations: unknown[] }[] }>('keys', 'status', '--company', bakery);
+      expect(clean.body.companies[0]).toMatchObject({ keyPrefix: urgent.body.keyPrefix, pendingRevocations: [] });
+    });
+
+    it('users revoke and recover: a revoked user comes back only with --reactivate', async () => {
+      const alice = demo.users[0]!;
+      const revoked = await json('users', 'revoke', '--user', alice.externalId);
+      expect(revoked.result.code).toBe(0);
+      expect(revoked.body).toEqual({ externalId: alice.externalId, result: 'revoked' });
+      expect((await json('users', 'revoke', '--user', alice.externalId)).body).toMatchObject({ result: 'already_revoked' });
+
+      const refused = await acctops('users', 'recover', '--user', alice.externalId);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+      expect(refused.stderr).toMatch(/revoked.*--reactivate/);
+
+      const recovered = await json('users', 'recover', '--user', alice.externalId, '--reactivate');
+      expect(recovered.result.code).toBe(0);
+      expect(recovered.body).toMatchObject({ externalId: alice.externalId, result: 'recovered', previousStatus: 'revoked' });
+
+      const unknown = await acctops('users', 'revoke', '--user', randomUUID());
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toMatch(/acctops users list/);
+    });
+
+    it('doctor reports findings with exit 5 (no export yet, tokens expired), export fixes them, doctor then exits 0', async () => {
+      const sick = await json<{ findings: string[]; exports: { expectedPeriod: string } }>('doctor');
+      expect(sick.result.code).toBe(5);
+      expect(sick.body.findings.some((f) => /has no export of/.test(f))).toBe(true);
+
+      const exported = await json<{ month: string; companies: { companyId: string; status: string; manifestUrl: string; records: Record<string, number> }[] }>(
+        'export',
+        '--month',
+        sick.body.exports.expectedPeriod,
+      );
+      expect(exported.result.code).toBe(0);
+      expect(exported.body.companies).toHaveLength(3);
+      for (const company of exported.body.companies) {
+        expect(company.status).toBe('completed');
+        expect(company.records.transactions).toBeGreaterThan(0);
+        // The manifest exists, and every object it lists has the size and SHA-256 it records.
+        const manifestPath = fileURLToPath(company.manifestUrl);
+        const manifest = JSON.parse(await readFile(manifestPath, 'utf8')) as { period: string; objects: { key: string; bytes: number; sha256: string }[] };
+        expect(manifest.period).toBe(exported.body.month);
+        expect(manifest.objects.map((o) => o.key.split('.').pop())).toEqual(expect.arrayContaining(['gz', 'csv', 'parquet']));
+        for (const object of manifest.objects) {
+          const bytes = await readFile(join(state.dir, object.key));
+          expect(bytes.length).toBe(object.bytes);
+          expect(createHash('sha256').update(bytes).digest('hex')).toBe(object.sha256);
+        }
+      }
+
+      await acctops('tokens', 'refresh', '--all');
+      const healthy = await json<{ findings: string[]; health: { probes: { ok: boolean }[] } }>('doctor');
+      expect(healthy.body.findings).toEqual([]);
+      expect(healthy.body.health.probes.every((p) => p.ok)).toBe(true);
+      expect(healthy.result.code).toBe(0);
+      const human = await acctops('doctor');
+      expect(human.stdout).toMatch(/No findings\./);
+    });
+
+    it('export --format and --company narrow the run; the summary table names the manifest', async () => {
+      const bakery = demo.companies[0]!.publicId;
+      const result = await acctops('export', '--month', '2026-01', '--company', bakery, '--format', 'csv');
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/Export of 2026-01 \(local mode, csv\)/);
+      expect(result.stdout).toContain(`company=${bakery}/period=2026-01/_manifest.json`);
+      // Not a terminal: no progress bar on stderr.
+      expect(result.stderr).toBe('');
+    });
+
+    it('local status describes the state; local reset needs --yes and then deletes it', async () => {
+      const status = await json<{ stateDir: string; companies: number; users: number }>('local', 'status');
+      expect(status.body).toMatchObject({ stateDir: state.dir, companies: 3, users: 2 });
+      const refused = await acctops('local', 'reset');
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/--yes/);
+      await trackStateSecrets(state.dir);
+      const reset = await json('local', 'reset', '--yes');
+      expect(reset.result.code).toBe(0);
+      await expect(stat(state.dir)).rejects.toThrow();
+    });
   });
 });

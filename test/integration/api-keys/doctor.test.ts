@@ -179,7 +179,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const report = await doctor();
       const failed = report.findings.filter((f) => f.type === 'check_failed');
       expect(failed).toEqual([expect.objectContaining({ repaired: false })]);
-      expect(failed[0]!.detail).toContain('key_revoked');
+      expect(failed[0]!.detail).toContain(dialect === 'default' ? 'key_revoked' : 'The API key has been revoked.');
     });
   });
 

@@ -19,10 +19,9 @@ import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { MemoryMetrics } from '../../../src/core/shared/metrics';
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
-import { jwtExpiry } from '../../../src/core/tokens/token-expiry';
 import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import { startS3, type LocalS3 } from '../../helpers/s3rver';
-import { TEST_DIALECTS } from '../../helpers/dialects';
+import { TEST_DIALECTS, expiryOf } from '../../helpers/dialects';
 
 describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   // The monthly pipeline in process: planner -> queue -> worker (export and discovery jobs) -> run
@@ -79,7 +78,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     const user = await sandbox.admin.createUser({ institutionId, externalId: randomUUID(), companies, issueTokens: true });
     const pair = user.tokens!;
     await tokens.create(
-      { externalId: user.externalId!, username: user.username, email: user.email, ...pair, accessTokenExpiresAt: jwtExpiry(pair.accessToken)! },
+      { externalId: user.externalId!, username: user.username, email: user.email, ...pair, accessTokenExpiresAt: expiryOf(pair.accessToken, sandboxClock.now()) },
       sandboxClock.now(),
     );
     return user.externalId!;

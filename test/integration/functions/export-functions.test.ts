@@ -14,7 +14,6 @@ import { decodeJob } from '../../../src/core/exports/export-jobs';
 import type { MonthlyPlanReport, OverdueReport } from '../../../src/core/exports/monthly-export';
 import { signWebhook } from '../../../src/core/exports/webhook';
 import { forgetRegisteredSecrets, keyPrefix } from '../../../src/core/shared/redact';
-import { jwtExpiry } from '../../../src/core/tokens/token-expiry';
 import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import { LOCAL_REGION } from '../../helpers/aws-credentials';
 import { startAwsRecorder, type AwsRecorder, type RecordedMessage } from '../../helpers/aws-recorder';
@@ -24,7 +23,7 @@ import { startS3, type LocalS3 } from '../../helpers/s3rver';
 import { client as secretsClient, startSecretsManager, type RunningSecretsManager } from '../../helpers/secrets-manager';
 import { CANARY } from '../../helpers/canary';
 import { captureStdout, lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
-import { TEST_DIALECTS } from '../../helpers/dialects';
+import { TEST_DIALECTS, expiryOf } from '../../helpers/dialects';
 
 describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   // The export functions end to end: the real handler modules (environment read at load, the real
@@ -104,7 +103,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     externalId = user.externalId!;
     secrets.push(user.tokens!.accessToken, user.tokens!.refreshToken);
     await new DynamoDbTokenStore({ client: ddb, tableName: TOKEN_TABLE }).create(
-      { externalId, username: user.username, email: user.email, ...user.tokens!, accessTokenExpiresAt: jwtExpiry(user.tokens!.accessToken)! },
+      { externalId, username: user.username, email: user.email, ...user.tokens!, accessTokenExpiresAt: expiryOf(user.tokens!.accessToken, Date.now()) },
       Date.now(),
     );
     const webhookSecret = await sdk.send(new CreateSecretCommand({ Name: 'acctops/test/export-webhook', SecretString: WEBHOOK_SECRET }));
