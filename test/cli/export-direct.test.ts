@@ -9,6 +9,7 @@ import { expectNoCanaries, trackSecret } from '../helpers/canary';
 import { parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
 import { startS3, type LocalS3 } from '../helpers/s3rver';
 import { TEST_DIALECTS } from '../helpers/dialects';
+import { minor } from '../integration/sandbox/support';
 
 describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   /**
@@ -61,6 +62,25 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         expect(createHash('sha256').update(await readFile(join(out.dir, 'files', object.key))).digest('hex')).toBe(object.sha256);
       }
       expect(report.companies[0]!.records.transactions).toBeGreaterThan(100);
+
+      // The period is complete and its totals exact: the manifest's transaction totals equal the sum,
+      // in minor units, of every transaction of the month read from the service over plain HTTP.
+      const totals = (JSON.parse(await readFile(join(out.dir, 'files', manifestKey), 'utf8')) as {
+        datasets: Record<string, { records: number; totals: { amountMinor: string; records: number }[] }>;
+      }).datasets.transactions!;
+      const [year, mm] = month.split('-').map(Number) as [number, number];
+      const last = new Date(Date.UTC(year, mm, 0)).getUTCDate();
+      let url: string | null = `${sandbox.baseUrl}/accounting/transactions/?date_from=${month}-01&date_to=${month}-${last}&page_size=1000`;
+      let sum = 0n;
+      let count = 0;
+      while (url) {
+        const page = (await (await fetch(url, { headers: { authorization: `Bearer ${key}` } })).json()) as { next: string | null; results: { amount: number | string }[] };
+        for (const t of page.results) sum += minor(t.amount);
+        count += page.results.length;
+        url = page.next;
+      }
+      expect(totals.records).toBe(count);
+      expect(totals.totals.reduce((n, t) => n + BigInt(t.amountMinor), 0n)).toBe(sum);
     });
 
     it('ACCTOPS_BASE_URL works like --base-url, and --out s3://bucket/prefix writes to S3', async () => {
