@@ -6,6 +6,7 @@ import { CliError, UsageError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { iso } from '../format';
 import { STATE_FILES } from '../local/state-dir';
+import type * as LocalWorldModule from '../local/local-world';
 import type { CommandHost } from './host';
 import { lazy } from '../lazy';
 import type * as ExportRun from './export-run';
@@ -13,6 +14,8 @@ import type * as ExportRun from './export-run';
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (cli/lazy.ts)
 const run = lazy(() => require('./export-run') as typeof ExportRun);
 const exportsDir = (stateDir: string) => run().exportsDirOf(stateDir);
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (cli/lazy.ts)
+const localWorld = lazy(() => require('../local/local-world') as typeof LocalWorldModule);
 import { revokedKeys, type RevokedKey } from './keys';
 
 export interface LocalStatus {
@@ -86,6 +89,22 @@ export function localCommand(host: CommandHost): Command {
     );
 
   local
+    .command('repair')
+    .description('Set aside the damaged state files that can be rebuilt (state.json, tokens.json, revocations.json) and rebuild them.')
+    .action(
+      host.run(async (session) => {
+        const report = await localWorld().repairStateDir(session.stateDir);
+        // What is left is the state directory's problem, as when a command meets it: configuration.
+        if (report.unrepairable.length > 0) session.exitCode = ExitCode.config;
+        session.out.result(report, () => {
+          if (report.repaired.length === 0 && report.unrepairable.length === 0) session.out.line(`No damaged state file in ${session.stateDir}.`);
+          for (const r of report.repaired) session.out.line(`Rebuilt ${r.file} (${r.rebuiltAs}); the damaged file is kept as ${r.keptAs}.`);
+          for (const u of report.unrepairable) session.out.line(`Cannot rebuild ${u.file}: ${u.remedy}`);
+        });
+      }),
+    );
+
+  local
     .command('reset')
     .description('Delete the local state (embedded service, secrets, tokens, exports): the next command starts from scratch.')
     .option('--yes', 'confirm: the state directory is deleted')
@@ -114,7 +133,7 @@ export async function resetStateDir(stateDir: string): Promise<boolean> {
     throw error;
   }
   const ours = new Set<string>([...Object.values(STATE_FILES), basename(exportsDir(stateDir)), '.acctops-tmp']);
-  const known = entries.every((e) => ours.has(e) || /\.tmp$/.test(e));
+  const known = entries.every((e) => ours.has(e) || /\.tmp$/.test(e) || /\.damaged-[0-9TZ-]+$/.test(e));
   if (!entries.includes(STATE_FILES.state) && !known) {
     throw new CliError(`${stateDir} does not look like an acctops state directory; nothing deleted`, {
       code: 'not_a_state_dir',
