@@ -452,7 +452,7 @@ export function parseInstitutionOverride(raw: string): InstitutionCredential {
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
     throw new CliConfigError(
-      `ACCTOPS_INSTITUTION is malformed (${error.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')})`,
+      `ACCTOPS_INSTITUTION is not an institution credential (${error.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')})`,
       'set it to <institution_id>:<secret_key> or a JSON object with institutionId and secretKey, or unset it to use the stored secret',
     );
   }
