@@ -299,5 +299,7 @@ export async function openAwsOperations(session: Session): Promise<AwsOperations
     overrides[pair.slice(0, at)] = pair.slice(at + 1);
   }
   const region = session.flags.region ?? session.env.AWS_REGION ?? session.env.AWS_DEFAULT_REGION;
-  return new StackOperations(session, stack, new OperatorClients({ region }), overrides);
+  const clients = new OperatorClients({ region });
+  await clients.preflight();
+  return new StackOperations(session, stack, clients, overrides);
 }
