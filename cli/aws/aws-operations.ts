@@ -209,7 +209,8 @@ class StackOperations implements AwsOperations {
     const exports = await this.exportStore()
       .then(async (store) => exportRun().exportHealth(store, await this.companies(), now))
       .catch(skipped);
-    const partial = { mode: 'aws' as const, checkedAt: iso(now)!, health, tokens, rotations, exports };
+    // The local mode's sections, absent here: null in --json (README, "Global options").
+    const partial = { mode: 'aws' as const, checkedAt: iso(now)!, health, companySecrets: undefined, tokens, rotations, exports, revokedKeys: undefined, damagedStateFiles: undefined };
     return { ...partial, findings: findingsOf(partial) };
   }
 
