@@ -55,6 +55,8 @@ describe('acctops exit codes: the README table holds', () => {
     { why: 'an unknown option', code: 2, args: ['users', 'list', '--nope'] },
     { why: 'a credential given as a flag', code: 2, args: ['export', '--api-key', 'x'] },
     { why: 'a malformed argument', code: 2, args: ['local', 'advance-clock', '--by', 'soon'] },
+    { why: 'a month after the current one', code: 2, args: ['export', '--month', '2099-01'], stderr: /--month is after the current month/ },
+    { why: 'a clock jump of more than 31 days without --force', code: 2, args: ['local', 'advance-clock', '--by', '100000d'], stderr: /more than 31 days.*--force.*reset-clock/ },
     {
       why: 'a damaged tokens.json (names the file and the remedy)',
       code: 3,
@@ -169,6 +171,23 @@ describe('acctops exit codes: the README table holds', () => {
       expect(JSON.parse(cannot.stdout)).toMatchObject({ repaired: [], unrepairable: [{ file: join(own.dir, 'sandbox.json') }] });
       // reset still recognises the directory (the kept file is acctops's).
       expect((await runAcctops(['--state-dir', own.dir, 'local', 'reset', '--yes'])).code).toBe(0);
+    } finally {
+      await own.remove();
+    }
+  });
+
+  it('a long clock jump needs --force, and reset-clock brings the clock back', async () => {
+    const own = await tempStateDir();
+    try {
+      const status = async () => JSON.parse((await runAcctops(['--state-dir', own.dir, '--json', 'local', 'status'])).stdout) as { clockOffsetMs: number };
+      expect((await runAcctops(['--state-dir', own.dir, 'local', 'advance-clock', '--by', '32d'])).code).toBe(2);
+      expect((await status()).clockOffsetMs).toBe(0);
+      expect((await runAcctops(['--state-dir', own.dir, 'local', 'advance-clock', '--by', '32d', '--force'])).code).toBe(0);
+      expect((await status()).clockOffsetMs).toBe(32 * 86_400_000);
+      const back = await runAcctops(['--state-dir', own.dir, '--json', 'local', 'reset-clock']);
+      expect(back.code).toBe(0);
+      expect(JSON.parse(back.stdout)).toMatchObject({ undoneMs: 32 * 86_400_000 });
+      expect((await status()).clockOffsetMs).toBe(0);
     } finally {
       await own.remove();
     }
