@@ -1,18 +1,19 @@
 // `npm run bench`: every benchmark of issue 7, written to BENCHMARKS.md; exits 1 when a target is
 // missed. Not part of `npm test` (jest's root is test/). Options:
-//   --only cold-start,exports,refresh   run some sections (written to .bench-out/BENCHMARKS.partial.md)
+//   --only cold-start,exports,refresh,cli-startup   run some sections (written to .bench-out/BENCHMARKS.partial.md)
 //   --quick                             fewer runs and 100k/200k transactions: for working on bench/
 //   --out <file>                        where to write the report
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { Command } from 'commander';
+import { runCliStartupSection } from './cli/cli-startup-bench';
 import { runColdStartSection } from './cold-start/cold-start-bench';
 import { runExportSection } from './exports/export-bench';
 import { OUT_DIR, ROOT } from './lib/processes';
 import { describeMachine, loadAverage, renderReport, type SectionReport } from './lib/report';
 import { refreshNotMeasured, runRefreshSection } from './refresh/refresh-bench';
 
-const SECTIONS = ['cold-start', 'exports', 'refresh'] as const;
+const SECTIONS = ['cold-start', 'exports', 'refresh', 'cli-startup'] as const;
 type SectionName = (typeof SECTIONS)[number];
 
 const PREFACE = [
@@ -63,6 +64,7 @@ async function main(): Promise<void> {
               { transactions: 1_000_000, rounds: 3 },
             ],
       }),
+    'cli-startup': () => Promise.resolve(runCliStartupSection({ runs: flags.quick ? 3 : 10 })),
     refresh: async () => {
       try {
         return await runRefreshSection();

@@ -29,7 +29,7 @@ async function main(): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError && error.exitCode === 0) return 0;
     const report = describeError(error);
-    process.stderr.write(`demo: error: ${report.message}${report.hint ? ` (${report.hint})` : ''}\n`);
+    process.stderr.write(`acctops: error: ${report.message}${report.hint ? ` (${report.hint})` : ''}\n`);
     return 2;
   }
   const opts = program.opts<{ reset?: boolean; stateDir: string; verbose?: boolean; dialect?: string }>();
@@ -50,7 +50,7 @@ async function main(): Promise<number> {
     return 0;
   } catch (error) {
     const report = describeError(error);
-    process.stderr.write(`demo: error: ${report.message}${report.hint ? ` (${report.hint})` : ''}\n`);
+    process.stderr.write(`acctops: error: ${report.message}${report.hint ? ` (${report.hint})` : ''}\n`);
     return report.exitCode;
   }
 }

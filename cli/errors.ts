@@ -139,6 +139,13 @@ function classify(error: unknown): ErrorReport {
   if (error instanceof ValidationError) {
     return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: 'the named field is wrong where it was read' };
   }
+  // The AWS adapters' errors, known by code so that a local command does not load the AWS SDK clients.
+  if (error instanceof AcctopsError && error.code === 'aws_region_missing') {
+    return { exitCode: ExitCode.config, code: error.code, message: error.message, hint: 'pass --region, set AWS_REGION, or give the profile a region' };
+  }
+  if (error instanceof AcctopsError && error.code === 'aws_credentials_missing') {
+    return { exitCode: ExitCode.auth, code: error.code, message: error.message, hint: 'sign in (`aws sso login`, AWS_PROFILE) and check with `aws sts get-caller-identity`' };
+  }
   const awsAuth = causes(error).find((e) => AWS_AUTH.has(e.name));
   if (awsAuth) {
     return {

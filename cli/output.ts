@@ -20,6 +20,18 @@ export interface Column<R> {
 }
 
 /**
+ * The --json form of one value (README, "Global options"): one time format, ISO 8601, for every
+ * point in time (the reports carry some as epoch milliseconds, in fields named `…At`); an absent
+ * value is `null`, never a dropped key; bigints as decimal strings.
+ */
+export function jsonValue(key: string, value: unknown): unknown {
+  if (value === undefined) return null;
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'number' && /At$/.test(key) && Number.isFinite(value)) return new Date(value).toISOString();
+  return value;
+}
+
+/**
  * Everything the CLI prints goes through here, and through the redactor on the way out: results
  * on stdout (a table for people, one JSON document with `--json`), diagnostics on stderr, and a
  * progress bar only when stderr is a terminal. Nothing here knows a secret, and `redactString`
@@ -48,7 +60,7 @@ export class Output {
    * logger's key-based redaction is not used here: it would blank fields such as `refreshed`.)
    */
   result(value: unknown, human: () => void): void {
-    if (this.json) this.io.stdout.write(`${redactString(JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2))}\n`);
+    if (this.json) this.io.stdout.write(`${redactString(JSON.stringify(value, jsonValue, 2))}\n`);
     else human();
   }
 

@@ -2,7 +2,9 @@ import type { Command } from 'commander';
 import { CliConfigError } from './errors';
 import { ExitCode, type ExitCodeValue } from './exit-codes';
 import { DEFAULT_STATE_DIR, resolveStateDir } from './local/state-dir';
-import { withLocalWorld, type LocalWorld } from './local/local-world';
+import type { LocalWorld } from './local/local-world';
+import type * as LocalWorldModule from './local/local-world';
+import { lazy } from './lazy';
 import { Output, type CliIo } from './output';
 
 /** What the process gives the CLI: its streams, environment and working directory (tests pass their own). */
@@ -21,6 +23,9 @@ export interface GlobalFlags {
   /** `Key=Value` pairs naming stack outputs instead of discovering them. */
   output?: string[];
 }
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the embedded world loads the SDK and the sandbox; `--help` must not (cli/lazy.ts)
+const localWorld = lazy(() => require('./local/local-world') as typeof LocalWorldModule);
 
 export type Mode = 'local' | 'aws';
 
@@ -59,9 +64,9 @@ export class Session {
   }
 
   /** Runs `work` in the local embedded world (created on first use), saved when it ends. */
-  async local<T>(work: (world: LocalWorld) => Promise<T>): Promise<T> {
+  async local<T>(work: (world: LocalWorld) => Promise<T>, options: { tolerateDamage?: boolean } = {}): Promise<T> {
     if (this.mode !== 'local') throw new CliConfigError('this command needs the local mode, but a stack is named', 'drop --stack / ACCTOPS_STACK');
-    return withLocalWorld({ stateDir: this.stateDir, logger: this.out.logger(), env: this.env }, async (world) => {
+    return localWorld().withLocalWorld({ stateDir: this.stateDir, logger: this.out.logger(), env: this.env, ...options }, async (world) => {
       if (world.created) this.out.note(`acctops: created the local state in ${world.stateDir} (embedded sandbox with demo data)`);
       return work(world);
     });

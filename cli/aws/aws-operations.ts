@@ -209,7 +209,8 @@ class StackOperations implements AwsOperations {
     const exports = await this.exportStore()
       .then(async (store) => exportRun().exportHealth(store, await this.companies(), now))
       .catch(skipped);
-    const partial = { mode: 'aws' as const, checkedAt: iso(now)!, health, tokens, rotations, exports };
+    // The local mode's sections, absent here: null in --json (README, "Global options").
+    const partial = { mode: 'aws' as const, checkedAt: iso(now)!, health, companySecrets: undefined, tokens, rotations, exports, revokedKeys: undefined, damagedStateFiles: undefined };
     return { ...partial, findings: findingsOf(partial) };
   }
 
@@ -299,5 +300,7 @@ export async function openAwsOperations(session: Session): Promise<AwsOperations
     overrides[pair.slice(0, at)] = pair.slice(at + 1);
   }
   const region = session.flags.region ?? session.env.AWS_REGION ?? session.env.AWS_DEFAULT_REGION;
-  return new StackOperations(session, stack, new OperatorClients({ region }), overrides);
+  const clients = new OperatorClients({ region });
+  await clients.preflight();
+  return new StackOperations(session, stack, clients, overrides);
 }

@@ -128,6 +128,9 @@ export async function installCompanyKey(target: CompanyKeyTarget, companyId: str
   return { ...change, companyId: entry.companyId, keyPrefix: prefix, apiKeyId: listed.publicId, permissions: secret.permissions };
 }
 
+/** The client's 401 and 403 classes, as a failed probe names them. */
+const REFUSED = /^(Authentication|PermissionDenied|KeyExpired|KeyRevoked|CreatorDisabled|CompanyAccessRemoved)Error$/;
+
 export function institutionCommand(host: CommandHost): Command {
   const institution = new Command('institution').description('The institution credential in the secret store.');
   institution
@@ -163,9 +166,12 @@ export function institutionCommand(host: CommandHost): Command {
           for (const p of report.probes) session.out.line(`  ${p.ok ? 'ok  ' : 'FAIL'} ${p.name}${p.error ? `: ${p.error.message}` : ''}`);
         });
         if (!report.verified) {
-          throw new CliError('the stored institution credential does not work', {
+          // The service refusing the credential (401/403) is exit 4 like any refused credential;
+          // an unreachable service or an unreadable secret stays a failure.
+          const refused = report.probes.some((p) => !p.ok && REFUSED.test(p.error?.name ?? ''));
+          throw new CliError(refused ? 'the service refused the stored institution credential' : 'the stored institution credential does not work', {
             code: 'institution_check_failed',
-            exitCode: ExitCode.failure,
+            exitCode: refused ? ExitCode.auth : ExitCode.failure,
             hint: report.rolledBack ? 'the previous value fails too; check with the service owner' : 'go back with `acctops institution set-secret --rollback`',
           });
         }

@@ -50,6 +50,8 @@ export interface DoctorReport {
   exports: ExportHealth | Skipped;
   /** Old keys whose grace period had ended, revoked as the schedule would (local mode). */
   revokedKeys?: RevokedKey[];
+  /** Local state files that do not parse (local mode): each with what to do. */
+  damagedStateFiles?: { file: string; problem: string; remedy: string }[];
   /** One line per thing to look at; empty means healthy. */
   findings: string[];
 }
@@ -70,6 +72,7 @@ export function tokenHealth(rows: readonly UserRow[], now: number): TokenHealth 
 
 export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
   const out: string[] = [];
+  for (const d of report.damagedStateFiles ?? []) out.push(`${d.problem}: ${d.remedy}`);
   if (isSkipped(report.health)) out.push(`health probes not run: ${report.health.skipped}`);
   else for (const p of report.health.probes) if (!p.ok) out.push(`probe ${p.name} failed: ${p.error?.message ?? 'no detail'}`);
   for (const s of report.companySecrets ?? []) if (!s.ok) out.push(`company key secret ${s.secret} unreadable: ${s.error ?? ''}`);
@@ -91,8 +94,10 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
 /** The local mode's doctor: the same checks as the deployed check-health and rotation doctor, plus tokens and exports. */
 export async function doctorLocal(world: LocalWorld, options: { repair: boolean }): Promise<DoctorReport> {
   const now = () => world.clock.now();
+  // A damaged file never stops the doctor: it is a finding, and the checks that need it are skipped.
+  const damagedStateFiles = world.damaged.map((d) => ({ file: d.path, problem: d.message, remedy: d.hint ?? '' }));
   const revoked = revokedKeys(await world.runDueRevocations());
-  const health = await world.checkStoredInstitution();
+  const health = await world.checkInstitution();
   const companySecrets: NonNullable<DoctorReport['companySecrets']> = [];
   for await (const entry of world.directory.list()) {
     try {
@@ -102,7 +107,7 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
       companySecrets.push({ companyId: entry.companyId, secret: entry.name, ok: false, error: redactString(error instanceof Error ? error.message : String(error)) });
     }
   }
-  const { rows } = await listLocal(world.tokens, now());
+  const tokens = world.isDamaged('tokens') ? { skipped: 'tokens.json is damaged' } : tokenHealth((await listLocal(world.tokens, now())).rows, now());
   const rotations = await checkKeyRotations(
     { store: world.secrets, directory: world.directory, scheduler: world.revocations, clientFor: (key) => world.clientForKey(key), clock: world.clock, logger: world.logger, metrics: noMetrics },
     { graceMs: world.graceMs, repair: options.repair },
@@ -113,10 +118,11 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
     checkedAt: iso(now())!,
     health: { probes: health.probes },
     companySecrets,
-    tokens: tokenHealth(rows, now()),
+    tokens,
     rotations: { companies: rotations.companies, findings: rotations.findings },
     exports,
     revokedKeys: revoked,
+    damagedStateFiles,
   };
   return { ...partial, findings: findingsOf(partial) };
 }
@@ -128,7 +134,7 @@ export function doctorCommand(host: CommandHost): Command {
     .action(
       host.run(async (session, opts: { repair?: boolean }) => {
         const options = { repair: opts.repair === true };
-        const report = session.mode === 'aws' ? await (await host.aws(session)).doctor(options) : await session.local((world) => doctorLocal(world, options));
+        const report = session.mode === 'aws' ? await (await host.aws(session)).doctor(options) : await session.local((world) => doctorLocal(world, options), { tolerateDamage: true });
         if (report.findings.length > 0) session.partial();
         session.out.result(report, () => renderDoctor(session.out, report));
       }),

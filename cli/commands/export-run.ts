@@ -140,7 +140,7 @@ export async function exportHealth(store: ObjectStore, companies: readonly strin
       if (match && match[2] === MANIFEST_NAME && (last === undefined || match[1]! > last)) last = match[1]!;
     }
     if (last === undefined) {
-      rows.push({ companyId, overdue: true });
+      rows.push({ companyId, lastPeriod: undefined, generatedAt: undefined, manifestUrl: undefined, overdue: true });
       continue;
     }
     const key = `${EXPORT_ROOT}/company=${companyId}/period=${last}/${MANIFEST_NAME}`;

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import type { ExportProgress } from '../../src/core/exports/export-sources';
 import type { AmountTotal } from '../../src/core/exports/totals';
+import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/period';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
 import { exportTarget, formats as parseFormats, guid, httpUrl, month as parseMonth, type ExportTarget } from '../args';
 import { CliConfigError, UsageError } from '../errors';
@@ -68,6 +69,7 @@ export function exportCommand(host: CommandHost): Command {
         const baseUrl = opts.baseUrl ?? baseUrlFromEnv(session.env.ACCTOPS_BASE_URL);
         let report: ExportReport;
         try {
+          if (session.mode !== 'local' || baseUrl !== undefined) refuseFutureMonth(opts.month, Date.now());
           if (baseUrl !== undefined) {
             report = await run().exportDirect(session, { ...opts, baseUrl }, onProgress);
           } else if (session.mode === 'aws') {
@@ -75,9 +77,10 @@ export function exportCommand(host: CommandHost): Command {
             const month = opts.month ?? run().defaultMonth();
             report = await (await host.aws(session)).requestExport({ month, company: opts.company, formats: opts.format, wait: opts.wait !== false });
           } else {
-            report = await session.local(async (world) =>
-              run().exportLocal(world, { month: opts.month, company: opts.company, store: opts.out && run().storeFor(session, opts.out), formats: opts.format, onProgress }),
-            );
+            report = await session.local(async (world) => {
+              refuseFutureMonth(opts.month, world.clock.now());
+              return run().exportLocal(world, { month: opts.month, company: opts.company, store: opts.out && run().storeFor(session, opts.out), formats: opts.format, onProgress });
+            });
           }
         } finally {
           for (const bar of bars.values()) bar.finish();
@@ -90,6 +93,17 @@ export function exportCommand(host: CommandHost): Command {
         session.out.result(report, () => renderExport(session.out, report));
       }),
     );
+}
+
+/**
+ * A month after the current one (Europe/Berlin, on the mode's clock) has no data yet: its export
+ * would "complete" empty and then count as the company's latest. The current month is allowed (a
+ * partial month, replaced by the monthly run).
+ */
+export function refuseFutureMonth(month: string | undefined, now: number): void {
+  if (month === undefined) return;
+  const current = periodContaining(now, DEFAULT_TIME_ZONE).text;
+  if (month > current) throw new UsageError(`--month is after the current month (${current})`, 'export a month that has begun; the default is the previous month');
 }
 
 function baseUrlFromEnv(raw: string | undefined): string | undefined {

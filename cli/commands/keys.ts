@@ -111,7 +111,7 @@ export async function rotateLocal(world: LocalWorld, companyId: string, options:
 
 export async function keyStatusLocal(world: LocalWorld): Promise<KeyStatusReport> {
   const revokedBefore = revokedKeys(await world.runDueRevocations());
-  const companies = await keyStatus({ store: world.secrets, directory: world.directory, scheduler: world.revocations, clientFor: (key) => world.clientForKey(key) });
+  const companies = await keyStatus({ store: world.secrets, directory: world.directory, scheduler: world.revocations, clientFor: (key) => world.clientForKey(key), clock: world.clock });
   return { now: iso(world.clock.now())!, companies, revokedBefore };
 }
 
@@ -177,11 +177,16 @@ export function renderStatus(out: Output, report: KeyStatusReport): void {
     { header: 'COMPANY', value: (c) => c.companyId },
     { header: 'KEY', value: (c) => (c.keyPrefix ? `${c.keyPrefix}…` : undefined) },
     { header: 'PERMISSIONS', value: (c) => c.permissions?.join(',') },
-    { header: 'LAST USED', value: (c) => (c.lastUsedAt ? relative(Date.parse(c.lastUsedAt), now) : 'never') },
+    // The check lists the keys with the current key, which the service counts as a use.
+    { header: 'LAST USED', value: (c) => (c.lastUsedByThisCheck ? 'this check' : c.lastUsedAt ? relative(Date.parse(c.lastUsedAt), now) : 'never') },
     { header: 'LAST ROTATION', value: (c) => relative(c.lastRotatedAt, now) ?? 'never' },
     { header: 'NEXT ROTATION', value: (c) => (c.rotationEnabled ? relative(c.nextRotationAt, now) : 'disabled') },
     { header: 'ROTATING', value: (c) => (c.rotationInProgress ? 'yes' : 'no') },
-    { header: 'PENDING REVOCATIONS', value: (c) => c.pendingRevocations.map((r) => `${r.keyPrefix}… ${relative(r.revokeAt, now)}`).join('; ') },
+    {
+      header: 'PENDING REVOCATIONS',
+      value: (c) =>
+        c.pendingRevocations.map((r) => `${r.keyPrefix}… ${relative(r.revokeAt, now)} (last used ${r.lastUsedAt ? relative(Date.parse(r.lastUsedAt), now) : 'never'})`).join('; '),
+    },
   ], 'no company key secrets');
   for (const c of report.companies) if (c.error) out.line(`! ${c.companyId}: ${c.error}`);
 }

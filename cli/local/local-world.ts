@@ -1,11 +1,11 @@
-import { mkdir, stat } from 'node:fs/promises';
+import { mkdir, rename, stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { AwsSecretProvisioner } from '../../src/adapters/aws/secret-provisioner';
 import { AwsSecretStore } from '../../src/adapters/aws/secrets-manager';
 import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
 import { FileTokenStore } from '../../src/adapters/local/file-token-store';
 import { MemoryEventPublisher } from '../../src/adapters/local/memory-event-publisher';
-import { FileRevocationQueue } from '../../src/adapters/local/revocation-queue';
+import { FileRevocationQueue, MemoryRevocationQueue } from '../../src/adapters/local/revocation-queue';
 import { apiKeyAuth, createAccountingClient, type AccountingClient, type CredentialProvider } from '../../src/core/accounting-api';
 import {
   COMPANY_KEY_TAGS,
@@ -26,7 +26,7 @@ import { cachedInstitutionCredential, parseInstitutionCredential, type Instituti
 import { institutionCredentialProvider } from '../../src/core/credentials/institution-provider';
 import { checkHealth, type HealthReport } from '../../src/core/health/check-health';
 import { institutionCredentialProbe, serviceReachableProbe } from '../../src/core/health/probes';
-import { parseWith } from '../../src/core/shared/errors';
+import { ValidationError, parseWith } from '../../src/core/shared/errors';
 import type { Logger } from '../../src/core/shared/logger';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { keyPrefix } from '../../src/core/shared/redact';
@@ -35,7 +35,7 @@ import { DIALECTS, startSandbox, type Dialect, type RunningSandbox } from '../..
 import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/secrets-manager';
 import { CliConfigError } from '../errors';
 import { readJsonFile, writePrivateJsonFile } from '../../src/adapters/local/private-json-file';
-import { LocalClock, lockStateDir, statePath } from './state-dir';
+import { DamagedStateFileError, LocalClock, lockStateDir, statePath, type StateFileName } from './state-dir';
 import { sandboxSnapshotSchema } from '../../sandbox';
 import { secretsSnapshotSchema } from '../../sandbox/secrets-manager';
 
@@ -91,6 +91,50 @@ export interface LocalWorldOptions {
    * have it: the saved service cannot change its shapes under the tokens it issued.
    */
   dialect?: Dialect;
+  /**
+   * The doctor's mode: a damaged state file is recorded in `damaged` and stood in for (empty, in
+   * memory, never saved over the damaged file) instead of failing the command, so that the doctor
+   * reports the rest. Every other command refuses a damaged file (DamagedStateFileError, exit 3).
+   */
+  tolerateDamage?: boolean;
+}
+
+/** The default settings of a new local state (`acctops local repair` also rebuilds state.json with them). */
+export function defaultLocalState(dialect: Dialect = 'default'): LocalState {
+  return {
+    format: LOCAL_STATE_FORMAT,
+    formatVersion: 1,
+    createdAt: new Date().toISOString(),
+    clockOffsetMs: 0,
+    revocationGraceMinutes: 30,
+    rotationDays: 30,
+    institutionSecret: LOCAL_INSTITUTION_SECRET,
+    dialect,
+  };
+}
+
+/** Reads one state file; a file that does not parse is a DamagedStateFileError, thrown or collected. */
+async function readStateFile<S extends z.ZodType>(stateDir: string, file: StateFileName, schema: S, damaged: DamagedStateFileError[] | undefined) {
+  try {
+    return await readJsonFile(statePath(stateDir, file), schema);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    const damage = new DamagedStateFileError(file, statePath(stateDir, file), error);
+    if (!damaged) throw damage;
+    damaged.push(damage);
+    return undefined;
+  }
+}
+
+/** Reads tokens.json or revocations.json through its store, which owns the file's schema. */
+export async function checkStoreFile(stateDir: string, file: 'tokens' | 'revocations', read: () => Promise<unknown>): Promise<DamagedStateFileError | undefined> {
+  try {
+    await read();
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    return new DamagedStateFileError(file, statePath(stateDir, file), error);
+  }
 }
 
 export class LocalWorld {
@@ -100,7 +144,9 @@ export class LocalWorld {
   readonly directory: CompanyKeyDirectory;
   readonly companyKeys: CompanyApiKeys;
   readonly tokens: FileTokenStore;
-  readonly revocations: FileRevocationQueue;
+  readonly revocations: FileRevocationQueue | MemoryRevocationQueue;
+  /** State files found damaged (doctor only, see LocalWorldOptions.tolerateDamage); they are not saved over. */
+  readonly damaged: DamagedStateFileError[] = [];
   /** Exports land in the state directory: `<stateDir>/exports/company=…/period=…/`. */
   readonly exportStore: DirObjectStore;
   readonly events = new MemoryEventPublisher();
@@ -122,13 +168,15 @@ export class LocalWorld {
     readonly created: boolean,
     private readonly unlock: () => Promise<void>,
     env: NodeJS.ProcessEnv,
+    damaged: DamagedStateFileError[],
   ) {
+    this.damaged = damaged;
     this.baseUrl = sandbox.baseUrl;
     this.secrets = new AwsSecretStore({ endpoint: sm.endpoint, region: sm.region, credentials: EMULATOR_CREDENTIALS, maxAttempts: 2 });
     this.directory = taggedKeyDirectory(this.secrets);
     this.companyKeys = new CompanyApiKeys(this.secrets, this.directory, { ttlMs: KEY_CACHE_TTL_MS, clock, logger });
     this.tokens = new FileTokenStore({ path: statePath(stateDir, 'tokens') });
-    this.revocations = new FileRevocationQueue({ path: statePath(stateDir, 'revocations') });
+    this.revocations = this.isDamaged('revocations') ? new MemoryRevocationQueue() : new FileRevocationQueue({ path: statePath(stateDir, 'revocations') });
     this.exportStore = new DirObjectStore(stateDir);
     this.graceMs = state.revocationGraceMinutes * 60_000;
     this.rotation = new KeyRotation({
@@ -143,7 +191,7 @@ export class LocalWorld {
     sm.admin.registerRotationHandler(LOCAL_ROTATION_LAMBDA, (event) => this.rotation.runStep(parseWith(rotationEventSchema, event, 'rotation event')));
     const fromEnv = env.ACCTOPS_INSTITUTION;
     if (fromEnv !== undefined && fromEnv.trim() !== '') {
-      const credential = parseInstitutionCredential(fromEnv);
+      const credential = parseInstitutionOverride(fromEnv);
       this.institutionSource = 'environment';
       this.institution = { get: () => Promise.resolve({ kind: 'institution', ...credential }) };
     } else {
@@ -160,21 +208,14 @@ export class LocalWorld {
     let sandbox: RunningSandbox | undefined;
     let sm: RunningSecretsManager | undefined;
     try {
-      const saved = await readJsonFile(statePath(stateDir, 'state'), stateSchema);
-      const created = saved === undefined;
+      const damaged = options.tolerateDamage === true ? ([] as DamagedStateFileError[]) : undefined;
+      const saved = await readStateFile(stateDir, 'state', stateSchema, damaged);
+      const stateDamaged = damaged?.some((d) => d.file === 'state') === true;
+      const created = saved === undefined && !stateDamaged;
       if (created && (await exists(statePath(stateDir, 'sandbox')))) {
-        throw new CliConfigError(`${statePath(stateDir, 'state')} is missing but the state directory has other files`, 'run `acctops local reset` to start again');
+        throw new CliConfigError(`${statePath(stateDir, 'state')} is missing but the state directory has other files`, '`acctops local repair` rebuilds it; `acctops local reset --yes` starts again');
       }
-      const state: LocalState = saved ?? {
-        format: LOCAL_STATE_FORMAT,
-        formatVersion: 1,
-        createdAt: new Date().toISOString(),
-        clockOffsetMs: 0,
-        revocationGraceMinutes: 30,
-        rotationDays: 30,
-        institutionSecret: LOCAL_INSTITUTION_SECRET,
-        dialect: options.dialect ?? dialectFromEnv(options.env),
-      };
+      const state: LocalState = saved ?? defaultLocalState(options.dialect ?? dialectFromEnv(options.env));
       if (options.dialect !== undefined && options.dialect !== state.dialect) {
         throw new CliConfigError(
           `the local state in ${stateDir} runs the ${state.dialect} dialect, not ${options.dialect}`,
@@ -182,14 +223,24 @@ export class LocalWorld {
         );
       }
       const clock = new LocalClock(state.clockOffsetMs);
-      const sandboxState = created ? undefined : await readJsonFile(statePath(stateDir, 'sandbox'), sandboxSnapshotSchema);
-      const secretsState = created ? undefined : await readJsonFile(statePath(stateDir, 'secrets'), secretsSnapshotSchema);
-      if (!created && (!sandboxState || !secretsState)) {
-        throw new CliConfigError(`the state directory ${stateDir} is incomplete (sandbox.json or secrets.json missing)`, 'run `acctops local reset` to start again');
+      const sandboxState = created ? undefined : await readStateFile(stateDir, 'sandbox', sandboxSnapshotSchema, damaged);
+      const secretsState = created ? undefined : await readStateFile(stateDir, 'secrets', secretsSnapshotSchema, damaged);
+      const lost = (file: StateFileName) => damaged?.some((d) => d.file === file) === true;
+      if (!created && ((!sandboxState && !lost('sandbox')) || (!secretsState && !lost('secrets')))) {
+        throw new CliConfigError(`the state directory ${stateDir} is incomplete (sandbox.json or secrets.json missing)`, 'run `acctops local reset --yes` to start again');
       }
-      sandbox = await startSandbox({ port: 0, clock, dialect: state.dialect, ...(sandboxState ? { state: sandboxState } : { seed: SANDBOX_SEED, demo: true }) });
+      for (const [file, read] of [
+        ['tokens', () => new FileTokenStore({ path: statePath(stateDir, 'tokens') }).list({ limit: 1, cursor: null })],
+        ['revocations', () => new FileRevocationQueue({ path: statePath(stateDir, 'revocations') }).due(0)],
+      ] as const) {
+        const damage = await checkStoreFile(stateDir, file, read);
+        if (damage && !damaged) throw damage;
+        if (damage) damaged!.push(damage);
+      }
+      // A damaged sandbox.json: an empty service stands in, so the doctor's probes fail and say so.
+      sandbox = await startSandbox({ port: 0, clock, dialect: state.dialect, ...(sandboxState ? { state: sandboxState } : { seed: SANDBOX_SEED, demo: !lost('sandbox') }) });
       sm = await startSecretsManager({ port: 0, clock, rotationMode: 'sync', ...(secretsState ? { state: secretsState } : {}) });
-      const world = new LocalWorld(stateDir, clock, state, sandbox, sm, logger, created, unlock, options.env);
+      const world = new LocalWorld(stateDir, clock, state, sandbox, sm, logger, created, unlock, options.env, damaged ?? []);
       world.saveOnSignals();
       if (created) {
         await world.provision();
@@ -259,6 +310,18 @@ export class LocalWorld {
     );
   }
 
+  /**
+   * The doctor's probes: the stored credential, and, when ACCTOPS_INSTITUTION overrides it, the
+   * override too, since that is what `users onboard` would send. A wrong override must not pass.
+   */
+  async checkInstitution(): Promise<HealthReport> {
+    const stored = await this.checkStoredInstitution();
+    if (this.institutionSource !== 'environment') return stored;
+    const override = await checkHealth([serviceReachableProbe(this.institutionClient())], { clock: this.clock, logger: this.logger });
+    const probes = [...stored.probes, ...override.probes.map((p) => ({ ...p, name: `${p.name} (ACCTOPS_INSTITUTION)` }))];
+    return { ...stored, ok: probes.every((p) => p.ok), probes };
+  }
+
   /** A fresh read of the institution credential, for the doctor (no cache). */
   readInstitutionCredential(): Promise<InstitutionCredential> {
     return cachedInstitutionCredential(this.secrets, this.state.institutionSecret, { ttlMs: 0, clock: this.clock }).get();
@@ -305,11 +368,18 @@ export class LocalWorld {
     });
   }
 
-  /** Writes the embedded service, the secrets and the clock back to the state directory. */
+  isDamaged(file: StateFileName): boolean {
+    return this.damaged.some((d) => d.file === file);
+  }
+
+  /**
+   * Writes the embedded service, the secrets and the clock back to the state directory; a damaged
+   * file is left as it is (its stand-in is empty), for `acctops local repair` or a backup.
+   */
   async save(): Promise<void> {
-    await writePrivateJsonFile(statePath(this.stateDir, 'sandbox'), this.sandbox.snapshot());
-    await writePrivateJsonFile(statePath(this.stateDir, 'secrets'), this.sm.admin.exportState());
-    await writePrivateJsonFile(statePath(this.stateDir, 'state'), { ...this.state, clockOffsetMs: this.clock.offsetMs });
+    if (!this.isDamaged('sandbox')) await writePrivateJsonFile(statePath(this.stateDir, 'sandbox'), this.sandbox.snapshot());
+    if (!this.isDamaged('secrets')) await writePrivateJsonFile(statePath(this.stateDir, 'secrets'), this.sm.admin.exportState());
+    if (!this.isDamaged('state')) await writePrivateJsonFile(statePath(this.stateDir, 'state'), { ...this.state, clockOffsetMs: this.clock.offsetMs });
   }
 
   /**
@@ -356,6 +426,65 @@ function dialectFromEnv(env: NodeJS.ProcessEnv): Dialect {
   if (raw === undefined || raw === '') return 'default';
   if (!(DIALECTS as readonly string[]).includes(raw)) throw new CliConfigError(`ACCTOPS_DIALECT must be one of ${DIALECTS.join(', ')}`);
   return raw as Dialect;
+}
+
+export interface RepairReport {
+  stateDir: string;
+  repaired: { file: string; keptAs: string; rebuiltAs: string }[];
+  /** Damaged files that hold the service or the keys: only a reset or a backup helps. */
+  unrepairable: { file: string; remedy: string }[];
+}
+
+const REBUILT_AS: Record<'state' | 'tokens' | 'revocations', string> = {
+  state: 'default settings, local clock back at the system clock',
+  tokens: 'empty: `acctops users onboard` retrieves each user\'s tokens again',
+  revocations: 'empty: `acctops doctor --repair` finds old keys whose revocation was lost',
+};
+
+/**
+ * `acctops local repair`: each damaged state file that can be rebuilt is renamed to
+ * `<file>.damaged-<time>` and rebuilt; sandbox.json and secrets.json cannot be (they are the service
+ * and the keys) and are reported with their remedy. Holds the state directory's lock.
+ */
+export async function repairStateDir(stateDir: string): Promise<RepairReport> {
+  const report: RepairReport = { stateDir, repaired: [], unrepairable: [] };
+  if (!(await exists(stateDir))) return report;
+  const unlock = await lockStateDir(stateDir);
+  try {
+    const damaged: DamagedStateFileError[] = [];
+    await readStateFile(stateDir, 'state', stateSchema, damaged);
+    await readStateFile(stateDir, 'sandbox', sandboxSnapshotSchema, damaged);
+    await readStateFile(stateDir, 'secrets', secretsSnapshotSchema, damaged);
+    const tokens = await checkStoreFile(stateDir, 'tokens', () => new FileTokenStore({ path: statePath(stateDir, 'tokens') }).list({ limit: 1, cursor: null }));
+    const revocations = await checkStoreFile(stateDir, 'revocations', () => new FileRevocationQueue({ path: statePath(stateDir, 'revocations') }).due(0));
+    for (const d of [...damaged, ...(tokens ? [tokens] : []), ...(revocations ? [revocations] : [])]) {
+      if (d.file === 'sandbox' || d.file === 'secrets') {
+        report.unrepairable.push({ file: d.path, remedy: d.hint ?? '' });
+        continue;
+      }
+      const keptAs = `${d.path}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      await rename(d.path, keptAs);
+      // tokens.json and revocations.json: absent means empty to their stores.
+      if (d.file === 'state') await writePrivateJsonFile(d.path, defaultLocalState());
+      report.repaired.push({ file: d.path, keptAs, rebuiltAs: REBUILT_AS[d.file] });
+    }
+    return report;
+  } finally {
+    await unlock();
+  }
+}
+
+/** ACCTOPS_INSTITUTION that does not parse is configuration (exit 3), named, never echoed. */
+export function parseInstitutionOverride(raw: string): InstitutionCredential {
+  try {
+    return parseInstitutionCredential(raw);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    throw new CliConfigError(
+      `ACCTOPS_INSTITUTION is not an institution credential (${error.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')})`,
+      'set it to <institution_id>:<secret_key> or a JSON object with institutionId and secretKey, or unset it to use the stored secret',
+    );
+  }
 }
 
 async function exists(path: string): Promise<boolean> {

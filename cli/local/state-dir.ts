@@ -29,6 +29,37 @@ export function statePath(stateDir: string, file: keyof typeof STATE_FILES): str
   return join(stateDir, STATE_FILES[file]);
 }
 
+/**
+ * What each state file's loss costs, and so what `acctops local repair` can rebuild. tokens.json and
+ * revocations.json are rebuilt empty (the service still knows the users and keys: `users onboard`
+ * retrieves a user's tokens again, `doctor --repair` finds old keys whose revocation was lost);
+ * state.json is rebuilt with its defaults. sandbox.json and secrets.json hold the service and the
+ * keys themselves: only `local reset` (which keeps nothing) recovers from their loss.
+ */
+export const REPAIRABLE_STATE_FILES = ['state', 'tokens', 'revocations'] as const;
+export type StateFileName = 'state' | 'sandbox' | 'secrets' | 'tokens' | 'revocations';
+
+/** A state file that exists but does not parse: the state directory is wrong, not the command. */
+export class DamagedStateFileError extends CliError {
+  readonly file: StateFileName;
+  readonly path: string;
+
+  constructor(file: StateFileName, path: string, cause: unknown) {
+    const repairable = (REPAIRABLE_STATE_FILES as readonly string[]).includes(file);
+    const problem = cause instanceof Error ? cause.message.replace(/^invalid [^:]*: /, '') : String(cause);
+    super(`the local state file ${path} is damaged (${problem})`, {
+      code: 'state_file_damaged',
+      exitCode: ExitCode.config,
+      hint: repairable
+        ? '`acctops local repair` sets it aside and rebuilds it (README, "Local mode"); `acctops local reset --yes` starts from scratch'
+        : '`acctops local reset --yes` starts from scratch (it cannot be rebuilt: it holds the service or the keys); or restore the file from a backup',
+      cause,
+    });
+    this.file = file;
+    this.path = path;
+  }
+}
+
 /** Another acctops command is using the state directory. */
 export class StateLockedError extends CliError {
   constructor(stateDir: string, pid: number) {

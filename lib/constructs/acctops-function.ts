@@ -122,7 +122,7 @@ export type AcctopsFunctionDefaults = Pick<
 >;
 
 export type SecretAccess = 'read' | 'write' | 'rotate';
-export type TableAccess = 'read' | 'write' | 'readWrite' | 'queryIndexes' | 'getPut' | 'getUpdate';
+export type TableAccess = 'read' | 'write' | 'readWrite' | 'queryIndexes' | 'getPut' | 'getUpdate' | 'claims';
 export type BucketAccess = 'read' | 'write' | 'readWrite' | 'readWriteDelete';
 export type QueueAccess = 'send' | 'receive';
 
@@ -165,6 +165,11 @@ export const TABLE_ACTIONS: Record<TableAccess, { table: string[]; key: string[]
   getPut: { table: ['dynamodb:GetItem', 'dynamodb:PutItem'], key: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'] },
   /** Read one item and change it in place (conditional updates): no create, no delete, no query. */
   getUpdate: { table: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], key: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'] },
+  /** One item's lifecycle by key (the webhook's replay claims: put, read, confirm, release): no batch, no query. */
+  claims: {
+    table: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+    key: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
+  },
 };
 
 /** Access levels that include Query, and so may name indexes. */

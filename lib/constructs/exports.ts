@@ -415,7 +415,7 @@ export class Exports extends Construct {
       },
     })
       .bindSecret(this.webhookSecret, 'WEBHOOK_SECRET_ARN', 'read')
-      .bindTable(this.replayTable, 'WEBHOOK_REPLAY_TABLE_NAME', 'write')
+      .bindTable(this.replayTable, 'WEBHOOK_REPLAY_TABLE_NAME', 'claims')
       .bindQueue(this.queue, 'EXPORT_QUEUE_URL', 'send');
     // No IAM auth: the sender is outside AWS, and the HMAC signature over timestamp and body is the
     // authentication (checked before anything else happens; docs/exports.md, "Webhook").

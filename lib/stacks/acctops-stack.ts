@@ -5,10 +5,12 @@ import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { Construct } from 'constructs';
 import type { StageConfig } from '../config/stage';
 import { AcctopsFunction, type AcctopsFunctionDefaults } from '../constructs/acctops-function';
 import { Exports } from '../constructs/exports';
+import { FailedInvocations } from '../constructs/failed-invocations';
 import { KeyRotation } from '../constructs/key-rotation';
 import { Monitoring } from '../constructs/monitoring';
 import { TOKEN_TABLE_SHAPE, TokenLifecycle } from '../constructs/token-lifecycle';
@@ -56,6 +58,7 @@ export class AcctopsStack extends Stack {
   readonly exports: Exports;
   /** Every function's alarms, the health schedule, OK notifications and the dashboard. */
   readonly monitoring: Monitoring;
+  readonly failedInvocations: FailedInvocations;
 
   constructor(scope: Construct, id: string, props: AcctopsStackProps) {
     super(scope, id, {
@@ -110,6 +113,9 @@ export class AcctopsStack extends Stack {
 
     this.exports = new Exports(this, 'Exports', { stage, functionDefaults: this.functionDefaults, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy, secretsKey: this.secretsKey, tokenTable: this.tokens.table, tokenDueIndexName: TOKEN_TABLE_SHAPE.dueIndex.name, companyKeys: this.keyRotation });
 
+    // Before Monitoring, which puts every alarm of the stack on its dashboard.
+    this.failedInvocations = new FailedInvocations(this, 'FailedInvocations', { alarmAction: new SnsAction(this.alarmTopic) });
+
     this.monitoring = new Monitoring(this, 'Monitoring', {
       stageName: stage.name,
       alarmTopic: this.alarmTopic,
@@ -118,8 +124,15 @@ export class AcctopsStack extends Stack {
         { title: 'Tokens', scope: this.tokens },
         { title: 'API-key rotation', scope: this.keyRotation },
         { title: 'Exports', scope: this.exports },
+        { title: 'Failed invocations', scope: this.failedInvocations },
       ],
     });
+    // Every schedule (Monitoring's health schedule included) and every function they invoke; the
+    // revocation schedules exist only at run time: their role and target are covered by name.
+    this.failedInvocations.coverSchedules(this);
+    this.failedInvocations.allowSend(this.keyRotation.revocationSchedulerRole);
+    this.failedInvocations.coverAsyncInvocations(this.keyRotation.revokeFunction);
+    this.keyRotation.rotateFunction.addEnvironment('REVOCATION_DEAD_LETTER_ARN', this.failedInvocations.queue.queueArn);
 
     new CfnOutput(this, 'InstitutionSecretArn', {
       value: this.institutionSecret.secretArn,

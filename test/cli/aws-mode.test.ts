@@ -132,7 +132,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
 
     const onboard = await acctops(['--json', 'users', 'onboard', '--external-id', user.externalId, '--username', user.username, '--email', user.email]);
     expect(onboard.code).toBe(0);
-    expect(parseJson(onboard)).toEqual({ externalId: user.externalId, result: 'created', status: 'active', accessTokenExpiresAt: 1_800_000 });
+    expect(parseJson(onboard)).toEqual({ externalId: user.externalId, result: 'created', status: 'active', accessTokenExpiresAt: new Date(1_800_000).toISOString() });
     expect(invocations(outputs.OnboardUserFunctionName!)).toEqual([user]);
     expect(cloudFormation.requests.some((r) => new URLSearchParams(r.body).get('Action') === 'DescribeStacks')).toBe(true);
 

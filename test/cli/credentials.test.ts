@@ -30,7 +30,7 @@ describe('acctops institution set-secret and keys install', () => {
     await state.remove();
   });
 
-  it('set-secret reads ACCTOPS_INSTITUTION only; a value the service refuses is stored, reported (exit 1) and rolled back', async () => {
+  it('set-secret reads ACCTOPS_INSTITUTION only; a value the service refuses is stored, reported (exit 4) and rolled back', async () => {
     const missing = await acctops(['institution', 'set-secret']);
     expect(missing.code).toBe(3);
     expect(missing.stderr).toMatch(/ACCTOPS_INSTITUTION, which is not set.*never a flag/);
@@ -40,7 +40,7 @@ describe('acctops institution set-secret and keys install', () => {
     expect(malformed.stderr).not.toContain('no-colon-here');
 
     const wrong = await acctops(['--json', 'institution', 'set-secret'], { ACCTOPS_INSTITUTION: `${demo.institution.id}:${canarySecret('wrong-institution')}` });
-    expect(wrong.code).toBe(1);
+    expect(wrong.code).toBe(4);
     const report = parseJson<{ verified: boolean; versionId: string; previousVersionId: string; probes: { name: string; ok: boolean }[] }>(wrong);
     expect(report.verified).toBe(false);
     expect(report.probes.map((p) => [p.name, p.ok])).toEqual([

@@ -48,6 +48,8 @@ describe('AcctopsStack', () => {
         'AwsSolutions-S1',
         'CloudFormation-Validate::W3045',
         'AwsSolutions-SQS3',
+        // FailedInvocations: the queue is itself the dead-letter queue of every schedule (test/infra/failed-invocations.test.ts).
+        'AwsSolutions-SQS3',
       ].sort());
       for (const ack of acks) expect(ack.reason.length).toBeGreaterThan(40);
     });
@@ -155,7 +157,7 @@ describe('AcctopsStack', () => {
       });
     });
 
-    it('may do exactly three things: write its logs, read that secret, decrypt it through Secrets Manager', () => {
+    it('may do exactly four things: write its logs, read that secret, decrypt it through Secrets Manager, report a failed invocation', () => {
       const roleId = logicalId(stack.checkHealth.executionRole);
       const role = template.findResources('AWS::IAM::Role')[roleId]!;
       expect(role.Properties.ManagedPolicyArns).toBeUndefined();
@@ -180,6 +182,8 @@ describe('AcctopsStack', () => {
             },
           },
         },
+        // Its failed scheduled invocations (FailedInvocations).
+        { Effect: 'Allow', Action: 'sqs:SendMessage', Resource: { 'Fn::GetAtt': [logicalId(stack.failedInvocations.queue), 'Arn'] } },
       ]);
     });
   });

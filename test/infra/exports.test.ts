@@ -92,10 +92,13 @@ describe('Exports', () => {
       });
     });
 
-    it('the scheduler’s role may invoke the planner and nothing else', () => {
+    it('the scheduler’s role may invoke the planner and dead-letter to FailedInvocations, nothing else', () => {
       const [schedule] = Object.values(template.findResources('AWS::Scheduler::Schedule', { Properties: { ScheduleExpression: 'cron(0 3 1 * ? *)' } }));
       const role = (schedule!.Properties.Target.RoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
-      expect(roleStatements(template, role)).toEqual([{ Action: 'lambda:InvokeFunction', Effect: 'Allow', Resource: arnOf(exports.planner) }]);
+      expect(roleStatements(template, role)).toEqual([
+        { Action: 'lambda:InvokeFunction', Effect: 'Allow', Resource: arnOf(exports.planner) },
+        { Action: 'sqs:SendMessage', Effect: 'Allow', Resource: { 'Fn::GetAtt': [stack.getLogicalId(stack.failedInvocations.queue.node.defaultChild as CfnElement), 'Arn'] } },
+      ]);
     });
   });
 
@@ -318,10 +321,10 @@ describe('Exports', () => {
           'logs:PutLogEvents',
           'secretsmanager:GetSecretValue',
           'kms:Decrypt',
+          'dynamodb:GetItem',
           'dynamodb:PutItem',
           'dynamodb:UpdateItem',
           'dynamodb:DeleteItem',
-          'dynamodb:BatchWriteItem',
           'kms:Decrypt',
           'kms:Encrypt',
           'kms:GenerateDataKey',

@@ -126,9 +126,9 @@ describe('KeyRotation', () => {
       );
     });
 
-    it('revocation: reads the company secrets, nothing else', () => {
+    it('revocation: reads the company secrets and sends its failed invocations to FailedInvocations, nothing else', () => {
       const statements = statementsOf(keys.revokeFunction.executionRole).filter((s) => !actionsOf(s).some((a) => a.startsWith('logs:')));
-      expect(new Set(statements.flatMap(actionsOf))).toEqual(new Set(['secretsmanager:GetSecretValue', 'kms:Decrypt']));
+      expect(new Set(statements.flatMap(actionsOf))).toEqual(new Set(['secretsmanager:GetSecretValue', 'kms:Decrypt', 'sqs:SendMessage']));
     });
 
     it('doctor: no PutSecretValue; list calls only where no resource-level permission exists', () => {
@@ -140,9 +140,10 @@ describe('KeyRotation', () => {
       expect(wildcard.flatMap(actionsOf).sort()).toEqual(['scheduler:ListSchedules', 'secretsmanager:ListSecrets']);
     });
 
-    it('the revocation schedules run as a role that may invoke revoke-api-key and nothing else', () => {
+    it('the revocation schedules run as a role that may invoke revoke-api-key and dead-letter to FailedInvocations, nothing else', () => {
       expect(statementsOf(keys.revocationSchedulerRole)).toEqual([
         { Effect: 'Allow', Action: 'lambda:InvokeFunction', Resource: { 'Fn::GetAtt': [logicalId(keys.revokeFunction), 'Arn'] } },
+        { Effect: 'Allow', Action: 'sqs:SendMessage', Resource: { 'Fn::GetAtt': [logicalId(stack.failedInvocations.queue), 'Arn'] } },
       ]);
       const role = template.findResources('AWS::IAM::Role')[logicalId(keys.revocationSchedulerRole)]!;
       expect(role.Properties.AssumeRolePolicyDocument.Statement[0]).toMatchObject({

@@ -151,6 +151,7 @@ describe('Monitoring', () => {
       const role = monitoring.node.findChild('HealthSchedulerRole') as IConstruct;
       expect(roleStatements(template, logicalId(role))).toEqual([
         { Effect: 'Allow', Action: 'lambda:InvokeFunction', Resource: { 'Fn::GetAtt': [logicalId(stack.checkHealth), 'Arn'] } },
+        { Effect: 'Allow', Action: 'sqs:SendMessage', Resource: { 'Fn::GetAtt': [logicalId(stack.failedInvocations.queue), 'Arn'] } },
       ]);
     });
 
@@ -188,7 +189,7 @@ describe('Monitoring', () => {
 
     it('has one row per capability, in order, then the functions', () => {
       const headings = [...body.matchAll(/## ([^"\\]+)/g)].map((m) => m[1]);
-      expect(headings).toEqual(['Tokens', 'API-key rotation', 'Exports', 'Health', 'Functions']);
+      expect(headings).toEqual(['Tokens', 'API-key rotation', 'Exports', 'Failed invocations', 'Health', 'Functions']);
     });
 
     it('graphs the Errors of every function, from their alarms’ metrics', () => {

@@ -66,6 +66,7 @@ describe('runbook references', () => {
       'Install a company API key',
     ]);
     expect([...named('AWS::CloudWatch::Alarm')].sort()).toEqual([
+      'A failed invocation',
       'A key rotation failed',
       'Change the export webhook secret',
       'Change the institution secret',

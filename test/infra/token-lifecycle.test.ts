@@ -82,7 +82,8 @@ describe('TokenLifecycle', () => {
     it('the planner may only query the due index (never read an item) and send to the queue', () => {
       const statements = statementsOf(tokens.planner) as Statement[];
       expect(actionsOf(statements).sort()).toEqual(
-        ['dynamodb:Query', 'kms:Decrypt', 'kms:Decrypt', 'kms:GenerateDataKey', 'logs:CreateLogStream', 'logs:PutLogEvents', 'sqs:SendMessage'].sort(),
+        // The second SendMessage: its on-failure destination (FailedInvocations).
+        ['dynamodb:Query', 'kms:Decrypt', 'kms:Decrypt', 'kms:GenerateDataKey', 'logs:CreateLogStream', 'logs:PutLogEvents', 'sqs:SendMessage', 'sqs:SendMessage'].sort(),
       );
       expect(statements.find((s) => s.Action === 'dynamodb:Query')!.Resource).toEqual({ 'Fn::Join': ['', [tableArn, '/index/due']] });
       expect(JSON.stringify(statements)).not.toMatch(/secretsmanager|events:/);
@@ -137,6 +138,7 @@ describe('TokenLifecycle', () => {
       const [roleId] = Object.keys(role);
       expect(roleStatements(template, roleId!)).toEqual([
         { Effect: 'Allow', Action: 'lambda:InvokeFunction', Resource: { 'Fn::GetAtt': [logicalId(tokens.planner), 'Arn'] } },
+        { Effect: 'Allow', Action: 'sqs:SendMessage', Resource: { 'Fn::GetAtt': [logicalId(stack.failedInvocations.queue), 'Arn'] } },
       ]);
     });
   });

@@ -40,6 +40,8 @@ export const keyRotationEnv = {
   REVOCATION_SCHEDULE_GROUP: envString,
   REVOKE_FUNCTION_ARN: envArn,
   REVOCATION_SCHEDULER_ROLE_ARN: envArn,
+  /** Where a revocation schedule that cannot invoke its function leaves its event (the stack's FailedInvocations queue). */
+  REVOCATION_DEAD_LETTER_ARN: envArn.optional(),
   KEY_EVENT_BUS_NAME: envString.optional(),
   API_KEY_PATH_LIST: apiPath.optional(),
   API_KEY_PATH_CREATE: apiPath.optional(),
@@ -71,7 +73,11 @@ export function keyRotationRuntimeFromEnv<K extends KeyRotationEnvName>(
     revokeTarget:
       e.REVOKE_FUNCTION_ARN === undefined
         ? undefined
-        : { functionArn: e.REVOKE_FUNCTION_ARN, roleArn: requiredEnv(e.REVOCATION_SCHEDULER_ROLE_ARN, 'REVOCATION_SCHEDULER_ROLE_ARN') },
+        : {
+            functionArn: e.REVOKE_FUNCTION_ARN,
+            roleArn: requiredEnv(e.REVOCATION_SCHEDULER_ROLE_ARN, 'REVOCATION_SCHEDULER_ROLE_ARN'),
+            deadLetterArn: e.REVOCATION_DEAD_LETTER_ARN,
+          },
     eventBusName: e.KEY_EVENT_BUS_NAME,
     apiKeyPaths: { list: e.API_KEY_PATH_LIST, create: e.API_KEY_PATH_CREATE, revoke: e.API_KEY_PATH_REVOKE },
     doctor: { stuckPendingAfterMs: envMs(e.STUCK_PENDING_AFTER_MINUTES, 60_000), expiryWarningMs: envMs(e.EXPIRY_WARNING_DAYS, 86_400_000) },
@@ -87,7 +93,7 @@ export interface AwsKeyRotationRuntimeConfig {
   /** Needed by whatever schedules or lists revocations. */
   scheduleGroup?: string;
   /** Needed by the rotation function, which creates schedules. */
-  revokeTarget?: { functionArn: string; roleArn: string };
+  revokeTarget?: { functionArn: string; roleArn: string; deadLetterArn?: string };
   eventBusName?: string;
   apiKeyPaths?: { list?: string; create?: string; revoke?: string };
   doctor?: Omit<DoctorSettings, 'graceMs'>;
@@ -163,6 +169,7 @@ export class AwsKeyRotationRuntime {
       groupName: requiredEnv(this.config.scheduleGroup, 'REVOCATION_SCHEDULE_GROUP'),
       targetArn: this.config.revokeTarget?.functionArn,
       roleArn: this.config.revokeTarget?.roleArn,
+      deadLetterArn: this.config.revokeTarget?.deadLetterArn,
     });
     return this.scheduler;
   }

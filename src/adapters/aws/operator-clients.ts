@@ -1,4 +1,6 @@
+import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { AcctopsError } from '../../core/shared/errors';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { EventBridgePublisher } from './eventbridge-publisher';
 import { DynamoDbTokenStore } from './dynamodb-token-store';
@@ -6,6 +8,17 @@ import { LambdaFunctionInvoker } from './function-invoker';
 import { EventBridgeRevocationScheduler } from './revocation-scheduler';
 import { AwsSecretStore } from './secrets-manager';
 import { readStackOutputs } from './stack-outputs';
+
+/**
+ * No region (flag, AWS_REGION or the profile), or no credentials in the default chain: found once,
+ * before any call, so that a command says so once instead of once per call. `code` is
+ * `aws_region_missing` or `aws_credentials_missing`; the SDK's error is the cause, never printed.
+ */
+export class AwsSetupError extends AcctopsError {
+  constructor(message: string, code: 'aws_region_missing' | 'aws_credentials_missing', cause?: unknown) {
+    super(message, { code, cause });
+  }
+}
 
 /**
  * The AWS side of the `acctops` CLI's AWS mode, built on the default credential chain (profile,
@@ -18,6 +31,28 @@ export class OperatorClients {
 
   constructor(options: { region?: string } = {}) {
     this.config = options.region ? { region: options.region } : {};
+  }
+
+  /** Resolves the region and the credentials the clients would use, without calling a service. */
+  async preflight(): Promise<{ region: string }> {
+    const client = new CloudFormationClient(this.config);
+    try {
+      let region: string;
+      try {
+        region = await client.config.region();
+      } catch (error) {
+        throw new AwsSetupError('no AWS region is set', 'aws_region_missing', error);
+      }
+      if (!region) throw new AwsSetupError('no AWS region is set', 'aws_region_missing');
+      try {
+        await client.config.credentials();
+      } catch (error) {
+        throw new AwsSetupError('no AWS credentials were found (environment, AWS_PROFILE, SSO, instance role)', 'aws_credentials_missing', error);
+      }
+      return { region };
+    } finally {
+      client.destroy();
+    }
   }
 
   stackOutputs(stackName: string): Promise<Record<string, string>> {

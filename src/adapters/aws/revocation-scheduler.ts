@@ -22,6 +22,11 @@ export interface EventBridgeRevocationSchedulerOptions {
   /** The role EventBridge Scheduler assumes to invoke it; needed to schedule, not to list. */
   roleArn?: string;
   /**
+   * The SQS queue a schedule sends its revocation to when it cannot invoke the function after its
+   * retries (the stack's FailedInvocations queue, which alarms): a lost revocation stays visible.
+   */
+  deadLetterArn?: string;
+  /**
    * Schedule names are `<prefix><apiKeyId>`.
    * @default 'revoke-'
    */
@@ -121,6 +126,7 @@ export class EventBridgeRevocationScheduler implements RevocationScheduler {
         Input: JSON.stringify(revocation),
         // Delivery retries; the function's own failures are retried by Lambda's asynchronous invocation.
         RetryPolicy: { MaximumEventAgeInSeconds: 24 * 3600, MaximumRetryAttempts: 20 },
+        ...(this.options.deadLetterArn === undefined ? {} : { DeadLetterConfig: { Arn: this.options.deadLetterArn } }),
       },
     };
   }

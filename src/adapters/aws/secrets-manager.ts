@@ -110,7 +110,7 @@ export class AwsSecretStore implements SecretStore {
     let NextToken: string | undefined;
     do {
       const page = await this.call('ListSecretVersionIds', secretId, () =>
-        this.client.send(new ListSecretVersionIdsCommand({ SecretId: secretId, NextToken, MaxResults: 100 })),
+        this.client.send(new ListSecretVersionIdsCommand({ SecretId: secretId, NextToken, MaxResults: 100, IncludeDeprecated: true })),
       );
       for (const v of page.Versions ?? []) {
         if (v.VersionId) versions.push({ versionId: v.VersionId, stages: v.VersionStages ?? [], createdAt: v.CreatedDate?.getTime() });

@@ -1,17 +1,22 @@
 import type { Clock } from '../../core/shared/clock';
-import type { ReplayGuard } from '../../core/exports/webhook';
+import type { ClaimResult, ReplayGuard } from '../../core/exports/webhook';
 
-/** Webhook event ids in memory (tests, a local webhook): a claim lives until its expiry. */
+/** Webhook event ids in memory (tests, a local webhook): a lease, then an acceptance, each until its expiry. */
 export class MemoryReplayGuard implements ReplayGuard {
-  private readonly claims = new Map<string, number>();
+  private readonly claims = new Map<string, { until: number; confirmed: boolean }>();
 
   constructor(private readonly clock: Clock) {}
 
-  claim(eventId: string, expiresAt: number): Promise<boolean> {
+  claim(eventId: string, leaseUntil: number): Promise<ClaimResult> {
     const existing = this.claims.get(eventId);
-    if (existing !== undefined && existing > this.clock.now()) return Promise.resolve(false);
-    this.claims.set(eventId, expiresAt);
-    return Promise.resolve(true);
+    if (existing !== undefined && existing.until > this.clock.now()) return Promise.resolve(existing.confirmed ? 'accepted' : 'in_flight');
+    this.claims.set(eventId, { until: leaseUntil, confirmed: false });
+    return Promise.resolve('claimed');
+  }
+
+  confirm(eventId: string, expiresAt: number): Promise<void> {
+    this.claims.set(eventId, { until: expiresAt, confirmed: true });
+    return Promise.resolve();
   }
 
   release(eventId: string): Promise<void> {

@@ -76,7 +76,8 @@ export function authHeader(credential: Credential, scheme: AuthScheme): [name: s
     if (!API_KEY.test(credential.apiKey)) throw new MalformedApiKeyError(undefined);
     return ['authorization', `Bearer ${credential.apiKey}`];
   }
-  registerSecret(credential.accessToken);
+  // The service issued it: a value too short or too common to be a token is not registered.
+  registerSecret(credential.accessToken, { from: 'service' });
   if (!TOKEN.test(credential.accessToken)) {
     throw new ConfigError([{ path: 'accessToken', message: 'must be printable ASCII without spaces' }]);
   }

@@ -1,5 +1,6 @@
 import { type AccountingClient } from '../accounting-api';
 import { type SecretStore, SecretStage, versionWithStage } from '../ports/secrets';
+import { type Clock, systemClock } from '../shared/clock';
 import { type Logger, silentLogger } from '../shared/logger';
 import { redactString } from '../shared/redact';
 import { type CompanyKeySecret, parseCompanyKeySecret } from './company-key-secret';
@@ -15,8 +16,14 @@ export interface KeyStatus {
   keyPrefix?: string;
   apiKeyId?: string;
   permissions?: string[];
-  /** ISO 8601, from the service's key list; null when never used. */
+  /**
+   * ISO 8601, from the service's key list; null when never used. The list is read with this very
+   * key and the service counts that call as a use, so this is usually the check itself: see
+   * `lastUsedByThisCheck`. The previous keys' last use (pendingRevocations) is not touched by it.
+   */
   lastUsedAt?: string | null;
+  /** True when `lastUsedAt` is (within a minute of clock skew) this check's own request. */
+  lastUsedByThisCheck?: boolean;
   expiresAt?: string | null;
   rotationEnabled: boolean;
   rotationDays?: number;
@@ -25,7 +32,11 @@ export interface KeyStatus {
   nextRotationAt?: number;
   /** A version is AWSPENDING that is not AWSCURRENT: a rotation is running (or stuck; see the doctor). */
   rotationInProgress: boolean;
-  pendingRevocations: { apiKeyId: string; keyPrefix: string; revokeAt: number }[];
+  /**
+   * Old keys in their grace period, each with its last use at the service (null: never, or not in
+   * the list): whether consumers still use the old key, which the check does not touch.
+   */
+  pendingRevocations: { apiKeyId: string; keyPrefix: string; revokeAt: number; lastUsedAt?: string | null }[];
   /** Set when part of the row could not be read; the rest is still shown. */
   error?: string;
 }
@@ -35,7 +46,12 @@ export interface KeyStatusDeps {
   directory: Pick<CompanyKeyDirectory, 'list'>;
   scheduler: Pick<RevocationScheduler, 'pending'>;
   clientFor(key: CompanyKeySecret): AccountingClient;
+  /** The clock the service's timestamps are compared with (default: the system clock). */
+  clock?: Pick<Clock, 'now'>;
 }
+
+/** A use this close before the check started is taken to be the check's own request (clock skew). */
+const OWN_USE_SKEW_MS = 60_000;
 
 /** For `acctops keys status`: every company key secret, with the service's view of its key. */
 export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
@@ -47,25 +63,42 @@ export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
   for await (const entry of deps.directory.list()) {
     const description = await deps.store.describeSecret(entry.secretId);
     const pendingVersion = versionWithStage(description, SecretStage.pending);
+    // Every field present, unknown ones undefined: the CLI's --json shows them as null.
     const row: KeyStatus = {
       companyId: entry.companyId,
       secret: entry.name,
+      keyPrefix: undefined,
+      apiKeyId: undefined,
+      permissions: undefined,
+      lastUsedAt: undefined,
+      lastUsedByThisCheck: undefined,
+      expiresAt: undefined,
       rotationEnabled: description.rotation.enabled,
       rotationDays: description.rotation.automaticallyAfterDays,
       lastRotatedAt: description.rotation.lastRotatedAt,
       nextRotationAt: description.rotation.nextRotationAt,
       rotationInProgress: pendingVersion !== undefined && !(description.versionStages[pendingVersion] ?? []).includes(SecretStage.current),
+      error: undefined,
       pendingRevocations: revocations
         .filter((r) => r.companyId === entry.companyId)
-        .map(({ apiKeyId, keyPrefix, revokeAt }) => ({ apiKeyId, keyPrefix, revokeAt }))
+        .map(({ apiKeyId, keyPrefix, revokeAt }) => ({ apiKeyId, keyPrefix, revokeAt, lastUsedAt: undefined as string | null | undefined }))
         .sort((a, b) => a.revokeAt - b.revokeAt),
     };
     try {
       const current = parseCompanyKeySecret((await deps.store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
       Object.assign(row, { keyPrefix: current.keyPrefix, apiKeyId: current.apiKeyId, permissions: current.permissions });
-      const listed = (await listKeys(deps.clientFor(current))).find((k) => k.publicId === current.apiKeyId);
+      const checkStartedAt = (deps.clock ?? systemClock).now();
+      const keys = await listKeys(deps.clientFor(current));
+      const listed = keys.find((k) => k.publicId === current.apiKeyId);
       if (!listed) throw new Error('the current key is not in its company key list');
-      Object.assign(row, { permissions: listed.permissions, lastUsedAt: listed.lastUsedAt, expiresAt: listed.expiresAt });
+      const lastUsed = listed.lastUsedAt === null ? Number.NaN : Date.parse(listed.lastUsedAt);
+      Object.assign(row, {
+        permissions: listed.permissions,
+        lastUsedAt: listed.lastUsedAt,
+        lastUsedByThisCheck: lastUsed >= checkStartedAt - OWN_USE_SKEW_MS,
+        expiresAt: listed.expiresAt,
+      });
+      for (const pending of row.pendingRevocations) pending.lastUsedAt = keys.find((k) => k.publicId === pending.apiKeyId)?.lastUsedAt ?? null;
     } catch (error) {
       row.error = redactString(error instanceof Error ? error.message : 'unknown error');
     }

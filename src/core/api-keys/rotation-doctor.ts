@@ -143,6 +143,12 @@ interface SecretState {
   current: CompanyKeySecret;
   /** The key each labelled version holds, by stage. */
   referenced: Map<string, CompanyKeySecret>;
+  /**
+   * Every key any version of the secret ever held, labelled or not, by key id: an old key is known
+   * to be ours by having been in the secret, whatever its name (an installed key has no rotation
+   * name), so a revocation that was lost is found even two rotations later.
+   */
+  held: Map<string, CompanyKeySecret>;
 }
 
 async function checkCompany(entries: CompanyKeyEntry[], ctx: CheckContext): Promise<void> {
@@ -202,7 +208,8 @@ async function checkSecret(entry: CompanyKeyEntry, ctx: CheckContext): Promise<S
 
   const current = parseCompanyKeySecret((await store.readSecret(secretId, { stage: SecretStage.current })).value);
   const referenced = await referencedKeys(store, secretId, versions);
-  return { entry, description, current, referenced };
+  const held = await heldKeys(store, secretId, versions);
+  return { entry, description, current, referenced, held };
 }
 
 /** The company's keys at the service against what its secrets reference. */
@@ -249,7 +256,11 @@ async function checkKeys(states: SecretState[], ctx: CheckContext): Promise<void
       });
       continue;
     }
-    const holder = states.find((s) => s.referenced.get(SecretStage.previous)?.apiKeyId === key.publicId);
+    // AWSPREVIOUS, or an older version without a label: a key the secret handed out before, whose
+    // revocation (a run-time schedule) may have failed all its attempts or been lost.
+    const holder =
+      states.find((s) => s.referenced.get(SecretStage.previous)?.apiKeyId === key.publicId) ??
+      states.find((s) => s.held.has(key.publicId) && ![...s.referenced.values()].some((k) => k.apiKeyId === key.publicId));
     if (holder && isRevocationOverdue(key, holder.description.rotation.lastRotatedAt, ctx)) {
       await revokeIf(settings.repair, client, key);
       found.push({
@@ -261,6 +272,20 @@ async function checkKeys(states: SecretState[], ctx: CheckContext): Promise<void
       });
     }
   }
+}
+
+/** The key of every version, labelled or not, by key id. A version whose value does not parse holds nothing. */
+async function heldKeys(store: Pick<SecretStore, 'readSecret'>, secretId: string, versions: SecretVersionInfo[]): Promise<Map<string, CompanyKeySecret>> {
+  const out = new Map<string, CompanyKeySecret>();
+  for (const version of versions) {
+    try {
+      const value = parseCompanyKeySecret((await store.readSecret(secretId, { versionId: version.versionId })).value);
+      out.set(value.apiKeyId, value);
+    } catch {
+      continue; // a placeholder without a value, a damaged version, or one Secrets Manager has deleted
+    }
+  }
+  return out;
 }
 
 /** The key each labelled version holds, by stage. A version whose value does not parse references nothing. */

@@ -40,13 +40,35 @@ export interface WebhookSecrets {
   signingSecrets(): Promise<readonly string[]>;
 }
 
-/** Remembers event ids already accepted, until a replay would fail the timestamp check anyway. */
+/**
+ * What a claim found: `claimed` (ours now, until its lease ends), `in_flight` (another delivery
+ * holds an unconfirmed lease: it is enqueueing now, or died doing so and the lease will lapse) or
+ * `accepted` (confirmed: a replay).
+ */
+export type ClaimResult = 'claimed' | 'in_flight' | 'accepted';
+
+/**
+ * Remembers event ids already accepted, until a replay would fail the timestamp check anyway.
+ * A claim is first a short lease; only `confirm`, after the jobs are enqueued, makes it an
+ * acceptance. A function that dies (a timeout) between claim and enqueue leaves a lease that lapses
+ * on its own, so the sender's retry goes through instead of meeting 409 until the replay window ends.
+ */
 export interface ReplayGuard {
-  /** True when `eventId` was not seen (and is now claimed until `expiresAt`); false for a replay. */
-  claim(eventId: string, expiresAt: number): Promise<boolean>;
+  /** Claims `eventId` until `leaseUntil` unless an unexpired claim exists (then says which kind). */
+  claim(eventId: string, leaseUntil: number): Promise<ClaimResult>;
+  /** Turns this process's claim into an acceptance remembered until `expiresAt`. */
+  confirm(eventId: string, expiresAt: number): Promise<void>;
   /** Forgets a claim whose request ended with nothing enqueued, so the sender may send it again. */
   release(eventId: string): Promise<void>;
 }
+
+/**
+ * How long a claim holds before its jobs are enqueued: longer than the webhook function's timeout
+ * (10 s, lib/constructs/exports.ts), so that a live delivery always confirms within its lease, and
+ * well inside SQS FIFO's five-minute deduplication window, so that if a confirm is lost after the
+ * enqueue a retry's jobs carry the same deduplication ids (`on_demand:<event id>`) and are dropped.
+ */
+export const WEBHOOK_CLAIM_LEASE_MS = 30_000;
 
 export interface WebhookDeps {
   secrets: WebhookSecrets;
@@ -81,7 +103,8 @@ class Rejection {
  * 1. the HMAC-SHA256 signature over `<timestamp>.<body>` with a shared secret, compared in
  *    constant time (401);
  * 2. the timestamp, at most 5 minutes away from now in either direction (401);
- * 3. the event id (a signed body member), never accepted before (409);
+ * 3. the event id (a signed body member), never accepted before (409), and not being accepted by
+ *    another delivery right now (503, see ReplayGuard: a claim is a short lease until confirmed);
  * 4. the body, with zod (400), and the company, which must be one this webhook serves (403).
  *
  * A claimed event id is released again when a later step refuses the request or the queue fails,
@@ -139,12 +162,13 @@ async function handle(deps: WebhookDeps, request: WebhookRequest, now: number): 
   const id = (body as { id?: unknown } | null)?.id;
   const eventId = webhookExportRequestSchema.shape.id.safeParse(id);
   if (!eventId.success) throw new Rejection(400, 'body_invalid', 'the body needs an event id', issuesFromZod(eventId.error, 'id'));
-  // A replay must arrive within the tolerance; after that the timestamp check refuses it anyway.
-  const claimed = await unavailableOnError(deps.logger, 'replay guard could not be asked', () =>
-    deps.replay.claim(eventId.data, timestamp + tolerance + 60_000),
-  );
-  if (!claimed) {
+  const claim = await unavailableOnError(deps.logger, 'replay guard could not be asked', () => deps.replay.claim(eventId.data, now + WEBHOOK_CLAIM_LEASE_MS));
+  if (claim === 'accepted') {
     throw new Rejection(409, 'event_replayed', `event ${eventId.data} was already accepted`);
+  }
+  if (claim === 'in_flight') {
+    // Not 409: the other delivery may have died before enqueueing; its lease lapses and a retry wins.
+    throw new Rejection(503, 'event_in_flight', `event ${eventId.data} is being accepted by another delivery; send it again in ${WEBHOOK_CLAIM_LEASE_MS / 1000} s`);
   }
 
   try {
@@ -155,6 +179,14 @@ async function handle(deps: WebhookDeps, request: WebhookRequest, now: number): 
     }
     const jobs = onDemandJobs(parsed.data, { kind: 'on_demand', requestId: eventId.data, via: 'webhook' });
     await unavailableOnError(deps.logger, 'webhook export could not be enqueued', () => deps.queue.enqueue(jobs));
+    // A replay must arrive within the tolerance; after that the timestamp check refuses it anyway.
+    try {
+      await deps.replay.confirm(eventId.data, timestamp + tolerance + 60_000);
+    } catch (confirmError) {
+      // The jobs are enqueued: answer 202. A retry after the lease enqueues them again with the same
+      // deduplication ids, which the FIFO queue drops (WEBHOOK_CLAIM_LEASE_MS).
+      deps.logger.error('could not confirm an accepted webhook event', { eventId: eventId.data, error: confirmError });
+    }
     deps.logger.info('webhook export accepted', { eventId: eventId.data, companyId: parsed.data.companyId, periods: jobs.map((j) => j.period) });
     return { status: 202, body: { accepted: true, eventId: eventId.data, exports: jobs.map((j) => ({ companyId: j.companyId, period: j.period })) } };
   } catch (error) {

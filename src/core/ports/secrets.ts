@@ -98,7 +98,7 @@ export interface SecretStore {
   moveStage(secretId: string, input: MoveSecretStageInput): Promise<void>;
   /** Secrets carrying the tag `key` (with exactly `value`, when given), all pages. */
   listSecretsByTag(key: string, value?: string): AsyncIterable<SecretDescription>;
-  /** Versions that carry a stage, newest first, with their creation dates. */
+  /** Every version Secrets Manager keeps, labelled or not (deprecated, `stages` empty), newest first, with their creation dates. */
   listVersions(secretId: string): Promise<SecretVersionInfo[]>;
   /**
    * Starts the secret's rotation (RotateSecret): a new version labelled AWSPENDING, then the

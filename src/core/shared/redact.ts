@@ -13,11 +13,57 @@ const SAFE_KEYS = new Set(['keyPrefix', 'prefix', 'apiKeyId', 'tokenExpiresAt', 
 const JWT = /\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g;
 const BEARER = /(Bearer\s+)[^\s"',]+/gi;
 
-const registered = new Set<string>();
+/**
+ * The registered secrets, least recently registered first. Bounded: a warm refresh worker registers
+ * two new tokens per refresh, and an unbounded set grew its memory and the cost of every log line
+ * without end. Every credential is registered again each time a request uses it (authHeader), so
+ * the ones in use stay; a token evicted here was last used hundreds of registrations ago, and the
+ * JWT and key patterns below still cut it down to a prefix.
+ */
+const registered = new Map<string, true>();
+export const MAX_REGISTERED_SECRETS = 512;
 
-/** Registers a secret value so that every later `redactString` removes it. */
-export function registerSecret(value: string | undefined | null): void {
-  if (value && value.length >= 8) registered.add(value);
+/**
+ * Shapes a value the service returns must not have to be registered: blanking them would hide
+ * ordinary text (ids, dates, numbers, addresses) from every log line, and a hostile or broken
+ * service could use that to blank what it likes.
+ */
+const COMMON_SHAPES = [
+  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
+  /^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/,
+  /^[+-]?[\d.,_]+$/,
+  /^[a-z][a-z0-9+.-]*:\/\//i,
+  /^[^@\s]+@[^@\s]+$/,
+];
+
+/**
+ * Whether a value the service returned is credential-like enough to register: at least 16
+ * characters, no whitespace, at least 8 distinct characters, digits or mixed case (a plain word or
+ * phrase is not a token), and none of the common shapes above.
+ */
+export function isRegistrableServiceSecret(value: string): boolean {
+  if (value.length < 16 || /\s/.test(value)) return false;
+  if (new Set(value).size < 8) return false;
+  if (!/\d/.test(value) && !(/[a-z]/.test(value) && /[A-Z]/.test(value))) return false;
+  return !COMMON_SHAPES.some((shape) => shape.test(value));
+}
+
+/**
+ * Registers a secret value so that every later `redactString` removes it. `from: 'service'` marks a
+ * value the service returned (a token pair, a new key): it must also pass isRegistrableServiceSecret.
+ * Values we hold ourselves (the institution secret, a configured key) need only 8 characters.
+ */
+export function registerSecret(value: string | undefined | null, options: { from?: 'service' } = {}): void {
+  if (!value || value.length < 8) return;
+  if (options.from === 'service' && !isRegistrableServiceSecret(value)) return;
+  registered.delete(value);
+  registered.set(value, true);
+  if (registered.size > MAX_REGISTERED_SECRETS) registered.delete(registered.keys().next().value!);
+}
+
+/** How many secrets are registered now (bounded by MAX_REGISTERED_SECRETS). */
+export function registeredSecretCount(): number {
+  return registered.size;
 }
 
 export function forgetRegisteredSecrets(): void {
@@ -33,7 +79,7 @@ export function keyPrefix(apiKey: string): string {
 
 export function redactString(input: string): string {
   let out = input;
-  for (const secret of registered) {
+  for (const secret of registered.keys()) {
     if (out.includes(secret)) out = out.split(secret).join('[REDACTED]');
   }
   return out.replace(JWT, '[REDACTED_JWT]').replace(BEARER, '$1[REDACTED]');

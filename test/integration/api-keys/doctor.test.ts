@@ -122,6 +122,17 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(await world.statusWith(world.initialKey.apiKey)).toMatchObject({ status: 401 });
     });
 
+    it('finds an old key whose revocation was lost even two rotations later, when no label and no name mark it', async () => {
+      await world.startRotation();
+      await world.queue.complete(world.initialKey.apiKeyId); // the revocation failed all its attempts
+      world.clock.advance(10 * MINUTE);
+      await world.startRotation(); // the initial key is now in a version without a label
+      world.clock.advance(GRACE_MS + HOUR);
+      const report = await doctor();
+      expect(report.findings).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'revocation_overdue', apiKeyId: world.initialKey.apiKeyId, repaired: true })]));
+      expect(await world.statusWith(world.initialKey.apiKey)).toMatchObject({ status: 401 });
+    });
+
     it('leaves a previous key alone while its revocation is scheduled', async () => {
       await world.startRotation();
       const [revocation] = await world.queue.due(Number.MAX_SAFE_INTEGER);

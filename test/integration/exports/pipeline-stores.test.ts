@@ -138,16 +138,28 @@ const guards: [string, () => Promise<ReplayGuard>][] = [
 ];
 
 describe.each(guards)('replay guard contract: %s', (_name, make) => {
-  it('claims an id once until it expires; a release frees it again', async () => {
+  it('claims an id as a lease; a confirm makes it an acceptance until it expires; a release frees it again', async () => {
     const guard = await make();
+    const lease = clock.now() + 30_000;
     const until = clock.now() + 6 * 60_000;
-    expect(await guard.claim('evt_1', until)).toBe(true);
-    expect(await guard.claim('evt_1', until)).toBe(false);
-    expect(await guard.claim('evt_2', until)).toBe(true);
+    expect(await guard.claim('evt_1', lease)).toBe('claimed');
+    expect(await guard.claim('evt_1', lease)).toBe('in_flight');
+    await guard.confirm('evt_1', until);
+    expect(await guard.claim('evt_1', lease)).toBe('accepted');
+    expect(await guard.claim('evt_2', lease)).toBe('claimed');
     await guard.release('evt_2');
-    expect(await guard.claim('evt_2', until)).toBe(true);
+    expect(await guard.claim('evt_2', lease)).toBe('claimed');
     clock.advance(6 * 60_000 + 1);
-    expect(await guard.claim('evt_1', clock.now() + 60_000)).toBe(true);
+    expect(await guard.claim('evt_1', clock.now() + 30_000)).toBe('claimed');
+  });
+
+  it('a lease never confirmed (the function died before enqueueing) lapses on its own', async () => {
+    const guard = await make();
+    expect(await guard.claim('evt_dead', clock.now() + 30_000)).toBe('claimed');
+    clock.advance(29_000);
+    expect(await guard.claim('evt_dead', clock.now() + 30_000)).toBe('in_flight');
+    clock.advance(1_001);
+    expect(await guard.claim('evt_dead', clock.now() + 30_000)).toBe('claimed');
   });
 });
 
@@ -158,9 +170,12 @@ describe('DynamoDB replay guard', () => {
     const winner = new DynamoDbReplayGuard({ client, tableName, clock });
     const loser = new DynamoDbReplayGuard({ client, tableName, clock });
     const until = clock.now() + 60_000;
-    expect(await winner.claim('evt_race', until)).toBe(true);
-    expect(await loser.claim('evt_race', until)).toBe(false);
+    expect(await winner.claim('evt_race', until)).toBe('claimed');
+    expect(await loser.claim('evt_race', until)).toBe('in_flight');
     await loser.release('evt_race');
-    expect(await loser.claim('evt_race', until)).toBe(false);
+    await loser.confirm('evt_race', until + 60_000);
+    expect(await loser.claim('evt_race', until)).toBe('in_flight');
+    await winner.confirm('evt_race', until + 60_000);
+    expect(await loser.claim('evt_race', until)).toBe('accepted');
   });
 });

@@ -1,7 +1,7 @@
 import { MemoryExportQueue } from '../../../src/adapters/local/memory-export-queue';
 import { MemoryReplayGuard } from '../../../src/adapters/local/memory-replay-guard';
 import { decodeJob } from '../../../src/core/exports/export-jobs';
-import { receiveExportWebhook, signWebhook, WEBHOOK_HEADERS, type WebhookDeps, type WebhookRequest } from '../../../src/core/exports/webhook';
+import { receiveExportWebhook, signWebhook, WEBHOOK_CLAIM_LEASE_MS, WEBHOOK_HEADERS, type WebhookDeps, type WebhookRequest } from '../../../src/core/exports/webhook';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { MemoryMetrics } from '../../../src/core/shared/metrics';
@@ -150,6 +150,42 @@ describe('receiveExportWebhook', () => {
     expect(replay.status).toBe(409);
     expect(replay.body).toMatchObject({ error: { code: 'event_replayed' } });
     expect(queue.messages).toHaveLength(1);
+  });
+
+  it('a delivery that dies between claim and enqueue (a timeout) does not block the retry: 503 during its lease, then 202', async () => {
+    const { deps, receive, queue, clock } = harness();
+    const text = body();
+    // The first delivery claims, then hangs in the enqueue until Lambda ends it (never resolves).
+    const hung = new MemoryExportQueue();
+    const enqueued = new Promise<void>((resolve) => {
+      hung.enqueue = () => {
+        resolve();
+        return new Promise<void>(() => undefined);
+      };
+    });
+    void receiveExportWebhook({ ...deps, queue: hung }, signed(text));
+    await enqueued;
+    expect(queue.messages).toEqual([]);
+
+    clock.advance(10_000);
+    const early = await receive(signed(text, { timestamp: Math.floor(clock.now() / 1000) }));
+    expect(early).toMatchObject({ status: 503, body: { error: { code: 'event_in_flight' } } });
+
+    clock.advance(WEBHOOK_CLAIM_LEASE_MS - 10_000 + 1);
+    const retry = await receive(signed(text, { timestamp: Math.floor(clock.now() / 1000) }));
+    expect(retry.status).toBe(202);
+    expect(queue.messages).toHaveLength(1);
+    // Accepted now: a later replay within the tolerance is the 409 it always was.
+    clock.advance(60_000);
+    expect((await receive(signed(text, { timestamp: Math.floor(clock.now() / 1000) }))).status).toBe(409);
+  });
+
+  it('a confirm that fails after the enqueue still answers 202 (the jobs are queued)', async () => {
+    const { deps, receive, queue, logger } = harness();
+    deps.replay.confirm = () => Promise.reject(new Error('ProvisionedThroughputExceeded'));
+    expect((await receive(signed(body()))).status).toBe(202);
+    expect(queue.messages).toHaveLength(1);
+    expect(logger.lines.some((l) => l.includes('could not confirm'))).toBe(true);
   });
 
   it('forgets an event id it refused after claiming it (bad body, other company, queue down): the sender may send it again', async () => {

@@ -100,7 +100,7 @@ export class InstitutionResource {
   /** Registers the new tokens with the redactor before anyone can log them. */
   private tokens<T>(schema: z.ZodType<T>, response: ApiResponse): T {
     const body = response.body as Partial<Record<'accessToken' | 'refreshToken', unknown>> | undefined;
-    for (const token of [body?.accessToken, body?.refreshToken]) if (typeof token === 'string') registerSecret(token);
+    for (const token of [body?.accessToken, body?.refreshToken]) if (typeof token === 'string') registerSecret(token, { from: 'service' });
     return this.engine.parse(schema, response);
   }
 }

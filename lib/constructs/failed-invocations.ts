@@ -1,0 +1,95 @@
+import { Duration, Stack, Validations } from 'aws-cdk-lib';
+import { Alarm, ComparisonOperator, TreatMissingData, type IAlarmAction } from 'aws-cdk-lib/aws-cloudwatch';
+import { PolicyStatement, Role } from 'aws-cdk-lib/aws-iam';
+import type { IDestination } from 'aws-cdk-lib/aws-lambda';
+import { type CfnSchedule, Schedule } from 'aws-cdk-lib/aws-scheduler';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { Construct, type IConstruct } from 'constructs';
+import { AcctopsFunction } from './acctops-function';
+
+export interface FailedInvocationsProps {
+  readonly alarmAction: IAlarmAction;
+}
+
+/**
+ * Nothing asynchronous fails silently (docs/reliability.md, "Failed invocations"): one queue takes
+ * what EventBridge Scheduler could not deliver (every schedule's dead-letter queue, the run-time
+ * revocation schedules included) and every asynchronous invocation that failed all of Lambda's
+ * attempts (each scheduled function's on-failure destination). The queue keeps each message 14
+ * days, and its alarm stays in ALARM while one is there: a revocation that failed stays visible
+ * until someone handles it (runbook "A failed invocation").
+ */
+export class FailedInvocations extends Construct {
+  readonly queue: Queue;
+  readonly alarm: Alarm;
+  private readonly covered = new Set<AcctopsFunction>();
+
+  constructor(scope: Construct, id: string, props: FailedInvocationsProps) {
+    super(scope, id);
+    this.queue = new Queue(this, 'Queue', {
+      // The messages hold the schedules' inputs and the functions' redacted errors: ids, never a
+      // credential; SQS-managed encryption lets Scheduler and Lambda write without a key grant.
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    Validations.of(this.queue).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason: 'This queue is itself the dead-letter queue of every schedule and the on-failure destination of every asynchronous invocation.',
+    });
+    this.alarm = new Alarm(this, 'Alarm', {
+      alarmDescription:
+        'A schedule could not invoke its function, or an asynchronously invoked function (a schedule\'s target, a key revocation) failed every attempt. ' +
+        'The message in the FailedInvocations queue names the function and the input. Runbook: "A failed invocation".',
+      metric: this.queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    // Monitoring adds the OK action to every alarm of the stack.
+    this.alarm.addAlarmAction(props.alarmAction);
+  }
+
+  /**
+   * Gives every schedule under `scope` this queue as its dead-letter queue (its role may send to
+   * it) and every function they invoke an on-failure destination. Found by walking the tree, so
+   * that a schedule added later is covered without being listed here.
+   */
+  coverSchedules(scope: IConstruct): void {
+    const stack = Stack.of(this);
+    const roles = scope.node.findAll().filter((c): c is Role => c instanceof Role);
+    const functions = scope.node.findAll().filter((c): c is AcctopsFunction => c instanceof AcctopsFunction);
+    for (const schedule of scope.node.findAll().filter((c): c is Schedule => c instanceof Schedule)) {
+      const cfn = schedule.node.defaultChild as CfnSchedule;
+      const target = stack.resolve(cfn.target) as CfnSchedule.TargetProperty;
+      const role = roles.find((r) => JSON.stringify(stack.resolve(r.roleArn)) === JSON.stringify(target.roleArn));
+      if (!role) throw new Error(`schedule ${schedule.node.path}: its role is not in this stack`);
+      this.allowSend(role);
+      cfn.target = { ...(cfn.target as CfnSchedule.TargetProperty), deadLetterConfig: { arn: this.queue.queueArn } };
+      const fn = functions.find((f) => JSON.stringify(stack.resolve(f.functionArn)) === JSON.stringify(target.arn));
+      if (!fn) throw new Error(`schedule ${schedule.node.path}: its target is not a function of this stack`);
+      this.coverAsyncInvocations(fn);
+    }
+  }
+
+  /** The role a schedule made at run time assumes (the revocation schedules): it may dead-letter here. */
+  allowSend(role: Role): void {
+    role.addToPolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] }));
+  }
+
+  /** Lambda's two retries of an asynchronous invocation, then the event to this queue. */
+  coverAsyncInvocations(fn: AcctopsFunction): void {
+    if (this.covered.has(fn)) return;
+    this.covered.add(fn);
+    // Not SqsDestination: it also grants GetQueueAttributes and GetQueueUrl, which Lambda does not need.
+    const queueArn = this.queue.queueArn;
+    const onFailure: IDestination = {
+      bind: (_scope, target) => {
+        target.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [queueArn] }));
+        return { destination: queueArn };
+      },
+    };
+    fn.configureAsyncInvoke({ onFailure, retryAttempts: 2 });
+  }
+}

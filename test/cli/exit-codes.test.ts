@@ -1,0 +1,205 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { canarySecret, expectNoCanaries } from '../helpers/canary';
+import { cliEnv, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
+
+const ROOT = resolve(__dirname, '..', '..');
+
+/** The README's "Exit codes" table, as code -> meaning: what this test holds the binary to. */
+async function readmeExitCodes(): Promise<Map<number, string>> {
+  const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('### Exit codes'));
+  const table = section.slice(0, section.indexOf('\n\n', section.indexOf('| Code |')));
+  const codes = new Map<number, string>();
+  for (const match of table.matchAll(/^\| (\d) \| (.+) \|$/gm)) codes.set(Number(match[1]), match[2]!);
+  return codes;
+}
+
+/** AWS mode with nothing configured: no profile, no variables, no instance metadata. */
+const bareAws = { AWS_CONFIG_FILE: '/dev/null', AWS_SHARED_CREDENTIALS_FILE: '/dev/null', AWS_EC2_METADATA_DISABLED: 'true' };
+
+interface Case {
+  why: string;
+  code: number;
+  args: string[];
+  env?: Record<string, string>;
+  /** A fresh state directory, prepared by `setup` (default: the shared one). */
+  setup?: (dir: string) => Promise<void>;
+  stderr?: RegExp;
+  /** What else the output must show (the --json document). */
+  check?: (result: CliResult) => void;
+}
+
+interface DoctorJson {
+  health: { probes: { name: string; ok: boolean }[] };
+  tokens: { skipped?: string; total?: number };
+  exports: { companies: unknown[] };
+  findings: string[];
+}
+
+/**
+ * The README's exit-code table, row by row, through the real binary: every documented code has
+ * cases, every case exits with its code, and every error is the one documented line.
+ */
+describe('acctops exit codes: the README table holds', () => {
+  let shared: { dir: string; remove(): Promise<void> };
+  const outputs: CliResult[] = [];
+  const wrongInstitution = () => `inst_${randomUUID()}:${canarySecret('wrong-institution')}`;
+
+  const CASES: Case[] = [
+    { why: '--version', code: 0, args: ['--version'] },
+    { why: 'users list on a healthy state', code: 0, args: ['users', 'list'] },
+    { why: 'revoking a user acctops does not hold (the store refuses)', code: 1, args: ['users', 'revoke', '--user', randomUUID()], stderr: /acctops users list/ },
+    { why: 'an unknown option', code: 2, args: ['users', 'list', '--nope'] },
+    { why: 'a credential given as a flag', code: 2, args: ['export', '--api-key', 'x'] },
+    { why: 'a malformed argument', code: 2, args: ['local', 'advance-clock', '--by', 'soon'] },
+    { why: 'a month after the current one', code: 2, args: ['export', '--month', '2099-01'], stderr: /--month is after the current month/ },
+    { why: 'a clock jump of more than 31 days without --force', code: 2, args: ['local', 'advance-clock', '--by', '100000d'], stderr: /more than 31 days.*--force.*reset-clock/ },
+    {
+      why: 'a damaged tokens.json (names the file and the remedy)',
+      code: 3,
+      args: ['users', 'list'],
+      setup: async (dir) => writeFile(join(dir, 'tokens.json'), '{"format": "acctops.tokens", "records": '),
+      stderr: /tokens\.json is damaged.*acctops local repair/,
+    },
+    {
+      why: 'a damaged secrets.json (names the file; only a reset helps)',
+      code: 3,
+      args: ['keys', 'status'],
+      setup: async (dir) => writeFile(join(dir, 'secrets.json'), '[]'),
+      stderr: /secrets\.json is damaged.*local reset --yes/,
+    },
+    { why: 'a malformed ACCTOPS_INSTITUTION override', code: 3, args: ['users', 'list'], env: { ACCTOPS_INSTITUTION: 'no-colon' }, stderr: /ACCTOPS_INSTITUTION is not an institution credential/ },
+    { why: 'AWS mode without a region: doctor', code: 3, args: ['--stack', 'acctops-x', 'doctor'], env: bareAws, stderr: /^acctops: error: no AWS region is set \(.*--region/ },
+    { why: 'AWS mode without a region: keys status', code: 3, args: ['--stack', 'acctops-x', 'keys', 'status'], env: bareAws, stderr: /no AWS region/ },
+    { why: 'AWS mode without credentials', code: 4, args: ['--stack', 'acctops-x', 'doctor'], env: { ...bareAws, AWS_REGION: 'eu-central-1' }, stderr: /^acctops: error: no AWS credentials/ },
+    {
+      why: 'the service refuses the ACCTOPS_INSTITUTION override',
+      code: 4,
+      args: ['users', 'onboard', '--external-id', randomUUID(), '--username', 'zed', '--email', 'zed@example.test'],
+      env: { ACCTOPS_INSTITUTION: wrongInstitution() },
+    },
+    { why: 'doctor with findings (no export of last month yet)', code: 5, args: ['doctor'] },
+    {
+      why: 'doctor tries the ACCTOPS_INSTITUTION override and finds it refused',
+      code: 5,
+      args: ['--json', 'doctor'],
+      env: { ACCTOPS_INSTITUTION: wrongInstitution() },
+      check: (result) => {
+        const report = JSON.parse(result.stdout) as DoctorJson;
+        expect(report.health.probes.map((p) => [p.name, p.ok])).toEqual([
+          ['institution-credential-readable', true],
+          ['service-reachable', true],
+          ['service-reachable (ACCTOPS_INSTITUTION)', false],
+        ]);
+        expect(report.findings.some((f) => /service-reachable \(ACCTOPS_INSTITUTION\) failed/.test(f))).toBe(true);
+      },
+    },
+    {
+      why: 'doctor with a damaged tokens.json reports it and checks the rest',
+      code: 5,
+      args: ['--json', 'doctor'],
+      setup: async (dir) => writeFile(join(dir, 'tokens.json'), 'not json'),
+      check: (result) => {
+        const report = JSON.parse(result.stdout) as DoctorJson;
+        expect(report.findings[0]).toMatch(/tokens\.json is damaged.*acctops local repair/);
+        expect(report.tokens.skipped).toMatch(/tokens\.json/);
+        expect(report.health.probes.every((p) => p.ok)).toBe(true);
+        expect(report.exports.companies).toHaveLength(3);
+      },
+    },
+  ];
+
+  beforeAll(async () => {
+    shared = await tempStateDir();
+    // Creates the shared state (an embedded sandbox with demo data).
+    expect((await runAcctops(['--state-dir', shared.dir, 'users', 'list'])).code).toBe(0);
+  });
+  afterAll(async () => {
+    await trackStateSecrets(shared.dir);
+    expectNoCanaries(outputs.map((o) => `${o.stdout}\n${o.stderr}`), 'acctops output');
+    await shared.remove();
+  });
+
+  it('every code of the README table has cases, and no case uses a code the table lacks', async () => {
+    const documented = await readmeExitCodes();
+    expect([...documented.keys()].sort()).toEqual([0, 1, 2, 3, 4, 5]);
+    expect([...new Set(CASES.map((c) => c.code))].sort()).toEqual([...documented.keys()].sort());
+  });
+
+  it.each(CASES.map((c) => [c.code, c.why, c] as const))('exit %i: %s', async (code, _why, c) => {
+    let dir = shared.dir;
+    let own: { dir: string; remove(): Promise<void> } | undefined;
+    if (c.setup) {
+      own = await tempStateDir();
+      dir = own.dir;
+      expect((await runAcctops(['--state-dir', dir, 'users', 'list'])).code).toBe(0);
+      await c.setup(dir);
+    }
+    try {
+      const result = await runAcctops(['--state-dir', dir, ...c.args], { env: c.env ?? {} });
+      outputs.push(result);
+      expect({ code: result.code, stderr: result.stderr }).toEqual({ code, stderr: expect.anything() });
+      if (code !== 0 && code !== 5) {
+        // One line, in the documented form, never a stack trace.
+        expect(result.stderr).toMatch(/^acctops: error: [^\n]+\n$/);
+      }
+      if (c.stderr) expect(result.stderr).toMatch(c.stderr);
+      c.check?.(result);
+    } finally {
+      await own?.remove();
+    }
+  });
+
+  it('local repair rebuilds a damaged tokens.json, keeps the damaged file, and the state works again', async () => {
+    const own = await tempStateDir();
+    try {
+      expect((await runAcctops(['--state-dir', own.dir, 'users', 'list'])).code).toBe(0);
+      await writeFile(join(own.dir, 'tokens.json'), 'not json');
+      const repaired = await runAcctops(['--state-dir', own.dir, '--json', 'local', 'repair']);
+      outputs.push(repaired);
+      expect(repaired.code).toBe(0);
+      const report = JSON.parse(repaired.stdout) as { repaired: { file: string; keptAs: string }[]; unrepairable: unknown[] };
+      expect(report.repaired.map((r) => r.file)).toEqual([join(own.dir, 'tokens.json')]);
+      expect(await readFile(report.repaired[0]!.keptAs, 'utf8')).toBe('not json');
+      expect((await runAcctops(['--state-dir', own.dir, 'users', 'list'])).code).toBe(0);
+      await writeFile(join(own.dir, 'sandbox.json'), '{}');
+      const cannot = await runAcctops(['--state-dir', own.dir, '--json', 'local', 'repair']);
+      expect(cannot.code).toBe(3);
+      expect(JSON.parse(cannot.stdout)).toMatchObject({ repaired: [], unrepairable: [{ file: join(own.dir, 'sandbox.json') }] });
+      // reset still recognises the directory (the kept file is acctops's).
+      expect((await runAcctops(['--state-dir', own.dir, 'local', 'reset', '--yes'])).code).toBe(0);
+    } finally {
+      await own.remove();
+    }
+  });
+
+  it('a long clock jump needs --force, and reset-clock brings the clock back', async () => {
+    const own = await tempStateDir();
+    try {
+      const status = async () => JSON.parse((await runAcctops(['--state-dir', own.dir, '--json', 'local', 'status'])).stdout) as { clockOffsetMs: number };
+      expect((await runAcctops(['--state-dir', own.dir, 'local', 'advance-clock', '--by', '32d'])).code).toBe(2);
+      expect((await status()).clockOffsetMs).toBe(0);
+      expect((await runAcctops(['--state-dir', own.dir, 'local', 'advance-clock', '--by', '32d', '--force'])).code).toBe(0);
+      expect((await status()).clockOffsetMs).toBe(32 * 86_400_000);
+      const back = await runAcctops(['--state-dir', own.dir, '--json', 'local', 'reset-clock']);
+      expect(back.code).toBe(0);
+      expect(JSON.parse(back.stdout)).toMatchObject({ undoneMs: 32 * 86_400_000 });
+      expect((await status()).clockOffsetMs).toBe(0);
+    } finally {
+      await own.remove();
+    }
+  });
+
+  it('the demo (npm start) reports its errors in the same form', async () => {
+    const result = await new Promise<{ code: number; stderr: string }>((done) => {
+      execFile(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'demo.ts'), '--nope'], { env: cliEnv(), cwd: ROOT }, (error, _stdout, stderr) =>
+        done({ code: typeof error?.code === 'number' ? error.code : 0, stderr }),
+      );
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^acctops: error: /);
+  });
+});

@@ -1,0 +1,110 @@
+import { expectNoCanaries } from '../helpers/canary';
+import { parseJson, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$/;
+
+/** Every point in time (`…At`, `now`) anywhere in a document, with its path. */
+function timeFields(value: unknown, path = '$'): [string, unknown][] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => timeFields(v, `${path}[${i}]`));
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([k, v]) => [...(/At$|^now$/.test(k) ? [[`${path}.${k}`, v] as [string, unknown]] : []), ...timeFields(v, `${path}.${k}`)]);
+}
+
+interface KeyRow {
+  keyPrefix: string;
+  lastUsedAt: string | null;
+  lastUsedByThisCheck: boolean;
+  lastRotatedAt: string | null;
+  nextRotationAt: string | null;
+  pendingRevocations: { keyPrefix: string; revokeAt: string; lastUsedAt: string | null }[];
+}
+
+/**
+ * --json output: one time format (ISO 8601) for every point in time, absent values as null
+ * (issue 16, item 4), and `keys status` telling the key's real use from its own request (item 3).
+ */
+describe('acctops --json: ISO 8601 times, null for absent values, real key usage', () => {
+  let state: { dir: string; remove(): Promise<void> };
+  const outputs: CliResult[] = [];
+  const json = async <T>(...args: string[]) => {
+    const result = await runAcctops(['--state-dir', state.dir, '--json', ...args]);
+    outputs.push(result);
+    return { result, body: parseJson<T>(result) };
+  };
+
+  beforeAll(async () => {
+    state = await tempStateDir();
+  });
+  afterAll(async () => {
+    await trackStateSecrets(state.dir);
+    expectNoCanaries(outputs.map((o) => `${o.stdout}\n${o.stderr}`), 'acctops output');
+    await state.remove();
+  });
+
+  it('keys status: every field present, times in ISO 8601, the current key’s use marked as this check', async () => {
+    const { body } = await json<{ companies: KeyRow[] }>('keys', 'status');
+    expect(body.companies).toHaveLength(3);
+    for (const row of body.companies) {
+      expect(Object.keys(row).sort()).toEqual(
+        [
+          'apiKeyId',
+          'companyId',
+          'error',
+          'expiresAt',
+          'keyPrefix',
+          'lastRotatedAt',
+          'lastUsedAt',
+          'lastUsedByThisCheck',
+          'nextRotationAt',
+          'pendingRevocations',
+          'permissions',
+          'rotationDays',
+          'rotationEnabled',
+          'rotationInProgress',
+          'secret',
+        ].sort(),
+      );
+      expect(row.lastUsedByThisCheck).toBe(true);
+      expect(row.nextRotationAt).toMatch(ISO);
+    }
+  });
+
+  it('after a rotation, the old key’s last use is reported untouched by the check', async () => {
+    const { body: before } = await json<{ companies: (KeyRow & { companyId: string })[] }>('keys', 'status');
+    const company = before.companies[0]!;
+    const rotated = await json<{ keyPrefix: string }>('keys', 'rotate', '--company', company.companyId);
+    expect(rotated.result.code).toBe(0);
+    await json('local', 'advance-clock', '--by', '10m');
+    const { body } = await json<{ companies: (KeyRow & { companyId: string })[] }>('keys', 'status', '--company', company.companyId);
+    const row = body.companies[0]!;
+    expect(row.keyPrefix).toBe(rotated.body.keyPrefix);
+    expect(row.lastUsedByThisCheck).toBe(true);
+    expect(row.pendingRevocations).toHaveLength(1);
+    const old = row.pendingRevocations[0]!;
+    expect(old.keyPrefix).toBe(company.keyPrefix);
+    expect(old.revokeAt).toMatch(ISO);
+    // The old key was last used by the rotation (creating its successor), ten minutes before this check.
+    expect(old.lastUsedAt).toMatch(ISO);
+    expect(Date.parse(row.lastUsedAt!) - Date.parse(old.lastUsedAt!)).toBeGreaterThanOrEqual(10 * 60_000);
+  });
+
+  it.each([[['users', 'list']], [['keys', 'status']], [['doctor']], [['local', 'status']], [['local', 'advance-clock', '--by', '1m']]])(
+    '%j: every point in time is ISO 8601 or null',
+    async (args) => {
+      if (args[0] === 'users') {
+        const onboard = await json('users', 'onboard', '--external-id', '3b0f4c1e-8d2a-4e6b-9f10-2a3b4c5d6e7f', '--username', 'erin', '--email', 'erin@example.test');
+        expect(onboard.result.code).toBe(0);
+      }
+      const { body } = await json<unknown>(...args);
+      const fields = timeFields(body);
+      expect(fields.length).toBeGreaterThan(0);
+      for (const [path, value] of fields) expect({ path, ok: value === null || (typeof value === 'string' && ISO.test(value)) }).toEqual({ path, ok: true });
+    },
+  );
+
+  it('an error document always has its hint key', async () => {
+    const result = await runAcctops(['--state-dir', state.dir, '--json', 'users', 'revoke', '--user', '00000000-0000-4000-8000-000000000000']);
+    const error = (JSON.parse(result.stderr) as { error: Record<string, unknown> }).error;
+    expect(Object.keys(error).sort()).toEqual(['code', 'exitCode', 'hint', 'message']);
+  });
+});
