@@ -65,10 +65,10 @@ describe('export formats', () => {
 
     it('defuses text that a spreadsheet would run as a formula, but leaves amounts numeric', () => {
       expect(csvCell('text', '=HYPERLINK("http://evil","x")')).toBe(`"'=HYPERLINK(""http://evil"",""x"")"`);
-      expect(csvCell('text', '+49 30 1234')).toBe("'+49 30 1234");
-      expect(csvCell('text', '-42')).toBe("'-42");
-      expect(csvCell('text', '@SUM(A1)')).toBe("'@SUM(A1)");
-      expect(csvCell('text', '\tcmd')).toBe("'\tcmd");
+      expect(csvCell('text', '+49 30 1234')).toBe(`"'+49 30 1234"`);
+      expect(csvCell('text', '-42')).toBe(`"'-42"`);
+      expect(csvCell('text', '@SUM(A1)')).toBe(`"'@SUM(A1)"`);
+      expect(csvCell('text', '\tcmd')).toBe(`"'\tcmd"`);
       expect(csvCell('text', '\rcmd')).toBe(`"'\rcmd"`);
       expect(csvCell('text', 'plain = fine')).toBe('plain = fine');
       expect(csvCell('decimal', -4999n)).toBe('-49.99');
@@ -136,7 +136,7 @@ describe('export formats', () => {
       return { file, metadata, rows: await parquetReadObjects({ file, metadata, compressors: PARQUET_DECOMPRESSORS }) };
     }
 
-    it('reads back with exact amounts: INT64 minor units and DECIMAL(18,2) unscaled values', async () => {
+    it('reads back with exact amounts: INT64 minor units and DECIMAL(18,4) unscaled values', async () => {
       const { file, metadata, rows } = await readBack(10);
       expect(metadata.row_groups.length).toBe(3);
       expect(rows).toHaveLength(items.length);
@@ -144,15 +144,15 @@ describe('export formats', () => {
       expect(rows.map((r) => r.amount_minor)).toEqual(expected);
 
       const amount = metadata.schema.find((e) => e.name === 'amount')!;
-      expect(amount).toMatchObject({ type: 'INT64', converted_type: 'DECIMAL', precision: 18, scale: 2 });
+      expect(amount).toMatchObject({ type: 'INT64', converted_type: 'DECIMAL', precision: 18, scale: 4 });
       // hyparquet turns DECIMAL into a JS number; reading the same column without the annotation
-      // yields the stored unscaled integers, which must be the exact minor units.
+      // yields the stored unscaled integers, which must be the exact EUR minor units times 100.
       const raw: FileMetaData = {
         ...metadata,
         schema: metadata.schema.map((e) => (e.name === 'amount' ? { name: e.name, type: e.type, repetition_type: e.repetition_type } : e)),
       };
       const unscaled = await parquetReadObjects({ file, metadata: raw, columns: ['amount'], compressors: PARQUET_DECOMPRESSORS });
-      expect(unscaled.map((r) => r.amount)).toEqual(expected);
+      expect(unscaled.map((r) => r.amount)).toEqual(expected.map((minor) => minor * 100n));
       expect(expected).toContain(-9999999999999999n);
     });
 
