@@ -11,14 +11,19 @@ import type { RecordWriter } from './writers';
  *
  * Excel splits a CSV it opens on the locale's list separator, which is `;` where the decimal
  * separator is a comma (Germany, and our default time zone is Europe/Berlin). So `,` and `;` both
- * count as separators: a cell holding either is quoted (Excel keeps a quoted cell whole in both
- * locales), and a cell where a formula character follows a separator is defused as well, because
- * the part after the separator would start a cell of its own in a reader that ignores quotes.
+ * count as separators. A cell holding either is quoted, which keeps it whole for a reader that
+ * splits on `,`. A reader that splits on `;` does not see those quotes (they are not at the start
+ * of its fields), so each part after a `;` or `,` starts a cell of its own there: a formula
+ * character at the start of the cell or of any such part gets an apostrophe in front of it, which
+ * makes Excel take the part as text. `Rent;=HYPERLINK(…)` becomes `"Rent;'=HYPERLINK(…)"`.
  */
 export const CSV_BOM = '\uFEFF';
 const CHUNK_CHARS = 64 * 1024;
-/** A formula character at the start of the cell or right after a list separator (spaces allowed). */
-const FORMULA = /(?:^|[,;]\s*)[=+\-@\t\r]/;
+/**
+ * A formula character at the start of the cell, or after a list separator (spaces and quotes in
+ * between are skipped by spreadsheets, so they are here too).
+ */
+const FORMULA = /(^|[,;][\s"]*)([=+\-@\t\r])/g;
 const NEEDS_QUOTES = /[",;\r\n]/;
 /** Either of the two above: most cells have neither, and then one test decides. */
 const SPECIAL = /^[=+\-@\t\r]|[",;\r\n]/;
@@ -83,7 +88,8 @@ export function csvCell(kind: ColumnKind, value: Cell): string {
     case 'text': {
       const text = value as string;
       if (!SPECIAL.test(text)) return text;
-      return FORMULA.test(text) ? `"'${text.replace(/"/g, '""')}"` : quote(text);
+      const defused = text.replace(FORMULA, "$1'$2");
+      return defused === text ? quote(text) : `"${defused.replace(/"/g, '""')}"`;
     }
   }
 }
