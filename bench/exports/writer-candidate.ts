@@ -5,7 +5,7 @@
  *
  * Usage: node writer-candidate.js <none|hyparquet-writer|parquet-wasm|duckdb> <rows> <outFile>
  */
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { ParquetRecordWriter } from '../../src/core/exports/parquet-writer';
 import { transactionsTable, type Row } from '../../src/core/exports/tables';
@@ -62,7 +62,21 @@ async function main(): Promise<void> {
       throw new Error(`unknown candidate ${candidate}`);
   }
   const ms = performance.now() - started;
-  process.stdout.write(`${JSON.stringify({ candidate, rows: ROWS, ms, maxRssKiB: process.resourceUsage().maxRSS, bytes })}\n`);
+  process.stdout.write(`${JSON.stringify({ candidate, rows: ROWS, ms, maxRssKiB: peakRssKiB(), bytes })}\n`);
+}
+
+/**
+ * This process's own peak (VmHWM): maxRSS of a child carries its parent's high-water mark across
+ * exec (BENCHMARKS.md, "Memory: what we found", finding 1).
+ */
+function peakRssKiB(): number {
+  try {
+    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    if (match) return Number(match[1]);
+  } catch {
+    // No /proc: fall back to maxRSS.
+  }
+  return process.resourceUsage().maxRSS;
 }
 
 /** Our writer (ParquetRecordWriter over hyparquet-writer, INT_64 fix) into a file sink. */
