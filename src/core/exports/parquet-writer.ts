@@ -156,9 +156,19 @@ function schemaElement(column: TableColumn): SchemaElement {
 /** Minor units of the row's currency to the unscaled DECIMAL(…, DECIMAL_SCALE) value (100 for EUR). */
 function decimalFactor(row: Row, column: TableColumn): bigint {
   const currency = column.currency === undefined ? undefined : row[column.currency];
-  // The tables reject currencies with more digits than the scale before a row gets here.
-  return (typeof currency === 'string' ? scaleFactor(currency, DECIMAL_SCALE) : undefined) ?? 10n ** BigInt(DECIMAL_SCALE - 2);
+  if (typeof currency !== 'string') return DEFAULT_FACTOR;
+  // Keyed by the currency alone (no key string built per row: this runs for every amount).
+  let factor = FACTORS.get(currency);
+  if (factor === undefined) {
+    // The tables reject currencies with more digits than the scale before a row gets here.
+    factor = scaleFactor(currency, DECIMAL_SCALE) ?? DEFAULT_FACTOR;
+    FACTORS.set(currency, factor);
+  }
+  return factor;
 }
+
+const FACTORS = new Map<string, bigint>();
+const DEFAULT_FACTOR = 10n ** BigInt(DECIMAL_SCALE - 2);
 
 /** The physical value of a non-decimal cell. */
 function parquetValue(kind: ColumnKind, value: Cell): unknown {

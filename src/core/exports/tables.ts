@@ -249,7 +249,7 @@ class RecordChecker {
   /** Minor units of `currency`; they must fit the Parquet DECIMAL once scaled to its scale. */
   amount(path: string, value: unknown, currency: string): MinorUnits {
     if (typeof value !== 'bigint') return this.fail(path, 'expected exact minor units (bigint)');
-    const factor = scaleFactor(currency, DECIMAL_SCALE);
+    const factor = currencyFactor(currency);
     if (factor === undefined) return this.fail(path, `${currency} has more than ${DECIMAL_SCALE} fraction digits`);
     const scaled = value * factor;
     if (scaled <= -DECIMAL_LIMIT || scaled >= DECIMAL_LIMIT) return this.fail(path, `beyond DECIMAL(${DECIMAL_PRECISION},${DECIMAL_SCALE})`);
@@ -272,6 +272,18 @@ class RecordChecker {
     const source = typeof id === 'string' && id.length > 0 && id.length <= 64 ? `${kind} ${id}` : `${kind} at position ${index}`;
     throw new ValidationError(source, [{ path, message }]);
   }
+}
+
+const FACTORS = new Map<string, bigint | null>();
+
+/** scaleFactor at DECIMAL_SCALE, cached by currency alone (it runs for every amount). */
+function currencyFactor(currency: string): bigint | undefined {
+  let factor = FACTORS.get(currency);
+  if (factor === undefined) {
+    factor = scaleFactor(currency, DECIMAL_SCALE) ?? null;
+    FACTORS.set(currency, factor);
+  }
+  return factor ?? undefined;
 }
 
 function checker(kind: string, id: unknown, index: number): RecordChecker {
