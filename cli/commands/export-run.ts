@@ -13,7 +13,9 @@ import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
 import type { Clock } from '../../src/core/shared/clock';
 import type { Logger } from '../../src/core/shared/logger';
 import type { ExportTarget } from '../args';
+import { FormatLossError, ObjectStoreError } from '../../src/core/exports/errors';
 import { CliConfigError, describeError } from '../errors';
+import { ExitCode } from '../exit-codes';
 import type { LocalWorld } from '../local/local-world';
 import type { Session } from '../session';
 import { TOOL_VERSION } from '../version';
@@ -31,6 +33,7 @@ interface ExportRun {
   logger: Logger;
   baseUrl: string;
   formats: readonly ExportFormat[];
+  replaceFormats?: boolean;
   month: string;
   onProgress?: CompanyProgress;
 }
@@ -48,7 +51,32 @@ function completed(summary: PeriodExportSummary): CompanyExportRow {
 
 function failed(companyId: string, error: unknown): CompanyExportRow {
   const { code, message, exitCode } = describeError(error);
-  return { companyId, status: 'failed', error: { code, message, exitCode } };
+  // A refused re-export is fixed by the command line (--format or --replace-formats).
+  if (causeOf(error, FormatLossError)) return { companyId, status: 'failed', error: { code, message, exitCode: ExitCode.usage } };
+  return { companyId, status: 'failed', error: { code, message, exitCode: exitCode === ExitCode.failure && isOutputConfigError(error) ? ExitCode.config : exitCode } };
+}
+
+function causeOf(error: unknown, type: new (...args: never[]) => Error): boolean {
+  let e: unknown = error;
+  for (let depth = 0; e instanceof Error && depth < 10; depth++) {
+    if (e instanceof type) return true;
+    e = (e as Error).cause;
+  }
+  return false;
+}
+
+/** Errors of a place that cannot take the export as configured: a fix of --out, not a retry. */
+const OUTPUT_FS_CODES = new Set(['EACCES', 'EPERM', 'ENOTDIR', 'EISDIR', 'EROFS', 'ENOENT', 'EEXIST']);
+const OUTPUT_S3_NAMES = new Set(['NoSuchBucket', 'InvalidBucketName', 'PermanentRedirect', 'AuthorizationHeaderMalformed']);
+
+/** The --out store refused for a reason of its configuration (README, exit code 3). */
+function isOutputConfigError(error: unknown): boolean {
+  let storeError = false;
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 10; e = e.cause, depth++) {
+    if (e instanceof ObjectStoreError) storeError = true;
+    else if (storeError && (OUTPUT_FS_CODES.has((e as NodeJS.ErrnoException).code ?? '') || OUTPUT_S3_NAMES.has(e.name))) return true;
+  }
+  return false;
 }
 
 /** One company's month through the pipeline's use case (exportCompanyPeriod), as a summary row. */
@@ -62,6 +90,7 @@ async function exportCompany(run: ExportRun, companyId: string, credentials: Cre
       source: { kind: 'apiKey' },
       trigger: { kind: 'on_demand', requestId: 'acctops-cli', via: 'cli' },
       formats: run.formats,
+      replaceFormats: run.replaceFormats,
       onProgress: run.onProgress && ((p) => run.onProgress!(companyId, p)),
     },
   );
@@ -76,7 +105,7 @@ export function defaultMonth(): string {
 /** `export` in the local mode: every company (or one) with its stored key, into the state directory or --out. */
 export async function exportLocal(
   world: LocalWorld,
-  options: { month?: string; company?: string; store?: ObjectStore; formats?: readonly ExportFormat[]; onProgress?: CompanyProgress },
+  options: { month?: string; company?: string; store?: ObjectStore; formats?: readonly ExportFormat[]; replaceFormats?: boolean; onProgress?: CompanyProgress },
 ): Promise<ExportReport> {
   const store = options.store ?? world.exportStore;
   const month = options.month ?? previousMonth(world.clock.now(), DEFAULT_TIME_ZONE).text;
@@ -84,7 +113,16 @@ export async function exportLocal(
   const companies: string[] = [];
   if (options.company) companies.push((await world.directory.find(options.company)).companyId);
   else for await (const entry of world.directory.list()) companies.push(entry.companyId);
-  const run: ExportRun = { store, clock: world.clock, logger: world.logger, baseUrl: world.baseUrl, formats, month, onProgress: options.onProgress };
+  const run: ExportRun = {
+    store,
+    clock: world.clock,
+    logger: world.logger,
+    baseUrl: world.baseUrl,
+    formats,
+    replaceFormats: options.replaceFormats,
+    month,
+    onProgress: options.onProgress,
+  };
   const rows: CompanyExportRow[] = [];
   for (const companyId of companies.sort()) rows.push(await exportCompany(run, companyId, world.companyKeys.credentials(companyId)));
   return { month, mode: 'local', out: store.url(EXPORT_ROOT), formats, companies: rows };
@@ -115,6 +153,7 @@ export async function exportDirect(session: Session, opts: ExportOptions & { bas
         store,
         companyId: opts.company,
         formats,
+        replaceFormats: opts.replaceFormats,
         toolVersion: TOOL_VERSION,
         logger: session.out.logger(),
         onProgress: (p) => onProgress(opts.company ?? 'company', p),

@@ -43,6 +43,7 @@ export interface ExportOptions {
   company?: string;
   out?: ExportTarget;
   format?: ExportFormat[];
+  replaceFormats?: boolean;
   baseUrl?: string;
   wait?: boolean;
 }
@@ -54,6 +55,7 @@ export function exportCommand(host: CommandHost): Command {
     .option('--company <id>', 'only this company (default: every company acctops holds a key for)', guid)
     .option('--out <dir|s3://bucket/prefix>', 'where to write (default: the state directory; direct mode: the current directory)', exportTarget)
     .option('--format <list>', `comma-separated formats (default: ${FORMATS.join(',')})`, parseFormats)
+    .option('--replace-formats', "allow a re-export with fewer formats than the period's current export (the others' files are deleted)")
     .option('--base-url <url>', 'direct mode: export from this service with the key in ACCTOPS_API_KEY (or set ACCTOPS_BASE_URL)', httpUrl)
     .option('--no-wait', 'AWS mode: return once the exports are requested instead of waiting for their manifests')
     .action(
@@ -79,7 +81,7 @@ export function exportCommand(host: CommandHost): Command {
           } else {
             report = await session.local(async (world) => {
               refuseFutureMonth(opts.month, world.clock.now());
-              return run().exportLocal(world, { month: opts.month, company: opts.company, store: opts.out && run().storeFor(session, opts.out), formats: opts.format, onProgress });
+              return run().exportLocal(world, { month: opts.month, company: opts.company, store: opts.out && run().storeFor(session, opts.out), formats: opts.format, replaceFormats: opts.replaceFormats, onProgress });
             });
           }
         } finally {
@@ -89,6 +91,8 @@ export function exportCommand(host: CommandHost): Command {
         if (failed.length > 0) {
           // When nothing was exported, the first failure's cause decides; otherwise the run is partial.
           session.exitCode = failed.length === report.companies.length && failed[0]?.error ? (failed[0].error.exitCode as ExitCodeValue) : ExitCode.partial;
+          // One line per failure on stderr too, so a script that keeps stdout for --json sees why.
+          for (const c of failed) if (c.error) session.out.note(`acctops export: ${c.companyId}: ${c.error.message}`);
         }
         session.out.result(report, () => renderExport(session.out, report));
       }),

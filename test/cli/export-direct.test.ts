@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { ManualClock } from '../../src/core/shared/clock';
 import { startSandbox, type RunningSandbox } from '../../sandbox';
 import { monthOf } from '../../sandbox/seed';
@@ -104,7 +104,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const refused = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'refused'], { ACCTOPS_API_KEY: 'sbx_00000000unknownkeyunknownkey0000' });
       expect(refused.code).toBe(4);
       expect(refused.stdout).toMatch(/failed/);
-      expect(refused.stderr).toBe('');
+      expect(refused.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^acctops export: .*failed/)]);
 
       const other = sandbox.demo!.companies[0]!.publicId;
       const mismatch = await acctops(['--json', 'export', '--base-url', sandbox.baseUrl, '--month', month, '--company', other, '--out', 'mismatch'], { ACCTOPS_API_KEY: key });
@@ -115,6 +115,72 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         error: { code: dialect === 'default' ? 'company_mismatch' : 'permission_denied' },
       });
       await expect(readFile(join(out.dir, 'mismatch', 'exports', `company=${other}`, `period=${month}`, '_manifest.json'))).rejects.toThrow();
+    });
+
+    describe('output errors end at once, say why and where on one stderr line, and leave no period behind', () => {
+      const tree = async () => (await readdir(out.dir, { recursive: true })).sort();
+
+      it.each([
+        ['a regular file', 'a-file/exports', /ENOTDIR: not a directory, mkdir '.*a-file/],
+        ['a path under a device', '/dev/null/x', /ENOTDIR: not a directory, mkdir '\/dev\/null\/x/],
+        ['a directory under /proc (Node 20 mkdir -p loops there forever)', '/proc/acctops-forbidden', /ENOENT: no such file or directory, mkdir '\/proc\/acctops-forbidden/],
+      ])('--out on %s: exit 3 (configuration)', async (_what, target, cause) => {
+        await writeFile(join(out.dir, 'a-file'), 'not a directory');
+        const before = await tree();
+        const result = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', target], { ACCTOPS_API_KEY: key });
+        expect(result.code).toBe(3);
+        const lines = result.stderr.trim().split('\n');
+        expect(lines).toHaveLength(1);
+        expect(lines[0]).toMatch(/^acctops export: .*object store put failed for file:\/\//);
+        expect(lines[0]).toMatch(cause);
+        if (target.startsWith('a-file')) expect(await readFile(join(out.dir, 'a-file'), 'utf8')).toBe('not a directory');
+        expect(await tree()).toEqual(before);
+      });
+
+      it('--out to an S3 bucket that does not exist: exit 3, the bucket named with the cause', async () => {
+        const result = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 's3://no-such-bucket/x'], {
+          ACCTOPS_API_KEY: key,
+          AWS_ENDPOINT_URL_S3: s3.endpoint,
+          AWS_REGION: 'eu-central-1',
+          AWS_ACCESS_KEY_ID: 'S3RVER',
+          AWS_SECRET_ACCESS_KEY: 'S3RVER',
+        });
+        expect(result.code).toBe(3);
+        expect(result.stderr.trim().split('\n')).toEqual([expect.stringMatching(/s3:\/\/no-such-bucket\/x\/exports\/.*NoSuchBucket/)]);
+      });
+
+      it('--out to S3 without AWS credentials: exit 4, nothing written', async () => {
+        const result = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 's3://acctops-exports/no-creds'], {
+          ACCTOPS_API_KEY: key,
+          AWS_ENDPOINT_URL_S3: s3.endpoint,
+          AWS_REGION: 'eu-central-1',
+        });
+        expect(result.code).toBe(4);
+        expect(result.stderr.trim().split('\n')).toEqual([expect.stringMatching(/s3:\/\/acctops-exports\/no-creds\/exports\/.*credentials/i)]);
+        const listed = await s3.client().send(new ListObjectsV2Command({ Bucket: 'acctops-exports', Prefix: 'no-creds/' }));
+        expect(listed.Contents ?? []).toEqual([]);
+      });
+    });
+
+    it('a re-export with fewer formats is refused (exit 2, naming --replace-formats) and changes nothing; with the flag it replaces them', async () => {
+      const all = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'reexport'], { ACCTOPS_API_KEY: key });
+      expect(all.code).toBe(0);
+      const manifestPath = join(out.dir, 'reexport', 'exports', `company=${companyId}`, `period=${month}`, '_manifest.json');
+      const symlinkPath = join(out.dir, 'reexport', 'exports', `company=${companyId}`, `period=${month}`, 'transactions', '_symlink', 'symlink.txt');
+      const before = { manifest: await readFile(manifestPath, 'utf8'), symlink: await readFile(symlinkPath, 'utf8') };
+      expect(before.symlink).toMatch(/part-00000\.parquet\n$/);
+
+      const refused = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'reexport', '--format', 'csv'], { ACCTOPS_API_KEY: key });
+      expect(refused.code).toBe(2);
+      expect(refused.stderr.trim().split('\n')).toEqual([expect.stringMatching(/transactions parquet .*--replace-formats/)]);
+      expect({ manifest: await readFile(manifestPath, 'utf8'), symlink: await readFile(symlinkPath, 'utf8') }).toEqual(before);
+      const kept = JSON.parse(before.manifest) as { objects: { key: string }[] };
+      for (const object of kept.objects) await expect(readFile(join(out.dir, 'reexport', object.key))).resolves.toBeDefined();
+
+      const replaced = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'reexport', '--format', 'csv', '--replace-formats'], { ACCTOPS_API_KEY: key });
+      expect(replaced.code).toBe(0);
+      const after = JSON.parse(await readFile(manifestPath, 'utf8')) as { objects: { format: string }[] };
+      expect(after.objects.map((o) => o.format)).toEqual(['csv', 'csv', 'csv']);
     });
   });
 });

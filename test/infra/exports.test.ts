@@ -147,7 +147,7 @@ describe('Exports', () => {
   });
 
   describe('the Glue tables', () => {
-    const glueType = { text: 'string', date: 'date', timestamp: 'timestamp', integer: 'bigint', decimal: 'decimal(18,2)' } as const;
+    const glueType = { text: 'string', date: 'date', timestamp: 'timestamp', integer: 'bigint', decimal: 'decimal(18,4)' } as const;
     const writers: Record<keyof typeof GLUE_COLUMNS, WriterTable<never>> = {
       transactions: transactionsTable as WriterTable<never>,
       tax_reports: taxReportsTable as WriterTable<never>,

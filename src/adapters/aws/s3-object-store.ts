@@ -72,7 +72,7 @@ export class S3ObjectStore implements ObjectStore {
     try {
       await upload.done();
     } catch (error) {
-      throw new ObjectStoreError('multipart upload', key, error);
+      throw new ObjectStoreError('multipart upload', key, error, undefined, this.url(key));
     }
   }
 
@@ -93,7 +93,7 @@ export class S3ObjectStore implements ObjectStore {
       );
     } catch (error) {
       if (status(error) === 412 || (error as { name?: string }).name === 'PreconditionFailed') throw new PreconditionFailedError(key, error);
-      throw new ObjectStoreError('put', key, error);
+      throw new ObjectStoreError('put', key, error, undefined, this.url(key));
     }
   }
 
@@ -104,7 +104,7 @@ export class S3ObjectStore implements ObjectStore {
       return result.Body ? await result.Body.transformToByteArray() : new Uint8Array();
     } catch (error) {
       if (isNotFound(error)) return undefined;
-      throw new ObjectStoreError('get', key, error);
+      throw new ObjectStoreError('get', key, error, undefined, this.url(key));
     }
   }
 
@@ -115,7 +115,7 @@ export class S3ObjectStore implements ObjectStore {
       return { etag: result.ETag ?? '', size: result.ContentLength ?? 0, lastModified: result.LastModified?.getTime() ?? 0 };
     } catch (error) {
       if (isNotFound(error)) return undefined;
-      throw new ObjectStoreError('head', key, error);
+      throw new ObjectStoreError('head', key, error, undefined, this.url(key));
     }
   }
 
@@ -128,7 +128,7 @@ export class S3ObjectStore implements ObjectStore {
           new ListObjectsV2Command({ Bucket: this.bucket, Prefix: `${this.prefix}${prefix}`, ContinuationToken: token }),
         );
       } catch (error) {
-        throw new ObjectStoreError('list', prefix, error);
+        throw new ObjectStoreError('list', prefix, error, undefined, `s3://${this.bucket}/${this.prefix}${prefix}`);
       }
       for (const object of page.Contents ?? []) {
         if (!object.Key) continue;

@@ -61,7 +61,7 @@ export class DirObjectStore implements ObjectStore {
       return await readFile(this.pathOf(key));
     } catch (error) {
       if (isMissing(error)) return undefined;
-      throw new ObjectStoreError('get', key, error);
+      throw new ObjectStoreError('get', key, error, undefined, this.url(key));
     }
   }
 
@@ -76,7 +76,7 @@ export class DirObjectStore implements ObjectStore {
       };
     } catch (error) {
       if (isMissing(error)) return undefined;
-      throw new ObjectStoreError('head', key, error);
+      throw new ObjectStoreError('head', key, error, undefined, this.url(key));
     }
   }
 
@@ -101,7 +101,7 @@ export class DirObjectStore implements ObjectStore {
       try {
         await unlink(path);
       } catch (error) {
-        if (!isMissing(error)) throw new ObjectStoreError('delete', key, error);
+        if (!isMissing(error)) throw new ObjectStoreError('delete', key, error, undefined, this.url(key));
       }
       await this.pruneEmptyDirectories(dirname(path));
     }
@@ -122,7 +122,7 @@ export class DirObjectStore implements ObjectStore {
     const tempDir = join(this.root, TEMP_DIR);
     const temp = join(tempDir, `${randomBytes(8).toString('hex')}.part`);
     try {
-      await mkdir(tempDir, { recursive: true });
+      await makeDirectory(tempDir);
       await write(temp);
       // Durable before visible: without the fsync a crash could leave an empty file at the key.
       const file = await open(temp, 'r');
@@ -131,11 +131,11 @@ export class DirObjectStore implements ObjectStore {
       } finally {
         await file.close();
       }
-      await mkdir(dirname(path), { recursive: true });
+      await makeDirectory(dirname(path));
       await rename(temp, path);
     } catch (error) {
       await unlink(temp).catch(() => undefined);
-      throw error instanceof ObjectStoreError ? error : new ObjectStoreError('put', key, error);
+      throw error instanceof ObjectStoreError ? error : new ObjectStoreError('put', key, error, undefined, this.url(key));
     }
   }
 
@@ -157,7 +157,7 @@ export class DirObjectStore implements ObjectStore {
       entries = await readdir(directory, { withFileTypes: true });
     } catch (error) {
       if (isMissing(error) || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return;
-      throw new ObjectStoreError('list', relative(this.root, directory), error);
+      throw new ObjectStoreError('list', relative(this.root, directory), error, undefined, pathToFileURL(directory).href);
     }
     for (const entry of entries) {
       const full = join(directory, entry.name);
@@ -180,6 +180,34 @@ export class DirObjectStore implements ObjectStore {
       }
       current = dirname(current);
     }
+  }
+}
+
+/**
+ * `mkdir -p` with one attempt per path component. Node 20's `mkdir(…, { recursive: true })` never
+ * returns for a path under /proc (it retries ENOENT forever at full CPU), so an unwritable --out
+ * would hang the export while it holds the state lock. Here each level is tried once: any error
+ * but a missing parent or an existing directory is final.
+ */
+export async function makeDirectory(directory: string): Promise<void> {
+  try {
+    await mkdir(directory);
+    return;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') {
+      if ((await stat(directory)).isDirectory()) return;
+      throw error;
+    }
+    const parent = dirname(directory);
+    if (code !== 'ENOENT' || parent === directory) throw error;
+  }
+  await makeDirectory(dirname(directory));
+  try {
+    await mkdir(directory);
+  } catch (error) {
+    // A concurrent writer may have made it between the two calls.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !(await stat(directory)).isDirectory()) throw error;
   }
 }
 

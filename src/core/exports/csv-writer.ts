@@ -1,4 +1,5 @@
 import { formatMinorUnits } from '../accounting-api/money';
+import { minorUnitDigits } from './currency';
 import type { ObjectSink, WrittenObject } from './object-sink';
 import type { Cell, ColumnKind, Row, TableColumn } from './tables';
 import type { RecordWriter } from './writers';
@@ -7,13 +8,25 @@ import type { RecordWriter } from './writers';
  * CSV for people: RFC 4180 (comma, CRLF, quotes doubled), UTF-8 with a byte order mark so that
  * Excel does not read it as the local code page, exact decimal amounts, and text cells that a
  * spreadsheet would run as a formula defused with a leading apostrophe (OWASP "CSV injection").
+ *
+ * Excel splits a CSV it opens on the locale's list separator, which is `;` where the decimal
+ * separator is a comma (Germany, and our default time zone is Europe/Berlin). So `,` and `;` both
+ * count as separators. A cell holding either is quoted, which keeps it whole for a reader that
+ * splits on `,`. A reader that splits on `;` does not see those quotes (they are not at the start
+ * of its fields), so each part after a `;` or `,` starts a cell of its own there: a formula
+ * character at the start of the cell or of any such part gets an apostrophe in front of it, which
+ * makes Excel take the part as text. `Rent;=HYPERLINK(…)` becomes `"Rent;'=HYPERLINK(…)"`.
  */
 export const CSV_BOM = '\uFEFF';
 const CHUNK_CHARS = 64 * 1024;
-const FORMULA_START = /^[=+\-@\t\r]/;
-const NEEDS_QUOTES = /[",\r\n]/;
+/**
+ * A formula character at the start of the cell, or after a list separator (spaces and quotes in
+ * between are skipped by spreadsheets, so they are here too).
+ */
+const FORMULA = /(^|[,;][\s"]*)([=+\-@\t\r])/g;
+const NEEDS_QUOTES = /[",;\r\n]/;
 /** Either of the two above: most cells have neither, and then one test decides. */
-const SPECIAL = /^[=+\-@\t\r]|[",\r\n]/;
+const SPECIAL = /^[=+\-@\t\r]|[",;\r\n]/;
 
 export class CsvWriter implements RecordWriter {
   private pending: string;
@@ -30,7 +43,8 @@ export class CsvWriter implements RecordWriter {
     for (let i = 0; i < this.columns.length; i++) {
       const column = this.columns[i]!;
       if (i > 0) line += ',';
-      line += csvCell(column.kind, row[column.name] ?? null);
+      const value = row[column.name] ?? null;
+      line += column.kind === 'decimal' && value !== null ? formatMinorUnits(value as bigint, digitsOf(row, column)) : csvCell(column.kind, value);
     }
     this.pending += `${line}\r\n`;
     return this.pending.length >= CHUNK_CHARS ? this.flush() : undefined;
@@ -54,6 +68,11 @@ export class CsvWriter implements RecordWriter {
   }
 }
 
+function digitsOf(row: Row, column: TableColumn): number {
+  const currency = column.currency === undefined ? undefined : row[column.currency];
+  return typeof currency === 'string' ? minorUnitDigits(currency) : 2;
+}
+
 /** One CSV field. Only `text` cells can carry a formula: generated numbers and dates never do. */
 export function csvCell(kind: ColumnKind, value: Cell): string {
   if (value === null) return '';
@@ -69,7 +88,8 @@ export function csvCell(kind: ColumnKind, value: Cell): string {
     case 'text': {
       const text = value as string;
       if (!SPECIAL.test(text)) return text;
-      return quote(FORMULA_START.test(text) ? `'${text}` : text);
+      const defused = text.replace(FORMULA, "$1'$2");
+      return defused === text ? quote(text) : `"${defused.replace(/"/g, '""')}"`;
     }
   }
 }

@@ -26,6 +26,8 @@ export interface DirectExportOptions {
   companyId?: string;
   /** Default: all three. */
   formats?: readonly ExportFormat[];
+  /** Allow fewer formats than the period's current export has (PeriodExportRequest.replaceFormats). */
+  replaceFormats?: boolean;
   /** Default: all three. */
   datasets?: readonly DatasetName[];
   /** Called after every page: records read so far, per dataset. */
@@ -62,6 +64,7 @@ export async function directExport(options: DirectExportOptions): Promise<Period
       trigger: { kind: 'on_demand', requestId: 'cli', via: 'cli' },
       datasets: defaultDatasets(options.datasets),
       formats: defaultFormats(options.formats),
+      replaceFormats: options.replaceFormats,
       onProgress: options.onProgress,
     },
   );

@@ -1,15 +1,31 @@
-import { AcctopsError } from '../shared/errors';
+import { AcctopsError, ValidationError } from '../shared/errors';
 
-/** A storage operation failed. `key` is the object key (never a secret). */
+/**
+ * A storage operation failed. `key` is the object key (never a secret); `location` where it is
+ * (`file:///…`, `s3://bucket/…`). The message names the location and the cause's own words
+ * (`ENOTDIR: not a directory, mkdir '/dev/null/x'`, `NoSuchBucket: …`), so one line says what to fix.
+ */
 export class ObjectStoreError extends AcctopsError {
   readonly operation: string;
   readonly key: string;
+  readonly location: string;
 
-  constructor(operation: string, key: string, cause?: unknown, code = 'object_store_failed') {
-    super(`object store ${operation} failed for ${key}`, { code, cause });
+  constructor(operation: string, key: string, cause?: unknown, code = 'object_store_failed', location = key) {
+    super(`object store ${operation} failed for ${location}${causeText(cause)}`, { code, cause });
     this.operation = operation;
     this.key = key;
+    this.location = location;
   }
+}
+
+/** `: <name or code>: <message>` of an error, on one line; empty when there is no cause. */
+function causeText(cause: unknown): string {
+  if (cause === undefined || cause === null) return '';
+  if (!(cause instanceof Error)) return `: ${String(cause)}`;
+  const code = (cause as NodeJS.ErrnoException).code;
+  const label = typeof code === 'string' && cause.message.startsWith(code) ? '' : cause.name !== 'Error' ? `${cause.name}: ` : code ? `${code}: ` : '';
+  const message = cause.message || (cause as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode?.toString() || 'no message';
+  return `: ${label}${message}`.replace(/\s*\n\s*/g, ' ');
 }
 
 /** A conditional write found the object changed (or present) since it was read. */
@@ -54,5 +70,26 @@ export class PeriodExportError extends AcctopsError {
     this.company = details.company;
     this.period = details.period;
     this.runId = details.runId;
+  }
+}
+
+/**
+ * A re-export with fewer formats than the period's current export would delete the others (their
+ * objects, and Athena's view when Parquet goes). Refused unless the request allows it explicitly
+ * (`replaceFormats`; the CLI's `--replace-formats`).
+ */
+export class FormatLossError extends ValidationError {
+  readonly dropped: { dataset: string; format: string; runId: string }[];
+
+  constructor(dropped: { dataset: string; format: string; runId: string }[]) {
+    const lost = dropped.map((d) => `${d.dataset} ${d.format} (run ${d.runId})`).join(', ');
+    super('export request', [
+      {
+        path: 'formats',
+        message: `the period's current export also has ${lost}, which this re-export would delete; add those formats, or allow dropping them with --replace-formats (replaceFormats: true)`,
+      },
+    ]);
+    Object.defineProperty(this, 'code', { value: 'export_formats_dropped' });
+    this.dropped = dropped;
   }
 }

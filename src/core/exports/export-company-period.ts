@@ -56,6 +56,8 @@ export interface ExportCompanyPeriodRequest {
   /** Default: all three. */
   datasets?: readonly DatasetName[];
   formats: readonly ExportFormat[];
+  /** Allow fewer formats than the period's current export has (PeriodExportRequest.replaceFormats). */
+  replaceFormats?: boolean;
   onProgress?: ProgressCallback;
   /**
    * A retryable failure publishes ExportFailed only on the last attempt; earlier ones are left to
@@ -115,6 +117,7 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
       sources: exportSources(client, request.companyId, period, request.onProgress),
       datasets: request.datasets,
       formats,
+      replaceFormats: request.replaceFormats,
       sourceBaseUrl: deps.baseUrl,
     });
   } catch (thrown) {

@@ -21,7 +21,8 @@ const totalSchema = z.object({
   currency: z.string(),
   cashflowType: z.string().nullable(),
   records: z.number().int().nonnegative(),
-  amount: z.string().regex(/^-?\d+\.\d{2}$/),
+  /** Exact decimal with the currency's fraction digits (`-49.99` EUR, `500` JPY, `1.250` KWD). */
+  amount: z.string().regex(/^-?\d+(\.\d+)?$/),
   amountMinor: minorUnits,
 });
 

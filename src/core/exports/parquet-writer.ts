@@ -1,6 +1,7 @@
 import { constants as zlib, gzipSync } from 'node:zlib';
 import { ByteWriter, ParquetWriter, type SchemaElement } from 'hyparquet-writer';
 import type { ObjectSink, WrittenObject } from './object-sink';
+import { scaleFactor } from './currency';
 import { DECIMAL_PRECISION, DECIMAL_SCALE, type Cell, type ColumnKind, type Row, type TableColumn } from './tables';
 import { epochDay } from './timestamp';
 import type { RecordWriter } from './writers';
@@ -57,6 +58,10 @@ export class ParquetRecordWriter implements RecordWriter {
     for (let i = 0; i < this.columns.length; i++) {
       const column = this.columns[i]!;
       const value = row[column.name] ?? null;
+      if (column.kind === 'decimal') {
+        this.buffers[i]!.push(value === null ? null : (value as bigint) * decimalFactor(row, column));
+        continue;
+      }
       // A unique text column is written PLAIN, every value encoded: Buffer.from takes the bytes
       // from Node's shared 8 KiB pool, where hyparquet-writer's TextEncoder.encode would allocate
       // an ArrayBuffer per value. Other text columns stay strings: their dictionaries key on them.
@@ -131,7 +136,10 @@ function schemaElement(column: TableColumn): SchemaElement {
         logical_type: { type: 'DECIMAL', precision: DECIMAL_PRECISION, scale: DECIMAL_SCALE },
       };
     case 'integer':
-      return { name, repetition_type, type: 'INT64', converted_type: 'INT_64', logical_type: { type: 'INTEGER', bitWidth: 64, isSigned: true } };
+      // converted_type only: hyparquet-writer 0.17.0 writes the INTEGER logical type without its
+      // required is_signed field, which DuckDB ("Invalid data") and arrow-rs refuse. INT_64 alone
+      // means the same signed 64-bit integer to every reader.
+      return { name, repetition_type, type: 'INT64', converted_type: 'INT_64' };
     case 'date':
       return { name, repetition_type, type: 'INT32', converted_type: 'DATE', logical_type: { type: 'DATE' } };
     case 'timestamp':
@@ -145,7 +153,24 @@ function schemaElement(column: TableColumn): SchemaElement {
   }
 }
 
-/** The physical value: bigint minor units stay bigint (hyparquet-writer writes them unscaled). */
+/** Minor units of the row's currency to the unscaled DECIMAL(…, DECIMAL_SCALE) value (100 for EUR). */
+function decimalFactor(row: Row, column: TableColumn): bigint {
+  const currency = column.currency === undefined ? undefined : row[column.currency];
+  if (typeof currency !== 'string') return DEFAULT_FACTOR;
+  // Keyed by the currency alone (no key string built per row: this runs for every amount).
+  let factor = FACTORS.get(currency);
+  if (factor === undefined) {
+    // The tables reject currencies with more digits than the scale before a row gets here.
+    factor = scaleFactor(currency, DECIMAL_SCALE) ?? DEFAULT_FACTOR;
+    FACTORS.set(currency, factor);
+  }
+  return factor;
+}
+
+const FACTORS = new Map<string, bigint>();
+const DEFAULT_FACTOR = 10n ** BigInt(DECIMAL_SCALE - 2);
+
+/** The physical value of a non-decimal cell. */
 function parquetValue(kind: ColumnKind, value: Cell): unknown {
   if (value === null) return null;
   switch (kind) {

@@ -1,7 +1,7 @@
 import type { Clock } from '../shared/clock';
 import { ValidationError } from '../shared/errors';
 import type { Logger } from '../shared/logger';
-import { PeriodExportError } from './errors';
+import { FormatLossError, PeriodExportError } from './errors';
 import { assertCompanyId, assertRunId, dataKey, manifestKey, newRunId } from './layout';
 import { MANIFEST_SCHEMA_VERSION, readManifest, type Manifest, type ManifestDataset, type ManifestObject } from './manifest';
 import { ObjectSink, type WrittenObject } from './object-sink';
@@ -38,6 +38,12 @@ export interface PeriodExportRequest {
   /** Datasets to (re)write; default: every source given. Others keep their previous export. */
   datasets?: readonly DatasetName[];
   formats: readonly ExportFormat[];
+  /**
+   * Allow a re-export with fewer formats than the period's current export of a dataset has: the
+   * other formats' files are then deleted. Without it such a run is refused (FormatLossError)
+   * before anything is read, so a `--format csv` re-export never silently removes the Parquet.
+   */
+  replaceFormats?: boolean;
   /** The service's base URL, recorded in the manifest (credentials, query and fragment dropped). */
   sourceBaseUrl: string;
 }
@@ -112,6 +118,12 @@ export class PeriodExporter {
         // Reusing a run id would overwrite objects the live manifest references.
         throw new ValidationError('export request', [{ path: 'runId', message: 'already used by the current export of this period' }]);
       }
+      if (previous && !request.replaceFormats) {
+        const dropped = previous.objects
+          .filter((o) => selected.includes(o.dataset) && !formats.includes(o.format))
+          .map((o) => ({ dataset: o.dataset, format: o.format, runId: previous.datasets[o.dataset]?.runId ?? previous.runId }));
+        if (dropped.length > 0) throw new FormatLossError(dropped);
+      }
 
       const range = periodRange(period);
       const categoryNames = new Map<string, string | null>();
@@ -129,7 +141,7 @@ export class PeriodExporter {
         const wanted = selected.includes(dataset);
         // Categories are read for their names even when they are not exported themselves.
         if (!source || (!wanted && !(dataset === 'categories' && selected.includes('transactions')))) continue;
-        const job = { company, period, runId, dataset, formats: wanted ? formats : [], categoryNames, onRow: onRow[dataset] };
+        const job = { company, period, range, runId, dataset, formats: wanted ? formats : [], categoryNames, onRow: onRow[dataset] };
         const result = await this.exportDataset(job, source, written, logger);
         if (wanted) results.set(dataset, result);
       }
@@ -198,6 +210,7 @@ export class PeriodExporter {
     job: {
       company: string;
       period: Period;
+      range: { dateFrom: string; dateTo: string };
       runId: string;
       dataset: DatasetName;
       formats: readonly ExportFormat[];
@@ -215,6 +228,8 @@ export class PeriodExporter {
     });
     const totals = table.totals ? new TotalsAccumulator(table.totals) : undefined;
     let unresolved = 0;
+    let records = 0;
+    let elsewhere = 0;
     const context: RowContext & { index: number } = {
       index: 0,
       defaultCurrency: this.defaultCurrency,
@@ -229,13 +244,18 @@ export class PeriodExporter {
       for await (const batch of batchesOf(source)) {
         for (const item of batch) {
           const row = table.row(item, context);
+          context.index += 1;
+          if (table.belongs && !table.belongs(row, job.range)) {
+            elsewhere += 1;
+            continue;
+          }
+          records += 1;
           totals?.add(row);
           job.onRow?.(row);
           for (const output of outputs) {
             const wait = output.writer.write(item.raw, row);
             if (wait) await wait;
           }
-          context.index += 1;
         }
       }
     } catch (error) {
@@ -249,7 +269,7 @@ export class PeriodExporter {
     finished.forEach((outcome, i) => {
       if (outcome.status === 'fulfilled') {
         written.push(outcome.value);
-        objects.push({ ...outcome.value, dataset: job.dataset, format: outputs[i]!.format, records: context.index });
+        objects.push({ ...outcome.value, dataset: job.dataset, format: outputs[i]!.format, records });
       } else {
         failure ??= { error: outcome.reason };
       }
@@ -260,8 +280,9 @@ export class PeriodExporter {
     }
 
     if (unresolved > 0) logger.warn('transactions reference unknown categories; category_name left empty', { dataset: job.dataset, records: unresolved });
-    logger.info('dataset exported', { dataset: job.dataset, records: context.index, objects: objects.length });
-    return { records: context.index, totals: totals?.result() ?? [], objects };
+    if (elsewhere > 0) logger.info('records of other months left out', { dataset: job.dataset, records: elsewhere, ...job.range });
+    logger.info('dataset exported', { dataset: job.dataset, records, objects: objects.length });
+    return { records, totals: totals?.result() ?? [], objects };
   }
 
   /**

@@ -1,5 +1,6 @@
 import { ValidationError } from '../shared/errors';
 import type { MinorUnits } from '../accounting-api/money';
+import { scaleFactor } from './currency';
 import { epochDay, parseOffsetTimestamp, type OffsetTimestamp } from './timestamp';
 import type { DatasetName, ExportCategory, ExportTaxReport, ExportTransaction } from './types';
 
@@ -10,10 +11,14 @@ import type { DatasetName, ExportCategory, ExportTaxReport, ExportTransaction } 
  * | kind        | row value                | CSV                         | Parquet                          |
  * |-------------|--------------------------|-----------------------------|----------------------------------|
  * | `text`      | string                   | RFC 4180, formula-protected | UTF8 BYTE_ARRAY                  |
- * | `decimal`   | bigint minor units       | exact decimal, `-49.99`     | DECIMAL(18,2) on INT64           |
+ * | `decimal`   | bigint minor units       | exact decimal, `-49.99`     | DECIMAL(18,4) on INT64           |
  * | `integer`   | bigint                   | digits                      | INT64                            |
  * | `date`      | `YYYY-MM-DD`             | as is                       | DATE (INT32 days)                |
  * | `timestamp` | epoch milliseconds (UTC) | `2026-10-31T21:30:00.000Z`  | TIMESTAMP(MILLIS, adjusted UTC)  |
+ *
+ * A `decimal` cell is in the minor units of the row's currency (its `currency` column): CSV
+ * prints it with that currency's fraction digits (JPY 0, EUR 2, KWD 3), Parquet scales it to the
+ * column's fixed scale, so one column holds every currency exactly.
  */
 export type ColumnKind = 'text' | 'decimal' | 'integer' | 'date' | 'timestamp';
 export type Cell = string | bigint | number | null;
@@ -28,6 +33,8 @@ export interface TableColumn {
    * PLAIN without min/max statistics instead of sampling for a dictionary and comparing every value.
    */
   readonly unique?: boolean;
+  /** `decimal` columns: the column holding the row's currency, which sets the minor-unit exponent. */
+  readonly currency?: string;
 }
 
 export interface RowContext {
@@ -45,14 +52,23 @@ export interface Table<I> {
   row(item: I, context: RowContext): Row;
   /** Columns whose values the manifest totals: amount (minor units), currency, cashflow type. */
   readonly totals?: { amount: string; currency: string; cashflowType?: string };
+  /**
+   * Whether a row belongs to the exported month (`YYYY-MM-DD` bounds, inclusive); rows that do
+   * not are left out of every file and of the totals. Absent: every row the source yields belongs.
+   */
+  belongs?(row: Row, range: { dateFrom: string; dateTo: string }): boolean;
 }
 
-/** DECIMAL(18,2) on INT64: Athena, Spark and pandas read it exactly. 10^16 EUR is a safe ceiling. */
+/**
+ * DECIMAL(18,4) on INT64: Athena, Spark, DuckDB and arrow read it exactly. Scale 4 holds every
+ * ISO 4217 minor unit (CLF has 4 digits); 10^14 units of any currency is the ceiling.
+ */
 export const DECIMAL_PRECISION = 18;
-export const DECIMAL_SCALE = 2;
+export const DECIMAL_SCALE = 4;
 const DECIMAL_LIMIT = 10n ** BigInt(DECIMAL_PRECISION);
 
 const col = (name: string, kind: ColumnKind, required = false): TableColumn => ({ name, kind, required });
+const decimalCol = (name: string, currency: string, required = false): TableColumn => ({ name, kind: 'decimal', required, currency });
 const uniqueCol = (name: string, kind: ColumnKind): TableColumn => ({ name, kind, required: true, unique: true });
 
 export const transactionsTable: Table<ExportTransaction> = {
@@ -64,7 +80,7 @@ export const transactionsTable: Table<ExportTransaction> = {
     uniqueCol('value_date', 'text'),
     col('value_date_utc', 'timestamp', true),
     col('value_date_offset_minutes', 'integer', true),
-    col('amount', 'decimal', true),
+    decimalCol('amount', 'currency', true),
     col('amount_minor', 'integer', true),
     col('currency', 'text', true),
     col('cashflow_type', 'text'),
@@ -78,7 +94,8 @@ export const transactionsTable: Table<ExportTransaction> = {
     const check = checker('transaction', t.publicId, context.index);
     const publicId = check.id('publicId', t.publicId);
     const valueDate = check.timestamp('valueDate', t.valueDate);
-    const amount = check.amount('amount', t.amount);
+    const currency = check.currency('currency', t.currency, context.defaultCurrency);
+    const amount = check.amount('amount', t.amount, currency);
     const category = check.optionalText('category', t.category);
     return {
       public_id: publicId,
@@ -88,7 +105,7 @@ export const transactionsTable: Table<ExportTransaction> = {
       value_date_offset_minutes: BigInt(valueDate.offsetMinutes),
       amount,
       amount_minor: amount,
-      currency: check.currency('currency', t.currency, context.defaultCurrency),
+      currency,
       cashflow_type: check.optionalText('cashflowType', t.cashflowType),
       category_id: category,
       category_name: category === null ? null : context.categoryName(category),
@@ -98,6 +115,9 @@ export const transactionsTable: Table<ExportTransaction> = {
   },
 };
 
+/** The tax-report fields the columns below hold; everything else the service sends goes to `extra`. */
+const TAX_REPORT_FIELDS = new Set(['pk', 'type', 'periodStart', 'periodEnd', 'status', 'amountDue', 'currency', 'createdAt']);
+
 export const taxReportsTable: Table<ExportTaxReport> = {
   dataset: 'tax_reports',
   columns: [
@@ -106,17 +126,20 @@ export const taxReportsTable: Table<ExportTaxReport> = {
     col('period_start', 'date'),
     col('period_end', 'date'),
     col('status', 'text'),
-    col('amount_due', 'decimal'),
+    decimalCol('amount_due', 'currency'),
     col('amount_due_minor', 'integer'),
     col('currency', 'text'),
     col('created_at', 'text'),
     col('created_at_utc', 'timestamp'),
     col('created_at_offset_minutes', 'integer'),
+    col('extra', 'text'),
   ],
   totals: { amount: 'amount_due_minor', currency: 'currency' },
-  row({ parsed: r }, context) {
+  row({ raw, parsed: r }, context) {
+    // Only `pk` is required: every other field the service may leave out becomes null.
     const check = checker('tax report', r.pk, context.index);
-    const amountDue = r.amountDue == null ? null : check.amount('amountDue', r.amountDue);
+    const currency = r.amountDue == null && r.currency == null ? null : check.currency('currency', r.currency, context.defaultCurrency);
+    const amountDue = r.amountDue == null ? null : check.amount('amountDue', r.amountDue, currency!);
     const createdAt = r.createdAt == null ? null : check.timestamp('createdAt', r.createdAt);
     return {
       pk: check.id('pk', r.pk),
@@ -126,13 +149,41 @@ export const taxReportsTable: Table<ExportTaxReport> = {
       status: check.optionalText('status', r.status),
       amount_due: amountDue,
       amount_due_minor: amountDue,
-      currency: amountDue === null && r.currency == null ? null : check.currency('currency', r.currency, context.defaultCurrency),
+      currency,
       created_at: createdAt === null ? null : r.createdAt,
       created_at_utc: createdAt?.utcMillis ?? null,
       created_at_offset_minutes: createdAt ? BigInt(createdAt.offsetMinutes) : null,
+      extra: extraFields(raw, TAX_REPORT_FIELDS),
     };
   },
+  belongs: taxReportBelongs,
 };
+
+/**
+ * A tax report lands in the folder of the month its period ends in (docs/exports.md, "Tax reports
+ * of a period"): October's folder holds the October return and the Q3 return lands in September,
+ * so a folder's total is the tax of the periods closing that month, never a sum across months.
+ * Without a period end the period start decides, then the creation date (local to its offset);
+ * a report with none of them cannot be placed and is kept in every month's export.
+ */
+export function taxReportBelongs(row: Row, range: { dateFrom: string; dateTo: string }): boolean {
+  const day = (row.period_end ?? row.period_start ?? (typeof row.created_at === 'string' ? row.created_at.slice(0, 10) : null)) as string | null;
+  return day === null || (day >= range.dateFrom && day <= range.dateTo);
+}
+
+/**
+ * The fields of `raw` that no column holds, as one JSON object text (null when there are none), so
+ * that CSV and Parquet lose nothing the service sent. Keys keep the service's order.
+ */
+export function extraFields(raw: unknown, known: ReadonlySet<string>): string | null {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return null;
+  let extra: Record<string, unknown> | undefined;
+  for (const [key, value] of Object.entries(raw)) {
+    if (known.has(key)) continue;
+    (extra ??= {})[key] = value;
+  }
+  return extra === undefined ? null : JSON.stringify(extra, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+}
 
 export const categoriesTable: Table<ExportCategory> = {
   dataset: 'categories',
@@ -195,9 +246,13 @@ class RecordChecker {
     return code;
   }
 
-  amount(path: string, value: unknown): MinorUnits {
+  /** Minor units of `currency`; they must fit the Parquet DECIMAL once scaled to its scale. */
+  amount(path: string, value: unknown, currency: string): MinorUnits {
     if (typeof value !== 'bigint') return this.fail(path, 'expected exact minor units (bigint)');
-    if (value <= -DECIMAL_LIMIT || value >= DECIMAL_LIMIT) return this.fail(path, `beyond DECIMAL(${DECIMAL_PRECISION},${DECIMAL_SCALE})`);
+    const factor = currencyFactor(currency);
+    if (factor === undefined) return this.fail(path, `${currency} has more than ${DECIMAL_SCALE} fraction digits`);
+    const scaled = value * factor;
+    if (scaled <= -DECIMAL_LIMIT || scaled >= DECIMAL_LIMIT) return this.fail(path, `beyond DECIMAL(${DECIMAL_PRECISION},${DECIMAL_SCALE})`);
     return value;
   }
 
@@ -217,6 +272,18 @@ class RecordChecker {
     const source = typeof id === 'string' && id.length > 0 && id.length <= 64 ? `${kind} ${id}` : `${kind} at position ${index}`;
     throw new ValidationError(source, [{ path, message }]);
   }
+}
+
+const FACTORS = new Map<string, bigint | null>();
+
+/** scaleFactor at DECIMAL_SCALE, cached by currency alone (it runs for every amount). */
+function currencyFactor(currency: string): bigint | undefined {
+  let factor = FACTORS.get(currency);
+  if (factor === undefined) {
+    factor = scaleFactor(currency, DECIMAL_SCALE) ?? null;
+    FACTORS.set(currency, factor);
+  }
+  return factor ?? undefined;
 }
 
 function checker(kind: string, id: unknown, index: number): RecordChecker {

@@ -1,4 +1,5 @@
 import { formatMinorUnits } from '../accounting-api/money';
+import { minorUnitDigits } from './currency';
 import type { Row, Table } from './tables';
 
 /** One line of the manifest's totals: exact, as decimal text and as minor units (text, for bigint). */
@@ -40,7 +41,7 @@ export class TotalsAccumulator {
         currency: s.currency,
         cashflowType: s.cashflowType,
         records: s.records,
-        amount: formatMinorUnits(s.minor),
+        amount: formatMinorUnits(s.minor, minorUnitDigits(s.currency)),
         amountMinor: s.minor.toString(),
       }));
   }

@@ -65,10 +65,10 @@ describe('export formats', () => {
 
     it('defuses text that a spreadsheet would run as a formula, but leaves amounts numeric', () => {
       expect(csvCell('text', '=HYPERLINK("http://evil","x")')).toBe(`"'=HYPERLINK(""http://evil"",""x"")"`);
-      expect(csvCell('text', '+49 30 1234')).toBe("'+49 30 1234");
-      expect(csvCell('text', '-42')).toBe("'-42");
-      expect(csvCell('text', '@SUM(A1)')).toBe("'@SUM(A1)");
-      expect(csvCell('text', '\tcmd')).toBe("'\tcmd");
+      expect(csvCell('text', '+49 30 1234')).toBe(`"'+49 30 1234"`);
+      expect(csvCell('text', '-42')).toBe(`"'-42"`);
+      expect(csvCell('text', '@SUM(A1)')).toBe(`"'@SUM(A1)"`);
+      expect(csvCell('text', '\tcmd')).toBe(`"'\tcmd"`);
       expect(csvCell('text', '\rcmd')).toBe(`"'\rcmd"`);
       expect(csvCell('text', 'plain = fine')).toBe('plain = fine');
       expect(csvCell('decimal', -4999n)).toBe('-49.99');
@@ -83,6 +83,38 @@ describe('export formats', () => {
       expect(csv).toContain(`"'=cmd|"" /C calc""!A0"`);
       const jsonl = gunzipSync((await write(store, 'jsonl', transactionsTable, [item])).bytes).toString('utf8');
       expect(JSON.parse(jsonl.trim()).description).toBe('=cmd|" /C calc"!A0');
+    });
+    it('prints each amount with its currency’s fraction digits (Intl): JPY 0, EUR 2, KWD 3', async () => {
+      const items = [transaction(0, { amount: -500, currency: 'JPY' }), transaction(1, { amount: 1250, currency: 'KWD' }), transaction(2, { amount: 1250, currency: 'EUR' })];
+      const lines = (await write(store, 'csv', transactionsTable, items)).bytes.toString('utf8').split('\r\n').slice(1, 4);
+      expect(lines.map((l) => l.split(',').slice(5, 8))).toEqual([
+        ['-500', '-500', 'JPY'],
+        ['1.250', '1250', 'KWD'],
+        ['12.50', '1250', 'EUR'],
+      ]);
+    });
+
+    it.each([',', ';'])('no cell starts a formula when a spreadsheet splits the file on %j, and "," readers get every description back', async (separator) => {
+      const hostile = [
+        'Rent;=HYPERLINK("http://evil","x")',
+        'Rent,=HYPERLINK("http://evil","x")',
+        'a; +SUM(A1)',
+        'x;"=1+1"',
+        '@cmd',
+        'net, -12 ; @x',
+        'Plain; and, calm',
+      ];
+      const items = hostile.map((description, i) => transaction(i, { description, amount: i % 2 === 0 ? -4999 : 1250 }));
+      const text = (await write(store, 'csv', transactionsTable, items)).bytes.toString('utf8').slice(1);
+      const rows = parseSpreadsheetCsv(text, separator);
+      expect(rows).toHaveLength(items.length + 1);
+      const formulas = rows.flat().filter((cell) => /^[=+\-@\t\r]/.test(cell) && !/^-?\d+(\.\d+)?$/.test(cell));
+      expect(formulas).toEqual([]);
+      if (separator === ',') {
+        const column = rows[0]!.indexOf('description');
+        // Defused: an apostrophe before each formula start, nothing else changed.
+        expect(rows.slice(1).map((r) => r[column]!.replace(/(^|[,;][\s"]*)'(?=[=+\-@\t\r])/g, '$1'))).toEqual(hostile);
+      }
     });
   });
 
@@ -136,7 +168,7 @@ describe('export formats', () => {
       return { file, metadata, rows: await parquetReadObjects({ file, metadata, compressors: PARQUET_DECOMPRESSORS }) };
     }
 
-    it('reads back with exact amounts: INT64 minor units and DECIMAL(18,2) unscaled values', async () => {
+    it('reads back with exact amounts: INT64 minor units and DECIMAL(18,4) unscaled values', async () => {
       const { file, metadata, rows } = await readBack(10);
       expect(metadata.row_groups.length).toBe(3);
       expect(rows).toHaveLength(items.length);
@@ -144,15 +176,15 @@ describe('export formats', () => {
       expect(rows.map((r) => r.amount_minor)).toEqual(expected);
 
       const amount = metadata.schema.find((e) => e.name === 'amount')!;
-      expect(amount).toMatchObject({ type: 'INT64', converted_type: 'DECIMAL', precision: 18, scale: 2 });
+      expect(amount).toMatchObject({ type: 'INT64', converted_type: 'DECIMAL', precision: 18, scale: 4 });
       // hyparquet turns DECIMAL into a JS number; reading the same column without the annotation
-      // yields the stored unscaled integers, which must be the exact minor units.
+      // yields the stored unscaled integers, which must be the exact EUR minor units times 100.
       const raw: FileMetaData = {
         ...metadata,
         schema: metadata.schema.map((e) => (e.name === 'amount' ? { name: e.name, type: e.type, repetition_type: e.repetition_type } : e)),
       };
       const unscaled = await parquetReadObjects({ file, metadata: raw, columns: ['amount'], compressors: PARQUET_DECOMPRESSORS });
-      expect(unscaled.map((r) => r.amount)).toEqual(expected);
+      expect(unscaled.map((r) => r.amount)).toEqual(expected.map((minor) => minor * 100n));
       expect(expected).toContain(-9999999999999999n);
     });
 
@@ -223,3 +255,45 @@ describe('export formats', () => {
     expect(() => transactionsTable.row(float, { index: 4, defaultCurrency: 'EUR', categoryName: () => null })).toThrow(/amount/);
   });
 });
+
+/**
+ * How a spreadsheet reads a CSV with `separator` as its list separator: a field is quoted only
+ * when it starts with a quote (RFC 4180 inside); elsewhere quotes are plain characters.
+ */
+function parseSpreadsheetCsv(text: string, separator: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let i = 0;
+  while (i < text.length) {
+    let cell = '';
+    if (text[i] === '"') {
+      i++;
+      for (;;) {
+        if (i >= text.length) break;
+        if (text[i] === '"') {
+          if (text[i + 1] === '"') {
+            cell += '"';
+            i += 2;
+            continue;
+          }
+          i++;
+          break;
+        }
+        cell += text[i++];
+      }
+      // Anything between the closing quote and the next separator is appended as is.
+      while (i < text.length && text[i] !== separator && text[i] !== '\r') cell += text[i++];
+    } else {
+      while (i < text.length && text[i] !== separator && text[i] !== '\r') cell += text[i++];
+    }
+    row.push(cell);
+    if (text[i] === separator) {
+      i++;
+    } else {
+      i += 2; // CRLF
+      rows.push(row);
+      row = [];
+    }
+  }
+  return rows;
+}
