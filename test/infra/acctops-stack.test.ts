@@ -118,6 +118,7 @@ describe('AcctopsStack', () => {
       'AlarmTopicArn',
       'CheckHealthFunctionName',
       'CheckKeyRotationsFunctionName',
+      'CompanyRegistryTableName',
       'DashboardName',
       'ExportBucketName',
       'ExportEventBusName',
