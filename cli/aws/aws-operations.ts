@@ -81,6 +81,11 @@ class StackOperations implements AwsOperations {
     private readonly overrides: Record<string, string>,
   ) {}
 
+  /** Key lookups see only the secrets of the stack's stage (`acctops-<stage>`, the `acctops:stage` tag). */
+  private get directoryOptions(): { stage?: string } {
+    return /^acctops-(.+)$/.test(this.stack) ? { stage: this.stack.slice('acctops-'.length) } : {};
+  }
+
   /** An output's value: from --output, else from DescribeStacks (read once); undefined if the stack has none. */
   private async optionalOutput(key: string): Promise<string | undefined> {
     if (this.overrides[key] !== undefined) return this.overrides[key];
@@ -152,7 +157,7 @@ class StackOperations implements AwsOperations {
     // Known before anything changes: without it the previous key could not be revoked after the rotation.
     const revokeBaseUrl = options.revokePreviousNow ? await this.baseUrl() : undefined;
     const store = this.clients.secrets();
-    const directory = taggedKeyDirectory(store);
+    const directory = taggedKeyDirectory(store, this.directoryOptions);
     const entry = await directory.find(companyId);
     const before = parseCompanyKeySecret((await store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
     const result = await rotateNow(companyId, { store, directory, logger: this.session.out.logger() });
@@ -190,7 +195,7 @@ class StackOperations implements AwsOperations {
     const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
     const companies = await keyStatus({
       store,
-      directory: taggedKeyDirectory(store),
+      directory: taggedKeyDirectory(store, this.directoryOptions),
       scheduler,
       clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.session.out.logger() }),
     });
@@ -230,7 +235,7 @@ class StackOperations implements AwsOperations {
     return installCompanyKey(
       {
         store,
-        directory: taggedKeyDirectory(store),
+        directory: taggedKeyDirectory(store, this.directoryOptions),
         clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.session.out.logger() }),
         clock: systemClock,
       },
@@ -274,7 +279,7 @@ class StackOperations implements AwsOperations {
   /** The companies whose keys the stack holds (their secrets, found by tag). */
   private async companies(): Promise<string[]> {
     const out: string[] = [];
-    for await (const entry of taggedKeyDirectory(this.clients.secrets()).list()) out.push(entry.companyId);
+    for await (const entry of taggedKeyDirectory(this.clients.secrets(), this.directoryOptions).list()) out.push(entry.companyId);
     return out.sort();
   }
 

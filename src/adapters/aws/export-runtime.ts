@@ -96,6 +96,8 @@ export function exportRuntimeFromEnv<K extends ExportEnvName>(
     runsTableName: e.EXPORT_RUNS_TABLE_NAME,
     tokenTableName: e.TOKEN_TABLE_NAME,
     registryTableName: e.COMPANY_REGISTRY_TABLE_NAME,
+    // Every function has ACCTOPS_STAGE (AcctopsFunction): key lookups see this stage's secrets only.
+    stage: processEnv.ACCTOPS_STAGE,
     webhookSecretArn: e.WEBHOOK_SECRET_ARN,
     replayTableName: e.WEBHOOK_REPLAY_TABLE_NAME,
     secretCacheTtlMs: envMs(e.SECRET_CACHE_TTL_SECONDS),
@@ -112,6 +114,8 @@ export interface AwsExportRuntimeConfig {
   runsTableName?: string;
   tokenTableName?: string;
   registryTableName?: string;
+  /** The stage whose company key secrets the worker looks up (the `acctops:stage` tag). */
+  stage?: string;
   webhookSecretArn?: string;
   replayTableName?: string;
   secretCacheTtlMs?: number;
@@ -193,7 +197,7 @@ export class AwsExportRuntime {
   credentials(logger: Logger): SourceCredentials {
     const keys = this.once(
       'companyKeys',
-      () => new CompanyApiKeys(this.secretStore(), taggedKeyDirectory(this.secretStore()), { ttlMs: this.config.secretCacheTtlMs, clock: this.config.clock }),
+      () => new CompanyApiKeys(this.secretStore(), taggedKeyDirectory(this.secretStore(), { stage: this.config.stage }), { ttlMs: this.config.secretCacheTtlMs, clock: this.config.clock }),
     );
     return (source, companyId) => {
       if (source.kind === 'user') return userTokenCredentials(this.tokenStore(), source.externalId, { clock: this.config.clock, companyId, logger });
