@@ -136,7 +136,7 @@ export function companiesCommand(host: CommandHost): Command {
         const { result, company } = outcome;
         session.out.result({ result, company: row(company) }, () => {
           session.out.line(`Company ${company.companyId}: ${result.replace('_', ' ')}; the monthly export leaves it out from the next run on.`);
-          session.out.line('  Its API-key secret is kept (docs/runbooks.md, "Remove a company"); undo with `acctops companies add --company <id>`.');
+          session.out.line('  Its API-key secret is kept (docs/runbooks.md, "Add or remove a company"); undo with `acctops companies add --company <id>`.');
         });
       }),
     );
