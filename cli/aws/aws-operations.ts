@@ -13,6 +13,7 @@ import { CliConfigError } from '../errors';
 import { iso } from '../format';
 import type { Session } from '../session';
 import { findingsOf, tokenHealth, type DoctorReport, type Skipped } from '../commands/doctor';
+import { registryHealthOf } from '../commands/companies';
 import { revokePreviousNow, type KeyStatusReport, type RotateReport } from '../commands/keys';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { installCompanyKey, setInstitutionSecret, type InstitutionSecretReport, type KeyInstallReport } from '../commands/credentials';
@@ -214,7 +215,8 @@ class StackOperations implements AwsOperations {
     const exports = await this.exportStore()
       .then(async (store) => exportRun().exportHealth(store, await this.companies(), now))
       .catch(skipped);
-    const partial = { mode: 'aws' as const, checkedAt: iso(now)!, health, tokens, rotations, exports };
+    const registry = await registryHealthOf(this.session).catch(skipped);
+    const partial = { mode: 'aws' as const, checkedAt: iso(now)!, health, tokens, rotations, exports, registry };
     return { ...partial, findings: findingsOf(partial) };
   }
 

@@ -64,6 +64,35 @@ async function withRegistry<T>(session: Session, work: (registry: CompanyRegistr
 
 const PAGE = 500;
 
+/** What `acctops doctor` reports of the registry: how many entries, and the unreadable ones. */
+export interface RegistryHealth {
+  companies: number;
+  active: number;
+  /** Entries that fail their schema (not `skipped`: that name marks a check that did not run). */
+  unreadable: RegistryFinding[];
+}
+
+/** Reads the whole registry a page at a time, keeping counts and the findings only. */
+export async function registryHealth(registry: Pick<CompanyRegistry, 'pages'>): Promise<RegistryHealth> {
+  const health: RegistryHealth = { companies: 0, active: 0, unreadable: [] };
+  for await (const page of registry.pages(PAGE)) {
+    health.companies += page.items.length;
+    health.active += page.items.filter((c) => c.removedAt === undefined).length;
+    health.unreadable.push(...page.skipped);
+  }
+  return health;
+}
+
+/** The registry's health in the session's mode, for `acctops doctor`. */
+export function registryHealthOf(session: Session): Promise<RegistryHealth> {
+  return withRegistry(session, (registry) => registryHealth(registry));
+}
+
+/** The local registry of a world already open (doctorLocal runs inside `session.local`). */
+export function localRegistry(stateDir: string): CompanyRegistry {
+  return new CompanyRegistry(new FileRegistryTable({ path: statePath(stateDir, 'companies') }), { defaultFormats: FORMATS });
+}
+
 export function companiesCommand(host: CommandHost): Command {
   const companies = new Command('companies').description('The company registry: which companies the stage exports (added and removed at run time, no deploy).');
 

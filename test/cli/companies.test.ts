@@ -70,5 +70,13 @@ describe('acctops companies (local mode)', () => {
     expect(listed.stdout).toContain('skipped an unreadable entry (malformed key)');
     expect(listed.stdout).toContain(OTHER);
     expect(`${listed.stdout}${listed.stderr}`).not.toContain('sk_live');
+
+    // `acctops doctor` lists it too (exit 5: findings).
+    const doctor = await acctops('--json', 'doctor');
+    expect(doctor.code).toBe(5);
+    const report = parseJson<{ registry: { companies: number; active: number; unreadable: { key: string }[] }; findings: string[] }>(doctor);
+    expect(report.registry).toMatchObject({ companies: 2, active: 1, unreadable: [{ key: '(malformed key)' }] });
+    expect(report.findings).toContainEqual(expect.stringContaining('company registry entry (malformed key) is unreadable (companyId'));
+    expect(`${doctor.stdout}${doctor.stderr}`).not.toContain('sk_live');
   });
 });
