@@ -113,10 +113,12 @@ export interface RoleGrants {
 /** Every role of the template with its grants: functions first (by name), then the other roles. */
 export function roleGrants(template: Json): RoleGrants[] {
   const resources = template.Resources as Record<string, Resource>;
+  const acctopsName = (r: Resource) => (r.Properties?.Environment as { Variables?: Json } | undefined)?.Variables?.ACCTOPS_FUNCTION as string | undefined;
+  // Functions CDK adds for itself (the registry's AwsCustomResource seeder) are listed with the other roles.
   const functions = Object.entries(resources)
-    .filter(([, r]) => r.Type === 'AWS::Lambda::Function')
+    .filter(([, r]) => r.Type === 'AWS::Lambda::Function' && acctopsName(r) !== undefined)
     .map(([id, r]) => {
-      const name = ((r.Properties?.Environment as { Variables?: Json } | undefined)?.Variables?.ACCTOPS_FUNCTION as string | undefined) ?? shortId(id);
+      const name = acctopsName(r) ?? shortId(id);
       const roleId = (r.Properties?.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
       return { name, roleId, isFunction: true };
     })

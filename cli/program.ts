@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { outputPair, rejectCredentialFlags } from './args';
+import { companiesCommand } from './commands/companies';
 import { institutionCommand } from './commands/credentials';
 import { doctorCommand } from './commands/doctor';
 import { exportCommand } from './commands/export';
@@ -47,6 +48,7 @@ export function buildProgram(host: Host): Command {
     usersCommand(host),
     tokensCommand(host),
     keysCommand(host),
+    companiesCommand(host),
     exportCommand(host),
     doctorCommand(host),
     institutionCommand(host),

@@ -13,6 +13,7 @@ import { CliConfigError } from '../errors';
 import { iso } from '../format';
 import type { Session } from '../session';
 import { findingsOf, tokenHealth, type DoctorReport, type Skipped } from '../commands/doctor';
+import { registryHealthOf } from '../commands/companies';
 import { revokePreviousNow, type KeyStatusReport, type RotateReport } from '../commands/keys';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { installCompanyKey, setInstitutionSecret, type InstitutionSecretReport, type KeyInstallReport } from '../commands/credentials';
@@ -80,6 +81,11 @@ class StackOperations implements AwsOperations {
     private readonly clients: OperatorClients,
     private readonly overrides: Record<string, string>,
   ) {}
+
+  /** Key lookups see only the secrets of the stack's stage (`acctops-<stage>`, the `acctops:stage` tag). */
+  private get directoryOptions(): { stage?: string } {
+    return /^acctops-(.+)$/.test(this.stack) ? { stage: this.stack.slice('acctops-'.length) } : {};
+  }
 
   /** An output's value: from --output, else from DescribeStacks (read once); undefined if the stack has none. */
   private async optionalOutput(key: string): Promise<string | undefined> {
@@ -152,7 +158,7 @@ class StackOperations implements AwsOperations {
     // Known before anything changes: without it the previous key could not be revoked after the rotation.
     const revokeBaseUrl = options.revokePreviousNow ? await this.baseUrl() : undefined;
     const store = this.clients.secrets();
-    const directory = taggedKeyDirectory(store);
+    const directory = taggedKeyDirectory(store, this.directoryOptions);
     const entry = await directory.find(companyId);
     const before = parseCompanyKeySecret((await store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
     const result = await rotateNow(companyId, { store, directory, logger: this.session.out.logger() });
@@ -190,7 +196,7 @@ class StackOperations implements AwsOperations {
     const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
     const companies = await keyStatus({
       store,
-      directory: taggedKeyDirectory(store),
+      directory: taggedKeyDirectory(store, this.directoryOptions),
       scheduler,
       clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.session.out.logger() }),
     });
@@ -209,8 +215,9 @@ class StackOperations implements AwsOperations {
     const exports = await this.exportStore()
       .then(async (store) => exportRun().exportHealth(store, await this.companies(), now))
       .catch(skipped);
+    const registry = await registryHealthOf(this.session).catch(skipped);
     // The local mode's sections, absent here: null in --json (README, "Global options").
-    const partial = { mode: 'aws' as const, checkedAt: iso(now)!, health, companySecrets: undefined, tokens, rotations, exports, revokedKeys: undefined, damagedStateFiles: undefined };
+    const partial = { mode: 'aws' as const, checkedAt: iso(now)!, health, companySecrets: undefined, tokens, rotations, exports, revokedKeys: undefined, damagedStateFiles: undefined, registry };
     return { ...partial, findings: findingsOf(partial) };
   }
 
@@ -231,7 +238,7 @@ class StackOperations implements AwsOperations {
     return installCompanyKey(
       {
         store,
-        directory: taggedKeyDirectory(store),
+        directory: taggedKeyDirectory(store, this.directoryOptions),
         clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.session.out.logger() }),
         clock: systemClock,
       },
@@ -275,7 +282,7 @@ class StackOperations implements AwsOperations {
   /** The companies whose keys the stack holds (their secrets, found by tag). */
   private async companies(): Promise<string[]> {
     const out: string[] = [];
-    for await (const entry of taggedKeyDirectory(this.clients.secrets()).list()) out.push(entry.companyId);
+    for await (const entry of taggedKeyDirectory(this.clients.secrets(), this.directoryOptions).list()) out.push(entry.companyId);
     return out.sort();
   }
 

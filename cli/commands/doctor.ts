@@ -13,6 +13,7 @@ import type { Output } from '../output';
 import { revokedKeys, type RevokedKey } from './keys';
 import { lazy } from '../lazy';
 import type * as ExportRun from './export-run';
+import { localRegistry, registryHealth, type RegistryHealth } from './companies';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (cli/lazy.ts)
 const run = lazy(() => require('./export-run') as typeof ExportRun);
@@ -48,6 +49,8 @@ export interface DoctorReport {
   tokens: TokenHealth | Skipped;
   rotations: Pick<RotationReport, 'companies' | 'findings'> | Skipped;
   exports: ExportHealth | Skipped;
+  /** The company registry: entries, and the ones the planner skips because they fail their schema. */
+  registry?: RegistryHealth | Skipped;
   /** Old keys whose grace period had ended, revoked as the schedule would (local mode). */
   revokedKeys?: RevokedKey[];
   /** Local state files that do not parse (local mode): each with what to do. */
@@ -82,6 +85,11 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
   }
   if (!isSkipped(report.rotations)) {
     for (const f of report.rotations.findings) if (!f.repaired) out.push(`rotation ${f.type} for company ${f.companyId}: ${f.detail}`);
+  }
+  if (report.registry && !isSkipped(report.registry)) {
+    for (const f of report.registry.unreadable) {
+      out.push(`company registry entry ${f.key} is unreadable (${f.issues.map((i) => i.path || '(root)').join(', ')}); the monthly export skips it: docs/runbooks.md, "Add or remove a company"`);
+    }
   }
   if (!isSkipped(report.exports)) {
     for (const c of report.exports.companies) {
@@ -121,6 +129,7 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
     tokens,
     rotations: { companies: rotations.companies, findings: rotations.findings },
     exports,
+    registry: await registryHealth(localRegistry(world.stateDir)),
     revokedKeys: revoked,
     damagedStateFiles,
   };
@@ -174,6 +183,12 @@ export function renderDoctor(out: Output, report: DoctorReport): void {
       { header: 'GENERATED', value: (c) => c.generatedAt },
       { header: `HAS ${report.exports.expectedPeriod}`, value: (c) => (c.overdue ? 'NO' : 'yes') },
     ]);
+  }
+  if (report.registry) {
+    out.line('');
+    out.line('Company registry');
+    if (isSkipped(report.registry)) out.line(`  skipped: ${report.registry.skipped}`);
+    else out.line(`  ${report.registry.companies} company(ies), ${report.registry.active} active, ${report.registry.unreadable.length} unreadable`);
   }
   out.line('');
   if (report.findings.length === 0) out.line('No findings.');

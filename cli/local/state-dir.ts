@@ -17,6 +17,8 @@ export const STATE_FILES = {
   secrets: 'secrets.json',
   /** FileTokenStore: the users' token pairs. Holds credentials. */
   tokens: 'tokens.json',
+  /** FileRegistryTable: the company registry (`acctops companies`). Ids and settings only. */
+  companies: 'companies.json',
   /** FileRevocationQueue: old keys waiting for their grace period to end. Ids and prefixes only. */
   revocations: 'revocations.json',
   /** Held while a command runs: one process at a time. */

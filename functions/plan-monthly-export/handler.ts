@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
+import { CompanyRegistry } from '../../src/core/companies/company-registry';
 import { planMonthlyExport } from '../../src/core/exports/monthly-export';
 import { systemClock } from '../../src/core/shared/clock';
 import { createHandler } from '../_shared/create-handler';
@@ -9,7 +10,7 @@ const { env, runtime } = exportRuntimeFromEnv([
   'EXPORT_EVENT_BUS_NAME',
   'EXPORT_RUNS_TABLE_NAME',
   'TOKEN_TABLE_NAME',
-  'EXPORT_COMPANY_IDS',
+  'COMPANY_REGISTRY_TABLE_NAME',
   'EXPORT_FORMATS',
   'EXPORT_TIME_ZONE',
 ]);
@@ -36,7 +37,8 @@ export const handler = createHandler({
         scheduledAt: event.scheduledAt,
         executionId: event.executionId,
         timeZone: env.EXPORT_TIME_ZONE,
-        companies: env.EXPORT_COMPANY_IDS,
+        // Seeded from cdk.json `companies` by the stack, added and removed by `acctops companies`.
+        registry: new CompanyRegistry(runtime.registryTable(), { defaultFormats: env.EXPORT_FORMATS, logger }),
         users: runtime.tokenStore(),
         formats: env.EXPORT_FORMATS,
       },

@@ -137,6 +137,8 @@ export interface ExportsProps {
   /** The user-token table: the planner lists active users through its keys-only index, the worker reads tokens. */
   readonly tokenTable: ITable;
   readonly tokenDueIndexName: string;
+  /** The company registry: the planner scans it, a page at a time, for the companies to export. */
+  readonly companyRegistryTable: ITable;
   /** Grants a function read access to the company API-key secrets (KeyRotation). */
   readonly companyKeys: { grantCompanyKeys(fn: AcctopsFunction): void };
   /**
@@ -340,13 +342,13 @@ export class Exports extends Construct {
         ...base.environment,
         EXPORT_TIME_ZONE: timeZone,
         EXPORT_FORMATS: tuning.formats.join(','),
-        EXPORT_COMPANY_IDS: stage.companies.map((c) => c.companyId.toLowerCase()).join(','),
       },
     })
       .bindQueue(this.queue, 'EXPORT_QUEUE_URL', 'send')
       .bindEventBus(this.eventBus, 'EXPORT_EVENT_BUS_NAME')
       .bindTable(this.runsTable, 'EXPORT_RUNS_TABLE_NAME', 'readWrite')
-      .bindTable(props.tokenTable, 'TOKEN_TABLE_NAME', 'queryIndexes', { indexes: [props.tokenDueIndexName] });
+      .bindTable(props.tokenTable, 'TOKEN_TABLE_NAME', 'queryIndexes', { indexes: [props.tokenDueIndexName] })
+      .bindTable(props.companyRegistryTable, 'COMPANY_REGISTRY_TABLE_NAME', 'scan');
 
     this.worker = new AcctopsFunction(this, 'Worker', {
       ...base,

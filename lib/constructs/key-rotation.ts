@@ -21,7 +21,7 @@ const METRICS_NAMESPACE = 'Acctops';
  * src/core/api-keys/key-directory.ts; lib may not import src, test/infra/key-rotation.test.ts
  * keeps the two equal).
  */
-export const COMPANY_KEY_TAGS = { purpose: 'acctops:purpose', company: 'acctops:company' } as const;
+export const COMPANY_KEY_TAGS = { purpose: 'acctops:purpose', company: 'acctops:company', stage: 'acctops:stage' } as const;
 export const PURPOSE_COMPANY_KEY = 'company-api-key';
 
 /** Revocation schedules are named `<prefix><apiKeyId>` (EventBridgeRevocationScheduler's default). */
@@ -232,6 +232,8 @@ export class KeyRotation extends Construct {
     });
     Tags.of(secret).add(COMPANY_KEY_TAGS.purpose, PURPOSE_COMPANY_KEY);
     Tags.of(secret).add(COMPANY_KEY_TAGS.company, companyId);
+    // Lookups filter on the stage, so two stages in one account never see each other's key.
+    Tags.of(secret).add(COMPANY_KEY_TAGS.stage, props.stage.name);
     return secret;
   }
 

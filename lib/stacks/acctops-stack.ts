@@ -9,6 +9,7 @@ import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { Construct } from 'constructs';
 import type { StageConfig } from '../config/stage';
 import { AcctopsFunction, type AcctopsFunctionDefaults } from '../constructs/acctops-function';
+import { CompanyRegistry } from '../constructs/company-registry';
 import { Exports } from '../constructs/exports';
 import { FailedInvocations } from '../constructs/failed-invocations';
 import { KeyRotation } from '../constructs/key-rotation';
@@ -56,6 +57,8 @@ export class AcctopsStack extends Stack {
   /** Company API-key secrets, their rotation, revocation and doctor. */
   readonly keyRotation: KeyRotation;
   readonly exports: Exports;
+  /** The company registry table (issue 15): which companies the stage exports, changed at run time. */
+  readonly companies: CompanyRegistry;
   /** Every function's alarms, the health schedule, OK notifications and the dashboard. */
   readonly monitoring: Monitoring;
   readonly failedInvocations: FailedInvocations;
@@ -111,7 +114,12 @@ export class AcctopsStack extends Stack {
 
     this.keyRotation = new KeyRotation(this, 'KeyRotation', { stage, functionDefaults: this.functionDefaults, secretsKey: this.secretsKey, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy });
 
-    this.exports = new Exports(this, 'Exports', { stage, functionDefaults: this.functionDefaults, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy, secretsKey: this.secretsKey, tokenTable: this.tokens.table, tokenDueIndexName: TOKEN_TABLE_SHAPE.dueIndex.name, companyKeys: this.keyRotation });
+    // Seeded companies get the Exports construct's default formats; `acctops companies add --formats` changes them.
+    this.companies = new CompanyRegistry(this, 'Companies', { stage, seedFormats: ['jsonl', 'csv', 'parquet'], removalPolicy: this.dataRemovalPolicy });
+
+    this.exports = new Exports(this, 'Exports', { stage, functionDefaults: this.functionDefaults, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy, secretsKey: this.secretsKey, tokenTable: this.tokens.table, tokenDueIndexName: TOKEN_TABLE_SHAPE.dueIndex.name, companyKeys: this.keyRotation, companyRegistryTable: this.companies.table });
+
+    CompanyRegistry.acknowledgeSeeder(this);
 
     // Before Monitoring, which puts every alarm of the stack on its dashboard.
     this.failedInvocations = new FailedInvocations(this, 'FailedInvocations', { alarmAction: new SnsAction(this.alarmTopic) });

@@ -62,7 +62,7 @@ beforeAll(async () => {
     EXPORT_QUEUE_URL: `${origin}/000000000000/acctops-fuzz-exports.fifo`,
     EXPORT_EVENT_BUS_NAME: 'acctops-fuzz-exports',
     EXPORT_RUNS_TABLE_NAME: 'acctops-fuzz-runs',
-    EXPORT_COMPANY_IDS: UUID,
+    COMPANY_REGISTRY_TABLE_NAME: 'acctops-fuzz-companies',
     EXPORT_FORMATS: 'jsonl,csv,parquet',
     WEBHOOK_SECRET_ARN: ARN('secretsmanager', 'secret:acctops/fuzz/webhook-AbCdEf'),
     WEBHOOK_REPLAY_TABLE_NAME: 'acctops-fuzz-replay',

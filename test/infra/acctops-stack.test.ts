@@ -120,6 +120,7 @@ describe('AcctopsStack', () => {
       'AlarmTopicArn',
       'CheckHealthFunctionName',
       'CheckKeyRotationsFunctionName',
+      'CompanyRegistryTableName',
       'DashboardName',
       'ExportBucketName',
       'ExportEventBusName',

@@ -230,10 +230,13 @@ describe('Exports', () => {
       });
     });
 
-    it('gives the planner the stage’s companies (lower case) and the webhook its tenant list', () => {
-      template.hasResourceProperties('AWS::Lambda::Function', {
-        Environment: { Variables: Match.objectLike({ ACCTOPS_FUNCTION: 'plan-monthly-export', EXPORT_COMPANY_IDS: COMPANY.toLowerCase() }) },
-      });
+    it('gives the planner the registry table, no list of companies, and the webhook its tenant list', () => {
+      const planner = Object.values(template.findResources('AWS::Lambda::Function')).find(
+        (f) => (f as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }).Properties.Environment?.Variables?.ACCTOPS_FUNCTION === 'plan-monthly-export',
+      ) as { Properties: { Environment: { Variables: Record<string, unknown> } } };
+      expect(planner.Properties.Environment.Variables).toHaveProperty('COMPANY_REGISTRY_TABLE_NAME');
+      expect(planner.Properties.Environment.Variables).not.toHaveProperty('EXPORT_COMPANY_IDS');
+      expect(JSON.stringify(planner.Properties.Environment.Variables)).not.toContain(COMPANY.toLowerCase());
       template.hasResourceProperties('AWS::Lambda::Function', {
         Environment: { Variables: Match.objectLike({ ACCTOPS_FUNCTION: 'receive-export-webhook', WEBHOOK_COMPANY_IDS: COMPANY.toLowerCase() }) },
         ReservedConcurrentExecutions: 10,

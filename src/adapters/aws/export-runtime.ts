@@ -16,6 +16,7 @@ import { systemClock, type Clock } from '../../core/shared/clock';
 import { envInt, envMs, envString, envUrl, readEnvOf, requiredEnv } from '../../core/shared/env';
 import { ConfigError } from '../../core/shared/errors';
 import type { Logger } from '../../core/shared/logger';
+import { DynamoDbRegistryTable } from './dynamodb-company-registry';
 import { DynamoDbReplayGuard } from './dynamodb-replay-guard';
 import { DynamoDbRunLedger } from './dynamodb-run-ledger';
 import { DynamoDbTokenStore } from './dynamodb-token-store';
@@ -51,11 +52,11 @@ export const exportEnv = {
   EXPORT_RUNS_TABLE_NAME: envString,
   TOKEN_TABLE_NAME: envString,
   /**
-   * Companies exported with their own API key: the stage's `companies`, whose key secrets the
-   * worker is granted. A list in the environment (Lambda allows 4 KB in all: about 90 ids) keeps
-   * the planner away from Secrets Manager altogether.
+   * The company registry (issue 15): the planner reads the API-key companies from it a page at a
+   * time. It replaced EXPORT_COMPANY_IDS, a list in the environment that Lambda's 4 KB capped at
+   * about 90 companies.
    */
-  EXPORT_COMPANY_IDS: uuidList,
+  COMPANY_REGISTRY_TABLE_NAME: envString,
   /** Formats of the monthly exports. */
   EXPORT_FORMATS: formatList,
   /** IANA zone of the monthly schedule: which month is "the previous one". */
@@ -94,6 +95,9 @@ export function exportRuntimeFromEnv<K extends ExportEnvName>(
     eventBusName: e.EXPORT_EVENT_BUS_NAME,
     runsTableName: e.EXPORT_RUNS_TABLE_NAME,
     tokenTableName: e.TOKEN_TABLE_NAME,
+    registryTableName: e.COMPANY_REGISTRY_TABLE_NAME,
+    // Every function has ACCTOPS_STAGE (AcctopsFunction): key lookups see this stage's secrets only.
+    stage: processEnv.ACCTOPS_STAGE,
     webhookSecretArn: e.WEBHOOK_SECRET_ARN,
     replayTableName: e.WEBHOOK_REPLAY_TABLE_NAME,
     secretCacheTtlMs: envMs(e.SECRET_CACHE_TTL_SECONDS),
@@ -109,6 +113,9 @@ export interface AwsExportRuntimeConfig {
   eventBusName?: string;
   runsTableName?: string;
   tokenTableName?: string;
+  registryTableName?: string;
+  /** The stage whose company key secrets the worker looks up (the `acctops:stage` tag). */
+  stage?: string;
   webhookSecretArn?: string;
   replayTableName?: string;
   secretCacheTtlMs?: number;
@@ -162,6 +169,14 @@ export class AwsExportRuntime {
     return this.once('tokens', () => new DynamoDbTokenStore({ client: this.dynamo(), tableName: requiredEnv(this.config.tokenTableName, 'TOKEN_TABLE_NAME') }));
   }
 
+  /** The company registry's table; the caller makes a CompanyRegistry of it with its own logger. */
+  registryTable(): DynamoDbRegistryTable {
+    return this.once(
+      'registry',
+      () => new DynamoDbRegistryTable({ client: this.dynamo(), tableName: requiredEnv(this.config.registryTableName, 'COMPANY_REGISTRY_TABLE_NAME') }),
+    );
+  }
+
   replayGuard(): DynamoDbReplayGuard {
     return this.once(
       'replay',
@@ -182,7 +197,7 @@ export class AwsExportRuntime {
   credentials(logger: Logger): SourceCredentials {
     const keys = this.once(
       'companyKeys',
-      () => new CompanyApiKeys(this.secretStore(), taggedKeyDirectory(this.secretStore()), { ttlMs: this.config.secretCacheTtlMs, clock: this.config.clock }),
+      () => new CompanyApiKeys(this.secretStore(), taggedKeyDirectory(this.secretStore(), { stage: this.config.stage }), { ttlMs: this.config.secretCacheTtlMs, clock: this.config.clock }),
     );
     return (source, companyId) => {
       if (source.kind === 'user') return userTokenCredentials(this.tokenStore(), source.externalId, { clock: this.config.clock, companyId, logger });

@@ -82,6 +82,8 @@ export function keyRotationRuntimeFromEnv<K extends KeyRotationEnvName>(
     apiKeyPaths: { list: e.API_KEY_PATH_LIST, create: e.API_KEY_PATH_CREATE, revoke: e.API_KEY_PATH_REVOKE },
     doctor: { stuckPendingAfterMs: envMs(e.STUCK_PENDING_AFTER_MINUTES, 60_000), expiryWarningMs: envMs(e.EXPIRY_WARNING_DAYS, 86_400_000) },
     clock: systemClock,
+    // Every function has ACCTOPS_STAGE (AcctopsFunction): the doctor sees this stage's secrets only.
+    stage: processEnv.ACCTOPS_STAGE,
   });
   return { env, runtime };
 }
@@ -98,6 +100,8 @@ export interface AwsKeyRotationRuntimeConfig {
   apiKeyPaths?: { list?: string; create?: string; revoke?: string };
   doctor?: Omit<DoctorSettings, 'graceMs'>;
   clock: Clock;
+  /** The stage whose company key secrets the doctor examines (the `acctops:stage` tag). */
+  stage?: string;
   /** Per attempt and in all, for every call to the service. @default 10 s per attempt, 3 attempts within 20 s */
   api?: { timeoutMs: number; maxAttempts: number; maxElapsedMs: number };
 }
@@ -152,7 +156,7 @@ export class AwsKeyRotationRuntime {
     return {
       deps: {
         store: this.store,
-        directory: taggedKeyDirectory(this.store),
+        directory: taggedKeyDirectory(this.store, { stage: this.config.stage }),
         scheduler: this.revocationScheduler(),
         clientFor: (key) => this.clientFor(key, scope.logger),
         events: this.publisher,

@@ -3,6 +3,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { AcctopsError } from '../../core/shared/errors';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { EventBridgePublisher } from './eventbridge-publisher';
+import { DynamoDbRegistryTable } from './dynamodb-company-registry';
 import { DynamoDbTokenStore } from './dynamodb-token-store';
 import { LambdaFunctionInvoker } from './function-invoker';
 import { EventBridgeRevocationScheduler } from './revocation-scheduler';
@@ -69,6 +70,11 @@ export class OperatorClients {
 
   tokenStore(tableName: string): DynamoDbTokenStore {
     return new DynamoDbTokenStore({ client: new DynamoDBClient(this.config), tableName });
+  }
+
+  /** The company registry's table (`acctops companies`). */
+  registryTable(tableName: string): DynamoDbRegistryTable {
+    return new DynamoDbRegistryTable({ client: new DynamoDBClient(this.config), tableName });
   }
 
   /** Events to a bus (e.g. ExportRequested to the exports bus), with the given `source`. */

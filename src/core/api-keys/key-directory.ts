@@ -11,6 +11,8 @@ export const COMPANY_KEY_TAGS = {
   purpose: 'acctops:purpose',
   /** The company's `publicId`. */
   company: 'acctops:company',
+  /** The stage whose stack owns the secret (`acctops-<stage>`); two stages may share an account. */
+  stage: 'acctops:stage',
 } as const;
 export const PURPOSE_COMPANY_KEY = 'company-api-key';
 
@@ -42,24 +44,39 @@ export class CompanyKeyNotFoundError extends AcctopsError {
   }
 }
 
+export interface TaggedKeyDirectoryOptions {
+  /**
+   * The stage whose secrets this directory sees. A secret tagged for another stage is never seen,
+   * so two stages in one account no longer find each other's keys (and call a company ambiguous).
+   * A secret without a stage tag (imported before the tag existed) is still seen, but a secret
+   * tagged for this stage wins over it. Absent: every stage's secrets (the local mode has one).
+   */
+  stage?: string;
+}
+
 /** The directory over the secret store's tag listing. */
-export function taggedKeyDirectory(store: Pick<SecretStore, 'listSecretsByTag'>): CompanyKeyDirectory {
+export function taggedKeyDirectory(store: Pick<SecretStore, 'listSecretsByTag'>, options: TaggedKeyDirectoryOptions = {}): CompanyKeyDirectory {
   const isCompanyKey = (tags: Record<string, string>) => tags[COMPANY_KEY_TAGS.purpose] === PURPOSE_COMPANY_KEY;
+  const stageOf = (tags: Record<string, string>) => tags[COMPANY_KEY_TAGS.stage];
+  const visible = (tags: Record<string, string>) => options.stage === undefined || stageOf(tags) === undefined || stageOf(tags) === options.stage;
   return {
     async *list() {
       for await (const secret of store.listSecretsByTag(COMPANY_KEY_TAGS.purpose, PURPOSE_COMPANY_KEY)) {
         const companyId = secret.tags[COMPANY_KEY_TAGS.company];
-        if (secret.deletedAt !== undefined || !companyId) continue;
+        if (secret.deletedAt !== undefined || !companyId || !visible(secret.tags)) continue;
         yield { companyId: companyId.toLowerCase(), secretId: secret.secretArn, name: secret.name };
       }
     },
     async find(companyId) {
-      const found: CompanyKeyEntry[] = [];
+      const tagged: CompanyKeyEntry[] = [];
+      const untagged: CompanyKeyEntry[] = [];
       for await (const secret of store.listSecretsByTag(COMPANY_KEY_TAGS.company, companyId.toLowerCase())) {
-        if (secret.deletedAt === undefined && isCompanyKey(secret.tags)) {
-          found.push({ companyId: companyId.toLowerCase(), secretId: secret.secretArn, name: secret.name });
+        if (secret.deletedAt === undefined && isCompanyKey(secret.tags) && visible(secret.tags)) {
+          const entry = { companyId: companyId.toLowerCase(), secretId: secret.secretArn, name: secret.name };
+          (options.stage !== undefined && stageOf(secret.tags) === options.stage ? tagged : untagged).push(entry);
         }
       }
+      const found = tagged.length > 0 ? tagged : untagged;
       if (found.length !== 1) throw new CompanyKeyNotFoundError(companyId, found.length);
       return found[0]!;
     },

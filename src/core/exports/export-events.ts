@@ -61,8 +61,10 @@ export interface MonthlyExportStartedDetail {
   period: string;
   timeZone: string;
   scheduledAt: string;
-  /** Companies exported with their own API key. */
+  /** Companies exported with their own API key: the first 100 (an event holds 256 KB; a fleet does not fit). */
   companies: string[];
+  /** How many companies are exported with their own API key (all of them, unlike `companies`). */
+  companyCount?: number;
   /** Institution users whose companies the run discovers (each company exported once). */
   users: number;
 }

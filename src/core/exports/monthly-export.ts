@@ -1,3 +1,4 @@
+import { activeCompanyPages, type CompanyRegistry, type RegistryFinding } from '../companies/company-registry';
 import type { EventPublisher } from '../ports/events';
 import type { Clock } from '../shared/clock';
 import { mapWithConcurrency } from '../shared/concurrency';
@@ -40,8 +41,13 @@ export interface PlanMonthlyExportInput {
   /** The scheduler's execution id: a retried invocation plans the same run. */
   executionId: string;
   timeZone: string;
-  /** Companies exported with their own API key (the stage's `companies`). */
-  companies: readonly string[];
+  /**
+   * Companies exported with their own API key, read a page at a time; each with its own formats.
+   * Removed companies are skipped; an item that fails its schema is skipped and reported.
+   */
+  registry?: Pick<CompanyRegistry, 'pages'>;
+  /** A fixed list of API-key companies, exported with `formats` (tests, the local mode's one-off runs). */
+  companies?: readonly string[];
   /** Institution users' token store; each active user's companies are discovered by the workers. */
   users?: Pick<TokenStore, 'queryDue'>;
   formats: readonly ExportFormat[];
@@ -55,6 +61,8 @@ export interface MonthlyPlanReport {
   companies: number;
   /** Discovery jobs enqueued for users. */
   users: number;
+  /** Registry items skipped because they fail their schema, the first 100 (`acctops doctor` lists them too). */
+  skipped: RegistryFinding[];
   /** True when this run had been planned before (a retried invocation). */
   repeated: boolean;
 }
@@ -72,19 +80,40 @@ export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMont
   if (Number.isNaN(scheduled)) throw new ValidationError('monthly export plan', [{ path: 'scheduledAt', message: 'expected an ISO 8601 time' }]);
   const period = previousMonth(scheduled, input.timeZone).text;
   const runId = monthlyRunId(period, input.executionId);
-  const companies = [...new Set(input.companies.map((c) => c.toLowerCase()))];
-  companies.forEach((c, i) => assertCompanyId(c, `companies[${i}]`));
+  const fixed = [...new Set((input.companies ?? []).map((c) => c.toLowerCase()))];
+  fixed.forEach((c, i) => assertCompanyId(c, `companies[${i}]`));
   const logger = deps.logger.child({ runId, period });
   const { created } = await ledger.startRun({ runId, period, timeZone: input.timeZone, scheduledAt: input.scheduledAt, startedAt: clock.now() });
   const repeated = !created;
   const trigger = { kind: 'monthly' as const, runId };
-  const selection = { formats: [...input.formats], ...(input.datasets ? { datasets: [...input.datasets] } : {}) };
+  const datasets = input.datasets ? { datasets: [...input.datasets] } : {};
+  const selection = { formats: [...input.formats], ...datasets };
 
-  const companyResults = await mapWithConcurrency(companies, PLAN_CONCURRENCY, (c) => ledger.expectCompany(runId, c, { kind: 'apiKey' }));
-  const companyJobs: ExportJob[] = companies
-    .filter((_, i) => companyResults[i] !== 'taken')
-    .map((companyId) => ({ type: 'export', companyId, period, ...selection, source: { kind: 'apiKey' }, trigger }));
-  await queue.enqueue(companyJobs);
+  // A page at a time: memory and each burst of ledger writes grow with a page, not with the fleet.
+  let companyJobCount = 0;
+  const planned: string[] = [];
+  const skipped: RegistryFinding[] = [];
+  let skippedCount = 0;
+  const planCompanies = async (page: { companyId: string; formats: readonly ExportFormat[] }[]) => {
+    const results = await mapWithConcurrency(page, PLAN_CONCURRENCY, (c) => ledger.expectCompany(runId, c.companyId, { kind: 'apiKey' }));
+    const jobs: ExportJob[] = page
+      .filter((_, i) => results[i] !== 'taken')
+      .map((c) => ({ type: 'export', companyId: c.companyId, period, formats: [...c.formats], ...datasets, source: { kind: 'apiKey' }, trigger }));
+    await queue.enqueue(jobs);
+    companyJobCount += jobs.length;
+    for (const c of page) if (planned.length < LISTED) planned.push(c.companyId);
+    return page.length;
+  };
+  let companyCount = await planCompanies(fixed.map((companyId) => ({ companyId, formats: input.formats })));
+  if (input.registry) {
+    const seen = new Set(fixed);
+    for await (const page of activeCompanyPages(input.registry)) {
+      skippedCount += page.skipped.length;
+      skipped.push(...page.skipped.slice(0, Math.max(0, LISTED - skipped.length)));
+      companyCount += await planCompanies(page.items.filter((c) => !seen.has(c.companyId)));
+    }
+  }
+  if (skippedCount > 0) deps.metrics.add('CompanyRegistryItemsSkipped', skippedCount);
 
   let users = 0;
   let cursor: string | null = null;
@@ -100,15 +129,15 @@ export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMont
     } while (cursor !== null);
   }
 
-  deps.metrics.add('MonthlyExportsPlanned', companyJobs.length);
+  deps.metrics.add('MonthlyExportsPlanned', companyJobCount);
   deps.metrics.add('MonthlyDiscoveriesPlanned', users);
   await deps.events.publish([
-    monthlyExportStarted({ runId, period, timeZone: input.timeZone, scheduledAt: input.scheduledAt, companies, users }, clock.now()),
+    monthlyExportStarted({ runId, period, timeZone: input.timeZone, scheduledAt: input.scheduledAt, companies: planned, companyCount, users }, clock.now()),
   ]);
-  logger.info('monthly export planned', { companies: companyJobs.length, users, repeated });
+  logger.info('monthly export planned', { companies: companyJobCount, users, repeated, skippedRegistryItems: skippedCount });
   // A run with nothing to do (no company, no user) is finished now.
   await finishRunIfDone(deps, runId);
-  return { runId, period, companies: companyJobs.length, users, repeated };
+  return { runId, period, companies: companyJobCount, users, repeated, skipped };
 }
 
 /**

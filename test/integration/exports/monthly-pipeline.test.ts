@@ -175,7 +175,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(plan).toMatchObject({ period: '2026-10', companies: 2, users: 2, repeated: false });
       const started = p.events.ofType(EXPORT_EVENT_TYPES.monthlyStarted);
       expect(started.map((e) => e.detail)).toEqual([
-        { runId: plan.runId, period: '2026-10', timeZone: 'Europe/Berlin', scheduledAt: SCHEDULED, companies: [k1, k2], users: 2 },
+        { runId: plan.runId, period: '2026-10', timeZone: 'Europe/Berlin', scheduledAt: SCHEDULED, companies: [k1, k2], companyCount: 2, users: 2 },
       ]);
       // The API-key companies are grouped by company and month; discoveries by user.
       expect(p.queue.messages.map((m) => m.groupId).sort()).toEqual([`${k1}#2026-10`, `${k2}#2026-10`, `user#${userX}`, `user#${userY}`].sort());

@@ -4,7 +4,9 @@ import { CreateSecretCommand, PutSecretValueCommand, type SecretsManagerClient }
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { createReplayTable } from '../../../src/adapters/aws/dynamodb-replay-guard';
+import { DynamoDbRegistryTable, createRegistryTable } from '../../../src/adapters/aws/dynamodb-company-registry';
 import { createRunLedgerTable } from '../../../src/adapters/aws/dynamodb-run-ledger';
+import { CompanyRegistry } from '../../../src/core/companies/company-registry';
 import { createTokenTable, DynamoDbTokenStore } from '../../../src/adapters/aws/dynamodb-token-store';
 import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
 import { COMPANY_KEY_TAGS, PURPOSE_COMPANY_KEY } from '../../../src/core/api-keys/key-directory';
@@ -35,6 +37,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   const RUNS_TABLE = 'acctops-test-export-runs';
   const REPLAY_TABLE = 'acctops-test-webhook-replay';
   const TOKEN_TABLE = 'acctops-test-tokens';
+  const REGISTRY_TABLE = 'acctops-test-companies';
   const BUS = 'acctops-test-exports';
   const WEBHOOK_SECRET = CANARY.webhookSecret;
 
@@ -70,7 +73,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     ddb = dynamo.client();
     sdk = secretsClient(sm);
     queueUrl = recorder.queueUrl('acctops-test-exports.fifo');
-    await Promise.all([createRunLedgerTable(ddb, RUNS_TABLE), createReplayTable(ddb, REPLAY_TABLE), createTokenTable(ddb, TOKEN_TABLE)]);
+    await Promise.all([createRunLedgerTable(ddb, RUNS_TABLE), createReplayTable(ddb, REPLAY_TABLE), createTokenTable(ddb, TOKEN_TABLE), createRegistryTable(ddb, REGISTRY_TABLE)]);
 
     const institution = await sandbox.admin.createInstitution({ id: 'inst-export-functions' });
     [keyed, userOnly, notServed] = await Promise.all([0, 1, 2].map(async () => (await sandbox.admin.createCompany()).publicId)) as [string, string, string];
@@ -98,6 +101,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         ],
       }),
     );
+    // The keyed company is registered; a removed one is not planned.
+    const registry = new CompanyRegistry(new DynamoDbRegistryTable({ client: ddb, tableName: REGISTRY_TABLE }), { defaultFormats: ['jsonl', 'csv', 'parquet'] });
+    await registry.add({ companyId: keyed }, Date.now());
+    await registry.add({ companyId: notServed }, Date.now());
+    await registry.remove(notServed, Date.now());
     // A user reaching both companies: the keyed one is exported with its key, the other through the user.
     const user = await sandbox.admin.createUser({ institutionId: institution.id, externalId: randomUUID(), companies: [keyed, userOnly], issueTokens: true });
     externalId = user.externalId!;
@@ -129,7 +137,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       EXPORT_EVENT_BUS_NAME: BUS,
       EXPORT_RUNS_TABLE_NAME: RUNS_TABLE,
       TOKEN_TABLE_NAME: TOKEN_TABLE,
-      EXPORT_COMPANY_IDS: keyed,
+      COMPANY_REGISTRY_TABLE_NAME: REGISTRY_TABLE,
       EXPORT_FORMATS: 'jsonl,csv,parquet',
       EXPORT_TIME_ZONE: 'Europe/Berlin',
       EXPORT_MAX_RECEIVE_COUNT: '3',
@@ -206,7 +214,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   describe('export functions', () => {
     let period: string;
 
-    it('plan-monthly-export plans last month (Berlin) for the configured key companies and the active users, on the FIFO queue', async () => {
+    it('plan-monthly-export plans last month (Berlin) for the registered key companies (not removed ones) and the active users, on the FIFO queue', async () => {
       const report = await handlers.plan(schedulerEvent('monthly-export'), context());
       period = report.period;
       expect(report).toMatchObject({ companies: 1, users: 1, repeated: false });

@@ -1,0 +1,103 @@
+import { CfnOutput, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { Key } from 'aws-cdk-lib/aws-kms';
+import { AwsCustomResource, AwsCustomResourcePolicy, PhysicalResourceId } from 'aws-cdk-lib/custom-resources';
+import { Construct } from 'constructs';
+import type { StageConfig } from '../config/stage';
+
+/**
+ * The registry table's key, repeated from src/core/companies/company-registry.ts (REGISTRY_TABLE;
+ * lib may not import src); test/infra/company-registry.test.ts holds the two together.
+ */
+export const REGISTRY_TABLE_SHAPE = { partitionKey: { name: 'companyId', type: AttributeType.STRING } } as const;
+
+export interface CompanyRegistryProps {
+  readonly stage: StageConfig;
+  /** Formats of a company seeded from the stage config (the exports' default formats). */
+  readonly seedFormats: readonly string[];
+  readonly removalPolicy: RemovalPolicy;
+}
+
+/**
+ * The company registry (docs/architecture.md, "Company registry"): a DynamoDB table of its own,
+ * encrypted with a customer-managed key of its own, one item per company, written at run time by
+ * `acctops companies` and read a page at a time by the monthly planner.
+ *
+ * Companies of the stage config (cdk.json `companies`) are seeded once each: a conditional PutItem
+ * when the company first appears in the config, never repeated on later deploys and never on
+ * delete, so `acctops companies remove` sticks even while the company is still in cdk.json.
+ */
+export class CompanyRegistry extends Construct {
+  readonly table: Table;
+  readonly key: Key;
+
+  constructor(scope: Construct, id: string, props: CompanyRegistryProps) {
+    super(scope, id);
+    const { stage } = props;
+    this.key = new Key(this, 'Key', {
+      description: `acctops ${stage.name}: encrypts the company registry table`,
+      alias: `alias/acctops/${stage.name}/companies`,
+      enableKeyRotation: true,
+      removalPolicy: props.removalPolicy,
+    });
+    this.table = new Table(this, 'Table', {
+      partitionKey: REGISTRY_TABLE_SHAPE.partitionKey,
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      encryption: TableEncryption.CUSTOMER_MANAGED,
+      encryptionKey: this.key,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      deletionProtection: stage.retainData,
+      removalPolicy: props.removalPolicy,
+    });
+
+    if (stage.companies.length > 0) this.seed(stage, props.seedFormats);
+
+    new CfnOutput(Stack.of(this), 'CompanyRegistryTableName', {
+      value: this.table.tableName,
+      description: '`acctops companies add|list|remove` read and write this table; the monthly planner reads it a page at a time',
+    });
+  }
+
+  private seed(stage: StageConfig, formats: readonly string[]): void {
+    const policy = AwsCustomResourcePolicy.fromSdkCalls({ resources: [this.table.tableArn] });
+    for (const company of stage.companies) {
+      const companyId = company.companyId.toLowerCase();
+      const seed = new AwsCustomResource(this, `Seed-${companyId}`, {
+        // onCreate only: a later deploy must not bring back a company `companies remove` removed.
+        onCreate: {
+          service: 'DynamoDB',
+          action: 'putItem',
+          parameters: {
+            TableName: this.table.tableName,
+            Item: { companyId: { S: companyId }, formats: { L: formats.map((f) => ({ S: f })) }, seededFrom: { S: 'stage-config' } },
+            ConditionExpression: 'attribute_not_exists(companyId)',
+          },
+          // Added by the CLI before the deploy: that entry wins.
+          ignoreErrorCodesMatching: 'ConditionalCheckFailedException',
+          physicalResourceId: PhysicalResourceId.of(`${stage.name}-${companyId}`),
+        },
+        policy,
+        installLatestAwsSdk: false,
+      });
+      // The actions a DynamoDB write needs of the table's key (acctops-function.ts TABLE_ACTIONS.write), nothing wildcarded.
+      seed.grantPrincipal.addToPrincipalPolicy(
+        new PolicyStatement({ actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'], resources: [this.key.keyArn] }),
+      );
+    }
+  }
+
+  /** cdk-nag findings of the custom resources' one shared function, acknowledged with reasons. */
+  static acknowledgeSeeder(stack: Stack): void {
+    const singleton = stack.node.tryFindChild('AWS679f53fac002430cb0da5b7982bd2287');
+    if (!singleton) return;
+    Validations.of(singleton).acknowledge({
+      id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+      reason: 'The seeding function of AwsCustomResource (CDK-owned) writes only its own logs with the basic execution role; it runs at deploy time, once per company.',
+    });
+    Validations.of(singleton).acknowledge({
+      id: 'AwsSolutions-L1',
+      reason: 'The AwsCustomResource function is CDK-owned and its runtime is chosen by aws-cdk-lib; it only calls DynamoDB PutItem at deploy time.',
+    });
+  }
+}

@@ -1,0 +1,52 @@
+import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import * as z from 'zod';
+import { REGISTRY_TABLE, type RegisteredCompany, type RegistryTable } from '../../core/companies/company-registry';
+import { decodeCursor, encodeCursor } from '../../core/tokens/token-transitions';
+
+const KEY = REGISTRY_TABLE.partitionKey.name;
+const cursorSchema = z.object({ after: z.string().min(1) });
+
+/**
+ * The company registry on its own DynamoDB table (docs/architecture.md, "Company registry"). A
+ * page is one Scan call: Scan reads the table in its own order, which is enough for planners that
+ * visit every company once, and its cursor is the last key (opaque to callers).
+ */
+export class DynamoDbRegistryTable implements RegistryTable {
+  private readonly doc: DynamoDBDocumentClient;
+
+  constructor(private readonly options: { client: DynamoDBClient; tableName: string }) {
+    this.doc = DynamoDBDocumentClient.from(options.client);
+  }
+
+  async getItem(companyId: string): Promise<unknown> {
+    // Consistent: `companies add` right after `remove` must see the removal.
+    const out = await this.doc.send(new GetCommand({ TableName: this.options.tableName, Key: { [KEY]: companyId }, ConsistentRead: true }));
+    return out.Item ?? null;
+  }
+
+  async putItem(item: RegisteredCompany): Promise<void> {
+    await this.doc.send(new PutCommand({ TableName: this.options.tableName, Item: item }));
+  }
+
+  async scanPage(request: { cursor: string | null; limit: number }): Promise<{ items: unknown[]; nextCursor: string | null }> {
+    const after = request.cursor === null ? null : decodeCursor(cursorSchema, request.cursor).after;
+    const out = await this.doc.send(
+      new ScanCommand({ TableName: this.options.tableName, Limit: request.limit, ExclusiveStartKey: after === null ? undefined : { [KEY]: after } }),
+    );
+    const last = out.LastEvaluatedKey?.[KEY];
+    return { items: out.Items ?? [], nextCursor: typeof last === 'string' ? encodeCursor({ after: last }) : null };
+  }
+}
+
+/** Creates the registry table as REGISTRY_TABLE describes it (tests, benchmarks, dynalite). */
+export async function createRegistryTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  await client.send(
+    new CreateTableCommand({
+      TableName: tableName,
+      BillingMode: REGISTRY_TABLE.billingMode,
+      AttributeDefinitions: [{ AttributeName: KEY, AttributeType: REGISTRY_TABLE.partitionKey.type }],
+      KeySchema: [{ AttributeName: KEY, KeyType: 'HASH' }],
+    }),
+  );
+}

@@ -1,0 +1,221 @@
+import * as z from 'zod';
+import { FORMATS, type ExportFormat } from '../exports/types';
+import { AcctopsError, issuesFromZod, parseWith, ValidationError, type FieldIssue } from '../shared/errors';
+import type { Logger } from '../shared/logger';
+
+/**
+ * The company registry (issue 15, docs/architecture.md "Company registry"): the companies a stage
+ * exports and rotates keys for, added and removed at run time by `acctops companies`, not by a
+ * deploy. DynamoDB in AWS (one item per company), a JSON file in local mode.
+ *
+ * The registry is read a page at a time so that a planner's memory and time grow with one page,
+ * never with the fleet. An item that fails its schema (written by hand, by an older or newer
+ * version) is skipped with a finding that names its fields, never its values: one bad item must not
+ * stop a month's exports for every other company.
+ */
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Secrets Manager accepts rotation every 1 to 1000 days. */
+export const ROTATION_DAYS = { min: 1, max: 1000 } as const;
+export const DEFAULT_REGISTRY_PAGE = 500;
+export const MAX_REGISTRY_PAGE = 1000;
+
+export const companyIdSchema = z.string().regex(UUID, 'expected a lower-case UUID');
+
+/**
+ * One registry item. Unknown attributes are tolerated (a newer version may add some); `companyId`
+ * must already be lower case, since it is the table's key and two spellings would be two items.
+ */
+export const registeredCompanySchema = z.object({
+  companyId: companyIdSchema,
+  formats: z.array(z.enum(FORMATS)).min(1).max(FORMATS.length),
+  /** Days between automatic key rotations; absent: the stage's `apiKeys.rotationDays`. */
+  rotationDays: z.int().min(ROTATION_DAYS.min).max(ROTATION_DAYS.max).optional(),
+  /** Absent on an item the stack seeded from the stage config (a deploy knows no time to write). */
+  addedAt: z.iso.datetime({ offset: true }).optional(),
+  /** Set by `companies remove`: exports and rotation stop; the item stays as the record of it. */
+  removedAt: z.iso.datetime({ offset: true }).optional(),
+  updatedAt: z.iso.datetime({ offset: true }).optional(),
+  /** `stage-config`: written once by the stack from cdk.json `companies` (lib/constructs/company-registry.ts). */
+  seededFrom: z.literal('stage-config').optional(),
+});
+export type RegisteredCompany = z.output<typeof registeredCompanySchema>;
+
+/** An item the registry skipped; what `acctops doctor` and the planner's log report. */
+export interface RegistryFinding {
+  /** The item's key when it is a well-formed id, else a placeholder: the key itself may be the fault. */
+  key: string;
+  issues: FieldIssue[];
+}
+
+export interface RegistryPage {
+  items: RegisteredCompany[];
+  skipped: RegistryFinding[];
+  nextCursor: string | null;
+}
+
+/**
+ * The storage under the registry: raw items by key, and the table a page at a time. Adapters hold
+ * no rules; `CompanyRegistry` parses and decides, so that DynamoDB and the local file agree.
+ */
+export interface RegistryTable {
+  getItem(companyId: string): Promise<unknown>;
+  putItem(item: RegisteredCompany): Promise<void>;
+  /** Up to `limit` raw items after `cursor` (an opaque string the table returned), and the next cursor. */
+  scanPage(request: { cursor: string | null; limit: number }): Promise<{ items: unknown[]; nextCursor: string | null }>;
+}
+
+export class CompanyNotRegisteredError extends AcctopsError {
+  readonly companyId: string;
+
+  constructor(companyId: string) {
+    super(`company ${companyId} is not in the registry`, { code: 'company_not_registered' });
+    this.companyId = companyId;
+  }
+}
+
+/** A registry item exists but fails its schema: `get` and `remove` will not act on it. */
+export class RegistryItemInvalidError extends ValidationError {
+  constructor(finding: RegistryFinding) {
+    super(`company registry item ${finding.key}`, finding.issues);
+    Object.defineProperty(this, 'code', { value: 'registry_item_invalid' });
+  }
+}
+
+export interface AddCompanyInput {
+  companyId: string;
+  /** Absent: the formats of an existing entry, or `defaults.formats` for a new one. */
+  formats?: readonly ExportFormat[];
+  rotationDays?: number;
+}
+
+export type AddResult = 'added' | 'unchanged' | 'updated' | 'readded';
+export type RemoveResult = 'removed' | 'already_removed';
+
+export interface CompanyRegistryOptions {
+  /** Formats of a company added without `formats` (the stage's `exports.formats`). */
+  defaultFormats: readonly ExportFormat[];
+  logger?: Logger;
+}
+
+const addInputSchema = z.strictObject({
+  companyId: z.string().transform((s) => s.toLowerCase()).pipe(companyIdSchema),
+  formats: z.array(z.enum(FORMATS)).min(1).max(FORMATS.length).optional(),
+  rotationDays: z.int().min(ROTATION_DAYS.min).max(ROTATION_DAYS.max).optional(),
+});
+
+export class CompanyRegistry {
+  private readonly defaultFormats: ExportFormat[];
+
+  constructor(
+    private readonly table: RegistryTable,
+    private readonly options: CompanyRegistryOptions,
+  ) {
+    this.defaultFormats = [...new Set(options.defaultFormats)];
+    if (this.defaultFormats.length === 0) throw new ValidationError('company registry options', [{ path: 'defaultFormats', message: 'expected at least one format' }]);
+  }
+
+  /** The company, removed or not; null when it was never added. Throws on an item that fails its schema. */
+  async get(companyId: string): Promise<RegisteredCompany | null> {
+    const id = parseWith(companyIdSchema, companyId.toLowerCase(), 'company id');
+    const raw = await this.table.getItem(id);
+    if (raw === undefined || raw === null) return null;
+    const parsed = parseItem(raw);
+    if ('finding' in parsed) throw new RegistryItemInvalidError(parsed.finding);
+    return parsed.company;
+  }
+
+  /**
+   * Idempotent: adding an active company with the same settings changes nothing; with other
+   * settings it updates them; a removed company comes back (`readded`) with its first `addedAt`.
+   * Two concurrent adds of one company both succeed, the last one's settings stay.
+   */
+  async add(input: AddCompanyInput, now: number): Promise<{ result: AddResult; company: RegisteredCompany }> {
+    const { companyId, formats, rotationDays } = parseWith(addInputSchema, input, 'companies add');
+    const existing = await this.get(companyId);
+    const at = new Date(now).toISOString();
+    const next: RegisteredCompany = {
+      companyId,
+      formats: formats ? [...new Set(formats)] : (existing?.formats ?? this.defaultFormats),
+      ...(rotationDays !== undefined ? { rotationDays } : existing?.rotationDays !== undefined ? { rotationDays: existing.rotationDays } : {}),
+      addedAt: existing?.addedAt ?? at,
+      updatedAt: at,
+      ...(existing?.seededFrom ? { seededFrom: existing.seededFrom } : {}),
+    };
+    let result: AddResult;
+    if (!existing) result = 'added';
+    else if (existing.removedAt !== undefined) result = 'readded';
+    else if (sameSettings(existing, next)) return { result: 'unchanged', company: existing };
+    else result = 'updated';
+    await this.table.putItem(next);
+    return { result, company: next };
+  }
+
+  /** Marks the company removed: the planner and rotation skip it from now on. CompanyNotRegisteredError if it was never added. */
+  async remove(companyId: string, now: number): Promise<{ result: RemoveResult; company: RegisteredCompany }> {
+    const existing = await this.get(companyId);
+    if (!existing) throw new CompanyNotRegisteredError(companyId.toLowerCase());
+    if (existing.removedAt !== undefined) return { result: 'already_removed', company: existing };
+    const at = new Date(now).toISOString();
+    const company: RegisteredCompany = { ...existing, removedAt: at, updatedAt: at };
+    await this.table.putItem(company);
+    return { result: 'removed', company };
+  }
+
+  /** One page of the registry, removed companies included; bad items are skipped, logged and returned as findings. */
+  async listPage(request: { cursor?: string | null; limit?: number } = {}): Promise<RegistryPage> {
+    const limit = request.limit ?? DEFAULT_REGISTRY_PAGE;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_REGISTRY_PAGE) {
+      throw new ValidationError('registry page request', [{ path: 'limit', message: `expected an integer from 1 to ${MAX_REGISTRY_PAGE}` }]);
+    }
+    const page = await this.table.scanPage({ cursor: request.cursor ?? null, limit });
+    const items: RegisteredCompany[] = [];
+    const skipped: RegistryFinding[] = [];
+    for (const raw of page.items) {
+      const parsed = parseItem(raw);
+      if ('company' in parsed) items.push(parsed.company);
+      else skipped.push(parsed.finding);
+    }
+    for (const finding of skipped) {
+      this.options.logger?.warn('company registry item skipped: it fails its schema', { key: finding.key, issues: finding.issues });
+    }
+    return { items, skipped, nextCursor: page.nextCursor };
+  }
+
+  /** The registry a page at a time, from the start. */
+  async *pages(limit: number = DEFAULT_REGISTRY_PAGE): AsyncGenerator<RegistryPage> {
+    let cursor: string | null = null;
+    do {
+      const page: RegistryPage = await this.listPage({ cursor, limit });
+      yield page;
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+  }
+}
+
+/** The companies that are active (not removed), a page at a time: what planners iterate. */
+export async function* activeCompanyPages(registry: Pick<CompanyRegistry, 'pages'>, limit?: number): AsyncGenerator<RegistryPage> {
+  for await (const page of registry.pages(limit)) {
+    yield { ...page, items: page.items.filter((c) => c.removedAt === undefined) };
+  }
+}
+
+function sameSettings(a: RegisteredCompany, b: RegisteredCompany): boolean {
+  return a.rotationDays === b.rotationDays && a.formats.length === b.formats.length && a.formats.every((f) => b.formats.includes(f));
+}
+
+function parseItem(raw: unknown): { company: RegisteredCompany } | { finding: RegistryFinding } {
+  const result = registeredCompanySchema.safeParse(raw);
+  if (result.success) return { company: result.data };
+  const rawKey = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>).companyId : undefined;
+  // Only a well-formed id is repeated: a malformed key could be anything, a pasted key included.
+  const key = typeof rawKey === 'string' && UUID.test(rawKey.toLowerCase()) ? rawKey.toLowerCase() : '(malformed key)';
+  return { finding: { key, issues: issuesFromZod(result.error) } };
+}
+
+/** The registry table's shape; `lib` repeats it and an infra test holds the two together. */
+export const REGISTRY_TABLE = {
+  partitionKey: { name: 'companyId', type: 'S' },
+  billingMode: 'PAY_PER_REQUEST',
+} as const;

@@ -1,0 +1,82 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseJson, runAcctops, tempStateDir } from '../helpers/cli';
+
+const COMPANY = '6F1C2A3B-0000-4000-8000-0000000000C1';
+const OTHER = '6f1c2a3b-0000-4000-8000-0000000000c2';
+
+/** `acctops companies` in local mode, through the real binary, in one state directory. */
+describe('acctops companies (local mode)', () => {
+  let state: { dir: string; remove(): Promise<void> };
+  const acctops = (...args: string[]) => runAcctops(['--state-dir', state.dir, ...args]);
+
+  beforeAll(async () => {
+    state = await tempStateDir();
+  });
+  afterAll(async () => {
+    await state.remove();
+  });
+
+  it('add registers a company (lower case) and is idempotent; other settings update it', async () => {
+    const first = await acctops('--json', 'companies', 'add', '--company', COMPANY, '--formats', 'csv,parquet', '--rotation-days', '14');
+    expect(first.code).toBe(0);
+    expect(parseJson(first)).toMatchObject({ result: 'added', company: { companyId: COMPANY.toLowerCase(), status: 'active', formats: ['csv', 'parquet'], rotationDays: 14 } });
+    const again = await acctops('--json', 'companies', 'add', '--company', COMPANY, '--formats', 'parquet,csv', '--rotation-days', '14');
+    expect(again.code).toBe(0);
+    expect(parseJson(again)).toMatchObject({ result: 'unchanged' });
+    const registry = JSON.parse(await readFile(join(state.dir, 'companies.json'), 'utf8')) as { items: Record<string, unknown> };
+    expect(Object.keys(registry.items)).toEqual([COMPANY.toLowerCase()]);
+  });
+
+  it('refuses a malformed id or rotation, exit 2, naming the flag and not echoing the value', async () => {
+    const bad = await acctops('companies', 'add', '--company', 'sk_live_notauuid');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--company');
+    expect(bad.stderr).not.toContain('sk_live_notauuid');
+    const days = await acctops('companies', 'add', '--company', OTHER, '--rotation-days', '0');
+    expect(days.code).toBe(2);
+    expect(days.stderr).toContain('--rotation-days');
+    const removeBad = await acctops('companies', 'remove', '--company', 'nope');
+    expect(removeBad.code).toBe(2);
+  });
+
+  it('remove marks the company removed (exit 0), a second time says so, an unknown company is exit 3', async () => {
+    const removed = await acctops('--json', 'companies', 'remove', '--company', COMPANY);
+    expect(removed.code).toBe(0);
+    expect(parseJson(removed)).toMatchObject({ result: 'removed', company: { status: 'removed' } });
+    expect(parseJson(await acctops('--json', 'companies', 'remove', '--company', COMPANY))).toMatchObject({ result: 'already_removed' });
+    const unknown = await acctops('companies', 'remove', '--company', OTHER);
+    expect(unknown.code).toBe(3);
+    expect(unknown.stderr).toMatch(/not in the registry/);
+    expect(unknown.stderr).toMatch(/companies list/);
+  });
+
+  it('list shows active and removed companies; --active only the active ones; an unreadable entry is exit 5, named, not echoed', async () => {
+    expect((await acctops('companies', 'add', '--company', OTHER)).code).toBe(0);
+    const all = parseJson<{ companies: { companyId: string; status: string }[] }>(await acctops('--json', 'companies', 'list'));
+    expect(all.companies.map((c) => [c.companyId, c.status])).toEqual([
+      [COMPANY.toLowerCase(), 'removed'],
+      [OTHER, 'active'],
+    ]);
+    const active = parseJson<{ companies: { companyId: string }[] }>(await acctops('--json', 'companies', 'list', '--active'));
+    expect(active.companies.map((c) => c.companyId)).toEqual([OTHER]);
+
+    const path = join(state.dir, 'companies.json');
+    const file = JSON.parse(await readFile(path, 'utf8')) as { items: Record<string, unknown> };
+    file.items['hand-edit'] = { companyId: 'sk_live_pastedbymistake', formats: ['csv'] };
+    await writeFile(path, JSON.stringify(file), { mode: 0o600 });
+    const listed = await acctops('companies', 'list');
+    expect(listed.code).toBe(5);
+    expect(listed.stdout).toContain('skipped an unreadable entry (malformed key)');
+    expect(listed.stdout).toContain(OTHER);
+    expect(`${listed.stdout}${listed.stderr}`).not.toContain('sk_live');
+
+    // `acctops doctor` lists it too (exit 5: findings).
+    const doctor = await acctops('--json', 'doctor');
+    expect(doctor.code).toBe(5);
+    const report = parseJson<{ registry: { companies: number; active: number; unreadable: { key: string }[] }; findings: string[] }>(doctor);
+    expect(report.registry).toMatchObject({ companies: 2, active: 1, unreadable: [{ key: '(malformed key)' }] });
+    expect(report.findings).toContainEqual(expect.stringContaining('company registry entry (malformed key) is unreadable (companyId'));
+    expect(`${doctor.stdout}${doctor.stderr}`).not.toContain('sk_live');
+  });
+});

@@ -1,0 +1,67 @@
+import type { CfnElement } from 'aws-cdk-lib';
+import type { IConstruct } from 'constructs';
+import type { CompanyRegistry } from '../../lib/constructs/company-registry';
+import { REGISTRY_TABLE_SHAPE } from '../../lib/constructs/company-registry';
+import type { Exports } from '../../lib/constructs/exports';
+import { REGISTRY_TABLE } from '../../src/core/companies/company-registry';
+import { acknowledgements, describeViolations, nagViolations, roleStatements, synthAcctopsStack } from '../helpers/cdk';
+
+const COMPANY = '6F1C2A3B-4D5E-4F60-8A7B-9C0D1E2F3A4B';
+const logicalId = (construct: IConstruct) => {
+  const element = construct.node.defaultChild as CfnElement;
+  return element.stack.getLogicalId(element);
+};
+type Statement = { Effect: string; Action: string | string[]; Resource: unknown };
+
+describe('CompanyRegistry', () => {
+  const { app, stack, template } = synthAcctopsStack({ companies: [{ companyId: COMPANY }] });
+  const registry = stack.node.findChild('Companies') as CompanyRegistry;
+  const exports = stack.node.findChild('Exports') as Exports;
+  const tableId = logicalId(registry.table);
+
+  it('keys the table as the core adapter does, encrypted with its own rotating customer-managed key, with PITR', () => {
+    expect(REGISTRY_TABLE_SHAPE.partitionKey).toEqual({ name: REGISTRY_TABLE.partitionKey.name, type: REGISTRY_TABLE.partitionKey.type });
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [{ AttributeName: 'companyId', KeyType: 'HASH' }],
+      BillingMode: 'PAY_PER_REQUEST',
+      SSESpecification: { SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: { 'Fn::GetAtt': [logicalId(registry.key), 'Arn'] } },
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+    });
+    template.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true, Description: 'acctops test: encrypts the company registry table' });
+    template.hasOutput('CompanyRegistryTableName', { Value: { Ref: tableId } });
+  });
+
+  it('grants the monthly planner only Scan on the registry (and Decrypt on its key): no write', () => {
+    const statements = roleStatements(template, logicalId(exports.planner.executionRole)) as Statement[];
+    const onRegistry = statements.filter((s) => JSON.stringify(s.Resource).includes(`"${tableId}"`));
+    expect(onRegistry.map((s) => [s.Action].flat())).toEqual([['dynamodb:Scan']]);
+    const onKey = statements.filter((s) => JSON.stringify(s.Resource).includes(`"${logicalId(registry.key)}"`));
+    expect(onKey.map((s) => [s.Action].flat())).toEqual([['kms:Decrypt']]);
+  });
+
+  it('seeds each stage-config company once, conditionally, lower case, and never on update or delete', () => {
+    const seeds = Object.values(template.findResources('Custom::AWS'));
+    expect(seeds).toHaveLength(1);
+    const create = JSON.stringify(seeds[0]!.Properties.Create);
+    expect(create).toContain(COMPANY.toLowerCase());
+    expect(create).toContain('attribute_not_exists(companyId)');
+    expect(create).toContain('stage-config');
+    expect(seeds[0]!.Properties.Update).toBeUndefined();
+    expect(seeds[0]!.Properties.Delete).toBeUndefined();
+  });
+
+  it('adds no seeding resource when the stage config names no company', () => {
+    const empty = synthAcctopsStack({ companies: [] });
+    expect(Object.keys(empty.template.findResources('Custom::AWS'))).toEqual([]);
+    expect(describeViolations(nagViolations(empty.app))).toEqual([]);
+  });
+
+  it('is cdk-nag clean, every acknowledgement of the seeding function with a reason', () => {
+    expect(describeViolations(nagViolations(app))).toEqual([]);
+    const acks = acknowledgements(stack).filter((a) => a.path.includes('AWS679f53fac002430cb0da5b7982bd2287'));
+    expect(acks.map((a) => a.id).sort()).toEqual(
+      ['AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]', 'AwsSolutions-L1'].sort(),
+    );
+    for (const ack of acks) expect(ack.reason.length).toBeGreaterThan(40);
+  });
+});

@@ -1,0 +1,185 @@
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDbRegistryTable, createRegistryTable } from '../../../src/adapters/aws/dynamodb-company-registry';
+import { FileRegistryTable, MemoryRegistryTable } from '../../../src/adapters/local/file-company-registry';
+import { writePrivateJsonFile } from '../../../src/adapters/local/private-json-file';
+import {
+  CompanyNotRegisteredError,
+  CompanyRegistry,
+  RegistryItemInvalidError,
+  activeCompanyPages,
+  type RegisteredCompany,
+} from '../../../src/core/companies/company-registry';
+import { ValidationError } from '../../../src/core/shared/errors';
+import { MemoryLogger } from '../../../src/core/shared/logger';
+import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
+
+const A = '6f1c2a3b-0000-4000-8000-00000000000a';
+const B = '6f1c2a3b-0000-4000-8000-00000000000b';
+const T0 = Date.parse('2026-11-01T00:00:00Z');
+const T1 = Date.parse('2026-11-02T00:00:00Z');
+
+interface Subject {
+  registry: CompanyRegistry;
+  logger: MemoryLogger;
+  /** Writes a raw item past the registry, as a hand edit or another version would. */
+  plant(item: Record<string, unknown>): Promise<void>;
+}
+
+let dynamo: LocalDynamo;
+let client: DynamoDBClient;
+let tables = 0;
+let dir: string;
+
+beforeAll(async () => {
+  dynamo = await startDynamo();
+  client = dynamo.client();
+  dir = await mkdtemp(join(tmpdir(), 'acctops-registry-'));
+});
+afterAll(async () => {
+  client.destroy();
+  await dynamo.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const subjects: [string, () => Promise<Subject>][] = [
+  [
+    'memory',
+    () => {
+      const table = new MemoryRegistryTable();
+      const logger = new MemoryLogger();
+      return Promise.resolve({
+        registry: new CompanyRegistry(table, { defaultFormats: ['jsonl'], logger }),
+        logger,
+        plant: (item) => {
+          table.items[String(item.companyId)] = item;
+          return Promise.resolve();
+        },
+      });
+    },
+  ],
+  [
+    'local file',
+    async () => {
+      const path = join(dir, `companies-${++tables}.json`);
+      const table = new FileRegistryTable({ path });
+      const logger = new MemoryLogger();
+      return {
+        registry: new CompanyRegistry(table, { defaultFormats: ['jsonl'], logger }),
+        logger,
+        plant: async (item) => {
+          const { readFile } = await import('node:fs/promises');
+          const file = JSON.parse(await readFile(path, 'utf8').catch(() => '{"format":"acctops.company-registry","formatVersion":1,"items":{}}')) as {
+            items: Record<string, unknown>;
+          };
+          file.items[String(item.companyId)] = item;
+          await writePrivateJsonFile(path, file);
+        },
+      };
+    },
+  ],
+  [
+    'DynamoDB on dynalite',
+    async () => {
+      const tableName = `registry-${++tables}`;
+      await createRegistryTable(client, tableName);
+      const logger = new MemoryLogger();
+      const doc = DynamoDBDocumentClient.from(client);
+      return {
+        registry: new CompanyRegistry(new DynamoDbRegistryTable({ client, tableName }), { defaultFormats: ['jsonl'], logger }),
+        logger,
+        plant: async (item) => {
+          await doc.send(new PutCommand({ TableName: tableName, Item: item }));
+        },
+      };
+    },
+  ],
+];
+
+describe.each(subjects)('company registry (%s)', (_name, make) => {
+  let s: Subject;
+  beforeEach(async () => {
+    s = await make();
+  });
+
+  it('adds a company with the default formats, lower-casing its id', async () => {
+    const { result, company } = await s.registry.add({ companyId: A.toUpperCase() }, T0);
+    expect(result).toBe('added');
+    expect(company).toEqual({ companyId: A, formats: ['jsonl'], addedAt: '2026-11-01T00:00:00.000Z', updatedAt: '2026-11-01T00:00:00.000Z' });
+    expect(await s.registry.get(A)).toEqual(company);
+  });
+
+  it('is idempotent: the same add twice changes nothing, other settings update, addedAt stays', async () => {
+    await s.registry.add({ companyId: A, formats: ['csv', 'parquet'], rotationDays: 30 }, T0);
+    const again = await s.registry.add({ companyId: A, formats: ['parquet', 'csv'], rotationDays: 30 }, T1);
+    expect(again.result).toBe('unchanged');
+    expect(again.company.updatedAt).toBe('2026-11-01T00:00:00.000Z');
+    const changed = await s.registry.add({ companyId: A, rotationDays: 7 }, T1);
+    expect(changed.result).toBe('updated');
+    expect(changed.company).toMatchObject({ formats: ['csv', 'parquet'], rotationDays: 7, addedAt: '2026-11-01T00:00:00.000Z' });
+  });
+
+  it('removes by marking, reports a second removal, and re-adds with the first addedAt', async () => {
+    await s.registry.add({ companyId: A }, T0);
+    expect((await s.registry.remove(A, T1)).result).toBe('removed');
+    expect((await s.registry.get(A))?.removedAt).toBe('2026-11-02T00:00:00.000Z');
+    expect((await s.registry.remove(A, T1)).result).toBe('already_removed');
+    const back = await s.registry.add({ companyId: A }, T1);
+    expect(back.result).toBe('readded');
+    expect(back.company.removedAt).toBeUndefined();
+    expect(back.company.addedAt).toBe('2026-11-01T00:00:00.000Z');
+  });
+
+  it('refuses to remove a company it never had, and malformed input by field', async () => {
+    await expect(s.registry.remove(B, T0)).rejects.toBeInstanceOf(CompanyNotRegisteredError);
+    await expect(s.registry.add({ companyId: 'not-a-uuid' }, T0)).rejects.toMatchObject({ issues: [{ path: 'companyId' }] });
+    await expect(s.registry.add({ companyId: A, rotationDays: 0 }, T0)).rejects.toMatchObject({ issues: [{ path: 'rotationDays' }] });
+    await expect(s.registry.listPage({ limit: 0 })).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it('pages through every company exactly once, and skips removed ones for planners', async () => {
+    const ids = Array.from({ length: 25 }, (_, i) => `6f1c2a3b-0000-4000-8000-${String(i).padStart(12, '0')}`);
+    for (const id of ids) await s.registry.add({ companyId: id }, T0);
+    await s.registry.remove(ids[3]!, T1);
+    const seen: string[] = [];
+    let pages = 0;
+    for await (const page of s.registry.pages(10)) {
+      pages++;
+      expect(page.items.length).toBeLessThanOrEqual(10);
+      seen.push(...page.items.map((c) => c.companyId));
+    }
+    expect(pages).toBeGreaterThanOrEqual(3);
+    expect(seen.sort()).toEqual([...ids].sort());
+    const active: string[] = [];
+    for await (const page of activeCompanyPages(s.registry, 7)) active.push(...page.items.map((c) => c.companyId));
+    expect(active.sort()).toEqual(ids.filter((id) => id !== ids[3]).sort());
+  });
+
+  it('skips an item that fails its schema with a finding naming fields, never values', async () => {
+    await s.registry.add({ companyId: A }, T0);
+    await s.plant({ companyId: B, formats: ['xlsx'], addedAt: 'sk_live_0123456789abcdef', updatedAt: '2026-11-01T00:00:00Z' });
+    await s.plant({ companyId: 'sk_live_secretsecret', formats: ['csv'], addedAt: '2026-11-01T00:00:00Z', updatedAt: '2026-11-01T00:00:00Z' });
+    const items: RegisteredCompany[] = [];
+    const skipped = [];
+    for await (const page of s.registry.pages()) {
+      items.push(...page.items);
+      skipped.push(...page.skipped);
+    }
+    expect(items.map((c) => c.companyId)).toEqual([A]);
+    expect(skipped.map((f) => f.key).sort()).toEqual(['(malformed key)', B].sort());
+    expect(skipped.find((f) => f.key === B)?.issues.map((i) => i.path).sort()).toEqual(['addedAt', 'formats[0]']);
+    const logged = s.logger.lines.join('\n');
+    expect(logged).toContain('company registry item skipped');
+    expect(logged).not.toContain('sk_live');
+    await expect(s.registry.get(B)).rejects.toBeInstanceOf(RegistryItemInvalidError);
+  });
+});
+
+it('the local file is private (0600)', async () => {
+  const path = join(dir, 'private.json');
+  await new CompanyRegistry(new FileRegistryTable({ path }), { defaultFormats: ['csv'] }).add({ companyId: A }, T0);
+  expect((await stat(path)).mode & 0o777).toBe(0o600);
+});
