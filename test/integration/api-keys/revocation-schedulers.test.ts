@@ -119,6 +119,18 @@ describe('EventBridge Scheduler revocations (real SDK, fake service)', () => {
     expect(await all(adapter())).toEqual([]);
   });
 
+  it('gives the schedule the dead-letter queue it is told of, so a revocation that cannot be delivered stays visible', async () => {
+    const DLQ = 'arn:aws:sqs:eu-central-1:000000000000:acctops-test-failed-invocations';
+    await new EventBridgeRevocationScheduler({
+      groupName: GROUP,
+      targetArn: TARGET,
+      roleArn: ROLE,
+      deadLetterArn: DLQ,
+      client: new SchedulerClient(localClientConfig(scheduler.endpoint)),
+    }).schedule(revocation(2, T0 + 1500));
+    expect(scheduler.schedules()[0]!.Target).toMatchObject({ Arn: TARGET, DeadLetterConfig: { Arn: DLQ } });
+  });
+
   it('rounds at() up to the second, so a revocation never fires early', () => {
     expect(atExpression(T0)).toBe('at(2026-11-02T09:00:00)');
     expect(atExpression(T0 + 1)).toBe('at(2026-11-02T09:00:01)');
