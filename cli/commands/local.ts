@@ -120,7 +120,7 @@ export function localCommand(host: CommandHost): Command {
     .description('Set aside the damaged state files that can be rebuilt (state.json, tokens.json, revocations.json) and rebuild them.')
     .action(
       host.run(async (session) => {
-        const report = await localWorld().repairStateDir(session.stateDir);
+        const report = await localWorld().repairStateDir(session.stateDir, session.runtime.env);
         // What is left is the state directory's problem, as when a command meets it: configuration.
         if (report.unrepairable.length > 0) session.exitCode = ExitCode.config;
         session.out.result(report, () => {

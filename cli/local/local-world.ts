@@ -446,7 +446,7 @@ const REBUILT_AS: Record<'state' | 'tokens' | 'revocations', string> = {
  * `<file>.damaged-<time>` and rebuilt; sandbox.json and secrets.json cannot be (they are the service
  * and the keys) and are reported with their remedy. Holds the state directory's lock.
  */
-export async function repairStateDir(stateDir: string): Promise<RepairReport> {
+export async function repairStateDir(stateDir: string, env: NodeJS.ProcessEnv): Promise<RepairReport> {
   const report: RepairReport = { stateDir, repaired: [], unrepairable: [] };
   if (!(await exists(stateDir))) return report;
   const unlock = await lockStateDir(stateDir);
@@ -465,8 +465,11 @@ export async function repairStateDir(stateDir: string): Promise<RepairReport> {
       const keptAs = `${d.path}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
       await rename(d.path, keptAs);
       // tokens.json and revocations.json: absent means empty to their stores.
-      if (d.file === 'state') await writePrivateJsonFile(d.path, defaultLocalState());
-      report.repaired.push({ file: d.path, keptAs, rebuiltAs: REBUILT_AS[d.file] });
+      // The dialect is not in the other files: a state created with --dialect minimal needs ACCTOPS_DIALECT=minimal here.
+      const dialect = dialectFromEnv(env);
+      if (d.file === 'state') await writePrivateJsonFile(d.path, defaultLocalState(dialect));
+      const rebuiltAs = d.file === 'state' ? `${REBUILT_AS.state}, the ${dialect} dialect (ACCTOPS_DIALECT)` : REBUILT_AS[d.file];
+      report.repaired.push({ file: d.path, keptAs, rebuiltAs });
     }
     return report;
   } finally {

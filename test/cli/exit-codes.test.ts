@@ -176,6 +176,25 @@ describe('acctops exit codes: the README table holds', () => {
     }
   });
 
+  it('local repair rebuilds a damaged state.json in the dialect ACCTOPS_DIALECT names, so a minimal state keeps working', async () => {
+    const own = await tempStateDir();
+    const env = { ACCTOPS_DIALECT: 'minimal' };
+    try {
+      expect((await runAcctops(['--state-dir', own.dir, 'users', 'list'], { env })).code).toBe(0);
+      await writeFile(join(own.dir, 'state.json'), '{');
+      const repaired = await runAcctops(['--state-dir', own.dir, '--json', 'local', 'repair'], { env });
+      outputs.push(repaired);
+      expect(repaired.code).toBe(0);
+      const report = JSON.parse(repaired.stdout) as { repaired: { file: string; rebuiltAs: string }[] };
+      expect(report.repaired).toEqual([expect.objectContaining({ file: join(own.dir, 'state.json'), rebuiltAs: expect.stringContaining('the minimal dialect') })]);
+      expect(JSON.parse(await readFile(join(own.dir, 'state.json'), 'utf8'))).toMatchObject({ dialect: 'minimal' });
+      // The repaired state works again.
+      expect((await runAcctops(['--state-dir', own.dir, 'users', 'list'], { env })).code).toBe(0);
+    } finally {
+      await own.remove();
+    }
+  });
+
   it('a long clock jump needs --force, and reset-clock brings the clock back', async () => {
     const own = await tempStateDir();
     try {
