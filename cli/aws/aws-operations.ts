@@ -29,7 +29,7 @@ import { lazy } from '../lazy';
 const exportRun = lazy(() => require('../commands/export-run') as typeof ExportRun);
 
 /**
- * The stack outputs the AWS mode reads, by key (docs/architecture.md, "Outputs"). Each can be named
+ * The stack outputs the AWS mode reads, by key (docs/infrastructure.md, "Outputs"). Each can be named
  * with `--output <Key>=<value>` instead, e.g. when a construct does not export it (yet).
  */
 export const OUTPUTS = {

@@ -126,7 +126,7 @@ export type TableAccess = 'read' | 'write' | 'readWrite' | 'queryIndexes' | 'get
 export type BucketAccess = 'read' | 'write' | 'readWrite' | 'readWriteDelete';
 export type QueueAccess = 'send' | 'receive';
 
-/** Exactly the actions each access level grants; docs/architecture.md repeats this table. */
+/** Exactly the actions each access level grants; docs/infrastructure.md repeats this table. */
 export const SECRET_ACTIONS: Record<SecretAccess, { secret: string[]; key: string[] }> = {
   read: { secret: ['secretsmanager:GetSecretValue'], key: ['kms:Decrypt'] },
   write: { secret: ['secretsmanager:PutSecretValue'], key: ['kms:GenerateDataKey'] },
