@@ -43,10 +43,10 @@ export async function createDataset(sandbox: SandboxProcess, transactions: numbe
  * node_modules), but for the Node running the benchmark, so that the measured process carries no
  * TypeScript loader.
  */
-export async function bundleExportChild(): Promise<string> {
+export async function bundleExportChild(outfile = CHILD_BUNDLE): Promise<string> {
   await build({
     entryPoints: [path.join(__dirname, 'export-child.ts')],
-    outfile: CHILD_BUNDLE,
+    outfile,
     bundle: true,
     platform: 'node',
     target: `node${process.versions.node.split('.')[0]}`,
@@ -56,7 +56,7 @@ export async function bundleExportChild(): Promise<string> {
     external: ['@aws-sdk/*'],
     logLevel: 'warning',
   });
-  return CHILD_BUNDLE;
+  return outfile;
 }
 
 export type ExportVariant = 'baseline' | 'jsonl-dir' | 'all-dir' | 'all-s3';
