@@ -21,10 +21,11 @@ import { DATASETS, type DatasetName, type ExportSources } from './types';
 
 /**
  * The default split size: a month with more transactions than this is exported in parts of at
- * most this many. From BENCHMARKS.md: the worker writes all three formats at roughly 8-12k
- * transactions/s on this machine, and the service serves 1000 a page in 0.3-1 s, so 500k take
- * 500 pages, about 2.5-8 minutes of service time: half of Lambda's 15 minutes in the worst case,
- * with room for retries. Memory does not grow with the part (the exporter streams).
+ * most this many. The service serves 1000 a page in 0.3-1 s, so 500k are 500 pages, 2.5-8.3
+ * minutes of service time; our own work (all formats to S3: ~25 s of CPU per million on the bench
+ * machine, ~45 s at the worker's 0.58 vCPU) overlaps it. That leaves Lambda's 15 minutes room for
+ * the client's retries. Memory does not grow with the part (the exporter streams).
+ * docs/fleet-exports.md, "The threshold".
  */
 export const DEFAULT_MAX_TRANSACTIONS_PER_PART = 500_000;
 
