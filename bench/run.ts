@@ -37,8 +37,10 @@ async function main(): Promise<void> {
     .option('--only <sections>', `comma-separated: ${SECTIONS.join(', ')}`)
     .option('--quick', 'fewer runs and smaller datasets (for working on bench/; not for BENCHMARKS.md)')
     .option('--out <file>', 'report file')
+    .option('--fleet-companies <n>', 'fleet-exports: registered companies for the planner (0 skips it)', Number)
+    .option('--fleet-transactions <n>', 'fleet-exports: transactions of the split month (0 skips it)', Number)
     .parse(process.argv.slice(2), { from: 'user' });
-  const flags = program.opts<{ only?: string; quick?: boolean; out?: string }>();
+  const flags = program.opts<{ only?: string; quick?: boolean; out?: string; fleetCompanies?: number; fleetTransactions?: number }>();
   const only = flags.only?.split(',').map((s) => s.trim()) ?? [...SECTIONS];
   const unknown = only.filter((s) => !(SECTIONS as readonly string[]).includes(s));
   if (unknown.length > 0) throw new Error(`unknown section(s): ${unknown.join(', ')}; expected ${SECTIONS.join(', ')}`);
@@ -67,11 +69,13 @@ async function main(): Promise<void> {
       }),
     'cli-startup': () => Promise.resolve(runCliStartupSection({ runs: flags.quick ? 3 : 10 })),
     'fleet-exports': () =>
-      runFleetExportSection(
-        flags.quick
+      runFleetExportSection({
+        ...(flags.quick
           ? { companies: 2_000, transactions: 300_000, maxTransactionsPerPart: 100_000, partConcurrency: 2 }
-          : { companies: 10_000, transactions: 3_000_000, maxTransactionsPerPart: 500_000, partConcurrency: 2 },
-      ),
+          : { companies: 10_000, transactions: 3_000_000, maxTransactionsPerPart: 500_000, partConcurrency: 2 }),
+        ...(flags.fleetCompanies !== undefined ? { companies: flags.fleetCompanies } : {}),
+        ...(flags.fleetTransactions !== undefined ? { transactions: flags.fleetTransactions } : {}),
+      }),
     refresh: async () => {
       try {
         return await runRefreshSection();

@@ -80,7 +80,8 @@ export async function runFleetExportSection(options: FleetSectionOptions): Promi
   const targets: TargetResult[] = [];
   const lines: string[] = [];
   try {
-    // 1. The planner at fleet size.
+    // 1. The planner at fleet size (0 companies: skipped).
+    if (options.companies > 0) {
     await createRegistryTable(client, 'bench-companies');
     await createRunLedgerTable(client, 'bench-runs');
     await seedRegistry(client, 'bench-companies', options.companies);
@@ -103,8 +104,10 @@ export async function runFleetExportSection(options: FleetSectionOptions): Promi
       ),
       '',
     );
+    }
 
-    // 2. One company-month split into parts.
+    // 2. One company-month split into parts (0 transactions: skipped).
+    if (options.transactions > 0) {
     const sandbox = await startSandboxProcess();
     const s3 = await startS3([BUCKET]);
     try {
@@ -183,6 +186,7 @@ export async function runFleetExportSection(options: FleetSectionOptions): Promi
       );
     } finally {
       await Promise.all([sandbox.stop(), s3.stop()]);
+    }
     }
   } finally {
     client.destroy();

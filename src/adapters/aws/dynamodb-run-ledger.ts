@@ -14,6 +14,7 @@ import {
   type RunTally,
 } from '../../core/exports/run-ledger';
 import { type Clock } from '../../core/shared/clock';
+import { mapWithConcurrency } from '../../core/shared/concurrency';
 import { parseWith } from '../../core/shared/errors';
 
 const PK = RUN_LEDGER_TABLE.partitionKey.name;
@@ -143,6 +144,20 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
     return this.expect(companyKey(runId, companyId), { state: 'expected', source }, (entry) =>
       entry.state === 'expected' && entry.source !== undefined && sameSource(entry.source, source),
     );
+  }
+
+  /**
+   * One conditional put per company (16 in flight), then one ADD to the run's counter for all the
+   * page's new entries: the run item is no longer written once per company, which made it the
+   * hot key of a large plan. A crash before the ADD leaves the counter too low: an extra tally.
+   */
+  async expectCompanies(runId: string, companyIds: readonly string[], source: ExportSource): Promise<ExpectResult[]> {
+    const results = await mapWithConcurrency(companyIds, 16, (companyId) =>
+      this.expect(companyKey(runId, companyId), { state: 'expected', source }, (entry) => entry.state === 'expected' && entry.source !== undefined && sameSource(entry.source, source), false),
+    );
+    const created = results.filter((r) => r === 'created').length;
+    if (created > 0) await this.addOpen(runId, created);
+    return results;
   }
 
   expectDiscovery(runId: string, externalId: string): Promise<ExpectResult> {
@@ -316,7 +331,12 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
   }
 
   /** Puts a new entry and counts it open; on a repeat, tells `mine` from `taken` by reading it. */
-  private async expect(key: Record<string, string>, fields: Record<string, unknown>, isMine: (entry: z.output<typeof entryItemSchema>) => boolean): Promise<ExpectResult> {
+  private async expect(
+    key: Record<string, string>,
+    fields: Record<string, unknown>,
+    isMine: (entry: z.output<typeof entryItemSchema>) => boolean,
+    count = true,
+  ): Promise<ExpectResult> {
     try {
       await this.doc.send(
         new PutCommand({
@@ -331,7 +351,7 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
       const out = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true }));
       return isMine(parseWith(entryItemSchema, out.Item, `run ledger item ${key[SK]}`)) ? 'mine' : 'taken';
     }
-    await this.addOpen(key[PK]!.slice('run#'.length), 1);
+    if (count) await this.addOpen(key[PK]!.slice('run#'.length), 1);
     return 'created';
   }
 

@@ -73,6 +73,9 @@ export async function planSplit(deps: ExportWorkerDeps, job: ExportJob, message:
     }
     // One day above the threshold is one part: the API filters by date, nothing finer.
     if (parts.length < 2) return undefined;
+    // A narrower re-export without replaceFormats goes the whole-month way, which refuses it
+    // (FormatLossError) before reading anything; a split would publish without the other formats.
+    if (!job.replaceFormats && (await dropsFormats(deps, job))) return undefined;
     ({ split } = await deps.ledger.startSplit({ splitId, companyId: job.companyId, period: job.period, runId: newRunId(deps.clock), parts, createdAt: deps.clock.now() }));
   }
   if (split.publishedAt !== undefined) return 'completed';
@@ -82,6 +85,12 @@ export async function planSplit(deps: ExportWorkerDeps, job: ExportJob, message:
   deps.metrics.add('ExportSplit', 1);
   describeSplit(split, logger).info('export parts enqueued');
   return 'split';
+}
+
+async function dropsFormats(deps: ExportWorkerDeps, job: ExportJob): Promise<boolean> {
+  const previous = await readManifest(deps.exporter.store, manifestKey(job.companyId, parsePeriod(job.period)));
+  const selected = job.datasets ?? DATASETS;
+  return (previous?.objects ?? []).some((o) => selected.includes(o.dataset) && !job.formats.includes(o.format));
 }
 
 /** One part: written, recorded, and, when it is the last one done, the month is published. */

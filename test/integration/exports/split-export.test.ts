@@ -172,6 +172,19 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     const manifest = (await split.manifest())!;
     expect(manifest.objects.filter((o) => o.dataset === 'transactions')).toHaveLength(9);
     expect((await split.ledger.getSplit(splitId))!.publishedAt).toBeDefined();
+
+    // A narrower re-export of the split month is refused as for a whole month, unless it may replace formats.
+    const narrower = { ...split.job, formats: ['csv' as const], trigger: { kind: 'on_demand' as const, requestId: 'narrower', via: 'cli' as const } };
+    await split.queue.enqueue([narrower]);
+    expect(await Promise.all(split.queue.drain().map(split.deliver))).toEqual(['failed']);
+    expect(split.queue.drain()).toEqual([]);
+    expect((await split.manifest())!.runId).toBe(manifest.runId);
+    await split.queue.enqueue([{ ...narrower, replaceFormats: true }]);
+    expect(await Promise.all(split.queue.drain().map(split.deliver))).toEqual(['split']);
+    for (const message of split.queue.drain()) expect(await split.deliver(message)).toBe('completed');
+    const replaced = (await split.manifest())!;
+    expect(new Set(replaced.objects.map((o) => o.format))).toEqual(new Set(['csv']));
+    expect(replaced.datasets.transactions!.totals).toEqual(manifest.datasets.transactions!.totals);
   });
 
   it('exports a month at or below the threshold whole (one count request decides)', async () => {
