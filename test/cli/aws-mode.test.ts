@@ -286,7 +286,8 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(replaced.code).toBe(0);
     const last = JSON.parse(eventBridge.requests.at(-1)!.body) as { Entries: { Detail: string }[] };
     expect(JSON.parse(last.Entries[0]!.Detail)).toEqual({ companyId: world.companyId, period: '2026-10', formats: ['csv'], replaceFormats: true });
-  });
+    // Six CLI processes in one test.
+  }, 240_000);
 
   it('doctor invokes check-health and the rotation doctor (dry run unless --repair) and reports what it could not check', async () => {
     lambdaAnswers.set(outputs.CheckHealthFunctionName!, () => ({
