@@ -23,6 +23,8 @@ import type { CompanyExportRow, ExportReport } from '../commands/export';
 import type * as ExportRun from '../commands/export-run';
 import type { ObjectStore } from '../../src/core/exports/object-store';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
+import { activeCompanyPages, CompanyRegistry } from '../../src/core/companies/company-registry';
+import { REGISTRY_OUTPUT } from './aws-company-registry';
 import { lazy } from '../lazy';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (cli/lazy.ts)
@@ -62,7 +64,7 @@ export interface AwsOperations {
   setInstitutionSecret(value: string | undefined): Promise<InstitutionSecretReport>;
   installCompanyKey(companyId: string, apiKey: string): Promise<KeyInstallReport>;
   /** ExportRequested per company to the stack's exports bus; with `wait`, until each manifest of the month is newer than the request. */
-  requestExport(options: { month: string; company?: string; formats?: ExportFormat[]; wait: boolean }): Promise<ExportReport>;
+  requestExport(options: { month: string; company?: string; formats?: ExportFormat[]; replaceFormats?: boolean; wait: boolean }): Promise<ExportReport>;
 }
 
 /** How long `export` waits for the deployed pipeline, and how often it looks. */
@@ -247,8 +249,8 @@ class StackOperations implements AwsOperations {
     );
   }
 
-  async requestExport(options: { month: string; company?: string; formats?: ExportFormat[]; wait: boolean }): Promise<ExportReport> {
-    const companies = options.company ? [options.company] : await this.companies();
+  async requestExport(options: { month: string; company?: string; formats?: ExportFormat[]; replaceFormats?: boolean; wait: boolean }): Promise<ExportReport> {
+    const companies = options.company ? [options.company] : await this.registeredCompanies();
     const store = await this.exportStore();
     const events = this.clients.events(await this.output(OUTPUTS.exportBus, 'request exports'), 'acctops.cli');
     const requestedAt = systemClock.now();
@@ -256,7 +258,7 @@ class StackOperations implements AwsOperations {
       companies.map((companyId) => ({
         type: 'ExportRequested',
         time: requestedAt,
-        detail: { companyId, period: options.month, ...(options.formats ? { formats: options.formats } : {}) },
+        detail: { companyId, period: options.month, ...(options.formats ? { formats: options.formats } : {}), ...(options.replaceFormats ? { replaceFormats: true } : {}) },
       })),
     );
     const rows = new Map<string, CompanyExportRow>(companies.map((companyId) => [companyId, { companyId, status: 'requested' }]));
@@ -277,6 +279,20 @@ class StackOperations implements AwsOperations {
 
   private async exportStore(): Promise<ObjectStore> {
     return exportRun().storeForBucket(await this.output(OUTPUTS.exportBucket, 'read the exports'), this.session);
+  }
+
+  /**
+   * The stage's active companies from the company registry, read a page at a time: what the
+   * monthly planner exports (a company with a key secret but not registered is not exported).
+   */
+  private async registeredCompanies(): Promise<string[]> {
+    const registry = new CompanyRegistry(this.clients.registryTable(await this.output(REGISTRY_OUTPUT, 'read the company registry')), {
+      defaultFormats: FORMATS,
+      logger: this.session.out.logger(),
+    });
+    const out: string[] = [];
+    for await (const page of activeCompanyPages(registry)) out.push(...page.items.map((c) => c.companyId));
+    return out.sort();
   }
 
   /** The companies whose keys the stack holds (their secrets, found by tag). */
