@@ -4,22 +4,26 @@ import * as z from 'zod';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
 import { envString, readEnv } from '../../src/core/shared/env';
 import { parseWith, ValidationError } from '../../src/core/shared/errors';
-import { JsonLogger, type Logger } from '../../src/core/shared/logger';
-import { EmfMetrics, type Metrics } from '../../src/core/shared/metrics';
+import type { Logger } from '../../src/core/shared/logger';
+import type { Metrics } from '../../src/core/shared/metrics';
 import { redactString } from '../../src/core/shared/redact';
+import { LambdaLogger } from './powertools-logger';
+import { PowertoolsMetrics } from './powertools-metrics';
 
 /** What every function gets from AcctopsFunction (lib/constructs/acctops-function.ts). */
 const runtimeEnvSchema = z.object({
   ACCTOPS_STAGE: envString,
   ACCTOPS_FUNCTION: envString,
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  /** Share of invocations logged at debug (Powertools' variable; unset in the stack unless a stage sets it). */
+  POWERTOOLS_LOGGER_SAMPLE_RATE: z.coerce.number().min(0).max(1).optional(),
 });
 
 /** Per-invocation tools handed to a handler. */
 export interface Invocation {
-  /** Carries `requestId` and `correlationId` on every line; redacts like every JsonLogger. */
+  /** Carries `requestId` and `correlationId` on every line; every line passes through our redaction. */
   readonly logger: Logger;
-  /** Flushed as EMF when the invocation ends, whether it succeeded or failed. */
+  /** Flushed (EMF, through Powertools) when the invocation ends, whether it succeeded or failed. */
   readonly metrics: Metrics;
   /** The event's own id when it has a usable one (EventBridge `id`), else the request id. */
   readonly correlationId: string;
@@ -45,12 +49,12 @@ export interface CreateHandlerOptions<S extends z.ZodType, R> {
   env?: NodeJS.ProcessEnv;
   /**
    * Root logger; each invocation logs through a child of it.
-   * @default a JsonLogger on stdout at LOG_LEVEL
+   * @default Powertools Logger behind our port (LambdaLogger), at LOG_LEVEL, sampled at POWERTOOLS_LOGGER_SAMPLE_RATE
    */
   logger?: Logger;
   /**
    * Makes the metrics of one invocation.
-   * @default EMF on stdout, dimensions Stage and Function, correlation and request id as properties
+   * @default Powertools Metrics (EMF on stdout), dimensions Stage and Function, correlation and request id as metadata
    */
   createMetrics?: (ids: { correlationId: string; requestId: string }) => Metrics;
   /** @default systemClock */
@@ -75,7 +79,7 @@ function defaultCorrelationId(event: unknown): string | undefined {
 /**
  * The one way to write a Lambda entry point here: middy, with the event parsed by zod before the
  * handler (and so before any side effect), a logger per invocation that carries the correlation
- * id, EMF metrics flushed at the end, and failures logged once, redacted, then rethrown so that
+ * id, EMF metrics flushed at the end (Powertools Logger and Metrics behind our ports), and failures logged once, redacted, then rethrown so that
  * Lambda's retry, DLQ and Errors metric see them.
  *
  * Call it at module scope: the environment is validated at init, so a misconfigured function
@@ -89,7 +93,8 @@ export function createHandler<S extends z.ZodType, R>(
 ): MiddyfiedHandler<unknown, R, Error, Context & Partial<Scoped>> {
   const env = readEnv(runtimeEnvSchema, options.env);
   const clock = options.clock ?? systemClock;
-  const root = (options.logger ?? new JsonLogger(undefined, {}, env.LOG_LEVEL)).child({
+  const lambdaLogger = options.logger ? undefined : LambdaLogger.create({ level: env.LOG_LEVEL, sampleRate: env.POWERTOOLS_LOGGER_SAMPLE_RATE });
+  const root = (options.logger ?? lambdaLogger!).child({
     stage: env.ACCTOPS_STAGE,
     function: env.ACCTOPS_FUNCTION,
   });
@@ -97,7 +102,7 @@ export function createHandler<S extends z.ZodType, R>(
   const createMetrics =
     options.createMetrics ??
     ((ids: { correlationId: string; requestId: string }) =>
-      new EmfMetrics({
+      new PowertoolsMetrics({
         dimensions: { Stage: env.ACCTOPS_STAGE, Function: env.ACCTOPS_FUNCTION },
         properties: ids,
         clock,
@@ -111,6 +116,7 @@ export function createHandler<S extends z.ZodType, R>(
       const requestId = request.context.awsRequestId;
       const candidate = pickCorrelationId(request.event);
       const correlationId = candidate !== undefined && CORRELATION_ID.test(candidate) ? candidate : requestId;
+      lambdaLogger?.beginInvocation(request.context, correlationId);
       request.context.acctops = {
         logger: root.child({ requestId, correlationId }),
         metrics: createMetrics({ correlationId, requestId }),

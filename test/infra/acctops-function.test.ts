@@ -77,6 +77,7 @@ describe('AcctopsFunction', () => {
             ACCTOPS_STAGE: 'test',
             ACCTOPS_FUNCTION: 'check-health',
             LOG_LEVEL: 'debug',
+            POWERTOOLS_SERVICE_NAME: 'acctops',
           },
         },
       });
@@ -160,6 +161,8 @@ describe('AcctopsFunction', () => {
     ['a handler directory that is not verb-noun', { handlerDir: 'Health' }, /verb-noun/],
     ['a handler that does not exist', { handlerDir: 'check-nothing' }, /no handler at functions\/check-nothing/],
     ['a reserved variable', { environment: { LOG_LEVEL: 'debug' } }, /LOG_LEVEL is set by AcctopsFunction/],
+    ['a Powertools variable', { environment: { POWERTOOLS_LOGGER_SAMPLE_RATE: '1' } }, /POWERTOOLS_LOGGER_SAMPLE_RATE is set by AcctopsFunction/],
+    ['a sample rate above 1', { logSampleRate: 1.5 }, /logSampleRate must be between 0 and 1/],
   ])('refuses %s', (_what, props, message) => {
     expect(() => stackWith((stack) => new AcctopsFunction(stack, 'Fn', { ...BASE, ...props }))).toThrow(message);
   });
