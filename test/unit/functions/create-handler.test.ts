@@ -1,6 +1,8 @@
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import { createHandler, type Invocation } from '../../../functions/_shared/create-handler';
+import { createHandler as createLeanHandler } from '../../../functions/_shared/create-lean-handler';
+import { EmfMetrics } from '../../../functions/_shared/emf-metrics';
 import { PowertoolsMetrics } from '../../../functions/_shared/powertools-metrics';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { AcctopsError, ConfigError, ValidationError } from '../../../src/core/shared/errors';
@@ -210,6 +212,38 @@ describe('createHandler', () => {
       error: { name: 'AcctopsError', code: 'auth_failed', message: 'refused [REDACTED]' },
       stack: expect.stringContaining('AcctopsError'),
     });
+  });
+
+  it('without Powertools (create-lean-handler): our JSON logger and EMF writer, same names, dimensions and redaction', async () => {
+    registerSecret(CANARY);
+    const written: string[] = [];
+    const write = captureStdout(written);
+    try {
+      const lambda = createLeanHandler({
+        eventSchema,
+        env: ENV,
+        handler: async (_event, { logger, metrics }) => {
+          expect(metrics).toBeInstanceOf(EmfMetrics);
+          metrics.add('Exported', 2);
+          logger.warn(`saw ${CANARY}`, { apiKey: CANARY });
+        },
+      });
+      await lambda(GOOD, context('req-3'));
+    } finally {
+      write.mockRestore();
+    }
+    expect(written.join('')).not.toContain(CANARY);
+    const lines = written.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        _aws: expect.objectContaining({ CloudWatchMetrics: [{ Namespace: METRICS_NAMESPACE, Dimensions: [['Stage', 'Function']], Metrics: [{ Name: 'Exported', Unit: 'Count' }] }] }),
+        Stage: 'test',
+        Function: 'export-company',
+        correlationId: 'evt-7f3a',
+        Exported: 2,
+      }),
+    );
+    expect(lines).toContainEqual(expect.objectContaining({ level: 'warn', message: 'saw [REDACTED]', apiKey: '[REDACTED]', requestId: 'req-3', correlationId: 'evt-7f3a' }));
   });
 
   it('fails at init, naming the variable, when the function is misconfigured', () => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EmfMetrics } from '../../../functions/_shared/emf-metrics';
 import { PowertoolsMetrics } from '../../../functions/_shared/powertools-metrics';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryMetrics, METRICS_NAMESPACE, MetricsError, noMetrics } from '../../../src/core/shared/metrics';
@@ -47,10 +48,13 @@ beforeEach(() => {
 });
 afterEach(() => write?.mockRestore());
 
-function emf(options: ConstructorParameters<typeof PowertoolsMetrics>[0] = {}) {
+type Options = ConstructorParameters<typeof PowertoolsMetrics>[0] & ConstructorParameters<typeof EmfMetrics>[0];
+type Implementation = new (options: Options) => PowertoolsMetrics | EmfMetrics;
+
+function emf(Impl: Implementation, options: Options = {}) {
   // A timestamp within CloudWatch's window (14 days back), which Powertools checks.
   const clock = new ManualClock(Math.floor(Date.now() / 1000) * 1000);
-  const metrics = new PowertoolsMetrics({ clock, ...options });
+  const metrics = new Impl({ clock, ...options });
   // Powertools writes through a Console on process.stdout: one write per document, newline-terminated.
   const lines = written;
   const documents = () => lines.map((line) => emfDocument.parse(JSON.parse(line)));
@@ -58,13 +62,17 @@ function emf(options: ConstructorParameters<typeof PowertoolsMetrics>[0] = {}) {
 }
 
 /**
- * Powertools Metrics (functions/_shared/powertools-metrics.ts) behind our port: the document
- * shape the alarms in lib/ depend on (namespace, metric names, exactly our dimensions and no
- * `service` dimension of Powertools' own), asserted on what reaches stdout.
+ * Powertools Metrics (functions/_shared/powertools-metrics.ts) behind our port, and our own EMF
+ * writer kept for export-period (functions/_shared/emf-metrics.ts), held to the same tests: the
+ * document shape the alarms in lib/ depend on (namespace, metric names, exactly our dimensions
+ * and no `service` dimension of Powertools' own), asserted on what reaches stdout.
  */
-describe('PowertoolsMetrics', () => {
+describe.each([
+  ['PowertoolsMetrics', PowertoolsMetrics as Implementation],
+  ['EmfMetrics', EmfMetrics as Implementation],
+])('%s', (_name, Impl) => {
   it('writes one EMF document per flush with dimensions, units and values as root members', () => {
-    const { metrics, documents, clock } = emf({ dimensions: { Stage: 'prod', Function: 'token-worker' } });
+    const { metrics, documents, clock } = emf(Impl, { dimensions: { Stage: 'prod', Function: 'token-worker' } });
     metrics.add('TokensRefreshed', 3);
     metrics.add('RefreshLatency', 120, 'Milliseconds');
     metrics.add('RefreshLatency', 80, 'Milliseconds');
@@ -94,7 +102,7 @@ describe('PowertoolsMetrics', () => {
   });
 
   it('writes one document per dimension set, and views share one flush', () => {
-    const { metrics, documents } = emf({ dimensions: { Stage: 'prod' } });
+    const { metrics, documents } = emf(Impl, { dimensions: { Stage: 'prod' } });
     metrics.add('Runs', 1);
     metrics.withDimensions({ Company: 'acme' }).add('ExportFailed', 1);
     metrics.withDimensions({ Company: 'umbrella' }).add('ExportFailed', 1);
@@ -111,7 +119,7 @@ describe('PowertoolsMetrics', () => {
   });
 
   it('splits at 100 metrics per document and 100 values per metric, each document with the ids', () => {
-    const { metrics, documents } = emf({ dimensions: { Stage: 'prod' }, properties: { correlationId: 'evt-9' } });
+    const { metrics, documents } = emf(Impl, { dimensions: { Stage: 'prod' }, properties: { correlationId: 'evt-9' } });
     for (let i = 0; i < 150; i += 1) metrics.add(`M${i}`, i);
     for (let i = 0; i < 250; i += 1) metrics.add('Latency', i, 'Milliseconds');
     metrics.flush();
@@ -128,7 +136,7 @@ describe('PowertoolsMetrics', () => {
   });
 
   it('keeps the unit a name was first recorded with, where Powertools would throw', () => {
-    const { metrics, documents } = emf({ dimensions: { Stage: 'prod' } });
+    const { metrics, documents } = emf(Impl, { dimensions: { Stage: 'prod' } });
     metrics.add('Latency', 5, 'Milliseconds');
     metrics.add('Latency', 7, 'Seconds');
     metrics.flush();
@@ -136,7 +144,7 @@ describe('PowertoolsMetrics', () => {
   });
 
   it('writes nothing when nothing was recorded, and nothing twice', () => {
-    const { metrics, lines } = emf();
+    const { metrics, lines } = emf(Impl);
     metrics.flush();
     expect(lines).toEqual([]);
     metrics.add('Runs', 1);
@@ -147,7 +155,7 @@ describe('PowertoolsMetrics', () => {
 
   it('adds properties as searchable root members, redacted', () => {
     const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyLTEifQ.c2lnbmF0dXJlLXZhbHVl';
-    const { metrics, documents } = emf({ dimensions: { Stage: 'prod', Note: `key ${jwt}` }, properties: { correlationId: 'evt-1', note: `token ${jwt}` } });
+    const { metrics, documents } = emf(Impl, { dimensions: { Stage: 'prod', Note: `key ${jwt}` }, properties: { correlationId: 'evt-1', note: `token ${jwt}` } });
     metrics.add('Runs', 1);
     metrics.flush();
     const [doc] = documents();
@@ -157,18 +165,18 @@ describe('PowertoolsMetrics', () => {
   });
 
   it.each([
-    ['an empty name', (m: PowertoolsMetrics) => m.add('', 1)],
-    ['a name starting with a colon', (m: PowertoolsMetrics) => m.add(':x', 1)],
-    ['a value that is not finite', (m: PowertoolsMetrics) => m.add('Ratio', Number.NaN)],
-    ['a name that is also a dimension', (m: PowertoolsMetrics) => m.add('Stage', 1)],
-    ['a name that is also a property', (m: PowertoolsMetrics) => m.add('correlationId', 1)],
-    ['an empty dimension value', (m: PowertoolsMetrics) => m.withDimensions({ Company: '' })],
+    ['an empty name', (m: PowertoolsMetrics | EmfMetrics) => m.add('', 1)],
+    ['a name starting with a colon', (m: PowertoolsMetrics | EmfMetrics) => m.add(':x', 1)],
+    ['a value that is not finite', (m: PowertoolsMetrics | EmfMetrics) => m.add('Ratio', Number.NaN)],
+    ['a name that is also a dimension', (m: PowertoolsMetrics | EmfMetrics) => m.add('Stage', 1)],
+    ['a name that is also a property', (m: PowertoolsMetrics | EmfMetrics) => m.add('correlationId', 1)],
+    ['an empty dimension value', (m: PowertoolsMetrics | EmfMetrics) => m.withDimensions({ Company: '' })],
     [
       'more than 30 dimensions',
-      (m: PowertoolsMetrics) => m.withDimensions(Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`D${i}`, 'x']))),
+      (m: PowertoolsMetrics | EmfMetrics) => m.withDimensions(Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`D${i}`, 'x']))),
     ],
   ])('refuses %s', (_what, call) => {
-    const { metrics } = emf({ dimensions: { Stage: 'prod' }, properties: { correlationId: 'c' } });
+    const { metrics } = emf(Impl, { dimensions: { Stage: 'prod' }, properties: { correlationId: 'c' } });
     expect(() => call(metrics)).toThrow(MetricsError);
   });
 });
