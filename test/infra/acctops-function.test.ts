@@ -157,6 +157,14 @@ describe('AcctopsFunction', () => {
     expect(describeViolations(nagViolations(stack))).toEqual([]);
   });
 
+  it('passes a log sample rate to Powertools Logger, and none by default', () => {
+    const { template } = stackWith((stack) => new AcctopsFunction(stack, 'Fn', { ...BASE, logSampleRate: 0.05 }));
+    template.hasResourceProperties('AWS::Lambda::Function', { Environment: { Variables: Match.objectLike({ POWERTOOLS_LOGGER_SAMPLE_RATE: '0.05' }) } });
+    const plain = stackWith((stack) => new AcctopsFunction(stack, 'Fn', BASE)).template;
+    const [resource] = Object.values(plain.findResources('AWS::Lambda::Function'));
+    expect(resource!.Properties.Environment.Variables.POWERTOOLS_LOGGER_SAMPLE_RATE).toBeUndefined();
+  });
+
   it.each([
     ['a handler directory that is not verb-noun', { handlerDir: 'Health' }, /verb-noun/],
     ['a handler that does not exist', { handlerDir: 'check-nothing' }, /no handler at functions\/check-nothing/],
