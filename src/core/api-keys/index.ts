@@ -14,6 +14,7 @@ export {
   type CompanyKeyEntry,
   CompanyKeyNotFoundError,
   taggedKeyDirectory,
+  companyKeySecretName,
 } from './key-directory';
 export { CompanyApiKeys, type CompanyApiKeysOptions } from './company-api-keys';
 export {
@@ -53,5 +54,23 @@ export {
   type DoctorDeps,
   FINDING_EVENT_TYPE,
   checkKeyRotations,
+  examineCompanies,
+  reportDoctorRun,
 } from './rotation-doctor';
+export {
+  type DueReason,
+  type RotationCandidate,
+  type RotationCheckIndex,
+  type QueuedCheck,
+  queuedCheckSchema,
+  type RotationCheckQueue,
+  type SweepDeps,
+  type SweepSettings,
+  type SweepReport,
+  dueReason,
+  sweepKeyRotations,
+  type QueuedBatchResult,
+  checkQueuedCompanies,
+  describeByNameOrTag,
+} from './rotation-sweep';
 export { type KeyStatus, type KeyStatusDeps, keyStatus, type RotateNowResult, type RotateNowDeps, rotateNow } from './key-status';
