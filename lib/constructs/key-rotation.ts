@@ -242,6 +242,10 @@ export class KeyRotation extends Construct {
       value: this.rotateFunction.functionArn,
       description: 'The rotation function `acctops keys install` turns on for a company key secret created at run time',
     });
+    new CfnOutput(stack, 'CompanyKeyRotationDays', {
+      value: String(stage.apiKeys.rotationDays),
+      description: 'Days between rotations of a company key whose registry entry names none (`acctops keys install`)',
+    });
     new CfnOutput(stack, 'KeyRevocationScheduleGroup', {
       value: groupName,
       description: 'Schedule group of the pending API-key revocations (`acctops keys status`)',

@@ -74,3 +74,15 @@ export {
   describeByNameOrTag,
 } from './rotation-sweep';
 export { type KeyStatus, type KeyStatusDeps, keyStatus, type RotateNowResult, type RotateNowDeps, rotateNow } from './key-status';
+export {
+  type SecretLifecycle,
+  type CompanyKeySecretTarget,
+  type SecretOutcome,
+  type RotationOutcome,
+  type InstallOutcome,
+  RECOVERY_WINDOW_DAYS,
+  CompanyKeyProvisioningError,
+  installCompanyKeySecret,
+  type RetireOutcome,
+  retireCompanyKeySecret,
+} from './key-provisioning';
