@@ -1,7 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { OperatorClients } from '../../src/adapters/aws/operator-clients';
 import { apiKeyAuth, createAccountingClient } from '../../src/core/accounting-api';
-import { keyStatus, parseCompanyKeySecret, rotateNow, taggedKeyDirectory, type DoctorReport as RotationReport, type SecretLifecycle } from '../../src/core/api-keys';
+import {
+  companyKeySecretName,
+  describeByNameOrTag,
+  keyStatus,
+  parseCompanyKeySecret,
+  registeredKeyDirectory,
+  rotateNow,
+  taggedKeyDirectory,
+  type DoctorReport as RotationReport,
+  type SecretLifecycle,
+} from '../../src/core/api-keys';
+import { awsCompanyRegistry } from '../commands/companies';
 import type { HealthReport } from '../../src/core/health/check-health';
 import { SecretStage } from '../../src/core/ports/secrets';
 import { systemClock } from '../../src/core/shared/clock';
@@ -202,9 +213,25 @@ class StackOperations implements AwsOperations {
     const store = this.clients.secrets();
     const baseUrl = await this.baseUrl();
     const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
+    // The registry a page at a time, each company's secret by DescribeSecret of its name: no listing of every secret.
+    const stage = this.directoryOptions.stage;
+    // A stack from before the registry (no CompanyRegistryTableName output): the tag listing, as before.
+    const registry = stage === undefined ? undefined : await awsCompanyRegistry(this.session).catch((error: unknown) => {
+      if (error instanceof CliConfigError) return undefined;
+      throw error;
+    });
+    const directory =
+      stage === undefined || registry === undefined
+        ? taggedKeyDirectory(store, this.directoryOptions)
+        : registeredKeyDirectory({
+            pages: async function* () {
+              for await (const page of registry.pages()) yield page.items;
+            },
+            describeCompanySecret: describeByNameOrTag({ store, directory: taggedKeyDirectory(store, { stage }), nameOf: (id) => companyKeySecretName(stage, id) }),
+          });
     const companies = await keyStatus({
       store,
-      directory: taggedKeyDirectory(store, this.directoryOptions),
+      directory,
       scheduler,
       clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.session.out.logger() }),
     });

@@ -72,6 +72,7 @@ export {
   type QueuedBatchResult,
   checkQueuedCompanies,
   describeByNameOrTag,
+  registeredKeyDirectory,
 } from './rotation-sweep';
 export { type KeyStatus, type KeyStatusDeps, keyStatus, type RotateNowResult, type RotateNowDeps, rotateNow } from './key-status';
 export {

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { type SecretDescription, SecretNotFoundError, SecretStage } from '../ports/secrets';
 import { parseWith } from '../shared/errors';
-import type { CompanyKeyEntry } from './key-directory';
+import type { CompanyKeyDirectory, CompanyKeyEntry } from './key-directory';
 import {
   type DoctorDeps,
   type DoctorReport,
@@ -258,4 +258,27 @@ async function forEachLimited<T>(items: readonly T[], limit: number, work: (item
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+}
+
+/**
+ * The company key directory of the registry (`keys status` in AWS mode): the active companies a
+ * page at a time, each company's secret found by DescribeSecret of its conventional name (an
+ * imported one by tag), never by listing every secret. A registered company without a secret is
+ * left out (the sweep reports it as `key_missing`).
+ */
+export function registeredKeyDirectory(deps: {
+  pages(): AsyncIterable<{ companyId: string; removedAt?: string }[]>;
+  describeCompanySecret: SweepDeps['describeCompanySecret'];
+}): Pick<CompanyKeyDirectory, 'list'> {
+  return {
+    async *list() {
+      for await (const page of deps.pages()) {
+        for (const company of page) {
+          if (company.removedAt !== undefined) continue;
+          const found = await deps.describeCompanySecret(company.companyId);
+          if (found) yield found.entry;
+        }
+      }
+    },
+  };
 }
