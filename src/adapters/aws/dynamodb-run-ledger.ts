@@ -2,7 +2,7 @@ import { ConditionalCheckFailedException, CreateTableCommand, UpdateTimeToLiveCo
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { exportSourceSchema, type ExportSource } from '../../core/exports/export-jobs';
-import { RUN_LEDGER_TABLE } from '../../core/exports/pipeline-tables';
+import { RUN_LEDGER_TABLE } from '../../../contract/tables';
 import {
   sameSource,
   type CompanyOutcome,

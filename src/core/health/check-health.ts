@@ -1,3 +1,4 @@
+import { HEALTH_PROBES } from '../../../contract/metrics';
 import type { Clock } from '../shared/clock';
 import { AcctopsError } from '../shared/errors';
 import { silentLogger, type Logger } from '../shared/logger';
@@ -15,11 +16,11 @@ export interface HealthProbe {
   check(): Promise<string | void>;
 }
 
-/** Names of the probes the check-health function runs; the CLI's doctor reuses them. */
-export const PROBES = {
-  institutionCredential: 'institution-credential-readable',
-  service: 'service-reachable',
-} as const;
+/**
+ * Names of the probes the check-health function runs; the CLI's doctor reuses them, and the
+ * probe alarms read them from contract/metrics.ts.
+ */
+export const PROBES = HEALTH_PROBES;
 
 export interface ProbeResult {
   readonly name: string;

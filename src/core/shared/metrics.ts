@@ -1,3 +1,4 @@
+import { METRICS_NAMESPACE } from '../../../contract/metrics';
 import { systemClock, type Clock } from './clock';
 import { AcctopsError } from './errors';
 import { redactString } from './redact';
@@ -51,8 +52,8 @@ export type MetricUnit =
 
 export type MetricDimensions = Readonly<Record<string, string>>;
 
-/** Every acctops metric lives in this CloudWatch namespace; alarms refer to it. */
-export const METRICS_NAMESPACE = 'Acctops';
+/** Every acctops metric lives in this CloudWatch namespace (contract/metrics.ts; the alarms read it there too). */
+export { METRICS_NAMESPACE };
 
 // Limits of the embedded metric format and of CloudWatch (MetricDatum, Dimension).
 const MAX_METRICS_PER_DOCUMENT = 100;
