@@ -112,7 +112,7 @@ export const EXPORT_FUNCTION = 'export-period';
 /** Used when the stack does not deploy the export function (yet). */
 const FALLBACK_MEMORY_MB = 256;
 
-/** The export function's memory and NODE_OPTIONS as the synthesized stack configures them (lib/constructs/exports.ts). */
+/** The export function's memory and NODE_OPTIONS as the synthesized stack configures them (lib/constructs/exports/pipeline.ts). */
 function exportFunctionSettings(): { memoryMb: number; nodeOptions: string | undefined } | undefined {
   const fn = functionsOf(synthBenchStack(path.join(OUT_DIR, 'stack-template'), false)).get(EXPORT_FUNCTION);
   const memory = fn?.Properties?.MemorySize;

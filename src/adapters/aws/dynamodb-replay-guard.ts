@@ -89,7 +89,7 @@ export class DynamoDbReplayGuard implements ReplayGuard {
   }
 }
 
-/** Creates the replay table as lib/constructs/exports.ts does (tests, local setups). */
+/** Creates the replay table as REPLAY_TABLE (contract/tables.ts) describes it, like the construct (tests, local setups). */
 export async function createReplayTable(client: DynamoDBClient, tableName: string): Promise<void> {
   await client.send(
     new CreateTableCommand({

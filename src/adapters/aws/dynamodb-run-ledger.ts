@@ -268,7 +268,7 @@ export class DynamoDbRunLedger implements RunLedger {
   }
 }
 
-/** Creates the ledger table as lib/constructs/exports.ts does (tests, local setups). */
+/** Creates the ledger table as RUN_LEDGER_TABLE (contract/tables.ts) describes it, like the construct (tests, local setups). */
 export async function createRunLedgerTable(client: DynamoDBClient, tableName: string): Promise<void> {
   await client.send(
     new CreateTableCommand({

@@ -64,7 +64,7 @@ export interface ReplayGuard {
 
 /**
  * How long a claim holds before its jobs are enqueued: longer than the webhook function's timeout
- * (10 s, lib/constructs/exports.ts), so that a live delivery always confirms within its lease, and
+ * (10 s, lib/constructs/exports/webhook.ts), so that a live delivery always confirms within its lease, and
  * well inside SQS FIFO's five-minute deduplication window, so that if a confirm is lost after the
  * enqueue a retry's jobs carry the same deduplication ids (`on_demand:<event id>`) and are dropped.
  */
