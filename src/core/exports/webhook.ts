@@ -1,3 +1,4 @@
+import { ALARMED_METRICS } from '../../../contract/metrics';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../shared/clock';
 import { issuesFromZod, type FieldIssue } from '../shared/errors';
@@ -119,7 +120,7 @@ export async function receiveExportWebhook(deps: WebhookDeps, request: WebhookRe
     return response;
   } catch (error) {
     if (!(error instanceof Rejection)) throw error;
-    deps.metrics.add(error.status >= 500 ? 'WebhookUnavailable' : 'WebhookRejected', 1);
+    deps.metrics.add(error.status >= 500 ? ALARMED_METRICS.webhookUnavailable.name : ALARMED_METRICS.webhookRejected.name, 1);
     deps.logger.warn('webhook refused', { status: error.status, code: error.code, reason: error.message, issues: error.issues });
     return { status: error.status, body: { error: { code: error.code, message: error.message, ...(error.issues ? { issues: error.issues } : {}) } } };
   }

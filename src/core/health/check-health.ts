@@ -1,4 +1,4 @@
-import { HEALTH_PROBES } from '../../../contract/metrics';
+import { ALARMED_METRICS, HEALTH_PROBES, METRIC_DIMENSIONS } from '../../../contract/metrics';
 import type { Clock } from '../shared/clock';
 import { AcctopsError } from '../shared/errors';
 import { silentLogger, type Logger } from '../shared/logger';
@@ -72,7 +72,7 @@ export async function checkHealth(probes: readonly HealthProbe[], deps: CheckHea
       logger.debug('probe passed', { probe: result.name, durationMs: result.durationMs });
     } else {
       logger.warn('probe failed', { probe: result.name, durationMs: result.durationMs, error: result.error });
-      metrics.withDimensions({ Probe: result.name }).add('ProbeFailed', 1);
+      metrics.withDimensions({ [METRIC_DIMENSIONS.probe]: result.name }).add(ALARMED_METRICS.probeFailed.name, 1);
     }
   }
   return { ok: results.every((r) => r.ok), checkedAt, probes: results };
