@@ -3,7 +3,8 @@ import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
 import { processExportBatch } from '../../src/core/exports/export-worker';
 import { systemClock } from '../../src/core/shared/clock';
-import { createHandler } from '../_shared/create-handler';
+// Not create-handler: this bundle has no room for Powertools (docs/observability.md).
+import { createHandler } from '../_shared/create-lean-handler';
 
 const { env, runtime } = exportRuntimeFromEnv([
   'ACCTOPS_BASE_URL',
@@ -14,6 +15,7 @@ const { env, runtime } = exportRuntimeFromEnv([
   'EXPORT_RUNS_TABLE_NAME',
   'TOKEN_TABLE_NAME',
   'EXPORT_MAX_RECEIVE_COUNT',
+  'EXPORT_MAX_TRANSACTIONS_PER_PART',
   'SECRET_CACHE_TTL_SECONDS',
 ]);
 
@@ -48,6 +50,7 @@ export const handler = createHandler({
         logger,
         metrics,
         maxReceiveCount: env.EXPORT_MAX_RECEIVE_COUNT,
+        split: { maxTransactionsPerPart: env.EXPORT_MAX_TRANSACTIONS_PER_PART },
       },
       event.Records.map((r) => ({ messageId: r.messageId, body: r.body, receiveCount: r.attributes.ApproximateReceiveCount })),
     );

@@ -74,20 +74,18 @@ export interface ExportsProps {
   /** The user-token table: the planner lists active users through its keys-only index, the worker reads tokens. */
   readonly tokenTable: ITable;
   readonly tokenDueIndexName: string;
-  /** The company registry: the planner scans it, a page at a time, for the companies to export. */
+  /**
+   * The company registry: the planner scans it, a page at a time, for the companies to export; the
+   * webhook gets one item per request (its allowlist).
+   */
   readonly companyRegistryTable: ITable;
   /** Grants a function read access to the company API-key secrets (KeyRotation). */
   readonly companyKeys: { grantCompanyKeys(fn: AcctopsFunction): void };
-  /**
-   * Tenant isolation of the webhook: the companies it may request exports for.
-   * @default the stage's `companies`
-   */
-  readonly webhookCompanies?: readonly string[];
   readonly tuning?: ExportsTuning;
 }
 
 /**
- * Exports to S3 (docs/exports.md; docs/infrastructure-notes.md, "The Exports construct"), made of
+ * Exports to S3 (docs/exports.md, "The pipeline"; docs/infrastructure-notes.md), made of
  * four parts:
  * - `storage` (ExportStorage): the exports key, the bucket and its access-log bucket;
  * - `pipeline` (ExportPipeline): schedules, queues, the exports bus, the run ledger, the planner,
@@ -177,7 +175,7 @@ export class Exports extends Construct {
       queue: this.pipeline.queue,
       removalPolicy: props.removalPolicy,
       alarmAction,
-      companies: (props.webhookCompanies ?? stage.companies.map((c) => c.companyId)).map((c) => c.toLowerCase()),
+      companyRegistryTable: props.companyRegistryTable,
       concurrency: tuning.webhookConcurrency,
     });
     this.catalog = new ExportCatalog(this, 'Catalog', { stageName: stage.name, bucket: this.storage.bucket });

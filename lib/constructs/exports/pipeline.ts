@@ -162,6 +162,7 @@ export class ExportPipeline extends Construct {
         ACCTOPS_BASE_URL: stage.baseUrl,
         SECRET_CACHE_TTL_SECONDS: String(stage.secretCacheTtlSeconds),
         EXPORT_MAX_RECEIVE_COUNT: String(props.maxReceiveCount),
+        EXPORT_MAX_TRANSACTIONS_PER_PART: String(stage.exports.maxTransactionsPerPart),
       },
     })
       .bindBucket(props.bucket, 'EXPORT_BUCKET_NAME', 'readWriteDelete', { prefix: EXPORT_PREFIX })

@@ -1,6 +1,6 @@
 import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import type { Alarm, IAlarmAction } from 'aws-cdk-lib/aws-cloudwatch';
-import { BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { BillingMode, Table, TableEncryption, type ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { FunctionUrlAuthType, type FunctionUrl } from 'aws-cdk-lib/aws-lambda';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -27,8 +27,8 @@ export interface ExportWebhookProps {
   /** Of the replay table and the secret. */
   readonly removalPolicy: RemovalPolicy;
   readonly alarmAction: IAlarmAction;
-  /** Tenant isolation: the companies the webhook may request exports for (lowercase). */
-  readonly companies: readonly string[];
+  /** Tenant isolation: the webhook gets the requested company's item (GetItem only) at run time. */
+  readonly companyRegistryTable: ITable;
   /** Reserved (and capping) concurrency. */
   readonly concurrency: number;
 }
@@ -36,7 +36,7 @@ export interface ExportWebhookProps {
 /**
  * The signed export webhook (docs/exports.md, "Webhook"): a Function URL without IAM auth whose
  * function checks the HMAC signature before anything else, claims the event id in the replay
- * table and enqueues export jobs; its shared secret; the alarms on its refusals and outages. The
+ * table, looks the company up in the registry and enqueues export jobs; its shared secret; the alarms on its refusals and outages. The
  * webhook reads only its own secret.
  */
 export class ExportWebhook extends Grouping {
@@ -82,12 +82,13 @@ export class ExportWebhook extends Grouping {
       reservedConcurrency: props.concurrency,
       environment: {
         ...base.environment,
-        WEBHOOK_COMPANY_IDS: props.companies.join(','),
         SECRET_CACHE_TTL_SECONDS: String(stage.secretCacheTtlSeconds),
       },
     })
       .bindSecret(this.secret, 'WEBHOOK_SECRET_ARN', 'read')
       .bindTable(this.replayTable, 'WEBHOOK_REPLAY_TABLE_NAME', 'claims')
+      // Tenant isolation from the registry at run time: GetItem only, no list in the template.
+      .bindTable(props.companyRegistryTable, 'COMPANY_REGISTRY_TABLE_NAME', 'getItem')
       .bindQueue(props.queue, 'EXPORT_QUEUE_URL', 'send');
     // No IAM auth: the sender is outside AWS, and the HMAC signature over timestamp and body is the
     // authentication (checked before anything else happens; docs/exports.md, "Webhook").
