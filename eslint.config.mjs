@@ -1,6 +1,7 @@
 // Lint config. The `no-restricted-imports` blocks enforce the layer rules of docs/architecture.md:
 // dependencies point inward, src/core stays free of AWS, Lambda and middy, and only tests, bench
-// and the CLI may reach the sandbox.
+// and the CLI may reach the sandbox. contract/ is the innermost layer: every layer may import it,
+// and it imports nothing but its own files.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -29,6 +30,16 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       'no-console': 'error',
       eqeqeq: ['error', 'smart'],
+    },
+  },
+  {
+    // The facts lib and src share (docs/infrastructure-notes.md): no package, no Node, no other layer.
+    files: ['contract/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(?!\\./[^/]+$)', message: 'contract/ is dependency-free: it imports only its own files (./name).' }] },
+      ],
     },
   },
   restrict(

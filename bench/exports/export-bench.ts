@@ -112,7 +112,7 @@ export const EXPORT_FUNCTION = 'export-period';
 /** Used when the stack does not deploy the export function (yet). */
 const FALLBACK_MEMORY_MB = 256;
 
-/** The export function's memory and NODE_OPTIONS as the synthesized stack configures them (lib/constructs/exports.ts). */
+/** The export function's memory and NODE_OPTIONS as the synthesized stack configures them (lib/constructs/exports/pipeline.ts). */
 function exportFunctionSettings(): { memoryMb: number; nodeOptions: string | undefined } | undefined {
   const fn = functionsOf(synthBenchStack(path.join(OUT_DIR, 'stack-template'), false)).get(EXPORT_FUNCTION);
   const memory = fn?.Properties?.MemorySize;
@@ -399,7 +399,7 @@ const EXPORT_MISSES: Record<string, string> = {
   'export.ratio.all-dir': RATIO_NOTE,
   'export.ratio.all-s3': RATIO_NOTE,
   'export.rss':
-    'Cause (see "Memory: what we found"): the young generation (capped at 3 × 16 MiB by the function\'s `NODE_OPTIONS`) and the S3 part buffers (at most 2 × 5 MiB per object since the part buffers are reused, finding 5) come on top of a retained heap of ~15 MiB and Node\'s own ~70 MiB. Plan: a lower semi-space cap (`maxSemiSpaceMb`: 8 in lib/constructs/exports.ts; it trades RSS for more scavenges, so it needs an A/B of the ratios on a quiet machine), then one pool of part buffers shared by the three objects of a dataset instead of two per object.',
+    'Cause (see "Memory: what we found"): the young generation (capped at 3 × 16 MiB by the function\'s `NODE_OPTIONS`) and the S3 part buffers (at most 2 × 5 MiB per object since the part buffers are reused, finding 5) come on top of a retained heap of ~15 MiB and Node\'s own ~70 MiB. Plan: a lower semi-space cap (`maxSemiSpaceMb`: 8 in lib/constructs/exports/pipeline.ts; it trades RSS for more scavenges, so it needs an A/B of the ratios on a quiet machine), then one pool of part buffers shared by the three objects of a dataset instead of two per object.',
   'export.rss-growth':
     'Cause: to S3, the part buffers fill only at 1M: at 100k the JSONL and Parquet objects are smaller than one 5 MiB part, at 1M all three objects are multipart, each with its two part buffers (finding 5); the retained heap does not grow (last column), and to a directory the growth stays under the bound (table above). Built on 2026-11-25: part buffers allocated once per object and reused, instead of lib-storage\'s fresh `Buffer.concat` per part. Plan: one pool of part buffers for the three objects of a dataset.',
 };

@@ -25,7 +25,7 @@ const CHILD_BUNDLE = path.join(OUT_DIR, 'fleet-child.js');
 const BUCKET = 'acctops-bench-fleet';
 const PERIOD = '2026-10';
 const MIB_256 = 256 * 1024 * 1024;
-/** Node flags of the export function (lib/constructs/exports.ts: 1024 MB, semi-space 16 MiB). */
+/** Node flags of the export function (lib/constructs/exports/pipeline.ts: 1024 MB, semi-space 16 MiB). */
 const CHILD_ARGS = ['--max-semi-space-size=16', '--max-old-space-size=922'];
 const aws = { region: 'eu-central-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } };
 

@@ -12,7 +12,7 @@ const { env, runtime } = exportRuntimeFromEnv([
   'EXPORT_DUE_AFTER_HOURS',
 ]);
 
-/** The hourly schedule's input (lib/constructs/exports.ts). */
+/** The hourly schedule's input (lib/constructs/exports/pipeline.ts). */
 const eventSchema = z.strictObject({
   source: z.literal('acctops.scheduler'),
   schedule: z.literal('monthly-export-check'),

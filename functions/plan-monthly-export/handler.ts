@@ -16,7 +16,7 @@ const { env, runtime } = exportRuntimeFromEnv([
 ]);
 
 /**
- * What EventBridge Scheduler sends (lib/constructs/exports.ts); a runbook may invoke the planner
+ * What EventBridge Scheduler sends (lib/constructs/exports/pipeline.ts); a runbook may invoke the planner
  * with the same shape to plan a month again (`scheduledAt` in the month after it, a new
  * `executionId` for a new run).
  */

@@ -1,16 +1,12 @@
 import { CfnOutput, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { AwsCustomResource, AwsCustomResourcePolicy, PhysicalResourceId } from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
+import { REGISTRY_TABLE } from '../../contract/tables';
 import type { StageConfig } from '../config/stage';
-
-/**
- * The registry table's key, repeated from src/core/companies/company-registry.ts (REGISTRY_TABLE;
- * lib may not import src); test/infra/company-registry.test.ts holds the two together.
- */
-export const REGISTRY_TABLE_SHAPE = { partitionKey: { name: 'companyId', type: AttributeType.STRING } } as const;
+import { attribute } from './table-keys';
 
 export interface CompanyRegistryProps {
   readonly stage: StageConfig;
@@ -42,7 +38,7 @@ export class CompanyRegistry extends Construct {
       removalPolicy: props.removalPolicy,
     });
     this.table = new Table(this, 'Table', {
-      partitionKey: REGISTRY_TABLE_SHAPE.partitionKey,
+      partitionKey: attribute(REGISTRY_TABLE.partitionKey),
       billingMode: BillingMode.PAY_PER_REQUEST,
       encryption: TableEncryption.CUSTOMER_MANAGED,
       encryptionKey: this.key,

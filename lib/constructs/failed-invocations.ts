@@ -1,11 +1,12 @@
 import { Duration, Stack, Validations } from 'aws-cdk-lib';
-import { Alarm, ComparisonOperator, TreatMissingData, type IAlarmAction } from 'aws-cdk-lib/aws-cloudwatch';
+import type { Alarm, IAlarmAction } from 'aws-cdk-lib/aws-cloudwatch';
 import { PolicyStatement, Role } from 'aws-cdk-lib/aws-iam';
 import type { IDestination } from 'aws-cdk-lib/aws-lambda';
 import { type CfnSchedule, Schedule } from 'aws-cdk-lib/aws-scheduler';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct, type IConstruct } from 'constructs';
 import { AcctopsFunction } from './acctops-function';
+import { acctopsAlarm } from './alarms';
 
 export interface FailedInvocationsProps {
   readonly alarmAction: IAlarmAction;
@@ -37,18 +38,14 @@ export class FailedInvocations extends Construct {
       id: 'AwsSolutions-SQS3',
       reason: 'This queue is itself the dead-letter queue of every schedule and the on-failure destination of every asynchronous invocation.',
     });
-    this.alarm = new Alarm(this, 'Alarm', {
-      alarmDescription:
+    // Monitoring adds the OK action to every alarm of the stack.
+    this.alarm = acctopsAlarm(this, 'Alarm', {
+      action: props.alarmAction,
+      description:
         'A schedule could not invoke its function, or an asynchronously invoked function (a schedule\'s target, a key revocation) failed every attempt. ' +
         'The message in the FailedInvocations queue names the function and the input. Runbook: "A failed invocation".',
       metric: this.queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: TreatMissingData.NOT_BREACHING,
     });
-    // Monitoring adds the OK action to every alarm of the stack.
-    this.alarm.addAlarmAction(props.alarmAction);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { ArnFormat, CfnOutput, Duration, type RemovalPolicy, Stack, Tags, Validations } from 'aws-cdk-lib';
-import { Alarm, ComparisonOperator, Metric, TreatMissingData, type IAlarmAction } from 'aws-cdk-lib/aws-cloudwatch';
+import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { EventBus, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
@@ -10,11 +10,10 @@ import { CfnRotationSchedule, type ISecret, Secret } from 'aws-cdk-lib/aws-secre
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { flattenCfnReference } from 'cdk-nag/lib/utils/flatten-cfn-reference';
 import { Construct } from 'constructs';
+import { ALARMED_METRICS } from '../../contract/metrics';
 import type { StageConfig } from '../config/stage';
 import { AcctopsFunction, type AcctopsFunctionDefaults } from './acctops-function';
-
-/** The namespace the functions' EMF metrics are in (METRICS_NAMESPACE in src/core/shared/metrics.ts). */
-const METRICS_NAMESPACE = 'Acctops';
+import { acctopsAlarm, acctopsMetric } from './alarms';
 
 /**
  * Tags by which the functions and the CLI find the company key secrets (COMPANY_KEY_TAGS in
@@ -208,29 +207,27 @@ export class KeyRotation extends Construct {
 
     const action = new SnsAction(props.alarmTopic);
     this.alarms = {
-      rotationFailures: alarm(this, 'RotationFailuresAlarm', action, {
+      rotationFailures: acctopsAlarm(this, 'RotationFailuresAlarm', {
+        action,
         description: `A rotation step of a company API key failed; the rotation was rolled back and AWSCURRENT still works. ${this.rotateFunction.logGroupName} names the step. Runbook: "A key rotation failed".`,
         metric: this.rotateFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
       }),
-      revocationFailures: alarm(this, 'RevocationFailuresAlarm', action, {
+      revocationFailures: acctopsAlarm(this, 'RevocationFailuresAlarm', {
+        action,
         description: 'Revoking a rotated-out API key failed; the old key still works. The rotation doctor revokes it within the hour (revocation_overdue); `acctops doctor --repair` does it now.',
         metric: this.revokeFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
       }),
-      doctorFailures: alarm(this, 'DoctorFailuresAlarm', action, {
+      doctorFailures: acctopsAlarm(this, 'DoctorFailuresAlarm', {
+        action,
         description: `The rotation doctor failed: stuck rotations and orphan keys are not being repaired. \`acctops doctor\` invokes it and shows the error; its logs: ${this.doctorFunction.logGroupName}.`,
         metric: this.doctorFunction.metricErrors({ period: Duration.hours(1), statistic: 'Sum' }),
       }),
-      doctorFindings: alarm(this, 'DoctorFindingsAlarm', action, {
+      doctorFindings: acctopsAlarm(this, 'DoctorFindingsAlarm', {
+        action,
         description:
           'The rotation doctor found what it may not repair: a key close to expiry, an overdue or disabled rotation, a company it cannot check. ' +
           '`acctops doctor` lists them. Runbook: "The rotation doctor reports findings".',
-        metric: new Metric({
-          namespace: METRICS_NAMESPACE,
-          metricName: 'UnrepairedRotationFindings',
-          dimensionsMap: { Stage: stage.name, Function: 'check-key-rotations' },
-          statistic: 'Maximum',
-          period: Duration.hours(1),
-        }),
+        metric: acctopsMetric(stage.name, ALARMED_METRICS.unrepairedRotationFindings, { statistic: 'Maximum', period: Duration.hours(1) }),
       }),
     };
 
@@ -367,18 +364,4 @@ export class KeyRotation extends Construct {
 
 function acknowledge(fn: AcctopsFunction, finding: string, reason: string): void {
   Validations.of(fn.executionRole).acknowledge({ id: `AwsSolutions-IAM5[${finding}]`, reason });
-}
-
-function alarm(scope: Construct, id: string, action: IAlarmAction, options: { description: string; metric: Metric }): Alarm {
-  const created = new Alarm(scope, id, {
-    alarmDescription: options.description,
-    metric: options.metric,
-    threshold: 1,
-    evaluationPeriods: 1,
-    comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-    // No data means nothing ran and nothing failed.
-    treatMissingData: TreatMissingData.NOT_BREACHING,
-  });
-  created.addAlarmAction(action);
-  return created;
 }

@@ -1,34 +1,13 @@
 import { CfnOutput, Duration, Stack } from 'aws-cdk-lib';
-import {
-  Alarm,
-  AlarmStatusWidget,
-  AlarmWidget,
-  ComparisonOperator,
-  Dashboard,
-  GraphWidget,
-  Metric,
-  TextWidget,
-  TreatMissingData,
-  type IMetric,
-} from 'aws-cdk-lib/aws-cloudwatch';
+import { Alarm, AlarmStatusWidget, AlarmWidget, Dashboard, GraphWidget, Metric, TextWidget, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Schedule, ScheduleExpression, ScheduleTargetInput, type IScheduleTarget } from 'aws-cdk-lib/aws-scheduler';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct, type IConstruct } from 'constructs';
+import { ALARMED_METRICS, HEALTH_PROBES, METRIC_DIMENSIONS } from '../../contract/metrics';
 import { AcctopsFunction } from './acctops-function';
-
-/** The namespace the functions' EMF metrics are in (METRICS_NAMESPACE in src/core/shared/metrics.ts). */
-const METRICS_NAMESPACE = 'Acctops';
-
-/**
- * The probes of check-health, repeated from PROBES in src/core/health/check-health.ts (lib may not
- * import src); test/infra/monitoring.test.ts keeps the two equal.
- */
-export const HEALTH_PROBES = {
-  institutionCredential: 'institution-credential-readable',
-  service: 'service-reachable',
-} as const;
+import { acctopsAlarm, acctopsMetric } from './alarms';
 
 /** One row of the dashboard: a capability's title and the construct whose alarms it shows. */
 export interface MonitoringRow {
@@ -93,12 +72,10 @@ export class Monitoring extends Construct {
       target: this.healthTarget(props.checkHealth),
     });
     const probeMetric = (probe: string) =>
-      new Metric({
-        namespace: METRICS_NAMESPACE,
-        metricName: 'ProbeFailed',
-        dimensionsMap: { Stage: props.stageName, Function: props.checkHealth.handlerDir, Probe: probe },
+      acctopsMetric(props.stageName, ALARMED_METRICS.probeFailed, {
         statistic: 'Sum',
         period: Duration.minutes(5),
+        dimensions: { [METRIC_DIMENSIONS.probe]: probe },
       });
     // Two of three runs: one lost request to the service is not worth a page; ten minutes of failures are.
     this.healthAlarms = {
@@ -215,23 +192,8 @@ export class Monitoring extends Construct {
     };
   }
 
-  private alarm(
-    id: string,
-    options: { description: string; metric: IMetric; evaluationPeriods?: number; datapointsToAlarm?: number },
-  ): Alarm {
-    const alarm = new Alarm(this, id, {
-      alarmDescription: options.description,
-      metric: options.metric,
-      threshold: 1,
-      evaluationPeriods: options.evaluationPeriods ?? 1,
-      datapointsToAlarm: options.datapointsToAlarm,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      // No data means nothing ran and nothing failed.
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-    });
-    alarm.addAlarmAction(this.action);
-    alarm.addOkAction(this.action);
-    return alarm;
+  private alarm(id: string, options: { description: string; metric: IMetric; evaluationPeriods?: number; datapointsToAlarm?: number }): Alarm {
+    return acctopsAlarm(this, id, { ...options, action: this.action, notifyOk: true });
   }
 }
 

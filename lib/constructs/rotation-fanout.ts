@@ -1,5 +1,5 @@
 import { Duration, type RemovalPolicy, Stack } from 'aws-cdk-lib';
-import { Alarm, ComparisonOperator, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
+import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
@@ -8,6 +8,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import type { StageConfig } from '../config/stage';
+import { acctopsAlarm } from './alarms';
 import type { KeyRotation } from './key-rotation';
 
 export interface RotationFanoutProps {
@@ -85,17 +86,12 @@ export class RotationFanout extends Construct {
       );
     }
 
-    this.deadLettersAlarm = new Alarm(this, 'DeadLettersAlarm', {
-      alarmDescription:
+    this.deadLettersAlarm = acctopsAlarm(this, 'DeadLettersAlarm', {
+      action: new SnsAction(props.alarmTopic),
+      description:
         'A company\'s rotation check failed three receives and sits in the rotation check DLQ. The next hourly sweep queues the company again; ' +
         '`acctops doctor` shows its findings. Runbook: "The rotation doctor reports findings".',
       metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      // No data means nothing was dead-lettered.
-      treatMissingData: TreatMissingData.NOT_BREACHING,
     });
-    this.deadLettersAlarm.addAlarmAction(new SnsAction(props.alarmTopic));
   }
 }

@@ -1,7 +1,7 @@
 import { CfnOutput, Duration, type RemovalPolicy, Stack, TimeZone } from 'aws-cdk-lib';
-import { Alarm, ComparisonOperator, Metric, TreatMissingData, type IAlarmAction } from 'aws-cdk-lib/aws-cloudwatch';
+import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
@@ -10,26 +10,12 @@ import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { ALARMED_METRICS } from '../../contract/metrics';
+import { TOKEN_TABLE } from '../../contract/tables';
 import type { StageConfig } from '../config/stage';
 import { AcctopsFunction, type AcctopsFunctionDefaults } from './acctops-function';
-
-/**
- * The token table's names, repeated from TOKEN_TABLE in src/core/tokens/token-table.ts (lib may
- * not import src). test/infra/token-lifecycle.test.ts compares the synthesized table with
- * TOKEN_TABLE, so the two cannot drift.
- */
-export const TOKEN_TABLE_SHAPE = {
-  partitionKey: { name: 'externalId', type: AttributeType.STRING },
-  dueIndex: {
-    name: 'due',
-    partitionKey: { name: 'dueShard', type: AttributeType.NUMBER },
-    sortKey: { name: 'dueAt', type: AttributeType.NUMBER },
-    projection: ProjectionType.KEYS_ONLY,
-  },
-} as const;
-
-/** The namespace the functions' EMF metrics are in (METRICS_NAMESPACE in src/core/shared/metrics.ts). */
-const METRICS_NAMESPACE = 'Acctops';
+import { acctopsAlarm, acctopsMetric } from './alarms';
+import { attribute, projection } from './table-keys';
 
 export interface TokenLifecycleTuning {
   /**
@@ -138,7 +124,7 @@ export class TokenLifecycle extends Construct {
     });
 
     this.table = new Table(this, 'Table', {
-      partitionKey: TOKEN_TABLE_SHAPE.partitionKey,
+      partitionKey: attribute(TOKEN_TABLE.partitionKey),
       billingMode: BillingMode.PAY_PER_REQUEST,
       encryption: TableEncryption.CUSTOMER_MANAGED,
       encryptionKey: this.key,
@@ -147,10 +133,10 @@ export class TokenLifecycle extends Construct {
       removalPolicy: props.removalPolicy,
     });
     this.table.addGlobalSecondaryIndex({
-      indexName: TOKEN_TABLE_SHAPE.dueIndex.name,
-      partitionKey: TOKEN_TABLE_SHAPE.dueIndex.partitionKey,
-      sortKey: TOKEN_TABLE_SHAPE.dueIndex.sortKey,
-      projectionType: TOKEN_TABLE_SHAPE.dueIndex.projection,
+      indexName: TOKEN_TABLE.dueIndex.name,
+      partitionKey: attribute(TOKEN_TABLE.dueIndex.partitionKey),
+      sortKey: attribute(TOKEN_TABLE.dueIndex.sortKey),
+      projectionType: projection(TOKEN_TABLE.dueIndex.projection),
     });
 
     this.deadLetterQueue = new Queue(this, 'RefreshDeadLetters', {
@@ -191,7 +177,7 @@ export class TokenLifecycle extends Construct {
       memorySize: 512,
       environment: margin,
     })
-      .bindTable(this.table, 'TOKEN_TABLE_NAME', 'queryIndexes', { indexes: [TOKEN_TABLE_SHAPE.dueIndex.name] })
+      .bindTable(this.table, 'TOKEN_TABLE_NAME', 'queryIndexes', { indexes: [TOKEN_TABLE.dueIndex.name] })
       .bindQueue(this.queue, 'REFRESH_QUEUE_URL', 'send');
 
     this.worker = new AcctopsFunction(this, 'Worker', {
@@ -246,38 +232,37 @@ export class TokenLifecycle extends Construct {
 
     const alarmAction = new SnsAction(props.alarmTopic);
     this.alarms = {
-      deadLetters: this.alarm('DeadLettersAlarm', alarmAction, {
+      deadLetters: acctopsAlarm(this, 'DeadLettersAlarm', {
+        action: alarmAction,
         description: `Token refresh requests reached the dead-letter queue: malformed, or failing on every delivery. The planner enqueues still-due users again; ${this.worker.logGroupName} names the cause (docs/monitoring.md, "Alarms").`,
         metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }),
         threshold: 1,
         evaluationPeriods: 1,
       }),
-      needsAttention: this.alarm('NeedsAttentionAlarm', alarmAction, {
+      needsAttention: acctopsAlarm(this, 'NeedsAttentionAlarm', {
+        action: alarmAction,
         description: 'A user could be neither refreshed nor recovered and is in needs_attention. Runbook: "Recover a user".',
-        metric: this.tokenMetric('TokenNeedsAttention', stage.name),
+        metric: acctopsMetric(stage.name, ALARMED_METRICS.tokenNeedsAttention, { statistic: 'Sum', period: Duration.minutes(5) }),
         threshold: 1,
         evaluationPeriods: 1,
       }),
-      refreshFailures: this.alarm('RefreshFailuresAlarm', alarmAction, {
+      refreshFailures: acctopsAlarm(this, 'RefreshFailuresAlarm', {
+        action: alarmAction,
         description:
           'Token refreshes keep being deferred (rate limited, service unreachable, institution credential refused) for 15 minutes. `acctops doctor` shows which; a refused credential: runbook "Change the institution secret".',
-        metric: this.tokenMetric('TokenRefreshDeferred', stage.name),
+        metric: acctopsMetric(stage.name, ALARMED_METRICS.tokenRefreshDeferred, { statistic: 'Sum', period: Duration.minutes(5) }),
         threshold: tuning.deferredAlarmThreshold,
         evaluationPeriods: 3,
       }),
-      overdue: this.alarm('OverdueAlarm', alarmAction, {
+      overdue: acctopsAlarm(this, 'OverdueAlarm', {
+        action: alarmAction,
         description: 'The planner found tokens past their deadline in two runs in a row: access tokens are expiring unrefreshed.',
-        metric: new Metric({
-          namespace: METRICS_NAMESPACE,
-          metricName: 'TokensOverdue',
-          dimensionsMap: { Stage: stage.name, Function: 'plan-token-refresh' },
-          statistic: 'Sum',
-          period: Duration.minutes(5),
-        }),
+        metric: acctopsMetric(stage.name, ALARMED_METRICS.tokensOverdue, { statistic: 'Sum', period: Duration.minutes(5) }),
         threshold: 1,
         evaluationPeriods: 2,
       }),
-      plannerErrors: this.alarm('PlannerErrorsAlarm', alarmAction, {
+      plannerErrors: acctopsAlarm(this, 'PlannerErrorsAlarm', {
+        action: alarmAction,
         description: 'The token refresh planner failed in two of the last three 5-minute periods: nothing is being enqueued.',
         metric: this.planner.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
         threshold: 1,
@@ -343,35 +328,5 @@ export class TokenLifecycle extends Construct {
         retryPolicy: { maximumRetryAttempts: 0, maximumEventAgeInSeconds: 300 },
       }),
     };
-  }
-
-  /** A worker metric as createHandler emits it: namespace Acctops, dimensions Stage and Function. */
-  private tokenMetric(metricName: string, stageName: string): Metric {
-    return new Metric({
-      namespace: METRICS_NAMESPACE,
-      metricName,
-      dimensionsMap: { Stage: stageName, Function: 'refresh-tokens' },
-      statistic: 'Sum',
-      period: Duration.minutes(5),
-    });
-  }
-
-  private alarm(
-    id: string,
-    action: IAlarmAction,
-    options: { description: string; metric: Metric; threshold: number; evaluationPeriods: number; datapointsToAlarm?: number },
-  ): Alarm {
-    const alarm = new Alarm(this, id, {
-      alarmDescription: options.description,
-      metric: options.metric,
-      threshold: options.threshold,
-      evaluationPeriods: options.evaluationPeriods,
-      datapointsToAlarm: options.datapointsToAlarm,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      // No data means nothing happened (no user failed, nothing dead-lettered).
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-    });
-    alarm.addAlarmAction(action);
-    return alarm;
   }
 }

@@ -1,4 +1,4 @@
-import { CfnOutput, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, RemovalPolicy, Stack, Validations, type CfnElement, type StackProps } from 'aws-cdk-lib';
 import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -7,15 +7,17 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { Construct } from 'constructs';
+import { TOKEN_TABLE } from '../../contract/tables';
 import type { StageConfig } from '../config/stage';
 import { AcctopsFunction, type AcctopsFunctionDefaults } from '../constructs/acctops-function';
 import { CompanyRegistry } from '../constructs/company-registry';
-import { Exports } from '../constructs/exports';
+import { Exports } from '../constructs/exports/exports';
 import { FailedInvocations } from '../constructs/failed-invocations';
+import { logicalIdOutsideGroupings } from '../constructs/grouping';
 import { KeyRotation } from '../constructs/key-rotation';
 import { RotationFanout } from '../constructs/rotation-fanout';
 import { Monitoring } from '../constructs/monitoring';
-import { TOKEN_TABLE_SHAPE, TokenLifecycle } from '../constructs/token-lifecycle';
+import { TokenLifecycle } from '../constructs/token-lifecycle';
 
 export interface AcctopsStackProps extends StackProps {
   /** The validated stage settings (lib/config/stage.ts). */
@@ -120,7 +122,7 @@ export class AcctopsStack extends Stack {
     // Seeded companies get the Exports construct's default formats; `acctops companies add --formats` changes them.
     this.companies = new CompanyRegistry(this, 'Companies', { stage, seedFormats: ['jsonl', 'csv', 'parquet'], removalPolicy: this.dataRemovalPolicy });
 
-    this.exports = new Exports(this, 'Exports', { stage, functionDefaults: this.functionDefaults, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy, secretsKey: this.secretsKey, tokenTable: this.tokens.table, tokenDueIndexName: TOKEN_TABLE_SHAPE.dueIndex.name, companyKeys: this.keyRotation, companyRegistryTable: this.companies.table });
+    this.exports = new Exports(this, 'Exports', { stage, functionDefaults: this.functionDefaults, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy, secretsKey: this.secretsKey, tokenTable: this.tokens.table, tokenDueIndexName: TOKEN_TABLE.dueIndex.name, companyKeys: this.keyRotation, companyRegistryTable: this.companies.table });
 
     this.rotationFanout = new RotationFanout(this, 'RotationFanout', { stage, keyRotation: this.keyRotation, companyRegistryTable: this.companies.table, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy });
     CompanyRegistry.acknowledgeSeeder(this);
@@ -167,6 +169,11 @@ export class AcctopsStack extends Stack {
       value: stage.baseUrl,
       description: 'The Accounting API base URL of this stage; `acctops keys status|install|rotate --revoke-previous-now` call it',
     });
+  }
+
+  /** Groupings (lib/constructs/grouping.ts) are not part of a logical id: see Grouping. */
+  protected override allocateLogicalId(element: CfnElement): string {
+    return logicalIdOutsideGroupings(this, element) ?? super.allocateLogicalId(element);
   }
 
   private createAlarmTopic(): Topic {

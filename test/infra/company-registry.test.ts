@@ -1,9 +1,8 @@
 import type { CfnElement } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 import type { CompanyRegistry } from '../../lib/constructs/company-registry';
-import { REGISTRY_TABLE_SHAPE } from '../../lib/constructs/company-registry';
-import type { Exports } from '../../lib/constructs/exports';
-import { REGISTRY_TABLE } from '../../src/core/companies/company-registry';
+import type { Exports } from '../../lib/constructs/exports/exports';
+import { REGISTRY_TABLE } from '../../contract/tables';
 import { acknowledgements, describeViolations, nagViolations, roleStatements, synthAcctopsStack } from '../helpers/cdk';
 
 const COMPANY = '6F1C2A3B-4D5E-4F60-8A7B-9C0D1E2F3A4B';
@@ -19,11 +18,11 @@ describe('CompanyRegistry', () => {
   const exports = stack.node.findChild('Exports') as Exports;
   const tableId = logicalId(registry.table);
 
-  it('keys the table as the core adapter does, encrypted with its own rotating customer-managed key, with PITR', () => {
-    expect(REGISTRY_TABLE_SHAPE.partitionKey).toEqual({ name: REGISTRY_TABLE.partitionKey.name, type: REGISTRY_TABLE.partitionKey.type });
+  it('keys the table as REGISTRY_TABLE (contract/tables.ts) says, encrypted with its own rotating customer-managed key, with PITR', () => {
     template.hasResourceProperties('AWS::DynamoDB::Table', {
-      KeySchema: [{ AttributeName: 'companyId', KeyType: 'HASH' }],
-      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: [{ AttributeName: REGISTRY_TABLE.partitionKey.name, KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: REGISTRY_TABLE.partitionKey.name, AttributeType: REGISTRY_TABLE.partitionKey.type }],
+      BillingMode: REGISTRY_TABLE.billingMode,
       SSESpecification: { SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: { 'Fn::GetAtt': [logicalId(registry.key), 'Arn'] } },
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
     });

@@ -1,11 +1,12 @@
 import type { CfnElement } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
+import { EXPORT_COLUMNS, GLUE_COLUMNS } from '../../contract/exports';
+import { REPLAY_TABLE, RUN_LEDGER_TABLE } from '../../contract/tables';
 import type { AcctopsFunction } from '../../lib/constructs/acctops-function';
-import { GLUE_COLUMNS, type Exports } from '../../lib/constructs/exports';
+import type { Exports } from '../../lib/constructs/exports/exports';
 import type { KeyRotation } from '../../lib/constructs/key-rotation';
 import type { TokenLifecycle } from '../../lib/constructs/token-lifecycle';
-import { REPLAY_TABLE, RUN_LEDGER_TABLE } from '../../src/core/exports/pipeline-tables';
 import { categoriesTable, taxReportsTable, transactionsTable, type Table as WriterTable } from '../../src/core/exports/tables';
 import { acknowledgements, describeViolations, nagViolations, roleStatements, synthAcctopsStack } from '../helpers/cdk';
 
@@ -44,19 +45,19 @@ describe('Exports', () => {
       expect(acks.map((a) => `${a.path.replace('acctops-test/Exports/', '')} ${a.id}`).sort()).toEqual(
         [
           // The log bucket does not log itself (CDK's own W3045 note on its ACL comes along).
-          'AccessLogs AwsSolutions-S1',
-          'AccessLogs CloudFormation-Validate::W3045',
+          'Storage/AccessLogs AwsSolutions-S1',
+          'Storage/AccessLogs CloudFormation-Validate::W3045',
           // A dead-letter queue of an EventBridge target needs no dead-letter queue of its own.
-          'RequestDeadLetters AwsSolutions-SQS3',
+          'Default/RequestDeadLetters AwsSolutions-SQS3',
           // Shared with an outside sender: changed by runbook, not rotated by Lambda.
-          'WebhookSecret AwsSolutions-SMG4',
+          'WebhookIntake/WebhookSecret AwsSolutions-SMG4',
           // Object keys under exports/ are made at run time (bindBucket).
-          `WorkerRole AwsSolutions-IAM5[Resource::<${id(exports.bucket)}.Arn>/exports/*]`,
-          `OverdueCheckRole AwsSolutions-IAM5[Resource::<${id(exports.bucket)}.Arn>/exports/*]`,
+          `Default/WorkerRole AwsSolutions-IAM5[Resource::<${id(exports.bucket)}.Arn>/exports/*]`,
+          `Default/OverdueCheckRole AwsSolutions-IAM5[Resource::<${id(exports.bucket)}.Arn>/exports/*]`,
           // secretsmanager:ListSecrets has no resource-level permissions (KeyRotation.grantCompanyKeys).
-          'WorkerRole AwsSolutions-IAM5[Resource::*]',
+          'Default/WorkerRole AwsSolutions-IAM5[Resource::*]',
           // This stage's company key secrets by tag (KeyRotation.grantCompanyKeys, issue 15).
-          'WorkerRole AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:acctops/test/company/*]',
+          'Default/WorkerRole AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:acctops/test/company/*]',
         ].sort(),
       );
       for (const ack of acks) if (ack.id.startsWith('AwsSolutions')) expect(ack.reason.length).toBeGreaterThan(40);
@@ -191,6 +192,7 @@ describe('Exports', () => {
       const tables = Object.values(template.findResources('AWS::Glue::Table')).filter((t) => t.Properties.TableInput.Name === dataset);
       expect(tables).toHaveLength(1);
       const columns = tables[0]!.Properties.TableInput.StorageDescriptor.Columns as { Name: string; Type: string }[];
+      expect(writers[dataset].columns).toBe(EXPORT_COLUMNS[dataset]);
       expect(columns).toEqual(writers[dataset].columns.map((c) => ({ Name: c.name, Type: glueType[c.kind] })));
       expect(columns.some((c) => /float|double/.test(c.Type))).toBe(false);
       expect(JSON.stringify(tables[0]!.Properties.TableInput.Parameters['storage.location.template'])).toContain(`/${dataset}/_symlink/`);

@@ -4,7 +4,7 @@ import { Alarm, Metric } from 'aws-cdk-lib/aws-cloudwatch';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Construct, type IConstruct } from 'constructs';
 import { AcctopsFunction } from '../../lib/constructs/acctops-function';
-import { HEALTH_PROBES, Monitoring } from '../../lib/constructs/monitoring';
+import { Monitoring } from '../../lib/constructs/monitoring';
 import { AcctopsStack } from '../../lib/stacks/acctops-stack';
 import { PROBES } from '../../src/core/health/check-health';
 import { acknowledgements, describeViolations, nagViolations, roleStatements, synthAcctopsStack, testApp, testStage } from '../helpers/cdk';
@@ -131,8 +131,10 @@ describe('Monitoring', () => {
   });
 
   describe('health: the doctor’s probes on a schedule', () => {
-    it('names the probes check-health runs (PROBES in src/core/health)', () => {
-      expect(HEALTH_PROBES).toEqual(PROBES);
+    it('alarms exactly the probes check-health runs (PROBES in src/core/health)', () => {
+      const probeAlarms = Object.values(template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'ProbeFailed' } })) as Resource[];
+      const probes = probeAlarms.map((a) => (a.Properties.Dimensions as { Name: string; Value: string }[]).find((d) => d.Name === 'Probe')?.Value);
+      expect(probes.sort()).toEqual(Object.values(PROBES).sort());
     });
 
     it('runs check-health every 5 minutes with {} (all probes; its event schema is strict)', () => {

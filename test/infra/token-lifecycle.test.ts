@@ -6,7 +6,7 @@ import type { IConstruct } from 'constructs';
 import { AcctopsFunction } from '../../lib/constructs/acctops-function';
 import type { TokenLifecycle } from '../../lib/constructs/token-lifecycle';
 import { AcctopsStack } from '../../lib/stacks/acctops-stack';
-import { TOKEN_TABLE } from '../../src/core/tokens/token-table';
+import { TOKEN_TABLE } from '../../contract/tables';
 import { acknowledgements, describeViolations, nagViolations, roleStatements, synthAcctopsStack, testApp, testStage } from '../helpers/cdk';
 
 const logicalId = (construct: IConstruct) => {
@@ -33,7 +33,7 @@ describe('TokenLifecycle', () => {
   describe('the token table', () => {
     const [table] = Object.values(template.findResources('AWS::DynamoDB::Table'));
 
-    it('has exactly the shape of TOKEN_TABLE (src/core/tokens/token-table.ts)', () => {
+    it('has exactly the shape of TOKEN_TABLE (contract/tables.ts)', () => {
       const { partitionKey, dueIndex } = TOKEN_TABLE;
       expect(table!.Properties).toMatchObject({
         BillingMode: TOKEN_TABLE.billingMode,
@@ -67,7 +67,7 @@ describe('TokenLifecycle', () => {
     it('is reachable by the token functions and the export planner and worker only', () => {
       // The exports' own test (test/infra/exports.test.ts) pins their access: the planner queries the
       // keys-only index, the worker reads a user's token.
-      const exportRoles = ['Planner', 'Worker'].map((name) => logicalId((stack.node.findChild('Exports').node.findChild(name) as AcctopsFunction).executionRole));
+      const exportRoles = [stack.exports.planner, stack.exports.worker].map((fn) => logicalId(fn.executionRole));
       const tokenRoles = new Set([...tokenFunctions().map((fn) => logicalId(fn.executionRole)), ...exportRoles]);
       const table = logicalId(tokens.table);
       for (const [, policy] of Object.entries(template.findResources('AWS::IAM::Policy'))) {

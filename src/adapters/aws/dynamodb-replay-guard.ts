@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException, CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { REPLAY_TABLE } from '../../core/exports/pipeline-tables';
+import { REPLAY_TABLE } from '../../../contract/tables';
 import type { ClaimResult, ReplayGuard } from '../../core/exports/webhook';
 import type { Clock } from '../../core/shared/clock';
 import { enableTtl } from './dynamodb-run-ledger';
@@ -89,7 +89,7 @@ export class DynamoDbReplayGuard implements ReplayGuard {
   }
 }
 
-/** Creates the replay table as lib/constructs/exports.ts does (tests, local setups). */
+/** Creates the replay table as REPLAY_TABLE (contract/tables.ts) describes it, like the construct (tests, local setups). */
 export async function createReplayTable(client: DynamoDBClient, tableName: string): Promise<void> {
   await client.send(
     new CreateTableCommand({

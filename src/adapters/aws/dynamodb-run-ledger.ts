@@ -3,7 +3,7 @@ import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCom
 import * as z from 'zod';
 import { exportSourceSchema, type ExportSource } from '../../core/exports/export-jobs';
 import { partResultSchema, type PartLedger, type PartResult, type SplitRecord } from '../../core/exports/part-ledger';
-import { RUN_LEDGER_TABLE } from '../../core/exports/pipeline-tables';
+import { RUN_LEDGER_TABLE } from '../../../contract/tables';
 import {
   sameSource,
   type CompanyOutcome,
@@ -403,7 +403,7 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
   }
 }
 
-/** Creates the ledger table as lib/constructs/exports.ts does (tests, local setups). */
+/** Creates the ledger table as RUN_LEDGER_TABLE (contract/tables.ts) describes it, like the construct (tests, local setups). */
 export async function createRunLedgerTable(client: DynamoDBClient, tableName: string): Promise<void> {
   await client.send(
     new CreateTableCommand({

@@ -33,7 +33,7 @@ const formatList = z
   .pipe(z.array(z.enum(FORMATS)).min(1));
 
 /**
- * The environment of the export functions, as lib/constructs/exports.ts sets it. Each handler
+ * The environment of the export functions, as lib/constructs/exports/ sets it. Each handler
  * names the variables it needs (exportRuntimeFromEnv), so a function is given (and granted) only
  * what it uses. Names, ARNs, URLs, numbers and ids only: never a secret.
  */

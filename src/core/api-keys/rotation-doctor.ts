@@ -1,3 +1,4 @@
+import { ALARMED_METRICS } from '../../../contract/metrics';
 import { type AccountingClient, type ApiKey } from '../accounting-api';
 import { timestampMillis } from '../accounting-api/schemas';
 import type { DomainEvent, EventPublisher } from '../ports/events';
@@ -122,7 +123,7 @@ export async function reportDoctorRun<R extends DoctorReport>(deps: Pick<DoctorD
   const unrepaired = findings.filter((f) => !f.repaired);
   for (const finding of findings) deps.metrics.withDimensions({ Finding: finding.type }).add('RotationFindings', 1);
   // Emitted every run, zero included, so that the alarm on it sees data rather than a gap.
-  deps.metrics.add('UnrepairedRotationFindings', unrepaired.length);
+  deps.metrics.add(ALARMED_METRICS.unrepairedRotationFindings.name, unrepaired.length);
   deps.metrics.add('RotationRepairs', findings.length - unrepaired.length);
   for (const finding of findings) {
     if (finding.repaired) deps.logger.info('rotation doctor repaired', { ...finding });

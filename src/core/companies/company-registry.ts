@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { REGISTRY_TABLE } from '../../../contract/tables';
 import { FORMATS, type ExportFormat } from '../exports/types';
 import { AcctopsError, issuesFromZod, parseWith, ValidationError, type FieldIssue } from '../shared/errors';
 import type { Logger } from '../shared/logger';
@@ -214,8 +215,5 @@ function parseItem(raw: unknown): { company: RegisteredCompany } | { finding: Re
   return { finding: { key, issues: issuesFromZod(result.error) } };
 }
 
-/** The registry table's shape; `lib` repeats it and an infra test holds the two together. */
-export const REGISTRY_TABLE = {
-  partitionKey: { name: 'companyId', type: 'S' },
-  billingMode: 'PAY_PER_REQUEST',
-} as const;
+/** The registry table's shape, shared with the CDK construct (contract/tables.ts). */
+export { REGISTRY_TABLE };

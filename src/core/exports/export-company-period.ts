@@ -1,3 +1,4 @@
+import { ALARMED_METRICS } from '../../../contract/metrics';
 import {
   AccountingApiError,
   AuthenticationError,
@@ -124,7 +125,7 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
     const error = thrown instanceof PeriodExportError ? thrown.cause : thrown;
     const retryable = isRetryableExportFailure(error);
     const final = !retryable || attempt.last;
-    metrics.add(final ? 'ExportFailed' : 'ExportAttemptFailed', 1);
+    metrics.add(final ? ALARMED_METRICS.exportFailed.name : 'ExportAttemptFailed', 1);
     logger.error(final ? 'export failed' : 'export attempt failed; the queue will retry', { error, retryable });
     if (final && deps.events) {
       const key = manifestKey(request.companyId, period);

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { EXPORT_LAYOUT } from '../../../contract/exports';
 import type { Clock } from '../shared/clock';
 import { ValidationError } from '../shared/errors';
 import type { Period } from './period';
@@ -6,15 +7,17 @@ import type { DatasetName, ExportFormat } from './types';
 import { FORMAT_FILES } from './writers';
 
 /**
- * Object keys of an export (Hive style, docs/exports.md):
+ * Object keys of an export (Hive style, docs/exports.md; the names are EXPORT_LAYOUT of
+ * contract/exports.ts, which the bucket grants and the Glue tables read too):
  *
  *   exports/company=<publicId>/period=<YYYY-MM>/_manifest.json                         the commit point
  *   exports/company=<publicId>/period=<YYYY-MM>/<dataset>/run=<runId>/part-00000.<ext>  data, per run
  *                                                                    part-0000N.<ext>  part N of a split month
  *   exports/company=<publicId>/period=<YYYY-MM>/<dataset>/_symlink/symlink.txt          Athena's view
  */
-export const EXPORT_ROOT = 'exports';
-export const MANIFEST_NAME = '_manifest.json';
+export const EXPORT_ROOT = EXPORT_LAYOUT.root;
+export const MANIFEST_NAME = EXPORT_LAYOUT.manifestName;
+const { company: COMPANY_KEY, period: PERIOD_KEY } = EXPORT_LAYOUT.partitions;
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -38,7 +41,7 @@ export function newRunId(clock: Clock): string {
 }
 
 export function periodPrefix(company: string, period: Period): string {
-  return `${EXPORT_ROOT}/company=${company}/period=${period.text}/`;
+  return `${EXPORT_ROOT}/${COMPANY_KEY}=${company}/${PERIOD_KEY}=${period.text}/`;
 }
 
 export function manifestKey(company: string, period: Period): string {
@@ -51,7 +54,7 @@ export function dataKey(company: string, period: Period, dataset: DatasetName, r
 }
 
 export function symlinkKey(company: string, period: Period, dataset: DatasetName): string {
-  return `${periodPrefix(company, period)}${dataset}/_symlink/symlink.txt`;
+  return `${periodPrefix(company, period)}${dataset}/${EXPORT_LAYOUT.symlinkFolder}/${EXPORT_LAYOUT.symlinkName}`;
 }
 
 /** The run a data key belongs to; undefined for keys outside any `run=` folder. */

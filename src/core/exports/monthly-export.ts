@@ -1,3 +1,4 @@
+import { ALARMED_METRICS } from '../../../contract/metrics';
 import { activeCompanyPages, type CompanyRegistry, type RegistryFinding } from '../companies/company-registry';
 import type { EventPublisher } from '../ports/events';
 import type { Clock } from '../shared/clock';
@@ -216,7 +217,7 @@ export async function checkMonthlyExport(deps: CheckMonthlyExportDeps, input: Ch
   const run = await deps.ledger.latestRun(period);
   const report = (fields: Partial<OverdueReport>): OverdueReport => {
     const out: OverdueReport = { period, runId: run?.runId ?? null, due, overdue: 0, overdueCompanies: [], missingRun: false, ...fields };
-    deps.metrics.add('MonthlyExportsOverdue', out.overdue);
+    deps.metrics.add(ALARMED_METRICS.monthlyExportsOverdue.name, out.overdue);
     if (out.overdue > 0) deps.logger.error('monthly exports overdue', { ...out, overdueCompanies: out.overdueCompanies.slice(0, LISTED) });
     return out;
   };

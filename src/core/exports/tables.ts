@@ -1,3 +1,4 @@
+import { DECIMAL_PRECISION, DECIMAL_SCALE, EXPORT_COLUMNS, type ColumnKind, type TableColumn } from '../../../contract/exports';
 import { ValidationError } from '../shared/errors';
 import type { MinorUnits } from '../accounting-api/money';
 import { scaleFactor } from './currency';
@@ -5,7 +6,8 @@ import { epochDay, parseOffsetTimestamp, type OffsetTimestamp } from './timestam
 import type { DatasetName, ExportCategory, ExportTaxReport, ExportTransaction } from './types';
 
 /**
- * The column sets of the CSV and Parquet files, one per dataset (documented in docs/exports.md).
+ * The tables of the CSV and Parquet files, one per dataset (documented in docs/exports.md). Their
+ * columns are EXPORT_COLUMNS of contract/exports.ts, from which the Glue tables are derived too.
  * Both formats write the same columns in the same order; `kind` decides the encoding:
  *
  * | kind        | row value                | CSV                         | Parquet                          |
@@ -20,28 +22,9 @@ import type { DatasetName, ExportCategory, ExportTaxReport, ExportTransaction } 
  * prints it with that currency's fraction digits (JPY 0, EUR 2, KWD 3), Parquet scales it to the
  * column's fixed scale, so one column holds every currency exactly.
  */
-export type ColumnKind = 'text' | 'decimal' | 'integer' | 'date' | 'timestamp';
+export type { ColumnKind, TableColumn };
 export type Cell = string | bigint | number | null;
 export type Row = Record<string, Cell>;
-
-export interface TableColumn {
-  readonly name: string;
-  readonly kind: ColumnKind;
-  readonly required: boolean;
-  /**
-   * Values are (nearly) all distinct and no query filters on their ranges: Parquet writes them
-   * PLAIN without min/max statistics instead of sampling for a dictionary and comparing every value.
-   */
-  readonly unique?: boolean;
-  /**
-   * Parquet min/max statistics (default true). Off where a row group's range can never prune a
-   * query: random GUIDs, free text and names span the whole range in every group of 10,000 rows,
-   * and nobody filters on an offset. Each costs a comparison per value in the writer.
-   */
-  readonly statistics?: boolean;
-  /** `decimal` columns: the column holding the row's currency, which sets the minor-unit exponent. */
-  readonly currency?: string;
-}
 
 export interface RowContext {
   /** Zero-based position of the record in its dataset stream (for error messages). */
@@ -65,37 +48,13 @@ export interface Table<I> {
   belongs?(row: Row, range: { dateFrom: string; dateTo: string }): boolean;
 }
 
-/**
- * DECIMAL(18,4) on INT64: Athena, Spark, DuckDB and arrow read it exactly. Scale 4 holds every
- * ISO 4217 minor unit (CLF has 4 digits); 10^14 units of any currency is the ceiling.
- */
-export const DECIMAL_PRECISION = 18;
-export const DECIMAL_SCALE = 4;
+// DECIMAL(18,4) on INT64 (contract/exports.ts says why 18 and 4).
+export { DECIMAL_PRECISION, DECIMAL_SCALE };
 const DECIMAL_LIMIT = 10n ** BigInt(DECIMAL_PRECISION);
-
-const col = (name: string, kind: ColumnKind, required = false): TableColumn => ({ name, kind, required });
-const decimalCol = (name: string, currency: string, required = false): TableColumn => ({ name, kind: 'decimal', required, currency });
-const uniqueCol = (name: string, kind: ColumnKind): TableColumn => ({ name, kind, required: true, unique: true });
-const unrangedCol = (name: string, kind: ColumnKind, required = false): TableColumn => ({ name, kind, required, statistics: false });
 
 export const transactionsTable: Table<ExportTransaction> = {
   dataset: 'transactions',
-  columns: [
-    uniqueCol('public_id', 'text'),
-    col('value_date_local', 'date', true),
-    // The text keeps the API's offset; range queries use value_date_utc, which keeps its statistics.
-    uniqueCol('value_date', 'text'),
-    col('value_date_utc', 'timestamp', true),
-    unrangedCol('value_date_offset_minutes', 'integer', true),
-    decimalCol('amount', 'currency', true),
-    col('amount_minor', 'integer', true),
-    col('currency', 'text', true),
-    col('cashflow_type', 'text'),
-    unrangedCol('category_id', 'text'),
-    unrangedCol('category_name', 'text'),
-    unrangedCol('description', 'text'),
-    unrangedCol('bank_account_id', 'text'),
-  ],
+  columns: EXPORT_COLUMNS.transactions,
   totals: { amount: 'amount_minor', currency: 'currency', cashflowType: 'cashflow_type' },
   row({ parsed: t }, context) {
     const check = checker('transaction', t.publicId, context.index);
@@ -127,20 +86,7 @@ const TAX_REPORT_FIELDS = new Set(['pk', 'type', 'periodStart', 'periodEnd', 'st
 
 export const taxReportsTable: Table<ExportTaxReport> = {
   dataset: 'tax_reports',
-  columns: [
-    uniqueCol('pk', 'text'),
-    col('type', 'text'),
-    col('period_start', 'date'),
-    col('period_end', 'date'),
-    col('status', 'text'),
-    decimalCol('amount_due', 'currency'),
-    col('amount_due_minor', 'integer'),
-    col('currency', 'text'),
-    col('created_at', 'text'),
-    col('created_at_utc', 'timestamp'),
-    col('created_at_offset_minutes', 'integer'),
-    col('extra', 'text'),
-  ],
+  columns: EXPORT_COLUMNS.tax_reports,
   totals: { amount: 'amount_due_minor', currency: 'currency' },
   row({ raw, parsed: r }, context) {
     // Only `pk` is required: every other field the service may leave out becomes null.
@@ -194,16 +140,7 @@ export function extraFields(raw: unknown, known: ReadonlySet<string>): string | 
 
 export const categoriesTable: Table<ExportCategory> = {
   dataset: 'categories',
-  columns: [
-    uniqueCol('public_id', 'text'),
-    col('name', 'text'),
-    col('parent_id', 'text'),
-    col('cashflow_type', 'text'),
-    col('vat_applied', 'text'),
-    col('description', 'text'),
-    col('examples', 'text'),
-    col('metadata', 'text'),
-  ],
+  columns: EXPORT_COLUMNS.categories,
   row({ raw, parsed: c }, context) {
     const check = checker('category', c.publicId, context.index);
     const metadata = (raw as { metadata?: unknown } | null)?.metadata;

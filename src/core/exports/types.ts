@@ -6,6 +6,7 @@
  * The field types are structural and minimal, so `client.transactions.list(...)` (and the other
  * lists) can be passed in as they are, and any other source can be adapted to them.
  */
+import { DATASETS, type DatasetName } from '../../../contract/exports';
 import type { MinorUnits } from '../accounting-api/money';
 
 export interface ExportItem<P> {
@@ -76,9 +77,8 @@ export interface ExportSources {
   categories?: Source<ExportCategory>;
 }
 
-/** Dataset names as they appear in object keys (Hive/Glue friendly: lower case, underscores). */
-export const DATASETS = ['transactions', 'tax_reports', 'categories'] as const;
-export type DatasetName = (typeof DATASETS)[number];
+/** Dataset names as they appear in object keys and Glue tables (contract/exports.ts). */
+export { DATASETS, type DatasetName };
 
 export const FORMATS = ['jsonl', 'csv', 'parquet'] as const;
 export type ExportFormat = (typeof FORMATS)[number];

@@ -1,3 +1,4 @@
+import { ALARMED_METRICS } from '../../../contract/metrics';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../shared/clock';
 import { issuesFromZod, type FieldIssue } from '../shared/errors';
@@ -65,7 +66,7 @@ export interface ReplayGuard {
 
 /**
  * How long a claim holds before its jobs are enqueued: longer than the webhook function's timeout
- * (10 s, lib/constructs/exports.ts), so that a live delivery always confirms within its lease, and
+ * (10 s, lib/constructs/exports/webhook.ts), so that a live delivery always confirms within its lease, and
  * well inside SQS FIFO's five-minute deduplication window, so that if a confirm is lost after the
  * enqueue a retry's jobs carry the same deduplication ids (`on_demand:<event id>`) and are dropped.
  */
@@ -123,7 +124,7 @@ export async function receiveExportWebhook(deps: WebhookDeps, request: WebhookRe
     return response;
   } catch (error) {
     if (!(error instanceof Rejection)) throw error;
-    deps.metrics.add(error.status >= 500 ? 'WebhookUnavailable' : 'WebhookRejected', 1);
+    deps.metrics.add(error.status >= 500 ? ALARMED_METRICS.webhookUnavailable.name : ALARMED_METRICS.webhookRejected.name, 1);
     deps.logger.warn('webhook refused', { status: error.status, code: error.code, reason: error.message, issues: error.issues });
     return { status: error.status, body: { error: { code: error.code, message: error.message, ...(error.issues ? { issues: error.issues } : {}) } } };
   }

@@ -1,3 +1,4 @@
+import { ALARMED_METRICS, HEALTH_PROBES, METRIC_DIMENSIONS } from '../../../contract/metrics';
 import type { Clock } from '../shared/clock';
 import { AcctopsError } from '../shared/errors';
 import { silentLogger, type Logger } from '../shared/logger';
@@ -15,11 +16,11 @@ export interface HealthProbe {
   check(): Promise<string | void>;
 }
 
-/** Names of the probes the check-health function runs; the CLI's doctor reuses them. */
-export const PROBES = {
-  institutionCredential: 'institution-credential-readable',
-  service: 'service-reachable',
-} as const;
+/**
+ * Names of the probes the check-health function runs; the CLI's doctor reuses them, and the
+ * probe alarms read them from contract/metrics.ts.
+ */
+export const PROBES = HEALTH_PROBES;
 
 export interface ProbeResult {
   readonly name: string;
@@ -71,7 +72,7 @@ export async function checkHealth(probes: readonly HealthProbe[], deps: CheckHea
       logger.debug('probe passed', { probe: result.name, durationMs: result.durationMs });
     } else {
       logger.warn('probe failed', { probe: result.name, durationMs: result.durationMs, error: result.error });
-      metrics.withDimensions({ Probe: result.name }).add('ProbeFailed', 1);
+      metrics.withDimensions({ [METRIC_DIMENSIONS.probe]: result.name }).add(ALARMED_METRICS.probeFailed.name, 1);
     }
   }
   return { ok: results.every((r) => r.ok), checkedAt, probes: results };

@@ -1,3 +1,4 @@
+import { METRICS_NAMESPACE } from '../../../contract/metrics';
 import { AcctopsError } from './errors';
 
 /**
@@ -51,8 +52,8 @@ export type MetricUnit =
 
 export type MetricDimensions = Readonly<Record<string, string>>;
 
-/** Every acctops metric lives in this CloudWatch namespace; alarms refer to it. */
-export const METRICS_NAMESPACE = 'Acctops';
+/** Every acctops metric lives in this CloudWatch namespace (contract/metrics.ts; the alarms read it there too). */
+export { METRICS_NAMESPACE };
 
 // CloudWatch's limit of dimensions per metric (MetricDatum).
 const MAX_DIMENSIONS = 30;

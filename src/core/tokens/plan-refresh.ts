@@ -1,3 +1,4 @@
+import { ALARMED_METRICS } from '../../../contract/metrics';
 import * as z from 'zod';
 import type { Clock } from '../shared/clock';
 import { parseWith } from '../shared/errors';
@@ -61,7 +62,7 @@ export async function planTokenRefresh(deps: PlanRefreshDeps, options: PlanRefre
   } while (cursor !== null);
 
   deps.metrics.add('TokensPlanned', report.enqueued);
-  deps.metrics.add('TokensOverdue', report.overdue);
+  deps.metrics.add(ALARMED_METRICS.tokensOverdue.name, report.overdue);
   if (!report.complete) deps.metrics.add('TokenPlanIncomplete', 1);
   deps.logger.info('token refresh planned', { ...report });
   return report;

@@ -1,3 +1,4 @@
+import { ALARMED_METRICS } from '../../../contract/metrics';
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
 import { InvalidGrantError, NotFoundError, UserExistsError, type AccountingClient, type TokenPair } from '../accounting-api';
@@ -92,12 +93,12 @@ export interface RefreshOutcome {
 const RESULT_METRIC: Record<RefreshResult, string> = {
   refreshed: 'TokenRefreshed',
   recovered: 'TokenRecovered',
-  needs_attention: 'TokenNeedsAttention',
+  needs_attention: ALARMED_METRICS.tokenNeedsAttention.name,
   not_due: 'TokenRefreshSkipped',
   busy: 'TokenRefreshSkipped',
   not_found: 'TokenRefreshSkipped',
   lost_race: 'TokenLostRace',
-  failed: 'TokenRefreshDeferred',
+  failed: ALARMED_METRICS.tokenRefreshDeferred.name,
 };
 
 export interface OnboardResult {

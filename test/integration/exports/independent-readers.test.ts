@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readParquet } from 'parquet-wasm/node';
-import { GLUE_COLUMNS } from '../../../lib/constructs/exports';
+import { GLUE_COLUMNS } from '../../../contract/exports';
 import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
 import { parseMinorUnits } from '../../../src/core/accounting-api/money';
 import type { Manifest } from '../../../src/core/exports/manifest';

@@ -1,0 +1,125 @@
+/**
+ * What the export pipeline writes and Athena reads: the object layout and the columns of the CSV
+ * and Parquet files. The writers (src/core/exports) and the Glue catalog (lib/constructs/exports)
+ * are both derived from here, so a column added for the writers is a column Athena sees.
+ */
+
+/**
+ * Object keys of an export (Hive style, docs/exports.md):
+ *
+ *   exports/company=<publicId>/period=<YYYY-MM>/_manifest.json                         the commit point
+ *   exports/company=<publicId>/period=<YYYY-MM>/<dataset>/run=<runId>/part-00000.<ext>  data, per run
+ *   exports/company=<publicId>/period=<YYYY-MM>/<dataset>/_symlink/symlink.txt          Athena's view
+ */
+export const EXPORT_LAYOUT = {
+  /** Every object the pipeline writes lives under `<root>/`; IAM grants are scoped to it. */
+  root: 'exports',
+  manifestName: '_manifest.json',
+  /** Hive partition keys, in key order: Glue's partition projection reads them from the path. */
+  partitions: { company: 'company', period: 'period' },
+  /** The folder of a dataset holding the symlink file that names the current run's parts. */
+  symlinkFolder: '_symlink',
+  symlinkName: 'symlink.txt',
+} as const;
+
+/** Dataset names as they appear in object keys and Glue table names (lower case, underscores). */
+export const DATASETS = ['transactions', 'tax_reports', 'categories'] as const;
+export type DatasetName = (typeof DATASETS)[number];
+
+/**
+ * The encoding of a column (src/core/exports/tables.ts has the full table):
+ * `text` UTF-8, `decimal` exact DECIMAL(18,4) from minor units, `integer` INT64,
+ * `date` `YYYY-MM-DD`, `timestamp` epoch milliseconds (UTC).
+ */
+export type ColumnKind = 'text' | 'decimal' | 'integer' | 'date' | 'timestamp';
+
+export interface TableColumn {
+  readonly name: string;
+  readonly kind: ColumnKind;
+  readonly required: boolean;
+  /**
+   * Values are (nearly) all distinct and no query filters on their ranges: Parquet writes them
+   * PLAIN without min/max statistics instead of sampling for a dictionary and comparing every value.
+   */
+  readonly unique?: boolean;
+  /**
+   * Parquet min/max statistics (default true). Off where a row group's range can never prune a
+   * query: random GUIDs, free text and names span the whole range in every group of 10,000 rows,
+   * and nobody filters on an offset. Each costs a comparison per value in the writer.
+   */
+  readonly statistics?: boolean;
+  /** `decimal` columns: the column holding the row's currency, which sets the minor-unit exponent. */
+  readonly currency?: string;
+}
+
+/**
+ * DECIMAL(18,4) on INT64: Athena, Spark, DuckDB and arrow read it exactly. Scale 4 holds every
+ * ISO 4217 minor unit (CLF has 4 digits); 10^14 units of any currency is the ceiling.
+ */
+export const DECIMAL_PRECISION = 18;
+export const DECIMAL_SCALE = 4;
+
+const col = (name: string, kind: ColumnKind, required = false): TableColumn => ({ name, kind, required });
+const decimalCol = (name: string, currency: string, required = false): TableColumn => ({ name, kind: 'decimal', required, currency });
+const uniqueCol = (name: string, kind: ColumnKind): TableColumn => ({ name, kind, required: true, unique: true });
+const unrangedCol = (name: string, kind: ColumnKind, required = false): TableColumn => ({ name, kind, required, statistics: false });
+
+/** The columns of each dataset, in file order (docs/exports.md, "Columns"). */
+export const EXPORT_COLUMNS: Readonly<Record<DatasetName, readonly TableColumn[]>> = {
+  transactions: [
+    uniqueCol('public_id', 'text'),
+    col('value_date_local', 'date', true),
+    // The text keeps the API's offset; range queries use value_date_utc, which keeps its statistics.
+    uniqueCol('value_date', 'text'),
+    col('value_date_utc', 'timestamp', true),
+    unrangedCol('value_date_offset_minutes', 'integer', true),
+    decimalCol('amount', 'currency', true),
+    col('amount_minor', 'integer', true),
+    col('currency', 'text', true),
+    col('cashflow_type', 'text'),
+    unrangedCol('category_id', 'text'),
+    unrangedCol('category_name', 'text'),
+    unrangedCol('description', 'text'),
+    unrangedCol('bank_account_id', 'text'),
+  ],
+  tax_reports: [
+    uniqueCol('pk', 'text'),
+    col('type', 'text'),
+    col('period_start', 'date'),
+    col('period_end', 'date'),
+    col('status', 'text'),
+    decimalCol('amount_due', 'currency'),
+    col('amount_due_minor', 'integer'),
+    col('currency', 'text'),
+    col('created_at', 'text'),
+    col('created_at_utc', 'timestamp'),
+    col('created_at_offset_minutes', 'integer'),
+    col('extra', 'text'),
+  ],
+  categories: [
+    uniqueCol('public_id', 'text'),
+    col('name', 'text'),
+    col('parent_id', 'text'),
+    col('cashflow_type', 'text'),
+    col('vat_applied', 'text'),
+    col('description', 'text'),
+    col('examples', 'text'),
+    col('metadata', 'text'),
+  ],
+};
+
+/** The Glue (Hive) type Athena reads each kind's Parquet encoding as; never a float. */
+export const GLUE_TYPES: Readonly<Record<ColumnKind, string>> = {
+  text: 'string',
+  decimal: `decimal(${DECIMAL_PRECISION},${DECIMAL_SCALE})`,
+  integer: 'bigint',
+  date: 'date',
+  timestamp: 'timestamp',
+};
+
+/** The Glue columns of each dataset's table: `[name, type]`, in file order. */
+export const GLUE_COLUMNS: Readonly<Record<DatasetName, readonly (readonly [string, string])[]>> = {
+  transactions: EXPORT_COLUMNS.transactions.map((c) => [c.name, GLUE_TYPES[c.kind]] as const),
+  tax_reports: EXPORT_COLUMNS.tax_reports.map((c) => [c.name, GLUE_TYPES[c.kind]] as const),
+  categories: EXPORT_COLUMNS.categories.map((c) => [c.name, GLUE_TYPES[c.kind]] as const),
+};

@@ -1,0 +1,71 @@
+import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Key } from 'aws-cdk-lib/aws-kms';
+import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
+import type { Construct } from 'constructs';
+import { Grouping } from '../grouping';
+
+export interface ExportStorageProps {
+  readonly stageName: string;
+  /** Of the key and both buckets. */
+  readonly removalPolicy: RemovalPolicy;
+  /** Days a replaced or deleted export object is kept as a noncurrent version. */
+  readonly noncurrentVersionDays: number;
+  /** Days the bucket's server access logs are kept. */
+  readonly accessLogDays: number;
+}
+
+/**
+ * Where exports are kept: the exports key (it also encrypts the pipeline's queues and tables), the
+ * KMS-encrypted, versioned, TLS-only bucket, and the bucket of its server access logs. Grants are
+ * made by the functions that use the bucket (bindBucket), never here.
+ */
+export class ExportStorage extends Grouping {
+  readonly key: Key;
+  readonly bucket: Bucket;
+  readonly accessLogs: Bucket;
+
+  constructor(scope: Construct, id: string, props: ExportStorageProps) {
+    super(scope, id);
+    this.key = new Key(this, 'Key', {
+      description: `acctops ${props.stageName}: encrypts the exports bucket, the export queues and tables`,
+      alias: `alias/acctops/${props.stageName}/exports`,
+      enableKeyRotation: true,
+      removalPolicy: props.removalPolicy,
+    });
+
+    // S3 writes server access logs only into an SSE-S3 bucket (not SSE-KMS), hence a bucket of its own.
+    this.accessLogs = new Bucket(this, 'AccessLogs', {
+      encryption: BucketEncryption.S3_MANAGED,
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      lifecycleRules: [{ id: 'expire-access-logs', expiration: Duration.days(props.accessLogDays) }],
+      removalPolicy: props.removalPolicy,
+    });
+    Validations.of(this.accessLogs).acknowledge({
+      id: 'AwsSolutions-S1',
+      reason: 'This bucket receives the exports bucket’s server access logs; logging the log bucket into itself would only log its own log deliveries.',
+    });
+
+    this.bucket = new Bucket(this, 'Bucket', {
+      encryption: BucketEncryption.KMS,
+      encryptionKey: this.key,
+      // One data key per bucket instead of one KMS call per object: exports write thousands of parts.
+      bucketKeyEnabled: true,
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      minimumTLSVersion: 1.2,
+      versioned: true,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      serverAccessLogsBucket: this.accessLogs,
+      serverAccessLogsPrefix: 'exports-bucket/',
+      lifecycleRules: [
+        // An abort that itself failed leaves invisible parts that cost storage until this rule ends them.
+        { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+        // Re-runs replace objects and the garbage collection deletes superseded runs: old versions go after a while.
+        { id: 'expire-noncurrent-versions', noncurrentVersionExpiration: Duration.days(props.noncurrentVersionDays) },
+        { id: 'remove-expired-delete-markers', expiredObjectDeleteMarker: true },
+      ],
+      removalPolicy: props.removalPolicy,
+    });
+  }
+}
