@@ -1,25 +1,10 @@
 import { Command, InvalidArgumentError } from 'commander';
-import type * as AwsRegistry from '../aws/aws-company-registry';
-import { FileRegistryTable } from '../../src/adapters/local/file-company-registry';
-import {
-  CompanyNotRegisteredError,
-  CompanyRegistry,
-  ROTATION_DAYS,
-  type RegisteredCompany,
-  type RegistryFinding,
-  type RegistryTable,
-} from '../../src/core/companies/company-registry';
+import { CompanyNotRegisteredError, ROTATION_DAYS } from '../../src/core/companies/company-registry';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
 import { formats, guid } from '../args';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
-import { lazy } from '../lazy';
-import { statePath } from '../local/state-dir';
-import type { Session } from '../session';
 import type { CommandHost } from './host';
-
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- only AWS mode needs the DynamoDB client (cli/lazy.ts)
-const awsRegistry = lazy(() => require('../aws/aws-company-registry') as typeof AwsRegistry);
 
 export function rotationDays(raw: string): number {
   const days = Number(raw);
@@ -27,70 +12,6 @@ export function rotationDays(raw: string): number {
     throw new InvalidArgumentError(`expected whole days from ${ROTATION_DAYS.min} to ${ROTATION_DAYS.max}`);
   }
   return days;
-}
-
-export interface CompanyRow {
-  companyId: string;
-  status: 'active' | 'removed';
-  formats: ExportFormat[];
-  /** null: the stage's `apiKeys.rotationDays`. */
-  rotationDays: number | null;
-  addedAt: string | null;
-  removedAt: string | null;
-  seededFrom: string | null;
-}
-
-function row(c: RegisteredCompany): CompanyRow {
-  return {
-    companyId: c.companyId,
-    status: c.removedAt === undefined ? 'active' : 'removed',
-    formats: c.formats,
-    rotationDays: c.rotationDays ?? null,
-    addedAt: c.addedAt ?? null,
-    removedAt: c.removedAt ?? null,
-    seededFrom: c.seededFrom ?? null,
-  };
-}
-
-/**
- * The registry of the session's mode: `<stateDir>/companies.json` in local mode (inside the
- * local world's lock, so two commands never write it at once), the stack's table in AWS mode.
- */
-async function withRegistry<T>(session: Session, work: (registry: CompanyRegistry, now: number) => Promise<T>): Promise<T> {
-  const make = (table: RegistryTable) => new CompanyRegistry(table, { defaultFormats: FORMATS, logger: session.out.logger() });
-  if (session.mode === 'aws') return work(make(await awsRegistry().awsRegistryTable(session)), Date.now());
-  return session.local((world) => work(make(new FileRegistryTable({ path: statePath(world.stateDir, 'companies') })), world.clock.now()));
-}
-
-const PAGE = 500;
-
-/** What `acctops doctor` reports of the registry: how many entries, and the unreadable ones. */
-export interface RegistryHealth {
-  companies: number;
-  active: number;
-  /** Entries that fail their schema (not `skipped`: that name marks a check that did not run). */
-  unreadable: RegistryFinding[];
-}
-
-/** Reads the whole registry a page at a time, keeping counts and the findings only. */
-export async function registryHealth(registry: Pick<CompanyRegistry, 'pages'>): Promise<RegistryHealth> {
-  const health: RegistryHealth = { companies: 0, active: 0, unreadable: [] };
-  for await (const page of registry.pages(PAGE)) {
-    health.companies += page.items.length;
-    health.active += page.items.filter((c) => c.removedAt === undefined).length;
-    health.unreadable.push(...page.skipped);
-  }
-  return health;
-}
-
-/** The registry's health in the session's mode, for `acctops doctor`. */
-export function registryHealthOf(session: Session): Promise<RegistryHealth> {
-  return withRegistry(session, (registry) => registryHealth(registry));
-}
-
-/** The local registry of a world already open (doctorLocal runs inside `session.local`). */
-export function localRegistry(stateDir: string): CompanyRegistry {
-  return new CompanyRegistry(new FileRegistryTable({ path: statePath(stateDir, 'companies') }), { defaultFormats: FORMATS });
 }
 
 export function companiesCommand(host: CommandHost): Command {
@@ -104,10 +25,10 @@ export function companiesCommand(host: CommandHost): Command {
     .option('--rotation-days <n>', "days between the company key's rotations (default: the stage's apiKeys.rotationDays)", rotationDays)
     .action(
       host.run(async (session, opts: { company: string; formats?: ExportFormat[]; rotationDays?: number }) => {
-        const { result, company } = await withRegistry(session, (registry, now) =>
-          registry.add({ companyId: opts.company, ...(opts.formats ? { formats: opts.formats } : {}), ...(opts.rotationDays !== undefined ? { rotationDays: opts.rotationDays } : {}) }, now),
-        );
-        session.out.result({ result, company: row(company) }, () => {
+        const { result, company } = await (
+          await session.operations()
+        ).addCompany({ companyId: opts.company, ...(opts.formats ? { formats: opts.formats } : {}), ...(opts.rotationDays !== undefined ? { rotationDays: opts.rotationDays } : {}) });
+        session.out.result({ result, company }, () => {
           session.out.line(`Company ${company.companyId}: ${result.replace('_', ' ')} (formats ${company.formats.join(', ')}).`);
           session.out.line('  The monthly export plans it from the next run on; `acctops keys install` stores its API key.');
         });
@@ -120,15 +41,7 @@ export function companiesCommand(host: CommandHost): Command {
     .option('--active', 'only companies that are not removed')
     .action(
       host.run(async (session, opts: { active?: boolean }) => {
-        const rows: CompanyRow[] = [];
-        const skipped: RegistryFinding[] = [];
-        await withRegistry(session, async (registry) => {
-          for await (const page of registry.pages(PAGE)) {
-            rows.push(...page.items.map(row).filter((r) => !opts.active || r.status === 'active'));
-            skipped.push(...page.skipped);
-          }
-        });
-        rows.sort((a, b) => a.companyId.localeCompare(b.companyId));
+        const { companies: rows, skipped } = await (await session.operations()).listCompanies({ active: opts.active === true });
         if (skipped.length > 0) session.partial();
         session.out.result({ companies: rows, skipped }, () => {
           session.out.table(rows, [
@@ -155,7 +68,7 @@ export function companiesCommand(host: CommandHost): Command {
       host.run(async (session, opts: { company: string }) => {
         let outcome;
         try {
-          outcome = await withRegistry(session, (registry, now) => registry.remove(opts.company, now));
+          outcome = await (await session.operations()).removeCompany(opts.company);
         } catch (error) {
           if (error instanceof CompanyNotRegisteredError) {
             throw new CliError(error.message, { code: error.code, exitCode: ExitCode.config, hint: '`acctops companies list` shows the registered companies', cause: error });
@@ -163,7 +76,7 @@ export function companiesCommand(host: CommandHost): Command {
           throw error;
         }
         const { result, company } = outcome;
-        session.out.result({ result, company: row(company) }, () => {
+        session.out.result({ result, company }, () => {
           session.out.line(`Company ${company.companyId}: ${result.replace('_', ' ')}; the monthly export leaves it out from the next run on.`);
           session.out.line('  Its API-key secret is kept (docs/runbooks.md, "Add or remove a company"); undo with `acctops companies add --company <id>`.');
         });

@@ -2,31 +2,38 @@ import { randomUUID } from 'node:crypto';
 import { OperatorClients } from '../../src/adapters/aws/operator-clients';
 import { apiKeyAuth, createAccountingClient } from '../../src/core/accounting-api';
 import { keyStatus, parseCompanyKeySecret, rotateNow, taggedKeyDirectory, type DoctorReport as RotationReport } from '../../src/core/api-keys';
+import type { CompanyRegistry } from '../../src/core/companies/company-registry';
+import type { ObjectStore } from '../../src/core/exports/object-store';
+import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/period';
+import { FORMATS } from '../../src/core/exports/types';
 import type { HealthReport } from '../../src/core/health/check-health';
 import { SecretStage } from '../../src/core/ports/secrets';
 import { systemClock } from '../../src/core/shared/clock';
+import { noMetrics } from '../../src/core/shared/metrics';
 import { encodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
 import type { OnboardInput, OnboardResult, RecoverResult, RevokeResult } from '../../src/core/tokens/token-lifecycle';
 import type { PlanReport } from '../../src/core/tokens/plan-refresh';
 import { httpUrl } from '../args';
-import { CliConfigError } from '../errors';
+import { CliConfigError, UsageError } from '../errors';
 import { iso } from '../format';
-import type { Session } from '../session';
-import { findingsOf, tokenHealth, type DoctorReport, type Skipped } from '../commands/doctor';
-import { registryHealthOf } from '../commands/companies';
-import { revokePreviousNow, type KeyStatusReport, type RotateReport } from '../commands/keys';
-import { noMetrics } from '../../src/core/shared/metrics';
-import { installCompanyKey, setInstitutionSecret, type InstitutionSecretReport, type KeyInstallReport } from '../commands/credentials';
-import type { RefreshReport } from '../commands/tokens';
-import { listLocal, type UserRow } from '../commands/users';
-import type { CompanyExportRow, ExportReport } from '../commands/export';
-import type * as ExportRun from '../commands/export-run';
-import type { ObjectStore } from '../../src/core/exports/object-store';
-import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
-import { lazy } from '../lazy';
-
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (cli/lazy.ts)
-const exportRun = lazy(() => require('../commands/export-run') as typeof ExportRun);
+import type {
+  CompanyExportRow,
+  CompanyInput,
+  DoctorReport,
+  ExportReport,
+  ExportRequest,
+  InstitutionSecretReport,
+  KeyInstallReport,
+  KeyStatusReport,
+  Operations,
+  OperationsContext,
+  RefreshReport,
+  RotateReport,
+  Skipped,
+  UserList,
+} from './operations';
+import { installCompanyKey, setInstitutionSecret } from './secret-changes';
+import { companyRegistry, companyRow, findingsOf, listCompanies, listUsers, localModeOnly, refuseFutureMonth, registryHealth, revokePreviousNow, tokenHealth } from './shared';
 
 /**
  * The stack outputs the AWS mode reads, by key (docs/architecture.md, "Outputs"). Each can be named
@@ -46,24 +53,9 @@ export const OUTPUTS = {
   exportBus: 'ExportEventBusName',
   revocationGroup: 'KeyRevocationScheduleGroup',
   serviceBaseUrl: 'ServiceBaseUrl',
+  /** lib/constructs/company-registry.ts */
+  companyRegistry: 'CompanyRegistryTableName',
 } as const;
-
-export interface AwsOperations {
-  onboardUser(input: OnboardInput): Promise<OnboardResult>;
-  revokeUser(externalId: string): Promise<RevokeResult>;
-  recoverUser(externalId: string, options: { reactivate: boolean }): Promise<RecoverResult>;
-  listUsers(): Promise<{ rows: UserRow[]; now: number }>;
-  refreshDue(): Promise<RefreshReport>;
-  refreshUser(externalId: string): Promise<RefreshReport>;
-  rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow?: boolean }): Promise<RotateReport>;
-  keyStatus(): Promise<KeyStatusReport>;
-  doctor(options: { repair: boolean }): Promise<DoctorReport>;
-  /** Stores the institution credential (undefined: rolls back to AWSPREVIOUS), then invokes check-health. */
-  setInstitutionSecret(value: string | undefined): Promise<InstitutionSecretReport>;
-  installCompanyKey(companyId: string, apiKey: string): Promise<KeyInstallReport>;
-  /** ExportRequested per company to the stack's exports bus; with `wait`, until each manifest of the month is newer than the request. */
-  requestExport(options: { month: string; company?: string; formats?: ExportFormat[]; wait: boolean }): Promise<ExportReport>;
-}
 
 /** How long `export` waits for the deployed pipeline, and how often it looks. */
 const EXPORT_WAIT_MS = 15 * 60_000;
@@ -72,11 +64,16 @@ const EXPORT_POLL_MS = 5000;
 /** How long `keys rotate` waits for Secrets Manager to finish the four steps. */
 const ROTATION_WAIT_MS = 120_000;
 
-class StackOperations implements AwsOperations {
+/**
+ * AWS mode: the named stack's deployed functions, tables, secrets and buses, found by its outputs.
+ * Loaded by the Session only when a stack is named, with `import()`: the SDK clients are not for
+ * local commands.
+ */
+export class AwsOperations implements Operations {
   private outputs?: Promise<Record<string, string>>;
 
   constructor(
-    private readonly session: Session,
+    private readonly context: OperationsContext,
     private readonly stack: string,
     private readonly clients: OperatorClients,
     private readonly overrides: Record<string, string>,
@@ -118,9 +115,9 @@ class StackOperations implements AwsOperations {
     return this.invoke(OUTPUTS.recoverUser, 'recover a user', { externalId, ...(options.reactivate ? { reactivate: true } : {}) });
   }
 
-  async listUsers(): Promise<{ rows: UserRow[]; now: number }> {
+  async listUsers(): Promise<UserList> {
     const store = this.clients.tokenStore(await this.output(OUTPUTS.tokenTable, 'list the users'));
-    return listLocal(store, systemClock.now());
+    return listUsers(store, systemClock.now());
   }
 
   /** The planner, invoked as its schedule invokes it: it enqueues the due users for the workers. */
@@ -154,17 +151,17 @@ class StackOperations implements AwsOperations {
     return { mode: 'local', planned: 1, outcomes: [outcome], counts: { [outcome.result]: 1 } };
   }
 
-  async rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow?: boolean }): Promise<RotateReport> {
+  async rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }): Promise<RotateReport> {
     // Known before anything changes: without it the previous key could not be revoked after the rotation.
     const revokeBaseUrl = options.revokePreviousNow ? await this.baseUrl() : undefined;
     const store = this.clients.secrets();
     const directory = taggedKeyDirectory(store, this.directoryOptions);
     const entry = await directory.find(companyId);
     const before = parseCompanyKeySecret((await store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
-    const result = await rotateNow(companyId, { store, directory, logger: this.session.out.logger() });
+    const result = await rotateNow(companyId, { store, directory, logger: this.context.out.logger() });
     let state = result.state;
     const deadline = systemClock.now() + ROTATION_WAIT_MS;
-    const bar = this.session.out.progress('rotation');
+    const bar = this.context.out.progress('rotation');
     while (options.wait && state === 'in_progress' && systemClock.now() < deadline) {
       bar.update(0, undefined, 'Secrets Manager is running the rotation steps');
       await systemClock.sleep(2000);
@@ -176,7 +173,7 @@ class StackOperations implements AwsOperations {
     let previousKeyRevoked: RotateReport['previousKeyRevoked'];
     if (revokeBaseUrl !== undefined && state === 'completed') {
       const baseUrl = revokeBaseUrl;
-      const logger = this.session.out.logger();
+      const logger = this.context.out.logger();
       previousKeyRevoked = (
         await revokePreviousNow(entry.secretId, {
           store,
@@ -198,7 +195,7 @@ class StackOperations implements AwsOperations {
       store,
       directory: taggedKeyDirectory(store, this.directoryOptions),
       scheduler,
-      clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.session.out.logger() }),
+      clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.context.out.logger() }),
     });
     return { now: iso(systemClock.now())!, companies };
   }
@@ -213,9 +210,11 @@ class StackOperations implements AwsOperations {
     );
     const tokens = await this.listUsers().then((r) => tokenHealth(r.rows, now), skipped);
     const exports = await this.exportStore()
-      .then(async (store) => exportRun().exportHealth(store, await this.companies(), now))
+      .then(async (store) => (await import('./export-run.ts')).exportHealth(store, await this.companies(), now))
       .catch(skipped);
-    const registry = await registryHealthOf(this.session).catch(skipped);
+    const registry = await this.registry()
+      .then((r) => registryHealth(r))
+      .catch(skipped);
     // The local mode's sections, absent here: null in --json (README, "Global options").
     const partial = { mode: 'aws' as const, checkedAt: iso(now)!, health, companySecrets: undefined, tokens, rotations, exports, revokedKeys: undefined, damagedStateFiles: undefined, registry };
     return { ...partial, findings: findingsOf(partial) };
@@ -239,7 +238,7 @@ class StackOperations implements AwsOperations {
       {
         store,
         directory: taggedKeyDirectory(store, this.directoryOptions),
-        clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.session.out.logger() }),
+        clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.context.out.logger() }),
         clock: systemClock,
       },
       companyId,
@@ -247,7 +246,11 @@ class StackOperations implements AwsOperations {
     );
   }
 
-  async requestExport(options: { month: string; company?: string; formats?: ExportFormat[]; wait: boolean }): Promise<ExportReport> {
+  /** ExportRequested per company to the stack's exports bus; with `wait`, until each manifest of the month is newer than the request. */
+  async exportMonth(request: ExportRequest): Promise<ExportReport> {
+    if (request.out) throw new UsageError("--out is for the local and direct modes: the deployed pipeline writes to the stack's export bucket", 'drop --out, or use direct mode (--base-url with ACCTOPS_API_KEY)');
+    refuseFutureMonth(request.month, Date.now());
+    const options = { ...request, month: request.month ?? previousMonth(Date.now(), DEFAULT_TIME_ZONE).text };
     const companies = options.company ? [options.company] : await this.companies();
     const store = await this.exportStore();
     const events = this.clients.events(await this.output(OUTPUTS.exportBus, 'request exports'), 'acctops.cli');
@@ -261,13 +264,13 @@ class StackOperations implements AwsOperations {
     );
     const rows = new Map<string, CompanyExportRow>(companies.map((companyId) => [companyId, { companyId, status: 'requested' }]));
     const deadline = requestedAt + EXPORT_WAIT_MS;
-    const bar = this.session.out.progress('waiting for the export pipeline');
+    const bar = this.context.out.progress('waiting for the export pipeline');
     while (options.wait && [...rows.values()].some((r) => r.status === 'requested') && systemClock.now() < deadline) {
       bar.update([...rows.values()].filter((r) => r.status !== 'requested').length, rows.size, 'companies exported');
       await systemClock.sleep(EXPORT_POLL_MS);
       for (const row of rows.values()) {
         if (row.status !== 'requested') continue;
-        const found = await exportRun().manifestSince(store, row.companyId, options.month, requestedAt);
+        const found = await (await import('./export-run.ts')).manifestSince(store, row.companyId, options.month, requestedAt);
         if (found) rows.set(row.companyId, found);
       }
     }
@@ -275,8 +278,46 @@ class StackOperations implements AwsOperations {
     return { month: options.month, mode: 'aws', out: store.url('exports'), formats: options.formats ?? [...FORMATS], companies: [...rows.values()] };
   }
 
+  async addCompany(input: CompanyInput) {
+    const { result, company } = await (await this.registry()).add(input, Date.now());
+    return { result, company: companyRow(company) };
+  }
+
+  async listCompanies(options: { active: boolean }) {
+    return listCompanies(await this.registry(), options);
+  }
+
+  async removeCompany(companyId: string) {
+    const { result, company } = await (await this.registry()).remove(companyId, Date.now());
+    return { result, company: companyRow(company) };
+  }
+
+  localStatus(): Promise<never> {
+    return Promise.reject(localModeOnly());
+  }
+
+  advanceClock(): Promise<never> {
+    return Promise.reject(localModeOnly());
+  }
+
+  resetClock(): Promise<never> {
+    return Promise.reject(localModeOnly());
+  }
+
+  /** The stack's company registry table, found as the token table is for `users list`. */
+  private async registry(): Promise<CompanyRegistry> {
+    const value = await this.optionalOutput(OUTPUTS.companyRegistry);
+    if (value === undefined) {
+      throw new CliConfigError(
+        `stack ${this.stack} has no output ${OUTPUTS.companyRegistry} (needed to read the company registry)`,
+        `pass --output ${OUTPUTS.companyRegistry}=<table>, or deploy a stack version that has the registry`,
+      );
+    }
+    return companyRegistry(this.clients.registryTable(value), this.context.out.logger());
+  }
+
   private async exportStore(): Promise<ObjectStore> {
-    return exportRun().storeForBucket(await this.output(OUTPUTS.exportBucket, 'read the exports'), this.session);
+    return (await import('./export-run.ts')).storeForBucket(await this.output(OUTPUTS.exportBucket, 'read the exports'), this.context);
   }
 
   /** The companies whose keys the stack holds (their secrets, found by tag). */
@@ -288,7 +329,7 @@ class StackOperations implements AwsOperations {
 
   /** ACCTOPS_BASE_URL (to point at another service), else the stack's ServiceBaseUrl output. */
   private async baseUrl(): Promise<string> {
-    const raw = this.session.env.ACCTOPS_BASE_URL?.trim() || (await this.optionalOutput(OUTPUTS.serviceBaseUrl));
+    const raw = this.context.env.ACCTOPS_BASE_URL?.trim() || (await this.optionalOutput(OUTPUTS.serviceBaseUrl));
     if (raw === undefined || raw === '') {
       throw new CliConfigError(
         'this command calls the service with a company key and needs its base URL',
@@ -299,15 +340,15 @@ class StackOperations implements AwsOperations {
   }
 }
 
-export async function openAwsOperations(session: Session): Promise<AwsOperations> {
-  const stack = session.stack!;
+export async function openAwsOperations(context: OperationsContext): Promise<AwsOperations> {
+  const stack = context.stack!;
   const overrides: Record<string, string> = {};
-  for (const pair of session.flags.output ?? []) {
+  for (const pair of context.flags.output ?? []) {
     const at = pair.indexOf('=');
     overrides[pair.slice(0, at)] = pair.slice(at + 1);
   }
-  const region = session.flags.region ?? session.env.AWS_REGION ?? session.env.AWS_DEFAULT_REGION;
+  const region = context.flags.region ?? context.env.AWS_REGION ?? context.env.AWS_DEFAULT_REGION;
   const clients = new OperatorClients({ region });
   await clients.preflight();
-  return new StackOperations(session, stack, clients, overrides);
+  return new AwsOperations(context, stack, clients, overrides);
 }
