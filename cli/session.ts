@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { ExitCode, type ExitCodeValue } from './exit-codes';
 import { DEFAULT_STATE_DIR, resolveStateDir } from './local/state-dir';
-import type { Mode, Operations } from './operations/operations';
+import type { Mode, Operations, OperationsContext } from './operations/operations';
 import { Output, type CliIo } from './output';
 
 /** What the process gives the CLI: its streams, environment and working directory (tests pass their own). */
@@ -21,13 +21,12 @@ export interface GlobalFlags {
   output?: string[];
 }
 
-export type { Mode } from './operations/operations';
-
 /**
  * One invocation: the global flags, the output, and the Operations a command acts through. Local
- * mode unless a stack is named (`--stack` or ACCTOPS_STACK).
+ * mode unless a stack is named (`--stack` or ACCTOPS_STACK). Also the OperationsContext the
+ * implementations get.
  */
-export class Session {
+export class Session implements OperationsContext {
   readonly out: Output;
   readonly flags: GlobalFlags;
   exitCode: ExitCodeValue = ExitCode.ok;
@@ -50,7 +49,8 @@ export class Session {
     return stack === undefined || stack.trim() === '' ? undefined : stack.trim();
   }
 
-  get mode(): Mode {
+  /** Private: commands act through `operations()`, never on the mode. */
+  private get mode(): Mode {
     return this.stack === undefined ? 'local' : 'aws';
   }
 
