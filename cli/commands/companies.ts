@@ -25,9 +25,12 @@ export function companiesCommand(host: CommandHost): Command {
     .option('--rotation-days <n>', "days between the company key's rotations (default: the stage's apiKeys.rotationDays)", rotationDays)
     .action(
       host.run(async (session, opts: { company: string; formats?: ExportFormat[]; rotationDays?: number }) => {
-        const { result, company } = await (
-          await session.operations()
-        ).addCompany({ companyId: opts.company, ...(opts.formats ? { formats: opts.formats } : {}), ...(opts.rotationDays !== undefined ? { rotationDays: opts.rotationDays } : {}) });
+        const operations = await session.operations();
+        const { result, company } = await operations.addCompany({
+          companyId: opts.company,
+          ...(opts.formats ? { formats: opts.formats } : {}),
+          ...(opts.rotationDays !== undefined ? { rotationDays: opts.rotationDays } : {}),
+        });
         session.out.result({ result, company }, () => {
           session.out.line(`Company ${company.companyId}: ${result.replace('_', ' ')} (formats ${company.formats.join(', ')}).`);
           session.out.line('  The monthly export plans it from the next run on; `acctops keys install` stores its API key.');
