@@ -71,6 +71,7 @@ const ROTATION_WAIT_MS = 120_000;
  */
 export class AwsOperations implements Operations {
   private outputs?: Promise<Record<string, string>>;
+  private preflight?: Promise<unknown>;
 
   constructor(
     private readonly context: OperationsContext,
@@ -84,8 +85,18 @@ export class AwsOperations implements Operations {
     return /^acctops-(.+)$/.test(this.stack) ? { stage: this.stack.slice('acctops-'.length) } : {};
   }
 
+  /**
+   * The region and the credentials, resolved once before the first AWS call (OperatorClients.preflight):
+   * a missing one is said once, not once per call, and only after the command's own checks of its
+   * flags (a usage error stays exit 2 without credentials).
+   */
+  private async ready(): Promise<void> {
+    await (this.preflight ??= this.clients.preflight());
+  }
+
   /** An output's value: from --output, else from DescribeStacks (read once); undefined if the stack has none. */
   private async optionalOutput(key: string): Promise<string | undefined> {
+    await this.ready();
     if (this.overrides[key] !== undefined) return this.overrides[key];
     this.outputs ??= this.clients.stackOutputs(this.stack);
     return (await this.outputs)[key];
@@ -152,6 +163,7 @@ export class AwsOperations implements Operations {
   }
 
   async rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }): Promise<RotateReport> {
+    await this.ready();
     // Known before anything changes: without it the previous key could not be revoked after the rotation.
     const revokeBaseUrl = options.revokePreviousNow ? await this.baseUrl() : undefined;
     const store = this.clients.secrets();
@@ -188,6 +200,7 @@ export class AwsOperations implements Operations {
   }
 
   async keyStatus(): Promise<KeyStatusReport> {
+    await this.ready();
     const store = this.clients.secrets();
     const baseUrl = await this.baseUrl();
     const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
@@ -201,6 +214,8 @@ export class AwsOperations implements Operations {
   }
 
   async doctor(options: { repair: boolean }): Promise<DoctorReport> {
+    // Before the sections, which report their own failures as skipped: no region or credentials is the command's.
+    await this.ready();
     const now = systemClock.now();
     const skipped = (error: unknown): Skipped => ({ skipped: error instanceof Error ? error.message : String(error) });
     const health = await this.invoke<HealthReport>(OUTPUTS.checkHealth, 'check secrets and the service', {}).then((r) => ({ probes: r.probes }), skipped);
@@ -232,6 +247,7 @@ export class AwsOperations implements Operations {
   }
 
   async installCompanyKey(companyId: string, apiKey: string): Promise<KeyInstallReport> {
+    await this.ready();
     const store = this.clients.secrets();
     const baseUrl = await this.baseUrl();
     return installCompanyKey(
@@ -250,6 +266,7 @@ export class AwsOperations implements Operations {
   async exportMonth(request: ExportRequest): Promise<ExportReport> {
     if (request.out) throw new UsageError("--out is for the local and direct modes: the deployed pipeline writes to the stack's export bucket", 'drop --out, or use direct mode (--base-url with ACCTOPS_API_KEY)');
     refuseFutureMonth(request.month, Date.now());
+    await this.ready();
     const options = { ...request, month: request.month ?? previousMonth(Date.now(), DEFAULT_TIME_ZONE).text };
     const companies = options.company ? [options.company] : await this.companies();
     const store = await this.exportStore();
@@ -322,6 +339,7 @@ export class AwsOperations implements Operations {
 
   /** The companies whose keys the stack holds (their secrets, found by tag). */
   private async companies(): Promise<string[]> {
+    await this.ready();
     const out: string[] = [];
     for await (const entry of taggedKeyDirectory(this.clients.secrets(), this.directoryOptions).list()) out.push(entry.companyId);
     return out.sort();
@@ -340,7 +358,7 @@ export class AwsOperations implements Operations {
   }
 }
 
-export async function openAwsOperations(context: OperationsContext): Promise<AwsOperations> {
+export function openAwsOperations(context: OperationsContext): AwsOperations {
   const stack = context.stack!;
   const overrides: Record<string, string> = {};
   for (const pair of context.flags.output ?? []) {
@@ -348,7 +366,5 @@ export async function openAwsOperations(context: OperationsContext): Promise<Aws
     overrides[pair.slice(0, at)] = pair.slice(at + 1);
   }
   const region = context.flags.region ?? context.env.AWS_REGION ?? context.env.AWS_DEFAULT_REGION;
-  const clients = new OperatorClients({ region });
-  await clients.preflight();
-  return new AwsOperations(context, stack, clients, overrides);
+  return new AwsOperations(context, stack, new OperatorClients({ region }), overrides);
 }
