@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { OperatorClients } from '../../src/adapters/aws/operator-clients';
 import { apiKeyAuth, createAccountingClient } from '../../src/core/accounting-api';
 import { keyStatus, parseCompanyKeySecret, rotateNow, taggedKeyDirectory, type DoctorReport as RotationReport } from '../../src/core/api-keys';
-import type { CompanyRegistry } from '../../src/core/companies/company-registry';
+import { activeCompanyPages, type CompanyRegistry } from '../../src/core/companies/company-registry';
 import type { ObjectStore } from '../../src/core/exports/object-store';
 import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/period';
 import { FORMATS } from '../../src/core/exports/types';
@@ -268,7 +268,7 @@ export class AwsOperations implements Operations {
     refuseFutureMonth(request.month, Date.now());
     await this.ready();
     const options = { ...request, month: request.month ?? previousMonth(Date.now(), DEFAULT_TIME_ZONE).text };
-    const companies = options.company ? [options.company] : await this.companies();
+    const companies = options.company ? [options.company] : await this.registeredCompanies();
     const store = await this.exportStore();
     const events = this.clients.events(await this.output(OUTPUTS.exportBus, 'request exports'), 'acctops.cli');
     const requestedAt = systemClock.now();
@@ -276,7 +276,7 @@ export class AwsOperations implements Operations {
       companies.map((companyId) => ({
         type: 'ExportRequested',
         time: requestedAt,
-        detail: { companyId, period: options.month, ...(options.formats ? { formats: options.formats } : {}) },
+        detail: { companyId, period: options.month, ...(options.formats ? { formats: options.formats } : {}), ...(options.replaceFormats ? { replaceFormats: true } : {}) },
       })),
     );
     const rows = new Map<string, CompanyExportRow>(companies.map((companyId) => [companyId, { companyId, status: 'requested' }]));
@@ -335,6 +335,17 @@ export class AwsOperations implements Operations {
 
   private async exportStore(): Promise<ObjectStore> {
     return (await import('./export-run.ts')).storeForBucket(await this.output(OUTPUTS.exportBucket, 'read the exports'), this.context);
+  }
+
+  /**
+   * The stage's active companies from the company registry, read a page at a time: what the
+   * monthly planner exports (a company with a key secret but not registered is not exported).
+   */
+  private async registeredCompanies(): Promise<string[]> {
+    const registry = await this.registry();
+    const out: string[] = [];
+    for await (const page of activeCompanyPages(registry)) out.push(...page.items.map((c) => c.companyId));
+    return out.sort();
   }
 
   /** The companies whose keys the stack holds (their secrets, found by tag). */

@@ -1,4 +1,3 @@
-import { FileRegistryTable } from '../../src/adapters/local/file-company-registry';
 import { MemoryRefreshQueue } from '../../src/adapters/local/memory-refresh-queue';
 import { checkKeyRotations, keyStatus, parseCompanyKeySecret, rotateNow, type RevocationOutcome } from '../../src/core/api-keys';
 import type { CompanyRegistry } from '../../src/core/companies/company-registry';
@@ -9,7 +8,6 @@ import type { OnboardInput } from '../../src/core/tokens/token-lifecycle';
 import { planTokenRefresh } from '../../src/core/tokens/plan-refresh';
 import { counts, iso } from '../format';
 import { withLocalWorld, type LocalWorld } from '../local/local-world';
-import { statePath } from '../local/state-dir';
 import type {
   ClockAdvanced,
   ClockReset,
@@ -25,11 +23,11 @@ import type {
 } from './operations';
 import { installCompanyKey, setInstitutionSecret } from './secret-changes';
 import {
-  companyRegistry,
   companyRow,
   findingsOf,
   listCompanies,
   listUsers,
+  localRegistry,
   REFRESH_MARGIN_MS,
   refuseFutureMonth,
   registryHealth,
@@ -61,7 +59,7 @@ export class LocalOperations implements Operations {
 
   /** `<stateDir>/companies.json`, inside the world's lock, so two commands never write it at once. */
   private registry<T>(work: (registry: CompanyRegistry, now: number) => Promise<T>): Promise<T> {
-    return this.world((world) => work(companyRegistry(new FileRegistryTable({ path: statePath(world.stateDir, 'companies') }), this.context.out.logger()), world.clock.now()));
+    return this.world((world) => work(localRegistry(world.stateDir, this.context.out.logger()), world.clock.now()));
   }
 
   onboardUser(input: OnboardInput) {
@@ -267,7 +265,7 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
     tokens,
     rotations: { companies: rotations.companies, findings: rotations.findings },
     exports,
-    registry: await registryHealth(companyRegistry(new FileRegistryTable({ path: statePath(world.stateDir, 'companies') }))),
+    registry: await registryHealth(localRegistry(world.stateDir)),
     revokedKeys: revoked,
     damagedStateFiles,
   };

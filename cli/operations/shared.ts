@@ -1,4 +1,5 @@
 import { parseCompanyKeySecret, revokeApiKey, type DueRevocationsResult, type RevocationOutcome, type RevokeDeps } from '../../src/core/api-keys';
+import { FileRegistryTable } from '../../src/adapters/local/file-company-registry';
 import { CompanyRegistry, type RegisteredCompany, type RegistryTable } from '../../src/core/companies/company-registry';
 import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/period';
 import { FORMATS } from '../../src/core/exports/types';
@@ -7,6 +8,7 @@ import type { Logger } from '../../src/core/shared/logger';
 import { isDue, type TokenStore, type TokenSummary } from '../../src/core/tokens/token-store';
 import { CliConfigError, UsageError } from '../errors';
 import { iso } from '../format';
+import { statePath } from '../local/state-dir';
 import { isSkipped, type CompanyList, type CompanyRow, type DoctorReport, type RegistryHealth, type RevokedKey, type TokenHealth, type UserList, type UserRow } from './operations';
 
 /**
@@ -88,6 +90,11 @@ export function revokedKeys(result: DueRevocationsResult): RevokedKey[] {
 /** The registry over a table: `<stateDir>/companies.json` locally, the stack's table in AWS mode. */
 export function companyRegistry(table: RegistryTable, logger?: Logger): CompanyRegistry {
   return new CompanyRegistry(table, { defaultFormats: FORMATS, ...(logger ? { logger } : {}) });
+}
+
+/** The local mode's registry, `<stateDir>/companies.json` (used inside the world's lock). */
+export function localRegistry(stateDir: string, logger?: Logger): CompanyRegistry {
+  return companyRegistry(new FileRegistryTable({ path: statePath(stateDir, 'companies') }), logger);
 }
 
 export function companyRow(c: RegisteredCompany): CompanyRow {

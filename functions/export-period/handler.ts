@@ -14,6 +14,7 @@ const { env, runtime } = exportRuntimeFromEnv([
   'EXPORT_RUNS_TABLE_NAME',
   'TOKEN_TABLE_NAME',
   'EXPORT_MAX_RECEIVE_COUNT',
+  'EXPORT_MAX_TRANSACTIONS_PER_PART',
   'SECRET_CACHE_TTL_SECONDS',
 ]);
 
@@ -48,6 +49,7 @@ export const handler = createHandler({
         logger,
         metrics,
         maxReceiveCount: env.EXPORT_MAX_RECEIVE_COUNT,
+        split: { maxTransactionsPerPart: env.EXPORT_MAX_TRANSACTIONS_PER_PART },
       },
       event.Records.map((r) => ({ messageId: r.messageId, body: r.body, receiveCount: r.attributes.ApproximateReceiveCount })),
     );

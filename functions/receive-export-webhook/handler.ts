@@ -1,6 +1,9 @@
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
+import { CompanyRegistry } from '../../src/core/companies/company-registry';
+import { registryAllowlist } from '../../src/core/exports/company-allowlist';
+import { FORMATS } from '../../src/core/exports/types';
 import { receiveExportWebhook } from '../../src/core/exports/webhook';
 import { systemClock } from '../../src/core/shared/clock';
 import { createHandler } from '../_shared/create-handler';
@@ -9,11 +12,15 @@ const { env, runtime } = exportRuntimeFromEnv([
   'EXPORT_QUEUE_URL',
   'WEBHOOK_SECRET_ARN',
   'WEBHOOK_REPLAY_TABLE_NAME',
-  'WEBHOOK_COMPANY_IDS',
+  'COMPANY_REGISTRY_TABLE_NAME',
   'WEBHOOK_MAX_BODY_BYTES',
   'SECRET_CACHE_TTL_SECONDS',
 ]);
-const allowedCompanies = new Set(env.WEBHOOK_COMPANY_IDS);
+/**
+ * Tenant isolation from the company registry: a GetItem per company, cached for a minute across
+ * the invocations of this execution environment (no list of companies in the environment).
+ */
+const allowedCompanies = registryAllowlist(new CompanyRegistry(runtime.registryTable(), { defaultFormats: FORMATS }), { clock: systemClock });
 
 /** A Lambda Function URL request (payload format 2.0): what the checks need, nothing more. */
 const eventSchema = z.looseObject({

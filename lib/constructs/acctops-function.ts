@@ -122,7 +122,7 @@ export type AcctopsFunctionDefaults = Pick<
 >;
 
 export type SecretAccess = 'read' | 'write' | 'rotate';
-export type TableAccess = 'read' | 'write' | 'readWrite' | 'queryIndexes' | 'getPut' | 'getUpdate' | 'claims' | 'scan';
+export type TableAccess = 'read' | 'write' | 'readWrite' | 'queryIndexes' | 'getPut' | 'getUpdate' | 'claims' | 'scan' | 'getItem';
 export type BucketAccess = 'read' | 'write' | 'readWrite' | 'readWriteDelete';
 export type QueueAccess = 'send' | 'receive';
 
@@ -159,6 +159,8 @@ export const TABLE_ACTIONS: Record<TableAccess, { table: string[]; key: string[]
     ],
     key: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
   },
+  /** One item by key, nothing else: an allowlist lookup (the webhook asks the company registry). */
+  getItem: { table: ['dynamodb:GetItem'], key: ['kms:Decrypt'] },
   /** Scan only, a page at a time: a planner that visits every item once (the company registry). */
   scan: { table: ['dynamodb:Scan'], key: ['kms:Decrypt'] },
   /** Query on the named indexes only, never on the table: a reader of keys that must not read items. */

@@ -230,16 +230,22 @@ describe('Exports', () => {
       });
     });
 
-    it('gives the planner the registry table, no list of companies, and the webhook its tenant list', () => {
+    it('gives the planner and the webhook the registry table and no list of companies; the worker the split size', () => {
       const planner = Object.values(template.findResources('AWS::Lambda::Function')).find(
         (f) => (f as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }).Properties.Environment?.Variables?.ACCTOPS_FUNCTION === 'plan-monthly-export',
       ) as { Properties: { Environment: { Variables: Record<string, unknown> } } };
       expect(planner.Properties.Environment.Variables).toHaveProperty('COMPANY_REGISTRY_TABLE_NAME');
       expect(planner.Properties.Environment.Variables).not.toHaveProperty('EXPORT_COMPANY_IDS');
       expect(JSON.stringify(planner.Properties.Environment.Variables)).not.toContain(COMPANY.toLowerCase());
+      const webhook = Object.values(template.findResources('AWS::Lambda::Function')).find(
+        (f) => (f as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }).Properties.Environment?.Variables?.ACCTOPS_FUNCTION === 'receive-export-webhook',
+      ) as { Properties: { Environment: { Variables: Record<string, unknown> }; ReservedConcurrentExecutions: number } };
+      expect(webhook.Properties.ReservedConcurrentExecutions).toBe(10);
+      expect(webhook.Properties.Environment.Variables).toHaveProperty('COMPANY_REGISTRY_TABLE_NAME');
+      expect(webhook.Properties.Environment.Variables).not.toHaveProperty('WEBHOOK_COMPANY_IDS');
+      expect(JSON.stringify(webhook.Properties.Environment.Variables)).not.toContain(COMPANY.toLowerCase());
       template.hasResourceProperties('AWS::Lambda::Function', {
-        Environment: { Variables: Match.objectLike({ ACCTOPS_FUNCTION: 'receive-export-webhook', WEBHOOK_COMPANY_IDS: COMPANY.toLowerCase() }) },
-        ReservedConcurrentExecutions: 10,
+        Environment: { Variables: Match.objectLike({ ACCTOPS_FUNCTION: 'export-period', EXPORT_MAX_TRANSACTIONS_PER_PART: '500000' }) },
       });
     });
 
@@ -316,13 +322,19 @@ describe('Exports', () => {
       expect(statements.some((s) => actions(s).some((a) => a.startsWith('secretsmanager:') || a.startsWith('s3:')))).toBe(false);
     });
 
-    it('the webhook reads its own secret, writes the replay table, sends to the queue: nothing more', () => {
+    it('the webhook reads its own secret, writes the replay table, gets registry items, sends to the queue: nothing more', () => {
       const statements = statementsOf(exports.webhook);
+      // The registry: GetItem on its table (and Decrypt with its key), no Scan, no write.
+      const registryTable = id(stack.companies.table);
+      const onRegistry = statements.filter((s) => mentions(s.Resource, registryTable));
+      expect(onRegistry.flatMap(actions)).toEqual(['dynamodb:GetItem']);
       expect(statements.flatMap(actions).sort()).toEqual(
         [
           'logs:CreateLogStream',
           'logs:PutLogEvents',
           'secretsmanager:GetSecretValue',
+          'kms:Decrypt',
+          'dynamodb:GetItem',
           'kms:Decrypt',
           'dynamodb:GetItem',
           'dynamodb:PutItem',

@@ -7,6 +7,7 @@ import * as z from 'zod';
 import { CompanyApiKeys } from '../../core/api-keys/company-api-keys';
 import { taggedKeyDirectory } from '../../core/api-keys/key-directory';
 import { EXPORT_EVENT_SOURCE } from '../../core/exports/export-events';
+import { DEFAULT_MAX_TRANSACTIONS_PER_PART } from '../../core/exports/split-export';
 import type { SourceCredentials } from '../../core/exports/export-worker';
 import { userTokenCredentials } from '../../core/exports/user-token-credentials';
 import { webhookSecretsFromStore } from '../../core/exports/webhook-secrets';
@@ -24,12 +25,6 @@ import { EventBridgePublisher } from './eventbridge-publisher';
 import { S3ObjectStore } from './s3-object-store';
 import { AwsSecretStore } from './secrets-manager';
 import { SqsExportQueue } from './sqs-export-queue';
-
-const uuidList = z
-  .string()
-  .default('')
-  .transform((text) => text.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
-  .pipe(z.array(z.guid('expected a comma-separated list of company ids')));
 
 const formatList = z
   .string()
@@ -66,10 +61,13 @@ export const exportEnv = {
   /** The export queue's maxReceiveCount: the worker's last delivery before the DLQ. */
   EXPORT_MAX_RECEIVE_COUNT: envInt(1, 1000).default(3),
   SECRET_CACHE_TTL_SECONDS: envInt(0, 3600).default(300),
+  /**
+   * A month with more transactions than this is exported in parts of at most this many
+   * (docs/fleet-exports.md); the stage's `exports.maxTransactionsPerPart`.
+   */
+  EXPORT_MAX_TRANSACTIONS_PER_PART: envInt(1000, 100_000_000).default(DEFAULT_MAX_TRANSACTIONS_PER_PART),
   WEBHOOK_SECRET_ARN: envString,
   WEBHOOK_REPLAY_TABLE_NAME: envString,
-  /** Tenant isolation: the only companies the webhook may request exports for. */
-  WEBHOOK_COMPANY_IDS: uuidList,
   WEBHOOK_MAX_BODY_BYTES: envInt(256, 1024 * 1024).default(64 * 1024),
 };
 
