@@ -13,8 +13,9 @@ import { runFleetExportSection } from './fleet/fleet-exports-bench';
 import { OUT_DIR, ROOT } from './lib/processes';
 import { describeMachine, loadAverage, renderReport, type SectionReport } from './lib/report';
 import { refreshNotMeasured, runRefreshSection } from './refresh/refresh-bench';
+import { runRotationDoctorSection } from './rotation-doctor/rotation-doctor-bench';
 
-const SECTIONS = ['cold-start', 'exports', 'refresh', 'cli-startup', 'fleet-exports'] as const;
+const SECTIONS = ['cold-start', 'exports', 'refresh', 'cli-startup', 'fleet-exports', 'rotation-doctor'] as const;
 type SectionName = (typeof SECTIONS)[number];
 
 const PREFACE = [
@@ -67,6 +68,7 @@ async function main(): Promise<void> {
               { transactions: 1_000_000, rounds: 3 },
             ],
       }),
+    'rotation-doctor': () => runRotationDoctorSection(flags.quick ? { companies: 1000, due: 10 } : { companies: 10_000, due: 100 }),
     'cli-startup': () => Promise.resolve(runCliStartupSection({ runs: flags.quick ? 3 : 10 })),
     'fleet-exports': () =>
       runFleetExportSection({

@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
+import { RECOVERY_WINDOW_DAYS } from '../../src/core/api-keys';
 import { CompanyNotRegisteredError, ROTATION_DAYS } from '../../src/core/companies/company-registry';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
 import { formats, guid } from '../args';
@@ -12,6 +13,21 @@ export function rotationDays(raw: string): number {
     throw new InvalidArgumentError(`expected whole days from ${ROTATION_DAYS.min} to ${ROTATION_DAYS.max}`);
   }
   return days;
+}
+
+export function recoveryDays(raw: string): number {
+  const days = Number(raw);
+  if (!/^\d{1,2}$/.test(raw.trim()) || days < RECOVERY_WINDOW_DAYS.min || days > RECOVERY_WINDOW_DAYS.max) {
+    throw new InvalidArgumentError(`expected whole days from ${RECOVERY_WINDOW_DAYS.min} to ${RECOVERY_WINDOW_DAYS.max}`);
+  }
+  return days;
+}
+
+function notRegistered(error: unknown): unknown {
+  if (error instanceof CompanyNotRegisteredError) {
+    return new CliError(error.message, { code: error.code, exitCode: ExitCode.config, hint: '`acctops companies list` shows the registered companies', cause: error });
+  }
+  return error;
 }
 
 export function companiesCommand(host: CommandHost): Command {
@@ -65,23 +81,50 @@ export function companiesCommand(host: CommandHost): Command {
 
   companies
     .command('remove')
-    .description('Stop exporting a company: the registry marks it removed (undo: `companies add`). Its key secret is kept.')
+    .description(
+      'Stop exporting a company and rotating its key: the registry marks it removed, its key secret stops rotating and is scheduled for deletion ' +
+        'with a recovery window (undo: `companies restore`).',
+    )
+    .requiredOption('--company <uuid>', "the company's publicId", guid)
+    .option('--recovery-days <n>', `days the key secret stays restorable (${RECOVERY_WINDOW_DAYS.min}-${RECOVERY_WINDOW_DAYS.max})`, recoveryDays, RECOVERY_WINDOW_DAYS.default)
+    .action(
+      host.run(async (session, opts: { company: string; recoveryDays: number }) => {
+        let outcome;
+        try {
+          outcome = await (await session.operations()).removeCompany(opts.company, { recoveryDays: opts.recoveryDays });
+        } catch (error) {
+          throw notRegistered(error);
+        }
+        const { result, company, key } = outcome;
+        const undo = `acctops companies restore --company ${company.companyId}`;
+        session.out.result({ result, company, key, undo }, () => {
+          session.out.line(`Company ${company.companyId}: ${result.replace('_', ' ')}; the monthly export leaves it out from the next run on.`);
+          if (key.result === 'no_secret') session.out.line('  It has no key secret of this stage (an imported one stays with the stack).');
+          else if (key.result === 'already_scheduled') session.out.line(`  Its key secret ${key.secret} was already scheduled for deletion (${key.deletionDate ?? 'date unknown'}).`);
+          else {
+            session.out.line(`  Key secret ${key.secret}: rotation ${key.rotationStopped ? 'stopped' : 'was off'}; deleted for good on ${key.deletionDate ?? `in ${key.recoveryWindowDays} days`} unless restored.`);
+          }
+          session.out.line(`  Undo: \`${undo}\` (registry entry and key secret; or \`aws secretsmanager restore-secret --secret-id <name>\`).`);
+        });
+      }),
+    );
+
+  companies
+    .command('restore')
+    .description("Undo `companies remove`: the registry entry is active again, its key secret restored and rotating (within the recovery window).")
     .requiredOption('--company <uuid>', "the company's publicId", guid)
     .action(
       host.run(async (session, opts: { company: string }) => {
         let outcome;
         try {
-          outcome = await (await session.operations()).removeCompany(opts.company);
+          outcome = await (await session.operations()).restoreCompany(opts.company);
         } catch (error) {
-          if (error instanceof CompanyNotRegisteredError) {
-            throw new CliError(error.message, { code: error.code, exitCode: ExitCode.config, hint: '`acctops companies list` shows the registered companies', cause: error });
-          }
-          throw error;
+          throw notRegistered(error);
         }
-        const { result, company } = outcome;
-        session.out.result({ result, company }, () => {
-          session.out.line(`Company ${company.companyId}: ${result.replace('_', ' ')}; the monthly export leaves it out from the next run on.`);
-          session.out.line('  Its API-key secret is kept (docs/runbooks.md, "Add or remove a company"); undo with `acctops companies add --company <id>`.');
+        session.out.result(outcome, () => {
+          session.out.line(`Company ${outcome.company.companyId}: ${outcome.result.replace('_', ' ')}.`);
+          if (outcome.key === 'no_secret') session.out.line('  It has no key secret: `acctops keys install --company <id>` creates one.');
+          else session.out.line(`  Key secret ${outcome.key === 'restored' ? 'restored' : 'was not deleted'}; rotation on, every ${outcome.rotationDays} days.`);
         });
       }),
     );

@@ -1,6 +1,5 @@
 import { Command } from 'commander';
 import { parseInstitutionCredential } from '../../src/core/credentials/institution-credential';
-import { guid } from '../args';
 import { CliConfigError, CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import type { Session } from '../session';
@@ -12,7 +11,7 @@ import type { CommandHost } from './host';
  * the operations' (cli/operations/secret-changes.ts).
  */
 
-function required(session: Session, name: 'ACCTOPS_INSTITUTION' | 'ACCTOPS_API_KEY', what: string): string {
+export function required(session: Session, name: 'ACCTOPS_INSTITUTION' | 'ACCTOPS_API_KEY', what: string): string {
   const value = session.env[name]?.trim();
   if (!value) throw new CliConfigError(`${what} is read from ${name}, which is not set`, `read -rs ${name} && export ${name}   (never a flag: it would stay in shell history)`);
   return value;
@@ -56,20 +55,4 @@ export function institutionCommand(host: CommandHost): Command {
       }),
     );
   return institution;
-}
-
-export function installKeyCommand(host: CommandHost): Command {
-  return new Command('install')
-    .description("Store the key in ACCTOPS_API_KEY as the company's current key, after checking it at the service.")
-    .requiredOption('--company <id>', "the company's publicId", guid)
-    .action(
-      host.run(async (session, opts: { company: string }) => {
-        const apiKey = required(session, 'ACCTOPS_API_KEY', 'the company key');
-        const report = await (await session.operations()).installCompanyKey(opts.company, apiKey);
-        session.out.result(report, () => {
-          session.out.line(`Stored key ${report.keyPrefix}… for company ${report.companyId} in ${report.secret} (version ${report.versionId}).`);
-          session.out.line(`  permissions ${report.permissions.join(', ')}; the previous key stays valid at the service until it is revoked.`);
-        });
-      }),
-    );
 }

@@ -3,9 +3,9 @@ import { guid } from '../args';
 import { CliError, UsageError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { relative } from '../format';
-import type { KeyStatusReport, RotateReport } from '../operations/operations';
+import type { KeysInstallReport, KeyStatusReport, RotateReport } from '../operations/operations';
 import type { Output } from '../output';
-import { installKeyCommand } from './credentials';
+import { required } from './credentials';
 import type { CommandHost } from './host';
 
 export function keysCommand(host: CommandHost): Command {
@@ -45,7 +45,20 @@ export function keysCommand(host: CommandHost): Command {
         session.out.result({ ...report, companies }, () => renderStatus(session.out, { ...report, companies }));
       }),
     );
-  keys.addCommand(installKeyCommand(host));
+  keys
+    .command('install')
+    .description(
+      "Store the key in ACCTOPS_API_KEY as the company's key, after checking it at the service: creates the company's secret (tagged with the stage) " +
+        "if it has none and turns its rotation on (the registry's rotation days). Idempotent; the key is never printed.",
+    )
+    .requiredOption('--company <id>', "the company's publicId (a registered company, or one with a key secret)", guid)
+    .action(
+      host.run(async (session, opts: { company: string }) => {
+        const apiKey = required(session, 'ACCTOPS_API_KEY', 'the company key');
+        const report = await (await session.operations()).installCompanyKey(opts.company, apiKey);
+        session.out.result(report, () => renderInstall(session.out, report));
+      }),
+    );
   return keys;
 }
 
@@ -79,4 +92,20 @@ export function renderStatus(out: Output, report: KeyStatusReport): void {
     },
   ], 'no company key secrets');
   for (const c of report.companies) if (c.error) out.line(`! ${c.companyId}: ${c.error}`);
+}
+
+export function renderInstall(out: Output, report: KeysInstallReport): void {
+  if (report.noop) {
+    out.line(`Company ${report.companyId}: key ${report.keyPrefix}… is already installed in ${report.secret} and rotates every ${report.rotationDays} days; nothing changed.`);
+    return;
+  }
+  const what = { created: 'created', restored: 'restored (it was scheduled for deletion) and updated', replaced: 'updated with this key', unchanged: 'already holds this key' }[report.secretResult];
+  out.line(`Company ${report.companyId}: secret ${report.secret} ${what}; key ${report.keyPrefix}… (${report.permissions.join(', ')}).`);
+  const rotation = {
+    turned_on: `rotation turned on, every ${report.rotationDays} days (the first one on schedule, not now)`,
+    updated: `rotation set to every ${report.rotationDays} days with the stack's rotation function`,
+    already_on: `rotation already on, every ${report.rotationDays} days`,
+    stack_managed: "rotation stays with the stack's RotationSchedule (an imported secret)",
+  }[report.rotation];
+  out.line(`  ${rotation}; the previous key, if any, stays valid at the service until it is revoked.`);
 }

@@ -1,7 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { OperatorClients } from '../../src/adapters/aws/operator-clients';
 import { apiKeyAuth, createAccountingClient } from '../../src/core/accounting-api';
-import { keyStatus, parseCompanyKeySecret, rotateNow, taggedKeyDirectory, type DoctorReport as RotationReport } from '../../src/core/api-keys';
+import {
+  companyKeySecretName,
+  describeByNameOrTag,
+  keyStatus,
+  parseCompanyKeySecret,
+  registeredKeyDirectory,
+  rotateNow,
+  taggedKeyDirectory,
+  type DoctorReport as RotationReport,
+  type SecretLifecycle,
+} from '../../src/core/api-keys';
 import { activeCompanyPages, type CompanyRegistry } from '../../src/core/companies/company-registry';
 import type { ObjectStore } from '../../src/core/exports/object-store';
 import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/period';
@@ -23,7 +33,7 @@ import type {
   ExportReport,
   ExportRequest,
   InstitutionSecretReport,
-  KeyInstallReport,
+  KeysInstallReport,
   KeyStatusReport,
   Operations,
   OperationsContext,
@@ -32,7 +42,8 @@ import type {
   Skipped,
   UserList,
 } from './operations';
-import { installCompanyKey, setInstitutionSecret } from './secret-changes';
+import { installKey, removeCompany, restoreCompany, type CompanyKeyContext } from './company-keys';
+import { setInstitutionSecret } from './secret-changes';
 import { companyRegistry, companyRow, findingsOf, listCompanies, listUsers, localModeOnly, refuseFutureMonth, registryHealth, revokePreviousNow, tokenHealth } from './shared';
 
 /**
@@ -55,6 +66,9 @@ export const OUTPUTS = {
   serviceBaseUrl: 'ServiceBaseUrl',
   /** lib/constructs/company-registry.ts */
   companyRegistry: 'CompanyRegistryTableName',
+  rotateApiKeyFunction: 'RotateApiKeyFunctionArn',
+  secretsKey: 'SecretsKeyArn',
+  companyKeyRotationDays: 'CompanyKeyRotationDays',
 } as const;
 
 /** How long `export` waits for the deployed pipeline, and how often it looks. */
@@ -204,9 +218,25 @@ export class AwsOperations implements Operations {
     const store = this.clients.secrets();
     const baseUrl = await this.baseUrl();
     const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
+    // The registry a page at a time, each company's secret by DescribeSecret of its name: no listing of every secret.
+    const stage = this.directoryOptions.stage;
+    // A stack from before the registry (no CompanyRegistryTableName output): the tag listing, as before.
+    const registry = stage === undefined ? undefined : await this.registry().catch((error: unknown) => {
+      if (error instanceof CliConfigError) return undefined;
+      throw error;
+    });
+    const directory =
+      stage === undefined || registry === undefined
+        ? taggedKeyDirectory(store, this.directoryOptions)
+        : registeredKeyDirectory({
+            pages: async function* () {
+              for await (const page of registry.pages()) yield page.items;
+            },
+            describeCompanySecret: describeByNameOrTag({ store, directory: taggedKeyDirectory(store, { stage }), nameOf: (id) => companyKeySecretName(stage, id) }),
+          });
     const companies = await keyStatus({
       store,
-      directory: taggedKeyDirectory(store, this.directoryOptions),
+      directory,
       scheduler,
       clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.context.out.logger() }),
     });
@@ -246,20 +276,8 @@ export class AwsOperations implements Operations {
     );
   }
 
-  async installCompanyKey(companyId: string, apiKey: string): Promise<KeyInstallReport> {
-    await this.ready();
-    const store = this.clients.secrets();
-    const baseUrl = await this.baseUrl();
-    return installCompanyKey(
-      {
-        store,
-        directory: taggedKeyDirectory(store, this.directoryOptions),
-        clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.context.out.logger() }),
-        clock: systemClock,
-      },
-      companyId,
-      apiKey,
-    );
+  async installCompanyKey(companyId: string, apiKey: string): Promise<KeysInstallReport> {
+    return installKey(await this.companyKeyContext(), await this.registry(), companyId, apiKey);
   }
 
   /** ExportRequested per company to the stack's exports bus; with `wait`, until each manifest of the month is newer than the request. */
@@ -304,9 +322,12 @@ export class AwsOperations implements Operations {
     return listCompanies(await this.registry(), options);
   }
 
-  async removeCompany(companyId: string) {
-    const { result, company } = await (await this.registry()).remove(companyId, Date.now());
-    return { result, company: companyRow(company) };
+  async removeCompany(companyId: string, options: { recoveryDays: number }) {
+    return removeCompany(await this.registry(), Date.now(), () => this.companySecrets(), companyId, options.recoveryDays);
+  }
+
+  async restoreCompany(companyId: string) {
+    return restoreCompany(await this.registry(), Date.now(), () => this.companyKeyContext(), companyId);
   }
 
   localStatus(): Promise<never> {
@@ -319,6 +340,35 @@ export class AwsOperations implements Operations {
 
   resetClock(): Promise<never> {
     return Promise.reject(localModeOnly());
+  }
+
+  /** The stage and the secret lifecycle only (`companies remove`: no call to the service). */
+  private companySecrets(): { stage: string; lifecycle: SecretLifecycle } {
+    const stage = this.directoryOptions.stage;
+    if (stage === undefined) throw new CliConfigError(`stack ${this.stack} is not named acctops-<stage>`, 'pass --stack acctops-<stage>: company key secrets are named and tagged by stage');
+    return { stage, lifecycle: this.clients.secretLifecycle() };
+  }
+
+  /** What `keys install` and `companies restore` need of the stack: its stage, rotation function, secrets key, stores. */
+  private async companyKeyContext(): Promise<CompanyKeyContext> {
+    await this.ready();
+    const { stage } = this.companySecrets();
+    const store = this.clients.secrets();
+    const baseUrl = await this.baseUrl();
+    const days = await this.optionalOutput(OUTPUTS.companyKeyRotationDays);
+    return {
+      lifecycle: this.clients.secretLifecycle(),
+      store,
+      directory: taggedKeyDirectory(store, this.directoryOptions),
+      clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.context.out.logger() }),
+      clock: systemClock,
+      target: {
+        stage,
+        rotationLambdaArn: await this.output(OUTPUTS.rotateApiKeyFunction, 'turn on the rotation of a company key'),
+        kmsKeyId: await this.output(OUTPUTS.secretsKey, 'encrypt a company key secret with the stack key'),
+      },
+      defaultRotationDays: days === undefined ? 30 : Number(days),
+    };
   }
 
   /** The stack's company registry table, found as the token table is for `users list`. */

@@ -21,7 +21,8 @@ import type {
   RefreshReport,
   RotateReport,
 } from './operations';
-import { installCompanyKey, setInstitutionSecret } from './secret-changes';
+import { installKey, removeCompany, restoreCompany, type CompanyKeyContext } from './company-keys';
+import { setInstitutionSecret } from './secret-changes';
 import {
   companyRow,
   findingsOf,
@@ -99,9 +100,7 @@ export class LocalOperations implements Operations {
   }
 
   installCompanyKey(companyId: string, apiKey: string) {
-    return this.world((world) =>
-      installCompanyKey({ store: world.secrets, directory: world.directory, clientFor: (k) => world.clientForKey(k), clock: world.clock }, companyId, apiKey),
-    );
+    return this.world((world) => installKey(localKeyContext(world), localRegistry(world.stateDir), companyId, apiKey));
   }
 
   setInstitutionSecret(value: string | undefined) {
@@ -128,11 +127,14 @@ export class LocalOperations implements Operations {
     return this.registry((registry) => listCompanies(registry, options));
   }
 
-  removeCompany(companyId: string) {
-    return this.registry(async (registry, now) => {
-      const { result, company } = await registry.remove(companyId, now);
-      return { result, company: companyRow(company) };
-    });
+  removeCompany(companyId: string, options: { recoveryDays: number }) {
+    return this.world((world) =>
+      removeCompany(localRegistry(world.stateDir), world.clock.now(), () => ({ stage: 'local', lifecycle: world.secretLifecycle() }), companyId, options.recoveryDays),
+    );
+  }
+
+  restoreCompany(companyId: string) {
+    return this.world((world) => restoreCompany(localRegistry(world.stateDir), world.clock.now(), () => Promise.resolve(localKeyContext(world)), companyId));
   }
 
   exportMonth(request: ExportRequest) {
@@ -191,6 +193,19 @@ export class LocalOperations implements Operations {
       return { now: iso(world.clock.now())!, undoneMs };
     });
   }
+}
+
+export function localKeyContext(world: LocalWorld): CompanyKeyContext {
+  return {
+    lifecycle: world.secretLifecycle(),
+    store: world.secrets,
+    directory: world.directory,
+    clientFor: (key) => world.clientForKey(key),
+    clock: world.clock,
+    // The local mode is one stage, `local`: its secrets are named acctops/local/company/<id>/api-key.
+    target: { stage: 'local', rotationLambdaArn: world.rotationLambdaArn },
+    defaultRotationDays: world.state.rotationDays,
+  };
 }
 
 /** One refresh cycle of the local mode: the planner over the due index, then the worker over what it enqueued. */

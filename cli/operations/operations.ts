@@ -1,4 +1,4 @@
-import type { DoctorReport as RotationReport, KeyStatus, RevocationOutcome, RotateNowResult } from '../../src/core/api-keys';
+import type { DoctorReport as RotationReport, InstallOutcome, KeyStatus, RetireOutcome, RevocationOutcome, RotateNowResult } from '../../src/core/api-keys';
 import type { AddResult, RegistryFinding, RemoveResult } from '../../src/core/companies/company-registry';
 import type { ExportProgress } from '../../src/core/exports/export-sources';
 import type { AmountTotal } from '../../src/core/exports/totals';
@@ -28,15 +28,20 @@ export interface Operations {
 
   rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }): Promise<RotateReport>;
   keyStatus(): Promise<KeyStatusReport>;
-  /** Checks the key at the service, then stores it as the company's current key. */
-  installCompanyKey(companyId: string, apiKey: string): Promise<KeyInstallReport>;
+  /**
+   * Checks the key at the service, then stores it as the company's key: creates the company's
+   * secret if it has none and turns its rotation on (`keys install`).
+   */
+  installCompanyKey(companyId: string, apiKey: string): Promise<KeysInstallReport>;
   /** Stores the institution credential (undefined: rolls back to AWSPREVIOUS), then checks it. */
   setInstitutionSecret(value: string | undefined): Promise<InstitutionSecretReport>;
 
   addCompany(input: CompanyInput): Promise<CompanyChange<AddResult>>;
   listCompanies(options: { active: boolean }): Promise<CompanyList>;
-  /** CompanyNotRegisteredError when the registry has no such company. */
-  removeCompany(companyId: string): Promise<CompanyChange<RemoveResult>>;
+  /** The registry marks it removed; its key secret stops rotating and is scheduled for deletion. CompanyNotRegisteredError when unknown. */
+  removeCompany(companyId: string, options: { recoveryDays: number }): Promise<CompanyRemoval>;
+  /** Undoes removeCompany within the recovery window. CompanyNotRegisteredError when unknown. */
+  restoreCompany(companyId: string): Promise<CompanyRestore>;
 
   /** A month's export: run here (local), or requested from the deployed pipeline (AWS). */
   exportMonth(request: ExportRequest): Promise<ExportReport>;
@@ -139,6 +144,14 @@ export interface KeyInstallReport extends SecretChange {
   permissions: string[];
 }
 
+export interface KeysInstallReport extends Omit<InstallOutcome, 'rotation'> {
+  /** `stack_managed`: an imported secret (cdk.json existingSecretArn), whose rotation the stack's RotationSchedule owns. */
+  rotation: InstallOutcome['rotation'] | 'stack_managed';
+  keyPrefix: string;
+  apiKeyId: string;
+  permissions: string[];
+}
+
 // Companies
 
 export interface CompanyInput {
@@ -162,6 +175,16 @@ export interface CompanyChange<R extends string = AddResult | RemoveResult> {
   /** What the registry did. */
   result: R;
   company: CompanyRow;
+}
+
+export interface CompanyRemoval extends CompanyChange<RemoveResult> {
+  /** What became of the company's key secret. */
+  key: RetireOutcome;
+}
+
+export interface CompanyRestore extends CompanyChange<AddResult> {
+  key: 'restored' | 'not_deleted' | 'no_secret';
+  rotationDays: number;
 }
 
 export interface CompanyList {

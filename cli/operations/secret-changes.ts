@@ -63,10 +63,20 @@ export interface CompanyKeyTarget {
 /** Checks the key at the service (its company, its id and permissions), then stores it as the company's current key. */
 export async function installCompanyKey(target: CompanyKeyTarget, companyId: string, apiKey: string): Promise<KeyInstallReport> {
   const entry = await target.directory.find(companyId);
+  const secret = await verifyCompanyKey(target, entry.companyId, apiKey);
+  const change = await putCurrent(target.store, entry.secretId, serializeCompanyKeySecret(secret));
+  return { ...change, companyId: entry.companyId, keyPrefix: secret.keyPrefix, apiKeyId: secret.apiKeyId, permissions: secret.permissions };
+}
+
+/**
+ * The key, checked at the service: it acts for `companyId` (lower case) alone, is listed live, and
+ * may manage API keys (rotation creates its replacement). Returns what the secret will hold.
+ */
+export async function verifyCompanyKey(target: Pick<CompanyKeyTarget, 'clientFor' | 'clock'>, companyId: string, apiKey: string): Promise<CompanyKeySecret> {
   const client = target.clientFor({ apiKey, companyId });
   const companies = (await client.companies.list().all()).map((c) => c.parsed.publicId.toLowerCase());
-  if (companies.length !== 1 || companies[0] !== entry.companyId) {
-    throw new CliError(`the key in ACCTOPS_API_KEY does not act for company ${entry.companyId}`, { code: 'wrong_company', exitCode: ExitCode.config, hint: 'use a key of that company' });
+  if (companies.length !== 1 || companies[0] !== companyId) {
+    throw new CliError(`the key in ACCTOPS_API_KEY does not act for company ${companyId}`, { code: 'wrong_company', exitCode: ExitCode.config, hint: 'use a key of that company' });
   }
   const prefix = keyPrefix(apiKey);
   const cannotRotate = (cause?: unknown) =>
@@ -87,14 +97,12 @@ export async function installCompanyKey(target: CompanyKeyTarget, companyId: str
   const listed = keys.find((k) => k.prefix === prefix && k.revokedAt === null);
   if (!listed) throw new CliError(`the service does not list a live key ${prefix}… for the company`, { code: 'key_not_listed', exitCode: ExitCode.config });
   if (!listed.permissions.some((p) => p === 'manage_api_keys' || p === 'full_access')) throw cannotRotate();
-  const secret: CompanyKeySecret = {
+  return {
     apiKey,
     apiKeyId: listed.publicId,
     keyPrefix: prefix,
-    companyId: entry.companyId,
+    companyId,
     permissions: [...listed.permissions],
     createdAt: listed.createdAt ?? new Date(target.clock.now()).toISOString(),
   };
-  const change = await putCurrent(target.store, entry.secretId, serializeCompanyKeySecret(secret));
-  return { ...change, companyId: entry.companyId, keyPrefix: prefix, apiKeyId: listed.publicId, permissions: secret.permissions };
 }

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { keyRotationRuntimeFromEnv } from '../../src/adapters/aws/key-rotation-runtime';
-import { checkKeyRotations } from '../../src/core/api-keys';
+import { checkKeyRotations, checkQueuedCompanies, sweepKeyRotations } from '../../src/core/api-keys';
 import { createHandler } from '../_shared/create-handler';
 
 const { runtime } = keyRotationRuntimeFromEnv([
@@ -14,18 +14,36 @@ const { runtime } = keyRotationRuntimeFromEnv([
   'API_KEY_PATH_REVOKE',
   'STUCK_PENDING_AFTER_MINUTES',
   'EXPIRY_WARNING_DAYS',
+  'COMPANY_REGISTRY_TABLE_NAME',
+  'ROTATION_CHECK_QUEUE_URL',
+  'ROTATION_INLINE_LIMIT',
 ]);
 
 /**
  * The rotation doctor, on a schedule (or `acctops doctor`): `{}` repairs what is safe, and
- * `{ "repair": false }` only reports. Extra members (an EventBridge envelope) are ignored.
+ * `{ "repair": false }` only reports. Extra members (an EventBridge envelope) are ignored. With the
+ * registry (COMPANY_REGISTRY_TABLE_NAME) it sweeps for due companies only and queues them when many
+ * (docs/fleet-rotation.md); the same function then consumes that queue: an SQS batch is one
+ * company's full check per message, with partial batch failures.
  */
-const eventSchema = z.looseObject({ repair: z.boolean().optional() });
+const sqsRecord = z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') });
+const eventSchema = z.union([
+  z.object({ Records: z.array(sqsRecord).min(1) }),
+  z.looseObject({ repair: z.boolean().optional() }),
+]);
 
 export const handler = createHandler({
   eventSchema,
   handler: async (event, { logger, metrics }) => {
+    if ('Records' in event && Array.isArray(event.Records)) {
+      const { deps, settings } = runtime.doctor({ logger, metrics });
+      const result = await checkQueuedCompanies(deps, settings, event.Records.map((r) => ({ messageId: r.messageId, body: r.body })));
+      return { batchItemFailures: result.failedMessageIds.map((itemIdentifier) => ({ itemIdentifier })) };
+    }
+    const repair = 'repair' in event && typeof event.repair === 'boolean' ? event.repair : true;
+    const sweep = runtime.sweep({ logger, metrics });
+    if (sweep) return sweepKeyRotations(sweep.deps, { ...sweep.settings, repair });
     const { deps, settings } = runtime.doctor({ logger, metrics });
-    return checkKeyRotations(deps, { ...settings, repair: event.repair ?? true });
+    return checkKeyRotations(deps, { ...settings, repair });
   },
 });
