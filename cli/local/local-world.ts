@@ -41,7 +41,7 @@ import { secretsSnapshotSchema } from '../../sandbox/secrets-manager';
 
 /**
  * The local embedded mode: one command's world, loaded from the state directory and saved back
- * when the command ends (docs/architecture.md, "The local mode").
+ * when the command ends (docs/cli.md, "The local mode").
  *
  *   sandbox.json  -> the embedded service (the sandbox, restored from its snapshot)
  *   secrets.json  -> the Secrets Manager emulator (restored), read through the real SDK adapter

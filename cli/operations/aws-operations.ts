@@ -47,7 +47,7 @@ import { setInstitutionSecret } from './secret-changes';
 import { companyRegistry, companyRow, findingsOf, listCompanies, listUsers, localModeOnly, refuseFutureMonth, registryHealth, revokePreviousNow, tokenHealth } from './shared';
 
 /**
- * The stack outputs the AWS mode reads, by key (docs/architecture.md, "Outputs"). Each can be named
+ * The stack outputs the AWS mode reads, by key (docs/infrastructure.md, "Outputs"). Each can be named
  * with `--output <Key>=<value>` instead, e.g. when a construct does not export it (yet).
  */
 export const OUTPUTS = {

@@ -27,20 +27,18 @@ const { runtime } = keyRotationRuntimeFromEnv([
  * company's full check per message, with partial batch failures.
  */
 const sqsRecord = z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') });
-const eventSchema = z.union([
-  z.object({ Records: z.array(sqsRecord).min(1) }),
-  z.looseObject({ repair: z.boolean().optional() }),
-]);
+// One object rather than a union, so that a broken member is named in the ValidationError.
+const eventSchema = z.looseObject({ repair: z.boolean().optional(), Records: z.array(sqsRecord).min(1).optional() });
 
 export const handler = createHandler({
   eventSchema,
   handler: async (event, { logger, metrics }) => {
-    if ('Records' in event && Array.isArray(event.Records)) {
+    if (event.Records !== undefined) {
       const { deps, settings } = runtime.doctor({ logger, metrics });
       const result = await checkQueuedCompanies(deps, settings, event.Records.map((r) => ({ messageId: r.messageId, body: r.body })));
       return { batchItemFailures: result.failedMessageIds.map((itemIdentifier) => ({ itemIdentifier })) };
     }
-    const repair = 'repair' in event && typeof event.repair === 'boolean' ? event.repair : true;
+    const repair = event.repair ?? true;
     const sweep = runtime.sweep({ logger, metrics });
     if (sweep) return sweepKeyRotations(sweep.deps, { ...sweep.settings, repair });
     const { deps, settings } = runtime.doctor({ logger, metrics });

@@ -3,7 +3,8 @@ import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
 import { processExportBatch } from '../../src/core/exports/export-worker';
 import { systemClock } from '../../src/core/shared/clock';
-import { createHandler } from '../_shared/create-handler';
+// Not create-handler: this bundle has no room for Powertools (docs/observability.md).
+import { createHandler } from '../_shared/create-lean-handler';
 
 const { env, runtime } = exportRuntimeFromEnv([
   'ACCTOPS_BASE_URL',

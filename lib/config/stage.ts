@@ -6,7 +6,7 @@ import { z } from 'zod';
  * here, at synth, so that a typo fails before CloudFormation sees it, with the field's path.
  *
  * This module imports neither aws-cdk-lib nor src/: the CLI can read a stage's settings without
- * loading CDK, and lib stays independent of the domain code (see docs/architecture.md).
+ * loading CDK, and lib stays independent of the domain code (docs/architecture.md, decision 4).
  */
 
 /** Retention periods CloudWatch Logs accepts, in days (PutRetentionPolicy). */

@@ -148,7 +148,7 @@ export interface ExportsProps {
 }
 
 /**
- * Exports to S3 (docs/architecture.md, "Export pipeline"): the KMS-encrypted, versioned, TLS-only
+ * Exports to S3 (docs/exports.md, "The pipeline"): the KMS-encrypted, versioned, TLS-only
  * bucket with its access-log bucket; the Glue database and tables (partition projection over the
  * Parquet symlinks, no crawler); the monthly schedule (in the stage's time zone) and the hourly
  * overdue check; the FIFO export queue, its DLQ and the worker; ExportRequested on the exports

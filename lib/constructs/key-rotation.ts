@@ -53,7 +53,7 @@ export interface KeyRotationProps {
 }
 
 /**
- * Rotation of the company API keys (docs/architecture.md, "Key rotation"):
+ * Rotation of the company API keys (docs/key-rotation.md):
  * - one secret per company of the stage, created here (encrypted with the stack's key, tagged) or
  *   imported by its complete ARN (the runbook "Install a company API key" tags it), each with a
  *   RotationSchedule (every `apiKeys.rotationDays`, 30 by default) that invokes `rotate-api-key`;

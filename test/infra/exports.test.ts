@@ -55,6 +55,8 @@ describe('Exports', () => {
           `OverdueCheckRole AwsSolutions-IAM5[Resource::<${id(exports.bucket)}.Arn>/exports/*]`,
           // secretsmanager:ListSecrets has no resource-level permissions (KeyRotation.grantCompanyKeys).
           'WorkerRole AwsSolutions-IAM5[Resource::*]',
+          // This stage's company key secrets by tag (KeyRotation.grantCompanyKeys, issue 15).
+          'WorkerRole AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:acctops/test/company/*]',
         ].sort(),
       );
       for (const ack of acks) if (ack.id.startsWith('AwsSolutions')) expect(ack.reason.length).toBeGreaterThan(40);
@@ -305,7 +307,10 @@ describe('Exports', () => {
     it('the worker reads the company key secrets and user tokens, but neither the institution secret nor the webhook secret', () => {
       const statements = statementsOf(exports.worker);
       const secretReads = statements.filter((s) => actions(s).includes('secretsmanager:GetSecretValue'));
-      expect(secretReads.map((s) => s.Resource)).toEqual([...keyRotation.secrets.values()].map((secret) => ({ Ref: id(secret) })));
+      // By tag (issue 15): this stage's company key secrets, whatever their number, not one statement per secret.
+      expect(secretReads.map((s) => [s.Resource, s.Condition])).toEqual([
+        [stack.resolve(keyRotation.companySecretsArnPattern), { StringEquals: { 'aws:ResourceTag/acctops:stage': 'test', 'aws:ResourceTag/acctops:purpose': 'company-api-key' } }],
+      ]);
       expect(mentions(statements, id(stack.institutionSecret))).toBe(false);
       expect(mentions(statements, id(exports.webhookSecret))).toBe(false);
       const tokenTable = statements.filter((s) => mentions(s.Resource, id(tokens.table)));

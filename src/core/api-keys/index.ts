@@ -1,4 +1,4 @@
-// API-key rotation through Secrets Manager (docs/architecture.md, "Key rotation").
+// API-key rotation through Secrets Manager (docs/key-rotation.md).
 export {
   type CompanyKeySecret,
   companyKeySecretSchema,

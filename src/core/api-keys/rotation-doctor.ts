@@ -14,7 +14,7 @@ import { listKeys, rotationTokenOf } from './rotation';
 /**
  * The rotation doctor: a scheduled check of every company key secret against the service. It
  * repairs what is safe to repair and reports the rest (an event per finding, a metric that an
- * alarm watches). See docs/architecture.md, "Key rotation".
+ * alarm watches). See docs/key-rotation.md, "The rotation doctor".
  */
 
 export type FindingType =

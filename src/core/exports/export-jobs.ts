@@ -4,7 +4,7 @@ import { parseWith, ValidationError } from '../shared/errors';
 import { DATASETS, FORMATS, type DatasetName, type ExportFormat } from './types';
 
 /**
- * The export queue's messages (docs/architecture.md, "Export pipeline"). Two kinds:
+ * The export queue's messages (docs/exports.md, "The pipeline"). Two kinds:
  *
  * - `export`: one company and one month, read through one source, written in `formats`.
  * - `discover`: one institution user of a monthly run; the worker lists the user's companies and

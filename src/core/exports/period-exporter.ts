@@ -99,7 +99,7 @@ type Item = { raw: unknown };
  * Exports one company's month: every selected dataset streams once through the selected writers
  * (bounded memory, backpressure from the store), the totals are summed exactly, and the period is
  * switched over atomically by its manifest. On any failure the previous export of the period is
- * untouched and this run's objects are removed (docs/architecture.md, "Exports: atomic periods").
+ * untouched and this run's objects are removed (docs/exports.md, "Atomic periods").
  */
 export class PeriodExporter {
   private readonly runIds: () => string;

@@ -1,7 +1,7 @@
 import type { ExportSource } from './export-jobs';
 
 /**
- * The ledger of monthly export runs (docs/architecture.md, "Export pipeline"): which companies a
+ * The ledger of monthly export runs (docs/exports.md, "The pipeline"): which companies a
  * run expects, through which source, and how each ended; which users' companies are still being
  * discovered. It makes the run's summary exact (MonthlyExportFinished counts entries, not
  * messages), deduplicates companies reachable through several sources, and lets the overdue check
