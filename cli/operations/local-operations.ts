@@ -39,7 +39,7 @@ import {
 
 /**
  * The local mode: every operation opens the embedded world of the state directory (the sandbox,
- * the Secrets Manager emulator, the file stores; docs/architecture.md, "The local mode"), runs the
+ * the Secrets Manager emulator, the file stores; docs/cli.md, "The local mode"), runs the
  * real use cases in it and saves it. Loaded by the Session only in local mode, with `import()`: the
  * world brings in the SDK and the sandbox, which `--help` does not need.
  *
