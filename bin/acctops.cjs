@@ -30,5 +30,7 @@ if (bundleIsFresh()) {
   require('../dist/acctops.cjs');
 } else {
   require('tsx/cjs/api').register();
+  // `await import('./x.ts')` in the sources goes through the ESM loader (bin/ts-import-hooks.mjs).
+  require('node:module').register('./ts-import-hooks.mjs', require('node:url').pathToFileURL(__filename));
   require('./acctops.ts');
 }

@@ -34,7 +34,7 @@ function build() {
     format: 'cjs',
     metafile: true,
     logLevel: 'warning',
-    // Loaded lazily by AWS mode and by export (cli/lazy.ts); bundling them would make every start
+    // Loaded on first use by AWS mode and by export (`await import()`, docs/cli-operations.md); bundling them would make every start
     // parse them.
     external: ['@aws-sdk/*', '@smithy/*', 'hyparquet-writer', 'tsx'],
   });

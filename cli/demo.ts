@@ -3,13 +3,16 @@ import { AuthenticationError, KeyRevokedError } from '../src/core/accounting-api
 import { parseCompanyKeySecret } from '../src/core/api-keys';
 import { SecretStage } from '../src/core/ports/secrets';
 import type { OnboardResult } from '../src/core/tokens/token-lifecycle';
-import { renderExport, type ExportReport } from './commands/export';
-import { exportLocal } from './commands/export-run';
-import { revokedKeys, rotateLocal, renderRotate, type RevokedKey, type RotateReport } from './commands/keys';
-import { resetStateDir } from './commands/local';
-import { refreshDueLocal, renderRefresh, type RefreshReport } from './commands/tokens';
+import { renderExport } from './commands/export';
+import { renderRotate } from './commands/keys';
+import { renderRefresh } from './commands/tokens';
 import { iso } from './format';
 import { withLocalWorld, type LocalWorld } from './local/local-world';
+import { resetStateDir } from './local/state-dir';
+import { exportLocal } from './operations/export-run';
+import { refreshDueLocal, rotateLocal } from './operations/local-operations';
+import type { ExportReport, RefreshReport, RevokedKey, RotateReport } from './operations/operations';
+import { revokedKeys } from './operations/shared';
 import { Output, type CliIo } from './output';
 import type { Dialect } from '../sandbox';
 

@@ -1,10 +1,7 @@
 import type { Command } from 'commander';
-import { CliConfigError } from './errors';
 import { ExitCode, type ExitCodeValue } from './exit-codes';
 import { DEFAULT_STATE_DIR, resolveStateDir } from './local/state-dir';
-import type { LocalWorld } from './local/local-world';
-import type * as LocalWorldModule from './local/local-world';
-import { lazy } from './lazy';
+import type { Mode, Operations, OperationsContext } from './operations/operations';
 import { Output, type CliIo } from './output';
 
 /** What the process gives the CLI: its streams, environment and working directory (tests pass their own). */
@@ -24,19 +21,16 @@ export interface GlobalFlags {
   output?: string[];
 }
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- the embedded world loads the SDK and the sandbox; `--help` must not (cli/lazy.ts)
-const localWorld = lazy(() => require('./local/local-world') as typeof LocalWorldModule);
-
-export type Mode = 'local' | 'aws';
-
 /**
- * One invocation: the global flags, the output, and the world a command acts on. Local mode unless
- * a stack is named (`--stack` or ACCTOPS_STACK).
+ * One invocation: the global flags, the output, and the Operations a command acts through. Local
+ * mode unless a stack is named (`--stack` or ACCTOPS_STACK). Also the OperationsContext the
+ * implementations get.
  */
-export class Session {
+export class Session implements OperationsContext {
   readonly out: Output;
   readonly flags: GlobalFlags;
   exitCode: ExitCodeValue = ExitCode.ok;
+  private ops?: Promise<Operations>;
 
   constructor(
     readonly runtime: CliRuntime,
@@ -55,7 +49,8 @@ export class Session {
     return stack === undefined || stack.trim() === '' ? undefined : stack.trim();
   }
 
-  get mode(): Mode {
+  /** Private: commands act through `operations()`, never on the mode. */
+  private get mode(): Mode {
     return this.stack === undefined ? 'local' : 'aws';
   }
 
@@ -63,13 +58,17 @@ export class Session {
     return resolveStateDir(this.flags.stateDir ?? this.env.ACCTOPS_STATE_DIR ?? DEFAULT_STATE_DIR, this.runtime.cwd);
   }
 
-  /** Runs `work` in the local embedded world (created on first use), saved when it ends. */
-  async local<T>(work: (world: LocalWorld) => Promise<T>, options: { tolerateDamage?: boolean } = {}): Promise<T> {
-    if (this.mode !== 'local') throw new CliConfigError('this command needs the local mode, but a stack is named', 'drop --stack / ACCTOPS_STACK');
-    return localWorld().withLocalWorld({ stateDir: this.stateDir, logger: this.out.logger(), env: this.env, ...options }, async (world) => {
-      if (world.created) this.out.note(`acctops: created the local state in ${world.stateDir} (embedded sandbox with demo data)`);
-      return work(world);
-    });
+  /**
+   * The mode's operations, loaded on first use with `import()`: the embedded world (the SDK and the
+   * sandbox) or the AWS clients, which `--help` and usage errors never load. The only place that
+   * picks a mode.
+   */
+  operations(): Promise<Operations> {
+    this.ops ??=
+      this.mode === 'aws'
+        ? import('./operations/aws-operations.ts').then((m) => m.openAwsOperations(this))
+        : import('./operations/local-operations.ts').then((m) => new m.LocalOperations(this));
+    return this.ops;
   }
 
   /** Marks the run as partly failed (exit 5) unless something worse was recorded. */

@@ -1,42 +1,11 @@
 import { Command } from 'commander';
-import type { ExportProgress } from '../../src/core/exports/export-sources';
-import type { AmountTotal } from '../../src/core/exports/totals';
-import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/period';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
 import { exportTarget, formats as parseFormats, guid, httpUrl, month as parseMonth, type ExportTarget } from '../args';
-import { CliConfigError, UsageError } from '../errors';
+import { CliConfigError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
-import { lazy } from '../lazy';
-import type * as ExportRun from './export-run';
+import type { CompanyProgress, ExportReport } from '../operations/operations';
 import type { Output, Progress } from '../output';
 import type { CommandHost } from './host';
-
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (cli/lazy.ts)
-const run = lazy(() => require('./export-run') as typeof ExportRun);
-
-export interface CompanyExportRow {
-  companyId: string;
-  /** `requested`: handed to the deployed pipeline (AWS mode), its manifest not seen yet. */
-  status: 'completed' | 'failed' | 'requested';
-  /** Where the period's manifest is (`file://…` or `s3://…`). */
-  manifestUrl?: string;
-  runId?: string;
-  records?: Partial<Record<string, number>>;
-  /** Transactions per currency and cashflow type, exact decimals. */
-  totals?: AmountTotal[];
-  error?: { code: string; message: string; exitCode: number };
-}
-
-export interface ExportReport {
-  month: string;
-  /** `local` (the embedded world), `direct` (ACCTOPS_BASE_URL + ACCTOPS_API_KEY), `aws` (ExportRequested to the stack). */
-  mode: 'local' | 'direct' | 'aws';
-  out: string;
-  formats: ExportFormat[];
-  companies: CompanyExportRow[];
-}
-
-export type CompanyProgress = (companyId: string, progress: ExportProgress) => void;
 
 export interface ExportOptions {
   month?: string;
@@ -71,17 +40,18 @@ export function exportCommand(host: CommandHost): Command {
         const baseUrl = opts.baseUrl ?? baseUrlFromEnv(session.env.ACCTOPS_BASE_URL);
         let report: ExportReport;
         try {
-          if (session.mode !== 'local' || baseUrl !== undefined) refuseFutureMonth(opts.month, Date.now());
+          // Direct mode is chosen by the base URL, in any mode: it needs neither the state nor AWS.
           if (baseUrl !== undefined) {
-            report = await run().exportDirect(session, { ...opts, baseUrl }, onProgress);
-          } else if (session.mode === 'aws') {
-            if (opts.out) throw new UsageError('--out is for the local and direct modes: the deployed pipeline writes to the stack\'s export bucket', 'drop --out, or use direct mode (--base-url with ACCTOPS_API_KEY)');
-            const month = opts.month ?? run().defaultMonth();
-            report = await (await host.aws(session)).requestExport({ month, company: opts.company, formats: opts.format, replaceFormats: opts.replaceFormats, wait: opts.wait !== false });
+            report = await (await import('../operations/export-run.ts')).exportDirect(session, { ...opts, baseUrl }, onProgress);
           } else {
-            report = await session.local(async (world) => {
-              refuseFutureMonth(opts.month, world.clock.now());
-              return run().exportLocal(world, { month: opts.month, company: opts.company, store: opts.out && run().storeFor(session, opts.out), formats: opts.format, replaceFormats: opts.replaceFormats, onProgress });
+            report = await (await session.operations()).exportMonth({
+              month: opts.month,
+              company: opts.company,
+              out: opts.out,
+              formats: opts.format,
+              replaceFormats: opts.replaceFormats,
+              wait: opts.wait !== false,
+              onProgress,
             });
           }
         } finally {
@@ -97,17 +67,6 @@ export function exportCommand(host: CommandHost): Command {
         session.out.result(report, () => renderExport(session.out, report));
       }),
     );
-}
-
-/**
- * A month after the current one (Europe/Berlin, on the mode's clock) has no data yet: its export
- * would "complete" empty and then count as the company's latest. The current month is allowed (a
- * partial month, replaced by the monthly run).
- */
-export function refuseFutureMonth(month: string | undefined, now: number): void {
-  if (month === undefined) return;
-  const current = periodContaining(now, DEFAULT_TIME_ZONE).text;
-  if (month > current) throw new UsageError(`--month is after the current month (${current})`, 'export a month that has begun; the default is the previous month');
 }
 
 function baseUrlFromEnv(raw: string | undefined): string | undefined {

@@ -1,12 +1,7 @@
 import { Command } from 'commander';
-import type * as SandboxCli from '../../sandbox/cli';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import type { CommandHost } from './host';
-import { lazy } from '../lazy';
-
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- the sandbox is loaded only by this command (cli/lazy.ts)
-const sandboxCli = lazy(() => require('../../sandbox/cli') as typeof SandboxCli);
 
 /**
  * `acctops sandbox [flags]`: the sandbox's own command line (sandbox/cli.ts), which keeps its flags
@@ -23,11 +18,13 @@ export function sandboxCommand(host: CommandHost): Command {
       host.run(async (session, _opts, command) => {
         // --show-credentials and --dialect are the sandbox command's own flags (sandbox/cli.ts).
         const io = { out: (line: string) => session.runtime.io.stdout.write(`${line}\n`) };
+        // Only this command loads the sandbox's server.
+        const sandboxCli = await import('../../sandbox/cli.ts');
         try {
-          const run = await sandboxCli().runSandboxCli(command.args, io, { showCommand: 'acctops sandbox --show-credentials' });
+          const run = await sandboxCli.runSandboxCli(command.args, io, { showCommand: 'acctops sandbox --show-credentials' });
           await run.done;
         } catch (error) {
-          if (error instanceof sandboxCli().SandboxCliUsageError) {
+          if (error instanceof sandboxCli.SandboxCliUsageError) {
             if (error.exitCode === 0) return;
             throw new CliError(error.message.replace(/^error: /, ''), { code: 'usage', exitCode: ExitCode.usage, hint: 'run `acctops sandbox --help`' });
           }

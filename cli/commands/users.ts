@@ -1,38 +1,8 @@
 import { Command, Option } from 'commander';
-import { TOKEN_STATUSES, isDue, type TokenStatus, type TokenStore, type TokenSummary } from '../../src/core/tokens/token-store';
-import type { OnboardResult, RecoverResult, RevokeResult } from '../../src/core/tokens/token-lifecycle';
+import { TOKEN_STATUSES, type TokenStatus } from '../../src/core/tokens/token-store';
 import { email, guid, nonEmpty } from '../args';
 import { iso, relative } from '../format';
 import type { CommandHost } from './host';
-
-/** The refresh margin of the schedule (TokenLifecycle's default): "due" in listings means the same as for the planner. */
-export const REFRESH_MARGIN_MS = 15 * 60_000;
-
-export interface UserRow {
-  externalId: string;
-  username: string;
-  email: string;
-  status: TokenStatus;
-  accessTokenExpiresAt: string;
-  refreshedAt: string;
-  due: boolean;
-  consecutiveFailures: number;
-  lastErrorClass: string | null;
-}
-
-export function userRow(record: TokenSummary, now: number): UserRow {
-  return {
-    externalId: record.externalId,
-    username: record.username,
-    email: record.email,
-    status: record.status,
-    accessTokenExpiresAt: iso(record.accessTokenExpiresAt)!,
-    refreshedAt: iso(record.refreshedAt)!,
-    due: isDue(record, now, REFRESH_MARGIN_MS),
-    consecutiveFailures: record.consecutiveFailures,
-    lastErrorClass: record.lastErrorClass,
-  };
-}
 
 export function usersCommand(host: CommandHost): Command {
   const users = new Command('users').description('User tokens held for the institution: onboard, list, revoke, recover.');
@@ -46,10 +16,7 @@ export function usersCommand(host: CommandHost): Command {
     .action(
       host.run(async (session, opts: { externalId: string; username: string; email: string }) => {
         const input = { externalId: opts.externalId, username: opts.username, email: opts.email };
-        const result: OnboardResult =
-          session.mode === 'aws'
-            ? await (await host.aws(session)).onboardUser(input)
-            : await session.local((world) => world.lifecycle().onboard(input));
+        const result = await (await session.operations()).onboardUser(input);
         session.out.result(result, () => {
           session.out.line(`User ${result.externalId}: ${result.result.replace('_', ' ')} (status ${result.status})`);
           session.out.line(`  access token expires ${iso(result.accessTokenExpiresAt)}; it is refreshed on schedule from now on.`);
@@ -63,8 +30,7 @@ export function usersCommand(host: CommandHost): Command {
     .addOption(new Option('--status <status>', 'only users in this status').choices([...TOKEN_STATUSES]))
     .action(
       host.run(async (session, opts: { status?: TokenStatus }) => {
-        const { rows, now } =
-          session.mode === 'aws' ? await (await host.aws(session)).listUsers() : await session.local(async (world) => listLocal(world.tokens, world.clock.now()));
+        const { rows, now } = await (await session.operations()).listUsers();
         const shown = opts.status ? rows.filter((r) => r.status === opts.status) : rows;
         session.out.result({ users: shown }, () => {
           session.out.table(shown, [
@@ -87,10 +53,7 @@ export function usersCommand(host: CommandHost): Command {
     .requiredOption('--user <externalId>', "the user's external_id", guid)
     .action(
       host.run(async (session, opts: { user: string }) => {
-        const result: RevokeResult =
-          session.mode === 'aws'
-            ? await (await host.aws(session)).revokeUser(opts.user)
-            : await session.local((world) => world.lifecycle().revoke(opts.user));
+        const result = await (await session.operations()).revokeUser(opts.user);
         session.out.result(result, () => session.out.line(`User ${result.externalId}: ${result.result.replace('_', ' ')}.`));
       }),
     );
@@ -102,11 +65,7 @@ export function usersCommand(host: CommandHost): Command {
     .option('--reactivate', 'also bring back a revoked user')
     .action(
       host.run(async (session, opts: { user: string; reactivate?: boolean }) => {
-        const options = { reactivate: opts.reactivate === true };
-        const result: RecoverResult =
-          session.mode === 'aws'
-            ? await (await host.aws(session)).recoverUser(opts.user, options)
-            : await session.local((world) => world.lifecycle().recover(opts.user, options));
+        const result = await (await session.operations()).recoverUser(opts.user, { reactivate: opts.reactivate === true });
         session.out.result(result, () => {
           session.out.line(`User ${result.externalId}: recovered (was ${result.previousStatus}); access token expires ${iso(result.accessTokenExpiresAt)}.`);
         });
@@ -114,16 +73,4 @@ export function usersCommand(host: CommandHost): Command {
     );
 
   return users;
-}
-
-/** Every record of a TokenStore, page by page. */
-export async function listLocal(store: Pick<TokenStore, 'list'>, now: number): Promise<{ rows: UserRow[]; now: number }> {
-  const rows: UserRow[] = [];
-  let cursor: string | null = null;
-  do {
-    const page = await store.list({ limit: 1000, cursor });
-    rows.push(...page.items.map((r) => userRow(r, now)));
-    cursor = page.nextCursor;
-  } while (cursor !== null);
-  return { rows, now };
 }

@@ -1,4 +1,4 @@
-import { open, readFile, rm } from 'node:fs/promises';
+import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
 import { CliError } from '../errors';
@@ -129,4 +129,31 @@ export class LocalClock implements Clock {
 
 export function resolveStateDir(dir: string, cwd: string): string {
   return resolve(cwd, dir);
+}
+
+/**
+ * Deletes a state directory, but only one that is recognisably acctops's (it has state.json, or
+ * nothing but acctops's files): `--state-dir` might name the wrong directory.
+ */
+export async function resetStateDir(stateDir: string): Promise<boolean> {
+  let entries: string[];
+  try {
+    entries = await readdir(stateDir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+  // The exports directory's name lives with the export layout, which loads the writers: only here.
+  const { EXPORT_ROOT } = await import('../../src/core/exports/layout.ts');
+  const ours = new Set<string>([...Object.values(STATE_FILES), EXPORT_ROOT, '.acctops-tmp']);
+  const known = entries.every((e) => ours.has(e) || /\.tmp$/.test(e) || /\.damaged-[0-9TZ-]+$/.test(e));
+  if (!entries.includes(STATE_FILES.state) && !known) {
+    throw new CliError(`${stateDir} does not look like an acctops state directory; nothing deleted`, {
+      code: 'not_a_state_dir',
+      exitCode: ExitCode.config,
+      hint: 'check --state-dir',
+    });
+  }
+  if ((await stat(stateDir)).isDirectory()) await rm(stateDir, { recursive: true, force: true });
+  return entries.length > 0;
 }

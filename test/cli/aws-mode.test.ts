@@ -232,6 +232,8 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       revokeAt: Date.now() + 30 * 60_000,
       rotationToken: 'a'.repeat(36),
     });
+    // keys status reads the stage's registry (issue 15): the company is registered, as a deployed stage seeds its companies.
+    expect((await acctops(['companies', 'add', '--company', world.companyId])).code).toBe(0);
     const noBaseUrl = await acctops(['keys', 'status']);
     expect(noBaseUrl.code).toBe(3);
     expect(noBaseUrl.stderr).toMatch(/ACCTOPS_BASE_URL/);

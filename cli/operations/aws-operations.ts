@@ -12,35 +12,39 @@ import {
   type DoctorReport as RotationReport,
   type SecretLifecycle,
 } from '../../src/core/api-keys';
-import { awsCompanyRegistry } from '../commands/companies';
+import { activeCompanyPages, type CompanyRegistry } from '../../src/core/companies/company-registry';
+import type { ObjectStore } from '../../src/core/exports/object-store';
+import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/period';
+import { FORMATS } from '../../src/core/exports/types';
 import type { HealthReport } from '../../src/core/health/check-health';
 import { SecretStage } from '../../src/core/ports/secrets';
 import { systemClock } from '../../src/core/shared/clock';
+import { noMetrics } from '../../src/core/shared/metrics';
 import { encodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
 import type { OnboardInput, OnboardResult, RecoverResult, RevokeResult } from '../../src/core/tokens/token-lifecycle';
 import type { PlanReport } from '../../src/core/tokens/plan-refresh';
 import { httpUrl } from '../args';
-import { CliConfigError } from '../errors';
+import { CliConfigError, UsageError } from '../errors';
 import { iso } from '../format';
-import type { Session } from '../session';
-import { findingsOf, tokenHealth, type DoctorReport, type Skipped } from '../commands/doctor';
-import { registryHealthOf } from '../commands/companies';
-import { revokePreviousNow, type KeyStatusReport, type RotateReport } from '../commands/keys';
-import { noMetrics } from '../../src/core/shared/metrics';
-import type { CompanyKeyContext } from '../commands/keys';
-import { installCompanyKey, setInstitutionSecret, type InstitutionSecretReport, type KeyInstallReport } from '../commands/credentials';
-import type { RefreshReport } from '../commands/tokens';
-import { listLocal, type UserRow } from '../commands/users';
-import type { CompanyExportRow, ExportReport } from '../commands/export';
-import type * as ExportRun from '../commands/export-run';
-import type { ObjectStore } from '../../src/core/exports/object-store';
-import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
-import { activeCompanyPages, CompanyRegistry } from '../../src/core/companies/company-registry';
-import { REGISTRY_OUTPUT } from './aws-company-registry';
-import { lazy } from '../lazy';
-
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (cli/lazy.ts)
-const exportRun = lazy(() => require('../commands/export-run') as typeof ExportRun);
+import type {
+  CompanyExportRow,
+  CompanyInput,
+  DoctorReport,
+  ExportReport,
+  ExportRequest,
+  InstitutionSecretReport,
+  KeysInstallReport,
+  KeyStatusReport,
+  Operations,
+  OperationsContext,
+  RefreshReport,
+  RotateReport,
+  Skipped,
+  UserList,
+} from './operations';
+import { installKey, removeCompany, restoreCompany, type CompanyKeyContext } from './company-keys';
+import { setInstitutionSecret } from './secret-changes';
+import { companyRegistry, companyRow, findingsOf, listCompanies, listUsers, localModeOnly, refuseFutureMonth, registryHealth, revokePreviousNow, tokenHealth } from './shared';
 
 /**
  * The stack outputs the AWS mode reads, by key (docs/infrastructure.md, "Outputs"). Each can be named
@@ -60,31 +64,12 @@ export const OUTPUTS = {
   exportBus: 'ExportEventBusName',
   revocationGroup: 'KeyRevocationScheduleGroup',
   serviceBaseUrl: 'ServiceBaseUrl',
+  /** lib/constructs/company-registry.ts */
+  companyRegistry: 'CompanyRegistryTableName',
   rotateApiKeyFunction: 'RotateApiKeyFunctionArn',
   secretsKey: 'SecretsKeyArn',
   companyKeyRotationDays: 'CompanyKeyRotationDays',
 } as const;
-
-export interface AwsOperations {
-  onboardUser(input: OnboardInput): Promise<OnboardResult>;
-  revokeUser(externalId: string): Promise<RevokeResult>;
-  recoverUser(externalId: string, options: { reactivate: boolean }): Promise<RecoverResult>;
-  listUsers(): Promise<{ rows: UserRow[]; now: number }>;
-  refreshDue(): Promise<RefreshReport>;
-  refreshUser(externalId: string): Promise<RefreshReport>;
-  rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow?: boolean }): Promise<RotateReport>;
-  keyStatus(): Promise<KeyStatusReport>;
-  doctor(options: { repair: boolean }): Promise<DoctorReport>;
-  /** Stores the institution credential (undefined: rolls back to AWSPREVIOUS), then invokes check-health. */
-  setInstitutionSecret(value: string | undefined): Promise<InstitutionSecretReport>;
-  installCompanyKey(companyId: string, apiKey: string): Promise<KeyInstallReport>;
-  /** What `keys install` and `companies remove|restore` need of the stack: its stage, rotation function, secrets key, stores. */
-  companyKeyContext(): Promise<CompanyKeyContext>;
-  /** The stage and the secret lifecycle only (`companies remove|restore`: no call to the service). */
-  companySecrets(): { stage: string; lifecycle: SecretLifecycle };
-  /** ExportRequested per company to the stack's exports bus; with `wait`, until each manifest of the month is newer than the request. */
-  requestExport(options: { month: string; company?: string; formats?: ExportFormat[]; replaceFormats?: boolean; wait: boolean }): Promise<ExportReport>;
-}
 
 /** How long `export` waits for the deployed pipeline, and how often it looks. */
 const EXPORT_WAIT_MS = 15 * 60_000;
@@ -93,11 +78,17 @@ const EXPORT_POLL_MS = 5000;
 /** How long `keys rotate` waits for Secrets Manager to finish the four steps. */
 const ROTATION_WAIT_MS = 120_000;
 
-class StackOperations implements AwsOperations {
+/**
+ * AWS mode: the named stack's deployed functions, tables, secrets and buses, found by its outputs.
+ * Loaded by the Session only when a stack is named, with `import()`: the SDK clients are not for
+ * local commands.
+ */
+export class AwsOperations implements Operations {
   private outputs?: Promise<Record<string, string>>;
+  private preflight?: Promise<unknown>;
 
   constructor(
-    private readonly session: Session,
+    private readonly context: OperationsContext,
     private readonly stack: string,
     private readonly clients: OperatorClients,
     private readonly overrides: Record<string, string>,
@@ -108,8 +99,18 @@ class StackOperations implements AwsOperations {
     return /^acctops-(.+)$/.test(this.stack) ? { stage: this.stack.slice('acctops-'.length) } : {};
   }
 
+  /**
+   * The region and the credentials, resolved once before the first AWS call (OperatorClients.preflight):
+   * a missing one is said once, not once per call, and only after the command's own checks of its
+   * flags (a usage error stays exit 2 without credentials).
+   */
+  private async ready(): Promise<void> {
+    await (this.preflight ??= this.clients.preflight());
+  }
+
   /** An output's value: from --output, else from DescribeStacks (read once); undefined if the stack has none. */
   private async optionalOutput(key: string): Promise<string | undefined> {
+    await this.ready();
     if (this.overrides[key] !== undefined) return this.overrides[key];
     this.outputs ??= this.clients.stackOutputs(this.stack);
     return (await this.outputs)[key];
@@ -139,9 +140,9 @@ class StackOperations implements AwsOperations {
     return this.invoke(OUTPUTS.recoverUser, 'recover a user', { externalId, ...(options.reactivate ? { reactivate: true } : {}) });
   }
 
-  async listUsers(): Promise<{ rows: UserRow[]; now: number }> {
+  async listUsers(): Promise<UserList> {
     const store = this.clients.tokenStore(await this.output(OUTPUTS.tokenTable, 'list the users'));
-    return listLocal(store, systemClock.now());
+    return listUsers(store, systemClock.now());
   }
 
   /** The planner, invoked as its schedule invokes it: it enqueues the due users for the workers. */
@@ -175,17 +176,18 @@ class StackOperations implements AwsOperations {
     return { mode: 'local', planned: 1, outcomes: [outcome], counts: { [outcome.result]: 1 } };
   }
 
-  async rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow?: boolean }): Promise<RotateReport> {
+  async rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }): Promise<RotateReport> {
+    await this.ready();
     // Known before anything changes: without it the previous key could not be revoked after the rotation.
     const revokeBaseUrl = options.revokePreviousNow ? await this.baseUrl() : undefined;
     const store = this.clients.secrets();
     const directory = taggedKeyDirectory(store, this.directoryOptions);
     const entry = await directory.find(companyId);
     const before = parseCompanyKeySecret((await store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
-    const result = await rotateNow(companyId, { store, directory, logger: this.session.out.logger() });
+    const result = await rotateNow(companyId, { store, directory, logger: this.context.out.logger() });
     let state = result.state;
     const deadline = systemClock.now() + ROTATION_WAIT_MS;
-    const bar = this.session.out.progress('rotation');
+    const bar = this.context.out.progress('rotation');
     while (options.wait && state === 'in_progress' && systemClock.now() < deadline) {
       bar.update(0, undefined, 'Secrets Manager is running the rotation steps');
       await systemClock.sleep(2000);
@@ -197,7 +199,7 @@ class StackOperations implements AwsOperations {
     let previousKeyRevoked: RotateReport['previousKeyRevoked'];
     if (revokeBaseUrl !== undefined && state === 'completed') {
       const baseUrl = revokeBaseUrl;
-      const logger = this.session.out.logger();
+      const logger = this.context.out.logger();
       previousKeyRevoked = (
         await revokePreviousNow(entry.secretId, {
           store,
@@ -212,13 +214,14 @@ class StackOperations implements AwsOperations {
   }
 
   async keyStatus(): Promise<KeyStatusReport> {
+    await this.ready();
     const store = this.clients.secrets();
     const baseUrl = await this.baseUrl();
     const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
     // The registry a page at a time, each company's secret by DescribeSecret of its name: no listing of every secret.
     const stage = this.directoryOptions.stage;
     // A stack from before the registry (no CompanyRegistryTableName output): the tag listing, as before.
-    const registry = stage === undefined ? undefined : await awsCompanyRegistry(this.session).catch((error: unknown) => {
+    const registry = stage === undefined ? undefined : await this.registry().catch((error: unknown) => {
       if (error instanceof CliConfigError) return undefined;
       throw error;
     });
@@ -235,12 +238,14 @@ class StackOperations implements AwsOperations {
       store,
       directory,
       scheduler,
-      clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.session.out.logger() }),
+      clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.context.out.logger() }),
     });
     return { now: iso(systemClock.now())!, companies };
   }
 
   async doctor(options: { repair: boolean }): Promise<DoctorReport> {
+    // Before the sections, which report their own failures as skipped: no region or credentials is the command's.
+    await this.ready();
     const now = systemClock.now();
     const skipped = (error: unknown): Skipped => ({ skipped: error instanceof Error ? error.message : String(error) });
     const health = await this.invoke<HealthReport>(OUTPUTS.checkHealth, 'check secrets and the service', {}).then((r) => ({ probes: r.probes }), skipped);
@@ -250,9 +255,11 @@ class StackOperations implements AwsOperations {
     );
     const tokens = await this.listUsers().then((r) => tokenHealth(r.rows, now), skipped);
     const exports = await this.exportStore()
-      .then(async (store) => exportRun().exportHealth(store, await this.companies(), now))
+      .then(async (store) => (await import('./export-run.ts')).exportHealth(store, await this.companies(), now))
       .catch(skipped);
-    const registry = await registryHealthOf(this.session).catch(skipped);
+    const registry = await this.registry()
+      .then((r) => registryHealth(r))
+      .catch(skipped);
     // The local mode's sections, absent here: null in --json (README, "Global options").
     const partial = { mode: 'aws' as const, checkedAt: iso(now)!, health, companySecrets: undefined, tokens, rotations, exports, revokedKeys: undefined, damagedStateFiles: undefined, registry };
     return { ...partial, findings: findingsOf(partial) };
@@ -269,48 +276,16 @@ class StackOperations implements AwsOperations {
     );
   }
 
-  async installCompanyKey(companyId: string, apiKey: string): Promise<KeyInstallReport> {
-    const store = this.clients.secrets();
-    const baseUrl = await this.baseUrl();
-    return installCompanyKey(
-      {
-        store,
-        directory: taggedKeyDirectory(store, this.directoryOptions),
-        clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.session.out.logger() }),
-        clock: systemClock,
-      },
-      companyId,
-      apiKey,
-    );
+  async installCompanyKey(companyId: string, apiKey: string): Promise<KeysInstallReport> {
+    return installKey(await this.companyKeyContext(), await this.registry(), companyId, apiKey);
   }
 
-  companySecrets(): { stage: string; lifecycle: SecretLifecycle } {
-    const stage = this.directoryOptions.stage;
-    if (stage === undefined) throw new CliConfigError(`stack ${this.stack} is not named acctops-<stage>`, 'pass --stack acctops-<stage>: company key secrets are named and tagged by stage');
-    return { stage, lifecycle: this.clients.secretLifecycle() };
-  }
-
-  async companyKeyContext(): Promise<CompanyKeyContext> {
-    const { stage } = this.companySecrets();
-    const store = this.clients.secrets();
-    const baseUrl = await this.baseUrl();
-    const days = await this.optionalOutput(OUTPUTS.companyKeyRotationDays);
-    return {
-      lifecycle: this.clients.secretLifecycle(),
-      store,
-      directory: taggedKeyDirectory(store, this.directoryOptions),
-      clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.session.out.logger() }),
-      clock: systemClock,
-      target: {
-        stage,
-        rotationLambdaArn: await this.output(OUTPUTS.rotateApiKeyFunction, 'turn on the rotation of a company key'),
-        kmsKeyId: await this.output(OUTPUTS.secretsKey, 'encrypt a company key secret with the stack key'),
-      },
-      defaultRotationDays: days === undefined ? 30 : Number(days),
-    };
-  }
-
-  async requestExport(options: { month: string; company?: string; formats?: ExportFormat[]; replaceFormats?: boolean; wait: boolean }): Promise<ExportReport> {
+  /** ExportRequested per company to the stack's exports bus; with `wait`, until each manifest of the month is newer than the request. */
+  async exportMonth(request: ExportRequest): Promise<ExportReport> {
+    if (request.out) throw new UsageError("--out is for the local and direct modes: the deployed pipeline writes to the stack's export bucket", 'drop --out, or use direct mode (--base-url with ACCTOPS_API_KEY)');
+    refuseFutureMonth(request.month, Date.now());
+    await this.ready();
+    const options = { ...request, month: request.month ?? previousMonth(Date.now(), DEFAULT_TIME_ZONE).text };
     const companies = options.company ? [options.company] : await this.registeredCompanies();
     const store = await this.exportStore();
     const events = this.clients.events(await this.output(OUTPUTS.exportBus, 'request exports'), 'acctops.cli');
@@ -324,13 +299,13 @@ class StackOperations implements AwsOperations {
     );
     const rows = new Map<string, CompanyExportRow>(companies.map((companyId) => [companyId, { companyId, status: 'requested' }]));
     const deadline = requestedAt + EXPORT_WAIT_MS;
-    const bar = this.session.out.progress('waiting for the export pipeline');
+    const bar = this.context.out.progress('waiting for the export pipeline');
     while (options.wait && [...rows.values()].some((r) => r.status === 'requested') && systemClock.now() < deadline) {
       bar.update([...rows.values()].filter((r) => r.status !== 'requested').length, rows.size, 'companies exported');
       await systemClock.sleep(EXPORT_POLL_MS);
       for (const row of rows.values()) {
         if (row.status !== 'requested') continue;
-        const found = await exportRun().manifestSince(store, row.companyId, options.month, requestedAt);
+        const found = await (await import('./export-run.ts')).manifestSince(store, row.companyId, options.month, requestedAt);
         if (found) rows.set(row.companyId, found);
       }
     }
@@ -338,8 +313,78 @@ class StackOperations implements AwsOperations {
     return { month: options.month, mode: 'aws', out: store.url('exports'), formats: options.formats ?? [...FORMATS], companies: [...rows.values()] };
   }
 
+  async addCompany(input: CompanyInput) {
+    const { result, company } = await (await this.registry()).add(input, Date.now());
+    return { result, company: companyRow(company) };
+  }
+
+  async listCompanies(options: { active: boolean }) {
+    return listCompanies(await this.registry(), options);
+  }
+
+  async removeCompany(companyId: string, options: { recoveryDays: number }) {
+    return removeCompany(await this.registry(), Date.now(), () => this.companySecrets(), companyId, options.recoveryDays);
+  }
+
+  async restoreCompany(companyId: string) {
+    return restoreCompany(await this.registry(), Date.now(), () => this.companyKeyContext(), companyId);
+  }
+
+  localStatus(): Promise<never> {
+    return Promise.reject(localModeOnly());
+  }
+
+  advanceClock(): Promise<never> {
+    return Promise.reject(localModeOnly());
+  }
+
+  resetClock(): Promise<never> {
+    return Promise.reject(localModeOnly());
+  }
+
+  /** The stage and the secret lifecycle only (`companies remove`: no call to the service). */
+  private companySecrets(): { stage: string; lifecycle: SecretLifecycle } {
+    const stage = this.directoryOptions.stage;
+    if (stage === undefined) throw new CliConfigError(`stack ${this.stack} is not named acctops-<stage>`, 'pass --stack acctops-<stage>: company key secrets are named and tagged by stage');
+    return { stage, lifecycle: this.clients.secretLifecycle() };
+  }
+
+  /** What `keys install` and `companies restore` need of the stack: its stage, rotation function, secrets key, stores. */
+  private async companyKeyContext(): Promise<CompanyKeyContext> {
+    await this.ready();
+    const { stage } = this.companySecrets();
+    const store = this.clients.secrets();
+    const baseUrl = await this.baseUrl();
+    const days = await this.optionalOutput(OUTPUTS.companyKeyRotationDays);
+    return {
+      lifecycle: this.clients.secretLifecycle(),
+      store,
+      directory: taggedKeyDirectory(store, this.directoryOptions),
+      clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.context.out.logger() }),
+      clock: systemClock,
+      target: {
+        stage,
+        rotationLambdaArn: await this.output(OUTPUTS.rotateApiKeyFunction, 'turn on the rotation of a company key'),
+        kmsKeyId: await this.output(OUTPUTS.secretsKey, 'encrypt a company key secret with the stack key'),
+      },
+      defaultRotationDays: days === undefined ? 30 : Number(days),
+    };
+  }
+
+  /** The stack's company registry table, found as the token table is for `users list`. */
+  private async registry(): Promise<CompanyRegistry> {
+    const value = await this.optionalOutput(OUTPUTS.companyRegistry);
+    if (value === undefined) {
+      throw new CliConfigError(
+        `stack ${this.stack} has no output ${OUTPUTS.companyRegistry} (needed to read the company registry)`,
+        `pass --output ${OUTPUTS.companyRegistry}=<table>, or deploy a stack version that has the registry`,
+      );
+    }
+    return companyRegistry(this.clients.registryTable(value), this.context.out.logger());
+  }
+
   private async exportStore(): Promise<ObjectStore> {
-    return exportRun().storeForBucket(await this.output(OUTPUTS.exportBucket, 'read the exports'), this.session);
+    return (await import('./export-run.ts')).storeForBucket(await this.output(OUTPUTS.exportBucket, 'read the exports'), this.context);
   }
 
   /**
@@ -347,10 +392,7 @@ class StackOperations implements AwsOperations {
    * monthly planner exports (a company with a key secret but not registered is not exported).
    */
   private async registeredCompanies(): Promise<string[]> {
-    const registry = new CompanyRegistry(this.clients.registryTable(await this.output(REGISTRY_OUTPUT, 'read the company registry')), {
-      defaultFormats: FORMATS,
-      logger: this.session.out.logger(),
-    });
+    const registry = await this.registry();
     const out: string[] = [];
     for await (const page of activeCompanyPages(registry)) out.push(...page.items.map((c) => c.companyId));
     return out.sort();
@@ -358,6 +400,7 @@ class StackOperations implements AwsOperations {
 
   /** The companies whose keys the stack holds (their secrets, found by tag). */
   private async companies(): Promise<string[]> {
+    await this.ready();
     const out: string[] = [];
     for await (const entry of taggedKeyDirectory(this.clients.secrets(), this.directoryOptions).list()) out.push(entry.companyId);
     return out.sort();
@@ -365,7 +408,7 @@ class StackOperations implements AwsOperations {
 
   /** ACCTOPS_BASE_URL (to point at another service), else the stack's ServiceBaseUrl output. */
   private async baseUrl(): Promise<string> {
-    const raw = this.session.env.ACCTOPS_BASE_URL?.trim() || (await this.optionalOutput(OUTPUTS.serviceBaseUrl));
+    const raw = this.context.env.ACCTOPS_BASE_URL?.trim() || (await this.optionalOutput(OUTPUTS.serviceBaseUrl));
     if (raw === undefined || raw === '') {
       throw new CliConfigError(
         'this command calls the service with a company key and needs its base URL',
@@ -376,15 +419,13 @@ class StackOperations implements AwsOperations {
   }
 }
 
-export async function openAwsOperations(session: Session): Promise<AwsOperations> {
-  const stack = session.stack!;
+export function openAwsOperations(context: OperationsContext): AwsOperations {
+  const stack = context.stack!;
   const overrides: Record<string, string> = {};
-  for (const pair of session.flags.output ?? []) {
+  for (const pair of context.flags.output ?? []) {
     const at = pair.indexOf('=');
     overrides[pair.slice(0, at)] = pair.slice(at + 1);
   }
-  const region = session.flags.region ?? session.env.AWS_REGION ?? session.env.AWS_DEFAULT_REGION;
-  const clients = new OperatorClients({ region });
-  await clients.preflight();
-  return new StackOperations(session, stack, clients, overrides);
+  const region = context.flags.region ?? context.env.AWS_REGION ?? context.env.AWS_DEFAULT_REGION;
+  return new AwsOperations(context, stack, new OperatorClients({ region }), overrides);
 }

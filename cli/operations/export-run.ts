@@ -20,15 +20,15 @@ import { ExitCode } from '../exit-codes';
 import type { LocalWorld } from '../local/local-world';
 import { statePath } from '../local/state-dir';
 import { activeCompanyPages } from '../../src/core/companies/company-registry';
-import { localRegistry } from './companies';
-import type { Session } from '../session';
 import { TOOL_VERSION } from '../version';
-import type { ExportHealth } from './doctor';
-import type { CompanyExportRow, CompanyProgress, ExportOptions, ExportReport } from './export';
+import type { CompanyExportRow, CompanyProgress, ExportHealth, ExportReport, OperationsContext } from './operations';
+import { localRegistry, refuseFutureMonth } from './shared';
 
 /**
  * What `export` (and the doctor's export check) run: the exports use cases and the stores, which
- * bring in the Parquet writer and the S3 client. Loaded on first use (cli/lazy.ts).
+ * bring in the Parquet writer and the S3 client. Only `await import()`ed, by the operations that
+ * need it: a static import would make every command (`users list`, `keys rotate`) load them
+ * (BENCHMARKS.md, "CLI start-up").
  */
 
 interface ExportRun {
@@ -101,11 +101,6 @@ async function exportCompany(run: ExportRun, companyId: string, credentials: Cre
   return outcome.status === 'completed' ? completed(outcome.summary) : failed(companyId, outcome.error);
 }
 
-/** The month `export` picks by default: the previous one in Europe/Berlin, as the monthly schedule does. */
-export function defaultMonth(): string {
-  return previousMonth(Date.now(), DEFAULT_TIME_ZONE).text;
-}
-
 /**
  * The local registry's active companies, a page at a time. A state directory made before the
  * registry existed has no `companies.json`: it is seeded once with the companies whose key secrets
@@ -159,18 +154,28 @@ export async function exportLocal(
 }
 
 /** `--out`: a directory (relative to the working directory) or `s3://bucket/prefix` on the default AWS chain. */
-export function storeFor(session: Session, target: ExportTarget): ObjectStore {
-  if (target.kind === 'dir') return new DirObjectStore(isAbsolute(target.path) ? target.path : join(session.runtime.cwd, target.path));
-  return s3ObjectStoreFor({ bucket: target.bucket, prefix: target.prefix, region: session.flags.region ?? session.env.AWS_REGION, env: session.env });
+export function storeFor(context: OperationsContext, target: ExportTarget): ObjectStore {
+  if (target.kind === 'dir') return new DirObjectStore(isAbsolute(target.path) ? target.path : join(context.runtime.cwd, target.path));
+  return s3ObjectStoreFor({ bucket: target.bucket, prefix: target.prefix, region: context.flags.region ?? context.env.AWS_REGION, env: context.env });
+}
+
+export interface DirectExportOptions {
+  baseUrl: string;
+  month?: string;
+  company?: string;
+  out?: ExportTarget;
+  format?: ExportFormat[];
+  replaceFormats?: boolean;
 }
 
 /** Direct mode: no AWS and no state; the service at the base URL, the company key in ACCTOPS_API_KEY. */
-export async function exportDirect(session: Session, opts: ExportOptions & { baseUrl: string }, onProgress: CompanyProgress): Promise<ExportReport> {
-  const apiKey = session.env.ACCTOPS_API_KEY?.trim();
+export async function exportDirect(context: OperationsContext, opts: DirectExportOptions, onProgress: CompanyProgress): Promise<ExportReport> {
+  refuseFutureMonth(opts.month, Date.now());
+  const apiKey = context.env.ACCTOPS_API_KEY?.trim();
   if (!apiKey) {
     throw new CliConfigError('direct mode needs the company API key in ACCTOPS_API_KEY', 'export ACCTOPS_API_KEY=<key> (never a flag), or drop --base-url to use the local mode');
   }
-  const store = storeFor(session, opts.out ?? { kind: 'dir', path: '.' });
+  const store = storeFor(context, opts.out ?? { kind: 'dir', path: '.' });
   const month = opts.month ?? previousMonth(Date.now(), DEFAULT_TIME_ZONE).text;
   const formats = [...(opts.format ?? FORMATS)];
   let row: CompanyExportRow;
@@ -185,7 +190,7 @@ export async function exportDirect(session: Session, opts: ExportOptions & { bas
         formats,
         replaceFormats: opts.replaceFormats,
         toolVersion: TOOL_VERSION,
-        logger: session.out.logger(),
+        logger: context.out.logger(),
         onProgress: (p) => onProgress(opts.company ?? 'company', p),
       }),
     );
@@ -220,8 +225,8 @@ export async function exportHealth(store: ObjectStore, companies: readonly strin
 }
 
 /** The stack's export bucket (AWS mode): the pipeline writes at its root, `exports/…`. */
-export function storeForBucket(bucket: string, session: Session): ObjectStore {
-  return storeFor(session, { kind: 's3', bucket, prefix: '' });
+export function storeForBucket(bucket: string, context: OperationsContext): ObjectStore {
+  return storeFor(context, { kind: 's3', bucket, prefix: '' });
 }
 
 /** The company's manifest of `month` when it was generated at or after `since` (a requested export has landed). */

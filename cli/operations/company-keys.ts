@@ -1,0 +1,110 @@
+import type { AccountingClient } from '../../src/core/accounting-api';
+import {
+  companyKeySecretName,
+  CompanyKeyNotFoundError,
+  installCompanyKeySecret,
+  retireCompanyKeySecret,
+  type CompanyKeyDirectory,
+  type CompanyKeySecret,
+  type CompanyKeySecretTarget,
+  type SecretLifecycle,
+} from '../../src/core/api-keys';
+import { CompanyNotRegisteredError, type CompanyRegistry } from '../../src/core/companies/company-registry';
+import type { SecretStore } from '../../src/core/ports/secrets';
+import type { Clock } from '../../src/core/shared/clock';
+import { CliError } from '../errors';
+import { ExitCode } from '../exit-codes';
+import type { CompanyRemoval, CompanyRestore, KeysInstallReport } from './operations';
+import { installCompanyKey, verifyCompanyKey } from './secret-changes';
+import { companyRow } from './shared';
+
+/** What `keys install` and `companies remove|restore` need, in either mode. */
+export interface CompanyKeyContext {
+  lifecycle: SecretLifecycle;
+  store: SecretStore;
+  directory: Pick<CompanyKeyDirectory, 'find'>;
+  clientFor(key: Pick<CompanyKeySecret, 'apiKey' | 'companyId'>): AccountingClient;
+  clock: Clock;
+  target: CompanyKeySecretTarget;
+  /** The stage's apiKeys.rotationDays: for a company whose registry entry names none. */
+  defaultRotationDays: number;
+}
+
+/**
+ * `keys install`: the company must be registered and active, or already have a key secret (a
+ * cdk.json company, the local demo companies); else exit 3 naming `companies add`. The key is
+ * checked at the service before anything is written.
+ */
+export async function installKey(ctx: CompanyKeyContext, registry: Pick<CompanyRegistry, 'get'>, companyId: string, apiKey: string): Promise<KeysInstallReport> {
+  const id = companyId.toLowerCase();
+  const registered = await registry.get(id);
+  const conventional = await ctx.lifecycle.describe(companyKeySecretName(ctx.target.stage, id));
+  let imported: { secretId: string } | undefined;
+  if (conventional === undefined) {
+    try {
+      imported = await ctx.directory.find(id);
+    } catch (error) {
+      if (!(error instanceof CompanyKeyNotFoundError) || error.code !== 'company_key_not_found') throw error;
+    }
+  }
+  const active = registered !== null && registered.removedAt === undefined;
+  if (!active && conventional === undefined && imported === undefined) {
+    throw new CliError(`company ${id} is ${registered ? 'removed from' : 'not in'} the registry and has no key secret`, {
+      code: 'company_not_registered',
+      exitCode: ExitCode.config,
+      hint: registered ? '`acctops companies restore --company <id>` (or `companies add`) first' : '`acctops companies add --company <id>` first',
+    });
+  }
+  const key = await verifyCompanyKey(ctx, id, apiKey);
+  const described = { keyPrefix: key.keyPrefix, apiKeyId: key.apiKeyId, permissions: key.permissions };
+  if (imported !== undefined) {
+    // An imported secret keeps its name and its stack-owned RotationSchedule: store the key only.
+    const change = await installCompanyKey({ ...ctx, directory: ctx.directory }, id, apiKey);
+    return {
+      companyId: id,
+      secret: change.secret,
+      secretArn: imported.secretId,
+      secretResult: 'replaced',
+      rotation: 'stack_managed',
+      rotationDays: registered?.rotationDays ?? ctx.defaultRotationDays,
+      noop: false,
+      ...described,
+    };
+  }
+  const outcome = await installCompanyKeySecret(ctx.lifecycle, ctx.target, key, registered?.rotationDays ?? ctx.defaultRotationDays);
+  return { ...outcome, ...described };
+}
+
+/** `companies remove`: the registry marks it removed, then its key secret stops rotating and is scheduled for deletion. */
+export async function removeCompany(
+  registry: Pick<CompanyRegistry, 'remove'>,
+  now: number,
+  secrets: () => { stage: string; lifecycle: SecretLifecycle },
+  companyId: string,
+  recoveryDays: number,
+): Promise<CompanyRemoval> {
+  const removed = await registry.remove(companyId, now);
+  const { stage, lifecycle } = secrets();
+  return { result: removed.result, company: companyRow(removed.company), key: await retireCompanyKeySecret(lifecycle, stage, removed.company.companyId, recoveryDays) };
+}
+
+/** `companies restore`: the registry entry active again, its key secret restored (within the recovery window) and rotating. */
+export async function restoreCompany(registry: Pick<CompanyRegistry, 'get' | 'add'>, now: number, ctx: () => Promise<CompanyKeyContext>, companyId: string): Promise<CompanyRestore> {
+  const existing = await registry.get(companyId);
+  if (!existing) throw new CompanyNotRegisteredError(companyId.toLowerCase());
+  const added = await registry.add({ companyId: existing.companyId }, now);
+  const c = await ctx();
+  const description = await c.lifecycle.describe(companyKeySecretName(c.target.stage, existing.companyId));
+  let key: CompanyRestore['key'] = 'no_secret';
+  if (description?.deletedAt !== undefined) {
+    await c.lifecycle.restore(description.secretArn);
+    key = 'restored';
+  } else if (description) key = 'not_deleted';
+  if (description) {
+    await c.lifecycle.enableRotation(description.secretArn, {
+      lambdaArn: c.target.rotationLambdaArn,
+      automaticallyAfterDays: added.company.rotationDays ?? c.defaultRotationDays,
+    });
+  }
+  return { result: added.result, company: companyRow(added.company), key, rotationDays: added.company.rotationDays ?? c.defaultRotationDays };
+}

@@ -1,0 +1,288 @@
+import { MemoryRefreshQueue } from '../../src/adapters/local/memory-refresh-queue';
+import { checkKeyRotations, keyStatus, parseCompanyKeySecret, rotateNow, type RevocationOutcome } from '../../src/core/api-keys';
+import type { CompanyRegistry } from '../../src/core/companies/company-registry';
+import { SecretStage } from '../../src/core/ports/secrets';
+import { noMetrics } from '../../src/core/shared/metrics';
+import { redactString } from '../../src/core/shared/redact';
+import type { OnboardInput } from '../../src/core/tokens/token-lifecycle';
+import { planTokenRefresh } from '../../src/core/tokens/plan-refresh';
+import { counts, iso } from '../format';
+import { withLocalWorld, type LocalWorld } from '../local/local-world';
+import type {
+  ClockAdvanced,
+  ClockReset,
+  CompanyInput,
+  DoctorReport,
+  ExportRequest,
+  KeyStatusReport,
+  LocalStatus,
+  Operations,
+  OperationsContext,
+  RefreshReport,
+  RotateReport,
+} from './operations';
+import { installKey, removeCompany, restoreCompany, type CompanyKeyContext } from './company-keys';
+import { setInstitutionSecret } from './secret-changes';
+import {
+  companyRow,
+  findingsOf,
+  listCompanies,
+  listUsers,
+  localRegistry,
+  REFRESH_MARGIN_MS,
+  refuseFutureMonth,
+  registryHealth,
+  revokedKeys,
+  revokePreviousNow,
+  tokenHealth,
+} from './shared';
+
+/**
+ * The local mode: every operation opens the embedded world of the state directory (the sandbox,
+ * the Secrets Manager emulator, the file stores; docs/cli.md, "The local mode"), runs the
+ * real use cases in it and saves it. Loaded by the Session only in local mode, with `import()`: the
+ * world brings in the SDK and the sandbox, which `--help` does not need.
+ *
+ * The functions over a `LocalWorld` are exported for the demo (cli/demo.ts), which runs several
+ * operations in one world.
+ */
+export class LocalOperations implements Operations {
+  constructor(private readonly context: OperationsContext) {}
+
+  /** Runs `work` in the world (created on first use), saved when it ends. */
+  private world<T>(work: (world: LocalWorld) => Promise<T>, options: { tolerateDamage?: boolean } = {}): Promise<T> {
+    const { context } = this;
+    return withLocalWorld({ stateDir: context.stateDir, logger: context.out.logger(), env: context.env, ...options }, async (world) => {
+      if (world.created) context.out.note(`acctops: created the local state in ${world.stateDir} (embedded sandbox with demo data)`);
+      return work(world);
+    });
+  }
+
+  /** `<stateDir>/companies.json`, inside the world's lock, so two commands never write it at once. */
+  private registry<T>(work: (registry: CompanyRegistry, now: number) => Promise<T>): Promise<T> {
+    return this.world((world) => work(localRegistry(world.stateDir, this.context.out.logger()), world.clock.now()));
+  }
+
+  onboardUser(input: OnboardInput) {
+    return this.world((world) => world.lifecycle().onboard(input));
+  }
+
+  listUsers() {
+    return this.world((world) => listUsers(world.tokens, world.clock.now()));
+  }
+
+  revokeUser(externalId: string) {
+    return this.world((world) => world.lifecycle().revoke(externalId));
+  }
+
+  recoverUser(externalId: string, options: { reactivate: boolean }) {
+    return this.world((world) => world.lifecycle().recover(externalId, options));
+  }
+
+  refreshDue() {
+    return this.world((world) => refreshDueLocal(world));
+  }
+
+  refreshUser(externalId: string) {
+    return this.world(async (world): Promise<RefreshReport> => {
+      const outcome = await world.lifecycle().refresh(externalId);
+      return { mode: 'local', planned: 1, outcomes: [outcome], counts: { [outcome.result]: 1 } };
+    });
+  }
+
+  /** The rotation completes in the command (the emulator runs the four steps): `wait` changes nothing. */
+  rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }) {
+    return this.world((world) => rotateLocal(world, companyId, { revokePreviousNow: options.revokePreviousNow }));
+  }
+
+  keyStatus() {
+    return this.world((world) => keyStatusLocal(world));
+  }
+
+  installCompanyKey(companyId: string, apiKey: string) {
+    return this.world((world) => installKey(localKeyContext(world), localRegistry(world.stateDir), companyId, apiKey));
+  }
+
+  setInstitutionSecret(value: string | undefined) {
+    return this.world((world) =>
+      setInstitutionSecret(
+        {
+          store: world.secrets,
+          secretId: world.state.institutionSecret,
+          verify: async () => (await world.checkStoredInstitution()).probes,
+        },
+        value,
+      ),
+    );
+  }
+
+  addCompany(input: CompanyInput) {
+    return this.registry(async (registry, now) => {
+      const { result, company } = await registry.add(input, now);
+      return { result, company: companyRow(company) };
+    });
+  }
+
+  listCompanies(options: { active: boolean }) {
+    return this.registry((registry) => listCompanies(registry, options));
+  }
+
+  removeCompany(companyId: string, options: { recoveryDays: number }) {
+    return this.world((world) =>
+      removeCompany(localRegistry(world.stateDir), world.clock.now(), () => ({ stage: 'local', lifecycle: world.secretLifecycle() }), companyId, options.recoveryDays),
+    );
+  }
+
+  restoreCompany(companyId: string) {
+    return this.world((world) => restoreCompany(localRegistry(world.stateDir), world.clock.now(), () => Promise.resolve(localKeyContext(world)), companyId));
+  }
+
+  exportMonth(request: ExportRequest) {
+    return this.world(async (world) => {
+      refuseFutureMonth(request.month, world.clock.now());
+      const run = await import('./export-run.ts');
+      return run.exportLocal(world, {
+        month: request.month,
+        company: request.company,
+        store: request.out && run.storeFor(this.context, request.out),
+        formats: request.formats,
+        replaceFormats: request.replaceFormats,
+        onProgress: request.onProgress,
+      });
+    });
+  }
+
+  doctor(options: { repair: boolean }) {
+    return this.world((world) => doctorLocal(world, options), { tolerateDamage: true });
+  }
+
+  localStatus() {
+    return this.world(async (world): Promise<LocalStatus> => {
+      let companies = 0;
+      for await (const _ of world.directory.list()) companies++;
+      let pending = 0;
+      for await (const _ of world.revocations.pending()) pending++;
+      const users = (await world.tokens.list({ limit: 1000, cursor: null })).items.length;
+      return {
+        stateDir: world.stateDir,
+        createdAt: world.state.createdAt,
+        now: iso(world.clock.now())!,
+        clockOffsetMs: world.clock.offsetMs,
+        baseUrl: '(embedded sandbox, started per command on 127.0.0.1)',
+        companies,
+        users,
+        pendingRevocations: pending,
+        exportsDir: (await import('./export-run.ts')).exportsDirOf(world.stateDir),
+        revocationGraceMinutes: world.state.revocationGraceMinutes,
+        rotationDays: world.state.rotationDays,
+      };
+    });
+  }
+
+  advanceClock(ms: number) {
+    return this.world(async (world): Promise<ClockAdvanced> => {
+      world.clock.advance(ms);
+      return { now: iso(world.clock.now())!, revoked: revokedKeys(await world.runDueRevocations()) };
+    });
+  }
+
+  resetClock() {
+    return this.world(async (world): Promise<ClockReset> => {
+      const undoneMs = world.clock.offsetMs;
+      world.clock.advance(-undoneMs);
+      return { now: iso(world.clock.now())!, undoneMs };
+    });
+  }
+}
+
+export function localKeyContext(world: LocalWorld): CompanyKeyContext {
+  return {
+    lifecycle: world.secretLifecycle(),
+    store: world.secrets,
+    directory: world.directory,
+    clientFor: (key) => world.clientForKey(key),
+    clock: world.clock,
+    // The local mode is one stage, `local`: its secrets are named acctops/local/company/<id>/api-key.
+    target: { stage: 'local', rotationLambdaArn: world.rotationLambdaArn },
+    defaultRotationDays: world.state.rotationDays,
+  };
+}
+
+/** One refresh cycle of the local mode: the planner over the due index, then the worker over what it enqueued. */
+export async function refreshDueLocal(world: LocalWorld): Promise<RefreshReport> {
+  const queue = new MemoryRefreshQueue();
+  const plan = await planTokenRefresh({ store: world.tokens, queue, clock: world.clock, logger: world.logger, metrics: noMetrics }, { marginMs: REFRESH_MARGIN_MS });
+  const ids = queue.take(queue.size).map((r) => r.externalId);
+  const outcomes = await world.lifecycle().refreshBatch(ids);
+  return { mode: 'local', planned: plan.enqueued, outcomes, counts: counts(outcomes.map((o) => o.result)) };
+}
+
+/** `keys rotate` in the local mode: the real protocol, run by the emulator against the embedded service. */
+export async function rotateLocal(world: LocalWorld, companyId: string, options: { revokePreviousNow?: boolean } = {}): Promise<RotateReport> {
+  const revokedBefore = revokedKeys(await world.runDueRevocations());
+  const entry = await world.directory.find(companyId);
+  const before = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
+  const result = await rotateNow(companyId, { store: world.secrets, directory: world.directory, logger: world.logger });
+  const after = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
+  let previousKeyRevoked: RevocationOutcome | undefined;
+  if (options.revokePreviousNow && result.state === 'completed') {
+    const revoked = await revokePreviousNow(entry.secretId, world.revokeDeps());
+    if (revoked) {
+      previousKeyRevoked = revoked.outcome;
+      await world.revocations.complete(revoked.apiKeyId);
+    }
+  }
+  let revokeAt: number | undefined;
+  for await (const r of world.revocations.pending()) if (r.apiKeyId === before.apiKeyId) revokeAt = r.revokeAt;
+  return {
+    ...(previousKeyRevoked ? { previousKeyRevoked } : {}),
+    ...result,
+    previousKeyPrefix: before.keyPrefix,
+    keyPrefix: after.keyPrefix,
+    ...(revokeAt === undefined ? {} : { previousKeyRevokeAt: iso(revokeAt) }),
+    revokedBefore,
+  };
+}
+
+export async function keyStatusLocal(world: LocalWorld): Promise<KeyStatusReport> {
+  const revokedBefore = revokedKeys(await world.runDueRevocations());
+  const companies = await keyStatus({ store: world.secrets, directory: world.directory, scheduler: world.revocations, clientFor: (key) => world.clientForKey(key), clock: world.clock });
+  return { now: iso(world.clock.now())!, companies, revokedBefore };
+}
+
+/** The local mode's doctor: the same checks as the deployed check-health and rotation doctor, plus tokens and exports. */
+export async function doctorLocal(world: LocalWorld, options: { repair: boolean }): Promise<DoctorReport> {
+  const now = () => world.clock.now();
+  // A damaged file never stops the doctor: it is a finding, and the checks that need it are skipped.
+  const damagedStateFiles = world.damaged.map((d) => ({ file: d.path, problem: d.message, remedy: d.hint ?? '' }));
+  const revoked = revokedKeys(await world.runDueRevocations());
+  const health = await world.checkInstitution();
+  const companySecrets: NonNullable<DoctorReport['companySecrets']> = [];
+  for await (const entry of world.directory.list()) {
+    try {
+      parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
+      companySecrets.push({ companyId: entry.companyId, secret: entry.name, ok: true });
+    } catch (error) {
+      companySecrets.push({ companyId: entry.companyId, secret: entry.name, ok: false, error: redactString(error instanceof Error ? error.message : String(error)) });
+    }
+  }
+  const tokens = world.isDamaged('tokens') ? { skipped: 'tokens.json is damaged' } : tokenHealth((await listUsers(world.tokens, now())).rows, now());
+  const rotations = await checkKeyRotations(
+    { store: world.secrets, directory: world.directory, scheduler: world.revocations, clientFor: (key) => world.clientForKey(key), clock: world.clock, logger: world.logger, metrics: noMetrics },
+    { graceMs: world.graceMs, repair: options.repair },
+  );
+  const exports = await (await import('./export-run.ts')).exportHealth(world.exportStore, companySecrets.map((s) => s.companyId), now());
+  const partial = {
+    mode: 'local' as const,
+    checkedAt: iso(now())!,
+    health: { probes: health.probes },
+    companySecrets,
+    tokens,
+    rotations: { companies: rotations.companies, findings: rotations.findings },
+    exports,
+    registry: await registryHealth(localRegistry(world.stateDir)),
+    revokedKeys: revoked,
+    damagedStateFiles,
+  };
+  return { ...partial, findings: findingsOf(partial) };
+}

@@ -1,0 +1,313 @@
+import type { DoctorReport as RotationReport, InstallOutcome, KeyStatus, RetireOutcome, RevocationOutcome, RotateNowResult } from '../../src/core/api-keys';
+import type { AddResult, RegistryFinding, RemoveResult } from '../../src/core/companies/company-registry';
+import type { ExportProgress } from '../../src/core/exports/export-sources';
+import type { AmountTotal } from '../../src/core/exports/totals';
+import type { ExportFormat } from '../../src/core/exports/types';
+import type { ProbeResult } from '../../src/core/health/check-health';
+import type { TokenStatus } from '../../src/core/tokens/token-store';
+import type { OnboardInput, OnboardResult, RecoverResult, RefreshOutcome, RefreshResult, RevokeResult } from '../../src/core/tokens/token-lifecycle';
+import type { ExportTarget } from '../args';
+import type { Output } from '../output';
+
+/**
+ * The CLI's one port: a method per runbook action, each returning a report that the command prints
+ * (text or --json). LocalOperations (the embedded world of the state directory) and AwsOperations
+ * (the named stack) implement it; the Session picks one, so no command branches on the mode.
+ *
+ * Types (and one type guard) only: commands import it, and loading it costs no start-up.
+ */
+export interface Operations {
+  onboardUser(input: OnboardInput): Promise<OnboardResult>;
+  listUsers(): Promise<UserList>;
+  revokeUser(externalId: string): Promise<RevokeResult>;
+  recoverUser(externalId: string, options: { reactivate: boolean }): Promise<RecoverResult>;
+
+  /** The due users now: refreshed here (local), or enqueued by the deployed planner (AWS). */
+  refreshDue(): Promise<RefreshReport>;
+  refreshUser(externalId: string): Promise<RefreshReport>;
+
+  rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }): Promise<RotateReport>;
+  keyStatus(): Promise<KeyStatusReport>;
+  /**
+   * Checks the key at the service, then stores it as the company's key: creates the company's
+   * secret if it has none and turns its rotation on (`keys install`).
+   */
+  installCompanyKey(companyId: string, apiKey: string): Promise<KeysInstallReport>;
+  /** Stores the institution credential (undefined: rolls back to AWSPREVIOUS), then checks it. */
+  setInstitutionSecret(value: string | undefined): Promise<InstitutionSecretReport>;
+
+  addCompany(input: CompanyInput): Promise<CompanyChange<AddResult>>;
+  listCompanies(options: { active: boolean }): Promise<CompanyList>;
+  /** The registry marks it removed; its key secret stops rotating and is scheduled for deletion. CompanyNotRegisteredError when unknown. */
+  removeCompany(companyId: string, options: { recoveryDays: number }): Promise<CompanyRemoval>;
+  /** Undoes removeCompany within the recovery window. CompanyNotRegisteredError when unknown. */
+  restoreCompany(companyId: string): Promise<CompanyRestore>;
+
+  /** A month's export: run here (local), or requested from the deployed pipeline (AWS). */
+  exportMonth(request: ExportRequest): Promise<ExportReport>;
+  doctor(options: { repair: boolean }): Promise<DoctorReport>;
+
+  /** The local mode's state and clock; AWS mode refuses them (a configuration error). */
+  localStatus(): Promise<LocalStatus>;
+  advanceClock(ms: number): Promise<ClockAdvanced>;
+  resetClock(): Promise<ClockReset>;
+}
+
+export type Mode = 'local' | 'aws';
+
+/**
+ * What an implementation needs of the invocation; the Session is one. (Declared here rather than
+ * importing Session, so that no module of cli/operations refers back to the one that loads it.)
+ */
+export interface OperationsContext {
+  readonly out: Output;
+  readonly env: NodeJS.ProcessEnv;
+  /** The local mode's state directory, absolute. */
+  readonly stateDir: string;
+  /** The stack AWS mode acts on. */
+  readonly stack: string | undefined;
+  readonly flags: { readonly region?: string; readonly output?: readonly string[] };
+  readonly runtime: { readonly cwd: string };
+}
+
+// Users and tokens
+
+export interface UserRow {
+  externalId: string;
+  username: string;
+  email: string;
+  status: TokenStatus;
+  accessTokenExpiresAt: string;
+  refreshedAt: string;
+  due: boolean;
+  consecutiveFailures: number;
+  lastErrorClass: string | null;
+}
+
+export interface UserList {
+  rows: UserRow[];
+  /** The mode's clock when the list was read: "expires in" is relative to it. */
+  now: number;
+}
+
+export interface RefreshReport {
+  /** `local`: refreshed here, now; `enqueued`: handed to the deployed workers. */
+  mode: 'local' | 'enqueued';
+  /** Users found due (local), or enqueued by the deployed planner. */
+  planned: number;
+  outcomes: RefreshOutcome[];
+  counts: Partial<Record<RefreshResult, number>>;
+}
+
+// Keys and credentials
+
+export interface RevokedKey {
+  keyPrefix: string;
+  outcome: string;
+}
+
+export interface RotateReport extends RotateNowResult {
+  previousKeyPrefix?: string;
+  keyPrefix?: string;
+  /** When the previous key stops working (its revocation is scheduled for then). */
+  previousKeyRevokeAt?: string;
+  /** Old keys whose grace period had ended, revoked before this rotation (local mode). */
+  revokedBefore?: RevokedKey[];
+  /** With --revoke-previous-now: what became of the previous key. */
+  previousKeyRevoked?: RevocationOutcome;
+}
+
+export interface KeyStatusReport {
+  now: string;
+  companies: KeyStatus[];
+  revokedBefore?: RevokedKey[];
+}
+
+export interface SecretChange {
+  secret: string;
+  versionId: string;
+  previousVersionId?: string;
+}
+
+export interface InstitutionSecretReport extends SecretChange {
+  institutionId?: string;
+  /** The health probes run against the stored value after the change. */
+  probes: readonly ProbeResult[];
+  verified: boolean;
+  rolledBack?: boolean;
+}
+
+export interface KeyInstallReport extends SecretChange {
+  companyId: string;
+  keyPrefix: string;
+  apiKeyId: string;
+  permissions: string[];
+}
+
+export interface KeysInstallReport extends Omit<InstallOutcome, 'rotation'> {
+  /** `stack_managed`: an imported secret (cdk.json existingSecretArn), whose rotation the stack's RotationSchedule owns. */
+  rotation: InstallOutcome['rotation'] | 'stack_managed';
+  keyPrefix: string;
+  apiKeyId: string;
+  permissions: string[];
+}
+
+// Companies
+
+export interface CompanyInput {
+  companyId: string;
+  formats?: ExportFormat[];
+  rotationDays?: number;
+}
+
+export interface CompanyRow {
+  companyId: string;
+  status: 'active' | 'removed';
+  formats: ExportFormat[];
+  /** null: the stage's `apiKeys.rotationDays`. */
+  rotationDays: number | null;
+  addedAt: string | null;
+  removedAt: string | null;
+  seededFrom: string | null;
+}
+
+export interface CompanyChange<R extends string = AddResult | RemoveResult> {
+  /** What the registry did. */
+  result: R;
+  company: CompanyRow;
+}
+
+export interface CompanyRemoval extends CompanyChange<RemoveResult> {
+  /** What became of the company's key secret. */
+  key: RetireOutcome;
+}
+
+export interface CompanyRestore extends CompanyChange<AddResult> {
+  key: 'restored' | 'not_deleted' | 'no_secret';
+  rotationDays: number;
+}
+
+export interface CompanyList {
+  companies: CompanyRow[];
+  /** Entries that fail their schema: the planner skips them. */
+  skipped: RegistryFinding[];
+}
+
+/** What `acctops doctor` reports of the registry: how many entries, and the unreadable ones. */
+export interface RegistryHealth {
+  companies: number;
+  active: number;
+  /** Entries that fail their schema (not `skipped`: that name marks a check that did not run). */
+  unreadable: RegistryFinding[];
+}
+
+// Exports
+
+export type CompanyProgress = (companyId: string, progress: ExportProgress) => void;
+
+export interface ExportRequest {
+  /** Default: the previous month in Europe/Berlin on the mode's clock. */
+  month?: string;
+  /** Default: every company the mode holds a key for. */
+  company?: string;
+  /** Local mode only: where to write instead of the state directory. */
+  out?: ExportTarget;
+  formats?: ExportFormat[];
+  replaceFormats?: boolean;
+  /** AWS mode: wait for the manifests of the requested exports. */
+  wait: boolean;
+  onProgress?: CompanyProgress;
+}
+
+export interface CompanyExportRow {
+  companyId: string;
+  /** `requested`: handed to the deployed pipeline (AWS mode), its manifest not seen yet. */
+  status: 'completed' | 'failed' | 'requested';
+  /** Where the period's manifest is (`file://…` or `s3://…`). */
+  manifestUrl?: string;
+  runId?: string;
+  records?: Partial<Record<string, number>>;
+  /** Transactions per currency and cashflow type, exact decimals. */
+  totals?: AmountTotal[];
+  error?: { code: string; message: string; exitCode: number };
+}
+
+export interface ExportReport {
+  month: string;
+  /** `local` (the embedded world), `direct` (ACCTOPS_BASE_URL + ACCTOPS_API_KEY), `aws` (ExportRequested to the stack). */
+  mode: 'local' | 'direct' | 'aws';
+  out: string;
+  formats: ExportFormat[];
+  companies: CompanyExportRow[];
+}
+
+// Doctor
+
+export interface Skipped {
+  skipped: string;
+}
+
+export const isSkipped = (value: object): value is Skipped => 'skipped' in value;
+
+export interface TokenHealth {
+  total: number;
+  active: number;
+  /** Active users due for a refresh now (the schedule takes them on its next run). */
+  due: number;
+  /** Active users whose access token has expired: the schedule is behind. */
+  expired: string[];
+  needsAttention: string[];
+  revoked: number;
+}
+
+export interface ExportHealth {
+  /** The month every company should have by now. */
+  expectedPeriod: string;
+  companies: { companyId: string; lastPeriod?: string; generatedAt?: string; manifestUrl?: string; overdue: boolean }[];
+}
+
+export interface DoctorReport {
+  mode: Mode;
+  checkedAt: string;
+  /** Secrets readable and service reachable (the check-health probes). */
+  health: { probes: readonly ProbeResult[] } | Skipped;
+  /** Each company key secret's current version reads and parses (local mode; in AWS the rotation check covers it). */
+  companySecrets?: { companyId: string; secret: string; ok: boolean; error?: string }[];
+  tokens: TokenHealth | Skipped;
+  rotations: Pick<RotationReport, 'companies' | 'findings'> | Skipped;
+  exports: ExportHealth | Skipped;
+  /** The company registry: entries, and the ones the planner skips because they fail their schema. */
+  registry?: RegistryHealth | Skipped;
+  /** Old keys whose grace period had ended, revoked as the schedule would (local mode). */
+  revokedKeys?: RevokedKey[];
+  /** Local state files that do not parse (local mode): each with what to do. */
+  damagedStateFiles?: { file: string; problem: string; remedy: string }[];
+  /** One line per thing to look at; empty means healthy. */
+  findings: string[];
+}
+
+// The local mode's state
+
+export interface LocalStatus {
+  stateDir: string;
+  createdAt: string;
+  now: string;
+  clockOffsetMs: number;
+  baseUrl: string;
+  companies: number;
+  users: number;
+  pendingRevocations: number;
+  exportsDir: string;
+  revocationGraceMinutes: number;
+  rotationDays: number;
+}
+
+export interface ClockAdvanced {
+  now: string;
+  revoked: RevokedKey[];
+}
+
+export interface ClockReset {
+  now: string;
+  undoneMs: number;
+}

@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import { PermissionDeniedError, type AccountingClient } from '../../src/core/accounting-api';
+import { type CompanyKeyDirectory, type CompanyKeySecret, listKeys, serializeCompanyKeySecret } from '../../src/core/api-keys';
+import { parseInstitutionCredential } from '../../src/core/credentials/institution-credential';
+import type { ProbeResult } from '../../src/core/health/check-health';
+import { type SecretStore, SecretStage, versionWithStage } from '../../src/core/ports/secrets';
+import { keyPrefix } from '../../src/core/shared/redact';
+import { CliError } from '../errors';
+import { ExitCode } from '../exit-codes';
+import type { InstitutionSecretReport, KeyInstallReport, SecretChange } from './operations';
+
+/**
+ * Putting credentials into the secret store (the emulator's or Secrets Manager), for both modes:
+ * the runbooks "Change the institution secret" and "Install a company API key" (docs/runbooks.md).
+ * Each new value becomes a new AWSCURRENT version; the one it replaces stays as AWSPREVIOUS, which
+ * is what a rollback restores.
+ */
+
+type Store = Pick<SecretStore, 'putSecretValue' | 'describeSecret' | 'moveStage'>;
+
+async function putCurrent(store: Store, secretId: string, value: string): Promise<SecretChange> {
+  const before = await store.describeSecret(secretId);
+  const previousVersionId = versionWithStage(before, SecretStage.current);
+  const { versionId } = await store.putSecretValue(secretId, { value, clientRequestToken: randomUUID() });
+  return { secret: before.name, versionId, ...(previousVersionId ? { previousVersionId } : {}) };
+}
+
+/** Moves AWSCURRENT back to the AWSPREVIOUS version. */
+async function rollBack(store: Store, secretId: string): Promise<SecretChange> {
+  const description = await store.describeSecret(secretId);
+  const current = versionWithStage(description, SecretStage.current);
+  const previous = versionWithStage(description, SecretStage.previous);
+  if (!current || !previous) throw new CliError(`secret ${description.name} has no AWSPREVIOUS version to go back to`, { code: 'no_previous_version', exitCode: ExitCode.failure });
+  await store.moveStage(secretId, { stage: SecretStage.current, toVersionId: previous, fromVersionId: current });
+  return { secret: description.name, versionId: previous, previousVersionId: current };
+}
+
+export interface InstitutionTarget {
+  store: Store;
+  secretId: string;
+  /** Runs the health probes against the stored value (the check-health function in AWS). */
+  verify(): Promise<readonly ProbeResult[]>;
+}
+
+export async function setInstitutionSecret(target: InstitutionTarget, value: string | undefined): Promise<InstitutionSecretReport> {
+  const change = value === undefined ? await rollBack(target.store, target.secretId) : await putCurrent(target.store, target.secretId, value);
+  const probes = await target.verify();
+  return {
+    ...change,
+    ...(value === undefined ? { rolledBack: true } : { institutionId: parseInstitutionCredential(value).institutionId }),
+    probes,
+    verified: probes.every((p) => p.ok),
+  };
+}
+
+export interface CompanyKeyTarget {
+  store: Store;
+  directory: Pick<CompanyKeyDirectory, 'find'>;
+  clientFor(key: Pick<CompanyKeySecret, 'apiKey' | 'companyId'>): AccountingClient;
+  clock: { now(): number };
+}
+
+/** Checks the key at the service (its company, its id and permissions), then stores it as the company's current key. */
+export async function installCompanyKey(target: CompanyKeyTarget, companyId: string, apiKey: string): Promise<KeyInstallReport> {
+  const entry = await target.directory.find(companyId);
+  const secret = await verifyCompanyKey(target, entry.companyId, apiKey);
+  const change = await putCurrent(target.store, entry.secretId, serializeCompanyKeySecret(secret));
+  return { ...change, companyId: entry.companyId, keyPrefix: secret.keyPrefix, apiKeyId: secret.apiKeyId, permissions: secret.permissions };
+}
+
+/**
+ * The key, checked at the service: it acts for `companyId` (lower case) alone, is listed live, and
+ * may manage API keys (rotation creates its replacement). Returns what the secret will hold.
+ */
+export async function verifyCompanyKey(target: Pick<CompanyKeyTarget, 'clientFor' | 'clock'>, companyId: string, apiKey: string): Promise<CompanyKeySecret> {
+  const client = target.clientFor({ apiKey, companyId });
+  const companies = (await client.companies.list().all()).map((c) => c.parsed.publicId.toLowerCase());
+  if (companies.length !== 1 || companies[0] !== companyId) {
+    throw new CliError(`the key in ACCTOPS_API_KEY does not act for company ${companyId}`, { code: 'wrong_company', exitCode: ExitCode.config, hint: 'use a key of that company' });
+  }
+  const prefix = keyPrefix(apiKey);
+  const cannotRotate = (cause?: unknown) =>
+    new CliError(`key ${prefix}… lacks manage_api_keys, which rotation needs to create its replacement`, {
+      code: 'key_cannot_rotate',
+      exitCode: ExitCode.config,
+      hint: 'create the key with manage_api_keys (or full_access) and the permissions the exports need',
+      cause,
+    });
+  let keys;
+  try {
+    keys = await listKeys(client);
+  } catch (error) {
+    // Listing keys is itself a manage_api_keys operation (docs/assumptions.md).
+    if (error instanceof PermissionDeniedError) throw cannotRotate(error);
+    throw error;
+  }
+  const listed = keys.find((k) => k.prefix === prefix && k.revokedAt === null);
+  if (!listed) throw new CliError(`the service does not list a live key ${prefix}… for the company`, { code: 'key_not_listed', exitCode: ExitCode.config });
+  if (!listed.permissions.some((p) => p === 'manage_api_keys' || p === 'full_access')) throw cannotRotate();
+  return {
+    apiKey,
+    apiKeyId: listed.publicId,
+    keyPrefix: prefix,
+    companyId,
+    permissions: [...listed.permissions],
+    createdAt: listed.createdAt ?? new Date(target.clock.now()).toISOString(),
+  };
+}

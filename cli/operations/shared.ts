@@ -1,0 +1,195 @@
+import { parseCompanyKeySecret, revokeApiKey, type DueRevocationsResult, type RevocationOutcome, type RevokeDeps } from '../../src/core/api-keys';
+import { FileRegistryTable } from '../../src/adapters/local/file-company-registry';
+import { CompanyRegistry, type RegisteredCompany, type RegistryTable } from '../../src/core/companies/company-registry';
+import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/period';
+import { FORMATS } from '../../src/core/exports/types';
+import { SecretNotFoundError, SecretStage, type SecretStore } from '../../src/core/ports/secrets';
+import type { Logger } from '../../src/core/shared/logger';
+import { isDue, type TokenStore, type TokenSummary } from '../../src/core/tokens/token-store';
+import { CliConfigError, UsageError } from '../errors';
+import { iso } from '../format';
+import { statePath } from '../local/state-dir';
+import { isSkipped, type CompanyList, type CompanyRow, type DoctorReport, type RegistryHealth, type RevokedKey, type TokenHealth, type UserList, type UserRow } from './operations';
+
+/**
+ * What both implementations of Operations compute the same way: rows and reports from the use
+ * cases' results. Nothing here picks a mode or prints.
+ */
+
+/** The refresh margin of the schedule (TokenLifecycle's default): "due" in listings means the same as for the planner. */
+export const REFRESH_MARGIN_MS = 15 * 60_000;
+
+export function userRow(record: TokenSummary, now: number): UserRow {
+  return {
+    externalId: record.externalId,
+    username: record.username,
+    email: record.email,
+    status: record.status,
+    accessTokenExpiresAt: iso(record.accessTokenExpiresAt)!,
+    refreshedAt: iso(record.refreshedAt)!,
+    due: isDue(record, now, REFRESH_MARGIN_MS),
+    consecutiveFailures: record.consecutiveFailures,
+    lastErrorClass: record.lastErrorClass,
+  };
+}
+
+/** Every record of a TokenStore (the file store or the stack's table), page by page. */
+export async function listUsers(store: Pick<TokenStore, 'list'>, now: number): Promise<UserList> {
+  const rows: UserRow[] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await store.list({ limit: 1000, cursor });
+    rows.push(...page.items.map((r) => userRow(r, now)));
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+  return { rows, now };
+}
+
+/**
+ * Revokes the secret's AWSPREVIOUS key now instead of after the grace period (a leaked key): the
+ * same `revokeApiKey` the scheduled revocation runs, so it never revokes the current key and a key
+ * already gone is fine. Our own consumers holding the old key get a 401, read the secret again and
+ * retry with the new key; the schedule, when it fires later, finds the key revoked.
+ */
+export async function revokePreviousNow(
+  secretId: string,
+  deps: RevokeDeps,
+): Promise<{ outcome: RevocationOutcome; apiKeyId: string; keyPrefix: string } | undefined> {
+  const store = deps.store as Pick<SecretStore, 'readSecret'>;
+  const current = await store.readSecret(secretId, { stage: SecretStage.current });
+  let previous;
+  try {
+    previous = parseCompanyKeySecret((await store.readSecret(secretId, { stage: SecretStage.previous })).value);
+  } catch (error) {
+    if (error instanceof SecretNotFoundError) return undefined;
+    throw error;
+  }
+  const outcome = await revokeApiKey(
+    {
+      secretId,
+      companyId: previous.companyId,
+      apiKeyId: previous.apiKeyId,
+      keyPrefix: previous.keyPrefix,
+      revokeAt: deps.clock.now(),
+      rotationToken: current.versionId,
+    },
+    deps,
+  );
+  return { outcome, apiKeyId: previous.apiKeyId, keyPrefix: previous.keyPrefix };
+}
+
+export function revokedKeys(result: DueRevocationsResult): RevokedKey[] {
+  return [
+    ...result.outcomes.map((o) => ({ keyPrefix: o.keyPrefix, outcome: o.outcome })),
+    ...result.failed.map((f) => ({ keyPrefix: f.keyPrefix, outcome: 'failed (stays queued)' })),
+  ];
+}
+
+// Companies
+
+/** The registry over a table: `<stateDir>/companies.json` locally, the stack's table in AWS mode. */
+export function companyRegistry(table: RegistryTable, logger?: Logger): CompanyRegistry {
+  return new CompanyRegistry(table, { defaultFormats: FORMATS, ...(logger ? { logger } : {}) });
+}
+
+/** The local mode's registry, `<stateDir>/companies.json` (used inside the world's lock). */
+export function localRegistry(stateDir: string, logger?: Logger): CompanyRegistry {
+  return companyRegistry(new FileRegistryTable({ path: statePath(stateDir, 'companies') }), logger);
+}
+
+export function companyRow(c: RegisteredCompany): CompanyRow {
+  return {
+    companyId: c.companyId,
+    status: c.removedAt === undefined ? 'active' : 'removed',
+    formats: c.formats,
+    rotationDays: c.rotationDays ?? null,
+    addedAt: c.addedAt ?? null,
+    removedAt: c.removedAt ?? null,
+    seededFrom: c.seededFrom ?? null,
+  };
+}
+
+const REGISTRY_PAGE = 500;
+
+/** The registry a page at a time (removed companies too, unless `active`), sorted by id. */
+export async function listCompanies(registry: Pick<CompanyRegistry, 'pages'>, options: { active: boolean }): Promise<CompanyList> {
+  const companies: CompanyRow[] = [];
+  const skipped: CompanyList['skipped'] = [];
+  for await (const page of registry.pages(REGISTRY_PAGE)) {
+    companies.push(...page.items.map(companyRow).filter((r) => !options.active || r.status === 'active'));
+    skipped.push(...page.skipped);
+  }
+  companies.sort((a, b) => a.companyId.localeCompare(b.companyId));
+  return { companies, skipped };
+}
+
+/** Reads the whole registry a page at a time, keeping counts and the findings only. */
+export async function registryHealth(registry: Pick<CompanyRegistry, 'pages'>): Promise<RegistryHealth> {
+  const health: RegistryHealth = { companies: 0, active: 0, unreadable: [] };
+  for await (const page of registry.pages(REGISTRY_PAGE)) {
+    health.companies += page.items.length;
+    health.active += page.items.filter((c) => c.removedAt === undefined).length;
+    health.unreadable.push(...page.skipped);
+  }
+  return health;
+}
+
+// Exports
+
+/**
+ * A month after the current one (Europe/Berlin, on the mode's clock) has no data yet: its export
+ * would "complete" empty and then count as the company's latest. The current month is allowed (a
+ * partial month, replaced by the monthly run).
+ */
+export function refuseFutureMonth(month: string | undefined, now: number): void {
+  if (month === undefined) return;
+  const current = periodContaining(now, DEFAULT_TIME_ZONE).text;
+  if (month > current) throw new UsageError(`--month is after the current month (${current})`, 'export a month that has begun; the default is the previous month');
+}
+
+// Doctor
+
+export function tokenHealth(rows: readonly UserRow[], now: number): TokenHealth {
+  const active = rows.filter((r) => r.status === 'active');
+  return {
+    total: rows.length,
+    active: active.length,
+    due: active.filter((r) => r.due).length,
+    expired: active.filter((r) => Date.parse(r.accessTokenExpiresAt) <= now).map((r) => r.externalId),
+    needsAttention: rows.filter((r) => r.status === 'needs_attention').map((r) => r.externalId),
+    revoked: rows.filter((r) => r.status === 'revoked').length,
+  };
+}
+
+export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
+  const out: string[] = [];
+  for (const d of report.damagedStateFiles ?? []) out.push(`${d.problem}: ${d.remedy}`);
+  if (isSkipped(report.health)) out.push(`health probes not run: ${report.health.skipped}`);
+  else for (const p of report.health.probes) if (!p.ok) out.push(`probe ${p.name} failed: ${p.error?.message ?? 'no detail'}`);
+  for (const s of report.companySecrets ?? []) if (!s.ok) out.push(`company key secret ${s.secret} unreadable: ${s.error ?? ''}`);
+  if (!isSkipped(report.tokens)) {
+    for (const id of report.tokens.needsAttention) out.push(`user ${id} needs attention (refresh and retrieve failed): \`acctops users recover --user ${id}\``);
+    for (const id of report.tokens.expired) out.push(`user ${id} has an expired access token: \`acctops tokens refresh --user ${id}\``);
+  }
+  if (!isSkipped(report.rotations)) {
+    for (const f of report.rotations.findings) if (!f.repaired) out.push(`rotation ${f.type} for company ${f.companyId}: ${f.detail}`);
+  }
+  if (report.registry && !isSkipped(report.registry)) {
+    for (const f of report.registry.unreadable) {
+      out.push(`company registry entry ${f.key} is unreadable (${f.issues.map((i) => i.path || '(root)').join(', ')}); the monthly export skips it: docs/runbooks.md, "Add or remove a company"`);
+    }
+  }
+  if (!isSkipped(report.exports)) {
+    for (const c of report.exports.companies) {
+      if (c.overdue) out.push(`company ${c.companyId} has no export of ${report.exports.expectedPeriod} (last: ${c.lastPeriod ?? 'none'}): \`acctops export --month ${report.exports.expectedPeriod} --company ${c.companyId}\``);
+    }
+  }
+  return out;
+}
+
+// The local mode
+
+/** What AWS mode answers to the local mode's own commands (`acctops local status|advance-clock|reset-clock`). */
+export function localModeOnly(): CliConfigError {
+  return new CliConfigError('this command needs the local mode, but a stack is named', 'drop --stack / ACCTOPS_STACK');
+}
