@@ -21,8 +21,8 @@ import type { RefreshReport } from '../commands/tokens';
 import { listLocal, type UserRow } from '../commands/users';
 import type { CompanyExportRow, ExportReport } from '../commands/export';
 import type * as ExportRun from '../commands/export-run';
-import type { ObjectStore } from '../../src/core/exports/object-store';
-import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
+import type { ObjectStore } from '../../src/core/exports/formats/object-store';
+import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import { lazy } from '../lazy';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (cli/lazy.ts)

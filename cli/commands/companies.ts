@@ -9,7 +9,7 @@ import {
   type RegistryFinding,
   type RegistryTable,
 } from '../../src/core/companies/company-registry';
-import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
+import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import { formats, guid } from '../args';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';

@@ -1,8 +1,8 @@
 import { Command } from 'commander';
-import type { ExportProgress } from '../../src/core/exports/export-sources';
-import type { AmountTotal } from '../../src/core/exports/totals';
-import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/period';
-import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
+import type { ExportProgress } from '../../src/core/exports/pipeline/export-sources';
+import type { AmountTotal } from '../../src/core/exports/formats/totals';
+import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/formats/period';
+import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import { exportTarget, formats as parseFormats, guid, httpUrl, month as parseMonth, type ExportTarget } from '../args';
 import { CliConfigError, UsageError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
-import { checkMonthlyExport } from '../../src/core/exports/monthly-export';
+import { checkMonthlyExport } from '../../src/core/exports/pipeline/monthly-export';
 import { systemClock } from '../../src/core/shared/clock';
 import { createHandler } from '../_shared/create-handler';
 

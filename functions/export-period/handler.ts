@@ -1,7 +1,7 @@
 import type { SQSBatchResponse } from 'aws-lambda';
 import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
-import { processExportBatch } from '../../src/core/exports/export-worker';
+import { processExportBatch } from '../../src/core/exports/pipeline/export-worker';
 import { systemClock } from '../../src/core/shared/clock';
 import { createHandler } from '../_shared/create-handler';
 

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
 import { CompanyRegistry } from '../../src/core/companies/company-registry';
-import { planMonthlyExport } from '../../src/core/exports/monthly-export';
+import { planMonthlyExport } from '../../src/core/exports/pipeline/monthly-export';
 import { systemClock } from '../../src/core/shared/clock';
 import { createHandler } from '../_shared/create-handler';
 

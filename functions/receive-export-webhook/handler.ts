@@ -1,7 +1,7 @@
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
-import { receiveExportWebhook } from '../../src/core/exports/webhook';
+import { receiveExportWebhook } from '../../src/core/exports/pipeline/webhook';
 import { systemClock } from '../../src/core/shared/clock';
 import { createHandler } from '../_shared/create-handler';
 

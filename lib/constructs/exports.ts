@@ -21,7 +21,7 @@ import { AcctopsFunction, type AcctopsFunctionDefaults } from './acctops-functio
 
 /**
  * The pipeline tables' names, repeated from RUN_LEDGER_TABLE and REPLAY_TABLE in
- * src/core/exports/pipeline-tables.ts (lib may not import src). test/infra/exports.test.ts
+ * src/core/exports/pipeline/state-tables.ts (lib may not import src). test/infra/exports.test.ts
  * compares the synthesized tables with those constants, so the two cannot drift.
  */
 export const EXPORT_TABLE_SHAPES = {
@@ -34,7 +34,7 @@ export const EXPORT_TABLE_SHAPES = {
 } as const;
 
 /**
- * Glue columns of the Parquet files, in the order of src/core/exports/tables.ts (docs/exports.md,
+ * Glue columns of the Parquet files, in the order of src/core/exports/formats/dataset-tables.ts (docs/exports.md,
  * "Columns"); test/infra/exports.test.ts compares them with the writer's tables.
  */
 export const GLUE_COLUMNS: Record<'transactions' | 'tax_reports' | 'categories', [string, string][]> = {
@@ -81,7 +81,7 @@ export const GLUE_COLUMNS: Record<'transactions' | 'tax_reports' | 'categories',
 
 /** The namespace of the functions' EMF metrics (METRICS_NAMESPACE in src/core/shared/metrics.ts). */
 const METRICS_NAMESPACE = 'Acctops';
-/** Every object the pipeline writes lives under this prefix (EXPORT_ROOT in src/core/exports/layout.ts). */
+/** Every object the pipeline writes lives under this prefix (EXPORT_ROOT in src/core/exports/formats/layout.ts). */
 const EXPORT_PREFIX = 'exports/';
 const WORKER_TIMEOUT = Duration.minutes(15);
 const TOOL_VERSION = (JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;

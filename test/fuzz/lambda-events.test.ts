@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { decodeJob } from '../../src/core/exports/export-jobs';
+import { decodeJob } from '../../src/core/exports/pipeline/export-jobs';
 import { decodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
 import { LOCAL_REGION, localCredentials } from '../helpers/aws-credentials';
 import { CANARY, expectNoCanaries } from '../helpers/canary';

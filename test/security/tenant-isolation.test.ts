@@ -17,10 +17,10 @@ import {
 } from '../../src/core/accounting-api';
 import { RequestEngine } from '../../src/core/accounting-api/request';
 import { defaultRetryPolicy } from '../../src/core/accounting-api/retry';
-import { EXPORT_EVENT_TYPES } from '../../src/core/exports/export-events';
-import { exportCompanyPeriod } from '../../src/core/exports/export-company-period';
-import type { ExportSource } from '../../src/core/exports/export-jobs';
-import { WEBHOOK_HEADERS, receiveExportWebhook, signWebhook } from '../../src/core/exports/webhook';
+import { EXPORT_EVENT_TYPES } from '../../src/core/exports/pipeline/export-events';
+import { exportCompanyPeriod } from '../../src/core/exports/pipeline/export-company-period';
+import type { ExportSource } from '../../src/core/exports/pipeline/export-jobs';
+import { WEBHOOK_HEADERS, receiveExportWebhook, signWebhook } from '../../src/core/exports/pipeline/webhook';
 import { ManualClock } from '../../src/core/shared/clock';
 import { MemoryLogger, silentLogger } from '../../src/core/shared/logger';
 import { MemoryMetrics } from '../../src/core/shared/metrics';

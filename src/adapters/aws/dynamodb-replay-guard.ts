@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException, CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { REPLAY_TABLE } from '../../core/exports/pipeline-tables';
-import type { ClaimResult, ReplayGuard } from '../../core/exports/webhook';
+import { REPLAY_TABLE } from '../../core/exports/pipeline/state-tables';
+import type { ClaimResult, ReplayGuard } from '../../core/exports/pipeline/webhook';
 import type { Clock } from '../../core/shared/clock';
 import { enableTtl } from './dynamodb-run-ledger';
 

@@ -1,8 +1,8 @@
 import { ConditionalCheckFailedException, CreateTableCommand, UpdateTimeToLiveCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
-import { exportSourceSchema, type ExportSource } from '../../core/exports/export-jobs';
-import { RUN_LEDGER_TABLE } from '../../core/exports/pipeline-tables';
+import { exportSourceSchema, type ExportSource } from '../../core/exports/pipeline/export-jobs';
+import { RUN_LEDGER_TABLE } from '../../core/exports/pipeline/state-tables';
 import {
   sameSource,
   type CompanyOutcome,
@@ -11,7 +11,7 @@ import {
   type MonthlyRun,
   type RunLedger,
   type RunTally,
-} from '../../core/exports/run-ledger';
+} from '../../core/exports/pipeline/run-ledger';
 import { type Clock } from '../../core/shared/clock';
 import { parseWith } from '../../core/shared/errors';
 

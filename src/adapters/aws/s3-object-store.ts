@@ -8,8 +8,8 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Readable } from 'node:stream';
-import { ObjectStoreError, PreconditionFailedError } from '../../core/exports/errors';
-import { isSafeKey, type ObjectHead, type ObjectStore, type ObjectSummary, type PutConditions, type PutOptions } from '../../core/exports/object-store';
+import { ObjectStoreError, PreconditionFailedError } from '../../core/exports/formats/period-errors';
+import { isSafeKey, type ObjectHead, type ObjectStore, type ObjectSummary, type PutConditions, type PutOptions } from '../../core/exports/formats/object-store';
 
 export interface S3ObjectStoreOptions {
   client: S3Client;

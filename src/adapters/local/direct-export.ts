@@ -1,5 +1,5 @@
-import { directExport, type DirectExportOptions } from '../../core/exports/direct-export';
-import type { PeriodExportSummary } from '../../core/exports/period-exporter';
+import { directExport, type DirectExportOptions } from '../../core/exports/pipeline/direct-export';
+import type { PeriodExportSummary } from '../../core/exports/formats/period-exporter';
 import { ValidationError } from '../../core/shared/errors';
 import { DirObjectStore } from './dir-object-store';
 

@@ -1,8 +1,8 @@
 // The public surface of the export writing layer; docs/exports.md describes the files it writes.
-export { PeriodExporter, DEFAULT_GC_GRACE_MS, type PeriodExporterDeps, type PeriodExportRequest, type PeriodExportSummary, type DatasetSummary } from './period-exporter';
-export { collectGarbage, type GarbageOptions } from './publish';
-export { type ObjectStore, type ObjectHead, type ObjectSummary, type PutOptions, type PutConditions, isSafeKey } from './object-store';
-export { ObjectStoreError, PreconditionFailedError, ConcurrentExportError, ManifestError, PeriodExportError } from './errors';
+export { PeriodExporter, DEFAULT_GC_GRACE_MS, type PeriodExporterDeps, type PeriodExportRequest, type PeriodExportSummary, type DatasetSummary } from './formats/period-exporter';
+export { collectGarbage, type GarbageOptions } from './formats/publish';
+export { type ObjectStore, type ObjectHead, type ObjectSummary, type PutOptions, type PutConditions, isSafeKey } from './formats/object-store';
+export { ObjectStoreError, PreconditionFailedError, ConcurrentExportError, ManifestError, PeriodExportError } from './formats/period-errors';
 export {
   type Period,
   DEFAULT_TIME_ZONE,
@@ -16,11 +16,11 @@ export {
   periodContaining,
   previousMonth,
   assertTimeZone,
-} from './period';
-export { EXPORT_ROOT, MANIFEST_NAME, periodPrefix, manifestKey, dataKey, symlinkKey, runIdOf, newRunId, assertCompanyId, assertRunId } from './layout';
-export { MANIFEST_SCHEMA_VERSION, manifestSchema, readManifest, type Manifest, type ManifestDataset, type ManifestObject, type ManifestSymlink } from './manifest';
-export type { AmountTotal } from './totals';
-export { FORMAT_FILES } from './writers';
+} from './formats/period';
+export { EXPORT_ROOT, MANIFEST_NAME, periodPrefix, manifestKey, dataKey, symlinkKey, runIdOf, newRunId, assertCompanyId, assertRunId } from './formats/layout';
+export { MANIFEST_SCHEMA_VERSION, manifestSchema, readManifest, type Manifest, type ManifestDataset, type ManifestObject, type ManifestSymlink } from './formats/manifest';
+export type { AmountTotal } from './formats/totals';
+export { FORMAT_FILES } from './formats/writers';
 export {
   DATASETS,
   FORMATS,
@@ -34,4 +34,4 @@ export {
   type TransactionFields,
   type TaxReportFields,
   type CategoryFields,
-} from './types';
+} from './formats/datasets';

@@ -3,8 +3,8 @@ import { createReplayTable, DynamoDbReplayGuard } from '../../../src/adapters/aw
 import { createRunLedgerTable, DynamoDbRunLedger } from '../../../src/adapters/aws/dynamodb-run-ledger';
 import { MemoryReplayGuard } from '../../../src/adapters/local/memory-replay-guard';
 import { MemoryRunLedger } from '../../../src/adapters/local/memory-run-ledger';
-import type { RunLedger } from '../../../src/core/exports/run-ledger';
-import type { ReplayGuard } from '../../../src/core/exports/webhook';
+import type { RunLedger } from '../../../src/core/exports/pipeline/run-ledger';
+import type { ReplayGuard } from '../../../src/core/exports/pipeline/webhook';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
 

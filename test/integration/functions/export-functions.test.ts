@@ -11,10 +11,10 @@ import { createTokenTable, DynamoDbTokenStore } from '../../../src/adapters/aws/
 import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
 import { COMPANY_KEY_TAGS, PURPOSE_COMPANY_KEY } from '../../../src/core/api-keys/key-directory';
 import { serializeCompanyKeySecret } from '../../../src/core/api-keys/company-key-secret';
-import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/export-events';
-import { decodeJob } from '../../../src/core/exports/export-jobs';
-import type { MonthlyPlanReport, OverdueReport } from '../../../src/core/exports/monthly-export';
-import { signWebhook } from '../../../src/core/exports/webhook';
+import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/pipeline/export-events';
+import { decodeJob } from '../../../src/core/exports/pipeline/export-jobs';
+import type { MonthlyPlanReport, OverdueReport } from '../../../src/core/exports/pipeline/monthly-export';
+import { signWebhook } from '../../../src/core/exports/pipeline/webhook';
 import { forgetRegisteredSecrets, keyPrefix } from '../../../src/core/shared/redact';
 import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import { LOCAL_REGION } from '../../helpers/aws-credentials';

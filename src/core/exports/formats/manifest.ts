@@ -1,8 +1,8 @@
 import * as z from 'zod';
-import { issuesFromZod } from '../shared/errors';
-import { ManifestError } from './errors';
+import { issuesFromZod } from '../../shared/errors';
+import { ManifestError } from './period-errors';
 import type { ObjectStore } from './object-store';
-import { DATASETS, FORMATS } from './types';
+import { DATASETS, FORMATS } from './datasets';
 
 /**
  * `_manifest.json`: the description and the commit point of a period. A period is complete exactly

@@ -1,4 +1,4 @@
-import { ValidationError } from '../shared/errors';
+import { ValidationError } from '../../shared/errors';
 
 /** A calendar month, the unit of export. `text` is `YYYY-MM`. */
 export interface Period {

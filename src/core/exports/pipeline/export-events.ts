@@ -1,7 +1,7 @@
-import type { DomainEvent } from '../ports/events';
-import { describeFailure } from '../tokens/token-failures';
+import type { DomainEvent } from '../../ports/events';
+import { describeFailure } from '../../tokens/token-failures';
 import type { ExportSource, ExportTrigger } from './export-jobs';
-import type { DatasetName, ExportFormat } from './types';
+import type { DatasetName, ExportFormat } from '../formats/datasets';
 
 /** The EventBridge `source` of every export event acctops publishes. */
 export const EXPORT_EVENT_SOURCE = 'acctops.exports';

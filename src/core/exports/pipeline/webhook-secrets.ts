@@ -1,9 +1,9 @@
-import { SecretNotFoundError, SecretStage, type SecretStore } from '../ports/secrets';
-import { CachedSecret } from '../shared/cached-secret';
-import type { Clock } from '../shared/clock';
-import { ValidationError } from '../shared/errors';
-import type { Logger } from '../shared/logger';
-import { registerSecret } from '../shared/redact';
+import { SecretNotFoundError, SecretStage, type SecretStore } from '../../ports/secrets';
+import { CachedSecret } from '../../shared/cached-secret';
+import type { Clock } from '../../shared/clock';
+import { ValidationError } from '../../shared/errors';
+import type { Logger } from '../../shared/logger';
+import { registerSecret } from '../../shared/redact';
 import type { WebhookSecrets } from './webhook';
 
 /** Shared secrets shorter than this are refused: HMAC-SHA256 wants at least 256 bits of key. */

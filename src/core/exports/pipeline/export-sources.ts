@@ -6,12 +6,12 @@ import {
   type CredentialProvider,
   type PaginatedList,
   type PageItem,
-} from '../accounting-api';
-import type { Clock } from '../shared/clock';
-import type { Logger } from '../shared/logger';
+} from '../../accounting-api';
+import type { Clock } from '../../shared/clock';
+import type { Logger } from '../../shared/logger';
 import { ExportCountMismatchError } from './pipeline-errors';
-import { periodRange, type Period } from './period';
-import type { DatasetName, ExportSources, PagedSource } from './types';
+import { periodRange, type Period } from '../formats/period';
+import type { DatasetName, ExportSources, PagedSource } from '../formats/datasets';
 
 /** The page size every export asks for (the service's maximum; issue 5). */
 export const EXPORT_PAGE_SIZE = 1000;

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { datasetsSchema, defaultFormats, formatsSchema, type ExportJob, type ExportTrigger } from './export-jobs';
-import { parsePeriod, periodOf, type Period } from './period';
+import { parsePeriod, periodOf, type Period } from '../formats/period';
 
 /** A request covers at most this many months (three years): a bigger backfill is several requests. */
 export const MAX_MONTHS_PER_REQUEST = 36;

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { finished } from 'node:stream/promises';
 import type { TransformOptions } from 'node:stream';
 import { createGzip, constants as zlib, type Gzip, type ZlibOptions } from 'node:zlib';
-import { ValidationError } from '../shared/errors';
+import { ValidationError } from '../../shared/errors';
 import type { ObjectSink, WrittenObject } from './object-sink';
 import type { RecordWriter } from './writers';
 

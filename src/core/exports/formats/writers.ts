@@ -2,8 +2,8 @@ import { CsvWriter } from './csv-writer';
 import { JsonlGzipWriter } from './jsonl-writer';
 import type { ObjectSink, WrittenObject } from './object-sink';
 import { ParquetRecordWriter } from './parquet-writer';
-import type { Row, TableColumn } from './tables';
-import type { ExportFormat } from './types';
+import type { Row, TableColumn } from './dataset-tables';
+import type { ExportFormat } from './datasets';
 
 /**
  * One output file of one dataset. `write` returns a promise only when the caller must wait

@@ -1,4 +1,4 @@
-import { AcctopsError, ValidationError } from '../shared/errors';
+import { AcctopsError, ValidationError } from '../../shared/errors';
 
 /**
  * A storage operation failed. `key` is the object key (never a secret); `location` where it is

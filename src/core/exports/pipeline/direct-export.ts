@@ -1,15 +1,15 @@
-import { apiKeyAuth, createAccountingClient } from '../accounting-api';
-import { type Clock, systemClock } from '../shared/clock';
-import { ValidationError } from '../shared/errors';
-import { type Logger, silentLogger } from '../shared/logger';
-import { registerSecret } from '../shared/redact';
+import { apiKeyAuth, createAccountingClient } from '../../accounting-api';
+import { type Clock, systemClock } from '../../shared/clock';
+import { ValidationError } from '../../shared/errors';
+import { type Logger, silentLogger } from '../../shared/logger';
+import { registerSecret } from '../../shared/redact';
 import { exportCompanyPeriod } from './export-company-period';
 import { defaultDatasets, defaultFormats } from './export-jobs';
 import { EXPORT_PAGE_SIZE, type ExportClientSettings, type ProgressCallback } from './export-sources';
-import type { ObjectStore } from './object-store';
-import { parsePeriod } from './period';
-import type { PeriodExportSummary } from './period-exporter';
-import type { DatasetName, ExportFormat } from './types';
+import type { ObjectStore } from '../formats/object-store';
+import { parsePeriod } from '../formats/period';
+import type { PeriodExportSummary } from '../formats/period-exporter';
+import type { DatasetName, ExportFormat } from '../formats/datasets';
 
 export interface DirectExportOptions {
   /** The service's base URL, `/api/v1` included. */

@@ -1,8 +1,8 @@
-import type { CredentialProvider } from '../accounting-api';
-import type { Clock } from '../shared/clock';
-import { type Logger, silentLogger } from '../shared/logger';
-import { registerSecret } from '../shared/redact';
-import type { TokenStore } from '../tokens/token-store';
+import type { CredentialProvider } from '../../accounting-api';
+import type { Clock } from '../../shared/clock';
+import { type Logger, silentLogger } from '../../shared/logger';
+import { registerSecret } from '../../shared/redact';
+import type { TokenStore } from '../../tokens/token-store';
 import { UserTokenUnavailableError } from './pipeline-errors';
 
 export interface UserTokenCredentialsOptions {

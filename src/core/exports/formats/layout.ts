@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { Clock } from '../shared/clock';
-import { ValidationError } from '../shared/errors';
+import type { Clock } from '../../shared/clock';
+import { ValidationError } from '../../shared/errors';
 import type { Period } from './period';
-import type { DatasetName, ExportFormat } from './types';
+import type { DatasetName, ExportFormat } from './datasets';
 import { FORMAT_FILES } from './writers';
 
 /**

@@ -10,23 +10,23 @@ import {
   TimeoutError,
   TokenRevokedError,
   type CredentialProvider,
-} from '../accounting-api';
-import { CompanyKeyNotFoundError } from '../api-keys/key-directory';
-import type { EventPublisher } from '../ports/events';
-import type { Clock } from '../shared/clock';
-import { ValidationError } from '../shared/errors';
-import type { Logger } from '../shared/logger';
-import { type Metrics, noMetrics } from '../shared/metrics';
-import { ManifestError, PeriodExportError } from './errors';
+} from '../../accounting-api';
+import { CompanyKeyNotFoundError } from '../../api-keys/key-directory';
+import type { EventPublisher } from '../../ports/events';
+import type { Clock } from '../../shared/clock';
+import { ValidationError } from '../../shared/errors';
+import type { Logger } from '../../shared/logger';
+import { type Metrics, noMetrics } from '../../shared/metrics';
+import { ManifestError, PeriodExportError } from '../formats/period-errors';
 import { exportCompleted, exportFailed } from './export-events';
 import type { ExportSource, ExportTrigger } from './export-jobs';
 import { createExportClient, exportSources, type ExportClientSettings, type ProgressCallback } from './export-sources';
-import { assertCompanyId, manifestKey } from './layout';
-import type { ObjectStore } from './object-store';
-import { parsePeriod } from './period';
-import { PeriodExporter, type PeriodExporterDeps, type PeriodExportSummary } from './period-exporter';
+import { assertCompanyId, manifestKey } from '../formats/layout';
+import type { ObjectStore } from '../formats/object-store';
+import { parsePeriod } from '../formats/period';
+import { PeriodExporter, type PeriodExporterDeps, type PeriodExportSummary } from '../formats/period-exporter';
 import { ExportCountMismatchError, UserTokenUnavailableError } from './pipeline-errors';
-import type { DatasetName, ExportFormat } from './types';
+import type { DatasetName, ExportFormat } from '../formats/datasets';
 
 export interface ExportCompanyPeriodDeps {
   store: ObjectStore;

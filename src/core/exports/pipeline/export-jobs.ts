@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
-import { parseWith, ValidationError } from '../shared/errors';
-import { DATASETS, FORMATS, type DatasetName, type ExportFormat } from './types';
+import { parseWith, ValidationError } from '../../shared/errors';
+import { DATASETS, FORMATS, type DatasetName, type ExportFormat } from '../formats/datasets';
 
 /**
  * The export queue's messages (docs/architecture.md, "Export pipeline"). Two kinds:

@@ -1,16 +1,16 @@
-import type { Clock } from '../shared/clock';
-import { ValidationError } from '../shared/errors';
-import type { Logger } from '../shared/logger';
-import { FormatLossError, PeriodExportError } from './errors';
+import type { Clock } from '../../shared/clock';
+import { ValidationError } from '../../shared/errors';
+import type { Logger } from '../../shared/logger';
+import { FormatLossError, PeriodExportError } from './period-errors';
 import { assertCompanyId, assertRunId, dataKey, manifestKey, newRunId } from './layout';
 import { MANIFEST_SCHEMA_VERSION, readManifest, type Manifest, type ManifestDataset, type ManifestObject } from './manifest';
 import { ObjectSink, type WrittenObject } from './object-sink';
 import type { ObjectStore } from './object-store';
 import { parsePeriod, periodRange, type Period } from './period';
 import { collectGarbage, publishPeriod } from './publish';
-import { categoriesTable, taxReportsTable, transactionsTable, type Row, type RowContext, type Table } from './tables';
+import { categoriesTable, taxReportsTable, transactionsTable, type Row, type RowContext, type Table } from './dataset-tables';
 import { TotalsAccumulator, type AmountTotal } from './totals';
-import { DATASETS, FORMATS, type DatasetName, type ExportFormat, type ExportSources, type PagedSource } from './types';
+import { DATASETS, FORMATS, type DatasetName, type ExportFormat, type ExportSources, type PagedSource } from './datasets';
 import { createWriter, FORMAT_FILES } from './writers';
 
 export interface PeriodExporterDeps {

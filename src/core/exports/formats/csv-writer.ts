@@ -1,7 +1,7 @@
-import { formatMinorUnits } from '../accounting-api/money';
+import { formatMinorUnits } from '../../accounting-api/money';
 import { minorUnitDigits } from './currency';
 import type { ObjectSink, WrittenObject } from './object-sink';
-import type { Cell, ColumnKind, Row, TableColumn } from './tables';
+import type { Cell, ColumnKind, Row, TableColumn } from './dataset-tables';
 import type { RecordWriter } from './writers';
 
 /**

@@ -1,8 +1,8 @@
-import { ValidationError } from '../shared/errors';
-import type { MinorUnits } from '../accounting-api/money';
+import { ValidationError } from '../../shared/errors';
+import type { MinorUnits } from '../../accounting-api/money';
 import { scaleFactor } from './currency';
-import { epochDay, parseOffsetTimestamp, type OffsetTimestamp } from './timestamp';
-import type { DatasetName, ExportCategory, ExportTaxReport, ExportTransaction } from './types';
+import { epochDay, parseOffsetTimestamp, type OffsetTimestamp } from './offset-timestamp';
+import type { DatasetName, ExportCategory, ExportTaxReport, ExportTransaction } from './datasets';
 
 /**
  * The column sets of the CSV and Parquet files, one per dataset (documented in docs/exports.md).

@@ -1,18 +1,18 @@
-import { activeCompanyPages, type CompanyRegistry, type RegistryFinding } from '../companies/company-registry';
-import type { EventPublisher } from '../ports/events';
-import type { Clock } from '../shared/clock';
-import { mapWithConcurrency } from '../shared/concurrency';
-import { ValidationError } from '../shared/errors';
-import type { Logger } from '../shared/logger';
-import type { Metrics } from '../shared/metrics';
-import { KEEP_ALIVE_MS, type TokenStore } from '../tokens/token-store';
+import { activeCompanyPages, type CompanyRegistry, type RegistryFinding } from '../../companies/company-registry';
+import type { EventPublisher } from '../../ports/events';
+import type { Clock } from '../../shared/clock';
+import { mapWithConcurrency } from '../../shared/concurrency';
+import { ValidationError } from '../../shared/errors';
+import type { Logger } from '../../shared/logger';
+import type { Metrics } from '../../shared/metrics';
+import { KEEP_ALIVE_MS, type TokenStore } from '../../tokens/token-store';
 import { monthlyExportFinished, monthlyExportStarted } from './export-events';
 import { monthlyRunId, type DiscoverJob, type ExportJob, type ExportQueue } from './export-jobs';
-import { assertCompanyId, manifestKey } from './layout';
-import type { ObjectStore } from './object-store';
-import { assertTimeZone, parsePeriod, previousMonth } from './period';
+import { assertCompanyId, manifestKey } from '../formats/layout';
+import type { ObjectStore } from '../formats/object-store';
+import { assertTimeZone, parsePeriod, previousMonth } from '../formats/period';
 import type { RunLedger, RunTally } from './run-ledger';
-import type { DatasetName, ExportFormat } from './types';
+import type { DatasetName, ExportFormat } from '../formats/datasets';
 
 /**
  * `queryDue` with this margin lists every active user: a record's `dueAt` is at most its last

@@ -1,4 +1,4 @@
-import { AcctopsError } from '../shared/errors';
+import { AcctopsError } from '../../shared/errors';
 
 /**
  * A list the export read ended with a different number of items than its pages announced (or the

@@ -1,6 +1,6 @@
-import { formatMinorUnits } from '../accounting-api/money';
+import { formatMinorUnits } from '../../accounting-api/money';
 import { minorUnitDigits } from './currency';
-import type { Row, Table } from './tables';
+import type { Row, Table } from './dataset-tables';
 
 /** One line of the manifest's totals: exact, as decimal text and as minor units (text, for bigint). */
 export interface AmountTotal {

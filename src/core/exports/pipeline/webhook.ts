@@ -1,8 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Clock } from '../shared/clock';
-import { issuesFromZod, type FieldIssue } from '../shared/errors';
-import type { Logger } from '../shared/logger';
-import type { Metrics } from '../shared/metrics';
+import type { Clock } from '../../shared/clock';
+import { issuesFromZod, type FieldIssue } from '../../shared/errors';
+import type { Logger } from '../../shared/logger';
+import type { Metrics } from '../../shared/metrics';
 import type { ExportQueue } from './export-jobs';
 import { onDemandJobs, webhookExportRequestSchema } from './on-demand';
 

@@ -1,9 +1,9 @@
-import type { CredentialProvider } from '../accounting-api';
-import type { EventPublisher } from '../ports/events';
-import type { Clock } from '../shared/clock';
-import { ValidationError } from '../shared/errors';
-import type { Logger } from '../shared/logger';
-import type { Metrics } from '../shared/metrics';
+import type { CredentialProvider } from '../../accounting-api';
+import type { EventPublisher } from '../../ports/events';
+import type { Clock } from '../../shared/clock';
+import { ValidationError } from '../../shared/errors';
+import type { Logger } from '../../shared/logger';
+import type { Metrics } from '../../shared/metrics';
 import { exportCompanyPeriod, isRetryableExportFailure, type ExportCompanyPeriodDeps } from './export-company-period';
 import { decodeJob, messageGroupOf, type DiscoverJob, type ExportJob, type ExportQueue, type ExportSource, type QueuedJob } from './export-jobs';
 import { createExportClient, EXPORT_PAGE_SIZE } from './export-sources';

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { Logger } from '../shared/logger';
-import { ConcurrentExportError, PreconditionFailedError } from './errors';
+import type { Logger } from '../../shared/logger';
+import { ConcurrentExportError, PreconditionFailedError } from './period-errors';
 import { manifestKey, periodPrefix, runIdOf, symlinkKey } from './layout';
 import { readManifest, referencedKeys, serializeManifest, type Manifest, type ManifestSymlink } from './manifest';
 import type { ObjectHead, ObjectStore } from './object-store';
 import type { Period } from './period';
-import type { DatasetName } from './types';
+import type { DatasetName } from './datasets';
 
 /**
  * The atomic switch of a period (docs/architecture.md, "Exports: atomic periods").

@@ -1,4 +1,4 @@
-import { localDateOf, timestampInstant } from '../accounting-api';
+import { localDateOf, timestampInstant } from '../../accounting-api';
 
 /** An API timestamp taken apart for the exports (the client validates the same shape). */
 export interface OffsetTimestamp {
@@ -21,4 +21,4 @@ export function parseOffsetTimestamp(text: string): OffsetTimestamp | undefined 
 }
 
 /** Days since 1970-01-01 of a `YYYY-MM-DD` date (Parquet DATE), or undefined when it is not a real date. */
-export { epochDayOf as epochDay } from '../accounting-api';
+export { epochDayOf as epochDay } from '../../accounting-api';

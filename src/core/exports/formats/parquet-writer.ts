@@ -2,8 +2,8 @@ import { constants as zlib, gzipSync } from 'node:zlib';
 import { ByteWriter, ParquetWriter, type SchemaElement } from 'hyparquet-writer';
 import type { ObjectSink, WrittenObject } from './object-sink';
 import { scaleFactor } from './currency';
-import { DECIMAL_PRECISION, DECIMAL_SCALE, type Cell, type ColumnKind, type Row, type TableColumn } from './tables';
-import { epochDay } from './timestamp';
+import { DECIMAL_PRECISION, DECIMAL_SCALE, type Cell, type ColumnKind, type Row, type TableColumn } from './dataset-tables';
+import { epochDay } from './offset-timestamp';
 import type { RecordWriter } from './writers';
 
 /**
