@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDbTokenStore, createTokenTable } from '../../src/adapters/aws/dynamodb-token-store';
+import { DynamoDbTokenStore } from '../../src/adapters/aws/dynamodb-token-store';
 import { AwsTokenRuntime } from '../../src/adapters/aws/token-runtime';
 import { MemoryRefreshQueue } from '../../src/adapters/local/memory-refresh-queue';
 import { systemClock } from '../../src/core/shared/clock';
@@ -15,6 +15,7 @@ import type { RefreshResult } from '../../src/core/tokens/token-lifecycle';
 import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/secrets-manager';
 import { startDynaliteProcess, startSandboxProcess, type DynaliteProcess, type SandboxProcess } from '../lib/peers';
 import { table, type SectionReport, type TargetResult } from '../lib/report';
+import { createTokenTable } from '../../test/helpers/dynamodb-tables';
 
 /**
  * The deployed refresh path, as lib/constructs/token-lifecycle.ts configures it (defaults): the

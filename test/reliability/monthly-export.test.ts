@@ -3,12 +3,12 @@ import { gunzipSync } from 'node:zlib';
 import { CreateSecretCommand, PutSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { DynamoDbTokenStore, createTokenTable } from '../../src/adapters/aws/dynamodb-token-store';
-import { DynamoDbRunLedger, createRunLedgerTable } from '../../src/adapters/aws/dynamodb-run-ledger';
+import { DynamoDbTokenStore } from '../../src/adapters/aws/dynamodb-token-store';
+import { DynamoDbRunLedger } from '../../src/adapters/aws/dynamodb-run-ledger';
 import { S3ObjectStore } from '../../src/adapters/aws/s3-object-store';
 import { AwsSecretStore } from '../../src/adapters/aws/secrets-manager';
 import { MemoryEventPublisher } from '../../src/adapters/local/memory-event-publisher';
-import { MemoryExportQueue } from '../../src/adapters/local/memory-export-queue';
+import { MemoryExportQueue } from '../helpers/memory-export-queue';
 import {
   COMPANY_KEY_TAGS,
   CompanyApiKeys,
@@ -47,6 +47,7 @@ import { client as secretsClient, secretStore, startSecretsManager, type Running
 import { RotationWorld } from '../integration/api-keys/support';
 import { matrixColumn } from './harness';
 import { firstRequestTimesOut, sleepingClock } from './support';
+import { createTokenTable, createRunLedgerTable } from '../helpers/dynamodb-tables';
 
 /**
  * The monthly-export column of the fault matrix (docs/reliability.md): one company-month of the

@@ -3,8 +3,8 @@ import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import fc from 'fast-check';
 import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
 import { MemoryEventPublisher } from '../../src/adapters/local/memory-event-publisher';
-import { MemoryExportQueue } from '../../src/adapters/local/memory-export-queue';
-import { MemoryReplayGuard } from '../../src/adapters/local/memory-replay-guard';
+import { MemoryExportQueue } from '../helpers/memory-export-queue';
+import { MemoryReplayGuard } from '../helpers/memory-replay-guard';
 import { COMPANY_KEY_TAGS, CompanyApiKeys, PURPOSE_COMPANY_KEY, serializeCompanyKeySecret, taggedKeyDirectory } from '../../src/core/api-keys';
 import {
   AccountingClient,

@@ -1,4 +1,4 @@
-import { ConditionalCheckFailedException, CreateTableCommand, UpdateTimeToLiveCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { exportSourceSchema, type ExportSource } from '../../core/exports/pipeline/export-jobs';
@@ -265,33 +265,5 @@ export class DynamoDbRunLedger implements RunLedger {
 
   private expiresAt(): number {
     return Math.floor((this.options.clock.now() + this.retentionMs) / 1000);
-  }
-}
-
-/** Creates the ledger table as lib/constructs/exports.ts does (tests, local setups). */
-export async function createRunLedgerTable(client: DynamoDBClient, tableName: string): Promise<void> {
-  await client.send(
-    new CreateTableCommand({
-      TableName: tableName,
-      KeySchema: [
-        { AttributeName: PK, KeyType: 'HASH' },
-        { AttributeName: SK, KeyType: 'RANGE' },
-      ],
-      AttributeDefinitions: [
-        { AttributeName: PK, AttributeType: RUN_LEDGER_TABLE.partitionKey.type },
-        { AttributeName: SK, AttributeType: RUN_LEDGER_TABLE.sortKey.type },
-      ],
-      BillingMode: RUN_LEDGER_TABLE.billingMode,
-    }),
-  );
-  await enableTtl(client, tableName, TTL);
-}
-
-/** dynalite does not implement TTL; real DynamoDB does. Tests never rely on deletion by TTL. */
-export async function enableTtl(client: DynamoDBClient, tableName: string, attribute: string): Promise<void> {
-  try {
-    await client.send(new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: attribute, Enabled: true } }));
-  } catch (error) {
-    if ((error as { name?: string }).name !== 'UnknownOperationException') throw error;
   }
 }

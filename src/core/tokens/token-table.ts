@@ -1,7 +1,8 @@
 /**
  * The DynamoDB shape of the token table: the single source of its names. The DynamoDB adapter and
- * `createTokenTable` read them here. The CDK construct (lib/ may not import src/) must repeat them,
- * with an infra test comparing its synthesized table to this constant so that the two cannot drift.
+ * `createTokenTable` (test/helpers/dynamodb-tables.ts) read them here. The CDK construct (lib/ may
+ * not import src/) must repeat them, with an infra test comparing its synthesized table to this
+ * constant so that the two cannot drift.
  *
  * The `due` index is sparse and KEYS_ONLY: only active records carry `dueShard`/`dueAt`, and the
  * index holds keys, never tokens. Taking or releasing a lease does not touch the index at all.

@@ -3,7 +3,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
-import { runDirectExport } from '../../../src/adapters/local/direct-export';
+import { runDirectExport } from '../../helpers/run-direct-export';
 import { FileTokenStore } from '../../../src/adapters/local/file-token-store';
 import { fetchTransport, type Transport } from '../../../src/core/accounting-api';
 import { exportCompanyPeriod } from '../../../src/core/exports/pipeline/export-company-period';

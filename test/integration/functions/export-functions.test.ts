@@ -3,11 +3,9 @@ import { gunzipSync } from 'node:zlib';
 import { CreateSecretCommand, PutSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { createReplayTable } from '../../../src/adapters/aws/dynamodb-replay-guard';
-import { DynamoDbRegistryTable, createRegistryTable } from '../../../src/adapters/aws/dynamodb-company-registry';
-import { createRunLedgerTable } from '../../../src/adapters/aws/dynamodb-run-ledger';
+import { DynamoDbRegistryTable } from '../../../src/adapters/aws/dynamodb-company-registry';
 import { CompanyRegistry } from '../../../src/core/companies/company-registry';
-import { createTokenTable, DynamoDbTokenStore } from '../../../src/adapters/aws/dynamodb-token-store';
+import { DynamoDbTokenStore } from '../../../src/adapters/aws/dynamodb-token-store';
 import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
 import { COMPANY_KEY_TAGS, PURPOSE_COMPANY_KEY } from '../../../src/core/api-keys/key-directory';
 import { serializeCompanyKeySecret } from '../../../src/core/api-keys/company-key-secret';
@@ -26,6 +24,7 @@ import { client as secretsClient, startSecretsManager, type RunningSecretsManage
 import { CANARY } from '../../helpers/canary';
 import { captureStdout, lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
 import { TEST_DIALECTS, expiryOf } from '../../helpers/dialects';
+import { createTokenTable, createRegistryTable, createRunLedgerTable, createReplayTable } from '../../helpers/dynamodb-tables';
 
 describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   // The export functions end to end: the real handler modules (environment read at load, the real

@@ -1,5 +1,5 @@
-import { MemoryExportQueue } from '../../../src/adapters/local/memory-export-queue';
-import { MemoryReplayGuard } from '../../../src/adapters/local/memory-replay-guard';
+import { MemoryExportQueue } from '../../helpers/memory-export-queue';
+import { MemoryReplayGuard } from '../../helpers/memory-replay-guard';
 import { decodeJob } from '../../../src/core/exports/pipeline/export-jobs';
 import { receiveExportWebhook, signWebhook, WEBHOOK_CLAIM_LEASE_MS, WEBHOOK_HEADERS, type WebhookDeps, type WebhookRequest } from '../../../src/core/exports/pipeline/webhook';
 import { ManualClock } from '../../../src/core/shared/clock';

@@ -1,4 +1,4 @@
-import { deduplicationIdOf, encodeJob, messageGroupOf, type ExportQueue, type QueuedJob } from '../../core/exports/pipeline/export-jobs';
+import { deduplicationIdOf, encodeJob, messageGroupOf, type ExportQueue, type QueuedJob } from '../../src/core/exports/pipeline/export-jobs';
 
 export interface QueuedExportMessage {
   body: string;

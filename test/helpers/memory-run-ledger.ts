@@ -1,4 +1,4 @@
-import type { ExportSource } from '../../core/exports/pipeline/export-jobs';
+import type { ExportSource } from '../../src/core/exports/pipeline/export-jobs';
 import {
   sameSource,
   type CompanyOutcome,
@@ -7,7 +7,7 @@ import {
   type MonthlyRun,
   type RunLedger,
   type RunTally,
-} from '../../core/exports/pipeline/run-ledger';
+} from '../../src/core/exports/pipeline/run-ledger';
 
 interface RunState {
   run: MonthlyRun;

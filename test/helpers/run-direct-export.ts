@@ -1,7 +1,7 @@
-import { directExport, type DirectExportOptions } from '../../core/exports/pipeline/direct-export';
-import type { PeriodExportSummary } from '../../core/exports/formats/period-exporter';
-import { ValidationError } from '../../core/shared/errors';
-import { DirObjectStore } from './dir-object-store';
+import { directExport, type DirectExportOptions } from '../../src/core/exports/pipeline/direct-export';
+import type { PeriodExportSummary } from '../../src/core/exports/formats/period-exporter';
+import { ValidationError } from '../../src/core/shared/errors';
+import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
 
 export type RunDirectExportOptions = Omit<DirectExportOptions, 'store'> &
   ({ outDir: string; store?: undefined } | { store: DirectExportOptions['store']; outDir?: undefined });

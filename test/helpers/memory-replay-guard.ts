@@ -1,5 +1,5 @@
-import type { Clock } from '../../core/shared/clock';
-import type { ClaimResult, ReplayGuard } from '../../core/exports/pipeline/webhook';
+import type { Clock } from '../../src/core/shared/clock';
+import type { ClaimResult, ReplayGuard } from '../../src/core/exports/pipeline/webhook';
 
 /** Webhook event ids in memory (tests, a local webhook): a lease, then an acceptance, each until its expiry. */
 export class MemoryReplayGuard implements ReplayGuard {
