@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { keyRotationRuntimeFromEnv } from '../../src/adapters/aws/key-rotation-runtime';
 import { checkKeyRotations } from '../../src/core/api-keys';
 import { createHandler } from '../_shared/create-handler';
+import { scheduledCorrelationId, scheduledOrManualEventSchema } from '../_shared/scheduled-event';
 
 const { runtime } = keyRotationRuntimeFromEnv([
   'ACCTOPS_BASE_URL',
@@ -17,13 +18,14 @@ const { runtime } = keyRotationRuntimeFromEnv([
 ]);
 
 /**
- * The rotation doctor, on a schedule (or `acctops doctor`): `{}` repairs what is safe, and
- * `{ "repair": false }` only reports. Extra members (an EventBridge envelope) are ignored.
+ * The rotation doctor, on its schedule (lib/constructs/key-rotation.ts) or by hand (`acctops
+ * doctor`): without `repair` it repairs what is safe, and `{ "repair": false }` only reports.
  */
-const eventSchema = z.looseObject({ repair: z.boolean().optional() });
+const eventSchema = scheduledOrManualEventSchema('key-rotation-doctor', { repair: z.boolean().optional() });
 
 export const handler = createHandler({
   eventSchema,
+  correlationId: scheduledCorrelationId,
   handler: async (event, { logger, metrics }) => {
     const { deps, settings } = runtime.doctor({ logger, metrics });
     return checkKeyRotations(deps, { ...settings, repair: event.repair ?? true });
