@@ -10,9 +10,16 @@ const sdk = ['@aws-sdk/*', '@smithy/*'];
 const lambda = ['@middy/*', '/aws-lambda'];
 const cdk = ['aws-cdk-lib', 'aws-cdk-lib/*', 'constructs', 'cdk-nag'];
 
+// The folders with a barrel (index.ts): outside them, code imports the folder, not a file in it
+// (docs/conventions.md, "Barrels"). Tests and bench may reach inside: they test the modules.
+const barrel = {
+  group: ['**/accounting-api/*', '**/api-keys/*'],
+  message: 'import the folder (its index.ts is the public surface), not a file inside it.',
+};
+
 const restrict = (files, patterns, message) => ({
   files,
-  rules: { 'no-restricted-imports': ['error', { patterns: [{ group: patterns, message }] }] },
+  rules: { 'no-restricted-imports': ['error', { patterns: [{ group: patterns, message }, barrel] }] },
 });
 
 export default tseslint.config(

@@ -1,6 +1,5 @@
 import * as z from 'zod';
-import { type AccountingClient, NotFoundError } from '../accounting-api';
-import { uuidSchema } from '../accounting-api/schemas';
+import { type AccountingClient, NotFoundError, uuidSchema } from '../accounting-api';
 import { type SecretStore, SecretStage } from '../ports/secrets';
 import { type Clock } from '../shared/clock';
 import { AcctopsError } from '../shared/errors';

@@ -1,5 +1,5 @@
 import { ValidationError } from '../../shared/errors';
-import type { MinorUnits } from '../../accounting-api/money';
+import type { MinorUnits } from '../../accounting-api';
 import { scaleFactor } from './currency';
 import { epochDay, parseOffsetTimestamp, type OffsetTimestamp } from './offset-timestamp';
 import type { DatasetName, ExportCategory, ExportTaxReport, ExportTransaction } from './datasets';

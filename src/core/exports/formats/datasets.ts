@@ -6,7 +6,7 @@
  * The field types are structural and minimal, so `client.transactions.list(...)` (and the other
  * lists) can be passed in as they are, and any other source can be adapted to them.
  */
-import type { MinorUnits } from '../../accounting-api/money';
+import type { MinorUnits } from '../../accounting-api';
 
 export interface ExportItem<P> {
   /** As received; the client's lossless parse turns integers beyond 2^53 into digit strings. */

@@ -1,4 +1,4 @@
-import { formatMinorUnits } from '../../accounting-api/money';
+import { formatMinorUnits } from '../../accounting-api';
 import { minorUnitDigits } from './currency';
 import type { Row, Table } from './dataset-tables';
 

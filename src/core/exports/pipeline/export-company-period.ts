@@ -11,7 +11,7 @@ import {
   TokenRevokedError,
   type CredentialProvider,
 } from '../../accounting-api';
-import { CompanyKeyNotFoundError } from '../../api-keys/key-directory';
+import { CompanyKeyNotFoundError } from '../../api-keys';
 import type { EventPublisher } from '../../ports/events';
 import type { Clock } from '../../shared/clock';
 import { ValidationError } from '../../shared/errors';
