@@ -11,7 +11,7 @@ import { MemoryMetrics } from '../../src/core/shared/metrics';
 import { planTokenRefresh } from '../../src/core/tokens/plan-refresh';
 import { encodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
 import { refreshQueuedBatch } from '../../src/core/tokens/refresh-worker';
-import type { RefreshResult } from '../../src/core/tokens/token-lifecycle';
+import { TokenLifecycle, type RefreshResult } from '../../src/core/tokens/token-lifecycle';
 import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/secrets-manager';
 import { startDynaliteProcess, startSandboxProcess, type DynaliteProcess, type SandboxProcess } from '../lib/peers';
 import { table, type SectionReport, type TargetResult } from '../lib/report';
@@ -166,7 +166,7 @@ async function runCycle(world: World, environments: AwsTokenRuntime[]): Promise<
 
   const started = performance.now();
   const plan = await planTokenRefresh(
-    { store: environments[0]!.store, queue, clock: systemClock, logger, metrics },
+    { store: environments[0]!.store(), queue, clock: systemClock, logger, metrics },
     { marginMs: REFRESH_SETUP.marginMs },
   );
   const plannerMs = performance.now() - started;
@@ -181,7 +181,7 @@ async function runCycle(world: World, environments: AwsTokenRuntime[]): Promise<
         invocations++;
         const requestId = `bench-${worker}-${invocations}`;
         const report = await refreshQueuedBatch(
-          runtime.lifecycle({ logger, metrics, ownerPrefix: `refresh-tokens:${requestId}` }),
+          new TokenLifecycle(runtime.lifecycleDeps({ logger, metrics, ownerPrefix: `refresh-tokens:${requestId}` })),
           batch.map((request) => ({ messageId: String(++messageId), body: encodeRefreshRequest(request) })),
           { logger, deadline: systemClock.now() + WORKER_TIMEOUT_MS - WORKER_RESERVE_MS },
         );

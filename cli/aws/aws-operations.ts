@@ -161,7 +161,7 @@ class StackOperations implements AwsOperations {
     const directory = taggedKeyDirectory(store, this.directoryOptions);
     const entry = await directory.find(companyId);
     const before = parseCompanyKeySecret((await store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
-    const result = await rotateNow(companyId, { store, directory, logger: this.session.out.logger() });
+    const result = await rotateNow({ store, directory, logger: this.session.out.logger() }, companyId);
     let state = result.state;
     const deadline = systemClock.now() + ROTATION_WAIT_MS;
     const bar = this.session.out.progress('rotation');

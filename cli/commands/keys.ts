@@ -51,6 +51,7 @@ export async function revokePreviousNow(
     throw error;
   }
   const outcome = await revokeApiKey(
+    deps,
     {
       secretId,
       companyId: previous.companyId,
@@ -59,7 +60,6 @@ export async function revokePreviousNow(
       revokeAt: deps.clock.now(),
       rotationToken: current.versionId,
     },
-    deps,
   );
   return { outcome, apiKeyId: previous.apiKeyId, keyPrefix: previous.keyPrefix };
 }
@@ -87,7 +87,7 @@ export async function rotateLocal(world: LocalWorld, companyId: string, options:
   const revokedBefore = revokedKeys(await world.runDueRevocations());
   const entry = await world.directory.find(companyId);
   const before = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
-  const result = await rotateNow(companyId, { store: world.secrets, directory: world.directory, logger: world.logger });
+  const result = await rotateNow({ store: world.secrets, directory: world.directory, logger: world.logger }, companyId);
   const after = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
   let previousKeyRevoked: RevocationOutcome | undefined;
   if (options.revokePreviousNow && result.state === 'completed') {

@@ -39,8 +39,8 @@ export const handler = createHandler({
   handler: async (event, { logger, metrics }) => {
     const wanted = new Set<string>(event.probes ?? probes.map((p) => p.name));
     const report = await checkHealth(
-      probes.filter((p) => wanted.has(p.name)),
       { clock: systemClock, logger, metrics },
+      probes.filter((p) => wanted.has(p.name)),
     );
     logger.info('health checked', { ok: report.ok, failed: report.probes.filter((p) => !p.ok).map((p) => p.name) });
     return report;

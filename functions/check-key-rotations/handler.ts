@@ -26,8 +26,6 @@ const eventSchema = scheduledOrManualEventSchema('key-rotation-doctor', { repair
 export const handler = createHandler({
   eventSchema,
   correlationId: scheduledCorrelationId,
-  handler: async (event, { logger, metrics }) => {
-    const { deps, settings } = runtime.doctor({ logger, metrics });
-    return checkKeyRotations(deps, { ...settings, repair: event.repair ?? true });
-  },
+  handler: (event, { logger, metrics }) =>
+    checkKeyRotations(runtime.doctorDeps({ logger, metrics }), { ...runtime.doctorSettings(), repair: event.repair ?? true }),
 });

@@ -1,6 +1,5 @@
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
 import { checkMonthlyExport } from '../../src/core/exports/pipeline/monthly-export';
-import { systemClock } from '../../src/core/shared/clock';
 import { createHandler } from '../_shared/create-handler';
 import { scheduledCorrelationId, scheduledEventSchema } from '../_shared/scheduled-event';
 
@@ -20,7 +19,7 @@ export const handler = createHandler({
   correlationId: scheduledCorrelationId,
   handler: (_event, { logger, metrics }) =>
     checkMonthlyExport(
-      { ledger: runtime.ledger(), store: runtime.store(), events: runtime.events(), clock: systemClock, logger, metrics },
+      runtime.overdueDeps({ logger, metrics }),
       { timeZone: env.EXPORT_TIME_ZONE, dueAfterHours: env.EXPORT_DUE_AFTER_HOURS },
     ),
 });

@@ -2,10 +2,9 @@ import type { SQSBatchResponse } from 'aws-lambda';
 import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
 import { processExportBatch } from '../../src/core/exports/pipeline/export-worker';
-import { systemClock } from '../../src/core/shared/clock';
 import { createHandler } from '../_shared/create-handler';
 
-const { env, runtime } = exportRuntimeFromEnv([
+const { runtime } = exportRuntimeFromEnv([
   'ACCTOPS_BASE_URL',
   'ACCTOPS_TOOL_VERSION',
   'EXPORT_BUCKET_NAME',
@@ -38,17 +37,7 @@ export const handler = createHandler({
   eventSchema,
   handler: async (event, { logger, metrics }): Promise<SQSBatchResponse> => {
     const report = await processExportBatch(
-      {
-        exporter: runtime.exporter(env.ACCTOPS_TOOL_VERSION),
-        credentials: runtime.credentials(logger),
-        queue: runtime.queue(),
-        ledger: runtime.ledger(),
-        events: runtime.events(),
-        clock: systemClock,
-        logger,
-        metrics,
-        maxReceiveCount: env.EXPORT_MAX_RECEIVE_COUNT,
-      },
+      runtime.workerDeps({ logger, metrics }),
       event.Records.map((r) => ({ messageId: r.messageId, body: r.body, receiveCount: r.attributes.ApproximateReceiveCount })),
     );
     return { batchItemFailures: report.failedMessageIds.map((itemIdentifier) => ({ itemIdentifier })) };

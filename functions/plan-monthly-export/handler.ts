@@ -1,7 +1,6 @@
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
 import { CompanyRegistry } from '../../src/core/companies/company-registry';
 import { planMonthlyExport } from '../../src/core/exports/pipeline/monthly-export';
-import { systemClock } from '../../src/core/shared/clock';
 import { createHandler } from '../_shared/create-handler';
 import { scheduledCorrelationId, scheduledEventSchema } from '../_shared/scheduled-event';
 
@@ -27,7 +26,7 @@ export const handler = createHandler({
   correlationId: scheduledCorrelationId,
   handler: (event, { logger, metrics }) =>
     planMonthlyExport(
-      { ledger: runtime.ledger(), queue: runtime.queue(), events: runtime.events(), clock: systemClock, logger, metrics },
+      runtime.planDeps({ logger, metrics }),
       {
         scheduledAt: event.scheduledAt,
         executionId: event.executionId,

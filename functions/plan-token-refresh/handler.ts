@@ -21,7 +21,7 @@ export const handler = createHandler({
   handler: async (event, { logger, metrics, lambdaContext }) => {
     const remaining = lambdaContext.getRemainingTimeInMillis?.();
     return planTokenRefresh(
-      { store: runtime.store, queue: runtime.queue(), clock: systemClock, logger: logger.child({ scheduledAt: event.scheduledAt }), metrics },
+      runtime.planDeps({ logger: logger.child({ scheduledAt: event.scheduledAt }), metrics }),
       {
         marginMs: env.TOKEN_REFRESH_MARGIN_SECONDS * 1000,
         deadline: remaining === undefined ? undefined : systemClock.now() + remaining - RESERVE_MS,

@@ -2,10 +2,9 @@ import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
 import { receiveExportWebhook } from '../../src/core/exports/pipeline/webhook';
-import { systemClock } from '../../src/core/shared/clock';
 import { createHandler } from '../_shared/create-handler';
 
-const { env, runtime } = exportRuntimeFromEnv([
+const { runtime } = exportRuntimeFromEnv([
   'EXPORT_QUEUE_URL',
   'WEBHOOK_SECRET_ARN',
   'WEBHOOK_REPLAY_TABLE_NAME',
@@ -13,7 +12,6 @@ const { env, runtime } = exportRuntimeFromEnv([
   'WEBHOOK_MAX_BODY_BYTES',
   'SECRET_CACHE_TTL_SECONDS',
 ]);
-const allowedCompanies = new Set(env.WEBHOOK_COMPANY_IDS);
 
 /** A Lambda Function URL request (payload format 2.0): what the checks need, nothing more. */
 const eventSchema = z.looseObject({
@@ -31,16 +29,7 @@ export const handler = createHandler({
     const body = Buffer.from(event.body ?? '', event.isBase64Encoded ? 'base64' : 'utf8');
     const headers = Object.fromEntries(Object.entries(event.headers).map(([name, value]) => [name.toLowerCase(), value]));
     const response = await receiveExportWebhook(
-      {
-        secrets: runtime.webhookSecrets(),
-        replay: runtime.replayGuard(),
-        queue: runtime.queue(),
-        allowedCompanies,
-        clock: systemClock,
-        logger,
-        metrics,
-        maxBodyBytes: env.WEBHOOK_MAX_BODY_BYTES,
-      },
+      runtime.webhookDeps({ logger, metrics }),
       { method: event.requestContext.http.method, headers, body },
     );
     return { statusCode: response.status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(response.body) };
