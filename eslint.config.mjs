@@ -40,6 +40,12 @@ export default tseslint.config(
     [...outerLayers('adapters', 'functions', 'lib', 'bin', 'sandbox', 'test', 'bench'), ...sdk, ...lambda, ...cdk],
     'src/core is domain logic: no AWS SDK, Lambda, middy, CDK, adapters or outer layers.',
   ),
+  // A later block replaces the rule's options for its files, so this one repeats src/core's.
+  restrict(
+    ['src/core/exports/formats/**/*.ts'],
+    [...outerLayers('adapters', 'functions', 'lib', 'bin', 'sandbox', 'test', 'bench'), ...sdk, ...lambda, ...cdk, '**/pipeline/*'],
+    'src/core/exports/formats is what one period is and how it is written: no AWS, Lambda or outer layers, and no pipeline/ (the pipeline uses formats, never the reverse).',
+  ),
   restrict(
     ['src/adapters/local/**/*.ts'],
     [...outerLayers('functions', 'lib', 'bin', 'sandbox', 'test', 'bench', 'aws'), ...sdk, ...lambda, ...cdk],
