@@ -9,6 +9,9 @@ const sdk = ['@aws-sdk/*', '@smithy/*'];
 // Anchored: a bare 'aws-lambda' would also match aws-cdk-lib/aws-lambda, which lib needs.
 const lambda = ['@middy/*', '/aws-lambda'];
 const cdk = ['aws-cdk-lib', 'aws-cdk-lib/*', 'constructs', 'cdk-nag'];
+// Powertools for AWS Lambda is the Lambda runtime's logger and metrics: it sits behind our Logger
+// and Metrics ports in functions/_shared (docs/observability.md); nothing else imports it.
+const powertools = ['@aws-lambda-powertools/*'];
 
 // The folders with a barrel (index.ts): outside them, code imports the folder, not a file in it
 // (docs/conventions.md, "Barrels"). Tests and bench may reach inside: they test the modules.
@@ -37,8 +40,8 @@ export default tseslint.config(
   },
   restrict(
     ['src/core/**/*.ts'],
-    [...outerLayers('adapters', 'functions', 'lib', 'bin', 'sandbox', 'test', 'bench'), ...sdk, ...lambda, ...cdk],
-    'src/core is domain logic: no AWS SDK, Lambda, middy, CDK, adapters or outer layers.',
+    [...outerLayers('adapters', 'functions', 'lib', 'bin', 'sandbox', 'test', 'bench'), ...sdk, ...lambda, ...cdk, ...powertools],
+    'src/core is domain logic: no AWS SDK, Lambda, middy, Powertools, CDK, adapters or outer layers.',
   ),
   // A later block replaces the rule's options for its files, so this one repeats src/core's.
   restrict(
@@ -48,27 +51,32 @@ export default tseslint.config(
   ),
   restrict(
     ['src/adapters/local/**/*.ts'],
-    [...outerLayers('functions', 'lib', 'bin', 'sandbox', 'test', 'bench', 'aws'), ...sdk, ...lambda, ...cdk],
+    [...outerLayers('functions', 'lib', 'bin', 'sandbox', 'test', 'bench', 'aws'), ...sdk, ...lambda, ...cdk, ...powertools],
     'local adapters use Node only; @aws-sdk lives in src/adapters/aws.',
   ),
   restrict(
     ['src/adapters/aws/**/*.ts'],
-    [...outerLayers('functions', 'lib', 'bin', 'sandbox', 'test', 'bench'), ...lambda, ...cdk],
+    [...outerLayers('functions', 'lib', 'bin', 'sandbox', 'test', 'bench'), ...lambda, ...cdk, ...powertools],
     'adapters implement core ports; they do not reach outer layers.',
   ),
   restrict(
     ['functions/**/*.ts'],
+    [...outerLayers('lib', 'bin', 'sandbox', 'test', 'bench'), ...sdk, ...cdk, ...powertools],
+    'handlers parse the event and call src; AWS clients come from src/adapters/aws; Powertools sits behind the ports in functions/_shared.',
+  ),
+  restrict(
+    ['functions/_shared/**/*.ts'],
     [...outerLayers('lib', 'bin', 'sandbox', 'test', 'bench'), ...sdk, ...cdk],
-    'handlers parse the event and call src; AWS clients come from src/adapters/aws.',
+    'functions/_shared builds the Lambda entry points (middy, Powertools); AWS clients come from src/adapters/aws.',
   ),
   restrict(
     ['lib/**/*.ts'],
-    [...outerLayers('functions', 'sandbox', 'src', 'test', 'bench'), ...sdk, ...lambda],
+    [...outerLayers('functions', 'sandbox', 'src', 'test', 'bench'), ...sdk, ...lambda, ...powertools],
     'lib is infrastructure only and refers to handlers by their entry path.',
   ),
   restrict(
     ['sandbox/**/*.ts'],
-    [...outerLayers('functions', 'lib', 'bin', 'adapters', 'test', 'bench'), ...sdk, ...lambda, ...cdk],
+    [...outerLayers('functions', 'lib', 'bin', 'adapters', 'test', 'bench'), ...sdk, ...lambda, ...cdk, ...powertools],
     'the sandbox simulates the service; it may share src/core schemas and nothing else.',
   ),
   {
@@ -87,7 +95,7 @@ export default tseslint.config(
   },
   restrict(
     ['cli/**/*.ts'],
-    [...outerLayers('lib', 'functions', 'test', 'bench'), ...sdk, ...lambda, ...cdk],
+    [...outerLayers('lib', 'functions', 'test', 'bench'), ...sdk, ...lambda, ...cdk, ...powertools],
     'the CLI composes src (AWS through src/adapters/aws) and the sandbox; it never reaches lib or functions.',
   ),
   { files: ['bin/**/*.ts', 'bench/**/*.ts', 'sandbox/cli.ts'], rules: { 'no-console': 'off' } },

@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark of issue 7, written to BENCHMARKS.md; exits 1 when a target is
 // missed. Not part of `npm test` (jest's root is test/). Options:
-//   --only cold-start,exports,refresh,cli-startup   run some sections (written to .bench-out/BENCHMARKS.partial.md)
+//   --only cold-start,exports,refresh,cli-startup,fleet-exports   run some sections (written to .bench-out/BENCHMARKS.partial.md)
 //   --quick                             fewer runs and 100k/200k transactions: for working on bench/
 //   --out <file>                        where to write the report
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -9,11 +9,13 @@ import { Command } from 'commander';
 import { runCliStartupSection } from './cli/cli-startup-bench';
 import { runColdStartSection } from './cold-start/cold-start-bench';
 import { runExportSection } from './exports/export-bench';
+import { runFleetExportSection } from './fleet/fleet-exports-bench';
 import { OUT_DIR, ROOT } from './lib/processes';
 import { describeMachine, loadAverage, renderReport, type SectionReport } from './lib/report';
 import { refreshNotMeasured, runRefreshSection } from './refresh/refresh-bench';
+import { runRotationDoctorSection } from './rotation-doctor/rotation-doctor-bench';
 
-const SECTIONS = ['cold-start', 'exports', 'refresh', 'cli-startup'] as const;
+const SECTIONS = ['cold-start', 'exports', 'refresh', 'cli-startup', 'fleet-exports', 'rotation-doctor'] as const;
 type SectionName = (typeof SECTIONS)[number];
 
 const PREFACE = [
@@ -36,8 +38,10 @@ async function main(): Promise<void> {
     .option('--only <sections>', `comma-separated: ${SECTIONS.join(', ')}`)
     .option('--quick', 'fewer runs and smaller datasets (for working on bench/; not for BENCHMARKS.md)')
     .option('--out <file>', 'report file')
+    .option('--fleet-companies <n>', 'fleet-exports: registered companies for the planner (0 skips it)', Number)
+    .option('--fleet-transactions <n>', 'fleet-exports: transactions of the split month (0 skips it)', Number)
     .parse(process.argv.slice(2), { from: 'user' });
-  const flags = program.opts<{ only?: string; quick?: boolean; out?: string }>();
+  const flags = program.opts<{ only?: string; quick?: boolean; out?: string; fleetCompanies?: number; fleetTransactions?: number }>();
   const only = flags.only?.split(',').map((s) => s.trim()) ?? [...SECTIONS];
   const unknown = only.filter((s) => !(SECTIONS as readonly string[]).includes(s));
   if (unknown.length > 0) throw new Error(`unknown section(s): ${unknown.join(', ')}; expected ${SECTIONS.join(', ')}`);
@@ -64,7 +68,16 @@ async function main(): Promise<void> {
               { transactions: 1_000_000, rounds: 3 },
             ],
       }),
+    'rotation-doctor': () => runRotationDoctorSection(flags.quick ? { companies: 1000, due: 10 } : { companies: 10_000, due: 100 }),
     'cli-startup': () => Promise.resolve(runCliStartupSection({ runs: flags.quick ? 3 : 10 })),
+    'fleet-exports': () =>
+      runFleetExportSection({
+        ...(flags.quick
+          ? { companies: 2_000, transactions: 300_000, maxTransactionsPerPart: 100_000, partConcurrency: 2 }
+          : { companies: 10_000, transactions: 3_000_000, maxTransactionsPerPart: 500_000, partConcurrency: 2 }),
+        ...(flags.fleetCompanies !== undefined ? { companies: flags.fleetCompanies } : {}),
+        ...(flags.fleetTransactions !== undefined ? { transactions: flags.fleetTransactions } : {}),
+      }),
     refresh: async () => {
       try {
         return await runRefreshSection();

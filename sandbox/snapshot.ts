@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * The sandbox's state as JSON, so that a sandbox can stop and start again where it was: the CLI's
- * local mode keeps one in its state directory between invocations (docs/architecture.md, "The
+ * local mode keeps one in its state directory between invocations (docs/cli.md, "The
  * local mode"). A snapshot holds credentials (institution secrets, the token signing key, demo
  * keys): store it like one (mode 0600).
  *

@@ -43,10 +43,10 @@ export async function createDataset(sandbox: SandboxProcess, transactions: numbe
  * node_modules), but for the Node running the benchmark, so that the measured process carries no
  * TypeScript loader.
  */
-export async function bundleExportChild(): Promise<string> {
+export async function bundleExportChild(outfile = CHILD_BUNDLE): Promise<string> {
   await build({
     entryPoints: [path.join(__dirname, 'export-child.ts')],
-    outfile: CHILD_BUNDLE,
+    outfile,
     bundle: true,
     platform: 'node',
     target: `node${process.versions.node.split('.')[0]}`,
@@ -56,7 +56,7 @@ export async function bundleExportChild(): Promise<string> {
     external: ['@aws-sdk/*'],
     logLevel: 'warning',
   });
-  return CHILD_BUNDLE;
+  return outfile;
 }
 
 export type ExportVariant = 'baseline' | 'jsonl-dir' | 'all-dir' | 'all-s3';
@@ -364,6 +364,13 @@ function exportReport(
     '   72 MiB with the former defaults (8 MiB × 3), 30 MiB since `S3ObjectStore` defaults to 5 MiB parts, one in',
     '   flight (5 MiB × 2 × 3). Measured by hand on 2026-11-21, 1M to s3rver with the 1024 MB flags, 3 runs each:',
     '   peak RSS 321–335 MiB before, 284–290 MiB after, ratio to the baseline 5.12–5.64 before, 5.58–5.76 after (noise).',
+    '5. **lib-storage\'s part buffers outlived their parts.** `Upload` cuts each part with `Buffer.concat` into fresh',
+    '   memory and keeps the rest of the last chunk as a view on it; a part lives while it uploads, which is longer than a',
+    '   young-generation cycle, so its buffer was freed only by a major GC, and every part paid page faults for new',
+    '   memory. Since 2026-11-25 `S3ObjectStore` uploads parts itself from at most `queueSize + 1` buffers per object,',
+    '   allocated once and reused (same CreateMultipartUpload / UploadPart / Complete calls, the same abort on any',
+    '   failure, CRC32 when the client computes checksums). One interleaved round at 1M to s3rver (loaded machine, load',
+    '   average 17): peak RSS 189.3 -> 180.1 MiB, CPU 30.7 -> 27.0 s.',
     '',
     'So the export\'s memory is bounded (retained heap flat, buffers capped); its peak is set by the young generation,',
     'which the function\'s `NODE_OPTIONS` now caps, and by the S3 part settings.',
@@ -384,6 +391,7 @@ const RATIO_NOTE =
   'Cause: the export is CPU-bound in one thread, and so is the baseline, but on less work. The CPU column shows it: both use about as much CPU as wall time. The bare loop spends ~3 µs a record (300k, profiled) on `fetch` (undici), decoding and `JSON.parse`; the sandbox needs only ~1.5 µs a record in its own process, so neither waits much for it. acctops does the same fetching and adds, per record: the 16-digit check of each page for integers beyond 2^53 (lossless JSON, ~0.1 µs), validation (hand-written fast path equal to the zod schema, GUIDs, amounts and the timestamp by hand, ~0.4 µs), the row, its checks and the totals (~0.2 µs), `JSON.stringify` of the raw record for JSONL (~0.6 µs) and the garbage of all that (10-15% of a profile); gzip runs on the thread pool. All formats add CSV (~1.5 µs: cells, UTF-8, the SHA-256 of ~25 MB per 100k for the manifest) and Parquet (~2 µs: hyparquet-writer is JavaScript: dictionaries, statistics, page encoding, compression). To S3 the upload adds multipart buffering, hashing and HTTP in the same process, and s3rver shares the two cores. Against the real service, network time per page is part of the baseline and the ratios shrink; these are loopback worst cases. ' +
   'Done on 2026-11-21 (first session; ad-hoc A/B at 100k, JSONL dir / all dir / all s3rver): one-page prefetch 2.98 / 5.22 / 6.28 -> 2.84 / 4.98 / 5.88; transaction fast path 2.87 / 5.35 / 6.58 -> 2.74 / 5.18 / 6.22; JSONL at gzip level 1 2.51 / 4.53 -> 2.21 / 4.12 (files 10-25% larger); Parquet unique columns PLAIN without statistics (writer -6%). ' +
   'Done in the second session (interleaved A/B, medians of the ratio): timestamps read by hand and remembered between validation and row, GUIDs by hand, no closures per record, the next page requested before the current one is validated (100k: JSONL 2.24 -> 1.93, all 4.03 -> 3.82); gzip fed 512 KiB at a time with 512 KiB output chunks instead of 64 KiB and 16 KiB, since every zlib job waits for a turn of the event loop that a busy export rarely gives (1M: JSONL 2.15 -> 1.83); the 16-digit check by stride instead of a regex (0.35 -> 0.07 ms a page); a paged source read a page at a time (one await per page); Parquet pages compressed by Node\'s zlib (GZIP level 1) instead of hyparquet-writer\'s JavaScript SNAPPY (writer 253 -> 197 ms per 100k rows, files a third smaller); unique Parquet text columns encoded from Node\'s Buffer pool; these last three together, all dir at 100k: 3.79 -> 3.46; decimal amounts (`"49.99"`) and enum labels read without a regex per record (validation and row together 0.86 -> 0.62 µs a record, measured alone on 200k records). ' +
+  'Done in the fourth session (2026-11-25, issue 14 deliverable 7; bench/exports/ab.ts, interleaved A/B of two bundles against one sandbox and s3rver): S3 parts uploaded from reused buffers instead of lib-storage (finding 5); CSV timestamps written by hand per day instead of a Date and `toISOString` per cell, the currency\'s digits remembered per writer; Parquet min/max statistics dropped where no row group can be pruned (GUIDs, free text, names, the offset) and timestamps buffered as unboxed numbers instead of a BigInt per row. At 100k, 2 rounds at a load average of 20 (other engineers\' jobs), child CPU seconds, median A -> B: JSONL dir 2.93 -> 2.57, all dir 4.41 -> 4.22, all s3rver 4.96 -> 4.74; the JSONL path did not change, so its 12% is the noise of that machine, and these gains are within it. Not built: the JSONL line from the raw page text. `JSON.stringify` of a record is ~0.6 µs of ~20 µs (3%); a scanner finding record boundaries in the page text costs about half of that in JavaScript, and the line would then differ from today\'s for integers beyond 2^53 (the literal as sent, where JSONL now holds the client\'s digit string), a change of the documented format for ~1.5%. ' +
   'Plan, by expected gain: (1) for all formats, CSV and Parquet encoding in a worker thread, fed the raw page text (parsing twice costs less than structured cloning the rows), for functions with more than one vCPU (above 1,769 MB of memory): on this two-core machine it would overlap them with fetching; at the 1024 MB the export function has (0.58 vCPU) it would only add work, which is why it is not built; (2) fewer objects per record (the row, the timestamp, the page item), for the collector\'s share; (3) a JSONL line written from the raw page text instead of `JSON.stringify`, if the text is ever kept (today the page is parsed whole). Profile of the Parquet writer alone (2026-11-25, issue 14 columns, `node --cpu-prof` of bench/exports/writer-candidate.ts bundled without minification, 200k rows, self time): garbage collector 33%, min/max statistics (`compareValues`, `compareStrings`, `getStatistics`) 12%, column and page encoding (`writeColumn`, `write`, `appendBytes`, `ensure`, `encode`) 16%, the rows themselves 4.5%, zlib 2.8%, the dictionary decision 2.1%, the currency exponent lookup 1.4% (since cached by currency alone). Issue 14 adds per amount one bigint multiplication (the DECIMAL(18,4) scale) and for CSV a second regex only on text cells holding a separator; neither reaches 2% of a profile. The three Parquet writers compared below rule out a faster writer as the way to the targets: the others are slower and larger.';
 
 const EXPORT_MISSES: Record<string, string> = {
@@ -391,8 +399,8 @@ const EXPORT_MISSES: Record<string, string> = {
   'export.ratio.all-dir': RATIO_NOTE,
   'export.ratio.all-s3': RATIO_NOTE,
   'export.rss':
-    'Cause (see "Memory: what we found"): the young generation (capped at 3 × 16 MiB by the function\'s `NODE_OPTIONS`) and the S3 part buffers come on top of a retained heap of ~15 MiB and Node\'s own ~70 MiB. Plan: a lower semi-space cap (`maxSemiSpaceMb`: 8), then the multipart chunker of the next note.',
+    'Cause (see "Memory: what we found"): the young generation (capped at 3 × 16 MiB by the function\'s `NODE_OPTIONS`) and the S3 part buffers (at most 2 × 5 MiB per object since the part buffers are reused, finding 5) come on top of a retained heap of ~15 MiB and Node\'s own ~70 MiB. Plan: a lower semi-space cap (`maxSemiSpaceMb`: 8 in lib/constructs/exports.ts; it trades RSS for more scavenges, so it needs an A/B of the ratios on a quiet machine), then one pool of part buffers shared by the three objects of a dataset instead of two per object.',
   'export.rss-growth':
-    'Cause: to S3, the part buffers fill only at 1M: at 100k the JSONL and Parquet objects are smaller than one 5 MiB part, at 1M all three objects are multipart, and lib-storage holds per object the part being filled, the `Buffer.concat` copy it makes of it and the part in flight (up to ~15 MiB each); the retained heap does not grow (last column), and to a directory the growth stays under the bound (table above). Plan: our own multipart chunker in `S3ObjectStore` that fills one preallocated 5 MiB buffer per object with no copy (about 15 MiB less at 1M); not built yet because lib-storage also handles the SDK\'s default part checksums, which s3rver cannot check, so the replacement could not be tested here against what S3 requires.',
+    'Cause: to S3, the part buffers fill only at 1M: at 100k the JSONL and Parquet objects are smaller than one 5 MiB part, at 1M all three objects are multipart, each with its two part buffers (finding 5); the retained heap does not grow (last column), and to a directory the growth stays under the bound (table above). Built on 2026-11-25: part buffers allocated once per object and reused, instead of lib-storage\'s fresh `Buffer.concat` per part. Plan: one pool of part buffers for the three objects of a dataset.',
 };
 

@@ -1,7 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { OperatorClients } from '../../src/adapters/aws/operator-clients';
 import { apiKeyAuth, createAccountingClient } from '../../src/core/accounting-api';
-import { keyStatus, parseCompanyKeySecret, rotateNow, taggedKeyDirectory, type DoctorReport as RotationReport } from '../../src/core/api-keys';
+import {
+  companyKeySecretName,
+  describeByNameOrTag,
+  keyStatus,
+  parseCompanyKeySecret,
+  registeredKeyDirectory,
+  rotateNow,
+  taggedKeyDirectory,
+  type DoctorReport as RotationReport,
+  type SecretLifecycle,
+} from '../../src/core/api-keys';
+import { awsCompanyRegistry } from '../commands/companies';
 import type { HealthReport } from '../../src/core/health/check-health';
 import { SecretStage } from '../../src/core/ports/secrets';
 import { systemClock } from '../../src/core/shared/clock';
@@ -16,6 +27,7 @@ import { findingsOf, tokenHealth, type DoctorReport, type Skipped } from '../com
 import { registryHealthOf } from '../commands/companies';
 import { revokePreviousNow, type KeyStatusReport, type RotateReport } from '../commands/keys';
 import { noMetrics } from '../../src/core/shared/metrics';
+import type { CompanyKeyContext } from '../commands/keys';
 import { installCompanyKey, setInstitutionSecret, type InstitutionSecretReport, type KeyInstallReport } from '../commands/credentials';
 import type { RefreshReport } from '../commands/tokens';
 import { listLocal, type UserRow } from '../commands/users';
@@ -23,13 +35,15 @@ import type { CompanyExportRow, ExportReport } from '../commands/export';
 import type * as ExportRun from '../commands/export-run';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
+import { activeCompanyPages, CompanyRegistry } from '../../src/core/companies/company-registry';
+import { REGISTRY_OUTPUT } from './aws-company-registry';
 import { lazy } from '../lazy';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (cli/lazy.ts)
 const exportRun = lazy(() => require('../commands/export-run') as typeof ExportRun);
 
 /**
- * The stack outputs the AWS mode reads, by key (docs/architecture.md, "Outputs"). Each can be named
+ * The stack outputs the AWS mode reads, by key (docs/infrastructure.md, "Outputs"). Each can be named
  * with `--output <Key>=<value>` instead, e.g. when a construct does not export it (yet).
  */
 export const OUTPUTS = {
@@ -46,6 +60,9 @@ export const OUTPUTS = {
   exportBus: 'ExportEventBusName',
   revocationGroup: 'KeyRevocationScheduleGroup',
   serviceBaseUrl: 'ServiceBaseUrl',
+  rotateApiKeyFunction: 'RotateApiKeyFunctionArn',
+  secretsKey: 'SecretsKeyArn',
+  companyKeyRotationDays: 'CompanyKeyRotationDays',
 } as const;
 
 export interface AwsOperations {
@@ -61,8 +78,12 @@ export interface AwsOperations {
   /** Stores the institution credential (undefined: rolls back to AWSPREVIOUS), then invokes check-health. */
   setInstitutionSecret(value: string | undefined): Promise<InstitutionSecretReport>;
   installCompanyKey(companyId: string, apiKey: string): Promise<KeyInstallReport>;
+  /** What `keys install` and `companies remove|restore` need of the stack: its stage, rotation function, secrets key, stores. */
+  companyKeyContext(): Promise<CompanyKeyContext>;
+  /** The stage and the secret lifecycle only (`companies remove|restore`: no call to the service). */
+  companySecrets(): { stage: string; lifecycle: SecretLifecycle };
   /** ExportRequested per company to the stack's exports bus; with `wait`, until each manifest of the month is newer than the request. */
-  requestExport(options: { month: string; company?: string; formats?: ExportFormat[]; wait: boolean }): Promise<ExportReport>;
+  requestExport(options: { month: string; company?: string; formats?: ExportFormat[]; replaceFormats?: boolean; wait: boolean }): Promise<ExportReport>;
 }
 
 /** How long `export` waits for the deployed pipeline, and how often it looks. */
@@ -194,9 +215,25 @@ class StackOperations implements AwsOperations {
     const store = this.clients.secrets();
     const baseUrl = await this.baseUrl();
     const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
+    // The registry a page at a time, each company's secret by DescribeSecret of its name: no listing of every secret.
+    const stage = this.directoryOptions.stage;
+    // A stack from before the registry (no CompanyRegistryTableName output): the tag listing, as before.
+    const registry = stage === undefined ? undefined : await awsCompanyRegistry(this.session).catch((error: unknown) => {
+      if (error instanceof CliConfigError) return undefined;
+      throw error;
+    });
+    const directory =
+      stage === undefined || registry === undefined
+        ? taggedKeyDirectory(store, this.directoryOptions)
+        : registeredKeyDirectory({
+            pages: async function* () {
+              for await (const page of registry.pages()) yield page.items;
+            },
+            describeCompanySecret: describeByNameOrTag({ store, directory: taggedKeyDirectory(store, { stage }), nameOf: (id) => companyKeySecretName(stage, id) }),
+          });
     const companies = await keyStatus({
       store,
-      directory: taggedKeyDirectory(store, this.directoryOptions),
+      directory,
       scheduler,
       clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.session.out.logger() }),
     });
@@ -247,8 +284,34 @@ class StackOperations implements AwsOperations {
     );
   }
 
-  async requestExport(options: { month: string; company?: string; formats?: ExportFormat[]; wait: boolean }): Promise<ExportReport> {
-    const companies = options.company ? [options.company] : await this.companies();
+  companySecrets(): { stage: string; lifecycle: SecretLifecycle } {
+    const stage = this.directoryOptions.stage;
+    if (stage === undefined) throw new CliConfigError(`stack ${this.stack} is not named acctops-<stage>`, 'pass --stack acctops-<stage>: company key secrets are named and tagged by stage');
+    return { stage, lifecycle: this.clients.secretLifecycle() };
+  }
+
+  async companyKeyContext(): Promise<CompanyKeyContext> {
+    const { stage } = this.companySecrets();
+    const store = this.clients.secrets();
+    const baseUrl = await this.baseUrl();
+    const days = await this.optionalOutput(OUTPUTS.companyKeyRotationDays);
+    return {
+      lifecycle: this.clients.secretLifecycle(),
+      store,
+      directory: taggedKeyDirectory(store, this.directoryOptions),
+      clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.session.out.logger() }),
+      clock: systemClock,
+      target: {
+        stage,
+        rotationLambdaArn: await this.output(OUTPUTS.rotateApiKeyFunction, 'turn on the rotation of a company key'),
+        kmsKeyId: await this.output(OUTPUTS.secretsKey, 'encrypt a company key secret with the stack key'),
+      },
+      defaultRotationDays: days === undefined ? 30 : Number(days),
+    };
+  }
+
+  async requestExport(options: { month: string; company?: string; formats?: ExportFormat[]; replaceFormats?: boolean; wait: boolean }): Promise<ExportReport> {
+    const companies = options.company ? [options.company] : await this.registeredCompanies();
     const store = await this.exportStore();
     const events = this.clients.events(await this.output(OUTPUTS.exportBus, 'request exports'), 'acctops.cli');
     const requestedAt = systemClock.now();
@@ -256,7 +319,7 @@ class StackOperations implements AwsOperations {
       companies.map((companyId) => ({
         type: 'ExportRequested',
         time: requestedAt,
-        detail: { companyId, period: options.month, ...(options.formats ? { formats: options.formats } : {}) },
+        detail: { companyId, period: options.month, ...(options.formats ? { formats: options.formats } : {}), ...(options.replaceFormats ? { replaceFormats: true } : {}) },
       })),
     );
     const rows = new Map<string, CompanyExportRow>(companies.map((companyId) => [companyId, { companyId, status: 'requested' }]));
@@ -277,6 +340,20 @@ class StackOperations implements AwsOperations {
 
   private async exportStore(): Promise<ObjectStore> {
     return exportRun().storeForBucket(await this.output(OUTPUTS.exportBucket, 'read the exports'), this.session);
+  }
+
+  /**
+   * The stage's active companies from the company registry, read a page at a time: what the
+   * monthly planner exports (a company with a key secret but not registered is not exported).
+   */
+  private async registeredCompanies(): Promise<string[]> {
+    const registry = new CompanyRegistry(this.clients.registryTable(await this.output(REGISTRY_OUTPUT, 'read the company registry')), {
+      defaultFormats: FORMATS,
+      logger: this.session.out.logger(),
+    });
+    const out: string[] = [];
+    for await (const page of activeCompanyPages(registry)) out.push(...page.items.map((c) => c.companyId));
+    return out.sort();
   }
 
   /** The companies whose keys the stack holds (their secrets, found by tag). */

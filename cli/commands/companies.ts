@@ -10,7 +10,9 @@ import {
   type RegistryTable,
 } from '../../src/core/companies/company-registry';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
+import { companyKeySecretName, RECOVERY_WINDOW_DAYS, retireCompanyKeySecret, type SecretLifecycle } from '../../src/core/api-keys';
 import { formats, guid } from '../args';
+import { type CompanyKeyContext, localKeyContext } from './keys';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { lazy } from '../lazy';
@@ -88,9 +90,29 @@ export function registryHealthOf(session: Session): Promise<RegistryHealth> {
   return withRegistry(session, (registry) => registryHealth(registry));
 }
 
+/** The AWS mode's registry (the stack's table). */
+export async function awsCompanyRegistry(session: Session): Promise<CompanyRegistry> {
+  return new CompanyRegistry(await awsRegistry().awsRegistryTable(session), { defaultFormats: FORMATS, logger: session.out.logger() });
+}
+
 /** The local registry of a world already open (doctorLocal runs inside `session.local`). */
 export function localRegistry(stateDir: string): CompanyRegistry {
   return new CompanyRegistry(new FileRegistryTable({ path: statePath(stateDir, 'companies') }), { defaultFormats: FORMATS });
+}
+
+export function recoveryDays(raw: string): number {
+  const days = Number(raw);
+  if (!/^\d{1,2}$/.test(raw.trim()) || days < RECOVERY_WINDOW_DAYS.min || days > RECOVERY_WINDOW_DAYS.max) {
+    throw new InvalidArgumentError(`expected whole days from ${RECOVERY_WINDOW_DAYS.min} to ${RECOVERY_WINDOW_DAYS.max}`);
+  }
+  return days;
+}
+
+function notRegistered(error: unknown): unknown {
+  if (error instanceof CompanyNotRegisteredError) {
+    return new CliError(error.message, { code: error.code, exitCode: ExitCode.config, hint: '`acctops companies list` shows the registered companies', cause: error });
+  }
+  return error;
 }
 
 export function companiesCommand(host: CommandHost): Command {
@@ -149,23 +171,86 @@ export function companiesCommand(host: CommandHost): Command {
 
   companies
     .command('remove')
-    .description('Stop exporting a company: the registry marks it removed (undo: `companies add`). Its key secret is kept.')
+    .description(
+      'Stop exporting a company and rotating its key: the registry marks it removed, its key secret stops rotating and is scheduled for deletion ' +
+        'with a recovery window (undo: `companies restore`).',
+    )
+    .requiredOption('--company <uuid>', "the company's publicId", guid)
+    .option('--recovery-days <n>', `days the key secret stays restorable (${RECOVERY_WINDOW_DAYS.min}-${RECOVERY_WINDOW_DAYS.max})`, recoveryDays, RECOVERY_WINDOW_DAYS.default)
+    .action(
+      host.run(async (session, opts: { company: string; recoveryDays: number }) => {
+        const work = async (registry: CompanyRegistry, now: number, secrets: () => { stage: string; lifecycle: SecretLifecycle }) => {
+          const removed = await registry.remove(opts.company, now);
+          const { stage, lifecycle } = secrets();
+          return { ...removed, key: await retireCompanyKeySecret(lifecycle, stage, removed.company.companyId, opts.recoveryDays) };
+        };
+        let outcome;
+        try {
+          outcome =
+            session.mode === 'aws'
+              ? await (async () => {
+                  const ops = await host.aws(session);
+                  return work(await awsCompanyRegistry(session), Date.now(), () => ops.companySecrets());
+                })()
+              : await session.local((world) => work(localRegistry(world.stateDir), world.clock.now(), () => ({ stage: 'local', lifecycle: world.secretLifecycle() })));
+        } catch (error) {
+          throw notRegistered(error);
+        }
+        const { result, company, key } = outcome;
+        const undo = `acctops companies restore --company ${company.companyId}`;
+        session.out.result({ result, company: row(company), key, undo }, () => {
+          session.out.line(`Company ${company.companyId}: ${result.replace('_', ' ')}; the monthly export leaves it out from the next run on.`);
+          if (key.result === 'no_secret') session.out.line('  It has no key secret of this stage (an imported one stays with the stack).');
+          else if (key.result === 'already_scheduled') session.out.line(`  Its key secret ${key.secret} was already scheduled for deletion (${key.deletionDate ?? 'date unknown'}).`);
+          else {
+            session.out.line(`  Key secret ${key.secret}: rotation ${key.rotationStopped ? 'stopped' : 'was off'}; deleted for good on ${key.deletionDate ?? `in ${key.recoveryWindowDays} days`} unless restored.`);
+          }
+          session.out.line(`  Undo: \`${undo}\` (registry entry and key secret; or \`aws secretsmanager restore-secret --secret-id <name>\`).`);
+        });
+      }),
+    );
+
+  companies
+    .command('restore')
+    .description("Undo `companies remove`: the registry entry is active again, its key secret restored and rotating (within the recovery window).")
     .requiredOption('--company <uuid>', "the company's publicId", guid)
     .action(
       host.run(async (session, opts: { company: string }) => {
+        const work = async (registry: CompanyRegistry, now: number, ctx: () => Promise<CompanyKeyContext>) => {
+          const existing = await registry.get(opts.company);
+          if (!existing) throw new CompanyNotRegisteredError(opts.company.toLowerCase());
+          const added = await registry.add({ companyId: existing.companyId }, now);
+          const c = await ctx();
+          const description = await c.lifecycle.describe(companyKeySecretName(c.target.stage, existing.companyId));
+          let key: 'restored' | 'not_deleted' | 'no_secret' = 'no_secret';
+          if (description?.deletedAt !== undefined) {
+            await c.lifecycle.restore(description.secretArn);
+            key = 'restored';
+          } else if (description) key = 'not_deleted';
+          if (description) {
+            await c.lifecycle.enableRotation(description.secretArn, {
+              lambdaArn: c.target.rotationLambdaArn,
+              automaticallyAfterDays: added.company.rotationDays ?? c.defaultRotationDays,
+            });
+          }
+          return { result: added.result, company: added.company, key, rotationDays: added.company.rotationDays ?? c.defaultRotationDays };
+        };
         let outcome;
         try {
-          outcome = await withRegistry(session, (registry, now) => registry.remove(opts.company, now));
+          outcome =
+            session.mode === 'aws'
+              ? await (async () => {
+                  const ops = await host.aws(session);
+                  return work(await awsCompanyRegistry(session), Date.now(), () => ops.companyKeyContext());
+                })()
+              : await session.local((world) => work(localRegistry(world.stateDir), world.clock.now(), () => Promise.resolve(localKeyContext(world))));
         } catch (error) {
-          if (error instanceof CompanyNotRegisteredError) {
-            throw new CliError(error.message, { code: error.code, exitCode: ExitCode.config, hint: '`acctops companies list` shows the registered companies', cause: error });
-          }
-          throw error;
+          throw notRegistered(error);
         }
-        const { result, company } = outcome;
-        session.out.result({ result, company: row(company) }, () => {
-          session.out.line(`Company ${company.companyId}: ${result.replace('_', ' ')}; the monthly export leaves it out from the next run on.`);
-          session.out.line('  Its API-key secret is kept (docs/runbooks.md, "Add or remove a company"); undo with `acctops companies add --company <id>`.');
+        session.out.result({ ...outcome, company: row(outcome.company) }, () => {
+          session.out.line(`Company ${outcome.company.companyId}: ${outcome.result.replace('_', ' ')}.`);
+          if (outcome.key === 'no_secret') session.out.line('  It has no key secret: `acctops keys install --company <id>` creates one.');
+          else session.out.line(`  Key secret ${outcome.key === 'restored' ? 'restored' : 'was not deleted'}; rotation on, every ${outcome.rotationDays} days.`);
         });
       }),
     );

@@ -6,7 +6,6 @@ import { parseInstitutionCredential } from '../../src/core/credentials/instituti
 import type { ProbeResult } from '../../src/core/health/check-health';
 import { type SecretStore, SecretStage, versionWithStage } from '../../src/core/ports/secrets';
 import { keyPrefix } from '../../src/core/shared/redact';
-import { guid } from '../args';
 import { CliConfigError, CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import type { Session } from '../session';
@@ -51,7 +50,7 @@ async function rollBack(store: Store, secretId: string): Promise<SecretChange> {
   return { secret: description.name, versionId: previous, previousVersionId: current };
 }
 
-function required(session: Session, name: 'ACCTOPS_INSTITUTION' | 'ACCTOPS_API_KEY', what: string): string {
+export function required(session: Session, name: 'ACCTOPS_INSTITUTION' | 'ACCTOPS_API_KEY', what: string): string {
   const value = session.env[name]?.trim();
   if (!value) throw new CliConfigError(`${what} is read from ${name}, which is not set`, `read -rs ${name} && export ${name}   (never a flag: it would stay in shell history)`);
   return value;
@@ -92,10 +91,20 @@ export interface KeyInstallReport extends SecretChange {
 /** Checks the key at the service (its company, its id and permissions), then stores it as the company's current key. */
 export async function installCompanyKey(target: CompanyKeyTarget, companyId: string, apiKey: string): Promise<KeyInstallReport> {
   const entry = await target.directory.find(companyId);
+  const secret = await verifyCompanyKey(target, entry.companyId, apiKey);
+  const change = await putCurrent(target.store, entry.secretId, serializeCompanyKeySecret(secret));
+  return { ...change, companyId: entry.companyId, keyPrefix: secret.keyPrefix, apiKeyId: secret.apiKeyId, permissions: secret.permissions };
+}
+
+/**
+ * The key, checked at the service: it acts for `companyId` (lower case) alone, is listed live, and
+ * may manage API keys (rotation creates its replacement). Returns what the secret will hold.
+ */
+export async function verifyCompanyKey(target: Pick<CompanyKeyTarget, 'clientFor' | 'clock'>, companyId: string, apiKey: string): Promise<CompanyKeySecret> {
   const client = target.clientFor({ apiKey, companyId });
   const companies = (await client.companies.list().all()).map((c) => c.parsed.publicId.toLowerCase());
-  if (companies.length !== 1 || companies[0] !== entry.companyId) {
-    throw new CliError(`the key in ACCTOPS_API_KEY does not act for company ${entry.companyId}`, { code: 'wrong_company', exitCode: ExitCode.config, hint: 'use a key of that company' });
+  if (companies.length !== 1 || companies[0] !== companyId) {
+    throw new CliError(`the key in ACCTOPS_API_KEY does not act for company ${companyId}`, { code: 'wrong_company', exitCode: ExitCode.config, hint: 'use a key of that company' });
   }
   const prefix = keyPrefix(apiKey);
   const cannotRotate = (cause?: unknown) =>
@@ -116,16 +125,14 @@ export async function installCompanyKey(target: CompanyKeyTarget, companyId: str
   const listed = keys.find((k) => k.prefix === prefix && k.revokedAt === null);
   if (!listed) throw new CliError(`the service does not list a live key ${prefix}… for the company`, { code: 'key_not_listed', exitCode: ExitCode.config });
   if (!listed.permissions.some((p) => p === 'manage_api_keys' || p === 'full_access')) throw cannotRotate();
-  const secret: CompanyKeySecret = {
+  return {
     apiKey,
     apiKeyId: listed.publicId,
     keyPrefix: prefix,
-    companyId: entry.companyId,
+    companyId,
     permissions: [...listed.permissions],
     createdAt: listed.createdAt ?? new Date(target.clock.now()).toISOString(),
   };
-  const change = await putCurrent(target.store, entry.secretId, serializeCompanyKeySecret(secret));
-  return { ...change, companyId: entry.companyId, keyPrefix: prefix, apiKeyId: listed.publicId, permissions: secret.permissions };
 }
 
 /** The client's 401 and 403 classes, as a failed probe names them. */
@@ -180,23 +187,3 @@ export function institutionCommand(host: CommandHost): Command {
   return institution;
 }
 
-export function installKeyCommand(host: CommandHost): Command {
-  return new Command('install')
-    .description("Store the key in ACCTOPS_API_KEY as the company's current key, after checking it at the service.")
-    .requiredOption('--company <id>', "the company's publicId", guid)
-    .action(
-      host.run(async (session, opts: { company: string }) => {
-        const apiKey = required(session, 'ACCTOPS_API_KEY', 'the company key');
-        const report =
-          session.mode === 'aws'
-            ? await (await host.aws(session)).installCompanyKey(opts.company, apiKey)
-            : await session.local((world) =>
-                installCompanyKey({ store: world.secrets, directory: world.directory, clientFor: (k) => world.clientForKey(k), clock: world.clock }, opts.company, apiKey),
-              );
-        session.out.result(report, () => {
-          session.out.line(`Stored key ${report.keyPrefix}… for company ${report.companyId} in ${report.secret} (version ${report.versionId}).`);
-          session.out.line(`  permissions ${report.permissions.join(', ')}; the previous key stays valid at the service until it is revoked.`);
-        });
-      }),
-    );
-}

@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { s3ObjectStoreFor } from '../../src/adapters/aws/s3-target';
 import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
@@ -17,6 +18,9 @@ import { FormatLossError, ObjectStoreError } from '../../src/core/exports/format
 import { CliConfigError, describeError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import type { LocalWorld } from '../local/local-world';
+import { statePath } from '../local/state-dir';
+import { activeCompanyPages } from '../../src/core/companies/company-registry';
+import { localRegistry } from './companies';
 import type { Session } from '../session';
 import { TOOL_VERSION } from '../version';
 import type { ExportHealth } from './doctor';
@@ -102,7 +106,33 @@ export function defaultMonth(): string {
   return previousMonth(Date.now(), DEFAULT_TIME_ZONE).text;
 }
 
-/** `export` in the local mode: every company (or one) with its stored key, into the state directory or --out. */
+/**
+ * The local registry's active companies, a page at a time. A state directory made before the
+ * registry existed has no `companies.json`: it is seeded once with the companies whose key secrets
+ * the world holds (as the stack seeds cdk.json's companies), so `export` keeps covering them;
+ * after that `acctops companies add|remove` decides.
+ */
+async function registeredCompanies(world: LocalWorld): Promise<string[]> {
+  const registry = localRegistry(world.stateDir);
+  const exists = await stat(statePath(world.stateDir, 'companies')).then(
+    () => true,
+    (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return false;
+      throw error;
+    },
+  );
+  if (!exists) {
+    for await (const entry of world.directory.list()) await registry.add({ companyId: entry.companyId }, world.clock.now());
+  }
+  const companies: string[] = [];
+  for await (const page of activeCompanyPages(registry)) {
+    for (const finding of page.skipped) world.logger.warn('company registry item skipped', { key: finding.key, issues: finding.issues });
+    companies.push(...page.items.map((c) => c.companyId));
+  }
+  return companies;
+}
+
+/** `export` in the local mode: every active company of the registry (or one), with its stored key, into the state directory or --out. */
 export async function exportLocal(
   world: LocalWorld,
   options: { month?: string; company?: string; store?: ObjectStore; formats?: readonly ExportFormat[]; replaceFormats?: boolean; onProgress?: CompanyProgress },
@@ -112,7 +142,7 @@ export async function exportLocal(
   const formats = [...(options.formats ?? FORMATS)];
   const companies: string[] = [];
   if (options.company) companies.push((await world.directory.find(options.company)).companyId);
-  else for await (const entry of world.directory.list()) companies.push(entry.companyId);
+  else companies.push(...(await registeredCompanies(world)));
   const run: ExportRun = {
     store,
     clock: world.clock,

@@ -52,7 +52,7 @@ export function exportCommand(host: CommandHost): Command {
   return new Command('export')
     .description("Export companies' transactions, tax reports and categories for a month (Hive layout, manifest written last).")
     .option('--month <YYYY-MM>', 'the month (default: the previous month in Europe/Berlin)', parseMonth)
-    .option('--company <id>', 'only this company (default: every company acctops holds a key for)', guid)
+    .option('--company <id>', "only this company (default: every active company of the registry, `acctops companies list`)", guid)
     .option('--out <dir|s3://bucket/prefix>', 'where to write (default: the state directory; direct mode: the current directory)', exportTarget)
     .option('--format <list>', `comma-separated formats (default: ${FORMATS.join(',')})`, parseFormats)
     .option('--replace-formats', "allow a re-export with fewer formats than the period's current export (the others' files are deleted)")
@@ -77,7 +77,7 @@ export function exportCommand(host: CommandHost): Command {
           } else if (session.mode === 'aws') {
             if (opts.out) throw new UsageError('--out is for the local and direct modes: the deployed pipeline writes to the stack\'s export bucket', 'drop --out, or use direct mode (--base-url with ACCTOPS_API_KEY)');
             const month = opts.month ?? run().defaultMonth();
-            report = await (await host.aws(session)).requestExport({ month, company: opts.company, formats: opts.format, wait: opts.wait !== false });
+            report = await (await host.aws(session)).requestExport({ month, company: opts.company, formats: opts.format, replaceFormats: opts.replaceFormats, wait: opts.wait !== false });
           } else {
             report = await session.local(async (world) => {
               refuseFutureMonth(opts.month, world.clock.now());

@@ -1,5 +1,13 @@
 import { Command } from 'commander';
 import {
+  type CompanyKeyDirectory,
+  type CompanyKeySecret,
+  type CompanyKeySecretTarget,
+  companyKeySecretName,
+  CompanyKeyNotFoundError,
+  type InstallOutcome,
+  installCompanyKeySecret,
+  type SecretLifecycle,
   keyStatus,
   parseCompanyKeySecret,
   revokeApiKey,
@@ -17,7 +25,11 @@ import { ExitCode } from '../exit-codes';
 import { iso, relative } from '../format';
 import type { LocalWorld } from '../local/local-world';
 import type { CommandHost } from './host';
-import { installKeyCommand } from './credentials';
+import { installCompanyKey, required, verifyCompanyKey } from './credentials';
+import type { AccountingClient } from '../../src/core/accounting-api';
+import type { Clock } from '../../src/core/shared/clock';
+import type { CompanyRegistry } from '../../src/core/companies/company-registry';
+import { awsCompanyRegistry, localRegistry } from './companies';
 import type { Output } from '../output';
 
 export interface RotateReport extends RotateNowResult {
@@ -155,7 +167,23 @@ export function keysCommand(host: CommandHost): Command {
         session.out.result({ ...report, companies }, () => renderStatus(session.out, { ...report, companies }));
       }),
     );
-  keys.addCommand(installKeyCommand(host));
+  keys
+    .command('install')
+    .description(
+      "Store the key in ACCTOPS_API_KEY as the company's key, after checking it at the service: creates the company's secret (tagged with the stage) " +
+        "if it has none and turns its rotation on (the registry's rotation days). Idempotent; the key is never printed.",
+    )
+    .requiredOption('--company <id>', "the company's publicId (a registered company, or one with a key secret)", guid)
+    .action(
+      host.run(async (session, opts: { company: string }) => {
+        const apiKey = required(session, 'ACCTOPS_API_KEY', 'the company key');
+        const report =
+          session.mode === 'aws'
+            ? await installKey(await (await host.aws(session)).companyKeyContext(), await awsCompanyRegistry(session), opts.company, apiKey)
+            : await session.local((world) => installKey(localKeyContext(world), localRegistry(world.stateDir), opts.company, apiKey));
+        session.out.result(report, () => renderInstall(session.out, report));
+      }),
+    );
   return keys;
 }
 
@@ -189,4 +217,98 @@ export function renderStatus(out: Output, report: KeyStatusReport): void {
     },
   ], 'no company key secrets');
   for (const c of report.companies) if (c.error) out.line(`! ${c.companyId}: ${c.error}`);
+}
+
+/** What `keys install` and `companies remove|restore` need, in either mode. */
+export interface CompanyKeyContext {
+  lifecycle: SecretLifecycle;
+  store: SecretStore;
+  directory: Pick<CompanyKeyDirectory, 'find'>;
+  clientFor(key: Pick<CompanyKeySecret, 'apiKey' | 'companyId'>): AccountingClient;
+  clock: Clock;
+  target: CompanyKeySecretTarget;
+  /** The stage's apiKeys.rotationDays: for a company whose registry entry names none. */
+  defaultRotationDays: number;
+}
+
+export function localKeyContext(world: LocalWorld): CompanyKeyContext {
+  return {
+    lifecycle: world.secretLifecycle(),
+    store: world.secrets,
+    directory: world.directory,
+    clientFor: (key) => world.clientForKey(key),
+    clock: world.clock,
+    // The local mode is one stage, `local`: its secrets are named acctops/local/company/<id>/api-key.
+    target: { stage: 'local', rotationLambdaArn: world.rotationLambdaArn },
+    defaultRotationDays: world.state.rotationDays,
+  };
+}
+
+export interface KeysInstallReport extends Omit<InstallOutcome, 'rotation'> {
+  /** `stack_managed`: an imported secret (cdk.json existingSecretArn), whose rotation the stack's RotationSchedule owns. */
+  rotation: InstallOutcome['rotation'] | 'stack_managed';
+  keyPrefix: string;
+  apiKeyId: string;
+  permissions: string[];
+}
+
+/**
+ * `keys install`: the company must be registered and active, or already have a key secret (a
+ * cdk.json company, the local demo companies); else exit 3 naming `companies add`. The key is
+ * checked at the service before anything is written.
+ */
+export async function installKey(ctx: CompanyKeyContext, registry: Pick<CompanyRegistry, 'get'>, companyId: string, apiKey: string): Promise<KeysInstallReport> {
+  const id = companyId.toLowerCase();
+  const registered = await registry.get(id);
+  const conventional = await ctx.lifecycle.describe(companyKeySecretName(ctx.target.stage, id));
+  let imported: { secretId: string } | undefined;
+  if (conventional === undefined) {
+    try {
+      imported = await ctx.directory.find(id);
+    } catch (error) {
+      if (!(error instanceof CompanyKeyNotFoundError) || error.code !== 'company_key_not_found') throw error;
+    }
+  }
+  const active = registered !== null && registered.removedAt === undefined;
+  if (!active && conventional === undefined && imported === undefined) {
+    throw new CliError(`company ${id} is ${registered ? 'removed from' : 'not in'} the registry and has no key secret`, {
+      code: 'company_not_registered',
+      exitCode: ExitCode.config,
+      hint: registered ? '`acctops companies restore --company <id>` (or `companies add`) first' : '`acctops companies add --company <id>` first',
+    });
+  }
+  const key = await verifyCompanyKey(ctx, id, apiKey);
+  const described = { keyPrefix: key.keyPrefix, apiKeyId: key.apiKeyId, permissions: key.permissions };
+  if (imported !== undefined) {
+    // An imported secret keeps its name and its stack-owned RotationSchedule: store the key only.
+    const change = await installCompanyKey({ ...ctx, directory: ctx.directory }, id, apiKey);
+    return {
+      companyId: id,
+      secret: change.secret,
+      secretArn: imported.secretId,
+      secretResult: 'replaced',
+      rotation: 'stack_managed',
+      rotationDays: registered?.rotationDays ?? ctx.defaultRotationDays,
+      noop: false,
+      ...described,
+    };
+  }
+  const outcome = await installCompanyKeySecret(ctx.lifecycle, ctx.target, key, registered?.rotationDays ?? ctx.defaultRotationDays);
+  return { ...outcome, ...described };
+}
+
+export function renderInstall(out: Output, report: KeysInstallReport): void {
+  if (report.noop) {
+    out.line(`Company ${report.companyId}: key ${report.keyPrefix}… is already installed in ${report.secret} and rotates every ${report.rotationDays} days; nothing changed.`);
+    return;
+  }
+  const what = { created: 'created', restored: 'restored (it was scheduled for deletion) and updated', replaced: 'updated with this key', unchanged: 'already holds this key' }[report.secretResult];
+  out.line(`Company ${report.companyId}: secret ${report.secret} ${what}; key ${report.keyPrefix}… (${report.permissions.join(', ')}).`);
+  const rotation = {
+    turned_on: `rotation turned on, every ${report.rotationDays} days (the first one on schedule, not now)`,
+    updated: `rotation set to every ${report.rotationDays} days with the stack's rotation function`,
+    already_on: `rotation already on, every ${report.rotationDays} days`,
+    stack_managed: "rotation stays with the stack's RotationSchedule (an imported secret)",
+  }[report.rotation];
+  out.line(`  ${rotation}; the previous key, if any, stays valid at the service until it is revoked.`);
 }

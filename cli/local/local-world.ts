@@ -41,7 +41,7 @@ import { secretsSnapshotSchema } from '../../sandbox/secrets-manager';
 
 /**
  * The local embedded mode: one command's world, loaded from the state directory and saved back
- * when the command ends (docs/architecture.md, "The local mode").
+ * when the command ends (docs/cli.md, "The local mode").
  *
  *   sandbox.json  -> the embedded service (the sandbox, restored from its snapshot)
  *   secrets.json  -> the Secrets Manager emulator (restored), read through the real SDK adapter
@@ -139,6 +139,8 @@ export async function checkStoreFile(stateDir: string, file: 'tokens' | 'revocat
 
 export class LocalWorld {
   readonly kind = 'local';
+  /** The rotation function `keys install` turns on: our KeyRotation, registered with the emulator. */
+  readonly rotationLambdaArn = LOCAL_ROTATION_LAMBDA;
   readonly baseUrl: string;
   readonly secrets: AwsSecretStore;
   readonly directory: CompanyKeyDirectory;
@@ -290,6 +292,11 @@ export class LocalWorld {
       });
       this.sm.admin.configureRotation(arn, { lambdaArn: LOCAL_ROTATION_LAMBDA, rules: { AutomaticallyAfterDays: this.state.rotationDays } });
     }
+  }
+
+  /** Creation, retirement and restore of secrets in the emulator (`keys install`, `companies remove|restore`). */
+  secretLifecycle(): AwsSecretProvisioner {
+    return new AwsSecretProvisioner({ endpoint: this.sm.endpoint, region: this.sm.region, credentials: EMULATOR_CREDENTIALS, maxAttempts: 2 });
   }
 
   /** The institution client (user tokens): credential from ACCTOPS_INSTITUTION or the local secret. */

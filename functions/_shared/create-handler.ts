@@ -1,162 +1,21 @@
-import middy, { type MiddlewareObj, type MiddyfiedHandler } from '@middy/core';
-import type { Context } from 'aws-lambda';
-import * as z from 'zod';
-import { systemClock, type Clock } from '../../src/core/shared/clock';
-import { envString, readEnv } from '../../src/core/shared/env';
-import { parseWith, ValidationError } from '../../src/core/shared/errors';
-import { JsonLogger, type Logger } from '../../src/core/shared/logger';
-import { EmfMetrics, type Metrics } from '../../src/core/shared/metrics';
-import { redactString } from '../../src/core/shared/redact';
+import type * as z from 'zod';
+import { buildHandler, type CreateHandlerOptions, type LambdaHandler, type Observability } from './lambda-handler';
+import { LambdaLogger } from './powertools-logger';
+import { PowertoolsMetrics } from './powertools-metrics';
 
-/** What every function gets from AcctopsFunction (lib/constructs/acctops-function.ts). */
-const runtimeEnvSchema = z.object({
-  ACCTOPS_STAGE: envString,
-  ACCTOPS_FUNCTION: envString,
-  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
-});
+export type { CreateHandlerOptions, Invocation } from './lambda-handler';
 
-/** Per-invocation tools handed to a handler. */
-export interface Invocation {
-  /** Carries `requestId` and `correlationId` on every line; redacts like every JsonLogger. */
-  readonly logger: Logger;
-  /** Flushed as EMF when the invocation ends, whether it succeeded or failed. */
-  readonly metrics: Metrics;
-  /** The event's own id when it has a usable one (EventBridge `id`), else the request id. */
-  readonly correlationId: string;
-  readonly requestId: string;
-  /** Aborted just before Lambda's timeout: pass it to long loops and HTTP calls. */
-  readonly signal: AbortSignal;
-  readonly lambdaContext: Context;
-}
-
-export interface CreateHandlerOptions<S extends z.ZodType, R> {
-  /** Parses the raw event before anything else runs; failure is a ValidationError naming the field. */
-  eventSchema: S;
-  handler: (event: z.output<S>, invocation: Invocation) => Promise<R>;
-  /**
-   * Picks a correlation id from the raw event; an unusable value falls back to the request id.
-   * @default the event's `id` or `correlationId` member
-   */
-  correlationId?: (event: unknown) => string | undefined;
-  /**
-   * Environment read once, now, with readEnv.
-   * @default process.env
-   */
-  env?: NodeJS.ProcessEnv;
-  /**
-   * Root logger; each invocation logs through a child of it.
-   * @default a JsonLogger on stdout at LOG_LEVEL
-   */
-  logger?: Logger;
-  /**
-   * Makes the metrics of one invocation.
-   * @default EMF on stdout, dimensions Stage and Function, correlation and request id as properties
-   */
-  createMetrics?: (ids: { correlationId: string; requestId: string }) => Metrics;
-  /** @default systemClock */
-  clock?: Clock;
-}
-
-interface Scoped {
-  acctops: Omit<Invocation, 'signal' | 'lambdaContext'> & { startedAt: number };
-}
-
-const CORRELATION_ID = /^[A-Za-z0-9._:/-]{1,128}$/;
-
-function defaultCorrelationId(event: unknown): string | undefined {
-  if (event === null || typeof event !== 'object') return undefined;
-  const record = event as Record<string, unknown>;
-  for (const key of ['correlationId', 'id']) {
-    if (typeof record[key] === 'string') return record[key];
-  }
-  return undefined;
-}
+/** Powertools Logger and Metrics behind our ports (docs/observability.md). */
+export const powertoolsObservability: Observability = {
+  logger: (env) => LambdaLogger.create({ level: env.LOG_LEVEL, sampleRate: env.POWERTOOLS_LOGGER_SAMPLE_RATE }),
+  metrics: (env, ids, clock) => new PowertoolsMetrics({ dimensions: { Stage: env.ACCTOPS_STAGE, Function: env.ACCTOPS_FUNCTION }, properties: ids, clock }),
+};
 
 /**
- * The one way to write a Lambda entry point here: middy, with the event parsed by zod before the
- * handler (and so before any side effect), a logger per invocation that carries the correlation
- * id, EMF metrics flushed at the end, and failures logged once, redacted, then rethrown so that
- * Lambda's retry, DLQ and Errors metric see them.
- *
- * Call it at module scope: the environment is validated at init, so a misconfigured function
- * fails on its first cold start with the variable's name.
- *
- * For SQS batches, make `eventSchema` the envelope and parse each record's body in the handler, so
- * that one bad message becomes one batch item failure instead of failing the batch.
+ * The Lambda entry point of every function (see buildHandler): logs and metrics through
+ * Powertools. Call it at module scope, so that a misconfigured function fails at init, naming the
+ * variable.
  */
-export function createHandler<S extends z.ZodType, R>(
-  options: CreateHandlerOptions<S, R>,
-): MiddyfiedHandler<unknown, R, Error, Context & Partial<Scoped>> {
-  const env = readEnv(runtimeEnvSchema, options.env);
-  const clock = options.clock ?? systemClock;
-  const root = (options.logger ?? new JsonLogger(undefined, {}, env.LOG_LEVEL)).child({
-    stage: env.ACCTOPS_STAGE,
-    function: env.ACCTOPS_FUNCTION,
-  });
-  const pickCorrelationId = options.correlationId ?? defaultCorrelationId;
-  const createMetrics =
-    options.createMetrics ??
-    ((ids: { correlationId: string; requestId: string }) =>
-      new EmfMetrics({
-        dimensions: { Stage: env.ACCTOPS_STAGE, Function: env.ACCTOPS_FUNCTION },
-        properties: ids,
-        clock,
-      }));
-
-  type Request = Parameters<NonNullable<MiddlewareObj<unknown, R, Error, Context & Partial<Scoped>>['before']>>[0];
-
-  const scope: MiddlewareObj<unknown, R, Error, Context & Partial<Scoped>> = {
-    name: 'acctops-scope',
-    before: (request: Request) => {
-      const requestId = request.context.awsRequestId;
-      const candidate = pickCorrelationId(request.event);
-      const correlationId = candidate !== undefined && CORRELATION_ID.test(candidate) ? candidate : requestId;
-      request.context.acctops = {
-        logger: root.child({ requestId, correlationId }),
-        metrics: createMetrics({ correlationId, requestId }),
-        correlationId,
-        requestId,
-        startedAt: clock.now(),
-      };
-    },
-    after: (request: Request) => {
-      const scoped = request.context.acctops!;
-      scoped.metrics.flush();
-      scoped.logger.info('invocation succeeded', { durationMs: clock.now() - scoped.startedAt });
-    },
-    onError: (request: Request) => {
-      const scoped = request.context.acctops;
-      // The scope itself failed to start (no request id?): nothing to log through, let it surface.
-      if (!scoped) return;
-      scoped.metrics.flush();
-      const error = request.error;
-      scoped.logger.error('invocation failed', {
-        durationMs: clock.now() - scoped.startedAt,
-        error,
-        ...(error instanceof ValidationError || !error?.stack ? {} : { stack: redactString(error.stack) }),
-      });
-    },
-  };
-
-  const parseEvent: MiddlewareObj<unknown, R, Error, Context & Partial<Scoped>> = {
-    name: 'acctops-parse-event',
-    before: (request: Request) => {
-      request.event = parseWith(options.eventSchema, request.event, 'event');
-    },
-  };
-
-  return middy<unknown, R, Error, Context & Partial<Scoped>>()
-    .use(scope)
-    .use(parseEvent)
-    .handler((event, context, { signal }) => {
-      const scoped = context.acctops!;
-      return options.handler(event as z.output<S>, {
-        logger: scoped.logger,
-        metrics: scoped.metrics,
-        correlationId: scoped.correlationId,
-        requestId: scoped.requestId,
-        signal,
-        lambdaContext: context,
-      });
-    });
+export function createHandler<S extends z.ZodType, R>(options: CreateHandlerOptions<S, R>): LambdaHandler<R> {
+  return buildHandler(options, powertoolsObservability);
 }

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { keyRotationRuntimeFromEnv } from '../../src/adapters/aws/key-rotation-runtime';
-import { checkKeyRotations } from '../../src/core/api-keys';
+import { checkKeyRotations, checkQueuedCompanies, sweepKeyRotations } from '../../src/core/api-keys';
 import { createHandler } from '../_shared/create-handler';
 import { scheduledCorrelationId, scheduledOrManualEventSchema } from '../_shared/scheduled-event';
 
@@ -15,17 +15,33 @@ const { runtime } = keyRotationRuntimeFromEnv([
   'API_KEY_PATH_REVOKE',
   'STUCK_PENDING_AFTER_MINUTES',
   'EXPIRY_WARNING_DAYS',
+  'COMPANY_REGISTRY_TABLE_NAME',
+  'ROTATION_CHECK_QUEUE_URL',
+  'ROTATION_INLINE_LIMIT',
 ]);
 
 /**
  * The rotation doctor, on its schedule (lib/constructs/key-rotation.ts) or by hand (`acctops
- * doctor`): without `repair` it repairs what is safe, and `{ "repair": false }` only reports.
+ * doctor`): without `repair` it repairs what is safe, and `{ "repair": false }` only reports. With
+ * the registry (COMPANY_REGISTRY_TABLE_NAME) it sweeps for due companies only and queues them when
+ * many (docs/fleet-rotation.md); the same function then consumes that queue: an SQS batch is one
+ * company's full check per message, with partial batch failures.
  */
-const eventSchema = scheduledOrManualEventSchema('key-rotation-doctor', { repair: z.boolean().optional() });
+const sqsRecord = z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') });
+const eventSchema = scheduledOrManualEventSchema('key-rotation-doctor', { repair: z.boolean().optional(), Records: z.array(sqsRecord).min(1).optional() });
 
 export const handler = createHandler({
   eventSchema,
   correlationId: scheduledCorrelationId,
-  handler: (event, { logger, metrics }) =>
-    checkKeyRotations(runtime.doctorDeps({ logger, metrics }), { ...runtime.doctorSettings(), repair: event.repair ?? true }),
+  handler: async (event, { logger, metrics }) => {
+    if (event.Records !== undefined) {
+      const messages = event.Records.map((r) => ({ messageId: r.messageId, body: r.body }));
+      const result = await checkQueuedCompanies(runtime.doctorDeps({ logger, metrics }), runtime.doctorSettings(), messages);
+      return { batchItemFailures: result.failedMessageIds.map((itemIdentifier) => ({ itemIdentifier })) };
+    }
+    const repair = event.repair ?? true;
+    const sweep = runtime.sweepDeps({ logger, metrics });
+    if (sweep) return sweepKeyRotations(sweep, { ...runtime.sweepSettings(), repair });
+    return checkKeyRotations(runtime.doctorDeps({ logger, metrics }), { ...runtime.doctorSettings(), repair });
+  },
 });

@@ -2,7 +2,8 @@ import type { SQSBatchResponse } from 'aws-lambda';
 import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
 import { processExportBatch } from '../../src/core/exports/pipeline/export-worker';
-import { createHandler } from '../_shared/create-handler';
+// Not create-handler: this bundle has no room for Powertools (docs/observability.md).
+import { createHandler } from '../_shared/create-lean-handler';
 
 const { runtime } = exportRuntimeFromEnv([
   'ACCTOPS_BASE_URL',
@@ -13,6 +14,7 @@ const { runtime } = exportRuntimeFromEnv([
   'EXPORT_RUNS_TABLE_NAME',
   'TOKEN_TABLE_NAME',
   'EXPORT_MAX_RECEIVE_COUNT',
+  'EXPORT_MAX_TRANSACTIONS_PER_PART',
   'SECRET_CACHE_TTL_SECONDS',
 ]);
 

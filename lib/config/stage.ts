@@ -6,7 +6,7 @@ import { z } from 'zod';
  * here, at synth, so that a typo fails before CloudFormation sees it, with the field's path.
  *
  * This module imports neither aws-cdk-lib nor src/: the CLI can read a stage's settings without
- * loading CDK, and lib stays independent of the domain code (see docs/architecture.md).
+ * loading CDK, and lib stays independent of the domain code (docs/architecture.md, decision 4).
  */
 
 /** Retention periods CloudWatch Logs accepts, in days (PutRetentionPolicy). */
@@ -101,6 +101,20 @@ const apiKeysSchema = z
   })
   .prefault({});
 
+/** Export settings of the stage (docs/fleet-exports.md). */
+const exportsSchema = z
+  .strictObject({
+    /**
+     * A company-month with more transactions than this is exported in parts (by date range) of at
+     * most this many, in parallel by the export workers, with one manifest. 500,000 is about half
+     * of what one 15-minute worker invocation holds at the service's slowest documented pace
+     * (1,000 a page, up to 1 s a page: BENCHMARKS.md, "Exports at fleet scale").
+     * @default 500000
+     */
+    maxTransactionsPerPart: z.number().int().min(1000).max(10_000_000).default(500_000),
+  })
+  .prefault({});
+
 export const stageSettingsSchema = z
   .strictObject({
     /** The service's base URL, `/api/v1` included (docs/assumptions.md, Transport). */
@@ -162,6 +176,7 @@ export const stageSettingsSchema = z
         error: 'each companyId may appear only once',
       }),
     apiKeys: apiKeysSchema,
+    exports: exportsSchema,
   })
   .refine((s) => (s.account === undefined) === (s.region === undefined), {
     error: 'set account and region together, or neither',

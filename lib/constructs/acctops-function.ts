@@ -35,7 +35,10 @@ export const FUNCTION_RUNTIME = Runtime.NODEJS_24_X;
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 /** Variables AcctopsFunction sets itself; `environment` and bind* may not reuse them. */
-export const RESERVED_ENV = ['ACCTOPS_STAGE', 'ACCTOPS_FUNCTION', 'LOG_LEVEL', 'NODE_OPTIONS'] as const;
+export const RESERVED_ENV = ['ACCTOPS_STAGE', 'ACCTOPS_FUNCTION', 'LOG_LEVEL', 'NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'POWERTOOLS_LOGGER_SAMPLE_RATE'] as const;
+
+/** The `service` of every log line (Powertools Logger); metrics carry no such dimension. */
+export const POWERTOOLS_SERVICE_NAME = 'acctops';
 
 export interface AcctopsFunctionProps {
   /**
@@ -79,10 +82,16 @@ export interface AcctopsFunctionProps {
    */
   readonly logRetention?: RetentionDays;
   /**
-   * Application log level: LOG_LEVEL, applied by our JsonLogger.
+   * Application log level: LOG_LEVEL, applied by the Lambda logger (functions/_shared/powertools-logger.ts).
    * @default 'info'
    */
   readonly logLevel?: LogLevel;
+  /**
+   * Share of invocations (0 to 1) logged at debug whatever `logLevel` says:
+   * POWERTOOLS_LOGGER_SAMPLE_RATE, for looking into a problem without redeploying at debug.
+   * @default - not set: no sampling
+   */
+  readonly logSampleRate?: number;
   /**
    * What happens to the log group when the function is removed.
    * @default RemovalPolicy.RETAIN
@@ -122,11 +131,11 @@ export type AcctopsFunctionDefaults = Pick<
 >;
 
 export type SecretAccess = 'read' | 'write' | 'rotate';
-export type TableAccess = 'read' | 'write' | 'readWrite' | 'queryIndexes' | 'getPut' | 'getUpdate' | 'claims' | 'scan';
+export type TableAccess = 'read' | 'write' | 'readWrite' | 'queryIndexes' | 'getPut' | 'getUpdate' | 'claims' | 'scan' | 'getItem';
 export type BucketAccess = 'read' | 'write' | 'readWrite' | 'readWriteDelete';
 export type QueueAccess = 'send' | 'receive';
 
-/** Exactly the actions each access level grants; docs/architecture.md repeats this table. */
+/** Exactly the actions each access level grants; docs/infrastructure.md repeats this table. */
 export const SECRET_ACTIONS: Record<SecretAccess, { secret: string[]; key: string[] }> = {
   read: { secret: ['secretsmanager:GetSecretValue'], key: ['kms:Decrypt'] },
   write: { secret: ['secretsmanager:PutSecretValue'], key: ['kms:GenerateDataKey'] },
@@ -159,6 +168,8 @@ export const TABLE_ACTIONS: Record<TableAccess, { table: string[]; key: string[]
     ],
     key: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
   },
+  /** One item by key, nothing else: an allowlist lookup (the webhook asks the company registry). */
+  getItem: { table: ['dynamodb:GetItem'], key: ['kms:Decrypt'] },
   /** Scan only, a page at a time: a planner that visits every item once (the company registry). */
   scan: { table: ['dynamodb:Scan'], key: ['kms:Decrypt'] },
   /** Query on the named indexes only, never on the table: a reader of keys that must not read items. */
@@ -276,6 +287,9 @@ export class AcctopsFunction extends NodejsFunction {
     for (const name of Object.keys(props.environment ?? {})) {
       if ((RESERVED_ENV as readonly string[]).includes(name)) throw new Error(`${name} is set by AcctopsFunction`);
     }
+    if (props.logSampleRate !== undefined && !(props.logSampleRate >= 0 && props.logSampleRate <= 1)) {
+      throw new Error(`logSampleRate must be between 0 and 1: ${props.logSampleRate}`);
+    }
     if (!LOG_GROUP_LEVEL.test(props.stageName)) {
       throw new Error(`stageName must be letters, digits, _ . # or - (it names the log group): "${props.stageName}"`);
     }
@@ -315,9 +329,9 @@ export class AcctopsFunction extends NodejsFunction {
       role: executionRole,
       logGroup: logs,
       loggingFormat: LoggingFormat.JSON,
-      // Lambda's own filter lets everything through and our JsonLogger filters at LOG_LEVEL. Lambda
-      // files a JSON line without a `timestamp` member it recognises (ours say `time`) as INFO,
-      // so a WARN or ERROR filter there would drop our error lines.
+      // Lambda's own filter lets everything through and our logger filters at LOG_LEVEL. Powertools
+      // defers to this setting (AWS_LAMBDA_LOG_LEVEL) over its own level and turns its debug
+      // sampling off under it, so filtering here would also make POWERTOOLS_LOGGER_SAMPLE_RATE moot.
       applicationLogLevelV2: ApplicationLogLevel.TRACE,
       systemLogLevelV2: SystemLogLevel.INFO,
       tracing: props.tracing ? Tracing.ACTIVE : Tracing.DISABLED,
@@ -326,6 +340,8 @@ export class AcctopsFunction extends NodejsFunction {
         ACCTOPS_STAGE: props.stageName,
         ACCTOPS_FUNCTION: props.handlerDir,
         LOG_LEVEL: logLevel,
+        POWERTOOLS_SERVICE_NAME,
+        ...(props.logSampleRate === undefined ? {} : { POWERTOOLS_LOGGER_SAMPLE_RATE: String(props.logSampleRate) }),
         NODE_OPTIONS: nodeOptions(props.memorySize ?? 256, props.maxSemiSpaceMb),
       },
       bundling: {

@@ -20,7 +20,7 @@ export interface CompanyRegistryProps {
 }
 
 /**
- * The company registry (docs/architecture.md, "Company registry"): a DynamoDB table of its own,
+ * The company registry (docs/fleet.md): a DynamoDB table of its own,
  * encrypted with a customer-managed key of its own, one item per company, written at run time by
  * `acctops companies` and read a page at a time by the monthly planner.
  *

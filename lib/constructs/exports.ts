@@ -137,20 +137,18 @@ export interface ExportsProps {
   /** The user-token table: the planner lists active users through its keys-only index, the worker reads tokens. */
   readonly tokenTable: ITable;
   readonly tokenDueIndexName: string;
-  /** The company registry: the planner scans it, a page at a time, for the companies to export. */
+  /**
+   * The company registry: the planner scans it, a page at a time, for the companies to export; the
+   * webhook gets one item per request (its allowlist).
+   */
   readonly companyRegistryTable: ITable;
   /** Grants a function read access to the company API-key secrets (KeyRotation). */
   readonly companyKeys: { grantCompanyKeys(fn: AcctopsFunction): void };
-  /**
-   * Tenant isolation of the webhook: the companies it may request exports for.
-   * @default the stage's `companies`
-   */
-  readonly webhookCompanies?: readonly string[];
   readonly tuning?: ExportsTuning;
 }
 
 /**
- * Exports to S3 (docs/architecture.md, "Export pipeline"): the KMS-encrypted, versioned, TLS-only
+ * Exports to S3 (docs/exports.md, "The pipeline"): the KMS-encrypted, versioned, TLS-only
  * bucket with its access-log bucket; the Glue database and tables (partition projection over the
  * Parquet symlinks, no crawler); the monthly schedule (in the stage's time zone) and the hourly
  * overdue check; the FIFO export queue, its DLQ and the worker; ExportRequested on the exports
@@ -330,7 +328,6 @@ export class Exports extends Construct {
     });
 
     const base = { ...functionDefaults, environment: { ACCTOPS_TOOL_VERSION: TOOL_VERSION } };
-    const webhookCompanies = (props.webhookCompanies ?? stage.companies.map((c) => c.companyId)).map((c) => c.toLowerCase());
 
     this.planner = new AcctopsFunction(this, 'Planner', {
       ...base,
@@ -366,6 +363,7 @@ export class Exports extends Construct {
         ACCTOPS_BASE_URL: stage.baseUrl,
         SECRET_CACHE_TTL_SECONDS: String(stage.secretCacheTtlSeconds),
         EXPORT_MAX_RECEIVE_COUNT: String(tuning.maxReceiveCount),
+        EXPORT_MAX_TRANSACTIONS_PER_PART: String(stage.exports.maxTransactionsPerPart),
       },
     })
       .bindBucket(this.bucket, 'EXPORT_BUCKET_NAME', 'readWriteDelete', { prefix: EXPORT_PREFIX })
@@ -413,12 +411,13 @@ export class Exports extends Construct {
       reservedConcurrency: tuning.webhookConcurrency,
       environment: {
         ...base.environment,
-        WEBHOOK_COMPANY_IDS: webhookCompanies.join(','),
         SECRET_CACHE_TTL_SECONDS: String(stage.secretCacheTtlSeconds),
       },
     })
       .bindSecret(this.webhookSecret, 'WEBHOOK_SECRET_ARN', 'read')
       .bindTable(this.replayTable, 'WEBHOOK_REPLAY_TABLE_NAME', 'claims')
+      // Tenant isolation from the registry at run time: GetItem only, no list in the template.
+      .bindTable(props.companyRegistryTable, 'COMPANY_REGISTRY_TABLE_NAME', 'getItem')
       .bindQueue(this.queue, 'EXPORT_QUEUE_URL', 'send');
     // No IAM auth: the sender is outside AWS, and the HMAC signature over timestamp and body is the
     // authentication (checked before anything else happens; docs/exports.md, "Webhook").

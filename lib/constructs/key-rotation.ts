@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, type RemovalPolicy, Stack, Tags, Validations } from 'aws-cdk-lib';
+import { ArnFormat, CfnOutput, Duration, type RemovalPolicy, Stack, Tags, Validations } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, Metric, TreatMissingData, type IAlarmAction } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { EventBus, type IEventBus } from 'aws-cdk-lib/aws-events';
@@ -24,6 +24,11 @@ const METRICS_NAMESPACE = 'Acctops';
 export const COMPANY_KEY_TAGS = { purpose: 'acctops:purpose', company: 'acctops:company', stage: 'acctops:stage' } as const;
 export const PURPOSE_COMPANY_KEY = 'company-api-key';
 
+/** What the rotation function does to a company key secret (Secrets Manager's four steps). */
+const ROTATE_ACTIONS = ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue', 'secretsmanager:UpdateSecretVersionStage'];
+/** The doctor: DescribeSecret to choose (the sweep), then the full check of the due ones and its one repair (a stuck AWSPENDING label). */
+const DOCTOR_ACTIONS = ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue', 'secretsmanager:ListSecretVersionIds', 'secretsmanager:UpdateSecretVersionStage'];
+
 /** Revocation schedules are named `<prefix><apiKeyId>` (EventBridgeRevocationScheduler's default). */
 export const REVOCATION_SCHEDULE_PREFIX = 'revoke-';
 
@@ -48,7 +53,7 @@ export interface KeyRotationProps {
 }
 
 /**
- * Rotation of the company API keys (docs/architecture.md, "Key rotation"):
+ * Rotation of the company API keys (docs/key-rotation.md):
  * - one secret per company of the stage, created here (encrypted with the stack's key, tagged) or
  *   imported by its complete ARN (the runbook "Install a company API key" tags it), each with a
  *   RotationSchedule (every `apiKeys.rotationDays`, 30 by default) that invokes `rotate-api-key`;
@@ -70,12 +75,29 @@ export class KeyRotation extends Construct {
   /** The role the revocation schedules run as; the rotation function may pass it, and only it. */
   readonly revocationSchedulerRole: Role;
   readonly doctorScheduleRule: Schedule;
+  /**
+   * The ARN pattern of this stage's company key secrets (`acctops/<stage>/company/*`): with the
+   * stage and purpose tag conditions, what every function's company-key statement is scoped to.
+   */
+  readonly companySecretsArnPattern: string;
+  /** The one permission that lets Secrets Manager (this account) invoke the rotation function for any secret. */
+  readonly rotationInvokePermission: CfnPermission;
+  private readonly stageName: string;
+  private readonly secretsKey: IKey;
   readonly alarms: { rotationFailures: Alarm; revocationFailures: Alarm; doctorFailures: Alarm; doctorFindings: Alarm };
 
   constructor(scope: Construct, id: string, props: KeyRotationProps) {
     super(scope, id);
     const { stage, functionDefaults } = props;
     const stack = Stack.of(this);
+    this.stageName = stage.name;
+    this.secretsKey = props.secretsKey;
+    this.companySecretsArnPattern = stack.formatArn({
+      service: 'secretsmanager',
+      resource: 'secret',
+      resourceName: `acctops/${stage.name}/company/*`,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
 
     this.secrets = new Map(stage.companies.map((company, i) => [company.companyId.toLowerCase(), this.companySecret(i, company, props)]));
 
@@ -161,6 +183,21 @@ export class KeyRotation extends Construct {
     acknowledge(this.doctorFunction, `Resource::${flattenCfnReference(stack.resolve(revocationSchedules))}`,
       'The doctor reads the pending revocations: only the revoke- schedules of this stage\'s revocation group.');
 
+    // Company secrets created at run time (`acctops keys install`) are reached by their tags, not
+    // by ARN: one statement per function, whatever the number of companies (docs/fleet-rotation.md).
+    this.grantCompanyKeysByTag(this.rotateFunction, ROTATE_ACTIONS, ['kms:Decrypt', 'kms:GenerateDataKey']);
+    this.grantCompanyKeysByTag(this.revokeFunction, ['secretsmanager:GetSecretValue'], ['kms:Decrypt']);
+    this.grantCompanyKeysByTag(this.doctorFunction, DOCTOR_ACTIONS, ['kms:Decrypt']);
+
+    // Secrets Manager may invoke the rotation function for any secret of this account; the
+    // function acts only on secrets its role reaches (the tag-conditioned statement above), so a
+    // secret of another stage, or a stranger's, configured to rotate with it fails at its first call.
+    this.rotationInvokePermission = new CfnPermission(this, 'RotationInvoke', {
+      action: 'lambda:InvokeFunction',
+      functionName: this.rotateFunction.functionArn,
+      principal: 'secretsmanager.amazonaws.com',
+      sourceAccount: stack.account,
+    });
     for (const [companyId, secret] of this.secrets) this.attachRotation(companyId, secret, stage.apiKeys.rotationDays);
 
     this.doctorScheduleRule = new Schedule(this, 'DoctorSchedule', {
@@ -201,6 +238,14 @@ export class KeyRotation extends Construct {
       value: this.doctorFunction.functionName,
       description: 'The rotation doctor, invoked by `acctops doctor` with {} or { "repair": false }',
     });
+    new CfnOutput(stack, 'RotateApiKeyFunctionArn', {
+      value: this.rotateFunction.functionArn,
+      description: 'The rotation function `acctops keys install` turns on for a company key secret created at run time',
+    });
+    new CfnOutput(stack, 'CompanyKeyRotationDays', {
+      value: String(stage.apiKeys.rotationDays),
+      description: 'Days between rotations of a company key whose registry entry names none (`acctops keys install`)',
+    });
     new CfnOutput(stack, 'KeyRevocationScheduleGroup', {
       value: groupName,
       description: 'Schedule group of the pending API-key revocations (`acctops keys status`)',
@@ -212,9 +257,50 @@ export class KeyRotation extends Construct {
    * `CompanyApiKeys` does (src/core/api-keys/company-api-keys.ts).
    */
   grantCompanyKeys(fn: AcctopsFunction): void {
-    for (const secret of this.secrets.values()) fn.grantSecret(secret, 'read');
+    this.grantCompanyKeysByTag(fn, ['secretsmanager:GetSecretValue'], ['kms:Decrypt']);
+    for (const secret of this.importedSecrets()) fn.grantSecret(secret, 'read');
     fn.addToRolePolicy(new PolicyStatement({ actions: ['secretsmanager:ListSecrets'], resources: ['*'] }));
     acknowledge(fn, 'Resource::*', 'secretsmanager:ListSecrets supports no resource-level permissions; it finds the company key secrets by tag and returns no value.');
+  }
+
+  /**
+   * `actions` on this stage's company key secrets, by their tags: `aws:ResourceTag/acctops:stage`
+   * and `acctops:purpose` (both supported by every Secrets Manager action on a secret resource, per
+   * the Service Authorization Reference) on the `acctops/<stage>/company/*` name prefix, and the
+   * secrets key through Secrets Manager for those secrets only. No function is per company, so none
+   * is conditioned on `acctops:company` (docs/fleet-rotation.md).
+   */
+  grantCompanyKeysByTag(fn: AcctopsFunction, actions: string[], keyActions: string[]): void {
+    const stack = Stack.of(this);
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions,
+        resources: [this.companySecretsArnPattern],
+        conditions: {
+          StringEquals: {
+            [`aws:ResourceTag/${COMPANY_KEY_TAGS.stage}`]: this.stageName,
+            [`aws:ResourceTag/${COMPANY_KEY_TAGS.purpose}`]: PURPOSE_COMPANY_KEY,
+          },
+        },
+      }),
+    );
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: keyActions,
+        resources: [this.secretsKey.keyArn],
+        conditions: {
+          StringEquals: { 'kms:ViaService': `secretsmanager.${stack.region}.amazonaws.com` },
+          StringLike: { 'kms:EncryptionContext:SecretARN': this.companySecretsArnPattern },
+        },
+      }),
+    );
+    acknowledge(fn, `Resource::${flattenCfnReference(stack.resolve(this.companySecretsArnPattern))}`,
+      `Company key secrets are created at run time (acctops keys install), one per company; the grant covers only secrets named acctops/${this.stageName}/company/* AND tagged ${COMPANY_KEY_TAGS.stage}=${this.stageName} and ${COMPANY_KEY_TAGS.purpose}=${PURPOSE_COMPANY_KEY}, so another stage's secret is out of reach.`);
+  }
+
+  /** Secrets imported by ARN (cdk.json existingSecretArn): their names and tags are not ours to rely on. */
+  private importedSecrets(): ISecret[] {
+    return [...this.secrets.values()].filter((secret) => !(secret instanceof Secret));
   }
 
   private companySecret(index: number, company: StageConfig['companies'][number], props: KeyRotationProps): ISecret {
@@ -223,6 +309,7 @@ export class KeyRotation extends Construct {
       return Secret.fromSecretCompleteArn(this, `ImportedCompanySecret${index}`, company.existingSecretArn);
     }
     const secret = new Secret(this, `CompanySecret${index}`, {
+      // companyKeySecretName in src/core/api-keys/key-directory.ts, which `keys install` uses.
       secretName: `acctops/${props.stage.name}/company/${companyId}/api-key`,
       description:
         `API key of company ${companyId} (JSON: apiKey, apiKeyId, keyPrefix, companyId, permissions, createdAt). ` +
@@ -240,30 +327,21 @@ export class KeyRotation extends Construct {
   /** The secret's RotationSchedule, and exactly the permissions each function needs on it. */
   private attachRotation(companyId: string, secret: ISecret, rotationDays: number): void {
     const id = companyId.replace(/-/g, '');
-    this.rotateFunction.grantSecret(secret, 'rotate');
-    this.revokeFunction.grantSecret(secret, 'read');
-    this.doctorFunction.grantSecret(secret, 'read');
-    this.doctorFunction.addToRolePolicy(
-      new PolicyStatement({
-        actions: ['secretsmanager:DescribeSecret', 'secretsmanager:ListSecretVersionIds', 'secretsmanager:UpdateSecretVersionStage'],
-        resources: [secret.secretArn],
-      }),
-    );
-    // Secrets Manager may invoke the rotation function for this secret only.
-    const permission = new CfnPermission(this, `RotationInvoke${id}`, {
-      action: 'lambda:InvokeFunction',
-      functionName: this.rotateFunction.functionArn,
-      principal: 'secretsmanager.amazonaws.com',
-      sourceAccount: Stack.of(this).account,
-      sourceArn: secret.secretArn,
-    });
+    // Secrets the stack creates carry the stage tag and fall under the tag statements; an imported
+    // one keeps its per-ARN grants (it may lack the tag, and its name is not under our prefix).
+    if (!(secret instanceof Secret)) {
+      this.rotateFunction.grantSecret(secret, 'rotate');
+      this.revokeFunction.grantSecret(secret, 'read');
+      this.doctorFunction.grantSecret(secret, 'read');
+      this.doctorFunction.addToRolePolicy(new PolicyStatement({ actions: DOCTOR_ACTIONS.filter((a) => a !== 'secretsmanager:GetSecretValue'), resources: [secret.secretArn] }));
+    }
     const schedule = new CfnRotationSchedule(this, `Rotation${id}`, {
       secretId: secret.secretArn,
       rotationLambdaArn: this.rotateFunction.functionArn,
       rotationRules: { automaticallyAfterDays: rotationDays },
       rotateImmediatelyOnUpdate: false,
     });
-    schedule.addResourceDependency(permission);
+    schedule.addResourceDependency(this.rotationInvokePermission);
   }
 
   /** The doctor as its schedule's target, with a role that may invoke exactly that function. */

@@ -55,8 +55,8 @@ export interface MonitoringProps {
 const FUNCTION_PERIOD = Duration.minutes(5);
 
 /**
- * The stack's monitoring, built from what the capabilities already made (docs/architecture.md,
- * "Monitoring"). Create it LAST in the stack: it walks the stack as it is at that moment.
+ * The stack's monitoring, built from what the capabilities already made (docs/monitoring.md,
+ * "Alarms and notifications"). Create it LAST in the stack: it walks the stack as it is at that moment.
  *
  * - Health: check-health on a schedule, and an alarm per probe (`ProbeFailed`): the doctor's
  *   "secrets readable, service reachable" without anyone running the doctor.
@@ -169,7 +169,7 @@ export class Monitoring extends Construct {
     });
     this.dashboard.addWidgets(
       new TextWidget({
-        markdown: `# acctops ${props.stageName}\nEvery alarm notifies the alarm topic when it fires and when it clears. What each one means and what to do: docs/architecture.md, "Monitoring".`,
+        markdown: `# acctops ${props.stageName}\nEvery alarm notifies the alarm topic when it fires and when it clears. What each one means and what to do: docs/monitoring.md, "Alarms".`,
         width: 24,
         height: 2,
       }),
@@ -190,7 +190,7 @@ export class Monitoring extends Construct {
 
     new CfnOutput(stack, 'DashboardName', {
       value: this.dashboard.dashboardName,
-      description: 'CloudWatch dashboard of every acctops alarm (docs/architecture.md, "Monitoring")',
+      description: 'CloudWatch dashboard of every acctops alarm (docs/monitoring.md)',
     });
   }
 

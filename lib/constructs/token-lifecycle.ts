@@ -88,7 +88,7 @@ const LEASE = Duration.minutes(3);
 /**
  * The user-token lifecycle: the token table, EventBridge Scheduler -> planner -> SQS -> worker,
  * the onboard, revoke and recover functions, the TokenRefreshFailed event bus and the alarms.
- * See docs/architecture.md, "Token lifecycle", for the sizing arithmetic behind the defaults.
+ * See docs/tokens.md, "Sizing for 100,000 users", for the sizing arithmetic behind the defaults.
  *
  * Least privilege: only these functions touch the table, each with the narrowest access level
  * (the planner queries the keys-only due index and cannot read an item, so never a token); the
@@ -247,7 +247,7 @@ export class TokenLifecycle extends Construct {
     const alarmAction = new SnsAction(props.alarmTopic);
     this.alarms = {
       deadLetters: this.alarm('DeadLettersAlarm', alarmAction, {
-        description: `Token refresh requests reached the dead-letter queue: malformed, or failing on every delivery. The planner enqueues still-due users again; ${this.worker.logGroupName} names the cause (docs/architecture.md, "Monitoring").`,
+        description: `Token refresh requests reached the dead-letter queue: malformed, or failing on every delivery. The planner enqueues still-due users again; ${this.worker.logGroupName} names the cause (docs/monitoring.md, "Alarms").`,
         metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }),
         threshold: 1,
         evaluationPeriods: 1,

@@ -13,6 +13,7 @@ import { CompanyRegistry } from '../constructs/company-registry';
 import { Exports } from '../constructs/exports';
 import { FailedInvocations } from '../constructs/failed-invocations';
 import { KeyRotation } from '../constructs/key-rotation';
+import { RotationFanout } from '../constructs/rotation-fanout';
 import { Monitoring } from '../constructs/monitoring';
 import { TOKEN_TABLE_SHAPE, TokenLifecycle } from '../constructs/token-lifecycle';
 
@@ -59,6 +60,8 @@ export class AcctopsStack extends Stack {
   readonly exports: Exports;
   /** The company registry table (issue 15): which companies the stage exports, changed at run time. */
   readonly companies: CompanyRegistry;
+  /** The rotation doctor's sweep of the registry and its queue of due companies (issue 15). */
+  readonly rotationFanout: RotationFanout;
   /** Every function's alarms, the health schedule, OK notifications and the dashboard. */
   readonly monitoring: Monitoring;
   readonly failedInvocations: FailedInvocations;
@@ -119,6 +122,7 @@ export class AcctopsStack extends Stack {
 
     this.exports = new Exports(this, 'Exports', { stage, functionDefaults: this.functionDefaults, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy, secretsKey: this.secretsKey, tokenTable: this.tokens.table, tokenDueIndexName: TOKEN_TABLE_SHAPE.dueIndex.name, companyKeys: this.keyRotation, companyRegistryTable: this.companies.table });
 
+    this.rotationFanout = new RotationFanout(this, 'RotationFanout', { stage, keyRotation: this.keyRotation, companyRegistryTable: this.companies.table, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy });
     CompanyRegistry.acknowledgeSeeder(this);
 
     // Before Monitoring, which puts every alarm of the stack on its dashboard.
@@ -131,6 +135,7 @@ export class AcctopsStack extends Stack {
       rows: [
         { title: 'Tokens', scope: this.tokens },
         { title: 'API-key rotation', scope: this.keyRotation },
+        { title: 'Rotation fan-out', scope: this.rotationFanout },
         { title: 'Exports', scope: this.exports },
         { title: 'Failed invocations', scope: this.failedInvocations },
       ],

@@ -9,6 +9,8 @@ import { startRecordingServer, type CannedResponse, type RecordedRequest, type R
 import { startScheduler, type RunningScheduler } from '../helpers/scheduler';
 import { ROTATION_LAMBDA, RotationWorld } from '../integration/api-keys/support';
 import { startS3, type LocalS3 } from '../helpers/s3rver';
+import { startDynamo, type LocalDynamo } from '../helpers/dynalite';
+import { createRegistryTable } from '../helpers/dynamodb-tables';
 import { S3ObjectStore } from '../../src/adapters/aws/s3-object-store';
 import { directExport } from '../../src/core/exports/pipeline/direct-export';
 import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
@@ -31,12 +33,14 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     KeyRevocationScheduleGroup: 'acctops-test-revocations',
     ExportBucketName: 'acctops-test-exports',
     ExportEventBusName: 'acctops-test-exports',
+    CompanyRegistryTableName: 'acctops-test-companies',
   };
   let cloudFormation: RecordingServer;
   let lambda: RecordingServer;
   let scheduler: RunningScheduler;
   let eventBridge: RecordingServer;
   let s3: LocalS3;
+  let dynamo: LocalDynamo;
   let world: RotationWorld;
   const lambdaAnswers = new Map<string, (payload: unknown) => { status?: number; error?: string; body: unknown }>();
   /** GetFunctionConfiguration's LoggingConfig.LogGroup by function; a function not here has no readable configuration. */
@@ -83,6 +87,10 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     });
     scheduler = await startScheduler();
     s3 = await startS3([outputs.ExportBucketName!]);
+    dynamo = await startDynamo();
+    const dynamoClient = dynamo.client();
+    await createRegistryTable(dynamoClient, outputs.CompanyRegistryTableName!);
+    dynamoClient.destroy();
     eventBridge = await startRecordingServer(() => ({
       status: 200,
       headers: { 'content-type': 'application/x-amz-json-1.1' },
@@ -99,6 +107,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     await scheduler.stop();
     await eventBridge.stop();
     await s3.stop();
+    await dynamo.stop();
     await lambda.stop();
     await cloudFormation.stop();
   });
@@ -114,6 +123,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
         AWS_ENDPOINT_URL_CLOUDFORMATION: cloudFormation.origin,
         AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.origin,
         AWS_ENDPOINT_URL_S3: s3.endpoint,
+        AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
         AWS_ENDPOINT_URL_LAMBDA: lambda.origin,
         AWS_ENDPOINT_URL_SECRETS_MANAGER: world.sm.endpoint,
         AWS_ENDPOINT_URL_SCHEDULER: scheduler.endpoint,
@@ -254,15 +264,30 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(invocations(outputs.CheckHealthFunctionName!)).toContainEqual({});
   });
 
-  it('export requests the month from the deployed pipeline (ExportRequested per company on the exports bus)', async () => {
+  it('export requests the month from the deployed pipeline for every active company of the registry (ExportRequested each on the exports bus)', async () => {
+    // Registered: the key's company, and one without a key (the pipeline reports its failure);
+    // removed: one that is not requested, although it is still in the registry.
+    const keyless = 'dddddddd-0000-4000-8000-000000000004';
+    const removed = 'eeeeeeee-0000-4000-8000-000000000005';
+    for (const id of [world.companyId, keyless, removed]) expect((await acctops(['companies', 'add', '--company', id])).code).toBe(0);
+    expect((await acctops(['companies', 'remove', '--company', removed])).code).toBe(0);
+
     const requested = await acctops(['--json', 'export', '--month', '2026-10', '--format', 'csv,parquet', '--no-wait']);
     expect(requested.code).toBe(0);
-    expect(parseJson(requested)).toMatchObject({ mode: 'aws', month: '2026-10', companies: [{ companyId: world.companyId, status: 'requested' }] });
+    const expected = [world.companyId, keyless].sort();
+    expect(parseJson(requested)).toMatchObject({ mode: 'aws', month: '2026-10', companies: expected.map((companyId) => ({ companyId, status: 'requested' })) });
     const body = JSON.parse(eventBridge.requests.at(-1)!.body) as { Entries: { EventBusName: string; Source: string; DetailType: string; Detail: string }[] };
-    expect(body.Entries).toHaveLength(1);
+    expect(body.Entries).toHaveLength(2);
     expect(body.Entries[0]).toMatchObject({ EventBusName: outputs.ExportEventBusName, Source: 'acctops.cli', DetailType: 'ExportRequested' });
-    expect(JSON.parse(body.Entries[0]!.Detail)).toEqual({ companyId: world.companyId, period: '2026-10', formats: ['csv', 'parquet'] });
-  });
+    expect(body.Entries.map((e) => JSON.parse(e.Detail) as unknown)).toEqual(expected.map((companyId) => ({ companyId, period: '2026-10', formats: ['csv', 'parquet'] })));
+
+    // --replace-formats reaches the pipeline in the event (the worker then allows the narrower re-export).
+    const replaced = await acctops(['--json', 'export', '--month', '2026-10', '--company', world.companyId, '--format', 'csv', '--replace-formats', '--no-wait']);
+    expect(replaced.code).toBe(0);
+    const last = JSON.parse(eventBridge.requests.at(-1)!.body) as { Entries: { Detail: string }[] };
+    expect(JSON.parse(last.Entries[0]!.Detail)).toEqual({ companyId: world.companyId, period: '2026-10', formats: ['csv'], replaceFormats: true });
+    // Six CLI processes in one test.
+  }, 240_000);
 
   it('doctor invokes check-health and the rotation doctor (dry run unless --repair) and reports what it could not check', async () => {
     lambdaAnswers.set(outputs.CheckHealthFunctionName!, () => ({

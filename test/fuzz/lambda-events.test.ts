@@ -66,7 +66,6 @@ beforeAll(async () => {
     EXPORT_FORMATS: 'jsonl,csv,parquet',
     WEBHOOK_SECRET_ARN: ARN('secretsmanager', 'secret:acctops/fuzz/webhook-AbCdEf'),
     WEBHOOK_REPLAY_TABLE_NAME: 'acctops-fuzz-replay',
-    WEBHOOK_COMPANY_IDS: UUID,
   });
   write = captureStdout(stdout);
   for (const dir of readdirSync(join(__dirname, '..', '..', 'functions')).filter((d) => !d.startsWith('_'))) handlers.set(dir, loadHandler(dir));

@@ -30,13 +30,22 @@ export function lambdaContexts(options: { remainingMs?: number; prefix?: string 
 }
 
 /**
- * Captures what the process writes to stdout (a handler's log lines and EMF documents) into
- * `lines` instead of printing it, until the returned spy's `mockRestore()`. The global canary
- * hook no longer sees those writes: scan `lines` yourself.
+ * Captures what the process writes to stdout and stderr (a handler's log lines and EMF documents;
+ * Powertools Logger writes warn and error lines to stderr, and Lambda files both streams in the
+ * same log) into `lines` instead of printing it, until the returned spy's `mockRestore()`, which
+ * restores both. The global canary hook no longer sees those writes: scan `lines` yourself.
  */
 export function captureStdout(lines: string[]): jest.SpyInstance {
-  return jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+  const capture = (chunk: string | Uint8Array) => {
     lines.push(String(chunk));
     return true;
-  });
+  };
+  const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(capture);
+  const stdout = jest.spyOn(process.stdout, 'write').mockImplementation(capture);
+  const restore = stdout.mockRestore.bind(stdout);
+  stdout.mockRestore = () => {
+    restore();
+    stderr.mockRestore();
+  };
+  return stdout;
 }

@@ -1,4 +1,6 @@
 import type { ExportSource } from '../../src/core/exports/pipeline/export-jobs';
+import { partResultSchema, type PartLedger, type PartResult, type SplitRecord } from '../../src/core/exports/pipeline/part-ledger';
+import { parseWith } from '../../src/core/shared/errors';
 import {
   sameSource,
   type CompanyOutcome,
@@ -16,9 +18,51 @@ interface RunState {
 }
 
 /** The run ledger in memory (tests, the local mode): exact, so `mayBeFinished` is exact too. */
-export class MemoryRunLedger implements RunLedger {
+export class MemoryRunLedger implements RunLedger, PartLedger {
   private readonly runs = new Map<string, RunState>();
   private readonly latest = new Map<string, string>();
+  private readonly splits = new Map<string, { split: SplitRecord; results: Map<number, string> }>();
+
+  startSplit(split: Omit<SplitRecord, 'done' | 'publishedAt'>): Promise<{ split: SplitRecord; created: boolean }> {
+    const existing = this.splits.get(split.splitId);
+    if (existing) return Promise.resolve({ split: copySplit(existing.split), created: false });
+    const stored: SplitRecord = { ...split, parts: split.parts.map((p) => ({ ...p })), done: [] };
+    this.splits.set(split.splitId, { split: stored, results: new Map() });
+    return Promise.resolve({ split: copySplit(stored), created: true });
+  }
+
+  getSplit(splitId: string): Promise<SplitRecord | undefined> {
+    const state = this.splits.get(splitId);
+    return Promise.resolve(state ? copySplit(state.split) : undefined);
+  }
+
+  completePart(splitId: string, result: PartResult): Promise<{ done: number; parts: number }> {
+    const state = this.splitState(splitId);
+    // Stored as the DynamoDB adapter stores it (JSON), so tests see the same round trip.
+    state.results.set(result.index, JSON.stringify(result));
+    if (!state.split.done.includes(result.index)) state.split.done = [...state.split.done, result.index].sort((a, b) => a - b);
+    return Promise.resolve({ done: state.split.done.length, parts: state.split.parts.length });
+  }
+
+  partResults(splitId: string): Promise<PartResult[]> {
+    const state = this.splitState(splitId);
+    return Promise.resolve(
+      [...state.results.entries()].sort(([a], [b]) => a - b).map(([index, json]) => parseWith(partResultSchema, JSON.parse(json), `split ${splitId} part ${index}`)),
+    );
+  }
+
+  markSplitPublished(splitId: string, at: number): Promise<boolean> {
+    const state = this.splitState(splitId);
+    if (state.split.publishedAt !== undefined) return Promise.resolve(false);
+    state.split.publishedAt = at;
+    return Promise.resolve(true);
+  }
+
+  private splitState(splitId: string) {
+    const state = this.splits.get(splitId);
+    if (!state) throw new Error(`unknown split ${splitId}`);
+    return state;
+  }
 
   startRun(run: Omit<MonthlyRun, 'summarizedAt'>): Promise<{ run: MonthlyRun; created: boolean }> {
     const existing = this.runs.get(run.runId);
@@ -106,4 +150,8 @@ export class MemoryRunLedger implements RunLedger {
     if (!state) throw new Error(`unknown run ${runId}`);
     return state;
   }
+}
+
+function copySplit(split: SplitRecord): SplitRecord {
+  return { ...split, parts: split.parts.map((p) => ({ ...p })), done: [...split.done] };
 }

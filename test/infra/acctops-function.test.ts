@@ -77,6 +77,7 @@ describe('AcctopsFunction', () => {
             ACCTOPS_STAGE: 'test',
             ACCTOPS_FUNCTION: 'check-health',
             LOG_LEVEL: 'debug',
+            POWERTOOLS_SERVICE_NAME: 'acctops',
           },
         },
       });
@@ -156,10 +157,20 @@ describe('AcctopsFunction', () => {
     expect(describeViolations(nagViolations(stack))).toEqual([]);
   });
 
+  it('passes a log sample rate to Powertools Logger, and none by default', () => {
+    const { template } = stackWith((stack) => new AcctopsFunction(stack, 'Fn', { ...BASE, logSampleRate: 0.05 }));
+    template.hasResourceProperties('AWS::Lambda::Function', { Environment: { Variables: Match.objectLike({ POWERTOOLS_LOGGER_SAMPLE_RATE: '0.05' }) } });
+    const plain = stackWith((stack) => new AcctopsFunction(stack, 'Fn', BASE)).template;
+    const [resource] = Object.values(plain.findResources('AWS::Lambda::Function'));
+    expect(resource!.Properties.Environment.Variables.POWERTOOLS_LOGGER_SAMPLE_RATE).toBeUndefined();
+  });
+
   it.each([
     ['a handler directory that is not verb-noun', { handlerDir: 'Health' }, /verb-noun/],
     ['a handler that does not exist', { handlerDir: 'check-nothing' }, /no handler at functions\/check-nothing/],
     ['a reserved variable', { environment: { LOG_LEVEL: 'debug' } }, /LOG_LEVEL is set by AcctopsFunction/],
+    ['a Powertools variable', { environment: { POWERTOOLS_LOGGER_SAMPLE_RATE: '1' } }, /POWERTOOLS_LOGGER_SAMPLE_RATE is set by AcctopsFunction/],
+    ['a sample rate above 1', { logSampleRate: 1.5 }, /logSampleRate must be between 0 and 1/],
   ])('refuses %s', (_what, props, message) => {
     expect(() => stackWith((stack) => new AcctopsFunction(stack, 'Fn', { ...BASE, ...props }))).toThrow(message);
   });

@@ -32,11 +32,15 @@ describe('AcctopsStack', () => {
     it('acknowledges only what is listed here, each with a written reason', () => {
       const acks = acknowledgements(app);
       const revocationSchedules = 'arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/acctops-test-key-revocations/revoke-*';
+      const companySecrets = 'arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:acctops/test/company/*';
       expect(acks.map((a) => a.id).sort()).toEqual([
         // The key rotation doctor's list calls, and the revocation schedules of one group (test/infra/key-rotation.test.ts).
         'AwsSolutions-IAM5[Resource::*]',
         `AwsSolutions-IAM5[Resource::${revocationSchedules}]`,
         `AwsSolutions-IAM5[Resource::${revocationSchedules}]`,
+        // Company key secrets by tag (issue 15): rotate, revoke, the doctor and the export worker, each on
+        // acctops/<stage>/company/* conditioned on the stage and purpose tags (docs/fleet-rotation.md).
+        ...Array.from({ length: 4 }, () => `AwsSolutions-IAM5[Resource::${companySecrets}]`),
         'AwsSolutions-SMG4',
         // The exports (test/infra/exports.test.ts lists them with their reasons): the export worker's
         // ListSecrets, the exports/ prefix of the worker and the overdue check, the webhook secret,
@@ -120,6 +124,7 @@ describe('AcctopsStack', () => {
       'AlarmTopicArn',
       'CheckHealthFunctionName',
       'CheckKeyRotationsFunctionName',
+      'CompanyKeyRotationDays',
       'CompanyRegistryTableName',
       'DashboardName',
       'ExportBucketName',
@@ -135,6 +140,7 @@ describe('AcctopsStack', () => {
       'RecoverUserFunctionName',
       'RefreshTokensFunctionName',
       'RevokeUserFunctionName',
+      'RotateApiKeyFunctionArn',
       'SecretsKeyArn',
       'ServiceBaseUrl',
       'TokenEventBusName',

@@ -55,6 +55,8 @@ describe('Exports', () => {
           `OverdueCheckRole AwsSolutions-IAM5[Resource::<${id(exports.bucket)}.Arn>/exports/*]`,
           // secretsmanager:ListSecrets has no resource-level permissions (KeyRotation.grantCompanyKeys).
           'WorkerRole AwsSolutions-IAM5[Resource::*]',
+          // This stage's company key secrets by tag (KeyRotation.grantCompanyKeys, issue 15).
+          'WorkerRole AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:acctops/test/company/*]',
         ].sort(),
       );
       for (const ack of acks) if (ack.id.startsWith('AwsSolutions')) expect(ack.reason.length).toBeGreaterThan(40);
@@ -230,16 +232,22 @@ describe('Exports', () => {
       });
     });
 
-    it('gives the planner the registry table, no list of companies, and the webhook its tenant list', () => {
+    it('gives the planner and the webhook the registry table and no list of companies; the worker the split size', () => {
       const planner = Object.values(template.findResources('AWS::Lambda::Function')).find(
         (f) => (f as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }).Properties.Environment?.Variables?.ACCTOPS_FUNCTION === 'plan-monthly-export',
       ) as { Properties: { Environment: { Variables: Record<string, unknown> } } };
       expect(planner.Properties.Environment.Variables).toHaveProperty('COMPANY_REGISTRY_TABLE_NAME');
       expect(planner.Properties.Environment.Variables).not.toHaveProperty('EXPORT_COMPANY_IDS');
       expect(JSON.stringify(planner.Properties.Environment.Variables)).not.toContain(COMPANY.toLowerCase());
+      const webhook = Object.values(template.findResources('AWS::Lambda::Function')).find(
+        (f) => (f as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }).Properties.Environment?.Variables?.ACCTOPS_FUNCTION === 'receive-export-webhook',
+      ) as { Properties: { Environment: { Variables: Record<string, unknown> }; ReservedConcurrentExecutions: number } };
+      expect(webhook.Properties.ReservedConcurrentExecutions).toBe(10);
+      expect(webhook.Properties.Environment.Variables).toHaveProperty('COMPANY_REGISTRY_TABLE_NAME');
+      expect(webhook.Properties.Environment.Variables).not.toHaveProperty('WEBHOOK_COMPANY_IDS');
+      expect(JSON.stringify(webhook.Properties.Environment.Variables)).not.toContain(COMPANY.toLowerCase());
       template.hasResourceProperties('AWS::Lambda::Function', {
-        Environment: { Variables: Match.objectLike({ ACCTOPS_FUNCTION: 'receive-export-webhook', WEBHOOK_COMPANY_IDS: COMPANY.toLowerCase() }) },
-        ReservedConcurrentExecutions: 10,
+        Environment: { Variables: Match.objectLike({ ACCTOPS_FUNCTION: 'export-period', EXPORT_MAX_TRANSACTIONS_PER_PART: '500000' }) },
       });
     });
 
@@ -299,7 +307,10 @@ describe('Exports', () => {
     it('the worker reads the company key secrets and user tokens, but neither the institution secret nor the webhook secret', () => {
       const statements = statementsOf(exports.worker);
       const secretReads = statements.filter((s) => actions(s).includes('secretsmanager:GetSecretValue'));
-      expect(secretReads.map((s) => s.Resource)).toEqual([...keyRotation.secrets.values()].map((secret) => ({ Ref: id(secret) })));
+      // By tag (issue 15): this stage's company key secrets, whatever their number, not one statement per secret.
+      expect(secretReads.map((s) => [s.Resource, s.Condition])).toEqual([
+        [stack.resolve(keyRotation.companySecretsArnPattern), { StringEquals: { 'aws:ResourceTag/acctops:stage': 'test', 'aws:ResourceTag/acctops:purpose': 'company-api-key' } }],
+      ]);
       expect(mentions(statements, id(stack.institutionSecret))).toBe(false);
       expect(mentions(statements, id(exports.webhookSecret))).toBe(false);
       const tokenTable = statements.filter((s) => mentions(s.Resource, id(tokens.table)));
@@ -316,13 +327,19 @@ describe('Exports', () => {
       expect(statements.some((s) => actions(s).some((a) => a.startsWith('secretsmanager:') || a.startsWith('s3:')))).toBe(false);
     });
 
-    it('the webhook reads its own secret, writes the replay table, sends to the queue: nothing more', () => {
+    it('the webhook reads its own secret, writes the replay table, gets registry items, sends to the queue: nothing more', () => {
       const statements = statementsOf(exports.webhook);
+      // The registry: GetItem on its table (and Decrypt with its key), no Scan, no write.
+      const registryTable = id(stack.companies.table);
+      const onRegistry = statements.filter((s) => mentions(s.Resource, registryTable));
+      expect(onRegistry.flatMap(actions)).toEqual(['dynamodb:GetItem']);
       expect(statements.flatMap(actions).sort()).toEqual(
         [
           'logs:CreateLogStream',
           'logs:PutLogEvents',
           'secretsmanager:GetSecretValue',
+          'kms:Decrypt',
+          'dynamodb:GetItem',
           'kms:Decrypt',
           'dynamodb:GetItem',
           'dynamodb:PutItem',

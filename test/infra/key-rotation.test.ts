@@ -58,12 +58,15 @@ describe('KeyRotation', () => {
       });
     }
     expect(schedules.map((p) => p.SecretId)).toEqual(expect.arrayContaining([createdRef, IMPORTED_ARN]));
-    // Secrets Manager may invoke the rotation function on behalf of these secrets only.
+    // One permission for the Secrets Manager principal, scoped to the account (not one per secret:
+    // secrets created at run time need none of their own).
     const permissions = Object.values(template.findResources('AWS::Lambda::Permission'))
       .map((r) => r.Properties)
       .filter((p) => p.Principal === 'secretsmanager.amazonaws.com');
-    expect(permissions.map((p) => p.SourceArn)).toEqual(expect.arrayContaining([createdRef, IMPORTED_ARN]));
-    expect(permissions).toHaveLength(2);
+    expect(permissions).toEqual([
+      expect.objectContaining({ Action: 'lambda:InvokeFunction', SourceAccount: { Ref: 'AWS::AccountId' }, FunctionName: { 'Fn::GetAtt': [logicalId(keys.rotateFunction), 'Arn'] } }),
+    ]);
+    expect(permissions[0]).not.toHaveProperty('SourceArn');
     // Created after the permission, or CloudFormation's configuration test could not invoke the function.
     const permissionIds = Object.entries(template.findResources('AWS::Lambda::Permission'))
       .filter(([, r]) => r.Properties.Principal === 'secretsmanager.amazonaws.com')
@@ -94,7 +97,20 @@ describe('KeyRotation', () => {
   });
 
   describe('least privilege', () => {
-    const secretResources = [createdRef, IMPORTED_ARN];
+    const tagPattern = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':secretsmanager:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':secret:acctops/test/company/*']] };
+    const stageCondition = { StringEquals: { 'aws:ResourceTag/acctops:stage': 'test', 'aws:ResourceTag/acctops:purpose': 'company-api-key' } };
+    // Created secrets by the stage tag (one statement, any number of companies); the imported one by its ARN.
+    const secretResources = [tagPattern, IMPORTED_ARN];
+
+    it('company secrets are reached by tag: every statement on the name pattern requires the stage and purpose tags', () => {
+      for (const fn of [keys.rotateFunction, keys.revokeFunction, keys.doctorFunction]) {
+        const onPattern = statementsOf(fn.executionRole).filter((s) => JSON.stringify(s.Resource) === JSON.stringify(tagPattern));
+        expect(onPattern).toHaveLength(1);
+        expect(onPattern[0]!.Condition).toEqual(stageCondition);
+        // No statement names the created secret by ARN any more.
+        expect(statementsOf(fn.executionRole).some((s) => JSON.stringify(s.Resource).includes(createdRef.Ref))).toBe(false);
+      }
+    });
     const scheduleArn = (s: Statement) => JSON.stringify(s.Resource).includes(`schedule/`) && JSON.stringify(s.Resource).includes(`/${REVOCATION_SCHEDULE_PREFIX}*`);
 
     it('rotation: the four rotation actions on the company secrets, schedules of its group, PassRole of the scheduler role only', () => {
@@ -117,11 +133,11 @@ describe('KeyRotation', () => {
         }),
       ]);
       expect(statements.some((s) => s.Resource === '*')).toBe(false);
-      // The customer-managed key, only through Secrets Manager for that secret.
+      // The customer-managed key, only through Secrets Manager, for this stage's company secrets.
       expect(statements).toContainEqual(
         expect.objectContaining({
           Action: ['kms:Decrypt', 'kms:GenerateDataKey'],
-          Condition: { StringEquals: expect.objectContaining({ 'kms:EncryptionContext:SecretARN': createdRef }) },
+          Condition: expect.objectContaining({ StringLike: { 'kms:EncryptionContext:SecretARN': tagPattern } }),
         }),
       );
     });
@@ -186,8 +202,13 @@ describe('KeyRotation', () => {
     withConsumer.keyRotation.grantCompanyKeys(consumer);
     const t = Template.fromStack(withConsumer);
     const statements = roleStatements(t, logicalId(consumer.executionRole)) as Statement[];
-    const secret = { Ref: logicalId(withConsumer.keyRotation.secrets.get(CREATED.toLowerCase())!) };
-    expect(statements).toContainEqual(expect.objectContaining({ Action: 'secretsmanager:GetSecretValue', Resource: secret }));
+    expect(statements).toContainEqual(
+      expect.objectContaining({
+        Action: 'secretsmanager:GetSecretValue',
+        Resource: withConsumer.resolve(withConsumer.keyRotation.companySecretsArnPattern) as unknown,
+        Condition: { StringEquals: { 'aws:ResourceTag/acctops:stage': 'test', 'aws:ResourceTag/acctops:purpose': 'company-api-key' } },
+      }),
+    );
     expect(statements).toContainEqual(expect.objectContaining({ Action: 'secretsmanager:ListSecrets', Resource: '*' }));
     expect(new Set(statements.flatMap(actionsOf))).not.toContain('secretsmanager:PutSecretValue');
     expect(describeViolations(nagViolations(other))).toEqual([]);

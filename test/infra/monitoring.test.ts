@@ -194,7 +194,7 @@ describe('Monitoring', () => {
 
     it('has one row per capability, in order, then the functions', () => {
       const headings = [...body.matchAll(/## ([^"\\]+)/g)].map((m) => m[1]);
-      expect(headings).toEqual(['Tokens', 'API-key rotation', 'Exports', 'Failed invocations', 'Health', 'Functions']);
+      expect(headings).toEqual(['Tokens', 'API-key rotation', 'Rotation fan-out', 'Exports', 'Failed invocations', 'Health', 'Functions']);
     });
 
     it('graphs the Errors of every function, from their alarms’ metrics', () => {

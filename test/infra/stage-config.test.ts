@@ -44,6 +44,7 @@ describe('stage configuration', () => {
       schedules: { tokenRefresh: 'rate(5 minutes)', monthlyExport: 'cron(0 3 1 * ? *)', timeZone: 'Europe/Berlin' },
       companies: [],
       apiKeys: { rotationDays: 30, revocationGraceMinutes: 30 },
+      exports: { maxTransactionsPerPart: 500_000 },
     });
   });
 
@@ -71,6 +72,7 @@ describe('stage configuration', () => {
     ['rate plural', { ...BASE, schedules: { tokenRefresh: 'rate(1 minutes)' } }, 'stages.dev.schedules.tokenRefresh'],
     ['monthly export', { ...BASE, schedules: { monthlyExport: 'rate(30 days)' } }, 'stages.dev.schedules.monthlyExport'],
     ['companyId', { ...BASE, companies: [{ companyId: 'acme' }] }, 'stages.dev.companies[0].companyId'],
+    ['split size', { ...BASE, exports: { maxTransactionsPerPart: 10 } }, 'stages.dev.exports.maxTransactionsPerPart'],
     [
       'duplicate company',
       { ...BASE, companies: [{ companyId: COMPANY }, { companyId: COMPANY.toUpperCase() }] },

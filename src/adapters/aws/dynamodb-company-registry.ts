@@ -8,7 +8,7 @@ const KEY = REGISTRY_TABLE.partitionKey.name;
 const cursorSchema = z.object({ after: z.string().min(1) });
 
 /**
- * The company registry on its own DynamoDB table (docs/architecture.md, "Company registry"). A
+ * The company registry on its own DynamoDB table (docs/fleet.md). A
  * page is one Scan call: Scan reads the table in its own order, which is enough for planners that
  * visit every company once, and its cursor is the last key (opaque to callers).
  */

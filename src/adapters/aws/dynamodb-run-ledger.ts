@@ -2,6 +2,7 @@ import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/c
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { exportSourceSchema, type ExportSource } from '../../core/exports/pipeline/export-jobs';
+import { partResultSchema, type PartLedger, type PartResult, type SplitRecord } from '../../core/exports/pipeline/part-ledger';
 import { RUN_LEDGER_TABLE } from '../../core/exports/pipeline/state-tables';
 import {
   sameSource,
@@ -13,6 +14,7 @@ import {
   type RunTally,
 } from '../../core/exports/pipeline/run-ledger';
 import { type Clock } from '../../core/shared/clock';
+import { mapWithConcurrency } from '../../core/shared/concurrency';
 import { parseWith } from '../../core/shared/errors';
 
 const PK = RUN_LEDGER_TABLE.partitionKey.name;
@@ -26,6 +28,20 @@ const runKey = (runId: string) => ({ [PK]: `run#${runId}`, [SK]: RUN_SK });
 const companyKey = (runId: string, companyId: string) => ({ [PK]: `run#${runId}`, [SK]: `company#${companyId}` });
 const discoveryKey = (runId: string, externalId: string) => ({ [PK]: `run#${runId}`, [SK]: `user#${externalId}` });
 const latestKey = (period: string) => ({ [PK]: `period#${period}`, [SK]: LATEST_SK });
+const splitKey = (splitId: string) => ({ [PK]: `split#${splitId}`, [SK]: '#split' });
+const partKey = (splitId: string, index: number) => ({ [PK]: `split#${splitId}`, [SK]: `part#${String(index).padStart(5, '0')}` });
+
+const splitItemSchema = z.object({
+  splitId: z.string(),
+  companyId: z.string(),
+  period: z.string(),
+  runId: z.string(),
+  parts: z.array(z.object({ index: z.number().int().nonnegative(), dateFrom: z.string(), dateTo: z.string() })),
+  createdAt: z.number(),
+  /** A number set (DocumentClient: a Set of numbers); absent until the first part is done. */
+  done: z.set(z.number()).optional(),
+  publishedAt: z.number().optional(),
+});
 
 const runItemSchema = z.object({
   runId: z.string(),
@@ -66,7 +82,7 @@ export interface DynamoDbRunLedgerOptions {
  * too low, a later worker tallies early and finds work open (harmless); too high, no worker sees
  * the run finish, and the hourly overdue check, which tallies, publishes the summary instead.
  */
-export class DynamoDbRunLedger implements RunLedger {
+export class DynamoDbRunLedger implements RunLedger, PartLedger {
   private readonly doc: DynamoDBDocumentClient;
   private readonly tableName: string;
   private readonly retentionMs: number;
@@ -128,6 +144,20 @@ export class DynamoDbRunLedger implements RunLedger {
     return this.expect(companyKey(runId, companyId), { state: 'expected', source }, (entry) =>
       entry.state === 'expected' && entry.source !== undefined && sameSource(entry.source, source),
     );
+  }
+
+  /**
+   * One conditional put per company (16 in flight), then one ADD to the run's counter for all the
+   * page's new entries: the run item is no longer written once per company, which made it the
+   * hot key of a large plan. A crash before the ADD leaves the counter too low: an extra tally.
+   */
+  async expectCompanies(runId: string, companyIds: readonly string[], source: ExportSource): Promise<ExpectResult[]> {
+    const results = await mapWithConcurrency(companyIds, 16, (companyId) =>
+      this.expect(companyKey(runId, companyId), { state: 'expected', source }, (entry) => entry.state === 'expected' && entry.source !== undefined && sameSource(entry.source, source), false),
+    );
+    const created = results.filter((r) => r === 'created').length;
+    if (created > 0) await this.addOpen(runId, created);
+    return results;
   }
 
   expectDiscovery(runId: string, externalId: string): Promise<ExpectResult> {
@@ -200,8 +230,113 @@ export class DynamoDbRunLedger implements RunLedger {
     }
   }
 
+  async startSplit(split: Omit<SplitRecord, 'done' | 'publishedAt'>): Promise<{ split: SplitRecord; created: boolean }> {
+    let created = true;
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...splitKey(split.splitId), ...split, [TTL]: this.expiresAt() },
+          ConditionExpression: 'attribute_not_exists(#pk)',
+          ExpressionAttributeNames: { '#pk': PK },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      created = false;
+    }
+    return { split: (await this.getSplit(split.splitId))!, created };
+  }
+
+  async getSplit(splitId: string): Promise<SplitRecord | undefined> {
+    const out = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: splitKey(splitId), ConsistentRead: true }));
+    if (!out.Item) return undefined;
+    const { done, ...split } = parseWith(splitItemSchema, out.Item, `run ledger item split#${splitId}`);
+    return { ...split, done: [...(done ?? [])].sort((a, b) => a - b) };
+  }
+
+  /**
+   * The result first, then the index into the done set (ADD to a number set is idempotent): an
+   * index in the set always has its result stored, and a redelivered part changes no count.
+   */
+  async completePart(splitId: string, result: PartResult): Promise<{ done: number; parts: number }> {
+    await this.doc.send(
+      new PutCommand({
+        TableName: this.tableName,
+        // JSON text: a part's objects and totals are read back whole and checked by partResultSchema.
+        Item: { ...partKey(splitId, result.index), result: JSON.stringify(result), [TTL]: this.expiresAt() },
+      }),
+    );
+    const out = await this.doc.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: splitKey(splitId),
+        UpdateExpression: 'ADD #done :index',
+        ConditionExpression: 'attribute_exists(#pk)',
+        ExpressionAttributeNames: { '#pk': PK, '#done': 'done' },
+        ExpressionAttributeValues: { ':index': new Set([result.index]) },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    const split = parseWith(splitItemSchema, out.Attributes, `run ledger item split#${splitId}`);
+    return { done: split.done?.size ?? 0, parts: split.parts.length };
+  }
+
+  async partResults(splitId: string): Promise<PartResult[]> {
+    const results: PartResult[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :part)',
+          ExpressionAttributeNames: { '#pk': PK, '#sk': SK },
+          ExpressionAttributeValues: { ':pk': `split#${splitId}`, ':part': 'part#' },
+          ConsistentRead: true,
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of out.Items ?? []) {
+        const where = `run ledger item split#${splitId} ${String(item[SK])}`;
+        let json: unknown;
+        try {
+          json = JSON.parse(String(item.result));
+        } catch {
+          json = undefined;
+        }
+        results.push(parseWith(partResultSchema, json, where));
+      }
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return results.sort((a, b) => a.index - b.index);
+  }
+
+  async markSplitPublished(splitId: string, at: number): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: splitKey(splitId),
+          UpdateExpression: 'SET #publishedAt = :at',
+          ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#publishedAt)',
+          ExpressionAttributeNames: { '#pk': PK, '#publishedAt': 'publishedAt' },
+          ExpressionAttributeValues: { ':at': at },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
   /** Puts a new entry and counts it open; on a repeat, tells `mine` from `taken` by reading it. */
-  private async expect(key: Record<string, string>, fields: Record<string, unknown>, isMine: (entry: z.output<typeof entryItemSchema>) => boolean): Promise<ExpectResult> {
+  private async expect(
+    key: Record<string, string>,
+    fields: Record<string, unknown>,
+    isMine: (entry: z.output<typeof entryItemSchema>) => boolean,
+    count = true,
+  ): Promise<ExpectResult> {
     try {
       await this.doc.send(
         new PutCommand({
@@ -216,7 +351,7 @@ export class DynamoDbRunLedger implements RunLedger {
       const out = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true }));
       return isMine(parseWith(entryItemSchema, out.Item, `run ledger item ${key[SK]}`)) ? 'mine' : 'taken';
     }
-    await this.addOpen(key[PK]!.slice('run#'.length), 1);
+    if (count) await this.addOpen(key[PK]!.slice('run#'.length), 1);
     return 'created';
   }
 

@@ -8,6 +8,9 @@ import { CompanyApiKeys, taggedKeyDirectory } from '../../core/api-keys';
 import { EXPORT_EVENT_SOURCE } from '../../core/exports/pipeline/export-events';
 import type { ExportWorkerDeps, SourceCredentials } from '../../core/exports/pipeline/export-worker';
 import type { CheckMonthlyExportDeps, MonthlyExportDeps } from '../../core/exports/pipeline/monthly-export';
+import { registryAllowlist } from '../../core/exports/pipeline/company-allowlist';
+import { DEFAULT_MAX_TRANSACTIONS_PER_PART } from '../../core/exports/pipeline/split-export';
+import { CompanyRegistry } from '../../core/companies/company-registry';
 import { userTokenCredentials } from '../../core/exports/pipeline/user-token-credentials';
 import { webhookSecretsFromStore } from '../../core/exports/pipeline/webhook-secrets';
 import type { WebhookDeps, WebhookSecrets } from '../../core/exports/pipeline/webhook';
@@ -25,12 +28,6 @@ import { EventBridgePublisher } from './eventbridge-publisher';
 import { S3ObjectStore } from './s3-object-store';
 import { AwsSecretStore } from './secrets-manager';
 import { SqsExportQueue } from './sqs-export-queue';
-
-const uuidList = z
-  .string()
-  .default('')
-  .transform((text) => text.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
-  .pipe(z.array(z.guid('expected a comma-separated list of company ids')));
 
 const formatList = z
   .string()
@@ -67,10 +64,13 @@ export const exportEnv = {
   /** The export queue's maxReceiveCount: the worker's last delivery before the DLQ. */
   EXPORT_MAX_RECEIVE_COUNT: envInt(1, 1000).default(3),
   SECRET_CACHE_TTL_SECONDS: envInt(0, 3600).default(300),
+  /**
+   * A month with more transactions than this is exported in parts of at most this many
+   * (docs/fleet-exports.md); the stage's `exports.maxTransactionsPerPart`.
+   */
+  EXPORT_MAX_TRANSACTIONS_PER_PART: envInt(1000, 100_000_000).default(DEFAULT_MAX_TRANSACTIONS_PER_PART),
   WEBHOOK_SECRET_ARN: envString,
   WEBHOOK_REPLAY_TABLE_NAME: envString,
-  /** Tenant isolation: the only companies the webhook may request exports for. */
-  WEBHOOK_COMPANY_IDS: uuidList,
   WEBHOOK_MAX_BODY_BYTES: envInt(256, 1024 * 1024).default(64 * 1024),
 };
 
@@ -104,7 +104,7 @@ export function exportRuntimeFromEnv<K extends ExportEnvName>(
     replayTableName: e.WEBHOOK_REPLAY_TABLE_NAME,
     secretCacheTtlMs: envMs(e.SECRET_CACHE_TTL_SECONDS),
     maxReceiveCount: e.EXPORT_MAX_RECEIVE_COUNT,
-    webhookCompanyIds: e.WEBHOOK_COMPANY_IDS,
+    maxTransactionsPerPart: e.EXPORT_MAX_TRANSACTIONS_PER_PART,
     webhookMaxBodyBytes: e.WEBHOOK_MAX_BODY_BYTES,
   });
   return { env, runtime };
@@ -128,8 +128,8 @@ export interface AwsExportRuntimeConfig {
   secretCacheTtlMs?: number;
   /** The export queue's maxReceiveCount (the worker's last delivery before the DLQ). */
   maxReceiveCount?: number;
-  /** Tenant isolation: the only companies the webhook may request exports for. */
-  webhookCompanyIds?: readonly string[];
+  /** A month with more transactions than this is exported in parts (EXPORT_MAX_TRANSACTIONS_PER_PART). */
+  maxTransactionsPerPart?: number;
   webhookMaxBodyBytes?: number;
   /**
    * Per attempt and in all, for every call to the service: a page of 1000 transactions can take a
@@ -230,6 +230,7 @@ export class AwsExportRuntime {
       clock: this.config.clock,
       ...scope,
       maxReceiveCount: requiredEnv(this.config.maxReceiveCount, 'EXPORT_MAX_RECEIVE_COUNT'),
+      split: { maxTransactionsPerPart: requiredEnv(this.config.maxTransactionsPerPart, 'EXPORT_MAX_TRANSACTIONS_PER_PART') },
     };
   }
 
@@ -249,7 +250,11 @@ export class AwsExportRuntime {
       secrets: this.webhookSecrets(),
       replay: this.replayGuard(),
       queue: this.queue(),
-      allowedCompanies: this.once('allowedCompanies', () => new Set(this.config.webhookCompanyIds ?? [])),
+      // Tenant isolation from the company registry: a GetItem per company, cached for a minute
+      // across the invocations of this execution environment (no list of companies in the environment).
+      allowedCompanies: this.once('allowedCompanies', () =>
+        registryAllowlist(new CompanyRegistry(this.registryTable(), { defaultFormats: FORMATS }), { clock: this.config.clock }),
+      ),
       clock: this.config.clock,
       ...scope,
       maxBodyBytes: this.config.webhookMaxBodyBytes,

@@ -1,5 +1,6 @@
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import * as z from 'zod';
 import {
@@ -11,6 +12,10 @@ import {
   type RotationSettings,
   rotationSettings,
   taggedKeyDirectory,
+  companyKeySecretName,
+  describeByNameOrTag,
+  type SweepDeps,
+  type SweepSettings,
 } from '../../core/api-keys';
 import { type AccountingClient, type ApiKeyPaths, apiKeyAuth, createAccountingClient } from '../../core/accounting-api';
 import { systemClock, type Clock } from '../../core/shared/clock';
@@ -20,7 +25,9 @@ import type { Logger } from '../../core/shared/logger';
 import type { Metrics } from '../../core/shared/metrics';
 import { EventBridgePublisher } from './eventbridge-publisher';
 import { EventBridgeRevocationScheduler } from './revocation-scheduler';
+import { DynamoDbRotationCheckIndex } from './dynamodb-rotation-check-index';
 import { AwsSecretStore } from './secrets-manager';
+import { SqsRotationCheckQueue } from './sqs-rotation-check-queue';
 
 /** The `source` of the events the key functions publish. */
 export const KEY_EVENT_SOURCE = 'acctops.api-keys';
@@ -48,6 +55,11 @@ export const keyRotationEnv = {
   API_KEY_PATH_REVOKE: apiPath.optional(),
   STUCK_PENDING_AFTER_MINUTES: envInt(1, 7 * 24 * 60).default(60),
   EXPIRY_WARNING_DAYS: envInt(1, 365).default(14),
+  /** The company registry: the doctor sweeps it for due companies (lib/constructs/rotation-fanout.ts). */
+  COMPANY_REGISTRY_TABLE_NAME: envString.optional(),
+  /** Where the sweep sends due companies when there are more than ROTATION_INLINE_LIMIT. */
+  ROTATION_CHECK_QUEUE_URL: envUrl.optional(),
+  ROTATION_INLINE_LIMIT: envInt(0, 10_000).default(20),
 };
 
 export type KeyRotationEnvName = keyof typeof keyRotationEnv;
@@ -81,6 +93,10 @@ export function keyRotationRuntimeFromEnv<K extends KeyRotationEnvName>(
     eventBusName: e.KEY_EVENT_BUS_NAME,
     apiKeyPaths: { list: e.API_KEY_PATH_LIST, create: e.API_KEY_PATH_CREATE, revoke: e.API_KEY_PATH_REVOKE },
     doctor: { stuckPendingAfterMs: envMs(e.STUCK_PENDING_AFTER_MINUTES, 60_000), expiryWarningMs: envMs(e.EXPIRY_WARNING_DAYS, 86_400_000) },
+    sweep:
+      e.COMPANY_REGISTRY_TABLE_NAME === undefined
+        ? undefined
+        : { registryTableName: e.COMPANY_REGISTRY_TABLE_NAME, queueUrl: e.ROTATION_CHECK_QUEUE_URL, inlineLimit: e.ROTATION_INLINE_LIMIT },
     clock: systemClock,
     // Every function has ACCTOPS_STAGE (AcctopsFunction): the doctor sees this stage's secrets only.
     stage: processEnv.ACCTOPS_STAGE,
@@ -99,6 +115,8 @@ export interface AwsKeyRotationRuntimeConfig {
   eventBusName?: string;
   apiKeyPaths?: { list?: string; create?: string; revoke?: string };
   doctor?: Omit<DoctorSettings, 'graceMs'>;
+  /** The registry sweep (issue 15); absent: the doctor checks every company secret it finds by tag. */
+  sweep?: { registryTableName: string; queueUrl?: string; inlineLimit?: number };
   clock: Clock;
   /** The stage whose company key secrets the doctor examines (the `acctops:stage` tag). */
   stage?: string;
@@ -173,6 +191,26 @@ export class AwsKeyRotationRuntime {
   /** The doctor's thresholds, from the environment: part of checkKeyRotations' input. */
   doctorSettings(): DoctorSettings {
     return { graceMs: this.config.graceMs, ...this.config.doctor };
+  }
+
+  /** The registry sweep's deps, or undefined when the function has no registry (then checkKeyRotations is the whole run). */
+  sweepDeps(scope: { logger: Logger; metrics: Metrics }): SweepDeps | undefined {
+    const { sweep } = this.config;
+    if (!sweep) return undefined;
+    const stage = requiredEnv(this.config.stage, 'ACCTOPS_STAGE');
+    const { directory: _all, ...rest } = this.doctorDeps(scope);
+    const directory = taggedKeyDirectory(this.store(), { stage });
+    return {
+      ...rest,
+      index: new DynamoDbRotationCheckIndex({ client: new DynamoDBClient({}), tableName: sweep.registryTableName }),
+      describeCompanySecret: describeByNameOrTag({ store: this.store(), directory, nameOf: (companyId) => companyKeySecretName(stage, companyId) }),
+      queue: sweep.queueUrl === undefined ? undefined : new SqsRotationCheckQueue({ queueUrl: sweep.queueUrl }),
+    };
+  }
+
+  /** The sweep's thresholds, from the environment: part of sweepKeyRotations' input. */
+  sweepSettings(): SweepSettings {
+    return { ...this.doctorSettings(), inlineLimit: this.config.sweep?.inlineLimit };
   }
 
   private revocationScheduler(): EventBridgeRevocationScheduler {

@@ -7,6 +7,7 @@ import { DynamoDbRegistryTable } from './dynamodb-company-registry';
 import { DynamoDbTokenStore } from './dynamodb-token-store';
 import { LambdaFunctionInvoker } from './function-invoker';
 import { EventBridgeRevocationScheduler } from './revocation-scheduler';
+import { AwsSecretProvisioner } from './secret-provisioner';
 import { AwsSecretStore } from './secrets-manager';
 import { readStackOutputs } from './stack-outputs';
 
@@ -66,6 +67,11 @@ export class OperatorClients {
 
   secrets(): AwsSecretStore {
     return new AwsSecretStore(this.config);
+  }
+
+  /** CreateSecret, RotateSecret, CancelRotateSecret, DeleteSecret, RestoreSecret (`keys install`, `companies remove|restore`). */
+  secretLifecycle(): AwsSecretProvisioner {
+    return new AwsSecretProvisioner(this.config);
   }
 
   tokenStore(tableName: string): DynamoDbTokenStore {

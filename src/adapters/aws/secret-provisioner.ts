@@ -1,5 +1,17 @@
-import { CreateSecretCommand, ResourceExistsException, SecretsManagerClient, type SecretsManagerClientConfig } from '@aws-sdk/client-secrets-manager';
-import { SecretStoreError, SecretVersionConflictError } from '../../core/ports/secrets';
+import {
+  CancelRotateSecretCommand,
+  CreateSecretCommand,
+  DeleteSecretCommand,
+  ResourceExistsException,
+  RestoreSecretCommand,
+  RotateSecretCommand,
+  SecretsManagerClient,
+  type SecretsManagerClientConfig,
+} from '@aws-sdk/client-secrets-manager';
+import { randomUUID } from 'node:crypto';
+import type { SecretLifecycle } from '../../core/api-keys';
+import { type SecretDescription, SecretNotFoundError, SecretStage, SecretStoreError, SecretVersionConflictError } from '../../core/ports/secrets';
+import { AwsSecretStore, toStoreError } from './secrets-manager';
 
 export interface NewSecret {
   name: string;
@@ -7,20 +19,82 @@ export interface NewSecret {
   value: string;
   description?: string;
   tags?: Record<string, string>;
+  /** The customer-managed key (the stack's SecretsKey); absent: aws/secretsmanager. */
+  kmsKeyId?: string;
 }
 
 /**
- * Creates secrets (CreateSecret with tags). The SecretStore port reads and rotates secrets that
- * exist; creating them is the deployment's job in AWS, and this adapter's only for the CLI's local
- * mode, which provisions its own secrets in the Secrets Manager emulator the way the stack would.
+ * Creates, retires and restores secrets (CreateSecret with tags, RotateSecret, CancelRotateSecret,
+ * DeleteSecret with a recovery window, RestoreSecret): the SecretLifecycle of `acctops keys install`
+ * and `companies remove|restore` (src/core/api-keys/key-provisioning.ts), in AWS and against the
+ * local mode's emulator. The SecretStore port reads and rotates secrets that exist.
  */
-export class AwsSecretProvisioner {
+export class AwsSecretProvisioner implements SecretLifecycle {
   private readonly client: SecretsManagerClient;
+  private readonly store: AwsSecretStore;
 
   constructor(clientOrConfig: SecretsManagerClient | SecretsManagerClientConfig = {}) {
     this.client = clientOrConfig instanceof SecretsManagerClient ? clientOrConfig : new SecretsManagerClient(clientOrConfig);
+    this.store = new AwsSecretStore(this.client);
   }
 
+  async describe(secretId: string): Promise<SecretDescription | undefined> {
+    try {
+      return await this.store.describeSecret(secretId);
+    } catch (error) {
+      if (error instanceof SecretNotFoundError) return undefined;
+      throw error;
+    }
+  }
+
+  async readCurrent(secretId: string): Promise<string> {
+    return (await this.store.readSecret(secretId, { stage: SecretStage.current })).value;
+  }
+
+  async create(input: NewSecret): Promise<{ arn: string }> {
+    return this.createSecret(input);
+  }
+
+  async putCurrent(secretId: string, value: string): Promise<void> {
+    await this.store.putSecretValue(secretId, { value, clientRequestToken: randomUUID() });
+  }
+
+  async enableRotation(secretId: string, input: { lambdaArn: string; automaticallyAfterDays: number }): Promise<void> {
+    await this.call('RotateSecret', secretId, () =>
+      this.client.send(
+        new RotateSecretCommand({
+          SecretId: secretId,
+          RotationLambdaARN: input.lambdaArn,
+          RotationRules: { AutomaticallyAfterDays: input.automaticallyAfterDays },
+          // The key was checked at the service just now; the first rotation comes on schedule.
+          RotateImmediately: false,
+        }),
+      ),
+    );
+  }
+
+  async cancelRotation(secretId: string): Promise<void> {
+    await this.call('CancelRotateSecret', secretId, () => this.client.send(new CancelRotateSecretCommand({ SecretId: secretId })));
+  }
+
+  async scheduleDeletion(secretId: string, recoveryWindowDays: number): Promise<{ deletionDate?: number }> {
+    const out = await this.call('DeleteSecret', secretId, () => this.client.send(new DeleteSecretCommand({ SecretId: secretId, RecoveryWindowInDays: recoveryWindowDays })));
+    return out.DeletionDate ? { deletionDate: out.DeletionDate.getTime() } : {};
+  }
+
+  async restore(secretId: string): Promise<void> {
+    await this.call('RestoreSecret', secretId, () => this.client.send(new RestoreSecretCommand({ SecretId: secretId })));
+  }
+
+  private async call<T>(operation: string, secretId: string, send: () => Promise<T>): Promise<T> {
+    try {
+      return await send();
+    } catch (error) {
+      throw toStoreError(operation, secretId, error);
+    }
+  }
+
+  /** CreateSecret; SecretVersionConflictError when a secret of that name exists. */
   async createSecret(secret: NewSecret): Promise<{ arn: string; versionId: string }> {
     try {
       const out = await this.client.send(
@@ -28,6 +102,7 @@ export class AwsSecretProvisioner {
           Name: secret.name,
           SecretString: secret.value,
           Description: secret.description,
+          KmsKeyId: secret.kmsKeyId,
           Tags: Object.entries(secret.tags ?? {}).map(([Key, Value]) => ({ Key, Value })),
         }),
       );

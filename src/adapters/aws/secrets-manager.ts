@@ -182,7 +182,7 @@ function toTagRecord(tags: Tag[] | undefined): Record<string, string> {
  * ARNs, no values) and is kept with the error as cause. Anything else, such as a response that
  * failed to parse, may quote the response body, which can hold the secret: only its name is kept.
  */
-function toStoreError(operation: string, secretId: string, error: unknown): SecretStoreError {
+export function toStoreError(operation: string, secretId: string, error: unknown): SecretStoreError {
   const name = error instanceof Error ? error.name : 'UnknownError';
   if (error instanceof SecretsManagerServiceException) {
     const message = `Secrets Manager ${operation} failed for ${secretId}: ${name}: ${error.message}`;

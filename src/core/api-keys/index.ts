@@ -1,4 +1,4 @@
-// API-key rotation through Secrets Manager (docs/architecture.md, "Key rotation").
+// API-key rotation through Secrets Manager (docs/key-rotation.md).
 export {
   type CompanyKeySecret,
   companyKeySecretSchema,
@@ -14,6 +14,7 @@ export {
   type CompanyKeyEntry,
   CompanyKeyNotFoundError,
   taggedKeyDirectory,
+  companyKeySecretName,
 } from './key-directory';
 export { CompanyApiKeys, type CompanyApiKeysOptions } from './company-api-keys';
 export {
@@ -54,5 +55,36 @@ export {
   type DoctorDeps,
   FINDING_EVENT_TYPE,
   checkKeyRotations,
+  examineCompanies,
+  reportDoctorRun,
 } from './rotation-doctor';
+export {
+  type DueReason,
+  type RotationCandidate,
+  type RotationCheckIndex,
+  type QueuedCheck,
+  queuedCheckSchema,
+  type RotationCheckQueue,
+  type SweepDeps,
+  type SweepSettings,
+  type SweepReport,
+  dueReason,
+  sweepKeyRotations,
+  type QueuedBatchResult,
+  checkQueuedCompanies,
+  describeByNameOrTag,
+  registeredKeyDirectory,
+} from './rotation-sweep';
 export { type KeyStatus, type KeyStatusDeps, keyStatus, type RotateNowResult, type RotateNowDeps, rotateNow } from './key-status';
+export {
+  type SecretLifecycle,
+  type CompanyKeySecretTarget,
+  type SecretOutcome,
+  type RotationOutcome,
+  type InstallOutcome,
+  RECOVERY_WINDOW_DAYS,
+  CompanyKeyProvisioningError,
+  installCompanyKeySecret,
+  type RetireOutcome,
+  retireCompanyKeySecret,
+} from './key-provisioning';

@@ -82,3 +82,13 @@ export function taggedKeyDirectory(store: Pick<SecretStore, 'listSecretsByTag'>,
     },
   };
 }
+
+/**
+ * The name of a company's key secret, as the stack (cdk.json companies) and `acctops keys install`
+ * (run-time companies) create it. The IAM statements conditioned on the stage tag are also scoped to
+ * this prefix, and the rotation doctor describes a company's secret by this name (one call, no
+ * listing). An imported secret (cdk.json `existingSecretArn`) has another name and is found by tag.
+ */
+export function companyKeySecretName(stage: string, companyId: string): string {
+  return `acctops/${stage}/company/${companyId.toLowerCase()}/api-key`;
+}

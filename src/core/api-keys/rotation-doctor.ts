@@ -13,7 +13,7 @@ import { listKeys, rotationTokenOf } from './rotation';
 /**
  * The rotation doctor: a scheduled check of every company key secret against the service. It
  * repairs what is safe to repair and reports the rest (an event per finding, a metric that an
- * alarm watches). See docs/architecture.md, "Key rotation".
+ * alarm watches). See docs/key-rotation.md, "The rotation doctor".
  */
 
 export type FindingType =
@@ -30,7 +30,9 @@ export type FindingType =
   /** Rotation is not enabled on the secret. Reported. */
   | 'rotation_disabled'
   /** The company could not be checked (unreadable secret, current key refused, service down). Reported. */
-  | 'check_failed';
+  | 'check_failed'
+  /** A registered, active company has no key secret of this stage (`acctops keys install` not run). Reported. */
+  | 'key_missing';
 
 export interface Finding {
   type: FindingType;
@@ -86,30 +88,36 @@ const DAY = 24 * HOUR;
 
 export async function checkKeyRotations(deps: DoctorDeps, settings: DoctorSettings): Promise<DoctorReport> {
   const now = deps.clock.now();
-  const s = {
-    graceMs: settings.graceMs,
-    stuckPendingAfterMs: settings.stuckPendingAfterMs ?? HOUR,
-    expiryWarningMs: settings.expiryWarningMs ?? 14 * DAY,
-    overdueAfterMs: settings.overdueAfterMs ?? DAY,
-    revocationSlackMs: settings.revocationSlackMs ?? 15 * 60_000,
-    repair: settings.repair ?? true,
-  };
-  const pendingRevocations = new Map<string, Revocation>();
-  for await (const revocation of deps.scheduler.pending()) pendingRevocations.set(revocation.apiKeyId, revocation);
-
   // Keys belong to companies, not to secrets: a key is an orphan only if no secret of its company
   // references it, so the secrets are checked company by company.
   const byCompany = new Map<string, CompanyKeyEntry[]>();
   for await (const entry of deps.directory.list()) byCompany.set(entry.companyId, [...(byCompany.get(entry.companyId) ?? []), entry]);
+  const findings = await examineCompanies(deps, settings, byCompany, now);
+  return reportDoctorRun(deps, { checkedAt: now, companies: byCompany.size, findings });
+}
 
+/** The full check of the given companies' secrets (values included): the findings, not yet reported. */
+export async function examineCompanies(
+  deps: Omit<DoctorDeps, 'directory'>,
+  settings: DoctorSettings,
+  byCompany: ReadonlyMap<string, CompanyKeyEntry[]>,
+  now: number = deps.clock.now(),
+): Promise<Finding[]> {
+  const s = resolveSettings(settings);
+  const pendingRevocations = new Map<string, Revocation>();
+  if (byCompany.size > 0) for await (const revocation of deps.scheduler.pending()) pendingRevocations.set(revocation.apiKeyId, revocation);
   const findings: Finding[] = [];
   for (const [companyId, entries] of byCompany) {
     const found: Finding[] = [];
     await checkCompany(entries, { deps, settings: s, now, pendingRevocations, found, log: deps.logger.child({ companyId }) });
     findings.push(...found);
   }
-  const companies = byCompany.size;
+  return findings;
+}
 
+/** Metrics, logs and events of a run's findings; the report as given. */
+export async function reportDoctorRun<R extends DoctorReport>(deps: Pick<DoctorDeps, 'events' | 'logger' | 'metrics'>, report: R): Promise<R> {
+  const { findings } = report;
   const unrepaired = findings.filter((f) => !f.repaired);
   for (const finding of findings) deps.metrics.withDimensions({ Finding: finding.type }).add('RotationFindings', 1);
   // Emitted every run, zero included, so that the alarm on it sees data rather than a gap.
@@ -120,15 +128,26 @@ export async function checkKeyRotations(deps: DoctorDeps, settings: DoctorSettin
     else deps.logger.warn('rotation doctor finding', { ...finding });
   }
   if (deps.events && findings.length > 0) {
-    const events: DomainEvent[] = findings.map((f) => ({ type: FINDING_EVENT_TYPE, time: now, detail: { ...f } }));
+    const events: DomainEvent[] = findings.map((f) => ({ type: FINDING_EVENT_TYPE, time: report.checkedAt, detail: { ...f } }));
     await deps.events.publish(events);
   }
-  deps.logger.info('rotation doctor finished', { companies, findings: findings.length, unrepaired: unrepaired.length });
-  return { checkedAt: now, companies, findings };
+  deps.logger.info('rotation doctor finished', { companies: report.companies, findings: findings.length, unrepaired: unrepaired.length });
+  return report;
+}
+
+function resolveSettings(settings: DoctorSettings): Required<DoctorSettings> {
+  return {
+    graceMs: settings.graceMs,
+    stuckPendingAfterMs: settings.stuckPendingAfterMs ?? HOUR,
+    expiryWarningMs: settings.expiryWarningMs ?? 14 * DAY,
+    overdueAfterMs: settings.overdueAfterMs ?? DAY,
+    revocationSlackMs: settings.revocationSlackMs ?? 15 * 60_000,
+    repair: settings.repair ?? true,
+  };
 }
 
 interface CheckContext {
-  deps: DoctorDeps;
+  deps: Omit<DoctorDeps, 'directory'>;
   settings: Required<DoctorSettings>;
   now: number;
   pendingRevocations: Map<string, Revocation>;
@@ -157,7 +176,7 @@ async function checkCompany(entries: CompanyKeyEntry[], ctx: CheckContext): Prom
       states.push(await checkSecret(entry, ctx));
     } catch (error) {
       ctx.log.error('company key secret check failed', { secret: entry.name, error });
-      ctx.found.push({ type: 'check_failed', companyId: entry.companyId, secret: entry.name, repaired: false, detail: describeError(error) });
+      ctx.found.push({ type: 'check_failed', companyId: entry.companyId, secret: entry.name, repaired: false, detail: describeDoctorError(error) });
     }
   }
   // Without every secret's references, no key can be known to be unreferenced.
@@ -166,7 +185,7 @@ async function checkCompany(entries: CompanyKeyEntry[], ctx: CheckContext): Prom
     await checkKeys(states, ctx);
   } catch (error) {
     ctx.log.error('company keys check failed', { error });
-    ctx.found.push({ type: 'check_failed', companyId: entries[0]!.companyId, secret: entries[0]!.name, repaired: false, detail: describeError(error) });
+    ctx.found.push({ type: 'check_failed', companyId: entries[0]!.companyId, secret: entries[0]!.name, repaired: false, detail: describeDoctorError(error) });
   }
 }
 
@@ -330,7 +349,7 @@ function ageText(ms: number): string {
   return `${Math.max(0, Math.floor(ms / 60_000))} min`;
 }
 
-function describeError(error: unknown): string {
+export function describeDoctorError(error: unknown): string {
   // Our errors never hold a key, but the detail also goes into events, which the logger does not redact.
   if (error instanceof Error) return redactString(`${error.name}: ${error.message}`);
   return 'unknown error';

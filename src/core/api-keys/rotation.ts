@@ -16,8 +16,8 @@ import {
 import { type RevocationScheduler } from './revocation';
 
 /**
- * Rotation of a company API key through Secrets Manager's four-step protocol (docs/architecture.md,
- * "Key rotation"). Every step is safe to run again: Secrets Manager retries, and a crashed run
+ * Rotation of a company API key through Secrets Manager's four-step protocol (docs/key-rotation.md,
+ * "The four steps"). Every step is safe to run again: Secrets Manager retries, and a crashed run
  * continues from where it stopped.
  */
 

@@ -4,7 +4,7 @@ import { AcctopsError, issuesFromZod, parseWith, ValidationError, type FieldIssu
 import type { Logger } from '../shared/logger';
 
 /**
- * The company registry (issue 15, docs/architecture.md "Company registry"): the companies a stage
+ * The company registry (issue 15, docs/fleet.md): the companies a stage
  * exports and rotates keys for, added and removed at run time by `acctops companies`, not by a
  * deploy. DynamoDB in AWS (one item per company), a JSON file in local mode.
  *

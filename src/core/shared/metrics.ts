@@ -1,11 +1,11 @@
-import { systemClock, type Clock } from './clock';
 import { AcctopsError } from './errors';
-import { redactString } from './redact';
 
 /**
  * Metrics are a port so that use cases count what happened (refreshes, failures, rows exported)
- * without knowing where numbers go: CloudWatch through EMF in Lambda, memory in tests, nowhere
- * in the CLI.
+ * without knowing where numbers go: CloudWatch's embedded metric format through Powertools in
+ * Lambda (functions/_shared/powertools-metrics.ts), memory in tests, nowhere in the CLI. The wire
+ * format lives out there, not here; what stays here are the names and limits that every
+ * implementation checks alike, so that a test with MemoryMetrics fails where CloudWatch would.
  */
 export interface Metrics {
   /**
@@ -54,9 +54,7 @@ export type MetricDimensions = Readonly<Record<string, string>>;
 /** Every acctops metric lives in this CloudWatch namespace; alarms refer to it. */
 export const METRICS_NAMESPACE = 'Acctops';
 
-// Limits of the embedded metric format and of CloudWatch (MetricDatum, Dimension).
-const MAX_METRICS_PER_DOCUMENT = 100;
-const MAX_VALUES_PER_METRIC = 100;
+// CloudWatch's limit of dimensions per metric (MetricDatum).
 const MAX_DIMENSIONS = 30;
 
 /** A metric call that CloudWatch would reject: a programming error, found by tests. */
@@ -66,7 +64,7 @@ export class MetricsError extends AcctopsError {
   }
 }
 
-function checkName(name: string, dimensions: MetricDimensions): void {
+export function checkMetricName(name: string, dimensions: MetricDimensions): void {
   if (name.length < 1 || name.length > 255 || name.startsWith(':')) {
     throw new MetricsError(`metric name must be 1 to 255 characters and not start with a colon: "${name}"`);
   }
@@ -75,11 +73,11 @@ function checkName(name: string, dimensions: MetricDimensions): void {
   }
 }
 
-function checkValue(name: string, value: number): void {
+export function checkMetricValue(name: string, value: number): void {
   if (!Number.isFinite(value)) throw new MetricsError(`metric "${name}" needs a finite number`);
 }
 
-function mergeDimensions(base: MetricDimensions, extra: MetricDimensions): MetricDimensions {
+export function mergeDimensions(base: MetricDimensions, extra: MetricDimensions): MetricDimensions {
   const merged = { ...base, ...extra };
   const keys = Object.keys(merged);
   if (keys.length > MAX_DIMENSIONS) throw new MetricsError(`at most ${MAX_DIMENSIONS} dimensions per metric`);
@@ -92,149 +90,6 @@ function mergeDimensions(base: MetricDimensions, extra: MetricDimensions): Metri
   return merged;
 }
 
-interface Series {
-  unit: MetricUnit;
-  values: number[];
-}
-
-interface Group {
-  dimensions: MetricDimensions;
-  series: Map<string, Series>;
-}
-
-/** One buffer shared by a root EmfMetrics and every `withDimensions` view of it. */
-class MetricBuffer {
-  readonly groups = new Map<string, Group>();
-
-  add(dimensions: MetricDimensions, name: string, value: number, unit: MetricUnit): void {
-    const key = JSON.stringify(Object.entries(dimensions).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-    let group = this.groups.get(key);
-    if (!group) {
-      group = { dimensions, series: new Map() };
-      this.groups.set(key, group);
-    }
-    const series = group.series.get(name);
-    if (series) series.values.push(value);
-    else group.series.set(name, { unit, values: [value] });
-  }
-}
-
-export interface EmfMetricsOptions {
-  /**
-   * CloudWatch namespace.
-   * @default METRICS_NAMESPACE
-   */
-  namespace?: string;
-  /**
-   * Dimensions of every metric, e.g. `{ Stage: 'production', Function: 'token-worker' }`.
-   * @default {}
-   */
-  dimensions?: MetricDimensions;
-  /**
-   * Extra root members of every document: searchable in Logs Insights, not dimensions (no cost
-   * per distinct value), e.g. the correlation id.
-   * @default {}
-   */
-  properties?: Readonly<Record<string, string | number | boolean>>;
-  /**
-   * Where each JSON document goes. In Lambda it must be raw stdout: with the JSON log format,
-   * Lambda wraps console.* output in its own object, and CloudWatch would no longer find `_aws`
-   * at the root.
-   * @default process.stdout.write
-   */
-  sink?: (line: string) => void;
-  /** @default systemClock */
-  clock?: Clock;
-}
-
-/**
- * CloudWatch Embedded Metric Format: each flush writes JSON documents whose `_aws` member tells
- * CloudWatch Logs which root members are metrics and which are dimensions. No API call, no
- * credentials, no latency; the log line is the metric.
- */
-export class EmfMetrics implements Metrics {
-  private readonly namespace: string;
-  private readonly dimensions: MetricDimensions;
-  private readonly properties: Readonly<Record<string, string | number | boolean>>;
-  private readonly sink: (line: string) => void;
-  private readonly clock: Clock;
-  private readonly buffer: MetricBuffer;
-
-  /** `buffer` is internal: views made by `withDimensions` share their root's. */
-  constructor(options: EmfMetricsOptions = {}, buffer: MetricBuffer = new MetricBuffer()) {
-    this.namespace = options.namespace ?? METRICS_NAMESPACE;
-    this.dimensions = mergeDimensions({}, options.dimensions ?? {});
-    this.properties = options.properties ?? {};
-    this.sink = options.sink ?? ((line) => process.stdout.write(`${line}\n`));
-    this.clock = options.clock ?? systemClock;
-    this.buffer = buffer;
-  }
-
-  add(name: string, value: number, unit: MetricUnit = 'Count'): void {
-    checkName(name, this.dimensions);
-    if (Object.hasOwn(this.properties, name)) {
-      throw new MetricsError(`metric name "${name}" collides with a property of the same name`);
-    }
-    checkValue(name, value);
-    this.buffer.add(this.dimensions, name, value, unit);
-  }
-
-  withDimensions(dimensions: MetricDimensions): Metrics {
-    return new EmfMetrics(
-      {
-        namespace: this.namespace,
-        dimensions: mergeDimensions(this.dimensions, dimensions),
-        properties: this.properties,
-        sink: this.sink,
-        clock: this.clock,
-      },
-      this.buffer,
-    );
-  }
-
-  flush(): void {
-    const timestamp = this.clock.now();
-    for (const group of this.buffer.groups.values()) {
-      for (const document of this.documents(group, timestamp)) this.sink(JSON.stringify(document));
-    }
-    this.buffer.groups.clear();
-  }
-
-  /** Splits a group so that no document exceeds 100 metrics nor any metric 100 values. */
-  private *documents(group: Group, timestamp: number): Generator<Record<string, unknown>> {
-    const pending = [...group.series.entries()].map(([name, s]) => ({ name, unit: s.unit, values: [...s.values] }));
-    const dimensionMembers: Record<string, string> = {};
-    for (const [key, value] of Object.entries(group.dimensions)) dimensionMembers[key] = redactString(value);
-    const propertyMembers: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(this.properties)) {
-      propertyMembers[key] = typeof value === 'string' ? redactString(value) : value;
-    }
-    while (pending.some((p) => p.values.length > 0)) {
-      const batch = pending.filter((p) => p.values.length > 0).slice(0, MAX_METRICS_PER_DOCUMENT);
-      const members: Record<string, number | number[]> = {};
-      for (const metric of batch) {
-        const values = metric.values.splice(0, MAX_VALUES_PER_METRIC);
-        members[metric.name] = values.length === 1 ? values[0]! : values;
-      }
-      yield {
-        _aws: {
-          Timestamp: timestamp,
-          CloudWatchMetrics: [
-            {
-              Namespace: this.namespace,
-              Dimensions: [Object.keys(group.dimensions)],
-              Metrics: batch.map((m) => ({ Name: m.name, Unit: m.unit })),
-            },
-          ],
-        },
-        ...propertyMembers,
-        ...dimensionMembers,
-        ...members,
-      };
-    }
-  }
-}
-
 export interface RecordedMetric {
   readonly name: string;
   readonly value: number;
@@ -242,7 +97,7 @@ export interface RecordedMetric {
   readonly dimensions: MetricDimensions;
 }
 
-/** Keeps every value in `recorded`, for assertions. Validates names like EmfMetrics does. */
+/** Keeps every value in `recorded`, for assertions. Validates names like the Lambda adapter does. */
 export class MemoryMetrics implements Metrics {
   constructor(
     readonly recorded: RecordedMetric[] = [],
@@ -251,8 +106,8 @@ export class MemoryMetrics implements Metrics {
   ) {}
 
   add(name: string, value: number, unit: MetricUnit = 'Count'): void {
-    checkName(name, this.dimensions);
-    checkValue(name, value);
+    checkMetricName(name, this.dimensions);
+    checkMetricValue(name, value);
     this.recorded.push({ name, value, unit, dimensions: this.dimensions });
   }
 

@@ -129,7 +129,7 @@ export interface RevokeResult {
 
 /**
  * The user-token use cases, written against ports: onboard, refresh (one user or a batch, single
- * flight per user), verify, recover and revoke. See docs/architecture.md, "Token lifecycle".
+ * flight per user), verify, recover and revoke. See docs/tokens.md.
  *
  * Every change to an existing record happens under the user's lease and ends it with a
  * compare-and-swap (TokenStore), so a refresh, a recovery and a revocation never interleave.

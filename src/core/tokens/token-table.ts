@@ -6,7 +6,7 @@
  *
  * The `due` index is sparse and KEYS_ONLY: only active records carry `dueShard`/`dueAt`, and the
  * index holds keys, never tokens. Taking or releasing a lease does not touch the index at all.
- * See docs/architecture.md, "Token store".
+ * See docs/tokens.md, "Table and due index".
  */
 export const TOKEN_TABLE = {
   partitionKey: { name: 'externalId', type: 'S' },

@@ -18,7 +18,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       world = await RotationWorld.start(undefined, dialect);
     });
     afterEach(async () => {
-      // The canary scan of docs/architecture.md: no full key in any log line, ever.
+      // The canary scan of docs/security.md: no full key in any log line, ever.
       const lines = world.logger.lines.join('\n');
       for (const key of world.fullKeys()) expect(lines).not.toContain(key);
       await world.stop();

@@ -76,6 +76,18 @@ describe.each(ledgers)('run ledger contract: %s', (_name, make) => {
     expect(await ledger.expectCompany('r1', A, { kind: 'apiKey' })).toBe('taken');
   });
 
+  it('expects a page of companies at once with the same answers, and the run counts them open (one counter write)', async () => {
+    await ledger.startRun(run('r1'));
+    await ledger.expectCompany('r1', C, { kind: 'user', externalId: U1 });
+    const page = (ids: string[]) =>
+      ledger.expectCompanies ? ledger.expectCompanies('r1', ids, { kind: 'apiKey' }) : Promise.all(ids.map((id) => ledger.expectCompany('r1', id, { kind: 'apiKey' })));
+    expect(await page([A, B, C])).toEqual(['created', 'created', 'taken']);
+    expect(await page([A, B])).toEqual(['mine', 'mine']);
+    expect(await ledger.settleCompany('r1', A, 'completed')).toEqual({ mayBeFinished: false });
+    expect(await ledger.settleCompany('r1', C, 'completed')).toEqual({ mayBeFinished: false });
+    expect(await ledger.settleCompany('r1', B, 'failed')).toEqual({ mayBeFinished: true });
+  });
+
   it('tallies exactly, says when the run may be finished, and lets a late success replace a failure (never the reverse)', async () => {
     await ledger.startRun(run('r1'));
     for (const company of [A, B, C]) await ledger.expectCompany('r1', company, { kind: 'apiKey' });

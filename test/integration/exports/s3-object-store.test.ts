@@ -79,6 +79,23 @@ describe('S3ObjectStore against s3rver', () => {
     expect(await store.head('failed/body.bin')).toBeUndefined();
   });
 
+  it('stores an empty stream, and a stream of exactly one part, byte for byte; refuses parts below S3\'s minimum', async () => {
+    const client = s3.client();
+    const { commands: counts } = instrumentS3(client);
+    const store = new S3ObjectStore({ client, bucket: BUCKET, partSize: 5 * MiB });
+    await store.putStream('edge/empty.bin', Readable.from([]));
+    const exact = randomBytes(5 * MiB);
+    // Odd chunk sizes, so that part boundaries fall inside chunks.
+    const chunks = [];
+    for (let offset = 0; offset < exact.length; offset += 333_333) chunks.push(exact.subarray(offset, offset + 333_333));
+    await store.putStream('edge/exact.bin', Readable.from(chunks));
+
+    expect((await store.get('edge/empty.bin'))?.byteLength).toBe(0);
+    expect(Buffer.from((await store.get('edge/exact.bin'))!).equals(exact)).toBe(true);
+    expect(counts.get('UploadPartCommand')).toBe(1);
+    expect(() => new S3ObjectStore({ client, bucket: BUCKET, partSize: 5 * MiB - 1 })).toThrow(/partSize/);
+  });
+
   it('refuses unsafe keys before sending anything', async () => {
     const store = new S3ObjectStore({ client: s3.client(), bucket: BUCKET });
     await expect(store.putObject('../x', 'x')).rejects.toMatchObject({ code: 'object_key_invalid' });

@@ -142,7 +142,6 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       EXPORT_MAX_RECEIVE_COUNT: '3',
       WEBHOOK_SECRET_ARN: webhookSecret.ARN!,
       WEBHOOK_REPLAY_TABLE_NAME: REPLAY_TABLE,
-      WEBHOOK_COMPANY_IDS: `${keyed},${userOnly}`,
     });
     write = captureStdout(stdout);
     handlers.plan = loadHandler('plan-monthly-export');
@@ -336,7 +335,8 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         secrets.push(newSecret);
         await sdk.send(new PutSecretValueCommand({ SecretId: 'acctops/test/export-webhook', SecretString: newSecret }));
         const fresh = loadHandler<APIGatewayProxyStructuredResultV2>('receive-export-webhook');
-        const body = () => JSON.stringify({ id: `evt_${randomUUID()}`, companyId: userOnly, period: '2026-08' });
+        // The webhook's allowlist is the registry (a removed company, notServed, is refused above).
+        const body = () => JSON.stringify({ id: `evt_${randomUUID()}`, companyId: keyed, period: '2026-08' });
         expect((await fresh(signedEvent(body(), { secret: newSecret }), context())).statusCode).toBe(202);
         expect((await fresh(signedEvent(body(), { secret: WEBHOOK_SECRET }), context())).statusCode).toBe(202);
         undelivered();

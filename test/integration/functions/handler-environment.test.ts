@@ -32,7 +32,7 @@ const REQUIRED_AT_LOAD: Record<string, string[]> = {
   ],
   'check-monthly-export': ['EXPORT_BUCKET_NAME', 'EXPORT_EVENT_BUS_NAME', 'EXPORT_RUNS_TABLE_NAME'],
   'request-export': ['EXPORT_QUEUE_URL'],
-  'receive-export-webhook': ['EXPORT_QUEUE_URL', 'WEBHOOK_SECRET_ARN', 'WEBHOOK_REPLAY_TABLE_NAME'],
+  'receive-export-webhook': ['EXPORT_QUEUE_URL', 'WEBHOOK_SECRET_ARN', 'WEBHOOK_REPLAY_TABLE_NAME', 'COMPANY_REGISTRY_TABLE_NAME'],
 };
 
 /** What the deployed value of a reference (a table name, a queue URL, an ARN) looks like. */

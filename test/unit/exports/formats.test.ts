@@ -6,7 +6,7 @@ import { gunzipSync } from 'node:zlib';
 import { parquetMetadata, parquetReadObjects, type FileMetaData } from 'hyparquet';
 import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
 import { parseMinorUnits } from '../../../src/core/accounting-api/money';
-import { csvCell } from '../../../src/core/exports/formats/csv-writer';
+import { csvCell, TimestampFormatter } from '../../../src/core/exports/formats/csv-writer';
 import { ObjectSink, type WrittenObject } from '../../../src/core/exports/formats/object-sink';
 import { transactionsTable, type Table } from '../../../src/core/exports/formats/dataset-tables';
 import type { ExportFormat } from '../../../src/core/exports/formats/datasets';
@@ -45,6 +45,30 @@ describe('export formats', () => {
   afterEach(() => rm(root, { recursive: true, force: true }));
 
   describe('CSV', () => {
+    it('formats timestamps exactly as toISOString, in order, backwards, across days and outside years 0-9999', () => {
+      const formatter = new TimestampFormatter();
+      const values = [
+        Date.UTC(2026, 9, 31, 23, 59, 59, 999),
+        Date.UTC(2026, 10, 1, 0, 0, 0, 0),
+        Date.UTC(2026, 10, 1, 0, 0, 0, 1),
+        Date.UTC(2026, 9, 1, 12, 0, 0, 5),
+        Date.UTC(2026, 10, 1, 13, 7, 9, 42),
+        0,
+        -1,
+        -86_400_001,
+        Date.UTC(1969, 11, 31, 23, 0, 0, 0),
+        253_402_300_799_999,
+        253_402_300_800_000,
+        -62_167_219_200_001,
+      ];
+      let state = 12345;
+      for (let i = 0; i < 2000; i++) {
+        state = (state * 1103515245 + 12345) % 2 ** 31;
+        values.push(Date.UTC(2026, 9, 1) + (state % (40 * 86_400_000)) - 5 * 86_400_000);
+      }
+      for (const ms of values) expect(formatter.format(ms)).toBe(new Date(ms).toISOString());
+    });
+
     it('writes exactly the documented bytes: BOM, header, CRLF, exact decimals, ISO dates', async () => {
       const items = [
         transaction(0, { amount: -4999, valueDate: '2026-10-31T23:30:00-02:00', description: 'Paper, "A4"' }),
@@ -211,6 +235,17 @@ describe('export formats', () => {
       expect(chunk('value_date_utc').statistics).toMatchObject({ null_count: 0n });
       expect(chunk('value_date_utc').statistics!.min_value).toBeDefined();
       expect(chunk('currency').encodings).toContain('RLE_DICTIONARY');
+    });
+
+    it('keeps min/max statistics only where a row group\'s range can prune a query', async () => {
+      const { metadata } = await readBack();
+      const chunk = (name: string) => metadata.row_groups[0]!.columns.find((c) => c.meta_data!.path_in_schema[0] === name)!.meta_data!;
+      for (const name of ['value_date_offset_minutes', 'category_id', 'category_name', 'description', 'bank_account_id']) {
+        expect(chunk(name).statistics).toBeUndefined();
+      }
+      for (const name of ['value_date_local', 'value_date_utc', 'amount', 'amount_minor', 'currency']) {
+        expect(chunk(name).statistics?.min_value).toBeDefined();
+      }
     });
 
     it('keeps timestamps in UTC with the original text and offset alongside', async () => {

@@ -1,10 +1,13 @@
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import { createHandler, type Invocation } from '../../../functions/_shared/create-handler';
+import { createHandler as createLeanHandler } from '../../../functions/_shared/create-lean-handler';
+import { EmfMetrics } from '../../../functions/_shared/emf-metrics';
+import { PowertoolsMetrics } from '../../../functions/_shared/powertools-metrics';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { AcctopsError, ConfigError, ValidationError } from '../../../src/core/shared/errors';
 import { MemoryLogger } from '../../../src/core/shared/logger';
-import { EmfMetrics, MemoryMetrics } from '../../../src/core/shared/metrics';
+import { MemoryMetrics, METRICS_NAMESPACE } from '../../../src/core/shared/metrics';
 import { forgetRegisteredSecrets, registerSecret } from '../../../src/core/shared/redact';
 import { captureStdout } from '../../helpers/lambda';
 
@@ -142,7 +145,7 @@ describe('createHandler', () => {
         env: ENV,
         logger: new MemoryLogger(),
         handler: async (_event, { metrics }) => {
-          expect(metrics).toBeInstanceOf(EmfMetrics);
+          expect(metrics).toBeInstanceOf(PowertoolsMetrics);
           metrics.add('Exported', 2);
         },
       });
@@ -153,6 +156,9 @@ describe('createHandler', () => {
     const documents = written.map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(documents).toEqual([
       expect.objectContaining({
+        _aws: expect.objectContaining({
+          CloudWatchMetrics: [{ Namespace: METRICS_NAMESPACE, Dimensions: [['Stage', 'Function']], Metrics: [{ Name: 'Exported', Unit: 'Count' }] }],
+        }),
         Stage: 'test',
         Function: 'export-company',
         correlationId: 'evt-7f3a',
@@ -160,6 +166,84 @@ describe('createHandler', () => {
         Exported: 2,
       }),
     ]);
+    // Powertools' own `service` dimension would make these different metrics from the alarms'.
+    expect(documents[0]).not.toHaveProperty('service');
+  });
+
+  it('logs through Powertools by default: its standard keys, our fields, LOG_LEVEL, and redaction of every line', async () => {
+    registerSecret(CANARY);
+    const written: string[] = [];
+    const write = captureStdout(written);
+    try {
+      const lambda = createHandler({
+        eventSchema,
+        env: { ...ENV, LOG_LEVEL: 'info' },
+        createMetrics: () => new MemoryMetrics(),
+        handler: async (_event, { logger }) => {
+          logger.debug('below LOG_LEVEL');
+          logger.info(`calling with ${CANARY}`, { apiKey: CANARY, nested: { note: `Bearer ${CANARY}` }, service: 'kept' });
+          throw new AcctopsError(`refused ${CANARY}`, { code: 'auth_failed' });
+        },
+      });
+      await expect(lambda(GOOD, { ...context('req-5'), functionName: 'acctops-test-export' } as Context)).rejects.toThrow(AcctopsError);
+    } finally {
+      write.mockRestore();
+    }
+    expect(written.join('')).not.toContain(CANARY);
+    const lines = written.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.map((l) => l.message)).toEqual(['calling with [REDACTED]', 'invocation failed']);
+    expect(lines[0]).toMatchObject({
+      level: 'INFO',
+      service: 'acctops',
+      function_name: 'acctops-test-export',
+      function_request_id: 'req-5',
+      correlation_id: 'evt-7f3a',
+      correlationId: 'evt-7f3a',
+      requestId: 'req-5',
+      stage: 'test',
+      function: 'export-company',
+      apiKey: '[REDACTED]',
+      nested: { note: 'Bearer [REDACTED]' },
+      field_service: 'kept',
+    });
+    expect(typeof lines[0]!.timestamp).toBe('string');
+    expect(lines[1]).toMatchObject({
+      level: 'ERROR',
+      error: { name: 'AcctopsError', code: 'auth_failed', message: 'refused [REDACTED]' },
+      stack: expect.stringContaining('AcctopsError'),
+    });
+  });
+
+  it('without Powertools (create-lean-handler): our JSON logger and EMF writer, same names, dimensions and redaction', async () => {
+    registerSecret(CANARY);
+    const written: string[] = [];
+    const write = captureStdout(written);
+    try {
+      const lambda = createLeanHandler({
+        eventSchema,
+        env: ENV,
+        handler: async (_event, { logger, metrics }) => {
+          expect(metrics).toBeInstanceOf(EmfMetrics);
+          metrics.add('Exported', 2);
+          logger.warn(`saw ${CANARY}`, { apiKey: CANARY });
+        },
+      });
+      await lambda(GOOD, context('req-3'));
+    } finally {
+      write.mockRestore();
+    }
+    expect(written.join('')).not.toContain(CANARY);
+    const lines = written.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        _aws: expect.objectContaining({ CloudWatchMetrics: [{ Namespace: METRICS_NAMESPACE, Dimensions: [['Stage', 'Function']], Metrics: [{ Name: 'Exported', Unit: 'Count' }] }] }),
+        Stage: 'test',
+        Function: 'export-company',
+        correlationId: 'evt-7f3a',
+        Exported: 2,
+      }),
+    );
+    expect(lines).toContainEqual(expect.objectContaining({ level: 'warn', message: 'saw [REDACTED]', apiKey: '[REDACTED]', requestId: 'req-3', correlationId: 'evt-7f3a' }));
   });
 
   it('fails at init, naming the variable, when the function is misconfigured', () => {

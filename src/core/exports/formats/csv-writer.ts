@@ -30,6 +30,10 @@ const SPECIAL = /^[=+\-@\t\r]|[",;\r\n]/;
 
 export class CsvWriter implements RecordWriter {
   private pending: string;
+  /** The last row's currency and its fraction digits: a month is nearly always one currency. */
+  private lastCurrency: string | undefined;
+  private lastDigits = 2;
+  private readonly timestamps = new TimestampFormatter();
 
   constructor(
     private readonly sink: ObjectSink,
@@ -44,7 +48,10 @@ export class CsvWriter implements RecordWriter {
       const column = this.columns[i]!;
       if (i > 0) line += ',';
       const value = row[column.name] ?? null;
-      line += column.kind === 'decimal' && value !== null ? formatMinorUnits(value as bigint, digitsOf(row, column)) : csvCell(column.kind, value);
+      if (value === null) continue;
+      if (column.kind === 'decimal') line += formatMinorUnits(value as bigint, this.digitsOf(row, column));
+      else if (column.kind === 'timestamp') line += this.timestamps.format(value as number);
+      else line += csvCell(column.kind, value);
     }
     this.pending += `${line}\r\n`;
     return this.pending.length >= CHUNK_CHARS ? this.flush() : undefined;
@@ -66,12 +73,46 @@ export class CsvWriter implements RecordWriter {
     }
     return this.sink.ready();
   }
+
+  private digitsOf(row: Row, column: TableColumn): number {
+    const currency = column.currency === undefined ? undefined : row[column.currency];
+    if (typeof currency !== 'string') return 2;
+    if (currency !== this.lastCurrency) {
+      this.lastDigits = minorUnitDigits(currency);
+      this.lastCurrency = currency;
+    }
+    return this.lastDigits;
+  }
 }
 
-function digitsOf(row: Row, column: TableColumn): number {
-  const currency = column.currency === undefined ? undefined : row[column.currency];
-  return typeof currency === 'string' ? minorUnitDigits(currency) : 2;
+const DAY_MS = 86_400_000;
+
+/**
+ * `new Date(ms).toISOString()` for the timestamps of one export, which arrive roughly in order: the
+ * date part is kept while the day stays the same and the time of day is written by hand, without
+ * a Date object per cell. Anything outside years 0000-9999 goes to toISOString.
+ */
+export class TimestampFormatter {
+  private dayStart = Number.NaN;
+  private datePart = '';
+
+  format(ms: number): string {
+    let offset = ms - this.dayStart;
+    if (!(offset >= 0 && offset < DAY_MS) || !Number.isInteger(ms)) {
+      const iso = new Date(ms).toISOString();
+      if (iso.length !== 24) return iso;
+      this.dayStart = ms - (ms % DAY_MS + DAY_MS) % DAY_MS;
+      this.datePart = iso.slice(0, 11);
+      offset = ms - this.dayStart;
+    }
+    const millis = offset % 1000;
+    const seconds = (offset - millis) / 1000;
+    return `${this.datePart}${TWO[(seconds / 3600) | 0]}:${TWO[((seconds / 60) | 0) % 60]}:${TWO[seconds % 60]}.${THREE[millis]}Z`;
+  }
 }
+
+const TWO = Array.from({ length: 60 }, (_, i) => String(i).padStart(2, '0'));
+const THREE = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
 
 /** One CSV field. Only `text` cells can carry a formula: generated numbers and dates never do. */
 export function csvCell(kind: ColumnKind, value: Cell): string {

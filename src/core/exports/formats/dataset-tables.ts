@@ -33,6 +33,12 @@ export interface TableColumn {
    * PLAIN without min/max statistics instead of sampling for a dictionary and comparing every value.
    */
   readonly unique?: boolean;
+  /**
+   * Parquet min/max statistics (default true). Off where a row group's range can never prune a
+   * query: random GUIDs, free text and names span the whole range in every group of 10,000 rows,
+   * and nobody filters on an offset. Each costs a comparison per value in the writer.
+   */
+  readonly statistics?: boolean;
   /** `decimal` columns: the column holding the row's currency, which sets the minor-unit exponent. */
   readonly currency?: string;
 }
@@ -70,6 +76,7 @@ const DECIMAL_LIMIT = 10n ** BigInt(DECIMAL_PRECISION);
 const col = (name: string, kind: ColumnKind, required = false): TableColumn => ({ name, kind, required });
 const decimalCol = (name: string, currency: string, required = false): TableColumn => ({ name, kind: 'decimal', required, currency });
 const uniqueCol = (name: string, kind: ColumnKind): TableColumn => ({ name, kind, required: true, unique: true });
+const unrangedCol = (name: string, kind: ColumnKind, required = false): TableColumn => ({ name, kind, required, statistics: false });
 
 export const transactionsTable: Table<ExportTransaction> = {
   dataset: 'transactions',
@@ -79,15 +86,15 @@ export const transactionsTable: Table<ExportTransaction> = {
     // The text keeps the API's offset; range queries use value_date_utc, which keeps its statistics.
     uniqueCol('value_date', 'text'),
     col('value_date_utc', 'timestamp', true),
-    col('value_date_offset_minutes', 'integer', true),
+    unrangedCol('value_date_offset_minutes', 'integer', true),
     decimalCol('amount', 'currency', true),
     col('amount_minor', 'integer', true),
     col('currency', 'text', true),
     col('cashflow_type', 'text'),
-    col('category_id', 'text'),
-    col('category_name', 'text'),
-    col('description', 'text'),
-    col('bank_account_id', 'text'),
+    unrangedCol('category_id', 'text'),
+    unrangedCol('category_name', 'text'),
+    unrangedCol('description', 'text'),
+    unrangedCol('bank_account_id', 'text'),
   ],
   totals: { amount: 'amount_minor', currency: 'currency', cashflowType: 'cashflow_type' },
   row({ parsed: t }, context) {

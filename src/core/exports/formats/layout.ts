@@ -10,6 +10,7 @@ import { FORMAT_FILES } from './writers';
  *
  *   exports/company=<publicId>/period=<YYYY-MM>/_manifest.json                         the commit point
  *   exports/company=<publicId>/period=<YYYY-MM>/<dataset>/run=<runId>/part-00000.<ext>  data, per run
+ *                                                                    part-0000N.<ext>  part N of a split month
  *   exports/company=<publicId>/period=<YYYY-MM>/<dataset>/_symlink/symlink.txt          Athena's view
  */
 export const EXPORT_ROOT = 'exports';
@@ -44,8 +45,9 @@ export function manifestKey(company: string, period: Period): string {
   return `${periodPrefix(company, period)}${MANIFEST_NAME}`;
 }
 
-export function dataKey(company: string, period: Period, dataset: DatasetName, runId: string, format: ExportFormat): string {
-  return `${periodPrefix(company, period)}${dataset}/run=${runId}/part-00000.${FORMAT_FILES[format].extension}`;
+/** `part` numbers the files of a month split by date range (docs/fleet-exports.md); 0 otherwise. */
+export function dataKey(company: string, period: Period, dataset: DatasetName, runId: string, format: ExportFormat, part = 0): string {
+  return `${periodPrefix(company, period)}${dataset}/run=${runId}/part-${String(part).padStart(5, '0')}.${FORMAT_FILES[format].extension}`;
 }
 
 export function symlinkKey(company: string, period: Period, dataset: DatasetName): string {

@@ -63,6 +63,11 @@ export const manifestSchema = z.object({
   source: z.object({
     baseUrl: z.string(),
     query: z.object({ dateFrom: z.string(), dateTo: z.string() }),
+    /**
+     * A month exported in parts (docs/fleet-exports.md): each part's transaction query, in order.
+     * Absent for a month exported whole. Additive and optional, so schema version 1 still holds.
+     */
+    parts: z.array(z.object({ dateFrom: z.string(), dateTo: z.string(), records: z.number().int().nonnegative() })).optional(),
   }),
   datasets: z.partialRecord(dataset, datasetSchema),
   objects: z.array(objectSchema),

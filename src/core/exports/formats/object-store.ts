@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
  *
  * Every write is all-or-nothing: until a put resolves, a reader sees the previous object at that
  * key (or none); if it rejects, nothing at the key has changed. The atomic period publish
- * (docs/architecture.md, "Exports: atomic periods") is built on exactly this guarantee.
+ * (docs/exports.md, "Atomic periods") is built on exactly this guarantee.
  */
 export interface ObjectStore {
   /**

@@ -25,6 +25,8 @@ const compressors = { GZIP: (page: Uint8Array): Uint8Array => gzipSync(page, { l
 
 /** hyparquet-writer's per-column options for a TableColumn marked `unique`. */
 const UNIQUE_COLUMN = { encoding: 'PLAIN', statistics: false } as const;
+/** hyparquet-writer's per-column options for a TableColumn with `statistics: false`. */
+const NO_STATISTICS = { statistics: false } as const;
 
 /**
  * Parquet through hyparquet-writer's incremental `ParquetWriter`: rows are buffered per column up
@@ -84,7 +86,11 @@ export class ParquetRecordWriter implements RecordWriter {
   }
 
   private writeRowGroup(): Promise<void> | undefined {
-    const columnData = this.columns.map((column, i) => ({ name: column.name, data: this.buffers[i]!, ...(column.unique ? UNIQUE_COLUMN : {}) }));
+    const columnData = this.columns.map((column, i) => ({
+      name: column.name,
+      data: this.buffers[i]!,
+      ...(column.unique ? UNIQUE_COLUMN : column.statistics === false ? NO_STATISTICS : {}),
+    }));
     const rowGroupSize = this.rows;
     this.buffers = this.columns.map(() => []);
     this.rows = 0;
@@ -177,7 +183,9 @@ function parquetValue(kind: ColumnKind, value: Cell): unknown {
     case 'date':
       return epochDay(value as string);
     case 'timestamp':
-      return BigInt(value as number);
+      // The epoch milliseconds as a number: an array of doubles holds them unboxed, so a row group
+      // of them is no work for the collector; the writer converts them to INT64 per row group.
+      return value;
     default:
       return value;
   }

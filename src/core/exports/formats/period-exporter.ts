@@ -71,6 +71,23 @@ export interface PeriodExportSummary {
   manifest: Manifest;
 }
 
+/** One part of a month split by date range (docs/fleet-exports.md): written, not published. */
+export interface StagePartRequest {
+  company: string;
+  period: Period;
+  /** The split's run id: every part writes into the same `run=` folder, where no reader looks. */
+  runId: string;
+  /** The part's file number (`part-0000N`). */
+  part: number;
+  /** The part's transaction days (inclusive): rows of other days are left out, so parts never overlap. */
+  range: { dateFrom: string; dateTo: string };
+  sources: ExportSources;
+  datasets: readonly DatasetName[];
+  formats: readonly ExportFormat[];
+}
+
+export type StagedPart = Partial<Record<DatasetName, DatasetSummary>>;
+
 export const DEFAULT_GC_GRACE_MS = 24 * 60 * 60 * 1000;
 
 /** Reads in this order so that category names are known before the first transaction. */
@@ -82,7 +99,7 @@ type Item = { raw: unknown };
  * Exports one company's month: every selected dataset streams once through the selected writers
  * (bounded memory, backpressure from the store), the totals are summed exactly, and the period is
  * switched over atomically by its manifest. On any failure the previous export of the period is
- * untouched and this run's objects are removed (docs/architecture.md, "Exports: atomic periods").
+ * untouched and this run's objects are removed (docs/exports.md, "Atomic periods").
  */
 export class PeriodExporter {
   private readonly runIds: () => string;
@@ -203,6 +220,40 @@ export class PeriodExporter {
   }
 
   /**
+   * Writes one part of a split month and returns what the finishing step needs for the manifest
+   * (src/core/exports/pipeline/split-export.ts). Nothing is published; on failure the part's objects are
+   * removed by the garbage rule.
+   */
+  async stage(request: StagePartRequest): Promise<StagedPart> {
+    const { company, period, runId, part } = request;
+    assertCompanyId(company);
+    assertRunId(runId);
+    const formats = checkFormats(request.formats);
+    const logger = this.deps.logger.child({ company, period: period.text, runId, part });
+    const month = periodRange(period);
+    const written: WrittenObject[] = [];
+    const categoryNames = new Map<string, string | null>();
+    const staged: StagedPart = {};
+    try {
+      for (const dataset of ORDER) {
+        const source = sourceOf(request.sources, dataset);
+        const wanted = request.datasets.includes(dataset);
+        if (!source || (!wanted && !(dataset === 'categories' && request.datasets.includes('transactions')))) continue;
+        const onRow = dataset === 'categories' ? (row: Row) => void categoryNames.set(row.public_id as string, row.name as string | null) : undefined;
+        const range = dataset === 'transactions' ? request.range : month;
+        const job = { company, period, range, runId, part, dataset, formats: wanted ? formats : [], categoryNames, onRow };
+        const result = await this.exportDataset(job, source, written, logger);
+        if (wanted) staged[dataset] = result;
+      }
+      return staged;
+    } catch (error) {
+      await this.removeObjects(company, period, written, logger);
+      logger.error('export part failed', { error });
+      throw new PeriodExportError({ company, period: period.text, runId }, error);
+    }
+  }
+
+  /**
    * One pass over `source`: each record is validated and flattened once, added to the totals and
    * handed to every writer in turn, waiting whenever a writer's upload needs to catch up.
    */
@@ -212,6 +263,8 @@ export class PeriodExporter {
       period: Period;
       range: { dateFrom: string; dateTo: string };
       runId: string;
+      /** File number of a split month's part; 0 for a whole month. */
+      part?: number;
       dataset: DatasetName;
       formats: readonly ExportFormat[];
       categoryNames: ReadonlyMap<string, string | null>;
@@ -223,7 +276,7 @@ export class PeriodExporter {
   ): Promise<DatasetResult> {
     const table = TABLES[job.dataset] as Table<Item>;
     const outputs = job.formats.map((format) => {
-      const sink = new ObjectSink(this.deps.store, dataKey(job.company, job.period, job.dataset, job.runId, format), FORMAT_FILES[format].contentType);
+      const sink = new ObjectSink(this.deps.store, dataKey(job.company, job.period, job.dataset, job.runId, format, job.part), FORMAT_FILES[format].contentType);
       return { format, writer: createWriter(format, sink, table.columns, { parquetRowGroupRows: this.deps.parquetRowGroupRows }) };
     });
     const totals = table.totals ? new TotalsAccumulator(table.totals) : undefined;
@@ -380,7 +433,7 @@ function checkDatasets(request: PeriodExportRequest): DatasetName[] {
 }
 
 /** The base URL without anything that could be a credential: user info, query, fragment. */
-function sanitizeBaseUrl(text: string): string {
+export function sanitizeBaseUrl(text: string): string {
   let url: URL;
   try {
     url = new URL(text);

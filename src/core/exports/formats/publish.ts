@@ -8,7 +8,7 @@ import type { Period } from './period';
 import type { DatasetName } from './datasets';
 
 /**
- * The atomic switch of a period (docs/architecture.md, "Exports: atomic periods").
+ * The atomic switch of a period (docs/exports.md, "Atomic periods").
  *
  * Data objects are already complete under `run=<runId>/`, where nobody looks. Then, in order:
  *   1. the manifest's version is checked against the one this run started from (fail fast);

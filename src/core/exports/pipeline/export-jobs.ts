@@ -4,7 +4,7 @@ import { parseWith, ValidationError } from '../../shared/errors';
 import { DATASETS, FORMATS, type DatasetName, type ExportFormat } from '../formats/datasets';
 
 /**
- * The export queue's messages (docs/architecture.md, "Export pipeline"). Two kinds:
+ * The export queue's messages (docs/exports.md, "The pipeline"). Two kinds:
  *
  * - `export`: one company and one month, read through one source, written in `formats`.
  * - `discover`: one institution user of a monthly run; the worker lists the user's companies and
@@ -45,8 +45,33 @@ export const exportJobSchema = z.strictObject({
   formats: formatsSchema,
   source: exportSourceSchema,
   trigger: exportTriggerSchema,
+  /** Allow fewer formats than the period's current export has (`acctops export --replace-formats`). */
+  replaceFormats: z.boolean().optional(),
 });
 export type ExportJob = z.output<typeof exportJobSchema>;
+
+const day = z.iso.date();
+
+/**
+ * One part of a month too large for one invocation (docs/fleet-exports.md): the transactions of
+ * `dateFrom`..`dateTo` (inclusive, local dates of valueDate), written as file `index` of the
+ * split's run. Part 0 also writes the month's other datasets. The split's ledger item holds what
+ * the parts need in common; the message repeats it so a part runs from its message alone.
+ */
+export const exportPartJobSchema = z.strictObject({
+  type: z.literal('export_part'),
+  companyId: uuid,
+  period: month,
+  splitId: token,
+  /** The run id of every part's files (one staging folder, `run=<runId>/part-0000N.<ext>`). */
+  runId: token,
+  part: z.strictObject({ index: z.number().int().min(0).max(9999), count: z.number().int().min(2).max(10000), dateFrom: day, dateTo: day }),
+  datasets: datasetsSchema.optional(),
+  formats: formatsSchema,
+  source: exportSourceSchema,
+  trigger: exportTriggerSchema,
+});
+export type ExportPartJob = z.output<typeof exportPartJobSchema>;
 
 export const discoverJobSchema = z.strictObject({
   type: z.literal('discover'),
@@ -58,8 +83,8 @@ export const discoverJobSchema = z.strictObject({
 });
 export type DiscoverJob = z.output<typeof discoverJobSchema>;
 
-export const queuedJobSchema = z.discriminatedUnion('type', [exportJobSchema, discoverJobSchema]);
-export type QueuedJob = ExportJob | DiscoverJob;
+export const queuedJobSchema = z.discriminatedUnion('type', [exportJobSchema, discoverJobSchema, exportPartJobSchema]);
+export type QueuedJob = ExportJob | DiscoverJob | ExportPartJob;
 
 /**
  * Where jobs go: SQS FIFO in AWS, memory in tests. Each job is sent with `messageGroupOf(job)`
@@ -77,14 +102,18 @@ export interface ExportQueue {
  * is grouped by its user.
  */
 export function messageGroupOf(job: QueuedJob): string {
+  // Parts of one split run in parallel (a group each); they write disjoint files of one run.
+  if (job.type === 'export_part') return `${job.companyId}#${job.period}#part${job.part.index}`;
   return job.type === 'export' ? `${job.companyId}#${job.period}` : `user#${job.externalId}`;
 }
 
 /** SHA-256 of what makes a job the same job: its trigger, kind, subject and month (and selection). */
 export function deduplicationIdOf(job: QueuedJob): string {
+  if (job.type === 'export_part') return createHash('sha256').update(`part|${job.splitId}|${job.part.index}`).digest('hex');
   const trigger = job.trigger.kind === 'monthly' ? `monthly:${job.trigger.runId}` : `on_demand:${job.trigger.requestId}`;
   const subject = job.type === 'export' ? job.companyId : job.externalId;
-  const selection = `${(job.datasets ?? DATASETS).join(',')}|${job.formats.join(',')}`;
+  const replace = job.type === 'export' && job.replaceFormats ? '|replace' : '';
+  const selection = `${(job.datasets ?? DATASETS).join(',')}|${job.formats.join(',')}${replace}`;
   return createHash('sha256').update(`${trigger}|${job.type}|${subject}|${job.period}|${selection}`).digest('hex');
 }
 

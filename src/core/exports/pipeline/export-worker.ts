@@ -8,7 +8,10 @@ import { exportCompanyPeriod, isRetryableExportFailure, type ExportCompanyPeriod
 import { decodeJob, messageGroupOf, type DiscoverJob, type ExportJob, type ExportQueue, type ExportSource, type QueuedJob } from './export-jobs';
 import { createExportClient, EXPORT_PAGE_SIZE } from './export-sources';
 import { finishRunIfDone } from './monthly-export';
+import type { PartLedger } from './part-ledger';
 import type { RunLedger } from './run-ledger';
+import type { SplitSettings } from './split-export';
+import { planSplit, runPart } from './split-worker';
 
 /** A message of the export queue: its id (for partial batch failures), body, group and delivery count. */
 export interface ExportMessage {
@@ -29,17 +32,20 @@ export interface ExportWorkerDeps {
   exporter: Omit<ExportCompanyPeriodDeps, 'logger' | 'metrics' | 'events' | 'clock'>;
   credentials: SourceCredentials;
   queue: ExportQueue;
-  /** Monthly runs' ledger; on-demand jobs never touch it. */
-  ledger: RunLedger;
+  /** Monthly runs' ledger (on-demand jobs never touch it), and the ledger of months split into parts. */
+  ledger: RunLedger & PartLedger;
   events: EventPublisher;
   clock: Clock;
   logger: Logger;
   metrics: Metrics;
   /** The queue's maxReceiveCount: the delivery that, if it fails, moves the message to the DLQ. */
   maxReceiveCount: number;
+  /** When to export a month in parts (docs/fleet-exports.md); absent: every month is exported whole. */
+  split?: SplitSettings;
 }
 
-export type JobResult = 'completed' | 'failed' | 'retry' | 'discovered' | 'malformed' | 'skipped';
+/** `split`: the month was too large and its parts were enqueued. */
+export type JobResult = 'completed' | 'failed' | 'retry' | 'discovered' | 'malformed' | 'skipped' | 'split';
 
 export interface ExportWorkerReport {
   /** Messages to hand back: to be retried, or, on their last delivery, moved to the dead-letter queue. */
@@ -89,7 +95,12 @@ export async function processExportBatch(deps: ExportWorkerDeps, messages: reado
     }
     const last = message.receiveCount >= deps.maxReceiveCount;
     try {
-      const result = job.type === 'export' ? await runExport(deps, job, message, last) : await runDiscovery(deps, job, message, last);
+      const result =
+        job.type === 'export'
+          ? await runExport(deps, job, message, last)
+          : job.type === 'export_part'
+            ? await runPart(deps, job, message, last)
+            : await runDiscovery(deps, job, message, last);
       record(message, result, group);
     } catch (error) {
       // The job's own failures are results; this is the ledger, the queue or the event bus.
@@ -104,6 +115,8 @@ export async function processExportBatch(deps: ExportWorkerDeps, messages: reado
 }
 
 async function runExport(deps: ExportWorkerDeps, job: ExportJob, message: ExportMessage, last: boolean): Promise<JobResult> {
+  const split = await planSplit(deps, job, message, last);
+  if (split) return split;
   const outcome = await exportCompanyPeriod(
     { ...deps.exporter, events: deps.events, clock: deps.clock, logger: deps.logger.child({ messageId: message.messageId }), metrics: deps.metrics },
     {
@@ -114,6 +127,7 @@ async function runExport(deps: ExportWorkerDeps, job: ExportJob, message: Export
       trigger: job.trigger,
       datasets: job.datasets,
       formats: job.formats,
+      replaceFormats: job.replaceFormats,
       attempt: { number: message.receiveCount, last },
     },
   );

@@ -95,7 +95,10 @@ export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMont
   const skipped: RegistryFinding[] = [];
   let skippedCount = 0;
   const planCompanies = async (page: { companyId: string; formats: readonly ExportFormat[] }[]) => {
-    const results = await mapWithConcurrency(page, PLAN_CONCURRENCY, (c) => ledger.expectCompany(runId, c.companyId, { kind: 'apiKey' }));
+    const source = { kind: 'apiKey' } as const;
+    const results = ledger.expectCompanies
+      ? await ledger.expectCompanies(runId, page.map((c) => c.companyId), source)
+      : await mapWithConcurrency(page, PLAN_CONCURRENCY, (c) => ledger.expectCompany(runId, c.companyId, source));
     const jobs: ExportJob[] = page
       .filter((_, i) => results[i] !== 'taken')
       .map((c) => ({ type: 'export', companyId: c.companyId, period, formats: [...c.formats], ...datasets, source: { kind: 'apiKey' }, trigger }));

@@ -50,7 +50,14 @@ function checkRange(request: { period?: string; from?: string; to?: string }, ct
  * institution user's token (the company must be one of the user's); without it the company's own
  * API key is used.
  */
-export const exportRequestedSchema = z.strictObject({ ...requestFields, userExternalId: uuid.optional() }).superRefine(checkRange);
+export const exportRequestedSchema = z
+  .strictObject({
+    ...requestFields,
+    userExternalId: uuid.optional(),
+    /** Allow fewer formats than the period's current export has (`acctops export --replace-formats` in AWS mode). */
+    replaceFormats: z.boolean().optional(),
+  })
+  .superRefine(checkRange);
 export type ExportRequested = z.output<typeof exportRequestedSchema>;
 
 /**
@@ -74,7 +81,16 @@ export function requestedMonths(request: { period?: string; from?: string; to?: 
 
 /** One export job per requested month, all for the same company, source and trigger. */
 export function onDemandJobs(
-  request: { companyId: string; period?: string; from?: string; to?: string; datasets?: ExportJob['datasets']; formats?: ExportJob['formats']; userExternalId?: string },
+  request: {
+    companyId: string;
+    period?: string;
+    from?: string;
+    to?: string;
+    datasets?: ExportJob['datasets'];
+    formats?: ExportJob['formats'];
+    userExternalId?: string;
+    replaceFormats?: boolean;
+  },
   trigger: Extract<ExportTrigger, { kind: 'on_demand' }>,
 ): ExportJob[] {
   const source: ExportJob['source'] = request.userExternalId ? { kind: 'user', externalId: request.userExternalId } : { kind: 'apiKey' };
@@ -86,6 +102,7 @@ export function onDemandJobs(
     formats: defaultFormats(request.formats),
     source,
     trigger,
+    ...(request.replaceFormats ? { replaceFormats: true } : {}),
   }));
 }
 

@@ -1,7 +1,7 @@
 import type { ExportSource } from './export-jobs';
 
 /**
- * The ledger of monthly export runs (docs/architecture.md, "Export pipeline"): which companies a
+ * The ledger of monthly export runs (docs/exports.md, "The pipeline"): which companies a
  * run expects, through which source, and how each ended; which users' companies are still being
  * discovered. It makes the run's summary exact (MonthlyExportFinished counts entries, not
  * messages), deduplicates companies reachable through several sources, and lets the overdue check
@@ -55,6 +55,11 @@ export interface RunLedger {
   /** The run most recently started for `period`. */
   latestRun(period: string): Promise<MonthlyRun | undefined>;
   expectCompany(runId: string, companyId: string, source: ExportSource): Promise<ExpectResult>;
+  /**
+   * `expectCompany` for a page of companies (the planner's): the same results in order, with the
+   * run's open counter moved once for the page instead of once per company (docs/fleet-exports.md).
+   */
+  expectCompanies?(runId: string, companyIds: readonly string[], source: ExportSource): Promise<ExpectResult[]>;
   expectDiscovery(runId: string, externalId: string): Promise<ExpectResult>;
   /**
    * Records how a company ended (a later success replaces a failure, e.g. after a redrive).

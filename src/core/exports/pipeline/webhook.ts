@@ -3,6 +3,7 @@ import type { Clock } from '../../shared/clock';
 import { issuesFromZod, type FieldIssue } from '../../shared/errors';
 import type { Logger } from '../../shared/logger';
 import type { Metrics } from '../../shared/metrics';
+import type { CompanyAllowlist } from './company-allowlist';
 import type { ExportQueue } from './export-jobs';
 import { onDemandJobs, webhookExportRequestSchema } from './on-demand';
 
@@ -74,8 +75,11 @@ export interface WebhookDeps {
   secrets: WebhookSecrets;
   replay: ReplayGuard;
   queue: ExportQueue;
-  /** Tenant isolation: the companies this webhook may request exports for (lower case). */
-  allowedCompanies: ReadonlySet<string>;
+  /**
+   * Tenant isolation: the companies this webhook may request exports for. In AWS the company
+   * registry (registryAllowlist: a cached GetItem per company); a set of lower-case ids in tests.
+   */
+  allowedCompanies: CompanyAllowlist | ReadonlySet<string>;
   clock: Clock;
   logger: Logger;
   metrics: Metrics;
@@ -174,7 +178,12 @@ async function handle(deps: WebhookDeps, request: WebhookRequest, now: number): 
   try {
     const parsed = webhookExportRequestSchema.safeParse(body);
     if (!parsed.success) throw new Rejection(400, 'body_invalid', 'the body is not an export request', issuesFromZod(parsed.error));
-    if (!deps.allowedCompanies.has(parsed.data.companyId)) {
+    const list = deps.allowedCompanies;
+    const allowed =
+      'allows' in list
+        ? await unavailableOnError(deps.logger, 'company registry could not be asked', () => list.allows(parsed.data.companyId, deps.logger))
+        : list.has(parsed.data.companyId);
+    if (!allowed) {
       throw new Rejection(403, 'company_not_allowed', `this webhook does not serve company ${parsed.data.companyId}`);
     }
     const jobs = onDemandJobs(parsed.data, { kind: 'on_demand', requestId: eventId.data, via: 'webhook' });

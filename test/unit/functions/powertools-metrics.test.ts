@@ -1,6 +1,9 @@
 import { z } from 'zod';
+import { EmfMetrics } from '../../../functions/_shared/emf-metrics';
+import { PowertoolsMetrics } from '../../../functions/_shared/powertools-metrics';
 import { ManualClock } from '../../../src/core/shared/clock';
-import { EmfMetrics, MemoryMetrics, METRICS_NAMESPACE, MetricsError, noMetrics } from '../../../src/core/shared/metrics';
+import { MemoryMetrics, METRICS_NAMESPACE, MetricsError, noMetrics } from '../../../src/core/shared/metrics';
+import { captureStdout } from '../../helpers/lambda';
 
 /**
  * The embedded metric format as CloudWatch documents it: `_aws` with a millisecond Timestamp and
@@ -37,17 +40,39 @@ const emfDocument = z
     }
   });
 
-function emf(options: ConstructorParameters<typeof EmfMetrics>[0] = {}) {
-  const lines: string[] = [];
-  const clock = new ManualClock(Date.UTC(2026, 10, 1, 9, 0, 0));
-  const metrics = new EmfMetrics({ clock, sink: (line) => lines.push(line), ...options });
+let written: string[] = [];
+let write: jest.SpyInstance | undefined;
+beforeEach(() => {
+  written = [];
+  write = captureStdout(written);
+});
+afterEach(() => write?.mockRestore());
+
+type Options = ConstructorParameters<typeof PowertoolsMetrics>[0] & ConstructorParameters<typeof EmfMetrics>[0];
+type Implementation = new (options: Options) => PowertoolsMetrics | EmfMetrics;
+
+function emf(Impl: Implementation, options: Options = {}) {
+  // A timestamp within CloudWatch's window (14 days back), which Powertools checks.
+  const clock = new ManualClock(Math.floor(Date.now() / 1000) * 1000);
+  const metrics = new Impl({ clock, ...options });
+  // Powertools writes through a Console on process.stdout: one write per document, newline-terminated.
+  const lines = written;
   const documents = () => lines.map((line) => emfDocument.parse(JSON.parse(line)));
   return { metrics, lines, documents, clock };
 }
 
-describe('EmfMetrics', () => {
+/**
+ * Powertools Metrics (functions/_shared/powertools-metrics.ts) behind our port, and our own EMF
+ * writer kept for export-period (functions/_shared/emf-metrics.ts), held to the same tests: the
+ * document shape the alarms in lib/ depend on (namespace, metric names, exactly our dimensions
+ * and no `service` dimension of Powertools' own), asserted on what reaches stdout.
+ */
+describe.each([
+  ['PowertoolsMetrics', PowertoolsMetrics as Implementation],
+  ['EmfMetrics', EmfMetrics as Implementation],
+])('%s', (_name, Impl) => {
   it('writes one EMF document per flush with dimensions, units and values as root members', () => {
-    const { metrics, documents, clock } = emf({ dimensions: { Stage: 'prod', Function: 'token-worker' } });
+    const { metrics, documents, clock } = emf(Impl, { dimensions: { Stage: 'prod', Function: 'token-worker' } });
     metrics.add('TokensRefreshed', 3);
     metrics.add('RefreshLatency', 120, 'Milliseconds');
     metrics.add('RefreshLatency', 80, 'Milliseconds');
@@ -77,7 +102,7 @@ describe('EmfMetrics', () => {
   });
 
   it('writes one document per dimension set, and views share one flush', () => {
-    const { metrics, documents } = emf({ dimensions: { Stage: 'prod' } });
+    const { metrics, documents } = emf(Impl, { dimensions: { Stage: 'prod' } });
     metrics.add('Runs', 1);
     metrics.withDimensions({ Company: 'acme' }).add('ExportFailed', 1);
     metrics.withDimensions({ Company: 'umbrella' }).add('ExportFailed', 1);
@@ -93,8 +118,8 @@ describe('EmfMetrics', () => {
     ]);
   });
 
-  it('splits at 100 metrics per document and 100 values per metric', () => {
-    const { metrics, documents } = emf();
+  it('splits at 100 metrics per document and 100 values per metric, each document with the ids', () => {
+    const { metrics, documents } = emf(Impl, { dimensions: { Stage: 'prod' }, properties: { correlationId: 'evt-9' } });
     for (let i = 0; i < 150; i += 1) metrics.add(`M${i}`, i);
     for (let i = 0; i < 250; i += 1) metrics.add('Latency', i, 'Milliseconds');
     metrics.flush();
@@ -105,10 +130,21 @@ describe('EmfMetrics', () => {
     const latencies = docs.flatMap((d) => (d.Latency === undefined ? [] : ([] as number[]).concat(d.Latency as number | number[])));
     expect(latencies).toEqual(Array.from({ length: 250 }, (_, i) => i));
     for (const d of docs) expect(d._aws.CloudWatchMetrics[0]!.Metrics.length).toBeLessThanOrEqual(100);
+    // Powertools publishes by itself when a document is full; ours must still carry the ids.
+    expect(docs.length).toBeGreaterThan(2);
+    for (const d of docs) expect(d).toMatchObject({ Stage: 'prod', correlationId: 'evt-9' });
+  });
+
+  it('keeps the unit a name was first recorded with, where Powertools would throw', () => {
+    const { metrics, documents } = emf(Impl, { dimensions: { Stage: 'prod' } });
+    metrics.add('Latency', 5, 'Milliseconds');
+    metrics.add('Latency', 7, 'Seconds');
+    metrics.flush();
+    expect(documents()[0]!._aws.CloudWatchMetrics[0]!.Metrics).toEqual([{ Name: 'Latency', Unit: 'Milliseconds' }]);
   });
 
   it('writes nothing when nothing was recorded, and nothing twice', () => {
-    const { metrics, lines } = emf();
+    const { metrics, lines } = emf(Impl);
     metrics.flush();
     expect(lines).toEqual([]);
     metrics.add('Runs', 1);
@@ -119,28 +155,28 @@ describe('EmfMetrics', () => {
 
   it('adds properties as searchable root members, redacted', () => {
     const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyLTEifQ.c2lnbmF0dXJlLXZhbHVl';
-    const { metrics, documents } = emf({ properties: { correlationId: 'evt-1', note: `token ${jwt}` } });
+    const { metrics, documents } = emf(Impl, { dimensions: { Stage: 'prod', Note: `key ${jwt}` }, properties: { correlationId: 'evt-1', note: `token ${jwt}` } });
     metrics.add('Runs', 1);
     metrics.flush();
     const [doc] = documents();
     expect(doc!.correlationId).toBe('evt-1');
     expect(JSON.stringify(doc)).not.toContain(jwt);
-    expect(doc!._aws.CloudWatchMetrics[0]!.Dimensions).toEqual([[]]);
+    expect(doc!._aws.CloudWatchMetrics[0]!.Dimensions).toEqual([['Stage', 'Note']]);
   });
 
   it.each([
-    ['an empty name', (m: EmfMetrics) => m.add('', 1)],
-    ['a name starting with a colon', (m: EmfMetrics) => m.add(':x', 1)],
-    ['a value that is not finite', (m: EmfMetrics) => m.add('Ratio', Number.NaN)],
-    ['a name that is also a dimension', (m: EmfMetrics) => m.add('Stage', 1)],
-    ['a name that is also a property', (m: EmfMetrics) => m.add('correlationId', 1)],
-    ['an empty dimension value', (m: EmfMetrics) => m.withDimensions({ Company: '' })],
+    ['an empty name', (m: PowertoolsMetrics | EmfMetrics) => m.add('', 1)],
+    ['a name starting with a colon', (m: PowertoolsMetrics | EmfMetrics) => m.add(':x', 1)],
+    ['a value that is not finite', (m: PowertoolsMetrics | EmfMetrics) => m.add('Ratio', Number.NaN)],
+    ['a name that is also a dimension', (m: PowertoolsMetrics | EmfMetrics) => m.add('Stage', 1)],
+    ['a name that is also a property', (m: PowertoolsMetrics | EmfMetrics) => m.add('correlationId', 1)],
+    ['an empty dimension value', (m: PowertoolsMetrics | EmfMetrics) => m.withDimensions({ Company: '' })],
     [
       'more than 30 dimensions',
-      (m: EmfMetrics) => m.withDimensions(Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`D${i}`, 'x']))),
+      (m: PowertoolsMetrics | EmfMetrics) => m.withDimensions(Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`D${i}`, 'x']))),
     ],
   ])('refuses %s', (_what, call) => {
-    const { metrics } = emf({ dimensions: { Stage: 'prod' }, properties: { correlationId: 'c' } });
+    const { metrics } = emf(Impl, { dimensions: { Stage: 'prod' }, properties: { correlationId: 'c' } });
     expect(() => call(metrics)).toThrow(MetricsError);
   });
 });

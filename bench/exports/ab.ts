@@ -1,0 +1,71 @@
+// Interleaved A/B of two export-child bundles against the same sandbox, s3rver and dataset: the way
+// each optimisation in BENCHMARKS.md ("Missed targets") was kept or dropped. Not part of
+// `npm run bench`. Usage:
+//   npx tsx bench/exports/ab.ts --a .bench-out/a.js [--b .bench-out/b.js] [--size 100000] [--rounds 3]
+//     [--variants jsonl-dir,all-dir,all-s3] [--node-options '…']
+// Without --b the working tree is bundled as B. Each round runs the bare fetch loop, then every
+// variant with A and B in alternating order; ratios are taken against the round's own baseline.
+import { Command } from 'commander';
+import * as path from 'node:path';
+import { startS3 } from '../../test/helpers/s3rver';
+import { startSandboxProcess } from '../lib/peers';
+import { OUT_DIR, runNodeJson } from '../lib/processes';
+import { median, mib } from '../lib/stats';
+import { bundleExportChild, createDataset, jobFor, type ExportRunContext, type ExportVariant } from './export-bench';
+import type { ExportChildResult } from './export-child';
+
+/** The export function's NODE_OPTIONS (lib/constructs/exports.ts) as the stack sets them on 2026-11-25. */
+const DEFAULT_NODE_OPTIONS = '--enable-source-maps --max-semi-space-size=16 --max-old-space-size=922';
+
+async function main(): Promise<void> {
+  const flags = new Command('ab')
+    .requiredOption('--a <bundle>')
+    .option('--b <bundle>')
+    .option('--size <n>', 'transactions', '100000')
+    .option('--rounds <n>', 'rounds', '3')
+    .option('--variants <list>', 'variants', 'jsonl-dir,all-dir,all-s3')
+    .option('--node-options <text>', 'NODE_OPTIONS of both', DEFAULT_NODE_OPTIONS)
+    .option('--prof <dir>', 'write a --cpu-prof of every B run to this directory')
+    .parse(process.argv.slice(2), { from: 'user' })
+    .opts<{ a: string; b?: string; size: string; rounds: string; variants: string; nodeOptions: string; prof?: string }>();
+  const bundles = { A: path.resolve(flags.a), B: flags.b ? path.resolve(flags.b) : await bundleExportChild(path.join(OUT_DIR, 'export-child-b.js')) };
+  const variants = flags.variants.split(',') as Exclude<ExportVariant, 'baseline'>[];
+  const sandbox = await startSandboxProcess();
+  const s3 = await startS3(['acctops-bench-exports']);
+  try {
+    const dataset = await createDataset(sandbox, Number(flags.size));
+    const context: ExportRunContext = { sandbox, s3, dataset };
+    const run = (bundle: string, variant: ExportVariant) => {
+      const env = { ...process.env, NODE_OPTIONS: flags.nodeOptions };
+      const prof = flags.prof && bundle === bundles.B ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags.prof)}`] : [];
+      return runNodeJson<ExportChildResult>(['--expose-gc', ...prof, bundle, JSON.stringify(jobFor(variant, context))], { env, timeoutMs: 600_000 });
+    };
+    await run(bundles.A, 'baseline');
+    const ratios: Record<string, number[]> = {};
+    const rss: Record<string, number[]> = {};
+    for (let round = 0; round < Number(flags.rounds); round++) {
+      const base = await run(bundles.A, 'baseline');
+      for (const variant of variants) {
+        const order: ('A' | 'B')[] = round % 2 === 0 ? ['A', 'B'] : ['B', 'A'];
+        for (const side of order) {
+          const result = await run(bundles[side], variant);
+          const key = `${variant} ${side}`;
+          (ratios[key] ??= []).push(result.ms / base.ms);
+          (rss[key] ??= []).push(result.peakRssBytes);
+          console.log(`round ${round} ${key}: ${(result.ms / 1000).toFixed(2)} s (baseline ${(base.ms / 1000).toFixed(2)}), ratio ${(result.ms / base.ms).toFixed(3)}, cpu ${(result.cpuMs / 1000).toFixed(2)} s, rss ${mib(result.peakRssBytes)} MiB`);
+        }
+      }
+    }
+    for (const key of Object.keys(ratios)) {
+      console.log(`${key}: median ratio ${median(ratios[key]!).toFixed(3)} [${ratios[key]!.map((r) => r.toFixed(2)).join(' ')}], median peak RSS ${mib(median(rss[key]!))} MiB [${rss[key]!.map(mib).join(' ')}]`);
+    }
+  } finally {
+    await sandbox.stop();
+    await s3.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

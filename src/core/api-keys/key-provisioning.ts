@@ -1,0 +1,165 @@
+import type { SecretDescription } from '../ports/secrets';
+import { AcctopsError } from '../shared/errors';
+import { parseCompanyKeySecret, serializeCompanyKeySecret, type CompanyKeySecret } from './company-key-secret';
+import { COMPANY_KEY_TAGS, PURPOSE_COMPANY_KEY, companyKeySecretName } from './key-directory';
+
+/**
+ * A company key secret's life at run time (issue 15, docs/fleet-rotation.md): `acctops keys
+ * install` creates it (CreateSecret with the stack's tags and key) and turns its rotation on
+ * (RotateSecret with the rotation function and the company's rotation days, not rotating now);
+ * `acctops companies remove` stops its rotation and schedules its deletion with a recovery window;
+ * `acctops companies restore` (or `keys install` again) brings it back. The store calls are a port
+ * so that AWS and the local emulator share these rules.
+ */
+export interface SecretLifecycle {
+  /** The secret's metadata, a secret scheduled for deletion included; undefined when there is none. */
+  describe(secretId: string): Promise<SecretDescription | undefined>;
+  /** The AWSCURRENT value. */
+  readCurrent(secretId: string): Promise<string>;
+  create(input: { name: string; value: string; description: string; tags: Record<string, string>; kmsKeyId?: string }): Promise<{ arn: string }>;
+  putCurrent(secretId: string, value: string): Promise<void>;
+  /** RotateSecret with RotateImmediately=false: sets the schedule (AWS tests the function with testSecret) without rotating now. */
+  enableRotation(secretId: string, input: { lambdaArn: string; automaticallyAfterDays: number }): Promise<void>;
+  /** CancelRotateSecret: rotation off (and a rotation in progress stopped). */
+  cancelRotation(secretId: string): Promise<void>;
+  /** DeleteSecret with RecoveryWindowInDays; returns when the secret goes for good. */
+  scheduleDeletion(secretId: string, recoveryWindowDays: number): Promise<{ deletionDate?: number }>;
+  restore(secretId: string): Promise<void>;
+}
+
+export interface CompanyKeySecretTarget {
+  stage: string;
+  /** The rotation function (stack output RotateApiKeyFunctionArn; the local mode's registered handler). */
+  rotationLambdaArn: string;
+  /** The stack's secrets key; absent: Secrets Manager's default key (the local emulator). */
+  kmsKeyId?: string;
+  /** Tags besides purpose, company and stage (the stack's own tags). */
+  extraTags?: Record<string, string>;
+}
+
+export type SecretOutcome = 'created' | 'restored' | 'replaced' | 'unchanged';
+export type RotationOutcome = 'turned_on' | 'updated' | 'already_on';
+
+export interface InstallOutcome {
+  companyId: string;
+  secret: string;
+  secretArn: string;
+  secretResult: SecretOutcome;
+  rotation: RotationOutcome;
+  rotationDays: number;
+  /** True when nothing changed: the key was already installed and rotating as asked. */
+  noop: boolean;
+}
+
+/** Secrets Manager keeps a deleted secret restorable 7 to 30 days. */
+export const RECOVERY_WINDOW_DAYS = { min: 7, max: 30, default: 30 } as const;
+
+export class CompanyKeyProvisioningError extends AcctopsError {
+  constructor(message: string, options: { code: string; cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/**
+ * Idempotent: a missing secret is created with `key`, one scheduled for deletion is restored, an
+ * existing one gets `key` as its current version only if it holds another key; rotation is turned on
+ * (or its days or function corrected) only if it is not on as asked. The value is never returned.
+ */
+export async function installCompanyKeySecret(
+  store: SecretLifecycle,
+  target: CompanyKeySecretTarget,
+  key: CompanyKeySecret,
+  rotationDays: number,
+): Promise<InstallOutcome> {
+  const companyId = key.companyId.toLowerCase();
+  const name = companyKeySecretName(target.stage, companyId);
+  let description = await store.describe(name);
+  let secretOutcome: SecretOutcome;
+  const value = serializeCompanyKeySecret({ ...key, companyId });
+  if (description === undefined) {
+    const tags = {
+      ...(target.extraTags ?? {}),
+      [COMPANY_KEY_TAGS.purpose]: PURPOSE_COMPANY_KEY,
+      [COMPANY_KEY_TAGS.company]: companyId,
+      [COMPANY_KEY_TAGS.stage]: target.stage,
+    };
+    const { arn } = await store.create({
+      name,
+      value,
+      description: `API key of company ${companyId} (acctops ${target.stage}; created by acctops keys install)`,
+      tags,
+      ...(target.kmsKeyId ? { kmsKeyId: target.kmsKeyId } : {}),
+    });
+    secretOutcome = 'created';
+    description = await store.describe(arn);
+    if (description === undefined) throw new CompanyKeyProvisioningError(`secret ${name} vanished right after its creation`, { code: 'secret_vanished' });
+  } else {
+    if (description.deletedAt !== undefined) {
+      await store.restore(description.secretArn);
+      secretOutcome = 'restored';
+    } else {
+      secretOutcome = 'unchanged';
+    }
+    let held: CompanyKeySecret | undefined;
+    try {
+      held = parseCompanyKeySecret(await store.readCurrent(description.secretArn));
+    } catch {
+      held = undefined; // a placeholder (a stack-created secret before its first install) or damaged
+    }
+    if (held?.apiKeyId !== key.apiKeyId || held.apiKey !== key.apiKey) {
+      await store.putCurrent(description.secretArn, value);
+      if (secretOutcome === 'unchanged') secretOutcome = 'replaced';
+    }
+  }
+  const rotation = description.rotation;
+  let rotationOutcome: RotationOutcome;
+  if (rotation.enabled && rotation.lambdaArn === target.rotationLambdaArn && rotation.automaticallyAfterDays === rotationDays && secretOutcome !== 'restored') {
+    rotationOutcome = 'already_on';
+  } else {
+    await store.enableRotation(description.secretArn, { lambdaArn: target.rotationLambdaArn, automaticallyAfterDays: rotationDays });
+    rotationOutcome = rotation.enabled ? 'updated' : 'turned_on';
+  }
+  return {
+    companyId,
+    secret: description.name,
+    secretArn: description.secretArn,
+    secretResult: secretOutcome,
+    rotation: rotationOutcome,
+    rotationDays,
+    noop: secretOutcome === 'unchanged' && rotationOutcome === 'already_on',
+  };
+}
+
+export interface RetireOutcome {
+  companyId: string;
+  secret: string | null;
+  /** What became of the secret: none found, already scheduled for deletion, or now scheduled. */
+  result: 'no_secret' | 'already_scheduled' | 'scheduled';
+  rotationStopped: boolean;
+  deletionDate?: string;
+  recoveryWindowDays: number;
+}
+
+/** Rotation off, then deletion scheduled with the recovery window. Idempotent. */
+export async function retireCompanyKeySecret(store: SecretLifecycle, stage: string, companyId: string, recoveryWindowDays: number): Promise<RetireOutcome> {
+  const id = companyId.toLowerCase();
+  const description = await store.describe(companyKeySecretName(stage, id));
+  if (description === undefined) return { companyId: id, secret: null, result: 'no_secret', rotationStopped: false, recoveryWindowDays };
+  if (description.deletedAt !== undefined) {
+    return { companyId: id, secret: description.name, result: 'already_scheduled', rotationStopped: false, deletionDate: new Date(description.deletedAt).toISOString(), recoveryWindowDays };
+  }
+  let rotationStopped = false;
+  if (description.rotation.enabled) {
+    await store.cancelRotation(description.secretArn);
+    rotationStopped = true;
+  }
+  const { deletionDate } = await store.scheduleDeletion(description.secretArn, recoveryWindowDays);
+  return {
+    companyId: id,
+    secret: description.name,
+    result: 'scheduled',
+    rotationStopped,
+    ...(deletionDate === undefined ? {} : { deletionDate: new Date(deletionDate).toISOString() }),
+    recoveryWindowDays,
+  };
+}

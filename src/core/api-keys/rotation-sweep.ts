@@ -1,0 +1,284 @@
+import * as z from 'zod';
+import { type SecretDescription, SecretNotFoundError, SecretStage } from '../ports/secrets';
+import { parseWith } from '../shared/errors';
+import type { CompanyKeyDirectory, CompanyKeyEntry } from './key-directory';
+import {
+  type DoctorDeps,
+  type DoctorReport,
+  type DoctorSettings,
+  describeDoctorError,
+  examineCompanies,
+  type Finding,
+  reportDoctorRun,
+} from './rotation-doctor';
+
+/**
+ * The rotation doctor at fleet scale (issue 15; docs/fleet-rotation.md). The full check
+ * (`examineCompanies`: version listing, every version's value, the company's keys at the service)
+ * costs a dozen calls per company; run hourly over 100,000 companies it would need more than
+ * Lambda's 15 minutes. The sweep examines only companies whose rotation is due, overdue or in
+ * progress, and chooses them without reading a single secret value:
+ *
+ * 1. the registry, a page at a time: companies whose `rotationCheckAfter` is absent or past (a
+ *    small projection: id, removedAt, rotationCheckAfter);
+ * 2. DescribeSecret of each of those (metadata only: rotation rules, NextRotationDate,
+ *    LastRotatedDate, version stages) decides: AWSPENDING on a non-current version = in progress,
+ *    NextRotationDate past = due (overdue past `overdueAfterMs`), rotation off = disabled; anything
+ *    else is not due, and its `rotationCheckAfter` is set to its next rotation (capped at
+ *    `maxRecheckMs`) so that the next runs skip it without a call;
+ * 3. the due companies get the full check inline when few, or are sent to a queue when more than
+ *    `inlineLimit`, where a worker (functions/check-key-rotations, SQS event source) checks them in
+ *    batches with partial batch failures.
+ */
+
+export type DueReason = 'in_progress' | 'overdue' | 'due' | 'rotation_disabled';
+
+/** One registry entry as the sweep needs it (the projection it scans). */
+export interface RotationCandidate {
+  companyId: string;
+  /** Epoch ms before which the company's rotation needs no look; absent: look now. */
+  checkAfter?: number;
+}
+
+/** The registry seen by the sweep: active companies a page at a time, and the check-after mark. */
+export interface RotationCheckIndex {
+  pages(): AsyncIterable<RotationCandidate[]>;
+  setCheckAfter(companyId: string, at: number): Promise<void>;
+}
+
+/** A company the sweep found due, as a queued check carries it (ids and names only). */
+export const queuedCheckSchema = z.object({
+  companyId: z.string().min(1),
+  secretId: z.string().min(1),
+  name: z.string().min(1),
+  reason: z.enum(['in_progress', 'overdue', 'due', 'rotation_disabled']),
+});
+export type QueuedCheck = z.output<typeof queuedCheckSchema>;
+
+export interface RotationCheckQueue {
+  /** Sends the checks (in batches of the queue's own size). */
+  enqueue(checks: QueuedCheck[]): Promise<void>;
+}
+
+export interface SweepDeps extends Omit<DoctorDeps, 'directory'> {
+  index: RotationCheckIndex;
+  /**
+   * DescribeSecret of the company's key secret (by its conventional name, else by tag for an
+   * imported one); undefined when it has none, or only one scheduled for deletion.
+   */
+  describeCompanySecret(companyId: string): Promise<{ entry: CompanyKeyEntry; description: SecretDescription } | undefined>;
+  /** Absent: every due company is checked inline. */
+  queue?: RotationCheckQueue;
+}
+
+export interface SweepSettings extends DoctorSettings {
+  /** Due companies checked inline at most; beyond, all go to the queue. @default 20 */
+  inlineLimit?: number;
+  /** DescribeSecret calls in flight. @default 16 */
+  concurrency?: number;
+  /** A company not due is looked at again after this long at the latest. @default 7 days */
+  maxRecheckMs?: number;
+}
+
+export interface SweepReport extends DoctorReport {
+  /** Active companies in the registry. */
+  registered: number;
+  /** DescribeSecret calls made (companies whose check-after mark was absent or past). */
+  described: number;
+  due: Record<DueReason, number>;
+  /** Due companies sent to the queue (0 when checked inline). */
+  queued: number;
+}
+
+const DAY = 24 * 3600_000;
+
+/**
+ * Whether a secret needs the full check now, from its description alone, and if not, when it
+ * next might. Exported for the unit tests of the selection.
+ */
+export function dueReason(
+  description: Pick<SecretDescription, 'versionStages' | 'rotation'>,
+  now: number,
+  settings: { overdueAfterMs?: number; maxRecheckMs?: number } = {},
+): { reason: DueReason } | { reason: undefined; nextCheckAt: number } {
+  const pending = Object.values(description.versionStages).some((stages) => stages.includes(SecretStage.pending) && !stages.includes(SecretStage.current));
+  if (pending) return { reason: 'in_progress' };
+  const { rotation } = description;
+  if (!rotation.enabled) return { reason: 'rotation_disabled' };
+  const interval = rotation.automaticallyAfterDays === undefined ? undefined : rotation.automaticallyAfterDays * DAY;
+  const dueAt = rotation.nextRotationAt ?? (rotation.lastRotatedAt !== undefined && interval !== undefined ? rotation.lastRotatedAt + interval : undefined);
+  // Rotation on but no date to go by: look.
+  if (dueAt === undefined) return { reason: 'due' };
+  if (now - dueAt > (settings.overdueAfterMs ?? DAY)) return { reason: 'overdue' };
+  if (dueAt <= now) return { reason: 'due' };
+  return { reason: undefined, nextCheckAt: Math.min(dueAt, now + (settings.maxRecheckMs ?? 7 * DAY)) };
+}
+
+export async function sweepKeyRotations(deps: SweepDeps, settings: SweepSettings): Promise<SweepReport> {
+  const now = deps.clock.now();
+  const inlineLimit = settings.inlineLimit ?? 20;
+  const concurrency = Math.max(1, settings.concurrency ?? 16);
+  const report: SweepReport = {
+    checkedAt: now,
+    companies: 0,
+    findings: [],
+    registered: 0,
+    described: 0,
+    due: { in_progress: 0, overdue: 0, due: 0, rotation_disabled: 0 },
+    queued: 0,
+  };
+  let held: QueuedCheck[] = [];
+  let queueing = false;
+  const findings: Finding[] = [];
+
+  const flush = async (): Promise<void> => {
+    if (held.length === 0) return;
+    await deps.queue!.enqueue(held);
+    report.queued += held.length;
+    held = [];
+  };
+
+  for await (const page of deps.index.pages()) {
+    report.registered += page.length;
+    const candidates = page.filter((c) => c.checkAfter === undefined || c.checkAfter <= now);
+    report.described += candidates.length;
+    await forEachLimited(candidates, concurrency, async ({ companyId }) => {
+      let found;
+      try {
+        found = await deps.describeCompanySecret(companyId);
+      } catch (error) {
+        findings.push({ type: 'check_failed', companyId, secret: '(unknown)', repaired: false, detail: describeDoctorError(error) });
+        return;
+      }
+      if (!found) {
+        findings.push({ type: 'key_missing', companyId, secret: '(none)', repaired: false, detail: 'no key secret of this stage: run `acctops keys install --company <id>`' });
+        return;
+      }
+      const decision = dueReason(found.description, now, settings);
+      if (decision.reason === undefined) {
+        try {
+          await deps.index.setCheckAfter(companyId, decision.nextCheckAt);
+        } catch (error) {
+          // Only costs a DescribeSecret next run: the mark is an optimisation, not the truth.
+          deps.logger.warn('rotation check-after mark not written', { companyId, error });
+        }
+        return;
+      }
+      report.due[decision.reason] += 1;
+      held.push({ ...found.entry, reason: decision.reason });
+    });
+    // Once more are due than an inline run should check, everything goes to the queue, page by page.
+    if (deps.queue && (queueing || held.length > inlineLimit)) {
+      queueing = true;
+      await flush();
+    }
+  }
+
+  report.companies = held.length + report.queued;
+  if (held.length > 0) {
+    const byCompany = new Map<string, CompanyKeyEntry[]>();
+    for (const { reason: _reason, ...entry } of held) byCompany.set(entry.companyId, [entry]);
+    findings.push(...(await examineCompanies(deps, settings, byCompany, now)));
+  }
+  report.findings = findings;
+  deps.metrics.add('RotationCompaniesDescribed', report.described);
+  deps.metrics.add('RotationCompaniesDue', report.companies);
+  deps.metrics.add('RotationChecksQueued', report.queued);
+  return reportDoctorRun(deps, report);
+}
+
+export interface QueuedBatchResult {
+  checked: number;
+  findings: Finding[];
+  failedMessageIds: string[];
+}
+
+/**
+ * The worker's side: each message is one company's full check. A message that does not parse is a
+ * batch item failure (bound for the DLQ after its receives); a check that failed is a finding, as
+ * in the inline run, since the next sweep examines the company again anyway.
+ */
+export async function checkQueuedCompanies(
+  deps: Omit<DoctorDeps, 'directory'>,
+  settings: DoctorSettings,
+  messages: { messageId: string; body: string }[],
+): Promise<QueuedBatchResult> {
+  const failedMessageIds: string[] = [];
+  const byCompany = new Map<string, CompanyKeyEntry[]>();
+  for (const message of messages) {
+    try {
+      const { reason: _reason, ...entry } = parseWith(queuedCheckSchema, JSON.parse(message.body) as unknown, 'queued rotation check');
+      byCompany.set(entry.companyId, [...(byCompany.get(entry.companyId) ?? []), entry]);
+    } catch (error) {
+      deps.logger.error('queued rotation check unreadable', { messageId: message.messageId, error });
+      failedMessageIds.push(message.messageId);
+    }
+  }
+  const now = deps.clock.now();
+  const findings = await examineCompanies(deps, settings, byCompany, now);
+  await reportDoctorRun(deps, { checkedAt: now, companies: byCompany.size, findings });
+  return { checked: byCompany.size, findings, failedMessageIds };
+}
+
+/** describeCompanySecret over a store: by the conventional name, else by tag; a deleted secret is none. */
+export function describeByNameOrTag(deps: {
+  store: { describeSecret(secretId: string): Promise<SecretDescription> };
+  directory: { find(companyId: string): Promise<CompanyKeyEntry> };
+  nameOf(companyId: string): string;
+}): SweepDeps['describeCompanySecret'] {
+  return async (companyId) => {
+    let description: SecretDescription | undefined;
+    try {
+      description = await deps.store.describeSecret(deps.nameOf(companyId));
+    } catch (error) {
+      if (!(error instanceof SecretNotFoundError)) throw error;
+    }
+    if (description === undefined) {
+      // An imported secret (cdk.json existingSecretArn) keeps its own name: one tag lookup.
+      let entry: CompanyKeyEntry;
+      try {
+        entry = await deps.directory.find(companyId);
+      } catch (error) {
+        if (error instanceof Error && 'code' in error && error.code === 'company_key_not_found') return undefined;
+        throw error;
+      }
+      description = await deps.store.describeSecret(entry.secretId);
+    }
+    if (description.deletedAt !== undefined) return undefined;
+    return { entry: { companyId: companyId.toLowerCase(), secretId: description.secretArn, name: description.name }, description };
+  };
+}
+
+async function forEachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      await work(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+}
+
+/**
+ * The company key directory of the registry (`keys status` in AWS mode): the active companies a
+ * page at a time, each company's secret found by DescribeSecret of its conventional name (an
+ * imported one by tag), never by listing every secret. A registered company without a secret is
+ * left out (the sweep reports it as `key_missing`).
+ */
+export function registeredKeyDirectory(deps: {
+  pages(): AsyncIterable<{ companyId: string; removedAt?: string }[]>;
+  describeCompanySecret: SweepDeps['describeCompanySecret'];
+}): Pick<CompanyKeyDirectory, 'list'> {
+  return {
+    async *list() {
+      for await (const page of deps.pages()) {
+        for (const company of page) {
+          if (company.removedAt !== undefined) continue;
+          const found = await deps.describeCompanySecret(company.companyId);
+          if (found) yield found.entry;
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,81 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+
+interface Demo {
+  companies: { publicId: string; apiKeys: { key: string; permissions: string[] }[] }[];
+}
+
+const UNKNOWN = '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d';
+
+/** `keys install`, `companies remove` and `companies restore` in local mode (the Secrets Manager emulator), through the real binary. */
+describe('acctops keys install / companies remove|restore (local mode)', () => {
+  let state: { dir: string; remove(): Promise<void> };
+  let demo: Demo;
+  const outputs: CliResult[] = [];
+  const acctops = async (args: string[], env: Record<string, string> = {}) => {
+    const result = await runAcctops(['--state-dir', state.dir, ...args], { env });
+    outputs.push(result);
+    return result;
+  };
+
+  beforeAll(async () => {
+    state = await tempStateDir();
+    await acctops(['local', 'status']);
+    demo = (JSON.parse(await readFile(join(state.dir, 'sandbox.json'), 'utf8')) as { demo: Demo }).demo;
+  });
+  afterAll(async () => {
+    await state.remove();
+  });
+
+  it('refuses a malformed id (exit 2, naming the flag) and a company neither registered nor holding a key (exit 3)', async () => {
+    const key = demo.companies[0]!.apiKeys.find((k) => k.permissions.includes('full_access'))!.key;
+    const bad = await acctops(['keys', 'install', '--company', 'not-a-company'], { ACCTOPS_API_KEY: key });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--company');
+    const unknown = await acctops(['keys', 'install', '--company', UNKNOWN], { ACCTOPS_API_KEY: key });
+    expect(unknown.code).toBe(3);
+    expect(unknown.stderr).toMatch(/not in the registry/);
+    expect(unknown.stderr).toContain('companies add');
+  });
+
+  it('installs idempotently, stops rotation and schedules deletion on remove, and restore undoes it; the key is never printed', async () => {
+    const company = demo.companies[0]!;
+    const key = company.apiKeys.find((k) => k.permissions.includes('full_access'))!.key;
+    expect((await acctops(['companies', 'add', '--company', company.publicId, '--rotation-days', '10'])).code).toBe(0);
+
+    const first = await acctops(['--json', 'keys', 'install', '--company', company.publicId], { ACCTOPS_API_KEY: key });
+    expect(first.code).toBe(0);
+    // The demo secret exists with this key; its rotation (30 days) is set to the registry's 10.
+    expect(parseJson(first)).toMatchObject({ companyId: company.publicId, secretResult: 'unchanged', rotation: 'updated', rotationDays: 10, noop: false });
+    const again = await acctops(['keys', 'install', '--company', company.publicId], { ACCTOPS_API_KEY: key });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/already installed .* rotates every 10 days; nothing changed/);
+
+    const removed = await acctops(['--json', 'companies', 'remove', '--company', company.publicId, '--recovery-days', '7']);
+    expect(removed.code).toBe(0);
+    expect(parseJson(removed)).toMatchObject({
+      result: 'removed',
+      key: { result: 'scheduled', rotationStopped: true, recoveryWindowDays: 7 },
+      undo: `acctops companies restore --company ${company.publicId}`,
+    });
+    // Removed: the key secret is out of the directory, so a rotation finds no secret.
+    expect((await acctops(['keys', 'rotate', '--company', company.publicId])).code).not.toBe(0);
+    const twice = await acctops(['--json', 'companies', 'remove', '--company', company.publicId]);
+    expect(parseJson(twice)).toMatchObject({ result: 'already_removed', key: { result: 'already_scheduled' } });
+
+    const restored = await acctops(['--json', 'companies', 'restore', '--company', company.publicId]);
+    expect(restored.code).toBe(0);
+    expect(parseJson(restored)).toMatchObject({ result: 'readded', key: 'restored', rotationDays: 10 });
+    const afterRestore = await acctops(['--json', 'keys', 'install', '--company', company.publicId], { ACCTOPS_API_KEY: key });
+    expect(parseJson(afterRestore)).toMatchObject({ noop: true, secretResult: 'unchanged', rotation: 'already_on' });
+    expect((await acctops(['keys', 'rotate', '--company', company.publicId])).code).toBe(0);
+
+    for (const o of outputs) expect(`${o.stdout}${o.stderr}`).not.toContain(key);
+  });
+
+  it('remove of an unknown company is exit 3', async () => {
+    const unknown = await acctops(['companies', 'remove', '--company', UNKNOWN]);
+    expect(unknown.code).toBe(3);
+  });
+});

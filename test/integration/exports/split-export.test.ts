@@ -1,0 +1,217 @@
+import { gunzipSync } from 'node:zlib';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDbRunLedger } from '../../../src/adapters/aws/dynamodb-run-ledger';
+import { createRunLedgerTable } from '../../helpers/dynamodb-tables';
+import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
+import { MemoryEventPublisher } from '../../../src/adapters/local/memory-event-publisher';
+import { MemoryExportQueue, type QueuedExportMessage } from '../../helpers/memory-export-queue';
+import { apiKeyAuth } from '../../../src/core/accounting-api';
+import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/pipeline/export-events';
+import { decodeJob, type ExportJob, type QueuedJob } from '../../../src/core/exports/pipeline/export-jobs';
+import { processExportBatch, type ExportWorkerDeps, type JobResult } from '../../../src/core/exports/pipeline/export-worker';
+import { manifestKey } from '../../../src/core/exports/formats/layout';
+import { readManifest, type Manifest } from '../../../src/core/exports/formats/manifest';
+import { parsePeriod } from '../../../src/core/exports/formats/period';
+import { ManualClock } from '../../../src/core/shared/clock';
+import { MemoryLogger } from '../../../src/core/shared/logger';
+import { MemoryMetrics } from '../../../src/core/shared/metrics';
+import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
+import { startSandbox, type RunningSandbox } from '../../../sandbox';
+import { TEST_DIALECTS } from '../../helpers/dialects';
+import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
+import { startS3, type LocalS3 } from '../../helpers/s3rver';
+
+// A month too large for one invocation (here: above a small threshold) is exported in parts by
+// date range through the same queue and worker, with the run ledger on dynalite and the files on
+// s3rver; one manifest is published only when every part is complete, and it equals the manifest
+// of the same month exported whole (records, exact totals, formats), in both sandbox dialects.
+
+const BUCKET = 'acctops-exports';
+const OCTOBER = parsePeriod('2026-10');
+/** 3,000 generated transactions (about 97 a day): parts of at most 1,100 make 3. */
+const MAX_PER_PART = 1100;
+
+describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
+  let sandbox: RunningSandbox;
+  let s3: LocalS3;
+  let dynamo: LocalDynamo;
+  let dynamoClient: DynamoDBClient;
+  let company: string;
+  let key: string;
+  let tables = 0;
+  let prefixes = 0;
+
+  beforeAll(async () => {
+    [sandbox, s3, dynamo] = await Promise.all([startSandbox({ dialect, demo: false }), startS3([BUCKET]), startDynamo()]);
+    dynamoClient = dynamo.client();
+    company = (await sandbox.admin.createCompany()).publicId;
+    await sandbox.admin.generateTransactions({ companyId: company, month: '2026-10', count: 3000 });
+    // Around the parts' boundaries, in offsets whose UTC date differs from the local date: each
+    // belongs to the part of its local date (docs/assumptions.md), exactly once.
+    await sandbox.admin.addTransactions({
+      companyId: company,
+      transactions: [
+        { amount: -1234, valueDate: '2026-10-11T23:30:00+02:00', currency: 'EUR', description: 'late, +02:00' },
+        { amount: 4321, valueDate: '2026-10-12T00:30:00+02:00', currency: 'EUR', description: 'early, +02:00 (11th in UTC)' },
+        { amount: -777, valueDate: '2026-10-22T23:30:00-05:00', currency: 'EUR', description: 'late, -05:00 (23rd in UTC)' },
+        { amount: 99, valueDate: '2026-10-23T00:10:00+05:30', currency: 'EUR', description: 'early, +05:30' },
+        { amount: -5, valueDate: '2026-10-31T23:30:00-02:00', currency: 'EUR', description: 'month end (November in UTC)' },
+      ],
+    });
+    await sandbox.admin.addTaxReport({ companyId: company, periodStart: '2026-10-01', periodEnd: '2026-10-31', amountDue: 4999 });
+    key = (await sandbox.admin.createApiKey({ companyId: company, permissions: ['read_transactions', 'read_categories', 'read_tax_reports'] })).key;
+  });
+
+  afterAll(async () => {
+    dynamoClient.destroy();
+    await Promise.all([sandbox.stop(), s3.stop(), dynamo.stop()]);
+    forgetRegisteredSecrets();
+  });
+
+  async function world(split?: number) {
+    const clock = ManualClock.autoAdvancing(Date.UTC(2026, 10, 2, 9, 0));
+    const tableName = `export-runs-split-${++tables}`;
+    await createRunLedgerTable(dynamoClient, tableName);
+    const store = new S3ObjectStore({ client: s3.client(), bucket: BUCKET, prefix: `split${++prefixes}` });
+    const queue = new MemoryExportQueue();
+    const events = new MemoryEventPublisher();
+    const ledger = new DynamoDbRunLedger({ client: dynamoClient, tableName, clock });
+    const deps: ExportWorkerDeps = {
+      exporter: { store, toolVersion: '0.1.0', baseUrl: sandbox.baseUrl },
+      credentials: () => apiKeyAuth(key),
+      queue,
+      ledger,
+      events,
+      clock,
+      logger: new MemoryLogger(),
+      metrics: new MemoryMetrics(),
+      maxReceiveCount: 3,
+      ...(split ? { split: { maxTransactionsPerPart: split } } : {}),
+    };
+    const job: ExportJob = {
+      type: 'export',
+      companyId: company,
+      period: OCTOBER.text,
+      formats: ['jsonl', 'csv', 'parquet'],
+      source: { kind: 'apiKey' },
+      trigger: { kind: 'on_demand', requestId: `req-${tables}`, via: 'cli' },
+    };
+    let delivered = 0;
+    const deliver = async (message: QueuedExportMessage): Promise<JobResult> => {
+      const report = await processExportBatch(deps, [{ messageId: `m${++delivered}`, body: message.body, receiveCount: 1 }]);
+      return report.results[0]!.result;
+    };
+    const manifest = () => readManifest(store, manifestKey(company, OCTOBER));
+    return { deps, store, queue, events, ledger, job, deliver, manifest };
+  }
+
+  it('exports a large month in 3 parts and publishes one manifest equal to the whole-month export', async () => {
+    const whole = await world();
+    await whole.queue.enqueue([whole.job]);
+    expect(await Promise.all(whole.queue.drain().map(whole.deliver))).toEqual(['completed']);
+    const expected = (await whole.manifest())!;
+
+    const split = await world(MAX_PER_PART);
+    await split.queue.enqueue([split.job]);
+    expect(await Promise.all(split.queue.drain().map(split.deliver))).toEqual(['split']);
+    const parts = split.queue.drain();
+    const jobs = parts.map((m) => decodeJob(m.body)) as Extract<QueuedJob, { type: 'export_part' }>[];
+    expect(jobs.map((j) => j.part.index)).toEqual([0, 1, 2]);
+    // Contiguous days from the 1st to the 31st: no gap, no overlap.
+    expect(jobs[0]!.part.dateFrom).toBe('2026-10-01');
+    expect(jobs[2]!.part.dateTo).toBe('2026-10-31');
+    for (let i = 1; i < jobs.length; i++) expect(nextDay(jobs[i - 1]!.part.dateTo)).toBe(jobs[i]!.part.dateFrom);
+    // Parts run in parallel: a FIFO group each.
+    expect(new Set(parts.map((m) => m.groupId)).size).toBe(3);
+
+    for (const message of parts) expect(await split.deliver(message)).toBe('completed');
+    const manifest = (await split.manifest())!;
+    expect(split.events.events.filter((e) => e.type === EXPORT_EVENT_TYPES.completed)).toHaveLength(1);
+
+    expect(comparable(manifest)).toEqual(comparable(expected));
+    expect(manifest.source.parts).toHaveLength(3);
+    expect(manifest.source.parts!.reduce((n, p) => n + p.records, 0)).toBe(expected.datasets.transactions!.records);
+    expect(expected.datasets.transactions!.records).toBe(3005);
+    // Per format, the parts' files together hold exactly the whole month's records. Not in the same
+    // order: the service orders by instant, the parts by local date first, so a record at 00:10+05:30
+    // on the 23rd (the 22nd in UTC) follows the 22nd's late records (docs/fleet-exports.md).
+    const transactionsJsonl = (m: Manifest) => m.objects.filter((o) => o.dataset === 'transactions' && o.format === 'jsonl').map((o) => o.key);
+    expect(transactionsJsonl(manifest)).toHaveLength(3);
+    const lines = async (store: S3ObjectStore, keys: string[]) =>
+      (await Promise.all(keys.map(async (k) => gunzipSync(Buffer.from((await store.get(k))!)).toString('utf8').split('\n').filter(Boolean)))).flat();
+    const splitLines = await lines(split.store, transactionsJsonl(manifest));
+    const wholeLines = await lines(whole.store, transactionsJsonl(expected));
+    expect(splitLines).toHaveLength(3005);
+    expect(splitLines).not.toEqual(wholeLines);
+    expect([...splitLines].sort()).toEqual([...wholeLines].sort());
+    const csvRows = async (store: S3ObjectStore, m: Manifest) => {
+      const files = m.objects.filter((o) => o.dataset === 'transactions' && o.format === 'csv');
+      const bodies = await Promise.all(files.map(async (o) => Buffer.from((await store.get(o.key))!).toString('utf8').split('\n').slice(1).filter(Boolean)));
+      return bodies.flat().sort();
+    };
+    expect(await csvRows(split.store, manifest)).toEqual(await csvRows(whole.store, expected));
+
+    // A redelivered last part after the publish changes nothing.
+    expect(await split.deliver(parts[2]!)).toBe('completed');
+    expect((await split.manifest())!.generatedAt).toBe(manifest.generatedAt);
+  });
+
+  it('keeps the period invisible while one part is missing, and publishes when it arrives', async () => {
+    const split = await world(MAX_PER_PART);
+    await split.queue.enqueue([split.job]);
+    await Promise.all(split.queue.drain().map(split.deliver));
+    const [first, second, third] = split.queue.drain();
+    expect(await split.deliver(first!)).toBe('completed');
+    expect(await split.deliver(third!)).toBe('completed');
+
+    expect(await split.store.head(manifestKey(company, OCTOBER))).toBeUndefined();
+    expect(split.events.events.filter((e) => e.type === EXPORT_EVENT_TYPES.completed)).toHaveLength(0);
+    const splitId = (decodeJob(first!.body) as Extract<QueuedJob, { type: 'export_part' }>).splitId;
+    expect((await split.ledger.getSplit(splitId))!.done).toEqual([0, 2]);
+
+    expect(await split.deliver(second!)).toBe('completed');
+    const manifest = (await split.manifest())!;
+    expect(manifest.objects.filter((o) => o.dataset === 'transactions')).toHaveLength(9);
+    expect((await split.ledger.getSplit(splitId))!.publishedAt).toBeDefined();
+
+    // A narrower re-export of the split month is refused as for a whole month, unless it may replace formats.
+    const narrower = { ...split.job, formats: ['csv' as const], trigger: { kind: 'on_demand' as const, requestId: 'narrower', via: 'cli' as const } };
+    await split.queue.enqueue([narrower]);
+    expect(await Promise.all(split.queue.drain().map(split.deliver))).toEqual(['failed']);
+    expect(split.queue.drain()).toEqual([]);
+    expect((await split.manifest())!.runId).toBe(manifest.runId);
+    await split.queue.enqueue([{ ...narrower, replaceFormats: true }]);
+    expect(await Promise.all(split.queue.drain().map(split.deliver))).toEqual(['split']);
+    for (const message of split.queue.drain()) expect(await split.deliver(message)).toBe('completed');
+    const replaced = (await split.manifest())!;
+    expect(new Set(replaced.objects.map((o) => o.format))).toEqual(new Set(['csv']));
+    expect(replaced.datasets.transactions!.totals).toEqual(manifest.datasets.transactions!.totals);
+  });
+
+  it('exports a month at or below the threshold whole (one count request decides)', async () => {
+    const split = await world(5000);
+    await split.queue.enqueue([split.job]);
+    expect(await Promise.all(split.queue.drain().map(split.deliver))).toEqual(['completed']);
+    expect(split.queue.drain()).toEqual([]);
+    expect((await split.manifest())!.source.parts).toBeUndefined();
+  });
+});
+
+function nextDay(date: string): string {
+  return new Date(Date.parse(`${date}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+}
+
+/** What must be equal between a split and a whole export: records, exact totals, and the formats listed per dataset. */
+function comparable(manifest: Manifest) {
+  return {
+    company: manifest.company,
+    period: manifest.period,
+    query: manifest.source.query,
+    datasets: Object.fromEntries(Object.entries(manifest.datasets).map(([d, v]) => [d, { records: v.records, totals: v.totals }])),
+    files: [...new Set(manifest.objects.map((o) => `${o.dataset}:${o.format}`))].sort(),
+    recordsPerFormat: Object.fromEntries(
+      [...new Set(manifest.objects.map((o) => `${o.dataset}:${o.format}`))].map((k) => [k, manifest.objects.filter((o) => `${o.dataset}:${o.format}` === k).reduce((n, o) => n + o.records, 0)]),
+    ),
+    symlinks: manifest.symlinks.map((s) => ({ dataset: s.dataset, targets: s.targets.length > 0 })),
+  };
+}

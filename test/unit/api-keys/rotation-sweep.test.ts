@@ -1,0 +1,165 @@
+import {
+  checkQueuedCompanies,
+  dueReason,
+  type QueuedCheck,
+  type RotationCandidate,
+  type SweepDeps,
+  sweepKeyRotations,
+} from '../../../src/core/api-keys';
+import type { SecretDescription } from '../../../src/core/ports/secrets';
+import { ManualClock } from '../../../src/core/shared/clock';
+import { silentLogger } from '../../../src/core/shared/logger';
+import { MemoryMetrics } from '../../../src/core/shared/metrics';
+
+const DAY = 24 * 3600_000;
+const T0 = Date.UTC(2026, 10, 1, 9, 0, 0);
+
+function description(over: Partial<SecretDescription['rotation']> & { pending?: boolean } = {}): SecretDescription {
+  const { pending, ...rotation } = over;
+  return {
+    secretArn: 'arn:aws:secretsmanager:eu-central-1:000000000000:secret:x',
+    name: 'x',
+    versionStages: pending ? { v1: ['AWSCURRENT'], v2: ['AWSPENDING'] } : { v1: ['AWSCURRENT'] },
+    rotation: { enabled: true, automaticallyAfterDays: 30, nextRotationAt: T0 + 10 * DAY, ...rotation },
+    tags: {},
+  };
+}
+
+describe('dueReason (the selection, from DescribeSecret alone)', () => {
+  it('AWSPENDING on a version that is not current is a rotation in progress', () => {
+    expect(dueReason(description({ pending: true }), T0)).toEqual({ reason: 'in_progress' });
+  });
+  it('AWSPENDING together with AWSCURRENT (a finished rotation AWS left labelled) is not in progress', () => {
+    const d = { ...description(), versionStages: { v1: ['AWSCURRENT', 'AWSPENDING'] } };
+    expect(dueReason(d, T0).reason).toBeUndefined();
+  });
+  it('rotation off is examined (the full check reports rotation_disabled)', () => {
+    expect(dueReason(description({ enabled: false }), T0)).toEqual({ reason: 'rotation_disabled' });
+  });
+  it('due at or after NextRotationDate, overdue past overdueAfterMs', () => {
+    expect(dueReason(description({ nextRotationAt: T0 }), T0)).toEqual({ reason: 'due' });
+    expect(dueReason(description({ nextRotationAt: T0 - DAY }), T0)).toEqual({ reason: 'due' });
+    expect(dueReason(description({ nextRotationAt: T0 - DAY - 1 }), T0)).toEqual({ reason: 'overdue' });
+    expect(dueReason(description({ nextRotationAt: T0 - 3_600_000 }), T0, { overdueAfterMs: 60_000 })).toEqual({ reason: 'overdue' });
+  });
+  it('without NextRotationDate, LastRotatedDate plus the interval decides; with neither, it is looked at', () => {
+    expect(dueReason(description({ nextRotationAt: undefined, lastRotatedAt: T0 - 31 * DAY }), T0).reason).toBe('due');
+    expect(dueReason(description({ nextRotationAt: undefined, lastRotatedAt: T0 - 25 * DAY }), T0)).toEqual({ reason: undefined, nextCheckAt: T0 + 5 * DAY });
+    expect(dueReason(description({ nextRotationAt: undefined, lastRotatedAt: undefined }), T0).reason).toBe('due');
+  });
+  it('not due: looked at again at its next rotation, or after maxRecheckMs if sooner', () => {
+    expect(dueReason(description({ nextRotationAt: T0 + 3 * DAY }), T0)).toEqual({ reason: undefined, nextCheckAt: T0 + 3 * DAY });
+    expect(dueReason(description({ nextRotationAt: T0 + 30 * DAY }), T0)).toEqual({ reason: undefined, nextCheckAt: T0 + 7 * DAY });
+    expect(dueReason(description({ nextRotationAt: T0 + 30 * DAY }), T0, { maxRecheckMs: DAY })).toEqual({ reason: undefined, nextCheckAt: T0 + DAY });
+  });
+});
+
+/** A registry, a secret store's DescribeSecret and a queue, in memory; counts the describes. */
+function fleet(clock: ManualClock, size: number, secretOf: (i: number) => SecretDescription | undefined) {
+  const ids = Array.from({ length: size }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
+  const marks = new Map<string, number>();
+  const described: string[] = [];
+  const queued: QueuedCheck[] = [];
+  const metrics = new MemoryMetrics();
+  const deps: SweepDeps = {
+    index: {
+      async *pages() {
+        for (let i = 0; i < ids.length; i += 7) {
+          yield ids.slice(i, i + 7).map((companyId): RotationCandidate => (marks.has(companyId) ? { companyId, checkAfter: marks.get(companyId)! } : { companyId }));
+        }
+      },
+      setCheckAfter: async (companyId, at) => {
+        marks.set(companyId, at);
+      },
+    },
+    describeCompanySecret: async (companyId) => {
+      described.push(companyId);
+      const d = secretOf(ids.indexOf(companyId));
+      return d && { entry: { companyId, secretId: `arn:${companyId}`, name: `acctops/test/company/${companyId}/api-key` }, description: d };
+    },
+    queue: { enqueue: async (checks) => void queued.push(...checks) },
+    store: {
+      describeSecret: () => Promise.reject(new Error('the sweep must not read a secret')),
+      readSecret: () => Promise.reject(new Error('the sweep must not read a secret value')),
+      listVersions: () => Promise.reject(new Error('the sweep must not list versions')),
+      moveStage: () => Promise.reject(new Error('the sweep must not move a stage')),
+    },
+    scheduler: { pending: async function* () {} },
+    clientFor: () => {
+      throw new Error('the sweep must not call the service');
+    },
+    clock,
+    logger: silentLogger,
+    metrics,
+  };
+  return { ids, marks, described, queued, deps, metrics };
+}
+
+describe('sweepKeyRotations', () => {
+  it('describes only companies without a current mark, queues the due ones, marks the rest, reads no value', async () => {
+    const clock = new ManualClock(T0);
+    // 100 companies: #3 in progress, #10..#14 due, #20 rotation off, #30 no secret, the rest due in 10 days.
+    const f = fleet(clock, 100, (i) =>
+      i === 30 ? undefined : i === 3 ? description({ pending: true }) : i >= 10 && i < 15 ? description({ nextRotationAt: T0 - 60_000 }) : i === 20 ? description({ enabled: false }) : description(),
+    );
+    const report = await sweepKeyRotations(f.deps, { graceMs: 30 * 60_000, inlineLimit: 2 });
+    expect(report).toMatchObject({ registered: 100, described: 100, queued: 7, companies: 7, due: { in_progress: 1, due: 5, overdue: 0, rotation_disabled: 1 } });
+    expect(f.queued.map((q) => q.companyId).sort()).toEqual([3, 10, 11, 12, 13, 14, 20].map((i) => f.ids[i]).sort());
+    expect(report.findings).toEqual([expect.objectContaining({ type: 'key_missing', companyId: f.ids[30] })]);
+    // Not due: marked for their next rotation (in 10 days; the 7-day cap is sooner).
+    expect(f.marks.size).toBe(100 - 7 - 1);
+    expect(new Set(f.marks.values())).toEqual(new Set([T0 + 7 * DAY]));
+
+    // An hour later: only the unmarked (due, missing) are described again.
+    clock.advance(3_600_000);
+    f.described.length = 0;
+    f.queued.length = 0;
+    const second = await sweepKeyRotations(f.deps, { graceMs: 30 * 60_000, inlineLimit: 2 });
+    expect(second.described).toBe(8);
+    expect(f.described).toHaveLength(8);
+    expect(second.queued).toBe(7);
+
+    // A week later every mark has come due: all are described once more.
+    clock.advance(7 * DAY);
+    const third = await sweepKeyRotations(f.deps, { graceMs: 30 * 60_000, inlineLimit: 2 });
+    expect(third.described).toBe(100);
+  });
+
+  it('checks inline (no queue) when at most inlineLimit are due, and counts them in metrics', async () => {
+    const clock = new ManualClock(T0);
+    const f = fleet(clock, 20, () => description());
+    const report = await sweepKeyRotations(f.deps, { graceMs: 30 * 60_000, inlineLimit: 5 });
+    expect(report).toMatchObject({ described: 20, queued: 0, companies: 0, findings: [] });
+    expect(f.metrics.sum('RotationCompaniesDescribed')).toBe(20);
+    expect(f.metrics.sum('UnrepairedRotationFindings')).toBe(0);
+  });
+
+  it('a failing DescribeSecret is a check_failed finding for that company, not a failed run', async () => {
+    const clock = new ManualClock(T0);
+    const f = fleet(clock, 10, () => description());
+    const describe = f.deps.describeCompanySecret;
+    f.deps.describeCompanySecret = async (companyId) => {
+      if (companyId === f.ids[4]) throw new Error('ThrottlingException: Rate exceeded');
+      return describe(companyId);
+    };
+    const report = await sweepKeyRotations(f.deps, { graceMs: 30 * 60_000 });
+    expect(report.findings).toEqual([expect.objectContaining({ type: 'check_failed', companyId: f.ids[4] })]);
+    expect(f.marks.size).toBe(9);
+  });
+});
+
+describe('checkQueuedCompanies (the worker)', () => {
+  it('an unreadable message is a batch item failure; the others are checked', async () => {
+    const clock = new ManualClock(T0);
+    const f = fleet(clock, 1, () => description());
+    const result = await checkQueuedCompanies(f.deps, { graceMs: 30 * 60_000 }, [
+      { messageId: 'm1', body: '{"companyId":"c"}' },
+      { messageId: 'm2', body: 'not json' },
+      { messageId: 'm3', body: JSON.stringify({ companyId: f.ids[0], secretId: 'arn:s', name: 'acctops/test/company/x/api-key', reason: 'due' }) },
+    ]);
+    expect(result.failedMessageIds).toEqual(['m1', 'm2']);
+    expect(result.checked).toBe(1);
+    // The fake store refuses every read: the company's full check fails as a finding, like the inline run's.
+    expect(result.findings).toEqual([expect.objectContaining({ type: 'check_failed', companyId: f.ids[0] })]);
+  });
+});
