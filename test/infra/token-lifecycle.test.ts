@@ -204,7 +204,7 @@ describe('TokenLifecycle', () => {
       });
       const planner = template.findResources('AWS::Lambda::Function')[logicalId(tokens.planner)]!.Properties.Environment.Variables;
       expect(Object.keys(planner).sort()).toEqual(
-        ['ACCTOPS_FUNCTION', 'ACCTOPS_STAGE', 'LOG_LEVEL', 'NODE_OPTIONS', 'REFRESH_QUEUE_URL', 'TOKEN_REFRESH_MARGIN_SECONDS', 'TOKEN_TABLE_NAME'].sort(),
+        ['ACCTOPS_FUNCTION', 'ACCTOPS_STAGE', 'LOG_LEVEL', 'NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'REFRESH_QUEUE_URL', 'TOKEN_REFRESH_MARGIN_SECONDS', 'TOKEN_TABLE_NAME'].sort(),
       );
     });
   });
