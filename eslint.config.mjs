@@ -14,9 +14,16 @@ const cdk = ['aws-cdk-lib', 'aws-cdk-lib/*', 'constructs', 'cdk-nag'];
 // and Metrics ports in functions/_shared (docs/observability.md); nothing else imports it.
 const powertools = ['@aws-lambda-powertools/*'];
 
+// The folders with a barrel (index.ts): outside them, code imports the folder, not a file in it
+// (docs/conventions.md, "Barrels"). Tests and bench may reach inside: they test the modules.
+const barrel = {
+  group: ['**/accounting-api/*', '**/api-keys/*'],
+  message: 'import the folder (its index.ts is the public surface), not a file inside it.',
+};
+
 const restrict = (files, patterns, message) => ({
   files,
-  rules: { 'no-restricted-imports': ['error', { patterns: [{ group: patterns, message }] }] },
+  rules: { 'no-restricted-imports': ['error', { patterns: [{ group: patterns, message }, barrel] }] },
 });
 
 export default tseslint.config(
@@ -46,6 +53,12 @@ export default tseslint.config(
     ['src/core/**/*.ts'],
     [...outerLayers('adapters', 'functions', 'lib', 'bin', 'sandbox', 'test', 'bench'), ...sdk, ...lambda, ...cdk, ...powertools],
     'src/core is domain logic: no AWS SDK, Lambda, middy, Powertools, CDK, adapters or outer layers.',
+  ),
+  // A later block replaces the rule's options for its files, so this one repeats src/core's.
+  restrict(
+    ['src/core/exports/formats/**/*.ts'],
+    [...outerLayers('adapters', 'functions', 'lib', 'bin', 'sandbox', 'test', 'bench'), ...sdk, ...lambda, ...cdk, '**/pipeline/*'],
+    'src/core/exports/formats is what one period is and how it is written: no AWS, Lambda or outer layers, and no pipeline/ (the pipeline uses formats, never the reverse).',
   ),
   restrict(
     ['src/adapters/local/**/*.ts'],

@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from 'commander';
-import { parsePeriod } from '../src/core/exports/period';
-import { FORMATS, type ExportFormat } from '../src/core/exports/types';
+import { parsePeriod } from '../src/core/exports/formats/period';
+import { FORMATS, type ExportFormat } from '../src/core/exports/formats/datasets';
 import { UsageError } from './errors';
 
 /**

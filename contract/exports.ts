@@ -27,7 +27,7 @@ export const DATASETS = ['transactions', 'tax_reports', 'categories'] as const;
 export type DatasetName = (typeof DATASETS)[number];
 
 /**
- * The encoding of a column (src/core/exports/tables.ts has the full table):
+ * The encoding of a column (src/core/exports/formats/dataset-tables.ts has the full table):
  * `text` UTF-8, `decimal` exact DECIMAL(18,4) from minor units, `integer` INT64,
  * `date` `YYYY-MM-DD`, `timestamp` epoch milliseconds (UTC).
  */

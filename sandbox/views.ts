@@ -1,4 +1,4 @@
-import { formatMinorUnits } from '../src/core/accounting-api/money';
+import { formatMinorUnits } from '../src/core/accounting-api';
 import { hashString } from './random';
 import type { ApiKeyRecord, CategoryRecord, Company, TaxReportRecord } from './state';
 import type { TransactionRecord } from './transactions';

@@ -7,8 +7,8 @@
  */
 import { createWriteStream, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { ParquetRecordWriter } from '../../src/core/exports/parquet-writer';
-import { transactionsTable, type Row } from '../../src/core/exports/tables';
+import { ParquetRecordWriter } from '../../src/core/exports/formats/parquet-writer';
+import { transactionsTable, type Row } from '../../src/core/exports/formats/dataset-tables';
 
 const [candidate = 'none', rowsText = '1000000', outFile = '/dev/null'] = process.argv.slice(2);
 const ROWS = Number(rowsText);

@@ -11,12 +11,12 @@ import { DynamoDbRegistryTable } from '../../src/adapters/aws/dynamodb-company-r
 import { DynamoDbRunLedger } from '../../src/adapters/aws/dynamodb-run-ledger';
 import { S3ObjectStore } from '../../src/adapters/aws/s3-object-store';
 import { MemoryEventPublisher } from '../../src/adapters/local/memory-event-publisher';
-import { MemoryExportQueue } from '../../src/adapters/local/memory-export-queue';
+import { MemoryExportQueue } from '../../test/helpers/memory-export-queue';
 import { apiKeyAuth } from '../../src/core/accounting-api';
 import { CompanyRegistry, type RegistryTable } from '../../src/core/companies/company-registry';
-import type { ExportQueue, QueuedJob } from '../../src/core/exports/export-jobs';
-import { processExportBatch } from '../../src/core/exports/export-worker';
-import { planMonthlyExport } from '../../src/core/exports/monthly-export';
+import type { ExportQueue, QueuedJob } from '../../src/core/exports/pipeline/export-jobs';
+import { processExportBatch } from '../../src/core/exports/pipeline/export-worker';
+import { planMonthlyExport } from '../../src/core/exports/pipeline/monthly-export';
 import { systemClock } from '../../src/core/shared/clock';
 import { parseWith } from '../../src/core/shared/errors';
 import { silentLogger } from '../../src/core/shared/logger';

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDbTokenStore, createTokenTable } from '../../src/adapters/aws/dynamodb-token-store';
+import { DynamoDbTokenStore } from '../../src/adapters/aws/dynamodb-token-store';
 import { AwsTokenRuntime } from '../../src/adapters/aws/token-runtime';
 import { MemoryRefreshQueue } from '../../src/adapters/local/memory-refresh-queue';
 import { systemClock } from '../../src/core/shared/clock';
@@ -11,10 +11,11 @@ import { MemoryMetrics } from '../../src/core/shared/metrics';
 import { planTokenRefresh } from '../../src/core/tokens/plan-refresh';
 import { encodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
 import { refreshQueuedBatch } from '../../src/core/tokens/refresh-worker';
-import type { RefreshResult } from '../../src/core/tokens/token-lifecycle';
+import { TokenLifecycle, type RefreshResult } from '../../src/core/tokens/token-lifecycle';
 import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/secrets-manager';
 import { startDynaliteProcess, startSandboxProcess, type DynaliteProcess, type SandboxProcess } from '../lib/peers';
 import { table, type SectionReport, type TargetResult } from '../lib/report';
+import { createTokenTable } from '../../test/helpers/dynamodb-tables';
 
 /**
  * The deployed refresh path, as lib/constructs/token-lifecycle.ts configures it (defaults): the
@@ -165,7 +166,7 @@ async function runCycle(world: World, environments: AwsTokenRuntime[]): Promise<
 
   const started = performance.now();
   const plan = await planTokenRefresh(
-    { store: environments[0]!.store, queue, clock: systemClock, logger, metrics },
+    { store: environments[0]!.store(), queue, clock: systemClock, logger, metrics },
     { marginMs: REFRESH_SETUP.marginMs },
   );
   const plannerMs = performance.now() - started;
@@ -180,7 +181,7 @@ async function runCycle(world: World, environments: AwsTokenRuntime[]): Promise<
         invocations++;
         const requestId = `bench-${worker}-${invocations}`;
         const report = await refreshQueuedBatch(
-          runtime.lifecycle({ logger, metrics, ownerPrefix: `refresh-tokens:${requestId}` }),
+          new TokenLifecycle(runtime.lifecycleDeps({ logger, metrics, ownerPrefix: `refresh-tokens:${requestId}` })),
           batch.map((request) => ({ messageId: String(++messageId), body: encodeRefreshRequest(request) })),
           { logger, deadline: systemClock.now() + WORKER_TIMEOUT_MS - WORKER_RESERVE_MS },
         );

@@ -1,10 +1,10 @@
 import { BatchWriteItemCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { createRegistryTable } from '../../src/adapters/aws/dynamodb-company-registry';
 import { mapWithConcurrency } from '../../src/core/shared/concurrency';
 import { startDynaliteProcess } from '../lib/peers';
 import { runNodeJson, startNode, tsxArgs } from '../lib/processes';
 import type { SectionReport, TargetResult } from '../lib/report';
 import { companyIdOf, REGISTRY_TABLE } from './fleet';
+import { createRegistryTable } from '../../test/helpers/dynamodb-tables';
 
 interface Run {
   wallMs: number;

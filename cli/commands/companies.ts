@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { RECOVERY_WINDOW_DAYS } from '../../src/core/api-keys';
 import { CompanyNotRegisteredError, ROTATION_DAYS } from '../../src/core/companies/company-registry';
-import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
+import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import { formats, guid } from '../args';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';

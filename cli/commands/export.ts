@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { FORMATS, type ExportFormat } from '../../src/core/exports/types';
+import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import { exportTarget, formats as parseFormats, guid, httpUrl, month as parseMonth, type ExportTarget } from '../args';
 import { CliConfigError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';

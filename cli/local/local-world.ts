@@ -312,8 +312,8 @@ export class LocalWorld {
   /** The health probes against the stored institution credential (what check-health runs in AWS). */
   checkStoredInstitution(): Promise<HealthReport> {
     return checkHealth(
-      [institutionCredentialProbe({ get: () => this.readInstitutionCredential() }), serviceReachableProbe(this.storedInstitutionClient())],
       { clock: this.clock, logger: this.logger },
+      [institutionCredentialProbe({ get: () => this.readInstitutionCredential() }), serviceReachableProbe(this.storedInstitutionClient())],
     );
   }
 
@@ -324,7 +324,7 @@ export class LocalWorld {
   async checkInstitution(): Promise<HealthReport> {
     const stored = await this.checkStoredInstitution();
     if (this.institutionSource !== 'environment') return stored;
-    const override = await checkHealth([serviceReachableProbe(this.institutionClient())], { clock: this.clock, logger: this.logger });
+    const override = await checkHealth({ clock: this.clock, logger: this.logger }, [serviceReachableProbe(this.institutionClient())]);
     const probes = [...stored.probes, ...override.probes.map((p) => ({ ...p, name: `${p.name} (ACCTOPS_INSTITUTION)` }))];
     return { ...stored, ok: probes.every((p) => p.ok), probes };
   }
@@ -361,7 +361,7 @@ export class LocalWorld {
 
   /** The local stand-in for the one-time schedules: revokes the old keys whose grace period is over. */
   runDueRevocations(): Promise<DueRevocationsResult> {
-    return runDueRevocations(this.revocations, this.revokeDeps());
+    return runDueRevocations({ ...this.revokeDeps(), queue: this.revocations });
   }
 
   private client(credentials: CredentialProvider): AccountingClient {

@@ -144,7 +144,7 @@ export async function resetStateDir(stateDir: string): Promise<boolean> {
     throw error;
   }
   // The exports directory's name lives with the export layout, which loads the writers: only here.
-  const { EXPORT_ROOT } = await import('../../src/core/exports/layout.ts');
+  const { EXPORT_ROOT } = await import('../../src/core/exports/formats/layout.ts');
   const ours = new Set<string>([...Object.values(STATE_FILES), EXPORT_ROOT, '.acctops-tmp']);
   const known = entries.every((e) => ours.has(e) || /\.tmp$/.test(e) || /\.damaged-[0-9TZ-]+$/.test(e));
   if (!entries.includes(STATE_FILES.state) && !known) {

@@ -13,9 +13,9 @@ import {
   type SecretLifecycle,
 } from '../../src/core/api-keys';
 import { activeCompanyPages, type CompanyRegistry } from '../../src/core/companies/company-registry';
-import type { ObjectStore } from '../../src/core/exports/object-store';
-import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/period';
-import { FORMATS } from '../../src/core/exports/types';
+import type { ObjectStore } from '../../src/core/exports/formats/object-store';
+import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
+import { FORMATS } from '../../src/core/exports/formats/datasets';
 import type { HealthReport } from '../../src/core/health/check-health';
 import { SecretStage } from '../../src/core/ports/secrets';
 import { systemClock } from '../../src/core/shared/clock';
@@ -184,7 +184,7 @@ export class AwsOperations implements Operations {
     const directory = taggedKeyDirectory(store, this.directoryOptions);
     const entry = await directory.find(companyId);
     const before = parseCompanyKeySecret((await store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
-    const result = await rotateNow(companyId, { store, directory, logger: this.context.out.logger() });
+    const result = await rotateNow({ store, directory, logger: this.context.out.logger() }, companyId);
     let state = result.state;
     const deadline = systemClock.now() + ROTATION_WAIT_MS;
     const bar = this.context.out.progress('rotation');

@@ -222,7 +222,7 @@ export async function rotateLocal(world: LocalWorld, companyId: string, options:
   const revokedBefore = revokedKeys(await world.runDueRevocations());
   const entry = await world.directory.find(companyId);
   const before = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
-  const result = await rotateNow(companyId, { store: world.secrets, directory: world.directory, logger: world.logger });
+  const result = await rotateNow({ store: world.secrets, directory: world.directory, logger: world.logger }, companyId);
   const after = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
   let previousKeyRevoked: RevocationOutcome | undefined;
   if (options.revokePreviousNow && result.state === 'completed') {

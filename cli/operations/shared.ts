@@ -1,8 +1,8 @@
 import { parseCompanyKeySecret, revokeApiKey, type DueRevocationsResult, type RevocationOutcome, type RevokeDeps } from '../../src/core/api-keys';
 import { FileRegistryTable } from '../../src/adapters/local/file-company-registry';
 import { CompanyRegistry, type RegisteredCompany, type RegistryTable } from '../../src/core/companies/company-registry';
-import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/period';
-import { FORMATS } from '../../src/core/exports/types';
+import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/formats/period';
+import { FORMATS } from '../../src/core/exports/formats/datasets';
 import { SecretNotFoundError, SecretStage, type SecretStore } from '../../src/core/ports/secrets';
 import type { Logger } from '../../src/core/shared/logger';
 import { isDue, type TokenStore, type TokenSummary } from '../../src/core/tokens/token-store';
@@ -64,17 +64,14 @@ export async function revokePreviousNow(
     if (error instanceof SecretNotFoundError) return undefined;
     throw error;
   }
-  const outcome = await revokeApiKey(
-    {
-      secretId,
-      companyId: previous.companyId,
-      apiKeyId: previous.apiKeyId,
-      keyPrefix: previous.keyPrefix,
-      revokeAt: deps.clock.now(),
-      rotationToken: current.versionId,
-    },
-    deps,
-  );
+  const outcome = await revokeApiKey(deps, {
+    secretId,
+    companyId: previous.companyId,
+    apiKeyId: previous.apiKeyId,
+    keyPrefix: previous.keyPrefix,
+    revokeAt: deps.clock.now(),
+    rotationToken: current.versionId,
+  });
   return { outcome, apiKeyId: previous.apiKeyId, keyPrefix: previous.keyPrefix };
 }
 

@@ -7,6 +7,7 @@ import { institutionCredentialProbe, serviceReachableProbe } from '../../src/cor
 import { systemClock } from '../../src/core/shared/clock';
 import { envArn, envUrl, readEnv } from '../../src/core/shared/env';
 import { createHandler } from '../_shared/create-handler';
+import { scheduledCorrelationId, scheduledOrManualEventSchema } from '../_shared/scheduled-event';
 
 const env = readEnv(z.object({ INSTITUTION_SECRET_ARN: envArn, ACCTOPS_BASE_URL: envUrl }));
 
@@ -24,18 +25,22 @@ const client = createAccountingClient({
 });
 const probes = [institutionCredentialProbe(credential), serviceReachableProbe(client)];
 
-/** `{}` runs every probe; `{ "probes": [...] }` runs the named ones. */
-const eventSchema = z.strictObject({
+/**
+ * On its schedule (lib/constructs/monitoring.ts) or by hand (`acctops doctor` sends `{}`): every
+ * probe runs, or with `{ "probes": [...] }` the named ones.
+ */
+const eventSchema = scheduledOrManualEventSchema('health-check', {
   probes: z.array(z.enum([PROBES.institutionCredential, PROBES.service])).min(1).optional(),
 });
 
 export const handler = createHandler({
   eventSchema,
+  correlationId: scheduledCorrelationId,
   handler: async (event, { logger, metrics }) => {
     const wanted = new Set<string>(event.probes ?? probes.map((p) => p.name));
     const report = await checkHealth(
-      probes.filter((p) => wanted.has(p.name)),
       { clock: systemClock, logger, metrics },
+      probes.filter((p) => wanted.has(p.name)),
     );
     logger.info('health checked', { ok: report.ok, failed: report.probes.filter((p) => !p.ok).map((p) => p.name) });
     return report;

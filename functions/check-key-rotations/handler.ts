@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { keyRotationRuntimeFromEnv } from '../../src/adapters/aws/key-rotation-runtime';
 import { checkKeyRotations, checkQueuedCompanies, sweepKeyRotations } from '../../src/core/api-keys';
 import { createHandler } from '../_shared/create-handler';
+import { scheduledCorrelationId, scheduledOrManualEventSchema } from '../_shared/scheduled-event';
 
 const { runtime } = keyRotationRuntimeFromEnv([
   'ACCTOPS_BASE_URL',
@@ -20,28 +21,27 @@ const { runtime } = keyRotationRuntimeFromEnv([
 ]);
 
 /**
- * The rotation doctor, on a schedule (or `acctops doctor`): `{}` repairs what is safe, and
- * `{ "repair": false }` only reports. Extra members (an EventBridge envelope) are ignored. With the
- * registry (COMPANY_REGISTRY_TABLE_NAME) it sweeps for due companies only and queues them when many
- * (docs/fleet-rotation.md); the same function then consumes that queue: an SQS batch is one
+ * The rotation doctor, on its schedule (lib/constructs/key-rotation.ts) or by hand (`acctops
+ * doctor`): without `repair` it repairs what is safe, and `{ "repair": false }` only reports. With
+ * the registry (COMPANY_REGISTRY_TABLE_NAME) it sweeps for due companies only and queues them when
+ * many (docs/fleet-rotation.md); the same function then consumes that queue: an SQS batch is one
  * company's full check per message, with partial batch failures.
  */
 const sqsRecord = z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') });
-// One object rather than a union, so that a broken member is named in the ValidationError.
-const eventSchema = z.looseObject({ repair: z.boolean().optional(), Records: z.array(sqsRecord).min(1).optional() });
+const eventSchema = scheduledOrManualEventSchema('key-rotation-doctor', { repair: z.boolean().optional(), Records: z.array(sqsRecord).min(1).optional() });
 
 export const handler = createHandler({
   eventSchema,
+  correlationId: scheduledCorrelationId,
   handler: async (event, { logger, metrics }) => {
     if (event.Records !== undefined) {
-      const { deps, settings } = runtime.doctor({ logger, metrics });
-      const result = await checkQueuedCompanies(deps, settings, event.Records.map((r) => ({ messageId: r.messageId, body: r.body })));
+      const messages = event.Records.map((r) => ({ messageId: r.messageId, body: r.body }));
+      const result = await checkQueuedCompanies(runtime.doctorDeps({ logger, metrics }), runtime.doctorSettings(), messages);
       return { batchItemFailures: result.failedMessageIds.map((itemIdentifier) => ({ itemIdentifier })) };
     }
     const repair = event.repair ?? true;
-    const sweep = runtime.sweep({ logger, metrics });
-    if (sweep) return sweepKeyRotations(sweep.deps, { ...sweep.settings, repair });
-    const { deps, settings } = runtime.doctor({ logger, metrics });
-    return checkKeyRotations(deps, { ...settings, repair });
+    const sweep = runtime.sweepDeps({ logger, metrics });
+    if (sweep) return sweepKeyRotations(sweep, { ...runtime.sweepSettings(), repair });
+    return checkKeyRotations(runtime.doctorDeps({ logger, metrics }), { ...runtime.doctorSettings(), repair });
   },
 });

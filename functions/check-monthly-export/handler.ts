@@ -1,8 +1,7 @@
-import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
-import { checkMonthlyExport } from '../../src/core/exports/monthly-export';
-import { systemClock } from '../../src/core/shared/clock';
+import { checkMonthlyExport } from '../../src/core/exports/pipeline/monthly-export';
 import { createHandler } from '../_shared/create-handler';
+import { scheduledCorrelationId, scheduledEventSchema } from '../_shared/scheduled-event';
 
 const { env, runtime } = exportRuntimeFromEnv([
   'EXPORT_BUCKET_NAME',
@@ -13,19 +12,14 @@ const { env, runtime } = exportRuntimeFromEnv([
 ]);
 
 /** The hourly schedule's input (lib/constructs/exports/pipeline.ts). */
-const eventSchema = z.strictObject({
-  source: z.literal('acctops.scheduler'),
-  schedule: z.literal('monthly-export-check'),
-  scheduledAt: z.iso.datetime({ offset: true }),
-  executionId: z.string().min(1).max(128),
-});
+const eventSchema = scheduledEventSchema('monthly-export-check');
 
 export const handler = createHandler({
   eventSchema,
-  correlationId: (event) => (event as { executionId?: string } | null)?.executionId,
+  correlationId: scheduledCorrelationId,
   handler: (_event, { logger, metrics }) =>
     checkMonthlyExport(
-      { ledger: runtime.ledger(), store: runtime.store(), events: runtime.events(), clock: systemClock, logger, metrics },
+      runtime.overdueDeps({ logger, metrics }),
       { timeZone: env.EXPORT_TIME_ZONE, dueAfterHours: env.EXPORT_DUE_AFTER_HOURS },
     ),
 });

@@ -1,12 +1,11 @@
 import type { SQSBatchResponse } from 'aws-lambda';
 import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
-import { processExportBatch } from '../../src/core/exports/export-worker';
-import { systemClock } from '../../src/core/shared/clock';
+import { processExportBatch } from '../../src/core/exports/pipeline/export-worker';
 // Not create-handler: this bundle has no room for Powertools (docs/observability.md).
 import { createHandler } from '../_shared/create-lean-handler';
 
-const { env, runtime } = exportRuntimeFromEnv([
+const { runtime } = exportRuntimeFromEnv([
   'ACCTOPS_BASE_URL',
   'ACCTOPS_TOOL_VERSION',
   'EXPORT_BUCKET_NAME',
@@ -40,18 +39,7 @@ export const handler = createHandler({
   eventSchema,
   handler: async (event, { logger, metrics }): Promise<SQSBatchResponse> => {
     const report = await processExportBatch(
-      {
-        exporter: runtime.exporter(env.ACCTOPS_TOOL_VERSION),
-        credentials: runtime.credentials(logger),
-        queue: runtime.queue(),
-        ledger: runtime.ledger(),
-        events: runtime.events(),
-        clock: systemClock,
-        logger,
-        metrics,
-        maxReceiveCount: env.EXPORT_MAX_RECEIVE_COUNT,
-        split: { maxTransactionsPerPart: env.EXPORT_MAX_TRANSACTIONS_PER_PART },
-      },
+      runtime.workerDeps({ logger, metrics }),
       event.Records.map((r) => ({ messageId: r.messageId, body: r.body, receiveCount: r.attributes.ApproximateReceiveCount })),
     );
     return { batchItemFailures: report.failedMessageIds.map((itemIdentifier) => ({ itemIdentifier })) };

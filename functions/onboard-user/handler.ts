@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { tokenRuntimeFromEnv } from '../../src/adapters/aws/token-runtime';
+import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
 import { createHandler } from '../_shared/create-handler';
 
 const { runtime } = tokenRuntimeFromEnv([
@@ -21,5 +22,5 @@ const eventSchema = z.strictObject({
 export const handler = createHandler({
   eventSchema,
   handler: (event, { logger, metrics, requestId }) =>
-    runtime.lifecycle({ logger, metrics, ownerPrefix: `onboard-user:${requestId}` }).onboard(event),
+    new TokenLifecycle(runtime.lifecycleDeps({ logger, metrics, ownerPrefix: `onboard-user:${requestId}` })).onboard(event),
 });

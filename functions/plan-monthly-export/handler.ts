@@ -1,9 +1,8 @@
-import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
 import { CompanyRegistry } from '../../src/core/companies/company-registry';
-import { planMonthlyExport } from '../../src/core/exports/monthly-export';
-import { systemClock } from '../../src/core/shared/clock';
+import { planMonthlyExport } from '../../src/core/exports/pipeline/monthly-export';
 import { createHandler } from '../_shared/create-handler';
+import { scheduledCorrelationId, scheduledEventSchema } from '../_shared/scheduled-event';
 
 const { env, runtime } = exportRuntimeFromEnv([
   'EXPORT_QUEUE_URL',
@@ -20,19 +19,14 @@ const { env, runtime } = exportRuntimeFromEnv([
  * with the same shape to plan a month again (`scheduledAt` in the month after it, a new
  * `executionId` for a new run).
  */
-const eventSchema = z.strictObject({
-  source: z.literal('acctops.scheduler'),
-  schedule: z.literal('monthly-export'),
-  scheduledAt: z.iso.datetime({ offset: true }),
-  executionId: z.string().min(1).max(128),
-});
+const eventSchema = scheduledEventSchema('monthly-export');
 
 export const handler = createHandler({
   eventSchema,
-  correlationId: (event) => (event as { executionId?: string } | null)?.executionId,
+  correlationId: scheduledCorrelationId,
   handler: (event, { logger, metrics }) =>
     planMonthlyExport(
-      { ledger: runtime.ledger(), queue: runtime.queue(), events: runtime.events(), clock: systemClock, logger, metrics },
+      runtime.planDeps({ logger, metrics }),
       {
         scheduledAt: event.scheduledAt,
         executionId: event.executionId,

@@ -1,14 +1,10 @@
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
-import { CompanyRegistry } from '../../src/core/companies/company-registry';
-import { registryAllowlist } from '../../src/core/exports/company-allowlist';
-import { FORMATS } from '../../src/core/exports/types';
-import { receiveExportWebhook } from '../../src/core/exports/webhook';
-import { systemClock } from '../../src/core/shared/clock';
+import { receiveExportWebhook } from '../../src/core/exports/pipeline/webhook';
 import { createHandler } from '../_shared/create-handler';
 
-const { env, runtime } = exportRuntimeFromEnv([
+const { runtime } = exportRuntimeFromEnv([
   'EXPORT_QUEUE_URL',
   'WEBHOOK_SECRET_ARN',
   'WEBHOOK_REPLAY_TABLE_NAME',
@@ -16,11 +12,6 @@ const { env, runtime } = exportRuntimeFromEnv([
   'WEBHOOK_MAX_BODY_BYTES',
   'SECRET_CACHE_TTL_SECONDS',
 ]);
-/**
- * Tenant isolation from the company registry: a GetItem per company, cached for a minute across
- * the invocations of this execution environment (no list of companies in the environment).
- */
-const allowedCompanies = registryAllowlist(new CompanyRegistry(runtime.registryTable(), { defaultFormats: FORMATS }), { clock: systemClock });
 
 /** A Lambda Function URL request (payload format 2.0): what the checks need, nothing more. */
 const eventSchema = z.looseObject({
@@ -38,16 +29,7 @@ export const handler = createHandler({
     const body = Buffer.from(event.body ?? '', event.isBase64Encoded ? 'base64' : 'utf8');
     const headers = Object.fromEntries(Object.entries(event.headers).map(([name, value]) => [name.toLowerCase(), value]));
     const response = await receiveExportWebhook(
-      {
-        secrets: runtime.webhookSecrets(),
-        replay: runtime.replayGuard(),
-        queue: runtime.queue(),
-        allowedCompanies,
-        clock: systemClock,
-        logger,
-        metrics,
-        maxBodyBytes: env.WEBHOOK_MAX_BODY_BYTES,
-      },
+      runtime.webhookDeps({ logger, metrics }),
       { method: event.requestContext.http.method, headers, body },
     );
     return { statusCode: response.status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(response.body) };

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { tokenRuntimeFromEnv } from '../../src/adapters/aws/token-runtime';
+import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
 import { createHandler } from '../_shared/create-handler';
 
 const { runtime } = tokenRuntimeFromEnv([
@@ -20,5 +21,5 @@ const eventSchema = z.strictObject({ externalId: z.guid(), reactivate: z.boolean
 export const handler = createHandler({
   eventSchema,
   handler: (event, { logger, metrics, requestId }) =>
-    runtime.lifecycle({ logger, metrics, ownerPrefix: `recover-user:${requestId}` }).recover(event.externalId, { reactivate: event.reactivate }),
+    new TokenLifecycle(runtime.lifecycleDeps({ logger, metrics, ownerPrefix: `recover-user:${requestId}` })).recover(event.externalId, { reactivate: event.reactivate }),
 });

@@ -3,6 +3,7 @@ import * as z from 'zod';
 import { tokenRuntimeFromEnv } from '../../src/adapters/aws/token-runtime';
 import { systemClock } from '../../src/core/shared/clock';
 import { refreshQueuedBatch } from '../../src/core/tokens/refresh-worker';
+import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
 import { createHandler } from '../_shared/create-handler';
 
 const { runtime } = tokenRuntimeFromEnv([
@@ -38,7 +39,7 @@ export const handler = createHandler({
   handler: async (event, { logger, metrics, requestId, lambdaContext }): Promise<SQSBatchResponse> => {
     const remaining = lambdaContext.getRemainingTimeInMillis?.();
     const report = await refreshQueuedBatch(
-      runtime.lifecycle({ logger, metrics, ownerPrefix: `refresh-tokens:${requestId}` }),
+      new TokenLifecycle(runtime.lifecycleDeps({ logger, metrics, ownerPrefix: `refresh-tokens:${requestId}` })),
       event.Records.map((r) => ({ messageId: r.messageId, body: r.body })),
       { logger, deadline: remaining === undefined ? undefined : systemClock.now() + remaining - RESERVE_MS },
     );

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
-import { EXPORT_EVENT_TYPES } from '../../src/core/exports/export-events';
-import { onDemandJobs, exportRequestedSchema } from '../../src/core/exports/on-demand';
+import { EXPORT_EVENT_TYPES } from '../../src/core/exports/pipeline/export-events';
+import { onDemandJobs, exportRequestedSchema } from '../../src/core/exports/pipeline/on-demand';
 import { createHandler } from '../_shared/create-handler';
 
 const { runtime } = exportRuntimeFromEnv(['EXPORT_QUEUE_URL']);

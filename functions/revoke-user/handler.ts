@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { tokenRuntimeFromEnv } from '../../src/adapters/aws/token-runtime';
+import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
 import { createHandler } from '../_shared/create-handler';
 
 const { runtime } = tokenRuntimeFromEnv([
@@ -17,5 +18,5 @@ const eventSchema = z.strictObject({ externalId: z.guid() });
 export const handler = createHandler({
   eventSchema,
   handler: (event, { logger, metrics, requestId }) =>
-    runtime.lifecycle({ logger, metrics, ownerPrefix: `revoke-user:${requestId}` }).revoke(event.externalId),
+    new TokenLifecycle(runtime.lifecycleDeps({ logger, metrics, ownerPrefix: `revoke-user:${requestId}` })).revoke(event.externalId),
 });

@@ -1,5 +1,5 @@
 import { keyRotationRuntimeFromEnv } from '../../src/adapters/aws/key-rotation-runtime';
-import { rotationEventSchema } from '../../src/core/api-keys';
+import { KeyRotation, rotationEventSchema } from '../../src/core/api-keys';
 import { createHandler } from '../_shared/create-handler';
 
 const { runtime } = keyRotationRuntimeFromEnv([
@@ -24,7 +24,7 @@ export const handler = createHandler({
   eventSchema: rotationEventSchema,
   correlationId: (event) => (event as { ClientRequestToken?: unknown } | null)?.ClientRequestToken as string | undefined,
   handler: async (event, { logger, metrics }) => {
-    const outcome = await runtime.rotation({ logger, metrics }).runStep(event);
+    const outcome = await new KeyRotation(runtime.rotationDeps({ logger, metrics })).runStep(event);
     return { step: event.Step, outcome };
   },
 });

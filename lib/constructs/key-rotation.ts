@@ -355,7 +355,12 @@ export class KeyRotation extends Construct {
       bind: () => ({
         arn: doctor.functionArn,
         role,
-        input: ScheduleTargetInput.fromObject({ source: 'acctops.scheduler', schedule: 'key-rotation-doctor', scheduledAt: ContextAttribute.scheduledTime }),
+        input: ScheduleTargetInput.fromObject({
+          source: 'acctops.scheduler',
+          schedule: 'key-rotation-doctor',
+          scheduledAt: ContextAttribute.scheduledTime,
+          executionId: ContextAttribute.executionId,
+        }),
         retryPolicy: { maximumRetryAttempts: 0, maximumEventAgeInSeconds: 300 },
       }),
     };

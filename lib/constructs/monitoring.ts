@@ -2,7 +2,7 @@ import { CfnOutput, Duration, Stack } from 'aws-cdk-lib';
 import { Alarm, AlarmStatusWidget, AlarmWidget, Dashboard, GraphWidget, Metric, TextWidget, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Schedule, ScheduleExpression, ScheduleTargetInput, type IScheduleTarget } from 'aws-cdk-lib/aws-scheduler';
+import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput, type IScheduleTarget } from 'aws-cdk-lib/aws-scheduler';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct, type IConstruct } from 'constructs';
 import { ALARMED_METRICS, HEALTH_PROBES, METRIC_DIMENSIONS } from '../../contract/metrics';
@@ -184,8 +184,13 @@ export class Monitoring extends Construct {
       bind: () => ({
         arn: fn.functionArn,
         role,
-        // check-health's event is strict: `{}` runs every probe.
-        input: ScheduleTargetInput.fromObject({}),
+        // The scheduled handlers' one envelope (functions/_shared/scheduled-event.ts): every probe runs.
+        input: ScheduleTargetInput.fromObject({
+          source: 'acctops.scheduler',
+          schedule: 'health-check',
+          scheduledAt: ContextAttribute.scheduledTime,
+          executionId: ContextAttribute.executionId,
+        }),
         // No retries: the next run is minutes away.
         retryPolicy: { maximumRetryAttempts: 0, maximumEventAgeInSeconds: 300 },
       }),

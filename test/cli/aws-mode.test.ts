@@ -10,10 +10,10 @@ import { startScheduler, type RunningScheduler } from '../helpers/scheduler';
 import { ROTATION_LAMBDA, RotationWorld } from '../integration/api-keys/support';
 import { startS3, type LocalS3 } from '../helpers/s3rver';
 import { startDynamo, type LocalDynamo } from '../helpers/dynalite';
-import { createRegistryTable } from '../../src/adapters/aws/dynamodb-company-registry';
+import { createRegistryTable } from '../helpers/dynamodb-tables';
 import { S3ObjectStore } from '../../src/adapters/aws/s3-object-store';
-import { directExport } from '../../src/core/exports/direct-export';
-import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/period';
+import { directExport } from '../../src/core/exports/pipeline/direct-export';
+import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
 
 /**
  * AWS mode through the real binary, with every AWS service replaced by a local peer the real SDK

@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { decodeJob } from '../../src/core/exports/export-jobs';
+import { decodeJob } from '../../src/core/exports/pipeline/export-jobs';
 import { decodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
 import { LOCAL_REGION, localCredentials } from '../helpers/aws-credentials';
 import { CANARY, expectNoCanaries } from '../helpers/canary';
@@ -88,13 +88,15 @@ interface EventSpec {
   strict: boolean;
 }
 
-const scheduler = (schedule: string): EventSpec => ({
-  base: { source: 'acctops.scheduler', schedule, scheduledAt: '2026-11-01T03:00:00+01:00', executionId: 'exec-1' },
+/** The scheduled handlers' one envelope (functions/_shared/scheduled-event.ts), plus a handler's own parameters. */
+const scheduler = (schedule: string, own: Pick<EventSpec, 'base' | 'broken'> = { base: {}, broken: {} }): EventSpec => ({
+  base: { source: 'acctops.scheduler', schedule, scheduledAt: '2026-11-01T03:00:00+01:00', executionId: 'exec-1', ...own.base },
   broken: {
     source: notA('acctops.scheduler'),
     schedule: notA(schedule),
     scheduledAt: fc.oneof(wrongType('string'), fc.string({ maxLength: 40 }).filter((s) => !/^\d{4}-\d\d-\d\dT/.test(s))),
     executionId: fc.oneof(wrongType('string'), fc.constant(''), fc.string({ minLength: 129, maxLength: 400 })),
+    ...own.broken,
   },
   strict: true,
 });
@@ -115,8 +117,11 @@ const sqsEnvelope = (extra: Record<string, unknown> = {}): EventSpec => ({
 
 /** The event each function is invoked with; a test below fails when a new function has none. */
 const EVENTS: Record<string, EventSpec> = {
-  'check-health': { base: { probes: ['service-reachable'] }, broken: { probes: fc.oneof(wrongType('array'), fc.constant([]), fc.array(fc.string(), { minLength: 1, maxLength: 3 }).filter((a) => a.some((p) => !['service-reachable', 'institution-credential-readable'].includes(p)))) }, strict: true },
-  'check-key-rotations': { base: { repair: false }, broken: { repair: wrongType('boolean') }, strict: false },
+  'check-health': scheduler('health-check', {
+    base: { probes: ['service-reachable'] },
+    broken: { probes: fc.oneof(wrongType('array'), fc.constant([]), fc.array(fc.string(), { minLength: 1, maxLength: 3 }).filter((a) => a.some((p) => !['service-reachable', 'institution-credential-readable'].includes(p)))) },
+  }),
+  'check-key-rotations': scheduler('key-rotation-doctor', { base: { repair: false }, broken: { repair: wrongType('boolean') } }),
   'check-monthly-export': scheduler('monthly-export-check'),
   'plan-monthly-export': scheduler('monthly-export'),
   'plan-token-refresh': scheduler('token-refresh'),

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
-import { MemoryExportQueue } from '../../src/adapters/local/memory-export-queue';
-import { MemoryReplayGuard } from '../../src/adapters/local/memory-replay-guard';
-import { decodeJob } from '../../src/core/exports/export-jobs';
-import { MAX_MONTHS_PER_REQUEST } from '../../src/core/exports/on-demand';
-import { WEBHOOK_HEADERS, WEBHOOK_MAX_BODY_BYTES, receiveExportWebhook, signWebhook } from '../../src/core/exports/webhook';
+import { MemoryExportQueue } from '../helpers/memory-export-queue';
+import { MemoryReplayGuard } from '../helpers/memory-replay-guard';
+import { decodeJob } from '../../src/core/exports/pipeline/export-jobs';
+import { MAX_MONTHS_PER_REQUEST } from '../../src/core/exports/pipeline/on-demand';
+import { WEBHOOK_HEADERS, WEBHOOK_MAX_BODY_BYTES, receiveExportWebhook, signWebhook } from '../../src/core/exports/pipeline/webhook';
 import { ManualClock } from '../../src/core/shared/clock';
 import { MemoryLogger } from '../../src/core/shared/logger';
 import { MemoryMetrics } from '../../src/core/shared/metrics';

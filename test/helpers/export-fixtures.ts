@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { categorySchema, taxReportSchema, transactionSchema } from '../../src/core/accounting-api';
-import type { ObjectStore } from '../../src/core/exports/object-store';
-import type { ExportCategory, ExportTaxReport, ExportTransaction } from '../../src/core/exports/types';
+import type { ObjectStore } from '../../src/core/exports/formats/object-store';
+import type { ExportCategory, ExportTaxReport, ExportTransaction } from '../../src/core/exports/formats/datasets';
 
 /**
  * Items as the client's lists yield them: `raw` as the API sent it, `parsed` by the client's own

@@ -7,7 +7,7 @@ import type { AcctopsFunction } from '../../lib/constructs/acctops-function';
 import type { Exports } from '../../lib/constructs/exports/exports';
 import type { KeyRotation } from '../../lib/constructs/key-rotation';
 import type { TokenLifecycle } from '../../lib/constructs/token-lifecycle';
-import { categoriesTable, taxReportsTable, transactionsTable, type Table as WriterTable } from '../../src/core/exports/tables';
+import { categoriesTable, taxReportsTable, transactionsTable, type Table as WriterTable } from '../../src/core/exports/formats/dataset-tables';
 import { acknowledgements, describeViolations, nagViolations, roleStatements, synthAcctopsStack } from '../helpers/cdk';
 
 const COMPANY = '6F1C2A3B-4D5E-4F60-8A7B-9C0D1E2F3A4B';

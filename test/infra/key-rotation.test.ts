@@ -172,7 +172,15 @@ describe('KeyRotation', () => {
   it('runs the doctor on a schedule and sends every alarm to the stack topic', () => {
     template.hasResourceProperties('AWS::Scheduler::Schedule', {
       ScheduleExpression: 'rate(1 hour)',
-      Target: Match.objectLike({ Arn: { 'Fn::GetAtt': [logicalId(keys.doctorFunction), 'Arn'] } }),
+      Target: Match.objectLike({
+        Arn: { 'Fn::GetAtt': [logicalId(keys.doctorFunction), 'Arn'] },
+        Input: JSON.stringify({
+          source: 'acctops.scheduler',
+          schedule: 'key-rotation-doctor',
+          scheduledAt: '<aws.scheduler.scheduled-time>',
+          executionId: '<aws.scheduler.execution-id>',
+        }),
+      }),
     });
     const topic = { Ref: logicalId(stack.alarmTopic) };
     for (const alarm of Object.values(keys.alarms)) {

@@ -137,12 +137,17 @@ describe('Monitoring', () => {
       expect(probes.sort()).toEqual(Object.values(PROBES).sort());
     });
 
-    it('runs check-health every 5 minutes with {} (all probes; its event schema is strict)', () => {
+    it('runs check-health every 5 minutes with the scheduled handlers\' envelope (all probes)', () => {
       template.hasResourceProperties('AWS::Scheduler::Schedule', {
         ScheduleExpression: 'rate(5 minutes)',
         Target: {
           Arn: { 'Fn::GetAtt': [logicalId(stack.checkHealth), 'Arn'] },
-          Input: '{}',
+          Input: JSON.stringify({
+            source: 'acctops.scheduler',
+            schedule: 'health-check',
+            scheduledAt: '<aws.scheduler.scheduled-time>',
+            executionId: '<aws.scheduler.execution-id>',
+          }),
           RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 300 },
           RoleArn: Match.anyValue(),
         },

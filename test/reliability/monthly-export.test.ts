@@ -3,12 +3,12 @@ import { gunzipSync } from 'node:zlib';
 import { CreateSecretCommand, PutSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { DynamoDbTokenStore, createTokenTable } from '../../src/adapters/aws/dynamodb-token-store';
-import { DynamoDbRunLedger, createRunLedgerTable } from '../../src/adapters/aws/dynamodb-run-ledger';
+import { DynamoDbTokenStore } from '../../src/adapters/aws/dynamodb-token-store';
+import { DynamoDbRunLedger } from '../../src/adapters/aws/dynamodb-run-ledger';
 import { S3ObjectStore } from '../../src/adapters/aws/s3-object-store';
 import { AwsSecretStore } from '../../src/adapters/aws/secrets-manager';
 import { MemoryEventPublisher } from '../../src/adapters/local/memory-event-publisher';
-import { MemoryExportQueue } from '../../src/adapters/local/memory-export-queue';
+import { MemoryExportQueue } from '../helpers/memory-export-queue';
 import {
   COMPANY_KEY_TAGS,
   CompanyApiKeys,
@@ -20,16 +20,16 @@ import {
 import { createAccountingClient, fetchTransport, type CredentialProvider, type Transport } from '../../src/core/accounting-api';
 import { cachedInstitutionCredential } from '../../src/core/credentials/institution-credential';
 import { institutionCredentialProvider } from '../../src/core/credentials/institution-provider';
-import { EXPORT_EVENT_TYPES } from '../../src/core/exports/export-events';
-import { exportCompanyPeriod, type ExportOutcome } from '../../src/core/exports/export-company-period';
-import { processExportBatch } from '../../src/core/exports/export-worker';
-import { planMonthlyExport } from '../../src/core/exports/monthly-export';
-import type { ExportSource } from '../../src/core/exports/export-jobs';
-import { manifestKey } from '../../src/core/exports/layout';
-import { type Manifest } from '../../src/core/exports/manifest';
-import type { ObjectStore } from '../../src/core/exports/object-store';
-import { parsePeriod, periodRange } from '../../src/core/exports/period';
-import { userTokenCredentials } from '../../src/core/exports/user-token-credentials';
+import { EXPORT_EVENT_TYPES } from '../../src/core/exports/pipeline/export-events';
+import { exportCompanyPeriod, type ExportOutcome } from '../../src/core/exports/pipeline/export-company-period';
+import { processExportBatch } from '../../src/core/exports/pipeline/export-worker';
+import { planMonthlyExport } from '../../src/core/exports/pipeline/monthly-export';
+import type { ExportSource } from '../../src/core/exports/pipeline/export-jobs';
+import { manifestKey } from '../../src/core/exports/formats/layout';
+import { type Manifest } from '../../src/core/exports/formats/manifest';
+import type { ObjectStore } from '../../src/core/exports/formats/object-store';
+import { parsePeriod, periodRange } from '../../src/core/exports/formats/period';
+import { userTokenCredentials } from '../../src/core/exports/pipeline/user-token-credentials';
 import { ManualClock } from '../../src/core/shared/clock';
 import { MemoryLogger } from '../../src/core/shared/logger';
 import { MemoryMetrics } from '../../src/core/shared/metrics';
@@ -47,6 +47,7 @@ import { client as secretsClient, secretStore, startSecretsManager, type Running
 import { RotationWorld } from '../integration/api-keys/support';
 import { matrixColumn } from './harness';
 import { firstRequestTimesOut, sleepingClock } from './support';
+import { createTokenTable, createRunLedgerTable } from '../helpers/dynamodb-tables';
 
 /**
  * The monthly-export column of the fault matrix (docs/reliability.md): one company-month of the

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDbTokenStore, createTokenTable } from '../../src/adapters/aws/dynamodb-token-store';
+import { DynamoDbTokenStore } from '../../src/adapters/aws/dynamodb-token-store';
 import { MemoryEventPublisher } from '../../src/adapters/local/memory-event-publisher';
 import { createAccountingClient, type AccountingClientOptions } from '../../src/core/accounting-api';
 import { cachedInstitutionCredential } from '../../src/core/credentials/institution-credential';
@@ -20,6 +20,7 @@ import { client as secretsClient, secretStore, startSecretsManager, type Running
 import { matrixColumn } from './harness';
 import { firstRequestTimesOut, sleepingClock } from './support';
 import { TEST_DIALECTS } from '../helpers/dialects';
+import { createTokenTable } from '../helpers/dynamodb-tables';
 
 describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   /**

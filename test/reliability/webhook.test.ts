@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDbReplayGuard, createReplayTable } from '../../src/adapters/aws/dynamodb-replay-guard';
-import { MemoryExportQueue } from '../../src/adapters/local/memory-export-queue';
-import { MemoryReplayGuard } from '../../src/adapters/local/memory-replay-guard';
-import { decodeJob } from '../../src/core/exports/export-jobs';
-import { WEBHOOK_HEADERS, receiveExportWebhook, signWebhook, type ReplayGuard, type WebhookDeps, type WebhookResponse } from '../../src/core/exports/webhook';
-import { webhookSecretsFromStore } from '../../src/core/exports/webhook-secrets';
+import { DynamoDbReplayGuard } from '../../src/adapters/aws/dynamodb-replay-guard';
+import { MemoryExportQueue } from '../helpers/memory-export-queue';
+import { MemoryReplayGuard } from '../helpers/memory-replay-guard';
+import { decodeJob } from '../../src/core/exports/pipeline/export-jobs';
+import { WEBHOOK_HEADERS, receiveExportWebhook, signWebhook, type ReplayGuard, type WebhookDeps, type WebhookResponse } from '../../src/core/exports/pipeline/webhook';
+import { webhookSecretsFromStore } from '../../src/core/exports/pipeline/webhook-secrets';
 import { ManualClock } from '../../src/core/shared/clock';
 import { MemoryLogger } from '../../src/core/shared/logger';
 import { MemoryMetrics } from '../../src/core/shared/metrics';
@@ -15,6 +15,7 @@ import { CANARY, expectNoCanaries } from '../helpers/canary';
 import { startDynamo, type LocalDynamo } from '../helpers/dynalite';
 import { client as secretsClient, secretStore, startSecretsManager, type RunningSecretsManager } from '../helpers/secrets-manager';
 import { matrixColumn } from './harness';
+import { createReplayTable } from '../helpers/dynamodb-tables';
 
 /**
  * The webhook column of the fault matrix (docs/reliability.md): receiveExportWebhook as the

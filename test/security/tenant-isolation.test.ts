@@ -3,8 +3,8 @@ import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import fc from 'fast-check';
 import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
 import { MemoryEventPublisher } from '../../src/adapters/local/memory-event-publisher';
-import { MemoryExportQueue } from '../../src/adapters/local/memory-export-queue';
-import { MemoryReplayGuard } from '../../src/adapters/local/memory-replay-guard';
+import { MemoryExportQueue } from '../helpers/memory-export-queue';
+import { MemoryReplayGuard } from '../helpers/memory-replay-guard';
 import { COMPANY_KEY_TAGS, CompanyApiKeys, PURPOSE_COMPANY_KEY, serializeCompanyKeySecret, taggedKeyDirectory } from '../../src/core/api-keys';
 import {
   AccountingClient,
@@ -17,10 +17,10 @@ import {
 } from '../../src/core/accounting-api';
 import { RequestEngine } from '../../src/core/accounting-api/request';
 import { defaultRetryPolicy } from '../../src/core/accounting-api/retry';
-import { EXPORT_EVENT_TYPES } from '../../src/core/exports/export-events';
-import { exportCompanyPeriod } from '../../src/core/exports/export-company-period';
-import type { ExportSource } from '../../src/core/exports/export-jobs';
-import { WEBHOOK_HEADERS, receiveExportWebhook, signWebhook } from '../../src/core/exports/webhook';
+import { EXPORT_EVENT_TYPES } from '../../src/core/exports/pipeline/export-events';
+import { exportCompanyPeriod } from '../../src/core/exports/pipeline/export-company-period';
+import type { ExportSource } from '../../src/core/exports/pipeline/export-jobs';
+import { WEBHOOK_HEADERS, receiveExportWebhook, signWebhook } from '../../src/core/exports/pipeline/webhook';
 import { ManualClock } from '../../src/core/shared/clock';
 import { MemoryLogger, silentLogger } from '../../src/core/shared/logger';
 import { MemoryMetrics } from '../../src/core/shared/metrics';

@@ -1,4 +1,4 @@
-import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { REGISTRY_TABLE, type RegisteredCompany, type RegistryTable } from '../../core/companies/company-registry';
@@ -37,16 +37,4 @@ export class DynamoDbRegistryTable implements RegistryTable {
     const last = out.LastEvaluatedKey?.[KEY];
     return { items: out.Items ?? [], nextCursor: typeof last === 'string' ? encodeCursor({ after: last }) : null };
   }
-}
-
-/** Creates the registry table as REGISTRY_TABLE describes it (tests, benchmarks, dynalite). */
-export async function createRegistryTable(client: DynamoDBClient, tableName: string): Promise<void> {
-  await client.send(
-    new CreateTableCommand({
-      TableName: tableName,
-      BillingMode: REGISTRY_TABLE.billingMode,
-      AttributeDefinitions: [{ AttributeName: KEY, AttributeType: REGISTRY_TABLE.partitionKey.type }],
-      KeySchema: [{ AttributeName: KEY, KeyType: 'HASH' }],
-    }),
-  );
 }

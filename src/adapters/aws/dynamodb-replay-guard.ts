@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { ConditionalCheckFailedException, CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { REPLAY_TABLE } from '../../../contract/tables';
-import type { ClaimResult, ReplayGuard } from '../../core/exports/webhook';
+import type { ClaimResult, ReplayGuard } from '../../core/exports/pipeline/webhook';
 import type { Clock } from '../../core/shared/clock';
-import { enableTtl } from './dynamodb-run-ledger';
 
 const KEY = REPLAY_TABLE.partitionKey.name;
 const TTL = REPLAY_TABLE.timeToLiveAttribute;
@@ -87,17 +86,4 @@ export class DynamoDbReplayGuard implements ReplayGuard {
     }
     this.claims.delete(eventId);
   }
-}
-
-/** Creates the replay table as REPLAY_TABLE (contract/tables.ts) describes it, like the construct (tests, local setups). */
-export async function createReplayTable(client: DynamoDBClient, tableName: string): Promise<void> {
-  await client.send(
-    new CreateTableCommand({
-      TableName: tableName,
-      KeySchema: [{ AttributeName: KEY, KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: KEY, AttributeType: REPLAY_TABLE.partitionKey.type }],
-      BillingMode: REPLAY_TABLE.billingMode,
-    }),
-  );
-  await enableTtl(client, tableName, TTL);
 }

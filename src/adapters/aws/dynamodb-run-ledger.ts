@@ -1,8 +1,8 @@
-import { ConditionalCheckFailedException, CreateTableCommand, UpdateTimeToLiveCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
-import { exportSourceSchema, type ExportSource } from '../../core/exports/export-jobs';
-import { partResultSchema, type PartLedger, type PartResult, type SplitRecord } from '../../core/exports/part-ledger';
+import { exportSourceSchema, type ExportSource } from '../../core/exports/pipeline/export-jobs';
+import { partResultSchema, type PartLedger, type PartResult, type SplitRecord } from '../../core/exports/pipeline/part-ledger';
 import { RUN_LEDGER_TABLE } from '../../../contract/tables';
 import {
   sameSource,
@@ -12,7 +12,7 @@ import {
   type MonthlyRun,
   type RunLedger,
   type RunTally,
-} from '../../core/exports/run-ledger';
+} from '../../core/exports/pipeline/run-ledger';
 import { type Clock } from '../../core/shared/clock';
 import { mapWithConcurrency } from '../../core/shared/concurrency';
 import { parseWith } from '../../core/shared/errors';
@@ -400,33 +400,5 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
 
   private expiresAt(): number {
     return Math.floor((this.options.clock.now() + this.retentionMs) / 1000);
-  }
-}
-
-/** Creates the ledger table as RUN_LEDGER_TABLE (contract/tables.ts) describes it, like the construct (tests, local setups). */
-export async function createRunLedgerTable(client: DynamoDBClient, tableName: string): Promise<void> {
-  await client.send(
-    new CreateTableCommand({
-      TableName: tableName,
-      KeySchema: [
-        { AttributeName: PK, KeyType: 'HASH' },
-        { AttributeName: SK, KeyType: 'RANGE' },
-      ],
-      AttributeDefinitions: [
-        { AttributeName: PK, AttributeType: RUN_LEDGER_TABLE.partitionKey.type },
-        { AttributeName: SK, AttributeType: RUN_LEDGER_TABLE.sortKey.type },
-      ],
-      BillingMode: RUN_LEDGER_TABLE.billingMode,
-    }),
-  );
-  await enableTtl(client, tableName, TTL);
-}
-
-/** dynalite does not implement TTL; real DynamoDB does. Tests never rely on deletion by TTL. */
-export async function enableTtl(client: DynamoDBClient, tableName: string, attribute: string): Promise<void> {
-  try {
-    await client.send(new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: attribute, Enabled: true } }));
-  } catch (error) {
-    if ((error as { name?: string }).name !== 'UnknownOperationException') throw error;
   }
 }

@@ -1,4 +1,4 @@
-import { ConditionalCheckFailedException, CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   DynamoDBDocumentClient,
   GetCommand,
@@ -237,32 +237,6 @@ export class DynamoDbTokenStore implements TokenStore {
       return { ok: false, failure: conditionFailure(await this.readItem(externalId), condition), cause: error };
     }
   }
-}
-
-/** Creates the token table as TOKEN_TABLE describes it (for tests and the local demo on dynalite). */
-export async function createTokenTable(client: DynamoDBClient, tableName: string): Promise<void> {
-  const { partitionKey, dueIndex } = TOKEN_TABLE;
-  await client.send(
-    new CreateTableCommand({
-      TableName: tableName,
-      BillingMode: TOKEN_TABLE.billingMode,
-      AttributeDefinitions: [partitionKey, dueIndex.partitionKey, dueIndex.sortKey].map((a) => ({
-        AttributeName: a.name,
-        AttributeType: a.type,
-      })),
-      KeySchema: [{ AttributeName: partitionKey.name, KeyType: 'HASH' }],
-      GlobalSecondaryIndexes: [
-        {
-          IndexName: dueIndex.name,
-          KeySchema: [
-            { AttributeName: dueIndex.partitionKey.name, KeyType: 'HASH' },
-            { AttributeName: dueIndex.sortKey.name, KeyType: 'RANGE' },
-          ],
-          Projection: { ProjectionType: dueIndex.projection },
-        },
-      ],
-    }),
-  );
 }
 
 /** The shard travels with dueAt: set together, removed together. */

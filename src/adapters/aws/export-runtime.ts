@@ -4,19 +4,22 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import * as z from 'zod';
-import { CompanyApiKeys } from '../../core/api-keys/company-api-keys';
-import { taggedKeyDirectory } from '../../core/api-keys/key-directory';
-import { EXPORT_EVENT_SOURCE } from '../../core/exports/export-events';
-import { DEFAULT_MAX_TRANSACTIONS_PER_PART } from '../../core/exports/split-export';
-import type { SourceCredentials } from '../../core/exports/export-worker';
-import { userTokenCredentials } from '../../core/exports/user-token-credentials';
-import { webhookSecretsFromStore } from '../../core/exports/webhook-secrets';
-import type { WebhookSecrets } from '../../core/exports/webhook';
-import { FORMATS } from '../../core/exports/types';
+import { CompanyApiKeys, taggedKeyDirectory } from '../../core/api-keys';
+import { EXPORT_EVENT_SOURCE } from '../../core/exports/pipeline/export-events';
+import type { ExportWorkerDeps, SourceCredentials } from '../../core/exports/pipeline/export-worker';
+import type { CheckMonthlyExportDeps, MonthlyExportDeps } from '../../core/exports/pipeline/monthly-export';
+import { registryAllowlist } from '../../core/exports/pipeline/company-allowlist';
+import { DEFAULT_MAX_TRANSACTIONS_PER_PART } from '../../core/exports/pipeline/split-export';
+import { CompanyRegistry } from '../../core/companies/company-registry';
+import { userTokenCredentials } from '../../core/exports/pipeline/user-token-credentials';
+import { webhookSecretsFromStore } from '../../core/exports/pipeline/webhook-secrets';
+import type { WebhookDeps, WebhookSecrets } from '../../core/exports/pipeline/webhook';
+import { FORMATS } from '../../core/exports/formats/datasets';
 import { systemClock, type Clock } from '../../core/shared/clock';
 import { envInt, envMs, envString, envUrl, readEnvOf, requiredEnv } from '../../core/shared/env';
 import { ConfigError } from '../../core/shared/errors';
 import type { Logger } from '../../core/shared/logger';
+import type { Metrics } from '../../core/shared/metrics';
 import { DynamoDbRegistryTable } from './dynamodb-company-registry';
 import { DynamoDbReplayGuard } from './dynamodb-replay-guard';
 import { DynamoDbRunLedger } from './dynamodb-run-ledger';
@@ -88,6 +91,7 @@ export function exportRuntimeFromEnv<K extends ExportEnvName>(
   const runtime = new AwsExportRuntime({
     clock: systemClock,
     baseUrl: e.ACCTOPS_BASE_URL,
+    toolVersion: e.ACCTOPS_TOOL_VERSION,
     bucketName: e.EXPORT_BUCKET_NAME,
     queueUrl: e.EXPORT_QUEUE_URL,
     eventBusName: e.EXPORT_EVENT_BUS_NAME,
@@ -99,6 +103,9 @@ export function exportRuntimeFromEnv<K extends ExportEnvName>(
     webhookSecretArn: e.WEBHOOK_SECRET_ARN,
     replayTableName: e.WEBHOOK_REPLAY_TABLE_NAME,
     secretCacheTtlMs: envMs(e.SECRET_CACHE_TTL_SECONDS),
+    maxReceiveCount: e.EXPORT_MAX_RECEIVE_COUNT,
+    maxTransactionsPerPart: e.EXPORT_MAX_TRANSACTIONS_PER_PART,
+    webhookMaxBodyBytes: e.WEBHOOK_MAX_BODY_BYTES,
   });
   return { env, runtime };
 }
@@ -106,6 +113,8 @@ export function exportRuntimeFromEnv<K extends ExportEnvName>(
 export interface AwsExportRuntimeConfig {
   clock: Clock;
   baseUrl?: string;
+  /** acctops's version, recorded in every manifest. */
+  toolVersion?: string;
   bucketName?: string;
   queueUrl?: string;
   eventBusName?: string;
@@ -117,6 +126,11 @@ export interface AwsExportRuntimeConfig {
   webhookSecretArn?: string;
   replayTableName?: string;
   secretCacheTtlMs?: number;
+  /** The export queue's maxReceiveCount (the worker's last delivery before the DLQ). */
+  maxReceiveCount?: number;
+  /** A month with more transactions than this is exported in parts (EXPORT_MAX_TRANSACTIONS_PER_PART). */
+  maxTransactionsPerPart?: number;
+  webhookMaxBodyBytes?: number;
   /**
    * Per attempt and in all, for every call to the service: a page of 1000 transactions can take a
    * while; a stalled one is retried well inside the worker's 15 minutes.
@@ -127,9 +141,10 @@ export interface AwsExportRuntimeConfig {
 
 /**
  * Composition root of the export functions, made once per execution environment (module scope),
- * so the SDK clients, the cached key secrets and the webhook secret survive between invocations.
- * Each accessor needs only its own setting, so a function configured (and granted) for less fails
- * with the variable's name only if it reaches for more.
+ * so the SDK clients, the cached key secrets and the webhook secret survive between invocations
+ * (docs/conventions.md, "Composition roots"): adapters are methods, and each use case's deps come
+ * from its `…Deps(scope)`. Each accessor needs only its own setting, so a function configured (and
+ * granted) for less fails with the variable's name only if it reaches for more.
  *
  * Endpoints come from the SDK's own configuration (`AWS_ENDPOINT_URL_S3`, `_SQS`, `_DYNAMODB`,
  * `_EVENTBRIDGE`, `_SECRETS_MANAGER`): that is how the handler tests reach s3rver, dynalite, the
@@ -204,12 +219,54 @@ export class AwsExportRuntime {
     };
   }
 
+  /** processExportBatch's deps, with this invocation's logger and metrics. */
+  workerDeps(scope: Scope): ExportWorkerDeps {
+    return {
+      exporter: this.exporter(),
+      credentials: this.credentials(scope.logger),
+      queue: this.queue(),
+      ledger: this.ledger(),
+      events: this.events(),
+      clock: this.config.clock,
+      ...scope,
+      maxReceiveCount: requiredEnv(this.config.maxReceiveCount, 'EXPORT_MAX_RECEIVE_COUNT'),
+      split: { maxTransactionsPerPart: requiredEnv(this.config.maxTransactionsPerPart, 'EXPORT_MAX_TRANSACTIONS_PER_PART') },
+    };
+  }
+
+  /** planMonthlyExport's deps, with this invocation's logger and metrics. */
+  planDeps(scope: Scope): MonthlyExportDeps {
+    return { ledger: this.ledger(), queue: this.queue(), events: this.events(), clock: this.config.clock, ...scope };
+  }
+
+  /** checkMonthlyExport's deps, with this invocation's logger and metrics. */
+  overdueDeps(scope: Scope): CheckMonthlyExportDeps {
+    return { ledger: this.ledger(), store: this.store(), events: this.events(), clock: this.config.clock, ...scope };
+  }
+
+  /** receiveExportWebhook's deps, with this invocation's logger and metrics. */
+  webhookDeps(scope: Scope): WebhookDeps {
+    return {
+      secrets: this.webhookSecrets(),
+      replay: this.replayGuard(),
+      queue: this.queue(),
+      // Tenant isolation from the company registry: a GetItem per company, cached for a minute
+      // across the invocations of this execution environment (no list of companies in the environment).
+      allowedCompanies: this.once('allowedCompanies', () =>
+        registryAllowlist(new CompanyRegistry(this.registryTable(), { defaultFormats: FORMATS }), { clock: this.config.clock }),
+      ),
+      clock: this.config.clock,
+      ...scope,
+      maxBodyBytes: this.config.webhookMaxBodyBytes,
+    };
+  }
+
   /** What exportCompanyPeriod needs from the environment. */
-  exporter(toolVersion: string) {
+  exporter() {
     const api = this.config.api ?? { timeoutMs: 60_000, maxAttempts: 5, maxElapsedMs: 300_000 };
     return {
       store: this.store(),
-      toolVersion,
+      toolVersion: requiredEnv(this.config.toolVersion, 'ACCTOPS_TOOL_VERSION'),
       baseUrl: requiredEnv(this.config.baseUrl, 'ACCTOPS_BASE_URL'),
       client: { timeoutMs: api.timeoutMs, retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs } },
     };
@@ -227,4 +284,10 @@ export class AwsExportRuntime {
     if (!this.cache.has(key)) this.cache.set(key, make());
     return this.cache.get(key) as T;
   }
+}
+
+/** An invocation's logger and metrics (createHandler's Invocation). */
+interface Scope {
+  logger: Logger;
+  metrics: Metrics;
 }

@@ -7,7 +7,7 @@ import {
   type CompanyKeySecret,
   type DoctorDeps,
   type DoctorSettings,
-  KeyRotation,
+  type KeyRotationDeps,
   type RevokeDeps,
   type RotationSettings,
   rotationSettings,
@@ -126,12 +126,13 @@ export interface AwsKeyRotationRuntimeConfig {
 
 /**
  * Composition root of the key functions (rotate-api-key, revoke-api-key, check-key-rotations),
- * made once per execution environment. Endpoints come from the SDK's own configuration
+ * made once per execution environment (docs/conventions.md, "Composition roots"): adapters are
+ * methods, and each use case's deps come from its `…Deps(scope)`. Endpoints come from the SDK's own configuration
  * (`AWS_ENDPOINT_URL_SECRETS_MANAGER`, `AWS_ENDPOINT_URL_SCHEDULER`, `AWS_ENDPOINT_URL_EVENTBRIDGE`),
  * which is how the handler tests point them at the emulator and a fake scheduler.
  */
 export class AwsKeyRotationRuntime {
-  readonly store = new AwsSecretStore(new SecretsManagerClient({}));
+  private readonly secretStore = new AwsSecretStore(new SecretsManagerClient({}));
   private readonly settings: RotationSettings;
   private readonly apiKeyPaths: Partial<ApiKeyPaths>;
   private scheduler?: EventBridgeRevocationScheduler;
@@ -149,59 +150,67 @@ export class AwsKeyRotationRuntime {
     this.apiKeyPaths = Object.fromEntries(Object.entries(config.apiKeyPaths ?? {}).filter(([, path]) => path !== undefined));
   }
 
-  /** The rotation handler's use case, with this invocation's logger and metrics. */
-  rotation(scope: { logger: Logger; metrics: Metrics }): KeyRotation {
-    return new KeyRotation({
-      store: this.store,
+  store(): AwsSecretStore {
+    return this.secretStore;
+  }
+
+  /** KeyRotation's deps, with this invocation's logger and metrics. */
+  rotationDeps(scope: { logger: Logger; metrics: Metrics }): KeyRotationDeps {
+    return {
+      store: this.store(),
       clientFor: (key) => this.clientFor(key, scope.logger),
       scheduler: this.revocationScheduler(),
       settings: this.settings,
       clock: this.config.clock,
-      logger: scope.logger,
-      metrics: scope.metrics,
-    });
+      ...scope,
+    };
   }
 
+  /** revokeApiKey's deps, with this invocation's logger and metrics. */
   revokeDeps(scope: { logger: Logger; metrics: Metrics }): RevokeDeps {
-    return { store: this.store, clientFor: (key) => this.clientFor(key, scope.logger), clock: this.config.clock, ...scope };
+    return { store: this.store(), clientFor: (key) => this.clientFor(key, scope.logger), clock: this.config.clock, ...scope };
   }
 
-  doctor(scope: { logger: Logger; metrics: Metrics }): { deps: DoctorDeps; settings: DoctorSettings } {
+  /** checkKeyRotations' deps, with this invocation's logger and metrics. */
+  doctorDeps(scope: { logger: Logger; metrics: Metrics }): DoctorDeps {
     const { config } = this;
     if (config.eventBusName !== undefined) {
       this.publisher ??= new EventBridgePublisher({ client: new EventBridgeClient({}), eventBusName: config.eventBusName, source: KEY_EVENT_SOURCE });
     }
     return {
-      deps: {
-        store: this.store,
-        directory: taggedKeyDirectory(this.store, { stage: this.config.stage }),
-        scheduler: this.revocationScheduler(),
-        clientFor: (key) => this.clientFor(key, scope.logger),
-        events: this.publisher,
-        clock: config.clock,
-        ...scope,
-      },
-      settings: { graceMs: config.graceMs, ...config.doctor },
+      store: this.store(),
+      directory: taggedKeyDirectory(this.store(), { stage: config.stage }),
+      scheduler: this.revocationScheduler(),
+      clientFor: (key) => this.clientFor(key, scope.logger),
+      events: this.publisher,
+      clock: config.clock,
+      ...scope,
     };
   }
 
-  /** The registry sweep's dependencies, or undefined when the function has no registry (then `doctor` is the whole run). */
-  sweep(scope: { logger: Logger; metrics: Metrics }): { deps: SweepDeps; settings: SweepSettings } | undefined {
+  /** The doctor's thresholds, from the environment: part of checkKeyRotations' input. */
+  doctorSettings(): DoctorSettings {
+    return { graceMs: this.config.graceMs, ...this.config.doctor };
+  }
+
+  /** The registry sweep's deps, or undefined when the function has no registry (then checkKeyRotations is the whole run). */
+  sweepDeps(scope: { logger: Logger; metrics: Metrics }): SweepDeps | undefined {
     const { sweep } = this.config;
     if (!sweep) return undefined;
     const stage = requiredEnv(this.config.stage, 'ACCTOPS_STAGE');
-    const { deps, settings } = this.doctor(scope);
-    const { directory: _all, ...rest } = deps;
-    const directory = taggedKeyDirectory(this.store, { stage });
+    const { directory: _all, ...rest } = this.doctorDeps(scope);
+    const directory = taggedKeyDirectory(this.store(), { stage });
     return {
-      deps: {
-        ...rest,
-        index: new DynamoDbRotationCheckIndex({ client: new DynamoDBClient({}), tableName: sweep.registryTableName }),
-        describeCompanySecret: describeByNameOrTag({ store: this.store, directory, nameOf: (companyId) => companyKeySecretName(stage, companyId) }),
-        queue: sweep.queueUrl === undefined ? undefined : new SqsRotationCheckQueue({ queueUrl: sweep.queueUrl }),
-      },
-      settings: { ...settings, inlineLimit: sweep.inlineLimit },
+      ...rest,
+      index: new DynamoDbRotationCheckIndex({ client: new DynamoDBClient({}), tableName: sweep.registryTableName }),
+      describeCompanySecret: describeByNameOrTag({ store: this.store(), directory, nameOf: (companyId) => companyKeySecretName(stage, companyId) }),
+      queue: sweep.queueUrl === undefined ? undefined : new SqsRotationCheckQueue({ queueUrl: sweep.queueUrl }),
     };
+  }
+
+  /** The sweep's thresholds, from the environment: part of sweepKeyRotations' input. */
+  sweepSettings(): SweepSettings {
+    return { ...this.doctorSettings(), inlineLimit: this.config.sweep?.inlineLimit };
   }
 
   private revocationScheduler(): EventBridgeRevocationScheduler {

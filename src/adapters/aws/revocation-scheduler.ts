@@ -11,7 +11,7 @@ import {
   type SchedulerClientConfig,
   UpdateScheduleCommand,
 } from '@aws-sdk/client-scheduler';
-import { type Revocation, type RevocationScheduler, RevocationSchedulerError, revocationSchema } from '../../core/api-keys/revocation';
+import { type Revocation, type RevocationScheduler, RevocationSchedulerError, revocationSchema } from '../../core/api-keys';
 import { parseWith } from '../../core/shared/errors';
 
 export interface EventBridgeRevocationSchedulerOptions {

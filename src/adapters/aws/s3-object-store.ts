@@ -12,9 +12,9 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
-import { ObjectStoreError, PreconditionFailedError } from '../../core/exports/errors';
+import { ObjectStoreError, PreconditionFailedError } from '../../core/exports/formats/period-errors';
 import { ConfigError } from '../../core/shared/errors';
-import { isSafeKey, type ObjectHead, type ObjectStore, type ObjectSummary, type PutConditions, type PutOptions } from '../../core/exports/object-store';
+import { isSafeKey, type ObjectHead, type ObjectStore, type ObjectSummary, type PutConditions, type PutOptions } from '../../core/exports/formats/object-store';
 
 export interface S3ObjectStoreOptions {
   client: S3Client;

@@ -1,6 +1,6 @@
 import { SendMessageBatchCommand, SQSClient, type SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
-import { deduplicationIdOf, encodeJob, messageGroupOf, type ExportQueue, type QueuedJob } from '../../core/exports/export-jobs';
-import { ExportEnqueueError } from '../../core/exports/pipeline-errors';
+import { deduplicationIdOf, encodeJob, messageGroupOf, type ExportQueue, type QueuedJob } from '../../core/exports/pipeline/export-jobs';
+import { ExportEnqueueError } from '../../core/exports/pipeline/pipeline-errors';
 import { mapWithConcurrency } from '../../core/shared/concurrency';
 
 /** SendMessageBatch takes at most 10 messages per call. */

@@ -11,7 +11,8 @@ import { envArn, envInt, envString, envUrl, envMs, readEnvOf, requiredEnv } from
 import type { Logger } from '../../core/shared/logger';
 import type { Metrics } from '../../core/shared/metrics';
 import { TOKEN_EVENT_SOURCE } from '../../core/tokens/token-events';
-import { TokenLifecycle } from '../../core/tokens/token-lifecycle';
+import type { PlanRefreshDeps } from '../../core/tokens/plan-refresh';
+import type { TokenLifecycleDeps } from '../../core/tokens/token-lifecycle';
 import { DynamoDbTokenStore } from './dynamodb-token-store';
 import { EventBridgePublisher } from './eventbridge-publisher';
 import { AwsSecretStore } from './secrets-manager';
@@ -94,10 +95,11 @@ export interface AwsTokenRuntimeConfig {
 }
 
 /**
- * Composition root of the token functions: the AWS clients, the store and the cached institution
- * credential live as long as the Lambda execution environment (module scope of a handler), so the
- * secret's TTL cache and the connections survive between invocations. What carries an
- * invocation's logger and metrics is made per invocation.
+ * Composition root of the token functions (docs/conventions.md, "Composition roots"): the AWS
+ * clients, the store and the cached institution credential live as long as the Lambda execution
+ * environment (module scope of a handler), so the secret's TTL cache and the connections survive
+ * between invocations. Adapters are methods, made on first use; each use case's deps, which carry
+ * the invocation's logger and metrics, come from its `…Deps(scope)`.
  *
  * Endpoints come from the SDK's own configuration: region and credentials from the environment,
  * and `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_SECRETS_MANAGER`, `AWS_ENDPOINT_URL_SQS`,
@@ -105,13 +107,17 @@ export interface AwsTokenRuntimeConfig {
  * how the handler tests point them at dynalite, the Secrets Manager emulator and local recorders.
  */
 export class AwsTokenRuntime {
-  readonly store: DynamoDbTokenStore;
+  private readonly tokenStore: DynamoDbTokenStore;
   private credential?: CachedSecret<InstitutionCredential>;
   private publisher?: EventBridgePublisher;
   private refreshQueue?: SqsRefreshQueue;
 
   constructor(private readonly config: AwsTokenRuntimeConfig) {
-    this.store = new DynamoDbTokenStore({ client: new DynamoDBClient({}), tableName: config.tableName });
+    this.tokenStore = new DynamoDbTokenStore({ client: new DynamoDBClient({}), tableName: config.tableName });
+  }
+
+  store(): DynamoDbTokenStore {
+    return this.tokenStore;
   }
 
   /** The queue the planner fills. */
@@ -120,8 +126,13 @@ export class AwsTokenRuntime {
     return this.refreshQueue;
   }
 
-  /** The use cases, with this invocation's logger and metrics. */
-  lifecycle(scope: { logger: Logger; metrics: Metrics; ownerPrefix?: string }): TokenLifecycle {
+  /** planTokenRefresh's deps, with this invocation's logger and metrics. */
+  planDeps(scope: { logger: Logger; metrics: Metrics }): PlanRefreshDeps {
+    return { store: this.store(), queue: this.queue(), clock: this.config.clock, ...scope };
+  }
+
+  /** TokenLifecycle's deps, with this invocation's logger and metrics. */
+  lifecycleDeps(scope: { logger: Logger; metrics: Metrics; ownerPrefix?: string }): TokenLifecycleDeps {
     const { config } = this;
     this.credential ??= cachedInstitutionCredential(new AwsSecretStore(), requiredEnv(config.institutionSecretArn, 'INSTITUTION_SECRET_ARN'), {
       clock: config.clock,
@@ -139,8 +150,8 @@ export class AwsTokenRuntime {
       timeoutMs: api.timeoutMs,
       retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs },
     });
-    return new TokenLifecycle({
-      store: this.store,
+    return {
+      store: this.store(),
       institution: client.institution,
       events: this.publisher,
       clock: config.clock,
@@ -153,6 +164,6 @@ export class AwsTokenRuntime {
         leaseMs: config.leaseMs,
         concurrency: config.concurrency,
       },
-    });
+    };
   }
 }

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import * as z from 'zod';
-import { type Revocation, type RevocationQueue, revocationSchema } from '../../core/api-keys/revocation';
+import { type Revocation, type RevocationQueue, revocationSchema } from '../../core/api-keys';
 import { parseWith } from '../../core/shared/errors';
 import { readJsonFile, writePrivateJsonFile } from './private-json-file';
 

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { uuidSchema } from '../accounting-api/schemas';
+import { uuidSchema } from '../accounting-api';
 import { issuesFromZod, ValidationError } from '../shared/errors';
 import { keyPrefix, registerSecret } from '../shared/redact';
 

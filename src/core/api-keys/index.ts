@@ -44,6 +44,7 @@ export {
   type RevokeDeps,
   revokeApiKey,
   type DueRevocationsResult,
+  type DueRevocationsDeps,
   runDueRevocations,
 } from './revocation';
 export {

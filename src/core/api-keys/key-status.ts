@@ -128,7 +128,7 @@ export interface RotateNowDeps {
 }
 
 /** For `acctops keys rotate --company <id>`: starts the company key's rotation now. */
-export async function rotateNow(companyId: string, deps: RotateNowDeps): Promise<RotateNowResult> {
+export async function rotateNow(deps: RotateNowDeps, companyId: string): Promise<RotateNowResult> {
   const entry = await deps.directory.find(companyId);
   const { versionId } = await deps.store.startRotation(entry.secretId);
   const stages = (await deps.store.describeSecret(entry.secretId)).versionStages[versionId] ?? [];

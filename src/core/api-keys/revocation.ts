@@ -1,6 +1,5 @@
 import * as z from 'zod';
-import { type AccountingClient, NotFoundError } from '../accounting-api';
-import { uuidSchema } from '../accounting-api/schemas';
+import { type AccountingClient, NotFoundError, uuidSchema } from '../accounting-api';
 import { type SecretStore, SecretStage } from '../ports/secrets';
 import { type Clock } from '../shared/clock';
 import { AcctopsError } from '../shared/errors';
@@ -67,7 +66,7 @@ export interface RevokeDeps {
  * promotion it follows, and if that promotion never happened (the rotation failed and was rolled
  * back, which raised its own alarm) the old key is still the one every consumer uses.
  */
-export async function revokeApiKey(revocation: Revocation, deps: RevokeDeps): Promise<RevocationOutcome> {
+export async function revokeApiKey(deps: RevokeDeps, revocation: Revocation): Promise<RevocationOutcome> {
   const log = deps.logger.child({ companyId: revocation.companyId, apiKeyId: revocation.apiKeyId, keyPrefix: revocation.keyPrefix });
   const current = parseCompanyKeySecret((await deps.store.readSecret(revocation.secretId, { stage: SecretStage.current })).value);
   if (current.apiKeyId === revocation.apiKeyId) {
@@ -106,12 +105,17 @@ export interface DueRevocationsResult {
   failed: { apiKeyId: string; keyPrefix: string; error: unknown }[];
 }
 
+export interface DueRevocationsDeps extends RevokeDeps {
+  queue: RevocationQueue;
+}
+
 /** Carries out every due revocation of `queue`, as the one-time schedules do in AWS. */
-export async function runDueRevocations(queue: RevocationQueue, deps: RevokeDeps): Promise<DueRevocationsResult> {
+export async function runDueRevocations(deps: DueRevocationsDeps): Promise<DueRevocationsResult> {
+  const { queue } = deps;
   const result: DueRevocationsResult = { outcomes: [], failed: [] };
   for (const revocation of await queue.due(deps.clock.now())) {
     try {
-      const outcome = await revokeApiKey(revocation, deps);
+      const outcome = await revokeApiKey(deps, revocation);
       await queue.complete(revocation.apiKeyId);
       result.outcomes.push({ apiKeyId: revocation.apiKeyId, keyPrefix: revocation.keyPrefix, outcome });
     } catch (error) {

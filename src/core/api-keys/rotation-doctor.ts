@@ -1,6 +1,5 @@
 import { ALARMED_METRICS } from '../../../contract/metrics';
-import { type AccountingClient, type ApiKey } from '../accounting-api';
-import { timestampMillis } from '../accounting-api/schemas';
+import { type AccountingClient, type ApiKey, timestampMillis } from '../accounting-api';
 import type { DomainEvent, EventPublisher } from '../ports/events';
 import { type SecretDescription, type SecretStore, SecretStage, type SecretVersionInfo } from '../ports/secrets';
 import { type Clock } from '../shared/clock';

@@ -1,6 +1,5 @@
 import * as z from 'zod';
-import { type AccountingClient, type ApiKey } from '../accounting-api';
-import { timestampMillis } from '../accounting-api/schemas';
+import { type AccountingClient, type ApiKey, timestampMillis } from '../accounting-api';
 import { type SecretDescription, type SecretStore, SecretNotFoundError, SecretStage, versionWithStage } from '../ports/secrets';
 import { type Clock } from '../shared/clock';
 import { AcctopsError, ConfigError } from '../shared/errors';

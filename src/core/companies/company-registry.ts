@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { REGISTRY_TABLE } from '../../../contract/tables';
-import { FORMATS, type ExportFormat } from '../exports/types';
+import { FORMATS, type ExportFormat } from '../exports/formats/datasets';
 import { AcctopsError, issuesFromZod, parseWith, ValidationError, type FieldIssue } from '../shared/errors';
 import type { Logger } from '../shared/logger';
 

@@ -60,7 +60,7 @@ export class ProbeTimeoutError extends AcctopsError {
  * Runs every probe concurrently and reports each one. It never throws for a failing probe: an
  * unhealthy report is a result, not an error. Emits `ProbeFailed` per failed probe.
  */
-export async function checkHealth(probes: readonly HealthProbe[], deps: CheckHealthDeps): Promise<HealthReport> {
+export async function checkHealth(deps: CheckHealthDeps, probes: readonly HealthProbe[]): Promise<HealthReport> {
   const { clock, logger = silentLogger, metrics = noMetrics, probeTimeoutMs = 5000 } = deps;
   const names = new Set(probes.map((p) => p.name));
   if (names.size !== probes.length) throw new AcctopsError('probe names must be unique', { code: 'probe_duplicate' });

@@ -2,8 +2,8 @@ import { TOKEN_TABLE } from '../../../contract/tables';
 
 /**
  * The DynamoDB shape of the token table lives in contract/tables.ts, where the CDK construct reads
- * it too; the DynamoDB adapter and `createTokenTable` read it here. See docs/tokens.md,
- * "Table and due index".
+ * it too; the DynamoDB adapter and `createTokenTable` (test/helpers/dynamodb-tables.ts) read it here.
+ * See docs/tokens.md, "Table and due index".
  */
 export { TOKEN_TABLE };
 

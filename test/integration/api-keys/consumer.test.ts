@@ -74,7 +74,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         if (page === 5) await world.startRotation();
         if (page === 10) {
           world.clock.advance(GRACE_MS);
-          const run = await runDueRevocations(world.queue, revokeDeps);
+          const run = await runDueRevocations({ ...revokeDeps, queue: world.queue });
           expect(run.outcomes).toEqual([expect.objectContaining({ apiKeyId: world.initialKey.apiKeyId, outcome: 'revoked' })]);
         }
       });

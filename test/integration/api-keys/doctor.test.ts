@@ -68,7 +68,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(world.stages()[versionId]).toEqual(['AWSPENDING']);
 
       world.clock.advance(2 * HOUR);
-      await runDueRevocations(world.queue, { ...doctorDeps(), metrics: world.metrics }); // the first rotation's schedule fired
+      await runDueRevocations({ ...doctorDeps(), metrics: world.metrics, queue: world.queue }); // the first rotation's schedule fired
       const report = await doctor();
       expect(report.findings.map((f) => [f.type, f.repaired])).toEqual([
         ['stuck_pending', true],
@@ -208,7 +208,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       // The emulator needs the rotation function once, as the stack's RotationSchedule configures it.
       await world.startRotation();
       const deps = { store: world.store, directory: world.directory, scheduler: world.queue, clientFor: world.clientFor.bind(world) };
-      const result = await rotateNow(world.companyId, deps);
+      const result = await rotateNow(deps, world.companyId);
       expect(result).toMatchObject({ companyId: world.companyId, state: 'completed' });
       const current = await world.current();
       expect(current.versionId).toBe(result.versionId);
@@ -236,7 +236,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     it('rotateNow reports a rotation that failed and was rolled back', async () => {
       await world.startRotation();
       await world.sandbox.admin.faults.add({ route: 'GET /companies/', fault: { type: 'extra_fields', fields: { publicId: world.otherCompanyId } } });
-      const result = await rotateNow(world.companyId, { store: world.store, directory: world.directory });
+      const result = await rotateNow({ store: world.store, directory: world.directory }, world.companyId);
       expect(result.state).toBe('failed');
     });
   });

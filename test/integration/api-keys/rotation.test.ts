@@ -62,11 +62,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(queued).toMatchObject({ apiKeyId: old.apiKeyId, keyPrefix: old.keyPrefix, revokeAt: world.clock.now() + GRACE_MS, rotationToken: versionId });
 
       world.clock.advance(GRACE_MS - MINUTE);
-      expect((await runDueRevocations(world.queue, revokeDeps())).outcomes).toEqual([]);
+      expect((await runDueRevocations({ ...revokeDeps(), queue: world.queue })).outcomes).toEqual([]);
       expect(await world.statusWith(old.apiKey)).toEqual({ status: 200 });
 
       world.clock.advance(MINUTE);
-      const run = await runDueRevocations(world.queue, revokeDeps());
+      const run = await runDueRevocations({ ...revokeDeps(), queue: world.queue });
       expect(run.outcomes).toEqual([{ apiKeyId: old.apiKeyId, keyPrefix: old.keyPrefix, outcome: 'revoked' }]);
       expect(await world.statusWith(old.apiKey)).toEqual({ status: 401, code: dialect === 'default' ? 'key_revoked' : undefined });
       expect(await world.statusWith(current.apiKey)).toEqual({ status: 200 });
@@ -83,17 +83,17 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       await world.startRotation();
       const [revocation] = await world.queue.due(Number.MAX_SAFE_INTEGER);
       world.clock.advance(GRACE_MS);
-      await expect(revokeApiKey(revocation!, revokeDeps())).resolves.toBe('revoked');
-      await expect(revokeApiKey(revocation!, revokeDeps())).resolves.toBe('revoked');
-      await expect(revokeApiKey({ ...revocation!, apiKeyId: '0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d' }, revokeDeps())).resolves.toBe('already_gone');
+      await expect(revokeApiKey(revokeDeps(), revocation!)).resolves.toBe('revoked');
+      await expect(revokeApiKey(revokeDeps(), revocation!)).resolves.toBe('revoked');
+      await expect(revokeApiKey(revokeDeps(), { ...revocation!, apiKeyId: '0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d' })).resolves.toBe('already_gone');
       expect(await world.statusWith(old.apiKey)).toMatchObject({ status: 401 });
     });
 
     it('never revokes the current key, even when a revocation for it comes due', async () => {
       const current = await world.current();
       const outcome = await revokeApiKey(
-        { secretId: world.secretArn, companyId: world.companyId, apiKeyId: current.apiKeyId, keyPrefix: current.keyPrefix, revokeAt: 0, rotationToken: 'x'.repeat(36) },
         revokeDeps(),
+        { secretId: world.secretArn, companyId: world.companyId, apiKeyId: current.apiKeyId, keyPrefix: current.keyPrefix, revokeAt: 0, rotationToken: 'x'.repeat(36) },
       );
       expect(outcome).toBe('kept_current');
       expect(await world.statusWith(current.apiKey)).toEqual({ status: 200 });

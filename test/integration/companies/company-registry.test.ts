@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { DynamoDbRegistryTable, createRegistryTable } from '../../../src/adapters/aws/dynamodb-company-registry';
+import { DynamoDbRegistryTable } from '../../../src/adapters/aws/dynamodb-company-registry';
 import { FileRegistryTable, MemoryRegistryTable } from '../../../src/adapters/local/file-company-registry';
 import { writePrivateJsonFile } from '../../../src/adapters/local/private-json-file';
 import {
@@ -16,6 +16,7 @@ import {
 import { ValidationError } from '../../../src/core/shared/errors';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
+import { createRegistryTable } from '../../helpers/dynamodb-tables';
 
 const A = '6f1c2a3b-0000-4000-8000-00000000000a';
 const B = '6f1c2a3b-0000-4000-8000-00000000000b';

@@ -1,12 +1,13 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { createReplayTable, DynamoDbReplayGuard } from '../../../src/adapters/aws/dynamodb-replay-guard';
-import { createRunLedgerTable, DynamoDbRunLedger } from '../../../src/adapters/aws/dynamodb-run-ledger';
-import { MemoryReplayGuard } from '../../../src/adapters/local/memory-replay-guard';
-import { MemoryRunLedger } from '../../../src/adapters/local/memory-run-ledger';
-import type { RunLedger } from '../../../src/core/exports/run-ledger';
-import type { ReplayGuard } from '../../../src/core/exports/webhook';
+import { DynamoDbReplayGuard } from '../../../src/adapters/aws/dynamodb-replay-guard';
+import { DynamoDbRunLedger } from '../../../src/adapters/aws/dynamodb-run-ledger';
+import { MemoryReplayGuard } from '../../helpers/memory-replay-guard';
+import { MemoryRunLedger } from '../../helpers/memory-run-ledger';
+import type { RunLedger } from '../../../src/core/exports/pipeline/run-ledger';
+import type { ReplayGuard } from '../../../src/core/exports/pipeline/webhook';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
+import { createRunLedgerTable, createReplayTable } from '../../helpers/dynamodb-tables';
 
 // One contract for the run ledger and one for the replay guard, each run against the memory twin
 // and the DynamoDB adapter on dynalite.

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
 import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
-import { ObjectStoreError } from '../../../src/core/exports/errors';
+import { ObjectStoreError } from '../../../src/core/exports/formats/period-errors';
 import { listKeys } from '../../helpers/export-fixtures';
 import { instrumentS3, startS3, type LocalS3 } from '../../helpers/s3rver';
 

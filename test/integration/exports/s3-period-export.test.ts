@@ -1,9 +1,9 @@
 import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
-import { ObjectStoreError, PeriodExportError } from '../../../src/core/exports/errors';
-import { manifestKey, periodPrefix, symlinkKey } from '../../../src/core/exports/layout';
-import { readManifest } from '../../../src/core/exports/manifest';
-import { parsePeriod } from '../../../src/core/exports/period';
-import { PeriodExporter, type PeriodExportRequest } from '../../../src/core/exports/period-exporter';
+import { ObjectStoreError, PeriodExportError } from '../../../src/core/exports/formats/period-errors';
+import { manifestKey, periodPrefix, symlinkKey } from '../../../src/core/exports/formats/layout';
+import { readManifest } from '../../../src/core/exports/formats/manifest';
+import { parsePeriod } from '../../../src/core/exports/formats/period';
+import { PeriodExporter, type PeriodExportRequest } from '../../../src/core/exports/formats/period-exporter';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { asAsync, CATEGORIES, COMPANY, listKeys, sha256Of, snapshot, taxReport, transactions } from '../../helpers/export-fixtures';

@@ -3,18 +3,16 @@ import { gunzipSync } from 'node:zlib';
 import { CreateSecretCommand, PutSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { createReplayTable } from '../../../src/adapters/aws/dynamodb-replay-guard';
-import { DynamoDbRegistryTable, createRegistryTable } from '../../../src/adapters/aws/dynamodb-company-registry';
-import { createRunLedgerTable } from '../../../src/adapters/aws/dynamodb-run-ledger';
+import { DynamoDbRegistryTable } from '../../../src/adapters/aws/dynamodb-company-registry';
 import { CompanyRegistry } from '../../../src/core/companies/company-registry';
-import { createTokenTable, DynamoDbTokenStore } from '../../../src/adapters/aws/dynamodb-token-store';
+import { DynamoDbTokenStore } from '../../../src/adapters/aws/dynamodb-token-store';
 import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
 import { COMPANY_KEY_TAGS, PURPOSE_COMPANY_KEY } from '../../../src/core/api-keys/key-directory';
 import { serializeCompanyKeySecret } from '../../../src/core/api-keys/company-key-secret';
-import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/export-events';
-import { decodeJob } from '../../../src/core/exports/export-jobs';
-import type { MonthlyPlanReport, OverdueReport } from '../../../src/core/exports/monthly-export';
-import { signWebhook } from '../../../src/core/exports/webhook';
+import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/pipeline/export-events';
+import { decodeJob } from '../../../src/core/exports/pipeline/export-jobs';
+import type { MonthlyPlanReport, OverdueReport } from '../../../src/core/exports/pipeline/monthly-export';
+import { signWebhook } from '../../../src/core/exports/pipeline/webhook';
 import { forgetRegisteredSecrets, keyPrefix } from '../../../src/core/shared/redact';
 import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import { LOCAL_REGION } from '../../helpers/aws-credentials';
@@ -26,6 +24,7 @@ import { client as secretsClient, startSecretsManager, type RunningSecretsManage
 import { CANARY } from '../../helpers/canary';
 import { captureStdout, lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
 import { TEST_DIALECTS, expiryOf } from '../../helpers/dialects';
+import { createTokenTable, createRegistryTable, createRunLedgerTable, createReplayTable } from '../../helpers/dynamodb-tables';
 
 describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   // The export functions end to end: the real handler modules (environment read at load, the real

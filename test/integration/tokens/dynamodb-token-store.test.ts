@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { DynamoDbTokenStore, createTokenTable } from '../../../src/adapters/aws/dynamodb-token-store';
+import { DynamoDbTokenStore } from '../../../src/adapters/aws/dynamodb-token-store';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { TOKEN_TABLE, dueShardOf } from '../../../src/core/tokens/token-table';
 import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
 import { tokenStoreContract } from './token-store-contract';
+import { createTokenTable } from '../../helpers/dynamodb-tables';
 
 let dynamo: LocalDynamo;
 let client: DynamoDBClient;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { CreateSecretCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { DynamoDbTokenStore, createTokenTable } from '../../../src/adapters/aws/dynamodb-token-store';
+import { DynamoDbTokenStore } from '../../../src/adapters/aws/dynamodb-token-store';
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
 import type { PlanReport } from '../../../src/core/tokens/plan-refresh';
 import type { OnboardResult, RecoverResult, RevokeResult } from '../../../src/core/tokens/token-lifecycle';
@@ -14,6 +14,7 @@ import { client as secretsClient, startSecretsManager, type RunningSecretsManage
 import { CANARY } from '../../helpers/canary';
 import { captureStdout, lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
 import { TEST_DIALECTS } from '../../helpers/dialects';
+import { createTokenTable } from '../../helpers/dynamodb-tables';
 
 describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   // The token functions end to end: the real handler modules (environment read at load, the real

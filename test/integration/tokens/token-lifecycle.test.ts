@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { CreateSecretCommand, PutSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDbTokenStore, createTokenTable } from '../../../src/adapters/aws/dynamodb-token-store';
+import { DynamoDbTokenStore } from '../../../src/adapters/aws/dynamodb-token-store';
 import { MemoryEventPublisher } from '../../../src/adapters/local/memory-event-publisher';
 import { MemoryRefreshQueue } from '../../../src/adapters/local/memory-refresh-queue';
 import { RateLimitError, createAccountingClient, institutionAuth, type AccountingClient } from '../../../src/core/accounting-api';
@@ -24,6 +24,7 @@ import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
 import { client as secretsClient, secretStore, startSecretsManager, type RunningSecretsManager } from '../../helpers/secrets-manager';
 import { CANARY } from '../../helpers/canary';
 import { TEST_DIALECTS } from '../../helpers/dialects';
+import { createTokenTable } from '../../helpers/dynamodb-tables';
 
 describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   /**

@@ -1,6 +1,6 @@
 import { MemoryRegistryTable } from '../../../src/adapters/local/file-company-registry';
 import { CompanyRegistry, type RegisteredCompany } from '../../../src/core/companies/company-registry';
-import { registryAllowlist } from '../../../src/core/exports/company-allowlist';
+import { registryAllowlist } from '../../../src/core/exports/pipeline/company-allowlist';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
-import { ObjectStoreError, PreconditionFailedError } from '../../../src/core/exports/errors';
+import { ObjectStoreError, PreconditionFailedError } from '../../../src/core/exports/formats/period-errors';
 import { listKeys } from '../../helpers/export-fixtures';
 
 describe('DirObjectStore', () => {

@@ -6,11 +6,11 @@ import { gunzipSync } from 'node:zlib';
 import { parquetMetadata, parquetReadObjects, type FileMetaData } from 'hyparquet';
 import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
 import { parseMinorUnits } from '../../../src/core/accounting-api/money';
-import { csvCell, TimestampFormatter } from '../../../src/core/exports/csv-writer';
-import { ObjectSink, type WrittenObject } from '../../../src/core/exports/object-sink';
-import { transactionsTable, type Table } from '../../../src/core/exports/tables';
-import type { ExportFormat } from '../../../src/core/exports/types';
-import { createWriter, FORMAT_FILES } from '../../../src/core/exports/writers';
+import { csvCell, TimestampFormatter } from '../../../src/core/exports/formats/csv-writer';
+import { ObjectSink, type WrittenObject } from '../../../src/core/exports/formats/object-sink';
+import { transactionsTable, type Table } from '../../../src/core/exports/formats/dataset-tables';
+import type { ExportFormat } from '../../../src/core/exports/formats/datasets';
+import { createWriter, FORMAT_FILES } from '../../../src/core/exports/formats/writers';
 import { ValidationError } from '../../../src/core/shared/errors';
 import { CATEGORIES, PARQUET_DECOMPRESSORS, transaction, transactions } from '../../helpers/export-fixtures';
 

@@ -1,11 +1,11 @@
 import { MemoryRegistryTable } from '../../../src/adapters/local/file-company-registry';
 import { MemoryEventPublisher } from '../../../src/adapters/local/memory-event-publisher';
-import { MemoryExportQueue } from '../../../src/adapters/local/memory-export-queue';
-import { MemoryRunLedger } from '../../../src/adapters/local/memory-run-ledger';
+import { MemoryExportQueue } from '../../helpers/memory-export-queue';
+import { MemoryRunLedger } from '../../helpers/memory-run-ledger';
 import { CompanyRegistry } from '../../../src/core/companies/company-registry';
-import { decodeJob, type ExportJob } from '../../../src/core/exports/export-jobs';
-import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/export-events';
-import { planMonthlyExport } from '../../../src/core/exports/monthly-export';
+import { decodeJob, type ExportJob } from '../../../src/core/exports/pipeline/export-jobs';
+import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/pipeline/export-events';
+import { planMonthlyExport } from '../../../src/core/exports/pipeline/monthly-export';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { MemoryMetrics } from '../../../src/core/shared/metrics';

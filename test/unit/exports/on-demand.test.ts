@@ -1,5 +1,5 @@
-import { decodeJob, deduplicationIdOf, encodeJob, messageGroupOf, monthlyRunId, type ExportJob } from '../../../src/core/exports/export-jobs';
-import { exportRequestedSchema, onDemandJobs, requestedMonths } from '../../../src/core/exports/on-demand';
+import { decodeJob, deduplicationIdOf, encodeJob, messageGroupOf, monthlyRunId, type ExportJob } from '../../../src/core/exports/pipeline/export-jobs';
+import { exportRequestedSchema, onDemandJobs, requestedMonths } from '../../../src/core/exports/pipeline/on-demand';
 import { parseWith, ValidationError } from '../../../src/core/shared/errors';
 
 const COMPANY = '6F1C2A3B-4D5E-4F60-8A7B-9C0D1E2F3A4B';

@@ -8,8 +8,8 @@ import {
   periodRange,
   previousMonth,
   previousPeriod,
-} from '../../../src/core/exports/period';
-import { epochDay, parseOffsetTimestamp } from '../../../src/core/exports/timestamp';
+} from '../../../src/core/exports/formats/period';
+import { epochDay, parseOffsetTimestamp } from '../../../src/core/exports/formats/offset-timestamp';
 
 describe('periods', () => {
   it('parses YYYY-MM and refuses anything else, naming the field', () => {

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
-import { ObjectStoreError } from '../../../src/core/exports/errors';
+import { ObjectStoreError } from '../../../src/core/exports/formats/period-errors';
 
 const MiB = 1024 * 1024;
 

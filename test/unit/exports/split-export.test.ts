@@ -1,8 +1,8 @@
-import { MemoryRunLedger } from '../../../src/adapters/local/memory-run-ledger';
-import { decodeJob, deduplicationIdOf, encodeJob, messageGroupOf, type ExportJob } from '../../../src/core/exports/export-jobs';
-import type { PartResult } from '../../../src/core/exports/part-ledger';
-import { parsePeriod } from '../../../src/core/exports/period';
-import { mergeTotals, partDatasets, partJobs, planParts, splitIdOf, splitManifest, type DayCount } from '../../../src/core/exports/split-export';
+import { MemoryRunLedger } from '../../helpers/memory-run-ledger';
+import { decodeJob, deduplicationIdOf, encodeJob, messageGroupOf, type ExportJob } from '../../../src/core/exports/pipeline/export-jobs';
+import type { PartResult } from '../../../src/core/exports/pipeline/part-ledger';
+import { parsePeriod } from '../../../src/core/exports/formats/period';
+import { mergeTotals, partDatasets, partJobs, planParts, splitIdOf, splitManifest, type DayCount } from '../../../src/core/exports/pipeline/split-export';
 import { ValidationError } from '../../../src/core/shared/errors';
 
 const COMPANY = 'aaaaaaaa-0000-4000-8000-000000000001';

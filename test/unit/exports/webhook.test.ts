@@ -1,7 +1,7 @@
-import { MemoryExportQueue } from '../../../src/adapters/local/memory-export-queue';
-import { MemoryReplayGuard } from '../../../src/adapters/local/memory-replay-guard';
-import { decodeJob } from '../../../src/core/exports/export-jobs';
-import { receiveExportWebhook, signWebhook, WEBHOOK_CLAIM_LEASE_MS, WEBHOOK_HEADERS, type WebhookDeps, type WebhookRequest } from '../../../src/core/exports/webhook';
+import { MemoryExportQueue } from '../../helpers/memory-export-queue';
+import { MemoryReplayGuard } from '../../helpers/memory-replay-guard';
+import { decodeJob } from '../../../src/core/exports/pipeline/export-jobs';
+import { receiveExportWebhook, signWebhook, WEBHOOK_CLAIM_LEASE_MS, WEBHOOK_HEADERS, type WebhookDeps, type WebhookRequest } from '../../../src/core/exports/pipeline/webhook';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { MemoryMetrics } from '../../../src/core/shared/metrics';

@@ -24,8 +24,8 @@ describe('checkHealth', () => {
     const clock = new ManualClock();
     const metrics = new MemoryMetrics();
     const report = await checkHealth(
-      [probe(PROBES.institutionCredential, async () => 'version v1'), probe(PROBES.service, async () => undefined)],
       { clock, metrics },
+      [probe(PROBES.institutionCredential, async () => 'version v1'), probe(PROBES.service, async () => undefined)],
     );
     expect(report).toEqual({
       ok: true,
@@ -43,13 +43,13 @@ describe('checkHealth', () => {
     const logger = new MemoryLogger();
     const metrics = new MemoryMetrics();
     const report = await checkHealth(
+      { clock: new ManualClock(), logger, metrics },
       [
         probe(PROBES.institutionCredential, async () => {
           throw new AcctopsError(`cannot use ${CANARY}`, { code: 'secret_unreadable' });
         }),
         probe(PROBES.service, async () => 'ok'),
       ],
-      { clock: new ManualClock(), logger, metrics },
     );
 
     expect(report.ok).toBe(false);
@@ -68,12 +68,12 @@ describe('checkHealth', () => {
 
   it('treats a probe that throws synchronously like one that rejects', async () => {
     const report = await checkHealth(
+      { clock: new ManualClock() },
       [
         probe('sync-throw', () => {
           throw new TypeError('boom');
         }),
       ],
-      { clock: new ManualClock() },
     );
     expect(report.probes[0]).toMatchObject({ ok: false, error: { name: 'TypeError', message: 'boom' } });
   });
@@ -82,10 +82,9 @@ describe('checkHealth', () => {
     const clock = new ManualClock();
     const hung = deferred<string>();
     let settled = false;
-    const running = checkHealth([probe(PROBES.service, () => hung.promise), probe('quick', async () => 'ok')], {
-      clock,
-      probeTimeoutMs: 2000,
-    }).finally(() => (settled = true));
+    const running = checkHealth({ clock, probeTimeoutMs: 2000 }, [probe(PROBES.service, () => hung.promise), probe('quick', async () => 'ok')]).finally(
+      () => (settled = true),
+    );
     const flush = () => new Promise((resolve) => setImmediate(resolve));
     await flush();
     clock.advance(1999);
@@ -111,7 +110,7 @@ describe('checkHealth', () => {
         started.push(name);
         await gate.promise;
       });
-    const running = checkHealth([gated('a'), gated('b')], { clock: new ManualClock() });
+    const running = checkHealth({ clock: new ManualClock() }, [gated('a'), gated('b')]);
     await new Promise((resolve) => setImmediate(resolve));
     expect(started).toEqual(['a', 'b']);
     gate.resolve();
@@ -120,7 +119,7 @@ describe('checkHealth', () => {
 
   it('refuses two probes of the same name', async () => {
     await expect(
-      checkHealth([probe('x', async () => 'a'), probe('x', async () => 'b')], { clock: new ManualClock() }),
+      checkHealth({ clock: new ManualClock() }, [probe('x', async () => 'a'), probe('x', async () => 'b')]),
     ).rejects.toMatchObject({ code: 'probe_duplicate' });
   });
 });

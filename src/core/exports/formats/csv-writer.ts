@@ -1,0 +1,140 @@
+import { formatMinorUnits } from '../../accounting-api';
+import { minorUnitDigits } from './currency';
+import type { ObjectSink, WrittenObject } from './object-sink';
+import type { Cell, ColumnKind, Row, TableColumn } from './dataset-tables';
+import type { RecordWriter } from './writers';
+
+/**
+ * CSV for people: RFC 4180 (comma, CRLF, quotes doubled), UTF-8 with a byte order mark so that
+ * Excel does not read it as the local code page, exact decimal amounts, and text cells that a
+ * spreadsheet would run as a formula defused with a leading apostrophe (OWASP "CSV injection").
+ *
+ * Excel splits a CSV it opens on the locale's list separator, which is `;` where the decimal
+ * separator is a comma (Germany, and our default time zone is Europe/Berlin). So `,` and `;` both
+ * count as separators. A cell holding either is quoted, which keeps it whole for a reader that
+ * splits on `,`. A reader that splits on `;` does not see those quotes (they are not at the start
+ * of its fields), so each part after a `;` or `,` starts a cell of its own there: a formula
+ * character at the start of the cell or of any such part gets an apostrophe in front of it, which
+ * makes Excel take the part as text. `Rent;=HYPERLINK(…)` becomes `"Rent;'=HYPERLINK(…)"`.
+ */
+export const CSV_BOM = '\uFEFF';
+const CHUNK_CHARS = 64 * 1024;
+/**
+ * A formula character at the start of the cell, or after a list separator (spaces and quotes in
+ * between are skipped by spreadsheets, so they are here too).
+ */
+const FORMULA = /(^|[,;][\s"]*)([=+\-@\t\r])/g;
+const NEEDS_QUOTES = /[",;\r\n]/;
+/** Either of the two above: most cells have neither, and then one test decides. */
+const SPECIAL = /^[=+\-@\t\r]|[",;\r\n]/;
+
+export class CsvWriter implements RecordWriter {
+  private pending: string;
+  /** The last row's currency and its fraction digits: a month is nearly always one currency. */
+  private lastCurrency: string | undefined;
+  private lastDigits = 2;
+  private readonly timestamps = new TimestampFormatter();
+
+  constructor(
+    private readonly sink: ObjectSink,
+    private readonly columns: readonly TableColumn[],
+  ) {
+    this.pending = `${CSV_BOM}${columns.map((c) => quote(c.name)).join(',')}\r\n`;
+  }
+
+  write(_raw: unknown, row: Row): Promise<void> | undefined {
+    let line = '';
+    for (let i = 0; i < this.columns.length; i++) {
+      const column = this.columns[i]!;
+      if (i > 0) line += ',';
+      const value = row[column.name] ?? null;
+      if (value === null) continue;
+      if (column.kind === 'decimal') line += formatMinorUnits(value as bigint, this.digitsOf(row, column));
+      else if (column.kind === 'timestamp') line += this.timestamps.format(value as number);
+      else line += csvCell(column.kind, value);
+    }
+    this.pending += `${line}\r\n`;
+    return this.pending.length >= CHUNK_CHARS ? this.flush() : undefined;
+  }
+
+  async finish(): Promise<WrittenObject> {
+    await this.flush();
+    return this.sink.end();
+  }
+
+  abort(reason: unknown): Promise<void> {
+    return this.sink.abort(reason);
+  }
+
+  private flush(): Promise<void> | undefined {
+    if (this.pending.length > 0) {
+      this.sink.push(Buffer.from(this.pending, 'utf8'));
+      this.pending = '';
+    }
+    return this.sink.ready();
+  }
+
+  private digitsOf(row: Row, column: TableColumn): number {
+    const currency = column.currency === undefined ? undefined : row[column.currency];
+    if (typeof currency !== 'string') return 2;
+    if (currency !== this.lastCurrency) {
+      this.lastDigits = minorUnitDigits(currency);
+      this.lastCurrency = currency;
+    }
+    return this.lastDigits;
+  }
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * `new Date(ms).toISOString()` for the timestamps of one export, which arrive roughly in order: the
+ * date part is kept while the day stays the same and the time of day is written by hand, without
+ * a Date object per cell. Anything outside years 0000-9999 goes to toISOString.
+ */
+export class TimestampFormatter {
+  private dayStart = Number.NaN;
+  private datePart = '';
+
+  format(ms: number): string {
+    let offset = ms - this.dayStart;
+    if (!(offset >= 0 && offset < DAY_MS) || !Number.isInteger(ms)) {
+      const iso = new Date(ms).toISOString();
+      if (iso.length !== 24) return iso;
+      this.dayStart = ms - (ms % DAY_MS + DAY_MS) % DAY_MS;
+      this.datePart = iso.slice(0, 11);
+      offset = ms - this.dayStart;
+    }
+    const millis = offset % 1000;
+    const seconds = (offset - millis) / 1000;
+    return `${this.datePart}${TWO[(seconds / 3600) | 0]}:${TWO[((seconds / 60) | 0) % 60]}:${TWO[seconds % 60]}.${THREE[millis]}Z`;
+  }
+}
+
+const TWO = Array.from({ length: 60 }, (_, i) => String(i).padStart(2, '0'));
+const THREE = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+
+/** One CSV field. Only `text` cells can carry a formula: generated numbers and dates never do. */
+export function csvCell(kind: ColumnKind, value: Cell): string {
+  if (value === null) return '';
+  switch (kind) {
+    case 'decimal':
+      return formatMinorUnits(value as bigint);
+    case 'integer':
+      return (value as bigint).toString();
+    case 'timestamp':
+      return new Date(value as number).toISOString();
+    case 'date':
+      return value as string;
+    case 'text': {
+      const text = value as string;
+      if (!SPECIAL.test(text)) return text;
+      const defused = text.replace(FORMULA, "$1'$2");
+      return defused === text ? quote(text) : `"${defused.replace(/"/g, '""')}"`;
+    }
+  }
+}
+
+function quote(text: string): string {
+  return NEEDS_QUOTES.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}

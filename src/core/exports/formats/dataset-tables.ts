@@ -1,0 +1,235 @@
+import { DECIMAL_PRECISION, DECIMAL_SCALE, EXPORT_COLUMNS, type ColumnKind, type TableColumn } from '../../../../contract/exports';
+import { ValidationError } from '../../shared/errors';
+import type { MinorUnits } from '../../accounting-api';
+import { scaleFactor } from './currency';
+import { epochDay, parseOffsetTimestamp, type OffsetTimestamp } from './offset-timestamp';
+import type { DatasetName, ExportCategory, ExportTaxReport, ExportTransaction } from './datasets';
+
+/**
+ * The tables of the CSV and Parquet files, one per dataset (documented in docs/exports.md). Their
+ * columns are EXPORT_COLUMNS of contract/exports.ts, from which the Glue tables are derived too.
+ * Both formats write the same columns in the same order; `kind` decides the encoding:
+ *
+ * | kind        | row value                | CSV                         | Parquet                          |
+ * |-------------|--------------------------|-----------------------------|----------------------------------|
+ * | `text`      | string                   | RFC 4180, formula-protected | UTF8 BYTE_ARRAY                  |
+ * | `decimal`   | bigint minor units       | exact decimal, `-49.99`     | DECIMAL(18,4) on INT64           |
+ * | `integer`   | bigint                   | digits                      | INT64                            |
+ * | `date`      | `YYYY-MM-DD`             | as is                       | DATE (INT32 days)                |
+ * | `timestamp` | epoch milliseconds (UTC) | `2026-10-31T21:30:00.000Z`  | TIMESTAMP(MILLIS, adjusted UTC)  |
+ *
+ * A `decimal` cell is in the minor units of the row's currency (its `currency` column): CSV
+ * prints it with that currency's fraction digits (JPY 0, EUR 2, KWD 3), Parquet scales it to the
+ * column's fixed scale, so one column holds every currency exactly.
+ */
+export type { ColumnKind, TableColumn };
+export type Cell = string | bigint | number | null;
+export type Row = Record<string, Cell>;
+
+export interface RowContext {
+  /** Zero-based position of the record in its dataset stream (for error messages). */
+  readonly index: number;
+  readonly defaultCurrency: string;
+  /** The name of a category publicId; null when the category is unknown. */
+  categoryName(publicId: string): string | null;
+}
+
+export interface Table<I> {
+  readonly dataset: DatasetName;
+  readonly columns: readonly TableColumn[];
+  /** Validates one record and flattens it to column values; a bad field is a ValidationError. */
+  row(item: I, context: RowContext): Row;
+  /** Columns whose values the manifest totals: amount (minor units), currency, cashflow type. */
+  readonly totals?: { amount: string; currency: string; cashflowType?: string };
+  /**
+   * Whether a row belongs to the exported month (`YYYY-MM-DD` bounds, inclusive); rows that do
+   * not are left out of every file and of the totals. Absent: every row the source yields belongs.
+   */
+  belongs?(row: Row, range: { dateFrom: string; dateTo: string }): boolean;
+}
+
+// DECIMAL(18,4) on INT64 (contract/exports.ts says why 18 and 4).
+export { DECIMAL_PRECISION, DECIMAL_SCALE };
+const DECIMAL_LIMIT = 10n ** BigInt(DECIMAL_PRECISION);
+
+export const transactionsTable: Table<ExportTransaction> = {
+  dataset: 'transactions',
+  columns: EXPORT_COLUMNS.transactions,
+  totals: { amount: 'amount_minor', currency: 'currency', cashflowType: 'cashflow_type' },
+  row({ parsed: t }, context) {
+    const check = checker('transaction', t.publicId, context.index);
+    const publicId = check.id('publicId', t.publicId);
+    const valueDate = check.timestamp('valueDate', t.valueDate);
+    const currency = check.currency('currency', t.currency, context.defaultCurrency);
+    const amount = check.amount('amount', t.amount, currency);
+    const category = check.optionalText('category', t.category);
+    return {
+      public_id: publicId,
+      value_date_local: valueDate.localDate,
+      value_date: t.valueDate,
+      value_date_utc: valueDate.utcMillis,
+      value_date_offset_minutes: BigInt(valueDate.offsetMinutes),
+      amount,
+      amount_minor: amount,
+      currency,
+      cashflow_type: check.optionalText('cashflowType', t.cashflowType),
+      category_id: category,
+      category_name: category === null ? null : context.categoryName(category),
+      description: check.optionalText('description', t.description),
+      bank_account_id: check.optionalText('bankAccount', t.bankAccount),
+    };
+  },
+};
+
+/** The tax-report fields the columns below hold; everything else the service sends goes to `extra`. */
+const TAX_REPORT_FIELDS = new Set(['pk', 'type', 'periodStart', 'periodEnd', 'status', 'amountDue', 'currency', 'createdAt']);
+
+export const taxReportsTable: Table<ExportTaxReport> = {
+  dataset: 'tax_reports',
+  columns: EXPORT_COLUMNS.tax_reports,
+  totals: { amount: 'amount_due_minor', currency: 'currency' },
+  row({ raw, parsed: r }, context) {
+    // Only `pk` is required: every other field the service may leave out becomes null.
+    const check = checker('tax report', r.pk, context.index);
+    const currency = r.amountDue == null && r.currency == null ? null : check.currency('currency', r.currency, context.defaultCurrency);
+    const amountDue = r.amountDue == null ? null : check.amount('amountDue', r.amountDue, currency!);
+    const createdAt = r.createdAt == null ? null : check.timestamp('createdAt', r.createdAt);
+    return {
+      pk: check.id('pk', r.pk),
+      type: check.optionalText('type', r.type),
+      period_start: check.date('periodStart', r.periodStart),
+      period_end: check.date('periodEnd', r.periodEnd),
+      status: check.optionalText('status', r.status),
+      amount_due: amountDue,
+      amount_due_minor: amountDue,
+      currency,
+      created_at: createdAt === null ? null : r.createdAt,
+      created_at_utc: createdAt?.utcMillis ?? null,
+      created_at_offset_minutes: createdAt ? BigInt(createdAt.offsetMinutes) : null,
+      extra: extraFields(raw, TAX_REPORT_FIELDS),
+    };
+  },
+  belongs: taxReportBelongs,
+};
+
+/**
+ * A tax report lands in the folder of the month its period ends in (docs/exports.md, "Tax reports
+ * of a period"): October's folder holds the October return and the Q3 return lands in September,
+ * so a folder's total is the tax of the periods closing that month, never a sum across months.
+ * Without a period end the period start decides, then the creation date (local to its offset);
+ * a report with none of them cannot be placed and is kept in every month's export.
+ */
+export function taxReportBelongs(row: Row, range: { dateFrom: string; dateTo: string }): boolean {
+  const day = (row.period_end ?? row.period_start ?? (typeof row.created_at === 'string' ? row.created_at.slice(0, 10) : null)) as string | null;
+  return day === null || (day >= range.dateFrom && day <= range.dateTo);
+}
+
+/**
+ * The fields of `raw` that no column holds, as one JSON object text (null when there are none), so
+ * that CSV and Parquet lose nothing the service sent. Keys keep the service's order.
+ */
+export function extraFields(raw: unknown, known: ReadonlySet<string>): string | null {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return null;
+  let extra: Record<string, unknown> | undefined;
+  for (const [key, value] of Object.entries(raw)) {
+    if (known.has(key)) continue;
+    (extra ??= {})[key] = value;
+  }
+  return extra === undefined ? null : JSON.stringify(extra, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+}
+
+export const categoriesTable: Table<ExportCategory> = {
+  dataset: 'categories',
+  columns: EXPORT_COLUMNS.categories,
+  row({ raw, parsed: c }, context) {
+    const check = checker('category', c.publicId, context.index);
+    const metadata = (raw as { metadata?: unknown } | null)?.metadata;
+    return {
+      public_id: check.id('publicId', c.publicId),
+      name: check.optionalText('name', c.name),
+      parent_id: check.optionalText('parent', c.parent),
+      cashflow_type: check.optionalText('cashflowType', c.cashflowType),
+      vat_applied: check.optionalText('vatApplied', c.vatApplied),
+      description: check.optionalText('description', c.description),
+      examples: check.optionalText('examples', c.examples),
+      // The text as sent (the client's parsed form is an object, or null when the text is invalid).
+      metadata: metadata === undefined || metadata === null ? null : typeof metadata === 'string' ? metadata : JSON.stringify(metadata),
+    };
+  },
+};
+
+const CURRENCY = /^[A-Z]{3}$/;
+
+/**
+ * Field checks for one record. The pipeline adapts validated client items, so these only catch
+ * what would otherwise corrupt a file silently; each failure names the record and the field.
+ * A class, not an object of closures: one is made per record of every export.
+ */
+class RecordChecker {
+  constructor(
+    private readonly kind: string,
+    private readonly recordId: unknown,
+    private readonly index: number,
+  ) {}
+
+  id(path: string, value: unknown): string {
+    if (typeof value !== 'string' || value.length === 0) return this.fail(path, 'expected a non-empty identifier');
+    return value;
+  }
+
+  optionalText(path: string, value: unknown): string | null {
+    if (value === null || value === undefined) return null;
+    if (typeof value !== 'string') return this.fail(path, 'expected a string or null');
+    return value;
+  }
+
+  currency(path: string, value: unknown, fallback: string): string {
+    if (value === null || value === undefined) return fallback;
+    const code = typeof value === 'string' ? value.toUpperCase() : undefined;
+    if (code === undefined || !CURRENCY.test(code)) return this.fail(path, 'expected an ISO 4217 code');
+    return code;
+  }
+
+  /** Minor units of `currency`; they must fit the Parquet DECIMAL once scaled to its scale. */
+  amount(path: string, value: unknown, currency: string): MinorUnits {
+    if (typeof value !== 'bigint') return this.fail(path, 'expected exact minor units (bigint)');
+    const factor = currencyFactor(currency);
+    if (factor === undefined) return this.fail(path, `${currency} has more than ${DECIMAL_SCALE} fraction digits`);
+    const scaled = value * factor;
+    if (scaled <= -DECIMAL_LIMIT || scaled >= DECIMAL_LIMIT) return this.fail(path, `beyond DECIMAL(${DECIMAL_PRECISION},${DECIMAL_SCALE})`);
+    return value;
+  }
+
+  date(path: string, value: unknown): string | null {
+    if (value === null || value === undefined) return null;
+    if (typeof value !== 'string' || epochDay(value) === undefined) return this.fail(path, 'expected a date YYYY-MM-DD');
+    return value;
+  }
+
+  timestamp(path: string, value: unknown): OffsetTimestamp {
+    const parsed = typeof value === 'string' ? parseOffsetTimestamp(value) : undefined;
+    return parsed ?? this.fail(path, 'expected an ISO 8601 timestamp with an offset');
+  }
+
+  private fail(path: string, message: string): never {
+    const { kind, recordId: id, index } = this;
+    const source = typeof id === 'string' && id.length > 0 && id.length <= 64 ? `${kind} ${id}` : `${kind} at position ${index}`;
+    throw new ValidationError(source, [{ path, message }]);
+  }
+}
+
+const FACTORS = new Map<string, bigint | null>();
+
+/** scaleFactor at DECIMAL_SCALE, cached by currency alone (it runs for every amount). */
+function currencyFactor(currency: string): bigint | undefined {
+  let factor = FACTORS.get(currency);
+  if (factor === undefined) {
+    factor = scaleFactor(currency, DECIMAL_SCALE) ?? null;
+    FACTORS.set(currency, factor);
+  }
+  return factor ?? undefined;
+}
+
+function checker(kind: string, id: unknown, index: number): RecordChecker {
+  return new RecordChecker(kind, id, index);
+}

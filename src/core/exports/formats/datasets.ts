@@ -1,0 +1,84 @@
+/**
+ * The exporter's input: one async iterable per dataset, of items shaped like the typed client's
+ * list items (`PageItem<T>` of `src/core/accounting-api`): `raw`, the object exactly as the client
+ * parsed it from the response (for the lossless JSONL), beside `parsed`, its validated fields.
+ *
+ * The field types are structural and minimal, so `client.transactions.list(...)` (and the other
+ * lists) can be passed in as they are, and any other source can be adapted to them.
+ */
+import { DATASETS, type DatasetName } from '../../../../contract/exports';
+import type { MinorUnits } from '../../accounting-api';
+
+export interface ExportItem<P> {
+  /** As received; the client's lossless parse turns integers beyond 2^53 into digit strings. */
+  readonly raw: unknown;
+  readonly parsed: P;
+}
+
+export interface TransactionFields {
+  publicId: string;
+  /** Exact minor units, whichever encoding the API used. */
+  amount: MinorUnits;
+  /** ISO 4217; null when the API sent none (the exporter then uses its default currency). */
+  currency: string | null;
+  /** `EXPENSE`, `INCOME`, or an unknown value kept verbatim (the client maps display labels). */
+  cashflowType: string | null;
+  /** ISO 8601 timestamp with an offset, exactly as the API sent it. */
+  valueDate: string;
+  description: string | null;
+  /** The category's publicId, or null. */
+  category: string | null;
+  bankAccount: string | null;
+}
+
+export interface TaxReportFields {
+  /** Tax reports are identified by `pk`, not `publicId` (spec §2). */
+  pk: string;
+  type: string | null;
+  /** `YYYY-MM-DD`. */
+  periodStart: string | null;
+  periodEnd: string | null;
+  status: string | null;
+  amountDue: MinorUnits | null;
+  currency: string | null;
+  /** ISO 8601 timestamp with an offset. */
+  createdAt: string | null;
+}
+
+/** `metadata` is taken from `raw`: the exports keep the text as sent, invalid JSON included. */
+export interface CategoryFields {
+  publicId: string;
+  name: string | null;
+  parent: string | null;
+  cashflowType: string | null;
+  vatApplied: string | null;
+  description: string | null;
+  examples: string | null;
+}
+
+export type ExportTransaction = ExportItem<TransactionFields>;
+export type ExportTaxReport = ExportItem<TaxReportFields>;
+export type ExportCategory = ExportItem<CategoryFields>;
+
+/**
+ * A source that can also hand over its items a page at a time (PaginatedList does); the exporter
+ * then reads pages. `pages()` must yield exactly the items that iterating the source would.
+ */
+export interface PagedSource<T> {
+  pages(): AsyncIterable<{ readonly items: readonly T[] }>;
+}
+
+type Source<T> = AsyncIterable<T> | Iterable<T> | (AsyncIterable<T> & PagedSource<T>);
+
+/** The sources of one period. Each one given is read exactly once. */
+export interface ExportSources {
+  transactions?: Source<ExportTransaction>;
+  taxReports?: Source<ExportTaxReport>;
+  categories?: Source<ExportCategory>;
+}
+
+/** Dataset names as they appear in object keys and Glue tables (contract/exports.ts). */
+export { DATASETS, type DatasetName };
+
+export const FORMATS = ['jsonl', 'csv', 'parquet'] as const;
+export type ExportFormat = (typeof FORMATS)[number];

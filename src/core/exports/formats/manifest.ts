@@ -1,0 +1,110 @@
+import * as z from 'zod';
+import { issuesFromZod } from '../../shared/errors';
+import { ManifestError } from './period-errors';
+import type { ObjectStore } from './object-store';
+import { DATASETS, FORMATS } from './datasets';
+
+/**
+ * `_manifest.json`: the description and the commit point of a period. A period is complete exactly
+ * when its manifest exists, and it consists of exactly the objects the manifest lists.
+ *
+ * The schema is strict about what acctops relies on (keys, checksums, runs) and is versioned by
+ * `schemaVersion`; a reader must refuse a version it does not know.
+ */
+export const MANIFEST_SCHEMA_VERSION = 1;
+
+const sha256 = z.string().regex(/^[0-9a-f]{64}$/);
+const minorUnits = z.string().regex(/^-?\d+$/);
+const dataset = z.enum(DATASETS);
+
+const totalSchema = z.object({
+  currency: z.string(),
+  cashflowType: z.string().nullable(),
+  records: z.number().int().nonnegative(),
+  /** Exact decimal with the currency's fraction digits (`-49.99` EUR, `500` JPY, `1.250` KWD). */
+  amount: z.string().regex(/^-?\d+(\.\d+)?$/),
+  amountMinor: minorUnits,
+});
+
+const datasetSchema = z.object({
+  /** The run that wrote this dataset (an earlier one when the dataset was carried over). */
+  runId: z.string(),
+  generatedAt: z.string(),
+  records: z.number().int().nonnegative(),
+  totals: z.array(totalSchema),
+});
+
+const objectSchema = z.object({
+  key: z.string(),
+  dataset,
+  format: z.enum(FORMATS),
+  contentType: z.string(),
+  records: z.number().int().nonnegative(),
+  bytes: z.number().int().nonnegative(),
+  sha256,
+});
+
+const symlinkSchema = z.object({
+  key: z.string(),
+  dataset,
+  bytes: z.number().int().nonnegative(),
+  sha256,
+  /** Keys of the Parquet objects it lists (empty when the dataset has no Parquet). */
+  targets: z.array(z.string()),
+});
+
+export const manifestSchema = z.object({
+  schemaVersion: z.literal(MANIFEST_SCHEMA_VERSION),
+  company: z.string(),
+  period: z.string(),
+  runId: z.string(),
+  generatedAt: z.string(),
+  tool: z.object({ name: z.string(), version: z.string() }),
+  source: z.object({
+    baseUrl: z.string(),
+    query: z.object({ dateFrom: z.string(), dateTo: z.string() }),
+    /**
+     * A month exported in parts (docs/fleet-exports.md): each part's transaction query, in order.
+     * Absent for a month exported whole. Additive and optional, so schema version 1 still holds.
+     */
+    parts: z.array(z.object({ dateFrom: z.string(), dateTo: z.string(), records: z.number().int().nonnegative() })).optional(),
+  }),
+  datasets: z.partialRecord(dataset, datasetSchema),
+  objects: z.array(objectSchema),
+  symlinks: z.array(symlinkSchema),
+});
+
+export type Manifest = z.infer<typeof manifestSchema>;
+export type ManifestDataset = z.infer<typeof datasetSchema>;
+export type ManifestObject = z.infer<typeof objectSchema>;
+export type ManifestSymlink = z.infer<typeof symlinkSchema>;
+
+/** Pretty-printed, keys in schema order, trailing newline: diffable and deterministic. */
+export function serializeManifest(manifest: Manifest): string {
+  return `${JSON.stringify(manifestSchema.parse(manifest), null, 2)}\n`;
+}
+
+/** The period's manifest, or undefined when the period has none. Unreadable is a ManifestError. */
+export async function readManifest(store: ObjectStore, key: string): Promise<Manifest | undefined> {
+  const bytes = await store.get(key);
+  if (bytes === undefined) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(Buffer.from(bytes).toString('utf8'));
+  } catch (error) {
+    throw new ManifestError(key, 'not JSON', error);
+  }
+  const parsed = manifestSchema.safeParse(json);
+  if (!parsed.success) {
+    const first = issuesFromZod(parsed.error)[0];
+    throw new ManifestError(key, `not a schema ${MANIFEST_SCHEMA_VERSION} manifest (${first?.path || '(root)'}: ${first?.message ?? 'invalid'})`, parsed.error);
+  }
+  return parsed.data;
+}
+
+/** Every key a manifest keeps alive: its data objects and the data its symlinks point at. */
+export function referencedKeys(manifest: Manifest): Set<string> {
+  const keys = new Set<string>(manifest.objects.map((o) => o.key));
+  for (const link of manifest.symlinks) for (const target of link.targets) keys.add(target);
+  return keys;
+}

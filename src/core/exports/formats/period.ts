@@ -1,0 +1,93 @@
+import { ValidationError } from '../../shared/errors';
+
+/** A calendar month, the unit of export. `text` is `YYYY-MM`. */
+export interface Period {
+  readonly year: number;
+  readonly month: number;
+  readonly text: string;
+}
+
+export const DEFAULT_TIME_ZONE = 'Europe/Berlin';
+
+const PERIOD = /^(\d{4})-(0[1-9]|1[0-2])$/;
+
+/** Parses `YYYY-MM`; anything else (`2026-13`, `2026-1`, `26-10`) is a ValidationError naming `field`. */
+export function parsePeriod(text: string, field = 'period'): Period {
+  const match = PERIOD.exec(text);
+  if (!match) throw new ValidationError('period', [{ path: field, message: 'expected a month as YYYY-MM' }]);
+  return periodOf(Number(match[1]), Number(match[2]));
+}
+
+export function periodOf(year: number, month: number): Period {
+  if (!Number.isInteger(year) || year < 1 || year > 9999 || !Number.isInteger(month) || month < 1 || month > 12) {
+    throw new ValidationError('period', [{ path: 'period', message: 'year must be 1-9999 and month 1-12' }]);
+  }
+  return { year, month, text: `${String(year).padStart(4, '0')}-${String(month).padStart(2, '0')}` };
+}
+
+export function daysInMonth(period: Pick<Period, 'year' | 'month'>): number {
+  if (period.month === 2) return isLeapYear(period.year) ? 29 : 28;
+  return [4, 6, 9, 11].includes(period.month) ? 30 : 31;
+}
+
+function isLeapYear(year: number): boolean {
+  return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+}
+
+/** `YYYY-MM-01`. */
+export function firstDay(period: Period): string {
+  return `${period.text}-01`;
+}
+
+/** The last calendar day, leap years included: `2028-02-29`. */
+export function lastDay(period: Period): string {
+  return `${period.text}-${String(daysInMonth(period)).padStart(2, '0')}`;
+}
+
+/**
+ * The transaction query of a period: both ends inclusive, on the calendar date of `valueDate` as
+ * written in its own offset (docs/assumptions.md), so every record of the month comes exactly once.
+ */
+export function periodRange(period: Period): { dateFrom: string; dateTo: string } {
+  return { dateFrom: firstDay(period), dateTo: lastDay(period) };
+}
+
+export function previousPeriod(period: Period): Period {
+  return period.month === 1 ? periodOf(period.year - 1, 12) : periodOf(period.year, period.month - 1);
+}
+
+/** The month that contains `instant` on the wall clock of `timeZone`. */
+export function periodContaining(instant: number | Date, timeZone = DEFAULT_TIME_ZONE): Period {
+  const parts = zonedFormatter(timeZone).formatToParts(instant);
+  const year = Number(parts.find((p) => p.type === 'year')?.value);
+  const month = Number(parts.find((p) => p.type === 'month')?.value);
+  return periodOf(year, month);
+}
+
+/**
+ * The month before the one containing `instant` in `timeZone`: what the monthly schedule, firing on
+ * the 1st at 00:xx Berlin time (still the previous day in UTC), must export.
+ */
+export function previousMonth(instant: number | Date, timeZone = DEFAULT_TIME_ZONE): Period {
+  return previousPeriod(periodContaining(instant, timeZone));
+}
+
+/** Throws a ValidationError for a time zone Intl does not know (`Europe/Berlinn`). */
+export function assertTimeZone(timeZone: string, field = 'timeZone'): void {
+  zonedFormatter(timeZone, field);
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function zonedFormatter(timeZone: string, field = 'timeZone'): Intl.DateTimeFormat {
+  let formatter = formatters.get(timeZone);
+  if (!formatter) {
+    try {
+      formatter = new Intl.DateTimeFormat('en-US', { timeZone, year: 'numeric', month: '2-digit', calendar: 'gregory' });
+    } catch (error) {
+      throw new ValidationError('time zone', [{ path: field, message: 'unknown IANA time zone' }], error);
+    }
+    formatters.set(timeZone, formatter);
+  }
+  return formatter;
+}

@@ -1,0 +1,106 @@
+import type { DomainEvent } from '../../ports/events';
+import { describeFailure } from '../../tokens/token-failures';
+import type { ExportSource, ExportTrigger } from './export-jobs';
+import type { DatasetName, ExportFormat } from '../formats/datasets';
+
+/** The EventBridge `source` of every export event acctops publishes. */
+export const EXPORT_EVENT_SOURCE = 'acctops.exports';
+
+/**
+ * `detail-type`s. `ExportRequested` is the one acctops consumes (an EventBridge rule); the others
+ * it publishes. Details hold identifiers, counts, locations and error classes: never a credential.
+ */
+export const EXPORT_EVENT_TYPES = {
+  requested: 'ExportRequested',
+  completed: 'ExportCompleted',
+  failed: 'ExportFailed',
+  monthlyStarted: 'MonthlyExportStarted',
+  monthlyFinished: 'MonthlyExportFinished',
+} as const;
+
+export interface ExportCompletedDetail {
+  companyId: string;
+  period: string;
+  /** Key of `_manifest.json` in the store, and the URL a foreign reader uses (`s3://…`). */
+  manifestKey: string;
+  manifestUrl: string;
+  runId: string;
+  generatedAt: string;
+  /** Records per dataset this run wrote. */
+  records: Partial<Record<DatasetName, number>>;
+  /** Datasets kept from the previous export of the period. */
+  carriedOver: DatasetName[];
+  formats: ExportFormat[];
+  source: ExportSource;
+  trigger: ExportTrigger;
+}
+
+export interface ExportFailedDetail {
+  companyId: string;
+  period: string;
+  /** Where the period's manifest is: the previous complete export, if `previousExport` is true. */
+  manifestKey: string;
+  manifestUrl: string;
+  /** True when a complete export of the period exists (untouched by this failure). */
+  previousExport: boolean;
+  /** False when trying again cannot help (a refused permission, a bad record, no source). */
+  retryable: boolean;
+  attempts: number;
+  errorClass: string;
+  errorCode?: string;
+  apiCode?: string;
+  status?: number;
+  requestId?: string;
+  runId?: string;
+  source: ExportSource;
+  trigger: ExportTrigger;
+}
+
+export interface MonthlyExportStartedDetail {
+  runId: string;
+  period: string;
+  timeZone: string;
+  scheduledAt: string;
+  /** Companies exported with their own API key: the first 100 (an event holds 256 KB; a fleet does not fit). */
+  companies: string[];
+  /** How many companies are exported with their own API key (all of them, unlike `companies`). */
+  companyCount?: number;
+  /** Institution users whose companies the run discovers (each company exported once). */
+  users: number;
+}
+
+export interface MonthlyExportFinishedDetail {
+  runId: string;
+  period: string;
+  startedAt: string;
+  finishedAt: string;
+  /** Companies of the run (API-key companies plus the discovered ones). */
+  expected: number;
+  completed: number;
+  failed: number;
+  /** Users whose companies could not be listed. */
+  failedDiscoveries: number;
+  /** The first 100 failed companies; the ledger has them all. */
+  failedCompanies: string[];
+}
+
+export function exportCompleted(detail: ExportCompletedDetail, time: number): DomainEvent {
+  return { type: EXPORT_EVENT_TYPES.completed, time, detail: { ...detail } };
+}
+
+export function exportFailed(
+  base: Omit<ExportFailedDetail, 'errorClass' | 'errorCode' | 'apiCode' | 'status' | 'requestId'>,
+  error: unknown,
+  time: number,
+): DomainEvent {
+  const detail: ExportFailedDetail = { ...base, ...describeFailure(error) };
+  return { type: EXPORT_EVENT_TYPES.failed, time, detail: { ...detail } };
+}
+
+export function monthlyExportStarted(detail: MonthlyExportStartedDetail, time: number): DomainEvent {
+  return { type: EXPORT_EVENT_TYPES.monthlyStarted, time, detail: { ...detail } };
+}
+
+export function monthlyExportFinished(detail: MonthlyExportFinishedDetail, time: number): DomainEvent {
+  return { type: EXPORT_EVENT_TYPES.monthlyFinished, time, detail: { ...detail } };
+}

@@ -1,0 +1,86 @@
+import * as z from 'zod';
+import { DATASETS, FORMATS, type DatasetName } from '../formats/datasets';
+import type { AmountTotal } from '../formats/totals';
+import type { ManifestObject } from '../formats/manifest';
+
+/**
+ * The ledger of months exported in parts (docs/fleet-exports.md). A split records its parts
+ * once; each part, when its files are written, records what it wrote and adds its index to the
+ * split's set of done parts. The part whose addition completes the set publishes the one manifest
+ * of the month. Adding to a set is idempotent (a redelivered part adds nothing), so "all parts
+ * done" is exact, not a counter that a crash can skew.
+ *
+ * The run ledger's table holds it in AWS (item collection `split#<splitId>`), memory in tests.
+ */
+
+export interface SplitPart {
+  index: number;
+  /** Inclusive local dates of valueDate (docs/assumptions.md). */
+  dateFrom: string;
+  dateTo: string;
+}
+
+export interface SplitRecord {
+  splitId: string;
+  companyId: string;
+  period: string;
+  /** The run id shared by every part's files. */
+  runId: string;
+  parts: SplitPart[];
+  /** Epoch ms. */
+  createdAt: number;
+  /** Indexes of the parts whose files are complete. */
+  done: number[];
+  /** Epoch ms of the publish of the month's manifest. */
+  publishedAt?: number;
+}
+
+export interface StagedDataset {
+  records: number;
+  totals: AmountTotal[];
+  objects: ManifestObject[];
+}
+
+export interface PartResult {
+  index: number;
+  datasets: Partial<Record<DatasetName, StagedDataset>>;
+}
+
+const totalSchema = z.object({
+  currency: z.string(),
+  cashflowType: z.string().nullable(),
+  records: z.number().int().nonnegative(),
+  amount: z.string(),
+  amountMinor: z.string().regex(/^-?\d+$/),
+});
+
+const objectSchema = z.object({
+  key: z.string(),
+  dataset: z.enum(DATASETS),
+  format: z.enum(FORMATS),
+  contentType: z.string(),
+  records: z.number().int().nonnegative(),
+  bytes: z.number().int().nonnegative(),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+});
+
+/** A part's result as the ledger stores it; read back through this schema (a bad item is a ValidationError naming the field). */
+export const partResultSchema = z.object({
+  index: z.number().int().nonnegative(),
+  datasets: z.partialRecord(z.enum(DATASETS), z.object({ records: z.number().int().nonnegative(), totals: z.array(totalSchema), objects: z.array(objectSchema) })),
+});
+
+export interface PartLedger {
+  /** Records a split; on a repeat (`created: false`) the stored split is returned unchanged. */
+  startSplit(split: Omit<SplitRecord, 'done' | 'publishedAt'>): Promise<{ split: SplitRecord; created: boolean }>;
+  getSplit(splitId: string): Promise<SplitRecord | undefined>;
+  /**
+   * Stores the part's result, then adds its index to the done set. Returns the set's size after
+   * the addition and the number of parts: `done === parts` means every part is complete.
+   */
+  completePart(splitId: string, result: PartResult): Promise<{ done: number; parts: number }>;
+  /** Every stored part result, by index (strongly consistent). */
+  partResults(splitId: string): Promise<PartResult[]>;
+  /** Records that the month's manifest is published; false when it already was. */
+  markSplitPublished(splitId: string, at: number): Promise<boolean>;
+}

@@ -1,0 +1,52 @@
+import { AcctopsError } from '../../shared/errors';
+
+/**
+ * A list the export read ended with a different number of items than its pages announced (or the
+ * count changed between pages: the list moved under the export). An export must be exact, so the
+ * client's `count_mismatch` warning is turned into this failure; a later attempt reads afresh.
+ */
+export class ExportCountMismatchError extends AcctopsError {
+  readonly request: string;
+  readonly counts: readonly number[];
+  readonly itemsRead: number;
+
+  constructor(warning: { request: string; counts: readonly number[]; itemsRead: number }) {
+    super(`${warning.request}: pages announced ${warning.counts.join(' then ')} items, ${warning.itemsRead} were read`, {
+      code: 'export_count_mismatch',
+    });
+    this.request = warning.request;
+    this.counts = [...warning.counts];
+    this.itemsRead = warning.itemsRead;
+  }
+}
+
+export type UserTokenProblem = 'not_found' | 'needs_attention' | 'revoked';
+
+/**
+ * An institution user's access token cannot be used for an export: the user is unknown to the
+ * token store, or out of the refresh schedule (`needs_attention`, `revoked`). A runbook fixes it;
+ * retrying the export does not.
+ */
+export class UserTokenUnavailableError extends AcctopsError {
+  readonly externalId: string;
+  readonly problem: UserTokenProblem;
+
+  constructor(externalId: string, problem: UserTokenProblem) {
+    super(
+      problem === 'not_found' ? `user ${externalId} is not in the token store` : `the tokens of user ${externalId} are ${problem}`,
+      { code: `user_token_${problem}` },
+    );
+    this.externalId = externalId;
+    this.problem = problem;
+  }
+}
+
+/** Some export jobs could not be enqueued (the queue refused entries). Names codes, never a body. */
+export class ExportEnqueueError extends AcctopsError {
+  readonly failed: number;
+
+  constructor(message: string, failed: number, cause?: unknown) {
+    super(message, { code: 'export_enqueue_failed', cause });
+    this.failed = failed;
+  }
+}

@@ -1,0 +1,232 @@
+import { createHash } from 'node:crypto';
+import { type AccountingClient, formatMinorUnits } from '../../accounting-api';
+import { mapWithConcurrency } from '../../shared/concurrency';
+import { AcctopsError } from '../../shared/errors';
+import type { Logger } from '../../shared/logger';
+import { minorUnitDigits } from '../formats/currency';
+import { deduplicationIdOf, type ExportJob, type ExportPartJob } from './export-jobs';
+import { EXPORT_PAGE_SIZE } from './export-sources';
+import { MANIFEST_SCHEMA_VERSION, type Manifest, type ManifestDataset, type ManifestObject } from '../formats/manifest';
+import type { PartResult, SplitPart, SplitRecord, StagedDataset } from './part-ledger';
+import { daysInMonth, periodRange, type Period } from '../formats/period';
+import type { AmountTotal } from '../formats/totals';
+import { DATASETS, type DatasetName, type ExportSources } from '../formats/datasets';
+
+/**
+ * Months too large for one export invocation, exported in parts by date range
+ * (docs/fleet-exports.md). This module holds the pure parts of it (sizing, planning, merging);
+ * the worker (export-worker.ts) runs them against the queue, the ledger and the store.
+ */
+
+/**
+ * The default split size: a month with more transactions than this is exported in parts of at
+ * most this many. The service serves 1000 a page in 0.3-1 s, so 500k are 500 pages, 2.5-8.3
+ * minutes of service time; our own work (all formats to S3: ~25 s of CPU per million on the bench
+ * machine, ~45 s at the worker's 0.58 vCPU) overlaps it. That leaves Lambda's 15 minutes room for
+ * the client's retries. Memory does not grow with the part (the exporter streams).
+ * docs/fleet-exports.md, "The threshold".
+ */
+export const DEFAULT_MAX_TRANSACTIONS_PER_PART = 500_000;
+
+export interface SplitSettings {
+  /** A month above this many transactions is split; each part holds at most this many (unless one day holds more). */
+  maxTransactionsPerPart: number;
+  /** Day counts read at once while planning. @default 4 */
+  probeConcurrency?: number;
+}
+
+export interface DayCount {
+  /** `YYYY-MM-DD`. */
+  date: string;
+  count: number;
+}
+
+/**
+ * A month's transactions as reported by the spec's `count` (the total of the list): one request
+ * with page size 1, which reads a single record.
+ */
+export async function countTransactions(client: AccountingClient, range: { dateFrom: string; dateTo: string }): Promise<number> {
+  for await (const page of client.transactions.list({ ...range, pageSize: 1 }).pages()) return page.count;
+  return 0;
+}
+
+/** The count of each day of the month (one page-size-1 request a day). */
+export async function dayCounts(client: AccountingClient, period: Period, concurrency = 4): Promise<DayCount[]> {
+  const days = Array.from({ length: daysInMonth(period) }, (_, i) => `${period.text}-${String(i + 1).padStart(2, '0')}`);
+  const counts = await mapWithConcurrency(days, concurrency, (date) => countTransactions(client, { dateFrom: date, dateTo: date }));
+  return days.map((date, i) => ({ date, count: counts[i]! }));
+}
+
+/**
+ * Packs consecutive days into parts of at most `max` transactions. A day is the finest split the
+ * API offers (`date_from`/`date_to` are dates), so a single day above `max` is a part of its own.
+ * The parts cover the month without gap or overlap: part i+1 starts the day after part i ends.
+ */
+export function planParts(days: readonly DayCount[], max: number): SplitPart[] {
+  if (!Number.isInteger(max) || max < 1) throw new RangeError('max must be a positive integer');
+  const parts: SplitPart[] = [];
+  let start: string | undefined;
+  let end = '';
+  let size = 0;
+  for (const day of days) {
+    if (start !== undefined && size + day.count > max) {
+      parts.push({ index: parts.length, dateFrom: start, dateTo: end });
+      start = undefined;
+      size = 0;
+    }
+    start ??= day.date;
+    end = day.date;
+    size += day.count;
+  }
+  if (start !== undefined) parts.push({ index: parts.length, dateFrom: start, dateTo: end });
+  return parts;
+}
+
+/**
+ * The split of a job: derived from the job's own deduplication id, so a redelivered job finds
+ * the split it planned before (and never plans a second one).
+ */
+export function splitIdOf(job: ExportJob): string {
+  return `s${createHash('sha256').update(`split|${deduplicationIdOf(job)}`).digest('hex').slice(0, 32)}`;
+}
+
+/** The part jobs of a split, in order. Part 0 also writes the month's datasets other than transactions. */
+export function partJobs(job: ExportJob, split: Pick<SplitRecord, 'splitId' | 'runId' | 'parts'>): ExportPartJob[] {
+  return split.parts.map((part) => ({
+    type: 'export_part',
+    companyId: job.companyId,
+    period: job.period,
+    splitId: split.splitId,
+    runId: split.runId,
+    part: { index: part.index, count: split.parts.length, dateFrom: part.dateFrom, dateTo: part.dateTo },
+    ...(job.datasets ? { datasets: [...job.datasets] } : {}),
+    formats: [...job.formats],
+    source: job.source,
+    trigger: job.trigger,
+  }));
+}
+
+/** The datasets a part writes: the selection for part 0, transactions only for the others. */
+export function partDatasets(job: Pick<ExportPartJob, 'datasets' | 'part'>): DatasetName[] {
+  const selected = DATASETS.filter((d) => (job.datasets ?? DATASETS).includes(d));
+  return job.part.index === 0 ? selected : selected.filter((d) => d === 'transactions');
+}
+
+/** The sources of one part: transactions of its days; tax reports and categories whole. */
+export function partSources(client: AccountingClient, companyId: string, part: { dateFrom: string; dateTo: string }): ExportSources {
+  const size = { pageSize: EXPORT_PAGE_SIZE };
+  return {
+    transactions: client.transactions.list({ dateFrom: part.dateFrom, dateTo: part.dateTo, ...size }),
+    taxReports: client.taxReports.list(companyId, size),
+    categories: client.categories.list(size),
+  };
+}
+
+/** Sums totals of the same currency and cashflow type exactly (bigint minor units), sorted as TotalsAccumulator sorts. */
+export function mergeTotals(lists: readonly (readonly AmountTotal[])[]): AmountTotal[] {
+  const sums = new Map<string, { currency: string; cashflowType: string | null; records: number; minor: bigint }>();
+  for (const list of lists) {
+    for (const t of list) {
+      const key = t.cashflowType === null ? t.currency : `${t.currency}\u0000${t.cashflowType}`;
+      const sum = sums.get(key);
+      if (sum) {
+        sum.minor += BigInt(t.amountMinor);
+        sum.records += t.records;
+      } else sums.set(key, { currency: t.currency, cashflowType: t.cashflowType, records: t.records, minor: BigInt(t.amountMinor) });
+    }
+  }
+  return [...sums.values()]
+    .sort((a, b) => compare(a.currency, b.currency) || compare(a.cashflowType ?? '', b.cashflowType ?? ''))
+    .map((s) => ({
+      currency: s.currency,
+      cashflowType: s.cashflowType,
+      records: s.records,
+      amount: formatMinorUnits(s.minor, minorUnitDigits(s.currency)),
+      amountMinor: s.minor.toString(),
+    }));
+}
+
+/** The parts' results merged per dataset: records and totals summed, objects listed in key order. */
+export function mergeParts(results: readonly PartResult[]): Partial<Record<DatasetName, StagedDataset>> {
+  const merged: Partial<Record<DatasetName, StagedDataset>> = {};
+  for (const dataset of DATASETS) {
+    const pieces = results.map((r) => r.datasets[dataset]).filter((d): d is StagedDataset => d !== undefined);
+    if (pieces.length === 0) continue;
+    merged[dataset] = {
+      records: pieces.reduce((n, p) => n + p.records, 0),
+      totals: mergeTotals(pieces.map((p) => p.totals)),
+      objects: pieces.flatMap((p) => p.objects).sort((a, b) => compare(a.key, b.key)),
+    };
+  }
+  return merged;
+}
+
+/**
+ * The manifest of a split month: the merged parts' datasets under the split's run id, the other
+ * datasets carried over from `previous` (as a whole-month export does), and the parts' ranges.
+ */
+export function splitManifest(input: {
+  split: Pick<SplitRecord, 'companyId' | 'runId' | 'parts'>;
+  period: Period;
+  results: readonly PartResult[];
+  previous: Manifest | undefined;
+  generatedAt: string;
+  toolVersion: string;
+  baseUrl: string;
+}): Manifest {
+  const merged = mergeParts(input.results);
+  const datasets: Partial<Record<DatasetName, ManifestDataset>> = {};
+  const objects: ManifestObject[] = [];
+  for (const dataset of DATASETS) {
+    const result = merged[dataset];
+    if (result) {
+      datasets[dataset] = { runId: input.split.runId, generatedAt: input.generatedAt, records: result.records, totals: result.totals };
+      objects.push(...result.objects);
+    } else if (input.previous?.datasets[dataset]) {
+      datasets[dataset] = input.previous.datasets[dataset];
+      objects.push(...input.previous.objects.filter((o) => o.dataset === dataset));
+    }
+  }
+  const byIndex = new Map(input.results.map((r) => [r.index, r]));
+  return {
+    schemaVersion: MANIFEST_SCHEMA_VERSION,
+    company: input.split.companyId,
+    period: input.period.text,
+    runId: input.split.runId,
+    generatedAt: input.generatedAt,
+    tool: { name: 'acctops', version: input.toolVersion },
+    source: {
+      baseUrl: input.baseUrl,
+      query: periodRange(input.period),
+      parts: input.split.parts.map((p) => ({ dateFrom: p.dateFrom, dateTo: p.dateTo, records: byIndex.get(p.index)?.datasets.transactions?.records ?? 0 })),
+    },
+    datasets,
+    objects: objects.sort((a, b) => compare(a.key, b.key)),
+    symlinks: (input.previous?.symlinks ?? []).filter((s) => !merged[s.dataset]),
+  };
+}
+
+/**
+ * A split cannot be published: a part's result is missing from the ledger, or an object a part
+ * wrote is gone from the store (a part finished after the garbage grace period). Not retryable:
+ * the month needs a fresh export; the period's previous export is untouched.
+ */
+export class SplitIncompleteError extends AcctopsError {
+  readonly splitId: string;
+  readonly missing: string[];
+
+  constructor(splitId: string, missing: string[]) {
+    super(`split ${splitId} cannot be published: ${missing.length} part result(s) or object(s) missing (first: ${missing[0] ?? '?'})`, { code: 'export_split_incomplete' });
+    this.splitId = splitId;
+    this.missing = missing;
+  }
+}
+
+/** Log fields of a split, for one line per decision. */
+export function describeSplit(split: Pick<SplitRecord, 'splitId' | 'runId' | 'parts'>, logger: Logger): Logger {
+  return logger.child({ splitId: split.splitId, runId: split.runId, parts: split.parts.length });
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

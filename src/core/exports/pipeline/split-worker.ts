@@ -1,0 +1,263 @@
+import { isRetryableExportFailure } from './export-company-period';
+import { exportCompleted, exportFailed } from './export-events';
+import type { ExportJob, ExportPartJob } from './export-jobs';
+import type { ExportMessage, ExportWorkerDeps, JobResult } from './export-worker';
+import { createExportClient } from './export-sources';
+import { manifestKey, newRunId } from '../formats/layout';
+import { readManifest } from '../formats/manifest';
+import { finishRunIfDone } from './monthly-export';
+import type { SplitRecord } from './part-ledger';
+import { parsePeriod, periodRange } from '../formats/period';
+import { PeriodExportError } from '../formats/period-errors';
+import { DEFAULT_GC_GRACE_MS, PeriodExporter, sanitizeBaseUrl } from '../formats/period-exporter';
+import { publishPeriod } from '../formats/publish';
+import {
+  countTransactions,
+  dayCounts,
+  describeSplit,
+  partDatasets,
+  partJobs,
+  partSources,
+  planParts,
+  splitIdOf,
+  splitManifest,
+  SplitIncompleteError,
+} from './split-export';
+import { DATASETS } from '../formats/datasets';
+
+/**
+ * The worker's side of months exported in parts (docs/fleet-exports.md):
+ *
+ *   export job -> planSplit: count the month (one page-size-1 request); above the threshold, count
+ *                 each day, pack days into parts, record the split, enqueue one export_part each
+ *   export_part -> runPart: write the part's files into the split's run folder (invisible), record
+ *                 the result; the part that completes the done set publishes the one manifest
+ */
+
+/**
+ * Decides whether an export job is split. Returns undefined when the month fits one invocation
+ * (the caller exports it whole), otherwise the job's result: its parts are enqueued.
+ */
+export async function planSplit(deps: ExportWorkerDeps, job: ExportJob, message: ExportMessage, last: boolean): Promise<JobResult | undefined> {
+  const settings = deps.split;
+  if (!settings || !(job.datasets ?? DATASETS).includes('transactions')) return undefined;
+  const period = parsePeriod(job.period);
+  const logger = deps.logger.child({ messageId: message.messageId, companyId: job.companyId, period: job.period });
+  const splitId = splitIdOf(job);
+
+  let split = await deps.ledger.getSplit(splitId);
+  if (!split) {
+    let parts;
+    try {
+      const client = createExportClient({
+        ...deps.exporter.client,
+        baseUrl: deps.exporter.baseUrl,
+        credentials: deps.credentials(job.source, job.companyId),
+        companyId: job.companyId,
+        clock: deps.clock,
+        logger,
+      });
+      const total = await countTransactions(client, periodRange(period));
+      if (total <= settings.maxTransactionsPerPart) return undefined;
+      const days = await dayCounts(client, period, settings.probeConcurrency);
+      parts = planParts(days, settings.maxTransactionsPerPart);
+      logger.info('month too large for one export; split by date range', { transactions: total, parts: parts.length, maxTransactionsPerPart: settings.maxTransactionsPerPart });
+    } catch (error) {
+      // The whole-month export reports the failure its usual way (event, ledger) on its last try.
+      if (isRetryableExportFailure(error) && !last) {
+        logger.warn('could not size the month; the queue will retry', { error });
+        return 'retry';
+      }
+      logger.warn('could not size the month; exporting it whole', { error });
+      return undefined;
+    }
+    // One day above the threshold is one part: the API filters by date, nothing finer.
+    if (parts.length < 2) return undefined;
+    // A narrower re-export without replaceFormats goes the whole-month way, which refuses it
+    // (FormatLossError) before reading anything; a split would publish without the other formats.
+    if (!job.replaceFormats && (await dropsFormats(deps, job))) return undefined;
+    ({ split } = await deps.ledger.startSplit({ splitId, companyId: job.companyId, period: job.period, runId: newRunId(deps.clock), parts, createdAt: deps.clock.now() }));
+  }
+  if (split.publishedAt !== undefined) return 'completed';
+  // A repeat (a redelivered job) enqueues the same parts again; the queue's deduplication and the
+  // parts' done set make that harmless.
+  await deps.queue.enqueue(partJobs(job, split));
+  deps.metrics.add('ExportSplit', 1);
+  describeSplit(split, logger).info('export parts enqueued');
+  return 'split';
+}
+
+async function dropsFormats(deps: ExportWorkerDeps, job: ExportJob): Promise<boolean> {
+  const previous = await readManifest(deps.exporter.store, manifestKey(job.companyId, parsePeriod(job.period)));
+  const selected = job.datasets ?? DATASETS;
+  return (previous?.objects ?? []).some((o) => selected.includes(o.dataset) && !job.formats.includes(o.format));
+}
+
+/** One part: written, recorded, and, when it is the last one done, the month is published. */
+export async function runPart(deps: ExportWorkerDeps, job: ExportPartJob, message: ExportMessage, last: boolean): Promise<JobResult> {
+  const period = parsePeriod(job.period);
+  const logger = deps.logger.child({ messageId: message.messageId, companyId: job.companyId, period: job.period, splitId: job.splitId, part: job.part.index });
+  const split = await deps.ledger.getSplit(job.splitId);
+  if (!split) {
+    // The split is recorded before its parts are enqueued: without it the part has nothing to join.
+    logger.error('export part of an unknown split; dropped');
+    return 'failed';
+  }
+  if (split.publishedAt !== undefined) return 'completed';
+
+  if (!split.done.includes(job.part.index)) {
+    try {
+      const client = createExportClient({
+        ...deps.exporter.client,
+        baseUrl: deps.exporter.baseUrl,
+        credentials: deps.credentials(job.source, job.companyId),
+        companyId: job.companyId,
+        clock: deps.clock,
+        logger,
+      });
+      const staged = await new PeriodExporter({ store: deps.exporter.store, clock: deps.clock, logger, toolVersion: deps.exporter.toolVersion, ...deps.exporter.exporter }).stage({
+        company: job.companyId,
+        period,
+        runId: job.runId,
+        part: job.part.index,
+        range: { dateFrom: job.part.dateFrom, dateTo: job.part.dateTo },
+        sources: partSources(client, job.companyId, job.part),
+        datasets: partDatasets(job),
+        formats: job.formats,
+      });
+      const done = await deps.ledger.completePart(job.splitId, { index: job.part.index, datasets: staged });
+      logger.info('export part written', { records: staged.transactions?.records ?? 0, done: done.done, of: done.parts });
+      if (done.done < done.parts) return 'completed';
+    } catch (thrown) {
+      return partFailed(deps, job, thrown, message, last, logger);
+    }
+  }
+  const fresh = (await deps.ledger.getSplit(job.splitId)) ?? split;
+  if (fresh.done.length < fresh.parts.length) return 'completed';
+  try {
+    await publishSplit(deps, job, fresh, logger);
+  } catch (thrown) {
+    return partFailed(deps, job, thrown, message, last, logger);
+  }
+  return 'completed';
+}
+
+/**
+ * The finishing step: the one manifest of the month from every part's result, published by the
+ * same compare-and-swap as a whole-month export. Idempotent: a split already published (its run
+ * is the manifest's) is only marked.
+ */
+export async function publishSplit(deps: ExportWorkerDeps, job: ExportPartJob, split: SplitRecord, logger = deps.logger): Promise<void> {
+  const store = deps.exporter.store;
+  const period = parsePeriod(job.period);
+  const key = manifestKey(job.companyId, period);
+  const expected = await store.head(key);
+  const previous = expected ? await readManifest(store, key) : undefined;
+  if (previous?.runId === split.runId) {
+    // Published by an earlier attempt that died before marking it: publishing again would count
+    // the live objects as superseded.
+    await deps.ledger.markSplitPublished(split.splitId, deps.clock.now());
+    return;
+  }
+  const results = await deps.ledger.partResults(split.splitId);
+  const missing = split.parts.filter((p) => !results.some((r) => r.index === p.index)).map((p) => `part ${p.index}`);
+  const objects = results.flatMap((r) => Object.values(r.datasets).flatMap((d) => d.objects));
+  const heads = await Promise.all(objects.map((o) => store.head(o.key)));
+  missing.push(...objects.filter((_, i) => heads[i] === undefined).map((o) => o.key));
+  if (missing.length > 0) throw new SplitIncompleteError(split.splitId, missing);
+
+  const now = deps.clock.now();
+  const generatedAt = new Date(now).toISOString();
+  const manifest = splitManifest({
+    split,
+    period,
+    results,
+    previous,
+    generatedAt,
+    toolVersion: deps.exporter.toolVersion,
+    baseUrl: sanitizeBaseUrl(deps.exporter.baseUrl),
+  });
+  const replaced = DATASETS.filter((d) => results.some((r) => r.datasets[d]));
+  const published = await publishPeriod({
+    store,
+    company: job.companyId,
+    period,
+    manifest,
+    replaced,
+    expected,
+    previous,
+    now,
+    gcGraceMs: deps.exporter.exporter?.gcGraceMs ?? DEFAULT_GC_GRACE_MS,
+    logger,
+  });
+  await deps.ledger.markSplitPublished(split.splitId, now);
+  const records = Object.fromEntries(replaced.map((d) => [d, manifest.datasets[d]?.records ?? 0]));
+  deps.metrics.add('ExportCompleted', 1);
+  deps.metrics.add('ExportedRecords', records.transactions ?? 0);
+  describeSplit(split, logger).info('split export published', { manifestKey: published.manifestKey, records });
+  await deps.events.publish([
+    exportCompleted(
+      {
+        companyId: job.companyId,
+        period: period.text,
+        manifestKey: published.manifestKey,
+        manifestUrl: store.url(published.manifestKey),
+        runId: split.runId,
+        generatedAt,
+        records,
+        carriedOver: DATASETS.filter((d) => manifest.datasets[d] && !replaced.includes(d)),
+        formats: [...job.formats],
+        source: job.source,
+        trigger: job.trigger,
+      },
+      now,
+    ),
+  ]);
+  if (job.trigger.kind === 'monthly') {
+    const settled = await deps.ledger.settleCompany(job.trigger.runId, job.companyId, 'completed');
+    if (settled.mayBeFinished) await finishRunIfDone(deps, job.trigger.runId);
+  }
+}
+
+/** A part's failure, reported like a whole-month export's: retried until its last delivery, then ExportFailed and the run ledger. */
+async function partFailed(
+  deps: ExportWorkerDeps,
+  job: ExportPartJob,
+  thrown: unknown,
+  message: ExportMessage,
+  last: boolean,
+  logger: ExportWorkerDeps['logger'],
+): Promise<JobResult> {
+  const error = thrown instanceof PeriodExportError ? thrown.cause : thrown;
+  // A missing part result or object does not come back by retrying: the month needs a fresh export.
+  const retryable = !(error instanceof SplitIncompleteError) && isRetryableExportFailure(error);
+  const final = !retryable || last;
+  deps.metrics.add(final ? 'ExportFailed' : 'ExportAttemptFailed', 1);
+  logger.error(final ? 'export part failed; the month stays unpublished' : 'export part attempt failed; the queue will retry', { error, retryable });
+  if (!final) return 'retry';
+  const period = parsePeriod(job.period);
+  const key = manifestKey(job.companyId, period);
+  await deps.events.publish([
+    exportFailed(
+      {
+        companyId: job.companyId,
+        period: period.text,
+        manifestKey: key,
+        manifestUrl: deps.exporter.store.url(key),
+        previousExport: (await deps.exporter.store.head(key)) !== undefined,
+        retryable,
+        attempts: message.receiveCount,
+        runId: job.runId,
+        source: job.source,
+        trigger: job.trigger,
+      },
+      error,
+      deps.clock.now(),
+    ),
+  ]);
+  if (job.trigger.kind === 'monthly') {
+    const settled = await deps.ledger.settleCompany(job.trigger.runId, job.companyId, 'failed');
+    if (settled.mayBeFinished) await finishRunIfDone(deps, job.trigger.runId);
+  }
+  return retryable ? 'retry' : 'failed';
+}
