@@ -75,8 +75,9 @@ export class ParquetRecordWriter implements RecordWriter {
 
   async finish(): Promise<WrittenObject> {
     if (this.rows > 0) await this.writeRowGroup();
-    // finish() appends the page indexes and the footer, then calls the writer's finish (a flush).
-    this.parquet.finish();
+    // finish() appends the page indexes and the footer, then returns the writer's finish (a flush,
+    // a promise for our streaming writer): awaited, so a failed flush fails the export.
+    await this.parquet.finish();
     await this.sink.ready();
     return this.sink.end();
   }
