@@ -118,7 +118,8 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(urgent.body).toMatchObject({ state: 'completed', previousKeyPrefix: rotated.body.keyPrefix, previousKeyRevoked: 'revoked' });
       const clean = await json<{ companies: { keyPrefix: string; pendingRevocations: unknown[] }[] }>('keys', 'status', '--company', bakery);
       expect(clean.body.companies[0]).toMatchObject({ keyPrefix: urgent.body.keyPrefix, pendingRevocations: [] });
-    });
+      // Nine CLI processes, each starting the embedded sandbox and emulator: minutes on a loaded machine.
+    }, 240_000);
 
     it('users revoke and recover: a revoked user comes back only with --reactivate', async () => {
       const alice = demo.users[0]!;
