@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { keyRotationRuntimeFromEnv } from '../../src/adapters/aws/key-rotation-runtime';
 import { checkKeyRotations, checkQueuedCompanies, sweepKeyRotations } from '../../src/core/api-keys';
+import { systemClock } from '../../src/core/shared/clock';
 import { createHandler } from '../_shared/create-handler';
 
 const { runtime } = keyRotationRuntimeFromEnv([
@@ -26,13 +27,19 @@ const { runtime } = keyRotationRuntimeFromEnv([
  * (docs/fleet-rotation.md); the same function then consumes that queue: an SQS batch is one
  * company's full check per message, with partial batch failures.
  */
+/**
+ * Time kept back from the Lambda timeout (5 min): describing stops then; the 16 calls in flight,
+ * queueing the due companies and the findings' events still have to fit.
+ */
+const RESERVE_MS = 60_000;
+
 const sqsRecord = z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') });
 // One object rather than a union, so that a broken member is named in the ValidationError.
 const eventSchema = z.looseObject({ repair: z.boolean().optional(), Records: z.array(sqsRecord).min(1).optional() });
 
 export const handler = createHandler({
   eventSchema,
-  handler: async (event, { logger, metrics }) => {
+  handler: async (event, { logger, metrics, lambdaContext }) => {
     if (event.Records !== undefined) {
       const { deps, settings } = runtime.doctor({ logger, metrics });
       const result = await checkQueuedCompanies(deps, settings, event.Records.map((r) => ({ messageId: r.messageId, body: r.body })));
@@ -40,7 +47,11 @@ export const handler = createHandler({
     }
     const repair = event.repair ?? true;
     const sweep = runtime.sweep({ logger, metrics });
-    if (sweep) return sweepKeyRotations(sweep.deps, { ...sweep.settings, repair });
+    if (sweep) {
+      const remaining = lambdaContext.getRemainingTimeInMillis?.();
+      const deadline = remaining === undefined ? undefined : systemClock.now() + remaining - RESERVE_MS;
+      return sweepKeyRotations(sweep.deps, { ...sweep.settings, repair, deadline });
+    }
     const { deps, settings } = runtime.doctor({ logger, metrics });
     return checkKeyRotations(deps, { ...settings, repair });
   },
