@@ -46,6 +46,8 @@ export interface FleetChildResult {
   outcome: string;
   /** plan: registry pages read (Scan calls). */
   pages?: number;
+  /** CPU time of this process (user + system): against `ms`, how much of the wall is our code. */
+  cpuMs?: number;
   /** job: messages the worker enqueued (the parts of a split month). */
   enqueued?: string[];
 }
@@ -69,11 +71,17 @@ function peakRss(): number {
   return process.resourceUsage().maxRSS * 1024;
 }
 
+function cpuMsSince(start: NodeJS.CpuUsage): number {
+  const { user, system } = process.cpuUsage(start);
+  return (user + system) / 1000;
+}
+
 async function main(): Promise<void> {
   const step = parseWith(stepSchema, JSON.parse(process.argv[2] ?? 'null'), 'fleet step');
   const dynamo = new DynamoDBClient({ ...aws, endpoint: step.dynamoEndpoint });
   const ledger = new DynamoDbRunLedger({ client: dynamo, tableName: step.runsTable, clock: systemClock });
   const started = performance.now();
+  const cpuAtStart = process.cpuUsage();
   let result: Omit<FleetChildResult, 'ms' | 'peakRssBytes'>;
   if (step.mode === 'plan') {
     const table = new DynamoDbRegistryTable({ client: dynamo, tableName: step.registryTable });
@@ -116,7 +124,7 @@ async function main(): Promise<void> {
     result = { outcome: report.results[0]!.result, enqueued: queue.drain().map((m) => m.body) };
   }
   const ms = performance.now() - started;
-  process.stdout.write(`${JSON.stringify({ ...result, ms, peakRssBytes: peakRss() } satisfies FleetChildResult)}\n`);
+  process.stdout.write(`${JSON.stringify({ ...result, ms, cpuMs: cpuMsSince(cpuAtStart), peakRssBytes: peakRss() } satisfies FleetChildResult)}\n`);
 }
 
 main().catch((error: unknown) => {

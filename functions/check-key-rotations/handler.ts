@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { keyRotationRuntimeFromEnv } from '../../src/adapters/aws/key-rotation-runtime';
 import { checkKeyRotations, checkQueuedCompanies, sweepKeyRotations } from '../../src/core/api-keys';
+import { systemClock } from '../../src/core/shared/clock';
 import { createHandler } from '../_shared/create-handler';
 import { scheduledCorrelationId, scheduledOrManualEventSchema } from '../_shared/scheduled-event';
 
@@ -21,6 +22,12 @@ const { runtime } = keyRotationRuntimeFromEnv([
 ]);
 
 /**
+ * Time kept back from the Lambda timeout (5 min): describing stops then; the 16 calls in flight,
+ * queueing the due companies and the findings' events still have to fit.
+ */
+const RESERVE_MS = 60_000;
+
+/**
  * The rotation doctor, on its schedule (lib/constructs/key-rotation.ts) or by hand (`acctops
  * doctor`): without `repair` it repairs what is safe, and `{ "repair": false }` only reports. With
  * the registry (COMPANY_REGISTRY_TABLE_NAME) it sweeps for due companies only and queues them when
@@ -33,7 +40,7 @@ const eventSchema = scheduledOrManualEventSchema('key-rotation-doctor', { repair
 export const handler = createHandler({
   eventSchema,
   correlationId: scheduledCorrelationId,
-  handler: async (event, { logger, metrics }) => {
+  handler: async (event, { logger, metrics, lambdaContext }) => {
     if (event.Records !== undefined) {
       const messages = event.Records.map((r) => ({ messageId: r.messageId, body: r.body }));
       const result = await checkQueuedCompanies(runtime.doctorDeps({ logger, metrics }), runtime.doctorSettings(), messages);
@@ -41,7 +48,11 @@ export const handler = createHandler({
     }
     const repair = event.repair ?? true;
     const sweep = runtime.sweepDeps({ logger, metrics });
-    if (sweep) return sweepKeyRotations(sweep, { ...runtime.sweepSettings(), repair });
+    if (sweep) {
+      const remaining = lambdaContext.getRemainingTimeInMillis?.();
+      const deadline = remaining === undefined ? undefined : systemClock.now() + remaining - RESERVE_MS;
+      return sweepKeyRotations(sweep, { ...runtime.sweepSettings(), repair, deadline });
+    }
     return checkKeyRotations(runtime.doctorDeps({ logger, metrics }), { ...runtime.doctorSettings(), repair });
   },
 });

@@ -65,6 +65,12 @@ export interface DynamoDbRunLedgerOptions {
    */
   retentionDays?: number;
   /**
+   * Conditional puts in flight in `expectCompanies` (the planner's ledger entries). Distinct keys,
+   * so DynamoDB on-demand serves them in parallel; at 16 the planner waited on round trips.
+   * @default 64
+   */
+  planConcurrency?: number;
+  /**
    * Items per query page of `tally` (DynamoDB also ends a page at 1 MB).
    * @default 1000
    */
@@ -147,12 +153,12 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
   }
 
   /**
-   * One conditional put per company (16 in flight), then one ADD to the run's counter for all the
+   * One conditional put per company (`planConcurrency` in flight), then one ADD to the run's counter for all the
    * page's new entries: the run item is no longer written once per company, which made it the
    * hot key of a large plan. A crash before the ADD leaves the counter too low: an extra tally.
    */
   async expectCompanies(runId: string, companyIds: readonly string[], source: ExportSource): Promise<ExpectResult[]> {
-    const results = await mapWithConcurrency(companyIds, 16, (companyId) =>
+    const results = await mapWithConcurrency(companyIds, this.options.planConcurrency ?? 64, (companyId) =>
       this.expect(companyKey(runId, companyId), { state: 'expected', source }, (entry) => entry.state === 'expected' && entry.source !== undefined && sameSource(entry.source, source), false),
     );
     const created = results.filter((r) => r === 'created').length;

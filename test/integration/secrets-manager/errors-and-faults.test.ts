@@ -135,6 +135,34 @@ describe('Secrets Manager emulator: errors the SDK maps to its typed exceptions'
     expect((await sdk.send(new GetSecretValueCommand({ SecretId: name }))).SecretString).toBe('reborn');
   });
 
+  it('each scheduled deletion takes effect at its own date; a restored one never; a purged ARN no longer resolves', async () => {
+    const [soon, later, restored] = [uniqueName(), uniqueName(), uniqueName()];
+    const arns: Record<string, string> = {};
+    for (const name of [soon, later, restored]) arns[name] = (await sdk.send(new CreateSecretCommand({ Name: name, SecretString: name }))).ARN!;
+    await sdk.send(new DeleteSecretCommand({ SecretId: restored, RecoveryWindowInDays: 7 }));
+    await sdk.send(new DeleteSecretCommand({ SecretId: soon, RecoveryWindowInDays: 8 }));
+    await sdk.send(new DeleteSecretCommand({ SecretId: arns[later], RecoveryWindowInDays: 10 }));
+    await sdk.send(new RestoreSecretCommand({ SecretId: arns[restored]!.slice(0, -7) }));
+    const exists = async (id: string) =>
+      sdk.send(new DescribeSecretCommand({ SecretId: id })).then(
+        () => true,
+        (error: unknown) => (error instanceof ResourceNotFoundException ? false : Promise.reject(error)),
+      );
+
+    clock.advance(7 * DAY);
+    expect([await exists(soon), await exists(later), await exists(restored)]).toEqual([true, true, true]);
+    clock.advance(DAY);
+    expect([await exists(soon), await exists(arns[soon]!), await exists(later), await exists(restored)]).toEqual([false, false, true, true]);
+    clock.advance(2 * DAY);
+    expect([await exists(later), await exists(arns[later]!.slice(0, -7)), await exists(restored)]).toEqual([false, false, true]);
+
+    // A secret created again under the purged name has a new ARN; the old one stays unknown.
+    const reborn = await sdk.send(new CreateSecretCommand({ Name: soon, SecretString: 'reborn' }));
+    expect(reborn.ARN).not.toBe(arns[soon]);
+    expect(await exists(arns[soon]!)).toBe(false);
+    expect(await exists(reborn.ARN!)).toBe(true);
+  });
+
   it('ForceDeleteWithoutRecovery deletes at once and cannot be combined with a recovery window', async () => {
     const name = uniqueName();
     await sdk.send(new CreateSecretCommand({ Name: name, SecretString: 'v1' }));

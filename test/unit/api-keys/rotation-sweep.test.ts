@@ -146,6 +146,33 @@ describe('sweepKeyRotations', () => {
     expect(report.findings).toEqual([expect.objectContaining({ type: 'check_failed', companyId: f.ids[4] })]);
     expect(f.marks.size).toBe(9);
   });
+
+  it('stops describing at its deadline, leaves the rest unmarked and queues the due it found; the next run finishes', async () => {
+    const clock = new ManualClock(T0);
+    // 100 companies, #5 due; each DescribeSecret takes one second of the manual clock.
+    const f = fleet(clock, 100, (i) => (i === 5 ? description({ nextRotationAt: T0 - 60_000 }) : description()));
+    const describe = f.deps.describeCompanySecret;
+    f.deps.describeCompanySecret = async (companyId) => {
+      const found = await describe(companyId);
+      clock.advance(1000);
+      return found;
+    };
+    const report = await sweepKeyRotations(f.deps, { graceMs: 30 * 60_000, concurrency: 1, deadline: T0 + 30_000 });
+    // Describes at T0..T0+29 s; the rest of the fifth page of 7 (#30..#34) is deferred, later pages unread.
+    expect(report).toMatchObject({ complete: false, described: 30, deferred: 5, registered: 35, queued: 1, companies: 1, findings: [] });
+    expect(f.described).toEqual(f.ids.slice(0, 30));
+    expect(f.queued.map((q) => q.companyId)).toEqual([f.ids[5]]);
+    expect(f.marks.size).toBe(29);
+    expect(f.metrics.sum('RotationChecksDeferred')).toBe(5);
+
+    f.described.length = 0;
+    const next = await sweepKeyRotations(f.deps, { graceMs: 30 * 60_000, concurrency: 1, inlineLimit: 0, deadline: clock.now() + 600_000 });
+    expect(next).toMatchObject({ complete: true, deferred: 0, registered: 100 });
+    // The 29 marked are skipped; the due one (unmarked) and the 70 left over are described.
+    expect(next.described).toBe(71);
+    expect(f.described).not.toContain(f.ids[0]);
+    expect(f.marks.size).toBe(99);
+  });
 });
 
 describe('checkQueuedCompanies (the worker)', () => {
