@@ -103,7 +103,8 @@ export default tseslint.config(
         'error',
         {
           selector: "ImportDeclaration[source.value='zod'] > ImportSpecifier[imported.name='z']",
-          message: "Use `import * as z from 'zod'`: esbuild then drops what we do not use, such as zod's locales (BENCHMARKS.md, cold start).",
+          message:
+            "Use `import * as z from 'zod'`: esbuild then drops what we do not use, such as zod's locales (BENCHMARKS.md, cold start).",
         },
       ],
     },

@@ -9,7 +9,10 @@ module.exports = {
   transform: {
     '^.+\\.(?:[tj]sx?|mjs)$': [
       'ts-jest',
-      { isolatedModules: true, tsconfig: { allowJs: true, module: 'commonjs', moduleResolution: 'node10', ignoreDeprecations: '6.0', rootDir: '.' } },
+      {
+        isolatedModules: true,
+        tsconfig: { allowJs: true, module: 'commonjs', moduleResolution: 'node10', ignoreDeprecations: '6.0', rootDir: '.' },
+      },
     ],
   },
   // middy and hyparquet are ESM-only; jest's module system needs them transpiled to CJS.

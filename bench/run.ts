@@ -29,7 +29,8 @@ const PREFACE = [
 const COST_SECTION: SectionReport = {
   title: 'Cost on paper',
   command: '',
-  markdown: 'The monthly AWS cost model for 1,000, 10,000 and 100,000 users and companies, with the arithmetic and the prices used, is in [docs/cost.md](docs/cost.md).',
+  markdown:
+    'The monthly AWS cost model for 1,000, 10,000 and 100,000 users and companies, with the arithmetic and the prices used, is in [docs/cost.md](docs/cost.md).',
   targets: [],
 };
 

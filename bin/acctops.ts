@@ -12,6 +12,8 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-void runCli(process.argv.slice(2), { io: { stdout: process.stdout, stderr: process.stderr }, env: process.env, cwd: process.cwd() }).then((code) => {
-  process.exitCode = code;
-});
+void runCli(process.argv.slice(2), { io: { stdout: process.stdout, stderr: process.stderr }, env: process.env, cwd: process.cwd() }).then(
+  (code) => {
+    process.exitCode = code;
+  },
+);

@@ -17,8 +17,15 @@ for (const stream of [process.stdout, process.stderr]) {
 const program = new Command('npm start --')
   .description('Run the acctops demo against an embedded sandbox: onboard, refresh, rotate a key, export last month.')
   .option('--reset', 'delete the demo state first and start from scratch')
-  .option('--state-dir <dir>', 'where the local state lives (shared with `npx acctops`)', process.env.ACCTOPS_STATE_DIR ?? DEFAULT_STATE_DIR)
-  .option('--dialect <dialect>', `the embedded service's dialect when the state is created: ${DIALECTS.join(' or ')} (kept for later npx acctops commands)`)
+  .option(
+    '--state-dir <dir>',
+    'where the local state lives (shared with `npx acctops`)',
+    process.env.ACCTOPS_STATE_DIR ?? DEFAULT_STATE_DIR,
+  )
+  .option(
+    '--dialect <dialect>',
+    `the embedded service's dialect when the state is created: ${DIALECTS.join(' or ')} (kept for later npx acctops commands)`,
+  )
   .option('-v, --verbose', 'log the use cases as redacted JSON lines on stderr')
   .exitOverride()
   .configureOutput({ outputError: () => undefined });

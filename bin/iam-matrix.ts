@@ -18,7 +18,10 @@ export const MATRIX_STAGE = {
   baseUrl: 'https://accounting.example.com/api/v1',
   companies: [
     { companyId: '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b' },
-    { companyId: '0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d', existingSecretArn: 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:acctops/imported-key-AbCdEf' },
+    {
+      companyId: '0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d',
+      existingSecretArn: 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:acctops/imported-key-AbCdEf',
+    },
   ],
 };
 
@@ -36,7 +39,9 @@ interface Statement {
 
 export function synthesizedTemplate(): Json {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  const stack = new AcctopsStack(app, 'acctops-matrix', { stage: { name: 'matrix', ...parseStageSettings(MATRIX_STAGE, 'stages.matrix') } });
+  const stack = new AcctopsStack(app, 'acctops-matrix', {
+    stage: { name: 'matrix', ...parseStageSettings(MATRIX_STAGE, 'stages.matrix') },
+  });
   return Template.fromStack(stack).toJSON() as Json;
 }
 
@@ -91,8 +96,10 @@ function grantsOf(roleId: string, resources: Record<string, Resource>): Grant[] 
     if (roles.includes(roleId)) statements.push(...((resource.Properties?.PolicyDocument as { Statement: Statement[] }).Statement ?? []));
   }
   const role = resources[roleId]!;
-  for (const policy of list(role.Properties?.Policies as { PolicyDocument: { Statement: Statement[] } }[])) statements.push(...policy.PolicyDocument.Statement);
-  for (const managed of list(role.Properties?.ManagedPolicyArns as unknown[])) statements.push({ Effect: 'Allow', Action: `managed-policy:${text(managed, resources)}` });
+  for (const policy of list(role.Properties?.Policies as { PolicyDocument: { Statement: Statement[] } }[]))
+    statements.push(...policy.PolicyDocument.Statement);
+  for (const managed of list(role.Properties?.ManagedPolicyArns as unknown[]))
+    statements.push({ Effect: 'Allow', Action: `managed-policy:${text(managed, resources)}` });
   return statements.map((s) => ({
     effect: s.Effect,
     actions: [...new Set(list(s.Action))].sort(),
@@ -113,7 +120,8 @@ export interface RoleGrants {
 /** Every role of the template with its grants: functions first (by name), then the other roles. */
 export function roleGrants(template: Json): RoleGrants[] {
   const resources = template.Resources as Record<string, Resource>;
-  const acctopsName = (r: Resource) => (r.Properties?.Environment as { Variables?: Json } | undefined)?.Variables?.ACCTOPS_FUNCTION as string | undefined;
+  const acctopsName = (r: Resource) =>
+    (r.Properties?.Environment as { Variables?: Json } | undefined)?.Variables?.ACCTOPS_FUNCTION as string | undefined;
   // Functions CDK adds for itself (the registry's AwsCustomResource seeder) are listed with the other roles.
   const functions = Object.entries(resources)
     .filter(([, r]) => r.Type === 'AWS::Lambda::Function' && acctopsName(r) !== undefined)
@@ -127,10 +135,14 @@ export function roleGrants(template: Json): RoleGrants[] {
   const others = Object.entries(resources)
     .filter(([id, r]) => r.Type === 'AWS::IAM::Role' && !functionRoles.has(id))
     .map(([id, r]) => {
-      const principals = ((r.Properties?.AssumeRolePolicyDocument as { Statement: { Principal?: { Service?: unknown } }[] }).Statement ?? []).flatMap((s) =>
-        list(s.Principal?.Service).map((p) => text(p, resources)),
-      );
-      return { name: `${shortId(id)} (assumed by ${[...new Set(principals)].sort().join(', ') || 'another principal'})`, roleId: id, isFunction: false };
+      const principals = (
+        (r.Properties?.AssumeRolePolicyDocument as { Statement: { Principal?: { Service?: unknown } }[] }).Statement ?? []
+      ).flatMap((s) => list(s.Principal?.Service).map((p) => text(p, resources)));
+      return {
+        name: `${shortId(id)} (assumed by ${[...new Set(principals)].sort().join(', ') || 'another principal'})`,
+        roleId: id,
+        isFunction: false,
+      };
     })
     .sort((a, b) => a.name.localeCompare(b.name));
   return [...functions, ...others].map((r) => ({ name: r.name, isFunction: r.isFunction, grants: grantsOf(r.roleId, resources) }));

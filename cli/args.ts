@@ -34,7 +34,10 @@ export function nonEmpty(raw: string): string {
 }
 
 export function formats(raw: string): ExportFormat[] {
-  const list = raw.split(',').map((f) => f.trim().toLowerCase()).filter((f) => f !== '');
+  const list = raw
+    .split(',')
+    .map((f) => f.trim().toLowerCase())
+    .filter((f) => f !== '');
   const unknown = list.filter((f) => !(FORMATS as readonly string[]).includes(f));
   if (list.length === 0 || unknown.length > 0) throw new InvalidArgumentError(`expected a comma-separated list of ${FORMATS.join(', ')}`);
   return [...new Set(list)] as ExportFormat[];
@@ -57,7 +60,8 @@ export function httpUrl(raw: string): string {
     throw new InvalidArgumentError('expected an http(s) URL ending in /api/v1');
   }
   if (!/^https?:$/.test(url.protocol)) throw new InvalidArgumentError('expected an http(s) URL ending in /api/v1');
-  if (url.username !== '' || url.password !== '') throw new InvalidArgumentError('credentials do not belong in the URL; use ACCTOPS_API_KEY');
+  if (url.username !== '' || url.password !== '')
+    throw new InvalidArgumentError('credentials do not belong in the URL; use ACCTOPS_API_KEY');
   return raw.replace(/\/+$/, '');
 }
 
@@ -70,13 +74,15 @@ export function exportTarget(raw: string): ExportTarget {
     if (!match) throw new InvalidArgumentError('expected s3://bucket[/prefix] or a directory');
     return { kind: 's3', bucket: match[1]!, prefix: (match[2] ?? '').replace(/^\/+|\/+$/g, '') };
   }
-  if (raw.trim() === '' || /^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) throw new InvalidArgumentError('expected s3://bucket[/prefix] or a directory');
+  if (raw.trim() === '' || /^[a-z][a-z0-9+.-]*:\/\//i.test(raw))
+    throw new InvalidArgumentError('expected s3://bucket[/prefix] or a directory');
   return { kind: 'dir', path: raw };
 }
 
 /** `Key=Value` naming a stack output. */
 export function outputPair(raw: string, previous: string[] = []): string[] {
-  if (!/^[A-Za-z][A-Za-z0-9]*=\S+$/.test(raw)) throw new InvalidArgumentError('expected OutputKey=value, e.g. OnboardUserFunctionName=acctops-prod-onboard');
+  if (!/^[A-Za-z][A-Za-z0-9]*=\S+$/.test(raw))
+    throw new InvalidArgumentError('expected OutputKey=value, e.g. OnboardUserFunctionName=acctops-prod-onboard');
   return [...previous, raw];
 }
 
@@ -84,7 +90,8 @@ export function outputPair(raw: string, previous: string[] = []): string[] {
  * Credentials never come from a flag: a flag's value stays in the shell history and shows in
  * `ps`. Such flags are refused before anything is parsed, and the refusal does not repeat them.
  */
-const CREDENTIAL_FLAG = /^--?(api[-_]?key|key|secret|secret[-_]key|client[-_]secret|token|access[-_]token|refresh[-_]token|password|passwd|institution|institution[-_]secret|institution[-_]credential|credentials?|bearer|authorization|auth)(=.*)?$/i;
+const CREDENTIAL_FLAG =
+  /^--?(api[-_]?key|key|secret|secret[-_]key|client[-_]secret|token|access[-_]token|refresh[-_]token|password|passwd|institution|institution[-_]secret|institution[-_]credential|credentials?|bearer|authorization|auth)(=.*)?$/i;
 
 export function rejectCredentialFlags(argv: readonly string[]): void {
   for (const arg of argv) {

@@ -63,14 +63,19 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   return withLocalWorld({ stateDir: options.stateDir, logger: out.logger(), env: options.env, ...dialect }, async (world) => {
     const demo = world.sandbox.demo!;
     out.line('acctops demo: the local embedded mode, scripted (no AWS account; everything on 127.0.0.1)');
-    out.line(`  state      ${world.stateDir} (${world.created ? 'created now' : 'continued from the last run; `npm start -- --reset` starts again'})`);
-    out.line(`  service    embedded sandbox with demo data (${demo.companies.length} companies, institution ${demo.institution.id}), ${world.state.dialect} dialect`);
+    out.line(
+      `  state      ${world.stateDir} (${world.created ? 'created now' : 'continued from the last run; `npm start -- --reset` starts again'})`,
+    );
+    out.line(
+      `  service    embedded sandbox with demo data (${demo.companies.length} companies, institution ${demo.institution.id}), ${world.state.dialect} dialect`,
+    );
     out.line(`  clock      ${iso(world.clock.now())} (local clock; the demo moves it forward instead of waiting)`);
 
     step(out, 1, 'Onboard the demo users (institution users: create, or retrieve when the service knows them)');
     const onboarded: OnboardResult[] = [];
     const lifecycle = world.lifecycle();
-    for (const user of demo.users) onboarded.push(await lifecycle.onboard({ externalId: user.externalId, username: user.username, email: user.email }));
+    for (const user of demo.users)
+      onboarded.push(await lifecycle.onboard({ externalId: user.externalId, username: user.username, email: user.email }));
     out.table(onboarded, [
       { header: 'USER', value: (r) => demo.users.find((u) => u.externalId === r.externalId)?.username },
       { header: 'EXTERNAL ID', value: (r) => r.externalId },
@@ -95,7 +100,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       { header: `AFTER ${world.graceMs / 60_000 + 1} MIN`, value: (k) => k.afterGrace },
     ]);
 
-    step(out, 4, "Export last month for every company (JSONL.gz, CSV, Parquet; manifest written last)");
+    step(out, 4, 'Export last month for every company (JSONL.gz, CSV, Parquet; manifest written last)');
     const exports = await exportLocal(world, {});
     renderExport(out, exports);
 
@@ -173,7 +178,8 @@ async function passTime(world: LocalWorld, ms: number): Promise<{ refresh: Refre
     const tick = await refreshDueLocal(world);
     refresh.planned += tick.planned;
     refresh.outcomes.push(...tick.outcomes);
-    for (const [result, n] of Object.entries(tick.counts)) refresh.counts[result as keyof RefreshReport['counts']] = (refresh.counts[result as keyof RefreshReport['counts']] ?? 0) + n;
+    for (const [result, n] of Object.entries(tick.counts))
+      refresh.counts[result as keyof RefreshReport['counts']] = (refresh.counts[result as keyof RefreshReport['counts']] ?? 0) + n;
   }
   return { refresh, revoked };
 }

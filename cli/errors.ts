@@ -109,21 +109,38 @@ function classify(error: unknown): ErrorReport {
       exitCode: ExitCode.failure,
       code: error.code,
       message: error.message,
-      hint: error.ambiguous ? 'the service may have acted; check with a read command before repeating' : 'check the service (`acctops doctor`) and try again',
+      hint: error.ambiguous
+        ? 'the service may have acted; check with a read command before repeating'
+        : 'check the service (`acctops doctor`) and try again',
     };
   }
   if (error instanceof CompanyKeyNotFoundError) {
-    return { exitCode: ExitCode.config, code: error.code, message: error.message, hint: '`acctops keys status` lists the companies acctops holds keys for' };
+    return {
+      exitCode: ExitCode.config,
+      code: error.code,
+      message: error.message,
+      hint: '`acctops keys status` lists the companies acctops holds keys for',
+    };
   }
   if (error instanceof TokenNotFoundError) {
-    return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: '`acctops users list` shows the users acctops holds' };
+    return {
+      exitCode: ExitCode.failure,
+      code: error.code,
+      message: error.message,
+      hint: '`acctops users list` shows the users acctops holds',
+    };
   }
   if (error instanceof TokenBusyError) return { exitCode: ExitCode.failure, code: error.code, message: error.message };
   if (error instanceof UserRevokedError) {
     return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: 'add --reactivate to bring a revoked user back' };
   }
   if (error instanceof OnboardConflictError) {
-    return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: 'check the username, email and external id against the service' };
+    return {
+      exitCode: ExitCode.failure,
+      code: error.code,
+      message: error.message,
+      hint: 'check the username, email and external id against the service',
+    };
   }
   if (error instanceof AcctopsError && /previous rotation isn't complete/i.test(error.message)) {
     return {
@@ -134,17 +151,32 @@ function classify(error: unknown): ErrorReport {
     };
   }
   if (error instanceof SecretNotFoundError) {
-    return { exitCode: ExitCode.config, code: error.code, message: error.message, hint: 'create the secret or name the right one (docs/runbooks.md)' };
+    return {
+      exitCode: ExitCode.config,
+      code: error.code,
+      message: error.message,
+      hint: 'create the secret or name the right one (docs/runbooks.md)',
+    };
   }
   if (error instanceof ValidationError) {
     return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: 'the named field is wrong where it was read' };
   }
   // The AWS adapters' errors, known by code so that a local command does not load the AWS SDK clients.
   if (error instanceof AcctopsError && error.code === 'aws_region_missing') {
-    return { exitCode: ExitCode.config, code: error.code, message: error.message, hint: 'pass --region, set AWS_REGION, or give the profile a region' };
+    return {
+      exitCode: ExitCode.config,
+      code: error.code,
+      message: error.message,
+      hint: 'pass --region, set AWS_REGION, or give the profile a region',
+    };
   }
   if (error instanceof AcctopsError && error.code === 'aws_credentials_missing') {
-    return { exitCode: ExitCode.auth, code: error.code, message: error.message, hint: 'sign in (`aws sso login`, AWS_PROFILE) and check with `aws sts get-caller-identity`' };
+    return {
+      exitCode: ExitCode.auth,
+      code: error.code,
+      message: error.message,
+      hint: 'sign in (`aws sso login`, AWS_PROFILE) and check with `aws sts get-caller-identity`',
+    };
   }
   const awsAuth = causes(error).find((e) => AWS_AUTH.has(e.name));
   if (awsAuth) {
@@ -200,5 +232,7 @@ function causes(error: unknown): Error[] {
 }
 
 function oneLine(text: string): string {
-  return redactString(text).replace(/\s*\n\s*/g, ' ').trim();
+  return redactString(text)
+    .replace(/\s*\n\s*/g, ' ')
+    .trim();
 }

@@ -10,7 +10,13 @@ export function relative(epochMs: number | null | undefined, now: number): strin
   const delta = epochMs - now;
   const abs = Math.abs(delta);
   const text =
-    abs < 60_000 ? `${Math.round(abs / 1000)}s` : abs < 3_600_000 ? `${Math.round(abs / 60_000)}m` : abs < 172_800_000 ? `${Math.round(abs / 3_600_000)}h` : `${Math.round(abs / 86_400_000)}d`;
+    abs < 60_000
+      ? `${Math.round(abs / 1000)}s`
+      : abs < 3_600_000
+        ? `${Math.round(abs / 60_000)}m`
+        : abs < 172_800_000
+          ? `${Math.round(abs / 3_600_000)}h`
+          : `${Math.round(abs / 86_400_000)}d`;
   return delta >= 0 ? `in ${text}` : `${text} ago`;
 }
 

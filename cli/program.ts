@@ -58,14 +58,12 @@ export function buildProgram(host: Host): Command {
   }
   const io = host.runtime.io;
   const configure = (command: Command) => {
-    command
-      .exitOverride()
-      .configureOutput({
-        writeOut: (text) => io.stdout.write(text),
-        writeErr: (text) => io.stderr.write(text),
-        // Errors are printed once, by runCli, in one line without the refused value.
-        outputError: () => undefined,
-      });
+    command.exitOverride().configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+      // Errors are printed once, by runCli, in one line without the refused value.
+      outputError: () => undefined,
+    });
     for (const sub of command.commands) configure(sub);
   };
   configure(program);

@@ -48,11 +48,18 @@ const createUserInput = z.strictObject({
 });
 
 const inputs = {
-  createInstitution: z.strictObject({ id: z.string().min(1).optional(), secret: z.string().min(8).optional(), name: z.string().optional() }).optional(),
+  createInstitution: z
+    .strictObject({ id: z.string().min(1).optional(), secret: z.string().min(8).optional(), name: z.string().optional() })
+    .optional(),
   /** Changes an institution's secret, as the service owner would: the old one stops working at once. */
   setInstitutionSecret: z.strictObject({ id: z.string().min(1), secret: z.string().min(8) }),
   createCompany: z
-    .strictObject({ publicId: z.uuid().optional(), name: z.string().optional(), country: z.string().length(2).optional(), currency: z.string().length(3).optional() })
+    .strictObject({
+      publicId: z.uuid().optional(),
+      name: z.string().optional(),
+      country: z.string().length(2).optional(),
+      currency: z.string().length(3).optional(),
+    })
     .optional(),
   createUser: createUserInput.optional(),
   createUsers: z.strictObject({ users: z.array(createUserInput).max(100_000) }),
@@ -118,7 +125,10 @@ const inputs = {
   configure: z.strictObject({
     amountEncoding: z.enum(['integer', 'string', 'mixed']).optional(),
     displayLabels: z.boolean().optional(),
-    rateLimit: z.strictObject({ requestsPerSecond: z.number().positive(), burst: z.number().min(1).optional() }).nullable().optional(),
+    rateLimit: z
+      .strictObject({ requestsPerSecond: z.number().positive(), burst: z.number().min(1).optional() })
+      .nullable()
+      .optional(),
     latencyMs: z.int().min(0).max(60_000).optional(),
     maxPageSize: z.int().min(1).optional(),
   }),
@@ -137,7 +147,16 @@ const inputs = {
 
 export type AdminOperation = keyof typeof inputs;
 export const ADMIN_OPERATIONS = Object.keys(inputs) as AdminOperation[];
-const READ_ONLY = new Set<AdminOperation>(['now', 'stats', 'requestLog', 'demoCredentials', 'faults/list', 'listApiKeys', 'findUser', 'transactionSummary']);
+const READ_ONLY = new Set<AdminOperation>([
+  'now',
+  'stats',
+  'requestLog',
+  'demoCredentials',
+  'faults/list',
+  'listApiKeys',
+  'findUser',
+  'transactionSummary',
+]);
 
 // ------------------------------------------------------------------ results
 
@@ -338,7 +357,11 @@ export class AdminRegistry {
       const view = userView(user);
       return input.issueTokens ? { ...view, tokens: pair(state.issueTokens(user)) } : view;
     };
-    const pair = (p: TokenPairView): TokenPairView => ({ accessToken: p.accessToken, refreshToken: p.refreshToken, expiresIn: p.expiresIn });
+    const pair = (p: TokenPairView): TokenPairView => ({
+      accessToken: p.accessToken,
+      refreshToken: p.refreshToken,
+      expiresIn: p.expiresIn,
+    });
     this.handlers = {
       createInstitution: (input = {}) => {
         const inst = state.createInstitution(input);

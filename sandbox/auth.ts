@@ -10,9 +10,7 @@ import type { TokenRecord } from './tokens';
  * companies a credential sees"), shared by every bearer route.
  */
 
-export type Principal =
-  | { kind: 'api_key'; key: ApiKeyRecord; creator: User }
-  | { kind: 'user'; user: User; token: TokenRecord };
+export type Principal = { kind: 'api_key'; key: ApiKeyRecord; creator: User } | { kind: 'user'; user: User; token: TokenRecord };
 
 export function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
@@ -36,7 +34,8 @@ export function authenticateBearer(state: SandboxState, headers: IncomingHttpHea
     const { record, creator } = state.authenticateApiKey(credential);
     return { kind: 'api_key', key: record, creator };
   }
-  if (!state.tokens.looksLikeToken(credential)) throw authError('invalid_credentials', 'The bearer credential is neither an API key nor a token.');
+  if (!state.tokens.looksLikeToken(credential))
+    throw authError('invalid_credentials', 'The bearer credential is neither an API key nor a token.');
   const check = state.tokens.check(credential, 'access');
   if (!check.ok) {
     const code = check.reason === 'invalid' ? 'token_invalid' : check.reason === 'expired' ? 'token_expired' : 'token_revoked';

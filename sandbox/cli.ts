@@ -63,7 +63,12 @@ export function sandboxCommand(): Command {
     .option('--display-labels', 'send display labels (Expense, Draft) for some records')
     .option('--rate-limit <rps>', 'token bucket per credential, requests per second', positiveNumber)
     .option('--latency <ms>', 'real milliseconds added to every API request', integer(0, 60_000), 0)
-    .option('--dialect <dialect>', 'default, or minimal: only what the spec promises, in DRF shapes (docs/assumptions.md)', dialect, 'default')
+    .option(
+      '--dialect <dialect>',
+      'default, or minimal: only what the spec promises, in DRF shapes (docs/assumptions.md)',
+      dialect,
+      'default',
+    )
     .option('--show-credentials', 'print the demo credentials in full (by default: key prefixes, institution secret hidden)')
     .option('--verbose', 'log every request as a JSON line');
 }

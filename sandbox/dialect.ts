@@ -42,7 +42,10 @@ export function drfError(error: SandboxApiError): DialectError {
     case 'company_mismatch_error':
       return {
         status: 403,
-        body: detail(error.type === 'permission_error' ? 'You do not have permission to perform this action.' : error.message, 'permission_denied'),
+        body: detail(
+          error.type === 'permission_error' ? 'You do not have permission to perform this action.' : error.message,
+          'permission_denied',
+        ),
       };
     case 'not_found_error':
       return { status: 404, body: detail(error.message === 'Invalid page.' ? 'Invalid page.' : 'Not found.', 'not_found') };

@@ -54,7 +54,9 @@ export const permissionDenied = (permission: string) =>
   new SandboxApiError(403, 'permission_error', 'permission_denied', `This operation needs the permission ${permission}.`, { permission });
 
 export const companyMismatch = (param: string) =>
-  new SandboxApiError(403, 'company_mismatch_error', 'company_mismatch', `The company in ${param} is not the credential's company.`, { param });
+  new SandboxApiError(403, 'company_mismatch_error', 'company_mismatch', `The company in ${param} is not the credential's company.`, {
+    param,
+  });
 
 export const conflict = (code: string, message: string) => new SandboxApiError(409, 'conflict_error', code, message);
 
@@ -71,7 +73,9 @@ export const methodNotAllowed = (method: string, allow: readonly string[]) =>
   });
 
 export const payloadTooLarge = (limitBytes: number) =>
-  new SandboxApiError(413, 'payload_too_large_error', 'payload_too_large', `The body is larger than ${limitBytes} bytes.`, { param: 'body' });
+  new SandboxApiError(413, 'payload_too_large_error', 'payload_too_large', `The body is larger than ${limitBytes} bytes.`, {
+    param: 'body',
+  });
 
 const SERVER_CODES: Record<number, string> = { 500: 'internal_error', 502: 'bad_gateway', 503: 'unavailable' };
 

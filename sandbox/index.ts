@@ -28,11 +28,17 @@ const optionsSchema = z.object({
   faults: z.array(faultRuleSchema).default([]),
   amountEncoding: z.enum(['integer', 'string', 'mixed']).default('integer'),
   displayLabels: z.boolean().default(false),
-  rateLimit: z.object({ requestsPerSecond: z.number().positive(), burst: z.number().min(1).optional() }).nullable().default(null),
+  rateLimit: z
+    .object({ requestsPerSecond: z.number().positive(), burst: z.number().min(1).optional() })
+    .nullable()
+    .default(null),
   latencyMs: z.int().min(0).max(60_000).default(0),
   maxPageSize: z.int().min(1).default(1000),
   accessTokenTtlSeconds: z.int().positive().default(1800),
-  refreshTokenTtlSeconds: z.int().positive().default(7 * 24 * 3600),
+  refreshTokenTtlSeconds: z
+    .int()
+    .positive()
+    .default(7 * 24 * 3600),
   requestLogSize: z.int().min(0).default(1000),
   /**
    * `default`: the shapes of docs/assumptions.md and docs/openapi.yaml. `minimal`: only what the spec
@@ -110,7 +116,16 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   const demo: DemoCredentials | null = o.state ? o.state.demo : o.demo ? seedDemo(state, clock.now()) : null;
 
   // The admin door of the server needs the registry, and the registry needs the server's stop signal.
-  const server: SandboxServer = new SandboxServer({ state, stats, faults, limiter, settings, clock, logger, admin: (m, n, b) => registry.http(m, n, b) });
+  const server: SandboxServer = new SandboxServer({
+    state,
+    stats,
+    faults,
+    limiter,
+    settings,
+    clock,
+    logger,
+    admin: (m, n, b) => registry.http(m, n, b),
+  });
   const registry: AdminRegistry = new AdminRegistry({
     state,
     stats,

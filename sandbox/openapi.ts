@@ -70,7 +70,8 @@ function operation(route: RouteDef): Record<string, unknown> {
       schema: { type: 'integer', minimum: 1, default: defaultPageSize },
     });
   }
-  for (const q of route.query ?? []) parameters.push({ name: q.name, in: 'query', required: false, description: q.description, schema: inline(q.schema) });
+  for (const q of route.query ?? [])
+    parameters.push({ name: q.name, in: 'query', required: false, description: q.description, schema: inline(q.schema) });
   if (route.auth === 'bearer') parameters.push({ $ref: '#/components/parameters/X-Company-Id' });
 
   const success: Record<string, unknown> = { description: route.success.description, headers: { 'X-Request-Id': requestIdHeader } };
@@ -78,7 +79,9 @@ function operation(route: RouteDef): Record<string, unknown> {
   const responses: Record<string, unknown> = { [String(route.success.status)]: success };
   for (const status of route.errors) responses[String(status)] = { $ref: `#/components/responses/E${status}` };
 
-  const permission = route.permission ? `Needs the permission \`${route.permission}\` (or \`full_access\`).` : 'Needs no permission beyond a valid credential.';
+  const permission = route.permission
+    ? `Needs the permission \`${route.permission}\` (or \`full_access\`).`
+    : 'Needs no permission beyond a valid credential.';
   return {
     operationId: route.operationId,
     summary: route.summary,
@@ -118,11 +121,21 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     paths,
     components: {
       securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', description: 'An API key (`sbx_` and 32 base62 characters) or a user access token (JWT).' },
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An API key (`sbx_` and 32 base62 characters) or a user access token (JWT).',
+        },
         institution: { type: 'apiKey', in: 'header', name: 'Institution', description: '`<institution_id>:<secret_key>`' },
       },
       parameters: {
-        page: { name: 'page', in: 'query', required: false, description: 'Page number, from 1; a page past the last is 404.', schema: { type: 'integer', minimum: 1, default: 1 } },
+        page: {
+          name: 'page',
+          in: 'query',
+          required: false,
+          description: 'Page number, from 1; a page past the last is 404.',
+          schema: { type: 'integer', minimum: 1, default: 1 },
+        },
         'X-Company-Id': {
           name: 'X-Company-Id',
           in: 'header',
@@ -132,7 +145,10 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         },
       },
       headers: {
-        'X-Request-Id': { description: 'Present on every response; repeated as error.requestId.', schema: { type: 'string', pattern: '^req_[0-9a-f]+$' } },
+        'X-Request-Id': {
+          description: 'Present on every response; repeated as error.requestId.',
+          schema: { type: 'string', pattern: '^req_[0-9a-f]+$' },
+        },
         'Retry-After': { description: 'Whole seconds to wait, at least 1.', schema: { type: 'integer', minimum: 1 } },
       },
       responses: Object.fromEntries(
@@ -140,7 +156,10 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           `E${status}`,
           {
             description: ERROR_DESCRIPTIONS[status] ?? 'An error.',
-            headers: { 'X-Request-Id': requestIdHeader, ...(status === 429 ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {}) },
+            headers: {
+              'X-Request-Id': requestIdHeader,
+              ...(status === 429 ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {}),
+            },
             content: { 'application/json': { schema: { $ref: `${REF}Error` } } },
           },
         ]),

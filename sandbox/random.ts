@@ -29,7 +29,10 @@ const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 /** The low `width` (at most 8) hex digits of a 32-bit value. */
 export function hex(value: number, width: number): string {
-  return (value >>> 0).toString(16).padStart(8, '0').slice(8 - width);
+  return (value >>> 0)
+    .toString(16)
+    .padStart(8, '0')
+    .slice(8 - width);
 }
 
 /** mulberry32: a small seeded sequence for data that is generated once. */

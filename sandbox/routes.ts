@@ -118,7 +118,11 @@ function institution(ctx: RouteContext) {
 }
 
 /** Authenticates, resolves the acting company and checks the permission, in that order. */
-function bearer(ctx: RouteContext, permission: wire.Permission | undefined, pathCompany?: string): { principal: Principal; companyId: string } {
+function bearer(
+  ctx: RouteContext,
+  permission: wire.Permission | undefined,
+  pathCompany?: string,
+): { principal: Principal; companyId: string } {
   const principal = ctx.principal ?? authenticateBearer(ctx.state, ctx.headers);
   ctx.principal = principal;
   ctx.identify(labelOf(principal));
@@ -154,7 +158,12 @@ export const routes: RouteDef[] = [
     handle(ctx) {
       const inst = institution(ctx);
       const body = parseBody(wire.createUserBodySchema, ctx.body);
-      const user = ctx.state.createUser({ username: body.username, email: body.email, externalId: body.external_id, institutionId: inst.id });
+      const user = ctx.state.createUser({
+        username: body.username,
+        email: body.email,
+        externalId: body.external_id,
+        institutionId: inst.id,
+      });
       ctx.stats.userCreated();
       const pair = ctx.state.issueTokens(user);
       // The spec promises an accessToken and nothing else: no user, no refresh token (retrieve gets a pair).
@@ -199,7 +208,10 @@ export const routes: RouteDef[] = [
       }
       if (minimal(ctx)) {
         // No rotation: the refresh token sent stays valid until it expires or is expired; only an access token comes back.
-        const access = ctx.state.tokens.issueAccess({ userId: user.userId, institutionId: inst.id, subject: user.externalId ?? user.userId }, check.record.family);
+        const access = ctx.state.tokens.issueAccess(
+          { userId: user.userId, institutionId: inst.id, subject: user.externalId ?? user.userId },
+          check.record.family,
+        );
         ctx.stats.refreshed(user.externalId);
         return { status: 200, body: { accessToken: access.accessToken } };
       }
@@ -321,7 +333,11 @@ export const routes: RouteDef[] = [
     handle(ctx) {
       const { companyId } = bearer(ctx, 'read_tax_reports', ctx.params.company_pk);
       const reports = ctx.state.taxReportsOf(companyId);
-      return list(ctx, reports.length, page(ctx, reports).map((r) => (minimal(ctx) ? minimalTaxReportView(r, ctx.settings) : taxReportView(r, ctx.settings))));
+      return list(
+        ctx,
+        reports.length,
+        page(ctx, reports).map((r) => (minimal(ctx) ? minimalTaxReportView(r, ctx.settings) : taxReportView(r, ctx.settings))),
+      );
     },
     shift(ctx, count) {
       const companyId = ctx.principal && actingCompany(ctx.principal, ctx.headers, ctx.params.company_pk);
@@ -351,7 +367,11 @@ export const routes: RouteDef[] = [
       const sources = ctx.state.transactionSources(companyId, filter);
       const count = sources.reduce((n, s) => n + s.size, 0);
       const { offset, pageSize } = ctx.page!;
-      return list(ctx, count, selectPage(sources, offset, pageSize).map((t) => transactionView(t, ctx.settings)));
+      return list(
+        ctx,
+        count,
+        selectPage(sources, offset, pageSize).map((t) => transactionView(t, ctx.settings)),
+      );
     },
     shift(ctx, count) {
       if (!ctx.principal) return;
@@ -384,7 +404,11 @@ export const routes: RouteDef[] = [
     handle(ctx) {
       const { companyId } = bearer(ctx, 'read_categories');
       const categories = ctx.state.categoriesOf(companyId);
-      return list(ctx, categories.length, page(ctx, categories).map((c) => categoryView(c, ctx.settings)));
+      return list(
+        ctx,
+        categories.length,
+        page(ctx, categories).map((c) => categoryView(c, ctx.settings)),
+      );
     },
     shift(ctx, count) {
       if (!ctx.principal) return;

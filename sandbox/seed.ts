@@ -55,7 +55,13 @@ function seedCategories(state: SandboxState, company: Company): void {
     { name: 'Rent', parent: expenses, metadata: '{"accountCode":"4210"}', examples: 'Office rent', vatApplied: 'NO' as const },
     // Invalid JSON on purpose: the client keeps it raw with a warning (docs/assumptions.md).
     { name: 'Bank fees', parent: expenses, metadata: '{"accountCode": "4970",', examples: '', vatApplied: 'NO' as const },
-    { name: 'Consulting income', parent: revenue, metadata: '{"accountCode":"8401"}', examples: 'Day rates', cashflowType: 'INCOME' as const },
+    {
+      name: 'Consulting income',
+      parent: revenue,
+      metadata: '{"accountCode":"8401"}',
+      examples: 'Day rates',
+      cashflowType: 'INCOME' as const,
+    },
     { name: 'Product sales', parent: revenue, metadata: '{"accountCode":"8402"}', examples: '', cashflowType: 'INCOME' as const },
   ];
   for (const child of children) {
@@ -136,7 +142,13 @@ export function seedDemo(state: SandboxState, now: number): DemoCredentials {
       institutionId: institution.id,
       companies: u.companies,
     });
-    credentials.users.push({ userId: user.userId, username: user.username, email: user.email, externalId: user.externalId!, companies: u.companies });
+    credentials.users.push({
+      userId: user.userId,
+      username: user.username,
+      email: user.email,
+      externalId: user.externalId!,
+      companies: u.companies,
+    });
   }
   return credentials;
 }

@@ -173,7 +173,10 @@ export class SandboxServer {
           if (there.length === 0) throw notFound(`No route for ${method} ${url.pathname}.`);
           this.checkRateLimit(req);
           entry.credential = authenticateRequest(there[0]!.auth, this.deps.state, req.headers).label;
-          throw methodNotAllowed(method, there.map((r) => r.method));
+          throw methodNotAllowed(
+            method,
+            there.map((r) => r.method),
+          );
         }
         this.checkRateLimit(req);
         faults = this.deps.faults.take(entry.route, url.searchParams);
@@ -306,7 +309,8 @@ export class SandboxServer {
           for (const item of targets()) delete item[fault.field];
           break;
         case 'extra_fields':
-          for (const item of targets()) Object.assign(item, fault.fields ?? { sandboxExtra: 'unexpected', internalScore: 0.5, links: { self: null } });
+          for (const item of targets())
+            Object.assign(item, fault.fields ?? { sandboxExtra: 'unexpected', internalScore: 0.5, links: { self: null } });
           break;
         case 'unknown_enum':
           for (const item of targets()) item[fault.field] = fault.value ?? 'TRANSFER';
@@ -364,7 +368,10 @@ function statusFault(fault: Extract<Fault, { type: 'status' }>, requestId: strin
   // A fault keeps the status it asks for in either dialect; only the body takes the dialect's shape.
   const out: Outgoing = { status: fault.status, headers, body: minimal ? drfError(error).body : error.body(requestId) };
   if (fault.body === 'html') {
-    out.raw = { contentType: 'text/html; charset=utf-8', text: `<html><body><h1>${fault.status} Error</h1><p>upstream proxy</p></body></html>` };
+    out.raw = {
+      contentType: 'text/html; charset=utf-8',
+      text: `<html><body><h1>${fault.status} Error</h1><p>upstream proxy</p></body></html>`,
+    };
   }
   if (fault.body === 'empty') out.raw = { contentType: 'text/plain; charset=utf-8', text: '' };
   return out;

@@ -90,8 +90,7 @@ export interface TaxReportRecord {
   createdAt: number;
 }
 
-export const covers = (held: readonly Permission[], needed: Permission): boolean =>
-  held.includes('full_access') || held.includes(needed);
+export const covers = (held: readonly Permission[], needed: Permission): boolean => held.includes('full_access') || held.includes(needed);
 
 const hashKey = (key: string) => createHash('sha256').update(key).digest();
 
@@ -188,12 +187,20 @@ export class SandboxState {
         bankAccount: t.bankAccount,
       })),
       demo,
-      datasets: [...this.datasets.values()].map((d) => ({ ...d.spec, categories: [...d.spec.categories], bankAccounts: [...d.spec.bankAccounts] })),
+      datasets: [...this.datasets.values()].map((d) => ({
+        ...d.spec,
+        categories: [...d.spec.categories],
+        bankAccounts: [...d.spec.bankAccounts],
+      })),
     };
   }
 
   /** A state exactly as `snapshot()` saw it, on `clock`. */
-  static restore(snapshot: SandboxStateSnapshot, clock: Clock, lifetimes: { accessSeconds: number; refreshSeconds: number; format?: TokenFormat }): SandboxState {
+  static restore(
+    snapshot: SandboxStateSnapshot,
+    clock: Clock,
+    lifetimes: { accessSeconds: number; refreshSeconds: number; format?: TokenFormat },
+  ): SandboxState {
     const state = new SandboxState(snapshot.seed, clock, lifetimes, {
       prng: snapshot.prng,
       signingKey: Buffer.from(snapshot.tokens.signingKey, 'base64'),
@@ -210,7 +217,8 @@ export class SandboxState {
         state.institutionUsers.set(`${user.institutionId}:name:${user.username}`, user);
       }
     }
-    for (const company of snapshot.companies) state.companies.set(company.publicId, { ...company, bankAccounts: [...company.bankAccounts] });
+    for (const company of snapshot.companies)
+      state.companies.set(company.publicId, { ...company, bankAccounts: [...company.bankAccounts] });
     for (const k of snapshot.apiKeys) {
       const record: ApiKeyRecord = { ...k, hash: Buffer.from(k.hash, 'hex'), permissions: k.permissions as Permission[] };
       state.apiKeys.set(record.publicId, record);
@@ -219,7 +227,8 @@ export class SandboxState {
     // The add* methods keep each list sorted and recompute what is derived; every id is given, so
     // they draw nothing from the seeded sequence.
     for (const { companyId, ...category } of snapshot.categories) state.addCategory(companyId, category);
-    for (const { companyId, ...report } of snapshot.taxReports) state.addTaxReport(companyId, { ...report, amountDue: BigInt(report.amountDue) });
+    for (const { companyId, ...report } of snapshot.taxReports)
+      state.addTaxReport(companyId, { ...report, amountDue: BigInt(report.amountDue) });
     for (const { companyId, ...t } of snapshot.transactions) state.addTransaction(companyId, { ...t, amount: BigInt(t.amount) });
     for (const spec of snapshot.datasets) state.datasets.set(`${spec.companyId}:${spec.month}`, new GeneratedDataset(spec));
     return state;
@@ -302,7 +311,12 @@ export class SandboxState {
 
   // ------------------------------------------------------------ companies and data
 
-  createCompany(input: { publicId?: string | undefined; name?: string | undefined; country?: string | undefined; currency?: string | undefined }): Company {
+  createCompany(input: {
+    publicId?: string | undefined;
+    name?: string | undefined;
+    country?: string | undefined;
+    currency?: string | undefined;
+  }): Company {
     const publicId = input.publicId ?? this.prng.uuid();
     if (this.companies.has(publicId)) throw conflict('company_exists', `Company ${publicId} exists.`);
     const owner = this.createUser({ username: `owner-${publicId.slice(0, 8)}`, email: `owner-${publicId.slice(0, 8)}@example.test` });
@@ -348,7 +362,10 @@ export class SandboxState {
     return this.categories.get(companyId) ?? [];
   }
 
-  addTaxReport(companyId: string, input: Partial<Omit<TaxReportRecord, 'companyId'>> & { periodStart: string; periodEnd: string }): TaxReportRecord {
+  addTaxReport(
+    companyId: string,
+    input: Partial<Omit<TaxReportRecord, 'companyId'>> & { periodStart: string; periodEnd: string },
+  ): TaxReportRecord {
     const company = this.company(companyId);
     const report: TaxReportRecord = {
       pk: input.pk ?? this.prng.uuid(),
@@ -442,7 +459,8 @@ export class SandboxState {
     if (!creator.companies.has(company.publicId)) throw invalidRequest('creatorUserId', 'The creator has no access to the company.');
     const missing = input.permissions.find((p) => !covers(creator.permissions, p));
     if (missing) throw permissionDenied(missing);
-    if (input.expiresAt != null && input.expiresAt <= this.clock.now()) throw invalidRequest('expiresAt', 'expiresAt must be in the future.');
+    if (input.expiresAt != null && input.expiresAt <= this.clock.now())
+      throw invalidRequest('expiresAt', 'expiresAt must be in the future.');
     const key = input.key ?? `${KEY_SERVICE_PREFIX}_${secureBase62(randomBytes(32))}`;
     const record: ApiKeyRecord = {
       publicId: this.prng.uuid(),
@@ -482,7 +500,8 @@ export class SandboxState {
     if (record.expiresAt !== null && now >= record.expiresAt) throw authError('key_expired', 'The API key has expired.');
     const creator = this.user(record.creatorUserId);
     if (creator.disabled) throw authError('creator_disabled', "The API key's creator is disabled.");
-    if (!creator.companies.has(record.companyId)) throw authError('company_access_removed', "The API key's creator lost access to the company.");
+    if (!creator.companies.has(record.companyId))
+      throw authError('company_access_removed', "The API key's creator lost access to the company.");
     record.lastUsedAt = now;
     return { record, creator };
   }

@@ -115,7 +115,18 @@ export function formatWithOffset(instant: number, offsetMinutes: number): string
 // Offsets of at most ten hours: a regular record sits between 11:00 and 13:00 UTC, so its local
 // date is its UTC date and stays monotone. Boundary records use their own offsets below.
 const OFFSETS = [0, 60, 120, -300, 330, -210, 540, -480, 600, -600, 345, 60];
-const DESCRIPTIONS = ['Office supplies', 'Cloud hosting', 'Customer payment', 'Train tickets', 'Coffee beans', 'Software licence', 'Rent', 'Consulting fee', 'Bank fee', 'Hardware'];
+const DESCRIPTIONS = [
+  'Office supplies',
+  'Cloud hosting',
+  'Customer payment',
+  'Train tickets',
+  'Coffee beans',
+  'Software licence',
+  'Rent',
+  'Consulting fee',
+  'Bank fee',
+  'Hardware',
+];
 const WINDOW_START_MS = 11 * 3_600_000;
 const WINDOW_MS = 2 * 3_600_000;
 const EARLY_OFFSET = 120; // 00:05+02:00 on the 1st is still the previous month in UTC

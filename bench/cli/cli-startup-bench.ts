@@ -37,7 +37,10 @@ export function runCliStartupSection(options: { runs: number }): SectionReport {
   if (build.status !== 0) throw new Error('bin/build-cli.cjs failed');
   const stateDir = mkdtempSync(path.join(tmpdir(), 'acctops-bench-cli-'));
   try {
-    const demo = spawnSync(process.execPath, tsxArgs('bin/demo.ts', '--state-dir', stateDir), { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    const demo = spawnSync(process.execPath, tsxArgs('bin/demo.ts', '--state-dir', stateDir), {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     if (demo.status !== 0) throw new Error(`the demo failed: ${demo.stderr.toString().slice(-2000)}`);
     const fromSource = { ...process.env, ACCTOPS_FROM_SOURCE: '1' };
     const samples: Sample[] = [
@@ -45,7 +48,12 @@ export function runCliStartupSection(options: { runs: number }): SectionReport {
       { label: '`acctops --help`', args: [BIN, '--help'], runs: [] },
       { label: '`acctops users list` (demo state)', args: [BIN, '--state-dir', stateDir, 'users', 'list'], runs: [] },
       { label: '`acctops --help`, from source (tsx)', args: [BIN, '--help'], env: fromSource, runs: [] },
-      { label: '`acctops users list`, from source (tsx)', args: [BIN, '--state-dir', stateDir, 'users', 'list'], env: fromSource, runs: [] },
+      {
+        label: '`acctops users list`, from source (tsx)',
+        args: [BIN, '--state-dir', stateDir, 'users', 'list'],
+        env: fromSource,
+        runs: [],
+      },
     ];
     for (const s of samples) timeNode(s.args, s.env); // warm the file cache
     for (let i = 0; i < options.runs; i++) for (const s of samples) s.runs.push(timeNode(s.args, s.env));
@@ -80,7 +88,7 @@ export function runCliStartupSection(options: { runs: number }): SectionReport {
       'the bin does when the bundle is older than a source. `users list` runs on the state `npm start` leaves (three',
       'demo users onboarded): it starts the embedded sandbox and the Secrets Manager emulator, reads the token store',
       'and saves the state. The ratio column divides by `node -e 0` of the same run, which is what a busy machine',
-      'costs any process; the bounds are the issue\'s, for a quiet machine.',
+      "costs any process; the bounds are the issue's, for a quiet machine.",
       '',
       table(['Command', 'Median (s)', 'Min–max (s)', 'Ratio to `node -e 0`'], rows),
     ].join('\n');

@@ -5,7 +5,15 @@ import { AcctopsFunction } from '../../lib/constructs/acctops-function';
 import { lambdaNodeStart } from '../lib/lambda-node';
 import { OUT_DIR, ROOT, runNodeJson } from '../lib/processes';
 import { table, type SectionReport, type TargetResult } from '../lib/report';
-import { BENCH_ACCOUNT as ACCOUNT, BENCH_REGION as REGION, benchStage, functionsOf, synthBenchStack, type Template, type TemplateResource } from '../lib/stack';
+import {
+  BENCH_ACCOUNT as ACCOUNT,
+  BENCH_REGION as REGION,
+  benchStage,
+  functionsOf,
+  synthBenchStack,
+  type Template,
+  type TemplateResource,
+} from '../lib/stack';
 import { kb, max, median, min } from '../lib/stats';
 
 const FUNCTIONS_DIR = path.join(ROOT, 'functions');
@@ -54,7 +62,11 @@ export function bundleFunctions(): BundledFunction[] {
     if (typeof key !== 'string') continue;
     const environment = Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, dummyValue(value, template.Resources)]));
     const memory = resource.Properties?.MemorySize;
-    deployed.set(handlerDir, { assetDir: path.join(CDK_OUT, `asset.${key.replace(/\.zip$/, '')}`), environment, memoryMb: typeof memory === 'number' ? memory : DEFAULT_MEMORY_MB });
+    deployed.set(handlerDir, {
+      assetDir: path.join(CDK_OUT, `asset.${key.replace(/\.zip$/, '')}`),
+      environment,
+      memoryMb: typeof memory === 'number' ? memory : DEFAULT_MEMORY_MB,
+    });
   }
 
   const missing = handlerDirs().filter((dir) => !deployed.has(dir));
@@ -178,12 +190,16 @@ export async function measureInit(fn: BundledFunction, runs: number): Promise<In
   const times: number[] = [];
   const cpu: number[] = [];
   for (let i = 0; i < runs; i++) {
-    const result = await runNodeJson<{ ms?: number; cpuMs?: number; handler?: boolean; error?: string }>([...start.args, '-e', INIT_PROBE, path.join(fn.assetDir, 'index.js')], {
-      env: cleanEnv(env),
-      cwd: fn.assetDir,
-      timeoutMs: 60_000,
-    });
-    if (result.error !== undefined || result.ms === undefined) return { runs: times, medianMs: null, medianCpuMs: null, error: result.error ?? 'no timing' };
+    const result = await runNodeJson<{ ms?: number; cpuMs?: number; handler?: boolean; error?: string }>(
+      [...start.args, '-e', INIT_PROBE, path.join(fn.assetDir, 'index.js')],
+      {
+        env: cleanEnv(env),
+        cwd: fn.assetDir,
+        timeoutMs: 60_000,
+      },
+    );
+    if (result.error !== undefined || result.ms === undefined)
+      return { runs: times, medianMs: null, medianCpuMs: null, error: result.error ?? 'no timing' };
     if (!result.handler) return { runs: times, medianMs: null, medianCpuMs: null, error: 'the module exports no `handler` function' };
     times.push(result.ms);
     cpu.push(result.cpuMs ?? result.ms);
@@ -207,12 +223,23 @@ function shortPath(file: string): string {
 
 /** `import()` of an empty module in the same kind of fresh process: how slow this machine is right now. */
 async function referenceInit(runs: number): Promise<number> {
-  const empty: BundledFunction = { handlerDir: 'reference', inStack: false, assetDir: OUT_DIR, bundleBytes: 0, modules: [], environment: {}, memoryMb: DEFAULT_MEMORY_MB };
+  const empty: BundledFunction = {
+    handlerDir: 'reference',
+    inStack: false,
+    assetDir: OUT_DIR,
+    bundleBytes: 0,
+    modules: [],
+    environment: {},
+    memoryMb: DEFAULT_MEMORY_MB,
+  };
   const file = path.join(OUT_DIR, 'empty-module.js');
   writeFileSync(file, 'exports.handler = async () => undefined;\n');
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
-    const r = await runNodeJson<{ ms: number }>([...lambdaNodeStart(empty.memoryMb, undefined).args, '-e', INIT_PROBE, file], { env: cleanEnv(lambdaEnvironment(empty)), cwd: OUT_DIR });
+    const r = await runNodeJson<{ ms: number }>([...lambdaNodeStart(empty.memoryMb, undefined).args, '-e', INIT_PROBE, file], {
+      env: cleanEnv(lambdaEnvironment(empty)),
+      cwd: OUT_DIR,
+    });
     times.push(r.ms);
   }
   return median(times);
@@ -278,8 +305,8 @@ export async function runColdStartSection(options: { initRuns: number }): Promis
     `Init: \`import()\` of the bundle in a fresh \`node\`, timed inside that process (Node's own start-up excluded), median of`,
     `${options.initRuns} runs, min–max in brackets; the CPU time of the same imports is beside it (on a busy machine the wall time\nwaits for a core, the CPU time does not). The process gets the function's environment from the synthesized template`,
     '(references replaced by dummies of the right shape, so `readEnv` passes; nothing is stubbed), the variables Lambda sets',
-    '(region, memory, dummy credentials) and the template\'s `NODE_OPTIONS` (`--enable-source-maps`; the export function\'s also',
-    'caps its heap). node starts with the flags the runtime\'s bootstrap adds: `--expose-gc` and the heap flags for the function\'s',
+    "(region, memory, dummy credentials) and the template's `NODE_OPTIONS` (`--enable-source-maps`; the export function's also",
+    "caps its heap). node starts with the flags the runtime's bootstrap adds: `--expose-gc` and the heap flags for the function's",
     'memory, unless its `NODE_OPTIONS` set them (bench/lib/lambda-node.ts). Heap flags cost module init ~10-20 ms here (export-period:',
     '~138 ms without, ~153 ms with, whichever semi-space), since a smaller old space is collected earlier. Until 2026-11-21 this',
     'benchmark started plain `node`, so earlier figures were ~10-20 ms too low. `@aws-sdk/*` loads from',
@@ -298,7 +325,7 @@ export async function runColdStartSection(options: { initRuns: number }): Promis
     '(docs/observability.md): +37.8 KB per bundle (logger 18.1 KB, metrics 12.2 KB, commons 4.1 KB, lambda-invoke-store',
     '2.4 KB, our adapters ~2.8 KB) and -8 to +35 ms of CPU at init (median +23 ms, run-to-run noise included). export-period keeps our own logger and',
     'EMF writer: its bundle was 291.4 KB of the 300 KB bound, and with Powertools it measured 329.0 KB (a MISS); Powertools',
-    'Metrics alone would have been ~311 KB. Against the issue\'s 280 KB, export-period misses before and after; every other',
+    "Metrics alone would have been ~311 KB. Against the issue's 280 KB, export-period misses before and after; every other",
     'bundle is at most 225.8 KB. Module init missed 150 ms before this change on this machine (quiet-run figures above)',
     'and still does; on this run neither is judged.',
     '',
@@ -319,9 +346,9 @@ export async function runColdStartSection(options: { initRuns: number }): Promis
     '| revoke-user | 186.6 | 224.4 | 1784.4 | 1483.7 | 535.1 | 526.8 |',
     '| rotate-api-key | 167.7 | 205.5 | 1182.3 | 886.4 | 392.0 | 410.2 |',
     '',
-    '**Finding (fixed): zod\'s locales were half of every bundle.** `import { z } from \'zod\'` binds zod\'s namespace',
+    "**Finding (fixed): zod's locales were half of every bundle.** `import { z } from 'zod'` binds zod's namespace",
     'object as a value; esbuild must then keep everything the namespace holds, including `z.locales` (all ~40',
-    'languages, ~270 KB minified). Every bundle was ~540 KB. The code now writes `import * as z from \'zod\'` (src/ and',
+    "languages, ~270 KB minified). Every bundle was ~540 KB. The code now writes `import * as z from 'zod'` (src/ and",
     'functions/; a lint rule keeps it so): esbuild sees only property accesses and drops what is unused. English',
     'messages are unchanged (zod registers its `en` locale when the first schema is built) and our errors are built',
     'from issue codes anyway (`src/core/shared/errors.ts`). Every bundle lost ~365 KB (refresh-tokens 541 → 178 KB),',
@@ -329,8 +356,8 @@ export async function runColdStartSection(options: { initRuns: number }): Promis
     '`import { z }` (`npx eslint src functions` names it).',
     '',
     'Module init is mostly loading: compiling the bundle and the `@aws-sdk/*` clients it requires (about a third of a',
-    'profile of refresh-tokens), Node\'s own lazily loaded internals (http, crypto), and GC. `import()` of a CommonJS',
-    'file also runs cjs-module-lexer over the whole bundle to find its exports (~10–25 ms here); Lambda\'s runtime',
+    "profile of refresh-tokens), Node's own lazily loaded internals (http, crypto), and GC. `import()` of a CommonJS",
+    "file also runs cjs-module-lexer over the whole bundle to find its exports (~10–25 ms here); Lambda's runtime",
     '`require()`s a CommonJS handler and skips that, so these figures are on the safe side.',
   ].join('\n');
 
@@ -341,7 +368,7 @@ export async function runColdStartSection(options: { initRuns: number }): Promis
     targets,
     misses: {
       'cold-start.bundle':
-        'Cause: see the biggest modules of that bundle; a bundle near 530 KB still imports `{ z }` from zod somewhere (run `npx eslint src functions`). Plan: switch that file to `import * as z from \'zod\'`.',
+        "Cause: see the biggest modules of that bundle; a bundle near 530 KB still imports `{ z }` from zod somewhere (run `npx eslint src functions`). Plan: switch that file to `import * as z from 'zod'`.",
       'cold-start.init':
         "Cause: init is loading, and this machine's speed moves it (compare the empty-module reference above: 3.9 ms on a quiet run, up to 8.7 ms on a busy one). A profile of export-period's init (2026-11-21): Node's CommonJS loader resolving, reading and compiling `@aws-sdk/*` and its package.json files ~70 ms (six clients; the shared smithy core first), the bundle's own compile and module scope ~40 ms (zod schemas are built at load), Node's lazily loaded internals (http, crypto, streams) ~28 ms, GC ~17 ms (the runtime's heap flags: a smaller old space is collected sooner), the source map read for `--enable-source-maps` ~9 ms. Plan: judge on a quiet re-run (the CPU column is the steadier guide); then, for a function still over, SDK clients created on first use where a path needs them rarely (the export worker's SQS client serves only a user's fan-out), and `--enable-source-maps` dropped for that function if its stack traces can do with `keepNames`.",
     },

@@ -28,7 +28,10 @@ async function main(): Promise<void> {
     .option('--prof <dir>', 'write a --cpu-prof of every B run to this directory')
     .parse(process.argv.slice(2), { from: 'user' })
     .opts<{ a: string; b?: string; size: string; rounds: string; variants: string; nodeOptions: string; prof?: string }>();
-  const bundles = { A: path.resolve(flags.a), B: flags.b ? path.resolve(flags.b) : await bundleExportChild(path.join(OUT_DIR, 'export-child-b.js')) };
+  const bundles = {
+    A: path.resolve(flags.a),
+    B: flags.b ? path.resolve(flags.b) : await bundleExportChild(path.join(OUT_DIR, 'export-child-b.js')),
+  };
   const variants = flags.variants.split(',') as Exclude<ExportVariant, 'baseline'>[];
   const sandbox = await startSandboxProcess();
   const s3 = await startS3(['acctops-bench-exports']);
@@ -38,7 +41,10 @@ async function main(): Promise<void> {
     const run = (bundle: string, variant: ExportVariant) => {
       const env = { ...process.env, NODE_OPTIONS: flags.nodeOptions };
       const prof = flags.prof && bundle === bundles.B ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags.prof)}`] : [];
-      return runNodeJson<ExportChildResult>(['--expose-gc', ...prof, bundle, JSON.stringify(jobFor(variant, context))], { env, timeoutMs: 600_000 });
+      return runNodeJson<ExportChildResult>(['--expose-gc', ...prof, bundle, JSON.stringify(jobFor(variant, context))], {
+        env,
+        timeoutMs: 600_000,
+      });
     };
     await run(bundles.A, 'baseline');
     const ratios: Record<string, number[]> = {};
@@ -52,12 +58,16 @@ async function main(): Promise<void> {
           const key = `${variant} ${side}`;
           (ratios[key] ??= []).push(result.ms / base.ms);
           (rss[key] ??= []).push(result.peakRssBytes);
-          console.log(`round ${round} ${key}: ${(result.ms / 1000).toFixed(2)} s (baseline ${(base.ms / 1000).toFixed(2)}), ratio ${(result.ms / base.ms).toFixed(3)}, cpu ${(result.cpuMs / 1000).toFixed(2)} s, rss ${mib(result.peakRssBytes)} MiB`);
+          console.log(
+            `round ${round} ${key}: ${(result.ms / 1000).toFixed(2)} s (baseline ${(base.ms / 1000).toFixed(2)}), ratio ${(result.ms / base.ms).toFixed(3)}, cpu ${(result.cpuMs / 1000).toFixed(2)} s, rss ${mib(result.peakRssBytes)} MiB`,
+          );
         }
       }
     }
     for (const key of Object.keys(ratios)) {
-      console.log(`${key}: median ratio ${median(ratios[key]!).toFixed(3)} [${ratios[key]!.map((r) => r.toFixed(2)).join(' ')}], median peak RSS ${mib(median(rss[key]!))} MiB [${rss[key]!.map(mib).join(' ')}]`);
+      console.log(
+        `${key}: median ratio ${median(ratios[key]!).toFixed(3)} [${ratios[key]!.map((r) => r.toFixed(2)).join(' ')}], median peak RSS ${mib(median(rss[key]!))} MiB [${rss[key]!.map(mib).join(' ')}]`,
+      );
     }
   } finally {
     await sandbox.stop();

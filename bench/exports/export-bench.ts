@@ -31,10 +31,20 @@ export async function createDataset(sandbox: SandboxProcess, transactions: numbe
   }
   for (let month = 1; month <= 6; month++) {
     const start = `2026-${String(month).padStart(2, '0')}-01`;
-    await admin.addTaxReport({ companyId, periodStart: start, periodEnd: start.replace(/01$/, '28'), status: 'submitted', amountDue: '1234.56' });
+    await admin.addTaxReport({
+      companyId,
+      periodStart: start,
+      periodEnd: start.replace(/01$/, '28'),
+      status: 'submitted',
+      amountDue: '1234.56',
+    });
   }
   await admin.generateTransactions({ companyId, month: PERIOD, count: transactions });
-  const key = await admin.createApiKey({ companyId, permissions: ['read_transactions', 'read_categories', 'read_tax_reports'], name: 'bench export' });
+  const key = await admin.createApiKey({
+    companyId,
+    permissions: ['read_transactions', 'read_categories', 'read_tax_reports'],
+    name: 'bench export',
+  });
   return { companyId, apiKey: key.key, transactions };
 }
 
@@ -87,7 +97,12 @@ export function jobFor(variant: ExportVariant, context: ExportRunContext): Expor
       return { ...base, mode: 'export', formats: ['jsonl', 'csv', 'parquet'], target: dir };
     case 'all-s3':
       if (!context.s3) throw new Error('all-s3 needs s3rver');
-      return { ...base, mode: 'export', formats: ['jsonl', 'csv', 'parquet'], target: { kind: 's3', endpoint: context.s3.endpoint, bucket: BUCKET } };
+      return {
+        ...base,
+        mode: 'export',
+        formats: ['jsonl', 'csv', 'parquet'],
+        target: { kind: 's3', endpoint: context.s3.endpoint, bucket: BUCKET },
+      };
   }
 }
 
@@ -96,7 +111,10 @@ export async function runExportChild(variant: ExportVariant, context: ExportRunC
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
   if (context.start?.nodeOptions !== undefined) env.NODE_OPTIONS = context.start.nodeOptions;
-  const result = await runNodeJson<ExportChildResult>([...(context.start?.args ?? []), CHILD_BUNDLE, JSON.stringify(job)], { timeoutMs: 600_000, env });
+  const result = await runNodeJson<ExportChildResult>([...(context.start?.args ?? []), CHILD_BUNDLE, JSON.stringify(job)], {
+    timeoutMs: 600_000,
+    env,
+  });
   if (result.transactions !== context.dataset.transactions) {
     throw new Error(`${variant}: read ${result.transactions} transactions, expected ${context.dataset.transactions}`);
   }
@@ -138,11 +156,11 @@ const WRITER_COMPARISON = [
   '### Parquet writer: the choice (issue 14)',
   '',
   'Command: `npx tsx bench/exports/writer-comparison.ts 1000000 1`. Each candidate writes the transactions columns of',
-  '1M rows shaped like the exporter\'s (13 columns: DECIMAL(18,4), TIMESTAMP UTC, DATE, INT64, text) to a file, in a',
+  "1M rows shaped like the exporter's (13 columns: DECIMAL(18,4), TIMESTAMP UTC, DATE, INT64, text) to a file, in a",
   'fresh process (bundled with esbuild, plain `node`); time excludes module loading and the row-generation floor',
-  '(876 ms); peak RSS is the child\'s own `VmHWM`; bundle is esbuild\'s minified bundle of the smallest program that',
+  "(876 ms); peak RSS is the child's own `VmHWM`; bundle is esbuild's minified bundle of the smallest program that",
   'loads the writer plus the WebAssembly or native binaries it must ship; module init is `require` of that bundle,',
-  'median of 5. Measured on 2026-11-25 with a load average of 8-11 on the 2 shared cores (other engineers\' jobs):',
+  "median of 5. Measured on 2026-11-25 with a load average of 8-11 on the 2 shared cores (other engineers' jobs):",
   'absolute times are inflated several-fold; the candidates ran back to back, so their order holds, one round each.',
   '',
   '| writer | write time (ms) | peak RSS (MiB) | file (MB) | bundle + binary (KB) | module init (ms) |',
@@ -152,11 +170,11 @@ const WRITER_COMPARISON = [
   '| DuckDB 1.5 (`@duckdb/node-api` appender, `COPY … TO`) | 54,935 | 1,274.9 | 25.6 (SNAPPY) | 69,367 | 514.0 |',
   '',
   'How each was driven: hyparquet-writer through `ParquetRecordWriter` exactly as the exporter does (row groups of',
-  '10,000, streamed out). parquet-wasm 0.8.0\'s `writeParquet` takes a whole table, so every 100,000 rows became one',
+  "10,000, streamed out). parquet-wasm 0.8.0's `writeParquet` takes a whole table, so every 100,000 rows became one",
   'apache-arrow table, one IPC stream copied into WebAssembly memory and one Parquet part (a streaming',
   '`transformParquetStream` exists but still needs the rows as arrow batches, where most of its time goes:',
   '`vectorFromArray` of the text columns). DuckDB got the rows through its appender, one call per value, into an',
-  'in-memory table, then `COPY t TO \'…\' (FORMAT parquet)`; its writer is fast, the per-value calls across the',
+  "in-memory table, then `COPY t TO '…' (FORMAT parquet)`; its writer is fast, the per-value calls across the",
   'N-API boundary and the table held in memory are not. Decision: **hyparquet-writer stays**, with 64-bit',
   'integers written with `converted_type INT_64` only, because its `INTEGER` logical type is malformed',
   '(docs/exports.md, "Parquet"); it is the fastest here, the only one within the export\'s memory budget, 100×',
@@ -243,7 +261,18 @@ function exportReport(
       ]);
     }
     const p = r.plain;
-    rows.push([sizeLabel(r.transactions), LABEL.plain, 1, (p.ms / 1000).toFixed(2), (p.cpuMs / 1000).toFixed(2), Math.round(r.transactions / (p.ms / 1000)).toLocaleString('en-US'), '', mib(p.peakRssBytes), mib(p.sampled.heapTotalBytes), mib(p.retainedHeapBytes ?? 0)]);
+    rows.push([
+      sizeLabel(r.transactions),
+      LABEL.plain,
+      1,
+      (p.ms / 1000).toFixed(2),
+      (p.cpuMs / 1000).toFixed(2),
+      Math.round(r.transactions / (p.ms / 1000)).toLocaleString('en-US'),
+      '',
+      mib(p.peakRssBytes),
+      mib(p.sampled.heapTotalBytes),
+      mib(p.retainedHeapBytes ?? 0),
+    ]);
   }
 
   const targets: TargetResult[] = [];
@@ -301,10 +330,10 @@ function exportReport(
     '',
     'Each run is a fresh child process (`node .bench-out/export-child.js <job>`, bench/exports/export-child.ts bundled',
     'with esbuild like a Lambda function, so no TypeScript loader is in it): it reads categories, tax reports and the',
-    'month\'s transactions and writes them with `PeriodExporter` (manifest, symlinks, checksums: the whole publish) to a',
+    "month's transactions and writes them with `PeriodExporter` (manifest, symlinks, checksums: the whole publish) to a",
     'local directory (`DirObjectStore`) or to s3rver (`S3ObjectStore`, multipart, default 5 MiB parts, one in flight). Time is measured',
-    'inside the child, from the first request to the published manifest; **CPU s** is the child\'s CPU time over the same',
-    'span (user + system, every thread: gzip and file writes run on the thread pool). **Peak RSS** is the child\'s own',
+    "inside the child, from the first request to the published manifest; **CPU s** is the child's CPU time over the same",
+    "span (user + system, every thread: gzip and file writes run on the thread pool). **Peak RSS** is the child's own",
     'peak (`VmHWM` of /proc/self/status, see finding 1 below); the V8 heap column is the largest `heapTotal` sampled every 100 ms; "retained" is',
     'the heap after a full GC at the end (what the export really holds on to).',
     '',
@@ -314,16 +343,30 @@ function exportReport(
     'it adds neither; bench/lib/lambda-node.ts). One extra run per size uses plain `node` for comparison.',
     '',
     '**Baseline**: the same pages (same lists, same page size, same key) fetched by a bare loop: `fetch`, read the body,',
-    '`JSON.parse` it to find `next`, drop it. The ratio is the export\'s time over the baseline\'s in the same round, then the',
+    "`JSON.parse` it to find `next`, drop it. The ratio is the export's time over the baseline's in the same round, then the",
     `median over the rounds. Runs per size: ${options.sizes.map((s) => `${sizeLabel(s.transactions)} × ${s.rounds}`).join(', ')} (plus one warm-up baseline).`,
     '',
-    table(['Size', 'Run', 'Runs', 'Median s', 'CPU s', 'Transactions/s', 'Ratio to baseline', 'Peak RSS MiB, median (max)', 'V8 heap peak MiB', 'Retained heap MiB'], rows),
+    table(
+      [
+        'Size',
+        'Run',
+        'Runs',
+        'Median s',
+        'CPU s',
+        'Transactions/s',
+        'Ratio to baseline',
+        'Peak RSS MiB, median (max)',
+        'V8 heap peak MiB',
+        'Retained heap MiB',
+      ],
+      rows,
+    ),
     '',
     '### Memory: what we found',
     '',
     'A by-hand run had seen 144 MB at 100k and 200 MB at 1M (+39%) and suspected GC slack. What we found:',
     '',
-    '1. **A measurement trap first.** `process.resourceUsage().maxRSS` in a child process on Linux is not the child\'s own',
+    "1. **A measurement trap first.** `process.resourceUsage().maxRSS` in a child process on Linux is not the child's own",
     '   peak: the kernel carries the high-water mark of the image the child was forked from across `exec`. A child of',
     '   this benchmark (~180 MiB after loading aws-cdk-lib) reported 179.2 MiB for every run, a bare fetch loop',
     '   included; a 40 MiB child of a 340 MiB parent reports 304 MiB. The child now reads `VmHWM` from',
@@ -331,7 +374,7 @@ function exportReport(
     '   maxRSS from a large parent are too high, and their growth is diluted.',
     '2. **Nothing accumulates per record.** The heap retained after a full GC (last column) is the same at 100k and 1M,',
     '   14–16 MiB: one 64 KiB chunk per text writer, one Parquet row group (10,000 rows), the category names.',
-    '3. **The rest is the young generation, sized by the function\'s memory.** Lambda\'s bootstrap passes',
+    "3. **The rest is the young generation, sized by the function's memory.** Lambda's bootstrap passes",
     '   `--max-semi-space-size` = memory / 20 and `--max-old-space-size` = 90% of memory; V8 lets the young generation',
     '   grow to three semi-spaces when the allocation rate is high, which it is (per-record objects). Peak RSS by',
     '   heap flags, all formats, measured by hand on this machine on 2026-11-21 (`node <flags> .bench-out/export-child.js',
@@ -353,8 +396,8 @@ function exportReport(
     '   Smaller Parquet row groups (2,000 rows) or pages (200 items) did not change it (within 10 MiB): V8 sizes the',
     '   young generation by allocation rate, not by what we keep, and a flag set at run time (`v8.setFlagsFromString`)',
     '   comes too late (289 vs 293 MiB). **Fixed** on 2026-11-21: the export function now has',
-    '   `AcctopsFunction`\'s `maxSemiSpaceMb: 16`, which puts `--max-semi-space-size=16 --max-old-space-size=922` in its',
-    '   `NODE_OPTIONS`. The runtime\'s bootstrap adds neither heap flag when `NODE_OPTIONS` names one of them, so this is',
+    "   `AcctopsFunction`'s `maxSemiSpaceMb: 16`, which puts `--max-semi-space-size=16 --max-old-space-size=922` in its",
+    "   `NODE_OPTIONS`. The runtime's bootstrap adds neither heap flag when `NODE_OPTIONS` names one of them, so this is",
     '   the supported way to set them (an earlier reading here, that the command-line flags would win over',
     '   `NODE_OPTIONS`, came from starting node with both; the bootstrap never does that). The function keeps 1024 MB,',
     '   and with it the CPU.',
@@ -364,7 +407,7 @@ function exportReport(
     '   72 MiB with the former defaults (8 MiB × 3), 30 MiB since `S3ObjectStore` defaults to 5 MiB parts, one in',
     '   flight (5 MiB × 2 × 3). Measured by hand on 2026-11-21, 1M to s3rver with the 1024 MB flags, 3 runs each:',
     '   peak RSS 321–335 MiB before, 284–290 MiB after, ratio to the baseline 5.12–5.64 before, 5.58–5.76 after (noise).',
-    '5. **lib-storage\'s part buffers outlived their parts.** `Upload` cuts each part with `Buffer.concat` into fresh',
+    "5. **lib-storage's part buffers outlived their parts.** `Upload` cuts each part with `Buffer.concat` into fresh",
     '   memory and keeps the rest of the last chunk as a view on it; a part lives while it uploads, which is longer than a',
     '   young-generation cycle, so its buffer was freed only by a major GC, and every part paid page faults for new',
     '   memory. Since 2026-11-25 `S3ObjectStore` uploads parts itself from at most `queueSize + 1` buffers per object,',
@@ -372,8 +415,8 @@ function exportReport(
     '   failure, CRC32 when the client computes checksums). One interleaved round at 1M to s3rver (loaded machine, load',
     '   average 17): peak RSS 189.3 -> 180.1 MiB, CPU 30.7 -> 27.0 s.',
     '',
-    'So the export\'s memory is bounded (retained heap flat, buffers capped); its peak is set by the young generation,',
-    'which the function\'s `NODE_OPTIONS` now caps, and by the S3 part settings.',
+    "So the export's memory is bounded (retained heap flat, buffers capped); its peak is set by the young generation,",
+    "which the function's `NODE_OPTIONS` now caps, and by the S3 part settings.",
     '',
     ...WRITER_COMPARISON,
   ].join('\n');
@@ -390,9 +433,9 @@ function exportReport(
 const RATIO_NOTE =
   'Cause: the export is CPU-bound in one thread, and so is the baseline, but on less work. The CPU column shows it: both use about as much CPU as wall time. The bare loop spends ~3 µs a record (300k, profiled) on `fetch` (undici), decoding and `JSON.parse`; the sandbox needs only ~1.5 µs a record in its own process, so neither waits much for it. acctops does the same fetching and adds, per record: the 16-digit check of each page for integers beyond 2^53 (lossless JSON, ~0.1 µs), validation (hand-written fast path equal to the zod schema, GUIDs, amounts and the timestamp by hand, ~0.4 µs), the row, its checks and the totals (~0.2 µs), `JSON.stringify` of the raw record for JSONL (~0.6 µs) and the garbage of all that (10-15% of a profile); gzip runs on the thread pool. All formats add CSV (~1.5 µs: cells, UTF-8, the SHA-256 of ~25 MB per 100k for the manifest) and Parquet (~2 µs: hyparquet-writer is JavaScript: dictionaries, statistics, page encoding, compression). To S3 the upload adds multipart buffering, hashing and HTTP in the same process, and s3rver shares the two cores. Against the real service, network time per page is part of the baseline and the ratios shrink; these are loopback worst cases. ' +
   'Done on 2026-11-21 (first session; ad-hoc A/B at 100k, JSONL dir / all dir / all s3rver): one-page prefetch 2.98 / 5.22 / 6.28 -> 2.84 / 4.98 / 5.88; transaction fast path 2.87 / 5.35 / 6.58 -> 2.74 / 5.18 / 6.22; JSONL at gzip level 1 2.51 / 4.53 -> 2.21 / 4.12 (files 10-25% larger); Parquet unique columns PLAIN without statistics (writer -6%). ' +
-  'Done in the second session (interleaved A/B, medians of the ratio): timestamps read by hand and remembered between validation and row, GUIDs by hand, no closures per record, the next page requested before the current one is validated (100k: JSONL 2.24 -> 1.93, all 4.03 -> 3.82); gzip fed 512 KiB at a time with 512 KiB output chunks instead of 64 KiB and 16 KiB, since every zlib job waits for a turn of the event loop that a busy export rarely gives (1M: JSONL 2.15 -> 1.83); the 16-digit check by stride instead of a regex (0.35 -> 0.07 ms a page); a paged source read a page at a time (one await per page); Parquet pages compressed by Node\'s zlib (GZIP level 1) instead of hyparquet-writer\'s JavaScript SNAPPY (writer 253 -> 197 ms per 100k rows, files a third smaller); unique Parquet text columns encoded from Node\'s Buffer pool; these last three together, all dir at 100k: 3.79 -> 3.46; decimal amounts (`"49.99"`) and enum labels read without a regex per record (validation and row together 0.86 -> 0.62 µs a record, measured alone on 200k records). ' +
-  'Done in the fourth session (2026-11-25, issue 14 deliverable 7; bench/exports/ab.ts, interleaved A/B of two bundles against one sandbox and s3rver): S3 parts uploaded from reused buffers instead of lib-storage (finding 5); CSV timestamps written by hand per day instead of a Date and `toISOString` per cell, the currency\'s digits remembered per writer; Parquet min/max statistics dropped where no row group can be pruned (GUIDs, free text, names, the offset) and timestamps buffered as unboxed numbers instead of a BigInt per row. At 100k, 2 rounds at a load average of 20 (other engineers\' jobs), child CPU seconds, median A -> B: JSONL dir 2.93 -> 2.57, all dir 4.41 -> 4.22, all s3rver 4.96 -> 4.74; the JSONL path did not change, so its 12% is the noise of that machine, and these gains are within it. Not built: the JSONL line from the raw page text. `JSON.stringify` of a record is ~0.6 µs of ~20 µs (3%); a scanner finding record boundaries in the page text costs about half of that in JavaScript, and the line would then differ from today\'s for integers beyond 2^53 (the literal as sent, where JSONL now holds the client\'s digit string), a change of the documented format for ~1.5%. ' +
-  'Plan, by expected gain: (1) for all formats, CSV and Parquet encoding in a worker thread, fed the raw page text (parsing twice costs less than structured cloning the rows), for functions with more than one vCPU (above 1,769 MB of memory): on this two-core machine it would overlap them with fetching; at the 1024 MB the export function has (0.58 vCPU) it would only add work, which is why it is not built; (2) fewer objects per record (the row, the timestamp, the page item), for the collector\'s share; (3) a JSONL line written from the raw page text instead of `JSON.stringify`, if the text is ever kept (today the page is parsed whole). Profile of the Parquet writer alone (2026-11-25, issue 14 columns, `node --cpu-prof` of bench/exports/writer-candidate.ts bundled without minification, 200k rows, self time): garbage collector 33%, min/max statistics (`compareValues`, `compareStrings`, `getStatistics`) 12%, column and page encoding (`writeColumn`, `write`, `appendBytes`, `ensure`, `encode`) 16%, the rows themselves 4.5%, zlib 2.8%, the dictionary decision 2.1%, the currency exponent lookup 1.4% (since cached by currency alone). Issue 14 adds per amount one bigint multiplication (the DECIMAL(18,4) scale) and for CSV a second regex only on text cells holding a separator; neither reaches 2% of a profile. The three Parquet writers compared below rule out a faster writer as the way to the targets: the others are slower and larger.';
+  "Done in the second session (interleaved A/B, medians of the ratio): timestamps read by hand and remembered between validation and row, GUIDs by hand, no closures per record, the next page requested before the current one is validated (100k: JSONL 2.24 -> 1.93, all 4.03 -> 3.82); gzip fed 512 KiB at a time with 512 KiB output chunks instead of 64 KiB and 16 KiB, since every zlib job waits for a turn of the event loop that a busy export rarely gives (1M: JSONL 2.15 -> 1.83); the 16-digit check by stride instead of a regex (0.35 -> 0.07 ms a page); a paged source read a page at a time (one await per page); Parquet pages compressed by Node's zlib (GZIP level 1) instead of hyparquet-writer's JavaScript SNAPPY (writer 253 -> 197 ms per 100k rows, files a third smaller); unique Parquet text columns encoded from Node's Buffer pool; these last three together, all dir at 100k: 3.79 -> 3.46; decimal amounts (`\"49.99\"`) and enum labels read without a regex per record (validation and row together 0.86 -> 0.62 µs a record, measured alone on 200k records). " +
+  "Done in the fourth session (2026-11-25, issue 14 deliverable 7; bench/exports/ab.ts, interleaved A/B of two bundles against one sandbox and s3rver): S3 parts uploaded from reused buffers instead of lib-storage (finding 5); CSV timestamps written by hand per day instead of a Date and `toISOString` per cell, the currency's digits remembered per writer; Parquet min/max statistics dropped where no row group can be pruned (GUIDs, free text, names, the offset) and timestamps buffered as unboxed numbers instead of a BigInt per row. At 100k, 2 rounds at a load average of 20 (other engineers' jobs), child CPU seconds, median A -> B: JSONL dir 2.93 -> 2.57, all dir 4.41 -> 4.22, all s3rver 4.96 -> 4.74; the JSONL path did not change, so its 12% is the noise of that machine, and these gains are within it. Not built: the JSONL line from the raw page text. `JSON.stringify` of a record is ~0.6 µs of ~20 µs (3%); a scanner finding record boundaries in the page text costs about half of that in JavaScript, and the line would then differ from today's for integers beyond 2^53 (the literal as sent, where JSONL now holds the client's digit string), a change of the documented format for ~1.5%. " +
+  "Plan, by expected gain: (1) for all formats, CSV and Parquet encoding in a worker thread, fed the raw page text (parsing twice costs less than structured cloning the rows), for functions with more than one vCPU (above 1,769 MB of memory): on this two-core machine it would overlap them with fetching; at the 1024 MB the export function has (0.58 vCPU) it would only add work, which is why it is not built; (2) fewer objects per record (the row, the timestamp, the page item), for the collector's share; (3) a JSONL line written from the raw page text instead of `JSON.stringify`, if the text is ever kept (today the page is parsed whole). Profile of the Parquet writer alone (2026-11-25, issue 14 columns, `node --cpu-prof` of bench/exports/writer-candidate.ts bundled without minification, 200k rows, self time): garbage collector 33%, min/max statistics (`compareValues`, `compareStrings`, `getStatistics`) 12%, column and page encoding (`writeColumn`, `write`, `appendBytes`, `ensure`, `encode`) 16%, the rows themselves 4.5%, zlib 2.8%, the dictionary decision 2.1%, the currency exponent lookup 1.4% (since cached by currency alone). Issue 14 adds per amount one bigint multiplication (the DECIMAL(18,4) scale) and for CSV a second regex only on text cells holding a separator; neither reaches 2% of a profile. The three Parquet writers compared below rule out a faster writer as the way to the targets: the others are slower and larger.";
 
 const EXPORT_MISSES: Record<string, string> = {
   'export.ratio.jsonl-dir': RATIO_NOTE,
@@ -401,6 +444,5 @@ const EXPORT_MISSES: Record<string, string> = {
   'export.rss':
     'Cause (see "Memory: what we found"): the young generation (capped at 3 × 16 MiB by the function\'s `NODE_OPTIONS`) and the S3 part buffers (at most 2 × 5 MiB per object since the part buffers are reused, finding 5) come on top of a retained heap of ~15 MiB and Node\'s own ~70 MiB. Plan: a lower semi-space cap (`maxSemiSpaceMb`: 8 in lib/constructs/exports/pipeline.ts; it trades RSS for more scavenges, so it needs an A/B of the ratios on a quiet machine), then one pool of part buffers shared by the three objects of a dataset instead of two per object.',
   'export.rss-growth':
-    'Cause: to S3, the part buffers fill only at 1M: at 100k the JSONL and Parquet objects are smaller than one 5 MiB part, at 1M all three objects are multipart, each with its two part buffers (finding 5); the retained heap does not grow (last column), and to a directory the growth stays under the bound (table above). Built on 2026-11-25: part buffers allocated once per object and reused, instead of lib-storage\'s fresh `Buffer.concat` per part. Plan: one pool of part buffers for the three objects of a dataset.',
+    "Cause: to S3, the part buffers fill only at 1M: at 100k the JSONL and Parquet objects are smaller than one 5 MiB part, at 1M all three objects are multipart, each with its two part buffers (finding 5); the retained heap does not grow (last column), and to a directory the growth stays under the bound (table above). Built on 2026-11-25: part buffers allocated once per object and reused, instead of lib-storage's fresh `Buffer.concat` per part. Plan: one pool of part buffers for the three objects of a dataset.",
 };
-

@@ -74,7 +74,7 @@ async function baseline(job: ExportJob): Promise<{ transactions: number; bytes: 
   let transactions = 0;
   let bytes = 0;
   for (const [i, first] of lists.entries()) {
-    for (let url: string | null = first; url !== null; ) {
+    for (let url: string | null = first; url !== null;) {
       const response = await fetch(url, { headers });
       const text = await response.text();
       if (!response.ok) throw new Error(`baseline: ${response.status} from ${url}`);
@@ -104,7 +104,12 @@ async function exportPeriod(job: ExportJob): Promise<{ transactions: number; byt
     });
     store = new S3ObjectStore({ client, bucket: job.target.bucket });
   }
-  const client = createAccountingClient({ baseUrl: job.baseUrl, credentials: apiKeyAuth(job.apiKey), pageSize: job.pageSize, logger: silentLogger });
+  const client = createAccountingClient({
+    baseUrl: job.baseUrl,
+    credentials: apiKeyAuth(job.apiKey),
+    pageSize: job.pageSize,
+    logger: silentLogger,
+  });
   const period = parsePeriod(job.period);
   const summary = await new PeriodExporter({ store, clock: systemClock, logger: silentLogger, toolVersion: 'bench' }).run({
     company: job.companyId,

@@ -125,7 +125,17 @@ async function withParquetWasm(): Promise<number> {
     const offsets = new BigInt64Array(n);
     const minors = new BigInt64Array(n);
     const decimals = new BigInt64Array(n * 2);
-    for (const name of ['public_id', 'value_date', 'currency', 'cashflow_type', 'category_id', 'category_name', 'description', 'bank_account_id']) cols[name] = new Array(n);
+    for (const name of [
+      'public_id',
+      'value_date',
+      'currency',
+      'cashflow_type',
+      'category_id',
+      'category_name',
+      'description',
+      'bank_account_id',
+    ])
+      cols[name] = new Array(n);
     for (let j = 0; j < n; j++) {
       const r = row(start + j);
       for (const name in cols) cols[name]![j] = r[name];
@@ -178,13 +188,16 @@ async function withDuckDb(): Promise<number> {
     appender.appendBigInt(r.value_date_offset_minutes as bigint);
     appender.appendDecimal(new duck.DuckDBDecimalValue((r.amount as bigint) * 100n, 18, 4));
     appender.appendBigInt(r.amount_minor as bigint);
-    for (const name of ['currency', 'cashflow_type', 'category_id', 'category_name', 'description', 'bank_account_id']) appender.appendVarchar(r[name] as string);
+    for (const name of ['currency', 'cashflow_type', 'category_id', 'category_name', 'description', 'bank_account_id'])
+      appender.appendVarchar(r[name] as string);
     appender.endRow();
     if (i % GROUP === GROUP - 1) appender.flushSync();
   }
   appender.closeSync();
   await connection.run(`COPY t TO '${outFile.replace(/'/g, "''")}' (FORMAT parquet, COMPRESSION snappy)`);
-  const size = await connection.runAndReadAll(`SELECT sum(total_compressed_size)::BIGINT AS b FROM parquet_metadata('${outFile.replace(/'/g, "''")}')`);
+  const size = await connection.runAndReadAll(
+    `SELECT sum(total_compressed_size)::BIGINT AS b FROM parquet_metadata('${outFile.replace(/'/g, "''")}')`,
+  );
   return Number(size.getRowObjectsJson()[0]!.b);
 }
 

@@ -54,18 +54,30 @@ async function main(): Promise<void> {
     logLevel: 'warning',
   });
 
-  const runs: Record<Candidate, { ms: number; maxRssKiB: number; bytes: number }[]> = { none: [], 'hyparquet-writer': [], 'parquet-wasm': [], duckdb: [] };
+  const runs: Record<Candidate, { ms: number; maxRssKiB: number; bytes: number }[]> = {
+    none: [],
+    'hyparquet-writer': [],
+    'parquet-wasm': [],
+    duckdb: [],
+  };
   for (let round = 0; round < rounds; round++) {
     for (const candidate of CANDIDATES) {
       const out = path.join(OUT_DIR, `writer-${candidate}.parquet`);
-      const line = execFileSync(process.execPath, [child, candidate, String(rows), out], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 20 });
+      const line = execFileSync(process.execPath, [child, candidate, String(rows), out], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        maxBuffer: 1 << 20,
+      });
       runs[candidate].push(JSON.parse(line.trim()) as { ms: number; maxRssKiB: number; bytes: number });
       process.stderr.write(`round ${round + 1} ${candidate}: ${line}`);
     }
   }
 
   const floor = median(runs.none.map((r) => r.ms));
-  const lines = ['| writer | write time, median (ms, generation floor subtracted) | peak RSS, max (MiB) | file (MB) | bundle + binary (KB) | module init, median of 5 (ms) |', '|---|---:|---:|---:|---:|---:|'];
+  const lines = [
+    '| writer | write time, median (ms, generation floor subtracted) | peak RSS, max (MiB) | file (MB) | bundle + binary (KB) | module init, median of 5 (ms) |',
+    '|---|---:|---:|---:|---:|---:|',
+  ];
   for (const candidate of CANDIDATES.filter((c): c is Exclude<Candidate, 'none'> => c !== 'none')) {
     const { bundle, init } = await loadCost(candidate);
     const r = runs[candidate];
@@ -73,7 +85,10 @@ async function main(): Promise<void> {
       `| ${candidate} | ${(median(r.map((x) => x.ms)) - floor).toFixed(0)} | ${(Math.max(...r.map((x) => x.maxRssKiB)) / 1024).toFixed(1)} | ${(r[0]!.bytes / 1e6).toFixed(1)} | ${(bundle / 1024).toFixed(0)} | ${init.toFixed(1)} |`,
     );
   }
-  lines.push('', `Rows: ${rows}; rounds: ${rounds}; generation floor ${floor.toFixed(0)} ms, ${(Math.max(...runs.none.map((x) => x.maxRssKiB)) / 1024).toFixed(1)} MiB peak RSS.`);
+  lines.push(
+    '',
+    `Rows: ${rows}; rounds: ${rounds}; generation floor ${floor.toFixed(0)} ms, ${(Math.max(...runs.none.map((x) => x.maxRssKiB)) / 1024).toFixed(1)} MiB peak RSS.`,
+  );
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
@@ -81,7 +96,17 @@ async function loadCost(candidate: Exclude<Candidate, 'none'>): Promise<{ bundle
   const entry = path.join(OUT_DIR, `init-${candidate}.ts`);
   const outfile = path.join(OUT_DIR, `init-${candidate}.js`);
   writeFileSync(entry, INIT_ENTRY[candidate]);
-  await build({ entryPoints: [entry], outfile, bundle: true, platform: 'node', format: 'cjs', minify: true, external: EXTERNAL[candidate], logLevel: 'warning', absWorkingDir: ROOT });
+  await build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    minify: true,
+    external: EXTERNAL[candidate],
+    logLevel: 'warning',
+    absWorkingDir: ROOT,
+  });
   let bundle = statSync(outfile).size;
   if (candidate === 'parquet-wasm') bundle += statSync(path.join(ROOT, 'node_modules/parquet-wasm/node/parquet_wasm.js')).size;
   for (const asset of ASSETS[candidate]) bundle += statSync(path.join(ROOT, asset)).size;

@@ -25,7 +25,13 @@ import { noMetrics } from '../../src/core/shared/metrics';
 const aws = { region: 'eu-central-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } };
 
 const stepSchema = z.discriminatedUnion('mode', [
-  z.strictObject({ mode: z.literal('plan'), dynamoEndpoint: z.url(), registryTable: z.string(), runsTable: z.string(), executionId: z.string() }),
+  z.strictObject({
+    mode: z.literal('plan'),
+    dynamoEndpoint: z.url(),
+    registryTable: z.string(),
+    runsTable: z.string(),
+    executionId: z.string(),
+  }),
   z.strictObject({
     mode: z.literal('job'),
     dynamoEndpoint: z.url(),
@@ -104,7 +110,13 @@ async function main(): Promise<void> {
     );
     result = { outcome: `${report.companies} export jobs`, pages };
   } else {
-    const s3 = new S3Client({ ...aws, endpoint: step.s3Endpoint, forcePathStyle: true, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' });
+    const s3 = new S3Client({
+      ...aws,
+      endpoint: step.s3Endpoint,
+      forcePathStyle: true,
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    });
     const queue = new MemoryExportQueue();
     const report = await processExportBatch(
       {
@@ -124,7 +136,9 @@ async function main(): Promise<void> {
     result = { outcome: report.results[0]!.result, enqueued: queue.drain().map((m) => m.body) };
   }
   const ms = performance.now() - started;
-  process.stdout.write(`${JSON.stringify({ ...result, ms, cpuMs: cpuMsSince(cpuAtStart), peakRssBytes: peakRss() } satisfies FleetChildResult)}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ ...result, ms, cpuMs: cpuMsSince(cpuAtStart), peakRssBytes: peakRss() } satisfies FleetChildResult)}\n`,
+  );
 }
 
 main().catch((error: unknown) => {

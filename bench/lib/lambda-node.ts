@@ -16,7 +16,10 @@ export function lambdaNodeStart(memoryMb: number, nodeOptions: string | undefine
   const namesHeapFlag = /--max[-_](semi|old)[-_]space[-_]size/.test(nodeOptions ?? '');
   if (namesHeapFlag) return { args: ['--expose-gc'], nodeOptions };
   const newSpace = Math.floor(memoryMb / 10);
-  return { args: ['--expose-gc', `--max-semi-space-size=${Math.floor(newSpace / 2)}`, `--max-old-space-size=${memoryMb - newSpace}`], nodeOptions };
+  return {
+    args: ['--expose-gc', `--max-semi-space-size=${Math.floor(newSpace / 2)}`, `--max-old-space-size=${memoryMb - newSpace}`],
+    nodeOptions,
+  };
 }
 
 /** The command line and NODE_OPTIONS of a run, as BENCHMARKS.md shows them. */

@@ -28,7 +28,10 @@ export async function startNode(args: string[], ready: RegExp, options: { timeou
   });
   const lines = createInterface({ input: child.stdout! });
   const match = await new Promise<RegExpMatchArray>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${args.join(' ')}: not ready after ${options.timeoutMs ?? 60_000} ms\n${stderr}`)), options.timeoutMs ?? 60_000);
+    const timer = setTimeout(
+      () => reject(new Error(`${args.join(' ')}: not ready after ${options.timeoutMs ?? 60_000} ms\n${stderr}`)),
+      options.timeoutMs ?? 60_000,
+    );
     lines.on('line', (line) => {
       const found = line.match(ready);
       if (found) {
@@ -60,8 +63,15 @@ export async function startNode(args: string[], ready: RegExp, options: { timeou
  * A non-zero exit is an error carrying the child's stderr. `env`, when given, is the child's whole
  * environment.
  */
-export async function runNodeJson<T>(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {}): Promise<T> {
-  const child = spawn(process.execPath, args, { cwd: options.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: options.env ?? process.env });
+export async function runNodeJson<T>(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
+): Promise<T> {
+  const child = spawn(process.execPath, args, {
+    cwd: options.cwd ?? ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: options.env ?? process.env,
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

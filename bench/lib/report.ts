@@ -54,7 +54,11 @@ export function loadAverage(): string {
 /** A Markdown table; cells are escaped for `|`. */
 export function table(header: string[], rows: (string | number)[][]): string {
   const cell = (v: string | number) => String(v).replace(/\|/g, '\\|');
-  return [`| ${header.map(cell).join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.map(cell).join(' | ')} |`)].join('\n');
+  return [
+    `| ${header.map(cell).join(' | ')} |`,
+    `|${header.map(() => '---').join('|')}|`,
+    ...rows.map((r) => `| ${r.map(cell).join(' | ')} |`),
+  ].join('\n');
 }
 
 export function renderReport(input: {
@@ -107,7 +111,8 @@ export function renderReport(input: {
     out.push('### Missed targets: cause and plan', '');
     // Targets that share a cause and plan (the same ratio at two sizes) are listed together, the note once.
     const groups = new Map<string, TargetResult[]>();
-    for (const { t, note } of missed) groups.set(note ?? 'No cause recorded yet.', [...(groups.get(note ?? 'No cause recorded yet.') ?? []), t]);
+    for (const { t, note } of missed)
+      groups.set(note ?? 'No cause recorded yet.', [...(groups.get(note ?? 'No cause recorded yet.') ?? []), t]);
     for (const [note, group] of groups) {
       out.push(`- ${group.map((t) => `**${t.what}** (${t.measured}; bound ${t.bound})`).join('; ')}.`, `  ${note}`);
     }

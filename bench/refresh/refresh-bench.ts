@@ -82,7 +82,12 @@ interface World {
 async function startWorld(): Promise<World> {
   const started: { stop(): Promise<void> }[] = [];
   try {
-    const sandbox = await startSandboxProcess(['--rate-limit', String(REFRESH_SETUP.rateLimit), '--latency', String(REFRESH_SETUP.latencyMs)]);
+    const sandbox = await startSandboxProcess([
+      '--rate-limit',
+      String(REFRESH_SETUP.rateLimit),
+      '--latency',
+      String(REFRESH_SETUP.latencyMs),
+    ]);
     started.push(sandbox);
     const dynalite = await startDynaliteProcess();
     started.push(dynalite);
@@ -91,7 +96,9 @@ async function startWorld(): Promise<World> {
     const institutionSecret = `sk_bench_${randomBytes(16).toString('hex')}`;
     await sandbox.admin.createInstitution({ id: INSTITUTION_ID, secret: institutionSecret });
     const sm = new SecretsManagerClient(localConfig(secrets.endpoint));
-    const created = await sm.send(new CreateSecretCommand({ Name: 'acctops/bench/institution-credential', SecretString: `${INSTITUTION_ID}:${institutionSecret}` }));
+    const created = await sm.send(
+      new CreateSecretCommand({ Name: 'acctops/bench/institution-credential', SecretString: `${INSTITUTION_ID}:${institutionSecret}` }),
+    );
     sm.destroy();
     return {
       sandbox,
@@ -112,7 +119,12 @@ async function stopAll(running: { stop(): Promise<void> }[]): Promise<void> {
 
 function localConfig(endpoint: string) {
   // The peers accept any signature; these are not credentials.
-  return { endpoint, region: REGION, credentials: { accessKeyId: 'AKIABENCHLOCALPEER00', secretAccessKey: 'bench-local-peer' }, maxAttempts: 1 };
+  return {
+    endpoint,
+    region: REGION,
+    credentials: { accessKeyId: 'AKIABENCHLOCALPEER00', secretAccessKey: 'bench-local-peer' },
+    maxAttempts: 1,
+  };
 }
 
 /**
@@ -322,7 +334,7 @@ export async function runRefreshSection(): Promise<SectionReport> {
     `holding the institution credential. ${REFRESH_SETUP.users.toLocaleString('en-US')} institution users exist at the service with tokens; their records are`,
     `in the table with an access token expiring in ${REFRESH_SETUP.dueInMs / 60_000} minutes, so all are due under the ${REFRESH_SETUP.marginMs / 60_000}-minute margin.`,
     '',
-    'One cycle is the deployed path with the construct\'s defaults (lib/constructs/token-lifecycle.ts): `planTokenRefresh`',
+    "One cycle is the deployed path with the construct's defaults (lib/constructs/token-lifecycle.ts): `planTokenRefresh`",
     'walks the due index into the queue; then the queue is drained by',
     `${REFRESH_SETUP.workers} concurrent worker invocations (the SQS event source's maximum concurrency), each taking a batch of ${REFRESH_SETUP.batchSize} messages`,
     `and running \`refreshQueuedBatch\` with ${REFRESH_SETUP.refreshConcurrency} users at once, exactly as functions/refresh-tokens does, each with its own`,
@@ -333,7 +345,21 @@ export async function runRefreshSection(): Promise<SectionReport> {
     'Duplicates and refresh counts come from the sandbox (`admin.stats().refreshesPerUser`). One run (a cycle takes a',
     'minute; the rate limit, not the CPU, sets its length, so it varies little between runs).',
     '',
-    table(['Cycle', 'Wall s', 'Planner s', 'Planned', 'Worker invocations', 'Outcomes', 'Refresh calls', 'Retrieve calls', '429 answers', 'Users refreshed twice'], [row('first', first), row('second, right after', second)]),
+    table(
+      [
+        'Cycle',
+        'Wall s',
+        'Planner s',
+        'Planned',
+        'Worker invocations',
+        'Outcomes',
+        'Refresh calls',
+        'Retrieve calls',
+        '429 answers',
+        'Users refreshed twice',
+      ],
+      [row('first', first), row('second, right after', second)],
+    ),
     '',
     `Users the service refreshed exactly once over both cycles: ${r.refreshedOnce.toLocaleString('en-US')} of ${REFRESH_SETUP.users.toLocaleString('en-US')}.`,
     '',
@@ -348,11 +374,11 @@ export async function runRefreshSection(): Promise<SectionReport> {
     targets,
     misses: {
       'refresh.wall':
-        'Cause: requests in flight (workers × concurrency = 50) far exceed what the bucket refills; every 429 parks a user for the whole `Retry-After` second, and in-flight slots idle while parked. Plan: a client-side pacer shared by a worker (a token bucket at the service\'s rate divided by the worker count) so that requests are not sent into an empty bucket.',
+        "Cause: requests in flight (workers × concurrency = 50) far exceed what the bucket refills; every 429 parks a user for the whole `Retry-After` second, and in-flight slots idle while parked. Plan: a client-side pacer shared by a worker (a token bucket at the service's rate divided by the worker count) so that requests are not sent into an empty bucket.",
       'refresh.duplicates':
         'Cause: a user refreshed twice means two holders of the lease or a retried unsafe refresh. Plan: inspect the sandbox request log for that user; the lease and the no-retry rule for unsafe requests must hold.',
       'refresh.failures':
-        'Cause: a user whose refresh met 429 on all of its attempts within the client\'s 20 s budget is deferred. Plan: pace requests (see the wall-time plan) or allow more attempts for 429, which is always safe to repeat.',
+        "Cause: a user whose refresh met 429 on all of its attempts within the client's 20 s budget is deferred. Plan: pace requests (see the wall-time plan) or allow more attempts for 429, which is always safe to repeat.",
       'refresh.second-cycle':
         'Cause: a record stored with an expiry inside the margin is due again at once. Plan: check the stored `accessTokenExpiresAt` against the token lifetime.',
     },

@@ -6,7 +6,13 @@ import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { Agent } from 'node:http';
 import { DynamoDbRotationCheckIndex } from '../../src/adapters/aws/dynamodb-rotation-check-index';
 import { AwsSecretStore } from '../../src/adapters/aws/secrets-manager';
-import { companyKeySecretName, describeByNameOrTag, type QueuedCheck, sweepKeyRotations, taggedKeyDirectory } from '../../src/core/api-keys';
+import {
+  companyKeySecretName,
+  describeByNameOrTag,
+  type QueuedCheck,
+  sweepKeyRotations,
+  taggedKeyDirectory,
+} from '../../src/core/api-keys';
 import type { SecretDescription } from '../../src/core/ports/secrets';
 import { ManualClock } from '../../src/core/shared/clock';
 import { silentLogger } from '../../src/core/shared/logger';
@@ -15,7 +21,11 @@ import { REGISTRY_TABLE, STAGE } from './fleet';
 
 async function main(): Promise<void> {
   const [dynamoEndpoint, smEndpoint] = process.argv.slice(2) as [string, string];
-  const config = { region: 'eu-central-1', credentials: { accessKeyId: 'AKIABENCH', secretAccessKey: 'bench-not-a-secret' }, requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: 32 }) } };
+  const config = {
+    region: 'eu-central-1',
+    credentials: { accessKeyId: 'AKIABENCH', secretAccessKey: 'bench-not-a-secret' },
+    requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: 32 }) },
+  };
   const store = new AwsSecretStore(new SecretsManagerClient({ ...config, endpoint: smEndpoint }));
   let describes = 0;
   let describeMs = 0;
@@ -31,7 +41,10 @@ async function main(): Promise<void> {
       }
     },
   };
-  const index = new DynamoDbRotationCheckIndex({ client: new DynamoDBClient({ ...config, endpoint: dynamoEndpoint }), tableName: REGISTRY_TABLE });
+  const index = new DynamoDbRotationCheckIndex({
+    client: new DynamoDBClient({ ...config, endpoint: dynamoEndpoint }),
+    tableName: REGISTRY_TABLE,
+  });
   const timedIndex = {
     pages: () => index.pages(),
     setCheckAfter: async (companyId: string, at: number) => {
@@ -54,7 +67,11 @@ async function main(): Promise<void> {
     const report = await sweepKeyRotations(
       {
         index: timedIndex,
-        describeCompanySecret: describeByNameOrTag({ store: counting, directory: taggedKeyDirectory(store, { stage: STAGE }), nameOf: (id) => companyKeySecretName(STAGE, id) }),
+        describeCompanySecret: describeByNameOrTag({
+          store: counting,
+          directory: taggedKeyDirectory(store, { stage: STAGE }),
+          nameOf: (id) => companyKeySecretName(STAGE, id),
+        }),
         queue: { enqueue: async (checks) => void queued.push(...checks) },
         store: {
           describeSecret: () => Promise.reject(new Error('not in a sweep')),
@@ -72,7 +89,16 @@ async function main(): Promise<void> {
       },
       { graceMs: 30 * 60_000, inlineLimit: 0, concurrency: 32 },
     );
-    return { wallMs: performance.now() - started, registered: report.registered, described: report.described, describeCalls: describes, queued: report.queued, findings: report.findings.length, describeMs, markMs };
+    return {
+      wallMs: performance.now() - started,
+      registered: report.registered,
+      described: report.described,
+      describeCalls: describes,
+      queued: report.queued,
+      findings: report.findings.length,
+      describeMs,
+      markMs,
+    };
   };
   const first = await runOnce();
   clock.advance(3600_000);

@@ -33,21 +33,38 @@ export async function runRotationDoctorSection(options: { companies: number; due
   const dynamo = await startDynaliteProcess();
   let sm: Awaited<ReturnType<typeof startNode>> | undefined;
   try {
-    const client = new DynamoDBClient({ endpoint: dynamo.endpoint, region: 'eu-central-1', credentials: { accessKeyId: 'AKIABENCH', secretAccessKey: 'bench-not-a-secret' } });
+    const client = new DynamoDBClient({
+      endpoint: dynamo.endpoint,
+      region: 'eu-central-1',
+      credentials: { accessKeyId: 'AKIABENCH', secretAccessKey: 'bench-not-a-secret' },
+    });
     await createRegistryTable(client, REGISTRY_TABLE);
-    const batches = Array.from({ length: Math.ceil(companies / 25) }, (_, b) => Array.from({ length: Math.min(25, companies - b * 25) }, (_, j) => b * 25 + j));
+    const batches = Array.from({ length: Math.ceil(companies / 25) }, (_, b) =>
+      Array.from({ length: Math.min(25, companies - b * 25) }, (_, j) => b * 25 + j),
+    );
     await mapWithConcurrency(batches, 8, async (batch) => {
       await client.send(
         new BatchWriteItemCommand({
           RequestItems: {
-            [REGISTRY_TABLE]: batch.map((i) => ({ PutRequest: { Item: { companyId: { S: companyIdOf(i) }, formats: { L: [{ S: 'jsonl' }] }, addedAt: { S: new Date().toISOString() } } } })),
+            [REGISTRY_TABLE]: batch.map((i) => ({
+              PutRequest: {
+                Item: { companyId: { S: companyIdOf(i) }, formats: { L: [{ S: 'jsonl' }] }, addedAt: { S: new Date().toISOString() } },
+              },
+            })),
           },
         }),
       );
     });
     client.destroy();
-    sm = await startNode(tsxArgs('bench/rotation-doctor/serve-secrets-manager.ts', String(companies), String(due)), /secrets manager listening on (http:\/\/\S+)/, { timeoutMs: 600_000 });
-    const result = await runNodeJson<{ first: Run; second: Run; maxRssMiB: number }>(tsxArgs('bench/rotation-doctor/doctor-run.ts', dynamo.endpoint, sm.match[1]!), { timeoutMs: 600_000 });
+    sm = await startNode(
+      tsxArgs('bench/rotation-doctor/serve-secrets-manager.ts', String(companies), String(due)),
+      /secrets manager listening on (http:\/\/\S+)/,
+      { timeoutMs: 600_000 },
+    );
+    const result = await runNodeJson<{ first: Run; second: Run; maxRssMiB: number }>(
+      tsxArgs('bench/rotation-doctor/doctor-run.ts', dynamo.endpoint, sm.match[1]!),
+      { timeoutMs: 600_000 },
+    );
     return report(options, result);
   } finally {
     await sm?.stop();
@@ -126,7 +143,7 @@ function report(options: { companies: number; due: number }, r: { first: Run; se
     'three processes (emulator, dynalite, the doctor with the SDK clients) share the 2 cores of a loaded machine, and dynalite serialises writes. ' +
     'Since 2026-11-25 the emulator answers by name or ARN from maps and purges only when a scheduled deletion is due (it scanned all 10,000 ' +
     'secrets per request: ~1.6 ms of CPU by name, ~4 ms by ARN, now ~0.05 ms). AWS answers these in tens of milliseconds in parallel, which ' +
-    'this machine cannot show. What bounds the invocation instead: the sweep has a time budget (the Lambda\'s remaining time minus 60 s; ' +
+    "this machine cannot show. What bounds the invocation instead: the sweep has a time budget (the Lambda's remaining time minus 60 s; " +
     'docs/fleet-rotation.md); it stops describing at the deadline and leaves the rest unmarked for the next hourly run, so a first run never ' +
     'exceeds the timeout and a new fleet is marked over a few runs; the steady state is what runs every hour.';
   return {

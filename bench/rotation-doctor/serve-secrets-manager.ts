@@ -10,7 +10,11 @@ import { companyIdOf, LAMBDA_ARN, STAGE } from './fleet';
 async function main(): Promise<void> {
   const [companies, due] = process.argv.slice(2).map(Number) as [number, number];
   const sm = await startSecretsManager({ port: 0 });
-  const client = new SecretsManagerClient({ endpoint: sm.endpoint, region: sm.region, credentials: { accessKeyId: 'AKIABENCH', secretAccessKey: 'bench-not-a-secret' } });
+  const client = new SecretsManagerClient({
+    endpoint: sm.endpoint,
+    region: sm.region,
+    credentials: { accessKeyId: 'AKIABENCH', secretAccessKey: 'bench-not-a-secret' },
+  });
   await mapWithConcurrency(
     Array.from({ length: companies }, (_, i) => i),
     32,
@@ -28,7 +32,10 @@ async function main(): Promise<void> {
         }),
       );
       // Every 100th company is due: rotation every day, against the doctor's clock a day and an hour ahead.
-      sm.admin.configureRotation(out.ARN!, { lambdaArn: LAMBDA_ARN, rules: { AutomaticallyAfterDays: i % Math.round(companies / due) === 0 ? 1 : 30 } });
+      sm.admin.configureRotation(out.ARN!, {
+        lambdaArn: LAMBDA_ARN,
+        rules: { AutomaticallyAfterDays: i % Math.round(companies / due) === 0 ? 1 : 30 },
+      });
     },
   );
   client.destroy();

@@ -25,13 +25,20 @@ export function recoveryDays(raw: string): number {
 
 function notRegistered(error: unknown): unknown {
   if (error instanceof CompanyNotRegisteredError) {
-    return new CliError(error.message, { code: error.code, exitCode: ExitCode.config, hint: '`acctops companies list` shows the registered companies', cause: error });
+    return new CliError(error.message, {
+      code: error.code,
+      exitCode: ExitCode.config,
+      hint: '`acctops companies list` shows the registered companies',
+      cause: error,
+    });
   }
   return error;
 }
 
 export function companiesCommand(host: CommandHost): Command {
-  const companies = new Command('companies').description('The company registry: which companies the stage exports (added and removed at run time, no deploy).');
+  const companies = new Command('companies').description(
+    'The company registry: which companies the stage exports (added and removed at run time, no deploy).',
+  );
 
   companies
     .command('add')
@@ -86,7 +93,12 @@ export function companiesCommand(host: CommandHost): Command {
         'with a recovery window (undo: `companies restore`).',
     )
     .requiredOption('--company <uuid>', "the company's publicId", guid)
-    .option('--recovery-days <n>', `days the key secret stays restorable (${RECOVERY_WINDOW_DAYS.min}-${RECOVERY_WINDOW_DAYS.max})`, recoveryDays, RECOVERY_WINDOW_DAYS.default)
+    .option(
+      '--recovery-days <n>',
+      `days the key secret stays restorable (${RECOVERY_WINDOW_DAYS.min}-${RECOVERY_WINDOW_DAYS.max})`,
+      recoveryDays,
+      RECOVERY_WINDOW_DAYS.default,
+    )
     .action(
       host.run(async (session, opts: { company: string; recoveryDays: number }) => {
         let outcome;
@@ -98,20 +110,29 @@ export function companiesCommand(host: CommandHost): Command {
         const { result, company, key } = outcome;
         const undo = `acctops companies restore --company ${company.companyId}`;
         session.out.result({ result, company, key, undo }, () => {
-          session.out.line(`Company ${company.companyId}: ${result.replace('_', ' ')}; the monthly export leaves it out from the next run on.`);
+          session.out.line(
+            `Company ${company.companyId}: ${result.replace('_', ' ')}; the monthly export leaves it out from the next run on.`,
+          );
           if (key.result === 'no_secret') session.out.line('  It has no key secret of this stage (an imported one stays with the stack).');
-          else if (key.result === 'already_scheduled') session.out.line(`  Its key secret ${key.secret} was already scheduled for deletion (${key.deletionDate ?? 'date unknown'}).`);
+          else if (key.result === 'already_scheduled')
+            session.out.line(`  Its key secret ${key.secret} was already scheduled for deletion (${key.deletionDate ?? 'date unknown'}).`);
           else {
-            session.out.line(`  Key secret ${key.secret}: rotation ${key.rotationStopped ? 'stopped' : 'was off'}; deleted for good on ${key.deletionDate ?? `in ${key.recoveryWindowDays} days`} unless restored.`);
+            session.out.line(
+              `  Key secret ${key.secret}: rotation ${key.rotationStopped ? 'stopped' : 'was off'}; deleted for good on ${key.deletionDate ?? `in ${key.recoveryWindowDays} days`} unless restored.`,
+            );
           }
-          session.out.line(`  Undo: \`${undo}\` (registry entry and key secret; or \`aws secretsmanager restore-secret --secret-id <name>\`).`);
+          session.out.line(
+            `  Undo: \`${undo}\` (registry entry and key secret; or \`aws secretsmanager restore-secret --secret-id <name>\`).`,
+          );
         });
       }),
     );
 
   companies
     .command('restore')
-    .description("Undo `companies remove`: the registry entry is active again, its key secret restored and rotating (within the recovery window).")
+    .description(
+      'Undo `companies remove`: the registry entry is active again, its key secret restored and rotating (within the recovery window).',
+    )
     .requiredOption('--company <uuid>', "the company's publicId", guid)
     .action(
       host.run(async (session, opts: { company: string }) => {
@@ -124,7 +145,10 @@ export function companiesCommand(host: CommandHost): Command {
         session.out.result(outcome, () => {
           session.out.line(`Company ${outcome.company.companyId}: ${outcome.result.replace('_', ' ')}.`);
           if (outcome.key === 'no_secret') session.out.line('  It has no key secret: `acctops keys install --company <id>` creates one.');
-          else session.out.line(`  Key secret ${outcome.key === 'restored' ? 'restored' : 'was not deleted'}; rotation on, every ${outcome.rotationDays} days.`);
+          else
+            session.out.line(
+              `  Key secret ${outcome.key === 'restored' ? 'restored' : 'was not deleted'}; rotation on, every ${outcome.rotationDays} days.`,
+            );
         });
       }),
     );

@@ -13,7 +13,11 @@ import type { CommandHost } from './host';
 
 export function required(session: Session, name: 'ACCTOPS_INSTITUTION' | 'ACCTOPS_API_KEY', what: string): string {
   const value = session.env[name]?.trim();
-  if (!value) throw new CliConfigError(`${what} is read from ${name}, which is not set`, `read -rs ${name} && export ${name}   (never a flag: it would stay in shell history)`);
+  if (!value)
+    throw new CliConfigError(
+      `${what} is read from ${name}, which is not set`,
+      `read -rs ${name} && export ${name}   (never a flag: it would stay in shell history)`,
+    );
   return value;
 }
 
@@ -24,7 +28,9 @@ export function institutionCommand(host: CommandHost): Command {
   const institution = new Command('institution').description('The institution credential in the secret store.');
   institution
     .command('set-secret')
-    .description('Store the institution credential from ACCTOPS_INSTITUTION (<id>:<secret> or JSON) as the new current version, then check it.')
+    .description(
+      'Store the institution credential from ACCTOPS_INSTITUTION (<id>:<secret> or JSON) as the new current version, then check it.',
+    )
     .option('--rollback', 'instead, make the previous version current again')
     .action(
       host.run(async (session, opts: { rollback?: boolean }) => {
@@ -34,23 +40,33 @@ export function institutionCommand(host: CommandHost): Command {
             parseInstitutionCredential(value);
           } catch (error) {
             const detail = error instanceof Error ? error.message : 'malformed';
-            throw new CliConfigError(`ACCTOPS_INSTITUTION is not an institution credential (${detail})`, 'set it to <institution_id>:<secret_key> or {"institutionId": …, "secretKey": …}');
+            throw new CliConfigError(
+              `ACCTOPS_INSTITUTION is not an institution credential (${detail})`,
+              'set it to <institution_id>:<secret_key> or {"institutionId": …, "secretKey": …}',
+            );
           }
         }
         const report = await (await session.operations()).setInstitutionSecret(value);
         session.out.result(report, () => {
-          session.out.line(`${report.rolledBack ? 'Rolled back' : 'Stored'} ${report.secret}: version ${report.versionId} is current${report.previousVersionId ? ` (was ${report.previousVersionId})` : ''}.`);
+          session.out.line(
+            `${report.rolledBack ? 'Rolled back' : 'Stored'} ${report.secret}: version ${report.versionId} is current${report.previousVersionId ? ` (was ${report.previousVersionId})` : ''}.`,
+          );
           for (const p of report.probes) session.out.line(`  ${p.ok ? 'ok  ' : 'FAIL'} ${p.name}${p.error ? `: ${p.error.message}` : ''}`);
         });
         if (!report.verified) {
           // The service refusing the credential (401/403) is exit 4 like any refused credential;
           // an unreachable service or an unreadable secret stays a failure.
           const refused = report.probes.some((p) => !p.ok && REFUSED.test(p.error?.name ?? ''));
-          throw new CliError(refused ? 'the service refused the stored institution credential' : 'the stored institution credential does not work', {
-            code: 'institution_check_failed',
-            exitCode: refused ? ExitCode.auth : ExitCode.failure,
-            hint: report.rolledBack ? 'the previous value fails too; check with the service owner' : 'go back with `acctops institution set-secret --rollback`',
-          });
+          throw new CliError(
+            refused ? 'the service refused the stored institution credential' : 'the stored institution credential does not work',
+            {
+              code: 'institution_check_failed',
+              exitCode: refused ? ExitCode.auth : ExitCode.failure,
+              hint: report.rolledBack
+                ? 'the previous value fails too; check with the service owner'
+                : 'go back with `acctops institution set-secret --rollback`',
+            },
+          );
         }
       }),
     );

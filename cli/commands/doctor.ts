@@ -6,7 +6,9 @@ import type { CommandHost } from './host';
 
 export function doctorCommand(host: CommandHost): Command {
   return new Command('doctor')
-    .description('Check the deployment: secrets readable, service reachable, tokens due or failed, rotations overdue, last export per company.')
+    .description(
+      'Check the deployment: secrets readable, service reachable, tokens due or failed, rotations overdue, last export per company.',
+    )
     .option('--repair', 'let the rotation doctor repair what is safe (stuck AWSPENDING, orphan keys, overdue revocations)')
     .action(
       host.run(async (session, opts: { repair?: boolean }) => {
@@ -24,14 +26,18 @@ export function renderDoctor(out: Output, report: DoctorReport): void {
   out.line('');
   out.line('Secrets and service');
   if (isSkipped(report.health)) out.line(`  skipped: ${report.health.skipped}`);
-  else for (const p of report.health.probes) out.line(`  ${mark(p.ok)} ${p.name}${p.detail ? ` (${p.detail})` : ''}${p.error ? `: ${p.error.message}` : ''}`);
+  else
+    for (const p of report.health.probes)
+      out.line(`  ${mark(p.ok)} ${p.name}${p.detail ? ` (${p.detail})` : ''}${p.error ? `: ${p.error.message}` : ''}`);
   for (const s of report.companySecrets ?? []) out.line(`  ${mark(s.ok)} company key secret ${s.secret}${s.error ? `: ${s.error}` : ''}`);
   out.line('');
   out.line('User tokens');
   if (isSkipped(report.tokens)) out.line(`  skipped: ${report.tokens.skipped}`);
   else {
     const t = report.tokens;
-    out.line(`  ${t.total} user(s): ${t.active} active (${t.due} due now, ${t.expired.length} expired), ${t.needsAttention.length} needs_attention, ${t.revoked} revoked`);
+    out.line(
+      `  ${t.total} user(s): ${t.active} active (${t.due} due now, ${t.expired.length} expired), ${t.needsAttention.length} needs_attention, ${t.revoked} revoked`,
+    );
   }
   out.line('');
   out.line('Key rotations');
@@ -39,7 +45,8 @@ export function renderDoctor(out: Output, report: DoctorReport): void {
   if (isSkipped(report.rotations)) out.line(`  skipped: ${report.rotations.skipped}`);
   else {
     out.line(`  ${report.rotations.companies} company(ies) checked, ${report.rotations.findings.length} finding(s)`);
-    for (const f of report.rotations.findings as Finding[]) out.line(`  ${f.repaired ? 'repaired' : 'FINDING '} ${f.type} ${f.companyId}${f.keyPrefix ? ` ${f.keyPrefix}…` : ''}: ${f.detail}`);
+    for (const f of report.rotations.findings as Finding[])
+      out.line(`  ${f.repaired ? 'repaired' : 'FINDING '} ${f.type} ${f.companyId}${f.keyPrefix ? ` ${f.keyPrefix}…` : ''}: ${f.detail}`);
   }
   out.line('');
   out.line('Exports');
@@ -56,7 +63,10 @@ export function renderDoctor(out: Output, report: DoctorReport): void {
     out.line('');
     out.line('Company registry');
     if (isSkipped(report.registry)) out.line(`  skipped: ${report.registry.skipped}`);
-    else out.line(`  ${report.registry.companies} company(ies), ${report.registry.active} active, ${report.registry.unreadable.length} unreadable`);
+    else
+      out.line(
+        `  ${report.registry.companies} company(ies), ${report.registry.active} active, ${report.registry.unreadable.length} unreadable`,
+      );
   }
   out.line('');
   if (report.findings.length === 0) out.line('No findings.');

@@ -21,8 +21,12 @@ export function exportCommand(host: CommandHost): Command {
   return new Command('export')
     .description("Export companies' transactions, tax reports and categories for a month (Hive layout, manifest written last).")
     .option('--month <YYYY-MM>', 'the month (default: the previous month in Europe/Berlin)', parseMonth)
-    .option('--company <id>', "only this company (default: every active company of the registry, `acctops companies list`)", guid)
-    .option('--out <dir|s3://bucket/prefix>', 'where to write (default: the state directory; direct mode: the current directory)', exportTarget)
+    .option('--company <id>', 'only this company (default: every active company of the registry, `acctops companies list`)', guid)
+    .option(
+      '--out <dir|s3://bucket/prefix>',
+      'where to write (default: the state directory; direct mode: the current directory)',
+      exportTarget,
+    )
     .option('--format <list>', `comma-separated formats (default: ${FORMATS.join(',')})`, parseFormats)
     .option('--replace-formats', "allow a re-export with fewer formats than the period's current export (the others' files are deleted)")
     .option('--base-url <url>', 'direct mode: export from this service with the key in ACCTOPS_API_KEY (or set ACCTOPS_BASE_URL)', httpUrl)
@@ -44,7 +48,9 @@ export function exportCommand(host: CommandHost): Command {
           if (baseUrl !== undefined) {
             report = await (await import('../operations/export-run.ts')).exportDirect(session, { ...opts, baseUrl }, onProgress);
           } else {
-            report = await (await session.operations()).exportMonth({
+            report = await (
+              await session.operations()
+            ).exportMonth({
               month: opts.month,
               company: opts.company,
               out: opts.out,
@@ -60,7 +66,8 @@ export function exportCommand(host: CommandHost): Command {
         const failed = report.companies.filter((c) => c.status !== 'completed' && !(c.status === 'requested' && opts.wait === false));
         if (failed.length > 0) {
           // When nothing was exported, the first failure's cause decides; otherwise the run is partial.
-          session.exitCode = failed.length === report.companies.length && failed[0]?.error ? (failed[0].error.exitCode as ExitCodeValue) : ExitCode.partial;
+          session.exitCode =
+            failed.length === report.companies.length && failed[0]?.error ? (failed[0].error.exitCode as ExitCodeValue) : ExitCode.partial;
           // One line per failure on stderr too, so a script that keeps stdout for --json sees why.
           for (const c of failed) if (c.error) session.out.note(`acctops export: ${c.companyId}: ${c.error.message}`);
         }
@@ -74,20 +81,27 @@ function baseUrlFromEnv(raw: string | undefined): string | undefined {
   try {
     return httpUrl(raw.trim());
   } catch {
-    throw new CliConfigError('ACCTOPS_BASE_URL is not an http(s) URL', 'set it to the service base URL ending in /api/v1, or unset it for the local mode');
+    throw new CliConfigError(
+      'ACCTOPS_BASE_URL is not an http(s) URL',
+      'set it to the service base URL ending in /api/v1, or unset it for the local mode',
+    );
   }
 }
 
 export function renderExport(out: Output, report: ExportReport): void {
   out.line(`Export of ${report.month} (${report.mode} mode, ${report.formats.join(', ')}) to ${report.out}`);
-  out.table(report.companies, [
-    { header: 'COMPANY', value: (c) => c.companyId },
-    { header: 'STATUS', value: (c) => c.status },
-    { header: 'TRANSACTIONS', value: (c) => c.records?.transactions, align: 'right' },
-    { header: 'TAX REPORTS', value: (c) => c.records?.tax_reports, align: 'right' },
-    { header: 'CATEGORIES', value: (c) => c.records?.categories, align: 'right' },
-    { header: 'TOTALS', value: (c) => c.totals?.map((t) => [t.currency, t.cashflowType, t.amount].filter(Boolean).join(' ')).join('; ') },
-  ], 'no company to export');
+  out.table(
+    report.companies,
+    [
+      { header: 'COMPANY', value: (c) => c.companyId },
+      { header: 'STATUS', value: (c) => c.status },
+      { header: 'TRANSACTIONS', value: (c) => c.records?.transactions, align: 'right' },
+      { header: 'TAX REPORTS', value: (c) => c.records?.tax_reports, align: 'right' },
+      { header: 'CATEGORIES', value: (c) => c.records?.categories, align: 'right' },
+      { header: 'TOTALS', value: (c) => c.totals?.map((t) => [t.currency, t.cashflowType, t.amount].filter(Boolean).join(' ')).join('; ') },
+    ],
+    'no company to export',
+  );
   for (const c of report.companies) {
     if (c.manifestUrl) out.line(`  ${c.companyId}: ${c.manifestUrl}`);
     if (c.error) out.line(`! ${c.companyId}: ${c.error.message}`);

@@ -9,7 +9,9 @@ import { required } from './credentials';
 import type { CommandHost } from './host';
 
 export function keysCommand(host: CommandHost): Command {
-  const keys = new Command('keys').description("Company API keys held in the secret store: rotate one now, show every company's key, install one.");
+  const keys = new Command('keys').description(
+    "Company API keys held in the secret store: rotate one now, show every company's key, install one.",
+  );
 
   keys
     .command('rotate')
@@ -20,7 +22,8 @@ export function keysCommand(host: CommandHost): Command {
     .action(
       host.run(async (session, opts: { company: string; wait: boolean; revokePreviousNow?: boolean }) => {
         const revokeNow = opts.revokePreviousNow === true;
-        if (revokeNow && !opts.wait) throw new UsageError('--revoke-previous-now waits for the rotation; drop --no-wait', 'run `acctops keys rotate --help`');
+        if (revokeNow && !opts.wait)
+          throw new UsageError('--revoke-previous-now waits for the rotation; drop --no-wait', 'run `acctops keys rotate --help`');
         const report = await (await session.operations()).rotateKey(opts.company, { wait: opts.wait, revokePreviousNow: revokeNow });
         session.out.result(report, () => renderRotate(session.out, report));
         if (report.state === 'failed') {
@@ -76,30 +79,49 @@ export function renderRotate(out: Output, report: RotateReport): void {
 export function renderStatus(out: Output, report: KeyStatusReport): void {
   const now = Date.parse(report.now);
   for (const r of report.revokedBefore ?? []) out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}.`);
-  out.table(report.companies, [
-    { header: 'COMPANY', value: (c) => c.companyId },
-    { header: 'KEY', value: (c) => (c.keyPrefix ? `${c.keyPrefix}…` : undefined) },
-    { header: 'PERMISSIONS', value: (c) => c.permissions?.join(',') },
-    // The check lists the keys with the current key, which the service counts as a use.
-    { header: 'LAST USED', value: (c) => (c.lastUsedByThisCheck ? 'this check' : c.lastUsedAt ? relative(Date.parse(c.lastUsedAt), now) : 'never') },
-    { header: 'LAST ROTATION', value: (c) => relative(c.lastRotatedAt, now) ?? 'never' },
-    { header: 'NEXT ROTATION', value: (c) => (c.rotationEnabled ? relative(c.nextRotationAt, now) : 'disabled') },
-    { header: 'ROTATING', value: (c) => (c.rotationInProgress ? 'yes' : 'no') },
-    {
-      header: 'PENDING REVOCATIONS',
-      value: (c) =>
-        c.pendingRevocations.map((r) => `${r.keyPrefix}… ${relative(r.revokeAt, now)} (last used ${r.lastUsedAt ? relative(Date.parse(r.lastUsedAt), now) : 'never'})`).join('; '),
-    },
-  ], 'no company key secrets');
+  out.table(
+    report.companies,
+    [
+      { header: 'COMPANY', value: (c) => c.companyId },
+      { header: 'KEY', value: (c) => (c.keyPrefix ? `${c.keyPrefix}…` : undefined) },
+      { header: 'PERMISSIONS', value: (c) => c.permissions?.join(',') },
+      // The check lists the keys with the current key, which the service counts as a use.
+      {
+        header: 'LAST USED',
+        value: (c) => (c.lastUsedByThisCheck ? 'this check' : c.lastUsedAt ? relative(Date.parse(c.lastUsedAt), now) : 'never'),
+      },
+      { header: 'LAST ROTATION', value: (c) => relative(c.lastRotatedAt, now) ?? 'never' },
+      { header: 'NEXT ROTATION', value: (c) => (c.rotationEnabled ? relative(c.nextRotationAt, now) : 'disabled') },
+      { header: 'ROTATING', value: (c) => (c.rotationInProgress ? 'yes' : 'no') },
+      {
+        header: 'PENDING REVOCATIONS',
+        value: (c) =>
+          c.pendingRevocations
+            .map(
+              (r) =>
+                `${r.keyPrefix}… ${relative(r.revokeAt, now)} (last used ${r.lastUsedAt ? relative(Date.parse(r.lastUsedAt), now) : 'never'})`,
+            )
+            .join('; '),
+      },
+    ],
+    'no company key secrets',
+  );
   for (const c of report.companies) if (c.error) out.line(`! ${c.companyId}: ${c.error}`);
 }
 
 export function renderInstall(out: Output, report: KeysInstallReport): void {
   if (report.noop) {
-    out.line(`Company ${report.companyId}: key ${report.keyPrefix}… is already installed in ${report.secret} and rotates every ${report.rotationDays} days; nothing changed.`);
+    out.line(
+      `Company ${report.companyId}: key ${report.keyPrefix}… is already installed in ${report.secret} and rotates every ${report.rotationDays} days; nothing changed.`,
+    );
     return;
   }
-  const what = { created: 'created', restored: 'restored (it was scheduled for deletion) and updated', replaced: 'updated with this key', unchanged: 'already holds this key' }[report.secretResult];
+  const what = {
+    created: 'created',
+    restored: 'restored (it was scheduled for deletion) and updated',
+    replaced: 'updated with this key',
+    unchanged: 'already holds this key',
+  }[report.secretResult];
   out.line(`Company ${report.companyId}: secret ${report.secret} ${what}; key ${report.keyPrefix}… (${report.permissions.join(', ')}).`);
   const rotation = {
     turned_on: `rotation turned on, every ${report.rotationDays} days (the first one on schedule, not now)`,

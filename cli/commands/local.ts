@@ -19,8 +19,12 @@ export function localCommand(host: CommandHost): Command {
         const status = await (await session.operations()).localStatus();
         session.out.result(status, () => {
           session.out.line(`Local state   ${status.stateDir} (created ${status.createdAt})`);
-          session.out.line(`Clock         ${status.now} (system clock ${status.clockOffsetMs >= 0 ? '+' : ''}${Math.round(status.clockOffsetMs / 60_000)} min)`);
-          session.out.line(`Companies     ${status.companies} with a key secret (rotation every ${status.rotationDays} days, grace ${status.revocationGraceMinutes} min)`);
+          session.out.line(
+            `Clock         ${status.now} (system clock ${status.clockOffsetMs >= 0 ? '+' : ''}${Math.round(status.clockOffsetMs / 60_000)} min)`,
+          );
+          session.out.line(
+            `Companies     ${status.companies} with a key secret (rotation every ${status.rotationDays} days, grace ${status.revocationGraceMinutes} min)`,
+          );
           session.out.line(`Users         ${status.users} held`);
           session.out.line(`Revocations   ${status.pendingRevocations} pending`);
           session.out.line(`Exports       ${status.exportsDir}`);
@@ -56,8 +60,13 @@ export function localCommand(host: CommandHost): Command {
       host.run(async (session) => {
         const result = await (await session.operations()).resetClock();
         session.out.result(result, () => {
-          session.out.line(`Local clock is back on the system clock: ${result.now} (moved ${Math.round(result.undoneMs / 60_000)} min back).`);
-          if (result.undoneMs > 0) session.out.line('Tokens issued and rotations done while it was ahead keep their later times: they look newer than they are until the clock catches up.');
+          session.out.line(
+            `Local clock is back on the system clock: ${result.now} (moved ${Math.round(result.undoneMs / 60_000)} min back).`,
+          );
+          if (result.undoneMs > 0)
+            session.out.line(
+              'Tokens issued and rotations done while it was ahead keep their later times: they look newer than they are until the clock catches up.',
+            );
         });
       }),
     );
@@ -72,7 +81,8 @@ export function localCommand(host: CommandHost): Command {
         // What is left is the state directory's problem, as when a command meets it: configuration.
         if (report.unrepairable.length > 0) session.exitCode = ExitCode.config;
         session.out.result(report, () => {
-          if (report.repaired.length === 0 && report.unrepairable.length === 0) session.out.line(`No damaged state file in ${session.stateDir}.`);
+          if (report.repaired.length === 0 && report.unrepairable.length === 0)
+            session.out.line(`No damaged state file in ${session.stateDir}.`);
           for (const r of report.repaired) session.out.line(`Rebuilt ${r.file} (${r.rebuiltAs}); the damaged file is kept as ${r.keptAs}.`);
           for (const u of report.unrepairable) session.out.line(`Cannot rebuild ${u.file}: ${u.remedy}`);
         });
@@ -85,10 +95,16 @@ export function localCommand(host: CommandHost): Command {
     .option('--yes', 'confirm: the state directory is deleted')
     .action(
       host.run(async (session, opts: { yes?: boolean }) => {
-        if (opts.yes !== true) throw new UsageError('local reset deletes the state directory and needs --yes', `acctops local reset --yes   (state directory: ${session.stateDir})`);
+        if (opts.yes !== true)
+          throw new UsageError(
+            'local reset deletes the state directory and needs --yes',
+            `acctops local reset --yes   (state directory: ${session.stateDir})`,
+          );
         const removed = await resetStateDir(session.stateDir);
         session.out.result({ stateDir: session.stateDir, removed }, () =>
-          session.out.line(removed ? `Deleted the local state in ${session.stateDir}.` : `No local state in ${session.stateDir}; nothing to delete.`),
+          session.out.line(
+            removed ? `Deleted the local state in ${session.stateDir}.` : `No local state in ${session.stateDir}; nothing to delete.`,
+          ),
         );
       }),
     );

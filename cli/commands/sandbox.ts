@@ -26,7 +26,11 @@ export function sandboxCommand(host: CommandHost): Command {
         } catch (error) {
           if (error instanceof sandboxCli.SandboxCliUsageError) {
             if (error.exitCode === 0) return;
-            throw new CliError(error.message.replace(/^error: /, ''), { code: 'usage', exitCode: ExitCode.usage, hint: 'run `acctops sandbox --help`' });
+            throw new CliError(error.message.replace(/^error: /, ''), {
+              code: 'usage',
+              exitCode: ExitCode.usage,
+              hint: 'run `acctops sandbox --help`',
+            });
           }
           throw error;
         }

@@ -19,7 +19,8 @@ export function tokensCommand(host: CommandHost): Command {
     .option('--user <externalId>', 'only this user (refreshed if due, else reported not_due)', guid)
     .action(
       host.run(async (session, opts: { all?: boolean; user?: string }) => {
-        if ((opts.all === true) === (opts.user !== undefined)) throw new UsageError('give exactly one of --all and --user <externalId>', 'run `acctops tokens refresh --help`');
+        if ((opts.all === true) === (opts.user !== undefined))
+          throw new UsageError('give exactly one of --all and --user <externalId>', 'run `acctops tokens refresh --help`');
         const operations = await session.operations();
         const report = opts.user !== undefined ? await operations.refreshUser(opts.user) : await operations.refreshDue();
         if (report.outcomes.some((o) => TROUBLE.includes(o.result))) session.partial();
@@ -34,12 +35,18 @@ export function renderRefresh(out: Output, report: RefreshReport): void {
     out.line(`Enqueued ${report.planned} due user(s) for the deployed refresh workers; follow them with \`acctops users list\`.`);
     return;
   }
-  out.table(report.outcomes, [
-    { header: 'EXTERNAL ID', value: (o) => o.externalId },
-    { header: 'RESULT', value: (o) => o.result },
-    { header: 'ERROR', value: (o) => o.errorClass },
-  ], 'no user was due');
-  const summary = Object.entries(report.counts).map(([k, v]) => `${k} ${v}`).join(', ');
+  out.table(
+    report.outcomes,
+    [
+      { header: 'EXTERNAL ID', value: (o) => o.externalId },
+      { header: 'RESULT', value: (o) => o.result },
+      { header: 'ERROR', value: (o) => o.errorClass },
+    ],
+    'no user was due',
+  );
+  const summary = Object.entries(report.counts)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
   out.line(`${report.outcomes.length} user(s) handled${summary ? `: ${summary}` : ''}.`);
   if (report.outcomes.some((o) => o.result === 'needs_attention')) {
     out.line('Users in needs_attention are out of the schedule: see docs/runbooks.md, "Recover a user".');

@@ -37,7 +37,10 @@ export function usersCommand(host: CommandHost): Command {
             { header: 'EXTERNAL ID', value: (r) => r.externalId },
             { header: 'USERNAME', value: (r) => r.username },
             { header: 'STATUS', value: (r) => r.status },
-            { header: 'ACCESS TOKEN EXPIRES', value: (r) => `${r.accessTokenExpiresAt} (${relative(Date.parse(r.accessTokenExpiresAt), now)})` },
+            {
+              header: 'ACCESS TOKEN EXPIRES',
+              value: (r) => `${r.accessTokenExpiresAt} (${relative(Date.parse(r.accessTokenExpiresAt), now)})`,
+            },
             { header: 'DUE', value: (r) => (r.due ? 'yes' : 'no') },
             { header: 'FAILURES', value: (r) => r.consecutiveFailures, align: 'right' },
             { header: 'LAST ERROR', value: (r) => r.lastErrorClass },
@@ -67,7 +70,9 @@ export function usersCommand(host: CommandHost): Command {
       host.run(async (session, opts: { user: string; reactivate?: boolean }) => {
         const result = await (await session.operations()).recoverUser(opts.user, { reactivate: opts.reactivate === true });
         session.out.result(result, () => {
-          session.out.line(`User ${result.externalId}: recovered (was ${result.previousStatus}); access token expires ${iso(result.accessTokenExpiresAt)}.`);
+          session.out.line(
+            `User ${result.externalId}: recovered (was ${result.previousStatus}); access token expires ${iso(result.accessTokenExpiresAt)}.`,
+          );
         });
       }),
     );

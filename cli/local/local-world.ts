@@ -22,7 +22,11 @@ import {
   taggedKeyDirectory,
   type DueRevocationsResult,
 } from '../../src/core/api-keys';
-import { cachedInstitutionCredential, parseInstitutionCredential, type InstitutionCredential } from '../../src/core/credentials/institution-credential';
+import {
+  cachedInstitutionCredential,
+  parseInstitutionCredential,
+  type InstitutionCredential,
+} from '../../src/core/credentials/institution-credential';
 import { institutionCredentialProvider } from '../../src/core/credentials/institution-provider';
 import { checkHealth, type HealthReport } from '../../src/core/health/check-health';
 import { institutionCredentialProbe, serviceReachableProbe } from '../../src/core/health/probes';
@@ -114,7 +118,12 @@ export function defaultLocalState(dialect: Dialect = 'default'): LocalState {
 }
 
 /** Reads one state file; a file that does not parse is a DamagedStateFileError, thrown or collected. */
-async function readStateFile<S extends z.ZodType>(stateDir: string, file: StateFileName, schema: S, damaged: DamagedStateFileError[] | undefined) {
+async function readStateFile<S extends z.ZodType>(
+  stateDir: string,
+  file: StateFileName,
+  schema: S,
+  damaged: DamagedStateFileError[] | undefined,
+) {
   try {
     return await readJsonFile(statePath(stateDir, file), schema);
   } catch (error) {
@@ -127,7 +136,11 @@ async function readStateFile<S extends z.ZodType>(stateDir: string, file: StateF
 }
 
 /** Reads tokens.json or revocations.json through its store, which owns the file's schema. */
-export async function checkStoreFile(stateDir: string, file: 'tokens' | 'revocations', read: () => Promise<unknown>): Promise<DamagedStateFileError | undefined> {
+export async function checkStoreFile(
+  stateDir: string,
+  file: 'tokens' | 'revocations',
+  read: () => Promise<unknown>,
+): Promise<DamagedStateFileError | undefined> {
   try {
     await read();
     return undefined;
@@ -178,7 +191,9 @@ export class LocalWorld {
     this.directory = taggedKeyDirectory(this.secrets);
     this.companyKeys = new CompanyApiKeys(this.secrets, this.directory, { ttlMs: KEY_CACHE_TTL_MS, clock, logger });
     this.tokens = new FileTokenStore({ path: statePath(stateDir, 'tokens') });
-    this.revocations = this.isDamaged('revocations') ? new MemoryRevocationQueue() : new FileRevocationQueue({ path: statePath(stateDir, 'revocations') });
+    this.revocations = this.isDamaged('revocations')
+      ? new MemoryRevocationQueue()
+      : new FileRevocationQueue({ path: statePath(stateDir, 'revocations') });
     this.exportStore = new DirObjectStore(stateDir);
     this.graceMs = state.revocationGraceMinutes * 60_000;
     this.rotation = new KeyRotation({
@@ -190,7 +205,9 @@ export class LocalWorld {
       logger,
       metrics: noMetrics,
     });
-    sm.admin.registerRotationHandler(LOCAL_ROTATION_LAMBDA, (event) => this.rotation.runStep(parseWith(rotationEventSchema, event, 'rotation event')));
+    sm.admin.registerRotationHandler(LOCAL_ROTATION_LAMBDA, (event) =>
+      this.rotation.runStep(parseWith(rotationEventSchema, event, 'rotation event')),
+    );
     const fromEnv = env.ACCTOPS_INSTITUTION;
     if (fromEnv !== undefined && fromEnv.trim() !== '') {
       const credential = parseInstitutionOverride(fromEnv);
@@ -198,7 +215,9 @@ export class LocalWorld {
       this.institution = { get: () => Promise.resolve({ kind: 'institution', ...credential }) };
     } else {
       this.institutionSource = 'secret';
-      this.institution = institutionCredentialProvider(cachedInstitutionCredential(this.secrets, state.institutionSecret, { clock, logger }));
+      this.institution = institutionCredentialProvider(
+        cachedInstitutionCredential(this.secrets, state.institutionSecret, { clock, logger }),
+      );
     }
   }
 
@@ -215,7 +234,10 @@ export class LocalWorld {
       const stateDamaged = damaged?.some((d) => d.file === 'state') === true;
       const created = saved === undefined && !stateDamaged;
       if (created && (await exists(statePath(stateDir, 'sandbox')))) {
-        throw new CliConfigError(`${statePath(stateDir, 'state')} is missing but the state directory has other files`, '`acctops local repair` rebuilds it; `acctops local reset --yes` starts again');
+        throw new CliConfigError(
+          `${statePath(stateDir, 'state')} is missing but the state directory has other files`,
+          '`acctops local repair` rebuilds it; `acctops local reset --yes` starts again',
+        );
       }
       const state: LocalState = saved ?? defaultLocalState(options.dialect ?? dialectFromEnv(options.env));
       if (options.dialect !== undefined && options.dialect !== state.dialect) {
@@ -229,7 +251,10 @@ export class LocalWorld {
       const secretsState = created ? undefined : await readStateFile(stateDir, 'secrets', secretsSnapshotSchema, damaged);
       const lost = (file: StateFileName) => damaged?.some((d) => d.file === file) === true;
       if (!created && ((!sandboxState && !lost('sandbox')) || (!secretsState && !lost('secrets')))) {
-        throw new CliConfigError(`the state directory ${stateDir} is incomplete (sandbox.json or secrets.json missing)`, 'run `acctops local reset --yes` to start again');
+        throw new CliConfigError(
+          `the state directory ${stateDir} is incomplete (sandbox.json or secrets.json missing)`,
+          'run `acctops local reset --yes` to start again',
+        );
       }
       for (const [file, read] of [
         ['tokens', () => new FileTokenStore({ path: statePath(stateDir, 'tokens') }).list({ limit: 1, cursor: null })],
@@ -240,7 +265,12 @@ export class LocalWorld {
         if (damage) damaged!.push(damage);
       }
       // A damaged sandbox.json: an empty service stands in, so the doctor's probes fail and say so.
-      sandbox = await startSandbox({ port: 0, clock, dialect: state.dialect, ...(sandboxState ? { state: sandboxState } : { seed: SANDBOX_SEED, demo: !lost('sandbox') }) });
+      sandbox = await startSandbox({
+        port: 0,
+        clock,
+        dialect: state.dialect,
+        ...(sandboxState ? { state: sandboxState } : { seed: SANDBOX_SEED, demo: !lost('sandbox') }),
+      });
       sm = await startSecretsManager({ port: 0, clock, rotationMode: 'sync', ...(secretsState ? { state: secretsState } : {}) });
       const world = new LocalWorld(stateDir, clock, state, sandbox, sm, logger, created, unlock, options.env, damaged ?? []);
       world.saveOnSignals();
@@ -265,7 +295,12 @@ export class LocalWorld {
   private async provision(): Promise<void> {
     const demo = this.sandbox.demo;
     if (!demo) throw new CliConfigError('the embedded sandbox has no demo data to provision from');
-    const provisioner = new AwsSecretProvisioner({ endpoint: this.sm.endpoint, region: this.sm.region, credentials: EMULATOR_CREDENTIALS, maxAttempts: 2 });
+    const provisioner = new AwsSecretProvisioner({
+      endpoint: this.sm.endpoint,
+      region: this.sm.region,
+      credentials: EMULATOR_CREDENTIALS,
+      maxAttempts: 2,
+    });
     await provisioner.createSecret({
       name: this.state.institutionSecret,
       value: demo.institution.header,
@@ -290,13 +325,21 @@ export class LocalWorld {
         description: `acctops local mode: API key of ${company.name}`,
         tags: { [COMPANY_KEY_TAGS.purpose]: PURPOSE_COMPANY_KEY, [COMPANY_KEY_TAGS.company]: company.publicId },
       });
-      this.sm.admin.configureRotation(arn, { lambdaArn: LOCAL_ROTATION_LAMBDA, rules: { AutomaticallyAfterDays: this.state.rotationDays } });
+      this.sm.admin.configureRotation(arn, {
+        lambdaArn: LOCAL_ROTATION_LAMBDA,
+        rules: { AutomaticallyAfterDays: this.state.rotationDays },
+      });
     }
   }
 
   /** Creation, retirement and restore of secrets in the emulator (`keys install`, `companies remove|restore`). */
   secretLifecycle(): AwsSecretProvisioner {
-    return new AwsSecretProvisioner({ endpoint: this.sm.endpoint, region: this.sm.region, credentials: EMULATOR_CREDENTIALS, maxAttempts: 2 });
+    return new AwsSecretProvisioner({
+      endpoint: this.sm.endpoint,
+      region: this.sm.region,
+      credentials: EMULATOR_CREDENTIALS,
+      maxAttempts: 2,
+    });
   }
 
   /** The institution client (user tokens): credential from ACCTOPS_INSTITUTION or the local secret. */
@@ -306,15 +349,19 @@ export class LocalWorld {
 
   /** A client with the institution credential as stored now (no cache, ACCTOPS_INSTITUTION ignored): to verify the secret. */
   storedInstitutionClient(): AccountingClient {
-    return this.client(institutionCredentialProvider(cachedInstitutionCredential(this.secrets, this.state.institutionSecret, { ttlMs: 0, clock: this.clock })));
+    return this.client(
+      institutionCredentialProvider(
+        cachedInstitutionCredential(this.secrets, this.state.institutionSecret, { ttlMs: 0, clock: this.clock }),
+      ),
+    );
   }
 
   /** The health probes against the stored institution credential (what check-health runs in AWS). */
   checkStoredInstitution(): Promise<HealthReport> {
-    return checkHealth(
-      { clock: this.clock, logger: this.logger },
-      [institutionCredentialProbe({ get: () => this.readInstitutionCredential() }), serviceReachableProbe(this.storedInstitutionClient())],
-    );
+    return checkHealth({ clock: this.clock, logger: this.logger }, [
+      institutionCredentialProbe({ get: () => this.readInstitutionCredential() }),
+      serviceReachableProbe(this.storedInstitutionClient()),
+    ]);
   }
 
   /**
@@ -386,7 +433,8 @@ export class LocalWorld {
   async save(): Promise<void> {
     if (!this.isDamaged('sandbox')) await writePrivateJsonFile(statePath(this.stateDir, 'sandbox'), this.sandbox.snapshot());
     if (!this.isDamaged('secrets')) await writePrivateJsonFile(statePath(this.stateDir, 'secrets'), this.sm.admin.exportState());
-    if (!this.isDamaged('state')) await writePrivateJsonFile(statePath(this.stateDir, 'state'), { ...this.state, clockOffsetMs: this.clock.offsetMs });
+    if (!this.isDamaged('state'))
+      await writePrivateJsonFile(statePath(this.stateDir, 'state'), { ...this.state, clockOffsetMs: this.clock.offsetMs });
   }
 
   /**
@@ -444,7 +492,7 @@ export interface RepairReport {
 
 const REBUILT_AS: Record<'state' | 'tokens' | 'revocations', string> = {
   state: 'default settings, local clock back at the system clock',
-  tokens: 'empty: `acctops users onboard` retrieves each user\'s tokens again',
+  tokens: "empty: `acctops users onboard` retrieves each user's tokens again",
   revocations: 'empty: `acctops doctor --repair` finds old keys whose revocation was lost',
 };
 
@@ -462,8 +510,12 @@ export async function repairStateDir(stateDir: string, env: NodeJS.ProcessEnv): 
     await readStateFile(stateDir, 'state', stateSchema, damaged);
     await readStateFile(stateDir, 'sandbox', sandboxSnapshotSchema, damaged);
     await readStateFile(stateDir, 'secrets', secretsSnapshotSchema, damaged);
-    const tokens = await checkStoreFile(stateDir, 'tokens', () => new FileTokenStore({ path: statePath(stateDir, 'tokens') }).list({ limit: 1, cursor: null }));
-    const revocations = await checkStoreFile(stateDir, 'revocations', () => new FileRevocationQueue({ path: statePath(stateDir, 'revocations') }).due(0));
+    const tokens = await checkStoreFile(stateDir, 'tokens', () =>
+      new FileTokenStore({ path: statePath(stateDir, 'tokens') }).list({ limit: 1, cursor: null }),
+    );
+    const revocations = await checkStoreFile(stateDir, 'revocations', () =>
+      new FileRevocationQueue({ path: statePath(stateDir, 'revocations') }).due(0),
+    );
     for (const d of [...damaged, ...(tokens ? [tokens] : []), ...(revocations ? [revocations] : [])]) {
       if (d.file === 'sandbox' || d.file === 'secrets') {
         report.unrepairable.push({ file: d.path, remedy: d.hint ?? '' });

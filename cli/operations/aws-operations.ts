@@ -44,7 +44,18 @@ import type {
 } from './operations';
 import { installKey, removeCompany, restoreCompany, type CompanyKeyContext } from './company-keys';
 import { setInstitutionSecret } from './secret-changes';
-import { companyRegistry, companyRow, findingsOf, listCompanies, listUsers, localModeOnly, refuseFutureMonth, registryHealth, revokePreviousNow, tokenHealth } from './shared';
+import {
+  companyRegistry,
+  companyRow,
+  findingsOf,
+  listCompanies,
+  listUsers,
+  localModeOnly,
+  refuseFutureMonth,
+  registryHealth,
+  revokePreviousNow,
+  tokenHealth,
+} from './shared';
 
 /**
  * The stack outputs the AWS mode reads, by key (docs/infrastructure.md, "Outputs"). Each can be named
@@ -119,7 +130,10 @@ export class AwsOperations implements Operations {
   private async output(key: string, purpose: string): Promise<string> {
     const value = await this.optionalOutput(key);
     if (value === undefined) {
-      throw new CliConfigError(`stack ${this.stack} has no output ${key} (needed to ${purpose})`, `pass --output ${key}=<value>, or deploy a stack version that exports it`);
+      throw new CliConfigError(
+        `stack ${this.stack} has no output ${key} (needed to ${purpose})`,
+        `pass --output ${key}=<value>, or deploy a stack version that exports it`,
+      );
     }
     return value;
   }
@@ -203,14 +217,21 @@ export class AwsOperations implements Operations {
       previousKeyRevoked = (
         await revokePreviousNow(entry.secretId, {
           store,
-          clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger }),
+          clientFor: (key) =>
+            createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger }),
           clock: systemClock,
           logger,
           metrics: noMetrics,
         })
       )?.outcome;
     }
-    return { ...result, state, previousKeyPrefix: before.keyPrefix, keyPrefix: after.keyPrefix, ...(previousKeyRevoked ? { previousKeyRevoked } : {}) };
+    return {
+      ...result,
+      state,
+      previousKeyPrefix: before.keyPrefix,
+      keyPrefix: after.keyPrefix,
+      ...(previousKeyRevoked ? { previousKeyRevoked } : {}),
+    };
   }
 
   async keyStatus(): Promise<KeyStatusReport> {
@@ -221,10 +242,13 @@ export class AwsOperations implements Operations {
     // The registry a page at a time, each company's secret by DescribeSecret of its name: no listing of every secret.
     const stage = this.directoryOptions.stage;
     // A stack from before the registry (no CompanyRegistryTableName output): the tag listing, as before.
-    const registry = stage === undefined ? undefined : await this.registry().catch((error: unknown) => {
-      if (error instanceof CliConfigError) return undefined;
-      throw error;
-    });
+    const registry =
+      stage === undefined
+        ? undefined
+        : await this.registry().catch((error: unknown) => {
+            if (error instanceof CliConfigError) return undefined;
+            throw error;
+          });
     const directory =
       stage === undefined || registry === undefined
         ? taggedKeyDirectory(store, this.directoryOptions)
@@ -232,13 +256,22 @@ export class AwsOperations implements Operations {
             pages: async function* () {
               for await (const page of registry.pages()) yield page.items;
             },
-            describeCompanySecret: describeByNameOrTag({ store, directory: taggedKeyDirectory(store, { stage }), nameOf: (id) => companyKeySecretName(stage, id) }),
+            describeCompanySecret: describeByNameOrTag({
+              store,
+              directory: taggedKeyDirectory(store, { stage }),
+              nameOf: (id) => companyKeySecretName(stage, id),
+            }),
           });
     const companies = await keyStatus({
       store,
       directory,
       scheduler,
-      clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.context.out.logger() }),
+      clientFor: (key) =>
+        createAccountingClient({
+          baseUrl,
+          credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }),
+          logger: this.context.out.logger(),
+        }),
     });
     return { now: iso(systemClock.now())!, companies };
   }
@@ -248,7 +281,10 @@ export class AwsOperations implements Operations {
     await this.ready();
     const now = systemClock.now();
     const skipped = (error: unknown): Skipped => ({ skipped: error instanceof Error ? error.message : String(error) });
-    const health = await this.invoke<HealthReport>(OUTPUTS.checkHealth, 'check secrets and the service', {}).then((r) => ({ probes: r.probes }), skipped);
+    const health = await this.invoke<HealthReport>(OUTPUTS.checkHealth, 'check secrets and the service', {}).then(
+      (r) => ({ probes: r.probes }),
+      skipped,
+    );
     const rotations = await this.invoke<RotationReport>(OUTPUTS.checkKeyRotations, 'check key rotations', { repair: options.repair }).then(
       (r) => ({ companies: r.companies, findings: r.findings }),
       skipped,
@@ -261,7 +297,18 @@ export class AwsOperations implements Operations {
       .then((r) => registryHealth(r))
       .catch(skipped);
     // The local mode's sections, absent here: null in --json (README, "Global options").
-    const partial = { mode: 'aws' as const, checkedAt: iso(now)!, health, companySecrets: undefined, tokens, rotations, exports, revokedKeys: undefined, damagedStateFiles: undefined, registry };
+    const partial = {
+      mode: 'aws' as const,
+      checkedAt: iso(now)!,
+      health,
+      companySecrets: undefined,
+      tokens,
+      rotations,
+      exports,
+      revokedKeys: undefined,
+      damagedStateFiles: undefined,
+      registry,
+    };
     return { ...partial, findings: findingsOf(partial) };
   }
 
@@ -282,7 +329,11 @@ export class AwsOperations implements Operations {
 
   /** ExportRequested per company to the stack's exports bus; with `wait`, until each manifest of the month is newer than the request. */
   async exportMonth(request: ExportRequest): Promise<ExportReport> {
-    if (request.out) throw new UsageError("--out is for the local and direct modes: the deployed pipeline writes to the stack's export bucket", 'drop --out, or use direct mode (--base-url with ACCTOPS_API_KEY)');
+    if (request.out)
+      throw new UsageError(
+        "--out is for the local and direct modes: the deployed pipeline writes to the stack's export bucket",
+        'drop --out, or use direct mode (--base-url with ACCTOPS_API_KEY)',
+      );
     refuseFutureMonth(request.month, Date.now());
     await this.ready();
     const options = { ...request, month: request.month ?? previousMonth(Date.now(), DEFAULT_TIME_ZONE).text };
@@ -294,7 +345,12 @@ export class AwsOperations implements Operations {
       companies.map((companyId) => ({
         type: 'ExportRequested',
         time: requestedAt,
-        detail: { companyId, period: options.month, ...(options.formats ? { formats: options.formats } : {}), ...(options.replaceFormats ? { replaceFormats: true } : {}) },
+        detail: {
+          companyId,
+          period: options.month,
+          ...(options.formats ? { formats: options.formats } : {}),
+          ...(options.replaceFormats ? { replaceFormats: true } : {}),
+        },
       })),
     );
     const rows = new Map<string, CompanyExportRow>(companies.map((companyId) => [companyId, { companyId, status: 'requested' }]));
@@ -310,7 +366,13 @@ export class AwsOperations implements Operations {
       }
     }
     bar.finish();
-    return { month: options.month, mode: 'aws', out: store.url('exports'), formats: options.formats ?? [...FORMATS], companies: [...rows.values()] };
+    return {
+      month: options.month,
+      mode: 'aws',
+      out: store.url('exports'),
+      formats: options.formats ?? [...FORMATS],
+      companies: [...rows.values()],
+    };
   }
 
   async addCompany(input: CompanyInput) {
@@ -345,7 +407,11 @@ export class AwsOperations implements Operations {
   /** The stage and the secret lifecycle only (`companies remove`: no call to the service). */
   private companySecrets(): { stage: string; lifecycle: SecretLifecycle } {
     const stage = this.directoryOptions.stage;
-    if (stage === undefined) throw new CliConfigError(`stack ${this.stack} is not named acctops-<stage>`, 'pass --stack acctops-<stage>: company key secrets are named and tagged by stage');
+    if (stage === undefined)
+      throw new CliConfigError(
+        `stack ${this.stack} is not named acctops-<stage>`,
+        'pass --stack acctops-<stage>: company key secrets are named and tagged by stage',
+      );
     return { stage, lifecycle: this.clients.secretLifecycle() };
   }
 
@@ -360,7 +426,12 @@ export class AwsOperations implements Operations {
       lifecycle: this.clients.secretLifecycle(),
       store,
       directory: taggedKeyDirectory(store, this.directoryOptions),
-      clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger: this.context.out.logger() }),
+      clientFor: (key) =>
+        createAccountingClient({
+          baseUrl,
+          credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }),
+          logger: this.context.out.logger(),
+        }),
       clock: systemClock,
       target: {
         stage,

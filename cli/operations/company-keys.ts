@@ -35,7 +35,12 @@ export interface CompanyKeyContext {
  * cdk.json company, the local demo companies); else exit 3 naming `companies add`. The key is
  * checked at the service before anything is written.
  */
-export async function installKey(ctx: CompanyKeyContext, registry: Pick<CompanyRegistry, 'get'>, companyId: string, apiKey: string): Promise<KeysInstallReport> {
+export async function installKey(
+  ctx: CompanyKeyContext,
+  registry: Pick<CompanyRegistry, 'get'>,
+  companyId: string,
+  apiKey: string,
+): Promise<KeysInstallReport> {
   const id = companyId.toLowerCase();
   const registered = await registry.get(id);
   const conventional = await ctx.lifecycle.describe(companyKeySecretName(ctx.target.stage, id));
@@ -52,7 +57,9 @@ export async function installKey(ctx: CompanyKeyContext, registry: Pick<CompanyR
     throw new CliError(`company ${id} is ${registered ? 'removed from' : 'not in'} the registry and has no key secret`, {
       code: 'company_not_registered',
       exitCode: ExitCode.config,
-      hint: registered ? '`acctops companies restore --company <id>` (or `companies add`) first' : '`acctops companies add --company <id>` first',
+      hint: registered
+        ? '`acctops companies restore --company <id>` (or `companies add`) first'
+        : '`acctops companies add --company <id>` first',
     });
   }
   const key = await verifyCompanyKey(ctx, id, apiKey);
@@ -85,11 +92,20 @@ export async function removeCompany(
 ): Promise<CompanyRemoval> {
   const removed = await registry.remove(companyId, now);
   const { stage, lifecycle } = secrets();
-  return { result: removed.result, company: companyRow(removed.company), key: await retireCompanyKeySecret(lifecycle, stage, removed.company.companyId, recoveryDays) };
+  return {
+    result: removed.result,
+    company: companyRow(removed.company),
+    key: await retireCompanyKeySecret(lifecycle, stage, removed.company.companyId, recoveryDays),
+  };
 }
 
 /** `companies restore`: the registry entry active again, its key secret restored (within the recovery window) and rotating. */
-export async function restoreCompany(registry: Pick<CompanyRegistry, 'get' | 'add'>, now: number, ctx: () => Promise<CompanyKeyContext>, companyId: string): Promise<CompanyRestore> {
+export async function restoreCompany(
+  registry: Pick<CompanyRegistry, 'get' | 'add'>,
+  now: number,
+  ctx: () => Promise<CompanyKeyContext>,
+  companyId: string,
+): Promise<CompanyRestore> {
   const existing = await registry.get(companyId);
   if (!existing) throw new CompanyNotRegisteredError(companyId.toLowerCase());
   const added = await registry.add({ companyId: existing.companyId }, now);
@@ -106,5 +122,10 @@ export async function restoreCompany(registry: Pick<CompanyRegistry, 'get' | 'ad
       automaticallyAfterDays: added.company.rotationDays ?? c.defaultRotationDays,
     });
   }
-  return { result: added.result, company: companyRow(added.company), key, rotationDays: added.company.rotationDays ?? c.defaultRotationDays };
+  return {
+    result: added.result,
+    company: companyRow(added.company),
+    key,
+    rotationDays: added.company.rotationDays ?? c.defaultRotationDays,
+  };
 }

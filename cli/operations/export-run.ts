@@ -57,7 +57,11 @@ function failed(companyId: string, error: unknown): CompanyExportRow {
   const { code, message, exitCode } = describeError(error);
   // A refused re-export is fixed by the command line (--format or --replace-formats).
   if (causeOf(error, FormatLossError)) return { companyId, status: 'failed', error: { code, message, exitCode: ExitCode.usage } };
-  return { companyId, status: 'failed', error: { code, message, exitCode: exitCode === ExitCode.failure && isOutputConfigError(error) ? ExitCode.config : exitCode } };
+  return {
+    companyId,
+    status: 'failed',
+    error: { code, message, exitCode: exitCode === ExitCode.failure && isOutputConfigError(error) ? ExitCode.config : exitCode },
+  };
 }
 
 function causeOf(error: unknown, type: new (...args: never[]) => Error): boolean {
@@ -130,7 +134,14 @@ async function registeredCompanies(world: LocalWorld): Promise<string[]> {
 /** `export` in the local mode: every active company of the registry (or one), with its stored key, into the state directory or --out. */
 export async function exportLocal(
   world: LocalWorld,
-  options: { month?: string; company?: string; store?: ObjectStore; formats?: readonly ExportFormat[]; replaceFormats?: boolean; onProgress?: CompanyProgress },
+  options: {
+    month?: string;
+    company?: string;
+    store?: ObjectStore;
+    formats?: readonly ExportFormat[];
+    replaceFormats?: boolean;
+    onProgress?: CompanyProgress;
+  },
 ): Promise<ExportReport> {
   const store = options.store ?? world.exportStore;
   const month = options.month ?? previousMonth(world.clock.now(), DEFAULT_TIME_ZONE).text;
@@ -156,7 +167,12 @@ export async function exportLocal(
 /** `--out`: a directory (relative to the working directory) or `s3://bucket/prefix` on the default AWS chain. */
 export function storeFor(context: OperationsContext, target: ExportTarget): ObjectStore {
   if (target.kind === 'dir') return new DirObjectStore(isAbsolute(target.path) ? target.path : join(context.runtime.cwd, target.path));
-  return s3ObjectStoreFor({ bucket: target.bucket, prefix: target.prefix, region: context.flags.region ?? context.env.AWS_REGION, env: context.env });
+  return s3ObjectStoreFor({
+    bucket: target.bucket,
+    prefix: target.prefix,
+    region: context.flags.region ?? context.env.AWS_REGION,
+    env: context.env,
+  });
 }
 
 export interface DirectExportOptions {
@@ -169,11 +185,18 @@ export interface DirectExportOptions {
 }
 
 /** Direct mode: no AWS and no state; the service at the base URL, the company key in ACCTOPS_API_KEY. */
-export async function exportDirect(context: OperationsContext, opts: DirectExportOptions, onProgress: CompanyProgress): Promise<ExportReport> {
+export async function exportDirect(
+  context: OperationsContext,
+  opts: DirectExportOptions,
+  onProgress: CompanyProgress,
+): Promise<ExportReport> {
   refuseFutureMonth(opts.month, Date.now());
   const apiKey = context.env.ACCTOPS_API_KEY?.trim();
   if (!apiKey) {
-    throw new CliConfigError('direct mode needs the company API key in ACCTOPS_API_KEY', 'export ACCTOPS_API_KEY=<key> (never a flag), or drop --base-url to use the local mode');
+    throw new CliConfigError(
+      'direct mode needs the company API key in ACCTOPS_API_KEY',
+      'export ACCTOPS_API_KEY=<key> (never a flag), or drop --base-url to use the local mode',
+    );
   }
   const store = storeFor(context, opts.out ?? { kind: 'dir', path: '.' });
   const month = opts.month ?? previousMonth(Date.now(), DEFAULT_TIME_ZONE).text;
@@ -230,7 +253,12 @@ export function storeForBucket(bucket: string, context: OperationsContext): Obje
 }
 
 /** The company's manifest of `month` when it was generated at or after `since` (a requested export has landed). */
-export async function manifestSince(store: ObjectStore, companyId: string, month: string, since: number): Promise<CompanyExportRow | undefined> {
+export async function manifestSince(
+  store: ObjectStore,
+  companyId: string,
+  month: string,
+  since: number,
+): Promise<CompanyExportRow | undefined> {
   const key = `${EXPORT_ROOT}/company=${companyId}/period=${month}/${MANIFEST_NAME}`;
   const manifest = await readManifest(store, key);
   if (!manifest || Date.parse(manifest.generatedAt) < since) return undefined;

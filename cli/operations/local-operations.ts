@@ -129,12 +129,20 @@ export class LocalOperations implements Operations {
 
   removeCompany(companyId: string, options: { recoveryDays: number }) {
     return this.world((world) =>
-      removeCompany(localRegistry(world.stateDir), world.clock.now(), () => ({ stage: 'local', lifecycle: world.secretLifecycle() }), companyId, options.recoveryDays),
+      removeCompany(
+        localRegistry(world.stateDir),
+        world.clock.now(),
+        () => ({ stage: 'local', lifecycle: world.secretLifecycle() }),
+        companyId,
+        options.recoveryDays,
+      ),
     );
   }
 
   restoreCompany(companyId: string) {
-    return this.world((world) => restoreCompany(localRegistry(world.stateDir), world.clock.now(), () => Promise.resolve(localKeyContext(world)), companyId));
+    return this.world((world) =>
+      restoreCompany(localRegistry(world.stateDir), world.clock.now(), () => Promise.resolve(localKeyContext(world)), companyId),
+    );
   }
 
   exportMonth(request: ExportRequest) {
@@ -211,14 +219,21 @@ export function localKeyContext(world: LocalWorld): CompanyKeyContext {
 /** One refresh cycle of the local mode: the planner over the due index, then the worker over what it enqueued. */
 export async function refreshDueLocal(world: LocalWorld): Promise<RefreshReport> {
   const queue = new MemoryRefreshQueue();
-  const plan = await planTokenRefresh({ store: world.tokens, queue, clock: world.clock, logger: world.logger, metrics: noMetrics }, { marginMs: REFRESH_MARGIN_MS });
+  const plan = await planTokenRefresh(
+    { store: world.tokens, queue, clock: world.clock, logger: world.logger, metrics: noMetrics },
+    { marginMs: REFRESH_MARGIN_MS },
+  );
   const ids = queue.take(queue.size).map((r) => r.externalId);
   const outcomes = await world.lifecycle().refreshBatch(ids);
   return { mode: 'local', planned: plan.enqueued, outcomes, counts: counts(outcomes.map((o) => o.result)) };
 }
 
 /** `keys rotate` in the local mode: the real protocol, run by the emulator against the embedded service. */
-export async function rotateLocal(world: LocalWorld, companyId: string, options: { revokePreviousNow?: boolean } = {}): Promise<RotateReport> {
+export async function rotateLocal(
+  world: LocalWorld,
+  companyId: string,
+  options: { revokePreviousNow?: boolean } = {},
+): Promise<RotateReport> {
   const revokedBefore = revokedKeys(await world.runDueRevocations());
   const entry = await world.directory.find(companyId);
   const before = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
@@ -246,7 +261,13 @@ export async function rotateLocal(world: LocalWorld, companyId: string, options:
 
 export async function keyStatusLocal(world: LocalWorld): Promise<KeyStatusReport> {
   const revokedBefore = revokedKeys(await world.runDueRevocations());
-  const companies = await keyStatus({ store: world.secrets, directory: world.directory, scheduler: world.revocations, clientFor: (key) => world.clientForKey(key), clock: world.clock });
+  const companies = await keyStatus({
+    store: world.secrets,
+    directory: world.directory,
+    scheduler: world.revocations,
+    clientFor: (key) => world.clientForKey(key),
+    clock: world.clock,
+  });
   return { now: iso(world.clock.now())!, companies, revokedBefore };
 }
 
@@ -263,15 +284,36 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
       parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
       companySecrets.push({ companyId: entry.companyId, secret: entry.name, ok: true });
     } catch (error) {
-      companySecrets.push({ companyId: entry.companyId, secret: entry.name, ok: false, error: redactString(error instanceof Error ? error.message : String(error)) });
+      companySecrets.push({
+        companyId: entry.companyId,
+        secret: entry.name,
+        ok: false,
+        error: redactString(error instanceof Error ? error.message : String(error)),
+      });
     }
   }
-  const tokens = world.isDamaged('tokens') ? { skipped: 'tokens.json is damaged' } : tokenHealth((await listUsers(world.tokens, now())).rows, now());
+  const tokens = world.isDamaged('tokens')
+    ? { skipped: 'tokens.json is damaged' }
+    : tokenHealth((await listUsers(world.tokens, now())).rows, now());
   const rotations = await checkKeyRotations(
-    { store: world.secrets, directory: world.directory, scheduler: world.revocations, clientFor: (key) => world.clientForKey(key), clock: world.clock, logger: world.logger, metrics: noMetrics },
+    {
+      store: world.secrets,
+      directory: world.directory,
+      scheduler: world.revocations,
+      clientFor: (key) => world.clientForKey(key),
+      clock: world.clock,
+      logger: world.logger,
+      metrics: noMetrics,
+    },
     { graceMs: world.graceMs, repair: options.repair },
   );
-  const exports = await (await import('./export-run.ts')).exportHealth(world.exportStore, companySecrets.map((s) => s.companyId), now());
+  const exports = await (
+    await import('./export-run.ts')
+  ).exportHealth(
+    world.exportStore,
+    companySecrets.map((s) => s.companyId),
+    now(),
+  );
   const partial = {
     mode: 'local' as const,
     checkedAt: iso(now())!,

@@ -1,11 +1,25 @@
-import type { DoctorReport as RotationReport, InstallOutcome, KeyStatus, RetireOutcome, RevocationOutcome, RotateNowResult } from '../../src/core/api-keys';
+import type {
+  DoctorReport as RotationReport,
+  InstallOutcome,
+  KeyStatus,
+  RetireOutcome,
+  RevocationOutcome,
+  RotateNowResult,
+} from '../../src/core/api-keys';
 import type { AddResult, RegistryFinding, RemoveResult } from '../../src/core/companies/company-registry';
 import type { ExportProgress } from '../../src/core/exports/pipeline/export-sources';
 import type { AmountTotal } from '../../src/core/exports/formats/totals';
 import type { ExportFormat } from '../../src/core/exports/formats/datasets';
 import type { ProbeResult } from '../../src/core/health/check-health';
 import type { TokenStatus } from '../../src/core/tokens/token-store';
-import type { OnboardInput, OnboardResult, RecoverResult, RefreshOutcome, RefreshResult, RevokeResult } from '../../src/core/tokens/token-lifecycle';
+import type {
+  OnboardInput,
+  OnboardResult,
+  RecoverResult,
+  RefreshOutcome,
+  RefreshResult,
+  RevokeResult,
+} from '../../src/core/tokens/token-lifecycle';
 import type { ExportTarget } from '../args';
 import type { Output } from '../output';
 

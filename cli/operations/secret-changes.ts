@@ -30,7 +30,11 @@ async function rollBack(store: Store, secretId: string): Promise<SecretChange> {
   const description = await store.describeSecret(secretId);
   const current = versionWithStage(description, SecretStage.current);
   const previous = versionWithStage(description, SecretStage.previous);
-  if (!current || !previous) throw new CliError(`secret ${description.name} has no AWSPREVIOUS version to go back to`, { code: 'no_previous_version', exitCode: ExitCode.failure });
+  if (!current || !previous)
+    throw new CliError(`secret ${description.name} has no AWSPREVIOUS version to go back to`, {
+      code: 'no_previous_version',
+      exitCode: ExitCode.failure,
+    });
   await store.moveStage(secretId, { stage: SecretStage.current, toVersionId: previous, fromVersionId: current });
   return { secret: description.name, versionId: previous, previousVersionId: current };
 }
@@ -43,7 +47,8 @@ export interface InstitutionTarget {
 }
 
 export async function setInstitutionSecret(target: InstitutionTarget, value: string | undefined): Promise<InstitutionSecretReport> {
-  const change = value === undefined ? await rollBack(target.store, target.secretId) : await putCurrent(target.store, target.secretId, value);
+  const change =
+    value === undefined ? await rollBack(target.store, target.secretId) : await putCurrent(target.store, target.secretId, value);
   const probes = await target.verify();
   return {
     ...change,
@@ -72,11 +77,19 @@ export async function installCompanyKey(target: CompanyKeyTarget, companyId: str
  * The key, checked at the service: it acts for `companyId` (lower case) alone, is listed live, and
  * may manage API keys (rotation creates its replacement). Returns what the secret will hold.
  */
-export async function verifyCompanyKey(target: Pick<CompanyKeyTarget, 'clientFor' | 'clock'>, companyId: string, apiKey: string): Promise<CompanyKeySecret> {
+export async function verifyCompanyKey(
+  target: Pick<CompanyKeyTarget, 'clientFor' | 'clock'>,
+  companyId: string,
+  apiKey: string,
+): Promise<CompanyKeySecret> {
   const client = target.clientFor({ apiKey, companyId });
   const companies = (await client.companies.list().all()).map((c) => c.parsed.publicId.toLowerCase());
   if (companies.length !== 1 || companies[0] !== companyId) {
-    throw new CliError(`the key in ACCTOPS_API_KEY does not act for company ${companyId}`, { code: 'wrong_company', exitCode: ExitCode.config, hint: 'use a key of that company' });
+    throw new CliError(`the key in ACCTOPS_API_KEY does not act for company ${companyId}`, {
+      code: 'wrong_company',
+      exitCode: ExitCode.config,
+      hint: 'use a key of that company',
+    });
   }
   const prefix = keyPrefix(apiKey);
   const cannotRotate = (cause?: unknown) =>
@@ -95,7 +108,11 @@ export async function verifyCompanyKey(target: Pick<CompanyKeyTarget, 'clientFor
     throw error;
   }
   const listed = keys.find((k) => k.prefix === prefix && k.revokedAt === null);
-  if (!listed) throw new CliError(`the service does not list a live key ${prefix}… for the company`, { code: 'key_not_listed', exitCode: ExitCode.config });
+  if (!listed)
+    throw new CliError(`the service does not list a live key ${prefix}… for the company`, {
+      code: 'key_not_listed',
+      exitCode: ExitCode.config,
+    });
   if (!listed.permissions.some((p) => p === 'manage_api_keys' || p === 'full_access')) throw cannotRotate();
   return {
     apiKey,

@@ -1,4 +1,10 @@
-import { parseCompanyKeySecret, revokeApiKey, type DueRevocationsResult, type RevocationOutcome, type RevokeDeps } from '../../src/core/api-keys';
+import {
+  parseCompanyKeySecret,
+  revokeApiKey,
+  type DueRevocationsResult,
+  type RevocationOutcome,
+  type RevokeDeps,
+} from '../../src/core/api-keys';
 import { FileRegistryTable } from '../../src/adapters/local/file-company-registry';
 import { CompanyRegistry, type RegisteredCompany, type RegistryTable } from '../../src/core/companies/company-registry';
 import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/formats/period';
@@ -9,7 +15,17 @@ import { isDue, type TokenStore, type TokenSummary } from '../../src/core/tokens
 import { CliConfigError, UsageError } from '../errors';
 import { iso } from '../format';
 import { statePath } from '../local/state-dir';
-import { isSkipped, type CompanyList, type CompanyRow, type DoctorReport, type RegistryHealth, type RevokedKey, type TokenHealth, type UserList, type UserRow } from './operations';
+import {
+  isSkipped,
+  type CompanyList,
+  type CompanyRow,
+  type DoctorReport,
+  type RegistryHealth,
+  type RevokedKey,
+  type TokenHealth,
+  type UserList,
+  type UserRow,
+} from './operations';
 
 /**
  * What both implementations of Operations compute the same way: rows and reports from the use
@@ -141,7 +157,11 @@ export async function registryHealth(registry: Pick<CompanyRegistry, 'pages'>): 
 export function refuseFutureMonth(month: string | undefined, now: number): void {
   if (month === undefined) return;
   const current = periodContaining(now, DEFAULT_TIME_ZONE).text;
-  if (month > current) throw new UsageError(`--month is after the current month (${current})`, 'export a month that has begun; the default is the previous month');
+  if (month > current)
+    throw new UsageError(
+      `--month is after the current month (${current})`,
+      'export a month that has begun; the default is the previous month',
+    );
 }
 
 // Doctor
@@ -165,7 +185,8 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
   else for (const p of report.health.probes) if (!p.ok) out.push(`probe ${p.name} failed: ${p.error?.message ?? 'no detail'}`);
   for (const s of report.companySecrets ?? []) if (!s.ok) out.push(`company key secret ${s.secret} unreadable: ${s.error ?? ''}`);
   if (!isSkipped(report.tokens)) {
-    for (const id of report.tokens.needsAttention) out.push(`user ${id} needs attention (refresh and retrieve failed): \`acctops users recover --user ${id}\``);
+    for (const id of report.tokens.needsAttention)
+      out.push(`user ${id} needs attention (refresh and retrieve failed): \`acctops users recover --user ${id}\``);
     for (const id of report.tokens.expired) out.push(`user ${id} has an expired access token: \`acctops tokens refresh --user ${id}\``);
   }
   if (!isSkipped(report.rotations)) {
@@ -173,12 +194,17 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
   }
   if (report.registry && !isSkipped(report.registry)) {
     for (const f of report.registry.unreadable) {
-      out.push(`company registry entry ${f.key} is unreadable (${f.issues.map((i) => i.path || '(root)').join(', ')}); the monthly export skips it: docs/runbooks.md, "Add or remove a company"`);
+      out.push(
+        `company registry entry ${f.key} is unreadable (${f.issues.map((i) => i.path || '(root)').join(', ')}); the monthly export skips it: docs/runbooks.md, "Add or remove a company"`,
+      );
     }
   }
   if (!isSkipped(report.exports)) {
     for (const c of report.exports.companies) {
-      if (c.overdue) out.push(`company ${c.companyId} has no export of ${report.exports.expectedPeriod} (last: ${c.lastPeriod ?? 'none'}): \`acctops export --month ${report.exports.expectedPeriod} --company ${c.companyId}\``);
+      if (c.overdue)
+        out.push(
+          `company ${c.companyId} has no export of ${report.exports.expectedPeriod} (last: ${c.lastPeriod ?? 'none'}): \`acctops export --month ${report.exports.expectedPeriod} --company ${c.companyId}\``,
+        );
     }
   }
   return out;

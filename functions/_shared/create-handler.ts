@@ -8,7 +8,8 @@ export type { CreateHandlerOptions, Invocation } from './lambda-handler';
 /** Powertools Logger and Metrics behind our ports (docs/observability.md). */
 export const powertoolsObservability: Observability = {
   logger: (env) => LambdaLogger.create({ level: env.LOG_LEVEL, sampleRate: env.POWERTOOLS_LOGGER_SAMPLE_RATE }),
-  metrics: (env, ids, clock) => new PowertoolsMetrics({ dimensions: { Stage: env.ACCTOPS_STAGE, Function: env.ACCTOPS_FUNCTION }, properties: ids, clock }),
+  metrics: (env, ids, clock) =>
+    new PowertoolsMetrics({ dimensions: { Stage: env.ACCTOPS_STAGE, Function: env.ACCTOPS_FUNCTION }, properties: ids, clock }),
 };
 
 /**

@@ -8,7 +8,8 @@ export type { CreateHandlerOptions, Invocation } from './lambda-handler';
 /** Our own JSON logger and EMF writer: the same ports, redaction, metric names and dimensions. */
 export const ownObservability: Observability = {
   logger: (env) => new JsonLogger(undefined, {}, env.LOG_LEVEL),
-  metrics: (env, ids, clock) => new EmfMetrics({ dimensions: { Stage: env.ACCTOPS_STAGE, Function: env.ACCTOPS_FUNCTION }, properties: ids, clock }),
+  metrics: (env, ids, clock) =>
+    new EmfMetrics({ dimensions: { Stage: env.ACCTOPS_STAGE, Function: env.ACCTOPS_FUNCTION }, properties: ids, clock }),
 };
 
 /**

@@ -104,10 +104,7 @@ function defaultCorrelationId(event: unknown): string | undefined {
  * For SQS batches, make `eventSchema` the envelope and parse each record's body in the handler, so
  * that one bad message becomes one batch item failure instead of failing the batch.
  */
-export function buildHandler<S extends z.ZodType, R>(
-  options: CreateHandlerOptions<S, R>,
-  observability: Observability,
-): LambdaHandler<R> {
+export function buildHandler<S extends z.ZodType, R>(options: CreateHandlerOptions<S, R>, observability: Observability): LambdaHandler<R> {
   const env = readEnv(runtimeEnvSchema, options.env);
   const clock = options.clock ?? systemClock;
   const lambdaLogger = options.logger ? undefined : observability.logger(env);
@@ -116,7 +113,8 @@ export function buildHandler<S extends z.ZodType, R>(
     function: env.ACCTOPS_FUNCTION,
   });
   const pickCorrelationId = options.correlationId ?? defaultCorrelationId;
-  const createMetrics = options.createMetrics ?? ((ids: { correlationId: string; requestId: string }) => observability.metrics(env, ids, clock));
+  const createMetrics =
+    options.createMetrics ?? ((ids: { correlationId: string; requestId: string }) => observability.metrics(env, ids, clock));
 
   type Request = Parameters<NonNullable<MiddlewareObj<unknown, R, Error, Context & Partial<Scoped>>['before']>>[0];
 

@@ -89,7 +89,10 @@ export class LambdaLogger implements Logger {
       // Powertools reports the rate it was given on every line; sampling itself happens here.
       ...(sampleRate > 0 ? { sampleRateValue: sampleRate } : {}),
     });
-    return new LambdaLogger({ powertools, level: options.level, sampleRate, random: options.random ?? Math.random, current: options.level }, {});
+    return new LambdaLogger(
+      { powertools, level: options.level, sampleRate, random: options.random ?? Math.random, current: options.level },
+      {},
+    );
   }
 
   /** Starts an invocation: Lambda context keys, the correlation id, the sampling draw. */

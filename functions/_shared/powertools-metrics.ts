@@ -87,7 +87,12 @@ export class PowertoolsMetrics implements Metrics {
 
   withDimensions(dimensions: MetricDimensions): Metrics {
     return new PowertoolsMetrics(
-      { namespace: this.namespace, dimensions: mergeDimensions(this.dimensions, dimensions), properties: this.properties, clock: this.clock },
+      {
+        namespace: this.namespace,
+        dimensions: mergeDimensions(this.dimensions, dimensions),
+        properties: this.properties,
+        clock: this.clock,
+      },
       this.groups,
     );
   }

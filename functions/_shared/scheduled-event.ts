@@ -47,7 +47,12 @@ export function scheduledOrManualEventSchema<S extends string, P extends z.ZodRa
       const given = names.filter((name) => (event as Record<string, unknown>)[name] !== undefined);
       if (given.length === 0) return;
       for (const name of names) {
-        if (!given.includes(name)) ctx.addIssue({ code: 'custom', path: [name], message: `the schedule's envelope needs ${name} (or leave out ${given.join(', ')})` });
+        if (!given.includes(name))
+          ctx.addIssue({
+            code: 'custom',
+            path: [name],
+            message: `the schedule's envelope needs ${name} (or leave out ${given.join(', ')})`,
+          });
       }
     });
 }

@@ -30,7 +30,10 @@ const probes = [institutionCredentialProbe(credential), serviceReachableProbe(cl
  * probe runs, or with `{ "probes": [...] }` the named ones.
  */
 const eventSchema = scheduledOrManualEventSchema('health-check', {
-  probes: z.array(z.enum([PROBES.institutionCredential, PROBES.service])).min(1).optional(),
+  probes: z
+    .array(z.enum([PROBES.institutionCredential, PROBES.service]))
+    .min(1)
+    .optional(),
 });
 
 export const handler = createHandler({

@@ -35,7 +35,10 @@ const RESERVE_MS = 60_000;
  * company's full check per message, with partial batch failures.
  */
 const sqsRecord = z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') });
-const eventSchema = scheduledOrManualEventSchema('key-rotation-doctor', { repair: z.boolean().optional(), Records: z.array(sqsRecord).min(1).optional() });
+const eventSchema = scheduledOrManualEventSchema('key-rotation-doctor', {
+  repair: z.boolean().optional(),
+  Records: z.array(sqsRecord).min(1).optional(),
+});
 
 export const handler = createHandler({
   eventSchema,

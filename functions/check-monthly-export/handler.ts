@@ -18,8 +18,8 @@ export const handler = createHandler({
   eventSchema,
   correlationId: scheduledCorrelationId,
   handler: (_event, { logger, metrics }) =>
-    checkMonthlyExport(
-      runtime.overdueDeps({ logger, metrics }),
-      { timeZone: env.EXPORT_TIME_ZONE, dueAfterHours: env.EXPORT_DUE_AFTER_HOURS },
-    ),
+    checkMonthlyExport(runtime.overdueDeps({ logger, metrics }), {
+      timeZone: env.EXPORT_TIME_ZONE,
+      dueAfterHours: env.EXPORT_DUE_AFTER_HOURS,
+    }),
 });

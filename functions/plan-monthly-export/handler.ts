@@ -25,16 +25,13 @@ export const handler = createHandler({
   eventSchema,
   correlationId: scheduledCorrelationId,
   handler: (event, { logger, metrics }) =>
-    planMonthlyExport(
-      runtime.planDeps({ logger, metrics }),
-      {
-        scheduledAt: event.scheduledAt,
-        executionId: event.executionId,
-        timeZone: env.EXPORT_TIME_ZONE,
-        // Seeded from cdk.json `companies` by the stack, added and removed by `acctops companies`.
-        registry: new CompanyRegistry(runtime.registryTable(), { defaultFormats: env.EXPORT_FORMATS, logger }),
-        users: runtime.tokenStore(),
-        formats: env.EXPORT_FORMATS,
-      },
-    ),
+    planMonthlyExport(runtime.planDeps({ logger, metrics }), {
+      scheduledAt: event.scheduledAt,
+      executionId: event.executionId,
+      timeZone: env.EXPORT_TIME_ZONE,
+      // Seeded from cdk.json `companies` by the stack, added and removed by `acctops companies`.
+      registry: new CompanyRegistry(runtime.registryTable(), { defaultFormats: env.EXPORT_FORMATS, logger }),
+      users: runtime.tokenStore(),
+      formats: env.EXPORT_FORMATS,
+    }),
 });

@@ -20,12 +20,9 @@ export const handler = createHandler({
   correlationId: scheduledCorrelationId,
   handler: async (event, { logger, metrics, lambdaContext }) => {
     const remaining = lambdaContext.getRemainingTimeInMillis?.();
-    return planTokenRefresh(
-      runtime.planDeps({ logger: logger.child({ scheduledAt: event.scheduledAt }), metrics }),
-      {
-        marginMs: env.TOKEN_REFRESH_MARGIN_SECONDS * 1000,
-        deadline: remaining === undefined ? undefined : systemClock.now() + remaining - RESERVE_MS,
-      },
-    );
+    return planTokenRefresh(runtime.planDeps({ logger: logger.child({ scheduledAt: event.scheduledAt }), metrics }), {
+      marginMs: env.TOKEN_REFRESH_MARGIN_SECONDS * 1000,
+      deadline: remaining === undefined ? undefined : systemClock.now() + remaining - RESERVE_MS,
+    });
   },
 });

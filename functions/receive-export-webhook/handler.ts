@@ -28,10 +28,11 @@ export const handler = createHandler({
   handler: async (event, { logger, metrics }): Promise<APIGatewayProxyStructuredResultV2> => {
     const body = Buffer.from(event.body ?? '', event.isBase64Encoded ? 'base64' : 'utf8');
     const headers = Object.fromEntries(Object.entries(event.headers).map(([name, value]) => [name.toLowerCase(), value]));
-    const response = await receiveExportWebhook(
-      runtime.webhookDeps({ logger, metrics }),
-      { method: event.requestContext.http.method, headers, body },
-    );
+    const response = await receiveExportWebhook(runtime.webhookDeps({ logger, metrics }), {
+      method: event.requestContext.http.method,
+      headers,
+      body,
+    });
     return { statusCode: response.status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(response.body) };
   },
 });

@@ -21,5 +21,7 @@ const eventSchema = z.strictObject({ externalId: z.guid(), reactivate: z.boolean
 export const handler = createHandler({
   eventSchema,
   handler: (event, { logger, metrics, requestId }) =>
-    new TokenLifecycle(runtime.lifecycleDeps({ logger, metrics, ownerPrefix: `recover-user:${requestId}` })).recover(event.externalId, { reactivate: event.reactivate }),
+    new TokenLifecycle(runtime.lifecycleDeps({ logger, metrics, ownerPrefix: `recover-user:${requestId}` })).recover(event.externalId, {
+      reactivate: event.reactivate,
+    }),
 });

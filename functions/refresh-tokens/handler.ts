@@ -29,9 +29,7 @@ const RESERVE_MS = 60_000;
  * item failure (bound for the DLQ), not a failed batch.
  */
 const eventSchema = z.object({
-  Records: z
-    .array(z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') }))
-    .min(1),
+  Records: z.array(z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') })).min(1),
 });
 
 export const handler = createHandler({

@@ -18,5 +18,8 @@ const { runtime } = keyRotationRuntimeFromEnv([
 export const handler = createHandler({
   eventSchema: revocationSchema,
   correlationId: (event) => (event as { rotationToken?: unknown } | null)?.rotationToken as string | undefined,
-  handler: async (event, { logger, metrics }) => ({ apiKeyId: event.apiKeyId, outcome: await revokeApiKey(runtime.revokeDeps({ logger, metrics }), event) }),
+  handler: async (event, { logger, metrics }) => ({
+    apiKeyId: event.apiKeyId,
+    outcome: await revokeApiKey(runtime.revokeDeps({ logger, metrics }), event),
+  }),
 });

@@ -85,7 +85,12 @@ const apiKeysSchema = z
      * consumer's cache of the secret (`secretCacheTtlSeconds`).
      * @default 30
      */
-    revocationGraceMinutes: z.number().int().min(1).max(24 * 60).default(30),
+    revocationGraceMinutes: z
+      .number()
+      .int()
+      .min(1)
+      .max(24 * 60)
+      .default(30),
     /**
      * Overrides of the API-key management paths, whose defaults are in docs/assumptions.md.
      * `revoke` must contain `{publicId}`.
@@ -126,12 +131,18 @@ export const stageSettingsSchema = z
      * AWS account to deploy to; with `region`, makes the stack environment-specific.
      * @default - environment-agnostic (the CLI's credentials decide)
      */
-    account: z.string().regex(/^\d{12}$/, 'expected a 12-digit account id').optional(),
+    account: z
+      .string()
+      .regex(/^\d{12}$/, 'expected a 12-digit account id')
+      .optional(),
     /**
      * AWS region to deploy to.
      * @default - environment-agnostic
      */
-    region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'expected a region like eu-central-1').optional(),
+    region: z
+      .string()
+      .regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'expected a region like eu-central-1')
+      .optional(),
     /**
      * Keep data (secrets, keys, log groups) when the stack is deleted. Turn off only for
      * throw-away stages.

@@ -5,14 +5,7 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
-import {
-  ApplicationLogLevel,
-  Architecture,
-  LoggingFormat,
-  Runtime,
-  SystemLogLevel,
-  Tracing,
-} from 'aws-cdk-lib/aws-lambda';
+import { ApplicationLogLevel, Architecture, LoggingFormat, Runtime, SystemLogLevel, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -35,7 +28,14 @@ export const FUNCTION_RUNTIME = Runtime.NODEJS_24_X;
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 /** Variables AcctopsFunction sets itself; `environment` and bind* may not reuse them. */
-export const RESERVED_ENV = ['ACCTOPS_STAGE', 'ACCTOPS_FUNCTION', 'LOG_LEVEL', 'NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'POWERTOOLS_LOGGER_SAMPLE_RATE'] as const;
+export const RESERVED_ENV = [
+  'ACCTOPS_STAGE',
+  'ACCTOPS_FUNCTION',
+  'LOG_LEVEL',
+  'NODE_OPTIONS',
+  'POWERTOOLS_SERVICE_NAME',
+  'POWERTOOLS_LOGGER_SAMPLE_RATE',
+] as const;
 
 /** The `service` of every log line (Powertools Logger); metrics carry no such dimension. */
 export const POWERTOOLS_SERVICE_NAME = 'acctops';
@@ -125,10 +125,7 @@ export function nodeOptions(memoryMb: number, maxSemiSpaceMb: number | undefined
 }
 
 /** What a stack decides once for all its functions; spread it into each function's props. */
-export type AcctopsFunctionDefaults = Pick<
-  AcctopsFunctionProps,
-  'stageName' | 'logRetention' | 'logLevel' | 'logRemovalPolicy'
->;
+export type AcctopsFunctionDefaults = Pick<AcctopsFunctionProps, 'stageName' | 'logRetention' | 'logLevel' | 'logRemovalPolicy'>;
 
 export type SecretAccess = 'read' | 'write' | 'rotate';
 export type TableAccess = 'read' | 'write' | 'readWrite' | 'queryIndexes' | 'getPut' | 'getUpdate' | 'claims' | 'scan' | 'getItem';

@@ -89,11 +89,13 @@ export class CompanyRegistry extends Construct {
     if (!singleton) return;
     Validations.of(singleton).acknowledge({
       id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
-      reason: 'The seeding function of AwsCustomResource (CDK-owned) writes only its own logs with the basic execution role; it runs at deploy time, once per company.',
+      reason:
+        'The seeding function of AwsCustomResource (CDK-owned) writes only its own logs with the basic execution role; it runs at deploy time, once per company.',
     });
     Validations.of(singleton).acknowledge({
       id: 'AwsSolutions-L1',
-      reason: 'The AwsCustomResource function is CDK-owned and its runtime is chosen by aws-cdk-lib; it only calls DynamoDB PutItem at deploy time.',
+      reason:
+        'The AwsCustomResource function is CDK-owned and its runtime is chosen by aws-cdk-lib; it only calls DynamoDB PutItem at deploy time.',
     });
   }
 }

@@ -36,13 +36,14 @@ export class FailedInvocations extends Construct {
     });
     Validations.of(this.queue).acknowledge({
       id: 'AwsSolutions-SQS3',
-      reason: 'This queue is itself the dead-letter queue of every schedule and the on-failure destination of every asynchronous invocation.',
+      reason:
+        'This queue is itself the dead-letter queue of every schedule and the on-failure destination of every asynchronous invocation.',
     });
     // Monitoring adds the OK action to every alarm of the stack.
     this.alarm = acctopsAlarm(this, 'Alarm', {
       action: props.alarmAction,
       description:
-        'A schedule could not invoke its function, or an asynchronously invoked function (a schedule\'s target, a key revocation) failed every attempt. ' +
+        "A schedule could not invoke its function, or an asynchronously invoked function (a schedule's target, a key revocation) failed every attempt. " +
         'The message in the FailedInvocations queue names the function and the input. Runbook: "A failed invocation".',
       metric: this.queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }),
     });

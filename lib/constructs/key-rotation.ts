@@ -5,7 +5,14 @@ import { EventBus, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { CfnPermission } from 'aws-cdk-lib/aws-lambda';
-import { ContextAttribute, Schedule, ScheduleExpression, ScheduleGroup, ScheduleTargetInput, type IScheduleTarget } from 'aws-cdk-lib/aws-scheduler';
+import {
+  ContextAttribute,
+  Schedule,
+  ScheduleExpression,
+  ScheduleGroup,
+  ScheduleTargetInput,
+  type IScheduleTarget,
+} from 'aws-cdk-lib/aws-scheduler';
 import { CfnRotationSchedule, type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { flattenCfnReference } from 'cdk-nag/lib/utils/flatten-cfn-reference';
@@ -24,9 +31,19 @@ export const COMPANY_KEY_TAGS = { purpose: 'acctops:purpose', company: 'acctops:
 export const PURPOSE_COMPANY_KEY = 'company-api-key';
 
 /** What the rotation function does to a company key secret (Secrets Manager's four steps). */
-const ROTATE_ACTIONS = ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue', 'secretsmanager:UpdateSecretVersionStage'];
+const ROTATE_ACTIONS = [
+  'secretsmanager:DescribeSecret',
+  'secretsmanager:GetSecretValue',
+  'secretsmanager:PutSecretValue',
+  'secretsmanager:UpdateSecretVersionStage',
+];
 /** The doctor: DescribeSecret to choose (the sweep), then the full check of the due ones and its one repair (a stuck AWSPENDING label). */
-const DOCTOR_ACTIONS = ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue', 'secretsmanager:ListSecretVersionIds', 'secretsmanager:UpdateSecretVersionStage'];
+const DOCTOR_ACTIONS = [
+  'secretsmanager:DescribeSecret',
+  'secretsmanager:GetSecretValue',
+  'secretsmanager:ListSecretVersionIds',
+  'secretsmanager:UpdateSecretVersionStage',
+];
 
 /** Revocation schedules are named `<prefix><apiKeyId>` (EventBridgeRevocationScheduler's default). */
 export const REVOCATION_SCHEDULE_PREFIX = 'revoke-';
@@ -122,7 +139,7 @@ export class KeyRotation extends Construct {
     this.revokeFunction = new AcctopsFunction(this, 'RevokeApiKey', {
       ...functionDefaults,
       handlerDir: 'revoke-api-key',
-      description: "Revokes a rotated-out company API key once its grace period is over (one-time EventBridge Scheduler schedule)",
+      description: 'Revokes a rotated-out company API key once its grace period is over (one-time EventBridge Scheduler schedule)',
       timeout: Duration.minutes(1),
       environment: api,
     });
@@ -136,7 +153,9 @@ export class KeyRotation extends Construct {
       }),
       description: 'Lets the key revocation schedules invoke revoke-api-key, and nothing else',
     });
-    this.revocationSchedulerRole.addToPolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [this.revokeFunction.functionArn] }));
+    this.revocationSchedulerRole.addToPolicy(
+      new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [this.revokeFunction.functionArn] }),
+    );
 
     this.rotateFunction = new AcctopsFunction(this, 'RotateApiKey', {
       ...functionDefaults,
@@ -164,8 +183,11 @@ export class KeyRotation extends Construct {
         conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
       }),
     );
-    acknowledge(this.rotateFunction, `Resource::${flattenCfnReference(stack.resolve(revocationSchedules))}`,
-      'Revocation schedules are named after the key they revoke, at run time; the grant covers only the revoke- schedules of this stage\'s revocation group.');
+    acknowledge(
+      this.rotateFunction,
+      `Resource::${flattenCfnReference(stack.resolve(revocationSchedules))}`,
+      "Revocation schedules are named after the key they revoke, at run time; the grant covers only the revoke- schedules of this stage's revocation group.",
+    );
 
     this.doctorFunction = new AcctopsFunction(this, 'CheckKeyRotations', {
       ...functionDefaults,
@@ -176,11 +198,19 @@ export class KeyRotation extends Construct {
     }).bindEventBus(props.eventBus ?? EventBus.fromEventBusName(this, 'DefaultBus', 'default'), 'KEY_EVENT_BUS_NAME');
     this.doctorFunction.addToRolePolicy(new PolicyStatement({ actions: ['scheduler:GetSchedule'], resources: [revocationSchedules] }));
     // Neither list operation supports resource-level permissions.
-    this.doctorFunction.addToRolePolicy(new PolicyStatement({ actions: ['secretsmanager:ListSecrets', 'scheduler:ListSchedules'], resources: ['*'] }));
-    acknowledge(this.doctorFunction, 'Resource::*',
-      'secretsmanager:ListSecrets and scheduler:ListSchedules support no resource-level permissions; they return names and tags, never a secret value.');
-    acknowledge(this.doctorFunction, `Resource::${flattenCfnReference(stack.resolve(revocationSchedules))}`,
-      'The doctor reads the pending revocations: only the revoke- schedules of this stage\'s revocation group.');
+    this.doctorFunction.addToRolePolicy(
+      new PolicyStatement({ actions: ['secretsmanager:ListSecrets', 'scheduler:ListSchedules'], resources: ['*'] }),
+    );
+    acknowledge(
+      this.doctorFunction,
+      'Resource::*',
+      'secretsmanager:ListSecrets and scheduler:ListSchedules support no resource-level permissions; they return names and tags, never a secret value.',
+    );
+    acknowledge(
+      this.doctorFunction,
+      `Resource::${flattenCfnReference(stack.resolve(revocationSchedules))}`,
+      "The doctor reads the pending revocations: only the revoke- schedules of this stage's revocation group.",
+    );
 
     // Company secrets created at run time (`acctops keys install`) are reached by their tags, not
     // by ARN: one statement per function, whatever the number of companies (docs/fleet-rotation.md).
@@ -214,7 +244,8 @@ export class KeyRotation extends Construct {
       }),
       revocationFailures: acctopsAlarm(this, 'RevocationFailuresAlarm', {
         action,
-        description: 'Revoking a rotated-out API key failed; the old key still works. The rotation doctor revokes it within the hour (revocation_overdue); `acctops doctor --repair` does it now.',
+        description:
+          'Revoking a rotated-out API key failed; the old key still works. The rotation doctor revokes it within the hour (revocation_overdue); `acctops doctor --repair` does it now.',
         metric: this.revokeFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
       }),
       doctorFailures: acctopsAlarm(this, 'DoctorFailuresAlarm', {
@@ -257,7 +288,11 @@ export class KeyRotation extends Construct {
     this.grantCompanyKeysByTag(fn, ['secretsmanager:GetSecretValue'], ['kms:Decrypt']);
     for (const secret of this.importedSecrets()) fn.grantSecret(secret, 'read');
     fn.addToRolePolicy(new PolicyStatement({ actions: ['secretsmanager:ListSecrets'], resources: ['*'] }));
-    acknowledge(fn, 'Resource::*', 'secretsmanager:ListSecrets supports no resource-level permissions; it finds the company key secrets by tag and returns no value.');
+    acknowledge(
+      fn,
+      'Resource::*',
+      'secretsmanager:ListSecrets supports no resource-level permissions; it finds the company key secrets by tag and returns no value.',
+    );
   }
 
   /**
@@ -291,8 +326,11 @@ export class KeyRotation extends Construct {
         },
       }),
     );
-    acknowledge(fn, `Resource::${flattenCfnReference(stack.resolve(this.companySecretsArnPattern))}`,
-      `Company key secrets are created at run time (acctops keys install), one per company; the grant covers only secrets named acctops/${this.stageName}/company/* AND tagged ${COMPANY_KEY_TAGS.stage}=${this.stageName} and ${COMPANY_KEY_TAGS.purpose}=${PURPOSE_COMPANY_KEY}, so another stage's secret is out of reach.`);
+    acknowledge(
+      fn,
+      `Resource::${flattenCfnReference(stack.resolve(this.companySecretsArnPattern))}`,
+      `Company key secrets are created at run time (acctops keys install), one per company; the grant covers only secrets named acctops/${this.stageName}/company/* AND tagged ${COMPANY_KEY_TAGS.stage}=${this.stageName} and ${COMPANY_KEY_TAGS.purpose}=${PURPOSE_COMPANY_KEY}, so another stage's secret is out of reach.`,
+    );
   }
 
   /** Secrets imported by ARN (cdk.json existingSecretArn): their names and tags are not ours to rely on. */
@@ -330,7 +368,12 @@ export class KeyRotation extends Construct {
       this.rotateFunction.grantSecret(secret, 'rotate');
       this.revokeFunction.grantSecret(secret, 'read');
       this.doctorFunction.grantSecret(secret, 'read');
-      this.doctorFunction.addToRolePolicy(new PolicyStatement({ actions: DOCTOR_ACTIONS.filter((a) => a !== 'secretsmanager:GetSecretValue'), resources: [secret.secretArn] }));
+      this.doctorFunction.addToRolePolicy(
+        new PolicyStatement({
+          actions: DOCTOR_ACTIONS.filter((a) => a !== 'secretsmanager:GetSecretValue'),
+          resources: [secret.secretArn],
+        }),
+      );
     }
     const schedule = new CfnRotationSchedule(this, `Rotation${id}`, {
       secretId: secret.secretArn,

@@ -1,5 +1,14 @@
 import { CfnOutput, Duration, Stack } from 'aws-cdk-lib';
-import { Alarm, AlarmStatusWidget, AlarmWidget, Dashboard, GraphWidget, Metric, TextWidget, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
+import {
+  Alarm,
+  AlarmStatusWidget,
+  AlarmWidget,
+  Dashboard,
+  GraphWidget,
+  Metric,
+  TextWidget,
+  type IMetric,
+} from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput, type IScheduleTarget } from 'aws-cdk-lib/aws-scheduler';
@@ -135,7 +144,9 @@ export class Monitoring extends Construct {
     const placed = new Set([...rows.flatMap((r) => r.alarms), ...functionAlarms]);
     const homeless = alarmsUnder(stack).filter((alarm) => !placed.has(alarm));
     if (homeless.length > 0) {
-      throw new Error(`alarms outside every dashboard row: ${homeless.map((a) => a.node.path).join(', ')}; add their construct to Monitoring's rows`);
+      throw new Error(
+        `alarms outside every dashboard row: ${homeless.map((a) => a.node.path).join(', ')}; add their construct to Monitoring's rows`,
+      );
     }
     this.alarms = [...new Set([...rows.flatMap((r) => r.alarms), ...functionAlarms])];
 
@@ -197,7 +208,10 @@ export class Monitoring extends Construct {
     };
   }
 
-  private alarm(id: string, options: { description: string; metric: IMetric; evaluationPeriods?: number; datapointsToAlarm?: number }): Alarm {
+  private alarm(
+    id: string,
+    options: { description: string; metric: IMetric; evaluationPeriods?: number; datapointsToAlarm?: number },
+  ): Alarm {
     return acctopsAlarm(this, id, { ...options, action: this.action, notifyOk: true });
   }
 }

@@ -89,7 +89,7 @@ export class RotationFanout extends Construct {
     this.deadLettersAlarm = acctopsAlarm(this, 'DeadLettersAlarm', {
       action: new SnsAction(props.alarmTopic),
       description:
-        'A company\'s rotation check failed three receives and sits in the rotation check DLQ. The next hourly sweep queues the company again; ' +
+        "A company's rotation check failed three receives and sits in the rotation check DLQ. The next hourly sweep queues the company again; " +
         '`acctops doctor` shows its findings. Runbook: "The rotation doctor reports findings".',
       metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }),
     });

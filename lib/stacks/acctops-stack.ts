@@ -115,16 +115,48 @@ export class AcctopsStack extends Stack {
       environment: { ACCTOPS_BASE_URL: stage.baseUrl },
     }).bindSecret(this.institutionSecret, 'INSTITUTION_SECRET_ARN', 'read');
 
-    this.tokens = new TokenLifecycle(this, 'Tokens', { stage, functionDefaults: this.functionDefaults, institutionSecret: this.institutionSecret, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy });
+    this.tokens = new TokenLifecycle(this, 'Tokens', {
+      stage,
+      functionDefaults: this.functionDefaults,
+      institutionSecret: this.institutionSecret,
+      alarmTopic: this.alarmTopic,
+      removalPolicy: this.dataRemovalPolicy,
+    });
 
-    this.keyRotation = new KeyRotation(this, 'KeyRotation', { stage, functionDefaults: this.functionDefaults, secretsKey: this.secretsKey, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy });
+    this.keyRotation = new KeyRotation(this, 'KeyRotation', {
+      stage,
+      functionDefaults: this.functionDefaults,
+      secretsKey: this.secretsKey,
+      alarmTopic: this.alarmTopic,
+      removalPolicy: this.dataRemovalPolicy,
+    });
 
     // Seeded companies get the Exports construct's default formats; `acctops companies add --formats` changes them.
-    this.companies = new CompanyRegistry(this, 'Companies', { stage, seedFormats: ['jsonl', 'csv', 'parquet'], removalPolicy: this.dataRemovalPolicy });
+    this.companies = new CompanyRegistry(this, 'Companies', {
+      stage,
+      seedFormats: ['jsonl', 'csv', 'parquet'],
+      removalPolicy: this.dataRemovalPolicy,
+    });
 
-    this.exports = new Exports(this, 'Exports', { stage, functionDefaults: this.functionDefaults, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy, secretsKey: this.secretsKey, tokenTable: this.tokens.table, tokenDueIndexName: TOKEN_TABLE.dueIndex.name, companyKeys: this.keyRotation, companyRegistryTable: this.companies.table });
+    this.exports = new Exports(this, 'Exports', {
+      stage,
+      functionDefaults: this.functionDefaults,
+      alarmTopic: this.alarmTopic,
+      removalPolicy: this.dataRemovalPolicy,
+      secretsKey: this.secretsKey,
+      tokenTable: this.tokens.table,
+      tokenDueIndexName: TOKEN_TABLE.dueIndex.name,
+      companyKeys: this.keyRotation,
+      companyRegistryTable: this.companies.table,
+    });
 
-    this.rotationFanout = new RotationFanout(this, 'RotationFanout', { stage, keyRotation: this.keyRotation, companyRegistryTable: this.companies.table, alarmTopic: this.alarmTopic, removalPolicy: this.dataRemovalPolicy });
+    this.rotationFanout = new RotationFanout(this, 'RotationFanout', {
+      stage,
+      keyRotation: this.keyRotation,
+      companyRegistryTable: this.companies.table,
+      alarmTopic: this.alarmTopic,
+      removalPolicy: this.dataRemovalPolicy,
+    });
     CompanyRegistry.acknowledgeSeeder(this);
 
     // Before Monitoring, which puts every alarm of the stack on its dashboard.

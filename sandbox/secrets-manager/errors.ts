@@ -21,14 +21,11 @@ export const secretNotFound = (): EmulatedServiceError =>
 export const valueNotFound = (what: string): EmulatedServiceError =>
   new EmulatedServiceError('ResourceNotFoundException', `Secrets Manager can't find the specified secret value for ${what}.`);
 
-export const invalidParameter = (message: string): EmulatedServiceError =>
-  new EmulatedServiceError('InvalidParameterException', message);
+export const invalidParameter = (message: string): EmulatedServiceError => new EmulatedServiceError('InvalidParameterException', message);
 
-export const invalidRequest = (message: string): EmulatedServiceError =>
-  new EmulatedServiceError('InvalidRequestException', message);
+export const invalidRequest = (message: string): EmulatedServiceError => new EmulatedServiceError('InvalidRequestException', message);
 
-export const resourceExists = (message: string): EmulatedServiceError =>
-  new EmulatedServiceError('ResourceExistsException', message);
+export const resourceExists = (message: string): EmulatedServiceError => new EmulatedServiceError('ResourceExistsException', message);
 
 export const markedForDeletion = (): EmulatedServiceError =>
   invalidRequest("You can't perform this operation on the secret because it was marked for deletion.");

@@ -213,7 +213,11 @@ export async function startSecretsManager(options: SecretsManagerOptions = {}): 
     },
     secret: (secretId) => state.snapshot(secretId),
     configureRotation: (secretId, { lambdaArn, rules }) => {
-      state.configureRotation(state.resolveActive(secretId), lambdaArn, parseInput('RotateSecret', { SecretId: secretId, RotationRules: rules }).RotationRules);
+      state.configureRotation(
+        state.resolveActive(secretId),
+        lambdaArn,
+        parseInput('RotateSecret', { SecretId: secretId, RotationRules: rules }).RotationRules,
+      );
     },
     exportState: () => state.exportState(),
   };

@@ -67,7 +67,9 @@ describe('acctops CLI: AWS mode against local fakes', () => {
   };
 
   const invocations = (fn: string) =>
-    lambda.requests.filter((r) => r.url === `/2015-03-31/functions/${fn}/invocations`).map((r) => JSON.parse(r.body) as Record<string, unknown>);
+    lambda.requests
+      .filter((r) => r.url === `/2015-03-31/functions/${fn}/invocations`)
+      .map((r) => JSON.parse(r.body) as Record<string, unknown>);
 
   beforeAll(async () => {
     cloudFormation = await startRecordingServer(describeStacks);
@@ -75,12 +77,26 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       const configured = /\/functions\/([^/]+)\/configuration$/.exec(request.url)?.[1];
       if (configured !== undefined) {
         const group = logGroups.get(configured);
-        if (group === undefined) return { status: 403, headers: { 'content-type': 'application/json', 'x-amzn-errortype': 'AccessDeniedException' }, body: JSON.stringify({ Message: 'not authorized to perform lambda:GetFunctionConfiguration' }) };
-        return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ FunctionName: configured, LoggingConfig: { LogFormat: 'JSON', LogGroup: group } }) };
+        if (group === undefined)
+          return {
+            status: 403,
+            headers: { 'content-type': 'application/json', 'x-amzn-errortype': 'AccessDeniedException' },
+            body: JSON.stringify({ Message: 'not authorized to perform lambda:GetFunctionConfiguration' }),
+          };
+        return {
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ FunctionName: configured, LoggingConfig: { LogFormat: 'JSON', LogGroup: group } }),
+        };
       }
       const fn = /\/functions\/([^/]+)\/invocations/.exec(request.url)?.[1] ?? '';
       const answer = lambdaAnswers.get(fn)?.(JSON.parse(request.body));
-      if (!answer) return { status: 404, headers: { 'content-type': 'application/json', 'x-amzn-errortype': 'ResourceNotFoundException' }, body: JSON.stringify({ Message: `Function not found: ${fn}` }) };
+      if (!answer)
+        return {
+          status: 404,
+          headers: { 'content-type': 'application/json', 'x-amzn-errortype': 'ResourceNotFoundException' },
+          body: JSON.stringify({ Message: `Function not found: ${fn}` }),
+        };
       const headers: Record<string, string> = { 'content-type': 'application/json' };
       if (answer.error) headers['x-amz-function-error'] = answer.error;
       return { status: 200, headers, body: JSON.stringify(answer.body) };
@@ -102,7 +118,10 @@ describe('acctops CLI: AWS mode against local fakes', () => {
   });
   afterAll(async () => {
     for (const v of world.fullKeys()) trackSecret(v);
-    expectNoCanaries(results.map((r) => `${r.stdout}\n${r.stderr}`), 'acctops output');
+    expectNoCanaries(
+      results.map((r) => `${r.stdout}\n${r.stderr}`),
+      'acctops output',
+    );
     await world.stop();
     await scheduler.stop();
     await eventBridge.stop();
@@ -136,13 +155,39 @@ describe('acctops CLI: AWS mode against local fakes', () => {
 
   it('users onboard, revoke and recover invoke the functions the stack outputs name, with the documented payloads', async () => {
     const user = { externalId: randomUUID(), username: 'erin', email: 'erin@example.test' };
-    lambdaAnswers.set(outputs.OnboardUserFunctionName!, () => ({ body: { externalId: user.externalId, result: 'created', status: 'active', accessTokenExpiresAt: 1_800_000 } }));
-    lambdaAnswers.set(outputs.RevokeUserFunctionName!, (p) => ({ body: { externalId: (p as { externalId: string }).externalId, result: 'revoked' } }));
-    lambdaAnswers.set(outputs.RecoverUserFunctionName!, (p) => ({ body: { externalId: (p as { externalId: string }).externalId, result: 'recovered', previousStatus: 'revoked', accessTokenExpiresAt: 1 } }));
+    lambdaAnswers.set(outputs.OnboardUserFunctionName!, () => ({
+      body: { externalId: user.externalId, result: 'created', status: 'active', accessTokenExpiresAt: 1_800_000 },
+    }));
+    lambdaAnswers.set(outputs.RevokeUserFunctionName!, (p) => ({
+      body: { externalId: (p as { externalId: string }).externalId, result: 'revoked' },
+    }));
+    lambdaAnswers.set(outputs.RecoverUserFunctionName!, (p) => ({
+      body: {
+        externalId: (p as { externalId: string }).externalId,
+        result: 'recovered',
+        previousStatus: 'revoked',
+        accessTokenExpiresAt: 1,
+      },
+    }));
 
-    const onboard = await acctops(['--json', 'users', 'onboard', '--external-id', user.externalId, '--username', user.username, '--email', user.email]);
+    const onboard = await acctops([
+      '--json',
+      'users',
+      'onboard',
+      '--external-id',
+      user.externalId,
+      '--username',
+      user.username,
+      '--email',
+      user.email,
+    ]);
     expect(onboard.code).toBe(0);
-    expect(parseJson(onboard)).toEqual({ externalId: user.externalId, result: 'created', status: 'active', accessTokenExpiresAt: new Date(1_800_000).toISOString() });
+    expect(parseJson(onboard)).toEqual({
+      externalId: user.externalId,
+      result: 'created',
+      status: 'active',
+      accessTokenExpiresAt: new Date(1_800_000).toISOString(),
+    });
     expect(invocations(outputs.OnboardUserFunctionName!)).toEqual([user]);
     expect(cloudFormation.requests.some((r) => new URLSearchParams(r.body).get('Action') === 'DescribeStacks')).toBe(true);
 
@@ -154,8 +199,11 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(invocations(outputs.RecoverUserFunctionName!)).toEqual([{ externalId: user.externalId, reactivate: true }]);
   });
 
-  it('a function error is exit 1 in one line naming the log group from the function\'s configuration; an unknown stack is exit 3', async () => {
-    lambdaAnswers.set(outputs.RevokeUserFunctionName!, () => ({ error: 'Unhandled', body: { errorType: 'TokenBusyError', errorMessage: 'user is being worked on; try again' } }));
+  it("a function error is exit 1 in one line naming the log group from the function's configuration; an unknown stack is exit 3", async () => {
+    lambdaAnswers.set(outputs.RevokeUserFunctionName!, () => ({
+      error: 'Unhandled',
+      body: { errorType: 'TokenBusyError', errorMessage: 'user is being worked on; try again' },
+    }));
     logGroups.set(outputs.RevokeUserFunctionName!, '/acctops/test/revoke-user');
     const failed = await acctops(['users', 'revoke', '--user', randomUUID()]);
     expect(failed.code).toBe(1);
@@ -175,7 +223,13 @@ describe('acctops CLI: AWS mode against local fakes', () => {
         '(its log group: aws lambda get-function-configuration --function-name acctops-test-revoke-user --query LoggingConfig.LogGroup)',
     );
     const unknown = await runAcctops(['--stack', 'acctops-nope', 'users', 'list'], {
-      env: { AWS_REGION: 'eu-central-1', AWS_ACCESS_KEY_ID: 'AKIALOCALPEER000000', AWS_SECRET_ACCESS_KEY: 'x', AWS_MAX_ATTEMPTS: '1', AWS_ENDPOINT_URL_CLOUDFORMATION: cloudFormation.origin },
+      env: {
+        AWS_REGION: 'eu-central-1',
+        AWS_ACCESS_KEY_ID: 'AKIALOCALPEER000000',
+        AWS_SECRET_ACCESS_KEY: 'x',
+        AWS_MAX_ATTEMPTS: '1',
+        AWS_ENDPOINT_URL_CLOUDFORMATION: cloudFormation.origin,
+      },
     });
     results.push(unknown);
     expect(unknown.code).toBe(3);
@@ -192,21 +246,38 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(planned.code).toBe(0);
     expect(parseJson(planned)).toMatchObject({ mode: 'enqueued', planned: 7 });
     expect(invocations('acctops-test-plan')).toEqual([
-      { source: 'acctops.scheduler', schedule: 'token-refresh', scheduledAt: expect.any(String), executionId: expect.stringMatching(/^acctops-cli-/) },
+      {
+        source: 'acctops.scheduler',
+        schedule: 'token-refresh',
+        scheduledAt: expect.any(String),
+        executionId: expect.stringMatching(/^acctops-cli-/),
+      },
     ]);
   });
 
-  it('tokens refresh --user invokes the worker with one SQS-shaped record; a user it failed is exit 5 naming the worker\'s log group', async () => {
+  it("tokens refresh --user invokes the worker with one SQS-shaped record; a user it failed is exit 5 naming the worker's log group", async () => {
     const externalId = randomUUID();
     lambdaAnswers.set('acctops-test-refresh', (p) => ({
       body: { batchItemFailures: [{ itemIdentifier: (p as { Records: { messageId: string }[] }).Records[0]!.messageId }] },
     }));
     logGroups.set('acctops-test-refresh', '/acctops/test/refresh-tokens');
-    const failed = await acctops(['--output', 'RefreshTokensFunctionName=acctops-test-refresh', '--json', 'tokens', 'refresh', '--user', externalId]);
+    const failed = await acctops([
+      '--output',
+      'RefreshTokensFunctionName=acctops-test-refresh',
+      '--json',
+      'tokens',
+      'refresh',
+      '--user',
+      externalId,
+    ]);
     expect(failed.code).toBe(5);
-    expect(parseJson(failed)).toMatchObject({ outcomes: [{ externalId, result: 'failed', errorClass: 'see the log group /acctops/test/refresh-tokens' }] });
+    expect(parseJson(failed)).toMatchObject({
+      outcomes: [{ externalId, result: 'failed', errorClass: 'see the log group /acctops/test/refresh-tokens' }],
+    });
     expect(invocations('acctops-test-refresh')).toEqual([
-      { Records: [{ messageId: expect.stringMatching(/^acctops-cli-/), body: expect.stringContaining(externalId), eventSource: 'aws:sqs' }] },
+      {
+        Records: [{ messageId: expect.stringMatching(/^acctops-cli-/), body: expect.stringContaining(externalId), eventSource: 'aws:sqs' }],
+      },
     ]);
   });
 
@@ -239,8 +310,14 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(noBaseUrl.stderr).toMatch(/ACCTOPS_BASE_URL/);
     const status = await acctops(['--json', 'keys', 'status'], { ACCTOPS_BASE_URL: world.sandbox.baseUrl });
     expect(status.code).toBe(0);
-    const row = parseJson<{ companies: { companyId: string; keyPrefix: string; permissions: string[]; pendingRevocations: { keyPrefix: string }[] }[] }>(status).companies[0]!;
-    expect(row).toMatchObject({ companyId: world.companyId, keyPrefix: report.keyPrefix, pendingRevocations: [{ keyPrefix: world.initialKey.keyPrefix }] });
+    const row = parseJson<{
+      companies: { companyId: string; keyPrefix: string; permissions: string[]; pendingRevocations: { keyPrefix: string }[] }[];
+    }>(status).companies[0]!;
+    expect(row).toMatchObject({
+      companyId: world.companyId,
+      keyPrefix: report.keyPrefix,
+      pendingRevocations: [{ keyPrefix: world.initialKey.keyPrefix }],
+    });
     expect(row.permissions.sort()).toEqual(['manage_api_keys', 'read_categories', 'read_tax_reports', 'read_transactions']);
 
     // Without ACCTOPS_BASE_URL, the stack's ServiceBaseUrl output is the service (the permissions come from it).
@@ -254,14 +331,23 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     }
   });
 
-  it('institution set-secret puts a new AWSCURRENT version on the stack\'s secret and invokes check-health', async () => {
-    const created = await client(world.sm).send(new CreateSecretCommand({ Name: 'acctops-test/institution', SecretString: 'inst-1:placeholder-value' }));
+  it("institution set-secret puts a new AWSCURRENT version on the stack's secret and invokes check-health", async () => {
+    const created = await client(world.sm).send(
+      new CreateSecretCommand({ Name: 'acctops-test/institution', SecretString: 'inst-1:placeholder-value' }),
+    );
     outputs.InstitutionSecretArn = created.ARN!;
-    lambdaAnswers.set(outputs.CheckHealthFunctionName!, () => ({ body: { ok: true, checkedAt: '2026-11-02T09:00:00.000Z', probes: [{ name: 'service-reachable', ok: true, durationMs: 4 }] } }));
+    lambdaAnswers.set(outputs.CheckHealthFunctionName!, () => ({
+      body: { ok: true, checkedAt: '2026-11-02T09:00:00.000Z', probes: [{ name: 'service-reachable', ok: true, durationMs: 4 }] },
+    }));
     const value = `inst-1:${canarySecret('aws-institution')}`;
     const set = await acctops(['--json', 'institution', 'set-secret'], { ACCTOPS_INSTITUTION: value });
     expect(set.code).toBe(0);
-    expect(parseJson(set)).toMatchObject({ secret: 'acctops-test/institution', institutionId: 'inst-1', verified: true, previousVersionId: created.VersionId });
+    expect(parseJson(set)).toMatchObject({
+      secret: 'acctops-test/institution',
+      institutionId: 'inst-1',
+      verified: true,
+      previousVersionId: created.VersionId,
+    });
     expect((await client(world.sm).send(new GetSecretValueCommand({ SecretId: created.ARN }))).SecretString).toBe(value);
     expect(invocations(outputs.CheckHealthFunctionName!)).toContainEqual({});
   });
@@ -277,17 +363,45 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     const requested = await acctops(['--json', 'export', '--month', '2026-10', '--format', 'csv,parquet', '--no-wait']);
     expect(requested.code).toBe(0);
     const expected = [world.companyId, keyless].sort();
-    expect(parseJson(requested)).toMatchObject({ mode: 'aws', month: '2026-10', companies: expected.map((companyId) => ({ companyId, status: 'requested' })) });
-    const body = JSON.parse(eventBridge.requests.at(-1)!.body) as { Entries: { EventBusName: string; Source: string; DetailType: string; Detail: string }[] };
+    expect(parseJson(requested)).toMatchObject({
+      mode: 'aws',
+      month: '2026-10',
+      companies: expected.map((companyId) => ({ companyId, status: 'requested' })),
+    });
+    const body = JSON.parse(eventBridge.requests.at(-1)!.body) as {
+      Entries: { EventBusName: string; Source: string; DetailType: string; Detail: string }[];
+    };
     expect(body.Entries).toHaveLength(2);
-    expect(body.Entries[0]).toMatchObject({ EventBusName: outputs.ExportEventBusName, Source: 'acctops.cli', DetailType: 'ExportRequested' });
-    expect(body.Entries.map((e) => JSON.parse(e.Detail) as unknown)).toEqual(expected.map((companyId) => ({ companyId, period: '2026-10', formats: ['csv', 'parquet'] })));
+    expect(body.Entries[0]).toMatchObject({
+      EventBusName: outputs.ExportEventBusName,
+      Source: 'acctops.cli',
+      DetailType: 'ExportRequested',
+    });
+    expect(body.Entries.map((e) => JSON.parse(e.Detail) as unknown)).toEqual(
+      expected.map((companyId) => ({ companyId, period: '2026-10', formats: ['csv', 'parquet'] })),
+    );
 
     // --replace-formats reaches the pipeline in the event (the worker then allows the narrower re-export).
-    const replaced = await acctops(['--json', 'export', '--month', '2026-10', '--company', world.companyId, '--format', 'csv', '--replace-formats', '--no-wait']);
+    const replaced = await acctops([
+      '--json',
+      'export',
+      '--month',
+      '2026-10',
+      '--company',
+      world.companyId,
+      '--format',
+      'csv',
+      '--replace-formats',
+      '--no-wait',
+    ]);
     expect(replaced.code).toBe(0);
     const last = JSON.parse(eventBridge.requests.at(-1)!.body) as { Entries: { Detail: string }[] };
-    expect(JSON.parse(last.Entries[0]!.Detail)).toEqual({ companyId: world.companyId, period: '2026-10', formats: ['csv'], replaceFormats: true });
+    expect(JSON.parse(last.Entries[0]!.Detail)).toEqual({
+      companyId: world.companyId,
+      period: '2026-10',
+      formats: ['csv'],
+      replaceFormats: true,
+    });
     // Six CLI processes in one test.
   }, 240_000);
 
@@ -298,7 +412,12 @@ describe('acctops CLI: AWS mode against local fakes', () => {
         checkedAt: '2026-11-02T09:00:00.000Z',
         probes: [
           { name: 'institution-credential-readable', ok: true, durationMs: 3, detail: 'institution inst-1' },
-          { name: 'service-reachable', ok: false, durationMs: 2000, error: { name: 'TimeoutError', code: 'timeout', message: 'no answer within 2000 ms' } },
+          {
+            name: 'service-reachable',
+            ok: false,
+            durationMs: 2000,
+            error: { name: 'TimeoutError', code: 'timeout', message: 'no answer within 2000 ms' },
+          },
         ],
       },
     }));
@@ -315,7 +434,12 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     });
     const doctor = await acctops(['--json', 'doctor']);
     expect(doctor.code).toBe(5);
-    const report = parseJson<{ mode: string; findings: string[]; tokens: { skipped: string }; exports: { companies: { companyId: string; lastPeriod: string; overdue: boolean }[] } }>(doctor);
+    const report = parseJson<{
+      mode: string;
+      findings: string[];
+      tokens: { skipped: string };
+      exports: { companies: { companyId: string; lastPeriod: string; overdue: boolean }[] };
+    }>(doctor);
     expect(report.mode).toBe('aws');
     expect(report.findings).toEqual(['probe service-reachable failed: no answer within 2000 ms']);
     expect(report.tokens.skipped).toMatch(/TokenTableName/);

@@ -15,8 +15,11 @@ describe('bin/acctops.cjs: the bundle runs only while it matches the sources', (
 
   const run = (env: Record<string, string> = {}) =>
     new Promise<string>((done, fail) => {
-      execFile(process.execPath, [join(root, 'bin', 'acctops.cjs')], { env: { PATH: process.env.PATH, ...env }, cwd: root }, (error, stdout) =>
-        error ? fail(error) : done(stdout.trim()),
+      execFile(
+        process.execPath,
+        [join(root, 'bin', 'acctops.cjs')],
+        { env: { PATH: process.env.PATH, ...env }, cwd: root },
+        (error, stdout) => (error ? fail(error) : done(stdout.trim())),
       );
     });
   const writeMeta = async (files: string[]) => {

@@ -20,7 +20,10 @@ describe('acctops companies (local mode)', () => {
   it('add registers a company (lower case) and is idempotent; other settings update it', async () => {
     const first = await acctops('--json', 'companies', 'add', '--company', COMPANY, '--formats', 'csv,parquet', '--rotation-days', '14');
     expect(first.code).toBe(0);
-    expect(parseJson(first)).toMatchObject({ result: 'added', company: { companyId: COMPANY.toLowerCase(), status: 'active', formats: ['csv', 'parquet'], rotationDays: 14 } });
+    expect(parseJson(first)).toMatchObject({
+      result: 'added',
+      company: { companyId: COMPANY.toLowerCase(), status: 'active', formats: ['csv', 'parquet'], rotationDays: 14 },
+    });
     const again = await acctops('--json', 'companies', 'add', '--company', COMPANY, '--formats', 'parquet,csv', '--rotation-days', '14');
     expect(again.code).toBe(0);
     expect(parseJson(again)).toMatchObject({ result: 'unchanged' });
@@ -74,7 +77,9 @@ describe('acctops companies (local mode)', () => {
     // `acctops doctor` lists it too (exit 5: findings).
     const doctor = await acctops('--json', 'doctor');
     expect(doctor.code).toBe(5);
-    const report = parseJson<{ registry: { companies: number; active: number; unreadable: { key: string }[] }; findings: string[] }>(doctor);
+    const report = parseJson<{ registry: { companies: number; active: number; unreadable: { key: string }[] }; findings: string[] }>(
+      doctor,
+    );
     expect(report.registry).toMatchObject({ companies: 2, active: 1, unreadable: [{ key: '(malformed key)' }] });
     expect(report.findings).toContainEqual(expect.stringContaining('company registry entry (malformed key) is unreadable (companyId'));
     expect(`${doctor.stdout}${doctor.stderr}`).not.toContain('sk_live');

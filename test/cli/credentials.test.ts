@@ -26,7 +26,10 @@ describe('acctops institution set-secret and keys install', () => {
   });
   afterAll(async () => {
     await trackStateSecrets(state.dir);
-    expectNoCanaries(outputs.map((o) => `${o.stdout}\n${o.stderr}`), 'acctops output');
+    expectNoCanaries(
+      outputs.map((o) => `${o.stdout}\n${o.stderr}`),
+      'acctops output',
+    );
     await state.remove();
   });
 
@@ -39,20 +42,31 @@ describe('acctops institution set-secret and keys install', () => {
     expect(malformed.stderr).toMatch(/not an institution credential/);
     expect(malformed.stderr).not.toContain('no-colon-here');
 
-    const wrong = await acctops(['--json', 'institution', 'set-secret'], { ACCTOPS_INSTITUTION: `${demo.institution.id}:${canarySecret('wrong-institution')}` });
+    const wrong = await acctops(['--json', 'institution', 'set-secret'], {
+      ACCTOPS_INSTITUTION: `${demo.institution.id}:${canarySecret('wrong-institution')}`,
+    });
     expect(wrong.code).toBe(4);
-    const report = parseJson<{ verified: boolean; versionId: string; previousVersionId: string; probes: { name: string; ok: boolean }[] }>(wrong);
+    const report = parseJson<{ verified: boolean; versionId: string; previousVersionId: string; probes: { name: string; ok: boolean }[] }>(
+      wrong,
+    );
     expect(report.verified).toBe(false);
     expect(report.probes.map((p) => [p.name, p.ok])).toEqual([
       ['institution-credential-readable', true],
       ['service-reachable', false],
     ]);
-    expect(JSON.parse(wrong.stderr)).toMatchObject({ error: { code: 'institution_check_failed', hint: expect.stringMatching(/--rollback/) } });
+    expect(JSON.parse(wrong.stderr)).toMatchObject({
+      error: { code: 'institution_check_failed', hint: expect.stringMatching(/--rollback/) },
+    });
     expect((await acctops(['doctor'])).code).toBe(5);
 
     const back = await acctops(['--json', 'institution', 'set-secret', '--rollback']);
     expect(back.code).toBe(0);
-    expect(parseJson(back)).toMatchObject({ rolledBack: true, verified: true, versionId: report.previousVersionId, previousVersionId: report.versionId });
+    expect(parseJson(back)).toMatchObject({
+      rolledBack: true,
+      verified: true,
+      versionId: report.previousVersionId,
+      previousVersionId: report.versionId,
+    });
   });
 
   it('keys install checks the key at the service (company, manage_api_keys) before storing it as the current key', async () => {
@@ -73,8 +87,14 @@ describe('acctops institution set-secret and keys install', () => {
     const rotated = parseJson<{ keyPrefix: string }>(await acctops(['--json', 'keys', 'rotate', '--company', first!.publicId]));
     const installed = await acctops(['--json', 'keys', 'install', '--company', first!.publicId], { ACCTOPS_API_KEY: fullKey });
     expect(installed.code).toBe(0);
-    expect(parseJson(installed)).toMatchObject({ companyId: first!.publicId, keyPrefix: fullKey.slice(0, 12), permissions: ['full_access'] });
-    const status = parseJson<{ companies: { keyPrefix: string }[] }>(await acctops(['--json', 'keys', 'status', '--company', first!.publicId]));
+    expect(parseJson(installed)).toMatchObject({
+      companyId: first!.publicId,
+      keyPrefix: fullKey.slice(0, 12),
+      permissions: ['full_access'],
+    });
+    const status = parseJson<{ companies: { keyPrefix: string }[] }>(
+      await acctops(['--json', 'keys', 'status', '--company', first!.publicId]),
+    );
     expect(status.companies[0]!.keyPrefix).toBe(fullKey.slice(0, 12));
     expect(status.companies[0]!.keyPrefix).not.toBe(rotated.keyPrefix);
   });

@@ -48,7 +48,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(first.rotation.state).toBe('completed');
       expect(first.rotation.keyPrefix).not.toBe(first.rotation.previousKeyPrefix);
       expect(first.keyChecks).toEqual([
-        { keyPrefix: first.rotation.previousKeyPrefix, role: 'previous', duringGrace: 'works', afterGrace: dialect === 'default' ? 'refused (key_revoked)' : 'refused (authentication_failed)' },
+        {
+          keyPrefix: first.rotation.previousKeyPrefix,
+          role: 'previous',
+          duringGrace: 'works',
+          afterGrace: dialect === 'default' ? 'refused (key_revoked)' : 'refused (authentication_failed)',
+        },
         { keyPrefix: first.rotation.keyPrefix, role: 'current', duringGrace: 'works', afterGrace: 'works' },
       ]);
       expect(first.exports.companies).toHaveLength(3);
@@ -73,7 +78,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const snapshot = await sandbox();
       const bakery = snapshot.demo!.companies[0]!.publicId;
       const live = snapshot.apiKeys.filter((k) => k.companyId === bakery && k.revokedAt === null);
-      expect(live.map((k) => k.prefix).sort()).toEqual([second.rotation.keyPrefix, snapshot.demo!.companies[0]!.apiKeys[1]!.key.slice(0, 12)].sort());
+      expect(live.map((k) => k.prefix).sort()).toEqual(
+        [second.rotation.keyPrefix, snapshot.demo!.companies[0]!.apiKeys[1]!.key.slice(0, 12)].sort(),
+      );
       expect(second.rotation.previousKeyPrefix).toBe(first.rotation.keyPrefix);
 
       // The CLI reads the same state: three users, healthy.
@@ -98,9 +105,20 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>((done, fail) =>
         execFile(
           process.execPath,
-          [join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(root, 'bin', 'demo.ts'), '--reset', '--dialect', dialect, '--state-dir', state.dir],
+          [
+            join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'),
+            join(root, 'bin', 'demo.ts'),
+            '--reset',
+            '--dialect',
+            dialect,
+            '--state-dir',
+            state.dir,
+          ],
           { env: cliEnv(), cwd: state.dir, timeout: 60_000 },
-          (error, out, err) => (error && typeof error.code !== 'number' ? fail(error) : done({ code: typeof error?.code === 'number' ? error.code : 0, stdout: out, stderr: err })),
+          (error, out, err) =>
+            error && typeof error.code !== 'number'
+              ? fail(error)
+              : done({ code: typeof error?.code === 'number' ? error.code : 0, stdout: out, stderr: err }),
         ),
       );
       printed.push(stdout, stderr);

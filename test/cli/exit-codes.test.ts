@@ -51,12 +51,22 @@ describe('acctops exit codes: the README table holds', () => {
   const CASES: Case[] = [
     { why: '--version', code: 0, args: ['--version'] },
     { why: 'users list on a healthy state', code: 0, args: ['users', 'list'] },
-    { why: 'revoking a user acctops does not hold (the store refuses)', code: 1, args: ['users', 'revoke', '--user', randomUUID()], stderr: /acctops users list/ },
+    {
+      why: 'revoking a user acctops does not hold (the store refuses)',
+      code: 1,
+      args: ['users', 'revoke', '--user', randomUUID()],
+      stderr: /acctops users list/,
+    },
     { why: 'an unknown option', code: 2, args: ['users', 'list', '--nope'] },
     { why: 'a credential given as a flag', code: 2, args: ['export', '--api-key', 'x'] },
     { why: 'a malformed argument', code: 2, args: ['local', 'advance-clock', '--by', 'soon'] },
     { why: 'a month after the current one', code: 2, args: ['export', '--month', '2099-01'], stderr: /--month is after the current month/ },
-    { why: 'a clock jump of more than 31 days without --force', code: 2, args: ['local', 'advance-clock', '--by', '100000d'], stderr: /more than 31 days.*--force.*reset-clock/ },
+    {
+      why: 'a clock jump of more than 31 days without --force',
+      code: 2,
+      args: ['local', 'advance-clock', '--by', '100000d'],
+      stderr: /more than 31 days.*--force.*reset-clock/,
+    },
     {
       why: 'a damaged tokens.json (names the file and the remedy)',
       code: 3,
@@ -71,10 +81,34 @@ describe('acctops exit codes: the README table holds', () => {
       setup: async (dir) => writeFile(join(dir, 'secrets.json'), '[]'),
       stderr: /secrets\.json is damaged.*local reset --yes/,
     },
-    { why: 'a malformed ACCTOPS_INSTITUTION override', code: 3, args: ['users', 'list'], env: { ACCTOPS_INSTITUTION: 'no-colon' }, stderr: /ACCTOPS_INSTITUTION is not an institution credential/ },
-    { why: 'AWS mode without a region: doctor', code: 3, args: ['--stack', 'acctops-x', 'doctor'], env: bareAws, stderr: /^acctops: error: no AWS region is set \(.*--region/ },
-    { why: 'AWS mode without a region: keys status', code: 3, args: ['--stack', 'acctops-x', 'keys', 'status'], env: bareAws, stderr: /no AWS region/ },
-    { why: 'AWS mode without credentials', code: 4, args: ['--stack', 'acctops-x', 'doctor'], env: { ...bareAws, AWS_REGION: 'eu-central-1' }, stderr: /^acctops: error: no AWS credentials/ },
+    {
+      why: 'a malformed ACCTOPS_INSTITUTION override',
+      code: 3,
+      args: ['users', 'list'],
+      env: { ACCTOPS_INSTITUTION: 'no-colon' },
+      stderr: /ACCTOPS_INSTITUTION is not an institution credential/,
+    },
+    {
+      why: 'AWS mode without a region: doctor',
+      code: 3,
+      args: ['--stack', 'acctops-x', 'doctor'],
+      env: bareAws,
+      stderr: /^acctops: error: no AWS region is set \(.*--region/,
+    },
+    {
+      why: 'AWS mode without a region: keys status',
+      code: 3,
+      args: ['--stack', 'acctops-x', 'keys', 'status'],
+      env: bareAws,
+      stderr: /no AWS region/,
+    },
+    {
+      why: 'AWS mode without credentials',
+      code: 4,
+      args: ['--stack', 'acctops-x', 'doctor'],
+      env: { ...bareAws, AWS_REGION: 'eu-central-1' },
+      stderr: /^acctops: error: no AWS credentials/,
+    },
     {
       why: 'the service refuses the ACCTOPS_INSTITUTION override',
       code: 4,
@@ -119,7 +153,10 @@ describe('acctops exit codes: the README table holds', () => {
   });
   afterAll(async () => {
     await trackStateSecrets(shared.dir);
-    expectNoCanaries(outputs.map((o) => `${o.stdout}\n${o.stderr}`), 'acctops output');
+    expectNoCanaries(
+      outputs.map((o) => `${o.stdout}\n${o.stderr}`),
+      'acctops output',
+    );
     await shared.remove();
   });
 
@@ -186,7 +223,9 @@ describe('acctops exit codes: the README table holds', () => {
       outputs.push(repaired);
       expect(repaired.code).toBe(0);
       const report = JSON.parse(repaired.stdout) as { repaired: { file: string; rebuiltAs: string }[] };
-      expect(report.repaired).toEqual([expect.objectContaining({ file: join(own.dir, 'state.json'), rebuiltAs: expect.stringContaining('the minimal dialect') })]);
+      expect(report.repaired).toEqual([
+        expect.objectContaining({ file: join(own.dir, 'state.json'), rebuiltAs: expect.stringContaining('the minimal dialect') }),
+      ]);
       expect(JSON.parse(await readFile(join(own.dir, 'state.json'), 'utf8'))).toMatchObject({ dialect: 'minimal' });
       // The repaired state works again.
       expect((await runAcctops(['--state-dir', own.dir, 'users', 'list'], { env })).code).toBe(0);
@@ -198,7 +237,8 @@ describe('acctops exit codes: the README table holds', () => {
   it('a long clock jump needs --force, and reset-clock brings the clock back', async () => {
     const own = await tempStateDir();
     try {
-      const status = async () => JSON.parse((await runAcctops(['--state-dir', own.dir, '--json', 'local', 'status'])).stdout) as { clockOffsetMs: number };
+      const status = async () =>
+        JSON.parse((await runAcctops(['--state-dir', own.dir, '--json', 'local', 'status'])).stdout) as { clockOffsetMs: number };
       expect((await runAcctops(['--state-dir', own.dir, 'local', 'advance-clock', '--by', '32d'])).code).toBe(2);
       expect((await status()).clockOffsetMs).toBe(0);
       expect((await runAcctops(['--state-dir', own.dir, 'local', 'advance-clock', '--by', '32d', '--force'])).code).toBe(0);
@@ -214,8 +254,11 @@ describe('acctops exit codes: the README table holds', () => {
 
   it('the demo (npm start) reports its errors in the same form', async () => {
     const result = await new Promise<{ code: number; stderr: string }>((done) => {
-      execFile(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'demo.ts'), '--nope'], { env: cliEnv(), cwd: ROOT }, (error, _stdout, stderr) =>
-        done({ code: typeof error?.code === 'number' ? error.code : 0, stderr }),
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', join(ROOT, 'bin', 'demo.ts'), '--nope'],
+        { env: cliEnv(), cwd: ROOT },
+        (error, _stdout, stderr) => done({ code: typeof error?.code === 'number' ? error.code : 0, stderr }),
       );
     });
     expect(result.code).toBe(2);

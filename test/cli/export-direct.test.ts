@@ -42,39 +42,59 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       trackSecret(sandbox.demo!.institution.secret);
     });
     afterAll(async () => {
-      expectNoCanaries(outputs.map((o) => `${o.stdout}\n${o.stderr}`), 'acctops output');
+      expectNoCanaries(
+        outputs.map((o) => `${o.stdout}\n${o.stderr}`),
+        'acctops output',
+      );
       await s3.stop();
       await sandbox.stop();
       await out.remove();
     });
 
     it('exports the key’s company for the month to --out, same layout and manifest as the pipeline', async () => {
-      const result = await acctops(['--json', 'export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'files'], { ACCTOPS_API_KEY: key });
+      const result = await acctops(['--json', 'export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'files'], {
+        ACCTOPS_API_KEY: key,
+      });
       expect(result.code).toBe(0);
-      const report = parseJson<{ mode: string; companies: { companyId: string; status: string; manifestUrl: string; records: Record<string, number> }[] }>(result);
+      const report = parseJson<{
+        mode: string;
+        companies: { companyId: string; status: string; manifestUrl: string; records: Record<string, number> }[];
+      }>(result);
       expect(report.mode).toBe('direct');
       expect(report.companies).toEqual([expect.objectContaining({ companyId, status: 'completed' })]);
       const manifestKey = `exports/company=${companyId}/period=${month}/_manifest.json`;
       expect(report.companies[0]!.manifestUrl).toBe(`file://${join(out.dir, 'files', manifestKey)}`);
-      const manifest = JSON.parse(await readFile(join(out.dir, 'files', manifestKey), 'utf8')) as { source: { baseUrl: string }; objects: { key: string; sha256: string }[] };
+      const manifest = JSON.parse(await readFile(join(out.dir, 'files', manifestKey), 'utf8')) as {
+        source: { baseUrl: string };
+        objects: { key: string; sha256: string }[];
+      };
       expect(manifest.source.baseUrl).toBe(sandbox.baseUrl);
       for (const object of manifest.objects) {
-        expect(createHash('sha256').update(await readFile(join(out.dir, 'files', object.key))).digest('hex')).toBe(object.sha256);
+        expect(
+          createHash('sha256')
+            .update(await readFile(join(out.dir, 'files', object.key)))
+            .digest('hex'),
+        ).toBe(object.sha256);
       }
       expect(report.companies[0]!.records.transactions).toBeGreaterThan(100);
 
       // The period is complete and its totals exact: the manifest's transaction totals equal the sum,
       // in minor units, of every transaction of the month read from the service over plain HTTP.
-      const totals = (JSON.parse(await readFile(join(out.dir, 'files', manifestKey), 'utf8')) as {
-        datasets: Record<string, { records: number; totals: { amountMinor: string; records: number }[] }>;
-      }).datasets.transactions!;
+      const totals = (
+        JSON.parse(await readFile(join(out.dir, 'files', manifestKey), 'utf8')) as {
+          datasets: Record<string, { records: number; totals: { amountMinor: string; records: number }[] }>;
+        }
+      ).datasets.transactions!;
       const [year, mm] = month.split('-').map(Number) as [number, number];
       const last = new Date(Date.UTC(year, mm, 0)).getUTCDate();
       let url: string | null = `${sandbox.baseUrl}/accounting/transactions/?date_from=${month}-01&date_to=${month}-${last}&page_size=1000`;
       let sum = 0n;
       let count = 0;
       while (url) {
-        const page = (await (await fetch(url, { headers: { authorization: `Bearer ${key}` } })).json()) as { next: string | null; results: { amount: number | string }[] };
+        const page = (await (await fetch(url, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+          next: string | null;
+          results: { amount: number | string }[];
+        };
         for (const t of page.results) sum += minor(t.amount);
         count += page.results.length;
         url = page.next;
@@ -94,27 +114,38 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       });
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/Export of .* \(direct mode, csv\) to s3:\/\/acctops-exports\/team-a\/exports/);
-      const manifest = await s3.client().send(new GetObjectCommand({ Bucket: 'acctops-exports', Key: `team-a/exports/company=${companyId}/period=${month}/_manifest.json` }));
+      const manifest = await s3
+        .client()
+        .send(
+          new GetObjectCommand({ Bucket: 'acctops-exports', Key: `team-a/exports/company=${companyId}/period=${month}/_manifest.json` }),
+        );
       const body = JSON.parse(await manifest.Body!.transformToString()) as { period: string; objects: { format: string }[] };
       expect(body.period).toBe(month);
       expect(body.objects.map((o) => o.format)).toEqual(['csv', 'csv', 'csv']);
     });
 
     it('a refused key is exit 4 with the reason; a company the key does not act for fails without output files', async () => {
-      const refused = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'refused'], { ACCTOPS_API_KEY: 'sbx_00000000unknownkeyunknownkey0000' });
+      const refused = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'refused'], {
+        ACCTOPS_API_KEY: 'sbx_00000000unknownkeyunknownkey0000',
+      });
       expect(refused.code).toBe(4);
       expect(refused.stdout).toMatch(/failed/);
       expect(refused.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^acctops export: .*failed/)]);
 
       const other = sandbox.demo!.companies[0]!.publicId;
-      const mismatch = await acctops(['--json', 'export', '--base-url', sandbox.baseUrl, '--month', month, '--company', other, '--out', 'mismatch'], { ACCTOPS_API_KEY: key });
+      const mismatch = await acctops(
+        ['--json', 'export', '--base-url', sandbox.baseUrl, '--month', month, '--company', other, '--out', 'mismatch'],
+        { ACCTOPS_API_KEY: key },
+      );
       // The minimal dialect refuses another company as DRF would: 403 permission_denied, read as a refused credential.
       expect(mismatch.code).toBe(dialect === 'default' ? 1 : 4);
       expect(parseJson<{ companies: { status: string; error: { code: string } }[] }>(mismatch).companies[0]).toMatchObject({
         status: 'failed',
         error: { code: dialect === 'default' ? 'company_mismatch' : 'permission_denied' },
       });
-      await expect(readFile(join(out.dir, 'mismatch', 'exports', `company=${other}`, `period=${month}`, '_manifest.json'))).rejects.toThrow();
+      await expect(
+        readFile(join(out.dir, 'mismatch', 'exports', `company=${other}`, `period=${month}`, '_manifest.json')),
+      ).rejects.toThrow();
     });
 
     describe('output errors end at once, say why and where on one stderr line, and leave no period behind', () => {
@@ -123,11 +154,17 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       it.each([
         ['a regular file', 'a-file/exports', /ENOTDIR: not a directory, mkdir '.*a-file/],
         ['a path under a device', '/dev/null/x', /ENOTDIR: not a directory, mkdir '\/dev\/null\/x/],
-        ['a directory under /proc (Node 20 mkdir -p loops there forever)', '/proc/acctops-forbidden', /ENOENT: no such file or directory, mkdir '\/proc\/acctops-forbidden/],
+        [
+          'a directory under /proc (Node 20 mkdir -p loops there forever)',
+          '/proc/acctops-forbidden',
+          /ENOENT: no such file or directory, mkdir '\/proc\/acctops-forbidden/,
+        ],
       ])('--out on %s: exit 3 (configuration)', async (_what, target, cause) => {
         await writeFile(join(out.dir, 'a-file'), 'not a directory');
         const before = await tree();
-        const result = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', target], { ACCTOPS_API_KEY: key });
+        const result = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', target], {
+          ACCTOPS_API_KEY: key,
+        });
         expect(result.code).toBe(3);
         const lines = result.stderr.trim().split('\n');
         expect(lines).toHaveLength(1);
@@ -150,13 +187,18 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       });
 
       it('--out to S3 without AWS credentials: exit 4, nothing written', async () => {
-        const result = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 's3://acctops-exports/no-creds'], {
-          ACCTOPS_API_KEY: key,
-          AWS_ENDPOINT_URL_S3: s3.endpoint,
-          AWS_REGION: 'eu-central-1',
-        });
+        const result = await acctops(
+          ['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 's3://acctops-exports/no-creds'],
+          {
+            ACCTOPS_API_KEY: key,
+            AWS_ENDPOINT_URL_S3: s3.endpoint,
+            AWS_REGION: 'eu-central-1',
+          },
+        );
         expect(result.code).toBe(4);
-        expect(result.stderr.trim().split('\n')).toEqual([expect.stringMatching(/s3:\/\/acctops-exports\/no-creds\/exports\/.*credentials/i)]);
+        expect(result.stderr.trim().split('\n')).toEqual([
+          expect.stringMatching(/s3:\/\/acctops-exports\/no-creds\/exports\/.*credentials/i),
+        ]);
         const listed = await s3.client().send(new ListObjectsV2Command({ Bucket: 'acctops-exports', Prefix: 'no-creds/' }));
         expect(listed.Contents ?? []).toEqual([]);
       });
@@ -166,18 +208,32 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const all = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'reexport'], { ACCTOPS_API_KEY: key });
       expect(all.code).toBe(0);
       const manifestPath = join(out.dir, 'reexport', 'exports', `company=${companyId}`, `period=${month}`, '_manifest.json');
-      const symlinkPath = join(out.dir, 'reexport', 'exports', `company=${companyId}`, `period=${month}`, 'transactions', '_symlink', 'symlink.txt');
+      const symlinkPath = join(
+        out.dir,
+        'reexport',
+        'exports',
+        `company=${companyId}`,
+        `period=${month}`,
+        'transactions',
+        '_symlink',
+        'symlink.txt',
+      );
       const before = { manifest: await readFile(manifestPath, 'utf8'), symlink: await readFile(symlinkPath, 'utf8') };
       expect(before.symlink).toMatch(/part-00000\.parquet\n$/);
 
-      const refused = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'reexport', '--format', 'csv'], { ACCTOPS_API_KEY: key });
+      const refused = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'reexport', '--format', 'csv'], {
+        ACCTOPS_API_KEY: key,
+      });
       expect(refused.code).toBe(2);
       expect(refused.stderr.trim().split('\n')).toEqual([expect.stringMatching(/transactions parquet .*--replace-formats/)]);
       expect({ manifest: await readFile(manifestPath, 'utf8'), symlink: await readFile(symlinkPath, 'utf8') }).toEqual(before);
       const kept = JSON.parse(before.manifest) as { objects: { key: string }[] };
       for (const object of kept.objects) await expect(readFile(join(out.dir, 'reexport', object.key))).resolves.toBeDefined();
 
-      const replaced = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'reexport', '--format', 'csv', '--replace-formats'], { ACCTOPS_API_KEY: key });
+      const replaced = await acctops(
+        ['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'reexport', '--format', 'csv', '--replace-formats'],
+        { ACCTOPS_API_KEY: key },
+      );
       expect(replaced.code).toBe(0);
       const after = JSON.parse(await readFile(manifestPath, 'utf8')) as { objects: { format: string }[] };
       expect(after.objects.map((o) => o.format)).toEqual(['csv', 'csv', 'csv']);

@@ -7,7 +7,10 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$/;
 function timeFields(value: unknown, path = '$'): [string, unknown][] {
   if (Array.isArray(value)) return value.flatMap((v, i) => timeFields(v, `${path}[${i}]`));
   if (value === null || typeof value !== 'object') return [];
-  return Object.entries(value).flatMap(([k, v]) => [...(/At$|^now$/.test(k) ? [[`${path}.${k}`, v] as [string, unknown]] : []), ...timeFields(v, `${path}.${k}`)]);
+  return Object.entries(value).flatMap(([k, v]) => [
+    ...(/At$|^now$/.test(k) ? [[`${path}.${k}`, v] as [string, unknown]] : []),
+    ...timeFields(v, `${path}.${k}`),
+  ]);
 }
 
 interface KeyRow {
@@ -37,7 +40,10 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
   });
   afterAll(async () => {
     await trackStateSecrets(state.dir);
-    expectNoCanaries(outputs.map((o) => `${o.stdout}\n${o.stderr}`), 'acctops output');
+    expectNoCanaries(
+      outputs.map((o) => `${o.stdout}\n${o.stderr}`),
+      'acctops output',
+    );
     await state.remove();
   });
 
@@ -92,18 +98,36 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     '%j: every point in time is ISO 8601 or null',
     async (args) => {
       if (args[0] === 'users') {
-        const onboard = await json('users', 'onboard', '--external-id', '3b0f4c1e-8d2a-4e6b-9f10-2a3b4c5d6e7f', '--username', 'erin', '--email', 'erin@example.test');
+        const onboard = await json(
+          'users',
+          'onboard',
+          '--external-id',
+          '3b0f4c1e-8d2a-4e6b-9f10-2a3b4c5d6e7f',
+          '--username',
+          'erin',
+          '--email',
+          'erin@example.test',
+        );
         expect(onboard.result.code).toBe(0);
       }
       const { body } = await json<unknown>(...args);
       const fields = timeFields(body);
       expect(fields.length).toBeGreaterThan(0);
-      for (const [path, value] of fields) expect({ path, ok: value === null || (typeof value === 'string' && ISO.test(value)) }).toEqual({ path, ok: true });
+      for (const [path, value] of fields)
+        expect({ path, ok: value === null || (typeof value === 'string' && ISO.test(value)) }).toEqual({ path, ok: true });
     },
   );
 
   it('an error document always has its hint key', async () => {
-    const result = await runAcctops(['--state-dir', state.dir, '--json', 'users', 'revoke', '--user', '00000000-0000-4000-8000-000000000000']);
+    const result = await runAcctops([
+      '--state-dir',
+      state.dir,
+      '--json',
+      'users',
+      'revoke',
+      '--user',
+      '00000000-0000-4000-8000-000000000000',
+    ]);
     const error = (JSON.parse(result.stderr) as { error: Record<string, unknown> }).error;
     expect(Object.keys(error).sort()).toEqual(['code', 'exitCode', 'hint', 'message']);
   });

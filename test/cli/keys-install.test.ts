@@ -47,7 +47,13 @@ describe('acctops keys install / companies remove|restore (local mode)', () => {
     const first = await acctops(['--json', 'keys', 'install', '--company', company.publicId], { ACCTOPS_API_KEY: key });
     expect(first.code).toBe(0);
     // The demo secret exists with this key; its rotation (30 days) is set to the registry's 10.
-    expect(parseJson(first)).toMatchObject({ companyId: company.publicId, secretResult: 'unchanged', rotation: 'updated', rotationDays: 10, noop: false });
+    expect(parseJson(first)).toMatchObject({
+      companyId: company.publicId,
+      secretResult: 'unchanged',
+      rotation: 'updated',
+      rotationDays: 10,
+      noop: false,
+    });
     const again = await acctops(['keys', 'install', '--company', company.publicId], { ACCTOPS_API_KEY: key });
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/already installed .* rotates every 10 days; nothing changed/);

@@ -32,8 +32,11 @@ describe('acctops CLI: heavy modules load only for the commands that need them',
   const loadedBy = async (args: string[]): Promise<string[]> => {
     const out = join(state.dir, 'probe-out.json');
     await new Promise<void>((done, fail) =>
-      execFile(process.execPath, ['-r', probe, ACCTOPS_BIN, '--state-dir', join(state.dir, 'state'), ...args], { env: cliEnv({ PROBE_OUT: out }), timeout: 60_000 }, (error) =>
-        error ? fail(error) : done(),
+      execFile(
+        process.execPath,
+        ['-r', probe, ACCTOPS_BIN, '--state-dir', join(state.dir, 'state'), ...args],
+        { env: cliEnv({ PROBE_OUT: out }), timeout: 60_000 },
+        (error) => (error ? fail(error) : done()),
       ),
     );
     return JSON.parse(await readFile(out, 'utf8')) as string[];

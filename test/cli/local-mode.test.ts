@@ -33,7 +33,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     afterAll(async () => {
       // Every credential the state holds by now, then every output of every command.
       await trackStateSecrets(state.dir);
-      expectNoCanaries(outputs.map((o) => `${o.stdout}\n${o.stderr}`), 'acctops output');
+      expectNoCanaries(
+        outputs.map((o) => `${o.stdout}\n${o.stderr}`),
+        'acctops output',
+      );
       await state.remove();
     });
 
@@ -53,7 +56,16 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
     it('users onboard: retrieves a user the service knows, creates a new one, and is idempotent', async () => {
       const alice = demo.users[0]!;
-      const first = await json<{ result: string; status: string }>('users', 'onboard', '--external-id', alice.externalId, '--username', alice.username, '--email', alice.email);
+      const first = await json<{ result: string; status: string }>(
+        'users',
+        'onboard',
+        '--external-id',
+        alice.externalId,
+        '--username',
+        alice.username,
+        '--email',
+        alice.email,
+      );
       expect(first.result.code).toBe(0);
       expect(first.body).toMatchObject({ externalId: alice.externalId, result: 'retrieved', status: 'active' });
       const again = await json('users', 'onboard', '--external-id', alice.externalId, '--username', alice.username, '--email', alice.email);
@@ -78,7 +90,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
       const advanced = await json<{ now: string }>('local', 'advance-clock', '--by', '20m');
       expect(advanced.result.code).toBe(0);
-      const all = await json<{ planned: number; outcomes: { result: string }[]; counts: Record<string, number> }>('tokens', 'refresh', '--all');
+      const all = await json<{ planned: number; outcomes: { result: string }[]; counts: Record<string, number> }>(
+        'tokens',
+        'refresh',
+        '--all',
+      );
       expect(all.result.code).toBe(0);
       expect(all.body.planned).toBe(2);
       expect(all.body.counts).toEqual({ refreshed: 2 });
@@ -86,37 +102,74 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
     it('keys status, keys rotate, and the old key revoked once the grace period is over', async () => {
       const bakery = demo.companies[0]!.publicId;
-      const before = await json<{ companies: { companyId: string; keyPrefix: string; rotationEnabled: boolean; nextRotationAt: number; pendingRevocations: unknown[] }[] }>('keys', 'status');
+      const before = await json<{
+        companies: {
+          companyId: string;
+          keyPrefix: string;
+          rotationEnabled: boolean;
+          nextRotationAt: number;
+          pendingRevocations: unknown[];
+        }[];
+      }>('keys', 'status');
       expect(before.result.code).toBe(0);
       expect(before.body.companies).toHaveLength(3);
       const row = before.body.companies.find((c) => c.companyId === bakery)!;
       expect(row).toMatchObject({ rotationEnabled: true, pendingRevocations: [] });
       expect(row.keyPrefix).toMatch(/^sbx_[A-Za-z0-9]{8}$/);
 
-      const rotated = await json<{ state: string; previousKeyPrefix: string; keyPrefix: string; previousKeyRevokeAt: string }>('keys', 'rotate', '--company', bakery);
+      const rotated = await json<{ state: string; previousKeyPrefix: string; keyPrefix: string; previousKeyRevokeAt: string }>(
+        'keys',
+        'rotate',
+        '--company',
+        bakery,
+      );
       expect(rotated.result.code).toBe(0);
       expect(rotated.body.state).toBe('completed');
       expect(rotated.body.previousKeyPrefix).toBe(row.keyPrefix);
       expect(rotated.body.keyPrefix).not.toBe(row.keyPrefix);
       expect(rotated.body.previousKeyRevokeAt).toMatch(/Z$/);
 
-      const during = await json<{ companies: { companyId: string; keyPrefix: string; pendingRevocations: { keyPrefix: string }[] }[] }>('keys', 'status', '--company', bakery);
+      const during = await json<{ companies: { companyId: string; keyPrefix: string; pendingRevocations: { keyPrefix: string }[] }[] }>(
+        'keys',
+        'status',
+        '--company',
+        bakery,
+      );
       expect(during.body.companies).toHaveLength(1);
-      expect(during.body.companies[0]).toMatchObject({ keyPrefix: rotated.body.keyPrefix, pendingRevocations: [{ keyPrefix: row.keyPrefix }] });
+      expect(during.body.companies[0]).toMatchObject({
+        keyPrefix: rotated.body.keyPrefix,
+        pendingRevocations: [{ keyPrefix: row.keyPrefix }],
+      });
 
       const later = await json<{ revoked: { keyPrefix: string; outcome: string }[] }>('local', 'advance-clock', '--by', '31m');
       expect(later.body.revoked).toEqual([{ keyPrefix: row.keyPrefix, outcome: 'revoked' }]);
-      const after = await json<{ companies: { companyId: string; pendingRevocations: unknown[] }[] }>('keys', 'status', '--company', bakery);
+      const after = await json<{ companies: { companyId: string; pendingRevocations: unknown[] }[] }>(
+        'keys',
+        'status',
+        '--company',
+        bakery,
+      );
       expect(after.body.companies[0]!.pendingRevocations).toEqual([]);
 
       const human = await acctops('keys', 'status');
       expect(human.stdout).toContain(`${rotated.body.keyPrefix}…`);
 
       // A leaked key: rotate and revoke the previous key at once, no grace period, nothing left pending.
-      const urgent = await json<{ state: string; keyPrefix: string; previousKeyPrefix: string; previousKeyRevoked: string }>('keys', 'rotate', '--company', bakery, '--revoke-previous-now');
+      const urgent = await json<{ state: string; keyPrefix: string; previousKeyPrefix: string; previousKeyRevoked: string }>(
+        'keys',
+        'rotate',
+        '--company',
+        bakery,
+        '--revoke-previous-now',
+      );
       expect(urgent.result.code).toBe(0);
       expect(urgent.body).toMatchObject({ state: 'completed', previousKeyPrefix: rotated.body.keyPrefix, previousKeyRevoked: 'revoked' });
-      const clean = await json<{ companies: { keyPrefix: string; pendingRevocations: unknown[] }[] }>('keys', 'status', '--company', bakery);
+      const clean = await json<{ companies: { keyPrefix: string; pendingRevocations: unknown[] }[] }>(
+        'keys',
+        'status',
+        '--company',
+        bakery,
+      );
       expect(clean.body.companies[0]).toMatchObject({ keyPrefix: urgent.body.keyPrefix, pendingRevocations: [] });
       // Nine CLI processes, each starting the embedded sandbox and emulator: minutes on a loaded machine.
     }, 240_000);
@@ -147,11 +200,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(sick.result.code).toBe(5);
       expect(sick.body.findings.some((f) => /has no export of/.test(f))).toBe(true);
 
-      const exported = await json<{ month: string; companies: { companyId: string; status: string; manifestUrl: string; records: Record<string, number> }[] }>(
-        'export',
-        '--month',
-        sick.body.exports.expectedPeriod,
-      );
+      const exported = await json<{
+        month: string;
+        companies: { companyId: string; status: string; manifestUrl: string; records: Record<string, number> }[];
+      }>('export', '--month', sick.body.exports.expectedPeriod);
       expect(exported.result.code).toBe(0);
       expect(exported.body.companies).toHaveLength(3);
       for (const company of exported.body.companies) {
@@ -159,7 +211,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         expect(company.records.transactions).toBeGreaterThan(0);
         // The manifest exists, and every object it lists has the size and SHA-256 it records.
         const manifestPath = fileURLToPath(company.manifestUrl);
-        const manifest = JSON.parse(await readFile(manifestPath, 'utf8')) as { period: string; objects: { key: string; bytes: number; sha256: string }[] };
+        const manifest = JSON.parse(await readFile(manifestPath, 'utf8')) as {
+          period: string;
+          objects: { key: string; bytes: number; sha256: string }[];
+        };
         expect(manifest.period).toBe(exported.body.month);
         expect(manifest.objects.map((o) => o.key.split('.').pop())).toEqual(expect.arrayContaining(['gz', 'csv', 'parquet']));
         for (const object of manifest.objects) {

@@ -15,7 +15,10 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     state = await tempStateDir();
   });
   afterAll(async () => {
-    expectNoCanaries(outputs.map((o) => `${o.stdout}\n${o.stderr}`), 'acctops output');
+    expectNoCanaries(
+      outputs.map((o) => `${o.stdout}\n${o.stderr}`),
+      'acctops output',
+    );
     await state.remove();
   });
 
@@ -51,23 +54,50 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
   it('--help works at every level and lists what is below it; --version prints the version', async () => {
     const levels: [string[], RegExp[]][] = [
       [['--help'], [/sandbox/, /users/, /tokens/, /keys/, /export/, /doctor/, /institution/, /local/, /Exit codes:/, /never from a flag/]],
-      [['users', '--help'], [/onboard/, /list/, /revoke/, /recover/]],
-      [['users', 'onboard', '--help'], [/--external-id <uuid>/, /--username/, /--email/]],
+      [
+        ['users', '--help'],
+        [/onboard/, /list/, /revoke/, /recover/],
+      ],
+      [
+        ['users', 'onboard', '--help'],
+        [/--external-id <uuid>/, /--username/, /--email/],
+      ],
       [['users', 'list', '--help'], [/--status/]],
       [['users', 'revoke', '--help'], [/--user <externalId>/]],
       [['users', 'recover', '--help'], [/--reactivate/]],
       [['tokens', '--help'], [/refresh/]],
-      [['tokens', 'refresh', '--help'], [/--all/, /--user/]],
-      [['keys', '--help'], [/rotate/, /status/, /install/]],
-      [['keys', 'install', '--help'], [/ACCTOPS_API_KEY/, /--company <id>/]],
+      [
+        ['tokens', 'refresh', '--help'],
+        [/--all/, /--user/],
+      ],
+      [
+        ['keys', '--help'],
+        [/rotate/, /status/, /install/],
+      ],
+      [
+        ['keys', 'install', '--help'],
+        [/ACCTOPS_API_KEY/, /--company <id>/],
+      ],
       [['institution', '--help'], [/set-secret/]],
-      [['institution', 'set-secret', '--help'], [/ACCTOPS_INSTITUTION/, /--rollback/]],
+      [
+        ['institution', 'set-secret', '--help'],
+        [/ACCTOPS_INSTITUTION/, /--rollback/],
+      ],
       [['keys', 'rotate', '--help'], [/--company <id>/]],
       [['keys', 'status', '--help'], [/--company/]],
-      [['export', '--help'], [/--month <YYYY-MM>/, /--out/, /--format/, /--base-url/]],
+      [
+        ['export', '--help'],
+        [/--month <YYYY-MM>/, /--out/, /--format/, /--base-url/],
+      ],
       [['doctor', '--help'], [/--repair/]],
-      [['local', '--help'], [/status/, /advance-clock/, /reset/]],
-      [['sandbox', '--help'], [/--port/, /--seed/]],
+      [
+        ['local', '--help'],
+        [/status/, /advance-clock/, /reset/],
+      ],
+      [
+        ['sandbox', '--help'],
+        [/--port/, /--seed/],
+      ],
       [['help', 'keys'], [/rotate/]],
     ];
     const results = await all(levels.map(([args]) => args));
@@ -143,7 +173,9 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
   it('--json errors are one JSON object on stderr with the exit code', async () => {
     const result = await run(['--json', 'keys', 'rotate']);
     expect(result.code).toBe(2);
-    expect(JSON.parse(result.stderr)).toEqual({ error: { exitCode: 2, code: 'usage', message: expect.stringMatching(/--company/), hint: expect.any(String) } });
+    expect(JSON.parse(result.stderr)).toEqual({
+      error: { exitCode: 2, code: 'usage', message: expect.stringMatching(/--company/), hint: expect.any(String) },
+    });
     expect(result.stdout).toBe('');
   });
 
@@ -157,13 +189,32 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
   });
 
   it('AWS mode: --out is refused for export (the pipeline writes to its bucket); a stack that cannot be described is one line', async () => {
-    const env = { AWS_REGION: 'eu-central-1', AWS_ACCESS_KEY_ID: 'AKIAFAKE0000', AWS_SECRET_ACCESS_KEY: 'fake', AWS_ENDPOINT_URL: 'http://127.0.0.1:9', AWS_MAX_ATTEMPTS: '1' };
+    const env = {
+      AWS_REGION: 'eu-central-1',
+      AWS_ACCESS_KEY_ID: 'AKIAFAKE0000',
+      AWS_SECRET_ACCESS_KEY: 'fake',
+      AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+      AWS_MAX_ATTEMPTS: '1',
+    };
     const withOut = await inProcess(['--stack', 'acctops-test', 'export', '--month', '2026-10', '--out', './here'], env);
     expect(withOut.code).toBe(2);
     expect(oneLine(withOut)).toMatch(/--out is for the local and direct modes.*direct mode/);
-    const unreachable = await run(['--stack', 'acctops-test', 'users', 'onboard', '--external-id', '6f1c2a3b-0000-4000-8000-000000000000', '--username', 'x', '--email', 'x@example.test'], env);
+    const unreachable = await run(
+      [
+        '--stack',
+        'acctops-test',
+        'users',
+        'onboard',
+        '--external-id',
+        '6f1c2a3b-0000-4000-8000-000000000000',
+        '--username',
+        'x',
+        '--email',
+        'x@example.test',
+      ],
+      env,
+    );
     expect(unreachable.code).toBe(1);
     expect(oneLine(unreachable)).toMatch(/could not describe stack acctops-test.*--region/);
   });
-
 });

@@ -37,7 +37,16 @@ const ITEMS = {
     category: null,
     bankAccount: UUID,
   },
-  categories: { publicId: UUID, name: 'Office', parent: null, cashflowType: 'EXPENSE', vatApplied: 'YES', metadata: '{"a":1}', description: '', examples: '' },
+  categories: {
+    publicId: UUID,
+    name: 'Office',
+    parent: null,
+    cashflowType: 'EXPENSE',
+    vatApplied: 'YES',
+    metadata: '{"a":1}',
+    description: '',
+    examples: '',
+  },
   taxReports: {
     pk: UUID,
     type: 'VAT_RETURN',
@@ -68,16 +77,46 @@ type Operation = (client: AccountingClient) => Promise<unknown>;
 /** Each operation, with a valid answer to mutate. */
 const OPERATIONS: Record<string, { call: Operation; valid: unknown; list: boolean; auth: 'bearer' | 'institution' }> = {
   'companies.list': { call: (c) => c.companies.list().all(), valid: ITEMS.companies, list: true, auth: 'bearer' },
-  'transactions.list': { call: (c) => c.transactions.list({ dateFrom: '2026-10-01', dateTo: '2026-10-31' }).all(), valid: ITEMS.transactions, list: true, auth: 'bearer' },
+  'transactions.list': {
+    call: (c) => c.transactions.list({ dateFrom: '2026-10-01', dateTo: '2026-10-31' }).all(),
+    valid: ITEMS.transactions,
+    list: true,
+    auth: 'bearer',
+  },
   'categories.list': { call: (c) => c.categories.list().all(), valid: ITEMS.categories, list: true, auth: 'bearer' },
   'taxReports.list': { call: (c) => c.taxReports.list(COMPANY).all(), valid: ITEMS.taxReports, list: true, auth: 'bearer' },
   'apiKeys.list': { call: (c) => c.apiKeys.list().all(), valid: ITEMS.apiKeys, list: true, auth: 'bearer' },
-  'apiKeys.create': { call: (c) => c.apiKeys.create({ name: 'n', permissions: ['read_transactions'] }), valid: { ...ITEMS.apiKeys, key: CANARY.otherApiKey }, list: false, auth: 'bearer' },
-  'institution.createUser': { call: (c) => c.institution.createUser(USER), valid: { user: { ...USER, external_id: UUID }, ...TOKENS }, list: false, auth: 'institution' },
-  'institution.refreshToken': { call: (c) => c.institution.refreshToken(CANARY.refreshToken), valid: TOKENS, list: false, auth: 'institution' },
+  'apiKeys.create': {
+    call: (c) => c.apiKeys.create({ name: 'n', permissions: ['read_transactions'] }),
+    valid: { ...ITEMS.apiKeys, key: CANARY.otherApiKey },
+    list: false,
+    auth: 'bearer',
+  },
+  'institution.createUser': {
+    call: (c) => c.institution.createUser(USER),
+    valid: { user: { ...USER, external_id: UUID }, ...TOKENS },
+    list: false,
+    auth: 'institution',
+  },
+  'institution.refreshToken': {
+    call: (c) => c.institution.refreshToken(CANARY.refreshToken),
+    valid: TOKENS,
+    list: false,
+    auth: 'institution',
+  },
   'institution.retrieveToken': { call: (c) => c.institution.retrieveToken(USER), valid: TOKENS, list: false, auth: 'institution' },
-  'institution.verifyToken': { call: (c) => c.institution.verifyToken(CANARY.accessToken), valid: { valid: true, expiresAt: '2026-11-01T10:00:00Z' }, list: false, auth: 'institution' },
-  'institution.expireToken': { call: (c) => c.institution.expireToken(CANARY.refreshToken), valid: { expired: true }, list: false, auth: 'institution' },
+  'institution.verifyToken': {
+    call: (c) => c.institution.verifyToken(CANARY.accessToken),
+    valid: { valid: true, expiresAt: '2026-11-01T10:00:00Z' },
+    list: false,
+    auth: 'institution',
+  },
+  'institution.expireToken': {
+    call: (c) => c.institution.expireToken(CANARY.refreshToken),
+    valid: { expired: true },
+    list: false,
+    auth: 'institution',
+  },
 };
 
 /** JSON values, often holding a secret: an error must never repeat them. */
@@ -101,22 +140,38 @@ function mutated(value: unknown): fc.Arbitrary<unknown> {
 const nextLink = fc.oneof(
   fc.constant(null),
   fc.constant(`${BASE_URL}/accounting/transactions/?page=2`),
-  fc.constantFrom('http://foreign.invalid/api/v1/companies/?page=2', `${BASE_URL.replace('http:', 'https:')}/companies/?page=2`, 'http://user:pw@api.fuzz:4010/api/v1/x/?page=2', '/relative/?page=2'),
+  fc.constantFrom(
+    'http://foreign.invalid/api/v1/companies/?page=2',
+    `${BASE_URL.replace('http:', 'https:')}/companies/?page=2`,
+    'http://user:pw@api.fuzz:4010/api/v1/x/?page=2',
+    '/relative/?page=2',
+  ),
   fc.string({ maxLength: 40 }),
   fc.integer(),
 );
 
 function answers(op: (typeof OPERATIONS)[string]): fc.Arbitrary<TransportResponse> {
-  const ok = (body: unknown): TransportResponse => ({ status: 200, headers: { 'content-type': 'application/json', 'x-request-id': 'req_fuzz' }, body: JSON.stringify(body) ?? '' });
+  const ok = (body: unknown): TransportResponse => ({
+    status: 200,
+    headers: { 'content-type': 'application/json', 'x-request-id': 'req_fuzz' },
+    body: JSON.stringify(body) ?? '',
+  });
   const bodies: fc.Arbitrary<TransportResponse>[] = [
     junk.map(ok),
     fc.string({ maxLength: 60 }).map((body) => ({ status: 200, headers: {}, body })),
-    fc.tuple(fc.integer({ min: 100, max: 599 }), junk).map(([status, body]) => ({ status, headers: { 'retry-after': 'soon' }, body: JSON.stringify(body) ?? '' })),
+    fc
+      .tuple(fc.integer({ min: 100, max: 599 }), junk)
+      .map(([status, body]) => ({ status, headers: { 'retry-after': 'soon' }, body: JSON.stringify(body) ?? '' })),
   ];
   if (op.list) {
     bodies.push(
       fc
-        .record({ count: fc.oneof(fc.nat(5), junk), next: nextLink, previous: fc.constant(null), results: fc.array(fc.oneof(fc.constant(op.valid), mutated(op.valid)), { maxLength: 3 }) })
+        .record({
+          count: fc.oneof(fc.nat(5), junk),
+          next: nextLink,
+          previous: fc.constant(null),
+          results: fc.array(fc.oneof(fc.constant(op.valid), mutated(op.valid)), { maxLength: 3 }),
+        })
         .map(ok),
       mutated({ count: 1, next: null, previous: null, results: [op.valid] }).map(ok),
     );
@@ -126,10 +181,17 @@ function answers(op: (typeof OPERATIONS)[string]): fc.Arbitrary<TransportRespons
   return fc.oneof(...bodies);
 }
 
-function client(auth: 'bearer' | 'institution', respond: (request: TransportRequest) => TransportResponse, sent: TransportRequest[]): AccountingClient {
+function client(
+  auth: 'bearer' | 'institution',
+  respond: (request: TransportRequest) => TransportResponse,
+  sent: TransportRequest[],
+): AccountingClient {
   return new AccountingClient({
     baseUrl: BASE_URL,
-    credentials: auth === 'bearer' ? apiKeyAuth(CANARY.apiKey, { companyId: COMPANY }) : institutionAuth({ institutionId: CANARY.institutionId, secretKey: CANARY.institutionSecret }),
+    credentials:
+      auth === 'bearer'
+        ? apiKeyAuth(CANARY.apiKey, { companyId: COMPANY })
+        : institutionAuth({ institutionId: CANARY.institutionId, secretKey: CANARY.institutionSecret }),
     transport: (request) => {
       sent.push(request);
       if (sent.length > 20) throw new Error('the client kept asking');
@@ -142,54 +204,64 @@ function client(auth: 'bearer' | 'institution', respond: (request: TransportRequ
 }
 
 describe('API responses (fast-check, fixed seed)', () => {
-  it.each(Object.keys(OPERATIONS))('%s: any answer is parsed or an AccountingApiError that names the field and holds no secret', async (name) => {
-    const op = OPERATIONS[name]!;
-    await fc.assert(
-      fc.asyncProperty(answers(op), async (answer) => {
-        const sent: TransportRequest[] = [];
-        let error: unknown;
-        try {
-          await op.call(client(op.auth, () => answer, sent));
-        } catch (e) {
-          error = e;
-        }
-        expect(sent.length).toBeLessThanOrEqual(20);
-        if (error === undefined) return;
-        if (!(error instanceof AccountingApiError)) throw new Error(`${name}: expected an AccountingApiError, got ${String(error)}`);
-        if (error instanceof ResponseValidationError) {
-          expect(error.issues.length).toBeGreaterThan(0);
-          expect(typeof error.field).toBe('string');
-        }
-        expectNoCanaries(error, `${name} error`);
-        // Nothing but the service's own origin was ever asked.
-        for (const request of sent) expect(new URL(request.url).origin).toBe(new URL(BASE_URL).origin);
-      }),
-      { seed: FUZZ_SEED, numRuns: FUZZ_RUNS, endOnFailure: true },
-    );
-  });
+  it.each(Object.keys(OPERATIONS))(
+    '%s: any answer is parsed or an AccountingApiError that names the field and holds no secret',
+    async (name) => {
+      const op = OPERATIONS[name]!;
+      await fc.assert(
+        fc.asyncProperty(answers(op), async (answer) => {
+          const sent: TransportRequest[] = [];
+          let error: unknown;
+          try {
+            await op.call(client(op.auth, () => answer, sent));
+          } catch (e) {
+            error = e;
+          }
+          expect(sent.length).toBeLessThanOrEqual(20);
+          if (error === undefined) return;
+          if (!(error instanceof AccountingApiError)) throw new Error(`${name}: expected an AccountingApiError, got ${String(error)}`);
+          if (error instanceof ResponseValidationError) {
+            expect(error.issues.length).toBeGreaterThan(0);
+            expect(typeof error.field).toBe('string');
+          }
+          expectNoCanaries(error, `${name} error`);
+          // Nothing but the service's own origin was ever asked.
+          for (const request of sent) expect(new URL(request.url).origin).toBe(new URL(BASE_URL).origin);
+        }),
+        { seed: FUZZ_SEED, numRuns: FUZZ_RUNS, endOnFailure: true },
+      );
+    },
+  );
 
   it('page sizes: any requested size is sent capped at 1000, or refused as a ValidationError naming pageSize before sending', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.integer(), fc.double(), fc.constantFrom(0, -1, 1000, 1001, Number.MAX_SAFE_INTEGER, Number.NaN, Infinity)), async (size) => {
-        const sent: TransportRequest[] = [];
-        const list = client('bearer', () => ({ status: 200, headers: {}, body: '{"count":0,"next":null,"previous":null,"results":[]}' }), sent);
-        let error: unknown;
-        try {
-          await list.transactions.list({ pageSize: size }).all();
-        } catch (e) {
-          error = e;
-        }
-        if (error === undefined) {
-          expect(Number.isInteger(size) && size >= 1).toBe(true);
-          expect(new URL(sent[0]!.url).searchParams.get('page_size')).toBe(String(Math.min(size, 1000)));
-        } else {
-          expect(error).toBeInstanceOf(ValidationError);
-          expect((error as ValidationError).field).toMatch(/pageSize/);
-          expect(sent).toEqual([]);
-        }
-        // Small sizes that make sense are never refused.
-        if (Number.isInteger(size) && size >= 1 && size <= 1_000_000) expect(error).toBeUndefined();
-      }),
+      fc.asyncProperty(
+        fc.oneof(fc.integer(), fc.double(), fc.constantFrom(0, -1, 1000, 1001, Number.MAX_SAFE_INTEGER, Number.NaN, Infinity)),
+        async (size) => {
+          const sent: TransportRequest[] = [];
+          const list = client(
+            'bearer',
+            () => ({ status: 200, headers: {}, body: '{"count":0,"next":null,"previous":null,"results":[]}' }),
+            sent,
+          );
+          let error: unknown;
+          try {
+            await list.transactions.list({ pageSize: size }).all();
+          } catch (e) {
+            error = e;
+          }
+          if (error === undefined) {
+            expect(Number.isInteger(size) && size >= 1).toBe(true);
+            expect(new URL(sent[0]!.url).searchParams.get('page_size')).toBe(String(Math.min(size, 1000)));
+          } else {
+            expect(error).toBeInstanceOf(ValidationError);
+            expect((error as ValidationError).field).toMatch(/pageSize/);
+            expect(sent).toEqual([]);
+          }
+          // Small sizes that make sense are never refused.
+          if (Number.isInteger(size) && size >= 1 && size <= 1_000_000) expect(error).toBeUndefined();
+        },
+      ),
       { seed: FUZZ_SEED, numRuns: FUZZ_RUNS },
     );
   });

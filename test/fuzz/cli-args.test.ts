@@ -52,7 +52,17 @@ function refuses(target: Target, value: string): boolean {
 const value = fc.oneof(
   fc.string({ maxLength: 30 }),
   fc.string({ minLength: 500, maxLength: 2000 }),
-  fc.constantFrom(CANARY.apiKey, CANARY.institutionSecret, `${CANARY.institutionId}:${CANARY.institutionSecret}`, 'https://user:pw@example.com/api/v1', '2026-13', '../../etc', 's3://', '-1', ''),
+  fc.constantFrom(
+    CANARY.apiKey,
+    CANARY.institutionSecret,
+    `${CANARY.institutionId}:${CANARY.institutionSecret}`,
+    'https://user:pw@example.com/api/v1',
+    '2026-13',
+    '../../etc',
+    's3://',
+    '-1',
+    '',
+  ),
 );
 
 describe('acctops arguments (fast-check, fixed seed)', () => {
@@ -86,9 +96,7 @@ describe('acctops arguments (fast-check, fixed seed)', () => {
 
   it('a malformed option value is exit 2 naming the option, never echoing the value, writing nothing', async () => {
     const all = targets();
-    const cases = fc
-      .tuple(fc.constantFrom(...all), value)
-      .filter(([target, v]) => refuses(target, v) && !v.startsWith('-'));
+    const cases = fc.tuple(fc.constantFrom(...all), value).filter(([target, v]) => refuses(target, v) && !v.startsWith('-'));
     await fc.assert(
       fc.asyncProperty(cases, async ([target, v]) => {
         const { code, stdout, stderr } = await run([...target.path, target.option.long!, v]);
@@ -117,7 +125,11 @@ describe('acctops arguments (fast-check, fixed seed)', () => {
       .map(([first, rest]) => ({ args: [first, ...rest], named: first }));
     const unknownOption = fc
       .tuple(fc.constantFrom(...commandPaths()), fc.stringMatching(/^--[a-z][a-z-]{2,12}$/))
-      .filter(([path, flag]) => !targets().some((t) => t.path.join(' ') === path.join(' ') && t.option.long === flag) && !['--help', '--version', '--json', '--verbose', '--state-dir', '--stack', '--region', '--output'].includes(flag))
+      .filter(
+        ([path, flag]) =>
+          !targets().some((t) => t.path.join(' ') === path.join(' ') && t.option.long === flag) &&
+          !['--help', '--version', '--json', '--verbose', '--state-dir', '--stack', '--region', '--output'].includes(flag),
+      )
       .map(([path, flag]) => ({ args: [...path, flag], named: flag }));
     await fc.assert(
       fc.asyncProperty(fc.oneof(unknownCommand, unknownOption), async ({ args, named }) => {
@@ -133,8 +145,24 @@ describe('acctops arguments (fast-check, fixed seed)', () => {
   });
 
   it('a credential given as a flag, anywhere before --, is refused before anything is parsed, without its value', async () => {
-    const flag = fc.constantFrom('--api-key', '--apikey', '--token', '--access-token', '--secret', '--institution-secret', '--password', '-key', '--Authorization');
-    const cases = fc.tuple(fc.constantFrom(...commandPaths()), fc.array(word, { maxLength: 3 }), flag, fc.constantFrom(CANARY.apiKey, CANARY.accessToken, CANARY.institutionSecret), fc.boolean());
+    const flag = fc.constantFrom(
+      '--api-key',
+      '--apikey',
+      '--token',
+      '--access-token',
+      '--secret',
+      '--institution-secret',
+      '--password',
+      '-key',
+      '--Authorization',
+    );
+    const cases = fc.tuple(
+      fc.constantFrom(...commandPaths()),
+      fc.array(word, { maxLength: 3 }),
+      flag,
+      fc.constantFrom(CANARY.apiKey, CANARY.accessToken, CANARY.institutionSecret),
+      fc.boolean(),
+    );
     await fc.assert(
       fc.asyncProperty(cases, async ([path, rest, name, secret, joined]) => {
         const { code, stdout, stderr } = await run([...path, ...rest, ...(joined ? [`${name}=${secret}`] : [name, secret])]);

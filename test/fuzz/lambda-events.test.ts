@@ -68,7 +68,8 @@ beforeAll(async () => {
     WEBHOOK_REPLAY_TABLE_NAME: 'acctops-fuzz-replay',
   });
   write = captureStdout(stdout);
-  for (const dir of readdirSync(join(__dirname, '..', '..', 'functions')).filter((d) => !d.startsWith('_'))) handlers.set(dir, loadHandler(dir));
+  for (const dir of readdirSync(join(__dirname, '..', '..', 'functions')).filter((d) => !d.startsWith('_')))
+    handlers.set(dir, loadHandler(dir));
 });
 
 afterAll(async () => {
@@ -94,14 +95,20 @@ const scheduler = (schedule: string, own: Pick<EventSpec, 'base' | 'broken'> = {
   broken: {
     source: notA('acctops.scheduler'),
     schedule: notA(schedule),
-    scheduledAt: fc.oneof(wrongType('string'), fc.string({ maxLength: 40 }).filter((s) => !/^\d{4}-\d\d-\d\dT/.test(s))),
+    scheduledAt: fc.oneof(
+      wrongType('string'),
+      fc.string({ maxLength: 40 }).filter((s) => !/^\d{4}-\d\d-\d\dT/.test(s)),
+    ),
     executionId: fc.oneof(wrongType('string'), fc.constant(''), fc.string({ minLength: 129, maxLength: 400 })),
     ...own.broken,
   },
   strict: true,
 });
 
-const guidField = fc.oneof(wrongType('string'), fc.string({ maxLength: 60 }).filter((s) => !/^[0-9a-f-]{36}$/i.test(s)));
+const guidField = fc.oneof(
+  wrongType('string'),
+  fc.string({ maxLength: 60 }).filter((s) => !/^[0-9a-f-]{36}$/i.test(s)),
+);
 const sqsRecord = (extra: Record<string, unknown> = {}) => ({ messageId: 'm-1', body: '{}', eventSource: 'aws:sqs', ...extra });
 const sqsEnvelope = (extra: Record<string, unknown> = {}): EventSpec => ({
   base: { Records: [sqsRecord(extra)] },
@@ -109,7 +116,14 @@ const sqsEnvelope = (extra: Record<string, unknown> = {}): EventSpec => ({
     Records: fc.oneof(
       wrongType('array'),
       fc.constant([]),
-      fc.array(fc.oneof(wrongType('object'), fc.constant({ ...sqsRecord(extra), eventSource: 'aws:sns' }), fc.constant({ ...sqsRecord(extra), messageId: '' })), { minLength: 1, maxLength: 3 }),
+      fc.array(
+        fc.oneof(
+          wrongType('object'),
+          fc.constant({ ...sqsRecord(extra), eventSource: 'aws:sns' }),
+          fc.constant({ ...sqsRecord(extra), messageId: '' }),
+        ),
+        { minLength: 1, maxLength: 3 },
+      ),
     ),
   },
   strict: false,
@@ -119,7 +133,15 @@ const sqsEnvelope = (extra: Record<string, unknown> = {}): EventSpec => ({
 const EVENTS: Record<string, EventSpec> = {
   'check-health': scheduler('health-check', {
     base: { probes: ['service-reachable'] },
-    broken: { probes: fc.oneof(wrongType('array'), fc.constant([]), fc.array(fc.string(), { minLength: 1, maxLength: 3 }).filter((a) => a.some((p) => !['service-reachable', 'institution-credential-readable'].includes(p)))) },
+    broken: {
+      probes: fc.oneof(
+        wrongType('array'),
+        fc.constant([]),
+        fc
+          .array(fc.string(), { minLength: 1, maxLength: 3 })
+          .filter((a) => a.some((p) => !['service-reachable', 'institution-credential-readable'].includes(p))),
+      ),
+    },
   }),
   'check-key-rotations': scheduler('key-rotation-doctor', { base: { repair: false }, broken: { repair: wrongType('boolean') } }),
   'check-monthly-export': scheduler('monthly-export-check'),
@@ -132,12 +154,23 @@ const EVENTS: Record<string, EventSpec> = {
     broken: {
       externalId: guidField,
       // Oversized: the use case caps a username at 512 characters.
-      username: fc.oneof(wrongType('string'), fc.constant(''), fc.string({ minLength: 513, maxLength: 2000 }).filter((s) => s.trim().length > 512)),
-      email: fc.oneof(wrongType('string'), fc.string({ maxLength: 40 }).filter((s) => !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(s))),
+      username: fc.oneof(
+        wrongType('string'),
+        fc.constant(''),
+        fc.string({ minLength: 513, maxLength: 2000 }).filter((s) => s.trim().length > 512),
+      ),
+      email: fc.oneof(
+        wrongType('string'),
+        fc.string({ maxLength: 40 }).filter((s) => !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(s)),
+      ),
     },
     strict: true,
   },
-  'recover-user': { base: { externalId: UUID, reactivate: true }, broken: { externalId: guidField, reactivate: wrongType('boolean') }, strict: true },
+  'recover-user': {
+    base: { externalId: UUID, reactivate: true },
+    broken: { externalId: guidField, reactivate: wrongType('boolean') },
+    strict: true,
+  },
   'revoke-user': { base: { externalId: UUID }, broken: { externalId: guidField }, strict: true },
   'rotate-api-key': {
     base: { SecretId: ARN('secretsmanager', 'secret:acctops/fuzz/company-AbCdEf'), ClientRequestToken: UUID, Step: 'createSecret' },
@@ -157,7 +190,11 @@ const EVENTS: Record<string, EventSpec> = {
       revokeAt: 1_700_000_000_000,
       rotationToken: UUID,
     },
-    broken: { companyId: guidField, apiKeyId: guidField, revokeAt: fc.oneof(wrongType('number'), fc.constant(-1), fc.double({ min: 0.1, max: 0.9 })) },
+    broken: {
+      companyId: guidField,
+      apiKeyId: guidField,
+      revokeAt: fc.oneof(wrongType('number'), fc.constant(-1), fc.double({ min: 0.1, max: 0.9 })),
+    },
     strict: false,
   },
   'request-export': {
@@ -176,9 +213,19 @@ const EVENTS: Record<string, EventSpec> = {
     strict: false,
   },
   'receive-export-webhook': {
-    base: { headers: { 'content-type': 'application/json' }, body: '{}', isBase64Encoded: false, requestContext: { http: { method: 'POST' } } },
+    base: {
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+      isBase64Encoded: false,
+      requestContext: { http: { method: 'POST' } },
+    },
     broken: {
-      headers: fc.oneof(fc.constant(null), fc.integer(), fc.string(), fc.dictionary(fc.string({ minLength: 1, maxLength: 10 }), wrongType('string'), { minKeys: 1, maxKeys: 3 })),
+      headers: fc.oneof(
+        fc.constant(null),
+        fc.integer(),
+        fc.string(),
+        fc.dictionary(fc.string({ minLength: 1, maxLength: 10 }), wrongType('string'), { minKeys: 1, maxKeys: 3 }),
+      ),
       body: wrongType('string'),
       isBase64Encoded: wrongType('boolean'),
       requestContext: fc.oneof(wrongType('object'), fc.constant({ http: {} }), fc.constant({ http: { method: '' } })),
@@ -220,20 +267,38 @@ describe('Lambda events (fast-check, fixed seed)', () => {
   it.each(Object.keys(EVENTS))('%s: a broken event is a ValidationError naming the field, and nothing is sent anywhere', async (dir) => {
     const spec = EVENTS[dir]!;
     const fields = Object.keys(spec.broken);
-    type Case = { kind: 'not-object'; event: unknown } | { kind: 'field'; field: string; event: unknown } | { kind: 'unknown'; key: string; event: unknown };
+    type Case =
+      | { kind: 'not-object'; event: unknown }
+      | { kind: 'field'; field: string; event: unknown }
+      | { kind: 'unknown'; key: string; event: unknown };
     const cases: fc.Arbitrary<Case> = fc.oneof(
-      fc.oneof(fc.constant(null), fc.integer(), fc.string(), fc.boolean(), fc.array(fc.anything(), { maxLength: 3 })).map((event): Case => ({ kind: 'not-object', event })),
+      fc
+        .oneof(fc.constant(null), fc.integer(), fc.string(), fc.boolean(), fc.array(fc.anything(), { maxLength: 3 }))
+        .map((event): Case => ({ kind: 'not-object', event })),
       fc
         .constantFrom(...fields)
-        .chain((field) => fc.tuple(fc.constant(field), fc.oneof(spec.broken[field]!.map((v) => ({ set: v })), fc.constant('remove' as const))))
-        .filter(([field, change]) => change !== 'remove' || !['isBase64Encoded', 'headers', 'body', 'reactivate', 'repair', 'probes'].includes(field))
+        .chain((field) =>
+          fc.tuple(
+            fc.constant(field),
+            fc.oneof(
+              spec.broken[field]!.map((v) => ({ set: v })),
+              fc.constant('remove' as const),
+            ),
+          ),
+        )
+        .filter(
+          ([field, change]) =>
+            change !== 'remove' || !['isBase64Encoded', 'headers', 'body', 'reactivate', 'repair', 'probes'].includes(field),
+        )
         .map(([field, change]): Case => {
           const event: Record<string, unknown> = { ...spec.base };
           if (change === 'remove') delete event[field];
           else event[field] = change.set;
           return { kind: 'field', field, event };
         }),
-      ...(spec.strict ? [unknownKey(Object.keys(spec.base)).map((key): Case => ({ kind: 'unknown', key, event: { ...spec.base, [key]: CANARY.apiKey } }))] : []),
+      ...(spec.strict
+        ? [unknownKey(Object.keys(spec.base)).map((key): Case => ({ kind: 'unknown', key, event: { ...spec.base, [key]: CANARY.apiKey } }))]
+        : []),
     );
     await fc.assert(
       fc.asyncProperty(cases, async (c) => {
@@ -258,7 +323,9 @@ describe('Lambda events (fast-check, fixed seed)', () => {
         fc.string({ maxLength: 200 }),
         fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
         fc.record({ externalId: fc.string(), dueAt: fc.anything() }).map((v) => JSON.stringify(v)),
-        fc.record({ type: fc.constantFrom('export', 'discover'), companyId: fc.string(), period: fc.string(), formats: fc.anything() }).map((v) => JSON.stringify(v)),
+        fc
+          .record({ type: fc.constantFrom('export', 'discover'), companyId: fc.string(), period: fc.string(), formats: fc.anything() })
+          .map((v) => JSON.stringify(v)),
       )
       .filter((text) => {
         try {
@@ -270,7 +337,12 @@ describe('Lambda events (fast-check, fixed seed)', () => {
       });
     await fc.assert(
       fc.asyncProperty(fc.array(body, { minLength: 1, maxLength: 5 }), async (bodies) => {
-        const Records = bodies.map((b, i) => ({ messageId: `m-${i}`, body: b, eventSource: 'aws:sqs', attributes: { ApproximateReceiveCount: '1' } }));
+        const Records = bodies.map((b, i) => ({
+          messageId: `m-${i}`,
+          body: b,
+          eventSource: 'aws:sqs',
+          attributes: { ApproximateReceiveCount: '1' },
+        }));
         const { error, result, sent } = await invoke(dir, { Records });
         expect(error).toBeUndefined();
         expect(sent).toBe(0);
@@ -281,18 +353,33 @@ describe('Lambda events (fast-check, fixed seed)', () => {
   });
 
   it('receive-export-webhook: any headers and body without a well-formed signature get a 4xx before the secret is read', async () => {
-    const headerValue = fc.oneof(fc.string({ maxLength: 80 }), fc.constantFrom('application/json', 'text/plain', 'v1=zz', 'v1=', '1700000000'));
+    const headerValue = fc.oneof(
+      fc.string({ maxLength: 80 }),
+      fc.constantFrom('application/json', 'text/plain', 'v1=zz', 'v1=', '1700000000'),
+    );
     const headers = fc.dictionary(
-      fc.oneof(fc.constantFrom('Content-Type', 'content-type', 'X-Acctops-Signature', 'x-acctops-timestamp'), fc.string({ minLength: 1, maxLength: 20 })),
+      fc.oneof(
+        fc.constantFrom('Content-Type', 'content-type', 'X-Acctops-Signature', 'x-acctops-timestamp'),
+        fc.string({ minLength: 1, maxLength: 20 }),
+      ),
       headerValue,
       { maxKeys: 5 },
     );
-    const body = fc.oneof(fc.string({ maxLength: 300 }), fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)), fc.nat({ max: 200_000 }).map((n) => 'x'.repeat(n)));
+    const body = fc.oneof(
+      fc.string({ maxLength: 300 }),
+      fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
+      fc.nat({ max: 200_000 }).map((n) => 'x'.repeat(n)),
+    );
     const method = fc.constantFrom('POST', 'GET', 'PUT', 'post');
     await fc.assert(
       fc.asyncProperty(headers, body, method, async (h, b, m) => {
         fc.pre(!Object.entries(h).some(([k, v]) => k.toLowerCase() === 'x-acctops-signature' && /v1=[0-9a-f]{64}/i.test(v)));
-        const { error, result, sent } = await invoke('receive-export-webhook', { headers: h, body: b, isBase64Encoded: false, requestContext: { http: { method: m } } });
+        const { error, result, sent } = await invoke('receive-export-webhook', {
+          headers: h,
+          body: b,
+          isBase64Encoded: false,
+          requestContext: { http: { method: m } },
+        });
         expect(error).toBeUndefined();
         expect(sent).toBe(0);
         const response = result as { statusCode: number; body: string };

@@ -23,24 +23,41 @@ const VALID = {
   apiKeys: { rotationDays: 30, revocationGraceMinutes: 30, paths: { list: '/api-keys/', revoke: '/api-keys/{publicId}/' } },
 };
 
-const KNOWN_FIELDS = [
-  ...Object.keys(VALID),
-  ...Object.keys(VALID.schedules),
-  ...Object.keys(VALID.apiKeys),
-  'list',
-  'create',
-  'revoke',
-];
+const KNOWN_FIELDS = [...Object.keys(VALID), ...Object.keys(VALID.schedules), ...Object.keys(VALID.apiKeys), 'list', 'create', 'revoke'];
 
 /** Paths to a leaf or section of VALID, and values each can never take. */
 const BROKEN: Record<string, fc.Arbitrary<unknown>> = {
-  baseUrl: fc.oneof(wrongType('string'), fc.constantFrom('http://accounting.example.com/api/v1', 'https://accounting.example.com/v2', 'not a url', '')),
+  baseUrl: fc.oneof(
+    wrongType('string'),
+    fc.constantFrom('http://accounting.example.com/api/v1', 'https://accounting.example.com/v2', 'not a url', ''),
+  ),
   retainData: wrongType('boolean'),
   logLevel: fc.oneof(wrongType('string'), fc.constantFrom('trace', 'INFO', '')),
-  logRetentionDays: fc.oneof(wrongType('number'), fc.integer().filter((n) => ![1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653].includes(n))),
-  secretCacheTtlSeconds: fc.oneof(wrongType('number'), fc.integer({ min: 3601 }), fc.integer({ max: -1 }), fc.double({ min: 0.1, max: 0.9 })),
-  alarmEmails: fc.oneof(wrongType('array'), fc.array(fc.string({ maxLength: 20 }).filter((s) => !s.includes('@')), { minLength: 1, maxLength: 3 })),
-  'schedules.tokenRefresh': fc.oneof(wrongType('string'), fc.constantFrom('rate(1 minutes)', 'rate(0 hours)', 'every 5 minutes', 'cron(* * *)')),
+  logRetentionDays: fc.oneof(
+    wrongType('number'),
+    fc
+      .integer()
+      .filter(
+        (n) => ![1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653].includes(n),
+      ),
+  ),
+  secretCacheTtlSeconds: fc.oneof(
+    wrongType('number'),
+    fc.integer({ min: 3601 }),
+    fc.integer({ max: -1 }),
+    fc.double({ min: 0.1, max: 0.9 }),
+  ),
+  alarmEmails: fc.oneof(
+    wrongType('array'),
+    fc.array(
+      fc.string({ maxLength: 20 }).filter((s) => !s.includes('@')),
+      { minLength: 1, maxLength: 3 },
+    ),
+  ),
+  'schedules.tokenRefresh': fc.oneof(
+    wrongType('string'),
+    fc.constantFrom('rate(1 minutes)', 'rate(0 hours)', 'every 5 minutes', 'cron(* * *)'),
+  ),
   'schedules.monthlyExport': fc.oneof(wrongType('string'), fc.constantFrom('rate(1 day)', 'cron(0 3 1 * ?)')),
   'schedules.timeZone': fc.oneof(wrongType('string'), fc.constantFrom('Mars/Olympus', 'Europe/Berlinn', '')),
   companies: fc.oneof(
@@ -50,7 +67,10 @@ const BROKEN: Record<string, fc.Arbitrary<unknown>> = {
   ),
   'apiKeys.rotationDays': fc.oneof(wrongType('number'), fc.integer({ min: 366 }), fc.integer({ max: 0 })),
   'apiKeys.paths.revoke': fc.oneof(wrongType('string'), fc.constantFrom('/api-keys/', 'api-keys/{publicId}', '/api-keys/{publicId}')),
-  account: fc.oneof(wrongType('string'), fc.string({ maxLength: 12 }).filter((s) => !/^\d{12}$/.test(s))),
+  account: fc.oneof(
+    wrongType('string'),
+    fc.string({ maxLength: 12 }).filter((s) => !/^\d{12}$/.test(s)),
+  ),
   region: fc.oneof(wrongType('string'), fc.constantFrom('eu-central', 'EU-CENTRAL-1', 'eu_central_1')),
 };
 
@@ -89,7 +109,9 @@ describe('stage settings (fast-check, fixed seed)', () => {
           expect(error).toBeDefined();
           // account and region must come together: breaking one may be reported on the account.
           const names = path === 'region' ? [`${PREFIX}.region`, `${PREFIX}.account`] : [`${PREFIX}.${path}`];
-          expect(error!.issues.some((i) => names.some((n) => i.path === n || i.path.startsWith(`${n}.`) || i.path.startsWith(`${n}[`)))).toBe(true);
+          expect(
+            error!.issues.some((i) => names.some((n) => i.path === n || i.path.startsWith(`${n}.`) || i.path.startsWith(`${n}[`))),
+          ).toBe(true);
         },
       ),
       { seed: FUZZ_SEED, numRuns: FUZZ_RUNS * 3 },
@@ -105,7 +127,16 @@ describe('stage settings (fast-check, fixed seed)', () => {
       }),
       { seed: FUZZ_SEED, numRuns: FUZZ_RUNS },
     );
-    for (const optional of ['retainData', 'logLevel', 'logRetentionDays', 'secretCacheTtlSeconds', 'alarmEmails', 'schedules', 'companies', 'apiKeys']) {
+    for (const optional of [
+      'retainData',
+      'logLevel',
+      'logRetentionDays',
+      'secretCacheTtlSeconds',
+      'alarmEmails',
+      'schedules',
+      'companies',
+      'apiKeys',
+    ]) {
       expect(stageError(() => parseStageSettings(withChange(optional, 'remove'), PREFIX))).toBeUndefined();
     }
   });

@@ -22,10 +22,16 @@ export function wrongType(kind: Kind): fc.Arbitrary<unknown> {
 
 /** Any string except the allowed ones, or another type. */
 export function notA(...allowed: string[]): fc.Arbitrary<unknown> {
-  return fc.oneof(wrongType('string'), fc.string({ maxLength: 30 }).filter((s) => !allowed.includes(s)), fc.constantFrom(...allowed.map((a) => a.toUpperCase())).filter((s) => !allowed.includes(s)));
+  return fc.oneof(
+    wrongType('string'),
+    fc.string({ maxLength: 30 }).filter((s) => !allowed.includes(s)),
+    fc.constantFrom(...allowed.map((a) => a.toUpperCase())).filter((s) => !allowed.includes(s)),
+  );
 }
 
 /** A field name that is none of `existing`. */
 export function unknownKey(existing: readonly string[]): fc.Arbitrary<string> {
-  return fc.stringMatching(/^[a-zA-Z][a-zA-Z0-9_]{0,15}$/).filter((k) => !existing.includes(k) && !['__proto__', 'constructor', 'prototype'].includes(k));
+  return fc
+    .stringMatching(/^[a-zA-Z][a-zA-Z0-9_]{0,15}$/)
+    .filter((k) => !existing.includes(k) && !['__proto__', 'constructor', 'prototype'].includes(k));
 }

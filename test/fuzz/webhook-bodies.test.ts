@@ -22,36 +22,60 @@ const OTHER = '0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d';
 const clock = new ManualClock(Date.UTC(2026, 10, 3, 10, 0));
 const logger = new MemoryLogger();
 
-const month = fc.tuple(fc.integer({ min: 1990, max: 2100 }), fc.integer({ min: 1, max: 12 })).map(([y, m]) => `${y}-${String(m).padStart(2, '0')}`);
+const month = fc
+  .tuple(fc.integer({ min: 1990, max: 2100 }), fc.integer({ min: 1, max: 12 }))
+  .map(([y, m]) => `${y}-${String(m).padStart(2, '0')}`);
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
 
 const field = {
   id: fc.oneof(fc.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/), fc.string({ maxLength: 140 }), fc.integer()),
   companyId: fc.oneof(fc.constantFrom(SERVED, SERVED.toUpperCase(), OTHER), fc.uuid(), fc.string({ maxLength: 40 }), fc.constant(null)),
   period: maybe(fc.oneof(month, fc.string({ maxLength: 10 }), fc.constant('2026-13'))),
-  from: maybe(fc.oneof(month, month.map((m) => `${m}-15`), fc.string({ maxLength: 12 }))),
-  to: maybe(fc.oneof(month, month.map((m) => `${m}-28`), fc.string({ maxLength: 12 }))),
-  datasets: maybe(fc.oneof(fc.subarray(['transactions', 'tax_reports', 'categories']), fc.array(fc.string({ maxLength: 12 }), { maxLength: 4 }))),
-  formats: maybe(fc.oneof(fc.subarray(['jsonl', 'csv', 'parquet']), fc.array(fc.constantFrom('xlsx', 'CSV', 'json', ''), { minLength: 1, maxLength: 3 }))),
+  from: maybe(
+    fc.oneof(
+      month,
+      month.map((m) => `${m}-15`),
+      fc.string({ maxLength: 12 }),
+    ),
+  ),
+  to: maybe(
+    fc.oneof(
+      month,
+      month.map((m) => `${m}-28`),
+      fc.string({ maxLength: 12 }),
+    ),
+  ),
+  datasets: maybe(
+    fc.oneof(fc.subarray(['transactions', 'tax_reports', 'categories']), fc.array(fc.string({ maxLength: 12 }), { maxLength: 4 })),
+  ),
+  formats: maybe(
+    fc.oneof(
+      fc.subarray(['jsonl', 'csv', 'parquet']),
+      fc.array(fc.constantFrom('xlsx', 'CSV', 'json', ''), { minLength: 1, maxLength: 3 }),
+    ),
+  ),
   type: maybe(fc.constantFrom('ExportRequested', 'Other')),
 };
 
 /** Requests that are valid as generated (one month, or a range of up to four years: some over the cap). */
 const plausible = fc.oneof(
   fc.record({ id: fc.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/), companyId: fc.constantFrom(SERVED, SERVED.toUpperCase()), period: month }),
-  fc
-    .tuple(fc.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/), month, fc.integer({ min: 0, max: 48 }))
-    .map(([id, from, span]) => {
-      const [y, m] = from.split('-').map(Number) as [number, number];
-      const end = y * 12 + (m - 1) + span;
-      return { id, companyId: SERVED, from, to: `${Math.floor(end / 12)}-${String((end % 12) + 1).padStart(2, '0')}`, formats: ['parquet'] };
-    }),
+  fc.tuple(fc.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/), month, fc.integer({ min: 0, max: 48 })).map(([id, from, span]) => {
+    const [y, m] = from.split('-').map(Number) as [number, number];
+    const end = y * 12 + (m - 1) + span;
+    return { id, companyId: SERVED, from, to: `${Math.floor(end / 12)}-${String((end % 12) + 1).padStart(2, '0')}`, formats: ['parquet'] };
+  }),
 );
 
 const body = fc.oneof(
   { weight: 3, arbitrary: plausible },
   { weight: 6, arbitrary: fc.record(field, { requiredKeys: ['id', 'companyId'] }) },
-  { weight: 1, arbitrary: fc.tuple(fc.record(field, { requiredKeys: ['id', 'companyId'] }), unknownKey(Object.keys(field))).map(([b, k]) => ({ ...b, [k]: CANARY.refreshToken })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.record(field, { requiredKeys: ['id', 'companyId'] }), unknownKey(Object.keys(field)))
+      .map(([b, k]) => ({ ...b, [k]: CANARY.refreshToken })),
+  },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
 );
 

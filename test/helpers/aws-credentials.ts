@@ -14,5 +14,11 @@ export const localCredentials = { accessKeyId: 'AKIALOCALPEER000000', secretAcce
  * connection per call costs far less than that flake.
  */
 export function localClientConfig(endpoint: string) {
-  return { endpoint, region: LOCAL_REGION, credentials: localCredentials, maxAttempts: 1, requestHandler: { httpAgent: new Agent({ keepAlive: false }) } };
+  return {
+    endpoint,
+    region: LOCAL_REGION,
+    credentials: localCredentials,
+    maxAttempts: 1,
+    requestHandler: { httpAgent: new Agent({ keepAlive: false }) },
+  };
 }

@@ -103,7 +103,8 @@ export function findCanaries(text: string, where = 'text'): CanaryHit[] {
   const hits: CanaryHit[] = [];
   for (const { kind, pattern } of PATTERNS) {
     pattern.lastIndex = 0;
-    for (const match of text.matchAll(pattern)) hits.push({ kind, where, excerpt: kind === 'canary' ? '(the canary marker)' : mask(match[0]) });
+    for (const match of text.matchAll(pattern))
+      hits.push({ kind, where, excerpt: kind === 'canary' ? '(the canary marker)' : mask(match[0]) });
   }
   for (const secret of tracked) {
     if (text.includes(secret)) hits.push({ kind: 'tracked', where, excerpt: mask(secret) });

@@ -7,10 +7,7 @@ import { AcctopsStack } from '../../lib/stacks/acctops-stack';
 
 /** A valid stage, `test`, with `overrides` (input form, before defaults). */
 export function testStage(overrides: Record<string, unknown> = {}): StageConfig {
-  const settings: StageSettings = parseStageSettings(
-    { baseUrl: 'https://accounting.example.com/api/v1', ...overrides },
-    'stages.test',
-  );
+  const settings: StageSettings = parseStageSettings({ baseUrl: 'https://accounting.example.com/api/v1', ...overrides }, 'stages.test');
   return { name: 'test', ...settings };
 }
 

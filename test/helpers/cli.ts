@@ -31,7 +31,10 @@ export function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.P
 }
 
 /** Runs `node bin/acctops.cjs ...args` to completion; never rejects on a non-zero exit. */
-export function runAcctops(args: readonly string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): Promise<CliResult> {
+export function runAcctops(
+  args: readonly string[],
+  options: { env?: Record<string, string | undefined>; cwd?: string } = {},
+): Promise<CliResult> {
   return new Promise((resolvePromise, reject) => {
     execFile(
       process.execPath,
@@ -46,7 +49,10 @@ export function runAcctops(args: readonly string[], options: { env?: Record<stri
 }
 
 /** Starts the binary and leaves it running (for `acctops sandbox`). */
-export function spawnAcctops(args: readonly string[], options: { env?: Record<string, string | undefined> } = {}): ChildProcessWithoutNullStreams {
+export function spawnAcctops(
+  args: readonly string[],
+  options: { env?: Record<string, string | undefined> } = {},
+): ChildProcessWithoutNullStreams {
   return spawn(process.execPath, [ACCTOPS_BIN, ...args], { env: cliEnv(options.env), cwd: tmpdir() });
 }
 
@@ -82,7 +88,9 @@ export async function trackStateSecrets(stateDir: string): Promise<string[]> {
       }
     }
   }
-  const sandbox = (await json('sandbox.json')) as { demo: { institution: { secret: string }; companies: { apiKeys: { key: string }[] }[] } | null } | null;
+  const sandbox = (await json('sandbox.json')) as {
+    demo: { institution: { secret: string }; companies: { apiKeys: { key: string }[] }[] } | null;
+  } | null;
   add(sandbox?.demo?.institution.secret);
   for (const company of sandbox?.demo?.companies ?? []) for (const key of company.apiKeys) add(key.key);
   const tokens = (await json('tokens.json')) as { records: Record<string, { accessToken: string; refreshToken: string }> } | null;

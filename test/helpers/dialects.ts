@@ -7,7 +7,8 @@ import { accessTokenExpiry } from '../../src/core/tokens/token-expiry';
  * `ACCTOPS_TEST_DIALECT=minimal` narrows a run to one dialect while working on it.
  */
 const only = process.env.ACCTOPS_TEST_DIALECT;
-export const TEST_DIALECTS: readonly Dialect[] = only !== undefined && (DIALECTS as readonly string[]).includes(only) ? [only as Dialect] : DIALECTS;
+export const TEST_DIALECTS: readonly Dialect[] =
+  only !== undefined && (DIALECTS as readonly string[]).includes(only) ? [only as Dialect] : DIALECTS;
 
 export { DIALECTS, type Dialect };
 

@@ -78,7 +78,9 @@ export async function createReplayTable(client: DynamoDBClient, tableName: strin
 /** dynalite does not implement TTL; real DynamoDB does. Tests never rely on deletion by TTL. */
 async function enableTtl(client: DynamoDBClient, tableName: string, attribute: string): Promise<void> {
   try {
-    await client.send(new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: attribute, Enabled: true } }));
+    await client.send(
+      new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: attribute, Enabled: true } }),
+    );
   } catch (error) {
     if ((error as { name?: string }).name !== 'UnknownOperationException') throw error;
   }

@@ -77,7 +77,11 @@ export async function* asAsync<T>(items: Iterable<T>): AsyncGenerator<T> {
 }
 
 /** A source that yields `count` items and then fails, as an API stream that gives up would. */
-export async function* failingAfter<T>(items: Iterable<T>, count: number, error = new Error('upstream 503 after retries')): AsyncGenerator<T> {
+export async function* failingAfter<T>(
+  items: Iterable<T>,
+  count: number,
+  error = new Error('upstream 503 after retries'),
+): AsyncGenerator<T> {
   let n = 0;
   for (const item of items) {
     if (n++ === count) throw error;

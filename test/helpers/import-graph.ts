@@ -19,7 +19,12 @@ const EXTENSIONS = ['.ts', '.tsx', '.mts', '.cts', '.js', '.cjs', '.mjs'];
 function resolveSpecifier(from: string, specifier: string): string | undefined {
   const base = resolve(dirname(from), specifier);
   const stripped = base.replace(/\.(js|cjs|mjs)$/, '');
-  const candidates = [base, ...EXTENSIONS.map((e) => base + e), ...EXTENSIONS.map((e) => stripped + e.replace('.js', '.ts')), ...EXTENSIONS.map((e) => join(base, `index${e}`))];
+  const candidates = [
+    base,
+    ...EXTENSIONS.map((e) => base + e),
+    ...EXTENSIONS.map((e) => stripped + e.replace('.js', '.ts')),
+    ...EXTENSIONS.map((e) => join(base, `index${e}`)),
+  ];
   return candidates.find((c) => existsSync(c) && statSync(c).isFile());
 }
 
@@ -40,7 +45,9 @@ function runtimeSpecifiers(file: string): string[] {
       if (!typeOnly) out.push(node.moduleSpecifier.text);
     } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
       const clause = node.exportClause;
-      const typeOnly = node.isTypeOnly || (clause !== undefined && ts.isNamedExports(clause) && clause.elements.length > 0 && clause.elements.every((e) => e.isTypeOnly));
+      const typeOnly =
+        node.isTypeOnly ||
+        (clause !== undefined && ts.isNamedExports(clause) && clause.elements.length > 0 && clause.elements.every((e) => e.isTypeOnly));
       if (!typeOnly) out.push(node.moduleSpecifier.text);
     } else if (ts.isImportEqualsDeclaration(node) && !node.isTypeOnly && ts.isExternalModuleReference(node.moduleReference)) {
       const expression = node.moduleReference.expression;

@@ -1,4 +1,10 @@
-import { deduplicationIdOf, encodeJob, messageGroupOf, type ExportQueue, type QueuedJob } from '../../src/core/exports/pipeline/export-jobs';
+import {
+  deduplicationIdOf,
+  encodeJob,
+  messageGroupOf,
+  type ExportQueue,
+  type QueuedJob,
+} from '../../src/core/exports/pipeline/export-jobs';
 
 export interface QueuedExportMessage {
   body: string;

@@ -47,7 +47,9 @@ export class MemoryRunLedger implements RunLedger, PartLedger {
   partResults(splitId: string): Promise<PartResult[]> {
     const state = this.splitState(splitId);
     return Promise.resolve(
-      [...state.results.entries()].sort(([a], [b]) => a - b).map(([index, json]) => parseWith(partResultSchema, JSON.parse(json), `split ${splitId} part ${index}`)),
+      [...state.results.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(([index, json]) => parseWith(partResultSchema, JSON.parse(json), `split ${splitId} part ${index}`)),
     );
   }
 
@@ -117,7 +119,15 @@ export class MemoryRunLedger implements RunLedger, PartLedger {
 
   tally(runId: string): Promise<RunTally> {
     const state = this.state(runId);
-    const tally: RunTally = { expected: 0, completed: 0, failed: 0, openCompanies: [], failedCompanies: [], pendingDiscoveries: 0, failedDiscoveries: 0 };
+    const tally: RunTally = {
+      expected: 0,
+      completed: 0,
+      failed: 0,
+      openCompanies: [],
+      failedCompanies: [],
+      pendingDiscoveries: 0,
+      failedDiscoveries: 0,
+    };
     for (const [companyId, entry] of [...state.companies].sort(([a], [b]) => a.localeCompare(b))) {
       tally.expected += 1;
       if (entry.state === 'completed') tally.completed += 1;
@@ -142,7 +152,9 @@ export class MemoryRunLedger implements RunLedger, PartLedger {
 
   private isFinished(runId: string): boolean {
     const state = this.state(runId);
-    return [...state.companies.values()].every((e) => e.state !== 'expected') && [...state.discoveries.values()].every((d) => d !== 'pending');
+    return (
+      [...state.companies.values()].every((e) => e.state !== 'expected') && [...state.discoveries.values()].every((d) => d !== 'pending')
+    );
   }
 
   private state(runId: string): RunState {

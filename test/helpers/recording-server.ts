@@ -36,13 +36,20 @@ const EMPTY_PAGE: CannedResponse = {
   body: JSON.stringify({ count: 0, next: null, previous: null, results: [] }),
 };
 
-export async function startRecordingServer(respond: (request: RecordedRequest) => CannedResponse = () => EMPTY_PAGE): Promise<RecordingServer> {
+export async function startRecordingServer(
+  respond: (request: RecordedRequest) => CannedResponse = () => EMPTY_PAGE,
+): Promise<RecordingServer> {
   const requests: RecordedRequest[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const request = { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      const request = {
+        method: req.method ?? 'GET',
+        url: req.url ?? '/',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      };
       requests.push(request);
       const answer = respond(request);
       res.writeHead(answer.status, answer.headers);
@@ -55,7 +62,6 @@ export async function startRecordingServer(respond: (request: RecordedRequest) =
     origin,
     port: Number(new URL(origin).port),
     requests,
-    stop: () =>
-      (stopped ??= closeServer(server)),
+    stop: () => (stopped ??= closeServer(server)),
   };
 }

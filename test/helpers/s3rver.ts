@@ -60,7 +60,10 @@ export interface S3Call {
  * Counts what `client` sends (each command, and the parts uploaded per key) and fails the calls
  * `fail` picks before they leave: S3 going wrong mid-upload.
  */
-export function instrumentS3(client: S3Client, fail: (call: S3Call) => boolean = () => false): { commands: Map<string, number>; parts: Map<string, number> } {
+export function instrumentS3(
+  client: S3Client,
+  fail: (call: S3Call) => boolean = () => false,
+): { commands: Map<string, number>; parts: Map<string, number> } {
   const commands = new Map<string, number>();
   const parts = new Map<string, number>();
   client.middlewareStack.add(
@@ -75,7 +78,8 @@ export function instrumentS3(client: S3Client, fail: (call: S3Call) => boolean =
         part = (parts.get(key) ?? 0) + 1;
         parts.set(key, part);
       }
-      if (fail({ command, input, key, count, part })) throw new Error(`injected ${command} failure${part === undefined ? '' : ` (part ${part} of ${key})`}`);
+      if (fail({ command, input, key, count, part }))
+        throw new Error(`injected ${command} failure${part === undefined ? '' : ` (part ${part} of ${key})`}`);
       return next(args);
     },
     { step: 'initialize', name: 'acctopsS3Instrument' },

@@ -44,7 +44,8 @@ export async function startScheduler(): Promise<RunningScheduler> {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
   };
-  const arn = (s: Pick<FakeSchedule, 'GroupName' | 'Name'>) => `arn:aws:scheduler:eu-central-1:000000000000:schedule/${s.GroupName}/${s.Name}`;
+  const arn = (s: Pick<FakeSchedule, 'GroupName' | 'Name'>) =>
+    `arn:aws:scheduler:eu-central-1:000000000000:schedule/${s.GroupName}/${s.Name}`;
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -57,11 +58,21 @@ export async function startScheduler(): Promise<RunningScheduler> {
       const group = url.searchParams.get('ScheduleGroup') ?? 'default';
       const prefix = url.searchParams.get('NamePrefix') ?? '';
       const list = [...schedules.values()].filter((s) => s.GroupName === group && s.Name.startsWith(prefix));
-      return ok(res, { Schedules: list.map((s) => ({ Name: s.Name, GroupName: s.GroupName, Arn: arn(s), State: 'ENABLED', Target: { Arn: s.Target.Arn } })) });
+      return ok(res, {
+        Schedules: list.map((s) => ({
+          Name: s.Name,
+          GroupName: s.GroupName,
+          Arn: arn(s),
+          State: 'ENABLED',
+          Target: { Arn: s.Target.Arn },
+        })),
+      });
     }
     if (!named) return fail(res, 404, 'ResourceNotFoundException', `no route ${req.method} ${url.pathname}`);
     const name = decodeURIComponent(named[1]!);
-    const group = (req.method === 'POST' || req.method === 'PUT' ? (body.GroupName as string | undefined) : url.searchParams.get('groupName')) ?? 'default';
+    const group =
+      (req.method === 'POST' || req.method === 'PUT' ? (body.GroupName as string | undefined) : url.searchParams.get('groupName')) ??
+      'default';
     const existing = schedules.get(key(group, name));
     switch (req.method) {
       case 'POST':

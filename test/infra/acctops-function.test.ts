@@ -132,7 +132,9 @@ describe('AcctopsFunction', () => {
       new AcctopsFunction(stack, 'Fn', { ...BASE, memorySize: 1024, maxSemiSpaceMb: 16 });
     });
     template.hasResourceProperties('AWS::Lambda::Function', {
-      Environment: { Variables: Match.objectLike({ NODE_OPTIONS: '--enable-source-maps --max-semi-space-size=16 --max-old-space-size=922' }) },
+      Environment: {
+        Variables: Match.objectLike({ NODE_OPTIONS: '--enable-source-maps --max-semi-space-size=16 --max-old-space-size=922' }),
+      },
     });
     expect(nodeOptions(256, undefined)).toBe('--enable-source-maps');
     expect(nodeOptions(512, 8)).toBe('--enable-source-maps --max-semi-space-size=8 --max-old-space-size=461');
@@ -140,7 +142,9 @@ describe('AcctopsFunction', () => {
 
   it.each([0, 2.5, 52])('refuses a semi-space cap of %s MiB at 1024 MB (a whole number up to the runtime’s own 51)', (mb) => {
     const stack = new Stack(testApp(), 'Test');
-    expect(() => new AcctopsFunction(stack, 'Fn', { ...BASE, memorySize: 1024, maxSemiSpaceMb: mb })).toThrow(/maxSemiSpaceMb must be a whole number from 1 to memory \/ 20 \(51\)/);
+    expect(() => new AcctopsFunction(stack, 'Fn', { ...BASE, memorySize: 1024, maxSemiSpaceMb: mb })).toThrow(
+      /maxSemiSpaceMb must be a whole number from 1 to memory \/ 20 \(51\)/,
+    );
   });
 
   it('turns X-Ray on when asked and acknowledges its unavoidable wildcard with a reason', () => {
@@ -159,7 +163,9 @@ describe('AcctopsFunction', () => {
 
   it('passes a log sample rate to Powertools Logger, and none by default', () => {
     const { template } = stackWith((stack) => new AcctopsFunction(stack, 'Fn', { ...BASE, logSampleRate: 0.05 }));
-    template.hasResourceProperties('AWS::Lambda::Function', { Environment: { Variables: Match.objectLike({ POWERTOOLS_LOGGER_SAMPLE_RATE: '0.05' }) } });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ POWERTOOLS_LOGGER_SAMPLE_RATE: '0.05' }) },
+    });
     const plain = stackWith((stack) => new AcctopsFunction(stack, 'Fn', BASE)).template;
     const [resource] = Object.values(plain.findResources('AWS::Lambda::Function'));
     expect(resource!.Properties.Environment.Variables.POWERTOOLS_LOGGER_SAMPLE_RATE).toBeUndefined();
@@ -169,7 +175,11 @@ describe('AcctopsFunction', () => {
     ['a handler directory that is not verb-noun', { handlerDir: 'Health' }, /verb-noun/],
     ['a handler that does not exist', { handlerDir: 'check-nothing' }, /no handler at functions\/check-nothing/],
     ['a reserved variable', { environment: { LOG_LEVEL: 'debug' } }, /LOG_LEVEL is set by AcctopsFunction/],
-    ['a Powertools variable', { environment: { POWERTOOLS_LOGGER_SAMPLE_RATE: '1' } }, /POWERTOOLS_LOGGER_SAMPLE_RATE is set by AcctopsFunction/],
+    [
+      'a Powertools variable',
+      { environment: { POWERTOOLS_LOGGER_SAMPLE_RATE: '1' } },
+      /POWERTOOLS_LOGGER_SAMPLE_RATE is set by AcctopsFunction/,
+    ],
     ['a sample rate above 1', { logSampleRate: 1.5 }, /logSampleRate must be between 0 and 1/],
   ])('refuses %s', (_what, props, message) => {
     expect(() => stackWith((stack) => new AcctopsFunction(stack, 'Fn', { ...BASE, ...props }))).toThrow(message);

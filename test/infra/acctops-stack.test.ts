@@ -6,15 +6,7 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { IConstruct } from 'constructs';
 import { AcctopsFunction } from '../../lib/constructs/acctops-function';
 import { AcctopsStack, stackName } from '../../lib/stacks/acctops-stack';
-import {
-  acknowledgements,
-  describeViolations,
-  nagViolations,
-  roleStatements,
-  synthAcctopsStack,
-  testApp,
-  testStage,
-} from '../helpers/cdk';
+import { acknowledgements, describeViolations, nagViolations, roleStatements, synthAcctopsStack, testApp, testStage } from '../helpers/cdk';
 
 const logicalId = (construct: IConstruct) => {
   const element = construct.node.defaultChild as CfnElement;
@@ -31,30 +23,33 @@ describe('AcctopsStack', () => {
 
     it('acknowledges only what is listed here, each with a written reason', () => {
       const acks = acknowledgements(app);
-      const revocationSchedules = 'arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/acctops-test-key-revocations/revoke-*';
+      const revocationSchedules =
+        'arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/acctops-test-key-revocations/revoke-*';
       const companySecrets = 'arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:acctops/test/company/*';
-      expect(acks.map((a) => a.id).sort()).toEqual([
-        // The key rotation doctor's list calls, and the revocation schedules of one group (test/infra/key-rotation.test.ts).
-        'AwsSolutions-IAM5[Resource::*]',
-        `AwsSolutions-IAM5[Resource::${revocationSchedules}]`,
-        `AwsSolutions-IAM5[Resource::${revocationSchedules}]`,
-        // Company key secrets by tag (issue 15): rotate, revoke, the doctor and the export worker, each on
-        // acctops/<stage>/company/* conditioned on the stage and purpose tags (docs/fleet-rotation.md).
-        ...Array.from({ length: 4 }, () => `AwsSolutions-IAM5[Resource::${companySecrets}]`),
-        'AwsSolutions-SMG4',
-        // The exports (test/infra/exports.test.ts lists them with their reasons): the export worker's
-        // ListSecrets, the exports/ prefix of the worker and the overdue check, the webhook secret,
-        // the access-log bucket (and CDK's note on its ACL), the ExportRequested dead-letter queue.
-        'AwsSolutions-IAM5[Resource::*]',
-        'AwsSolutions-IAM5[Resource::<ExportsBucket54D5CE64.Arn>/exports/*]',
-        'AwsSolutions-IAM5[Resource::<ExportsBucket54D5CE64.Arn>/exports/*]',
-        'AwsSolutions-SMG4',
-        'AwsSolutions-S1',
-        'CloudFormation-Validate::W3045',
-        'AwsSolutions-SQS3',
-        // FailedInvocations: the queue is itself the dead-letter queue of every schedule (test/infra/failed-invocations.test.ts).
-        'AwsSolutions-SQS3',
-      ].sort());
+      expect(acks.map((a) => a.id).sort()).toEqual(
+        [
+          // The key rotation doctor's list calls, and the revocation schedules of one group (test/infra/key-rotation.test.ts).
+          'AwsSolutions-IAM5[Resource::*]',
+          `AwsSolutions-IAM5[Resource::${revocationSchedules}]`,
+          `AwsSolutions-IAM5[Resource::${revocationSchedules}]`,
+          // Company key secrets by tag (issue 15): rotate, revoke, the doctor and the export worker, each on
+          // acctops/<stage>/company/* conditioned on the stage and purpose tags (docs/fleet-rotation.md).
+          ...Array.from({ length: 4 }, () => `AwsSolutions-IAM5[Resource::${companySecrets}]`),
+          'AwsSolutions-SMG4',
+          // The exports (test/infra/exports.test.ts lists them with their reasons): the export worker's
+          // ListSecrets, the exports/ prefix of the worker and the overdue check, the webhook secret,
+          // the access-log bucket (and CDK's note on its ACL), the ExportRequested dead-letter queue.
+          'AwsSolutions-IAM5[Resource::*]',
+          'AwsSolutions-IAM5[Resource::<ExportsBucket54D5CE64.Arn>/exports/*]',
+          'AwsSolutions-IAM5[Resource::<ExportsBucket54D5CE64.Arn>/exports/*]',
+          'AwsSolutions-SMG4',
+          'AwsSolutions-S1',
+          'CloudFormation-Validate::W3045',
+          'AwsSolutions-SQS3',
+          // FailedInvocations: the queue is itself the dead-letter queue of every schedule (test/infra/failed-invocations.test.ts).
+          'AwsSolutions-SQS3',
+        ].sort(),
+      );
       for (const ack of acks) expect(ack.reason.length).toBeGreaterThan(40);
     });
 
@@ -195,14 +190,16 @@ describe('AcctopsStack', () => {
     });
   });
 
-  it('gives every function its own log group /acctops/<stage>/<handlerDir> with the stage\'s retention', () => {
+  it("gives every function its own log group /acctops/<stage>/<handlerDir> with the stage's retention", () => {
     const groupOf = (t: Template, s: Stack) =>
       new Map(
         s.node
           .findAll()
           .filter((c): c is AcctopsFunction => c instanceof AcctopsFunction)
           .map((fn) => {
-            const loggingConfig = t.findResources('AWS::Lambda::Function')[logicalId(fn)]!.Properties.LoggingConfig as { LogGroup: { Ref: string } };
+            const loggingConfig = t.findResources('AWS::Lambda::Function')[logicalId(fn)]!.Properties.LoggingConfig as {
+              LogGroup: { Ref: string };
+            };
             const group = t.findResources('AWS::Logs::LogGroup')[loggingConfig.LogGroup.Ref]!.Properties as Record<string, unknown>;
             return [fn.handlerDir, group];
           }),

@@ -37,7 +37,10 @@ describe('bundling check-health', () => {
     }
     // The stack bundles every function; check-health's asset is the one its Code names.
     const template = JSON.parse(readFileSync(path.join(outdir, 'acctops-test.template.json'), 'utf8')) as {
-      Resources: Record<string, { Type: string; Properties: { Environment?: { Variables?: Record<string, unknown> }; Code?: { S3Key?: string } } }>;
+      Resources: Record<
+        string,
+        { Type: string; Properties: { Environment?: { Variables?: Record<string, unknown> }; Code?: { S3Key?: string } } }
+      >;
     };
     const fn = Object.values(template.Resources).find(
       (r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Environment?.Variables?.ACCTOPS_FUNCTION === 'check-health',

@@ -26,7 +26,10 @@ describe('CompanyRegistry', () => {
       SSESpecification: { SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: { 'Fn::GetAtt': [logicalId(registry.key), 'Arn'] } },
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
     });
-    template.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true, Description: 'acctops test: encrypts the company registry table' });
+    template.hasResourceProperties('AWS::KMS::Key', {
+      EnableKeyRotation: true,
+      Description: 'acctops test: encrypts the company registry table',
+    });
     template.hasOutput('CompanyRegistryTableName', { Value: { Ref: tableId } });
   });
 
@@ -59,7 +62,10 @@ describe('CompanyRegistry', () => {
     expect(describeViolations(nagViolations(app))).toEqual([]);
     const acks = acknowledgements(stack).filter((a) => a.path.includes('AWS679f53fac002430cb0da5b7982bd2287'));
     expect(acks.map((a) => a.id).sort()).toEqual(
-      ['AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]', 'AwsSolutions-L1'].sort(),
+      [
+        'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+        'AwsSolutions-L1',
+      ].sort(),
     );
     for (const ack of acks) expect(ack.reason.length).toBeGreaterThan(40);
   });

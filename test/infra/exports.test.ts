@@ -7,7 +7,12 @@ import type { AcctopsFunction } from '../../lib/constructs/acctops-function';
 import type { Exports } from '../../lib/constructs/exports/exports';
 import type { KeyRotation } from '../../lib/constructs/key-rotation';
 import type { TokenLifecycle } from '../../lib/constructs/token-lifecycle';
-import { categoriesTable, taxReportsTable, transactionsTable, type Table as WriterTable } from '../../src/core/exports/formats/dataset-tables';
+import {
+  categoriesTable,
+  taxReportsTable,
+  transactionsTable,
+  type Table as WriterTable,
+} from '../../src/core/exports/formats/dataset-tables';
 import { acknowledgements, describeViolations, nagViolations, roleStatements, synthAcctopsStack } from '../helpers/cdk';
 
 const COMPANY = '6F1C2A3B-4D5E-4F60-8A7B-9C0D1E2F3A4B';
@@ -96,11 +101,17 @@ describe('Exports', () => {
     });
 
     it('the scheduler’s role may invoke the planner and dead-letter to FailedInvocations, nothing else', () => {
-      const [schedule] = Object.values(template.findResources('AWS::Scheduler::Schedule', { Properties: { ScheduleExpression: 'cron(0 3 1 * ? *)' } }));
+      const [schedule] = Object.values(
+        template.findResources('AWS::Scheduler::Schedule', { Properties: { ScheduleExpression: 'cron(0 3 1 * ? *)' } }),
+      );
       const role = (schedule!.Properties.Target.RoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
       expect(roleStatements(template, role)).toEqual([
         { Action: 'lambda:InvokeFunction', Effect: 'Allow', Resource: arnOf(exports.planner) },
-        { Action: 'sqs:SendMessage', Effect: 'Allow', Resource: { 'Fn::GetAtt': [stack.getLogicalId(stack.failedInvocations.queue.node.defaultChild as CfnElement), 'Arn'] } },
+        {
+          Action: 'sqs:SendMessage',
+          Effect: 'Allow',
+          Resource: { 'Fn::GetAtt': [stack.getLogicalId(stack.failedInvocations.queue.node.defaultChild as CfnElement), 'Arn'] },
+        },
       ]);
     });
   });
@@ -111,16 +122,28 @@ describe('Exports', () => {
     it('is encrypted with its own rotating KMS key, versioned, private and logs access to a separate bucket', () => {
       expect(bucket()).toMatchObject({
         BucketEncryption: {
-          ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'aws:kms', KMSMasterKeyID: arnOf(exports.key) }, BucketKeyEnabled: true }],
+          ServerSideEncryptionConfiguration: [
+            { ServerSideEncryptionByDefault: { SSEAlgorithm: 'aws:kms', KMSMasterKeyID: arnOf(exports.key) }, BucketKeyEnabled: true },
+          ],
         },
         VersioningConfiguration: { Status: 'Enabled' },
-        PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+        PublicAccessBlockConfiguration: {
+          BlockPublicAcls: true,
+          BlockPublicPolicy: true,
+          IgnorePublicAcls: true,
+          RestrictPublicBuckets: true,
+        },
         LoggingConfiguration: { DestinationBucketName: { Ref: id(exports.accessLogs) } },
       });
       template.hasResourceProperties('AWS::KMS::Key', { Description: Match.stringLikeRegexp('exports bucket'), EnableKeyRotation: true });
       expect(template.findResources('AWS::S3::Bucket')[id(exports.accessLogs)]!.Properties).toMatchObject({
         BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
-        PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+        PublicAccessBlockConfiguration: {
+          BlockPublicAcls: true,
+          BlockPublicPolicy: true,
+          IgnorePublicAcls: true,
+          RestrictPublicBuckets: true,
+        },
       });
     });
 
@@ -135,14 +158,28 @@ describe('Exports', () => {
     });
 
     it('its policy refuses any request without TLS (and TLS below 1.2), and allows nothing to anyone', () => {
-      const policies = Object.values(template.findResources('AWS::S3::BucketPolicy')).filter((p) => mentions(p.Properties.Bucket, id(exports.bucket)));
+      const policies = Object.values(template.findResources('AWS::S3::BucketPolicy')).filter((p) =>
+        mentions(p.Properties.Bucket, id(exports.bucket)),
+      );
       expect(policies).toHaveLength(1);
       const statements = policies[0]!.Properties.PolicyDocument.Statement as (Statement & { Principal: unknown })[];
       const resources = [arnOf(exports.bucket), { 'Fn::Join': ['', [arnOf(exports.bucket), '/*']] }];
       expect(statements).toEqual(
         expect.arrayContaining([
-          { Action: 's3:*', Effect: 'Deny', Principal: { AWS: '*' }, Condition: { Bool: { 'aws:SecureTransport': 'false' } }, Resource: resources },
-          { Action: 's3:*', Effect: 'Deny', Principal: { AWS: '*' }, Condition: { NumericLessThan: { 's3:TlsVersion': 1.2 } }, Resource: resources },
+          {
+            Action: 's3:*',
+            Effect: 'Deny',
+            Principal: { AWS: '*' },
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+            Resource: resources,
+          },
+          {
+            Action: 's3:*',
+            Effect: 'Deny',
+            Principal: { AWS: '*' },
+            Condition: { NumericLessThan: { 's3:TlsVersion': 1.2 } },
+            Resource: resources,
+          },
         ]),
       );
       expect(statements.filter((s) => s.Effect === 'Allow')).toEqual([]);
@@ -176,7 +213,9 @@ describe('Exports', () => {
             'projection.period.range': '2020-01,NOW',
             'projection.period.interval': '1',
             'projection.period.interval.unit': 'MONTHS',
-            'storage.location.template': { 'Fn::Join': ['', ['s3://', bucketName, '/exports/company=${company}/period=${period}/transactions/_symlink/']] },
+            'storage.location.template': {
+              'Fn::Join': ['', ['s3://', bucketName, '/exports/company=${company}/period=${period}/transactions/_symlink/']],
+            },
           },
           StorageDescriptor: {
             Location: { 'Fn::Join': ['', ['s3://', bucketName, '/exports/']] },
@@ -188,15 +227,18 @@ describe('Exports', () => {
       });
     });
 
-    it.each(Object.keys(GLUE_COLUMNS) as (keyof typeof GLUE_COLUMNS)[])('%s has exactly the writer’s columns and types (no float, amounts decimal)', (dataset) => {
-      const tables = Object.values(template.findResources('AWS::Glue::Table')).filter((t) => t.Properties.TableInput.Name === dataset);
-      expect(tables).toHaveLength(1);
-      const columns = tables[0]!.Properties.TableInput.StorageDescriptor.Columns as { Name: string; Type: string }[];
-      expect(writers[dataset].columns).toBe(EXPORT_COLUMNS[dataset]);
-      expect(columns).toEqual(writers[dataset].columns.map((c) => ({ Name: c.name, Type: glueType[c.kind] })));
-      expect(columns.some((c) => /float|double/.test(c.Type))).toBe(false);
-      expect(JSON.stringify(tables[0]!.Properties.TableInput.Parameters['storage.location.template'])).toContain(`/${dataset}/_symlink/`);
-    });
+    it.each(Object.keys(GLUE_COLUMNS) as (keyof typeof GLUE_COLUMNS)[])(
+      '%s has exactly the writer’s columns and types (no float, amounts decimal)',
+      (dataset) => {
+        const tables = Object.values(template.findResources('AWS::Glue::Table')).filter((t) => t.Properties.TableInput.Name === dataset);
+        expect(tables).toHaveLength(1);
+        const columns = tables[0]!.Properties.TableInput.StorageDescriptor.Columns as { Name: string; Type: string }[];
+        expect(writers[dataset].columns).toBe(EXPORT_COLUMNS[dataset]);
+        expect(columns).toEqual(writers[dataset].columns.map((c) => ({ Name: c.name, Type: glueType[c.kind] })));
+        expect(columns.some((c) => /float|double/.test(c.Type))).toBe(false);
+        expect(JSON.stringify(tables[0]!.Properties.TableInput.Parameters['storage.location.template'])).toContain(`/${dataset}/_symlink/`);
+      },
+    );
   });
 
   describe('queue, worker and tables', () => {
@@ -236,13 +278,17 @@ describe('Exports', () => {
 
     it('gives the planner and the webhook the registry table and no list of companies; the worker the split size', () => {
       const planner = Object.values(template.findResources('AWS::Lambda::Function')).find(
-        (f) => (f as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }).Properties.Environment?.Variables?.ACCTOPS_FUNCTION === 'plan-monthly-export',
+        (f) =>
+          (f as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }).Properties.Environment?.Variables
+            ?.ACCTOPS_FUNCTION === 'plan-monthly-export',
       ) as { Properties: { Environment: { Variables: Record<string, unknown> } } };
       expect(planner.Properties.Environment.Variables).toHaveProperty('COMPANY_REGISTRY_TABLE_NAME');
       expect(planner.Properties.Environment.Variables).not.toHaveProperty('EXPORT_COMPANY_IDS');
       expect(JSON.stringify(planner.Properties.Environment.Variables)).not.toContain(COMPANY.toLowerCase());
       const webhook = Object.values(template.findResources('AWS::Lambda::Function')).find(
-        (f) => (f as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }).Properties.Environment?.Variables?.ACCTOPS_FUNCTION === 'receive-export-webhook',
+        (f) =>
+          (f as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }).Properties.Environment?.Variables
+            ?.ACCTOPS_FUNCTION === 'receive-export-webhook',
       ) as { Properties: { Environment: { Variables: Record<string, unknown> }; ReservedConcurrentExecutions: number } };
       expect(webhook.Properties.ReservedConcurrentExecutions).toBe(10);
       expect(webhook.Properties.Environment.Variables).toHaveProperty('COMPANY_REGISTRY_TABLE_NAME');
@@ -280,7 +326,13 @@ describe('Exports', () => {
       template.hasResourceProperties('AWS::Events::Rule', {
         EventBusName: { Ref: id(exports.eventBus) },
         EventPattern: { 'detail-type': ['ExportRequested'] },
-        Targets: [Match.objectLike({ Arn: arnOf(exports.requester), DeadLetterConfig: { Arn: arnOf(exports.requestDeadLetterQueue) }, RetryPolicy: { MaximumRetryAttempts: 2 } })],
+        Targets: [
+          Match.objectLike({
+            Arn: arnOf(exports.requester),
+            DeadLetterConfig: { Arn: arnOf(exports.requestDeadLetterQueue) },
+            RetryPolicy: { MaximumRetryAttempts: 2 },
+          }),
+        ],
       });
     });
 
@@ -302,7 +354,12 @@ describe('Exports', () => {
           Effect: 'Allow',
           Resource: { 'Fn::Join': ['', [arnOf(exports.bucket), '/exports/*']] },
         },
-        { Action: 's3:ListBucket', Effect: 'Allow', Resource: arnOf(exports.bucket), Condition: { StringLike: { 's3:prefix': ['exports/*'] } } },
+        {
+          Action: 's3:ListBucket',
+          Effect: 'Allow',
+          Resource: arnOf(exports.bucket),
+          Condition: { StringLike: { 's3:prefix': ['exports/*'] } },
+        },
       ]);
     });
 
@@ -311,7 +368,10 @@ describe('Exports', () => {
       const secretReads = statements.filter((s) => actions(s).includes('secretsmanager:GetSecretValue'));
       // By tag (issue 15): this stage's company key secrets, whatever their number, not one statement per secret.
       expect(secretReads.map((s) => [s.Resource, s.Condition])).toEqual([
-        [stack.resolve(keyRotation.companySecretsArnPattern), { StringEquals: { 'aws:ResourceTag/acctops:stage': 'test', 'aws:ResourceTag/acctops:purpose': 'company-api-key' } }],
+        [
+          stack.resolve(keyRotation.companySecretsArnPattern),
+          { StringEquals: { 'aws:ResourceTag/acctops:stage': 'test', 'aws:ResourceTag/acctops:purpose': 'company-api-key' } },
+        ],
       ]);
       expect(mentions(statements, id(stack.institutionSecret))).toBe(false);
       expect(mentions(statements, id(exports.webhookSecret))).toBe(false);
@@ -355,7 +415,9 @@ describe('Exports', () => {
           'kms:GenerateDataKey',
         ].sort(),
       );
-      expect(statements.find((s) => actions(s).includes('secretsmanager:GetSecretValue'))!.Resource).toEqual({ Ref: id(exports.webhookSecret) });
+      expect(statements.find((s) => actions(s).includes('secretsmanager:GetSecretValue'))!.Resource).toEqual({
+        Ref: id(exports.webhookSecret),
+      });
       expect(mentions(statements, bucketId())).toBe(false);
     });
 
@@ -414,7 +476,14 @@ describe('Exports', () => {
   });
 
   it('publishes the outputs the CLI and the runbooks use', () => {
-    for (const name of ['ExportBucketName', 'ExportEventBusName', 'ExportQueueUrl', 'ExportWebhookUrl', 'ExportWebhookSecretArn', 'ExportGlueDatabaseName']) {
+    for (const name of [
+      'ExportBucketName',
+      'ExportEventBusName',
+      'ExportQueueUrl',
+      'ExportWebhookUrl',
+      'ExportWebhookSecretArn',
+      'ExportGlueDatabaseName',
+    ]) {
       template.hasOutput(name, {});
     }
   });

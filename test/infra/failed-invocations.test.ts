@@ -24,7 +24,11 @@ describe('FailedInvocations', () => {
   const invokeConfigs = Object.values(template.findResources('AWS::Lambda::EventInvokeConfig') as Record<string, Resource>);
   const withFailureDestination = new Set(
     invokeConfigs
-      .filter((c) => JSON.stringify((c.Properties.DestinationConfig as { OnFailure?: { Destination: unknown } })?.OnFailure?.Destination) === JSON.stringify(queueArn))
+      .filter(
+        (c) =>
+          JSON.stringify((c.Properties.DestinationConfig as { OnFailure?: { Destination: unknown } })?.OnFailure?.Destination) ===
+          JSON.stringify(queueArn),
+      )
       .map((c) => JSON.stringify(c.Properties.FunctionName)),
   );
 

@@ -35,16 +35,19 @@ function build(root: Stack, path: string[], grouped: boolean): CfnResource {
 }
 
 describe('Grouping', () => {
-  it.each(PATHS.map((p) => [p.join('/').slice(0, 60), p] as const))('%s keeps the logical id CDK gives it outside the grouping', (_name, path) => {
-    const plain = new Stack(new App(), 'Plain');
-    const grouped = new GroupingStack(new App(), 'Grouped');
-    const expected = plain.getLogicalId(build(plain, [...path], false));
-    const actual = grouped.getLogicalId(build(grouped, [...path], true));
-    expect(actual).toBe(expected);
-    // Without the override, the grouping would be part of the id.
-    const unaware = new Stack(new App(), 'Unaware');
-    expect(unaware.getLogicalId(build(unaware, [...path], true))).not.toBe(expected);
-  });
+  it.each(PATHS.map((p) => [p.join('/').slice(0, 60), p] as const))(
+    '%s keeps the logical id CDK gives it outside the grouping',
+    (_name, path) => {
+      const plain = new Stack(new App(), 'Plain');
+      const grouped = new GroupingStack(new App(), 'Grouped');
+      const expected = plain.getLogicalId(build(plain, [...path], false));
+      const actual = grouped.getLogicalId(build(grouped, [...path], true));
+      expect(actual).toBe(expected);
+      // Without the override, the grouping would be part of the id.
+      const unaware = new Stack(new App(), 'Unaware');
+      expect(unaware.getLogicalId(build(unaware, [...path], true))).not.toBe(expected);
+    },
+  );
 
   it('leaves ids outside any grouping to the stack', () => {
     const stack = new GroupingStack(new App(), 'Grouped');

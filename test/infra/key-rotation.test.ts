@@ -64,7 +64,11 @@ describe('KeyRotation', () => {
       .map((r) => r.Properties)
       .filter((p) => p.Principal === 'secretsmanager.amazonaws.com');
     expect(permissions).toEqual([
-      expect.objectContaining({ Action: 'lambda:InvokeFunction', SourceAccount: { Ref: 'AWS::AccountId' }, FunctionName: { 'Fn::GetAtt': [logicalId(keys.rotateFunction), 'Arn'] } }),
+      expect.objectContaining({
+        Action: 'lambda:InvokeFunction',
+        SourceAccount: { Ref: 'AWS::AccountId' },
+        FunctionName: { 'Fn::GetAtt': [logicalId(keys.rotateFunction), 'Arn'] },
+      }),
     ]);
     expect(permissions[0]).not.toHaveProperty('SourceArn');
     // Created after the permission, or CloudFormation's configuration test could not invoke the function.
@@ -97,8 +101,23 @@ describe('KeyRotation', () => {
   });
 
   describe('least privilege', () => {
-    const tagPattern = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':secretsmanager:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':secret:acctops/test/company/*']] };
-    const stageCondition = { StringEquals: { 'aws:ResourceTag/acctops:stage': 'test', 'aws:ResourceTag/acctops:purpose': 'company-api-key' } };
+    const tagPattern = {
+      'Fn::Join': [
+        '',
+        [
+          'arn:',
+          { Ref: 'AWS::Partition' },
+          ':secretsmanager:',
+          { Ref: 'AWS::Region' },
+          ':',
+          { Ref: 'AWS::AccountId' },
+          ':secret:acctops/test/company/*',
+        ],
+      ],
+    };
+    const stageCondition = {
+      StringEquals: { 'aws:ResourceTag/acctops:stage': 'test', 'aws:ResourceTag/acctops:purpose': 'company-api-key' },
+    };
     // Created secrets by the stage tag (one statement, any number of companies); the imported one by its ARN.
     const secretResources = [tagPattern, IMPORTED_ARN];
 
@@ -111,14 +130,20 @@ describe('KeyRotation', () => {
         expect(statementsOf(fn.executionRole).some((s) => JSON.stringify(s.Resource).includes(createdRef.Ref))).toBe(false);
       }
     });
-    const scheduleArn = (s: Statement) => JSON.stringify(s.Resource).includes(`schedule/`) && JSON.stringify(s.Resource).includes(`/${REVOCATION_SCHEDULE_PREFIX}*`);
+    const scheduleArn = (s: Statement) =>
+      JSON.stringify(s.Resource).includes(`schedule/`) && JSON.stringify(s.Resource).includes(`/${REVOCATION_SCHEDULE_PREFIX}*`);
 
     it('rotation: the four rotation actions on the company secrets, schedules of its group, PassRole of the scheduler role only', () => {
       const statements = statementsOf(keys.rotateFunction.executionRole);
       const secretStatements = statements.filter((s) => actionsOf(s).some((a) => a.startsWith('secretsmanager:')));
       expect(secretStatements.map((s) => s.Resource)).toEqual(expect.arrayContaining(secretResources));
       expect(new Set(secretStatements.flatMap(actionsOf))).toEqual(
-        new Set(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue', 'secretsmanager:UpdateSecretVersionStage']),
+        new Set([
+          'secretsmanager:DescribeSecret',
+          'secretsmanager:GetSecretValue',
+          'secretsmanager:PutSecretValue',
+          'secretsmanager:UpdateSecretVersionStage',
+        ]),
       );
       const scheduler = statements.filter((s) => actionsOf(s).some((a) => a.startsWith('scheduler:')));
       expect(scheduler).toHaveLength(1);
@@ -198,7 +223,12 @@ describe('KeyRotation', () => {
     const other = testApp();
     const withConsumer = new AcctopsStack(other, 'acctops-test', { stage: testStage({ companies: [{ companyId: CREATED }] }) });
     // Another stage name: the stack's own check-health already has /acctops/test/check-health.
-    const consumer = new AcctopsFunction(withConsumer, 'Consumer', { ...withConsumer.functionDefaults, stageName: 'consumer', handlerDir: 'check-health', description: 'a consumer' });
+    const consumer = new AcctopsFunction(withConsumer, 'Consumer', {
+      ...withConsumer.functionDefaults,
+      stageName: 'consumer',
+      handlerDir: 'check-health',
+      description: 'a consumer',
+    });
     withConsumer.keyRotation.grantCompanyKeys(consumer);
     const t = Template.fromStack(withConsumer);
     const statements = roleStatements(t, logicalId(consumer.executionRole)) as Statement[];

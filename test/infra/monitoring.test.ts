@@ -21,15 +21,25 @@ function alarmsNotWiredTo(template: Template, topic: unknown): string[] {
   return Object.entries(template.findResources('AWS::CloudWatch::Alarm') as Record<string, Resource>)
     .filter(([, alarm]) => {
       const p = alarm.Properties;
-      return JSON.stringify(p.AlarmActions) !== JSON.stringify([topic]) || JSON.stringify(p.OKActions) !== JSON.stringify([topic]) || p.InsufficientDataActions !== undefined;
+      return (
+        JSON.stringify(p.AlarmActions) !== JSON.stringify([topic]) ||
+        JSON.stringify(p.OKActions) !== JSON.stringify([topic]) ||
+        p.InsufficientDataActions !== undefined
+      );
     })
     .map(([id]) => id);
 }
 
 /** The FunctionName of each Lambda metric alarm on `metric`, as the logical id it refers to. */
 function alarmedFunctions(template: Template, metric: string): string[] {
-  return Object.values(template.findResources('AWS::CloudWatch::Alarm', { Properties: { Namespace: 'AWS/Lambda', MetricName: metric } }) as Record<string, Resource>).map(
-    (alarm) => ((alarm.Properties.Dimensions as { Name: string; Value: { Ref: string } }[]).find((d) => d.Name === 'FunctionName')!.Value.Ref),
+  return Object.values(
+    template.findResources('AWS::CloudWatch::Alarm', { Properties: { Namespace: 'AWS/Lambda', MetricName: metric } }) as Record<
+      string,
+      Resource
+    >,
+  ).map(
+    (alarm) =>
+      (alarm.Properties.Dimensions as { Name: string; Value: { Ref: string } }[]).find((d) => d.Name === 'FunctionName')!.Value.Ref,
   );
 }
 
@@ -54,13 +64,19 @@ describe('Monitoring', () => {
     it('is not vacuous: an alarm added after Monitoring, without the topic, is reported', () => {
       const other = testApp();
       const late = new AcctopsStack(other, 'acctops-test', { stage: testStage() });
-      new Alarm(late, 'Forgotten', { metric: new Metric({ namespace: 'Acctops', metricName: 'Anything' }), threshold: 1, evaluationPeriods: 1 });
+      new Alarm(late, 'Forgotten', {
+        metric: new Metric({ namespace: 'Acctops', metricName: 'Anything' }),
+        threshold: 1,
+        evaluationPeriods: 1,
+      });
       const lateTemplate = Template.fromStack(late);
       expect(alarmsNotWiredTo(lateTemplate, { Ref: logicalId(late.alarmTopic) })).toEqual([logicalId(late.node.findChild('Forgotten'))]);
     });
 
     it('subscribes exactly the stage’s alarmEmails to the topic', () => {
-      const subscriptions = Object.values(template.findResources('AWS::SNS::Subscription') as Record<string, Resource>).map((s) => s.Properties);
+      const subscriptions = Object.values(template.findResources('AWS::SNS::Subscription') as Record<string, Resource>).map(
+        (s) => s.Properties,
+      );
       expect(subscriptions).toEqual([
         expect.objectContaining({ Protocol: 'email', Endpoint: 'oncall@example.com', TopicArn: topic }),
         expect.objectContaining({ Protocol: 'email', Endpoint: 'team@example.com', TopicArn: topic }),
@@ -110,9 +126,24 @@ describe('Monitoring', () => {
     const queueDims = (queue: IConstruct) => [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(queue), 'QueueName'] } }];
 
     it.each([
-      ['DLQ depth: token refresh', () => stack.tokens.alarms.deadLetters, 'ApproximateNumberOfMessagesVisible', () => queueDims(stack.tokens.deadLetterQueue)],
-      ['DLQ depth: export jobs', () => stack.exports.alarms.deadLetters, 'ApproximateNumberOfMessagesVisible', () => queueDims(stack.exports.deadLetterQueue)],
-      ['DLQ depth: ExportRequested', () => stack.exports.alarms.requestDeadLetters, 'ApproximateNumberOfMessagesVisible', () => queueDims(stack.exports.requestDeadLetterQueue)],
+      [
+        'DLQ depth: token refresh',
+        () => stack.tokens.alarms.deadLetters,
+        'ApproximateNumberOfMessagesVisible',
+        () => queueDims(stack.tokens.deadLetterQueue),
+      ],
+      [
+        'DLQ depth: export jobs',
+        () => stack.exports.alarms.deadLetters,
+        'ApproximateNumberOfMessagesVisible',
+        () => queueDims(stack.exports.deadLetterQueue),
+      ],
+      [
+        'DLQ depth: ExportRequested',
+        () => stack.exports.alarms.requestDeadLetters,
+        'ApproximateNumberOfMessagesVisible',
+        () => queueDims(stack.exports.requestDeadLetterQueue),
+      ],
       ['refresh failures', () => stack.tokens.alarms.refreshFailures, 'TokenRefreshDeferred', undefined],
       ['users in needs_attention', () => stack.tokens.alarms.needsAttention, 'TokenNeedsAttention', undefined],
       ['rotation failures', () => stack.keyRotation.alarms.rotationFailures, 'Errors', () => fnRef(stack.keyRotation.rotateFunction)],
@@ -132,12 +163,16 @@ describe('Monitoring', () => {
 
   describe('health: the doctor’s probes on a schedule', () => {
     it('alarms exactly the probes check-health runs (PROBES in src/core/health)', () => {
-      const probeAlarms = Object.values(template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'ProbeFailed' } })) as Resource[];
-      const probes = probeAlarms.map((a) => (a.Properties.Dimensions as { Name: string; Value: string }[]).find((d) => d.Name === 'Probe')?.Value);
+      const probeAlarms = Object.values(
+        template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'ProbeFailed' } }),
+      ) as Resource[];
+      const probes = probeAlarms.map(
+        (a) => (a.Properties.Dimensions as { Name: string; Value: string }[]).find((d) => d.Name === 'Probe')?.Value,
+      );
       expect(probes.sort()).toEqual(Object.values(PROBES).sort());
     });
 
-    it('runs check-health every 5 minutes with the scheduled handlers\' envelope (all probes)', () => {
+    it("runs check-health every 5 minutes with the scheduled handlers' envelope (all probes)", () => {
       template.hasResourceProperties('AWS::Scheduler::Schedule', {
         ScheduleExpression: 'rate(5 minutes)',
         Target: {
@@ -214,7 +249,11 @@ describe('Monitoring', () => {
     const world = () => {
       const other = new Stack(testApp(), 'rows');
       const capability = new Construct(other, 'Capability');
-      new Alarm(capability, 'Stray', { metric: new Metric({ namespace: 'Acctops', metricName: 'Stray' }), threshold: 1, evaluationPeriods: 1 });
+      new Alarm(capability, 'Stray', {
+        metric: new Metric({ namespace: 'Acctops', metricName: 'Stray' }),
+        threshold: 1,
+        evaluationPeriods: 1,
+      });
       const props = {
         stageName: 'test',
         alarmTopic: new Topic(other, 'Topic'),
@@ -223,9 +262,19 @@ describe('Monitoring', () => {
       return { other, capability, props };
     };
     const without = world();
-    expect(() => new Monitoring(without.other, 'Monitoring', { ...without.props, rows: [] })).toThrow(/rows\/Capability\/Stray.*Monitoring's rows/);
+    expect(() => new Monitoring(without.other, 'Monitoring', { ...without.props, rows: [] })).toThrow(
+      /rows\/Capability\/Stray.*Monitoring's rows/,
+    );
     const withRow = world();
-    const made = new Monitoring(withRow.other, 'Monitoring', { ...withRow.props, rows: [{ title: 'Capability', scope: withRow.capability }] });
-    expect(made.alarms.map((a) => a.node.id)).toEqual(['Stray', 'InstitutionCredentialProbeAlarm', 'ServiceProbeAlarm', 'CheckHealthErrorsAlarm']);
+    const made = new Monitoring(withRow.other, 'Monitoring', {
+      ...withRow.props,
+      rows: [{ title: 'Capability', scope: withRow.capability }],
+    });
+    expect(made.alarms.map((a) => a.node.id)).toEqual([
+      'Stray',
+      'InstitutionCredentialProbeAlarm',
+      'ServiceProbeAlarm',
+      'CheckHealthErrorsAlarm',
+    ]);
   });
 });

@@ -33,11 +33,18 @@ describe('RotationFanout', () => {
 
   it('the doctor gets the registry to scan and mark (Scan, UpdateItem), the queue to send to, and its sweep settings', () => {
     const statements = roleStatements(template, logicalId(doctor.executionRole)) as Statement[];
-    const onTable = statements.filter((s) => JSON.stringify(s.Resource).includes(logicalId(stack.companies.table)) && actionsOf(s).some((a) => a.startsWith('dynamodb:')));
+    const onTable = statements.filter(
+      (s) => JSON.stringify(s.Resource).includes(logicalId(stack.companies.table)) && actionsOf(s).some((a) => a.startsWith('dynamodb:')),
+    );
     expect(new Set(onTable.flatMap(actionsOf))).toEqual(new Set(['dynamodb:Scan', 'dynamodb:UpdateItem']));
-    expect(statements.some((s) => actionsOf(s).includes('sqs:SendMessage') && JSON.stringify(s.Resource).includes(logicalId(fanout.queue)))).toBe(true);
-    const env = (template.toJSON().Resources[logicalId(doctor)] as { Properties: { Environment: { Variables: Record<string, unknown> } } }).Properties.Environment.Variables;
-    expect(Object.keys(env)).toEqual(expect.arrayContaining(['COMPANY_REGISTRY_TABLE_NAME', 'ROTATION_CHECK_QUEUE_URL', 'ROTATION_INLINE_LIMIT']));
+    expect(
+      statements.some((s) => actionsOf(s).includes('sqs:SendMessage') && JSON.stringify(s.Resource).includes(logicalId(fanout.queue))),
+    ).toBe(true);
+    const env = (template.toJSON().Resources[logicalId(doctor)] as { Properties: { Environment: { Variables: Record<string, unknown> } } })
+      .Properties.Environment.Variables;
+    expect(Object.keys(env)).toEqual(
+      expect.arrayContaining(['COMPANY_REGISTRY_TABLE_NAME', 'ROTATION_CHECK_QUEUE_URL', 'ROTATION_INLINE_LIMIT']),
+    );
   });
 
   it('a stage without cdk.json companies has no per-company rotation resources', () => {

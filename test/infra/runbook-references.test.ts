@@ -50,7 +50,9 @@ describe('runbook references', () => {
         .filter((text): text is string => typeof text === 'string')
         .map((text) => ({ where: `${r.Type} ${id}`, text })),
     ),
-    ...Object.entries(outputs).flatMap(([key, o]) => (o.Description === undefined ? [] : [{ where: `output ${key}`, text: o.Description }])),
+    ...Object.entries(outputs).flatMap(([key, o]) =>
+      o.Description === undefined ? [] : [{ where: `output ${key}`, text: o.Description }],
+    ),
     ...acknowledgements(app).map((a) => ({ where: `acknowledgement ${a.id} at ${a.path}`, text: a.reason })),
   ];
 
@@ -86,7 +88,7 @@ describe('runbook references', () => {
     expect(vagueMentions(bad)).toEqual(['b: set it with the runbook']);
   });
 
-  it('the CLI\'s hints name existing runbooks', () => {
+  it("the CLI's hints name existing runbooks", () => {
     const files = readdirSync(join(ROOT, 'cli'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
     const hinted = files.flatMap((file) =>
       [...readFileSync(join(ROOT, 'cli', file), 'utf8').matchAll(/runbooks\.md, "([^"]+)"/g)].map((m) => ({ file, heading: m[1]! })),

@@ -73,12 +73,12 @@ describe('stage configuration', () => {
     ['monthly export', { ...BASE, schedules: { monthlyExport: 'rate(30 days)' } }, 'stages.dev.schedules.monthlyExport'],
     ['companyId', { ...BASE, companies: [{ companyId: 'acme' }] }, 'stages.dev.companies[0].companyId'],
     ['split size', { ...BASE, exports: { maxTransactionsPerPart: 10 } }, 'stages.dev.exports.maxTransactionsPerPart'],
+    ['duplicate company', { ...BASE, companies: [{ companyId: COMPANY }, { companyId: COMPANY.toUpperCase() }] }, 'stages.dev.companies'],
     [
-      'duplicate company',
-      { ...BASE, companies: [{ companyId: COMPANY }, { companyId: COMPANY.toUpperCase() }] },
-      'stages.dev.companies',
+      'secret ARN',
+      { ...BASE, companies: [{ companyId: COMPANY, existingSecretArn: 'acme' }] },
+      'stages.dev.companies[0].existingSecretArn',
     ],
-    ['secret ARN', { ...BASE, companies: [{ companyId: COMPANY, existingSecretArn: 'acme' }] }, 'stages.dev.companies[0].existingSecretArn'],
     ['e-mail', { ...BASE, alarmEmails: ['oncall'] }, 'stages.dev.alarmEmails[0]'],
     ['log retention', { ...BASE, logRetentionDays: 31 }, 'stages.dev.logRetentionDays'],
     ['log level', { ...BASE, logLevel: 'verbose' }, 'stages.dev.logLevel'],
@@ -86,7 +86,11 @@ describe('stage configuration', () => {
     ['nested unknown field', { ...BASE, schedules: { timezone: 'UTC' } }, 'stages.dev.schedules.timezone'],
     ['revoke path', { ...BASE, apiKeys: { paths: { revoke: '/api-keys/' } } }, 'stages.dev.apiKeys.paths.revoke'],
     ['account alone', { ...BASE, account: '123456789012' }, 'stages.dev.account'],
-    ['grace vs cache', { ...BASE, secretCacheTtlSeconds: 1800, apiKeys: { revocationGraceMinutes: 30 } }, 'stages.dev.apiKeys.revocationGraceMinutes'],
+    [
+      'grace vs cache',
+      { ...BASE, secretCacheTtlSeconds: 1800, apiKeys: { revocationGraceMinutes: 30 } },
+      'stages.dev.apiKeys.revocationGraceMinutes',
+    ],
   ])('a bad %s fails with the field name', (_what, settings, field) => {
     const error = failure(() => load(settings));
     expect(error.field).toBe(field);

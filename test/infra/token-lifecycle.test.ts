@@ -51,7 +51,9 @@ describe('TokenLifecycle', () => {
       });
       expect(new Set(table!.Properties.AttributeDefinitions)).toEqual(
         new Set(
-          [partitionKey, dueIndex.partitionKey, dueIndex.sortKey].map((a) => expect.objectContaining({ AttributeName: a.name, AttributeType: a.type })),
+          [partitionKey, dueIndex.partitionKey, dueIndex.sortKey].map((a) =>
+            expect.objectContaining({ AttributeName: a.name, AttributeType: a.type }),
+          ),
         ),
       );
       expect(table!.Properties.AttributeDefinitions).toHaveLength(3);
@@ -83,7 +85,16 @@ describe('TokenLifecycle', () => {
       const statements = statementsOf(tokens.planner) as Statement[];
       expect(actionsOf(statements).sort()).toEqual(
         // The second SendMessage: its on-failure destination (FailedInvocations).
-        ['dynamodb:Query', 'kms:Decrypt', 'kms:Decrypt', 'kms:GenerateDataKey', 'logs:CreateLogStream', 'logs:PutLogEvents', 'sqs:SendMessage', 'sqs:SendMessage'].sort(),
+        [
+          'dynamodb:Query',
+          'kms:Decrypt',
+          'kms:Decrypt',
+          'kms:GenerateDataKey',
+          'logs:CreateLogStream',
+          'logs:PutLogEvents',
+          'sqs:SendMessage',
+          'sqs:SendMessage',
+        ].sort(),
       );
       expect(statements.find((s) => s.Action === 'dynamodb:Query')!.Resource).toEqual({ 'Fn::Join': ['', [tableArn, '/index/due']] });
       expect(JSON.stringify(statements)).not.toMatch(/secretsmanager|events:/);
@@ -98,15 +109,24 @@ describe('TokenLifecycle', () => {
         Action: 'secretsmanager:GetSecretValue',
         Resource: { Ref: logicalId(stack.institutionSecret) },
       });
-      expect(statements).toContainEqual({ Effect: 'Allow', Action: 'events:PutEvents', Resource: { 'Fn::GetAtt': [logicalId(tokens.eventBus), 'Arn'] } });
-      expect(actionsOf(statements).filter((a) => a.startsWith('sqs:')).sort()).toEqual(
-        ['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage'],
-      );
+      expect(statements).toContainEqual({
+        Effect: 'Allow',
+        Action: 'events:PutEvents',
+        Resource: { 'Fn::GetAtt': [logicalId(tokens.eventBus), 'Arn'] },
+      });
+      expect(
+        actionsOf(statements)
+          .filter((a) => a.startsWith('sqs:'))
+          .sort(),
+      ).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage']);
       expect(actionsOf(statements).filter((a) => !/^(dynamodb|secretsmanager|events|sqs|kms|logs):/.test(a))).toEqual([]);
     });
 
     it('onboard may create an item but not update one; revoke and recover may update but not create', () => {
-      const dynamo = (fn: AcctopsFunction) => actionsOf(statementsOf(fn)).filter((a) => a.startsWith('dynamodb:')).sort();
+      const dynamo = (fn: AcctopsFunction) =>
+        actionsOf(statementsOf(fn))
+          .filter((a) => a.startsWith('dynamodb:'))
+          .sort();
       expect(dynamo(tokens.onboardUser)).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem']);
       expect(dynamo(tokens.revokeUser)).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
       expect(dynamo(tokens.recoverUser)).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
@@ -164,7 +184,10 @@ describe('TokenLifecycle', () => {
 
     it('takes the schedule from the stage', () => {
       const { template: t } = synthAcctopsStack({ schedules: { tokenRefresh: 'cron(0/10 * * * ? *)', timeZone: 'Europe/Paris' } });
-      t.hasResourceProperties('AWS::Scheduler::Schedule', { ScheduleExpression: 'cron(0/10 * * * ? *)', ScheduleExpressionTimezone: 'Europe/Paris' });
+      t.hasResourceProperties('AWS::Scheduler::Schedule', {
+        ScheduleExpression: 'cron(0/10 * * * ? *)',
+        ScheduleExpressionTimezone: 'Europe/Paris',
+      });
     });
 
     it('feeds the worker from a KMS-encrypted, TLS-only queue with a dead-letter queue, in capped batches with partial failures', () => {
@@ -178,7 +201,9 @@ describe('TokenLifecycle', () => {
       for (const q of [tokens.queue, tokens.deadLetterQueue]) {
         template.hasResourceProperties('AWS::SQS::QueuePolicy', {
           Queues: [{ Ref: logicalId(q) }],
-          PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+          PolicyDocument: {
+            Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]),
+          },
         });
       }
       template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
@@ -204,7 +229,16 @@ describe('TokenLifecycle', () => {
       });
       const planner = template.findResources('AWS::Lambda::Function')[logicalId(tokens.planner)]!.Properties.Environment.Variables;
       expect(Object.keys(planner).sort()).toEqual(
-        ['ACCTOPS_FUNCTION', 'ACCTOPS_STAGE', 'LOG_LEVEL', 'NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'REFRESH_QUEUE_URL', 'TOKEN_REFRESH_MARGIN_SECONDS', 'TOKEN_TABLE_NAME'].sort(),
+        [
+          'ACCTOPS_FUNCTION',
+          'ACCTOPS_STAGE',
+          'LOG_LEVEL',
+          'NODE_OPTIONS',
+          'POWERTOOLS_SERVICE_NAME',
+          'REFRESH_QUEUE_URL',
+          'TOKEN_REFRESH_MARGIN_SECONDS',
+          'TOKEN_TABLE_NAME',
+        ].sort(),
       );
     });
   });

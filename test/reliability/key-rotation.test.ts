@@ -162,7 +162,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         },
         { graceMs: GRACE_MS },
       );
-      expect(report.findings).toEqual([expect.objectContaining({ type: 'orphan_key', apiKeyId: (await orphan())!.publicId, repaired: true })]);
+      expect(report.findings).toEqual([
+        expect.objectContaining({ type: 'orphan_key', apiKeyId: (await orphan())!.publicId, repaired: true }),
+      ]);
       expect((await world.liveKeys()).map((k) => k.publicId)).toEqual([world.initialKey.apiKeyId]);
       expect(world.stages()).toEqual({ [world.initialVersionId]: ['AWSCURRENT'] });
       return 'consistent';
@@ -216,7 +218,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       await fault(KEYS, { type: 'revoke_credential' });
       const { versionId } = await world.startRotation();
       const attempt = world.sm.admin.rotation(world.secretArn)!;
-      expect(attempt).toMatchObject({ status: 'failed', failedStep: 'createSecret', error: expect.objectContaining({ name: dialect === 'default' ? 'KeyRevokedError' : 'AuthenticationError' }) });
+      expect(attempt).toMatchObject({
+        status: 'failed',
+        failedStep: 'createSecret',
+        error: expect.objectContaining({ name: dialect === 'default' ? 'KeyRevokedError' : 'AuthenticationError' }),
+      });
       expect(world.metrics.sum('RotationStepsFailed')).toBe(1);
       expect(await world.liveKeys()).toEqual([]);
       expect((await world.keys()).filter((k) => k.name === rotationKeyName(versionId))).toEqual([]);

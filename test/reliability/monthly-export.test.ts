@@ -87,7 +87,13 @@ beforeAll(async () => {
   company = (await sandbox.admin.createCompany({ name: 'Matrix GmbH', currency: 'EUR' })).publicId;
   await sandbox.admin.generateTransactions({ companyId: company, month: PERIOD, count: 2500 });
   for (let i = 0; i < 3; i++) await sandbox.admin.addCategory({ companyId: company, name: `Category ${i}`, cashflowType: 'EXPENSE' });
-  await sandbox.admin.addTaxReport({ companyId: company, periodStart: '2026-10-01', periodEnd: '2026-10-31', amountDue: '1234.56', currency: 'EUR' });
+  await sandbox.admin.addTaxReport({
+    companyId: company,
+    periodStart: '2026-10-01',
+    periodEnd: '2026-10-31',
+    amountDue: '1234.56',
+    currency: 'EUR',
+  });
   initialKey = await newKey();
   secretArn = (
     await sdk.send(
@@ -119,9 +125,20 @@ afterAll(async () => {
 const READ = ['read_transactions', 'read_categories', 'read_tax_reports'] as const;
 
 async function newKey(): Promise<CompanyKeySecret> {
-  const created = await sandbox.admin.createApiKey({ companyId: company, permissions: [...READ], name: `export-${randomUUID().slice(0, 8)}` });
+  const created = await sandbox.admin.createApiKey({
+    companyId: company,
+    permissions: [...READ],
+    name: `export-${randomUUID().slice(0, 8)}`,
+  });
   trackSecret(created.key);
-  return { apiKey: created.key, apiKeyId: created.publicId, keyPrefix: keyPrefix(created.key), companyId: company, permissions: [...READ], createdAt: created.createdAt };
+  return {
+    apiKey: created.key,
+    apiKeyId: created.publicId,
+    keyPrefix: keyPrefix(created.key),
+    companyId: company,
+    permissions: [...READ],
+    createdAt: created.createdAt,
+  };
 }
 
 /** The company's key as the export worker gets it: CompanyApiKeys over the tagged secret. */
@@ -186,7 +203,8 @@ async function run(store: ObjectStore, options: RunOptions = {}) {
   expectNoCanaries([events.events, outcome.status === 'failed' ? outcome.error : outcome.summary.manifest], 'export outcome and events');
   if (outcome.status === 'completed') {
     // Every object the export wrote (gzip inflated), the manifest included, holds no credential.
-    for (const key of [outcome.summary.manifestKey, ...outcome.summary.manifest.objects.map((o) => o.key)]) expectNoCanaries(await store.get(key), key);
+    for (const key of [outcome.summary.manifestKey, ...outcome.summary.manifest.objects.map((o) => o.key)])
+      expectNoCanaries(await store.get(key), key);
   }
   return { outcome, events, metrics, sleeps: clientClock.sleeps };
 }
@@ -219,7 +237,12 @@ async function expectUnchanged(store: ObjectStore, before: Record<string, string
 
 const fault = (route: string, f: Fault, options: { page?: number; times?: number | 'always' } = {}) =>
   // The first page goes out without a `page` parameter: a rule for it matches the route's first request.
-  sandbox.admin.faults.add({ route, times: options.times ?? 1, fault: f, ...(options.page && options.page > 1 ? { query: { page: String(options.page) } } : {}) });
+  sandbox.admin.faults.add({
+    route,
+    times: options.times ?? 1,
+    fault: f,
+    ...(options.page && options.page > 1 ? { query: { page: String(options.page) } } : {}),
+  });
 
 /** The fault hits a middle page; the client's retry reads it again and the export is exact. */
 async function recoveredMidStream(route: string, f: Fault, page: number, options: RunOptions = {}) {
@@ -253,7 +276,13 @@ async function noPartialData(route: string, f: Fault, options: { page?: number; 
 }
 
 /** A failure that will not heal: ExportFailed at once (metric and event), no manifest for the period. */
-async function typedFailure(outcome: ExportOutcome, events: MemoryEventPublisher, metrics: MemoryMetrics, store: ObjectStore, errorClass: string) {
+async function typedFailure(
+  outcome: ExportOutcome,
+  events: MemoryEventPublisher,
+  metrics: MemoryMetrics,
+  store: ObjectStore,
+  errorClass: string,
+) {
   expect(outcome).toMatchObject({ status: 'failed', final: true });
   expect(metrics.sum('ExportFailed')).toBe(1);
   expect(events.ofType(EXPORT_EVENT_TYPES.failed)).toEqual([
@@ -272,7 +301,12 @@ async function onboardExporter() {
   await createTokenTable(ddb, tableName);
   const tokens = new DynamoDbTokenStore({ client: ddb, tableName });
   const secret = (
-    await sdk.send(new CreateSecretCommand({ Name: `acctops/matrix/institution-${tableName}`, SecretString: `${CANARY.institutionId}:${CANARY.institutionSecret}` }))
+    await sdk.send(
+      new CreateSecretCommand({
+        Name: `acctops/matrix/institution-${tableName}`,
+        SecretString: `${CANARY.institutionId}:${CANARY.institutionSecret}`,
+      }),
+    )
   ).ARN!;
   const refresher = new TokenLifecycle({
     store: tokens,
@@ -343,12 +377,18 @@ matrixColumn('monthlyExport', {
     const store = newStore();
     await fault(TRANSACTIONS, { type: 'drop_field', field: 'amount' }, { page: 2 });
     const { outcome, events, metrics } = await run(store, { last: true });
-    expect(outcome).toMatchObject({ error: expect.objectContaining({ name: 'ResponseValidationError', field: expect.stringMatching(/amount/) }) });
+    expect(outcome).toMatchObject({
+      error: expect.objectContaining({ name: 'ResponseValidationError', field: expect.stringMatching(/amount/) }),
+    });
     return typedFailure(outcome, events, metrics, store, 'ResponseValidationError');
   },
 
   'drift-extra-fields': async () => {
-    const { summary, store } = await recoveredMidStream(TRANSACTIONS, { type: 'extra_fields', fields: { vatRate: '19.00', labels: ['a'] } }, 1);
+    const { summary, store } = await recoveredMidStream(
+      TRANSACTIONS,
+      { type: 'extra_fields', fields: { vatRate: '19.00', labels: ['a'] } },
+      1,
+    );
     const lines = (await objectOf(store, summary.manifest, 'jsonl')).trimEnd().split('\n');
     expect(lines.filter((l) => (JSON.parse(l) as { vatRate?: string }).vatRate === '19.00')).toHaveLength(1000);
     expect((await objectOf(store, summary.manifest, 'csv')).split('\n')[0]).not.toContain('vatRate');
@@ -356,7 +396,11 @@ matrixColumn('monthlyExport', {
   },
 
   'drift-unknown-enum': async () => {
-    const { summary } = await recoveredMidStreamTolerant(TRANSACTIONS, { type: 'unknown_enum', field: 'cashflowType', value: 'TRANSFER' }, 1);
+    const { summary } = await recoveredMidStreamTolerant(
+      TRANSACTIONS,
+      { type: 'unknown_enum', field: 'cashflowType', value: 'TRANSFER' },
+      1,
+    );
     const totals = summary.manifest.datasets.transactions!.totals;
     expect(totals.filter((t) => t.cashflowType === 'TRANSFER').map((t) => t.records)).toEqual([1000]);
     return 'recovered';
@@ -382,7 +426,10 @@ matrixColumn('monthlyExport', {
       const store = newStore();
       await fault(TRANSACTIONS, { type: 'foreign_next', url: `${foreign.origin}/api/v1/accounting/transactions/?page=2` }, { page: 1 });
       const { outcome, events, metrics } = await run(store);
-      expect(outcome).toMatchObject({ retryable: false, error: expect.objectContaining({ name: 'PaginationError', reason: 'foreign_next' }) });
+      expect(outcome).toMatchObject({
+        retryable: false,
+        error: expect.objectContaining({ name: 'PaginationError', reason: 'foreign_next' }),
+      });
       expect(foreign.requests).toEqual([]);
       return await typedFailure(outcome, events, metrics, store, 'PaginationError');
     } finally {
@@ -394,7 +441,11 @@ matrixColumn('monthlyExport', {
     const store = newStore();
     await fault(TRANSACTIONS, { type: 'result_set_change', insert: 1 }, { page: 1 });
     const first = await run(store);
-    expect(first.outcome).toMatchObject({ status: 'failed', retryable: true, error: expect.objectContaining({ name: 'ExportCountMismatchError' }) });
+    expect(first.outcome).toMatchObject({
+      status: 'failed',
+      retryable: true,
+      error: expect.objectContaining({ name: 'ExportCountMismatchError' }),
+    });
     expect(await store.head(manifestKey(company, parsePeriod(PERIOD)))).toBeUndefined();
     // The queue's redelivery reads the list afresh.
     const second = await run(store);
@@ -460,7 +511,10 @@ matrixColumn('monthlyExport', {
     await sandbox.admin.generateTransactions({ companyId: company, month: BIG_PERIOD, count: 30_000 });
     const client = s3.client();
     let failing = false;
-    const { parts } = instrumentS3(client, ({ key, part }) => failing && part === 2 && key.endsWith('/part-00000.csv') && key.includes('/transactions/'));
+    const { parts } = instrumentS3(
+      client,
+      ({ key, part }) => failing && part === 2 && key.endsWith('/part-00000.csv') && key.includes('/transactions/'),
+    );
     const store = newStore(client);
     const before = await baseline(store, BIG_PERIOD);
     expect([...parts].some(([key, n]) => key.endsWith('.csv') && n >= 2)).toBe(true);
@@ -499,7 +553,9 @@ matrixColumn('monthlyExport', {
       ...deps,
       exporter: { store, toolVersion: '0.1.0', baseUrl: sandbox.baseUrl },
       credentials: (source: ExportSource, companyId?: string) =>
-        source.kind === 'apiKey' ? companyKeys().credentials(companyId!) : userTokenCredentials(tokens, source.externalId, { clock, companyId }),
+        source.kind === 'apiKey'
+          ? companyKeys().credentials(companyId!)
+          : userTokenCredentials(tokens, source.externalId, { clock, companyId }),
       maxReceiveCount: 3,
     };
     // The export job and the user's discovery run at once: the discovery finds the company already
@@ -546,7 +602,11 @@ matrixColumn('monthlyExport', {
           credentials: new CompanyApiKeys(world.store, world.directory, { clock: world.clock }).credentials(world.companyId),
         });
         expect(completed(outcome).manifest.datasets.transactions?.records).toBe(1200);
-        return new Set((await world.sandbox.admin.requestLog()).map((r) => (r.credential?.kind === 'api_key' ? r.credential.prefix : r.credential?.kind)));
+        return new Set(
+          (await world.sandbox.admin.requestLog()).map((r) =>
+            r.credential?.kind === 'api_key' ? r.credential.prefix : r.credential?.kind,
+          ),
+        );
       };
       expect(await exportWith()).toEqual(new Set([world.initialKey.keyPrefix]));
 

@@ -44,10 +44,21 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   let users = 0;
 
   beforeAll(async () => {
-    [sandbox, sm, dynamo] = await Promise.all([startSandbox({ dialect, clock, demo: false }), startSecretsManager({ clock }), startDynamo()]);
+    [sandbox, sm, dynamo] = await Promise.all([
+      startSandbox({ dialect, clock, demo: false }),
+      startSecretsManager({ clock }),
+      startDynamo(),
+    ]);
     await sandbox.admin.createInstitution({ id: CANARY.institutionId, secret: CANARY.institutionSecret });
     const sdk = secretsClient(sm);
-    secretArn = (await sdk.send(new CreateSecretCommand({ Name: 'acctops/matrix/institution', SecretString: `${CANARY.institutionId}:${CANARY.institutionSecret}` }))).ARN!;
+    secretArn = (
+      await sdk.send(
+        new CreateSecretCommand({
+          Name: 'acctops/matrix/institution',
+          SecretString: `${CANARY.institutionId}:${CANARY.institutionSecret}`,
+        }),
+      )
+    ).ARN!;
     sdk.destroy();
     ddb = dynamo.client();
   });
@@ -71,7 +82,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     const metrics = new MemoryMetrics();
     const events = new MemoryEventPublisher();
     const clientClock = sleepingClock(clock);
-    const worker = (options: { client?: Partial<AccountingClientOptions>; institution?: (api: InstitutionApi) => InstitutionApi; owner?: string } = {}) => {
+    const worker = (
+      options: { client?: Partial<AccountingClientOptions>; institution?: (api: InstitutionApi) => InstitutionApi; owner?: string } = {},
+    ) => {
       // Each worker has its own cached credential, as each Lambda execution environment does.
       const credential = cachedInstitutionCredential(secretStore(sm), secretArn, { clock, logger });
       const client = createAccountingClient({

@@ -5,7 +5,14 @@ import { DynamoDbReplayGuard } from '../../src/adapters/aws/dynamodb-replay-guar
 import { MemoryExportQueue } from '../helpers/memory-export-queue';
 import { MemoryReplayGuard } from '../helpers/memory-replay-guard';
 import { decodeJob } from '../../src/core/exports/pipeline/export-jobs';
-import { WEBHOOK_HEADERS, receiveExportWebhook, signWebhook, type ReplayGuard, type WebhookDeps, type WebhookResponse } from '../../src/core/exports/pipeline/webhook';
+import {
+  WEBHOOK_HEADERS,
+  receiveExportWebhook,
+  signWebhook,
+  type ReplayGuard,
+  type WebhookDeps,
+  type WebhookResponse,
+} from '../../src/core/exports/pipeline/webhook';
 import { webhookSecretsFromStore } from '../../src/core/exports/pipeline/webhook-secrets';
 import { ManualClock } from '../../src/core/shared/clock';
 import { MemoryLogger } from '../../src/core/shared/logger';
@@ -90,13 +97,22 @@ function receiver(options: { replay?: ReplayGuard; queue?: MemoryExportQueue } =
   };
 }
 
-const request = (overrides: Record<string, unknown> = {}) => ({ id: `evt-${randomUUID()}`, companyId: COMPANY, period: '2026-10', formats: ['csv'], ...overrides });
+const request = (overrides: Record<string, unknown> = {}) => ({
+  id: `evt-${randomUUID()}`,
+  companyId: COMPANY,
+  period: '2026-10',
+  formats: ['csv'],
+  ...overrides,
+});
 
 /** A sender's drift: refused with 400 naming `field`, nothing enqueued, the event id free for a corrected delivery. */
 async function refusedNaming(body: Record<string, unknown>, field: string, message?: RegExp): Promise<'typed_failure'> {
   const r = receiver();
   const response = await r.send(body);
-  expect(response).toMatchObject({ status: 400, body: { error: { code: 'body_invalid', issues: [expect.objectContaining({ path: field })] } } });
+  expect(response).toMatchObject({
+    status: 400,
+    body: { error: { code: 'body_invalid', issues: [expect.objectContaining({ path: field })] } },
+  });
   if (message) expect((response.body as { error: { issues: { message: string }[] } }).error.issues[0]!.message).toMatch(message);
   expect(r.metrics.sum('WebhookRejected')).toBe(1);
   expect(r.queue.messages).toEqual([]);
@@ -124,7 +140,10 @@ matrixColumn('webhook', {
   'malformed-json': async () => {
     const r = receiver();
     const response = await r.send('{"id": "evt-1", "companyId": ');
-    expect(response).toMatchObject({ status: 400, body: { error: { code: 'body_invalid', issues: [{ path: '', message: 'not valid JSON' }] } } });
+    expect(response).toMatchObject({
+      status: 400,
+      body: { error: { code: 'body_invalid', issues: [{ path: '', message: 'not valid JSON' }] } },
+    });
     expect(r.metrics.sum('WebhookRejected')).toBe(1);
     expect(r.queue.messages).toEqual([]);
     return 'typed_failure';
@@ -165,7 +184,9 @@ matrixColumn('webhook', {
     expect(answers.map((r) => r.status).sort()).toEqual([202, 409]);
     expect(queue.messages).toHaveLength(1);
     // Later deliveries of the same id keep losing the conditional put.
-    await expect(receiver({ queue, replay: new DynamoDbReplayGuard({ client: ddb, tableName, clock }) }).send(body)).resolves.toMatchObject({ status: 409 });
+    await expect(receiver({ queue, replay: new DynamoDbReplayGuard({ client: ddb, tableName, clock }) }).send(body)).resolves.toMatchObject(
+      { status: 409 },
+    );
     expect(queue.messages).toHaveLength(1);
     return 'consistent';
   },

@@ -96,7 +96,13 @@ describe('the global hook', () => {
     const stdout = { write: (chunk: unknown) => written.push(chunk) };
     const stderr = { write: (chunk: unknown) => written.push(chunk) };
     const logged: unknown[][] = [];
-    const standIn = { log: (...a: unknown[]) => logged.push(a), info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+    const standIn = {
+      log: (...a: unknown[]) => logged.push(a),
+      info: () => undefined,
+      warn: () => undefined,
+      error: () => undefined,
+      debug: () => undefined,
+    };
     hookStream(stdout, 'stdout');
     hookStream(stderr, 'stderr');
     hookConsole(standIn);
@@ -139,7 +145,15 @@ describe('the global hook', () => {
   it('fails a test file that leaks, naming the place and never the value (child jest run)', () => {
     const run = spawnSync(
       process.execPath,
-      [require.resolve('jest/bin/jest'), '--ci', '--runInBand', '--testMatch', '**/test/fixtures/canary/leak.fixture.ts', '--testPathIgnorePatterns', '/node_modules/'],
+      [
+        require.resolve('jest/bin/jest'),
+        '--ci',
+        '--runInBand',
+        '--testMatch',
+        '**/test/fixtures/canary/leak.fixture.ts',
+        '--testPathIgnorePatterns',
+        '/node_modules/',
+      ],
       { cwd: ROOT, encoding: 'utf8', env: { ...process.env, FORCE_COLOR: '0' }, timeout: 60_000 },
     );
     const output = `${run.stdout}\n${run.stderr}`;

@@ -17,7 +17,9 @@ const functions = roles.filter((r) => r.isFunction);
 /** Names of the functions holding `action` on a resource matching `resource`. */
 function holders(action: RegExp, resource: RegExp = /./): string[] {
   return functions
-    .filter((f) => f.grants.some((g) => g.effect === 'Allow' && g.actions.some((a) => action.test(a)) && g.resources.some((r) => resource.test(r))))
+    .filter((f) =>
+      f.grants.some((g) => g.effect === 'Allow' && g.actions.some((a) => action.test(a)) && g.resources.some((r) => resource.test(r))),
+    )
     .map((f) => f.name)
     .sort();
 }
@@ -49,7 +51,15 @@ describe('the IAM matrix', () => {
     const objectGrants = allGrants(functions).filter((g) => g.actions.some((a) => a.startsWith('s3:') && a !== 's3:ListBucket'));
     for (const grant of objectGrants) for (const resource of grant.resources) expect(resource).toMatch(/^ExportsBucket\/exports\/\*$/);
     // ListBucket, the one bucket-level action, only with the prefix condition.
-    const resources = template.Resources as Record<string, { Type: string; Properties: { PolicyDocument?: { Statement: { Action: string | string[]; Condition?: Record<string, Record<string, unknown>> }[] } } }>;
+    const resources = template.Resources as Record<
+      string,
+      {
+        Type: string;
+        Properties: {
+          PolicyDocument?: { Statement: { Action: string | string[]; Condition?: Record<string, Record<string, unknown>> }[] };
+        };
+      }
+    >;
     const listStatements = Object.values(resources)
       .filter((r) => r.Type === 'AWS::IAM::Policy')
       .flatMap((r) => r.Properties.PolicyDocument!.Statement)
@@ -59,18 +69,42 @@ describe('the IAM matrix', () => {
   });
 
   it('each secret is read only by the functions docs/security.md names', () => {
-    expect(holders(/^secretsmanager:GetSecretValue$/, /^InstitutionCredential$/)).toEqual(['check-health', 'onboard-user', 'recover-user', 'refresh-tokens', 'revoke-user']);
+    expect(holders(/^secretsmanager:GetSecretValue$/, /^InstitutionCredential$/)).toEqual([
+      'check-health',
+      'onboard-user',
+      'recover-user',
+      'refresh-tokens',
+      'revoke-user',
+    ]);
     expect(holders(/^secretsmanager:GetSecretValue$/, /^ExportsWebhookSecret$/)).toEqual(['receive-export-webhook']);
-    expect(holders(/^secretsmanager:GetSecretValue$/, /CompanySecret|imported-key/)).toEqual(['check-key-rotations', 'export-period', 'revoke-api-key', 'rotate-api-key']);
+    expect(holders(/^secretsmanager:GetSecretValue$/, /CompanySecret|imported-key/)).toEqual([
+      'check-key-rotations',
+      'export-period',
+      'revoke-api-key',
+      'rotate-api-key',
+    ]);
     expect(holders(/^secretsmanager:PutSecretValue$/)).toEqual(['rotate-api-key']);
     // The webhook reads its own secret and nothing else of Secrets Manager.
     const webhook = functions.find((f) => f.name === 'receive-export-webhook')!;
-    expect(webhook.grants.filter((g) => g.actions.some((a) => a.startsWith('secretsmanager:'))).flatMap((g) => g.resources)).toEqual(['ExportsWebhookSecret']);
+    expect(webhook.grants.filter((g) => g.actions.some((a) => a.startsWith('secretsmanager:'))).flatMap((g) => g.resources)).toEqual([
+      'ExportsWebhookSecret',
+    ]);
   });
 
   it('user tokens are readable only by the token functions and the export worker; the planners see the keys-only index', () => {
-    expect(holders(/^dynamodb:(GetItem|BatchGetItem|Query)$/, /^TokensTable$/)).toEqual(['export-period', 'onboard-user', 'recover-user', 'refresh-tokens', 'revoke-user']);
+    expect(holders(/^dynamodb:(GetItem|BatchGetItem|Query)$/, /^TokensTable$/)).toEqual([
+      'export-period',
+      'onboard-user',
+      'recover-user',
+      'refresh-tokens',
+      'revoke-user',
+    ]);
     expect(holders(/^dynamodb:/, /^TokensTable\/index\/due$/)).toEqual(['plan-monthly-export', 'plan-token-refresh']);
-    expect(holders(/^dynamodb:(PutItem|UpdateItem|DeleteItem|BatchWriteItem)$/, /^TokensTable$/)).toEqual(['onboard-user', 'recover-user', 'refresh-tokens', 'revoke-user']);
+    expect(holders(/^dynamodb:(PutItem|UpdateItem|DeleteItem|BatchWriteItem)$/, /^TokensTable$/)).toEqual([
+      'onboard-user',
+      'recover-user',
+      'refresh-tokens',
+      'revoke-user',
+    ]);
   });
 });

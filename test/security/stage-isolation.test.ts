@@ -37,9 +37,10 @@ function statementsOf(template: Template): { where: string; statement: Statement
   for (const [id, r] of Object.entries(resources)) {
     const documents: Json[] = [];
     if (r.Type === 'AWS::IAM::Policy' || r.Type === 'AWS::IAM::ManagedPolicy') documents.push(r.Properties?.PolicyDocument ?? null);
-    if (r.Type === 'AWS::IAM::Role') for (const p of (r.Properties?.Policies as { PolicyDocument: Json }[] | undefined) ?? []) documents.push(p.PolicyDocument);
+    if (r.Type === 'AWS::IAM::Role')
+      for (const p of (r.Properties?.Policies as { PolicyDocument: Json }[] | undefined) ?? []) documents.push(p.PolicyDocument);
     for (const doc of documents) {
-      for (const statement of ((doc as { Statement?: Statement[] } | null)?.Statement ?? [])) out.push({ where: id, statement });
+      for (const statement of (doc as { Statement?: Statement[] } | null)?.Statement ?? []) out.push({ where: id, statement });
     }
   }
   return out;
@@ -65,7 +66,13 @@ function render(value: Json): string {
   return `<unknown:${JSON.stringify(value)}>`;
 }
 
-const glob = (pattern: string) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+const glob = (pattern: string) =>
+  new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+  );
 
 function reaches(statement: Statement, arn: string, stageTag: string): boolean {
   if (statement.Effect !== 'Allow') return false;
@@ -82,10 +89,14 @@ describe('stage isolation by policy (synthesized templates)', () => {
   // Both stacks exist before the first synthesis (one app, as `cdk synth` of two stages would be).
   const stacks = [stackFor(app, 'alpha'), stackFor(app, 'beta')];
   const [alpha, beta] = stacks.map((stack) => Template.fromStack(stack)) as [Template, Template];
-  const secretArn = (stage: string) => `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:acctops/${stage}/company/${COMPANY}/api-key-AbCdEf`;
+  const secretArn = (stage: string) =>
+    `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:acctops/${stage}/company/${COMPANY}/api-key-AbCdEf`;
 
   it('both stages create a secret for the company, tagged with their stage', () => {
-    for (const [template, stage] of [[alpha, 'alpha'], [beta, 'beta']] as const) {
+    for (const [template, stage] of [
+      [alpha, 'alpha'],
+      [beta, 'beta'],
+    ] as const) {
       template.hasResourceProperties('AWS::SecretsManager::Secret', {
         Name: `acctops/${stage}/company/${COMPANY}/api-key`,
         Tags: [
@@ -107,9 +118,15 @@ describe('stage isolation by policy (synthesized templates)', () => {
   });
 
   it('the judge is not vacuous: a wildcard read without a stage condition would be caught, and alpha does read its own secret', () => {
-    const wildcard: Statement = { Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:acctops/*` };
+    const wildcard: Statement = {
+      Effect: 'Allow',
+      Action: 'secretsmanager:GetSecretValue',
+      Resource: `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:acctops/*`,
+    };
     expect(reaches(wildcard, secretArn('beta'), 'beta')).toBe(true);
-    expect(reaches({ ...wildcard, Condition: { StringEquals: { 'aws:ResourceTag/acctops:stage': 'alpha' } } }, secretArn('beta'), 'beta')).toBe(false);
+    expect(
+      reaches({ ...wildcard, Condition: { StringEquals: { 'aws:ResourceTag/acctops:stage': 'alpha' } } }, secretArn('beta'), 'beta'),
+    ).toBe(false);
     // Alpha's functions reach alpha's company secrets by tag, a run-time one (not in cdk.json) included.
     const runTime = `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:acctops/alpha/company/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d/api-key-XyZ123`;
     const readersOfOwn = statementsOf(alpha).filter(({ statement }) => reaches(statement, runTime, 'alpha'));

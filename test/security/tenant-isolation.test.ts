@@ -5,7 +5,13 @@ import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
 import { MemoryEventPublisher } from '../../src/adapters/local/memory-event-publisher';
 import { MemoryExportQueue } from '../helpers/memory-export-queue';
 import { MemoryReplayGuard } from '../helpers/memory-replay-guard';
-import { COMPANY_KEY_TAGS, CompanyApiKeys, PURPOSE_COMPANY_KEY, serializeCompanyKeySecret, taggedKeyDirectory } from '../../src/core/api-keys';
+import {
+  COMPANY_KEY_TAGS,
+  CompanyApiKeys,
+  PURPOSE_COMPANY_KEY,
+  serializeCompanyKeySecret,
+  taggedKeyDirectory,
+} from '../../src/core/api-keys';
 import {
   AccountingClient,
   CompanyMismatchError,
@@ -55,16 +61,25 @@ let out: string;
 
 beforeAll(async () => {
   [sandbox, sm] = await Promise.all([startSandbox({ clock, demo: false }), startSecretsManager({ clock })]);
-  [companyA, companyB] = await Promise.all([0, 1].map(async (i) => (await sandbox.admin.createCompany({ name: `Tenant ${i}` })).publicId)) as [string, string];
+  [companyA, companyB] = (await Promise.all(
+    [0, 1].map(async (i) => (await sandbox.admin.createCompany({ name: `Tenant ${i}` })).publicId),
+  )) as [string, string];
   for (const company of [companyA, companyB]) {
     await sandbox.admin.generateTransactions({ companyId: company, month: '2026-10', count: 120 });
     await sandbox.admin.addCategory({ companyId: company, name: `Only ${company}`, cashflowType: 'EXPENSE' });
-    await sandbox.admin.addTaxReport({ companyId: company, periodStart: '2026-10-01', periodEnd: '2026-10-31', amountDue: '10.00', currency: 'EUR' });
+    await sandbox.admin.addTaxReport({
+      companyId: company,
+      periodStart: '2026-10-01',
+      periodEnd: '2026-10-31',
+      amountDue: '10.00',
+      currency: 'EUR',
+    });
   }
   keyA = (await sandbox.admin.createApiKey({ companyId: companyA, permissions: [...READ, 'manage_api_keys'] })).key;
   keyB = (await sandbox.admin.createApiKey({ companyId: companyB, permissions: [...READ] })).key;
   await sandbox.admin.createInstitution({ id: CANARY.institutionId, secret: CANARY.institutionSecret });
-  tokenOfA = (await sandbox.admin.createUser({ institutionId: CANARY.institutionId, companies: [companyA], issueTokens: true })).tokens!.accessToken;
+  tokenOfA = (await sandbox.admin.createUser({ institutionId: CANARY.institutionId, companies: [companyA], issueTokens: true })).tokens!
+    .accessToken;
   [keyA, keyB, tokenOfA].forEach(trackSecret);
   out = await mkdtemp(join(tmpdir(), 'acctops-tenants-'));
 });
@@ -79,7 +94,7 @@ const sdkClient = (credentials: CredentialProvider, companyId?: string) =>
   createAccountingClient({ baseUrl: sandbox.baseUrl, credentials, companyId, clock, retry: { maxAttempts: 1 } });
 
 describe("company A's credential never reaches company B", () => {
-  it('lists with A\'s key and with a token of A\'s user hold A\'s records only', async () => {
+  it("lists with A's key and with a token of A's user hold A's records only", async () => {
     for (const credentials of [apiKeyAuth(keyA), accessTokenAuth(tokenOfA, { companyId: companyA })]) {
       const client = sdkClient(credentials, companyA);
       expect((await client.companies.list().all()).map((c) => c.parsed.publicId)).toEqual([companyA]);
@@ -87,7 +102,9 @@ describe("company A's credential never reaches company B", () => {
       expect(categories).toContain(`Only ${companyA}`);
       expect(categories).not.toContain(`Only ${companyB}`);
       const count = (await client.transactions.list({ dateFrom: '2026-10-01', dateTo: '2026-10-31' }).all()).length;
-      expect(count).toBe((await sandbox.admin.transactionSummary({ companyId: companyA, dateFrom: '2026-10-01', dateTo: '2026-10-31' })).count);
+      expect(count).toBe(
+        (await sandbox.admin.transactionSummary({ companyId: companyA, dateFrom: '2026-10-01', dateTo: '2026-10-31' })).count,
+      );
     }
   });
 
@@ -100,25 +117,45 @@ describe("company A's credential never reaches company B", () => {
     const scoped = (credentials: CredentialProvider, companyId?: string) =>
       new AccountingClient({ baseUrl: sandbox.baseUrl, credentials, companyId, transport, clock, retry: { maxAttempts: 1 } });
     await fc.assert(
-      fc.asyncProperty(fc.uuid(), fc.uuid(), fc.constantFrom('apiKey', 'accessToken'), fc.constantFrom('path', 'header', 'companyId', 'company'), async (a, b, kind, where) => {
-        fc.pre(a.toLowerCase() !== b.toLowerCase());
-        const credentials = kind === 'apiKey' ? apiKeyAuth(CANARY.apiKey, { companyId: a }) : accessTokenAuth(CANARY.accessToken, { companyId: a });
-        let attempt: Promise<unknown>;
-        if (where === 'path') attempt = scoped(credentials).taxReports.list(b).all();
-        else if (where === 'header') attempt = scoped(credentials, b).transactions.list().all();
-        else attempt = engine(credentials, transport).send({ method: 'POST', url: new URL(`${sandbox.baseUrl}/api-keys/`), auth: 'bearer', safety: 'unsafe', body: { name: 'x', [where]: b } });
-        const error = await attempt.then(
-          () => undefined,
-          (e: unknown) => e,
-        );
-        expect(error).toBeInstanceOf(CompanyMismatchError);
-        expect((error as CompanyMismatchError).param).toBe({ path: 'company_pk', header: 'X-Company-Id', companyId: 'companyId', company: 'company' }[where]);
-        expect(sent).toEqual([]);
-      }),
+      fc.asyncProperty(
+        fc.uuid(),
+        fc.uuid(),
+        fc.constantFrom('apiKey', 'accessToken'),
+        fc.constantFrom('path', 'header', 'companyId', 'company'),
+        async (a, b, kind, where) => {
+          fc.pre(a.toLowerCase() !== b.toLowerCase());
+          const credentials =
+            kind === 'apiKey' ? apiKeyAuth(CANARY.apiKey, { companyId: a }) : accessTokenAuth(CANARY.accessToken, { companyId: a });
+          let attempt: Promise<unknown>;
+          if (where === 'path') attempt = scoped(credentials).taxReports.list(b).all();
+          else if (where === 'header') attempt = scoped(credentials, b).transactions.list().all();
+          else
+            attempt = engine(credentials, transport).send({
+              method: 'POST',
+              url: new URL(`${sandbox.baseUrl}/api-keys/`),
+              auth: 'bearer',
+              safety: 'unsafe',
+              body: { name: 'x', [where]: b },
+            });
+          const error = await attempt.then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          expect(error).toBeInstanceOf(CompanyMismatchError);
+          expect((error as CompanyMismatchError).param).toBe(
+            { path: 'company_pk', header: 'X-Company-Id', companyId: 'companyId', company: 'company' }[where],
+          );
+          expect(sent).toEqual([]);
+        },
+      ),
       { seed: 8, numRuns: 80 },
     );
     // The control: the same company in another spelling is not a mismatch, and goes out.
-    await expect(scoped(apiKeyAuth(keyA, { companyId: companyA })).taxReports.list(companyA.toUpperCase()).all()).rejects.not.toBeInstanceOf(CompanyMismatchError);
+    await expect(
+      scoped(apiKeyAuth(keyA, { companyId: companyA }))
+        .taxReports.list(companyA.toUpperCase())
+        .all(),
+    ).rejects.not.toBeInstanceOf(CompanyMismatchError);
     expect(sent).toHaveLength(1);
   });
 
@@ -134,7 +171,13 @@ describe("company A's credential never reaches company B", () => {
       expect(refusal.status).toBe(403);
       expect(refusal.text).not.toContain(`Only ${companyB}`);
     }
-    expect(refusals.map((r) => (r.body as { error: { param: string } }).error.param)).toEqual(['company_pk', 'X-Company-Id', 'companyId', 'X-Company-Id', 'company_pk']);
+    expect(refusals.map((r) => (r.body as { error: { param: string } }).error.param)).toEqual([
+      'company_pk',
+      'X-Company-Id',
+      'companyId',
+      'X-Company-Id',
+      'company_pk',
+    ]);
   });
 });
 
@@ -145,12 +188,29 @@ describe("the exporter never exports B with A's credential", () => {
     const events = new MemoryEventPublisher();
     const before = await requests();
     const outcome = await exportCompanyPeriod(
-      { store, events, clock: ManualClock.autoAdvancing(clock.now()), logger: new MemoryLogger(), metrics: new MemoryMetrics(), toolVersion: '0.1.0', baseUrl: sandbox.baseUrl },
-      { companyId: companyB, period: '2026-10', credentials, source, trigger: { kind: 'on_demand', requestId: 'tenant', via: 'event' }, formats: ['jsonl', 'csv'] },
+      {
+        store,
+        events,
+        clock: ManualClock.autoAdvancing(clock.now()),
+        logger: new MemoryLogger(),
+        metrics: new MemoryMetrics(),
+        toolVersion: '0.1.0',
+        baseUrl: sandbox.baseUrl,
+      },
+      {
+        companyId: companyB,
+        period: '2026-10',
+        credentials,
+        source,
+        trigger: { kind: 'on_demand', requestId: 'tenant', via: 'event' },
+        formats: ['jsonl', 'csv'],
+      },
     );
     expect(outcome).toMatchObject({ status: 'failed', retryable: false, final: true });
     expect(await listKeys(store)).toEqual([]);
-    expect(events.ofType(EXPORT_EVENT_TYPES.failed)).toEqual([expect.objectContaining({ detail: expect.objectContaining({ companyId: companyB }) })]);
+    expect(events.ofType(EXPORT_EVENT_TYPES.failed)).toEqual([
+      expect.objectContaining({ detail: expect.objectContaining({ companyId: companyB }) }),
+    ]);
     return { outcome, sent: (await requests()) - before };
   }
 
@@ -176,7 +236,14 @@ describe("the exporter never exports B with A's credential", () => {
     await sdk.send(
       new CreateSecretCommand({
         Name: `acctops/tenants/company/${companyB}/api-key`,
-        SecretString: serializeCompanyKeySecret({ apiKey: keyA, apiKeyId: randomUUID(), keyPrefix: keyPrefix(keyA), companyId: companyA, permissions: [...READ], createdAt: new Date(clock.now()).toISOString() }),
+        SecretString: serializeCompanyKeySecret({
+          apiKey: keyA,
+          apiKeyId: randomUUID(),
+          keyPrefix: keyPrefix(keyA),
+          companyId: companyA,
+          permissions: [...READ],
+          createdAt: new Date(clock.now()).toISOString(),
+        }),
         Tags: [
           { Key: COMPANY_KEY_TAGS.purpose, Value: PURPOSE_COMPANY_KEY },
           { Key: COMPANY_KEY_TAGS.company, Value: companyB },
@@ -186,7 +253,9 @@ describe("the exporter never exports B with A's credential", () => {
     sdk.destroy();
     const keys = new CompanyApiKeys(secretStore(sm), taggedKeyDirectory(secretStore(sm)), { clock });
     const { outcome, sent } = await exportB(keys.credentials(companyB));
-    expect(outcome).toMatchObject({ error: expect.objectContaining({ name: 'ValidationError', issues: [expect.objectContaining({ path: 'companyId' })] }) });
+    expect(outcome).toMatchObject({
+      error: expect.objectContaining({ name: 'ValidationError', issues: [expect.objectContaining({ path: 'companyId' })] }),
+    });
     expect(sent).toBe(0);
   });
 
@@ -194,7 +263,14 @@ describe("the exporter never exports B with A's credential", () => {
     const store = new DirObjectStore(join(out, 'control'));
     const outcome = await exportCompanyPeriod(
       { store, clock: ManualClock.autoAdvancing(clock.now()), logger: silentLogger, toolVersion: '0.1.0', baseUrl: sandbox.baseUrl },
-      { companyId: companyB, period: '2026-10', credentials: apiKeyAuth(keyB), source: { kind: 'apiKey' }, trigger: { kind: 'on_demand', requestId: 'control', via: 'cli' }, formats: ['csv'] },
+      {
+        companyId: companyB,
+        period: '2026-10',
+        credentials: apiKeyAuth(keyB),
+        source: { kind: 'apiKey' },
+        trigger: { kind: 'on_demand', requestId: 'control', via: 'cli' },
+        formats: ['csv'],
+      },
     );
     expect(outcome.status).toBe('completed');
     expect((await listKeys(store)).every((k) => k.startsWith(`exports/company=${companyB}/`))).toBe(true);

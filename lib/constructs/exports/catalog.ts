@@ -30,9 +30,15 @@ export class ExportCatalog extends Grouping {
     super(scope, id);
     this.database = new CfnDatabase(this, 'Database', {
       catalogId: Stack.of(this).account,
-      databaseInput: { name: glueDatabaseName(props.stageName), description: 'acctops exports (Parquet through symlinks; docs/exports.md)' },
+      databaseInput: {
+        name: glueDatabaseName(props.stageName),
+        description: 'acctops exports (Parquet through symlinks; docs/exports.md)',
+      },
     });
-    this.tables = Object.fromEntries(DATASETS.map((dataset) => [dataset, this.glueTable(props.bucket, dataset)])) as Record<DatasetName, CfnTable>;
+    this.tables = Object.fromEntries(DATASETS.map((dataset) => [dataset, this.glueTable(props.bucket, dataset)])) as Record<
+      DatasetName,
+      CfnTable
+    >;
   }
 
   /**

@@ -21,7 +21,8 @@ import { ExportPipeline } from './pipeline';
 import { ExportStorage } from './storage';
 import { ExportWebhook } from './webhook';
 
-const TOOL_VERSION = (JSON.parse(readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+const TOOL_VERSION = (JSON.parse(readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string })
+  .version;
 
 export interface ExportsTuning {
   /**
@@ -204,14 +205,26 @@ export class Exports extends Construct {
     this.alarms = { ...this.pipeline.alarms, ...this.intake.alarms };
 
     const stack = Stack.of(this);
-    new CfnOutput(stack, 'ExportBucketName', { value: this.bucket.bucketName, description: 'Bucket holding the exports (exports/company=…/period=…/)' });
+    new CfnOutput(stack, 'ExportBucketName', {
+      value: this.bucket.bucketName,
+      description: 'Bucket holding the exports (exports/company=…/period=…/)',
+    });
     new CfnOutput(stack, 'ExportEventBusName', {
       value: this.eventBus.eventBusName,
       description: 'Event bus taking ExportRequested and carrying ExportCompleted/ExportFailed/MonthlyExport* (source acctops.exports)',
     });
     new CfnOutput(stack, 'ExportQueueUrl', { value: this.queue.queueUrl, description: 'FIFO queue of export jobs' });
-    new CfnOutput(stack, 'ExportWebhookUrl', { value: this.webhookUrl.url, description: 'The signed export webhook (POST; docs/exports.md)' });
-    new CfnOutput(stack, 'ExportWebhookSecretArn', { value: this.webhookSecret.secretArn, description: 'Shared secret of the export webhook' });
-    new CfnOutput(stack, 'ExportGlueDatabaseName', { value: glueDatabaseName(stage.name), description: 'Glue database of the export tables (Athena)' });
+    new CfnOutput(stack, 'ExportWebhookUrl', {
+      value: this.webhookUrl.url,
+      description: 'The signed export webhook (POST; docs/exports.md)',
+    });
+    new CfnOutput(stack, 'ExportWebhookSecretArn', {
+      value: this.webhookSecret.secretArn,
+      description: 'Shared secret of the export webhook',
+    });
+    new CfnOutput(stack, 'ExportGlueDatabaseName', {
+      value: glueDatabaseName(stage.name),
+      description: 'Glue database of the export tables (Athena)',
+    });
   }
 }

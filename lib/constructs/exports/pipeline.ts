@@ -100,7 +100,8 @@ export class ExportPipeline extends Construct {
     });
     Validations.of(this.requestDeadLetterQueue).acknowledge({
       id: 'AwsSolutions-SQS3',
-      reason: 'This queue is itself a dead-letter queue: of the ExportRequested rule target (EventBridge keeps events it could not deliver here).',
+      reason:
+        'This queue is itself a dead-letter queue: of the ExportRequested rule target (EventBridge keeps events it could not deliver here).',
     });
     // SQS may not use the key of an encrypted DLQ unless EventBridge may (EventBridge DLQ docs).
     key.addToResourcePolicy(
@@ -114,7 +115,8 @@ export class ExportPipeline extends Construct {
 
     this.eventBus = new EventBus(this, 'Events', {
       eventBusName: `acctops-${stage.name}-exports`,
-      description: 'acctops exports: ExportRequested (in), ExportCompleted, ExportFailed, MonthlyExportStarted, MonthlyExportFinished (source acctops.exports)',
+      description:
+        'acctops exports: ExportRequested (in), ExportCompleted, ExportFailed, MonthlyExportStarted, MonthlyExportFinished (source acctops.exports)',
     });
 
     this.runsTable = new Table(this, 'Runs', {
@@ -176,7 +178,7 @@ export class ExportPipeline extends Construct {
     this.checker = new AcctopsFunction(this, 'OverdueCheck', {
       ...base,
       handlerDir: 'check-monthly-export',
-      description: "Counts the companies whose last month is not exported by the deadline (MonthlyExportsOverdue)",
+      description: 'Counts the companies whose last month is not exported by the deadline (MonthlyExportsOverdue)',
       timeout: Duration.minutes(2),
       environment: { ...base.environment, EXPORT_TIME_ZONE: timeZone, EXPORT_DUE_AFTER_HOURS: String(props.dueAfterHours) },
     })
@@ -217,12 +219,14 @@ export class ExportPipeline extends Construct {
     this.alarms = {
       exportFailures: acctopsAlarm(this, 'ExportFailuresAlarm', {
         action,
-        description: 'An export failed for good (ExportFailed): a refused permission, no credential, or every delivery failed. Runbook: "The monthly export failed for one company".',
+        description:
+          'An export failed for good (ExportFailed): a refused permission, no credential, or every delivery failed. Runbook: "The monthly export failed for one company".',
         metric: acctopsMetric(stage.name, ALARMED_METRICS.exportFailed, { statistic: 'Sum', period: Duration.hours(1) }),
       }),
       deadLetters: acctopsAlarm(this, 'DeadLettersAlarm', {
         action,
-        description: 'Export jobs reached the dead-letter queue: malformed, or failing on every delivery. Redrive after the cause is fixed.',
+        description:
+          'Export jobs reached the dead-letter queue: malformed, or failing on every delivery. Redrive after the cause is fixed.',
         metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }),
       }),
       requestDeadLetters: acctopsAlarm(this, 'RequestDeadLettersAlarm', {
@@ -250,7 +254,9 @@ export class ExportPipeline extends Construct {
    */
   private scheduleTarget(roleId: string, fn: AcctopsFunction, schedule: string, retries: number): IScheduleTarget {
     const role = new Role(this, roleId, {
-      assumedBy: new ServicePrincipal('scheduler.amazonaws.com', { conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } } }),
+      assumedBy: new ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },
+      }),
       description: `Lets EventBridge Scheduler invoke ${fn.node.id}, and nothing else`,
     });
     role.addToPolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [fn.functionArn] }));

@@ -43,7 +43,8 @@ export class ExportStorage extends Grouping {
     });
     Validations.of(this.accessLogs).acknowledge({
       id: 'AwsSolutions-S1',
-      reason: 'This bucket receives the exports bucket’s server access logs; logging the log bucket into itself would only log its own log deliveries.',
+      reason:
+        'This bucket receives the exports bucket’s server access logs; logging the log bucket into itself would only log its own log deliveries.',
     });
 
     this.bucket = new Bucket(this, 'Bucket', {

@@ -62,7 +62,8 @@ export class ExportWebhook extends Grouping {
 
     this.secret = new Secret(this, 'WebhookSecret', {
       secretName: `acctops/${stage.name}/export-webhook`,
-      description: 'Shared secret of the export webhook (HMAC-SHA256). Give it to the sender; change it with the runbook "Change the export webhook secret".',
+      description:
+        'Shared secret of the export webhook (HMAC-SHA256). Give it to the sender; change it with the runbook "Change the export webhook secret".',
       encryptionKey: props.secretsKey,
       generateSecretString: { passwordLength: 64, excludePunctuation: true },
       removalPolicy: props.removalPolicy,

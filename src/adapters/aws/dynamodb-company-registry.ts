@@ -32,7 +32,11 @@ export class DynamoDbRegistryTable implements RegistryTable {
   async scanPage(request: { cursor: string | null; limit: number }): Promise<{ items: unknown[]; nextCursor: string | null }> {
     const after = request.cursor === null ? null : decodeCursor(cursorSchema, request.cursor).after;
     const out = await this.doc.send(
-      new ScanCommand({ TableName: this.options.tableName, Limit: request.limit, ExclusiveStartKey: after === null ? undefined : { [KEY]: after } }),
+      new ScanCommand({
+        TableName: this.options.tableName,
+        Limit: request.limit,
+        ExclusiveStartKey: after === null ? undefined : { [KEY]: after },
+      }),
     );
     const last = out.LastEvaluatedKey?.[KEY];
     return { items: out.Items ?? [], nextCursor: typeof last === 'string' ? encodeCursor({ after: last }) : null };

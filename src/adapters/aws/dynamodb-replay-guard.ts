@@ -36,7 +36,14 @@ export class DynamoDbReplayGuard implements ReplayGuard {
       await this.doc.send(
         new PutCommand({
           TableName: this.options.tableName,
-          Item: { [KEY]: eventId, claim: token, confirmed: false, claimedAt: this.options.clock.now(), expiresAtMs: leaseUntil, [TTL]: Math.ceil(leaseUntil / 1000) },
+          Item: {
+            [KEY]: eventId,
+            claim: token,
+            confirmed: false,
+            claimedAt: this.options.clock.now(),
+            expiresAtMs: leaseUntil,
+            [TTL]: Math.ceil(leaseUntil / 1000),
+          },
           ConditionExpression: 'attribute_not_exists(#key) OR #expiresAtMs < :now',
           ExpressionAttributeNames: { '#key': KEY, '#expiresAtMs': 'expiresAtMs' },
           ExpressionAttributeValues: { ':now': this.options.clock.now() },
@@ -44,7 +51,9 @@ export class DynamoDbReplayGuard implements ReplayGuard {
       );
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const existing = await this.doc.send(new GetCommand({ TableName: this.options.tableName, Key: { [KEY]: eventId }, ConsistentRead: true }));
+      const existing = await this.doc.send(
+        new GetCommand({ TableName: this.options.tableName, Key: { [KEY]: eventId }, ConsistentRead: true }),
+      );
       // Gone in between (a release): in flight, so the sender tries again rather than giving up.
       return existing.Item?.confirmed === false || existing.Item === undefined ? 'in_flight' : 'accepted';
     }

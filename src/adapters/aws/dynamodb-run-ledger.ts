@@ -147,8 +147,10 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
   }
 
   expectCompany(runId: string, companyId: string, source: ExportSource): Promise<ExpectResult> {
-    return this.expect(companyKey(runId, companyId), { state: 'expected', source }, (entry) =>
-      entry.state === 'expected' && entry.source !== undefined && sameSource(entry.source, source),
+    return this.expect(
+      companyKey(runId, companyId),
+      { state: 'expected', source },
+      (entry) => entry.state === 'expected' && entry.source !== undefined && sameSource(entry.source, source),
     );
   }
 
@@ -159,7 +161,12 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
    */
   async expectCompanies(runId: string, companyIds: readonly string[], source: ExportSource): Promise<ExpectResult[]> {
     const results = await mapWithConcurrency(companyIds, this.options.planConcurrency ?? 64, (companyId) =>
-      this.expect(companyKey(runId, companyId), { state: 'expected', source }, (entry) => entry.state === 'expected' && entry.source !== undefined && sameSource(entry.source, source), false),
+      this.expect(
+        companyKey(runId, companyId),
+        { state: 'expected', source },
+        (entry) => entry.state === 'expected' && entry.source !== undefined && sameSource(entry.source, source),
+        false,
+      ),
     );
     const created = results.filter((r) => r === 'created').length;
     if (created > 0) await this.addOpen(runId, created);
@@ -181,7 +188,15 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
   }
 
   async tally(runId: string): Promise<RunTally> {
-    const tally: RunTally = { expected: 0, completed: 0, failed: 0, openCompanies: [], failedCompanies: [], pendingDiscoveries: 0, failedDiscoveries: 0 };
+    const tally: RunTally = {
+      expected: 0,
+      completed: 0,
+      failed: 0,
+      openCompanies: [],
+      failedCompanies: [],
+      pendingDiscoveries: 0,
+      failedDiscoveries: 0,
+    };
     let start: Record<string, unknown> | undefined;
     do {
       const out = await this.doc.send(
@@ -361,7 +376,13 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
     return 'created';
   }
 
-  private async settle(runId: string, key: Record<string, string>, outcome: string, from: string[], openState: string): Promise<{ mayBeFinished: boolean }> {
+  private async settle(
+    runId: string,
+    key: Record<string, string>,
+    outcome: string,
+    from: string[],
+    openState: string,
+  ): Promise<{ mayBeFinished: boolean }> {
     const values = Object.fromEntries(from.map((state, i) => [`:from${i}`, state]));
     let previous: string | undefined;
     try {
@@ -400,7 +421,15 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
   }
 
   private async openCount(runId: string): Promise<number> {
-    const out = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true, ProjectionExpression: '#open', ExpressionAttributeNames: { '#open': 'open' } }));
+    const out = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: runKey(runId),
+        ConsistentRead: true,
+        ProjectionExpression: '#open',
+        ExpressionAttributeNames: { '#open': 'open' },
+      }),
+    );
     return Number(out.Item?.open ?? 0);
   }
 

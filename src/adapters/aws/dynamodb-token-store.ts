@@ -54,16 +54,25 @@ const DUE_AT = TOKEN_TABLE.dueIndex.sortKey.name;
 
 /** Every attribute but the tokens: what a listing reads. */
 const SUMMARY_ATTRIBUTES = [
-  'externalId', 'username', 'email', 'accessTokenExpiresAt', 'refreshedAt', 'version', 'status',
-  'consecutiveFailures', 'lastErrorClass', 'leaseOwner', 'leaseUntil', 'createdAt', 'updatedAt',
+  'externalId',
+  'username',
+  'email',
+  'accessTokenExpiresAt',
+  'refreshedAt',
+  'version',
+  'status',
+  'consecutiveFailures',
+  'lastErrorClass',
+  'leaseOwner',
+  'leaseUntil',
+  'createdAt',
+  'updatedAt',
 ] as const;
 
 const dueEntrySchema = z.object({ externalId: z.string().min(1), dueAt: z.int().min(0) });
 /** Per shard: null before its first query, 'done' when exhausted, else the last entry handed out. */
 const dueCursorSchema = z.object({
-  shards: z
-    .array(z.union([z.null(), z.literal('done'), z.tuple([z.int().min(0), z.string().min(1)])]))
-    .length(TOKEN_TABLE.dueShardCount),
+  shards: z.array(z.union([z.null(), z.literal('done'), z.tuple([z.int().min(0), z.string().min(1)])])).length(TOKEN_TABLE.dueShardCount),
 });
 type ShardPosition = z.output<typeof dueCursorSchema>['shards'][number];
 const listCursorSchema = z.object({ after: z.string().min(1) });

@@ -39,7 +39,10 @@ export class EventBridgePublisher implements EventPublisher {
       try {
         out = await this.client.send(new PutEventsCommand({ Entries: entries }));
       } catch (error) {
-        throw new EventPublishError(`PutEvents to ${this.options.eventBusName} failed`, { failed: events.length - i + failed, cause: error });
+        throw new EventPublishError(`PutEvents to ${this.options.eventBusName} failed`, {
+          failed: events.length - i + failed,
+          cause: error,
+        });
       }
       if ((out.FailedEntryCount ?? 0) > 0) {
         failed += out.FailedEntryCount ?? 0;
@@ -47,9 +50,12 @@ export class EventBridgePublisher implements EventPublisher {
       }
     }
     if (failed > 0) {
-      throw new EventPublishError(`${failed} of ${events.length} events refused by ${this.options.eventBusName} (${[...codes].join(', ') || 'no code'})`, {
-        failed,
-      });
+      throw new EventPublishError(
+        `${failed} of ${events.length} events refused by ${this.options.eventBusName} (${[...codes].join(', ') || 'no code'})`,
+        {
+          failed,
+        },
+      );
     }
   }
 }

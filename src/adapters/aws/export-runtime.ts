@@ -32,7 +32,12 @@ import { SqsExportQueue } from './sqs-export-queue';
 const formatList = z
   .string()
   .default(FORMATS.join(','))
-  .transform((text) => text.split(',').map((s) => s.trim()).filter(Boolean))
+  .transform((text) =>
+    text
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
   .pipe(z.array(z.enum(FORMATS)).min(1));
 
 /**
@@ -164,36 +169,64 @@ export class AwsExportRuntime {
   }
 
   queue(): SqsExportQueue {
-    return this.once('queue', () => new SqsExportQueue({ client: new SQSClient({}), queueUrl: requiredEnv(this.config.queueUrl, 'EXPORT_QUEUE_URL') }));
+    return this.once(
+      'queue',
+      () => new SqsExportQueue({ client: new SQSClient({}), queueUrl: requiredEnv(this.config.queueUrl, 'EXPORT_QUEUE_URL') }),
+    );
   }
 
   events(): EventBridgePublisher {
     return this.once(
       'events',
-      () => new EventBridgePublisher({ client: new EventBridgeClient({}), eventBusName: requiredEnv(this.config.eventBusName, 'EXPORT_EVENT_BUS_NAME'), source: EXPORT_EVENT_SOURCE }),
+      () =>
+        new EventBridgePublisher({
+          client: new EventBridgeClient({}),
+          eventBusName: requiredEnv(this.config.eventBusName, 'EXPORT_EVENT_BUS_NAME'),
+          source: EXPORT_EVENT_SOURCE,
+        }),
     );
   }
 
   ledger(): DynamoDbRunLedger {
-    return this.once('ledger', () => new DynamoDbRunLedger({ client: this.dynamo(), tableName: requiredEnv(this.config.runsTableName, 'EXPORT_RUNS_TABLE_NAME'), clock: this.config.clock }));
+    return this.once(
+      'ledger',
+      () =>
+        new DynamoDbRunLedger({
+          client: this.dynamo(),
+          tableName: requiredEnv(this.config.runsTableName, 'EXPORT_RUNS_TABLE_NAME'),
+          clock: this.config.clock,
+        }),
+    );
   }
 
   tokenStore(): DynamoDbTokenStore {
-    return this.once('tokens', () => new DynamoDbTokenStore({ client: this.dynamo(), tableName: requiredEnv(this.config.tokenTableName, 'TOKEN_TABLE_NAME') }));
+    return this.once(
+      'tokens',
+      () => new DynamoDbTokenStore({ client: this.dynamo(), tableName: requiredEnv(this.config.tokenTableName, 'TOKEN_TABLE_NAME') }),
+    );
   }
 
   /** The company registry's table; the caller makes a CompanyRegistry of it with its own logger. */
   registryTable(): DynamoDbRegistryTable {
     return this.once(
       'registry',
-      () => new DynamoDbRegistryTable({ client: this.dynamo(), tableName: requiredEnv(this.config.registryTableName, 'COMPANY_REGISTRY_TABLE_NAME') }),
+      () =>
+        new DynamoDbRegistryTable({
+          client: this.dynamo(),
+          tableName: requiredEnv(this.config.registryTableName, 'COMPANY_REGISTRY_TABLE_NAME'),
+        }),
     );
   }
 
   replayGuard(): DynamoDbReplayGuard {
     return this.once(
       'replay',
-      () => new DynamoDbReplayGuard({ client: this.dynamo(), tableName: requiredEnv(this.config.replayTableName, 'WEBHOOK_REPLAY_TABLE_NAME'), clock: this.config.clock }),
+      () =>
+        new DynamoDbReplayGuard({
+          client: this.dynamo(),
+          tableName: requiredEnv(this.config.replayTableName, 'WEBHOOK_REPLAY_TABLE_NAME'),
+          clock: this.config.clock,
+        }),
     );
   }
 
@@ -210,10 +243,15 @@ export class AwsExportRuntime {
   credentials(logger: Logger): SourceCredentials {
     const keys = this.once(
       'companyKeys',
-      () => new CompanyApiKeys(this.secretStore(), taggedKeyDirectory(this.secretStore(), { stage: this.config.stage }), { ttlMs: this.config.secretCacheTtlMs, clock: this.config.clock }),
+      () =>
+        new CompanyApiKeys(this.secretStore(), taggedKeyDirectory(this.secretStore(), { stage: this.config.stage }), {
+          ttlMs: this.config.secretCacheTtlMs,
+          clock: this.config.clock,
+        }),
     );
     return (source, companyId) => {
-      if (source.kind === 'user') return userTokenCredentials(this.tokenStore(), source.externalId, { clock: this.config.clock, companyId, logger });
+      if (source.kind === 'user')
+        return userTokenCredentials(this.tokenStore(), source.externalId, { clock: this.config.clock, companyId, logger });
       if (companyId === undefined) throw new ConfigError([{ path: 'companyId', message: 'an API-key source needs the company' }]);
       return keys.credentials(companyId);
     };

@@ -35,7 +35,11 @@ export class LambdaFunctionInvoker {
 
   async invoke<T = unknown>(functionName: string, payload: unknown): Promise<T> {
     const out = await this.client.send(
-      new InvokeCommand({ FunctionName: functionName, InvocationType: 'RequestResponse', Payload: new TextEncoder().encode(JSON.stringify(payload)) }),
+      new InvokeCommand({
+        FunctionName: functionName,
+        InvocationType: 'RequestResponse',
+        Payload: new TextEncoder().encode(JSON.stringify(payload)),
+      }),
     );
     const text = out.Payload ? new TextDecoder().decode(out.Payload) : '';
     let body: unknown;

@@ -92,7 +92,10 @@ export function keyRotationRuntimeFromEnv<K extends KeyRotationEnvName>(
           },
     eventBusName: e.KEY_EVENT_BUS_NAME,
     apiKeyPaths: { list: e.API_KEY_PATH_LIST, create: e.API_KEY_PATH_CREATE, revoke: e.API_KEY_PATH_REVOKE },
-    doctor: { stuckPendingAfterMs: envMs(e.STUCK_PENDING_AFTER_MINUTES, 60_000), expiryWarningMs: envMs(e.EXPIRY_WARNING_DAYS, 86_400_000) },
+    doctor: {
+      stuckPendingAfterMs: envMs(e.STUCK_PENDING_AFTER_MINUTES, 60_000),
+      expiryWarningMs: envMs(e.EXPIRY_WARNING_DAYS, 86_400_000),
+    },
     sweep:
       e.COMPANY_REGISTRY_TABLE_NAME === undefined
         ? undefined
@@ -175,7 +178,11 @@ export class AwsKeyRotationRuntime {
   doctorDeps(scope: { logger: Logger; metrics: Metrics }): DoctorDeps {
     const { config } = this;
     if (config.eventBusName !== undefined) {
-      this.publisher ??= new EventBridgePublisher({ client: new EventBridgeClient({}), eventBusName: config.eventBusName, source: KEY_EVENT_SOURCE });
+      this.publisher ??= new EventBridgePublisher({
+        client: new EventBridgeClient({}),
+        eventBusName: config.eventBusName,
+        source: KEY_EVENT_SOURCE,
+      });
     }
     return {
       store: this.store(),
@@ -203,7 +210,11 @@ export class AwsKeyRotationRuntime {
     return {
       ...rest,
       index: new DynamoDbRotationCheckIndex({ client: new DynamoDBClient({}), tableName: sweep.registryTableName }),
-      describeCompanySecret: describeByNameOrTag({ store: this.store(), directory, nameOf: (companyId) => companyKeySecretName(stage, companyId) }),
+      describeCompanySecret: describeByNameOrTag({
+        store: this.store(),
+        directory,
+        nameOf: (companyId) => companyKeySecretName(stage, companyId),
+      }),
       queue: sweep.queueUrl === undefined ? undefined : new SqsRotationCheckQueue({ queueUrl: sweep.queueUrl }),
     };
   }

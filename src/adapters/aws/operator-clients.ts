@@ -49,7 +49,11 @@ export class OperatorClients {
       try {
         await client.config.credentials();
       } catch (error) {
-        throw new AwsSetupError('no AWS credentials were found (environment, AWS_PROFILE, SSO, instance role)', 'aws_credentials_missing', error);
+        throw new AwsSetupError(
+          'no AWS credentials were found (environment, AWS_PROFILE, SSO, instance role)',
+          'aws_credentials_missing',
+          error,
+        );
       }
       return { region };
     } finally {

@@ -110,7 +110,9 @@ export class EventBridgeRevocationScheduler implements RevocationScheduler {
   private scheduleInput(revocation: Revocation): CreateScheduleCommandInput {
     const { targetArn, roleArn } = this.options;
     if (targetArn === undefined || roleArn === undefined) {
-      throw new RevocationSchedulerError('this scheduler was made without a target function and role; it can only list', { code: 'revocation_target_missing' });
+      throw new RevocationSchedulerError('this scheduler was made without a target function and role; it can only list', {
+        code: 'revocation_target_missing',
+      });
     }
     return {
       Name: `${this.namePrefix}${revocation.apiKeyId}`,

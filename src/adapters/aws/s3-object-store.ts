@@ -14,7 +14,14 @@ import {
 import type { Readable } from 'node:stream';
 import { ObjectStoreError, PreconditionFailedError } from '../../core/exports/formats/period-errors';
 import { ConfigError } from '../../core/shared/errors';
-import { isSafeKey, type ObjectHead, type ObjectStore, type ObjectSummary, type PutConditions, type PutOptions } from '../../core/exports/formats/object-store';
+import {
+  isSafeKey,
+  type ObjectHead,
+  type ObjectStore,
+  type ObjectSummary,
+  type PutConditions,
+  type PutOptions,
+} from '../../core/exports/formats/object-store';
 
 export interface S3ObjectStoreOptions {
   client: S3Client;
@@ -64,14 +71,20 @@ export class S3ObjectStore implements ObjectStore {
     if (!Number.isInteger(this.partSize) || this.partSize < MIN_PART_SIZE) {
       throw new ConfigError([{ path: 'partSize', message: `must be an integer of at least ${MIN_PART_SIZE} bytes (S3's minimum part)` }]);
     }
-    if (!Number.isInteger(this.queueSize) || this.queueSize < 1) throw new ConfigError([{ path: 'queueSize', message: 'must be a positive integer' }]);
+    if (!Number.isInteger(this.queueSize) || this.queueSize < 1)
+      throw new ConfigError([{ path: 'queueSize', message: 'must be a positive integer' }]);
   }
 
   async putStream(key: string, body: Readable, options: PutOptions = {}): Promise<void> {
     const fullKey = this.fullKey(key);
     // An early body failure must reach Upload's reader, not the process as an uncaught 'error'.
     body.on('error', () => undefined);
-    const upload = new PartUploader(this.client, { Bucket: this.bucket, Key: fullKey, ContentType: options.contentType }, this.partSize, this.queueSize);
+    const upload = new PartUploader(
+      this.client,
+      { Bucket: this.bucket, Key: fullKey, ContentType: options.contentType },
+      this.partSize,
+      this.queueSize,
+    );
     try {
       await upload.run(body);
     } catch (error) {
@@ -95,7 +108,8 @@ export class S3ObjectStore implements ObjectStore {
         }),
       );
     } catch (error) {
-      if (status(error) === 412 || (error as { name?: string }).name === 'PreconditionFailed') throw new PreconditionFailedError(key, error);
+      if (status(error) === 412 || (error as { name?: string }).name === 'PreconditionFailed')
+        throw new PreconditionFailedError(key, error);
       throw new ObjectStoreError('put', key, error, undefined, this.url(key));
     }
   }
@@ -157,7 +171,8 @@ export class S3ObjectStore implements ObjectStore {
         throw new ObjectStoreError('delete', batch[0]!, error);
       }
       const failed = result.Errors?.[0];
-      if (failed) throw new ObjectStoreError('delete', failed.Key?.slice(this.prefix.length) ?? batch[0]!, new Error(failed.Code ?? 'delete failed'));
+      if (failed)
+        throw new ObjectStoreError('delete', failed.Key?.slice(this.prefix.length) ?? batch[0]!, new Error(failed.Code ?? 'delete failed'));
     }
   }
 
@@ -210,7 +225,7 @@ class PartUploader {
     try {
       for await (const chunk of body as AsyncIterable<Uint8Array | string>) {
         const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
-        for (let offset = 0; offset < bytes.byteLength; ) {
+        for (let offset = 0; offset < bytes.byteLength;) {
           current ??= await this.takeBuffer();
           const n = Math.min(bytes.byteLength - offset, this.partSize - filled);
           current.set(bytes.subarray(offset, offset + n), filled);
@@ -234,7 +249,14 @@ class PartUploader {
       if (this.failure) throw this.failure.error;
       const parts = [...this.parts].sort((a, b) => a.PartNumber! - b.PartNumber!);
       const uploadId = await this.created!;
-      await this.client.send(new CompleteMultipartUploadCommand({ Bucket: this.params.Bucket, Key: this.params.Key, UploadId: uploadId, MultipartUpload: { Parts: parts } }));
+      await this.client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: this.params.Bucket,
+          Key: this.params.Key,
+          UploadId: uploadId,
+          MultipartUpload: { Parts: parts },
+        }),
+      );
     } catch (error) {
       await this.abort();
       throw error;
@@ -258,7 +280,14 @@ class PartUploader {
     const upload = (async () => {
       const uploadId = await (this.created ??= this.create());
       const result = await this.client.send(
-        new UploadPartCommand({ Bucket: this.params.Bucket, Key: this.params.Key, UploadId: uploadId, PartNumber: partNumber, Body: buffer.subarray(0, length), ContentLength: length }),
+        new UploadPartCommand({
+          Bucket: this.params.Bucket,
+          Key: this.params.Key,
+          UploadId: uploadId,
+          PartNumber: partNumber,
+          Body: buffer.subarray(0, length),
+          ContentLength: length,
+        }),
       );
       if (!result.ETag) throw new Error(`part ${partNumber} has no ETag in its UploadPart response`);
       this.parts.push({
@@ -286,7 +315,10 @@ class PartUploader {
   private async create(): Promise<string> {
     const calculation = await this.client.config.requestChecksumCalculation();
     const result = await this.client.send(
-      new CreateMultipartUploadCommand({ ...this.params, ...(calculation === 'WHEN_SUPPORTED' ? { ChecksumAlgorithm: 'CRC32' as const } : {}) }),
+      new CreateMultipartUploadCommand({
+        ...this.params,
+        ...(calculation === 'WHEN_SUPPORTED' ? { ChecksumAlgorithm: 'CRC32' as const } : {}),
+      }),
     );
     if (!result.UploadId) throw new Error('CreateMultipartUpload returned no UploadId');
     return result.UploadId;

@@ -12,7 +12,9 @@ export function s3ObjectStoreFor(options: { bucket: string; prefix?: string; reg
   const custom = Boolean(env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL);
   const client = new S3Client({
     ...(options.region ? { region: options.region } : {}),
-    ...(custom ? { forcePathStyle: true, requestChecksumCalculation: 'WHEN_REQUIRED' as const, responseChecksumValidation: 'WHEN_REQUIRED' as const } : {}),
+    ...(custom
+      ? { forcePathStyle: true, requestChecksumCalculation: 'WHEN_REQUIRED' as const, responseChecksumValidation: 'WHEN_REQUIRED' as const }
+      : {}),
   });
   return new S3ObjectStore({ client, bucket: options.bucket, prefix: options.prefix });
 }

@@ -10,7 +10,13 @@ import {
 } from '@aws-sdk/client-secrets-manager';
 import { randomUUID } from 'node:crypto';
 import type { SecretLifecycle } from '../../core/api-keys';
-import { type SecretDescription, SecretNotFoundError, SecretStage, SecretStoreError, SecretVersionConflictError } from '../../core/ports/secrets';
+import {
+  type SecretDescription,
+  SecretNotFoundError,
+  SecretStage,
+  SecretStoreError,
+  SecretVersionConflictError,
+} from '../../core/ports/secrets';
 import { AwsSecretStore, toStoreError } from './secrets-manager';
 
 export interface NewSecret {
@@ -78,7 +84,9 @@ export class AwsSecretProvisioner implements SecretLifecycle {
   }
 
   async scheduleDeletion(secretId: string, recoveryWindowDays: number): Promise<{ deletionDate?: number }> {
-    const out = await this.call('DeleteSecret', secretId, () => this.client.send(new DeleteSecretCommand({ SecretId: secretId, RecoveryWindowInDays: recoveryWindowDays })));
+    const out = await this.call('DeleteSecret', secretId, () =>
+      this.client.send(new DeleteSecretCommand({ SecretId: secretId, RecoveryWindowInDays: recoveryWindowDays })),
+    );
     return out.DeletionDate ? { deletionDate: out.DeletionDate.getTime() } : {};
   }
 
@@ -106,12 +114,14 @@ export class AwsSecretProvisioner implements SecretLifecycle {
           Tags: Object.entries(secret.tags ?? {}).map(([Key, Value]) => ({ Key, Value })),
         }),
       );
-      if (!out.ARN || !out.VersionId) throw new SecretStoreError(`Secrets Manager CreateSecret for ${secret.name} returned no ARN or version`, { secretId: secret.name });
+      if (!out.ARN || !out.VersionId)
+        throw new SecretStoreError(`Secrets Manager CreateSecret for ${secret.name} returned no ARN or version`, { secretId: secret.name });
       return { arn: out.ARN, versionId: out.VersionId };
     } catch (error) {
       if (error instanceof SecretStoreError) throw error;
       // Only the error's name and the service's message (which names the secret, never its value).
-      const detail = error instanceof Error ? `${error.name}: ${'$metadata' in error ? error.message : 'request failed'}` : 'request failed';
+      const detail =
+        error instanceof Error ? `${error.name}: ${'$metadata' in error ? error.message : 'request failed'}` : 'request failed';
       const options = { secretId: secret.name, cause: error instanceof ResourceExistsException ? error : undefined };
       if (error instanceof ResourceExistsException) throw new SecretVersionConflictError(`secret ${secret.name} exists already`, options);
       throw new SecretStoreError(`Secrets Manager CreateSecret failed for ${secret.name}: ${detail}`, options);

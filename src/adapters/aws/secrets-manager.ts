@@ -91,7 +91,10 @@ export class AwsSecretStore implements SecretStore {
   async *listSecretsByTag(key: string, value?: string): AsyncIterable<SecretDescription> {
     // The service's tag filters are prefix matches and key and value match independently,
     // so the filters narrow the listing and the exact match is checked here.
-    const Filters = [{ Key: 'tag-key' as const, Values: [key] }, ...(value === undefined ? [] : [{ Key: 'tag-value' as const, Values: [value] }])];
+    const Filters = [
+      { Key: 'tag-key' as const, Values: [key] },
+      ...(value === undefined ? [] : [{ Key: 'tag-value' as const, Values: [value] }]),
+    ];
     let NextToken: string | undefined;
     do {
       const page = await this.call(`ListSecrets(tag ${key})`, '*', () =>
@@ -148,7 +151,17 @@ export class AwsSecretStore implements SecretStore {
 function toDescription(
   out: Pick<
     DescribeSecretCommandOutput | SecretListEntry,
-    'ARN' | 'Name' | 'Description' | 'RotationEnabled' | 'RotationLambdaARN' | 'RotationRules' | 'LastRotatedDate' | 'NextRotationDate' | 'LastChangedDate' | 'DeletedDate' | 'Tags'
+    | 'ARN'
+    | 'Name'
+    | 'Description'
+    | 'RotationEnabled'
+    | 'RotationLambdaARN'
+    | 'RotationRules'
+    | 'LastRotatedDate'
+    | 'NextRotationDate'
+    | 'LastChangedDate'
+    | 'DeletedDate'
+    | 'Tags'
   >,
   versions: Record<string, string[]> | undefined,
 ): SecretDescription {

@@ -16,7 +16,10 @@ export class StackLookupError extends AcctopsError {
  * table and groups of `acctops-<stage>` without being told each name. Outputs hold names and ARNs,
  * never a secret.
  */
-export async function readStackOutputs(stackName: string, config: CloudFormationClient | CloudFormationClientConfig = {}): Promise<Record<string, string>> {
+export async function readStackOutputs(
+  stackName: string,
+  config: CloudFormationClient | CloudFormationClientConfig = {},
+): Promise<Record<string, string>> {
   const client = config instanceof CloudFormationClient ? config : new CloudFormationClient(config);
   let stacks;
   try {
@@ -25,14 +28,24 @@ export async function readStackOutputs(stackName: string, config: CloudFormation
     const name = error instanceof Error ? error.name : 'Error';
     const message = error instanceof Error ? error.message : String(error);
     if (name === 'ValidationError' && /does not exist/.test(message)) {
-      throw new StackLookupError(`stack ${stackName} does not exist in this account and region`, { code: 'stack_not_found', stackName, cause: error });
+      throw new StackLookupError(`stack ${stackName} does not exist in this account and region`, {
+        code: 'stack_not_found',
+        stackName,
+        cause: error,
+      });
     }
     // Credential errors keep their own class as the cause, so the CLI can say "check your AWS credentials".
-    throw new StackLookupError(`could not describe stack ${stackName}: ${name}: ${message}`, { code: 'stack_lookup_failed', stackName, cause: error });
+    throw new StackLookupError(`could not describe stack ${stackName}: ${name}: ${message}`, {
+      code: 'stack_lookup_failed',
+      stackName,
+      cause: error,
+    });
   }
   const stack = stacks[0];
-  if (!stack) throw new StackLookupError(`stack ${stackName} does not exist in this account and region`, { code: 'stack_not_found', stackName });
+  if (!stack)
+    throw new StackLookupError(`stack ${stackName} does not exist in this account and region`, { code: 'stack_not_found', stackName });
   const outputs: Record<string, string> = {};
-  for (const output of stack.Outputs ?? []) if (output.OutputKey && output.OutputValue !== undefined) outputs[output.OutputKey] = output.OutputValue;
+  for (const output of stack.Outputs ?? [])
+    if (output.OutputKey && output.OutputValue !== undefined) outputs[output.OutputKey] = output.OutputValue;
   return outputs;
 }

@@ -122,7 +122,10 @@ export class AwsTokenRuntime {
 
   /** The queue the planner fills. */
   queue(): SqsRefreshQueue {
-    this.refreshQueue ??= new SqsRefreshQueue({ client: new SQSClient({}), queueUrl: requiredEnv(this.config.queueUrl, 'REFRESH_QUEUE_URL') });
+    this.refreshQueue ??= new SqsRefreshQueue({
+      client: new SQSClient({}),
+      queueUrl: requiredEnv(this.config.queueUrl, 'REFRESH_QUEUE_URL'),
+    });
     return this.refreshQueue;
   }
 
@@ -134,12 +137,20 @@ export class AwsTokenRuntime {
   /** TokenLifecycle's deps, with this invocation's logger and metrics. */
   lifecycleDeps(scope: { logger: Logger; metrics: Metrics; ownerPrefix?: string }): TokenLifecycleDeps {
     const { config } = this;
-    this.credential ??= cachedInstitutionCredential(new AwsSecretStore(), requiredEnv(config.institutionSecretArn, 'INSTITUTION_SECRET_ARN'), {
-      clock: config.clock,
-      ttlMs: config.secretCacheTtlMs,
-    });
+    this.credential ??= cachedInstitutionCredential(
+      new AwsSecretStore(),
+      requiredEnv(config.institutionSecretArn, 'INSTITUTION_SECRET_ARN'),
+      {
+        clock: config.clock,
+        ttlMs: config.secretCacheTtlMs,
+      },
+    );
     if (config.eventBusName !== undefined) {
-      this.publisher ??= new EventBridgePublisher({ client: new EventBridgeClient({}), eventBusName: config.eventBusName, source: TOKEN_EVENT_SOURCE });
+      this.publisher ??= new EventBridgePublisher({
+        client: new EventBridgeClient({}),
+        eventBusName: config.eventBusName,
+        source: TOKEN_EVENT_SOURCE,
+      });
     }
     const api = config.api ?? { timeoutMs: 10_000, maxAttempts: 3, maxElapsedMs: 20_000 };
     const client = createAccountingClient({

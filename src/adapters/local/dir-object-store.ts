@@ -6,7 +6,14 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { ObjectStoreError, PreconditionFailedError } from '../../core/exports/formats/period-errors';
-import { isSafeKey, type ObjectHead, type ObjectStore, type ObjectSummary, type PutConditions, type PutOptions } from '../../core/exports/formats/object-store';
+import {
+  isSafeKey,
+  type ObjectHead,
+  type ObjectStore,
+  type ObjectSummary,
+  type PutConditions,
+  type PutOptions,
+} from '../../core/exports/formats/object-store';
 
 /** Staging area inside the root, so a rename into place never crosses a file system. */
 const TEMP_DIR = '.acctops-tmp';

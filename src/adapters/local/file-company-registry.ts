@@ -18,7 +18,9 @@ const fileSchema = z.object({
 /** Pages in key order after a cursor, as DynamoDB's Scan does (in its own order). */
 function pageOf(items: Record<string, unknown>, request: { cursor: string | null; limit: number }) {
   const after = request.cursor === null ? null : decodeCursor(cursorSchema, request.cursor).after;
-  const keys = Object.keys(items).sort().filter((k) => after === null || k > after);
+  const keys = Object.keys(items)
+    .sort()
+    .filter((k) => after === null || k > after);
   const taken = keys.slice(0, request.limit);
   const nextCursor = keys.length > request.limit ? encodeCursor({ after: taken[taken.length - 1] }) : null;
   return { items: taken.map((k) => items[k]), nextCursor };

@@ -172,15 +172,12 @@ export class FileTokenStore implements TokenStore {
   }
 
   private async load(): Promise<TokenFile> {
-    return (
-      (await readJsonFile(this.path, fileSchema, `token file ${this.path}`)) ?? { format: FORMAT, formatVersion: 1, records: {} }
-    );
+    return (await readJsonFile(this.path, fileSchema, `token file ${this.path}`)) ?? { format: FORMAT, formatVersion: 1, records: {} };
   }
 
   private save(file: TokenFile): Promise<void> {
     return writePrivateJsonFile(this.path, file, { pretty: true });
   }
-
 }
 
 function compare(a: string, b: string): number {

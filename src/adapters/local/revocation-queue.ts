@@ -93,7 +93,6 @@ export class FileRevocationQueue extends LocalRevocationQueue {
     return writePrivateJsonFile(this.path, file, { pretty: true });
   }
 
-
   protected exclusive<T>(task: () => Promise<T>): Promise<T> {
     return withLock(this.path, task);
   }

@@ -207,10 +207,7 @@ export class ResponseValidationError extends AccountingApiError {
   static override readonly ambiguous: boolean = true;
   readonly issues: FieldIssue[];
   constructor(issues: FieldIssue[], options: AccountingApiErrorOptions = {}) {
-    super(
-      issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; '),
-      options,
-    );
+    super(issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; '), options);
     this.issues = issues;
   }
   /** The first offending field, e.g. `results[3].amount`. */
@@ -266,7 +263,10 @@ export class ResponseTooLargeError extends AccountingApiError {
   static override readonly ambiguous: boolean = true;
   readonly limitBytes: number | undefined;
   constructor(detail: string | undefined, options: AccountingApiErrorOptions & { limitBytes?: number } = {}) {
-    super(detail ?? (options.limitBytes === undefined ? undefined : `more than ${options.limitBytes} bytes; reading stopped there`), options);
+    super(
+      detail ?? (options.limitBytes === undefined ? undefined : `more than ${options.limitBytes} bytes; reading stopped there`),
+      options,
+    );
     this.limitBytes = options.limitBytes;
   }
 }
@@ -471,7 +471,9 @@ export const CREDENTIAL_CODES: ReadonlySet<string> = new Set([
 function isTokenCode(code: string | undefined): boolean {
   if (code === undefined) return false;
   const c = code.toLowerCase();
-  return c === 'invalid_token' || c === 'token_not_valid' || c.startsWith('token_') || c.startsWith('refresh_token') || c.includes('blacklist');
+  return (
+    c === 'invalid_token' || c === 'token_not_valid' || c.startsWith('token_') || c.startsWith('refresh_token') || c.includes('blacklist')
+  );
 }
 
 /** A message about a token and not about the credential: `Token is invalid or expired`. */
@@ -558,7 +560,8 @@ export function errorFromResponse(
 
 /** A failure below HTTP, as a typed error. */
 export function errorFromTransportFailure(failure: TransportFailure, request: string): AccountingApiError {
-  if (failure.kind === 'too_large') return new ResponseTooLargeError(undefined, { request, cause: failure, status: failure.status, limitBytes: failure.limitBytes });
+  if (failure.kind === 'too_large')
+    return new ResponseTooLargeError(undefined, { request, cause: failure, status: failure.status, limitBytes: failure.limitBytes });
   if (failure.kind === 'timeout') return new TimeoutError(undefined, { request, cause: failure });
   return new ConnectionError(failure.kind === 'refused' ? 'not sent' : 'connection lost; the request may have been processed', {
     request,

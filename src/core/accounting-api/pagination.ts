@@ -172,7 +172,8 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     if (this.source.single) {
       if (Array.isArray(body)) return { count: body.length, next: null, previous: null, results: body };
       const results = (body as { results?: unknown } | null)?.results;
-      if (body !== null && typeof body === 'object' && !Array.isArray(results)) return { count: 1, next: null, previous: null, results: [body] };
+      if (body !== null && typeof body === 'object' && !Array.isArray(results))
+        return { count: 1, next: null, previous: null, results: [body] };
     }
     const envelope = listEnvelopeSchema.safeParse(response.body);
     if (!envelope.success) throw responseValidationError(envelope.error, '', contextOf(response));
@@ -237,7 +238,11 @@ function checkNext(next: string, current: URL, baseUrl: URL, seen: Set<string>, 
   const prefix = baseUrl.pathname.endsWith('/') ? baseUrl.pathname : `${baseUrl.pathname}/`;
   if (url.origin !== baseUrl.origin || !url.pathname.startsWith(prefix) || url.username !== '' || url.password !== '') {
     // Name the foreign place by origin and path only: its query could carry anything.
-    throw new PaginationError('foreign_next', `next leaves ${baseUrl.origin}${prefix} for ${url.origin}${url.pathname}; not followed`, context);
+    throw new PaginationError(
+      'foreign_next',
+      `next leaves ${baseUrl.origin}${prefix} for ${url.origin}${url.pathname}; not followed`,
+      context,
+    );
   }
   const key = loopKey(url);
   if (seen.has(key)) {

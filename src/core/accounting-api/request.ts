@@ -129,7 +129,14 @@ export class RequestEngine {
       this.checkScope(credential, operation, companyHeader, request);
 
       const outcome = await this.exchange(
-        { method: operation.method, url: operation.url.href, headers, body, timeoutMs: settings.timeoutMs, maxBodyBytes: settings.maxResponseBytes },
+        {
+          method: operation.method,
+          url: operation.url.href,
+          headers,
+          body,
+          timeoutMs: settings.timeoutMs,
+          maxBodyBytes: settings.maxResponseBytes,
+        },
         request,
         operation.errorContext,
       );
@@ -241,7 +248,11 @@ export class RequestEngine {
         body = parseJsonLossless(response.body);
       } catch {
         // No cause attached: the parser's message quotes the body, which may hold a token.
-        throw new ResponseValidationError([{ path: '', message: 'body is not valid JSON' }], { status: response.status, requestId, request });
+        throw new ResponseValidationError([{ path: '', message: 'body is not valid JSON' }], {
+          status: response.status,
+          requestId,
+          request,
+        });
       }
     }
     return { status: response.status, requestId, request, body, credential };

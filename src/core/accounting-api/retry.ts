@@ -1,10 +1,4 @@
-import {
-  type AccountingApiError,
-  ConnectionError,
-  RateLimitError,
-  ServerError,
-  TimeoutError,
-} from './errors';
+import { type AccountingApiError, ConnectionError, RateLimitError, ServerError, TimeoutError } from './errors';
 
 /**
  * The one retry policy of the client: jittered exponential backoff that honours `Retry-After`,

@@ -88,11 +88,14 @@ export function ignoredFieldsOf(parsed: unknown): readonly string[] {
  * it is read as absent and `tolerantObject` records its name.
  */
 export function optionalField<T extends z.ZodType>(schema: T): z.ZodType<z.output<T> | null> {
-  return z.unknown().optional().transform((value): z.output<T> | null => {
-    if (value === undefined || value === null) return null;
-    const result = schema.safeParse(value);
-    return result.success ? result.data : (IGNORED as never);
-  }) as unknown as z.ZodType<z.output<T> | null>;
+  return z
+    .unknown()
+    .optional()
+    .transform((value): z.output<T> | null => {
+      if (value === undefined || value === null) return null;
+      const result = schema.safeParse(value);
+      return result.success ? result.data : (IGNORED as never);
+    }) as unknown as z.ZodType<z.output<T> | null>;
 }
 
 /** A loose object whose `optionalField`s that held a wrong type are null and listed in `ignoredFieldsOf`. */
@@ -122,7 +125,11 @@ export function labelledEnum<const V extends readonly string[]>(values: V) {
 
 /** The mapping of `labelledEnum`, for code that reads a label without a schema (transaction-fast-path.ts). */
 function labelReader<const V extends readonly string[]>(values: V): (label: string) => V[number] | (string & {}) {
-  const key = (s: string) => s.trim().toLowerCase().replace(/[\s-]+/g, '_');
+  const key = (s: string) =>
+    s
+      .trim()
+      .toLowerCase()
+      .replace(/[\s-]+/g, '_');
   const known = new Map(values.map((v) => [key(v), v]));
   // Labels repeat (a transaction's cashflow type is one of a handful): each spelling is worked
   // out once. Bounded, since a label we do not know is kept verbatim and could be anything.

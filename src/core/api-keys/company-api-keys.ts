@@ -78,7 +78,9 @@ export class CompanyApiKeys {
 /** A secret tagged for one company that holds another's key would make every call act for the wrong company. */
 function checkCompany(secret: CompanyKeySecret, companyId: string): CompanyKeySecret {
   if (secret.companyId.toLowerCase() !== companyId) {
-    throw new ValidationError('company API key secret', [{ path: 'companyId', message: `is not the company ${companyId} it is filed under` }]);
+    throw new ValidationError('company API key secret', [
+      { path: 'companyId', message: `is not the company ${companyId} it is filed under` },
+    ]);
   }
   return secret;
 }

@@ -55,10 +55,14 @@ export interface TaggedKeyDirectoryOptions {
 }
 
 /** The directory over the secret store's tag listing. */
-export function taggedKeyDirectory(store: Pick<SecretStore, 'listSecretsByTag'>, options: TaggedKeyDirectoryOptions = {}): CompanyKeyDirectory {
+export function taggedKeyDirectory(
+  store: Pick<SecretStore, 'listSecretsByTag'>,
+  options: TaggedKeyDirectoryOptions = {},
+): CompanyKeyDirectory {
   const isCompanyKey = (tags: Record<string, string>) => tags[COMPANY_KEY_TAGS.purpose] === PURPOSE_COMPANY_KEY;
   const stageOf = (tags: Record<string, string>) => tags[COMPANY_KEY_TAGS.stage];
-  const visible = (tags: Record<string, string>) => options.stage === undefined || stageOf(tags) === undefined || stageOf(tags) === options.stage;
+  const visible = (tags: Record<string, string>) =>
+    options.stage === undefined || stageOf(tags) === undefined || stageOf(tags) === options.stage;
   return {
     async *list() {
       for await (const secret of store.listSecretsByTag(COMPANY_KEY_TAGS.purpose, PURPOSE_COMPANY_KEY)) {

@@ -16,7 +16,13 @@ export interface SecretLifecycle {
   describe(secretId: string): Promise<SecretDescription | undefined>;
   /** The AWSCURRENT value. */
   readCurrent(secretId: string): Promise<string>;
-  create(input: { name: string; value: string; description: string; tags: Record<string, string>; kmsKeyId?: string }): Promise<{ arn: string }>;
+  create(input: {
+    name: string;
+    value: string;
+    description: string;
+    tags: Record<string, string>;
+    kmsKeyId?: string;
+  }): Promise<{ arn: string }>;
   putCurrent(secretId: string, value: string): Promise<void>;
   /** RotateSecret with RotateImmediately=false: sets the schedule (AWS tests the function with testSecret) without rotating now. */
   enableRotation(secretId: string, input: { lambdaArn: string; automaticallyAfterDays: number }): Promise<void>;
@@ -92,7 +98,8 @@ export async function installCompanyKeySecret(
     });
     secretOutcome = 'created';
     description = await store.describe(arn);
-    if (description === undefined) throw new CompanyKeyProvisioningError(`secret ${name} vanished right after its creation`, { code: 'secret_vanished' });
+    if (description === undefined)
+      throw new CompanyKeyProvisioningError(`secret ${name} vanished right after its creation`, { code: 'secret_vanished' });
   } else {
     if (description.deletedAt !== undefined) {
       await store.restore(description.secretArn);
@@ -113,7 +120,12 @@ export async function installCompanyKeySecret(
   }
   const rotation = description.rotation;
   let rotationOutcome: RotationOutcome;
-  if (rotation.enabled && rotation.lambdaArn === target.rotationLambdaArn && rotation.automaticallyAfterDays === rotationDays && secretOutcome !== 'restored') {
+  if (
+    rotation.enabled &&
+    rotation.lambdaArn === target.rotationLambdaArn &&
+    rotation.automaticallyAfterDays === rotationDays &&
+    secretOutcome !== 'restored'
+  ) {
     rotationOutcome = 'already_on';
   } else {
     await store.enableRotation(description.secretArn, { lambdaArn: target.rotationLambdaArn, automaticallyAfterDays: rotationDays });
@@ -141,12 +153,24 @@ export interface RetireOutcome {
 }
 
 /** Rotation off, then deletion scheduled with the recovery window. Idempotent. */
-export async function retireCompanyKeySecret(store: SecretLifecycle, stage: string, companyId: string, recoveryWindowDays: number): Promise<RetireOutcome> {
+export async function retireCompanyKeySecret(
+  store: SecretLifecycle,
+  stage: string,
+  companyId: string,
+  recoveryWindowDays: number,
+): Promise<RetireOutcome> {
   const id = companyId.toLowerCase();
   const description = await store.describe(companyKeySecretName(stage, id));
   if (description === undefined) return { companyId: id, secret: null, result: 'no_secret', rotationStopped: false, recoveryWindowDays };
   if (description.deletedAt !== undefined) {
-    return { companyId: id, secret: description.name, result: 'already_scheduled', rotationStopped: false, deletionDate: new Date(description.deletedAt).toISOString(), recoveryWindowDays };
+    return {
+      companyId: id,
+      secret: description.name,
+      result: 'already_scheduled',
+      rotationStopped: false,
+      deletionDate: new Date(description.deletedAt).toISOString(),
+      recoveryWindowDays,
+    };
   }
   let rotationStopped = false;
   if (description.rotation.enabled) {

@@ -98,7 +98,8 @@ export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
         lastUsedByThisCheck: lastUsed >= checkStartedAt - OWN_USE_SKEW_MS,
         expiresAt: listed.expiresAt,
       });
-      for (const pending of row.pendingRevocations) pending.lastUsedAt = keys.find((k) => k.publicId === pending.apiKeyId)?.lastUsedAt ?? null;
+      for (const pending of row.pendingRevocations)
+        pending.lastUsedAt = keys.find((k) => k.publicId === pending.apiKeyId)?.lastUsedAt ?? null;
     } catch (error) {
       row.error = redactString(error instanceof Error ? error.message : 'unknown error');
     }

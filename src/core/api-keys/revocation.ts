@@ -119,7 +119,11 @@ export async function runDueRevocations(deps: DueRevocationsDeps): Promise<DueRe
       await queue.complete(revocation.apiKeyId);
       result.outcomes.push({ apiKeyId: revocation.apiKeyId, keyPrefix: revocation.keyPrefix, outcome });
     } catch (error) {
-      deps.logger.error('scheduled revocation failed; it stays queued', { apiKeyId: revocation.apiKeyId, keyPrefix: revocation.keyPrefix, error });
+      deps.logger.error('scheduled revocation failed; it stays queued', {
+        apiKeyId: revocation.apiKeyId,
+        keyPrefix: revocation.keyPrefix,
+        error,
+      });
       result.failed.push({ apiKeyId: revocation.apiKeyId, keyPrefix: revocation.keyPrefix, error });
     }
   }

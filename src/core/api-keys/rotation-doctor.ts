@@ -117,7 +117,10 @@ export async function examineCompanies(
 }
 
 /** Metrics, logs and events of a run's findings; the report as given. */
-export async function reportDoctorRun<R extends DoctorReport>(deps: Pick<DoctorDeps, 'events' | 'logger' | 'metrics'>, report: R): Promise<R> {
+export async function reportDoctorRun<R extends DoctorReport>(
+  deps: Pick<DoctorDeps, 'events' | 'logger' | 'metrics'>,
+  report: R,
+): Promise<R> {
   const { findings } = report;
   const unrepaired = findings.filter((f) => !f.repaired);
   for (const finding of findings) deps.metrics.withDimensions({ Finding: finding.type }).add('RotationFindings', 1);
@@ -177,7 +180,13 @@ async function checkCompany(entries: CompanyKeyEntry[], ctx: CheckContext): Prom
       states.push(await checkSecret(entry, ctx));
     } catch (error) {
       ctx.log.error('company key secret check failed', { secret: entry.name, error });
-      ctx.found.push({ type: 'check_failed', companyId: entry.companyId, secret: entry.name, repaired: false, detail: describeDoctorError(error) });
+      ctx.found.push({
+        type: 'check_failed',
+        companyId: entry.companyId,
+        secret: entry.name,
+        repaired: false,
+        detail: describeDoctorError(error),
+      });
     }
   }
   // Without every secret's references, no key can be known to be unreferenced.
@@ -186,7 +195,13 @@ async function checkCompany(entries: CompanyKeyEntry[], ctx: CheckContext): Prom
     await checkKeys(states, ctx);
   } catch (error) {
     ctx.log.error('company keys check failed', { error });
-    ctx.found.push({ type: 'check_failed', companyId: entries[0]!.companyId, secret: entries[0]!.name, repaired: false, detail: describeDoctorError(error) });
+    ctx.found.push({
+      type: 'check_failed',
+      companyId: entries[0]!.companyId,
+      secret: entries[0]!.name,
+      repaired: false,
+      detail: describeDoctorError(error),
+    });
   }
 }
 
@@ -219,9 +234,16 @@ async function checkSecret(entry: CompanyKeyEntry, ctx: CheckContext): Promise<S
     found.push({ ...base, type: 'rotation_disabled', repaired: false, detail: 'rotation is not enabled on the secret' });
   } else {
     const interval = rotation.automaticallyAfterDays === undefined ? undefined : rotation.automaticallyAfterDays * DAY;
-    const dueAt = rotation.nextRotationAt ?? (rotation.lastRotatedAt !== undefined && interval !== undefined ? rotation.lastRotatedAt + interval : undefined);
+    const dueAt =
+      rotation.nextRotationAt ??
+      (rotation.lastRotatedAt !== undefined && interval !== undefined ? rotation.lastRotatedAt + interval : undefined);
     if (dueAt !== undefined && now - dueAt > settings.overdueAfterMs) {
-      found.push({ ...base, type: 'rotation_overdue', repaired: false, detail: `the rotation due ${new Date(dueAt).toISOString()} has not happened` });
+      found.push({
+        ...base,
+        type: 'rotation_overdue',
+        repaired: false,
+        detail: `the rotation due ${new Date(dueAt).toISOString()} has not happened`,
+      });
     }
   }
 
@@ -294,7 +316,11 @@ async function checkKeys(states: SecretState[], ctx: CheckContext): Promise<void
 }
 
 /** The key of every version, labelled or not, by key id. A version whose value does not parse holds nothing. */
-async function heldKeys(store: Pick<SecretStore, 'readSecret'>, secretId: string, versions: SecretVersionInfo[]): Promise<Map<string, CompanyKeySecret>> {
+async function heldKeys(
+  store: Pick<SecretStore, 'readSecret'>,
+  secretId: string,
+  versions: SecretVersionInfo[],
+): Promise<Map<string, CompanyKeySecret>> {
   const out = new Map<string, CompanyKeySecret>();
   for (const version of versions) {
     try {

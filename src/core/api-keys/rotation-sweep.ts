@@ -114,12 +114,16 @@ export function dueReason(
   now: number,
   settings: { overdueAfterMs?: number; maxRecheckMs?: number } = {},
 ): { reason: DueReason } | { reason: undefined; nextCheckAt: number } {
-  const pending = Object.values(description.versionStages).some((stages) => stages.includes(SecretStage.pending) && !stages.includes(SecretStage.current));
+  const pending = Object.values(description.versionStages).some(
+    (stages) => stages.includes(SecretStage.pending) && !stages.includes(SecretStage.current),
+  );
   if (pending) return { reason: 'in_progress' };
   const { rotation } = description;
   if (!rotation.enabled) return { reason: 'rotation_disabled' };
   const interval = rotation.automaticallyAfterDays === undefined ? undefined : rotation.automaticallyAfterDays * DAY;
-  const dueAt = rotation.nextRotationAt ?? (rotation.lastRotatedAt !== undefined && interval !== undefined ? rotation.lastRotatedAt + interval : undefined);
+  const dueAt =
+    rotation.nextRotationAt ??
+    (rotation.lastRotatedAt !== undefined && interval !== undefined ? rotation.lastRotatedAt + interval : undefined);
   // Rotation on but no date to go by: look.
   if (dueAt === undefined) return { reason: 'due' };
   if (now - dueAt > (settings.overdueAfterMs ?? DAY)) return { reason: 'overdue' };
@@ -178,7 +182,13 @@ export async function sweepKeyRotations(deps: SweepDeps, settings: SweepSettings
         return;
       }
       if (!found) {
-        findings.push({ type: 'key_missing', companyId, secret: '(none)', repaired: false, detail: 'no key secret of this stage: run `acctops keys install --company <id>`' });
+        findings.push({
+          type: 'key_missing',
+          companyId,
+          secret: '(none)',
+          repaired: false,
+          detail: 'no key secret of this stage: run `acctops keys install --company <id>`',
+        });
         return;
       }
       const decision = dueReason(found.description, now, settings);

@@ -63,7 +63,10 @@ export function rotationSettings(input: Partial<RotationSettings> & Pick<Rotatio
   if (!Number.isInteger(graceMs) || graceMs <= 0) throw new ConfigError([{ path: 'graceMs', message: 'must be a positive integer' }]);
   if (graceMs <= input.consumerCacheTtlMs) {
     throw new ConfigError([
-      { path: 'graceMs', message: `must be longer than the consumers' cache TTL (${input.consumerCacheTtlMs} ms), or they could still hold the revoked key` },
+      {
+        path: 'graceMs',
+        message: `must be longer than the consumers' cache TTL (${input.consumerCacheTtlMs} ms), or they could still hold the revoked key`,
+      },
     ]);
   }
   return { graceMs, consumerCacheTtlMs: input.consumerCacheTtlMs };
@@ -95,8 +98,7 @@ export interface KeyRotationDeps {
 
 export type StepOutcome =
   /** The version is AWSCURRENT already: the rotation is over, nothing to do. */
-  | 'already_current'
-  | 'done';
+  'already_current' | 'done';
 
 export class KeyRotation {
   constructor(private readonly deps: KeyRotationDeps) {}
@@ -179,10 +181,13 @@ export class KeyRotation {
     }
     const name = rotationKeyName(token);
     if (keys.some((k) => k.name === name)) {
-      throw new KeyRotationError(`rotation ${token} created its key earlier but never stored it; the key is revoked and the rotation fails`, {
-        code: 'replacement_key_lost',
-        step: 'createSecret',
-      });
+      throw new KeyRotationError(
+        `rotation ${token} created its key earlier but never stored it; the key is revoked and the rotation fails`,
+        {
+          code: 'replacement_key_lost',
+          step: 'createSecret',
+        },
+      );
     }
     const now = this.deps.clock.now();
     const created = await client.apiKeys.create({ name, permissions: listed.permissions, expiresAt: sameLifetime(listed, now) });
@@ -233,7 +238,10 @@ export class KeyRotation {
     }
     const current = await this.readCurrent(description.secretArn);
     if (pending.companyId.toLowerCase() !== current.companyId.toLowerCase()) {
-      throw new KeyRotationError(`the pending version names another company than the current one`, { code: 'wrong_company', step: 'testSecret' });
+      throw new KeyRotationError(`the pending version names another company than the current one`, {
+        code: 'wrong_company',
+        step: 'testSecret',
+      });
     }
     const client = this.deps.clientFor(pending);
     const companies = await client.companies.list().all();
@@ -334,7 +342,10 @@ export class KeyRotation {
   private async requirePending(description: SecretDescription, token: string, step: RotationStep): Promise<CompanyKeySecret> {
     const pending = await this.readPending(description.secretArn, token);
     if (!pending) {
-      throw new KeyRotationError(`version ${token} of ${description.name} has no value: createSecret has not run`, { code: 'pending_value_missing', step });
+      throw new KeyRotationError(`version ${token} of ${description.name} has no value: createSecret has not run`, {
+        code: 'pending_value_missing',
+        step,
+      });
     }
     return pending;
   }

@@ -101,7 +101,10 @@ export interface CompanyRegistryOptions {
 }
 
 const addInputSchema = z.strictObject({
-  companyId: z.string().transform((s) => s.toLowerCase()).pipe(companyIdSchema),
+  companyId: z
+    .string()
+    .transform((s) => s.toLowerCase())
+    .pipe(companyIdSchema),
   formats: z.array(z.enum(FORMATS)).min(1).max(FORMATS.length).optional(),
   rotationDays: z.int().min(ROTATION_DAYS.min).max(ROTATION_DAYS.max).optional(),
 });
@@ -114,7 +117,8 @@ export class CompanyRegistry {
     private readonly options: CompanyRegistryOptions,
   ) {
     this.defaultFormats = [...new Set(options.defaultFormats)];
-    if (this.defaultFormats.length === 0) throw new ValidationError('company registry options', [{ path: 'defaultFormats', message: 'expected at least one format' }]);
+    if (this.defaultFormats.length === 0)
+      throw new ValidationError('company registry options', [{ path: 'defaultFormats', message: 'expected at least one format' }]);
   }
 
   /** The company, removed or not; null when it was never added. Throws on an item that fails its schema. */
@@ -139,7 +143,11 @@ export class CompanyRegistry {
     const next: RegisteredCompany = {
       companyId,
       formats: formats ? [...new Set(formats)] : (existing?.formats ?? this.defaultFormats),
-      ...(rotationDays !== undefined ? { rotationDays } : existing?.rotationDays !== undefined ? { rotationDays: existing.rotationDays } : {}),
+      ...(rotationDays !== undefined
+        ? { rotationDays }
+        : existing?.rotationDays !== undefined
+          ? { rotationDays: existing.rotationDays }
+          : {}),
       addedAt: existing?.addedAt ?? at,
       updatedAt: at,
       ...(existing?.seededFrom ? { seededFrom: existing.seededFrom } : {}),
@@ -168,7 +176,9 @@ export class CompanyRegistry {
   async listPage(request: { cursor?: string | null; limit?: number } = {}): Promise<RegistryPage> {
     const limit = request.limit ?? DEFAULT_REGISTRY_PAGE;
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_REGISTRY_PAGE) {
-      throw new ValidationError('registry page request', [{ path: 'limit', message: `expected an integer from 1 to ${MAX_REGISTRY_PAGE}` }]);
+      throw new ValidationError('registry page request', [
+        { path: 'limit', message: `expected an integer from 1 to ${MAX_REGISTRY_PAGE}` },
+      ]);
     }
     const page = await this.table.scanPage({ cursor: request.cursor ?? null, limit });
     const items: RegisteredCompany[] = [];

@@ -7,7 +7,8 @@
  * (an upstream message that echoes a token) is scrubbed.
  */
 
-const SECRET_KEY = /(secret|password|passwd|token|apikey|api_key|authorization|institution|credential|refresh|access_?token|signature|^key$)/i;
+const SECRET_KEY =
+  /(secret|password|passwd|token|apikey|api_key|authorization|institution|credential|refresh|access_?token|signature|^key$)/i;
 const SAFE_KEYS = new Set(['keyPrefix', 'prefix', 'apiKeyId', 'tokenExpiresAt', 'accessTokenExpiresAt', 'tokenType', 'refreshedAt']);
 
 const JWT = /\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g;

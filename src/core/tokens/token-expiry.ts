@@ -18,11 +18,7 @@ export interface ExpiryInput {
   expiresIn?: number | null | undefined;
 }
 
-export function accessTokenExpiry(
-  pair: ExpiryInput,
-  issuedAt: number,
-  lifetimeMs: number,
-): { expiresAt: number; source: ExpirySource } {
+export function accessTokenExpiry(pair: ExpiryInput, issuedAt: number, lifetimeMs: number): { expiresAt: number; source: ExpirySource } {
   const exp = jwtExpiry(pair.accessToken);
   if (exp !== undefined) return { expiresAt: exp, source: 'jwt' };
   if (typeof pair.expiresIn === 'number' && Number.isFinite(pair.expiresIn) && pair.expiresIn > 0) {

@@ -32,15 +32,24 @@ const MINUTE = 60_000;
 
 const settingsSchema = z.object({
   /** Refresh this long before the deadline (access-token expiry or keep-alive). */
-  marginMs: z.int().min(0).default(15 * MINUTE),
+  marginMs: z
+    .int()
+    .min(0)
+    .default(15 * MINUTE),
   /** Used when a response gives neither a JWT `exp` nor `expiresIn` (spec §5.2: "usually 30 minutes"). */
-  accessTokenLifetimeMs: z.int().positive().default(30 * MINUTE),
+  accessTokenLifetimeMs: z
+    .int()
+    .positive()
+    .default(30 * MINUTE),
   /**
    * How long a lease protects a user. Longer than the longest a holder can take (the worker's
    * invocation timeout): otherwise a second worker could take the lease from a live holder and
    * refresh with a token the first is rotating.
    */
-  leaseMs: z.int().positive().default(3 * MINUTE),
+  leaseMs: z
+    .int()
+    .positive()
+    .default(3 * MINUTE),
   /** Users refreshed at once inside one batch: with the number of workers, the cap on requests in flight. */
   concurrency: z.int().min(1).max(100).default(10),
 });
@@ -298,7 +307,9 @@ export class TokenLifecycle {
       if (kind === undefined || kind === 'later') throw error;
       refreshError = error;
       log.warn(
-        error instanceof InvalidGrantError ? 'refresh token refused; recovering through retrieve' : 'refresh outcome unknown; recovering through retrieve',
+        error instanceof InvalidGrantError
+          ? 'refresh token refused; recovering through retrieve'
+          : 'refresh outcome unknown; recovering through retrieve',
         describeFailure(error),
       );
     }
@@ -347,7 +358,12 @@ export class TokenLifecycle {
         expirySource: source,
       });
     }
-    this.deps.logger.debug('user token stored', { externalId: record.externalId, result, accessTokenExpiresAt: expiresAt, expirySource: source });
+    this.deps.logger.debug('user token stored', {
+      externalId: record.externalId,
+      result,
+      accessTokenExpiresAt: expiresAt,
+      expirySource: source,
+    });
     return { externalId: record.externalId, result };
   }
 
@@ -438,7 +454,11 @@ export class TokenLifecycle {
         return { externalId, result: 'already_revoked' };
       }
       await this.expireAtService(record);
-      await this.deps.store.markStatus(externalId, { status: 'revoked' }, { expectedVersion: record.version, owner, now: this.deps.clock.now() });
+      await this.deps.store.markStatus(
+        externalId,
+        { status: 'revoked' },
+        { expectedVersion: record.version, owner, now: this.deps.clock.now() },
+      );
       this.deps.metrics.add('UserRevoked', 1);
       this.deps.logger.info('user revoked', { externalId, previousStatus: record.status });
       return { externalId, result: 'revoked' };

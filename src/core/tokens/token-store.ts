@@ -169,11 +169,7 @@ export function refreshDeadline(token: Pick<TokenRecord, 'accessTokenExpiresAt' 
  * The one definition of "due", the same one queryDue serves: the refresh flow re-checks it on the
  * record it read under the lease, and skips the user when someone else has just refreshed it.
  */
-export function isDue(
-  token: Pick<TokenRecord, 'status' | 'accessTokenExpiresAt' | 'refreshedAt'>,
-  now: number,
-  marginMs: number,
-): boolean {
+export function isDue(token: Pick<TokenRecord, 'status' | 'accessTokenExpiresAt' | 'refreshedAt'>, now: number, marginMs: number): boolean {
   return token.status === 'active' && refreshDeadline(token) - marginMs <= now;
 }
 
@@ -235,11 +231,7 @@ export class VersionConflictError extends TokenStoreError {
   readonly reason: 'version_changed' | 'lease_not_held';
   readonly expectedVersion: number;
 
-  constructor(
-    externalId: string,
-    details: { reason: 'version_changed' | 'lease_not_held'; expectedVersion: number },
-    cause?: unknown,
-  ) {
+  constructor(externalId: string, details: { reason: 'version_changed' | 'lease_not_held'; expectedVersion: number }, cause?: unknown) {
     super(
       `token record ${externalId} was not written: ${details.reason === 'version_changed' ? `it is no longer at version ${details.expectedVersion}` : 'the lease is not held by this owner'}`,
       { code: 'version_conflict', externalId, cause },

@@ -68,7 +68,13 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     });
 
     it('finishes an export during which the key rotates and the old key is revoked, without seeing an error', async () => {
-      const revokeDeps = { store: world.store, clientFor: world.clientFor.bind(world), clock: world.clock, logger: world.logger, metrics: world.metrics };
+      const revokeDeps = {
+        store: world.store,
+        clientFor: world.clientFor.bind(world),
+        clock: world.clock,
+        logger: world.logger,
+        metrics: world.metrics,
+      };
       const ids = await exportMonth(async (page) => {
         world.clock.advance(MINUTE); // each page takes a while
         if (page === 5) await world.startRotation();
@@ -105,11 +111,14 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     it('does not loop when the secret did not change: the 401 is raised', async () => {
       const { client: api } = consumer();
       await world.sandbox.admin.revokeApiKey({ publicId: world.initialKey.apiKeyId });
-      await expect(api.companies.list().all()).rejects.toMatchObject({ status: 401, code: dialect === 'default' ? 'key_revoked' : 'authentication_failed' });
+      await expect(api.companies.list().all()).rejects.toMatchObject({
+        status: 401,
+        code: dialect === 'default' ? 'key_revoked' : 'authentication_failed',
+      });
       expect((await world.sandbox.admin.requestLog({ limit: 10 })).filter((r) => r.route === 'GET /companies/')).toHaveLength(1);
     });
 
-    it('names a company without a key secret, and refuses a secret holding another company\'s key', async () => {
+    it("names a company without a key secret, and refuses a secret holding another company's key", async () => {
       const { keys } = consumer();
       await expect(keys.getApiKey(world.otherCompanyId)).rejects.toBeInstanceOf(CompanyKeyNotFoundError);
       await client(world.sm).send(

@@ -99,7 +99,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         permissions: ['read_transactions'],
         name: rotationKeyName('1b4e28ba-2fa1-41d2-883f-0016d3cca427'),
       });
-      const handmade = await world.sandbox.admin.createApiKey({ companyId: world.companyId, permissions: ['read_transactions'], name: 'bookkeeper' });
+      const handmade = await world.sandbox.admin.createApiKey({
+        companyId: world.companyId,
+        permissions: ['read_transactions'],
+        name: 'bookkeeper',
+      });
       await world.startRotation();
 
       world.clock.advance(GRACE_MS - MINUTE);
@@ -118,7 +122,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect((await doctor()).findings).toEqual([]); // not overdue yet: the slack
       world.clock.advance(HOUR);
       const report = await doctor();
-      expect(report.findings).toEqual([expect.objectContaining({ type: 'revocation_overdue', apiKeyId: world.initialKey.apiKeyId, repaired: true })]);
+      expect(report.findings).toEqual([
+        expect.objectContaining({ type: 'revocation_overdue', apiKeyId: world.initialKey.apiKeyId, repaired: true }),
+      ]);
       expect(await world.statusWith(world.initialKey.apiKey)).toMatchObject({ status: 401 });
     });
 
@@ -129,7 +135,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       await world.startRotation(); // the initial key is now in a version without a label
       world.clock.advance(GRACE_MS + HOUR);
       const report = await doctor();
-      expect(report.findings).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'revocation_overdue', apiKeyId: world.initialKey.apiKeyId, repaired: true })]));
+      expect(report.findings).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ type: 'revocation_overdue', apiKeyId: world.initialKey.apiKeyId, repaired: true }),
+        ]),
+      );
       expect(await world.statusWith(world.initialKey.apiKey)).toMatchObject({ status: 401 });
     });
 
@@ -181,7 +191,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         }),
       );
       const report = await doctor({ repair: false });
-      const second = report.findings.filter((f) => f.secret === 'expiring').map((f) => f.type).sort();
+      const second = report.findings
+        .filter((f) => f.secret === 'expiring')
+        .map((f) => f.type)
+        .sort();
       expect(second).toEqual(['key_expiring', 'rotation_disabled']);
     });
 
@@ -228,14 +241,20 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(row!.permissions!.sort()).toEqual([...world.initialKey.permissions].sort());
       expect(row!.lastUsedAt).toEqual(expect.any(String));
       expect(row!.pendingRevocations.map((r) => r.keyPrefix).sort()).toEqual(
-        [world.initialKey.keyPrefix, (await world.store.readSecret(world.secretArn, { stage: 'AWSPREVIOUS' })).value.match(/"keyPrefix":"([^"]+)"/)![1]].sort(),
+        [
+          world.initialKey.keyPrefix,
+          (await world.store.readSecret(world.secretArn, { stage: 'AWSPREVIOUS' })).value.match(/"keyPrefix":"([^"]+)"/)![1],
+        ].sort(),
       );
       expect(JSON.stringify(row)).not.toContain(current.apiKey);
     });
 
     it('rotateNow reports a rotation that failed and was rolled back', async () => {
       await world.startRotation();
-      await world.sandbox.admin.faults.add({ route: 'GET /companies/', fault: { type: 'extra_fields', fields: { publicId: world.otherCompanyId } } });
+      await world.sandbox.admin.faults.add({
+        route: 'GET /companies/',
+        fault: { type: 'extra_fields', fields: { publicId: world.otherCompanyId } },
+      });
       const result = await rotateNow({ store: world.store, directory: world.directory }, world.companyId);
       expect(result.state).toBe('failed');
     });

@@ -93,7 +93,12 @@ describe('EventBridge Scheduler revocations (real SDK, fake service)', () => {
   afterEach(() => scheduler.stop());
 
   const adapter = () =>
-    new EventBridgeRevocationScheduler({ groupName: GROUP, targetArn: TARGET, roleArn: ROLE, client: new SchedulerClient(localClientConfig(scheduler.endpoint)) });
+    new EventBridgeRevocationScheduler({
+      groupName: GROUP,
+      targetArn: TARGET,
+      roleArn: ROLE,
+      client: new SchedulerClient(localClientConfig(scheduler.endpoint)),
+    });
 
   describe('contract', () => contract(async () => adapter()));
 

@@ -59,7 +59,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       // The old key's revocation waits in the queue for the end of the grace period.
       const [queued, ...more] = await world.queue.due(Number.MAX_SAFE_INTEGER);
       expect(more).toEqual([]);
-      expect(queued).toMatchObject({ apiKeyId: old.apiKeyId, keyPrefix: old.keyPrefix, revokeAt: world.clock.now() + GRACE_MS, rotationToken: versionId });
+      expect(queued).toMatchObject({
+        apiKeyId: old.apiKeyId,
+        keyPrefix: old.keyPrefix,
+        revokeAt: world.clock.now() + GRACE_MS,
+        rotationToken: versionId,
+      });
 
       world.clock.advance(GRACE_MS - MINUTE);
       expect((await runDueRevocations({ ...revokeDeps(), queue: world.queue })).outcomes).toEqual([]);
@@ -85,16 +90,22 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       world.clock.advance(GRACE_MS);
       await expect(revokeApiKey(revokeDeps(), revocation!)).resolves.toBe('revoked');
       await expect(revokeApiKey(revokeDeps(), revocation!)).resolves.toBe('revoked');
-      await expect(revokeApiKey(revokeDeps(), { ...revocation!, apiKeyId: '0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d' })).resolves.toBe('already_gone');
+      await expect(revokeApiKey(revokeDeps(), { ...revocation!, apiKeyId: '0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d' })).resolves.toBe(
+        'already_gone',
+      );
       expect(await world.statusWith(old.apiKey)).toMatchObject({ status: 401 });
     });
 
     it('never revokes the current key, even when a revocation for it comes due', async () => {
       const current = await world.current();
-      const outcome = await revokeApiKey(
-        revokeDeps(),
-        { secretId: world.secretArn, companyId: world.companyId, apiKeyId: current.apiKeyId, keyPrefix: current.keyPrefix, revokeAt: 0, rotationToken: 'x'.repeat(36) },
-      );
+      const outcome = await revokeApiKey(revokeDeps(), {
+        secretId: world.secretArn,
+        companyId: world.companyId,
+        apiKeyId: current.apiKeyId,
+        keyPrefix: current.keyPrefix,
+        revokeAt: 0,
+        rotationToken: 'x'.repeat(36),
+      });
       expect(outcome).toBe('kept_current');
       expect(await world.statusWith(current.apiKey)).toEqual({ status: 200 });
     });
@@ -117,32 +128,45 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         ['createSecret', ['createSecret']],
         ['setSecret', ['createSecret', 'setSecret']],
         ['testSecret', ['createSecret', 'setSecret', 'testSecret']],
-      ] as const)('after a crash following %s, Secrets Manager\'s retry (all four steps, same token) finishes with one new key', async (_label, ran) => {
-        const { versionId } = await world.startRotation();
-        for (const step of ran) await world.sm.admin.runRotationStep(world.secretArn, step);
-        // The function died here; AWS retries the rotation from createSecret with the same token.
-        const retried = await world.sm.admin.retryRotation(world.secretArn);
-        expect(retried.status).toBe('succeeded');
-        await expectOneReplacement(versionId);
-        expect(await world.queue.due(Number.MAX_SAFE_INTEGER)).toHaveLength(1);
-      });
+      ] as const)(
+        "after a crash following %s, Secrets Manager's retry (all four steps, same token) finishes with one new key",
+        async (_label, ran) => {
+          const { versionId } = await world.startRotation();
+          for (const step of ran) await world.sm.admin.runRotationStep(world.secretArn, step);
+          // The function died here; AWS retries the rotation from createSecret with the same token.
+          const retried = await world.sm.admin.retryRotation(world.secretArn);
+          expect(retried.status).toBe('succeeded');
+          await expectOneReplacement(versionId);
+          expect(await world.queue.due(Number.MAX_SAFE_INTEGER)).toHaveLength(1);
+        },
+      );
 
       it('after a crash inside finishSecret (promoted, AWSPENDING not yet removed), a re-run returns at once', async () => {
         const { versionId } = await world.startRotation();
-        for (const step of ['createSecret', 'setSecret', 'testSecret'] as const) await world.sm.admin.runRotationStep(world.secretArn, step);
+        for (const step of ['createSecret', 'setSecret', 'testSecret'] as const)
+          await world.sm.admin.runRotationStep(world.secretArn, step);
         const before = await world.current();
         // The first half of finishSecret, done by hand: AWSCURRENT moved, AWSPENDING left behind.
-        await world.store.moveStage(world.secretArn, { stage: SecretStage.current, toVersionId: versionId, fromVersionId: before.versionId });
-        await expect(world.rotation.runStep({ SecretId: world.secretArn, ClientRequestToken: versionId, Step: 'finishSecret' })).resolves.toBe(
-          'already_current',
-        );
+        await world.store.moveStage(world.secretArn, {
+          stage: SecretStage.current,
+          toVersionId: versionId,
+          fromVersionId: before.versionId,
+        });
+        await expect(
+          world.rotation.runStep({ SecretId: world.secretArn, ClientRequestToken: versionId, Step: 'finishSecret' }),
+        ).resolves.toBe('already_current');
         expect((await world.current()).versionId).toBe(versionId);
       });
     });
 
     it('passes the configuration test of RotateImmediately=false (a deploy) without creating a key', async () => {
       await client(world.sm).send(
-        new RotateSecretCommand({ SecretId: world.secretArn, RotationLambdaARN: ROTATION_LAMBDA, RotationRules: { AutomaticallyAfterDays: 30 }, RotateImmediately: false }),
+        new RotateSecretCommand({
+          SecretId: world.secretArn,
+          RotationLambdaARN: ROTATION_LAMBDA,
+          RotationRules: { AutomaticallyAfterDays: 30 },
+          RotateImmediately: false,
+        }),
       );
       expect(world.sm.admin.rotation(world.secretArn)).toMatchObject({ kind: 'configuration-test', status: 'succeeded' });
       expect(await world.keys()).toHaveLength(1);
@@ -153,18 +177,24 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       it('refuses a token that is not a version, a version that is not AWSPENDING, and a secret without rotation', async () => {
         const secretId = world.secretArn;
         const current = await world.current();
-        await expect(world.rotation.runStep({ SecretId: secretId, ClientRequestToken: 'f'.repeat(36), Step: 'createSecret' })).rejects.toMatchObject({
+        await expect(
+          world.rotation.runStep({ SecretId: secretId, ClientRequestToken: 'f'.repeat(36), Step: 'createSecret' }),
+        ).rejects.toMatchObject({
           code: 'rotation_not_enabled',
         });
         await world.startRotation();
-        await expect(world.rotation.runStep({ SecretId: secretId, ClientRequestToken: 'f'.repeat(36), Step: 'createSecret' })).rejects.toMatchObject({
+        await expect(
+          world.rotation.runStep({ SecretId: secretId, ClientRequestToken: 'f'.repeat(36), Step: 'createSecret' }),
+        ).rejects.toMatchObject({
           code: 'version_not_found',
         });
         const previous = Object.entries(world.stages()).find(([, s]) => s.includes('AWSPREVIOUS'))![0];
         expect(previous).toBe(current.versionId);
-        await expect(world.rotation.runStep({ SecretId: secretId, ClientRequestToken: previous, Step: 'setSecret' })).rejects.toMatchObject({
-          code: 'version_not_pending',
-        });
+        await expect(world.rotation.runStep({ SecretId: secretId, ClientRequestToken: previous, Step: 'setSecret' })).rejects.toMatchObject(
+          {
+            code: 'version_not_pending',
+          },
+        );
         // A guard refusal touches nothing: no key revoked, no label moved.
         expect(await world.liveKeys()).toHaveLength(2);
       });
@@ -213,7 +243,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         const { versionId } = await world.startRotation();
         await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
         await world.sm.admin.runRotationStep(world.secretArn, 'setSecret');
-        await world.sandbox.admin.faults.add({ route: 'GET /companies/', fault: { type: 'extra_fields', fields: { publicId: world.otherCompanyId } } });
+        await world.sandbox.admin.faults.add({
+          route: 'GET /companies/',
+          fault: { type: 'extra_fields', fields: { publicId: world.otherCompanyId } },
+        });
         await expect(world.sm.admin.runRotationStep(world.secretArn, 'testSecret')).rejects.toMatchObject({ code: 'wrong_company' });
         expect(await expectRolledBack(versionId)).toHaveLength(1);
       });
@@ -224,28 +257,40 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         await world.sm.admin.runRotationStep(world.secretArn, 'setSecret');
         const made = (await world.keys()).find((k) => k.name === rotationKeyName(versionId))!;
         await world.sandbox.admin.revokeApiKey({ publicId: made.publicId });
-        await expect(world.sm.admin.runRotationStep(world.secretArn, 'testSecret')).rejects.toMatchObject({ status: 401, code: dialect === 'default' ? 'key_revoked' : 'authentication_failed' });
+        await expect(world.sm.admin.runRotationStep(world.secretArn, 'testSecret')).rejects.toMatchObject({
+          status: 401,
+          code: dialect === 'default' ? 'key_revoked' : 'authentication_failed',
+        });
         await expectRolledBack(versionId);
       });
 
       it('createSecret: storing the new key fails, so the key it just created is revoked', async () => {
         const { versionId } = await world.startRotation();
         world.sm.admin.injectFault({ operation: 'PutSecretValue', type: 'InternalServiceError', status: 500 });
-        await expect(world.sm.admin.runRotationStep(world.secretArn, 'createSecret')).rejects.toMatchObject({ code: 'secrets_manager_InternalServiceError' });
+        await expect(world.sm.admin.runRotationStep(world.secretArn, 'createSecret')).rejects.toMatchObject({
+          code: 'secrets_manager_InternalServiceError',
+        });
         expect(await expectRolledBack(versionId)).toHaveLength(1);
       });
 
       it('createSecret: a key of this rotation that was created but never stored is revoked, never duplicated', async () => {
         const { versionId } = await world.startRotation();
         // A run that died between creating the key and storing it: the full key is lost.
-        await world.sandbox.admin.createApiKey({ companyId: world.companyId, permissions: ['read_transactions'], name: rotationKeyName(versionId) });
-        await expect(world.sm.admin.runRotationStep(world.secretArn, 'createSecret')).rejects.toMatchObject({ code: 'replacement_key_lost' });
+        await world.sandbox.admin.createApiKey({
+          companyId: world.companyId,
+          permissions: ['read_transactions'],
+          name: rotationKeyName(versionId),
+        });
+        await expect(world.sm.admin.runRotationStep(world.secretArn, 'createSecret')).rejects.toMatchObject({
+          code: 'replacement_key_lost',
+        });
         expect(await expectRolledBack(versionId)).toHaveLength(1);
       });
 
       it('finishSecret: scheduling the revocation fails, so nothing is promoted and the new key is revoked', async () => {
         const { versionId } = await world.startRotation();
-        for (const step of ['createSecret', 'setSecret', 'testSecret'] as const) await world.sm.admin.runRotationStep(world.secretArn, step);
+        for (const step of ['createSecret', 'setSecret', 'testSecret'] as const)
+          await world.sm.admin.runRotationStep(world.secretArn, step);
         jest.spyOn(world.queue, 'schedule').mockRejectedValueOnce(new Error('scheduler unavailable'));
         await expect(world.sm.admin.runRotationStep(world.secretArn, 'finishSecret')).rejects.toThrow('scheduler unavailable');
         await expectRolledBack(versionId);

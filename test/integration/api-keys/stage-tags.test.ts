@@ -47,7 +47,9 @@ describe('company key lookups filter on the stage tag', () => {
 
   it('each stage finds its own secret of a company both stages hold', async () => {
     const store = secretStore(sm);
-    expect((await taggedKeyDirectory(store, { stage: 'production' }).find(COMPANY)).secretId).toBe(arns['acctops/production/company/d1/api-key']);
+    expect((await taggedKeyDirectory(store, { stage: 'production' }).find(COMPANY)).secretId).toBe(
+      arns['acctops/production/company/d1/api-key'],
+    );
     expect((await taggedKeyDirectory(store, { stage: 'staging' }).find(COMPANY)).secretId).toBe(arns['acctops/staging/company/d1/api-key']);
   });
 

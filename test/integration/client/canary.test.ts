@@ -95,7 +95,8 @@ describe('client and sandbox with canary secrets', () => {
 
   const client = (overrides: Parameters<World['client']>[0] = {}): AccountingClient =>
     world.client({ logger: clientLogger, transport: recording, onWarning: (w) => warnings.push(w), ...overrides });
-  const institution = (secretKey = CANARY_SECRET) => client({ credentials: institutionAuth({ institutionId: INSTITUTION_ID, secretKey }) }).institution;
+  const institution = (secretKey = CANARY_SECRET) =>
+    client({ credentials: institutionAuth({ institutionId: INSTITUTION_ID, secretKey }) }).institution;
 
   async function fails(work: Promise<unknown>): Promise<void> {
     const outcome = await work.then(
@@ -133,8 +134,19 @@ describe('client and sandbox with canary secrets', () => {
     const rotated = await institution().refreshToken(created.refreshToken!);
     await admin.faults.add({ route: 'POST /institution/users/token/retrieve/', fault: { type: 'status', status: 503 } });
     const retrieved = await institution().retrieveToken(identity);
-    canaries.push(created.accessToken, created.refreshToken!, rotated.accessToken, rotated.refreshToken, retrieved.accessToken, retrieved.refreshToken);
-    expect(await client({ credentials: accessTokenAuth(rotated.accessToken) }).companies.list().all()).toHaveLength(1);
+    canaries.push(
+      created.accessToken,
+      created.refreshToken!,
+      rotated.accessToken,
+      rotated.refreshToken,
+      retrieved.accessToken,
+      retrieved.refreshToken,
+    );
+    expect(
+      await client({ credentials: accessTokenAuth(rotated.accessToken) })
+        .companies.list()
+        .all(),
+    ).toHaveLength(1);
 
     // Bearer operations with the key, through 5xx, resets and a partial body.
     await admin.faults.add({ route: 'GET /accounting/transactions/', fault: { type: 'status', status: 503 } });
@@ -144,7 +156,9 @@ describe('client and sandbox with canary secrets', () => {
     await client().categories.list().all(); // warns about the broken metadata
     const minted = await client().apiKeys.create({ name: 'canary', permissions: ['read_categories'] });
     keys.push(minted.key);
-    await client({ credentials: apiKeyAuth(minted.key) }).categories.list().all();
+    await client({ credentials: apiKeyAuth(minted.key) })
+      .categories.list()
+      .all();
     await client().apiKeys.list().all();
     await client().apiKeys.revoke(minted.publicId);
 
@@ -155,25 +169,52 @@ describe('client and sandbox with canary secrets', () => {
     await fails(institution().retrieveToken(identity)); // the body held an access token
     await fails(institution().refreshToken(created.refreshToken!)); // reuse: invalid_grant
     await fails(institution(CANARY_WRONG_SECRET).verifyToken(retrieved.accessToken));
-    await fails(client({ credentials: apiKeyAuth(minted.key) }).categories.list().all()); // revoked
+    await fails(
+      client({ credentials: apiKeyAuth(minted.key) })
+        .categories.list()
+        .all(),
+    ); // revoked
     await fails(client({ credentials: apiKeyAuth(readKey) }).apiKeys.create({ name: 'x', permissions: ['full_access'] }));
-    await fails(client({ credentials: apiKeyAuth(CANARY_MALFORMED_KEY) }).companies.list().all());
+    await fails(
+      client({ credentials: apiKeyAuth(CANARY_MALFORMED_KEY) })
+        .companies.list()
+        .all(),
+    );
     await admin.faults.add({ route: 'GET /companies/', times: 'always', fault: { type: 'status', status: 502, body: 'html' } });
-    await fails(client({ credentials: apiKeyAuth(readKey) }).companies.list().all());
+    await fails(
+      client({ credentials: apiKeyAuth(readKey) })
+        .companies.list()
+        .all(),
+    );
     await admin.faults.clear();
     await admin.faults.add({ route: 'GET /accounting/transactions/', times: 'always', fault: { type: 'reset', phase: 'after' } });
-    await fails(client({ credentials: apiKeyAuth(readKey), retry: { maxAttempts: 2 } }).transactions.list().all());
+    await fails(
+      client({ credentials: apiKeyAuth(readKey), retry: { maxAttempts: 2 } })
+        .transactions.list()
+        .all(),
+    );
     await admin.faults.clear();
     await admin.faults.add({ route: 'GET /accounting/transactions/', fault: { type: 'slow', delayMs: MINUTE } });
-    await fails(client({ timeoutMs: 100, retry: { maxAttempts: 1 } }).transactions.list().all());
+    await fails(
+      client({ timeoutMs: 100, retry: { maxAttempts: 1 } })
+        .transactions.list()
+        .all(),
+    );
     world.clock.advance(MINUTE);
     // A foreign next that carries the key in its query.
-    await admin.faults.add({ route: 'GET /accounting/transactions/', fault: { type: 'foreign_next', url: `${foreign.origin}/api/v1/accounting/transactions/?api_key=${fullKey}&page=2` } });
+    await admin.faults.add({
+      route: 'GET /accounting/transactions/',
+      fault: { type: 'foreign_next', url: `${foreign.origin}/api/v1/accounting/transactions/?api_key=${fullKey}&page=2` },
+    });
     await fails(client().transactions.list({ pageSize: 10 }).all());
     await admin.faults.add({ route: 'GET /accounting/transactions/', fault: { type: 'count_mismatch' } });
     await client().transactions.list().all();
     world.clock.advance(30 * MINUTE + 1000);
-    await fails(client({ credentials: accessTokenAuth(retrieved.accessToken) }).companies.list().all()); // expired
+    await fails(
+      client({ credentials: accessTokenAuth(retrieved.accessToken) })
+        .companies.list()
+        .all(),
+    ); // expired
     await admin.configure({ rateLimit: { requestsPerSecond: 1, burst: 1 } });
     await fails(
       (async () => {

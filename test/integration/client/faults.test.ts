@@ -84,7 +84,11 @@ describe('client against the sandbox: every fault type', () => {
     it('held on the sandbox clock: the client waits (no timeout) and gets the answer when time moves', async () => {
       await world.sandbox.admin.faults.add({ route: TX, fault: { type: 'slow', delayMs: 5 * MINUTE } });
       let settled = false;
-      const pending = world.client().transactions.list().all().finally(() => (settled = true));
+      const pending = world
+        .client()
+        .transactions.list()
+        .all()
+        .finally(() => (settled = true));
       await world.sandbox.admin.waitForParked({ count: 1 });
       expect(settled).toBe(false);
       world.clock.advance(5 * MINUTE);
@@ -175,12 +179,18 @@ describe('client against the sandbox: every fault type', () => {
 
       const { pair } = await newUser();
       await world.sandbox.admin.faults.add({ route: 'POST /institution/users/token/verify/', fault: { type: 'extra_fields' } });
-      expect(await world.institutionClient().institution.verifyToken(pair.accessToken)).toMatchObject({ valid: true, sandboxExtra: 'unexpected' });
+      expect(await world.institutionClient().institution.verifyToken(pair.accessToken)).toMatchObject({
+        valid: true,
+        sandboxExtra: 'unexpected',
+      });
     });
 
     it('unknown_enum: the unknown value is kept verbatim, not refused', async () => {
       await world.sandbox.admin.faults.add({ route: TX, fault: { type: 'unknown_enum', field: 'cashflowType' } });
-      await world.sandbox.admin.faults.add({ route: 'GET /companies/{company_pk}/taxes/reports/', fault: { type: 'unknown_enum', field: 'status', value: 'Under Review' } });
+      await world.sandbox.admin.faults.add({
+        route: 'GET /companies/{company_pk}/taxes/reports/',
+        fault: { type: 'unknown_enum', field: 'status', value: 'Under Review' },
+      });
       await world.sandbox.admin.addTaxReport({ companyId: world.companyId, periodStart: '2026-09-01', periodEnd: '2026-09-30' });
       const items = await world.client().transactions.list().all();
       expect(new Set(items.map((i) => i.parsed.cashflowType))).toEqual(new Set(['TRANSFER']));
@@ -196,7 +206,11 @@ describe('client against the sandbox: every fault type', () => {
       const seen: number[] = [];
       const error = await rejectionOf(
         (async () => {
-          for await (const page of world.client({ credentials: apiKeyAuth(key) }).transactions.list({ pageSize: 10 }).pages()) seen.push(page.items.length);
+          for await (const page of world
+            .client({ credentials: apiKeyAuth(key) })
+            .transactions.list({ pageSize: 10 })
+            .pages())
+            seen.push(page.items.length);
         })(),
       );
       expect(seen).toEqual([10]);

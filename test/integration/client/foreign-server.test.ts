@@ -62,8 +62,11 @@ const routes: Record<string, Route> = {
     res.write('{');
   },
   'POST /api/v1/institution/users/token/refresh/': (_req, res, body) =>
-    body.refresh === GOOD_REFRESH ? send(res, 200, { access: 'x', accessToken: 'opaque-access-new-0123456789' }) : send(res, 401, TOKEN_NOT_VALID),
-  'POST /api/v1/institution/users/token/verify/': (_req, res, body) => (body.token === GOOD_REFRESH ? send(res, 200, {}) : send(res, 401, TOKEN_NOT_VALID)),
+    body.refresh === GOOD_REFRESH
+      ? send(res, 200, { access: 'x', accessToken: 'opaque-access-new-0123456789' })
+      : send(res, 401, TOKEN_NOT_VALID),
+  'POST /api/v1/institution/users/token/verify/': (_req, res, body) =>
+    body.token === GOOD_REFRESH ? send(res, 200, {}) : send(res, 401, TOKEN_NOT_VALID),
   'POST /api/v1/institution/users/token/expire/': (_req, res) => {
     res.writeHead(200);
     res.end();
@@ -119,7 +122,11 @@ describe('the client against a service written from the spec alone', () => {
 
   it('institution operations: opaque tokens, a refresh that does not rotate, empty bodies, token_not_valid', async () => {
     const institution = client({ institution: INSTITUTION }).institution;
-    expect(await institution.refreshToken(GOOD_REFRESH)).toMatchObject({ accessToken: 'opaque-access-new-0123456789', refreshToken: GOOD_REFRESH, expiresIn: null });
+    expect(await institution.refreshToken(GOOD_REFRESH)).toMatchObject({
+      accessToken: 'opaque-access-new-0123456789',
+      refreshToken: GOOD_REFRESH,
+      expiresIn: null,
+    });
     expect(await institution.verifyToken(GOOD_REFRESH)).toEqual({ valid: true, expiresAt: null });
     expect(await institution.verifyToken(DEAD_REFRESH)).toEqual({ valid: false, reason: 'invalid' });
     expect(await institution.expireToken(GOOD_REFRESH)).toEqual({ expired: true });
@@ -131,24 +138,37 @@ describe('the client against a service written from the spec alone', () => {
   it('a wrong institution credential answered by DRF is still AuthenticationError, on verify too', async () => {
     const wrong = client({ institution: { ...INSTITUTION, secretKey: 'sk_wrong_0123456789abcdef' } }).institution;
     await expect(wrong.verifyToken(DEAD_REFRESH)).rejects.toBeInstanceOf(AuthenticationError);
-    await expect(wrong.refreshToken(GOOD_REFRESH)).rejects.toMatchObject({ status: 401, apiCode: 'authentication_failed', name: 'AuthenticationError' });
+    await expect(wrong.refreshToken(GOOD_REFRESH)).rejects.toMatchObject({
+      status: 401,
+      apiCode: 'authentication_failed',
+      name: 'AuthenticationError',
+    });
   });
 
   it('stops reading an endless body at maxResponseBytes and closes the connection', async () => {
-    const error = await client({ maxResponseBytes: 256 * 1024 }).transactions.list().all().catch((e: unknown) => e);
+    const error = await client({ maxResponseBytes: 256 * 1024 })
+      .transactions.list()
+      .all()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ResponseTooLargeError);
     expect(error).toMatchObject({ limitBytes: 256 * 1024, status: 200 });
     await transactionsStreamClosed; // the server saw the connection go: nothing keeps streaming
   });
 
   it('refuses a declared Content-Length above the limit without reading the body', async () => {
-    const error = await client({ maxResponseBytes: 1024 }).taxReports.list(COMPANY).all().catch((e: unknown) => e);
+    const error = await client({ maxResponseBytes: 1024 })
+      .taxReports.list(COMPANY)
+      .all()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ResponseTooLargeError);
   });
 
   it('stops an endless next chain with PaginationError(too_many_pages)', async () => {
     const before = requests.filter((r) => r.startsWith('GET /api/v1/accounting/categories/')).length;
-    const error = await client().categories.list({ pageSize: 1 }).all().catch((e: unknown) => e);
+    const error = await client()
+      .categories.list({ pageSize: 1 })
+      .all()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PaginationError);
     expect((error as PaginationError).reason).toBe('too_many_pages');
     // count 3 at 1 a page: 3 pages plus a margin of 2.

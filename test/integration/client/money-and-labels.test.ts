@@ -17,7 +17,9 @@ function totals(items: PageItem<Transaction>[]): Record<string, Record<string, s
     const type = parsed.cashflowType ?? 'none';
     byType[type] = (byType[type] ?? 0n) + parsed.amount;
   }
-  return Object.fromEntries(Object.entries(out).map(([c, t]) => [c, Object.fromEntries(Object.entries(t).map(([k, v]) => [k, v.toString()]))]));
+  return Object.fromEntries(
+    Object.entries(out).map(([c, t]) => [c, Object.fromEntries(Object.entries(t).map(([k, v]) => [k, v.toString()]))]),
+  );
 }
 
 describe('client against the sandbox: money encodings and display labels', () => {
@@ -43,7 +45,13 @@ describe('client against the sandbox: money encodings and display labels', () =>
       })
     ).publicIds;
     for (let m = 1; m <= 8; m++) {
-      await admin.addTaxReport({ companyId, periodStart: `2026-0${m}-01`, periodEnd: `2026-0${m}-28`, status: m % 2 ? 'draft' : 'submitted', amountDue: m * 100_003 - 400_000 });
+      await admin.addTaxReport({
+        companyId,
+        periodStart: `2026-0${m}-01`,
+        periodEnd: `2026-0${m}-28`,
+        status: m % 2 ? 'draft' : 'submitted',
+        amountDue: m * 100_003 - 400_000,
+      });
     }
     for (let i = 0; i < 8; i++) await admin.addCategory({ companyId, name: `Category ${i}`, cashflowType: i % 2 ? 'INCOME' : 'EXPENSE' });
   });
@@ -74,8 +82,11 @@ describe('client against the sandbox: money encodings and display labels', () =>
       if (encoding === 'integer') expect(new Set(kinds)).toEqual(new Set(['integer']));
       if (encoding === 'string') expect(items.every((i) => DECIMAL_WIRE.test(i.raw.amount as string))).toBe(true);
       // Mixed: every page carries both encodings.
-      if (encoding === 'mixed') for (const page of pages) expect(new Set(page.items.map((i) => wireKind(i.raw.amount)))).toEqual(new Set(['integer', 'string']));
-      expect(new Set(reports.map((r) => wireKind(r.raw.amountDue)))).toEqual(encoding === 'mixed' ? new Set(['integer', 'string']) : new Set([encoding]));
+      if (encoding === 'mixed')
+        for (const page of pages) expect(new Set(page.items.map((i) => wireKind(i.raw.amount)))).toEqual(new Set(['integer', 'string']));
+      expect(new Set(reports.map((r) => wireKind(r.raw.amountDue)))).toEqual(
+        encoding === 'mixed' ? new Set(['integer', 'string']) : new Set([encoding]),
+      );
 
       parsedBy[encoding] = new Map(items.map((i) => [i.parsed.publicId, i.parsed.amount]));
       reportsBy[encoding] = new Map(reports.map((r) => [r.parsed.pk, r.parsed.amountDue]));

@@ -25,12 +25,24 @@ describe('client against the sandbox: every operation', () => {
     const { admin } = world.sandbox;
     const { companyId } = world;
     reportPks = [];
-    for (const [month, amountDue] of [['07', 123_456], ['08', '-0.50'], ['09', 0]] as const) {
-      const report = await admin.addTaxReport({ companyId, periodStart: `2026-${month}-01`, periodEnd: `2026-${month}-30`, status: month === '09' ? 'draft' : 'submitted', amountDue });
+    for (const [month, amountDue] of [
+      ['07', 123_456],
+      ['08', '-0.50'],
+      ['09', 0],
+    ] as const) {
+      const report = await admin.addTaxReport({
+        companyId,
+        periodStart: `2026-${month}-01`,
+        periodEnd: `2026-${month}-30`,
+        status: month === '09' ? 'draft' : 'submitted',
+        amountDue,
+      });
       reportPks.push(report.pk);
     }
     parentId = (await admin.addCategory({ companyId, name: 'Office', metadata: '{"costCentre":"100"}' })).publicId;
-    childId = (await admin.addCategory({ companyId, name: 'Paper', parent: parentId, metadata: '{"vat":{"rate":19}}', cashflowType: 'EXPENSE' })).publicId;
+    childId = (
+      await admin.addCategory({ companyId, name: 'Paper', parent: parentId, metadata: '{"vat":{"rate":19}}', cashflowType: 'EXPENSE' })
+    ).publicId;
     brokenId = (await admin.addCategory({ companyId, name: 'Broken', metadata: '{"unterminated": ' })).publicId;
     await admin.generateTransactions({ companyId, month: '2026-09', count: 30 });
     await admin.generateTransactions({ companyId, month: '2026-10', count: 45 });
@@ -74,7 +86,14 @@ describe('client against the sandbox: every operation', () => {
       expect(await institution.institution.expireToken(retrieved.refreshToken)).toEqual({ expired: true });
       expect(await institution.institution.expireToken(retrieved.refreshToken)).toEqual({ expired: true });
       expect(await institution.institution.verifyToken(retrieved.accessToken)).toEqual({ valid: false, reason: 'revoked' });
-      expect(await rejectionOf(world.client({ credentials: accessTokenAuth(retrieved.accessToken) }).companies.list().all())).toMatchObject({
+      expect(
+        await rejectionOf(
+          world
+            .client({ credentials: accessTokenAuth(retrieved.accessToken) })
+            .companies.list()
+            .all(),
+        ),
+      ).toMatchObject({
         status: 401,
         apiCode: 'token_revoked',
       });
@@ -94,14 +113,23 @@ describe('client against the sandbox: every operation', () => {
 
   it("lists companies: exactly the key's own company", async () => {
     const companies = await world.client().companies.list().all();
-    expect(companies.map((c) => c.parsed)).toEqual([{ publicId: world.companyId, name: 'Client Tests GmbH', country: 'DE', currency: 'EUR' }]);
+    expect(companies.map((c) => c.parsed)).toEqual([
+      { publicId: world.companyId, name: 'Client Tests GmbH', country: 'DE', currency: 'EUR' },
+    ]);
   });
 
   it('lists tax reports of a company by pk, with exact money and dates', async () => {
     const reports = await world.client().taxReports.list(world.companyId).all();
     expect(reports.map((r) => r.parsed.pk).sort()).toEqual([...reportPks].sort());
     const byPk = new Map(reports.map((r) => [r.parsed.pk, r.parsed]));
-    expect(byPk.get(reportPks[0]!)).toMatchObject({ periodStart: '2026-07-01', periodEnd: '2026-07-30', amountDue: 123_456n, status: 'submitted', type: 'VAT_RETURN', currency: 'EUR' });
+    expect(byPk.get(reportPks[0]!)).toMatchObject({
+      periodStart: '2026-07-01',
+      periodEnd: '2026-07-30',
+      amountDue: 123_456n,
+      status: 'submitted',
+      type: 'VAT_RETURN',
+      currency: 'EUR',
+    });
     expect(byPk.get(reportPks[1]!)?.amountDue).toBe(-50n);
     expect(byPk.get(reportPks[2]!)).toMatchObject({ amountDue: 0n, status: 'draft' });
   });
@@ -110,7 +138,9 @@ describe('client against the sandbox: every operation', () => {
     const client = world.client();
     const october = await client.transactions.list({ dateFrom: '2026-10-01', dateTo: '2026-10-31' }).all();
     expect(october).toHaveLength(45);
-    expect((await world.sandbox.admin.transactionSummary({ companyId: world.companyId, dateFrom: '2026-10-01', dateTo: '2026-10-31' })).count).toBe(45);
+    expect(
+      (await world.sandbox.admin.transactionSummary({ companyId: world.companyId, dateFrom: '2026-10-01', dateTo: '2026-10-31' })).count,
+    ).toBe(45);
     expect(october.every((t) => localDateOf(t.parsed.valueDate).startsWith('2026-10-'))).toBe(true);
     // valueDate stays the string as written, offset included.
     expect(october.every((t) => t.parsed.valueDate === t.raw.valueDate)).toBe(true);
@@ -142,7 +172,13 @@ describe('client against the sandbox: every operation', () => {
     const categories = await client.categories.list({ pageSize: 2 }).all();
     expect(categories).toHaveLength(3);
     const byId = new Map(categories.map((c) => [c.parsed.publicId, c]));
-    expect(byId.get(childId)?.parsed).toMatchObject({ name: 'Paper', parent: parentId, metadata: { vat: { rate: 19 } }, metadataIssue: null, cashflowType: 'EXPENSE' });
+    expect(byId.get(childId)?.parsed).toMatchObject({
+      name: 'Paper',
+      parent: parentId,
+      metadata: { vat: { rate: 19 } },
+      metadataIssue: null,
+      cashflowType: 'EXPENSE',
+    });
     expect(byId.get(parentId)?.parsed).toMatchObject({ parent: null, metadata: { costCentre: '100' } });
     expect(byId.get(brokenId)?.parsed).toMatchObject({ metadata: null, metadataIssue: 'invalid_json' });
     expect(byId.get(brokenId)?.raw.metadata).toBe('{"unterminated": ');
@@ -159,7 +195,12 @@ describe('client against the sandbox: every operation', () => {
       const created = await client.apiKeys.create({ name: 'export', permissions: ['read_transactions', 'read_categories'] });
       expect(created.key).toMatch(/^sbx_[A-Za-z0-9]{32}$/);
       expect(created.prefix).toBe(created.key.slice(0, 12));
-      expect(created).toMatchObject({ name: 'export', permissions: ['read_transactions', 'read_categories'], lastUsedAt: null, revokedAt: null });
+      expect(created).toMatchObject({
+        name: 'export',
+        permissions: ['read_transactions', 'read_categories'],
+        lastUsedAt: null,
+        revokedAt: null,
+      });
 
       const newKey = world.client({ credentials: apiKeyAuth(created.key) });
       world.clock.advance(MINUTE);
@@ -168,7 +209,12 @@ describe('client against the sandbox: every operation', () => {
 
       const listed = await client.apiKeys.list().all();
       const entry = listed.find((k) => k.parsed.publicId === created.publicId);
-      expect(entry?.parsed).toMatchObject({ prefix: created.prefix, permissions: ['read_transactions', 'read_categories'], lastUsedAt: usedAt, revokedAt: null });
+      expect(entry?.parsed).toMatchObject({
+        prefix: created.prefix,
+        permissions: ['read_transactions', 'read_categories'],
+        lastUsedAt: usedAt,
+        revokedAt: null,
+      });
       // Only the prefix is ever listed, never the key.
       expect(JSON.stringify(listed.map((k) => k.raw))).not.toContain(created.key);
 
@@ -211,8 +257,14 @@ describe('client against the sandbox: every operation', () => {
       const created = await client.apiKeys.create({ name: 'elsewhere', permissions: ['read_tax_reports'] });
       expect((await client.apiKeys.list().all()).map((k) => k.parsed.publicId)).toContain(created.publicId);
       await client.apiKeys.revoke(created.publicId);
-      expect(sent).toEqual(['POST /api/v1/management/keys/new/', 'GET /api/v1/management/keys/', `DELETE /api/v1/management/keys/${created.publicId}/revoke/`]);
-      expect((await world.sandbox.admin.listApiKeys({ companyId: world.companyId })).find((k) => k.publicId === created.publicId)?.revokedAt).not.toBeNull();
+      expect(sent).toEqual([
+        'POST /api/v1/management/keys/new/',
+        'GET /api/v1/management/keys/',
+        `DELETE /api/v1/management/keys/${created.publicId}/revoke/`,
+      ]);
+      expect(
+        (await world.sandbox.admin.listApiKeys({ companyId: world.companyId })).find((k) => k.publicId === created.publicId)?.revokedAt,
+      ).not.toBeNull();
     });
   });
 });

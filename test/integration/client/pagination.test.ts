@@ -49,7 +49,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       for (let m = 1; m <= 5; m++) await admin.addTaxReport({ companyId, periodStart: `2026-0${m}-01`, periodEnd: `2026-0${m}-28` });
       for (let i = 0; i < 4; i++) await admin.createApiKey({ companyId, permissions: ['read_transactions'], name: `reader ${i}` });
       const more = [await admin.createCompany({ name: 'Second' }), await admin.createCompany({ name: 'Third' })];
-      const user = await admin.createUser({ institutionId: world.institutionId, companies: [companyId, ...more.map((c) => c.publicId)], issueTokens: true });
+      const user = await admin.createUser({
+        institutionId: world.institutionId,
+        companies: [companyId, ...more.map((c) => c.publicId)],
+        issueTokens: true,
+      });
       userToken = user.tokens!.accessToken;
     });
     afterAll(async () => {
@@ -66,7 +70,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       pages.forEach((page, i) => {
         if (i === pages.length - 1) return expect(page.next).toBeNull();
         const next = new URL(page.next!);
-        expect(Object.fromEntries(next.searchParams)).toEqual({ date_from: '2026-10-01', date_to: '2026-10-31', page: String(i + 2), page_size: '40' });
+        expect(Object.fromEntries(next.searchParams)).toEqual({
+          date_from: '2026-10-01',
+          date_to: '2026-10-31',
+          page: String(i + 2),
+          page_size: '40',
+        });
         expect(page.request).toContain(i === 0 ? '?date_from=2026-10-01&date_to=2026-10-31&page_size=40' : `page=${i + 1}`);
       });
       expect(pages[0]!.previous).toBeNull();
@@ -74,7 +83,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(await world.requests(TX)).toBe(7);
       // Every request after the first was the next link, parameters included.
       const log = await world.sandbox.admin.requestLog({ limit: 7 });
-      expect(log.slice(1).map((e) => e.query)).toEqual([2, 3, 4, 5, 6, 7].map((n) => `?date_from=2026-10-01&date_to=2026-10-31&page_size=40&page=${n}`));
+      expect(log.slice(1).map((e) => e.query)).toEqual(
+        [2, 3, 4, 5, 6, 7].map((n) => `?date_from=2026-10-01&date_to=2026-10-31&page_size=40&page=${n}`),
+      );
     });
 
     it('items() (and for await) yield the same items in order, each once, as many as the service holds', async () => {
@@ -93,7 +104,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     describe('page size: explicit, in the spelling of each resource (the sandbox default would give other sizes)', () => {
       it('categories: pageSize (default 50)', async () => {
         expect(sizes(await collectPages(world.client().categories.list({ pageSize: 10 })))).toEqual([10, 10, 3]);
-        expect((await world.sandbox.admin.requestLog()).map((e) => e.query)).toEqual(['?pageSize=10', '?pageSize=10&page=2', '?pageSize=10&page=3']);
+        expect((await world.sandbox.admin.requestLog()).map((e) => e.query)).toEqual([
+          '?pageSize=10',
+          '?pageSize=10&page=2',
+          '?pageSize=10&page=3',
+        ]);
       });
 
       it('transactions: page_size (default 100)', async () => {
@@ -135,9 +150,14 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         await world.sandbox.admin.faults.add({ route: TX, times: 'always', fault: { type: 'count_mismatch', delta: -1 } });
         const warnings: AccountingApiWarning[] = [];
         const logger = new MemoryLogger();
-        const items = await world.client({ onWarning: (w) => warnings.push(w), logger }).transactions.list({ ...OCTOBER, pageSize: 100 }).all();
+        const items = await world
+          .client({ onWarning: (w) => warnings.push(w), logger })
+          .transactions.list({ ...OCTOBER, pageSize: 100 })
+          .all();
         expect(items).toHaveLength(250);
-        expect(warnings).toEqual([{ type: 'count_mismatch', request: expect.stringContaining('page=3') as unknown, counts: [249], itemsRead: 250 }]);
+        expect(warnings).toEqual([
+          { type: 'count_mismatch', request: expect.stringContaining('page=3') as unknown, counts: [249], itemsRead: 250 },
+        ]);
         expect(logger.entries()).toEqual([expect.objectContaining({ level: 'warn', type: 'count_mismatch', itemsRead: 250 })]);
       });
 
@@ -194,13 +214,23 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       it('the sandbox default foreign next, and a next on the same host outside /api/v1/', async () => {
         await world.sandbox.admin.faults.add({ route: TX, fault: { type: 'foreign_next' } });
         const sandboxOrigin = new URL(world.sandbox.baseUrl).origin;
-        await world.sandbox.admin.faults.add({ route: TX, after: 1, fault: { type: 'foreign_next', url: `${sandboxOrigin}/api/v2/accounting/transactions/?page=2` } });
+        await world.sandbox.admin.faults.add({
+          route: TX,
+          after: 1,
+          fault: { type: 'foreign_next', url: `${sandboxOrigin}/api/v2/accounting/transactions/?page=2` },
+        });
         const client = world.client();
         const first = await pagesUntilFailure(client.transactions.list({ pageSize: 40 }));
-        expect(first.error).toMatchObject({ reason: 'foreign_next', message: expect.stringContaining('http://foreign.invalid/api/v1/') as unknown });
+        expect(first.error).toMatchObject({
+          reason: 'foreign_next',
+          message: expect.stringContaining('http://foreign.invalid/api/v1/') as unknown,
+        });
         const second = await pagesUntilFailure(client.transactions.list({ pageSize: 40 }));
         expect(second.error).toMatchObject({ reason: 'foreign_next', message: expect.stringContaining('/api/v2/') as unknown });
-        expect((await world.sandbox.admin.requestLog()).map((e) => e.path)).toEqual(['/api/v1/accounting/transactions/', '/api/v1/accounting/transactions/']);
+        expect((await world.sandbox.admin.requestLog()).map((e) => e.path)).toEqual([
+          '/api/v1/accounting/transactions/',
+          '/api/v1/accounting/transactions/',
+        ]);
       });
     });
 
@@ -212,7 +242,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const { key } = await admin.createApiKey({ companyId: company.publicId, permissions: ['read_transactions'] });
       await admin.faults.add({ route: TX, fault: { type: 'result_set_change' } });
       const warnings: AccountingApiWarning[] = [];
-      const pages = await collectPages(world.client({ credentials: apiKeyAuth(key), onWarning: (w) => warnings.push(w) }).transactions.list({ ...OCTOBER, pageSize: 40 }));
+      const pages = await collectPages(
+        world.client({ credentials: apiKeyAuth(key), onWarning: (w) => warnings.push(w) }).transactions.list({ ...OCTOBER, pageSize: 40 }),
+      );
       expect(pages.map((p) => p.count)).toEqual([100, 101, 101]);
       const ids = pages.flatMap((p) => p.items.map((i) => i.parsed.publicId));
       expect(ids).toHaveLength(101);

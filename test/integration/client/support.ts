@@ -95,6 +95,7 @@ export async function rejectionOf(work: Promise<unknown>): Promise<Error> {
     () => undefined,
     (error: unknown) => error,
   );
-  if (!(outcome instanceof Error)) throw new Error(`expected a rejection with an Error, got ${outcome === undefined ? 'a success' : String(outcome)}`);
+  if (!(outcome instanceof Error))
+    throw new Error(`expected a rejection with an Error, got ${outcome === undefined ? 'a success' : String(outcome)}`);
   return outcome;
 }

@@ -36,7 +36,12 @@ describe.each(TEST_DIALECTS)('token refusals (%s dialect)', (dialect) => {
     const base = institutionAuth({ institutionId: world.institutionId, secretKey });
     const reauth = jest.fn(async () => false);
     const credentials: CredentialProvider = { get: () => base.get(), onAuthenticationError: reauth };
-    const client = createAccountingClient({ baseUrl: world.sandbox.baseUrl, credentials, clock: new SteppingClock(world.clock), random: () => 0 });
+    const client = createAccountingClient({
+      baseUrl: world.sandbox.baseUrl,
+      credentials,
+      clock: new SteppingClock(world.clock),
+      random: () => 0,
+    });
     const metrics = new MemoryMetrics();
     const lifecycle = new TokenLifecycle({
       store: new FileTokenStore({ path: join(dir, 'tokens.json') }),
@@ -91,7 +96,11 @@ describe.each(TEST_DIALECTS)('token refusals (%s dialect)', (dialect) => {
     const [outcome] = await wrong.lifecycle.refreshBatch([user.externalId]);
     expect(outcome).toMatchObject({ result: 'failed', errorClass: 'AuthenticationError' });
     expect(wrong.reauth).toHaveBeenCalledTimes(1);
-    expect(await store.get(user.externalId)).toMatchObject({ status: 'active', version: before.version, refreshToken: before.refreshToken });
+    expect(await store.get(user.externalId)).toMatchObject({
+      status: 'active',
+      version: before.version,
+      refreshToken: before.refreshToken,
+    });
     await expect(serviceReachableProbe(wrong.client).check()).rejects.toMatchObject({ name: 'AuthenticationError', status: 401 });
   });
 });

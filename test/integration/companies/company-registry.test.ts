@@ -73,7 +73,9 @@ const subjects: [string, () => Promise<Subject>][] = [
         logger,
         plant: async (item) => {
           const { readFile } = await import('node:fs/promises');
-          const file = JSON.parse(await readFile(path, 'utf8').catch(() => '{"format":"acctops.company-registry","formatVersion":1,"items":{}}')) as {
+          const file = JSON.parse(
+            await readFile(path, 'utf8').catch(() => '{"format":"acctops.company-registry","formatVersion":1,"items":{}}'),
+          ) as {
             items: Record<string, unknown>;
           };
           file.items[String(item.companyId)] = item;
@@ -109,7 +111,12 @@ describe.each(subjects)('company registry (%s)', (_name, make) => {
   it('adds a company with the default formats, lower-casing its id', async () => {
     const { result, company } = await s.registry.add({ companyId: A.toUpperCase() }, T0);
     expect(result).toBe('added');
-    expect(company).toEqual({ companyId: A, formats: ['jsonl'], addedAt: '2026-11-01T00:00:00.000Z', updatedAt: '2026-11-01T00:00:00.000Z' });
+    expect(company).toEqual({
+      companyId: A,
+      formats: ['jsonl'],
+      addedAt: '2026-11-01T00:00:00.000Z',
+      updatedAt: '2026-11-01T00:00:00.000Z',
+    });
     expect(await s.registry.get(A)).toEqual(company);
   });
 
@@ -162,7 +169,12 @@ describe.each(subjects)('company registry (%s)', (_name, make) => {
   it('skips an item that fails its schema with a finding naming fields, never values', async () => {
     await s.registry.add({ companyId: A }, T0);
     await s.plant({ companyId: B, formats: ['xlsx'], addedAt: 'sk_live_0123456789abcdef', updatedAt: '2026-11-01T00:00:00Z' });
-    await s.plant({ companyId: 'sk_live_secretsecret', formats: ['csv'], addedAt: '2026-11-01T00:00:00Z', updatedAt: '2026-11-01T00:00:00Z' });
+    await s.plant({
+      companyId: 'sk_live_secretsecret',
+      formats: ['csv'],
+      addedAt: '2026-11-01T00:00:00Z',
+      updatedAt: '2026-11-01T00:00:00Z',
+    });
     const items: RegisteredCompany[] = [];
     const skipped = [];
     for await (const page of s.registry.pages()) {
@@ -171,7 +183,12 @@ describe.each(subjects)('company registry (%s)', (_name, make) => {
     }
     expect(items.map((c) => c.companyId)).toEqual([A]);
     expect(skipped.map((f) => f.key).sort()).toEqual(['(malformed key)', B].sort());
-    expect(skipped.find((f) => f.key === B)?.issues.map((i) => i.path).sort()).toEqual(['addedAt', 'formats[0]']);
+    expect(
+      skipped
+        .find((f) => f.key === B)
+        ?.issues.map((i) => i.path)
+        .sort(),
+    ).toEqual(['addedAt', 'formats[0]']);
     const logged = s.logger.lines.join('\n');
     expect(logged).toContain('company registry item skipped');
     expect(logged).not.toContain('sk_live');

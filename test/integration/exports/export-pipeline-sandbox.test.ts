@@ -49,9 +49,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   beforeAll(async () => {
     [sandbox, s3] = await Promise.all([startSandbox({ dialect, demo: false, clock: sandboxClock }), startS3([BUCKET])]);
     company = (await sandbox.admin.createCompany({ currency: 'EUR' })).publicId;
-    apiKey = (await sandbox.admin.createApiKey({ companyId: company, permissions: ['read_transactions', 'read_categories', 'read_tax_reports'] })).key;
+    apiKey = (
+      await sandbox.admin.createApiKey({ companyId: company, permissions: ['read_transactions', 'read_categories', 'read_tax_reports'] })
+    ).key;
     // Categories: one full page of 1000 and a partial one, through the `pageSize` spelling.
-    for (let i = 0; i < 1005; i++) await sandbox.admin.addCategory({ companyId: company, name: `Category ${i} ü€`, cashflowType: 'EXPENSE' });
+    for (let i = 0; i < 1005; i++)
+      await sandbox.admin.addCategory({ companyId: company, name: `Category ${i} ü€`, cashflowType: 'EXPENSE' });
     // Transactions: two full pages of 1000 and a partial one, through the `page_size` spelling.
     await sandbox.admin.generateTransactions({ companyId: company, month: '2026-10', count: 2480 });
     await sandbox.admin.addTransactions({
@@ -59,8 +62,17 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       transactions: BOUNDARY.map((t, i) => ({ valueDate: t.valueDate, amount: i % 2 === 0 ? -(1000 + i) : `${10 + i}.05` })),
     });
     // An amount beyond 2^53 minor units: exact only through the client's lossless parse.
-    await sandbox.admin.addTransactions({ companyId: company, transactions: [{ valueDate: '2026-10-15T12:00:00+02:00', amount: '9007199254740993', currency: 'EUR' }] });
-    await sandbox.admin.addTaxReport({ companyId: company, periodStart: '2026-10-01', periodEnd: '2026-10-31', amountDue: '1234.56', currency: 'EUR' });
+    await sandbox.admin.addTransactions({
+      companyId: company,
+      transactions: [{ valueDate: '2026-10-15T12:00:00+02:00', amount: '9007199254740993', currency: 'EUR' }],
+    });
+    await sandbox.admin.addTaxReport({
+      companyId: company,
+      periodStart: '2026-10-01',
+      periodEnd: '2026-10-31',
+      amountDue: '1234.56',
+      currency: 'EUR',
+    });
   });
 
   afterAll(async () => {
@@ -149,13 +161,14 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const summary = await completed(run());
       const jsonl = summary.datasets.transactions!.objects.find((o) => o.format === 'jsonl')!;
       const lines = (await objectText(store, jsonl.key)).trimEnd().split('\n');
-      const exported = lines.map((line) => (JSON.parse(line) as { publicId: string; valueDate: string }));
+      const exported = lines.map((line) => JSON.parse(line) as { publicId: string; valueDate: string });
 
       const api = await apiOctober();
       expect(exported.map((t) => t.publicId)).toEqual(api.ids);
       expect(new Set(api.ids).size).toBe(api.ids.length);
       const dates = new Set(exported.map((t) => t.valueDate));
-      for (const boundary of BOUNDARY) expect([boundary.valueDate, dates.has(boundary.valueDate)]).toEqual([boundary.valueDate, boundary.in]);
+      for (const boundary of BOUNDARY)
+        expect([boundary.valueDate, dates.has(boundary.valueDate)]).toEqual([boundary.valueDate, boundary.in]);
       const summaryOfApi = await sandbox.admin.transactionSummary({ companyId: company, dateFrom: '2026-10-01', dateTo: '2026-10-31' });
       expect(summary.datasets.transactions!.records).toBe(summaryOfApi.count);
       expect(summary.manifest.source.query).toEqual({ dateFrom: '2026-10-01', dateTo: '2026-10-31' });
@@ -176,13 +189,21 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       // Parquet end to end: the INT64 minor units read back equal the API's amounts, one by one.
       const parquet = summary.datasets.transactions!.objects.find((o) => o.format === 'parquet')!;
       const file = new Uint8Array(Buffer.from((await store.get(parquet.key))!)).buffer;
-      const rows = await parquetReadObjects({ file, metadata: parquetMetadata(file), columns: ['public_id', 'amount_minor'], compressors: PARQUET_DECOMPRESSORS });
+      const rows = await parquetReadObjects({
+        file,
+        metadata: parquetMetadata(file),
+        columns: ['public_id', 'amount_minor'],
+        compressors: PARQUET_DECOMPRESSORS,
+      });
       const api = await apiOctober();
       expect(rows.map((r) => r.amount_minor as bigint)).toEqual(api.amounts);
       expect(rows.some((r) => r.amount_minor === 9007199254740993n)).toBe(true);
       // And the JSONL keeps each amount as the API spelled it (a decimal string in `string` mode).
       const jsonl = await objectText(store, summary.datasets.transactions!.objects.find((o) => o.format === 'jsonl')!.key);
-      const spelled = jsonl.trimEnd().split('\n').map((l) => (JSON.parse(l) as { amount: unknown }).amount);
+      const spelled = jsonl
+        .trimEnd()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { amount: unknown }).amount);
       expect(spelled.map((a) => parseMinorUnits(a))).toEqual(api.amounts);
       if (encoding === 'string') expect(spelled.every((a) => typeof a === 'string' && /\.\d{2}$/.test(a))).toBe(true);
       if (encoding === 'mixed') expect(new Set(spelled.map((a) => typeof a))).toEqual(new Set(['number', 'string']));
@@ -198,7 +219,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const taxReports = urls.filter((u) => u.pathname.endsWith('/taxes/reports/'));
       expect(transactions).toHaveLength(3);
       expect(transactions.every((u) => u.searchParams.get('page_size') === '1000' && !u.searchParams.has('pageSize'))).toBe(true);
-      expect(transactions.every((u) => u.searchParams.get('date_from') === '2026-10-01' && u.searchParams.get('date_to') === '2026-10-31')).toBe(true);
+      expect(
+        transactions.every((u) => u.searchParams.get('date_from') === '2026-10-01' && u.searchParams.get('date_to') === '2026-10-31'),
+      ).toBe(true);
       expect(categories).toHaveLength(2);
       expect(categories.every((u) => u.searchParams.get('pageSize') === '1000' && !u.searchParams.has('page_size'))).toBe(true);
       expect(taxReports.every((u) => u.searchParams.get('page_size') === '1000')).toBe(true);
@@ -219,7 +242,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const route = 'GET /accounting/transactions/';
       await sandbox.admin.faults.add({ route, query: { page: '2' }, times: 1, fault: { type: 'status', status: 429 } });
       await sandbox.admin.faults.add({ route, query: { page: '3' }, times: 2, fault: { type: 'status', status: 503 } });
-      await sandbox.admin.faults.add({ route: 'GET /accounting/categories/', query: { page: '2' }, times: 1, fault: { type: 'reset', phase: 'partial' } });
+      await sandbox.admin.faults.add({
+        route: 'GET /accounting/categories/',
+        query: { page: '2' },
+        times: 1,
+        fault: { type: 'reset', phase: 'partial' },
+      });
 
       const summary = await completed(run());
       expect(urls.filter((u) => u.pathname.endsWith('/accounting/transactions/') && u.searchParams.get('page') === '3')).toHaveLength(3);
@@ -230,7 +258,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
     it('a failure in the middle of the stream leaves no manifest and nothing of the period; a retryable attempt publishes nothing', async () => {
       const { store, run, events, metrics } = setup();
-      await sandbox.admin.faults.add({ route: 'GET /accounting/transactions/', query: { page: '2' }, times: 'always', fault: { type: 'status', status: 503 } });
+      await sandbox.admin.faults.add({
+        route: 'GET /accounting/transactions/',
+        query: { page: '2' },
+        times: 'always',
+        fault: { type: 'status', status: 503 },
+      });
 
       const outcome = await run({ last: false });
       expect(outcome).toMatchObject({ status: 'failed', retryable: true, final: false });
@@ -243,7 +276,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const { store, run, events } = setup();
       await completed(run());
       const before = await snapshot(store, periodPrefix(company, OCTOBER));
-      await sandbox.admin.faults.add({ route: 'GET /accounting/transactions/', query: { page: '3' }, times: 'always', fault: { type: 'status', status: 500 } });
+      await sandbox.admin.faults.add({
+        route: 'GET /accounting/transactions/',
+        query: { page: '3' },
+        times: 'always',
+        fault: { type: 'status', status: 500 },
+      });
 
       const outcome = await run();
       expect(outcome).toMatchObject({ status: 'failed', retryable: true, final: true });
@@ -276,7 +314,14 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const narrow = (await sandbox.admin.createApiKey({ companyId: company, permissions: ['read_transactions', 'read_categories'] })).key;
       const events = new MemoryEventPublisher();
       const outcome = await exportCompanyPeriod(
-        { store: setup().store, events, clock: ManualClock.autoAdvancing(), logger: new MemoryLogger(), toolVersion: '0.1.0', baseUrl: sandbox.baseUrl },
+        {
+          store: setup().store,
+          events,
+          clock: ManualClock.autoAdvancing(),
+          logger: new MemoryLogger(),
+          toolVersion: '0.1.0',
+          baseUrl: sandbox.baseUrl,
+        },
         {
           companyId: company,
           period: '2026-10',
@@ -288,7 +333,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         },
       );
       expect(outcome).toMatchObject({ status: 'failed', retryable: false, final: true });
-      expect(events.ofType(EXPORT_EVENT_TYPES.failed)[0]!.detail).toMatchObject({ errorClass: 'PermissionDeniedError', previousExport: false, retryable: false });
+      expect(events.ofType(EXPORT_EVENT_TYPES.failed)[0]!.detail).toMatchObject({
+        errorClass: 'PermissionDeniedError',
+        previousExport: false,
+        retryable: false,
+      });
     });
 
     it('a re-run gives the same checksums, and ExportCompleted carries the manifest location and counts', async () => {
@@ -314,12 +363,18 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
     it('no secret in any log line, event, metric or exported object (decompressed)', async () => {
       const { store, run, events, logger, metrics } = setup();
-      await sandbox.admin.faults.add({ route: 'GET /accounting/transactions/', query: { page: '2' }, times: 1, fault: { type: 'status', status: 401 } });
+      await sandbox.admin.faults.add({
+        route: 'GET /accounting/transactions/',
+        query: { page: '2' },
+        times: 1,
+        fault: { type: 'status', status: 401 },
+      });
       await completed(run()).catch(() => undefined);
       await completed(run());
 
       const texts = [...logger.lines, JSON.stringify(events.events), JSON.stringify(metrics.recorded)];
-      for (const key of await listKeys(store, '')) texts.push(await objectText(store, key), Buffer.from((await store.get(key))!).toString('latin1'));
+      for (const key of await listKeys(store, ''))
+        texts.push(await objectText(store, key), Buffer.from((await store.get(key))!).toString('latin1'));
       expect(texts.length).toBeGreaterThan(10);
       const canaries = [apiKey, apiKey.slice(4)];
       for (const text of texts) for (const canary of canaries) expect(text.includes(canary)).toBe(false);

@@ -47,11 +47,21 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       await sandbox.admin.generateTransactions({ companyId: company, month: '2026-10', count });
       await sandbox.admin.addCategory({ companyId: company, name: 'Rent' });
     }
-    const created = await sandbox.admin.createUser({ institutionId: institution.id, externalId: randomUUID(), companies: [companyA, companyB], issueTokens: true });
+    const created = await sandbox.admin.createUser({
+      institutionId: institution.id,
+      externalId: randomUUID(),
+      companies: [companyA, companyB],
+      issueTokens: true,
+    });
     user = { userId: created.userId, externalId: created.externalId!, username: created.username, email: created.email };
     store = new FileTokenStore({ path: join(root, 'tokens.json') });
     await store.create(
-      { ...user, accessToken: created.tokens!.accessToken, refreshToken: created.tokens!.refreshToken, accessTokenExpiresAt: expiryOf(created.tokens!.accessToken, sandboxClock.now()) },
+      {
+        ...user,
+        accessToken: created.tokens!.accessToken,
+        refreshToken: created.tokens!.refreshToken,
+        accessTokenExpiresAt: expiryOf(created.tokens!.accessToken, sandboxClock.now()),
+      },
       sandboxClock.now(),
     );
   });
@@ -68,7 +78,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     const record = (await store.acquireLease(user.externalId, 'test', sandboxClock.now() + MINUTE, sandboxClock.now()))!;
     await store.saveTokens(
       user.externalId,
-      { accessToken: pair.accessToken, refreshToken: pair.refreshToken, accessTokenExpiresAt: expiryOf(pair.accessToken, sandboxClock.now()) },
+      {
+        accessToken: pair.accessToken,
+        refreshToken: pair.refreshToken,
+        accessTokenExpiresAt: expiryOf(pair.accessToken, sandboxClock.now()),
+      },
       { expectedVersion: record.version, owner: 'test', now: sandboxClock.now() },
     );
     return pair.accessToken;
@@ -140,7 +154,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(stats.byRouteAndStatus['GET /accounting/transactions/']?.['401']).toBe(1);
       expect(fresh).not.toBe('');
       const manifest = (await readManifest(new DirObjectStore(dir), manifestKey(companyA, parsePeriod('2026-10'))))!;
-      expect(manifest.datasets.transactions!.records).toBe(outcome.status === 'completed' ? outcome.summary.datasets.transactions!.records : -1);
+      expect(manifest.datasets.transactions!.records).toBe(
+        outcome.status === 'completed' ? outcome.summary.datasets.transactions!.records : -1,
+      );
     });
 
     it('a token about to expire is re-read from the store before it is sent (no 401)', async () => {
@@ -163,11 +179,17 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const stale = await exportAsUser(companyA, { providerClock: new ManualClock(sandboxClock.now()), transport, dir });
       expect(stale).toMatchObject({ status: 'failed', retryable: true });
       // The minimal dialect answers simplejwt's token_not_valid, which does not say "expired": a retryable 401 all the same.
-      expect(stale.status === 'failed' && (stale.error as Error).name).toBe(dialect === 'default' ? 'TokenExpiredError' : 'AuthenticationError');
+      expect(stale.status === 'failed' && (stale.error as Error).name).toBe(
+        dialect === 'default' ? 'TokenExpiredError' : 'AuthenticationError',
+      );
 
       await refreshInStore();
       const record = (await store.acquireLease(user.externalId, 'test', sandboxClock.now() + MINUTE, sandboxClock.now()))!;
-      await store.markStatus(user.externalId, { status: 'revoked' }, { expectedVersion: record.version, owner: 'test', now: sandboxClock.now() });
+      await store.markStatus(
+        user.externalId,
+        { status: 'revoked' },
+        { expectedVersion: record.version, owner: 'test', now: sandboxClock.now() },
+      );
       const revoked = await exportAsUser(companyA, { providerClock: sandboxClock, dir });
       expect(revoked).toMatchObject({ status: 'failed', retryable: false, final: true });
       expect(revoked.status === 'failed' && revoked.error).toBeInstanceOf(UserTokenUnavailableError);
@@ -182,13 +204,23 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
     async function files(dir: string): Promise<string[]> {
       const entries = await readdir(dir, { recursive: true, withFileTypes: true });
-      return entries.filter((e) => e.isFile()).map((e) => relative(dir, join(e.parentPath, e.name))).sort();
+      return entries
+        .filter((e) => e.isFile())
+        .map((e) => relative(dir, join(e.parentPath, e.name)))
+        .sort();
     }
 
     it('learns the key’s company, writes the layout and manifest of the pipeline into a directory, and reports progress', async () => {
       const dir = join(root, 'direct');
       const progress: ExportProgress[] = [];
-      const summary = await runDirectExport({ baseUrl: sandbox.baseUrl, apiKey: key, month: '2026-10', outDir: dir, toolVersion: '0.1.0', onProgress: (p) => progress.push(p) });
+      const summary = await runDirectExport({
+        baseUrl: sandbox.baseUrl,
+        apiKey: key,
+        month: '2026-10',
+        outDir: dir,
+        toolVersion: '0.1.0',
+        onProgress: (p) => progress.push(p),
+      });
 
       expect(summary.company).toBe(companyB);
       const prefix = `exports/company=${companyB}/period=2026-10/`;
@@ -197,17 +229,26 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       for (const object of summary.manifest.objects) expect(written).toContain(object.key);
       expect(written.filter((f) => f.startsWith(prefix) && f.includes('/run='))).toHaveLength(9);
       expect(summary.datasets.transactions!.records).toBe(40);
-      expect(progress.filter((p) => p.done).map((p) => p.dataset).sort()).toEqual(['categories', 'tax_reports', 'transactions']);
+      expect(
+        progress
+          .filter((p) => p.done)
+          .map((p) => p.dataset)
+          .sort(),
+      ).toEqual(['categories', 'tax_reports', 'transactions']);
       expect(summary.manifest.source.baseUrl).toBe(sandbox.baseUrl);
     });
 
     it('refuses a bad month or a missing output before anything is fetched', async () => {
       await sandbox.admin.resetStats();
-      await expect(runDirectExport({ baseUrl: sandbox.baseUrl, apiKey: key, month: '2026-13', outDir: join(root, 'x'), toolVersion: '0.1.0' })).rejects.toMatchObject({
+      await expect(
+        runDirectExport({ baseUrl: sandbox.baseUrl, apiKey: key, month: '2026-13', outDir: join(root, 'x'), toolVersion: '0.1.0' }),
+      ).rejects.toMatchObject({
         name: 'ValidationError',
         field: 'month',
       });
-      await expect(runDirectExport({ baseUrl: sandbox.baseUrl, apiKey: key, month: '2026-10', toolVersion: '0.1.0' } as never)).rejects.toBeInstanceOf(ValidationError);
+      await expect(
+        runDirectExport({ baseUrl: sandbox.baseUrl, apiKey: key, month: '2026-10', toolVersion: '0.1.0' } as never),
+      ).rejects.toBeInstanceOf(ValidationError);
       expect((await sandbox.admin.stats()).requests).toBe(0);
     });
   });

@@ -31,7 +31,10 @@ function monthTransactions(month: '09' | '10', count: number) {
   const currencies = ['EUR', 'EUR', 'JPY', 'KWD'];
   return Array.from({ length: count }, (_, i) => {
     const currency = currencies[i % currencies.length]!;
-    const amount = currency === 'EUR' && i % 3 === 0 ? `${i % 2 === 0 ? '-' : ''}${10 + i}.${String(i % 100).padStart(2, '0')}` : (i % 2 === 0 ? -1 : 1) * (1000 + i * 37);
+    const amount =
+      currency === 'EUR' && i % 3 === 0
+        ? `${i % 2 === 0 ? '-' : ''}${10 + i}.${String(i % 100).padStart(2, '0')}`
+        : (i % 2 === 0 ? -1 : 1) * (1000 + i * 37);
     return transaction(i + (month === '09' ? 1000 : 0), {
       publicId: `7e57da7a-0000-4000-8${month}0-${String(i).padStart(12, '0')}`,
       amount,
@@ -65,8 +68,26 @@ function report(i: number, fields: Record<string, unknown>): ExportTaxReport {
 }
 
 const TAX_REPORTS = [
-  report(1, { type: 'VAT_RETURN', periodStart: '2026-10-01', periodEnd: '2026-10-31', status: 'submitted', amountDue: 123456, currency: 'EUR', createdAt: '2026-11-02T10:00:00.123+01:00', filingRef: 'ELSTER-1', lines: [1, 2] }),
-  report(2, { type: 'VAT_RETURN', periodStart: '2026-07-01', periodEnd: '2026-09-30', status: 'draft', amountDue: '99.95', currency: 'EUR', createdAt: '2026-10-01T09:00:00+02:00' }),
+  report(1, {
+    type: 'VAT_RETURN',
+    periodStart: '2026-10-01',
+    periodEnd: '2026-10-31',
+    status: 'submitted',
+    amountDue: 123456,
+    currency: 'EUR',
+    createdAt: '2026-11-02T10:00:00.123+01:00',
+    filingRef: 'ELSTER-1',
+    lines: [1, 2],
+  }),
+  report(2, {
+    type: 'VAT_RETURN',
+    periodStart: '2026-07-01',
+    periodEnd: '2026-09-30',
+    status: 'draft',
+    amountDue: '99.95',
+    currency: 'EUR',
+    createdAt: '2026-10-01T09:00:00+02:00',
+  }),
   report(3, { type: 'VAT_RETURN', periodStart: '2026-10-01', periodEnd: '2026-10-31', amountDue: 500, currency: 'JPY' }),
   report(4, {}),
 ];
@@ -145,7 +166,8 @@ describe('exports read by independent engines (DuckDB, arrow-rs)', () => {
   const FROM = {
     parquet: (d: DatasetName) => `read_parquet(${glob(d, 'parquet')}, hive_partitioning = true)`,
     // all_varchar: the CSV's text is checked as text; the sums cast explicitly.
-    csv: (d: DatasetName) => `read_csv(${glob(d, 'csv')}, hive_partitioning = true, header = true, delim = ',', quote = '"', escape = '"', all_varchar = true)`,
+    csv: (d: DatasetName) =>
+      `read_csv(${glob(d, 'csv')}, hive_partitioning = true, header = true, delim = ',', quote = '"', escape = '"', all_varchar = true)`,
   };
 
   async function rows(sql: string): Promise<Record<string, string | null>[]> {
@@ -165,9 +187,19 @@ describe('exports read by independent engines (DuckDB, arrow-rs)', () => {
         if (!amount) continue;
         const expected = manifestTotals(manifest, dataset);
         const seen = Object.fromEntries(
-          mine.filter((r) => r.currency !== null && r.minor !== null).map((r) => [r.currency!, { records: Number(r.records), amount: r.amount!.replace(/0+$/, '').replace(/\.$/, ''), minor: r.minor! }]),
+          mine
+            .filter((r) => r.currency !== null && r.minor !== null)
+            .map((r) => [
+              r.currency!,
+              { records: Number(r.records), amount: r.amount!.replace(/0+$/, '').replace(/\.$/, ''), minor: r.minor! },
+            ]),
         );
-        const trimmed = Object.fromEntries(Object.entries(expected).map(([c, e]) => [c, { ...e, amount: e.amount.includes('.') ? e.amount.replace(/0+$/, '').replace(/\.$/, '') : e.amount }]));
+        const trimmed = Object.fromEntries(
+          Object.entries(expected).map(([c, e]) => [
+            c,
+            { ...e, amount: e.amount.includes('.') ? e.amount.replace(/0+$/, '').replace(/\.$/, '') : e.amount },
+          ]),
+        );
         expect(seen).toEqual(trimmed);
       }
     });
@@ -178,8 +210,12 @@ describe('exports read by independent engines (DuckDB, arrow-rs)', () => {
       const jsonl = await rows(
         `SELECT period, count(*)::VARCHAR AS records, string_agg(json->>'${id}', ',' ORDER BY json->>'${id}') AS ids FROM read_ndjson_objects(${glob(dataset, 'jsonl.gz')}, compression = 'gzip', hive_partitioning = true) GROUP BY period ORDER BY period`,
       );
-      const parquet = await rows(`SELECT period, string_agg(${idColumn}, ',' ORDER BY ${idColumn}) AS ids FROM ${FROM.parquet(dataset)} GROUP BY period ORDER BY period`);
-      expect(jsonl.map((r) => [r.period, Number(r.records)])).toEqual(Object.entries(manifests).map(([p, m]) => [p, m.datasets[dataset]!.records]));
+      const parquet = await rows(
+        `SELECT period, string_agg(${idColumn}, ',' ORDER BY ${idColumn}) AS ids FROM ${FROM.parquet(dataset)} GROUP BY period ORDER BY period`,
+      );
+      expect(jsonl.map((r) => [r.period, Number(r.records)])).toEqual(
+        Object.entries(manifests).map(([p, m]) => [p, m.datasets[dataset]!.records]),
+      );
       expect(jsonl.map((r) => r.ids)).toEqual(parquet.map((r) => r.ids));
     });
 
@@ -198,7 +234,9 @@ describe('exports read by independent engines (DuckDB, arrow-rs)', () => {
         const objects = manifest.objects.filter((o) => o.dataset === dataset && o.format === 'parquet');
         expect(objects).toHaveLength(1);
         const table: ArrowTable = tableFromIPC(readParquet(await readFile(join(dir, objects[0]!.key))).intoIPCStream());
-        expect(table.schema.fields.map((f) => [f.name, String(f.type)])).toEqual(GLUE_COLUMNS[dataset].map(([name, type]) => [name, ARROW_TYPE[type]]));
+        expect(table.schema.fields.map((f) => [f.name, String(f.type)])).toEqual(
+          GLUE_COLUMNS[dataset].map(([name, type]) => [name, ARROW_TYPE[type]]),
+        );
         expect(table.numRows).toBe(manifest.datasets[dataset]!.records);
         const amount = AMOUNT[dataset];
         if (!amount) continue;
@@ -216,8 +254,17 @@ describe('exports read by independent engines (DuckDB, arrow-rs)', () => {
         }
         const expected = manifestTotals(manifest, dataset);
         const factor: Record<string, bigint> = { EUR: 100n, JPY: 10_000n, KWD: 10n };
-        expect(Object.fromEntries(Object.entries(sums).map(([c, s]) => [c, { records: s.records, minor: s.minor.toString(), unscaled: s.unscaled.toString() }]))).toEqual(
-          Object.fromEntries(Object.entries(expected).map(([c, e]) => [c, { records: e.records, minor: e.minor, unscaled: (BigInt(e.minor) * factor[c]!).toString() }])),
+        expect(
+          Object.fromEntries(
+            Object.entries(sums).map(([c, s]) => [c, { records: s.records, minor: s.minor.toString(), unscaled: s.unscaled.toString() }]),
+          ),
+        ).toEqual(
+          Object.fromEntries(
+            Object.entries(expected).map(([c, e]) => [
+              c,
+              { records: e.records, minor: e.minor, unscaled: (BigInt(e.minor) * factor[c]!).toString() },
+            ]),
+          ),
         );
         expect(period).toMatch(/^2026-(09|10)$/);
       }
@@ -229,12 +276,16 @@ describe('exports read by independent engines (DuckDB, arrow-rs)', () => {
     expect(extra).toEqual([{ pk: '3a3a3a3a-0000-4000-8000-000000000001', extra: '{"filingRef":"ELSTER-1","lines":[1,2]}' }]);
     const csv = await rows(`SELECT extra FROM ${FROM.csv('tax_reports')} WHERE period = '2026-10' AND extra IS NOT NULL`);
     expect(csv.map((r) => r.extra)).toEqual(['{"filingRef":"ELSTER-1","lines":[1,2]}']);
-    const jsonl = await rows(`SELECT json FROM read_ndjson_objects(${glob('tax_reports', 'jsonl.gz')}, compression = 'gzip', hive_partitioning = true) WHERE period = '2026-10' AND json_extract_string(json, '$.pk') LIKE '%1'`);
+    const jsonl = await rows(
+      `SELECT json FROM read_ndjson_objects(${glob('tax_reports', 'jsonl.gz')}, compression = 'gzip', hive_partitioning = true) WHERE period = '2026-10' AND json_extract_string(json, '$.pk') LIKE '%1'`,
+    );
     expect(JSON.parse(jsonl[0]!.json!)).toEqual(TAX_REPORTS[0]!.raw);
   });
 
   it("puts a tax report in the month its period ends: Q3 in September, not in October's total", async () => {
-    const byPeriod = await rows(`SELECT period, string_agg(right(pk, 1), ',' ORDER BY pk) AS reports FROM ${FROM.parquet('tax_reports')} GROUP BY period ORDER BY period`);
+    const byPeriod = await rows(
+      `SELECT period, string_agg(right(pk, 1), ',' ORDER BY pk) AS reports FROM ${FROM.parquet('tax_reports')} GROUP BY period ORDER BY period`,
+    );
     // Report 4 has no date at all: it cannot be placed and is kept in both.
     expect(byPeriod).toEqual([
       { period: '2026-09', reports: '2,4' },

@@ -10,7 +10,12 @@ import { FileTokenStore } from '../../../src/adapters/local/file-token-store';
 import { apiKeyAuth } from '../../../src/core/accounting-api';
 import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/pipeline/export-events';
 import { decodeJob, type ExportJob } from '../../../src/core/exports/pipeline/export-jobs';
-import { processExportBatch, type ExportMessage, type ExportWorkerDeps, type JobResult } from '../../../src/core/exports/pipeline/export-worker';
+import {
+  processExportBatch,
+  type ExportMessage,
+  type ExportWorkerDeps,
+  type JobResult,
+} from '../../../src/core/exports/pipeline/export-worker';
 import { manifestKey } from '../../../src/core/exports/formats/layout';
 import { checkMonthlyExport, planMonthlyExport } from '../../../src/core/exports/pipeline/monthly-export';
 import { parsePeriod } from '../../../src/core/exports/formats/period';
@@ -53,13 +58,25 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     root = await mkdtemp(join(tmpdir(), 'acctops-monthly-'));
     tokens = new FileTokenStore({ path: join(root, 'tokens.json') });
     const institution = await sandbox.admin.createInstitution({ id: 'inst-monthly' });
-    [k1, k2, u1] = await Promise.all([0, 1, 2].map(async () => (await sandbox.admin.createCompany()).publicId)) as [string, string, string];
+    [k1, k2, u1] = (await Promise.all([0, 1, 2].map(async () => (await sandbox.admin.createCompany()).publicId))) as [
+      string,
+      string,
+      string,
+    ];
     for (const company of [k1, k2, u1]) {
       await sandbox.admin.generateTransactions({ companyId: company, month: '2026-10', count: 120 });
       await sandbox.admin.addTaxReport({ companyId: company, periodStart: '2026-10-01', periodEnd: '2026-10-31', amountDue: 4999 });
     }
     for (const company of [k1, k2]) {
-      keys.set(company, (await sandbox.admin.createApiKey({ companyId: company, permissions: ['read_transactions', 'read_categories', 'read_tax_reports'] })).key);
+      keys.set(
+        company,
+        (
+          await sandbox.admin.createApiKey({
+            companyId: company,
+            permissions: ['read_transactions', 'read_categories', 'read_tax_reports'],
+          })
+        ).key,
+      );
     }
     // X reaches K1 (which its own key covers) and U1; Y reaches U1 too: U1 must be exported once.
     userX = await onboard(institution.id, [k1, u1]);
@@ -78,7 +95,13 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     const user = await sandbox.admin.createUser({ institutionId, externalId: randomUUID(), companies, issueTokens: true });
     const pair = user.tokens!;
     await tokens.create(
-      { externalId: user.externalId!, username: user.username, email: user.email, ...pair, accessTokenExpiresAt: expiryOf(pair.accessToken, sandboxClock.now()) },
+      {
+        externalId: user.externalId!,
+        username: user.username,
+        email: user.email,
+        ...pair,
+        accessTokenExpiresAt: expiryOf(pair.accessToken, sandboxClock.now()),
+      },
       sandboxClock.now(),
     );
     return user.externalId!;
@@ -121,7 +144,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         for (const message of pending) {
           const receiveCount = (deliveries.get(message.deduplicationId) ?? 0) + 1;
           deliveries.set(message.deduplicationId, receiveCount);
-          const sqs: ExportMessage = { messageId: `${message.deduplicationId.slice(0, 8)}-${receiveCount}`, body: message.body, receiveCount };
+          const sqs: ExportMessage = {
+            messageId: `${message.deduplicationId.slice(0, 8)}-${receiveCount}`,
+            body: message.body,
+            receiveCount,
+          };
           const report = await processExportBatch(worker, [sqs]);
           results.push({ job: safeDecode(message.body), result: report.results[0]!.result });
           if (report.failedMessageIds.length === 0) continue;
@@ -175,16 +202,34 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(plan).toMatchObject({ period: '2026-10', companies: 2, users: 2, repeated: false });
       const started = p.events.ofType(EXPORT_EVENT_TYPES.monthlyStarted);
       expect(started.map((e) => e.detail)).toEqual([
-        { runId: plan.runId, period: '2026-10', timeZone: 'Europe/Berlin', scheduledAt: SCHEDULED, companies: [k1, k2], companyCount: 2, users: 2 },
+        {
+          runId: plan.runId,
+          period: '2026-10',
+          timeZone: 'Europe/Berlin',
+          scheduledAt: SCHEDULED,
+          companies: [k1, k2],
+          companyCount: 2,
+          users: 2,
+        },
       ]);
       // The API-key companies are grouped by company and month; discoveries by user.
-      expect(p.queue.messages.map((m) => m.groupId).sort()).toEqual([`${k1}#2026-10`, `${k2}#2026-10`, `user#${userX}`, `user#${userY}`].sort());
+      expect(p.queue.messages.map((m) => m.groupId).sort()).toEqual(
+        [`${k1}#2026-10`, `${k2}#2026-10`, `user#${userX}`, `user#${userY}`].sort(),
+      );
 
       await p.drain();
 
       const exported = exportsOf(p.results).filter((r) => r.result === 'completed');
-      expect(exported.map((r) => [r.job.companyId, r.job.source.kind]).sort()).toEqual([[k1, 'apiKey'], [k2, 'apiKey'], [u1, 'user']].sort());
-      const completed = p.events.ofType(EXPORT_EVENT_TYPES.completed).map((e) => e.detail as { companyId: string; manifestKey: string; trigger: unknown });
+      expect(exported.map((r) => [r.job.companyId, r.job.source.kind]).sort()).toEqual(
+        [
+          [k1, 'apiKey'],
+          [k2, 'apiKey'],
+          [u1, 'user'],
+        ].sort(),
+      );
+      const completed = p.events
+        .ofType(EXPORT_EVENT_TYPES.completed)
+        .map((e) => e.detail as { companyId: string; manifestKey: string; trigger: unknown });
       expect(completed.map((d) => d.companyId).sort()).toEqual([k1, k2, u1].sort());
       for (const detail of completed) {
         expect(detail.trigger).toEqual({ kind: 'monthly', runId: plan.runId });
@@ -192,7 +237,15 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       }
       const finished = p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished);
       expect(finished).toHaveLength(1);
-      expect(finished[0]!.detail).toMatchObject({ runId: plan.runId, period: '2026-10', expected: 3, completed: 3, failed: 0, failedDiscoveries: 0, failedCompanies: [] });
+      expect(finished[0]!.detail).toMatchObject({
+        runId: plan.runId,
+        period: '2026-10',
+        expected: 3,
+        completed: 3,
+        failed: 0,
+        failedDiscoveries: 0,
+        failedCompanies: [],
+      });
     });
 
     it('a repeated planner invocation (scheduler retry) enqueues only what is still open', async () => {
@@ -215,12 +268,17 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         const plan = await p.plan();
         await p.drain();
 
-        const byCompany = (company: string) => exportsOf(p.results).filter((r) => r.job.companyId === company).map((r) => r.result);
+        const byCompany = (company: string) =>
+          exportsOf(p.results)
+            .filter((r) => r.job.companyId === company)
+            .map((r) => r.result);
         expect(byCompany(k1)).toEqual(['retry', 'completed']);
         expect(byCompany(k2)).toEqual(['failed']);
         expect(byCompany(u1)).toEqual(['completed']);
         const failed = p.events.ofType(EXPORT_EVENT_TYPES.failed);
-        expect(failed.map((e) => e.detail)).toEqual([expect.objectContaining({ companyId: k2, retryable: false, attempts: 1, errorClass: 'PermissionDeniedError' })]);
+        expect(failed.map((e) => e.detail)).toEqual([
+          expect.objectContaining({ companyId: k2, retryable: false, attempts: 1, errorClass: 'PermissionDeniedError' }),
+        ]);
         expect(p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished)[0]!.detail).toMatchObject({
           runId: plan.runId,
           expected: 3,
@@ -238,11 +296,19 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
     it('a company failing on every delivery ends in the dead-letter queue, reported by ExportFailed and in the summary', async () => {
       const p = pipeline({ maxReceiveCount: 2 });
-      await sandbox.admin.faults.add({ route: 'GET /companies/{company_pk}/taxes/reports/', times: 'always', fault: { type: 'status', status: 500 } });
+      await sandbox.admin.faults.add({
+        route: 'GET /companies/{company_pk}/taxes/reports/',
+        times: 'always',
+        fault: { type: 'status', status: 500 },
+      });
       await p.plan({ companies: [k1], users: false });
       await p.drain();
 
-      expect(exportsOf(p.results).filter((r) => r.job.companyId === k1).map((r) => r.result)).toEqual(['retry', 'retry']);
+      expect(
+        exportsOf(p.results)
+          .filter((r) => r.job.companyId === k1)
+          .map((r) => r.result),
+      ).toEqual(['retry', 'retry']);
       expect(p.deadLetters.map((m) => m.groupId)).toEqual([`${k1}#2026-10`]);
       const failed = p.events.ofType(EXPORT_EVENT_TYPES.failed);
       expect(failed.filter((e) => e.detail.companyId === k1).map((e) => e.detail)).toEqual([
@@ -312,7 +378,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         keys.set(k2, original);
 
         const check = (clock: ManualClock, metrics = new MemoryMetrics()) =>
-          checkMonthlyExport({ ledger: p.ledger, store: p.store, events: p.events, clock, logger: p.logger, metrics }, { timeZone: 'Europe/Berlin', dueAfterHours: 12 });
+          checkMonthlyExport(
+            { ledger: p.ledger, store: p.store, events: p.events, clock, logger: p.logger, metrics },
+            { timeZone: 'Europe/Berlin', dueAfterHours: 12 },
+          );
         // 11:59 in Berlin on the 1st: not yet due.
         expect(await check(at('2026-11-01T10:59:00Z'))).toMatchObject({ due: false, overdue: 0 });
         const metrics = new MemoryMetrics();
@@ -325,7 +394,14 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
           {
             messageId: 'fix',
             receiveCount: 1,
-            body: JSON.stringify({ type: 'export', companyId: k2, period: '2026-10', formats: ['csv'], source: { kind: 'apiKey' }, trigger: { kind: 'on_demand', requestId: 'fix', via: 'event' } }),
+            body: JSON.stringify({
+              type: 'export',
+              companyId: k2,
+              period: '2026-10',
+              formats: ['csv'],
+              source: { kind: 'apiKey' },
+              trigger: { kind: 'on_demand', requestId: 'fix', via: 'event' },
+            }),
           },
         ]);
         expect(await p.store.head(manifestKey(k2, OCTOBER))).toBeDefined();

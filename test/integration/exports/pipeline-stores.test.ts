@@ -45,7 +45,13 @@ const ledgers: [string, () => Promise<RunLedger>][] = [
   ],
 ];
 
-const run = (runId: string, period = '2026-10', startedAt = clock.now()) => ({ runId, period, timeZone: 'Europe/Berlin', scheduledAt: '2026-11-01T02:00:00Z', startedAt });
+const run = (runId: string, period = '2026-10', startedAt = clock.now()) => ({
+  runId,
+  period,
+  timeZone: 'Europe/Berlin',
+  scheduledAt: '2026-11-01T02:00:00Z',
+  startedAt,
+});
 
 describe.each(ledgers)('run ledger contract: %s', (_name, make) => {
   let ledger: RunLedger;
@@ -80,7 +86,9 @@ describe.each(ledgers)('run ledger contract: %s', (_name, make) => {
     await ledger.startRun(run('r1'));
     await ledger.expectCompany('r1', C, { kind: 'user', externalId: U1 });
     const page = (ids: string[]) =>
-      ledger.expectCompanies ? ledger.expectCompanies('r1', ids, { kind: 'apiKey' }) : Promise.all(ids.map((id) => ledger.expectCompany('r1', id, { kind: 'apiKey' })));
+      ledger.expectCompanies
+        ? ledger.expectCompanies('r1', ids, { kind: 'apiKey' })
+        : Promise.all(ids.map((id) => ledger.expectCompany('r1', id, { kind: 'apiKey' })));
     expect(await page([A, B, C])).toEqual(['created', 'created', 'taken']);
     expect(await page([A, B])).toEqual(['mine', 'mine']);
     expect(await ledger.settleCompany('r1', A, 'completed')).toEqual({ mayBeFinished: false });

@@ -79,7 +79,7 @@ describe('S3ObjectStore against s3rver', () => {
     expect(await store.head('failed/body.bin')).toBeUndefined();
   });
 
-  it('stores an empty stream, and a stream of exactly one part, byte for byte; refuses parts below S3\'s minimum', async () => {
+  it("stores an empty stream, and a stream of exactly one part, byte for byte; refuses parts below S3's minimum", async () => {
     const client = s3.client();
     const { commands: counts } = instrumentS3(client);
     const store = new S3ObjectStore({ client, bucket: BUCKET, partSize: 5 * MiB });

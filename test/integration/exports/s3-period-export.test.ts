@@ -41,7 +41,8 @@ describe('period export to S3 (s3rver)', () => {
     const client = s3.client();
     const { parts } = instrumentS3(client, fail);
     const store = new S3ObjectStore({ client, bucket: BUCKET, partSize: 5 * MiB, queueSize: 2 });
-    const exporter = (runId: string) => new PeriodExporter({ store, clock, logger: new MemoryLogger(), toolVersion: '0.1.0', runIds: () => runId });
+    const exporter = (runId: string) =>
+      new PeriodExporter({ store, clock, logger: new MemoryLogger(), toolVersion: '0.1.0', runIds: () => runId });
     return { store, parts, exporter };
   };
 

@@ -59,7 +59,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       ],
     });
     await sandbox.admin.addTaxReport({ companyId: company, periodStart: '2026-10-01', periodEnd: '2026-10-31', amountDue: 4999 });
-    key = (await sandbox.admin.createApiKey({ companyId: company, permissions: ['read_transactions', 'read_categories', 'read_tax_reports'] })).key;
+    key = (
+      await sandbox.admin.createApiKey({ companyId: company, permissions: ['read_transactions', 'read_categories', 'read_tax_reports'] })
+    ).key;
   });
 
   afterAll(async () => {
@@ -135,10 +137,20 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     // Per format, the parts' files together hold exactly the whole month's records. Not in the same
     // order: the service orders by instant, the parts by local date first, so a record at 00:10+05:30
     // on the 23rd (the 22nd in UTC) follows the 22nd's late records (docs/fleet-exports.md).
-    const transactionsJsonl = (m: Manifest) => m.objects.filter((o) => o.dataset === 'transactions' && o.format === 'jsonl').map((o) => o.key);
+    const transactionsJsonl = (m: Manifest) =>
+      m.objects.filter((o) => o.dataset === 'transactions' && o.format === 'jsonl').map((o) => o.key);
     expect(transactionsJsonl(manifest)).toHaveLength(3);
     const lines = async (store: S3ObjectStore, keys: string[]) =>
-      (await Promise.all(keys.map(async (k) => gunzipSync(Buffer.from((await store.get(k))!)).toString('utf8').split('\n').filter(Boolean)))).flat();
+      (
+        await Promise.all(
+          keys.map(async (k) =>
+            gunzipSync(Buffer.from((await store.get(k))!))
+              .toString('utf8')
+              .split('\n')
+              .filter(Boolean),
+          ),
+        )
+      ).flat();
     const splitLines = await lines(split.store, transactionsJsonl(manifest));
     const wholeLines = await lines(whole.store, transactionsJsonl(expected));
     expect(splitLines).toHaveLength(3005);
@@ -146,7 +158,15 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     expect([...splitLines].sort()).toEqual([...wholeLines].sort());
     const csvRows = async (store: S3ObjectStore, m: Manifest) => {
       const files = m.objects.filter((o) => o.dataset === 'transactions' && o.format === 'csv');
-      const bodies = await Promise.all(files.map(async (o) => Buffer.from((await store.get(o.key))!).toString('utf8').split('\n').slice(1).filter(Boolean)));
+      const bodies = await Promise.all(
+        files.map(async (o) =>
+          Buffer.from((await store.get(o.key))!)
+            .toString('utf8')
+            .split('\n')
+            .slice(1)
+            .filter(Boolean),
+        ),
+      );
       return bodies.flat().sort();
     };
     expect(await csvRows(split.store, manifest)).toEqual(await csvRows(whole.store, expected));
@@ -175,7 +195,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     expect((await split.ledger.getSplit(splitId))!.publishedAt).toBeDefined();
 
     // A narrower re-export of the split month is refused as for a whole month, unless it may replace formats.
-    const narrower = { ...split.job, formats: ['csv' as const], trigger: { kind: 'on_demand' as const, requestId: 'narrower', via: 'cli' as const } };
+    const narrower = {
+      ...split.job,
+      formats: ['csv' as const],
+      trigger: { kind: 'on_demand' as const, requestId: 'narrower', via: 'cli' as const },
+    };
     await split.queue.enqueue([narrower]);
     expect(await Promise.all(split.queue.drain().map(split.deliver))).toEqual(['failed']);
     expect(split.queue.drain()).toEqual([]);
@@ -210,7 +234,10 @@ function comparable(manifest: Manifest) {
     datasets: Object.fromEntries(Object.entries(manifest.datasets).map(([d, v]) => [d, { records: v.records, totals: v.totals }])),
     files: [...new Set(manifest.objects.map((o) => `${o.dataset}:${o.format}`))].sort(),
     recordsPerFormat: Object.fromEntries(
-      [...new Set(manifest.objects.map((o) => `${o.dataset}:${o.format}`))].map((k) => [k, manifest.objects.filter((o) => `${o.dataset}:${o.format}` === k).reduce((n, o) => n + o.records, 0)]),
+      [...new Set(manifest.objects.map((o) => `${o.dataset}:${o.format}`))].map((k) => [
+        k,
+        manifest.objects.filter((o) => `${o.dataset}:${o.format}` === k).reduce((n, o) => n + o.records, 0),
+      ]),
     ),
     symlinks: manifest.symlinks.map((s) => ({ dataset: s.dataset, targets: s.targets.length > 0 })),
   };

@@ -85,7 +85,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(probe(refused, PROBES.institutionCredential).ok).toBe(true);
       expect(probe(refused, PROBES.service).error).toMatchObject({ name: expect.stringMatching(/Authentication|Institution/) });
 
-      await sdk.send(new PutSecretValueCommand({ SecretId: secretArn, SecretString: JSON.stringify({ institutionId, secretKey: secret }) }));
+      await sdk.send(
+        new PutSecretValueCommand({ SecretId: secretArn, SecretString: JSON.stringify({ institutionId, secretKey: secret }) }),
+      );
       expect((await invoke()).ok).toBe(true);
     });
 

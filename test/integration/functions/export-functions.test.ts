@@ -68,20 +68,38 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   const context = lambdaContexts({ remainingMs: 900_000 });
 
   beforeAll(async () => {
-    [sandbox, s3, dynamo, sm, recorder] = await Promise.all([startSandbox({ dialect, demo: false }), startS3([BUCKET]), startDynamo(), startSecretsManager(), startAwsRecorder()]);
+    [sandbox, s3, dynamo, sm, recorder] = await Promise.all([
+      startSandbox({ dialect, demo: false }),
+      startS3([BUCKET]),
+      startDynamo(),
+      startSecretsManager(),
+      startAwsRecorder(),
+    ]);
     ddb = dynamo.client();
     sdk = secretsClient(sm);
     queueUrl = recorder.queueUrl('acctops-test-exports.fifo');
-    await Promise.all([createRunLedgerTable(ddb, RUNS_TABLE), createReplayTable(ddb, REPLAY_TABLE), createTokenTable(ddb, TOKEN_TABLE), createRegistryTable(ddb, REGISTRY_TABLE)]);
+    await Promise.all([
+      createRunLedgerTable(ddb, RUNS_TABLE),
+      createReplayTable(ddb, REPLAY_TABLE),
+      createTokenTable(ddb, TOKEN_TABLE),
+      createRegistryTable(ddb, REGISTRY_TABLE),
+    ]);
 
     const institution = await sandbox.admin.createInstitution({ id: 'inst-export-functions' });
-    [keyed, userOnly, notServed] = await Promise.all([0, 1, 2].map(async () => (await sandbox.admin.createCompany()).publicId)) as [string, string, string];
+    [keyed, userOnly, notServed] = (await Promise.all([0, 1, 2].map(async () => (await sandbox.admin.createCompany()).publicId))) as [
+      string,
+      string,
+      string,
+    ];
     const now = new Date();
     const month = `${new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 15)).toISOString().slice(0, 7)}`;
     for (const company of [keyed, userOnly, notServed]) await sandbox.admin.generateTransactions({ companyId: company, month, count: 150 });
 
     // The keyed company's API key lives in a tagged secret, as the key-rotation construct keeps it.
-    const key = await sandbox.admin.createApiKey({ companyId: keyed, permissions: ['read_transactions', 'read_categories', 'read_tax_reports'] });
+    const key = await sandbox.admin.createApiKey({
+      companyId: keyed,
+      permissions: ['read_transactions', 'read_categories', 'read_tax_reports'],
+    });
     secrets.push(key.key);
     await sdk.send(
       new CreateSecretCommand({
@@ -101,16 +119,29 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       }),
     );
     // The keyed company is registered; a removed one is not planned.
-    const registry = new CompanyRegistry(new DynamoDbRegistryTable({ client: ddb, tableName: REGISTRY_TABLE }), { defaultFormats: ['jsonl', 'csv', 'parquet'] });
+    const registry = new CompanyRegistry(new DynamoDbRegistryTable({ client: ddb, tableName: REGISTRY_TABLE }), {
+      defaultFormats: ['jsonl', 'csv', 'parquet'],
+    });
     await registry.add({ companyId: keyed }, Date.now());
     await registry.add({ companyId: notServed }, Date.now());
     await registry.remove(notServed, Date.now());
     // A user reaching both companies: the keyed one is exported with its key, the other through the user.
-    const user = await sandbox.admin.createUser({ institutionId: institution.id, externalId: randomUUID(), companies: [keyed, userOnly], issueTokens: true });
+    const user = await sandbox.admin.createUser({
+      institutionId: institution.id,
+      externalId: randomUUID(),
+      companies: [keyed, userOnly],
+      issueTokens: true,
+    });
     externalId = user.externalId!;
     secrets.push(user.tokens!.accessToken, user.tokens!.refreshToken);
     await new DynamoDbTokenStore({ client: ddb, tableName: TOKEN_TABLE }).create(
-      { externalId, username: user.username, email: user.email, ...user.tokens!, accessTokenExpiresAt: expiryOf(user.tokens!.accessToken, Date.now()) },
+      {
+        externalId,
+        username: user.username,
+        email: user.email,
+        ...user.tokens!,
+        accessTokenExpiresAt: expiryOf(user.tokens!.accessToken, Date.now()),
+      },
       Date.now(),
     );
     const webhookSecret = await sdk.send(new CreateSecretCommand({ Name: 'acctops/test/export-webhook', SecretString: WEBHOOK_SECRET }));
@@ -222,21 +253,31 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         [queueUrl, `user#${externalId}`],
       ]);
       expect(messages.every((m) => /^[0-9a-f]{64}$/.test(m.deduplicationId ?? ''))).toBe(true);
-      expect(events(EXPORT_EVENT_TYPES.monthlyStarted).map((e) => [e.source, e.eventBusName, (e.detail as { companies: string[] }).companies])).toEqual([
-        ['acctops.exports', BUS, [keyed]],
-      ]);
+      expect(
+        events(EXPORT_EVENT_TYPES.monthlyStarted).map((e) => [e.source, e.eventBusName, (e.detail as { companies: string[] }).companies]),
+      ).toEqual([['acctops.exports', BUS, [keyed]]]);
     });
 
     it('export-period exports every company of the run into S3 and publishes the results and the run summary', async () => {
       const responses = await runWorker();
       expect(responses.every((r) => r.batchItemFailures.length === 0)).toBe(true);
 
-      const completed = events(EXPORT_EVENT_TYPES.completed).map((e) => e.detail as { companyId: string; manifestUrl: string; source: { kind: string } });
-      expect(completed.map((d) => [d.companyId, d.source.kind]).sort()).toEqual([[keyed, 'apiKey'], [userOnly, 'user']].sort());
-      for (const detail of completed) expect(detail.manifestUrl).toBe(`s3://${BUCKET}/exports/company=${detail.companyId}/period=${period}/_manifest.json`);
+      const completed = events(EXPORT_EVENT_TYPES.completed).map(
+        (e) => e.detail as { companyId: string; manifestUrl: string; source: { kind: string } },
+      );
+      expect(completed.map((d) => [d.companyId, d.source.kind]).sort()).toEqual(
+        [
+          [keyed, 'apiKey'],
+          [userOnly, 'user'],
+        ].sort(),
+      );
+      for (const detail of completed)
+        expect(detail.manifestUrl).toBe(`s3://${BUCKET}/exports/company=${detail.companyId}/period=${period}/_manifest.json`);
       const store = new S3ObjectStore({ client: s3.client(), bucket: BUCKET });
       expect(await store.head(`exports/company=${keyed}/period=${period}/_manifest.json`)).toBeDefined();
-      expect(events(EXPORT_EVENT_TYPES.monthlyFinished).map((e) => e.detail)).toEqual([expect.objectContaining({ period, expected: 2, completed: 2, failed: 0 })]);
+      expect(events(EXPORT_EVENT_TYPES.monthlyFinished).map((e) => e.detail)).toEqual([
+        expect.objectContaining({ period, expected: 2, completed: 2, failed: 0 }),
+      ]);
       const emf = stdout.filter((line) => line.includes('"_aws"') && line.includes('ExportCompleted'));
       expect(emf.length).toBeGreaterThanOrEqual(2);
       expect(JSON.parse(emf[0]!)).toMatchObject({ Stage: 'test', Function: 'export-period', ExportCompleted: 1 });
@@ -245,7 +286,14 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     it('export-period hands back only the malformed message of a batch', async () => {
       const good: RecordedMessage = {
         queueUrl,
-        body: JSON.stringify({ type: 'export', companyId: keyed, period, formats: ['csv'], source: { kind: 'apiKey' }, trigger: { kind: 'on_demand', requestId: 'batch', via: 'event' } }),
+        body: JSON.stringify({
+          type: 'export',
+          companyId: keyed,
+          period,
+          formats: ['csv'],
+          source: { kind: 'apiKey' },
+          trigger: { kind: 'on_demand', requestId: 'batch', via: 'event' },
+        }),
       };
       const bad: RecordedMessage = { queueUrl, body: '{"type":"export"}' };
       const event = sqsEvent([good, bad]);
@@ -261,14 +309,25 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     it('request-export turns an ExportRequested event into one job per month of the range', async () => {
       const before = recorder.messages.length;
       const result = await handlers.request(
-        { id: randomUUID(), 'detail-type': 'ExportRequested', source: 'partner.backoffice', detail: { companyId: userOnly, from: '2026-01-20', to: '2026-03', userExternalId: externalId, formats: ['csv'] } },
+        {
+          id: randomUUID(),
+          'detail-type': 'ExportRequested',
+          source: 'partner.backoffice',
+          detail: { companyId: userOnly, from: '2026-01-20', to: '2026-03', userExternalId: externalId, formats: ['csv'] },
+        },
         context(),
       );
       expect(result).toEqual({ companyId: userOnly, periods: ['2026-01', '2026-02', '2026-03'] });
       const jobs = recorder.messages.slice(before).map((m) => ({ group: m.groupId, job: decodeJob(m.body) }));
       expect(jobs.map((j) => j.group)).toEqual(['2026-01', '2026-02', '2026-03'].map((p) => `${userOnly}#${p}`));
-      expect(jobs[0]!.job).toMatchObject({ source: { kind: 'user', externalId }, formats: ['csv'], trigger: { kind: 'on_demand', via: 'event' } });
-      await expect(handlers.request({ id: 'x', 'detail-type': 'ExportRequested', detail: { companyId: userOnly } }, context())).rejects.toMatchObject({
+      expect(jobs[0]!.job).toMatchObject({
+        source: { kind: 'user', externalId },
+        formats: ['csv'],
+        trigger: { kind: 'on_demand', via: 'event' },
+      });
+      await expect(
+        handlers.request({ id: 'x', 'detail-type': 'ExportRequested', detail: { companyId: userOnly } }, context()),
+      ).rejects.toMatchObject({
         name: 'ValidationError',
         field: 'detail.period',
       });

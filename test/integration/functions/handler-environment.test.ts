@@ -20,7 +20,13 @@ const REQUIRED_AT_LOAD: Record<string, string[]> = {
   'revoke-api-key': ['ACCTOPS_BASE_URL'],
   'rotate-api-key': ['ACCTOPS_BASE_URL', 'REVOCATION_SCHEDULE_GROUP', 'REVOKE_FUNCTION_ARN', 'REVOCATION_SCHEDULER_ROLE_ARN'],
   'check-key-rotations': ['ACCTOPS_BASE_URL', 'REVOCATION_SCHEDULE_GROUP'],
-  'plan-monthly-export': ['EXPORT_QUEUE_URL', 'EXPORT_EVENT_BUS_NAME', 'EXPORT_RUNS_TABLE_NAME', 'TOKEN_TABLE_NAME', 'COMPANY_REGISTRY_TABLE_NAME'],
+  'plan-monthly-export': [
+    'EXPORT_QUEUE_URL',
+    'EXPORT_EVENT_BUS_NAME',
+    'EXPORT_RUNS_TABLE_NAME',
+    'TOKEN_TABLE_NAME',
+    'COMPANY_REGISTRY_TABLE_NAME',
+  ],
   'export-period': [
     'ACCTOPS_BASE_URL',
     'ACCTOPS_TOOL_VERSION',

@@ -128,12 +128,15 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const old = await current();
       const before = Date.now();
       const { versionId } = await rotate();
-      expect(sm.admin.rotation(secretArn)).toMatchObject({ status: 'succeeded', invocations: [
-        { step: 'createSecret', ok: true },
-        { step: 'setSecret', ok: true },
-        { step: 'testSecret', ok: true },
-        { step: 'finishSecret', ok: true },
-      ] });
+      expect(sm.admin.rotation(secretArn)).toMatchObject({
+        status: 'succeeded',
+        invocations: [
+          { step: 'createSecret', ok: true },
+          { step: 'setSecret', ok: true },
+          { step: 'testSecret', ok: true },
+          { step: 'finishSecret', ok: true },
+        ],
+      });
       const rotated = await current();
       expect(rotated.apiKeyId).not.toBe(old.apiKeyId);
       expect(await statusWith(rotated.apiKey)).toBe(200);
@@ -173,7 +176,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
     it('rotate: an event that is not a rotation step is refused naming the field, before anything runs', async () => {
       const calls = sm.admin.stats().calls.DescribeSecret ?? 0;
-      await expect(handlers.rotate({ SecretId: secretArn, ClientRequestToken: 'a'.repeat(36), Step: 'dropSecret' }, context())).rejects.toMatchObject({
+      await expect(
+        handlers.rotate({ SecretId: secretArn, ClientRequestToken: 'a'.repeat(36), Step: 'dropSecret' }, context()),
+      ).rejects.toMatchObject({
         name: 'ValidationError',
         field: 'Step',
       });
@@ -214,10 +219,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     });
   });
 
-  it('fails at load, naming the variable, when the grace period does not outlast the consumers\' cache', () => {
+  it("fails at load, naming the variable, when the grace period does not outlast the consumers' cache", () => {
     process.env.REVOCATION_GRACE_SECONDS = '300';
     try {
-      expect(() => loadHandler('revoke-api-key')).toThrow(expect.objectContaining({ name: 'ConfigError', field: 'REVOCATION_GRACE_SECONDS' }));
+      expect(() => loadHandler('revoke-api-key')).toThrow(
+        expect.objectContaining({ name: 'ConfigError', field: 'REVOCATION_GRACE_SECONDS' }),
+      );
     } finally {
       process.env.REVOCATION_GRACE_SECONDS = String(GRACE_SECONDS);
     }

@@ -16,7 +16,10 @@ describe('sandbox: the admin API over HTTP', () => {
     const company = await remote.createCompany({ name: 'Remote Co', currency: 'EUR' });
     const created = await remote.createApiKey({ companyId: company.publicId, permissions: ['read_transactions'] });
     expect(created.key).toMatch(/^sbx_/);
-    await remote.addTransactions({ companyId: company.publicId, transactions: [{ amount: '-12.34', valueDate: '2026-10-01T08:00:00+02:00' }] });
+    await remote.addTransactions({
+      companyId: company.publicId,
+      transactions: [{ amount: '-12.34', valueDate: '2026-10-01T08:00:00+02:00' }],
+    });
     const res = await call(sandbox.baseUrl, '/accounting/transactions/', { bearer: created.key });
     expect(res.body.results.map((t: { amount: number }) => t.amount)).toEqual([-1234]);
   });
@@ -42,7 +45,11 @@ describe('sandbox: the admin API over HTTP', () => {
   it('moves its own clock forward: a key with an expiry stops working', async () => {
     const before = await remote.now();
     const companyId = sandbox.demo!.companies[1]!.publicId;
-    const { key } = await remote.createApiKey({ companyId, permissions: ['read_transactions'], expiresAt: new Date(before.epochMs + 3_600_000).toISOString() });
+    const { key } = await remote.createApiKey({
+      companyId,
+      permissions: ['read_transactions'],
+      expiresAt: new Date(before.epochMs + 3_600_000).toISOString(),
+    });
     expect((await call(sandbox.baseUrl, '/companies/', { bearer: key })).status).toBe(200);
     const after = await remote.advanceClock({ ms: 3_600_000 });
     expect(after.epochMs - before.epochMs).toBeGreaterThanOrEqual(3_600_000);
@@ -76,7 +83,10 @@ describe('sandbox: the admin API over HTTP', () => {
       users: Array.from({ length: 50 }, (_, i) => ({ institutionId: inst.id, username: `bulk-${i}`, issueTokens: true })),
     });
     expect(users).toHaveLength(50);
-    const verify = await call(sandbox.baseUrl, '/institution/users/token/verify/', { institution: inst.header, body: { token: users[49]!.tokens!.accessToken } });
+    const verify = await call(sandbox.baseUrl, '/institution/users/token/verify/', {
+      institution: inst.header,
+      body: { token: users[49]!.tokens!.accessToken },
+    });
     expect(verify.body.valid).toBe(true);
   });
 
@@ -92,7 +102,11 @@ describe('sandbox: the admin API over HTTP', () => {
   });
 
   it('refuses to advance a clock it was given and cannot move', async () => {
-    const fixed = await startSandbox({ port: 0, demo: false, clock: { now: () => systemClock.now(), sleep: (ms) => systemClock.sleep(ms) } });
+    const fixed = await startSandbox({
+      port: 0,
+      demo: false,
+      clock: { now: () => systemClock.now(), sleep: (ms) => systemClock.sleep(ms) },
+    });
     try {
       await expect(fixed.admin.advanceClock({ ms: 1 })).rejects.toMatchObject({ code: 'clock_not_controllable' });
     } finally {

@@ -96,7 +96,10 @@ describe('sandbox: API keys', () => {
   });
 
   it('revokes through DELETE (204, idempotent, 404 for unknown ids) and the key stops at once', async () => {
-    const created = await call(sandbox.baseUrl, '/api-keys/', { bearer: fullKey, body: { name: 'short-lived', permissions: ['read_transactions'] } });
+    const created = await call(sandbox.baseUrl, '/api-keys/', {
+      bearer: fullKey,
+      body: { name: 'short-lived', permissions: ['read_transactions'] },
+    });
     const path = `/api-keys/${created.body.publicId}/`;
     expect((await get('/companies/', created.body.key)).status).toBe(200);
     const revoked = await call(sandbox.baseUrl, path, { method: 'DELETE', bearer: fullKey });
@@ -112,7 +115,7 @@ describe('sandbox: API keys', () => {
     expect(unknown.status).toBe(404);
   });
 
-  it("stops a key when its creator is disabled or loses the company, and works again when restored", async () => {
+  it('stops a key when its creator is disabled or loses the company, and works again when restored', async () => {
     const creator = await sandbox.admin.createUser({ username: 'creator', companies: [companyId], permissions: ['read_transactions'] });
     const { key } = await sandbox.admin.createApiKey({ companyId, creatorUserId: creator.userId, permissions: ['read_transactions'] });
     expect((await get('/accounting/transactions/', key)).status).toBe(200);

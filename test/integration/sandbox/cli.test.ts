@@ -8,7 +8,11 @@ const ROOT = join(__dirname, '..', '..', '..');
 describe('sandbox command line', () => {
   it('shows the demo credentials by prefix only unless --show-credentials, and says how to see them', async () => {
     const lines: string[] = [];
-    const run = await runSandboxCli(['--port', '0', '--seed', '9'], { out: (l) => lines.push(l) }, { handleSignals: false, showCommand: 'npm run sandbox -- --show-credentials' });
+    const run = await runSandboxCli(
+      ['--port', '0', '--seed', '9'],
+      { out: (l) => lines.push(l) },
+      { handleSignals: false, showCommand: 'npm run sandbox -- --show-credentials' },
+    );
     try {
       const output = lines.join('\n');
       expect(output).not.toMatch(/sbx_[0-9A-Za-z]{32}/);
@@ -30,12 +34,18 @@ describe('sandbox command line', () => {
     } finally {
       await run.stop();
     }
-    await expect(runSandboxCli(['--port', '0', '--dialect', 'drf'], { out: () => undefined }, { handleSignals: false })).rejects.toBeInstanceOf(SandboxCliUsageError);
+    await expect(
+      runSandboxCli(['--port', '0', '--dialect', 'drf'], { out: () => undefined }, { handleSignals: false }),
+    ).rejects.toBeInstanceOf(SandboxCliUsageError);
   });
 
   it('starts on the given port, prints the base URL and labelled demo credentials that work, and stops', async () => {
     const lines: string[] = [];
-    const run = await runSandboxCli(['--port', '0', '--seed', '9', '--show-credentials'], { out: (l) => lines.push(l) }, { handleSignals: false });
+    const run = await runSandboxCli(
+      ['--port', '0', '--seed', '9', '--show-credentials'],
+      { out: (l) => lines.push(l) },
+      { handleSignals: false },
+    );
     try {
       const output = lines.join('\n');
       expect(output).toContain(`base URL   ${run.sandbox.baseUrl}`);
@@ -52,24 +62,34 @@ describe('sandbox command line', () => {
   });
 
   it('passes options through and refuses bad flags with a usage error', async () => {
-    const run = await runSandboxCli(['--port', '0', '--no-demo', '--amount-encoding', 'string', '--rate-limit', '5'], { out: () => undefined }, { handleSignals: false });
+    const run = await runSandboxCli(
+      ['--port', '0', '--no-demo', '--amount-encoding', 'string', '--rate-limit', '5'],
+      { out: () => undefined },
+      { handleSignals: false },
+    );
     try {
       expect(run.sandbox.demo).toBeNull();
       expect(await run.sandbox.admin.configure({})).toMatchObject({ amountEncoding: 'string', rateLimit: { requestsPerSecond: 5 } });
     } finally {
       await run.stop();
     }
-    await expect(runSandboxCli(['--port', 'abc'], { out: () => undefined }, { handleSignals: false })).rejects.toBeInstanceOf(SandboxCliUsageError);
-    await expect(runSandboxCli(['--port', '0', '--amount-encoding', 'floats'], { out: () => undefined }, { handleSignals: false })).rejects.toThrow(
-      /amountEncoding/,
+    await expect(runSandboxCli(['--port', 'abc'], { out: () => undefined }, { handleSignals: false })).rejects.toBeInstanceOf(
+      SandboxCliUsageError,
     );
+    await expect(
+      runSandboxCli(['--port', '0', '--amount-encoding', 'floats'], { out: () => undefined }, { handleSignals: false }),
+    ).rejects.toThrow(/amountEncoding/);
   });
 
   it('npm run sandbox: a real process that stops cleanly on SIGTERM', async () => {
-    const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'bin', 'sandbox.ts'), '--port', '0'], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'bin', 'sandbox.ts'), '--port', '0'],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const baseUrl = await new Promise<string>((resolve, reject) => {

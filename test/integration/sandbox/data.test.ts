@@ -31,13 +31,20 @@ describe('sandbox: data conventions', () => {
         { amount: '90071992547409930', valueDate: '2026-10-15T12:00:00+01:00', description: 'beyond 2^53' },
       ],
     });
-    await sandbox.admin.addTaxReport({ companyId, periodStart: '2026-09-01', periodEnd: '2026-09-30', status: 'submitted', amountDue: '1234.56' });
+    await sandbox.admin.addTaxReport({
+      companyId,
+      periodStart: '2026-09-01',
+      periodEnd: '2026-09-30',
+      status: 'submitted',
+      amountDue: '1234.56',
+    });
     key = (await sandbox.admin.createApiKey({ companyId, permissions: ['full_access'] })).key;
   });
   afterAll(() => sandbox.stop());
 
   const get = (path: string) => call(sandbox.baseUrl, path, { bearer: key });
-  const october = async () => (await get('/accounting/transactions/?date_from=2026-10-01&date_to=2026-10-31&page_size=1000')).body.results as Tx[];
+  const october = async () =>
+    (await get('/accounting/transactions/?date_from=2026-10-01&date_to=2026-10-31&page_size=1000')).body.results as Tx[];
 
   afterEach(() => sandbox.admin.configure({ amountEncoding: 'integer', displayLabels: false }));
 
@@ -126,7 +133,13 @@ describe('sandbox: data conventions', () => {
     const report = (await get(`/companies/${companyId}/taxes/reports/`)).body.results[0];
     expect(report.pk).toMatch(uuidPattern);
     expect(report).not.toHaveProperty('publicId');
-    expect(report).toMatchObject({ type: 'VAT_RETURN', periodStart: '2026-09-01', periodEnd: '2026-09-30', amountDue: 123456, currency: 'EUR' });
+    expect(report).toMatchObject({
+      type: 'VAT_RETURN',
+      periodStart: '2026-09-01',
+      periodEnd: '2026-09-30',
+      amountDue: 123456,
+      currency: 'EUR',
+    });
   });
 
   it('keeps paths exact: no trailing slash, no route', async () => {

@@ -42,8 +42,14 @@ describe('sandbox: the deterministic demo seed', () => {
   it('has a few hundred transactions in each of the three months before the clock, with boundary cases', async () => {
     for (const company of sandbox.demo!.companies) {
       const key = company.apiKeys[1]!.key; // the read-only export key
-      for (const [month, last] of [['2026-08', 31], ['2026-09', 30], ['2026-10', 31]] as const) {
-        const res = await call(sandbox.baseUrl, `/accounting/transactions/?date_from=${month}-01&date_to=${month}-${last}&page_size=1000`, { bearer: key });
+      for (const [month, last] of [
+        ['2026-08', 31],
+        ['2026-09', 30],
+        ['2026-10', 31],
+      ] as const) {
+        const res = await call(sandbox.baseUrl, `/accounting/transactions/?date_from=${month}-01&date_to=${month}-${last}&page_size=1000`, {
+          bearer: key,
+        });
         expect(res.body.count).toBeGreaterThanOrEqual(180);
         expect(res.body.count).toBeLessThanOrEqual(250);
         const dates = res.body.results.map((t: { valueDate: string }) => t.valueDate);
@@ -58,10 +64,24 @@ describe('sandbox: the deterministic demo seed', () => {
   it('has categories (one with invalid metadata JSON), tax reports, and keys of two strengths', async () => {
     const company = sandbox.demo!.companies[0]!;
     const [full, exportKey] = company.apiKeys.map((k) => k.key) as [string, string];
-    const categories = (await call(sandbox.baseUrl, '/accounting/categories/', { bearer: exportKey })).body.results as { metadata: string; parent: string | null }[];
+    const categories = (await call(sandbox.baseUrl, '/accounting/categories/', { bearer: exportKey })).body.results as {
+      metadata: string;
+      parent: string | null;
+    }[];
     expect(categories.filter((c) => c.parent === null)).toHaveLength(2);
-    expect(categories.filter((c) => { try { JSON.parse(c.metadata); return false; } catch { return true; } })).toHaveLength(1);
-    const reports = (await call(sandbox.baseUrl, `/companies/${company.publicId}/taxes/reports/`, { bearer: exportKey })).body.results as { status: string }[];
+    expect(
+      categories.filter((c) => {
+        try {
+          JSON.parse(c.metadata);
+          return false;
+        } catch {
+          return true;
+        }
+      }),
+    ).toHaveLength(1);
+    const reports = (await call(sandbox.baseUrl, `/companies/${company.publicId}/taxes/reports/`, { bearer: exportKey })).body.results as {
+      status: string;
+    }[];
     expect(reports).toHaveLength(6);
     expect(reports.filter((r) => r.status === 'draft')).toHaveLength(1);
     expect((await call(sandbox.baseUrl, '/api-keys/', { bearer: exportKey })).status).toBe(403);

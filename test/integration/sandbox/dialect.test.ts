@@ -25,7 +25,12 @@ describe('the minimal dialect: only what the spec promises, in DRF + simplejwt s
   it('GET /companies/ answers with the company itself, under other field names', async () => {
     const r = await call(sandbox.baseUrl, '/companies/', { bearer: key });
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ publicId: companyId, companyName: expect.any(String), countryCode: expect.any(String), defaultCurrency: expect.any(String) });
+    expect(r.body).toEqual({
+      publicId: companyId,
+      companyName: expect.any(String),
+      countryCode: expect.any(String),
+      defaultCurrency: expect.any(String),
+    });
   });
 
   it('tax reports keep pk, the amounts and the pagination, under other names for the rest', async () => {
@@ -34,7 +39,16 @@ describe('the minimal dialect: only what the spec promises, in DRF + simplejwt s
     expect(r.body).toMatchObject({ count: expect.any(Number), previous: null, next: expect.stringContaining('page=2') });
     const report = r.body.results[0];
     expect(report.pk).toMatch(uuidPattern);
-    expect(Object.keys(report).sort()).toEqual(['created', 'currencyCode', 'endDate', 'pk', 'reportType', 'startDate', 'state', 'totalAmount']);
+    expect(Object.keys(report).sort()).toEqual([
+      'created',
+      'currencyCode',
+      'endDate',
+      'pk',
+      'reportType',
+      'startDate',
+      'state',
+      'totalAmount',
+    ]);
     expect(Number.isInteger(report.totalAmount)).toBe(true);
   });
 
@@ -43,7 +57,10 @@ describe('the minimal dialect: only what the spec promises, in DRF + simplejwt s
     expect(created.status).toBe(201);
     expect(created.body).toEqual({ accessToken: expect.stringMatching(/^[0-9a-f]{64}$/) });
     const pair = await call(sandbox.baseUrl, '/institution/users/token/retrieve/', { institution, body: NEW_USER });
-    expect(pair.body).toEqual({ accessToken: expect.stringMatching(/^[0-9a-f]{64}$/), refreshToken: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(pair.body).toEqual({
+      accessToken: expect.stringMatching(/^[0-9a-f]{64}$/),
+      refreshToken: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     // The opaque access token is a working bearer credential.
     expect((await call(sandbox.baseUrl, '/companies/', { bearer: pair.body.accessToken, companyId })).status).not.toBe(401);
   });
@@ -79,7 +96,7 @@ describe('the minimal dialect: only what the spec promises, in DRF + simplejwt s
     expect([unknown.status, unknown.body]).toEqual([401, notValid]);
   });
 
-  it('an expired access token is refused with simplejwt\'s 401 on data routes', async () => {
+  it("an expired access token is refused with simplejwt's 401 on data routes", async () => {
     const pair = (await call(sandbox.baseUrl, '/institution/users/token/retrieve/', { institution, body: NEW_USER })).body;
     clock.advance(31 * 60_000);
     const r = await call(sandbox.baseUrl, '/companies/', { bearer: pair.accessToken, companyId });
@@ -88,15 +105,26 @@ describe('the minimal dialect: only what the spec promises, in DRF + simplejwt s
 
   it('errors are DRF bodies: detail + code, and field errors naming the field', async () => {
     const anonymous = await call(sandbox.baseUrl, '/companies/');
-    expect([anonymous.status, anonymous.body]).toEqual([401, { detail: 'Authentication credentials were not provided.', code: 'not_authenticated' }]);
-    const badInstitution = await call(sandbox.baseUrl, '/institution/users/token/verify/', { institution: 'inst_demo:wrong', body: { token: 'x' } });
+    expect([anonymous.status, anonymous.body]).toEqual([
+      401,
+      { detail: 'Authentication credentials were not provided.', code: 'not_authenticated' },
+    ]);
+    const badInstitution = await call(sandbox.baseUrl, '/institution/users/token/verify/', {
+      institution: 'inst_demo:wrong',
+      body: { token: 'x' },
+    });
     expect(badInstitution.status).toBe(401);
     expect(badInstitution.body).toEqual({ detail: expect.any(String), code: 'authentication_failed' });
-    const badField = await call(sandbox.baseUrl, '/institution/users/create/', { institution, body: { ...NEW_USER, email: 'not-an-email' } });
+    const badField = await call(sandbox.baseUrl, '/institution/users/create/', {
+      institution,
+      body: { ...NEW_USER, email: 'not-an-email' },
+    });
     expect([badField.status, badField.body]).toEqual([400, { email: [expect.any(String)] }]);
     const badPage = await call(sandbox.baseUrl, '/accounting/transactions/?page_size=0', { bearer: key });
     expect([badPage.status, badPage.body]).toEqual([400, { page_size: [expect.any(String)] }]);
-    const foreign = await call(sandbox.baseUrl, `/companies/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}/taxes/reports/`, { bearer: key });
+    const foreign = await call(sandbox.baseUrl, `/companies/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}/taxes/reports/`, {
+      bearer: key,
+    });
     expect([foreign.status, foreign.body.code]).toEqual([403, 'permission_denied']);
   });
 
@@ -124,15 +152,28 @@ describe.each(DIALECTS)('the credential is checked before the request (%s dialec
 
   it('anonymous requests with a bad page size, invalid JSON or a 5 MB body get 401, not 400', async () => {
     expect((await call(sandbox.baseUrl, '/accounting/transactions/?page_size=abc')).status).toBe(401);
-    expect((await raw('/institution/users/create/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"username":' })).status).toBe(401);
-    expect((await raw('/institution/users/create/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: five })).status).toBe(401);
+    expect(
+      (await raw('/institution/users/create/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"username":' }))
+        .status,
+    ).toBe(401);
+    expect(
+      (await raw('/institution/users/create/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: five })).status,
+    ).toBe(401);
     expect((await raw('/api-keys/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: five })).status).toBe(401);
   });
 
   it('with a credential: 413 for a body over the limit, 400 for invalid JSON and a bad page size', async () => {
-    const tooLarge = await raw('/institution/users/create/', { method: 'POST', headers: { 'content-type': 'application/json', institution }, body: five });
+    const tooLarge = await raw('/institution/users/create/', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', institution },
+      body: five,
+    });
     expect(tooLarge.status).toBe(413);
-    const broken = await raw('/institution/users/create/', { method: 'POST', headers: { 'content-type': 'application/json', institution }, body: '{"username":' });
+    const broken = await raw('/institution/users/create/', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', institution },
+      body: '{"username":',
+    });
     expect(broken.status).toBe(400);
     expect((await call(sandbox.baseUrl, '/accounting/transactions/?page_size=abc', { bearer: key })).status).toBe(400);
   });

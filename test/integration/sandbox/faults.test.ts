@@ -29,7 +29,8 @@ describe('sandbox: faults on demand', () => {
     const res = await call(sandbox.baseUrl, '/institution/users/create/', { institution, body: identity });
     return { identity, refreshToken: res.body.refreshToken as string };
   };
-  const refresh = (refreshToken: string) => call(sandbox.baseUrl, '/institution/users/token/refresh/', { institution, body: { refresh: refreshToken } });
+  const refresh = (refreshToken: string) =>
+    call(sandbox.baseUrl, '/institution/users/token/refresh/', { institution, body: { refresh: refreshToken } });
 
   it('fires per route and per count: `after` requests pass, then `times` get the fault', async () => {
     const rule = await sandbox.admin.faults.add({ route: TX, after: 1, times: 2, fault: { type: 'status', status: 503 } });
@@ -184,7 +185,9 @@ describe('sandbox: faults on demand', () => {
     expect((await call(sandbox.baseUrl, '/companies/', { bearer: key })).status).toBe(500);
     expect((await txs()).status).toBe(500);
     expect((await txs()).status).toBe(200);
-    await expect(sandbox.admin.faults.add({ route: 'GET /accounting/transactions', fault: { type: 'malformed_json' } })).rejects.toMatchObject({
+    await expect(
+      sandbox.admin.faults.add({ route: 'GET /accounting/transactions', fault: { type: 'malformed_json' } }),
+    ).rejects.toMatchObject({
       status: 400,
     });
     const typo = await sandbox.admin.faults.add({ route: TX, fault: { type: 'slow', delay: 5 } as never }).catch((e: unknown) => e);

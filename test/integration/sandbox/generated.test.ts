@@ -33,7 +33,8 @@ describe('sandbox: generated datasets (1M transactions, not held in memory)', ()
   });
   afterAll(() => sandbox.stop());
 
-  const page = async (path: string, bearer = key) => (await call(sandbox.baseUrl, path, { bearer })).body as { count: number; next: string | null; results: Tx[] };
+  const page = async (path: string, bearer = key) =>
+    (await call(sandbox.baseUrl, path, { bearer })).body as { count: number; next: string | null; results: Tx[] };
 
   it('registers a million records without materialising them', () => {
     expect(heapGrowth).toBeLessThan(20 * 1024 * 1024);
@@ -105,7 +106,9 @@ describe('sandbox: generated datasets (1M transactions, not held in memory)', ()
         return (await call(s.baseUrl, '/accounting/transactions/?page_size=50&page=777', { bearer: k })).body.results as Tx[];
       };
       const mine = await page('/accounting/transactions/?page_size=50&page=777');
-      expect((await read(again)).map((t) => [t.publicId, t.amount, t.valueDate])).toEqual(mine.results.map((t) => [t.publicId, t.amount, t.valueDate]));
+      expect((await read(again)).map((t) => [t.publicId, t.amount, t.valueDate])).toEqual(
+        mine.results.map((t) => [t.publicId, t.amount, t.valueDate]),
+      );
       expect((await read(other))[0]!.publicId).not.toBe(mine.results[0]!.publicId);
     } finally {
       await Promise.all([again.stop(), other.stop()]);
@@ -120,7 +123,11 @@ describe('sandbox: generated datasets (1M transactions, not held in memory)', ()
     }
     const summary = await sandbox.admin.transactionSummary({ companyId: big, dateFrom: '2026-10-20', dateTo: '2026-10-20' });
     expect(summary.count).toBe(all.length);
-    const sum = (type: string) => all.filter((t) => t.cashflowType === type).reduce((s, t) => s + minor(t.amount), 0n).toString();
+    const sum = (type: string) =>
+      all
+        .filter((t) => t.cashflowType === type)
+        .reduce((s, t) => s + minor(t.amount), 0n)
+        .toString();
     expect(summary.totals.EUR).toEqual({ EXPENSE: sum('EXPENSE'), INCOME: sum('INCOME') });
   });
 });

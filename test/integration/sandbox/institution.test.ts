@@ -33,7 +33,12 @@ describe('sandbox: institution users and tokens', () => {
     expect(res.body.user).toEqual(identity);
     expect(res.body.expiresIn).toBe(1800);
     const access = jwtPayload(res.body.accessToken);
-    expect(access).toMatchObject({ sub: identity.external_id, token_type: 'access', iat: clock.now() / 1000, exp: clock.now() / 1000 + 1800 });
+    expect(access).toMatchObject({
+      sub: identity.external_id,
+      token_type: 'access',
+      iat: clock.now() / 1000,
+      exp: clock.now() / 1000 + 1800,
+    });
     expect(jwtPayload(res.body.refreshToken)).toMatchObject({ token_type: 'refresh', exp: clock.now() / 1000 + 7 * 86400 });
   });
 
@@ -79,7 +84,10 @@ describe('sandbox: institution users and tokens', () => {
 
   it('expires access tokens after 30 minutes and refresh tokens after 7 days, on the sandbox clock', async () => {
     const { tokens } = await newUser();
-    await sandbox.admin.grantCompanyAccess({ userId: (await sandbox.admin.findUser({ externalId: jwtPayload(tokens.accessToken).sub as string })).userId, companyId });
+    await sandbox.admin.grantCompanyAccess({
+      userId: (await sandbox.admin.findUser({ externalId: jwtPayload(tokens.accessToken).sub as string })).userId,
+      companyId,
+    });
     expect((await call(sandbox.baseUrl, '/companies/', { bearer: tokens.accessToken })).status).toBe(200);
     clock.advance(30 * 60_000 - 1000);
     expect((await call(sandbox.baseUrl, '/companies/', { bearer: tokens.accessToken })).status).toBe(200);
@@ -87,7 +95,10 @@ describe('sandbox: institution users and tokens', () => {
     const expired = await call(sandbox.baseUrl, '/companies/', { bearer: tokens.accessToken });
     expect(expired.status).toBe(401);
     expect(expired.body.error.code).toBe('token_expired');
-    expect((await post('/institution/users/token/verify/', { token: tokens.accessToken })).body).toEqual({ valid: false, reason: 'expired' });
+    expect((await post('/institution/users/token/verify/', { token: tokens.accessToken })).body).toEqual({
+      valid: false,
+      reason: 'expired',
+    });
 
     const refreshed = await post('/institution/users/token/refresh/', { refresh: tokens.refreshToken });
     expect(refreshed.status).toBe(200);
@@ -104,7 +115,10 @@ describe('sandbox: institution users and tokens', () => {
     expect((await post('/institution/users/token/verify/', { token: tokens.refreshToken })).body.valid).toBe(true);
 
     const [h, p] = tokens.accessToken.split('.');
-    expect((await post('/institution/users/token/verify/', { token: `${h}.${p}.forged` })).body).toEqual({ valid: false, reason: 'invalid' });
+    expect((await post('/institution/users/token/verify/', { token: `${h}.${p}.forged` })).body).toEqual({
+      valid: false,
+      reason: 'invalid',
+    });
     const other = await sandbox.admin.createInstitution({ id: 'inst_other' });
     expect((await post('/institution/users/token/verify/', { token: tokens.accessToken }, other.header)).body.reason).toBe('invalid');
     expect((await post('/institution/users/token/refresh/', { refresh: tokens.refreshToken }, other.header)).body.error.code).toBe(
@@ -112,7 +126,10 @@ describe('sandbox: institution users and tokens', () => {
     );
 
     await post('/institution/users/token/expire/', { refresh: tokens.refreshToken });
-    expect((await post('/institution/users/token/verify/', { token: tokens.accessToken })).body).toEqual({ valid: false, reason: 'revoked' });
+    expect((await post('/institution/users/token/verify/', { token: tokens.accessToken })).body).toEqual({
+      valid: false,
+      reason: 'revoked',
+    });
   });
 
   it('expire kills every token of the user, is idempotent, and refuses a token it never issued', async () => {
@@ -125,7 +142,9 @@ describe('sandbox: institution users and tokens', () => {
 
     const revokedAccess = await call(sandbox.baseUrl, '/companies/', { bearer: second.body.accessToken });
     expect(revokedAccess.body.error.code).toBe('token_revoked');
-    expect((await post('/institution/users/token/refresh/', { refresh: second.body.refreshToken })).body.error.code).toBe('refresh_token_revoked');
+    expect((await post('/institution/users/token/refresh/', { refresh: second.body.refreshToken })).body.error.code).toBe(
+      'refresh_token_revoked',
+    );
 
     const unknown = await post('/institution/users/token/expire/', { refresh: 'eyJhbGciOiJIUzI1NiJ9.eyJqdGkiOiJ4In0.sig' });
     expect(unknown.status).toBe(400);

@@ -47,23 +47,38 @@ describe('sandbox responses match the schemas the document is generated from', (
     const identity = { username: 'schema-user', email: 'schema@example.com', external_id: randomUUID() };
     const created = await call(sandbox.baseUrl, '/institution/users/create/', { institution, body: identity });
     record('POST /institution/users/create/', created);
-    const refreshed = await call(sandbox.baseUrl, '/institution/users/token/refresh/', { institution, body: { refresh: created.body.refreshToken } });
+    const refreshed = await call(sandbox.baseUrl, '/institution/users/token/refresh/', {
+      institution,
+      body: { refresh: created.body.refreshToken },
+    });
     record('POST /institution/users/token/refresh/', refreshed);
-    record('POST /institution/users/token/verify/', await call(sandbox.baseUrl, '/institution/users/token/verify/', { institution, body: { token: refreshed.body.accessToken } }));
+    record(
+      'POST /institution/users/token/verify/',
+      await call(sandbox.baseUrl, '/institution/users/token/verify/', { institution, body: { token: refreshed.body.accessToken } }),
+    );
     const retrieved = await call(sandbox.baseUrl, '/institution/users/token/retrieve/', { institution, body: identity });
     record('POST /institution/users/token/retrieve/', retrieved);
-    record('POST /institution/users/token/expire/', await call(sandbox.baseUrl, '/institution/users/token/expire/', { institution, body: { refresh: retrieved.body.refreshToken } }));
+    record(
+      'POST /institution/users/token/expire/',
+      await call(sandbox.baseUrl, '/institution/users/token/expire/', { institution, body: { refresh: retrieved.body.refreshToken } }),
+    );
     const invalid = await call(sandbox.baseUrl, '/institution/users/token/verify/', { institution, body: { token: 'x.y.z' } });
     expect(verifyResponseSchema.parse(invalid.body)).toEqual({ valid: false, reason: 'invalid' });
 
     record('GET /companies/', await call(sandbox.baseUrl, '/companies/', { bearer: key }));
-    record('GET /companies/{company_pk}/taxes/reports/', await call(sandbox.baseUrl, `/companies/${company.publicId}/taxes/reports/`, { bearer: key }));
+    record(
+      'GET /companies/{company_pk}/taxes/reports/',
+      await call(sandbox.baseUrl, `/companies/${company.publicId}/taxes/reports/`, { bearer: key }),
+    );
     record('GET /accounting/transactions/', await call(sandbox.baseUrl, '/accounting/transactions/?page_size=1000', { bearer: key }));
     record('GET /accounting/categories/', await call(sandbox.baseUrl, '/accounting/categories/', { bearer: key }));
     record('GET /api-keys/', await call(sandbox.baseUrl, '/api-keys/', { bearer: key }));
     const minted = await call(sandbox.baseUrl, '/api-keys/', { bearer: key, body: { name: 'schema', permissions: ['read_transactions'] } });
     record('POST /api-keys/', minted);
-    record('DELETE /api-keys/{publicId}/', await call(sandbox.baseUrl, `/api-keys/${minted.body.publicId}/`, { method: 'DELETE', bearer: key }));
+    record(
+      'DELETE /api-keys/{publicId}/',
+      await call(sandbox.baseUrl, `/api-keys/${minted.body.publicId}/`, { method: 'DELETE', bearer: key }),
+    );
 
     // One of each documented error status.
     failures.push(await call(sandbox.baseUrl, '/institution/users/create/', { institution, body: identity })); // 409

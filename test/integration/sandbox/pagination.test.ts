@@ -38,7 +38,13 @@ describe('sandbox: list envelopes and pagination', () => {
     const next = new URL(first.body.next);
     expect(`${next.origin}/api/v1`).toBe(sandbox.baseUrl);
     expect(next.pathname).toBe('/api/v1/accounting/transactions/');
-    expect(Object.fromEntries(next.searchParams)).toEqual({ date_from: '2026-10-01', date_to: '2026-10-31', page_size: '1000', unknown: 'kept', page: '2' });
+    expect(Object.fromEntries(next.searchParams)).toEqual({
+      date_from: '2026-10-01',
+      date_to: '2026-10-31',
+      page_size: '1000',
+      unknown: 'kept',
+      page: '2',
+    });
 
     const second = await get(first.body.next);
     expect(new URL(second.body.previous).searchParams.get('page')).toBe('1');
@@ -94,7 +100,12 @@ describe('sandbox: list envelopes and pagination', () => {
   it('builds links from the Host the caller used', async () => {
     const body = await new Promise<string>((resolve, reject) => {
       const req = request(
-        { host: '127.0.0.1', port: sandbox.port, path: '/api/v1/accounting/categories/?pageSize=10', headers: { host: `sandbox.test:${sandbox.port}`, authorization: `Bearer ${key}` } },
+        {
+          host: '127.0.0.1',
+          port: sandbox.port,
+          path: '/api/v1/accounting/categories/?pageSize=10',
+          headers: { host: `sandbox.test:${sandbox.port}`, authorization: `Bearer ${key}` },
+        },
         (res) => {
           let text = '';
           res.on('data', (chunk: Buffer) => (text += chunk.toString()));
@@ -104,6 +115,8 @@ describe('sandbox: list envelopes and pagination', () => {
       req.on('error', reject);
       req.end();
     });
-    expect((JSON.parse(body) as { next: string }).next).toBe(`http://sandbox.test:${sandbox.port}/api/v1/accounting/categories/?pageSize=10&page=2`);
+    expect((JSON.parse(body) as { next: string }).next).toBe(
+      `http://sandbox.test:${sandbox.port}/api/v1/accounting/categories/?pageSize=10&page=2`,
+    );
   });
 });

@@ -16,8 +16,14 @@ describe('sandbox: company scoping (path, body, X-Company-Id)', () => {
     sandbox = await startSandbox({ port: 0, clock: new ManualClock(), demo: false });
     a = (await sandbox.admin.createCompany({ name: 'A' })).publicId;
     b = (await sandbox.admin.createCompany({ name: 'B' })).publicId;
-    await sandbox.admin.addTransactions({ companyId: a, transactions: [{ amount: -100, valueDate: '2026-10-05T10:00:00Z', description: 'A only' }] });
-    await sandbox.admin.addTransactions({ companyId: b, transactions: [{ amount: -200, valueDate: '2026-10-05T10:00:00Z', description: 'B only' }] });
+    await sandbox.admin.addTransactions({
+      companyId: a,
+      transactions: [{ amount: -100, valueDate: '2026-10-05T10:00:00Z', description: 'A only' }],
+    });
+    await sandbox.admin.addTransactions({
+      companyId: b,
+      transactions: [{ amount: -200, valueDate: '2026-10-05T10:00:00Z', description: 'B only' }],
+    });
     keyA = (await sandbox.admin.createApiKey({ companyId: a, permissions: ['full_access'] })).key;
     const inst = await sandbox.admin.createInstitution({ id: 'inst_scope' });
     const user = (username: string, companies: string[]) =>
@@ -52,11 +58,17 @@ describe('sandbox: company scoping (path, body, X-Company-Id)', () => {
 
   it('refuses another company in the body (companyId or company)', async () => {
     for (const field of ['companyId', 'company']) {
-      const res = await call(sandbox.baseUrl, '/api-keys/', { bearer: keyA, body: { name: 'x', permissions: ['read_transactions'], [field]: b } });
+      const res = await call(sandbox.baseUrl, '/api-keys/', {
+        bearer: keyA,
+        body: { name: 'x', permissions: ['read_transactions'], [field]: b },
+      });
       expect(res.status).toBe(403);
       expect(res.body.error.param).toBe(field);
     }
-    const own = await call(sandbox.baseUrl, '/api-keys/', { bearer: keyA, body: { name: 'x', permissions: ['read_transactions'], companyId: a } });
+    const own = await call(sandbox.baseUrl, '/api-keys/', {
+      bearer: keyA,
+      body: { name: 'x', permissions: ['read_transactions'], companyId: a },
+    });
     expect(own.status).toBe(201);
   });
 

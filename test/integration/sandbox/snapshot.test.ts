@@ -26,14 +26,22 @@ describe('sandbox: snapshot and restore', () => {
     // A user with tokens, one refresh (so one refresh token is used), a new key and a revoked one.
     const identity = { username: 'dana', email: 'dana@example.com', external_id: randomUUID() };
     const created = await call(first.baseUrl, '/institution/users/create/', { institution, body: identity });
-    const refreshed = await call(first.baseUrl, '/institution/users/token/refresh/', { institution, body: { refresh: created.body.refreshToken } });
+    const refreshed = await call(first.baseUrl, '/institution/users/token/refresh/', {
+      institution,
+      body: { refresh: created.body.refreshToken },
+    });
     expect(refreshed.status).toBe(200);
     const kept = await first.admin.createApiKey({ companyId: bakery.publicId, permissions: ['read_transactions'], name: 'kept' });
     const revoked = await first.admin.createApiKey({ companyId: bakery.publicId, permissions: ['read_transactions'], name: 'revoked' });
     await first.admin.revokeApiKey({ publicId: revoked.publicId });
-    await first.admin.addTransactions({ companyId: bakery.publicId, transactions: [{ amount: '-12.34', valueDate: '2026-10-31T23:30:00-02:00' }] });
+    await first.admin.addTransactions({
+      companyId: bakery.publicId,
+      transactions: [{ amount: '-12.34', valueDate: '2026-10-31T23:30:00-02:00' }],
+    });
     await first.admin.generateTransactions({ companyId: bakery.publicId, month: '2026-09', count: 1500 });
-    const pageBefore = await call(first.baseUrl, '/accounting/transactions/?date_from=2026-09-01&date_to=2026-10-31&page=2&page_size=200', { bearer: fullKey });
+    const pageBefore = await call(first.baseUrl, '/accounting/transactions/?date_from=2026-09-01&date_to=2026-10-31&page=2&page_size=200', {
+      bearer: fullKey,
+    });
 
     // Through JSON, as the CLI stores it.
     const snapshot = sandboxSnapshotSchema.parse(JSON.parse(JSON.stringify(first.snapshot())));
@@ -42,7 +50,9 @@ describe('sandbox: snapshot and restore', () => {
 
     expect(second.demo).toEqual(demo);
     expect(await second.admin.demoCredentials()).toEqual(demo);
-    const pageAfter = await call(second.baseUrl, '/accounting/transactions/?date_from=2026-09-01&date_to=2026-10-31&page=2&page_size=200', { bearer: fullKey });
+    const pageAfter = await call(second.baseUrl, '/accounting/transactions/?date_from=2026-09-01&date_to=2026-10-31&page=2&page_size=200', {
+      bearer: fullKey,
+    });
     expect(pageAfter.status).toBe(200);
     expect(pageAfter.body.count).toBe(pageBefore.body.count);
     expect(pageAfter.body.results).toEqual(pageBefore.body.results);
@@ -55,7 +65,10 @@ describe('sandbox: snapshot and restore', () => {
     expect((await verify(refreshed.body.accessToken)).body.valid).toBe(true);
     expect((await verify(created.body.refreshToken)).body).toMatchObject({ valid: false, reason: 'revoked' });
     // Reuse of the rotated refresh token is still detected after the restore.
-    const reuse = await call(second.baseUrl, '/institution/users/token/refresh/', { institution, body: { refresh: created.body.refreshToken } });
+    const reuse = await call(second.baseUrl, '/institution/users/token/refresh/', {
+      institution,
+      body: { refresh: created.body.refreshToken },
+    });
     expect(reuse.body.error.code).toBe('refresh_token_used');
 
     const retrieved = await call(second.baseUrl, '/institution/users/token/retrieve/', { institution, body: identity });

@@ -37,7 +37,9 @@ describe('the institution credential read through the cache, counted at the emul
     expect(reads()).toBe(1);
 
     // Ops change the institution secret; running functions still hold the old one.
-    await sdk.send(new PutSecretValueCommand({ SecretId: arn, SecretString: JSON.stringify({ institutionId: 'inst-7', secretKey: NEW_KEY }) }));
+    await sdk.send(
+      new PutSecretValueCommand({ SecretId: arn, SecretString: JSON.stringify({ institutionId: 'inst-7', secretKey: NEW_KEY }) }),
+    );
     expect((await credential.get()).secretKey).toBe(OLD_KEY);
 
     // The service refuses the old key: one re-read, and the retry gets the new key.

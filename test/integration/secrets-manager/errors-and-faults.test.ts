@@ -42,7 +42,10 @@ describe('Secrets Manager emulator: errors the SDK maps to its typed exceptions'
   it('an unknown secret is ResourceNotFoundException', async () => {
     const call = sdk.send(new GetSecretValueCommand({ SecretId: 'acctops/never-created' }));
     await expect(call).rejects.toBeInstanceOf(ResourceNotFoundException);
-    await expect(call).rejects.toMatchObject({ message: "Secrets Manager can't find the specified secret.", $metadata: { httpStatusCode: 400 } });
+    await expect(call).rejects.toMatchObject({
+      message: "Secrets Manager can't find the specified secret.",
+      $metadata: { httpStatusCode: 400 },
+    });
   });
 
   it('a stage or version without a value is ResourceNotFoundException', async () => {
@@ -73,21 +76,39 @@ describe('Secrets Manager emulator: errors the SDK maps to its typed exceptions'
   it('label moves the API forbids are InvalidParameterException', async () => {
     const name = uniqueName();
     await sdk.send(new CreateSecretCommand({ Name: name, SecretString: 'v1', ClientRequestToken: token(1) }));
-    await sdk.send(new PutSecretValueCommand({ SecretId: name, SecretString: 'v2', ClientRequestToken: token(2), VersionStages: ['AWSPENDING'] }));
+    await sdk.send(
+      new PutSecretValueCommand({ SecretId: name, SecretString: 'v2', ClientRequestToken: token(2), VersionStages: ['AWSPENDING'] }),
+    );
 
     // AWSCURRENT is on v1: moving it needs RemoveFromVersionId naming v1.
-    const noRemove = sdk.send(new UpdateSecretVersionStageCommand({ SecretId: name, VersionStage: 'AWSCURRENT', MoveToVersionId: token(2) }));
+    const noRemove = sdk.send(
+      new UpdateSecretVersionStageCommand({ SecretId: name, VersionStage: 'AWSCURRENT', MoveToVersionId: token(2) }),
+    );
     await expect(noRemove).rejects.toBeInstanceOf(InvalidParameterException);
     await expect(noRemove).rejects.toThrow(`currently attached to version ${token(1)}`);
     await expect(
-      sdk.send(new UpdateSecretVersionStageCommand({ SecretId: name, VersionStage: 'AWSCURRENT', MoveToVersionId: token(1), RemoveFromVersionId: token(2) })),
+      sdk.send(
+        new UpdateSecretVersionStageCommand({
+          SecretId: name,
+          VersionStage: 'AWSCURRENT',
+          MoveToVersionId: token(1),
+          RemoveFromVersionId: token(2),
+        }),
+      ),
     ).rejects.toBeInstanceOf(InvalidParameterException);
     // AWSCURRENT can be moved, never removed.
     await expect(
       sdk.send(new UpdateSecretVersionStageCommand({ SecretId: name, VersionStage: 'AWSCURRENT', RemoveFromVersionId: token(1) })),
     ).rejects.toBeInstanceOf(InvalidParameterException);
     await expect(
-      sdk.send(new UpdateSecretVersionStageCommand({ SecretId: name, VersionStage: 'AWSPENDING', MoveToVersionId: token(77), RemoveFromVersionId: token(2) })),
+      sdk.send(
+        new UpdateSecretVersionStageCommand({
+          SecretId: name,
+          VersionStage: 'AWSPENDING',
+          MoveToVersionId: token(77),
+          RemoveFromVersionId: token(2),
+        }),
+      ),
     ).rejects.toBeInstanceOf(InvalidParameterException);
     expect((await sdk.send(new DescribeSecretCommand({ SecretId: name }))).VersionIdsToStages).toEqual({
       [token(1)]: ['AWSCURRENT'],
@@ -106,9 +127,9 @@ describe('Secrets Manager emulator: errors the SDK maps to its typed exceptions'
   it('a VersionStage that is not on the given VersionId is InvalidRequestException', async () => {
     const name = uniqueName();
     await sdk.send(new CreateSecretCommand({ Name: name, SecretString: 'v1', ClientRequestToken: token(1) }));
-    await expect(sdk.send(new GetSecretValueCommand({ SecretId: name, VersionId: token(1), VersionStage: 'AWSPENDING' }))).rejects.toBeInstanceOf(
-      InvalidRequestException,
-    );
+    await expect(
+      sdk.send(new GetSecretValueCommand({ SecretId: name, VersionId: token(1), VersionStage: 'AWSPENDING' })),
+    ).rejects.toBeInstanceOf(InvalidRequestException);
   });
 
   it('a secret scheduled for deletion refuses reads with InvalidRequestException until restored or purged', async () => {
@@ -121,7 +142,9 @@ describe('Secrets Manager emulator: errors the SDK maps to its typed exceptions'
     await expect(sdk.send(new CreateSecretCommand({ Name: name, SecretString: 'x' }))).rejects.toBeInstanceOf(InvalidRequestException);
     expect((await sdk.send(new DescribeSecretCommand({ SecretId: name }))).DeletedDate).toEqual(new Date(clock.now()));
     const names = async (IncludePlannedDeletion?: boolean) =>
-      (await sdk.send(new ListSecretsCommand({ IncludePlannedDeletion, Filters: [{ Key: 'name', Values: [name] }] }))).SecretList?.map((s) => s.Name);
+      (await sdk.send(new ListSecretsCommand({ IncludePlannedDeletion, Filters: [{ Key: 'name', Values: [name] }] }))).SecretList?.map(
+        (s) => s.Name,
+      );
     expect(await names()).toEqual([]);
     expect(await names(true)).toEqual([name]);
 
@@ -138,7 +161,8 @@ describe('Secrets Manager emulator: errors the SDK maps to its typed exceptions'
   it('each scheduled deletion takes effect at its own date; a restored one never; a purged ARN no longer resolves', async () => {
     const [soon, later, restored] = [uniqueName(), uniqueName(), uniqueName()];
     const arns: Record<string, string> = {};
-    for (const name of [soon, later, restored]) arns[name] = (await sdk.send(new CreateSecretCommand({ Name: name, SecretString: name }))).ARN!;
+    for (const name of [soon, later, restored])
+      arns[name] = (await sdk.send(new CreateSecretCommand({ Name: name, SecretString: name }))).ARN!;
     await sdk.send(new DeleteSecretCommand({ SecretId: restored, RecoveryWindowInDays: 7 }));
     await sdk.send(new DeleteSecretCommand({ SecretId: soon, RecoveryWindowInDays: 8 }));
     await sdk.send(new DeleteSecretCommand({ SecretId: arns[later], RecoveryWindowInDays: 10 }));
@@ -152,7 +176,12 @@ describe('Secrets Manager emulator: errors the SDK maps to its typed exceptions'
     clock.advance(7 * DAY);
     expect([await exists(soon), await exists(later), await exists(restored)]).toEqual([true, true, true]);
     clock.advance(DAY);
-    expect([await exists(soon), await exists(arns[soon]!), await exists(later), await exists(restored)]).toEqual([false, false, true, true]);
+    expect([await exists(soon), await exists(arns[soon]!), await exists(later), await exists(restored)]).toEqual([
+      false,
+      false,
+      true,
+      true,
+    ]);
     clock.advance(2 * DAY);
     expect([await exists(later), await exists(arns[later]!.slice(0, -7)), await exists(restored)]).toEqual([false, false, true]);
 
@@ -182,7 +211,11 @@ describe('Secrets Manager emulator: errors the SDK maps to its typed exceptions'
     for (let i = 0; i < 2; i++) {
       const call = sdk.send(new GetSecretValueCommand({ SecretId: name }));
       await expect(call).rejects.toBeInstanceOf(SecretsManagerServiceException);
-      await expect(call).rejects.toMatchObject({ name: 'ThrottlingException', message: 'Rate exceeded', $metadata: { httpStatusCode: 400 } });
+      await expect(call).rejects.toMatchObject({
+        name: 'ThrottlingException',
+        message: 'Rate exceeded',
+        $metadata: { httpStatusCode: 400 },
+      });
     }
     // Other operations are not affected, and the third read goes through.
     await sdk.send(new DescribeSecretCommand({ SecretId: name }));

@@ -116,7 +116,15 @@ describe('Secrets Manager emulator: ListSecrets filters, pagination and tags', (
 
   it('TagResource adds or overwrites tags and UntagResource removes them', async () => {
     const name = 'acctops/company/alpha';
-    await sdk.send(new TagResourceCommand({ SecretId: name, Tags: [{ Key: 'acctops:kind', Value: 'api-key-v2' }, { Key: 'owner', Value: 'ops' }] }));
+    await sdk.send(
+      new TagResourceCommand({
+        SecretId: name,
+        Tags: [
+          { Key: 'acctops:kind', Value: 'api-key-v2' },
+          { Key: 'owner', Value: 'ops' },
+        ],
+      }),
+    );
     await sdk.send(new UntagResourceCommand({ SecretId: name, TagKeys: ['acctops:company'] }));
     expect((await sdk.send(new DescribeSecretCommand({ SecretId: name }))).Tags).toEqual([
       { Key: 'acctops:kind', Value: 'api-key-v2' },

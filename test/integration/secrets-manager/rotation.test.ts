@@ -48,12 +48,19 @@ function templateRotation(sdk: SecretsManagerClient) {
         if (!(error instanceof ResourceNotFoundException)) throw error;
         const value = `rotated-${++generation}`;
         puts.push(value);
-        await sdk.send(new PutSecretValueCommand({ SecretId: arn, ClientRequestToken: version, SecretString: value, VersionStages: ['AWSPENDING'] }));
+        await sdk.send(
+          new PutSecretValueCommand({ SecretId: arn, ClientRequestToken: version, SecretString: value, VersionStages: ['AWSPENDING'] }),
+        );
       }
     } else if (step === 'finishSecret' && !behaviour.skipPromotion) {
       const current = Object.entries(meta.VersionIdsToStages ?? {}).find(([, s]) => s.includes('AWSCURRENT'))?.[0];
       await sdk.send(
-        new UpdateSecretVersionStageCommand({ SecretId: arn, VersionStage: 'AWSCURRENT', MoveToVersionId: version, RemoveFromVersionId: current }),
+        new UpdateSecretVersionStageCommand({
+          SecretId: arn,
+          VersionStage: 'AWSCURRENT',
+          MoveToVersionId: version,
+          RemoveFromVersionId: current,
+        }),
       );
       await sdk.send(new UpdateSecretVersionStageCommand({ SecretId: arn, VersionStage: 'AWSPENDING', RemoveFromVersionId: version }));
     }
@@ -92,11 +99,20 @@ describe('Secrets Manager emulator: RotateSecret drives the rotation function', 
   it('runs createSecret, setSecret, testSecret and finishSecret in order with the pending version token', async () => {
     const s = await setup();
     const rotated = await sdk.send(
-      new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 30 }, ClientRequestToken: token(1) }),
+      new RotateSecretCommand({
+        SecretId: s.name,
+        RotationLambdaARN: s.lambdaArn,
+        RotationRules: { AutomaticallyAfterDays: 30 },
+        ClientRequestToken: token(1),
+      }),
     );
     expect(rotated).toMatchObject({ ARN: s.arn, Name: s.name, VersionId: token(1) });
     expect(s.calls).toEqual(
-      (['createSecret', 'setSecret', 'testSecret', 'finishSecret'] as const).map((Step) => ({ Step, SecretId: s.arn, ClientRequestToken: token(1) })),
+      (['createSecret', 'setSecret', 'testSecret', 'finishSecret'] as const).map((Step) => ({
+        Step,
+        SecretId: s.arn,
+        ClientRequestToken: token(1),
+      })),
     );
     expect(await stagesOf(s.name)).toEqual({ [token(0)]: ['AWSPREVIOUS'], [token(1)]: ['AWSCURRENT'] });
     expect(await current(s.name)).toBe('rotated-1');
@@ -119,12 +135,16 @@ describe('Secrets Manager emulator: RotateSecret drives the rotation function', 
       if (event.Step === 'createSecret') {
         seen.push((await stagesOf(s.name))?.[event.ClientRequestToken]);
         seen.push(
-          await sdk.send(new GetSecretValueCommand({ SecretId: s.name, VersionStage: 'AWSPENDING' })).catch((e: unknown) => (e as Error).name),
+          await sdk
+            .send(new GetSecretValueCommand({ SecretId: s.name, VersionStage: 'AWSPENDING' }))
+            .catch((e: unknown) => (e as Error).name),
         );
       }
       await s.handler(event);
     });
-    await sdk.send(new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { ScheduleExpression: 'rate(10 days)' } }));
+    await sdk.send(
+      new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { ScheduleExpression: 'rate(10 days)' } }),
+    );
     // The version exists (so the template's guards pass) but has no value (so createSecret fills it).
     expect(seen).toEqual([['AWSPENDING'], 'ResourceNotFoundException']);
     expect(sm.admin.rotation(s.name)?.status).toBe('succeeded');
@@ -135,7 +155,9 @@ describe('Secrets Manager emulator: RotateSecret drives the rotation function', 
     const s = await setup();
     s.behaviour.failAt = 'testSecret';
     // Like AWS, the call itself succeeds: the failure happens inside the rotation function.
-    const rotated = await sdk.send(new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 7 } }));
+    const rotated = await sdk.send(
+      new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 7 } }),
+    );
     expect(s.calls.map((c) => c.Step)).toEqual(['createSecret', 'setSecret', 'testSecret']);
     expect(await stagesOf(s.name)).toEqual({ [token(0)]: ['AWSCURRENT'], [rotated.VersionId!]: ['AWSPENDING'] });
     expect(await current(s.name)).toBe('original');
@@ -159,7 +181,9 @@ describe('Secrets Manager emulator: RotateSecret drives the rotation function', 
   it('a failure in createSecret leaves AWSPENDING on an empty version', async () => {
     const s = await setup();
     s.behaviour.failAt = 'createSecret';
-    const rotated = await sdk.send(new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 7 } }));
+    const rotated = await sdk.send(
+      new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 7 } }),
+    );
     expect(await stagesOf(s.name)).toEqual({ [token(0)]: ['AWSCURRENT'], [rotated.VersionId!]: ['AWSPENDING'] });
     expect(sm.admin.secret(s.name)?.versions.find((v) => v.versionId === rotated.VersionId)?.hasValue).toBe(false);
   });
@@ -167,7 +191,9 @@ describe('Secrets Manager emulator: RotateSecret drives the rotation function', 
   it('manual mode: a test drives the steps one by one, crashes between them, and the retry converges', async () => {
     sm.admin.setRotationMode('manual');
     const s = await setup();
-    const rotated = await sdk.send(new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 30 } }));
+    const rotated = await sdk.send(
+      new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 30 } }),
+    );
     expect(s.calls).toEqual([]);
     expect(sm.admin.rotation(s.name)?.status).toBe('pending');
 
@@ -189,7 +215,9 @@ describe('Secrets Manager emulator: RotateSecret drives the rotation function', 
   it('manual mode: RotateSecret with the pending token starts a new attempt without invoking anything', async () => {
     sm.admin.setRotationMode('manual');
     const s = await setup();
-    const rotated = await sdk.send(new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 30 } }));
+    const rotated = await sdk.send(
+      new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 30 } }),
+    );
     await sm.admin.runRotationStep(s.name, 'createSecret');
     await sdk.send(new RotateSecretCommand({ SecretId: s.name, ClientRequestToken: rotated.VersionId }));
     expect(s.calls.map((c) => c.Step)).toEqual(['createSecret']);
@@ -203,7 +231,9 @@ describe('Secrets Manager emulator: RotateSecret drives the rotation function', 
     sm.admin.setRotationMode('manual');
     const s = await setup();
     s.behaviour.failAt = 'setSecret';
-    await sdk.send(new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 30 } }));
+    await sdk.send(
+      new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 30 } }),
+    );
     await sm.admin.runRotationStep(s.name, 'createSecret');
     await expect(sm.admin.runRotationStep(s.name, 'setSecret')).rejects.toThrow('setSecret failed on purpose');
     expect(sm.admin.rotation(s.name)).toMatchObject({
@@ -219,7 +249,9 @@ describe('Secrets Manager emulator: RotateSecret drives the rotation function', 
   it('a finishSecret that does not promote the version is a failed rotation', async () => {
     const s = await setup();
     s.behaviour.skipPromotion = true;
-    const rotated = await sdk.send(new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 7 } }));
+    const rotated = await sdk.send(
+      new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 7 } }),
+    );
     expect(sm.admin.rotation(s.name)).toMatchObject({ status: 'failed', failedStep: 'finishSecret' });
     expect(await stagesOf(s.name)).toEqual({ [token(0)]: ['AWSCURRENT'], [rotated.VersionId!]: ['AWSPENDING'] });
   });
@@ -232,7 +264,12 @@ describe('Secrets Manager emulator: RotateSecret drives the rotation function', 
       await s.handler(event);
     });
     await sdk.send(
-      new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 14 }, RotateImmediately: false }),
+      new RotateSecretCommand({
+        SecretId: s.name,
+        RotationLambdaARN: s.lambdaArn,
+        RotationRules: { AutomaticallyAfterDays: 14 },
+        RotateImmediately: false,
+      }),
     );
     expect(s.calls.map((c) => c.Step)).toEqual(['testSecret']);
     expect(pendingSeen).toEqual([['AWSPENDING']]);
@@ -252,7 +289,9 @@ describe('Secrets Manager emulator: RotateSecret drives the rotation function', 
       if (event.Step === 'createSecret') await gate;
       await s.handler(event);
     });
-    await sdk.send(new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 30 } }));
+    await sdk.send(
+      new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 30 } }),
+    );
     expect(sm.admin.rotation(s.name)?.status).toBe('running');
     expect(await current(s.name)).toBe('original');
     release();
@@ -275,7 +314,9 @@ describe('Secrets Manager emulator: RotateSecret drives the rotation function', 
   it('CancelRotateSecret turns rotation off and leaves the labels for someone to repair', async () => {
     sm.admin.setRotationMode('manual');
     const s = await setup();
-    const rotated = await sdk.send(new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 30 } }));
+    const rotated = await sdk.send(
+      new RotateSecretCommand({ SecretId: s.name, RotationLambdaARN: s.lambdaArn, RotationRules: { AutomaticallyAfterDays: 30 } }),
+    );
     const cancelled = await sdk.send(new CancelRotateSecretCommand({ SecretId: s.name }));
     expect(cancelled.VersionId).toBe(rotated.VersionId);
     const described = await sdk.send(new DescribeSecretCommand({ SecretId: s.name }));

@@ -40,7 +40,13 @@ describe('AwsSecretStore (the SecretStore port) against the emulator', () => {
     const created = await sdk.send(new CreateSecretCommand({ Name: name, SecretString: 'v1', ClientRequestToken: token(1) }));
     await store.putSecretValue(name, { value: 'v2', clientRequestToken: token(2), stages: [SecretStage.pending] });
 
-    expect(await store.readSecret(name)).toEqual({ secretArn: created.ARN, name, versionId: token(1), value: 'v1', stages: ['AWSCURRENT'] });
+    expect(await store.readSecret(name)).toEqual({
+      secretArn: created.ARN,
+      name,
+      versionId: token(1),
+      value: 'v1',
+      stages: ['AWSCURRENT'],
+    });
     expect((await store.readSecret(created.ARN!, { stage: SecretStage.pending })).value).toBe('v2');
     expect((await store.readSecret(name, { versionId: token(2), stage: SecretStage.pending })).value).toBe('v2');
   });
@@ -48,8 +54,14 @@ describe('AwsSecretStore (the SecretStore port) against the emulator', () => {
   it('puts values idempotently and reports a token reused with another value as a conflict', async () => {
     const name = uniqueName();
     await sdk.send(new CreateSecretCommand({ Name: name, SecretString: 'v1', ClientRequestToken: token(1) }));
-    expect(await store.putSecretValue(name, { value: 'v2', clientRequestToken: token(2) })).toEqual({ versionId: token(2), stages: ['AWSCURRENT'] });
-    expect(await store.putSecretValue(name, { value: 'v2', clientRequestToken: token(2) })).toEqual({ versionId: token(2), stages: ['AWSCURRENT'] });
+    expect(await store.putSecretValue(name, { value: 'v2', clientRequestToken: token(2) })).toEqual({
+      versionId: token(2),
+      stages: ['AWSCURRENT'],
+    });
+    expect(await store.putSecretValue(name, { value: 'v2', clientRequestToken: token(2) })).toEqual({
+      versionId: token(2),
+      stages: ['AWSCURRENT'],
+    });
 
     const conflict = store.putSecretValue(name, { value: CANARY, clientRequestToken: token(2) });
     await expect(conflict).rejects.toBeInstanceOf(SecretVersionConflictError);
@@ -59,12 +71,26 @@ describe('AwsSecretStore (the SecretStore port) against the emulator', () => {
 
   it('describes versions to stages, rotation fields and tags in domain terms', async () => {
     const name = uniqueName();
-    await sdk.send(new CreateSecretCommand({ Name: name, SecretString: 'v1', ClientRequestToken: token(1), Tags: [{ Key: 'acctops:company', Value: 'c-1' }] }));
+    await sdk.send(
+      new CreateSecretCommand({
+        Name: name,
+        SecretString: 'v1',
+        ClientRequestToken: token(1),
+        Tags: [{ Key: 'acctops:company', Value: 'c-1' }],
+      }),
+    );
     const lambda = 'arn:aws:lambda:eu-central-1:000000000000:function:adapter-rotation';
     sm.admin.registerRotationHandler(lambda, () => undefined);
     sm.admin.setRotationMode('manual');
     try {
-      await sdk.send(new RotateSecretCommand({ SecretId: name, RotationLambdaARN: lambda, RotationRules: { AutomaticallyAfterDays: 30 }, ClientRequestToken: token(2) }));
+      await sdk.send(
+        new RotateSecretCommand({
+          SecretId: name,
+          RotationLambdaARN: lambda,
+          RotationRules: { AutomaticallyAfterDays: 30 },
+          ClientRequestToken: token(2),
+        }),
+      );
     } finally {
       sm.admin.setRotationMode('sync');
     }

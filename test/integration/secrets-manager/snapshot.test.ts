@@ -21,20 +21,38 @@ describe('Secrets Manager emulator: exportState, the state option and configureR
     const created = await client(sm).send(new CreateSecretCommand({ Name: 'app/key', SecretString: 'v1' }));
     sm.admin.configureRotation('app/key', { lambdaArn: LAMBDA, rules: { AutomaticallyAfterDays: 30 } });
     const described = await secretStore(sm).describeSecret(created.ARN!);
-    expect(described.rotation).toMatchObject({ enabled: true, lambdaArn: LAMBDA, automaticallyAfterDays: 30, nextRotationAt: clock.now() + 30 * 86_400_000 });
+    expect(described.rotation).toMatchObject({
+      enabled: true,
+      lambdaArn: LAMBDA,
+      automaticallyAfterDays: 30,
+      nextRotationAt: clock.now() + 30 * 86_400_000,
+    });
     expect(described.rotation.lastRotatedAt).toBeUndefined();
     expect(sm.admin.rotations('app/key')).toEqual([]);
-    expect(() => sm.admin.configureRotation('app/key', { lambdaArn: LAMBDA, rules: { AutomaticallyAfterDays: 0 } })).toThrow(/AutomaticallyAfterDays/);
+    expect(() => sm.admin.configureRotation('app/key', { lambdaArn: LAMBDA, rules: { AutomaticallyAfterDays: 0 } })).toThrow(
+      /AutomaticallyAfterDays/,
+    );
   });
 
   it('a new emulator started with an exported state serves the same secrets, versions, labels and tags', async () => {
     const sm = await start();
     const sdk = client(sm);
     const created = await sdk.send(
-      new CreateSecretCommand({ Name: 'acctops/company/x', SecretString: 'first', Tags: [{ Key: 'acctops:purpose', Value: 'company-api-key' }] }),
+      new CreateSecretCommand({
+        Name: 'acctops/company/x',
+        SecretString: 'first',
+        Tags: [{ Key: 'acctops:purpose', Value: 'company-api-key' }],
+      }),
     );
     await sdk.send(new PutSecretValueCommand({ SecretId: created.ARN, SecretString: 'second', ClientRequestToken: 'a'.repeat(32) }));
-    await sdk.send(new PutSecretValueCommand({ SecretId: created.ARN, SecretString: 'pending', ClientRequestToken: 'b'.repeat(32), VersionStages: ['AWSPENDING'] }));
+    await sdk.send(
+      new PutSecretValueCommand({
+        SecretId: created.ARN,
+        SecretString: 'pending',
+        ClientRequestToken: 'b'.repeat(32),
+        VersionStages: ['AWSPENDING'],
+      }),
+    );
     sm.admin.configureRotation(created.ARN!, { lambdaArn: LAMBDA, rules: { AutomaticallyAfterDays: 7 } });
 
     const exported = secretsSnapshotSchema.parse(JSON.parse(JSON.stringify(sm.admin.exportState())));
@@ -49,8 +67,12 @@ describe('Secrets Manager emulator: exportState, the state option and configureR
     expect(after.NextRotationDate).toEqual(before.NextRotationDate);
     expect(after.Tags).toEqual([{ Key: 'acctops:purpose', Value: 'company-api-key' }]);
     expect((await again.send(new GetSecretValueCommand({ SecretId: created.ARN }))).SecretString).toBe('second');
-    expect((await again.send(new GetSecretValueCommand({ SecretId: created.ARN, VersionStage: 'AWSPREVIOUS' }))).SecretString).toBe('first');
-    expect((await again.send(new GetSecretValueCommand({ SecretId: created.ARN, VersionStage: 'AWSPENDING' }))).SecretString).toBe('pending');
+    expect((await again.send(new GetSecretValueCommand({ SecretId: created.ARN, VersionStage: 'AWSPREVIOUS' }))).SecretString).toBe(
+      'first',
+    );
+    expect((await again.send(new GetSecretValueCommand({ SecretId: created.ARN, VersionStage: 'AWSPENDING' }))).SecretString).toBe(
+      'pending',
+    );
     const found = [];
     for await (const s of secretStore(restored).listSecretsByTag('acctops:purpose', 'company-api-key')) found.push(s.name);
     expect(found).toEqual(['acctops/company/x']);

@@ -79,13 +79,17 @@ describe('Secrets Manager emulator: staging labels through the real SDK', () => 
   it('PutSecretValue with VersionStages [AWSPENDING] leaves AWSCURRENT where it is', async () => {
     const name = uniqueName();
     await sdk.send(new CreateSecretCommand({ Name: name, SecretString: 'v1', ClientRequestToken: token(1) }));
-    await sdk.send(new PutSecretValueCommand({ SecretId: name, SecretString: 'v2', ClientRequestToken: token(2), VersionStages: ['AWSPENDING'] }));
+    await sdk.send(
+      new PutSecretValueCommand({ SecretId: name, SecretString: 'v2', ClientRequestToken: token(2), VersionStages: ['AWSPENDING'] }),
+    );
     expect(await stagesOf(name)).toEqual({ [token(1)]: ['AWSCURRENT'], [token(2)]: ['AWSPENDING'] });
     expect(await valueOf(name)).toBe('v1');
     expect(await valueOf(name, { VersionStage: 'AWSPENDING' })).toBe('v2');
 
     // A later pending version takes the label away from the earlier one.
-    await sdk.send(new PutSecretValueCommand({ SecretId: name, SecretString: 'v3', ClientRequestToken: token(3), VersionStages: ['AWSPENDING'] }));
+    await sdk.send(
+      new PutSecretValueCommand({ SecretId: name, SecretString: 'v3', ClientRequestToken: token(3), VersionStages: ['AWSPENDING'] }),
+    );
     expect(await stagesOf(name)).toEqual({ [token(1)]: ['AWSCURRENT'], [token(3)]: ['AWSPENDING'] });
   });
 
@@ -93,7 +97,9 @@ describe('Secrets Manager emulator: staging labels through the real SDK', () => 
     const name = uniqueName();
     const created = await sdk.send(new CreateSecretCommand({ Name: name }));
     expect(created.VersionId).toBeUndefined();
-    await sdk.send(new PutSecretValueCommand({ SecretId: name, SecretString: 'v1', ClientRequestToken: token(1), VersionStages: ['AWSPENDING'] }));
+    await sdk.send(
+      new PutSecretValueCommand({ SecretId: name, SecretString: 'v1', ClientRequestToken: token(1), VersionStages: ['AWSPENDING'] }),
+    );
     expect(await stagesOf(name)).toEqual({ [token(1)]: ['AWSPENDING', 'AWSCURRENT'] });
   });
 
@@ -115,7 +121,9 @@ describe('Secrets Manager emulator: staging labels through the real SDK', () => 
     const name = uniqueName();
     await sdk.send(new CreateSecretCommand({ Name: name, SecretString: 'v1', ClientRequestToken: token(1) }));
     await sdk.send(new PutSecretValueCommand({ SecretId: name, SecretString: 'v2', ClientRequestToken: token(2) }));
-    await sdk.send(new PutSecretValueCommand({ SecretId: name, SecretString: 'v3', ClientRequestToken: token(3), VersionStages: ['AWSPENDING'] }));
+    await sdk.send(
+      new PutSecretValueCommand({ SecretId: name, SecretString: 'v3', ClientRequestToken: token(3), VersionStages: ['AWSPENDING'] }),
+    );
     expect(await stagesOf(name)).toEqual({
       [token(1)]: ['AWSPREVIOUS'],
       [token(2)]: ['AWSCURRENT'],
@@ -124,7 +132,12 @@ describe('Secrets Manager emulator: staging labels through the real SDK', () => 
 
     // What finishSecret does: promote the pending version, then drop its AWSPENDING label.
     await sdk.send(
-      new UpdateSecretVersionStageCommand({ SecretId: name, VersionStage: 'AWSCURRENT', MoveToVersionId: token(3), RemoveFromVersionId: token(2) }),
+      new UpdateSecretVersionStageCommand({
+        SecretId: name,
+        VersionStage: 'AWSCURRENT',
+        MoveToVersionId: token(3),
+        RemoveFromVersionId: token(2),
+      }),
     );
     expect(await stagesOf(name)).toEqual({ [token(2)]: ['AWSPREVIOUS'], [token(3)]: ['AWSPENDING', 'AWSCURRENT'] });
     await sdk.send(new UpdateSecretVersionStageCommand({ SecretId: name, VersionStage: 'AWSPENDING', RemoveFromVersionId: token(3) }));
@@ -133,7 +146,12 @@ describe('Secrets Manager emulator: staging labels through the real SDK', () => 
 
     // Rolling back is the same move in the other direction.
     await sdk.send(
-      new UpdateSecretVersionStageCommand({ SecretId: name, VersionStage: 'AWSCURRENT', MoveToVersionId: token(2), RemoveFromVersionId: token(3) }),
+      new UpdateSecretVersionStageCommand({
+        SecretId: name,
+        VersionStage: 'AWSCURRENT',
+        MoveToVersionId: token(2),
+        RemoveFromVersionId: token(3),
+      }),
     );
     expect(await stagesOf(name)).toEqual({ [token(2)]: ['AWSCURRENT'], [token(3)]: ['AWSPREVIOUS'] });
   });
@@ -144,7 +162,12 @@ describe('Secrets Manager emulator: staging labels through the real SDK', () => 
     await sdk.send(new PutSecretValueCommand({ SecretId: name, SecretString: 'v2', ClientRequestToken: token(2) }));
     await sdk.send(new UpdateSecretVersionStageCommand({ SecretId: name, VersionStage: 'golden', MoveToVersionId: token(1) }));
     await sdk.send(
-      new UpdateSecretVersionStageCommand({ SecretId: name, VersionStage: 'AWSCURRENT', MoveToVersionId: token(2), RemoveFromVersionId: token(2) }),
+      new UpdateSecretVersionStageCommand({
+        SecretId: name,
+        VersionStage: 'AWSCURRENT',
+        MoveToVersionId: token(2),
+        RemoveFromVersionId: token(2),
+      }),
     );
     expect(await stagesOf(name)).toEqual({ [token(1)]: ['AWSPREVIOUS', 'golden'], [token(2)]: ['AWSCURRENT'] });
     expect(await valueOf(name, { VersionStage: 'golden' })).toBe('v1');
@@ -153,7 +176,9 @@ describe('Secrets Manager emulator: staging labels through the real SDK', () => 
   it('DescribeSecret reports dates from the injected clock', async () => {
     const name = uniqueName();
     const createdAt = clock.now();
-    await sdk.send(new CreateSecretCommand({ Name: name, SecretString: 'v1', Description: 'for dates', Tags: [{ Key: 'team', Value: 'ops' }] }));
+    await sdk.send(
+      new CreateSecretCommand({ Name: name, SecretString: 'v1', Description: 'for dates', Tags: [{ Key: 'team', Value: 'ops' }] }),
+    );
     clock.advance(60_000);
     await sdk.send(new PutSecretValueCommand({ SecretId: name, SecretString: 'v2' }));
     const described = await sdk.send(new DescribeSecretCommand({ SecretId: name }));

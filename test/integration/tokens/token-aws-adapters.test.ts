@@ -59,9 +59,9 @@ describe('SqsRefreshQueue', () => {
       message: expect.stringMatching(/InvalidParameterValue/),
     });
     recorder.refuseNext(100);
-    await expect(new SqsRefreshQueue({ client: sqs, queueUrl: recorder.queueUrl('refresh'), entryRetries: 2 }).enqueue(requests(1))).rejects.toBeInstanceOf(
-      EnqueueError,
-    );
+    await expect(
+      new SqsRefreshQueue({ client: sqs, queueUrl: recorder.queueUrl('refresh'), entryRetries: 2 }).enqueue(requests(1)),
+    ).rejects.toBeInstanceOf(EnqueueError);
   });
 });
 
@@ -71,13 +71,23 @@ describe('EventBridgePublisher', () => {
     const batch = Array.from({ length: 12 }, (_, i) => ({ type: 'TokenRefreshFailed', time: Date.UTC(2026, 10, 1), detail: { n: i } }));
     await publisher.publish(batch);
     expect(recorder.events).toHaveLength(12);
-    expect(recorder.events[11]).toEqual({ eventBusName: 'bus-1', source: 'acctops.tokens', detailType: 'TokenRefreshFailed', detail: { n: 11 } });
+    expect(recorder.events[11]).toEqual({
+      eventBusName: 'bus-1',
+      source: 'acctops.tokens',
+      detailType: 'TokenRefreshFailed',
+      detail: { n: 11 },
+    });
   });
 
   it('raises EventPublishError naming the refusal codes when the bus refuses an entry', async () => {
     recorder.refuseNext(1);
     const publisher = new EventBridgePublisher({ client: events, eventBusName: 'bus-1', source: 'acctops.tokens' });
-    const error = await publisher.publish([{ type: 'X', time: 0, detail: { externalId: 'a' } }, { type: 'X', time: 0, detail: {} }]).catch((e: unknown) => e);
+    const error = await publisher
+      .publish([
+        { type: 'X', time: 0, detail: { externalId: 'a' } },
+        { type: 'X', time: 0, detail: {} },
+      ])
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EventPublishError);
     expect(error).toMatchObject({ failed: 1, message: expect.stringMatching(/1 of 2 events refused by bus-1 \(InternalFailure\)/) });
   });

@@ -156,7 +156,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       for (let i = 0; i < 3; i++) {
         const user = newUser();
         const result = await handlers.onboard(user, context());
-        expect(result).toEqual({ externalId: user.externalId, result: 'created', status: 'active', accessTokenExpiresAt: expect.any(Number) });
+        expect(result).toEqual({
+          externalId: user.externalId,
+          result: 'created',
+          status: 'active',
+          accessTokenExpiresAt: expect.any(Number),
+        });
         onboarded.push(user.externalId);
       }
       expect((await sandbox.admin.stats()).usersCreated).toBe(3);
@@ -166,7 +171,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     it('onboard-user refuses a malformed event naming the field, storing nothing', async () => {
       const before = await tableSnapshot();
       const user = newUser();
-      await expect(handlers.onboard({ ...user, email: 'not-an-email' }, context())).rejects.toMatchObject({ name: 'ValidationError', field: 'email' });
+      await expect(handlers.onboard({ ...user, email: 'not-an-email' }, context())).rejects.toMatchObject({
+        name: 'ValidationError',
+        field: 'email',
+      });
       await expect(handlers.onboard({ ...user, refreshToken: 'x' }, context())).rejects.toMatchObject({ name: 'ValidationError' });
       expect(await tableSnapshot()).toBe(before);
     });
@@ -231,7 +239,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
           eventBusName: BUS,
           source: 'acctops.tokens',
           detailType: 'TokenRefreshFailed',
-          detail: expect.objectContaining({ externalId: broken, errorClass: 'AuthenticationError', refreshErrorClass: 'InvalidGrantError' }),
+          detail: expect.objectContaining({
+            externalId: broken,
+            errorClass: 'AuthenticationError',
+            refreshErrorClass: 'InvalidGrantError',
+          }),
         },
       ]);
       const emf = stdout.filter((line) => line.includes('"_aws"') && line.includes('TokenNeedsAttention'));
@@ -239,7 +251,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(JSON.parse(emf[0]!)).toMatchObject({ Stage: 'test', Function: 'refresh-tokens', TokenNeedsAttention: 1 });
 
       await sandbox.admin.enableUser({ userId });
-      await expect(handlers.recover({ externalId: broken }, context())).resolves.toMatchObject({ result: 'recovered', previousStatus: 'needs_attention' });
+      await expect(handlers.recover({ externalId: broken }, context())).resolves.toMatchObject({
+        result: 'recovered',
+        previousStatus: 'needs_attention',
+      });
       expect(await store.get(broken!)).toMatchObject({ status: 'active' });
       await tableSnapshot();
     });
@@ -247,7 +262,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     it('revoke-user revokes a user, which the planner then never enqueues', async () => {
       const revoked = onboarded[1]!;
       await expect(handlers.revoke({ externalId: revoked }, context())).resolves.toEqual({ externalId: revoked, result: 'revoked' });
-      await expect(handlers.revoke({ externalId: 'not-a-uuid' }, context())).rejects.toMatchObject({ name: 'ValidationError', field: 'externalId' });
+      await expect(handlers.revoke({ externalId: 'not-a-uuid' }, context())).rejects.toMatchObject({
+        name: 'ValidationError',
+        field: 'externalId',
+      });
       const sent = recorder.messages.length;
       await handlers.plan(schedulerEvent(), context());
       const planned = recorder.messages.slice(sent).map((m) => (JSON.parse(m.body) as { externalId: string }).externalId);

@@ -17,7 +17,12 @@ import { refreshQueuedBatch } from '../../../src/core/tokens/refresh-worker';
 import { encodeRefreshRequest } from '../../../src/core/tokens/refresh-queue';
 import { TOKEN_EVENT_TYPES } from '../../../src/core/tokens/token-events';
 import { jwtExpiry } from '../../../src/core/tokens/token-expiry';
-import { TokenLifecycle, type InstitutionApi, type RefreshOutcome, type TokenLifecycleDeps } from '../../../src/core/tokens/token-lifecycle';
+import {
+  TokenLifecycle,
+  type InstitutionApi,
+  type RefreshOutcome,
+  type TokenLifecycleDeps,
+} from '../../../src/core/tokens/token-lifecycle';
 import type { TokenRecord } from '../../../src/core/tokens/token-store';
 import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
@@ -186,7 +191,8 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         expect(record.accessTokenExpiresAt).toBe(clock.now() + 30 * MINUTE);
       }
       const verdict = await w.worker().verify(id!);
-      if (dialect === 'default') expect(verdict.service).toEqual({ valid: true, expiresAt: new Date(record.accessTokenExpiresAt).toISOString() });
+      if (dialect === 'default')
+        expect(verdict.service).toEqual({ valid: true, expiresAt: new Date(record.accessTokenExpiresAt).toISOString() });
       else expect(verdict.service).toMatchObject({ valid: true });
     });
 
@@ -211,9 +217,16 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     it('refuses a user whose username belongs to another external_id at the service, storing nothing', async () => {
       const w = await world();
       const taken = `taken-${randomUUID().slice(0, 8)}`;
-      await sandbox.admin.createUser({ username: taken, email: `${taken}@example.test`, externalId: randomUUID(), institutionId: INSTITUTION_ID });
+      await sandbox.admin.createUser({
+        username: taken,
+        email: `${taken}@example.test`,
+        externalId: randomUUID(),
+        institutionId: INSTITUTION_ID,
+      });
       const externalId = randomUUID();
-      await expect(w.worker().onboard({ externalId, username: taken, email: `${taken}@example.test` })).rejects.toBeInstanceOf(OnboardConflictError);
+      await expect(w.worker().onboard({ externalId, username: taken, email: `${taken}@example.test` })).rejects.toBeInstanceOf(
+        OnboardConflictError,
+      );
       expect(await w.store.get(externalId)).toBeNull();
     });
   });
@@ -314,7 +327,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const w = await world();
       const [id] = await w.onboard(1);
       const stolen = (await w.record(id!)).refreshToken;
-      const outsider = createAccountingClient({ baseUrl: sandbox.baseUrl, credentials: institutionAuth({ institutionId: INSTITUTION_ID, secretKey: FIRST_SECRET }), clock });
+      const outsider = createAccountingClient({
+        baseUrl: sandbox.baseUrl,
+        credentials: institutionAuth({ institutionId: INSTITUTION_ID, secretKey: FIRST_SECRET }),
+        clock,
+      });
       // Default: someone else used the refresh token, so the stored one is a used, rotated-out token.
       // Minimal (no rotation): someone expired it, so the refresh is simplejwt's 401 token_not_valid.
       if (dialect === 'default') await outsider.institution.refreshToken(stolen);
@@ -409,7 +426,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const lifecycle = w.worker();
       await expect(lifecycle.revoke(revoked!)).resolves.toEqual({ externalId: revoked, result: 'revoked' });
       await expect(lifecycle.revoke(revoked!)).resolves.toEqual({ externalId: revoked, result: 'already_revoked' });
-      await expect(lifecycle.verify(revoked!)).resolves.toMatchObject({ status: 'revoked', service: { valid: false, reason: dialect === 'default' ? 'revoked' : 'invalid' } });
+      await expect(lifecycle.verify(revoked!)).resolves.toMatchObject({
+        status: 'revoked',
+        service: { valid: false, reason: dialect === 'default' ? 'revoked' : 'invalid' },
+      });
 
       for (let i = 0; i < 6; i++) {
         clock.advance(5 * 60 * MINUTE);
@@ -434,15 +454,28 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       // The service holds a live pair we never stored; our record holds tokens the service never issued.
       const live = (await sandbox.admin.createUser({ ...user, externalId, institutionId: INSTITUTION_ID, issueTokens: true })).tokens!;
       await w.store.create(
-        { externalId, ...user, accessToken: 'never-issued-access', refreshToken: 'never-issued-refresh', accessTokenExpiresAt: clock.now() + 30 * MINUTE },
+        {
+          externalId,
+          ...user,
+          accessToken: 'never-issued-access',
+          refreshToken: 'never-issued-refresh',
+          accessTokenExpiresAt: clock.now() + 30 * MINUTE,
+        },
         clock.now(),
       );
-      const outsider = createAccountingClient({ baseUrl: sandbox.baseUrl, credentials: institutionAuth({ institutionId: INSTITUTION_ID, secretKey: FIRST_SECRET }), clock });
+      const outsider = createAccountingClient({
+        baseUrl: sandbox.baseUrl,
+        credentials: institutionAuth({ institutionId: INSTITUTION_ID, secretKey: FIRST_SECRET }),
+        clock,
+      });
       await expect(outsider.institution.verifyToken(live.accessToken)).resolves.toMatchObject({ valid: true });
 
       await expect(w.worker().revoke(externalId)).resolves.toMatchObject({ result: 'revoked' });
       // expire killed every token of the user, the pair we never held included.
-      await expect(outsider.institution.verifyToken(live.accessToken)).resolves.toMatchObject({ valid: false, reason: dialect === 'default' ? 'revoked' : 'invalid' });
+      await expect(outsider.institution.verifyToken(live.accessToken)).resolves.toMatchObject({
+        valid: false,
+        reason: dialect === 'default' ? 'revoked' : 'invalid',
+      });
       expect(await w.record(externalId)).toMatchObject({ status: 'revoked' });
       seenTokens.add(live.accessToken).add(live.refreshToken);
     });
@@ -472,7 +505,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
             if (++refreshes === 3) {
               // Ops change the secret at the service and in Secrets Manager while the run goes on.
               await sandbox.admin.setInstitutionSecret({ id: INSTITUTION_ID, secret: SECOND_SECRET });
-              await sdk.send(new PutSecretValueCommand({ SecretId: secretArn, SecretString: JSON.stringify({ institutionId: INSTITUTION_ID, secretKey: SECOND_SECRET }) }));
+              await sdk.send(
+                new PutSecretValueCommand({
+                  SecretId: secretArn,
+                  SecretString: JSON.stringify({ institutionId: INSTITUTION_ID, secretKey: SECOND_SECRET }),
+                }),
+              );
             }
             return api.refreshToken(token);
           },
@@ -526,7 +564,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(await w.record(limited!)).toEqual(before);
       const lines = logger.entries().filter((e) => e.message === 'malformed refresh request; left for the dead-letter queue');
       expect(lines.map((e) => (e.error as { message: string }).message)).toEqual(
-        expect.arrayContaining([expect.stringMatching(/message m-bad-json: \(root\): not valid JSON/), expect.stringMatching(/m-bad-field: externalId: invalid/)]),
+        expect.arrayContaining([
+          expect.stringMatching(/message m-bad-json: \(root\): not valid JSON/),
+          expect.stringMatching(/m-bad-field: externalId: invalid/),
+        ]),
       );
     });
 

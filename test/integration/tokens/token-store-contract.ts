@@ -159,9 +159,7 @@ export function tokenStoreContract(name: string, makeHarness: () => Promise<Toke
 
       it('lets exactly one of many concurrent attempts in, per user', async () => {
         const users = await Promise.all([0, 1, 2].map(() => store.create(newToken(), clock.now())));
-        const attempts = users.flatMap((u) =>
-          Array.from({ length: 12 }, (_, i) => ({ externalId: u.externalId, owner: `worker-${i}` })),
-        );
+        const attempts = users.flatMap((u) => Array.from({ length: 12 }, (_, i) => ({ externalId: u.externalId, owner: `worker-${i}` })));
         const results = await Promise.all(
           attempts.map((a) => store.acquireLease(a.externalId, a.owner, clock.now() + MINUTE, clock.now())),
         );
@@ -327,7 +325,11 @@ export function tokenStoreContract(name: string, makeHarness: () => Promise<Toke
         const a = await store.create(newToken(), clock.now());
         const b = await store.create(newToken(), clock.now());
         await store.acquireLease(a.externalId, 'revoker', clock.now() + MINUTE, clock.now());
-        const revoked = await store.markStatus(a.externalId, { status: 'revoked' }, { expectedVersion: 1, owner: 'revoker', now: clock.now() });
+        const revoked = await store.markStatus(
+          a.externalId,
+          { status: 'revoked' },
+          { expectedVersion: 1, owner: 'revoker', now: clock.now() },
+        );
         expect(revoked).toMatchObject({ status: 'revoked', version: 2, consecutiveFailures: 0, leaseOwner: null });
         clock.advance(2 * KEEP_ALIVE_MS);
         expect(await dueIds()).toEqual([b.externalId]);
@@ -337,9 +339,13 @@ export function tokenStoreContract(name: string, makeHarness: () => Promise<Toke
       it('is a compare-and-swap like saveTokens', async () => {
         const { externalId } = await store.create(newToken(), clock.now());
         await store.acquireLease(externalId, 'worker-a', clock.now() + MINUTE, clock.now());
-        const stale = await caught(store.markStatus(externalId, { status: 'revoked' }, { expectedVersion: 7, owner: 'worker-a', now: clock.now() }));
+        const stale = await caught(
+          store.markStatus(externalId, { status: 'revoked' }, { expectedVersion: 7, owner: 'worker-a', now: clock.now() }),
+        );
         expect(stale).toMatchObject({ name: 'VersionConflictError', reason: 'version_changed' });
-        const notHolder = await caught(store.markStatus(externalId, { status: 'revoked' }, { expectedVersion: 1, owner: 'worker-b', now: clock.now() }));
+        const notHolder = await caught(
+          store.markStatus(externalId, { status: 'revoked' }, { expectedVersion: 1, owner: 'worker-b', now: clock.now() }),
+        );
         expect(notHolder).toMatchObject({ name: 'VersionConflictError', reason: 'lease_not_held' });
         expect(await store.get(externalId)).toMatchObject({ status: 'active', version: 1 });
       });
@@ -370,7 +376,10 @@ export function tokenStoreContract(name: string, makeHarness: () => Promise<Toke
         const expired = await store.create(newToken({ accessTokenExpiresAt: now - MINUTE }), now);
         const fresh = await store.create(newToken({ accessTokenExpiresAt: now + 29 * MINUTE }), now);
         // A long-lived access token is still refreshed once a day, so that its refresh token stays alive.
-        const longLived = await store.create(newToken({ accessTokenExpiresAt: now + 7 * KEEP_ALIVE_MS }), now - KEEP_ALIVE_MS + 12 * MINUTE);
+        const longLived = await store.create(
+          newToken({ accessTokenExpiresAt: now + 7 * KEEP_ALIVE_MS }),
+          now - KEEP_ALIVE_MS + 12 * MINUTE,
+        );
         const due = await walkDue(now, MARGIN, 100);
         expect(due.flat()).toEqual([
           { externalId: expired.externalId, dueAt: now - MINUTE },
@@ -393,7 +402,11 @@ export function tokenStoreContract(name: string, makeHarness: () => Promise<Toke
         const leased = await store.acquireLease(externalId, 'worker-a', clock.now() + MINUTE, clock.now());
         // A held lease does not hide a record: the worker that loses the race simply skips it.
         expect(await dueIds()).toEqual([externalId]);
-        const saved = await store.saveTokens(externalId, freshPair(), { expectedVersion: leased!.version, owner: 'worker-a', now: clock.now() });
+        const saved = await store.saveTokens(externalId, freshPair(), {
+          expectedVersion: leased!.version,
+          owner: 'worker-a',
+          now: clock.now(),
+        });
         expect(await dueIds()).toEqual([]);
         expect(isDue(saved, clock.now(), MARGIN)).toBe(false);
         clock.advance(ACCESS_LIFETIME - MARGIN);

@@ -34,13 +34,21 @@ function setup(handler: Handler, overrides: Partial<AccountingClientOptions> = {
 }
 
 const anything: Handler = (_r, url) => {
-  if (url.pathname.startsWith('/api/v1/institution/')) return json(200, { ...tokenPair, valid: true, expired: true, user: { username: 'ada', email: 'ada@example.com', external_id: USER.externalId } });
+  if (url.pathname.startsWith('/api/v1/institution/'))
+    return json(200, {
+      ...tokenPair,
+      valid: true,
+      expired: true,
+      user: { username: 'ada', email: 'ada@example.com', external_id: USER.externalId },
+    });
   return listHandler(url.pathname.slice('/api/v1'.length), [])(_r, url);
 };
 
 describe('authentication headers', () => {
   it('sends Institution: <id>:<secret> on institution operations, and no bearer', async () => {
-    const { client, fake } = setup(anything, { credentials: institutionAuth({ institutionId: 'inst_42', secretKey: 'institution-secret-value' }) });
+    const { client, fake } = setup(anything, {
+      credentials: institutionAuth({ institutionId: 'inst_42', secretKey: 'institution-secret-value' }),
+    });
     await client.institution.createUser(USER);
     await client.institution.refreshToken('refresh-token-value');
     await client.institution.verifyToken(TOKEN);
@@ -78,13 +86,19 @@ describe('authentication headers', () => {
     expect(withToken.fake.requests[0]!.headers.institution).toBeUndefined();
   });
 
-  it.each(['', 'nounderscore', '_rest', 'sbx_', 'sbx_has space', 'sbx_line\nbreak', 'sb-x_rest'])('refuses the API key %j before sending, without quoting it', async (bad) => {
-    const { client, fake } = setup(anything, { credentials: apiKeyAuth(bad) });
-    const error = await client.companies.list().all().catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(MalformedApiKeyError);
-    if (bad.length > 3) expect((error as Error).message).not.toContain(bad);
-    expect(fake.requests).toHaveLength(0);
-  });
+  it.each(['', 'nounderscore', '_rest', 'sbx_', 'sbx_has space', 'sbx_line\nbreak', 'sb-x_rest'])(
+    'refuses the API key %j before sending, without quoting it',
+    async (bad) => {
+      const { client, fake } = setup(anything, { credentials: apiKeyAuth(bad) });
+      const error = await client.companies
+        .list()
+        .all()
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(MalformedApiKeyError);
+      if (bad.length > 3) expect((error as Error).message).not.toContain(bad);
+      expect(fake.requests).toHaveLength(0);
+    },
+  );
 
   it('refuses a credential of the wrong kind before sending', async () => {
     const { client, fake } = setup(anything);
@@ -118,7 +132,10 @@ describe('authentication headers', () => {
 describe('company scoping', () => {
   it('refuses another company in the path before sending', async () => {
     const { client, fake } = setup(anything, { credentials: apiKeyAuth(KEY, { companyId: COMPANY_A }) });
-    const error = await client.taxReports.list(COMPANY_B).all().catch((e: unknown) => e);
+    const error = await client.taxReports
+      .list(COMPANY_B)
+      .all()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CompanyMismatchError);
     expect((error as CompanyMismatchError).param).toBe('company_pk');
     expect((error as CompanyMismatchError).status).toBeUndefined();
@@ -144,7 +161,9 @@ describe('company scoping', () => {
 
   it('learns the company of an API key from GET /companies/ and holds the key to it', async () => {
     const { client, fake } = setup((_r, url) =>
-      url.pathname === '/api/v1/companies/' ? json(200, { count: 1, next: null, previous: null, results: [company(COMPANY_A)] }) : anything(_r, url),
+      url.pathname === '/api/v1/companies/'
+        ? json(200, { count: 1, next: null, previous: null, results: [company(COMPANY_A)] })
+        : anything(_r, url),
     );
     await client.taxReports.list(COMPANY_B).all(); // not known yet: the service decides
     expect(fake.requests).toHaveLength(1);
@@ -158,7 +177,10 @@ describe('company scoping', () => {
     let key = KEY;
     const provider: CredentialProvider = { get: () => Promise.resolve({ kind: 'apiKey', apiKey: key }) };
     const { client, fake } = setup(
-      (_r, url) => (url.pathname === '/api/v1/companies/' ? json(200, { count: 1, next: null, previous: null, results: [company(COMPANY_A)] }) : anything(_r, url)),
+      (_r, url) =>
+        url.pathname === '/api/v1/companies/'
+          ? json(200, { count: 1, next: null, previous: null, results: [company(COMPANY_A)] })
+          : anything(_r, url),
       { credentials: provider },
     );
     await client.companies.list().all();
@@ -169,7 +191,10 @@ describe('company scoping', () => {
 
   it('does not learn from a user token, which may see several companies', async () => {
     const { client, fake } = setup(
-      (_r, url) => (url.pathname === '/api/v1/companies/' ? json(200, { count: 1, next: null, previous: null, results: [company(COMPANY_A)] }) : anything(_r, url)),
+      (_r, url) =>
+        url.pathname === '/api/v1/companies/'
+          ? json(200, { count: 1, next: null, previous: null, results: [company(COMPANY_A)] })
+          : anything(_r, url),
       { credentials: accessTokenAuth(TOKEN) },
     );
     await client.companies.list().all();
@@ -194,7 +219,8 @@ describe('company scoping', () => {
       maxPageSize: 1000,
       maxResponseBytes: 1 << 20,
     });
-    const post = (body: Record<string, unknown>) => engine.send({ method: 'POST', url: engine.url('/accounting/clients/'), auth: 'bearer', safety: 'unsafe', body });
+    const post = (body: Record<string, unknown>) =>
+      engine.send({ method: 'POST', url: engine.url('/accounting/clients/'), auth: 'bearer', safety: 'unsafe', body });
     await expect(post({ companyId: COMPANY_B })).rejects.toMatchObject({ param: 'companyId' });
     await expect(post({ company: COMPANY_B })).rejects.toMatchObject({ param: 'company' });
     expect(fake.requests).toHaveLength(0);
@@ -211,7 +237,9 @@ describe('paths', () => {
     await client.apiKeys.revoke('4b3a2c1d-0e9f-4a8b-9c7d-6e5f4a3b2c1d');
     expect(fake.requests[0]!.url).toBe(`${BASE_URL}/companies/keys/4b3a2c1d-0e9f-4a8b-9c7d-6e5f4a3b2c1d/revoke/`);
     await expect(client.apiKeys.revoke('../../admin')).rejects.toBeInstanceOf(ValidationError);
-    expect(() => new AccountingClient({ baseUrl: BASE_URL, credentials: apiKeyAuth(KEY), apiKeyPaths: { revoke: '/keys/' } })).toThrow(ConfigError);
+    expect(() => new AccountingClient({ baseUrl: BASE_URL, credentials: apiKeyAuth(KEY), apiKeyPaths: { revoke: '/keys/' } })).toThrow(
+      ConfigError,
+    );
   });
 
   it('accepts a base URL with or without a trailing slash', async () => {

@@ -70,7 +70,10 @@ describe('errorFromResponse', () => {
   });
 
   it('keeps the class-specific fields', () => {
-    const permission = errorFromResponse(apiError(403, 'permission_error', 'permission_denied', { permission: 'manage_api_keys' }), context);
+    const permission = errorFromResponse(
+      apiError(403, 'permission_error', 'permission_denied', { permission: 'manage_api_keys' }),
+      context,
+    );
     expect((permission as PermissionDeniedError).permission).toBe('manage_api_keys');
     const mismatch = errorFromResponse(apiError(403, 'company_mismatch_error', 'company_mismatch', { param: 'X-Company-Id' }), context);
     expect((mismatch as CompanyMismatchError).param).toBe('X-Company-Id');
@@ -135,6 +138,8 @@ describe('parseRetryAfter', () => {
 describe('describeRequest', () => {
   it('keeps method, path and the values of known-safe query parameters only', () => {
     const url = new URL('http://api.test/api/v1/accounting/transactions/?date_from=2026-10-01&page=2&page_size=1000&token=s3cr3t-value');
-    expect(describeRequest('GET', url)).toBe('GET /api/v1/accounting/transactions/?date_from=2026-10-01&page=2&page_size=1000&token=[REDACTED]');
+    expect(describeRequest('GET', url)).toBe(
+      'GET /api/v1/accounting/transactions/?date_from=2026-10-01&page=2&page_size=1000&token=[REDACTED]',
+    );
   });
 });

@@ -37,7 +37,11 @@ export function sequence(...steps: (TransportResponse | Error)[]): Handler {
 }
 
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): TransportResponse {
-  return { status, headers: { 'content-type': 'application/json', 'x-request-id': 'req_0123abcd', ...headers }, body: JSON.stringify(body) };
+  return {
+    status,
+    headers: { 'content-type': 'application/json', 'x-request-id': 'req_0123abcd', ...headers },
+    body: JSON.stringify(body),
+  };
 }
 
 export function apiError(
@@ -49,7 +53,16 @@ export function apiError(
 ): TransportResponse {
   return json(
     status,
-    { error: { type, code, message: extra.message ?? `${code} happened`, param: extra.param ?? null, permission: extra.permission ?? null, requestId: 'req_0123abcd' } },
+    {
+      error: {
+        type,
+        code,
+        message: extra.message ?? `${code} happened`,
+        param: extra.param ?? null,
+        permission: extra.permission ?? null,
+        requestId: 'req_0123abcd',
+      },
+    },
     headers,
   );
 }
@@ -59,7 +72,11 @@ export function apiError(
  * absolute URL repeating the request's query with `page` changed. `sizeParam` is the spelling
  * the resource reads; the other spelling is ignored, as the sandbox does.
  */
-export function listHandler(path: string, items: unknown[], options: { sizeParam?: string; defaultSize?: number; count?: number } = {}): Handler {
+export function listHandler(
+  path: string,
+  items: unknown[],
+  options: { sizeParam?: string; defaultSize?: number; count?: number } = {},
+): Handler {
   const sizeParam = options.sizeParam ?? 'page_size';
   return (_request, url) => {
     if (url.pathname !== new URL(BASE_URL).pathname + path) return apiError(404, 'not_found_error', 'not_found');

@@ -71,10 +71,18 @@ describe('pagination', () => {
   describe('page size', () => {
     it('sends 1000 by default, as page_size for transactions', async () => {
       const { client, fake } = setup(listHandler('/accounting/transactions/', []));
-      await client.transactions.list({ dateFrom: '2026-10-01', dateTo: '2026-10-31', page: 2 }).all().catch(() => undefined);
+      await client.transactions
+        .list({ dateFrom: '2026-10-01', dateTo: '2026-10-31', page: 2 })
+        .all()
+        .catch(() => undefined);
       const url = fake.urls()[0]!;
       expect(url.pathname).toBe('/api/v1/accounting/transactions/');
-      expect(Object.fromEntries(url.searchParams)).toEqual({ date_from: '2026-10-01', date_to: '2026-10-31', page: '2', page_size: '1000' });
+      expect(Object.fromEntries(url.searchParams)).toEqual({
+        date_from: '2026-10-01',
+        date_to: '2026-10-31',
+        page: '2',
+        page_size: '1000',
+      });
     });
 
     it('spells it pageSize for categories, and never sends the other spelling', async () => {
@@ -116,7 +124,10 @@ describe('pagination', () => {
   describe('next links', () => {
     function pagesWithNext(next: string): Handler {
       let n = 0;
-      return () => (n++ === 0 ? json(200, { count: 2, next, previous: null, results: [transaction(1)] }) : json(200, { count: 2, next: null, previous: null, results: [transaction(2)] }));
+      return () =>
+        n++ === 0
+          ? json(200, { count: 2, next, previous: null, results: [transaction(1)] })
+          : json(200, { count: 2, next: null, previous: null, results: [transaction(2)] });
     }
 
     it.each([
@@ -153,10 +164,16 @@ describe('pagination', () => {
       let n = 0;
       const { client, fake } = setup(() => {
         n++;
-        const next = n === 1 ? `${BASE_URL}/accounting/transactions/?page=2&page_size=1000` : `${BASE_URL}/accounting/transactions/?page_size=1000&page=2`;
+        const next =
+          n === 1
+            ? `${BASE_URL}/accounting/transactions/?page=2&page_size=1000`
+            : `${BASE_URL}/accounting/transactions/?page_size=1000&page=2`;
         return json(200, { count: 99, next, previous: null, results: [transaction(n)] });
       });
-      const error = await client.transactions.list().all().catch((e: unknown) => e);
+      const error = await client.transactions
+        .list()
+        .all()
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(PaginationError);
       expect((error as PaginationError).reason).toBe('next_loop');
       expect(fake.requests).toHaveLength(2);
@@ -256,7 +273,9 @@ describe('pagination', () => {
     it('reports a count that disagrees with the items read, as a typed warning and a warn line', async () => {
       const { client, warnings, logger } = setup(listHandler('/accounting/transactions/', transactions, { count: 8 }));
       expect(await client.transactions.list({ pageSize: 3 }).all()).toHaveLength(7);
-      expect(warnings).toEqual([{ type: 'count_mismatch', request: 'GET /api/v1/accounting/transactions/?page_size=3&page=3', counts: [8], itemsRead: 7 }]);
+      expect(warnings).toEqual([
+        { type: 'count_mismatch', request: 'GET /api/v1/accounting/transactions/?page_size=3&page=3', counts: [8], itemsRead: 7 },
+      ]);
       expect(logger.entries().filter((e) => e.level === 'warn' && e.type === 'count_mismatch')).toHaveLength(1);
     });
 
@@ -265,7 +284,12 @@ describe('pagination', () => {
       const { client, warnings } = setup(() => {
         n++;
         return n === 1
-          ? json(200, { count: 2, next: `${BASE_URL}/accounting/transactions/?page=2&page_size=1000`, previous: null, results: [transaction(1)] })
+          ? json(200, {
+              count: 2,
+              next: `${BASE_URL}/accounting/transactions/?page=2&page_size=1000`,
+              previous: null,
+              results: [transaction(1)],
+            })
           : json(200, { count: 3, next: null, previous: null, results: [transaction(1), transaction(2)] });
       });
       await client.transactions.list().all();

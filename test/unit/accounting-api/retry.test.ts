@@ -20,7 +20,11 @@ import { MemoryLogger } from '../../../src/core/shared/logger';
 import { BASE_URL, type Handler, apiError, fakeTransport, json, sequence } from './fake-transport';
 
 const USER = { username: 'ada', email: 'ada@example.com', externalId: '6a1f0c2e-8b3d-4e5f-9a7b-1c2d3e4f5a6b' };
-const TOKENS = { accessToken: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln', refreshToken: 'eyJhbGciOiJIUzI1NiJ9.eyJ0eXAiOiJyIn0.c2ln', expiresIn: 1800 };
+const TOKENS = {
+  accessToken: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln',
+  refreshToken: 'eyJhbGciOiJIUzI1NiJ9.eyJ0eXAiOiJyIn0.c2ln',
+  expiresIn: 1800,
+};
 const KEY = 'sbx_AbCdEf12GhIjKl34MnOpQr56StUvWx78';
 const INSTITUTION = { institutionId: 'inst_1', secretKey: 'inst-secret-0123456789' };
 
@@ -47,7 +51,8 @@ function setup(handler: Handler, overrides: Partial<AccountingClientOptions> = {
 
 const context = { request: 'GET /x/', now: 0 };
 const unavailable = apiError(503, 'api_error', 'unavailable');
-const limited = (retryAfter?: string) => apiError(429, 'rate_limit_error', 'rate_limited', {}, retryAfter === undefined ? {} : { 'retry-after': retryAfter });
+const limited = (retryAfter?: string) =>
+  apiError(429, 'rate_limit_error', 'rate_limited', {}, retryAfter === undefined ? {} : { 'retry-after': retryAfter });
 const emptyList = json(200, { count: 0, next: null, previous: null, results: [] });
 
 describe('retry policy (pure)', () => {
@@ -95,7 +100,12 @@ describe('retries through the client', () => {
     expect(sentAt.map((t) => t - sentAt[0]!)).toEqual([0, 375, 375 + 750]);
     const warns = logger.entries().filter((e) => e.level === 'warn');
     expect(warns).toHaveLength(2);
-    expect(warns[0]).toMatchObject({ request: 'GET /api/v1/accounting/transactions/?date_from=2026-10-01&page_size=1000', attempt: 1, error: 'server_error', status: 503 });
+    expect(warns[0]).toMatchObject({
+      request: 'GET /api/v1/accounting/transactions/?date_from=2026-10-01&page_size=1000',
+      attempt: 1,
+      error: 'server_error',
+      status: 503,
+    });
   });
 
   it('honours Retry-After in seconds exactly', async () => {
@@ -115,7 +125,10 @@ describe('retries through the client', () => {
 
   it('gives up at once when Retry-After does not fit in the time budget', async () => {
     const { client, fake, sentAt } = setup(sequence(limited('120'), emptyList), { retry: { maxElapsedMs: 60_000 } });
-    const error = await client.companies.list().all().catch((e: unknown) => e);
+    const error = await client.companies
+      .list()
+      .all()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RateLimitError);
     expect((error as RateLimitError).retryAfterMs).toBe(120_000);
     expect(fake.requests).toHaveLength(1);
@@ -140,7 +153,9 @@ describe('retries through the client', () => {
   });
 
   it('retries a GET after a timeout and after a broken connection', async () => {
-    const { client, fake } = setup(sequence(new TransportFailure('timeout'), new TransportFailure('reset'), new Error('socket hang up'), emptyList));
+    const { client, fake } = setup(
+      sequence(new TransportFailure('timeout'), new TransportFailure('reset'), new Error('socket hang up'), emptyList),
+    );
     await client.companies.list().all();
     expect(fake.requests).toHaveLength(4);
   });
@@ -224,7 +239,10 @@ describe('retries through the client', () => {
     });
 
     it('raises the second 401 instead of looping', async () => {
-      const provider = { get: () => Promise.resolve({ kind: 'apiKey' as const, apiKey: KEY }), onAuthenticationError: jest.fn(() => Promise.resolve(true)) };
+      const provider = {
+        get: () => Promise.resolve({ kind: 'apiKey' as const, apiKey: KEY }),
+        onAuthenticationError: jest.fn(() => Promise.resolve(true)),
+      };
       const { client, fake } = setup(sequence(apiError(401, 'authentication_error', 'key_expired')), { credentials: provider });
       await expect(client.companies.list().all()).rejects.toMatchObject({ code: 'key_expired' });
       expect(provider.onAuthenticationError).toHaveBeenCalledTimes(1);
@@ -232,8 +250,13 @@ describe('retries through the client', () => {
     });
 
     it('raises at once when the provider has nothing fresher', async () => {
-      const provider = { get: () => Promise.resolve({ kind: 'apiKey' as const, apiKey: KEY }), onAuthenticationError: () => Promise.resolve(false) };
-      const { client, fake } = setup(sequence(apiError(401, 'authentication_error', 'token_expired'), emptyList), { credentials: provider });
+      const provider = {
+        get: () => Promise.resolve({ kind: 'apiKey' as const, apiKey: KEY }),
+        onAuthenticationError: () => Promise.resolve(false),
+      };
+      const { client, fake } = setup(sequence(apiError(401, 'authentication_error', 'token_expired'), emptyList), {
+        credentials: provider,
+      });
       await expect(client.companies.list().all()).rejects.toMatchObject({ code: 'token_expired' });
       expect(fake.requests).toHaveLength(1);
     });

@@ -38,7 +38,10 @@ describe('schema drift', () => {
     const items = [transaction(0), transaction(1), transaction(2), transaction(3)];
     delete items[3]!.amount;
     const { client } = setup(listHandler('/accounting/transactions/', items));
-    const error = await client.transactions.list().all().catch((e: unknown) => e);
+    const error = await client.transactions
+      .list()
+      .all()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ResponseValidationError);
     expect((error as ResponseValidationError).field).toBe('results[3].amount');
     expect((error as ResponseValidationError).message).toContain('results[3].amount: expected number or string or bigint');
@@ -46,8 +49,16 @@ describe('schema drift', () => {
   });
 
   it('names a bad value by path without quoting it', async () => {
-    const { client } = setup(listHandler('/accounting/transactions/', [transaction(0, { amount: '123.4567' }), transaction(1, { valueDate: '2026-10-31T23:30:00' })]));
-    const error = (await client.transactions.list().all().catch((e: unknown) => e)) as ResponseValidationError;
+    const { client } = setup(
+      listHandler('/accounting/transactions/', [
+        transaction(0, { amount: '123.4567' }),
+        transaction(1, { valueDate: '2026-10-31T23:30:00' }),
+      ]),
+    );
+    const error = (await client.transactions
+      .list()
+      .all()
+      .catch((e: unknown) => e)) as ResponseValidationError;
     expect(error.field).toBe('results[0].amount');
     expect(error.message).not.toContain('123.4567');
   });
@@ -118,7 +129,16 @@ describe('timestamps and dates', () => {
   });
 
   it('validates YYYY-MM-DD dates', () => {
-    const report = { pk: '7c0e8a9b-1d2e-4f3a-8b4c-5d6e7f8a9b0c', type: 'VAT_RETURN', periodStart: '2026-10-01', periodEnd: '2026-10-31', status: 'submitted', amountDue: '1234.56', currency: 'EUR', createdAt: '2026-11-02T08:00:00Z' };
+    const report = {
+      pk: '7c0e8a9b-1d2e-4f3a-8b4c-5d6e7f8a9b0c',
+      type: 'VAT_RETURN',
+      periodStart: '2026-10-01',
+      periodEnd: '2026-10-31',
+      status: 'submitted',
+      amountDue: '1234.56',
+      currency: 'EUR',
+      createdAt: '2026-11-02T08:00:00Z',
+    };
     expect(taxReportSchema.parse(report).amountDue).toBe(123456n);
     // Not named by the spec: an impossible or misspelt date is read as absent and reported, not refused.
     const leap = taxReportSchema.parse({ ...report, periodEnd: '2026-02-29' });
@@ -145,8 +165,20 @@ describe('category metadata', () => {
     expect(read[1]!.parsed.metadataIssue).toBe('invalid_json');
     expect(read[1]!.raw.metadata).toBe('{not json');
     expect(warnings).toEqual([
-      { type: 'invalid_category_metadata', request: 'GET /api/v1/accounting/categories/?pageSize=1000', path: 'results[1]', publicId: items[1]!.publicId, issue: 'invalid_json' },
-      { type: 'invalid_category_metadata', request: 'GET /api/v1/accounting/categories/?pageSize=1000', path: 'results[2]', publicId: items[2]!.publicId, issue: 'not_an_object' },
+      {
+        type: 'invalid_category_metadata',
+        request: 'GET /api/v1/accounting/categories/?pageSize=1000',
+        path: 'results[1]',
+        publicId: items[1]!.publicId,
+        issue: 'invalid_json',
+      },
+      {
+        type: 'invalid_category_metadata',
+        request: 'GET /api/v1/accounting/categories/?pageSize=1000',
+        path: 'results[2]',
+        publicId: items[2]!.publicId,
+        issue: 'not_an_object',
+      },
     ]);
   });
 });
@@ -163,13 +195,23 @@ describe('lossless JSON', () => {
 
   it('leaves long digit runs inside strings alone, escapes included', () => {
     const text = '{"d":"IBAN DE89370400440532013000 \\"12345678901234567890\\"","n":12345678901234567890,"f":1.5e300,"s":9007199254740991}';
-    expect(parseJsonLossless(text)).toEqual({ d: 'IBAN DE89370400440532013000 "12345678901234567890"', n: '12345678901234567890', f: 1.5e300, s: 9007199254740991 });
+    expect(parseJsonLossless(text)).toEqual({
+      d: 'IBAN DE89370400440532013000 "12345678901234567890"',
+      n: '12345678901234567890',
+      f: 1.5e300,
+      s: 9007199254740991,
+    });
   });
 
   it('turns exactly the unsafe integers into digit strings', () => {
     fc.assert(
       fc.property(fc.array(fc.bigInt({ min: -(10n ** 25n), max: 10n ** 25n }), { maxLength: 20 }), fc.string(), (numbers, text) => {
-        const parsed = parseJsonLossless(JSON.stringify({ text, numbers: numbers.map(String) }).replace(/"numbers":\[(.*)\]/, (_m, list: string) => `"numbers":[${list.replace(/"/g, '')}]`)) as { text: string; numbers: unknown[] };
+        const parsed = parseJsonLossless(
+          JSON.stringify({ text, numbers: numbers.map(String) }).replace(
+            /"numbers":\[(.*)\]/,
+            (_m, list: string) => `"numbers":[${list.replace(/"/g, '')}]`,
+          ),
+        ) as { text: string; numbers: unknown[] };
         expect(parsed.text).toBe(text);
         parsed.numbers.forEach((value, i) => {
           const n = numbers[i]!;
@@ -183,7 +225,9 @@ describe('lossless JSON', () => {
   it('finds a run of 16 digits exactly where /\\d{16}/ does, wherever the run starts and ends', () => {
     const digits = fc.stringMatching(/^\d{0,40}$/);
     const other = fc.stringMatching(/^[^0-9]{0,20}$/);
-    const text = fc.array(fc.oneof(digits, other, fc.constantFrom('٣', '0x', '9.99', '"')), { maxLength: 12 }).map((parts) => parts.join(''));
+    const text = fc
+      .array(fc.oneof(digits, other, fc.constantFrom('٣', '0x', '9.99', '"')), { maxLength: 12 })
+      .map((parts) => parts.join(''));
     fc.assert(
       fc.property(text, (t) => {
         expect(hasSixteenDigitRun(t)).toBe(/\d{16}/.test(t));

@@ -44,18 +44,25 @@ const shaped = fc
     fraction: fc.option(fc.stringMatching(/^\d{0,11}$/)),
     offset: fc.oneof(
       fc.constant('Z'),
-      fc.tuple(fc.constantFrom('+', '-'), fc.integer({ min: 0, max: 25 }), fc.boolean(), fc.integer({ min: 0, max: 61 })).map(([sign, h, colon, m]) => `${sign}${two(h)}${colon ? ':' : ''}${two(m)}`),
+      fc
+        .tuple(fc.constantFrom('+', '-'), fc.integer({ min: 0, max: 25 }), fc.boolean(), fc.integer({ min: 0, max: 61 }))
+        .map(([sign, h, colon, m]) => `${sign}${two(h)}${colon ? ':' : ''}${two(m)}`),
     ),
   })
   .map(({ year, month, day, hours, minutes, seconds, fraction, offset }) => {
-    const time = seconds === null ? `${two(hours)}:${two(minutes)}` : `${two(hours)}:${two(minutes)}:${two(seconds)}${fraction === null ? '' : `.${fraction}`}`;
+    const time =
+      seconds === null
+        ? `${two(hours)}:${two(minutes)}`
+        : `${two(hours)}:${two(minutes)}:${two(seconds)}${fraction === null ? '' : `.${fraction}`}`;
     return `${String(year).padStart(4, '0')}-${two(month)}-${two(day)}T${time}${offset}`;
   });
 /** One character of a well-formed timestamp replaced, removed or doubled. */
-const mutated = fc.tuple(shaped, fc.nat(), fc.constantFrom('', '0', '9', ':', '-', '+', 'T', 'Z', '.', ' ', 'a', '٣'), fc.boolean()).map(([text, at, char, insert]) => {
-  const i = at % text.length;
-  return insert ? text.slice(0, i) + char + text.slice(i) : text.slice(0, i) + char + text.slice(i + 1);
-});
+const mutated = fc
+  .tuple(shaped, fc.nat(), fc.constantFrom('', '0', '9', ':', '-', '+', 'T', 'Z', '.', ' ', 'a', '٣'), fc.boolean())
+  .map(([text, at, char, insert]) => {
+    const i = at % text.length;
+    return insert ? text.slice(0, i) + char + text.slice(i) : text.slice(0, i) + char + text.slice(i + 1);
+  });
 
 describe('parseTimestamp', () => {
   it('accepts and refuses exactly what the former regex and Date implementation did, and agrees on the instant', () => {
@@ -69,14 +76,26 @@ describe('parseTimestamp', () => {
 
   it('reads the common forms, years 0-99 included (Date.UTC would put them in the 1900s)', () => {
     expect(parseTimestamp('2026-10-31T23:30:00-02:00')).toEqual({ utcMillis: Date.UTC(2026, 10, 1, 1, 30), offsetMinutes: -120 });
-    expect(parseTimestamp('2026-03-29T02:30:00.123456+0530')).toEqual({ utcMillis: Date.UTC(2026, 2, 28, 21, 0, 0, 123), offsetMinutes: 330 });
+    expect(parseTimestamp('2026-03-29T02:30:00.123456+0530')).toEqual({
+      utcMillis: Date.UTC(2026, 2, 28, 21, 0, 0, 123),
+      offsetMinutes: 330,
+    });
     expect(parseTimestamp('2024-02-29T00:00Z')).toEqual({ utcMillis: Date.UTC(2024, 1, 29), offsetMinutes: 0 });
     expect(parseTimestamp('0099-12-31T23:59:59Z')?.utcMillis).toBe(new Date('0099-12-31T23:59:59Z').getTime());
     expect(parseTimestamp('0000-01-01T00:00:00Z')?.utcMillis).toBe(new Date('0000-01-01T00:00:00Z').getTime());
   });
 
   it('refuses what is not a timestamp with an offset on a real day', () => {
-    for (const bad of ['2026-10-31T23:30:00', '2026-02-30T00:00:00Z', '2025-02-29T00:00:00Z', '2026-10-31T24:00:00Z', '2026-10-31T23:30:00+24:00', '2026-10-31T23:30:00.Z', '2026-10-31T23:30:00.1234567890Z', '2026-10-31T23:30:00Z ']) {
+    for (const bad of [
+      '2026-10-31T23:30:00',
+      '2026-02-30T00:00:00Z',
+      '2025-02-29T00:00:00Z',
+      '2026-10-31T24:00:00Z',
+      '2026-10-31T23:30:00+24:00',
+      '2026-10-31T23:30:00.Z',
+      '2026-10-31T23:30:00.1234567890Z',
+      '2026-10-31T23:30:00Z ',
+    ]) {
       expect(parseTimestamp(bad)).toBeUndefined();
     }
   });
@@ -93,13 +112,18 @@ describe('parseTimestamp', () => {
 describe('epochDayOf', () => {
   it('counts the days Date counts for every real date of years 0000-9999, and refuses the rest', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 9999 }), fc.integer({ min: 0, max: 13 }), fc.integer({ min: 0, max: 32 }), (year, month, day) => {
-        const text = `${String(year).padStart(4, '0')}-${two(month)}-${two(day)}`;
-        const date = new Date(0);
-        date.setUTCFullYear(year, month - 1, day);
-        const real = date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
-        expect(epochDayOf(text)).toBe(real ? date.getTime() / 86_400_000 : undefined);
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 9999 }),
+        fc.integer({ min: 0, max: 13 }),
+        fc.integer({ min: 0, max: 32 }),
+        (year, month, day) => {
+          const text = `${String(year).padStart(4, '0')}-${two(month)}-${two(day)}`;
+          const date = new Date(0);
+          date.setUTCFullYear(year, month - 1, day);
+          const real = date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+          expect(epochDayOf(text)).toBe(real ? date.getTime() / 86_400_000 : undefined);
+        },
+      ),
       { seed: SEED, numRuns: 5_000 },
     );
     for (const bad of ['2026-1-01', '2026-10-01T', '2026/10/01', '２０２６-10-01', '']) expect(epochDayOf(bad)).toBeUndefined();

@@ -69,7 +69,15 @@ describe('tolerant reader: only fields the spec names are required', () => {
     const { client, warnings } = setup(() => json(200, { count: 1, next: null, previous: null, results: [report] }));
     const [item] = await client.taxReports.list(COMPANY_A).all();
     expect(item?.raw).toEqual(report);
-    expect(item?.parsed).toMatchObject({ pk: PK, periodStart: null, periodEnd: null, amountDue: null, status: null, currency: null, createdAt: null });
+    expect(item?.parsed).toMatchObject({
+      pk: PK,
+      periodStart: null,
+      periodEnd: null,
+      amountDue: null,
+      status: null,
+      currency: null,
+      createdAt: null,
+    });
     expect(warnings).toEqual([]);
   });
 
@@ -100,7 +108,12 @@ describe('tolerant reader: only fields the spec names are required', () => {
 
   it('requires publicId, amount and valueDate of a transaction; cashflowType and currency may be absent', async () => {
     const minimal = { publicId: PK, amount: '-49.99', valueDate: '2026-10-31T23:30:00-02:00' };
-    const { client } = setup(sequence(json(200, { count: 1, next: null, previous: null, results: [minimal] }), json(200, { count: 1, next: null, previous: null, results: [{ publicId: PK, valueDate: minimal.valueDate }] })));
+    const { client } = setup(
+      sequence(
+        json(200, { count: 1, next: null, previous: null, results: [minimal] }),
+        json(200, { count: 1, next: null, previous: null, results: [{ publicId: PK, valueDate: minimal.valueDate }] }),
+      ),
+    );
     const [item] = await client.transactions.list().all();
     expect(item?.parsed).toMatchObject({ amount: -4999n, cashflowType: null, currency: null, category: null });
     const error = await rejection(client.transactions.list().all());
@@ -108,7 +121,12 @@ describe('tolerant reader: only fields the spec names are required', () => {
   });
 
   it('requires publicId and name of a category', async () => {
-    const { client } = setup(sequence(json(200, { count: 1, next: null, previous: null, results: [{ publicId: PK, name: 'Rent' }] }), json(200, { count: 1, next: null, previous: null, results: [{ publicId: PK }] })));
+    const { client } = setup(
+      sequence(
+        json(200, { count: 1, next: null, previous: null, results: [{ publicId: PK, name: 'Rent' }] }),
+        json(200, { count: 1, next: null, previous: null, results: [{ publicId: PK }] }),
+      ),
+    );
     expect((await client.categories.list().all())[0]?.parsed).toMatchObject({ name: 'Rent', parent: null, metadata: null });
     expect(((await rejection(client.categories.list().all())) as ResponseValidationError).field).toBe('results[0].name');
   });
@@ -144,13 +162,30 @@ describe('GET /companies/: an object or a list envelope', () => {
 describe('institution operations in the shapes the spec allows', () => {
   it('create may answer with the access token alone: refreshToken is null, user absent', async () => {
     const { client } = institution(() => json(201, { accessToken: OPAQUE_ACCESS }));
-    expect(await client.institution.createUser(USER)).toMatchObject({ accessToken: OPAQUE_ACCESS, refreshToken: null, expiresIn: null, user: null });
+    expect(await client.institution.createUser(USER)).toMatchObject({
+      accessToken: OPAQUE_ACCESS,
+      refreshToken: null,
+      expiresIn: null,
+      user: null,
+    });
   });
 
   it('refresh without a refresh token keeps the one in use; with one, reports the rotation', async () => {
-    const { client } = institution(sequence(json(200, { accessToken: OPAQUE_ACCESS }), json(200, { accessToken: OPAQUE_ACCESS, refreshToken: 'rotated-refresh-token-01' })));
-    expect(await client.institution.refreshToken(OPAQUE_REFRESH)).toMatchObject({ accessToken: OPAQUE_ACCESS, refreshToken: OPAQUE_REFRESH, refreshTokenRotated: false });
-    expect(await client.institution.refreshToken(OPAQUE_REFRESH)).toMatchObject({ refreshToken: 'rotated-refresh-token-01', refreshTokenRotated: true });
+    const { client } = institution(
+      sequence(
+        json(200, { accessToken: OPAQUE_ACCESS }),
+        json(200, { accessToken: OPAQUE_ACCESS, refreshToken: 'rotated-refresh-token-01' }),
+      ),
+    );
+    expect(await client.institution.refreshToken(OPAQUE_REFRESH)).toMatchObject({
+      accessToken: OPAQUE_ACCESS,
+      refreshToken: OPAQUE_REFRESH,
+      refreshTokenRotated: false,
+    });
+    expect(await client.institution.refreshToken(OPAQUE_REFRESH)).toMatchObject({
+      refreshToken: 'rotated-refresh-token-01',
+      refreshTokenRotated: true,
+    });
   });
 
   it('retrieve must carry both tokens (spec §4.1: it "generates a new accessToken and refreshToken")', async () => {
@@ -164,8 +199,16 @@ describe('institution operations in the shapes the spec allows', () => {
     ['any JSON', json(200, { tokenType: 'access' }), { valid: true, expiresAt: null, tokenType: 'access' }],
     ['our verdict', json(200, { valid: false, reason: 'expired' }), { valid: false, reason: 'expired' }],
     ['RFC 7662 active: false', json(200, { active: false }), { valid: false, reason: 'invalid', active: false }],
-    ["simplejwt's 401 token_not_valid", json(401, { detail: 'Token is invalid or expired', code: 'token_not_valid' }), { valid: false, reason: 'invalid' }],
-    ['our 401 token_expired', json(401, { error: { type: 'authentication_error', code: 'token_expired' } }), { valid: false, reason: 'expired' }],
+    [
+      "simplejwt's 401 token_not_valid",
+      json(401, { detail: 'Token is invalid or expired', code: 'token_not_valid' }),
+      { valid: false, reason: 'invalid' },
+    ],
+    [
+      'our 401 token_expired',
+      json(401, { error: { type: 'authentication_error', code: 'token_expired' } }),
+      { valid: false, reason: 'expired' },
+    ],
     ['a 400 field error on the token', json(400, { token: ['This field may not be blank.'] }), { valid: false, reason: 'invalid' }],
   ])('verify reads %s', async (_name, response, verdict) => {
     const reauth = jest.fn(async () => false);
@@ -223,16 +266,51 @@ describe('error bodies of every common shape become the same typed errors', () =
   const context = { request: 'GET /api/v1/companies/', now: 0 };
 
   it.each([
-    ['our envelope', json(403, { error: { type: 'permission_error', code: 'permission_denied', permission: 'read_tax_reports', message: 'no' } }), PermissionDeniedError, { apiCode: 'permission_denied' }],
-    ["DRF's detail and code", json(403, { detail: 'You do not have permission to perform this action.', code: 'permission_denied' }), PermissionDeniedError, { apiCode: 'permission_denied' }],
+    [
+      'our envelope',
+      json(403, { error: { type: 'permission_error', code: 'permission_denied', permission: 'read_tax_reports', message: 'no' } }),
+      PermissionDeniedError,
+      { apiCode: 'permission_denied' },
+    ],
+    [
+      "DRF's detail and code",
+      json(403, { detail: 'You do not have permission to perform this action.', code: 'permission_denied' }),
+      PermissionDeniedError,
+      { apiCode: 'permission_denied' },
+    ],
     ["DRF's detail alone", json(404, { detail: 'Not found.' }), NotFoundError, {}],
-    ["DRF's throttled", json(429, { detail: 'Request was throttled. Expected available in 3 seconds.', code: 'throttled' }, { 'retry-after': '3' }), RateLimitError, { retryAfterMs: 3000 }],
+    [
+      "DRF's throttled",
+      json(429, { detail: 'Request was throttled. Expected available in 3 seconds.', code: 'throttled' }, { 'retry-after': '3' }),
+      RateLimitError,
+      { retryAfterMs: 3000 },
+    ],
     ['DRF field errors', json(400, { date_from: ['Enter a valid date.'] }), ApiValidationError, { param: 'date_from' }],
-    ['nested DRF field errors', json(400, { user: { email: ['Enter a valid email address.'] } }), ApiValidationError, { param: 'user.email' }],
-    ['a list serializer’s field errors', json(400, { items: [{}, { rate: ['Must be positive.'] }] }), ApiValidationError, { param: 'items[1].rate' }],
-    ['OAuth 2.0', json(400, { error: 'invalid_grant', error_description: 'Token has been revoked' }), InvalidGrantError, { apiCode: 'invalid_grant' }],
+    [
+      'nested DRF field errors',
+      json(400, { user: { email: ['Enter a valid email address.'] } }),
+      ApiValidationError,
+      { param: 'user.email' },
+    ],
+    [
+      'a list serializer’s field errors',
+      json(400, { items: [{}, { rate: ['Must be positive.'] }] }),
+      ApiValidationError,
+      { param: 'items[1].rate' },
+    ],
+    [
+      'OAuth 2.0',
+      json(400, { error: 'invalid_grant', error_description: 'Token has been revoked' }),
+      InvalidGrantError,
+      { apiCode: 'invalid_grant' },
+    ],
     ['plain text', text(503, 'upstream connect error or disconnect/reset before headers'), ServerError, {}],
-    ["a proxy's HTML page", text(502, '<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body><h1>nginx</h1></body></html>', 'text/html'), ServerError, {}],
+    [
+      "a proxy's HTML page",
+      text(502, '<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body><h1>nginx</h1></body></html>', 'text/html'),
+      ServerError,
+      {},
+    ],
     ['an empty body', text(500, ''), ServerError, {}],
   ])('%s', (_name, response, Cls, fields) => {
     const error = errorFromResponse(response, context);
@@ -241,8 +319,13 @@ describe('error bodies of every common shape become the same typed errors', () =
   });
 
   it('puts the service’s words in the message, naming the field, and an HTML page only by its title', () => {
-    expect(errorFromResponse(json(400, { date_from: ['Enter a valid date.'] }), context).message).toContain('date_from: Enter a valid date.');
-    const html = errorFromResponse(text(502, '<html><head><title>502 Bad Gateway</title></head><body>internal host 10.0.0.7</body></html>', 'text/html'), context);
+    expect(errorFromResponse(json(400, { date_from: ['Enter a valid date.'] }), context).message).toContain(
+      'date_from: Enter a valid date.',
+    );
+    const html = errorFromResponse(
+      text(502, '<html><head><title>502 Bad Gateway</title></head><body>internal host 10.0.0.7</body></html>', 'text/html'),
+      context,
+    );
     expect(html.message).toContain('HTML page "502 Bad Gateway"');
     expect(html.message).not.toContain('10.0.0.7');
     expect(readErrorBody('<html><body>x</body></html>')).toEqual({ shape: 'html', message: 'HTML page' });
@@ -279,7 +362,10 @@ describe('error bodies of every common shape become the same typed errors', () =
 
 describe('bounds', () => {
   it('refuses a body above maxResponseBytes from any transport, without retrying', async () => {
-    const { client, fake } = setup(() => json(200, { count: 1, next: null, previous: null, results: [{ publicId: COMPANY_A, name: 'x'.repeat(2000) }] }), { maxResponseBytes: 1024 });
+    const { client, fake } = setup(
+      () => json(200, { count: 1, next: null, previous: null, results: [{ publicId: COMPANY_A, name: 'x'.repeat(2000) }] }),
+      { maxResponseBytes: 1024 },
+    );
     const error = await rejection(client.companies.list().all());
     expect(error).toBeInstanceOf(ResponseTooLargeError);
     expect(error).toMatchObject({ limitBytes: 1024, ambiguous: true });
@@ -297,7 +383,12 @@ describe('bounds', () => {
     const { client, fake } = setup((_request, url) => {
       const page = Number(url.searchParams.get('page') ?? '1');
       const ids = [0, 1].map((i) => `00000000-0000-4000-8000-${String(page * 2 + i).padStart(12, '0')}`);
-      return json(200, { count: 5, next: `${BASE_URL}/accounting/categories/?page=${page + 1}&pageSize=2`, previous: null, results: ids.map((publicId) => ({ publicId, name: 'c' })) });
+      return json(200, {
+        count: 5,
+        next: `${BASE_URL}/accounting/categories/?page=${page + 1}&pageSize=2`,
+        previous: null,
+        results: ids.map((publicId) => ({ publicId, name: 'c' })),
+      });
     });
     const seen: string[] = [];
     const error = await rejection(

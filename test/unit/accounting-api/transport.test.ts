@@ -2,7 +2,13 @@ import { TransportFailure, fetchTransport } from '../../../src/core/accounting-a
 
 /** The default transport, over a stand-in for fetch: no sockets. */
 describe('fetchTransport', () => {
-  const request = { method: 'POST' as const, url: 'http://api.test/api/v1/x/', headers: { accept: 'application/json' }, body: '{}', timeoutMs: 5000 };
+  const request = {
+    method: 'POST' as const,
+    url: 'http://api.test/api/v1/x/',
+    headers: { accept: 'application/json' },
+    body: '{}',
+    timeoutMs: 5000,
+  };
 
   it('returns status, lower-case headers and the body text, without following redirects', async () => {
     const calls: [string, RequestInit][] = [];
@@ -11,7 +17,11 @@ describe('fetchTransport', () => {
       return Promise.resolve(new Response('{"ok":true}', { status: 201, headers: { 'X-Request-Id': 'req_1', 'Retry-After': '2' } }));
     }) as unknown as typeof fetch;
     const response = await fetchTransport(fake)(request);
-    expect(response).toEqual({ status: 201, headers: expect.objectContaining({ 'x-request-id': 'req_1', 'retry-after': '2' }) as unknown, body: '{"ok":true}' });
+    expect(response).toEqual({
+      status: 201,
+      headers: expect.objectContaining({ 'x-request-id': 'req_1', 'retry-after': '2' }) as unknown,
+      body: '{"ok":true}',
+    });
     expect(calls[0]![1]).toMatchObject({ method: 'POST', body: '{}', redirect: 'manual' });
     expect(calls[0]![1].signal).toBeInstanceOf(AbortSignal);
   });

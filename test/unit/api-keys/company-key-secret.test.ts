@@ -78,7 +78,7 @@ describe('company key secret', () => {
 });
 
 describe('rotation settings and names', () => {
-  it('defaults the grace period to 30 minutes and refuses one that does not outlast the consumers\' cache', () => {
+  it("defaults the grace period to 30 minutes and refuses one that does not outlast the consumers' cache", () => {
     expect(rotationSettings({ consumerCacheTtlMs: 300_000 }).graceMs).toBe(30 * 60_000);
     expect(() => rotationSettings({ graceMs: 300_000, consumerCacheTtlMs: 300_000 })).toThrow(ConfigError);
     expect(() => rotationSettings({ graceMs: 0, consumerCacheTtlMs: 0 })).toThrow(ConfigError);
@@ -92,7 +92,11 @@ describe('rotation settings and names', () => {
   });
 
   it('parses the Secrets Manager rotation event, naming a bad field', () => {
-    const event = { SecretId: 'arn:aws:secretsmanager:eu-central-1:000000000000:secret:x', ClientRequestToken: '00000000-0000-4000-8000-000000000001', Step: 'testSecret' };
+    const event = {
+      SecretId: 'arn:aws:secretsmanager:eu-central-1:000000000000:secret:x',
+      ClientRequestToken: '00000000-0000-4000-8000-000000000001',
+      Step: 'testSecret',
+    };
     expect(parseWith(rotationEventSchema, event, 'event')).toEqual(event);
     expect(() => parseWith(rotationEventSchema, { ...event, Step: 'dropSecret' }, 'event')).toThrow(/Step/);
     expect(() => parseWith(rotationEventSchema, { ...event, ClientRequestToken: 'short' }, 'event')).toThrow(/ClientRequestToken/);

@@ -44,13 +44,19 @@ describe('dueReason (the selection, from DescribeSecret alone)', () => {
   });
   it('without NextRotationDate, LastRotatedDate plus the interval decides; with neither, it is looked at', () => {
     expect(dueReason(description({ nextRotationAt: undefined, lastRotatedAt: T0 - 31 * DAY }), T0).reason).toBe('due');
-    expect(dueReason(description({ nextRotationAt: undefined, lastRotatedAt: T0 - 25 * DAY }), T0)).toEqual({ reason: undefined, nextCheckAt: T0 + 5 * DAY });
+    expect(dueReason(description({ nextRotationAt: undefined, lastRotatedAt: T0 - 25 * DAY }), T0)).toEqual({
+      reason: undefined,
+      nextCheckAt: T0 + 5 * DAY,
+    });
     expect(dueReason(description({ nextRotationAt: undefined, lastRotatedAt: undefined }), T0).reason).toBe('due');
   });
   it('not due: looked at again at its next rotation, or after maxRecheckMs if sooner', () => {
     expect(dueReason(description({ nextRotationAt: T0 + 3 * DAY }), T0)).toEqual({ reason: undefined, nextCheckAt: T0 + 3 * DAY });
     expect(dueReason(description({ nextRotationAt: T0 + 30 * DAY }), T0)).toEqual({ reason: undefined, nextCheckAt: T0 + 7 * DAY });
-    expect(dueReason(description({ nextRotationAt: T0 + 30 * DAY }), T0, { maxRecheckMs: DAY })).toEqual({ reason: undefined, nextCheckAt: T0 + DAY });
+    expect(dueReason(description({ nextRotationAt: T0 + 30 * DAY }), T0, { maxRecheckMs: DAY })).toEqual({
+      reason: undefined,
+      nextCheckAt: T0 + DAY,
+    });
   });
 });
 
@@ -65,7 +71,11 @@ function fleet(clock: ManualClock, size: number, secretOf: (i: number) => Secret
     index: {
       async *pages() {
         for (let i = 0; i < ids.length; i += 7) {
-          yield ids.slice(i, i + 7).map((companyId): RotationCandidate => (marks.has(companyId) ? { companyId, checkAfter: marks.get(companyId)! } : { companyId }));
+          yield ids
+            .slice(i, i + 7)
+            .map((companyId): RotationCandidate =>
+              marks.has(companyId) ? { companyId, checkAfter: marks.get(companyId)! } : { companyId },
+            );
         }
       },
       setCheckAfter: async (companyId, at) => {
@@ -100,10 +110,24 @@ describe('sweepKeyRotations', () => {
     const clock = new ManualClock(T0);
     // 100 companies: #3 in progress, #10..#14 due, #20 rotation off, #30 no secret, the rest due in 10 days.
     const f = fleet(clock, 100, (i) =>
-      i === 30 ? undefined : i === 3 ? description({ pending: true }) : i >= 10 && i < 15 ? description({ nextRotationAt: T0 - 60_000 }) : i === 20 ? description({ enabled: false }) : description(),
+      i === 30
+        ? undefined
+        : i === 3
+          ? description({ pending: true })
+          : i >= 10 && i < 15
+            ? description({ nextRotationAt: T0 - 60_000 })
+            : i === 20
+              ? description({ enabled: false })
+              : description(),
     );
     const report = await sweepKeyRotations(f.deps, { graceMs: 30 * 60_000, inlineLimit: 2 });
-    expect(report).toMatchObject({ registered: 100, described: 100, queued: 7, companies: 7, due: { in_progress: 1, due: 5, overdue: 0, rotation_disabled: 1 } });
+    expect(report).toMatchObject({
+      registered: 100,
+      described: 100,
+      queued: 7,
+      companies: 7,
+      due: { in_progress: 1, due: 5, overdue: 0, rotation_disabled: 1 },
+    });
     expect(f.queued.map((q) => q.companyId).sort()).toEqual([3, 10, 11, 12, 13, 14, 20].map((i) => f.ids[i]).sort());
     expect(report.findings).toEqual([expect.objectContaining({ type: 'key_missing', companyId: f.ids[30] })]);
     // Not due: marked for their next rotation (in 10 days; the 7-day cap is sooner).
@@ -182,7 +206,10 @@ describe('checkQueuedCompanies (the worker)', () => {
     const result = await checkQueuedCompanies(f.deps, { graceMs: 30 * 60_000 }, [
       { messageId: 'm1', body: '{"companyId":"c"}' },
       { messageId: 'm2', body: 'not json' },
-      { messageId: 'm3', body: JSON.stringify({ companyId: f.ids[0], secretId: 'arn:s', name: 'acctops/test/company/x/api-key', reason: 'due' }) },
+      {
+        messageId: 'm3',
+        body: JSON.stringify({ companyId: f.ids[0], secretId: 'arn:s', name: 'acctops/test/company/x/api-key', reason: 'due' }),
+      },
     ]);
     expect(result.failedMessageIds).toEqual(['m1', 'm2']);
     expect(result.checked).toBe(1);

@@ -14,7 +14,9 @@ describe('runtime imports', () => {
     const graph = importGraph(ROOT, ['bin', 'cli', 'src', 'functions', 'lib', 'sandbox', 'test', 'bench']);
     // The graph is the repository's: the CLI's port and its lazy loads are in it.
     expect(graph.edges.get('cli/session.ts')).toEqual(expect.any(Set));
-    expect([...graph.edges.get('cli/session.ts')!]).toEqual(expect.arrayContaining(['cli/operations/local-operations.ts', 'cli/operations/aws-operations.ts']));
+    expect([...graph.edges.get('cli/session.ts')!]).toEqual(
+      expect.arrayContaining(['cli/operations/local-operations.ts', 'cli/operations/aws-operations.ts']),
+    );
     expect(importCycles(graph)).toEqual([]);
   });
 

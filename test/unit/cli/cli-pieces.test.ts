@@ -21,10 +21,18 @@ function capture(isTTY = false) {
 
 describe('cli/errors: every error is an exit code and one line that says what to do', () => {
   const error = (Class: typeof KeyRevokedError) =>
-    Object.assign(Object.create(Class.prototype) as KeyRevokedError, { message: 'GET /companies/: API key revoked', code: 'key_revoked', name: Class.name });
+    Object.assign(Object.create(Class.prototype) as KeyRevokedError, {
+      message: 'GET /companies/: API key revoked',
+      code: 'key_revoked',
+      name: Class.name,
+    });
 
   it.each([
-    ['a commander usage error', new CommanderError(1, 'commander.missingMandatoryOptionValue', "error: required option '--company <id>' not specified"), ExitCode.usage],
+    [
+      'a commander usage error',
+      new CommanderError(1, 'commander.missingMandatoryOptionValue', "error: required option '--company <id>' not specified"),
+      ExitCode.usage,
+    ],
     ['a UsageError', new UsageError('bad', 'do this'), ExitCode.usage],
     ['a ConfigError', new ConfigError([{ path: 'ACCTOPS_BASE_URL', message: 'expected a URL' }]), ExitCode.config],
     ['a refused key', error(KeyRevokedError), ExitCode.auth],
@@ -32,7 +40,11 @@ describe('cli/errors: every error is an exit code and one line that says what to
     ['a 5xx', error(ServerError as unknown as typeof KeyRevokedError), ExitCode.failure],
     ['no key for the company', new CompanyKeyNotFoundError('6f1c2a3b-0000-4000-8000-000000000000', 0), ExitCode.config],
     ['a bad field', new ValidationError('input', [{ path: 'x', message: 'bad' }]), ExitCode.failure],
-    ['an AWS credential error as a cause', new Error('wrapped', { cause: Object.assign(new Error('no credentials'), { name: 'CredentialsProviderError' }) }), ExitCode.auth],
+    [
+      'an AWS credential error as a cause',
+      new Error('wrapped', { cause: Object.assign(new Error('no credentials'), { name: 'CredentialsProviderError' }) }),
+      ExitCode.auth,
+    ],
     ['anything else', new TypeError('boom'), ExitCode.failure],
   ])('%s', (_label, thrown, exitCode) => {
     const report = describeError(thrown);
@@ -42,7 +54,11 @@ describe('cli/errors: every error is an exit code and one line that says what to
   });
 
   it('strips the refused value from commander messages and registered secrets from any message', () => {
-    const invalid = new CommanderError(1, 'commander.invalidArgument', `error: option '--month <YYYY-MM>' argument '${CANARY.apiKey}' is invalid. expected YYYY-MM`);
+    const invalid = new CommanderError(
+      1,
+      'commander.invalidArgument',
+      `error: option '--month <YYYY-MM>' argument '${CANARY.apiKey}' is invalid. expected YYYY-MM`,
+    );
     expect(describeError(invalid).message).toBe("option '--month <YYYY-MM>' is invalid: expected YYYY-MM");
     const unknown = new CommanderError(1, 'commander.unknownOption', `error: unknown option '--colour=${CANARY.institutionSecret}'`);
     expect(describeError(unknown).message).toBe("unknown option '--colour=…'");
@@ -82,7 +98,22 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
   });
 
   it('refuses every credential-looking flag, with or without a value, but not after `--`', () => {
-    for (const flag of ['--api-key', '--apikey', '--API_KEY=x', '--key', '--secret', '--secret-key', '--token=x', '--access-token', '--refresh-token', '--password', '--institution', '--institution-secret', '--credentials', '--authorization']) {
+    for (const flag of [
+      '--api-key',
+      '--apikey',
+      '--API_KEY=x',
+      '--key',
+      '--secret',
+      '--secret-key',
+      '--token=x',
+      '--access-token',
+      '--refresh-token',
+      '--password',
+      '--institution',
+      '--institution-secret',
+      '--credentials',
+      '--authorization',
+    ]) {
       expect(() => rejectCredentialFlags(['users', 'list', flag])).toThrow(UsageError);
     }
     expect(() => rejectCredentialFlags(['keys', 'status', '--company', 'x', '--json'])).not.toThrow();

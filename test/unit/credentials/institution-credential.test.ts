@@ -60,7 +60,10 @@ describe('parseInstitutionCredential', () => {
   });
 
   it('rejects JSON with missing or mistyped members, naming them', () => {
-    const error = rejection(() => parseInstitutionCredential(JSON.stringify({ institution_id: 'inst-42', secretKey: 987654321987 })), '987654321987');
+    const error = rejection(
+      () => parseInstitutionCredential(JSON.stringify({ institution_id: 'inst-42', secretKey: 987654321987 })),
+      '987654321987',
+    );
     expect(error.issues.map((i) => i.path).sort()).toEqual(['institutionId', 'secretKey']);
     const colon = rejection(() => parseInstitutionCredential(JSON.stringify({ institutionId: 'inst:42', secretKey: KEY })), KEY);
     expect(colon.issues).toEqual([{ path: 'institutionId', message: 'must be printable ASCII without spaces or ":"' }]);

@@ -36,11 +36,22 @@ describe('exporting straight from the typed client', () => {
       return { ...response, body: response.body.replace('"__BIG__"', BIG) };
     };
     const fake = fakeTransport(handler);
-    const client = createAccountingClient({ baseUrl: BASE_URL, credentials: apiKeyAuth('sbx_AbCdEf1234567890abcdefghijklmnop'), transport: fake.transport, pageSize: 3 });
+    const client = createAccountingClient({
+      baseUrl: BASE_URL,
+      credentials: apiKeyAuth('sbx_AbCdEf1234567890abcdefghijklmnop'),
+      transport: fake.transport,
+      pageSize: 3,
+    });
     const period = parsePeriod('2026-10');
 
     const store = new DirObjectStore(root);
-    const summary = await new PeriodExporter({ store, clock: new ManualClock(), logger: new MemoryLogger(), toolVersion: 'test', runIds: () => 'run-1' }).run({
+    const summary = await new PeriodExporter({
+      store,
+      clock: new ManualClock(),
+      logger: new MemoryLogger(),
+      toolVersion: 'test',
+      runIds: () => 'run-1',
+    }).run({
       company: COMPANY_A,
       period,
       sources: { transactions: client.transactions.list(periodRange(period)), categories: client.categories.list() },
@@ -65,7 +76,9 @@ describe('exporting straight from the typed client', () => {
     expect(csv).toContain(',90071992547409.93,9007199254740993,EUR,INCOME,10000000-0000-4000-8000-000000000001,Category 1,');
     expect(csv).toContain(',-49.99,-4999,EUR,EXPENSE,');
     // Category metadata keeps the text as sent, even where the client could not parse it.
-    const categoriesCsv = Buffer.from((await store.get(summary.datasets.categories!.objects.find((o) => o.format === 'csv')!.key))!).toString();
+    const categoriesCsv = Buffer.from(
+      (await store.get(summary.datasets.categories!.objects.find((o) => o.format === 'csv')!.key))!,
+    ).toString();
     expect(categoriesCsv.split('\r\n')[1]).toMatch(/,\{broken$/);
   });
 });

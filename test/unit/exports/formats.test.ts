@@ -24,7 +24,9 @@ async function write<I extends { raw: unknown }>(
   key = `out/data.${FORMAT_FILES[format].extension}`,
   rowGroupRows?: number,
 ): Promise<{ object: WrittenObject; bytes: Buffer }> {
-  const writer = createWriter(format, new ObjectSink(store, key, FORMAT_FILES[format].contentType), table.columns, { parquetRowGroupRows: rowGroupRows });
+  const writer = createWriter(format, new ObjectSink(store, key, FORMAT_FILES[format].contentType), table.columns, {
+    parquetRowGroupRows: rowGroupRows,
+  });
   let index = 0;
   for (const item of items) {
     const row = table.row(item, { index: index++, defaultCurrency: 'EUR', categoryName: (id) => NAMES.get(id) ?? null });
@@ -109,7 +111,11 @@ describe('export formats', () => {
       expect(JSON.parse(jsonl.trim()).description).toBe('=cmd|" /C calc"!A0');
     });
     it('prints each amount with its currency’s fraction digits (Intl): JPY 0, EUR 2, KWD 3', async () => {
-      const items = [transaction(0, { amount: -500, currency: 'JPY' }), transaction(1, { amount: 1250, currency: 'KWD' }), transaction(2, { amount: 1250, currency: 'EUR' })];
+      const items = [
+        transaction(0, { amount: -500, currency: 'JPY' }),
+        transaction(1, { amount: 1250, currency: 'KWD' }),
+        transaction(2, { amount: 1250, currency: 'EUR' }),
+      ];
       const lines = (await write(store, 'csv', transactionsTable, items)).bytes.toString('utf8').split('\r\n').slice(1, 4);
       expect(lines.map((l) => l.split(',').slice(5, 8))).toEqual([
         ['-500', '-500', 'JPY'],
@@ -118,35 +124,38 @@ describe('export formats', () => {
       ]);
     });
 
-    it.each([',', ';'])('no cell starts a formula when a spreadsheet splits the file on %j, and "," readers get every description back', async (separator) => {
-      const hostile = [
-        'Rent;=HYPERLINK("http://evil","x")',
-        'Rent,=HYPERLINK("http://evil","x")',
-        'a; +SUM(A1)',
-        'x;"=1+1"',
-        '@cmd',
-        'net, -12 ; @x',
-        'Plain; and, calm',
-      ];
-      const items = hostile.map((description, i) => transaction(i, { description, amount: i % 2 === 0 ? -4999 : 1250 }));
-      const text = (await write(store, 'csv', transactionsTable, items)).bytes.toString('utf8').slice(1);
-      const rows = parseSpreadsheetCsv(text, separator);
-      expect(rows).toHaveLength(items.length + 1);
-      const formulas = rows.flat().filter((cell) => /^[=+\-@\t\r]/.test(cell) && !/^-?\d+(\.\d+)?$/.test(cell));
-      expect(formulas).toEqual([]);
-      if (separator === ',') {
-        const column = rows[0]!.indexOf('description');
-        // Defused: an apostrophe before each formula start, nothing else changed.
-        expect(rows.slice(1).map((r) => r[column]!.replace(/(^|[,;][\s"]*)'(?=[=+\-@\t\r])/g, '$1'))).toEqual(hostile);
-      }
-    });
+    it.each([',', ';'])(
+      'no cell starts a formula when a spreadsheet splits the file on %j, and "," readers get every description back',
+      async (separator) => {
+        const hostile = [
+          'Rent;=HYPERLINK("http://evil","x")',
+          'Rent,=HYPERLINK("http://evil","x")',
+          'a; +SUM(A1)',
+          'x;"=1+1"',
+          '@cmd',
+          'net, -12 ; @x',
+          'Plain; and, calm',
+        ];
+        const items = hostile.map((description, i) => transaction(i, { description, amount: i % 2 === 0 ? -4999 : 1250 }));
+        const text = (await write(store, 'csv', transactionsTable, items)).bytes.toString('utf8').slice(1);
+        const rows = parseSpreadsheetCsv(text, separator);
+        expect(rows).toHaveLength(items.length + 1);
+        const formulas = rows.flat().filter((cell) => /^[=+\-@\t\r]/.test(cell) && !/^-?\d+(\.\d+)?$/.test(cell));
+        expect(formulas).toEqual([]);
+        if (separator === ',') {
+          const column = rows[0]!.indexOf('description');
+          // Defused: an apostrophe before each formula start, nothing else changed.
+          expect(rows.slice(1).map((r) => r[column]!.replace(/(^|[,;][\s"]*)'(?=[=+\-@\t\r])/g, '$1'))).toEqual(hostile);
+        }
+      },
+    );
   });
 
   describe('raw JSONL.gz', () => {
     it('holds each object as returned, one per line, big integers as the client kept them', async () => {
       const big = transaction(2);
       (big.raw as Record<string, unknown>).externalRef = '123456789012345678901234567890';
-      (big.raw as Record<string, unknown>).nested = { list: [1, 2.5, null, true], 'ü': 'ß' };
+      (big.raw as Record<string, unknown>).nested = { list: [1, 2.5, null, true], ü: 'ß' };
       const items = [transaction(0, { amount: '-0.05' }), transaction(1, { amount: 12 }), big];
       const { bytes } = await write(store, 'jsonl', transactionsTable, items);
       // gzip header: magic, deflate, no flags (no file name), mtime 0.
@@ -219,7 +228,7 @@ describe('export formats', () => {
       expect(types).not.toContain('FLOAT');
     });
 
-    it('compresses every column chunk with GZIP (Node\'s zlib), which the usual readers support', async () => {
+    it("compresses every column chunk with GZIP (Node's zlib), which the usual readers support", async () => {
       const { metadata } = await readBack(10);
       const codecs = new Set(metadata.row_groups.flatMap((g) => g.columns.map((c) => c.meta_data?.codec)));
       expect([...codecs]).toEqual(['GZIP']);
@@ -237,7 +246,7 @@ describe('export formats', () => {
       expect(chunk('currency').encodings).toContain('RLE_DICTIONARY');
     });
 
-    it('keeps min/max statistics only where a row group\'s range can prune a query', async () => {
+    it("keeps min/max statistics only where a row group's range can prune a query", async () => {
       const { metadata } = await readBack();
       const chunk = (name: string) => metadata.row_groups[0]!.columns.find((c) => c.meta_data!.path_in_schema[0] === name)!.meta_data!;
       for (const name of ['value_date_offset_minutes', 'category_id', 'category_name', 'description', 'bank_account_id']) {

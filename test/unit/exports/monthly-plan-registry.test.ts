@@ -59,7 +59,9 @@ describe('planMonthlyExport over the company registry', () => {
     expect(jobs.find((j) => j.companyId === id(8))?.formats).toEqual(['jsonl']);
     // The fixed list keeps the run's formats.
     expect(jobs.find((j) => j.companyId === id(1))?.formats).toEqual(['jsonl', 'csv', 'parquet']);
-    expect(report.skipped).toEqual([{ key: '(malformed key)', issues: expect.arrayContaining([expect.objectContaining({ path: 'companyId' })]) }]);
+    expect(report.skipped).toEqual([
+      { key: '(malformed key)', issues: expect.arrayContaining([expect.objectContaining({ path: 'companyId' })]) },
+    ]);
     expect(metrics.sum('CompanyRegistryItemsSkipped')).toBe(1);
     expect(logger.lines.join('\n')).not.toContain('sk_live');
     expect(calls).toEqual([-1]);
@@ -81,7 +83,13 @@ describe('planMonthlyExport over the company registry', () => {
       logger: new MemoryLogger(),
       metrics: new MemoryMetrics(),
     };
-    const input = { scheduledAt: '2026-11-01T02:00:00Z', executionId: 'exec-1', timeZone: 'Europe/Berlin', registry, formats: ['jsonl' as const] };
+    const input = {
+      scheduledAt: '2026-11-01T02:00:00Z',
+      executionId: 'exec-1',
+      timeZone: 'Europe/Berlin',
+      registry,
+      formats: ['jsonl' as const],
+    };
     expect((await planMonthlyExport(deps, input)).companies).toBe(3);
     const again = await planMonthlyExport(deps, input);
     expect(again).toMatchObject({ runId: expect.any(String), repeated: true });

@@ -1,4 +1,11 @@
-import { decodeJob, deduplicationIdOf, encodeJob, messageGroupOf, monthlyRunId, type ExportJob } from '../../../src/core/exports/pipeline/export-jobs';
+import {
+  decodeJob,
+  deduplicationIdOf,
+  encodeJob,
+  messageGroupOf,
+  monthlyRunId,
+  type ExportJob,
+} from '../../../src/core/exports/pipeline/export-jobs';
 import { exportRequestedSchema, onDemandJobs, requestedMonths } from '../../../src/core/exports/pipeline/on-demand';
 import { parseWith, ValidationError } from '../../../src/core/shared/errors';
 
@@ -20,7 +27,10 @@ describe('ExportRequested', () => {
   });
 
   it('makes one export job per month: the company in lower case, the user as source when named, all formats by default', () => {
-    const jobs = onDemandJobs(parse({ companyId: COMPANY, from: '2026-09', to: '2026-10', userExternalId: USER, datasets: ['transactions'] }), trigger);
+    const jobs = onDemandJobs(
+      parse({ companyId: COMPANY, from: '2026-09', to: '2026-10', userExternalId: USER, datasets: ['transactions'] }),
+      trigger,
+    );
     expect(jobs).toEqual(
       ['2026-09', '2026-10'].map((period) => ({
         type: 'export',
@@ -62,7 +72,14 @@ describe('ExportRequested', () => {
 });
 
 describe('export jobs on the queue', () => {
-  const job: ExportJob = { type: 'export', companyId: COMPANY.toLowerCase(), period: '2026-10', formats: ['csv'], source: { kind: 'apiKey' }, trigger };
+  const job: ExportJob = {
+    type: 'export',
+    companyId: COMPANY.toLowerCase(),
+    period: '2026-10',
+    formats: ['csv'],
+    source: { kind: 'apiKey' },
+    trigger,
+  };
 
   it('round-trips through the wire form and refuses a malformed body naming the field', () => {
     expect(decodeJob(encodeJob(job))).toEqual(job);
@@ -72,7 +89,15 @@ describe('export jobs on the queue', () => {
 
   it('groups by company and month; deduplicates by trigger, subject, month and selection', () => {
     expect(messageGroupOf(job)).toBe(`${COMPANY.toLowerCase()}#2026-10`);
-    expect(messageGroupOf({ type: 'discover', externalId: USER, period: '2026-10', formats: ['csv'], trigger: { kind: 'monthly', runId: 'm1' } })).toBe(`user#${USER}`);
+    expect(
+      messageGroupOf({
+        type: 'discover',
+        externalId: USER,
+        period: '2026-10',
+        formats: ['csv'],
+        trigger: { kind: 'monthly', runId: 'm1' },
+      }),
+    ).toBe(`user#${USER}`);
     const id = deduplicationIdOf(job);
     expect(id).toMatch(/^[0-9a-f]{64}$/);
     expect(deduplicationIdOf({ ...job })).toBe(id);

@@ -143,7 +143,13 @@ describe('PeriodExporter', () => {
     expect(Buffer.from((await dir.get(SYMLINK))!).toString()).toBe(`${dir.url(parquet)}\n`);
     expect(manifest.symlinks.find((s) => s.dataset === 'transactions')).toMatchObject({ key: SYMLINK, targets: [parquet] });
 
-    expect(summary).toMatchObject({ runId: 'run-1', period: '2026-10', manifestKey: MANIFEST, manifestUrl: dir.url(MANIFEST), carriedOver: [] });
+    expect(summary).toMatchObject({
+      runId: 'run-1',
+      period: '2026-10',
+      manifestKey: MANIFEST,
+      manifestUrl: dir.url(MANIFEST),
+      carriedOver: [],
+    });
     expect(summary.datasets.transactions?.objects).toHaveLength(3);
 
     // Nothing secret from the base URL reaches the manifest or the logs.
@@ -294,9 +300,11 @@ describe('PeriodExporter', () => {
     await expect(exporter('run-1').run(request({ formats: [] }))).rejects.toMatchObject({ field: 'formats' });
     await expect(exporter('run-1').run(request({ formats: ['xlsx' as 'csv'] }))).rejects.toMatchObject({ field: 'formats' });
     await expect(exporter('run 1').run(request())).rejects.toMatchObject({ field: 'runId' });
-    await expect(exporter('run-1').run(request({ sources: { categories: CATEGORIES }, datasets: ['transactions'] }))).rejects.toMatchObject({
-      field: 'datasets',
-    });
+    await expect(exporter('run-1').run(request({ sources: { categories: CATEGORIES }, datasets: ['transactions'] }))).rejects.toMatchObject(
+      {
+        field: 'datasets',
+      },
+    );
     await expect(exporter('run-1').run(request({ sourceBaseUrl: 'not a url' }))).rejects.toMatchObject({ field: 'sourceBaseUrl' });
     expect(await listKeys(dir)).toEqual([]);
   });

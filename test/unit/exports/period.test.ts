@@ -79,7 +79,14 @@ describe('offset timestamps', () => {
   });
 
   it('refuses timestamps without an offset and impossible dates', () => {
-    for (const bad of ['2026-10-01T10:00:00', '2026-10-01', '2026-02-30T10:00:00Z', '2026-10-01T24:00:00Z', '2026-10-01T10:00:00+25:00', 'yesterday']) {
+    for (const bad of [
+      '2026-10-01T10:00:00',
+      '2026-10-01',
+      '2026-02-30T10:00:00Z',
+      '2026-10-01T24:00:00Z',
+      '2026-10-01T10:00:00+25:00',
+      'yesterday',
+    ]) {
       expect(parseOffsetTimestamp(bad)).toBeUndefined();
     }
   });

@@ -33,7 +33,10 @@ function fakeClient(options: { checksums: 'WHEN_SUPPORTED' | 'WHEN_REQUIRED'; fa
         case 'UploadPartCommand': {
           const part = input.PartNumber as number;
           if (part === options.failPart) return Promise.reject(new Error('part refused'));
-          return Promise.resolve({ ETag: `"etag-${part}"`, ChecksumCRC32: options.checksums === 'WHEN_SUPPORTED' ? `crc-${part}` : undefined });
+          return Promise.resolve({
+            ETag: `"etag-${part}"`,
+            ChecksumCRC32: options.checksums === 'WHEN_SUPPORTED' ? `crc-${part}` : undefined,
+          });
         }
         default:
           return Promise.resolve({});

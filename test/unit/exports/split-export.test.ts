@@ -2,7 +2,15 @@ import { MemoryRunLedger } from '../../helpers/memory-run-ledger';
 import { decodeJob, deduplicationIdOf, encodeJob, messageGroupOf, type ExportJob } from '../../../src/core/exports/pipeline/export-jobs';
 import type { PartResult } from '../../../src/core/exports/pipeline/part-ledger';
 import { parsePeriod } from '../../../src/core/exports/formats/period';
-import { mergeTotals, partDatasets, partJobs, planParts, splitIdOf, splitManifest, type DayCount } from '../../../src/core/exports/pipeline/split-export';
+import {
+  mergeTotals,
+  partDatasets,
+  partJobs,
+  planParts,
+  splitIdOf,
+  splitManifest,
+  type DayCount,
+} from '../../../src/core/exports/pipeline/split-export';
 import { ValidationError } from '../../../src/core/shared/errors';
 
 const COMPANY = 'aaaaaaaa-0000-4000-8000-000000000001';
@@ -99,7 +107,15 @@ describe('the part ledger (memory)', () => {
         records,
         totals: [{ currency: 'EUR', cashflowType: null, records, amount: '1.00', amountMinor: '100' }],
         objects: [
-          { key: `k/part-0000${index}.csv`, dataset: 'transactions', format: 'csv', contentType: 'text/csv', records, bytes: 10, sha256: 'a'.repeat(64) },
+          {
+            key: `k/part-0000${index}.csv`,
+            dataset: 'transactions',
+            format: 'csv',
+            contentType: 'text/csv',
+            records,
+            bytes: 10,
+            sha256: 'a'.repeat(64),
+          },
         ],
       },
     },

@@ -1,7 +1,14 @@
 import { MemoryExportQueue } from '../../helpers/memory-export-queue';
 import { MemoryReplayGuard } from '../../helpers/memory-replay-guard';
 import { decodeJob } from '../../../src/core/exports/pipeline/export-jobs';
-import { receiveExportWebhook, signWebhook, WEBHOOK_CLAIM_LEASE_MS, WEBHOOK_HEADERS, type WebhookDeps, type WebhookRequest } from '../../../src/core/exports/pipeline/webhook';
+import {
+  receiveExportWebhook,
+  signWebhook,
+  WEBHOOK_CLAIM_LEASE_MS,
+  WEBHOOK_HEADERS,
+  type WebhookDeps,
+  type WebhookRequest,
+} from '../../../src/core/exports/pipeline/webhook';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { MemoryMetrics } from '../../../src/core/shared/metrics';
@@ -34,7 +41,10 @@ function body(fields: Record<string, unknown> = {}): string {
   return JSON.stringify({ id: `evt_${++ids}`, type: 'ExportRequested', companyId: COMPANY, period: '2026-10', ...fields });
 }
 
-function signed(text: string, options: { secret?: string; timestamp?: number; headers?: Record<string, string | undefined>; method?: string } = {}): WebhookRequest {
+function signed(
+  text: string,
+  options: { secret?: string; timestamp?: number; headers?: Record<string, string | undefined>; method?: string } = {},
+): WebhookRequest {
   const timestamp = options.timestamp ?? Math.floor(NOW / 1000);
   return {
     method: options.method ?? 'POST',
@@ -50,7 +60,8 @@ function signed(text: string, options: { secret?: string; timestamp?: number; he
 
 describe('signWebhook', () => {
   it('gives the worked example of docs/exports.md ("Signature recipe, worked")', () => {
-    const body = '{"id":"evt_01J9Z3K8Q2","companyId":"6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b","period":"2026-10","formats":["csv","parquet"]}';
+    const body =
+      '{"id":"evt_01J9Z3K8Q2","companyId":"6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b","period":"2026-10","formats":["csv","parquet"]}';
     expect(Buffer.byteLength(body)).toBe(121);
     expect(signWebhook('whsec_example_0123456789abcdef0123456789abcdef', 1793520000, body)).toBe(
       'v1=e58e413a33d7e6da225304532c4b8a6a2e7a0cb955f1c5d88ecd6fa051ac8065',
@@ -103,14 +114,29 @@ describe('receiveExportWebhook', () => {
       () => signed(body(), { headers: { [WEBHOOK_HEADERS.timestamp]: String(Math.floor(NOW / 1000) + 1) } }),
     ],
     ['no signature', 401, 'signature_missing', () => signed(body(), { headers: { [WEBHOOK_HEADERS.signature]: undefined } })],
-    ['a signature in an unknown scheme', 401, 'signature_missing', () => signed(body(), { headers: { [WEBHOOK_HEADERS.signature]: 'v0=abc' } })],
+    [
+      'a signature in an unknown scheme',
+      401,
+      'signature_missing',
+      () => signed(body(), { headers: { [WEBHOOK_HEADERS.signature]: 'v0=abc' } }),
+    ],
     ['no timestamp', 401, 'signature_missing', () => signed(body(), { headers: { [WEBHOOK_HEADERS.timestamp]: undefined } })],
-    ['a timestamp 5 minutes and 1 second old', 401, 'timestamp_out_of_tolerance', () => signed(body(), { timestamp: Math.floor(NOW / 1000) - 301 })],
+    [
+      'a timestamp 5 minutes and 1 second old',
+      401,
+      'timestamp_out_of_tolerance',
+      () => signed(body(), { timestamp: Math.floor(NOW / 1000) - 301 }),
+    ],
     ['a timestamp 6 minutes ahead', 401, 'timestamp_out_of_tolerance', () => signed(body(), { timestamp: Math.floor(NOW / 1000) + 360 })],
     ['a timestamp in milliseconds', 401, 'timestamp_out_of_tolerance', () => signed(body(), { timestamp: NOW })],
     ['an oversized body', 413, 'payload_too_large', () => signed(body({ padding: 'x'.repeat(70_000) }))],
     ['text/plain', 415, 'unsupported_media_type', () => signed(body(), { headers: { 'content-type': 'text/plain' } })],
-    ['JSON in Latin-1', 415, 'unsupported_media_type', () => signed(body(), { headers: { 'content-type': 'application/json; charset=iso-8859-1' } })],
+    [
+      'JSON in Latin-1',
+      415,
+      'unsupported_media_type',
+      () => signed(body(), { headers: { 'content-type': 'application/json; charset=iso-8859-1' } }),
+    ],
     ['no content type', 415, 'unsupported_media_type', () => signed(body(), { headers: { 'content-type': undefined } })],
     ['GET', 405, 'method_not_allowed', () => signed(body(), { method: 'GET' })],
     ['a body that is not JSON', 400, 'body_invalid', () => signed('{"id": "evt_x", ')],
@@ -133,7 +159,9 @@ describe('receiveExportWebhook', () => {
   it('checks in order: signature before timestamp, timestamp before the event id, the event id before the body', async () => {
     const { receive } = harness();
     const stale = Math.floor(NOW / 1000) - 3600;
-    expect((await receive(signed(body(), { secret: 'whsec_wrong', timestamp: stale }))).body).toMatchObject({ error: { code: 'signature_invalid' } });
+    expect((await receive(signed(body(), { secret: 'whsec_wrong', timestamp: stale }))).body).toMatchObject({
+      error: { code: 'signature_invalid' },
+    });
     const text = body();
     expect((await receive(signed(text))).status).toBe(202);
     expect((await receive(signed(text, { timestamp: stale }))).body).toMatchObject({ error: { code: 'timestamp_out_of_tolerance' } });

@@ -157,7 +157,9 @@ describe('createHandler', () => {
     expect(documents).toEqual([
       expect.objectContaining({
         _aws: expect.objectContaining({
-          CloudWatchMetrics: [{ Namespace: METRICS_NAMESPACE, Dimensions: [['Stage', 'Function']], Metrics: [{ Name: 'Exported', Unit: 'Count' }] }],
+          CloudWatchMetrics: [
+            { Namespace: METRICS_NAMESPACE, Dimensions: [['Stage', 'Function']], Metrics: [{ Name: 'Exported', Unit: 'Count' }] },
+          ],
         }),
         Stage: 'test',
         Function: 'export-company',
@@ -236,19 +238,30 @@ describe('createHandler', () => {
     const lines = written.map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines).toContainEqual(
       expect.objectContaining({
-        _aws: expect.objectContaining({ CloudWatchMetrics: [{ Namespace: METRICS_NAMESPACE, Dimensions: [['Stage', 'Function']], Metrics: [{ Name: 'Exported', Unit: 'Count' }] }] }),
+        _aws: expect.objectContaining({
+          CloudWatchMetrics: [
+            { Namespace: METRICS_NAMESPACE, Dimensions: [['Stage', 'Function']], Metrics: [{ Name: 'Exported', Unit: 'Count' }] },
+          ],
+        }),
         Stage: 'test',
         Function: 'export-company',
         correlationId: 'evt-7f3a',
         Exported: 2,
       }),
     );
-    expect(lines).toContainEqual(expect.objectContaining({ level: 'warn', message: 'saw [REDACTED]', apiKey: '[REDACTED]', requestId: 'req-3', correlationId: 'evt-7f3a' }));
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        level: 'warn',
+        message: 'saw [REDACTED]',
+        apiKey: '[REDACTED]',
+        requestId: 'req-3',
+        correlationId: 'evt-7f3a',
+      }),
+    );
   });
 
   it('fails at init, naming the variable, when the function is misconfigured', () => {
-    const build = () =>
-      createHandler({ eventSchema, env: { ACCTOPS_FUNCTION: 'x' }, handler: async () => undefined });
+    const build = () => createHandler({ eventSchema, env: { ACCTOPS_FUNCTION: 'x' }, handler: async () => undefined });
     expect(build).toThrow(ConfigError);
     expect(build).toThrow(/ACCTOPS_STAGE/);
   });

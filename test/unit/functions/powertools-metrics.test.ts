@@ -155,7 +155,10 @@ describe.each([
 
   it('adds properties as searchable root members, redacted', () => {
     const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyLTEifQ.c2lnbmF0dXJlLXZhbHVl';
-    const { metrics, documents } = emf(Impl, { dimensions: { Stage: 'prod', Note: `key ${jwt}` }, properties: { correlationId: 'evt-1', note: `token ${jwt}` } });
+    const { metrics, documents } = emf(Impl, {
+      dimensions: { Stage: 'prod', Note: `key ${jwt}` },
+      properties: { correlationId: 'evt-1', note: `token ${jwt}` },
+    });
     metrics.add('Runs', 1);
     metrics.flush();
     const [doc] = documents();

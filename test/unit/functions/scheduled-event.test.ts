@@ -2,7 +2,12 @@ import * as z from 'zod';
 import { scheduledCorrelationId, scheduledEventSchema, scheduledOrManualEventSchema } from '../../../functions/_shared/scheduled-event';
 import { parseWith, ValidationError } from '../../../src/core/shared/errors';
 
-const ENVELOPE = { source: 'acctops.scheduler', schedule: 'key-rotation-doctor', scheduledAt: '2026-11-01T03:00:00+01:00', executionId: 'exec-1' };
+const ENVELOPE = {
+  source: 'acctops.scheduler',
+  schedule: 'key-rotation-doctor',
+  scheduledAt: '2026-11-01T03:00:00+01:00',
+  executionId: 'exec-1',
+};
 
 function issuesOf(schema: z.ZodType, event: unknown) {
   try {
@@ -14,7 +19,7 @@ function issuesOf(schema: z.ZodType, event: unknown) {
   return [];
 }
 
-describe('the scheduled handlers\' one envelope', () => {
+describe("the scheduled handlers' one envelope", () => {
   it('a scheduled-only handler needs the whole envelope of its own schedule, and nothing else', () => {
     const schema = scheduledEventSchema('monthly-export');
     expect(parseWith(schema, { ...ENVELOPE, schedule: 'monthly-export' }, 'event').executionId).toBe('exec-1');

@@ -23,10 +23,10 @@ describe('checkHealth', () => {
   it('reports healthy when every probe resolves, with their safe details', async () => {
     const clock = new ManualClock();
     const metrics = new MemoryMetrics();
-    const report = await checkHealth(
-      { clock, metrics },
-      [probe(PROBES.institutionCredential, async () => 'version v1'), probe(PROBES.service, async () => undefined)],
-    );
+    const report = await checkHealth({ clock, metrics }, [
+      probe(PROBES.institutionCredential, async () => 'version v1'),
+      probe(PROBES.service, async () => undefined),
+    ]);
     expect(report).toEqual({
       ok: true,
       checkedAt: new Date(clock.now()).toISOString(),
@@ -42,15 +42,12 @@ describe('checkHealth', () => {
     registerSecret(CANARY);
     const logger = new MemoryLogger();
     const metrics = new MemoryMetrics();
-    const report = await checkHealth(
-      { clock: new ManualClock(), logger, metrics },
-      [
-        probe(PROBES.institutionCredential, async () => {
-          throw new AcctopsError(`cannot use ${CANARY}`, { code: 'secret_unreadable' });
-        }),
-        probe(PROBES.service, async () => 'ok'),
-      ],
-    );
+    const report = await checkHealth({ clock: new ManualClock(), logger, metrics }, [
+      probe(PROBES.institutionCredential, async () => {
+        throw new AcctopsError(`cannot use ${CANARY}`, { code: 'secret_unreadable' });
+      }),
+      probe(PROBES.service, async () => 'ok'),
+    ]);
 
     expect(report.ok).toBe(false);
     expect(report.probes[0]).toEqual({
@@ -62,19 +59,21 @@ describe('checkHealth', () => {
     expect(report.probes[1]!.ok).toBe(true);
     expect(metrics.sum('ProbeFailed', { Probe: PROBES.institutionCredential })).toBe(1);
     expect(metrics.sum('ProbeFailed', { Probe: PROBES.service })).toBe(0);
-    expect(logger.entries().filter((e) => e.level === 'warn').map((e) => e.probe)).toEqual([PROBES.institutionCredential]);
+    expect(
+      logger
+        .entries()
+        .filter((e) => e.level === 'warn')
+        .map((e) => e.probe),
+    ).toEqual([PROBES.institutionCredential]);
     expect(JSON.stringify(report) + logger.lines.join('\n')).not.toContain(CANARY);
   });
 
   it('treats a probe that throws synchronously like one that rejects', async () => {
-    const report = await checkHealth(
-      { clock: new ManualClock() },
-      [
-        probe('sync-throw', () => {
-          throw new TypeError('boom');
-        }),
-      ],
-    );
+    const report = await checkHealth({ clock: new ManualClock() }, [
+      probe('sync-throw', () => {
+        throw new TypeError('boom');
+      }),
+    ]);
     expect(report.probes[0]).toMatchObject({ ok: false, error: { name: 'TypeError', message: 'boom' } });
   });
 
@@ -82,9 +81,10 @@ describe('checkHealth', () => {
     const clock = new ManualClock();
     const hung = deferred<string>();
     let settled = false;
-    const running = checkHealth({ clock, probeTimeoutMs: 2000 }, [probe(PROBES.service, () => hung.promise), probe('quick', async () => 'ok')]).finally(
-      () => (settled = true),
-    );
+    const running = checkHealth({ clock, probeTimeoutMs: 2000 }, [
+      probe(PROBES.service, () => hung.promise),
+      probe('quick', async () => 'ok'),
+    ]).finally(() => (settled = true));
     const flush = () => new Promise((resolve) => setImmediate(resolve));
     await flush();
     clock.advance(1999);

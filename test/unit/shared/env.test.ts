@@ -34,7 +34,10 @@ describe('requiredEnv', () => {
   it('throws a ConfigError naming the variable when the function was not given it', () => {
     expect(() => requiredEnv(undefined, 'REFRESH_QUEUE_URL')).toThrow(ConfigError);
     expect(() => requiredEnv(undefined, 'REFRESH_QUEUE_URL')).toThrow(
-      expect.objectContaining({ field: 'REFRESH_QUEUE_URL', issues: [{ path: 'REFRESH_QUEUE_URL', message: 'required by this function' }] }),
+      expect.objectContaining({
+        field: 'REFRESH_QUEUE_URL',
+        issues: [{ path: 'REFRESH_QUEUE_URL', message: 'required by this function' }],
+      }),
     );
   });
 });

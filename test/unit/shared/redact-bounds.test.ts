@@ -26,7 +26,11 @@ describe('redactor: bounded, and picky about what the service registers', () => 
     // The real client: every refresh registers the new pair (institution.ts) and sends the
     // institution credential (authHeader registers it again on each use).
     const fake = fakeTransport(() => json(200, { accessToken: token(), refreshToken: token(), expiresIn: 3600 }));
-    const client = createAccountingClient({ baseUrl: BASE_URL, credentials: institutionAuth({ institutionId: 'inst_42', secretKey: INSTITUTION_SECRET }), transport: fake.transport });
+    const client = createAccountingClient({
+      baseUrl: BASE_URL,
+      credentials: institutionAuth({ institutionId: 'inst_42', secretKey: INSTITUTION_SECRET }),
+      transport: fake.transport,
+    });
     let pair = { refreshToken: token(), accessToken: token() };
     let maxSeen = 0;
     for (let i = 0; i < 100_000; i++) {
@@ -37,7 +41,9 @@ describe('redactor: bounded, and picky about what the service registers', () => 
     expect(maxSeen).toBeLessThanOrEqual(MAX_REGISTERED_SECRETS);
     expect(registeredSecretCount()).toBeLessThanOrEqual(MAX_REGISTERED_SECRETS);
     // Still redacted: the latest tokens and the institution secret, used on every request.
-    expect(redactString(`a ${pair.accessToken} b ${pair.refreshToken} c ${INSTITUTION_SECRET}`)).toBe('a [REDACTED] b [REDACTED] c [REDACTED]');
+    expect(redactString(`a ${pair.accessToken} b ${pair.refreshToken} c ${INSTITUTION_SECRET}`)).toBe(
+      'a [REDACTED] b [REDACTED] c [REDACTED]',
+    );
   }, 180_000);
 
   it('evicts the least recently registered first; registering again keeps a secret', () => {
@@ -73,7 +79,11 @@ describe('redactor: bounded, and picky about what the service registers', () => 
 
   it('a hostile token pair of common strings leaves log lines intact; real tokens are registered', async () => {
     const fake = fakeTransport(() => json(200, { accessToken: 'acctops-production', refreshToken: 'refresh_token_rotated' }));
-    const client = createAccountingClient({ baseUrl: BASE_URL, credentials: institutionAuth({ institutionId: 'inst_42', secretKey: INSTITUTION_SECRET }), transport: fake.transport });
+    const client = createAccountingClient({
+      baseUrl: BASE_URL,
+      credentials: institutionAuth({ institutionId: 'inst_42', secretKey: INSTITUTION_SECRET }),
+      transport: fake.transport,
+    });
     await client.institution.refreshToken(token());
     expect(redactString('deployed acctops-production; refresh_token_rotated')).toBe('deployed acctops-production; refresh_token_rotated');
     const real = token();

@@ -1,7 +1,6 @@
 import { accessTokenExpiry, jwtExpiry } from '../../../src/core/tokens/token-expiry';
 
-const jwt = (claims: unknown) =>
-  ['e30', Buffer.from(JSON.stringify(claims)).toString('base64url'), 'c2lnbmF0dXJl'].join('.');
+const jwt = (claims: unknown) => ['e30', Buffer.from(JSON.stringify(claims)).toString('base64url'), 'c2lnbmF0dXJl'].join('.');
 
 describe('access token expiry', () => {
   const issuedAt = Date.UTC(2026, 10, 1, 9, 0, 0);
@@ -23,10 +22,16 @@ describe('access token expiry', () => {
   });
 
   it('falls back to issued-at plus the configured lifetime', () => {
-    expect(accessTokenExpiry({ accessToken: 'opaque-token' }, issuedAt, lifetimeMs)).toEqual({ expiresAt: issuedAt + lifetimeMs, source: 'lifetime' });
+    expect(accessTokenExpiry({ accessToken: 'opaque-token' }, issuedAt, lifetimeMs)).toEqual({
+      expiresAt: issuedAt + lifetimeMs,
+      source: 'lifetime',
+    });
     expect(accessTokenExpiry({ accessToken: 'opaque-token', expiresIn: 0 }, issuedAt, lifetimeMs).source).toBe('lifetime');
     // The client's reading of a reply without expiresIn (an opaque token, the minimal dialect).
-    expect(accessTokenExpiry({ accessToken: 'opaque-token', expiresIn: null }, issuedAt, lifetimeMs)).toEqual({ expiresAt: issuedAt + lifetimeMs, source: 'lifetime' });
+    expect(accessTokenExpiry({ accessToken: 'opaque-token', expiresIn: null }, issuedAt, lifetimeMs)).toEqual({
+      expiresAt: issuedAt + lifetimeMs,
+      source: 'lifetime',
+    });
   });
 
   it.each([

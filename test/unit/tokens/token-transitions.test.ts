@@ -24,7 +24,14 @@ const ID = '6f1c1e1a-8a7e-4d7b-9c55-2b0d5a0c9e11';
 function item(overrides: Partial<StoredTokenItem> = {}): StoredTokenItem {
   return {
     ...newItem(
-      { externalId: ID, username: 'ada', email: 'ada@example.test', accessToken: 'a-token', refreshToken: 'r-token', accessTokenExpiresAt: NOW + 30 * MINUTE },
+      {
+        externalId: ID,
+        username: 'ada',
+        email: 'ada@example.test',
+        accessToken: 'a-token',
+        refreshToken: 'r-token',
+        accessTokenExpiresAt: NOW + 30 * MINUTE,
+      },
       NOW,
     ),
     ...overrides,
@@ -48,17 +55,24 @@ describe('refresh deadline and isDue', () => {
   it('agrees with the stored dueAt that the index serves, after any write', () => {
     const epoch = fc.integer({ min: NOW - 2 * KEEP_ALIVE_MS, max: NOW + 2 * KEEP_ALIVE_MS });
     fc.assert(
-      fc.property(epoch, epoch, epoch, fc.integer({ min: 0, max: 2 * KEEP_ALIVE_MS }), fc.boolean(), (expiry, writtenAt, now, margin, viaSave) => {
-        const created = newItem(
-          { externalId: ID, username: 'u', email: 'e', accessToken: 'a', refreshToken: 'r', accessTokenExpiresAt: expiry },
-          writtenAt,
-        );
-        const stored = viaSave
-          ? applyPatch(created, tokensPatch({ accessToken: 'a2', refreshToken: 'r2', accessTokenExpiresAt: expiry }, writtenAt))
-          : created;
-        const inIndex = stored.dueAt !== undefined && stored.dueAt <= now + margin;
-        expect(isDue(toRecord(stored), now, margin)).toBe(inIndex);
-      }),
+      fc.property(
+        epoch,
+        epoch,
+        epoch,
+        fc.integer({ min: 0, max: 2 * KEEP_ALIVE_MS }),
+        fc.boolean(),
+        (expiry, writtenAt, now, margin, viaSave) => {
+          const created = newItem(
+            { externalId: ID, username: 'u', email: 'e', accessToken: 'a', refreshToken: 'r', accessTokenExpiresAt: expiry },
+            writtenAt,
+          );
+          const stored = viaSave
+            ? applyPatch(created, tokensPatch({ accessToken: 'a2', refreshToken: 'r2', accessTokenExpiresAt: expiry }, writtenAt))
+            : created;
+          const inIndex = stored.dueAt !== undefined && stored.dueAt <= now + margin;
+          expect(isDue(toRecord(stored), now, margin)).toBe(inIndex);
+        },
+      ),
     );
   });
 });
@@ -68,7 +82,13 @@ describe('patches', () => {
     const leased = applyPatch(item(), leasePatch('worker-a', NOW + MINUTE, NOW));
     expect(leased).toMatchObject({ leaseOwner: 'worker-a', leaseUntil: NOW + MINUTE, version: 1 });
     const failed = applyPatch(leased, statusPatch({ status: 'needs_attention', errorClass: 'InvalidGrantError' }, NOW + 1));
-    expect(failed).toMatchObject({ status: 'needs_attention', consecutiveFailures: 1, lastErrorClass: 'InvalidGrantError', version: 2, updatedAt: NOW + 1 });
+    expect(failed).toMatchObject({
+      status: 'needs_attention',
+      consecutiveFailures: 1,
+      lastErrorClass: 'InvalidGrantError',
+      version: 2,
+      updatedAt: NOW + 1,
+    });
     for (const gone of ['dueAt', 'leaseOwner', 'leaseUntil']) expect(failed).not.toHaveProperty(gone);
     const revoked = applyPatch(failed, statusPatch({ status: 'revoked' }, NOW + 2));
     expect(revoked).toMatchObject({ status: 'revoked', consecutiveFailures: 1, version: 3 });
@@ -76,8 +96,18 @@ describe('patches', () => {
 
   it('saving a pair rejoins the index, resets the failure count and keeps the last error class', () => {
     const failed = applyPatch(item(), statusPatch({ status: 'needs_attention', errorClass: 'TimeoutError' }, NOW));
-    const saved = applyPatch(failed, tokensPatch({ accessToken: 'a2', refreshToken: 'r2', accessTokenExpiresAt: NOW + 90 * MINUTE }, NOW + 60 * MINUTE));
-    expect(saved).toMatchObject({ status: 'active', consecutiveFailures: 0, lastErrorClass: 'TimeoutError', dueAt: NOW + 90 * MINUTE, refreshedAt: NOW + 60 * MINUTE, version: 3 });
+    const saved = applyPatch(
+      failed,
+      tokensPatch({ accessToken: 'a2', refreshToken: 'r2', accessTokenExpiresAt: NOW + 90 * MINUTE }, NOW + 60 * MINUTE),
+    );
+    expect(saved).toMatchObject({
+      status: 'active',
+      consecutiveFailures: 0,
+      lastErrorClass: 'TimeoutError',
+      dueAt: NOW + 90 * MINUTE,
+      refreshedAt: NOW + 60 * MINUTE,
+      version: 3,
+    });
   });
 
   it('release removes only the lease', () => {

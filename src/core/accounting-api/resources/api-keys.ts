@@ -56,7 +56,13 @@ export class ApiKeysResource {
    */
   async create(input: CreateApiKeyInput): Promise<CreatedApiKey> {
     const body = parseWith(createApiKeyInputSchema, input, 'apiKeys.create input');
-    const response = await this.engine.send({ method: 'POST', url: this.engine.url(this.paths.create), auth: 'bearer', safety: 'unsafe', body });
+    const response = await this.engine.send({
+      method: 'POST',
+      url: this.engine.url(this.paths.create),
+      auth: 'bearer',
+      safety: 'unsafe',
+      body,
+    });
     const key = (response.body as { key?: unknown } | undefined)?.key;
     if (typeof key === 'string') registerSecret(key, { from: 'service' });
     return this.engine.parse(createdApiKeySchema, response);

@@ -52,7 +52,10 @@ export class InstitutionResource {
    */
   async refreshToken(refreshToken: string): Promise<RefreshedPair> {
     const refresh = parseWith(tokenSchema, refreshToken, 'refreshToken');
-    const reply = this.tokens(tokenReplySchema, await this.post('/institution/users/token/refresh/', { refresh }, 'unsafe', tokenOp('refresh')));
+    const reply = this.tokens(
+      tokenReplySchema,
+      await this.post('/institution/users/token/refresh/', { refresh }, 'unsafe', tokenOp('refresh')),
+    );
     const rotated = reply.refreshToken !== null && reply.refreshToken !== refresh;
     return { ...reply, refreshToken: reply.refreshToken ?? refresh, refreshTokenRotated: rotated };
   }

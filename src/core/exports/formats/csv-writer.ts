@@ -101,7 +101,7 @@ export class TimestampFormatter {
     if (!(offset >= 0 && offset < DAY_MS) || !Number.isInteger(ms)) {
       const iso = new Date(ms).toISOString();
       if (iso.length !== 24) return iso;
-      this.dayStart = ms - (ms % DAY_MS + DAY_MS) % DAY_MS;
+      this.dayStart = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
       this.datePart = iso.slice(0, 11);
       offset = ms - this.dayStart;
     }

@@ -120,7 +120,8 @@ export const taxReportsTable: Table<ExportTaxReport> = {
  * a report with none of them cannot be placed and is kept in every month's export.
  */
 export function taxReportBelongs(row: Row, range: { dateFrom: string; dateTo: string }): boolean {
-  const day = (row.period_end ?? row.period_start ?? (typeof row.created_at === 'string' ? row.created_at.slice(0, 10) : null)) as string | null;
+  const day = (row.period_end ?? row.period_start ?? (typeof row.created_at === 'string' ? row.created_at.slice(0, 10) : null)) as
+    string | null;
   return day === null || (day >= range.dateFrom && day <= range.dateTo);
 }
 
@@ -135,7 +136,9 @@ export function extraFields(raw: unknown, known: ReadonlySet<string>): string | 
     if (known.has(key)) continue;
     (extra ??= {})[key] = value;
   }
-  return extra === undefined ? null : JSON.stringify(extra, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+  return extra === undefined
+    ? null
+    : JSON.stringify(extra, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
 }
 
 export const categoriesTable: Table<ExportCategory> = {
@@ -196,7 +199,8 @@ class RecordChecker {
     const factor = currencyFactor(currency);
     if (factor === undefined) return this.fail(path, `${currency} has more than ${DECIMAL_SCALE} fraction digits`);
     const scaled = value * factor;
-    if (scaled <= -DECIMAL_LIMIT || scaled >= DECIMAL_LIMIT) return this.fail(path, `beyond DECIMAL(${DECIMAL_PRECISION},${DECIMAL_SCALE})`);
+    if (scaled <= -DECIMAL_LIMIT || scaled >= DECIMAL_LIMIT)
+      return this.fail(path, `beyond DECIMAL(${DECIMAL_PRECISION},${DECIMAL_SCALE})`);
     return value;
   }
 

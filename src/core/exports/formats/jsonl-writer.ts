@@ -36,7 +36,11 @@ export class JsonlGzipWriter implements RecordWriter {
     // chunk be serialised while the previous one is compressed on the thread pool.
     // Level 1: the export is CPU-bound, and level 6 cost ~10% of a JSONL export's time for files
     // 10-25% smaller (bench/exports/export-bench.ts). A fixed level keeps equal input equal bytes.
-    const options: ZlibOptions & TransformOptions = { level: zlib.Z_BEST_SPEED, chunkSize: GZIP_CHUNK_BYTES, writableHighWaterMark: GZIP_QUEUE_BYTES };
+    const options: ZlibOptions & TransformOptions = {
+      level: zlib.Z_BEST_SPEED,
+      chunkSize: GZIP_CHUNK_BYTES,
+      writableHighWaterMark: GZIP_QUEUE_BYTES,
+    };
     this.gzip = createGzip(options);
     this.gzip.on('data', (chunk: Buffer) => {
       sink.push(chunk);

@@ -25,7 +25,8 @@ const RUN_SEGMENT = /\/run=([^/]+)\//;
 
 /** Company ids become key segments: only the spec's UUID shape is accepted. */
 export function assertCompanyId(company: string, field = 'company'): void {
-  if (!UUID.test(company)) throw new ValidationError('export request', [{ path: field, message: 'expected the company publicId (a UUID)' }]);
+  if (!UUID.test(company))
+    throw new ValidationError('export request', [{ path: field, message: 'expected the company publicId (a UUID)' }]);
 }
 
 export function assertRunId(runId: string, field = 'runId'): void {
@@ -36,7 +37,10 @@ export function assertRunId(runId: string, field = 'runId'): void {
 
 /** `20261101T090000Z-1a2b3c4d`: sorts by start time; the random part keeps two runs apart. */
 export function newRunId(clock: Clock): string {
-  const stamp = new Date(clock.now()).toISOString().replace(/[-:]/g, '').replace(/\.\d{3}Z$/, 'Z');
+  const stamp = new Date(clock.now())
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}Z$/, 'Z');
   return `${stamp}-${randomBytes(4).toString('hex')}`;
 }
 

@@ -97,7 +97,11 @@ export async function readManifest(store: ObjectStore, key: string): Promise<Man
   const parsed = manifestSchema.safeParse(json);
   if (!parsed.success) {
     const first = issuesFromZod(parsed.error)[0];
-    throw new ManifestError(key, `not a schema ${MANIFEST_SCHEMA_VERSION} manifest (${first?.path || '(root)'}: ${first?.message ?? 'invalid'})`, parsed.error);
+    throw new ManifestError(
+      key,
+      `not a schema ${MANIFEST_SCHEMA_VERSION} manifest (${first?.path || '(root)'}: ${first?.message ?? 'invalid'})`,
+      parsed.error,
+    );
   }
   return parsed.data;
 }

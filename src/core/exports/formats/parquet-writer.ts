@@ -67,7 +67,9 @@ export class ParquetRecordWriter implements RecordWriter {
       // A unique text column is written PLAIN, every value encoded: Buffer.from takes the bytes
       // from Node's shared 8 KiB pool, where hyparquet-writer's TextEncoder.encode would allocate
       // an ArrayBuffer per value. Other text columns stay strings: their dictionaries key on them.
-      this.buffers[i]!.push(column.unique && column.kind === 'text' && value !== null ? Buffer.from(value as string, 'utf8') : parquetValue(column.kind, value));
+      this.buffers[i]!.push(
+        column.unique && column.kind === 'text' && value !== null ? Buffer.from(value as string, 'utf8') : parquetValue(column.kind, value),
+      );
     }
     this.rows += 1;
     return this.rows >= this.rowGroupRows ? this.writeRowGroup() : undefined;

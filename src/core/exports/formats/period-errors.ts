@@ -23,8 +23,10 @@ function causeText(cause: unknown): string {
   if (cause === undefined || cause === null) return '';
   if (!(cause instanceof Error)) return `: ${String(cause)}`;
   const code = (cause as NodeJS.ErrnoException).code;
-  const label = typeof code === 'string' && cause.message.startsWith(code) ? '' : cause.name !== 'Error' ? `${cause.name}: ` : code ? `${code}: ` : '';
-  const message = cause.message || (cause as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode?.toString() || 'no message';
+  const label =
+    typeof code === 'string' && cause.message.startsWith(code) ? '' : cause.name !== 'Error' ? `${cause.name}: ` : code ? `${code}: ` : '';
+  const message =
+    cause.message || (cause as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode?.toString() || 'no message';
   return `: ${label}${message}`.replace(/\s*\n\s*/g, ' ');
 }
 

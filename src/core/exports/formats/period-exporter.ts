@@ -206,7 +206,10 @@ export class PeriodExporter {
         manifestUrl: store.url(published.manifestKey),
         generatedAt,
         datasets: Object.fromEntries(
-          [...results].map(([d, r]) => [d, { records: r.records, totals: r.totals, objects: manifest.objects.filter((o) => o.dataset === d) }]),
+          [...results].map(([d, r]) => [
+            d,
+            { records: r.records, totals: r.totals, objects: manifest.objects.filter((o) => o.dataset === d) },
+          ]),
         ),
         carriedOver,
         garbageCollected: published.deleted.length,
@@ -239,7 +242,8 @@ export class PeriodExporter {
         const source = sourceOf(request.sources, dataset);
         const wanted = request.datasets.includes(dataset);
         if (!source || (!wanted && !(dataset === 'categories' && request.datasets.includes('transactions')))) continue;
-        const onRow = dataset === 'categories' ? (row: Row) => void categoryNames.set(row.public_id as string, row.name as string | null) : undefined;
+        const onRow =
+          dataset === 'categories' ? (row: Row) => void categoryNames.set(row.public_id as string, row.name as string | null) : undefined;
         const range = dataset === 'transactions' ? request.range : month;
         const job = { company, period, range, runId, part, dataset, formats: wanted ? formats : [], categoryNames, onRow };
         const result = await this.exportDataset(job, source, written, logger);
@@ -276,7 +280,11 @@ export class PeriodExporter {
   ): Promise<DatasetResult> {
     const table = TABLES[job.dataset] as Table<Item>;
     const outputs = job.formats.map((format) => {
-      const sink = new ObjectSink(this.deps.store, dataKey(job.company, job.period, job.dataset, job.runId, format, job.part), FORMAT_FILES[format].contentType);
+      const sink = new ObjectSink(
+        this.deps.store,
+        dataKey(job.company, job.period, job.dataset, job.runId, format, job.part),
+        FORMAT_FILES[format].contentType,
+      );
       return { format, writer: createWriter(format, sink, table.columns, { parquetRowGroupRows: this.deps.parquetRowGroupRows }) };
     });
     const totals = table.totals ? new TotalsAccumulator(table.totals) : undefined;
@@ -332,7 +340,8 @@ export class PeriodExporter {
       throw failure.error;
     }
 
-    if (unresolved > 0) logger.warn('transactions reference unknown categories; category_name left empty', { dataset: job.dataset, records: unresolved });
+    if (unresolved > 0)
+      logger.warn('transactions reference unknown categories; category_name left empty', { dataset: job.dataset, records: unresolved });
     if (elsewhere > 0) logger.info('records of other months left out', { dataset: job.dataset, records: elsewhere, ...job.range });
     logger.info('dataset exported', { dataset: job.dataset, records, objects: objects.length });
     return { records, totals: totals?.result() ?? [], objects };
@@ -427,7 +436,9 @@ function checkDatasets(request: PeriodExportRequest): DatasetName[] {
   const wanted = request.datasets ?? given;
   const selected = DATASETS.filter((d) => wanted.includes(d));
   if (selected.length === 0 || wanted.some((d) => !given.includes(d))) {
-    throw new ValidationError('export request', [{ path: 'datasets', message: 'each selected dataset needs a source, and at least one is required' }]);
+    throw new ValidationError('export request', [
+      { path: 'datasets', message: 'each selected dataset needs a source, and at least one is required' },
+    ]);
   }
   return selected;
 }

@@ -138,7 +138,10 @@ export async function collectGarbage(store: ObjectStore, company: string, period
       // A symlink may run ahead of the manifest (a crash between steps 2 and 3 above): whatever
       // Athena can currently see must survive too.
       const body = await store.get(object.key);
-      for (const line of Buffer.from(body ?? new Uint8Array()).toString('utf8').split('\n')) if (line) symlinkUrls.add(line);
+      for (const line of Buffer.from(body ?? new Uint8Array())
+        .toString('utf8')
+        .split('\n'))
+        if (line) symlinkUrls.add(line);
     } else if (runIdOf(object.key) !== undefined) {
       objects.push(object);
     }

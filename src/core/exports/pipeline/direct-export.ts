@@ -79,10 +79,19 @@ async function keyCompany(
   clock: Clock,
   logger: Logger,
 ): Promise<string> {
-  const client = createAccountingClient({ ...options.client, baseUrl: options.baseUrl, credentials, clock, logger, pageSize: EXPORT_PAGE_SIZE });
+  const client = createAccountingClient({
+    ...options.client,
+    baseUrl: options.baseUrl,
+    credentials,
+    clock,
+    logger,
+    pageSize: EXPORT_PAGE_SIZE,
+  });
   const companies = await client.companies.list().all();
   if (companies.length !== 1) {
-    throw new ValidationError('direct export', [{ path: 'companyId', message: `the API key sees ${companies.length} companies; name one` }]);
+    throw new ValidationError('direct export', [
+      { path: 'companyId', message: `the API key sees ${companies.length} companies; name one` },
+    ]);
   }
   return companies[0]!.parsed.publicId.toLowerCase();
 }

@@ -190,7 +190,8 @@ export function isRetryableExportFailure(error: unknown): boolean {
   if (error instanceof UserTokenUnavailableError || error instanceof CompanyKeyNotFoundError) return false;
   if (error instanceof ManifestError || error instanceof ValidationError) return false;
   if (error instanceof AccountingApiError) {
-    if (error instanceof CreatorDisabledError || error instanceof CompanyAccessRemovedError || error instanceof TokenRevokedError) return false;
+    if (error instanceof CreatorDisabledError || error instanceof CompanyAccessRemovedError || error instanceof TokenRevokedError)
+      return false;
     if (error instanceof AuthenticationError) return true;
     return (
       error instanceof RateLimitError ||

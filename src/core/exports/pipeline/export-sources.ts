@@ -76,7 +76,11 @@ export function exportSources(client: AccountingClient, companyId: string, perio
 }
 
 /** The list's items (and pages), reporting progress after each page when asked to. */
-function tracked<T>(list: PaginatedList<T>, dataset: DatasetName, onProgress: ProgressCallback | undefined): AsyncIterable<PageItem<T>> & PagedSource<PageItem<T>> {
+function tracked<T>(
+  list: PaginatedList<T>,
+  dataset: DatasetName,
+  onProgress: ProgressCallback | undefined,
+): AsyncIterable<PageItem<T>> & PagedSource<PageItem<T>> {
   if (!onProgress) return list;
   const report = onProgress;
   async function* pages(): AsyncGenerator<{ readonly items: readonly PageItem<T>[] }> {

@@ -5,7 +5,15 @@ import { ValidationError } from '../../shared/errors';
 import type { Logger } from '../../shared/logger';
 import type { Metrics } from '../../shared/metrics';
 import { exportCompanyPeriod, isRetryableExportFailure, type ExportCompanyPeriodDeps } from './export-company-period';
-import { decodeJob, messageGroupOf, type DiscoverJob, type ExportJob, type ExportQueue, type ExportSource, type QueuedJob } from './export-jobs';
+import {
+  decodeJob,
+  messageGroupOf,
+  type DiscoverJob,
+  type ExportJob,
+  type ExportQueue,
+  type ExportSource,
+  type QueuedJob,
+} from './export-jobs';
 import { createExportClient, EXPORT_PAGE_SIZE } from './export-sources';
 import { finishRunIfDone } from './monthly-export';
 import type { PartLedger } from './part-ledger';
@@ -118,7 +126,13 @@ async function runExport(deps: ExportWorkerDeps, job: ExportJob, message: Export
   const split = await planSplit(deps, job, message, last);
   if (split) return split;
   const outcome = await exportCompanyPeriod(
-    { ...deps.exporter, events: deps.events, clock: deps.clock, logger: deps.logger.child({ messageId: message.messageId }), metrics: deps.metrics },
+    {
+      ...deps.exporter,
+      events: deps.events,
+      clock: deps.clock,
+      logger: deps.logger.child({ messageId: message.messageId }),
+      metrics: deps.metrics,
+    },
     {
       companyId: job.companyId,
       period: job.period,
@@ -147,7 +161,13 @@ async function runDiscovery(deps: ExportWorkerDeps, job: DiscoverJob, message: E
   const logger = deps.logger.child({ messageId: message.messageId, runId, externalId: job.externalId, period: job.period });
   let companies: string[];
   try {
-    const client = createExportClient({ ...deps.exporter.client, baseUrl: deps.exporter.baseUrl, credentials: deps.credentials(source), clock: deps.clock, logger });
+    const client = createExportClient({
+      ...deps.exporter.client,
+      baseUrl: deps.exporter.baseUrl,
+      credentials: deps.credentials(source),
+      clock: deps.clock,
+      logger,
+    });
     companies = (await client.companies.list({ pageSize: EXPORT_PAGE_SIZE }).all()).map((item) => item.parsed.publicId.toLowerCase());
   } catch (error) {
     const retryable = isRetryableExportFailure(error);
@@ -165,7 +185,15 @@ async function runDiscovery(deps: ExportWorkerDeps, job: DiscoverJob, message: E
   const jobs: ExportJob[] = [];
   for (const companyId of companies) {
     if ((await deps.ledger.expectCompany(runId, companyId, source)) === 'taken') continue;
-    jobs.push({ type: 'export', companyId, period: job.period, datasets: job.datasets, formats: job.formats, source, trigger: job.trigger });
+    jobs.push({
+      type: 'export',
+      companyId,
+      period: job.period,
+      datasets: job.datasets,
+      formats: job.formats,
+      source,
+      trigger: job.trigger,
+    });
   }
   await deps.queue.enqueue(jobs);
   logger.info('user companies discovered', { companies: companies.length, enqueued: jobs.length });

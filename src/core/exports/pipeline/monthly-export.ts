@@ -78,13 +78,20 @@ export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMont
   const { ledger, queue, clock } = deps;
   assertTimeZone(input.timeZone, 'timeZone');
   const scheduled = Date.parse(input.scheduledAt);
-  if (Number.isNaN(scheduled)) throw new ValidationError('monthly export plan', [{ path: 'scheduledAt', message: 'expected an ISO 8601 time' }]);
+  if (Number.isNaN(scheduled))
+    throw new ValidationError('monthly export plan', [{ path: 'scheduledAt', message: 'expected an ISO 8601 time' }]);
   const period = previousMonth(scheduled, input.timeZone).text;
   const runId = monthlyRunId(period, input.executionId);
   const fixed = [...new Set((input.companies ?? []).map((c) => c.toLowerCase()))];
   fixed.forEach((c, i) => assertCompanyId(c, `companies[${i}]`));
   const logger = deps.logger.child({ runId, period });
-  const { created } = await ledger.startRun({ runId, period, timeZone: input.timeZone, scheduledAt: input.scheduledAt, startedAt: clock.now() });
+  const { created } = await ledger.startRun({
+    runId,
+    period,
+    timeZone: input.timeZone,
+    scheduledAt: input.scheduledAt,
+    startedAt: clock.now(),
+  });
   const repeated = !created;
   const trigger = { kind: 'monthly' as const, runId };
   const datasets = input.datasets ? { datasets: [...input.datasets] } : {};
@@ -98,11 +105,23 @@ export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMont
   const planCompanies = async (page: { companyId: string; formats: readonly ExportFormat[] }[]) => {
     const source = { kind: 'apiKey' } as const;
     const results = ledger.expectCompanies
-      ? await ledger.expectCompanies(runId, page.map((c) => c.companyId), source)
+      ? await ledger.expectCompanies(
+          runId,
+          page.map((c) => c.companyId),
+          source,
+        )
       : await mapWithConcurrency(page, PLAN_CONCURRENCY, (c) => ledger.expectCompany(runId, c.companyId, source));
     const jobs: ExportJob[] = page
       .filter((_, i) => results[i] !== 'taken')
-      .map((c) => ({ type: 'export', companyId: c.companyId, period, formats: [...c.formats], ...datasets, source: { kind: 'apiKey' }, trigger }));
+      .map((c) => ({
+        type: 'export',
+        companyId: c.companyId,
+        period,
+        formats: [...c.formats],
+        ...datasets,
+        source: { kind: 'apiKey' },
+        trigger,
+      }));
     await queue.enqueue(jobs);
     companyJobCount += jobs.length;
     for (const c of page) if (planned.length < LISTED) planned.push(c.companyId);
@@ -126,7 +145,9 @@ export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMont
       const page = await input.users.queryDue({ now: clock.now(), marginMs: EVERY_ACTIVE_USER_MS, limit: USER_PAGE, cursor });
       const ids = page.items.map((u) => u.externalId.toLowerCase());
       const results = await mapWithConcurrency(ids, PLAN_CONCURRENCY, (id) => ledger.expectDiscovery(runId, id));
-      const jobs: DiscoverJob[] = ids.filter((_, i) => results[i] !== 'taken').map((externalId) => ({ type: 'discover', externalId, period, ...selection, trigger }));
+      const jobs: DiscoverJob[] = ids
+        .filter((_, i) => results[i] !== 'taken')
+        .map((externalId) => ({ type: 'discover', externalId, period, ...selection, trigger }));
       await queue.enqueue(jobs);
       users += jobs.length;
       cursor = page.nextCursor;
@@ -136,7 +157,10 @@ export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMont
   deps.metrics.add('MonthlyExportsPlanned', companyJobCount);
   deps.metrics.add('MonthlyDiscoveriesPlanned', users);
   await deps.events.publish([
-    monthlyExportStarted({ runId, period, timeZone: input.timeZone, scheduledAt: input.scheduledAt, companies: planned, companyCount, users }, clock.now()),
+    monthlyExportStarted(
+      { runId, period, timeZone: input.timeZone, scheduledAt: input.scheduledAt, companies: planned, companyCount, users },
+      clock.now(),
+    ),
   ]);
   logger.info('monthly export planned', { companies: companyJobCount, users, repeated, skippedRegistryItems: skippedCount });
   // A run with nothing to do (no company, no user) is finished now.
@@ -149,7 +173,10 @@ export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMont
  * At least once: two workers settling the last two companies at the same moment may both publish
  * (consumers key on `runId`); the ledger marks the run summarized after publishing.
  */
-export async function finishRunIfDone(deps: Pick<MonthlyExportDeps, 'ledger' | 'events' | 'clock' | 'logger'>, runId: string): Promise<RunTally | undefined> {
+export async function finishRunIfDone(
+  deps: Pick<MonthlyExportDeps, 'ledger' | 'events' | 'clock' | 'logger'>,
+  runId: string,
+): Promise<RunTally | undefined> {
   const { ledger, clock } = deps;
   const run = await ledger.getRun(runId);
   if (!run || run.summarizedAt !== undefined) return undefined;
@@ -173,7 +200,13 @@ export async function finishRunIfDone(deps: Pick<MonthlyExportDeps, 'ledger' | '
     ),
   ]);
   await ledger.markSummarized(runId, now);
-  deps.logger.info('monthly export finished', { runId, period: run.period, expected: tally.expected, completed: tally.completed, failed: tally.failed });
+  deps.logger.info('monthly export finished', {
+    runId,
+    period: run.period,
+    expected: tally.expected,
+    completed: tally.completed,
+    failed: tally.failed,
+  });
   return tally;
 }
 
@@ -227,7 +260,11 @@ export async function checkMonthlyExport(deps: CheckMonthlyExportDeps, input: Ch
   const tally = (await finishRunIfDone(deps, run.runId)) ?? (await deps.ledger.tally(run.runId));
   const candidates = [...tally.openCompanies, ...tally.failedCompanies];
   const parsed = parsePeriod(period);
-  const complete = await mapWithConcurrency(candidates, 8, async (company) => (await deps.store.head(manifestKey(company, parsed))) !== undefined);
+  const complete = await mapWithConcurrency(
+    candidates,
+    8,
+    async (company) => (await deps.store.head(manifestKey(company, parsed))) !== undefined,
+  );
   const overdueCompanies = candidates.filter((_, i) => !complete[i]);
   return report({ overdue: overdueCompanies.length + tally.pendingDiscoveries, overdueCompanies });
 }

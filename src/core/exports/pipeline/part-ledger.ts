@@ -67,7 +67,10 @@ const objectSchema = z.object({
 /** A part's result as the ledger stores it; read back through this schema (a bad item is a ValidationError naming the field). */
 export const partResultSchema = z.object({
   index: z.number().int().nonnegative(),
-  datasets: z.partialRecord(z.enum(DATASETS), z.object({ records: z.number().int().nonnegative(), totals: z.array(totalSchema), objects: z.array(objectSchema) })),
+  datasets: z.partialRecord(
+    z.enum(DATASETS),
+    z.object({ records: z.number().int().nonnegative(), totals: z.array(totalSchema), objects: z.array(objectSchema) }),
+  ),
 });
 
 export interface PartLedger {

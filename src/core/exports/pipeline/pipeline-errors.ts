@@ -32,10 +32,9 @@ export class UserTokenUnavailableError extends AcctopsError {
   readonly problem: UserTokenProblem;
 
   constructor(externalId: string, problem: UserTokenProblem) {
-    super(
-      problem === 'not_found' ? `user ${externalId} is not in the token store` : `the tokens of user ${externalId} are ${problem}`,
-      { code: `user_token_${problem}` },
-    );
+    super(problem === 'not_found' ? `user ${externalId} is not in the token store` : `the tokens of user ${externalId} are ${problem}`, {
+      code: `user_token_${problem}`,
+    });
     this.externalId = externalId;
     this.problem = problem;
   }

@@ -87,7 +87,10 @@ export function planParts(days: readonly DayCount[], max: number): SplitPart[] {
  * the split it planned before (and never plans a second one).
  */
 export function splitIdOf(job: ExportJob): string {
-  return `s${createHash('sha256').update(`split|${deduplicationIdOf(job)}`).digest('hex').slice(0, 32)}`;
+  return `s${createHash('sha256')
+    .update(`split|${deduplicationIdOf(job)}`)
+    .digest('hex')
+    .slice(0, 32)}`;
 }
 
 /** The part jobs of a split, in order. Part 0 also writes the month's datasets other than transactions. */
@@ -198,7 +201,11 @@ export function splitManifest(input: {
     source: {
       baseUrl: input.baseUrl,
       query: periodRange(input.period),
-      parts: input.split.parts.map((p) => ({ dateFrom: p.dateFrom, dateTo: p.dateTo, records: byIndex.get(p.index)?.datasets.transactions?.records ?? 0 })),
+      parts: input.split.parts.map((p) => ({
+        dateFrom: p.dateFrom,
+        dateTo: p.dateTo,
+        records: byIndex.get(p.index)?.datasets.transactions?.records ?? 0,
+      })),
     },
     datasets,
     objects: objects.sort((a, b) => compare(a.key, b.key)),
@@ -216,7 +223,9 @@ export class SplitIncompleteError extends AcctopsError {
   readonly missing: string[];
 
   constructor(splitId: string, missing: string[]) {
-    super(`split ${splitId} cannot be published: ${missing.length} part result(s) or object(s) missing (first: ${missing[0] ?? '?'})`, { code: 'export_split_incomplete' });
+    super(`split ${splitId} cannot be published: ${missing.length} part result(s) or object(s) missing (first: ${missing[0] ?? '?'})`, {
+      code: 'export_split_incomplete',
+    });
     this.splitId = splitId;
     this.missing = missing;
   }

@@ -38,7 +38,12 @@ import { DATASETS } from '../formats/datasets';
  * Decides whether an export job is split. Returns undefined when the month fits one invocation
  * (the caller exports it whole), otherwise the job's result: its parts are enqueued.
  */
-export async function planSplit(deps: ExportWorkerDeps, job: ExportJob, message: ExportMessage, last: boolean): Promise<JobResult | undefined> {
+export async function planSplit(
+  deps: ExportWorkerDeps,
+  job: ExportJob,
+  message: ExportMessage,
+  last: boolean,
+): Promise<JobResult | undefined> {
   const settings = deps.split;
   if (!settings || !(job.datasets ?? DATASETS).includes('transactions')) return undefined;
   const period = parsePeriod(job.period);
@@ -61,7 +66,11 @@ export async function planSplit(deps: ExportWorkerDeps, job: ExportJob, message:
       if (total <= settings.maxTransactionsPerPart) return undefined;
       const days = await dayCounts(client, period, settings.probeConcurrency);
       parts = planParts(days, settings.maxTransactionsPerPart);
-      logger.info('month too large for one export; split by date range', { transactions: total, parts: parts.length, maxTransactionsPerPart: settings.maxTransactionsPerPart });
+      logger.info('month too large for one export; split by date range', {
+        transactions: total,
+        parts: parts.length,
+        maxTransactionsPerPart: settings.maxTransactionsPerPart,
+      });
     } catch (error) {
       // The whole-month export reports the failure its usual way (event, ledger) on its last try.
       if (isRetryableExportFailure(error) && !last) {
@@ -76,7 +85,14 @@ export async function planSplit(deps: ExportWorkerDeps, job: ExportJob, message:
     // A narrower re-export without replaceFormats goes the whole-month way, which refuses it
     // (FormatLossError) before reading anything; a split would publish without the other formats.
     if (!job.replaceFormats && (await dropsFormats(deps, job))) return undefined;
-    ({ split } = await deps.ledger.startSplit({ splitId, companyId: job.companyId, period: job.period, runId: newRunId(deps.clock), parts, createdAt: deps.clock.now() }));
+    ({ split } = await deps.ledger.startSplit({
+      splitId,
+      companyId: job.companyId,
+      period: job.period,
+      runId: newRunId(deps.clock),
+      parts,
+      createdAt: deps.clock.now(),
+    }));
   }
   if (split.publishedAt !== undefined) return 'completed';
   // A repeat (a redelivered job) enqueues the same parts again; the queue's deduplication and the
@@ -96,7 +112,13 @@ async function dropsFormats(deps: ExportWorkerDeps, job: ExportJob): Promise<boo
 /** One part: written, recorded, and, when it is the last one done, the month is published. */
 export async function runPart(deps: ExportWorkerDeps, job: ExportPartJob, message: ExportMessage, last: boolean): Promise<JobResult> {
   const period = parsePeriod(job.period);
-  const logger = deps.logger.child({ messageId: message.messageId, companyId: job.companyId, period: job.period, splitId: job.splitId, part: job.part.index });
+  const logger = deps.logger.child({
+    messageId: message.messageId,
+    companyId: job.companyId,
+    period: job.period,
+    splitId: job.splitId,
+    part: job.part.index,
+  });
   const split = await deps.ledger.getSplit(job.splitId);
   if (!split) {
     // The split is recorded before its parts are enqueued: without it the part has nothing to join.
@@ -115,7 +137,13 @@ export async function runPart(deps: ExportWorkerDeps, job: ExportPartJob, messag
         clock: deps.clock,
         logger,
       });
-      const staged = await new PeriodExporter({ store: deps.exporter.store, clock: deps.clock, logger, toolVersion: deps.exporter.toolVersion, ...deps.exporter.exporter }).stage({
+      const staged = await new PeriodExporter({
+        store: deps.exporter.store,
+        clock: deps.clock,
+        logger,
+        toolVersion: deps.exporter.toolVersion,
+        ...deps.exporter.exporter,
+      }).stage({
         company: job.companyId,
         period,
         runId: job.runId,
@@ -233,7 +261,10 @@ async function partFailed(
   const retryable = !(error instanceof SplitIncompleteError) && isRetryableExportFailure(error);
   const final = !retryable || last;
   deps.metrics.add(final ? 'ExportFailed' : 'ExportAttemptFailed', 1);
-  logger.error(final ? 'export part failed; the month stays unpublished' : 'export part attempt failed; the queue will retry', { error, retryable });
+  logger.error(final ? 'export part failed; the month stays unpublished' : 'export part attempt failed; the queue will retry', {
+    error,
+    retryable,
+  });
   if (!final) return 'retry';
   const period = parsePeriod(job.period);
   const key = manifestKey(job.companyId, period);

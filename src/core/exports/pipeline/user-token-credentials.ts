@@ -34,7 +34,11 @@ interface Held {
  * is repeated only when the store holds a different token. A user that is revoked, in
  * needs_attention or unknown is a UserTokenUnavailableError.
  */
-export function userTokenCredentials(store: Pick<TokenStore, 'get'>, externalId: string, options: UserTokenCredentialsOptions): CredentialProvider {
+export function userTokenCredentials(
+  store: Pick<TokenStore, 'get'>,
+  externalId: string,
+  options: UserTokenCredentialsOptions,
+): CredentialProvider {
   const skew = options.expirySkewMs ?? 60_000;
   const logger = (options.logger ?? silentLogger).child({ externalId });
   let held: Held | undefined;

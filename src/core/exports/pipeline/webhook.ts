@@ -34,7 +34,9 @@ export interface WebhookRequest {
 
 export interface WebhookResponse {
   status: number;
-  body: { accepted: true; eventId: string; exports: { companyId: string; period: string }[] } | { error: { code: string; message: string; issues?: FieldIssue[] } };
+  body:
+    | { accepted: true; eventId: string; exports: { companyId: string; period: string }[] }
+    | { error: { code: string; message: string; issues?: FieldIssue[] } };
 }
 
 /** The signing secrets currently accepted: the current one and, during a change, the previous one. */
@@ -126,7 +128,10 @@ export async function receiveExportWebhook(deps: WebhookDeps, request: WebhookRe
     if (!(error instanceof Rejection)) throw error;
     deps.metrics.add(error.status >= 500 ? ALARMED_METRICS.webhookUnavailable.name : ALARMED_METRICS.webhookRejected.name, 1);
     deps.logger.warn('webhook refused', { status: error.status, code: error.code, reason: error.message, issues: error.issues });
-    return { status: error.status, body: { error: { code: error.code, message: error.message, ...(error.issues ? { issues: error.issues } : {}) } } };
+    return {
+      status: error.status,
+      body: { error: { code: error.code, message: error.message, ...(error.issues ? { issues: error.issues } : {}) } },
+    };
   }
 }
 
@@ -154,7 +159,11 @@ async function handle(deps: WebhookDeps, request: WebhookRequest, now: number): 
 
   const timestamp = /^\d{1,12}$/.test(timestampText) ? Number(timestampText) * 1000 : Number.NaN;
   if (Number.isNaN(timestamp) || Math.abs(now - timestamp) > tolerance) {
-    throw new Rejection(401, 'timestamp_out_of_tolerance', `the timestamp must be within ${tolerance / 60_000} minutes of now (Unix seconds)`);
+    throw new Rejection(
+      401,
+      'timestamp_out_of_tolerance',
+      `the timestamp must be within ${tolerance / 60_000} minutes of now (Unix seconds)`,
+    );
   }
 
   let body: unknown;
@@ -167,13 +176,19 @@ async function handle(deps: WebhookDeps, request: WebhookRequest, now: number): 
   const id = (body as { id?: unknown } | null)?.id;
   const eventId = webhookExportRequestSchema.shape.id.safeParse(id);
   if (!eventId.success) throw new Rejection(400, 'body_invalid', 'the body needs an event id', issuesFromZod(eventId.error, 'id'));
-  const claim = await unavailableOnError(deps.logger, 'replay guard could not be asked', () => deps.replay.claim(eventId.data, now + WEBHOOK_CLAIM_LEASE_MS));
+  const claim = await unavailableOnError(deps.logger, 'replay guard could not be asked', () =>
+    deps.replay.claim(eventId.data, now + WEBHOOK_CLAIM_LEASE_MS),
+  );
   if (claim === 'accepted') {
     throw new Rejection(409, 'event_replayed', `event ${eventId.data} was already accepted`);
   }
   if (claim === 'in_flight') {
     // Not 409: the other delivery may have died before enqueueing; its lease lapses and a retry wins.
-    throw new Rejection(503, 'event_in_flight', `event ${eventId.data} is being accepted by another delivery; send it again in ${WEBHOOK_CLAIM_LEASE_MS / 1000} s`);
+    throw new Rejection(
+      503,
+      'event_in_flight',
+      `event ${eventId.data} is being accepted by another delivery; send it again in ${WEBHOOK_CLAIM_LEASE_MS / 1000} s`,
+    );
   }
 
   try {
@@ -182,7 +197,9 @@ async function handle(deps: WebhookDeps, request: WebhookRequest, now: number): 
     const list = deps.allowedCompanies;
     const allowed =
       'allows' in list
-        ? await unavailableOnError(deps.logger, 'company registry could not be asked', () => list.allows(parsed.data.companyId, deps.logger))
+        ? await unavailableOnError(deps.logger, 'company registry could not be asked', () =>
+            list.allows(parsed.data.companyId, deps.logger),
+          )
         : list.has(parsed.data.companyId);
     if (!allowed) {
       throw new Rejection(403, 'company_not_allowed', `this webhook does not serve company ${parsed.data.companyId}`);
@@ -197,8 +214,15 @@ async function handle(deps: WebhookDeps, request: WebhookRequest, now: number): 
       // deduplication ids, which the FIFO queue drops (WEBHOOK_CLAIM_LEASE_MS).
       deps.logger.error('could not confirm an accepted webhook event', { eventId: eventId.data, error: confirmError });
     }
-    deps.logger.info('webhook export accepted', { eventId: eventId.data, companyId: parsed.data.companyId, periods: jobs.map((j) => j.period) });
-    return { status: 202, body: { accepted: true, eventId: eventId.data, exports: jobs.map((j) => ({ companyId: j.companyId, period: j.period })) } };
+    deps.logger.info('webhook export accepted', {
+      eventId: eventId.data,
+      companyId: parsed.data.companyId,
+      periods: jobs.map((j) => j.period),
+    });
+    return {
+      status: 202,
+      body: { accepted: true, eventId: eventId.data, exports: jobs.map((j) => ({ companyId: j.companyId, period: j.period })) },
+    };
   } catch (error) {
     try {
       await deps.replay.release(eventId.data);
