@@ -1,10 +1,8 @@
 import { systemClock, type Clock } from '../../src/core/shared/clock';
 import {
-  checkMetricName,
-  checkMetricValue,
+  checkMetric,
   mergeDimensions,
   METRICS_NAMESPACE,
-  MetricsError,
   type MetricDimensions,
   type Metrics,
   type MetricUnit,
@@ -101,11 +99,7 @@ export class EmfMetrics implements Metrics {
   }
 
   add(name: string, value: number, unit: MetricUnit = 'Count'): void {
-    checkMetricName(name, this.dimensions);
-    if (Object.hasOwn(this.properties, name)) {
-      throw new MetricsError(`metric name "${name}" collides with a property of the same name`);
-    }
-    checkMetricValue(name, value);
+    checkMetric(name, value, this.dimensions, this.properties);
     this.buffer.add(this.dimensions, name, value, unit);
   }
 

@@ -1,7 +1,7 @@
 import { LogFormatter, LogItem, Logger as PowertoolsLogger } from '@aws-lambda-powertools/logger';
 import type { LogAttributes, UnformattedAttributes } from '@aws-lambda-powertools/logger/types';
 import type { Context } from 'aws-lambda';
-import type { Logger, LogLevel } from '../../src/core/shared/logger';
+import { LevelLogger, type Logger, type LogLevel } from '../../src/core/shared/logger';
 import { redact, redactString } from '../../src/core/shared/redact';
 
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -74,11 +74,13 @@ export interface LambdaLoggerOptions {
  * Powertools is created at TRACE and this class applies LOG_LEVEL and the sample rate, drawing
  * once per invocation as Powertools would.
  */
-export class LambdaLogger implements Logger {
+export class LambdaLogger extends LevelLogger {
   private constructor(
     private readonly shared: Shared,
     private readonly base: Record<string, unknown>,
-  ) {}
+  ) {
+    super();
+  }
 
   static create(options: LambdaLoggerOptions): LambdaLogger {
     const sampleRate = options.sampleRate ?? 0;
@@ -104,24 +106,11 @@ export class LambdaLogger implements Logger {
     this.shared.current = this.shared.sampleRate > 0 && this.shared.random() < this.shared.sampleRate ? 'debug' : this.shared.level;
   }
 
-  debug(message: string, fields?: Record<string, unknown>): void {
-    this.write('debug', message, fields);
-  }
-  info(message: string, fields?: Record<string, unknown>): void {
-    this.write('info', message, fields);
-  }
-  warn(message: string, fields?: Record<string, unknown>): void {
-    this.write('warn', message, fields);
-  }
-  error(message: string, fields?: Record<string, unknown>): void {
-    this.write('error', message, fields);
-  }
-
   child(fields: Record<string, unknown>): Logger {
     return new LambdaLogger(this.shared, { ...this.base, ...fields });
   }
 
-  private write(level: LogLevel, message: string, fields?: Record<string, unknown>): void {
+  protected write(level: LogLevel, message: string, fields?: Record<string, unknown>): void {
     if (ORDER[level] < ORDER[this.shared.current]) return;
     const attributes: Record<string, unknown> = {};
     for (const [key, value] of Object.entries({ ...this.base, ...fields })) {

@@ -2,11 +2,9 @@ import { Metrics as PowertoolsEmf } from '@aws-lambda-powertools/metrics';
 import type { MetricUnit as PowertoolsUnit } from '@aws-lambda-powertools/metrics/types';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
 import {
-  checkMetricName,
-  checkMetricValue,
+  checkMetric,
   mergeDimensions,
   METRICS_NAMESPACE,
-  MetricsError,
   type MetricDimensions,
   type Metrics,
   type MetricUnit,
@@ -68,11 +66,7 @@ export class PowertoolsMetrics implements Metrics {
   }
 
   add(name: string, value: number, unit: MetricUnit = 'Count'): void {
-    checkMetricName(name, this.dimensions);
-    if (Object.hasOwn(this.properties, name)) {
-      throw new MetricsError(`metric name "${name}" collides with a property of the same name`);
-    }
-    checkMetricValue(name, value);
+    checkMetric(name, value, this.dimensions, this.properties);
     const group = this.group();
     // Our port lets a name keep its first unit; Powertools would throw on a second one.
     const first = group.units.get(name) ?? unit;

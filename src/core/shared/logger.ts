@@ -15,19 +15,10 @@ export interface Logger {
 export type LogSink = (line: string) => void;
 
 /**
- * One JSON object per line, the shape CloudWatch Logs Insights reads. Every line passes through
- * `redact`, so a caller cannot leak a secret by logging the wrong object.
+ * The four levels as one `write`: the JSON logger here and the Lambda logger in functions/_shared
+ * differ only in where a line goes, not in how a level reaches it.
  */
-export class JsonLogger implements Logger {
-  constructor(
-    private readonly sink: LogSink = (line) => process.stdout.write(`${line}\n`),
-    protected readonly base: Record<string, unknown> = {},
-    private readonly level: LogLevel = (process.env.LOG_LEVEL?.toLowerCase() as LogLevel) in ORDER
-      ? (process.env.LOG_LEVEL!.toLowerCase() as LogLevel)
-      : 'info',
-    private readonly now: () => number = Date.now,
-  ) {}
-
+export abstract class LevelLogger implements Logger {
   debug(message: string, fields?: Record<string, unknown>): void {
     this.write('debug', message, fields);
   }
@@ -41,11 +32,31 @@ export class JsonLogger implements Logger {
     this.write('error', message, fields);
   }
 
+  abstract child(fields: Record<string, unknown>): Logger;
+  protected abstract write(level: LogLevel, message: string, fields?: Record<string, unknown>): void;
+}
+
+/**
+ * One JSON object per line, the shape CloudWatch Logs Insights reads. Every line passes through
+ * `redact`, so a caller cannot leak a secret by logging the wrong object.
+ */
+export class JsonLogger extends LevelLogger {
+  constructor(
+    private readonly sink: LogSink = (line) => process.stdout.write(`${line}\n`),
+    protected readonly base: Record<string, unknown> = {},
+    private readonly level: LogLevel = (process.env.LOG_LEVEL?.toLowerCase() as LogLevel) in ORDER
+      ? (process.env.LOG_LEVEL!.toLowerCase() as LogLevel)
+      : 'info',
+    private readonly now: () => number = Date.now,
+  ) {
+    super();
+  }
+
   child(fields: Record<string, unknown>): Logger {
     return new JsonLogger(this.sink, { ...this.base, ...fields }, this.level, this.now);
   }
 
-  private write(level: LogLevel, message: string, fields?: Record<string, unknown>): void {
+  protected write(level: LogLevel, message: string, fields?: Record<string, unknown>): void {
     if (ORDER[level] < ORDER[this.level]) return;
     const entry = redact({ ...this.base, ...fields }) as Record<string, unknown>;
     this.sink(JSON.stringify({ level, time: new Date(this.now()).toISOString(), message: redactString(message), ...entry }));

@@ -78,6 +78,15 @@ export function checkMetricValue(name: string, value: number): void {
   if (!Number.isFinite(value)) throw new MetricsError(`metric "${name}" needs a finite number`);
 }
 
+/** Every check a metric passes before a writer buffers it (both Lambda writers in functions/_shared). */
+export function checkMetric(name: string, value: number, dimensions: MetricDimensions, properties: Record<string, unknown>): void {
+  checkMetricName(name, dimensions);
+  if (Object.hasOwn(properties, name)) {
+    throw new MetricsError(`metric name "${name}" collides with a property of the same name`);
+  }
+  checkMetricValue(name, value);
+}
+
 export function mergeDimensions(base: MetricDimensions, extra: MetricDimensions): MetricDimensions {
   const merged = { ...base, ...extra };
   const keys = Object.keys(merged);
