@@ -11,25 +11,22 @@ export interface AmountTotal {
   amountMinor: string;
 }
 
-/** Sums a dataset's amounts per currency and cashflow type, in bigint minor units (never floats). */
-export class TotalsAccumulator {
+/**
+ * Exact sums per currency and cashflow type, in bigint minor units (never floats): a dataset's rows
+ * (TotalsAccumulator) and a split month's parts (mergeTotals) add into the same thing.
+ */
+export class AmountSums {
   private readonly sums = new Map<string, { currency: string; cashflowType: string | null; records: number; minor: bigint }>();
 
-  constructor(private readonly columns: NonNullable<Table<unknown>['totals']>) {}
-
-  add(row: Row): void {
-    const minor = row[this.columns.amount];
-    if (typeof minor !== 'bigint') return;
-    const currency = row[this.columns.currency] as string;
-    const cashflowType = this.columns.cashflowType ? ((row[this.columns.cashflowType] as string | null) ?? null) : null;
+  add(currency: string, cashflowType: string | null, records: number, minor: bigint): void {
     // NUL cannot be in a currency code (the tables check /^[A-Z]{3}$/), so keys cannot collide.
     const key = cashflowType === null ? currency : `${currency}\u0000${cashflowType}`;
     const sum = this.sums.get(key);
     if (sum) {
       sum.minor += minor;
-      sum.records += 1;
+      sum.records += records;
     } else {
-      this.sums.set(key, { currency, cashflowType, records: 1, minor });
+      this.sums.set(key, { currency, cashflowType, records, minor });
     }
   }
 
@@ -44,6 +41,25 @@ export class TotalsAccumulator {
         amount: formatMinorUnits(s.minor, minorUnitDigits(s.currency)),
         amountMinor: s.minor.toString(),
       }));
+  }
+}
+
+/** Sums a dataset's amounts per currency and cashflow type. */
+export class TotalsAccumulator {
+  private readonly sums = new AmountSums();
+
+  constructor(private readonly columns: NonNullable<Table<unknown>['totals']>) {}
+
+  add(row: Row): void {
+    const minor = row[this.columns.amount];
+    if (typeof minor !== 'bigint') return;
+    const currency = row[this.columns.currency] as string;
+    const cashflowType = this.columns.cashflowType ? ((row[this.columns.cashflowType] as string | null) ?? null) : null;
+    this.sums.add(currency, cashflowType, 1, minor);
+  }
+
+  result(): AmountTotal[] {
+    return this.sums.result();
   }
 }
 

@@ -1,15 +1,14 @@
 import { createHash } from 'node:crypto';
-import { type AccountingClient, formatMinorUnits } from '../../accounting-api';
+import { type AccountingClient } from '../../accounting-api';
 import { mapWithConcurrency } from '../../shared/concurrency';
 import { AcctopsError } from '../../shared/errors';
 import type { Logger } from '../../shared/logger';
-import { minorUnitDigits } from '../formats/currency';
 import { deduplicationIdOf, type ExportJob, type ExportPartJob } from './export-jobs';
 import { EXPORT_PAGE_SIZE } from './export-sources';
 import { MANIFEST_SCHEMA_VERSION, type Manifest, type ManifestDataset, type ManifestObject } from '../formats/manifest';
 import type { PartResult, SplitPart, SplitRecord, StagedDataset } from './part-ledger';
 import { daysInMonth, periodRange, type Period } from '../formats/period';
-import type { AmountTotal } from '../formats/totals';
+import { AmountSums, type AmountTotal } from '../formats/totals';
 import { DATASETS, type DatasetName, type ExportSources } from '../formats/datasets';
 
 /**
@@ -127,26 +126,9 @@ export function partSources(client: AccountingClient, companyId: string, part: {
 
 /** Sums totals of the same currency and cashflow type exactly (bigint minor units), sorted as TotalsAccumulator sorts. */
 export function mergeTotals(lists: readonly (readonly AmountTotal[])[]): AmountTotal[] {
-  const sums = new Map<string, { currency: string; cashflowType: string | null; records: number; minor: bigint }>();
-  for (const list of lists) {
-    for (const t of list) {
-      const key = t.cashflowType === null ? t.currency : `${t.currency}\u0000${t.cashflowType}`;
-      const sum = sums.get(key);
-      if (sum) {
-        sum.minor += BigInt(t.amountMinor);
-        sum.records += t.records;
-      } else sums.set(key, { currency: t.currency, cashflowType: t.cashflowType, records: t.records, minor: BigInt(t.amountMinor) });
-    }
-  }
-  return [...sums.values()]
-    .sort((a, b) => compare(a.currency, b.currency) || compare(a.cashflowType ?? '', b.cashflowType ?? ''))
-    .map((s) => ({
-      currency: s.currency,
-      cashflowType: s.cashflowType,
-      records: s.records,
-      amount: formatMinorUnits(s.minor, minorUnitDigits(s.currency)),
-      amountMinor: s.minor.toString(),
-    }));
+  const sums = new AmountSums();
+  for (const list of lists) for (const t of list) sums.add(t.currency, t.cashflowType, t.records, BigInt(t.amountMinor));
+  return sums.result();
 }
 
 /** The parts' results merged per dataset: records and totals summed, objects listed in key order. */
