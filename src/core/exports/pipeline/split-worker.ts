@@ -1,3 +1,5 @@
+import type { AccountingClient } from '../../accounting-api';
+import type { Logger } from '../../shared/logger';
 import { isRetryableExportFailure } from './export-company-period';
 import { exportCompleted, exportFailed } from './export-events';
 import type { ExportJob, ExportPartJob } from './export-jobs';
@@ -54,14 +56,7 @@ export async function planSplit(
   if (!split) {
     let parts;
     try {
-      const client = createExportClient({
-        ...deps.exporter.client,
-        baseUrl: deps.exporter.baseUrl,
-        credentials: deps.credentials(job.source, job.companyId),
-        companyId: job.companyId,
-        clock: deps.clock,
-        logger,
-      });
+      const client = companyClient(deps, job, logger);
       const total = await countTransactions(client, periodRange(period));
       if (total <= settings.maxTransactionsPerPart) return undefined;
       const days = await dayCounts(client, period, settings.probeConcurrency);
@@ -103,6 +98,18 @@ export async function planSplit(
   return 'split';
 }
 
+/** The service as the job's company sees it: the sizing and every part read through the same credentials. */
+function companyClient(deps: ExportWorkerDeps, job: ExportJob | ExportPartJob, logger: Logger): AccountingClient {
+  return createExportClient({
+    ...deps.exporter.client,
+    baseUrl: deps.exporter.baseUrl,
+    credentials: deps.credentials(job.source, job.companyId),
+    companyId: job.companyId,
+    clock: deps.clock,
+    logger,
+  });
+}
+
 async function dropsFormats(deps: ExportWorkerDeps, job: ExportJob): Promise<boolean> {
   const previous = await readManifest(deps.exporter.store, manifestKey(job.companyId, parsePeriod(job.period)));
   const selected = job.datasets ?? DATASETS;
@@ -129,14 +136,7 @@ export async function runPart(deps: ExportWorkerDeps, job: ExportPartJob, messag
 
   if (!split.done.includes(job.part.index)) {
     try {
-      const client = createExportClient({
-        ...deps.exporter.client,
-        baseUrl: deps.exporter.baseUrl,
-        credentials: deps.credentials(job.source, job.companyId),
-        companyId: job.companyId,
-        clock: deps.clock,
-        logger,
-      });
+      const client = companyClient(deps, job, logger);
       const staged = await new PeriodExporter({
         store: deps.exporter.store,
         clock: deps.clock,
