@@ -2,7 +2,7 @@
 // each optimisation in BENCHMARKS.md ("Missed targets") was kept or dropped. Not part of
 // `npm run bench`. Usage:
 //   npx tsx bench/exports/ab.ts --a .bench-out/a.js [--b .bench-out/b.js] [--size 100000] [--rounds 3]
-//     [--variants jsonl-dir,all-dir,all-s3] [--node-options '…']
+//     [--variants jsonl-dir,all-dir,all-s3] [--node-options '…'] [--node-options-b '…']
 // Without --b the working tree is bundled as B. Each round runs the bare fetch loop, then every
 // variant with A and B in alternating order; ratios are taken against the round's own baseline.
 import { Command } from 'commander';
@@ -25,9 +25,10 @@ async function main(): Promise<void> {
     .option('--rounds <n>', 'rounds', '3')
     .option('--variants <list>', 'variants', 'jsonl-dir,all-dir,all-s3')
     .option('--node-options <text>', 'NODE_OPTIONS of both', DEFAULT_NODE_OPTIONS)
+    .option('--node-options-b <text>', "B's NODE_OPTIONS, for an A/B of a flag (the same bundle as --a and --b)")
     .option('--prof <dir>', 'write a --cpu-prof of every B run to this directory')
     .parse(process.argv.slice(2), { from: 'user' })
-    .opts<{ a: string; b?: string; size: string; rounds: string; variants: string; nodeOptions: string; prof?: string }>();
+    .opts<{ a: string; b?: string; size: string; rounds: string; variants: string; nodeOptions: string; nodeOptionsB?: string; prof?: string }>();
   const bundles = {
     A: path.resolve(flags.a),
     B: flags.b ? path.resolve(flags.b) : await bundleExportChild(path.join(OUT_DIR, 'export-child-b.js')),
@@ -38,23 +39,25 @@ async function main(): Promise<void> {
   try {
     const dataset = await createDataset(sandbox, Number(flags.size));
     const context: ExportRunContext = { sandbox, s3, dataset };
-    const run = (bundle: string, variant: ExportVariant) => {
-      const env = { ...process.env, NODE_OPTIONS: flags.nodeOptions };
-      const prof = flags.prof && bundle === bundles.B ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags.prof)}`] : [];
+    const run = (side: 'A' | 'B', variant: ExportVariant) => {
+      const bundle = bundles[side];
+      const nodeOptions = side === 'B' && flags.nodeOptionsB !== undefined ? flags.nodeOptionsB : flags.nodeOptions;
+      const env = { ...process.env, NODE_OPTIONS: nodeOptions };
+      const prof = flags.prof && side === 'B' ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags.prof)}`] : [];
       return runNodeJson<ExportChildResult>(['--expose-gc', ...prof, bundle, JSON.stringify(jobFor(variant, context))], {
         env,
         timeoutMs: 600_000,
       });
     };
-    await run(bundles.A, 'baseline');
+    await run('A', 'baseline');
     const ratios: Record<string, number[]> = {};
     const rss: Record<string, number[]> = {};
     for (let round = 0; round < Number(flags.rounds); round++) {
-      const base = await run(bundles.A, 'baseline');
+      const base = await run('A', 'baseline');
       for (const variant of variants) {
         const order: ('A' | 'B')[] = round % 2 === 0 ? ['A', 'B'] : ['B', 'A'];
         for (const side of order) {
-          const result = await run(bundles[side], variant);
+          const result = await run(side, variant);
           const key = `${variant} ${side}`;
           (ratios[key] ??= []).push(result.ms / base.ms);
           (rss[key] ??= []).push(result.peakRssBytes);
