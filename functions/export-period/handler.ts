@@ -1,11 +1,11 @@
 import type { SQSBatchResponse } from 'aws-lambda';
 import * as z from 'zod';
-import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
+import { exportWorkerRuntimeFromEnv } from '../../src/adapters/aws/export-worker-runtime';
 import { processExportBatch } from '../../src/core/exports/pipeline/export-worker';
 // Not create-handler: this bundle has no room for Powertools (docs/observability.md).
 import { createHandler } from '../_shared/create-lean-handler';
 
-const { runtime } = exportRuntimeFromEnv([
+const { runtime } = exportWorkerRuntimeFromEnv([
   'ACCTOPS_BASE_URL',
   'ACCTOPS_TOOL_VERSION',
   'EXPORT_BUCKET_NAME',

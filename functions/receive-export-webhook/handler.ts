@@ -1,10 +1,10 @@
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import * as z from 'zod';
-import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
+import { exportWebhookRuntimeFromEnv } from '../../src/adapters/aws/export-webhook-runtime';
 import { receiveExportWebhook } from '../../src/core/exports/pipeline/webhook';
 import { createHandler } from '../_shared/create-handler';
 
-const { runtime } = exportRuntimeFromEnv([
+const { runtime } = exportWebhookRuntimeFromEnv([
   'EXPORT_QUEUE_URL',
   'WEBHOOK_SECRET_ARN',
   'WEBHOOK_REPLAY_TABLE_NAME',

@@ -1,7 +1,6 @@
 import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   DynamoDBDocumentClient,
-  GetCommand,
   PutCommand,
   QueryCommand,
   ScanCommand,
@@ -11,6 +10,7 @@ import {
 import * as z from 'zod';
 import { parseWith } from '../../core/shared/errors';
 import { TOKEN_TABLE, dueShardOf } from '../../core/tokens/token-table';
+import { DynamoDbTokenReader } from './dynamodb-token-reader';
 import {
   TokenExistsError,
   TokenNotFoundError,
@@ -37,16 +37,14 @@ import {
   newItem,
   parseDueQuery,
   parsePageRequest,
-  parseStoredItem,
-  parseStoredSummary,
   releasePatch,
   statusPatch,
-  toRecord,
   tokensPatch,
   type ConditionFailure,
   type TokenPatch,
   type WriteCondition,
 } from '../../core/tokens/token-transitions';
+import { parseStoredItem, parseStoredSummary, toRecord } from '../../core/tokens/token-item';
 
 const KEY = TOKEN_TABLE.partitionKey.name;
 const SHARD = TOKEN_TABLE.dueIndex.partitionKey.name;
@@ -91,9 +89,12 @@ export class DynamoDbTokenStore implements TokenStore {
   private readonly doc: DynamoDBDocumentClient;
   private readonly tableName: string;
 
+  private readonly reader: DynamoDbTokenReader;
+
   constructor(options: DynamoDbTokenStoreOptions) {
     this.doc = DynamoDBDocumentClient.from(options.client);
     this.tableName = options.tableName;
+    this.reader = new DynamoDbTokenReader(options);
   }
 
   async get(externalId: string): Promise<TokenRecord | null> {
@@ -221,9 +222,8 @@ export class DynamoDbTokenStore implements TokenStore {
     return { entries, more: out.LastEvaluatedKey !== undefined };
   }
 
-  private async readItem(externalId: string): Promise<StoredTokenItem | null> {
-    const out = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: { [KEY]: externalId }, ConsistentRead: true }));
-    return out.Item ? parseStoredItem(out.Item, externalId) : null;
+  private readItem(externalId: string): Promise<StoredTokenItem | null> {
+    return this.reader.getItem(externalId);
   }
 
   private async update(

@@ -4,26 +4,16 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import * as z from 'zod';
-import { CompanyApiKeys, taggedKeyDirectory } from '../../core/api-keys';
 import { EXPORT_EVENT_SOURCE } from '../../core/exports/pipeline/export-events';
-import type { ExportWorkerDeps, SourceCredentials } from '../../core/exports/pipeline/export-worker';
 import type { CheckMonthlyExportDeps, MonthlyExportDeps } from '../../core/exports/pipeline/monthly-export';
-import { registryAllowlist } from '../../core/exports/pipeline/company-allowlist';
 import { DEFAULT_MAX_TRANSACTIONS_PER_PART } from '../../core/exports/pipeline/split-export';
-import { CompanyRegistry } from '../../core/companies/company-registry';
-import { userTokenCredentials } from '../../core/exports/pipeline/user-token-credentials';
-import { webhookSecretsFromStore } from '../../core/exports/pipeline/webhook-secrets';
-import type { WebhookDeps, WebhookSecrets } from '../../core/exports/pipeline/webhook';
 import { FORMATS } from '../../core/exports/formats/datasets';
 import { systemClock, type Clock } from '../../core/shared/clock';
 import { envInt, envMs, envString, envUrl, readEnvOf, requiredEnv } from '../../core/shared/env';
-import { ConfigError } from '../../core/shared/errors';
 import type { Logger } from '../../core/shared/logger';
 import type { Metrics } from '../../core/shared/metrics';
 import { DynamoDbRegistryTable } from './dynamodb-company-registry';
-import { DynamoDbReplayGuard } from './dynamodb-replay-guard';
 import { DynamoDbRunLedger } from './dynamodb-run-ledger';
-import { DynamoDbTokenStore } from './dynamodb-token-store';
 import { EventBridgePublisher } from './eventbridge-publisher';
 import { S3ObjectStore } from './s3-object-store';
 import { AwsSecretStore } from './secrets-manager';
@@ -86,14 +76,27 @@ export type ExportEnvName = keyof typeof exportEnv;
  * (at module load of the handler, so a missing or malformed one fails the cold start with its
  * name) and makes the runtime of them. A variable not named stays unset, and an accessor that
  * needs it fails with its name. Returns the values too, for the handler's own settings.
+ * The worker and the webhook have their own roots (exportWorkerRuntimeFromEnv,
+ * exportWebhookRuntimeFromEnv), subclasses of this one, so no other bundle carries their code.
  */
 export function exportRuntimeFromEnv<K extends ExportEnvName>(
   names: readonly K[],
   processEnv: NodeJS.ProcessEnv = process.env,
-): { env: z.output<z.ZodObject<Pick<typeof exportEnv, K>>>; runtime: AwsExportRuntime } {
+): { env: ExportEnvOf<K>; runtime: AwsExportRuntime } {
+  const { env, config } = exportConfigFromEnv(names, processEnv);
+  return { env, runtime: new AwsExportRuntime(config) };
+}
+
+export type ExportEnvOf<K extends ExportEnvName> = z.output<z.ZodObject<Pick<typeof exportEnv, K>>>;
+
+/** The validated variables `names` and the runtime's config made of them (for the roots above). */
+export function exportConfigFromEnv<K extends ExportEnvName>(
+  names: readonly K[],
+  processEnv: NodeJS.ProcessEnv,
+): { env: ExportEnvOf<K>; config: AwsExportRuntimeConfig } {
   const env = readEnvOf(exportEnv, names, processEnv);
   const e: Partial<z.output<z.ZodObject<typeof exportEnv>>> = env;
-  const runtime = new AwsExportRuntime({
+  const config: AwsExportRuntimeConfig = {
     clock: systemClock,
     baseUrl: e.ACCTOPS_BASE_URL,
     toolVersion: e.ACCTOPS_TOOL_VERSION,
@@ -111,8 +114,8 @@ export function exportRuntimeFromEnv<K extends ExportEnvName>(
     maxReceiveCount: e.EXPORT_MAX_RECEIVE_COUNT,
     maxTransactionsPerPart: e.EXPORT_MAX_TRANSACTIONS_PER_PART,
     webhookMaxBodyBytes: e.WEBHOOK_MAX_BODY_BYTES,
-  });
-  return { env, runtime };
+  };
+  return { env, config };
 }
 
 export interface AwsExportRuntimeConfig {
@@ -159,7 +162,7 @@ export interface AwsExportRuntimeConfig {
 export class AwsExportRuntime {
   private readonly cache = new Map<string, unknown>();
 
-  constructor(private readonly config: AwsExportRuntimeConfig) {}
+  constructor(protected readonly config: AwsExportRuntimeConfig) {}
 
   store(): S3ObjectStore {
     return this.once('store', () => {
@@ -199,13 +202,6 @@ export class AwsExportRuntime {
     );
   }
 
-  tokenStore(): DynamoDbTokenStore {
-    return this.once(
-      'tokens',
-      () => new DynamoDbTokenStore({ client: this.dynamo(), tableName: requiredEnv(this.config.tokenTableName, 'TOKEN_TABLE_NAME') }),
-    );
-  }
-
   /** The company registry's table; the caller makes a CompanyRegistry of it with its own logger. */
   registryTable(): DynamoDbRegistryTable {
     return this.once(
@@ -218,60 +214,6 @@ export class AwsExportRuntime {
     );
   }
 
-  replayGuard(): DynamoDbReplayGuard {
-    return this.once(
-      'replay',
-      () =>
-        new DynamoDbReplayGuard({
-          client: this.dynamo(),
-          tableName: requiredEnv(this.config.replayTableName, 'WEBHOOK_REPLAY_TABLE_NAME'),
-          clock: this.config.clock,
-        }),
-    );
-  }
-
-  webhookSecrets(): WebhookSecrets {
-    return this.once('webhookSecrets', () =>
-      webhookSecretsFromStore(this.secretStore(), requiredEnv(this.config.webhookSecretArn, 'WEBHOOK_SECRET_ARN'), {
-        ttlMs: this.config.secretCacheTtlMs,
-        clock: this.config.clock,
-      }),
-    );
-  }
-
-  /** The credential of each kind of source: the company's key secret, or the user's token from the token store. */
-  credentials(logger: Logger): SourceCredentials {
-    const keys = this.once(
-      'companyKeys',
-      () =>
-        new CompanyApiKeys(this.secretStore(), taggedKeyDirectory(this.secretStore(), { stage: this.config.stage }), {
-          ttlMs: this.config.secretCacheTtlMs,
-          clock: this.config.clock,
-        }),
-    );
-    return (source, companyId) => {
-      if (source.kind === 'user')
-        return userTokenCredentials(this.tokenStore(), source.externalId, { clock: this.config.clock, companyId, logger });
-      if (companyId === undefined) throw new ConfigError([{ path: 'companyId', message: 'an API-key source needs the company' }]);
-      return keys.credentials(companyId);
-    };
-  }
-
-  /** processExportBatch's deps, with this invocation's logger and metrics. */
-  workerDeps(scope: Scope): ExportWorkerDeps {
-    return {
-      exporter: this.exporter(),
-      credentials: this.credentials(scope.logger),
-      queue: this.queue(),
-      ledger: this.ledger(),
-      events: this.events(),
-      clock: this.config.clock,
-      ...scope,
-      maxReceiveCount: requiredEnv(this.config.maxReceiveCount, 'EXPORT_MAX_RECEIVE_COUNT'),
-      split: { maxTransactionsPerPart: requiredEnv(this.config.maxTransactionsPerPart, 'EXPORT_MAX_TRANSACTIONS_PER_PART') },
-    };
-  }
-
   /** planMonthlyExport's deps, with this invocation's logger and metrics. */
   planDeps(scope: Scope): MonthlyExportDeps {
     return { ledger: this.ledger(), queue: this.queue(), events: this.events(), clock: this.config.clock, ...scope };
@@ -282,50 +224,22 @@ export class AwsExportRuntime {
     return { ledger: this.ledger(), store: this.store(), events: this.events(), clock: this.config.clock, ...scope };
   }
 
-  /** receiveExportWebhook's deps, with this invocation's logger and metrics. */
-  webhookDeps(scope: Scope): WebhookDeps {
-    return {
-      secrets: this.webhookSecrets(),
-      replay: this.replayGuard(),
-      queue: this.queue(),
-      // Tenant isolation from the company registry: a GetItem per company, cached for a minute
-      // across the invocations of this execution environment (no list of companies in the environment).
-      allowedCompanies: this.once('allowedCompanies', () =>
-        registryAllowlist(new CompanyRegistry(this.registryTable(), { defaultFormats: FORMATS }), { clock: this.config.clock }),
-      ),
-      clock: this.config.clock,
-      ...scope,
-      maxBodyBytes: this.config.webhookMaxBodyBytes,
-    };
-  }
-
-  /** What exportCompanyPeriod needs from the environment. */
-  exporter() {
-    const api = this.config.api ?? { timeoutMs: 60_000, maxAttempts: 5, maxElapsedMs: 300_000 };
-    return {
-      store: this.store(),
-      toolVersion: requiredEnv(this.config.toolVersion, 'ACCTOPS_TOOL_VERSION'),
-      baseUrl: requiredEnv(this.config.baseUrl, 'ACCTOPS_BASE_URL'),
-      client: { timeoutMs: api.timeoutMs, retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs } },
-    };
-  }
-
-  private secretStore(): AwsSecretStore {
+  protected secretStore(): AwsSecretStore {
     return this.once('secrets', () => new AwsSecretStore(new SecretsManagerClient({})));
   }
 
-  private dynamo(): DynamoDBClient {
+  protected dynamo(): DynamoDBClient {
     return this.once('dynamo', () => new DynamoDBClient({}));
   }
 
-  private once<T>(key: string, make: () => T): T {
+  protected once<T>(key: string, make: () => T): T {
     if (!this.cache.has(key)) this.cache.set(key, make());
     return this.cache.get(key) as T;
   }
 }
 
 /** An invocation's logger and metrics (createHandler's Invocation). */
-interface Scope {
+export interface Scope {
   logger: Logger;
   metrics: Metrics;
 }

@@ -27,16 +27,14 @@ import {
   newItem,
   parseDueQuery,
   parsePageRequest,
-  parseStoredItem,
-  parseStoredSummary,
   releasePatch,
   statusPatch,
-  toRecord,
   tokensPatch,
   type ConditionFailure,
   type TokenPatch,
   type WriteCondition,
 } from '../../core/tokens/token-transitions';
+import { parseStoredItem, parseStoredSummary, toRecord } from '../../core/tokens/token-item';
 import { readJsonFile, writePrivateJsonFile } from './private-json-file';
 
 const FORMAT = 'acctops.token-store';

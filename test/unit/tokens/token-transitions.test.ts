@@ -13,9 +13,9 @@ import {
   newItem,
   releasePatch,
   statusPatch,
-  toRecord,
   tokensPatch,
 } from '../../../src/core/tokens/token-transitions';
+import { toRecord } from '../../../src/core/tokens/token-item';
 
 const MINUTE = 60_000;
 const NOW = Date.UTC(2026, 10, 1, 9, 0, 0);

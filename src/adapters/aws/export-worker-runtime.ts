@@ -1,0 +1,76 @@
+import { CompanyApiKeys, taggedKeyDirectory } from '../../core/api-keys';
+import type { ExportWorkerDeps, SourceCredentials } from '../../core/exports/pipeline/export-worker';
+import { userTokenCredentials } from '../../core/exports/pipeline/user-token-credentials';
+import { requiredEnv } from '../../core/shared/env';
+import { ConfigError } from '../../core/shared/errors';
+import type { Logger } from '../../core/shared/logger';
+import { DynamoDbTokenReader } from './dynamodb-token-reader';
+import { AwsExportRuntime, exportConfigFromEnv, type ExportEnvName, type ExportEnvOf, type Scope } from './export-runtime';
+
+/** The export worker's composition root (export-period): exportRuntimeFromEnv's, with the worker's runtime. */
+export function exportWorkerRuntimeFromEnv<K extends ExportEnvName>(
+  names: readonly K[],
+  processEnv: NodeJS.ProcessEnv = process.env,
+): { env: ExportEnvOf<K>; runtime: AwsExportWorkerRuntime } {
+  const { env, config } = exportConfigFromEnv(names, processEnv);
+  return { env, runtime: new AwsExportWorkerRuntime(config) };
+}
+
+/**
+ * The export worker's runtime: the shared adapters of AwsExportRuntime, plus the credentials of a
+ * source and the exporter. Its own module, so that only the worker's bundle carries the key
+ * directory, the company key cache and the user-token path (the bundle bound, BENCHMARKS.md).
+ */
+export class AwsExportWorkerRuntime extends AwsExportRuntime {
+  /** The user's tokens, read only: the worker never writes the token table (the refresh worker does). */
+  tokenReader(): DynamoDbTokenReader {
+    return this.once(
+      'tokenReader',
+      () => new DynamoDbTokenReader({ client: this.dynamo(), tableName: requiredEnv(this.config.tokenTableName, 'TOKEN_TABLE_NAME') }),
+    );
+  }
+
+  /** The credential of each kind of source: the company's key secret, or the user's token from the token store. */
+  credentials(logger: Logger): SourceCredentials {
+    const keys = this.once(
+      'companyKeys',
+      () =>
+        new CompanyApiKeys(this.secretStore(), taggedKeyDirectory(this.secretStore(), { stage: this.config.stage }), {
+          ttlMs: this.config.secretCacheTtlMs,
+          clock: this.config.clock,
+        }),
+    );
+    return (source, companyId) => {
+      if (source.kind === 'user')
+        return userTokenCredentials(this.tokenReader(), source.externalId, { clock: this.config.clock, companyId, logger });
+      if (companyId === undefined) throw new ConfigError([{ path: 'companyId', message: 'an API-key source needs the company' }]);
+      return keys.credentials(companyId);
+    };
+  }
+
+  /** processExportBatch's deps, with this invocation's logger and metrics. */
+  workerDeps(scope: Scope): ExportWorkerDeps {
+    return {
+      exporter: this.exporter(),
+      credentials: this.credentials(scope.logger),
+      queue: this.queue(),
+      ledger: this.ledger(),
+      events: this.events(),
+      clock: this.config.clock,
+      ...scope,
+      maxReceiveCount: requiredEnv(this.config.maxReceiveCount, 'EXPORT_MAX_RECEIVE_COUNT'),
+      split: { maxTransactionsPerPart: requiredEnv(this.config.maxTransactionsPerPart, 'EXPORT_MAX_TRANSACTIONS_PER_PART') },
+    };
+  }
+
+  /** What exportCompanyPeriod needs from the environment. */
+  exporter() {
+    const api = this.config.api ?? { timeoutMs: 60_000, maxAttempts: 5, maxElapsedMs: 300_000 };
+    return {
+      store: this.store(),
+      toolVersion: requiredEnv(this.config.toolVersion, 'ACCTOPS_TOOL_VERSION'),
+      baseUrl: requiredEnv(this.config.baseUrl, 'ACCTOPS_BASE_URL'),
+      client: { timeoutMs: api.timeoutMs, retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs } },
+    };
+  }
+}
