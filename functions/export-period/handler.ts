@@ -1,11 +1,12 @@
 import type { SQSBatchResponse } from 'aws-lambda';
 import * as z from 'zod';
-import { exportWorkerRuntimeFromEnv } from '../../src/adapters/aws/export-worker-runtime';
+import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
+import { AwsExportWorkerRuntime } from '../../src/adapters/aws/export-worker-runtime';
 import { processExportBatch } from '../../src/core/exports/pipeline/export-worker';
 // Not create-handler: this bundle has no room for Powertools (docs/observability.md).
 import { createHandler } from '../_shared/create-lean-handler';
 
-const { runtime } = exportWorkerRuntimeFromEnv([
+const { runtime } = exportRuntimeFromEnv(AwsExportWorkerRuntime, [
   'ACCTOPS_BASE_URL',
   'ACCTOPS_TOOL_VERSION',
   'EXPORT_BUCKET_NAME',

@@ -1,10 +1,11 @@
-import { exportPlannerRuntimeFromEnv } from '../../src/adapters/aws/export-planner-runtime';
+import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
+import { AwsExportPlannerRuntime } from '../../src/adapters/aws/export-planner-runtime';
 import { CompanyRegistry } from '../../src/core/companies/company-registry';
 import { planMonthlyExport } from '../../src/core/exports/pipeline/monthly-export';
 import { createHandler } from '../_shared/create-handler';
 import { scheduledCorrelationId, scheduledEventSchema } from '../_shared/scheduled-event';
 
-const { env, runtime } = exportPlannerRuntimeFromEnv([
+const { env, runtime } = exportRuntimeFromEnv(AwsExportPlannerRuntime, [
   'EXPORT_QUEUE_URL',
   'EXPORT_EVENT_BUS_NAME',
   'EXPORT_RUNS_TABLE_NAME',

@@ -1,10 +1,11 @@
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import * as z from 'zod';
-import { exportWebhookRuntimeFromEnv } from '../../src/adapters/aws/export-webhook-runtime';
+import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
+import { AwsExportWebhookRuntime } from '../../src/adapters/aws/export-webhook-runtime';
 import { receiveExportWebhook } from '../../src/core/exports/pipeline/webhook';
 import { createHandler } from '../_shared/create-handler';
 
-const { runtime } = exportWebhookRuntimeFromEnv([
+const { runtime } = exportRuntimeFromEnv(AwsExportWebhookRuntime, [
   'EXPORT_QUEUE_URL',
   'WEBHOOK_SECRET_ARN',
   'WEBHOOK_REPLAY_TABLE_NAME',

@@ -1,15 +1,6 @@
 import { requiredEnv } from '../../core/shared/env';
 import { DynamoDbTokenStore } from './dynamodb-token-store';
-import { AwsExportRuntime, exportConfigFromEnv, type ExportEnvName, type ExportEnvOf } from './export-runtime';
-
-/** The monthly planner's composition root (plan-monthly-export): exportRuntimeFromEnv's, with the planner's runtime. */
-export function exportPlannerRuntimeFromEnv<K extends ExportEnvName>(
-  names: readonly K[],
-  processEnv: NodeJS.ProcessEnv = process.env,
-): { env: ExportEnvOf<K>; runtime: AwsExportPlannerRuntime } {
-  const { env, config } = exportConfigFromEnv(names, processEnv);
-  return { env, runtime: new AwsExportPlannerRuntime(config) };
-}
+import { AwsExportRuntime } from './export-runtime';
 
 /**
  * The monthly planner's runtime: the shared adapters of AwsExportRuntime, plus the token store it

@@ -76,27 +76,17 @@ export type ExportEnvName = keyof typeof exportEnv;
  * (at module load of the handler, so a missing or malformed one fails the cold start with its
  * name) and makes the runtime of them. A variable not named stays unset, and an accessor that
  * needs it fails with its name. Returns the values too, for the handler's own settings.
- * The worker and the webhook have their own roots (exportWorkerRuntimeFromEnv,
- * exportWebhookRuntimeFromEnv), subclasses of this one, so no other bundle carries their code.
+ * `Runtime` is AwsExportRuntime or the subclass of the worker, the webhook or the planner, each in
+ * a module of its own so that no other bundle carries its adapters.
  */
-export function exportRuntimeFromEnv<K extends ExportEnvName>(
+export function exportRuntimeFromEnv<R extends AwsExportRuntime, K extends ExportEnvName>(
+  Runtime: new (config: AwsExportRuntimeConfig) => R,
   names: readonly K[],
   processEnv: NodeJS.ProcessEnv = process.env,
-): { env: ExportEnvOf<K>; runtime: AwsExportRuntime } {
-  const { env, config } = exportConfigFromEnv(names, processEnv);
-  return { env, runtime: new AwsExportRuntime(config) };
-}
-
-export type ExportEnvOf<K extends ExportEnvName> = z.output<z.ZodObject<Pick<typeof exportEnv, K>>>;
-
-/** The validated variables `names` and the runtime's config made of them (for the roots above). */
-export function exportConfigFromEnv<K extends ExportEnvName>(
-  names: readonly K[],
-  processEnv: NodeJS.ProcessEnv,
-): { env: ExportEnvOf<K>; config: AwsExportRuntimeConfig } {
+): { env: z.output<z.ZodObject<Pick<typeof exportEnv, K>>>; runtime: R } {
   const env = readEnvOf(exportEnv, names, processEnv);
   const e: Partial<z.output<z.ZodObject<typeof exportEnv>>> = env;
-  const config: AwsExportRuntimeConfig = {
+  const runtime = new Runtime({
     clock: systemClock,
     baseUrl: e.ACCTOPS_BASE_URL,
     toolVersion: e.ACCTOPS_TOOL_VERSION,
@@ -114,8 +104,8 @@ export function exportConfigFromEnv<K extends ExportEnvName>(
     maxReceiveCount: e.EXPORT_MAX_RECEIVE_COUNT,
     maxTransactionsPerPart: e.EXPORT_MAX_TRANSACTIONS_PER_PART,
     webhookMaxBodyBytes: e.WEBHOOK_MAX_BODY_BYTES,
-  };
-  return { env, config };
+  });
+  return { env, runtime };
 }
 
 export interface AwsExportRuntimeConfig {

@@ -5,16 +5,7 @@ import type { WebhookDeps, WebhookSecrets } from '../../core/exports/pipeline/we
 import { webhookSecretsFromStore } from '../../core/exports/pipeline/webhook-secrets';
 import { requiredEnv } from '../../core/shared/env';
 import { DynamoDbReplayGuard } from './dynamodb-replay-guard';
-import { AwsExportRuntime, exportConfigFromEnv, type ExportEnvName, type ExportEnvOf, type Scope } from './export-runtime';
-
-/** The export webhook's composition root (receive-export-webhook): exportRuntimeFromEnv's, with the webhook's runtime. */
-export function exportWebhookRuntimeFromEnv<K extends ExportEnvName>(
-  names: readonly K[],
-  processEnv: NodeJS.ProcessEnv = process.env,
-): { env: ExportEnvOf<K>; runtime: AwsExportWebhookRuntime } {
-  const { env, config } = exportConfigFromEnv(names, processEnv);
-  return { env, runtime: new AwsExportWebhookRuntime(config) };
-}
+import { AwsExportRuntime, type Scope } from './export-runtime';
 
 /**
  * The webhook's runtime: the shared adapters of AwsExportRuntime, plus the replay guard, the

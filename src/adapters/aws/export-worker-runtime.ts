@@ -5,16 +5,7 @@ import { requiredEnv } from '../../core/shared/env';
 import { ConfigError } from '../../core/shared/errors';
 import type { Logger } from '../../core/shared/logger';
 import { DynamoDbTokenReader } from './dynamodb-token-reader';
-import { AwsExportRuntime, exportConfigFromEnv, type ExportEnvName, type ExportEnvOf, type Scope } from './export-runtime';
-
-/** The export worker's composition root (export-period): exportRuntimeFromEnv's, with the worker's runtime. */
-export function exportWorkerRuntimeFromEnv<K extends ExportEnvName>(
-  names: readonly K[],
-  processEnv: NodeJS.ProcessEnv = process.env,
-): { env: ExportEnvOf<K>; runtime: AwsExportWorkerRuntime } {
-  const { env, config } = exportConfigFromEnv(names, processEnv);
-  return { env, runtime: new AwsExportWorkerRuntime(config) };
-}
+import { AwsExportRuntime, type Scope } from './export-runtime';
 
 /**
  * The export worker's runtime: the shared adapters of AwsExportRuntime, plus the credentials of a
