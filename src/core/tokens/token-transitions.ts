@@ -5,14 +5,11 @@ import {
   TokenNotFoundError,
   VersionConflictError,
   refreshDeadline,
-  storedTokenItemSchema,
   type IssuedTokens,
   type NewToken,
   type PageRequest,
   type StatusChange,
   type StoredTokenItem,
-  type TokenRecord,
-  type TokenSummary,
   type WriteGuard,
 } from './token-store';
 
