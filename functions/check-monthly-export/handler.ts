@@ -1,9 +1,10 @@
-import { AwsExportRuntime, exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
+import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
+import { AwsExportOverdueRuntime } from '../../src/adapters/aws/export-overdue-runtime';
 import { checkMonthlyExport } from '../../src/core/exports/pipeline/monthly-export';
 import { createHandler } from '../_shared/create-handler';
 import { scheduledCorrelationId, scheduledEventSchema } from '../_shared/scheduled-event';
 
-const { env, runtime } = exportRuntimeFromEnv(AwsExportRuntime, [
+const { env, runtime } = exportRuntimeFromEnv(AwsExportOverdueRuntime, [
   'EXPORT_BUCKET_NAME',
   'EXPORT_EVENT_BUS_NAME',
   'EXPORT_RUNS_TABLE_NAME',

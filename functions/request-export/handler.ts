@@ -1,10 +1,11 @@
 import * as z from 'zod';
-import { AwsExportRuntime, exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
+import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
+import { AwsExportRequestRuntime } from '../../src/adapters/aws/export-request-runtime';
 import { EXPORT_EVENT_TYPES } from '../../src/core/exports/pipeline/export-events';
 import { onDemandJobs, exportRequestedSchema } from '../../src/core/exports/pipeline/on-demand';
 import { createHandler } from '../_shared/create-handler';
 
-const { runtime } = exportRuntimeFromEnv(AwsExportRuntime, ['EXPORT_QUEUE_URL']);
+const { runtime } = exportRuntimeFromEnv(AwsExportRequestRuntime, ['EXPORT_QUEUE_URL']);
 
 /** An `ExportRequested` event as the EventBridge rule delivers it (docs/exports.md, "On demand"). */
 const eventSchema = z.looseObject({

@@ -1,23 +1,10 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { S3Client } from '@aws-sdk/client-s3';
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { SQSClient } from '@aws-sdk/client-sqs';
 import * as z from 'zod';
-import { EXPORT_EVENT_SOURCE } from '../../core/exports/pipeline/export-events';
-import type { CheckMonthlyExportDeps, MonthlyExportDeps } from '../../core/exports/pipeline/monthly-export';
 import { DEFAULT_MAX_TRANSACTIONS_PER_PART } from '../../core/exports/pipeline/split-export';
 import { FORMATS } from '../../core/exports/formats/datasets';
 import { systemClock, type Clock } from '../../core/shared/clock';
-import { envInt, envMs, envString, envUrl, readEnvOf, requiredEnv } from '../../core/shared/env';
+import { envInt, envMs, envString, envUrl, readEnvOf } from '../../core/shared/env';
 import type { Logger } from '../../core/shared/logger';
 import type { Metrics } from '../../core/shared/metrics';
-import { DynamoDbRegistryTable } from './dynamodb-company-registry';
-import { DynamoDbRunLedger } from './dynamodb-run-ledger';
-import { EventBridgePublisher } from './eventbridge-publisher';
-import { S3ObjectStore } from './s3-object-store';
-import { AwsSecretStore } from './secrets-manager';
-import { SqsExportQueue } from './sqs-export-queue';
 
 const formatList = z
   .string()
@@ -138,91 +125,27 @@ export interface AwsExportRuntimeConfig {
 }
 
 /**
- * Composition root of the export functions, made once per execution environment (module scope),
- * so the SDK clients, the cached key secrets and the webhook secret survive between invocations
- * (docs/conventions.md, "Composition roots"): adapters are methods, and each use case's deps come
- * from its `…Deps(scope)`. Each accessor needs only its own setting, so a function configured (and
- * granted) for less fails with the variable's name only if it reaches for more.
+ * The base of the export functions' composition roots, made once per execution environment
+ * (module scope), so the SDK clients, the cached key secrets and the webhook secret survive between
+ * invocations (docs/conventions.md, "Composition roots"). It holds the config and the cache only:
+ * each function's root (export-*-runtime.ts) extends it with the adapters it uses, as methods that
+ * call the accessors of export-runtime-<package>.ts, and each use case's deps come from its
+ * `…Deps(scope)`. That keeps a function's bundle, and its init, to the SDK clients it uses: esbuild
+ * keeps every `require()` of an external package a bundled module makes, used or not. Each
+ * accessor needs only its own setting, so a function configured (and granted) for less fails with
+ * the variable's name only if it reaches for more.
  *
  * Endpoints come from the SDK's own configuration (`AWS_ENDPOINT_URL_S3`, `_SQS`, `_DYNAMODB`,
  * `_EVENTBRIDGE`, `_SECRETS_MANAGER`): that is how the handler tests reach s3rver, dynalite, the
- * Secrets Manager emulator and the recorder. With an S3 endpoint override the client uses
- * path-style addresses, which S3-compatible peers need.
+ * Secrets Manager emulator and the recorder.
  */
 export class AwsExportRuntime {
   private readonly cache = new Map<string, unknown>();
 
-  constructor(protected readonly config: AwsExportRuntimeConfig) {}
+  constructor(readonly config: AwsExportRuntimeConfig) {}
 
-  store(): S3ObjectStore {
-    return this.once('store', () => {
-      const client = new S3Client({ forcePathStyle: Boolean(process.env.AWS_ENDPOINT_URL_S3) });
-      return new S3ObjectStore({ client, bucket: requiredEnv(this.config.bucketName, 'EXPORT_BUCKET_NAME') });
-    });
-  }
-
-  queue(): SqsExportQueue {
-    return this.once(
-      'queue',
-      () => new SqsExportQueue({ client: new SQSClient({}), queueUrl: requiredEnv(this.config.queueUrl, 'EXPORT_QUEUE_URL') }),
-    );
-  }
-
-  events(): EventBridgePublisher {
-    return this.once(
-      'events',
-      () =>
-        new EventBridgePublisher({
-          client: new EventBridgeClient({}),
-          eventBusName: requiredEnv(this.config.eventBusName, 'EXPORT_EVENT_BUS_NAME'),
-          source: EXPORT_EVENT_SOURCE,
-        }),
-    );
-  }
-
-  ledger(): DynamoDbRunLedger {
-    return this.once(
-      'ledger',
-      () =>
-        new DynamoDbRunLedger({
-          client: this.dynamo(),
-          tableName: requiredEnv(this.config.runsTableName, 'EXPORT_RUNS_TABLE_NAME'),
-          clock: this.config.clock,
-        }),
-    );
-  }
-
-  /** The company registry's table; the caller makes a CompanyRegistry of it with its own logger. */
-  registryTable(): DynamoDbRegistryTable {
-    return this.once(
-      'registry',
-      () =>
-        new DynamoDbRegistryTable({
-          client: this.dynamo(),
-          tableName: requiredEnv(this.config.registryTableName, 'COMPANY_REGISTRY_TABLE_NAME'),
-        }),
-    );
-  }
-
-  /** planMonthlyExport's deps, with this invocation's logger and metrics. */
-  planDeps(scope: Scope): MonthlyExportDeps {
-    return { ledger: this.ledger(), queue: this.queue(), events: this.events(), clock: this.config.clock, ...scope };
-  }
-
-  /** checkMonthlyExport's deps, with this invocation's logger and metrics. */
-  overdueDeps(scope: Scope): CheckMonthlyExportDeps {
-    return { ledger: this.ledger(), store: this.store(), events: this.events(), clock: this.config.clock, ...scope };
-  }
-
-  protected secretStore(): AwsSecretStore {
-    return this.once('secrets', () => new AwsSecretStore(new SecretsManagerClient({})));
-  }
-
-  protected dynamo(): DynamoDBClient {
-    return this.once('dynamo', () => new DynamoDBClient({}));
-  }
-
-  protected once<T>(key: string, make: () => T): T {
+  /** `make()` once per key and execution environment (the accessors' memo). */
+  once<T>(key: string, make: () => T): T {
     if (!this.cache.has(key)) this.cache.set(key, make());
     return this.cache.get(key) as T;
   }

@@ -6,11 +6,13 @@ import { webhookSecretsFromStore } from '../../core/exports/pipeline/webhook-sec
 import { requiredEnv } from '../../core/shared/env';
 import { DynamoDbReplayGuard } from './dynamodb-replay-guard';
 import { AwsExportRuntime, type Scope } from './export-runtime';
+import { exportDynamo, exportRegistryTable } from './export-runtime-dynamodb';
+import { exportSecretStore } from './export-runtime-secrets';
+import { exportQueue } from './export-runtime-sqs';
 
 /**
- * The webhook's runtime: the shared adapters of AwsExportRuntime, plus the replay guard, the
- * signing secret and the registry's allowlist. Its own module, so that only the webhook's bundle
- * carries them.
+ * receive-export-webhook's root: the replay guard, the signing secret, the registry's allowlist and
+ * the queue it enqueues the requested exports on.
  */
 export class AwsExportWebhookRuntime extends AwsExportRuntime {
   replayGuard(): DynamoDbReplayGuard {
@@ -18,7 +20,7 @@ export class AwsExportWebhookRuntime extends AwsExportRuntime {
       'replay',
       () =>
         new DynamoDbReplayGuard({
-          client: this.dynamo(),
+          client: exportDynamo(this),
           tableName: requiredEnv(this.config.replayTableName, 'WEBHOOK_REPLAY_TABLE_NAME'),
           clock: this.config.clock,
         }),
@@ -27,7 +29,7 @@ export class AwsExportWebhookRuntime extends AwsExportRuntime {
 
   webhookSecrets(): WebhookSecrets {
     return this.once('webhookSecrets', () =>
-      webhookSecretsFromStore(this.secretStore(), requiredEnv(this.config.webhookSecretArn, 'WEBHOOK_SECRET_ARN'), {
+      webhookSecretsFromStore(exportSecretStore(this), requiredEnv(this.config.webhookSecretArn, 'WEBHOOK_SECRET_ARN'), {
         ttlMs: this.config.secretCacheTtlMs,
         clock: this.config.clock,
       }),
@@ -39,11 +41,11 @@ export class AwsExportWebhookRuntime extends AwsExportRuntime {
     return {
       secrets: this.webhookSecrets(),
       replay: this.replayGuard(),
-      queue: this.queue(),
+      queue: exportQueue(this),
       // Tenant isolation from the company registry: a GetItem per company, cached for a minute
       // across the invocations of this execution environment (no list of companies in the environment).
       allowedCompanies: this.once('allowedCompanies', () =>
-        registryAllowlist(new CompanyRegistry(this.registryTable(), { defaultFormats: FORMATS }), { clock: this.config.clock }),
+        registryAllowlist(new CompanyRegistry(exportRegistryTable(this), { defaultFormats: FORMATS }), { clock: this.config.clock }),
       ),
       clock: this.config.clock,
       ...scope,

@@ -6,18 +6,22 @@ import { ConfigError } from '../../core/shared/errors';
 import type { Logger } from '../../core/shared/logger';
 import { DynamoDbTokenReader } from './dynamodb-token-reader';
 import { AwsExportRuntime, type Scope } from './export-runtime';
+import { exportDynamo, exportLedger } from './export-runtime-dynamodb';
+import { exportEvents } from './export-runtime-events';
+import { exportStore } from './export-runtime-s3';
+import { exportSecretStore } from './export-runtime-secrets';
+import { exportQueue } from './export-runtime-sqs';
 
 /**
- * The export worker's runtime: the shared adapters of AwsExportRuntime, plus the credentials of a
- * source and the exporter. Its own module, so that only the worker's bundle carries the key
- * directory, the company key cache and the user-token path (the bundle bound, BENCHMARKS.md).
+ * export-period's root: the bucket, the queue, the ledger and the bus of a run, and the credentials
+ * of a source (a company's key secret, or a user's token, read only).
  */
 export class AwsExportWorkerRuntime extends AwsExportRuntime {
   /** The user's tokens, read only: the worker never writes the token table (the refresh worker does). */
   tokenReader(): DynamoDbTokenReader {
     return this.once(
       'tokenReader',
-      () => new DynamoDbTokenReader({ client: this.dynamo(), tableName: requiredEnv(this.config.tokenTableName, 'TOKEN_TABLE_NAME') }),
+      () => new DynamoDbTokenReader({ client: exportDynamo(this), tableName: requiredEnv(this.config.tokenTableName, 'TOKEN_TABLE_NAME') }),
     );
   }
 
@@ -26,7 +30,7 @@ export class AwsExportWorkerRuntime extends AwsExportRuntime {
     const keys = this.once(
       'companyKeys',
       () =>
-        new CompanyApiKeys(this.secretStore(), taggedKeyDirectory(this.secretStore(), { stage: this.config.stage }), {
+        new CompanyApiKeys(exportSecretStore(this), taggedKeyDirectory(exportSecretStore(this), { stage: this.config.stage }), {
           ttlMs: this.config.secretCacheTtlMs,
           clock: this.config.clock,
         }),
@@ -44,9 +48,9 @@ export class AwsExportWorkerRuntime extends AwsExportRuntime {
     return {
       exporter: this.exporter(),
       credentials: this.credentials(scope.logger),
-      queue: this.queue(),
-      ledger: this.ledger(),
-      events: this.events(),
+      queue: exportQueue(this),
+      ledger: exportLedger(this),
+      events: exportEvents(this),
       clock: this.config.clock,
       ...scope,
       maxReceiveCount: requiredEnv(this.config.maxReceiveCount, 'EXPORT_MAX_RECEIVE_COUNT'),
@@ -58,7 +62,7 @@ export class AwsExportWorkerRuntime extends AwsExportRuntime {
   exporter() {
     const api = this.config.api ?? { timeoutMs: 60_000, maxAttempts: 5, maxElapsedMs: 300_000 };
     return {
-      store: this.store(),
+      store: exportStore(this),
       toolVersion: requiredEnv(this.config.toolVersion, 'ACCTOPS_TOOL_VERSION'),
       baseUrl: requiredEnv(this.config.baseUrl, 'ACCTOPS_BASE_URL'),
       client: { timeoutMs: api.timeoutMs, retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs } },
