@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDbTokenStore } from '../../src/adapters/aws/dynamodb-token-store';
-import { AwsTokenRuntime } from '../../src/adapters/aws/token-runtime';
+import { AwsTokenLifecycleRuntime } from '../../src/adapters/aws/token-lifecycle-runtime';
 import { MemoryRefreshQueue } from '../../src/adapters/local/memory-refresh-queue';
 import { systemClock } from '../../src/core/shared/clock';
 import { mapWithConcurrency } from '../../src/core/shared/concurrency';
@@ -21,7 +21,7 @@ import { createTokenTable } from '../../test/helpers/dynamodb-tables';
  * The deployed refresh path, as lib/constructs/token-lifecycle.ts configures it (defaults): the
  * planner walks the due index into the queue; the queue drives at most WORKERS worker invocations
  * at once (the SQS event source's maximum concurrency), each taking BATCH messages and refreshing
- * them REFRESH_CONCURRENCY at a time with the same AwsTokenRuntime as functions/refresh-tokens.
+ * them REFRESH_CONCURRENCY at a time with the same AwsTokenLifecycleRuntime as functions/refresh-tokens.
  */
 export const REFRESH_SETUP = {
   users: 10_000,
@@ -170,7 +170,7 @@ async function seedUsers(world: World, ddb: DynamoDBClient): Promise<void> {
  * cached credential). A failed message is counted, not redelivered: SQS would hand it back only
  * after the visibility timeout (12 minutes), i.e. in a later cycle.
  */
-async function runCycle(world: World, environments: AwsTokenRuntime[]): Promise<CycleReport> {
+async function runCycle(world: World, environments: AwsTokenLifecycleRuntime[]): Promise<CycleReport> {
   const logger = new MemoryLogger();
   const metrics = new MemoryMetrics();
   const queue = new MemoryRefreshQueue();
@@ -250,7 +250,7 @@ export async function runRefreshBench(): Promise<RefreshBenchResult> {
     const environments = Array.from(
       { length: REFRESH_SETUP.workers },
       () =>
-        new AwsTokenRuntime({
+        new AwsTokenLifecycleRuntime({
           tableName: TABLE,
           institutionSecretArn: world.secretArn,
           baseUrl: world.sandbox.baseUrl,
@@ -338,7 +338,7 @@ export async function runRefreshSection(): Promise<SectionReport> {
     'walks the due index into the queue; then the queue is drained by',
     `${REFRESH_SETUP.workers} concurrent worker invocations (the SQS event source's maximum concurrency), each taking a batch of ${REFRESH_SETUP.batchSize} messages`,
     `and running \`refreshQueuedBatch\` with ${REFRESH_SETUP.refreshConcurrency} users at once, exactly as functions/refresh-tokens does, each with its own`,
-    '`AwsTokenRuntime` (a Lambda execution environment: own DynamoDB and Secrets Manager clients, own cached credential).',
+    '`AwsTokenLifecycleRuntime` (a Lambda execution environment: own DynamoDB and Secrets Manager clients, own cached credential).',
     'SQS itself is replaced by an in-memory queue: its delivery latency is not measured. A message that fails is counted',
     'and not redelivered (SQS would return it only after the 12-minute visibility timeout, in a later cycle).',
     `Wall time runs from the planner's first query to the last worker's end. The bound is N/R = ${REFRESH_SETUP.users} / ${REFRESH_SETUP.rateLimit} = ${BOUND_MS / 1000} s.`,

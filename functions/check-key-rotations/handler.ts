@@ -1,11 +1,12 @@
 import * as z from 'zod';
+import { AwsKeyDoctorRuntime } from '../../src/adapters/aws/key-doctor-runtime';
 import { keyRotationRuntimeFromEnv } from '../../src/adapters/aws/key-rotation-runtime';
 import { checkKeyRotations, checkQueuedCompanies, sweepKeyRotations } from '../../src/core/api-keys';
 import { systemClock } from '../../src/core/shared/clock';
 import { createHandler } from '../_shared/create-handler';
 import { scheduledCorrelationId, scheduledOrManualEventSchema } from '../_shared/scheduled-event';
 
-const { runtime } = keyRotationRuntimeFromEnv([
+const { runtime } = keyRotationRuntimeFromEnv(AwsKeyDoctorRuntime, [
   'ACCTOPS_BASE_URL',
   'REVOCATION_GRACE_SECONDS',
   'SECRET_CACHE_TTL_SECONDS',

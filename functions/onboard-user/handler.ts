@@ -1,9 +1,10 @@
 import * as z from 'zod';
+import { AwsTokenLifecycleRuntime } from '../../src/adapters/aws/token-lifecycle-runtime';
 import { tokenRuntimeFromEnv } from '../../src/adapters/aws/token-runtime';
 import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
 import { createHandler } from '../_shared/create-handler';
 
-const { runtime } = tokenRuntimeFromEnv([
+const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
   'TOKEN_TABLE_NAME',
   'INSTITUTION_SECRET_ARN',
   'ACCTOPS_BASE_URL',

@@ -1,10 +1,15 @@
+import { AwsTokenPlannerRuntime } from '../../src/adapters/aws/token-planner-runtime';
 import { tokenRuntimeFromEnv } from '../../src/adapters/aws/token-runtime';
 import { systemClock } from '../../src/core/shared/clock';
 import { planTokenRefresh } from '../../src/core/tokens/plan-refresh';
 import { createHandler } from '../_shared/create-handler';
 import { scheduledCorrelationId, scheduledEventSchema } from '../_shared/scheduled-event';
 
-const { env, runtime } = tokenRuntimeFromEnv(['TOKEN_TABLE_NAME', 'REFRESH_QUEUE_URL', 'TOKEN_REFRESH_MARGIN_SECONDS']);
+const { env, runtime } = tokenRuntimeFromEnv(AwsTokenPlannerRuntime, [
+  'TOKEN_TABLE_NAME',
+  'REFRESH_QUEUE_URL',
+  'TOKEN_REFRESH_MARGIN_SECONDS',
+]);
 
 /** Time kept back from the Lambda timeout: the page in progress finishes, none starts after. */
 const RESERVE_MS = 15_000;

@@ -1,12 +1,13 @@
 import type { SQSBatchResponse } from 'aws-lambda';
 import * as z from 'zod';
+import { AwsTokenLifecycleRuntime } from '../../src/adapters/aws/token-lifecycle-runtime';
 import { tokenRuntimeFromEnv } from '../../src/adapters/aws/token-runtime';
 import { systemClock } from '../../src/core/shared/clock';
 import { refreshQueuedBatch } from '../../src/core/tokens/refresh-worker';
 import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
 import { createHandler } from '../_shared/create-handler';
 
-const { runtime } = tokenRuntimeFromEnv([
+const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
   'TOKEN_TABLE_NAME',
   'INSTITUTION_SECRET_ARN',
   'ACCTOPS_BASE_URL',

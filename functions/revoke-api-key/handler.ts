@@ -1,8 +1,8 @@
-import { keyRotationRuntimeFromEnv } from '../../src/adapters/aws/key-rotation-runtime';
+import { AwsKeyRotationRuntime, keyRotationRuntimeFromEnv } from '../../src/adapters/aws/key-rotation-runtime';
 import { revocationSchema, revokeApiKey } from '../../src/core/api-keys';
 import { createHandler } from '../_shared/create-handler';
 
-const { runtime } = keyRotationRuntimeFromEnv([
+const { runtime } = keyRotationRuntimeFromEnv(AwsKeyRotationRuntime, [
   'ACCTOPS_BASE_URL',
   'REVOCATION_GRACE_SECONDS',
   'SECRET_CACHE_TTL_SECONDS',

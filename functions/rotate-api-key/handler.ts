@@ -1,8 +1,9 @@
+import { AwsKeyRotateRuntime } from '../../src/adapters/aws/key-rotate-runtime';
 import { keyRotationRuntimeFromEnv } from '../../src/adapters/aws/key-rotation-runtime';
 import { KeyRotation, rotationEventSchema } from '../../src/core/api-keys';
 import { createHandler } from '../_shared/create-handler';
 
-const { runtime } = keyRotationRuntimeFromEnv([
+const { runtime } = keyRotationRuntimeFromEnv(AwsKeyRotateRuntime, [
   'ACCTOPS_BASE_URL',
   'REVOCATION_GRACE_SECONDS',
   'SECRET_CACHE_TTL_SECONDS',

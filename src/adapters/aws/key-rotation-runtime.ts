@@ -1,33 +1,13 @@
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { SchedulerClient } from '@aws-sdk/client-scheduler';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import * as z from 'zod';
-import {
-  type CompanyKeySecret,
-  type DoctorDeps,
-  type DoctorSettings,
-  type KeyRotationDeps,
-  type RevokeDeps,
-  type RotationSettings,
-  rotationSettings,
-  taggedKeyDirectory,
-  companyKeySecretName,
-  describeByNameOrTag,
-  type SweepDeps,
-  type SweepSettings,
-} from '../../core/api-keys';
+import { type CompanyKeySecret, type DoctorSettings, type RevokeDeps, type RotationSettings, rotationSettings } from '../../core/api-keys';
 import { type AccountingClient, type ApiKeyPaths, apiKeyAuth, createAccountingClient } from '../../core/accounting-api';
 import { systemClock, type Clock } from '../../core/shared/clock';
 import { envArn, envInt, envMs, envString, envUrl, readEnvOf, requiredEnv } from '../../core/shared/env';
 import { ConfigError } from '../../core/shared/errors';
 import type { Logger } from '../../core/shared/logger';
 import type { Metrics } from '../../core/shared/metrics';
-import { EventBridgePublisher } from './eventbridge-publisher';
-import { EventBridgeRevocationScheduler } from './revocation-scheduler';
-import { DynamoDbRotationCheckIndex } from './dynamodb-rotation-check-index';
 import { AwsSecretStore } from './secrets-manager';
-import { SqsRotationCheckQueue } from './sqs-rotation-check-queue';
 
 /** The `source` of the events the key functions publish. */
 export const KEY_EVENT_SOURCE = 'acctops.api-keys';
@@ -69,15 +49,18 @@ export type KeyRotationEnvName = keyof typeof keyRotationEnv;
  * module load of the handler, so a missing or malformed one fails the cold start with its name)
  * and makes the runtime of them. Every key function calls the service, so the base URL, the grace
  * period and the cache TTL must be among `names`; a variable not named stays unset, and an
- * accessor that needs it fails with its name.
+ * accessor that needs it fails with its name. `Runtime` is AwsKeyRotationRuntime (revoke-api-key)
+ * or the rotation's or the doctor's root (key-rotate-runtime.ts, key-doctor-runtime.ts), so that a
+ * function's bundle loads only the SDK clients it uses.
  */
-export function keyRotationRuntimeFromEnv<K extends KeyRotationEnvName>(
+export function keyRotationRuntimeFromEnv<R extends AwsKeyRotationRuntime, K extends KeyRotationEnvName>(
+  Runtime: new (config: AwsKeyRotationRuntimeConfig) => R,
   names: readonly K[],
   processEnv: NodeJS.ProcessEnv = process.env,
-): { env: z.output<z.ZodObject<Pick<typeof keyRotationEnv, K>>>; runtime: AwsKeyRotationRuntime } {
+): { env: z.output<z.ZodObject<Pick<typeof keyRotationEnv, K>>>; runtime: R } {
   const env = readEnvOf(keyRotationEnv, names, processEnv);
   const e: Partial<z.output<z.ZodObject<typeof keyRotationEnv>>> = env;
-  const runtime = new AwsKeyRotationRuntime({
+  const runtime = new Runtime({
     baseUrl: requiredEnv(e.ACCTOPS_BASE_URL, 'ACCTOPS_BASE_URL'),
     graceMs: requiredEnv(e.REVOCATION_GRACE_SECONDS, 'REVOCATION_GRACE_SECONDS') * 1000,
     consumerCacheTtlMs: requiredEnv(e.SECRET_CACHE_TTL_SECONDS, 'SECRET_CACHE_TTL_SECONDS') * 1000,
@@ -128,20 +111,21 @@ export interface AwsKeyRotationRuntimeConfig {
 }
 
 /**
- * Composition root of the key functions (rotate-api-key, revoke-api-key, check-key-rotations),
- * made once per execution environment (docs/conventions.md, "Composition roots"): adapters are
- * methods, and each use case's deps come from its `…Deps(scope)`. Endpoints come from the SDK's own configuration
+ * Composition root of the key functions, made once per execution environment (docs/conventions.md,
+ * "Composition roots"): adapters are methods, and each use case's deps come from its
+ * `…Deps(scope)`. This base holds what all three use (the secret store and the service's client)
+ * and is revoke-api-key's root; rotate-api-key's (key-rotate-runtime.ts) adds the revocation
+ * scheduler, check-key-rotations' (key-doctor-runtime.ts) the scheduler, the events, the registry's
+ * index and the fan-out queue. Endpoints come from the SDK's own configuration
  * (`AWS_ENDPOINT_URL_SECRETS_MANAGER`, `AWS_ENDPOINT_URL_SCHEDULER`, `AWS_ENDPOINT_URL_EVENTBRIDGE`),
  * which is how the handler tests point them at the emulator and a fake scheduler.
  */
 export class AwsKeyRotationRuntime {
   private readonly secretStore = new AwsSecretStore(new SecretsManagerClient({}));
-  private readonly settings: RotationSettings;
+  readonly settings: RotationSettings;
   private readonly apiKeyPaths: Partial<ApiKeyPaths>;
-  private scheduler?: EventBridgeRevocationScheduler;
-  private publisher?: EventBridgePublisher;
 
-  constructor(private readonly config: AwsKeyRotationRuntimeConfig) {
+  constructor(readonly config: AwsKeyRotationRuntimeConfig) {
     // At init: a grace period that would not outlast the consumers' cache fails the cold start.
     try {
       this.settings = rotationSettings({ graceMs: config.graceMs, consumerCacheTtlMs: config.consumerCacheTtlMs });
@@ -157,85 +141,13 @@ export class AwsKeyRotationRuntime {
     return this.secretStore;
   }
 
-  /** KeyRotation's deps, with this invocation's logger and metrics. */
-  rotationDeps(scope: { logger: Logger; metrics: Metrics }): KeyRotationDeps {
-    return {
-      store: this.store(),
-      clientFor: (key) => this.clientFor(key, scope.logger),
-      scheduler: this.revocationScheduler(),
-      settings: this.settings,
-      clock: this.config.clock,
-      ...scope,
-    };
-  }
-
   /** revokeApiKey's deps, with this invocation's logger and metrics. */
   revokeDeps(scope: { logger: Logger; metrics: Metrics }): RevokeDeps {
     return { store: this.store(), clientFor: (key) => this.clientFor(key, scope.logger), clock: this.config.clock, ...scope };
   }
 
-  /** checkKeyRotations' deps, with this invocation's logger and metrics. */
-  doctorDeps(scope: { logger: Logger; metrics: Metrics }): DoctorDeps {
-    const { config } = this;
-    if (config.eventBusName !== undefined) {
-      this.publisher ??= new EventBridgePublisher({
-        client: new EventBridgeClient({}),
-        eventBusName: config.eventBusName,
-        source: KEY_EVENT_SOURCE,
-      });
-    }
-    return {
-      store: this.store(),
-      directory: taggedKeyDirectory(this.store(), { stage: config.stage }),
-      scheduler: this.revocationScheduler(),
-      clientFor: (key) => this.clientFor(key, scope.logger),
-      events: this.publisher,
-      clock: config.clock,
-      ...scope,
-    };
-  }
-
-  /** The doctor's thresholds, from the environment: part of checkKeyRotations' input. */
-  doctorSettings(): DoctorSettings {
-    return { graceMs: this.config.graceMs, ...this.config.doctor };
-  }
-
-  /** The registry sweep's deps, or undefined when the function has no registry (then checkKeyRotations is the whole run). */
-  sweepDeps(scope: { logger: Logger; metrics: Metrics }): SweepDeps | undefined {
-    const { sweep } = this.config;
-    if (!sweep) return undefined;
-    const stage = requiredEnv(this.config.stage, 'ACCTOPS_STAGE');
-    const { directory: _all, ...rest } = this.doctorDeps(scope);
-    const directory = taggedKeyDirectory(this.store(), { stage });
-    return {
-      ...rest,
-      index: new DynamoDbRotationCheckIndex({ client: new DynamoDBClient({}), tableName: sweep.registryTableName }),
-      describeCompanySecret: describeByNameOrTag({
-        store: this.store(),
-        directory,
-        nameOf: (companyId) => companyKeySecretName(stage, companyId),
-      }),
-      queue: sweep.queueUrl === undefined ? undefined : new SqsRotationCheckQueue({ queueUrl: sweep.queueUrl }),
-    };
-  }
-
-  /** The sweep's thresholds, from the environment: part of sweepKeyRotations' input. */
-  sweepSettings(): SweepSettings {
-    return { ...this.doctorSettings(), inlineLimit: this.config.sweep?.inlineLimit };
-  }
-
-  private revocationScheduler(): EventBridgeRevocationScheduler {
-    this.scheduler ??= new EventBridgeRevocationScheduler({
-      client: new SchedulerClient({}),
-      groupName: requiredEnv(this.config.scheduleGroup, 'REVOCATION_SCHEDULE_GROUP'),
-      targetArn: this.config.revokeTarget?.functionArn,
-      roleArn: this.config.revokeTarget?.roleArn,
-      deadLetterArn: this.config.revokeTarget?.deadLetterArn,
-    });
-    return this.scheduler;
-  }
-
-  private clientFor(key: CompanyKeySecret, logger: Logger): AccountingClient {
+  /** The service's client acting with `key` (the company's current or pending key). */
+  clientFor(key: CompanyKeySecret, logger: Logger): AccountingClient {
     const api = this.config.api ?? { timeoutMs: 10_000, maxAttempts: 3, maxElapsedMs: 20_000 };
     return createAccountingClient({
       baseUrl: this.config.baseUrl,

@@ -12,6 +12,7 @@ import {
   UpdateScheduleCommand,
 } from '@aws-sdk/client-scheduler';
 import { type Revocation, type RevocationScheduler, RevocationSchedulerError, revocationSchema } from '../../core/api-keys';
+import { requiredEnv } from '../../core/shared/env';
 import { parseWith } from '../../core/shared/errors';
 
 export interface EventBridgeRevocationSchedulerOptions {
@@ -142,4 +143,21 @@ export function atExpression(epochMs: number): string {
 function schedulerError(operation: string, name: string, error: unknown): RevocationSchedulerError {
   const kind = error instanceof Error ? `${error.name}: ${error.message}` : 'unknown error';
   return new RevocationSchedulerError(`EventBridge Scheduler ${operation} failed for ${name}: ${kind}`, { cause: error });
+}
+
+/**
+ * A key function's scheduler, from its root's config: the group is required
+ * (REVOCATION_SCHEDULE_GROUP); the target is needed to schedule, not to list.
+ */
+export function revocationSchedulerFrom(config: {
+  scheduleGroup?: string;
+  revokeTarget?: { functionArn: string; roleArn: string; deadLetterArn?: string };
+}): EventBridgeRevocationScheduler {
+  return new EventBridgeRevocationScheduler({
+    client: new SchedulerClient({}),
+    groupName: requiredEnv(config.scheduleGroup, 'REVOCATION_SCHEDULE_GROUP'),
+    targetArn: config.revokeTarget?.functionArn,
+    roleArn: config.revokeTarget?.roleArn,
+    deadLetterArn: config.revokeTarget?.deadLetterArn,
+  });
 }

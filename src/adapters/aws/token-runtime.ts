@@ -1,22 +1,8 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type * as z from 'zod';
-import { createAccountingClient } from '../../core/accounting-api';
-import { cachedInstitutionCredential, type InstitutionCredential } from '../../core/credentials/institution-credential';
-import { institutionCredentialProvider } from '../../core/credentials/institution-provider';
-import type { CachedSecret } from '../../core/shared/cached-secret';
 import { systemClock, type Clock } from '../../core/shared/clock';
 import { envArn, envInt, envString, envUrl, envMs, readEnvOf, requiredEnv } from '../../core/shared/env';
-import type { Logger } from '../../core/shared/logger';
-import type { Metrics } from '../../core/shared/metrics';
-import { TOKEN_EVENT_SOURCE } from '../../core/tokens/token-events';
-import type { PlanRefreshDeps } from '../../core/tokens/plan-refresh';
-import type { TokenLifecycleDeps } from '../../core/tokens/token-lifecycle';
 import { DynamoDbTokenStore } from './dynamodb-token-store';
-import { EventBridgePublisher } from './eventbridge-publisher';
-import { AwsSecretStore } from './secrets-manager';
-import { SqsRefreshQueue } from './sqs-refresh-queue';
 
 /**
  * The environment of the token functions, as lib/constructs/token-lifecycle.ts sets it. Each
@@ -47,15 +33,17 @@ export type TokenEnvName = keyof typeof tokenEnv;
  * module load of the handler, so a missing or malformed one fails the cold start with its name)
  * and makes the runtime of them. A variable not named stays unset: the use case's default applies,
  * and an accessor that needs it fails with its name. Returns the values too, for the handler's own
- * settings.
+ * settings. `Runtime` is the planner's or the lifecycle's root (token-planner-runtime.ts,
+ * token-lifecycle-runtime.ts), so that neither bundle loads the other's SDK clients.
  */
-export function tokenRuntimeFromEnv<K extends TokenEnvName>(
+export function tokenRuntimeFromEnv<R extends AwsTokenRuntime, K extends TokenEnvName>(
+  Runtime: new (config: AwsTokenRuntimeConfig) => R,
   names: readonly K[],
   processEnv: NodeJS.ProcessEnv = process.env,
-): { env: z.output<z.ZodObject<Pick<typeof tokenEnv, K>>>; runtime: AwsTokenRuntime } {
+): { env: z.output<z.ZodObject<Pick<typeof tokenEnv, K>>>; runtime: R } {
   const env = readEnvOf(tokenEnv, names, processEnv);
   const e: Partial<z.output<z.ZodObject<typeof tokenEnv>>> = env;
-  const runtime = new AwsTokenRuntime({
+  const runtime = new Runtime({
     tableName: requiredEnv(e.TOKEN_TABLE_NAME, 'TOKEN_TABLE_NAME'),
     institutionSecretArn: e.INSTITUTION_SECRET_ARN,
     baseUrl: e.ACCTOPS_BASE_URL,
@@ -95,11 +83,13 @@ export interface AwsTokenRuntimeConfig {
 }
 
 /**
- * Composition root of the token functions (docs/conventions.md, "Composition roots"): the AWS
- * clients, the store and the cached institution credential live as long as the Lambda execution
- * environment (module scope of a handler), so the secret's TTL cache and the connections survive
- * between invocations. Adapters are methods, made on first use; each use case's deps, which carry
- * the invocation's logger and metrics, come from its `…Deps(scope)`.
+ * The base of the token functions' composition roots (docs/conventions.md, "Composition roots"):
+ * the config and the token store, which every token function uses. The planner's root adds the
+ * refresh queue (token-planner-runtime.ts), the lifecycle's the institution credential, the client
+ * and the events (token-lifecycle-runtime.ts): each in a module of its own, so that a function's
+ * bundle loads only the SDK clients it uses. The AWS clients, the store and the cached institution
+ * credential live as long as the Lambda execution environment (module scope of a handler), so the
+ * secret's TTL cache and the connections survive between invocations.
  *
  * Endpoints come from the SDK's own configuration: region and credentials from the environment,
  * and `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_SECRETS_MANAGER`, `AWS_ENDPOINT_URL_SQS`,
@@ -108,73 +98,12 @@ export interface AwsTokenRuntimeConfig {
  */
 export class AwsTokenRuntime {
   private readonly tokenStore: DynamoDbTokenStore;
-  private credential?: CachedSecret<InstitutionCredential>;
-  private publisher?: EventBridgePublisher;
-  private refreshQueue?: SqsRefreshQueue;
 
-  constructor(private readonly config: AwsTokenRuntimeConfig) {
+  constructor(readonly config: AwsTokenRuntimeConfig) {
     this.tokenStore = new DynamoDbTokenStore({ client: new DynamoDBClient({}), tableName: config.tableName });
   }
 
   store(): DynamoDbTokenStore {
     return this.tokenStore;
-  }
-
-  /** The queue the planner fills. */
-  queue(): SqsRefreshQueue {
-    this.refreshQueue ??= new SqsRefreshQueue({
-      client: new SQSClient({}),
-      queueUrl: requiredEnv(this.config.queueUrl, 'REFRESH_QUEUE_URL'),
-    });
-    return this.refreshQueue;
-  }
-
-  /** planTokenRefresh's deps, with this invocation's logger and metrics. */
-  planDeps(scope: { logger: Logger; metrics: Metrics }): PlanRefreshDeps {
-    return { store: this.store(), queue: this.queue(), clock: this.config.clock, ...scope };
-  }
-
-  /** TokenLifecycle's deps, with this invocation's logger and metrics. */
-  lifecycleDeps(scope: { logger: Logger; metrics: Metrics; ownerPrefix?: string }): TokenLifecycleDeps {
-    const { config } = this;
-    this.credential ??= cachedInstitutionCredential(
-      new AwsSecretStore(),
-      requiredEnv(config.institutionSecretArn, 'INSTITUTION_SECRET_ARN'),
-      {
-        clock: config.clock,
-        ttlMs: config.secretCacheTtlMs,
-      },
-    );
-    if (config.eventBusName !== undefined) {
-      this.publisher ??= new EventBridgePublisher({
-        client: new EventBridgeClient({}),
-        eventBusName: config.eventBusName,
-        source: TOKEN_EVENT_SOURCE,
-      });
-    }
-    const api = config.api ?? { timeoutMs: 10_000, maxAttempts: 3, maxElapsedMs: 20_000 };
-    const client = createAccountingClient({
-      baseUrl: requiredEnv(config.baseUrl, 'ACCTOPS_BASE_URL'),
-      credentials: institutionCredentialProvider(this.credential),
-      clock: config.clock,
-      logger: scope.logger,
-      timeoutMs: api.timeoutMs,
-      retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs },
-    });
-    return {
-      store: this.store(),
-      institution: client.institution,
-      events: this.publisher,
-      clock: config.clock,
-      logger: scope.logger,
-      metrics: scope.metrics,
-      ownerPrefix: scope.ownerPrefix,
-      settings: {
-        marginMs: config.marginMs,
-        accessTokenLifetimeMs: config.accessTokenLifetimeMs,
-        leaseMs: config.leaseMs,
-        concurrency: config.concurrency,
-      },
-    };
   }
 }
