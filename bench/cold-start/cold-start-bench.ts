@@ -65,20 +65,7 @@ export function bundleFunctions(): BundledFunction[] {
   // Inside the project, so that a bundle's require('@aws-sdk/...') resolves to node_modules, as the
   // Lambda runtime's own SDK would.
   const template = synthBenchStack(CDK_OUT, true);
-  const deployed = new Map<string, { assetDir: string; environment: Record<string, string>; memoryMb: number }>();
-  for (const [handlerDir, resource] of functionsOf(template)) {
-    const variables = resource.Properties?.Environment?.Variables ?? {};
-    const key = resource.Properties?.Code?.S3Key;
-    if (typeof key !== 'string') continue;
-    const environment = Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, dummyValue(value, template.Resources)]));
-    const memory = resource.Properties?.MemorySize;
-    deployed.set(handlerDir, {
-      assetDir: path.join(CDK_OUT, `asset.${key.replace(/\.zip$/, '')}`),
-      environment,
-      memoryMb: typeof memory === 'number' ? memory : DEFAULT_MEMORY_MB,
-    });
-  }
-
+  const deployed = deployedAssets(CDK_OUT, template);
   const missing = handlerDirs().filter((dir) => !deployed.has(dir));
   const standalone = new Map<string, string>();
   if (missing.length > 0) {
@@ -96,24 +83,60 @@ export function bundleFunctions(): BundledFunction[] {
     const wired = deployed.get(handlerDir);
     const assetDir = wired?.assetDir ?? standalone.get(handlerDir);
     if (!assetDir) throw new Error(`no bundle for functions/${handlerDir}`);
-    const meta = JSON.parse(readFileSync(path.join(assetDir, 'index.meta.json'), 'utf8')) as Metafile;
-    const output = Object.values(meta.outputs).find((o) => o.entryPoint !== undefined);
-    if (!output) throw new Error(`${handlerDir}: the metafile names no entry point`);
-    const modules = Object.entries(output.inputs)
-      .map(([file, input]) => ({ path: file, bytes: input.bytesInOutput }))
-      .sort((a, b) => b.bytes - a.bytes);
-    return {
-      handlerDir,
-      inStack: wired !== undefined,
-      assetDir,
-      // The file Lambda loads; the metafile's `bytes` is the same number.
-      bundleBytes: statSync(path.join(assetDir, 'index.js')).size,
-      modules,
-      environment: wired?.environment ?? {},
-      memoryMb: wired?.memoryMb ?? DEFAULT_MEMORY_MB,
-      externals: [...new Set((output.imports ?? []).filter((i) => i.external && i.path.startsWith('@aws-sdk/')).map((i) => i.path))].sort(),
-    };
+    return describeBundle(handlerDir, assetDir, wired);
   });
+}
+
+type DeployedAsset = { assetDir: string; environment: Record<string, string>; memoryMb: number };
+
+/** Each deployed function's asset directory in `cdkOut`, its environment (references as dummies) and memory. */
+function deployedAssets(cdkOut: string, template: Template): Map<string, DeployedAsset> {
+  const deployed = new Map<string, DeployedAsset>();
+  for (const [handlerDir, resource] of functionsOf(template)) {
+    const variables = resource.Properties?.Environment?.Variables ?? {};
+    const key = resource.Properties?.Code?.S3Key;
+    if (typeof key !== 'string') continue;
+    const environment = Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, dummyValue(value, template.Resources)]));
+    const memory = resource.Properties?.MemorySize;
+    deployed.set(handlerDir, {
+      assetDir: path.join(cdkOut, `asset.${key.replace(/\.zip$/, '')}`),
+      environment,
+      memoryMb: typeof memory === 'number' ? memory : DEFAULT_MEMORY_MB,
+    });
+  }
+  return deployed;
+}
+
+/**
+ * The deployed functions of a bench stack synthesized earlier with bundling on, perhaps by another
+ * commit (bench/cold-start/ab-init.ts): `cdkOut` holds its template and its asset directories.
+ */
+export function deployedFunctions(cdkOut: string): BundledFunction[] {
+  const file = readdirSync(cdkOut).find((f) => f.endsWith('.template.json') && !f.includes('unwired'));
+  if (!file) throw new Error(`${cdkOut}: no synthesized template`);
+  const template = JSON.parse(readFileSync(path.join(cdkOut, file), 'utf8')) as Template;
+  return [...deployedAssets(cdkOut, template)].map(([handlerDir, asset]) => describeBundle(handlerDir, asset.assetDir, asset));
+}
+
+/** A bundle's size, composition and SDK packages from its directory (index.js and index.meta.json). */
+function describeBundle(handlerDir: string, assetDir: string, wired: DeployedAsset | undefined): BundledFunction {
+  const meta = JSON.parse(readFileSync(path.join(assetDir, 'index.meta.json'), 'utf8')) as Metafile;
+  const output = Object.values(meta.outputs).find((o) => o.entryPoint !== undefined);
+  if (!output) throw new Error(`${handlerDir}: the metafile names no entry point`);
+  const modules = Object.entries(output.inputs)
+    .map(([file, input]) => ({ path: file, bytes: input.bytesInOutput }))
+    .sort((a, b) => b.bytes - a.bytes);
+  return {
+    handlerDir,
+    inStack: wired !== undefined,
+    assetDir,
+    // The file Lambda loads; the metafile's `bytes` is the same number.
+    bundleBytes: statSync(path.join(assetDir, 'index.js')).size,
+    modules,
+    environment: wired?.environment ?? {},
+    memoryMb: wired?.memoryMb ?? DEFAULT_MEMORY_MB,
+    externals: [...new Set((output.imports ?? []).filter((i) => i.external && i.path.startsWith('@aws-sdk/')).map((i) => i.path))].sort(),
+  };
 }
 
 /**
@@ -262,7 +285,7 @@ function shortPath(file: string): string {
 }
 
 /** `require()` of an empty module in the same kind of fresh process: how slow this machine is right now. */
-async function referenceInit(runs: number): Promise<number> {
+export async function referenceInit(runs: number): Promise<number> {
   const empty: BundledFunction = {
     handlerDir: 'reference',
     inStack: false,
