@@ -218,8 +218,9 @@ export class S3ObjectStore implements ObjectStore {
  * The part buffers of one store, shared by every object streaming through it. Each object fills
  * one buffer at a time; a full buffer goes to UploadPart and comes back here when the part is in,
  * for whichever object needs one next. Per object that was queueSize + 1 buffers (an export's three
- * formats: up to 6 × 5 MiB), most of them idle: the formats fill at very different rates (CSV about
- * ten times the gzipped JSONL), so one spare shared by all does the work of one per object.
+ * formats: up to 6 × 5 MiB), most of them idle: the formats fill at very different rates (CSV
+ * several times the bytes of gzipped JSONL or Parquet), so one spare shared by all does the work of
+ * one per object.
  *
  * Never a deadlock: an object waits for a buffer only while some part is uploading (its return
  * wakes the waiters); when none is, it allocates one beyond the budget, and the surplus is dropped
