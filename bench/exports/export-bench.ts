@@ -424,10 +424,11 @@ function exportReport(
     '   through it (`maxPartBuffers`, default the objects streaming + `queueSize`): each object fills one buffer, full',
     "   ones wait for UploadPart within the shared budget, so a dataset's three formats hold at most 4 (20 MiB) instead",
     '   of 6; an object waits only while some part is uploading, so it never deadlocks. Interleaved A/B of that change',
-    "   at 1M to s3rver (bench/exports/ab.ts, 5 rounds in two runs, load average 5-9: the lead's test suites alongside),",
+    "   at 1M to s3rver (bench/exports/ab.ts, 7 rounds in three runs, load average 5-9: the lead's test suites alongside),",
     '   peak RSS per round, main -> pool: 196.7 -> 189.2, 188.2 -> 177.9, 189.6 -> 174.4, 200.4 -> 174.8,',
-    '   188.1 -> 177.5 MiB (median 189.6 -> 177.5, lower in every round); ratio median 2.37 -> 2.43 over the 3 rounds',
-    '   of the second run, CPU 21.3 / 24.3 / 21.1 -> 21.1 / 25.3 / 20.7 s: unchanged within noise.',
+    '   188.1 -> 177.5, 195.5 -> 184.8, 190.7 -> 189.5 MiB (median 190.7 -> 177.9, lower in every round; the last two',
+    '   with the row change below, and a test suite of ours alongside); ratio median 2.37 -> 2.43 over the 3 rounds of',
+    '   the second run, CPU 21.3 / 24.3 / 21.1 -> 21.1 / 25.3 / 20.7 s: unchanged within noise.',
     '',
     "So the export's memory is bounded (retained heap flat, buffers capped); its peak is set by the young generation,",
     "which the function's `NODE_OPTIONS` now caps, and by the S3 part settings.",
@@ -457,7 +458,7 @@ const EXPORT_MISSES: Record<string, string> = {
   'export.ratio.all-dir': RATIO_NOTE,
   'export.ratio.all-s3': RATIO_NOTE,
   'export.rss':
-    "Cause (see \"Memory: what we found\"): the young generation (capped at 3 × 16 MiB by the function's `NODE_OPTIONS`) and the S3 part buffers (at most 4 × 5 MiB for a dataset's three objects since they share one pool, finding 5) come on top of a retained heap of ~15 MiB and Node's own ~70 MiB. Built in the fifth session: the shared pool, interleaved median at 1M to s3rver 189.6 -> 177.5 MiB (finding 5); one bundle still spreads by about ±7 MiB from run to run with the machine's load (174-191 MiB for the pool bundle that morning). Plan, if a quiet run still misses: `maxSemiSpaceMb: 8` in lib/constructs/exports/pipeline.ts (V8 has no cap between 8 and 16, finding 3): -12 to -15 MiB for 4-7% more in the ratios.",
+    "Cause (see \"Memory: what we found\"): the young generation (capped at 3 × 16 MiB by the function's `NODE_OPTIONS`) and the S3 part buffers (at most 4 × 5 MiB for a dataset's three objects since they share one pool, finding 5) come on top of a retained heap of ~15 MiB and Node's own ~70 MiB. Built in the fifth session: the shared pool, interleaved median at 1M to s3rver 190.7 -> 177.9 MiB, lower in all 7 rounds (finding 5); one bundle still spreads by about ±7 MiB from run to run with the machine's load (174-191 MiB for the pool bundle that morning). Plan, if a quiet run still misses: `maxSemiSpaceMb: 8` in lib/constructs/exports/pipeline.ts (V8 has no cap between 8 and 16, finding 3): -12 to -15 MiB for 4-7% more in the ratios.",
   'export.rss-growth':
     "Cause: to S3, the part buffers fill only at 1M: at 100k the JSONL and Parquet objects are smaller than one 5 MiB part, at 1M all three objects are multipart, filling part buffers from the store's shared pool (finding 5); the retained heap does not grow (last column), and to a directory the growth stays under the bound (table above). Built on 2026-11-25: part buffers allocated once per object and reused, instead of lib-storage's fresh `Buffer.concat` per part; then one pool of part buffers per store, shared by the three objects of a dataset (at most 4 buffers instead of 6).",
 };
