@@ -28,7 +28,16 @@ async function main(): Promise<void> {
     .option('--node-options-b <text>', "B's NODE_OPTIONS, for an A/B of a flag (the same bundle as --a and --b)")
     .option('--prof <dir>', 'write a --cpu-prof of every B run to this directory')
     .parse(process.argv.slice(2), { from: 'user' })
-    .opts<{ a: string; b?: string; size: string; rounds: string; variants: string; nodeOptions: string; nodeOptionsB?: string; prof?: string }>();
+    .opts<{
+      a: string;
+      b?: string;
+      size: string;
+      rounds: string;
+      variants: string;
+      nodeOptions: string;
+      nodeOptionsB?: string;
+      prof?: string;
+    }>();
   const bundles = {
     A: path.resolve(flags.a),
     B: flags.b ? path.resolve(flags.b) : await bundleExportChild(path.join(OUT_DIR, 'export-child-b.js')),
