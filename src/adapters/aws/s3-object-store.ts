@@ -29,18 +29,36 @@ export interface S3ObjectStoreOptions {
   /** Prepended to every key (`tenants/a/`); keys seen by callers stay relative to it. */
   prefix?: string;
   /**
-   * Multipart part size in bytes (S3's minimum, 5 MiB, up to 5 GiB). Memory per streamed object is
-   * at most partSize × (queueSize + 1), allocated once; three formats stream at once.
+   * Multipart part size in bytes (S3's minimum, 5 MiB, up to 5 GiB). Part buffers come from one
+   * pool per store (PartBufferPool): at most `maxPartBuffers` of them, reused.
    */
   partSize?: number;
-  /** Parts uploaded concurrently per object. */
+  /** Parts uploaded concurrently per object (an object holds at most queueSize + 1 buffers). */
   queueSize?: number;
+  /**
+   * The store's budget of part buffers, shared by every object streaming through it. Default: the
+   * objects streaming at the moment plus `queueSize` (an export's three formats: 4 buffers, 20 MiB,
+   * where a pool per object held up to 6). Exceeded only when every buffer is filling and no part is
+   * uploading, so that an object is never left waiting for an upload that does not exist.
+   */
+  maxPartBuffers?: number;
+}
+
+/** What a store's part-buffer pool holds, for tests and benchmarks. */
+export interface PartBufferStats {
+  /** Buffers alive in the pool now: filling, uploading or free. */
+  allocated: number;
+  /** The most that were ever alive at once. */
+  peak: number;
+  /** Parts (and single-request bodies) being uploaded now. */
+  uploading: number;
 }
 
 /**
- * S3's minimum part, one part uploading while the next fills: 10 MiB per object, 30 MiB for an
- * export's three formats (was 8 MiB × 3 each, 72 MiB). Measured no slower to s3rver, where the
- * export's CPU, not the upload, sets the pace (bench/exports/export-bench.ts, memory findings).
+ * S3's minimum part, one part uploading while the next fills. With the store's shared pool an
+ * export's three formats hold at most 4 buffers, 20 MiB (lib-storage's defaults held 8 MiB × 3 each,
+ * 72 MiB). Measured no slower to s3rver, where the export's CPU, not the upload, sets the pace
+ * (bench/exports/export-bench.ts, memory findings).
  */
 export const DEFAULT_PART_SIZE = 5 * 1024 * 1024;
 export const DEFAULT_QUEUE_SIZE = 1;
@@ -61,6 +79,7 @@ export class S3ObjectStore implements ObjectStore {
   private readonly prefix: string;
   private readonly partSize: number;
   private readonly queueSize: number;
+  private readonly pool: PartBufferPool;
 
   constructor(options: S3ObjectStoreOptions) {
     this.client = options.client;
@@ -73,6 +92,15 @@ export class S3ObjectStore implements ObjectStore {
     }
     if (!Number.isInteger(this.queueSize) || this.queueSize < 1)
       throw new ConfigError([{ path: 'queueSize', message: 'must be a positive integer' }]);
+    const maxBuffers = options.maxPartBuffers;
+    if (maxBuffers !== undefined && (!Number.isInteger(maxBuffers) || maxBuffers < 1))
+      throw new ConfigError([{ path: 'maxPartBuffers', message: 'must be a positive integer' }]);
+    this.pool = new PartBufferPool(this.partSize, (open) => maxBuffers ?? open + this.queueSize);
+  }
+
+  /** The part-buffer pool's counters (read-only). */
+  get partBuffers(): PartBufferStats {
+    return this.pool.stats();
   }
 
   async putStream(key: string, body: Readable, options: PutOptions = {}): Promise<void> {
@@ -82,7 +110,7 @@ export class S3ObjectStore implements ObjectStore {
     const upload = new PartUploader(
       this.client,
       { Bucket: this.bucket, Key: fullKey, ContentType: options.contentType },
-      this.partSize,
+      this.pool,
       this.queueSize,
     );
     try {
@@ -187,25 +215,111 @@ export class S3ObjectStore implements ObjectStore {
 }
 
 /**
- * One streamed object: the body is copied into part buffers of exactly `partSize` bytes, each sent
- * by UploadPart as soon as it is full, at most `queueSize` at once. A body that ends before the
- * first part is full goes up by one PutObject.
+ * The part buffers of one store, shared by every object streaming through it. Each object fills
+ * one buffer at a time; a full buffer goes to UploadPart and comes back here when the part is in,
+ * for whichever object needs one next. Per object that was queueSize + 1 buffers (an export's three
+ * formats: up to 6 × 5 MiB), most of them idle: the formats fill at very different rates (CSV
+ * several times the bytes of gzipped JSONL or Parquet), so one spare shared by all does the work of
+ * one per object.
+ *
+ * Never a deadlock: an object waits for a buffer only while some part is uploading (its return
+ * wakes the waiters); when none is, it allocates one beyond the budget, and the surplus is dropped
+ * as buffers come back. A buffer whose part failed is dropped, not reused: the SDK may not be done
+ * with it.
+ */
+class PartBufferPool {
+  private readonly free: Buffer[] = [];
+  private allocated = 0;
+  private peak = 0;
+  private uploading = 0;
+  private open = 0;
+  private waiters: (() => void)[] = [];
+
+  constructor(
+    readonly partSize: number,
+    private readonly budget: (openObjects: number) => number,
+  ) {}
+
+  stats(): PartBufferStats {
+    return { allocated: this.allocated, peak: this.peak, uploading: this.uploading };
+  }
+
+  opened(): void {
+    this.open += 1;
+  }
+
+  closed(): void {
+    this.open -= 1;
+    this.trim();
+  }
+
+  /** A free buffer, a new one within the budget, or `undefined` when the caller must wait(). */
+  tryTake(): Buffer | undefined {
+    const reused = this.free.pop();
+    if (reused) return reused;
+    if (this.allocated >= this.budget(this.open) && this.uploading > 0) return undefined;
+    this.allocated += 1;
+    this.peak = Math.max(this.peak, this.allocated);
+    // Outside Node's shared slab, and never zero-filled: pages an object does not write (the tail
+    // of a small object's only buffer) are never resident.
+    return Buffer.allocUnsafeSlow(this.partSize);
+  }
+
+  /** Resolves at the next change that may let tryTake succeed: an upload ending, a buffer returned. */
+  wait(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  uploadStarted(): void {
+    this.uploading += 1;
+  }
+
+  /** The upload that held `buffer` has ended; a failed one's buffer leaves the pool. */
+  uploadEnded(buffer: Buffer, reusable: boolean): void {
+    this.uploading -= 1;
+    if (reusable) this.release(buffer);
+    else this.allocated -= 1;
+    this.wake();
+  }
+
+  /** A buffer the caller filled (partly) and no request holds. */
+  release(buffer: Buffer): void {
+    this.free.push(buffer);
+    this.trim();
+    this.wake();
+  }
+
+  private trim(): void {
+    while (this.allocated > this.budget(this.open) && this.free.length > 0) {
+      this.free.pop();
+      this.allocated -= 1;
+    }
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const resolve of waiters) resolve();
+  }
+}
+
+/**
+ * One streamed object: the body is copied into part buffers of exactly `partSize` bytes from the
+ * store's pool, each sent by UploadPart as soon as it is full, at most queueSize + 1 held by this
+ * object at once. A body that ends before the first part is full goes up by one PutObject.
  *
  * Why not lib-storage's `Upload`: it gathers the body's chunks and `Buffer.concat`s a fresh buffer
  * for every part, and keeps the rest of the chunk as a view on that buffer. Each part is then new
  * memory that lives until a major GC (it outlives the young generation while it uploads): at 1M
  * transactions to S3 that was 10-15 MiB of peak RSS per object and page faults on every part.
- * Here an object owns at most queueSize + 1 buffers, allocated once (untouched pages of a small
- * object's buffer are never resident) and reused for its whole life: one copy of each byte, the
- * one concat also made.
+ * Here buffers are allocated once per store and reused: one copy of each byte, the one concat
+ * also made.
  *
  * Checksums as lib-storage does them: when the client computes request checksums
  * (`requestChecksumCalculation: 'WHEN_SUPPORTED'`, the SDK's default) the upload is created with
  * CRC32, the SDK adds each part's CRC32 and the completion lists them.
  */
 class PartUploader {
-  private readonly free: Buffer[] = [];
-  private allocated = 0;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly parts: CompletedPart[] = [];
   private partNumber = 0;
@@ -215,23 +329,25 @@ class PartUploader {
   constructor(
     private readonly client: S3Client,
     private readonly params: { Bucket: string; Key: string; ContentType: string | undefined },
-    private readonly partSize: number,
+    private readonly pool: PartBufferPool,
     private readonly queueSize: number,
   ) {}
 
   async run(body: Readable): Promise<void> {
+    const partSize = this.pool.partSize;
     let current: Buffer | undefined;
     let filled = 0;
+    this.pool.opened();
     try {
       for await (const chunk of body as AsyncIterable<Uint8Array | string>) {
         const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
         for (let offset = 0; offset < bytes.byteLength;) {
           current ??= await this.takeBuffer();
-          const n = Math.min(bytes.byteLength - offset, this.partSize - filled);
+          const n = Math.min(bytes.byteLength - offset, partSize - filled);
           current.set(bytes.subarray(offset, offset + n), filled);
           filled += n;
           offset += n;
-          if (filled === this.partSize) {
+          if (filled === partSize) {
             this.sendPart(current, filled);
             current = undefined;
             filled = 0;
@@ -240,11 +356,15 @@ class PartUploader {
         if (this.failure) throw this.failure.error;
       }
       if (this.partNumber === 0) {
-        const bytes = current?.subarray(0, filled) ?? Buffer.alloc(0);
-        await this.client.send(new PutObjectCommand({ ...this.params, Body: bytes, ContentLength: bytes.byteLength }));
+        const buffer = current;
+        current = undefined;
+        await this.putWhole(buffer, filled);
         return;
       }
-      if (filled > 0) this.sendPart(current!, filled);
+      if (filled > 0) {
+        this.sendPart(current!, filled);
+        current = undefined;
+      }
       await this.settled();
       if (this.failure) throw this.failure.error;
       const parts = [...this.parts].sort((a, b) => a.PartNumber! - b.PartNumber!);
@@ -260,23 +380,42 @@ class PartUploader {
     } catch (error) {
       await this.abort();
       throw error;
+    } finally {
+      if (current) this.pool.release(current);
+      this.pool.closed();
     }
   }
 
-  /** A free part buffer, waiting for an upload to finish when all queueSize + 1 are taken. */
+  /**
+   * A buffer to fill: waits while this object holds queueSize + 1 (all uploading) or the pool has
+   * none to give; either wait ends when an upload does.
+   */
   private async takeBuffer(): Promise<Buffer> {
-    while (this.free.length === 0 && this.allocated > this.queueSize) {
-      await Promise.race(this.inFlight);
+    for (;;) {
+      if (this.inFlight.size <= this.queueSize) {
+        const buffer = this.pool.tryTake();
+        if (buffer) return buffer;
+      }
+      await this.pool.wait();
       if (this.failure) throw this.failure.error;
     }
-    const reused = this.free.pop();
-    if (reused) return reused;
-    this.allocated += 1;
-    return Buffer.allocUnsafeSlow(this.partSize);
+  }
+
+  private async putWhole(buffer: Buffer | undefined, length: number): Promise<void> {
+    const bytes = buffer?.subarray(0, length) ?? Buffer.alloc(0);
+    if (buffer) this.pool.uploadStarted();
+    let sent = false;
+    try {
+      await this.client.send(new PutObjectCommand({ ...this.params, Body: bytes, ContentLength: bytes.byteLength }));
+      sent = true;
+    } finally {
+      if (buffer) this.pool.uploadEnded(buffer, sent);
+    }
   }
 
   private sendPart(buffer: Buffer, length: number): void {
     const partNumber = ++this.partNumber;
+    this.pool.uploadStarted();
     const upload = (async () => {
       const uploadId = await (this.created ??= this.create());
       const result = await this.client.send(
@@ -302,14 +441,16 @@ class PartUploader {
     // The SDK has written the whole body once the part's response is in, so the buffer is free.
     const tracked = upload.then(
       () => {
-        this.free.push(buffer);
+        this.inFlight.delete(tracked);
+        this.pool.uploadEnded(buffer, true);
       },
       (error: unknown) => {
         this.failure ??= { error };
+        this.inFlight.delete(tracked);
+        this.pool.uploadEnded(buffer, false);
       },
     );
     this.inFlight.add(tracked);
-    void tracked.finally(() => this.inFlight.delete(tracked));
   }
 
   private async create(): Promise<string> {

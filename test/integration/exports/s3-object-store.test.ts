@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
 import { ObjectStoreError } from '../../../src/core/exports/formats/period-errors';
 import { listKeys } from '../../helpers/export-fixtures';
@@ -96,8 +97,112 @@ describe('S3ObjectStore against s3rver', () => {
     expect(() => new S3ObjectStore({ client, bucket: BUCKET, partSize: 5 * MiB - 1 })).toThrow(/partSize/);
   });
 
+  it('shares one budget of part buffers between the objects streaming through a store', async () => {
+    const client = s3.client();
+    const gate = holdParts(client);
+    const store = new S3ObjectStore({ client, bucket: BUCKET, partSize: 5 * MiB, queueSize: 1 });
+    const data = ['a', 'b', 'c'].map(() => randomBytes(15 * MiB + 1));
+    const bodies = data.map(() => new PassThrough({ highWaterMark: MiB }));
+    const puts = bodies.map((body, i) => store.putStream(`pool/${i}.bin`, body));
+    const feed = (i: number) => {
+      for (let offset = 0; offset < data[i]!.length; offset += MiB) bodies[i]!.write(data[i]!.subarray(offset, offset + MiB));
+      bodies[i]!.end();
+    };
+
+    // With every part held at the gate: a and b each fill two buffers and send both (queueSize 1
+    // lets an object hold two), which spends the budget of 3 objects + 1; c then waits.
+    feed(0);
+    await until(() => gate.held() === 2);
+    feed(1);
+    await until(() => gate.held() === 4);
+    feed(2);
+    await until(() => bodies[2]!.readableLength < data[2]!.length - MiB);
+    for (let turn = 0; turn < 20; turn++) await new Promise(setImmediate);
+    expect(store.partBuffers).toEqual({ allocated: 4, peak: 4, uploading: 4 });
+
+    gate.open();
+    await Promise.all(puts);
+    for (const [i, bytes] of data.entries()) expect(sha256(Buffer.from((await store.get(`pool/${i}.bin`))!))).toBe(sha256(bytes));
+    expect(store.partBuffers.peak).toBe(4);
+    expect(store.partBuffers.uploading).toBe(0);
+  });
+
+  it('completes many objects fed by one producer with a budget smaller than their number (no deadlock)', async () => {
+    const client = s3.client();
+    const { commands: counts } = instrumentS3(client);
+    const store = new S3ObjectStore({ client, bucket: BUCKET, partSize: 5 * MiB, maxPartBuffers: 2 });
+    const data = Array.from({ length: 5 }, () => randomBytes(11 * MiB + 7));
+    const bodies = data.map(() => new PassThrough());
+    const puts = bodies.map((body, i) => store.putStream(`many/${i}.bin`, body));
+    // The exporter's shape: one loop writes each record to every format's stream in turn, so an
+    // object that waits for a buffer stalls the others' filling too.
+    for (let offset = 0; offset < data[0]!.length; offset += 700_000) {
+      for (const [i, body] of bodies.entries()) {
+        if (!body.write(data[i]!.subarray(offset, offset + 700_000))) await new Promise((resolve) => body.once('drain', resolve));
+      }
+    }
+    for (const body of bodies) body.end();
+    await Promise.all(puts);
+
+    expect(counts.get('CompleteMultipartUploadCommand')).toBe(5);
+    for (const [i, bytes] of data.entries()) expect(sha256(Buffer.from((await store.get(`many/${i}.bin`))!))).toBe(sha256(bytes));
+    // Beyond the budget only while no part uploads: at most one filling buffer per object.
+    expect(store.partBuffers.peak).toBeLessThanOrEqual(5);
+    expect(store.partBuffers).toMatchObject({ allocated: 2, uploading: 0 });
+  });
+
+  it('aborts the object whose part failed, frees its buffers and lets the others finish', async () => {
+    const client = s3.client();
+    const { commands: counts } = instrumentS3(
+      client,
+      ({ command, key, part }) => command === 'UploadPartCommand' && key === 'mixed/bad.bin' && part === 2,
+    );
+    const store = new S3ObjectStore({ client, bucket: BUCKET, partSize: 5 * MiB, queueSize: 1 });
+    const good = randomBytes(16 * MiB);
+    const [bad, ok] = await Promise.allSettled([
+      store.putStream('mixed/bad.bin', Readable.from([randomBytes(16 * MiB)])),
+      store.putStream('mixed/good.bin', Readable.from([good])),
+    ]);
+
+    expect(bad).toMatchObject({ status: 'rejected', reason: expect.any(ObjectStoreError) });
+    expect(ok.status).toBe('fulfilled');
+    expect(counts.get('AbortMultipartUploadCommand')).toBe(1);
+    expect(await store.head('mixed/bad.bin')).toBeUndefined();
+    expect(sha256(Buffer.from((await store.get('mixed/good.bin'))!))).toBe(sha256(good));
+    // The failed part's buffer left the pool; the rest went back to it, trimmed to the idle budget.
+    expect(store.partBuffers).toMatchObject({ allocated: 1, uploading: 0 });
+    expect(store.partBuffers.peak).toBeLessThanOrEqual(3);
+  });
+
   it('refuses unsafe keys before sending anything', async () => {
     const store = new S3ObjectStore({ client: s3.client(), bucket: BUCKET });
     await expect(store.putObject('../x', 'x')).rejects.toMatchObject({ code: 'object_key_invalid' });
   });
 });
+
+function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** Polls on the event loop until `done` holds (the s3rver round trips take real time). */
+async function until(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+/** Holds every UploadPart the client sends until `open()`: parts that stay in flight. */
+function holdParts(client: S3Client): { held(): number; open(): void } {
+  let held = 0;
+  let release!: () => void;
+  const opened = new Promise<void>((resolve) => (release = resolve));
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'UploadPartCommand') {
+        held += 1;
+        await opened;
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'acctopsHoldParts' },
+  );
+  return { held: () => held, open: () => release() };
+}

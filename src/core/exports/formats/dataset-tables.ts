@@ -1,8 +1,8 @@
 import { DECIMAL_PRECISION, DECIMAL_SCALE, EXPORT_COLUMNS, type ColumnKind, type TableColumn } from '../../../../contract/exports';
 import { ValidationError } from '../../shared/errors';
-import type { MinorUnits } from '../../accounting-api';
+import { timestampInstant, type MinorUnits, type TimestampInstant } from '../../accounting-api';
 import { scaleFactor } from './currency';
-import { epochDay, parseOffsetTimestamp, type OffsetTimestamp } from './offset-timestamp';
+import { epochDay } from './offset-timestamp';
 import type { DatasetName, ExportCategory, ExportTaxReport, ExportTransaction } from './datasets';
 
 /**
@@ -65,10 +65,11 @@ export const transactionsTable: Table<ExportTransaction> = {
     const category = check.optionalText('category', t.category);
     return {
       public_id: publicId,
-      value_date_local: valueDate.localDate,
+      // The calendar date as written, in the timestamp's own offset (what periods filter on).
+      value_date_local: t.valueDate.slice(0, 10),
       value_date: t.valueDate,
       value_date_utc: valueDate.utcMillis,
-      value_date_offset_minutes: BigInt(valueDate.offsetMinutes),
+      value_date_offset_minutes: offsetBigInt(valueDate.offsetMinutes),
       amount,
       amount_minor: amount,
       currency,
@@ -105,7 +106,7 @@ export const taxReportsTable: Table<ExportTaxReport> = {
       currency,
       created_at: createdAt === null ? null : r.createdAt,
       created_at_utc: createdAt?.utcMillis ?? null,
-      created_at_offset_minutes: createdAt ? BigInt(createdAt.offsetMinutes) : null,
+      created_at_offset_minutes: createdAt ? offsetBigInt(createdAt.offsetMinutes) : null,
       extra: extraFields(raw, TAX_REPORT_FIELDS),
     };
   },
@@ -166,14 +167,13 @@ const CURRENCY = /^[A-Z]{3}$/;
 /**
  * Field checks for one record. The pipeline adapts validated client items, so these only catch
  * what would otherwise corrupt a file silently; each failure names the record and the field.
- * A class, not an object of closures: one is made per record of every export.
+ * One instance, pointed at each record in turn (`checker`): the record's identity is needed only
+ * for the message of a failure, and an object per record is garbage for every record.
  */
 class RecordChecker {
-  constructor(
-    private readonly kind: string,
-    private readonly recordId: unknown,
-    private readonly index: number,
-  ) {}
+  kind = '';
+  recordId: unknown = undefined;
+  index = 0;
 
   id(path: string, value: unknown): string {
     if (typeof value !== 'string' || value.length === 0) return this.fail(path, 'expected a non-empty identifier');
@@ -196,11 +196,9 @@ class RecordChecker {
   /** Minor units of `currency`; they must fit the Parquet DECIMAL once scaled to its scale. */
   amount(path: string, value: unknown, currency: string): MinorUnits {
     if (typeof value !== 'bigint') return this.fail(path, 'expected exact minor units (bigint)');
-    const factor = currencyFactor(currency);
-    if (factor === undefined) return this.fail(path, `${currency} has more than ${DECIMAL_SCALE} fraction digits`);
-    const scaled = value * factor;
-    if (scaled <= -DECIMAL_LIMIT || scaled >= DECIMAL_LIMIT)
-      return this.fail(path, `beyond DECIMAL(${DECIMAL_PRECISION},${DECIMAL_SCALE})`);
+    const limit = minorUnitsLimit(currency);
+    if (limit === undefined) return this.fail(path, `${currency} has more than ${DECIMAL_SCALE} fraction digits`);
+    if (value <= -limit || value >= limit) return this.fail(path, `beyond DECIMAL(${DECIMAL_PRECISION},${DECIMAL_SCALE})`);
     return value;
   }
 
@@ -210,8 +208,9 @@ class RecordChecker {
     return value;
   }
 
-  timestamp(path: string, value: unknown): OffsetTimestamp {
-    const parsed = typeof value === 'string' ? parseOffsetTimestamp(value) : undefined;
+  /** The client's parse, which its validation of the same string has just made (no new object). */
+  timestamp(path: string, value: unknown): TimestampInstant {
+    const parsed = typeof value === 'string' ? timestampInstant(value) : undefined;
     return parsed ?? this.fail(path, 'expected an ISO 8601 timestamp with an offset');
   }
 
@@ -222,18 +221,40 @@ class RecordChecker {
   }
 }
 
-const FACTORS = new Map<string, bigint | null>();
+const LIMITS = new Map<string, bigint | null>();
 
-/** scaleFactor at DECIMAL_SCALE, cached by currency alone (it runs for every amount). */
-function currencyFactor(currency: string): bigint | undefined {
-  let factor = FACTORS.get(currency);
-  if (factor === undefined) {
-    factor = scaleFactor(currency, DECIMAL_SCALE) ?? null;
-    FACTORS.set(currency, factor);
+/**
+ * The bound on a currency's minor units: |minor × 10^(scale - digits)| < 10^precision, i.e.
+ * |minor| < 10^precision / 10^(scale - digits), exactly (both are powers of ten). Cached by
+ * currency alone: it runs for every amount, and comparing allocates no bigint where multiplying did.
+ */
+function minorUnitsLimit(currency: string): bigint | undefined {
+  let limit = LIMITS.get(currency);
+  if (limit === undefined) {
+    const factor = scaleFactor(currency, DECIMAL_SCALE);
+    limit = factor === undefined ? null : DECIMAL_LIMIT / factor;
+    LIMITS.set(currency, limit);
   }
-  return factor ?? undefined;
+  return limit ?? undefined;
 }
 
+/** Offsets as INT64 cells: a few dozen distinct values, so one bigint each instead of one per row. */
+const OFFSETS = new Map<number, bigint>();
+
+function offsetBigInt(minutes: number): bigint {
+  let cell = OFFSETS.get(minutes);
+  if (cell === undefined) {
+    cell = BigInt(minutes);
+    OFFSETS.set(minutes, cell);
+  }
+  return cell;
+}
+
+const CHECKER = new RecordChecker();
+
 function checker(kind: string, id: unknown, index: number): RecordChecker {
-  return new RecordChecker(kind, id, index);
+  CHECKER.kind = kind;
+  CHECKER.recordId = id;
+  CHECKER.index = index;
+  return CHECKER;
 }
