@@ -1,7 +1,7 @@
 // Interleaved A/B of module init between two sets of Lambda bundles on this machine: how a change
 // (or a range of commits) moved init when the machine's own speed moved more than the bound allows
 // (BENCHMARKS.md, "Cold start"). Not part of `npm run bench`. Usage:
-//   npx tsx bench/cold-start/ab-init.ts --a <cdk.out of A> [--b <cdk.out of B>] [--runs 10]
+//   npx tsx bench/cold-start/ab-init.ts --a <cdk.out of A> [--b <cdk.out of B>] [--runs 10] [--functions a,b]
 // A cdk.out is the directory an earlier `npm run bench -- --only cold-start` synthesized into
 // (.bench-out/cold-start of that checkout: the template and one asset directory per function).
 // Without --b the working tree is bundled as B. Each run is one fresh process per side, in
@@ -16,15 +16,18 @@ async function main(): Promise<void> {
     .requiredOption('--a <dir>', "A's cdk.out")
     .option('--b <dir>', "B's cdk.out (default: bundle the working tree)")
     .option('--runs <n>', 'runs per side and function', '10')
+    .option('--functions <list>', 'only these functions (comma-separated handler directories)')
     .parse(process.argv.slice(2), { from: 'user' })
-    .opts<{ a: string; b?: string; runs: string }>();
+    .opts<{ a: string; b?: string; runs: string; functions?: string }>();
   const runs = Number(flags.runs);
   const a = new Map(deployedFunctions(path.resolve(flags.a)).map((f) => [f.handlerDir, f]));
   const bList = flags.b ? deployedFunctions(path.resolve(flags.b)) : bundleFunctions().filter((f) => f.inStack);
   const b = new Map(bList.map((f) => [f.handlerDir, f]));
   console.log(`reference: require() of an empty module ${(await referenceInit(runs)).toFixed(2)} ms (median of ${runs})`);
   const rows: { name: string; a: number; b: number; aCpu: number; bCpu: number }[] = [];
+  const only = flags.functions?.split(',');
   for (const [name, fa] of a) {
+    if (only && !only.includes(name)) continue;
     const fb = b.get(name);
     if (!fb) {
       console.log(`${name}: only in A`);
