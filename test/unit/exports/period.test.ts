@@ -9,7 +9,8 @@ import {
   previousMonth,
   previousPeriod,
 } from '../../../src/core/exports/formats/period';
-import { epochDay, parseOffsetTimestamp } from '../../../src/core/exports/formats/offset-timestamp';
+import { epochDay } from '../../../src/core/exports/formats/offset-timestamp';
+import { localDateOf, timestampInstant } from '../../../src/core/accounting-api';
 
 describe('periods', () => {
   it('parses YYYY-MM and refuses anything else, naming the field', () => {
@@ -57,6 +58,12 @@ describe('periods', () => {
     expect(() => assertTimeZone('Asia/Kolkata')).not.toThrow();
   });
 });
+
+/** What the export's row takes from one API timestamp: the instant, the offset and the date as written. */
+function parseOffsetTimestamp(text: string) {
+  const instant = timestampInstant(text);
+  return instant && { utcMillis: instant.utcMillis, offsetMinutes: instant.offsetMinutes, localDate: localDateOf(text) };
+}
 
 describe('offset timestamps', () => {
   it('keeps the offset, the date as written and the exact UTC instant', () => {
