@@ -106,6 +106,14 @@ export default tseslint.config(
           message:
             "Use `import * as z from 'zod'`: esbuild then drops what we do not use, such as zod's locales (BENCHMARKS.md, cold start).",
         },
+        {
+          // A schema built at module load costs every function that bundles the module, whether or
+          // not its path parses with it (src/core/shared/lazy-schema.ts, decision 43). The environment is
+          // parsed at load anyway (readEnv), so its schema may be built there.
+          selector:
+            ":matches(Program > VariableDeclaration, Program > ExportNamedDeclaration > VariableDeclaration) > VariableDeclarator > CallExpression.init:not([callee.name=/^(lazySchema|readEnv)$/]) MemberExpression[object.name='z']",
+          message: 'Build a module-level zod schema with `lazySchema(() => …)`, so that loading the module builds nothing.',
+        },
       ],
     },
   },

@@ -7,15 +7,18 @@ import { parseWith, ValidationError } from '../../src/core/shared/errors';
 import type { Logger } from '../../src/core/shared/logger';
 import type { Metrics } from '../../src/core/shared/metrics';
 import { redactString } from '../../src/core/shared/redact';
+import { lazySchema } from '../../src/core/shared/lazy-schema';
 
 /** What every function gets from AcctopsFunction (lib/constructs/acctops-function.ts). */
-export const runtimeEnvSchema = z.object({
-  ACCTOPS_STAGE: envString,
-  ACCTOPS_FUNCTION: envString,
-  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
-  /** Share of invocations logged at debug (Powertools' variable; unset in the stack unless a stage sets it). */
-  POWERTOOLS_LOGGER_SAMPLE_RATE: z.coerce.number().min(0).max(1).optional(),
-});
+export const runtimeEnvSchema = lazySchema(() =>
+  z.object({
+    ACCTOPS_STAGE: envString,
+    ACCTOPS_FUNCTION: envString,
+    LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+    /** Share of invocations logged at debug (Powertools' variable; unset in the stack unless a stage sets it). */
+    POWERTOOLS_LOGGER_SAMPLE_RATE: z.coerce.number().min(0).max(1).optional(),
+  }),
+);
 
 export type RuntimeEnv = z.output<typeof runtimeEnvSchema>;
 

@@ -8,6 +8,7 @@ import { systemClock } from '../../src/core/shared/clock';
 import { envArn, envUrl, readEnv } from '../../src/core/shared/env';
 import { createHandler } from '../_shared/create-handler';
 import { scheduledCorrelationId, scheduledOrManualEventSchema } from '../_shared/scheduled-event';
+import { lazySchema } from '../../src/core/shared/lazy-schema';
 
 const env = readEnv(z.object({ INSTITUTION_SECRET_ARN: envArn, ACCTOPS_BASE_URL: envUrl }));
 
@@ -29,12 +30,14 @@ const probes = [institutionCredentialProbe(credential), serviceReachableProbe(cl
  * On its schedule (lib/constructs/monitoring.ts) or by hand (`acctops doctor` sends `{}`): every
  * probe runs, or with `{ "probes": [...] }` the named ones.
  */
-const eventSchema = scheduledOrManualEventSchema('health-check', {
-  probes: z
-    .array(z.enum([PROBES.institutionCredential, PROBES.service]))
-    .min(1)
-    .optional(),
-});
+const eventSchema = lazySchema(() =>
+  scheduledOrManualEventSchema('health-check', {
+    probes: z
+      .array(z.enum([PROBES.institutionCredential, PROBES.service]))
+      .min(1)
+      .optional(),
+  }),
+);
 
 export const handler = createHandler({
   eventSchema,

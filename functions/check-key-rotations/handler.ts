@@ -5,6 +5,7 @@ import { checkKeyRotations, checkQueuedCompanies, sweepKeyRotations } from '../.
 import { systemClock } from '../../src/core/shared/clock';
 import { createHandler } from '../_shared/create-handler';
 import { scheduledCorrelationId, scheduledOrManualEventSchema } from '../_shared/scheduled-event';
+import { lazySchema } from '../../src/core/shared/lazy-schema';
 
 const { runtime } = keyRotationRuntimeFromEnv(AwsKeyDoctorRuntime, [
   'ACCTOPS_BASE_URL',
@@ -35,11 +36,13 @@ const RESERVE_MS = 60_000;
  * many (docs/fleet-rotation.md); the same function then consumes that queue: an SQS batch is one
  * company's full check per message, with partial batch failures.
  */
-const sqsRecord = z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') });
-const eventSchema = scheduledOrManualEventSchema('key-rotation-doctor', {
-  repair: z.boolean().optional(),
-  Records: z.array(sqsRecord).min(1).optional(),
-});
+const sqsRecord = lazySchema(() => z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') }));
+const eventSchema = lazySchema(() =>
+  scheduledOrManualEventSchema('key-rotation-doctor', {
+    repair: z.boolean().optional(),
+    Records: z.array(sqsRecord).min(1).optional(),
+  }),
+);
 
 export const handler = createHandler({
   eventSchema,

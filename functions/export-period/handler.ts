@@ -5,6 +5,7 @@ import { AwsExportWorkerRuntime } from '../../src/adapters/aws/export-worker-run
 import { processExportBatch } from '../../src/core/exports/pipeline/export-worker';
 // Not create-handler: this bundle has no room for Powertools (docs/observability.md).
 import { createHandler } from '../_shared/create-lean-handler';
+import { lazySchema } from '../../src/core/shared/lazy-schema';
 
 const { runtime } = exportRuntimeFromEnv(AwsExportWorkerRuntime, [
   'ACCTOPS_BASE_URL',
@@ -23,18 +24,20 @@ const { runtime } = exportRuntimeFromEnv(AwsExportWorkerRuntime, [
  * The SQS envelope only: each body is parsed per message in src, so one bad message is one batch
  * item failure (bound for the DLQ), not a failed batch.
  */
-const eventSchema = z.object({
-  Records: z
-    .array(
-      z.looseObject({
-        messageId: z.string().min(1),
-        body: z.string(),
-        eventSource: z.literal('aws:sqs'),
-        attributes: z.looseObject({ ApproximateReceiveCount: z.coerce.number().int().min(1) }),
-      }),
-    )
-    .min(1),
-});
+const eventSchema = lazySchema(() =>
+  z.object({
+    Records: z
+      .array(
+        z.looseObject({
+          messageId: z.string().min(1),
+          body: z.string(),
+          eventSource: z.literal('aws:sqs'),
+          attributes: z.looseObject({ ApproximateReceiveCount: z.coerce.number().int().min(1) }),
+        }),
+      )
+      .min(1),
+  }),
+);
 
 export const handler = createHandler({
   eventSchema,

@@ -3,6 +3,7 @@ import { AwsTokenLifecycleRuntime } from '../../src/adapters/aws/token-lifecycle
 import { tokenRuntimeFromEnv } from '../../src/adapters/aws/token-runtime';
 import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
 import { createHandler } from '../_shared/create-handler';
+import { lazySchema } from '../../src/core/shared/lazy-schema';
 
 const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
   'TOKEN_TABLE_NAME',
@@ -13,11 +14,13 @@ const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
 ]);
 
 /** Invoked by a runbook or `acctops tokens onboard`: the user as the service knows it. */
-const eventSchema = z.strictObject({
-  externalId: z.guid(),
-  username: z.string().min(1),
-  email: z.email(),
-});
+const eventSchema = lazySchema(() =>
+  z.strictObject({
+    externalId: z.guid(),
+    username: z.string().min(1),
+    email: z.email(),
+  }),
+);
 
 /** Returns the outcome, the status and the expiry: never a token. */
 export const handler = createHandler({

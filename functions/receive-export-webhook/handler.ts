@@ -4,6 +4,7 @@ import { exportRuntimeFromEnv } from '../../src/adapters/aws/export-runtime';
 import { AwsExportWebhookRuntime } from '../../src/adapters/aws/export-webhook-runtime';
 import { receiveExportWebhook } from '../../src/core/exports/pipeline/webhook';
 import { createHandler } from '../_shared/create-handler';
+import { lazySchema } from '../../src/core/shared/lazy-schema';
 
 const { runtime } = exportRuntimeFromEnv(AwsExportWebhookRuntime, [
   'EXPORT_QUEUE_URL',
@@ -15,12 +16,14 @@ const { runtime } = exportRuntimeFromEnv(AwsExportWebhookRuntime, [
 ]);
 
 /** A Lambda Function URL request (payload format 2.0): what the checks need, nothing more. */
-const eventSchema = z.looseObject({
-  headers: z.record(z.string(), z.string()).default({}),
-  body: z.string().optional(),
-  isBase64Encoded: z.boolean().default(false),
-  requestContext: z.looseObject({ http: z.looseObject({ method: z.string().min(1) }) }),
-});
+const eventSchema = lazySchema(() =>
+  z.looseObject({
+    headers: z.record(z.string(), z.string()).default({}),
+    body: z.string().optional(),
+    isBase64Encoded: z.boolean().default(false),
+    requestContext: z.looseObject({ http: z.looseObject({ method: z.string().min(1) }) }),
+  }),
+);
 
 export const handler = createHandler({
   eventSchema,

@@ -6,6 +6,7 @@ import { systemClock } from '../../src/core/shared/clock';
 import { refreshQueuedBatch } from '../../src/core/tokens/refresh-worker';
 import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
 import { createHandler } from '../_shared/create-handler';
+import { lazySchema } from '../../src/core/shared/lazy-schema';
 
 const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
   'TOKEN_TABLE_NAME',
@@ -29,9 +30,11 @@ const RESERVE_MS = 60_000;
  * The SQS envelope only: each body is parsed per message in src, so one bad message is one batch
  * item failure (bound for the DLQ), not a failed batch.
  */
-const eventSchema = z.object({
-  Records: z.array(z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') })).min(1),
-});
+const eventSchema = lazySchema(() =>
+  z.object({
+    Records: z.array(z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') })).min(1),
+  }),
+);
 
 export const handler = createHandler({
   eventSchema,

@@ -4,15 +4,18 @@ import { AwsExportRequestRuntime } from '../../src/adapters/aws/export-request-r
 import { EXPORT_EVENT_TYPES } from '../../src/core/exports/pipeline/export-events';
 import { onDemandJobs, exportRequestedSchema } from '../../src/core/exports/pipeline/on-demand';
 import { createHandler } from '../_shared/create-handler';
+import { lazySchema } from '../../src/core/shared/lazy-schema';
 
 const { runtime } = exportRuntimeFromEnv(AwsExportRequestRuntime, ['EXPORT_QUEUE_URL']);
 
 /** An `ExportRequested` event as the EventBridge rule delivers it (docs/exports.md, "On demand"). */
-const eventSchema = z.looseObject({
-  id: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/),
-  'detail-type': z.literal(EXPORT_EVENT_TYPES.requested),
-  detail: exportRequestedSchema,
-});
+const eventSchema = lazySchema(() =>
+  z.looseObject({
+    id: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/),
+    'detail-type': z.literal(EXPORT_EVENT_TYPES.requested),
+    detail: exportRequestedSchema,
+  }),
+);
 
 export const handler = createHandler({
   eventSchema,

@@ -3,6 +3,7 @@ import { AwsTokenLifecycleRuntime } from '../../src/adapters/aws/token-lifecycle
 import { tokenRuntimeFromEnv } from '../../src/adapters/aws/token-runtime';
 import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
 import { createHandler } from '../_shared/create-handler';
+import { lazySchema } from '../../src/core/shared/lazy-schema';
 
 const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
   'TOKEN_TABLE_NAME',
@@ -13,7 +14,7 @@ const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
 ]);
 
 /** Invoked by a runbook or `acctops tokens revoke`. */
-const eventSchema = z.strictObject({ externalId: z.guid() });
+const eventSchema = lazySchema(() => z.strictObject({ externalId: z.guid() }));
 
 /** Expires the user's tokens at the service and marks it revoked; idempotent. */
 export const handler = createHandler({

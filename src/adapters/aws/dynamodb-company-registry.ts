@@ -3,9 +3,10 @@ import { DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aw
 import * as z from 'zod';
 import { REGISTRY_TABLE, type RegisteredCompany, type RegistryTable } from '../../core/companies/company-registry';
 import { decodeCursor, encodeCursor } from '../../core/tokens/token-transitions';
+import { lazySchema } from '../../core/shared/lazy-schema';
 
 const KEY = REGISTRY_TABLE.partitionKey.name;
-const cursorSchema = z.object({ after: z.string().min(1) });
+const cursorSchema = lazySchema(() => z.object({ after: z.string().min(1) }));
 
 /**
  * The company registry on its own DynamoDB table (docs/fleet.md). A

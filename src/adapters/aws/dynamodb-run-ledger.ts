@@ -16,6 +16,7 @@ import {
 import { type Clock } from '../../core/shared/clock';
 import { mapWithConcurrency } from '../../core/shared/concurrency';
 import { parseWith } from '../../core/shared/errors';
+import { lazySchema } from '../../core/shared/lazy-schema';
 
 const PK = RUN_LEDGER_TABLE.partitionKey.name;
 const SK = RUN_LEDGER_TABLE.sortKey.name;
@@ -31,28 +32,32 @@ const latestKey = (period: string) => ({ [PK]: `period#${period}`, [SK]: LATEST_
 const splitKey = (splitId: string) => ({ [PK]: `split#${splitId}`, [SK]: '#split' });
 const partKey = (splitId: string, index: number) => ({ [PK]: `split#${splitId}`, [SK]: `part#${String(index).padStart(5, '0')}` });
 
-const splitItemSchema = z.object({
-  splitId: z.string(),
-  companyId: z.string(),
-  period: z.string(),
-  runId: z.string(),
-  parts: z.array(z.object({ index: z.number().int().nonnegative(), dateFrom: z.string(), dateTo: z.string() })),
-  createdAt: z.number(),
-  /** A number set (DocumentClient: a Set of numbers); absent until the first part is done. */
-  done: z.set(z.number()).optional(),
-  publishedAt: z.number().optional(),
-});
+const splitItemSchema = lazySchema(() =>
+  z.object({
+    splitId: z.string(),
+    companyId: z.string(),
+    period: z.string(),
+    runId: z.string(),
+    parts: z.array(z.object({ index: z.number().int().nonnegative(), dateFrom: z.string(), dateTo: z.string() })),
+    createdAt: z.number(),
+    /** A number set (DocumentClient: a Set of numbers); absent until the first part is done. */
+    done: z.set(z.number()).optional(),
+    publishedAt: z.number().optional(),
+  }),
+);
 
-const runItemSchema = z.object({
-  runId: z.string(),
-  period: z.string(),
-  timeZone: z.string(),
-  scheduledAt: z.string(),
-  startedAt: z.number(),
-  summarizedAt: z.number().optional(),
-  open: z.number().optional(),
-});
-const entryItemSchema = z.object({ state: z.string(), source: exportSourceSchema.optional() });
+const runItemSchema = lazySchema(() =>
+  z.object({
+    runId: z.string(),
+    period: z.string(),
+    timeZone: z.string(),
+    scheduledAt: z.string(),
+    startedAt: z.number(),
+    summarizedAt: z.number().optional(),
+    open: z.number().optional(),
+  }),
+);
+const entryItemSchema = lazySchema(() => z.object({ state: z.string(), source: exportSourceSchema.optional() }));
 
 export interface DynamoDbRunLedgerOptions {
   client: DynamoDBClient;

@@ -45,6 +45,7 @@ import {
   type WriteCondition,
 } from '../../core/tokens/token-transitions';
 import { parseStoredItem, parseStoredSummary, toRecord } from '../../core/tokens/token-item';
+import { lazySchema } from '../../core/shared/lazy-schema';
 
 const KEY = TOKEN_TABLE.partitionKey.name;
 const SHARD = TOKEN_TABLE.dueIndex.partitionKey.name;
@@ -67,13 +68,15 @@ const SUMMARY_ATTRIBUTES = [
   'updatedAt',
 ] as const;
 
-const dueEntrySchema = z.object({ externalId: z.string().min(1), dueAt: z.int().min(0) });
+const dueEntrySchema = lazySchema(() => z.object({ externalId: z.string().min(1), dueAt: z.int().min(0) }));
 /** Per shard: null before its first query, 'done' when exhausted, else the last entry handed out. */
-const dueCursorSchema = z.object({
-  shards: z.array(z.union([z.null(), z.literal('done'), z.tuple([z.int().min(0), z.string().min(1)])])).length(TOKEN_TABLE.dueShardCount),
-});
+const dueCursorSchema = lazySchema(() =>
+  z.object({
+    shards: z.array(z.union([z.null(), z.literal('done'), z.tuple([z.int().min(0), z.string().min(1)])])).length(TOKEN_TABLE.dueShardCount),
+  }),
+);
 type ShardPosition = z.output<typeof dueCursorSchema>['shards'][number];
-const listCursorSchema = z.object({ after: z.string().min(1) });
+const listCursorSchema = lazySchema(() => z.object({ after: z.string().min(1) }));
 
 export interface DynamoDbTokenStoreOptions {
   client: DynamoDBClient;

@@ -5,17 +5,20 @@ import { systemClock, type Clock } from '../../core/shared/clock';
 import { envInt, envMs, envString, envUrl, readEnvOf } from '../../core/shared/env';
 import type { Logger } from '../../core/shared/logger';
 import type { Metrics } from '../../core/shared/metrics';
+import { lazySchema } from '../../core/shared/lazy-schema';
 
-const formatList = z
-  .string()
-  .default(FORMATS.join(','))
-  .transform((text) =>
-    text
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
-  )
-  .pipe(z.array(z.enum(FORMATS)).min(1));
+const formatList = lazySchema(() =>
+  z
+    .string()
+    .default(FORMATS.join(','))
+    .transform((text) =>
+      text
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.enum(FORMATS)).min(1)),
+);
 
 /**
  * The environment of the export functions, as lib/constructs/exports/ sets it. Each handler

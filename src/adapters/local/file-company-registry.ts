@@ -2,18 +2,21 @@ import * as z from 'zod';
 import type { RegisteredCompany, RegistryTable } from '../../core/companies/company-registry';
 import { decodeCursor, encodeCursor } from '../../core/tokens/token-transitions';
 import { readJsonFile, writePrivateJsonFile } from './private-json-file';
+import { lazySchema } from '../../core/shared/lazy-schema';
 
-const cursorSchema = z.object({ after: z.string().min(1) });
+const cursorSchema = lazySchema(() => z.object({ after: z.string().min(1) }));
 
 /**
  * Raw items are kept as they were written: the registry, not the table, decides whether an item
  * is valid, so a hand-edited bad item reaches the registry's findings as it would from DynamoDB.
  */
-const fileSchema = z.object({
-  format: z.literal('acctops.company-registry'),
-  formatVersion: z.literal(1),
-  items: z.record(z.string(), z.unknown()),
-});
+const fileSchema = lazySchema(() =>
+  z.object({
+    format: z.literal('acctops.company-registry'),
+    formatVersion: z.literal(1),
+    items: z.record(z.string(), z.unknown()),
+  }),
+);
 
 /** Pages in key order after a cursor, as DynamoDB's Scan does (in its own order). */
 function pageOf(items: Record<string, unknown>, request: { cursor: string | null; limit: number }) {

@@ -36,20 +36,23 @@ import {
 } from '../../core/tokens/token-transitions';
 import { parseStoredItem, parseStoredSummary, toRecord } from '../../core/tokens/token-item';
 import { readJsonFile, writePrivateJsonFile } from './private-json-file';
+import { lazySchema } from '../../core/shared/lazy-schema';
 
 const FORMAT = 'acctops.token-store';
 
-const fileSchema = z.object({
-  format: z.literal(FORMAT),
-  formatVersion: z.literal(1),
-  records: z.record(z.string(), z.unknown()),
-});
+const fileSchema = lazySchema(() =>
+  z.object({
+    format: z.literal(FORMAT),
+    formatVersion: z.literal(1),
+    records: z.record(z.string(), z.unknown()),
+  }),
+);
 type TokenFile = z.output<typeof fileSchema>;
 
 /** What the due index holds: only items that carry a valid dueAt, as DynamoDB's sparse index. */
-const dueEntrySchema = z.object({ dueAt: z.int().min(0) });
-const dueCursorSchema = z.object({ after: z.tuple([z.int().min(0), z.string().min(1)]) });
-const listCursorSchema = z.object({ after: z.string().min(1) });
+const dueEntrySchema = lazySchema(() => z.object({ dueAt: z.int().min(0) }));
+const dueCursorSchema = lazySchema(() => z.object({ after: z.tuple([z.int().min(0), z.string().min(1)]) }));
+const listCursorSchema = lazySchema(() => z.object({ after: z.string().min(1) }));
 
 export interface FileTokenStoreOptions {
   /** The JSON file. A missing directory is created with mode 0700; an existing one is left as it is. */

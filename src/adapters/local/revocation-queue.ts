@@ -3,14 +3,17 @@ import * as z from 'zod';
 import { type Revocation, type RevocationQueue, revocationSchema } from '../../core/api-keys';
 import { parseWith } from '../../core/shared/errors';
 import { readJsonFile, writePrivateJsonFile } from './private-json-file';
+import { lazySchema } from '../../core/shared/lazy-schema';
 
 const FORMAT = 'acctops.revocation-queue';
 
-const fileSchema = z.object({
-  format: z.literal(FORMAT),
-  formatVersion: z.literal(1),
-  revocations: z.array(revocationSchema),
-});
+const fileSchema = lazySchema(() =>
+  z.object({
+    format: z.literal(FORMAT),
+    formatVersion: z.literal(1),
+    revocations: z.array(revocationSchema),
+  }),
+);
 type QueueFile = z.output<typeof fileSchema>;
 
 /**

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { uuidSchema } from '../accounting-api';
 import { issuesFromZod, ValidationError } from '../shared/errors';
 import { keyPrefix, registerSecret } from '../shared/redact';
+import { lazySchema } from '../shared/lazy-schema';
 
 /**
  * One secret per company API key (docs/assumptions.md, "Secret formats"). Every version of the
@@ -25,16 +26,18 @@ export interface CompanyKeySecret {
 const SOURCE = 'company API key secret';
 const API_KEY = /^[A-Za-z0-9]+_[\x21-\x7e]+$/;
 
-export const companyKeySecretSchema = z
-  .object({
-    apiKey: z.string().max(4096).regex(API_KEY),
-    apiKeyId: uuidSchema,
-    keyPrefix: z.string().min(1).max(64),
-    companyId: uuidSchema,
-    permissions: z.array(z.string().min(1)).min(1),
-    createdAt: z.iso.datetime({ offset: true }),
-  })
-  .refine((s) => s.keyPrefix === keyPrefix(s.apiKey), { path: ['keyPrefix'], message: 'must be the first characters of apiKey' });
+export const companyKeySecretSchema = lazySchema(() =>
+  z
+    .object({
+      apiKey: z.string().max(4096).regex(API_KEY),
+      apiKeyId: uuidSchema,
+      keyPrefix: z.string().min(1).max(64),
+      companyId: uuidSchema,
+      permissions: z.array(z.string().min(1)).min(1),
+      createdAt: z.iso.datetime({ offset: true }),
+    })
+    .refine((s) => s.keyPrefix === keyPrefix(s.apiKey), { path: ['keyPrefix'], message: 'must be the first characters of apiKey' }),
+);
 
 /**
  * Parses a version of a company key secret. The key is registered with the redactor before

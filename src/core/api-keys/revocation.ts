@@ -6,22 +6,25 @@ import { AcctopsError } from '../shared/errors';
 import { type Logger } from '../shared/logger';
 import { type Metrics } from '../shared/metrics';
 import { type CompanyKeySecret, parseCompanyKeySecret } from './company-key-secret';
+import { lazySchema } from '../shared/lazy-schema';
 
 /**
  * The revocation of an old key, due once the grace period after its replacement's promotion is
  * over. It names the key by id and prefix only: a revocation never carries the key itself.
  */
-export const revocationSchema = z.strictObject({
-  /** The company key secret the key was in (its ARN). */
-  secretId: z.string().min(1).max(2048),
-  companyId: uuidSchema,
-  apiKeyId: uuidSchema,
-  keyPrefix: z.string().min(1).max(64),
-  /** Epoch ms: not before then. */
-  revokeAt: z.number().int().nonnegative(),
-  /** The rotation (ClientRequestToken) that replaced the key. */
-  rotationToken: z.string().min(1).max(64),
-});
+export const revocationSchema = lazySchema(() =>
+  z.strictObject({
+    /** The company key secret the key was in (its ARN). */
+    secretId: z.string().min(1).max(2048),
+    companyId: uuidSchema,
+    apiKeyId: uuidSchema,
+    keyPrefix: z.string().min(1).max(64),
+    /** Epoch ms: not before then. */
+    revokeAt: z.number().int().nonnegative(),
+    /** The rotation (ClientRequestToken) that replaced the key. */
+    rotationToken: z.string().min(1).max(64),
+  }),
+);
 export type Revocation = z.output<typeof revocationSchema>;
 
 /**

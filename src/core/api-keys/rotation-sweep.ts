@@ -11,6 +11,7 @@ import {
   type Finding,
   reportDoctorRun,
 } from './rotation-doctor';
+import { lazySchema } from '../shared/lazy-schema';
 
 /**
  * The rotation doctor at fleet scale (issue 15; docs/fleet-rotation.md). The full check
@@ -47,12 +48,14 @@ export interface RotationCheckIndex {
 }
 
 /** A company the sweep found due, as a queued check carries it (ids and names only). */
-export const queuedCheckSchema = z.object({
-  companyId: z.string().min(1),
-  secretId: z.string().min(1),
-  name: z.string().min(1),
-  reason: z.enum(['in_progress', 'overdue', 'due', 'rotation_disabled']),
-});
+export const queuedCheckSchema = lazySchema(() =>
+  z.object({
+    companyId: z.string().min(1),
+    secretId: z.string().min(1),
+    name: z.string().min(1),
+    reason: z.enum(['in_progress', 'overdue', 'due', 'rotation_disabled']),
+  }),
+);
 export type QueuedCheck = z.output<typeof queuedCheckSchema>;
 
 export interface RotationCheckQueue {

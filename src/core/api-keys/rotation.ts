@@ -14,6 +14,7 @@ import {
   serializeCompanyKeySecret,
 } from './company-key-secret';
 import { type RevocationScheduler } from './revocation';
+import { lazySchema } from '../shared/lazy-schema';
 
 /**
  * Rotation of a company API key through Secrets Manager's four-step protocol (docs/key-rotation.md,
@@ -25,12 +26,14 @@ export const ROTATION_STEPS = ['createSecret', 'setSecret', 'testSecret', 'finis
 export type RotationStep = (typeof ROTATION_STEPS)[number];
 
 /** The event Secrets Manager sends the rotation function. */
-export const rotationEventSchema = z.object({
-  SecretId: z.string().min(1).max(2048),
-  /** The id of the version being rotated in; AWS sends a UUID, the API allows 32 to 64 characters. */
-  ClientRequestToken: z.string().min(32).max(64),
-  Step: z.enum(ROTATION_STEPS),
-});
+export const rotationEventSchema = lazySchema(() =>
+  z.object({
+    SecretId: z.string().min(1).max(2048),
+    /** The id of the version being rotated in; AWS sends a UUID, the API allows 32 to 64 characters. */
+    ClientRequestToken: z.string().min(32).max(64),
+    Step: z.enum(ROTATION_STEPS),
+  }),
+);
 export type RotationEvent = z.output<typeof rotationEventSchema>;
 
 /** Replacement keys are named after their rotation, so that a retried step finds its key. */

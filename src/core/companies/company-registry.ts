@@ -3,6 +3,7 @@ import { REGISTRY_TABLE } from '../../../contract/tables';
 import { FORMATS, type ExportFormat } from '../exports/formats/datasets';
 import { AcctopsError, issuesFromZod, parseWith, ValidationError, type FieldIssue } from '../shared/errors';
 import type { Logger } from '../shared/logger';
+import { lazySchema } from '../shared/lazy-schema';
 
 /**
  * The company registry (issue 15, docs/fleet.md): the companies a stage
@@ -22,25 +23,27 @@ export const ROTATION_DAYS = { min: 1, max: 1000 } as const;
 export const DEFAULT_REGISTRY_PAGE = 500;
 export const MAX_REGISTRY_PAGE = 1000;
 
-export const companyIdSchema = z.string().regex(UUID, 'expected a lower-case UUID');
+export const companyIdSchema = lazySchema(() => z.string().regex(UUID, 'expected a lower-case UUID'));
 
 /**
  * One registry item. Unknown attributes are tolerated (a newer version may add some); `companyId`
  * must already be lower case, since it is the table's key and two spellings would be two items.
  */
-export const registeredCompanySchema = z.object({
-  companyId: companyIdSchema,
-  formats: z.array(z.enum(FORMATS)).min(1).max(FORMATS.length),
-  /** Days between automatic key rotations; absent: the stage's `apiKeys.rotationDays`. */
-  rotationDays: z.int().min(ROTATION_DAYS.min).max(ROTATION_DAYS.max).optional(),
-  /** Absent on an item the stack seeded from the stage config (a deploy knows no time to write). */
-  addedAt: z.iso.datetime({ offset: true }).optional(),
-  /** Set by `companies remove`: exports and rotation stop; the item stays as the record of it. */
-  removedAt: z.iso.datetime({ offset: true }).optional(),
-  updatedAt: z.iso.datetime({ offset: true }).optional(),
-  /** `stage-config`: written once by the stack from cdk.json `companies` (lib/constructs/company-registry.ts). */
-  seededFrom: z.literal('stage-config').optional(),
-});
+export const registeredCompanySchema = lazySchema(() =>
+  z.object({
+    companyId: companyIdSchema,
+    formats: z.array(z.enum(FORMATS)).min(1).max(FORMATS.length),
+    /** Days between automatic key rotations; absent: the stage's `apiKeys.rotationDays`. */
+    rotationDays: z.int().min(ROTATION_DAYS.min).max(ROTATION_DAYS.max).optional(),
+    /** Absent on an item the stack seeded from the stage config (a deploy knows no time to write). */
+    addedAt: z.iso.datetime({ offset: true }).optional(),
+    /** Set by `companies remove`: exports and rotation stop; the item stays as the record of it. */
+    removedAt: z.iso.datetime({ offset: true }).optional(),
+    updatedAt: z.iso.datetime({ offset: true }).optional(),
+    /** `stage-config`: written once by the stack from cdk.json `companies` (lib/constructs/company-registry.ts). */
+    seededFrom: z.literal('stage-config').optional(),
+  }),
+);
 export type RegisteredCompany = z.output<typeof registeredCompanySchema>;
 
 /** An item the registry skipped; what `acctops doctor` and the planner's log report. */
@@ -100,14 +103,16 @@ export interface CompanyRegistryOptions {
   logger?: Logger;
 }
 
-const addInputSchema = z.strictObject({
-  companyId: z
-    .string()
-    .transform((s) => s.toLowerCase())
-    .pipe(companyIdSchema),
-  formats: z.array(z.enum(FORMATS)).min(1).max(FORMATS.length).optional(),
-  rotationDays: z.int().min(ROTATION_DAYS.min).max(ROTATION_DAYS.max).optional(),
-});
+const addInputSchema = lazySchema(() =>
+  z.strictObject({
+    companyId: z
+      .string()
+      .transform((s) => s.toLowerCase())
+      .pipe(companyIdSchema),
+    formats: z.array(z.enum(FORMATS)).min(1).max(FORMATS.length).optional(),
+    rotationDays: z.int().min(ROTATION_DAYS.min).max(ROTATION_DAYS.max).optional(),
+  }),
+);
 
 export class CompanyRegistry {
   private readonly defaultFormats: ExportFormat[];

@@ -3,6 +3,7 @@ import type { SecretStore } from '../ports/secrets';
 import { CachedSecret, type CachedSecretOptions } from '../shared/cached-secret';
 import { issuesFromZod, ValidationError } from '../shared/errors';
 import { registerSecret } from '../shared/redact';
+import { lazySchema } from '../shared/lazy-schema';
 
 export interface InstitutionCredential {
   institutionId: string;
@@ -16,10 +17,12 @@ const SOURCE = 'institution credential secret';
 const INSTITUTION_ID = /^[\x21-\x39\x3b-\x7e]+$/;
 const SECRET_KEY = /^[\x21-\x7e]+$/;
 
-const schema = z.object({
-  institutionId: z.string().min(1).max(256).regex(INSTITUTION_ID),
-  secretKey: z.string().min(1).max(4096).regex(SECRET_KEY),
-});
+const schema = lazySchema(() =>
+  z.object({
+    institutionId: z.string().min(1).max(256).regex(INSTITUTION_ID),
+    secretKey: z.string().min(1).max(4096).regex(SECRET_KEY),
+  }),
+);
 
 const FORMAT_HINT: Record<string, string> = {
   institutionId: 'must be printable ASCII without spaces or ":"',

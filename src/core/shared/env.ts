@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { ConfigError, issuesFromZod } from './errors';
+import { lazySchema } from './lazy-schema';
 
 /**
  * Reads and validates environment variables once, at module load of a handler, so that a
@@ -37,7 +38,7 @@ export function envMs(value: number | undefined, unitMs = 1000): number | undefi
 }
 
 /** Common env var shapes. */
-export const envString = z.string().trim().min(1);
-export const envArn = z.string().regex(/^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:\d{12}:.+/, 'expected an ARN');
-export const envUrl = z.url({ protocol: /^https?$/ });
+export const envString = lazySchema(() => z.string().trim().min(1));
+export const envArn = lazySchema(() => z.string().regex(/^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:\d{12}:.+/, 'expected an ARN'));
+export const envUrl = lazySchema(() => z.url({ protocol: /^https?$/ }));
 export const envInt = (min: number, max: number) => z.coerce.number().int().min(min).max(max);

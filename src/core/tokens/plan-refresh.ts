@@ -6,6 +6,7 @@ import type { Logger } from '../shared/logger';
 import type { Metrics } from '../shared/metrics';
 import { refreshRequestOf, type RefreshQueue } from './refresh-queue';
 import { MAX_PAGE_SIZE, type TokenStore } from './token-store';
+import { lazySchema } from '../shared/lazy-schema';
 
 export interface PlanRefreshDeps {
   /** Only the due index: the planner never reads a record, so it never sees a token. */
@@ -16,12 +17,14 @@ export interface PlanRefreshDeps {
   metrics: Metrics;
 }
 
-const optionsSchema = z.object({
-  marginMs: z.int().min(0),
-  pageSize: z.int().min(1).max(MAX_PAGE_SIZE).default(MAX_PAGE_SIZE),
-  /** No page is started after this instant (epoch ms): the invocation's time budget. */
-  deadline: z.int().min(0).optional(),
-});
+const optionsSchema = lazySchema(() =>
+  z.object({
+    marginMs: z.int().min(0),
+    pageSize: z.int().min(1).max(MAX_PAGE_SIZE).default(MAX_PAGE_SIZE),
+    /** No page is started after this instant (epoch ms): the invocation's time budget. */
+    deadline: z.int().min(0).optional(),
+  }),
+);
 export type PlanRefreshOptions = z.input<typeof optionsSchema>;
 
 export interface PlanReport {

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { ValidationError, parseWith } from '../shared/errors';
 import type { DueToken } from './token-store';
+import { lazySchema } from '../shared/lazy-schema';
 
 /**
  * Between the planner and the workers: one message per due user. SQS in AWS, memory locally.
@@ -12,11 +13,13 @@ export interface RefreshQueue {
   enqueue(requests: readonly RefreshRequest[]): Promise<void>;
 }
 
-export const refreshRequestSchema = z.strictObject({
-  externalId: z.guid(),
-  /** The record's refresh deadline when planned (epoch ms): for logs and lag metrics only. */
-  dueAt: z.int().min(0),
-});
+export const refreshRequestSchema = lazySchema(() =>
+  z.strictObject({
+    externalId: z.guid(),
+    /** The record's refresh deadline when planned (epoch ms): for logs and lag metrics only. */
+    dueAt: z.int().min(0),
+  }),
+);
 export type RefreshRequest = z.output<typeof refreshRequestSchema>;
 
 export function refreshRequestOf(due: DueToken): RefreshRequest {

@@ -1,6 +1,7 @@
 import type * as z from 'zod';
 import { parseWith } from '../shared/errors';
 import { storedTokenItemSchema, type StoredTokenItem, type TokenRecord, type TokenSummary } from './token-store';
+import { lazySchema } from '../shared/lazy-schema';
 
 /*
  * Reading a stored item, apart from the store's transitions (token-transitions.ts): a reader that
@@ -16,7 +17,7 @@ export function parseStoredItem(raw: unknown, externalId: string): StoredTokenIt
   return parseWith(storedTokenItemSchema, raw, `token record ${externalId}`);
 }
 
-const storedSummarySchema = storedTokenItemSchema.omit({ accessToken: true, refreshToken: true });
+const storedSummarySchema = lazySchema(() => storedTokenItemSchema.omit({ accessToken: true, refreshToken: true }));
 
 /** Validates a stored item read without its tokens (a listing). */
 export function parseStoredSummary(raw: unknown, externalId: string): TokenSummary {

@@ -21,6 +21,7 @@ import {
   type TokenStatus,
   type TokenStore,
 } from './token-store';
+import { lazySchema } from '../shared/lazy-schema';
 
 /** The institution operations the use cases call; `client.institution` of an AccountingClient. */
 export type InstitutionApi = Pick<
@@ -30,29 +31,31 @@ export type InstitutionApi = Pick<
 
 const MINUTE = 60_000;
 
-const settingsSchema = z.object({
-  /** Refresh this long before the deadline (access-token expiry or keep-alive). */
-  marginMs: z
-    .int()
-    .min(0)
-    .default(15 * MINUTE),
-  /** Used when a response gives neither a JWT `exp` nor `expiresIn` (spec §5.2: "usually 30 minutes"). */
-  accessTokenLifetimeMs: z
-    .int()
-    .positive()
-    .default(30 * MINUTE),
-  /**
-   * How long a lease protects a user. Longer than the longest a holder can take (the worker's
-   * invocation timeout): otherwise a second worker could take the lease from a live holder and
-   * refresh with a token the first is rotating.
-   */
-  leaseMs: z
-    .int()
-    .positive()
-    .default(3 * MINUTE),
-  /** Users refreshed at once inside one batch: with the number of workers, the cap on requests in flight. */
-  concurrency: z.int().min(1).max(100).default(10),
-});
+const settingsSchema = lazySchema(() =>
+  z.object({
+    /** Refresh this long before the deadline (access-token expiry or keep-alive). */
+    marginMs: z
+      .int()
+      .min(0)
+      .default(15 * MINUTE),
+    /** Used when a response gives neither a JWT `exp` nor `expiresIn` (spec §5.2: "usually 30 minutes"). */
+    accessTokenLifetimeMs: z
+      .int()
+      .positive()
+      .default(30 * MINUTE),
+    /**
+     * How long a lease protects a user. Longer than the longest a holder can take (the worker's
+     * invocation timeout): otherwise a second worker could take the lease from a live holder and
+     * refresh with a token the first is rotating.
+     */
+    leaseMs: z
+      .int()
+      .positive()
+      .default(3 * MINUTE),
+    /** Users refreshed at once inside one batch: with the number of workers, the cap on requests in flight. */
+    concurrency: z.int().min(1).max(100).default(10),
+  }),
+);
 export type TokenLifecycleSettings = z.output<typeof settingsSchema>;
 
 export interface TokenLifecycleDeps {
@@ -75,11 +78,13 @@ export interface TokenLifecycleDeps {
   ownerPrefix?: string;
 }
 
-const userSchema = z.strictObject({
-  externalId: z.guid(),
-  username: z.string().trim().min(1).max(512),
-  email: z.email().max(512),
-});
+const userSchema = lazySchema(() =>
+  z.strictObject({
+    externalId: z.guid(),
+    username: z.string().trim().min(1).max(512),
+    email: z.email().max(512),
+  }),
+);
 export type OnboardInput = z.input<typeof userSchema>;
 
 /**

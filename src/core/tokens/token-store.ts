@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { AcctopsError } from '../shared/errors';
+import { lazySchema } from '../shared/lazy-schema';
 
 /**
  * The user-token store: one record per institution user, keyed by the service's `external_id`.
@@ -173,31 +174,33 @@ export function isDue(token: Pick<TokenRecord, 'status' | 'accessTokenExpiresAt'
   return token.status === 'active' && refreshDeadline(token) - marginMs <= now;
 }
 
-const epochMs = z.int().min(0);
+const epochMs = lazySchema(() => z.int().min(0));
 
 /**
  * The stored shape, shared by both adapters. Absent attributes stand for "none" (DynamoDB has no
  * use for nulls), and `dueAt` exists only while the record is active: that makes the due index
  * sparse, so revoked and needs_attention records are not in it and are never refreshed.
  */
-export const storedTokenItemSchema = z.object({
-  externalId: z.guid(),
-  username: z.string().min(1),
-  email: z.string().min(1),
-  accessToken: z.string().min(1),
-  refreshToken: z.string().min(1),
-  accessTokenExpiresAt: epochMs,
-  refreshedAt: epochMs,
-  version: z.int().min(1),
-  status: z.enum(TOKEN_STATUSES),
-  consecutiveFailures: z.int().min(0),
-  lastErrorClass: z.string().min(1).optional(),
-  leaseOwner: z.string().min(1).optional(),
-  leaseUntil: epochMs.optional(),
-  dueAt: epochMs.optional(),
-  createdAt: epochMs,
-  updatedAt: epochMs,
-});
+export const storedTokenItemSchema = lazySchema(() =>
+  z.object({
+    externalId: z.guid(),
+    username: z.string().min(1),
+    email: z.string().min(1),
+    accessToken: z.string().min(1),
+    refreshToken: z.string().min(1),
+    accessTokenExpiresAt: epochMs,
+    refreshedAt: epochMs,
+    version: z.int().min(1),
+    status: z.enum(TOKEN_STATUSES),
+    consecutiveFailures: z.int().min(0),
+    lastErrorClass: z.string().min(1).optional(),
+    leaseOwner: z.string().min(1).optional(),
+    leaseUntil: epochMs.optional(),
+    dueAt: epochMs.optional(),
+    createdAt: epochMs,
+    updatedAt: epochMs,
+  }),
+);
 export type StoredTokenItem = z.output<typeof storedTokenItemSchema>;
 
 /** Base of the store's own errors. */

@@ -12,6 +12,7 @@ import {
   type StoredTokenItem,
   type WriteGuard,
 } from './token-store';
+import { lazySchema } from '../shared/lazy-schema';
 
 /**
  * The store's semantics, written once as data so that both adapters apply the same rules: each
@@ -42,32 +43,38 @@ export type ConditionFailure = 'exists' | 'not_found' | 'lease_held' | 'lease_no
 
 const LEASE_ATTRIBUTES: RemovableAttribute[] = ['leaseOwner', 'leaseUntil'];
 
-const epochMs = z.int().min(0);
-const token = z.string().min(1).max(8192);
-const owner = z.string().min(1).max(256);
+const epochMs = lazySchema(() => z.int().min(0));
+const token = lazySchema(() => z.string().min(1).max(8192));
+const owner = lazySchema(() => z.string().min(1).max(256));
 /** A class name, not a message: a message could quote a token. */
 const ERROR_CLASS = /^[A-Za-z][A-Za-z0-9_.:-]{0,127}$/;
 
-const newTokenSchema = z.object({
-  externalId: z.guid(),
-  username: z.string().min(1).max(512),
-  email: z.string().min(1).max(512),
-  accessToken: token,
-  refreshToken: token,
-  accessTokenExpiresAt: epochMs,
-});
-const issuedTokensSchema = z.object({ accessToken: token, refreshToken: token, accessTokenExpiresAt: epochMs });
-const statusChangeSchema = z.discriminatedUnion('status', [
-  z.object({ status: z.literal('needs_attention'), errorClass: z.string() }),
-  z.object({ status: z.literal('revoked') }),
-]);
-const guardSchema = z.object({ expectedVersion: z.int().min(1), owner, now: epochMs });
-const leaseSchema = z.object({ owner, leaseUntil: epochMs, now: epochMs });
-const pageRequestSchema = z.object({
-  limit: z.int().min(1).max(MAX_PAGE_SIZE),
-  cursor: z.string().min(1).max(16384).nullish(),
-});
-const dueQuerySchema = pageRequestSchema.extend({ now: epochMs, marginMs: z.int().min(0) });
+const newTokenSchema = lazySchema(() =>
+  z.object({
+    externalId: z.guid(),
+    username: z.string().min(1).max(512),
+    email: z.string().min(1).max(512),
+    accessToken: token,
+    refreshToken: token,
+    accessTokenExpiresAt: epochMs,
+  }),
+);
+const issuedTokensSchema = lazySchema(() => z.object({ accessToken: token, refreshToken: token, accessTokenExpiresAt: epochMs }));
+const statusChangeSchema = lazySchema(() =>
+  z.discriminatedUnion('status', [
+    z.object({ status: z.literal('needs_attention'), errorClass: z.string() }),
+    z.object({ status: z.literal('revoked') }),
+  ]),
+);
+const guardSchema = lazySchema(() => z.object({ expectedVersion: z.int().min(1), owner, now: epochMs }));
+const leaseSchema = lazySchema(() => z.object({ owner, leaseUntil: epochMs, now: epochMs }));
+const pageRequestSchema = lazySchema(() =>
+  z.object({
+    limit: z.int().min(1).max(MAX_PAGE_SIZE),
+    cursor: z.string().min(1).max(16384).nullish(),
+  }),
+);
+const dueQuerySchema = lazySchema(() => pageRequestSchema.extend({ now: epochMs, marginMs: z.int().min(0) }));
 
 export function newItem(input: NewToken, now: number): StoredTokenItem {
   const fields = parseWith(newTokenSchema, input, 'new token record');

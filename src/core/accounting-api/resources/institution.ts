@@ -19,8 +19,9 @@ import {
   tokenReplySchema,
   verificationReasonSchema,
 } from '../schemas';
+import { lazySchema } from '../../shared/lazy-schema';
 
-const tokenSchema = z.string().min(1);
+const tokenSchema = lazySchema(() => z.string().min(1));
 
 /** A refresh's pair, and whether the service rotated the refresh token. */
 export type RefreshedPair = TokenPair & { refreshTokenRotated: boolean };

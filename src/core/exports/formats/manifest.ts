@@ -3,6 +3,7 @@ import { issuesFromZod } from '../../shared/errors';
 import { ManifestError } from './period-errors';
 import type { ObjectStore } from './object-store';
 import { DATASETS, FORMATS } from './datasets';
+import { lazySchema } from '../../shared/lazy-schema';
 
 /**
  * `_manifest.json`: the description and the commit point of a period. A period is complete exactly
@@ -13,66 +14,76 @@ import { DATASETS, FORMATS } from './datasets';
  */
 export const MANIFEST_SCHEMA_VERSION = 1;
 
-const sha256 = z.string().regex(/^[0-9a-f]{64}$/);
-const minorUnits = z.string().regex(/^-?\d+$/);
-const dataset = z.enum(DATASETS);
+const sha256 = lazySchema(() => z.string().regex(/^[0-9a-f]{64}$/));
+const minorUnits = lazySchema(() => z.string().regex(/^-?\d+$/));
+const dataset = lazySchema(() => z.enum(DATASETS));
 
-const totalSchema = z.object({
-  currency: z.string(),
-  cashflowType: z.string().nullable(),
-  records: z.number().int().nonnegative(),
-  /** Exact decimal with the currency's fraction digits (`-49.99` EUR, `500` JPY, `1.250` KWD). */
-  amount: z.string().regex(/^-?\d+(\.\d+)?$/),
-  amountMinor: minorUnits,
-});
-
-const datasetSchema = z.object({
-  /** The run that wrote this dataset (an earlier one when the dataset was carried over). */
-  runId: z.string(),
-  generatedAt: z.string(),
-  records: z.number().int().nonnegative(),
-  totals: z.array(totalSchema),
-});
-
-const objectSchema = z.object({
-  key: z.string(),
-  dataset,
-  format: z.enum(FORMATS),
-  contentType: z.string(),
-  records: z.number().int().nonnegative(),
-  bytes: z.number().int().nonnegative(),
-  sha256,
-});
-
-const symlinkSchema = z.object({
-  key: z.string(),
-  dataset,
-  bytes: z.number().int().nonnegative(),
-  sha256,
-  /** Keys of the Parquet objects it lists (empty when the dataset has no Parquet). */
-  targets: z.array(z.string()),
-});
-
-export const manifestSchema = z.object({
-  schemaVersion: z.literal(MANIFEST_SCHEMA_VERSION),
-  company: z.string(),
-  period: z.string(),
-  runId: z.string(),
-  generatedAt: z.string(),
-  tool: z.object({ name: z.string(), version: z.string() }),
-  source: z.object({
-    baseUrl: z.string(),
-    query: z.object({ dateFrom: z.string(), dateTo: z.string() }),
-    /**
-     * A month exported in parts (docs/fleet-exports.md): each part's transaction query, in order.
-     * Absent for a month exported whole. Additive and optional, so schema version 1 still holds.
-     */
-    parts: z.array(z.object({ dateFrom: z.string(), dateTo: z.string(), records: z.number().int().nonnegative() })).optional(),
+const totalSchema = lazySchema(() =>
+  z.object({
+    currency: z.string(),
+    cashflowType: z.string().nullable(),
+    records: z.number().int().nonnegative(),
+    /** Exact decimal with the currency's fraction digits (`-49.99` EUR, `500` JPY, `1.250` KWD). */
+    amount: z.string().regex(/^-?\d+(\.\d+)?$/),
+    amountMinor: minorUnits,
   }),
-  datasets: z.partialRecord(dataset, datasetSchema),
-  objects: z.array(objectSchema),
-  symlinks: z.array(symlinkSchema),
-});
+);
+
+const datasetSchema = lazySchema(() =>
+  z.object({
+    /** The run that wrote this dataset (an earlier one when the dataset was carried over). */
+    runId: z.string(),
+    generatedAt: z.string(),
+    records: z.number().int().nonnegative(),
+    totals: z.array(totalSchema),
+  }),
+);
+
+const objectSchema = lazySchema(() =>
+  z.object({
+    key: z.string(),
+    dataset,
+    format: z.enum(FORMATS),
+    contentType: z.string(),
+    records: z.number().int().nonnegative(),
+    bytes: z.number().int().nonnegative(),
+    sha256,
+  }),
+);
+
+const symlinkSchema = lazySchema(() =>
+  z.object({
+    key: z.string(),
+    dataset,
+    bytes: z.number().int().nonnegative(),
+    sha256,
+    /** Keys of the Parquet objects it lists (empty when the dataset has no Parquet). */
+    targets: z.array(z.string()),
+  }),
+);
+
+export const manifestSchema = lazySchema(() =>
+  z.object({
+    schemaVersion: z.literal(MANIFEST_SCHEMA_VERSION),
+    company: z.string(),
+    period: z.string(),
+    runId: z.string(),
+    generatedAt: z.string(),
+    tool: z.object({ name: z.string(), version: z.string() }),
+    source: z.object({
+      baseUrl: z.string(),
+      query: z.object({ dateFrom: z.string(), dateTo: z.string() }),
+      /**
+       * A month exported in parts (docs/fleet-exports.md): each part's transaction query, in order.
+       * Absent for a month exported whole. Additive and optional, so schema version 1 still holds.
+       */
+      parts: z.array(z.object({ dateFrom: z.string(), dateTo: z.string(), records: z.number().int().nonnegative() })).optional(),
+    }),
+    datasets: z.partialRecord(dataset, datasetSchema),
+    objects: z.array(objectSchema),
+    symlinks: z.array(symlinkSchema),
+  }),
+);
 
 export type Manifest = z.infer<typeof manifestSchema>;
 export type ManifestDataset = z.infer<typeof datasetSchema>;

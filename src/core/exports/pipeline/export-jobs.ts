@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import { parseWith, ValidationError } from '../../shared/errors';
 import { DATASETS, FORMATS, type DatasetName, type ExportFormat } from '../formats/datasets';
+import { lazySchema } from '../../shared/lazy-schema';
 
 /**
  * The export queue's messages (docs/exports.md, "The pipeline"). Two kinds:
@@ -14,43 +15,49 @@ import { DATASETS, FORMATS, type DatasetName, type ExportFormat } from '../forma
  * when it runs (the company's key secret, or the user's token from the token store).
  */
 
-const uuid = z.guid().transform((id) => id.toLowerCase());
-const month = z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month as YYYY-MM');
+const uuid = lazySchema(() => z.guid().transform((id) => id.toLowerCase()));
+const month = lazySchema(() => z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month as YYYY-MM'));
 /** Identifiers that become part of a deduplication id: plain tokens, bounded. */
-const token = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, 'expected 1-128 letters, digits or . _ : -');
+const token = lazySchema(() => z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, 'expected 1-128 letters, digits or . _ : -'));
 
-export const datasetsSchema = z.array(z.enum(DATASETS)).min(1).max(DATASETS.length);
-export const formatsSchema = z.array(z.enum(FORMATS)).min(1).max(FORMATS.length);
+export const datasetsSchema = lazySchema(() => z.array(z.enum(DATASETS)).min(1).max(DATASETS.length));
+export const formatsSchema = lazySchema(() => z.array(z.enum(FORMATS)).min(1).max(FORMATS.length));
 
 /** How an export reaches the company: the company's own API key, or an institution user's token. */
-export const exportSourceSchema = z.discriminatedUnion('kind', [
-  z.strictObject({ kind: z.literal('apiKey') }),
-  z.strictObject({ kind: z.literal('user'), externalId: uuid }),
-]);
+export const exportSourceSchema = lazySchema(() =>
+  z.discriminatedUnion('kind', [
+    z.strictObject({ kind: z.literal('apiKey') }),
+    z.strictObject({ kind: z.literal('user'), externalId: uuid }),
+  ]),
+);
 export type ExportSource = z.output<typeof exportSourceSchema>;
 
 /** Why an export runs: the monthly schedule (`runId` names the run) or a request (event or webhook). */
-export const exportTriggerSchema = z.discriminatedUnion('kind', [
-  z.strictObject({ kind: z.literal('monthly'), runId: token }),
-  z.strictObject({ kind: z.literal('on_demand'), requestId: token, via: z.enum(['event', 'webhook', 'cli']) }),
-]);
+export const exportTriggerSchema = lazySchema(() =>
+  z.discriminatedUnion('kind', [
+    z.strictObject({ kind: z.literal('monthly'), runId: token }),
+    z.strictObject({ kind: z.literal('on_demand'), requestId: token, via: z.enum(['event', 'webhook', 'cli']) }),
+  ]),
+);
 export type ExportTrigger = z.output<typeof exportTriggerSchema>;
 
-export const exportJobSchema = z.strictObject({
-  type: z.literal('export'),
-  companyId: uuid,
-  period: month,
-  /** Default: every dataset. */
-  datasets: datasetsSchema.optional(),
-  formats: formatsSchema,
-  source: exportSourceSchema,
-  trigger: exportTriggerSchema,
-  /** Allow fewer formats than the period's current export has (`acctops export --replace-formats`). */
-  replaceFormats: z.boolean().optional(),
-});
+export const exportJobSchema = lazySchema(() =>
+  z.strictObject({
+    type: z.literal('export'),
+    companyId: uuid,
+    period: month,
+    /** Default: every dataset. */
+    datasets: datasetsSchema.optional(),
+    formats: formatsSchema,
+    source: exportSourceSchema,
+    trigger: exportTriggerSchema,
+    /** Allow fewer formats than the period's current export has (`acctops export --replace-formats`). */
+    replaceFormats: z.boolean().optional(),
+  }),
+);
 export type ExportJob = z.output<typeof exportJobSchema>;
 
-const day = z.iso.date();
+const day = lazySchema(() => z.iso.date());
 
 /**
  * One part of a month too large for one invocation (docs/fleet-exports.md): the transactions of
@@ -58,32 +65,41 @@ const day = z.iso.date();
  * split's run. Part 0 also writes the month's other datasets. The split's ledger item holds what
  * the parts need in common; the message repeats it so a part runs from its message alone.
  */
-export const exportPartJobSchema = z.strictObject({
-  type: z.literal('export_part'),
-  companyId: uuid,
-  period: month,
-  splitId: token,
-  /** The run id of every part's files (one staging folder, `run=<runId>/part-0000N.<ext>`). */
-  runId: token,
-  part: z.strictObject({ index: z.number().int().min(0).max(9999), count: z.number().int().min(2).max(10000), dateFrom: day, dateTo: day }),
-  datasets: datasetsSchema.optional(),
-  formats: formatsSchema,
-  source: exportSourceSchema,
-  trigger: exportTriggerSchema,
-});
+export const exportPartJobSchema = lazySchema(() =>
+  z.strictObject({
+    type: z.literal('export_part'),
+    companyId: uuid,
+    period: month,
+    splitId: token,
+    /** The run id of every part's files (one staging folder, `run=<runId>/part-0000N.<ext>`). */
+    runId: token,
+    part: z.strictObject({
+      index: z.number().int().min(0).max(9999),
+      count: z.number().int().min(2).max(10000),
+      dateFrom: day,
+      dateTo: day,
+    }),
+    datasets: datasetsSchema.optional(),
+    formats: formatsSchema,
+    source: exportSourceSchema,
+    trigger: exportTriggerSchema,
+  }),
+);
 export type ExportPartJob = z.output<typeof exportPartJobSchema>;
 
-export const discoverJobSchema = z.strictObject({
-  type: z.literal('discover'),
-  externalId: uuid,
-  period: month,
-  datasets: datasetsSchema.optional(),
-  formats: formatsSchema,
-  trigger: z.strictObject({ kind: z.literal('monthly'), runId: token }),
-});
+export const discoverJobSchema = lazySchema(() =>
+  z.strictObject({
+    type: z.literal('discover'),
+    externalId: uuid,
+    period: month,
+    datasets: datasetsSchema.optional(),
+    formats: formatsSchema,
+    trigger: z.strictObject({ kind: z.literal('monthly'), runId: token }),
+  }),
+);
 export type DiscoverJob = z.output<typeof discoverJobSchema>;
 
-export const queuedJobSchema = z.discriminatedUnion('type', [exportJobSchema, discoverJobSchema, exportPartJobSchema]);
+export const queuedJobSchema = lazySchema(() => z.discriminatedUnion('type', [exportJobSchema, discoverJobSchema, exportPartJobSchema]));
 export type QueuedJob = ExportJob | DiscoverJob | ExportPartJob;
 
 /**

@@ -1,15 +1,16 @@
 import * as z from 'zod';
 import { datasetsSchema, defaultFormats, formatsSchema, type ExportJob, type ExportTrigger } from './export-jobs';
 import { parsePeriod, periodOf, type Period } from '../formats/period';
+import { lazySchema } from '../../shared/lazy-schema';
 
 /** A request covers at most this many months (three years): a bigger backfill is several requests. */
 export const MAX_MONTHS_PER_REQUEST = 36;
 
-const uuid = z.guid().transform((id) => id.toLowerCase());
+const uuid = lazySchema(() => z.guid().transform((id) => id.toLowerCase()));
 const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
-const month = z.string().regex(MONTH, 'expected a month as YYYY-MM');
+const month = lazySchema(() => z.string().regex(MONTH, 'expected a month as YYYY-MM'));
 /** A month, or a day of it: a range is widened to the whole months it touches. */
-const monthOrDay = z.union([month, z.iso.date()], { error: 'expected YYYY-MM or YYYY-MM-DD' });
+const monthOrDay = lazySchema(() => z.union([month, z.iso.date()], { error: 'expected YYYY-MM or YYYY-MM-DD' }));
 
 const requestFields = {
   companyId: uuid,
@@ -50,27 +51,31 @@ function checkRange(request: { period?: string; from?: string; to?: string }, ct
  * institution user's token (the company must be one of the user's); without it the company's own
  * API key is used.
  */
-export const exportRequestedSchema = z
-  .strictObject({
-    ...requestFields,
-    userExternalId: uuid.optional(),
-    /** Allow fewer formats than the period's current export has (`acctops export --replace-formats` in AWS mode). */
-    replaceFormats: z.boolean().optional(),
-  })
-  .superRefine(checkRange);
+export const exportRequestedSchema = lazySchema(() =>
+  z
+    .strictObject({
+      ...requestFields,
+      userExternalId: uuid.optional(),
+      /** Allow fewer formats than the period's current export has (`acctops export --replace-formats` in AWS mode). */
+      replaceFormats: z.boolean().optional(),
+    })
+    .superRefine(checkRange),
+);
 export type ExportRequested = z.output<typeof exportRequestedSchema>;
 
 /**
  * The webhook's body: the same request plus the sender's event `id` (signed with the body, so a
  * replay cannot swap it). A webhook can only use the company's own API key.
  */
-export const webhookExportRequestSchema = z
-  .strictObject({
-    id: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, 'expected 1-128 letters, digits or . _ : -'),
-    type: z.literal('ExportRequested').optional(),
-    ...requestFields,
-  })
-  .superRefine(checkRange);
+export const webhookExportRequestSchema = lazySchema(() =>
+  z
+    .strictObject({
+      id: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, 'expected 1-128 letters, digits or . _ : -'),
+      type: z.literal('ExportRequested').optional(),
+      ...requestFields,
+    })
+    .superRefine(checkRange),
+);
 export type WebhookExportRequest = z.output<typeof webhookExportRequestSchema>;
 
 /** The months of a request, oldest first. */

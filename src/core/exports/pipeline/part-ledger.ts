@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { DATASETS, FORMATS, type DatasetName } from '../formats/datasets';
 import type { AmountTotal } from '../formats/totals';
 import type { ManifestObject } from '../formats/manifest';
+import { lazySchema } from '../../shared/lazy-schema';
 
 /**
  * The ledger of months exported in parts (docs/fleet-exports.md). A split records its parts
@@ -46,32 +47,38 @@ export interface PartResult {
   datasets: Partial<Record<DatasetName, StagedDataset>>;
 }
 
-const totalSchema = z.object({
-  currency: z.string(),
-  cashflowType: z.string().nullable(),
-  records: z.number().int().nonnegative(),
-  amount: z.string(),
-  amountMinor: z.string().regex(/^-?\d+$/),
-});
+const totalSchema = lazySchema(() =>
+  z.object({
+    currency: z.string(),
+    cashflowType: z.string().nullable(),
+    records: z.number().int().nonnegative(),
+    amount: z.string(),
+    amountMinor: z.string().regex(/^-?\d+$/),
+  }),
+);
 
-const objectSchema = z.object({
-  key: z.string(),
-  dataset: z.enum(DATASETS),
-  format: z.enum(FORMATS),
-  contentType: z.string(),
-  records: z.number().int().nonnegative(),
-  bytes: z.number().int().nonnegative(),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/),
-});
+const objectSchema = lazySchema(() =>
+  z.object({
+    key: z.string(),
+    dataset: z.enum(DATASETS),
+    format: z.enum(FORMATS),
+    contentType: z.string(),
+    records: z.number().int().nonnegative(),
+    bytes: z.number().int().nonnegative(),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  }),
+);
 
 /** A part's result as the ledger stores it; read back through this schema (a bad item is a ValidationError naming the field). */
-export const partResultSchema = z.object({
-  index: z.number().int().nonnegative(),
-  datasets: z.partialRecord(
-    z.enum(DATASETS),
-    z.object({ records: z.number().int().nonnegative(), totals: z.array(totalSchema), objects: z.array(objectSchema) }),
-  ),
-});
+export const partResultSchema = lazySchema(() =>
+  z.object({
+    index: z.number().int().nonnegative(),
+    datasets: z.partialRecord(
+      z.enum(DATASETS),
+      z.object({ records: z.number().int().nonnegative(), totals: z.array(totalSchema), objects: z.array(objectSchema) }),
+    ),
+  }),
+);
 
 export interface PartLedger {
   /** Records a split; on a repeat (`created: false`) the stored split is returned unchanged. */
