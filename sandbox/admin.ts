@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { SandboxApiError, fromZod, invalidRequest, notFound } from './errors';
 import { faultRuleSchema, type FaultRegistry, type FaultRule, type FaultRuleState } from './faults';
 import type { RateLimiter } from './rate-limit';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Faults injected on demand, per route and per count. A rule counts the requests that match its

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { systemClock, type Clock } from '../src/core/shared/clock';
 import { parseWith } from '../src/core/shared/errors';
 import { silentLogger, type Logger } from '../src/core/shared/logger';

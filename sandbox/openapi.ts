@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { stringify } from 'yaml';
 import { routes, type RouteDef } from './routes';
 import { wireRegistry } from './schemas';

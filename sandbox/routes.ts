@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { z } from 'zod';
+import * as z from 'zod';
 import { actingCompany, authenticateBearer, checkBodyCompany, labelOf, permissionsOf, requirePermission, type Principal } from './auth';
 import { TOKEN_NOT_VALID, minimalCompanyView, minimalTaxReportView, type Dialect } from './dialect';
 import { SandboxApiError, authError, fromZod, invalidGrant, notFound, permissionDenied } from './errors';

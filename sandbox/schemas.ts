@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The wire format the sandbox serves: every request body it accepts and every response body it

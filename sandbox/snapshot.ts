@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The sandbox's state as JSON, so that a sandbox can stop and start again where it was: the CLI's

@@ -1,5 +1,5 @@
 import { mkdir, rename, stat } from 'node:fs/promises';
-import { z } from 'zod';
+import * as z from 'zod';
 import { AwsSecretProvisioner } from '../../src/adapters/aws/secret-provisioner';
 import { AwsSecretStore } from '../../src/adapters/aws/secrets-manager';
 import { DirObjectStore } from '../../src/adapters/local/dir-object-store';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Typed stage settings. `cdk.json` holds one entry per stage under the context key `stages`; the

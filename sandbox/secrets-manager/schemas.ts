@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { issuesFromZod } from '../../src/core/shared/errors';
 import { invalidParameter } from './errors';
 
