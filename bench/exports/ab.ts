@@ -5,7 +5,11 @@
 //     [--variants jsonl-dir,all-dir,all-s3] [--node-options '…'] [--node-options-b '…']
 // Without --b the working tree is bundled as B. Each round runs the bare fetch loop, then every
 // variant with A and B in alternating order; ratios are taken against the round's own baseline.
+// Each run also reports the CPU its peers spent meanwhile: this process's (s3rver runs here, as in
+// `npm run bench`) and the sandbox process's, which share the two cores with the measured child.
 import { Command } from 'commander';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import * as path from 'node:path';
 import { startS3 } from '../../test/helpers/s3rver';
 import { startSandboxProcess } from '../lib/peers';
@@ -58,27 +62,50 @@ async function main(): Promise<void> {
         timeoutMs: 600_000,
       });
     };
+    const sandboxPid = sandbox.process.child.pid;
+    /** CPU seconds of the sandbox process so far (utime + stime from /proc), or NaN without /proc. */
+    const sandboxCpu = (): number => {
+      try {
+        const fields = readFileSync(`/proc/${sandboxPid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+        return (Number(fields[11]) + Number(fields[12])) / 100;
+      } catch {
+        return Number.NaN;
+      }
+    };
+    /** A run with the CPU the peers spent during it: this process (s3rver lives here) and the sandbox's. */
+    const measured = async (side: 'A' | 'B', variant: ExportVariant) => {
+      const ownBefore = process.cpuUsage();
+      const sandboxBefore = sandboxCpu();
+      const result = await run(side, variant);
+      const own = process.cpuUsage(ownBefore);
+      return { result, s3rverCpu: (own.user + own.system) / 1e6, sandboxCpu: sandboxCpu() - sandboxBefore };
+    };
     await run('A', 'baseline');
     const ratios: Record<string, number[]> = {};
     const rss: Record<string, number[]> = {};
+    const cpu: Record<string, { child: number[]; s3rver: number[]; sandbox: number[] }> = {};
     for (let round = 0; round < Number(flags.rounds); round++) {
       const base = await run('A', 'baseline');
       for (const variant of variants) {
         const order: ('A' | 'B')[] = round % 2 === 0 ? ['A', 'B'] : ['B', 'A'];
         for (const side of order) {
-          const result = await run(side, variant);
+          const { result, s3rverCpu, sandboxCpu: peerCpu } = await measured(side, variant);
           const key = `${variant} ${side}`;
           (ratios[key] ??= []).push(result.ms / base.ms);
           (rss[key] ??= []).push(result.peakRssBytes);
+          const spent = (cpu[key] ??= { child: [], s3rver: [], sandbox: [] });
+          spent.child.push(result.cpuMs / 1000);
+          spent.s3rver.push(s3rverCpu);
+          spent.sandbox.push(peerCpu);
           console.log(
-            `round ${round} ${key}: ${(result.ms / 1000).toFixed(2)} s (baseline ${(base.ms / 1000).toFixed(2)}), ratio ${(result.ms / base.ms).toFixed(3)}, cpu ${(result.cpuMs / 1000).toFixed(2)} s, rss ${mib(result.peakRssBytes)} MiB`,
+            `round ${round} ${key}: ${(result.ms / 1000).toFixed(2)} s (baseline ${(base.ms / 1000).toFixed(2)}), ratio ${(result.ms / base.ms).toFixed(3)}, cpu ${(result.cpuMs / 1000).toFixed(2)} s, rss ${mib(result.peakRssBytes)} MiB, s3rver ${s3rverCpu.toFixed(2)} s, sandbox ${peerCpu.toFixed(2)} s, load ${loadavg()[0]!.toFixed(1)}`,
           );
         }
       }
     }
     for (const key of Object.keys(ratios)) {
       console.log(
-        `${key}: median ratio ${median(ratios[key]!).toFixed(3)} [${ratios[key]!.map((r) => r.toFixed(2)).join(' ')}], median peak RSS ${mib(median(rss[key]!))} MiB [${rss[key]!.map(mib).join(' ')}]`,
+        `${key}: median ratio ${median(ratios[key]!).toFixed(3)} [${ratios[key]!.map((r) => r.toFixed(2)).join(' ')}], median peak RSS ${mib(median(rss[key]!))} MiB [${rss[key]!.map(mib).join(' ')}], median CPU s: child ${median(cpu[key]!.child).toFixed(2)}, s3rver ${median(cpu[key]!.s3rver).toFixed(2)}, sandbox ${median(cpu[key]!.sandbox).toFixed(2)}`,
       );
     }
   } finally {
