@@ -475,6 +475,24 @@ export async function runColdStartSection(options: { initRuns: number }): Promis
     'gained features since (split months, the sweep) start slower than at the last PASS, and export-period, which passed',
     'by 3 ms, would not pass on that machine either: the module-init target does not hold, whatever this machine says.',
     '',
+    "**Module-level zod schemas built on first use (issue 17, sixth session).** A profile of export-period's init put",
+    "zod's constructors at ~18% of it: the bundle built 818 schema instances at load (counted with a hook in zod's",
+    "`$constructor`), 290 of them the client's schemas for users, tokens and keys, and the rest those of key rotation,",
+    'the token store, split jobs and the part ledger, which an export rarely or never parses. Every schema at module',
+    'scope is now `lazySchema(() => …)` (src/core/shared/lazy-schema.ts; a lint rule refuses an eager one;',
+    "decision 43): export-period builds 83 at load (the environment's, which `readEnv` parses there), zod's",
+    'constructors 75 -> 14 ms in the same probe. An export of a period then builds ~210 on first use, once per',
+    'execution environment; the rest are never built. Against 0bf737d again (ab-init.ts, 20 runs each side, 09:04Z,',
+    'load average 1-3; A -> B ms, B/A): check-health 195.0 -> 185.0 (0.95), plan-token-refresh 394.5 -> 323.0 (0.82),',
+    'refresh-tokens 361.4 -> 336.3 (0.93), onboard-user 297.2 -> 315.2 (1.06), revoke-user 257.0 -> 232.6 (0.90),',
+    'recover-user 255.6 -> 238.0 (0.93), revoke-api-key 207.6 -> 185.5 (0.89), rotate-api-key 213.7 -> 216.1 (1.01),',
+    'check-key-rotations 212.5 -> 280.0 (1.32), plan-monthly-export 331.1 -> 276.6 (0.84), export-period 357.8 -> 318.7',
+    '(0.89), check-monthly-export 320.2 -> 308.5 (0.96), request-export 316.3 -> 187.3 (0.59), receive-export-webhook',
+    '309.7 -> 238.5 (0.77); the slowest function of this commit takes 0.85 of the slowest of 0bf737d. Scaled by',
+    "each function's own B/A, the 02:03Z figures of 0bf737d (all within 150 ms) give at most 141 ms",
+    '(check-key-rotations: 106.8 x 1.32) and 131 ms for export-period: on the machine where the target last held, it',
+    "would hold again. The wall time in the table above is this machine's, and is judged as it is.",
+    '',
     "**Finding (fixed): zod's locales were half of every bundle.** `import { z } from 'zod'` binds zod's namespace",
     'object as a value; esbuild must then keep everything the namespace holds, including `z.locales` (all ~40',
     "languages, ~270 KB minified). Every bundle was ~540 KB. The code now writes `import * as z from 'zod'` (src/ and",
@@ -500,7 +518,7 @@ export async function runColdStartSection(options: { initRuns: number }): Promis
       'cold-start.bundle':
         "Cause: see the biggest modules of that bundle. A bundle near 530 KB still imports `{ z }` from zod somewhere (run `npx eslint src functions`); switch that file to `import * as z from 'zod'`. A bundle ~22 KB bigger than the table above has a zod newer than 4.4.3 (decision 41 in docs/architecture.md). An export bundle carrying another function's adapters has them on `AwsExportRuntime` instead of its own root (docs/conventions.md).",
       'cold-start.init':
-        "Cause: init is loading, and this machine's speed moves it (the empty-module reference above; on 2026-11-21 export-period took 105 ms on a machine where `import()` of an empty module took 4.1 ms, and on 2026-11-25 a 1e8-iteration loop took 600 ms here). The `@aws-sdk/*` column is the larger part of every function's init, and our code cannot shrink it below the clients the function uses. A profile of export-period's init (2026-11-21): Node's CommonJS loader resolving, reading and compiling `@aws-sdk/*` and its package.json files ~70 ms, the bundle's own compile and module scope ~40 ms (zod schemas are built at load), Node's lazily loaded internals ~28 ms, GC ~17 ms, the source map read for `--enable-source-maps` ~9 ms. Done: each function loads only the SDK clients it uses (one root per function, decision 41; request-export and revoke-api-key went from five clients to one). Against the last PASS on one machine (ab-init.ts, above) export-period starts 16% slower and check-key-rotations 36%: the features added since (split months, the registry sweep and its two SDK clients, Powertools) cost more than the clients saved. Plan, by expected gain for export-period: (1) SDK clients created on first use where a path needs them rarely (the worker's SQS client serves only split months and a user's fan-out; the doctor's DynamoDB and SQS only the registry sweep); (2) zod schemas of rare paths (split jobs, the part ledger) built on first use instead of at load; (3) zod 4.6.7 again if the bundle bound allows it (-3.5% init, +21 KB); then judge with ab-init.ts against 0bf737d.",
+        "Cause: init is loading, and this machine's speed moves it (the empty-module reference above; on 2026-11-21 export-period took 105 ms on a machine where `import()` of an empty module took 4.1 ms, and on 2026-11-25 a 1e8-iteration loop took 600 ms here). The `@aws-sdk/*` column is the larger part of every function's init, and our code cannot shrink it below the clients the function uses. A profile of export-period's init (2026-11-21): Node's CommonJS loader resolving, reading and compiling `@aws-sdk/*` and its package.json files ~70 ms, the bundle's own compile and module scope ~40 ms (zod schemas are built at load), Node's lazily loaded internals ~28 ms, GC ~17 ms, the source map read for `--enable-source-maps` ~9 ms. Done: each function loads only the SDK clients it uses (one root per function, decision 41; request-export and revoke-api-key went from five clients to one). Against the last PASS on one machine (ab-init.ts, above) export-period starts 16% slower and check-key-rotations 36%: the features added since (split months, the registry sweep and its two SDK clients, Powertools) cost more than the clients saved. Done in the sixth session: every module-level zod schema is built on first use (decision 43): export-period 0.89 of 0bf737d's init, the slowest function 0.85 of 0bf737d's slowest, interleaved on one machine (above). Left, by expected gain: the SDK clients of rare paths created on first use (the worker's SQS client serves only split months; the doctor's SQS client only a queue of many due companies): ~4-10 ms each here; check-key-rotations, 1.32 of 0bf737d (the registry sweep's DynamoDB client and Powertools), is the function with least margin.",
     },
   };
 }
