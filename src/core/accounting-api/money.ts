@@ -1,5 +1,4 @@
 import * as z from 'zod';
-import { lazySchema } from '../shared/lazy-schema';
 
 /**
  * Money is an integer number of minor units (cents for EUR), held as a bigint so that it stays
@@ -79,13 +78,11 @@ export function formatMinorUnits(minor: MinorUnits, fractionDigits = MINOR_DIGIT
 }
 
 /** zod schema for an amount field in either encoding; the output is exact minor units. */
-export const amountSchema = lazySchema(() =>
-  z.union([z.number(), z.string(), z.bigint()]).transform((value, ctx) => {
-    try {
-      return parseMinorUnits(value);
-    } catch (error) {
-      ctx.addIssue({ code: 'custom', message: (error as Error).message });
-      return z.NEVER;
-    }
-  }),
-);
+export const amountSchema = z.union([z.number(), z.string(), z.bigint()]).transform((value, ctx) => {
+  try {
+    return parseMinorUnits(value);
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: (error as Error).message });
+    return z.NEVER;
+  }
+});

@@ -1,7 +1,6 @@
 import * as z from 'zod';
 import { amountSchema } from './money';
 import { parseTimestamp, type TimestampInstant } from './timestamps';
-import { lazySchema } from '../shared/lazy-schema';
 
 /**
  * Response schemas: a tolerant reader (docs/assumptions.md, "What a response must carry"). Only
@@ -17,10 +16,10 @@ import { lazySchema } from '../shared/lazy-schema';
 // ---- scalars ----
 
 /** Any 8-4-4-4-12 hex identifier: the service's UUIDs are not promised to be RFC 9562 versions. */
-export const uuidSchema = lazySchema(() => z.guid());
+export const uuidSchema = z.guid();
 
 /** `YYYY-MM-DD`, a real calendar date. */
-export const dateSchema = lazySchema(() => z.iso.date());
+export const dateSchema = z.iso.date();
 
 /**
  * The instant of an ISO 8601 timestamp with an explicit offset, in epoch milliseconds, or
@@ -65,9 +64,7 @@ export function isTimestamp(text: string): boolean {
 }
 
 /** An ISO 8601 timestamp with an offset, kept as the original string (offset included). */
-export const timestampSchema = lazySchema(() =>
-  z.string().refine(isTimestamp, { message: 'expected an ISO 8601 timestamp with an offset' }),
-);
+export const timestampSchema = z.string().refine(isTimestamp, { message: 'expected an ISO 8601 timestamp with an offset' });
 
 /** A field that is optional or null on the wire, always `null` when absent in the output. */
 function nullish<T extends z.ZodType>(schema: T) {
@@ -147,68 +144,60 @@ function labelReader<const V extends readonly string[]>(values: V): (label: stri
 }
 
 export const cashflowTypeOf = labelReader(['EXPENSE', 'INCOME']);
-export const cashflowTypeSchema = lazySchema(() => z.string().transform(cashflowTypeOf));
-export const vatAppliedSchema = lazySchema(() => labelledEnum(['YES', 'NO']));
-export const invoiceStatusSchema = lazySchema(() => labelledEnum(['draft']));
-export const clientTypeSchema = lazySchema(() => labelledEnum(['business']));
-export const taxReportTypeSchema = lazySchema(() => labelledEnum(['VAT_RETURN']));
-export const taxReportStatusSchema = lazySchema(() => labelledEnum(['draft', 'submitted']));
+export const cashflowTypeSchema = z.string().transform(cashflowTypeOf);
+export const vatAppliedSchema = labelledEnum(['YES', 'NO']);
+export const invoiceStatusSchema = labelledEnum(['draft']);
+export const clientTypeSchema = labelledEnum(['business']);
+export const taxReportTypeSchema = labelledEnum(['VAT_RETURN']);
+export const taxReportStatusSchema = labelledEnum(['draft', 'submitted']);
 
 // ---- list envelope (spec §4.3) ----
 
-export const listEnvelopeSchema = lazySchema(() =>
-  z.looseObject({
-    count: z.number().int().nonnegative(),
-    next: z.string().nullable(),
-    previous: z.string().nullish(),
-    results: z.array(z.unknown()),
-  }),
-);
+export const listEnvelopeSchema = z.looseObject({
+  count: z.number().int().nonnegative(),
+  next: z.string().nullable(),
+  previous: z.string().nullish(),
+  results: z.array(z.unknown()),
+});
 
 // ---- resources (spec §2 names the required fields) ----
 
-export const companySchema = lazySchema(() =>
-  tolerantObject({
-    /** Spec §2, §4.2: the `{company_pk}` of every company path. */
-    publicId: uuidSchema,
-    name: optionalField(z.string()),
-    country: optionalField(z.string()),
-    currency: optionalField(z.string()),
-  }),
-);
+export const companySchema = tolerantObject({
+  /** Spec §2, §4.2: the `{company_pk}` of every company path. */
+  publicId: uuidSchema,
+  name: optionalField(z.string()),
+  country: optionalField(z.string()),
+  currency: optionalField(z.string()),
+});
 export type Company = z.output<typeof companySchema>;
 
-export const taxReportSchema = lazySchema(() =>
-  tolerantObject({
-    /** Spec §2: tax reports are identified by `pk`. Everything else is our sandbox's. */
-    pk: uuidSchema,
-    type: optionalField(taxReportTypeSchema),
-    periodStart: optionalField(dateSchema),
-    periodEnd: optionalField(dateSchema),
-    status: optionalField(taxReportStatusSchema),
-    amountDue: optionalField(amountSchema),
-    currency: optionalField(z.string()),
-    createdAt: optionalField(timestampSchema),
-  }),
-);
+export const taxReportSchema = tolerantObject({
+  /** Spec §2: tax reports are identified by `pk`. Everything else is our sandbox's. */
+  pk: uuidSchema,
+  type: optionalField(taxReportTypeSchema),
+  periodStart: optionalField(dateSchema),
+  periodEnd: optionalField(dateSchema),
+  status: optionalField(taxReportStatusSchema),
+  amountDue: optionalField(amountSchema),
+  currency: optionalField(z.string()),
+  createdAt: optionalField(timestampSchema),
+});
 export type TaxReport = z.output<typeof taxReportSchema>;
 
-export const transactionSchema = lazySchema(() =>
-  tolerantObject({
-    publicId: uuidSchema,
-    /** Spec §2. Exact minor units; the wire had an integer or a two-decimal string. */
-    amount: amountSchema,
-    /** Null when the service sends none; exporters fall back to their configured currency. */
-    currency: optionalField(z.string()),
-    /** Named by the spec but only as "EXPENSE for expenses"; not required to read an amount. */
-    cashflowType: optionalField(cashflowTypeSchema),
-    /** Spec §2. The original string, offset included. See `instantOf`, `toUtcIso`, `localDateOf`. */
-    valueDate: timestampSchema,
-    description: optionalField(z.string()),
-    category: optionalField(uuidSchema),
-    bankAccount: optionalField(uuidSchema),
-  }),
-);
+export const transactionSchema = tolerantObject({
+  publicId: uuidSchema,
+  /** Spec §2. Exact minor units; the wire had an integer or a two-decimal string. */
+  amount: amountSchema,
+  /** Null when the service sends none; exporters fall back to their configured currency. */
+  currency: optionalField(z.string()),
+  /** Named by the spec but only as "EXPENSE for expenses"; not required to read an amount. */
+  cashflowType: optionalField(cashflowTypeSchema),
+  /** Spec §2. The original string, offset included. See `instantOf`, `toUtcIso`, `localDateOf`. */
+  valueDate: timestampSchema,
+  description: optionalField(z.string()),
+  category: optionalField(uuidSchema),
+  bankAccount: optionalField(uuidSchema),
+});
 export type Transaction = z.output<typeof transactionSchema>;
 
 /**
@@ -229,26 +218,24 @@ function parseMetadata(text: string | null): { metadata: Record<string, unknown>
   return { metadata: value as Record<string, unknown>, metadataIssue: null };
 }
 
-export const categorySchema = lazySchema(() =>
-  tolerantObject({
-    /** Spec §2: `publicId` and `name`. */
-    publicId: uuidSchema,
-    name: z.string(),
-    parent: optionalField(uuidSchema),
-    cashflowType: optionalField(cashflowTypeSchema),
-    vatApplied: optionalField(vatAppliedSchema),
-    /** JSON text on the wire; an object (or null) in the output, with `metadataIssue`. */
-    metadata: optionalField(z.string()),
-    description: optionalField(z.string()),
-    examples: optionalField(z.string()),
-  }).transform((category) => {
-    // Spread copies: carry the ignored fields over to the new object.
-    const out = { ...category, ...parseMetadata(category.metadata) };
-    const ignored = ignoredFieldsOf(category);
-    if (ignored.length) ignoredFields.set(out, ignored);
-    return out;
-  }),
-);
+export const categorySchema = tolerantObject({
+  /** Spec §2: `publicId` and `name`. */
+  publicId: uuidSchema,
+  name: z.string(),
+  parent: optionalField(uuidSchema),
+  cashflowType: optionalField(cashflowTypeSchema),
+  vatApplied: optionalField(vatAppliedSchema),
+  /** JSON text on the wire; an object (or null) in the output, with `metadataIssue`. */
+  metadata: optionalField(z.string()),
+  description: optionalField(z.string()),
+  examples: optionalField(z.string()),
+}).transform((category) => {
+  // Spread copies: carry the ignored fields over to the new object.
+  const out = { ...category, ...parseMetadata(category.metadata) };
+  const ignored = ignoredFieldsOf(category);
+  if (ignored.length) ignoredFields.set(out, ignored);
+  return out;
+});
 export type Category = z.output<typeof categorySchema>;
 
 // ---- institution operations (spec §4.1: bodies "not shown" beyond the tokens) ----
@@ -257,14 +244,12 @@ export type Category = z.output<typeof categorySchema>;
  * Any token reply. Spec §4.1 and §5.2 name `accessToken` only as required; `refreshToken` may
  * be absent (a refresh that does not rotate, a create that returns the access token alone).
  */
-export const tokenReplySchema = lazySchema(() =>
-  tolerantObject({
-    accessToken: z.string().min(1),
-    refreshToken: optionalField(z.string().min(1)),
-    /** Seconds; optional because expiry is read from the JWT `exp` first. */
-    expiresIn: optionalField(z.number().positive()),
-  }),
-);
+export const tokenReplySchema = tolerantObject({
+  accessToken: z.string().min(1),
+  refreshToken: optionalField(z.string().min(1)),
+  /** Seconds; optional because expiry is read from the JWT `exp` first. */
+  expiresIn: optionalField(z.number().positive()),
+});
 export type TokenReply = z.output<typeof tokenReplySchema>;
 
 /**
@@ -272,24 +257,20 @@ export type TokenReply = z.output<typeof tokenReplySchema>;
  * and refreshToken", so both are required) and of refresh (whose client method keeps the refresh
  * token in use when the reply has none).
  */
-export const tokenPairSchema = lazySchema(() =>
-  tolerantObject({
-    accessToken: z.string().min(1),
-    refreshToken: z.string().min(1),
-    expiresIn: optionalField(z.number().positive()),
-  }),
-);
+export const tokenPairSchema = tolerantObject({
+  accessToken: z.string().min(1),
+  refreshToken: z.string().min(1),
+  expiresIn: optionalField(z.number().positive()),
+});
 export type TokenPair = z.output<typeof tokenPairSchema>;
 
 /** What create answers: an access token (spec §4.1), the rest when the service sends it. */
-export const createdUserSchema = lazySchema(() =>
-  tolerantObject({
-    accessToken: z.string().min(1),
-    refreshToken: optionalField(z.string().min(1)),
-    expiresIn: optionalField(z.number().positive()),
-    user: optionalField(z.looseObject({ username: z.string(), email: z.string(), external_id: z.string() })),
-  }),
-);
+export const createdUserSchema = tolerantObject({
+  accessToken: z.string().min(1),
+  refreshToken: optionalField(z.string().min(1)),
+  expiresIn: optionalField(z.number().positive()),
+  user: optionalField(z.looseObject({ username: z.string(), email: z.string(), external_id: z.string() })),
+});
 export type CreatedUser = z.output<typeof createdUserSchema>;
 
 /**
@@ -301,7 +282,7 @@ export type TokenVerification =
   | { valid: true; expiresAt: string | null; [key: string]: unknown }
   | { valid: false; reason: 'expired' | 'revoked' | 'invalid' | (string & {}); [key: string]: unknown };
 
-export const verificationReasonSchema = lazySchema(() => labelledEnum(['expired', 'revoked', 'invalid']));
+export const verificationReasonSchema = labelledEnum(['expired', 'revoked', 'invalid']);
 
 /** The outcome of expire; any 2xx body (empty, `{}`, anything) means done unless it says `expired: false`. */
 export interface TokenExpiry {
@@ -311,63 +292,53 @@ export interface TokenExpiry {
 
 // ---- API keys (docs/assumptions.md, "API-key management") ----
 
-export const apiKeySchema = lazySchema(() =>
-  z.looseObject({
-    publicId: uuidSchema,
-    name: z.string(),
-    /** The loggable part: service prefix, underscore, 8 characters. */
-    prefix: z.string(),
-    permissions: z.array(z.string()),
-    lastUsedAt: nullish(timestampSchema),
-    createdAt: nullish(timestampSchema),
-    expiresAt: nullish(timestampSchema),
-    revokedAt: nullish(timestampSchema),
-  }),
-);
+export const apiKeySchema = z.looseObject({
+  publicId: uuidSchema,
+  name: z.string(),
+  /** The loggable part: service prefix, underscore, 8 characters. */
+  prefix: z.string(),
+  permissions: z.array(z.string()),
+  lastUsedAt: nullish(timestampSchema),
+  createdAt: nullish(timestampSchema),
+  expiresAt: nullish(timestampSchema),
+  revokedAt: nullish(timestampSchema),
+});
 export type ApiKey = z.output<typeof apiKeySchema>;
 
 /** The creation response: the only time the full key is shown. */
-export const createdApiKeySchema = lazySchema(() => apiKeySchema.extend({ key: z.string().min(1) }));
+export const createdApiKeySchema = apiKeySchema.extend({ key: z.string().min(1) });
 export type CreatedApiKey = z.output<typeof createdApiKeySchema>;
 
 // ---- request inputs ----
 
-export const createUserInputSchema = lazySchema(() =>
-  z.object({
-    username: z.string().min(1),
-    email: z.email(),
-    externalId: uuidSchema,
-  }),
-);
+export const createUserInputSchema = z.object({
+  username: z.string().min(1),
+  email: z.email(),
+  externalId: uuidSchema,
+});
 export type CreateUserInput = z.input<typeof createUserInputSchema>;
 
 export const retrieveTokenInputSchema = createUserInputSchema;
 export type RetrieveTokenInput = CreateUserInput;
 
-export const createApiKeyInputSchema = lazySchema(() =>
-  z.object({
-    name: z.string().min(1),
-    permissions: z.array(z.string().min(1)).min(1),
-    /** An ISO 8601 timestamp with an offset. */
-    expiresAt: timestampSchema.optional(),
-  }),
-);
+export const createApiKeyInputSchema = z.object({
+  name: z.string().min(1),
+  permissions: z.array(z.string().min(1)).min(1),
+  /** An ISO 8601 timestamp with an offset. */
+  expiresAt: timestampSchema.optional(),
+});
 export type CreateApiKeyInput = z.input<typeof createApiKeyInputSchema>;
 
-export const transactionQuerySchema = lazySchema(() =>
-  z.object({
-    dateFrom: dateSchema.optional(),
-    dateTo: dateSchema.optional(),
-    page: z.number().int().positive().optional(),
-    pageSize: z.number().int().positive().optional(),
-  }),
-);
+export const transactionQuerySchema = z.object({
+  dateFrom: dateSchema.optional(),
+  dateTo: dateSchema.optional(),
+  page: z.number().int().positive().optional(),
+  pageSize: z.number().int().positive().optional(),
+});
 export type TransactionQuery = z.input<typeof transactionQuerySchema>;
 
-export const pageQuerySchema = lazySchema(() =>
-  z.object({
-    page: z.number().int().positive().optional(),
-    pageSize: z.number().int().positive().optional(),
-  }),
-);
+export const pageQuerySchema = z.object({
+  page: z.number().int().positive().optional(),
+  pageSize: z.number().int().positive().optional(),
+});
 export type PageQuery = z.input<typeof pageQuerySchema>;

@@ -6,9 +6,11 @@ import type * as z from 'zod';
  * Why: zod 4 builds every schema eagerly, about 0.1 ms an instance on a Lambda-sized CPU, and a
  * bundle carries the schemas of every module it imports, needed or not (esbuild cannot drop a
  * call it does not know is pure, and a class keeps all its methods). export-period built 818
- * instances at init, ~18% of its module init, most of them for paths it rarely or never takes
- * (users, tokens, key rotation, split jobs). Built on first use, an invocation pays only for the
- * schemas its path parses, once per execution environment (decision 43 in docs/architecture.md).
+ * instances at init, ~18% of its module init, half of them for paths it rarely or never takes (the
+ * token store's writes, key rotation, split jobs, the part ledger). Built on first use, an
+ * invocation pays only for the schemas its path parses, once per execution environment. The
+ * client's response schemas are the exception, built at load: every path parses with them
+ * (decision 43 in docs/architecture.md).
  *
  * The value is a Proxy with the schema's own type: `parse`, `.shape`, `.extend()`, `instanceof`,
  * nesting in other schemas and JSON Schema generation all reach the one built instance. It is
