@@ -253,6 +253,20 @@ describe('PeriodExporter', () => {
     expect(await snapshot(dir, PREFIX)).toEqual(before);
   });
 
+  it('a symlink write that fails points the ones already moved back, so Athena never sees half a switch', async () => {
+    await exporter('run-1').run(request());
+    const before = await snapshot(dir, PREFIX);
+    // The other datasets' symlinks are written alongside and succeed; only this one fails, once.
+    let failed = false;
+    store.failPut = (key) => key === SYMLINK && !failed && (failed = true);
+    const error = await exporter('run-2')
+      .run(request())
+      .catch((e: unknown) => e);
+    expect((error as PeriodExportError).cause).toBeInstanceOf(ObjectStoreError);
+    expect(await snapshot(dir, PREFIX)).toEqual(before);
+    expect((await readManifest(dir, MANIFEST))!.runId).toBe('run-1');
+  });
+
   it('re-running a period switches atomically to equal checksums and collects the previous run', async () => {
     const first = await exporter('run-1').run(request());
     clock.advance(60_000);

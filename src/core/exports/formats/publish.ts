@@ -50,21 +50,23 @@ export async function publishPeriod(input: PublishInput): Promise<PublishResult>
   const current = await store.head(key);
   if (current?.etag !== input.expected?.etag) throw new ConcurrentExportError(key);
 
-  const symlinks = await writeSymlinks(store, company, period, manifest, input.replaced);
-  const final: Manifest = {
-    ...manifest,
-    symlinks: [...manifest.symlinks.filter((s) => !input.replaced.includes(s.dataset)), ...symlinks].sort((a, b) => compare(a.key, b.key)),
-  };
-
   try {
+    const symlinks = await writeSymlinks(store, company, period, manifest, input.replaced);
+    const final: Manifest = {
+      ...manifest,
+      symlinks: [...manifest.symlinks.filter((s) => !input.replaced.includes(s.dataset)), ...symlinks].sort((a, b) =>
+        compare(a.key, b.key),
+      ),
+    };
     await store.putObject(key, serializeManifest(final), {
       contentType: 'application/json',
       ...(input.expected ? { ifMatch: input.expected.etag } : { ifNoneMatch: '*' }),
     });
   } catch (error) {
-    // The switch did not happen, but step 2 moved our symlinks. Point them back at what the
-    // manifest in the store lists (the previous run's, or a concurrent winner's). If that fails
-    // too, the symlinks still name complete objects, which cleanup and GC leave alone.
+    // The switch did not happen, but step 2 may have moved some of our symlinks (all of them when
+    // the manifest write failed). Point them back at what the manifest in the store lists (the
+    // previous run's, or a concurrent winner's). If that fails too, the symlinks still name
+    // complete objects, which cleanup and GC leave alone.
     try {
       await writeSymlinks(store, company, period, await readManifest(store, key), input.replaced);
     } catch (cause) {
@@ -95,15 +97,24 @@ async function writeSymlinks(
   manifest: Manifest | undefined,
   datasets: readonly DatasetName[],
 ): Promise<ManifestSymlink[]> {
+  // One request (or two) per dataset, all at once: against S3 each is a round trip, and a period
+  // has at most three. Every write settles before this returns, so a restore after a failure
+  // never races one of ours still in flight.
+  const outcomes = await Promise.allSettled(
+    datasets.map(async (dataset): Promise<ManifestSymlink | undefined> => {
+      const targets = (manifest?.objects ?? []).filter((o) => o.dataset === dataset && o.format === 'parquet').map((o) => o.key);
+      const key = symlinkKey(company, period, dataset);
+      // No Parquet and no symlink yet: nothing for Athena to see or to stop seeing.
+      if (targets.length === 0 && !(await store.head(key))) return undefined;
+      const body = Buffer.from(targets.map((t) => `${store.url(t)}\n`).join(''), 'utf8');
+      await store.putObject(key, body, { contentType: 'text/plain; charset=utf-8' });
+      return { key, dataset, bytes: body.byteLength, sha256: createHash('sha256').update(body).digest('hex'), targets };
+    }),
+  );
   const written: ManifestSymlink[] = [];
-  for (const dataset of datasets) {
-    const targets = (manifest?.objects ?? []).filter((o) => o.dataset === dataset && o.format === 'parquet').map((o) => o.key);
-    const key = symlinkKey(company, period, dataset);
-    // No Parquet and no symlink yet: nothing for Athena to see or to stop seeing.
-    if (targets.length === 0 && !(await store.head(key))) continue;
-    const body = Buffer.from(targets.map((t) => `${store.url(t)}\n`).join(''), 'utf8');
-    await store.putObject(key, body, { contentType: 'text/plain; charset=utf-8' });
-    written.push({ key, dataset, bytes: body.byteLength, sha256: createHash('sha256').update(body).digest('hex'), targets });
+  for (const outcome of outcomes) {
+    if (outcome.status === 'rejected') throw outcome.reason;
+    if (outcome.value) written.push(outcome.value);
   }
   return written;
 }
@@ -132,19 +143,19 @@ export async function collectGarbage(store: ObjectStore, company: string, period
   const manifest = await readManifest(store, manifestKey(company, period));
   const live = manifest ? referencedKeys(manifest) : new Set<string>();
   const objects: { key: string; lastModified: number }[] = [];
-  const symlinkUrls = new Set<string>();
+  const symlinks: string[] = [];
   for await (const object of store.list(prefix)) {
-    if (object.key.endsWith('/_symlink/symlink.txt')) {
-      // A symlink may run ahead of the manifest (a crash between steps 2 and 3 above): whatever
-      // Athena can currently see must survive too.
-      const body = await store.get(object.key);
-      for (const line of Buffer.from(body ?? new Uint8Array())
-        .toString('utf8')
-        .split('\n'))
-        if (line) symlinkUrls.add(line);
-    } else if (runIdOf(object.key) !== undefined) {
-      objects.push(object);
-    }
+    if (object.key.endsWith('/_symlink/symlink.txt')) symlinks.push(object.key);
+    else if (runIdOf(object.key) !== undefined) objects.push(object);
+  }
+  // A symlink may run ahead of the manifest (a crash between steps 2 and 3 above): whatever
+  // Athena can currently see must survive too. One per dataset, read at once.
+  const symlinkUrls = new Set<string>();
+  for (const body of await Promise.all(symlinks.map((k) => store.get(k)))) {
+    for (const line of Buffer.from(body ?? new Uint8Array())
+      .toString('utf8')
+      .split('\n'))
+      if (line) symlinkUrls.add(line);
   }
   const dead = objects
     .filter((o) => !live.has(o.key) && !symlinkUrls.has(store.url(o.key)))
