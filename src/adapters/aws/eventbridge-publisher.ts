@@ -1,11 +1,17 @@
-import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
+import type { EventBridgeClient, PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { EventPublishError, type DomainEvent, type EventPublisher } from '../../core/ports/events';
+import { sdkOnFirstUse } from './sdk-on-first-use';
+
+const eventBridge = sdkOnFirstUse(() => import('@aws-sdk/client-eventbridge'));
 
 /** PutEvents takes at most 10 entries per call. */
 const MAX_ENTRIES = 10;
 
 export interface EventBridgePublisherOptions {
-  /** @default a client from the environment (region, credentials, AWS_ENDPOINT_URL_EVENTBRIDGE) */
+  /**
+   * @default a client from the environment (region, credentials, AWS_ENDPOINT_URL_EVENTBRIDGE),
+   * created on the first publish: the SDK package loads only then (src/adapters/aws/sdk-on-first-use.ts)
+   */
   client?: EventBridgeClient;
   eventBusName: string;
   /** The events' `source`, e.g. `acctops.tokens`. */
@@ -18,13 +24,16 @@ export interface EventBridgePublisherOptions {
  * caller that repeats the call may publish some events twice (consumers match on detail fields).
  */
 export class EventBridgePublisher implements EventPublisher {
-  private readonly client: EventBridgeClient;
+  private client: EventBridgeClient | undefined;
 
   constructor(private readonly options: EventBridgePublisherOptions) {
-    this.client = options.client ?? new EventBridgeClient({});
+    this.client = options.client;
   }
 
   async publish(events: readonly DomainEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const sdk = await eventBridge();
+    const client = (this.client ??= new sdk.EventBridgeClient({}));
     const codes = new Set<string>();
     let failed = 0;
     for (let i = 0; i < events.length; i += MAX_ENTRIES) {
@@ -37,7 +46,7 @@ export class EventBridgePublisher implements EventPublisher {
       }));
       let out;
       try {
-        out = await this.client.send(new PutEventsCommand({ Entries: entries }));
+        out = await client.send(new sdk.PutEventsCommand({ Entries: entries }));
       } catch (error) {
         throw new EventPublishError(`PutEvents to ${this.options.eventBusName} failed`, {
           failed: events.length - i + failed,

@@ -10,7 +10,7 @@ import { exportDynamo, exportLedger } from './export-runtime-dynamodb';
 import { exportEvents } from './export-runtime-events';
 import { exportStore } from './export-runtime-s3';
 import { exportSecretStore } from './export-runtime-secrets';
-import { exportQueue } from './export-runtime-sqs';
+import { SqsExportQueue } from './sqs-export-queue';
 
 /**
  * export-period's root: the bucket, the queue, the ledger and the bus of a run, and the credentials
@@ -48,7 +48,7 @@ export class AwsExportWorkerRuntime extends AwsExportRuntime {
     return {
       exporter: this.exporter(),
       credentials: this.credentials(scope.logger),
-      queue: exportQueue(this),
+      queue: this.queue(),
       ledger: exportLedger(this),
       events: exportEvents(this),
       clock: this.config.clock,
@@ -56,6 +56,14 @@ export class AwsExportWorkerRuntime extends AwsExportRuntime {
       maxReceiveCount: requiredEnv(this.config.maxReceiveCount, 'EXPORT_MAX_RECEIVE_COUNT'),
       split: { maxTransactionsPerPart: requiredEnv(this.config.maxTransactionsPerPart, 'EXPORT_MAX_TRANSACTIONS_PER_PART') },
     };
+  }
+
+  /**
+   * The export queue, which the worker sends to only when it splits a month into parts: unlike
+   * the planner's and the webhook's (export-runtime-sqs.ts), its SQS package loads on that first send.
+   */
+  private queue(): SqsExportQueue {
+    return this.once('queue', () => new SqsExportQueue({ queueUrl: requiredEnv(this.config.queueUrl, 'EXPORT_QUEUE_URL') }));
   }
 
   /** What exportCompanyPeriod needs from the environment. */

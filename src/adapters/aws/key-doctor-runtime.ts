@@ -1,5 +1,4 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import {
   companyKeySecretName,
   describeByNameOrTag,
@@ -30,8 +29,8 @@ export class AwsKeyDoctorRuntime extends AwsKeyRotationRuntime {
   doctorDeps(scope: { logger: Logger; metrics: Metrics }): DoctorDeps {
     const { config } = this;
     if (config.eventBusName !== undefined) {
+      // Events go out only with findings, so the EventBridge package loads on the first of them.
       this.publisher ??= new EventBridgePublisher({
-        client: new EventBridgeClient({}),
         eventBusName: config.eventBusName,
         source: KEY_EVENT_SOURCE,
       });
@@ -67,6 +66,7 @@ export class AwsKeyDoctorRuntime extends AwsKeyRotationRuntime {
         directory,
         nameOf: (companyId) => companyKeySecretName(stage, companyId),
       }),
+      // Only a run with more due companies than the inline limit queues them: SQS loads then.
       queue: sweep.queueUrl === undefined ? undefined : new SqsRotationCheckQueue({ queueUrl: sweep.queueUrl }),
     };
   }

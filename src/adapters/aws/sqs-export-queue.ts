@@ -1,13 +1,19 @@
-import { SendMessageBatchCommand, SQSClient, type SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
+import type { SendMessageBatchRequestEntry, SQSClient } from '@aws-sdk/client-sqs';
 import { deduplicationIdOf, encodeJob, messageGroupOf, type ExportQueue, type QueuedJob } from '../../core/exports/pipeline/export-jobs';
 import { ExportEnqueueError } from '../../core/exports/pipeline/pipeline-errors';
 import { mapWithConcurrency } from '../../core/shared/concurrency';
+import { sdkOnFirstUse } from './sdk-on-first-use';
+
+const sqs = sdkOnFirstUse(() => import('@aws-sdk/client-sqs'));
 
 /** SendMessageBatch takes at most 10 messages per call. */
 const MAX_BATCH = 10;
 
 export interface SqsExportQueueOptions {
-  /** @default a client from the environment (region, credentials, AWS_ENDPOINT_URL_SQS) */
+  /**
+   * @default a client from the environment (region, credentials, AWS_ENDPOINT_URL_SQS), created on
+   * the first send: the SDK package loads only then (src/adapters/aws/sdk-on-first-use.ts)
+   */
   client?: SQSClient;
   /** A FIFO queue (`….fifo`). */
   queueUrl: string;
@@ -26,10 +32,10 @@ export interface SqsExportQueueOptions {
  * twice within five minutes, by a retried planner or webhook, is delivered once).
  */
 export class SqsExportQueue implements ExportQueue {
-  private readonly client: SQSClient;
+  private client: SQSClient | undefined;
 
   constructor(private readonly options: SqsExportQueueOptions) {
-    this.client = options.client ?? new SQSClient({});
+    this.client = options.client;
   }
 
   async enqueue(jobs: readonly QueuedJob[]): Promise<void> {
@@ -48,12 +54,14 @@ export class SqsExportQueue implements ExportQueue {
   }
 
   private async send(entries: SendMessageBatchRequestEntry[]): Promise<void> {
+    const sdk = await sqs();
+    const client = (this.client ??= new sdk.SQSClient({}));
     const retries = this.options.entryRetries ?? 2;
     let pending = entries;
     for (let attempt = 0; ; attempt++) {
       let out;
       try {
-        out = await this.client.send(new SendMessageBatchCommand({ QueueUrl: this.options.queueUrl, Entries: pending }));
+        out = await client.send(new sdk.SendMessageBatchCommand({ QueueUrl: this.options.queueUrl, Entries: pending }));
       } catch (error) {
         throw new ExportEnqueueError(`${pending.length} export jobs not enqueued`, pending.length, error);
       }

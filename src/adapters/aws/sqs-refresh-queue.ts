@@ -1,13 +1,19 @@
-import { SendMessageBatchCommand, SQSClient, type SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
+import type { SendMessageBatchRequestEntry, SQSClient } from '@aws-sdk/client-sqs';
 import { AcctopsError } from '../../core/shared/errors';
 import { mapWithConcurrency } from '../../core/shared/concurrency';
 import { encodeRefreshRequest, type RefreshQueue, type RefreshRequest } from '../../core/tokens/refresh-queue';
+import { sdkOnFirstUse } from './sdk-on-first-use';
+
+const sqs = sdkOnFirstUse(() => import('@aws-sdk/client-sqs'));
 
 /** SendMessageBatch takes at most 10 messages per call. */
 const MAX_BATCH = 10;
 
 export interface SqsRefreshQueueOptions {
-  /** @default a client from the environment (region, credentials, AWS_ENDPOINT_URL_SQS) */
+  /**
+   * @default a client from the environment (region, credentials, AWS_ENDPOINT_URL_SQS), created on
+   * the first send: the SDK package loads only then (src/adapters/aws/sdk-on-first-use.ts)
+   */
   client?: SQSClient;
   queueUrl: string;
   /**
@@ -34,12 +40,12 @@ export class EnqueueError extends AcctopsError {
 
 /** The RefreshQueue port on SQS: one message per user, sent ten to a call. */
 export class SqsRefreshQueue implements RefreshQueue {
-  private readonly client: SQSClient;
+  private client: SQSClient | undefined;
   private readonly concurrency: number;
   private readonly entryRetries: number;
 
   constructor(private readonly options: SqsRefreshQueueOptions) {
-    this.client = options.client ?? new SQSClient({});
+    this.client = options.client;
     this.concurrency = options.concurrency ?? 10;
     this.entryRetries = options.entryRetries ?? 2;
   }
@@ -54,9 +60,11 @@ export class SqsRefreshQueue implements RefreshQueue {
 
   /** Sends one batch; refused entries are sent again, up to `entryRetries` times. */
   private async send(entries: SendMessageBatchRequestEntry[]): Promise<void> {
+    const sdk = await sqs();
+    const client = (this.client ??= new sdk.SQSClient({}));
     let pending = entries;
     for (let attempt = 0; ; attempt++) {
-      const out = await this.client.send(new SendMessageBatchCommand({ QueueUrl: this.options.queueUrl, Entries: pending }));
+      const out = await client.send(new sdk.SendMessageBatchCommand({ QueueUrl: this.options.queueUrl, Entries: pending }));
       const failed = out.Failed ?? [];
       if (failed.length === 0) return;
       // Sender faults (a malformed entry) do not heal by repeating.

@@ -1,16 +1,19 @@
-import { SendMessageBatchCommand, SQSClient, type SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
+import type { SendMessageBatchRequestEntry, SQSClient } from '@aws-sdk/client-sqs';
 import type { QueuedCheck, RotationCheckQueue } from '../../core/api-keys';
 import { mapWithConcurrency } from '../../core/shared/concurrency';
 import { EnqueueError } from './sqs-refresh-queue';
+import { sdkOnFirstUse } from './sdk-on-first-use';
+
+const sqs = sdkOnFirstUse(() => import('@aws-sdk/client-sqs'));
 
 const MAX_BATCH = 10;
 
 /** The rotation sweep's queue on SQS: one message per due company, ten to a SendMessageBatch call. */
 export class SqsRotationCheckQueue implements RotationCheckQueue {
-  private readonly client: SQSClient;
+  private client: SQSClient | undefined;
 
   constructor(private readonly options: { client?: SQSClient; queueUrl: string; concurrency?: number }) {
-    this.client = options.client ?? new SQSClient({});
+    this.client = options.client;
   }
 
   async enqueue(checks: QueuedCheck[]): Promise<void> {
@@ -22,9 +25,11 @@ export class SqsRotationCheckQueue implements RotationCheckQueue {
   }
 
   private async send(entries: SendMessageBatchRequestEntry[]): Promise<void> {
+    const sdk = await sqs();
+    const client = (this.client ??= new sdk.SQSClient({}));
     let pending = entries;
     for (let attempt = 0; ; attempt++) {
-      const out = await this.client.send(new SendMessageBatchCommand({ QueueUrl: this.options.queueUrl, Entries: pending }));
+      const out = await client.send(new sdk.SendMessageBatchCommand({ QueueUrl: this.options.queueUrl, Entries: pending }));
       const failed = out.Failed ?? [];
       if (failed.length === 0) return;
       if (attempt >= 2 || failed.some((f) => f.SenderFault)) {

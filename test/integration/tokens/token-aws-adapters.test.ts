@@ -3,9 +3,13 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { EventBridgePublisher } from '../../../src/adapters/aws/eventbridge-publisher';
 import { EnqueueError, SqsRefreshQueue } from '../../../src/adapters/aws/sqs-refresh-queue';
+import { SqsExportQueue } from '../../../src/adapters/aws/sqs-export-queue';
+import { SqsRotationCheckQueue } from '../../../src/adapters/aws/sqs-rotation-check-queue';
+import type { QueuedCheck } from '../../../src/core/api-keys';
+import type { QueuedJob } from '../../../src/core/exports/pipeline/export-jobs';
 import { EventPublishError } from '../../../src/core/ports/events';
 import { decodeRefreshRequest } from '../../../src/core/tokens/refresh-queue';
-import { localClientConfig } from '../../helpers/aws-credentials';
+import { LOCAL_REGION, localClientConfig, localCredentials } from '../../helpers/aws-credentials';
 import { startAwsRecorder, type AwsRecorder } from '../../helpers/aws-recorder';
 
 // The SQS and EventBridge adapters with the real SDK clients against the recorder, including the
@@ -90,5 +94,49 @@ describe('EventBridgePublisher', () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EventPublishError);
     expect(error).toMatchObject({ failed: 1, message: expect.stringMatching(/1 of 2 events refused by bus-1 \(InternalFailure\)/) });
+  });
+});
+
+describe('without a client: the SDK package loads, and the client is made from the environment, on the first send', () => {
+  const saved = { ...process.env };
+  beforeEach(() => {
+    process.env.AWS_REGION = LOCAL_REGION;
+    process.env.AWS_ACCESS_KEY_ID = localCredentials.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = localCredentials.secretAccessKey;
+    process.env.AWS_ENDPOINT_URL_SQS = recorder.endpoint;
+    process.env.AWS_ENDPOINT_URL_EVENTBRIDGE = recorder.endpoint;
+  });
+  afterEach(() => {
+    process.env = { ...saved };
+  });
+
+  it('SqsRefreshQueue, SqsExportQueue and SqsRotationCheckQueue send through a client of their own', async () => {
+    await new SqsRefreshQueue({ queueUrl: recorder.queueUrl('refresh') }).enqueue(requests(3));
+    const job: QueuedJob = {
+      type: 'export',
+      companyId: randomUUID(),
+      period: '2026-10',
+      formats: ['csv'],
+      source: { kind: 'apiKey' },
+      trigger: { kind: 'monthly', runId: 'run-1' },
+    };
+    await new SqsExportQueue({ queueUrl: recorder.queueUrl('exports.fifo') }).enqueue([job]);
+    const check: QueuedCheck = { companyId: 'c_2', secretId: 'arn:secret', name: 'acctops/dev/company/c_2/api-key', reason: 'due' };
+    await new SqsRotationCheckQueue({ queueUrl: recorder.queueUrl('rotation-checks') }).enqueue([check]);
+    expect(recorder.messages.map((m) => m.body)).toEqual(
+      expect.arrayContaining([expect.stringContaining(job.companyId), JSON.stringify(check)]),
+    );
+    expect(recorder.messages).toHaveLength(5);
+  });
+
+  it('EventBridgePublisher publishes through a client of its own, and not at all for no events', async () => {
+    const before = recorder.calls['AWSEvents.PutEvents'] ?? 0;
+    const publisher = new EventBridgePublisher({ eventBusName: 'bus-2', source: 'acctops.keys' });
+    await publisher.publish([]);
+    expect(recorder.calls['AWSEvents.PutEvents'] ?? 0).toBe(before);
+    await publisher.publish([{ type: 'KeyRotationFinding', time: 0, detail: { companyId: 'c_3' } }]);
+    expect(recorder.events).toEqual([
+      { eventBusName: 'bus-2', source: 'acctops.keys', detailType: 'KeyRotationFinding', detail: { companyId: 'c_3' } },
+    ]);
   });
 });
