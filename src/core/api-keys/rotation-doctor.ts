@@ -110,7 +110,8 @@ export async function examineCompanies(
   const findings: Finding[] = [];
   for (const [companyId, entries] of byCompany) {
     const found: Finding[] = [];
-    await checkCompany(entries, { deps, settings: s, now, pendingRevocations, found, log: deps.logger.child({ companyId }) });
+    const refreshed = { value: false };
+    await checkCompany(entries, { deps, settings: s, now, pendingRevocations, refreshed, found, log: deps.logger.child({ companyId }) });
     findings.push(...found);
   }
   return findings;
@@ -155,6 +156,8 @@ interface CheckContext {
   settings: Required<DoctorSettings>;
   now: number;
   pendingRevocations: Map<string, Revocation>;
+  /** Whether this company's check has re-read the pending revocations already. */
+  refreshed: { value: boolean };
   found: Finding[];
   log: Logger;
 }
@@ -287,6 +290,10 @@ async function checkKeys(states: SecretState[], ctx: CheckContext): Promise<void
       const created = millis(key.createdAt);
       // Younger than the grace period: it may be the key a rotation is creating right now.
       if (created === undefined || now - created <= settings.graceMs) continue;
+      // A previous key whose label a second rotation took inside its grace period looks the same
+      // as a key no rotation finished; its scheduled revocation tells them apart, and keeps the
+      // grace period it promised.
+      if (await revocationScheduled(key, ctx)) continue;
       await revokeIf(settings.repair, client, key);
       found.push({
         ...base,
@@ -302,7 +309,7 @@ async function checkKeys(states: SecretState[], ctx: CheckContext): Promise<void
     const holder =
       states.find((s) => s.referenced.get(SecretStage.previous)?.apiKeyId === key.publicId) ??
       states.find((s) => s.held.has(key.publicId) && ![...s.referenced.values()].some((k) => k.apiKeyId === key.publicId));
-    if (holder && isRevocationOverdue(key, holder.description.rotation.lastRotatedAt, ctx)) {
+    if (holder && (await revocationOverdue(key, holder, ctx))) {
       await revokeIf(settings.repair, client, key);
       found.push({
         ...base,
@@ -353,12 +360,47 @@ async function referencedKeys(
   return out;
 }
 
-function isRevocationOverdue(key: ApiKey, lastRotatedAt: number | undefined, ctx: CheckContext): boolean {
+/**
+ * Whether the previous key's grace period is over with no revocation to come. Decided twice: on
+ * the run's snapshot, then (only if that says overdue) on a fresh read of the schedules and of the
+ * secret's rotation. The snapshot of schedules predates this secret's versions, and a rotation
+ * finishing in between schedules its previous key's revocation and then promotes (rotation.ts,
+ * finishSecret), while LastRotatedAt moves only after it returns: on the snapshot alone the doctor
+ * would revoke a key that has just begun its grace period.
+ */
+async function revocationOverdue(key: ApiKey, holder: SecretState, ctx: CheckContext): Promise<boolean> {
+  if (!isRevocationOverdue(key, holder.description.rotation.lastRotatedAt, ctx)) return false;
+  await refreshPendingRevocations(ctx);
+  const fresh = await ctx.deps.store.describeSecret(holder.entry.secretId);
+  return isRevocationOverdue(key, fresh.rotation.lastRotatedAt, ctx);
+}
+
+/** Whether a revocation of the key is scheduled and not yet late, on a fresh read of the schedules. */
+async function revocationScheduled(key: ApiKey, ctx: CheckContext): Promise<boolean> {
+  await refreshPendingRevocations(ctx);
+  return scheduledInTime(key, ctx);
+}
+
+function scheduledInTime(key: ApiKey, ctx: CheckContext): boolean {
   const scheduled = ctx.pendingRevocations.get(key.publicId);
-  if (scheduled && ctx.now <= scheduled.revokeAt + ctx.settings.revocationSlackMs) return false;
+  return scheduled !== undefined && ctx.now <= scheduled.revokeAt + ctx.settings.revocationSlackMs;
+}
+
+function isRevocationOverdue(key: ApiKey, lastRotatedAt: number | undefined, ctx: CheckContext): boolean {
+  if (scheduledInTime(key, ctx)) return false;
   // Without the promotion time the grace period cannot be known to be over.
   if (lastRotatedAt === undefined) return false;
   return ctx.now > lastRotatedAt + ctx.settings.graceMs + ctx.settings.revocationSlackMs;
+}
+
+/** Re-reads the pending revocations into the run's map, once per company at most. */
+async function refreshPendingRevocations(ctx: CheckContext): Promise<void> {
+  if (ctx.refreshed.value) return;
+  ctx.refreshed.value = true;
+  const fresh = new Map<string, Revocation>();
+  for await (const revocation of ctx.deps.scheduler.pending()) fresh.set(revocation.apiKeyId, revocation);
+  ctx.pendingRevocations.clear();
+  for (const [id, revocation] of fresh) ctx.pendingRevocations.set(id, revocation);
 }
 
 async function revokeIf(repair: boolean, client: AccountingClient, key: ApiKey): Promise<void> {

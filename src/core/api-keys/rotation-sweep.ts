@@ -54,6 +54,11 @@ export const queuedCheckSchema = lazySchema(() =>
     secretId: z.string().min(1),
     name: z.string().min(1),
     reason: z.enum(['in_progress', 'overdue', 'due', 'rotation_disabled']),
+    /**
+     * The sweep's `repair`: a dry run (`{ "repair": false }`, `acctops doctor` without `--repair`)
+     * stays dry for the companies it queues. Absent (messages from before): the worker's setting.
+     */
+    repair: z.boolean().optional(),
   }),
 );
 export type QueuedCheck = z.output<typeof queuedCheckSchema>;
@@ -205,7 +210,7 @@ export async function sweepKeyRotations(deps: SweepDeps, settings: SweepSettings
         return;
       }
       report.due[decision.reason] += 1;
-      held.push({ ...found.entry, reason: decision.reason });
+      held.push({ ...found.entry, reason: decision.reason, ...(settings.repair === undefined ? {} : { repair: settings.repair }) });
     });
     // Once more are due than an inline run should check, everything goes to the queue, page by page.
     if (deps.queue && (queueing || held.length > inlineLimit)) {
@@ -219,7 +224,7 @@ export async function sweepKeyRotations(deps: SweepDeps, settings: SweepSettings
   report.companies = held.length + report.queued;
   if (held.length > 0) {
     const byCompany = new Map<string, CompanyKeyEntry[]>();
-    for (const { reason: _reason, ...entry } of held) byCompany.set(entry.companyId, [entry]);
+    for (const { reason: _reason, repair: _repair, ...entry } of held) byCompany.set(entry.companyId, [entry]);
     findings.push(...(await examineCompanies(deps, settings, byCompany, now)));
   }
   report.findings = findings;
@@ -255,17 +260,28 @@ export async function checkQueuedCompanies(
 ): Promise<QueuedBatchResult> {
   const failedMessageIds: string[] = [];
   const byCompany = new Map<string, CompanyKeyEntry[]>();
+  // A company any of whose messages came from a dry run is only reported, never repaired.
+  const dry = new Set<string>();
   for (const message of messages) {
     try {
-      const { reason: _reason, ...entry } = parseWith(queuedCheckSchema, JSON.parse(message.body) as unknown, 'queued rotation check');
+      const {
+        reason: _reason,
+        repair,
+        ...entry
+      } = parseWith(queuedCheckSchema, JSON.parse(message.body) as unknown, 'queued rotation check');
       byCompany.set(entry.companyId, [...(byCompany.get(entry.companyId) ?? []), entry]);
+      if ((repair ?? settings.repair ?? true) === false) dry.add(entry.companyId);
     } catch (error) {
       deps.logger.error('queued rotation check unreadable', { messageId: message.messageId, error });
       failedMessageIds.push(message.messageId);
     }
   }
   const now = deps.clock.now();
-  const findings = await examineCompanies(deps, settings, byCompany, now);
+  const findings: Finding[] = [];
+  for (const repair of [true, false]) {
+    const group = new Map([...byCompany].filter(([companyId]) => dry.has(companyId) !== repair));
+    if (group.size > 0) findings.push(...(await examineCompanies(deps, { ...settings, repair }, group, now)));
+  }
   await reportDoctorRun(deps, { checkedAt: now, companies: byCompany.size, findings });
   return { checked: byCompany.size, findings, failedMessageIds };
 }

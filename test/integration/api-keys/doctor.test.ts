@@ -10,6 +10,9 @@ import {
   rotateNow,
   rotationKeyName,
   runDueRevocations,
+  checkQueuedCompanies,
+  sweepKeyRotations,
+  type QueuedCheck,
 } from '../../../src/core/api-keys';
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
 import { client } from '../../helpers/secrets-manager';
@@ -204,6 +207,103 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const failed = report.findings.filter((f) => f.type === 'check_failed');
       expect(failed).toEqual([expect.objectContaining({ repaired: false })]);
       expect(failed[0]!.detail).toContain(dialect === 'default' ? 'key_revoked' : 'The API key has been revoked.');
+    });
+
+    it('keeps the grace period of a previous key that a second rotation unlabelled before its revocation fired', async () => {
+      await world.startRotation();
+      const first = await world.current();
+      world.clock.advance(DAY);
+      await world.startRotation(); // first is AWSPREVIOUS, revoked by its schedule in GRACE_MS
+      world.clock.advance(5 * MINUTE);
+      await world.startRotation(); // a manual rotation right after: first's version loses its label
+      world.clock.advance(5 * MINUTE);
+      expect(Object.values(world.stages()).flat()).not.toContain(first.versionId);
+
+      expect((await doctor()).findings).toEqual([]);
+      expect(await world.statusWith(first.apiKey)).toEqual({ status: 200 });
+      // Once the schedule has fired, nothing is left for the doctor either.
+      world.clock.advance(GRACE_MS);
+      await runDueRevocations({ ...doctorDeps(), queue: world.queue });
+      expect(await world.statusWith(first.apiKey)).toMatchObject({ status: 401 });
+      expect((await doctor()).findings).toEqual([]);
+    });
+
+    it('does not revoke the previous key of a rotation that finishes while the doctor reads the secret', async () => {
+      await world.startRotation();
+      world.clock.advance(GRACE_MS + MINUTE);
+      await runDueRevocations({ ...doctorDeps(), queue: world.queue });
+      world.clock.advance(30 * DAY);
+      world.sm.admin.setRotationMode('manual');
+      const { versionId } = await world.startRotation();
+      for (const step of ['createSecret', 'setSecret', 'testSecret'] as const) await world.sm.admin.runRotationStep(world.secretArn, step);
+      const old = await world.current();
+      // finishSecret runs after the doctor read the pending revocations and described the secret,
+      // before it lists the versions: it schedules the old key's revocation, then promotes.
+      let finished = false;
+      const store = world.store;
+      const racing: typeof store = Object.create(store) as typeof store;
+      racing.listVersions = async (secretId) => {
+        if (!finished) {
+          finished = true;
+          await world.sm.admin.runRotationStep(world.secretArn, 'finishSecret');
+        }
+        return store.listVersions(secretId);
+      };
+      const report = await checkKeyRotations({ ...doctorDeps(), store: racing }, { graceMs: GRACE_MS });
+      expect(finished).toBe(true);
+      expect((await world.current()).versionId).toBe(versionId);
+      expect(report.findings).toEqual([]);
+      expect(await world.statusWith(old.apiKey)).toEqual({ status: 200 });
+    });
+
+    it('a dry run stays dry for the companies it queues', async () => {
+      await world.startRotation();
+      world.sm.admin.setRotationMode('manual');
+      const { versionId } = await world.startRotation();
+      await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
+      world.clock.advance(2 * HOUR);
+      await runDueRevocations({ ...doctorDeps(), queue: world.queue }); // the first rotation's schedule fired
+      const orphan = (await world.keys()).find((k) => k.name === rotationKeyName(versionId))!;
+
+      const queued: QueuedCheck[] = [];
+      const sweep = await sweepKeyRotations(
+        {
+          ...doctorDeps(),
+          index: {
+            pages: async function* () {
+              yield [{ companyId: world.companyId }];
+            },
+            setCheckAfter: async () => {},
+          },
+          describeCompanySecret: async (companyId) => {
+            const description = await world.store.describeSecret(world.secretArn);
+            return { entry: { companyId, secretId: world.secretArn, name: description.name }, description };
+          },
+          queue: { enqueue: async (checks) => void queued.push(...checks) },
+        },
+        { graceMs: GRACE_MS, inlineLimit: 0, repair: false },
+      );
+      expect(sweep.queued).toBe(1);
+      expect(queued[0]).toMatchObject({ companyId: world.companyId, reason: 'in_progress', repair: false });
+
+      // The worker runs the queued check with its own settings, which carry no repair flag.
+      const result = await checkQueuedCompanies(doctorDeps(), { graceMs: GRACE_MS }, [
+        { messageId: 'm1', body: JSON.stringify(queued[0]) },
+      ]);
+      // Reported, not repaired: the label stays, so its key is still referenced and no orphan yet.
+      expect(result.findings.map((f) => [f.type, f.repaired])).toEqual([['stuck_pending', false]]);
+      expect(world.stages()[versionId]).toEqual(['AWSPENDING']);
+      expect((await world.keys()).find((k) => k.publicId === orphan.publicId)!.revokedAt).toBeNull();
+
+      // The same message without the flag (a repairing sweep's) repairs.
+      const { repair: _repair, ...repairing } = queued[0]!;
+      const repaired = await checkQueuedCompanies(doctorDeps(), { graceMs: GRACE_MS }, [
+        { messageId: 'm2', body: JSON.stringify(repairing) },
+      ]);
+      expect(repaired.findings.map((f) => [f.type, f.repaired])).toEqual([
+        ['stuck_pending', true],
+        ['orphan_key', true],
+      ]);
     });
   });
 
