@@ -67,6 +67,13 @@ export interface TokenLifecycleProps {
   readonly tuning?: TokenLifecycleTuning;
 }
 
+/**
+ * The runbook functions' timeout (onboard, revoke, recover): up to three service calls (revoke of
+ * a token the service does not know: expire, retrieve, expire), each at most 20 s of attempts plus
+ * a 10 s final one. Less than the lease (3 min), so a timed-out run never outlives its lease.
+ */
+const RUNBOOK_TIMEOUT = Duration.minutes(2);
+
 /** The worker's timeout. The lease (TOKEN_LEASE_SECONDS) must outlast it; the queue's visibility is six times it. */
 const WORKER_TIMEOUT = Duration.minutes(2);
 const LEASE = Duration.minutes(3);
@@ -196,6 +203,7 @@ export class TokenLifecycle extends Construct {
     this.onboardUser = new AcctopsFunction(this, 'OnboardUser', {
       ...functionDefaults,
       handlerDir: 'onboard-user',
+      timeout: RUNBOOK_TIMEOUT,
       description: 'Registers a user with the service and stores its tokens (acctops users onboard)',
       environment: api,
     })
@@ -205,6 +213,7 @@ export class TokenLifecycle extends Construct {
     this.revokeUser = new AcctopsFunction(this, 'RevokeUser', {
       ...functionDefaults,
       handlerDir: 'revoke-user',
+      timeout: RUNBOOK_TIMEOUT,
       description: "Expires a user's tokens at the service and stops refreshing them (acctops users revoke)",
       environment: api,
     })
@@ -214,6 +223,7 @@ export class TokenLifecycle extends Construct {
     this.recoverUser = new AcctopsFunction(this, 'RecoverUser', {
       ...functionDefaults,
       handlerDir: 'recover-user',
+      timeout: RUNBOOK_TIMEOUT,
       description: 'Retrieves a new token pair for a user in needs_attention and reschedules it (acctops users recover)',
       environment: api,
     })

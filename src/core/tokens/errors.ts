@@ -37,3 +37,18 @@ export class OnboardConflictError extends TokenLifecycleError {
     super(`cannot onboard user ${externalId}: ${detail}`, { code: 'onboard_conflict', externalId, cause });
   }
 }
+
+/**
+ * A revocation that took effect here (the record is `revoked`: never refreshed, never used for an
+ * export) but that the service did not confirm: its tokens may still work there until they expire.
+ * Revoking again finishes it.
+ */
+export class RevocationIncompleteError extends TokenLifecycleError {
+  constructor(externalId: string, cause: unknown) {
+    super(`user ${externalId} is revoked here, but the service did not confirm expiring its tokens; revoke again to finish`, {
+      code: 'revocation_incomplete',
+      externalId,
+      cause,
+    });
+  }
+}

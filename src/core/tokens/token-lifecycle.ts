@@ -8,7 +8,7 @@ import { mapWithConcurrency } from '../shared/concurrency';
 import { parseWith } from '../shared/errors';
 import type { Logger } from '../shared/logger';
 import type { Metrics } from '../shared/metrics';
-import { OnboardConflictError, TokenBusyError, UserRevokedError } from './errors';
+import { OnboardConflictError, RevocationIncompleteError, TokenBusyError, UserRevokedError } from './errors';
 import { tokenRefreshFailed } from './token-events';
 import { accessTokenExpiry } from './token-expiry';
 import { describeFailure, serviceFailure } from './token-failures';
@@ -30,6 +30,10 @@ export type InstitutionApi = Pick<
 >;
 
 const MINUTE = 60_000;
+/** saveTokens of a rotated pair: attempts, the first wait (doubling), and lease time kept back. */
+const SAVE_ATTEMPTS = 4;
+const SAVE_RETRY_BASE_MS = 500;
+const SAVE_RETRY_RESERVE_MS = 10_000;
 
 const settingsSchema = lazySchema(() =>
   z.object({
@@ -341,11 +345,11 @@ export class TokenLifecycle {
     const { expiresAt, source } = accessTokenExpiry(pair, sentAt, this.settings.accessTokenLifetimeMs);
     const now = this.deps.clock.now();
     try {
-      await this.deps.store.saveTokens(
-        record.externalId,
-        { accessToken: pair.accessToken, refreshToken: pair.refreshToken, accessTokenExpiresAt: expiresAt },
-        { expectedVersion: record.version, owner, now },
-      );
+      await this.saveWhileLeased(record, owner, {
+        accessToken: pair.accessToken,
+        refreshToken: pair.refreshToken,
+        accessTokenExpiresAt: expiresAt,
+      });
     } catch (error) {
       if (!(error instanceof VersionConflictError)) throw error;
       // The lease ran out and another worker took it: it holds our old refresh token (now dead if
@@ -445,29 +449,72 @@ export class TokenLifecycle {
   }
 
   /**
-   * Expires the user's tokens at the service, then marks the record `revoked`: out of the due
-   * index, never refreshed again. Idempotent. When the service does not know the stored refresh
-   * token (invalid_grant), a fresh pair is retrieved and expired instead: expire kills all of the
-   * user's tokens, so no pair issued by a lost response survives the revocation.
+   * Marks the record `revoked` (out of the due index: never refreshed, never exported again), then
+   * expires the user's tokens at the service. In that order: done the other way, a crash or a
+   * failed write between the two left an `active` record holding tokens the service had killed,
+   * and the next scheduled refresh "recovered" it through retrieve, undoing the revocation. A
+   * service call that fails after the mark is a RevocationIncompleteError, and revoking again
+   * expires again (so `already_revoked` still calls the service). When the service does not know
+   * the stored refresh token (invalid_grant), a fresh pair is retrieved and expired instead:
+   * expire kills all of the user's tokens, so no pair issued by a lost response survives.
    */
   async revoke(externalId: string): Promise<RevokeResult> {
     const owner = this.newOwner();
     const record = await this.lease(externalId, owner);
-    return this.underLease(externalId, owner, async () => {
-      if (record.status === 'revoked') {
-        await this.deps.store.releaseLease(externalId, owner);
-        return { externalId, result: 'already_revoked' };
-      }
-      await this.expireAtService(record);
-      await this.deps.store.markStatus(
-        externalId,
-        { status: 'revoked' },
-        { expectedVersion: record.version, owner, now: this.deps.clock.now() },
-      );
-      this.deps.metrics.add('UserRevoked', 1);
-      this.deps.logger.info('user revoked', { externalId, previousStatus: record.status });
-      return { externalId, result: 'revoked' };
+    const already = record.status === 'revoked';
+    await this.underLease(externalId, owner, async () => {
+      if (already) await this.deps.store.releaseLease(externalId, owner);
+      else
+        await this.deps.store.markStatus(
+          externalId,
+          { status: 'revoked' },
+          { expectedVersion: record.version, owner, now: this.deps.clock.now() },
+        );
     });
+    try {
+      await this.expireAtService(record);
+    } catch (error) {
+      this.deps.logger.error('user revoked here; the service did not confirm the expiry', { externalId, ...describeFailure(error) });
+      throw new RevocationIncompleteError(externalId, error);
+    }
+    if (already) return { externalId, result: 'already_revoked' };
+    this.deps.metrics.add('UserRevoked', 1);
+    this.deps.logger.info('user revoked', { externalId, previousStatus: record.status });
+    return { externalId, result: 'revoked' };
+  }
+
+  /**
+   * saveTokens, tried again while the lease lasts. Once the service has rotated the refresh token,
+   * this pair is the only one that works: dropped on a transient store error (throttling past the
+   * SDK's own retries), the spent token would be sent next time, which the service takes for reuse
+   * and answers by killing the user's tokens (decision 14). A VersionConflictError is final: the
+   * lease is gone.
+   */
+  private async saveWhileLeased(record: TokenRecord, owner: string, tokens: Parameters<TokenStore['saveTokens']>[1]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.deps.store.saveTokens(record.externalId, tokens, { expectedVersion: record.version, owner, now: this.deps.clock.now() });
+        return;
+      } catch (error) {
+        if (error instanceof VersionConflictError) throw error;
+        const delayMs = SAVE_RETRY_BASE_MS * 2 ** (attempt - 1);
+        const leaseLeftMs = (record.leaseUntil ?? 0) - this.deps.clock.now();
+        if (attempt >= SAVE_ATTEMPTS || leaseLeftMs < delayMs + SAVE_RETRY_RESERVE_MS) {
+          this.deps.logger.error('new token pair not stored; the user recovers through retrieve next time', {
+            externalId: record.externalId,
+            attempts: attempt,
+            ...describeFailure(error),
+          });
+          throw error;
+        }
+        this.deps.logger.warn('new token pair not stored yet; trying again while the lease lasts', {
+          externalId: record.externalId,
+          attempt,
+          ...describeFailure(error),
+        });
+        await this.deps.clock.sleep(delayMs);
+      }
+    }
   }
 
   private async expireAtService(record: TokenRecord): Promise<void> {

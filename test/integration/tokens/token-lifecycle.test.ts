@@ -4,14 +4,20 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDbTokenStore } from '../../../src/adapters/aws/dynamodb-token-store';
 import { MemoryEventPublisher } from '../../../src/adapters/local/memory-event-publisher';
 import { MemoryRefreshQueue } from '../../../src/adapters/local/memory-refresh-queue';
-import { RateLimitError, createAccountingClient, institutionAuth, type AccountingClient } from '../../../src/core/accounting-api';
+import {
+  InvalidGrantError,
+  RateLimitError,
+  createAccountingClient,
+  institutionAuth,
+  type AccountingClient,
+} from '../../../src/core/accounting-api';
 import { cachedInstitutionCredential } from '../../../src/core/credentials/institution-credential';
 import { institutionCredentialProvider } from '../../../src/core/credentials/institution-provider';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { MemoryMetrics } from '../../../src/core/shared/metrics';
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
-import { OnboardConflictError, TokenBusyError, UserRevokedError } from '../../../src/core/tokens/errors';
+import { OnboardConflictError, RevocationIncompleteError, TokenBusyError, UserRevokedError } from '../../../src/core/tokens/errors';
 import { planTokenRefresh } from '../../../src/core/tokens/plan-refresh';
 import { refreshQueuedBatch } from '../../../src/core/tokens/refresh-worker';
 import { encodeRefreshRequest } from '../../../src/core/tokens/refresh-queue';
@@ -23,7 +29,7 @@ import {
   type RefreshOutcome,
   type TokenLifecycleDeps,
 } from '../../../src/core/tokens/token-lifecycle';
-import type { TokenRecord } from '../../../src/core/tokens/token-store';
+import type { TokenRecord, TokenStore } from '../../../src/core/tokens/token-store';
 import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
 import { client as secretsClient, secretStore, startSecretsManager, type RunningSecretsManager } from '../../helpers/secrets-manager';
@@ -89,6 +95,8 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       ownerPrefix?: string;
       institution?: (api: InstitutionApi) => InstitutionApi;
       settings?: TokenLifecycleDeps['settings'];
+      /** The world's store wrapped, e.g. to fail one write. */
+      store?: (store: DynamoDbTokenStore) => TokenStore;
     }): TokenLifecycle;
     onboard(count: number): Promise<string[]>;
     record(externalId: string): Promise<TokenRecord>;
@@ -115,7 +123,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       });
       const institution = options.institution ? options.institution(client.institution) : client.institution;
       return new TokenLifecycle({
-        store,
+        store: options.store ? options.store(store) : store,
         institution,
         events,
         clock,
@@ -445,6 +453,78 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(await w.record(revoked!)).toMatchObject({ status: 'revoked', leaseOwner: null });
       await expect(lifecycle.recover(revoked!)).rejects.toBeInstanceOf(UserRevokedError);
       expect(await w.record(revoked!)).toMatchObject({ status: 'revoked', leaseOwner: null });
+    });
+
+    it('a revoke the service did not confirm is final here and finished by revoking again; it is never undone by a refresh', async () => {
+      const w = await world();
+      const [externalId] = await w.onboard(1);
+      const before = await w.record(externalId!);
+      const failing = w.worker({
+        institution: (api) => ({ ...passThrough(api), expireToken: () => Promise.reject(new Error('socket hang up')) }),
+      });
+      const error = await failing.revoke(externalId!).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RevocationIncompleteError);
+      expect((error as Error).message).not.toContain(before.refreshToken);
+      // Revoked here at once; the service still honours the tokens until the revoke is repeated.
+      expect(await w.record(externalId!)).toMatchObject({ status: 'revoked', leaseOwner: null });
+      await expect(w.worker().verify(externalId!)).resolves.toMatchObject({ service: { valid: true } });
+      // Due now, yet out of the schedule, and a stray message changes nothing.
+      clock.advance(20 * MINUTE);
+      expect(await w.plan()).not.toContain(externalId);
+      expect(resultsOf(await w.worker().refreshBatch([externalId!]))[externalId!]).toBe('not_due');
+      await expect(w.worker().revoke(externalId!)).resolves.toEqual({ externalId, result: 'already_revoked' });
+      await expect(w.worker().verify(externalId!)).resolves.toMatchObject({ status: 'revoked', service: { valid: false } });
+      const outsider = createAccountingClient({
+        baseUrl: sandbox.baseUrl,
+        credentials: institutionAuth({ institutionId: INSTITUTION_ID, secretKey: FIRST_SECRET }),
+        clock,
+      });
+      await expect(outsider.institution.refreshToken(before.refreshToken)).rejects.toBeInstanceOf(InvalidGrantError);
+    });
+
+    it('a revoke whose write fails changes nothing at the service', async () => {
+      const w = await world();
+      const [externalId] = await w.onboard(1);
+      const failing = w.worker({
+        store: (store) => {
+          const wrapped = Object.create(store) as DynamoDbTokenStore;
+          wrapped.markStatus = () =>
+            Promise.reject(Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' }));
+          return wrapped;
+        },
+      });
+      await expect(failing.revoke(externalId!)).rejects.toThrow('throttled');
+      expect(await w.record(externalId!)).toMatchObject({ status: 'active', leaseOwner: null });
+      await expect(w.worker().verify(externalId!)).resolves.toMatchObject({ service: { valid: true } });
+      await expect(w.worker().revoke(externalId!)).resolves.toEqual({ externalId, result: 'revoked' });
+    });
+
+    it('stores a rotated pair despite a transient write failure, so the spent refresh token is never sent again', async () => {
+      const w = await world();
+      const [externalId] = await w.onboard(1);
+      clock.advance(16 * MINUTE);
+      let failures = 0;
+      const flaky = w.worker({
+        store: (store) => {
+          const wrapped = Object.create(store) as DynamoDbTokenStore;
+          wrapped.saveTokens = (...args) => {
+            if (failures++ > 0) return store.saveTokens(...args);
+            // The lifecycle waits on the test's clock before it tries again: move it on.
+            setImmediate(() => clock.advance(1_000));
+            return Promise.reject(Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' }));
+          };
+          return wrapped;
+        },
+      });
+      const before = await stats();
+      await expect(flaky.refresh(externalId!)).resolves.toMatchObject({ result: 'refreshed' });
+      expect(failures).toBe(2);
+      // The next refresh uses the stored (new) refresh token: the service sees no reuse.
+      clock.advance(5 * 60 * MINUTE);
+      await expect(w.worker().refresh(externalId!)).resolves.toMatchObject({ result: 'refreshed' });
+      const after = await stats();
+      expect(after.refusedRefreshesPerUser[externalId!]).toBeUndefined();
+      expect((after.refreshesPerUser[externalId!] ?? 0) - (before.refreshesPerUser[externalId!] ?? 0)).toBe(2);
     });
 
     it('revokes at the service through a fresh pair when the stored refresh token is unknown to it', async () => {
