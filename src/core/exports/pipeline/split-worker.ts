@@ -6,11 +6,11 @@ import type { ExportJob, ExportPartJob } from './export-jobs';
 import type { ExportMessage, ExportWorkerDeps, JobResult } from './export-worker';
 import { createExportClient } from './export-sources';
 import { manifestKey, newRunId } from '../formats/layout';
-import { readManifest } from '../formats/manifest';
+import { droppedFormats, readManifest } from '../formats/manifest';
 import { finishRunIfDone } from './monthly-export';
 import type { SplitRecord } from './part-ledger';
 import { parsePeriod, periodRange } from '../formats/period';
-import { PeriodExportError } from '../formats/period-errors';
+import { FormatLossError, PeriodExportError } from '../formats/period-errors';
 import { DEFAULT_GC_GRACE_MS, PeriodExporter, sanitizeBaseUrl } from '../formats/period-exporter';
 import { publishPeriod } from '../formats/publish';
 import {
@@ -112,8 +112,7 @@ function companyClient(deps: ExportWorkerDeps, job: ExportJob | ExportPartJob, l
 
 async function dropsFormats(deps: ExportWorkerDeps, job: ExportJob): Promise<boolean> {
   const previous = await readManifest(deps.exporter.store, manifestKey(job.companyId, parsePeriod(job.period)));
-  const selected = job.datasets ?? DATASETS;
-  return (previous?.objects ?? []).some((o) => selected.includes(o.dataset) && !job.formats.includes(o.format));
+  return previous !== undefined && droppedFormats(previous, job.datasets ?? DATASETS, job.formats).length > 0;
 }
 
 /** One part: written, recorded, and, when it is the last one done, the month is published. */
@@ -188,6 +187,14 @@ export async function publishSplit(deps: ExportWorkerDeps, job: ExportPartJob, s
     return;
   }
   const results = await deps.ledger.partResults(split.splitId);
+  const replaced = DATASETS.filter((d) => results.some((r) => r.datasets[d]));
+  if (previous && !job.replaceFormats) {
+    // Checked at planning too, but the period may have changed since: an export with more formats
+    // published while the parts ran would lose them to this manifest and its garbage collection.
+    // The split's objects stay unreferenced, for garbage collection.
+    const dropped = droppedFormats(previous, replaced, job.formats);
+    if (dropped.length > 0) throw new FormatLossError(dropped);
+  }
   const missing = split.parts.filter((p) => !results.some((r) => r.index === p.index)).map((p) => `part ${p.index}`);
   const objects = results.flatMap((r) => Object.values(r.datasets).flatMap((d) => d.objects));
   const heads = await Promise.all(objects.map((o) => store.head(o.key)));
@@ -205,7 +212,6 @@ export async function publishSplit(deps: ExportWorkerDeps, job: ExportPartJob, s
     toolVersion: deps.exporter.toolVersion,
     baseUrl: sanitizeBaseUrl(deps.exporter.baseUrl),
   });
-  const replaced = DATASETS.filter((d) => results.some((r) => r.datasets[d]));
   const published = await publishPeriod({
     store,
     company: job.companyId,
