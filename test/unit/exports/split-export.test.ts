@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
 import { MemoryEventPublisher } from '../../../src/adapters/local/memory-event-publisher';
+import type { DomainEvent } from '../../../src/core/ports/events';
 import { MemoryRunLedger } from '../../helpers/memory-run-ledger';
 import { asAsync, CATEGORIES, transactions } from '../../helpers/export-fixtures';
 import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/pipeline/export-events';
@@ -159,6 +160,9 @@ describe('the part ledger (memory)', () => {
     expect((await ledger.partResults('s1')).map((r) => r.index)).toEqual([0, 1, 2]);
     expect(await ledger.markSplitPublished('s1', 2)).toBe(true);
     expect(await ledger.markSplitPublished('s1', 3)).toBe(false);
+    expect(await ledger.markSplitReported('s1', 4)).toBe(true);
+    expect(await ledger.markSplitReported('s1', 5)).toBe(false);
+    expect(await ledger.getSplit('s1')).toMatchObject({ publishedAt: 2, reportedAt: 4 });
 
     const manifest = splitManifest({
       split,
@@ -186,6 +190,30 @@ describe('publishing a split (worker)', () => {
   ];
   let root: string;
 
+  /** Events that refuse the next `failures` calls, as EventBridge does when it is unwell. */
+  class FlakyEvents extends MemoryEventPublisher {
+    failures = 0;
+    override publish(events: readonly DomainEvent[]): Promise<void> {
+      if (this.failures > 0) {
+        this.failures -= 1;
+        return Promise.reject(new Error('injected: event bus unavailable'));
+      }
+      return super.publish(events);
+    }
+  }
+
+  /** The memory ledger whose markSplitPublished fails the next `failures` times. */
+  class FlakyLedger extends MemoryRunLedger {
+    markFailures = 0;
+    override markSplitPublished(splitId: string, at: number): Promise<boolean> {
+      if (this.markFailures > 0) {
+        this.markFailures -= 1;
+        return Promise.reject(new Error('injected: ledger unavailable'));
+      }
+      return super.markSplitPublished(splitId, at);
+    }
+  }
+
   /** The 40 transactions of the month that the API returns for a part's days. */
   const inRange = (part: { dateFrom: string; dateTo: string }) =>
     [...transactions(40)].filter((t) => {
@@ -205,8 +233,8 @@ describe('publishing a split (worker)', () => {
   async function world(formats: ExportFormat[]) {
     const store = new DirObjectStore(root);
     const clock = new ManualClock(Date.UTC(2026, 10, 2, 9, 0));
-    const ledger = new MemoryRunLedger();
-    const events = new MemoryEventPublisher();
+    const ledger = new FlakyLedger();
+    const events = new FlakyEvents();
     const logger = new MemoryLogger();
     const exporter = new PeriodExporter({ store, clock, logger, toolVersion: '0.1.0' });
     await ledger.startRun({
@@ -313,5 +341,55 @@ describe('publishing a split (worker)', () => {
     const replaced = (await w.manifest())!;
     expect(replaced.runId).toBe(SPLIT_RUN);
     expect(new Set(replaced.objects.map((o) => o.format))).toEqual(new Set(['csv']));
+  });
+
+  it('a bus failure after the publish: the redelivered last part publishes ExportCompleted and settles the company', async () => {
+    const w = await world(['csv', 'parquet']);
+    w.events.failures = 1;
+
+    expect(await w.deliverLast()).toBe('retry');
+    expect((await w.manifest())!.runId).toBe(SPLIT_RUN);
+    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 0, openCompanies: [COMPANY] });
+
+    expect(await w.deliverLast()).toBe('completed');
+    const completed = w.events.ofType(EXPORT_EVENT_TYPES.completed);
+    expect(completed.length).toBeGreaterThanOrEqual(1);
+    expect(completed[0]!.detail).toMatchObject({ companyId: COMPANY, runId: SPLIT_RUN, records: { transactions: 40 }, carriedOver: [] });
+    expect(await w.ledger.tally(RUN)).toMatchObject({ expected: 1, completed: 1, failed: 0, openCompanies: [] });
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished)).toHaveLength(1);
+
+    // Once reported, a further delivery changes nothing and reports nothing again.
+    const events = w.events.events.length;
+    expect(await w.deliverLast()).toBe('completed');
+    expect(w.events.events).toHaveLength(events);
+  });
+
+  it('a ledger failure marking the publish: the redelivered last part marks it, then reports', async () => {
+    const w = await world(['csv']);
+    w.ledger.markFailures = 1;
+
+    expect(await w.deliverLast()).toBe('retry');
+    const published = (await w.manifest())!;
+    expect(published.runId).toBe(SPLIT_RUN);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toEqual([]);
+
+    expect(await w.deliverLast()).toBe('completed');
+    expect(await w.manifest()).toEqual(published);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toHaveLength(1);
+    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 1, openCompanies: [] });
+    expect((await w.ledger.getSplit('s1'))!.publishedAt).toBeDefined();
+  });
+
+  it('a redelivery after a later export replaced the split never publishes the split again; the company is settled completed', async () => {
+    const w = await world(['csv']);
+    w.events.failures = 1;
+    expect(await w.deliverLast()).toBe('retry');
+    await w.exportWhole('newer-run', ['csv']);
+    const newer = (await w.manifest())!;
+
+    expect(await w.deliverLast()).toBe('completed');
+    expect(await w.manifest()).toEqual(newer);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toEqual([]);
+    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 1, failed: 0, openCompanies: [] });
   });
 });
