@@ -23,7 +23,7 @@ export class MemoryRunLedger implements RunLedger, PartLedger {
   private readonly latest = new Map<string, string>();
   private readonly splits = new Map<string, { split: SplitRecord; results: Map<number, string> }>();
 
-  startSplit(split: Omit<SplitRecord, 'done' | 'publishedAt'>): Promise<{ split: SplitRecord; created: boolean }> {
+  startSplit(split: Omit<SplitRecord, 'done' | 'publishedAt' | 'reportedAt'>): Promise<{ split: SplitRecord; created: boolean }> {
     const existing = this.splits.get(split.splitId);
     if (existing) return Promise.resolve({ split: copySplit(existing.split), created: false });
     const stored: SplitRecord = { ...split, parts: split.parts.map((p) => ({ ...p })), done: [] };
@@ -57,6 +57,13 @@ export class MemoryRunLedger implements RunLedger, PartLedger {
     const state = this.splitState(splitId);
     if (state.split.publishedAt !== undefined) return Promise.resolve(false);
     state.split.publishedAt = at;
+    return Promise.resolve(true);
+  }
+
+  markSplitReported(splitId: string, at: number): Promise<boolean> {
+    const state = this.splitState(splitId);
+    if (state.split.reportedAt !== undefined) return Promise.resolve(false);
+    state.split.reportedAt = at;
     return Promise.resolve(true);
   }
 

@@ -43,6 +43,7 @@ const splitItemSchema = lazySchema(() =>
     /** A number set (DocumentClient: a Set of numbers); absent until the first part is done. */
     done: z.set(z.number()).optional(),
     publishedAt: z.number().optional(),
+    reportedAt: z.number().optional(),
   }),
 );
 
@@ -256,7 +257,7 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
     }
   }
 
-  async startSplit(split: Omit<SplitRecord, 'done' | 'publishedAt'>): Promise<{ split: SplitRecord; created: boolean }> {
+  async startSplit(split: Omit<SplitRecord, 'done' | 'publishedAt' | 'reportedAt'>): Promise<{ split: SplitRecord; created: boolean }> {
     let created = true;
     try {
       await this.doc.send(
@@ -337,15 +338,24 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
     return results.sort((a, b) => a.index - b.index);
   }
 
-  async markSplitPublished(splitId: string, at: number): Promise<boolean> {
+  markSplitPublished(splitId: string, at: number): Promise<boolean> {
+    return this.markSplit(splitId, 'publishedAt', at);
+  }
+
+  markSplitReported(splitId: string, at: number): Promise<boolean> {
+    return this.markSplit(splitId, 'reportedAt', at);
+  }
+
+  /** Sets a time of the split item once; false when it was already set. */
+  private async markSplit(splitId: string, field: 'publishedAt' | 'reportedAt', at: number): Promise<boolean> {
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: splitKey(splitId),
-          UpdateExpression: 'SET #publishedAt = :at',
-          ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#publishedAt)',
-          ExpressionAttributeNames: { '#pk': PK, '#publishedAt': 'publishedAt' },
+          UpdateExpression: 'SET #field = :at',
+          ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#field)',
+          ExpressionAttributeNames: { '#pk': PK, '#field': field },
           ExpressionAttributeValues: { ':at': at },
         }),
       );

@@ -171,9 +171,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     };
     expect(await csvRows(split.store, manifest)).toEqual(await csvRows(whole.store, expected));
 
-    // A redelivered last part after the publish changes nothing.
+    // A redelivered last part after the publish changes nothing and reports nothing again.
     expect(await split.deliver(parts[2]!)).toBe('completed');
     expect((await split.manifest())!.generatedAt).toBe(manifest.generatedAt);
+    expect(split.events.events.filter((e) => e.type === EXPORT_EVENT_TYPES.completed)).toHaveLength(1);
+    const splitId = (decodeJob(parts[2]!.body) as Extract<QueuedJob, { type: 'export_part' }>).splitId;
+    expect((await split.ledger.getSplit(splitId))!.reportedAt).toBeDefined();
   });
 
   it('keeps the period invisible while one part is missing, and publishes when it arrives', async () => {

@@ -11,7 +11,7 @@ import type { ObjectStore, PutConditions, PutOptions } from '../../../src/core/e
 import { parsePeriod } from '../../../src/core/exports/formats/period';
 import { PeriodExporter, type PeriodExportRequest } from '../../../src/core/exports/formats/period-exporter';
 import { collectGarbage } from '../../../src/core/exports/formats/publish';
-import type { ExportTransaction } from '../../../src/core/exports/formats/datasets';
+import type { ExportTaxReport, ExportTransaction } from '../../../src/core/exports/formats/datasets';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { ValidationError } from '../../../src/core/shared/errors';
 import { MemoryLogger } from '../../../src/core/shared/logger';
@@ -243,6 +243,31 @@ describe('PeriodExporter', () => {
     await expect(exporter('run-1').run(request({ sources }))).rejects.toThrow(/upstream 503/);
     expect(await listKeys(dir)).toEqual([]);
     expect(logger.entries().some((e) => e.level === 'error' && e.runId === 'run-1')).toBe(true);
+  });
+
+  it('an empty Parquet dataset whose upload failed rejects the run and leaves no unhandled rejection', async () => {
+    // A month without tax reports, read after one page's wait: the upload under /dev/null has
+    // failed by the time the writer, holding no rows, writes the footer.
+    const noTaxReports: AsyncIterable<ExportTaxReport> = {
+      [Symbol.asyncIterator]: () => ({
+        next: () => new Promise((resolve) => setTimeout(() => resolve({ done: true, value: undefined }), 30)),
+      }),
+    };
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    let error: unknown;
+    try {
+      error = await exporter('run-1', new DirObjectStore('/dev/null/out'))
+        .run(request({ sources: { taxReports: noTaxReports }, datasets: ['tax_reports'], formats: ['parquet'] }))
+        .catch((e: unknown) => e);
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+    expect(error).toBeInstanceOf(PeriodExportError);
+    expect((error as PeriodExportError).cause).toBeInstanceOf(ObjectStoreError);
+    expect(unhandled).toEqual([]);
   });
 
   it('a failed manifest switch points the symlink back at the previous run and removes the new one', async () => {

@@ -1,7 +1,27 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
+import { MemoryEventPublisher } from '../../../src/adapters/local/memory-event-publisher';
+import type { DomainEvent } from '../../../src/core/ports/events';
 import { MemoryRunLedger } from '../../helpers/memory-run-ledger';
-import { decodeJob, deduplicationIdOf, encodeJob, messageGroupOf, type ExportJob } from '../../../src/core/exports/pipeline/export-jobs';
+import { asAsync, CATEGORIES, transactions } from '../../helpers/export-fixtures';
+import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/pipeline/export-events';
+import {
+  decodeJob,
+  deduplicationIdOf,
+  encodeJob,
+  messageGroupOf,
+  type ExportJob,
+  type ExportPartJob,
+} from '../../../src/core/exports/pipeline/export-jobs';
+import { processExportBatch, type ExportWorkerDeps } from '../../../src/core/exports/pipeline/export-worker';
 import type { PartResult } from '../../../src/core/exports/pipeline/part-ledger';
+import { manifestKey } from '../../../src/core/exports/formats/layout';
+import { readManifest } from '../../../src/core/exports/formats/manifest';
 import { parsePeriod } from '../../../src/core/exports/formats/period';
+import { PeriodExporter } from '../../../src/core/exports/formats/period-exporter';
+import type { ExportFormat } from '../../../src/core/exports/formats/datasets';
 import {
   mergeTotals,
   partDatasets,
@@ -11,7 +31,10 @@ import {
   splitManifest,
   type DayCount,
 } from '../../../src/core/exports/pipeline/split-export';
+import { ManualClock } from '../../../src/core/shared/clock';
 import { ValidationError } from '../../../src/core/shared/errors';
+import { MemoryLogger } from '../../../src/core/shared/logger';
+import { MemoryMetrics } from '../../../src/core/shared/metrics';
 
 const COMPANY = 'aaaaaaaa-0000-4000-8000-000000000001';
 const days = (counts: number[]): DayCount[] => counts.map((count, i) => ({ date: `2026-10-${String(i + 1).padStart(2, '0')}`, count }));
@@ -85,6 +108,10 @@ describe('part jobs', () => {
     expect(new Set(jobs.map(deduplicationIdOf)).size).toBe(3);
     expect(partDatasets(jobs[0]!)).toEqual(['transactions', 'tax_reports', 'categories']);
     expect(partDatasets(jobs[1]!)).toEqual(['transactions']);
+    // The publish checks lost formats again, so the parts carry the job's permission.
+    const replacing = partJobs({ ...job, replaceFormats: true }, { splitId: splitIdOf(job), runId: 'r1', parts });
+    for (const j of replacing) expect(decodeJob(encodeJob(j))).toMatchObject({ replaceFormats: true });
+    expect(jobs.every((j) => j.replaceFormats === undefined)).toBe(true);
   });
 
   it('refuses a part job with a malformed range, naming the field', () => {
@@ -133,6 +160,9 @@ describe('the part ledger (memory)', () => {
     expect((await ledger.partResults('s1')).map((r) => r.index)).toEqual([0, 1, 2]);
     expect(await ledger.markSplitPublished('s1', 2)).toBe(true);
     expect(await ledger.markSplitPublished('s1', 3)).toBe(false);
+    expect(await ledger.markSplitReported('s1', 4)).toBe(true);
+    expect(await ledger.markSplitReported('s1', 5)).toBe(false);
+    expect(await ledger.getSplit('s1')).toMatchObject({ publishedAt: 2, reportedAt: 4 });
 
     const manifest = splitManifest({
       split,
@@ -146,5 +176,220 @@ describe('the part ledger (memory)', () => {
     expect(manifest.datasets.transactions).toMatchObject({ records: 15, totals: [{ records: 15, amountMinor: '300', amount: '3.00' }] });
     expect(manifest.objects.map((o) => o.key)).toEqual(['k/part-00000.csv', 'k/part-00001.csv', 'k/part-00002.csv']);
     expect(manifest.source.parts!.map((p) => p.records)).toEqual([5, 5, 5]);
+  });
+});
+
+describe('publishing a split (worker)', () => {
+  const OCTOBER = parsePeriod('2026-10');
+  const KEY = manifestKey(COMPANY, OCTOBER);
+  const RUN = 'm202610-abc';
+  const SPLIT_RUN = '20261102T090000Z-splitrun';
+  const parts = [
+    { index: 0, dateFrom: '2026-10-01', dateTo: '2026-10-15' },
+    { index: 1, dateFrom: '2026-10-16', dateTo: '2026-10-31' },
+  ];
+  let root: string;
+
+  /** Events that refuse the next `failures` calls, as EventBridge does when it is unwell. */
+  class FlakyEvents extends MemoryEventPublisher {
+    failures = 0;
+    override publish(events: readonly DomainEvent[]): Promise<void> {
+      if (this.failures > 0) {
+        this.failures -= 1;
+        return Promise.reject(new Error('injected: event bus unavailable'));
+      }
+      return super.publish(events);
+    }
+  }
+
+  /** The memory ledger whose markSplitPublished fails the next `failures` times. */
+  class FlakyLedger extends MemoryRunLedger {
+    markFailures = 0;
+    override markSplitPublished(splitId: string, at: number): Promise<boolean> {
+      if (this.markFailures > 0) {
+        this.markFailures -= 1;
+        return Promise.reject(new Error('injected: ledger unavailable'));
+      }
+      return super.markSplitPublished(splitId, at);
+    }
+  }
+
+  /** The 40 transactions of the month that the API returns for a part's days. */
+  const inRange = (part: { dateFrom: string; dateTo: string }) =>
+    [...transactions(40)].filter((t) => {
+      const day = (t.raw as { valueDate: string }).valueDate.slice(0, 10);
+      return day >= part.dateFrom && day <= part.dateTo;
+    });
+
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'acctops-split-'));
+  });
+  afterEach(() => rm(root, { recursive: true, force: true }));
+
+  /**
+   * A monthly split of `formats` whose two parts are written and recorded; what is left is the
+   * last part's message, which publishes the month.
+   */
+  async function world(formats: ExportFormat[]) {
+    const store = new DirObjectStore(root);
+    const clock = new ManualClock(Date.UTC(2026, 10, 2, 9, 0));
+    const ledger = new FlakyLedger();
+    const events = new FlakyEvents();
+    const logger = new MemoryLogger();
+    const exporter = new PeriodExporter({ store, clock, logger, toolVersion: '0.1.0' });
+    await ledger.startRun({
+      runId: RUN,
+      period: OCTOBER.text,
+      timeZone: 'UTC',
+      scheduledAt: '2026-11-01T03:00:00Z',
+      startedAt: clock.now(),
+    });
+    await ledger.expectCompany(RUN, COMPANY, { kind: 'apiKey' });
+    const { split } = await ledger.startSplit({
+      splitId: 's1',
+      companyId: COMPANY,
+      period: OCTOBER.text,
+      runId: SPLIT_RUN,
+      parts,
+      createdAt: clock.now(),
+    });
+    for (const part of parts) {
+      const staged = await exporter.stage({
+        company: COMPANY,
+        period: OCTOBER,
+        runId: split.runId,
+        part: part.index,
+        range: part,
+        sources: { transactions: asAsync(inRange(part)), categories: asAsync(CATEGORIES) },
+        datasets: ['transactions'],
+        formats,
+      });
+      await ledger.completePart('s1', { index: part.index, datasets: staged });
+    }
+    const deps: ExportWorkerDeps = {
+      exporter: { store, toolVersion: '0.1.0', baseUrl: 'https://api.example.test/api/v1' },
+      credentials: () => {
+        throw new Error('the parts are written already');
+      },
+      queue: { enqueue: () => Promise.resolve() },
+      ledger,
+      events,
+      clock,
+      logger,
+      metrics: new MemoryMetrics(),
+      maxReceiveCount: 3,
+    };
+    const job: ExportPartJob = {
+      type: 'export_part',
+      companyId: COMPANY,
+      period: OCTOBER.text,
+      splitId: 's1',
+      runId: SPLIT_RUN,
+      part: { index: 1, count: 2, dateFrom: '2026-10-16', dateTo: '2026-10-31' },
+      datasets: ['transactions'],
+      formats,
+      source: { kind: 'apiKey' },
+      trigger: { kind: 'monthly', runId: RUN },
+    };
+    let delivered = 0;
+    const deliverLast = async (overrides: Partial<ExportPartJob> = {}) => {
+      delivered += 1;
+      const body = encodeJob({ ...job, ...overrides });
+      const report = await processExportBatch(deps, [{ messageId: `m${delivered}`, body, receiveCount: delivered }]);
+      return report.results[0]!.result;
+    };
+    /** A whole-month export published meanwhile (an on-demand job: another FIFO group than the parts'). */
+    const exportWhole = (runId: string, wholeFormats: ExportFormat[]) =>
+      new PeriodExporter({ store, clock, logger, toolVersion: '0.1.0', runIds: () => runId }).run({
+        company: COMPANY,
+        period: OCTOBER,
+        sources: { transactions: asAsync(transactions(40)), categories: asAsync(CATEGORIES) },
+        datasets: ['transactions'],
+        formats: wholeFormats,
+        sourceBaseUrl: 'https://api.example.test/api/v1',
+      });
+    const manifest = () => readManifest(store, KEY);
+    return { store, ledger, events, deliverLast, exportWhole, manifest };
+  }
+
+  it('refuses a publish that would drop formats of an export published while the parts ran, leaving the period unchanged', async () => {
+    const w = await world(['csv']);
+    await w.exportWhole('newer-run', ['csv', 'parquet']);
+    const before = (await w.manifest())!;
+
+    expect(await w.deliverLast()).toBe('failed');
+
+    const after = (await w.manifest())!;
+    expect(after).toEqual(before);
+    expect(after.objects.some((o) => o.format === 'parquet')).toBe(true);
+    for (const object of after.objects) expect(await w.store.head(object.key)).toBeDefined();
+    const failed = w.events.ofType(EXPORT_EVENT_TYPES.failed);
+    expect(failed).toHaveLength(1);
+    expect(failed[0]!.detail).toMatchObject({
+      errorClass: 'FormatLossError',
+      errorCode: 'export_formats_dropped',
+      retryable: false,
+      runId: SPLIT_RUN,
+      previousExport: true,
+    });
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toEqual([]);
+    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 0, failed: 1, failedCompanies: [COMPANY], openCompanies: [] });
+    expect((await w.ledger.getSplit('s1'))!.publishedAt).toBeUndefined();
+
+    // The same split allowed to replace formats (replaceFormats carried from the export job) publishes.
+    expect(await w.deliverLast({ replaceFormats: true })).toBe('completed');
+    const replaced = (await w.manifest())!;
+    expect(replaced.runId).toBe(SPLIT_RUN);
+    expect(new Set(replaced.objects.map((o) => o.format))).toEqual(new Set(['csv']));
+  });
+
+  it('a bus failure after the publish: the redelivered last part publishes ExportCompleted and settles the company', async () => {
+    const w = await world(['csv', 'parquet']);
+    w.events.failures = 1;
+
+    expect(await w.deliverLast()).toBe('retry');
+    expect((await w.manifest())!.runId).toBe(SPLIT_RUN);
+    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 0, openCompanies: [COMPANY] });
+
+    expect(await w.deliverLast()).toBe('completed');
+    const completed = w.events.ofType(EXPORT_EVENT_TYPES.completed);
+    expect(completed.length).toBeGreaterThanOrEqual(1);
+    expect(completed[0]!.detail).toMatchObject({ companyId: COMPANY, runId: SPLIT_RUN, records: { transactions: 40 }, carriedOver: [] });
+    expect(await w.ledger.tally(RUN)).toMatchObject({ expected: 1, completed: 1, failed: 0, openCompanies: [] });
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished)).toHaveLength(1);
+
+    // Once reported, a further delivery changes nothing and reports nothing again.
+    const events = w.events.events.length;
+    expect(await w.deliverLast()).toBe('completed');
+    expect(w.events.events).toHaveLength(events);
+  });
+
+  it('a ledger failure marking the publish: the redelivered last part marks it, then reports', async () => {
+    const w = await world(['csv']);
+    w.ledger.markFailures = 1;
+
+    expect(await w.deliverLast()).toBe('retry');
+    const published = (await w.manifest())!;
+    expect(published.runId).toBe(SPLIT_RUN);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toEqual([]);
+
+    expect(await w.deliverLast()).toBe('completed');
+    expect(await w.manifest()).toEqual(published);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toHaveLength(1);
+    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 1, openCompanies: [] });
+    expect((await w.ledger.getSplit('s1'))!.publishedAt).toBeDefined();
+  });
+
+  it('a redelivery after a later export replaced the split never publishes the split again; the company is settled completed', async () => {
+    const w = await world(['csv']);
+    w.events.failures = 1;
+    expect(await w.deliverLast()).toBe('retry');
+    await w.exportWhole('newer-run', ['csv']);
+    const newer = (await w.manifest())!;
+
+    expect(await w.deliverLast()).toBe('completed');
+    expect(await w.manifest()).toEqual(newer);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toEqual([]);
+    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 1, failed: 0, openCompanies: [] });
   });
 });

@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { issuesFromZod } from '../../shared/errors';
 import { ManifestError } from './period-errors';
 import type { ObjectStore } from './object-store';
-import { DATASETS, FORMATS } from './datasets';
+import { DATASETS, FORMATS, type DatasetName, type ExportFormat } from './datasets';
 import { lazySchema } from '../../shared/lazy-schema';
 
 /**
@@ -122,4 +122,26 @@ export function referencedKeys(manifest: Manifest): Set<string> {
   const keys = new Set<string>(manifest.objects.map((o) => o.key));
   for (const link of manifest.symlinks) for (const target of link.targets) keys.add(target);
   return keys;
+}
+
+/**
+ * What a run replacing `datasets` in only `formats` would delete from the period `manifest`
+ * describes: each dataset and format it lists that `formats` lacks, once, with the run that wrote
+ * it. Non-empty means the run needs `replaceFormats` (FormatLossError otherwise).
+ */
+export function droppedFormats(
+  manifest: Manifest,
+  datasets: readonly DatasetName[],
+  formats: readonly ExportFormat[],
+): { dataset: DatasetName; format: ExportFormat; runId: string }[] {
+  const dropped = new Map<string, { dataset: DatasetName; format: ExportFormat; runId: string }>();
+  for (const o of manifest.objects) {
+    if (!datasets.includes(o.dataset) || formats.includes(o.format)) continue;
+    dropped.set(`${o.dataset}:${o.format}`, {
+      dataset: o.dataset,
+      format: o.format,
+      runId: manifest.datasets[o.dataset]?.runId ?? manifest.runId,
+    });
+  }
+  return [...dropped.values()];
 }

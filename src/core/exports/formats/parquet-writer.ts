@@ -77,10 +77,12 @@ export class ParquetRecordWriter implements RecordWriter {
 
   async finish(): Promise<WrittenObject> {
     if (this.rows > 0) await this.writeRowGroup();
-    // finish() appends the page indexes and the footer, then returns the writer's finish (a flush,
-    // a promise for our streaming writer): awaited, so a failed flush fails the export.
+    // finish() appends the page indexes and the footer. They are flushed here, not in the byte
+    // writer's finish (typed void, so its promise would be dropped): after a failed upload that
+    // promise rejects, unobserved when nothing was flushed before (an empty dataset), and the
+    // process dies. Awaited here, the failure fails the export instead.
     await this.parquet.finish();
-    await this.sink.ready();
+    await this.bytes.flush();
     return this.sink.end();
   }
 
@@ -117,10 +119,6 @@ class SinkByteWriter extends ByteWriter {
       this.index = 0;
     }
     return this.sink.ready();
-  }
-
-  override finish(): void {
-    void this.flush();
   }
 }
 

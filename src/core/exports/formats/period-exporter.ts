@@ -3,7 +3,14 @@ import { ValidationError } from '../../shared/errors';
 import type { Logger } from '../../shared/logger';
 import { FormatLossError, PeriodExportError } from './period-errors';
 import { assertCompanyId, assertRunId, dataKey, manifestKey, newRunId } from './layout';
-import { MANIFEST_SCHEMA_VERSION, readManifest, type Manifest, type ManifestDataset, type ManifestObject } from './manifest';
+import {
+  droppedFormats,
+  MANIFEST_SCHEMA_VERSION,
+  readManifest,
+  type Manifest,
+  type ManifestDataset,
+  type ManifestObject,
+} from './manifest';
 import { ObjectSink, type WrittenObject } from './object-sink';
 import type { ObjectStore } from './object-store';
 import { parsePeriod, periodRange, type Period } from './period';
@@ -136,9 +143,7 @@ export class PeriodExporter {
         throw new ValidationError('export request', [{ path: 'runId', message: 'already used by the current export of this period' }]);
       }
       if (previous && !request.replaceFormats) {
-        const dropped = previous.objects
-          .filter((o) => selected.includes(o.dataset) && !formats.includes(o.format))
-          .map((o) => ({ dataset: o.dataset, format: o.format, runId: previous.datasets[o.dataset]?.runId ?? previous.runId }));
+        const dropped = droppedFormats(previous, selected, formats);
         if (dropped.length > 0) throw new FormatLossError(dropped);
       }
 

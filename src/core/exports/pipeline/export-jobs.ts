@@ -83,6 +83,8 @@ export const exportPartJobSchema = lazySchema(() =>
     formats: formatsSchema,
     source: exportSourceSchema,
     trigger: exportTriggerSchema,
+    /** The job's replaceFormats: the publish checks for lost formats again, against the manifest it replaces. */
+    replaceFormats: z.boolean().optional(),
   }),
 );
 export type ExportPartJob = z.output<typeof exportPartJobSchema>;

@@ -34,6 +34,11 @@ export interface SplitRecord {
   done: number[];
   /** Epoch ms of the publish of the month's manifest. */
   publishedAt?: number;
+  /**
+   * Epoch ms of the end of what follows the publish (ExportCompleted, the run ledger's settle).
+   * Until then a redelivered part of the published split finishes those steps.
+   */
+  reportedAt?: number;
 }
 
 export interface StagedDataset {
@@ -82,7 +87,7 @@ export const partResultSchema = lazySchema(() =>
 
 export interface PartLedger {
   /** Records a split; on a repeat (`created: false`) the stored split is returned unchanged. */
-  startSplit(split: Omit<SplitRecord, 'done' | 'publishedAt'>): Promise<{ split: SplitRecord; created: boolean }>;
+  startSplit(split: Omit<SplitRecord, 'done' | 'publishedAt' | 'reportedAt'>): Promise<{ split: SplitRecord; created: boolean }>;
   getSplit(splitId: string): Promise<SplitRecord | undefined>;
   /**
    * Stores the part's result, then adds its index to the done set. Returns the set's size after
@@ -93,4 +98,6 @@ export interface PartLedger {
   partResults(splitId: string): Promise<PartResult[]>;
   /** Records that the month's manifest is published; false when it already was. */
   markSplitPublished(splitId: string, at: number): Promise<boolean>;
+  /** Records that the published split's event and settle are done; false when it already was. */
+  markSplitReported(splitId: string, at: number): Promise<boolean>;
 }

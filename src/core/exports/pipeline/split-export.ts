@@ -105,6 +105,7 @@ export function partJobs(job: ExportJob, split: Pick<SplitRecord, 'splitId' | 'r
     formats: [...job.formats],
     source: job.source,
     trigger: job.trigger,
+    ...(job.replaceFormats ? { replaceFormats: true } : {}),
   }));
 }
 

@@ -6,11 +6,11 @@ import type { ExportJob, ExportPartJob } from './export-jobs';
 import type { ExportMessage, ExportWorkerDeps, JobResult } from './export-worker';
 import { createExportClient } from './export-sources';
 import { manifestKey, newRunId } from '../formats/layout';
-import { readManifest } from '../formats/manifest';
+import { droppedFormats, readManifest, type Manifest } from '../formats/manifest';
 import { finishRunIfDone } from './monthly-export';
 import type { SplitRecord } from './part-ledger';
 import { parsePeriod, periodRange } from '../formats/period';
-import { PeriodExportError } from '../formats/period-errors';
+import { FormatLossError, PeriodExportError } from '../formats/period-errors';
 import { DEFAULT_GC_GRACE_MS, PeriodExporter, sanitizeBaseUrl } from '../formats/period-exporter';
 import { publishPeriod } from '../formats/publish';
 import {
@@ -112,11 +112,13 @@ function companyClient(deps: ExportWorkerDeps, job: ExportJob | ExportPartJob, l
 
 async function dropsFormats(deps: ExportWorkerDeps, job: ExportJob): Promise<boolean> {
   const previous = await readManifest(deps.exporter.store, manifestKey(job.companyId, parsePeriod(job.period)));
-  const selected = job.datasets ?? DATASETS;
-  return (previous?.objects ?? []).some((o) => selected.includes(o.dataset) && !job.formats.includes(o.format));
+  return previous !== undefined && droppedFormats(previous, job.datasets ?? DATASETS, job.formats).length > 0;
 }
 
-/** One part: written, recorded, and, when it is the last one done, the month is published. */
+/**
+ * One part: written, recorded, and, when it is the last one done, the month is published and
+ * reported. A part delivered again after the publish only finishes the report, if it is not done.
+ */
 export async function runPart(deps: ExportWorkerDeps, job: ExportPartJob, message: ExportMessage, last: boolean): Promise<JobResult> {
   const period = parsePeriod(job.period);
   const logger = deps.logger.child({
@@ -126,68 +128,95 @@ export async function runPart(deps: ExportWorkerDeps, job: ExportPartJob, messag
     splitId: job.splitId,
     part: job.part.index,
   });
-  const split = await deps.ledger.getSplit(job.splitId);
+  let split = await deps.ledger.getSplit(job.splitId);
   if (!split) {
     // The split is recorded before its parts are enqueued: without it the part has nothing to join.
     logger.error('export part of an unknown split; dropped');
     return 'failed';
   }
-  if (split.publishedAt !== undefined) return 'completed';
+  if (split.reportedAt !== undefined) return 'completed';
 
-  if (!split.done.includes(job.part.index)) {
+  if (split.publishedAt === undefined) {
+    if (!split.done.includes(job.part.index)) {
+      try {
+        const client = companyClient(deps, job, logger);
+        const staged = await new PeriodExporter({
+          store: deps.exporter.store,
+          clock: deps.clock,
+          logger,
+          toolVersion: deps.exporter.toolVersion,
+          ...deps.exporter.exporter,
+        }).stage({
+          company: job.companyId,
+          period,
+          runId: job.runId,
+          part: job.part.index,
+          range: { dateFrom: job.part.dateFrom, dateTo: job.part.dateTo },
+          sources: partSources(client, job.companyId, job.part),
+          datasets: partDatasets(job),
+          formats: job.formats,
+        });
+        const done = await deps.ledger.completePart(job.splitId, { index: job.part.index, datasets: staged });
+        logger.info('export part written', { records: staged.transactions?.records ?? 0, done: done.done, of: done.parts });
+        if (done.done < done.parts) return 'completed';
+      } catch (thrown) {
+        return partFailed(deps, job, thrown, message, last, logger);
+      }
+    }
+    split = (await deps.ledger.getSplit(job.splitId)) ?? split;
+    if (split.done.length < split.parts.length) return 'completed';
+  }
+
+  let manifest: Manifest | undefined;
+  if (split.publishedAt === undefined) {
     try {
-      const client = companyClient(deps, job, logger);
-      const staged = await new PeriodExporter({
-        store: deps.exporter.store,
-        clock: deps.clock,
-        logger,
-        toolVersion: deps.exporter.toolVersion,
-        ...deps.exporter.exporter,
-      }).stage({
-        company: job.companyId,
-        period,
-        runId: job.runId,
-        part: job.part.index,
-        range: { dateFrom: job.part.dateFrom, dateTo: job.part.dateTo },
-        sources: partSources(client, job.companyId, job.part),
-        datasets: partDatasets(job),
-        formats: job.formats,
-      });
-      const done = await deps.ledger.completePart(job.splitId, { index: job.part.index, datasets: staged });
-      logger.info('export part written', { records: staged.transactions?.records ?? 0, done: done.done, of: done.parts });
-      if (done.done < done.parts) return 'completed';
+      manifest = await publishSplit(deps, job, split, logger);
     } catch (thrown) {
       return partFailed(deps, job, thrown, message, last, logger);
     }
+  } else {
+    // Published by an earlier delivery, which never publishes again: the period may be another
+    // run's by now, and the split's objects garbage.
+    manifest = await readManifest(deps.exporter.store, manifestKey(job.companyId, period));
   }
-  const fresh = (await deps.ledger.getSplit(job.splitId)) ?? split;
-  if (fresh.done.length < fresh.parts.length) return 'completed';
-  try {
-    await publishSplit(deps, job, fresh, logger);
-  } catch (thrown) {
-    return partFailed(deps, job, thrown, message, last, logger);
-  }
+  // A failure from here on is the bus's or the ledger's, not the export's: thrown, so the queue
+  // delivers the part again, which finishes the report (no ExportFailed for a published month).
+  await reportSplit(deps, job, split, manifest, logger);
   return 'completed';
 }
 
 /**
  * The finishing step: the one manifest of the month from every part's result, published by the
- * same compare-and-swap as a whole-month export. Idempotent: a split already published (its run
- * is the manifest's) is only marked.
+ * same compare-and-swap as a whole-month export, then marked in the ledger. Returns the period's
+ * manifest naming the split's run. Idempotent: a split already published (its run is the
+ * manifest's, or a dataset's of it) is only marked.
  */
-export async function publishSplit(deps: ExportWorkerDeps, job: ExportPartJob, split: SplitRecord, logger = deps.logger): Promise<void> {
+export async function publishSplit(
+  deps: ExportWorkerDeps,
+  job: ExportPartJob,
+  split: SplitRecord,
+  logger = deps.logger,
+): Promise<Manifest> {
   const store = deps.exporter.store;
   const period = parsePeriod(job.period);
   const key = manifestKey(job.companyId, period);
   const expected = await store.head(key);
   const previous = expected ? await readManifest(store, key) : undefined;
-  if (previous?.runId === split.runId) {
+  if (previous && (previous.runId === split.runId || Object.values(previous.datasets).some((d) => d.runId === split.runId))) {
     // Published by an earlier attempt that died before marking it: publishing again would count
     // the live objects as superseded.
     await deps.ledger.markSplitPublished(split.splitId, deps.clock.now());
-    return;
+    return previous;
   }
   const results = await deps.ledger.partResults(split.splitId);
+  const replaced = DATASETS.filter((d) => results.some((r) => r.datasets[d]));
+  if (previous && !job.replaceFormats) {
+    // Checked at planning too, but the period may have changed since: an export with more formats
+    // published while the parts ran would lose them to this manifest and its garbage collection.
+    // The split's objects stay unreferenced, for garbage collection.
+    const dropped = droppedFormats(previous, replaced, job.formats);
+    if (dropped.length > 0) throw new FormatLossError(dropped);
+  }
   const missing = split.parts.filter((p) => !results.some((r) => r.index === p.index)).map((p) => `part ${p.index}`);
   const objects = results.flatMap((r) => Object.values(r.datasets).flatMap((d) => d.objects));
   const heads = await Promise.all(objects.map((o) => store.head(o.key)));
@@ -195,17 +224,15 @@ export async function publishSplit(deps: ExportWorkerDeps, job: ExportPartJob, s
   if (missing.length > 0) throw new SplitIncompleteError(split.splitId, missing);
 
   const now = deps.clock.now();
-  const generatedAt = new Date(now).toISOString();
   const manifest = splitManifest({
     split,
     period,
     results,
     previous,
-    generatedAt,
+    generatedAt: new Date(now).toISOString(),
     toolVersion: deps.exporter.toolVersion,
     baseUrl: sanitizeBaseUrl(deps.exporter.baseUrl),
   });
-  const replaced = DATASETS.filter((d) => results.some((r) => r.datasets[d]));
   const published = await publishPeriod({
     store,
     company: job.companyId,
@@ -223,28 +250,58 @@ export async function publishSplit(deps: ExportWorkerDeps, job: ExportPartJob, s
   deps.metrics.add('ExportCompleted', 1);
   deps.metrics.add('ExportedRecords', records.transactions ?? 0);
   describeSplit(split, logger).info('split export published', { manifestKey: published.manifestKey, records });
-  await deps.events.publish([
-    exportCompleted(
-      {
-        companyId: job.companyId,
-        period: period.text,
-        manifestKey: published.manifestKey,
-        manifestUrl: store.url(published.manifestKey),
-        runId: split.runId,
-        generatedAt,
-        records,
-        carriedOver: DATASETS.filter((d) => manifest.datasets[d] && !replaced.includes(d)),
-        formats: [...job.formats],
-        source: job.source,
-        trigger: job.trigger,
-      },
-      now,
-    ),
-  ]);
+  return manifest;
+}
+
+/**
+ * What follows the publish: ExportCompleted and, for a monthly job, the run ledger; then the split
+ * is marked reported. Until that mark any delivered part of the split repeats this, so a failure
+ * of the bus or the ledger loses neither (ExportCompleted is at least once; consumers match on its
+ * detail). `manifest` is the period's current one. When another run has replaced the split's
+ * since, the split was still published: the company is settled completed, without an
+ * ExportCompleted pointing at a manifest that is no longer the split's (the later run reports its
+ * own).
+ */
+async function reportSplit(
+  deps: ExportWorkerDeps,
+  job: ExportPartJob,
+  split: SplitRecord,
+  manifest: Manifest | undefined,
+  logger: Logger,
+): Promise<void> {
+  const store = deps.exporter.store;
+  const period = parsePeriod(job.period);
+  const key = manifestKey(job.companyId, period);
+  if (manifest?.runId === split.runId) {
+    const replaced = DATASETS.filter((d) => manifest.datasets[d]?.runId === split.runId);
+    await deps.events.publish([
+      exportCompleted(
+        {
+          companyId: job.companyId,
+          period: period.text,
+          manifestKey: key,
+          manifestUrl: store.url(key),
+          runId: split.runId,
+          generatedAt: manifest.generatedAt,
+          records: Object.fromEntries(replaced.map((d) => [d, manifest.datasets[d]?.records ?? 0])),
+          carriedOver: DATASETS.filter((d) => manifest.datasets[d] && !replaced.includes(d)),
+          formats: [...job.formats],
+          source: job.source,
+          trigger: job.trigger,
+        },
+        deps.clock.now(),
+      ),
+    ]);
+  } else {
+    describeSplit(split, logger).warn('split export replaced by a later run before it was reported; no ExportCompleted', {
+      manifestRunId: manifest?.runId,
+    });
+  }
   if (job.trigger.kind === 'monthly') {
     const settled = await deps.ledger.settleCompany(job.trigger.runId, job.companyId, 'completed');
     if (settled.mayBeFinished) await finishRunIfDone(deps, job.trigger.runId);
   }
+  await deps.ledger.markSplitReported(split.splitId, deps.clock.now());
 }
 
 /** A part's failure, reported like a whole-month export's: retried until its last delivery, then ExportFailed and the run ledger. */
