@@ -312,6 +312,34 @@ describe('publishing a split (worker)', () => {
     return { store, ledger, events, deliverLast, exportWhole, manifest };
   }
 
+  it('a part keeps only its own days, so a server that ignores the date filter cannot make two parts count one record', async () => {
+    const exporter = new PeriodExporter({
+      store: new DirObjectStore(root),
+      clock: new ManualClock(Date.UTC(2026, 10, 2, 9, 0)),
+      logger: new MemoryLogger(),
+      toolVersion: '0.1.0',
+    });
+    const month = [...transactions(40)];
+    const records: number[] = [];
+    for (const part of parts) {
+      const staged = await exporter.stage({
+        company: COMPANY,
+        period: OCTOBER,
+        runId: SPLIT_RUN,
+        part: part.index,
+        range: part,
+        // The whole month for every part, as a server ignoring date_from/date_to would answer.
+        sources: { transactions: asAsync(month), categories: asAsync(CATEGORIES) },
+        datasets: ['transactions'],
+        formats: ['csv'],
+      });
+      records.push(staged.transactions!.records);
+    }
+    expect(records).toEqual(parts.map((p) => inRange(p).length));
+    expect(records.reduce((a, b) => a + b, 0)).toBe(month.length);
+    expect(records.every((n) => n > 0 && n < month.length)).toBe(true);
+  });
+
   it('refuses a publish that would drop formats of an export published while the parts ran, leaving the period unchanged', async () => {
     const w = await world(['csv']);
     await w.exportWhole('newer-run', ['csv', 'parquet']);

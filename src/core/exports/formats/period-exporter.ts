@@ -250,7 +250,10 @@ export class PeriodExporter {
         const onRow =
           dataset === 'categories' ? (row: Row) => void categoryNames.set(row.public_id as string, row.name as string | null) : undefined;
         const range = dataset === 'transactions' ? request.range : month;
-        const job = { company, period, range, runId, part, dataset, formats: wanted ? formats : [], categoryNames, onRow };
+        // A whole month keeps what the API returned (and warns); a part keeps only its own days,
+        // so a server that ignores the date filter cannot make two parts count one record.
+        const belongs = dataset === 'transactions' ? transactionOfDays : undefined;
+        const job = { company, period, range, runId, part, dataset, formats: wanted ? formats : [], categoryNames, onRow, belongs };
         const result = await this.exportDataset(job, source, written, logger);
         if (wanted) staged[dataset] = result;
       }
@@ -278,12 +281,15 @@ export class PeriodExporter {
       formats: readonly ExportFormat[];
       categoryNames: ReadonlyMap<string, string | null>;
       onRow: ((row: Row) => void) | undefined;
+      /** Which rows to keep, instead of the table's own rule. */
+      belongs?: Table<Item>['belongs'];
     },
     source: AsyncIterable<Item> | Iterable<Item>,
     written: WrittenObject[],
     logger: Logger,
   ): Promise<DatasetResult> {
     const table = TABLES[job.dataset] as Table<Item>;
+    const belongs = job.belongs ?? table.belongs;
     const outputs = job.formats.map((format) => {
       const sink = new ObjectSink(
         this.deps.store,
@@ -311,7 +317,7 @@ export class PeriodExporter {
         for (const item of batch) {
           const row = table.row(item, context);
           context.index += 1;
-          if (table.belongs && !table.belongs(row, job.range)) {
+          if (belongs && !belongs(row, job.range)) {
             elsewhere += 1;
             continue;
           }
@@ -347,7 +353,7 @@ export class PeriodExporter {
 
     if (unresolved > 0)
       logger.warn('transactions reference unknown categories; category_name left empty', { dataset: job.dataset, records: unresolved });
-    if (elsewhere > 0) logger.info('records of other months left out', { dataset: job.dataset, records: elsewhere, ...job.range });
+    if (elsewhere > 0) logger.info('records outside the range left out', { dataset: job.dataset, records: elsewhere, ...job.range });
     logger.info('dataset exported', { dataset: job.dataset, records, objects: objects.length });
     return { records, totals: totals?.result() ?? [], objects };
   }
@@ -370,6 +376,12 @@ export class PeriodExporter {
       logger.warn('could not remove the objects of the failed run', { objects: objects.length, error });
     }
   }
+}
+
+/** A transaction of the range's days, by the calendar date of its value date in its own offset. */
+function transactionOfDays(row: Row, range: { dateFrom: string; dateTo: string }): boolean {
+  const day = row.value_date_local as string;
+  return day >= range.dateFrom && day <= range.dateTo;
 }
 
 interface DatasetResult {
