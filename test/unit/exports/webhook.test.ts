@@ -9,6 +9,8 @@ import {
   type WebhookDeps,
   type WebhookRequest,
 } from '../../../src/core/exports/pipeline/webhook';
+import { webhookSecretsFromStore } from '../../../src/core/exports/pipeline/webhook-secrets';
+import { SecretNotFoundError, SecretStage, type SecretStore } from '../../../src/core/ports/secrets';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { MemoryMetrics } from '../../../src/core/shared/metrics';
@@ -250,5 +252,42 @@ describe('receiveExportWebhook', () => {
       expect(text).not.toContain(SECRET);
       expect(text).not.toContain(signature);
     }
+  });
+});
+
+describe('webhookSecretsFromStore', () => {
+  const LONG = 'whsec_current_0123456789abcdef0123456789';
+  const OLDER = 'whsec_previous_0123456789abcdef012345678';
+
+  /** A store counting reads per stage; AWSPREVIOUS exists only while `previous` is set. */
+  function countingStore(state: { previous?: string }) {
+    const reads: Record<string, number> = {};
+    const store: Pick<SecretStore, 'readSecret'> = {
+      readSecret: (secretId, selector) => {
+        const stage = selector?.stage ?? SecretStage.current;
+        reads[stage] = (reads[stage] ?? 0) + 1;
+        const value = stage === SecretStage.current ? LONG : state.previous;
+        if (value === undefined) return Promise.reject(new SecretNotFoundError('no such version', { secretId }));
+        return Promise.resolve({ secretArn: secretId, name: 'webhook', versionId: `v-${stage}`, value, stages: [stage] });
+      },
+    };
+    return { store, reads };
+  }
+
+  it('reads a missing AWSPREVIOUS once per TTL, as the current one, not on every request', async () => {
+    const clock = new ManualClock(NOW);
+    const state: { previous?: string } = {};
+    const { store, reads } = countingStore(state);
+    const secrets = webhookSecretsFromStore(store, 'arn:webhook', { clock, ttlMs: 300_000 });
+    for (let i = 0; i < 10; i++) {
+      await expect(secrets.signingSecrets()).resolves.toEqual([LONG]);
+      clock.advance(10_000);
+    }
+    expect(reads).toEqual({ AWSCURRENT: 1, AWSPREVIOUS: 1 });
+    // A change of the secret begins: after the TTL both are served.
+    state.previous = OLDER;
+    clock.advance(300_000);
+    await expect(secrets.signingSecrets()).resolves.toEqual([LONG, OLDER]);
+    expect(reads).toEqual({ AWSCURRENT: 2, AWSPREVIOUS: 2 });
   });
 });
