@@ -194,11 +194,11 @@ export class DirObjectStore implements ObjectStore {
  * `mkdir -p` with one attempt per path component. Node 20's `mkdir(…, { recursive: true })` never
  * returns for a path under /proc (it retries ENOENT forever at full CPU), so an unwritable --out
  * would hang the export while it holds the state lock. Here each level is tried once: any error
- * but a missing parent or an existing directory is final.
+ * but a missing parent or an existing directory is final. `mode` applies to every level it makes.
  */
-export async function makeDirectory(directory: string): Promise<void> {
+export async function makeDirectory(directory: string, mode?: number): Promise<void> {
   try {
-    await mkdir(directory);
+    await mkdir(directory, { mode });
     return;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
@@ -209,9 +209,9 @@ export async function makeDirectory(directory: string): Promise<void> {
     const parent = dirname(directory);
     if (code !== 'ENOENT' || parent === directory) throw error;
   }
-  await makeDirectory(dirname(directory));
+  await makeDirectory(dirname(directory), mode);
   try {
-    await mkdir(directory);
+    await mkdir(directory, { mode });
   } catch (error) {
     // A concurrent writer may have made it between the two calls.
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !(await stat(directory)).isDirectory()) throw error;

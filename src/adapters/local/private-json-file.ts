@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { open, readFile, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type * as z from 'zod';
 import { ValidationError, parseWith } from '../../core/shared/errors';
+import { makeDirectory } from './dir-object-store';
 
 /**
  * The local mode's files hold credentials (token pairs, keys, the institution secret). They are
@@ -31,7 +32,7 @@ export async function readJsonFile<S extends z.ZodType>(path: string, schema: S,
 
 /** Replaces `path` atomically (temporary file, fsync, rename) with mode 0600. */
 export async function writePrivateJsonFile(path: string, value: unknown, options: { pretty?: boolean } = {}): Promise<void> {
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  await makeDirectory(dirname(path), 0o700);
   const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
   try {
     const handle = await open(temp, 'wx', 0o600);
