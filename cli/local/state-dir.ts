@@ -1,5 +1,6 @@
-import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { open, readdir, readFile, rm, rmdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { EXPORT_LAYOUT } from '../../contract/exports';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
@@ -131,29 +132,69 @@ export function resolveStateDir(dir: string, cwd: string): string {
   return resolve(cwd, dir);
 }
 
+export interface ResetResult {
+  /** True when acctops's own files were there and are deleted. */
+  removed: boolean;
+  /** Entries acctops did not create, left in place (so the directory is kept too). */
+  kept: string[];
+}
+
+const STATE_FILE_NAMES: ReadonlySet<string> = new Set(Object.values(STATE_FILES));
+/** DirObjectStore's staging directory at its root, which is the state directory. */
+const EXPORT_STAGING_DIR = '.acctops-tmp';
+
 /**
- * Deletes a state directory, but only one that is recognisably acctops's (it has state.json, or
- * nothing but acctops's files): `--state-dir` might name the wrong directory.
+ * What acctops itself writes at the top of a state directory: the state files, their temporary
+ * files (`<file>.<12 hex>.tmp`, writePrivateJsonFile and the lock), the damaged files `local repair`
+ * set aside, and the export store's `exports/` and staging directory.
  */
-export async function resetStateDir(stateDir: string): Promise<boolean> {
+function isOwnEntry(name: string): boolean {
+  if (STATE_FILE_NAMES.has(name) || name === EXPORT_LAYOUT.root || name === EXPORT_STAGING_DIR) return true;
+  const temp = /^(.+)\.[0-9a-f]{12}\.tmp$/.exec(name) ?? /^(.+)\.damaged-[0-9TZ-]+$/.exec(name);
+  return temp !== null && STATE_FILE_NAMES.has(temp[1]!);
+}
+
+/**
+ * Deletes what acctops keeps in a state directory, and the directory once nothing else is left.
+ * `--state-dir` may name the wrong directory (the project itself, `.`): a directory without
+ * state.json holding anything foreign is refused, and with state.json only acctops's own entries
+ * go, `exports/` only its `company=…` partitions, so nothing acctops did not write is lost.
+ */
+export async function resetStateDir(stateDir: string): Promise<ResetResult> {
   let entries: string[];
   try {
     entries = await readdir(stateDir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { removed: false, kept: [] };
     throw error;
   }
-  // The exports directory's name lives with the export layout, which loads the writers: only here.
-  const { EXPORT_ROOT } = await import('../../src/core/exports/formats/layout.ts');
-  const ours = new Set<string>([...Object.values(STATE_FILES), EXPORT_ROOT, '.acctops-tmp']);
-  const known = entries.every((e) => ours.has(e) || /\.tmp$/.test(e) || /\.damaged-[0-9TZ-]+$/.test(e));
-  if (!entries.includes(STATE_FILES.state) && !known) {
+  const own = entries.filter(isOwnEntry);
+  const kept = entries.filter((e) => !isOwnEntry(e));
+  if (!entries.includes(STATE_FILES.state) && kept.length > 0) {
     throw new CliError(`${stateDir} does not look like an acctops state directory; nothing deleted`, {
       code: 'not_a_state_dir',
       exitCode: ExitCode.config,
       hint: 'check --state-dir',
     });
   }
-  if ((await stat(stateDir)).isDirectory()) await rm(stateDir, { recursive: true, force: true });
-  return entries.length > 0;
+  for (const entry of own) {
+    if (entry === EXPORT_LAYOUT.root) kept.push(...(await removeExports(join(stateDir, entry))).map((e) => join(entry, e)));
+    else await rm(join(stateDir, entry), { recursive: entry === EXPORT_STAGING_DIR, force: true });
+  }
+  if (kept.length === 0) await rmdir(stateDir);
+  return { removed: own.length > 0, kept };
+}
+
+/** Removes the export partitions acctops wrote; returns what else `exports/` holds (kept). */
+async function removeExports(dir: string): Promise<string[]> {
+  const prefix = `${EXPORT_LAYOUT.partitions.company}=`;
+  const entries = await readdir(dir).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOTDIR') return null;
+    throw error;
+  });
+  if (entries === null) return [''];
+  for (const entry of entries.filter((e) => e.startsWith(prefix))) await rm(join(dir, entry), { recursive: true, force: true });
+  const others = entries.filter((e) => !e.startsWith(prefix));
+  if (others.length === 0) await rmdir(dir);
+  return others;
 }
