@@ -1,4 +1,5 @@
-import { open, readdir, readFile, rm, rmdir } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { link, readdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { EXPORT_LAYOUT } from '../../contract/exports';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
@@ -78,23 +79,76 @@ export class StateLockedError extends CliError {
  * One process at a time: the embedded service and secrets are loaded at the start of a command and
  * saved at its end, so two commands at once would lose one's changes. A lock left by a process that
  * no longer exists is taken over.
+ *
+ * The lock appears with its pid already in it: written to a temporary file, then linked into place
+ * (link fails if the lock exists). Created empty and written after, a second process reading in
+ * between saw no pid, took the lock for stale and both held it.
  */
 export async function lockStateDir(stateDir: string): Promise<() => Promise<void>> {
   const path = statePath(stateDir, 'lock');
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const handle = await open(path, 'wx', 0o600);
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      return () => rm(path, { force: true });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const pid = Number((await readFile(path, 'utf8').catch(() => '')).trim());
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) throw new StateLockedError(stateDir, pid);
-      await rm(path, { force: true });
+  const temp = tempName(path);
+  await writeFile(temp, String(process.pid), { flag: 'wx', mode: 0o600 });
+  try {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await link(temp, path);
+        return () => rm(path, { force: true });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        const pid = await readPid(path);
+        if (pid !== undefined && holds(pid)) throw new StateLockedError(stateDir, pid);
+        await takeOverStale(stateDir, path, pid);
+      }
     }
+    throw new StateLockedError(stateDir, 0);
+  } finally {
+    await rm(temp, { force: true });
   }
-  throw new StateLockedError(stateDir, 0);
+}
+
+/** `<file>.<12 hex>.tmp`: the temporary name writePrivateJsonFile uses too (resetStateDir knows it). */
+function tempName(path: string): string {
+  return `${path}.${randomBytes(6).toString('hex')}.tmp`;
+}
+
+/** The lock's pid; undefined when it is gone; 0 when it holds none (a lock from an older acctops). */
+async function readPid(path: string): Promise<number | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  const pid = Number(text.trim());
+  return Number.isInteger(pid) && pid > 0 ? pid : 0;
+}
+
+function holds(pid: number): boolean {
+  return pid > 0 && pid !== process.pid && isAlive(pid);
+}
+
+/**
+ * Removes the stale lock that held `seen`. Moved aside first, then checked: another process may
+ * have taken the stale lock over between our read and now, and its live lock must not be deleted
+ * (it is linked back, and this process is refused).
+ */
+async function takeOverStale(stateDir: string, path: string, seen: number | undefined): Promise<void> {
+  if (seen === undefined) return;
+  const aside = tempName(path);
+  try {
+    await rename(path, aside);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  const pid = await readPid(aside);
+  if (pid !== undefined && pid !== seen && holds(pid)) {
+    await link(aside, path).catch(() => undefined);
+    await rm(aside, { force: true });
+    throw new StateLockedError(stateDir, pid);
+  }
+  await rm(aside, { force: true });
 }
 
 function isAlive(pid: number): boolean {
