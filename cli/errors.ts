@@ -54,7 +54,7 @@ const SAFE_COMMANDER = new Map<string, string>([
 ]);
 
 /** Commander quotes the values it refuses; a mistyped secret must not come back on the screen. */
-function withoutValues(message: string): string {
+export function withoutValues(message: string): string {
   return message
     .replace(/^error: /, '')
     .replace(/ argument '[^]*?' is invalid\./, ' is invalid:')
