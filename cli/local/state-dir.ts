@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { link, readdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { link, mkdir, readdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { EXPORT_LAYOUT } from '../../contract/exports';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
@@ -64,6 +64,36 @@ export class DamagedStateFileError extends CliError {
   }
 }
 
+/** The state directory's path is a file, or runs through one: the setting is wrong, not the command. */
+export class StateDirNotDirectoryError extends CliError {
+  readonly path: string;
+
+  constructor(stateDir: string, cause: unknown) {
+    super(`the state directory ${stateDir} (--state-dir or ACCTOPS_STATE_DIR) is a file or inside one`, {
+      code: 'state_dir_not_directory',
+      exitCode: ExitCode.config,
+      hint: 'name a directory with --state-dir or ACCTOPS_STATE_DIR; a missing one is created',
+      cause,
+    });
+    this.path = stateDir;
+  }
+}
+
+/** What a file-system call on the state directory failed with: a file in the way is StateDirNotDirectoryError. */
+function stateDirError(stateDir: string, error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === 'EEXIST' || code === 'ENOTDIR' ? new StateDirNotDirectoryError(stateDir, error) : error;
+}
+
+/** Creates the state directory (0700) if it is missing. */
+export async function createStateDir(stateDir: string): Promise<void> {
+  try {
+    await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw stateDirError(stateDir, error);
+  }
+}
+
 /** Another acctops command is using the state directory. */
 export class StateLockedError extends CliError {
   constructor(stateDir: string, pid: number) {
@@ -87,7 +117,9 @@ export class StateLockedError extends CliError {
 export async function lockStateDir(stateDir: string): Promise<() => Promise<void>> {
   const path = statePath(stateDir, 'lock');
   const temp = tempName(path);
-  await writeFile(temp, String(process.pid), { flag: 'wx', mode: 0o600 });
+  await writeFile(temp, String(process.pid), { flag: 'wx', mode: 0o600 }).catch((error: unknown) => {
+    throw stateDirError(stateDir, error);
+  });
   try {
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
@@ -220,7 +252,7 @@ export async function resetStateDir(stateDir: string): Promise<ResetResult> {
     entries = await readdir(stateDir);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { removed: false, kept: [] };
-    throw error;
+    throw stateDirError(stateDir, error);
   }
   const own = entries.filter(isOwnEntry);
   const kept = entries.filter((e) => !isOwnEntry(e));

@@ -252,6 +252,30 @@ describe('acctops exit codes: the README table holds', () => {
     }
   });
 
+  it('a state directory that is a file, or inside one, is configuration (exit 3), naming the setting and the path', async () => {
+    const own = await tempStateDir();
+    try {
+      const file = join(own.dir, 'not-a-dir');
+      await writeFile(file, 'mine\n');
+      for (const [args, env, path] of [
+        [['--state-dir', file, 'users', 'list'], {}, file],
+        [['keys', 'status'], { ACCTOPS_STATE_DIR: join(file, 'sub') }, join(file, 'sub')],
+        [['--state-dir', file, 'local', 'reset', '--yes'], {}, file],
+        [['--state-dir', file, 'local', 'repair'], {}, file],
+      ] as const) {
+        const result = await runAcctops(args, { env });
+        expect({ code: result.code, stderr: result.stderr }).toEqual({
+          code: 3,
+          stderr: expect.stringMatching(/^acctops: error: [^\n]+\n$/) as unknown,
+        });
+        expect(result.stderr).toContain(`the state directory ${path} (--state-dir or ACCTOPS_STATE_DIR) is a file`);
+      }
+      expect(await readFile(file, 'utf8')).toBe('mine\n');
+    } finally {
+      await own.remove();
+    }
+  });
+
   it('the demo (npm start) reports its errors in the same form', async () => {
     const result = await new Promise<{ code: number; stderr: string }>((done) => {
       execFile(
