@@ -15,7 +15,7 @@ import type { Clock } from '../../src/core/shared/clock';
 import type { Logger } from '../../src/core/shared/logger';
 import type { ExportTarget } from '../args';
 import { FormatLossError, ObjectStoreError } from '../../src/core/exports/formats/period-errors';
-import { CliConfigError, describeError } from '../errors';
+import { apiKeyFromEnv, CliConfigError, describeError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import type { LocalWorld } from '../local/local-world';
 import { statePath } from '../local/state-dir';
@@ -191,7 +191,7 @@ export async function exportDirect(
   onProgress: CompanyProgress,
 ): Promise<ExportReport> {
   refuseFutureMonth(opts.month, Date.now());
-  const apiKey = context.env.ACCTOPS_API_KEY?.trim();
+  const apiKey = apiKeyFromEnv(context.env);
   if (!apiKey) {
     throw new CliConfigError(
       'direct mode needs the company API key in ACCTOPS_API_KEY',

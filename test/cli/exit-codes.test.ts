@@ -89,6 +89,22 @@ describe('acctops exit codes: the README table holds', () => {
       stderr: /ACCTOPS_INSTITUTION is not an institution credential/,
     },
     {
+      why: 'a malformed ACCTOPS_API_KEY for keys install (named, not echoed)',
+      code: 3,
+      args: ['keys', 'install', '--company', randomUUID()],
+      env: { ACCTOPS_API_KEY: 'MALFORMED-KEY-VALUE' },
+      stderr: /^acctops: error: ACCTOPS_API_KEY is not an API key/,
+      check: (result) => expect(result.stderr).not.toContain('MALFORMED-KEY-VALUE'),
+    },
+    {
+      why: 'a malformed ACCTOPS_API_KEY for a direct-mode export (nothing is sent)',
+      code: 3,
+      args: ['export', '--base-url', 'http://127.0.0.1:9/api/v1', '--month', '2026-01'],
+      env: { ACCTOPS_API_KEY: 'not a key' },
+      stderr: /^acctops: error: ACCTOPS_API_KEY is not an API key.*nothing was sent/,
+      check: (result) => expect(result.stderr).not.toContain('not a key'),
+    },
+    {
       why: 'AWS mode without a region: doctor',
       code: 3,
       args: ['--stack', 'acctops-x', 'doctor'],
