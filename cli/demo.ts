@@ -57,7 +57,7 @@ export interface DemoReport {
 export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   const started = Date.now();
   const out = new Output(options.io, { json: false, verbose: options.verbose === true });
-  if (options.reset && (await resetStateDir(options.stateDir))) out.line(`Deleted the previous demo state in ${options.stateDir}.`);
+  if (options.reset && (await resetStateDir(options.stateDir)).removed) out.line(`Deleted the previous demo state in ${options.stateDir}.`);
 
   const dialect = options.dialect === undefined ? {} : { dialect: options.dialect };
   return withLocalWorld({ stateDir: options.stateDir, logger: out.logger(), env: options.env, ...dialect }, async (world) => {

@@ -1,5 +1,5 @@
 import { CommanderError } from 'commander';
-import { AccountingApiError, AuthenticationError, PermissionDeniedError } from '../src/core/accounting-api';
+import { AccountingApiError, AuthenticationError, isWellFormedApiKey, PermissionDeniedError } from '../src/core/accounting-api';
 import { CompanyKeyNotFoundError } from '../src/core/api-keys';
 import { SecretNotFoundError } from '../src/core/ports/secrets';
 import { AcctopsError, ConfigError, ValidationError } from '../src/core/shared/errors';
@@ -34,6 +34,30 @@ export class CliConfigError extends CliError {
   }
 }
 
+/**
+ * ACCTOPS_API_KEY is not shaped like a key: the setting is wrong (exit 3), not the service; named,
+ * never echoed. Checked where the variable is read, since the client's MalformedApiKeyError cannot
+ * tell it from a malformed stored key.
+ */
+export class MalformedApiKeyEnvError extends CliError {
+  constructor(cause?: unknown) {
+    super('ACCTOPS_API_KEY is not an API key (expected <prefix>_<rest>, printable ASCII); nothing was sent', {
+      code: 'api_key_env_malformed',
+      exitCode: ExitCode.config,
+      hint: "set ACCTOPS_API_KEY to the company's whole key as the service issued it: read -rs ACCTOPS_API_KEY && export ACCTOPS_API_KEY",
+      cause,
+    });
+  }
+}
+
+/** The company key from ACCTOPS_API_KEY, refused when it cannot be a key (undefined when unset or blank). */
+export function apiKeyFromEnv(env: NodeJS.ProcessEnv): string | undefined {
+  const value = env.ACCTOPS_API_KEY?.trim();
+  if (!value) return undefined;
+  if (!isWellFormedApiKey(value)) throw new MalformedApiKeyEnvError();
+  return value;
+}
+
 export interface ErrorReport {
   exitCode: ExitCodeValue;
   code: string;
@@ -54,7 +78,7 @@ const SAFE_COMMANDER = new Map<string, string>([
 ]);
 
 /** Commander quotes the values it refuses; a mistyped secret must not come back on the screen. */
-function withoutValues(message: string): string {
+export function withoutValues(message: string): string {
   return message
     .replace(/^error: /, '')
     .replace(/ argument '[^]*?' is invalid\./, ' is invalid:')

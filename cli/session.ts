@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { CliConfigError, UsageError } from './errors';
 import { ExitCode, type ExitCodeValue } from './exit-codes';
 import { DEFAULT_STATE_DIR, resolveStateDir } from './local/state-dir';
 import type { Mode, Operations, OperationsContext } from './operations/operations';
@@ -54,8 +55,23 @@ export class Session implements OperationsContext {
     return this.stack === undefined ? 'local' : 'aws';
   }
 
+  /**
+   * An empty `--state-dir` or ACCTOPS_STATE_DIR is refused rather than read as unset or as the
+   * working directory: resolved, it would be the cwd, and the state files (credentials) would land
+   * among the user's own files.
+   */
   get stateDir(): string {
-    return resolveStateDir(this.flags.stateDir ?? this.env.ACCTOPS_STATE_DIR ?? DEFAULT_STATE_DIR, this.runtime.cwd);
+    const { stateDir } = this.flags;
+    if (stateDir !== undefined) {
+      if (stateDir.trim() === '') throw new UsageError('--state-dir is empty', 'name a directory, or leave out --state-dir for .acctops');
+      return resolveStateDir(stateDir, this.runtime.cwd);
+    }
+    const fromEnv = this.env.ACCTOPS_STATE_DIR;
+    if (fromEnv !== undefined) {
+      if (fromEnv.trim() === '') throw new CliConfigError('ACCTOPS_STATE_DIR is empty', 'set it to a directory, or unset it for .acctops');
+      return resolveStateDir(fromEnv, this.runtime.cwd);
+    }
+    return resolveStateDir(DEFAULT_STATE_DIR, this.runtime.cwd);
   }
 
   /**

@@ -24,6 +24,11 @@ export class SandboxCliUsageError extends Error {
 
 export interface SandboxCliIo {
   out(line: string): void;
+  /**
+   * Commander's error text (bad flags). Left out, it is not printed: the caller reports the
+   * SandboxCliUsageError itself (acctops, in its own one-line form without the refused value).
+   */
+  err?(line: string): void;
 }
 
 export interface SandboxCliRun {
@@ -97,7 +102,7 @@ export function formatDemoCredentials(demo: DemoCredentials, options: { mask?: b
 /** Parses `argv` (the arguments after the command), starts the sandbox and prints how to use it. */
 export async function runSandboxCli(
   argv: string[],
-  io: SandboxCliIo = { out: (line) => console.log(line) },
+  io: SandboxCliIo = { out: (line) => console.log(line), err: (line) => console.error(line) },
   options: {
     handleSignals?: boolean;
     /** Overrides --show-credentials (acctops sandbox decides itself). */
@@ -108,7 +113,7 @@ export async function runSandboxCli(
 ): Promise<SandboxCliRun> {
   const command = sandboxCommand()
     .exitOverride()
-    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.out(s.trimEnd()) });
+    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err?.(s.trimEnd()) });
   try {
     command.parse(argv, { from: 'user' });
   } catch (error) {

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { guid } from '../args';
-import { CliError, UsageError } from '../errors';
+import { apiKeyFromEnv, CliError, UsageError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { relative } from '../format';
 import type { KeysInstallReport, KeyStatusReport, RotateReport } from '../operations/operations';
@@ -57,7 +57,7 @@ export function keysCommand(host: CommandHost): Command {
     .requiredOption('--company <id>', "the company's publicId (a registered company, or one with a key secret)", guid)
     .action(
       host.run(async (session, opts: { company: string }) => {
-        const apiKey = required(session, 'ACCTOPS_API_KEY', 'the company key');
+        const apiKey = apiKeyFromEnv(session.env) ?? required(session, 'ACCTOPS_API_KEY', 'the company key');
         const report = await (await session.operations()).installCompanyKey(opts.company, apiKey);
         session.out.result(report, () => renderInstall(session.out, report));
       }),

@@ -92,7 +92,7 @@ export function localCommand(host: CommandHost): Command {
   local
     .command('reset')
     .description('Delete the local state (embedded service, secrets, tokens, exports): the next command starts from scratch.')
-    .option('--yes', 'confirm: the state directory is deleted')
+    .option('--yes', 'confirm: the state directory is deleted (files acctops did not create are kept)')
     .action(
       host.run(async (session, opts: { yes?: boolean }) => {
         if (opts.yes !== true)
@@ -100,12 +100,13 @@ export function localCommand(host: CommandHost): Command {
             'local reset deletes the state directory and needs --yes',
             `acctops local reset --yes   (state directory: ${session.stateDir})`,
           );
-        const removed = await resetStateDir(session.stateDir);
-        session.out.result({ stateDir: session.stateDir, removed }, () =>
+        const { removed, kept } = await resetStateDir(session.stateDir);
+        session.out.result({ stateDir: session.stateDir, removed, kept }, () => {
           session.out.line(
             removed ? `Deleted the local state in ${session.stateDir}.` : `No local state in ${session.stateDir}; nothing to delete.`,
-          ),
-        );
+          );
+          if (kept.length > 0) session.out.line(`Kept what acctops did not create there (so the directory stays): ${kept.join(', ')}.`);
+        });
       }),
     );
   return local;

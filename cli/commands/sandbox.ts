@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { CliError } from '../errors';
+import { CliError, withoutValues } from '../errors';
 import { ExitCode } from '../exit-codes';
 import type { CommandHost } from './host';
 
@@ -17,6 +17,7 @@ export function sandboxCommand(host: CommandHost): Command {
     .action(
       host.run(async (session, _opts, command) => {
         // --show-credentials and --dialect are the sandbox command's own flags (sandbox/cli.ts).
+        // No `err`: commander's error text would repeat the refused value; the error below is reported once, on stderr.
         const io = { out: (line: string) => session.runtime.io.stdout.write(`${line}\n`) };
         // Only this command loads the sandbox's server.
         const sandboxCli = await import('../../sandbox/cli.ts');
@@ -26,10 +27,11 @@ export function sandboxCommand(host: CommandHost): Command {
         } catch (error) {
           if (error instanceof sandboxCli.SandboxCliUsageError) {
             if (error.exitCode === 0) return;
-            throw new CliError(error.message.replace(/^error: /, ''), {
+            throw new CliError(withoutValues(error.message), {
               code: 'usage',
               exitCode: ExitCode.usage,
               hint: 'run `acctops sandbox --help`',
+              cause: error,
             });
           }
           throw error;

@@ -1,4 +1,4 @@
-import { mkdir, rename, stat } from 'node:fs/promises';
+import { rename, stat } from 'node:fs/promises';
 import * as z from 'zod';
 import { AwsSecretProvisioner } from '../../src/adapters/aws/secret-provisioner';
 import { AwsSecretStore } from '../../src/adapters/aws/secrets-manager';
@@ -39,7 +39,7 @@ import { DIALECTS, startSandbox, type Dialect, type RunningSandbox } from '../..
 import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/secrets-manager';
 import { CliConfigError } from '../errors';
 import { readJsonFile, writePrivateJsonFile } from '../../src/adapters/local/private-json-file';
-import { DamagedStateFileError, LocalClock, lockStateDir, statePath, type StateFileName } from './state-dir';
+import { createStateDir, DamagedStateFileError, LocalClock, lockStateDir, statePath, type StateFileName } from './state-dir';
 import { sandboxSnapshotSchema } from '../../sandbox';
 import { secretsSnapshotSchema } from '../../sandbox/secrets-manager';
 
@@ -224,7 +224,7 @@ export class LocalWorld {
   /** Loads the world of `stateDir`, creating it (seeded sandbox, provisioned secrets) on first use. */
   static async open(options: LocalWorldOptions): Promise<LocalWorld> {
     const { stateDir, logger } = options;
-    await mkdir(stateDir, { recursive: true, mode: 0o700 });
+    await createStateDir(stateDir);
     const unlock = await lockStateDir(stateDir);
     let sandbox: RunningSandbox | undefined;
     let sm: RunningSecretsManager | undefined;

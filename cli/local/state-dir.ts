@@ -1,5 +1,7 @@
-import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { link, mkdir, readdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { EXPORT_LAYOUT } from '../../contract/exports';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
@@ -62,6 +64,36 @@ export class DamagedStateFileError extends CliError {
   }
 }
 
+/** The state directory's path is a file, or runs through one: the setting is wrong, not the command. */
+export class StateDirNotDirectoryError extends CliError {
+  readonly path: string;
+
+  constructor(stateDir: string, cause: unknown) {
+    super(`the state directory ${stateDir} (--state-dir or ACCTOPS_STATE_DIR) is a file or inside one`, {
+      code: 'state_dir_not_directory',
+      exitCode: ExitCode.config,
+      hint: 'name a directory with --state-dir or ACCTOPS_STATE_DIR; a missing one is created',
+      cause,
+    });
+    this.path = stateDir;
+  }
+}
+
+/** What a file-system call on the state directory failed with: a file in the way is StateDirNotDirectoryError. */
+function stateDirError(stateDir: string, error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === 'EEXIST' || code === 'ENOTDIR' ? new StateDirNotDirectoryError(stateDir, error) : error;
+}
+
+/** Creates the state directory (0700) if it is missing. */
+export async function createStateDir(stateDir: string): Promise<void> {
+  try {
+    await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw stateDirError(stateDir, error);
+  }
+}
+
 /** Another acctops command is using the state directory. */
 export class StateLockedError extends CliError {
   constructor(stateDir: string, pid: number) {
@@ -77,23 +109,78 @@ export class StateLockedError extends CliError {
  * One process at a time: the embedded service and secrets are loaded at the start of a command and
  * saved at its end, so two commands at once would lose one's changes. A lock left by a process that
  * no longer exists is taken over.
+ *
+ * The lock appears with its pid already in it: written to a temporary file, then linked into place
+ * (link fails if the lock exists). Created empty and written after, a second process reading in
+ * between saw no pid, took the lock for stale and both held it.
  */
 export async function lockStateDir(stateDir: string): Promise<() => Promise<void>> {
   const path = statePath(stateDir, 'lock');
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const handle = await open(path, 'wx', 0o600);
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      return () => rm(path, { force: true });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const pid = Number((await readFile(path, 'utf8').catch(() => '')).trim());
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) throw new StateLockedError(stateDir, pid);
-      await rm(path, { force: true });
+  const temp = tempName(path);
+  await writeFile(temp, String(process.pid), { flag: 'wx', mode: 0o600 }).catch((error: unknown) => {
+    throw stateDirError(stateDir, error);
+  });
+  try {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await link(temp, path);
+        return () => rm(path, { force: true });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        const pid = await readPid(path);
+        if (pid !== undefined && holds(pid)) throw new StateLockedError(stateDir, pid);
+        await takeOverStale(stateDir, path, pid);
+      }
     }
+    throw new StateLockedError(stateDir, 0);
+  } finally {
+    await rm(temp, { force: true });
   }
-  throw new StateLockedError(stateDir, 0);
+}
+
+/** `<file>.<12 hex>.tmp`: the temporary name writePrivateJsonFile uses too (resetStateDir knows it). */
+function tempName(path: string): string {
+  return `${path}.${randomBytes(6).toString('hex')}.tmp`;
+}
+
+/** The lock's pid; undefined when it is gone; 0 when it holds none (a lock from an older acctops). */
+async function readPid(path: string): Promise<number | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  const pid = Number(text.trim());
+  return Number.isInteger(pid) && pid > 0 ? pid : 0;
+}
+
+function holds(pid: number): boolean {
+  return pid > 0 && pid !== process.pid && isAlive(pid);
+}
+
+/**
+ * Removes the stale lock that held `seen`. Moved aside first, then checked: another process may
+ * have taken the stale lock over between our read and now, and its live lock must not be deleted
+ * (it is linked back, and this process is refused).
+ */
+async function takeOverStale(stateDir: string, path: string, seen: number | undefined): Promise<void> {
+  if (seen === undefined) return;
+  const aside = tempName(path);
+  try {
+    await rename(path, aside);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  const pid = await readPid(aside);
+  if (pid !== undefined && pid !== seen && holds(pid)) {
+    await link(aside, path).catch(() => undefined);
+    await rm(aside, { force: true });
+    throw new StateLockedError(stateDir, pid);
+  }
+  await rm(aside, { force: true });
 }
 
 function isAlive(pid: number): boolean {
@@ -131,29 +218,69 @@ export function resolveStateDir(dir: string, cwd: string): string {
   return resolve(cwd, dir);
 }
 
+export interface ResetResult {
+  /** True when acctops's own files were there and are deleted. */
+  removed: boolean;
+  /** Entries acctops did not create, left in place (so the directory is kept too). */
+  kept: string[];
+}
+
+const STATE_FILE_NAMES: ReadonlySet<string> = new Set(Object.values(STATE_FILES));
+/** DirObjectStore's staging directory at its root, which is the state directory. */
+const EXPORT_STAGING_DIR = '.acctops-tmp';
+
 /**
- * Deletes a state directory, but only one that is recognisably acctops's (it has state.json, or
- * nothing but acctops's files): `--state-dir` might name the wrong directory.
+ * What acctops itself writes at the top of a state directory: the state files, their temporary
+ * files (`<file>.<12 hex>.tmp`, writePrivateJsonFile and the lock), the damaged files `local repair`
+ * set aside, and the export store's `exports/` and staging directory.
  */
-export async function resetStateDir(stateDir: string): Promise<boolean> {
+function isOwnEntry(name: string): boolean {
+  if (STATE_FILE_NAMES.has(name) || name === EXPORT_LAYOUT.root || name === EXPORT_STAGING_DIR) return true;
+  const temp = /^(.+)\.[0-9a-f]{12}\.tmp$/.exec(name) ?? /^(.+)\.damaged-[0-9TZ-]+$/.exec(name);
+  return temp !== null && STATE_FILE_NAMES.has(temp[1]!);
+}
+
+/**
+ * Deletes what acctops keeps in a state directory, and the directory once nothing else is left.
+ * `--state-dir` may name the wrong directory (the project itself, `.`): a directory without
+ * state.json holding anything foreign is refused, and with state.json only acctops's own entries
+ * go, `exports/` only its `company=…` partitions, so nothing acctops did not write is lost.
+ */
+export async function resetStateDir(stateDir: string): Promise<ResetResult> {
   let entries: string[];
   try {
     entries = await readdir(stateDir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { removed: false, kept: [] };
+    throw stateDirError(stateDir, error);
   }
-  // The exports directory's name lives with the export layout, which loads the writers: only here.
-  const { EXPORT_ROOT } = await import('../../src/core/exports/formats/layout.ts');
-  const ours = new Set<string>([...Object.values(STATE_FILES), EXPORT_ROOT, '.acctops-tmp']);
-  const known = entries.every((e) => ours.has(e) || /\.tmp$/.test(e) || /\.damaged-[0-9TZ-]+$/.test(e));
-  if (!entries.includes(STATE_FILES.state) && !known) {
+  const own = entries.filter(isOwnEntry);
+  const kept = entries.filter((e) => !isOwnEntry(e));
+  if (!entries.includes(STATE_FILES.state) && kept.length > 0) {
     throw new CliError(`${stateDir} does not look like an acctops state directory; nothing deleted`, {
       code: 'not_a_state_dir',
       exitCode: ExitCode.config,
       hint: 'check --state-dir',
     });
   }
-  if ((await stat(stateDir)).isDirectory()) await rm(stateDir, { recursive: true, force: true });
-  return entries.length > 0;
+  for (const entry of own) {
+    if (entry === EXPORT_LAYOUT.root) kept.push(...(await removeExports(join(stateDir, entry))).map((e) => join(entry, e)));
+    else await rm(join(stateDir, entry), { recursive: entry === EXPORT_STAGING_DIR, force: true });
+  }
+  if (kept.length === 0) await rmdir(stateDir);
+  return { removed: own.length > 0, kept };
+}
+
+/** Removes the export partitions acctops wrote; returns what else `exports/` holds (kept). */
+async function removeExports(dir: string): Promise<string[]> {
+  const prefix = `${EXPORT_LAYOUT.partitions.company}=`;
+  const entries = await readdir(dir).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOTDIR') return null;
+    throw error;
+  });
+  if (entries === null) return [''];
+  for (const entry of entries.filter((e) => e.startsWith(prefix))) await rm(join(dir, entry), { recursive: true, force: true });
+  const others = entries.filter((e) => !e.startsWith(prefix));
+  if (others.length === 0) await rmdir(dir);
+  return others;
 }

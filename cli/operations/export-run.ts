@@ -1,4 +1,3 @@
-import { stat } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { s3ObjectStoreFor } from '../../src/adapters/aws/s3-target';
 import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
@@ -15,14 +14,13 @@ import type { Clock } from '../../src/core/shared/clock';
 import type { Logger } from '../../src/core/shared/logger';
 import type { ExportTarget } from '../args';
 import { FormatLossError, ObjectStoreError } from '../../src/core/exports/formats/period-errors';
-import { CliConfigError, describeError } from '../errors';
+import { apiKeyFromEnv, CliConfigError, describeError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import type { LocalWorld } from '../local/local-world';
-import { statePath } from '../local/state-dir';
 import { activeCompanyPages } from '../../src/core/companies/company-registry';
 import { TOOL_VERSION } from '../version';
 import type { CompanyExportRow, CompanyProgress, ExportHealth, ExportReport, OperationsContext } from './operations';
-import { localRegistry, refuseFutureMonth } from './shared';
+import { localRegistry, refuseFutureMonth, seedLocalRegistry } from './shared';
 
 /**
  * What `export` (and the doctor's export check) run: the exports use cases and the stores, which
@@ -105,24 +103,10 @@ async function exportCompany(run: ExportRun, companyId: string, credentials: Cre
   return outcome.status === 'completed' ? completed(outcome.summary) : failed(companyId, outcome.error);
 }
 
-/**
- * The local registry's active companies, a page at a time. A state directory made before the
- * registry existed has no `companies.json`: it is seeded once with the companies whose key secrets
- * the world holds (as the stack seeds cdk.json's companies), so `export` keeps covering them;
- * after that `acctops companies add|remove` decides.
- */
+/** The local registry's active companies, a page at a time (seeded first if the state has none: seedLocalRegistry). */
 async function registeredCompanies(world: LocalWorld): Promise<string[]> {
+  await seedLocalRegistry(world);
   const registry = localRegistry(world.stateDir);
-  const exists = await stat(statePath(world.stateDir, 'companies')).then(
-    () => true,
-    (error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return false;
-      throw error;
-    },
-  );
-  if (!exists) {
-    for await (const entry of world.directory.list()) await registry.add({ companyId: entry.companyId }, world.clock.now());
-  }
   const companies: string[] = [];
   for await (const page of activeCompanyPages(registry)) {
     for (const finding of page.skipped) world.logger.warn('company registry item skipped', { key: finding.key, issues: finding.issues });
@@ -191,7 +175,7 @@ export async function exportDirect(
   onProgress: CompanyProgress,
 ): Promise<ExportReport> {
   refuseFutureMonth(opts.month, Date.now());
-  const apiKey = context.env.ACCTOPS_API_KEY?.trim();
+  const apiKey = apiKeyFromEnv(context.env);
   if (!apiKey) {
     throw new CliConfigError(
       'direct mode needs the company API key in ACCTOPS_API_KEY',

@@ -29,6 +29,7 @@ import {
   listCompanies,
   listUsers,
   localRegistry,
+  seedLocalRegistry,
   REFRESH_MARGIN_MS,
   refuseFutureMonth,
   registryHealth,
@@ -54,6 +55,7 @@ export class LocalOperations implements Operations {
     const { context } = this;
     return withLocalWorld({ stateDir: context.stateDir, logger: context.out.logger(), env: context.env, ...options }, async (world) => {
       if (world.created) context.out.note(`acctops: created the local state in ${world.stateDir} (embedded sandbox with demo data)`);
+      await seedLocalRegistry(world);
       return work(world);
     });
   }

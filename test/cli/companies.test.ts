@@ -5,10 +5,19 @@ import { parseJson, runAcctops, tempStateDir } from '../helpers/cli';
 const COMPANY = '6F1C2A3B-0000-4000-8000-0000000000C1';
 const OTHER = '6f1c2a3b-0000-4000-8000-0000000000c2';
 
+/** The demo companies of a local state (its embedded service's demo data). */
+async function demoCompanies(stateDir: string): Promise<string[]> {
+  const sandbox = JSON.parse(await readFile(join(stateDir, 'sandbox.json'), 'utf8')) as { demo: { companies: { publicId: string }[] } };
+  return sandbox.demo.companies.map((c) => c.publicId.toLowerCase());
+}
+
 /** `acctops companies` in local mode, through the real binary, in one state directory. */
 describe('acctops companies (local mode)', () => {
   let state: { dir: string; remove(): Promise<void> };
   const acctops = (...args: string[]) => runAcctops(['--state-dir', state.dir, ...args]);
+  /** The demo companies the registry is seeded with when the state is created. */
+  let demo: string[];
+  const notDemo = <C extends { companyId: string }>(companies: C[]) => companies.filter((c) => !demo.includes(c.companyId));
 
   beforeAll(async () => {
     state = await tempStateDir();
@@ -20,6 +29,7 @@ describe('acctops companies (local mode)', () => {
   it('add registers a company (lower case) and is idempotent; other settings update it', async () => {
     const first = await acctops('--json', 'companies', 'add', '--company', COMPANY, '--formats', 'csv,parquet', '--rotation-days', '14');
     expect(first.code).toBe(0);
+    demo = await demoCompanies(state.dir);
     expect(parseJson(first)).toMatchObject({
       result: 'added',
       company: { companyId: COMPANY.toLowerCase(), status: 'active', formats: ['csv', 'parquet'], rotationDays: 14 },
@@ -28,7 +38,7 @@ describe('acctops companies (local mode)', () => {
     expect(again.code).toBe(0);
     expect(parseJson(again)).toMatchObject({ result: 'unchanged' });
     const registry = JSON.parse(await readFile(join(state.dir, 'companies.json'), 'utf8')) as { items: Record<string, unknown> };
-    expect(Object.keys(registry.items)).toEqual([COMPANY.toLowerCase()]);
+    expect(Object.keys(registry.items).sort()).toEqual([...demo, COMPANY.toLowerCase()].sort());
   });
 
   it('refuses a malformed id or rotation, exit 2, naming the flag and not echoing the value', async () => {
@@ -57,12 +67,12 @@ describe('acctops companies (local mode)', () => {
   it('list shows active and removed companies; --active only the active ones; an unreadable entry is exit 5, named, not echoed', async () => {
     expect((await acctops('companies', 'add', '--company', OTHER)).code).toBe(0);
     const all = parseJson<{ companies: { companyId: string; status: string }[] }>(await acctops('--json', 'companies', 'list'));
-    expect(all.companies.map((c) => [c.companyId, c.status])).toEqual([
+    expect(notDemo(all.companies).map((c) => [c.companyId, c.status])).toEqual([
       [COMPANY.toLowerCase(), 'removed'],
       [OTHER, 'active'],
     ]);
     const active = parseJson<{ companies: { companyId: string }[] }>(await acctops('--json', 'companies', 'list', '--active'));
-    expect(active.companies.map((c) => c.companyId)).toEqual([OTHER]);
+    expect(notDemo(active.companies).map((c) => c.companyId)).toEqual([OTHER]);
 
     const path = join(state.dir, 'companies.json');
     const file = JSON.parse(await readFile(path, 'utf8')) as { items: Record<string, unknown> };
@@ -80,8 +90,38 @@ describe('acctops companies (local mode)', () => {
     const report = parseJson<{ registry: { companies: number; active: number; unreadable: { key: string }[] }; findings: string[] }>(
       doctor,
     );
-    expect(report.registry).toMatchObject({ companies: 2, active: 1, unreadable: [{ key: '(malformed key)' }] });
+    expect(report.registry).toMatchObject({
+      companies: 2 + demo.length,
+      active: 1 + demo.length,
+      unreadable: [{ key: '(malformed key)' }],
+    });
     expect(report.findings).toContainEqual(expect.stringContaining('company registry entry (malformed key) is unreadable (companyId'));
     expect(`${doctor.stdout}${doctor.stderr}`).not.toContain('sk_live');
+  });
+});
+
+describe('acctops companies (local mode): the demo companies are registered when the state is created', () => {
+  it('companies list shows them from the first command on, and export still covers them after a companies add', async () => {
+    const state = await tempStateDir();
+    try {
+      const acctops = (...args: string[]) => runAcctops(['--state-dir', state.dir, ...args]);
+      const listed = await acctops('--json', 'companies', 'list');
+      expect(listed.code).toBe(0);
+      const demo = await demoCompanies(state.dir);
+      expect(demo).toHaveLength(3);
+      expect(parseJson<{ companies: { companyId: string; status: string }[] }>(listed).companies).toEqual(
+        demo.sort().map((companyId) => expect.objectContaining({ companyId, status: 'active' }) as unknown),
+      );
+
+      expect((await acctops('companies', 'add', '--company', OTHER)).code).toBe(0);
+      const exported = await acctops('--json', 'export', '--month', '2026-01', '--format', 'csv');
+      const report = parseJson<{ companies: { companyId: string; status: string }[] }>(exported);
+      const completed = report.companies.filter((c) => c.status === 'completed').map((c) => c.companyId.toLowerCase());
+      expect(completed.sort()).toEqual(demo.sort());
+      // The added company has no key yet: its row says so; the demo companies are not dropped for it.
+      expect(report.companies.map((c) => c.companyId.toLowerCase())).toContain(OTHER);
+    } finally {
+      await state.remove();
+    }
   });
 });

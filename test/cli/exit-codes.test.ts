@@ -89,6 +89,22 @@ describe('acctops exit codes: the README table holds', () => {
       stderr: /ACCTOPS_INSTITUTION is not an institution credential/,
     },
     {
+      why: 'a malformed ACCTOPS_API_KEY for keys install (named, not echoed)',
+      code: 3,
+      args: ['keys', 'install', '--company', randomUUID()],
+      env: { ACCTOPS_API_KEY: 'MALFORMED-KEY-VALUE' },
+      stderr: /^acctops: error: ACCTOPS_API_KEY is not an API key/,
+      check: (result) => expect(result.stderr).not.toContain('MALFORMED-KEY-VALUE'),
+    },
+    {
+      why: 'a malformed ACCTOPS_API_KEY for a direct-mode export (nothing is sent)',
+      code: 3,
+      args: ['export', '--base-url', 'http://127.0.0.1:9/api/v1', '--month', '2026-01'],
+      env: { ACCTOPS_API_KEY: 'not a key' },
+      stderr: /^acctops: error: ACCTOPS_API_KEY is not an API key.*nothing was sent/,
+      check: (result) => expect(result.stderr).not.toContain('not a key'),
+    },
+    {
       why: 'AWS mode without a region: doctor',
       code: 3,
       args: ['--stack', 'acctops-x', 'doctor'],
@@ -247,6 +263,30 @@ describe('acctops exit codes: the README table holds', () => {
       expect(back.code).toBe(0);
       expect(JSON.parse(back.stdout)).toMatchObject({ undoneMs: 32 * 86_400_000 });
       expect((await status()).clockOffsetMs).toBe(0);
+    } finally {
+      await own.remove();
+    }
+  });
+
+  it('a state directory that is a file, or inside one, is configuration (exit 3), naming the setting and the path', async () => {
+    const own = await tempStateDir();
+    try {
+      const file = join(own.dir, 'not-a-dir');
+      await writeFile(file, 'mine\n');
+      for (const [args, env, path] of [
+        [['--state-dir', file, 'users', 'list'], {}, file],
+        [['keys', 'status'], { ACCTOPS_STATE_DIR: join(file, 'sub') }, join(file, 'sub')],
+        [['--state-dir', file, 'local', 'reset', '--yes'], {}, file],
+        [['--state-dir', file, 'local', 'repair'], {}, file],
+      ] as const) {
+        const result = await runAcctops(args, { env });
+        expect({ code: result.code, stderr: result.stderr }).toEqual({
+          code: 3,
+          stderr: expect.stringMatching(/^acctops: error: [^\n]+\n$/) as unknown,
+        });
+        expect(result.stderr).toContain(`the state directory ${path} (--state-dir or ACCTOPS_STATE_DIR) is a file`);
+      }
+      expect(await readFile(file, 'utf8')).toBe('mine\n');
     } finally {
       await own.remove();
     }

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { readFile, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expectNoCanaries } from '../helpers/canary';
@@ -254,5 +254,50 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(reset.result.code).toBe(0);
       await expect(stat(state.dir)).rejects.toThrow();
     });
+  });
+});
+
+describe("acctops CLI: the state directory holds the user's files too", () => {
+  it('local reset --yes deletes only what acctops wrote, and keeps the directory when something else is in it', async () => {
+    const state = await tempStateDir();
+    try {
+      await writeFile(join(state.dir, 'notes.txt'), 'mine\n');
+      await mkdir(join(state.dir, 'src'));
+      await writeFile(join(state.dir, 'src', 'main.ts'), 'export {};\n');
+      const created = await runAcctops(['--state-dir', state.dir, 'users', 'list']);
+      expect(created.code).toBe(0);
+      await trackStateSecrets(state.dir);
+
+      const reset = await runAcctops(['--state-dir', state.dir, '--json', 'local', 'reset', '--yes']);
+      expect(reset.code).toBe(0);
+      expect(parseJson(reset)).toMatchObject({ removed: true, kept: expect.arrayContaining(['notes.txt', 'src']) as unknown });
+      expect((await readdir(state.dir)).sort()).toEqual(['notes.txt', 'src']);
+      expect(await readFile(join(state.dir, 'src', 'main.ts'), 'utf8')).toBe('export {};\n');
+      // Human output says what stayed.
+      expect((await runAcctops(['--state-dir', state.dir, 'users', 'list'])).code).toBe(0);
+      expect((await runAcctops(['--state-dir', state.dir, 'local', 'reset', '--yes'])).stdout).toMatch(/Kept .*notes\.txt, src/);
+      expectNoCanaries([reset.stdout, reset.stderr], 'local reset output');
+    } finally {
+      await state.remove();
+    }
+  });
+
+  it('an empty ACCTOPS_STATE_DIR or --state-dir is refused: nothing is written into (or deleted from) the working directory', async () => {
+    const cwd = await tempStateDir();
+    try {
+      await writeFile(join(cwd.dir, 'notes.txt'), 'mine\n');
+      const fromEnv = await runAcctops(['users', 'list'], { cwd: cwd.dir, env: { ACCTOPS_STATE_DIR: '' } });
+      expect(fromEnv.code).toBe(3);
+      expect(fromEnv.stderr.trim().split('\n')).toHaveLength(1);
+      expect(fromEnv.stderr).toMatch(/ACCTOPS_STATE_DIR is empty/);
+      const flag = await runAcctops(['--state-dir', '', 'users', 'list'], { cwd: cwd.dir });
+      expect(flag.code).toBe(2);
+      expect(flag.stderr).toMatch(/--state-dir is empty/);
+      const reset = await runAcctops(['local', 'reset', '--yes'], { cwd: cwd.dir, env: { ACCTOPS_STATE_DIR: ' ' } });
+      expect(reset.code).toBe(3);
+      expect(await readdir(cwd.dir)).toEqual(['notes.txt']);
+    } finally {
+      await cwd.remove();
+    }
   });
 });

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { expectNoCanaries } from '../helpers/canary';
-import { spawnAcctops } from '../helpers/cli';
+import { runAcctops, spawnAcctops } from '../helpers/cli';
 import { DEMO_INSTITUTION_SECRET } from '../../sandbox/seed';
 
 describe('acctops sandbox: the real binary', () => {
@@ -41,5 +41,20 @@ describe('acctops sandbox: the real binary', () => {
     const [code] = (await once(child, 'exit')) as [number | null];
     expect(code).toBe(2);
     expect(stderr.trim().split('\n').pop()).toMatch(/^acctops: error: .*--port.*acctops sandbox --help/);
+  });
+
+  it('a refused sandbox flag value is not repeated, and nothing reaches stdout (with --json, one JSON document on stderr)', async () => {
+    const leaky = await runAcctops(['sandbox', '--dialect', 'sbx_LEAKY_VALUE']);
+    expect(leaky.code).toBe(2);
+    expect(leaky.stdout).toBe('');
+    expect(leaky.stderr.trim().split('\n')).toHaveLength(1);
+    expect(leaky.stderr).toMatch(/^acctops: error: .*--dialect/);
+    expect(leaky.stderr).not.toContain('LEAKY');
+
+    const json = await runAcctops(['--json', 'sandbox', '--port', 'abc']);
+    expect(json.code).toBe(2);
+    expect(json.stdout).toBe('');
+    expect(JSON.parse(json.stderr)).toMatchObject({ error: { code: 'usage', exitCode: 2 } });
+    expect(json.stderr).not.toContain('abc');
   });
 });

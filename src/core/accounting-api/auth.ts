@@ -43,6 +43,11 @@ export function institutionAuth(credential: { institutionId: string; secretKey: 
 
 /** `<service prefix>_<rest>` (spec §5.1.1); printable ASCII so that it is a valid header value. */
 const API_KEY = /^[A-Za-z0-9]+_[\x21-\x7e]+$/;
+
+/** Whether `key` has the form apiKeyAuth accepts; a caller that read it from a setting can name the setting. */
+export function isWellFormedApiKey(key: string): boolean {
+  return API_KEY.test(key);
+}
 const TOKEN = /^[\x21-\x7e]+$/;
 const INSTITUTION_ID = /^[\x21-\x39\x3b-\x7e]+$/; // no colon: it separates id and secret
 

@@ -1,6 +1,14 @@
 // The public surface of the Accounting API client; see README.md in this folder.
 export { AccountingClient, createAccountingClient, type AccountingClientOptions, DEFAULT_MAX_RESPONSE_BYTES } from './client';
-export { type Credential, type CredentialProvider, type AuthScheme, apiKeyAuth, accessTokenAuth, institutionAuth } from './auth';
+export {
+  type Credential,
+  type CredentialProvider,
+  type AuthScheme,
+  apiKeyAuth,
+  accessTokenAuth,
+  institutionAuth,
+  isWellFormedApiKey,
+} from './auth';
 export {
   AccountingApiError,
   type AccountingApiErrorOptions,
