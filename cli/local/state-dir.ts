@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, readdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { link, readdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { EXPORT_LAYOUT } from '../../contract/exports';
+import { makeDirectory } from '../../src/adapters/local/dir-object-store';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
@@ -79,18 +80,42 @@ export class StateDirNotDirectoryError extends CliError {
   }
 }
 
+/** The state directory cannot be created where it is named (permission, read-only, /proc…). */
+export class StateDirUnwritableError extends CliError {
+  readonly path: string;
+
+  constructor(stateDir: string, cause: NodeJS.ErrnoException) {
+    super(`the state directory ${stateDir} (--state-dir or ACCTOPS_STATE_DIR) cannot be created (${cause.code ?? 'error'})`, {
+      code: 'state_dir_unwritable',
+      exitCode: ExitCode.config,
+      hint: 'name a directory you can write with --state-dir or ACCTOPS_STATE_DIR',
+      cause,
+    });
+    this.path = stateDir;
+  }
+}
+
 /** What a file-system call on the state directory failed with: a file in the way is StateDirNotDirectoryError. */
 function stateDirError(stateDir: string, error: unknown): unknown {
   const code = (error as NodeJS.ErrnoException).code;
   return code === 'EEXIST' || code === 'ENOTDIR' ? new StateDirNotDirectoryError(stateDir, error) : error;
 }
 
-/** Creates the state directory (0700) if it is missing. */
+/**
+ * Creates the state directory (0700) if it is missing, one level at a time (makeDirectory: Node
+ * 20's `mkdir -p` retries forever under /proc, which hung the command at full CPU).
+ */
 export async function createStateDir(stateDir: string): Promise<void> {
   try {
-    await mkdir(stateDir, { recursive: true, mode: 0o700 });
+    await makeDirectory(stateDir, 0o700);
   } catch (error) {
-    throw stateDirError(stateDir, error);
+    const mapped = stateDirError(stateDir, error);
+    if (mapped !== error) throw mapped;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+      throw new StateDirUnwritableError(stateDir, error as NodeJS.ErrnoException);
+    }
+    throw error;
   }
 }
 

@@ -292,6 +292,17 @@ describe('acctops exit codes: the README table holds', () => {
     }
   });
 
+  it('a state directory that cannot be created is configuration (exit 3) at once, even under /proc where mkdir -p never returns', async () => {
+    for (const dir of ['/proc/acctops-forbidden/state', '/proc/self/acctops-state']) {
+      const result = await runAcctops(['--state-dir', dir, 'users', 'list']);
+      expect({ code: result.code, stderr: result.stderr }).toEqual({
+        code: 3,
+        stderr: expect.stringMatching(/^acctops: error: [^\n]+\n$/) as unknown,
+      });
+      expect(result.stderr).toContain(`the state directory ${dir} (--state-dir or ACCTOPS_STATE_DIR) cannot be created`);
+    }
+  });
+
   it('the demo (npm start) reports its errors in the same form', async () => {
     const result = await new Promise<{ code: number; stderr: string }>((done) => {
       execFile(
