@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { link, readdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { link, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { EXPORT_LAYOUT } from '../../contract/exports';
 import { makeDirectory } from '../../src/adapters/local/dir-object-store';
+import { readTextIfExists, temporaryPath } from '../../src/adapters/local/private-json-file';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
@@ -141,7 +141,7 @@ export class StateLockedError extends CliError {
  */
 export async function lockStateDir(stateDir: string): Promise<() => Promise<void>> {
   const path = statePath(stateDir, 'lock');
-  const temp = tempName(path);
+  const temp = temporaryPath(path);
   await writeFile(temp, String(process.pid), { flag: 'wx', mode: 0o600 }).catch((error: unknown) => {
     throw stateDirError(stateDir, error);
   });
@@ -163,20 +163,10 @@ export async function lockStateDir(stateDir: string): Promise<() => Promise<void
   }
 }
 
-/** `<file>.<12 hex>.tmp`: the temporary name writePrivateJsonFile uses too (resetStateDir knows it). */
-function tempName(path: string): string {
-  return `${path}.${randomBytes(6).toString('hex')}.tmp`;
-}
-
 /** The lock's pid; undefined when it is gone; 0 when it holds none (a lock from an older acctops). */
 async function readPid(path: string): Promise<number | undefined> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
+  const text = await readTextIfExists(path);
+  if (text === undefined) return undefined;
   const pid = Number(text.trim());
   return Number.isInteger(pid) && pid > 0 ? pid : 0;
 }
@@ -192,7 +182,7 @@ function holds(pid: number): boolean {
  */
 async function takeOverStale(stateDir: string, path: string, seen: number | undefined): Promise<void> {
   if (seen === undefined) return;
-  const aside = tempName(path);
+  const aside = temporaryPath(path);
   try {
     await rename(path, aside);
   } catch (error) {

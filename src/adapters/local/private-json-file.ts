@@ -11,15 +11,25 @@ import { makeDirectory } from './dir-object-store';
  * no other user can read them, not even for the moment between create and chmod.
  */
 
-/** Reads `path` and validates it with `schema`; undefined when the file does not exist. */
-export async function readJsonFile<S extends z.ZodType>(path: string, schema: S, source: string = path): Promise<z.output<S> | undefined> {
-  let text: string;
+/** The text of `path`; undefined when the file does not exist. */
+export async function readTextIfExists(path: string): Promise<string | undefined> {
   try {
-    text = await readFile(path, 'utf8');
+    return await readFile(path, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
+}
+
+/** `<path>.<12 hex>.tmp`: where a replacement is written before it is renamed into place. */
+export function temporaryPath(path: string): string {
+  return `${path}.${randomBytes(6).toString('hex')}.tmp`;
+}
+
+/** Reads `path` and validates it with `schema`; undefined when the file does not exist. */
+export async function readJsonFile<S extends z.ZodType>(path: string, schema: S, source: string = path): Promise<z.output<S> | undefined> {
+  const text = await readTextIfExists(path);
+  if (text === undefined) return undefined;
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -33,7 +43,7 @@ export async function readJsonFile<S extends z.ZodType>(path: string, schema: S,
 /** Replaces `path` atomically (temporary file, fsync, rename) with mode 0600. */
 export async function writePrivateJsonFile(path: string, value: unknown, options: { pretty?: boolean } = {}): Promise<void> {
   await makeDirectory(dirname(path), 0o700);
-  const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  const temp = temporaryPath(path);
   try {
     const handle = await open(temp, 'wx', 0o600);
     try {
