@@ -7,9 +7,10 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { z } from 'zod';
 import { S3ObjectStore } from '../../src/adapters/aws/s3-object-store';
 import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
-import { apiKeyAuth, createAccountingClient } from '../../src/core/accounting-api';
+import { apiKeyAuth } from '../../src/core/accounting-api';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { parsePeriod, periodRange } from '../../src/core/exports/formats/period';
+import { createExportClient, EXPORT_PAGE_SIZE, exportSources } from '../../src/core/exports/pipeline/export-sources';
 import { PeriodExporter } from '../../src/core/exports/formats/period-exporter';
 import { systemClock } from '../../src/core/shared/clock';
 import { parseWith } from '../../src/core/shared/errors';
@@ -104,21 +105,19 @@ async function exportPeriod(job: ExportJob): Promise<{ transactions: number; byt
     });
     store = new S3ObjectStore({ client, bucket: job.target.bucket });
   }
-  const client = createAccountingClient({
+  if (job.pageSize !== EXPORT_PAGE_SIZE) throw new Error(`the export reads pages of ${EXPORT_PAGE_SIZE}; the baseline must too`);
+  // The export's own client and sources (page size 1000, items' JSON text kept), as the functions use them.
+  const client = createExportClient({
     baseUrl: job.baseUrl,
     credentials: apiKeyAuth(job.apiKey),
-    pageSize: job.pageSize,
+    clock: systemClock,
     logger: silentLogger,
   });
   const period = parsePeriod(job.period);
   const summary = await new PeriodExporter({ store, clock: systemClock, logger: silentLogger, toolVersion: 'bench' }).run({
     company: job.companyId,
     period,
-    sources: {
-      transactions: client.transactions.list(periodRange(period)),
-      taxReports: client.taxReports.list(job.companyId),
-      categories: client.categories.list(),
-    },
+    sources: exportSources(client, job.companyId, period),
     formats: job.formats,
     sourceBaseUrl: job.baseUrl,
   });

@@ -2,6 +2,7 @@ import type * as z from 'zod';
 import { ConfigError } from '../shared/errors';
 import { PaginationError, responseValidationError } from './errors';
 import type { ApiResponse } from './request';
+import { listItemJson, type JsonText } from './item-json';
 import { ignoredFieldsOf, listEnvelopeSchema } from './schemas';
 import type { AccountingApiWarning, ItemWarning } from './warnings';
 
@@ -18,6 +19,12 @@ export interface PageItem<T> {
   /** As received. An integer beyond 2^53 appears as a digit string (see lossless-json.ts). */
   readonly raw: Record<string, unknown>;
   readonly parsed: T;
+  /**
+   * The item's JSON text exactly as the service sent it, as UTF-8 (whitespace between tokens
+   * removed, so it is one line), when the client was made with `itemJson` and the page is a list
+   * envelope; otherwise undefined. Its bytes are the page's body: read them, do not write to them.
+   */
+  readonly json: JsonText | undefined;
 }
 
 export interface Page<T> {
@@ -46,6 +53,8 @@ export interface ListSource<T> {
   /** Inspects a parsed item for something to warn about (a category's invalid metadata). */
   checkItem?(parsed: T): ItemWarning | undefined;
   onPage?(page: Page<T>, response: ApiResponse): void;
+  /** Cut each item's JSON text from the body (PageItem.json). */
+  itemJson?: boolean;
 }
 
 /**
@@ -184,6 +193,9 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     const { itemSchema, fastParse, checkItem } = this.source;
     const results = envelope.results;
     const items: PageItem<T>[] = new Array<PageItem<T>>(results.length);
+    // Only an envelope (its schema holds `results` to an array) has items to cut out: a `single`
+    // list's object may be the item itself, whatever keys it has.
+    const texts = this.source.itemJson && !this.source.single ? listItemJson(response.bodyBytes(), results.length) : undefined;
     for (let i = 0; i < results.length; i++) {
       const raw = results[i];
       let parsed = fastParse?.(raw);
@@ -192,7 +204,7 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
         if (!result.success) throw responseValidationError(result.error, `results[${i}]`, contextOf(response));
         parsed = result.data;
       }
-      items[i] = { raw: raw as Record<string, unknown>, parsed };
+      items[i] = { raw: raw as Record<string, unknown>, parsed, json: texts?.[i] };
       const warning = checkItem?.(parsed);
       if (warning) this.source.warn({ ...warning, request: response.request, path: `results[${i}]` });
       const ignored = ignoredFieldsOf(parsed);

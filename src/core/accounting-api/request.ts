@@ -33,6 +33,8 @@ export interface ApiResponse {
   request: string;
   /** The JSON body, parsed losslessly; undefined for an empty body (204). */
   body: unknown;
+  /** The body's UTF-8 bytes as received (encoded from its text when the transport gave none). */
+  bodyBytes(): Uint8Array;
   /** The credential the request went out with (the company learned from it is tied to it). */
   credential: Credential;
 }
@@ -65,6 +67,8 @@ export interface EngineSettings {
   maxPageSize: number;
   /** A response body above this many bytes is ResponseTooLargeError. */
   maxResponseBytes: number;
+  /** See AccountingClientOptions.itemJson. */
+  itemJson?: boolean;
 }
 
 export interface ListOperation<T> {
@@ -217,6 +221,7 @@ export class RequestEngine {
       warn: (warning) => this.warn(warning),
       checkItem: operation.checkItem,
       onPage: operation.onPage,
+      itemJson: settings.itemJson,
     });
   }
 
@@ -255,6 +260,11 @@ export class RequestEngine {
         });
       }
     }
-    return { status: response.status, requestId, request, body, credential };
+    // A plain Uint8Array over the same memory: its subarrays are cheaper than a Buffer's.
+    const bodyBytes = () => {
+      const bytes = response.bytes ?? Buffer.from(response.body);
+      return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    };
+    return { status: response.status, requestId, request, body, bodyBytes, credential };
   }
 }

@@ -26,6 +26,12 @@ export interface TransportResponse {
   /** Header names in lower case. */
   headers: Record<string, string>;
   body: string;
+  /**
+   * The body's bytes as received, when the transport has them (the default one does): `body` is
+   * their UTF-8 text. A list that hands out each item's JSON text (`itemJson`) cuts it from these
+   * instead of encoding `body` again.
+   */
+  bytes?: Uint8Array;
 }
 
 export type Transport = (request: TransportRequest) => Promise<TransportResponse>;
@@ -84,12 +90,13 @@ export function fetchTransport(fetchImpl: typeof fetch = globalThis.fetch): Tran
         signal,
       });
       // The body is read under the same signal, so a stalled body also times out.
-      const body = request.maxBodyBytes === undefined ? await response.text() : await readBounded(response, request.maxBodyBytes);
+      const bytes = request.maxBodyBytes === undefined ? undefined : await readBounded(response, request.maxBodyBytes);
+      const body = bytes ? bytes.toString('utf8') : await response.text();
       const headers: Record<string, string> = {};
       response.headers.forEach((value, key) => {
         headers[key] = value;
       });
-      return { status: response.status, headers, body };
+      return bytes ? { status: response.status, headers, body, bytes } : { status: response.status, headers, body };
     } catch (error) {
       if (error instanceof TransportFailure) throw error;
       throw classify(signal.aborted ? signal.reason : error);
@@ -98,18 +105,18 @@ export function fetchTransport(fetchImpl: typeof fetch = globalThis.fetch): Tran
 }
 
 /**
- * The body as text, read as a stream and cut at `limit` bytes: a peer that sends an endless or
+ * The body's bytes, read as a stream and cut at `limit` bytes: a peer that sends an endless or
  * huge body costs at most `limit` bytes of memory. A `Content-Length` above the limit is refused
  * before reading.
  */
-async function readBounded(response: Response, limit: number): Promise<string> {
+async function readBounded(response: Response, limit: number): Promise<Buffer> {
   const tooLarge = () => new TransportFailure('too_large', { limitBytes: limit, status: response.status });
   const declared = Number(response.headers.get('content-length') ?? Number.NaN);
   if (declared > limit) {
     await response.body?.cancel().catch(() => undefined);
     throw tooLarge();
   }
-  if (!response.body) return '';
+  if (!response.body) return Buffer.alloc(0);
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -123,5 +130,5 @@ async function readBounded(response: Response, limit: number): Promise<string> {
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks, size).toString('utf8');
+  return Buffer.concat(chunks, size);
 }

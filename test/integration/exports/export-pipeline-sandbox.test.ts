@@ -2,7 +2,14 @@ import { gunzipSync } from 'node:zlib';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { MemoryEventPublisher } from '../../../src/adapters/local/memory-event-publisher';
 import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
-import { apiKeyAuth, createAccountingClient, fetchTransport, parseMinorUnits, type Transport } from '../../../src/core/accounting-api';
+import {
+  apiKeyAuth,
+  createAccountingClient,
+  fetchTransport,
+  parseJsonLossless,
+  parseMinorUnits,
+  type Transport,
+} from '../../../src/core/accounting-api';
 import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/pipeline/export-events';
 import { exportCompanyPeriod, type ExportOutcome } from '../../../src/core/exports/pipeline/export-company-period';
 import type { ExportProgress } from '../../../src/core/exports/pipeline/export-sources';
@@ -155,6 +162,28 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     return { ids, amounts };
   }
 
+  /**
+   * October's transactions as the JSON text of each item on the wire, found without the exporter's
+   * scanner: the sandbox writes compact JSON, so an item's text is its JSON.stringify (with the
+   * lossless parse's digit strings back as the literals they were), and it must occur in the body.
+   */
+  async function apiOctoberTexts(): Promise<string[]> {
+    const texts: string[] = [];
+    let url: string | null = `${sandbox.baseUrl}/accounting/transactions/?date_from=2026-10-01&date_to=2026-10-31&page_size=1000`;
+    while (url) {
+      const response = await fetch(url, { headers: { accept: 'application/json', authorization: `Bearer ${apiKey}` } });
+      const body = await response.text();
+      const page = parseJsonLossless(body) as { next: string | null; results: unknown[] };
+      for (const item of page.results) {
+        const text = JSON.stringify(item).replace(/"amount":"(\d{16,})"/g, '"amount":$1');
+        expect(body.includes(text)).toBe(true);
+        texts.push(text);
+      }
+      url = page.next;
+    }
+    return texts;
+  }
+
   describe('exportCompanyPeriod against the sandbox and s3rver', () => {
     it('exports every record the API returns for the month exactly once, month boundaries in every offset included', async () => {
       const { store, run } = setup();
@@ -198,12 +227,14 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const api = await apiOctober();
       expect(rows.map((r) => r.amount_minor as bigint)).toEqual(api.amounts);
       expect(rows.some((r) => r.amount_minor === 9007199254740993n)).toBe(true);
-      // And the JSONL keeps each amount as the API spelled it (a decimal string in `string` mode).
+      // And the JSONL keeps each record as the API sent it: every line is an item of the API's pages,
+      // byte for byte, so the amount beyond 2^53 stays the literal the API wrote (a reader that wants
+      // it exact parses losslessly, as the client does).
       const jsonl = await objectText(store, summary.datasets.transactions!.objects.find((o) => o.format === 'jsonl')!.key);
-      const spelled = jsonl
-        .trimEnd()
-        .split('\n')
-        .map((l) => (JSON.parse(l) as { amount: unknown }).amount);
+      const lines = jsonl.trimEnd().split('\n');
+      expect(lines).toEqual(await apiOctoberTexts());
+      if (encoding === 'integer') expect(lines.some((l) => l.includes('"amount":9007199254740993'))).toBe(true);
+      const spelled = lines.map((l) => (parseJsonLossless(l) as { amount: unknown }).amount);
       expect(spelled.map((a) => parseMinorUnits(a))).toEqual(api.amounts);
       if (encoding === 'string') expect(spelled.every((a) => typeof a === 'string' && /\.\d{2}$/.test(a))).toBe(true);
       if (encoding === 'mixed') expect(new Set(spelled.map((a) => typeof a))).toEqual(new Set(['number', 'string']));

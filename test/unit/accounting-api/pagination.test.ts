@@ -318,3 +318,38 @@ describe('pagination', () => {
     });
   });
 });
+
+describe('pagination: itemJson', () => {
+  const text = (item: { json: { bytes: Uint8Array; start: number; end: number } | undefined }) =>
+    item.json && Buffer.from(item.json.bytes.subarray(item.json.start, item.json.end)).toString('utf8');
+
+  it('hands out each item of an envelope page as the JSON text the service sent', async () => {
+    // Spaced, and with a number spelling JSON.stringify would change: the text is the service's.
+    const [a, b, c] = [0, 1, 2].map((i) => JSON.stringify(category(i)));
+    const spaced = `{ "extra" : 1.50 , ${a!.slice(1)}`;
+    const body = (page: number) =>
+      page === 1
+        ? `{"count":3,"next":"${BASE_URL}/accounting/categories/?pageSize=2&page=2","results":[ ${spaced},\n ${b} ]}`
+        : `{"count":3,"next":null,"results":[${c}]}`;
+    const { client } = setup(
+      (_request, url) => ({
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        body: body(Number(url.searchParams.get('page') ?? '1')),
+      }),
+      { itemJson: true },
+    );
+    const items = await client.categories.list({ pageSize: 2 }).all();
+    expect(items.map(text)).toEqual([`{"extra":1.50,${a!.slice(1)}`, b, c]);
+  });
+
+  it('is off by default, and never set for an answer that is the item itself', async () => {
+    const off = setup(listHandler('/accounting/transactions/', transactions));
+    expect((await off.client.transactions.list().all()).every((i) => i.json === undefined)).toBe(true);
+    const company = { publicId: 'ab2f3c4d-0000-4000-8000-000000000001', name: 'Acme' };
+    const single = setup(() => json(200, company), { itemJson: true });
+    const [item] = await single.client.companies.list().all();
+    expect(item!.parsed.publicId).toBe(company.publicId);
+    expect(item!.json).toBeUndefined();
+  });
+});

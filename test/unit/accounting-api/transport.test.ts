@@ -26,6 +26,14 @@ describe('fetchTransport', () => {
     expect(calls[0]![1].signal).toBeInstanceOf(AbortSignal);
   });
 
+  it('with a body limit, also returns the bytes as received, whose UTF-8 text the body is', async () => {
+    const text = '{"name":"Müller € 😀"}';
+    const fake = (() => Promise.resolve(new Response(text, { status: 200 }))) as unknown as typeof fetch;
+    const response = await fetchTransport(fake)({ ...request, maxBodyBytes: 1024 });
+    expect(response.body).toBe(text);
+    expect(Buffer.from(response.bytes!).equals(Buffer.from(text, 'utf8'))).toBe(true);
+  });
+
   const failing = (error: unknown) => (() => Promise.reject(error)) as unknown as typeof fetch;
   const fetchFailed = (cause: unknown) => Object.assign(new TypeError('fetch failed'), { cause });
 

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { parquetMetadata, parquetReadObjects, type FileMetaData } from 'hyparquet';
 import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
+import type { JsonText } from '../../../src/core/accounting-api';
 import { parseMinorUnits } from '../../../src/core/accounting-api/money';
 import { csvCell, TimestampFormatter } from '../../../src/core/exports/formats/csv-writer';
 import { ObjectSink, type WrittenObject } from '../../../src/core/exports/formats/object-sink';
@@ -16,7 +17,7 @@ import { CATEGORIES, PARQUET_DECOMPRESSORS, transaction, transactions } from '..
 
 const NAMES = new Map(CATEGORIES.map((c) => [c.parsed.publicId, c.parsed.name]));
 
-async function write<I extends { raw: unknown }>(
+async function write<I extends { raw: unknown; json?: JsonText }>(
   store: DirObjectStore,
   format: ExportFormat,
   table: Table<I>,
@@ -30,7 +31,7 @@ async function write<I extends { raw: unknown }>(
   let index = 0;
   for (const item of items) {
     const row = table.row(item, { index: index++, defaultCurrency: 'EUR', categoryName: (id) => NAMES.get(id) ?? null });
-    const wait = writer.write(item.raw, row);
+    const wait = writer.write(item.raw, row, item.json);
     if (wait) await wait;
   }
   const object = await writer.finish();
@@ -179,6 +180,31 @@ describe('export formats', () => {
       const lines = gunzipSync(bytes).toString('utf8').split('\n');
       expect(lines.pop()).toBe('');
       expect(lines).toEqual(items.map((i) => JSON.stringify(i.raw)));
+    });
+
+    it('writes the text the API sent when the item carries it, byte for byte, and serialises the others', async () => {
+      // One page body shared by the items, as the client hands it out; the texts differ from
+      // JSON.stringify(raw) (spelling, a literal beyond 2^53), so the test sees which one was written.
+      const page = Buffer.from('{"results":[{"amount":-0.50,"n":1},{"amount":9007199254740993,"note":"€😀"}]}');
+      const at = (from: string, to: string) => ({ bytes: page, start: page.indexOf(from), end: page.indexOf(to) + Buffer.byteLength(to) });
+      const texts = [at('{"amount":-0.50', '"n":1}'), at('{"amount":9007', '😀"}')];
+      const long = Buffer.from(`{"note":"${'€'.repeat(300_000)}"}`);
+      const items = [
+        { ...transaction(0), json: texts[0] },
+        transaction(1),
+        { ...transaction(2), json: texts[1] },
+        { ...transaction(3), json: { bytes: long, start: 0, end: long.length } },
+        ...Array.from({ length: 3000 }, (_, i) => ({ ...transaction(4 + i), json: texts[i % 2] })),
+      ];
+      const { bytes } = await write(store, 'jsonl', transactionsTable, items);
+      const lines = gunzipSync(bytes).toString('utf8').split('\n');
+      expect(lines.pop()).toBe('');
+      const expected = items.map((i) =>
+        i.json ? Buffer.from(i.json.bytes.subarray(i.json.start, i.json.end)).toString('utf8') : JSON.stringify(i.raw),
+      );
+      expect(lines).toEqual(expected);
+      expect(lines[0]).toBe('{"amount":-0.50,"n":1}');
+      expect(lines[2]).toBe('{"amount":9007199254740993,"note":"€😀"}');
     });
 
     it('refuses a raw record that JSON cannot represent instead of writing a broken line', async () => {

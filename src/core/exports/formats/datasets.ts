@@ -1,18 +1,25 @@
 /**
  * The exporter's input: one async iterable per dataset, of items shaped like the typed client's
  * list items (`PageItem<T>` of `src/core/accounting-api`): `raw`, the object exactly as the client
- * parsed it from the response (for the lossless JSONL), beside `parsed`, its validated fields.
+ * parsed it from the response, beside `parsed`, its validated fields, and `json`, its text as sent
+ * (for the raw JSONL) when the client kept it.
  *
  * The field types are structural and minimal, so `client.transactions.list(...)` (and the other
  * lists) can be passed in as they are, and any other source can be adapted to them.
  */
 import { DATASETS, type DatasetName } from '../../../../contract/exports';
-import type { MinorUnits } from '../../accounting-api';
+import type { JsonText, MinorUnits } from '../../accounting-api';
 
 export interface ExportItem<P> {
   /** As received; the client's lossless parse turns integers beyond 2^53 into digit strings. */
   readonly raw: unknown;
   readonly parsed: P;
+  /**
+   * The record's JSON text as the API sent it (UTF-8, one line), written to the raw JSONL as it
+   * is; without it the JSONL line is `JSON.stringify(raw)`. The client's lists carry it when made
+   * with `itemJson` (createExportClient does).
+   */
+  readonly json?: JsonText | undefined;
 }
 
 export interface TransactionFields {

@@ -1,3 +1,4 @@
+import type { JsonText } from '../../accounting-api';
 import type { Clock } from '../../shared/clock';
 import { ValidationError } from '../../shared/errors';
 import type { Logger } from '../../shared/logger';
@@ -100,7 +101,7 @@ export const DEFAULT_GC_GRACE_MS = 24 * 60 * 60 * 1000;
 /** Reads in this order so that category names are known before the first transaction. */
 const ORDER: readonly DatasetName[] = ['categories', 'tax_reports', 'transactions'];
 
-type Item = { raw: unknown };
+type Item = { raw: unknown; json?: JsonText | undefined };
 
 /**
  * Exports one company's month: every selected dataset streams once through the selected writers
@@ -325,7 +326,7 @@ export class PeriodExporter {
           totals?.add(row);
           job.onRow?.(row);
           for (const output of outputs) {
-            const wait = output.writer.write(item.raw, row);
+            const wait = output.writer.write(item.raw, row, item.json);
             if (wait) await wait;
           }
         }

@@ -2,6 +2,7 @@ import { CsvWriter } from './csv-writer';
 import { JsonlGzipWriter } from './jsonl-writer';
 import type { ObjectSink, WrittenObject } from './object-sink';
 import { ParquetRecordWriter } from './parquet-writer';
+import type { JsonText } from '../../accounting-api';
 import type { Row, TableColumn } from './dataset-tables';
 import type { ExportFormat } from './datasets';
 
@@ -10,7 +11,8 @@ import type { ExportFormat } from './datasets';
  * (backpressure); otherwise it returns undefined, so a million records cost no extra awaits.
  */
 export interface RecordWriter {
-  write(raw: unknown, row: Row): Promise<void> | undefined;
+  /** `json` is the record's JSON text as the API sent it, when the source has it (PageItem.json). */
+  write(raw: unknown, row: Row, json?: JsonText): Promise<void> | undefined;
   /** Flushes, completes the object and reports its size and checksum. */
   finish(): Promise<WrittenObject>;
   /** Abandons the object; nothing becomes visible. Safe after a failure. */

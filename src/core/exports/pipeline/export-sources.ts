@@ -55,6 +55,8 @@ export function createExportClient(options: ExportClientOptions): AccountingClie
     clock,
     logger,
     pageSize: EXPORT_PAGE_SIZE,
+    // The raw JSONL keeps each record's text as sent, cut from the page instead of serialised again.
+    itemJson: true,
     onWarning: (warning: AccountingApiWarning) => {
       if (warning.type === 'count_mismatch') throw new ExportCountMismatchError(warning);
     },

@@ -1,0 +1,139 @@
+/**
+ * Each item of a list page as the JSON text the service sent, cut from the body's bytes, so that
+ * an export keeps a record verbatim (its raw JSONL) without serialising the parsed object again:
+ * `JSON.stringify`, joining the lines and encoding them as UTF-8 cost ~3 µs a record, and finding
+ * the items here ~0.7 µs (2026-11-25, BENCHMARKS.md "Exports").
+ *
+ * Only called on a body that `JSON.parse` has accepted, so the grammar is known to be valid; the
+ * scan only has to follow strings and nesting. Anything it does not recognise as a list envelope
+ * (`{"results": [ {…}, … ]}` with objects or arrays as items) is `undefined`, and the caller
+ * serialises the parsed items instead.
+ */
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const SPACE = 0x20;
+const TAB = 0x09;
+const LF = 0x0a;
+const CR = 0x0d;
+/** `results` */
+const RESULTS = [0x72, 0x65, 0x73, 0x75, 0x6c, 0x74, 0x73] as const;
+
+/**
+ * Where one item's JSON text is: `bytes` from `start` to `end` (exclusive), UTF-8, one line. A
+ * plain object rather than a view per item: views cost the collector more (measured).
+ */
+export interface JsonText {
+  readonly bytes: Uint8Array;
+  readonly start: number;
+  readonly end: number;
+}
+
+/**
+ * The JSON text of every element of the top-level object's `results` array, in order: in `bytes`
+ * when the element holds no whitespace between its tokens, else in a copy without it (so an item
+ * is always one line, whatever the service's formatting). `undefined` when the body is not
+ * such an envelope, an element is not an object or array, or the count differs from `expected`
+ * (the items `JSON.parse` found): a slice that could disagree with the parsed items is never used.
+ * With duplicate `results` keys the last array counts, as with `JSON.parse` when the last one is an
+ * array (a list envelope's schema requires that).
+ */
+export function listItemJson(bytes: Uint8Array, expected: number): JsonText[] | undefined {
+  const n = bytes.length;
+  let i = 0;
+  while (i < n && isWhitespace(bytes[i]!)) i++;
+  if (bytes[i] !== OPEN_BRACE) return undefined;
+
+  let depth = 0;
+  let resultsKey = false;
+  let inResults = false;
+  /** start, end, whitespace flag of each element of the `results` array being read */
+  let spans: number[] = [];
+  let found: number[] | undefined;
+  let start = 0;
+  let spaced = false;
+  for (; i < n; i++) {
+    const c = bytes[i]!;
+    if (c === QUOTE) {
+      const open = i;
+      i++;
+      while (i < n && bytes[i] !== QUOTE) i += bytes[i] === BACKSLASH ? 2 : 1;
+      if (i >= n) return undefined;
+      if (depth === 1) resultsKey = isResultsKey(bytes, open, i);
+      // A string item (`results: ["a"]`) is not a record.
+      else if (depth === 2 && inResults) return undefined;
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (depth === 1 && c === OPEN_BRACKET && resultsKey) {
+        inResults = true;
+        spans = [];
+      } else if (depth === 2 && inResults) {
+        start = i;
+        spaced = false;
+      }
+      depth++;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      depth--;
+      if (depth === 2 && inResults) spans.push(start, i + 1, spaced ? 1 : 0);
+      else if (depth === 1 && inResults) {
+        inResults = false;
+        found = spans;
+      }
+    } else if (c === COMMA) {
+      if (depth === 1) resultsKey = false;
+    } else if (c === SPACE || c === LF || c === CR || c === TAB) {
+      if (depth > 2 && inResults) spaced = true;
+    } else if (c !== COLON && depth === 2 && inResults) {
+      // A number or literal item is not a record either.
+      return undefined;
+    }
+  }
+  if (found === undefined || found.length !== expected * 3) return undefined;
+  const items = new Array<JsonText>(expected);
+  for (let k = 0; k < expected; k++) {
+    const start = found[3 * k]!;
+    const end = found[3 * k + 1]!;
+    if (found[3 * k + 2] === 1) {
+      const compact = withoutWhitespace(bytes, start, end);
+      items[k] = { bytes: compact, start: 0, end: compact.length };
+    } else {
+      items[k] = { bytes, start, end };
+    }
+  }
+  return items;
+}
+
+function isWhitespace(c: number): boolean {
+  return c === SPACE || c === LF || c === CR || c === TAB;
+}
+
+/** Whether the string token from `open` to `close` (its quotes) is `"results"`, unescaped. */
+function isResultsKey(bytes: Uint8Array, open: number, close: number): boolean {
+  if (close - open !== RESULTS.length + 1) return false;
+  for (let k = 0; k < RESULTS.length; k++) if (bytes[open + 1 + k] !== RESULTS[k]) return false;
+  return true;
+}
+
+/** A copy of the value from `from` to `to` without the whitespace between its tokens. */
+function withoutWhitespace(bytes: Uint8Array, from: number, to: number): Uint8Array {
+  const out = new Uint8Array(to - from);
+  let length = 0;
+  for (let i = from; i < to; i++) {
+    const c = bytes[i]!;
+    if (c === QUOTE) {
+      const open = i;
+      i++;
+      while (bytes[i] !== QUOTE) i += bytes[i] === BACKSLASH ? 2 : 1;
+      out.set(bytes.subarray(open, i + 1), length);
+      length += i + 1 - open;
+    } else if (!isWhitespace(c)) {
+      out[length++] = c;
+    }
+  }
+  return out.subarray(0, length);
+}

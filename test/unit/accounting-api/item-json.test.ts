@@ -1,0 +1,68 @@
+import fc from 'fast-check';
+import { listItemJson, type JsonText } from '../../../src/core/accounting-api';
+
+const text = (t: JsonText) => Buffer.from(t.bytes.subarray(t.start, t.end)).toString('utf8');
+const items = (body: string, expected: number) => listItemJson(Buffer.from(body), expected)?.map(text);
+
+describe('listItemJson: each item of a list page as the JSON text the service sent', () => {
+  it('cuts each element of `results` out of a compact page, in order and verbatim', () => {
+    const body = '{"count":2,"next":null,"previous":null,"results":[{"a":1,"b":"x"},{"a":2.50,"big":9007199254740993}]}';
+    // Number spellings (2.50) and literals beyond 2^53 stay as written: nothing is re-serialised.
+    expect(items(body, 2)).toEqual(['{"a":1,"b":"x"}', '{"a":2.50,"big":9007199254740993}']);
+  });
+
+  it('follows strings: quotes, backslashes, brackets, commas and the word results inside them do not count', () => {
+    const tricky = [
+      { d: 'a "quoted" }, { word' },
+      { d: 'ends with a backslash \\' },
+      { d: '"results":[{"x":1}]', e: '\\"' },
+      { d: '\u00fc\u20ac\ud83d\ude00 \u2028', nested: { results: [{ deep: true }] }, list: [[1], { k: [] }] },
+    ];
+    const body = JSON.stringify({ count: 4, results: tricky });
+    expect(items(body, 4)).toEqual(tricky.map((t) => JSON.stringify(t)));
+  });
+
+  it('removes the whitespace between tokens, so a pretty-printed item is still one line; strings keep theirs', () => {
+    const body = '{\r\n  "results" : [\n    {\n      "a" : [ 1 , 2 ],\n      "s": "two  spaces\\n"\n    } ,\t{ "b": null }\n  ]\n}';
+    expect(items(body, 2)).toEqual(['{"a":[1,2],"s":"two  spaces\\n"}', '{"b":null}']);
+  });
+
+  it('takes the last `results` key, as JSON.parse does, and ignores a nested one', () => {
+    const body = '{"results":[{"first":1}],"meta":{"results":[{"nested":1},{"n":2}]},"results":[{"last":1}]}';
+    expect((JSON.parse(body) as { results: unknown[] }).results).toEqual([{ last: 1 }]);
+    expect(items(body, 1)).toEqual(['{"last":1}']);
+  });
+
+  it.each([
+    ['a bare array (the companies answer may be one)', '[{"a":1}]', 1],
+    ['an object without results', '{"publicId":"c1","name":"Acme"}', 1],
+    ['results that is not an array', '{"results":{"a":1}}', 1],
+    ['string items', '{"results":["a","b"]}', 2],
+    ['number items', '{"results":[1,2]}', 2],
+    ['a count other than the parsed one', '{"results":[{"a":1},{"a":2}]}', 3],
+    ['an escaped key that only JSON.parse reads as results', '{"res\\u0075lts":[{"a":1}]}', 1],
+  ])('is undefined for %s, so the caller serialises the parsed items instead', (_name, body, expected) => {
+    expect(listItemJson(Buffer.from(body), expected)).toBeUndefined();
+  });
+
+  it('is an empty list for an empty results array', () => {
+    expect(items('{"count":0,"results":[]}', 0)).toEqual([]);
+  });
+
+  it('agrees with JSON.parse for any page of objects, however it is indented (property)', () => {
+    const item = fc.dictionary(fc.string(), fc.jsonValue(), { maxKeys: 6 });
+    fc.assert(
+      fc.property(fc.array(item, { maxLength: 8 }), fc.constantFrom(undefined, 0, 1, 2, '\t', ' \r\n '), (results, indent) => {
+        const body = JSON.stringify({ count: results.length, next: null, results }, null, indent as string | number | undefined);
+        const parsed = (JSON.parse(body) as { results: unknown[] }).results;
+        const cut = items(body, parsed.length);
+        expect(cut).toBeDefined();
+        // Each cut text parses to the same value as JSON.parse's item, and is one line.
+        expect(cut!.map((t) => JSON.parse(t) as unknown)).toEqual(parsed);
+        expect(cut!.every((t) => !/[\r\n]/.test(t))).toBe(true);
+        if (indent === undefined) expect(cut).toEqual(parsed.map((p) => JSON.stringify(p)));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
