@@ -1,7 +1,8 @@
-import { createHash } from 'node:crypto';
+import { createHash, pbkdf2 } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { parquetMetadata, parquetReadObjects, type FileMetaData } from 'hyparquet';
 import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
@@ -205,6 +206,27 @@ describe('export formats', () => {
       expect(lines).toEqual(expected);
       expect(lines[0]).toBe('{"amount":-0.50,"n":1}');
       expect(lines[2]).toBe('{"amount":9007199254740993,"note":"€😀"}');
+    });
+
+    it('never reuses a chunk gzip has not finished reading: many chunks of distinct lines arrive intact', async () => {
+      // ~20 chunks of 512 KiB in one go, each line different, so a chunk refilled too early shows.
+      const page = Buffer.from(Array.from({ length: 40_000 }, (_, i) => `{"n":${i},"pad":"${String(i).repeat(40)}"}`).join(','));
+      const items: { raw: unknown; parsed: ReturnType<typeof transaction>['parsed']; json: JsonText }[] = [];
+      for (let start = 0, i = 0; start < page.length; i++) {
+        const end = page.indexOf('}', start) + 1;
+        items.push({ ...transaction(i % 50), json: { bytes: page, start, end } });
+        start = end + 1;
+      }
+      // The thread pool busy at first, so gzip falls behind and its queue holds chunks not yet read.
+      const busy = Array.from({ length: 4 }, () => promisify(pbkdf2)('x', 'salt', 300_000, 32, 'sha256'));
+      const { bytes } = await write(store, 'jsonl', transactionsTable, items);
+      await Promise.all(busy);
+      const lines = gunzipSync(bytes).toString('utf8').split('\n');
+      expect(lines.pop()).toBe('');
+      expect(lines).toHaveLength(40_000);
+      lines.forEach((line, i) => {
+        if (line !== `{"n":${i},"pad":"${String(i).repeat(40)}"}`) throw new Error(`line ${i} differs: ${line.slice(0, 60)}`);
+      });
     });
 
     it('refuses a raw record that JSON cannot represent instead of writing a broken line', async () => {

@@ -32,8 +32,13 @@ const GZIP_QUEUE_BYTES = 1024 * 1024;
  */
 export class JsonlGzipWriter implements RecordWriter {
   private readonly gzip: Gzip;
-  private chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  private chunk: Buffer<ArrayBuffer> = Buffer.allocUnsafe(CHUNK_BYTES);
   private used = 0;
+  /**
+   * Chunks gzip has finished with, for reuse: a new 512 KiB buffer per flush lived long enough to
+   * be promoted, and its memory then waited for a full collection (more of them, measured).
+   */
+  private readonly spare: Buffer<ArrayBuffer>[] = [];
 
   constructor(private readonly sink: ObjectSink) {
     // zlib streams take stream options too (the typings omit them): the input queue lets the next
@@ -104,15 +109,18 @@ export class JsonlGzipWriter implements RecordWriter {
 
   private flush(): Promise<void> | undefined {
     if (this.used === 0) return undefined;
-    // gzip holds on to what it is given until compressed, so the next lines go to a new chunk.
-    const full = this.chunk.subarray(0, this.used);
-    this.chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+    // gzip reads what it is given until its write callback: only then may the chunk be filled again.
+    const chunk = this.chunk;
+    const full = chunk.subarray(0, this.used);
+    this.chunk = this.spare.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES);
     this.used = 0;
-    return this.writeToGzip(full);
+    return this.writeToGzip(full, () => this.spare.push(chunk));
   }
 
-  private writeToGzip(bytes: Buffer): Promise<void> | undefined {
-    const accepted = this.gzip.write(bytes);
+  private writeToGzip(bytes: Buffer, done?: () => void): Promise<void> | undefined {
+    const accepted = this.gzip.write(bytes, (error) => {
+      if (!error) done?.();
+    });
     return accepted ? undefined : this.sink.guard(once(this.gzip, 'drain').then(() => undefined));
   }
 }
