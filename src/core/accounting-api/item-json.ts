@@ -1,14 +1,17 @@
 /**
  * Each item of a list page as the JSON text the service sent, cut from the body's bytes, so that
- * an export keeps a record verbatim (its raw JSONL) without serialising the parsed object again:
- * `JSON.stringify`, joining the lines and encoding them as UTF-8 cost ~3 µs a record, and finding
- * the items here ~0.7 µs (2026-11-25, BENCHMARKS.md "Exports").
+ * an export keeps a record verbatim (its raw JSONL) without serialising the parsed object again.
+ * In the export's profile (2026-11-25) `JSON.stringify`, joining the lines and encoding them as
+ * UTF-8 took ~1.4 µs a record and left strings for the collector; this scan takes ~0.9 µs
+ * (BENCHMARKS.md, "Exports").
  *
  * Only called on a body that `JSON.parse` has accepted, so the grammar is known to be valid; the
  * scan only has to follow strings and nesting. Anything it does not recognise as a list envelope
  * (`{"results": [ {…}, … ]}` with objects or arrays as items) is `undefined`, and the caller
  * serialises the parsed items instead.
  */
+
+import { isUtf8 } from 'node:buffer';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -41,16 +44,21 @@ export interface JsonText {
  * is always one line, whatever the service's formatting). `undefined` when the body is not
  * such an envelope, an element is not an object or array, or the count differs from `expected`
  * (the items `JSON.parse` found): a slice that could disagree with the parsed items is never used.
- * With duplicate `results` keys the last array counts, as with `JSON.parse` when the last one is an
- * array (a list envelope's schema requires that).
+ * With duplicate `results` keys (however spelt) the last one counts, as for `JSON.parse`.
  */
 export function listItemJson(bytes: Uint8Array, expected: number): JsonText[] | undefined {
+  // A body that is not valid UTF-8 was read with U+FFFD in place of the bad bytes: its text would not
+  // be the parsed values, nor UTF-8.
+  if (!isUtf8(bytes)) return undefined;
   const n = bytes.length;
   let i = 0;
   while (i < n && isWhitespace(bytes[i]!)) i++;
   if (bytes[i] !== OPEN_BRACE) return undefined;
 
   let depth = 0;
+  /** At depth 1: whether the next string is a key (after `{` or `,`) rather than a value (after `:`). */
+  let expectKey = false;
+  /** The last key at depth 1 was `results`, and its value has not started yet. */
   let resultsKey = false;
   let inResults = false;
   /** start, end, whitespace flag of each element of the `results` array being read */
@@ -65,13 +73,23 @@ export function listItemJson(bytes: Uint8Array, expected: number): JsonText[] | 
       i++;
       while (i < n && bytes[i] !== QUOTE) i += bytes[i] === BACKSLASH ? 2 : 1;
       if (i >= n) return undefined;
-      if (depth === 1) resultsKey = isResultsKey(bytes, open, i);
-      // A string item (`results: ["a"]`) is not a record.
-      else if (depth === 2 && inResults) return undefined;
+      if (depth === 1) {
+        if (expectKey) resultsKey = isResultsKey(bytes, open, i);
+        else if (resultsKey) found = undefined;
+      } else if (depth === 2 && inResults) {
+        // A string item (`results: ["a"]`) is not a record.
+        return undefined;
+      }
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      if (depth === 1 && c === OPEN_BRACKET && resultsKey) {
-        inResults = true;
-        spans = [];
+      if (depth === 0) expectKey = true;
+      else if (depth === 1 && resultsKey) {
+        if (c === OPEN_BRACKET) {
+          inResults = true;
+          spans = [];
+        } else {
+          found = undefined;
+        }
+        resultsKey = false;
       } else if (depth === 2 && inResults) {
         start = i;
         spaced = false;
@@ -85,12 +103,17 @@ export function listItemJson(bytes: Uint8Array, expected: number): JsonText[] | 
         found = spans;
       }
     } else if (c === COMMA) {
-      if (depth === 1) resultsKey = false;
+      if (depth === 1) expectKey = true;
+    } else if (c === COLON) {
+      if (depth === 1) expectKey = false;
     } else if (c === SPACE || c === LF || c === CR || c === TAB) {
       if (depth > 2 && inResults) spaced = true;
-    } else if (c !== COLON && depth === 2 && inResults) {
+    } else if (depth === 2 && inResults) {
       // A number or literal item is not a record either.
       return undefined;
+    } else if (depth === 1 && resultsKey) {
+      // `results` followed by a number or literal: a later key replaced the array JSON.parse keeps.
+      found = undefined;
     }
   }
   if (found === undefined || found.length !== expected * 3) return undefined;
@@ -112,8 +135,12 @@ function isWhitespace(c: number): boolean {
   return c === SPACE || c === LF || c === CR || c === TAB;
 }
 
-/** Whether the string token from `open` to `close` (its quotes) is `"results"`, unescaped. */
+/** Whether the string token from `open` to `close` (its quotes) reads `results`, escapes decoded. */
 function isResultsKey(bytes: Uint8Array, open: number, close: number): boolean {
+  if (bytes.subarray(open + 1, close).includes(BACKSLASH)) {
+    // `"re\u0073ults"` is the same key to JSON.parse: rare, so decoded the slow way.
+    return JSON.parse(Buffer.from(bytes.subarray(open, close + 1)).toString('utf8')) === 'results';
+  }
   if (close - open !== RESULTS.length + 1) return false;
   for (let k = 0; k < RESULTS.length; k++) if (bytes[open + 1 + k] !== RESULTS[k]) return false;
   return true;

@@ -260,9 +260,12 @@ export class RequestEngine {
         });
       }
     }
-    // A plain Uint8Array over the same memory: its subarrays are cheaper than a Buffer's.
+    // Holds the bytes, not the response: the body's text is garbage once parsed. A plain
+    // Uint8Array over the same memory: its subarrays are cheaper than a Buffer's.
+    const received = response.bytes;
+    const text = received ? undefined : response.body;
     const bodyBytes = () => {
-      const bytes = response.bytes ?? Buffer.from(response.body);
+      const bytes = received ?? Buffer.from(text ?? '');
       return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     };
     return { status: response.status, requestId, request, body, bodyBytes, credential };

@@ -40,7 +40,6 @@ describe('listItemJson: each item of a list page as the JSON text the service se
     ['string items', '{"results":["a","b"]}', 2],
     ['number items', '{"results":[1,2]}', 2],
     ['a count other than the parsed one', '{"results":[{"a":1},{"a":2}]}', 3],
-    ['an escaped key that only JSON.parse reads as results', '{"res\\u0075lts":[{"a":1}]}', 1],
   ])('is undefined for %s, so the caller serialises the parsed items instead', (_name, body, expected) => {
     expect(listItemJson(Buffer.from(body), expected)).toBeUndefined();
   });
@@ -63,6 +62,53 @@ describe('listItemJson: each item of a list page as the JSON text the service se
         if (indent === undefined) expect(cut).toEqual(parsed.map((p) => JSON.stringify(p)));
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('listItemJson: where JSON.parse would read another array, or other text', () => {
+  it('reads an escaped key as the key it spells, and follows the last results key, as JSON.parse does', () => {
+    expect(items('{"res\\u0075lts":[{"a":1}]}', 1)).toEqual(['{"a":1}']);
+    const body = '{"results":[{"id":1}],"re\\u0073ults":[{"id":2}]}';
+    expect((JSON.parse(body) as { results: unknown }).results).toEqual([{ id: 2 }]);
+    expect(items(body, 1)).toEqual(['{"id":2}']);
+  });
+
+  it.each([
+    ['a later results key holding an object', '{"results":[{"id":1}],"results":{"id":2}}'],
+    ['a later results key holding a string', '{"results":[{"id":1}],"results":"x"}'],
+    ['a later results key holding a number', '{"results":[{"id":1}],"results":1}'],
+    ['a later escaped results key holding null', '{"results":[{"id":1}],"r\\u0065sults":null}'],
+  ])('is undefined for %s: the array it saw first is not what JSON.parse keeps', (_name, body) => {
+    expect(listItemJson(Buffer.from(body), 1)).toBeUndefined();
+  });
+
+  it('treats a value spelt results as a value, not a key', () => {
+    const body = '{"next":"results","previous":"results","results":[{"id":1}],"meta":"results"}';
+    expect(items(body, 1)).toEqual(['{"id":1}']);
+  });
+
+  it('is undefined for a body that is not valid UTF-8: the parsed text has U+FFFD where the bytes do not', () => {
+    const body = Buffer.concat([Buffer.from('{"results":[{"a":"'), Buffer.from([0xe9]), Buffer.from('"}]}')]);
+    expect((JSON.parse(body.toString('utf8')) as { results: { a: string }[] }).results[0]!.a).toBe('\ufffd');
+    expect(listItemJson(body, 1)).toBeUndefined();
+  });
+
+  it('agrees with JSON.parse when keys are escaped, repeated or nested (property)', () => {
+    const key = fc.constantFrom('results', 're\\u0073ults', 'next', 'count', 'x');
+    const value = fc.oneof(fc.constantFrom('[{"a":1}]', '[{"b":2},{"c":[3]}]', '[]', '{"r":1}', '"results"', '1', 'null', '[1]'));
+    fc.assert(
+      fc.property(fc.array(fc.tuple(key, value), { minLength: 1, maxLength: 5 }), (members) => {
+        const body = `{${members.map(([k, v]) => `"${k}":${v}`).join(',')}}`;
+        const parsed = (JSON.parse(body) as { results?: unknown }).results;
+        const records = Array.isArray(parsed) && parsed.every((r) => r !== null && typeof r === 'object') ? parsed : undefined;
+        const cut = items(body, records?.length ?? 1);
+        if (cut === undefined) return;
+        // Whatever is returned is exactly JSON.parse's results.
+        expect(records).toBeDefined();
+        expect(cut.map((t) => JSON.parse(t) as unknown)).toEqual(records);
+      }),
+      { numRuns: 2000 },
     );
   });
 });

@@ -1,3 +1,4 @@
+import { gunzipSync } from 'node:zlib';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -177,6 +178,25 @@ describe('PeriodExporter', () => {
     const byItem = (await readManifest(dir, MANIFEST))!.objects.filter((o) => o.dataset === 'transactions');
     expect(byPage.map((o) => [o.format, o.sha256, o.records])).toEqual(byItem.map((o) => [o.format, o.sha256, o.records]));
     expect(byPage.find((o) => o.format === 'csv')?.records).toBe(40);
+  });
+
+  it("writes the API's text of a record to JSONL when the source has it, and logs how many it had to serialise", async () => {
+    const items = [...transactions(4)].map((item, i) => {
+      if (i % 2 === 1) return item;
+      // The API's own spelling of this record, which JSON.stringify of the parsed object would not give.
+      const text = Buffer.from(JSON.stringify(item.raw).replace('{', '{ "spelt" : 1.50 ,'));
+      return { ...item, json: { bytes: text, start: 0, end: text.length } };
+    });
+    await exporter('run-1').run(request({ formats: ['jsonl'], sources: { ...request().sources, transactions: asAsync(items) } }));
+    const key = (await readManifest(dir, MANIFEST))!.objects.find((o) => o.dataset === 'transactions')!.key;
+    const lines = gunzipSync(Buffer.from((await dir.get(key))!))
+      .toString('utf8')
+      .trimEnd()
+      .split('\n');
+    expect(lines.map((l) => l.startsWith('{ "spelt" : 1.50 ,'))).toEqual([true, false, true, false]);
+    expect(lines[1]).toBe(JSON.stringify(items[1]!.raw));
+    const logged = logger.entries().filter((e) => e.message === 'records serialised for JSONL');
+    expect(logged.map((e) => [e.dataset, e.records])).toContainEqual(['transactions', 2]);
   });
 
   it('totals per currency and cashflow type equal the exact sum of the API amounts, both encodings mixed', async () => {

@@ -303,6 +303,8 @@ export class PeriodExporter {
     let unresolved = 0;
     let records = 0;
     let elsewhere = 0;
+    /** Records without the API's text: their JSONL line is JSON.stringify of the parsed object. */
+    let serialised = 0;
     const context: RowContext & { index: number } = {
       index: 0,
       defaultCurrency: this.defaultCurrency,
@@ -323,6 +325,7 @@ export class PeriodExporter {
             continue;
           }
           records += 1;
+          if (item.json === undefined) serialised += 1;
           totals?.add(row);
           job.onRow?.(row);
           for (const output of outputs) {
@@ -355,6 +358,10 @@ export class PeriodExporter {
     if (unresolved > 0)
       logger.warn('transactions reference unknown categories; category_name left empty', { dataset: job.dataset, records: unresolved });
     if (elsewhere > 0) logger.info('records outside the range left out', { dataset: job.dataset, records: elsewhere, ...job.range });
+    if (serialised > 0 && job.formats.includes('jsonl')) {
+      // Their lines follow JSON.stringify's spelling, not the API's (docs/exports.md, "Raw JSONL.gz").
+      logger.info('records serialised for JSONL', { dataset: job.dataset, records: serialised });
+    }
     logger.info('dataset exported', { dataset: job.dataset, records, objects: objects.length });
     return { records, totals: totals?.result() ?? [], objects };
   }
