@@ -21,7 +21,15 @@ import { SecretStage } from '../../src/core/ports/secrets';
 import { systemClock } from '../../src/core/shared/clock';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { encodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
-import type { OnboardInput, OnboardResult, RecoverResult, RevokeResult } from '../../src/core/tokens/token-lifecycle';
+import type {
+  OnboardInput,
+  OnboardResult,
+  RecoverResult,
+  RefreshOutcome,
+  RefreshResult,
+  RevokeResult,
+} from '../../src/core/tokens/token-lifecycle';
+import type { TokenRecord } from '../../src/core/tokens/token-store';
 import type { PlanReport } from '../../src/core/tokens/plan-refresh';
 import { httpUrl } from '../args';
 import { CliConfigError, UsageError } from '../errors';
@@ -173,20 +181,30 @@ export class AwsOperations implements Operations {
 
   /**
    * The refresh worker, invoked with one queue message for the user, as SQS would deliver it. The
-   * worker reports a failed user as a batch item failure, whose reason only its logs hold.
+   * worker reports only a failed user (a batch item failure, whose reason only its logs hold); what
+   * it did otherwise (refreshed, or skipped as not due or leased) shows in the user's record, read
+   * before and after. A user the table does not hold is reported without invoking anything.
    */
   async refreshUser(externalId: string): Promise<RefreshReport> {
-    const messageId = `acctops-cli-${randomUUID()}`;
     const functionName = await this.output(OUTPUTS.refreshTokens, 'refresh a user');
-    const functions = this.clients.functions();
-    const response = await functions.invoke<{ batchItemFailures?: { itemIdentifier: string }[] }>(functionName, {
-      Records: [{ messageId, body: encodeRefreshRequest({ externalId, dueAt: systemClock.now() }), eventSource: 'aws:sqs' }],
-    });
-    const failed = (response?.batchItemFailures ?? []).some((f) => f.itemIdentifier === messageId);
-    const logGroup = failed ? await functions.logGroupOf(functionName) : undefined;
-    const outcome = failed
-      ? { externalId, result: 'failed' as const, errorClass: `see the log group ${logGroup ?? `of ${functionName}`}` }
-      : { externalId, result: 'refreshed' as const };
+    const store = this.clients.tokenStore(await this.output(OUTPUTS.tokenTable, 'see what the refresh did'));
+    const before = await store.get(externalId);
+    let outcome: RefreshOutcome;
+    if (before === null) {
+      outcome = { externalId, result: 'not_found' };
+    } else {
+      const messageId = `acctops-cli-${randomUUID()}`;
+      const functions = this.clients.functions();
+      const response = await functions.invoke<{ batchItemFailures?: { itemIdentifier: string }[] }>(functionName, {
+        Records: [{ messageId, body: encodeRefreshRequest({ externalId, dueAt: systemClock.now() }), eventSource: 'aws:sqs' }],
+      });
+      if ((response?.batchItemFailures ?? []).some((f) => f.itemIdentifier === messageId)) {
+        const logGroup = await functions.logGroupOf(functionName);
+        outcome = { externalId, result: 'failed', errorClass: `see the log group ${logGroup ?? `of ${functionName}`}` };
+      } else {
+        outcome = { externalId, result: refreshResultOf(before, await store.get(externalId), systemClock.now()) };
+      }
+    }
     return { mode: 'local', planned: 1, outcomes: [outcome], counts: { [outcome.result]: 1 } };
   }
 
@@ -499,4 +517,18 @@ export function openAwsOperations(context: OperationsContext): AwsOperations {
   }
   const region = context.flags.region ?? context.env.AWS_REGION ?? context.env.AWS_DEFAULT_REGION;
   return new AwsOperations(context, stack, new OperatorClients({ region }), overrides);
+}
+
+/**
+ * What the worker did to a user it did not report as failed, read from the record before and after:
+ * a new pair (`refreshedAt` moved) is refreshed, or recovered when the user had been out of the
+ * schedule; a user moved out of it is needs_attention; otherwise it was skipped, as busy when
+ * another lease was live at the start, else as not due (the worker's own rule, decided there).
+ */
+export function refreshResultOf(before: TokenRecord, after: TokenRecord | null, now: number): RefreshResult {
+  if (after === null) return 'not_found';
+  if (after.refreshedAt !== before.refreshedAt) return before.status === 'needs_attention' ? 'recovered' : 'refreshed';
+  if (after.status === 'needs_attention' && before.status !== 'needs_attention') return 'needs_attention';
+  if (before.leaseOwner !== null && before.leaseUntil !== null && before.leaseUntil > now) return 'busy';
+  return 'not_due';
 }

@@ -10,7 +10,8 @@ import { startScheduler, type RunningScheduler } from '../helpers/scheduler';
 import { ROTATION_LAMBDA, RotationWorld } from '../integration/api-keys/support';
 import { startS3, type LocalS3 } from '../helpers/s3rver';
 import { startDynamo, type LocalDynamo } from '../helpers/dynalite';
-import { createRegistryTable } from '../helpers/dynamodb-tables';
+import { DynamoDbTokenStore } from '../../src/adapters/aws/dynamodb-token-store';
+import { createRegistryTable, createTokenTable } from '../helpers/dynamodb-tables';
 import { S3ObjectStore } from '../../src/adapters/aws/s3-object-store';
 import { directExport } from '../../src/core/exports/pipeline/direct-export';
 import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
@@ -35,6 +36,8 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     ExportEventBusName: 'acctops-test-exports',
     CompanyRegistryTableName: 'acctops-test-companies',
   };
+  /** Not a stack output here (the doctor's test reads its absence): passed with --output where needed. */
+  const TOKEN_TABLE_NAME = 'acctops-test-tokens';
   let cloudFormation: RecordingServer;
   let lambda: RecordingServer;
   let scheduler: RunningScheduler;
@@ -106,6 +109,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     dynamo = await startDynamo();
     const dynamoClient = dynamo.client();
     await createRegistryTable(dynamoClient, outputs.CompanyRegistryTableName!);
+    await createTokenTable(dynamoClient, TOKEN_TABLE_NAME);
     dynamoClient.destroy();
     eventBridge = await startRecordingServer(() => ({
       status: 200,
@@ -255,8 +259,27 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     ]);
   });
 
-  it("tokens refresh --user invokes the worker with one SQS-shaped record; a user it failed is exit 5 naming the worker's log group", async () => {
+  /** A user in the stage's token table, as onboarding leaves it (tokens that expire in an hour). */
+  async function tokenUser(): Promise<string> {
     const externalId = randomUUID();
+    const client = dynamo.client();
+    await new DynamoDbTokenStore({ client, tableName: TOKEN_TABLE_NAME }).create(
+      {
+        externalId,
+        username: `user-${externalId.slice(0, 8)}`,
+        email: 'user@example.test',
+        accessToken: `at-${randomUUID()}`,
+        refreshToken: `rt-${randomUUID()}`,
+        accessTokenExpiresAt: Date.now() + 3_600_000,
+      },
+      Date.now(),
+    );
+    client.destroy();
+    return externalId;
+  }
+
+  it("tokens refresh --user invokes the worker with one SQS-shaped record; a user it failed is exit 5 naming the worker's log group", async () => {
+    const externalId = await tokenUser();
     lambdaAnswers.set('acctops-test-refresh', (p) => ({
       body: { batchItemFailures: [{ itemIdentifier: (p as { Records: { messageId: string }[] }).Records[0]!.messageId }] },
     }));
@@ -264,6 +287,8 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     const failed = await acctops([
       '--output',
       'RefreshTokensFunctionName=acctops-test-refresh',
+      '--output',
+      `TokenTableName=${TOKEN_TABLE_NAME}`,
       '--json',
       'tokens',
       'refresh',
@@ -279,6 +304,42 @@ describe('acctops CLI: AWS mode against local fakes', () => {
         Records: [{ messageId: expect.stringMatching(/^acctops-cli-/), body: expect.stringContaining(externalId), eventSource: 'aws:sqs' }],
       },
     ]);
+  });
+
+  it('tokens refresh --user says what the worker did from the record, not "refreshed" for any answer without a failure', async () => {
+    // The worker answers nothing for a user it skipped: the record, unchanged, says it was not due.
+    const externalId = await tokenUser();
+    const before = invocations('acctops-test-refresh').length;
+    lambdaAnswers.set('acctops-test-refresh', () => ({ body: { batchItemFailures: [] } }));
+    const table = ['--output', `TokenTableName=${TOKEN_TABLE_NAME}`];
+    const skipped = await acctops([
+      '--output',
+      'RefreshTokensFunctionName=acctops-test-refresh',
+      ...table,
+      '--json',
+      'tokens',
+      'refresh',
+      '--user',
+      externalId,
+    ]);
+    expect(skipped.code).toBe(0);
+    expect(parseJson(skipped)).toMatchObject({ outcomes: [{ externalId, result: 'not_due' }], counts: { not_due: 1 } });
+    expect(invocations('acctops-test-refresh')).toHaveLength(before + 1);
+
+    // A user the table does not hold is reported as such, and no worker is invoked for it.
+    const unknown = randomUUID();
+    const missing = await acctops([
+      '--output',
+      'RefreshTokensFunctionName=acctops-test-refresh',
+      ...table,
+      '--json',
+      'tokens',
+      'refresh',
+      '--user',
+      unknown,
+    ]);
+    expect(parseJson(missing)).toMatchObject({ outcomes: [{ externalId: unknown, result: 'not_found' }] });
+    expect(invocations('acctops-test-refresh')).toHaveLength(before + 1);
   });
 
   it('keys rotate calls RotateSecret: the emulator runs our rotation function against the service; keys status lists the scheduler group', async () => {

@@ -2,11 +2,13 @@ import { CommanderError, InvalidArgumentError } from 'commander';
 import { duration, exportTarget, formats, guid, httpUrl, month, rejectCredentialFlags } from '../../../cli/args';
 import { describeError, UsageError } from '../../../cli/errors';
 import { ExitCode } from '../../../cli/exit-codes';
+import { refreshResultOf } from '../../../cli/operations/aws-operations';
 import { Output } from '../../../cli/output';
 import { KeyRevokedError, PermissionDeniedError, ServerError } from '../../../src/core/accounting-api';
 import { CompanyKeyNotFoundError } from '../../../src/core/api-keys';
 import { ConfigError, ValidationError } from '../../../src/core/shared/errors';
 import { registerSecret } from '../../../src/core/shared/redact';
+import type { TokenRecord } from '../../../src/core/tokens/token-store';
 import { CANARY, expectNoCanaries } from '../../helpers/canary';
 
 function capture(isTTY = false) {
@@ -163,5 +165,44 @@ describe('cli/output', () => {
     none.update(1, 2);
     none.finish();
     expect(piped.stderr).toEqual([]);
+  });
+});
+
+describe('refreshResultOf: what the deployed refresh worker did, read from the user before and after', () => {
+  const NOW = Date.UTC(2026, 10, 25, 12, 0);
+  const record = (overrides: Partial<TokenRecord> = {}): TokenRecord => ({
+    externalId: '00000000-0000-4000-8000-000000000001',
+    username: 'u',
+    email: 'u@example.test',
+    accessToken: 'a',
+    refreshToken: 'r',
+    accessTokenExpiresAt: NOW + 3_600_000,
+    refreshedAt: NOW - 600_000,
+    version: 3,
+    leaseOwner: null,
+    leaseUntil: null,
+    status: 'active',
+    consecutiveFailures: 0,
+    lastErrorClass: null,
+    createdAt: NOW - 86_400_000,
+    updatedAt: NOW - 600_000,
+    ...overrides,
+  });
+
+  it.each([
+    ['a new pair', record(), record({ refreshedAt: NOW, version: 4 }), 'refreshed'],
+    ['a new pair for a user out of the schedule', record({ status: 'needs_attention' }), record({ refreshedAt: NOW }), 'recovered'],
+    ['a user moved out of the schedule', record(), record({ status: 'needs_attention', version: 4 }), 'needs_attention'],
+    [
+      'another live lease at the start',
+      record({ leaseOwner: 'w', leaseUntil: NOW + 1000 }),
+      record({ leaseOwner: 'w', leaseUntil: NOW + 1000 }),
+      'busy',
+    ],
+    ['an expired lease and nothing changed', record({ leaseOwner: 'w', leaseUntil: NOW - 1 }), record(), 'not_due'],
+    ['nothing changed', record(), record(), 'not_due'],
+    ['the user gone meanwhile', record(), null, 'not_found'],
+  ] as const)('%s is %s', (_name, before, after, result) => {
+    expect(refreshResultOf(before, after, NOW)).toBe(result);
   });
 });
