@@ -278,11 +278,24 @@ export async function resetStateDir(stateDir: string): Promise<ResetResult> {
       hint: 'check --state-dir',
     });
   }
-  for (const entry of own) {
-    if (entry === EXPORT_LAYOUT.root) kept.push(...(await removeExports(join(stateDir, entry))).map((e) => join(entry, e)));
-    else await rm(join(stateDir, entry), { recursive: entry === EXPORT_STAGING_DIR, force: true });
+  // A command running meanwhile saves its state at its end and would bring back what was deleted,
+  // or part of it: the reset holds the lock like any command (and is refused while one runs).
+  const unlock = await lockStateDir(stateDir);
+  try {
+    for (const entry of own) {
+      if (entry === STATE_FILES.lock) continue;
+      if (entry === EXPORT_LAYOUT.root) kept.push(...(await removeExports(join(stateDir, entry))).map((e) => join(entry, e)));
+      else await rm(join(stateDir, entry), { recursive: entry === EXPORT_STAGING_DIR, force: true });
+    }
+  } finally {
+    await unlock();
   }
-  if (kept.length === 0) await rmdir(stateDir);
+  if (kept.length === 0) {
+    await rmdir(stateDir).catch((error: NodeJS.ErrnoException) => {
+      // A command that started right after the lock was released has made its files again.
+      if (error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') throw error;
+    });
+  }
   return { removed: own.length > 0, kept };
 }
 

@@ -1,7 +1,8 @@
-import { fork, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { resetStateDir, StateLockedError } from '../../../cli/local/state-dir';
 
 type Report = { held: { from: number; to: number } } | { refused: string };
 
@@ -44,6 +45,30 @@ describe('lockStateDir: one process at a time, even when two start together', ()
         const [a, b] = spans.sort((x, y) => x.from - y.from) as [{ from: number; to: number }, { from: number; to: number }];
         expect(b.from).toBeGreaterThanOrEqual(a.to);
       }
+    }
+  });
+});
+
+describe('resetStateDir: takes the lock like any command', () => {
+  it('is refused while another live process holds the lock, and deletes nothing; deletes all once it is free', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'acctops-reset-'));
+    // A live process that is not this one: the pid a running command would have left in the lock.
+    const holder = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    try {
+      await writeFile(join(dir, 'state.json'), '{}');
+      await writeFile(join(dir, 'tokens.json'), '{}');
+      await writeFile(join(dir, 'lock'), String(holder.pid));
+      await expect(resetStateDir(dir)).rejects.toBeInstanceOf(StateLockedError);
+      expect((await readdir(dir)).sort()).toEqual(['lock', 'state.json', 'tokens.json']);
+
+      holder.kill();
+      await new Promise((resolve) => holder.once('exit', resolve));
+      // The holder is gone: its lock is stale, taken over, and the whole directory goes.
+      await expect(resetStateDir(dir)).resolves.toEqual({ removed: true, kept: [] });
+      await expect(readdir(dir)).rejects.toMatchObject({ code: 'ENOENT' });
+    } finally {
+      holder.kill();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
