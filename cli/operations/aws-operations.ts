@@ -21,14 +21,6 @@ import { SecretStage } from '../../src/core/ports/secrets';
 import { systemClock } from '../../src/core/shared/clock';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { encodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
-import type {
-  OnboardInput,
-  OnboardResult,
-  RecoverResult,
-  RefreshOutcome,
-  RefreshResult,
-  RevokeResult,
-} from '../../src/core/tokens/token-lifecycle';
 import type { TokenRecord } from '../../src/core/tokens/token-store';
 import type { PlanReport } from '../../src/core/tokens/plan-refresh';
 import { httpUrl } from '../args';
@@ -43,9 +35,15 @@ import type {
   InstitutionSecretReport,
   KeysInstallReport,
   KeyStatusReport,
+  OnboardInput,
+  OnboardResult,
   Operations,
   OperationsContext,
+  RecoverResult,
+  RefreshOutcome,
   RefreshReport,
+  RefreshResult,
+  RevokeResult,
   RotateReport,
   Skipped,
   UserList,

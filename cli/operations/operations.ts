@@ -20,6 +20,8 @@ import type {
   RefreshResult,
   RevokeResult,
 } from '../../src/core/tokens/token-lifecycle';
+// The port's vocabulary for the token operations: each implementation imports it from here.
+export type { OnboardInput, OnboardResult, RecoverResult, RefreshOutcome, RefreshResult, RevokeResult };
 import type { ExportTarget } from '../args';
 import type { Output } from '../output';
 

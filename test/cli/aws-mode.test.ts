@@ -311,33 +311,19 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     const externalId = await tokenUser();
     const before = invocations('acctops-test-refresh').length;
     lambdaAnswers.set('acctops-test-refresh', () => ({ body: { batchItemFailures: [] } }));
-    const table = ['--output', `TokenTableName=${TOKEN_TABLE_NAME}`];
-    const skipped = await acctops([
-      '--output',
-      'RefreshTokensFunctionName=acctops-test-refresh',
-      ...table,
-      '--json',
-      'tokens',
-      'refresh',
-      '--user',
-      externalId,
-    ]);
+    const refresh = (user: string) =>
+      acctops([
+        ...['--output', 'RefreshTokensFunctionName=acctops-test-refresh', '--output', `TokenTableName=${TOKEN_TABLE_NAME}`],
+        ...['--json', 'tokens', 'refresh', '--user', user],
+      ]);
+    const skipped = await refresh(externalId);
     expect(skipped.code).toBe(0);
     expect(parseJson(skipped)).toMatchObject({ outcomes: [{ externalId, result: 'not_due' }], counts: { not_due: 1 } });
     expect(invocations('acctops-test-refresh')).toHaveLength(before + 1);
 
     // A user the table does not hold is reported as such, and no worker is invoked for it.
     const unknown = randomUUID();
-    const missing = await acctops([
-      '--output',
-      'RefreshTokensFunctionName=acctops-test-refresh',
-      ...table,
-      '--json',
-      'tokens',
-      'refresh',
-      '--user',
-      unknown,
-    ]);
+    const missing = await refresh(unknown);
     expect(parseJson(missing)).toMatchObject({ outcomes: [{ externalId: unknown, result: 'not_found' }] });
     expect(invocations('acctops-test-refresh')).toHaveLength(before + 1);
   });
