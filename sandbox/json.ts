@@ -15,3 +15,29 @@ export function stringifyJson(value: unknown): string {
   const text = JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? `${MARK}${v.toString()}` : v));
   return text.replace(MARKED, '$1');
 }
+
+/**
+ * The same JSON with the separators Python's `json.dumps` writes by default (`", "` and `": "`):
+ * the minimal dialect's spelling, so that a client meets a body that is not compact, as a service
+ * not written to it may send (docs/assumptions.md, "The minimal dialect").
+ */
+export function spacedJson(text: string): string {
+  let out = '';
+  let from = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      i++;
+      while (i < text.length && text.charCodeAt(i) !== QUOTE) i += text.charCodeAt(i) === BACKSLASH ? 2 : 1;
+    } else if (c === COMMA || c === COLON) {
+      out += `${text.slice(from, i + 1)} `;
+      from = i + 1;
+    }
+  }
+  return out + text.slice(from);
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;

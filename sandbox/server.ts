@@ -7,7 +7,7 @@ import { header } from './auth';
 import { drfError } from './dialect';
 import { SandboxApiError, errorForStatus, methodNotAllowed, notFound, payloadTooLarge, rateLimited } from './errors';
 import type { Fault, FaultRegistry } from './faults';
-import { stringifyJson } from './json';
+import { spacedJson, stringifyJson } from './json';
 import { readPage } from './pagination';
 import type { RateLimiter } from './rate-limit';
 import { authenticateRequest, matchRoute, routeKey, routesAt, type RouteContext, type RouteDef, type SandboxSettings } from './routes';
@@ -188,6 +188,8 @@ export class SandboxServer {
       }
       if (this.stopping.signal.aborted) throw new ConnectionDropped();
       let text = serialise(out);
+      // The minimal dialect spells its JSON as Python does by default; a body a fault made up keeps its text.
+      if (text !== undefined && out.raw === undefined && settings.dialect === 'minimal') text = spacedJson(text);
       if (text !== undefined && faults.some((f) => f.type === 'malformed_json')) text = truncateJson(text);
       const reset = faults.find((f) => f.type === 'reset');
       if (reset?.type === 'reset' && reset.phase === 'after') throw new ConnectionDropped();

@@ -163,9 +163,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   }
 
   /**
-   * October's transactions as the JSON text of each item on the wire, found without the exporter's
-   * scanner: the sandbox writes compact JSON, so an item's text is its JSON.stringify (with the
-   * lossless parse's digit strings back as the literals they were), and it must occur in the body.
+   * October's transactions as the JSON text of each item on the wire without its whitespace, found
+   * without the exporter's scanner: the item's JSON.stringify (with the lossless parse's digit
+   * strings back as the literals they were). The default dialect writes compact JSON, so that text
+   * occurs in its body as it is; the minimal one writes Python's `", "` and `": "`.
    */
   async function apiOctoberTexts(): Promise<string[]> {
     const texts: string[] = [];
@@ -174,9 +175,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const response = await fetch(url, { headers: { accept: 'application/json', authorization: `Bearer ${apiKey}` } });
       const body = await response.text();
       const page = parseJsonLossless(body) as { next: string | null; results: unknown[] };
+      expect(body.includes('": ')).toBe(dialect === 'minimal');
       for (const item of page.results) {
         const text = JSON.stringify(item).replace(/"amount":"(\d{16,})"/g, '"amount":$1');
-        expect(body.includes(text)).toBe(true);
+        if (dialect === 'default') expect(body.includes(text)).toBe(true);
         texts.push(text);
       }
       url = page.next;
