@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
+import { taxReportSchema } from '../../../src/core/accounting-api';
 import { formatMinorUnits, parseMinorUnits } from '../../../src/core/accounting-api/money';
 import { ConcurrentExportError, ObjectStoreError, PeriodExportError } from '../../../src/core/exports/formats/period-errors';
 import { manifestKey, periodPrefix, symlinkKey } from '../../../src/core/exports/formats/layout';
@@ -197,6 +198,18 @@ describe('PeriodExporter', () => {
     expect(lines[1]).toBe(JSON.stringify(items[1]!.raw));
     const logged = logger.entries().filter((e) => e.message === 'records serialised for JSONL');
     expect(logged.map((e) => [e.dataset, e.records])).toContainEqual(['transactions', 2]);
+  });
+
+  it('warns with a count when tax reports carry no date to place them by (kept in every month)', async () => {
+    // The period and the creation time under names the spec does not show: nothing places the report.
+    const raw = { pk: '3a3a3a3a-0000-4000-8000-00000000000a', startDate: '2026-05-01', endDate: '2026-05-31', created: '2026-06-10' };
+    const undated: ExportTaxReport = { raw, parsed: taxReportSchema.parse(raw) };
+    const reports = [taxReport(0), undated];
+    await exporter('run-1').run(request({ sources: { taxReports: asAsync(reports) }, datasets: ['tax_reports'], formats: ['jsonl'] }));
+    const manifest = (await readManifest(dir, MANIFEST))!;
+    expect(manifest.datasets.tax_reports!.records).toBe(2);
+    const warned = logger.entries().filter((e) => e.message === 'records without a date to place them in a month, kept in every month');
+    expect(warned.map((e) => [e.level, e.dataset, e.records])).toEqual([['warn', 'tax_reports', 1]]);
   });
 
   it('totals per currency and cashflow type equal the exact sum of the API amounts, both encodings mixed', async () => {

@@ -46,6 +46,8 @@ export interface Table<I> {
    * not are left out of every file and of the totals. Absent: every row the source yields belongs.
    */
   belongs?(row: Row, range: { dateFrom: string; dateTo: string }): boolean;
+  /** Whether a row has no date for `belongs` to place it by: it is kept in every month (and counted). */
+  undated?(row: Row): boolean;
 }
 
 // DECIMAL(18,4) on INT64 (contract/exports.ts says why 18 and 4).
@@ -111,6 +113,7 @@ export const taxReportsTable: Table<ExportTaxReport> = {
     };
   },
   belongs: taxReportBelongs,
+  undated: (row) => taxReportDay(row) === null,
 };
 
 /**
@@ -121,9 +124,13 @@ export const taxReportsTable: Table<ExportTaxReport> = {
  * a report with none of them cannot be placed and is kept in every month's export.
  */
 export function taxReportBelongs(row: Row, range: { dateFrom: string; dateTo: string }): boolean {
-  const day = (row.period_end ?? row.period_start ?? (typeof row.created_at === 'string' ? row.created_at.slice(0, 10) : null)) as
-    string | null;
+  const day = taxReportDay(row);
   return day === null || (day >= range.dateFrom && day <= range.dateTo);
+}
+
+/** The date that places a tax report in a month, or null when it has none of the three. */
+function taxReportDay(row: Row): string | null {
+  return (row.period_end ?? row.period_start ?? (typeof row.created_at === 'string' ? row.created_at.slice(0, 10) : null)) as string | null;
 }
 
 /**

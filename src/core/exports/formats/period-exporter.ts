@@ -305,6 +305,8 @@ export class PeriodExporter {
     let elsewhere = 0;
     /** Records without the API's text: their JSONL line is JSON.stringify of the parsed object. */
     let serialised = 0;
+    /** Records with no date to place them in a month (the table's `undated`): kept in every month. */
+    let undated = 0;
     const context: RowContext & { index: number } = {
       index: 0,
       defaultCurrency: this.defaultCurrency,
@@ -326,6 +328,7 @@ export class PeriodExporter {
           }
           records += 1;
           if (item.json === undefined) serialised += 1;
+          if (table.undated?.(row)) undated += 1;
           totals?.add(row);
           job.onRow?.(row);
           for (const output of outputs) {
@@ -358,6 +361,11 @@ export class PeriodExporter {
     if (unresolved > 0)
       logger.warn('transactions reference unknown categories; category_name left empty', { dataset: job.dataset, records: unresolved });
     if (elsewhere > 0) logger.info('records outside the range left out', { dataset: job.dataset, records: elsewhere, ...job.range });
+    if (undated > 0) {
+      // A service whose reports carry their period under names the spec does not show looks like
+      // this: every month then holds every report (docs/exports.md, "Tax reports of a period").
+      logger.warn('records without a date to place them in a month, kept in every month', { dataset: job.dataset, records: undated });
+    }
     if (serialised > 0 && job.formats.includes('jsonl')) {
       // Their lines follow JSON.stringify's spelling, not the API's (docs/exports.md, "Raw JSONL.gz").
       logger.info('records serialised for JSONL', { dataset: job.dataset, records: serialised });
