@@ -20,10 +20,11 @@ import type {
   RefreshResult,
   RevokeResult,
 } from '../../src/core/tokens/token-lifecycle';
-// The port's vocabulary for the token operations: each implementation imports it from here.
-export type { OnboardInput, OnboardResult, RecoverResult, RefreshOutcome, RefreshResult, RevokeResult };
 import type { ExportTarget } from '../args';
 import type { Output } from '../output';
+
+// The port's vocabulary for the token operations: each implementation imports it from here.
+export type { OnboardInput, OnboardResult, RecoverResult, RefreshOutcome, RefreshResult, RevokeResult };
 
 /**
  * The CLI's one port: a method per runbook action, each returning a report that the command prints

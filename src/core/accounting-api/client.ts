@@ -45,7 +45,7 @@ export interface AccountingClientOptions {
   maxResponseBytes?: number;
   /**
    * Lists hand out each item's JSON text as the service sent it (`PageItem.json`), for exports
-   * that keep records verbatim. Costs ~0.6 µs an item, so it is off unless asked for. Default false.
+   * that keep records verbatim. Costs ~0.6-0.9 µs an item, so it is off unless asked for. Default false.
    */
   itemJson?: boolean;
 }
