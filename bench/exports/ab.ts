@@ -8,14 +8,13 @@
 // Each run also reports the CPU its peers spent meanwhile: this process's (s3rver runs here, as in
 // `npm run bench`) and the sandbox process's, which share the two cores with the measured child.
 import { Command } from 'commander';
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import * as path from 'node:path';
 import { startS3 } from '../../test/helpers/s3rver';
 import { startSandboxProcess } from '../lib/peers';
 import { OUT_DIR, runNodeJson } from '../lib/processes';
 import { median, mib } from '../lib/stats';
-import { bundleExportChild, createDataset, jobFor, type ExportRunContext, type ExportVariant } from './export-bench';
+import { bundleExportChild, createDataset, jobFor, processCpuMs, type ExportRunContext, type ExportVariant } from './export-bench';
 import type { ExportChildResult } from './export-child';
 
 /** The export function's NODE_OPTIONS (lib/constructs/exports/pipeline.ts) as the stack sets them on 2026-11-25. */
@@ -63,15 +62,8 @@ async function main(): Promise<void> {
       });
     };
     const sandboxPid = sandbox.process.child.pid;
-    /** CPU seconds of the sandbox process so far (utime + stime from /proc), or NaN without /proc. */
-    const sandboxCpu = (): number => {
-      try {
-        const fields = readFileSync(`/proc/${sandboxPid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-        return (Number(fields[11]) + Number(fields[12])) / 100;
-      } catch {
-        return Number.NaN;
-      }
-    };
+    /** CPU seconds of the sandbox process so far, or NaN without /proc. */
+    const sandboxCpu = (): number => processCpuMs(sandboxPid) / 1000;
     /** A run with the CPU the peers spent during it: this process (s3rver lives here) and the sandbox's. */
     const measured = async (side: 'A' | 'B', variant: ExportVariant) => {
       const ownBefore = process.cpuUsage();

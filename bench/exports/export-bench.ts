@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { build } from 'esbuild';
 import { startS3, type LocalS3 } from '../../test/helpers/s3rver';
@@ -106,20 +108,55 @@ export function jobFor(variant: ExportVariant, context: ExportRunContext): Expor
   }
 }
 
-export async function runExportChild(variant: ExportVariant, context: ExportRunContext): Promise<ExportChildResult> {
+/** A child's result and the CPU its peers spent while it ran. */
+export interface MeasuredExportRun extends ExportChildResult {
+  /**
+   * CPU time of the peers over the child's lifetime: the sandbox's process (from /proc) and this
+   * one (s3rver runs here). They share the machine's cores with the child, so the child's CPU and
+   * theirs together bound its wall time from below. NaN where /proc is missing.
+   */
+  peerCpuMs: number;
+}
+
+export async function runExportChild(variant: ExportVariant, context: ExportRunContext): Promise<MeasuredExportRun> {
   const job = jobFor(variant, context);
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
   if (context.start?.nodeOptions !== undefined) env.NODE_OPTIONS = context.start.nodeOptions;
+  const ownBefore = process.cpuUsage();
+  const sandboxBefore = processCpuMs(context.sandbox.process.child.pid);
   const result = await runNodeJson<ExportChildResult>([...(context.start?.args ?? []), CHILD_BUNDLE, JSON.stringify(job)], {
     timeoutMs: 600_000,
     env,
   });
+  const own = process.cpuUsage(ownBefore);
+  const peerCpuMs = processCpuMs(context.sandbox.process.child.pid) - sandboxBefore + (own.user + own.system) / 1000;
   if (result.transactions !== context.dataset.transactions) {
     throw new Error(`${variant}: read ${result.transactions} transactions, expected ${context.dataset.transactions}`);
   }
-  return result;
+  return { ...result, peerCpuMs };
 }
+
+/** CPU time (user + system) of a process so far, from /proc/<pid>/stat; NaN without /proc. */
+export function processCpuMs(pid: number | undefined): number {
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th, in ticks of 10 ms.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * The least ratio to the baseline that a run's CPU allows on this machine's cores: the child's CPU
+ * and its peers' (every thread), spread perfectly over all cores, over the baseline's wall time. A
+ * bound below it cannot be met here by scheduling (worker threads, overlap): only by spending less CPU.
+ */
+function cpuFloorRatio(run: MeasuredExportRun, baseline: MeasuredExportRun): number {
+  return (run.cpuMs + run.peerCpuMs) / CORES / baseline.ms;
+}
+const CORES = availableParallelism();
 
 export interface ExportSectionOptions {
   sizes: { transactions: number; rounds: number }[];
@@ -189,10 +226,12 @@ const GROWTH_LIMIT = 0.2;
 
 interface SizeResult {
   transactions: number;
-  runs: Record<ExportVariant, ExportChildResult[]>;
+  runs: Record<ExportVariant, MeasuredExportRun[]>;
   /** Per round, export time / baseline time of the same round. */
   ratios: Record<Exclude<ExportVariant, 'baseline'>, number[]>;
-  plain: ExportChildResult;
+  /** Per round, the CPU floor of the ratio (`cpuFloorRatio`). */
+  floors: Record<Exclude<ExportVariant, 'baseline'>, number[]>;
+  plain: MeasuredExportRun;
 }
 
 function sizeLabel(n: number): string {
@@ -221,12 +260,16 @@ export async function runExportSection(options: ExportSectionOptions): Promise<S
       await runExportChild('baseline', context);
       const runs = { baseline: [], 'jsonl-dir': [], 'all-dir': [], 'all-s3': [] } as SizeResult['runs'];
       const ratios = { 'jsonl-dir': [], 'all-dir': [], 'all-s3': [] } as SizeResult['ratios'];
+      const floors = { 'jsonl-dir': [], 'all-dir': [], 'all-s3': [] } as SizeResult['floors'];
       for (let round = 0; round < size.rounds; round++) {
         for (const variant of VARIANTS) runs[variant].push(await runExportChild(variant, context));
-        for (const variant of EXPORTS) ratios[variant].push(runs[variant][round]!.ms / runs.baseline[round]!.ms);
+        for (const variant of EXPORTS) {
+          ratios[variant].push(runs[variant][round]!.ms / runs.baseline[round]!.ms);
+          floors[variant].push(cpuFloorRatio(runs[variant][round]!, runs.baseline[round]!));
+        }
       }
       const plain = await runExportChild('all-dir', { ...context, start: { args: ['--expose-gc'], nodeOptions: undefined } });
-      results.push({ transactions: size.transactions, runs, ratios, plain });
+      results.push({ transactions: size.transactions, runs, ratios, floors, plain });
     }
   } finally {
     await sandbox.stop();
@@ -255,6 +298,7 @@ function exportReport(
         (median(runs.map((x) => x.cpuMs)) / 1000).toFixed(2),
         Math.round(r.transactions / seconds).toLocaleString('en-US'),
         variant === 'baseline' ? '1' : median(r.ratios[variant]).toFixed(2),
+        variant === 'baseline' ? '' : median(r.floors[variant]).toFixed(2),
         `${mib(median(runs.map((x) => x.peakRssBytes)))} (${mib(max(runs.map((x) => x.peakRssBytes)))})`,
         mib(median(runs.map((x) => x.sampled.heapTotalBytes))),
         mib(median(runs.map((x) => x.retainedHeapBytes ?? 0))),
@@ -269,6 +313,7 @@ function exportReport(
       (p.cpuMs / 1000).toFixed(2),
       Math.round(r.transactions / (p.ms / 1000)).toLocaleString('en-US'),
       '',
+      '',
       mib(p.peakRssBytes),
       mib(p.sampled.heapTotalBytes),
       mib(p.retainedHeapBytes ?? 0),
@@ -279,11 +324,13 @@ function exportReport(
   for (const r of results) {
     for (const variant of EXPORTS) {
       const ratio = median(r.ratios[variant]);
+      const floor = median(r.floors[variant]);
       targets.push({
         id: `export.ratio.${variant}`,
         what: `Export-to-baseline ratio, ${LABEL[variant].replace('acctops, ', '')}, ${sizeLabel(r.transactions)}`,
         bound: `<= ${RATIO_BOUND[variant].toFixed(1)}`,
-        measured: ratio.toFixed(2),
+        measured:
+          ratio <= RATIO_BOUND[variant] || Number.isNaN(floor) ? ratio.toFixed(2) : `${ratio.toFixed(2)} (CPU floor ${floor.toFixed(2)})`,
         pass: ratio <= RATIO_BOUND[variant],
       });
     }
@@ -346,6 +393,12 @@ function exportReport(
     "`JSON.parse` it to find `next`, drop it. The ratio is the export's time over the baseline's in the same round, then the",
     `median over the rounds. Runs per size: ${options.sizes.map((s) => `${sizeLabel(s.transactions)} × ${s.rounds}`).join(', ')} (plus one warm-up baseline).`,
     '',
+    `**CPU floor of the ratio**: the child's CPU plus what its peers spent while it ran (the sandbox's process, and this`,
+    `one, which hosts s3rver), divided by the machine's ${CORES} cores and by the baseline's time of the same round; the`,
+    'median over the rounds. No scheduling of the same work (overlap, worker threads) can bring the ratio below it on',
+    'this machine; where it is above a bound, only spending less CPU can meet that bound here. The baseline pays the',
+    "sandbox's time in series with its own (one request at a time), so its wall time is about the sum of the two.",
+    '',
     table(
       [
         'Size',
@@ -355,6 +408,7 @@ function exportReport(
         'CPU s',
         'Transactions/s',
         'Ratio to baseline',
+        `CPU floor of the ratio (${CORES} cores)`,
         'Peak RSS MiB, median (max)',
         'V8 heap peak MiB',
         'Retained heap MiB',
@@ -446,6 +500,7 @@ function exportReport(
 }
 
 const RATIO_NOTE =
+  "Ninth session (2026-11-26 from 00:11Z, load average 1.2-1.8): the table's CPU floor column, added to tell a bound that scheduling could meet from one that only less CPU can. All formats: the floor is at the bound to a directory and above it to s3rver, so no overlap or worker thread reaches 2.0 on these two cores; the CPU of the child (CSV and Parquet encoding, the collector) and of s3rver must fall. JSONL: the floor (1.10-1.16 in the quick run) is below 1.3, so the miss is the main thread's serial path, not the machine's CPU. Measured in a scratch build of the 100k JSONL export (instrumented awaits, `--cpu-prof`): of 1.63 s, the exporter waited 0.84 s for the next page's response, of which ~0.3 s is reading, decoding and parsing it (the baseline pays that too) and 0.30 s is the main thread idle: the sandbox had not finished the page, or the page (a thousand records) did not fit the loopback socket's default 128 KiB receive buffer while the thread was busy encoding the previous one, and the rest crossed only once it read again (the two are not told apart here). The request for page n+1 goes out as soon as page n's envelope is read (0.16 ms after, by undici's diagnostics channel), and following `next` allows no more than one page ahead. Against the real service the page's network time falls into the baseline as well. " +
   'This machine (seventh session, 2026-11-25 from 19:20Z, freshly booted, load average below 2.5) moves the ratios more than any change here did: at 500d74a, whose ratios passed at 10:01Z (1.28 / 1.87 / 2.52 at 100k), `--only exports` gave 1.70 / 3.05 / 3.73, because the bare loop ran much faster (100k: 0.98 s and 0.89 s of CPU, against 1.57 s and 1.42 s at 10:01Z; 1M: 8.01 against 8.79 s) while the export did not (100k all formats to a directory: 2.99 s and 3.79 s of CPU, against 2.94 s and 3.78 s; 1M: 22.4 against 17.5 s). The same code, on a different host (the kernel build differs) and load, so the bound is not met here. A profile of the 100k JSONL export on this machine (unminified bundle, main thread, self time): `JSON.stringify` of each raw record for its line 11% (~2.3 µs a record here), the collector 10%, `JSON.parse` of the pages 6.5% (the baseline pays that too), the transaction fast path 4.6%, the timestamp parse 3.2%, the export loop 2.3%, the 16-digit check 1.7%; with all formats the collector rises to 14%. ' +
   'Cause: the export is CPU-bound in one thread, and so is the baseline, but on less work. The CPU column shows it: both use about as much CPU as wall time. The bare loop spends ~3 µs a record (300k, profiled) on `fetch` (undici), decoding and `JSON.parse`; the sandbox needs only ~1.5 µs a record in its own process, so neither waits much for it. acctops does the same fetching and adds, per record: the 16-digit check of each page for integers beyond 2^53 (lossless JSON, ~0.1 µs), validation (hand-written fast path equal to the zod schema, GUIDs, amounts and the timestamp by hand, ~0.4 µs), the row, its checks and the totals (~0.2 µs), the text of the record cut out of the page for JSONL (~0.9 µs, `item-json.ts`; `JSON.stringify` of the raw record before the eighth session) and the garbage of all that (10-15% of a profile); gzip runs on the thread pool. All formats add CSV (~1.5 µs: cells, UTF-8, the SHA-256 of ~25 MB per 100k for the manifest) and Parquet (~2 µs: hyparquet-writer is JavaScript: dictionaries, statistics, page encoding, compression). To S3 the upload adds multipart buffering, hashing and HTTP in the same process, and s3rver shares the two cores. Against the real service, network time per page is part of the baseline and the ratios shrink; these are loopback worst cases. ' +
   'Done on 2026-11-21 (first session; ad-hoc A/B at 100k, JSONL dir / all dir / all s3rver): one-page prefetch 2.98 / 5.22 / 6.28 -> 2.84 / 4.98 / 5.88; transaction fast path 2.87 / 5.35 / 6.58 -> 2.74 / 5.18 / 6.22; JSONL at gzip level 1 2.51 / 4.53 -> 2.21 / 4.12 (files 10-25% larger); Parquet unique columns PLAIN without statistics (writer -6%). ' +
