@@ -132,7 +132,11 @@ function bearer(
 }
 
 function list<T>(ctx: RouteContext, count: number, results: T[]): RouteResult {
-  return { status: 200, body: envelope(results, count, ctx.page!, ctx.url) };
+  const body = envelope(results, count, ctx.page!, ctx.url);
+  // The spec does not show the fields' order; the minimal dialect sends `results` first, so a
+  // client that reads `next` from a body's first bytes meets a service where it cannot.
+  if (minimal(ctx)) return { status: 200, body: { results: body.results, count: body.count, next: body.next, previous: body.previous } };
+  return { status: 200, body };
 }
 
 function page<T>(ctx: RouteContext, items: readonly T[]): T[] {

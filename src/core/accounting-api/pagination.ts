@@ -1,7 +1,8 @@
 import type * as z from 'zod';
 import { ConfigError } from '../shared/errors';
-import { PaginationError, responseValidationError } from './errors';
+import { PaginationError, type PaginationFailure, responseValidationError } from './errors';
 import type { ApiResponse } from './request';
+import { envelopeNextFromHead } from './envelope-head';
 import { listItemJson, type JsonText } from './item-json';
 import { ignoredFieldsOf, listEnvelopeSchema } from './schemas';
 import type { AccountingApiWarning, ItemWarning } from './warnings';
@@ -39,7 +40,8 @@ export interface Page<T> {
 export interface ListSource<T> {
   baseUrl: URL;
   firstUrl: URL;
-  fetch(url: URL): Promise<ApiResponse>;
+  /** `onBodyStart` as TransportRequest.onBodyStart: the list reads the body's first bytes for `next`. */
+  fetch(url: URL, onBodyStart?: (head: Uint8Array) => void): Promise<ApiResponse>;
   itemSchema: z.ZodType<T>;
   /**
    * The answer may be the item itself instead of a list envelope (spec §4.2: `GET /companies/`
@@ -99,23 +101,21 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
    * `count_mismatch` warning.
    *
    * One page ahead: the request for page n+1 is sent (its `next` checked first) as soon as page
-   * n's envelope is read, before its items are validated, so the peer's time overlaps ours. Never
-   * more than one request is in flight. Its failure is raised when its page is due; until then it
-   * is marked handled, so that a slow consumer does not turn it into an unhandled rejection. A
-   * consumer that stops early waits for that request to settle (its outcome dropped): nothing is
-   * left running after the list (a Lambda invocation must not leave a request, or its retries, to
-   * the next one).
+   * n's `next` is known, so the peer's time overlaps ours. That is when the first bytes of page n's
+   * body arrive, where a service that sends `next` before `results` shows it (envelope-head.ts), so
+   * that reading and parsing the rest of page n overlaps the peer too; otherwise when page n is
+   * parsed, before its items are validated. An early request whose page then names another `next`
+   * is dropped, the right one sent, and the list sends no more early requests. Never more than one
+   * page ahead: a request is in flight beside at most the body of the page before it. A failure is
+   * raised when its page is due; until then it is marked handled, so that a slow consumer does not
+   * turn it into an unhandled rejection. A consumer that stops early waits for every request sent
+   * to settle (outcomes dropped): nothing is left running after the list (a Lambda invocation must
+   * not leave a request, or its retries, to the next one).
    */
   async *pages(): AsyncGenerator<Page<T>, void, undefined> {
     const { source } = this;
     const seen = new Set<string>([loopKey(source.firstUrl)]);
     let url: URL = source.firstUrl;
-    const send = (next: URL): Promise<ApiResponse> => {
-      const response = source.fetch(next);
-      response.catch(() => undefined);
-      return response;
-    };
-    let pending: Promise<ApiResponse> | undefined = send(url);
     let itemsRead = 0;
     const counts: number[] = [];
     let lastRequest = '';
@@ -123,6 +123,30 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     let maxCount = 0;
     let firstPageLength = 0;
     const warnedFields = new Set<string>();
+    /** The request for the page after the one whose body is arriving, sent from that body's first bytes. */
+    let early: { next: string; response: Promise<ApiResponse> } | undefined;
+    /** Set once an early guess was wrong, and when the list ends: no more early requests. */
+    let noEarly = false;
+    /** Requests sent and no longer wanted: awaited before the list ends. */
+    const dropped: Promise<unknown>[] = [];
+    // Runs while the page after the last one parsed (page pagesRead + 1, at `url`) is arriving.
+    const onBodyStart = (head: Uint8Array): void => {
+      // Page 1: its length, which bounds the number of pages, is not known yet.
+      if (early !== undefined || noEarly || pagesRead === 0) return;
+      const next = envelopeNextFromHead(head);
+      if (typeof next !== 'string') return;
+      // The checks of a parsed page's `next`, before anything is sent; stricter where this page's
+      // count is not known yet. A refusal is raised by the parsed page in its turn.
+      if (pagesRead + 1 >= maxPagesFor(maxCount, firstPageLength)) return;
+      const target = follow(next, url, source.baseUrl, seen);
+      if (target instanceof URL) early = { next, response: send(target) };
+    };
+    const send = (next: URL): Promise<ApiResponse> => {
+      const response = source.fetch(next, source.single ? undefined : onBodyStart);
+      response.catch(() => undefined);
+      return response;
+    };
+    let pending: Promise<ApiResponse> | undefined = send(url);
     try {
       while (pending) {
         const response: ApiResponse = await pending;
@@ -144,12 +168,21 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
               );
             }
             url = checkNext(envelope.next, url, source.baseUrl, seen, response);
-            // Sent before this page's items are validated, so that the peer works meanwhile.
-            pending = send(url);
+            if (early?.next === envelope.next) {
+              pending = early.response;
+            } else {
+              // Sent before this page's items are validated, so that the peer works meanwhile.
+              pending = send(url);
+            }
           } catch (error) {
             refused = { error };
           }
         }
+        if (early !== undefined && early.response !== pending) {
+          dropped.push(early.response);
+          noEarly = true;
+        }
+        early = undefined;
         const page = this.parseItems(envelope, response, warnedFields);
         source.onPage?.(page, response);
         itemsRead += page.items.length;
@@ -159,8 +192,9 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
         if (refused) throw refused.error;
       }
     } finally {
-      // Only after an early stop is a request still in flight here.
-      if (pending) await pending.catch(() => undefined);
+      // Only after an early stop (or a failure) is a request still in flight here.
+      noEarly = true;
+      await Promise.allSettled([pending, early?.response, ...dropped]);
     }
     // A count that changed between pages means the list moved under us (offset pages may then
     // repeat or skip an item) even when the last count matches.
@@ -239,27 +273,33 @@ function loopKey(url: URL): string {
   return copy.href;
 }
 
+/** `next` resolved and checked (the origin and path it must stay under, pages already fetched), and marked as seen. */
 function checkNext(next: string, current: URL, baseUrl: URL, seen: Set<string>, response: ApiResponse): URL {
-  const context = contextOf(response);
+  const followed = follow(next, current, baseUrl, seen);
+  if (!(followed instanceof URL))
+    throw new PaginationError(followed.reason, followed.detail, { ...contextOf(response), cause: followed.cause });
+  seen.add(loopKey(followed));
+  return followed;
+}
+
+/** Where `next` leads, or why it is not followed; `seen` is only read. */
+function follow(
+  next: string,
+  current: URL,
+  baseUrl: URL,
+  seen: ReadonlySet<string>,
+): URL | { reason: PaginationFailure; detail: string; cause?: unknown } {
   let url: URL;
   try {
     url = new URL(next, current);
   } catch (cause) {
-    throw new PaginationError('invalid_next', 'next is not a URL', { ...context, cause });
+    return { reason: 'invalid_next', detail: 'next is not a URL', cause };
   }
   const prefix = baseUrl.pathname.endsWith('/') ? baseUrl.pathname : `${baseUrl.pathname}/`;
   if (url.origin !== baseUrl.origin || !url.pathname.startsWith(prefix) || url.username !== '' || url.password !== '') {
     // Name the foreign place by origin and path only: its query could carry anything.
-    throw new PaginationError(
-      'foreign_next',
-      `next leaves ${baseUrl.origin}${prefix} for ${url.origin}${url.pathname}; not followed`,
-      context,
-    );
+    return { reason: 'foreign_next', detail: `next leaves ${baseUrl.origin}${prefix} for ${url.origin}${url.pathname}; not followed` };
   }
-  const key = loopKey(url);
-  if (seen.has(key)) {
-    throw new PaginationError('next_loop', 'next points to a page already fetched', context);
-  }
-  seen.add(key);
+  if (seen.has(loopKey(url))) return { reason: 'next_loop', detail: 'next points to a page already fetched' };
   return url;
 }

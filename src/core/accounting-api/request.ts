@@ -50,6 +50,8 @@ export interface Operation {
   pathCompany?: string;
   /** How to read a refusal (a token operation's 401 may be about the token). Default `other`. */
   errorContext?: ErrorContextKind;
+  /** See TransportRequest.onBodyStart: handed to the transport on every attempt. */
+  onBodyStart?: (head: Uint8Array) => void;
 }
 
 export interface EngineSettings {
@@ -140,6 +142,7 @@ export class RequestEngine {
           body,
           timeoutMs: settings.timeoutMs,
           maxBodyBytes: settings.maxResponseBytes,
+          onBodyStart: operation.onBodyStart,
         },
         request,
         operation.errorContext,
@@ -214,7 +217,8 @@ export class RequestEngine {
     return new PaginatedList<T>({
       baseUrl: settings.baseUrl,
       firstUrl: this.url(operation.path, { ...operation.query, [operation.pageSizeParam]: pageSize }),
-      fetch: (url) => this.send({ method: 'GET', url, auth: 'bearer', safety: 'idempotent', pathCompany: operation.pathCompany }),
+      fetch: (url, onBodyStart) =>
+        this.send({ method: 'GET', url, auth: 'bearer', safety: 'idempotent', pathCompany: operation.pathCompany, onBodyStart }),
       itemSchema: operation.itemSchema,
       fastParse: operation.fastParse,
       single: operation.single,

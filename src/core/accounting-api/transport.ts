@@ -19,6 +19,13 @@ export interface TransportRequest {
    * The engine checks again after any transport, so a custom one may ignore it.
    */
   maxBodyBytes?: number;
+  /**
+   * Called at most once, with the first bytes of a 2xx body as they arrive, before the rest is
+   * read: a list reads its `next` there and requests the following page while this body is still
+   * arriving and being parsed (pagination.ts). A transport may never call it; nothing depends on it
+   * but speed. It must not throw.
+   */
+  onBodyStart?: (head: Uint8Array) => void;
 }
 
 export interface TransportResponse {
@@ -90,7 +97,7 @@ export function fetchTransport(fetchImpl: typeof fetch = globalThis.fetch): Tran
         signal,
       });
       // The body is read under the same signal, so a stalled body also times out.
-      const bytes = request.maxBodyBytes === undefined ? undefined : await readBounded(response, request.maxBodyBytes);
+      const bytes = request.maxBodyBytes === undefined ? undefined : await readBounded(response, request.maxBodyBytes, request.onBodyStart);
       const body = bytes ? bytes.toString('utf8') : await response.text();
       const headers: Record<string, string> = {};
       response.headers.forEach((value, key) => {
@@ -109,7 +116,7 @@ export function fetchTransport(fetchImpl: typeof fetch = globalThis.fetch): Tran
  * huge body costs at most `limit` bytes of memory. A `Content-Length` above the limit is refused
  * before reading.
  */
-async function readBounded(response: Response, limit: number): Promise<Buffer> {
+async function readBounded(response: Response, limit: number, onBodyStart?: (head: Uint8Array) => void): Promise<Buffer> {
   const tooLarge = () => new TransportFailure('too_large', { limitBytes: limit, status: response.status });
   const declared = Number(response.headers.get('content-length') ?? Number.NaN);
   if (declared > limit) {
@@ -123,6 +130,7 @@ async function readBounded(response: Response, limit: number): Promise<Buffer> {
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
+    if (size === 0 && onBodyStart && response.status >= 200 && response.status < 300) onBodyStart(value);
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => undefined);

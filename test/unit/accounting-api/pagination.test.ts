@@ -269,6 +269,134 @@ describe('pagination', () => {
     });
   });
 
+  describe('the next request from the first bytes of a page', () => {
+    const tick = () => new Promise((resolve) => setImmediate(resolve));
+    const pageOf = (url: URL) => url.searchParams.get('page') ?? '1';
+
+    /**
+     * Answers as a socket would: the first bytes of a 2xx body go to `onBodyStart` (as the default
+     * transport does), and the rest takes a few turns of the event loop. `log` records each request
+     * as it is sent and each body as it completes.
+     */
+    function streamed(handler: Handler, log: string[], headBytes = 120): Handler {
+      return async (request, url) => {
+        log.push(`sent ${pageOf(url)}`);
+        const response = await handler(request, url);
+        if (response.status < 300) request.onBodyStart?.(Buffer.from(response.body).subarray(0, headBytes));
+        for (let i = 0; i < 3; i++) await tick();
+        log.push(`read ${pageOf(url)}`);
+        return response;
+      };
+    }
+
+    /** A page whose text is written by hand, for keys JSON.stringify cannot repeat. */
+    const rawPage = (text: string) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: text });
+    const linkTo = (page: number) => `${BASE_URL}/accounting/transactions/?page=${page}`;
+
+    it('sends it while the rest of the page is still arriving, from page 2 on (page 1 sets how many pages may follow)', async () => {
+      const log: string[] = [];
+      const items = Array.from({ length: 12 }, (_, i) => transaction(i));
+      const { client } = setup(streamed(listHandler('/accounting/transactions/', items), log));
+      const read: string[] = [];
+      for await (const item of client.transactions.list({ pageSize: 3 })) read.push(item.parsed.publicId);
+      expect(read).toEqual(items.map((t) => t.publicId));
+      // Page 1 is read before page 2 is sent: its length bounds how many pages may follow.
+      expect(log.indexOf('sent 2')).toBeGreaterThan(log.indexOf('read 1'));
+      expect(log.indexOf('sent 3')).toBeLessThan(log.indexOf('read 2'));
+      // Page 3's first bytes came before page 2 was parsed, while page 3 was still the early one:
+      // page 4 then waits for page 3 to be read. Never two pages ahead.
+      expect(log.indexOf('sent 4')).toBeGreaterThan(log.indexOf('read 3'));
+      expect(log.filter((e) => e.startsWith('sent'))).toEqual(['sent 1', 'sent 2', 'sent 3', 'sent 4']);
+    });
+
+    it('drops an early request whose page names another next when parsed, follows that one, and sends no more early', async () => {
+      const log: string[] = [];
+      let droppedSettled = false;
+      const page = (n: number, next: string | null) =>
+        rawPage(JSON.stringify({ count: 4, next, previous: null, results: [transaction(n)] }));
+      const { client } = setup(
+        streamed(async (_request, url) => {
+          switch (pageOf(url)) {
+            case '1':
+              return page(1, linkTo(2));
+            // The head names page 3; JSON.parse takes the last `next`, page 4.
+            case '2':
+              return rawPage(`{"count":4,"next":"${linkTo(3)}","results":[${JSON.stringify(transaction(2))}],"next":"${linkTo(4)}"}`);
+            case '3':
+              for (let i = 0; i < 10; i++) await tick();
+              droppedSettled = true;
+              return page(3, linkTo(4));
+            case '4':
+              return page(4, linkTo(5));
+            default:
+              return page(5, null);
+          }
+        }, log),
+      );
+      const read: string[] = [];
+      for await (const item of client.transactions.list()) read.push(item.parsed.publicId);
+      expect(read).toEqual([1, 2, 4, 5].map((n) => transaction(n).publicId));
+      expect(droppedSettled).toBe(true);
+      // After the wrong guess, page 5 waits for page 4 to be read, as without early requests.
+      expect(log.indexOf('sent 5')).toBeGreaterThan(log.indexOf('read 4'));
+    });
+
+    it('sends nothing early for a next it would refuse; the parsed page raises the refusal after the page before it', async () => {
+      const log: string[] = [];
+      const { client, fake } = setup(
+        streamed((_request, url) => {
+          const next = pageOf(url) === '1' ? linkTo(2) : 'https://elsewhere.test/api/v1/accounting/transactions/?page=3';
+          return json(200, { count: 3, next, previous: null, results: [transaction(Number(pageOf(url)))] });
+        }, log),
+      );
+      const read: string[] = [];
+      const error = await (async () => {
+        for await (const item of client.transactions.list()) read.push(item.parsed.publicId);
+      })().catch((e: unknown) => e);
+      expect(read).toEqual([transaction(1).publicId, transaction(2).publicId]);
+      expect(error).toBeInstanceOf(PaginationError);
+      expect(error).toMatchObject({ reason: 'foreign_next' });
+      expect(fake.urls().map((u) => u.host)).toEqual(['api.test:4010', 'api.test:4010']);
+    });
+
+    it('sends nothing early past the most pages the first page allows; the parsed page raises too_many_pages', async () => {
+      const log: string[] = [];
+      // count 2 at one item a page allows 2 + 2 pages; the service's next goes on for ever.
+      const { client, fake } = setup(
+        streamed((_request, url) => {
+          const n = Number(pageOf(url));
+          return json(200, { count: 2, next: linkTo(n + 1), previous: null, results: [transaction(n)] });
+        }, log),
+      );
+      const error = await (async () => {
+        for await (const item of client.transactions.list()) expect(item.parsed.publicId).toBeDefined();
+      })().catch((e: unknown) => e);
+      expect(error).toMatchObject({ reason: 'too_many_pages' });
+      expect(fake.requests).toHaveLength(4);
+    });
+
+    it('lets a consumer that stops early return only once the early request has settled', async () => {
+      const log: string[] = [];
+      let settled = false;
+      const { client } = setup(
+        streamed(async (_request, url) => {
+          const n = Number(pageOf(url));
+          if (n === 3) {
+            for (let i = 0; i < 10; i++) await tick();
+            settled = true;
+          }
+          return json(200, { count: 5, next: linkTo(n + 1), previous: null, results: [transaction(n)] });
+        }, log),
+      );
+      for await (const item of client.transactions.list()) {
+        if (item.parsed.publicId === transaction(2).publicId) break;
+      }
+      expect(log).toContain('sent 3');
+      expect(settled).toBe(true);
+      expect(log).not.toContain('sent 4');
+    });
+  });
+
   describe('count', () => {
     it('reports a count that disagrees with the items read, as a typed warning and a warn line', async () => {
       const { client, warnings, logger } = setup(listHandler('/accounting/transactions/', transactions, { count: 8 }));

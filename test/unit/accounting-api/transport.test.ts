@@ -34,6 +34,39 @@ describe('fetchTransport', () => {
     expect(Buffer.from(response.bytes!).equals(Buffer.from(text, 'utf8'))).toBe(true);
   });
 
+  it('with a body limit, hands the first bytes of a 2xx body to onBodyStart once, before the rest is read', async () => {
+    const chunks = ['{"count":2,"next":"n",', '"previous":null,', '"results":[]}'];
+    const events: string[] = [];
+    const streaming = (status: number) =>
+      (() =>
+        Promise.resolve(
+          new Response(
+            new ReadableStream<Uint8Array>({
+              pull(controller) {
+                const chunk = chunks[events.filter((e) => e.startsWith('chunk')).length];
+                if (chunk === undefined) return controller.close();
+                events.push(`chunk ${chunk}`);
+                controller.enqueue(Buffer.from(chunk));
+              },
+            }),
+            { status },
+          ),
+        )) as unknown as typeof fetch;
+    const response = await fetchTransport(streaming(200))({
+      ...request,
+      maxBodyBytes: 1024,
+      onBodyStart: (head) => events.push(`head ${Buffer.from(head).toString()}`),
+    });
+    expect(response.body).toBe(chunks.join(''));
+    expect(events.filter((e) => e.startsWith('head'))).toEqual([`head ${chunks[0]}`]);
+    // Handed over before the last chunk was pulled.
+    expect(events.indexOf(`head ${chunks[0]}`)).toBeLessThan(events.indexOf(`chunk ${chunks[2]}`));
+
+    events.length = 0;
+    await fetchTransport(streaming(503))({ ...request, maxBodyBytes: 1024, onBodyStart: () => events.push('head') });
+    expect(events).not.toContain('head');
+  });
+
   const failing = (error: unknown) => (() => Promise.reject(error)) as unknown as typeof fetch;
   const fetchFailed = (cause: unknown) => Object.assign(new TypeError('fetch failed'), { cause });
 
