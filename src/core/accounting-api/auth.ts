@@ -18,11 +18,12 @@ export type Credential =
 export interface CredentialProvider {
   get(): Promise<Credential>;
   /**
-   * Called once per request when the service answers 401. Resolve true after fetching a fresh
-   * credential (the next `get()` returns it): the request is then sent once more. Resolve false
-   * (or omit the method) to raise the error.
+   * Called once per request when the service answers 401, with the credential that request went
+   * out with. Resolve true after fetching a fresh credential (the next `get()` returns it): the
+   * request is then sent once more. Resolve false (or omit the method) to raise the error. Several
+   * requests may be refused at once (a list has up to two in flight): each is called.
    */
-  onAuthenticationError?(error: AuthenticationError): Promise<boolean>;
+  onAuthenticationError?(error: AuthenticationError, refused: Credential): Promise<boolean>;
 }
 
 function fixed(credential: Credential): CredentialProvider {

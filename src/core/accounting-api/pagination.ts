@@ -105,8 +105,9 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
    * body arrive, where a service that sends `next` before `results` shows it (envelope-head.ts), so
    * that reading and parsing the rest of page n overlaps the peer too; otherwise when page n is
    * parsed, before its items are validated. An early request whose page then names another `next`
-   * is dropped, the right one sent, and the list sends no more early requests. Never more than one
-   * page ahead: a request is in flight beside at most the body of the page before it. A failure is
+   * is dropped, the right one sent, and the list sends no more early requests. At most two requests
+   * are in flight: a page's body still arriving and the request for the page after it, so while
+   * the consumer holds page n, page n+1 may be read and page n+2 requested. A failure is
    * raised when its page is due; until then it is marked handled, so that a slow consumer does not
    * turn it into an unhandled rejection. A consumer that stops early waits for every request sent
    * to settle (outcomes dropped): nothing is left running after the list (a Lambda invocation must
@@ -124,7 +125,7 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     let firstPageLength = 0;
     const warnedFields = new Set<string>();
     /** The request for the page after the one whose body is arriving, sent from that body's first bytes. */
-    let early: { next: string; response: Promise<ApiResponse> } | undefined;
+    let early: { url: string; response?: Promise<ApiResponse> } | undefined;
     /** Set once an early guess was wrong, and when the list ends: no more early requests. */
     let noEarly = false;
     /** Requests sent and no longer wanted: awaited before the list ends. */
@@ -139,7 +140,11 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
       // count is not known yet. A refusal is raised by the parsed page in its turn.
       if (pagesRead + 1 >= maxPagesFor(maxCount, firstPageLength)) return;
       const target = follow(next, url, source.baseUrl, seen);
-      if (target instanceof URL) early = { next, response: send(target) };
+      if (!(target instanceof URL)) return;
+      // Claimed before sending: a transport that calls back at once must find the slot taken.
+      const claimed: { url: string; response?: Promise<ApiResponse> } = { url: target.href };
+      early = claimed;
+      claimed.response = send(target);
     };
     const send = (next: URL): Promise<ApiResponse> => {
       const response = source.fetch(next, source.single ? undefined : onBodyStart);
@@ -168,7 +173,7 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
               );
             }
             url = checkNext(envelope.next, url, source.baseUrl, seen, response);
-            if (early?.next === envelope.next) {
+            if (early?.response !== undefined && early.url === url.href) {
               pending = early.response;
             } else {
               // Sent before this page's items are validated, so that the peer works meanwhile.
@@ -178,7 +183,7 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
             refused = { error };
           }
         }
-        if (early !== undefined && early.response !== pending) {
+        if (early?.response !== undefined && early.response !== pending) {
           dropped.push(early.response);
           noEarly = true;
         }

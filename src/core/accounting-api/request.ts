@@ -152,7 +152,7 @@ export class RequestEngine {
 
       if (error instanceof AuthenticationError && !reauthenticated && settings.credentials.onAuthenticationError) {
         reauthenticated = true;
-        if (await settings.credentials.onAuthenticationError(error)) {
+        if (await settings.credentials.onAuthenticationError(error, credential)) {
           attempt--; // a fresh credential is not a retry of the same one
           continue;
         }

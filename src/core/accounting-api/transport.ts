@@ -127,16 +127,25 @@ async function readBounded(response: Response, limit: number, onBodyStart?: (hea
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
+  let head = onBodyStart !== undefined && response.status >= 200 && response.status < 300 ? onBodyStart : undefined;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    if (size === 0 && onBodyStart && response.status >= 200 && response.status < 300) onBodyStart(value);
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => undefined);
       throw tooLarge();
     }
     chunks.push(value);
+    if (head !== undefined && value.byteLength > 0) {
+      const hook = head;
+      head = undefined;
+      try {
+        hook(value);
+      } catch {
+        // Only speed depends on the hook: its fault must not fail (or retry) this exchange.
+      }
+    }
   }
   return Buffer.concat(chunks, size);
 }

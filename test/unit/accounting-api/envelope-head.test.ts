@@ -35,7 +35,7 @@ describe("envelopeNextFromHead: a list page's next, from its first bytes", () =>
     expect(head('{"count":30,"ne')).toBeUndefined();
   });
 
-  it('gives up on a next that is neither a string nor null, and on a value or key that is not valid JSON', () => {
+  it('gives up on a next that is not a JSON string or null; reads past other values without checking them', () => {
     expect(head('{"next":42,"results":[]}')).toBeUndefined();
     expect(head('{"next":"bad \\x escape","results":[]}')).toBeUndefined();
     expect(head('{"count":01,"next":"n"}')).toBe('n');

@@ -303,8 +303,8 @@ describe('pagination', () => {
       // Page 1 is read before page 2 is sent: its length bounds how many pages may follow.
       expect(log.indexOf('sent 2')).toBeGreaterThan(log.indexOf('read 1'));
       expect(log.indexOf('sent 3')).toBeLessThan(log.indexOf('read 2'));
-      // Page 3's first bytes came before page 2 was parsed, while page 3 was still the early one:
-      // page 4 then waits for page 3 to be read. Never two pages ahead.
+      // This fake sends page 3's first bytes before page 2 is parsed, while page 3 is still the early
+      // request: no guess is made from them, and page 4 waits for page 3 to be read.
       expect(log.indexOf('sent 4')).toBeGreaterThan(log.indexOf('read 3'));
       expect(log.filter((e) => e.startsWith('sent'))).toEqual(['sent 1', 'sent 2', 'sent 3', 'sent 4']);
     });
@@ -377,23 +377,46 @@ describe('pagination', () => {
 
     it('lets a consumer that stops early return only once the early request has settled', async () => {
       const log: string[] = [];
-      let settled = false;
+      let fourthSettled = false;
       const { client } = setup(
         streamed(async (_request, url) => {
           const n = Number(pageOf(url));
-          if (n === 3) {
-            for (let i = 0; i < 10; i++) await tick();
-            settled = true;
+          // Page 3 answers late, so its first bytes come after page 2 is parsed: they send page 4,
+          // which is slow, while the consumer still holds page 2.
+          for (let i = 0; i < (n === 3 ? 5 : 0); i++) await tick();
+          if (n === 4) {
+            for (let i = 0; i < 30; i++) await tick();
+            fourthSettled = true;
           }
-          return json(200, { count: 5, next: linkTo(n + 1), previous: null, results: [transaction(n)] });
+          return json(200, { count: 10, next: linkTo(n + 1), previous: null, results: [transaction(n)] });
         }, log),
       );
-      for await (const item of client.transactions.list()) {
-        if (item.parsed.publicId === transaction(2).publicId) break;
+      let sentWhileHeld: string[] = [];
+      for await (const page of client.transactions.list().pages()) {
+        if (page.items[0]!.parsed.publicId !== transaction(2).publicId) continue;
+        for (let i = 0; i < 20; i++) await tick();
+        sentWhileHeld = log.filter((e) => e.startsWith('sent'));
+        break;
       }
-      expect(log).toContain('sent 3');
-      expect(settled).toBe(true);
-      expect(log).not.toContain('sent 4');
+      expect(sentWhileHeld).toEqual(['sent 1', 'sent 2', 'sent 3', 'sent 4']);
+      expect(fourthSettled).toBe(true);
+      expect(log).not.toContain('sent 5');
+    });
+
+    it('resolves a relative next from the first bytes against the page it came in, as the parsed page does', async () => {
+      const log: string[] = [];
+      const { client, fake } = setup(
+        streamed((_request, url) => {
+          const n = Number(pageOf(url));
+          const next = n === 1 ? `${BASE_URL}/accounting/transactions/b/?page=2` : n < 4 ? `c${n}/?page=${n + 1}` : null;
+          return json(200, { count: 4, next, previous: null, results: [transaction(n)] });
+        }, log),
+      );
+      const read: string[] = [];
+      for await (const item of client.transactions.list()) read.push(item.parsed.publicId);
+      expect(read).toEqual([1, 2, 3, 4].map((n) => transaction(n).publicId));
+      expect(fake.urls().map((u) => u.pathname.replace('/api/v1/accounting/transactions/', ''))).toEqual(['', 'b/', 'b/c2/', 'b/c2/c3/']);
+      expect(log.indexOf('sent 3')).toBeLessThan(log.indexOf('read 2'));
     });
   });
 

@@ -65,6 +65,17 @@ describe('fetchTransport', () => {
     events.length = 0;
     await fetchTransport(streaming(503))({ ...request, maxBodyBytes: 1024, onBodyStart: () => events.push('head') });
     expect(events).not.toContain('head');
+
+    // Only speed depends on the hook: one that throws leaves the exchange as it was.
+    events.length = 0;
+    const despite = await fetchTransport(streaming(200))({
+      ...request,
+      maxBodyBytes: 1024,
+      onBodyStart: () => {
+        throw new Error('hook fault');
+      },
+    });
+    expect(despite.body).toBe(chunks.join(''));
   });
 
   const failing = (error: unknown) => (() => Promise.reject(error)) as unknown as typeof fetch;

@@ -42,8 +42,11 @@ export function userTokenCredentials(
   const skew = options.expirySkewMs ?? 60_000;
   const logger = (options.logger ?? silentLogger).child({ externalId });
   let held: Held | undefined;
-  /** The refused token the store was already re-read for: a second 401 with it is final. */
-  let rereadAfter: string | undefined;
+  /**
+   * The one re-read of the store for a refused token, shared by every request that token had in
+   * flight (a list has up to two); once settled, a later 401 with that token gets its answer again.
+   */
+  let reread: { refused: string; changed: Promise<boolean> } | undefined;
 
   const read = async (): Promise<Held> => {
     const record = await store.get(externalId);
@@ -53,25 +56,31 @@ export function userTokenCredentials(
     return { accessToken: record.accessToken, expiresAt: record.accessTokenExpiresAt };
   };
 
+  const rereadFor = async (refused: string): Promise<boolean> => {
+    try {
+      held = await read();
+    } catch (error) {
+      // The 401 is the error worth reporting; the store's answer goes to the log.
+      logger.warn('token store re-read after an authentication error failed', { error });
+      return false;
+    }
+    const changed = held.accessToken !== refused;
+    logger.info('user token re-read from the store after an authentication error', { changed });
+    return changed;
+  };
+
   return {
     get: async () => {
       if (!held || held.expiresAt - skew <= options.clock.now()) held = await read();
       return { kind: 'accessToken', accessToken: held.accessToken, ...(options.companyId ? { companyId: options.companyId } : {}) };
     },
-    onAuthenticationError: async () => {
-      const refused = held?.accessToken;
-      if (refused === undefined || rereadAfter === refused) return false;
-      rereadAfter = refused;
-      try {
-        held = await read();
-      } catch (error) {
-        // The 401 is the error worth reporting; the store's answer goes to the log.
-        logger.warn('token store re-read after an authentication error failed', { error });
-        return false;
-      }
-      const changed = held.accessToken !== refused;
-      logger.info('user token re-read from the store after an authentication error', { changed });
-      return changed;
+    onAuthenticationError: async (_error, credential) => {
+      const refused = credential.kind === 'accessToken' ? credential.accessToken : held?.accessToken;
+      if (refused === undefined) return false;
+      // The store was re-read (or the token renewed) since this request went out: retry with that.
+      if (held !== undefined && held.accessToken !== refused) return true;
+      if (reread?.refused !== refused) reread = { refused, changed: rereadFor(refused) };
+      return reread.changed;
     },
   };
 }
