@@ -1,6 +1,8 @@
 import { InvalidArgumentError } from 'commander';
 import { parsePeriod } from '../src/core/exports/formats/period';
 import { FORMATS, type ExportFormat } from '../src/core/exports/formats/datasets';
+import { parseTaxReportFieldList, TAX_REPORT_FIELDS, type TaxReportFieldNames } from '../src/core/exports/formats/tax-report-fields';
+import { ValidationError } from '../src/core/shared/errors';
 import { UsageError } from './errors';
 
 /**
@@ -41,6 +43,18 @@ export function formats(raw: string): ExportFormat[] {
   const unknown = list.filter((f) => !(FORMATS as readonly string[]).includes(f));
   if (list.length === 0 || unknown.length > 0) throw new InvalidArgumentError(`expected a comma-separated list of ${FORMATS.join(', ')}`);
   return [...new Set(list)] as ExportFormat[];
+}
+
+/** `periodEnd=endDate,periodStart=startDate`: the service's names of our tax-report fields. */
+export function taxReportFields(raw: string): TaxReportFieldNames {
+  try {
+    return parseTaxReportFieldList(raw);
+  } catch (error) {
+    const issue = error instanceof ValidationError ? error.issues[0] : undefined;
+    throw new InvalidArgumentError(
+      `${issue ? `${issue.path}: ${issue.message}` : 'malformed'}; expected ours=theirs pairs, ours among ${TAX_REPORT_FIELDS.join(', ')}`,
+    );
+  }
 }
 
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };

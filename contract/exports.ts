@@ -123,3 +123,14 @@ export const GLUE_COLUMNS: Readonly<Record<DatasetName, readonly (readonly [stri
   tax_reports: EXPORT_COLUMNS.tax_reports.map((c) => [c.name, GLUE_TYPES[c.kind]] as const),
   categories: EXPORT_COLUMNS.categories.map((c) => [c.name, GLUE_TYPES[c.kind]] as const),
 };
+
+/**
+ * Our names of a tax report's fields, the sources of the tax_reports columns but `pk`. The spec
+ * names only `pk` (§2); where a service spells the others differently, the stage's
+ * `exports.taxReportFields` (cdk.json), EXPORT_TAX_REPORT_FIELDS or `acctops export
+ * --tax-report-fields` names its field for each of ours (docs/exports.md, "Tax reports of a period").
+ */
+export const TAX_REPORT_FIELDS = ['type', 'periodStart', 'periodEnd', 'status', 'amountDue', 'currency', 'createdAt'] as const;
+export type TaxReportField = (typeof TAX_REPORT_FIELDS)[number];
+/** The service's name for each of our tax-report fields that it spells otherwise. */
+export type TaxReportFieldNames = Readonly<Partial<Record<TaxReportField, string>>>;

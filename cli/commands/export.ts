@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
-import { exportTarget, formats as parseFormats, guid, httpUrl, month as parseMonth, type ExportTarget } from '../args';
+import { exportTarget, formats as parseFormats, guid, httpUrl, month as parseMonth, taxReportFields, type ExportTarget } from '../args';
+import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import { CliConfigError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
 import type { CompanyProgress, ExportReport } from '../operations/operations';
@@ -15,6 +16,7 @@ export interface ExportOptions {
   replaceFormats?: boolean;
   baseUrl?: string;
   wait?: boolean;
+  taxReportFields?: TaxReportFieldNames;
 }
 
 export function exportCommand(host: CommandHost): Command {
@@ -31,6 +33,11 @@ export function exportCommand(host: CommandHost): Command {
     .option('--replace-formats', "allow a re-export with fewer formats than the period's current export (the others' files are deleted)")
     .option('--base-url <url>', 'direct mode: export from this service with the key in ACCTOPS_API_KEY (or set ACCTOPS_BASE_URL)', httpUrl)
     .option('--no-wait', 'AWS mode: return once the exports are requested instead of waiting for their manifests')
+    .option(
+      '--tax-report-fields <ours=theirs,…>',
+      "local and direct modes: the service's names of tax-report fields it spells otherwise, e.g. periodEnd=endDate,periodStart=startDate",
+      taxReportFields,
+    )
     .action(
       host.run(async (session, opts: ExportOptions) => {
         const bars = new Map<string, Progress>();
@@ -56,6 +63,7 @@ export function exportCommand(host: CommandHost): Command {
               out: opts.out,
               formats: opts.format,
               replaceFormats: opts.replaceFormats,
+              taxReportFields: opts.taxReportFields,
               wait: opts.wait !== false,
               onProgress,
             });

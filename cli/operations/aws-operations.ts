@@ -350,6 +350,11 @@ export class AwsOperations implements Operations {
         "--out is for the local and direct modes: the deployed pipeline writes to the stack's export bucket",
         'drop --out, or use direct mode (--base-url with ACCTOPS_API_KEY)',
       );
+    if (request.taxReportFields)
+      throw new UsageError(
+        "--tax-report-fields is for the local and direct modes: the deployed pipeline reads the stage's exports.taxReportFields",
+        'set exports.taxReportFields for the stage in cdk.json and deploy, or use direct mode (--base-url with ACCTOPS_API_KEY)',
+      );
     refuseFutureMonth(request.month, Date.now());
     await this.ready();
     const options = { ...request, month: request.month ?? previousMonth(Date.now(), DEFAULT_TIME_ZONE).text };

@@ -13,6 +13,7 @@ import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datas
 import type { Clock } from '../../src/core/shared/clock';
 import type { Logger } from '../../src/core/shared/logger';
 import type { ExportTarget } from '../args';
+import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import { FormatLossError, ObjectStoreError } from '../../src/core/exports/formats/period-errors';
 import { apiKeyFromEnv, CliConfigError, describeError } from '../errors';
 import { ExitCode } from '../exit-codes';
@@ -38,6 +39,7 @@ interface ExportRun {
   replaceFormats?: boolean;
   month: string;
   onProgress?: CompanyProgress;
+  taxReportFields?: TaxReportFieldNames;
 }
 
 function completed(summary: PeriodExportSummary): CompanyExportRow {
@@ -88,7 +90,14 @@ function isOutputConfigError(error: unknown): boolean {
 /** One company's month through the pipeline's use case (exportCompanyPeriod), as a summary row. */
 async function exportCompany(run: ExportRun, companyId: string, credentials: CredentialProvider): Promise<CompanyExportRow> {
   const outcome = await exportCompanyPeriod(
-    { store: run.store, clock: run.clock, logger: run.logger, toolVersion: TOOL_VERSION, baseUrl: run.baseUrl },
+    {
+      store: run.store,
+      clock: run.clock,
+      logger: run.logger,
+      toolVersion: TOOL_VERSION,
+      baseUrl: run.baseUrl,
+      exporter: { taxReportFields: run.taxReportFields },
+    },
     {
       companyId,
       period: run.month,
@@ -124,6 +133,7 @@ export async function exportLocal(
     store?: ObjectStore;
     formats?: readonly ExportFormat[];
     replaceFormats?: boolean;
+    taxReportFields?: TaxReportFieldNames;
     onProgress?: CompanyProgress;
   },
 ): Promise<ExportReport> {
@@ -142,6 +152,7 @@ export async function exportLocal(
     replaceFormats: options.replaceFormats,
     month,
     onProgress: options.onProgress,
+    taxReportFields: options.taxReportFields,
   };
   const rows: CompanyExportRow[] = [];
   for (const companyId of companies.sort()) rows.push(await exportCompany(run, companyId, world.companyKeys.credentials(companyId)));
@@ -166,6 +177,7 @@ export interface DirectExportOptions {
   out?: ExportTarget;
   format?: ExportFormat[];
   replaceFormats?: boolean;
+  taxReportFields?: TaxReportFieldNames;
 }
 
 /** Direct mode: no AWS and no state; the service at the base URL, the company key in ACCTOPS_API_KEY. */
@@ -196,6 +208,7 @@ export async function exportDirect(
         companyId: opts.company,
         formats,
         replaceFormats: opts.replaceFormats,
+        taxReportFields: opts.taxReportFields,
         toolVersion: TOOL_VERSION,
         logger: context.out.logger(),
         onProgress: (p) => onProgress(opts.company ?? 'company', p),

@@ -157,6 +157,7 @@ export class LocalOperations implements Operations {
         store: request.out && run.storeFor(this.context, request.out),
         formats: request.formats,
         replaceFormats: request.replaceFormats,
+        taxReportFields: request.taxReportFields,
         onProgress: request.onProgress,
       });
     });

@@ -21,6 +21,7 @@ import type {
   RevokeResult,
 } from '../../src/core/tokens/token-lifecycle';
 import type { ExportTarget } from '../args';
+import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import type { Output } from '../output';
 
 // The port's vocabulary for the token operations: each implementation imports it from here.
@@ -231,6 +232,8 @@ export interface ExportRequest {
   out?: ExportTarget;
   formats?: ExportFormat[];
   replaceFormats?: boolean;
+  /** Local mode only: the service's names of our tax-report fields (AWS mode: the stage's exports.taxReportFields). */
+  taxReportFields?: TaxReportFieldNames;
   /** AWS mode: wait for the manifests of the requested exports. */
   wait: boolean;
   onProgress?: CompanyProgress;

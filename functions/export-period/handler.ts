@@ -17,6 +17,7 @@ const { runtime } = exportRuntimeFromEnv(AwsExportWorkerRuntime, [
   'TOKEN_TABLE_NAME',
   'EXPORT_MAX_RECEIVE_COUNT',
   'EXPORT_MAX_TRANSACTIONS_PER_PART',
+  'EXPORT_TAX_REPORT_FIELDS',
   'SECRET_CACHE_TTL_SECONDS',
 ]);
 

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { TAX_REPORT_FIELDS, type TaxReportField } from '../../contract/exports';
 
 /**
  * Typed stage settings. `cdk.json` holds one entry per stage under the context key `stages`; the
@@ -117,6 +118,22 @@ const exportsSchema = z
      * @default 500000
      */
     maxTransactionsPerPart: z.number().int().min(1000).max(10_000_000).default(500_000),
+    /**
+     * The service's names of our tax-report fields where it spells them otherwise, e.g.
+     * `{ "periodEnd": "endDate", "periodStart": "startDate", "createdAt": "created" }`: the spec names
+     * only `pk`, and a report whose period the export cannot read is kept in every month
+     * (docs/exports.md, "Tax reports of a period"). Keys: type, periodStart, periodEnd, status,
+     * amountDue, currency, createdAt.
+     * @default {} (our sandbox's names: periodStart, periodEnd, createdAt, …)
+     */
+    taxReportFields: z
+      .strictObject(
+        Object.fromEntries(TAX_REPORT_FIELDS.map((field) => [field, z.string().min(1).max(128).optional()])) as Record<
+          TaxReportField,
+          z.ZodOptional<z.ZodString>
+        >,
+      )
+      .default({}),
   })
   .prefault({});
 

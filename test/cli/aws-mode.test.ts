@@ -449,7 +449,14 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       formats: ['csv'],
       replaceFormats: true,
     });
-    // Six CLI processes in one test.
+
+    // The deployed worker reads the stage's names: the flag would be silently lost, so it is refused.
+    const before = eventBridge.requests.length;
+    const named = await acctops(['export', '--month', '2026-10', '--tax-report-fields', 'periodEnd=endDate', '--no-wait']);
+    expect(named.code).toBe(2);
+    expect(named.stderr).toContain('exports.taxReportFields');
+    expect(eventBridge.requests).toHaveLength(before);
+    // Seven CLI processes in one test.
   }, 240_000);
 
   it('doctor invokes check-health and the rotation doctor (dry run unless --repair) and reports what it could not check', async () => {

@@ -103,6 +103,46 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(totals.totals.reduce((n, t) => n + BigInt(t.amountMinor), 0n)).toBe(sum);
     });
 
+    it("--tax-report-fields names the service's fields: each tax report lands in the month its period ends in", async () => {
+      // The sandbox seeds one report a month for the six months before now. The minimal dialect
+      // names the period startDate/endDate and the creation `created`, which nothing else tells us.
+      const names =
+        dialect === 'minimal'
+          ? ['--tax-report-fields', 'periodStart=startDate,periodEnd=endDate,createdAt=created,amountDue=totalAmount,currency=currencyCode']
+          : [];
+      const run = async (target: string, extra: string[]) => {
+        const result = await acctops(
+          ['--json', 'export', '--base-url', sandbox.baseUrl, '--month', month, '--format', 'csv', '--out', target, ...extra],
+          {
+            ACCTOPS_API_KEY: key,
+          },
+        );
+        expect(result.code).toBe(0);
+        return parseJson<{ companies: { records: Record<string, number> }[] }>(result).companies[0]!.records.tax_reports;
+      };
+      expect(await run('named', names)).toBe(1);
+      const manifestKey = `exports/company=${companyId}/period=${month}/_manifest.json`;
+      const manifest = JSON.parse(await readFile(join(out.dir, 'named', manifestKey), 'utf8')) as {
+        objects: { key: string; dataset: string }[];
+      };
+      const csv = await readFile(join(out.dir, 'named', manifest.objects.find((o) => o.dataset === 'tax_reports')!.key), 'utf8');
+      const [header, row] = csv
+        .replace(/^\uFEFF/, '')
+        .trimEnd()
+        .split('\r\n') as [string, string];
+      const cell = (name: string) => row.split(',')[header.split(',').indexOf(name)];
+      expect(cell('period_end')!.slice(0, 7)).toBe(month);
+      expect(cell('amount_due_minor')).toMatch(/^\d+$/);
+      // Without the names, a service that spells them otherwise gets every report in every month.
+      expect(await run('unnamed', [])).toBe(dialect === 'minimal' ? 6 : 1);
+
+      const bad = await acctops(['export', '--base-url', sandbox.baseUrl, '--tax-report-fields', 'periodFinish=endDate'], {
+        ACCTOPS_API_KEY: key,
+      });
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('periodFinish');
+    });
+
     it('ACCTOPS_BASE_URL works like --base-url, and --out s3://bucket/prefix writes to S3', async () => {
       const result = await acctops(['export', '--month', month, '--format', 'csv', '--out', 's3://acctops-exports/team-a'], {
         ACCTOPS_API_KEY: key,

@@ -297,6 +297,20 @@ describe('Exports', () => {
       template.hasResourceProperties('AWS::Lambda::Function', {
         Environment: { Variables: Match.objectLike({ ACCTOPS_FUNCTION: 'export-period', EXPORT_MAX_TRANSACTIONS_PER_PART: '500000' }) },
       });
+      // Not configured: not set, and the template is as before.
+      expect(JSON.stringify(template.toJSON())).not.toContain('EXPORT_TAX_REPORT_FIELDS');
+    });
+
+    it("gives the worker the stage's tax-report field names, as the JSON its environment schema reads", () => {
+      const names = { periodEnd: 'endDate', periodStart: 'startDate' };
+      const configured = synthAcctopsStack({ exports: { taxReportFields: names } }).template;
+      const workers = Object.values(configured.findResources('AWS::Lambda::Function')).filter(
+        (f) =>
+          (f as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }).Properties.Environment?.Variables
+            ?.EXPORT_TAX_REPORT_FIELDS,
+      ) as { Properties: { Environment: { Variables: Record<string, string> } } }[];
+      expect(workers.map((w) => w.Properties.Environment.Variables.ACCTOPS_FUNCTION)).toEqual(['export-period']);
+      expect(JSON.parse(workers[0]!.Properties.Environment.Variables.EXPORT_TAX_REPORT_FIELDS!)).toEqual(names);
     });
 
     it('has the run ledger and replay tables of RUN_LEDGER_TABLE and REPLAY_TABLE, with TTL, encrypted with the exports key', () => {

@@ -44,7 +44,7 @@ describe('stage configuration', () => {
       schedules: { tokenRefresh: 'rate(5 minutes)', monthlyExport: 'cron(0 3 1 * ? *)', timeZone: 'Europe/Berlin' },
       companies: [],
       apiKeys: { rotationDays: 30, revocationGraceMinutes: 30 },
-      exports: { maxTransactionsPerPart: 500_000 },
+      exports: { maxTransactionsPerPart: 500_000, taxReportFields: {} },
     });
   });
 
@@ -73,6 +73,12 @@ describe('stage configuration', () => {
     ['monthly export', { ...BASE, schedules: { monthlyExport: 'rate(30 days)' } }, 'stages.dev.schedules.monthlyExport'],
     ['companyId', { ...BASE, companies: [{ companyId: 'acme' }] }, 'stages.dev.companies[0].companyId'],
     ['split size', { ...BASE, exports: { maxTransactionsPerPart: 10 } }, 'stages.dev.exports.maxTransactionsPerPart'],
+    [
+      'tax report field',
+      { ...BASE, exports: { taxReportFields: { periodFinish: 'endDate' } } },
+      'stages.dev.exports.taxReportFields.periodFinish',
+    ],
+    ['tax report name', { ...BASE, exports: { taxReportFields: { periodEnd: '' } } }, 'stages.dev.exports.taxReportFields.periodEnd'],
     ['duplicate company', { ...BASE, companies: [{ companyId: COMPANY }, { companyId: COMPANY.toUpperCase() }] }, 'stages.dev.companies'],
     [
       'secret ARN',

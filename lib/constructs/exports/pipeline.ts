@@ -165,6 +165,10 @@ export class ExportPipeline extends Construct {
         SECRET_CACHE_TTL_SECONDS: String(stage.secretCacheTtlSeconds),
         EXPORT_MAX_RECEIVE_COUNT: String(props.maxReceiveCount),
         EXPORT_MAX_TRANSACTIONS_PER_PART: String(stage.exports.maxTransactionsPerPart),
+        // Set only when configured, so that a stage without it synthesizes as before.
+        ...(Object.keys(stage.exports.taxReportFields).length > 0
+          ? { EXPORT_TAX_REPORT_FIELDS: JSON.stringify(stage.exports.taxReportFields) }
+          : {}),
       },
     })
       .bindBucket(props.bucket, 'EXPORT_BUCKET_NAME', 'readWriteDelete', { prefix: EXPORT_PREFIX })

@@ -1,11 +1,27 @@
 import * as z from 'zod';
 import { DEFAULT_MAX_TRANSACTIONS_PER_PART } from '../../core/exports/pipeline/split-export';
 import { FORMATS } from '../../core/exports/formats/datasets';
+import { taxReportFieldsSchema, type TaxReportFieldNames } from '../../core/exports/formats/tax-report-fields';
 import { systemClock, type Clock } from '../../core/shared/clock';
 import { envInt, envMs, envString, envUrl, readEnvOf } from '../../core/shared/env';
 import type { Logger } from '../../core/shared/logger';
 import type { Metrics } from '../../core/shared/metrics';
 import { lazySchema } from '../../core/shared/lazy-schema';
+
+const taxReportFieldsEnv = lazySchema(() =>
+  z
+    .string()
+    .default('{}')
+    .transform((text, ctx): unknown => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'expected a JSON object, e.g. {"periodEnd":"endDate"}' });
+        return z.NEVER;
+      }
+    })
+    .pipe(taxReportFieldsSchema),
+);
 
 const formatList = lazySchema(() =>
   z
@@ -54,6 +70,11 @@ export const exportEnv = {
    * (docs/fleet-exports.md); the stage's `exports.maxTransactionsPerPart`.
    */
   EXPORT_MAX_TRANSACTIONS_PER_PART: envInt(1000, 100_000_000).default(DEFAULT_MAX_TRANSACTIONS_PER_PART),
+  /**
+   * The service's names of our tax-report fields, as a JSON object (the stage's
+   * `exports.taxReportFields`); unset: our names.
+   */
+  EXPORT_TAX_REPORT_FIELDS: taxReportFieldsEnv,
   WEBHOOK_SECRET_ARN: envString,
   WEBHOOK_REPLAY_TABLE_NAME: envString,
   WEBHOOK_MAX_BODY_BYTES: envInt(256, 1024 * 1024).default(64 * 1024),
@@ -93,6 +114,7 @@ export function exportRuntimeFromEnv<R extends AwsExportRuntime, K extends Expor
     secretCacheTtlMs: envMs(e.SECRET_CACHE_TTL_SECONDS),
     maxReceiveCount: e.EXPORT_MAX_RECEIVE_COUNT,
     maxTransactionsPerPart: e.EXPORT_MAX_TRANSACTIONS_PER_PART,
+    taxReportFields: e.EXPORT_TAX_REPORT_FIELDS,
     webhookMaxBodyBytes: e.WEBHOOK_MAX_BODY_BYTES,
   });
   return { env, runtime };
@@ -118,6 +140,8 @@ export interface AwsExportRuntimeConfig {
   maxReceiveCount?: number;
   /** A month with more transactions than this is exported in parts (EXPORT_MAX_TRANSACTIONS_PER_PART). */
   maxTransactionsPerPart?: number;
+  /** The service's names of our tax-report fields (EXPORT_TAX_REPORT_FIELDS). */
+  taxReportFields?: TaxReportFieldNames;
   webhookMaxBodyBytes?: number;
   /**
    * Per attempt and in all, for every call to the service: a page of 1000 transactions can take a

@@ -74,6 +74,7 @@ export class AwsExportWorkerRuntime extends AwsExportRuntime {
       toolVersion: requiredEnv(this.config.toolVersion, 'ACCTOPS_TOOL_VERSION'),
       baseUrl: requiredEnv(this.config.baseUrl, 'ACCTOPS_BASE_URL'),
       client: { timeoutMs: api.timeoutMs, retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs } },
+      exporter: { taxReportFields: this.config.taxReportFields },
     };
   }
 }

@@ -82,6 +82,10 @@ export function issuesFromZod(error: z.ZodError, prefix = ''): FieldIssue[] {
       case 'invalid_format':
         message = `invalid ${issue.format}`;
         break;
+      case 'custom':
+        // A check of ours (refine, superRefine, a transform's issue): its message is ours, never a value.
+        message = issue.message;
+        break;
       default:
         message = issue.code.replace(/_/g, ' ');
     }

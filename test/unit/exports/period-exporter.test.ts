@@ -212,6 +212,80 @@ describe('PeriodExporter', () => {
     expect(warned.map((e) => [e.level, e.dataset, e.records])).toEqual([['warn', 'tax_reports', 1]]);
   });
 
+  it("with the service's names for the tax-report fields, places each report by its own period and fills every column", async () => {
+    const spelt = (pk: string, month: string, amount: string) => {
+      const raw = {
+        pk,
+        reportType: 'vat_return',
+        startDate: `2026-${month}-01`,
+        endDate: `2026-${month}-28`,
+        state: 'submitted',
+        totalAmount: amount,
+        currencyCode: 'EUR',
+        created: `2026-${month}-28T10:00:00+02:00`,
+        // A field that happens to carry one of our names holds something else here: it stays in `extra`.
+        periodEnd: 'not ours',
+      };
+      return { raw, parsed: taxReportSchema.parse(raw) } as ExportTaxReport;
+    };
+    const reports = [
+      spelt('3a3a3a3a-0000-4000-8000-00000000000a', '09', '12.50'),
+      spelt('3a3a3a3a-0000-4000-8000-00000000000b', '10', '-0.05'),
+    ];
+    const names = {
+      type: 'reportType',
+      periodStart: 'startDate',
+      periodEnd: 'endDate',
+      status: 'state',
+      amountDue: 'totalAmount',
+      currency: 'currencyCode',
+      createdAt: 'created',
+    } as const;
+    const mapped = new PeriodExporter({ store, clock, logger, toolVersion: '0.1.0', runIds: () => 'run-1', taxReportFields: names });
+    await mapped.run(request({ sources: { taxReports: asAsync(reports) }, datasets: ['tax_reports'], formats: ['csv'] }));
+    const manifest = (await readManifest(dir, MANIFEST))!;
+    // October's folder holds the report whose period ends in October, not both.
+    expect(manifest.datasets.tax_reports!.records).toBe(1);
+    expect(manifest.datasets.tax_reports!.totals).toEqual([expect.objectContaining({ currency: 'EUR', amount: '-0.05' })]);
+    const csv = Buffer.from((await dir.get(manifest.objects.find((o) => o.format === 'csv')!.key))!)
+      .toString('utf8')
+      .replace(/^\uFEFF/, '')
+      .trimEnd()
+      .split('\r\n');
+    const [header, row] = [csv[0]!.split(','), csv[1]!];
+    expect(header).toEqual([
+      'pk',
+      'type',
+      'period_start',
+      'period_end',
+      'status',
+      'amount_due',
+      'amount_due_minor',
+      'currency',
+      'created_at',
+      'created_at_utc',
+      'created_at_offset_minutes',
+      'extra',
+    ]);
+    expect(row).toBe(
+      '3a3a3a3a-0000-4000-8000-00000000000b,VAT_RETURN,2026-10-01,2026-10-28,submitted,-0.05,-5,EUR,2026-10-28T10:00:00+02:00,2026-10-28T08:00:00.000Z,120,"{""periodEnd"":""not ours""}"',
+    );
+    expect(logger.entries().filter((e) => String(e.message).startsWith('records without a date'))).toEqual([]);
+  });
+
+  it("names the service's field when a value under a configured name is malformed", async () => {
+    const raw = { pk: '3a3a3a3a-0000-4000-8000-00000000000c', endDate: '28.10.2026' };
+    const reports = [{ raw, parsed: taxReportSchema.parse(raw) } as ExportTaxReport];
+    const mapped = new PeriodExporter({ store, clock, logger, toolVersion: '0.1.0', taxReportFields: { periodEnd: 'endDate' } });
+    const error = await mapped
+      .run(request({ sources: { taxReports: asAsync(reports) }, datasets: ['tax_reports'], formats: ['csv'] }))
+      .catch((e: unknown) => e);
+    const cause = (error as Error).cause as ValidationError;
+    expect(cause).toBeInstanceOf(ValidationError);
+    expect(cause.issues).toEqual([{ path: 'endDate', message: 'expected a date YYYY-MM-DD (configured as periodEnd)' }]);
+    expect(await readManifest(dir, MANIFEST)).toBeUndefined();
+  });
+
   it('totals per currency and cashflow type equal the exact sum of the API amounts, both encodings mixed', async () => {
     const items: ExportTransaction[] = [
       ...transactions(30, (i) => ({ currency: i % 3 === 0 ? 'USD' : 'EUR' })),

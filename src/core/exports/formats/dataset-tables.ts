@@ -4,6 +4,7 @@ import { timestampInstant, type MinorUnits, type TimestampInstant } from '../../
 import { scaleFactor } from './currency';
 import { epochDay } from './offset-timestamp';
 import type { DatasetName, ExportCategory, ExportTaxReport, ExportTransaction } from './datasets';
+import { taxReportColumnSources, taxReportWithNames, type TaxReportField, type TaxReportFieldNames } from './tax-report-fields';
 
 /**
  * The tables of the CSV and Parquet files, one per dataset (documented in docs/exports.md). Their
@@ -32,6 +33,8 @@ export interface RowContext {
   readonly defaultCurrency: string;
   /** The name of a category publicId; null when the category is unknown. */
   categoryName(publicId: string): string | null;
+  /** The service's names of our tax-report fields, where they differ (tax-report-fields.ts). */
+  readonly taxReportFields?: TaxReportFieldNames;
 }
 
 export interface Table<I> {
@@ -84,32 +87,34 @@ export const transactionsTable: Table<ExportTransaction> = {
   },
 };
 
-/** The tax-report fields the columns below hold; everything else the service sends goes to `extra`. */
-const TAX_REPORT_FIELDS = new Set(['pk', 'type', 'periodStart', 'periodEnd', 'status', 'amountDue', 'currency', 'createdAt']);
-
 export const taxReportsTable: Table<ExportTaxReport> = {
   dataset: 'tax_reports',
   columns: EXPORT_COLUMNS.tax_reports,
   totals: { amount: 'amount_due_minor', currency: 'currency' },
-  row({ raw, parsed: r }, context) {
-    // Only `pk` is required: every other field the service may leave out becomes null.
+  row({ raw, parsed }, context) {
+    // Only `pk` is required: every other field the service may leave out becomes null. With the
+    // service's names configured, the client's parse (under our names) is replaced by one under theirs.
+    const names = context.taxReportFields;
+    const r = names === undefined ? parsed : taxReportWithNames(raw, names, context.index);
+    const path = (field: TaxReportField) => names?.[field] ?? field;
     const check = checker('tax report', r.pk, context.index);
-    const currency = r.amountDue == null && r.currency == null ? null : check.currency('currency', r.currency, context.defaultCurrency);
-    const amountDue = r.amountDue == null ? null : check.amount('amountDue', r.amountDue, currency!);
-    const createdAt = r.createdAt == null ? null : check.timestamp('createdAt', r.createdAt);
+    const currency =
+      r.amountDue == null && r.currency == null ? null : check.currency(path('currency'), r.currency, context.defaultCurrency);
+    const amountDue = r.amountDue == null ? null : check.amount(path('amountDue'), r.amountDue, currency!);
+    const createdAt = r.createdAt == null ? null : check.timestamp(path('createdAt'), r.createdAt);
     return {
       pk: check.id('pk', r.pk),
-      type: check.optionalText('type', r.type),
-      period_start: check.date('periodStart', r.periodStart),
-      period_end: check.date('periodEnd', r.periodEnd),
-      status: check.optionalText('status', r.status),
+      type: check.optionalText(path('type'), r.type),
+      period_start: check.date(path('periodStart'), r.periodStart),
+      period_end: check.date(path('periodEnd'), r.periodEnd),
+      status: check.optionalText(path('status'), r.status),
       amount_due: amountDue,
       amount_due_minor: amountDue,
       currency,
       created_at: createdAt === null ? null : r.createdAt,
       created_at_utc: createdAt?.utcMillis ?? null,
       created_at_offset_minutes: createdAt ? offsetBigInt(createdAt.offsetMinutes) : null,
-      extra: extraFields(raw, TAX_REPORT_FIELDS),
+      extra: extraFields(raw, taxReportColumnSources(names)),
     };
   },
   belongs: taxReportBelongs,

@@ -20,6 +20,7 @@ import { categoriesTable, taxReportsTable, transactionsTable, type Row, type Row
 import { TotalsAccumulator, type AmountTotal } from './totals';
 import { DATASETS, FORMATS, type DatasetName, type ExportFormat, type ExportSources, type PagedSource } from './datasets';
 import { createWriter, FORMAT_FILES } from './writers';
+import type { TaxReportFieldNames } from './tax-report-fields';
 
 export interface PeriodExporterDeps {
   store: ObjectStore;
@@ -34,6 +35,8 @@ export interface PeriodExporterDeps {
   /** Age after which an unreferenced run object counts as abandoned. Must exceed the longest run. */
   gcGraceMs?: number;
   parquetRowGroupRows?: number;
+  /** The service's names of our tax-report fields, where they differ (tax-report-fields.ts). */
+  taxReportFields?: TaxReportFieldNames;
 }
 
 export interface PeriodExportRequest {
@@ -310,6 +313,8 @@ export class PeriodExporter {
     const context: RowContext & { index: number } = {
       index: 0,
       defaultCurrency: this.defaultCurrency,
+      // An empty mapping is our own names: the client's parse stands.
+      taxReportFields: Object.keys(this.deps.taxReportFields ?? {}).length > 0 ? this.deps.taxReportFields : undefined,
       categoryName: (id) => {
         const name = job.categoryNames.get(id);
         if (name === undefined) unresolved += 1;
@@ -364,7 +369,11 @@ export class PeriodExporter {
     if (undated > 0) {
       // A service whose reports carry their period under names the spec does not show looks like
       // this: every month then holds every report (docs/exports.md, "Tax reports of a period").
-      logger.warn('records without a date to place them in a month, kept in every month', { dataset: job.dataset, records: undated });
+      logger.warn('records without a date to place them in a month, kept in every month', {
+        dataset: job.dataset,
+        records: undated,
+        hint: "if the service names the period otherwise, set the stage's exports.taxReportFields (or --tax-report-fields)",
+      });
     }
     if (serialised > 0 && job.formats.includes('jsonl')) {
       // Their lines follow JSON.stringify's spelling, not the API's (docs/exports.md, "Raw JSONL.gz").

@@ -9,6 +9,7 @@ import { EXPORT_PAGE_SIZE, type ExportClientSettings, type ProgressCallback } fr
 import type { ObjectStore } from '../formats/object-store';
 import { parsePeriod } from '../formats/period';
 import type { PeriodExportSummary } from '../formats/period-exporter';
+import type { TaxReportFieldNames } from '../formats/tax-report-fields';
 import type { DatasetName, ExportFormat } from '../formats/datasets';
 
 export interface DirectExportOptions {
@@ -28,6 +29,8 @@ export interface DirectExportOptions {
   formats?: readonly ExportFormat[];
   /** Allow fewer formats than the period's current export has (PeriodExportRequest.replaceFormats). */
   replaceFormats?: boolean;
+  /** The service's names of our tax-report fields, where it spells them otherwise (tax-report-fields.ts). */
+  taxReportFields?: TaxReportFieldNames;
   /** Default: all three. */
   datasets?: readonly DatasetName[];
   /** Called after every page: records read so far, per dataset. */
@@ -55,7 +58,15 @@ export async function directExport(options: DirectExportOptions): Promise<Period
   const companyId = options.companyId?.toLowerCase() ?? (await keyCompany(options, credentials, clock, logger));
 
   const outcome = await exportCompanyPeriod(
-    { store: options.store, clock, logger, toolVersion: options.toolVersion, baseUrl: options.baseUrl, client: options.client },
+    {
+      store: options.store,
+      clock,
+      logger,
+      toolVersion: options.toolVersion,
+      baseUrl: options.baseUrl,
+      client: options.client,
+      exporter: { taxReportFields: options.taxReportFields },
+    },
     {
       companyId,
       period: period.text,

@@ -41,7 +41,7 @@ export interface ExportCompanyPeriodDeps {
   /** The service's base URL (with `/api/v1`); recorded in the manifest without user info or query. */
   baseUrl: string;
   client?: ExportClientSettings;
-  exporter?: Pick<PeriodExporterDeps, 'runIds' | 'defaultCurrency' | 'gcGraceMs' | 'parquetRowGroupRows'>;
+  exporter?: Pick<PeriodExporterDeps, 'runIds' | 'defaultCurrency' | 'gcGraceMs' | 'parquetRowGroupRows' | 'taxReportFields'>;
 }
 
 export interface ExportCompanyPeriodRequest {

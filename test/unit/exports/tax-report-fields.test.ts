@@ -1,0 +1,47 @@
+import { parseTaxReportFieldList, parseTaxReportFields } from '../../../src/core/exports/formats/tax-report-fields';
+import { exportRuntimeFromEnv, AwsExportRuntime } from '../../../src/adapters/aws/export-runtime';
+import { ConfigError, ValidationError } from '../../../src/core/shared/errors';
+
+const issuesOf = (run: () => unknown) => {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ValidationError || error instanceof ConfigError) return error.issues;
+    throw error;
+  }
+  throw new Error('expected a refusal');
+};
+
+describe("tax report fields: the service's names of ours", () => {
+  it('reads ours=theirs pairs, as the CLI takes them', () => {
+    expect(parseTaxReportFieldList(' periodEnd=endDate, periodStart = startDate ,createdAt=created')).toEqual({
+      periodEnd: 'endDate',
+      periodStart: 'startDate',
+      createdAt: 'created',
+    });
+  });
+
+  it('names what is wrong: a field of ours it does not know, a pair without =, pk, one name for two fields', () => {
+    expect(issuesOf(() => parseTaxReportFieldList('periodFinish=endDate'))).toEqual([
+      { path: '', message: 'unknown field(s) periodFinish' },
+    ]);
+    expect(issuesOf(() => parseTaxReportFieldList('periodEnd'))).toEqual([expect.objectContaining({ path: 'periodEnd' })]);
+    expect(issuesOf(() => parseTaxReportFieldList('periodEnd='))).toEqual([expect.objectContaining({ path: 'periodEnd=' })]);
+    expect(issuesOf(() => parseTaxReportFields({ periodEnd: 'pk' }))).toEqual([expect.objectContaining({ path: 'periodEnd' })]);
+    expect(issuesOf(() => parseTaxReportFields({ periodStart: 'date', periodEnd: 'date' }))).toEqual([
+      { path: 'periodEnd', message: 'date is already the name of periodStart' },
+    ]);
+  });
+
+  it('comes to the export function as EXPORT_TAX_REPORT_FIELDS, a JSON object; unset is our names, malformed is a ConfigError naming it', () => {
+    const read = (value: string | undefined) =>
+      exportRuntimeFromEnv(AwsExportRuntime, ['EXPORT_TAX_REPORT_FIELDS'], value === undefined ? {} : { EXPORT_TAX_REPORT_FIELDS: value })
+        .env.EXPORT_TAX_REPORT_FIELDS;
+    expect(read('{"periodEnd":"endDate"}')).toEqual({ periodEnd: 'endDate' });
+    expect(read(undefined)).toEqual({});
+    expect(issuesOf(() => read('periodEnd=endDate'))).toEqual([expect.objectContaining({ path: 'EXPORT_TAX_REPORT_FIELDS' })]);
+    expect(issuesOf(() => read('{"periodFinish":"endDate"}'))).toEqual([
+      expect.objectContaining({ path: expect.stringContaining('EXPORT_TAX_REPORT_FIELDS') as unknown }),
+    ]);
+  });
+});
