@@ -134,3 +134,29 @@ export const TAX_REPORT_FIELDS = ['type', 'periodStart', 'periodEnd', 'status', 
 export type TaxReportField = (typeof TAX_REPORT_FIELDS)[number];
 /** The service's name for each of our tax-report fields that it spells otherwise. */
 export type TaxReportFieldNames = Readonly<Partial<Record<TaxReportField, string>>>;
+
+/**
+ * What is wrong with a mapping of tax-report field names, as `{ field, message }` (messages never
+ * repeat a name): the stage schema (lib) and the worker's environment (src) both refuse with it,
+ * so a cdk.json that synthesizes never fails the worker's cold start. A service name may feed one
+ * field of ours only, counting each field left unmapped under its own name; `pk` is the report's
+ * id; the names of Object.prototype are no field names.
+ */
+export function taxReportFieldNameIssues(names: Readonly<Record<string, string | undefined>>): { field: string; message: string }[] {
+  const issues: { field: string; message: string }[] = [];
+  const readBy = new Map<string, string>();
+  for (const field of TAX_REPORT_FIELDS) {
+    const name = names[field] ?? field;
+    if (names[field] !== undefined && name === 'pk')
+      issues.push({ field, message: 'pk is the report id (spec §2), not one of its fields' });
+    else if (names[field] !== undefined && name in Object.prototype) issues.push({ field, message: 'not a field name' });
+    const other = readBy.get(name);
+    if (other !== undefined)
+      issues.push({
+        field: names[field] !== undefined ? field : other,
+        message: `the same service field as ${names[field] !== undefined ? other : field}`,
+      });
+    else readBy.set(name, field);
+  }
+  return issues;
+}

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { TAX_REPORT_FIELDS, type TaxReportField } from '../../contract/exports';
+import { TAX_REPORT_FIELDS, taxReportFieldNameIssues, type TaxReportField } from '../../contract/exports';
 
 /**
  * Typed stage settings. `cdk.json` holds one entry per stage under the context key `stages`; the
@@ -133,6 +133,10 @@ const exportsSchema = z
           z.ZodOptional<z.ZodString>
         >,
       )
+      // The worker's environment schema runs the same check: what synthesizes also starts.
+      .superRefine((names, ctx) => {
+        for (const { field, message } of taxReportFieldNameIssues(names)) ctx.addIssue({ code: 'custom', path: [field], message });
+      })
       .default({}),
   })
   .prefault({});

@@ -1,6 +1,7 @@
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import cdkJson from '../../cdk.json';
 import { LOG_RETENTION_DAYS, loadStageConfig, parseStageSettings, StageConfigError } from '../../lib/config/stage';
+import { parseTaxReportFields } from '../../src/core/exports/formats/tax-report-fields';
 
 const BASE = { baseUrl: 'https://accounting.example.com/api/v1' };
 const COMPANY = '0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d';
@@ -79,6 +80,17 @@ describe('stage configuration', () => {
       'stages.dev.exports.taxReportFields.periodFinish',
     ],
     ['tax report name', { ...BASE, exports: { taxReportFields: { periodEnd: '' } } }, 'stages.dev.exports.taxReportFields.periodEnd'],
+    ['tax report pk', { ...BASE, exports: { taxReportFields: { periodEnd: 'pk' } } }, 'stages.dev.exports.taxReportFields.periodEnd'],
+    [
+      'tax report name twice',
+      { ...BASE, exports: { taxReportFields: { periodStart: 'date', periodEnd: 'date' } } },
+      'stages.dev.exports.taxReportFields.periodEnd',
+    ],
+    [
+      'tax report name of another',
+      { ...BASE, exports: { taxReportFields: { type: 'status' } } },
+      'stages.dev.exports.taxReportFields.type',
+    ],
     ['duplicate company', { ...BASE, companies: [{ companyId: COMPANY }, { companyId: COMPANY.toUpperCase() }] }, 'stages.dev.companies'],
     [
       'secret ARN',
@@ -101,6 +113,37 @@ describe('stage configuration', () => {
     const error = failure(() => load(settings));
     expect(error.field).toBe(field);
     expect(error.message).toContain(field);
+  });
+
+  it("refuses exactly the tax-report field names the export worker's environment refuses", () => {
+    const cases: Record<string, string | undefined>[] = [
+      { periodEnd: 'endDate', periodStart: 'startDate', createdAt: 'created' },
+      { periodEnd: 'periodStart', periodStart: 'startDate' },
+      { periodEnd: 'pk' },
+      { periodStart: 'date', periodEnd: 'date' },
+      { type: 'status' },
+      { status: 'constructor' },
+      { amountDue: 'x'.repeat(129) },
+    ];
+    for (const names of cases) {
+      const synthesizes = (() => {
+        try {
+          load({ ...BASE, exports: { taxReportFields: names } });
+          return true;
+        } catch {
+          return false;
+        }
+      })();
+      const starts = (() => {
+        try {
+          parseTaxReportFields(names);
+          return true;
+        } catch {
+          return false;
+        }
+      })();
+      expect({ names, synthesizes }).toEqual({ names, synthesizes: starts });
+    }
   });
 
   it('names the stage key when the stage is missing or unknown', () => {

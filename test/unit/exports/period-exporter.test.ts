@@ -273,6 +273,29 @@ describe('PeriodExporter', () => {
     expect(logger.entries().filter((e) => String(e.message).startsWith('records without a date'))).toEqual([]);
   });
 
+  it('reads an empty string under a configured name as no value: the next date places the report', async () => {
+    const raw = { pk: '3a3a3a3a-0000-4000-8000-00000000000d', endDate: '', startDate: '2026-10-01' };
+    const reports = [{ raw, parsed: taxReportSchema.parse(raw) } as ExportTaxReport];
+    const mapped = new PeriodExporter({
+      store,
+      clock,
+      logger,
+      toolVersion: '0.1.0',
+      taxReportFields: { periodEnd: 'endDate', periodStart: 'startDate' },
+    });
+    await mapped.run(request({ sources: { taxReports: asAsync(reports) }, datasets: ['tax_reports'], formats: ['jsonl'] }));
+    expect((await readManifest(dir, MANIFEST))!.datasets.tax_reports!.records).toBe(1);
+    await new PeriodExporter({
+      store,
+      clock,
+      logger,
+      toolVersion: '0.1.0',
+      taxReportFields: { periodEnd: 'endDate', periodStart: 'startDate' },
+    }).run(request({ period: '2026-09', sources: { taxReports: asAsync(reports) }, datasets: ['tax_reports'], formats: ['jsonl'] }));
+    const september = (await readManifest(dir, manifestKey(COMPANY, parsePeriod('2026-09'))))!;
+    expect(september.datasets.tax_reports!.records).toBe(0);
+  });
+
   it("names the service's field when a value under a configured name is malformed", async () => {
     const raw = { pk: '3a3a3a3a-0000-4000-8000-00000000000c', endDate: '28.10.2026' };
     const reports = [{ raw, parsed: taxReportSchema.parse(raw) } as ExportTaxReport];

@@ -25,12 +25,34 @@ describe("tax report fields: the service's names of ours", () => {
     expect(issuesOf(() => parseTaxReportFieldList('periodFinish=endDate'))).toEqual([
       { path: '', message: 'unknown field(s) periodFinish' },
     ]);
-    expect(issuesOf(() => parseTaxReportFieldList('periodEnd'))).toEqual([expect.objectContaining({ path: 'periodEnd' })]);
-    expect(issuesOf(() => parseTaxReportFieldList('periodEnd='))).toEqual([expect.objectContaining({ path: 'periodEnd=' })]);
+    expect(issuesOf(() => parseTaxReportFieldList('periodEnd'))).toEqual([expect.objectContaining({ path: 'pair 1' })]);
+    expect(issuesOf(() => parseTaxReportFieldList('periodEnd='))).toEqual([expect.objectContaining({ path: 'pair 1' })]);
     expect(issuesOf(() => parseTaxReportFields({ periodEnd: 'pk' }))).toEqual([expect.objectContaining({ path: 'periodEnd' })]);
     expect(issuesOf(() => parseTaxReportFields({ periodStart: 'date', periodEnd: 'date' }))).toEqual([
-      { path: 'periodEnd', message: 'date is already the name of periodStart' },
+      { path: 'periodEnd', message: 'the same service field as periodStart' },
     ]);
+  });
+
+  it('refuses a service field that would feed two of ours, counting a field left unmapped under its own name', () => {
+    expect(issuesOf(() => parseTaxReportFields({ type: 'status' }))).toEqual([
+      { path: 'type', message: 'the same service field as status' },
+    ]);
+    expect(issuesOf(() => parseTaxReportFields({ status: 'constructor' }))).toEqual([{ path: 'status', message: 'not a field name' }]);
+    // A swap is fine: each service field feeds one of ours.
+    expect(parseTaxReportFields({ periodEnd: 'periodStart', periodStart: 'periodEnd' })).toEqual({
+      periodEnd: 'periodStart',
+      periodStart: 'periodEnd',
+    });
+  });
+
+  it('names a pair by its position, never by its text, and refuses a field given twice or an empty list', () => {
+    expect(issuesOf(() => parseTaxReportFieldList('periodEnd=endDate,secret-looking-text'))).toEqual([
+      { path: 'pair 2', message: 'expected ours=theirs, e.g. periodEnd=endDate' },
+    ]);
+    expect(issuesOf(() => parseTaxReportFieldList('periodEnd=a,periodEnd=b'))).toEqual([
+      { path: 'pair 2', message: 'names a field given before' },
+    ]);
+    expect(issuesOf(() => parseTaxReportFieldList(','))).toEqual([expect.objectContaining({ path: 'pair 1' })]);
   });
 
   it('comes to the export function as EXPORT_TAX_REPORT_FIELDS, a JSON object; unset is our names, malformed is a ConfigError naming it', () => {

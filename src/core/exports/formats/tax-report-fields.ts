@@ -1,40 +1,26 @@
 import * as z from 'zod';
-import { TAX_REPORT_FIELDS, type TaxReportField, type TaxReportFieldNames } from '../../../../contract/exports';
+import { TAX_REPORT_FIELDS, taxReportFieldNameIssues, type TaxReportField, type TaxReportFieldNames } from '../../../../contract/exports';
 import { ignoredFieldsOf, taxReportSchema, type TaxReport } from '../../accounting-api';
 import { issuesFromZod, ValidationError } from '../../shared/errors';
 import { lazySchema } from '../../shared/lazy-schema';
 
 export { TAX_REPORT_FIELDS, type TaxReportField, type TaxReportFieldNames };
 
-/** A field name as a JSON object key may spell it; `pk` stays `pk` (the spec names it). */
-const fieldName = lazySchema(() =>
-  z
-    .string()
-    .min(1)
-    .max(128)
-    .refine((name) => name !== 'pk', 'pk is the report id (spec §2), not one of its fields'),
-);
-
 /**
- * The mapping of our tax-report fields to the service's names: keys among TAX_REPORT_FIELDS, each
- * service name used once. An empty mapping is no mapping.
+ * The mapping of our tax-report fields to the service's names: keys among TAX_REPORT_FIELDS, names
+ * of 1-128 characters, checked by contract's taxReportFieldNameIssues as the stage schema is. An
+ * empty mapping is no mapping.
  */
 export const taxReportFieldsSchema = lazySchema(() =>
   z
     .strictObject(
-      Object.fromEntries(TAX_REPORT_FIELDS.map((field) => [field, fieldName.optional()])) as Record<
+      Object.fromEntries(TAX_REPORT_FIELDS.map((field) => [field, z.string().min(1).max(128).optional()])) as Record<
         TaxReportField,
         z.ZodOptional<z.ZodString>
       >,
     )
     .superRefine((names, ctx) => {
-      const seen = new Map<string, string>();
-      for (const [ours, theirs] of Object.entries(names)) {
-        if (theirs === undefined) continue;
-        const other = seen.get(theirs);
-        if (other !== undefined) ctx.addIssue({ code: 'custom', path: [ours], message: `${theirs} is already the name of ${other}` });
-        seen.set(theirs, ours);
-      }
+      for (const { field, message } of taxReportFieldNameIssues(names)) ctx.addIssue({ code: 'custom', path: [field], message });
     }),
 );
 
@@ -43,18 +29,20 @@ export const taxReportFieldsSchema = lazySchema(() =>
  * mapping; ValidationError naming the pair or the field at fault.
  */
 export function parseTaxReportFieldList(text: string): TaxReportFieldNames {
-  const entries: [string, string][] = [];
-  for (const pair of text
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)) {
+  const names: Record<string, string> = {};
+  const pairs = text.split(',').map((s) => s.trim());
+  // Paths name a pair by its position, never by its text: the list is the operator's input.
+  pairs.forEach((pair, i) => {
     const at = pair.indexOf('=');
+    const ours = pair.slice(0, at).trim();
     if (at <= 0 || at === pair.length - 1) {
-      throw new ValidationError('tax report fields', [{ path: pair, message: 'expected ours=theirs, e.g. periodEnd=endDate' }]);
+      throw new ValidationError('tax report fields', [{ path: `pair ${i + 1}`, message: 'expected ours=theirs, e.g. periodEnd=endDate' }]);
     }
-    entries.push([pair.slice(0, at).trim(), pair.slice(at + 1).trim()]);
-  }
-  return parseTaxReportFields(Object.fromEntries(entries));
+    if (Object.hasOwn(names, ours))
+      throw new ValidationError('tax report fields', [{ path: `pair ${i + 1}`, message: 'names a field given before' }]);
+    names[ours] = pair.slice(at + 1).trim();
+  });
+  return parseTaxReportFields(names);
 }
 
 /** A mapping from configuration (the environment's JSON, cdk.json) checked; ValidationError names the field. */
@@ -72,7 +60,12 @@ export function parseTaxReportFields(value: unknown): TaxReportFieldNames {
 export function taxReportWithNames(raw: unknown, names: TaxReportFieldNames, index: number): TaxReport {
   const fields = (raw !== null && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
   const renamed: Record<string, unknown> = { pk: fields.pk };
-  for (const field of TAX_REPORT_FIELDS) renamed[field] = fields[names[field] ?? field];
+  for (const field of TAX_REPORT_FIELDS) {
+    const name = names[field] ?? field;
+    const value = Object.hasOwn(fields, name) ? fields[name] : undefined;
+    // An empty string under a named field is no value, as null is: it neither fails nor places.
+    renamed[field] = names[field] !== undefined && value === '' ? null : value;
+  }
   const parsed = taxReportSchema.safeParse(renamed);
   const id = typeof fields.pk === 'string' && fields.pk.length <= 64 ? fields.pk : `at position ${index}`;
   if (!parsed.success) {
