@@ -113,6 +113,11 @@ export function renderExport(out: Output, report: ExportReport): void {
   for (const c of report.companies) {
     if (c.manifestUrl) out.line(`  ${c.companyId}: ${c.manifestUrl}`);
     if (c.error) out.line(`! ${c.companyId}: ${c.error.message}`);
+    if (c.undatedTaxReports) {
+      out.line(
+        `  note: ${c.companyId}: ${c.undatedTaxReports} tax report(s) with no period or creation date acctops could read, kept in every month; if the service names them otherwise, see --tax-report-fields (docs/exports.md, "Tax reports of a period")`,
+      );
+    }
   }
   if (report.companies.some((c) => c.status === 'requested')) {
     out.line('Requested exports run in the deployed pipeline; `acctops --stack <stack> doctor` shows the last export of each company.');

@@ -50,6 +50,7 @@ function completed(summary: PeriodExportSummary): CompanyExportRow {
     runId: summary.runId,
     records: Object.fromEntries(Object.entries(summary.manifest.datasets).map(([name, d]) => [name, d.records])),
     totals: summary.manifest.datasets.transactions?.totals ?? [],
+    ...(summary.datasets.tax_reports?.undated ? { undatedTaxReports: summary.datasets.tax_reports.undated } : {}),
   };
 }
 

@@ -249,6 +249,8 @@ export interface CompanyExportRow {
   records?: Partial<Record<string, number>>;
   /** Transactions per currency and cashflow type, exact decimals. */
   totals?: AmountTotal[];
+  /** Tax reports kept in every month because no date of theirs could be read (docs/exports.md); absent when none. */
+  undatedTaxReports?: number;
   error?: { code: string; message: string; exitCode: number };
 }
 

@@ -118,9 +118,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
           },
         );
         expect(result.code).toBe(0);
-        return parseJson<{ companies: { records: Record<string, number> }[] }>(result).companies[0]!.records.tax_reports;
+        const row = parseJson<{ companies: { records: Record<string, number>; undatedTaxReports?: number }[] }>(result).companies[0]!;
+        return { records: row.records.tax_reports, undated: row.undatedTaxReports };
       };
-      expect(await run('named', names)).toBe(1);
+      expect(await run('named', names)).toEqual({ records: 1, undated: undefined });
       const manifestKey = `exports/company=${companyId}/period=${month}/_manifest.json`;
       const manifest = JSON.parse(await readFile(join(out.dir, 'named', manifestKey), 'utf8')) as {
         objects: { key: string; dataset: string }[];
@@ -134,7 +135,13 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(cell('period_end')!.slice(0, 7)).toBe(month);
       expect(cell('amount_due_minor')).toMatch(/^\d+$/);
       // Without the names, a service that spells them otherwise gets every report in every month.
-      expect(await run('unnamed', [])).toBe(dialect === 'minimal' ? 6 : 1);
+      expect(await run('unnamed', [])).toEqual(dialect === 'minimal' ? { records: 6, undated: 6 } : { records: 1, undated: undefined });
+      // The human report says it in a note that points at the flag.
+      const human = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--format', 'csv', '--out', 'unnamed'], {
+        ACCTOPS_API_KEY: key,
+      });
+      expect(human.stdout.includes('6 tax report(s) with no period or creation date')).toBe(dialect === 'minimal');
+      expect(human.stdout.includes('--tax-report-fields')).toBe(dialect === 'minimal');
 
       const bad = await acctops(['export', '--base-url', sandbox.baseUrl, '--tax-report-fields', 'periodFinish=endDate'], {
         ACCTOPS_API_KEY: key,

@@ -205,9 +205,13 @@ describe('PeriodExporter', () => {
     const raw = { pk: '3a3a3a3a-0000-4000-8000-00000000000a', startDate: '2026-05-01', endDate: '2026-05-31', created: '2026-06-10' };
     const undated: ExportTaxReport = { raw, parsed: taxReportSchema.parse(raw) };
     const reports = [taxReport(0), undated];
-    await exporter('run-1').run(request({ sources: { taxReports: asAsync(reports) }, datasets: ['tax_reports'], formats: ['jsonl'] }));
+    const summary = await exporter('run-1').run(
+      request({ sources: { taxReports: asAsync(reports) }, datasets: ['tax_reports'], formats: ['jsonl'] }),
+    );
     const manifest = (await readManifest(dir, MANIFEST))!;
     expect(manifest.datasets.tax_reports!.records).toBe(2);
+    // The summary says so too, for the CLI's report.
+    expect(summary.datasets.tax_reports).toMatchObject({ records: 2, undated: 1 });
     const warned = logger.entries().filter((e) => e.message === 'records without a date to place them in a month, kept in every month');
     expect(warned.map((e) => [e.level, e.dataset, e.records])).toEqual([['warn', 'tax_reports', 1]]);
   });
@@ -242,7 +246,8 @@ describe('PeriodExporter', () => {
       createdAt: 'created',
     } as const;
     const mapped = new PeriodExporter({ store, clock, logger, toolVersion: '0.1.0', runIds: () => 'run-1', taxReportFields: names });
-    await mapped.run(request({ sources: { taxReports: asAsync(reports) }, datasets: ['tax_reports'], formats: ['csv'] }));
+    const summary = await mapped.run(request({ sources: { taxReports: asAsync(reports) }, datasets: ['tax_reports'], formats: ['csv'] }));
+    expect(summary.datasets.tax_reports).not.toHaveProperty('undated');
     const manifest = (await readManifest(dir, MANIFEST))!;
     // October's folder holds the report whose period ends in October, not both.
     expect(manifest.datasets.tax_reports!.records).toBe(1);

@@ -63,6 +63,11 @@ export interface DatasetSummary {
   records: number;
   totals: AmountTotal[];
   objects: ManifestObject[];
+  /**
+   * Of `records`, those with no date to place them in a month, kept in every month's export (tax
+   * reports whose period the service names otherwise: `taxReportFields`); absent when none.
+   */
+  undated?: number;
 }
 
 export interface PeriodExportSummary {
@@ -217,7 +222,12 @@ export class PeriodExporter {
         datasets: Object.fromEntries(
           [...results].map(([d, r]) => [
             d,
-            { records: r.records, totals: r.totals, objects: manifest.objects.filter((o) => o.dataset === d) },
+            {
+              records: r.records,
+              totals: r.totals,
+              objects: manifest.objects.filter((o) => o.dataset === d),
+              ...(r.undated > 0 ? { undated: r.undated } : {}),
+            },
           ]),
         ),
         carriedOver,
@@ -380,7 +390,7 @@ export class PeriodExporter {
       logger.info('records serialised for JSONL', { dataset: job.dataset, records: serialised });
     }
     logger.info('dataset exported', { dataset: job.dataset, records, objects: objects.length });
-    return { records, totals: totals?.result() ?? [], objects };
+    return { records, totals: totals?.result() ?? [], objects, undated };
   }
 
   /**
@@ -413,6 +423,7 @@ interface DatasetResult {
   records: number;
   totals: AmountTotal[];
   objects: ManifestObject[];
+  undated: number;
 }
 
 const TABLES: Record<DatasetName, Table<never>> = {
