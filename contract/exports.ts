@@ -137,24 +137,34 @@ export type TaxReportFieldNames = Readonly<Partial<Record<TaxReportField, string
 
 /**
  * What is wrong with a mapping of tax-report field names, as `{ field, message }` (messages never
- * repeat a name): the stage schema (lib) and the worker's environment (src) both refuse with it,
- * so a cdk.json that synthesizes never fails the worker's cold start. A service name may feed one
- * field of ours only, counting each field left unmapped under its own name; `pk` is the report's
- * id; the names of Object.prototype are no field names.
+ * repeat a name): the stage schema (lib) and the worker's environment (src) both check with it, so
+ * a cdk.json that synthesizes never fails the worker's cold start. An object of our fields (keys
+ * among TAX_REPORT_FIELDS) to names of 1-128 characters; a service name may feed one field of ours
+ * only, counting each field left unmapped under its own name; `pk` is the report's id; the names of
+ * Object.prototype are no field names.
  */
-export function taxReportFieldNameIssues(names: Readonly<Record<string, string | undefined>>): { field: string; message: string }[] {
+export function taxReportFieldNameIssues(value: unknown): { field: string; message: string }[] {
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return [{ field: '', message: 'expected an object of ours: theirs' }];
+  const names = value as Record<string, unknown>;
   const issues: { field: string; message: string }[] = [];
+  for (const [field, name] of Object.entries(names)) {
+    if (!(TAX_REPORT_FIELDS as readonly string[]).includes(field)) issues.push({ field, message: 'not a tax-report field of ours' });
+    else if (typeof name !== 'string' || name.length === 0 || name.length > 128)
+      issues.push({ field, message: 'expected a name of 1-128 characters' });
+  }
+  if (issues.length > 0) return issues;
   const readBy = new Map<string, string>();
   for (const field of TAX_REPORT_FIELDS) {
-    const name = names[field] ?? field;
-    if (names[field] !== undefined && name === 'pk')
-      issues.push({ field, message: 'pk is the report id (spec §2), not one of its fields' });
-    else if (names[field] !== undefined && name in Object.prototype) issues.push({ field, message: 'not a field name' });
+    const mapped = names[field] as string | undefined;
+    const name = mapped ?? field;
+    if (mapped === 'pk') issues.push({ field, message: 'pk is the report id (spec §2), not one of its fields' });
+    else if (mapped !== undefined && name in Object.prototype) issues.push({ field, message: 'not a field name' });
     const other = readBy.get(name);
     if (other !== undefined)
       issues.push({
-        field: names[field] !== undefined ? field : other,
-        message: `the same service field as ${names[field] !== undefined ? other : field}`,
+        field: mapped !== undefined ? field : other,
+        message: `the same service field as ${mapped !== undefined ? other : field}`,
       });
     else readBy.set(name, field);
   }

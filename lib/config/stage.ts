@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { TAX_REPORT_FIELDS, taxReportFieldNameIssues, type TaxReportField } from '../../contract/exports';
+import { taxReportFieldNameIssues, type TaxReportFieldNames } from '../../contract/exports';
 
 /**
  * Typed stage settings. `cdk.json` holds one entry per stage under the context key `stages`; the
@@ -127,17 +127,14 @@ const exportsSchema = z
      * @default {} (our sandbox's names: periodStart, periodEnd, createdAt, …)
      */
     taxReportFields: z
-      .strictObject(
-        Object.fromEntries(TAX_REPORT_FIELDS.map((field) => [field, z.string().min(1).max(128).optional()])) as Record<
-          TaxReportField,
-          z.ZodOptional<z.ZodString>
-        >,
-      )
+      .unknown()
+      .default({})
       // The worker's environment schema runs the same check: what synthesizes also starts.
-      .superRefine((names, ctx) => {
-        for (const { field, message } of taxReportFieldNameIssues(names)) ctx.addIssue({ code: 'custom', path: [field], message });
-      })
-      .default({}),
+      .transform((value, ctx): TaxReportFieldNames => {
+        for (const { field, message } of taxReportFieldNameIssues(value))
+          ctx.addIssue({ code: 'custom', path: field ? [field] : [], message });
+        return value as TaxReportFieldNames;
+      }),
   })
   .prefault({});
 

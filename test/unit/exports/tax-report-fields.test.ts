@@ -23,7 +23,7 @@ describe("tax report fields: the service's names of ours", () => {
 
   it('names what is wrong: a field of ours it does not know, a pair without =, pk, one name for two fields', () => {
     expect(issuesOf(() => parseTaxReportFieldList('periodFinish=endDate'))).toEqual([
-      { path: '', message: 'unknown field(s) periodFinish' },
+      { path: 'periodFinish', message: 'not a tax-report field of ours' },
     ]);
     expect(issuesOf(() => parseTaxReportFieldList('periodEnd'))).toEqual([expect.objectContaining({ path: 'pair 1' })]);
     expect(issuesOf(() => parseTaxReportFieldList('periodEnd='))).toEqual([expect.objectContaining({ path: 'pair 1' })]);

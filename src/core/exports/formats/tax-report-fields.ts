@@ -7,21 +7,14 @@ import { lazySchema } from '../../shared/lazy-schema';
 export { TAX_REPORT_FIELDS, type TaxReportField, type TaxReportFieldNames };
 
 /**
- * The mapping of our tax-report fields to the service's names: keys among TAX_REPORT_FIELDS, names
- * of 1-128 characters, checked by contract's taxReportFieldNameIssues as the stage schema is. An
- * empty mapping is no mapping.
+ * The mapping of our tax-report fields to the service's names, checked by contract's
+ * taxReportFieldNameIssues as the stage schema is. An empty mapping is no mapping.
  */
 export const taxReportFieldsSchema = lazySchema(() =>
-  z
-    .strictObject(
-      Object.fromEntries(TAX_REPORT_FIELDS.map((field) => [field, z.string().min(1).max(128).optional()])) as Record<
-        TaxReportField,
-        z.ZodOptional<z.ZodString>
-      >,
-    )
-    .superRefine((names, ctx) => {
-      for (const { field, message } of taxReportFieldNameIssues(names)) ctx.addIssue({ code: 'custom', path: [field], message });
-    }),
+  z.unknown().transform((value, ctx): TaxReportFieldNames => {
+    for (const { field, message } of taxReportFieldNameIssues(value)) ctx.addIssue({ code: 'custom', path: field ? [field] : [], message });
+    return value as TaxReportFieldNames;
+  }),
 );
 
 /**
