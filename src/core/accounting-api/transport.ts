@@ -23,7 +23,7 @@ export interface TransportRequest {
    * Called at most once, with the first bytes of a 2xx body as they arrive, before the rest is
    * read: a list reads its `next` there and requests the following page while this body is still
    * arriving and being parsed (pagination.ts). A transport may never call it; nothing depends on it
-   * but speed. It must not throw.
+   * but speed, so the default transport ignores a hook that throws.
    */
   onBodyStart?: (head: Uint8Array) => void;
 }
