@@ -40,8 +40,12 @@ export interface Page<T> {
 export interface ListSource<T> {
   baseUrl: URL;
   firstUrl: URL;
-  /** `onBodyStart` as TransportRequest.onBodyStart: the list reads the body's first bytes for `next`. */
-  fetch(url: URL, onBodyStart?: (head: Uint8Array) => void): Promise<ApiResponse>;
+  /**
+   * `onBodyStart` as TransportRequest.onBodyStart: the list reads the body's first bytes for `next`.
+   * `wanted` as Operation.wanted: false once the list will not read the answer, so that a failed
+   * attempt is not retried.
+   */
+  fetch(url: URL, onBodyStart?: (head: Uint8Array) => void, wanted?: () => boolean): Promise<ApiResponse>;
   itemSchema: z.ZodType<T>;
   /**
    * The answer may be the item itself instead of a list envelope (spec §4.2: `GET /companies/`
@@ -111,7 +115,9 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
    * raised when its page is due; until then it is marked handled, so that a slow consumer does not
    * turn it into an unhandled rejection. A consumer that stops early waits for every request sent
    * to settle (outcomes dropped): nothing is left running after the list (a Lambda invocation must
-   * not leave a request, or its retries, to the next one).
+   * not leave a request, or its retries, to the next one). A request whose answer the list will not
+   * read (a dropped early request, or any request in flight when the consumer stops) is not
+   * retried: its wait is the attempt under way, never a Retry-After.
    */
   async *pages(): AsyncGenerator<Page<T>, void, undefined> {
     const { source } = this;
@@ -130,6 +136,12 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     let noEarly = false;
     /** Requests sent and no longer wanted: awaited before the list ends. */
     const dropped: Promise<unknown>[] = [];
+    /** Whether the list still reads each request's answer (ListSource.fetch's `wanted`). */
+    const reading = new WeakMap<Promise<ApiResponse>, { wanted: boolean }>();
+    const unwant = (response: Promise<ApiResponse> | undefined): void => {
+      const flag = response && reading.get(response);
+      if (flag) flag.wanted = false;
+    };
     // Runs while the page after the last one parsed (page pagesRead + 1, at `url`) is arriving.
     const onBodyStart = (head: Uint8Array): void => {
       // Page 1: its length, which bounds the number of pages, is not known yet.
@@ -147,7 +159,9 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
       claimed.response = send(target);
     };
     const send = (next: URL): Promise<ApiResponse> => {
-      const response = source.fetch(next, source.single ? undefined : onBodyStart);
+      const flag = { wanted: true };
+      const response = source.fetch(next, source.single ? undefined : onBodyStart, () => flag.wanted);
+      reading.set(response, flag);
       response.catch(() => undefined);
       return response;
     };
@@ -184,6 +198,7 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
           }
         }
         if (early?.response !== undefined && early.response !== pending) {
+          unwant(early.response);
           dropped.push(early.response);
           noEarly = true;
         }
@@ -199,6 +214,8 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     } finally {
       // Only after an early stop (or a failure) is a request still in flight here.
       noEarly = true;
+      unwant(pending);
+      unwant(early?.response);
       await Promise.allSettled([pending, early?.response, ...dropped]);
     }
     // A count that changed between pages means the list moved under us (offset pages may then

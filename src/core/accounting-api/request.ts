@@ -52,6 +52,12 @@ export interface Operation {
   errorContext?: ErrorContextKind;
   /** See TransportRequest.onBodyStart: handed to the transport on every attempt. */
   onBodyStart?: (head: Uint8Array) => void;
+  /**
+   * Whether the caller still wants the answer, asked when an attempt fails. Once it says no, the
+   * failure is final: no retry (nor its sleep) and no re-authentication for an answer nobody reads,
+   * such as a list's request for a page after the consumer stopped.
+   */
+  wanted?: () => boolean;
 }
 
 export interface EngineSettings {
@@ -149,6 +155,7 @@ export class RequestEngine {
       );
       if (!(outcome instanceof AccountingApiError)) return this.success(outcome, request, credential);
       const error = outcome;
+      if (operation.wanted?.() === false) throw error;
 
       if (error instanceof AuthenticationError && !reauthenticated && settings.credentials.onAuthenticationError) {
         reauthenticated = true;
@@ -217,8 +224,8 @@ export class RequestEngine {
     return new PaginatedList<T>({
       baseUrl: settings.baseUrl,
       firstUrl: this.url(operation.path, { ...operation.query, [operation.pageSizeParam]: pageSize }),
-      fetch: (url, onBodyStart) =>
-        this.send({ method: 'GET', url, auth: 'bearer', safety: 'idempotent', pathCompany: operation.pathCompany, onBodyStart }),
+      fetch: (url, onBodyStart, wanted) =>
+        this.send({ method: 'GET', url, auth: 'bearer', safety: 'idempotent', pathCompany: operation.pathCompany, onBodyStart, wanted }),
       itemSchema: operation.itemSchema,
       fastParse: operation.fastParse,
       single: operation.single,

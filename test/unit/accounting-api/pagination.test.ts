@@ -243,6 +243,35 @@ describe('pagination', () => {
       expect(fake.requests).toHaveLength(2);
     });
 
+    it('does not retry the request in flight when the consumer stops early', async () => {
+      const { client, fake } = setup(async (_request, url) => {
+        if (url.searchParams.get('page') !== '2') {
+          return json(200, { count: 2, next: `${BASE_URL}/accounting/transactions/?page=2`, previous: null, results: [transaction(1)] });
+        }
+        await new Promise((resolve) => setImmediate(resolve));
+        return apiError(503, 'api_error', 'service_unavailable', {}, { 'retry-after': '5' });
+      });
+      for await (const item of client.transactions.list()) {
+        if (item.parsed.publicId) break;
+      }
+      expect(fake.requests.map((r) => new URL(r.url).searchParams.get('page'))).toEqual([null, '2']);
+    });
+
+    it('still retries the request for the next page while the consumer reads on', async () => {
+      let failures = 1;
+      const { client, fake } = setup((_request, url) => {
+        if (url.searchParams.get('page') !== '2') {
+          return json(200, { count: 2, next: `${BASE_URL}/accounting/transactions/?page=2`, previous: null, results: [transaction(1)] });
+        }
+        if (failures-- > 0) return apiError(503, 'api_error', 'service_unavailable');
+        return json(200, { count: 2, next: null, previous: null, results: [transaction(2)] });
+      });
+      const read: string[] = [];
+      for await (const item of client.transactions.list()) read.push(item.parsed.publicId);
+      expect(read).toEqual([transaction(1).publicId, transaction(2).publicId]);
+      expect(fake.requests).toHaveLength(3);
+    });
+
     it('does not turn a failure of the page fetched ahead into an unhandled rejection while the consumer is busy', async () => {
       const { client } = setup((_request, url) =>
         url.searchParams.get('page') === '2'
@@ -339,6 +368,38 @@ describe('pagination', () => {
       expect(droppedSettled).toBe(true);
       // After the wrong guess, page 5 waits for page 4 to be read, as without early requests.
       expect(log.indexOf('sent 5')).toBeGreaterThan(log.indexOf('read 4'));
+    });
+
+    it('does not retry a dropped early request that fails: one attempt, no Retry-After wait, and the list goes on', async () => {
+      const log: string[] = [];
+      const clock = ManualClock.autoAdvancing();
+      const page = (n: number, next: string | null) =>
+        rawPage(JSON.stringify({ count: 4, next, previous: null, results: [transaction(n)] }));
+      const { client, logger } = setup(
+        streamed(async (_request, url) => {
+          switch (pageOf(url)) {
+            case '1':
+              return page(1, linkTo(2));
+            case '2':
+              return rawPage(`{"count":4,"next":"${linkTo(3)}","results":[${JSON.stringify(transaction(2))}],"next":"${linkTo(4)}"}`);
+            case '3':
+              // Rate limited: a wanted request would sleep 30 s and try again, up to four times.
+              return apiError(429, 'rate_limit_error', 'rate_limited', {}, { 'retry-after': '30' });
+            case '4':
+              return page(4, null);
+            default:
+              throw new Error(`unexpected page ${pageOf(url)}`);
+          }
+        }, log),
+        { clock },
+      );
+      const started = clock.now();
+      const read: string[] = [];
+      for await (const item of client.transactions.list()) read.push(item.parsed.publicId);
+      expect(read).toEqual([1, 2, 4].map((n) => transaction(n).publicId));
+      expect(log.filter((e) => e === 'sent 3')).toHaveLength(1);
+      expect(clock.now() - started).toBeLessThan(30_000);
+      expect(logger.entries().filter((e) => e.message === 'accounting api request will be retried')).toEqual([]);
     });
 
     it('sends nothing early for a next it would refuse; the parsed page raises the refusal after the page before it', async () => {
