@@ -42,11 +42,13 @@ async function main(): Promise<number> {
   const opts = program.opts<{ reset?: boolean; stateDir: string; verbose?: boolean; dialect?: string }>();
   // Resolved, an empty directory is the cwd: the state files (credentials) would land among the user's files.
   if (opts.stateDir.trim() === '') {
-    process.stderr.write('demo: error: --state-dir (or ACCTOPS_STATE_DIR) is empty\n');
+    process.stderr.write(
+      'acctops: error: --state-dir (or ACCTOPS_STATE_DIR) is empty (name a directory, or leave both unset for .acctops)\n',
+    );
     return 2;
   }
   if (opts.dialect !== undefined && !(DIALECTS as readonly string[]).includes(opts.dialect)) {
-    process.stderr.write(`demo: error: --dialect must be one of ${DIALECTS.join(', ')}\n`);
+    process.stderr.write(`acctops: error: --dialect must be one of ${DIALECTS.join(', ')} (run \`npm start -- --help\`)\n`);
     return 2;
   }
   try {

@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { AuthenticationError, KeyRevokedError } from '../src/core/accounting-api';
 import { parseCompanyKeySecret } from '../src/core/api-keys';
 import { SecretStage } from '../src/core/ports/secrets';
@@ -8,7 +8,7 @@ import { renderRotate } from './commands/keys';
 import { renderRefresh } from './commands/tokens';
 import { iso } from './format';
 import { withLocalWorld, type LocalWorld } from './local/local-world';
-import { resetStateDir } from './local/state-dir';
+import { DEFAULT_STATE_DIR, resetStateDir } from './local/state-dir';
 import { exportLocal } from './operations/export-run';
 import { refreshDueLocal, rotateLocal } from './operations/local-operations';
 import type { ExportReport, RefreshReport, RevokedKey, RotateReport } from './operations/operations';
@@ -109,7 +109,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     out.line('Done. Where things are:');
     out.line(`  exports       ${exportsDir}/company=<id>/period=${exports.month}/ (_manifest.json lists every file with its SHA-256)`);
     out.line(`  local state   ${world.stateDir} (tokens.json, secrets.json, sandbox.json: mode 0600, they hold credentials)`);
-    out.line('  next          npx acctops users list | npx acctops keys status | npx acctops doctor | npx acctops --help');
+    // The CLI finds this state only where it looks by default; elsewhere each command must name it.
+    const cli = `npx acctops${world.stateDir === resolve(DEFAULT_STATE_DIR) ? '' : ` --state-dir ${shellQuote(world.stateDir)}`}`;
+    out.line(`  next          ${cli} users list | ${cli} keys status | ${cli} doctor | npx acctops --help`);
     return {
       stateDir: world.stateDir,
       created: world.created,
@@ -182,4 +184,9 @@ async function passTime(world: LocalWorld, ms: number): Promise<{ refresh: Refre
       refresh.counts[result as keyof RefreshReport['counts']] = (refresh.counts[result as keyof RefreshReport['counts']] ?? 0) + n;
   }
   return { refresh, revoked };
+}
+
+/** `text` as one word for a POSIX shell: as is when nothing in it is special, else single-quoted. */
+export function shellQuote(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
 }

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runDemo, type DemoReport } from '../../cli/demo';
+import { runDemo, shellQuote, type DemoReport } from '../../cli/demo';
 import type { SandboxStateSnapshot } from '../../sandbox';
 import { expectNoCanaries } from '../helpers/canary';
 import { cliEnv, runAcctops, tempStateDir, trackStateSecrets } from '../helpers/cli';
@@ -128,8 +128,18 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(stdout).toContain(`${dialect} dialect`);
       expect(stdout).toMatch(/RESULT +STATUS/);
       expect(stdout).toMatch(/Done\. Where things are:/);
+      // Not the directory the CLI looks in by default: the suggested commands name it.
+      expect(stdout).toContain(`next          npx acctops --state-dir ${shellQuote(state.dir)} users list | `);
       expect(stdout).toMatch(/Finished in \d+\.\d s\./);
       expect(stderr).toBe('');
     });
+  });
+});
+
+describe("shellQuote (the demo's suggested commands)", () => {
+  it('leaves a plain path alone and single-quotes one a shell would split or expand', () => {
+    expect(shellQuote('/tmp/state-1/.acctops')).toBe('/tmp/state-1/.acctops');
+    expect(shellQuote('/tmp/my state')).toBe("'/tmp/my state'");
+    expect(shellQuote("/tmp/it's $HOME")).toBe("'/tmp/it'\\''s $HOME'");
   });
 });
