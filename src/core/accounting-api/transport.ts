@@ -75,9 +75,11 @@ function classify(error: unknown): TransportFailure {
   if (error instanceof TransportFailure) return error;
   const name = (error as { name?: unknown } | null)?.name;
   if (name === 'TimeoutError') return new TransportFailure('timeout', { cause: error });
-  const cause = (error as { cause?: { code?: unknown; errors?: { code?: unknown }[] } } | null)?.cause;
+  const cause = (error as { cause?: { code?: unknown; message?: unknown; errors?: { code?: unknown }[] } } | null)?.cause;
   const codes = [cause?.code, ...(cause?.errors ?? []).map((e) => e.code)];
   if (codes.some((c) => typeof c === 'string' && NOT_SENT.has(c))) return new TransportFailure('refused', { cause: error });
+  // fetch refuses the Fetch standard's "bad ports" (1, 6000, …) before connecting, with no code.
+  if (cause?.message === 'bad port') return new TransportFailure('refused', { cause: error });
   return new TransportFailure('reset', { cause: error });
 }
 

@@ -85,6 +85,7 @@ describe('fetchTransport', () => {
     ['refused', fetchFailed(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))],
     ['refused', fetchFailed(Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' }))],
     ['refused', fetchFailed({ errors: [{ code: 'ECONNREFUSED' }, { code: 'ECONNREFUSED' }] })],
+    ['refused', fetchFailed(new Error('bad port'))],
     ['reset', fetchFailed(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }))],
     ['reset', new Error('something odd')],
     ['timeout', new DOMException('The operation was aborted due to timeout', 'TimeoutError')],
@@ -93,6 +94,11 @@ describe('fetchTransport', () => {
     expect(failure).toBeInstanceOf(TransportFailure);
     expect((failure as TransportFailure).kind).toBe(kind);
     expect((failure as TransportFailure).cause).toBe(error);
+  });
+
+  it("reports a port that fetch refuses to connect to (the Fetch standard's bad ports) as refused: nothing was sent", async () => {
+    // The real fetch: it refuses before connecting, so this needs no listener.
+    await expect(fetchTransport()({ ...request, url: 'http://127.0.0.1:1/api/v1/companies/' })).rejects.toMatchObject({ kind: 'refused' });
   });
 
   it('reports a body that breaks off as a reset: the request was processed', async () => {
