@@ -73,11 +73,16 @@ export function localCommand(host: CommandHost): Command {
 
   local
     .command('repair')
-    .description('Set aside the damaged state files that can be rebuilt (state.json, tokens.json, revocations.json) and rebuild them.')
+    .description(
+      'Set aside the damaged state files that can be rebuilt (state.json, tokens.json, revocations.json, companies.json) and rebuild them.',
+    )
     .action(
       host.run(async (session) => {
-        // The state directory's files, not a world (which would refuse them): in any mode.
-        const report = await (await import('../local/local-world.ts')).repairStateDir(session.stateDir, session.runtime.env);
+        // The state directory's files, not a world (which would refuse them), in any mode; a world only
+        // afterwards, to seed a companies.json it set aside.
+        const report = await (
+          await import('../local/local-world.ts')
+        ).repairStateDir(session.stateDir, session.runtime.env, session.out.logger());
         // What is left is the state directory's problem, as when a command meets it: configuration.
         if (report.unrepairable.length > 0) session.exitCode = ExitCode.config;
         session.out.result(report, () => {

@@ -3,6 +3,7 @@ import * as z from 'zod';
 import { AwsSecretProvisioner } from '../../src/adapters/aws/secret-provisioner';
 import { AwsSecretStore } from '../../src/adapters/aws/secrets-manager';
 import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
+import { FileRegistryTable, MemoryRegistryTable } from '../../src/adapters/local/file-company-registry';
 import { FileTokenStore } from '../../src/adapters/local/file-token-store';
 import { MemoryEventPublisher } from '../../src/adapters/local/memory-event-publisher';
 import { FileRevocationQueue, MemoryRevocationQueue } from '../../src/adapters/local/revocation-queue';
@@ -28,6 +29,8 @@ import {
   type InstitutionCredential,
 } from '../../src/core/credentials/institution-credential';
 import { institutionCredentialProvider } from '../../src/core/credentials/institution-provider';
+import { CompanyRegistry, type RegistryTable } from '../../src/core/companies/company-registry';
+import { FORMATS } from '../../src/core/exports/formats/datasets';
 import { checkHealth, type HealthReport } from '../../src/core/health/check-health';
 import { institutionCredentialProbe, serviceReachableProbe } from '../../src/core/health/probes';
 import { ValidationError, parseWith } from '../../src/core/shared/errors';
@@ -49,7 +52,7 @@ import { secretsSnapshotSchema } from '../../sandbox/secrets-manager';
  *
  *   sandbox.json  -> the embedded service (the sandbox, restored from its snapshot)
  *   secrets.json  -> the Secrets Manager emulator (restored), read through the real SDK adapter
- *   tokens.json, revocations.json, exports/ -> the local adapters, written as they change
+ *   tokens.json, revocations.json, companies.json, exports/ -> the local adapters, written as they change
  *
  * Everything runs the real use cases against real HTTP peers on 127.0.0.1, on one LocalClock.
  */
@@ -135,19 +138,29 @@ async function readStateFile<S extends z.ZodType>(
   }
 }
 
-/** Reads tokens.json or revocations.json through its store, which owns the file's schema. */
-export async function checkStoreFile(
-  stateDir: string,
-  file: 'tokens' | 'revocations',
-  read: () => Promise<unknown>,
-): Promise<DamagedStateFileError | undefined> {
-  try {
-    await read();
-    return undefined;
-  } catch (error) {
-    if (!(error instanceof ValidationError)) throw error;
-    return new DamagedStateFileError(file, statePath(stateDir, file), error);
+/**
+ * The state files a local adapter owns, each with one read through that adapter: the adapter holds
+ * the file's schema, so a read that fails validation is what a damaged file is.
+ */
+const STORE_FILES = {
+  tokens: (path: string) => new FileTokenStore({ path }).list({ limit: 1, cursor: null }),
+  revocations: (path: string) => new FileRevocationQueue({ path }).due(0),
+  // The file's own schema only: an entry that fails its schema is the registry's finding, not damage.
+  companies: (path: string) => new FileRegistryTable({ path }).scanPage({ cursor: null, limit: 1 }),
+} as const;
+
+/** The adapter-owned state files that do not parse (STORE_FILES), in a fixed order. */
+async function checkStoreFiles(stateDir: string): Promise<DamagedStateFileError[]> {
+  const found: DamagedStateFileError[] = [];
+  for (const [file, read] of Object.entries(STORE_FILES) as [keyof typeof STORE_FILES, (path: string) => Promise<unknown>][]) {
+    try {
+      await read(statePath(stateDir, file));
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      found.push(new DamagedStateFileError(file, statePath(stateDir, file), error));
+    }
   }
+  return found;
 }
 
 export class LocalWorld {
@@ -160,6 +173,8 @@ export class LocalWorld {
   readonly companyKeys: CompanyApiKeys;
   readonly tokens: FileTokenStore;
   readonly revocations: FileRevocationQueue | MemoryRevocationQueue;
+  /** The company registry's table: companies.json, or an empty stand-in when it is damaged (doctor only). */
+  readonly companies: RegistryTable;
   /** State files found damaged (doctor only, see LocalWorldOptions.tolerateDamage); they are not saved over. */
   readonly damaged: DamagedStateFileError[] = [];
   /** Exports land in the state directory: `<stateDir>/exports/company=…/period=…/`. */
@@ -194,6 +209,9 @@ export class LocalWorld {
     this.revocations = this.isDamaged('revocations')
       ? new MemoryRevocationQueue()
       : new FileRevocationQueue({ path: statePath(stateDir, 'revocations') });
+    this.companies = this.isDamaged('companies')
+      ? new MemoryRegistryTable()
+      : new FileRegistryTable({ path: statePath(stateDir, 'companies') });
     this.exportStore = new DirObjectStore(stateDir);
     this.graceMs = state.revocationGraceMinutes * 60_000;
     this.rotation = new KeyRotation({
@@ -256,14 +274,9 @@ export class LocalWorld {
           'run `acctops local reset --yes` to start again',
         );
       }
-      for (const [file, read] of [
-        ['tokens', () => new FileTokenStore({ path: statePath(stateDir, 'tokens') }).list({ limit: 1, cursor: null })],
-        ['revocations', () => new FileRevocationQueue({ path: statePath(stateDir, 'revocations') }).due(0)],
-      ] as const) {
-        const damage = await checkStoreFile(stateDir, file, read);
-        if (damage && !damaged) throw damage;
-        if (damage) damaged!.push(damage);
-      }
+      const storeDamage = await checkStoreFiles(stateDir);
+      if (storeDamage.length > 0 && !damaged) throw storeDamage[0];
+      damaged?.push(...storeDamage);
       // A damaged sandbox.json: an empty service stands in, so the doctor's probes fail and say so.
       sandbox = await startSandbox({
         port: 0,
@@ -406,6 +419,39 @@ export class LocalWorld {
     return { store: this.secrets, clientFor: (key) => this.clientForKey(key), clock: this.clock, logger: this.logger, metrics: noMetrics };
   }
 
+  /** The company registry over `companies` (inside the world's lock, so two commands never write it at once). */
+  registry(logger?: Logger): CompanyRegistry {
+    return new CompanyRegistry(this.companies, { defaultFormats: FORMATS, ...(logger ? { logger } : {}) });
+  }
+
+  /**
+   * Seeds a registry that has no `companies.json` with the companies whose key secrets the world
+   * holds (as the stack seeds cdk.json's companies); after that `acctops companies add|remove`
+   * decides. Every local command runs it when it opens the world, so `companies list` and `export`
+   * see the same companies from the first command on: seeded only by `export`, a `companies add`
+   * before it left the demo companies out of every export. `local repair` runs it after setting a
+   * damaged companies.json aside. Not with a damaged state file, whose empty stand-in would seed an
+   * empty registry for good. Returns the companies seeded; undefined when the file was there.
+   */
+  async seedRegistry(): Promise<string[] | undefined> {
+    if (this.damaged.length > 0) return undefined;
+    const present = await stat(statePath(this.stateDir, 'companies')).then(
+      () => true,
+      (error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return false;
+        throw error;
+      },
+    );
+    if (present) return undefined;
+    const registry = this.registry();
+    const seeded: string[] = [];
+    for await (const entry of this.directory.list()) {
+      await registry.add({ companyId: entry.companyId }, this.clock.now());
+      seeded.push(entry.companyId);
+    }
+    return seeded;
+  }
+
   /** The local stand-in for the one-time schedules: revokes the old keys whose grace period is over. */
   runDueRevocations(): Promise<DueRevocationsResult> {
     return runDueRevocations({ ...this.revokeDeps(), queue: this.revocations });
@@ -496,27 +542,29 @@ const REBUILT_AS: Record<'state' | 'tokens' | 'revocations', string> = {
   revocations: 'empty: `acctops doctor --repair` finds old keys whose revocation was lost',
 };
 
+/** What a set-aside companies.json costs, said wherever it is rebuilt. */
+const REGISTRY_LOSS =
+  'what `acctops companies add|remove` registered (companies without a key secret, formats, rotation days, removals) was lost with the damaged file: compare with it and redo those';
+
 /**
  * `acctops local repair`: each damaged state file that can be rebuilt is renamed to
  * `<file>.damaged-<time>` and rebuilt; sandbox.json and secrets.json cannot be (they are the service
- * and the keys) and are reported with their remedy. Holds the state directory's lock.
+ * and the keys) and are reported with their remedy. Holds the state directory's lock; a set-aside
+ * companies.json is then seeded again in a world of its own (LocalWorld.seedRegistry), which needs
+ * the service and the keys.
  */
-export async function repairStateDir(stateDir: string, env: NodeJS.ProcessEnv): Promise<RepairReport> {
+export async function repairStateDir(stateDir: string, env: NodeJS.ProcessEnv, logger: Logger): Promise<RepairReport> {
   const report: RepairReport = { stateDir, repaired: [], unrepairable: [] };
   if (!(await exists(stateDir))) return report;
   const unlock = await lockStateDir(stateDir);
+  let registrySetAside: RepairReport['repaired'][number] | undefined;
   try {
     const damaged: DamagedStateFileError[] = [];
     await readStateFile(stateDir, 'state', stateSchema, damaged);
     await readStateFile(stateDir, 'sandbox', sandboxSnapshotSchema, damaged);
     await readStateFile(stateDir, 'secrets', secretsSnapshotSchema, damaged);
-    const tokens = await checkStoreFile(stateDir, 'tokens', () =>
-      new FileTokenStore({ path: statePath(stateDir, 'tokens') }).list({ limit: 1, cursor: null }),
-    );
-    const revocations = await checkStoreFile(stateDir, 'revocations', () =>
-      new FileRevocationQueue({ path: statePath(stateDir, 'revocations') }).due(0),
-    );
-    for (const d of [...damaged, ...(tokens ? [tokens] : []), ...(revocations ? [revocations] : [])]) {
+    damaged.push(...(await checkStoreFiles(stateDir)));
+    for (const d of damaged) {
       if (d.file === 'sandbox' || d.file === 'secrets') {
         report.unrepairable.push({ file: d.path, remedy: d.hint ?? '' });
         continue;
@@ -524,16 +572,37 @@ export async function repairStateDir(stateDir: string, env: NodeJS.ProcessEnv): 
       const keptAs = `${d.path}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
       await rename(d.path, keptAs);
       // tokens.json and revocations.json: absent means empty to their stores.
+      if (d.file === 'companies') {
+        registrySetAside = { file: d.path, keptAs, rebuiltAs: '' };
+        report.repaired.push(registrySetAside);
+        continue;
+      }
       // The dialect is not in the other files: a state created with --dialect minimal needs ACCTOPS_DIALECT=minimal here.
       const dialect = dialectFromEnv(env);
       if (d.file === 'state') await writePrivateJsonFile(d.path, defaultLocalState(dialect));
       const rebuiltAs = d.file === 'state' ? `${REBUILT_AS.state}, the ${dialect} dialect (ACCTOPS_DIALECT)` : REBUILT_AS[d.file];
       report.repaired.push({ file: d.path, keptAs, rebuiltAs });
     }
-    return report;
   } finally {
     await unlock();
   }
+  if (registrySetAside) registrySetAside.rebuiltAs = await reseedRegistry(stateDir, env, logger, report.unrepairable.length === 0);
+  return report;
+}
+
+/**
+ * Seeds companies.json again from the key secrets, as for a new state. Only in a complete state: a
+ * world opened without sandbox.json or secrets.json would be a new one, provisioned over the old.
+ */
+async function reseedRegistry(stateDir: string, env: NodeJS.ProcessEnv, logger: Logger, intact: boolean): Promise<string> {
+  const complete = intact && (await exists(statePath(stateDir, 'sandbox'))) && (await exists(statePath(stateDir, 'secrets')));
+  if (!complete) return `not yet: the first command that can open the state seeds it from the company key secrets; ${REGISTRY_LOSS}`;
+  // The institution credential plays no part in seeding: a malformed override must not stop the repair.
+  const { ACCTOPS_INSTITUTION: _ignored, ...worldEnv } = env;
+  const seeded = await withLocalWorld({ stateDir, logger, env: worldEnv }, (world) => world.seedRegistry());
+  const companies =
+    seeded === undefined ? 'as another command already did' : `with the ${seeded.length} company(ies) whose key secrets the state holds`;
+  return `seeded ${companies}; ${REGISTRY_LOSS}`;
 }
 
 /** ACCTOPS_INSTITUTION that does not parse is configuration (exit 3), named, never echoed. */

@@ -38,11 +38,13 @@ export function statePath(stateDir: string, file: keyof typeof STATE_FILES): str
  * What each state file's loss costs, and so what `acctops local repair` can rebuild. tokens.json and
  * revocations.json are rebuilt empty (the service still knows the users and keys: `users onboard`
  * retrieves a user's tokens again, `doctor --repair` finds old keys whose revocation was lost);
- * state.json is rebuilt with its defaults. sandbox.json and secrets.json hold the service and the
- * keys themselves: only `local reset` (which keeps nothing) recovers from their loss.
+ * state.json is rebuilt with its defaults; companies.json is seeded again from the company key
+ * secrets, as for a new state (what `companies add|remove` changed since is lost with it).
+ * sandbox.json and secrets.json hold the service and the keys themselves: only `local reset`
+ * (which keeps nothing) recovers from their loss.
  */
-export const REPAIRABLE_STATE_FILES = ['state', 'tokens', 'revocations'] as const;
-export type StateFileName = 'state' | 'sandbox' | 'secrets' | 'tokens' | 'revocations';
+export const REPAIRABLE_STATE_FILES = ['state', 'tokens', 'revocations', 'companies'] as const;
+export type StateFileName = 'state' | 'sandbox' | 'secrets' | 'tokens' | 'revocations' | 'companies';
 
 /** A state file that exists but does not parse: the state directory is wrong, not the command. */
 export class DamagedStateFileError extends CliError {

@@ -21,7 +21,7 @@ import type { LocalWorld } from '../local/local-world';
 import { activeCompanyPages } from '../../src/core/companies/company-registry';
 import { TOOL_VERSION } from '../version';
 import type { CompanyExportRow, CompanyProgress, ExportHealth, ExportReport, OperationsContext } from './operations';
-import { localRegistry, refuseFutureMonth, seedLocalRegistry } from './shared';
+import { refuseFutureMonth } from './shared';
 
 /**
  * What `export` (and the doctor's export check) run: the exports use cases and the stores, which
@@ -113,10 +113,10 @@ async function exportCompany(run: ExportRun, companyId: string, credentials: Cre
   return outcome.status === 'completed' ? completed(outcome.summary) : failed(companyId, outcome.error);
 }
 
-/** The local registry's active companies, a page at a time (seeded first if the state has none: seedLocalRegistry). */
+/** The local registry's active companies, a page at a time (seeded first if the state has none: LocalWorld.seedRegistry). */
 async function registeredCompanies(world: LocalWorld): Promise<string[]> {
-  await seedLocalRegistry(world);
-  const registry = localRegistry(world.stateDir);
+  await world.seedRegistry();
+  const registry = world.registry();
   const companies: string[] = [];
   for await (const page of activeCompanyPages(registry)) {
     for (const finding of page.skipped) world.logger.warn('company registry item skipped', { key: finding.key, issues: finding.issues });

@@ -28,8 +28,6 @@ import {
   findingsOf,
   listCompanies,
   listUsers,
-  localRegistry,
-  seedLocalRegistry,
   REFRESH_MARGIN_MS,
   refuseFutureMonth,
   registryHealth,
@@ -55,14 +53,14 @@ export class LocalOperations implements Operations {
     const { context } = this;
     return withLocalWorld({ stateDir: context.stateDir, logger: context.out.logger(), env: context.env, ...options }, async (world) => {
       if (world.created) context.out.note(`acctops: created the local state in ${world.stateDir} (embedded sandbox with demo data)`);
-      await seedLocalRegistry(world);
+      await world.seedRegistry();
       return work(world);
     });
   }
 
   /** `<stateDir>/companies.json`, inside the world's lock, so two commands never write it at once. */
   private registry<T>(work: (registry: CompanyRegistry, now: number) => Promise<T>): Promise<T> {
-    return this.world((world) => work(localRegistry(world.stateDir, this.context.out.logger()), world.clock.now()));
+    return this.world((world) => work(world.registry(this.context.out.logger()), world.clock.now()));
   }
 
   onboardUser(input: OnboardInput) {
@@ -102,7 +100,7 @@ export class LocalOperations implements Operations {
   }
 
   installCompanyKey(companyId: string, apiKey: string) {
-    return this.world((world) => installKey(localKeyContext(world), localRegistry(world.stateDir), companyId, apiKey));
+    return this.world((world) => installKey(localKeyContext(world), world.registry(), companyId, apiKey));
   }
 
   setInstitutionSecret(value: string | undefined) {
@@ -132,7 +130,7 @@ export class LocalOperations implements Operations {
   removeCompany(companyId: string, options: { recoveryDays: number }) {
     return this.world((world) =>
       removeCompany(
-        localRegistry(world.stateDir),
+        world.registry(),
         world.clock.now(),
         () => ({ stage: 'local', lifecycle: world.secretLifecycle() }),
         companyId,
@@ -143,7 +141,7 @@ export class LocalOperations implements Operations {
 
   restoreCompany(companyId: string) {
     return this.world((world) =>
-      restoreCompany(localRegistry(world.stateDir), world.clock.now(), () => Promise.resolve(localKeyContext(world)), companyId),
+      restoreCompany(world.registry(), world.clock.now(), () => Promise.resolve(localKeyContext(world)), companyId),
     );
   }
 
@@ -325,7 +323,7 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
     tokens,
     rotations: { companies: rotations.companies, findings: rotations.findings },
     exports,
-    registry: await registryHealth(localRegistry(world.stateDir)),
+    registry: world.isDamaged('companies') ? { skipped: 'companies.json is damaged' } : await registryHealth(world.registry()),
     revokedKeys: revoked,
     damagedStateFiles,
   };

@@ -1,4 +1,3 @@
-import { stat } from 'node:fs/promises';
 import {
   parseCompanyKeySecret,
   revokeApiKey,
@@ -6,7 +5,6 @@ import {
   type RevocationOutcome,
   type RevokeDeps,
 } from '../../src/core/api-keys';
-import { FileRegistryTable } from '../../src/adapters/local/file-company-registry';
 import { CompanyRegistry, type RegisteredCompany, type RegistryTable } from '../../src/core/companies/company-registry';
 import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/formats/period';
 import { FORMATS } from '../../src/core/exports/formats/datasets';
@@ -15,8 +13,6 @@ import type { Logger } from '../../src/core/shared/logger';
 import { isDue, type TokenStore, type TokenSummary } from '../../src/core/tokens/token-store';
 import { CliConfigError, UsageError } from '../errors';
 import { iso } from '../format';
-import type { LocalWorld } from '../local/local-world';
-import { statePath } from '../local/state-dir';
 import {
   isSkipped,
   type CompanyList,
@@ -102,36 +98,9 @@ export function revokedKeys(result: DueRevocationsResult): RevokedKey[] {
 
 // Companies
 
-/** The registry over a table: `<stateDir>/companies.json` locally, the stack's table in AWS mode. */
+/** The registry over the stack's table (AWS mode; the local mode's is LocalWorld.registry). */
 export function companyRegistry(table: RegistryTable, logger?: Logger): CompanyRegistry {
   return new CompanyRegistry(table, { defaultFormats: FORMATS, ...(logger ? { logger } : {}) });
-}
-
-/** The local mode's registry, `<stateDir>/companies.json` (used inside the world's lock). */
-export function localRegistry(stateDir: string, logger?: Logger): CompanyRegistry {
-  return companyRegistry(new FileRegistryTable({ path: statePath(stateDir, 'companies') }), logger);
-}
-
-/**
- * Seeds a state directory's registry that has no `companies.json` with the companies whose key
- * secrets the world holds (as the stack seeds cdk.json's companies); after that `acctops companies
- * add|remove` decides. Every local command runs it when it opens the world, so `companies list`
- * and `export` see the same companies from the first command on: seeded only by `export`, a
- * `companies add` before it left the demo companies out of every export. Not with a damaged state
- * file, whose empty stand-in would seed an empty registry for good.
- */
-export async function seedLocalRegistry(world: LocalWorld): Promise<void> {
-  if (world.damaged.length > 0) return;
-  const exists = await stat(statePath(world.stateDir, 'companies')).then(
-    () => true,
-    (error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return false;
-      throw error;
-    },
-  );
-  if (exists) return;
-  const registry = localRegistry(world.stateDir);
-  for await (const entry of world.directory.list()) await registry.add({ companyId: entry.companyId }, world.clock.now());
 }
 
 export function companyRow(c: RegisteredCompany): CompanyRow {

@@ -35,6 +35,7 @@ interface Case {
 interface DoctorJson {
   health: { probes: { name: string; ok: boolean }[] };
   tokens: { skipped?: string; total?: number };
+  registry: { skipped?: string; companies?: number };
   exports: { companies: unknown[] };
   findings: string[];
 }
@@ -73,6 +74,13 @@ describe('acctops exit codes: the README table holds', () => {
       args: ['users', 'list'],
       setup: async (dir) => writeFile(join(dir, 'tokens.json'), '{"format": "acctops.tokens", "records": '),
       stderr: /tokens\.json is damaged.*acctops local repair/,
+    },
+    {
+      why: 'a damaged companies.json (names the file and the remedy), for every command that opens the state',
+      code: 3,
+      args: ['export', '--month', '2026-10'],
+      setup: async (dir) => writeFile(join(dir, 'companies.json'), '{bad'),
+      stderr: /companies\.json is damaged.*acctops local repair/,
     },
     {
       why: 'a damaged secrets.json (names the file; only a reset helps)',
@@ -160,6 +168,19 @@ describe('acctops exit codes: the README table holds', () => {
         expect(report.exports.companies).toHaveLength(3);
       },
     },
+    {
+      why: 'doctor with a damaged companies.json reports it and checks the rest',
+      code: 5,
+      args: ['--json', 'doctor'],
+      setup: async (dir) => writeFile(join(dir, 'companies.json'), '{bad'),
+      check: (result) => {
+        const report = JSON.parse(result.stdout) as DoctorJson;
+        expect(report.findings[0]).toMatch(/companies\.json is damaged.*acctops local repair/);
+        expect(report.registry.skipped).toMatch(/companies\.json/);
+        expect(report.health.probes.every((p) => p.ok)).toBe(true);
+        expect(report.exports.companies).toHaveLength(3);
+      },
+    },
   ];
 
   beforeAll(async () => {
@@ -224,6 +245,41 @@ describe('acctops exit codes: the README table holds', () => {
       expect(JSON.parse(cannot.stdout)).toMatchObject({ repaired: [], unrepairable: [{ file: join(own.dir, 'sandbox.json') }] });
       // reset still recognises the directory (the kept file is acctops's).
       expect((await runAcctops(['--state-dir', own.dir, 'local', 'reset', '--yes'])).code).toBe(0);
+    } finally {
+      await own.remove();
+    }
+  });
+
+  it('local repair sets a damaged companies.json aside and seeds it again from the key secrets, saying what was lost', async () => {
+    const own = await tempStateDir();
+    const added = randomUUID();
+    const companies = async () =>
+      (
+        JSON.parse((await runAcctops(['--state-dir', own.dir, '--json', 'companies', 'list'])).stdout) as {
+          companies: { companyId: string }[];
+        }
+      ).companies.map((c) => c.companyId);
+    try {
+      expect((await runAcctops(['--state-dir', own.dir, 'companies', 'add', '--company', added])).code).toBe(0);
+      const demo = (await companies()).filter((id) => id !== added);
+      expect(demo).toHaveLength(3);
+      await writeFile(join(own.dir, 'companies.json'), '{bad');
+      const repaired = await runAcctops(['--state-dir', own.dir, '--json', 'local', 'repair']);
+      outputs.push(repaired);
+      expect(repaired.code).toBe(0);
+      const report = JSON.parse(repaired.stdout) as { repaired: { file: string; keptAs: string; rebuiltAs: string }[] };
+      expect(report.repaired).toEqual([
+        {
+          file: join(own.dir, 'companies.json'),
+          keptAs: expect.stringMatching(/companies\.json\.damaged-/) as unknown,
+          rebuiltAs: expect.stringMatching(/seeded with the 3 company\(ies\) whose key secrets .*companies add\|remove.*lost/) as unknown,
+        },
+      ]);
+      expect(await readFile(report.repaired[0]!.keptAs, 'utf8')).toBe('{bad');
+      // The demo companies come back from their key secrets; the one only `companies add` knew is lost.
+      expect((await companies()).sort()).toEqual([...demo].sort());
+      const text = await runAcctops(['--state-dir', own.dir, 'local', 'repair']);
+      expect(text.stdout).toMatch(/No damaged state file/);
     } finally {
       await own.remove();
     }
