@@ -1,6 +1,14 @@
 import { MemoryRefreshQueue } from '../../src/adapters/local/memory-refresh-queue';
-import { checkKeyRotations, keyStatus, parseCompanyKeySecret, rotateNow, type RevocationOutcome } from '../../src/core/api-keys';
-import type { CompanyRegistry } from '../../src/core/companies/company-registry';
+import {
+  checkKeyRotations,
+  keyMissingFinding,
+  keyStatus,
+  parseCompanyKeySecret,
+  rotateNow,
+  type Finding,
+  type RevocationOutcome,
+} from '../../src/core/api-keys';
+import { activeCompanyPages, type CompanyRegistry } from '../../src/core/companies/company-registry';
 import { SecretStage } from '../../src/core/ports/secrets';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { redactString } from '../../src/core/shared/redact';
@@ -308,24 +316,34 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
     },
     { graceMs: world.graceMs, repair: options.repair },
   );
-  const exports = await (
-    await import('./export-run.ts')
-  ).exportHealth(
-    world.exportStore,
-    companySecrets.map((s) => s.companyId),
-    now(),
-  );
+  const withKey = companySecrets.map((s) => s.companyId);
+  const keysMissing = world.isDamaged('companies') ? [] : await activeWithoutKey(world.registry(), withKey);
+  const exports = await (await import('./export-run.ts')).exportHealth(world.exportStore, withKey, now());
   const partial = {
     mode: 'local' as const,
     checkedAt: iso(now())!,
     health: { probes: health.probes },
     companySecrets,
     tokens,
-    rotations: { companies: rotations.companies, findings: rotations.findings },
+    rotations: { companies: rotations.companies, findings: [...rotations.findings, ...keysMissing] },
     exports,
     registry: world.isDamaged('companies') ? { skipped: 'companies.json is damaged' } : await registryHealth(world.registry()),
     revokedKeys: revoked,
     damagedStateFiles,
   };
   return { ...partial, findings: findingsOf(partial) };
+}
+
+/**
+ * The rotation check examines the key secrets there are (found by tag), so an active registered
+ * company without one, whose every export fails, is found only from the registry (as the deployed
+ * sweep does).
+ */
+async function activeWithoutKey(registry: Pick<CompanyRegistry, 'pages'>, withKey: readonly string[]): Promise<Finding[]> {
+  const held = new Set(withKey);
+  const missing: Finding[] = [];
+  for await (const page of activeCompanyPages(registry)) {
+    for (const company of page.items) if (!held.has(company.companyId)) missing.push(keyMissingFinding(company.companyId));
+  }
+  return missing;
 }

@@ -41,6 +41,21 @@ describe('acctops companies (local mode)', () => {
     expect(Object.keys(registry.items).sort()).toEqual([...demo, COMPANY.toLowerCase()].sort());
   });
 
+  it('doctor names an active registered company without a key secret (its exports fail) and how to fix it, exit 5', async () => {
+    const doctor = await acctops('--json', 'doctor');
+    expect(doctor.code).toBe(5);
+    const id = COMPANY.toLowerCase();
+    const report = parseJson<{ findings: string[]; rotations: { findings: { type: string; companyId: string }[] } }>(doctor);
+    expect(report.rotations.findings.filter((f) => f.type === 'key_missing').map((f) => f.companyId)).toEqual([id]);
+    expect(report.findings).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `key_missing for company ${id}: .*\`acctops keys install --company ${id}\`.*\`acctops companies remove --company ${id}\``,
+        ),
+      ),
+    );
+  });
+
   it('refuses a malformed id or rotation, exit 2, naming the flag and not echoing the value', async () => {
     const bad = await acctops('companies', 'add', '--company', 'sk_live_notauuid');
     expect(bad.code).toBe(2);
@@ -58,6 +73,8 @@ describe('acctops companies (local mode)', () => {
     expect(removed.code).toBe(0);
     expect(parseJson(removed)).toMatchObject({ result: 'removed', company: { status: 'removed' } });
     expect(parseJson(await acctops('--json', 'companies', 'remove', '--company', COMPANY))).toMatchObject({ result: 'already_removed' });
+    // A removed company is not exported: its missing key is no finding.
+    expect(parseJson<{ findings: string[] }>(await acctops('--json', 'doctor')).findings.filter((f) => /key_missing/.test(f))).toEqual([]);
     const unknown = await acctops('companies', 'remove', '--company', OTHER);
     expect(unknown.code).toBe(3);
     expect(unknown.stderr).toMatch(/not in the registry/);

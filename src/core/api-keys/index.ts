@@ -70,6 +70,7 @@ export {
   type SweepReport,
   dueReason,
   sweepKeyRotations,
+  keyMissingFinding,
   type QueuedBatchResult,
   checkQueuedCompanies,
   describeByNameOrTag,

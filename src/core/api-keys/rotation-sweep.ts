@@ -190,13 +190,7 @@ export async function sweepKeyRotations(deps: SweepDeps, settings: SweepSettings
         return;
       }
       if (!found) {
-        findings.push({
-          type: 'key_missing',
-          companyId,
-          secret: '(none)',
-          repaired: false,
-          detail: 'no key secret of this stage: run `acctops keys install --company <id>`',
-        });
+        findings.push(keyMissingFinding(companyId));
         return;
       }
       const decision = dueReason(found.description, now, settings);
@@ -240,6 +234,21 @@ export async function sweepKeyRotations(deps: SweepDeps, settings: SweepSettings
     });
   }
   return reportDoctorRun(deps, report);
+}
+
+/**
+ * A registered, active company with no key secret of this stage (or only one scheduled for
+ * deletion): every export of it fails until its key is installed. The sweep reports it; so does the
+ * local mode's doctor, which checks the secrets by tag rather than through the sweep.
+ */
+export function keyMissingFinding(companyId: string): Finding {
+  return {
+    type: 'key_missing',
+    companyId,
+    secret: '(none)',
+    repaired: false,
+    detail: `no key secret of this stage, so its exports fail: \`acctops keys install --company ${companyId}\` with its key in ACCTOPS_API_KEY, or \`acctops companies remove --company ${companyId}\` if it is not to be exported`,
+  };
 }
 
 export interface QueuedBatchResult {

@@ -130,6 +130,8 @@ describe('sweepKeyRotations', () => {
     });
     expect(f.queued.map((q) => q.companyId).sort()).toEqual([3, 10, 11, 12, 13, 14, 20].map((i) => f.ids[i]).sort());
     expect(report.findings).toEqual([expect.objectContaining({ type: 'key_missing', companyId: f.ids[30] })]);
+    // The fix names the company, not a placeholder.
+    expect(report.findings[0]!.detail).toContain(`acctops keys install --company ${f.ids[30]}`);
     // Not due: marked for their next rotation (in 10 days; the 7-day cap is sooner).
     expect(f.marks.size).toBe(100 - 7 - 1);
     expect(new Set(f.marks.values())).toEqual(new Set([T0 + 7 * DAY]));
