@@ -115,7 +115,11 @@ export function companiesCommand(host: CommandHost): Command {
           );
           if (key.result === 'no_secret') session.out.line('  It has no key secret of this stage (an imported one stays with the stack).');
           else if (key.result === 'already_scheduled')
-            session.out.line(`  Its key secret ${key.secret} was already scheduled for deletion (${key.deletionDate ?? 'date unknown'}).`);
+            session.out.line(
+              key.deletionDate !== undefined
+                ? `  Its key secret ${key.secret} was already scheduled for deletion on ${key.scheduledAt ?? 'an earlier remove'}: deleted for good on ${key.deletionDate} (recovery window ${key.recoveryWindowDays} days) unless restored.`
+                : `  Its key secret ${key.secret} was already scheduled for deletion on ${key.scheduledAt ?? 'a date not known'}, with a recovery window acctops did not record: deleted for good ${RECOVERY_WINDOW_DAYS.min} to ${RECOVERY_WINDOW_DAYS.max} days after that unless restored.`,
+            );
           else {
             session.out.line(
               `  Key secret ${key.secret}: rotation ${key.rotationStopped ? 'stopped' : 'was off'}; deleted for good on ${key.deletionDate ?? `in ${key.recoveryWindowDays} days`} unless restored.`,

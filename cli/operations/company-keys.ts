@@ -82,9 +82,13 @@ export async function installKey(
   return { ...outcome, ...described };
 }
 
-/** `companies remove`: the registry marks it removed, then its key secret stops rotating and is scheduled for deletion. */
+/**
+ * `companies remove`: the registry marks it removed, then its key secret stops rotating and is
+ * scheduled for deletion, and the registry records when it goes: nothing else can tell a second
+ * `remove` (DescribeSecret says when the deletion was asked, not with which window).
+ */
 export async function removeCompany(
-  registry: Pick<CompanyRegistry, 'remove'>,
+  registry: Pick<CompanyRegistry, 'remove' | 'recordKeyDeletion'>,
   now: number,
   secrets: () => { stage: string; lifecycle: SecretLifecycle },
   companyId: string,
@@ -92,11 +96,12 @@ export async function removeCompany(
 ): Promise<CompanyRemoval> {
   const removed = await registry.remove(companyId, now);
   const { stage, lifecycle } = secrets();
-  return {
-    result: removed.result,
-    company: companyRow(removed.company),
-    key: await retireCompanyKeySecret(lifecycle, stage, removed.company.companyId, recoveryDays),
-  };
+  const id = removed.company.companyId;
+  const key = await retireCompanyKeySecret(lifecycle, stage, id, recoveryDays, removed.company.keyDeletion);
+  if (key.result === 'scheduled' && key.deletionDate !== undefined && key.recoveryWindowDays !== null) {
+    await registry.recordKeyDeletion(id, { deletionDate: key.deletionDate, recoveryWindowDays: key.recoveryWindowDays }, now);
+  }
+  return { result: removed.result, company: companyRow(removed.company), key };
 }
 
 /** `companies restore`: the registry entry active again, its key secret restored (within the recovery window) and rotating. */

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
 
@@ -67,12 +67,33 @@ describe('acctops keys install / companies remove|restore (local mode)', () => {
     });
     // Removed: the key secret is out of the directory, so a rotation finds no secret.
     expect((await acctops(['keys', 'rotate', '--company', company.publicId])).code).not.toBe(0);
+    // A second remove (with the flag's default window) tells the deletion the first one scheduled.
+    const { deletionDate } = parseJson<{ key: { deletionDate: string } }>(removed).key;
     const twice = await acctops(['--json', 'companies', 'remove', '--company', company.publicId]);
-    expect(parseJson(twice)).toMatchObject({ result: 'already_removed', key: { result: 'already_scheduled' } });
+    expect(parseJson(twice)).toMatchObject({
+      result: 'already_removed',
+      key: { result: 'already_scheduled', deletionDate, recoveryWindowDays: 7 },
+    });
+    const askedAt = parseJson<{ key: { scheduledAt: string } }>(twice).key.scheduledAt;
+    expect(Date.parse(deletionDate) - Date.parse(askedAt)).toBe(7 * 86_400_000);
+    const text = await acctops(['companies', 'remove', '--company', company.publicId]);
+    expect(text.stdout).toContain(`deleted for good on ${deletionDate} (recovery window 7 days)`);
+    // Removed before the registry recorded the deletion: its date is not known, and no window is claimed.
+    const path = join(state.dir, 'companies.json');
+    const registry = JSON.parse(await readFile(path, 'utf8')) as { items: Record<string, { keyDeletion?: unknown }> };
+    expect(registry.items[company.publicId]!.keyDeletion).toEqual({ deletionDate, recoveryWindowDays: 7 });
+    delete registry.items[company.publicId]!.keyDeletion;
+    await writeFile(path, JSON.stringify(registry));
+    const unrecorded = parseJson<{ key: Record<string, unknown> }>(
+      await acctops(['--json', 'companies', 'remove', '--company', company.publicId]),
+    );
+    expect(unrecorded.key).toMatchObject({ result: 'already_scheduled', scheduledAt: askedAt, recoveryWindowDays: null });
+    expect(unrecorded.key).not.toHaveProperty('deletionDate');
 
     const restored = await acctops(['--json', 'companies', 'restore', '--company', company.publicId]);
     expect(restored.code).toBe(0);
     expect(parseJson(restored)).toMatchObject({ result: 'readded', key: 'restored', rotationDays: 10 });
+    expect(JSON.parse(await readFile(path, 'utf8'))).not.toHaveProperty(['items', company.publicId, 'keyDeletion']);
     const afterRestore = await acctops(['--json', 'keys', 'install', '--company', company.publicId], { ACCTOPS_API_KEY: key });
     expect(parseJson(afterRestore)).toMatchObject({ noop: true, secretResult: 'unchanged', rotation: 'already_on' });
     expect((await acctops(['keys', 'rotate', '--company', company.publicId])).code).toBe(0);

@@ -87,5 +87,6 @@ export {
   CompanyKeyProvisioningError,
   installCompanyKeySecret,
   type RetireOutcome,
+  type RecordedDeletion,
   retireCompanyKeySecret,
 } from './key-provisioning';

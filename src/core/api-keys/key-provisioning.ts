@@ -148,28 +148,56 @@ export interface RetireOutcome {
   /** What became of the secret: none found, already scheduled for deletion, or now scheduled. */
   result: 'no_secret' | 'already_scheduled' | 'scheduled';
   rotationStopped: boolean;
+  /** When the secret goes for good (DeleteSecret's DeletionDate); absent when it is not known. */
   deletionDate?: string;
+  /** `already_scheduled`: when its deletion was asked (DescribeSecret's DeletedDate). */
+  scheduledAt?: string;
+  /** The recovery window of the deletion; null when it was scheduled before and not recorded then. */
+  recoveryWindowDays: number | null;
+}
+
+/** What an earlier `retireCompanyKeySecret` scheduled, as the caller recorded it (the registry entry). */
+export interface RecordedDeletion {
+  deletionDate: string;
   recoveryWindowDays: number;
 }
 
-/** Rotation off, then deletion scheduled with the recovery window. Idempotent. */
+/**
+ * How far the recorded DeletionDate minus its window may be from DescribeSecret's DeletedDate and
+ * still describe the same deletion: one request's two timestamps, apart by a rounding at most.
+ */
+const SAME_DELETION_MS = 60_000;
+const DAY_MS = 86_400_000;
+
+/**
+ * Rotation off, then deletion scheduled with the recovery window. Idempotent. A secret already
+ * scheduled keeps its own date: `recorded` (what the first call returned, kept by the caller) says
+ * it, if it matches the secret's DeletedDate; else only when the deletion was asked is known.
+ */
 export async function retireCompanyKeySecret(
   store: SecretLifecycle,
   stage: string,
   companyId: string,
   recoveryWindowDays: number,
+  recorded?: RecordedDeletion,
 ): Promise<RetireOutcome> {
   const id = companyId.toLowerCase();
   const description = await store.describe(companyKeySecretName(stage, id));
   if (description === undefined) return { companyId: id, secret: null, result: 'no_secret', rotationStopped: false, recoveryWindowDays };
   if (description.deletedAt !== undefined) {
+    const askedAt = description.deletedAt;
+    // A record from before a restore and a deletion done outside acctops describes another deletion.
+    const same =
+      recorded !== undefined &&
+      Math.abs(Date.parse(recorded.deletionDate) - recorded.recoveryWindowDays * DAY_MS - askedAt) <= SAME_DELETION_MS;
     return {
       companyId: id,
       secret: description.name,
       result: 'already_scheduled',
       rotationStopped: false,
-      deletionDate: new Date(description.deletedAt).toISOString(),
-      recoveryWindowDays,
+      ...(same ? { deletionDate: recorded.deletionDate } : {}),
+      scheduledAt: new Date(askedAt).toISOString(),
+      recoveryWindowDays: same ? recorded.recoveryWindowDays : null,
     };
   }
   let rotationStopped = false;

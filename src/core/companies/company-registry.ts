@@ -39,6 +39,13 @@ export const registeredCompanySchema = lazySchema(() =>
     addedAt: z.iso.datetime({ offset: true }).optional(),
     /** Set by `companies remove`: exports and rotation stop; the item stays as the record of it. */
     removedAt: z.iso.datetime({ offset: true }).optional(),
+    /**
+     * Set by `companies remove` once it has scheduled the key secret's deletion: DeleteSecret's
+     * answer, which nothing else keeps (DescribeSecret's DeletedDate is when the deletion was asked,
+     * not when it happens), so that a second `remove` can say when the key goes. Dropped when the
+     * company comes back.
+     */
+    keyDeletion: z.object({ deletionDate: z.iso.datetime({ offset: true }), recoveryWindowDays: z.int().min(1) }).optional(),
     updatedAt: z.iso.datetime({ offset: true }).optional(),
     /** `stage-config`: written once by the stack from cdk.json `companies` (lib/constructs/company-registry.ts). */
     seededFrom: z.literal('stage-config').optional(),
@@ -175,6 +182,17 @@ export class CompanyRegistry {
     const company: RegisteredCompany = { ...existing, removedAt: at, updatedAt: at };
     await this.table.putItem(company);
     return { result: 'removed', company };
+  }
+
+  /**
+   * Records when the removed company's key secret is deleted for good (RegisteredCompany.keyDeletion).
+   * Nothing happens when the company is not removed (a restore came in between): the record would be
+   * about a deletion that no longer stands.
+   */
+  async recordKeyDeletion(companyId: string, keyDeletion: NonNullable<RegisteredCompany['keyDeletion']>, now: number): Promise<void> {
+    const existing = await this.get(companyId);
+    if (existing?.removedAt === undefined) return;
+    await this.table.putItem({ ...existing, keyDeletion, updatedAt: new Date(now).toISOString() });
   }
 
   /** One page of the registry, removed companies included; bad items are skipped, logged and returned as findings. */
