@@ -31,6 +31,32 @@ export function jsonValue(key: string, value: unknown): unknown {
   return value;
 }
 
+/** An error as README's "Exit codes" describes it. */
+export interface PrintedError {
+  exitCode: number;
+  code: string;
+  message: string;
+  hint?: string | null;
+}
+
+/** What an error of one part of a command concerns: named in the line, and its fields in the JSON object. */
+export interface ErrorSubject {
+  /** e.g. `company <id>`. */
+  text: string;
+  fields: Record<string, unknown>;
+}
+
+/**
+ * The one line of an error on stderr: `acctops: error: <what happened> (<what to do>)`, or with
+ * --json one JSON object on that line. runCli and the per-company failures of a partial run share
+ * it, so a script parses one form whatever failed.
+ */
+export function errorLine(report: PrintedError, json: boolean, subject?: ErrorSubject): string {
+  if (json) return JSON.stringify({ error: { ...subject?.fields, ...report, hint: report.hint ?? null } }, jsonValue);
+  const hint = report.hint ? ` (${report.hint})` : '';
+  return `acctops: error: ${subject ? `${subject.text}: ` : ''}${report.message}${hint}`;
+}
+
 /**
  * Everything the CLI prints goes through here, and through the redactor on the way out: results
  * on stdout (a table for people, one JSON document with `--json`), diagnostics on stderr, and a
@@ -85,6 +111,11 @@ export class Output {
   /** A diagnostic on stderr (shown with --json too, so that scripts keep a clean stdout). */
   note(text: string): void {
     this.io.stderr.write(`${redactString(text)}\n`);
+  }
+
+  /** An error that did not stop the command (one company of several): one line on stderr, as runCli prints the one that does. */
+  error(report: PrintedError, subject?: ErrorSubject): void {
+    this.io.stderr.write(`${redactString(errorLine(report, this.json, subject))}\n`);
   }
 
   /** JSON log lines of the use cases on stderr with --verbose; nothing otherwise. */

@@ -12,7 +12,7 @@ import { tokensCommand } from './commands/tokens';
 import { usersCommand } from './commands/users';
 import { describeError } from './errors';
 import { ExitCode } from './exit-codes';
-import { jsonValue } from './output';
+import { errorLine } from './output';
 import type { CliRuntime } from './session';
 import { TOOL_VERSION } from './version';
 
@@ -86,11 +86,7 @@ export async function runCli(argv: readonly string[], runtime: CliRuntime): Prom
     const report = missingSubcommand
       ? { exitCode: ExitCode.usage, code: 'usage', message: 'a subcommand is missing', hint: 'see the list above' }
       : describeError(error);
-    if (argv.includes('--json')) {
-      runtime.io.stderr.write(`${JSON.stringify({ error: { ...report, hint: report.hint } }, jsonValue)}\n`);
-    } else {
-      runtime.io.stderr.write(`acctops: error: ${report.message}${report.hint ? ` (${report.hint})` : ''}\n`);
-    }
+    runtime.io.stderr.write(`${errorLine(report, argv.includes('--json'))}\n`);
     return report.exitCode;
   }
 }

@@ -4,6 +4,7 @@ import { exportTarget, formats as parseFormats, guid, httpUrl, month as parseMon
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import { CliConfigError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
+import type { RegistryFinding } from '../../src/core/companies/company-registry';
 import type { CompanyProgress, ExportReport } from '../operations/operations';
 import type { Output, Progress } from '../output';
 import type { CommandHost } from './host';
@@ -76,8 +77,22 @@ export function exportCommand(host: CommandHost): Command {
           // When nothing was exported, the first failure's cause decides; otherwise the run is partial.
           session.exitCode =
             failed.length === report.companies.length && failed[0]?.error ? (failed[0].error.exitCode as ExitCodeValue) : ExitCode.partial;
-          // One line per failure on stderr too, so a script that keeps stdout for --json sees why.
-          for (const c of failed) if (c.error) session.out.note(`acctops export: ${c.companyId}: ${c.error.message}`);
+          // One line per failure on stderr too, in the form of every error, so a script that keeps stdout for --json sees why.
+          for (const c of failed) {
+            if (c.error) session.out.error(c.error, { text: `company ${c.companyId}`, fields: { companyId: c.companyId } });
+          }
+        }
+        if (report.skipped.length > 0) session.partial();
+        for (const f of report.skipped) {
+          session.out.error(
+            {
+              exitCode: ExitCode.partial,
+              code: 'registry_item_invalid',
+              message: `not exported: ${issuesText(f)}`,
+              hint: 'fix or remove the entry; `acctops companies list` lists it',
+            },
+            { text: `company registry entry ${entryName(f)}`, fields: { registryKey: f.key, registryPosition: f.position } },
+          );
         }
         session.out.result(report, () => renderExport(session.out, report));
       }),
@@ -119,7 +134,18 @@ export function renderExport(out: Output, report: ExportReport): void {
       );
     }
   }
+  for (const f of report.skipped) out.line(`! skipped the unreadable registry entry ${entryName(f)}: ${issuesText(f)}`);
   if (report.companies.some((c) => c.status === 'requested')) {
     out.line('Requested exports run in the deployed pipeline; `acctops --stack <stack> doctor` shows the last export of each company.');
   }
+}
+
+/** A registry entry by its id, or by its place in the registry when the id itself is what is wrong. */
+function entryName(f: RegistryFinding): string {
+  // The registry gives a key only when it is a well-formed id, else a placeholder in parentheses.
+  return f.key.startsWith('(') ? `at position ${f.position}` : f.key;
+}
+
+function issuesText(f: RegistryFinding): string {
+  return f.issues.map((i) => `${i.path}: ${i.message}`).join('; ');
 }

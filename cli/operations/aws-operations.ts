@@ -12,7 +12,7 @@ import {
   type DoctorReport as RotationReport,
   type SecretLifecycle,
 } from '../../src/core/api-keys';
-import { activeCompanyPages, type CompanyRegistry } from '../../src/core/companies/company-registry';
+import { activeCompanyPages, type CompanyRegistry, type RegistryFinding } from '../../src/core/companies/company-registry';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
 import { FORMATS } from '../../src/core/exports/formats/datasets';
@@ -90,6 +90,8 @@ export const OUTPUTS = {
 
 /** How long `export` waits for the deployed pipeline, and how often it looks. */
 const EXPORT_WAIT_MS = 15 * 60_000;
+/** A requested export's row until its manifest is seen. */
+const NOT_EXPORTED = { manifestUrl: null, runId: null, records: null, totals: null, undatedTaxReports: null, error: null } as const;
 const EXPORT_POLL_MS = 5000;
 
 /** How long `keys rotate` waits for Secrets Manager to finish the four steps. */
@@ -358,7 +360,7 @@ export class AwsOperations implements Operations {
     refuseFutureMonth(request.month, Date.now());
     await this.ready();
     const options = { ...request, month: request.month ?? previousMonth(Date.now(), DEFAULT_TIME_ZONE).text };
-    const companies = options.company ? [options.company] : await this.registeredCompanies();
+    const { companies, skipped } = options.company ? { companies: [options.company], skipped: [] } : await this.registeredCompanies();
     const store = await this.exportStore();
     const events = this.clients.events(await this.output(OUTPUTS.exportBus, 'request exports'), 'acctops.cli');
     const requestedAt = systemClock.now();
@@ -374,7 +376,9 @@ export class AwsOperations implements Operations {
         },
       })),
     );
-    const rows = new Map<string, CompanyExportRow>(companies.map((companyId) => [companyId, { companyId, status: 'requested' }]));
+    const rows = new Map<string, CompanyExportRow>(
+      companies.map((companyId) => [companyId, { ...NOT_EXPORTED, companyId, status: 'requested' }]),
+    );
     const deadline = requestedAt + EXPORT_WAIT_MS;
     const bar = this.context.out.progress('waiting for the export pipeline');
     while (options.wait && [...rows.values()].some((r) => r.status === 'requested') && systemClock.now() < deadline) {
@@ -393,6 +397,7 @@ export class AwsOperations implements Operations {
       out: store.url('exports'),
       formats: options.formats ?? [...FORMATS],
       companies: [...rows.values()],
+      skipped,
     };
   }
 
@@ -483,11 +488,15 @@ export class AwsOperations implements Operations {
    * The stage's active companies from the company registry, read a page at a time: what the
    * monthly planner exports (a company with a key secret but not registered is not exported).
    */
-  private async registeredCompanies(): Promise<string[]> {
+  private async registeredCompanies(): Promise<{ companies: string[]; skipped: RegistryFinding[] }> {
     const registry = await this.registry();
-    const out: string[] = [];
-    for await (const page of activeCompanyPages(registry)) out.push(...page.items.map((c) => c.companyId));
-    return out.sort();
+    const companies: string[] = [];
+    const skipped: RegistryFinding[] = [];
+    for await (const page of activeCompanyPages(registry)) {
+      companies.push(...page.items.map((c) => c.companyId));
+      skipped.push(...page.skipped);
+    }
+    return { companies: companies.sort(), skipped };
   }
 
   /** The companies whose keys the stack holds (their secrets, found by tag). */

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { isAbsolute, join } from 'node:path';
 import { s3ObjectStoreFor } from '../../src/adapters/aws/s3-target';
 import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
@@ -15,10 +16,10 @@ import type { Logger } from '../../src/core/shared/logger';
 import type { ExportTarget } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import { FormatLossError, ObjectStoreError } from '../../src/core/exports/formats/period-errors';
-import { apiKeyFromEnv, CliConfigError, describeError } from '../errors';
+import { apiKeyFromEnv, CliConfigError, CliError, describeError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import type { LocalWorld } from '../local/local-world';
-import { activeCompanyPages } from '../../src/core/companies/company-registry';
+import { activeCompanyPages, type RegistryFinding } from '../../src/core/companies/company-registry';
 import { TOOL_VERSION } from '../version';
 import type { CompanyExportRow, CompanyProgress, ExportHealth, ExportReport, OperationsContext } from './operations';
 import { refuseFutureMonth } from './shared';
@@ -50,18 +51,29 @@ function completed(summary: PeriodExportSummary): CompanyExportRow {
     runId: summary.runId,
     records: Object.fromEntries(Object.entries(summary.manifest.datasets).map(([name, d]) => [name, d.records])),
     totals: summary.manifest.datasets.transactions?.totals ?? [],
-    ...(summary.datasets.tax_reports?.undated ? { undatedTaxReports: summary.datasets.tax_reports.undated } : {}),
+    undatedTaxReports: summary.datasets.tax_reports?.undated ?? 0,
+    error: null,
   };
 }
 
+const FORMAT_LOSS_HINT = "ask for the period's formats with --format, or add --replace-formats to delete the others' files";
+
 function failed(companyId: string, error: unknown): CompanyExportRow {
-  const { code, message, exitCode } = describeError(error);
+  const described = describeError(error);
+  const { code, message } = described;
+  let { exitCode, hint = null } = described;
   // A refused re-export is fixed by the command line (--format or --replace-formats).
-  if (causeOf(error, FormatLossError)) return { companyId, status: 'failed', error: { code, message, exitCode: ExitCode.usage } };
+  if (causeOf(error, FormatLossError)) [exitCode, hint] = [ExitCode.usage, FORMAT_LOSS_HINT];
+  else if (exitCode === ExitCode.failure && isOutputConfigError(error)) exitCode = ExitCode.config;
   return {
     companyId,
     status: 'failed',
-    error: { code, message, exitCode: exitCode === ExitCode.failure && isOutputConfigError(error) ? ExitCode.config : exitCode },
+    manifestUrl: null,
+    runId: null,
+    records: null,
+    totals: null,
+    undatedTaxReports: null,
+    error: { code, message, exitCode, hint },
   };
 }
 
@@ -88,8 +100,68 @@ function isOutputConfigError(error: unknown): boolean {
   return false;
 }
 
+/** The innermost error under the store's: the cause a person can act on (`ENOTDIR: …`, `NoSuchBucket: …`). */
+function storeCause(error: unknown): string {
+  let last: Error | undefined;
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 10; e = e.cause, depth++) last = e;
+  if (!last) return String(error);
+  return last.name && last.name !== 'Error' && !last.message.startsWith(last.name) ? `${last.name}: ${last.message}` : last.message;
+}
+
+/**
+ * Where the export is written cannot take it: a wrong path, a permission, a missing bucket or AWS
+ * credentials. Every company would meet the same refusal, so the command stops with this one error
+ * (exit 3, or 4 for credentials) instead of a failed row per company.
+ */
+function targetError(store: ObjectStore, target: string, error: unknown, exported: number): CliError | undefined {
+  if (!causeOf(error, ObjectStoreError)) return undefined;
+  const { exitCode } = describeError(error);
+  const code = isOutputConfigError(error) ? ExitCode.config : exitCode === ExitCode.auth ? ExitCode.auth : undefined;
+  if (code === undefined) return undefined;
+  const done = exported > 0 ? `; ${exported} compan${exported === 1 ? 'y was' : 'ies were'} exported before it` : '';
+  return new CliError(`${target} cannot be written at ${store.url(EXPORT_ROOT)}: ${storeCause(error)}${done}`, {
+    code: 'export_target_unwritable',
+    exitCode: code,
+    hint:
+      code === ExitCode.auth
+        ? 'check the AWS credentials (AWS_PROFILE, `aws sts get-caller-identity`) and their s3:PutObject permission'
+        : 'name a directory you can write to, or s3://bucket/prefix of a bucket that exists',
+    cause: error,
+  });
+}
+
+/**
+ * A directory target is tried once before any company is read: an object written and deleted
+ * where the exports go. A path that is a file, under /dev/null or /proc, or not writable is then
+ * one error before any work, not a failure found again by every company. (S3 targets have no such
+ * probe: the first object written finds the same faults, and targetError stops the run there.)
+ */
+async function preflight(store: ObjectStore, target: string): Promise<void> {
+  if (!(store instanceof DirObjectStore)) return;
+  const probe = `${EXPORT_ROOT}/.acctops-probe-${randomBytes(6).toString('hex')}`;
+  try {
+    await store.putObject(probe, '');
+    await store.delete([probe]);
+  } catch (error) {
+    throw targetError(store, target, error, 0) ?? error;
+  }
+}
+
+/** A re-export refused for the formats it would drop: the command line's fault (exit 2). */
+function formatLoss(companyId: string, error: unknown, companies: number): CliError {
+  const { message } = describeError(error);
+  return new CliError(
+    `${companies > 1 ? `every company's period would lose formats, the first (${companyId})` : `company ${companyId}`}: ${message}`,
+    { code: 'export_formats_dropped', exitCode: ExitCode.usage, hint: FORMAT_LOSS_HINT, cause: error },
+  );
+}
+
 /** One company's month through the pipeline's use case (exportCompanyPeriod), as a summary row. */
-async function exportCompany(run: ExportRun, companyId: string, credentials: CredentialProvider): Promise<CompanyExportRow> {
+async function exportCompany(
+  run: ExportRun,
+  companyId: string,
+  credentials: CredentialProvider,
+): Promise<{ row: CompanyExportRow; error?: unknown }> {
   const outcome = await exportCompanyPeriod(
     {
       store: run.store,
@@ -110,19 +182,22 @@ async function exportCompany(run: ExportRun, companyId: string, credentials: Cre
       onProgress: run.onProgress && ((p) => run.onProgress!(companyId, p)),
     },
   );
-  return outcome.status === 'completed' ? completed(outcome.summary) : failed(companyId, outcome.error);
+  return outcome.status === 'completed'
+    ? { row: completed(outcome.summary) }
+    : { row: failed(companyId, outcome.error), error: outcome.error };
 }
 
-/** The local registry's active companies, a page at a time (seeded first if the state has none: LocalWorld.seedRegistry). */
-async function registeredCompanies(world: LocalWorld): Promise<string[]> {
+/** The local registry's active companies, a page at a time (seeded first if the state has none: LocalWorld.seedRegistry), and the entries it cannot read. */
+async function registeredCompanies(world: LocalWorld): Promise<{ companies: string[]; skipped: RegistryFinding[] }> {
   await world.seedRegistry();
   const registry = world.registry();
   const companies: string[] = [];
+  const skipped: RegistryFinding[] = [];
   for await (const page of activeCompanyPages(registry)) {
-    for (const finding of page.skipped) world.logger.warn('company registry item skipped', { key: finding.key, issues: finding.issues });
+    skipped.push(...page.skipped);
     companies.push(...page.items.map((c) => c.companyId));
   }
-  return companies;
+  return { companies, skipped };
 }
 
 /** `export` in the local mode: every active company of the registry (or one), with its stored key, into the state directory or --out. */
@@ -139,11 +214,18 @@ export async function exportLocal(
   },
 ): Promise<ExportReport> {
   const store = options.store ?? world.exportStore;
+  const target = options.store ? '--out' : "the state directory's exports";
   const month = options.month ?? previousMonth(world.clock.now(), DEFAULT_TIME_ZONE).text;
   const formats = [...(options.formats ?? FORMATS)];
   const companies: string[] = [];
+  const skipped: RegistryFinding[] = [];
   if (options.company) companies.push((await world.directory.find(options.company)).companyId);
-  else companies.push(...(await registeredCompanies(world)));
+  else {
+    const registered = await registeredCompanies(world);
+    companies.push(...registered.companies);
+    skipped.push(...registered.skipped);
+  }
+  await preflight(store, target);
   const run: ExportRun = {
     store,
     clock: world.clock,
@@ -156,8 +238,19 @@ export async function exportLocal(
     taxReportFields: options.taxReportFields,
   };
   const rows: CompanyExportRow[] = [];
-  for (const companyId of companies.sort()) rows.push(await exportCompany(run, companyId, world.companyKeys.credentials(companyId)));
-  return { month, mode: 'local', out: store.url(EXPORT_ROOT), formats, companies: rows };
+  const refused: { companyId: string; error: unknown }[] = [];
+  for (const companyId of companies.sort()) {
+    const { row, error } = await exportCompany(run, companyId, world.companyKeys.credentials(companyId));
+    if (error !== undefined) {
+      const fatal = targetError(store, target, error, rows.filter((r) => r.status === 'completed').length);
+      if (fatal) throw fatal;
+      if (causeOf(error, FormatLossError)) refused.push({ companyId, error });
+    }
+    rows.push(row);
+  }
+  // Refused for the formats alone, every company: nothing was done, and the command line is the fix.
+  if (refused.length > 0 && refused.length === rows.length) throw formatLoss(refused[0]!.companyId, refused[0]!.error, rows.length);
+  return { month, mode: 'local', out: store.url(EXPORT_ROOT), formats, companies: rows, skipped };
 }
 
 /** `--out`: a directory (relative to the working directory) or `s3://bucket/prefix` on the default AWS chain. */
@@ -196,8 +289,10 @@ export async function exportDirect(
     );
   }
   const store = storeFor(context, opts.out ?? { kind: 'dir', path: '.' });
+  const target = opts.out ? '--out' : 'the working directory';
   const month = opts.month ?? previousMonth(Date.now(), DEFAULT_TIME_ZONE).text;
   const formats = [...(opts.format ?? FORMATS)];
+  await preflight(store, target);
   let row: CompanyExportRow;
   try {
     row = completed(
@@ -216,9 +311,12 @@ export async function exportDirect(
       }),
     );
   } catch (error) {
-    row = failed(opts.company ?? "(the key's company)", error);
+    const companyId = opts.company ?? "(the key's company)";
+    const fatal = targetError(store, target, error, 0) ?? (causeOf(error, FormatLossError) ? formatLoss(companyId, error, 1) : undefined);
+    if (fatal) throw fatal;
+    row = failed(companyId, error);
   }
-  return { month, mode: 'direct', out: store.url(EXPORT_ROOT), formats, companies: [row] };
+  return { month, mode: 'direct', out: store.url(EXPORT_ROOT), formats, companies: [row], skipped: [] };
 }
 
 /**
@@ -267,6 +365,9 @@ export async function manifestSince(
     runId: manifest.runId,
     records: Object.fromEntries(Object.entries(manifest.datasets).map(([name, d]) => [name, d.records])),
     totals: manifest.datasets.transactions?.totals ?? [],
+    // The manifest does not count them; the worker's log warns of them.
+    undatedTaxReports: null,
+    error: null,
   };
 }
 

@@ -239,19 +239,31 @@ export interface ExportRequest {
   onProgress?: CompanyProgress;
 }
 
+/**
+ * One company's line of the export report. Every key is always there (null when it does not
+ * apply): --json promises a fixed key set, and `| null` rather than `?` lets the compiler hold
+ * every place that builds a row to it.
+ */
 export interface CompanyExportRow {
   companyId: string;
   /** `requested`: handed to the deployed pipeline (AWS mode), its manifest not seen yet. */
   status: 'completed' | 'failed' | 'requested';
   /** Where the period's manifest is (`file://…` or `s3://…`). */
-  manifestUrl?: string;
-  runId?: string;
-  records?: Partial<Record<string, number>>;
+  manifestUrl: string | null;
+  runId: string | null;
+  records: Partial<Record<string, number>> | null;
   /** Transactions per currency and cashflow type, exact decimals. */
-  totals?: AmountTotal[];
-  /** Tax reports kept in every month because no date of theirs could be read (docs/exports.md); absent when none. */
-  undatedTaxReports?: number;
-  error?: { code: string; message: string; exitCode: number };
+  totals: AmountTotal[] | null;
+  /** Tax reports kept in every month because no date of theirs could be read (docs/exports.md); 0 when none, null when not exported. */
+  undatedTaxReports: number | null;
+  error: CompanyExportError | null;
+}
+
+export interface CompanyExportError {
+  code: string;
+  message: string;
+  exitCode: number;
+  hint: string | null;
 }
 
 export interface ExportReport {
@@ -261,6 +273,8 @@ export interface ExportReport {
   out: string;
   formats: ExportFormat[];
   companies: CompanyExportRow[];
+  /** Registry entries that fail their schema: not exported, and the run is partly done (exit 5). */
+  skipped: RegistryFinding[];
 }
 
 // Doctor

@@ -57,6 +57,11 @@ export type RegisteredCompany = z.output<typeof registeredCompanySchema>;
 export interface RegistryFinding {
   /** The item's key when it is a well-formed id, else a placeholder: the key itself may be the fault. */
   key: string;
+  /**
+   * 1-based place of the entry in the scan (from the start when read through `pages`, within the
+   * page from `listPage`): the only way to point at an entry whose key is itself malformed.
+   */
+  position: number;
   issues: FieldIssue[];
 }
 
@@ -138,7 +143,7 @@ export class CompanyRegistry {
     const id = parseWith(companyIdSchema, companyId.toLowerCase(), 'company id');
     const raw = await this.table.getItem(id);
     if (raw === undefined || raw === null) return null;
-    const parsed = parseItem(raw);
+    const parsed = parseItem(raw, 1);
     if ('finding' in parsed) throw new RegistryItemInvalidError(parsed.finding);
     return parsed.company;
   }
@@ -206,8 +211,8 @@ export class CompanyRegistry {
     const page = await this.table.scanPage({ cursor: request.cursor ?? null, limit });
     const items: RegisteredCompany[] = [];
     const skipped: RegistryFinding[] = [];
-    for (const raw of page.items) {
-      const parsed = parseItem(raw);
+    for (const [index, raw] of page.items.entries()) {
+      const parsed = parseItem(raw, index + 1);
       if ('company' in parsed) items.push(parsed.company);
       else skipped.push(parsed.finding);
     }
@@ -220,9 +225,11 @@ export class CompanyRegistry {
   /** The registry a page at a time, from the start. */
   async *pages(limit: number = DEFAULT_REGISTRY_PAGE): AsyncGenerator<RegistryPage> {
     let cursor: string | null = null;
+    let before = 0;
     do {
       const page: RegistryPage = await this.listPage({ cursor, limit });
-      yield page;
+      yield { ...page, skipped: page.skipped.map((f) => ({ ...f, position: before + f.position })) };
+      before += page.items.length + page.skipped.length;
       cursor = page.nextCursor;
     } while (cursor !== null);
   }
@@ -239,13 +246,13 @@ function sameSettings(a: RegisteredCompany, b: RegisteredCompany): boolean {
   return a.rotationDays === b.rotationDays && a.formats.length === b.formats.length && a.formats.every((f) => b.formats.includes(f));
 }
 
-function parseItem(raw: unknown): { company: RegisteredCompany } | { finding: RegistryFinding } {
+function parseItem(raw: unknown, position: number): { company: RegisteredCompany } | { finding: RegistryFinding } {
   const result = registeredCompanySchema.safeParse(raw);
   if (result.success) return { company: result.data };
   const rawKey = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>).companyId : undefined;
   // Only a well-formed id is repeated: a malformed key could be anything, a pasted key included.
   const key = typeof rawKey === 'string' && UUID.test(rawKey.toLowerCase()) ? rawKey.toLowerCase() : '(malformed key)';
-  return { finding: { key, issues: issuesFromZod(result.error) } };
+  return { finding: { key, position, issues: issuesFromZod(result.error) } };
 }
 
 /** The registry table's shape, shared with the CDK construct (contract/tables.ts). */

@@ -60,7 +60,11 @@ describe('planMonthlyExport over the company registry', () => {
     // The fixed list keeps the run's formats.
     expect(jobs.find((j) => j.companyId === id(1))?.formats).toEqual(['jsonl', 'csv', 'parquet']);
     expect(report.skipped).toEqual([
-      { key: '(malformed key)', issues: expect.arrayContaining([expect.objectContaining({ path: 'companyId' })]) },
+      {
+        key: '(malformed key)',
+        position: expect.any(Number),
+        issues: expect.arrayContaining([expect.objectContaining({ path: 'companyId' })]),
+      },
     ]);
     expect(metrics.sum('CompanyRegistryItemsSkipped')).toBe(1);
     expect(logger.lines.join('\n')).not.toContain('sk_live');
