@@ -57,6 +57,7 @@ import {
   listCompanies,
   listUsers,
   localModeOnly,
+  outcomeRow,
   refuseFutureMonth,
   registryHealth,
   revokePreviousNow,
@@ -205,7 +206,7 @@ export class AwsOperations implements Operations {
         outcome = { externalId, result: refreshResultOf(before, await store.get(externalId), systemClock.now()) };
       }
     }
-    return { mode: 'local', planned: 1, outcomes: [outcome], counts: { [outcome.result]: 1 } };
+    return { mode: 'local', planned: 1, outcomes: [outcomeRow(outcome)], counts: { [outcome.result]: 1 } };
   }
 
   async rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }): Promise<RotateReport> {
@@ -228,7 +229,7 @@ export class AwsOperations implements Operations {
     }
     bar.finish();
     const after = parseCompanyKeySecret((await store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
-    let previousKeyRevoked: RotateReport['previousKeyRevoked'];
+    let previousKeyRevoked: RotateReport['previousKeyRevoked'] | undefined;
     if (revokeBaseUrl !== undefined && state === 'completed') {
       const baseUrl = revokeBaseUrl;
       const logger = this.context.out.logger();
@@ -248,7 +249,10 @@ export class AwsOperations implements Operations {
       state,
       previousKeyPrefix: before.keyPrefix,
       keyPrefix: after.keyPrefix,
-      ...(previousKeyRevoked ? { previousKeyRevoked } : {}),
+      // The stack's revocation schedule holds the time; this command does not read it.
+      previousKeyRevokeAt: null,
+      revokedBefore: null,
+      previousKeyRevoked: previousKeyRevoked ?? null,
     };
   }
 

@@ -36,6 +36,7 @@ import {
   findingsOf,
   listCompanies,
   listUsers,
+  outcomeRow,
   REFRESH_MARGIN_MS,
   refuseFutureMonth,
   registryHealth,
@@ -94,7 +95,7 @@ export class LocalOperations implements Operations {
   refreshUser(externalId: string) {
     return this.world(async (world): Promise<RefreshReport> => {
       const outcome = await world.lifecycle().refresh(externalId);
-      return { mode: 'local', planned: 1, outcomes: [outcome], counts: { [outcome.result]: 1 } };
+      return { mode: 'local', planned: 1, outcomes: [outcomeRow(outcome)], counts: { [outcome.result]: 1 } };
     });
   }
 
@@ -234,7 +235,7 @@ export async function refreshDueLocal(world: LocalWorld): Promise<RefreshReport>
   );
   const ids = queue.take(queue.size).map((r) => r.externalId);
   const outcomes = await world.lifecycle().refreshBatch(ids);
-  return { mode: 'local', planned: plan.enqueued, outcomes, counts: counts(outcomes.map((o) => o.result)) };
+  return { mode: 'local', planned: plan.enqueued, outcomes: outcomes.map(outcomeRow), counts: counts(outcomes.map((o) => o.result)) };
 }
 
 /** `keys rotate` in the local mode: the real protocol, run by the emulator against the embedded service. */
@@ -259,12 +260,12 @@ export async function rotateLocal(
   let revokeAt: number | undefined;
   for await (const r of world.revocations.pending()) if (r.apiKeyId === before.apiKeyId) revokeAt = r.revokeAt;
   return {
-    ...(previousKeyRevoked ? { previousKeyRevoked } : {}),
     ...result,
     previousKeyPrefix: before.keyPrefix,
     keyPrefix: after.keyPrefix,
-    ...(revokeAt === undefined ? {} : { previousKeyRevokeAt: iso(revokeAt) }),
+    previousKeyRevokeAt: revokeAt === undefined ? null : iso(revokeAt)!,
     revokedBefore,
+    previousKeyRevoked: previousKeyRevoked ?? null,
   };
 }
 

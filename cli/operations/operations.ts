@@ -108,12 +108,17 @@ export interface UserList {
   now: number;
 }
 
+/** A user's outcome as --json prints it: `errorClass` (the ERROR column) always there, null when none. */
+export interface RefreshOutcomeRow extends Omit<RefreshOutcome, 'errorClass'> {
+  errorClass: string | null;
+}
+
 export interface RefreshReport {
   /** `local`: refreshed here, now; `enqueued`: handed to the deployed workers. */
   mode: 'local' | 'enqueued';
   /** Users found due (local), or enqueued by the deployed planner. */
   planned: number;
-  outcomes: RefreshOutcome[];
+  outcomes: RefreshOutcomeRow[];
   counts: Partial<Record<RefreshResult, number>>;
 }
 
@@ -124,15 +129,16 @@ export interface RevokedKey {
   outcome: string;
 }
 
+/** Every key is always there (null when it does not apply): --json promises a fixed key set. */
 export interface RotateReport extends RotateNowResult {
-  previousKeyPrefix?: string;
-  keyPrefix?: string;
-  /** When the previous key stops working (its revocation is scheduled for then). */
-  previousKeyRevokeAt?: string;
-  /** Old keys whose grace period had ended, revoked before this rotation (local mode). */
-  revokedBefore?: RevokedKey[];
-  /** With --revoke-previous-now: what became of the previous key. */
-  previousKeyRevoked?: RevocationOutcome;
+  previousKeyPrefix: string;
+  keyPrefix: string;
+  /** When the previous key stops working (its revocation is scheduled for then); null when it is not scheduled (revoked now, or AWS mode, where the schedule is the stack's). */
+  previousKeyRevokeAt: string | null;
+  /** Old keys whose grace period had ended, revoked before this rotation (local mode; null in AWS mode). */
+  revokedBefore: RevokedKey[] | null;
+  /** With --revoke-previous-now: what became of the previous key; null without it, or when there was none to revoke. */
+  previousKeyRevoked: RevocationOutcome | null;
 }
 
 export interface KeyStatusReport {

@@ -18,6 +18,8 @@ import {
   type CompanyList,
   type CompanyRow,
   type DoctorReport,
+  type RefreshOutcome,
+  type RefreshOutcomeRow,
   type RegistryHealth,
   type RevokedKey,
   type TokenHealth,
@@ -32,6 +34,11 @@ import {
 
 /** The refresh margin of the schedule (TokenLifecycle's default): "due" in listings means the same as for the planner. */
 export const REFRESH_MARGIN_MS = 15 * 60_000;
+
+/** A refresh outcome with its fixed key set for --json. */
+export function outcomeRow(outcome: RefreshOutcome): RefreshOutcomeRow {
+  return { ...outcome, errorClass: outcome.errorClass ?? null };
+}
 
 export function userRow(record: TokenSummary, now: number): UserRow {
   return {

@@ -118,6 +118,37 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     },
   );
 
+  it('keys rotate: previousKeyRevokeAt and previousKeyRevoked are both always there, null where they do not apply', async () => {
+    const { body: status } = await json<{ companies: { companyId: string }[] }>('keys', 'status');
+    const companyId = status.companies[1]!.companyId;
+    const keys = [
+      'companyId',
+      'keyPrefix',
+      'previousKeyPrefix',
+      'previousKeyRevokeAt',
+      'previousKeyRevoked',
+      'revokedBefore',
+      'secret',
+      'state',
+      'versionId',
+    ];
+    const graceful = await json<Record<string, unknown>>('keys', 'rotate', '--company', companyId);
+    expect(Object.keys(graceful.body).sort()).toEqual(keys);
+    expect(graceful.body).toMatchObject({ previousKeyRevokeAt: expect.stringMatching(ISO), previousKeyRevoked: null });
+    const urgent = await json<Record<string, unknown>>('keys', 'rotate', '--company', companyId, '--revoke-previous-now');
+    expect(Object.keys(urgent.body).sort()).toEqual(keys);
+    expect(urgent.body).toMatchObject({ previousKeyRevokeAt: null, previousKeyRevoked: 'revoked' });
+  });
+
+  it('tokens refresh: every outcome has its errorClass (the ERROR column), null when none', async () => {
+    const { body: users } = await json<{ users: { externalId: string }[] }>('users', 'list');
+    expect(users.users.length).toBeGreaterThan(0);
+    const { body } = await json<{ outcomes: Record<string, unknown>[] }>('tokens', 'refresh', '--user', users.users[0]!.externalId);
+    expect(body.outcomes).toHaveLength(1);
+    expect(Object.keys(body.outcomes[0]!).sort()).toEqual(['errorClass', 'externalId', 'result']);
+    expect(body.outcomes[0]!.errorClass).toBeNull();
+  });
+
   it('an error document always has its hint key', async () => {
     const result = await runAcctops([
       '--state-dir',
