@@ -77,14 +77,40 @@ const SAFE_COMMANDER = new Map<string, string>([
   ['commander.conflictingOption', 'use one of them'],
 ]);
 
+/**
+ * The start of a word acctops refused, never all of it: an unknown command is as often a value pasted
+ * in the wrong place (a key, a token) as a typo. Four characters are less than a key's loggable
+ * prefix (`sbx_AbCdEf12…`, keyPrefix), and enough to find the word on the command line.
+ */
+export function glimpse(word: string): string {
+  const chars = [...word];
+  return chars.length <= 4 ? word : `${chars.slice(0, 4).join('')}…`;
+}
+
+/** How our options are spelt; an unknown option that is not spelt so may be a pasted value. */
+const OPTION_NAME = /^--?[a-z][a-z0-9-]*$/;
+
+function unknownOption(flag: string): string {
+  const equals = flag.indexOf('=');
+  const name = equals < 0 ? flag : flag.slice(0, equals);
+  const shown = OPTION_NAME.test(name) && name.length <= 32 ? name : glimpse(name);
+  return `unknown option '${shown}${equals < 0 ? '' : '=…'}'`;
+}
+
 /** Commander quotes the values it refuses; a mistyped secret must not come back on the screen. */
 export function withoutValues(message: string): string {
-  return message
-    .replace(/^error: /, '')
-    .replace(/ argument '[^]*?' is invalid\./, ' is invalid:')
-    .replace(/value '[^]*?' (from env '[^']*' )?is invalid/, 'value is invalid')
-    .replace(/'(--?[A-Za-z0-9-]+)=[^']*'/g, "'$1=…'")
-    .trim();
+  return (
+    message
+      .replace(/^error: /, '')
+      // Commander's quoted word runs to the last quote before its suggestion (or the end), so a quote
+      // inside the word does not end it early.
+      .replace(/unknown command '([^]*)'(?=\n\(Did you mean|$)/, (_m, word: string) => `unknown command '${glimpse(word)}'`)
+      .replace(/unknown option '([^]*)'(?=\n\(Did you mean|$)/, (_m, flag: string) => unknownOption(flag))
+      .replace(/ argument '[^]*?' is invalid\./, ' is invalid:')
+      .replace(/value '[^]*?' (from env '[^']*' )?is invalid/, 'value is invalid')
+      .replace(/'(--?[A-Za-z0-9-]+)=[^']*'/g, "'$1=…'")
+      .trim()
+  );
 }
 
 const AWS_AUTH = new Set([

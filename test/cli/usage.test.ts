@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { CANARY, expectNoCanaries } from '../helpers/canary';
 import { runCli } from '../../cli/program';
 import { cliEnv, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
@@ -132,7 +133,7 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
       expect(r!.code).toBe(2);
       oneLine(r!);
     }
-    expect(oneLine(unknownCommand!)).toMatch(/unknown command 'frobnicate'.*acctops --help/);
+    expect(oneLine(unknownCommand!)).toMatch(/unknown command 'frob…'.*acctops --help/);
     expect(oneLine(unknownOption!)).toMatch(/unknown option '--colour'/);
     expect(oneLine(missing!)).toMatch(/required option '--company <id>' not specified/);
     expect(oneLine(badMonth!)).toMatch(/option '--month <YYYY-MM>' is invalid: expected a month as YYYY-MM/);
@@ -151,6 +152,39 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     const binary = await run(['export', '--month', '2026-13']);
     expect(binary.code).toBe(2);
     expect(binary.stderr).toBe(badMonth!.stderr);
+  });
+
+  it('never echoes a stray word: an unknown command, an excess argument or an odd option shows at most 4 characters', async () => {
+    // Not a canary: the redactor knows nothing of these, so only the refusal itself can keep them out.
+    const base62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+    const key = `sbx_${Array.from(randomBytes(32), (b) => base62[b % 62]).join('')}`;
+    const word = `w${randomBytes(8).toString('hex')}`;
+    const attempts = [
+      [key],
+      ['keys', key],
+      ['users', key],
+      [word],
+      ['users', 'list', key],
+      ['users', 'list', 'extra-arg', word],
+      ['doctor', key],
+      ['users', 'list', `--${key}`],
+      ['users', 'list', `-${key}=${word}`],
+      ['sandbox', key],
+    ];
+    const binary = await Promise.all([run([key]), run(['users', 'list', word])]);
+    const results = [...(await all(attempts)), ...binary];
+    for (const result of results) {
+      expect(result.code).toBe(2);
+      const line = oneLine(result);
+      expect(`${result.stdout}${result.stderr}`).not.toContain(key);
+      expect(`${result.stdout}${result.stderr}`).not.toContain(word);
+      expect(`${result.stdout}${result.stderr}`).not.toContain(key.slice(0, 12));
+      expect(line).toMatch(/unknown command|too many arguments|unknown option/);
+    }
+    expect(oneLine(results[0]!)).toMatch(/^acctops: error: unknown command 'sbx_…' \(run `acctops --help` for the commands\)$/);
+    expect(oneLine(results[3]!)).toContain(`unknown command '${word.slice(0, 4)}…'`);
+    expect(oneLine(results[7]!)).toContain("unknown option '--sb…'");
+    expect(oneLine(results[8]!)).toContain("unknown option '-sbx…=…'");
   });
 
   it('refuses credentials given as flags (exit 2), whatever the command, without echoing them', async () => {

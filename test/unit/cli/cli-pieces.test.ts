@@ -64,6 +64,16 @@ describe('cli/errors: every error is an exit code and one line that says what to
     expect(describeError(invalid).message).toBe("option '--month <YYYY-MM>' is invalid: expected YYYY-MM");
     const unknown = new CommanderError(1, 'commander.unknownOption', `error: unknown option '--colour=${CANARY.institutionSecret}'`);
     expect(describeError(unknown).message).toBe("unknown option '--colour=…'");
+    const command = new CommanderError(1, 'commander.unknownCommand', `error: unknown command '${CANARY.apiKey}'`);
+    expect(describeError(command).message).toBe("unknown command 'sbx_…'");
+    const quoted = new CommanderError(
+      1,
+      'commander.unknownCommand',
+      `error: unknown command 'us'er${CANARY.apiKey}'\n(Did you mean users?)`,
+    );
+    expect(describeError(quoted).message).toBe("unknown command 'us'e…' (Did you mean users?)");
+    const odd = new CommanderError(1, 'commander.unknownOption', `error: unknown option '--${CANARY.apiKey}'`);
+    expect(describeError(odd).message).toBe("unknown option '--sb…'");
     registerSecret(CANARY.otherApiKey);
     expect(describeError(new Error(`upstream said ${CANARY.otherApiKey}`)).message).not.toContain(CANARY.otherApiKey);
   });
