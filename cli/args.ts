@@ -3,7 +3,7 @@ import { parsePeriod } from '../src/core/exports/formats/period';
 import { FORMATS, type ExportFormat } from '../src/core/exports/formats/datasets';
 import { parseTaxReportFieldList, TAX_REPORT_FIELDS, type TaxReportFieldNames } from '../src/core/exports/formats/tax-report-fields';
 import { ValidationError } from '../src/core/shared/errors';
-import { UsageError } from './errors';
+import { optionName, UsageError } from './errors';
 
 /**
  * Argument parsers. A refusal says what is expected and never repeats the value (commander's own
@@ -103,18 +103,35 @@ export function outputPair(raw: string, previous: string[] = []): string[] {
 /**
  * Credentials never come from a flag: a flag's value stays in the shell history and shows in
  * `ps`. Such flags are refused before anything is parsed, and the refusal does not repeat them.
+ * A flag is refused by its words (split at `-` and `_`), not by a list of whole names, so that
+ * `--bearer-token` or `--session-token` is refused like `--token` rather than reported as an
+ * unknown option, which would invite trying another spelling. No option of ours has such a word
+ * (`--show-credentials` of `acctops sandbox` is not `--credentials`).
  */
-const CREDENTIAL_FLAG =
-  /^--?(api[-_]?key|key|secret|secret[-_]key|client[-_]secret|token|access[-_]token|refresh[-_]token|password|passwd|institution|institution[-_]secret|institution[-_]credential|credentials?|bearer|authorization|auth)(=.*)?$/i;
+const SECRET_WORDS = new Set(['token', 'tokens', 'secret', 'secrets', 'password', 'passwd', 'passphrase', 'pwd', 'bearer', 'apikey']);
+const SECRET_NAMES = new Set(['pass', 'auth', 'authorization', 'institution', 'credential', 'credentials', 'institution-credential']);
+/** `--key`, and a key whose first word says it is a secret one (`--api-key`, `--private-key`). */
+const SECRET_KEY_KINDS = new Set(['api', 'private', 'secret', 'access', 'signing', 'client', 'institution', 'company']);
+
+export function isCredentialFlag(arg: string): boolean {
+  const match = /^--?([A-Za-z0-9][A-Za-z0-9_-]*)(=|$)/.exec(arg);
+  if (!match) return false;
+  const words = match[1]!
+    .toLowerCase()
+    .split(/[-_]+/)
+    .filter((w) => w !== '');
+  if (SECRET_NAMES.has(words.join('-')) || words.some((w) => SECRET_WORDS.has(w))) return true;
+  return words.at(-1) === 'key' && (words.length === 1 || SECRET_KEY_KINDS.has(words.at(-2)!));
+}
 
 export function rejectCredentialFlags(argv: readonly string[]): void {
   for (const arg of argv) {
     if (arg === '--') return;
-    const match = CREDENTIAL_FLAG.exec(arg);
-    if (match) {
-      const flag = arg.split('=')[0]!;
+    if (isCredentialFlag(arg)) {
+      // Quoted, as commander quotes an option: unquoted, `--bearer is refused` reads to the
+      // redactor as an Authorization header, which blanked the word after it.
       throw new UsageError(
-        `${flag} is refused: acctops never takes a credential from a flag (it would stay in shell history)`,
+        `option '${optionName(arg)}' is refused: acctops never takes a credential from a flag (it would stay in shell history)`,
         'set ACCTOPS_API_KEY or ACCTOPS_INSTITUTION in the environment, or keep it in the secret store (README, "Credentials")',
       );
     }

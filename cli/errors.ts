@@ -87,14 +87,21 @@ export function glimpse(word: string): string {
   return chars.length <= 4 ? word : `${chars.slice(0, 4).join('')}…`;
 }
 
-/** How our options are spelt; an unknown option that is not spelt so may be a pasted value. */
-const OPTION_NAME = /^--?[a-z][a-z0-9-]*$/;
+/**
+ * How an option is spelt; an unknown option that is not spelt so may be a pasted value. Keys and
+ * tokens carry an underscore (`sbx_…`, `tok_…`) or dots (a JWT), which no option name has.
+ */
+const OPTION_NAME = /^--?[a-z][a-z0-9-]*$/i;
 
-function unknownOption(flag: string): string {
+/** An option's name as typed (without `=value`), or its glimpse when it may carry a pasted value. */
+export function optionName(flag: string): string {
   const equals = flag.indexOf('=');
   const name = equals < 0 ? flag : flag.slice(0, equals);
-  const shown = OPTION_NAME.test(name) && name.length <= 32 ? name : glimpse(name);
-  return `unknown option '${shown}${equals < 0 ? '' : '=…'}'`;
+  return OPTION_NAME.test(name) && name.length <= 32 ? name : glimpse(name);
+}
+
+function unknownOption(flag: string): string {
+  return `unknown option '${optionName(flag)}${flag.includes('=') ? '=…' : ''}'`;
 }
 
 /** Commander quotes the values it refuses; a mistyped secret must not come back on the screen. */

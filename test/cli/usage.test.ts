@@ -195,13 +195,22 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
       ['doctor', `--institution=${CANARY.institutionId}:${CANARY.institutionSecret}`],
       ['keys', 'status', '--secret', CANARY.institutionSecret],
       ['--password', 'x', 'users', 'list'],
+      ['users', 'list', `--bearer=${CANARY.accessToken}`],
+      ['users', 'list', `--bearer-token=${CANARY.accessToken}`],
+      ['users', 'list', '--session-token', CANARY.accessToken],
+      ['keys', 'status', `--private-key=${CANARY.apiKey}`],
+      ['doctor', `--pass=${CANARY.institutionSecret}`],
     ];
-    const binary = await run(attempts[0]!);
-    for (const result of [...(await all(attempts)), binary]) {
+    const binary = await Promise.all([run(attempts[0]!), run(attempts[6]!)]);
+    for (const result of [...(await all(attempts)), ...binary]) {
       expect(result.code).toBe(2);
-      expect(oneLine(result)).toMatch(/never takes a credential from a flag.*ACCTOPS_API_KEY or ACCTOPS_INSTITUTION/);
+      expect(oneLine(result)).toMatch(
+        /^acctops: error: option '--[a-z-]+' is refused: acctops never takes a credential from a flag.*ACCTOPS_API_KEY or ACCTOPS_INSTITUTION/,
+      );
+      expect(result.stderr).not.toContain('[REDACTED]');
       expect(result.stdout).toBe('');
     }
+    expect(oneLine(binary[1]!)).toMatch(/^acctops: error: option '--bearer' is refused: acctops never/);
   });
 
   it('--json errors are one JSON object on stderr with the exit code', async () => {

@@ -125,16 +125,59 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
       '--institution-secret',
       '--credentials',
       '--authorization',
+      '--bearer=x',
+      '--bearer-token=x',
+      '--session-token=x',
+      '--id_token',
+      '--client-secret',
+      '--private-key=x',
+      '--signing-key',
+      '--pass=x',
+      '--passphrase',
+      '--pwd',
     ]) {
       expect(() => rejectCredentialFlags(['users', 'list', flag])).toThrow(UsageError);
     }
     expect(() => rejectCredentialFlags(['keys', 'status', '--company', 'x', '--json'])).not.toThrow();
     expect(() => rejectCredentialFlags(['sandbox', '--', '--token'])).not.toThrow();
+    // Options of ours, and words that only look close: not credentials.
+    for (const flag of [
+      '--show-credentials',
+      '--keys',
+      '--passive',
+      '--tokenize',
+      '--key-id',
+      '--replace-formats',
+      '--revoke-previous-now',
+    ]) {
+      expect(() => rejectCredentialFlags(['sandbox', flag])).not.toThrow();
+    }
     try {
       rejectCredentialFlags([`--api-key=${CANARY.apiKey}`]);
     } catch (error) {
-      expect((error as Error).message).toMatch(/^--api-key is refused/);
+      expect((error as Error).message).toMatch(/^option '--api-key' is refused/);
       expectNoCanaries(error, 'refusal');
+    }
+  });
+
+  it('a refused credential flag reads whole once redacted: the flag named, its value never', () => {
+    for (const [flag, name] of [
+      ['--bearer=x', '--bearer'],
+      ['--Bearer', '--Bearer'],
+      ['--bearer-token=x', '--bearer-token'],
+      [`--token_${CANARY.apiKey}=x`, '--to…'],
+    ] as const) {
+      let report: ReturnType<typeof describeError> | undefined;
+      try {
+        rejectCredentialFlags(['users', 'list', flag]);
+      } catch (error) {
+        report = describeError(error);
+      }
+      expect(report?.exitCode).toBe(ExitCode.usage);
+      expect(report?.message).toBe(
+        `option '${name}' is refused: acctops never takes a credential from a flag (it would stay in shell history)`,
+      );
+      expectNoCanaries(report, 'refusal');
     }
   });
 });
