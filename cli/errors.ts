@@ -216,7 +216,7 @@ function classify(error: unknown): ErrorReport {
     };
   }
   if (error instanceof ValidationError) {
-    return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: 'the named field is wrong where it was read' };
+    return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: validationHint(error) };
   }
   // The AWS adapters' errors, known by code so that a local command does not load the AWS SDK clients.
   if (error instanceof AcctopsError && error.code === 'aws_region_missing') {
@@ -269,6 +269,37 @@ function classify(error: unknown): ErrorReport {
   }
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   return { exitCode: ExitCode.failure, code: 'unexpected', message, hint: 'run again with --verbose for the log lines' };
+}
+
+/** The options a command's input is read from, by the field a use case names. */
+const INPUT_OPTIONS: Record<string, { command: string; options: Record<string, string> }> = {
+  'onboard input': { command: 'users onboard', options: { externalId: '--external-id', username: '--username', email: '--email' } },
+  'companies add': { command: 'companies add', options: { companyId: '--company', formats: '--formats', rotationDays: '--rotation-days' } },
+  'company id': { command: 'companies', options: { '': '--company' } },
+  'direct export': { command: 'export', options: { companyId: '--company' } },
+};
+
+/**
+ * What to do about a malformed value depends on where it was read: a command's argument is fixed on
+ * the command line, a stored secret in the secret store, a service's record in how it is mapped.
+ * Arguments are mostly refused by cli/args.ts first; these are what a use case's own check finds.
+ */
+export function validationHint(error: ValidationError): string {
+  const input = INPUT_OPTIONS[error.source];
+  if (input) {
+    const option = input.options[error.field] ?? 'the arguments';
+    return `check ${option}: \`acctops ${input.command} --help\` shows the accepted form`;
+  }
+  if (error.source === 'institution credential secret') {
+    return 'store a well-formed one with `acctops institution set-secret` (docs/runbooks.md, "Change the institution secret"), or go back with --rollback';
+  }
+  if (error.source === 'company API key secret') {
+    return 'store the company\'s key again with `acctops keys install --company <id>` (docs/runbooks.md, "Install a company API key")';
+  }
+  if (error.source.startsWith('tax report ')) {
+    return "the service's tax report has no readable value there: check --tax-report-fields (AWS mode: the stage's exports.taxReportFields) against the service's field names (docs/exports.md, \"Tax reports of a period\")";
+  }
+  return `the ${error.source} is not an argument of this command: run again with --verbose to see where it was read; \`acctops doctor\` checks the stores`;
 }
 
 /**

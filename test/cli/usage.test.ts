@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { CANARY, expectNoCanaries } from '../helpers/canary';
 import { runCli } from '../../cli/program';
 import { cliEnv, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
@@ -185,6 +186,30 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     expect(oneLine(results[3]!)).toContain(`unknown command '${word.slice(0, 4)}…'`);
     expect(oneLine(results[7]!)).toContain("unknown option '--sb…'");
     expect(oneLine(results[8]!)).toContain("unknown option '-sbx…=…'");
+  });
+
+  it('--email is checked with the onboarding rule: an address it would refuse is exit 2 naming --email, before the state is opened', async () => {
+    const onboard = (address: string) => [
+      'users',
+      'onboard',
+      '--external-id',
+      '91111111-2222-4333-8444-555555555555',
+      '--username',
+      'idn',
+      '--email',
+      address,
+    ];
+    const addresses = ['ü@exämple.de', 'a@example.com.', '"q"@example.com', 'a@[127.0.0.1]', 'a@b', 'a..b@example.com'];
+    const results = [...(await all(addresses.map(onboard))), await run(onboard(addresses[0]!))];
+    for (const result of results) {
+      expect(result.code).toBe(2);
+      expect(oneLine(result)).toMatch(
+        /^acctops: error: option '--email <email>' is invalid: expected an address such as name@example.com.* \(run the command with --help/,
+      );
+      expect(result.stdout).toBe('');
+    }
+    results.forEach((result, i) => expect(result.stderr).not.toContain(addresses[i % addresses.length]!));
+    expect(existsSync(`${state.dir}/never-created`)).toBe(false);
   });
 
   it('refuses credentials given as flags (exit 2), whatever the command, without echoing them', async () => {

@@ -8,6 +8,7 @@ import { mapWithConcurrency } from '../shared/concurrency';
 import { parseWith } from '../shared/errors';
 import type { Logger } from '../shared/logger';
 import type { Metrics } from '../shared/metrics';
+import { onboardInputSchema, type OnboardInput } from './onboard-input';
 import { OnboardConflictError, RevocationIncompleteError, TokenBusyError, UserRevokedError } from './errors';
 import { tokenRefreshFailed } from './token-events';
 import { accessTokenExpiry } from './token-expiry';
@@ -82,14 +83,7 @@ export interface TokenLifecycleDeps {
   ownerPrefix?: string;
 }
 
-const userSchema = lazySchema(() =>
-  z.strictObject({
-    externalId: z.guid(),
-    username: z.string().trim().min(1).max(512),
-    email: z.email().max(512),
-  }),
-);
-export type OnboardInput = z.input<typeof userSchema>;
+export type { OnboardInput } from './onboard-input';
 
 /**
  * What happened to one user in a refresh run:
@@ -172,7 +166,7 @@ export class TokenLifecycle {
    * instead. Idempotent: a user acctops already holds is returned as it is.
    */
   async onboard(input: OnboardInput): Promise<OnboardResult> {
-    const user = parseWith(userSchema, input, 'onboard input');
+    const user = parseWith(onboardInputSchema, input, 'onboard input');
     const log = this.deps.logger.child({ externalId: user.externalId });
     const existing = await this.deps.store.get(user.externalId);
     if (existing) return this.alreadyOnboarded(existing, user);
@@ -228,7 +222,7 @@ export class TokenLifecycle {
     }
   }
 
-  private alreadyOnboarded(record: TokenRecord, user: z.output<typeof userSchema>): OnboardResult {
+  private alreadyOnboarded(record: TokenRecord, user: z.output<typeof onboardInputSchema>): OnboardResult {
     if (record.username !== user.username || record.email !== user.email) {
       throw new OnboardConflictError(user.externalId, 'acctops already holds this external_id with another username or email');
     }

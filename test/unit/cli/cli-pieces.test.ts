@@ -1,5 +1,5 @@
 import { CommanderError, InvalidArgumentError } from 'commander';
-import { duration, exportTarget, formats, guid, httpUrl, month, rejectCredentialFlags } from '../../../cli/args';
+import { duration, email, exportTarget, formats, guid, httpUrl, month, rejectCredentialFlags } from '../../../cli/args';
 import { describeError, UsageError } from '../../../cli/errors';
 import { ExitCode } from '../../../cli/exit-codes';
 import { refreshResultOf } from '../../../cli/operations/aws-operations';
@@ -8,6 +8,7 @@ import { KeyRevokedError, PermissionDeniedError, ServerError } from '../../../sr
 import { CompanyKeyNotFoundError } from '../../../src/core/api-keys';
 import { ConfigError, ValidationError } from '../../../src/core/shared/errors';
 import { registerSecret } from '../../../src/core/shared/redact';
+import { onboardInputSchema } from '../../../src/core/tokens/onboard-input';
 import type { TokenRecord } from '../../../src/core/tokens/token-store';
 import { CANARY, expectNoCanaries } from '../../helpers/canary';
 
@@ -179,6 +180,53 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
       );
       expectNoCanaries(report, 'refusal');
     }
+  });
+});
+
+describe('cli: --email and onboarding agree, and a use case refusal says what to do where the value came from', () => {
+  it('email() accepts exactly what the onboarding schema accepts', () => {
+    const addresses = [
+      'name@example.com',
+      "o'brien+tag@sub.example.co",
+      'ü@exämple.de',
+      'a@example.com.',
+      '"q"@example.com',
+      'a@[127.0.0.1]',
+      'a@b',
+      '.a@example.com',
+      'a..b@example.com',
+      'a@example.c',
+      `${'a'.repeat(510)}@example.com`,
+      'a b@example.com',
+    ];
+    const acceptedByCli = (address: string) => {
+      try {
+        email(address);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    for (const address of addresses) {
+      const accepted = onboardInputSchema.shape.email.safeParse(address).success;
+      expect({ address, accepted: acceptedByCli(address) }).toEqual({ address, accepted });
+    }
+    expect(() => email('name@example.com')).not.toThrow();
+    expect(() => email('ü@exämple.de')).toThrow(InvalidArgumentError);
+  });
+
+  it.each([
+    ['onboard input', 'email', /^check --email: `acctops users onboard --help` shows the accepted form$/],
+    ['companies add', 'rotationDays', /^check --rotation-days: `acctops companies add --help`/],
+    ['company API key secret', 'companyId', /keys install --company/],
+    ['institution credential secret', 'secretKey', /institution set-secret/],
+    ['tax report r1', 'endDate', /--tax-report-fields/],
+    ['export job', '', /^the export job is not an argument of this command: run again with --verbose/],
+  ])('a ValidationError of the %s names what to fix', (source, path, hint) => {
+    const report = describeError(new ValidationError(source, [{ path, message: 'bad' }]));
+    expect(report.exitCode).toBe(ExitCode.failure);
+    expect(report.hint).toMatch(hint);
+    expect(report.hint).not.toMatch(/the named field is wrong where it was read/);
   });
 });
 
