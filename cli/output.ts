@@ -52,9 +52,75 @@ export interface ErrorSubject {
  * it, so a script parses one form whatever failed.
  */
 export function errorLine(report: PrintedError, json: boolean, subject?: ErrorSubject): string {
-  if (json) return JSON.stringify({ error: { ...subject?.fields, ...report, hint: report.hint ?? null } }, jsonValue);
+  if (json) return jsonSafe(JSON.stringify({ error: { ...subject?.fields, ...report, hint: report.hint ?? null } }, jsonValue));
   const hint = report.hint ? ` (${report.hint})` : '';
-  return `acctops: error: ${subject ? `${subject.text}: ` : ''}${report.message}${hint}`;
+  return visible(`acctops: error: ${subject ? `${subject.text}: ` : ''}${report.message}${hint}`);
+}
+
+/**
+ * Characters a terminal acts on instead of showing: C0 and C1 controls and DEL (colours, cursor
+ * moves, a window title, a carriage return that hides what came before), the line separators, and
+ * the bidirectional formats that reorder what is shown. A username or a service's message can carry
+ * any of them (the spec only says a username is a string), so people see them escaped.
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const UNSHOWABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+/** UNSHOWABLE less C0, which JSON.stringify escapes in strings and uses as whitespace between them. */
+const JSON_UNESCAPED = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const NAMED_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/** Human-readable text with every unshowable character as a visible escape (`\x1b`, `\n`, `\u202e`). */
+export function visible(text: string): string {
+  return text.replace(UNSHOWABLE, (c) => {
+    const code = c.charCodeAt(0);
+    return NAMED_ESCAPES[c] ?? (code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`);
+  });
+}
+
+/**
+ * JSON text with the unshowable characters JSON.stringify leaves raw (DEL, C1, the separators and
+ * bidirectional formats; it escapes C0 itself) as \u escapes: the same document, safe to cat. They
+ * can only occur inside strings, so the replacement keeps the JSON valid and equal.
+ */
+export function jsonSafe(json: string): string {
+  return json.replace(JSON_UNESCAPED, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * Columns a terminal gives a text: 2 for East Asian wide and fullwidth characters and emoji shown
+ * as emoji, 0 for combining marks and other formats, 1 for the rest. Close enough to align a
+ * table's columns without a width library; a sequence joined into one emoji is overcounted.
+ */
+export function displayWidth(text: string): number {
+  let width = 0;
+  for (const char of text) {
+    const code = char.codePointAt(0)!;
+    if (/[\p{Mn}\p{Me}\p{Cf}]/u.test(char)) continue;
+    width += isWide(code) || /\p{Emoji_Presentation}/u.test(char) ? 2 : 1;
+  }
+  return width;
+}
+
+function isWide(code: number): boolean {
+  return (
+    (code >= 0x1100 && code <= 0x115f) ||
+    (code >= 0x2e80 && code <= 0x303e) ||
+    (code >= 0x3041 && code <= 0x33ff) ||
+    (code >= 0x3400 && code <= 0x4dbf) ||
+    (code >= 0x4e00 && code <= 0x9fff) ||
+    (code >= 0xa000 && code <= 0xa4cf) ||
+    (code >= 0xac00 && code <= 0xd7a3) ||
+    (code >= 0xf900 && code <= 0xfaff) ||
+    (code >= 0xfe30 && code <= 0xfe4f) ||
+    (code >= 0xff00 && code <= 0xff60) ||
+    (code >= 0xffe0 && code <= 0xffe6) ||
+    (code >= 0x20000 && code <= 0x3fffd)
+  );
+}
+
+function pad(text: string, width: number, align: 'left' | 'right' | undefined): string {
+  const fill = ' '.repeat(Math.max(0, width - displayWidth(text)));
+  return align === 'right' ? `${fill}${text}` : `${text}${fill}`;
 }
 
 /**
@@ -77,7 +143,7 @@ export class Output {
 
   /** A line for people (not printed with --json). */
   line(text = ''): void {
-    if (!this.json) this.io.stdout.write(`${redactString(text)}\n`);
+    if (!this.json) this.io.stdout.write(`${visible(redactString(text))}\n`);
   }
 
   /**
@@ -86,7 +152,7 @@ export class Output {
    * logger's key-based redaction is not used here: it would blank fields such as `refreshed`.)
    */
   result(value: unknown, human: () => void): void {
-    if (this.json) this.io.stdout.write(`${redactString(JSON.stringify(value, jsonValue, 2))}\n`);
+    if (this.json) this.io.stdout.write(`${jsonSafe(redactString(JSON.stringify(value, jsonValue, 2)))}\n`);
     else human();
   }
 
@@ -96,11 +162,12 @@ export class Output {
       this.line(`  ${empty}`);
       return;
     }
-    const cells = rows.map((row) => columns.map((c) => text(c.value(row))));
-    const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((r) => r[i]!.length)));
+    // Escaped and redacted before measuring: line() would otherwise lengthen a cell after its column's width was set.
+    const cells = rows.map((row) => columns.map((c) => visible(redactString(text(c.value(row))))));
+    const widths = columns.map((c, i) => Math.max(displayWidth(c.header), ...cells.map((r) => displayWidth(r[i]!))));
     const render = (values: string[]) =>
       values
-        .map((v, i) => (columns[i]!.align === 'right' ? v.padStart(widths[i]!) : v.padEnd(widths[i]!)))
+        .map((v, i) => pad(v, widths[i]!, columns[i]!.align))
         .join('  ')
         .trimEnd();
     this.line(`  ${render(columns.map((c) => c.header))}`);
@@ -110,7 +177,7 @@ export class Output {
 
   /** A diagnostic on stderr (shown with --json too, so that scripts keep a clean stdout). */
   note(text: string): void {
-    this.io.stderr.write(`${redactString(text)}\n`);
+    this.io.stderr.write(`${visible(redactString(text))}\n`);
   }
 
   /** An error that did not stop the command (one company of several): one line on stderr, as runCli prints the one that does. */
@@ -120,7 +187,9 @@ export class Output {
 
   /** JSON log lines of the use cases on stderr with --verbose; nothing otherwise. */
   logger(): Logger {
-    return this.verbose ? new JsonLogger((line) => this.io.stderr.write(`${line}\n`), { component: 'acctops-cli' }, 'debug') : silentLogger;
+    return this.verbose
+      ? new JsonLogger((line) => this.io.stderr.write(`${jsonSafe(line)}\n`), { component: 'acctops-cli' }, 'debug')
+      : silentLogger;
   }
 
   /** A progress bar on stderr when it is a terminal, a no-op when output is piped or captured. */
@@ -168,7 +237,7 @@ class TtyProgress implements Progress {
       bar = `${done}`;
     }
     const line = `${this.label} ${bar} ${detail}`.slice(0, Math.max(20, (this.stream.columns ?? 80) - 1));
-    this.stream.write(`\r\x1b[2K${redactString(line)}`);
+    this.stream.write(`\r\x1b[2K${visible(redactString(line))}`);
   }
 
   finish(): void {

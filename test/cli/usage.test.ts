@@ -186,6 +186,10 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     expect(oneLine(results[3]!)).toContain(`unknown command '${word.slice(0, 4)}…'`);
     expect(oneLine(results[7]!)).toContain("unknown option '--sb…'");
     expect(oneLine(results[8]!)).toContain("unknown option '-sbx…=…'");
+    // The first 4 characters are shown, as escapes where a terminal would act on them.
+    const escape = await inProcess(['\u001b[2Jwipe']);
+    expect(escape.stderr).not.toContain('\u001b');
+    expect(oneLine(escape)).toContain("unknown command '\\x1b[2J…'");
   });
 
   it('--email is checked with the onboarding rule: an address it would refuse is exit 2 naming --email, before the state is opened', async () => {

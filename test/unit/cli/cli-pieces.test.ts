@@ -3,7 +3,7 @@ import { duration, email, exportTarget, formats, guid, httpUrl, month, rejectCre
 import { describeError, UsageError } from '../../../cli/errors';
 import { ExitCode } from '../../../cli/exit-codes';
 import { refreshResultOf } from '../../../cli/operations/aws-operations';
-import { Output } from '../../../cli/output';
+import { displayWidth, Output } from '../../../cli/output';
 import { KeyRevokedError, PermissionDeniedError, ServerError } from '../../../src/core/accounting-api';
 import { CompanyKeyNotFoundError } from '../../../src/core/api-keys';
 import { ConfigError, ValidationError } from '../../../src/core/shared/errors';
@@ -250,6 +250,48 @@ describe('cli/output', () => {
     out.line('not printed with --json');
     out.result({ refreshed: 2, minor: 12n, leaked: CANARY.accessToken }, () => out.line('human'));
     expect(JSON.parse(json.stdout.join(''))).toEqual({ refreshed: 2, minor: '12', leaked: '[REDACTED]' });
+  });
+
+  it('shows control characters as escapes to people, and keeps --json exact with DEL, C1 and bidi formats as \\u escapes', () => {
+    const hostile = 'a\u001b]0;title\u0007b\nc\td\u007fe\u009b2Jf\u202eg\u2028h';
+    const human = capture();
+    const out = new Output(human.io, { json: false, verbose: false });
+    out.line(`User ${hostile}`);
+    out.note(`note ${hostile}`);
+    out.table(
+      [{ name: hostile, n: 1 }],
+      [
+        { header: 'NAME', value: (r) => r.name },
+        { header: 'N', value: (r) => r.n, align: 'right' },
+      ],
+    );
+    const shown = 'a\\x1b]0;title\\x07b\\nc\\td\\x7fe\\x9b2Jf\\u202eg\\u2028h';
+    expect(human.stdout.join('')).toBe(
+      `User ${shown}\n  NAME${' '.repeat(shown.length - 4)}  N\n  ${'-'.repeat(shown.length)}  -\n  ${shown}  1\n`,
+    );
+    expect(human.stderr.join('')).toBe(`note ${shown}\n`);
+
+    const json = capture();
+    new Output(json.io, { json: true, verbose: false }).result({ name: hostile }, () => undefined);
+    const text = json.stdout.join('');
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
+    expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e\u2028]/);
+    expect(JSON.parse(text)).toEqual({ name: hostile });
+  });
+
+  it('aligns table columns by terminal width: wide CJK and emoji take two columns, combining marks none', () => {
+    expect(displayWidth('名前')).toBe(4);
+    expect(displayWidth('e\u0301')).toBe(1);
+    expect(displayWidth('ok👍')).toBe(4);
+    const human = capture();
+    new Output(human.io, { json: false, verbose: false }).table(
+      [{ a: '名前' }, { a: 'abcde' }],
+      [
+        { header: 'A', value: (r) => r.a },
+        { header: 'B', value: () => 'x' },
+      ],
+    );
+    expect(human.stdout.join('')).toBe('  A      B\n  -----  -\n  名前   x\n  abcde  x\n');
   });
 
   it('draws a progress bar on stderr only when it is a terminal', () => {
