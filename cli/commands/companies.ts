@@ -5,7 +5,15 @@ import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datas
 import { formats, guid } from '../args';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
+import type { KeyRotationChange } from '../operations/operations';
 import type { CommandHost } from './host';
+
+const ROTATION_CHANGE: Record<KeyRotationChange['result'], (days: number) => string> = {
+  updated: (days) => `the key secret now rotates every ${days} days (no rotation now)`,
+  unchanged: (days) => `the key secret already rotates every ${days} days`,
+  not_rotating: (days) => `the key secret's rotation is off, left so (\`acctops keys install\` turns it on, every ${days} days)`,
+  no_secret: (days) => `no key secret yet; \`acctops keys install\` sets its rotation to every ${days} days`,
+};
 
 export function rotationDays(raw: string): number {
   const days = Number(raw);
@@ -49,13 +57,14 @@ export function companiesCommand(host: CommandHost): Command {
     .action(
       host.run(async (session, opts: { company: string; formats?: ExportFormat[]; rotationDays?: number }) => {
         const operations = await session.operations();
-        const { result, company } = await operations.addCompany({
+        const { result, company, keyRotation } = await operations.addCompany({
           companyId: opts.company,
           ...(opts.formats ? { formats: opts.formats } : {}),
           ...(opts.rotationDays !== undefined ? { rotationDays: opts.rotationDays } : {}),
         });
-        session.out.result({ result, company }, () => {
+        session.out.result({ result, company, keyRotation }, () => {
           session.out.line(`Company ${company.companyId}: ${result.replace('_', ' ')} (formats ${company.formats.join(', ')}).`);
+          if (keyRotation !== null) session.out.line(`  Key rotation: ${ROTATION_CHANGE[keyRotation.result](keyRotation.rotationDays)}.`);
           session.out.line('  The monthly export plans it from the next run on; `acctops keys install` stores its API key.');
         });
       }),

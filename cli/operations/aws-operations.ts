@@ -48,7 +48,7 @@ import type {
   Skipped,
   UserList,
 } from './operations';
-import { installKey, removeCompany, restoreCompany, type CompanyKeyContext } from './company-keys';
+import { applyRotationDays, installKey, removeCompany, restoreCompany, type CompanyKeyContext } from './company-keys';
 import { setInstitutionSecret } from './secret-changes';
 import {
   companyRegistry,
@@ -288,12 +288,14 @@ export class AwsOperations implements Operations {
       store,
       directory,
       scheduler,
-      clientFor: (key) =>
-        createAccountingClient({
+      clientFor: (key) => {
+        if (baseUrl === undefined) throw new Error('companyKeyContext({ service: false }) has no service client');
+        return createAccountingClient({
           baseUrl,
           credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }),
           logger: this.context.out.logger(),
-        }),
+        });
+      },
     });
     return { now: iso(systemClock.now())!, companies };
   }
@@ -407,7 +409,9 @@ export class AwsOperations implements Operations {
 
   async addCompany(input: CompanyInput) {
     const { result, company } = await (await this.registry()).add(input, Date.now());
-    return { result, company: companyRow(company) };
+    const keyRotation =
+      input.rotationDays === undefined ? null : await applyRotationDays(await this.companyKeyContext({ service: false }), company);
+    return { result, company: companyRow(company), keyRotation };
   }
 
   async listCompanies(options: { active: boolean }) {
@@ -419,7 +423,7 @@ export class AwsOperations implements Operations {
   }
 
   async restoreCompany(companyId: string) {
-    return restoreCompany(await this.registry(), Date.now(), () => this.companyKeyContext(), companyId);
+    return restoreCompany(await this.registry(), Date.now(), () => this.companyKeyContext({ service: false }), companyId);
   }
 
   localStatus(): Promise<never> {
@@ -445,23 +449,29 @@ export class AwsOperations implements Operations {
     return { stage, lifecycle: this.clients.secretLifecycle() };
   }
 
-  /** What `keys install` and `companies restore` need of the stack: its stage, rotation function, secrets key, stores. */
-  private async companyKeyContext(): Promise<CompanyKeyContext> {
+  /**
+   * What `keys install`, `companies add --rotation-days` and `companies restore` need of the stack:
+   * its stage, rotation function, secrets key, stores. Only `keys install` calls the service (to
+   * check the key), so only it needs the service's base URL: `{ service: false }` leaves it out.
+   */
+  private async companyKeyContext(options: { service: boolean } = { service: true }): Promise<CompanyKeyContext> {
     await this.ready();
     const { stage } = this.companySecrets();
     const store = this.clients.secrets();
-    const baseUrl = await this.baseUrl();
+    const baseUrl = options.service ? await this.baseUrl() : undefined;
     const days = await this.optionalOutput(OUTPUTS.companyKeyRotationDays);
     return {
       lifecycle: this.clients.secretLifecycle(),
       store,
       directory: taggedKeyDirectory(store, this.directoryOptions),
-      clientFor: (key) =>
-        createAccountingClient({
+      clientFor: (key) => {
+        if (baseUrl === undefined) throw new Error('companyKeyContext({ service: false }) has no service client');
+        return createAccountingClient({
           baseUrl,
           credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }),
           logger: this.context.out.logger(),
-        }),
+        });
+      },
       clock: systemClock,
       target: {
         stage,

@@ -9,12 +9,12 @@ import {
   type CompanyKeySecretTarget,
   type SecretLifecycle,
 } from '../../src/core/api-keys';
-import { CompanyNotRegisteredError, type CompanyRegistry } from '../../src/core/companies/company-registry';
+import { CompanyNotRegisteredError, type CompanyRegistry, type RegisteredCompany } from '../../src/core/companies/company-registry';
 import type { SecretStore } from '../../src/core/ports/secrets';
 import type { Clock } from '../../src/core/shared/clock';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
-import type { CompanyRemoval, CompanyRestore, KeysInstallReport } from './operations';
+import type { CompanyRemoval, CompanyRestore, KeyRotationChange, KeysInstallReport } from './operations';
 import { installCompanyKey, verifyCompanyKey } from './secret-changes';
 import { companyRow } from './shared';
 
@@ -133,4 +133,32 @@ export async function restoreCompany(
     key,
     rotationDays: added.company.rotationDays ?? c.defaultRotationDays,
   };
+}
+
+/**
+ * `companies add --rotation-days`: the company's key secret rotates on the registry's days from now
+ * on, as `keys install` would set them; without this the new days waited for the next install. Only
+ * a secret that rotates is touched, and never rotated now (RotateImmediately false): a removed
+ * company's secret comes back with `companies restore`, a key not installed yet takes the days then.
+ */
+export async function applyRotationDays(ctx: CompanyKeyContext, company: RegisteredCompany): Promise<KeyRotationChange> {
+  const id = company.companyId.toLowerCase();
+  const rotationDays = company.rotationDays ?? ctx.defaultRotationDays;
+  let description = await ctx.lifecycle.describe(companyKeySecretName(ctx.target.stage, id));
+  if (description === undefined) {
+    try {
+      description = await ctx.lifecycle.describe((await ctx.directory.find(id)).secretId);
+    } catch (error) {
+      if (!(error instanceof CompanyKeyNotFoundError) || error.code !== 'company_key_not_found') throw error;
+    }
+  }
+  if (description === undefined || description.deletedAt !== undefined) return { result: 'no_secret', rotationDays };
+  const rotation = description.rotation;
+  if (!rotation.enabled) return { result: 'not_rotating', rotationDays };
+  if (rotation.automaticallyAfterDays === rotationDays) return { result: 'unchanged', rotationDays };
+  await ctx.lifecycle.enableRotation(description.secretArn, {
+    lambdaArn: rotation.lambdaArn ?? ctx.target.rotationLambdaArn,
+    automaticallyAfterDays: rotationDays,
+  });
+  return { result: 'updated', rotationDays };
 }

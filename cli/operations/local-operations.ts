@@ -29,7 +29,7 @@ import type {
   RefreshReport,
   RotateReport,
 } from './operations';
-import { installKey, removeCompany, restoreCompany, type CompanyKeyContext } from './company-keys';
+import { applyRotationDays, installKey, removeCompany, restoreCompany, type CompanyKeyContext } from './company-keys';
 import { setInstitutionSecret } from './secret-changes';
 import {
   companyRow,
@@ -126,9 +126,10 @@ export class LocalOperations implements Operations {
   }
 
   addCompany(input: CompanyInput) {
-    return this.registry(async (registry, now) => {
-      const { result, company } = await registry.add(input, now);
-      return { result, company: companyRow(company) };
+    return this.world(async (world) => {
+      const { result, company } = await world.registry(this.context.out.logger()).add(input, world.clock.now());
+      const keyRotation = input.rotationDays === undefined ? null : await applyRotationDays(localKeyContext(world), company);
+      return { result, company: companyRow(company), keyRotation };
     });
   }
 

@@ -54,7 +54,8 @@ export interface Operations {
   /** Stores the institution credential (undefined: rolls back to AWSPREVIOUS), then checks it. */
   setInstitutionSecret(value: string | undefined): Promise<InstitutionSecretReport>;
 
-  addCompany(input: CompanyInput): Promise<CompanyChange<AddResult>>;
+  /** The registry entry; with `rotationDays`, also the schedule of a rotating key secret (never a rotation now). */
+  addCompany(input: CompanyInput): Promise<CompanyAddition>;
   listCompanies(options: { active: boolean }): Promise<CompanyList>;
   /** The registry marks it removed; its key secret stops rotating and is scheduled for deletion. CompanyNotRegisteredError when unknown. */
   removeCompany(companyId: string, options: { recoveryDays: number }): Promise<CompanyRemoval>;
@@ -200,6 +201,17 @@ export interface CompanyChange<R extends string = AddResult | RemoveResult> {
   result: R;
   company: CompanyRow;
 }
+
+/**
+ * `companies add`: with `--rotation-days`, what became of the key secret's rotation schedule; null
+ * without it (the secret is not looked at).
+ */
+export interface CompanyAddition extends CompanyChange<AddResult> {
+  keyRotation: KeyRotationChange | null;
+}
+
+/** `updated`: set to the registry's days; `not_rotating`: a key secret whose rotation is off (left so); `no_secret`: none, or one scheduled for deletion. */
+export type KeyRotationChange = { result: 'updated' | 'unchanged' | 'not_rotating' | 'no_secret'; rotationDays: number };
 
 export interface CompanyRemoval extends CompanyChange<RemoveResult> {
   /** What became of the company's key secret. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { CreateSecretCommand, GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
+import { CreateSecretCommand, DescribeSecretCommand, GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { EventBridgeRevocationScheduler } from '../../src/adapters/aws/revocation-scheduler';
 import { canarySecret, expectNoCanaries, trackSecret } from '../helpers/canary';
 import { client } from '../helpers/secrets-manager';
@@ -352,6 +352,20 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     });
     // keys status reads the stage's registry (issue 15): the company is registered, as a deployed stage seeds its companies.
     expect((await acctops(['companies', 'add', '--company', world.companyId])).code).toBe(0);
+    // --rotation-days reaches the key secret's schedule through RotateSecret (RotateImmediately false): no rotation starts.
+    const days = await acctops([
+      ...[
+        '--output',
+        `RotateApiKeyFunctionArn=${ROTATION_LAMBDA}`,
+        '--output',
+        'SecretsKeyArn=arn:aws:kms:eu-central-1:000000000000:key/test',
+      ],
+      ...['--json', 'companies', 'add', '--company', world.companyId, '--rotation-days', '11'],
+    ]);
+    expect(parseJson(days)).toMatchObject({ keyRotation: { result: 'updated', rotationDays: 11 } });
+    const described = await client(world.sm).send(new DescribeSecretCommand({ SecretId: world.secretArn }));
+    expect(described.RotationRules?.AutomaticallyAfterDays).toBe(11);
+    expect(Object.values(described.VersionIdsToStages ?? {}).flat()).not.toContain('AWSPENDING');
     const noBaseUrl = await acctops(['keys', 'status']);
     expect(noBaseUrl.code).toBe(3);
     expect(noBaseUrl.stderr).toMatch(/ACCTOPS_BASE_URL/);

@@ -41,6 +41,33 @@ describe('acctops companies (local mode)', () => {
     expect(Object.keys(registry.items).sort()).toEqual([...demo, COMPANY.toLowerCase()].sort());
   });
 
+  it('add --rotation-days sets a rotating key secret to those days at once (no rotation now); without the flag the secret is not looked at', async () => {
+    const company = demo[0]!;
+    const statusOf = async () => {
+      const status = parseJson<{ companies: { companyId: string; rotationDays: number; lastRotatedAt: string | null }[] }>(
+        await acctops('--json', 'keys', 'status'),
+      );
+      return status.companies.find((c) => c.companyId === company)!;
+    };
+    const before = await statusOf();
+    expect(before.rotationDays).not.toBe(9);
+    const changed = await acctops('--json', 'companies', 'add', '--company', company, '--rotation-days', '9');
+    expect(changed.code).toBe(0);
+    expect(parseJson(changed)).toMatchObject({ keyRotation: { result: 'updated', rotationDays: 9 } });
+    const after = await statusOf();
+    expect(after.rotationDays).toBe(9);
+    expect(after.lastRotatedAt).toBe(before.lastRotatedAt);
+    expect(parseJson(await acctops('--json', 'companies', 'add', '--company', company, '--rotation-days', '9'))).toMatchObject({
+      keyRotation: { result: 'unchanged', rotationDays: 9 },
+    });
+    expect(parseJson(await acctops('--json', 'companies', 'add', '--company', company))).toMatchObject({ keyRotation: null });
+    expect(parseJson(await acctops('--json', 'companies', 'add', '--company', COMPANY, '--rotation-days', '14'))).toMatchObject({
+      keyRotation: { result: 'no_secret', rotationDays: 14 },
+    });
+    const text = await acctops('companies', 'add', '--company', company, '--rotation-days', '12');
+    expect(text.stdout).toContain('Key rotation: the key secret now rotates every 12 days (no rotation now).');
+  });
+
   it('doctor names an active registered company without a key secret (its exports fail) and how to fix it, exit 5', async () => {
     const doctor = await acctops('--json', 'doctor');
     expect(doctor.code).toBe(5);

@@ -42,21 +42,34 @@ describe('acctops keys install / companies remove|restore (local mode)', () => {
   it('installs idempotently, stops rotation and schedules deletion on remove, and restore undoes it; the key is never printed', async () => {
     const company = demo.companies[0]!;
     const key = company.apiKeys.find((k) => k.permissions.includes('full_access'))!.key;
-    expect((await acctops(['companies', 'add', '--company', company.publicId, '--rotation-days', '10'])).code).toBe(0);
+    // The demo secret rotates every 30 days; registering 10 sets it at once.
+    const added = await acctops(['--json', 'companies', 'add', '--company', company.publicId, '--rotation-days', '10']);
+    expect(parseJson(added)).toMatchObject({ keyRotation: { result: 'updated', rotationDays: 10 } });
 
     const first = await acctops(['--json', 'keys', 'install', '--company', company.publicId], { ACCTOPS_API_KEY: key });
     expect(first.code).toBe(0);
-    // The demo secret exists with this key; its rotation (30 days) is set to the registry's 10.
+    // The demo secret holds this key already, rotating on the registry's 10 days.
     expect(parseJson(first)).toMatchObject({
       companyId: company.publicId,
       secretResult: 'unchanged',
-      rotation: 'updated',
+      rotation: 'already_on',
       rotationDays: 10,
-      noop: false,
+      noop: true,
     });
     const again = await acctops(['keys', 'install', '--company', company.publicId], { ACCTOPS_API_KEY: key });
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/already installed .* rotates every 10 days; nothing changed/);
+
+    // Days the registry got past the CLI (edited here in the file) reach the secret at the next install.
+    const registryFile = join(state.dir, 'companies.json');
+    const edited = JSON.parse(await readFile(registryFile, 'utf8')) as { items: Record<string, { rotationDays?: number }> };
+    edited.items[company.publicId]!.rotationDays = 12;
+    await writeFile(registryFile, JSON.stringify(edited));
+    const installed = await acctops(['--json', 'keys', 'install', '--company', company.publicId], { ACCTOPS_API_KEY: key });
+    expect(parseJson(installed)).toMatchObject({ secretResult: 'unchanged', rotation: 'updated', rotationDays: 12, noop: false });
+    expect(parseJson(await acctops(['--json', 'companies', 'add', '--company', company.publicId, '--rotation-days', '10']))).toMatchObject({
+      keyRotation: { result: 'updated', rotationDays: 10 },
+    });
 
     const removed = await acctops(['--json', 'companies', 'remove', '--company', company.publicId, '--recovery-days', '7']);
     expect(removed.code).toBe(0);
