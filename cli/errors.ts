@@ -1,5 +1,11 @@
 import { CommanderError } from 'commander';
-import { AccountingApiError, AuthenticationError, isWellFormedApiKey, PermissionDeniedError } from '../src/core/accounting-api';
+import {
+  AccountingApiError,
+  AuthenticationError,
+  CompanyMismatchError,
+  isWellFormedApiKey,
+  PermissionDeniedError,
+} from '../src/core/accounting-api';
 import { CompanyKeyNotFoundError } from '../src/core/api-keys';
 import { SecretNotFoundError } from '../src/core/ports/secrets';
 import { AcctopsError, ConfigError, ValidationError } from '../src/core/shared/errors';
@@ -159,6 +165,15 @@ function classify(error: unknown): ErrorReport {
         error instanceof PermissionDeniedError
           ? 'the credential lacks a permission; use a key or user with it'
           : 'check the credential (ACCTOPS_API_KEY, ACCTOPS_INSTITUTION or the stored secret); `acctops doctor` checks the stored ones',
+    };
+  }
+  if (error instanceof CompanyMismatchError) {
+    // The service's 403 (or our check before sending): the credential acts for another company.
+    return {
+      exitCode: ExitCode.auth,
+      code: error.code,
+      message: error.message,
+      hint: "a company API key acts only for its own company; use that company's key (`acctops keys status` lists them)",
     };
   }
   if (error instanceof AccountingApiError) {
