@@ -39,7 +39,11 @@ export function usersCommand(host: CommandHost): Command {
             { header: 'STATUS', value: (r) => r.status },
             {
               header: 'ACCESS TOKEN EXPIRES',
-              value: (r) => `${r.accessTokenExpiresAt} (${relative(Date.parse(r.accessTokenExpiresAt), now)})`,
+              // Only an active user's token is kept alive: a revoked one was expired at the service.
+              value: (r) =>
+                r.status === 'revoked'
+                  ? '- (expired at revocation)'
+                  : `${r.accessTokenExpiresAt} (${relative(Date.parse(r.accessTokenExpiresAt), now)}${r.status === 'active' ? '' : '; not refreshed'})`,
             },
             { header: 'DUE', value: (r) => (r.due ? 'yes' : 'no') },
             { header: 'FAILURES', value: (r) => r.consecutiveFailures, align: 'right' },

@@ -180,6 +180,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(revoked.result.code).toBe(0);
       expect(revoked.body).toEqual({ externalId: alice.externalId, result: 'revoked' });
       expect((await json('users', 'revoke', '--user', alice.externalId)).body).toMatchObject({ result: 'already_revoked' });
+      // Its token was expired at the service: the table does not show it as alive.
+      const listed = await acctops('users', 'list', '--status', 'revoked');
+      expect(listed.stdout).toMatch(new RegExp(`${alice.externalId} .* revoked +- \\(expired at revocation\\)`));
 
       const refused = await acctops('users', 'recover', '--user', alice.externalId);
       expect(refused.code).toBe(1);
