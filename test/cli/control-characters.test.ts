@@ -1,5 +1,4 @@
-import { expectNoCanaries } from '../helpers/canary';
-import { parseJson, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
+import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
 
 /** What a terminal would act on rather than show (output.ts, UNSHOWABLE); a line's own end aside. */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
@@ -26,14 +25,7 @@ describe('acctops CLI: control characters in user-supplied text, the real binary
   beforeAll(async () => {
     state = await tempStateDir();
   });
-  afterAll(async () => {
-    await trackStateSecrets(state.dir);
-    expectNoCanaries(
-      outputs.map((o) => `${o.stdout}\n${o.stderr}`),
-      'acctops output',
-    );
-    await state.remove();
-  });
+  afterAll(() => closeCliState(state, outputs));
 
   it('users onboard keeps the username as given; users list escapes it, one row a user, columns aligned; --json is exact', async () => {
     for (const user of users) {

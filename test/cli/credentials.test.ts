@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { canarySecret, expectNoCanaries } from '../helpers/canary';
-import { parseJson, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
+import { canarySecret } from '../helpers/canary';
+import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
 
 interface Demo {
   institution: { id: string };
@@ -24,14 +24,7 @@ describe('acctops institution set-secret and keys install', () => {
     await acctops(['local', 'status']);
     demo = (JSON.parse(await readFile(join(state.dir, 'sandbox.json'), 'utf8')) as { demo: Demo }).demo;
   });
-  afterAll(async () => {
-    await trackStateSecrets(state.dir);
-    expectNoCanaries(
-      outputs.map((o) => `${o.stdout}\n${o.stderr}`),
-      'acctops output',
-    );
-    await state.remove();
-  });
+  afterAll(() => closeCliState(state, outputs));
 
   it('set-secret reads ACCTOPS_INSTITUTION only; a value the service refuses is stored, reported (exit 4) and rolled back', async () => {
     const missing = await acctops(['institution', 'set-secret']);

@@ -2,8 +2,8 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { canarySecret, expectNoCanaries } from '../helpers/canary';
-import { cliEnv, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
+import { canarySecret } from '../helpers/canary';
+import { cliEnv, closeCliState, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
 
 const ROOT = resolve(__dirname, '..', '..');
 
@@ -188,14 +188,7 @@ describe('acctops exit codes: the README table holds', () => {
     // Creates the shared state (an embedded sandbox with demo data).
     expect((await runAcctops(['--state-dir', shared.dir, 'users', 'list'])).code).toBe(0);
   });
-  afterAll(async () => {
-    await trackStateSecrets(shared.dir);
-    expectNoCanaries(
-      outputs.map((o) => `${o.stdout}\n${o.stderr}`),
-      'acctops output',
-    );
-    await shared.remove();
-  });
+  afterAll(() => closeCliState(shared, outputs));
 
   it('every code of the README table has cases, and no case uses a code the table lacks', async () => {
     const documented = await readmeExitCodes();

@@ -1,7 +1,6 @@
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { expectNoCanaries } from '../helpers/canary';
-import { parseJson, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
+import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
 
 const MONTH = '2026-10';
 
@@ -36,14 +35,7 @@ describe('acctops export: errors of the command, of a company, of a registry ent
     expect(companies).toHaveLength(3);
     await writeFile(join(state.dir, 'a-file'), 'not a directory');
   });
-  afterAll(async () => {
-    await trackStateSecrets(state.dir);
-    expectNoCanaries(
-      outputs.map((o) => `${o.stdout}\n${o.stderr}`),
-      'acctops output',
-    );
-    await state.remove();
-  });
+  afterAll(() => closeCliState(state, outputs));
 
   it.each([
     ['a regular file', 'a-file', /ENOTDIR/],

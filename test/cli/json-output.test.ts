@@ -1,5 +1,4 @@
-import { expectNoCanaries } from '../helpers/canary';
-import { parseJson, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
+import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$/;
 
@@ -38,14 +37,7 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
   beforeAll(async () => {
     state = await tempStateDir();
   });
-  afterAll(async () => {
-    await trackStateSecrets(state.dir);
-    expectNoCanaries(
-      outputs.map((o) => `${o.stdout}\n${o.stderr}`),
-      'acctops output',
-    );
-    await state.remove();
-  });
+  afterAll(() => closeCliState(state, outputs));
 
   it('keys status: every field present, times in ISO 8601, the current key’s use marked as this check', async () => {
     const { body } = await json<{ companies: KeyRow[] }>('keys', 'status');

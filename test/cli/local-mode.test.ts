@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expectNoCanaries } from '../helpers/canary';
-import { parseJson, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
+import { closeCliState, parseJson, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
 import { TEST_DIALECTS } from '../helpers/dialects';
 
 describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
@@ -30,15 +30,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     beforeAll(async () => {
       state = await tempStateDir();
     });
-    afterAll(async () => {
-      // Every credential the state holds by now, then every output of every command.
-      await trackStateSecrets(state.dir);
-      expectNoCanaries(
-        outputs.map((o) => `${o.stdout}\n${o.stderr}`),
-        'acctops output',
-      );
-      await state.remove();
-    });
+    afterAll(() => closeCliState(state, outputs));
 
     it('creates the local state on first use: an embedded sandbox with demo data, mode 0600 files', async () => {
       const { result, body } = await json<{ users: unknown[] }>('users', 'list');

@@ -2,7 +2,7 @@ import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { trackSecret } from './canary';
+import { expectNoCanaries, trackSecret } from './canary';
 
 /** The real binary, as `npx acctops` runs it: node + the bin shim (tsx's CJS loader, no build). */
 export const ACCTOPS_BIN = resolve(__dirname, '..', '..', 'bin', 'acctops.cjs');
@@ -102,6 +102,19 @@ export async function trackStateSecrets(stateDir: string): Promise<string[]> {
 }
 
 /** Parses a `--json` result, with the output in the failure message when it is not JSON. */
+/**
+ * The end of a CLI suite: every credential its state directory holds by now is a canary, none may
+ * appear in anything the suite's commands printed, and then the directory goes.
+ */
+export async function closeCliState(state: { dir: string; remove(): Promise<void> }, outputs: readonly CliResult[]): Promise<void> {
+  await trackStateSecrets(state.dir);
+  expectNoCanaries(
+    outputs.map((o) => `${o.stdout}\n${o.stderr}`),
+    'acctops output',
+  );
+  await state.remove();
+}
+
 export function parseJson<T = Record<string, unknown>>(result: CliResult): T {
   try {
     return JSON.parse(result.stdout) as T;
