@@ -19,6 +19,7 @@ export function localCommand(host: CommandHost): Command {
         const status = await (await session.operations()).localStatus();
         session.out.result(status, () => {
           session.out.line(`Local state   ${status.stateDir} (created ${status.createdAt})`);
+          session.out.line(`Service       embedded sandbox, ${status.dialect} dialect (fixed when the state was created)`);
           session.out.line(
             `Clock         ${status.now} (system clock ${status.clockOffsetMs >= 0 ? '+' : ''}${Math.round(status.clockOffsetMs / 60_000)} min)`,
           );

@@ -61,7 +61,10 @@ export class LocalOperations implements Operations {
   private world<T>(work: (world: LocalWorld) => Promise<T>, options: { tolerateDamage?: boolean } = {}): Promise<T> {
     const { context } = this;
     return withLocalWorld({ stateDir: context.stateDir, logger: context.out.logger(), env: context.env, ...options }, async (world) => {
-      if (world.created) context.out.note(`acctops: created the local state in ${world.stateDir} (embedded sandbox with demo data)`);
+      if (world.created)
+        context.out.note(
+          `acctops: created the local state in ${world.stateDir} (embedded sandbox with demo data, ${world.state.dialect} dialect)`,
+        );
       await world.seedRegistry();
       return work(world);
     });
@@ -188,6 +191,7 @@ export class LocalOperations implements Operations {
         now: iso(world.clock.now())!,
         clockOffsetMs: world.clock.offsetMs,
         baseUrl: '(embedded sandbox, started per command on 127.0.0.1)',
+        dialect: world.state.dialect,
         companies,
         users,
         pendingRevocations: pending,

@@ -348,6 +348,8 @@ export interface LocalStatus {
   now: string;
   clockOffsetMs: number;
   baseUrl: string;
+  /** The embedded service's dialect, fixed when the state was created (`npm start -- --dialect`, ACCTOPS_DIALECT). */
+  dialect: string;
   companies: number;
   users: number;
   pendingRevocations: number;

@@ -36,7 +36,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const { result, body } = await json<{ users: unknown[] }>('users', 'list');
       expect(result.code).toBe(0);
       expect(body.users).toEqual([]);
-      expect(result.stderr).toMatch(/created the local state/);
+      expect(result.stderr).toMatch(new RegExp(`created the local state .*, ${dialect} dialect\\)`));
       for (const file of ['state.json', 'sandbox.json', 'secrets.json']) {
         expect((await stat(join(state.dir, file))).mode & 0o777).toBe(0o600);
       }
@@ -240,7 +240,8 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
     it('local status describes the state; local reset needs --yes and then deletes it', async () => {
       const status = await json<{ stateDir: string; companies: number; users: number }>('local', 'status');
-      expect(status.body).toMatchObject({ stateDir: state.dir, companies: 3, users: 2 });
+      expect(status.body).toMatchObject({ stateDir: state.dir, dialect, companies: 3, users: 2 });
+      expect((await acctops('local', 'status')).stdout).toContain(`Service       embedded sandbox, ${dialect} dialect`);
       const refused = await acctops('local', 'reset');
       expect(refused.code).toBe(2);
       expect(refused.stderr).toMatch(/--yes/);
