@@ -134,9 +134,8 @@ export function companiesCommand(host: CommandHost): Command {
               `  Key secret ${key.secret}: rotation ${key.rotationStopped ? 'stopped' : 'was off'}; deleted for good on ${key.deletionDate ?? `in ${key.recoveryWindowDays} days`} unless restored.`,
             );
           }
-          session.out.line(
-            `  Undo: \`${undo}\` (registry entry and key secret; or \`aws secretsmanager restore-secret --secret-id <name>\`).`,
-          );
+          // One undo for both modes: restore brings back the registry entry, the secret and its rotation together.
+          session.out.line(`  Undo: \`${undo}\` (registry entry, key secret and its rotation, within the recovery window).`);
         });
       }),
     );

@@ -99,6 +99,11 @@ describe('acctops companies (local mode)', () => {
     const removed = await acctops('--json', 'companies', 'remove', '--company', COMPANY);
     expect(removed.code).toBe(0);
     expect(parseJson(removed)).toMatchObject({ result: 'removed', company: { status: 'removed' } });
+    const again = await acctops('companies', 'remove', '--company', COMPANY);
+    expect(again.stdout).toMatch(/already removed/);
+    // The undo is acctops's own in either mode, with the company filled in: no placeholder to edit.
+    expect(again.stdout).toContain(`Undo: \`acctops companies restore --company ${COMPANY.toLowerCase()}\``);
+    expect(again.stdout).not.toMatch(/<name>|restore-secret/);
     expect(parseJson(await acctops('--json', 'companies', 'remove', '--company', COMPANY))).toMatchObject({ result: 'already_removed' });
     // A removed company is not exported: its missing key is no finding.
     expect(parseJson<{ findings: string[] }>(await acctops('--json', 'doctor')).findings.filter((f) => /key_missing/.test(f))).toEqual([]);
