@@ -2,7 +2,7 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { JsonLogger } from '../src/core/shared/logger';
 import { keyPrefix } from '../src/core/shared/redact';
 import type { DemoCredentials } from './admin';
-import { DIALECTS, startSandbox, type Dialect, type RunningSandbox, type SandboxOptions } from './index';
+import { AMOUNT_ENCODINGS, DIALECTS, startSandbox, type Dialect, type RunningSandbox, type SandboxOptions } from './index';
 
 /**
  * `npm run sandbox` (and `acctops sandbox`): starts the sandbox, prints where it listens and the
@@ -53,6 +53,12 @@ function positiveNumber(raw: string): number {
   return value;
 }
 
+function amountEncoding(raw: string): (typeof AMOUNT_ENCODINGS)[number] {
+  if (!(AMOUNT_ENCODINGS as readonly string[]).includes(raw))
+    throw new InvalidArgumentError(`expected one of ${AMOUNT_ENCODINGS.join(', ')}`);
+  return raw as (typeof AMOUNT_ENCODINGS)[number];
+}
+
 function dialect(raw: string): Dialect {
   if (!(DIALECTS as readonly string[]).includes(raw)) throw new InvalidArgumentError(`expected one of ${DIALECTS.join(', ')}`);
   return raw as Dialect;
@@ -64,7 +70,7 @@ export function sandboxCommand(): Command {
     .option('--port <port>', 'port on 127.0.0.1 (0 picks a free one)', integer(0, 65_535), 4010)
     .option('--seed <seed>', 'seed of the demo data and of everything generated', '1')
     .option('--no-demo', 'start empty, without the demo dataset')
-    .option('--amount-encoding <encoding>', 'integer, string or mixed', 'integer')
+    .option('--amount-encoding <encoding>', 'integer, string or mixed', amountEncoding, 'integer')
     .option('--display-labels', 'send display labels (Expense, Draft) for some records')
     .option('--rate-limit <rps>', 'token bucket per credential, requests per second', positiveNumber)
     .option('--latency <ms>', 'real milliseconds added to every API request', integer(0, 60_000), 0)

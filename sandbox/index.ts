@@ -19,6 +19,9 @@ import { StatsRecorder } from './stats';
  * See sandbox/README.md for what it simulates, its options, faults and the admin API.
  */
 
+/** How the sandbox writes amounts (sandbox/README.md): the `--amount-encoding` choices. */
+export const AMOUNT_ENCODINGS = ['integer', 'string', 'mixed'] as const;
+
 const optionsSchema = z.object({
   port: z.int().min(0).max(65_535).default(0),
   host: z.string().default('127.0.0.1'),
@@ -26,7 +29,7 @@ const optionsSchema = z.object({
   demo: z.boolean().default(true),
   clock: z.custom<Clock>((v) => typeof v === 'object' && v !== null && typeof (v as Clock).now === 'function').optional(),
   faults: z.array(faultRuleSchema).default([]),
-  amountEncoding: z.enum(['integer', 'string', 'mixed']).default('integer'),
+  amountEncoding: z.enum(AMOUNT_ENCODINGS).default('integer'),
   displayLabels: z.boolean().default(false),
   rateLimit: z
     .object({ requestsPerSecond: z.number().positive(), burst: z.number().min(1).optional() })
