@@ -44,14 +44,7 @@ export async function installKey(
   const id = companyId.toLowerCase();
   const registered = await registry.get(id);
   const conventional = await ctx.lifecycle.describe(companyKeySecretName(ctx.target.stage, id));
-  let imported: { secretId: string } | undefined;
-  if (conventional === undefined) {
-    try {
-      imported = await ctx.directory.find(id);
-    } catch (error) {
-      if (!(error instanceof CompanyKeyNotFoundError) || error.code !== 'company_key_not_found') throw error;
-    }
-  }
+  const imported = conventional === undefined ? await findByTag(ctx, id) : undefined;
   const active = registered !== null && registered.removedAt === undefined;
   if (!active && conventional === undefined && imported === undefined) {
     throw new CliError(`company ${id} is ${registered ? 'removed from' : 'not in'} the registry and has no key secret`, {
@@ -146,11 +139,8 @@ export async function applyRotationDays(ctx: CompanyKeyContext, company: Registe
   const rotationDays = company.rotationDays ?? ctx.defaultRotationDays;
   let description = await ctx.lifecycle.describe(companyKeySecretName(ctx.target.stage, id));
   if (description === undefined) {
-    try {
-      description = await ctx.lifecycle.describe((await ctx.directory.find(id)).secretId);
-    } catch (error) {
-      if (!(error instanceof CompanyKeyNotFoundError) || error.code !== 'company_key_not_found') throw error;
-    }
+    const imported = await findByTag(ctx, id);
+    if (imported) description = await ctx.lifecycle.describe(imported.secretId);
   }
   if (description === undefined || description.deletedAt !== undefined) return { result: 'no_secret', rotationDays };
   const rotation = description.rotation;
@@ -161,4 +151,14 @@ export async function applyRotationDays(ctx: CompanyKeyContext, company: Registe
     automaticallyAfterDays: rotationDays,
   });
   return { result: 'updated', rotationDays };
+}
+
+/** A company key secret found by its tags rather than its name (one imported past the stack), or undefined. */
+async function findByTag(ctx: CompanyKeyContext, companyId: string): Promise<{ secretId: string } | undefined> {
+  try {
+    return await ctx.directory.find(companyId);
+  } catch (error) {
+    if (!(error instanceof CompanyKeyNotFoundError) || error.code !== 'company_key_not_found') throw error;
+    return undefined;
+  }
 }
