@@ -16,6 +16,7 @@ import { ExitCode, type ExitCodeValue } from './exit-codes';
 
 /** An error of the command line itself, with its exit code and what to do about it. */
 export class CliError extends AcctopsError {
+  override readonly name: string = 'CliError';
   readonly exitCode: ExitCodeValue;
   readonly hint: string | undefined;
 
@@ -28,6 +29,7 @@ export class CliError extends AcctopsError {
 
 /** A bad argument: names it, never echoes its value. */
 export class UsageError extends CliError {
+  override readonly name: string = 'UsageError';
   constructor(message: string, hint?: string) {
     super(message, { code: 'usage', exitCode: ExitCode.usage, hint });
   }
@@ -35,6 +37,7 @@ export class UsageError extends CliError {
 
 /** Configuration the command needs is missing (an environment variable, the state directory, a stack output). */
 export class CliConfigError extends CliError {
+  override readonly name: string = 'CliConfigError';
   constructor(message: string, hint?: string, cause?: unknown) {
     super(message, { code: 'config_missing', exitCode: ExitCode.config, hint, cause });
   }
@@ -46,6 +49,7 @@ export class CliConfigError extends CliError {
  * tell it from a malformed stored key.
  */
 export class MalformedApiKeyEnvError extends CliError {
+  override readonly name: string = 'MalformedApiKeyEnvError';
   constructor(cause?: unknown) {
     super('ACCTOPS_API_KEY is not an API key (expected <prefix>_<rest>, printable ASCII); nothing was sent', {
       code: 'api_key_env_malformed',

@@ -6,6 +6,7 @@ import { formatPath } from '../src/core/shared/errors';
  * the server turns it into the response, so every refusal has one shape.
  */
 export class SandboxApiError extends Error {
+  override readonly name: string = 'SandboxApiError';
   readonly status: number;
   readonly type: string;
   readonly code: string;

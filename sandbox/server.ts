@@ -54,6 +54,7 @@ interface Outgoing {
 }
 
 class ConnectionDropped extends Error {
+  override readonly name: string = 'ConnectionDropped';
   constructor() {
     super('connection dropped by a fault');
     this.name = 'ConnectionDroppedError';

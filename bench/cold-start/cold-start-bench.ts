@@ -277,7 +277,8 @@ function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 
 /** AcctopsFunction's default memory, for a function the stack does not deploy. */
 const DEFAULT_MEMORY_MB = 256;
-export const BUNDLE_LIMIT_BYTES = 300_000;
+/** Issue 17's bound ("today's 280 KB"); until 2026-11-26 the benchmark judged 300 KB. */
+export const BUNDLE_LIMIT_BYTES = 280_000;
 export const INIT_LIMIT_MS = 150;
 
 function shortPath(file: string): string {
@@ -344,7 +345,7 @@ export async function runColdStartSection(options: { initRuns: number }): Promis
     {
       id: 'cold-start.bundle',
       what: `Bundle size, largest of ${functions.length} functions`,
-      bound: '<= 300 KB',
+      bound: '<= 280 KB',
       measured: `${kb(biggest.bundleBytes)} KB (${biggest.handlerDir})`,
       pass: functions.every((f) => f.bundleBytes <= BUNDLE_LIMIT_BYTES),
     },
@@ -365,7 +366,7 @@ export async function runColdStartSection(options: { initRuns: number }): Promis
   const markdown = [
     `Every \`functions/*/handler.ts\`, bundled by synthesizing the real \`AcctopsStack\` with bundling on (${bundledS.toFixed(0)} s):`,
     'the bundles are made by `AcctopsFunction` itself, so esbuild runs with exactly the options the deployment uses',
-    '(CJS, minified, `keepNames`, source map without sources, `@aws-sdk/*` external, target node24). Sizes are',
+    '(CJS, minified without `keepNames`, source map without sources, `@aws-sdk/*` external, target node24). Sizes are',
     '`index.js` in KB of 1,000 bytes; the three biggest modules come from the metafile (`bytesInOutput`).',
     '',
     `Init: \`require()\` of the bundle in a fresh \`node\`, as the Lambda runtime loads a CommonJS handler, timed inside that process (Node's own start-up excluded), median of`,
@@ -425,6 +426,18 @@ export async function runColdStartSection(options: { initRuns: number }): Promis
     '| revoke-api-key | 168.3 | 206.1 | 2035.5 | 2220.2 | 431.8 | 455.0 |',
     '| revoke-user | 186.6 | 224.4 | 1784.4 | 1483.7 | 535.1 | 526.8 |',
     '| rotate-api-key | 167.7 | 205.5 | 1182.3 | 886.4 | 392.0 | 410.2 |',
+    '',
+    "**Without `keepNames` (issue 17, 2026-11-26).** esbuild's `keepNames` wraps every function and class of a bundle in",
+    'a `__name()` call (622 in export-period, ~13.5 KB), so that minified classes keep their `name`. The only names',
+    'anything reads are those of our error classes (`error.name` in logs, events and the CLI), so each of them now',
+    'declares it as a string (docs/conventions.md, "Error classes declare their `name`"), and the bundles are minified',
+    'without `keepNames`. Sizes from the synthesized stack (exact): export-period 286.6 -> 271.2 KB, every other',
+    'function 7.0-11.1 KB smaller (check-health 181.1 -> 171.3, refresh-tokens 211.0 -> 200.1, request-export 154.7 ->',
+    '146.8). That brings export-period under the 280 KB the issue names, which this benchmark now judges (it judged 300',
+    'KB before). Init, `ab-init.ts`, 12 interleaved runs a side on a machine running other test suites (load 3-5; the',
+    'empty-module reference 2.05 ms): export-period 293.8 -> 254.0 ms (CPU 270.1 -> 255.4), check-health 186.7 -> 169.6',
+    '(CPU 167.4 -> 165.2), revoke-user 226.4 -> 223.0, request-export 192.0 -> 188.0: smaller or equal everywhere, a few',
+    'milliseconds of CPU, the rest the noise of that hour.',
     '',
     '**export-period back under the bound (issue 17, 2026-11-25).** Months split into parts, the part ledger, the',
     "registry and `contract/` had taken export-period to 316.4 KB. Three changes, measured with esbuild's metafile (the",

@@ -64,7 +64,6 @@ export async function bundleExportChild(outfile = CHILD_BUNDLE): Promise<string>
     target: `node${process.versions.node.split('.')[0]}`,
     format: 'cjs',
     minify: true,
-    keepNames: true,
     external: ['@aws-sdk/*'],
     logLevel: 'warning',
   });

@@ -54,7 +54,6 @@ async function bundleChild(): Promise<void> {
     target: `node${process.versions.node.split('.')[0]}`,
     format: 'cjs',
     minify: true,
-    keepNames: true,
     external: ['@aws-sdk/*'],
     logLevel: 'warning',
   });

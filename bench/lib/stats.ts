@@ -21,7 +21,7 @@ export function mib(bytes: number): string {
   return (bytes / MB).toFixed(1);
 }
 
-/** Kilobytes of 1,000 bytes, the unit of the 300 KB bundle target. */
+/** Kilobytes of 1,000 bytes, the unit of the 280 KB bundle target. */
 export function kb(bytes: number): string {
   return (bytes / 1000).toFixed(1);
 }

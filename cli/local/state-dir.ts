@@ -48,6 +48,7 @@ export type StateFileName = 'state' | 'sandbox' | 'secrets' | 'tokens' | 'revoca
 
 /** A state file that exists but does not parse: the state directory is wrong, not the command. */
 export class DamagedStateFileError extends CliError {
+  override readonly name: string = 'DamagedStateFileError';
   readonly file: StateFileName;
   readonly path: string;
 
@@ -69,6 +70,7 @@ export class DamagedStateFileError extends CliError {
 
 /** The state directory's path is a file, or runs through one: the setting is wrong, not the command. */
 export class StateDirNotDirectoryError extends CliError {
+  override readonly name: string = 'StateDirNotDirectoryError';
   readonly path: string;
 
   constructor(stateDir: string, cause: unknown) {
@@ -84,6 +86,7 @@ export class StateDirNotDirectoryError extends CliError {
 
 /** The state directory cannot be created where it is named (permission, read-only, /proc…). */
 export class StateDirUnwritableError extends CliError {
+  override readonly name: string = 'StateDirUnwritableError';
   readonly path: string;
 
   constructor(stateDir: string, cause: NodeJS.ErrnoException) {
@@ -123,6 +126,7 @@ export async function createStateDir(stateDir: string): Promise<void> {
 
 /** Another acctops command is using the state directory. */
 export class StateLockedError extends CliError {
+  override readonly name: string = 'StateLockedError';
   constructor(stateDir: string, pid: number) {
     super(`another acctops command (pid ${pid}) is using the state directory ${stateDir}`, {
       code: 'state_locked',

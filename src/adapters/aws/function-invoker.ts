@@ -7,6 +7,7 @@ import { redactString } from '../../core/shared/redact';
  * the log group holding the details when it could be read.
  */
 export class FunctionInvocationError extends AcctopsError {
+  override readonly name: string = 'FunctionInvocationError';
   readonly functionName: string;
   readonly errorType: string;
   readonly logGroup?: string;

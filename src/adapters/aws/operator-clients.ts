@@ -17,6 +17,7 @@ import { readStackOutputs } from './stack-outputs';
  * `aws_region_missing` or `aws_credentials_missing`; the SDK's error is the cause, never printed.
  */
 export class AwsSetupError extends AcctopsError {
+  override readonly name: string = 'AwsSetupError';
   constructor(message: string, code: 'aws_region_missing' | 'aws_credentials_missing', cause?: unknown) {
     super(message, { code, cause });
   }

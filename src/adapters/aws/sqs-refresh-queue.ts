@@ -30,6 +30,7 @@ export interface SqsRefreshQueueOptions {
 
 /** Some messages could not be enqueued. Names the SQS error codes, never a body. */
 export class EnqueueError extends AcctopsError {
+  override readonly name: string = 'EnqueueError';
   readonly failed: number;
 
   constructor(message: string, failed: number, cause?: unknown) {

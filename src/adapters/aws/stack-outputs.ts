@@ -3,6 +3,7 @@ import { AcctopsError } from '../../core/shared/errors';
 
 /** The stack does not exist (in this account and region), or CloudFormation could not be asked. */
 export class StackLookupError extends AcctopsError {
+  override readonly name: string = 'StackLookupError';
   readonly stackName: string;
 
   constructor(message: string, options: { code: string; stackName: string; cause?: unknown }) {

@@ -29,6 +29,7 @@ export interface AccountingApiErrorOptions {
 }
 
 export class AccountingApiError extends AcctopsError {
+  override readonly name: string = 'AccountingApiError';
   /** Our stable code for the class (`AcctopsError.code`); the service's code is `apiCode`. */
   static readonly errorCode: string = 'unexpected_response';
   protected static readonly summary: string = 'unexpected response from the Accounting API';
@@ -74,42 +75,51 @@ function composeMessage(summary: string, detail: string | undefined, o: Accounti
 // ---- 401 and the credential ----
 
 export class AuthenticationError extends AccountingApiError {
+  override readonly name: string = 'AuthenticationError';
   static override readonly errorCode: string = 'authentication_failed';
   protected static override readonly summary: string = 'authentication failed';
 }
 export class KeyExpiredError extends AuthenticationError {
+  override readonly name: string = 'KeyExpiredError';
   static override readonly errorCode = 'key_expired';
   protected static override readonly summary = 'API key expired';
 }
 export class KeyRevokedError extends AuthenticationError {
+  override readonly name: string = 'KeyRevokedError';
   static override readonly errorCode = 'key_revoked';
   protected static override readonly summary = 'API key revoked';
 }
 export class CreatorDisabledError extends AuthenticationError {
+  override readonly name: string = 'CreatorDisabledError';
   static override readonly errorCode = 'creator_disabled';
   protected static override readonly summary = "API key's creator is disabled";
 }
 export class CompanyAccessRemovedError extends AuthenticationError {
+  override readonly name: string = 'CompanyAccessRemovedError';
   static override readonly errorCode = 'company_access_removed';
   protected static override readonly summary = "API key's creator lost access to the company";
 }
 export class TokenExpiredError extends AuthenticationError {
+  override readonly name: string = 'TokenExpiredError';
   static override readonly errorCode = 'token_expired';
   protected static override readonly summary = 'access token expired';
 }
 export class TokenRevokedError extends AuthenticationError {
+  override readonly name: string = 'TokenRevokedError';
   static override readonly errorCode = 'token_revoked';
   protected static override readonly summary = 'access token revoked';
 }
 
 /** Refused before sending: the key does not have the form `<prefix>_<rest>`. Never holds the key. */
 export class MalformedApiKeyError extends AccountingApiError {
+  override readonly name: string = 'MalformedApiKeyError';
   static override readonly errorCode = 'malformed_api_key';
   protected static override readonly summary = 'API key is malformed (expected <prefix>_<rest>); nothing was sent';
 }
 
 /** OAuth 2.0 `invalid_grant` (RFC 6749 §5.2), whatever the status: the refresh token is dead. */
 export class InvalidGrantError extends AccountingApiError {
+  override readonly name: string = 'InvalidGrantError';
   static override readonly errorCode = 'invalid_grant';
   protected static override readonly summary = 'refresh token rejected (invalid_grant)';
 }
@@ -117,6 +127,7 @@ export class InvalidGrantError extends AccountingApiError {
 // ---- 403, 404, 409, 400 ----
 
 export class PermissionDeniedError extends AccountingApiError {
+  override readonly name: string = 'PermissionDeniedError';
   static override readonly errorCode = 'permission_denied';
   protected static override readonly summary = 'permission denied';
   /** The missing permission, when the service names it. */
@@ -133,6 +144,7 @@ export class PermissionDeniedError extends AccountingApiError {
  * `company_pk`, `X-Company-Id`, `companyId` or `company`.
  */
 export class CompanyMismatchError extends AccountingApiError {
+  override readonly name: string = 'CompanyMismatchError';
   static override readonly errorCode = 'company_mismatch';
   protected static override readonly summary = "company differs from the credential's company";
   readonly param: string | undefined;
@@ -143,22 +155,26 @@ export class CompanyMismatchError extends AccountingApiError {
 }
 
 export class NotFoundError extends AccountingApiError {
+  override readonly name: string = 'NotFoundError';
   static override readonly errorCode = 'not_found';
   protected static override readonly summary = 'not found';
 }
 
 /** 409: a state that prevents the change (deletion, verification), or a duplicate. */
 export class ConflictError extends AccountingApiError {
+  override readonly name: string = 'ConflictError';
   static override readonly errorCode: string = 'conflict';
   protected static override readonly summary: string = 'conflict';
 }
 export class UserExistsError extends ConflictError {
+  override readonly name: string = 'UserExistsError';
   static override readonly errorCode = 'user_exists';
   protected static override readonly summary = 'user already exists';
 }
 
 /** 400: the service refused the body or the query; `param` names the field when known. */
 export class ApiValidationError extends AccountingApiError {
+  override readonly name: string = 'ApiValidationError';
   static override readonly errorCode = 'invalid_request';
   protected static override readonly summary = 'request refused as invalid';
   readonly param: string | undefined;
@@ -171,11 +187,13 @@ export class ApiValidationError extends AccountingApiError {
 // ---- transient ----
 
 export class RateLimitError extends AccountingApiError {
+  override readonly name: string = 'RateLimitError';
   static override readonly errorCode = 'rate_limited';
   protected static override readonly summary = 'rate limited';
 }
 
 export class ServerError extends AccountingApiError {
+  override readonly name: string = 'ServerError';
   static override readonly errorCode = 'server_error';
   protected static override readonly summary = 'server error';
   static override readonly ambiguous: boolean = true;
@@ -183,6 +201,7 @@ export class ServerError extends AccountingApiError {
 
 /** No HTTP answer. `ambiguous` is false only when the connection was never made. */
 export class ConnectionError extends AccountingApiError {
+  override readonly name: string = 'ConnectionError';
   static override readonly errorCode = 'connection_failed';
   protected static override readonly summary = 'connection failed';
   static override readonly ambiguous: boolean = true;
@@ -190,6 +209,7 @@ export class ConnectionError extends AccountingApiError {
 
 /** No complete answer within the timeout; the service may have acted (`ambiguous` is true). */
 export class TimeoutError extends AccountingApiError {
+  override readonly name: string = 'TimeoutError';
   static override readonly errorCode = 'timeout';
   protected static override readonly summary = 'request timed out';
   static override readonly ambiguous: boolean = true;
@@ -202,6 +222,7 @@ export class TimeoutError extends AccountingApiError {
  * value. Ambiguous: the service did act (a refresh rotated the token), we cannot read the result.
  */
 export class ResponseValidationError extends AccountingApiError {
+  override readonly name: string = 'ResponseValidationError';
   static override readonly errorCode = 'response_invalid';
   protected static override readonly summary = 'response failed validation';
   static override readonly ambiguous: boolean = true;
@@ -243,6 +264,7 @@ export function responseValidationError(error: z.ZodError, prefix: string, optio
 export type PaginationFailure = 'foreign_next' | 'next_loop' | 'invalid_next' | 'too_many_pages';
 
 export class PaginationError extends AccountingApiError {
+  override readonly name: string = 'PaginationError';
   static override readonly errorCode = 'pagination_failed';
   protected static override readonly summary = 'pagination stopped';
   readonly reason: PaginationFailure;
@@ -258,6 +280,7 @@ export class PaginationError extends AccountingApiError {
  * retried: the same request would get the same body.
  */
 export class ResponseTooLargeError extends AccountingApiError {
+  override readonly name: string = 'ResponseTooLargeError';
   static override readonly errorCode = 'response_too_large';
   protected static override readonly summary = 'response body too large';
   static override readonly ambiguous: boolean = true;

@@ -31,6 +31,7 @@ export interface CompanyKeyDirectory {
 }
 
 export class CompanyKeyNotFoundError extends AcctopsError {
+  override readonly name: string = 'CompanyKeyNotFoundError';
   readonly companyId: string;
 
   constructor(companyId: string, found: number) {

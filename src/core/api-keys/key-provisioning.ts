@@ -61,6 +61,7 @@ export interface InstallOutcome {
 export const RECOVERY_WINDOW_DAYS = { min: 7, max: 30, default: 30 } as const;
 
 export class CompanyKeyProvisioningError extends AcctopsError {
+  override readonly name: string = 'CompanyKeyProvisioningError';
   constructor(message: string, options: { code: string; cause?: unknown }) {
     super(message, options);
   }

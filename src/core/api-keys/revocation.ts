@@ -41,6 +41,7 @@ export interface RevocationScheduler {
 
 /** A schedule (or queue entry) could not be written or read. */
 export class RevocationSchedulerError extends AcctopsError {
+  override readonly name: string = 'RevocationSchedulerError';
   constructor(message: string, options: { code?: string; cause?: unknown } = {}) {
     super(message, { code: options.code ?? 'revocation_scheduler_failed', cause: options.cause });
   }

@@ -77,6 +77,7 @@ export function rotationSettings(input: Partial<RotationSettings> & Pick<Rotatio
 
 /** A rotation step refused or failed; `code` says why, `step` where. Never holds a key. */
 export class KeyRotationError extends AcctopsError {
+  override readonly name: string = 'KeyRotationError';
   readonly step: RotationStep | undefined;
 
   constructor(message: string, options: { code: string; step?: RotationStep; cause?: unknown }) {
@@ -86,7 +87,9 @@ export class KeyRotationError extends AcctopsError {
 }
 
 /** The event does not name a rotation this function may act on (the AWS template's guards). */
-export class RotationGuardError extends KeyRotationError {}
+export class RotationGuardError extends KeyRotationError {
+  override readonly name: string = 'RotationGuardError';
+}
 
 export interface KeyRotationDeps {
   store: Pick<SecretStore, 'describeSecret' | 'readSecret' | 'putSecretValue' | 'moveStage'>;

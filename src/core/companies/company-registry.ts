@@ -83,6 +83,7 @@ export interface RegistryTable {
 }
 
 export class CompanyNotRegisteredError extends AcctopsError {
+  override readonly name: string = 'CompanyNotRegisteredError';
   readonly companyId: string;
 
   constructor(companyId: string) {
@@ -93,6 +94,7 @@ export class CompanyNotRegisteredError extends AcctopsError {
 
 /** A registry item exists but fails its schema: `get` and `remove` will not act on it. */
 export class RegistryItemInvalidError extends ValidationError {
+  override readonly name: string = 'RegistryItemInvalidError';
   constructor(finding: RegistryFinding) {
     super(`company registry item ${finding.key}`, finding.issues);
     Object.defineProperty(this, 'code', { value: 'registry_item_invalid' });

@@ -51,6 +51,7 @@ export interface CheckHealthDeps {
 }
 
 export class ProbeTimeoutError extends AcctopsError {
+  override readonly name: string = 'ProbeTimeoutError';
   constructor(probe: string, timeoutMs: number) {
     super(`probe ${probe} did not answer within ${timeoutMs} ms`, { code: 'probe_timeout' });
   }

@@ -20,6 +20,7 @@ export interface EventPublisher {
 
 /** Some events were not accepted. Names how many and the destination's error codes, never a detail. */
 export class EventPublishError extends AcctopsError {
+  override readonly name: string = 'EventPublishError';
   readonly failed: number;
 
   constructor(message: string, options: { failed: number; cause?: unknown }) {

@@ -117,6 +117,7 @@ export function versionWithStage(description: Pick<SecretDescription, 'versionSt
  * value. `retryable` is true for throttling, server errors and lost connections.
  */
 export class SecretStoreError extends AcctopsError {
+  override readonly name: string = 'SecretStoreError';
   readonly secretId: string;
   readonly retryable: boolean;
 
@@ -129,6 +130,7 @@ export class SecretStoreError extends AcctopsError {
 
 /** The secret, the requested version, or its value does not exist. */
 export class SecretNotFoundError extends SecretStoreError {
+  override readonly name: string = 'SecretNotFoundError';
   constructor(message: string, options: { secretId: string; cause?: unknown }) {
     super(message, { ...options, code: 'secret_not_found' });
   }
@@ -136,6 +138,7 @@ export class SecretNotFoundError extends SecretStoreError {
 
 /** A version with this client request token exists with a different value. */
 export class SecretVersionConflictError extends SecretStoreError {
+  override readonly name: string = 'SecretVersionConflictError';
   constructor(message: string, options: { secretId: string; cause?: unknown }) {
     super(message, { ...options, code: 'secret_version_conflict' });
   }

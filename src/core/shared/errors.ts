@@ -1,12 +1,17 @@
 import type * as z from 'zod';
 
-/** Root of every error acctops raises on purpose. `code` is stable and machine-readable. */
+/**
+ * Root of every error acctops raises on purpose. `code` is stable and machine-readable.
+ *
+ * Every error class declares its `name` as a string, since the Lambda bundles are minified without
+ * esbuild's `keepNames` (a class's own name would be `e`); test/unit/error-names.test.ts holds it.
+ */
 export class AcctopsError extends Error {
+  override readonly name: string = 'AcctopsError';
   readonly code: string;
 
   constructor(message: string, options: { code: string; cause?: unknown }) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
     this.code = options.code;
   }
 }
@@ -22,6 +27,7 @@ export interface FieldIssue {
  * field; it never echoes the value, which may be a secret.
  */
 export class ValidationError extends AcctopsError {
+  override readonly name: string = 'ValidationError';
   readonly issues: FieldIssue[];
   readonly source: string;
 
@@ -40,6 +46,7 @@ export class ValidationError extends AcctopsError {
 
 /** Configuration (env vars, stage settings) that is missing or malformed: fail fast at start. */
 export class ConfigError extends ValidationError {
+  override readonly name: string = 'ConfigError';
   constructor(issues: FieldIssue[], cause?: unknown) {
     super('configuration', issues, cause);
     Object.defineProperty(this, 'code', { value: 'config_invalid' });

@@ -60,6 +60,7 @@ const MAX_DIMENSIONS = 30;
 
 /** A metric call that CloudWatch would reject: a programming error, found by tests. */
 export class MetricsError extends AcctopsError {
+  override readonly name: string = 'MetricsError';
   constructor(message: string) {
     super(message, { code: 'metric_invalid' });
   }

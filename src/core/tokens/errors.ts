@@ -2,6 +2,7 @@ import { AcctopsError } from '../shared/errors';
 
 /** Base of the token use cases' own errors; `externalId` names the user (never a token). */
 export class TokenLifecycleError extends AcctopsError {
+  override readonly name: string = 'TokenLifecycleError';
   readonly externalId: string;
 
   constructor(message: string, options: { code: string; externalId: string; cause?: unknown }) {
@@ -12,6 +13,7 @@ export class TokenLifecycleError extends AcctopsError {
 
 /** Someone else (a refresh worker, another runbook) holds the user's lease: try again shortly. */
 export class TokenBusyError extends TokenLifecycleError {
+  override readonly name: string = 'TokenBusyError';
   constructor(externalId: string) {
     super(`user ${externalId} is being worked on by someone else (lease held); try again in a few minutes`, {
       code: 'token_busy',
@@ -22,6 +24,7 @@ export class TokenBusyError extends TokenLifecycleError {
 
 /** A recovery of a revoked user, which needs an explicit `reactivate`. */
 export class UserRevokedError extends TokenLifecycleError {
+  override readonly name: string = 'UserRevokedError';
   constructor(externalId: string) {
     super(`user ${externalId} is revoked; recover it with reactivate to bring it back`, { code: 'user_revoked', externalId });
   }
@@ -33,6 +36,7 @@ export class UserRevokedError extends TokenLifecycleError {
  * holds names a different username or email.
  */
 export class OnboardConflictError extends TokenLifecycleError {
+  override readonly name: string = 'OnboardConflictError';
   constructor(externalId: string, detail: string, cause?: unknown) {
     super(`cannot onboard user ${externalId}: ${detail}`, { code: 'onboard_conflict', externalId, cause });
   }
@@ -44,6 +48,7 @@ export class OnboardConflictError extends TokenLifecycleError {
  * Revoking again finishes it.
  */
 export class RevocationIncompleteError extends TokenLifecycleError {
+  override readonly name: string = 'RevocationIncompleteError';
   constructor(externalId: string, cause: unknown) {
     super(`user ${externalId} is revoked here, but the service did not confirm expiring its tokens; revoke again to finish`, {
       code: 'revocation_incomplete',

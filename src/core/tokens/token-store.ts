@@ -205,6 +205,7 @@ export type StoredTokenItem = z.output<typeof storedTokenItemSchema>;
 
 /** Base of the store's own errors. */
 export class TokenStoreError extends AcctopsError {
+  override readonly name: string = 'TokenStoreError';
   readonly externalId: string;
 
   constructor(message: string, options: { code: string; externalId: string; cause?: unknown }) {
@@ -214,12 +215,14 @@ export class TokenStoreError extends AcctopsError {
 }
 
 export class TokenNotFoundError extends TokenStoreError {
+  override readonly name: string = 'TokenNotFoundError';
   constructor(externalId: string, cause?: unknown) {
     super(`no token record for external_id ${externalId}`, { code: 'token_not_found', externalId, cause });
   }
 }
 
 export class TokenExistsError extends TokenStoreError {
+  override readonly name: string = 'TokenExistsError';
   constructor(externalId: string, cause?: unknown) {
     super(`a token record for external_id ${externalId} already exists`, { code: 'token_exists', externalId, cause });
   }
@@ -231,6 +234,7 @@ export class TokenExistsError extends TokenStoreError {
  * it was never taken). Nothing was written.
  */
 export class VersionConflictError extends TokenStoreError {
+  override readonly name: string = 'VersionConflictError';
   readonly reason: 'version_changed' | 'lease_not_held';
   readonly expectedVersion: number;
 

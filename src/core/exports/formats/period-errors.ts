@@ -6,6 +6,7 @@ import { AcctopsError, ValidationError } from '../../shared/errors';
  * (`ENOTDIR: not a directory, mkdir '/dev/null/x'`, `NoSuchBucket: …`), so one line says what to fix.
  */
 export class ObjectStoreError extends AcctopsError {
+  override readonly name: string = 'ObjectStoreError';
   readonly operation: string;
   readonly key: string;
   readonly location: string;
@@ -32,6 +33,7 @@ function causeText(cause: unknown): string {
 
 /** A conditional write found the object changed (or present) since it was read. */
 export class PreconditionFailedError extends ObjectStoreError {
+  override readonly name: string = 'PreconditionFailedError';
   constructor(key: string, cause?: unknown) {
     super('conditional put', key, cause, 'precondition_failed');
   }
@@ -39,6 +41,7 @@ export class PreconditionFailedError extends ObjectStoreError {
 
 /** Another run switched the period's manifest while this run was writing: this run lost. */
 export class ConcurrentExportError extends AcctopsError {
+  override readonly name: string = 'ConcurrentExportError';
   constructor(manifestKey: string, cause?: unknown) {
     super(`another export run replaced ${manifestKey} first; this run was discarded`, { code: 'export_conflict', cause });
   }
@@ -46,6 +49,7 @@ export class ConcurrentExportError extends AcctopsError {
 
 /** The period's current manifest cannot be read as ours; nothing is replaced until a human looks. */
 export class ManifestError extends AcctopsError {
+  override readonly name: string = 'ManifestError';
   readonly key: string;
 
   constructor(key: string, message: string, cause?: unknown) {
@@ -59,6 +63,7 @@ export class ManifestError extends AcctopsError {
  * is the underlying error (a ValidationError for a bad record, an API error, a storage error).
  */
 export class PeriodExportError extends AcctopsError {
+  override readonly name: string = 'PeriodExportError';
   readonly company: string;
   readonly period: string;
   readonly runId: string;
@@ -81,6 +86,7 @@ export class PeriodExportError extends AcctopsError {
  * (`replaceFormats`; the CLI's `--replace-formats`).
  */
 export class FormatLossError extends ValidationError {
+  override readonly name: string = 'FormatLossError';
   readonly dropped: { dataset: string; format: string; runId: string }[];
 
   constructor(dropped: { dataset: string; format: string; runId: string }[]) {

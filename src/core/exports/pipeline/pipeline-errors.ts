@@ -6,6 +6,7 @@ import { AcctopsError } from '../../shared/errors';
  * client's `count_mismatch` warning is turned into this failure; a later attempt reads afresh.
  */
 export class ExportCountMismatchError extends AcctopsError {
+  override readonly name: string = 'ExportCountMismatchError';
   readonly request: string;
   readonly counts: readonly number[];
   readonly itemsRead: number;
@@ -28,6 +29,7 @@ export type UserTokenProblem = 'not_found' | 'needs_attention' | 'revoked';
  * retrying the export does not.
  */
 export class UserTokenUnavailableError extends AcctopsError {
+  override readonly name: string = 'UserTokenUnavailableError';
   readonly externalId: string;
   readonly problem: UserTokenProblem;
 
@@ -42,6 +44,7 @@ export class UserTokenUnavailableError extends AcctopsError {
 
 /** Some export jobs could not be enqueued (the queue refused entries). Names codes, never a body. */
 export class ExportEnqueueError extends AcctopsError {
+  override readonly name: string = 'ExportEnqueueError';
   readonly failed: number;
 
   constructor(message: string, failed: number, cause?: unknown) {

@@ -202,6 +202,7 @@ export function splitManifest(input: {
  * the month needs a fresh export; the period's previous export is untouched.
  */
 export class SplitIncompleteError extends AcctopsError {
+  override readonly name: string = 'SplitIncompleteError';
   readonly splitId: string;
   readonly missing: string[];
 
