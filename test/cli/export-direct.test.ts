@@ -77,6 +77,8 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         ).toBe(object.sha256);
       }
       expect(report.companies[0]!.records.transactions).toBeGreaterThan(100);
+      // Only the exports: the store's staging directory (.acctops-tmp) is gone once it is empty.
+      expect(await readdir(join(out.dir, 'files'))).toEqual(['exports']);
 
       // The period is complete and its totals exact: the manifest's transaction totals equal the sum,
       // in minor units, of every transaction of the month read from the service over plain HTTP.
@@ -194,6 +196,27 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       await expect(
         readFile(join(out.dir, 'mismatch', 'exports', `company=${other}`, `period=${month}`, '_manifest.json')),
       ).rejects.toThrow();
+      // Failed before any data: nothing is left, not even the staging directory of the write probe.
+      expect(await readdir(join(out.dir, 'refused'))).toEqual([]);
+      expect(await readdir(join(out.dir, 'mismatch'))).toEqual([]);
+    });
+
+    it('a company that fails mid-export leaves no period, no staged file and no staging directory in --out', async () => {
+      // The service's count disagrees with the records it sends: the transactions are streamed (staged), then refused.
+      await sandbox.admin.faults.add({ route: 'GET /accounting/transactions/', times: 'always', fault: { type: 'count_mismatch' } });
+      try {
+        const failed = await acctops(['--json', 'export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'failed'], {
+          ACCTOPS_API_KEY: key,
+        });
+        expect(failed.code).not.toBe(0);
+        expect(parseJson<{ companies: { status: string }[] }>(failed).companies).toEqual([expect.objectContaining({ status: 'failed' })]);
+      } finally {
+        await sandbox.admin.faults.clear();
+      }
+      const left = await readdir(join(out.dir, 'failed'), { recursive: true });
+      expect(left.filter((entry) => entry.includes('.acctops-tmp') || entry.endsWith('.part') || entry.endsWith('_manifest.json'))).toEqual(
+        [],
+      );
     });
 
     describe('output errors end at once, say why and where on one stderr line, and leave no period behind', () => {

@@ -17,6 +17,8 @@ import {
 
 /** Staging area inside the root, so a rename into place never crosses a file system. */
 const TEMP_DIR = '.acctops-tmp';
+/** Times a staged file is tried when another process removes the staging directory meanwhile. */
+const STAGING_ATTEMPTS = 10;
 
 /**
  * An ObjectStore on a local directory (the CLI's `--out ./dir`, tests). Every object is written to
@@ -25,10 +27,19 @@ const TEMP_DIR = '.acctops-tmp';
  *
  * Conditional puts are atomic within this process only (one writer per directory is assumed).
  * ETags come from the file's inode, size and nanosecond mtime: each put makes a new file.
+ *
+ * The temporary files live in a staging directory at the root, `.acctops-tmp/`, which is removed
+ * again once no write of this store is under way and it is empty, so a finished export (or a
+ * failed one, whose staged files are gone) leaves only its objects. Two processes may still write
+ * to one directory at once (`acctops export --out` of two runs: nothing locks an --out directory),
+ * so the removal is an `rmdir` that fails on a directory another writer is staging in, and staging
+ * makes the directory again if one vanished between creating it and the temporary file.
  */
 export class DirObjectStore implements ObjectStore {
   readonly root: string;
   private readonly locks = new Map<string, Promise<unknown>>();
+  /** Writes of this store between staging their temporary file and its rename (or removal). */
+  private staging = 0;
 
   constructor(root: string) {
     this.root = resolve(root);
@@ -39,8 +50,9 @@ export class DirObjectStore implements ObjectStore {
     // The body may fail before the pipeline is attached; pipeline still sees it as errored, and this
     // keeps that early 'error' event from being an uncaught one.
     body.on('error', () => undefined);
+    // The temporary file exists already (stageFile): it is written over, never created here.
     await this.writeAtomically(key, path, async (temp) => {
-      await pipeline(body, createWriteStream(temp, { flags: 'wx' }));
+      await pipeline(body, createWriteStream(temp, { flags: 'w' }));
     });
   }
 
@@ -53,7 +65,7 @@ export class DirObjectStore implements ObjectStore {
         if (options.ifMatch !== undefined && current?.etag !== options.ifMatch) throw new PreconditionFailedError(key);
       }
       await this.writeAtomically(key, path, async (temp) => {
-        const file = await open(temp, 'wx');
+        const file = await open(temp, 'w');
         try {
           await file.writeFile(body);
         } finally {
@@ -126,10 +138,10 @@ export class DirObjectStore implements ObjectStore {
   }
 
   private async writeAtomically(key: string, path: string, write: (temp: string) => Promise<void>): Promise<void> {
-    const tempDir = join(this.root, TEMP_DIR);
-    const temp = join(tempDir, `${randomBytes(8).toString('hex')}.part`);
+    this.staging += 1;
+    let temp: string | undefined;
     try {
-      await makeDirectory(tempDir);
+      temp = await this.stageFile();
       await write(temp);
       // Durable before visible: without the fsync a crash could leave an empty file at the key.
       const file = await open(temp, 'r');
@@ -141,9 +153,42 @@ export class DirObjectStore implements ObjectStore {
       await makeDirectory(dirname(path));
       await rename(temp, path);
     } catch (error) {
-      await unlink(temp).catch(() => undefined);
+      if (temp !== undefined) await unlink(temp).catch(() => undefined);
       throw error instanceof ObjectStoreError ? error : new ObjectStoreError('put', key, error, undefined, this.url(key));
+    } finally {
+      this.staging -= 1;
+      if (this.staging === 0) await this.removeStagingDirectory();
     }
+  }
+
+  /**
+   * Creates an empty temporary file in the staging directory and returns its path. The file holds
+   * its place (`wx`: a new name, never another writer's) and keeps the directory non-empty, so no
+   * other writer's removal can take the directory away while it is written. Another process may
+   * remove the directory while this one makes it or before the file is in it (it found it empty):
+   * both show as ENOENT, and the directory is made again, a few times at most.
+   */
+  private async stageFile(): Promise<string> {
+    const tempDir = join(this.root, TEMP_DIR);
+    for (let attempt = 1; ; attempt++) {
+      const temp = join(tempDir, `${randomBytes(8).toString('hex')}.part`);
+      try {
+        await makeDirectory(tempDir);
+        await (await open(temp, 'wx')).close();
+        return temp;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= STAGING_ATTEMPTS) throw error;
+      }
+    }
+  }
+
+  /**
+   * Removes the staging directory if it is empty. Best effort: a writer of another process staging
+   * there (ENOTEMPTY, EEXIST on some systems) or one that removed it first (ENOENT) is the normal
+   * case, and a directory that cannot be removed is left as it is, never failing the write.
+   */
+  private async removeStagingDirectory(): Promise<void> {
+    await rmdir(join(this.root, TEMP_DIR)).catch(() => undefined);
   }
 
   private async exclusive<T>(key: string, task: () => Promise<T>): Promise<T> {

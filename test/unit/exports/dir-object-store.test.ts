@@ -32,8 +32,50 @@ describe('DirObjectStore', () => {
     body.destroy(new Error('upstream died'));
     await expect(put).rejects.toBeInstanceOf(ObjectStoreError);
     expect(Buffer.from((await store.get('a/old.txt'))!).toString()).toBe('previous');
-    expect(await readdir(join(root, '.acctops-tmp'))).toEqual([]);
+    // No temporary file, and no staging directory left empty.
+    expect(await readdir(root)).toEqual(['a']);
     expect(await listKeys(store)).toEqual(['a/old.txt']);
+  });
+
+  it('leaves no staging directory behind once its writes are done', async () => {
+    await store.putObject('p/one.json', '1');
+    expect(await readdir(root)).toEqual(['p']);
+    await store.putStream('p/two.txt', Readable.from([Buffer.from('two')]));
+    await Promise.all([store.putObject('p/three.json', '3'), store.putStream('p/four.txt', Readable.from([Buffer.from('4')]))]);
+    expect((await readdir(root)).sort()).toEqual(['p']);
+    expect(await listKeys(store)).toEqual(['p/four.txt', 'p/one.json', 'p/three.json', 'p/two.txt']);
+  });
+
+  it('a writer of another process finishing meanwhile does not take the staging directory from a write under way', async () => {
+    // Two stores on one directory: two `acctops export --out` runs, which nothing serialises.
+    const other = new DirObjectStore(root);
+    const body = new PassThrough();
+    const slow = store.putStream('a/slow.txt', body);
+    body.write('first half, ');
+    await new Promise((resolve) => setImmediate(resolve));
+    await other.putObject('b/quick.json', 'done');
+    expect(await readdir(join(root, '.acctops-tmp'))).toHaveLength(1);
+    body.end('second half');
+    await slow;
+    expect(Buffer.from((await store.get('a/slow.txt'))!).toString()).toBe('first half, second half');
+    expect((await readdir(root)).sort()).toEqual(['a', 'b']);
+  });
+
+  it('stores of four processes writing to one directory all succeed, and the staging directory goes at the end', async () => {
+    // Each store removes the staging directory when its own write ends and it is empty, while the
+    // others make it again and stage in it: a removal between their mkdir and their temporary file
+    // is retried, never a failed write.
+    const writer = async (name: string) => {
+      const other = new DirObjectStore(root);
+      for (let i = 0; i < 100; i++) {
+        if (i % 2) await other.putObject(`${name}/${i}.json`, String(i));
+        else await other.putStream(`${name}/${i}.txt`, Readable.from([Buffer.from(String(i))]));
+      }
+    };
+    const results = await Promise.allSettled(['a', 'b', 'c', 'd'].map(writer));
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+    expect((await readdir(root)).sort()).toEqual(['a', 'b', 'c', 'd']);
+    expect(await listKeys(store)).toHaveLength(400);
   });
 
   it('treats a body destroyed without an error as a failure, not as the end of the object', async () => {
