@@ -104,6 +104,15 @@ export interface LocalWorldOptions {
    * reports the rest. Every other command refuses a damaged file (DamagedStateFileError, exit 3).
    */
   tolerateDamage?: boolean;
+  /**
+   * The command only reads (`users list`, `keys status`, `companies list`, `doctor` without
+   * --repair, `local status`): it leaves the state directory as it found it. What the service and
+   * the emulator record of its own requests (a key's last use, a secret's last access) is not saved;
+   * anything else it changes (a revocation that fell due and ran) is, as by every command. A state
+   * without companies.json gets its seeded registry in memory only. A state the command creates is
+   * written as for any command.
+   */
+  readOnly?: boolean;
 }
 
 /** The default settings of a new local state (`acctops local repair` also rebuilds state.json with them). */
@@ -186,6 +195,11 @@ export class LocalWorld {
   readonly institutionSource: 'environment' | 'secret';
   private readonly institution: CredentialProvider;
   private closed = false;
+  /** Each snapshot file's content as loaded or last written (`fingerprint`): save() writes only what differs. */
+  private readonly saved: Partial<Record<SnapshotFile, string>> = {};
+  /** The registry is an in-memory stand-in, seeded by seedRegistry, for a read-only command on a state without companies.json. */
+  private readonly registryInMemory: boolean;
+  private registrySeeded = false;
 
   private constructor(
     readonly stateDir: string,
@@ -199,8 +213,11 @@ export class LocalWorld {
     private readonly unlock: () => Promise<void>,
     env: NodeJS.ProcessEnv,
     damaged: DamagedStateFileError[],
+    private readonly readOnly: boolean,
+    registryInMemory: boolean,
   ) {
     this.damaged = damaged;
+    this.registryInMemory = registryInMemory && !this.isDamaged('companies');
     this.baseUrl = sandbox.baseUrl;
     this.secrets = new AwsSecretStore({ endpoint: sm.endpoint, region: sm.region, credentials: EMULATOR_CREDENTIALS, maxAttempts: 2 });
     this.directory = taggedKeyDirectory(this.secrets);
@@ -209,9 +226,10 @@ export class LocalWorld {
     this.revocations = this.isDamaged('revocations')
       ? new MemoryRevocationQueue()
       : new FileRevocationQueue({ path: statePath(stateDir, 'revocations') });
-    this.companies = this.isDamaged('companies')
-      ? new MemoryRegistryTable()
-      : new FileRegistryTable({ path: statePath(stateDir, 'companies') });
+    this.companies =
+      this.isDamaged('companies') || this.registryInMemory
+        ? new MemoryRegistryTable()
+        : new FileRegistryTable({ path: statePath(stateDir, 'companies') });
     this.exportStore = new DirObjectStore(stateDir);
     this.graceMs = state.revocationGraceMinutes * 60_000;
     this.rotation = new KeyRotation({
@@ -285,11 +303,29 @@ export class LocalWorld {
         ...(sandboxState ? { state: sandboxState } : { seed: SANDBOX_SEED, demo: !lost('sandbox') }),
       });
       sm = await startSecretsManager({ port: 0, clock, rotationMode: 'sync', ...(secretsState ? { state: secretsState } : {}) });
-      const world = new LocalWorld(stateDir, clock, state, sandbox, sm, logger, created, unlock, options.env, damaged ?? []);
+      const readOnly = options.readOnly === true;
+      const registryInMemory = readOnly && !created && !(await exists(statePath(stateDir, 'companies')));
+      const world = new LocalWorld(
+        stateDir,
+        clock,
+        state,
+        sandbox,
+        sm,
+        logger,
+        created,
+        unlock,
+        options.env,
+        damaged ?? [],
+        readOnly,
+        registryInMemory,
+      );
       world.saveOnSignals();
       if (created) {
         await world.provision();
         await world.save();
+      } else {
+        // What the files hold now: unchanged at the end, they are not written again.
+        for (const [file, snapshot] of world.snapshots()) world.saved[file] = fingerprint(snapshot(), readOnly);
       }
       return world;
     } catch (error) {
@@ -435,14 +471,20 @@ export class LocalWorld {
    */
   async seedRegistry(): Promise<string[] | undefined> {
     if (this.damaged.length > 0) return undefined;
-    const present = await stat(statePath(this.stateDir, 'companies')).then(
-      () => true,
-      (error: NodeJS.ErrnoException) => {
-        if (error.code === 'ENOENT') return false;
-        throw error;
-      },
-    );
-    if (present) return undefined;
+    if (this.registryInMemory) {
+      // A read-only command: the same companies as a seeded file, written by the first command that changes something.
+      if (this.registrySeeded) return undefined;
+      this.registrySeeded = true;
+    } else {
+      const present = await stat(statePath(this.stateDir, 'companies')).then(
+        () => true,
+        (error: NodeJS.ErrnoException) => {
+          if (error.code === 'ENOENT') return false;
+          throw error;
+        },
+      );
+      if (present) return undefined;
+    }
     const registry = this.registry();
     const seeded: string[] = [];
     for await (const entry of this.directory.list()) {
@@ -473,14 +515,29 @@ export class LocalWorld {
   }
 
   /**
-   * Writes the embedded service, the secrets and the clock back to the state directory; a damaged
-   * file is left as it is (its stand-in is empty), for `acctops local repair` or a backup.
+   * Writes the embedded service, the secrets and the clock back to the state directory, each file
+   * only when what it would hold changed since it was loaded or last written (for a read-only
+   * command, beyond the usage records of its own requests: `fingerprint`). A damaged file is left
+   * as it is (its stand-in is empty), for `acctops local repair` or a backup.
    */
   async save(): Promise<void> {
-    if (!this.isDamaged('sandbox')) await writePrivateJsonFile(statePath(this.stateDir, 'sandbox'), this.sandbox.snapshot());
-    if (!this.isDamaged('secrets')) await writePrivateJsonFile(statePath(this.stateDir, 'secrets'), this.sm.admin.exportState());
-    if (!this.isDamaged('state'))
-      await writePrivateJsonFile(statePath(this.stateDir, 'state'), { ...this.state, clockOffsetMs: this.clock.offsetMs });
+    for (const [file, snapshot] of this.snapshots()) {
+      if (this.isDamaged(file)) continue;
+      const value = snapshot();
+      const print = fingerprint(value, this.readOnly);
+      if (print === this.saved[file]) continue;
+      await writePrivateJsonFile(statePath(this.stateDir, file), value);
+      this.saved[file] = print;
+    }
+  }
+
+  /** The files save() writes, in its order, each with what it would write now. */
+  private snapshots(): [SnapshotFile, () => unknown][] {
+    return [
+      ['sandbox', () => this.sandbox.snapshot()],
+      ['secrets', () => this.sm.admin.exportState()],
+      ['state', () => ({ ...this.state, clockOffsetMs: this.clock.offsetMs })],
+    ];
   }
 
   /**
@@ -516,6 +573,29 @@ export class LocalWorld {
       await this.unlock();
     }
   }
+}
+
+/** The state files a LocalWorld writes from its snapshots (the file stores write their own). */
+type SnapshotFile = 'sandbox' | 'secrets' | 'state';
+
+/**
+ * What the service and the emulator record of a request itself: an API key's last use (the
+ * sandbox) and a secret's and a version's last access (the emulator, as Secrets Manager's
+ * LastAccessedDate). A read-only command's own requests change only these.
+ */
+const USAGE_RECORDS: ReadonlySet<string> = new Set(['lastUsedAt', 'lastAccessedAt']);
+
+/**
+ * A snapshot as its file would hold it, with every object's keys in order (a restored object may
+ * list them in another order than one that was changed in place), and without USAGE_RECORDS when
+ * `withoutUsage`: two snapshots with the same fingerprint need not be written twice.
+ */
+function fingerprint(value: unknown, withoutUsage: boolean): string {
+  return JSON.stringify(value, (key, v: unknown) => {
+    if (withoutUsage && USAGE_RECORDS.has(key)) return undefined;
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+    return Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  });
 }
 
 /**

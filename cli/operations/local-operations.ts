@@ -57,8 +57,11 @@ import {
 export class LocalOperations implements Operations {
   constructor(private readonly context: OperationsContext) {}
 
-  /** Runs `work` in the world (created on first use), saved when it ends. */
-  private world<T>(work: (world: LocalWorld) => Promise<T>, options: { tolerateDamage?: boolean } = {}): Promise<T> {
+  /**
+   * Runs `work` in the world (created on first use), saved when it ends: what changed is written,
+   * and nothing of a `readOnly` command's own requests (LocalWorldOptions.readOnly).
+   */
+  private world<T>(work: (world: LocalWorld) => Promise<T>, options: { tolerateDamage?: boolean; readOnly?: boolean } = {}): Promise<T> {
     const { context } = this;
     return withLocalWorld({ stateDir: context.stateDir, logger: context.out.logger(), env: context.env, ...options }, async (world) => {
       if (world.created)
@@ -70,17 +73,12 @@ export class LocalOperations implements Operations {
     });
   }
 
-  /** `<stateDir>/companies.json`, inside the world's lock, so two commands never write it at once. */
-  private registry<T>(work: (registry: CompanyRegistry, now: number) => Promise<T>): Promise<T> {
-    return this.world((world) => work(world.registry(this.context.out.logger()), world.clock.now()));
-  }
-
   onboardUser(input: OnboardInput) {
     return this.world((world) => world.lifecycle().onboard(input));
   }
 
   listUsers() {
-    return this.world((world) => listUsers(world.tokens, world.clock.now()));
+    return this.world((world) => listUsers(world.tokens, world.clock.now()), { readOnly: true });
   }
 
   revokeUser(externalId: string) {
@@ -108,7 +106,7 @@ export class LocalOperations implements Operations {
   }
 
   keyStatus() {
-    return this.world((world) => keyStatusLocal(world));
+    return this.world((world) => keyStatusLocal(world), { readOnly: true });
   }
 
   installCompanyKey(companyId: string, apiKey: string) {
@@ -137,7 +135,7 @@ export class LocalOperations implements Operations {
   }
 
   listCompanies(options: { active: boolean }) {
-    return this.registry((registry) => listCompanies(registry, options));
+    return this.world((world) => listCompanies(world.registry(this.context.out.logger()), options), { readOnly: true });
   }
 
   removeCompany(companyId: string, options: { recoveryDays: number }) {
@@ -175,31 +173,34 @@ export class LocalOperations implements Operations {
   }
 
   doctor(options: { repair: boolean }) {
-    return this.world((world) => doctorLocal(world, options), { tolerateDamage: true });
+    return this.world((world) => doctorLocal(world, options), { tolerateDamage: true, readOnly: !options.repair });
   }
 
   localStatus() {
-    return this.world(async (world): Promise<LocalStatus> => {
-      let companies = 0;
-      for await (const _ of world.directory.list()) companies++;
-      let pending = 0;
-      for await (const _ of world.revocations.pending()) pending++;
-      const users = (await world.tokens.list({ limit: 1000, cursor: null })).items.length;
-      return {
-        stateDir: world.stateDir,
-        createdAt: world.state.createdAt,
-        now: iso(world.clock.now())!,
-        clockOffsetMs: world.clock.offsetMs,
-        baseUrl: '(embedded sandbox, started per command on 127.0.0.1)',
-        dialect: world.state.dialect,
-        companies,
-        users,
-        pendingRevocations: pending,
-        exportsDir: (await import('./export-run.ts')).exportsDirOf(world.stateDir),
-        revocationGraceMinutes: world.state.revocationGraceMinutes,
-        rotationDays: world.state.rotationDays,
-      };
-    });
+    return this.world(
+      async (world): Promise<LocalStatus> => {
+        let companies = 0;
+        for await (const _ of world.directory.list()) companies++;
+        let pending = 0;
+        for await (const _ of world.revocations.pending()) pending++;
+        const users = (await world.tokens.list({ limit: 1000, cursor: null })).items.length;
+        return {
+          stateDir: world.stateDir,
+          createdAt: world.state.createdAt,
+          now: iso(world.clock.now())!,
+          clockOffsetMs: world.clock.offsetMs,
+          baseUrl: '(embedded sandbox, started per command on 127.0.0.1)',
+          dialect: world.state.dialect,
+          companies,
+          users,
+          pendingRevocations: pending,
+          exportsDir: (await import('./export-run.ts')).exportsDirOf(world.stateDir),
+          revocationGraceMinutes: world.state.revocationGraceMinutes,
+          rotationDays: world.state.rotationDays,
+        };
+      },
+      { readOnly: true },
+    );
   }
 
   advanceClock(ms: number) {
