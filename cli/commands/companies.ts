@@ -125,7 +125,7 @@ export function companiesCommand(host: CommandHost): Command {
           if (key.result === 'no_secret') session.out.line('  It has no key secret of this stage (an imported one stays with the stack).');
           else if (key.result === 'already_scheduled')
             session.out.line(
-              key.deletionDate !== undefined
+              key.deletionDate !== null
                 ? `  Its key secret ${key.secret} was already scheduled for deletion on ${key.scheduledAt ?? 'an earlier remove'}: deleted for good on ${key.deletionDate} (recovery window ${key.recoveryWindowDays} days) unless restored.`
                 : `  Its key secret ${key.secret} was already scheduled for deletion on ${key.scheduledAt ?? 'a date not known'}, with a recovery window acctops did not record: deleted for good ${RECOVERY_WINDOW_DAYS.min} to ${RECOVERY_WINDOW_DAYS.max} days after that unless restored.`,
             );

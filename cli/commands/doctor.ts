@@ -1,5 +1,4 @@
 import { Command } from 'commander';
-import type { Finding } from '../../src/core/api-keys';
 import { isSkipped, type DoctorReport } from '../operations/operations';
 import type { Output } from '../output';
 import type { CommandHost } from './host';
@@ -45,7 +44,7 @@ export function renderDoctor(out: Output, report: DoctorReport): void {
   if (isSkipped(report.rotations)) out.line(`  skipped: ${report.rotations.skipped}`);
   else {
     out.line(`  ${report.rotations.companies} company(ies) checked, ${report.rotations.findings.length} finding(s)`);
-    for (const f of report.rotations.findings as Finding[])
+    for (const f of report.rotations.findings)
       out.line(`  ${f.repaired ? 'repaired' : 'FINDING '} ${f.type} ${f.companyId}${f.keyPrefix ? ` ${f.keyPrefix}…` : ''}: ${f.detail}`);
   }
   out.line('');
@@ -59,15 +58,13 @@ export function renderDoctor(out: Output, report: DoctorReport): void {
       { header: `HAS ${report.exports.expectedPeriod}`, value: (c) => (c.overdue ? 'NO' : 'yes') },
     ]);
   }
-  if (report.registry) {
-    out.line('');
-    out.line('Company registry');
-    if (isSkipped(report.registry)) out.line(`  skipped: ${report.registry.skipped}`);
-    else
-      out.line(
-        `  ${report.registry.companies} company(ies), ${report.registry.active} active, ${report.registry.unreadable.length} unreadable`,
-      );
-  }
+  out.line('');
+  out.line('Company registry');
+  if (isSkipped(report.registry)) out.line(`  skipped: ${report.registry.skipped}`);
+  else
+    out.line(
+      `  ${report.registry.companies} company(ies), ${report.registry.active} active, ${report.registry.unreadable.length} unreadable`,
+    );
   out.line('');
   if (report.findings.length === 0) out.line('No findings.');
   else {

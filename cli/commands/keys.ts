@@ -44,7 +44,7 @@ export function keysCommand(host: CommandHost): Command {
       host.run(async (session, opts: { company?: string }) => {
         const report = await (await session.operations()).keyStatus();
         const companies = opts.company ? report.companies.filter((c) => c.companyId === opts.company) : report.companies;
-        if (companies.some((c) => c.error !== undefined)) session.partial();
+        if (companies.some((c) => c.error !== null)) session.partial();
         session.out.result({ ...report, companies }, () => renderStatus(session.out, { ...report, companies }));
       }),
     );

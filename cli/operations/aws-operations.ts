@@ -53,11 +53,13 @@ import { setInstitutionSecret } from './secret-changes';
 import {
   companyRegistry,
   companyRow,
+  findingRow,
   findingsOf,
   listCompanies,
   listUsers,
   localModeOnly,
   outcomeRow,
+  probeRow,
   refuseFutureMonth,
   registryHealth,
   revokePreviousNow,
@@ -297,7 +299,8 @@ export class AwsOperations implements Operations {
         });
       },
     });
-    return { now: iso(systemClock.now())!, companies };
+    // The stack's one-time schedules revoke old keys: this command runs none.
+    return { now: iso(systemClock.now())!, companies, revokedBefore: null };
   }
 
   async doctor(options: { repair: boolean }): Promise<DoctorReport> {
@@ -306,11 +309,11 @@ export class AwsOperations implements Operations {
     const now = systemClock.now();
     const skipped = (error: unknown): Skipped => ({ skipped: error instanceof Error ? error.message : String(error) });
     const health = await this.invoke<HealthReport>(OUTPUTS.checkHealth, 'check secrets and the service', {}).then(
-      (r) => ({ probes: r.probes }),
+      (r) => ({ probes: r.probes.map(probeRow) }),
       skipped,
     );
     const rotations = await this.invoke<RotationReport>(OUTPUTS.checkKeyRotations, 'check key rotations', { repair: options.repair }).then(
-      (r) => ({ companies: r.companies, findings: r.findings }),
+      (r) => ({ companies: r.companies, findings: r.findings.map(findingRow) }),
       skipped,
     );
     const tokens = await this.listUsers().then((r) => tokenHealth(r.rows, now), skipped);
@@ -325,12 +328,12 @@ export class AwsOperations implements Operations {
       mode: 'aws' as const,
       checkedAt: iso(now)!,
       health,
-      companySecrets: undefined,
+      companySecrets: null,
       tokens,
       rotations,
       exports,
-      revokedKeys: undefined,
-      damagedStateFiles: undefined,
+      revokedKeys: null,
+      damagedStateFiles: null,
       registry,
     };
     return { ...partial, findings: findingsOf(partial) };

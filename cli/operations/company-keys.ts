@@ -91,7 +91,7 @@ export async function removeCompany(
   const { stage, lifecycle } = secrets();
   const id = removed.company.companyId;
   const key = await retireCompanyKeySecret(lifecycle, stage, id, recoveryDays, removed.company.keyDeletion);
-  if (key.result === 'scheduled' && key.deletionDate !== undefined && key.recoveryWindowDays !== null) {
+  if (key.result === 'scheduled' && key.deletionDate !== null && key.recoveryWindowDays !== null) {
     await registry.recordKeyDeletion(id, { deletionDate: key.deletionDate, recoveryWindowDays: key.recoveryWindowDays }, now);
   }
   return { result: removed.result, company: companyRow(removed.company), key };

@@ -333,12 +333,18 @@ export async function exportHealth(store: ObjectStore, companies: readonly strin
       if (match && match[2] === MANIFEST_NAME && (last === undefined || match[1]! > last)) last = match[1]!;
     }
     if (last === undefined) {
-      rows.push({ companyId, lastPeriod: undefined, generatedAt: undefined, manifestUrl: undefined, overdue: true });
+      rows.push({ companyId, lastPeriod: null, generatedAt: null, manifestUrl: null, overdue: true });
       continue;
     }
     const key = `${EXPORT_ROOT}/company=${companyId}/period=${last}/${MANIFEST_NAME}`;
     const manifest = await readManifest(store, key);
-    rows.push({ companyId, lastPeriod: last, generatedAt: manifest?.generatedAt, manifestUrl: store.url(key), overdue: last < expected });
+    rows.push({
+      companyId,
+      lastPeriod: last,
+      generatedAt: manifest?.generatedAt ?? null,
+      manifestUrl: store.url(key),
+      overdue: last < expected,
+    });
   }
   return { expectedPeriod: expected, companies: rows };
 }

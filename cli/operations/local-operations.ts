@@ -33,10 +33,12 @@ import { applyRotationDays, installKey, removeCompany, restoreCompany, type Comp
 import { setInstitutionSecret } from './secret-changes';
 import {
   companyRow,
+  findingRow,
   findingsOf,
   listCompanies,
   listUsers,
   outcomeRow,
+  probeRow,
   REFRESH_MARGIN_MS,
   refuseFutureMonth,
   registryHealth,
@@ -298,7 +300,7 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
   for await (const entry of world.directory.list()) {
     try {
       parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
-      companySecrets.push({ companyId: entry.companyId, secret: entry.name, ok: true });
+      companySecrets.push({ companyId: entry.companyId, secret: entry.name, ok: true, error: null });
     } catch (error) {
       companySecrets.push({
         companyId: entry.companyId,
@@ -329,10 +331,10 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
   const partial = {
     mode: 'local' as const,
     checkedAt: iso(now())!,
-    health: { probes: health.probes },
+    health: { probes: health.probes.map(probeRow) },
     companySecrets,
     tokens,
-    rotations: { companies: rotations.companies, findings: [...rotations.findings, ...keysMissing] },
+    rotations: { companies: rotations.companies, findings: [...rotations.findings, ...keysMissing].map(findingRow) },
     exports,
     registry: world.isDamaged('companies') ? { skipped: 'companies.json is damaged' } : await registryHealth(world.registry()),
     revokedKeys: revoked,

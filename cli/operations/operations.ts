@@ -1,16 +1,8 @@
-import type {
-  DoctorReport as RotationReport,
-  InstallOutcome,
-  KeyStatus,
-  RetireOutcome,
-  RevocationOutcome,
-  RotateNowResult,
-} from '../../src/core/api-keys';
+import type { Finding, InstallOutcome, KeyStatus, RetireOutcome, RevocationOutcome, RotateNowResult } from '../../src/core/api-keys';
 import type { AddResult, RegistryFinding, RemoveResult } from '../../src/core/companies/company-registry';
 import type { ExportProgress } from '../../src/core/exports/pipeline/export-sources';
 import type { AmountTotal } from '../../src/core/exports/formats/totals';
 import type { ExportFormat } from '../../src/core/exports/formats/datasets';
-import type { ProbeResult } from '../../src/core/health/check-health';
 import type { TokenStatus } from '../../src/core/tokens/token-store';
 import type {
   OnboardInput,
@@ -145,21 +137,39 @@ export interface RotateReport extends RotateNowResult {
 export interface KeyStatusReport {
   now: string;
   companies: KeyStatus[];
-  revokedBefore?: RevokedKey[];
+  /** Old keys whose grace period had ended, revoked before the check (local mode; null in AWS mode, where the stack's schedule revokes them). */
+  revokedBefore: RevokedKey[] | null;
 }
 
 export interface SecretChange {
   secret: string;
   versionId: string;
-  previousVersionId?: string;
+  /** The version that was AWSCURRENT before; null when the secret had none. */
+  previousVersionId: string | null;
+}
+
+/**
+ * A health probe's result with its fixed key set for --json: the probes come from the use case
+ * (local) or the check-health function's answer (AWS), where an absent field is a missing key.
+ */
+export interface ProbeRow {
+  name: string;
+  ok: boolean;
+  durationMs: number;
+  /** Safe detail of a healthy probe; null when none. */
+  detail: string | null;
+  /** Why it failed (error class, stable code or null, redacted message); null when it passed. */
+  error: { name: string; code: string | null; message: string } | null;
 }
 
 export interface InstitutionSecretReport extends SecretChange {
-  institutionId?: string;
+  /** The institution of the value stored; null after --rollback (the value is not read). */
+  institutionId: string | null;
   /** The health probes run against the stored value after the change. */
-  probes: readonly ProbeResult[];
+  probes: ProbeRow[];
   verified: boolean;
-  rolledBack?: boolean;
+  /** True for --rollback: AWSPREVIOUS made current again. */
+  rolledBack: boolean;
 }
 
 export interface KeyInstallReport extends SecretChange {
@@ -317,25 +327,37 @@ export interface TokenHealth {
 export interface ExportHealth {
   /** The month every company should have by now. */
   expectedPeriod: string;
-  companies: { companyId: string; lastPeriod?: string; generatedAt?: string; manifestUrl?: string; overdue: boolean }[];
+  /** lastPeriod, generatedAt and manifestUrl are null for a company without any export. */
+  companies: { companyId: string; lastPeriod: string | null; generatedAt: string | null; manifestUrl: string | null; overdue: boolean }[];
 }
 
+/** A rotation doctor's finding with its fixed key set for --json (null: the finding names no key or version). */
+export interface FindingRow extends Omit<Finding, 'apiKeyId' | 'keyPrefix' | 'versionId'> {
+  apiKeyId: string | null;
+  keyPrefix: string | null;
+  versionId: string | null;
+}
+
+/**
+ * Every key is always there: a section the mode does not have is null (README, "Global options"),
+ * one that could not run is `{ skipped }`.
+ */
 export interface DoctorReport {
   mode: Mode;
   checkedAt: string;
   /** Secrets readable and service reachable (the check-health probes). */
-  health: { probes: readonly ProbeResult[] } | Skipped;
-  /** Each company key secret's current version reads and parses (local mode; in AWS the rotation check covers it). */
-  companySecrets?: { companyId: string; secret: string; ok: boolean; error?: string }[];
+  health: { probes: ProbeRow[] } | Skipped;
+  /** Each company key secret's current version reads and parses (local mode; null in AWS mode, where the rotation check covers it). */
+  companySecrets: { companyId: string; secret: string; ok: boolean; error: string | null }[] | null;
   tokens: TokenHealth | Skipped;
-  rotations: Pick<RotationReport, 'companies' | 'findings'> | Skipped;
+  rotations: { companies: number; findings: FindingRow[] } | Skipped;
   exports: ExportHealth | Skipped;
   /** The company registry: entries, and the ones the planner skips because they fail their schema. */
-  registry?: RegistryHealth | Skipped;
-  /** Old keys whose grace period had ended, revoked as the schedule would (local mode). */
-  revokedKeys?: RevokedKey[];
-  /** Local state files that do not parse (local mode): each with what to do. */
-  damagedStateFiles?: { file: string; problem: string; remedy: string }[];
+  registry: RegistryHealth | Skipped;
+  /** Old keys whose grace period had ended, revoked as the schedule would (local mode; null in AWS mode). */
+  revokedKeys: RevokedKey[] | null;
+  /** Local state files that do not parse, each with what to do (local mode, [] when none; null in AWS mode). */
+  damagedStateFiles: { file: string; problem: string; remedy: string }[] | null;
   /** One line per thing to look at; empty means healthy. */
   findings: string[];
 }

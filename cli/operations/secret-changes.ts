@@ -8,6 +8,7 @@ import { keyPrefix } from '../../src/core/shared/redact';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import type { InstitutionSecretReport, KeyInstallReport, SecretChange } from './operations';
+import { probeRow } from './shared';
 
 /**
  * Putting credentials into the secret store (the emulator's or Secrets Manager), for both modes:
@@ -22,7 +23,7 @@ async function putCurrent(store: Store, secretId: string, value: string): Promis
   const before = await store.describeSecret(secretId);
   const previousVersionId = versionWithStage(before, SecretStage.current);
   const { versionId } = await store.putSecretValue(secretId, { value, clientRequestToken: randomUUID() });
-  return { secret: before.name, versionId, ...(previousVersionId ? { previousVersionId } : {}) };
+  return { secret: before.name, versionId, previousVersionId: previousVersionId ?? null };
 }
 
 /** Moves AWSCURRENT back to the AWSPREVIOUS version. */
@@ -49,12 +50,13 @@ export interface InstitutionTarget {
 export async function setInstitutionSecret(target: InstitutionTarget, value: string | undefined): Promise<InstitutionSecretReport> {
   const change =
     value === undefined ? await rollBack(target.store, target.secretId) : await putCurrent(target.store, target.secretId, value);
-  const probes = await target.verify();
+  const probes = (await target.verify()).map(probeRow);
   return {
     ...change,
-    ...(value === undefined ? { rolledBack: true } : { institutionId: parseInstitutionCredential(value).institutionId }),
+    institutionId: value === undefined ? null : parseInstitutionCredential(value).institutionId,
     probes,
     verified: probes.every((p) => p.ok),
+    rolledBack: value === undefined,
   };
 }
 

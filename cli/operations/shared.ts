@@ -2,6 +2,7 @@ import {
   parseCompanyKeySecret,
   revokeApiKey,
   type DueRevocationsResult,
+  type Finding,
   type RevocationOutcome,
   type RevokeDeps,
 } from '../../src/core/api-keys';
@@ -9,6 +10,7 @@ import { CompanyRegistry, type RegisteredCompany, type RegistryTable } from '../
 import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/formats/period';
 import { FORMATS } from '../../src/core/exports/formats/datasets';
 import { SecretNotFoundError, SecretStage, type SecretStore } from '../../src/core/ports/secrets';
+import type { ProbeResult } from '../../src/core/health/check-health';
 import type { Logger } from '../../src/core/shared/logger';
 import { isDue, type TokenStore, type TokenSummary } from '../../src/core/tokens/token-store';
 import { CliConfigError, UsageError } from '../errors';
@@ -18,6 +20,8 @@ import {
   type CompanyList,
   type CompanyRow,
   type DoctorReport,
+  type FindingRow,
+  type ProbeRow,
   type RefreshOutcome,
   type RefreshOutcomeRow,
   type RegistryHealth,
@@ -166,6 +170,26 @@ export function refuseFutureMonth(month: string | undefined, now: number): void 
 
 // Doctor
 
+/**
+ * A probe with its fixed key set (README: an absent value is null). In AWS mode the probes are the
+ * check-health function's JSON answer, which has no key for an absent field.
+ */
+export function probeRow(probe: ProbeResult): ProbeRow {
+  const error = probe.error;
+  return {
+    name: probe.name,
+    ok: probe.ok,
+    durationMs: probe.durationMs,
+    detail: probe.detail ?? null,
+    error: error ? { name: error.name, code: error.code ?? null, message: error.message } : null,
+  };
+}
+
+/** A rotation finding with its fixed key set: the local doctor's, or the check-key-rotations function's JSON answer. */
+export function findingRow(finding: Finding): FindingRow {
+  return { ...finding, apiKeyId: finding.apiKeyId ?? null, keyPrefix: finding.keyPrefix ?? null, versionId: finding.versionId ?? null };
+}
+
 export function tokenHealth(rows: readonly UserRow[], now: number): TokenHealth {
   const active = rows.filter((r) => r.status === 'active');
   return {
@@ -192,7 +216,7 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
   if (!isSkipped(report.rotations)) {
     for (const f of report.rotations.findings) if (!f.repaired) out.push(`rotation ${f.type} for company ${f.companyId}: ${f.detail}`);
   }
-  if (report.registry && !isSkipped(report.registry)) {
+  if (!isSkipped(report.registry)) {
     for (const f of report.registry.unreadable) {
       out.push(
         `company registry entry ${f.key} is unreadable (${f.issues.map((i) => i.path || '(root)').join(', ')}); the monthly export skips it: docs/runbooks.md, "Add or remove a company"`,

@@ -380,6 +380,30 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       pendingRevocations: [{ keyPrefix: world.initialKey.keyPrefix }],
     });
     expect(row.permissions.sort()).toEqual(['manage_api_keys', 'read_categories', 'read_tax_reports', 'read_transactions']);
+    // Every key there (README: an absent value is null): the stack's schedules revoke old keys, so revokedBefore is null.
+    const document = parseJson<{ revokedBefore: unknown; companies: object[] }>(status);
+    expect(Object.keys(document).sort()).toEqual(['companies', 'now', 'revokedBefore']);
+    expect(document.revokedBefore).toBeNull();
+    expect(Object.keys(document.companies[0]!).sort()).toEqual(
+      [
+        'apiKeyId',
+        'companyId',
+        'error',
+        'expiresAt',
+        'keyPrefix',
+        'lastRotatedAt',
+        'lastUsedAt',
+        'lastUsedByThisCheck',
+        'nextRotationAt',
+        'pendingRevocations',
+        'permissions',
+        'rotationDays',
+        'rotationEnabled',
+        'rotationInProgress',
+        'secret',
+      ].sort(),
+    );
+    expect(document.companies[0]).toMatchObject({ error: null });
 
     // Without ACCTOPS_BASE_URL, the stack's ServiceBaseUrl output is the service (the permissions come from it).
     outputs.ServiceBaseUrl = world.sandbox.baseUrl;
@@ -408,7 +432,20 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       institutionId: 'inst-1',
       verified: true,
       previousVersionId: created.VersionId,
+      rolledBack: false,
     });
+    // The function's answer has no detail or error for a passing probe: --json has both keys, null.
+    const document = parseJson<{ probes: object[] }>(set);
+    expect(Object.keys(document).sort()).toEqual([
+      'institutionId',
+      'previousVersionId',
+      'probes',
+      'rolledBack',
+      'secret',
+      'verified',
+      'versionId',
+    ]);
+    expect(document.probes).toEqual([{ name: 'service-reachable', ok: true, durationMs: 4, detail: null, error: null }]);
     expect((await client(world.sm).send(new GetSecretValueCommand({ SecretId: created.ARN }))).SecretString).toBe(value);
     expect(invocations(outputs.CheckHealthFunctionName!)).toContainEqual({});
   });
@@ -489,7 +526,15 @@ describe('acctops CLI: AWS mode against local fakes', () => {
         ],
       },
     }));
-    lambdaAnswers.set(outputs.CheckKeyRotationsFunctionName!, () => ({ body: { checkedAt: 0, companies: 1, findings: [] } }));
+    // A finding that names no key (as the function's JSON has it: no apiKeyId, keyPrefix or versionId key).
+    const finding = {
+      type: 'rotation_disabled',
+      companyId: world.companyId,
+      secret: 's',
+      repaired: true,
+      detail: 'rotation turned on again',
+    };
+    lambdaAnswers.set(outputs.CheckKeyRotationsFunctionName!, () => ({ body: { checkedAt: 0, companies: 1, findings: [finding] } }));
     // The month the doctor expects, exported into the stack's bucket as the pipeline would.
     const month = previousMonth(Date.now() - 86_400_000, DEFAULT_TIME_ZONE).text;
     const current = await world.current();
@@ -512,6 +557,33 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(report.findings).toEqual(['probe service-reachable failed: no answer within 2000 ms']);
     expect(report.tokens.skipped).toMatch(/TokenTableName/);
     expect(report.exports.companies).toEqual([expect.objectContaining({ companyId: world.companyId, lastPeriod: month, overdue: false })]);
+    // Every key there: the local mode's sections are null, the function answers' absent fields too.
+    const document = parseJson<Record<string, unknown> & { health: { probes: unknown[] }; rotations: { findings: unknown[] } }>(doctor);
+    expect(Object.keys(document).sort()).toEqual([
+      'checkedAt',
+      'companySecrets',
+      'damagedStateFiles',
+      'exports',
+      'findings',
+      'health',
+      'mode',
+      'registry',
+      'revokedKeys',
+      'rotations',
+      'tokens',
+    ]);
+    expect(document).toMatchObject({ companySecrets: null, revokedKeys: null, damagedStateFiles: null });
+    expect(document.health.probes).toEqual([
+      { name: 'institution-credential-readable', ok: true, durationMs: 3, detail: 'institution inst-1', error: null },
+      {
+        name: 'service-reachable',
+        ok: false,
+        durationMs: 2000,
+        detail: null,
+        error: { name: 'TimeoutError', code: 'timeout', message: 'no answer within 2000 ms' },
+      },
+    ]);
+    expect(document.rotations.findings).toEqual([{ ...finding, apiKeyId: null, keyPrefix: null, versionId: null }]);
     expect(invocations(outputs.CheckKeyRotationsFunctionName!)).toEqual([{ repair: false }]);
     await acctops(['doctor', '--repair']);
     expect(invocations(outputs.CheckKeyRotationsFunctionName!)).toEqual([{ repair: false }, { repair: true }]);

@@ -1,3 +1,6 @@
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$/;
@@ -139,6 +142,94 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     expect(body.outcomes).toHaveLength(1);
     expect(Object.keys(body.outcomes[0]!).sort()).toEqual(['errorClass', 'externalId', 'result']);
     expect(body.outcomes[0]!.errorClass).toBeNull();
+  });
+
+  it('keys status, institution set-secret (and --rollback), doctor and companies remove: every key there, null where it does not apply', async () => {
+    const keysOf = (value: unknown) => Object.keys(value as object).sort();
+    const PROBE = ['detail', 'durationMs', 'error', 'name', 'ok'];
+
+    // A rotation leaves the old key pending its revocation.
+    const { body: before } = await json<{ companies: { companyId: string }[] }>('keys', 'status');
+    expect((await json('keys', 'rotate', '--company', before.companies[0]!.companyId)).result.code).toBe(0);
+    const status = await json<{ revokedBefore: unknown; companies: { companyId: string; pendingRevocations: object[] }[] }>(
+      'keys',
+      'status',
+    );
+    expect(keysOf(status.body)).toEqual(['companies', 'now', 'revokedBefore']);
+    expect(status.body.revokedBefore).toEqual([]);
+    const pending = status.body.companies.flatMap((c) => c.pendingRevocations);
+    expect(pending.length).toBeGreaterThan(0);
+    for (const r of pending) expect(keysOf(r)).toEqual(['apiKeyId', 'keyPrefix', 'lastUsedAt', 'revokeAt']);
+
+    // The stored institution credential stored again (a new version), then rolled back.
+    const { demo } = JSON.parse(await readFile(join(state.dir, 'sandbox.json'), 'utf8')) as {
+      demo: { institution: { id: string; secret: string } };
+    };
+    const secretChange = async (args: string[], env: Record<string, string> = {}) => {
+      const result = await runAcctops(['--state-dir', state.dir, '--json', 'institution', 'set-secret', ...args], { env });
+      outputs.push(result);
+      expect(result.code).toBe(0);
+      const body = parseJson<{ probes: object[] } & Record<string, unknown>>(result);
+      expect(keysOf(body)).toEqual(['institutionId', 'previousVersionId', 'probes', 'rolledBack', 'secret', 'verified', 'versionId']);
+      for (const probe of body.probes) expect(keysOf(probe)).toEqual(PROBE);
+      return body;
+    };
+    const stored = await secretChange([], { ACCTOPS_INSTITUTION: `${demo.institution.id}:${demo.institution.secret}` });
+    expect(stored).toMatchObject({
+      institutionId: demo.institution.id,
+      rolledBack: false,
+      verified: true,
+      previousVersionId: expect.any(String),
+    });
+    // Passing probes: error null (and detail null where a probe has none).
+    expect(stored.probes).toEqual(expect.arrayContaining([expect.objectContaining({ ok: true, error: null })]));
+    const back = await secretChange(['--rollback']);
+    expect(back).toMatchObject({ institutionId: null, rolledBack: true, versionId: stored.previousVersionId });
+
+    // A registered company without a key secret: a rotation finding that names no key.
+    const keyless = randomUUID();
+    expect((await json('companies', 'add', '--company', keyless)).result.code).toBe(0);
+    const doctor = await json<{
+      health: { probes: object[] };
+      companySecrets: object[];
+      rotations: { findings: { type: string }[] };
+      exports: { companies: object[] };
+      revokedKeys: unknown;
+      damagedStateFiles: unknown;
+      registry: object;
+    }>('doctor');
+    expect(keysOf(doctor.body)).toEqual([
+      'checkedAt',
+      'companySecrets',
+      'damagedStateFiles',
+      'exports',
+      'findings',
+      'health',
+      'mode',
+      'registry',
+      'revokedKeys',
+      'rotations',
+      'tokens',
+    ]);
+    expect(doctor.body).toMatchObject({ revokedKeys: [], damagedStateFiles: [] });
+    for (const probe of doctor.body.health.probes) expect(keysOf(probe)).toEqual(PROBE);
+    for (const secret of doctor.body.companySecrets) expect(keysOf(secret)).toEqual(['companyId', 'error', 'ok', 'secret']);
+    for (const row of doctor.body.exports.companies)
+      expect(keysOf(row)).toEqual(['companyId', 'generatedAt', 'lastPeriod', 'manifestUrl', 'overdue']);
+    const missing = doctor.body.rotations.findings.find((f) => f.type === 'key_missing');
+    expect(missing).toMatchObject({ apiKeyId: null, keyPrefix: null, versionId: null });
+    expect(keysOf(missing)).toEqual(['apiKeyId', 'companyId', 'detail', 'keyPrefix', 'repaired', 'secret', 'type', 'versionId']);
+
+    // companies remove: a company without a key secret, and one whose secret is now scheduled for deletion.
+    const RETIRE = ['companyId', 'deletionDate', 'recoveryWindowDays', 'result', 'rotationStopped', 'scheduledAt', 'secret'];
+    const noSecret = await json<{ key: object }>('companies', 'remove', '--company', keyless);
+    expect(keysOf(noSecret.body.key)).toEqual(RETIRE);
+    expect(noSecret.body.key).toMatchObject({ result: 'no_secret', secret: null, deletionDate: null, scheduledAt: null });
+    const company = status.body.companies[2]!;
+    const scheduled = await json<{ key: object }>('companies', 'remove', '--company', company.companyId);
+    expect(keysOf(scheduled.body.key)).toEqual(RETIRE);
+    expect(scheduled.body.key).toMatchObject({ result: 'scheduled', deletionDate: expect.stringMatching(ISO), scheduledAt: null });
+    expect((await json('companies', 'restore', '--company', company.companyId)).result.code).toBe(0);
   });
 
   it('an error document always has its hint key', async () => {

@@ -149,10 +149,10 @@ export interface RetireOutcome {
   /** What became of the secret: none found, already scheduled for deletion, or now scheduled. */
   result: 'no_secret' | 'already_scheduled' | 'scheduled';
   rotationStopped: boolean;
-  /** When the secret goes for good (DeleteSecret's DeletionDate); absent when it is not known. */
-  deletionDate?: string;
-  /** `already_scheduled`: when its deletion was asked (DescribeSecret's DeletedDate). */
-  scheduledAt?: string;
+  /** When the secret goes for good (DeleteSecret's DeletionDate); null when it is not known (or there is no secret). */
+  deletionDate: string | null;
+  /** `already_scheduled`: when its deletion was asked (DescribeSecret's DeletedDate); null otherwise. */
+  scheduledAt: string | null;
   /** The recovery window of the deletion; null when it was scheduled before and not recorded then. */
   recoveryWindowDays: number | null;
 }
@@ -184,7 +184,16 @@ export async function retireCompanyKeySecret(
 ): Promise<RetireOutcome> {
   const id = companyId.toLowerCase();
   const description = await store.describe(companyKeySecretName(stage, id));
-  if (description === undefined) return { companyId: id, secret: null, result: 'no_secret', rotationStopped: false, recoveryWindowDays };
+  if (description === undefined)
+    return {
+      companyId: id,
+      secret: null,
+      result: 'no_secret',
+      rotationStopped: false,
+      deletionDate: null,
+      scheduledAt: null,
+      recoveryWindowDays,
+    };
   if (description.deletedAt !== undefined) {
     const askedAt = description.deletedAt;
     // A record from before a restore and a deletion done outside acctops describes another deletion.
@@ -196,7 +205,7 @@ export async function retireCompanyKeySecret(
       secret: description.name,
       result: 'already_scheduled',
       rotationStopped: false,
-      ...(same ? { deletionDate: recorded.deletionDate } : {}),
+      deletionDate: same ? recorded.deletionDate : null,
       scheduledAt: new Date(askedAt).toISOString(),
       recoveryWindowDays: same ? recorded.recoveryWindowDays : null,
     };
@@ -212,7 +221,8 @@ export async function retireCompanyKeySecret(
     secret: description.name,
     result: 'scheduled',
     rotationStopped,
-    ...(deletionDate === undefined ? {} : { deletionDate: new Date(deletionDate).toISOString() }),
+    deletionDate: deletionDate === undefined ? null : new Date(deletionDate).toISOString(),
+    scheduledAt: null,
     recoveryWindowDays,
   };
 }

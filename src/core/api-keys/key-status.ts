@@ -8,37 +8,43 @@ import type { CompanyKeyDirectory } from './key-directory';
 import type { RevocationScheduler } from './revocation';
 import { listKeys } from './rotation';
 
-/** One company's row of `acctops keys status`: prefixes and ids, never a key. */
+/**
+ * One company's row of `acctops keys status`: prefixes and ids, never a key. Every field is always
+ * there (the CLI's --json promises a fixed key set): null when it is not known, e.g. the key's
+ * fields when the current key could not be read (`error` says why).
+ */
 export interface KeyStatus {
   companyId: string;
   /** The secret's name. */
   secret: string;
-  keyPrefix?: string;
-  apiKeyId?: string;
-  permissions?: string[];
+  keyPrefix: string | null;
+  apiKeyId: string | null;
+  permissions: string[] | null;
   /**
-   * ISO 8601, from the service's key list; null when never used. The list is read with this very
-   * key and the service counts that call as a use, so this is usually the check itself: see
-   * `lastUsedByThisCheck`. The previous keys' last use (pendingRevocations) is not touched by it.
+   * ISO 8601, from the service's key list; null when never used (or not read). The list is read
+   * with this very key and the service counts that call as a use, so this is usually the check
+   * itself: see `lastUsedByThisCheck`. The previous keys' last use (pendingRevocations) is not
+   * touched by it.
    */
-  lastUsedAt?: string | null;
-  /** True when `lastUsedAt` is (within a minute of clock skew) this check's own request. */
-  lastUsedByThisCheck?: boolean;
-  expiresAt?: string | null;
+  lastUsedAt: string | null;
+  /** True when `lastUsedAt` is (within a minute of clock skew) this check's own request; null when the list was not read. */
+  lastUsedByThisCheck: boolean | null;
+  expiresAt: string | null;
   rotationEnabled: boolean;
-  rotationDays?: number;
+  rotationDays: number | null;
   /** Epoch ms. */
-  lastRotatedAt?: number;
-  nextRotationAt?: number;
+  lastRotatedAt: number | null;
+  nextRotationAt: number | null;
   /** A version is AWSPENDING that is not AWSCURRENT: a rotation is running (or stuck; see the doctor). */
   rotationInProgress: boolean;
   /**
-   * Old keys in their grace period, each with its last use at the service (null: never, or not in
-   * the list): whether consumers still use the old key, which the check does not touch.
+   * Old keys in their grace period, each with its last use at the service (null: never, not in
+   * the list, or the list was not read): whether consumers still use the old key, which the check
+   * does not touch.
    */
-  pendingRevocations: { apiKeyId: string; keyPrefix: string; revokeAt: number; lastUsedAt?: string | null }[];
-  /** Set when part of the row could not be read; the rest is still shown. */
-  error?: string;
+  pendingRevocations: { apiKeyId: string; keyPrefix: string; revokeAt: number; lastUsedAt: string | null }[];
+  /** Set when part of the row could not be read (the rest is still shown); null when all was. */
+  error: string | null;
 }
 
 export interface KeyStatusDeps {
@@ -55,7 +61,7 @@ const OWN_USE_SKEW_MS = 60_000;
 
 /** For `acctops keys status`: every company key secret, with the service's view of its key. */
 export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
-  const revocations: (KeyStatus['pendingRevocations'][number] & { companyId: string })[] = [];
+  const revocations: (Omit<KeyStatus['pendingRevocations'][number], 'lastUsedAt'> & { companyId: string })[] = [];
   for await (const r of deps.scheduler.pending()) {
     revocations.push({ companyId: r.companyId.toLowerCase(), apiKeyId: r.apiKeyId, keyPrefix: r.keyPrefix, revokeAt: r.revokeAt });
   }
@@ -63,25 +69,25 @@ export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
   for await (const entry of deps.directory.list()) {
     const description = await deps.store.describeSecret(entry.secretId);
     const pendingVersion = versionWithStage(description, SecretStage.pending);
-    // Every field present, unknown ones undefined: the CLI's --json shows them as null.
+    // Every field present, unknown ones null: the CLI's --json promises a fixed key set.
     const row: KeyStatus = {
       companyId: entry.companyId,
       secret: entry.name,
-      keyPrefix: undefined,
-      apiKeyId: undefined,
-      permissions: undefined,
-      lastUsedAt: undefined,
-      lastUsedByThisCheck: undefined,
-      expiresAt: undefined,
+      keyPrefix: null,
+      apiKeyId: null,
+      permissions: null,
+      lastUsedAt: null,
+      lastUsedByThisCheck: null,
+      expiresAt: null,
       rotationEnabled: description.rotation.enabled,
-      rotationDays: description.rotation.automaticallyAfterDays,
-      lastRotatedAt: description.rotation.lastRotatedAt,
-      nextRotationAt: description.rotation.nextRotationAt,
+      rotationDays: description.rotation.automaticallyAfterDays ?? null,
+      lastRotatedAt: description.rotation.lastRotatedAt ?? null,
+      nextRotationAt: description.rotation.nextRotationAt ?? null,
       rotationInProgress: pendingVersion !== undefined && !(description.versionStages[pendingVersion] ?? []).includes(SecretStage.current),
-      error: undefined,
+      error: null,
       pendingRevocations: revocations
         .filter((r) => r.companyId === entry.companyId)
-        .map(({ apiKeyId, keyPrefix, revokeAt }) => ({ apiKeyId, keyPrefix, revokeAt, lastUsedAt: undefined as string | null | undefined }))
+        .map(({ apiKeyId, keyPrefix, revokeAt }) => ({ apiKeyId, keyPrefix, revokeAt, lastUsedAt: null as string | null }))
         .sort((a, b) => a.revokeAt - b.revokeAt),
     };
     try {
