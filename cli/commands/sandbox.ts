@@ -34,8 +34,24 @@ export function sandboxCommand(host: CommandHost): Command {
               cause: error,
             });
           }
-          throw error;
+          throw portInUse(error) ?? error;
         }
       }),
     );
+}
+
+/**
+ * The port asked for is taken (Node's EADDRINUSE from listen): one line naming the port and the host
+ * and what to do, exit 3 (the setting, not the sandbox, is wrong), instead of Node's raw error.
+ */
+function portInUse(error: unknown): CliError | undefined {
+  const e = error as NodeJS.ErrnoException & { address?: unknown; port?: unknown };
+  if (!(error instanceof Error) || e.code !== 'EADDRINUSE') return undefined;
+  const where = `port ${typeof e.port === 'number' ? e.port : '(asked for)'}${typeof e.address === 'string' ? ` on ${e.address}` : ''}`;
+  return new CliError(`${where} is in use`, {
+    code: 'port_in_use',
+    exitCode: ExitCode.config,
+    hint: 'another process listens there: pass another --port, or 0 for any free one',
+    cause: error,
+  });
 }

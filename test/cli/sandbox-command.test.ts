@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { expectNoCanaries } from '../helpers/canary';
 import { runAcctops, spawnAcctops } from '../helpers/cli';
 import { DEMO_INSTITUTION_SECRET } from '../../sandbox/seed';
@@ -32,6 +33,31 @@ describe('acctops sandbox: the real binary', () => {
     expect(stdout).toContain('inst_demo:<secret hidden; --show-credentials prints it>');
     expect(stdout).not.toContain(DEMO_INSTITUTION_SECRET);
     expectNoCanaries(`${stdout}\n${stderr}`, 'acctops sandbox output');
+  });
+
+  it('a --port another process listens on is one line naming the port and the host, exit 3 (with --json, one JSON object)', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const text = await runAcctops(['sandbox', '--port', String(port)]);
+      expect({ code: text.code, stdout: text.stdout }).toEqual({ code: 3, stdout: '' });
+      expect(text.stderr).toBe(
+        `acctops: error: port ${port} on 127.0.0.1 is in use (another process listens there: pass another --port, or 0 for any free one)\n`,
+      );
+      const json = await runAcctops(['--json', 'sandbox', '--port', String(port)]);
+      expect({ code: json.code, stdout: json.stdout }).toEqual({ code: 3, stdout: '' });
+      expect(JSON.parse(json.stderr)).toEqual({
+        error: {
+          exitCode: 3,
+          code: 'port_in_use',
+          message: `port ${port} on 127.0.0.1 is in use`,
+          hint: 'another process listens there: pass another --port, or 0 for any free one',
+        },
+      });
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   });
 
   it('a bad sandbox flag is a usage error (exit 2) in one line', async () => {
