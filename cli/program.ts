@@ -58,6 +58,7 @@ export function buildProgram(host: Host): Command {
   }
   const io = host.runtime.io;
   const configure = (command: Command) => {
+    if (command.commands.length > 0) command.helpCommand(false).addCommand(helpCommand());
     command.exitOverride().configureOutput({
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
@@ -68,6 +69,27 @@ export function buildProgram(host: Host): Command {
   };
   configure(program);
   return program;
+}
+
+/**
+ * `help [command...]` of a command with subcommands, in place of commander's own: that one answers a
+ * word it does not know with the whole help and "a subcommand is missing". Here an unknown word is the
+ * usage error of an unknown command (exit 2, shown by its glimpse, as `acctops <word>` is), and a
+ * path of words (`help keys rotate`) reaches the subcommand's help.
+ */
+function helpCommand(): Command {
+  return new Command('help')
+    .description('display help for command')
+    .argument('[command...]', 'the command (and subcommand)')
+    .action((words: string[], _options: unknown, help: Command) => {
+      let target = help.parent!;
+      for (const word of words) {
+        const next = target.commands.find((c) => c.name() === word || c.aliases().includes(word));
+        if (next === undefined) throw new CommanderError(1, 'commander.unknownCommand', `error: unknown command '${word}'`);
+        target = next;
+      }
+      target.help();
+    });
 }
 
 /**

@@ -117,6 +117,47 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     expect(version).toMatchObject({ code: 0, stdout: '0.1.0\n' });
   });
 
+  it("help <command> shows that command's help; help of a word that is no command is the unknown-command usage error (exit 2), shown by its glimpse", async () => {
+    const [keys, rotate, nested] = await all([
+      ['help', 'keys'],
+      ['help', 'keys', 'rotate'],
+      ['keys', 'help', 'rotate'],
+    ]);
+    expect(keys).toMatchObject({ code: 0, stderr: '' });
+    expect(keys!.stdout).toMatch(/^Usage: acctops keys /);
+    for (const r of [rotate, nested]) {
+      expect(r).toMatchObject({ code: 0, stderr: '' });
+      expect(r!.stdout).toMatch(/^Usage: acctops keys rotate /);
+    }
+
+    const pasted = `sbx_${randomBytes(12).toString('hex')}`;
+    const [bogus, deeper, inGroup, key, json] = await all([
+      ['help', 'bogus'],
+      ['help', 'keys', 'bogus'],
+      ['keys', 'help', 'bogus'],
+      ['help', pasted],
+      ['--json', 'help', 'bogus'],
+    ]);
+    for (const r of [bogus, deeper, inGroup]) {
+      expect({ code: r!.code, stdout: r!.stdout }).toEqual({ code: 2, stdout: '' });
+      expect(oneLine(r!)).toBe("acctops: error: unknown command 'bogu…' (run `acctops --help` for the commands)");
+    }
+    expect(key!.code).toBe(2);
+    expect(oneLine(key!)).toBe("acctops: error: unknown command 'sbx_…' (run `acctops --help` for the commands)");
+    expect(key!.stderr).not.toContain(pasted.slice(4, 12));
+    expect({ code: json!.code, stdout: json!.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(JSON.parse(json!.stderr)).toEqual({
+      error: { exitCode: 2, code: 'usage', message: "unknown command 'bogu…'", hint: 'run `acctops --help` for the commands' },
+    });
+    // The real binary, the same.
+    const binary = await run(['help', 'bogus']);
+    expect({ code: binary.code, stdout: binary.stdout, stderr: binary.stderr }).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: bogus!.stderr,
+    });
+  });
+
   it('usage errors exit 2 with one line naming the argument, never repeating its value', async () => {
     const [unknownCommand, unknownOption, missing, badMonth, badUuid, noChoice, badFormat, badDuration, groupOnly, badOut] = await all([
       ['frobnicate'],
