@@ -44,6 +44,52 @@ export class CliConfigError extends CliError {
 }
 
 /**
+ * A user or company a command names (`--user`, `--company`) that the deployment does not know: exit 3
+ * in every command and both modes (README, "Exit codes"), naming the option and the id, with how to
+ * list the known ones. The id is shown: it is what the operator typed and the option's parser took
+ * as a UUID, not a secret (and the error line escapes any control character anyway).
+ */
+export class UnknownNameError extends CliError {
+  readonly option: '--user' | '--company';
+  readonly id: string;
+
+  constructor(option: '--user' | '--company', id: string, detail: string, hint: string) {
+    const kind = option === '--user' ? 'user' : 'company';
+    super(`${option} ${id}: no such ${kind} in this deployment (${detail})`, {
+      code: `unknown_${kind}`,
+      exitCode: ExitCode.config,
+      hint,
+    });
+    this.option = option;
+    this.id = id;
+  }
+}
+
+/** `--user <id>` that the token store holds no record of (never onboarded here). */
+export function unknownUser(externalId: string): UnknownNameError {
+  return new UnknownNameError(
+    '--user',
+    externalId,
+    'acctops holds no token record for it',
+    '`acctops users list` lists the known users; `acctops users onboard` adds one',
+  );
+}
+
+/**
+ * `--company <id>` that the registry does not hold; `withoutKey` when no key secret holds its key
+ * either (the commands that act on the key: such a company is known to nothing). `add`: the hint
+ * also says how to register it (`keys install` needs that first).
+ */
+export function unknownCompany(companyId: string, options: { withoutKey?: boolean; add?: boolean } = {}): UnknownNameError {
+  return new UnknownNameError(
+    '--company',
+    companyId,
+    options.withoutKey === false ? 'not in the company registry' : 'not in the company registry, and no key secret holds its key',
+    `\`acctops companies list\` lists the known companies${options.add ? `; \`acctops companies add --company ${companyId}\` registers a new one` : ''}`,
+  );
+}
+
+/**
  * ACCTOPS_API_KEY is not shaped like a key: the setting is wrong (exit 3), not the service; named,
  * never echoed. Checked where the variable is read, since the client's MalformedApiKeyError cannot
  * tell it from a malformed stored key.
@@ -195,7 +241,10 @@ function classify(error: unknown): ErrorReport {
       exitCode: ExitCode.config,
       code: error.code,
       message: error.message,
-      hint: '`acctops keys status` lists the companies acctops holds keys for',
+      hint:
+        error.code === 'company_key_not_found'
+          ? `\`acctops keys install --company ${error.companyId}\` stores its key; \`acctops keys status\` lists the companies acctops holds keys for`
+          : '`acctops keys status` lists the companies acctops holds keys for',
     };
   }
   if (error instanceof TokenNotFoundError) {

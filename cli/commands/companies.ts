@@ -1,10 +1,8 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { RECOVERY_WINDOW_DAYS } from '../../src/core/api-keys';
-import { CompanyNotRegisteredError, ROTATION_DAYS } from '../../src/core/companies/company-registry';
+import { ROTATION_DAYS } from '../../src/core/companies/company-registry';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import { formats, guid } from '../args';
-import { CliError } from '../errors';
-import { ExitCode } from '../exit-codes';
 import type { KeyRotationChange } from '../operations/operations';
 import type { CommandHost } from './host';
 
@@ -29,18 +27,6 @@ export function recoveryDays(raw: string): number {
     throw new InvalidArgumentError(`expected whole days from ${RECOVERY_WINDOW_DAYS.min} to ${RECOVERY_WINDOW_DAYS.max}`);
   }
   return days;
-}
-
-function notRegistered(error: unknown): unknown {
-  if (error instanceof CompanyNotRegisteredError) {
-    return new CliError(error.message, {
-      code: error.code,
-      exitCode: ExitCode.config,
-      hint: '`acctops companies list` shows the registered companies',
-      cause: error,
-    });
-  }
-  return error;
 }
 
 export function companiesCommand(host: CommandHost): Command {
@@ -110,13 +96,10 @@ export function companiesCommand(host: CommandHost): Command {
     )
     .action(
       host.run(async (session, opts: { company: string; recoveryDays: number }) => {
-        let outcome;
-        try {
-          outcome = await (await session.operations()).removeCompany(opts.company, { recoveryDays: opts.recoveryDays });
-        } catch (error) {
-          throw notRegistered(error);
-        }
-        const { result, company, key } = outcome;
+        // An unknown company is exit 3 (UnknownNameError), as in every command that names one.
+        const { result, company, key } = await (
+          await session.operations()
+        ).removeCompany(opts.company, { recoveryDays: opts.recoveryDays });
         const undo = `acctops companies restore --company ${company.companyId}`;
         session.out.result({ result, company, key, undo }, () => {
           session.out.line(
@@ -148,12 +131,7 @@ export function companiesCommand(host: CommandHost): Command {
     .requiredOption('--company <uuid>', "the company's publicId", guid)
     .action(
       host.run(async (session, opts: { company: string }) => {
-        let outcome;
-        try {
-          outcome = await (await session.operations()).restoreCompany(opts.company);
-        } catch (error) {
-          throw notRegistered(error);
-        }
+        const outcome = await (await session.operations()).restoreCompany(opts.company);
         session.out.result(outcome, () => {
           session.out.line(`Company ${outcome.company.companyId}: ${outcome.result.replace('_', ' ')}.`);
           if (outcome.key === 'no_secret') session.out.line('  It has no key secret: `acctops keys install --company <id>` creates one.');

@@ -39,13 +39,13 @@ export function keysCommand(host: CommandHost): Command {
   keys
     .command('status')
     .description('For each company: key prefix, permissions, last use, last and next rotation, pending revocations.')
-    .option('--company <id>', 'only this company', guid)
+    .option('--company <id>', 'only this company (exit 3 if it has no key secret)', guid)
     .action(
       host.run(async (session, opts: { company?: string }) => {
-        const report = await (await session.operations()).keyStatus();
-        const companies = opts.company ? report.companies.filter((c) => c.companyId === opts.company) : report.companies;
-        if (companies.some((c) => c.error !== null)) session.partial();
-        session.out.result({ ...report, companies }, () => renderStatus(session.out, { ...report, companies }));
+        // With --company, only its key: an unknown or removed company, or one without a key secret, is exit 3.
+        const report = await (await session.operations()).keyStatus(opts.company === undefined ? {} : { company: opts.company });
+        if (report.companies.some((c) => c.error !== null)) session.partial();
+        session.out.result(report, () => renderStatus(session.out, report));
       }),
     );
   keys

@@ -3,6 +3,7 @@ import { OperatorClients } from '../../src/adapters/aws/operator-clients';
 import { apiKeyAuth, createAccountingClient } from '../../src/core/accounting-api';
 import {
   companyKeySecretName,
+  CompanyKeyNotFoundError,
   describeByNameOrTag,
   keyStatus,
   parseCompanyKeySecret,
@@ -12,19 +13,25 @@ import {
   type DoctorReport as RotationReport,
   type SecretLifecycle,
 } from '../../src/core/api-keys';
-import { activeCompanyPages, type CompanyRegistry, type RegistryFinding } from '../../src/core/companies/company-registry';
+import {
+  activeCompanyPages,
+  RegistryItemInvalidError,
+  type CompanyRegistry,
+  type RegistryFinding,
+} from '../../src/core/companies/company-registry';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
 import { FORMATS } from '../../src/core/exports/formats/datasets';
 import type { HealthReport } from '../../src/core/health/check-health';
 import { SecretStage } from '../../src/core/ports/secrets';
+import { AcctopsError } from '../../src/core/shared/errors';
 import { systemClock } from '../../src/core/shared/clock';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { encodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
 import type { TokenRecord } from '../../src/core/tokens/token-store';
 import type { PlanReport } from '../../src/core/tokens/plan-refresh';
 import { httpUrl } from '../args';
-import { CliConfigError, UsageError } from '../errors';
+import { CliConfigError, unknownUser, UsageError } from '../errors';
 import { iso } from '../format';
 import type {
   CompanyExportRow,
@@ -51,6 +58,7 @@ import type {
 import { applyRotationDays, installKey, removeCompany, restoreCompany, type CompanyKeyContext } from './company-keys';
 import { setInstitutionSecret } from './secret-changes';
 import {
+  companyKeyOf,
   companyRegistry,
   companyRow,
   findingRow,
@@ -58,6 +66,7 @@ import {
   listCompanies,
   listUsers,
   localModeOnly,
+  oneCompanyDirectory,
   outcomeRow,
   probeRow,
   refuseFutureMonth,
@@ -158,11 +167,14 @@ export class AwsOperations implements Operations {
   }
 
   revokeUser(externalId: string): Promise<RevokeResult> {
-    return this.invoke(OUTPUTS.revokeUser, 'revoke a user', { externalId });
+    return forKnownUserRemote(externalId, this.invoke(OUTPUTS.revokeUser, 'revoke a user', { externalId }));
   }
 
   recoverUser(externalId: string, options: { reactivate: boolean }): Promise<RecoverResult> {
-    return this.invoke(OUTPUTS.recoverUser, 'recover a user', { externalId, ...(options.reactivate ? { reactivate: true } : {}) });
+    return forKnownUserRemote(
+      externalId,
+      this.invoke(OUTPUTS.recoverUser, 'recover a user', { externalId, ...(options.reactivate ? { reactivate: true } : {}) }),
+    );
   }
 
   async listUsers(): Promise<UserList> {
@@ -186,27 +198,24 @@ export class AwsOperations implements Operations {
    * The refresh worker, invoked with one queue message for the user, as SQS would deliver it. The
    * worker reports only a failed user (a batch item failure, whose reason only its logs hold); what
    * it did otherwise (refreshed, or skipped as not due or leased) shows in the user's record, read
-   * before and after. A user the table does not hold is reported without invoking anything.
+   * before and after. A user the table does not hold is exit 3 (unknownUser), without invoking anything.
    */
   async refreshUser(externalId: string): Promise<RefreshReport> {
     const functionName = await this.output(OUTPUTS.refreshTokens, 'refresh a user');
     const store = this.clients.tokenStore(await this.output(OUTPUTS.tokenTable, 'see what the refresh did'));
     const before = await store.get(externalId);
+    if (before === null) throw unknownUser(externalId);
     let outcome: RefreshOutcome;
-    if (before === null) {
-      outcome = { externalId, result: 'not_found' };
+    const messageId = `acctops-cli-${randomUUID()}`;
+    const functions = this.clients.functions();
+    const response = await functions.invoke<{ batchItemFailures?: { itemIdentifier: string }[] }>(functionName, {
+      Records: [{ messageId, body: encodeRefreshRequest({ externalId, dueAt: systemClock.now() }), eventSource: 'aws:sqs' }],
+    });
+    if ((response?.batchItemFailures ?? []).some((f) => f.itemIdentifier === messageId)) {
+      const logGroup = await functions.logGroupOf(functionName);
+      outcome = { externalId, result: 'failed', errorClass: `see the log group ${logGroup ?? `of ${functionName}`}` };
     } else {
-      const messageId = `acctops-cli-${randomUUID()}`;
-      const functions = this.clients.functions();
-      const response = await functions.invoke<{ batchItemFailures?: { itemIdentifier: string }[] }>(functionName, {
-        Records: [{ messageId, body: encodeRefreshRequest({ externalId, dueAt: systemClock.now() }), eventSource: 'aws:sqs' }],
-      });
-      if ((response?.batchItemFailures ?? []).some((f) => f.itemIdentifier === messageId)) {
-        const logGroup = await functions.logGroupOf(functionName);
-        outcome = { externalId, result: 'failed', errorClass: `see the log group ${logGroup ?? `of ${functionName}`}` };
-      } else {
-        outcome = { externalId, result: refreshResultOf(before, await store.get(externalId), systemClock.now()) };
-      }
+      outcome = { externalId, result: refreshResultOf(before, await store.get(externalId), systemClock.now()) };
     }
     return { mode: 'local', planned: 1, outcomes: [outcomeRow(outcome)], counts: { [outcome.result]: 1 } };
   }
@@ -217,7 +226,12 @@ export class AwsOperations implements Operations {
     const revokeBaseUrl = options.revokePreviousNow ? await this.baseUrl() : undefined;
     const store = this.clients.secrets();
     const directory = taggedKeyDirectory(store, this.directoryOptions);
-    const entry = await directory.find(companyId);
+    const entry = await companyKeyOf(
+      (id) => directory.find(id),
+      () => this.optionalRegistry(),
+      companyId,
+      systemClock.now(),
+    );
     const before = parseCompanyKeySecret((await store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
     const result = await rotateNow({ store, directory, logger: this.context.out.logger() }, companyId);
     let state = result.state;
@@ -258,46 +272,54 @@ export class AwsOperations implements Operations {
     };
   }
 
-  async keyStatus(): Promise<KeyStatusReport> {
+  async keyStatus(options: { company?: string } = {}): Promise<KeyStatusReport> {
     await this.ready();
     const store = this.clients.secrets();
-    const baseUrl = await this.baseUrl();
-    const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
     // The registry a page at a time, each company's secret by DescribeSecret of its name: no listing of every secret.
     const stage = this.directoryOptions.stage;
     // A stack from before the registry (no CompanyRegistryTableName output): the tag listing, as before.
-    const registry =
-      stage === undefined
+    const registry = stage === undefined ? undefined : await this.optionalRegistry();
+    const tagged = taggedKeyDirectory(store, this.directoryOptions);
+    const describe =
+      stage === undefined ? undefined : describeByNameOrTag({ store, directory: tagged, nameOf: (id) => companyKeySecretName(stage, id) });
+    // --company: that company's secret, or why it has none (unknown, no key yet), before the service is needed.
+    const only =
+      options.company === undefined
         ? undefined
-        : await this.registry().catch((error: unknown) => {
-            if (error instanceof CliConfigError) return undefined;
-            throw error;
-          });
-    const directory =
-      stage === undefined || registry === undefined
-        ? taggedKeyDirectory(store, this.directoryOptions)
-        : registeredKeyDirectory({
-            pages: async function* () {
-              for await (const page of registry.pages()) yield page.items;
+        : await companyKeyOf(
+            async (id) => {
+              if (describe === undefined) return tagged.find(id);
+              const found = await describe(id);
+              if (found === undefined) throw new CompanyKeyNotFoundError(id, 0);
+              return found.entry;
             },
-            describeCompanySecret: describeByNameOrTag({
-              store,
-              directory: taggedKeyDirectory(store, { stage }),
-              nameOf: (id) => companyKeySecretName(stage, id),
-            }),
-          });
+            () => Promise.resolve(registry),
+            options.company,
+            systemClock.now(),
+          );
+    const baseUrl = await this.baseUrl();
+    const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
+    const directory =
+      only !== undefined
+        ? oneCompanyDirectory(only)
+        : describe === undefined || registry === undefined
+          ? tagged
+          : registeredKeyDirectory({
+              pages: async function* () {
+                for await (const page of registry.pages()) yield page.items;
+              },
+              describeCompanySecret: describe,
+            });
     const companies = await keyStatus({
       store,
       directory,
       scheduler,
-      clientFor: (key) => {
-        if (baseUrl === undefined) throw new Error('companyKeyContext({ service: false }) has no service client');
-        return createAccountingClient({
+      clientFor: (key) =>
+        createAccountingClient({
           baseUrl,
           credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }),
           logger: this.context.out.logger(),
-        });
-      },
+        }),
     });
     // The stack's one-time schedules revoke old keys: this command runs none.
     return { now: iso(systemClock.now())!, companies, revokedBefore: null };
@@ -368,6 +390,7 @@ export class AwsOperations implements Operations {
       );
     refuseFutureMonth(request.month, Date.now());
     await this.ready();
+    if (request.company !== undefined) await this.requireExportable(request.company);
     const options = { ...request, month: request.month ?? previousMonth(Date.now(), DEFAULT_TIME_ZONE).text };
     const { companies, skipped } = options.company ? { companies: [options.company], skipped: [] } : await this.registeredCompanies();
     const store = await this.exportStore();
@@ -485,6 +508,37 @@ export class AwsOperations implements Operations {
     };
   }
 
+  /**
+   * `export --company`: the deployed pipeline exports with the company's key secret, so a company
+   * neither registered (and active) nor holding a key secret is refused before anything is requested
+   * (exit 3, companyKeyOf), rather than waited for. An active registered
+   * company is requested on its registry entry alone (one GetItem); the others cost a ListSecrets by
+   * tag, and one with a key secret is requested (the pipeline finds its key by tag too).
+   */
+  private async requireExportable(companyId: string): Promise<void> {
+    const registry = await this.optionalRegistry();
+    const entry = await registry?.get(companyId).catch((error: unknown) => {
+      if (error instanceof RegistryItemInvalidError) return null;
+      throw error;
+    });
+    if (entry && entry.removedAt === undefined) return;
+    const directory = taggedKeyDirectory(this.clients.secrets(), this.directoryOptions);
+    await companyKeyOf(
+      (id) => directory.find(id),
+      () => Promise.resolve(registry),
+      companyId,
+      systemClock.now(),
+    );
+  }
+
+  /** The registry, or undefined for a stack from before it (no CompanyRegistryTableName output). */
+  private async optionalRegistry(): Promise<CompanyRegistry | undefined> {
+    return this.registry().catch((error: unknown) => {
+      if (error instanceof CliConfigError) return undefined;
+      throw error;
+    });
+  }
+
   /** The stack's company registry table, found as the token table is for `users list`. */
   private async registry(): Promise<CompanyRegistry> {
     const value = await this.optionalOutput(OUTPUTS.companyRegistry);
@@ -560,4 +614,23 @@ export function refreshResultOf(before: TokenRecord, after: TokenRecord | null, 
   if (after.status === 'needs_attention' && before.status !== 'needs_attention') return 'needs_attention';
   if (before.leaseOwner !== null && before.leaseUntil !== null && before.leaseUntil > now) return 'busy';
   return 'not_due';
+}
+
+/**
+ * A deployed token function's answer for a user a command names (`--user`): the function's own
+ * TokenNotFoundError (its error type; the bundles keep class names) is an unknown user, exit 3, as in
+ * the local mode. Known by code and type, so that the Lambda client is not loaded for it.
+ */
+async function forKnownUserRemote<T>(externalId: string, invoked: Promise<T>): Promise<T> {
+  try {
+    return await invoked;
+  } catch (error) {
+    if (
+      error instanceof AcctopsError &&
+      error.code === 'function_failed' &&
+      (error as { errorType?: string }).errorType === 'TokenNotFoundError'
+    )
+      throw unknownUser(externalId);
+    throw error;
+  }
 }

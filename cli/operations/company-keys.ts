@@ -12,7 +12,7 @@ import {
 import { CompanyNotRegisteredError, type CompanyRegistry, type RegisteredCompany } from '../../src/core/companies/company-registry';
 import type { SecretStore } from '../../src/core/ports/secrets';
 import type { Clock } from '../../src/core/shared/clock';
-import { CliError } from '../errors';
+import { CliError, unknownCompany } from '../errors';
 import { ExitCode } from '../exit-codes';
 import type { CompanyRemoval, CompanyRestore, KeyRotationChange, KeysInstallReport } from './operations';
 import { installCompanyKey, verifyCompanyKey } from './secret-changes';
@@ -47,12 +47,11 @@ export async function installKey(
   const imported = conventional === undefined ? await findByTag(ctx, id) : undefined;
   const active = registered !== null && registered.removedAt === undefined;
   if (!active && conventional === undefined && imported === undefined) {
-    throw new CliError(`company ${id} is ${registered ? 'removed from' : 'not in'} the registry and has no key secret`, {
+    if (!registered) throw unknownCompany(id, { add: true });
+    throw new CliError(`company ${id} is removed from the registry and has no key secret`, {
       code: 'company_not_registered',
       exitCode: ExitCode.config,
-      hint: registered
-        ? '`acctops companies restore --company <id>` (or `companies add`) first'
-        : '`acctops companies add --company <id>` first',
+      hint: '`acctops companies restore --company <id>` (or `companies add`) first',
     });
   }
   const key = await verifyCompanyKey(ctx, id, apiKey);
@@ -87,7 +86,13 @@ export async function removeCompany(
   companyId: string,
   recoveryDays: number,
 ): Promise<CompanyRemoval> {
-  const removed = await registry.remove(companyId, now);
+  let removed;
+  try {
+    removed = await registry.remove(companyId, now);
+  } catch (error) {
+    if (error instanceof CompanyNotRegisteredError) throw unknownCompany(error.companyId, { withoutKey: false });
+    throw error;
+  }
   const { stage, lifecycle } = secrets();
   const id = removed.company.companyId;
   const key = await retireCompanyKeySecret(lifecycle, stage, id, recoveryDays, removed.company.keyDeletion);
@@ -105,7 +110,7 @@ export async function restoreCompany(
   companyId: string,
 ): Promise<CompanyRestore> {
   const existing = await registry.get(companyId);
-  if (!existing) throw new CompanyNotRegisteredError(companyId.toLowerCase());
+  if (!existing) throw unknownCompany(companyId.toLowerCase(), { withoutKey: false });
   const added = await registry.add({ companyId: existing.companyId }, now);
   const c = await ctx();
   const description = await c.lifecycle.describe(companyKeySecretName(c.target.stage, existing.companyId));

@@ -22,7 +22,7 @@ import type { LocalWorld } from '../local/local-world';
 import { activeCompanyPages, type RegistryFinding } from '../../src/core/companies/company-registry';
 import { TOOL_VERSION } from '../version';
 import type { CompanyExportRow, CompanyProgress, ExportHealth, ExportReport, OperationsContext } from './operations';
-import { refuseFutureMonth } from './shared';
+import { companyKeyOf, refuseFutureMonth } from './shared';
 
 /**
  * What `export` (and the doctor's export check) run: the exports use cases and the stores, which
@@ -219,7 +219,18 @@ export async function exportLocal(
   const formats = [...(options.formats ?? FORMATS)];
   const companies: string[] = [];
   const skipped: RegistryFinding[] = [];
-  if (options.company) companies.push((await world.directory.find(options.company)).companyId);
+  // Named by --company: no key secret is said as an unknown company where that is why.
+  if (options.company)
+    companies.push(
+      (
+        await companyKeyOf(
+          (id) => world.directory.find(id),
+          () => Promise.resolve(world.registry()),
+          options.company,
+          world.clock.now(),
+        )
+      ).companyId,
+    );
   else {
     const registered = await registeredCompanies(world);
     companies.push(...registered.companies);

@@ -14,6 +14,7 @@ import { noMetrics } from '../../src/core/shared/metrics';
 import { redactString } from '../../src/core/shared/redact';
 import type { OnboardInput } from '../../src/core/tokens/token-lifecycle';
 import { planTokenRefresh } from '../../src/core/tokens/plan-refresh';
+import { unknownUser } from '../errors';
 import { counts, iso } from '../format';
 import { withLocalWorld, type LocalWorld } from '../local/local-world';
 import type {
@@ -32,11 +33,14 @@ import type {
 import { applyRotationDays, installKey, removeCompany, restoreCompany, type CompanyKeyContext } from './company-keys';
 import { setInstitutionSecret } from './secret-changes';
 import {
+  companyKeyOf,
   companyRow,
   findingRow,
   findingsOf,
+  forKnownUser,
   listCompanies,
   listUsers,
+  oneCompanyDirectory,
   outcomeRow,
   probeRow,
   REFRESH_MARGIN_MS,
@@ -84,11 +88,11 @@ export class LocalOperations implements Operations {
   }
 
   revokeUser(externalId: string) {
-    return this.world((world) => world.lifecycle().revoke(externalId));
+    return this.world((world) => forKnownUser(externalId, () => world.lifecycle().revoke(externalId)));
   }
 
   recoverUser(externalId: string, options: { reactivate: boolean }) {
-    return this.world((world) => world.lifecycle().recover(externalId, options));
+    return this.world((world) => forKnownUser(externalId, () => world.lifecycle().recover(externalId, options)));
   }
 
   refreshDue() {
@@ -98,6 +102,8 @@ export class LocalOperations implements Operations {
   refreshUser(externalId: string) {
     return this.world(async (world): Promise<RefreshReport> => {
       const outcome = await world.lifecycle().refresh(externalId);
+      // Named by --user: a user the store does not hold is the command's error, not a result (README, "Exit codes").
+      if (outcome.result === 'not_found') throw unknownUser(externalId);
       return { mode: 'local', planned: 1, outcomes: [outcomeRow(outcome)], counts: { [outcome.result]: 1 } };
     });
   }
@@ -107,8 +113,8 @@ export class LocalOperations implements Operations {
     return this.world((world) => rotateLocal(world, companyId, { revokePreviousNow: options.revokePreviousNow }));
   }
 
-  keyStatus() {
-    return this.world((world) => keyStatusLocal(world), { readOnly: true });
+  keyStatus(options: { company?: string } = {}) {
+    return this.world((world) => keyStatusLocal(world, options), { readOnly: true });
   }
 
   installCompanyKey(companyId: string, apiKey: string) {
@@ -253,7 +259,7 @@ export async function rotateLocal(
   options: { revokePreviousNow?: boolean } = {},
 ): Promise<RotateReport> {
   const revokedBefore = revokedKeys(await world.runDueRevocations());
-  const entry = await world.directory.find(companyId);
+  const entry = await localCompanyKey(world, companyId);
   const before = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
   const result = await rotateNow({ store: world.secrets, directory: world.directory, logger: world.logger }, companyId);
   const after = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
@@ -277,11 +283,26 @@ export async function rotateLocal(
   };
 }
 
-export async function keyStatusLocal(world: LocalWorld): Promise<KeyStatusReport> {
+/**
+ * The key secret of a company named by --company, or why there is none (an unknown company:
+ * `companyKeyOf`), from the world's registry.
+ */
+export function localCompanyKey(world: LocalWorld, companyId: string) {
+  return companyKeyOf(
+    (id) => world.directory.find(id),
+    () => Promise.resolve(world.isDamaged('companies') ? undefined : world.registry()),
+    companyId,
+    world.clock.now(),
+  );
+}
+
+/** `keys status`: every company key secret, or only the one of `company` (exit 3 when it has none). */
+export async function keyStatusLocal(world: LocalWorld, options: { company?: string } = {}): Promise<KeyStatusReport> {
   const revokedBefore = revokedKeys(await world.runDueRevocations());
+  const only = options.company === undefined ? undefined : await localCompanyKey(world, options.company);
   const companies = await keyStatus({
     store: world.secrets,
-    directory: world.directory,
+    directory: only === undefined ? world.directory : oneCompanyDirectory(only),
     scheduler: world.revocations,
     clientFor: (key) => world.clientForKey(key),
     clock: world.clock,

@@ -29,6 +29,10 @@ export type { OnboardInput, OnboardResult, RecoverResult, RefreshOutcome, Refres
 export interface Operations {
   onboardUser(input: OnboardInput): Promise<OnboardResult>;
   listUsers(): Promise<UserList>;
+  /**
+   * The methods that take a user or company a command names (`--user`, `--company`) reject one the
+   * deployment does not know with UnknownNameError (exit 3, cli/errors.ts).
+   */
   revokeUser(externalId: string): Promise<RevokeResult>;
   recoverUser(externalId: string, options: { reactivate: boolean }): Promise<RecoverResult>;
 
@@ -37,7 +41,8 @@ export interface Operations {
   refreshUser(externalId: string): Promise<RefreshReport>;
 
   rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }): Promise<RotateReport>;
-  keyStatus(): Promise<KeyStatusReport>;
+  /** Every company key secret, or only the one of `company`. */
+  keyStatus(options?: { company?: string }): Promise<KeyStatusReport>;
   /**
    * Checks the key at the service, then stores it as the company's key: creates the company's
    * secret if it has none and turns its rotation on (`keys install`).
@@ -49,9 +54,9 @@ export interface Operations {
   /** The registry entry; with `rotationDays`, also the schedule of a rotating key secret (never a rotation now). */
   addCompany(input: CompanyInput): Promise<CompanyAddition>;
   listCompanies(options: { active: boolean }): Promise<CompanyList>;
-  /** The registry marks it removed; its key secret stops rotating and is scheduled for deletion. CompanyNotRegisteredError when unknown. */
+  /** The registry marks it removed; its key secret stops rotating and is scheduled for deletion. UnknownNameError when not registered. */
   removeCompany(companyId: string, options: { recoveryDays: number }): Promise<CompanyRemoval>;
-  /** Undoes removeCompany within the recovery window. CompanyNotRegisteredError when unknown. */
+  /** Undoes removeCompany within the recovery window. UnknownNameError when not registered. */
   restoreCompany(companyId: string): Promise<CompanyRestore>;
 
   /** A month's export: run here (local), or requested from the deployed pipeline (AWS). */

@@ -1,6 +1,8 @@
 import {
+  CompanyKeyNotFoundError,
   parseCompanyKeySecret,
   revokeApiKey,
+  type CompanyKeyEntry,
   type DueRevocationsResult,
   type Finding,
   type RevocationOutcome,
@@ -12,8 +14,8 @@ import { FORMATS } from '../../src/core/exports/formats/datasets';
 import { SecretNotFoundError, SecretStage, type SecretStore } from '../../src/core/ports/secrets';
 import type { ProbeResult } from '../../src/core/health/check-health';
 import type { Logger } from '../../src/core/shared/logger';
-import { isDue, type TokenStore, type TokenSummary } from '../../src/core/tokens/token-store';
-import { CliConfigError, UsageError } from '../errors';
+import { isDue, TokenNotFoundError, type TokenStore, type TokenSummary } from '../../src/core/tokens/token-store';
+import { CliConfigError, unknownCompany, unknownUser, UsageError } from '../errors';
 import { iso } from '../format';
 import {
   isSkipped,
@@ -68,6 +70,68 @@ export async function listUsers(store: Pick<TokenStore, 'list'>, now: number): P
     cursor = page.nextCursor;
   } while (cursor !== null);
   return { rows, now };
+}
+
+/**
+ * Runs a use case on the user a command names (`--user`): a user the token store has no record of
+ * is exit 3 (`unknownUser`), as in every command, not the store's TokenNotFoundError (exit 1).
+ */
+export async function forKnownUser<T>(externalId: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof TokenNotFoundError && error.externalId === externalId) throw unknownUser(externalId);
+    throw error;
+  }
+}
+
+/**
+ * The key secret of the company a command names (`--company`), for `keys rotate`, `keys status
+ * --company` and `export --company`. When no secret holds its key, the registry says why: a company
+ * it does not hold either is unknown (exit 3, `unknownCompany`); for one it holds, or when the
+ * registry cannot be read, the directory's own CompanyKeyNotFoundError stands (exit 3).
+ */
+export async function companyKeyOf(
+  find: (companyId: string) => Promise<CompanyKeyEntry>,
+  registry: () => Promise<Pick<CompanyRegistry, 'get'> | undefined>,
+  companyId: string,
+  now: number,
+): Promise<CompanyKeyEntry> {
+  try {
+    return await find(companyId);
+  } catch (error) {
+    if (!(error instanceof CompanyKeyNotFoundError) || error.code !== 'company_key_not_found') throw error;
+    throw await whyNoCompanyKey(registry, companyId, now, error);
+  }
+}
+
+/** A key directory that lists one company's secret (`keys status --company`). */
+export function oneCompanyDirectory(entry: CompanyKeyEntry): { list(): AsyncIterable<CompanyKeyEntry> } {
+  return {
+    list: async function* () {
+      yield entry;
+    },
+  };
+}
+
+/** The error to report for a company without a key secret (companyKeyOf), from its registry entry. */
+export async function whyNoCompanyKey(
+  registry: () => Promise<Pick<CompanyRegistry, 'get'> | undefined>,
+  companyId: string,
+  now: number,
+  noKey: Error,
+): Promise<Error> {
+  let entry: RegisteredCompany | null;
+  try {
+    const table = await registry();
+    if (table === undefined) return noKey;
+    entry = await table.get(companyId);
+  } catch {
+    // An unreadable entry, or a registry this stack version lacks: the missing key is still the fact to report.
+    return noKey;
+  }
+  if (entry === null) return unknownCompany(companyId.toLowerCase());
+  return noKey;
 }
 
 /**

@@ -240,6 +240,28 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(unknown.stderr).toMatch(/stack acctops-nope does not exist.*--region/);
   });
 
+  it("a user the deployed function does not know (its TokenNotFoundError) is exit 3 naming --user, not the function's failure", async () => {
+    const notFound = (p: unknown) => ({
+      error: 'Unhandled',
+      body: {
+        errorType: 'TokenNotFoundError',
+        errorMessage: `no token record for external_id ${(p as { externalId: string }).externalId}`,
+      },
+    });
+    lambdaAnswers.set(outputs.RevokeUserFunctionName!, notFound);
+    lambdaAnswers.set(outputs.RecoverUserFunctionName!, notFound);
+    const ghost = randomUUID();
+    for (const command of ['revoke', 'recover']) {
+      const result = await acctops(['users', command, '--user', ghost]);
+      expect({ command, code: result.code, stdout: result.stdout }).toEqual({ command, code: 3, stdout: '' });
+      expect(result.stderr).toBe(
+        `acctops: error: --user ${ghost}: no such user in this deployment (acctops holds no token record for it) ` +
+          '(`acctops users list` lists the known users; `acctops users onboard` adds one)\n',
+      );
+    }
+    expect(invocations(outputs.RevokeUserFunctionName!).at(-1)).toEqual({ externalId: ghost });
+  });
+
   it('an output the stack does not export is exit 3 naming it and --output; named with --output, the planner is invoked as its schedule does', async () => {
     const missing = await acctops(['tokens', 'refresh', '--all']);
     expect(missing.code).toBe(3);
@@ -321,10 +343,13 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(parseJson(skipped)).toMatchObject({ outcomes: [{ externalId, result: 'not_due' }], counts: { not_due: 1 } });
     expect(invocations('acctops-test-refresh')).toHaveLength(before + 1);
 
-    // A user the table does not hold is reported as such, and no worker is invoked for it.
+    // A user the table does not hold is exit 3, as in every command that names one, and no worker is invoked for it.
     const unknown = randomUUID();
     const missing = await refresh(unknown);
-    expect(parseJson(missing)).toMatchObject({ outcomes: [{ externalId: unknown, result: 'not_found' }] });
+    expect({ code: missing.code, stdout: missing.stdout }).toEqual({ code: 3, stdout: '' });
+    expect(JSON.parse(missing.stderr)).toMatchObject({
+      error: { exitCode: 3, code: 'unknown_user', message: expect.stringContaining(`--user ${unknown}`) },
+    });
     expect(invocations('acctops-test-refresh')).toHaveLength(before + 1);
   });
 
@@ -509,6 +534,33 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(eventBridge.requests).toHaveLength(before);
     // Seven CLI processes in one test.
   }, 240_000);
+
+  it('a company the stage does not know is exit 3 naming --company in every command, and nothing is requested for it', async () => {
+    const ghost = randomUUID();
+    const eventsBefore = eventBridge.requests.length;
+    for (const args of [
+      ['keys', 'rotate', '--company', ghost],
+      ['keys', 'status', '--company', ghost],
+      ['export', '--month', '2026-10', '--company', ghost, '--no-wait'],
+      ['companies', 'remove', '--company', ghost],
+      ['companies', 'restore', '--company', ghost],
+    ]) {
+      const result = await acctops(['--json', ...args]);
+      expect({ args, code: result.code, stdout: result.stdout }).toEqual({ args, code: 3, stdout: '' });
+      expect(JSON.parse(result.stderr)).toEqual({
+        error: {
+          exitCode: 3,
+          code: 'unknown_company',
+          message: expect.stringMatching(
+            new RegExp(`^--company ${ghost}: no such company in this deployment \\(not in the company registry`),
+          ),
+          hint: '`acctops companies list` lists the known companies',
+        },
+      });
+    }
+    // Nothing was requested of the pipeline for it.
+    expect(eventBridge.requests).toHaveLength(eventsBefore);
+  });
 
   it('doctor invokes check-health and the rotation doctor (dry run unless --repair) and reports what it could not check', async () => {
     lambdaAnswers.set(outputs.CheckHealthFunctionName!, () => ({

@@ -109,7 +109,7 @@ describe('acctops companies (local mode)', () => {
     expect(parseJson<{ findings: string[] }>(await acctops('--json', 'doctor')).findings.filter((f) => /key_missing/.test(f))).toEqual([]);
     const unknown = await acctops('companies', 'remove', '--company', OTHER);
     expect(unknown.code).toBe(3);
-    expect(unknown.stderr).toMatch(/not in the registry/);
+    expect(unknown.stderr).toMatch(new RegExp(`^acctops: error: --company ${OTHER}: no such company .*not in the company registry`));
     expect(unknown.stderr).toMatch(/companies list/);
   });
 

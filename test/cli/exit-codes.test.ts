@@ -48,15 +48,35 @@ describe('acctops exit codes: the README table holds', () => {
   let shared: { dir: string; remove(): Promise<void> };
   const outputs: CliResult[] = [];
   const wrongInstitution = () => `inst_${randomUUID()}:${canarySecret('wrong-institution')}`;
+  /** Neither onboarded nor registered anywhere. */
+  const GHOST = randomUUID();
+  const REVOKED_USER = randomUUID();
 
   const CASES: Case[] = [
     { why: '--version', code: 0, args: ['--version'] },
     { why: 'users list on a healthy state', code: 0, args: ['users', 'list'] },
     {
-      why: 'revoking a user acctops does not hold (the store refuses)',
+      why: 'recovering a revoked user without --reactivate (the use case refuses)',
       code: 1,
-      args: ['users', 'revoke', '--user', randomUUID()],
-      stderr: /acctops users list/,
+      args: ['users', 'recover', '--user', REVOKED_USER],
+      setup: async (dir) => {
+        const onboard = ['users', 'onboard', '--external-id', REVOKED_USER, '--username', 'rev', '--email', 'rev@example.test'];
+        expect((await runAcctops(['--state-dir', dir, ...onboard])).code).toBe(0);
+        expect((await runAcctops(['--state-dir', dir, 'users', 'revoke', '--user', REVOKED_USER])).code).toBe(0);
+      },
+      stderr: /--reactivate/,
+    },
+    {
+      why: 'a user the deployment does not know, named by --user',
+      code: 3,
+      args: ['users', 'revoke', '--user', GHOST],
+      stderr: new RegExp(`^acctops: error: --user ${GHOST}: no such user in this deployment .*acctops users list`),
+    },
+    {
+      why: 'a company the deployment does not know, named by --company',
+      code: 3,
+      args: ['keys', 'status', '--company', GHOST],
+      stderr: new RegExp(`^acctops: error: --company ${GHOST}: no such company in this deployment .*acctops companies list`),
     },
     { why: 'an unknown option', code: 2, args: ['users', 'list', '--nope'] },
     { why: 'a credential given as a flag', code: 2, args: ['export', '--api-key', 'x'] },

@@ -35,8 +35,8 @@ describe('acctops keys install / companies remove|restore (local mode)', () => {
     expect(bad.stderr).toContain('--company');
     const unknown = await acctops(['keys', 'install', '--company', UNKNOWN], { ACCTOPS_API_KEY: key });
     expect(unknown.code).toBe(3);
-    expect(unknown.stderr).toMatch(/not in the registry/);
-    expect(unknown.stderr).toContain('companies add');
+    expect(unknown.stderr).toMatch(/no such company in this deployment \(not in the company registry, and no key secret holds its key\)/);
+    expect(unknown.stderr).toContain(`\`acctops companies add --company ${UNKNOWN.toLowerCase()}\` registers a new one`);
   });
 
   it('installs idempotently, stops rotation and schedules deletion on remove, and restore undoes it; the key is never printed', async () => {
