@@ -90,6 +90,36 @@ export function unknownCompany(companyId: string, options: { withoutKey?: boolea
 }
 
 /**
+ * A company `companies remove` took out, named by a command that needs its key (`keys rotate`,
+ * `keys status --company`, `export --company`, `keys install` once the secret is gone): said as
+ * such, from the registry entry (`removedAt`, `keyDeletion`), with the way back, instead of "no key
+ * secret". Exit 3, like an unknown company.
+ */
+export class CompanyRemovedError extends CliError {
+  readonly companyId: string;
+
+  constructor(company: { companyId: string; removedAt?: string; keyDeletion?: { deletionDate: string } }, now: number) {
+    const id = company.companyId;
+    const deletion = company.keyDeletion?.deletionDate;
+    const gone = deletion !== undefined && Date.parse(deletion) <= now;
+    const key =
+      deletion === undefined
+        ? 'its key secret is scheduled for deletion (or it had none)'
+        : gone
+          ? `its key secret was deleted for good on ${deletion}`
+          : `its key secret is deleted for good on ${deletion} unless the company is restored`;
+    super(`--company ${id}: the company was removed${company.removedAt ? ` on ${company.removedAt}` : ''}; ${key}`, {
+      code: 'company_removed',
+      exitCode: ExitCode.config,
+      hint: gone
+        ? `\`acctops companies restore --company ${id}\` registers it again, then \`acctops keys install --company ${id}\` stores a new key`
+        : `\`acctops companies restore --company ${id}\` brings it back with its key secret and rotation, within the recovery window`,
+    });
+    this.companyId = id;
+  }
+}
+
+/**
  * ACCTOPS_API_KEY is not shaped like a key: the setting is wrong (exit 3), not the service; named,
  * never echoed. Checked where the variable is read, since the client's MalformedApiKeyError cannot
  * tell it from a malformed stored key.

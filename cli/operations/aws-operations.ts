@@ -282,7 +282,7 @@ export class AwsOperations implements Operations {
     const tagged = taggedKeyDirectory(store, this.directoryOptions);
     const describe =
       stage === undefined ? undefined : describeByNameOrTag({ store, directory: tagged, nameOf: (id) => companyKeySecretName(stage, id) });
-    // --company: that company's secret, or why it has none (unknown, no key yet), before the service is needed.
+    // --company: that company's secret, or why it has none (unknown, removed, no key yet), before the service is needed.
     const only =
       options.company === undefined
         ? undefined
@@ -510,8 +510,8 @@ export class AwsOperations implements Operations {
 
   /**
    * `export --company`: the deployed pipeline exports with the company's key secret, so a company
-   * neither registered (and active) nor holding a key secret is refused before anything is requested
-   * (exit 3, companyKeyOf), rather than waited for. An active registered
+   * neither registered (and active) nor holding a key secret is refused before anything is requested,
+   * as unknown or as removed (exit 3, companyKeyOf), rather than waited for. An active registered
    * company is requested on its registry entry alone (one GetItem); the others cost a ListSecrets by
    * tag, and one with a key secret is requested (the pipeline finds its key by tag too).
    */

@@ -12,8 +12,7 @@ import {
 import { CompanyNotRegisteredError, type CompanyRegistry, type RegisteredCompany } from '../../src/core/companies/company-registry';
 import type { SecretStore } from '../../src/core/ports/secrets';
 import type { Clock } from '../../src/core/shared/clock';
-import { CliError, unknownCompany } from '../errors';
-import { ExitCode } from '../exit-codes';
+import { CompanyRemovedError, unknownCompany } from '../errors';
 import type { CompanyRemoval, CompanyRestore, KeyRotationChange, KeysInstallReport } from './operations';
 import { installCompanyKey, verifyCompanyKey } from './secret-changes';
 import { companyRow } from './shared';
@@ -47,12 +46,8 @@ export async function installKey(
   const imported = conventional === undefined ? await findByTag(ctx, id) : undefined;
   const active = registered !== null && registered.removedAt === undefined;
   if (!active && conventional === undefined && imported === undefined) {
-    if (!registered) throw unknownCompany(id, { add: true });
-    throw new CliError(`company ${id} is removed from the registry and has no key secret`, {
-      code: 'company_not_registered',
-      exitCode: ExitCode.config,
-      hint: '`acctops companies restore --company <id>` (or `companies add`) first',
-    });
+    // Removed, its key secret deleted for good: restore, then install. Never registered: unknown.
+    throw registered ? new CompanyRemovedError(registered, ctx.clock.now()) : unknownCompany(id, { add: true });
   }
   const key = await verifyCompanyKey(ctx, id, apiKey);
   const described = { keyPrefix: key.keyPrefix, apiKeyId: key.apiKeyId, permissions: key.permissions };

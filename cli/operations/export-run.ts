@@ -219,7 +219,7 @@ export async function exportLocal(
   const formats = [...(options.formats ?? FORMATS)];
   const companies: string[] = [];
   const skipped: RegistryFinding[] = [];
-  // Named by --company: no key secret is said as an unknown company where that is why.
+  // Named by --company: no key secret is said as an unknown or removed company where that is why.
   if (options.company)
     companies.push(
       (

@@ -284,8 +284,8 @@ export async function rotateLocal(
 }
 
 /**
- * The key secret of a company named by --company, or why there is none (an unknown company:
- * `companyKeyOf`), from the world's registry.
+ * The key secret of a company named by --company, or why there is none (an unknown company, a
+ * removed one: `companyKeyOf`), from the world's registry.
  */
 export function localCompanyKey(world: LocalWorld, companyId: string) {
   return companyKeyOf(

@@ -31,7 +31,8 @@ export interface Operations {
   listUsers(): Promise<UserList>;
   /**
    * The methods that take a user or company a command names (`--user`, `--company`) reject one the
-   * deployment does not know with UnknownNameError (exit 3, cli/errors.ts).
+   * deployment does not know with UnknownNameError (exit 3, cli/errors.ts), and a removed company,
+   * where its key is needed, with CompanyRemovedError (exit 3).
    */
   revokeUser(externalId: string): Promise<RevokeResult>;
   recoverUser(externalId: string, options: { reactivate: boolean }): Promise<RecoverResult>;

@@ -15,7 +15,7 @@ import { SecretNotFoundError, SecretStage, type SecretStore } from '../../src/co
 import type { ProbeResult } from '../../src/core/health/check-health';
 import type { Logger } from '../../src/core/shared/logger';
 import { isDue, TokenNotFoundError, type TokenStore, type TokenSummary } from '../../src/core/tokens/token-store';
-import { CliConfigError, unknownCompany, unknownUser, UsageError } from '../errors';
+import { CliConfigError, CompanyRemovedError, unknownCompany, unknownUser, UsageError } from '../errors';
 import { iso } from '../format';
 import {
   isSkipped,
@@ -88,8 +88,9 @@ export async function forKnownUser<T>(externalId: string, work: () => Promise<T>
 /**
  * The key secret of the company a command names (`--company`), for `keys rotate`, `keys status
  * --company` and `export --company`. When no secret holds its key, the registry says why: a company
- * it does not hold either is unknown (exit 3, `unknownCompany`); for one it holds, or when the
- * registry cannot be read, the directory's own CompanyKeyNotFoundError stands (exit 3).
+ * it does not hold either is unknown (exit 3, `unknownCompany`), a removed one is said to be removed,
+ * with the restore (CompanyRemovedError, exit 3); for an active one (its key not installed yet), or
+ * when the registry cannot be read, the directory's own CompanyKeyNotFoundError stands (exit 3).
  */
 export async function companyKeyOf(
   find: (companyId: string) => Promise<CompanyKeyEntry>,
@@ -131,6 +132,7 @@ export async function whyNoCompanyKey(
     return noKey;
   }
   if (entry === null) return unknownCompany(companyId.toLowerCase());
+  if (entry.removedAt !== undefined) return new CompanyRemovedError(entry, now);
   return noKey;
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { CreateSecretCommand, DescribeSecretCommand, GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { EventBridgeRevocationScheduler } from '../../src/adapters/aws/revocation-scheduler';
+import { COMPANY_KEY_TAGS, PURPOSE_COMPANY_KEY } from '../../src/core/api-keys';
 import { canarySecret, expectNoCanaries, trackSecret } from '../helpers/canary';
 import { client } from '../helpers/secrets-manager';
 import { localClientConfig } from '../helpers/aws-credentials';
@@ -535,7 +536,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     // Seven CLI processes in one test.
   }, 240_000);
 
-  it('a company the stage does not know is exit 3 naming --company in every command, and nothing is requested for it', async () => {
+  it('a company the stage does not know is exit 3 naming --company in every command; a removed one is said to be removed, with the restore', async () => {
     const ghost = randomUUID();
     const eventsBefore = eventBridge.requests.length;
     for (const args of [
@@ -559,6 +560,38 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       });
     }
     // Nothing was requested of the pipeline for it.
+    expect(eventBridge.requests).toHaveLength(eventsBefore);
+
+    // A company with a key secret of the stage, removed: the secret is scheduled for deletion, the registry records when.
+    const removed = randomUUID();
+    await client(world.sm).send(
+      new CreateSecretCommand({
+        Name: `acctops/test/company/${removed}/api-key`,
+        SecretString: '{}',
+        Tags: [
+          { Key: COMPANY_KEY_TAGS.purpose, Value: PURPOSE_COMPANY_KEY },
+          { Key: COMPANY_KEY_TAGS.company, Value: removed },
+          { Key: COMPANY_KEY_TAGS.stage, Value: 'test' },
+        ],
+      }),
+    );
+    expect((await acctops(['companies', 'add', '--company', removed])).code).toBe(0);
+    const removal = await acctops(['--json', 'companies', 'remove', '--company', removed]);
+    expect(removal.code).toBe(0);
+    const { company, key } = parseJson<{ company: { removedAt: string }; key: { result: string; deletionDate: string } }>(removal);
+    expect(key.result).toBe('scheduled');
+    for (const args of [
+      ['keys', 'rotate', '--company', removed],
+      ['keys', 'status', '--company', removed],
+      ['export', '--month', '2026-10', '--company', removed, '--no-wait'],
+    ]) {
+      const result = await acctops(args);
+      expect({ args, code: result.code, stdout: result.stdout }).toEqual({ args, code: 3, stdout: '' });
+      expect(result.stderr).toBe(
+        `acctops: error: --company ${removed}: the company was removed on ${company.removedAt}; its key secret is deleted for good on ${key.deletionDate} unless the company is restored ` +
+          `(\`acctops companies restore --company ${removed}\` brings it back with its key secret and rotation, within the recovery window)\n`,
+      );
+    }
     expect(eventBridge.requests).toHaveLength(eventsBefore);
   });
 

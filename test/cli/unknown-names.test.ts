@@ -99,4 +99,42 @@ describe('acctops: a user or company the command names and the deployment does n
       expect(result.stderr).toContain(`\`acctops keys install --company ${company}\` stores its key`);
     }
   });
+
+  it('after companies remove, keys rotate, keys status --company and export --company say it was removed and how to restore it (exit 3)', async () => {
+    // A demo company, with its key secret.
+    const withKey = parseJson<{ companies: { companyId: string }[] }>(await acctops(['--json', 'keys', 'status']));
+    const company = withKey.companies[0]!.companyId;
+    const removal = parseJson<{ company: { removedAt: string }; key: { deletionDate: string } }>(
+      await acctops(['--json', 'companies', 'remove', '--company', company]),
+    );
+    const restore = `\`acctops companies restore --company ${company}\``;
+    const expected = {
+      error: {
+        exitCode: 3,
+        code: 'company_removed',
+        message: `--company ${company}: the company was removed on ${removal.company.removedAt}; its key secret is deleted for good on ${removal.key.deletionDate} unless the company is restored`,
+        hint: `${restore} brings it back with its key secret and rotation, within the recovery window`,
+      },
+    };
+    for (const args of [
+      ['keys', 'rotate', '--company', company],
+      ['keys', 'status', '--company', company],
+      ['export', '--month', '2026-01', '--company', company],
+    ]) {
+      const json = await acctops(['--json', ...args]);
+      expect({ args, code: json.code, stdout: json.stdout }).toEqual({ args, code: 3, stdout: '' });
+      expect(JSON.parse(json.stderr) as ErrorJson).toEqual(expected);
+      const text = await acctops(args);
+      expect(text.code).toBe(3);
+      expect(text.stderr).toBe(`acctops: error: ${expected.error.message} (${expected.error.hint})\n`);
+      expect(text.stderr).not.toMatch(/no secret tagged/);
+    }
+
+    // The way back works: restored, its key is there again and keys status --company shows only it.
+    expect((await acctops(['companies', 'restore', '--company', company])).code).toBe(0);
+    const status = await acctops(['--json', 'keys', 'status', '--company', company]);
+    expect(status.code).toBe(0);
+    expect(parseJson<{ companies: { companyId: string }[] }>(status).companies.map((c) => c.companyId)).toEqual([company]);
+    expect((await acctops(['keys', 'rotate', '--company', company])).code).toBe(0);
+  });
 });
