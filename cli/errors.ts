@@ -50,6 +50,7 @@ export class CliConfigError extends CliError {
  * as a UUID, not a secret (and the error line escapes any control character anyway).
  */
 export class UnknownNameError extends CliError {
+  override readonly name: string = 'UnknownNameError';
   readonly option: '--user' | '--company';
   readonly id: string;
 
@@ -96,6 +97,7 @@ export function unknownCompany(companyId: string, options: { withoutKey?: boolea
  * secret". Exit 3, like an unknown company.
  */
 export class CompanyRemovedError extends CliError {
+  override readonly name: string = 'CompanyRemovedError';
   readonly companyId: string;
 
   constructor(company: { companyId: string; removedAt?: string; keyDeletion?: { deletionDate: string } }, now: number) {
