@@ -4,7 +4,7 @@ import type * as z from 'zod';
  * Root of every error acctops raises on purpose. `code` is stable and machine-readable.
  *
  * Every error class declares its `name` as a string, since the Lambda bundles are minified without
- * esbuild's `keepNames` (a class's own name would be `e`); test/unit/error-names.test.ts holds it.
+ * esbuild's `keepNames` (a class's own name would be `e`); test/unit/architecture/error-names.test.ts holds it.
  */
 export class AcctopsError extends Error {
   override readonly name: string = 'AcctopsError';
