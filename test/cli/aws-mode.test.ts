@@ -5,7 +5,7 @@ import { COMPANY_KEY_TAGS, PURPOSE_COMPANY_KEY } from '../../src/core/api-keys';
 import { canarySecret, expectNoCanaries, trackSecret } from '../helpers/canary';
 import { client } from '../helpers/secrets-manager';
 import { localClientConfig } from '../helpers/aws-credentials';
-import { parseJson, runAcctops, type CliResult } from '../helpers/cli';
+import { KEY_STATUS_ROW_FIELDS, parseJson, runAcctops, type CliResult } from '../helpers/cli';
 import { startRecordingServer, type CannedResponse, type RecordedRequest, type RecordingServer } from '../helpers/recording-server';
 import { startScheduler, type RunningScheduler } from '../helpers/scheduler';
 import { ROTATION_LAMBDA, RotationWorld } from '../integration/api-keys/support';
@@ -410,25 +410,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     const document = parseJson<{ revokedBefore: unknown; companies: object[] }>(status);
     expect(Object.keys(document).sort()).toEqual(['companies', 'now', 'revokedBefore']);
     expect(document.revokedBefore).toBeNull();
-    expect(Object.keys(document.companies[0]!).sort()).toEqual(
-      [
-        'apiKeyId',
-        'companyId',
-        'error',
-        'expiresAt',
-        'keyPrefix',
-        'lastRotatedAt',
-        'lastUsedAt',
-        'lastUsedByThisCheck',
-        'nextRotationAt',
-        'pendingRevocations',
-        'permissions',
-        'rotationDays',
-        'rotationEnabled',
-        'rotationInProgress',
-        'secret',
-      ].sort(),
-    );
+    expect(Object.keys(document.companies[0]!).sort()).toEqual(KEY_STATUS_ROW_FIELDS);
     expect(document.companies[0]).toMatchObject({ error: null });
 
     // Without ACCTOPS_BASE_URL, the stack's ServiceBaseUrl output is the service (the permissions come from it).

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import { closeCliState, KEY_STATUS_ROW_FIELDS, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$/;
 
@@ -46,25 +46,7 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     const { body } = await json<{ companies: KeyRow[] }>('keys', 'status');
     expect(body.companies).toHaveLength(3);
     for (const row of body.companies) {
-      expect(Object.keys(row).sort()).toEqual(
-        [
-          'apiKeyId',
-          'companyId',
-          'error',
-          'expiresAt',
-          'keyPrefix',
-          'lastRotatedAt',
-          'lastUsedAt',
-          'lastUsedByThisCheck',
-          'nextRotationAt',
-          'pendingRevocations',
-          'permissions',
-          'rotationDays',
-          'rotationEnabled',
-          'rotationInProgress',
-          'secret',
-        ].sort(),
-      );
+      expect(Object.keys(row).sort()).toEqual(KEY_STATUS_ROW_FIELDS);
       expect(row.lastUsedByThisCheck).toBe(true);
       expect(row.nextRotationAt).toMatch(ISO);
     }

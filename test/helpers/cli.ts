@@ -7,6 +7,25 @@ import { expectNoCanaries, trackSecret } from './canary';
 /** The real binary, as `npx acctops` runs it: node + the bin shim (tsx's CJS loader, no build). */
 export const ACCTOPS_BIN = resolve(__dirname, '..', '..', 'bin', 'acctops.cjs');
 
+/** The keys of every row of `keys status --json`, in both modes (README: an absent value is `null`, never a missing key). */
+export const KEY_STATUS_ROW_FIELDS: readonly string[] = [
+  'apiKeyId',
+  'companyId',
+  'error',
+  'expiresAt',
+  'keyPrefix',
+  'lastRotatedAt',
+  'lastUsedAt',
+  'lastUsedByThisCheck',
+  'nextRotationAt',
+  'pendingRevocations',
+  'permissions',
+  'rotationDays',
+  'rotationEnabled',
+  'rotationInProgress',
+  'secret',
+].sort();
+
 export interface CliResult {
   code: number;
   stdout: string;
