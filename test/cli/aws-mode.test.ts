@@ -5,7 +5,7 @@ import { COMPANY_KEY_TAGS, PURPOSE_COMPANY_KEY } from '../../src/core/api-keys';
 import { canarySecret, expectNoCanaries, trackSecret } from '../helpers/canary';
 import { client } from '../helpers/secrets-manager';
 import { localClientConfig } from '../helpers/aws-credentials';
-import { KEY_STATUS_ROW_FIELDS, parseJson, runAcctops, type CliResult } from '../helpers/cli';
+import { DOCTOR_REPORT_FIELDS, KEY_STATUS_ROW_FIELDS, parseJson, runAcctops, type CliResult } from '../helpers/cli';
 import { startRecordingServer, type CannedResponse, type RecordedRequest, type RecordingServer } from '../helpers/recording-server';
 import { startScheduler, type RunningScheduler } from '../helpers/scheduler';
 import { ROTATION_LAMBDA, RotationWorld } from '../integration/api-keys/support';
@@ -626,19 +626,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(report.exports.companies).toEqual([expect.objectContaining({ companyId: world.companyId, lastPeriod: month, overdue: false })]);
     // Every key there: the local mode's sections are null, the function answers' absent fields too.
     const document = parseJson<Record<string, unknown> & { health: { probes: unknown[] }; rotations: { findings: unknown[] } }>(doctor);
-    expect(Object.keys(document).sort()).toEqual([
-      'checkedAt',
-      'companySecrets',
-      'damagedStateFiles',
-      'exports',
-      'findings',
-      'health',
-      'mode',
-      'registry',
-      'revokedKeys',
-      'rotations',
-      'tokens',
-    ]);
+    expect(Object.keys(document).sort()).toEqual(DOCTOR_REPORT_FIELDS);
     expect(document).toMatchObject({ companySecrets: null, revokedKeys: null, damagedStateFiles: null });
     expect(document.health.probes).toEqual([
       { name: 'institution-credential-readable', ok: true, durationMs: 3, detail: 'institution inst-1', error: null },

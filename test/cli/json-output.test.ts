@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { closeCliState, KEY_STATUS_ROW_FIELDS, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import {
+  closeCliState,
+  DOCTOR_REPORT_FIELDS,
+  KEY_STATUS_ROW_FIELDS,
+  parseJson,
+  runAcctops,
+  tempStateDir,
+  type CliResult,
+} from '../helpers/cli';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$/;
 
@@ -180,19 +188,7 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
       damagedStateFiles: unknown;
       registry: object;
     }>('doctor');
-    expect(keysOf(doctor.body)).toEqual([
-      'checkedAt',
-      'companySecrets',
-      'damagedStateFiles',
-      'exports',
-      'findings',
-      'health',
-      'mode',
-      'registry',
-      'revokedKeys',
-      'rotations',
-      'tokens',
-    ]);
+    expect(keysOf(doctor.body)).toEqual(DOCTOR_REPORT_FIELDS);
     expect(doctor.body).toMatchObject({ revokedKeys: [], damagedStateFiles: [] });
     for (const probe of doctor.body.health.probes) expect(keysOf(probe)).toEqual(PROBE);
     for (const secret of doctor.body.companySecrets) expect(keysOf(secret)).toEqual(['companyId', 'error', 'ok', 'secret']);

@@ -26,6 +26,21 @@ export const KEY_STATUS_ROW_FIELDS: readonly string[] = [
   'secret',
 ].sort();
 
+/** The top-level keys of `doctor --json`, in both modes (a section a mode does not check is `null`). */
+export const DOCTOR_REPORT_FIELDS: readonly string[] = [
+  'checkedAt',
+  'companySecrets',
+  'damagedStateFiles',
+  'exports',
+  'findings',
+  'health',
+  'mode',
+  'registry',
+  'revokedKeys',
+  'rotations',
+  'tokens',
+];
+
 export interface CliResult {
   code: number;
   stdout: string;
