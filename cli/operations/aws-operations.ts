@@ -31,7 +31,7 @@ import { encodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
 import type { TokenRecord } from '../../src/core/tokens/token-store';
 import type { PlanReport } from '../../src/core/tokens/plan-refresh';
 import { httpUrl } from '../args';
-import { CliConfigError, unknownUser, UsageError } from '../errors';
+import { CliConfigError, CompanyRemovedError, UnknownNameError, unknownUser, UsageError } from '../errors';
 import { iso } from '../format';
 import type {
   CompanyExportRow,
@@ -516,19 +516,27 @@ export class AwsOperations implements Operations {
    * tag, and one with a key secret is requested (the pipeline finds its key by tag too).
    */
   private async requireExportable(companyId: string): Promise<void> {
-    const registry = await this.optionalRegistry();
-    const entry = await registry?.get(companyId).catch((error: unknown) => {
-      if (error instanceof RegistryItemInvalidError) return null;
-      throw error;
-    });
-    if (entry && entry.removedAt === undefined) return;
-    const directory = taggedKeyDirectory(this.clients.secrets(), this.directoryOptions);
-    await companyKeyOf(
-      (id) => directory.find(id),
-      () => Promise.resolve(registry),
-      companyId,
-      systemClock.now(),
-    );
+    try {
+      const registry = await this.optionalRegistry();
+      const entry = await registry?.get(companyId).catch((error: unknown) => {
+        if (error instanceof RegistryItemInvalidError) return null;
+        throw error;
+      });
+      if (entry && entry.removedAt === undefined) return;
+      const directory = taggedKeyDirectory(this.clients.secrets(), this.directoryOptions);
+      await companyKeyOf(
+        (id) => directory.find(id),
+        () => Promise.resolve(registry),
+        companyId,
+        systemClock.now(),
+      );
+    } catch (error) {
+      // Only a definite answer refuses (unknown, removed, no key secret). A check the operator's role
+      // may not be allowed (the registry's GetItem or its key, ListSecrets) must not stop an export
+      // that needs neither: the request goes out, and the pipeline reports what it finds.
+      if (error instanceof UnknownNameError || error instanceof CompanyRemovedError || error instanceof CompanyKeyNotFoundError)
+        throw error;
+    }
   }
 
   /** The registry, or undefined for a stack from before it (no CompanyRegistryTableName output). */
@@ -618,7 +626,7 @@ export function refreshResultOf(before: TokenRecord, after: TokenRecord | null, 
 
 /**
  * A deployed token function's answer for a user a command names (`--user`): the function's own
- * TokenNotFoundError (its error type; the bundles keep class names) is an unknown user, exit 3, as in
+ * TokenNotFoundError (its error type: every error class declares its name, which Lambda reports) is an unknown user, exit 3, as in
  * the local mode. Known by code and type, so that the Lambda client is not loaded for it.
  */
 async function forKnownUserRemote<T>(externalId: string, invoked: Promise<T>): Promise<T> {

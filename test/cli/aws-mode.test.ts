@@ -509,6 +509,19 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       replaceFormats: true,
     });
 
+    // The pre-check is not a permission export --company needs: a registry the operator's role cannot
+    // read (here, a table that is not there) leaves the decision to the pipeline, and the request goes out.
+    const registryTable = outputs.CompanyRegistryTableName!;
+    outputs.CompanyRegistryTableName = 'acctops-registry-not-readable';
+    try {
+      const unchecked = await acctops(['--json', 'export', '--month', '2026-10', '--company', world.companyId, '--no-wait']);
+      expect(unchecked.code).toBe(0);
+      const sent = JSON.parse(eventBridge.requests.at(-1)!.body) as { Entries: { Detail: string }[] };
+      expect(JSON.parse(sent.Entries[0]!.Detail)).toMatchObject({ companyId: world.companyId, period: '2026-10' });
+    } finally {
+      outputs.CompanyRegistryTableName = registryTable;
+    }
+
     // The deployed worker reads the stage's names: the flag would be silently lost, so it is refused.
     const before = eventBridge.requests.length;
     const named = await acctops(['export', '--month', '2026-10', '--tax-report-fields', 'periodEnd=endDate', '--no-wait']);
