@@ -22,7 +22,6 @@ export class SandboxApiError extends Error {
     options: { param?: string; permission?: string; headers?: Record<string, string>; cause?: unknown } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'SandboxApiError';
     this.status = status;
     this.type = type;
     this.code = code;

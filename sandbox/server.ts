@@ -57,7 +57,6 @@ class ConnectionDropped extends Error {
   override readonly name: string = 'ConnectionDropped';
   constructor() {
     super('connection dropped by a fault');
-    this.name = 'ConnectionDroppedError';
   }
 }
 

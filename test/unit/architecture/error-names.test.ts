@@ -19,12 +19,17 @@ function unnamedErrorClasses(source: string): string[] {
   for (const match of source.matchAll(CLASS)) {
     const [, name, base] = match as unknown as [string, string, string];
     if (!/(Error|Failure)$/.test(name) && !/Error$/.test(base)) continue;
+    // The class body: up to its closing brace at the start of a line (the formatter's layout).
+    const from = match.index + match[0].length;
+    const close = source.indexOf('\n}', from);
+    const body = source.slice(from, close === -1 ? undefined : close);
     // The declaration comes first in the body, or the constructor assigns it.
-    const body = source.slice(match.index + match[0].length, match.index + match[0].length + 800);
     const declared =
       new RegExp(`^\\s*(?:/\\*\\*[^]*?\\*/\\s*)?override readonly name: string = '${name}';`).test(body) ||
       body.includes(`this.name = '${name}';`);
-    if (!declared) missing.push(name);
+    // A constructor that sets another name after the declaration wins at run time.
+    const other = [...body.matchAll(/this\.name = '(\w+)'/g)].some((m) => m[1] !== name);
+    if (!declared || other) missing.push(name);
   }
   return missing;
 }
@@ -50,7 +55,7 @@ describe('error class names', () => {
   });
 
   describe('the check', () => {
-    it('finds a class without its name, or with another class name', () => {
+    it('finds a class without its name, with another class name, or renamed by its constructor', () => {
       const source = [
         'export class AError extends AcctopsError {',
         "  override readonly name: string = 'AError';",
@@ -61,9 +66,13 @@ describe('error class names', () => {
         'class CFailure extends Error {',
         "  override readonly name: string = 'AError';",
         '}',
+        'class DError extends Error {',
+        "  override readonly name: string = 'DError';",
+        "  constructor() { super(); this.name = 'DoubleError'; }",
+        '}',
         'class Plain extends Base {}',
       ].join('\n');
-      expect(unnamedErrorClasses(source)).toEqual(['BError', 'CFailure']);
+      expect(unnamedErrorClasses(source)).toEqual(['BError', 'CFailure', 'DError']);
     });
   });
 });
