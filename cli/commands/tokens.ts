@@ -48,6 +48,12 @@ export function renderRefresh(out: Output, report: RefreshReport): void {
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
   out.line(`${report.outcomes.length} user(s) handled${summary ? `: ${summary}` : ''}.`);
+  if (report.outcomes.some((o) => o.result === 'not_due')) {
+    // The one result that reads like "later": it also covers users the schedule no longer refreshes.
+    out.line(
+      'not_due: nothing to do, because the token was refreshed within 24 h and expires in more than 15 minutes, or the user is not active (revoked, needs_attention: `acctops users list` shows which).',
+    );
+  }
   if (report.outcomes.some((o) => o.result === 'needs_attention')) {
     out.line('Users in needs_attention are out of the schedule: see docs/runbooks.md, "Recover a user".');
   }

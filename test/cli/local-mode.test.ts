@@ -176,6 +176,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const listed = await acctops('users', 'list', '--status', 'revoked');
       expect(listed.stdout).toMatch(new RegExp(`${alice.externalId} .* revoked +- \\(expired at revocation\\)`));
 
+      // Refreshing a revoked user does nothing, and the text says why not_due can mean that.
+      const skipped = await acctops('tokens', 'refresh', '--user', alice.externalId);
+      expect(skipped.code).toBe(0);
+      expect(skipped.stdout).toMatch(new RegExp(`${alice.externalId} +not_due`));
+      expect(skipped.stdout).toMatch(/not_due: nothing to do, .* or the user is not active \(revoked, needs_attention/);
+
       const refused = await acctops('users', 'recover', '--user', alice.externalId);
       expect(refused.code).toBe(1);
       expect(refused.stderr.trim().split('\n')).toHaveLength(1);
