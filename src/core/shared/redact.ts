@@ -12,7 +12,17 @@ const SECRET_KEY =
 const SAFE_KEYS = new Set(['keyPrefix', 'prefix', 'apiKeyId', 'tokenExpiresAt', 'accessTokenExpiresAt', 'tokenType', 'refreshedAt']);
 
 const JWT = /\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g;
-const BEARER = /(Bearer\s+)[^\s"',]+/gi;
+const BEARER = /(Bearer\s+)([^\s"',]+)/gi;
+
+/**
+ * Whether the word after "Bearer" can be a credential. A plain lowercase word of prose ("the bearer
+ * token expired") is left alone; anything with a digit, an underscore, a capital or punctuation,
+ * or 16 characters or more, is cut. The spec's keys carry an underscore after their prefix.
+ */
+function bearerValue(_match: string, head: string, value: string): string {
+  if (value.length < 16 && /^[a-z]+[.;:!?)]?$/.test(value)) return head + value;
+  return `${head}[REDACTED]`;
+}
 
 /**
  * The registered secrets, least recently registered first. Bounded: a warm refresh worker registers
@@ -83,7 +93,7 @@ export function redactString(input: string): string {
   for (const secret of registered.keys()) {
     if (out.includes(secret)) out = out.split(secret).join('[REDACTED]');
   }
-  return out.replace(JWT, '[REDACTED_JWT]').replace(BEARER, '$1[REDACTED]');
+  return out.replace(JWT, '[REDACTED_JWT]').replace(BEARER, bearerValue);
 }
 
 /** Deep copy with secrets removed. Safe on cycles, Errors, Maps and bigints. */
