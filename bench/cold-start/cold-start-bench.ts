@@ -197,6 +197,7 @@ function lambdaEnvironment(fn: BundledFunction): Record<string, string> {
  * map at load.
  */
 const INIT_PROBE = `
+for (const m of JSON.parse(process.argv[2] || '[]')) require(m);
 const cpu = process.cpuUsage();
 const started = performance.now();
 let m;
@@ -211,8 +212,19 @@ const used = process.cpuUsage(cpu);
 const handler = m.handler ?? (m.default && m.default.handler);
 process.stdout.write(JSON.stringify({ ms, cpuMs: (used.user + used.system) / 1000, handler: typeof handler === 'function' }) + '\\n');`;
 
+/**
+ * Node's modules the Lambda Node.js runtime has loaded when it `require()`s the handler, so that a
+ * function's init does not pay for them: its index.mjs loads RAPIDClient.js (`http`),
+ * ResponseStream.js (`net`), Errors.js and LogPatch.js (`util`, `fs`), UserFunction.js (`path`,
+ * `fs`) and InvokeContext.js (`assert`) first (aws-lambda-nodejs-runtime-interface-client, src/).
+ * The probes load them before their clock starts. Until 2026-11-26 they did not, and every init
+ * here included compiling those internals.
+ */
+export const RUNTIME_MODULES: readonly string[] = ['http', 'net', 'util', 'fs', 'path', 'assert'];
+
 /** `require()` of the packages a bundle leaves to the runtime, alone: the part of its init that is the SDK's. */
 const SDK_PROBE = `
+for (const m of JSON.parse(process.argv[2] || '[]')) require(m);
 const modules = JSON.parse(process.argv[1]);
 const started = performance.now();
 for (const m of modules) require(m);
@@ -225,11 +237,14 @@ export async function measureSdkFloor(fn: BundledFunction, runs: number): Promis
   const start = lambdaNodeStart(fn.memoryMb, env.NODE_OPTIONS);
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
-    const r = await runNodeJson<{ ms?: number }>([...start.args, '-e', SDK_PROBE, JSON.stringify(fn.externals)], {
-      env: cleanEnv(env),
-      cwd: fn.assetDir,
-      timeoutMs: 60_000,
-    });
+    const r = await runNodeJson<{ ms?: number }>(
+      [...start.args, '-e', SDK_PROBE, JSON.stringify(fn.externals), JSON.stringify(RUNTIME_MODULES)],
+      {
+        env: cleanEnv(env),
+        cwd: fn.assetDir,
+        timeoutMs: 60_000,
+      },
+    );
     if (r.ms === undefined) return null;
     times.push(r.ms);
   }
@@ -245,7 +260,11 @@ export interface InitResult {
   error?: string;
 }
 
-export async function measureInit(fn: BundledFunction, runs: number): Promise<InitResult> {
+export async function measureInit(
+  fn: BundledFunction,
+  runs: number,
+  runtimeModules: readonly string[] = RUNTIME_MODULES,
+): Promise<InitResult> {
   const env = { ...lambdaEnvironment(fn), ...fn.environment };
   // node's flags as the runtime's bootstrap passes them: --expose-gc, and the heap flags for the
   // function's memory unless its NODE_OPTIONS set them (the export function's do).
@@ -254,7 +273,7 @@ export async function measureInit(fn: BundledFunction, runs: number): Promise<In
   const cpu: number[] = [];
   for (let i = 0; i < runs; i++) {
     const result = await runNodeJson<{ ms?: number; cpuMs?: number; handler?: boolean; error?: string }>(
-      [...start.args, '-e', INIT_PROBE, path.join(fn.assetDir, 'index.js')],
+      [...start.args, '-e', INIT_PROBE, path.join(fn.assetDir, 'index.js'), JSON.stringify(runtimeModules)],
       {
         env: cleanEnv(env),
         cwd: fn.assetDir,
@@ -301,10 +320,13 @@ export async function referenceInit(runs: number): Promise<number> {
   writeFileSync(file, 'exports.handler = async () => undefined;\n');
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
-    const r = await runNodeJson<{ ms: number }>([...lambdaNodeStart(empty.memoryMb, undefined).args, '-e', INIT_PROBE, file], {
-      env: cleanEnv(lambdaEnvironment(empty)),
-      cwd: OUT_DIR,
-    });
+    const r = await runNodeJson<{ ms: number }>(
+      [...lambdaNodeStart(empty.memoryMb, undefined).args, '-e', INIT_PROBE, file, JSON.stringify(RUNTIME_MODULES)],
+      {
+        env: cleanEnv(lambdaEnvironment(empty)),
+        cwd: OUT_DIR,
+      },
+    );
     times.push(r.ms);
   }
   return median(times);
@@ -369,20 +391,22 @@ export async function runColdStartSection(options: { initRuns: number }): Promis
     '(CJS, minified without `keepNames`, source map without sources, `@aws-sdk/*` external, target node24). Sizes are',
     '`index.js` in KB of 1,000 bytes; the three biggest modules come from the metafile (`bytesInOutput`).',
     '',
-    `Init: \`require()\` of the bundle in a fresh \`node\`, as the Lambda runtime loads a CommonJS handler, timed inside that process (Node's own start-up excluded), median of`,
+    `Init: \`require()\` of the bundle in a fresh \`node\`, as the Lambda runtime loads a CommonJS handler, timed inside that process (Node's own start-up excluded,`,
+    'and so are the Node modules the runtime has loaded before it requires the handler: http, net, util, fs, path, assert; `RUNTIME_MODULES`), median of',
     `${options.initRuns} runs, min–max in brackets; the CPU time of the same imports is beside it (on a busy machine the wall time\nwaits for a core, the CPU time does not). The process gets the function's environment from the synthesized template`,
     '(references replaced by dummies of the right shape, so `readEnv` passes; nothing is stubbed), the variables Lambda sets',
     "(region, memory, dummy credentials) and the template's `NODE_OPTIONS` (`--enable-source-maps`; the export function's also",
     "caps its heap). node starts with the flags the runtime's bootstrap adds: `--expose-gc` and the heap flags for the function's",
     'memory, unless its `NODE_OPTIONS` set them (bench/lib/lambda-node.ts). Heap flags cost module init ~10-20 ms here (export-period:',
     '~138 ms without, ~153 ms with, whichever semi-space), since a smaller old space is collected earlier. Until 2026-11-21 this',
-    'benchmark started plain `node`, so earlier figures were ~10-20 ms too low. `@aws-sdk/*` loads from',
+    'benchmark started plain `node`, so earlier figures were ~10-20 ms too low; until 2026-11-26 the probes loaded none of the',
+    "runtime's modules first, so earlier figures are 2-9% higher (docs/benchmark-history.md). `@aws-sdk/*` loads from",
     'node_modules, as it would from the runtime. Functions the stack does not deploy yet have no environment to start with:',
     `their bundles are measured, their init is not (${notInStack.length > 0 ? notInStack.join(', ') : 'none now'}).`,
     '',
     `Reference on this machine during this run: \`require()\` of an empty module takes ${reference.toFixed(2)} ms (median of ${options.initRuns}).`,
     '',
-    'The `@aws-sdk/*` column is `require()` of only the packages the bundle leaves to the runtime, in a fresh process with',
+    "The `@aws-sdk/*` column is `require()` of only the packages the bundle leaves to the runtime, in a fresh process with the runtime's modules loaded and",
     "the same flags and environment: the share of the function's init that the SDK takes, which no change to our code",
     'moves (bundling the SDK instead would trade it for bundle bytes above the bound).',
     '',
