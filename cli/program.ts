@@ -85,11 +85,52 @@ function helpCommand(): Command {
       let target = help.parent!;
       for (const word of words) {
         const next = target.commands.find((c) => c.name() === word || c.aliases().includes(word));
-        if (next === undefined) throw new CommanderError(1, 'commander.unknownCommand', `error: unknown command '${word}'`);
+        if (next === undefined) {
+          const suggestion = closestName(
+            word,
+            target.commands.map((c) => c.name()).filter((name) => name !== 'help'),
+          );
+          const hint = suggestion === undefined ? '' : `\n(Did you mean ${suggestion}?)`;
+          throw new CommanderError(1, 'commander.unknownCommand', `error: unknown command '${word}'${hint}`);
+        }
         target = next;
       }
       target.help();
     });
+}
+
+/**
+ * The command name a mistyped word most likely meant, as `acctops <word>` suggests it (commander's
+ * rule: at most 3 edits, more than 40% of the longer word kept, the fewest edits). Commander does
+ * not export its own, and `help <word>` is ours.
+ */
+export function closestName(word: string, names: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const name of names) {
+    const distance = editDistance(word, name);
+    const length = Math.max(word.length, name.length);
+    if ((length - distance) / length > 0.4 && distance < bestDistance) {
+      best = name;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/** Optimal string alignment distance: insertions, deletions, substitutions and adjacent swaps. */
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 3) return Math.max(a.length, b.length);
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i]);
+  for (let j = 0; j <= b.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+    }
+  }
+  return d[a.length]![b.length]!;
 }
 
 /**

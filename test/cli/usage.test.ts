@@ -158,6 +158,14 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     });
   });
 
+  it('`help <typo>` suggests the command it most likely meant, as `acctops <typo>` does', async () => {
+    const [typo, sameTypo, nested] = await all([['help', 'usrs'], ['usrs'], ['help', 'keys', 'rotat']]);
+    expect(typo!.code).toBe(2);
+    expect(oneLine(typo!)).toBe("acctops: error: unknown command 'usrs' (Did you mean users?) (run `acctops --help` for the commands)");
+    expect(oneLine(sameTypo!)).toBe(oneLine(typo!));
+    expect(oneLine(nested!)).toBe("acctops: error: unknown command 'rota…' (Did you mean rotate?) (run `acctops --help` for the commands)");
+  });
+
   it('usage errors exit 2 with one line naming the argument, never repeating its value', async () => {
     const [unknownCommand, unknownOption, missing, badMonth, badUuid, noChoice, badFormat, badDuration, groupOnly, badOut] = await all([
       ['frobnicate'],
