@@ -221,7 +221,7 @@ async function checkSecret(entry: CompanyKeyEntry, ctx: CheckContext): Promise<S
     if (!version.stages.includes(SecretStage.pending) || version.stages.includes(SecretStage.current)) continue;
     const age = version.createdAt === undefined ? Infinity : now - version.createdAt;
     if (age <= settings.stuckPendingAfterMs) continue; // a rotation in progress
-    if (settings.repair) await store.moveStage(secretId, { stage: SecretStage.pending, fromVersionId: version.versionId });
+    if (settings.repair && !(await removeStuckPending(store, secretId, version.versionId))) continue;
     found.push({
       ...base,
       type: 'stuck_pending',
@@ -254,6 +254,25 @@ async function checkSecret(entry: CompanyKeyEntry, ctx: CheckContext): Promise<S
   const referenced = await referencedKeys(store, secretId, versions);
   const held = await heldKeys(store, secretId, versions);
   return { entry, description, current, referenced, held };
+}
+
+/**
+ * Removes a stuck AWSPENDING (RemoveFromVersionId names the version). A late finishSecret (Secrets
+ * Manager retries a rotation with its token) removes the same label after promoting the version;
+ * if it did so since the listing, the removal fails, and the rotation is not stuck: false. The
+ * caller lists the versions again after this removal and before revoking anything, which is half
+ * of what keeps a key finishSecret promotes from being revoked as an orphan; finishSecret reading
+ * the label after its promotion is the other (docs/key-rotation.md, "finishSecret and the doctor").
+ */
+async function removeStuckPending(store: CheckContext['deps']['store'], secretId: string, versionId: string): Promise<boolean> {
+  try {
+    await store.moveStage(secretId, { stage: SecretStage.pending, fromVersionId: versionId });
+    return true;
+  } catch (error) {
+    const stages = (await store.describeSecret(secretId)).versionStages[versionId] ?? [];
+    if (stages.includes(SecretStage.pending) && !stages.includes(SecretStage.current)) throw error;
+    return false;
+  }
 }
 
 /** The company's keys at the service against what its secrets reference. */

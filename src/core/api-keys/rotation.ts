@@ -277,6 +277,7 @@ export class KeyRotation {
     const secretId = description.secretArn;
     const pending = await this.requirePending(description, token, 'finishSecret');
     const currentVersion = versionWithStage(description, SecretStage.current);
+    const previousVersion = versionWithStage(description, SecretStage.previous);
     const old = await this.readCurrent(secretId);
     if (old.apiKeyId !== pending.apiKeyId) {
       await this.deps.scheduler.schedule({
@@ -289,13 +290,67 @@ export class KeyRotation {
       });
     }
     await this.deps.store.moveStage(secretId, { stage: SecretStage.current, toVersionId: token, fromVersionId: currentVersion });
-    await this.deps.store.moveStage(secretId, { stage: SecretStage.pending, fromVersionId: token });
+    await this.releasePending(description, token, { currentVersion, previousVersion }, log);
     this.deps.metrics.add('RotationsCompleted', 1);
     log.info('rotation promoted; old key revocation scheduled', {
       ...describeKey(pending),
       oldKeyPrefix: old.keyPrefix,
       graceMs: this.deps.settings.graceMs,
     });
+  }
+
+  /**
+   * Removes AWSPENDING from the promoted version, unless the label left it meanwhile. The rotation
+   * doctor gives a stuck rotation up by removing the same label, then revokes its key as an orphan;
+   * Secrets Manager retries a rotation with the same token as late as it likes, so that removal can
+   * land after this step's guard and before the promotion. Both sides read the labels after their
+   * own move (the doctor lists the versions after removing the label), so at least one sees the
+   * other's: a label found gone here means the doctor may be revoking this key, and the promotion is
+   * undone (docs/key-rotation.md, "finishSecret and the doctor"). The label is read before the
+   * removal and again if the removal fails, so the outcome does not hang on how Secrets Manager
+   * answers a RemoveFromVersionId that no longer holds the label.
+   */
+  private async releasePending(
+    description: SecretDescription,
+    token: string,
+    before: { currentVersion: string | undefined; previousVersion: string | undefined },
+    log: Logger,
+  ): Promise<void> {
+    const secretId = description.secretArn;
+    if (await this.labelled(secretId, token, SecretStage.pending)) {
+      try {
+        await this.deps.store.moveStage(secretId, { stage: SecretStage.pending, fromVersionId: token });
+        return;
+      } catch (error) {
+        // Still labelled: the call failed for another reason. AWSCURRENT and AWSPENDING on one
+        // version is a finished rotation to Secrets Manager, and its retry stops at the guard.
+        if (await this.labelled(secretId, token, SecretStage.pending)) throw error;
+      }
+    }
+    log.warn('AWSPENDING left the version while it was promoted (the rotation doctor gave the rotation up); undoing the promotion');
+    try {
+      // Only if AWSCURRENT is still where this step put it (RemoveFromVersionId).
+      await this.deps.store.moveStage(secretId, { stage: SecretStage.current, toVersionId: before.currentVersion, fromVersionId: token });
+    } catch (error) {
+      this.deps.metrics.add('RotationRollbacksFailed', 1);
+      log.error('undoing the promotion failed: AWSCURRENT may hold a key the rotation doctor revoked', { error });
+      throw error;
+    }
+    try {
+      // Moving AWSCURRENT back put AWSPREVIOUS on this version; it belongs where it was.
+      await this.deps.store.moveStage(secretId, { stage: SecretStage.previous, toVersionId: before.previousVersion, fromVersionId: token });
+    } catch (error) {
+      // Cosmetic: the doctor finds a previous key by the versions that held it, labelled or not.
+      log.warn('AWSPREVIOUS not moved back after undoing the promotion', { error });
+    }
+    throw new KeyRotationError(
+      `AWSPENDING left version ${token} of ${description.name} while finishSecret promoted it; the promotion is undone`,
+      { code: 'pending_label_lost', step: 'finishSecret' },
+    );
+  }
+
+  private async labelled(secretId: string, versionId: string, stage: string): Promise<boolean> {
+    return ((await this.deps.store.describeSecret(secretId)).versionStages[versionId] ?? []).includes(stage);
   }
 
   /**
