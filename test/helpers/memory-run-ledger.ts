@@ -1,5 +1,12 @@
 import type { ExportSource } from '../../src/core/exports/pipeline/export-jobs';
-import { partResultSchema, type PartLedger, type PartResult, type SplitRecord } from '../../src/core/exports/pipeline/part-ledger';
+import {
+  partResultSchema,
+  type NewSplit,
+  type PartLedger,
+  type PartResult,
+  type PublishAttempt,
+  type SplitRecord,
+} from '../../src/core/exports/pipeline/part-ledger';
 import { parseWith } from '../../src/core/shared/errors';
 import {
   sameSource,
@@ -23,10 +30,10 @@ export class MemoryRunLedger implements RunLedger, PartLedger {
   private readonly latest = new Map<string, string>();
   private readonly splits = new Map<string, { split: SplitRecord; results: Map<number, string> }>();
 
-  startSplit(split: Omit<SplitRecord, 'done' | 'publishedAt' | 'reportedAt'>): Promise<{ split: SplitRecord; created: boolean }> {
+  startSplit(split: NewSplit): Promise<{ split: SplitRecord; created: boolean }> {
     const existing = this.splits.get(split.splitId);
     if (existing) return Promise.resolve({ split: copySplit(existing.split), created: false });
-    const stored: SplitRecord = { ...split, parts: split.parts.map((p) => ({ ...p })), done: [] };
+    const stored: SplitRecord = { ...split, parts: split.parts.map((p) => ({ ...p })), done: [], publishAttempts: [] };
     this.splits.set(split.splitId, { split: stored, results: new Map() });
     return Promise.resolve({ split: copySplit(stored), created: true });
   }
@@ -51,6 +58,20 @@ export class MemoryRunLedger implements RunLedger, PartLedger {
         .sort(([a], [b]) => a - b)
         .map(([index, json]) => parseWith(partResultSchema, JSON.parse(json), `split ${splitId} part ${index}`)),
     );
+  }
+
+  // Rejected, not thrown, for an unknown split: as the DynamoDB adapter's conditional update.
+  recordPublishAttempt(splitId: string, attempt: Omit<PublishAttempt, 'refused'>): Promise<void> {
+    return Promise.resolve().then(() => {
+      const state = this.splitState(splitId);
+      if (!state.split.publishAttempts.some((a) => a.id === attempt.id)) state.split.publishAttempts.push({ ...attempt, refused: false });
+    });
+  }
+
+  refusePublishAttempt(splitId: string, attemptId: string): Promise<void> {
+    return Promise.resolve().then(() => {
+      for (const attempt of this.splitState(splitId).split.publishAttempts) if (attempt.id === attemptId) attempt.refused = true;
+    });
   }
 
   markSplitPublished(splitId: string, at: number): Promise<boolean> {
@@ -172,5 +193,10 @@ export class MemoryRunLedger implements RunLedger, PartLedger {
 }
 
 function copySplit(split: SplitRecord): SplitRecord {
-  return { ...split, parts: split.parts.map((p) => ({ ...p })), done: [...split.done] };
+  return {
+    ...split,
+    parts: split.parts.map((p) => ({ ...p })),
+    done: [...split.done],
+    publishAttempts: split.publishAttempts.map((a) => ({ ...a })),
+  };
 }

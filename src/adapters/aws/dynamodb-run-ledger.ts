@@ -2,7 +2,15 @@ import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/c
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { exportSourceSchema, type ExportSource } from '../../core/exports/pipeline/export-jobs';
-import { partResultSchema, type PartLedger, type PartResult, type SplitRecord } from '../../core/exports/pipeline/part-ledger';
+import {
+  partResultSchema,
+  publishAttemptSchema,
+  type NewSplit,
+  type PartLedger,
+  type PartResult,
+  type PublishAttempt,
+  type SplitRecord,
+} from '../../core/exports/pipeline/part-ledger';
 import { RUN_LEDGER_TABLE } from '../../../contract/tables';
 import {
   sameSource,
@@ -44,6 +52,12 @@ const splitItemSchema = lazySchema(() =>
     done: z.set(z.number()).optional(),
     publishedAt: z.number().optional(),
     reportedAt: z.number().optional(),
+    /**
+     * String sets, added to with ADD (idempotent, and they need no map to exist first): each
+     * attempt as JSON text, and the ids of the refused ones.
+     */
+    publishAttempts: z.set(z.string()).optional(),
+    refusedAttempts: z.set(z.string()).optional(),
   }),
 );
 
@@ -257,7 +271,7 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
     }
   }
 
-  async startSplit(split: Omit<SplitRecord, 'done' | 'publishedAt' | 'reportedAt'>): Promise<{ split: SplitRecord; created: boolean }> {
+  async startSplit(split: NewSplit): Promise<{ split: SplitRecord; created: boolean }> {
     let created = true;
     try {
       await this.doc.send(
@@ -278,8 +292,24 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
   async getSplit(splitId: string): Promise<SplitRecord | undefined> {
     const out = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: splitKey(splitId), ConsistentRead: true }));
     if (!out.Item) return undefined;
-    const { done, ...split } = parseWith(splitItemSchema, out.Item, `run ledger item split#${splitId}`);
-    return { ...split, done: [...(done ?? [])].sort((a, b) => a - b) };
+    const where = `run ledger item split#${splitId}`;
+    const { done, publishAttempts, refusedAttempts, ...split } = parseWith(splitItemSchema, out.Item, where);
+    const refused = refusedAttempts ?? new Set<string>();
+    const attempts = [...(publishAttempts ?? [])].map((text): PublishAttempt => {
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      const attempt = parseWith(publishAttemptSchema, json, `${where} publishAttempts`);
+      return { ...attempt, refused: refused.has(attempt.id) };
+    });
+    return {
+      ...split,
+      done: [...(done ?? [])].sort((a, b) => a - b),
+      publishAttempts: attempts.sort((a, b) => a.at - b.at || compare(a.id, b.id)),
+    };
   }
 
   /**
@@ -338,12 +368,34 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
     return results.sort((a, b) => a.index - b.index);
   }
 
+  async recordPublishAttempt(splitId: string, attempt: Omit<PublishAttempt, 'refused'>): Promise<void> {
+    const text = JSON.stringify({ id: attempt.id, at: attempt.at, ...(attempt.from !== undefined ? { from: attempt.from } : {}) });
+    await this.addToSplitSet(splitId, 'publishAttempts', text);
+  }
+
+  async refusePublishAttempt(splitId: string, attemptId: string): Promise<void> {
+    await this.addToSplitSet(splitId, 'refusedAttempts', attemptId);
+  }
+
   markSplitPublished(splitId: string, at: number): Promise<boolean> {
     return this.markSplit(splitId, 'publishedAt', at);
   }
 
   markSplitReported(splitId: string, at: number): Promise<boolean> {
     return this.markSplit(splitId, 'reportedAt', at);
+  }
+
+  private async addToSplitSet(splitId: string, field: 'publishAttempts' | 'refusedAttempts', value: string): Promise<void> {
+    await this.doc.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: splitKey(splitId),
+        UpdateExpression: 'ADD #field :value',
+        ConditionExpression: 'attribute_exists(#pk)',
+        ExpressionAttributeNames: { '#pk': PK, '#field': field },
+        ExpressionAttributeValues: { ':value': new Set([value]) },
+      }),
+    );
   }
 
   /** Sets a time of the split item once; false when it was already set. */
@@ -451,4 +503,8 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
   private expiresAt(): number {
     return Math.floor((this.options.clock.now() + this.retentionMs) / 1000);
   }
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -3,6 +3,7 @@ import { DynamoDbReplayGuard } from '../../../src/adapters/aws/dynamodb-replay-g
 import { DynamoDbRunLedger } from '../../../src/adapters/aws/dynamodb-run-ledger';
 import { MemoryReplayGuard } from '../../helpers/memory-replay-guard';
 import { MemoryRunLedger } from '../../helpers/memory-run-ledger';
+import type { PartLedger } from '../../../src/core/exports/pipeline/part-ledger';
 import type { RunLedger } from '../../../src/core/exports/pipeline/run-ledger';
 import type { ReplayGuard } from '../../../src/core/exports/pipeline/webhook';
 import { ManualClock } from '../../../src/core/shared/clock';
@@ -33,7 +34,7 @@ afterAll(async () => {
 
 const clock = new ManualClock(Date.UTC(2026, 10, 1, 2, 0));
 
-const ledgers: [string, () => Promise<RunLedger>][] = [
+const ledgers: [string, () => Promise<RunLedger & PartLedger>][] = [
   ['memory', () => Promise.resolve(new MemoryRunLedger())],
   [
     'DynamoDB (dynalite)',
@@ -54,7 +55,7 @@ const run = (runId: string, period = '2026-10', startedAt = clock.now()) => ({
 });
 
 describe.each(ledgers)('run ledger contract: %s', (_name, make) => {
-  let ledger: RunLedger;
+  let ledger: RunLedger & PartLedger;
   beforeEach(async () => {
     ledger = await make();
   });
@@ -128,6 +129,25 @@ describe.each(ledgers)('run ledger contract: %s', (_name, make) => {
     expect(await ledger.markSummarized('r1', 42)).toBe(true);
     expect(await ledger.markSummarized('r1', 43)).toBe(false);
     expect((await ledger.getRun('r1'))?.summarizedAt).toBe(42);
+  });
+
+  it("keeps a split's publish attempts, each once, and which of them were refused", async () => {
+    const parts = [{ index: 0, dateFrom: '2026-10-01', dateTo: '2026-10-31' }];
+    const { split } = await ledger.startSplit({ splitId: 's1', companyId: A, period: '2026-10', runId: 'r1', parts, createdAt: 1 });
+    expect(split.publishAttempts).toEqual([]);
+    await ledger.recordPublishAttempt('s1', { id: 'a1', at: 10 });
+    await ledger.recordPublishAttempt('s1', { id: 'a1', at: 10 });
+    await ledger.recordPublishAttempt('s1', { id: 'a2', at: 20, from: '"etag-with-quotes"' });
+    await ledger.refusePublishAttempt('s1', 'a1');
+    await ledger.refusePublishAttempt('s1', 'a1');
+    expect((await ledger.getSplit('s1'))!.publishAttempts).toEqual([
+      { id: 'a1', at: 10, refused: true },
+      { id: 'a2', at: 20, from: '"etag-with-quotes"', refused: false },
+    ]);
+    // The marks that follow leave the attempts as they are.
+    expect(await ledger.markSplitPublished('s1', 30)).toBe(true);
+    expect(await ledger.getSplit('s1')).toMatchObject({ publishedAt: 30, publishAttempts: [{ id: 'a1' }, { id: 'a2' }] });
+    await expect(ledger.recordPublishAttempt('unknown', { id: 'a3', at: 40 })).rejects.toThrow();
   });
 });
 

@@ -39,6 +39,23 @@ export interface SplitRecord {
    * Until then a redelivered part of the published split finishes those steps.
    */
   reportedAt?: number;
+  /**
+   * Each manifest write the split's publish attempted, recorded just before it. The period's
+   * manifest may be another run's by the time a delivery finds `publishedAt` unset, so only this
+   * record tells that a write of the split was made (and replaced since) from one never made.
+   */
+  publishAttempts: PublishAttempt[];
+}
+
+export interface PublishAttempt {
+  /** Unique to the attempt. */
+  id: string;
+  /** Epoch ms. */
+  at: number;
+  /** The ETag of the period's manifest the write was to replace; absent when the period had none. */
+  from?: string;
+  /** The write was refused by its condition: it was certainly not made. */
+  refused: boolean;
 }
 
 export interface StagedDataset {
@@ -85,9 +102,15 @@ export const partResultSchema = lazySchema(() =>
   }),
 );
 
+/** A publish attempt as the ledger stores it (before `refused`, which is kept apart). */
+export const publishAttemptSchema = lazySchema(() => z.object({ id: z.string().min(1), at: z.number(), from: z.string().optional() }));
+
+/** What a split is started with: everything but what its parts and its publish add later. */
+export type NewSplit = Omit<SplitRecord, 'done' | 'publishedAt' | 'reportedAt' | 'publishAttempts'>;
+
 export interface PartLedger {
   /** Records a split; on a repeat (`created: false`) the stored split is returned unchanged. */
-  startSplit(split: Omit<SplitRecord, 'done' | 'publishedAt' | 'reportedAt'>): Promise<{ split: SplitRecord; created: boolean }>;
+  startSplit(split: NewSplit): Promise<{ split: SplitRecord; created: boolean }>;
   getSplit(splitId: string): Promise<SplitRecord | undefined>;
   /**
    * Stores the part's result, then adds its index to the done set. Returns the set's size after
@@ -96,6 +119,10 @@ export interface PartLedger {
   completePart(splitId: string, result: PartResult): Promise<{ done: number; parts: number }>;
   /** Every stored part result, by index (strongly consistent). */
   partResults(splitId: string): Promise<PartResult[]>;
+  /** Adds a publish attempt to the split, before its manifest write (idempotent by id). */
+  recordPublishAttempt(splitId: string, attempt: Omit<PublishAttempt, 'refused'>): Promise<void>;
+  /** Marks the attempt refused: its conditional write was rejected, so it changed nothing. */
+  refusePublishAttempt(splitId: string, attemptId: string): Promise<void>;
   /** Records that the month's manifest is published; false when it already was. */
   markSplitPublished(splitId: string, at: number): Promise<boolean>;
   /** Records that the published split's event and settle are done; false when it already was. */
