@@ -7,7 +7,7 @@ import { MemoryEventPublisher } from '../../../src/adapters/local/memory-event-p
 import { MemoryExportQueue, type QueuedExportMessage } from '../../helpers/memory-export-queue';
 import { apiKeyAuth } from '../../../src/core/accounting-api';
 import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/pipeline/export-events';
-import { decodeJob, type ExportJob, type QueuedJob } from '../../../src/core/exports/pipeline/export-jobs';
+import { decodeJob, encodeJob, type ExportJob, type QueuedJob } from '../../../src/core/exports/pipeline/export-jobs';
 import { processExportBatch, type ExportWorkerDeps, type JobResult } from '../../../src/core/exports/pipeline/export-worker';
 import { manifestKey } from '../../../src/core/exports/formats/layout';
 import { readManifest, type Manifest } from '../../../src/core/exports/formats/manifest';
@@ -74,10 +74,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     const clock = ManualClock.autoAdvancing(Date.UTC(2026, 10, 2, 9, 0));
     const tableName = `export-runs-split-${++tables}`;
     await createRunLedgerTable(dynamoClient, tableName);
-    const store = new S3ObjectStore({ client: s3.client(), bucket: BUCKET, prefix: `split${++prefixes}` });
+    const store = new FlakyS3Store({ client: s3.client(), bucket: BUCKET, prefix: `split${++prefixes}` });
     const queue = new MemoryExportQueue();
     const events = new MemoryEventPublisher();
-    const ledger = new DynamoDbRunLedger({ client: dynamoClient, tableName, clock });
+    const ledger = new FlakyDynamoLedger({ client: dynamoClient, tableName, clock });
     const deps: ExportWorkerDeps = {
       exporter: { store, toolVersion: '0.1.0', baseUrl: sandbox.baseUrl },
       credentials: () => apiKeyAuth(key),
@@ -215,6 +215,38 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     expect(replaced.datasets.transactions!.totals).toEqual(manifest.datasets.transactions!.totals);
   });
 
+  it('never publishes a split again whose publish went unrecorded, once a later export replaced every dataset and its cleanup failed', async () => {
+    const split = await world(MAX_PER_PART);
+    await split.queue.enqueue([split.job]);
+    expect(await Promise.all(split.queue.drain().map(split.deliver))).toEqual(['split']);
+    const [first, second, third] = split.queue.drain();
+    expect(await split.deliver(first!)).toBe('completed');
+    expect(await split.deliver(second!)).toBe('completed');
+    split.ledger.markFailures = 1;
+    expect(await split.deliver(third!)).toBe('retry');
+    const published = (await split.manifest())!;
+    expect(published.source.parts).toHaveLength(3);
+
+    // A whole-month export of every dataset (another request: the company-month's FIFO group is
+    // free while the parts run in theirs), whose garbage collection fails.
+    split.store.deleteFailures = 1;
+    const later = { ...split.job, trigger: { kind: 'on_demand' as const, requestId: 'later', via: 'cli' as const } };
+    const whole = { ...split.deps, split: undefined };
+    const report = await processExportBatch(whole, [{ messageId: 'later', body: encodeJob(later), receiveCount: 1 }]);
+    expect(report.results[0]!.result).toBe('completed');
+    const newer = (await split.manifest())!;
+    expect(Object.values(newer.datasets).map((d) => d.runId)).toEqual([newer.runId, newer.runId, newer.runId]);
+    for (const object of published.objects) expect(await split.store.head(object.key)).toBeDefined();
+
+    // The last part's message again: it acknowledges, and the later export stays whole.
+    expect(await split.deliver(third!)).toBe('completed');
+    expect(await split.manifest()).toEqual(newer);
+    for (const object of newer.objects) expect(await split.store.head(object.key)).toBeDefined();
+    const completed = split.events.events.filter((e) => e.type === EXPORT_EVENT_TYPES.completed);
+    expect(completed.map((e) => (e.detail as { runId: string }).runId)).toEqual([newer.runId]);
+    expect(split.events.events.filter((e) => e.type === EXPORT_EVENT_TYPES.failed)).toEqual([]);
+  });
+
   it('exports a month at or below the threshold whole (one count request decides)', async () => {
     const split = await world(5000);
     await split.queue.enqueue([split.job]);
@@ -223,6 +255,30 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     expect((await split.manifest())!.source.parts).toBeUndefined();
   });
 });
+
+/** The real adapter, whose markSplitPublished fails the next `markFailures` times. */
+class FlakyDynamoLedger extends DynamoDbRunLedger {
+  markFailures = 0;
+  override markSplitPublished(splitId: string, at: number): Promise<boolean> {
+    if (this.markFailures > 0) {
+      this.markFailures -= 1;
+      return Promise.reject(new Error('injected: ledger unavailable'));
+    }
+    return super.markSplitPublished(splitId, at);
+  }
+}
+
+/** The real adapter, whose deletes fail the next `deleteFailures` times (a cleanup that fails). */
+class FlakyS3Store extends S3ObjectStore {
+  deleteFailures = 0;
+  override delete(keys: readonly string[]): Promise<void> {
+    if (this.deleteFailures > 0) {
+      this.deleteFailures -= 1;
+      return Promise.reject(new Error('injected: delete refused'));
+    }
+    return super.delete(keys);
+  }
+}
 
 function nextDay(date: string): string {
   return new Date(Date.parse(`${date}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);

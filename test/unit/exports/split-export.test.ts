@@ -22,6 +22,7 @@ import { readManifest } from '../../../src/core/exports/formats/manifest';
 import { parsePeriod } from '../../../src/core/exports/formats/period';
 import { PeriodExporter } from '../../../src/core/exports/formats/period-exporter';
 import type { ExportFormat } from '../../../src/core/exports/formats/datasets';
+import type { PutConditions, PutOptions } from '../../../src/core/exports/formats/object-store';
 import {
   mergeTotals,
   partDatasets,
@@ -214,6 +215,37 @@ describe('publishing a split (worker)', () => {
     }
   }
 
+  /**
+   * The dir store whose deletes fail the next `deleteFailures` times (a cleanup that fails), and
+   * which can run `beforeManifestPut` once, just before the next write of the period's manifest.
+   */
+  class FlakyStore extends DirObjectStore {
+    deleteFailures = 0;
+    failManifestPuts = 0;
+    beforeManifestPut: (() => Promise<unknown>) | undefined;
+
+    override delete(keys: readonly string[]): Promise<void> {
+      if (this.deleteFailures > 0) {
+        this.deleteFailures -= 1;
+        return Promise.reject(new Error('injected: delete refused'));
+      }
+      return super.delete(keys);
+    }
+
+    override async putObject(key: string, body: Uint8Array | string, options?: PutOptions & PutConditions): Promise<void> {
+      if (key === KEY) {
+        const hook = this.beforeManifestPut;
+        this.beforeManifestPut = undefined;
+        if (hook) await hook();
+        if (this.failManifestPuts > 0) {
+          this.failManifestPuts -= 1;
+          throw new Error('injected: connection reset writing the manifest');
+        }
+      }
+      return super.putObject(key, body, options);
+    }
+  }
+
   /** The 40 transactions of the month that the API returns for a part's days. */
   const inRange = (part: { dateFrom: string; dateTo: string }) =>
     [...transactions(40)].filter((t) => {
@@ -231,7 +263,7 @@ describe('publishing a split (worker)', () => {
    * last part's message, which publishes the month.
    */
   async function world(formats: ExportFormat[]) {
-    const store = new DirObjectStore(root);
+    const store = new FlakyStore(root);
     const clock = new ManualClock(Date.UTC(2026, 10, 2, 9, 0));
     const ledger = new FlakyLedger();
     const events = new FlakyEvents();
@@ -419,5 +451,89 @@ describe('publishing a split (worker)', () => {
     expect(await w.manifest()).toEqual(newer);
     expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toEqual([]);
     expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 1, failed: 0, openCompanies: [] });
+  });
+  it('the publish went unrecorded, a later export replaced every dataset and its cleanup failed: a redelivery never republishes the split', async () => {
+    const w = await world(['csv']);
+    w.ledger.markFailures = 1;
+    expect(await w.deliverLast()).toBe('retry');
+    const split = (await w.manifest())!;
+    expect(split.runId).toBe(SPLIT_RUN);
+    expect((await w.ledger.getSplit('s1'))!.publishedAt).toBeUndefined();
+
+    // An on-demand export of the month replaces the split's only dataset; its garbage collection
+    // fails, so the split's part files outlive the manifest that named them.
+    w.store.deleteFailures = 1;
+    await w.exportWhole('newer-run', ['csv']);
+    const newer = (await w.manifest())!;
+    expect(newer.runId).toBe('newer-run');
+    expect(Object.values(newer.datasets).map((d) => d.runId)).toEqual(['newer-run']);
+    for (const object of split.objects) expect(await w.store.head(object.key)).toBeDefined();
+
+    // The last part's message, handed back by the failed mark, comes again.
+    expect(await w.deliverLast()).toBe('completed');
+    expect(await w.manifest()).toEqual(newer);
+    for (const object of newer.objects) expect(await w.store.head(object.key)).toBeDefined();
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toEqual([]);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.failed)).toEqual([]);
+    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 1, failed: 0, openCompanies: [] });
+    expect(await w.ledger.getSplit('s1')).toMatchObject({ publishedAt: expect.any(Number), reportedAt: expect.any(Number) });
+
+    expect(await w.deliverLast()).toBe('completed');
+    expect(await w.manifest()).toEqual(newer);
+  });
+
+  it('the publish went unrecorded and a later export replaced it, its cleanup done: a redelivery settles the company completed, no ExportFailed', async () => {
+    const w = await world(['csv']);
+    w.ledger.markFailures = 1;
+    expect(await w.deliverLast()).toBe('retry');
+    await w.exportWhole('newer-run', ['csv']);
+    const newer = (await w.manifest())!;
+
+    expect(await w.deliverLast()).toBe('completed');
+    expect(await w.manifest()).toEqual(newer);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.failed)).toEqual([]);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toEqual([]);
+    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 1, failed: 0, openCompanies: [] });
+  });
+
+  it('a split whose manifest write lost to a concurrent export publishes on its redelivery, as before', async () => {
+    const w = await world(['csv']);
+    w.store.beforeManifestPut = () => w.exportWhole('concurrent-run', ['csv']);
+    expect(await w.deliverLast()).toBe('retry');
+    expect((await w.manifest())!.runId).toBe('concurrent-run');
+    // The attempt was recorded before the write, and marked refused when the condition failed.
+    expect(await w.ledger.getSplit('s1')).toMatchObject({ publishAttempts: [{ refused: true }] });
+    expect((await w.ledger.getSplit('s1'))!.publishedAt).toBeUndefined();
+
+    expect(await w.deliverLast()).toBe('completed');
+    expect((await w.manifest())!.runId).toBe(SPLIT_RUN);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toHaveLength(1);
+    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 1, openCompanies: [] });
+  });
+
+  it('a manifest write that failed with no answer, then an export published meanwhile: the redelivery leaves that export in place', async () => {
+    const w = await world(['csv']);
+    w.store.failManifestPuts = 1;
+    expect(await w.deliverLast()).toBe('retry');
+    expect(await w.ledger.getSplit('s1')).toMatchObject({ publishAttempts: [{ refused: false }] });
+    await w.exportWhole('newer-run', ['csv']);
+    const newer = (await w.manifest())!;
+
+    // Whether the write was made cannot be told any more; either way a newer complete export holds the period.
+    expect(await w.deliverLast()).toBe('completed');
+    expect(await w.manifest()).toEqual(newer);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toEqual([]);
+    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 1, failed: 0, openCompanies: [] });
+  });
+
+  it('a manifest write that failed with no answer is published by the redelivery while the period is unchanged', async () => {
+    const w = await world(['csv']);
+    w.store.failManifestPuts = 1;
+    expect(await w.deliverLast()).toBe('retry');
+    expect(await w.manifest()).toBeUndefined();
+
+    expect(await w.deliverLast()).toBe('completed');
+    expect((await w.manifest())!.runId).toBe(SPLIT_RUN);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toHaveLength(1);
   });
 });

@@ -35,6 +35,12 @@ export interface PublishInput {
   now: number;
   gcGraceMs: number;
   logger: Logger;
+  /**
+   * Runs after the symlinks, right before the manifest write: a record made here exists whenever
+   * the write may have happened (a split's publish attempt). A rejection aborts the publish as a
+   * failed write does.
+   */
+  beforeSwap?: () => Promise<void>;
 }
 
 export interface PublishResult {
@@ -58,6 +64,7 @@ export async function publishPeriod(input: PublishInput): Promise<PublishResult>
         compare(a.key, b.key),
       ),
     };
+    await input.beforeSwap?.();
     await store.putObject(key, serializeManifest(final), {
       contentType: 'application/json',
       ...(input.expected ? { ifMatch: input.expected.etag } : { ifNoneMatch: '*' }),

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { AccountingClient } from '../../accounting-api';
 import type { Logger } from '../../shared/logger';
 import { isRetryableExportFailure } from './export-company-period';
@@ -10,9 +11,9 @@ import { droppedFormats, readManifest, type Manifest } from '../formats/manifest
 import { finishRunIfDone } from './monthly-export';
 import type { SplitRecord } from './part-ledger';
 import { parsePeriod, periodRange } from '../formats/period';
-import { FormatLossError, PeriodExportError } from '../formats/period-errors';
+import { ConcurrentExportError, FormatLossError, PeriodExportError } from '../formats/period-errors';
 import { DEFAULT_GC_GRACE_MS, PeriodExporter, sanitizeBaseUrl } from '../formats/period-exporter';
-import { publishPeriod } from '../formats/publish';
+import { publishPeriod, type PublishResult } from '../formats/publish';
 import {
   countTransactions,
   dayCounts,
@@ -188,15 +189,17 @@ export async function runPart(deps: ExportWorkerDeps, job: ExportPartJob, messag
 /**
  * The finishing step: the one manifest of the month from every part's result, published by the
  * same compare-and-swap as a whole-month export, then marked in the ledger. Returns the period's
- * manifest naming the split's run. Idempotent: a split already published (its run is the
- * manifest's, or a dataset's of it) is only marked.
+ * manifest: the split's, or, when an earlier attempt's write was made and replaced since, the
+ * later run's (or none). Idempotent: a split already published (its run is the manifest's, or a
+ * dataset's of it, or an unrefused attempt started from a manifest version no longer current)
+ * is only marked.
  */
 export async function publishSplit(
   deps: ExportWorkerDeps,
   job: ExportPartJob,
   split: SplitRecord,
   logger = deps.logger,
-): Promise<Manifest> {
+): Promise<Manifest | undefined> {
   const store = deps.exporter.store;
   const period = parsePeriod(job.period);
   const key = manifestKey(job.companyId, period);
@@ -205,6 +208,22 @@ export async function publishSplit(
   if (previous && (previous.runId === split.runId || Object.values(previous.datasets).some((d) => d.runId === split.runId))) {
     // Published by an earlier attempt that died before marking it: publishing again would count
     // the live objects as superseded.
+    await deps.ledger.markSplitPublished(split.splitId, deps.clock.now());
+    return previous;
+  }
+  // Read after the manifest: an attempt whose write produced, or came before, the version just
+  // read is then in the record (the caller's copy may predate another delivery's attempt).
+  const attempts = (await deps.ledger.getSplit(split.splitId))?.publishAttempts ?? split.publishAttempts;
+  const made = attempts.find((a) => !a.refused && a.from !== expected?.etag);
+  if (made) {
+    // The manifest has changed since that write was to replace it and names another run: the
+    // write was made and a later export replaced it (whose cleanup may have left our objects), or
+    // the write failed without an answer and an export was published meanwhile. Either way the
+    // period holds a complete export newer than the attempt, which publishing would undo.
+    describeSplit(split, logger).warn('split export superseded after an earlier publish attempt; not published again', {
+      attemptAt: new Date(made.at).toISOString(),
+      manifestRunId: previous?.runId,
+    });
     await deps.ledger.markSplitPublished(split.splitId, deps.clock.now());
     return previous;
   }
@@ -233,18 +252,38 @@ export async function publishSplit(
     toolVersion: deps.exporter.toolVersion,
     baseUrl: sanitizeBaseUrl(deps.exporter.baseUrl),
   });
-  const published = await publishPeriod({
-    store,
-    company: job.companyId,
-    period,
-    manifest,
-    replaced,
-    expected,
-    previous,
-    now,
-    gcGraceMs: deps.exporter.exporter?.gcGraceMs ?? DEFAULT_GC_GRACE_MS,
-    logger,
-  });
+  const attempt = { id: randomUUID(), at: now, ...(expected ? { from: expected.etag } : {}) };
+  let recorded = false;
+  let published: PublishResult;
+  try {
+    published = await publishPeriod({
+      store,
+      company: job.companyId,
+      period,
+      manifest,
+      replaced,
+      expected,
+      previous,
+      now,
+      gcGraceMs: deps.exporter.exporter?.gcGraceMs ?? DEFAULT_GC_GRACE_MS,
+      logger,
+      beforeSwap: async () => {
+        await deps.ledger.recordPublishAttempt(split.splitId, attempt);
+        recorded = true;
+      },
+    });
+  } catch (error) {
+    // A refused condition is the one answer that proves the write was not made: without the mark
+    // a redelivery would take the concurrent export's manifest for a replacement of ours.
+    if (recorded && error instanceof ConcurrentExportError) {
+      try {
+        await deps.ledger.refusePublishAttempt(split.splitId, attempt.id);
+      } catch (cause) {
+        logger.warn('could not mark a refused publish attempt; a redelivery will leave the newer export in place', { error: cause });
+      }
+    }
+    throw error;
+  }
   await deps.ledger.markSplitPublished(split.splitId, now);
   const records = Object.fromEntries(replaced.map((d) => [d, manifest.datasets[d]?.records ?? 0]));
   deps.metrics.add('ExportCompleted', 1);
