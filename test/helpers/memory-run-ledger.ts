@@ -85,6 +85,7 @@ export class MemoryRunLedger implements RunLedger, PartLedger {
     const state = this.splitState(splitId);
     if (state.split.reportedAt !== undefined) return Promise.resolve(false);
     state.split.reportedAt = at;
+    state.split.publishedAt ??= at;
     return Promise.resolve(true);
   }
 

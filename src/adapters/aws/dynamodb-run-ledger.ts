@@ -398,16 +398,17 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
     );
   }
 
-  /** Sets a time of the split item once; false when it was already set. */
+  /** Sets a time of the split item once; false when it was already set. A report also sets `publishedAt` if it is missing. */
   private async markSplit(splitId: string, field: 'publishedAt' | 'reportedAt', at: number): Promise<boolean> {
+    const reported = field === 'reportedAt';
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: splitKey(splitId),
-          UpdateExpression: 'SET #field = :at',
+          UpdateExpression: reported ? 'SET #field = :at, #published = if_not_exists(#published, :at)' : 'SET #field = :at',
           ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#field)',
-          ExpressionAttributeNames: { '#pk': PK, '#field': field },
+          ExpressionAttributeNames: { '#pk': PK, '#field': field, ...(reported ? { '#published': 'publishedAt' } : {}) },
           ExpressionAttributeValues: { ':at': at },
         }),
       );

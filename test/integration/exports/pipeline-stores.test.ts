@@ -149,6 +149,21 @@ describe.each(ledgers)('run ledger contract: %s', (_name, make) => {
     expect(await ledger.getSplit('s1')).toMatchObject({ publishedAt: 30, publishAttempts: [{ id: 'a1' }, { id: 'a2' }] });
     await expect(ledger.recordPublishAttempt('unknown', { id: 'a3', at: 40 })).rejects.toThrow();
   });
+
+  it('records the publish with the report when its own mark is missing, and keeps an earlier one', async () => {
+    const parts = [{ index: 0, dateFrom: '2026-10-01', dateTo: '2026-10-31' }];
+    for (const splitId of ['unmarked', 'marked']) {
+      await ledger.startSplit({ splitId, companyId: A, period: '2026-10', runId: 'r1', parts, createdAt: 1 });
+    }
+    expect(await ledger.markSplitReported('unmarked', 50)).toBe(true);
+    expect(await ledger.getSplit('unmarked')).toMatchObject({ publishedAt: 50, reportedAt: 50 });
+    expect(await ledger.markSplitPublished('unmarked', 60)).toBe(false);
+
+    expect(await ledger.markSplitPublished('marked', 30)).toBe(true);
+    expect(await ledger.markSplitReported('marked', 50)).toBe(true);
+    expect(await ledger.markSplitReported('marked', 70)).toBe(false);
+    expect(await ledger.getSplit('marked')).toMatchObject({ publishedAt: 30, reportedAt: 50 });
+  });
 });
 
 describe('DynamoDB run ledger', () => {

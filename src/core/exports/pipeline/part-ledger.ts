@@ -125,6 +125,10 @@ export interface PartLedger {
   refusePublishAttempt(splitId: string, attemptId: string): Promise<void>;
   /** Records that the month's manifest is published; false when it already was. */
   markSplitPublished(splitId: string, at: number): Promise<boolean>;
-  /** Records that the published split's event and settle are done; false when it already was. */
+  /**
+   * Records that the published split's event and settle are done; false when it already was. Also
+   * sets `publishedAt` when it is missing: a report follows a publish, and the publish's own mark
+   * may have failed (docs/fleet-exports.md), so a split once reported is never taken as unpublished.
+   */
   markSplitReported(splitId: string, at: number): Promise<boolean>;
 }
