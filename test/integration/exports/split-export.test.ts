@@ -4,6 +4,7 @@ import { DynamoDbRunLedger } from '../../../src/adapters/aws/dynamodb-run-ledger
 import { createRunLedgerTable } from '../../helpers/dynamodb-tables';
 import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
 import { MemoryEventPublisher } from '../../../src/adapters/local/memory-event-publisher';
+import type { DomainEvent } from '../../../src/core/ports/events';
 import { MemoryExportQueue, type QueuedExportMessage } from '../../helpers/memory-export-queue';
 import { apiKeyAuth } from '../../../src/core/accounting-api';
 import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/pipeline/export-events';
@@ -76,7 +77,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     await createRunLedgerTable(dynamoClient, tableName);
     const store = new FlakyS3Store({ client: s3.client(), bucket: BUCKET, prefix: `split${++prefixes}` });
     const queue = new MemoryExportQueue();
-    const events = new MemoryEventPublisher();
+    const events = new FlakyEvents();
     const ledger = new FlakyDynamoLedger({ client: dynamoClient, tableName, clock });
     const deps: ExportWorkerDeps = {
       exporter: { store, toolVersion: '0.1.0', baseUrl: sandbox.baseUrl },
@@ -99,8 +100,8 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       trigger: { kind: 'on_demand', requestId: `req-${tables}`, via: 'cli' },
     };
     let delivered = 0;
-    const deliver = async (message: QueuedExportMessage): Promise<JobResult> => {
-      const report = await processExportBatch(deps, [{ messageId: `m${++delivered}`, body: message.body, receiveCount: 1 }]);
+    const deliver = async (message: QueuedExportMessage, receiveCount = 1): Promise<JobResult> => {
+      const report = await processExportBatch(deps, [{ messageId: `m${++delivered}`, body: message.body, receiveCount }]);
       return report.results[0]!.result;
     };
     const manifest = () => readManifest(store, manifestKey(company, OCTOBER));
@@ -222,7 +223,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     const [first, second, third] = split.queue.drain();
     expect(await split.deliver(first!)).toBe('completed');
     expect(await split.deliver(second!)).toBe('completed');
+    // The mark fails, then the report (the bus): the message is handed back with publishedAt unset.
     split.ledger.markFailures = 1;
+    split.events.failures = 1;
     expect(await split.deliver(third!)).toBe('retry');
     const published = (await split.manifest())!;
     expect(published.source.parts).toHaveLength(3);
@@ -247,6 +250,29 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     expect(split.events.events.filter((e) => e.type === EXPORT_EVENT_TYPES.failed)).toEqual([]);
   });
 
+  it('reports a split whose publish mark fails on the final delivery as completed, once, never ExportFailed', async () => {
+    const split = await world(MAX_PER_PART);
+    await split.queue.enqueue([split.job]);
+    expect(await Promise.all(split.queue.drain().map(split.deliver))).toEqual(['split']);
+    const [first, second, third] = split.queue.drain();
+    expect(await split.deliver(first!)).toBe('completed');
+    expect(await split.deliver(second!)).toBe('completed');
+
+    split.ledger.markFailures = 1;
+    expect(await split.deliver(third!, split.deps.maxReceiveCount)).toBe('completed');
+    const manifest = (await split.manifest())!;
+    expect(manifest.source.parts).toHaveLength(3);
+    const completed = split.events.events.filter((e) => e.type === EXPORT_EVENT_TYPES.completed);
+    expect(completed.map((e) => (e.detail as { runId: string }).runId)).toEqual([manifest.runId]);
+    expect(split.events.events.filter((e) => e.type === EXPORT_EVENT_TYPES.failed)).toEqual([]);
+    const splitId = (decodeJob(third!.body) as Extract<QueuedJob, { type: 'export_part' }>).splitId;
+    expect(await split.ledger.getSplit(splitId)).toMatchObject({ publishedAt: expect.any(Number), reportedAt: expect.any(Number) });
+
+    // A redrive of the message reports nothing again.
+    expect(await split.deliver(third!)).toBe('completed');
+    expect(split.events.events.filter((e) => e.type === EXPORT_EVENT_TYPES.completed)).toHaveLength(1);
+  });
+
   it('exports a month at or below the threshold whole (one count request decides)', async () => {
     const split = await world(5000);
     await split.queue.enqueue([split.job]);
@@ -255,6 +281,18 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     expect((await split.manifest())!.source.parts).toBeUndefined();
   });
 });
+
+/** Events that refuse the next `failures` calls, as EventBridge does when it is unwell. */
+class FlakyEvents extends MemoryEventPublisher {
+  failures = 0;
+  override publish(events: readonly DomainEvent[]): Promise<void> {
+    if (this.failures > 0) {
+      this.failures -= 1;
+      return Promise.reject(new Error('injected: event bus unavailable'));
+    }
+    return super.publish(events);
+  }
+}
 
 /** The real adapter, whose markSplitPublished fails the next `markFailures` times. */
 class FlakyDynamoLedger extends DynamoDbRunLedger {

@@ -324,12 +324,14 @@ describe('publishing a split (worker)', () => {
       trigger: { kind: 'monthly', runId: RUN },
     };
     let delivered = 0;
-    const deliverLast = async (overrides: Partial<ExportPartJob> = {}) => {
+    /** `receiveCount` defaults to the deliveries so far; `deps.maxReceiveCount` makes it the final one. */
+    const deliverLast = async (overrides: Partial<ExportPartJob> = {}, receiveCount?: number) => {
       delivered += 1;
       const body = encodeJob({ ...job, ...overrides });
-      const report = await processExportBatch(deps, [{ messageId: `m${delivered}`, body, receiveCount: delivered }]);
+      const report = await processExportBatch(deps, [{ messageId: `m${delivered}`, body, receiveCount: receiveCount ?? delivered }]);
       return report.results[0]!.result;
     };
+    const deliverFinal = () => deliverLast({}, deps.maxReceiveCount);
     /** A whole-month export published meanwhile (an on-demand job: another FIFO group than the parts'). */
     const exportWhole = (runId: string, wholeFormats: ExportFormat[]) =>
       new PeriodExporter({ store, clock, logger, toolVersion: '0.1.0', runIds: () => runId }).run({
@@ -341,7 +343,7 @@ describe('publishing a split (worker)', () => {
         sourceBaseUrl: 'https://api.example.test/api/v1',
       });
     const manifest = () => readManifest(store, KEY);
-    return { store, ledger, events, deliverLast, exportWhole, manifest };
+    return { store, ledger, events, logger, metrics: deps.metrics as MemoryMetrics, deliverLast, deliverFinal, exportWhole, manifest };
   }
 
   it('a part keeps only its own days, so a server that ignores the date filter cannot make two parts count one record', async () => {
@@ -424,20 +426,78 @@ describe('publishing a split (worker)', () => {
     expect(w.events.events).toHaveLength(events);
   });
 
-  it('a ledger failure marking the publish: the redelivered last part marks it, then reports', async () => {
+  it('a ledger failure marking the publish: the same delivery reports the month, and the report records the publish', async () => {
     const w = await world(['csv']);
     w.ledger.markFailures = 1;
 
-    expect(await w.deliverLast()).toBe('retry');
+    expect(await w.deliverLast()).toBe('completed');
     const published = (await w.manifest())!;
     expect(published.runId).toBe(SPLIT_RUN);
-    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toEqual([]);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toHaveLength(1);
+    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 1, openCompanies: [] });
+    expect((await w.ledger.getSplit('s1'))!.publishedAt).toBeDefined();
 
     expect(await w.deliverLast()).toBe('completed');
     expect(await w.manifest()).toEqual(published);
     expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toHaveLength(1);
-    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 1, openCompanies: [] });
-    expect((await w.ledger.getSplit('s1'))!.publishedAt).toBeDefined();
+  });
+
+  it('a ledger failure marking the publish on the final delivery: completed, reported once, never ExportFailed', async () => {
+    const w = await world(['csv']);
+    w.ledger.markFailures = 1;
+
+    expect(await w.deliverFinal()).toBe('completed');
+    expect((await w.manifest())!.runId).toBe(SPLIT_RUN);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.failed)).toEqual([]);
+    const completed = w.events.ofType(EXPORT_EVENT_TYPES.completed);
+    expect(completed).toHaveLength(1);
+    expect(completed[0]!.detail).toMatchObject({ companyId: COMPANY, runId: SPLIT_RUN, records: { transactions: 40 } });
+    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 1, failed: 0, failedCompanies: [], openCompanies: [] });
+    expect(w.metrics.sum('ExportFailed')).toBe(0);
+    expect(w.metrics.sum('ExportSplitMarkFailed')).toBe(1);
+    expect(w.logger.entries().some((e) => e.level === 'warn' && /could not mark/.test(String(e.message)))).toBe(true);
+    // The report's mark also records the publish the failed mark left out.
+    expect(await w.ledger.getSplit('s1')).toMatchObject({ publishedAt: expect.any(Number), reportedAt: expect.any(Number) });
+
+    // A redelivery (the queue's, or a redrive of a message handed back meanwhile) reports nothing again.
+    expect(await w.deliverLast()).toBe('completed');
+    expect(await w.deliverFinal()).toBe('completed');
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toHaveLength(1);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.failed)).toEqual([]);
+  });
+
+  it('a redelivery that finds the split published but unmarked, and cannot mark it on the final delivery: completed, no ExportFailed', async () => {
+    const w = await world(['csv']);
+    // The first delivery publishes, cannot mark, and cannot report: handed back unmarked.
+    w.ledger.markFailures = 1;
+    w.events.failures = 1;
+    expect(await w.deliverLast()).toBe('retry');
+    expect((await w.manifest())!.runId).toBe(SPLIT_RUN);
+    expect((await w.ledger.getSplit('s1'))!.publishedAt).toBeUndefined();
+
+    w.ledger.markFailures = 1;
+    expect(await w.deliverFinal()).toBe('completed');
+    expect((await w.manifest())!.runId).toBe(SPLIT_RUN);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.failed)).toEqual([]);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toHaveLength(1);
+    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 1, failed: 0, openCompanies: [] });
+    expect(await w.ledger.getSplit('s1')).toMatchObject({ publishedAt: expect.any(Number), reportedAt: expect.any(Number) });
+  });
+
+  it('a split replaced after an unmarked publish, and the mark failing again on the final delivery: settled completed, no event either way', async () => {
+    const w = await world(['csv']);
+    w.ledger.markFailures = 1;
+    w.events.failures = 1;
+    expect(await w.deliverLast()).toBe('retry');
+    await w.exportWhole('newer-run', ['csv']);
+    const newer = (await w.manifest())!;
+
+    w.ledger.markFailures = 1;
+    expect(await w.deliverFinal()).toBe('completed');
+    expect(await w.manifest()).toEqual(newer);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.failed)).toEqual([]);
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)).toEqual([]);
+    expect(await w.ledger.tally(RUN)).toMatchObject({ completed: 1, failed: 0, openCompanies: [] });
   });
 
   it('a redelivery after a later export replaced the split never publishes the split again; the company is settled completed', async () => {
@@ -454,7 +514,9 @@ describe('publishing a split (worker)', () => {
   });
   it('the publish went unrecorded, a later export replaced every dataset and its cleanup failed: a redelivery never republishes the split', async () => {
     const w = await world(['csv']);
+    // The mark fails, then the report (the bus): the message is handed back with publishedAt unset.
     w.ledger.markFailures = 1;
+    w.events.failures = 1;
     expect(await w.deliverLast()).toBe('retry');
     const split = (await w.manifest())!;
     expect(split.runId).toBe(SPLIT_RUN);
@@ -485,6 +547,7 @@ describe('publishing a split (worker)', () => {
   it('the publish went unrecorded and a later export replaced it, its cleanup done: a redelivery settles the company completed, no ExportFailed', async () => {
     const w = await world(['csv']);
     w.ledger.markFailures = 1;
+    w.events.failures = 1;
     expect(await w.deliverLast()).toBe('retry');
     await w.exportWhole('newer-run', ['csv']);
     const newer = (await w.manifest())!;

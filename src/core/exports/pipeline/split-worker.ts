@@ -188,11 +188,11 @@ export async function runPart(deps: ExportWorkerDeps, job: ExportPartJob, messag
 
 /**
  * The finishing step: the one manifest of the month from every part's result, published by the
- * same compare-and-swap as a whole-month export, then marked in the ledger. Returns the period's
- * manifest: the split's, or, when an earlier attempt's write was made and replaced since, the
- * later run's (or none). Idempotent: a split already published (its run is the manifest's, or a
- * dataset's of it, or an unrefused attempt started from a manifest version no longer current)
- * is only marked.
+ * same compare-and-swap as a whole-month export, then marked in the ledger (a mark that fails is
+ * logged, not thrown: `markPublished`). Returns the period's manifest: the split's, or, when an
+ * earlier attempt's write was made and replaced since, the later run's (or none). Idempotent: a
+ * split already published (its run is the manifest's, or a dataset's of it, or an unrefused
+ * attempt started from a manifest version no longer current) is only marked.
  */
 export async function publishSplit(
   deps: ExportWorkerDeps,
@@ -208,7 +208,7 @@ export async function publishSplit(
   if (previous && (previous.runId === split.runId || Object.values(previous.datasets).some((d) => d.runId === split.runId))) {
     // Published by an earlier attempt that died before marking it: publishing again would count
     // the live objects as superseded.
-    await deps.ledger.markSplitPublished(split.splitId, deps.clock.now());
+    await markPublished(deps, split, deps.clock.now(), logger);
     return previous;
   }
   // Read after the manifest: an attempt whose write produced, or came before, the version just
@@ -224,7 +224,7 @@ export async function publishSplit(
       attemptAt: new Date(made.at).toISOString(),
       manifestRunId: previous?.runId,
     });
-    await deps.ledger.markSplitPublished(split.splitId, deps.clock.now());
+    await markPublished(deps, split, deps.clock.now(), logger);
     return previous;
   }
   const results = await deps.ledger.partResults(split.splitId);
@@ -284,12 +284,28 @@ export async function publishSplit(
     }
     throw error;
   }
-  await deps.ledger.markSplitPublished(split.splitId, now);
+  await markPublished(deps, split, now, logger);
   const records = Object.fromEntries(replaced.map((d) => [d, manifest.datasets[d]?.records ?? 0]));
   deps.metrics.add('ExportCompleted', 1);
   deps.metrics.add('ExportedRecords', records.transactions ?? 0);
   describeSplit(split, logger).info('split export published', { manifestKey: published.manifestKey, records });
   return manifest;
+}
+
+/**
+ * Records the publish in the ledger. A failure is logged and counted, not thrown: the manifest is
+ * the period's whatever the ledger says, so the part's failure path (ExportFailed on the last
+ * delivery) would report a published month as failed. Nothing depends on the mark alone: a later
+ * delivery still finds the publish (the manifest names the split's run, or an unrefused attempt
+ * started from a manifest version no longer current), and the report's mark records it too.
+ */
+async function markPublished(deps: ExportWorkerDeps, split: SplitRecord, at: number, logger: Logger): Promise<void> {
+  try {
+    await deps.ledger.markSplitPublished(split.splitId, at);
+  } catch (error) {
+    deps.metrics.add('ExportSplitMarkFailed', 1);
+    describeSplit(split, logger).warn('could not mark the split published; reporting it as published', { error });
+  }
 }
 
 /**
