@@ -54,6 +54,8 @@ export {
   type DoctorSettings,
   type DoctorDeps,
   FINDING_EVENT_TYPE,
+  givenUpLabel,
+  givenUpAt,
   checkKeyRotations,
   examineCompanies,
   reportDoctorRun,

@@ -18,9 +18,15 @@ import { listKeys, rotationTokenOf } from './rotation';
  */
 
 export type FindingType =
-  /** AWSPENDING on a version that is not AWSCURRENT, older than `stuckPendingAfterMs`. Repaired: the label is removed. */
+  /**
+   * AWSPENDING on a version that is not AWSCURRENT, older than `stuckPendingAfterMs`. Repaired: the
+   * label is removed, and the version's key left to a later run (`givenUpLabel`).
+   */
   | 'stuck_pending'
-  /** A live key that rotation created and no labelled version references. Repaired once past the grace period: revoked. */
+  /**
+   * A live key that rotation created and no labelled version references. Repaired once past the
+   * grace period (and, for a rotation the doctor gave up, past `lateFinishMs`): revoked.
+   */
   | 'orphan_key'
   /** The AWSPREVIOUS key is still live although its grace period is long over and no revocation is pending. Repaired: revoked. */
   | 'revocation_overdue'
@@ -66,6 +72,13 @@ export interface DoctorSettings {
   overdueAfterMs?: number;
   /** How late a scheduled revocation may fire before the doctor does it instead. @default 15 minutes */
   revocationSlackMs?: number;
+  /**
+   * How long the key of a rotation the doctor gave up stays live: a finishSecret that passed its
+   * guard before the label went may promote the version until its invocation ends. At least the
+   * rotation function's timeout. @default 20 minutes (Lambda's longest timeout, 15 minutes, plus
+   * the calls between the stamp and the removal)
+   */
+  lateFinishMs?: number;
   /** False: report only (a dry run). @default true */
   repair?: boolean;
 }
@@ -86,6 +99,31 @@ export const FINDING_EVENT_TYPE = 'ApiKeyRotationFinding';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
+
+const GIVEN_UP_PREFIX = 'ACCTOPS_GIVEN_UP_';
+const GIVEN_UP_LABEL = new RegExp(`^${GIVEN_UP_PREFIX}(\\d{4})(\\d{2})(\\d{2})T(\\d{2})(\\d{2})(\\d{2})Z$`);
+
+/**
+ * The staging label the doctor puts on a version before it removes its stuck AWSPENDING: when it
+ * gave the rotation up (UTC, to the second, ISO 8601 basic format: `ACCTOPS_GIVEN_UP_20261102T090000Z`).
+ * It keeps the version's key referenced, so no run revokes it while a late finishSecret may still
+ * promote the version, and DescribeSecret shows it, so the sweep examines the company until a run
+ * past `lateFinishMs` takes the label off (docs/key-rotation.md, "finishSecret and the doctor").
+ */
+export function givenUpLabel(at: number): string {
+  return `${GIVEN_UP_PREFIX}${new Date(at)
+    .toISOString()
+    .replace(/\.\d{3}Z$/, 'Z')
+    .replace(/[-:]/g, '')}`;
+}
+
+/** When the doctor gave the version up, for a label of `givenUpLabel`; undefined for any other label. */
+export function givenUpAt(stage: string): number | undefined {
+  const m = GIVEN_UP_LABEL.exec(stage);
+  if (!m) return undefined;
+  const at = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6]));
+  return Number.isNaN(at) ? undefined : at;
+}
 
 export async function checkKeyRotations(deps: DoctorDeps, settings: DoctorSettings): Promise<DoctorReport> {
   const now = deps.clock.now();
@@ -147,6 +185,7 @@ function resolveSettings(settings: DoctorSettings): Required<DoctorSettings> {
     expiryWarningMs: settings.expiryWarningMs ?? 14 * DAY,
     overdueAfterMs: settings.overdueAfterMs ?? DAY,
     revocationSlackMs: settings.revocationSlackMs ?? 15 * 60_000,
+    lateFinishMs: settings.lateFinishMs ?? 20 * 60_000,
     repair: settings.repair ?? true,
   };
 }
@@ -174,6 +213,11 @@ interface SecretState {
    * name), so a revocation that was lost is found even two rotations later.
    */
   held: Map<string, CompanyKeySecret>;
+  /**
+   * Versions the doctor gave up (`givenUpLabel`), by version id (= the rotation's token): when, and
+   * whether `lateFinishMs` is over. A key of a rotation still inside it is never revoked.
+   */
+  givenUp: Map<string, { at: number; over: boolean }>;
 }
 
 async function checkCompany(entries: CompanyKeyEntry[], ctx: CheckContext): Promise<void> {
@@ -221,16 +265,57 @@ async function checkSecret(entry: CompanyKeyEntry, ctx: CheckContext): Promise<S
     if (!version.stages.includes(SecretStage.pending) || version.stages.includes(SecretStage.current)) continue;
     const age = version.createdAt === undefined ? Infinity : now - version.createdAt;
     if (age <= settings.stuckPendingAfterMs) continue; // a rotation in progress
-    if (settings.repair && !(await removeStuckPending(store, secretId, version.versionId))) continue;
+    const key = await versionKey(store, secretId, version.versionId);
+    const stamp = deps.clock.now();
+    if (settings.repair && !(await giveUp(store, secretId, version.versionId, stamp, ctx.log))) continue;
+    const keyText = key
+      ? `; its key ${key.keyPrefix} is revoked by a run after ${isoSeconds(stamp + settings.lateFinishMs)}, unless a late finishSecret made it current`
+      : '';
     found.push({
       ...base,
       type: 'stuck_pending',
       versionId: version.versionId,
+      ...(key ? { apiKeyId: key.apiKeyId, keyPrefix: key.keyPrefix } : {}),
       repaired: settings.repair,
-      detail: `AWSPENDING on version ${version.versionId}, which is not AWSCURRENT, since ${ageText(age)}${settings.repair ? '; label removed' : ''}`,
+      detail: `AWSPENDING on version ${version.versionId}, which is not AWSCURRENT, since ${ageText(age)}${settings.repair ? `; label removed${keyText}` : ''}`,
     });
   }
-  if (settings.repair) versions = await store.listVersions(secretId);
+
+  // The label of a rotation given up longer than lateFinishMs ago has done its work: no finishSecret
+  // that passed its guard is still running, so the version's key is what the labels say it is. The
+  // listing is the one from before this run's repairs: a version given up just now still shows
+  // AWSPENDING there, and a version that carries AWSPENDING again is the stuck check's business.
+  const givenUp = new Map<string, { at: number; over: boolean }>();
+  const released = new Set<string>();
+  for (const version of versions) {
+    const times = version.stages.map(givenUpAt).filter((t) => t !== undefined);
+    if (times.length === 0) continue;
+    const at = Math.max(...times);
+    const over = !version.stages.includes(SecretStage.pending) && now - at >= settings.lateFinishMs;
+    givenUp.set(version.versionId, { at, over });
+    if (!over) continue;
+    released.add(version.versionId);
+    if (version.stages.includes(SecretStage.current)) {
+      ctx.log.info('a rotation the doctor gave up was promoted by a late finishSecret; its key is current', {
+        versionId: version.versionId,
+        givenUpAt: isoSeconds(at),
+      });
+    }
+    if (!settings.repair) continue;
+    for (const stage of version.stages.filter((s) => givenUpAt(s) !== undefined)) {
+      await store.moveStage(secretId, { stage, fromVersionId: version.versionId });
+    }
+  }
+  if (settings.repair) {
+    versions = await store.listVersions(secretId);
+    for (const version of versions) {
+      const times = version.stages.map(givenUpAt).filter((t) => t !== undefined);
+      if (times.length > 0 && !givenUp.has(version.versionId)) givenUp.set(version.versionId, { at: Math.max(...times), over: false });
+    }
+  } else {
+    // A dry run reports what a repairing run would do: a label past its time references nothing.
+    versions = versions.map((v) => (released.has(v.versionId) ? { ...v, stages: v.stages.filter((s) => givenUpAt(s) === undefined) } : v));
+  }
 
   const rotation = description.rotation;
   if (!rotation.enabled) {
@@ -253,16 +338,43 @@ async function checkSecret(entry: CompanyKeyEntry, ctx: CheckContext): Promise<S
   const current = parseCompanyKeySecret((await store.readSecret(secretId, { stage: SecretStage.current })).value);
   const referenced = await referencedKeys(store, secretId, versions);
   const held = await heldKeys(store, secretId, versions);
-  return { entry, description, current, referenced, held };
+  return { entry, description, current, referenced, held, givenUp };
+}
+
+/**
+ * Gives a stuck rotation up: labels the version `givenUpLabel(at)`, then removes its AWSPENDING.
+ * In that order, so that the version is never without a label that keeps its key from being
+ * revoked: a finishSecret that passed its guard before the removal may still promote the version
+ * and then stop before it reads the label again (a timeout between two calls, a failed read), and
+ * the key it promoted must still be live. False if a late finishSecret removed AWSPENDING first
+ * (the rotation is not stuck); the label then comes off again.
+ */
+async function giveUp(
+  store: CheckContext['deps']['store'],
+  secretId: string,
+  versionId: string,
+  at: number,
+  log: Logger,
+): Promise<boolean> {
+  const label = givenUpLabel(at);
+  await store.moveStage(secretId, { stage: label, toVersionId: versionId });
+  if (await removeStuckPending(store, secretId, versionId)) return true;
+  try {
+    await store.moveStage(secretId, { stage: label, fromVersionId: versionId });
+  } catch (error) {
+    // Harmless where it stays: the next run past lateFinishMs takes it off.
+    log.warn('given-up label not removed from a version a late finishSecret promoted', { versionId, error });
+  }
+  return false;
 }
 
 /**
  * Removes a stuck AWSPENDING (RemoveFromVersionId names the version). A late finishSecret (Secrets
  * Manager retries a rotation with its token) removes the same label after promoting the version;
  * if it did so since the listing, the removal fails, and the rotation is not stuck: false. The
- * caller lists the versions again after this removal and before revoking anything, which is half
- * of what keeps a key finishSecret promotes from being revoked as an orphan; finishSecret reading
- * the label after its promotion is the other (docs/key-rotation.md, "finishSecret and the doctor").
+ * caller lists the versions again after this removal and before revoking anything, and finishSecret
+ * reads the label after its promotion; the given-up label covers a finishSecret that stops between
+ * the two (docs/key-rotation.md, "finishSecret and the doctor").
  */
 async function removeStuckPending(store: CheckContext['deps']['store'], secretId: string, versionId: string): Promise<boolean> {
   try {
@@ -272,6 +384,19 @@ async function removeStuckPending(store: CheckContext['deps']['store'], secretId
     const stages = (await store.describeSecret(secretId)).versionStages[versionId] ?? [];
     if (stages.includes(SecretStage.pending) && !stages.includes(SecretStage.current)) throw error;
     return false;
+  }
+}
+
+/** The key a version holds, or undefined (no value yet, or one that does not parse). */
+async function versionKey(
+  store: Pick<SecretStore, 'readSecret'>,
+  secretId: string,
+  versionId: string,
+): Promise<CompanyKeySecret | undefined> {
+  try {
+    return parseCompanyKeySecret((await store.readSecret(secretId, { versionId })).value);
+  } catch {
+    return undefined;
   }
 }
 
@@ -305,6 +430,9 @@ async function checkKeys(states: SecretState[], ctx: CheckContext): Promise<void
     if (key.revokedAt !== null || inUse.has(key.publicId)) continue;
     const base = { companyId: first.entry.companyId, apiKeyId: key.publicId, keyPrefix: key.prefix };
     const token = rotationTokenOf(key);
+    // Given up too recently: a finishSecret may still make it current (its version may hold no
+    // value, so the label's reference alone does not cover it).
+    if (token !== undefined && states.some((s) => s.givenUp.get(token)?.over === false)) continue;
     if (token !== undefined && !referencedIds.has(key.publicId)) {
       const created = millis(key.createdAt);
       // Younger than the grace period: it may be the key a rotation is creating right now.
@@ -314,12 +442,13 @@ async function checkKeys(states: SecretState[], ctx: CheckContext): Promise<void
       // grace period it promised.
       if (await revocationScheduled(key, ctx)) continue;
       await revokeIf(settings.repair, client, key);
+      const givenUp = states.map((s) => s.givenUp.get(token)).find((g) => g !== undefined);
       found.push({
         ...base,
         secret: first.entry.name,
         type: 'orphan_key',
         repaired: settings.repair,
-        detail: `key of rotation ${token} is referenced by no version of the company's secrets${settings.repair ? '; revoked' : ''}`,
+        detail: `key of rotation ${token}${givenUp ? ` (given up ${isoSeconds(givenUp.at)})` : ''} is referenced by no version of the company's secrets${settings.repair ? '; revoked' : ''}`,
       });
       continue;
     }
@@ -428,6 +557,10 @@ async function revokeIf(repair: boolean, client: AccountingClient, key: ApiKey):
 
 function millis(timestamp: string | null): number | undefined {
   return timestamp === null ? undefined : timestampMillis(timestamp);
+}
+
+function isoSeconds(at: number): string {
+  return new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 function ageText(ms: number): string {

@@ -9,6 +9,7 @@ import {
   describeDoctorError,
   examineCompanies,
   type Finding,
+  givenUpAt,
   reportDoctorRun,
 } from './rotation-doctor';
 import { lazySchema } from '../shared/lazy-schema';
@@ -23,8 +24,8 @@ import { lazySchema } from '../shared/lazy-schema';
  * 1. the registry, a page at a time: companies whose `rotationCheckAfter` is absent or past (a
  *    small projection: id, removedAt, rotationCheckAfter);
  * 2. DescribeSecret of each of those (metadata only: rotation rules, NextRotationDate,
- *    LastRotatedDate, version stages) decides: AWSPENDING on a non-current version = in progress,
- *    NextRotationDate past = due (overdue past `overdueAfterMs`), rotation off = disabled; anything
+ *    LastRotatedDate, version stages) decides: AWSPENDING on a non-current version, or a version
+ *    the doctor gave up and has not released yet (`givenUpLabel`) = in progress, NextRotationDate past = due (overdue past `overdueAfterMs`), rotation off = disabled; anything
  *    else is not due, and its `rotationCheckAfter` is set to its next rotation (capped at
  *    `maxRecheckMs`) so that the next runs skip it without a call;
  * 3. the due companies get the full check inline when few, or are sent to a queue when more than
@@ -122,8 +123,11 @@ export function dueReason(
   now: number,
   settings: { overdueAfterMs?: number; maxRecheckMs?: number } = {},
 ): { reason: DueReason } | { reason: undefined; nextCheckAt: number } {
+  // A given-up rotation's key is revoked (or found current) only by a later full check, which
+  // takes the label off; until then the company stays due.
   const pending = Object.values(description.versionStages).some(
-    (stages) => stages.includes(SecretStage.pending) && !stages.includes(SecretStage.current),
+    (stages) =>
+      (stages.includes(SecretStage.pending) && !stages.includes(SecretStage.current)) || stages.some((s) => givenUpAt(s) !== undefined),
   );
   if (pending) return { reason: 'in_progress' };
   const { rotation } = description;

@@ -57,7 +57,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(world.events.published).toEqual([]);
     });
 
-    it('repairs a rotation that crashed after createSecret: removes the stale AWSPENDING and revokes its orphan key', async () => {
+    it('repairs a rotation that crashed after createSecret: removes the stale AWSPENDING, and revokes its orphan key at a later run', async () => {
       await world.startRotation(); // one good rotation first, so AWSPREVIOUS exists too
       world.sm.admin.setRotationMode('manual');
       const { versionId } = await world.startRotation();
@@ -73,17 +73,29 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       world.clock.advance(2 * HOUR);
       await runDueRevocations({ ...doctorDeps(), metrics: world.metrics, queue: world.queue }); // the first rotation's schedule fired
       const report = await doctor();
-      expect(report.findings.map((f) => [f.type, f.repaired])).toEqual([
-        ['stuck_pending', true],
-        ['orphan_key', true],
-      ]);
-      expect(report.findings[1]).toMatchObject({ apiKeyId: orphan.publicId, keyPrefix: orphan.prefix, companyId: world.companyId });
+      // The key is left live for now: a finishSecret of this rotation may still be running.
+      expect(report.findings.map((f) => [f.type, f.repaired])).toEqual([['stuck_pending', true]]);
+      expect(report.findings[0]).toMatchObject({
+        versionId,
+        apiKeyId: orphan.publicId,
+        keyPrefix: orphan.prefix,
+        companyId: world.companyId,
+      });
+      expect(world.stages()[versionId]).toEqual([expect.stringMatching(/^ACCTOPS_GIVEN_UP_/)]);
+      expect((await world.keys()).find((k) => k.publicId === orphan.publicId)!.revokedAt).toBeNull();
+
+      // The next hourly run revokes it.
+      world.clock.advance(HOUR);
+      const next = await doctor();
+      expect(next.findings.map((f) => [f.type, f.repaired])).toEqual([['orphan_key', true]]);
+      expect(next.findings[0]).toMatchObject({ apiKeyId: orphan.publicId, keyPrefix: orphan.prefix, companyId: world.companyId });
       expect(world.stages()[versionId]).toBeUndefined();
       expect((await world.keys()).find((k) => k.publicId === orphan.publicId)!.revokedAt).not.toBeNull();
       // AWSCURRENT is untouched and works.
       expect((await world.current()).versionId).toBe(current.versionId);
       expect(await world.statusWith(current.apiKey)).toEqual({ status: 200 });
       expect(world.metrics.sum('RotationRepairs')).toBe(2);
+      expect(world.metrics.sum('UnrepairedRotationFindings')).toBe(0);
       expect(world.events.published.map((e) => [e.type, e.detail.type])).toEqual([
         [FINDING_EVENT_TYPE, 'stuck_pending'],
         [FINDING_EVENT_TYPE, 'orphan_key'],
@@ -92,8 +104,25 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       // Repaired for good: the next run finds nothing, and the next rotation goes through.
       expect((await doctor()).findings).toEqual([]);
       world.sm.admin.setRotationMode('sync');
-      const next = await world.startRotation();
-      expect((await world.current()).versionId).toBe(next.versionId);
+      const next2 = await world.startRotation();
+      expect((await world.current()).versionId).toBe(next2.versionId);
+    });
+
+    it("a dry run past the window reports the given-up rotation's key as the orphan a repairing run revokes", async () => {
+      world.sm.admin.setRotationMode('manual');
+      const { versionId } = await world.startRotation();
+      await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
+      const orphan = (await world.keys()).find((k) => k.name === rotationKeyName(versionId))!;
+      world.clock.advance(2 * HOUR);
+      expect((await doctor()).findings.map((f) => f.type)).toEqual(['stuck_pending']);
+
+      world.clock.advance(5 * MINUTE);
+      expect((await doctor({ repair: false })).findings).toEqual([]); // inside the window: nothing to do yet
+      world.clock.advance(HOUR);
+      const dry = await doctor({ repair: false });
+      expect(dry.findings).toEqual([expect.objectContaining({ type: 'orphan_key', apiKeyId: orphan.publicId, repaired: false })]);
+      expect(world.stages()[versionId]).toEqual([expect.stringMatching(/^ACCTOPS_GIVEN_UP_/)]);
+      expect((await world.keys()).find((k) => k.publicId === orphan.publicId)!.revokedAt).toBeNull();
     });
 
     it('revokes an orphan key of rotation only once past the grace period, and never a key rotation did not make', async () => {
@@ -256,6 +285,55 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(await world.statusWith(old.apiKey)).toEqual({ status: 200 });
     });
 
+    it('the sweep examines a company whose rotation it gave up again at its next run, then leaves it to its mark', async () => {
+      world.sm.admin.setRotationMode('manual');
+      const { versionId } = await world.startRotation();
+      await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
+      const orphan = (await world.keys()).find((k) => k.name === rotationKeyName(versionId))!;
+      world.clock.advance(2 * HOUR);
+
+      const marks = new Map<string, number>();
+      const described: string[] = [];
+      const sweep = () =>
+        sweepKeyRotations(
+          {
+            ...doctorDeps(),
+            index: {
+              pages: async function* () {
+                const checkAfter = marks.get(world.companyId);
+                yield [checkAfter === undefined ? { companyId: world.companyId } : { companyId: world.companyId, checkAfter }];
+              },
+              setCheckAfter: async (companyId, at) => void marks.set(companyId, at),
+            },
+            describeCompanySecret: async (companyId) => {
+              described.push(companyId);
+              const description = await world.store.describeSecret(world.secretArn);
+              return { entry: { companyId, secretId: world.secretArn, name: description.name }, description };
+            },
+          },
+          { graceMs: GRACE_MS },
+        );
+
+      const first = await sweep();
+      expect(first).toMatchObject({ companies: 1, due: { in_progress: 1 } });
+      expect(first.findings.map((f) => [f.type, f.repaired])).toEqual([['stuck_pending', true]]);
+      expect(marks.size).toBe(0);
+
+      // An hour later DescribeSecret shows no AWSPENDING, but the doctor's label: still due.
+      world.clock.advance(HOUR);
+      const second = await sweep();
+      expect(second).toMatchObject({ companies: 1, due: { in_progress: 1 } });
+      expect(second.findings.map((f) => [f.type, f.repaired, f.apiKeyId])).toEqual([['orphan_key', true, orphan.publicId]]);
+
+      // Then the steady state: one DescribeSecret that sets the mark, and none while it holds.
+      const third = await sweep();
+      expect(third).toMatchObject({ companies: 0, described: 1, findings: [] });
+      expect(marks.get(world.companyId)).toBeGreaterThan(world.clock.now());
+      const fourth = await sweep();
+      expect(fourth).toMatchObject({ companies: 0, described: 0 });
+      expect(described).toHaveLength(3);
+    });
+
     it('a dry run stays dry for the companies it queues', async () => {
       await world.startRotation();
       world.sm.admin.setRotationMode('manual');
@@ -300,10 +378,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const repaired = await checkQueuedCompanies(doctorDeps(), { graceMs: GRACE_MS }, [
         { messageId: 'm2', body: JSON.stringify(repairing) },
       ]);
-      expect(repaired.findings.map((f) => [f.type, f.repaired])).toEqual([
-        ['stuck_pending', true],
-        ['orphan_key', true],
-      ]);
+      expect(repaired.findings.map((f) => [f.type, f.repaired])).toEqual([['stuck_pending', true]]);
     });
   });
 

@@ -1,6 +1,8 @@
 import {
   checkQueuedCompanies,
   dueReason,
+  givenUpAt,
+  givenUpLabel,
   type QueuedCheck,
   type RotationCandidate,
   type SweepDeps,
@@ -32,6 +34,20 @@ describe('dueReason (the selection, from DescribeSecret alone)', () => {
   it('AWSPENDING together with AWSCURRENT (a finished rotation AWS left labelled) is not in progress', () => {
     const d = { ...description(), versionStages: { v1: ['AWSCURRENT', 'AWSPENDING'] } };
     expect(dueReason(d, T0).reason).toBeUndefined();
+  });
+  it('a version the doctor gave up (its label, AWSCURRENT or not) is in progress until a full check takes the label off', () => {
+    const label = givenUpLabel(T0 - 3_600_000);
+    expect(dueReason({ ...description(), versionStages: { v1: ['AWSCURRENT'], v2: [label] } }, T0)).toEqual({ reason: 'in_progress' });
+    expect(dueReason({ ...description(), versionStages: { v1: ['AWSPREVIOUS'], v2: ['AWSCURRENT', label] } }, T0)).toEqual({
+      reason: 'in_progress',
+    });
+    // Another tool's label is not ours.
+    expect(dueReason({ ...description(), versionStages: { v1: ['AWSCURRENT'], v2: ['ACCTOPS_GIVEN_UP'] } }, T0).reason).toBeUndefined();
+  });
+  it('the given-up label names its time to the second, and reads back', () => {
+    expect(givenUpLabel(Date.UTC(2026, 10, 2, 9, 5, 7, 999))).toBe('ACCTOPS_GIVEN_UP_20261102T090507Z');
+    expect(givenUpAt('ACCTOPS_GIVEN_UP_20261102T090507Z')).toBe(Date.UTC(2026, 10, 2, 9, 5, 7));
+    expect(givenUpAt('AWSPENDING')).toBeUndefined();
   });
   it('rotation off is examined (the full check reports rotation_disabled)', () => {
     expect(dueReason(description({ enabled: false }), T0)).toEqual({ reason: 'rotation_disabled' });
