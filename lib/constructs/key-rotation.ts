@@ -21,6 +21,16 @@ import { ALARMED_METRICS } from '../../contract/metrics';
 import type { StageConfig } from '../config/stage';
 import { AcctopsFunction, type AcctopsFunctionDefaults } from './acctops-function';
 import { acctopsAlarm, acctopsMetric } from './alarms';
+import { ROTATION_LATE_FINISH_MS } from '../../contract/key-rotation';
+
+/**
+ * The rotation function's timeout. A finishSecret still running when the doctor gives its rotation
+ * up must end within the doctor's late-finish window, or its key could be revoked under it.
+ */
+const ROTATE_FUNCTION_TIMEOUT = Duration.minutes(2);
+if (ROTATE_FUNCTION_TIMEOUT.toMilliseconds() >= ROTATION_LATE_FINISH_MS) {
+  throw new Error("the rotation function must time out before the rotation doctor's late-finish window ends (contract/key-rotation.ts)");
+}
 
 /**
  * Tags by which the functions and the CLI find the company key secrets (COMPANY_KEY_TAGS in
@@ -162,7 +172,7 @@ export class KeyRotation extends Construct {
       handlerDir: 'rotate-api-key',
       description: 'Secrets Manager rotation function of the company API keys (createSecret, setSecret, testSecret, finishSecret)',
       // A step is a few calls to the service, each bounded to 10 s and 3 attempts, plus the rollback.
-      timeout: Duration.minutes(2),
+      timeout: ROTATE_FUNCTION_TIMEOUT,
       environment: {
         ...api,
         REVOCATION_SCHEDULE_GROUP: groupName,

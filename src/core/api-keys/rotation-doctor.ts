@@ -10,6 +10,7 @@ import { type CompanyKeySecret, parseCompanyKeySecret } from './company-key-secr
 import type { CompanyKeyDirectory, CompanyKeyEntry } from './key-directory';
 import type { Revocation, RevocationScheduler } from './revocation';
 import { listKeys, rotationTokenOf } from './rotation';
+import { ROTATION_LATE_FINISH_MS } from '../../../contract/key-rotation';
 
 /**
  * The rotation doctor: a scheduled check of every company key secret against the service. It
@@ -185,7 +186,7 @@ function resolveSettings(settings: DoctorSettings): Required<DoctorSettings> {
     expiryWarningMs: settings.expiryWarningMs ?? 14 * DAY,
     overdueAfterMs: settings.overdueAfterMs ?? DAY,
     revocationSlackMs: settings.revocationSlackMs ?? 15 * 60_000,
-    lateFinishMs: settings.lateFinishMs ?? 20 * 60_000,
+    lateFinishMs: settings.lateFinishMs ?? ROTATION_LATE_FINISH_MS,
     repair: settings.repair ?? true,
   };
 }
