@@ -6,7 +6,7 @@ import type { CredentialProvider } from '../../src/core/accounting-api';
 import { directExport } from '../../src/core/exports/pipeline/direct-export';
 import { exportCompanyPeriod } from '../../src/core/exports/pipeline/export-company-period';
 import { EXPORT_ROOT, MANIFEST_NAME } from '../../src/core/exports/formats/layout';
-import { readManifest } from '../../src/core/exports/formats/manifest';
+import { periodExported, readManifest } from '../../src/core/exports/formats/manifest';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
 import type { PeriodExportSummary } from '../../src/core/exports/formats/period-exporter';
@@ -331,33 +331,31 @@ export async function exportDirect(
 }
 
 /**
- * The newest complete export of each company (a manifest exists), and whether the previous month
- * is missing. A day of slack after the month turns: the monthly schedule runs on the 1st.
+ * Each company's newest complete export (a manifest exists), and whether it has the month the
+ * monthly schedule should have produced. A day of slack after the month turns: the schedule runs on
+ * the 1st.
  */
 export async function exportHealth(store: ObjectStore, companies: readonly string[], now: number): Promise<ExportHealth> {
-  const expected = previousMonth(now - 86_400_000, DEFAULT_TIME_ZONE).text;
+  const expected = previousMonth(now - 86_400_000, DEFAULT_TIME_ZONE);
   const rows: ExportHealth['companies'] = [];
   for (const companyId of companies) {
+    // The expected month's own manifest, as the deployed overdue check judges it: the newest one
+    // says nothing about that month, and an on-demand export of a later one would hide it.
+    const overdue = !(await periodExported(store, companyId, expected));
     let last: string | undefined;
     for await (const object of store.list(`${EXPORT_ROOT}/company=${companyId}/`)) {
       const match = /\/period=(\d{4}-\d{2})\/([^/]+)$/.exec(object.key);
       if (match && match[2] === MANIFEST_NAME && (last === undefined || match[1]! > last)) last = match[1]!;
     }
     if (last === undefined) {
-      rows.push({ companyId, lastPeriod: null, generatedAt: null, manifestUrl: null, overdue: true });
+      rows.push({ companyId, lastPeriod: null, generatedAt: null, manifestUrl: null, overdue });
       continue;
     }
     const key = `${EXPORT_ROOT}/company=${companyId}/period=${last}/${MANIFEST_NAME}`;
     const manifest = await readManifest(store, key);
-    rows.push({
-      companyId,
-      lastPeriod: last,
-      generatedAt: manifest?.generatedAt ?? null,
-      manifestUrl: store.url(key),
-      overdue: last < expected,
-    });
+    rows.push({ companyId, lastPeriod: last, generatedAt: manifest?.generatedAt ?? null, manifestUrl: store.url(key), overdue });
   }
-  return { expectedPeriod: expected, companies: rows };
+  return { expectedPeriod: expected.text, companies: rows };
 }
 
 /** The stack's export bucket (AWS mode): the pipeline writes at its root, `exports/…`. */

@@ -16,6 +16,7 @@ import { createRegistryTable, createTokenTable } from '../helpers/dynamodb-table
 import { S3ObjectStore } from '../../src/adapters/aws/s3-object-store';
 import { directExport } from '../../src/core/exports/pipeline/direct-export';
 import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
+import { monthOf } from '../../sandbox/seed';
 
 /**
  * AWS mode through the real binary, with every AWS service replaced by a local peer the real SDK
@@ -615,16 +616,31 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       detail: 'rotation turned on again',
     };
     lambdaAnswers.set(outputs.CheckKeyRotationsFunctionName!, () => ({ body: { checkedAt: 0, companies: 1, findings: [finding] } }));
-    // The month the doctor expects, exported into the stack's bucket as the pipeline would.
     const month = previousMonth(Date.now() - 86_400_000, DEFAULT_TIME_ZONE).text;
+    const later = monthOf(Date.parse(`${month}-15T00:00:00Z`), 1);
     const current = await world.current();
-    await directExport({
-      baseUrl: world.sandbox.baseUrl,
-      apiKey: current.apiKey,
-      month,
-      store: new S3ObjectStore({ client: s3.client(), bucket: outputs.ExportBucketName! }),
-      toolVersion: 'test',
-    });
+    const exportInto = (period: string) =>
+      directExport({
+        baseUrl: world.sandbox.baseUrl,
+        apiKey: current.apiKey,
+        month: period,
+        store: new S3ObjectStore({ client: s3.client(), bucket: outputs.ExportBucketName! }),
+        toolVersion: 'test',
+        formats: ['csv'],
+      });
+    // A later month exported on demand: the month the doctor expects is still missing.
+    await exportInto(later);
+    const missing = await acctops(['--json', 'doctor']);
+    expect(missing.code).toBe(5);
+    const missingReport = parseJson<{ findings: string[]; exports: { companies: unknown[] } }>(missing);
+    expect(missingReport.exports.companies).toEqual([
+      expect.objectContaining({ companyId: world.companyId, lastPeriod: later, overdue: true }),
+    ]);
+    expect(missingReport.findings).toContain(
+      `company ${world.companyId} has no export of ${month} (last: ${later}): \`acctops export --month ${month} --company ${world.companyId}\``,
+    );
+    // The month the doctor expects, exported into the stack's bucket as the pipeline would.
+    await exportInto(month);
     const doctor = await acctops(['--json', 'doctor']);
     expect(doctor.code).toBe(5);
     const report = parseJson<{
@@ -636,7 +652,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(report.mode).toBe('aws');
     expect(report.findings).toEqual(['probe service-reachable failed: no answer within 2000 ms']);
     expect(report.tokens.skipped).toMatch(/TokenTableName/);
-    expect(report.exports.companies).toEqual([expect.objectContaining({ companyId: world.companyId, lastPeriod: month, overdue: false })]);
+    expect(report.exports.companies).toEqual([expect.objectContaining({ companyId: world.companyId, lastPeriod: later, overdue: false })]);
     // Every key there: the local mode's sections are null, the function answers' absent fields too.
     const document = parseJson<Record<string, unknown> & { health: { probes: unknown[] }; rotations: { findings: unknown[] } }>(doctor);
     expect(Object.keys(document).sort()).toEqual(DOCTOR_REPORT_FIELDS);
@@ -652,8 +668,8 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       },
     ]);
     expect(document.rotations.findings).toEqual([{ ...finding, apiKeyId: null, keyPrefix: null, versionId: null }]);
-    expect(invocations(outputs.CheckKeyRotationsFunctionName!)).toEqual([{ repair: false }]);
+    expect(invocations(outputs.CheckKeyRotationsFunctionName!)).toEqual([{ repair: false }, { repair: false }]);
     await acctops(['doctor', '--repair']);
-    expect(invocations(outputs.CheckKeyRotationsFunctionName!)).toEqual([{ repair: false }, { repair: true }]);
+    expect(invocations(outputs.CheckKeyRotationsFunctionName!)).toEqual([{ repair: false }, { repair: false }, { repair: true }]);
   });
 });

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { expectNoCanaries } from '../helpers/canary';
 import { closeCliState, parseJson, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
 import { TEST_DIALECTS } from '../helpers/dialects';
+import { monthOf } from '../../sandbox/seed';
 
 describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   /**
@@ -197,10 +198,24 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(unknown.stderr).toMatch(/^acctops: error: --user [0-9a-f-]{36}: no such user .*acctops users list/);
     });
 
-    it('doctor reports findings with exit 5 (no export yet, tokens expired), export fixes them, doctor then exits 0', async () => {
+    it('doctor reports findings with exit 5 (no export of the expected month, even with a later one; tokens expired), export fixes them, doctor then exits 0', async () => {
       const sick = await json<{ findings: string[]; exports: { expectedPeriod: string } }>('doctor');
       expect(sick.result.code).toBe(5);
       expect(sick.body.findings.some((f) => /has no export of/.test(f))).toBe(true);
+
+      // An export of a later month (on demand) does not stand in for the one the schedule should have made.
+      const expected = sick.body.exports.expectedPeriod;
+      const later = monthOf(Date.parse(`${expected}-15T00:00:00Z`), 1);
+      expect((await acctops('export', '--month', later, '--format', 'csv')).code).toBe(0);
+      const stillSick = await json<{
+        findings: string[];
+        exports: { companies: { lastPeriod: string | null; overdue: boolean }[] };
+      }>('doctor');
+      expect(stillSick.result.code).toBe(5);
+      expect(stillSick.body.exports.companies).toHaveLength(3);
+      for (const c of stillSick.body.exports.companies) expect(c).toMatchObject({ lastPeriod: later, overdue: true });
+      expect(stillSick.body.findings.filter((f) => f.includes(`has no export of ${expected} (last: ${later})`))).toHaveLength(3);
+      expect((await acctops('doctor')).stdout).toMatch(new RegExp(`HAS ${expected}[\\s\\S]*\\bNO\\b`));
 
       const exported = await json<{
         month: string;

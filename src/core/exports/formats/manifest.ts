@@ -2,6 +2,8 @@ import * as z from 'zod';
 import { issuesFromZod } from '../../shared/errors';
 import { ManifestError } from './period-errors';
 import type { ObjectStore } from './object-store';
+import { manifestKey } from './layout';
+import type { Period } from './period';
 import { DATASETS, FORMATS, type DatasetName, type ExportFormat } from './datasets';
 import { lazySchema } from '../../shared/lazy-schema';
 
@@ -115,6 +117,15 @@ export async function readManifest(store: ObjectStore, key: string): Promise<Man
     );
   }
   return parsed.data;
+}
+
+/**
+ * Whether the company's period is exported: its manifest exists, which (the commit point) means a
+ * complete export. The one test of it that the overdue check and `acctops doctor` share (decision
+ * 25), so that the alarm and the doctor cannot disagree about a month.
+ */
+export async function periodExported(store: Pick<ObjectStore, 'head'>, companyId: string, period: Period): Promise<boolean> {
+  return (await store.head(manifestKey(companyId, period))) !== undefined;
 }
 
 /** Every key a manifest keeps alive: its data objects and the data its symlinks point at. */

@@ -9,7 +9,8 @@ import type { Metrics } from '../../shared/metrics';
 import { KEEP_ALIVE_MS, type TokenStore } from '../../tokens/token-store';
 import { monthlyExportFinished, monthlyExportStarted } from './export-events';
 import { monthlyRunId, type DiscoverJob, type ExportJob, type ExportQueue } from './export-jobs';
-import { assertCompanyId, manifestKey } from '../formats/layout';
+import { assertCompanyId } from '../formats/layout';
+import { periodExported } from '../formats/manifest';
 import type { ObjectStore } from '../formats/object-store';
 import { assertTimeZone, parsePeriod, previousMonth } from '../formats/period';
 import type { RunLedger, RunTally } from './run-ledger';
@@ -260,11 +261,7 @@ export async function checkMonthlyExport(deps: CheckMonthlyExportDeps, input: Ch
   const tally = (await finishRunIfDone(deps, run.runId)) ?? (await deps.ledger.tally(run.runId));
   const candidates = [...tally.openCompanies, ...tally.failedCompanies];
   const parsed = parsePeriod(period);
-  const complete = await mapWithConcurrency(
-    candidates,
-    8,
-    async (company) => (await deps.store.head(manifestKey(company, parsed))) !== undefined,
-  );
+  const complete = await mapWithConcurrency(candidates, 8, (company) => periodExported(deps.store, company, parsed));
   const overdueCompanies = candidates.filter((_, i) => !complete[i]);
   return report({ overdue: overdueCompanies.length + tally.pendingDiscoveries, overdueCompanies });
 }
