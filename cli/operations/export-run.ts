@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { isAbsolute, join } from 'node:path';
-import { s3ObjectStoreFor } from '../../src/adapters/aws/s3-target';
+import { S3TargetStore, s3ObjectStoreFor } from '../../src/adapters/aws/s3-target';
 import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
 import type { CredentialProvider } from '../../src/core/accounting-api';
 import { directExport } from '../../src/core/exports/pipeline/direct-export';
@@ -86,18 +86,45 @@ function causeOf(error: unknown, type: new (...args: never[]) => Error): boolean
   return false;
 }
 
-/** Errors of a place that cannot take the export as configured: a fix of --out, not a retry. */
-const OUTPUT_FS_CODES = new Set(['EACCES', 'EPERM', 'ENOTDIR', 'EISDIR', 'EROFS', 'ENOENT', 'EEXIST']);
+/**
+ * Errors of a place that cannot take the export as configured: a fix of --out (or of its disk), not
+ * a retry, and the next company would meet them too. A full disk or quota is among them: each
+ * company would fill it again and fail after reading its month from the service.
+ */
+const OUTPUT_FS_CODES = new Set([
+  'EACCES',
+  'EPERM',
+  'ENOTDIR',
+  'EISDIR',
+  'EROFS',
+  'ENOENT',
+  'EEXIST',
+  'ENAMETOOLONG',
+  'ELOOP',
+  'ENOSPC',
+  'EDQUOT',
+  'EFBIG',
+]);
+/** Of those, the ones whose fix is room where --out points rather than another path. */
+const OUTPUT_FULL_CODES = new Set(['ENOSPC', 'EDQUOT']);
 const OUTPUT_S3_NAMES = new Set(['NoSuchBucket', 'InvalidBucketName', 'PermanentRedirect', 'AuthorizationHeaderMalformed']);
 
-/** The --out store refused for a reason of its configuration (README, exit code 3). */
-function isOutputConfigError(error: unknown): boolean {
+/** The cause under the --out store's error that is one of its configuration (README, exit code 3): an errno code or an S3 error name. */
+function outputConfigCause(error: unknown): string | undefined {
   let storeError = false;
   for (let e: unknown = error, depth = 0; e instanceof Error && depth < 10; e = e.cause, depth++) {
     if (e instanceof ObjectStoreError) storeError = true;
-    else if (storeError && (OUTPUT_FS_CODES.has((e as NodeJS.ErrnoException).code ?? '') || OUTPUT_S3_NAMES.has(e.name))) return true;
+    else if (storeError) {
+      const code = (e as NodeJS.ErrnoException).code ?? '';
+      if (OUTPUT_FS_CODES.has(code)) return code;
+      if (OUTPUT_S3_NAMES.has(e.name)) return e.name;
+    }
   }
-  return false;
+  return undefined;
+}
+
+function isOutputConfigError(error: unknown): boolean {
+  return outputConfigCause(error) !== undefined;
 }
 
 /** The innermost error under the store's: the cause a person can act on (`ENOTDIR: …`, `NoSuchBucket: …`). */
@@ -109,34 +136,54 @@ function storeCause(error: unknown): string {
 }
 
 /**
- * Where the export is written cannot take it: a wrong path, a permission, a missing bucket or AWS
- * credentials. Every company would meet the same refusal, so the command stops with this one error
- * (exit 3, or 4 for credentials) instead of a failed row per company.
+ * Where the export is written cannot take it: a wrong path, a permission, a full disk, a missing
+ * bucket, no AWS region or credentials. Every company would meet the same refusal, so the command
+ * stops with this one error (exit 3, or 4 for credentials) instead of a failed row per company.
+ * Exported for its test: a full disk is not something the end-to-end tests can make.
  */
-function targetError(store: ObjectStore, target: string, error: unknown, exported: number): CliError | undefined {
-  if (!causeOf(error, ObjectStoreError)) return undefined;
-  const { exitCode } = describeError(error);
-  const code = isOutputConfigError(error) ? ExitCode.config : exitCode === ExitCode.auth ? ExitCode.auth : undefined;
+export function targetError(store: ObjectStore, target: string, error: unknown, exported: number): CliError | undefined {
+  const described = describeError(error);
+  // Raised by the S3 target's preflight, before any object: no store error wraps it.
+  const regionMissing = described.code === 'aws_region_missing';
+  if (!regionMissing && !causeOf(error, ObjectStoreError)) return undefined;
+  const configCause = outputConfigCause(error);
+  const code =
+    regionMissing || configCause !== undefined ? ExitCode.config : described.exitCode === ExitCode.auth ? ExitCode.auth : undefined;
   if (code === undefined) return undefined;
   const done = exported > 0 ? `; ${exported} compan${exported === 1 ? 'y was' : 'ies were'} exported before it` : '';
-  return new CliError(`${target} cannot be written at ${store.url(EXPORT_ROOT)}: ${storeCause(error)}${done}`, {
-    code: 'export_target_unwritable',
-    exitCode: code,
-    hint:
-      code === ExitCode.auth
-        ? 'check the AWS credentials (AWS_PROFILE, `aws sts get-caller-identity`) and their s3:PutObject permission'
-        : 'name a directory you can write to, or s3://bucket/prefix of a bucket that exists',
-    cause: error,
-  });
+  let hint = 'name a directory you can write to, or s3://bucket/prefix of a bucket that exists';
+  if (regionMissing) hint = described.hint ?? hint;
+  else if (code === ExitCode.auth)
+    hint = 'check the AWS credentials (AWS_PROFILE, `aws sts get-caller-identity`) and their s3:PutObject permission';
+  else if (OUTPUT_FULL_CODES.has(configCause ?? '')) hint = 'free space (or quota) on that file system, or name a directory on another one';
+  else if (configCause === 'ENAMETOOLONG') hint = 'name a shorter path: most file systems allow 255 bytes a component';
+  return new CliError(
+    `${target} cannot be written at ${store.url(EXPORT_ROOT)}: ${regionMissing ? described.message : storeCause(error)}${done}`,
+    {
+      code: 'export_target_unwritable',
+      exitCode: code,
+      hint,
+      cause: error,
+    },
+  );
 }
 
 /**
  * A directory target is tried once before any company is read: an object written and deleted
- * where the exports go. A path that is a file, under /dev/null or /proc, or not writable is then
- * one error before any work, not a failure found again by every company. (S3 targets have no such
- * probe: the first object written finds the same faults, and targetError stops the run there.)
+ * where the exports go. A path that is a file, under /dev/null or /proc, too long or not writable
+ * is then one error before any work, not a failure found again by every company. An S3 target is
+ * asked for its region only (the AWS mode's preflight does the same); the first object written
+ * finds the other faults, and targetError stops the run there.
  */
 async function preflight(store: ObjectStore, target: string): Promise<void> {
+  if (store instanceof S3TargetStore) {
+    try {
+      await store.region();
+    } catch (error) {
+      throw targetError(store, target, error, 0) ?? error;
+    }
+    return;
+  }
   if (!(store instanceof DirObjectStore)) return;
   const probe = `${EXPORT_ROOT}/.acctops-probe-${randomBytes(6).toString('hex')}`;
   try {

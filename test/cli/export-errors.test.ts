@@ -41,18 +41,35 @@ describe('acctops export: errors of the command, of a company, of a registry ent
     ['a regular file', 'a-file', /ENOTDIR/],
     ['a path under a device', '/dev/null/x', /ENOTDIR/],
     ['a directory under /proc', '/proc/acctops-forbidden', /ENOENT/],
+    ['a path component over 255 bytes', 'x'.repeat(300), /ENAMETOOLONG: .*\(name a shorter path/],
   ])('--out on %s: one error line for the whole command, exit 3, nothing on stdout', async (_what, target, cause) => {
     const before = (await readdir(state.dir, { recursive: true })).sort();
     const result = await acctops('export', '--month', MONTH, '--out', target);
     expect(result.code).toBe(3);
     expect(result.stdout).toBe('');
     const lines = result.stderr.trim().split('\n');
-    expect(lines).toEqual([expect.stringMatching(/^acctops: error: --out cannot be written at file:\/\/\S+: .+ \(name a directory .*\)$/)]);
+    expect(lines).toEqual([expect.stringMatching(/^acctops: error: --out cannot be written at file:\/\/\S+: .+ \(name a .*\)$/)]);
     expect(lines[0]).toMatch(cause);
     // Found before any company was read: no company is named, and no export of the state appeared.
     for (const company of companies) expect(result.stderr).not.toContain(company);
     expect((await readdir(state.dir, { recursive: true })).sort()).toEqual(before);
     expect(await readFile(join(state.dir, 'a-file'), 'utf8')).toBe('not a directory');
+  });
+
+  it.each([
+    ['unset', undefined],
+    ['empty', ''],
+  ])('--out s3://… with AWS_REGION %s (and no profile): one error naming AWS_REGION, exit 3, before any company', async (_what, region) => {
+    const result = await runAcctops(['--state-dir', state.dir, 'export', '--month', MONTH, '--out', 's3://some-bucket/x'], {
+      cwd: state.dir,
+      env: { AWS_REGION: region, AWS_ACCESS_KEY_ID: 'AKIALOCALPEER000000', AWS_SECRET_ACCESS_KEY: 'local-peer-not-a-secret' },
+    });
+    outputs.push(result);
+    expect(result.code).toBe(3);
+    expect(result.stdout).toBe('');
+    expect(result.stderr.trim().split('\n')).toEqual([
+      'acctops: error: --out cannot be written at s3://some-bucket/x/exports: no AWS region is set (pass --region, set AWS_REGION, or give the profile a region)',
+    ]);
   });
 
   it('--json: the same error is one JSON object on stderr', async () => {

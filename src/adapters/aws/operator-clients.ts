@@ -1,6 +1,5 @@
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { AcctopsError } from '../../core/shared/errors';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { EventBridgePublisher } from './eventbridge-publisher';
 import { DynamoDbRegistryTable } from './dynamodb-company-registry';
@@ -10,18 +9,7 @@ import { EventBridgeRevocationScheduler } from './revocation-scheduler';
 import { AwsSecretProvisioner } from './secret-provisioner';
 import { AwsSecretStore } from './secrets-manager';
 import { readStackOutputs } from './stack-outputs';
-
-/**
- * No region (flag, AWS_REGION or the profile), or no credentials in the default chain: found once,
- * before any call, so that a command says so once instead of once per call. `code` is
- * `aws_region_missing` or `aws_credentials_missing`; the SDK's error is the cause, never printed.
- */
-export class AwsSetupError extends AcctopsError {
-  override readonly name: string = 'AwsSetupError';
-  constructor(message: string, code: 'aws_region_missing' | 'aws_credentials_missing', cause?: unknown) {
-    super(message, { code, cause });
-  }
-}
+import { AwsSetupError, configuredRegion } from './aws-setup-error';
 
 /**
  * The AWS side of the `acctops` CLI's AWS mode, built on the default credential chain (profile,
@@ -40,13 +28,7 @@ export class OperatorClients {
   async preflight(): Promise<{ region: string }> {
     const client = new CloudFormationClient(this.config);
     try {
-      let region: string;
-      try {
-        region = await client.config.region();
-      } catch (error) {
-        throw new AwsSetupError('no AWS region is set', 'aws_region_missing', error);
-      }
-      if (!region) throw new AwsSetupError('no AWS region is set', 'aws_region_missing');
+      const region = await configuredRegion(client.config);
       try {
         await client.config.credentials();
       } catch (error) {

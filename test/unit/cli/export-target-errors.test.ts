@@ -1,0 +1,57 @@
+import { targetError } from '../../../cli/operations/export-run';
+import { ExitCode } from '../../../cli/exit-codes';
+import { AwsSetupError } from '../../../src/adapters/aws/aws-setup-error';
+import { s3ObjectStoreFor } from '../../../src/adapters/aws/s3-target';
+import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
+import { ObjectStoreError } from '../../../src/core/exports/formats/period-errors';
+
+/** An fs error as Node raises it, under the store's error and the export's, as a company's failure carries it. */
+function failedWrite(code: string, message: string): Error {
+  const fs = Object.assign(new Error(`${code}: ${message}, write`), { code, syscall: 'write' });
+  const store = new ObjectStoreError('put', 'exports/company=c/period=2026-10/x', fs, undefined, 'file:///out/exports/x');
+  return new Error('export of company c failed', { cause: store });
+}
+
+/**
+ * Which failures of `--out` stop the command with one error (docs/exports.md, "Output errors"). A
+ * full disk cannot be made by the end-to-end tests (test/cli/export-errors.test.ts covers a name
+ * too long and a missing region through the binary), so the classification is tested here.
+ */
+describe('export --out: the errors of the target, not of a company', () => {
+  const dir = new DirObjectStore('/out');
+
+  it.each([
+    ['ENOSPC', 'no space left on device', /free space/],
+    ['EDQUOT', 'disk quota exceeded', /free space/],
+    ['EROFS', 'read-only file system', /name a directory/],
+    ['ENAMETOOLONG', 'name too long', /shorter path/],
+  ])('%s stops the command: exit 3, the location and the cause, how many companies were exported before it', (code, message, hint) => {
+    const error = targetError(dir, '--out', failedWrite(code, message), 2);
+    expect(error).toBeDefined();
+    expect(error!.exitCode).toBe(ExitCode.config);
+    expect(error!.code).toBe('export_target_unwritable');
+    expect(error!.message).toBe(
+      `--out cannot be written at file:///out/exports: ${code}: ${message}, write; 2 companies were exported before it`,
+    );
+    expect(error!.hint).toMatch(hint);
+  });
+
+  it('a failure that is not the target’s (a reset connection under the store) stays the company’s', () => {
+    expect(targetError(dir, '--out', failedWrite('ECONNRESET', 'socket hang up'), 0)).toBeUndefined();
+    expect(targetError(dir, '--out', new Error('the service answered 500'), 0)).toBeUndefined();
+  });
+
+  it('no AWS region for an S3 target: exit 3, naming AWS_REGION in the hint', () => {
+    const s3 = s3ObjectStoreFor({ bucket: 'some-bucket', prefix: 'x', region: 'eu-central-1' });
+    const error = targetError(
+      s3,
+      '--out',
+      new AwsSetupError('no AWS region is set', 'aws_region_missing', new Error('Region is missing')),
+      0,
+    );
+    expect(error).toBeDefined();
+    expect(error!.exitCode).toBe(ExitCode.config);
+    expect(error!.message).toBe('--out cannot be written at s3://some-bucket/x/exports: no AWS region is set');
+    expect(error!.hint).toMatch(/AWS_REGION/);
+  });
+});
