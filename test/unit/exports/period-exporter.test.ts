@@ -1,4 +1,5 @@
 import { gunzipSync } from 'node:zlib';
+import { parquetReadObjects } from 'hyparquet';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +24,7 @@ import {
   COMPANY,
   failingAfter,
   listKeys,
+  PARQUET_DECOMPRESSORS,
   sha256Of,
   snapshot,
   taxReport,
@@ -214,6 +216,73 @@ describe('PeriodExporter', () => {
     expect(summary.datasets.tax_reports).toMatchObject({ records: 2, undated: 1 });
     const warned = logger.entries().filter((e) => e.message === 'records without a date to place them in a month, kept in every month');
     expect(warned.map((e) => [e.level, e.dataset, e.records])).toEqual([['warn', 'tax_reports', 1]]);
+  });
+
+  it('writes a tax report whose currency it cannot read without one, never the default EUR, and warns with a count', async () => {
+    // The amount under a name the operator mapped, the currency under one nobody did (the minimal dialect's).
+    const raw = { pk: '3a3a3a3a-0000-4000-8000-00000000000c', endDate: '2026-10-31', totalAmount: '12.34', currencyCode: 'GBP' };
+    const eur = {
+      pk: '3a3a3a3a-0000-4000-8000-00000000000b',
+      endDate: '2026-10-31',
+      totalAmount: 100,
+      currency: 'EUR',
+      currencyCode: 'EUR',
+    };
+    const reports = [eur, raw].map((r) => ({ raw: r, parsed: taxReportSchema.parse(r) }) as ExportTaxReport);
+    const mapped = new PeriodExporter({
+      store,
+      clock,
+      logger,
+      toolVersion: '0.1.0',
+      runIds: () => 'run-1',
+      taxReportFields: { periodEnd: 'endDate', amountDue: 'totalAmount' },
+    });
+    const summary = await mapped.run(
+      request({ sources: { taxReports: asAsync(reports) }, datasets: ['tax_reports'], formats: ['csv', 'parquet'] }),
+    );
+    expect(summary.datasets.tax_reports).toMatchObject({ records: 2, withoutCurrency: 1 });
+    const manifest = (await readManifest(dir, MANIFEST))!;
+    // The EUR report's total only: the other's amount is in no currency anyone can name.
+    expect(manifest.datasets.tax_reports!.totals).toEqual([
+      { currency: 'EUR', cashflowType: null, records: 1, amount: '1.00', amountMinor: '100' },
+    ]);
+    const csv = Buffer.from((await dir.get(manifest.objects.find((o) => o.format === 'csv')!.key))!)
+      .toString('utf8')
+      .replace(/^\uFEFF/, '')
+      .trimEnd()
+      .split('\r\n')
+      .map((line) => line.split(','));
+    const column = (name: string) => csv.slice(1).map((row) => row[csv[0]!.indexOf(name)]);
+    expect(column('currency')).toEqual(['EUR', '']);
+    expect(column('amount_due')).toEqual(['1.00', '']);
+    expect(column('amount_due_minor')).toEqual(['100', '1234']);
+    const file = new Uint8Array((await dir.get(manifest.objects.find((o) => o.format === 'parquet')!.key))!).buffer;
+    const rows = await parquetReadObjects({
+      file,
+      columns: ['currency', 'amount_due', 'amount_due_minor'],
+      compressors: PARQUET_DECOMPRESSORS,
+    });
+    expect(rows.map((r) => [r.currency, r.amount_due !== null, r.amount_due_minor])).toEqual([
+      // hyparquet reads DECIMAL as a float: whether it is there is what counts here.
+      ['EUR', true, 100n],
+      [null, false, 1234n],
+    ]);
+    const warned = logger.entries().filter((e) => String(e.message).startsWith('records with an amount but no currency'));
+    expect(warned.map((e) => [e.level, e.dataset, e.records])).toEqual([['warn', 'tax_reports', 1]]);
+
+    // Named, the currency is the service's own.
+    await new PeriodExporter({
+      store,
+      clock,
+      logger,
+      toolVersion: '0.1.0',
+      runIds: () => 'run-2',
+      taxReportFields: { periodEnd: 'endDate', amountDue: 'totalAmount', currency: 'currencyCode' },
+    }).run(request({ sources: { taxReports: asAsync(reports) }, datasets: ['tax_reports'], formats: ['csv'], replaceFormats: true }));
+    expect((await readManifest(dir, MANIFEST))!.datasets.tax_reports!.totals.map((t) => [t.currency, t.amount])).toEqual([
+      ['EUR', '1.00'],
+      ['GBP', '12.34'],
+    ]);
   });
 
   it("with the service's names for the tax-report fields, places each report by its own period and fills every column", async () => {

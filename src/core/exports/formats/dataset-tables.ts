@@ -51,6 +51,8 @@ export interface Table<I> {
   belongs?(row: Row, range: { dateFrom: string; dateTo: string }): boolean;
   /** Whether a row has no date for `belongs` to place it by: it is kept in every month (and counted). */
   undated?(row: Row): boolean;
+  /** Whether a row has an amount but no currency to read it in: left out of the totals (and counted). */
+  withoutCurrency?(row: Row): boolean;
 }
 
 // DECIMAL(18,4) on INT64 (contract/exports.ts says why 18 and 4).
@@ -98,9 +100,11 @@ export const taxReportsTable: Table<ExportTaxReport> = {
     const r = names === undefined ? parsed : taxReportWithNames(raw, names, context.index);
     const path = (field: TaxReportField) => names?.[field] ?? field;
     const check = checker('tax report', r.pk, context.index);
-    const currency =
-      r.amountDue == null && r.currency == null ? null : check.currency(path('currency'), r.currency, context.defaultCurrency);
-    const amountDue = r.amountDue == null ? null : check.amount(path('amountDue'), r.amountDue, currency!);
+    // No fallback to the default currency: the spec names no currency of a tax report, of a company
+    // or of the service, so a report without one is written without one (amount_due_minor alone:
+    // its fraction digits are unknown) and counted, never labelled with a guess (docs/exports.md).
+    const currency = r.currency == null ? null : check.currency(path('currency'), r.currency, null);
+    const amountDue = r.amountDue == null ? null : check.amount(path('amountDue'), r.amountDue, currency);
     const createdAt = r.createdAt == null ? null : check.timestamp(path('createdAt'), r.createdAt);
     return {
       pk: check.id('pk', r.pk),
@@ -108,7 +112,7 @@ export const taxReportsTable: Table<ExportTaxReport> = {
       period_start: check.date(path('periodStart'), r.periodStart),
       period_end: check.date(path('periodEnd'), r.periodEnd),
       status: check.optionalText(path('status'), r.status),
-      amount_due: amountDue,
+      amount_due: currency === null ? null : amountDue,
       amount_due_minor: amountDue,
       currency,
       created_at: createdAt === null ? null : r.createdAt,
@@ -119,6 +123,7 @@ export const taxReportsTable: Table<ExportTaxReport> = {
   },
   belongs: taxReportBelongs,
   undated: (row) => taxReportDay(row) === null,
+  withoutCurrency: (row) => row.amount_due_minor !== null && row.currency === null,
 };
 
 /**
@@ -198,17 +203,20 @@ class RecordChecker {
     return value;
   }
 
-  currency(path: string, value: unknown, fallback: string): string {
+  currency<F extends string | null>(path: string, value: unknown, fallback: F): string | F {
     if (value === null || value === undefined) return fallback;
     const code = typeof value === 'string' ? value.toUpperCase() : undefined;
     if (code === undefined || !CURRENCY.test(code)) return this.fail(path, 'expected an ISO 4217 code');
     return code;
   }
 
-  /** Minor units of `currency`; they must fit the Parquet DECIMAL once scaled to its scale. */
-  amount(path: string, value: unknown, currency: string): MinorUnits {
+  /**
+   * Minor units of `currency`; they must fit the Parquet DECIMAL once scaled to its scale. Without a
+   * currency no DECIMAL is written, and the bound is the unscaled one (within INT64).
+   */
+  amount(path: string, value: unknown, currency: string | null): MinorUnits {
     if (typeof value !== 'bigint') return this.fail(path, 'expected exact minor units (bigint)');
-    const limit = minorUnitsLimit(currency);
+    const limit = currency === null ? DECIMAL_LIMIT : minorUnitsLimit(currency);
     if (limit === undefined) return this.fail(path, `${currency} has more than ${DECIMAL_SCALE} fraction digits`);
     if (value <= -limit || value >= limit) return this.fail(path, `beyond DECIMAL(${DECIMAL_PRECISION},${DECIMAL_SCALE})`);
     return value;

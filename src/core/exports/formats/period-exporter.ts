@@ -68,6 +68,12 @@ export interface DatasetSummary {
    * reports whose period the service names otherwise: `taxReportFields`); absent when none.
    */
   undated?: number;
+  /**
+   * Of `records`, those with an amount but no currency acctops could read: no currency and no
+   * decimal amount in the files, left out of the totals (tax reports whose currency the service
+   * names otherwise: `taxReportFields`); absent when none.
+   */
+  withoutCurrency?: number;
 }
 
 export interface PeriodExportSummary {
@@ -227,6 +233,7 @@ export class PeriodExporter {
               totals: r.totals,
               objects: manifest.objects.filter((o) => o.dataset === d),
               ...(r.undated > 0 ? { undated: r.undated } : {}),
+              ...(r.withoutCurrency > 0 ? { withoutCurrency: r.withoutCurrency } : {}),
             },
           ]),
         ),
@@ -320,6 +327,8 @@ export class PeriodExporter {
     let serialised = 0;
     /** Records with no date to place them in a month (the table's `undated`): kept in every month. */
     let undated = 0;
+    /** Records with an amount but no currency (the table's `withoutCurrency`): not in the totals. */
+    let withoutCurrency = 0;
     const context: RowContext & { index: number } = {
       index: 0,
       defaultCurrency: this.defaultCurrency,
@@ -344,6 +353,7 @@ export class PeriodExporter {
           records += 1;
           if (item.json === undefined) serialised += 1;
           if (table.undated?.(row)) undated += 1;
+          if (table.withoutCurrency?.(row)) withoutCurrency += 1;
           totals?.add(row);
           job.onRow?.(row);
           for (const output of outputs) {
@@ -385,12 +395,21 @@ export class PeriodExporter {
         hint: "if the service names the period otherwise, set the stage's exports.taxReportFields (or --tax-report-fields)",
       });
     }
+    if (withoutCurrency > 0) {
+      // Labelling them with a default would be a guess the spec does not back (docs/exports.md,
+      // "Tax reports of a period"): the files say nothing rather than something wrong.
+      logger.warn('records with an amount but no currency, written without currency or decimal amount and left out of the totals', {
+        dataset: job.dataset,
+        records: withoutCurrency,
+        hint: "if the service names the currency otherwise, set the stage's exports.taxReportFields (or --tax-report-fields currency=<its field>)",
+      });
+    }
     if (serialised > 0 && job.formats.includes('jsonl')) {
       // Their lines follow JSON.stringify's spelling, not the API's (docs/exports.md, "Raw JSONL.gz").
       logger.info('records serialised for JSONL', { dataset: job.dataset, records: serialised });
     }
     logger.info('dataset exported', { dataset: job.dataset, records, objects: objects.length });
-    return { records, totals: totals?.result() ?? [], objects, undated };
+    return { records, totals: totals?.result() ?? [], objects, undated, withoutCurrency };
   }
 
   /**
@@ -424,6 +443,7 @@ interface DatasetResult {
   totals: AmountTotal[];
   objects: ManifestObject[];
   undated: number;
+  withoutCurrency: number;
 }
 
 const TABLES: Record<DatasetName, Table<never>> = {

@@ -53,7 +53,9 @@ export class TotalsAccumulator {
   add(row: Row): void {
     const minor = row[this.columns.amount];
     if (typeof minor !== 'bigint') return;
-    const currency = row[this.columns.currency] as string;
+    const currency = row[this.columns.currency];
+    // An amount in an unknown currency has no sum to join (the table counts it: withoutCurrency).
+    if (typeof currency !== 'string') return;
     const cashflowType = this.columns.cashflowType ? ((row[this.columns.cashflowType] as string | null) ?? null) : null;
     this.sums.add(currency, cashflowType, 1, minor);
   }
