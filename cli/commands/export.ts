@@ -133,6 +133,11 @@ export function renderExport(out: Output, report: ExportReport): void {
         `  note: ${c.companyId}: ${c.undatedTaxReports} tax report(s) with no period or creation date acctops could read, kept in every month; if the service names them otherwise, see --tax-report-fields (docs/exports.md, "Tax reports of a period")`,
       );
     }
+    if (c.taxReportsWithoutCurrency) {
+      out.line(
+        `  note: ${c.companyId}: ${c.taxReportsWithoutCurrency} tax report(s) with an amount but no currency acctops could read: written without currency and decimal amount (amount_due_minor only), left out of the totals; if the service names the currency otherwise, see --tax-report-fields currency=<its field> (docs/exports.md, "Tax reports of a period")`,
+      );
+    }
   }
   for (const f of report.skipped) out.line(`! skipped the unreadable registry entry ${entryName(f)}: ${issuesText(f)}`);
   if (report.companies.some((c) => c.status === 'requested')) {

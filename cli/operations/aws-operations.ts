@@ -103,7 +103,15 @@ export const OUTPUTS = {
 /** How long `export` waits for the deployed pipeline, and how often it looks. */
 const EXPORT_WAIT_MS = 15 * 60_000;
 /** A requested export's row until its manifest is seen. */
-const NOT_EXPORTED = { manifestUrl: null, runId: null, records: null, totals: null, undatedTaxReports: null, error: null } as const;
+const NOT_EXPORTED = {
+  manifestUrl: null,
+  runId: null,
+  records: null,
+  totals: null,
+  undatedTaxReports: null,
+  taxReportsWithoutCurrency: null,
+  error: null,
+} as const;
 const EXPORT_POLL_MS = 5000;
 
 /** How long `keys rotate` waits for Secrets Manager to finish the four steps. */

@@ -52,6 +52,7 @@ function completed(summary: PeriodExportSummary): CompanyExportRow {
     records: Object.fromEntries(Object.entries(summary.manifest.datasets).map(([name, d]) => [name, d.records])),
     totals: summary.manifest.datasets.transactions?.totals ?? [],
     undatedTaxReports: summary.datasets.tax_reports?.undated ?? 0,
+    taxReportsWithoutCurrency: summary.datasets.tax_reports?.withoutCurrency ?? 0,
     error: null,
   };
 }
@@ -73,6 +74,7 @@ function failed(companyId: string, error: unknown): CompanyExportRow {
     records: null,
     totals: null,
     undatedTaxReports: null,
+    taxReportsWithoutCurrency: null,
     error: { code, message, exitCode, hint },
   };
 }
@@ -429,6 +431,7 @@ export async function manifestSince(
     totals: manifest.datasets.transactions?.totals ?? [],
     // The manifest does not count them; the worker's log warns of them.
     undatedTaxReports: null,
+    taxReportsWithoutCurrency: null,
     error: null,
   };
 }

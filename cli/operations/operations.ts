@@ -290,6 +290,8 @@ export interface CompanyExportRow {
   totals: AmountTotal[] | null;
   /** Tax reports kept in every month because no date of theirs could be read (docs/exports.md); 0 when none, null when not exported. */
   undatedTaxReports: number | null;
+  /** Tax reports with an amount but no currency acctops could read: no currency, no decimal amount, not in the totals (docs/exports.md); 0 when none, null when not exported. */
+  taxReportsWithoutCurrency: number | null;
   error: CompanyExportError | null;
 }
 

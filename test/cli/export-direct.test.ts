@@ -152,6 +152,73 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(bad.stderr).toContain('periodFinish');
     });
 
+    it("labels a tax report with the service's currency or with none: never the default EUR", async () => {
+      // The GBP company. The minimal dialect names the currency currencyCode; the spec names none.
+      const gbp = sandbox.demo!.companies[2]!;
+      const gbpKey = gbp.apiKeys.find((k) => k.name.includes('read only'))!.key;
+      trackSecret(gbpKey);
+      const period = 'periodStart=startDate,periodEnd=endDate,createdAt=created,amountDue=totalAmount';
+      const exportTo = (target: string, extra: string[], json: boolean) =>
+        acctops(
+          [
+            ...(json ? ['--json'] : []),
+            'export',
+            '--base-url',
+            sandbox.baseUrl,
+            '--month',
+            month,
+            '--format',
+            'csv',
+            '--out',
+            target,
+            ...extra,
+          ],
+          { ACCTOPS_API_KEY: gbpKey },
+        );
+      const run = async (target: string, extra: string[]) => {
+        const result = await exportTo(target, extra, true);
+        expect(result.code).toBe(0);
+        const row = parseJson<{ companies: { taxReportsWithoutCurrency: number | null }[] }>(result).companies[0]!;
+        const manifestKey = `exports/company=${gbp.publicId}/period=${month}/_manifest.json`;
+        const manifest = JSON.parse(await readFile(join(out.dir, target, manifestKey), 'utf8')) as {
+          datasets: { tax_reports: { totals: { currency: string }[] } };
+          objects: { key: string; dataset: string }[];
+        };
+        const csv = await readFile(join(out.dir, target, manifest.objects.find((o) => o.dataset === 'tax_reports')!.key), 'utf8');
+        const [header, line] = csv
+          .replace(/^\uFEFF/, '')
+          .trimEnd()
+          .split('\r\n') as [string, string];
+        const cells = line.split(',');
+        const cell = (name: string) => cells[header.split(',').indexOf(name)];
+        return {
+          withoutCurrency: row.taxReportsWithoutCurrency,
+          totals: manifest.datasets.tax_reports.totals.map((t) => t.currency),
+          currency: cell('currency'),
+          amountDue: cell('amount_due'),
+          minor: cell('amount_due_minor'),
+        };
+      };
+
+      const named = await run('gbp-named', dialect === 'minimal' ? ['--tax-report-fields', `${period},currency=currencyCode`] : []);
+      expect(named).toMatchObject({
+        withoutCurrency: 0,
+        totals: ['GBP'],
+        currency: 'GBP',
+        amountDue: expect.stringMatching(/^\d+\.\d\d$/),
+      });
+
+      if (dialect === 'minimal') {
+        // The reviewer's case: the amount named, its currency not. Unknown, and said so.
+        const unnamed = await run('gbp-no-currency', ['--tax-report-fields', period]);
+        expect(unnamed).toEqual({ withoutCurrency: 1, totals: [], currency: '', amountDue: '', minor: named.minor });
+        const result = await exportTo('gbp-no-currency', ['--tax-report-fields', period], false);
+        expect(result.code).toBe(0);
+        expect(result.stdout).toContain('1 tax report(s) with an amount but no currency');
+        expect(result.stdout).toContain('--tax-report-fields currency=<its field>');
+      }
+    });
+
     it('ACCTOPS_BASE_URL works like --base-url, and --out s3://bucket/prefix writes to S3', async () => {
       const result = await acctops(['export', '--month', month, '--format', 'csv', '--out', 's3://acctops-exports/team-a'], {
         ACCTOPS_API_KEY: key,

@@ -5,7 +5,17 @@ import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } fr
 const MONTH = '2026-10';
 
 /** The keys every row of `export --json` has, whatever its status (README: an absent value is null). */
-const ROW_KEYS = ['companyId', 'error', 'manifestUrl', 'records', 'runId', 'status', 'totals', 'undatedTaxReports'];
+const ROW_KEYS = [
+  'companyId',
+  'error',
+  'manifestUrl',
+  'records',
+  'runId',
+  'status',
+  'taxReportsWithoutCurrency',
+  'totals',
+  'undatedTaxReports',
+];
 
 interface Row {
   companyId: string;
