@@ -14,11 +14,52 @@ import {
   type PutConditions,
   type PutOptions,
 } from '../../core/exports/formats/object-store';
+import { ownIdentity, processState } from './process-identity';
 
 /** Staging area inside the root, so a rename into place never crosses a file system. */
 const TEMP_DIR = '.acctops-tmp';
 /** Times a staged file is tried when another process removes the staging directory meanwhile. */
 const STAGING_ATTEMPTS = 10;
+/**
+ * A staged file is named after the process writing it, `<pid>-<start>-<16 hex>.part` (start: the
+ * process's start time in ticks since boot, 0 where unknown), so that another process can tell a
+ * dead writer's leftovers from a live writer's file (sweepStaleStaging).
+ */
+const STAGED_NAME = /^(\d+)-(\d+)-[0-9a-f]{16}\.part$/;
+/**
+ * How long since its last change a staged file whose writer cannot be verified (a file named by an
+ * older acctops, or a live pid without /proc to tell who it is) is kept. A live write changes its
+ * file at least once per page of the service, well within a minute; an hour leaves a wide margin.
+ */
+export const STALE_STAGING_MS = 60 * 60 * 1000;
+
+/** Stores of this process with a write between staging and rename: what abandonLocalWrites stops. */
+const writing = new Set<DirObjectStore>();
+/** Called with every object a store of this process put into place (onLocalCommit). */
+const commitListeners = new Set<(store: DirObjectStore, key: string) => void>();
+
+/**
+ * Calls `listener` with each object any DirObjectStore of this process puts into place from now
+ * on, until the returned function is called. A signal handler uses it to say what a run published
+ * before it was stopped: the store is made where the export is, out of the handler's reach.
+ */
+export function onLocalCommit(listener: (store: DirObjectStore, key: string) => void): () => void {
+  commitListeners.add(listener);
+  return () => commitListeners.delete(listener);
+}
+
+/**
+ * Stops every write of this process's DirObjectStores and removes what they staged: the process is
+ * about to exit (Ctrl-C, SIGTERM) and its writers will not get to clean up after themselves. A
+ * write that had not yet been renamed into place never will be (it fails), and no new one starts;
+ * a rename already under way is awaited, so that what onLocalCommit reported is all that was put.
+ * Returns the number of staged files removed.
+ */
+export async function abandonLocalWrites(): Promise<number> {
+  let removed = 0;
+  for (const store of [...writing]) removed += await store.abandon();
+  return removed;
+}
 
 /**
  * An ObjectStore on a local directory (the CLI's `--out ./dir`, tests). Every object is written to
@@ -33,13 +74,24 @@ const STAGING_ATTEMPTS = 10;
  * failed one, whose staged files are gone) leaves only its objects. Two processes may still write
  * to one directory at once (`acctops export --out` of two runs: nothing locks an --out directory),
  * so the removal is an `rmdir` that fails on a directory another writer is staging in, and staging
- * makes the directory again if one vanished between creating it and the temporary file.
+ * makes the directory again if one vanished between creating it and the temporary file. A process
+ * that dies mid-write cannot clean up: a signal handler can (abandonLocalWrites), and what a killed
+ * or crashed process left is removed by the next store that writes there (sweepStaleStaging), told
+ * from a live writer's files by the writer's pid and start time in their names.
  */
 export class DirObjectStore implements ObjectStore {
   readonly root: string;
   private readonly locks = new Map<string, Promise<unknown>>();
   /** Writes of this store between staging their temporary file and its rename (or removal). */
   private staging = 0;
+  /** The temporary files this store holds now. */
+  private readonly staged = new Set<string>();
+  /** File-system calls under way that create a staged file or put one into place (abandon awaits them). */
+  private readonly creating = new Set<Promise<unknown>>();
+  /** Set by abandon(): the process is exiting, and no write may be put into place any more. */
+  private abandoned = false;
+  /** The sweep of staged files left by dead processes, once per store (on its first write). */
+  private swept: Promise<void> | undefined;
 
   constructor(root: string) {
     this.root = resolve(root);
@@ -50,9 +102,10 @@ export class DirObjectStore implements ObjectStore {
     // The body may fail before the pipeline is attached; pipeline still sees it as errored, and this
     // keeps that early 'error' event from being an uncaught one.
     body.on('error', () => undefined);
-    // The temporary file exists already (stageFile): it is written over, never created here.
+    // The temporary file exists already (stageFile): it is opened, never created here, so that a
+    // file abandon() removed meanwhile is not made again by a write that is still under way.
     await this.writeAtomically(key, path, async (temp) => {
-      await pipeline(body, createWriteStream(temp, { flags: 'w' }));
+      await pipeline(body, createWriteStream(temp, { flags: 'r+' }));
     });
   }
 
@@ -65,7 +118,7 @@ export class DirObjectStore implements ObjectStore {
         if (options.ifMatch !== undefined && current?.etag !== options.ifMatch) throw new PreconditionFailedError(key);
       }
       await this.writeAtomically(key, path, async (temp) => {
-        const file = await open(temp, 'w');
+        const file = await open(temp, 'r+');
         try {
           await file.writeFile(body);
         } finally {
@@ -139,8 +192,12 @@ export class DirObjectStore implements ObjectStore {
 
   private async writeAtomically(key: string, path: string, write: (temp: string) => Promise<void>): Promise<void> {
     this.staging += 1;
+    writing.add(this);
     let temp: string | undefined;
     try {
+      this.refuseIfAbandoned();
+      this.swept ??= this.sweepStaleStaging();
+      await this.swept;
       temp = await this.stageFile();
       await write(temp);
       // Durable before visible: without the fsync a crash could leave an empty file at the key.
@@ -151,13 +208,93 @@ export class DirObjectStore implements ObjectStore {
         await file.close();
       }
       await makeDirectory(dirname(path));
-      await rename(temp, path);
+      this.refuseIfAbandoned();
+      const staged = temp;
+      await this.creation(
+        rename(staged, path).then(() => {
+          this.staged.delete(staged);
+          for (const listener of commitListeners) listener(this, key);
+        }),
+      );
     } catch (error) {
-      if (temp !== undefined) await unlink(temp).catch(() => undefined);
+      if (temp !== undefined) {
+        await unlink(temp).catch(() => undefined);
+        this.staged.delete(temp);
+      }
       throw error instanceof ObjectStoreError ? error : new ObjectStoreError('put', key, error, undefined, this.url(key));
     } finally {
       this.staging -= 1;
-      if (this.staging === 0) await this.removeStagingDirectory();
+      if (this.staging === 0) {
+        writing.delete(this);
+        await this.removeStagingDirectory();
+      }
+    }
+  }
+
+  private refuseIfAbandoned(): void {
+    if (this.abandoned) throw new Error('the process is exiting: write abandoned');
+  }
+
+  /** Tracks a call that creates a staged file or puts one into place until it settles (abandon awaits it). */
+  private async creation<T>(call: Promise<T>): Promise<T> {
+    this.creating.add(call);
+    try {
+      return await call;
+    } finally {
+      this.creating.delete(call);
+    }
+  }
+
+  /**
+   * Stops this store's writes for good and removes its staged files (abandonLocalWrites). Calls
+   * that create a staged file or rename one are awaited first, so that none lands after the sweep.
+   * The writes themselves are left to fail at their next step: a write may wait on its body, a
+   * network read, for longer than a process that is exiting has.
+   */
+  async abandon(): Promise<number> {
+    this.abandoned = true;
+    await Promise.allSettled([...this.creating]);
+    let removed = 0;
+    for (const temp of [...this.staged]) {
+      this.staged.delete(temp);
+      if (
+        await unlink(temp).then(
+          () => true,
+          () => false,
+        )
+      )
+        removed++;
+    }
+    await this.removeStagingDirectory();
+    return removed;
+  }
+
+  /**
+   * Removes staged files of processes that are gone (killed, or crashed, before their own cleanup):
+   * a file whose writer is dead or is another process with the pid now, or, when the writer cannot
+   * be verified (an older acctops's name, no /proc), one unchanged for STALE_STAGING_MS. A live
+   * writer's file, another acctops exporting into the same directory, is never touched. Best effort:
+   * it never fails a write.
+   */
+  private async sweepStaleStaging(): Promise<void> {
+    const tempDir = join(this.root, TEMP_DIR);
+    let names: string[];
+    try {
+      names = await readdir(tempDir);
+    } catch {
+      return;
+    }
+    const now = Date.now();
+    for (const name of names) {
+      const match = STAGED_NAME.exec(name);
+      const state = match ? processState({ pid: Number(match[1]), start: match[2] === '0' ? undefined : match[2] }) : 'unverified';
+      if (state === 'alive') continue;
+      const path = join(tempDir, name);
+      if (state === 'unverified') {
+        const info = await stat(path).catch(() => undefined);
+        if (!info?.isFile() || now - info.mtimeMs <= STALE_STAGING_MS) continue;
+      }
+      await unlink(path).catch(() => undefined);
     }
   }
 
@@ -170,13 +307,17 @@ export class DirObjectStore implements ObjectStore {
    */
   private async stageFile(): Promise<string> {
     const tempDir = join(this.root, TEMP_DIR);
+    const { pid, start = '0' } = ownIdentity();
     for (let attempt = 1; ; attempt++) {
-      const temp = join(tempDir, `${randomBytes(8).toString('hex')}.part`);
+      const temp = join(tempDir, `${pid}-${start}-${randomBytes(8).toString('hex')}.part`);
       try {
         await makeDirectory(tempDir);
-        await (await open(temp, 'wx')).close();
+        this.refuseIfAbandoned();
+        this.staged.add(temp);
+        await this.creation(open(temp, 'wx').then((file) => file.close()));
         return temp;
       } catch (error) {
+        this.staged.delete(temp);
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= STAGING_ATTEMPTS) throw error;
       }
     }

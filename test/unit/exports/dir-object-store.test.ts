@@ -1,8 +1,10 @@
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
-import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
+import { abandonLocalWrites, DirObjectStore, onLocalCommit, STALE_STAGING_MS } from '../../../src/adapters/local/dir-object-store';
+import { ownIdentity, startOf } from '../../../src/adapters/local/process-identity';
 import { ObjectStoreError, PreconditionFailedError } from '../../../src/core/exports/formats/period-errors';
 import { listKeys } from '../../helpers/export-fixtures';
 
@@ -131,5 +133,85 @@ describe('DirObjectStore', () => {
     for (const key of ['../evil', 'a/../../evil', '/abs', 'a//b', 'a\\b', '.acctops-tmp/x', '']) {
       await expect(store.putObject(key, 'x')).rejects.toMatchObject({ code: 'object_key_invalid' });
     }
+  });
+
+  describe('staged files of other processes', () => {
+    const tempDir = () => join(root, '.acctops-tmp');
+    const staged = async (name: string, ageMs = 0) => {
+      await mkdir(tempDir(), { recursive: true });
+      await writeFile(join(tempDir(), name), 'partial');
+      if (ageMs > 0) {
+        const then = new Date(Date.now() - ageMs);
+        await utimes(join(tempDir(), name), then, then);
+      }
+      return name;
+    };
+    const hex = 'a'.repeat(16);
+
+    it("removes a dead writer's file and one of another process that has the pid now, at the next write", async () => {
+      const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+      const deadPid = child.pid!;
+      await new Promise((resolve) => child.once('exit', resolve));
+      await staged(`${deadPid}-0-${hex}.part`);
+      // This very process, but with another start time: the pid was reused (a container restart).
+      await staged(`${process.pid}-1-${hex}.part`);
+      await store.putObject('p/one.json', '1');
+      expect(await readdir(root)).toEqual(['p']);
+    });
+
+    it("keeps a live writer's file (another acctops exporting into the same directory)", async () => {
+      const writer = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+      try {
+        const start = startOf(writer.pid!);
+        const name = await staged(`${writer.pid}-${start ?? 0}-${hex}.part`, start === undefined ? 0 : STALE_STAGING_MS * 2);
+        await store.putObject('p/one.json', '1');
+        expect(await readdir(tempDir())).toEqual([name]);
+      } finally {
+        writer.kill();
+      }
+    });
+
+    it('removes a file an older acctops named (no pid) once it is older than the bound, and keeps a recent one', async () => {
+      await staged(`${'b'.repeat(16)}.part`, STALE_STAGING_MS + 60_000);
+      const recent = await staged(`${'c'.repeat(16)}.part`);
+      await store.putObject('p/one.json', '1');
+      expect(await readdir(tempDir())).toEqual([recent]);
+    });
+
+    it('names its own staged files after its pid and start time', async () => {
+      const body = new PassThrough();
+      const put = store.putStream('s.txt', body);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const { pid, start = '0' } = ownIdentity();
+      expect(await readdir(tempDir())).toEqual([expect.stringMatching(new RegExp(`^${pid}-${start}-[0-9a-f]{16}\\.part$`))]);
+      body.end('x');
+      await put;
+    });
+  });
+
+  describe('abandonLocalWrites (a signal ends the process)', () => {
+    it('removes what is staged, refuses to put it into place afterwards, and reports only what was put before', async () => {
+      const committed: string[] = [];
+      const stop = onLocalCommit((_store, key) => committed.push(key));
+      try {
+        await store.putObject('p/_manifest.json', '{}');
+        const body = new PassThrough();
+        const put = store.putStream('p/run=1/part-00000.csv', body);
+        body.write('half of it');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(await readdir(join(root, '.acctops-tmp'))).toHaveLength(1);
+
+        expect(await abandonLocalWrites()).toBe(1);
+        expect((await readdir(root)).sort()).toEqual(['p']);
+        body.end('the rest');
+        await expect(put).rejects.toBeInstanceOf(ObjectStoreError);
+        await expect(store.putObject('p/later.json', '1')).rejects.toBeInstanceOf(ObjectStoreError);
+        expect(await listKeys(store)).toEqual(['p/_manifest.json']);
+        expect(committed).toEqual(['p/_manifest.json']);
+        expect((await readdir(root)).sort()).toEqual(['p']);
+      } finally {
+        stop();
+      }
+    });
   });
 });

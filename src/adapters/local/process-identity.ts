@@ -1,0 +1,79 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * Which process wrote a file that marks a claim (the state lock, a staged export file), so that a
+ * later process can tell whether the claim is still held. A pid alone is not enough: pids are
+ * reused, and after a container restart a small pid (often 1) belongs to a new, unrelated process.
+ * Linux gives each process a start time (ticks since boot, /proc/<pid>/stat) and each boot an id;
+ * together with the pid they name one process for good. Elsewhere (macOS) neither is read and a
+ * claim is judged by its pid alone, as before.
+ */
+export interface ProcessIdentity {
+  pid: number;
+  /** Start time in clock ticks since boot (/proc/<pid>/stat, field 22); undefined where unreadable. */
+  start?: string;
+  /** /proc/sys/kernel/random/boot_id; undefined where unreadable. */
+  boot?: string;
+}
+
+/** What a recorded identity's process is now. */
+export type ProcessState =
+  /** The same process is running (pid alive, and its start time and boot match where recorded). */
+  | 'alive'
+  /** The pid is alive, but whether it is the same process cannot be told (no start time on one side). */
+  | 'unverified'
+  /** The process is gone: no such pid, another boot, or another process with the pid. */
+  | 'gone';
+
+let own: ProcessIdentity | undefined;
+
+/** This process's identity (read once: it does not change). */
+export function ownIdentity(): ProcessIdentity {
+  own ??= { pid: process.pid, start: startOf(process.pid), boot: bootId() };
+  return own;
+}
+
+/** The start time of `pid` in ticks since boot, or undefined where /proc cannot tell. */
+export function startOf(pid: number): string | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) is in parentheses and may hold spaces and parentheses itself.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const start = fields[19];
+  return start !== undefined && /^\d+$/.test(start) ? start : undefined;
+}
+
+function bootId(): string | undefined {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a process with `pid` exists (EPERM: it does, as another user's). */
+export function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** What the process `recorded` names is now: still running, gone, or a live pid that cannot be verified. */
+export function processState(recorded: ProcessIdentity): ProcessState {
+  const current = ownIdentity();
+  if (recorded.boot !== undefined && current.boot !== undefined && recorded.boot !== current.boot) return 'gone';
+  if (!pidAlive(recorded.pid)) return 'gone';
+  if (recorded.start === undefined) return 'unverified';
+  const start = recorded.pid === process.pid ? current.start : startOf(recorded.pid);
+  // Unreadable here but alive: no /proc (macOS), or hidden; unreadable and gone: it just exited.
+  if (start === undefined) return pidAlive(recorded.pid) ? 'unverified' : 'gone';
+  return start === recorded.start ? 'alive' : 'gone';
+}
