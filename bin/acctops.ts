@@ -1,4 +1,6 @@
 // The `acctops` CLI (README, "The acctops CLI"); bin/acctops.cjs runs this file through tsx.
+import { outputOpen } from '../cli/interrupt';
+import type { CliStream } from '../cli/output';
 import { runCli } from '../cli/program';
 
 // The SDK's advice to upgrade Node would land in the middle of a command's output; the engines
@@ -12,8 +14,23 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-void runCli(process.argv.slice(2), { io: { stdout: process.stdout, stderr: process.stderr }, env: process.env, cwd: process.cwd() }).then(
-  (code) => {
-    process.exitCode = code;
-  },
-);
+/** The stream, silent once Ctrl-C or SIGTERM is being handled, but for the interrupt's own line (cli/interrupt.ts). */
+function gated(stream: NodeJS.WriteStream): CliStream {
+  return {
+    write: (text: string) => (outputOpen() ? stream.write(text) : true),
+    get isTTY() {
+      return stream.isTTY;
+    },
+    get columns() {
+      return stream.columns;
+    },
+  };
+}
+
+void runCli(process.argv.slice(2), {
+  io: { stdout: gated(process.stdout), stderr: gated(process.stderr) },
+  env: process.env,
+  cwd: process.cwd(),
+}).then((code) => {
+  process.exitCode = code;
+});

@@ -1,12 +1,16 @@
 import { Command } from 'commander';
+import { EXPORT_LAYOUT } from '../../contract/exports';
+import { abandonLocalWrites, onLocalCommit } from '../../src/adapters/local/dir-object-store';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import { exportTarget, formats as parseFormats, guid, httpUrl, month as parseMonth, taxReportFields, type ExportTarget } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import { CliConfigError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
+import { interruptExitCode, onInterrupt, speak } from '../interrupt';
 import type { RegistryFinding } from '../../src/core/companies/company-registry';
 import type { CompanyProgress, ExportReport } from '../operations/operations';
 import type { Output, Progress } from '../output';
+import type { Session } from '../session';
 import type { CommandHost } from './host';
 
 export interface ExportOptions {
@@ -50,6 +54,9 @@ export function exportCommand(host: CommandHost): Command {
           if (p.done) bar.finish();
         };
         const baseUrl = opts.baseUrl ?? baseUrlFromEnv(session.env.ACCTOPS_BASE_URL);
+        // AWS mode only requests exports and waits for their manifests: nothing here to stop.
+        const stopOnInterrupt =
+          baseUrl === undefined && session.stack !== undefined ? () => undefined : stopExportOnInterrupt(session, opts.out, bars);
         let report: ExportReport;
         try {
           // Direct mode is chosen by the base URL, in any mode: it needs neither the state nor AWS.
@@ -70,6 +77,7 @@ export function exportCommand(host: CommandHost): Command {
             });
           }
         } finally {
+          stopOnInterrupt();
           for (const bar of bars.values()) bar.finish();
         }
         const failed = report.companies.filter((c) => c.status !== 'completed' && !(c.status === 'requested' && opts.wait === false));
@@ -97,6 +105,53 @@ export function exportCommand(host: CommandHost): Command {
         session.out.result(report, () => renderExport(session.out, report));
       }),
     );
+}
+
+/**
+ * Ctrl-C or SIGTERM while the export runs (cli/interrupt.ts): the writes under way are stopped and
+ * what they staged in `.acctops-tmp/` is removed (abandonLocalWrites), then one line says what was
+ * published. A period is published by its manifest alone (docs/exports.md, "Atomic periods"), so
+ * the manifests this process put into place are that list; the data files of the run that was
+ * stopped are invisible without one, and the period's next export collects them. An S3 target's
+ * writes are not seen here: an upload cut short is never visible, and the line says how to tell.
+ * Returns the function that unregisters it.
+ */
+function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, bars: Map<string, Progress>): () => void {
+  const published: string[] = [];
+  const stopWatching = onLocalCommit((store, key) => {
+    if (key.endsWith(`/${EXPORT_LAYOUT.manifestName}`)) published.push(store.url(key));
+  });
+  const stopStep = onInterrupt(async (signal) => {
+    stopWatching();
+    await abandonLocalWrites();
+    const interrupted = { exitCode: interruptExitCode(signal), code: 'interrupted' };
+    speak(() => {
+      for (const bar of bars.values()) bar.finish();
+      if (out?.kind === 's3') {
+        session.out.error({
+          ...interrupted,
+          message: `interrupted (${signal}): the export was stopped`,
+          hint: 'a period is published only when its _manifest.json was written; an upload cut short is never visible; run the export again',
+        });
+      } else if (published.length === 0) {
+        session.out.error({
+          ...interrupted,
+          message: `interrupted (${signal}): the export was stopped and its staged files removed; nothing was published`,
+          hint: 'run the export again',
+        });
+      } else {
+        session.out.error({
+          ...interrupted,
+          message: `interrupted (${signal}): the export was stopped and its staged files removed; published before it stopped: ${published.join(', ')}`,
+          hint: 'those periods are complete; run the export again for the rest',
+        });
+      }
+    });
+  });
+  return () => {
+    stopStep();
+    stopWatching();
+  };
 }
 
 function baseUrlFromEnv(raw: string | undefined): string | undefined {

@@ -41,6 +41,7 @@ import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
 import { DIALECTS, startSandbox, type Dialect, type RunningSandbox } from '../../sandbox';
 import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/secrets-manager';
 import { CliConfigError } from '../errors';
+import { onInterrupt } from '../interrupt';
 import { readJsonFile, writePrivateJsonFile } from '../../src/adapters/local/private-json-file';
 import { createStateDir, DamagedStateFileError, LocalClock, lockStateDir, statePath, type StateFileName } from './state-dir';
 import { sandboxSnapshotSchema } from '../../sandbox';
@@ -543,18 +544,11 @@ export class LocalWorld {
   /**
    * Ctrl+C or a SIGTERM in the middle of a command: save what the embedded peers hold (a key the
    * service created is in sandbox.json as well as in secrets.json) before the process ends, so the
-   * state directory stays consistent.
+   * state directory stays consistent. An export's own step (stop its writes, remove what they
+   * staged) runs before this one: it registered first (cli/interrupt.ts).
    */
   private saveOnSignals(): void {
-    const onSignal = (signal: NodeJS.Signals) => {
-      void this.close().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
-    };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-    this.removeSignalHandlers = () => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    };
+    this.removeSignalHandlers = onInterrupt(() => this.close());
   }
 
   private removeSignalHandlers = () => undefined as void;

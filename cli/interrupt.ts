@@ -1,0 +1,77 @@
+/**
+ * Ctrl-C and SIGTERM in the middle of a command: what must happen before the process exits (the
+ * export stops its writes and removes what it staged, the local world saves its state and releases
+ * the lock), then the exit with the shell's code for the signal. Node's default is to die on the
+ * spot, which left staged files and an unsaved state behind.
+ *
+ * Steps run one after the other in the order they were registered: the export registers its step
+ * before it opens the local world, so its writes stop before the world saves and closes. A second
+ * signal, or steps taking longer than STEPS_BOUND_MS, ends the process at once.
+ */
+export type InterruptStep = (signal: NodeJS.Signals) => Promise<void> | void;
+
+/** 128 + the signal's number, as a shell reports a process the signal ended. */
+export function interruptExitCode(signal: NodeJS.Signals): number {
+  return signal === 'SIGTERM' ? 143 : 130;
+}
+
+/** Long enough for a world to save its files; short enough that a stuck step does not keep a killed command alive. */
+const STEPS_BOUND_MS = 10_000;
+const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+const steps: InterruptStep[] = [];
+let stopping = false;
+let speaking = false;
+
+/**
+ * Whether the command may still write to the terminal. Once a signal is handled the command goes on
+ * running until the process exits, and what it says then (a write that failed because its staged
+ * file was removed, a failed row) is an effect of the interrupt, not news: only the steps' own line
+ * is shown (`speak`). The binary gates its streams with it (bin/acctops.ts).
+ */
+export function outputOpen(): boolean {
+  return !stopping || speaking;
+}
+
+/** Writes a step's own line (synchronous writes in `write`) while the command's output is closed. */
+export function speak(write: () => void): void {
+  speaking = true;
+  try {
+    write();
+  } finally {
+    speaking = false;
+  }
+}
+
+/**
+ * Runs `step` if the process is interrupted before the returned function is called. The handler
+ * is installed only while some step is registered: a command that registers none keeps Node's
+ * default (the process ends at once).
+ */
+export function onInterrupt(step: InterruptStep): () => void {
+  steps.push(step);
+  if (steps.length === 1) for (const signal of SIGNALS) process.on(signal, interrupted);
+  return () => {
+    const index = steps.indexOf(step);
+    if (index >= 0) steps.splice(index, 1);
+    // While stopping, the handler stays: a second signal must still end the process at once.
+    if (steps.length === 0 && !stopping) for (const signal of SIGNALS) process.off(signal, interrupted);
+  };
+}
+
+function interrupted(signal: NodeJS.Signals): void {
+  const code = interruptExitCode(signal);
+  if (stopping) process.exit(code);
+  stopping = true;
+  setTimeout(() => process.exit(code), STEPS_BOUND_MS);
+  void (async () => {
+    for (const step of [...steps]) {
+      try {
+        await step(signal);
+      } catch {
+        // Every step gets its turn: the world must still save and unlock when the export's step failed.
+      }
+    }
+    process.exit(code);
+  })();
+}
