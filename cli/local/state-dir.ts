@@ -1,8 +1,17 @@
-import { link, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { link, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { EXPORT_LAYOUT } from '../../contract/exports';
 import { makeDirectory } from '../../src/adapters/local/dir-object-store';
 import { readTextIfExists, temporaryPath } from '../../src/adapters/local/private-json-file';
+import {
+  commandLineOf,
+  ownIdentity,
+  pidAlive,
+  processState,
+  startedAtMs,
+  type ProcessIdentity,
+} from '../../src/adapters/local/process-identity';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
@@ -128,27 +137,59 @@ export async function createStateDir(stateDir: string): Promise<void> {
 export class StateLockedError extends CliError {
   override readonly name: string = 'StateLockedError';
   constructor(stateDir: string, pid: number) {
+    const lock = statePath(stateDir, 'lock');
     super(`another acctops command (pid ${pid}) is using the state directory ${stateDir}`, {
       code: 'state_locked',
       exitCode: ExitCode.failure,
-      hint: 'wait for it to finish, or use another --state-dir',
+      hint: `wait for it to finish, or use another --state-dir; if you are sure no acctops command is using it, delete ${lock}`,
     });
+  }
+}
+
+/**
+ * What the lock file says: the holder's pid, its start time and the boot (ProcessIdentity), and the
+ * host for whoever reads the file. A lock of an older acctops holds the bare pid (`legacy`).
+ */
+interface LockRecord extends ProcessIdentity {
+  legacy: boolean;
+}
+
+/** The lock as this process writes it: one JSON line. */
+function lockText(): string {
+  const { pid, start, boot } = ownIdentity();
+  return `${JSON.stringify({ pid, start: start ?? null, boot: boot ?? null, host: hostname() })}\n`;
+}
+
+/** The lock's record; undefined when the lock is gone; pid 0 when it names no process (unreadable, empty). */
+function parseLock(text: string): LockRecord {
+  const trimmed = text.trim();
+  if (/^\d+$/.test(trimmed)) return { pid: Number(trimmed), legacy: true };
+  try {
+    const json = JSON.parse(trimmed) as { pid?: unknown; start?: unknown; boot?: unknown };
+    const pid = typeof json.pid === 'number' && Number.isInteger(json.pid) && json.pid > 0 ? json.pid : 0;
+    const text = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+    return { pid, start: text(json.start), boot: text(json.boot), legacy: false };
+  } catch {
+    return { pid: 0, legacy: false };
   }
 }
 
 /**
  * One process at a time: the embedded service and secrets are loaded at the start of a command and
  * saved at its end, so two commands at once would lose one's changes. A lock left by a process that
- * no longer exists is taken over.
+ * no longer exists is taken over, and so is one whose pid now belongs to another process: pids are
+ * reused (after a container restart the holder's pid is often a new, unrelated process), so the
+ * lock records the holder's start time and boot too, and a live pid with another start time is not
+ * the holder (holds).
  *
- * The lock appears with its pid already in it: written to a temporary file, then linked into place
- * (link fails if the lock exists). Created empty and written after, a second process reading in
- * between saw no pid, took the lock for stale and both held it.
+ * The lock appears with its record already in it: written to a temporary file, then linked into
+ * place (link fails if the lock exists). Created empty and written after, a second process reading
+ * in between saw no pid, took the lock for stale and both held it.
  */
 export async function lockStateDir(stateDir: string): Promise<() => Promise<void>> {
   const path = statePath(stateDir, 'lock');
   const temp = temporaryPath(path);
-  await writeFile(temp, String(process.pid), { flag: 'wx', mode: 0o600 }).catch((error: unknown) => {
+  await writeFile(temp, lockText(), { flag: 'wx', mode: 0o600 }).catch((error: unknown) => {
     throw stateDirError(stateDir, error);
   });
   try {
@@ -158,9 +199,9 @@ export async function lockStateDir(stateDir: string): Promise<() => Promise<void
         return () => rm(path, { force: true });
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        const pid = await readPid(path);
-        if (pid !== undefined && holds(pid)) throw new StateLockedError(stateDir, pid);
-        await takeOverStale(stateDir, path, pid);
+        const seen = await readLock(path);
+        if (seen !== undefined && (await holds(path, seen.record))) throw new StateLockedError(stateDir, seen.record.pid);
+        await takeOverStale(stateDir, path, seen?.text);
       }
     }
     throw new StateLockedError(stateDir, 0);
@@ -169,24 +210,39 @@ export async function lockStateDir(stateDir: string): Promise<() => Promise<void
   }
 }
 
-/** The lock's pid; undefined when it is gone; 0 when it holds none (a lock from an older acctops). */
-async function readPid(path: string): Promise<number | undefined> {
+/** The lock's text and record; undefined when it is gone. */
+async function readLock(path: string): Promise<{ text: string; record: LockRecord } | undefined> {
   const text = await readTextIfExists(path);
-  if (text === undefined) return undefined;
-  const pid = Number(text.trim());
-  return Number.isInteger(pid) && pid > 0 ? pid : 0;
-}
-
-function holds(pid: number): boolean {
-  return pid > 0 && pid !== process.pid && isAlive(pid);
+  return text === undefined ? undefined : { text, record: parseLock(text) };
 }
 
 /**
- * Removes the stale lock that held `seen`. Moved aside first, then checked: another process may
- * have taken the stale lock over between our read and now, and its live lock must not be deleted
+ * Whether the process the lock names still holds it. A recorded start time decides (processState);
+ * without one (macOS, no /proc), a live pid holds it, as before. A bare pid from an older acctops is
+ * judged by what /proc tells of the process: one started after the lock was written, or that is not
+ * a node process (acctops runs on node), did not write it.
+ */
+async function holds(path: string, lock: LockRecord): Promise<boolean> {
+  if (lock.pid <= 0 || lock.pid === process.pid) return false;
+  if (!lock.legacy) return processState(lock) !== 'gone';
+  if (!pidAlive(lock.pid)) return false;
+  const written = await stat(path).then(
+    (info) => info.mtimeMs,
+    () => undefined,
+  );
+  const started = startedAtMs(lock.pid);
+  // A second of slack: the boot time and the start ticks are coarser than the file's mtime.
+  if (written !== undefined && started !== undefined && started > written + 1000) return false;
+  const command = commandLineOf(lock.pid);
+  return command === undefined || command.some((arg) => /(^|\/)(node|nodejs|acctops)[^/]*$/.test(arg));
+}
+
+/**
+ * Removes the stale lock whose text was `seen`. Moved aside first, then checked: another process
+ * may have taken the stale lock over between our read and now, and its live lock must not be deleted
  * (it is linked back, and this process is refused).
  */
-async function takeOverStale(stateDir: string, path: string, seen: number | undefined): Promise<void> {
+async function takeOverStale(stateDir: string, path: string, seen: string | undefined): Promise<void> {
   if (seen === undefined) return;
   const aside = temporaryPath(path);
   try {
@@ -195,22 +251,13 @@ async function takeOverStale(stateDir: string, path: string, seen: number | unde
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw error;
   }
-  const pid = await readPid(aside);
-  if (pid !== undefined && pid !== seen && holds(pid)) {
+  const moved = await readLock(aside);
+  if (moved !== undefined && moved.text !== seen && (await holds(aside, moved.record))) {
     await link(aside, path).catch(() => undefined);
     await rm(aside, { force: true });
-    throw new StateLockedError(stateDir, pid);
+    throw new StateLockedError(stateDir, moved.record.pid);
   }
   await rm(aside, { force: true });
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**

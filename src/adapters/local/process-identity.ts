@@ -77,3 +77,30 @@ export function processState(recorded: ProcessIdentity): ProcessState {
   if (start === undefined) return pidAlive(recorded.pid) ? 'unverified' : 'gone';
   return start === recorded.start ? 'alive' : 'gone';
 }
+
+/**
+ * When `pid` started, in ms since the epoch: the boot time (/proc/stat `btime`) plus its start
+ * ticks at USER_HZ, which Linux fixes at 100 for every process-facing interface. Undefined where
+ * /proc cannot tell.
+ */
+export function startedAtMs(pid: number): number | undefined {
+  const ticks = startOf(pid);
+  if (ticks === undefined) return undefined;
+  let btime: number;
+  try {
+    btime = Number(/^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'))?.[1]);
+  } catch {
+    return undefined;
+  }
+  return Number.isFinite(btime) ? btime * 1000 + Number(ticks) * 10 : undefined;
+}
+
+/** The arguments `pid` was started with (/proc/<pid>/cmdline); undefined where unreadable. */
+export function commandLineOf(pid: number): string[] | undefined {
+  try {
+    const raw = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    return raw === '' ? undefined : raw.replace(/\0$/, '').split('\0');
+  } catch {
+    return undefined;
+  }
+}

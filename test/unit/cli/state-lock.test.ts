@@ -1,8 +1,9 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { resetStateDir, StateLockedError } from '../../../cli/local/state-dir';
+import { lockStateDir, resetStateDir, StateLockedError } from '../../../cli/local/state-dir';
+import { ownIdentity, startOf } from '../../../src/adapters/local/process-identity';
 
 type Report = { held: { from: number; to: number } } | { refused: string };
 
@@ -70,5 +71,68 @@ describe('resetStateDir: takes the lock like any command', () => {
       holder.kill();
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('lockStateDir: a lock whose pid is now another process is stale', () => {
+  let dir: string;
+  let other: ChildProcess;
+  beforeAll(() => {
+    // A live process that is not an acctops command holding this lock.
+    other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+  });
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'acctops-lock-pid-'));
+  });
+  afterEach(() => rm(dir, { recursive: true, force: true }));
+  afterAll(() => other.kill());
+
+  const lockFile = () => join(dir, 'lock');
+  const takesIt = async () => {
+    const unlock = await lockStateDir(dir);
+    const held = JSON.parse(await readFile(lockFile(), 'utf8')) as { pid: number; start: string | null };
+    await unlock();
+    return held;
+  };
+  const linux = startOf(process.pid) !== undefined;
+
+  it('records the pid, the start time and the boot, and reads them back as its own', async () => {
+    const held = await takesIt();
+    expect(held).toMatchObject({ pid: process.pid, start: ownIdentity().start ?? null, boot: ownIdentity().boot ?? null });
+  });
+
+  (linux ? it : it.skip)('takes over a lock naming a live pid whose start time is not the recorded one', async () => {
+    await writeFile(lockFile(), JSON.stringify({ pid: other.pid, start: '1', boot: ownIdentity().boot }));
+    expect((await takesIt()).pid).toBe(process.pid);
+  });
+
+  (linux ? it : it.skip)('takes over a lock of another boot', async () => {
+    await writeFile(lockFile(), JSON.stringify({ pid: other.pid, start: startOf(other.pid!), boot: 'another-boot' }));
+    expect((await takesIt()).pid).toBe(process.pid);
+  });
+
+  it('refuses while the recorded process itself is running, and names the lock to delete in the hint', async () => {
+    await writeFile(lockFile(), JSON.stringify({ pid: other.pid, start: startOf(other.pid!) ?? null, boot: ownIdentity().boot ?? null }));
+    const refused = await lockStateDir(dir).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(StateLockedError);
+    expect((refused as StateLockedError).hint).toContain(`delete ${lockFile()}`);
+  });
+
+  (linux ? it : it.skip)(
+    'an old bare-pid lock: taken over from a process that is no node (pid 1), or started after the lock was written',
+    async () => {
+      await writeFile(lockFile(), '1');
+      expect((await takesIt()).pid).toBe(process.pid);
+
+      await writeFile(lockFile(), String(other.pid));
+      const before = new Date(Date.now() - 3_600_000);
+      await utimes(lockFile(), before, before);
+      expect((await takesIt()).pid).toBe(process.pid);
+    },
+  );
+
+  it('an old bare-pid lock of a live node process written after it started still holds', async () => {
+    await writeFile(lockFile(), String(other.pid));
+    await expect(lockStateDir(dir)).rejects.toBeInstanceOf(StateLockedError);
   });
 });
