@@ -137,6 +137,7 @@ function manifestTotals(manifest: Manifest, dataset: DatasetName): Record<string
 describe('exports read by independent engines (DuckDB, arrow-rs)', () => {
   let dir: string;
   let db: DuckDBConnection;
+  let instance: DuckDBInstance;
   const manifests: Record<string, Manifest> = {};
 
   beforeAll(async () => {
@@ -154,11 +155,13 @@ describe('exports read by independent engines (DuckDB, arrow-rs)', () => {
       });
       manifests[`2026-${month}`] = summary.manifest;
     }
-    db = await (await DuckDBInstance.create(':memory:')).connect();
+    instance = await DuckDBInstance.create(':memory:');
+    db = await instance.connect();
   });
 
   afterAll(async () => {
     db?.closeSync();
+    instance?.closeSync();
     await rm(dir, { recursive: true, force: true });
   });
 
