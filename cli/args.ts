@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, type Command, type Option } from 'commander';
 import { parsePeriod } from '../src/core/exports/formats/period';
 import { FORMATS, type ExportFormat } from '../src/core/exports/formats/datasets';
 import { parseTaxReportFieldList, TAX_REPORT_FIELDS, type TaxReportFieldNames } from '../src/core/exports/formats/tax-report-fields';
@@ -100,6 +100,38 @@ export function exportTarget(raw: string): ExportTarget {
   if (raw.trim() === '' || /^[a-z][a-z0-9+.-]*:\/\//i.test(raw))
     throw new InvalidArgumentError('expected s3://bucket[/prefix] or a directory');
   return { kind: 'dir', path: raw };
+}
+
+/** Options that collect one value per occurrence (`--output`), which may therefore be given again. */
+const REPEATABLE = new WeakSet<Option>();
+
+/** Marks an option as collecting its occurrences, so that `rejectRepeatedOptions` lets it repeat. */
+export function repeatable(option: Option): Option {
+  REPEATABLE.add(option);
+  return option;
+}
+
+/**
+ * Refuses a value-taking option given twice (exit 2), in `command` and every subcommand below it.
+ * Commander keeps the last value silently, so `keys rotate --company A --company B` would rotate B
+ * alone and say nothing of A. Counted from commander's own `option:<name>` events, one per
+ * occurrence in any spelling (`--company x`, `--company=x`, `-cx`), so a value that looks like an
+ * option is never miscounted; parsing stops at the second, before any action runs. Boolean flags may
+ * repeat (`--json --json` means the same); variadic and `repeatable` options collect their values.
+ */
+export function rejectRepeatedOptions(command: Command): void {
+  for (const option of command.options) {
+    if (!(option.required || option.optional) || option.variadic || REPEATABLE.has(option)) continue;
+    let seen = 0;
+    command.on(`option:${option.name()}`, () => {
+      seen += 1;
+      if (seen > 1) {
+        const name = option.long ?? option.short ?? option.name();
+        throw new UsageError(`option ${name} given more than once; give it once`, 'nothing was run; each option takes one value');
+      }
+    });
+  }
+  for (const sub of command.commands) rejectRepeatedOptions(sub);
 }
 
 /** `Key=Value` naming a stack output. */

@@ -1,5 +1,5 @@
-import { Command, CommanderError } from 'commander';
-import { outputPair, rejectCredentialFlags } from './args';
+import { Command, CommanderError, Option } from 'commander';
+import { outputPair, rejectCredentialFlags, rejectRepeatedOptions, repeatable } from './args';
 import { companiesCommand } from './commands/companies';
 import { institutionCommand } from './commands/credentials';
 import { doctorCommand } from './commands/doctor';
@@ -39,7 +39,11 @@ export function buildProgram(host: Host): Command {
     .option('--state-dir <dir>', 'local mode: the state directory (default .acctops, or ACCTOPS_STATE_DIR)')
     .option('--stack <name>', 'AWS mode: the deployed stack, e.g. acctops-production (or ACCTOPS_STACK)')
     .option('--region <region>', 'AWS mode: the region (default AWS_REGION or the profile)')
-    .option('--output <Key=value>', 'AWS mode: name a stack output instead of discovering it (repeatable)', outputPair)
+    .addOption(
+      repeatable(
+        new Option('--output <Key=value>', 'AWS mode: name a stack output instead of discovering it (repeatable)').argParser(outputPair),
+      ),
+    )
     .option('-v, --verbose', 'log what the use cases do, as redacted JSON lines on stderr')
     .addHelpText('after', EPILOG)
     .showSuggestionAfterError(true);
@@ -68,6 +72,7 @@ export function buildProgram(host: Host): Command {
     for (const sub of command.commands) configure(sub);
   };
   configure(program);
+  rejectRepeatedOptions(program);
   return program;
 }
 

@@ -115,11 +115,14 @@ export async function runSandboxCli(
     maskCredentials?: boolean;
     /** The command a user types to see the full credentials, shown when they are masked. */
     showCommand?: string;
+    /** Called with the flags' command before it parses (acctops adds its checks of the flags). */
+    configure?: (command: Command) => void;
   } = {},
 ): Promise<SandboxCliRun> {
   const command = sandboxCommand()
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err?.(s.trimEnd()) });
+  options.configure?.(command);
   try {
     command.parse(argv, { from: 'user' });
   } catch (error) {

@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { rejectRepeatedOptions } from '../args';
 import { CliError, withoutValues } from '../errors';
 import { ExitCode } from '../exit-codes';
 import type { CommandHost } from './host';
@@ -22,7 +23,11 @@ export function sandboxCommand(host: CommandHost): Command {
         // Only this command loads the sandbox's server.
         const sandboxCli = await import('../../sandbox/cli.ts');
         try {
-          const run = await sandboxCli.runSandboxCli(command.args, io, { showCommand: 'acctops sandbox --show-credentials' });
+          const run = await sandboxCli.runSandboxCli(command.args, io, {
+            showCommand: 'acctops sandbox --show-credentials',
+            // The sandbox's flags are parsed there, out of reach of the program's own check.
+            configure: rejectRepeatedOptions,
+          });
           await run.done;
         } catch (error) {
           if (error instanceof sandboxCli.SandboxCliUsageError) {

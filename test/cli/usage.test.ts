@@ -291,6 +291,50 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     expect(oneLine(binary[1]!)).toMatch(/^acctops: error: option '--bearer' is refused: acctops never/);
   });
 
+  it('an option that takes a value, given twice in any spelling, is exit 2 naming it, before anything runs; a repeated flag or --output is not', async () => {
+    const a = '6f1c2a3b-0000-4000-8000-000000000000';
+    const b = '7f1c2a3b-0000-4000-8000-000000000000';
+    const attempts: [string[], string][] = [
+      [['keys', 'rotate', '--company', a, '--company', b], '--company'],
+      [['export', '--company', a, `--company=${b}`], '--company'],
+      [['companies', 'remove', `--company=${a}`, `--company=${b}`], '--company'],
+      [['export', '--format', 'csv', '--format', 'parquet'], '--format'],
+      [['export', '--out', 'x', '--month', '2026-01', '--out', 'y'], '--out'],
+      [['users', 'revoke', '--user', a, '--user', a], '--user'],
+      [['local', 'advance-clock', '--by', '1m', '--by', '2m'], '--by'],
+      [['--state-dir', `${state.dir}/never-created`, 'users', 'list'], '--state-dir'],
+      [['users', 'list', '--status', 'active', '--status', 'revoked'], '--status'],
+      [['sandbox', '--port', '0', '--port', '0'], '--port'],
+    ];
+    const binary = await Promise.all([run(attempts[0]![0]), run(['--json', ...attempts[3]![0]])]);
+    const results = await all(attempts.map(([args]) => args));
+    results.forEach((result, i) => {
+      expect(result.code).toBe(2);
+      expect(oneLine(result)).toBe(
+        `acctops: error: option ${attempts[i]![1]} given more than once; give it once (nothing was run; each option takes one value)`,
+      );
+      expect(result.stdout).toBe('');
+    });
+    expect(binary[0]!.code).toBe(2);
+    expect(binary[0]!.stderr).toBe(results[0]!.stderr);
+    expect(binary[1]!.code).toBe(2);
+    expect(JSON.parse(binary[1]!.stderr)).toEqual({
+      error: { exitCode: 2, code: 'usage', message: 'option --format given more than once; give it once', hint: expect.any(String) },
+    });
+    expect(existsSync(`${state.dir}/never-created`)).toBe(false);
+
+    // Repeating a flag changes nothing, and --output collects one stack output per occurrence: not refused as repeated.
+    const harmless = await all([
+      ['--json', '--json', 'users', 'list', '--bogus'],
+      ['--output', 'A=b', '--output', 'C=d', 'users', 'list', '--bogus'],
+      ['keys', 'rotate', '--no-wait', '--no-wait'],
+    ]);
+    for (const result of harmless) {
+      expect(result.code).toBe(2);
+      expect(result.stderr).not.toContain('more than once');
+    }
+  });
+
   it('--json errors are one JSON object on stderr with the exit code', async () => {
     const result = await run(['--json', 'keys', 'rotate']);
     expect(result.code).toBe(2);
