@@ -1,4 +1,5 @@
 import { Command, Option } from 'commander';
+import type { OnboardResult } from '../../src/core/tokens/token-lifecycle';
 import { TOKEN_STATUSES, type TokenStatus } from '../../src/core/tokens/token-store';
 import { email, guid, nonEmpty } from '../args';
 import { iso, relative } from '../format';
@@ -18,8 +19,7 @@ export function usersCommand(host: CommandHost): Command {
         const input = { externalId: opts.externalId, username: opts.username, email: opts.email };
         const result = await (await session.operations()).onboardUser(input);
         session.out.result(result, () => {
-          session.out.line(`User ${result.externalId}: ${result.result.replace('_', ' ')} (status ${result.status})`);
-          session.out.line(`  access token expires ${iso(result.accessTokenExpiresAt)}; it is refreshed on schedule from now on.`);
+          for (const line of onboardLines(result)) session.out.line(line);
         });
       }),
     );
@@ -82,4 +82,29 @@ export function usersCommand(host: CommandHost): Command {
     );
 
   return users;
+}
+
+/**
+ * What `users onboard` did, for people. Onboarding a user acctops already holds returns it as it is,
+ * and only an active user is refreshed on schedule: a revoked or needs_attention one is left out of
+ * the schedule until `users recover` brings it back, so the text says that instead of promising a
+ * refresh that will not happen.
+ */
+export function onboardLines(result: Pick<OnboardResult, 'externalId' | 'result' | 'status' | 'accessTokenExpiresAt'>): string[] {
+  const id = result.externalId;
+  const head = `User ${id}: ${result.result.replace('_', ' ')} (status ${result.status})`;
+  switch (result.status) {
+    case 'active':
+      return [head, `  access token expires ${iso(result.accessTokenExpiresAt)}; it is refreshed on schedule from now on.`];
+    case 'revoked':
+      return [
+        head,
+        `  the user was revoked: its tokens were expired at the service and are not refreshed; \`acctops users recover --user ${id} --reactivate\` brings it back.`,
+      ];
+    case 'needs_attention':
+      return [
+        head,
+        `  the user needs attention: the service refused both its refresh and a retrieve, and it is left out of the refresh schedule (access token expires ${iso(result.accessTokenExpiresAt)}); \`acctops users recover --user ${id}\` retrieves a new pair.`,
+      ];
+  }
 }

@@ -183,6 +183,22 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(skipped.stdout).toMatch(new RegExp(`${alice.externalId} +not_due`));
       expect(skipped.stdout).toMatch(/not_due: nothing to do, .* or the user is not active \(revoked, needs_attention/);
 
+      // Onboarding it again changes nothing, and says it is not refreshed rather than "refreshed on schedule".
+      const again = await acctops(
+        'users',
+        'onboard',
+        '--external-id',
+        alice.externalId,
+        '--username',
+        alice.username,
+        '--email',
+        alice.email,
+      );
+      expect(again.code).toBe(0);
+      expect(again.stdout).toMatch(/already onboarded \(status revoked\)/);
+      expect(again.stdout).not.toMatch(/refreshed on schedule/);
+      expect(again.stdout).toContain(`acctops users recover --user ${alice.externalId} --reactivate`);
+
       const refused = await acctops('users', 'recover', '--user', alice.externalId);
       expect(refused.code).toBe(1);
       expect(refused.stderr.trim().split('\n')).toHaveLength(1);

@@ -2,6 +2,7 @@ import { CommanderError, InvalidArgumentError } from 'commander';
 import { duration, email, exportTarget, formats, guid, httpUrl, month, rejectCredentialFlags } from '../../../cli/args';
 import { describeError, UsageError } from '../../../cli/errors';
 import { ExitCode } from '../../../cli/exit-codes';
+import { onboardLines } from '../../../cli/commands/users';
 import { refreshResultOf } from '../../../cli/operations/aws-operations';
 import { displayWidth, Output } from '../../../cli/output';
 import { KeyRevokedError, PermissionDeniedError, ServerError } from '../../../src/core/accounting-api';
@@ -347,5 +348,31 @@ describe('refreshResultOf: what the deployed refresh worker did, read from the u
     ['the user gone meanwhile', record(), null, 'not_found'],
   ] as const)('%s is %s', (_name, before, after, result) => {
     expect(refreshResultOf(before, after, NOW)).toBe(result);
+  });
+});
+
+describe('users onboard: the text says whether the user is refreshed from now on', () => {
+  const id = '91111111-2222-4333-8444-555555555555';
+  const expiresAt = Date.parse('2026-11-01T10:00:00Z');
+
+  it('an active user is refreshed on schedule', () => {
+    const lines = onboardLines({ externalId: id, result: 'created', status: 'active', accessTokenExpiresAt: expiresAt });
+    expect(lines[1]).toMatch(/refreshed on schedule from now on/);
+  });
+
+  it('a revoked user is not refreshed, and the text names `users recover --reactivate`', () => {
+    const lines = onboardLines({ externalId: id, result: 'already_onboarded', status: 'revoked', accessTokenExpiresAt: expiresAt });
+    expect(lines[0]).toBe(`User ${id}: already onboarded (status revoked)`);
+    expect(lines.join('\n')).not.toMatch(/refreshed on schedule from now on/);
+    expect(lines[1]).toMatch(/not refreshed/);
+    expect(lines[1]).toContain(`\`acctops users recover --user ${id} --reactivate\``);
+  });
+
+  it('a needs_attention user is not refreshed either; `users recover` without --reactivate brings it back', () => {
+    const lines = onboardLines({ externalId: id, result: 'already_onboarded', status: 'needs_attention', accessTokenExpiresAt: expiresAt });
+    expect(lines.join('\n')).not.toMatch(/refreshed on schedule from now on/);
+    expect(lines[1]).toMatch(/left out of the refresh schedule/);
+    expect(lines[1]).toContain(`\`acctops users recover --user ${id}\``);
+    expect(lines[1]).not.toContain('--reactivate');
   });
 });
