@@ -85,6 +85,13 @@ export function httpUrl(raw: string): string {
   if (!/^https?:$/.test(url.protocol)) throw new InvalidArgumentError('expected an http(s) URL ending in /api/v1');
   if (url.username !== '' || url.password !== '')
     throw new InvalidArgumentError('credentials do not belong in the URL; use ACCTOPS_API_KEY');
+  // The client refuses them too, but only once the export has started, as a failed company. A query
+  // is where a key is pasted (`?apikey=…`), so it is refused here, before anything runs, unechoed.
+  // The raw text is checked as well: a bare `?` or `#` leaves URL's search and hash empty.
+  if (url.search !== '' || url.hash !== '' || /[?#]/.test(raw))
+    throw new InvalidArgumentError(
+      'a query or fragment does not belong in the URL; expected an http(s) URL ending in /api/v1 (the key goes in ACCTOPS_API_KEY)',
+    );
   return raw.replace(/\/+$/, '');
 }
 

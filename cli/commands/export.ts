@@ -1,4 +1,4 @@
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { EXPORT_LAYOUT } from '../../contract/exports';
 import { abandonLocalWrites, onLocalCommit } from '../../src/adapters/local/dir-object-store';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
@@ -158,9 +158,11 @@ function baseUrlFromEnv(raw: string | undefined): string | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
   try {
     return httpUrl(raw.trim());
-  } catch {
+  } catch (error) {
+    // The parser's reason names what is wrong (user info, a query) and never the value.
+    const reason = error instanceof InvalidArgumentError ? `: ${error.message}` : '';
     throw new CliConfigError(
-      'ACCTOPS_BASE_URL is not an http(s) URL',
+      `ACCTOPS_BASE_URL is not usable${reason}`,
       'set it to the service base URL ending in /api/v1, or unset it for the local mode',
     );
   }

@@ -335,6 +335,36 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     }
   });
 
+  it('--base-url with a query or fragment is refused at parse (exit 2, naming --base-url, the query never echoed), as one with user info is', async () => {
+    const secret = `q${randomBytes(8).toString('hex')}`;
+    const env = { ACCTOPS_API_KEY: CANARY.apiKey };
+    const urls = [
+      `http://127.0.0.1:9/api/v1?apikey=${secret}`,
+      `http://127.0.0.1:9/api/v1/?apikey=${secret}`,
+      `http://127.0.0.1:9/api/v1#${secret}`,
+      `http://user:${secret}@127.0.0.1:9/api/v1`,
+    ];
+    const results = [
+      ...(await Promise.all(urls.map((url) => inProcess(['export', '--base-url', url, '--month', '2026-01'], env)))),
+      await run(['export', `--base-url=${urls[0]!}`, '--month', '2026-01'], env),
+    ];
+    for (const result of results) {
+      expect(result.code).toBe(2);
+      expect(oneLine(result)).toMatch(
+        /^acctops: error: option '--base-url <url>' is invalid: .*(query or fragment|credentials) do(es)? not belong in the URL/,
+      );
+      expect(result.stdout).toBe('');
+      expect(result.stderr).not.toContain(secret);
+    }
+    // From the environment it is the setting that is wrong: exit 3 naming ACCTOPS_BASE_URL, nothing exported.
+    const fromEnv = await inProcess(['export', '--month', '2026-01'], { ...env, ACCTOPS_BASE_URL: urls[0]! });
+    expect(fromEnv.code).toBe(3);
+    expect(oneLine(fromEnv)).toMatch(/^acctops: error: ACCTOPS_BASE_URL is not usable: a query or fragment does not belong in the URL/);
+    expect(fromEnv.stdout).toBe('');
+    expect(fromEnv.stderr).not.toContain(secret);
+    expect(existsSync(`${state.dir}/never-created`)).toBe(false);
+  });
+
   it('--json errors are one JSON object on stderr with the exit code', async () => {
     const result = await run(['--json', 'keys', 'rotate']);
     expect(result.code).toBe(2);

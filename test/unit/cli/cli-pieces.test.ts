@@ -100,6 +100,9 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
     [() => duration('soon')],
     [() => exportTarget('s3://')],
     [() => httpUrl(`https://user:${CANARY.institutionSecret}@example.com/api/v1`)],
+    [() => httpUrl(`https://example.com/api/v1?apikey=${CANARY.apiKey}`)],
+    [() => httpUrl(`https://example.com/api/v1#${CANARY.apiKey}`)],
+    [() => httpUrl('https://example.com/api/v1?')],
   ])('refuses %#', (parse) => {
     let thrown: unknown;
     try {
