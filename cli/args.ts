@@ -97,15 +97,26 @@ export function httpUrl(raw: string): string {
 
 export type ExportTarget = { kind: 'dir'; path: string } | { kind: 's3'; bucket: string; prefix: string };
 
-/** `s3://bucket[/prefix]` or a directory. */
+const EXPORT_TARGET_FORMS = 'expected s3://bucket[/prefix] or a directory';
+
+/**
+ * `s3://bucket[/prefix]` or a directory. Anything else that starts like a URL (`word:`) is refused
+ * rather than taken for a directory: `s3:/bucket` or `s3:bucket` would otherwise write the export
+ * into a local directory named `s3:` and report success. A directory whose name has such a start is
+ * still reachable as `./s3:x`.
+ */
 export function exportTarget(raw: string): ExportTarget {
   if (raw.startsWith('s3://')) {
     const match = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(raw);
-    if (!match) throw new InvalidArgumentError('expected s3://bucket[/prefix] or a directory');
+    if (!match) throw new InvalidArgumentError(EXPORT_TARGET_FORMS);
     return { kind: 's3', bucket: match[1]!, prefix: (match[2] ?? '').replace(/^\/+|\/+$/g, '') };
   }
-  if (raw.trim() === '' || /^[a-z][a-z0-9+.-]*:\/\//i.test(raw))
-    throw new InvalidArgumentError('expected s3://bucket[/prefix] or a directory');
+  if (raw.trim() === '') throw new InvalidArgumentError(EXPORT_TARGET_FORMS);
+  if (/^[a-z][a-z0-9+.-]*:/i.test(raw)) {
+    throw new InvalidArgumentError(
+      `${EXPORT_TARGET_FORMS}; a value that starts like a URL (word:) is not taken for a directory: write ./<name> for a directory so named`,
+    );
+  }
   return { kind: 'dir', path: raw };
 }
 

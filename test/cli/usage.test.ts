@@ -365,6 +365,23 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     expect(existsSync(`${state.dir}/never-created`)).toBe(false);
   });
 
+  it('--out that starts like a URL but is not s3://bucket[/prefix] is exit 2 naming --out and the accepted forms, nothing written', async () => {
+    const targets = ['s3:/bucket', 's3:bucket', 'S3://bucket', 'file:///tmp/x', 'gs://bucket/x', 'https://example.com/x'];
+    const results = [
+      ...(await all(targets.map((out) => ['export', '--month', '2026-01', '--out', out]))),
+      await run(['export', '--month', '2026-01', '--out', 's3:/bucket']),
+    ];
+    for (const result of results) {
+      expect(result.code).toBe(2);
+      expect(oneLine(result)).toMatch(
+        /^acctops: error: option '--out <dir\|s3:\/\/bucket\/prefix>' is invalid: expected s3:\/\/bucket\[\/prefix\] or a directory/,
+      );
+      expect(result.stdout).toBe('');
+    }
+    expect(existsSync(`${state.dir}/never-created`)).toBe(false);
+    expect(existsSync(`${state.dir}/s3:`)).toBe(false);
+  });
+
   it('--json errors are one JSON object on stderr with the exit code', async () => {
     const result = await run(['--json', 'keys', 'rotate']);
     expect(result.code).toBe(2);

@@ -90,6 +90,9 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
     expect(duration('2h')).toBe(7_200_000);
     expect(exportTarget('s3://my-bucket/a/b/')).toEqual({ kind: 's3', bucket: 'my-bucket', prefix: 'a/b' });
     expect(exportTarget('./out')).toEqual({ kind: 'dir', path: './out' });
+    // A directory whose name starts like a scheme is still reachable by a relative path.
+    expect(exportTarget('./s3:x')).toEqual({ kind: 'dir', path: './s3:x' });
+    expect(exportTarget('/tmp/s3:x')).toEqual({ kind: 'dir', path: '/tmp/s3:x' });
     expect(httpUrl('http://127.0.0.1:4010/api/v1/')).toBe('http://127.0.0.1:4010/api/v1');
   });
 
@@ -99,6 +102,12 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
     [() => formats('xlsx')],
     [() => duration('soon')],
     [() => exportTarget('s3://')],
+    [() => exportTarget('s3:/bucket')],
+    [() => exportTarget('s3:bucket/prefix')],
+    [() => exportTarget('S3://bucket')],
+    [() => exportTarget('file:///tmp/x')],
+    [() => exportTarget('gs://bucket')],
+    [() => exportTarget('c:')],
     [() => httpUrl(`https://user:${CANARY.institutionSecret}@example.com/api/v1`)],
     [() => httpUrl(`https://example.com/api/v1?apikey=${CANARY.apiKey}`)],
     [() => httpUrl(`https://example.com/api/v1#${CANARY.apiKey}`)],
