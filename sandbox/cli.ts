@@ -105,6 +105,66 @@ export function formatDemoCredentials(demo: DemoCredentials, options: { mask?: b
   return lines;
 }
 
+/**
+ * What the banner says, as data (`acctops --json sandbox`): every key present, the credentials by
+ * prefix unless `mask` is false, when `key` and the institution's `secret` hold them in full.
+ */
+export interface SandboxDescription {
+  baseUrl: string;
+  adminUrl: string;
+  port: number;
+  dialect: Dialect;
+  demo: {
+    notice: string;
+    institution: { id: string; secret: string | null };
+    companies: {
+      name: string;
+      publicId: string;
+      currency: string;
+      apiKeys: { name: string; keyPrefix: string; key: string | null; permissions: string[] }[];
+    }[];
+    users: { username: string; email: string; externalId: string; companies: number }[];
+  } | null;
+  /** The command that prints the credentials in full, when they are masked; else null. */
+  showCredentialsCommand: string | null;
+}
+
+export function describeSandbox(sandbox: RunningSandbox, options: { mask: boolean; showCommand?: string }): SandboxDescription {
+  const { mask } = options;
+  const demo = sandbox.demo;
+  return {
+    baseUrl: sandbox.baseUrl,
+    adminUrl: sandbox.adminUrl,
+    port: sandbox.port,
+    dialect: sandbox.dialect,
+    demo:
+      demo === null
+        ? null
+        : {
+            notice: demo.notice,
+            institution: { id: demo.institution.id, secret: mask ? null : demo.institution.secret },
+            companies: demo.companies.map((c) => ({
+              name: c.name,
+              publicId: c.publicId,
+              currency: c.currency,
+              apiKeys: c.apiKeys.map((k) => ({
+                name: k.name,
+                keyPrefix: keyPrefix(k.key),
+                key: mask ? null : k.key,
+                permissions: k.permissions,
+              })),
+            })),
+            users: demo.users.map((u) => ({
+              username: u.username,
+              email: u.email,
+              externalId: u.externalId,
+              companies: u.companies.length,
+            })),
+          },
+    showCredentialsCommand: demo !== null && mask ? (options.showCommand ?? null) : null,
+  };
+}
+
 /** Parses `argv` (the arguments after the command), starts the sandbox and prints how to use it. */
 export async function runSandboxCli(
   argv: string[],
@@ -117,6 +177,11 @@ export async function runSandboxCli(
     showCommand?: string;
     /** Called with the flags' command before it parses (acctops adds its checks of the flags). */
     configure?: (command: Command) => void;
+    /**
+     * Prints where the sandbox listens in place of the text banner (`acctops --json sandbox`: one
+     * JSON object). `io.out` still gets the lines that follow (stopping, --verbose requests).
+     */
+    announce?: (description: SandboxDescription) => void;
   } = {},
 ): Promise<SandboxCliRun> {
   const command = sandboxCommand()
@@ -179,6 +244,10 @@ export async function runSandboxCli(
     process.once('SIGTERM', onSignal);
   }
 
+  if (options.announce) {
+    options.announce(describeSandbox(sandbox, { mask, showCommand: options.showCommand }));
+    return { sandbox, stop, done };
+  }
   io.out(`Accounting API sandbox`);
   io.out(`  base URL   ${sandbox.baseUrl}`);
   io.out(`  admin API  ${sandbox.adminUrl}  (POST /__sandbox/<operation>, see sandbox/README.md)`);

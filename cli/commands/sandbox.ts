@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { rejectRepeatedOptions } from '../args';
 import { CliError, withoutValues } from '../errors';
 import { ExitCode } from '../exit-codes';
+import { jsonSafe } from '../output';
 import type { CommandHost } from './host';
 
 /**
@@ -19,7 +20,11 @@ export function sandboxCommand(host: CommandHost): Command {
       host.run(async (session, _opts, command) => {
         // --show-credentials and --dialect are the sandbox command's own flags (sandbox/cli.ts).
         // No `err`: commander's error text would repeat the refused value; the error below is reported once, on stderr.
-        const io = { out: (line: string) => session.runtime.io.stdout.write(`${line}\n`) };
+        // With --json, stdout holds the one JSON object that describes the sandbox; the lines that follow
+        // it (stopping, the sandbox's --verbose requests) go to stderr, so stdout stays parseable.
+        const json = session.out.json;
+        const lines = json ? session.runtime.io.stderr : session.runtime.io.stdout;
+        const io = { out: (line: string) => lines.write(`${line}\n`) };
         // Only this command loads the sandbox's server.
         const sandboxCli = await import('../../sandbox/cli.ts');
         try {
@@ -27,6 +32,9 @@ export function sandboxCommand(host: CommandHost): Command {
             showCommand: 'acctops sandbox --show-credentials',
             // The sandbox's flags are parsed there, out of reach of the program's own check.
             configure: rejectRepeatedOptions,
+            // Written as is, like the text banner: the keys in it are the sandbox's own, by prefix unless
+            // --show-credentials, and the redactor would blank the ones it knows.
+            ...(json ? { announce: (d) => session.runtime.io.stdout.write(`${jsonSafe(JSON.stringify(d, null, 2))}\n`) } : {}),
           });
           await run.done;
         } catch (error) {

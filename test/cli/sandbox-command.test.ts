@@ -60,6 +60,54 @@ describe('acctops sandbox: the real binary', () => {
     }
   });
 
+  it('with --json, stdout is one JSON object (base URL, admin URL, dialect, the demo credentials by prefix); what follows goes to stderr', async () => {
+    const child = spawnAcctops(['--json', 'sandbox', '--port', '0', '--seed', '3']);
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const ready = new Promise<{ baseUrl: string }>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+        try {
+          resolve(JSON.parse(stdout) as { baseUrl: string });
+        } catch {
+          // Not all of it yet.
+        }
+      });
+      child.once('exit', (code) => reject(new Error(`exited early with ${code}: ${stdout}${stderr}`)));
+    });
+    const described = await ready;
+    expect((await fetch(`${described.baseUrl}/companies/`)).status).toBe(401);
+    const exited = once(child, 'exit');
+    child.kill('SIGTERM');
+    const [code] = (await exited) as [number | null];
+    expect(code).toBe(0);
+
+    const body = JSON.parse(stdout) as {
+      demo: { institution: { secret: string | null }; companies: { apiKeys: { keyPrefix: string; key: string | null }[] }[] };
+    };
+    expect(body).toEqual({
+      baseUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1$/),
+      adminUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/__sandbox\/$/),
+      port: expect.any(Number),
+      dialect: 'default',
+      demo: {
+        notice: expect.stringMatching(/SANDBOX ONLY/),
+        institution: { id: 'inst_demo', secret: null },
+        companies: expect.any(Array),
+        users: expect.any(Array),
+      },
+      showCredentialsCommand: 'acctops sandbox --show-credentials',
+    });
+    const keys = body.demo.companies.flatMap((c) => c.apiKeys);
+    expect(keys.length).toBeGreaterThan(0);
+    for (const key of keys) expect(key).toMatchObject({ keyPrefix: expect.stringMatching(/^sbx_[A-Za-z0-9]{8}$/), key: null });
+    expect(stdout).not.toContain(DEMO_INSTITUTION_SECRET);
+    expect(stdout).not.toMatch(/Press Ctrl\+C|sandbox stopped/);
+    expect(stderr).toMatch(/sandbox stopped/);
+    expectNoCanaries(`${stdout}\n${stderr}`, 'acctops --json sandbox output');
+  });
+
   it('a bad sandbox flag is a usage error (exit 2) in one line', async () => {
     const child = spawnAcctops(['sandbox', '--port', 'x']);
     let stderr = '';

@@ -2,6 +2,7 @@ import type { Finding } from '../../../src/core/api-keys';
 import type { ProbeResult } from '../../../src/core/health/check-health';
 import type { Operations } from '../../../cli/operations/operations';
 import { findingRow, probeRow } from '../../../cli/operations/shared';
+import type { SandboxDescription } from '../../../sandbox/cli';
 
 /**
  * README, "Global options": in --json output "an absent value is `null`, never a missing key". An
@@ -46,6 +47,8 @@ function noneOf<_Paths extends never>(): true {
 // A compile-time check, not a test (jest does not type-check): `npm test`'s typecheck fails here,
 // naming each report field that may be left out: make it `T | null`.
 noneOf<OptionalReportFields>();
+// `acctops --json sandbox` prints the sandbox's own description, not an Operations report.
+noneOf<OptionalPaths<SandboxDescription, 'SandboxDescription'>>();
 
 describe('--json reports: every key always there, null when absent', () => {
   it("a probe from check-health's JSON answer, where absent fields are missing keys, gets them as null", () => {
