@@ -195,7 +195,8 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     for (const row of doctor.body.exports.companies)
       expect(keysOf(row)).toEqual(['companyId', 'generatedAt', 'lastPeriod', 'manifestUrl', 'overdue']);
     const missing = doctor.body.rotations.findings.find((f) => f.type === 'key_missing');
-    expect(missing).toMatchObject({ apiKeyId: null, keyPrefix: null, versionId: null });
+    // It has no secret to name: null, as every absent value, not a placeholder string.
+    expect(missing).toMatchObject({ secret: null, apiKeyId: null, keyPrefix: null, versionId: null });
     expect(keysOf(missing)).toEqual(['apiKeyId', 'companyId', 'detail', 'keyPrefix', 'repaired', 'secret', 'type', 'versionId']);
 
     // companies remove: a company without a key secret, and one whose secret is now scheduled for deletion.

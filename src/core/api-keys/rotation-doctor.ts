@@ -45,8 +45,8 @@ export type FindingType =
 export interface Finding {
   type: FindingType;
   companyId: string;
-  /** The secret's name. */
-  secret: string;
+  /** The secret's name; null for `key_missing`, where the company has none. */
+  secret: string | null;
   apiKeyId?: string;
   keyPrefix?: string;
   versionId?: string;

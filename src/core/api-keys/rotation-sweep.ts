@@ -249,7 +249,7 @@ export function keyMissingFinding(companyId: string): Finding {
   return {
     type: 'key_missing',
     companyId,
-    secret: '(none)',
+    secret: null,
     repaired: false,
     detail: `no key secret of this stage, so its exports fail: \`acctops keys install --company ${companyId}\` with its key in ACCTOPS_API_KEY, or \`acctops companies remove --company ${companyId}\` if it is not to be exported`,
   };

@@ -145,7 +145,7 @@ describe('sweepKeyRotations', () => {
       due: { in_progress: 1, due: 5, overdue: 0, rotation_disabled: 1 },
     });
     expect(f.queued.map((q) => q.companyId).sort()).toEqual([3, 10, 11, 12, 13, 14, 20].map((i) => f.ids[i]).sort());
-    expect(report.findings).toEqual([expect.objectContaining({ type: 'key_missing', companyId: f.ids[30] })]);
+    expect(report.findings).toEqual([expect.objectContaining({ type: 'key_missing', companyId: f.ids[30], secret: null })]);
     // The fix names the company, not a placeholder.
     expect(report.findings[0]!.detail).toContain(`acctops keys install --company ${f.ids[30]}`);
     // Not due: marked for their next rotation (in 10 days; the 7-day cap is sooner).
