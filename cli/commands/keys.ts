@@ -83,16 +83,27 @@ export function renderStatus(out: Output, report: KeyStatusReport): void {
     report.companies,
     [
       { header: 'COMPANY', value: (c) => c.companyId },
-      { header: 'KEY', value: (c) => (c.keyPrefix ? `${c.keyPrefix}…` : undefined) },
+      // A registered company without a key secret has a row of its own, its `! …` line saying what to do.
+      { header: 'KEY', value: (c) => (c.secret === null ? 'no key secret' : c.keyPrefix ? `${c.keyPrefix}…` : undefined) },
       { header: 'PERMISSIONS', value: (c) => c.permissions?.join(',') },
       // The check lists the keys with the current key, which the service counts as a use.
       {
         header: 'LAST USED',
-        value: (c) => (c.lastUsedByThisCheck ? 'this check' : c.lastUsedAt ? relative(Date.parse(c.lastUsedAt), now) : 'never'),
+        value: (c) =>
+          c.secret === null
+            ? undefined
+            : c.lastUsedByThisCheck
+              ? 'this check'
+              : c.lastUsedAt
+                ? relative(Date.parse(c.lastUsedAt), now)
+                : 'never',
       },
-      { header: 'LAST ROTATION', value: (c) => relative(c.lastRotatedAt, now) ?? 'never' },
-      { header: 'NEXT ROTATION', value: (c) => (c.rotationEnabled ? relative(c.nextRotationAt, now) : 'disabled') },
-      { header: 'ROTATING', value: (c) => (c.rotationInProgress ? 'yes' : 'no') },
+      { header: 'LAST ROTATION', value: (c) => (c.secret === null ? undefined : (relative(c.lastRotatedAt, now) ?? 'never')) },
+      {
+        header: 'NEXT ROTATION',
+        value: (c) => (c.secret === null ? undefined : c.rotationEnabled ? relative(c.nextRotationAt, now) : 'disabled'),
+      },
+      { header: 'ROTATING', value: (c) => (c.secret === null ? undefined : c.rotationInProgress ? 'yes' : 'no') },
       {
         header: 'PENDING REVOCATIONS',
         value: (c) =>

@@ -73,6 +73,7 @@ import {
   registryHealth,
   revokePreviousNow,
   tokenHealth,
+  withKeyMissingRows,
 } from './shared';
 
 /**
@@ -330,7 +331,11 @@ export class AwsOperations implements Operations {
         }),
     });
     // The stack's one-time schedules revoke old keys: this command runs none.
-    return { now: iso(systemClock.now())!, companies, revokedBefore: null };
+    return {
+      now: iso(systemClock.now())!,
+      companies: only === undefined ? await withKeyMissingRows(companies, registry) : companies,
+      revokedBefore: null,
+    };
   }
 
   async doctor(options: { repair: boolean }): Promise<DoctorReport> {

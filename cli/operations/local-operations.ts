@@ -49,6 +49,7 @@ import {
   revokedKeys,
   revokePreviousNow,
   tokenHealth,
+  withKeyMissingRows,
 } from './shared';
 
 /**
@@ -307,7 +308,11 @@ export async function keyStatusLocal(world: LocalWorld, options: { company?: str
     clientFor: (key) => world.clientForKey(key),
     clock: world.clock,
   });
-  return { now: iso(world.clock.now())!, companies, revokedBefore };
+  return {
+    now: iso(world.clock.now())!,
+    companies: only === undefined ? await withKeyMissingRows(companies, world.registry()) : companies,
+    revokedBefore,
+  };
 }
 
 /** The local mode's doctor: the same checks as the deployed check-health and rotation doctor, plus tokens and exports. */

@@ -140,9 +140,18 @@ export interface RotateReport extends RotateNowResult {
   previousKeyRevoked: RevocationOutcome | null;
 }
 
+/**
+ * A row of `keys status`: a company key secret's status, or an active registered company that has
+ * no key secret (`secret` null, every key field null, `error` saying so with `keys install`).
+ */
+export interface KeyStatusRow extends Omit<KeyStatus, 'secret'> {
+  /** The secret's name; null when the company has none. */
+  secret: string | null;
+}
+
 export interface KeyStatusReport {
   now: string;
-  companies: KeyStatus[];
+  companies: KeyStatusRow[];
   /** Old keys whose grace period had ended, revoked before the check (local mode; null in AWS mode, where the stack's schedule revokes them). */
   revokedBefore: RevokedKey[] | null;
 }

@@ -1,6 +1,7 @@
 import {
   CompanyKeyNotFoundError,
   parseCompanyKeySecret,
+  type KeyStatus,
   revokeApiKey,
   type CompanyKeyEntry,
   type DueRevocationsResult,
@@ -8,7 +9,7 @@ import {
   type RevocationOutcome,
   type RevokeDeps,
 } from '../../src/core/api-keys';
-import { CompanyRegistry, type RegisteredCompany, type RegistryTable } from '../../src/core/companies/company-registry';
+import { activeCompanyPages, CompanyRegistry, type RegisteredCompany, type RegistryTable } from '../../src/core/companies/company-registry';
 import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/formats/period';
 import { FORMATS } from '../../src/core/exports/formats/datasets';
 import { SecretNotFoundError, SecretStage, type SecretStore } from '../../src/core/ports/secrets';
@@ -23,6 +24,7 @@ import {
   type CompanyRow,
   type DoctorReport,
   type FindingRow,
+  type KeyStatusRow,
   type ProbeRow,
   type RefreshOutcome,
   type RefreshOutcomeRow,
@@ -305,4 +307,42 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
 /** What AWS mode answers to the local mode's own commands (`acctops local status|advance-clock|reset-clock`). */
 export function localModeOnly(): CliConfigError {
   return new CliConfigError('this command needs the local mode, but a stack is named', 'drop --stack / ACCTOPS_STACK');
+}
+
+/**
+ * `keys status` of every company: the key secrets' rows, then a row for each active registered
+ * company that has none. The key secrets alone left such a company out silently, although every
+ * export of it fails until its key is installed (the doctor's `key_missing`).
+ */
+export async function withKeyMissingRows(
+  rows: readonly KeyStatus[],
+  registry: Pick<CompanyRegistry, 'pages'> | undefined,
+): Promise<KeyStatusRow[]> {
+  const out: KeyStatusRow[] = [...rows];
+  if (registry === undefined) return out;
+  const held = new Set(rows.map((r) => r.companyId));
+  for await (const page of activeCompanyPages(registry)) {
+    for (const company of page.items) if (!held.has(company.companyId)) out.push(keyMissingRow(company.companyId));
+  }
+  return out;
+}
+
+export function keyMissingRow(companyId: string): KeyStatusRow {
+  return {
+    companyId,
+    secret: null,
+    keyPrefix: null,
+    apiKeyId: null,
+    permissions: null,
+    lastUsedAt: null,
+    lastUsedByThisCheck: null,
+    expiresAt: null,
+    rotationEnabled: false,
+    rotationDays: null,
+    lastRotatedAt: null,
+    nextRotationAt: null,
+    rotationInProgress: false,
+    pendingRevocations: [],
+    error: `registered, but no key secret holds its key, so its exports fail: \`acctops keys install --company ${companyId}\` stores it (ACCTOPS_API_KEY)`,
+  };
 }

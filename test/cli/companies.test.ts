@@ -1,6 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseJson, runAcctops, tempStateDir } from '../helpers/cli';
+import { KEY_STATUS_ROW_FIELDS, parseJson, runAcctops, tempStateDir } from '../helpers/cli';
 
 const COMPANY = '6F1C2A3B-0000-4000-8000-0000000000C1';
 const OTHER = '6f1c2a3b-0000-4000-8000-0000000000c2';
@@ -81,6 +81,26 @@ describe('acctops companies (local mode)', () => {
         ),
       ),
     );
+  });
+
+  it('keys status lists an active registered company without a key secret, with `keys install`, in text and --json (exit 5)', async () => {
+    const id = COMPANY.toLowerCase();
+    const json = await acctops('--json', 'keys', 'status');
+    expect(json.code).toBe(5);
+    const rows = parseJson<{ companies: Record<string, unknown>[] }>(json).companies;
+    expect(rows.map((r) => r.companyId).sort()).toEqual([...demo, id].sort());
+    const row = rows.find((r) => r.companyId === id)!;
+    expect(Object.keys(row).sort()).toEqual(KEY_STATUS_ROW_FIELDS);
+    expect(row).toMatchObject({ secret: null, keyPrefix: null, permissions: null, rotationEnabled: false, pendingRevocations: [] });
+    expect(row.error).toContain(`acctops keys install --company ${id}`);
+    // The companies with a key are listed as before.
+    expect(rows.filter((r) => r.companyId !== id).every((r) => r.error === null && typeof r.secret === 'string')).toBe(true);
+
+    const text = await acctops('keys', 'status');
+    expect(text.code).toBe(5);
+    expect(text.stdout).toMatch(new RegExp(`${id} +no key secret`));
+    expect(text.stdout).toContain(`! ${id}: registered, but no key secret holds its key`);
+    expect(text.stdout).toContain(`\`acctops keys install --company ${id}\``);
   });
 
   it('refuses a malformed id or rotation, exit 2, naming the flag and not echoing the value', async () => {
