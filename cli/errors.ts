@@ -177,15 +177,21 @@ export function glimpse(word: string): string {
 
 /**
  * How an option is spelt; an unknown option that is not spelt so may be a pasted value. Keys and
- * tokens carry an underscore (`sbx_…`, `tok_…`) or dots (a JWT), which no option name has.
+ * tokens carry an underscore (`sbx_…`, `tok_…`) or dots (a JWT), which no option name of ours has.
  */
 const OPTION_NAME = /^--?[a-z][a-z0-9-]*$/i;
+/**
+ * A name in snake case (`--api_key`, `--API_KEY`), as people type it from other tools: words of
+ * letters only. A key's random part has digits or runs past 32 characters, so it is not taken for
+ * one; a word with a digit next to an underscore (`--sbx_AbC1…`) is still shown by its glimpse.
+ */
+const SNAKE_OPTION_NAME = /^--?[a-z]+(?:[-_][a-z]+)*$/i;
 
 /** An option's name as typed (without `=value`), or its glimpse when it may carry a pasted value. */
 export function optionName(flag: string): string {
   const equals = flag.indexOf('=');
   const name = equals < 0 ? flag : flag.slice(0, equals);
-  return OPTION_NAME.test(name) && name.length <= 32 ? name : glimpse(name);
+  return (OPTION_NAME.test(name) || SNAKE_OPTION_NAME.test(name)) && name.length <= 32 ? name : glimpse(name);
 }
 
 function unknownOption(flag: string): string {

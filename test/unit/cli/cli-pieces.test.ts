@@ -1,6 +1,6 @@
 import { CommanderError, InvalidArgumentError } from 'commander';
 import { duration, email, exportTarget, formats, guid, httpUrl, month, rejectCredentialFlags } from '../../../cli/args';
-import { describeError, UsageError } from '../../../cli/errors';
+import { describeError, optionName, UsageError } from '../../../cli/errors';
 import { ExitCode } from '../../../cli/exit-codes';
 import { onboardLines } from '../../../cli/commands/users';
 import { refreshResultOf } from '../../../cli/operations/aws-operations';
@@ -172,6 +172,25 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
       expect((error as Error).message).toMatch(/^option '--api-key' is refused/);
       expectNoCanaries(error, 'refusal');
     }
+  });
+
+  it('names a snake-case credential flag in full (`--api_key`), never its value; a pasted key after -- is still only glimpsed', () => {
+    const refusal = (flag: string) => {
+      try {
+        rejectCredentialFlags(['export', flag]);
+      } catch (error) {
+        expectNoCanaries(error, 'refusal');
+        return (error as Error).message;
+      }
+      throw new Error(`${flag} was not refused`);
+    };
+    expect(refusal(`--api_key=${CANARY.apiKey}`)).toMatch(/^option '--api_key' is refused/);
+    expect(refusal('--API_KEY')).toMatch(/^option '--API_KEY' is refused/);
+    expect(refusal(`--id_token=${CANARY.accessToken}`)).toMatch(/^option '--id_token' is refused/);
+    expect(optionName('--sbx_AbCdEf12')).toBe('--sb…');
+    expect(optionName(`--${CANARY.apiKey}`)).toBe(`--${CANARY.apiKey.slice(0, 2)}…`);
+    expect(optionName('--sbx_abcdefghijklmnopqrstuvwxyzabcdef')).toBe('--sb…');
+    expect(optionName('--replace-formats=x')).toBe('--replace-formats');
   });
 
   it('a refused credential flag reads whole once redacted: the flag named, its value never', () => {
