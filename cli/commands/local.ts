@@ -35,7 +35,9 @@ export function localCommand(host: CommandHost): Command {
 
   local
     .command('advance-clock')
-    .description("Move the local clock forward (rehearse a grace period or a token's expiry), then run what fell due.")
+    .description(
+      "Move the local clock forward (rehearse a grace period or a token's expiry), then revoke the old keys whose grace period ended.",
+    )
     .requiredOption('--by <duration>', `how far, e.g. 31m, 2h, 1d (at most ${MAX_CLOCK_JUMP_DAYS}d without --force)`, duration)
     .option('--force', `allow a jump of more than ${MAX_CLOCK_JUMP_DAYS} days`)
     .action(

@@ -96,6 +96,11 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
         ['local', '--help'],
         [/status/, /advance-clock/, /reset/],
       ],
+      // What it runs is the due revocations only, not refreshes or rotations.
+      [
+        ['local', 'advance-clock', '--help'],
+        [/--by <duration>/, /revoke the old keys whose grace period ended/],
+      ],
       [
         ['sandbox', '--help'],
         [/--port/, /--seed/],
