@@ -112,7 +112,8 @@ export function exportTarget(raw: string): ExportTarget {
     return { kind: 's3', bucket: match[1]!, prefix: (match[2] ?? '').replace(/^\/+|\/+$/g, '') };
   }
   if (raw.trim() === '') throw new InvalidArgumentError(EXPORT_TARGET_FORMS);
-  if (/^[a-z][a-z0-9+.-]*:/i.test(raw)) {
+  // Two characters at least: `C:\exports` is a Windows drive, not a scheme.
+  if (/^[a-z][a-z0-9+.-]+:/i.test(raw)) {
     throw new InvalidArgumentError(
       `${EXPORT_TARGET_FORMS}; a value that starts like a URL (word:) is not taken for a directory: write ./<name> for a directory so named`,
     );

@@ -93,6 +93,7 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
     // A directory whose name starts like a scheme is still reachable by a relative path.
     expect(exportTarget('./s3:x')).toEqual({ kind: 'dir', path: './s3:x' });
     expect(exportTarget('/tmp/s3:x')).toEqual({ kind: 'dir', path: '/tmp/s3:x' });
+    expect(exportTarget('C:\\exports')).toEqual({ kind: 'dir', path: 'C:\\exports' });
     expect(httpUrl('http://127.0.0.1:4010/api/v1/')).toBe('http://127.0.0.1:4010/api/v1');
   });
 
@@ -107,7 +108,7 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
     [() => exportTarget('S3://bucket')],
     [() => exportTarget('file:///tmp/x')],
     [() => exportTarget('gs://bucket')],
-    [() => exportTarget('c:')],
+    [() => exportTarget('ftp:host/x')],
     [() => httpUrl(`https://user:${CANARY.institutionSecret}@example.com/api/v1`)],
     [() => httpUrl(`https://example.com/api/v1?apikey=${CANARY.apiKey}`)],
     [() => httpUrl(`https://example.com/api/v1#${CANARY.apiKey}`)],
