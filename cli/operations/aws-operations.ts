@@ -74,6 +74,7 @@ import {
   revokePreviousNow,
   tokenHealth,
   withKeyMissingRows,
+  NO_EXPORT_RESULT,
 } from './shared';
 
 /**
@@ -103,16 +104,6 @@ export const OUTPUTS = {
 
 /** How long `export` waits for the deployed pipeline, and how often it looks. */
 const EXPORT_WAIT_MS = 15 * 60_000;
-/** A requested export's row until its manifest is seen. */
-const NOT_EXPORTED = {
-  manifestUrl: null,
-  runId: null,
-  records: null,
-  totals: null,
-  undatedTaxReports: null,
-  taxReportsWithoutCurrency: null,
-  error: null,
-} as const;
 const EXPORT_POLL_MS = 5000;
 
 /** How long `keys rotate` waits for Secrets Manager to finish the four steps. */
@@ -422,7 +413,7 @@ export class AwsOperations implements Operations {
       })),
     );
     const rows = new Map<string, CompanyExportRow>(
-      companies.map((companyId) => [companyId, { ...NOT_EXPORTED, companyId, status: 'requested' }]),
+      companies.map((companyId) => [companyId, { ...NO_EXPORT_RESULT, companyId, status: 'requested' }]),
     );
     const deadline = requestedAt + EXPORT_WAIT_MS;
     const bar = this.context.out.progress('waiting for the export pipeline');

@@ -22,7 +22,7 @@ import type { LocalWorld } from '../local/local-world';
 import { activeCompanyPages, type RegistryFinding } from '../../src/core/companies/company-registry';
 import { TOOL_VERSION } from '../version';
 import type { CompanyExportRow, CompanyProgress, ExportHealth, ExportReport, OperationsContext } from './operations';
-import { companyKeyOf, refuseFutureMonth } from './shared';
+import { companyKeyOf, NO_EXPORT_RESULT, refuseFutureMonth } from './shared';
 
 /**
  * What `export` (and the doctor's export check) run: the exports use cases and the stores, which
@@ -69,12 +69,7 @@ function failed(companyId: string, error: unknown): CompanyExportRow {
   return {
     companyId,
     status: 'failed',
-    manifestUrl: null,
-    runId: null,
-    records: null,
-    totals: null,
-    undatedTaxReports: null,
-    taxReportsWithoutCurrency: null,
+    ...NO_EXPORT_RESULT,
     error: { code, message, exitCode, hint },
   };
 }

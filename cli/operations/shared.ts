@@ -40,6 +40,21 @@ import {
  * cases' results. Nothing here picks a mode or prints.
  */
 
+/**
+ * A company's export row before anything is known of its result: every report field present and
+ * null (--json promises a fixed key set). A failed row and a requested one start from it, so a
+ * field added to the report is added here once.
+ */
+export const NO_EXPORT_RESULT = {
+  manifestUrl: null,
+  runId: null,
+  records: null,
+  totals: null,
+  undatedTaxReports: null,
+  taxReportsWithoutCurrency: null,
+  error: null,
+} as const;
+
 /** The refresh margin of the schedule (TokenLifecycle's default): "due" in listings means the same as for the planner. */
 export const REFRESH_MARGIN_MS = 15 * 60_000;
 
