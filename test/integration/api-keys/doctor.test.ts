@@ -37,16 +37,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       forgetRegisteredSecrets();
     });
 
-    const doctorDeps = () => ({
-      store: world.store,
-      directory: world.directory,
-      scheduler: world.queue,
-      clientFor: (key: Parameters<RotationWorld['clientFor']>[0]) => world.clientFor(key),
-      events: world.events,
-      clock: world.clock,
-      logger: world.logger,
-      metrics: world.metrics,
-    });
+    const doctorDeps = () => world.doctorDeps();
     const doctor = (settings: Partial<DoctorSettings> = {}) => checkKeyRotations(doctorDeps(), { graceMs: GRACE_MS, ...settings });
 
     it('finds nothing on a healthy, freshly rotated secret', async () => {

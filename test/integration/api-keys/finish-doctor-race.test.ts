@@ -28,18 +28,7 @@ describe('finishSecret racing the rotation doctor', () => {
     forgetRegisteredSecrets();
   });
 
-  function doctorDeps() {
-    return {
-      store: world.store,
-      directory: world.directory,
-      scheduler: world.queue,
-      clientFor: (key: Parameters<RotationWorld['clientFor']>[0]) => world.clientFor(key),
-      events: world.events,
-      clock: world.clock,
-      logger: world.logger,
-      metrics: world.metrics,
-    };
-  }
+  const doctorDeps = () => world.doctorDeps();
 
   /** The store with `before` run ahead of the first stage move that `matches`. */
   function hooked(

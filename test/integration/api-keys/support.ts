@@ -123,6 +123,20 @@ export class RotationWorld {
     await this.sandbox.stop();
   }
 
+  /** The rotation doctor's dependencies on this world (spread with `queue`: the revocation sweep's). */
+  doctorDeps() {
+    return {
+      store: this.store,
+      directory: this.directory,
+      scheduler: this.queue,
+      clientFor: (key: Pick<CompanyKeySecret, 'apiKey' | 'companyId'>) => this.clientFor(key),
+      events: this.events,
+      clock: this.clock,
+      logger: this.logger,
+      metrics: this.metrics,
+    };
+  }
+
   clientFor(key: Pick<CompanyKeySecret, 'apiKey' | 'companyId'>): AccountingClient {
     return createAccountingClient({
       baseUrl: this.sandbox.baseUrl,
