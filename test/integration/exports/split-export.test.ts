@@ -3,8 +3,6 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDbRunLedger } from '../../../src/adapters/aws/dynamodb-run-ledger';
 import { createRunLedgerTable } from '../../helpers/dynamodb-tables';
 import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
-import { MemoryEventPublisher } from '../../../src/adapters/local/memory-event-publisher';
-import type { DomainEvent } from '../../../src/core/ports/events';
 import { MemoryExportQueue, type QueuedExportMessage } from '../../helpers/memory-export-queue';
 import { apiKeyAuth } from '../../../src/core/accounting-api';
 import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/pipeline/export-events';
@@ -21,6 +19,7 @@ import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import { TEST_DIALECTS } from '../../helpers/dialects';
 import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
 import { startS3, type LocalS3 } from '../../helpers/s3rver';
+import { FlakyEvents } from '../../helpers/flaky-events';
 
 // A month too large for one invocation (here: above a small threshold) is exported in parts by
 // date range through the same queue and worker, with the run ledger on dynalite and the files on
@@ -281,18 +280,6 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     expect((await split.manifest())!.source.parts).toBeUndefined();
   });
 });
-
-/** Events that refuse the next `failures` calls, as EventBridge does when it is unwell. */
-class FlakyEvents extends MemoryEventPublisher {
-  failures = 0;
-  override publish(events: readonly DomainEvent[]): Promise<void> {
-    if (this.failures > 0) {
-      this.failures -= 1;
-      return Promise.reject(new Error('injected: event bus unavailable'));
-    }
-    return super.publish(events);
-  }
-}
 
 /** The real adapter, whose markSplitPublished fails the next `markFailures` times. */
 class FlakyDynamoLedger extends DynamoDbRunLedger {

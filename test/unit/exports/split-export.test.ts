@@ -2,8 +2,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
-import { MemoryEventPublisher } from '../../../src/adapters/local/memory-event-publisher';
-import type { DomainEvent } from '../../../src/core/ports/events';
 import { MemoryRunLedger } from '../../helpers/memory-run-ledger';
 import { asAsync, CATEGORIES, transactions } from '../../helpers/export-fixtures';
 import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/pipeline/export-events';
@@ -36,6 +34,7 @@ import { ManualClock } from '../../../src/core/shared/clock';
 import { ValidationError } from '../../../src/core/shared/errors';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { MemoryMetrics } from '../../../src/core/shared/metrics';
+import { FlakyEvents } from '../../helpers/flaky-events';
 
 const COMPANY = 'aaaaaaaa-0000-4000-8000-000000000001';
 const days = (counts: number[]): DayCount[] => counts.map((count, i) => ({ date: `2026-10-${String(i + 1).padStart(2, '0')}`, count }));
@@ -190,18 +189,6 @@ describe('publishing a split (worker)', () => {
     { index: 1, dateFrom: '2026-10-16', dateTo: '2026-10-31' },
   ];
   let root: string;
-
-  /** Events that refuse the next `failures` calls, as EventBridge does when it is unwell. */
-  class FlakyEvents extends MemoryEventPublisher {
-    failures = 0;
-    override publish(events: readonly DomainEvent[]): Promise<void> {
-      if (this.failures > 0) {
-        this.failures -= 1;
-        return Promise.reject(new Error('injected: event bus unavailable'));
-      }
-      return super.publish(events);
-    }
-  }
 
   /** The memory ledger whose markSplitPublished fails the next `failures` times. */
   class FlakyLedger extends MemoryRunLedger {
