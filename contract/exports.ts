@@ -22,6 +22,13 @@ export const EXPORT_LAYOUT = {
   symlinkName: 'symlink.txt',
 } as const;
 
+/**
+ * Hours after midnight on the 1st (local time) by which every company's previous month must be
+ * exported, unless the stage's `ExportsTuning.dueAfterHours` says otherwise. The stack, the deployed
+ * overdue check and `acctops doctor` all judge by it, so it lives here rather than in any of them.
+ */
+export const DEFAULT_DUE_AFTER_HOURS = 12;
+
 /** Dataset names as they appear in object keys and Glue table names (lower case, underscores). */
 export const DATASETS = ['transactions', 'tax_reports', 'categories'] as const;
 export type DatasetName = (typeof DATASETS)[number];

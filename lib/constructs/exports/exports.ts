@@ -13,7 +13,7 @@ import type { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { DatasetName } from '../../../contract/exports';
+import { DEFAULT_DUE_AFTER_HOURS, type DatasetName } from '../../../contract/exports';
 import type { StageConfig } from '../../config/stage';
 import type { AcctopsFunction, AcctopsFunctionDefaults } from '../acctops-function';
 import { ExportCatalog, glueDatabaseName } from './catalog';
@@ -134,7 +134,7 @@ export class Exports extends Construct {
     const tuning = {
       workerMaxConcurrency: 5,
       maxReceiveCount: 3,
-      dueAfterHours: 12,
+      dueAfterHours: DEFAULT_DUE_AFTER_HOURS,
       formats: ['jsonl', 'csv', 'parquet'] as const,
       noncurrentVersionDays: 30,
       accessLogDays: 365,

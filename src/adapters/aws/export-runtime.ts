@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { DEFAULT_DUE_AFTER_HOURS } from '../../../contract/exports';
 import { DEFAULT_MAX_TRANSACTIONS_PER_PART } from '../../core/exports/pipeline/split-export';
 import { FORMATS } from '../../core/exports/formats/datasets';
 import { taxReportFieldsSchema, type TaxReportFieldNames } from '../../core/exports/formats/tax-report-fields';
@@ -61,7 +62,7 @@ export const exportEnv = {
   /** IANA zone of the monthly schedule: which month is "the previous one". */
   EXPORT_TIME_ZONE: envString.default('Europe/Berlin'),
   /** Hours after midnight on the 1st (local) by which last month's exports are due. */
-  EXPORT_DUE_AFTER_HOURS: envInt(1, 24 * 27).default(12),
+  EXPORT_DUE_AFTER_HOURS: envInt(1, 24 * 27).default(DEFAULT_DUE_AFTER_HOURS),
   /** The export queue's maxReceiveCount: the worker's last delivery before the DLQ. */
   EXPORT_MAX_RECEIVE_COUNT: envInt(1, 1000).default(3),
   SECRET_CACHE_TTL_SECONDS: envInt(0, 3600).default(300),

@@ -7,6 +7,7 @@ import { ValidationError } from '../../shared/errors';
 import type { Logger } from '../../shared/logger';
 import type { Metrics } from '../../shared/metrics';
 import { KEEP_ALIVE_MS, type TokenStore } from '../../tokens/token-store';
+import { dueExportPeriod } from './export-deadline';
 import { monthlyExportFinished, monthlyExportStarted } from './export-events';
 import { monthlyRunId, type DiscoverJob, type ExportJob, type ExportQueue } from './export-jobs';
 import { assertCompanyId } from '../formats/layout';
@@ -247,7 +248,7 @@ export async function checkMonthlyExport(deps: CheckMonthlyExportDeps, input: Ch
   assertTimeZone(input.timeZone, 'timeZone');
   const now = deps.clock.now();
   const period = previousMonth(now, input.timeZone).text;
-  const due = hoursIntoMonth(now, input.timeZone) >= input.dueAfterHours;
+  const due = dueExportPeriod(now, input.timeZone, input.dueAfterHours).text === period;
   const run = await deps.ledger.latestRun(period);
   const report = (fields: Partial<OverdueReport>): OverdueReport => {
     const out: OverdueReport = { period, runId: run?.runId ?? null, due, overdue: 0, overdueCompanies: [], missingRun: false, ...fields };
@@ -264,19 +265,4 @@ export async function checkMonthlyExport(deps: CheckMonthlyExportDeps, input: Ch
   const complete = await mapWithConcurrency(candidates, 8, (company) => periodExported(deps.store, company, parsed));
   const overdueCompanies = candidates.filter((_, i) => !complete[i]);
   return report({ overdue: overdueCompanies.length + tally.pendingDiscoveries, overdueCompanies });
-}
-
-const hourFormatters = new Map<string, Intl.DateTimeFormat>();
-
-/** Hours since midnight of the 1st of the current month, on the wall clock of `timeZone`. */
-function hoursIntoMonth(instant: number, timeZone: string): number {
-  let formatter = hourFormatters.get(timeZone);
-  if (!formatter) {
-    formatter = new Intl.DateTimeFormat('en-US', { timeZone, day: 'numeric', hour: 'numeric', hourCycle: 'h23' });
-    hourFormatters.set(timeZone, formatter);
-  }
-  const parts = formatter.formatToParts(instant);
-  const day = Number(parts.find((p) => p.type === 'day')?.value);
-  const hour = Number(parts.find((p) => p.type === 'hour')?.value);
-  return (day - 1) * 24 + hour;
 }
