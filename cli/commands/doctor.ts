@@ -6,7 +6,7 @@ import type { CommandHost } from './host';
 export function doctorCommand(host: CommandHost): Command {
   return new Command('doctor')
     .description(
-      "Check the deployment: secrets readable, service reachable, tokens due or failed, rotations overdue, each company's export of the previous month.",
+      "Check the deployment: secrets readable, service reachable, tokens due or failed, rotations overdue, each company's export of the latest month due (the overdue check's deadline).",
     )
     .option('--repair', 'let the rotation doctor repair what is safe (stuck AWSPENDING, orphan keys, overdue revocations)')
     .action(

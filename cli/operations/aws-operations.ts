@@ -21,10 +21,11 @@ import {
 } from '../../src/core/companies/company-registry';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
+import { assertExportDeadline, DEFAULT_EXPORT_DEADLINE, type ExportDeadline } from '../../src/core/exports/pipeline/export-deadline';
 import { FORMATS } from '../../src/core/exports/formats/datasets';
 import type { HealthReport } from '../../src/core/health/check-health';
 import { SecretStage } from '../../src/core/ports/secrets';
-import { AcctopsError } from '../../src/core/shared/errors';
+import { AcctopsError, ValidationError } from '../../src/core/shared/errors';
 import { systemClock } from '../../src/core/shared/clock';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { encodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
@@ -100,6 +101,8 @@ export const OUTPUTS = {
   rotateApiKeyFunction: 'RotateApiKeyFunctionArn',
   secretsKey: 'SecretsKeyArn',
   companyKeyRotationDays: 'CompanyKeyRotationDays',
+  exportTimeZone: 'ExportTimeZone',
+  exportDueAfterHours: 'ExportDueAfterHours',
 } as const;
 
 /** How long `export` waits for the deployed pipeline, and how often it looks. */
@@ -344,7 +347,9 @@ export class AwsOperations implements Operations {
     );
     const tokens = await this.listUsers().then((r) => tokenHealth(r.rows, now), skipped);
     const exports = await this.exportStore()
-      .then(async (store) => (await import('./export-run.ts')).exportHealth(store, await this.companies(), now))
+      .then(async (store) =>
+        (await import('./export-run.ts')).exportHealth(store, await this.companies(), now, await this.exportDeadline()),
+      )
       .catch(skipped);
     const registry = await this.registry()
       .then((r) => registryHealth(r))
@@ -582,6 +587,11 @@ export class AwsOperations implements Operations {
     return { companies: companies.sort(), skipped };
   }
 
+  /** The deadline the stack's overdue check judges by (its outputs), so the doctor expects the same month. */
+  private async exportDeadline(): Promise<ExportDeadline> {
+    return exportDeadlineOf(await this.optionalOutput(OUTPUTS.exportTimeZone), await this.optionalOutput(OUTPUTS.exportDueAfterHours));
+  }
+
   /** The companies whose keys the stack holds (their secrets, found by tag). */
   private async companies(): Promise<string[]> {
     await this.ready();
@@ -601,6 +611,31 @@ export class AwsOperations implements Operations {
     }
     return httpUrl(raw);
   }
+}
+
+/**
+ * The export deadline from the stack's outputs. A stack deployed before it had them gets the
+ * defaults, which are its deadline unless its stage set `schedules.timeZone` or `dueAfterHours`
+ * (`--output` names them then). A value that is no deadline is the stack's configuration (exit 3).
+ */
+export function exportDeadlineOf(timeZone: string | undefined, dueAfterHours: string | undefined): ExportDeadline {
+  const deadline = {
+    timeZone: timeZone ?? DEFAULT_EXPORT_DEADLINE.timeZone,
+    // Number('') and Number(' 12') are numbers too: only digits are hours.
+    dueAfterHours:
+      dueAfterHours === undefined ? DEFAULT_EXPORT_DEADLINE.dueAfterHours : /^\d+$/.test(dueAfterHours) ? Number(dueAfterHours) : NaN,
+  };
+  try {
+    assertExportDeadline(deadline);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    const [key, what, setting] =
+      error.field === 'timeZone'
+        ? [OUTPUTS.exportTimeZone, 'an IANA time zone', 'schedules.timeZone']
+        : [OUTPUTS.exportDueAfterHours, 'whole hours from 0 to 648', 'dueAfterHours'];
+    throw new CliConfigError(`the stack output ${key} is not ${what}`, `pass --output ${key}=<value> with the stage's ${setting}`, error);
+  }
+  return deadline;
 }
 
 export function openAwsOperations(context: OperationsContext): AwsOperations {

@@ -4,6 +4,7 @@ import { S3TargetStore, s3ObjectStoreFor } from '../../src/adapters/aws/s3-targe
 import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
 import type { CredentialProvider } from '../../src/core/accounting-api';
 import { directExport } from '../../src/core/exports/pipeline/direct-export';
+import { dueExportPeriod, type ExportDeadline } from '../../src/core/exports/pipeline/export-deadline';
 import { exportCompanyPeriod } from '../../src/core/exports/pipeline/export-company-period';
 import { EXPORT_ROOT, MANIFEST_NAME } from '../../src/core/exports/formats/layout';
 import { periodExported, readManifest } from '../../src/core/exports/formats/manifest';
@@ -375,12 +376,17 @@ export async function exportDirect(
 }
 
 /**
- * Each company's newest complete export (a manifest exists), and whether it has the month the
- * monthly schedule should have produced. A day of slack after the month turns: the schedule runs on
- * the 1st.
+ * Each company's newest complete export (a manifest exists), and whether it has the latest month
+ * due by `deadline`: the deployed overdue check's deadline, so the two never disagree about which
+ * month must exist.
  */
-export async function exportHealth(store: ObjectStore, companies: readonly string[], now: number): Promise<ExportHealth> {
-  const expected = previousMonth(now - 86_400_000, DEFAULT_TIME_ZONE);
+export async function exportHealth(
+  store: ObjectStore,
+  companies: readonly string[],
+  now: number,
+  deadline: ExportDeadline,
+): Promise<ExportHealth> {
+  const expected = dueExportPeriod(now, deadline.timeZone, deadline.dueAfterHours);
   const rows: ExportHealth['companies'] = [];
   for (const companyId of companies) {
     // The expected month's own manifest, as the deployed overdue check judges it: the newest one

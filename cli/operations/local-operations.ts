@@ -9,6 +9,7 @@ import {
   type RevocationOutcome,
 } from '../../src/core/api-keys';
 import { activeCompanyPages, type CompanyRegistry } from '../../src/core/companies/company-registry';
+import { DEFAULT_EXPORT_DEADLINE } from '../../src/core/exports/pipeline/export-deadline';
 import { SecretStage } from '../../src/core/ports/secrets';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { redactString } from '../../src/core/shared/redact';
@@ -353,7 +354,7 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
   );
   const withKey = companySecrets.map((s) => s.companyId);
   const keysMissing = world.isDamaged('companies') ? [] : await activeWithoutKey(world.registry(), withKey);
-  const exports = await (await import('./export-run.ts')).exportHealth(world.exportStore, withKey, now());
+  const exports = await (await import('./export-run.ts')).exportHealth(world.exportStore, withKey, now(), DEFAULT_EXPORT_DEADLINE);
   const partial = {
     mode: 'local' as const,
     checkedAt: iso(now())!,

@@ -15,7 +15,7 @@ import { DynamoDbTokenStore } from '../../src/adapters/aws/dynamodb-token-store'
 import { createRegistryTable, createTokenTable } from '../helpers/dynamodb-tables';
 import { S3ObjectStore } from '../../src/adapters/aws/s3-object-store';
 import { directExport } from '../../src/core/exports/pipeline/direct-export';
-import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
+import { DEFAULT_EXPORT_DEADLINE, dueExportPeriod } from '../../src/core/exports/pipeline/export-deadline';
 import { monthOf } from '../../sandbox/seed';
 
 /**
@@ -616,7 +616,8 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       detail: 'rotation turned on again',
     };
     lambdaAnswers.set(outputs.CheckKeyRotationsFunctionName!, () => ({ body: { checkedAt: 0, companies: 1, findings: [finding] } }));
-    const month = previousMonth(Date.now() - 86_400_000, DEFAULT_TIME_ZONE).text;
+    // A stack without the ExportTimeZone and ExportDueAfterHours outputs: the doctor judges by the defaults.
+    const month = dueExportPeriod(Date.now(), DEFAULT_EXPORT_DEADLINE.timeZone, DEFAULT_EXPORT_DEADLINE.dueAfterHours).text;
     const later = monthOf(Date.parse(`${month}-15T00:00:00Z`), 1);
     const current = await world.current();
     const exportInto = (period: string) =>
@@ -671,5 +672,26 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(invocations(outputs.CheckKeyRotationsFunctionName!)).toEqual([{ repair: false }, { repair: false }]);
     await acctops(['doctor', '--repair']);
     expect(invocations(outputs.CheckKeyRotationsFunctionName!)).toEqual([{ repair: false }, { repair: false }, { repair: true }]);
+  });
+
+  it("doctor expects the month due by the stack's own deadline (ExportTimeZone, ExportDueAfterHours); a malformed one skips the exports section", async () => {
+    // The latest deadline there is (27 days), read in a zone far from Berlin: the doctor takes it from the outputs.
+    const deadline = { timeZone: 'Pacific/Kiritimati', dueAfterHours: 648 };
+    const judged = (extra: Record<string, string>) =>
+      acctops([...Object.entries(extra).flatMap(([k, v]) => ['--output', `${k}=${v}`]), '--json', 'doctor']);
+    const deployed = await judged({ ExportTimeZone: deadline.timeZone, ExportDueAfterHours: String(deadline.dueAfterHours) });
+    expect(parseJson<{ exports: { expectedPeriod: string } }>(deployed).exports.expectedPeriod).toBe(
+      dueExportPeriod(Date.now(), deadline.timeZone, deadline.dueAfterHours).text,
+    );
+    for (const [key, value] of [
+      ['ExportDueAfterHours', '12h'],
+      ['ExportDueAfterHours', '649'],
+      ['ExportTimeZone', 'Europe/Berlinn'],
+    ] as const) {
+      const bad = await judged({ [key]: value });
+      const report = parseJson<{ exports: { skipped: string } }>(bad);
+      expect(report.exports.skipped).toMatch(new RegExp(`^the stack output ${key} is not `));
+      expect(report.exports.skipped).not.toContain(value);
+    }
   });
 });

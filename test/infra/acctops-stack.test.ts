@@ -7,6 +7,7 @@ import type { IConstruct } from 'constructs';
 import { AcctopsFunction } from '../../lib/constructs/acctops-function';
 import { AcctopsStack, stackName } from '../../lib/stacks/acctops-stack';
 import { acknowledgements, describeViolations, nagViolations, roleStatements, synthAcctopsStack, testApp, testStage } from '../helpers/cdk';
+import { DEFAULT_EXPORT_DEADLINE } from '../../src/core/exports/pipeline/export-deadline';
 
 const logicalId = (construct: IConstruct) => {
   const element = construct.node.defaultChild as CfnElement;
@@ -123,9 +124,11 @@ describe('AcctopsStack', () => {
       'CompanyRegistryTableName',
       'DashboardName',
       'ExportBucketName',
+      'ExportDueAfterHours',
       'ExportEventBusName',
       'ExportGlueDatabaseName',
       'ExportQueueUrl',
+      'ExportTimeZone',
       'ExportWebhookSecretArn',
       'ExportWebhookUrl',
       'InstitutionSecretArn',
@@ -142,6 +145,20 @@ describe('AcctopsStack', () => {
       'TokenTableName',
     ]);
     for (const output of Object.values(outputs)) expect(output.Description).toEqual(expect.any(String));
+  });
+
+  it("exports the overdue check's deadline, so `acctops doctor` judges by the same one (the defaults here)", () => {
+    const outputs = template.findOutputs('*');
+    expect(outputs.ExportTimeZone?.Value).toBe(DEFAULT_EXPORT_DEADLINE.timeZone);
+    expect(outputs.ExportDueAfterHours?.Value).toBe(String(DEFAULT_EXPORT_DEADLINE.dueAfterHours));
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: {
+        Variables: Match.objectLike({
+          EXPORT_TIME_ZONE: outputs.ExportTimeZone?.Value,
+          EXPORT_DUE_AFTER_HOURS: outputs.ExportDueAfterHours?.Value,
+        }),
+      },
+    });
   });
 
   describe('check-health', () => {

@@ -497,6 +497,8 @@ describe('Exports', () => {
       'ExportWebhookUrl',
       'ExportWebhookSecretArn',
       'ExportGlueDatabaseName',
+      'ExportTimeZone',
+      'ExportDueAfterHours',
     ]) {
       template.hasOutput(name, {});
     }

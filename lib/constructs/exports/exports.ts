@@ -226,5 +226,13 @@ export class Exports extends Construct {
       value: glueDatabaseName(stage.name),
       description: 'Glue database of the export tables (Athena)',
     });
+    new CfnOutput(stack, 'ExportTimeZone', {
+      value: stage.schedules.timeZone,
+      description: "Time zone of the export's month boundaries and deadline (`acctops doctor` judges by it)",
+    });
+    new CfnOutput(stack, 'ExportDueAfterHours', {
+      value: String(tuning.dueAfterHours),
+      description: 'Hours after midnight on the 1st (local) by which last month is exported (`acctops doctor` judges by it)',
+    });
   }
 }

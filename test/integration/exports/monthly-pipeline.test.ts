@@ -18,6 +18,8 @@ import {
 } from '../../../src/core/exports/pipeline/export-worker';
 import { manifestKey } from '../../../src/core/exports/formats/layout';
 import { checkMonthlyExport, planMonthlyExport } from '../../../src/core/exports/pipeline/monthly-export';
+import { DEFAULT_EXPORT_DEADLINE } from '../../../src/core/exports/pipeline/export-deadline';
+import { exportHealth } from '../../../cli/operations/export-run';
 import { parsePeriod } from '../../../src/core/exports/formats/period';
 import { userTokenCredentials } from '../../../src/core/exports/pipeline/user-token-credentials';
 import { ManualClock } from '../../../src/core/shared/clock';
@@ -406,6 +408,36 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         ]);
         expect(await p.store.head(manifestKey(k2, OCTOBER))).toBeDefined();
         expect(await check(at('2026-11-02T08:00:00Z'))).toMatchObject({ overdue: 0, overdueCompanies: [] });
+      });
+
+      it('acctops doctor expects the month the overdue check judges, on either side of the deadline', async () => {
+        const p = pipeline();
+        const narrow = (await sandbox.admin.createApiKey({ companyId: k2, permissions: ['read_transactions'] })).key;
+        const original = keys.get(k2)!;
+        keys.set(k2, narrow);
+        await p.plan();
+        await p.drain();
+        keys.set(k2, original);
+        // The deployed defaults on both sides: the check's from the function's environment, the doctor's from the stack.
+        const deadline = DEFAULT_EXPORT_DEADLINE;
+        const judge = async (iso: string) => {
+          const check = await checkMonthlyExport(
+            { ledger: p.ledger, store: p.store, events: p.events, clock: at(iso), logger: p.logger, metrics: new MemoryMetrics() },
+            deadline,
+          );
+          const doctor = await exportHealth(p.store, [k1, k2, u1], Date.parse(iso), deadline);
+          return { check, doctor, doctorOverdue: doctor.companies.filter((c) => c.overdue).map((c) => c.companyId) };
+        };
+
+        // 11:59:59.999 in Berlin on 1 November: October is not judged by either; the doctor looks at September.
+        const before = await judge('2026-11-01T10:59:59.999Z');
+        expect(before.check).toMatchObject({ period: '2026-10', due: false, overdue: 0 });
+        expect(before.doctor.expectedPeriod).toBe('2026-09');
+        // 12:00: both judge October and name the same company.
+        const after = await judge('2026-11-01T11:00:00.000Z');
+        expect(after.check).toMatchObject({ period: '2026-10', due: true, overdueCompanies: [k2] });
+        expect(after.doctor.expectedPeriod).toBe(after.check.period);
+        expect(after.doctorOverdue).toEqual(after.check.overdueCompanies);
       });
 
       it('a month whose run never started is overdue after the deadline', async () => {

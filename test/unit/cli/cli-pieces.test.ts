@@ -3,7 +3,7 @@ import { duration, email, exportTarget, formats, guid, httpUrl, month, rejectCre
 import { describeError, optionName, UsageError } from '../../../cli/errors';
 import { ExitCode } from '../../../cli/exit-codes';
 import { onboardLines } from '../../../cli/commands/users';
-import { refreshResultOf } from '../../../cli/operations/aws-operations';
+import { exportDeadlineOf, refreshResultOf } from '../../../cli/operations/aws-operations';
 import { displayWidth, Output } from '../../../cli/output';
 import { KeyRevokedError, PermissionDeniedError, ServerError } from '../../../src/core/accounting-api';
 import { CompanyKeyNotFoundError } from '../../../src/core/api-keys';
@@ -406,5 +406,37 @@ describe('users onboard: the text says whether the user is refreshed from now on
     expect(lines[1]).toMatch(/left out of the refresh schedule/);
     expect(lines[1]).toContain(`\`acctops users recover --user ${id}\``);
     expect(lines[1]).not.toContain('--reactivate');
+  });
+});
+
+describe("exportDeadlineOf: the doctor's export deadline from the stack outputs", () => {
+  it('takes the outputs, and the defaults for a stack without them', () => {
+    expect(exportDeadlineOf(undefined, undefined)).toEqual({ timeZone: 'Europe/Berlin', dueAfterHours: 12 });
+    expect(exportDeadlineOf('America/New_York', '36')).toEqual({ timeZone: 'America/New_York', dueAfterHours: 36 });
+    expect(exportDeadlineOf(undefined, '0')).toEqual({ timeZone: 'Europe/Berlin', dueAfterHours: 0 });
+  });
+
+  it('refuses an output that is no deadline as configuration (exit 3), naming the output, never its value', () => {
+    const cases: [string | undefined, string | undefined, string][] = [
+      ['Europe/Berlinn', undefined, 'ExportTimeZone'],
+      [undefined, '', 'ExportDueAfterHours'],
+      [undefined, ' 12', 'ExportDueAfterHours'],
+      [undefined, '1.5', 'ExportDueAfterHours'],
+      [undefined, '-1', 'ExportDueAfterHours'],
+      [undefined, '649', 'ExportDueAfterHours'],
+    ];
+    for (const [timeZone, hours, key] of cases) {
+      let caught: unknown;
+      try {
+        exportDeadlineOf(timeZone, hours);
+      } catch (error) {
+        caught = error;
+      }
+      const report = describeError(caught);
+      expect(report).toMatchObject({ exitCode: ExitCode.config, message: expect.stringContaining(`stack output ${key} is not`) });
+      const value = timeZone ?? hours ?? '';
+      if (value !== '') expect(report.message).not.toContain(value);
+      expect(report.hint).toContain(`--output ${key}=`);
+    }
   });
 });
