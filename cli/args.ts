@@ -4,7 +4,7 @@ import { FORMATS, type ExportFormat } from '../src/core/exports/formats/datasets
 import { parseTaxReportFieldList, TAX_REPORT_FIELDS, type TaxReportFieldNames } from '../src/core/exports/formats/tax-report-fields';
 import { ValidationError } from '../src/core/shared/errors';
 import { onboardInputSchema } from '../src/core/tokens/onboard-input';
-import { optionName, UsageError } from './errors';
+import { CliConfigError, optionName, UsageError } from './errors';
 
 /**
  * Argument parsers. A refusal says what is expected and never repeats the value (commander's own
@@ -93,6 +93,20 @@ export function httpUrl(raw: string): string {
       'a query or fragment does not belong in the URL; expected an http(s) URL ending in /api/v1 (the key goes in ACCTOPS_API_KEY)',
     );
   return raw.replace(/\/+$/, '');
+}
+
+/**
+ * httpUrl for a URL the operator did not type as an argument (a variable, a stack output): a bad one
+ * is configuration (exit 3) naming where it came from, not usage (exit 2). The parser's reason
+ * (user info, a query) is kept; the value never is, since a key may have been pasted into it.
+ */
+export function configuredUrl(raw: string, source: string, hint: string): string {
+  try {
+    return httpUrl(raw);
+  } catch (error) {
+    const reason = error instanceof InvalidArgumentError ? `: ${error.message}` : '';
+    throw new CliConfigError(`${source} is not usable${reason}`, hint);
+  }
 }
 
 export type ExportTarget = { kind: 'dir'; path: string } | { kind: 's3'; bucket: string; prefix: string };

@@ -1,10 +1,18 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { EXPORT_LAYOUT } from '../../contract/exports';
 import { abandonLocalWrites, onLocalCommit } from '../../src/adapters/local/dir-object-store';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
-import { exportTarget, formats as parseFormats, guid, httpUrl, month as parseMonth, taxReportFields, type ExportTarget } from '../args';
+import {
+  configuredUrl,
+  exportTarget,
+  formats as parseFormats,
+  guid,
+  httpUrl,
+  month as parseMonth,
+  taxReportFields,
+  type ExportTarget,
+} from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
-import { CliConfigError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
 import { interruptExitCode, onInterrupt, speak } from '../interrupt';
 import type { RegistryFinding } from '../../src/core/companies/company-registry';
@@ -156,16 +164,7 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
 
 function baseUrlFromEnv(raw: string | undefined): string | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
-  try {
-    return httpUrl(raw.trim());
-  } catch (error) {
-    // The parser's reason names what is wrong (user info, a query) and never the value.
-    const reason = error instanceof InvalidArgumentError ? `: ${error.message}` : '';
-    throw new CliConfigError(
-      `ACCTOPS_BASE_URL is not usable${reason}`,
-      'set it to the service base URL ending in /api/v1, or unset it for the local mode',
-    );
-  }
+  return configuredUrl(raw.trim(), 'ACCTOPS_BASE_URL', 'set it to the service base URL ending in /api/v1, or unset it for the local mode');
 }
 
 export function renderExport(out: Output, report: ExportReport): void {

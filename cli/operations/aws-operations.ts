@@ -31,7 +31,7 @@ import { noMetrics } from '../../src/core/shared/metrics';
 import { encodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
 import type { TokenRecord } from '../../src/core/tokens/token-store';
 import type { PlanReport } from '../../src/core/tokens/plan-refresh';
-import { httpUrl } from '../args';
+import { configuredUrl } from '../args';
 import { CliConfigError, CompanyRemovedError, UnknownNameError, unknownUser, UsageError } from '../errors';
 import { iso } from '../format';
 import type {
@@ -600,16 +600,31 @@ export class AwsOperations implements Operations {
     return out.sort();
   }
 
-  /** ACCTOPS_BASE_URL (to point at another service), else the stack's ServiceBaseUrl output. */
+  /**
+   * ACCTOPS_BASE_URL (to point at another service), else the stack's ServiceBaseUrl output. Neither is
+   * an argument, so a malformed one is configuration (exit 3) naming which it was.
+   */
   private async baseUrl(): Promise<string> {
-    const raw = this.context.env.ACCTOPS_BASE_URL?.trim() || (await this.optionalOutput(OUTPUTS.serviceBaseUrl));
+    const fromEnv = this.context.env.ACCTOPS_BASE_URL?.trim();
+    if (fromEnv) {
+      return configuredUrl(
+        fromEnv,
+        'ACCTOPS_BASE_URL',
+        `set it to the stage's baseUrl ending in /api/v1, or unset it to use the stack's ${OUTPUTS.serviceBaseUrl} output`,
+      );
+    }
+    const raw = await this.optionalOutput(OUTPUTS.serviceBaseUrl);
     if (raw === undefined || raw === '') {
       throw new CliConfigError(
         'this command calls the service with a company key and needs its base URL',
         `set ACCTOPS_BASE_URL to the stage's baseUrl (cdk.json), or deploy a stack version with the ${OUTPUTS.serviceBaseUrl} output`,
       );
     }
-    return httpUrl(raw);
+    return configuredUrl(
+      raw,
+      `the stack output ${OUTPUTS.serviceBaseUrl}`,
+      `set ACCTOPS_BASE_URL to the stage's baseUrl, or pass --output ${OUTPUTS.serviceBaseUrl}=<url>`,
+    );
   }
 }
 

@@ -425,6 +425,33 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     }
   });
 
+  it('a malformed ACCTOPS_BASE_URL or ServiceBaseUrl output is configuration (exit 3) naming it, for keys status and keys install; never echoed', async () => {
+    const pasted = `q${randomUUID().replaceAll('-', '')}`;
+    const commands = [
+      ['keys', 'status'],
+      ['keys', 'install', '--company', world.companyId],
+    ];
+    for (const args of commands) {
+      for (const url of ['not a url', `http://127.0.0.1:9/api/v1?apikey=${pasted}`, `ftp://127.0.0.1/api/v1`]) {
+        const result = await acctops(args, { ACCTOPS_BASE_URL: url, ACCTOPS_API_KEY: world.initialKey.apiKey });
+        expect(result.code).toBe(3);
+        expect(result.stderr.trim().split('\n')).toHaveLength(1);
+        expect(result.stderr).toMatch(/^acctops: error: ACCTOPS_BASE_URL is not usable: .*\(set it to the stage's baseUrl/);
+        expect(result.stderr).not.toContain(pasted);
+        expect(result.stdout).toBe('');
+      }
+      // Unset, the stack's output is the URL: a malformed one is the stack's configuration, named as such.
+      outputs.ServiceBaseUrl = 'ftp://127.0.0.1/api/v1';
+      try {
+        const fromStack = await acctops(args, { ACCTOPS_API_KEY: world.initialKey.apiKey });
+        expect(fromStack.code).toBe(3);
+        expect(fromStack.stderr).toMatch(/^acctops: error: the stack output ServiceBaseUrl is not usable: .*--output ServiceBaseUrl=<url>/);
+      } finally {
+        delete outputs.ServiceBaseUrl;
+      }
+    }
+  });
+
   it("institution set-secret puts a new AWSCURRENT version on the stack's secret and invokes check-health", async () => {
     const created = await client(world.sm).send(
       new CreateSecretCommand({ Name: 'acctops-test/institution', SecretString: 'inst-1:placeholder-value' }),
