@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { access, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,11 +10,35 @@ export interface LocalS3 {
   endpoint: string;
   /** A client configured the way s3rver needs it (path style, checksums only when required). */
   client(): S3Client;
+  /**
+   * Resolves at the first request s3rver has answered (before this call or after) that `matches`:
+   * a test waits for an upload's first stored part this way instead of sleeping. Only with
+   * `multipartUploads` (the requests are seen by that shim).
+   */
+  answered(matches: (request: AnsweredRequest) => boolean): Promise<AnsweredRequest>;
   stop(): Promise<void>;
 }
 
+/** A request s3rver answered, as `answered` sees it. */
+export interface AnsweredRequest {
+  method: string;
+  path: string;
+  query: Record<string, string | string[] | undefined>;
+  status: number;
+}
+
+export interface StartS3Options {
+  /**
+   * s3rver 3.7 answers ListMultipartUploads with NotImplemented and AbortMultipartUpload with
+   * MethodNotAllowed, so an abort can never succeed there and what is left cannot be listed. This
+   * adds both, over s3rver's own record of an upload (a directory per upload id holding its key),
+   * and the `answered` log. Off by default: other suites keep s3rver as it is.
+   */
+  multipartUploads?: boolean;
+}
+
 /** Starts s3rver on an ephemeral port with the given buckets, in a temporary directory. */
-export async function startS3(buckets: string[] = ['acctops-exports']): Promise<LocalS3> {
+export async function startS3(buckets: string[] = ['acctops-exports'], options: StartS3Options = {}): Promise<LocalS3> {
   const directory = await mkdtemp(join(tmpdir(), 'acctops-s3rver-'));
   const server = new S3rver({
     address: '127.0.0.1',
@@ -23,6 +47,22 @@ export async function startS3(buckets: string[] = ['acctops-exports']): Promise<
     directory,
     configureBuckets: buckets.map((name) => ({ name })),
   });
+  const log: AnsweredRequest[] = [];
+  const waiting = new Set<{ matches: (r: AnsweredRequest) => boolean; resolve: (r: AnsweredRequest) => void }>();
+  if (options.multipartUploads) {
+    // First in the chain (Koa composes it when run() listens), ahead of s3rver's router.
+    server.middleware.unshift(async (ctx, next) => {
+      if (!(await multipartShim(server, ctx))) await next();
+      const request = { method: ctx.method, path: ctx.path, query: { ...ctx.query }, status: ctx.status };
+      log.push(request);
+      for (const w of [...waiting]) {
+        if (w.matches(request)) {
+          waiting.delete(w);
+          w.resolve(request);
+        }
+      }
+    });
+  }
   const info = (await server.run()) as AddressInfo;
   const endpoint = `http://127.0.0.1:${info.port}`;
   return {
@@ -37,11 +77,68 @@ export async function startS3(buckets: string[] = ['acctops-exports']): Promise<
         requestChecksumCalculation: 'WHEN_REQUIRED',
         responseChecksumValidation: 'WHEN_REQUIRED',
       }),
+    answered: (matches) => {
+      if (!options.multipartUploads) return Promise.reject(new Error('answered() needs startS3(…, { multipartUploads: true })'));
+      const seen = log.find(matches);
+      return seen ? Promise.resolve(seen) : new Promise((resolve) => waiting.add({ matches, resolve }));
+    },
     stop: async () => {
       await server.close();
       await rm(directory, { recursive: true, force: true });
     },
   };
+}
+
+/** Answers ListMultipartUploads and AbortMultipartUpload (path style); false for any other request. */
+async function multipartShim(server: S3rver, ctx: S3rver.Context): Promise<boolean> {
+  const [bucket, ...rest] = ctx.path.split('/').filter(Boolean);
+  if (!bucket) return false;
+  const uploadsDir = server.store.getResourcePath(bucket, undefined, 'uploads');
+  const xml = (body: string) => {
+    ctx.type = 'application/xml';
+    ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n${body}`;
+  };
+  if (ctx.method === 'GET' && rest.length === 0 && 'uploads' in ctx.query) {
+    const uploads: { key: string; id: string }[] = [];
+    for (const id of await readdir(uploadsDir).catch(() => [] as string[])) {
+      // A part request cut off mid-body may make the directory again after an abort (s3rver's
+      // mkdirp): an upload is the directory holding its key, as CreateMultipartUpload wrote it.
+      const key = await readFile(join(uploadsDir, id, 'key'), 'utf8').catch(() => undefined);
+      if (key !== undefined) uploads.push({ key, id });
+    }
+    ctx.status = 200;
+    xml(
+      `<ListMultipartUploadsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Bucket>${escapeXml(bucket)}</Bucket>` +
+        `<IsTruncated>false</IsTruncated>${uploads
+          .map((u) => `<Upload><Key>${escapeXml(u.key)}</Key><UploadId>${escapeXml(u.id)}</UploadId></Upload>`)
+          .join('')}</ListMultipartUploadsResult>`,
+    );
+    return true;
+  }
+  const uploadId = ctx.query.uploadId;
+  if (ctx.method === 'DELETE' && rest.length > 0 && typeof uploadId === 'string') {
+    const dir = join(uploadsDir, uploadId);
+    if (
+      !/^[\w-]+$/.test(uploadId) ||
+      !(await access(join(dir, 'key')).then(
+        () => true,
+        () => false,
+      ))
+    ) {
+      ctx.status = 404;
+      xml('<Error><Code>NoSuchUpload</Code><Message>The specified upload does not exist.</Message></Error>');
+      return true;
+    }
+    await rm(dir, { recursive: true, force: true });
+    ctx.status = 204;
+    ctx.body = null;
+    return true;
+  }
+  return false;
+}
+
+function escapeXml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
 /** One command `instrumentS3` saw `client` send. */
