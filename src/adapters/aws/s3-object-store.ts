@@ -22,6 +22,7 @@ import {
   type PutConditions,
   type PutOptions,
 } from '../../core/exports/formats/object-store';
+import { ABANDON_DEADLINE_MS, trackUploads, uploadsClosed, type AbandonedUploads } from './s3-uploads-in-flight';
 
 export interface S3ObjectStoreOptions {
   client: S3Client;
@@ -69,7 +70,9 @@ const DELETE_BATCH = 1000;
  * The ObjectStore on S3. Streams go up as multipart uploads (PartUploader below) that, on any
  * failure (a part, the body stream), are aborted: S3 only makes an object visible on
  * CompleteMultipartUpload, so nothing partial appears. Parts of an upload whose abort also failed
- * are invisible and expire by the bucket's AbortIncompleteMultipartUpload lifecycle rule.
+ * are invisible and expire by the bucket's AbortIncompleteMultipartUpload lifecycle rule. A process
+ * about to exit aborts its uploads in flight the same way (abandonUploads, abandonS3Uploads in
+ * s3-uploads-in-flight.ts): its writers will not get to.
  *
  * Conditional puts use S3's `If-Match` / `If-None-Match` (a 412 is a PreconditionFailedError).
  */
@@ -80,6 +83,10 @@ export class S3ObjectStore implements ObjectStore {
   private readonly partSize: number;
   private readonly queueSize: number;
   private readonly pool: PartBufferPool;
+  /** The streams being uploaded now: what abandonUploads stops. */
+  private readonly uploads = new Set<PartUploader>();
+  /** Set by abandonUploads: the process is exiting, and no upload may begin. */
+  private abandoned = false;
 
   constructor(options: S3ObjectStoreOptions) {
     this.client = options.client;
@@ -107,16 +114,48 @@ export class S3ObjectStore implements ObjectStore {
     const fullKey = this.fullKey(key);
     // An early body failure must reach Upload's reader, not the process as an uncaught 'error'.
     body.on('error', () => undefined);
+    if (this.abandoned || uploadsClosed())
+      throw new ObjectStoreError('multipart upload', key, new Error('the process is exiting: upload abandoned'), undefined, this.url(key));
     const upload = new PartUploader(
       this.client,
       { Bucket: this.bucket, Key: fullKey, ContentType: options.contentType },
       this.pool,
       this.queueSize,
     );
+    this.uploads.add(upload);
+    if (this.uploads.size === 1) trackUploads(this, true);
     try {
       await upload.run(body);
     } catch (error) {
       throw new ObjectStoreError('multipart upload', key, error, undefined, this.url(key));
+    } finally {
+      this.uploads.delete(upload);
+      if (this.uploads.size === 0) trackUploads(this, false);
+    }
+  }
+
+  /**
+   * Stops this store's uploads for good and aborts the multipart uploads they began, for a process
+   * about to exit (Ctrl-C, SIGTERM): the parts in flight are cancelled, each begun upload gets its
+   * AbortMultipartUpload, and every putStream under way or to come fails. Resolves by `deadlineMs`
+   * whatever the network does; an abort without an answer by then counts as failed, and the
+   * lifecycle rule is what removes that upload.
+   */
+  async abandonUploads(deadlineMs = ABANDON_DEADLINE_MS): Promise<AbandonedUploads> {
+    this.abandoned = true;
+    const uploads = [...this.uploads];
+    const deadline = AbortSignal.timeout(deadlineMs);
+    let timer: NodeJS.Timeout | undefined;
+    // The abort request honours the signal, but a create or a part still waiting on the network may not.
+    const expired = new Promise<'failed'>((resolve) => (timer = setTimeout(() => resolve('failed'), deadlineMs).unref()));
+    try {
+      const outcomes = await Promise.all(uploads.map((upload) => Promise.race([upload.abandon(deadline), expired])));
+      return {
+        aborted: outcomes.filter((o) => o === 'aborted').length,
+        failed: outcomes.filter((o) => o === 'failed').length,
+      };
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -325,6 +364,10 @@ class PartUploader {
   private partNumber = 0;
   private created: Promise<string> | undefined;
   private failure: { error: unknown } | undefined;
+  /** Cancels the part (or whole-object) requests in flight when the upload is abandoned. */
+  private readonly cancel = new AbortController();
+  private body: Readable | undefined;
+  private aborting: Promise<AbortOutcome> | undefined;
 
   constructor(
     private readonly client: S3Client,
@@ -334,6 +377,7 @@ class PartUploader {
   ) {}
 
   async run(body: Readable): Promise<void> {
+    this.body = body;
     const partSize = this.pool.partSize;
     let current: Buffer | undefined;
     let filled = 0;
@@ -378,7 +422,8 @@ class PartUploader {
         }),
       );
     } catch (error) {
-      await this.abort();
+      // An abandoned upload's abort is abandon()'s to await, within its deadline; the writer need not wait on the network.
+      if (!this.cancel.signal.aborted) await this.abort();
       throw error;
     } finally {
       if (current) this.pool.release(current);
@@ -406,7 +451,9 @@ class PartUploader {
     if (buffer) this.pool.uploadStarted();
     let sent = false;
     try {
-      await this.client.send(new PutObjectCommand({ ...this.params, Body: bytes, ContentLength: bytes.byteLength }));
+      await this.client.send(new PutObjectCommand({ ...this.params, Body: bytes, ContentLength: bytes.byteLength }), {
+        abortSignal: this.cancel.signal,
+      });
       sent = true;
     } finally {
       if (buffer) this.pool.uploadEnded(buffer, sent);
@@ -417,6 +464,8 @@ class PartUploader {
     const partNumber = ++this.partNumber;
     this.pool.uploadStarted();
     const upload = (async () => {
+      // Once abandoned, no multipart upload may begin: abandon()'s abort would never learn its id.
+      if (this.cancel.signal.aborted) throw this.failure?.error ?? new Error('upload abandoned');
       const uploadId = await (this.created ??= this.create());
       const result = await this.client.send(
         new UploadPartCommand({
@@ -427,6 +476,7 @@ class PartUploader {
           Body: buffer.subarray(0, length),
           ContentLength: length,
         }),
+        { abortSignal: this.cancel.signal },
       );
       if (!result.ETag) throw new Error(`part ${partNumber} has no ETag in its UploadPart response`);
       this.parts.push({
@@ -469,17 +519,44 @@ class PartUploader {
     while (this.inFlight.size > 0) await Promise.all(this.inFlight);
   }
 
-  /** Waits for the parts in flight, then aborts the upload; a failed abort is left to the lifecycle rule. */
-  private async abort(): Promise<void> {
-    await this.settled();
-    if (!this.created) return;
-    const uploadId = await this.created.catch(() => undefined);
-    if (uploadId === undefined) return;
-    await this.client
-      .send(new AbortMultipartUploadCommand({ Bucket: this.params.Bucket, Key: this.params.Key, UploadId: uploadId }))
-      .catch(() => undefined);
+  /**
+   * The process is exiting: fails the upload, cancels its requests in flight and stops its body
+   * (which may be waiting on the service for much longer than the process has), then aborts.
+   */
+  abandon(deadline: AbortSignal): Promise<AbortOutcome> {
+    const error = new Error('the process is exiting: upload abandoned');
+    this.failure ??= { error };
+    this.cancel.abort(error);
+    this.body?.destroy(error);
+    return this.abort(deadline);
+  }
+
+  /**
+   * Waits for the parts in flight, then aborts the upload, once however often it is asked (a
+   * failure and an abandon may both get here); a failed abort is left to the lifecycle rule.
+   */
+  private abort(deadline?: AbortSignal): Promise<AbortOutcome> {
+    return (this.aborting ??= (async (): Promise<AbortOutcome> => {
+      // The parts first: a part still arriving after the abort could be stored all the same.
+      await this.settled();
+      if (!this.created) return 'none';
+      const uploadId = await this.created.catch(() => undefined);
+      if (uploadId === undefined) return 'none';
+      try {
+        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.params.Bucket, Key: this.params.Key, UploadId: uploadId }), {
+          abortSignal: deadline,
+        });
+        return 'aborted';
+      } catch (error) {
+        // Already gone (completed or aborted meanwhile): nothing of it is left to bill.
+        return (error as { name?: string }).name === 'NoSuchUpload' ? 'aborted' : 'failed';
+      }
+    })());
   }
 }
+
+/** `none`: no multipart upload had begun (nothing sent, or a single PutObject). */
+type AbortOutcome = 'aborted' | 'failed' | 'none';
 
 function status(error: unknown): number | undefined {
   return (error as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata?.httpStatusCode;
