@@ -16,6 +16,8 @@ export interface LocalS3 {
    * `multipartUploads` (the requests are seen by that shim).
    */
   answered(matches: (request: AnsweredRequest) => boolean): Promise<AnsweredRequest>;
+  /** As `answered`, at a request's arrival (its status is 0): for a request that is held (`aborts: 'hold'`). */
+  received(matches: (request: AnsweredRequest) => boolean): Promise<AnsweredRequest>;
   stop(): Promise<void>;
 }
 
@@ -35,6 +37,33 @@ export interface StartS3Options {
    * and the `answered` log. Off by default: other suites keep s3rver as it is.
    */
   multipartUploads?: boolean;
+  /**
+   * With `multipartUploads`, what AbortMultipartUpload gets: `answer` (the default) aborts;
+   * `refuse` leaves it to s3rver, which refuses it (an abort that fails); `hold` never answers
+   * until stop() (a dead network).
+   */
+  aborts?: 'answer' | 'refuse' | 'hold';
+}
+
+/** Requests seen so far, and the waiters for one still to come. */
+class RequestLog {
+  private readonly seen: AnsweredRequest[] = [];
+  private readonly waiting = new Set<{ matches: (r: AnsweredRequest) => boolean; resolve: (r: AnsweredRequest) => void }>();
+
+  add(request: AnsweredRequest): void {
+    this.seen.push(request);
+    for (const w of [...this.waiting]) {
+      if (w.matches(request)) {
+        this.waiting.delete(w);
+        w.resolve(request);
+      }
+    }
+  }
+
+  find(matches: (r: AnsweredRequest) => boolean): Promise<AnsweredRequest> {
+    const seen = this.seen.find(matches);
+    return seen ? Promise.resolve(seen) : new Promise((resolve) => this.waiting.add({ matches, resolve }));
+  }
 }
 
 /** Starts s3rver on an ephemeral port with the given buckets, in a temporary directory. */
@@ -47,20 +76,19 @@ export async function startS3(buckets: string[] = ['acctops-exports'], options: 
     directory,
     configureBuckets: buckets.map((name) => ({ name })),
   });
-  const log: AnsweredRequest[] = [];
-  const waiting = new Set<{ matches: (r: AnsweredRequest) => boolean; resolve: (r: AnsweredRequest) => void }>();
+  const answered = new RequestLog();
+  const received = new RequestLog();
+  const held = new Set<() => void>();
+  const aborts = options.aborts ?? 'answer';
   if (options.multipartUploads) {
     // First in the chain (Koa composes it when run() listens), ahead of s3rver's router.
     server.middleware.unshift(async (ctx, next) => {
-      if (!(await multipartShim(server, ctx))) await next();
-      const request = { method: ctx.method, path: ctx.path, query: { ...ctx.query }, status: ctx.status };
-      log.push(request);
-      for (const w of [...waiting]) {
-        if (w.matches(request)) {
-          waiting.delete(w);
-          w.resolve(request);
-        }
-      }
+      const request = () => ({ method: ctx.method, path: ctx.path, query: { ...ctx.query }, status: ctx.status });
+      received.add({ ...request(), status: 0 });
+      if (aborts === 'hold' && ctx.method === 'DELETE' && typeof ctx.query.uploadId === 'string')
+        await new Promise<void>((resolve) => held.add(resolve));
+      if (!(await multipartShim(server, ctx, aborts !== 'refuse'))) await next();
+      answered.add(request());
     });
   }
   const info = (await server.run()) as AddressInfo;
@@ -77,12 +105,16 @@ export async function startS3(buckets: string[] = ['acctops-exports'], options: 
         requestChecksumCalculation: 'WHEN_REQUIRED',
         responseChecksumValidation: 'WHEN_REQUIRED',
       }),
-    answered: (matches) => {
-      if (!options.multipartUploads) return Promise.reject(new Error('answered() needs startS3(…, { multipartUploads: true })'));
-      const seen = log.find(matches);
-      return seen ? Promise.resolve(seen) : new Promise((resolve) => waiting.add({ matches, resolve }));
-    },
+    answered: (matches) =>
+      options.multipartUploads
+        ? answered.find(matches)
+        : Promise.reject(new Error('answered() needs startS3(…, { multipartUploads: true })')),
+    received: (matches) =>
+      options.multipartUploads
+        ? received.find(matches)
+        : Promise.reject(new Error('received() needs startS3(…, { multipartUploads: true })')),
     stop: async () => {
+      for (const release of held) release();
       await server.close();
       await rm(directory, { recursive: true, force: true });
     },
@@ -90,7 +122,7 @@ export async function startS3(buckets: string[] = ['acctops-exports'], options: 
 }
 
 /** Answers ListMultipartUploads and AbortMultipartUpload (path style); false for any other request. */
-async function multipartShim(server: S3rver, ctx: S3rver.Context): Promise<boolean> {
+async function multipartShim(server: S3rver, ctx: S3rver.Context, aborts: boolean): Promise<boolean> {
   const [bucket, ...rest] = ctx.path.split('/').filter(Boolean);
   if (!bucket) return false;
   const uploadsDir = server.store.getResourcePath(bucket, undefined, 'uploads');
@@ -116,7 +148,7 @@ async function multipartShim(server: S3rver, ctx: S3rver.Context): Promise<boole
     return true;
   }
   const uploadId = ctx.query.uploadId;
-  if (ctx.method === 'DELETE' && rest.length > 0 && typeof uploadId === 'string') {
+  if (aborts && ctx.method === 'DELETE' && rest.length > 0 && typeof uploadId === 'string') {
     const dir = join(uploadsDir, uploadId);
     if (
       !/^[\w-]+$/.test(uploadId) ||
