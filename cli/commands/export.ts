@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { EXPORT_LAYOUT } from '../../contract/exports';
+import { abandonS3Uploads, type AbandonedUploads } from '../../src/adapters/aws/s3-uploads-in-flight';
 import { abandonLocalWrites, onLocalCommit } from '../../src/adapters/local/dir-object-store';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import {
@@ -117,11 +118,13 @@ export function exportCommand(host: CommandHost): Command {
 
 /**
  * Ctrl-C or SIGTERM while the export runs (cli/interrupt.ts): the writes under way are stopped and
- * what they staged in `.acctops-tmp/` is removed (abandonLocalWrites), then one line says what was
- * published. A period is published by its manifest alone (docs/exports.md, "Atomic periods"), so
- * the manifests this process put into place are that list; the data files of the run that was
- * stopped are invisible without one, and the period's next export collects them. An S3 target's
- * writes are not seen here: an upload cut short is never visible, and the line says how to tell.
+ * what they staged in `.acctops-tmp/` is removed (abandonLocalWrites), the S3 multipart uploads
+ * under way are aborted (abandonS3Uploads: an incomplete upload is invisible but billed until a
+ * lifecycle rule, if the bucket has one, removes it), then one line says what was published and,
+ * for S3, whether the aborts went through. A period is published by its manifest alone
+ * (docs/exports.md, "Atomic periods"), so the manifests this process put into place are that list;
+ * the data files of the run that was stopped are invisible without one, and the period's next
+ * export collects them. An S3 target's manifests are not seen here, and the line says how to tell.
  * Returns the function that unregisters it.
  */
 function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, bars: Map<string, Progress>): () => void {
@@ -131,16 +134,13 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
   });
   const stopStep = onInterrupt(async (signal) => {
     stopWatching();
-    await abandonLocalWrites();
+    // Both are bounded: the S3 aborts by their own deadline, well inside the steps' 10 s.
+    const [, uploads] = await Promise.all([abandonLocalWrites(), abandonS3Uploads()]);
     const interrupted = { exitCode: interruptExitCode(signal), code: 'interrupted' };
     speak(() => {
       for (const bar of bars.values()) bar.finish();
       if (out?.kind === 's3') {
-        session.out.error({
-          ...interrupted,
-          message: `interrupted (${signal}): the export was stopped`,
-          hint: 'a period is published only when its _manifest.json was written; an upload cut short is never visible; run the export again',
-        });
+        session.out.error({ ...interrupted, ...s3InterruptedLine(signal, uploads) });
       } else if (published.length === 0) {
         session.out.error({
           ...interrupted,
@@ -159,6 +159,25 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
   return () => {
     stopStep();
     stopWatching();
+  };
+}
+
+/** Counts only: an upload's key names a company and a month, and the hint never names the bucket. */
+function s3InterruptedLine(signal: NodeJS.Signals, uploads: AbandonedUploads): { message: string; hint: string } {
+  const total = uploads.aborted + uploads.failed;
+  const published = 'a period is published only when its _manifest.json was written';
+  if (uploads.failed > 0) {
+    return {
+      message: `interrupted (${signal}): the export was stopped; ${uploads.failed} of ${total} unfinished multipart upload(s) could not be aborted`,
+      hint: `they stay invisible but are billed until the bucket's lifecycle rule for incomplete multipart uploads removes them; \`aws s3api list-multipart-uploads --bucket <bucket>\` lists them; ${published}; run the export again`,
+    };
+  }
+  return {
+    message:
+      total === 0
+        ? `interrupted (${signal}): the export was stopped; no multipart upload was under way`
+        : `interrupted (${signal}): the export was stopped and its ${total} unfinished multipart upload(s) aborted`,
+    hint: `${published}; an upload cut short is never visible; run the export again`,
   };
 }
 

@@ -1,10 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
 import { mkdir, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startSandbox, type RunningSandbox } from '../../sandbox';
 import { monthOf } from '../../sandbox/seed';
 import { startOf } from '../../src/adapters/local/process-identity';
 import { ACCTOPS_BIN, cliEnv, runAcctops, tempStateDir } from '../helpers/cli';
+import { startS3, type LocalS3 } from '../helpers/s3rver';
 
 /**
  * Ctrl-C and SIGTERM during `acctops export` (direct mode, the real binary): the export stops, what
@@ -102,6 +104,168 @@ describe('acctops export: interrupted', () => {
       expect(await readdir(staging(dir))).toEqual([liveName]);
     } finally {
       live.kill();
+    }
+  });
+});
+
+/**
+ * The same to `--out s3://…`: the multipart uploads under way are aborted before the exit, and the
+ * line says whether that worked. s3rver implements neither AbortMultipartUpload nor
+ * ListMultipartUploads; the helper adds both (`multipartUploads`); `aborts: 'refuse'` leaves the
+ * abort to s3rver, which refuses it, and `aborts: 'hold'` never answers it (a dead network).
+ */
+describe('acctops export --out s3://…: interrupted', () => {
+  const month = monthOf(Date.now(), -2);
+  const BUCKET = 'acctops-exports';
+  let sandbox: RunningSandbox;
+  let key: string;
+  let companyId: string;
+  const servers = {} as Record<'answer' | 'refuse' | 'hold', LocalS3>;
+
+  beforeAll(async () => {
+    let answer, refuse, hold;
+    [sandbox, answer, refuse, hold] = await Promise.all([
+      startSandbox({ port: 0, seed: 1, demo: false }),
+      startS3([BUCKET], { multipartUploads: true }),
+      startS3([BUCKET], { multipartUploads: true, aborts: 'refuse' }),
+      startS3([BUCKET], { multipartUploads: true, aborts: 'hold' }),
+    ]);
+    Object.assign(servers, { answer, refuse, hold });
+    const company = await sandbox.admin.createCompany({ currency: 'EUR' });
+    companyId = company.publicId;
+    await sandbox.admin.addCategory({ companyId, name: 'Rent', cashflowType: 'EXPENSE', vatApplied: 'YES' });
+    // ~220 bytes a CSV row: about 9 MB of transactions, so the first 5 MiB part goes up well before the end.
+    await sandbox.admin.generateTransactions({ companyId, month, count: 40_000 });
+    key = (
+      await sandbox.admin.createApiKey({
+        companyId,
+        permissions: ['read_transactions', 'read_categories', 'read_tax_reports'],
+        name: 'interrupt-s3',
+      })
+    ).key;
+  });
+  afterAll(async () => {
+    await Promise.all([sandbox.stop(), ...Object.values(servers).map((s) => s.stop())]);
+  });
+  afterEach(() => sandbox.admin.configure({ latencyMs: 0 }));
+
+  /**
+   * Starts the export to `target` and resolves once its first part is stored there, the service
+   * then made slow, so that the export is surely still running when the test signals it.
+   */
+  async function exportingPartOne(target: LocalS3, prefix: string) {
+    await sandbox.admin.configure({ latencyMs: 20 });
+    const child = spawn(
+      process.execPath,
+      [ACCTOPS_BIN, 'export', '--base-url', sandbox.baseUrl, '--month', month, '--format', 'csv', '--out', `s3://${BUCKET}/${prefix}`],
+      {
+        env: cliEnv({
+          ACCTOPS_API_KEY: key,
+          AWS_ENDPOINT_URL_S3: target.endpoint,
+          AWS_REGION: 'eu-central-1',
+          AWS_ACCESS_KEY_ID: 'S3RVER',
+          AWS_SECRET_ACCESS_KEY: 'S3RVER',
+        }),
+      },
+    );
+    const output = { stdout: '', stderr: '' };
+    child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
+    child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    try {
+      await Promise.race([
+        target.answered(
+          (r) => r.method === 'PUT' && r.path.startsWith(`/${BUCKET}/${prefix}/`) && r.query.partNumber === '1' && r.status === 200,
+        ),
+        exited.then(() => Promise.reject(new Error(`the export ended before its first part was stored: ${output.stderr}`))),
+      ]);
+      await sandbox.admin.configure({ latencyMs: 5_000 });
+    } catch (error) {
+      child.kill('SIGKILL');
+      throw error;
+    }
+    return { child, exited, output };
+  }
+
+  const uploadsLeft = async (target: LocalS3, prefix: string) =>
+    (await target.client().send(new ListMultipartUploadsCommand({ Bucket: BUCKET, Prefix: `${prefix}/` }))).Uploads ?? [];
+
+  /** Counts only: neither the object keys (they name the company) nor the bucket, nor the S3 credentials. */
+  const expectNothingNamed = (stderr: string) => {
+    for (const secretish of [companyId, BUCKET, 'S3RVER', key]) expect(stderr).not.toContain(secretish);
+  };
+
+  it.each([
+    ['SIGINT', 130, 'answer'],
+    ['SIGTERM', 143, 'refuse'],
+  ] as const)(
+    '%s once the first part is stored: exit %i, one line saying whether the abort worked (S3: %s)',
+    async (signal, code, server) => {
+      const target = servers[server];
+      const prefix = `interrupt-${signal}`;
+      const { child, exited, output } = await exportingPartOne(target, prefix);
+      try {
+        child.kill(signal);
+        expect(await exited).toBe(code);
+      } finally {
+        child.kill('SIGKILL');
+      }
+
+      expect(output.stdout).toBe('');
+      const lines = output.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      if (server === 'answer') {
+        expect(lines[0]).toMatch(
+          new RegExp(
+            `^acctops: error: interrupted \\(${signal}\\): the export was stopped and its [1-9]\\d* unfinished multipart upload\\(s\\) aborted \\(`,
+          ),
+        );
+        expect(await uploadsLeft(target, prefix)).toEqual([]);
+      } else {
+        expect(lines[0]).toMatch(
+          new RegExp(
+            `^acctops: error: interrupted \\(${signal}\\): the export was stopped; ([1-9]\\d*) of \\1 unfinished multipart upload\\(s\\) could not be aborted \\(.*lifecycle rule`,
+          ),
+        );
+        expect((await uploadsLeft(target, prefix)).length).toBeGreaterThan(0);
+      }
+      expectNothingNamed(output.stderr);
+    },
+  );
+
+  it('an abort with no answer holds the exit only until its deadline, and a second SIGINT ends it at once', async () => {
+    const target = servers.hold;
+    const abortReceived = (prefix: string) =>
+      target.received((r) => r.method === 'DELETE' && r.path.startsWith(`/${BUCKET}/${prefix}/`) && typeof r.query.uploadId === 'string');
+
+    // One signal: the line comes once the deadline (ABANDON_DEADLINE_MS, 4 s) has passed, well inside the steps' 10 s.
+    const once = await exportingPartOne(target, 'hold-once');
+    try {
+      const signalled = Date.now();
+      once.child.kill('SIGINT');
+      expect(await once.exited).toBe(130);
+      expect(Date.now() - signalled).toBeLessThan(9_000);
+    } finally {
+      once.child.kill('SIGKILL');
+    }
+    expect(once.output.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        /^acctops: error: interrupted \(SIGINT\): the export was stopped; 1 of 1 unfinished multipart upload\(s\) could not be aborted/,
+      ),
+    ]);
+    expectNothingNamed(once.output.stderr);
+
+    // Two: the second arrives while the abort waits for its answer, and the process goes without waiting for the deadline.
+    const twice = await exportingPartOne(target, 'hold-twice');
+    try {
+      twice.child.kill('SIGINT');
+      await abortReceived('hold-twice');
+      const second = Date.now();
+      twice.child.kill('SIGINT');
+      expect(await twice.exited).toBe(130);
+      expect(Date.now() - second).toBeLessThan(2_000);
+    } finally {
+      twice.child.kill('SIGKILL');
     }
   });
 });
