@@ -1,6 +1,6 @@
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { tableFromIPC, type Table as ArrowTable } from 'apache-arrow';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readParquet } from 'parquet-wasm/node';
@@ -25,6 +25,9 @@ import { CATEGORIES, COMPANY, transaction } from '../../helpers/export-fixtures'
  */
 
 const NOW = Date.parse('2026-11-02T08:00:00Z');
+/** A second company with a month of nothing: every dataset of its export has no rows. */
+const EMPTY_COMPANY = '0e0e0e0e-0000-4000-8000-000000000000';
+const EMPTY_PERIOD = '2020-01';
 
 /** Amounts in both API encodings, three currencies with 2, 0 and 3 fraction digits, hostile descriptions. */
 function monthTransactions(month: '09' | '10', count: number) {
@@ -139,6 +142,7 @@ describe('exports read by independent engines (DuckDB, arrow-rs)', () => {
   let db: DuckDBConnection;
   let instance: DuckDBInstance;
   const manifests: Record<string, Manifest> = {};
+  let emptyManifest: Manifest;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'acctops-judges-'));
@@ -155,6 +159,14 @@ describe('exports read by independent engines (DuckDB, arrow-rs)', () => {
       });
       manifests[`2026-${month}`] = summary.manifest;
     }
+    const empty = await exporter.run({
+      company: EMPTY_COMPANY,
+      period: EMPTY_PERIOD,
+      sources: { transactions: [], taxReports: [], categories: [] },
+      formats: ['jsonl', 'csv', 'parquet'],
+      sourceBaseUrl: 'http://127.0.0.1:1/api/v1',
+    });
+    emptyManifest = empty.manifest;
     instance = await DuckDBInstance.create(':memory:');
     db = await instance.connect();
   });
@@ -271,6 +283,50 @@ describe('exports read by independent engines (DuckDB, arrow-rs)', () => {
         );
         expect(period).toMatch(/^2026-(09|10)$/);
       }
+    });
+  });
+
+  describe('a month with no transactions, no tax reports and no categories', () => {
+    /** The Parquet files under the Hive layout of the empty company, found on disk, not through the manifest. */
+    async function hiveParquetFiles(dataset: DatasetName): Promise<string[]> {
+      const root = join(dir, 'exports', `company=${EMPTY_COMPANY}`, `period=${EMPTY_PERIOD}`, dataset);
+      const runs = (await readdir(root)).filter((name) => name.startsWith('run='));
+      const files = await Promise.all(runs.map(async (run) => (await readdir(join(root, run))).map((f) => join(root, run, f))));
+      return files.flat().filter((f) => f.endsWith('.parquet'));
+    }
+
+    it.each(DATASETS)('%s: the manifest lists one Parquet object of 0 records', (dataset) => {
+      expect(emptyManifest.datasets[dataset]!.records).toBe(0);
+      expect(emptyManifest.objects.filter((o) => o.dataset === dataset && o.format === 'parquet').map((o) => o.records)).toEqual([0]);
+    });
+
+    it.each(DATASETS)('%s: DuckDB reads it across the Hive layout: the Glue columns, the partitions and 0 rows', async (dataset) => {
+      const files = `'${dir}/exports/company=${EMPTY_COMPANY}/period=*/${dataset}/run=*/part-*.parquet'`;
+      const from = `read_parquet(${files}, hive_partitioning = true)`;
+      const described = await rows(`DESCRIBE SELECT * FROM ${from}`);
+      expect(described.map((r) => [r.column_name, r.column_type])).toEqual([
+        ...GLUE_COLUMNS[dataset].map(([name, type]) => [name, DUCKDB_TYPE[type]]),
+        ['company', 'VARCHAR'],
+        ['period', 'VARCHAR'],
+        ['run', 'VARCHAR'],
+      ]);
+      const [count] = await rows(`SELECT count(*)::VARCHAR AS records FROM ${from} WHERE period = '${EMPTY_PERIOD}'`);
+      expect(Number(count!.records)).toBe(emptyManifest.datasets[dataset]!.records);
+      const metadata = await rows(
+        `SELECT num_rows::VARCHAR AS num_rows, num_row_groups::VARCHAR AS groups FROM parquet_file_metadata(${files})`,
+      );
+      expect(metadata).toEqual([{ num_rows: '0', groups: '0' }]);
+    });
+
+    it.each(DATASETS)('%s: arrow-rs opens the file with the Glue columns and types, and 0 rows', async (dataset) => {
+      const files = await hiveParquetFiles(dataset);
+      const listed = emptyManifest.objects.filter((o) => o.dataset === dataset && o.format === 'parquet').map((o) => join(dir, o.key));
+      expect(files).toEqual(listed);
+      const table: ArrowTable = tableFromIPC(readParquet(await readFile(files[0]!)).intoIPCStream());
+      expect(table.schema.fields.map((f) => [f.name, String(f.type)])).toEqual(
+        GLUE_COLUMNS[dataset].map(([name, type]) => [name, ARROW_TYPE[type]]),
+      );
+      expect(table.numRows).toBe(emptyManifest.datasets[dataset]!.records);
     });
   });
 

@@ -82,6 +82,8 @@ export class ParquetRecordWriter implements RecordWriter {
     // promise rejects, unobserved when nothing was flushed before (an empty dataset), and the
     // process dies. Awaited here, the failure fails the export instead.
     await this.parquet.finish();
+    // The whole footer is still in the buffer: finish() writes it without flushing in between.
+    if (this.parquet.row_groups.length === 0) typeEmptyRowGroups(this.bytes.getBytes());
     await this.bytes.flush();
     return this.sink.end();
   }
@@ -119,6 +121,133 @@ class SinkByteWriter extends ByteWriter {
       this.index = 0;
     }
     return this.sink.ready();
+  }
+}
+
+/** Thrift compact protocol type ids, in which a Parquet footer is written. */
+const THRIFT = { TRUE: 1, FALSE: 2, BYTE: 3, I16: 4, I32: 5, I64: 6, DOUBLE: 7, BINARY: 8, LIST: 9, SET: 10, MAP: 11, STRUCT: 12 } as const;
+/** parquet.thrift: `struct FileMetaData { … 4: required list<RowGroup> row_groups … }`. */
+const ROW_GROUPS_FIELD = 4;
+const PAR1 = [0x50, 0x41, 0x52, 0x31];
+
+/**
+ * Declares the empty `row_groups` list of a file without rows as a list of structs, in place.
+ *
+ * hyparquet-writer 0.17.0 takes a thrift list's element type from its first element
+ * (`getCompactTypeForList` in src/thrift.js: `elemType ?? BYTE` keeps the 0 of an empty list), so
+ * such a footer said `19 00` (a list of type 0) where parquet.thrift has RowGroup structs,
+ * `19 0C`. arrow-rs refuses the file ("Expected list element type of Struct but got Byte"); DuckDB
+ * and hyparquet read it. The writer has no way to type an empty list, and a row group of zero
+ * rows instead is what parquet-mr (Hive's and Spark's reader) refused until PARQUET-2219 ("Illegal
+ * row group of 0 rows"), so the header byte is corrected. The field is found by decoding the
+ * footer up to it, never by searching for the bytes; the file's size does not change. Any other
+ * footer (the list already typed, or not empty) is left as it is.
+ */
+export function typeEmptyRowGroups(file: Uint8Array): void {
+  const end = file.length - 8;
+  if (end < 0 || !PAR1.every((b, i) => file[end + 4 + i] === b)) throw new Error('not a Parquet file: no PAR1 at its end');
+  const length = new DataView(file.buffer, file.byteOffset + end, 4).getUint32(0, true);
+  const footer = new CompactReader(file, end - length, end);
+  let fieldId = 0;
+  for (;;) {
+    const header = footer.byte();
+    if (header === 0) throw new Error('Parquet footer without row_groups');
+    const type = header & 0x0f;
+    fieldId = header >> 4 === 0 ? footer.zigzag() : fieldId + (header >> 4);
+    if (fieldId !== ROW_GROUPS_FIELD) {
+      footer.skip(type);
+      continue;
+    }
+    if (type !== THRIFT.LIST) throw new Error(`Parquet footer: row_groups has thrift type ${type}, not a list`);
+    // A list header of up to 14 elements is one byte, size << 4 | element type: 0x0C is "0 structs".
+    const at = footer.pos;
+    if (footer.byte() >> 4 === 0) file[at] = THRIFT.STRUCT;
+    return;
+  }
+}
+
+/** Skips through thrift compact protocol values, refusing to read past the end it was given. */
+class CompactReader {
+  constructor(
+    private readonly bytes: Uint8Array,
+    public pos: number,
+    private readonly end: number,
+  ) {
+    if (pos < 0) throw new Error('Parquet footer length beyond the file');
+  }
+
+  byte(): number {
+    if (this.pos >= this.end) throw new Error('Parquet footer ends inside a value');
+    return this.bytes[this.pos++]!;
+  }
+
+  varint(): number {
+    let value = 0;
+    for (let shift = 0; ; shift += 7) {
+      const b = this.byte();
+      value += (b & 0x7f) * 2 ** shift;
+      if ((b & 0x80) === 0) return value;
+      if (shift > 63) throw new Error('Parquet footer has a varint longer than 10 bytes');
+    }
+  }
+
+  zigzag(): number {
+    const n = this.varint();
+    return n % 2 === 0 ? n / 2 : -(n + 1) / 2;
+  }
+
+  skip(type: number): void {
+    switch (type) {
+      case THRIFT.TRUE:
+      case THRIFT.FALSE:
+        return; // a struct field's boolean is its type
+      case THRIFT.BYTE:
+        return this.advance(1);
+      case THRIFT.I16:
+      case THRIFT.I32:
+      case THRIFT.I64:
+        return void this.varint();
+      case THRIFT.DOUBLE:
+        return this.advance(8);
+      case THRIFT.BINARY:
+        return this.advance(this.varint());
+      case THRIFT.LIST:
+      case THRIFT.SET: {
+        const header = this.byte();
+        const size = header >> 4 === 15 ? this.varint() : header >> 4;
+        for (let i = 0; i < size; i++) this.skipElement(header & 0x0f);
+        return;
+      }
+      case THRIFT.MAP: {
+        const size = this.varint();
+        const types = size > 0 ? this.byte() : 0;
+        for (let i = 0; i < size; i++) {
+          this.skipElement(types >> 4);
+          this.skipElement(types & 0x0f);
+        }
+        return;
+      }
+      case THRIFT.STRUCT:
+        for (;;) {
+          const header = this.byte();
+          if (header === 0) return;
+          if (header >> 4 === 0) this.zigzag();
+          this.skip(header & 0x0f);
+        }
+      default:
+        throw new Error(`Parquet footer has an unknown thrift type ${type}`);
+    }
+  }
+
+  /** In a list, set or map a boolean is a byte of its own. */
+  private skipElement(type: number): void {
+    if (type === THRIFT.TRUE || type === THRIFT.FALSE) this.advance(1);
+    else this.skip(type);
+  }
+
+  private advance(n: number): void {
+    if (this.pos + n > this.end) throw new Error('Parquet footer ends inside a value');
+    this.pos += n;
   }
 }
 
