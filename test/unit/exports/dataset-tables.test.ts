@@ -2,7 +2,7 @@ import { taxReportsTable, transactionsTable, type RowContext } from '../../../sr
 import type { ExportTransaction, TransactionFields } from '../../../src/core/exports/formats/datasets';
 import { ValidationError } from '../../../src/core/shared/errors';
 
-const context = (index = 0): RowContext => ({ index, defaultCurrency: 'EUR', categoryName: () => null });
+const context = (index = 0, parquet = true): RowContext => ({ index, defaultCurrency: 'EUR', parquet, categoryName: () => null });
 
 function transaction(fields: Partial<TransactionFields>): ExportTransaction {
   const parsed: TransactionFields = {
@@ -21,7 +21,7 @@ function transaction(fields: Partial<TransactionFields>): ExportTransaction {
 
 function rowError(item: ExportTransaction, index = 0): ValidationError {
   try {
-    transactionsTable.row(item, context(index));
+    transactionsTable.row(item, context(index, true));
   } catch (error) {
     if (error instanceof ValidationError) return error;
     throw error;
@@ -50,6 +50,30 @@ describe('dataset tables: rows', () => {
     // JPY: no fraction digits, scaled by 10^4: |minor| < 10^14.
     expect(transactionsTable.row(transaction({ amount: 10n ** 14n - 1n, currency: 'JPY' }), context()).amount_minor).toBe(10n ** 14n - 1n);
     expect(rowError(transaction({ amount: 10n ** 14n, currency: 'JPY' })).field).toBe('amount');
+  });
+
+  it("says the bound is Parquet's and how to export without it; a row for CSV and JSONL only has no bound", () => {
+    const error = rowError(transaction({ amount: 10n ** 14n + 1n, currency: 'JPY' }));
+    expect(error.field).toBe('amount');
+    expect(error.message).toMatch(/amount: beyond DECIMAL\(18,4\), .*Parquet.*--format csv,jsonl/);
+    const row = (amount: bigint, currency = 'JPY') => transactionsTable.row(transaction({ amount, currency }), context(0, false));
+    expect(row(10n ** 14n + 1n).amount_minor).toBe(10n ** 14n + 1n);
+    expect(row(-(10n ** 30n), 'EUR').amount).toBe(-(10n ** 30n));
+    const report = {
+      raw: {},
+      parsed: {
+        pk: 'r1',
+        type: null,
+        periodStart: null,
+        periodEnd: null,
+        status: null,
+        amountDue: 10n ** 20n,
+        currency: null,
+        createdAt: null,
+      },
+    };
+    expect(taxReportsTable.row(report, context(0, false)).amount_due_minor).toBe(10n ** 20n);
+    expect(() => taxReportsTable.row(report, context(0, true))).toThrow(/amountDue: beyond DECIMAL\(18,4\), .*Parquet/);
   });
 
   it('names the failing record, not the one checked before it', () => {

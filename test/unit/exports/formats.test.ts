@@ -32,7 +32,12 @@ async function write<I extends { raw: unknown; json?: JsonText }>(
   });
   let index = 0;
   for (const item of items) {
-    const row = table.row(item, { index: index++, defaultCurrency: 'EUR', categoryName: (id) => NAMES.get(id) ?? null });
+    const row = table.row(item, {
+      index: index++,
+      defaultCurrency: 'EUR',
+      parquet: format === 'parquet',
+      categoryName: (id) => NAMES.get(id) ?? null,
+    });
     const wait = writer.write(item.raw, row, item.json);
     if (wait) await wait;
   }
@@ -404,7 +409,7 @@ describe('export formats', () => {
     const bad = { raw: good.raw, parsed: { ...good.parsed, valueDate: '2026-10-03 10:00' } };
     let error: unknown;
     try {
-      transactionsTable.row(bad, { index: 3, defaultCurrency: 'EUR', categoryName: () => null });
+      transactionsTable.row(bad, { index: 3, defaultCurrency: 'EUR', parquet: true, categoryName: () => null });
     } catch (e) {
       error = e;
     }
@@ -413,7 +418,9 @@ describe('export formats', () => {
     expect((error as ValidationError).message).toContain(good.parsed.publicId);
     const t = transaction(4);
     const float = { raw: t.raw, parsed: { ...t.parsed, amount: 49.99 as unknown as bigint } };
-    expect(() => transactionsTable.row(float, { index: 4, defaultCurrency: 'EUR', categoryName: () => null })).toThrow(/amount/);
+    expect(() => transactionsTable.row(float, { index: 4, defaultCurrency: 'EUR', parquet: true, categoryName: () => null })).toThrow(
+      /amount/,
+    );
   });
 });
 

@@ -527,6 +527,52 @@ describe('PeriodExporter', () => {
     expect(manifest.symlinks.map((s) => s.dataset)).toEqual(['categories', 'tax_reports', 'transactions']);
   });
 
+  describe("Parquet's DECIMAL(18,4) bounds amounts only where Parquet is written", () => {
+    // JPY has no fraction digits, so DECIMAL(18,4) holds |minor| < 10^14 of it.
+    const big = () => asAsync([transaction(0), transaction(1, { amount: 100_000_000_000_001, currency: 'JPY' })]);
+    const csvOf = async (runId: string) =>
+      Buffer.from((await dir.get(`${PREFIX}transactions/run=${runId}/part-00000.csv`))!).toString('utf8');
+
+    it('a CSV and JSONL export writes the amount exactly; one with Parquet is refused, naming the field and the way out', async () => {
+      const summary = await exporter('run-1').run(request({ sources: { transactions: big() }, formats: ['csv', 'jsonl'] }));
+      expect(summary.datasets.transactions?.totals.find((t) => t.currency === 'JPY')).toMatchObject({
+        amount: '100000000000001',
+        amountMinor: '100000000000001',
+      });
+      expect(await csvOf('run-1')).toContain(',100000000000001,100000000000001,JPY,');
+      const jsonl = gunzipSync((await dir.get(`${PREFIX}transactions/run=run-1/part-00000.jsonl.gz`))!).toString('utf8');
+      expect(jsonl).toContain('"amount":100000000000001');
+
+      const before = await snapshot(dir, PREFIX);
+      const error = await exporter('run-2')
+        .run(request({ sources: { transactions: big() }, formats: ['csv', 'jsonl', 'parquet'] }))
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PeriodExportError);
+      const cause = (error as PeriodExportError).cause as ValidationError;
+      expect(cause).toBeInstanceOf(ValidationError);
+      expect(cause.field).toBe('amount');
+      expect(cause.message).toContain('beyond DECIMAL(18,4)');
+      expect(cause.message).toContain('Parquet');
+      expect(cause.message).toContain('--format csv,jsonl');
+      expect(await snapshot(dir, PREFIX)).toEqual(before);
+    });
+
+    it("a run without Parquet passes though the period keeps other datasets' Parquet from an earlier run", async () => {
+      await exporter('run-1').run(request());
+      const summary = await exporter('run-2').run(
+        request({ sources: { transactions: big() }, datasets: ['transactions'], formats: ['csv', 'jsonl'], replaceFormats: true }),
+      );
+      expect(summary.carriedOver).toEqual(['tax_reports', 'categories']);
+      const manifest = (await readManifest(dir, MANIFEST))!;
+      const parquet = manifest.objects.filter((o) => o.format === 'parquet').map((o) => [o.dataset, o.key.includes('run=run-1')]);
+      expect(parquet).toEqual([
+        ['categories', true],
+        ['tax_reports', true],
+      ]);
+      expect(await csvOf('run-2')).toContain(',100000000000001,100000000000001,JPY,');
+    });
+  });
+
   it('refuses to reuse the run id of the current export', async () => {
     await exporter('run-1').run(request());
     const before = await snapshot(dir, PREFIX);

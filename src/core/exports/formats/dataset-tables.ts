@@ -31,6 +31,12 @@ export interface RowContext {
   /** Zero-based position of the record in its dataset stream (for error messages). */
   readonly index: number;
   readonly defaultCurrency: string;
+  /**
+   * Whether this run writes the row to Parquet. Only Parquet bounds an amount (its DECIMAL(18,4)
+   * and INT64 columns); CSV, JSONL and the manifest's totals hold any, so a run without Parquet
+   * must not refuse a record for a limit none of its files has.
+   */
+  readonly parquet: boolean;
   /** The name of a category publicId; null when the category is unknown. */
   categoryName(publicId: string): string | null;
   /** The service's names of our tax-report fields, where they differ (tax-report-fields.ts). */
@@ -68,7 +74,7 @@ export const transactionsTable: Table<ExportTransaction> = {
     const publicId = check.id('publicId', t.publicId);
     const valueDate = check.timestamp('valueDate', t.valueDate);
     const currency = check.currency('currency', t.currency, context.defaultCurrency);
-    const amount = check.amount('amount', t.amount, currency);
+    const amount = check.amount('amount', t.amount, currency, context.parquet);
     const category = check.optionalText('category', t.category);
     return {
       public_id: publicId,
@@ -104,7 +110,7 @@ export const taxReportsTable: Table<ExportTaxReport> = {
     // or of the service, so a report without one is written without one (amount_due_minor alone:
     // its fraction digits are unknown) and counted, never labelled with a guess (docs/exports.md).
     const currency = r.currency == null ? null : check.currency(path('currency'), r.currency, null);
-    const amountDue = r.amountDue == null ? null : check.amount(path('amountDue'), r.amountDue, currency);
+    const amountDue = r.amountDue == null ? null : check.amount(path('amountDue'), r.amountDue, currency, context.parquet);
     const createdAt = r.createdAt == null ? null : check.timestamp(path('createdAt'), r.createdAt);
     return {
       pk: check.id('pk', r.pk),
@@ -211,14 +217,17 @@ class RecordChecker {
   }
 
   /**
-   * Minor units of `currency`; they must fit the Parquet DECIMAL once scaled to its scale. Without a
-   * currency no DECIMAL is written, and the bound is the unscaled one (within INT64).
+   * Minor units of `currency`. Written to Parquet, they must fit its DECIMAL once scaled to its
+   * scale; without a currency no DECIMAL is written, and the bound is the unscaled one (within
+   * INT64). The messages say whose limit it is, and how to export the record without it.
    */
-  amount(path: string, value: unknown, currency: string | null): MinorUnits {
+  amount(path: string, value: unknown, currency: string | null, parquet: boolean): MinorUnits {
     if (typeof value !== 'bigint') return this.fail(path, 'expected exact minor units (bigint)');
+    if (!parquet) return value;
     const limit = currency === null ? DECIMAL_LIMIT : minorUnitsLimit(currency);
-    if (limit === undefined) return this.fail(path, `${currency} has more than ${DECIMAL_SCALE} fraction digits`);
-    if (value <= -limit || value >= limit) return this.fail(path, `beyond DECIMAL(${DECIMAL_PRECISION},${DECIMAL_SCALE})`);
+    if (limit === undefined) return this.fail(path, `${currency} has more than ${DECIMAL_SCALE} fraction digits, ${WITHOUT_PARQUET}`);
+    if (value <= -limit || value >= limit)
+      return this.fail(path, `beyond DECIMAL(${DECIMAL_PRECISION},${DECIMAL_SCALE}), ${WITHOUT_PARQUET}`);
     return value;
   }
 
@@ -240,6 +249,8 @@ class RecordChecker {
     throw new ValidationError(source, [{ path, message }]);
   }
 }
+
+const WITHOUT_PARQUET = "the limit of Parquet's amount columns; CSV and JSONL have none (export with --format csv,jsonl)";
 
 const LIMITS = new Map<string, bigint | null>();
 

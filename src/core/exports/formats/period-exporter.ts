@@ -332,6 +332,9 @@ export class PeriodExporter {
     const context: RowContext & { index: number } = {
       index: 0,
       defaultCurrency: this.defaultCurrency,
+      // This job's formats, not the period's: a dataset another run wrote to Parquet is carried
+      // over, not written again, and categories read only for their names are written nowhere.
+      parquet: job.formats.includes('parquet'),
       // An empty mapping is our own names: the client's parse stands.
       taxReportFields: Object.keys(this.deps.taxReportFields ?? {}).length > 0 ? this.deps.taxReportFields : undefined,
       categoryName: (id) => {
