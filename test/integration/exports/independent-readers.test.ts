@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { readParquet } from 'parquet-wasm/node';
 import { GLUE_COLUMNS } from '../../../contract/exports';
 import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
+import { categorySchema } from '../../../src/core/accounting-api';
 import { parseMinorUnits } from '../../../src/core/accounting-api/money';
 import type { Manifest } from '../../../src/core/exports/formats/manifest';
 import { PeriodExporter } from '../../../src/core/exports/formats/period-exporter';
@@ -354,6 +355,79 @@ describe('exports read by independent engines (DuckDB, arrow-rs)', () => {
       ['EUR', '1234.56'],
       ['JPY', '500'],
     ]);
+  });
+});
+
+describe('JSON text columns read by independent engines: exact in Parquet and JSONL, defused in CSV', () => {
+  /** A number after `,` and a formula after `;`: what a `;`-splitting spreadsheet would run. */
+  const JSON_TEXT = '{"n":[1,-2],"k":"a;=b"}';
+  const DEFUSED = `{"n":[1,'-2],"k":"a;'=b"}`;
+  let dir: string;
+  let db: DuckDBConnection;
+  let instance: DuckDBInstance;
+  let manifest: Manifest;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'acctops-json-columns-'));
+    const exporter = new PeriodExporter({
+      store: new DirObjectStore(dir),
+      clock: new ManualClock(NOW),
+      logger: silentLogger,
+      toolVersion: 'test',
+    });
+    const categoryRaw = { ...(CATEGORIES[0]!.raw as Record<string, unknown>), metadata: JSON_TEXT };
+    const summary = await exporter.run({
+      company: COMPANY,
+      period: '2026-10',
+      sources: {
+        transactions: [],
+        taxReports: [report(9, { periodEnd: '2026-10-31', n: [1, -2], k: 'a;=b' })],
+        categories: [{ raw: categoryRaw, parsed: categorySchema.parse(categoryRaw) }],
+      },
+      formats: ['jsonl', 'csv', 'parquet'],
+      sourceBaseUrl: 'http://127.0.0.1:1/api/v1',
+    });
+    manifest = summary.manifest;
+    instance = await DuckDBInstance.create(':memory:');
+    db = await instance.connect();
+  });
+
+  afterAll(async () => {
+    db?.closeSync();
+    instance?.closeSync();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const file = (dataset: DatasetName, format: 'csv' | 'jsonl' | 'parquet') =>
+    join(dir, manifest.objects.find((o) => o.dataset === dataset && o.format === format)!.key);
+  const COLUMN = { categories: 'metadata', tax_reports: 'extra' } as const;
+
+  it.each(['categories', 'tax_reports'] as const)('%s: DuckDB and arrow-rs read the exact JSON from the Parquet', async (dataset) => {
+    const column = COLUMN[dataset];
+    const duckdb = (await db.runAndReadAll(`SELECT ${column} FROM read_parquet('${file(dataset, 'parquet')}')`)).getRowObjectsJson();
+    expect(duckdb).toEqual([{ [column]: JSON_TEXT }]);
+    const arrow: ArrowTable = tableFromIPC(readParquet(await readFile(file(dataset, 'parquet'))).intoIPCStream());
+    expect(arrow.getChild(column)!.toArray()).toEqual([JSON_TEXT]);
+  });
+
+  it.each(['categories', 'tax_reports'] as const)('%s: the JSONL line holds the JSON as the service sent it', async (dataset) => {
+    const lines = (
+      await db.runAndReadAll(`SELECT json::VARCHAR AS line FROM read_ndjson_objects('${file(dataset, 'jsonl')}', compression = 'gzip')`)
+    ).getRowObjectsJson() as { line: string }[];
+    expect(lines).toHaveLength(1);
+    // A category's metadata is a JSON string field; a tax report's extra fields are the record's own.
+    if (dataset === 'categories') expect((JSON.parse(lines[0]!.line) as { metadata: unknown }).metadata).toBe(JSON_TEXT);
+    else expect(lines[0]!.line).toContain(JSON_TEXT.slice(1, -1));
+  });
+
+  it.each(['categories', 'tax_reports'] as const)('%s: the CSV copy is defused like every text cell', async (dataset) => {
+    const column = COLUMN[dataset];
+    const csv = (
+      await db.runAndReadAll(
+        `SELECT ${column} FROM read_csv('${file(dataset, 'csv')}', header = true, delim = ',', quote = '"', escape = '"', all_varchar = true)`,
+      )
+    ).getRowObjectsJson();
+    expect(csv).toEqual([{ [column]: DEFUSED }]);
   });
 });
 
