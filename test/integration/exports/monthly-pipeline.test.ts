@@ -440,6 +440,46 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         expect(after.doctorOverdue).toEqual(after.check.overdueCompanies);
       });
 
+      it("a manifest made while the month was running, or one that cannot be read, is not the month's export, for the check and the doctor", async () => {
+        const p = pipeline();
+        const narrow = (await sandbox.admin.createApiKey({ companyId: k2, permissions: ['read_transactions'] })).key;
+        const original = keys.get(k2)!;
+        keys.set(k2, narrow);
+        await p.plan();
+        await p.drain();
+        keys.set(k2, original);
+        const judge = async (iso: string) => {
+          const check = await checkMonthlyExport(
+            { ledger: p.ledger, store: p.store, events: p.events, clock: at(iso), logger: p.logger, metrics: new MemoryMetrics() },
+            DEFAULT_EXPORT_DEADLINE,
+          );
+          const doctor = await exportHealth(p.store, [k1, k2], Date.parse(iso), DEFAULT_EXPORT_DEADLINE);
+          return { check: check.overdueCompanies, doctor: doctor.companies.filter((c) => c.overdue).map((c) => c.companyId) };
+        };
+        // K1's October manifest, as if an on-demand export had written it for K2 on 31 October at
+        // 23:30 in Berlin: complete files, but of a month that had half an hour to go.
+        const k1Manifest = JSON.parse(Buffer.from((await p.store.get(manifestKey(k1, OCTOBER)))!).toString('utf8')) as Record<
+          string,
+          unknown
+        >;
+        const early = { ...k1Manifest, generatedAt: '2026-10-31T22:30:00.000Z' };
+        await p.store.putObject(manifestKey(k2, OCTOBER), Buffer.from(JSON.stringify(early)), { contentType: 'application/json' });
+        expect(await judge('2026-11-02T08:00:00Z')).toEqual({ check: [k2], doctor: [k2] });
+        // The same manifest generated right after midnight in Berlin counts.
+        const onTime = { ...k1Manifest, generatedAt: '2026-10-31T23:00:00.000Z' };
+        await p.store.putObject(manifestKey(k2, OCTOBER), Buffer.from(JSON.stringify(onTime)), { contentType: 'application/json' });
+        expect(await judge('2026-11-02T08:00:00Z')).toEqual({ check: [], doctor: [] });
+        // A damaged manifest publishes nothing anyone can trust.
+        await p.store.putObject(manifestKey(k2, OCTOBER), Buffer.from('{"schemaVersion":1,'), { contentType: 'application/json' });
+        expect(await judge('2026-11-02T08:00:00Z')).toEqual({ check: [k2], doctor: [k2] });
+        const doctor = await exportHealth(p.store, [k2], Date.parse('2026-11-02T08:00:00Z'), DEFAULT_EXPORT_DEADLINE);
+        expect(doctor.companies[0]).toMatchObject({
+          lastPeriod: '2026-10',
+          generatedAt: null,
+          manifestError: expect.stringMatching(/not JSON/),
+        });
+      });
+
       it('a month whose run never started is overdue after the deadline', async () => {
         const p = pipeline();
         const metrics = new MemoryMetrics();

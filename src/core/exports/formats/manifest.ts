@@ -3,7 +3,7 @@ import { issuesFromZod } from '../../shared/errors';
 import { ManifestError } from './period-errors';
 import type { ObjectStore } from './object-store';
 import { manifestKey } from './layout';
-import type { Period } from './period';
+import { periodContaining, type Period } from './period';
 import { DATASETS, FORMATS, type DatasetName, type ExportFormat } from './datasets';
 import { lazySchema } from '../../shared/lazy-schema';
 
@@ -98,7 +98,7 @@ export function serializeManifest(manifest: Manifest): string {
 }
 
 /** The period's manifest, or undefined when the period has none. Unreadable is a ManifestError. */
-export async function readManifest(store: ObjectStore, key: string): Promise<Manifest | undefined> {
+export async function readManifest(store: Pick<ObjectStore, 'get'>, key: string): Promise<Manifest | undefined> {
   const bytes = await store.get(key);
   if (bytes === undefined) return undefined;
   let json: unknown;
@@ -120,12 +120,27 @@ export async function readManifest(store: ObjectStore, key: string): Promise<Man
 }
 
 /**
- * Whether the company's period is exported: its manifest exists, which (the commit point) means a
- * complete export. The one test of it that the overdue check and `acctops doctor` share (decision
- * 25), so that the alarm and the doctor cannot disagree about a month.
+ * Whether the company's period is exported: its manifest (the commit point) exists, is readable,
+ * and was generated after the period ended on the wall clock of `timeZone`. An export made while
+ * the month was still running holds only part of it, though its manifest is as complete as any,
+ * so it does not count. The one test of it that the overdue check and `acctops doctor` share
+ * (decision 25), so that the alarm and the doctor cannot disagree about a month.
  */
-export async function periodExported(store: Pick<ObjectStore, 'head'>, companyId: string, period: Period): Promise<boolean> {
-  return (await store.head(manifestKey(companyId, period))) !== undefined;
+export async function periodExported(
+  store: Pick<ObjectStore, 'get'>,
+  companyId: string,
+  period: Period,
+  timeZone: string,
+): Promise<boolean> {
+  let manifest: Manifest | undefined;
+  try {
+    manifest = await readManifest(store, manifestKey(companyId, period));
+  } catch (error) {
+    // A damaged manifest publishes nothing anyone can trust: the month is not exported.
+    if (error instanceof ManifestError) return false;
+    throw error;
+  }
+  return manifest !== undefined && periodContaining(Date.parse(manifest.generatedAt), timeZone).text > period.text;
 }
 
 /** Every key a manifest keeps alive: its data objects and the data its symlinks point at. */

@@ -214,7 +214,7 @@ export async function finishRunIfDone(
 
 export interface CheckMonthlyExportDeps extends Pick<MonthlyExportDeps, 'ledger' | 'events' | 'clock' | 'logger' | 'metrics'> {
   /** The export bucket: a company is overdue exactly when the period has no manifest. */
-  store: Pick<ObjectStore, 'head'>;
+  store: Pick<ObjectStore, 'get'>;
 }
 
 export interface CheckMonthlyExportInput {
@@ -262,7 +262,7 @@ export async function checkMonthlyExport(deps: CheckMonthlyExportDeps, input: Ch
   const tally = (await finishRunIfDone(deps, run.runId)) ?? (await deps.ledger.tally(run.runId));
   const candidates = [...tally.openCompanies, ...tally.failedCompanies];
   const parsed = parsePeriod(period);
-  const complete = await mapWithConcurrency(candidates, 8, (company) => periodExported(deps.store, company, parsed));
+  const complete = await mapWithConcurrency(candidates, 8, (company) => periodExported(deps.store, company, parsed, input.timeZone));
   const overdueCompanies = candidates.filter((_, i) => !complete[i]);
   return report({ overdue: overdueCompanies.length + tally.pendingDiscoveries, overdueCompanies });
 }
