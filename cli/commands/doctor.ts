@@ -54,7 +54,7 @@ export function renderDoctor(out: Output, report: DoctorReport): void {
     out.table(report.exports.companies, [
       { header: 'COMPANY', value: (c) => c.companyId },
       { header: 'LAST PERIOD', value: (c) => c.lastPeriod ?? 'none' },
-      { header: 'GENERATED', value: (c) => c.generatedAt },
+      { header: 'GENERATED', value: (c) => (c.manifestError ? 'manifest unreadable' : c.generatedAt) },
       { header: `HAS ${report.exports.expectedPeriod}`, value: (c) => (c.overdue ? 'NO' : 'yes') },
     ]);
   }

@@ -17,7 +17,7 @@ import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-rep
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
 import { interruptExitCode, onInterrupt, speak } from '../interrupt';
 import type { RegistryFinding } from '../../src/core/companies/company-registry';
-import type { CompanyProgress, ExportReport } from '../operations/operations';
+import type { CompanyExportRow, CompanyProgress, ExportReport } from '../operations/operations';
 import type { Output, Progress } from '../output';
 import type { Session } from '../session';
 import type { CommandHost } from './host';
@@ -96,7 +96,7 @@ export function exportCommand(host: CommandHost): Command {
             failed.length === report.companies.length && failed[0]?.error ? (failed[0].error.exitCode as ExitCodeValue) : ExitCode.partial;
           // One line per failure on stderr too, in the form of every error, so a script that keeps stdout for --json sees why.
           for (const c of failed) {
-            if (c.error) session.out.error(c.error, { text: `company ${c.companyId}`, fields: { companyId: c.companyId } });
+            if (c.error) session.out.error(c.error, { text: `company ${shownCompany(c)}`, fields: { companyId: c.companyId } });
           }
         }
         if (report.skipped.length > 0) session.partial();
@@ -191,7 +191,7 @@ export function renderExport(out: Output, report: ExportReport): void {
   out.table(
     report.companies,
     [
-      { header: 'COMPANY', value: (c) => c.companyId },
+      { header: 'COMPANY', value: shownCompany },
       { header: 'STATUS', value: (c) => c.status },
       { header: 'TRANSACTIONS', value: (c) => c.records?.transactions, align: 'right' },
       { header: 'TAX REPORTS', value: (c) => c.records?.tax_reports, align: 'right' },
@@ -201,18 +201,23 @@ export function renderExport(out: Output, report: ExportReport): void {
     'no company to export',
   );
   for (const c of report.companies) {
-    if (c.manifestUrl) out.line(`  ${c.companyId}: ${c.manifestUrl}`);
-    if (c.error) out.line(`! ${c.companyId}: ${c.error.message}`);
+    if (c.manifestUrl) out.line(`  ${shownCompany(c)}: ${c.manifestUrl}`);
+    if (c.error) out.line(`! ${shownCompany(c)}: ${c.error.message}`);
     if (c.undatedTaxReports) {
       out.line(
-        `  note: ${c.companyId}: ${c.undatedTaxReports} tax report(s) with no period or creation date acctops could read, kept in every month; if the service names them otherwise, see --tax-report-fields (docs/exports.md, "Tax reports of a period")`,
+        `  note: ${shownCompany(c)}: ${c.undatedTaxReports} tax report(s) with no period or creation date acctops could read, kept in every month; if the service names them otherwise, see --tax-report-fields (docs/exports.md, "Tax reports of a period")`,
       );
     }
     if (c.taxReportsWithoutCurrency) {
       out.line(
-        `  note: ${c.companyId}: ${c.taxReportsWithoutCurrency} tax report(s) with an amount but no currency acctops could read: written without currency and decimal amount (amount_due_minor only), left out of the totals; if the service names the currency otherwise, see --tax-report-fields currency=<its field> (docs/exports.md, "Tax reports of a period")`,
+        `  note: ${shownCompany(c)}: ${c.taxReportsWithoutCurrency} tax report(s) with an amount but no currency acctops could read: written without currency and decimal amount (amount_due_minor only), left out of the totals; if the service names the currency otherwise, see --tax-report-fields currency=<its field> (docs/exports.md, "Tax reports of a period")`,
       );
     }
+  }
+  if (report.monthOpen) {
+    out.line(
+      `  note: ${report.month} is not over yet: these files hold the month so far, and neither \`acctops doctor\` nor the overdue alarm counts them as its export; export it again once the month has ended (the monthly schedule does)`,
+    );
   }
   for (const f of report.skipped) out.line(`! skipped the unreadable registry entry ${entryName(f)}: ${issuesText(f)}`);
   if (report.companies.some((c) => c.status === 'requested')) {
@@ -228,4 +233,9 @@ function entryName(f: RegistryFinding): string {
 
 function issuesText(f: RegistryFinding): string {
   return f.issues.map((i) => `${i.path}: ${i.message}`).join('; ');
+}
+
+/** A row's company for people: direct mode names none when it failed before the key's company was learned. */
+function shownCompany(c: CompanyExportRow): string {
+  return c.companyId ?? "(the key's company)";
 }

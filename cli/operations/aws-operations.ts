@@ -70,6 +70,7 @@ import {
   oneCompanyDirectory,
   outcomeRow,
   probeRow,
+  monthOpen,
   refuseFutureMonth,
   registryHealth,
   revokePreviousNow,
@@ -425,10 +426,10 @@ export class AwsOperations implements Operations {
     while (options.wait && [...rows.values()].some((r) => r.status === 'requested') && systemClock.now() < deadline) {
       bar.update([...rows.values()].filter((r) => r.status !== 'requested').length, rows.size, 'companies exported');
       await systemClock.sleep(EXPORT_POLL_MS);
-      for (const row of rows.values()) {
+      for (const [companyId, row] of rows) {
         if (row.status !== 'requested') continue;
-        const found = await (await import('./export-run.ts')).manifestSince(store, row.companyId, options.month, requestedAt);
-        if (found) rows.set(row.companyId, found);
+        const found = await (await import('./export-run.ts')).manifestSince(store, companyId, options.month, requestedAt);
+        if (found) rows.set(companyId, found);
       }
     }
     bar.finish();
@@ -439,6 +440,7 @@ export class AwsOperations implements Operations {
       formats: options.formats ?? [...FORMATS],
       companies: [...rows.values()],
       skipped,
+      monthOpen: monthOpen(options.month, Date.now()),
     };
   }
 

@@ -16,14 +16,14 @@ import type { Clock } from '../../src/core/shared/clock';
 import type { Logger } from '../../src/core/shared/logger';
 import type { ExportTarget } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
-import { FormatLossError, ObjectStoreError } from '../../src/core/exports/formats/period-errors';
+import { FormatLossError, ManifestError, ObjectStoreError } from '../../src/core/exports/formats/period-errors';
 import { apiKeyFromEnv, CliConfigError, CliError, describeError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import type { LocalWorld } from '../local/local-world';
 import { activeCompanyPages, type RegistryFinding } from '../../src/core/companies/company-registry';
 import { TOOL_VERSION } from '../version';
 import type { CompanyExportRow, CompanyProgress, ExportHealth, ExportReport, OperationsContext } from './operations';
-import { companyKeyOf, NO_EXPORT_RESULT, refuseFutureMonth } from './shared';
+import { companyKeyOf, monthOpen, NO_EXPORT_RESULT, refuseFutureMonth } from './shared';
 
 /**
  * What `export` (and the doctor's export check) run: the exports use cases and the stores, which
@@ -60,7 +60,7 @@ function completed(summary: PeriodExportSummary): CompanyExportRow {
 
 const FORMAT_LOSS_HINT = "ask for the period's formats with --format, or add --replace-formats to delete the others' files";
 
-function failed(companyId: string, error: unknown): CompanyExportRow {
+function failed(companyId: string | null, error: unknown): CompanyExportRow {
   const described = describeError(error);
   const { code, message } = described;
   let { exitCode, hint = null } = described;
@@ -193,10 +193,10 @@ async function preflight(store: ObjectStore, target: string): Promise<void> {
 }
 
 /** A re-export refused for the formats it would drop: the command line's fault (exit 2). */
-function formatLoss(companyId: string, error: unknown, companies: number): CliError {
+function formatLoss(companyId: string | null, error: unknown, companies: number): CliError {
   const { message } = describeError(error);
   return new CliError(
-    `${companies > 1 ? `every company's period would lose formats, the first (${companyId})` : `company ${companyId}`}: ${message}`,
+    `${companies > 1 ? `every company's period would lose formats, the first (${companyId})` : companyId === null ? "the key's company" : `company ${companyId}`}: ${message}`,
     { code: 'export_formats_dropped', exitCode: ExitCode.usage, hint: FORMAT_LOSS_HINT, cause: error },
   );
 }
@@ -306,7 +306,15 @@ export async function exportLocal(
   }
   // Refused for the formats alone, every company: nothing was done, and the command line is the fix.
   if (refused.length > 0 && refused.length === rows.length) throw formatLoss(refused[0]!.companyId, refused[0]!.error, rows.length);
-  return { month, mode: 'local', out: store.url(EXPORT_ROOT), formats, companies: rows, skipped };
+  return {
+    month,
+    mode: 'local',
+    out: store.url(EXPORT_ROOT),
+    formats,
+    companies: rows,
+    skipped,
+    monthOpen: monthOpen(month, world.clock.now()),
+  };
 }
 
 /** `--out`: a directory (relative to the working directory) or `s3://bucket/prefix` on the default AWS chain. */
@@ -350,6 +358,7 @@ export async function exportDirect(
   const formats = [...(opts.format ?? FORMATS)];
   await preflight(store, target);
   let row: CompanyExportRow;
+  let known = opts.company;
   try {
     row = completed(
       await directExport({
@@ -363,16 +372,26 @@ export async function exportDirect(
         taxReportFields: opts.taxReportFields,
         toolVersion: TOOL_VERSION,
         logger: context.out.logger(),
-        onProgress: (p) => onProgress(opts.company ?? 'company', p),
+        onCompany: (id) => (known = id),
+        onProgress: (p) => onProgress(known ?? 'company', p),
       }),
     );
   } catch (error) {
-    const companyId = opts.company ?? "(the key's company)";
+    // null (README: an absent value is null) when the failure came before the key's company was learned.
+    const companyId = known ?? null;
     const fatal = targetError(store, target, error, 0) ?? (causeOf(error, FormatLossError) ? formatLoss(companyId, error, 1) : undefined);
     if (fatal) throw fatal;
     row = failed(companyId, error);
   }
-  return { month, mode: 'direct', out: store.url(EXPORT_ROOT), formats, companies: [row], skipped: [] };
+  return {
+    month,
+    mode: 'direct',
+    out: store.url(EXPORT_ROOT),
+    formats,
+    companies: [row],
+    skipped: [],
+    monthOpen: monthOpen(month, Date.now()),
+  };
 }
 
 /**
@@ -391,19 +410,26 @@ export async function exportHealth(
   for (const companyId of companies) {
     // The expected month's own manifest, as the deployed overdue check judges it: the newest one
     // says nothing about that month, and an on-demand export of a later one would hide it.
-    const overdue = !(await periodExported(store, companyId, expected));
+    const overdue = !(await periodExported(store, companyId, expected, deadline.timeZone));
     let last: string | undefined;
     for await (const object of store.list(`${EXPORT_ROOT}/company=${companyId}/`)) {
       const match = /\/period=(\d{4}-\d{2})\/([^/]+)$/.exec(object.key);
       if (match && match[2] === MANIFEST_NAME && (last === undefined || match[1]! > last)) last = match[1]!;
     }
     if (last === undefined) {
-      rows.push({ companyId, lastPeriod: null, generatedAt: null, manifestUrl: null, overdue });
+      rows.push({ companyId, lastPeriod: null, generatedAt: null, manifestUrl: null, overdue, manifestError: null });
       continue;
     }
     const key = `${EXPORT_ROOT}/company=${companyId}/period=${last}/${MANIFEST_NAME}`;
-    const manifest = await readManifest(store, key);
-    rows.push({ companyId, lastPeriod: last, generatedAt: manifest?.generatedAt ?? null, manifestUrl: store.url(key), overdue });
+    const row = { companyId, lastPeriod: last, generatedAt: null, manifestUrl: store.url(key), overdue, manifestError: null };
+    try {
+      const manifest = await readManifest(store, key);
+      rows.push({ ...row, generatedAt: manifest?.generatedAt ?? null });
+    } catch (error) {
+      // One damaged manifest is a finding about that company, not the end of the whole report.
+      if (!(error instanceof ManifestError)) throw error;
+      rows.push({ ...row, manifestError: error.message });
+    }
   }
   return { expectedPeriod: expected.text, companies: rows };
 }

@@ -288,7 +288,8 @@ export interface ExportRequest {
  * every place that builds a row to it.
  */
 export interface CompanyExportRow {
-  companyId: string;
+  /** Null only in direct mode, when the export failed before the key's company was learned. */
+  companyId: string | null;
   /** `requested`: handed to the deployed pipeline (AWS mode), its manifest not seen yet. */
   status: 'completed' | 'failed' | 'requested';
   /** Where the period's manifest is (`file://…` or `s3://…`). */
@@ -320,6 +321,11 @@ export interface ExportReport {
   companies: CompanyExportRow[];
   /** Registry entries that fail their schema: not exported, and the run is partly done (exit 5). */
   skipped: RegistryFinding[];
+  /**
+   * The month had not ended (Europe/Berlin) when the export ran: its files hold the month so far,
+   * and neither `acctops doctor` nor the overdue alarm counts it as the month's export.
+   */
+  monthOpen: boolean;
 }
 
 // Doctor
@@ -344,8 +350,18 @@ export interface TokenHealth {
 export interface ExportHealth {
   /** The month every company should have by now. */
   expectedPeriod: string;
-  /** lastPeriod, generatedAt and manifestUrl are null for a company without any export. */
-  companies: { companyId: string; lastPeriod: string | null; generatedAt: string | null; manifestUrl: string | null; overdue: boolean }[];
+  /**
+   * lastPeriod, generatedAt and manifestUrl are null for a company without any export;
+   * manifestError says why the last period's manifest could not be read (null when it could).
+   */
+  companies: {
+    companyId: string;
+    lastPeriod: string | null;
+    generatedAt: string | null;
+    manifestUrl: string | null;
+    overdue: boolean;
+    manifestError: string | null;
+  }[];
 }
 
 /** A rotation doctor's finding with its fixed key set for --json (null: the finding names no key or version). */

@@ -251,6 +251,11 @@ export function refuseFutureMonth(month: string | undefined, now: number): void 
     );
 }
 
+/** Whether `month` has not ended yet at `now` (the month refuseFutureMonth measures by). */
+export function monthOpen(month: string, now: number): boolean {
+  return month >= periodContaining(now, DEFAULT_TIME_ZONE).text;
+}
+
 // Doctor
 
 /**
@@ -308,6 +313,10 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
   }
   if (!isSkipped(report.exports)) {
     for (const c of report.exports.companies) {
+      if (c.manifestError)
+        out.push(
+          `company ${c.companyId}: the manifest of ${c.lastPeriod} is unreadable (${c.manifestError}); restore it, or delete it (the period is then not published) and run \`acctops export --month ${c.lastPeriod} --company ${c.companyId}\``,
+        );
       if (c.overdue)
         out.push(
           `company ${c.companyId} has no export of ${report.exports.expectedPeriod} (last: ${c.lastPeriod ?? 'none'}): \`acctops export --month ${report.exports.expectedPeriod} --company ${c.companyId}\``,

@@ -247,6 +247,13 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(refused.code).toBe(4);
       expect(refused.stdout).toMatch(/failed/);
       expect(refused.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^acctops: error: company .*failed.* \(.*\)$/)]);
+      // The key's company was never learned: null in --json, as every absent value, not a placeholder.
+      const refusedJson = await acctops(['--json', 'export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'refused'], {
+        ACCTOPS_API_KEY: 'sbx_00000000unknownkeyunknownkey0000',
+      });
+      expect(parseJson<{ companies: { companyId: string | null; status: string }[] }>(refusedJson).companies).toEqual([
+        expect.objectContaining({ companyId: null, status: 'failed' }),
+      ]);
 
       const other = sandbox.demo!.companies[0]!.publicId;
       const mismatch = await acctops(
@@ -276,7 +283,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
           ACCTOPS_API_KEY: key,
         });
         expect(failed.code).not.toBe(0);
-        expect(parseJson<{ companies: { status: string }[] }>(failed).companies).toEqual([expect.objectContaining({ status: 'failed' })]);
+        // Learned from the key before the failure: the row names it.
+        expect(parseJson<{ companies: { companyId: string | null; status: string }[] }>(failed).companies).toEqual([
+          expect.objectContaining({ companyId, status: 'failed' }),
+        ]);
       } finally {
         await sandbox.admin.faults.clear();
       }

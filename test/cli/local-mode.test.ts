@@ -6,6 +6,7 @@ import { expectNoCanaries } from '../helpers/canary';
 import { closeCliState, parseJson, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
 import { TEST_DIALECTS } from '../helpers/dialects';
 import { monthOf } from '../../sandbox/seed';
+import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/formats/period';
 
 describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   /**
@@ -264,6 +265,53 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(healthy.result.code).toBe(0);
       const human = await acctops('doctor');
       expect(human.stdout).toMatch(/No findings\./);
+    });
+
+    it('doctor: an unreadable manifest is a finding (exit 5), the other sections still run; an export of the running month says it is not over', async () => {
+      const bakery = demo.companies[0]!.publicId;
+      // The month of the local clock (the demo moved it on), in the time zone months are cut in.
+      const now = Date.parse((await json<{ now: string }>('local', 'status')).body.now);
+      const currentMonth = () => periodContaining(now, DEFAULT_TIME_ZONE).text;
+      const running = await json<{ month: string; monthOpen: boolean }>(
+        'export',
+        '--company',
+        bakery,
+        '--month',
+        currentMonth(),
+        '--format',
+        'csv',
+      );
+      expect(running.result.code).toBe(0);
+      expect(running.body.monthOpen).toBe(true);
+      const text = await acctops('export', '--company', bakery, '--month', currentMonth(), '--format', 'csv');
+      expect(text.stdout).toMatch(new RegExp(`note: ${currentMonth()} is not over yet`));
+
+      const manifestPath = join(state.dir, 'exports', `company=${bakery}`, `period=${currentMonth()}`, '_manifest.json');
+      const intact = await readFile(manifestPath);
+      await writeFile(manifestPath, '{"schemaVersion":1,');
+      try {
+        const report = await json<{
+          findings: string[];
+          tokens: unknown;
+          exports: { companies: { companyId: string; manifestError: string | null; generatedAt: string | null }[] };
+        }>('doctor');
+        expect(report.result.code).toBe(5);
+        expect(report.body.tokens).not.toBeNull();
+        expect(report.body.exports.companies.find((c) => c.companyId === bakery)).toMatchObject({
+          generatedAt: null,
+          manifestError: expect.stringMatching(/_manifest\.json: not JSON$/),
+        });
+        expect(report.body.findings).toContainEqual(
+          expect.stringMatching(
+            new RegExp(
+              `company ${bakery}: the manifest of ${currentMonth()} is unreadable .*acctops export --month ${currentMonth()} --company ${bakery}`,
+            ),
+          ),
+        );
+        expect((await acctops('doctor')).stdout).toMatch(new RegExp(`${bakery} +${currentMonth()} +manifest unreadable`));
+      } finally {
+        await writeFile(manifestPath, intact);
+      }
     });
 
     it('export --format and --company narrow the run; the summary table names the manifest', async () => {

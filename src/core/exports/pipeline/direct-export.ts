@@ -35,6 +35,8 @@ export interface DirectExportOptions {
   datasets?: readonly DatasetName[];
   /** Called after every page: records read so far, per dataset. */
   onProgress?: ProgressCallback;
+  /** Called once the company is known (named, or learned from the key), so a failure after it can name it. */
+  onCompany?: (companyId: string) => void;
   /** acctops's version, recorded in the manifest. */
   toolVersion: string;
   clock?: Clock;
@@ -56,6 +58,7 @@ export async function directExport(options: DirectExportOptions): Promise<Period
   const period = parsePeriod(options.month, 'month');
   const credentials = apiKeyAuth(options.apiKey, options.companyId ? { companyId: options.companyId } : undefined);
   const companyId = options.companyId?.toLowerCase() ?? (await keyCompany(options, credentials, clock, logger));
+  options.onCompany?.(companyId);
 
   const outcome = await exportCompanyPeriod(
     {
