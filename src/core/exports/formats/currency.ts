@@ -1,14 +1,47 @@
 /**
- * Minor-unit exponents (fraction digits) of currencies, from the runtime's ICU data through
- * `Intl.NumberFormat` rather than a table of our own: JPY has 0, EUR 2, KWD 3, CLF 4. A code ICU
- * does not know gets ICU's default of 2.
+ * Minor-unit exponents (fraction digits) of currencies: ISO 4217's minor unit, which is what the
+ * service's integer amounts count in (the spec: "integer in minor currency units … For EUR, 4999
+ * means 49.99"). The runtime's ICU data (`Intl.NumberFormat`) answers for most currencies, so no
+ * table of our own has to follow ISO's amendments: JPY 0, EUR 2, KWD 3, CLF 4. A code ICU does not
+ * know gets ICU's default of 2.
+ *
+ * ICU's digits are CLDR's, which follow how a currency is used in practice, not ISO 4217, and they
+ * change between ICU versions: ICU 78.2 (Node 20.20 here) gives 0 for the currencies below, so a
+ * HUF company's 123456 minor units (1234.56 HUF) were written as 123456 HUF in the CSV, the
+ * Parquet DECIMAL and the manifest's totals, while the raw JSONL said "1234.56". Where ICU is
+ * known to differ, ISO's minor unit is taken instead; for a runtime that agrees, the entry changes
+ * nothing. test/unit/exports/currency.test.ts checks every code the runtime knows against ISO 4217,
+ * so an ICU that newly disagrees fails it (docs/exports.md, "CSV").
  */
+export const ISO_MINOR_UNITS_WHERE_ICU_DIFFERS: ReadonlyMap<string, number> = new Map([
+  ['AFN', 2],
+  ['ALL', 2],
+  ['COP', 2],
+  ['HUF', 2],
+  ['IDR', 2],
+  ['IQD', 3],
+  ['IRR', 2],
+  ['KPW', 2],
+  ['LAK', 2],
+  ['LBP', 2],
+  ['MGA', 2],
+  ['MMK', 2],
+  ['PKR', 2],
+  ['SLL', 2],
+  ['SOS', 2],
+  ['SYP', 2],
+  ['YER', 2],
+]);
+
 const digitsCache = new Map<string, number>();
 
 export function minorUnitDigits(currency: string): number {
   let digits = digitsCache.get(currency);
   if (digits === undefined) {
-    digits = new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+    digits =
+      ISO_MINOR_UNITS_WHERE_ICU_DIFFERS.get(currency.toUpperCase()) ??
+      new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ??
+      2;
     digitsCache.set(currency, digits);
   }
   return digits;
