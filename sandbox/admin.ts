@@ -125,6 +125,7 @@ const inputs = {
   configure: z.strictObject({
     amountEncoding: z.enum(['integer', 'string', 'mixed']).optional(),
     displayLabels: z.boolean().optional(),
+    transactionCurrency: z.boolean().optional(),
     rateLimit: z
       .strictObject({ requestsPerSecond: z.number().positive(), burst: z.number().min(1).optional() })
       .nullable()

@@ -31,6 +31,7 @@ const optionsSchema = z.object({
   faults: z.array(faultRuleSchema).default([]),
   amountEncoding: z.enum(AMOUNT_ENCODINGS).default('integer'),
   displayLabels: z.boolean().default(false),
+  transactionCurrency: z.boolean().default(true),
   rateLimit: z
     .object({ requestsPerSecond: z.number().positive(), burst: z.number().min(1).optional() })
     .nullable()
@@ -107,6 +108,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   const settings: SandboxSettings = {
     amountEncoding: o.amountEncoding,
     displayLabels: o.displayLabels,
+    transactionCurrency: o.transactionCurrency,
     rateLimit: o.rateLimit,
     latencyMs: o.latencyMs,
     maxPageSize: o.maxPageSize,

@@ -14,6 +14,11 @@ export type AmountEncoding = 'integer' | 'string' | 'mixed';
 export interface WireSettings {
   amountEncoding: AmountEncoding;
   displayLabels: boolean;
+  /**
+   * Whether a transaction carries `currency`. The spec names no currency field of a transaction, so
+   * a service may send none; `false` lets the exports be tested against one (docs/assumptions.md).
+   */
+  transactionCurrency: boolean;
 }
 
 const LABELS: Record<string, string> = { EXPENSE: 'Expense', INCOME: 'Income', draft: 'Draft', submitted: 'Submitted' };
@@ -36,7 +41,7 @@ export const companyView = (c: Company) => ({ publicId: c.publicId, name: c.name
 export const transactionView = (t: TransactionRecord, s: WireSettings) => ({
   publicId: t.publicId,
   amount: amountOnWire(t.amount, t.variant, s),
-  currency: t.currency,
+  ...(s.transactionCurrency ? { currency: t.currency } : {}),
   cashflowType: labelOnWire(t.cashflowType, t.variant, s),
   valueDate: t.valueDate,
   description: t.description,
