@@ -66,6 +66,19 @@ export function taxReportFields(raw: string): TaxReportFieldNames {
   }
 }
 
+/**
+ * An ISO 4217 code the runtime's Intl lists (`gbp` is read as GBP). Intl.NumberFormat alone would
+ * take any three letters, and a typo would then label a month's transactions with a currency that
+ * does not exist.
+ */
+export function currencyCode(raw: string): string {
+  const code = raw.trim().toUpperCase();
+  if (!/^[A-Z]{3}$/.test(code) || !Intl.supportedValuesOf('currency').includes(code)) {
+    throw new InvalidArgumentError('expected an ISO 4217 currency code such as EUR, GBP or CHF');
+  }
+  return code;
+}
+
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** `90s`, `31m`, `2h`, `1d`. */

@@ -5,6 +5,7 @@ import { abandonLocalWrites, onLocalCommit } from '../../src/adapters/local/dir-
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import {
   configuredUrl,
+  currencyCode,
   exportTarget,
   formats as parseFormats,
   guid,
@@ -31,6 +32,7 @@ export interface ExportOptions {
   baseUrl?: string;
   wait?: boolean;
   taxReportFields?: TaxReportFieldNames;
+  defaultCurrency?: string;
 }
 
 export function exportCommand(host: CommandHost): Command {
@@ -51,6 +53,11 @@ export function exportCommand(host: CommandHost): Command {
       '--tax-report-fields <ours=theirs,…>',
       "local and direct modes: the service's names of tax-report fields it spells otherwise, e.g. periodEnd=endDate,periodStart=startDate",
       taxReportFields,
+    )
+    .option(
+      '--default-currency <ISO code>',
+      'local and direct modes: the currency of transactions the service sends without one (default: EUR)',
+      currencyCode,
     )
     .action(
       host.run(async (session, opts: ExportOptions) => {
@@ -81,6 +88,7 @@ export function exportCommand(host: CommandHost): Command {
               formats: opts.format,
               replaceFormats: opts.replaceFormats,
               taxReportFields: opts.taxReportFields,
+              defaultCurrency: opts.defaultCurrency,
               wait: opts.wait !== false,
               onProgress,
             });
@@ -211,6 +219,11 @@ export function renderExport(out: Output, report: ExportReport): void {
     if (c.taxReportsWithoutCurrency) {
       out.line(
         `  note: ${shownCompany(c)}: ${c.taxReportsWithoutCurrency} tax report(s) with an amount but no currency acctops could read: written without currency and decimal amount (amount_due_minor only), left out of the totals; if the service names the currency otherwise, see --tax-report-fields currency=<its field> (docs/exports.md, "Tax reports of a period")`,
+      );
+    }
+    if (c.transactionsWithDefaultCurrency) {
+      out.line(
+        `  note: ${shownCompany(c)}: ${c.transactionsWithDefaultCurrency} transaction(s) without a currency from the service, labelled ${report.defaultCurrency ?? 'with the default currency'} in every file and in the totals; if the company's currency is another, export again with --default-currency <ISO code> (docs/exports.md, "A transaction's currency")`,
       );
     }
   }

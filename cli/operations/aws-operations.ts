@@ -398,6 +398,11 @@ export class AwsOperations implements Operations {
         "--tax-report-fields is for the local and direct modes: the deployed pipeline reads the stage's exports.taxReportFields",
         'set exports.taxReportFields for the stage in cdk.json and deploy, or use direct mode (--base-url with ACCTOPS_API_KEY)',
       );
+    if (request.defaultCurrency)
+      throw new UsageError(
+        '--default-currency is for the local and direct modes: the deployed pipeline labels transactions without a currency EUR',
+        'use direct mode (--base-url with ACCTOPS_API_KEY) for a company whose service sends no currency and whose currency is not EUR',
+      );
     refuseFutureMonth(request.month, Date.now());
     await this.ready();
     if (request.company !== undefined) await this.requireExportable(request.company);
@@ -438,6 +443,7 @@ export class AwsOperations implements Operations {
       mode: 'aws',
       out: store.url('exports'),
       formats: options.formats ?? [...FORMATS],
+      defaultCurrency: null,
       companies: [...rows.values()],
       skipped,
       monthOpen: monthOpen(options.month, Date.now()),

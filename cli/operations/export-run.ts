@@ -10,7 +10,7 @@ import { EXPORT_ROOT, MANIFEST_NAME } from '../../src/core/exports/formats/layou
 import { periodExported, readManifest } from '../../src/core/exports/formats/manifest';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
-import type { PeriodExportSummary } from '../../src/core/exports/formats/period-exporter';
+import { DEFAULT_CURRENCY, type PeriodExportSummary } from '../../src/core/exports/formats/period-exporter';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import type { Clock } from '../../src/core/shared/clock';
 import type { Logger } from '../../src/core/shared/logger';
@@ -42,6 +42,7 @@ interface ExportRun {
   month: string;
   onProgress?: CompanyProgress;
   taxReportFields?: TaxReportFieldNames;
+  defaultCurrency: string;
 }
 
 function completed(summary: PeriodExportSummary): CompanyExportRow {
@@ -54,6 +55,7 @@ function completed(summary: PeriodExportSummary): CompanyExportRow {
     totals: summary.manifest.datasets.transactions?.totals ?? [],
     undatedTaxReports: summary.datasets.tax_reports?.undated ?? 0,
     taxReportsWithoutCurrency: summary.datasets.tax_reports?.withoutCurrency ?? 0,
+    transactionsWithDefaultCurrency: summary.datasets.transactions?.withDefaultCurrency ?? 0,
     error: null,
   };
 }
@@ -214,7 +216,7 @@ async function exportCompany(
       logger: run.logger,
       toolVersion: TOOL_VERSION,
       baseUrl: run.baseUrl,
-      exporter: { taxReportFields: run.taxReportFields },
+      exporter: { taxReportFields: run.taxReportFields, defaultCurrency: run.defaultCurrency },
     },
     {
       companyId,
@@ -255,6 +257,7 @@ export async function exportLocal(
     formats?: readonly ExportFormat[];
     replaceFormats?: boolean;
     taxReportFields?: TaxReportFieldNames;
+    defaultCurrency?: string;
     onProgress?: CompanyProgress;
   },
 ): Promise<ExportReport> {
@@ -292,6 +295,7 @@ export async function exportLocal(
     month,
     onProgress: options.onProgress,
     taxReportFields: options.taxReportFields,
+    defaultCurrency: options.defaultCurrency ?? DEFAULT_CURRENCY,
   };
   const rows: CompanyExportRow[] = [];
   const refused: { companyId: string; error: unknown }[] = [];
@@ -311,6 +315,7 @@ export async function exportLocal(
     mode: 'local',
     out: store.url(EXPORT_ROOT),
     formats,
+    defaultCurrency: run.defaultCurrency,
     companies: rows,
     skipped,
     monthOpen: monthOpen(month, world.clock.now()),
@@ -336,6 +341,7 @@ export interface DirectExportOptions {
   format?: ExportFormat[];
   replaceFormats?: boolean;
   taxReportFields?: TaxReportFieldNames;
+  defaultCurrency?: string;
 }
 
 /** Direct mode: no AWS and no state; the service at the base URL, the company key in ACCTOPS_API_KEY. */
@@ -356,6 +362,7 @@ export async function exportDirect(
   const target = opts.out ? '--out' : 'the working directory';
   const month = opts.month ?? previousMonth(Date.now(), DEFAULT_TIME_ZONE).text;
   const formats = [...(opts.format ?? FORMATS)];
+  const defaultCurrency = opts.defaultCurrency ?? DEFAULT_CURRENCY;
   await preflight(store, target);
   let row: CompanyExportRow;
   let known = opts.company;
@@ -370,6 +377,7 @@ export async function exportDirect(
         formats,
         replaceFormats: opts.replaceFormats,
         taxReportFields: opts.taxReportFields,
+        defaultCurrency,
         toolVersion: TOOL_VERSION,
         logger: context.out.logger(),
         onCompany: (id) => (known = id),
@@ -388,6 +396,7 @@ export async function exportDirect(
     mode: 'direct',
     out: store.url(EXPORT_ROOT),
     formats,
+    defaultCurrency,
     companies: [row],
     skipped: [],
     monthOpen: monthOpen(month, Date.now()),
@@ -459,6 +468,7 @@ export async function manifestSince(
     // The manifest does not count them; the worker's log warns of them.
     undatedTaxReports: null,
     taxReportsWithoutCurrency: null,
+    transactionsWithDefaultCurrency: null,
     error: null,
   };
 }

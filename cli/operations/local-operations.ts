@@ -177,6 +177,7 @@ export class LocalOperations implements Operations {
         formats: request.formats,
         replaceFormats: request.replaceFormats,
         taxReportFields: request.taxReportFields,
+        defaultCurrency: request.defaultCurrency,
         onProgress: request.onProgress,
       });
     });

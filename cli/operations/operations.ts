@@ -277,6 +277,8 @@ export interface ExportRequest {
   replaceFormats?: boolean;
   /** Local mode only: the service's names of our tax-report fields (AWS mode: the stage's exports.taxReportFields). */
   taxReportFields?: TaxReportFieldNames;
+  /** Local mode only: the currency of transactions the service sends without one (default EUR). */
+  defaultCurrency?: string;
   /** AWS mode: wait for the manifests of the requested exports. */
   wait: boolean;
   onProgress?: CompanyProgress;
@@ -302,6 +304,8 @@ export interface CompanyExportRow {
   undatedTaxReports: number | null;
   /** Tax reports with an amount but no currency acctops could read: no currency, no decimal amount, not in the totals (docs/exports.md); 0 when none, null when not exported. */
   taxReportsWithoutCurrency: number | null;
+  /** Transactions the service sent without a currency, labelled with the report's `defaultCurrency` (docs/exports.md); 0 when none, null when not exported. */
+  transactionsWithDefaultCurrency: number | null;
   error: CompanyExportError | null;
 }
 
@@ -318,6 +322,8 @@ export interface ExportReport {
   mode: 'local' | 'direct' | 'aws';
   out: string;
   formats: ExportFormat[];
+  /** The currency of transactions sent without one (--default-currency, else EUR); null in AWS mode, where the deployed worker decides. */
+  defaultCurrency: string | null;
   companies: CompanyExportRow[];
   /** Registry entries that fail their schema: not exported, and the run is partly done (exit 5). */
   skipped: RegistryFinding[];

@@ -52,6 +52,7 @@ export const NO_EXPORT_RESULT = {
   totals: null,
   undatedTaxReports: null,
   taxReportsWithoutCurrency: null,
+  transactionsWithDefaultCurrency: null,
   error: null,
 } as const;
 

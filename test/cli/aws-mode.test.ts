@@ -556,6 +556,11 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(named.code).toBe(2);
     expect(named.stderr).toContain('exports.taxReportFields');
     expect(eventBridge.requests).toHaveLength(before);
+    // So would the default currency: the deployed worker labels transactions without one EUR.
+    const gbp = await acctops(['export', '--month', '2026-10', '--default-currency', 'GBP', '--no-wait']);
+    expect(gbp.code).toBe(2);
+    expect(gbp.stderr).toContain('--default-currency is for the local and direct modes');
+    expect(eventBridge.requests).toHaveLength(before);
     // Seven CLI processes in one test.
   }, 240_000);
 

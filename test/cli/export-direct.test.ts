@@ -219,6 +219,77 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       }
     });
 
+    it('labels transactions the service sends without a currency EUR, counts them and says how to name another: --default-currency', async () => {
+      // The GBP company, from a service that sends no currency on a transaction (the spec names none).
+      const gbp = sandbox.demo!.companies[2]!;
+      expect(gbp.currency).toBe('GBP');
+      const gbpKey = gbp.apiKeys.find((k) => k.name.includes('read only'))!.key;
+      trackSecret(gbpKey);
+      const exportTo = (target: string, extra: string[], json = true) =>
+        acctops(
+          [
+            ...(json ? ['--json'] : []),
+            'export',
+            '--base-url',
+            sandbox.baseUrl,
+            '--month',
+            month,
+            '--format',
+            'csv',
+            '--out',
+            target,
+            ...extra,
+          ],
+          { ACCTOPS_API_KEY: gbpKey },
+        );
+      const run = async (target: string, extra: string[]) => {
+        const result = await exportTo(target, extra);
+        expect(result.code).toBe(0);
+        const report = parseJson<{
+          defaultCurrency: string;
+          companies: { records: { transactions: number }; transactionsWithDefaultCurrency: number; totals: { currency: string }[] }[];
+        }>(result);
+        const row = report.companies[0]!;
+        return {
+          defaultCurrency: report.defaultCurrency,
+          records: row.records.transactions,
+          defaulted: row.transactionsWithDefaultCurrency,
+          currencies: [...new Set(row.totals.map((t) => t.currency))],
+        };
+      };
+
+      // The service names the currency: nothing is defaulted.
+      const named = await run('gbp-currency', []);
+      expect(named).toMatchObject({ defaultCurrency: 'EUR', defaulted: 0, currencies: ['GBP'] });
+      expect(named.records).toBeGreaterThan(0);
+
+      await sandbox.admin.configure({ transactionCurrency: false });
+      try {
+        expect(await run('gbp-eur', [])).toEqual({ ...named, defaulted: named.records, currencies: ['EUR'] });
+        const human = await exportTo('gbp-eur', [], false);
+        expect(human.code).toBe(0);
+        expect(human.stdout).toContain(`${named.records} transaction(s) without a currency from the service, labelled EUR`);
+        expect(human.stdout).toContain('--default-currency <ISO code>');
+
+        // Lower case is read as the code; the count stays, since the currency is still ours, not the service's.
+        expect(await run('gbp-gbp', ['--default-currency', 'gbp'])).toEqual({
+          ...named,
+          defaultCurrency: 'GBP',
+          defaulted: named.records,
+        });
+      } finally {
+        await sandbox.admin.configure({ transactionCurrency: true });
+      }
+
+      for (const bad of ['EURO', 'XYZ', '€', '']) {
+        const refused = await exportTo('gbp-bad', ['--default-currency', bad]);
+        expect(refused.code).toBe(2);
+        expect(refused.stderr).toContain('--default-currency');
+        expect(refused.stderr).toContain('expected an ISO 4217 currency code');
+        expect(refused.stdout).toBe('');
+      }
+    });
+
     it('ACCTOPS_BASE_URL works like --base-url, and --out s3://bucket/prefix writes to S3', async () => {
       const result = await acctops(['export', '--month', month, '--format', 'csv', '--out', 's3://acctops-exports/team-a'], {
         ACCTOPS_API_KEY: key,

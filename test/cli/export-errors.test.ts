@@ -14,6 +14,7 @@ const ROW_KEYS = [
   'status',
   'taxReportsWithoutCurrency',
   'totals',
+  'transactionsWithDefaultCurrency',
   'undatedTaxReports',
 ];
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
-import { taxReportSchema } from '../../../src/core/accounting-api';
+import { taxReportSchema, transactionSchema } from '../../../src/core/accounting-api';
 import { formatMinorUnits, parseMinorUnits } from '../../../src/core/accounting-api/money';
 import { ConcurrentExportError, ObjectStoreError, PeriodExportError } from '../../../src/core/exports/formats/period-errors';
 import { manifestKey, periodPrefix, symlinkKey } from '../../../src/core/exports/formats/layout';
@@ -283,6 +283,40 @@ describe('PeriodExporter', () => {
       ['EUR', '1.00'],
       ['GBP', '12.34'],
     ]);
+  });
+
+  it('labels transactions sent without a currency with the default, counts them and warns once; --default-currency names another', async () => {
+    // The spec names no currency field of a transaction: a service that follows it alone sends none.
+    const noCurrency = (i: number, amount: number) => {
+      const raw = { ...(transaction(i, { amount }).raw as Record<string, unknown>) };
+      delete raw.currency;
+      return { raw, parsed: transactionSchema.parse(raw) } as ExportTransaction;
+    };
+    const items = [noCurrency(0, -4999), transaction(1, { amount: 700, currency: 'CHF' }), noCurrency(2, 1250)];
+    const only = (replaceFormats = false) =>
+      request({ sources: { transactions: asAsync(items) }, datasets: ['transactions'], formats: ['csv'], replaceFormats });
+    const summary = await exporter('run-1').run(only());
+    expect(summary.datasets.transactions).toMatchObject({ records: 3, withDefaultCurrency: 2 });
+    expect((await readManifest(dir, MANIFEST))!.datasets.transactions!.totals.map((t) => [t.currency, t.cashflowType, t.amount])).toEqual([
+      ['CHF', 'INCOME', '7.00'],
+      ['EUR', 'EXPENSE', '-49.99'],
+      ['EUR', 'INCOME', '12.50'],
+    ]);
+    const warned = logger.entries().filter((e) => String(e.message).startsWith('records without a currency'));
+    expect(warned.map((e) => [e.level, e.dataset, e.records, e.currency])).toEqual([['warn', 'transactions', 2, 'EUR']]);
+    expect(String(warned[0]!.hint)).toContain('--default-currency');
+
+    await new PeriodExporter({ store, clock, logger, toolVersion: '0.1.0', runIds: () => 'run-2', defaultCurrency: 'GBP' }).run(only(true));
+    expect((await readManifest(dir, MANIFEST))!.datasets.transactions!.totals.map((t) => [t.currency, t.cashflowType, t.amount])).toEqual([
+      ['CHF', 'INCOME', '7.00'],
+      ['GBP', 'EXPENSE', '-49.99'],
+      ['GBP', 'INCOME', '12.50'],
+    ]);
+
+    // Every transaction with its own currency: nothing to count, nothing said.
+    const full = await exporter('run-3').run(request({ datasets: ['transactions'], formats: ['csv'], replaceFormats: true }));
+    expect(full.datasets.transactions).not.toHaveProperty('withDefaultCurrency');
+    expect(logger.entries().filter((e) => String(e.message).startsWith('records without a currency'))).toHaveLength(2);
   });
 
   it("with the service's names for the tax-report fields, places each report by its own period and fills every column", async () => {

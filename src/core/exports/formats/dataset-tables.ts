@@ -59,6 +59,8 @@ export interface Table<I> {
   undated?(row: Row): boolean;
   /** Whether a row has an amount but no currency to read it in: left out of the totals (and counted). */
   withoutCurrency?(row: Row): boolean;
+  /** Whether a record came without a currency and its row took `RowContext.defaultCurrency` (counted). */
+  tookDefaultCurrency?(item: I): boolean;
 }
 
 // DECIMAL(18,4) on INT64 (contract/exports.ts says why 18 and 4).
@@ -93,6 +95,9 @@ export const transactionsTable: Table<ExportTransaction> = {
       bank_account_id: check.optionalText('bankAccount', t.bankAccount),
     };
   },
+  // The spec names no currency field of a transaction, so a service that follows it alone sends
+  // none: the default is then a label of ours on every amount, which the run has to say.
+  tookDefaultCurrency: ({ parsed: t }) => t.currency === null || t.currency === undefined,
 };
 
 export const taxReportsTable: Table<ExportTaxReport> = {

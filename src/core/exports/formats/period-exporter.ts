@@ -30,7 +30,7 @@ export interface PeriodExporterDeps {
   toolVersion: string;
   /** Run id generator; the default is `<UTC time>-<random>`. Ids must never repeat. */
   runIds?: () => string;
-  /** Currency of records the API sent without one (docs/assumptions.md). */
+  /** Currency of transactions the API sent without one (docs/assumptions.md); DEFAULT_CURRENCY when absent. */
   defaultCurrency?: string;
   /** Age after which an unreferenced run object counts as abandoned. Must exceed the longest run. */
   gcGraceMs?: number;
@@ -74,6 +74,12 @@ export interface DatasetSummary {
    * names otherwise: `taxReportFields`); absent when none.
    */
   withoutCurrency?: number;
+  /**
+   * Of `records`, those the service sent without a currency, labelled with the exporter's
+   * `defaultCurrency` in every file and in the totals (transactions: the spec names no currency
+   * field); absent when none.
+   */
+  withDefaultCurrency?: number;
 }
 
 export interface PeriodExportSummary {
@@ -112,6 +118,9 @@ export type StagedPart = Partial<Record<DatasetName, DatasetSummary>>;
 
 export const DEFAULT_GC_GRACE_MS = 24 * 60 * 60 * 1000;
 
+/** The spec's one example of minor units is EUR, and its world is the euro area's (docs/assumptions.md). */
+export const DEFAULT_CURRENCY = 'EUR';
+
 /** Reads in this order so that category names are known before the first transaction. */
 const ORDER: readonly DatasetName[] = ['categories', 'tax_reports', 'transactions'];
 
@@ -130,7 +139,7 @@ export class PeriodExporter {
 
   constructor(private readonly deps: PeriodExporterDeps) {
     this.runIds = deps.runIds ?? (() => newRunId(deps.clock));
-    this.defaultCurrency = deps.defaultCurrency ?? 'EUR';
+    this.defaultCurrency = deps.defaultCurrency ?? DEFAULT_CURRENCY;
     this.gcGraceMs = deps.gcGraceMs ?? DEFAULT_GC_GRACE_MS;
   }
 
@@ -234,6 +243,7 @@ export class PeriodExporter {
               objects: manifest.objects.filter((o) => o.dataset === d),
               ...(r.undated > 0 ? { undated: r.undated } : {}),
               ...(r.withoutCurrency > 0 ? { withoutCurrency: r.withoutCurrency } : {}),
+              ...(r.withDefaultCurrency > 0 ? { withDefaultCurrency: r.withDefaultCurrency } : {}),
             },
           ]),
         ),
@@ -329,6 +339,8 @@ export class PeriodExporter {
     let undated = 0;
     /** Records with an amount but no currency (the table's `withoutCurrency`): not in the totals. */
     let withoutCurrency = 0;
+    /** Records sent without a currency, labelled with the default (the table's `tookDefaultCurrency`). */
+    let withDefaultCurrency = 0;
     const context: RowContext & { index: number } = {
       index: 0,
       defaultCurrency: this.defaultCurrency,
@@ -357,6 +369,7 @@ export class PeriodExporter {
           if (item.json === undefined) serialised += 1;
           if (table.undated?.(row)) undated += 1;
           if (table.withoutCurrency?.(row)) withoutCurrency += 1;
+          if (table.tookDefaultCurrency?.(item)) withDefaultCurrency += 1;
           totals?.add(row);
           job.onRow?.(row);
           for (const output of outputs) {
@@ -407,12 +420,22 @@ export class PeriodExporter {
         hint: "if the service names the currency otherwise, set the stage's exports.taxReportFields (or --tax-report-fields currency=<its field>)",
       });
     }
+    if (withDefaultCurrency > 0) {
+      // Right for the spec's EUR world, silently wrong for a GBP company: say how many, and how to
+      // set it (docs/exports.md, "A transaction's currency").
+      logger.warn('records without a currency, labelled with the default currency', {
+        dataset: job.dataset,
+        records: withDefaultCurrency,
+        currency: this.defaultCurrency,
+        hint: "if the company's currency is another, export with --default-currency <ISO code>",
+      });
+    }
     if (serialised > 0 && job.formats.includes('jsonl')) {
       // Their lines follow JSON.stringify's spelling, not the API's (docs/exports.md, "Raw JSONL.gz").
       logger.info('records serialised for JSONL', { dataset: job.dataset, records: serialised });
     }
     logger.info('dataset exported', { dataset: job.dataset, records, objects: objects.length });
-    return { records, totals: totals?.result() ?? [], objects, undated, withoutCurrency };
+    return { records, totals: totals?.result() ?? [], objects, undated, withoutCurrency, withDefaultCurrency };
   }
 
   /**
@@ -447,6 +470,7 @@ interface DatasetResult {
   objects: ManifestObject[];
   undated: number;
   withoutCurrency: number;
+  withDefaultCurrency: number;
 }
 
 const TABLES: Record<DatasetName, Table<never>> = {

@@ -31,6 +31,8 @@ export interface DirectExportOptions {
   replaceFormats?: boolean;
   /** The service's names of our tax-report fields, where it spells them otherwise (tax-report-fields.ts). */
   taxReportFields?: TaxReportFieldNames;
+  /** Currency of transactions the service sends without one; default DEFAULT_CURRENCY (period-exporter.ts). */
+  defaultCurrency?: string;
   /** Default: all three. */
   datasets?: readonly DatasetName[];
   /** Called after every page: records read so far, per dataset. */
@@ -68,7 +70,7 @@ export async function directExport(options: DirectExportOptions): Promise<Period
       toolVersion: options.toolVersion,
       baseUrl: options.baseUrl,
       client: options.client,
-      exporter: { taxReportFields: options.taxReportFields },
+      exporter: { taxReportFields: options.taxReportFields, defaultCurrency: options.defaultCurrency },
     },
     {
       companyId,
