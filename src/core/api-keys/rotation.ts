@@ -102,6 +102,12 @@ export interface KeyRotationDeps {
   metrics: Metrics;
 }
 
+/** What one invocation of a step did that its rollback must know. */
+interface StepAttempt {
+  /** createSecret sent the request that creates the replacement key. */
+  keyRequested: boolean;
+}
+
 export type StepOutcome =
   /** The version is AWSCURRENT already: the rotation is over, nothing to do. */
   'already_current' | 'done';
@@ -117,6 +123,7 @@ export class KeyRotation {
     const { SecretId: secretId, ClientRequestToken: token, Step: step } = event;
     const log = this.deps.logger.child({ secretId, token, step });
     const description = await this.deps.store.describeSecret(secretId);
+    const attempt: StepAttempt = { keyRequested: false };
     if (this.guard(description, token, step) === 'already_current') {
       log.info('version is already AWSCURRENT; nothing to do');
       return 'already_current';
@@ -124,7 +131,7 @@ export class KeyRotation {
     try {
       switch (step) {
         case 'createSecret':
-          await this.createSecret(description, token, log);
+          await this.createSecret(description, token, log, attempt);
           break;
         case 'setSecret':
           await this.setSecret(description, token, log);
@@ -139,7 +146,7 @@ export class KeyRotation {
     } catch (error) {
       this.deps.metrics.add('RotationStepsFailed', 1);
       log.error('rotation step failed; rolling the rotation back', { error });
-      await this.abandon(description.secretArn, token, log);
+      await this.abandon(description.secretArn, token, log, attempt);
       throw error;
     }
     return 'done';
@@ -168,7 +175,7 @@ export class KeyRotation {
    * at the service without a stored version (a crash between the two calls) can never be used:
    * it is revoked and the rotation fails, rather than a second key being created for it.
    */
-  private async createSecret(description: SecretDescription, token: string, log: Logger): Promise<void> {
+  private async createSecret(description: SecretDescription, token: string, log: Logger, attempt: StepAttempt): Promise<void> {
     const secretId = description.secretArn;
     const current = await this.readCurrent(secretId);
     const pending = await this.readPending(secretId, token);
@@ -196,6 +203,8 @@ export class KeyRotation {
       );
     }
     const now = this.deps.clock.now();
+    // From here on the service may hold a key of this rotation, whatever the request answers.
+    attempt.keyRequested = true;
     const created = await client.apiKeys.create({ name, permissions: listed.permissions, expiresAt: sameLifetime(listed, now) });
     const replacement: CompanyKeySecret = {
       apiKey: created.key,
@@ -356,34 +365,52 @@ export class KeyRotation {
   /**
    * Rolls back a rotation that failed: unless its version was promoted, every key created for it
    * is revoked and AWSPENDING is removed, so AWSCURRENT is what it was and nothing stays pending.
-   * A failure here is logged, not thrown (the step's own error is the one to report); the doctor
-   * repairs what is left.
+   * When the keys cannot be listed (the service is down, or the current key was revoked there), the
+   * label still goes if the rotation cannot have made a key: no value stored, and this attempt never
+   * asked for one. Left on, it would block every rotation until the doctor gives it up an hour later,
+   * and a key an earlier, crashed attempt made is named after the token, which the doctor revokes as
+   * an orphan. A failure here is logged, not thrown (the step's own error is the one to report); the
+   * doctor repairs what is left.
    */
-  private async abandon(secretId: string, token: string, log: Logger): Promise<void> {
+  private async abandon(secretId: string, token: string, log: Logger, attempt: StepAttempt): Promise<void> {
     try {
       const description = await this.deps.store.describeSecret(secretId);
       const stages = description.versionStages[token] ?? [];
       if (stages.includes(SecretStage.current)) return;
-      const current = await this.readCurrent(secretId);
-      const pending = await this.readPending(secretId, token).catch(() => undefined);
-      const client = this.deps.clientFor(current);
-      const name = rotationKeyName(token);
-      const doomed = (await listKeys(client)).filter(
-        (k) => k.revokedAt === null && k.publicId !== current.apiKeyId && (k.name === name || k.publicId === pending?.apiKeyId),
-      );
-      for (const key of doomed) {
-        await client.apiKeys.revoke(key.publicId);
-        log.warn('key of the failed rotation revoked', { apiKeyId: key.publicId, keyPrefix: key.prefix });
+      // `unreadable` is not "no value": the version may hold a key that must be revoked first.
+      const pending = await this.readPending(secretId, token).catch(() => 'unreadable' as const);
+      let revoked: number | 'not_listed';
+      try {
+        revoked = await this.revokeKeysOf(secretId, token, pending === 'unreadable' ? undefined : pending, log);
+      } catch (error) {
+        if (pending !== undefined || attempt.keyRequested) throw error;
+        log.warn('the keys could not be listed, but the rotation stored no key and asked for none; removing AWSPENDING', { error });
+        revoked = 'not_listed';
       }
       if (stages.includes(SecretStage.pending)) {
         await this.deps.store.moveStage(secretId, { stage: SecretStage.pending, fromVersionId: token });
       }
       this.deps.metrics.add('RotationsRolledBack', 1);
-      log.warn('rotation rolled back; AWSCURRENT unchanged', { revokedKeys: doomed.length });
+      log.warn('rotation rolled back; AWSCURRENT unchanged', { revokedKeys: revoked });
     } catch (error) {
       this.deps.metrics.add('RotationRollbacksFailed', 1);
       log.error('rolling the rotation back failed; the rotation doctor will repair it', { error });
     }
+  }
+
+  /** Revokes every live key of the rotation (named after its token, or the pending value's); returns how many. */
+  private async revokeKeysOf(secretId: string, token: string, pending: CompanyKeySecret | undefined, log: Logger): Promise<number> {
+    const current = await this.readCurrent(secretId);
+    const client = this.deps.clientFor(current);
+    const name = rotationKeyName(token);
+    const doomed = (await listKeys(client)).filter(
+      (k) => k.revokedAt === null && k.publicId !== current.apiKeyId && (k.name === name || k.publicId === pending?.apiKeyId),
+    );
+    for (const key of doomed) {
+      await client.apiKeys.revoke(key.publicId);
+      log.warn('key of the failed rotation revoked', { apiKeyId: key.publicId, keyPrefix: key.prefix });
+    }
+    return doomed.length;
   }
 
   private async readCurrent(secretId: string): Promise<CompanyKeySecret> {

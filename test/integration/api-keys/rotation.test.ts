@@ -1,4 +1,4 @@
-import { RotateSecretCommand } from '@aws-sdk/client-secrets-manager';
+import { DescribeSecretCommand, RotateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import { revokeApiKey, runDueRevocations, rotationKeyName, type RevokeDeps } from '../../../src/core/api-keys';
 import { SecretStage } from '../../../src/core/ports/secrets';
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
@@ -305,6 +305,56 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         expect(world.metrics.sum('RotationRollbacksFailed')).toBe(1);
         expect(world.stages()[versionId]).toEqual(['AWSPENDING']);
         expect((await world.current()).apiKeyId).toBe(world.initialKey.apiKeyId);
+      });
+
+      /** The labels as Secrets Manager answers DescribeSecret, through the real SDK client. */
+      async function describedStages(): Promise<Record<string, string[]>> {
+        return (await client(world.sm).send(new DescribeSecretCommand({ SecretId: world.secretArn }))).VersionIdsToStages ?? {};
+      }
+
+      it.each([
+        [
+          'the service fails listing the keys',
+          () => world.sandbox.admin.faults.add({ route: 'GET /api-keys/', times: 'always', fault: { type: 'status', status: 503 } }),
+          { code: 'server_error' },
+        ],
+        [
+          'the current key was revoked at the service',
+          () => world.sandbox.admin.revokeApiKey({ publicId: world.initialKey.apiKeyId }),
+          { status: 401 },
+        ],
+      ])('createSecret: %s before any key was made, so AWSPENDING is removed all the same', async (_case, breakIt, error) => {
+        const { versionId } = await world.startRotation();
+        await breakIt();
+        await expect(world.sm.admin.runRotationStep(world.secretArn, 'createSecret')).rejects.toMatchObject(error);
+        expect(Object.values(await describedStages()).flat()).not.toContain('AWSPENDING');
+        expect((await describedStages())[world.initialVersionId]).toEqual(['AWSCURRENT']);
+        expect((await world.keys()).filter((k) => k.name === rotationKeyName(versionId))).toEqual([]);
+        expect(world.metrics.sum('RotationsRolledBack')).toBe(1);
+        expect(world.metrics.sum('RotationRollbacksFailed')).toBe(0);
+        if (!('code' in error)) return;
+
+        // Not blocked: once the service is back, the next rotation goes through at once.
+        await world.sandbox.admin.faults.clear();
+        world.sm.admin.setRotationMode('sync');
+        const next = await world.startRotation();
+        expect((await world.current()).versionId).toBe(next.versionId);
+        expect((await describedStages())[next.versionId]).toEqual(['AWSCURRENT']);
+      });
+
+      it('createSecret: when the key may have been made and the keys cannot be listed, AWSPENDING stays for the doctor', async () => {
+        const { versionId } = await world.startRotation();
+        // The first list (createSecret's) works; the creation fails, and so does the rollback's list.
+        await world.sandbox.admin.faults.add({
+          route: 'GET /api-keys/',
+          after: 1,
+          times: 'always',
+          fault: { type: 'status', status: 503 },
+        });
+        await world.sandbox.admin.faults.add({ route: 'POST /api-keys/', times: 'always', fault: { type: 'status', status: 503 } });
+        await expect(world.sm.admin.runRotationStep(world.secretArn, 'createSecret')).rejects.toMatchObject({ code: 'server_error' });
+        expect((await describedStages())[versionId]).toEqual(['AWSPENDING']);
+        expect(world.metrics.sum('RotationRollbacksFailed')).toBe(1);
       });
     });
   });
