@@ -18,6 +18,15 @@ export function guid(raw: string): string {
   return raw.toLowerCase();
 }
 
+/** A key prefix as `keys status` prints it (`sbx_AbCd1234`, a trailing `…` allowed); never a whole key, which the message does not repeat. */
+export function keyPrefixArg(raw: string): string {
+  const prefix = raw.replace(/(…|\.\.\.)$/, '');
+  if (!/^[A-Za-z0-9]+_[A-Za-z0-9]{1,8}$/.test(prefix)) {
+    throw new InvalidArgumentError('expected a key prefix as `acctops keys status` shows it, e.g. sbx_AbCd1234 (never the whole key)');
+  }
+  return prefix;
+}
+
 export function month(raw: string): string {
   try {
     return parsePeriod(raw).text;

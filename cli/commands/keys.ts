@@ -1,9 +1,9 @@
 import { Command } from 'commander';
-import { guid } from '../args';
+import { guid, keyPrefixArg } from '../args';
 import { apiKeyFromEnv, CliError, UsageError } from '../errors';
-import { ExitCode } from '../exit-codes';
+import { ExitCode, type ExitCodeValue } from '../exit-codes';
 import { relative } from '../format';
-import type { KeysInstallReport, KeyStatusReport, RotateReport } from '../operations/operations';
+import type { KeysInstallReport, KeyStatusReport, RevokePendingReport, RotateReport } from '../operations/operations';
 import type { Output } from '../output';
 import { required } from './credentials';
 import type { CommandHost } from './host';
@@ -26,6 +26,16 @@ export function keysCommand(host: CommandHost): Command {
           throw new UsageError('--revoke-previous-now waits for the rotation; drop --no-wait', 'run `acctops keys rotate --help`');
         const report = await (await session.operations()).rotateKey(opts.company, { wait: opts.wait, revokePreviousNow: revokeNow });
         session.out.result(report, () => renderRotate(session.out, report));
+        if (report.state === 'failed' && report.rolledBack === false) {
+          throw new CliError(
+            `the rotation of ${report.secret} failed and could not be rolled back: version ${report.versionId} stays AWSPENDING and may hold a key the rotation created; AWSCURRENT is unchanged`,
+            {
+              code: 'rotation_failed_not_rolled_back',
+              exitCode: ExitCode.failure,
+              hint: 'every rotation of this secret is refused until the rotation doctor gives this one up, an hour after it started (`acctops doctor --repair`); see docs/runbooks.md, "A rotation stuck in AWSPENDING"',
+            },
+          );
+        }
         if (report.state === 'failed') {
           throw new CliError(`the rotation of ${report.secret} failed and was rolled back; AWSCURRENT is unchanged`, {
             code: 'rotation_failed',
@@ -33,6 +43,37 @@ export function keysCommand(host: CommandHost): Command {
             hint: 'the rotation function\'s logs name the failed step (AWS: /acctops/<stage>/rotate-api-key; locally: --verbose); see docs/runbooks.md, "A key rotation failed"',
           });
         }
+        // The rotation completed; the previous key is still valid (README, "Exit codes": 5, partly done).
+        if (report.previousKeyRevokeError) {
+          session.partial();
+          session.out.error(report.previousKeyRevokeError, {
+            text: `company ${report.companyId}`,
+            fields: { companyId: report.companyId },
+          });
+        }
+      }),
+    );
+
+  keys
+    .command('revoke-pending')
+    .description(
+      "Revoke now the company's old keys waiting for their scheduled revocation (all, or the one of --prefix), without rotating: " +
+        'a leaked key whose `keys rotate --revoke-previous-now` could not revoke it. Never the current key.',
+    )
+    .requiredOption('--company <id>', "the company's publicId", guid)
+    .option('--prefix <keyPrefix>', 'only the old key with this prefix, as `keys status` shows it (e.g. sbx_AbCd1234)', keyPrefixArg)
+    .action(
+      host.run(async (session, opts: { company: string; prefix?: string }) => {
+        const report = await (
+          await session.operations()
+        ).revokePending(opts.company, opts.prefix === undefined ? {} : { prefix: opts.prefix });
+        const failed = report.keys.filter((k) => k.error !== null);
+        if (failed.length > 0) {
+          // Nothing revoked: the first failure's cause decides; otherwise the run is partial (as `export`).
+          session.exitCode = failed.length === report.keys.length ? (failed[0]!.error!.exitCode as ExitCodeValue) : ExitCode.partial;
+          for (const k of failed) session.out.error(k.error!, { text: `key ${k.keyPrefix}…`, fields: { keyPrefix: k.keyPrefix } });
+        }
+        session.out.result(report, () => renderRevokePending(session.out, report));
       }),
     );
 
@@ -71,9 +112,24 @@ export function renderRotate(out: Output, report: RotateReport): void {
   if (report.previousKeyPrefix && report.keyPrefix && report.previousKeyPrefix !== report.keyPrefix) {
     out.line(`  key ${report.previousKeyPrefix}… -> ${report.keyPrefix}…`);
   }
-  if (report.previousKeyRevoked) out.line(`  the previous key ${report.previousKeyPrefix}… was revoked now: ${report.previousKeyRevoked}`);
+  if (report.previousKeyRevoked === 'failed') {
+    out.line(
+      `  the previous key ${report.previousKeyPrefix}… could NOT be revoked now and is still valid (the error below says how to revoke it)`,
+    );
+    if (report.previousKeyRevokeAt) out.line(`  otherwise its scheduled revocation revokes it at ${report.previousKeyRevokeAt}`);
+  } else if (report.previousKeyRevoked)
+    out.line(`  the previous key ${report.previousKeyPrefix}… was revoked now: ${report.previousKeyRevoked}`);
   else if (report.previousKeyRevokeAt) out.line(`  the previous key keeps working until ${report.previousKeyRevokeAt}, then it is revoked`);
   if (report.state === 'in_progress') out.line('  Secrets Manager runs the steps now; follow with `acctops keys status`.');
+}
+
+export function renderRevokePending(out: Output, report: RevokePendingReport): void {
+  if (report.keys.length === 0) {
+    out.line(`Company ${report.companyId}: no old key is waiting for its revocation; nothing revoked.`);
+    return;
+  }
+  out.line(`Company ${report.companyId} (${report.secret}): pending revocations carried out now`);
+  for (const k of report.keys) out.line(`  ${k.keyPrefix}…  ${k.outcome}`);
 }
 
 export function renderStatus(out: Output, report: KeyStatusReport): void {

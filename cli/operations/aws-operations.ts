@@ -9,8 +9,10 @@ import {
   parseCompanyKeySecret,
   registeredKeyDirectory,
   rotateNow,
+  rotationState,
   taggedKeyDirectory,
   type DoctorReport as RotationReport,
+  type RevokeDeps,
   type SecretLifecycle,
 } from '../../src/core/api-keys';
 import {
@@ -52,6 +54,7 @@ import type {
   RefreshReport,
   RefreshResult,
   RevokeResult,
+  RevokePendingReport,
   RotateReport,
   Skipped,
   UserList,
@@ -73,7 +76,8 @@ import {
   monthOpen,
   refuseFutureMonth,
   registryHealth,
-  revokePreviousNow,
+  revokePendingNow,
+  revokePreviousAfterRotation,
   tokenHealth,
   withKeyMissingRows,
   NO_EXPORT_RESULT,
@@ -238,42 +242,69 @@ export class AwsOperations implements Operations {
     );
     const before = parseCompanyKeySecret((await store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
     const result = await rotateNow({ store, directory, logger: this.context.out.logger() }, companyId);
-    let state = result.state;
+    let { state, rolledBack } = result;
     const deadline = systemClock.now() + ROTATION_WAIT_MS;
     const bar = this.context.out.progress('rotation');
     while (options.wait && state === 'in_progress' && systemClock.now() < deadline) {
       bar.update(0, undefined, 'Secrets Manager is running the rotation steps');
       await systemClock.sleep(2000);
       const stages = (await store.describeSecret(entry.secretId)).versionStages[result.versionId] ?? [];
-      state = stages.includes(SecretStage.current) ? 'completed' : stages.includes(SecretStage.pending) ? 'in_progress' : 'failed';
+      ({ state, rolledBack } = rotationState(stages, false));
     }
     bar.finish();
     const after = parseCompanyKeySecret((await store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
-    let previousKeyRevoked: RotateReport['previousKeyRevoked'] | undefined;
+    let revokedNow: Pick<RotateReport, 'previousKeyRevoked' | 'previousKeyRevokeError'> = {
+      previousKeyRevoked: null,
+      previousKeyRevokeError: null,
+    };
     if (revokeBaseUrl !== undefined && state === 'completed') {
-      const baseUrl = revokeBaseUrl;
-      const logger = this.context.out.logger();
-      previousKeyRevoked = (
-        await revokePreviousNow(entry.secretId, {
-          store,
-          clientFor: (key) =>
-            createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger }),
-          clock: systemClock,
-          logger,
-          metrics: noMetrics,
-        })
-      )?.outcome;
+      // The schedule of the previous key stays; when it fires it finds the key revoked already.
+      const { previousKeyRevoked, previousKeyRevokeError } = await revokePreviousAfterRotation(
+        entry.secretId,
+        this.revokeDeps(store, revokeBaseUrl),
+        before,
+        `acctops --stack ${this.stack}`,
+      );
+      revokedNow = { previousKeyRevoked, previousKeyRevokeError };
     }
     return {
       ...result,
       state,
+      rolledBack,
       previousKeyPrefix: before.keyPrefix,
       keyPrefix: after.keyPrefix,
       // The stack's revocation schedule holds the time; this command does not read it.
       previousKeyRevokeAt: null,
       revokedBefore: null,
-      previousKeyRevoked: previousKeyRevoked ?? null,
+      ...revokedNow,
     };
+  }
+
+  /** The deps of `revokeApiKey` from the CLI: the company's current key, sent to the service at `baseUrl`. */
+  private revokeDeps(store: RevokeDeps['store'], baseUrl: string): RevokeDeps {
+    const logger = this.context.out.logger();
+    return {
+      store,
+      clientFor: (key) => createAccountingClient({ baseUrl, credentials: apiKeyAuth(key.apiKey, { companyId: key.companyId }), logger }),
+      clock: systemClock,
+      logger,
+      metrics: noMetrics,
+    };
+  }
+
+  async revokePending(companyId: string, options: { prefix?: string }): Promise<RevokePendingReport> {
+    await this.ready();
+    const store = this.clients.secrets();
+    const directory = taggedKeyDirectory(store, this.directoryOptions);
+    const entry = await companyKeyOf(
+      (id) => directory.find(id),
+      () => this.optionalRegistry(),
+      companyId,
+      systemClock.now(),
+    );
+    const baseUrl = await this.baseUrl();
+    const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
+    return revokePendingNow(entry, scheduler.pending(), this.revokeDeps(store, baseUrl), options.prefix);
   }
 
   async keyStatus(options: { company?: string } = {}): Promise<KeyStatusReport> {

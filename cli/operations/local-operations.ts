@@ -1,13 +1,5 @@
 import { MemoryRefreshQueue } from '../../src/adapters/local/memory-refresh-queue';
-import {
-  checkKeyRotations,
-  keyMissingFinding,
-  keyStatus,
-  parseCompanyKeySecret,
-  rotateNow,
-  type Finding,
-  type RevocationOutcome,
-} from '../../src/core/api-keys';
+import { checkKeyRotations, keyMissingFinding, keyStatus, parseCompanyKeySecret, rotateNow, type Finding } from '../../src/core/api-keys';
 import { activeCompanyPages, type CompanyRegistry } from '../../src/core/companies/company-registry';
 import { DEFAULT_EXPORT_DEADLINE } from '../../src/core/exports/pipeline/export-deadline';
 import { SecretStage } from '../../src/core/ports/secrets';
@@ -48,7 +40,8 @@ import {
   refuseFutureMonth,
   registryHealth,
   revokedKeys,
-  revokePreviousNow,
+  revokePendingNow,
+  revokePreviousAfterRotation,
   tokenHealth,
   withKeyMissingRows,
 } from './shared';
@@ -113,6 +106,14 @@ export class LocalOperations implements Operations {
   /** The rotation completes in the command (the emulator runs the four steps): `wait` changes nothing. */
   rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }) {
     return this.world((world) => rotateLocal(world, companyId, { revokePreviousNow: options.revokePreviousNow }));
+  }
+
+  revokePending(companyId: string, options: { prefix?: string }) {
+    return this.world(async (world) =>
+      revokePendingNow(await localCompanyKey(world, companyId), world.revocations.pending(), world.revokeDeps(), options.prefix, (id) =>
+        world.revocations.complete(id),
+      ),
+    );
   }
 
   keyStatus(options: { company?: string } = {}) {
@@ -264,15 +265,17 @@ export async function rotateLocal(
   const revokedBefore = revokedKeys(await world.runDueRevocations());
   const entry = await localCompanyKey(world, companyId);
   const before = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
-  const result = await rotateNow({ store: world.secrets, directory: world.directory, logger: world.logger }, companyId);
+  // The emulator runs the four steps inside RotateSecret: a version still AWSPENDING after it is a failure.
+  const result = await rotateNow({ store: world.secrets, directory: world.directory, logger: world.logger, synchronous: true }, companyId);
   const after = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
-  let previousKeyRevoked: RevocationOutcome | undefined;
+  let revokedNow: Pick<RotateReport, 'previousKeyRevoked' | 'previousKeyRevokeError'> = {
+    previousKeyRevoked: null,
+    previousKeyRevokeError: null,
+  };
   if (options.revokePreviousNow && result.state === 'completed') {
-    const revoked = await revokePreviousNow(entry.secretId, world.revokeDeps());
-    if (revoked) {
-      previousKeyRevoked = revoked.outcome;
-      await world.revocations.complete(revoked.apiKeyId);
-    }
+    const { apiKeyId, ...outcome } = await revokePreviousAfterRotation(entry.secretId, world.revokeDeps(), before, 'acctops');
+    revokedNow = outcome;
+    if (apiKeyId !== null) await world.revocations.complete(apiKeyId);
   }
   let revokeAt: number | undefined;
   for await (const r of world.revocations.pending()) if (r.apiKeyId === before.apiKeyId) revokeAt = r.revokeAt;
@@ -282,7 +285,7 @@ export async function rotateLocal(
     keyPrefix: after.keyPrefix,
     previousKeyRevokeAt: revokeAt === undefined ? null : iso(revokeAt)!,
     revokedBefore,
-    previousKeyRevoked: previousKeyRevoked ?? null,
+    ...revokedNow,
   };
 }
 

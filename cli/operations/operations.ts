@@ -42,6 +42,11 @@ export interface Operations {
   refreshUser(externalId: string): Promise<RefreshReport>;
 
   rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }): Promise<RotateReport>;
+  /**
+   * Revokes now the company's old keys whose revocation is pending (their grace period not over),
+   * or only the one of `prefix`; never the current key. Nothing is rotated. `keys revoke-pending`.
+   */
+  revokePending(companyId: string, options: { prefix?: string }): Promise<RevokePendingReport>;
   /** Every company key secret, or only the one of `company`. */
   keyStatus(options?: { company?: string }): Promise<KeyStatusReport>;
   /**
@@ -136,8 +141,29 @@ export interface RotateReport extends RotateNowResult {
   previousKeyRevokeAt: string | null;
   /** Old keys whose grace period had ended, revoked before this rotation (local mode; null in AWS mode). */
   revokedBefore: RevokedKey[] | null;
-  /** With --revoke-previous-now: what became of the previous key; null without it, or when there was none to revoke. */
-  previousKeyRevoked: RevocationOutcome | null;
+  /**
+   * With --revoke-previous-now: what became of the previous key; null without it, or when there was
+   * none to revoke. `failed`: the rotation completed, but the previous key could not be revoked and
+   * is still valid (`previousKeyRevokeError` says why and names `keys revoke-pending`).
+   */
+  previousKeyRevoked: RevocationOutcome | 'failed' | null;
+  /** Why the previous key could not be revoked now; null unless `previousKeyRevoked` is `failed`. */
+  previousKeyRevokeError: ReportedError | null;
+}
+
+/** An error a command went on past, in its report: as README's "Exit codes" prints it. */
+export interface ReportedError {
+  code: string;
+  message: string;
+  exitCode: number;
+  hint: string | null;
+}
+
+/** `keys revoke-pending`: each old key whose pending revocation was carried out now. */
+export interface RevokePendingReport {
+  companyId: string;
+  secret: string;
+  keys: { keyPrefix: string; apiKeyId: string; outcome: RevocationOutcome | 'failed'; error: ReportedError | null }[];
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   type CompanyKeyEntry,
   type DueRevocationsResult,
   type Finding,
+  type Revocation,
   type RevocationOutcome,
   type RevokeDeps,
 } from '../../src/core/api-keys';
@@ -16,7 +17,8 @@ import { SecretNotFoundError, SecretStage, type SecretStore } from '../../src/co
 import type { ProbeResult } from '../../src/core/health/check-health';
 import type { Logger } from '../../src/core/shared/logger';
 import { isDue, TokenNotFoundError, type TokenStore, type TokenSummary } from '../../src/core/tokens/token-store';
-import { CliConfigError, CompanyRemovedError, unknownCompany, unknownUser, UsageError } from '../errors';
+import { CliConfigError, CliError, CompanyRemovedError, describeError, unknownCompany, unknownUser, UsageError } from '../errors';
+import { ExitCode } from '../exit-codes';
 import { iso } from '../format';
 import {
   isSkipped,
@@ -29,7 +31,10 @@ import {
   type RefreshOutcome,
   type RefreshOutcomeRow,
   type RegistryHealth,
+  type ReportedError,
   type RevokedKey,
+  type RevokePendingReport,
+  type RotateReport,
   type TokenHealth,
   type UserList,
   type UserRow,
@@ -182,6 +187,84 @@ export async function revokePreviousNow(
     rotationToken: current.versionId,
   });
   return { outcome, apiKeyId: previous.apiKeyId, keyPrefix: previous.keyPrefix };
+}
+
+/**
+ * `--revoke-previous-now` after a rotation that completed. A failure to revoke is part of the
+ * report, not the command's error: the rotation happened, and a report lost to the error left the
+ * operator to run `keys rotate` again, which rotated once more and revoked the key that had just
+ * replaced the leaked one, while the leaked key stayed valid. The hint names the command that
+ * revokes that key and rotates nothing (`command`: how the operator calls acctops in this mode).
+ */
+export async function revokePreviousAfterRotation(
+  secretId: string,
+  deps: RevokeDeps,
+  previous: { companyId: string; keyPrefix: string },
+  command: string,
+): Promise<{ apiKeyId: string | null } & Pick<RotateReport, 'previousKeyRevoked' | 'previousKeyRevokeError'>> {
+  try {
+    const revoked = await revokePreviousNow(secretId, deps);
+    return { apiKeyId: revoked?.apiKeyId ?? null, previousKeyRevoked: revoked?.outcome ?? null, previousKeyRevokeError: null };
+  } catch (error) {
+    deps.logger.error('the rotation completed, but revoking the previous key now failed', { keyPrefix: previous.keyPrefix, error });
+    const { code, message } = describeError(error);
+    return {
+      apiKeyId: null,
+      previousKeyRevoked: 'failed',
+      previousKeyRevokeError: {
+        code,
+        message: `the rotation completed, but the previous key ${previous.keyPrefix}… could not be revoked and is still valid: ${message}`,
+        exitCode: ExitCode.partial,
+        hint: `revoke it without rotating again: ${revokePendingCommand(command, previous.companyId, previous.keyPrefix)}; not \`keys rotate\` again, which would rotate once more`,
+      },
+    };
+  }
+}
+
+export function revokePendingCommand(command: string, companyId: string, keyPrefix: string): string {
+  return `\`${command} keys revoke-pending --company ${companyId} --prefix ${keyPrefix}\``;
+}
+
+/**
+ * `keys revoke-pending`: carries out now the company's pending revocations (all, or the one of
+ * `prefix`) with the same `revokeApiKey` the schedule runs, so the current key is never revoked
+ * (`kept_current`). `done` takes a carried-out revocation off the local queue; in AWS its schedule
+ * stays, and when it fires it finds the key revoked already. A prefix with no pending revocation is
+ * exit 3: a typo must not pass for a revoked leaked key.
+ */
+export async function revokePendingNow(
+  entry: CompanyKeyEntry,
+  pending: AsyncIterable<Revocation>,
+  deps: RevokeDeps,
+  prefix: string | undefined,
+  done: (apiKeyId: string) => Promise<void> = () => Promise.resolve(),
+): Promise<RevokePendingReport> {
+  const company = entry.companyId.toLowerCase();
+  const matches: Revocation[] = [];
+  for await (const r of pending) {
+    if (r.companyId.toLowerCase() === company && (prefix === undefined || r.keyPrefix === prefix)) matches.push(r);
+  }
+  if (prefix !== undefined && matches.length === 0) {
+    throw new CliError(`--prefix ${prefix}: no revocation of that key is pending for company ${entry.companyId}`, {
+      code: 'no_pending_revocation',
+      exitCode: ExitCode.config,
+      hint: `\`acctops keys status --company ${entry.companyId}\` lists the pending revocations; a key revoked already is no longer listed there`,
+    });
+  }
+  const keys: RevokePendingReport['keys'] = [];
+  for (const revocation of matches) {
+    const { apiKeyId, keyPrefix } = revocation;
+    try {
+      const outcome = await revokeApiKey(deps, revocation);
+      await done(apiKeyId);
+      keys.push({ keyPrefix, apiKeyId, outcome, error: null });
+    } catch (error) {
+      const { code, message, exitCode, hint } = describeError(error);
+      const reported: ReportedError = { code, message, exitCode, hint: hint ?? null };
+      keys.push({ keyPrefix, apiKeyId, outcome: 'failed', error: reported });
+    }
+  }
+  return { companyId: entry.companyId, secret: entry.name, keys };
 }
 
 export function revokedKeys(result: DueRevocationsResult): RevokedKey[] {

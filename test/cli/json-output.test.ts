@@ -111,8 +111,10 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
       'keyPrefix',
       'previousKeyPrefix',
       'previousKeyRevokeAt',
+      'previousKeyRevokeError',
       'previousKeyRevoked',
       'revokedBefore',
+      'rolledBack',
       'secret',
       'state',
       'versionId',
@@ -122,7 +124,12 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     expect(graceful.body).toMatchObject({ previousKeyRevokeAt: expect.stringMatching(ISO), previousKeyRevoked: null });
     const urgent = await json<Record<string, unknown>>('keys', 'rotate', '--company', companyId, '--revoke-previous-now');
     expect(Object.keys(urgent.body).sort()).toEqual(keys);
-    expect(urgent.body).toMatchObject({ previousKeyRevokeAt: null, previousKeyRevoked: 'revoked' });
+    expect(urgent.body).toMatchObject({
+      previousKeyRevokeAt: null,
+      previousKeyRevoked: 'revoked',
+      previousKeyRevokeError: null,
+      rolledBack: null,
+    });
   });
 
   it('tokens refresh: every outcome has its errorClass (the ERROR column), null when none', async () => {

@@ -78,7 +78,15 @@ export {
   describeByNameOrTag,
   registeredKeyDirectory,
 } from './rotation-sweep';
-export { type KeyStatus, type KeyStatusDeps, keyStatus, type RotateNowResult, type RotateNowDeps, rotateNow } from './key-status';
+export {
+  type KeyStatus,
+  type KeyStatusDeps,
+  keyStatus,
+  type RotateNowResult,
+  type RotateNowDeps,
+  rotateNow,
+  rotationState,
+} from './key-status';
 export {
   type SecretLifecycle,
   type CompanyKeySecretTarget,

@@ -122,9 +122,15 @@ export interface RotateNowResult {
   /**
    * `completed`: the version is AWSCURRENT already (the local emulator runs the steps before
    * answering); `in_progress`: AWS runs the steps after answering, follow it with `keyStatus`;
-   * `failed`: the rotation was rolled back (see the rotation function's logs).
+   * `failed`: a step failed (see the rotation function's logs), and `rolledBack` says what is left.
    */
   state: 'completed' | 'in_progress' | 'failed';
+  /**
+   * Only for `failed` (null otherwise): true when the rollback finished (AWSPENDING removed,
+   * AWSCURRENT unchanged); false when the version is still AWSPENDING, which blocks the next
+   * rotation until the rotation doctor gives it up and may hold a key the rotation created.
+   */
+  rolledBack: boolean | null;
 }
 
 export interface RotateNowDeps {
@@ -132,6 +138,12 @@ export interface RotateNowDeps {
   store: Pick<SecretStore, 'startRotation' | 'describeSecret'>;
   directory: Pick<CompanyKeyDirectory, 'find'>;
   logger?: Logger;
+  /**
+   * The store runs the four steps before startRotation returns (the local emulator). A version
+   * still AWSPENDING then is no rotation under way: nothing runs it any more, so it failed and its
+   * rollback did not finish.
+   */
+  synchronous?: boolean;
 }
 
 /** For `acctops keys rotate --company <id>`: starts the company key's rotation now. */
@@ -139,7 +151,14 @@ export async function rotateNow(deps: RotateNowDeps, companyId: string): Promise
   const entry = await deps.directory.find(companyId);
   const { versionId } = await deps.store.startRotation(entry.secretId);
   const stages = (await deps.store.describeSecret(entry.secretId)).versionStages[versionId] ?? [];
-  const state = stages.includes(SecretStage.current) ? 'completed' : stages.includes(SecretStage.pending) ? 'in_progress' : 'failed';
+  const { state, rolledBack } = rotationState(stages, deps.synchronous === true);
   (deps.logger ?? silentLogger).info('rotation started', { companyId: entry.companyId, secret: entry.name, versionId, state });
-  return { companyId: entry.companyId, secret: entry.name, versionId, state };
+  return { companyId: entry.companyId, secret: entry.name, versionId, state, rolledBack };
+}
+
+/** What a rotation's version labels say about it; `synchronous`: nothing runs its steps after this (RotateNowDeps). */
+export function rotationState(stages: readonly string[], synchronous: boolean): Pick<RotateNowResult, 'state' | 'rolledBack'> {
+  if (stages.includes(SecretStage.current)) return { state: 'completed', rolledBack: null };
+  if (!stages.includes(SecretStage.pending)) return { state: 'failed', rolledBack: true };
+  return synchronous ? { state: 'failed', rolledBack: false } : { state: 'in_progress', rolledBack: null };
 }
