@@ -162,18 +162,19 @@ export function renderStatus(out: Output, report: KeyStatusReport): void {
       { header: 'ROTATING', value: (c) => (c.secret === null ? undefined : c.rotationInProgress ? 'yes' : 'no') },
       {
         header: 'PENDING REVOCATIONS',
-        value: (c) =>
-          c.pendingRevocations
-            .map(
-              (r) =>
-                `${r.keyPrefix}… ${relative(r.revokeAt, now)} (last used ${r.lastUsedAt ? relative(Date.parse(r.lastUsedAt), now) : 'never'})`,
-            )
-            .join('; '),
+        value: (c) => c.pendingRevocations.map((r) => `${r.keyPrefix}… ${relative(r.revokeAt, now)} (${oldKeyUse(r, now)})`).join('; '),
       },
     ],
     'no company key secrets',
   );
   for (const c of report.companies) if (c.error) out.line(`! ${c.companyId}: ${c.error}`);
+}
+
+/** An old key's last use; the rotation's own use of it is not a consumer's (KeyStatus.pendingRevocations). */
+function oldKeyUse(r: KeyStatusReport['companies'][number]['pendingRevocations'][number], now: number): string {
+  if (!r.lastUsedAt) return 'never used';
+  if (r.usedSinceRotation === false) return 'not used since the rotation';
+  return `last used ${relative(Date.parse(r.lastUsedAt), now)}`;
 }
 
 export function renderInstall(out: Output, report: KeysInstallReport): void {

@@ -29,7 +29,7 @@ interface KeyRow {
   lastUsedByThisCheck: boolean;
   lastRotatedAt: string | null;
   nextRotationAt: string | null;
-  pendingRevocations: { keyPrefix: string; revokeAt: string; lastUsedAt: string | null }[];
+  pendingRevocations: { keyPrefix: string; revokeAt: string; lastUsedAt: string | null; usedSinceRotation: boolean | null }[];
 }
 
 /**
@@ -74,9 +74,14 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     const old = row.pendingRevocations[0]!;
     expect(old.keyPrefix).toBe(company.keyPrefix);
     expect(old.revokeAt).toMatch(ISO);
-    // The old key was last used by the rotation (creating its successor), ten minutes before this check.
+    // The old key was last used by the rotation (creating its successor), ten minutes before this check:
+    // the raw time is kept, and it is no consumer's use.
     expect(old.lastUsedAt).toMatch(ISO);
     expect(Date.parse(row.lastUsedAt!) - Date.parse(old.lastUsedAt!)).toBeGreaterThanOrEqual(10 * 60_000);
+    expect(old.usedSinceRotation).toBe(false);
+    const human = await runAcctops(['--state-dir', state.dir, 'keys', 'status', '--company', company.companyId]);
+    outputs.push(human);
+    expect(human.stdout).toContain(`${company.keyPrefix}… in 20m (not used since the rotation)`);
   });
 
   it.each([[['users', 'list']], [['keys', 'status']], [['doctor']], [['local', 'status']], [['local', 'advance-clock', '--by', '1m']]])(
@@ -156,7 +161,7 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     expect(status.body.revokedBefore).toEqual([]);
     const pending = status.body.companies.flatMap((c) => c.pendingRevocations);
     expect(pending.length).toBeGreaterThan(0);
-    for (const r of pending) expect(keysOf(r)).toEqual(['apiKeyId', 'keyPrefix', 'lastUsedAt', 'revokeAt']);
+    for (const r of pending) expect(keysOf(r)).toEqual(['apiKeyId', 'keyPrefix', 'lastUsedAt', 'revokeAt', 'usedSinceRotation']);
 
     // The stored institution credential stored again (a new version), then rolled back.
     const { demo } = JSON.parse(await readFile(join(state.dir, 'sandbox.json'), 'utf8')) as {

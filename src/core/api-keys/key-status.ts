@@ -40,9 +40,22 @@ export interface KeyStatus {
   /**
    * Old keys in their grace period, each with its last use at the service (null: never, not in
    * the list, or the list was not read): whether consumers still use the old key, which the check
-   * does not touch.
+   * does not touch. The rotation that replaced a key used it itself (createSecret and setSecret list
+   * and create keys with the current key), so its last use is that rotation's until a consumer uses
+   * it again: `usedSinceRotation` tells the two apart.
    */
-  pendingRevocations: { apiKeyId: string; keyPrefix: string; revokeAt: number; lastUsedAt: string | null }[];
+  pendingRevocations: {
+    apiKeyId: string;
+    keyPrefix: string;
+    revokeAt: number;
+    lastUsedAt: string | null;
+    /**
+     * True: used after the rotation that replaced it finished (a consumer still holds it); false:
+     * not (its last use, if any, was that rotation's own); null: not known (the list was not read, or
+     * the revocation is of an earlier rotation than the last, whose end the secret no longer says).
+     */
+    usedSinceRotation: boolean | null;
+  }[];
   /** Set when part of the row could not be read (the rest is still shown); null when all was. */
   error: string | null;
 }
@@ -59,16 +72,39 @@ export interface KeyStatusDeps {
 /** A use this close before the check started is taken to be the check's own request (clock skew). */
 const OWN_USE_SKEW_MS = 60_000;
 
+/**
+ * Whether a key's last use (the service's clock) is later than the rotation's end (Secrets Manager's).
+ * The rotation's own last use of the old key, in setSecret, comes before its end; the end is taken
+ * to the end of its second, in case a date is kept to the second. A consumer's use in that second
+ * is missed, and a use after it is never hidden.
+ */
+function usedAfter(lastUsedAt: string | null, rotatedAt: number): boolean | null {
+  if (lastUsedAt === null) return false;
+  const used = Date.parse(lastUsedAt);
+  return Number.isNaN(used) ? null : used >= Math.floor(rotatedAt / 1000) * 1000 + 1000;
+}
+
 /** For `acctops keys status`: every company key secret, with the service's view of its key. */
 export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
-  const revocations: (Omit<KeyStatus['pendingRevocations'][number], 'lastUsedAt'> & { companyId: string })[] = [];
+  const revocations: (Pick<KeyStatus['pendingRevocations'][number], 'apiKeyId' | 'keyPrefix' | 'revokeAt'> & {
+    companyId: string;
+    rotationToken: string;
+  })[] = [];
   for await (const r of deps.scheduler.pending()) {
-    revocations.push({ companyId: r.companyId.toLowerCase(), apiKeyId: r.apiKeyId, keyPrefix: r.keyPrefix, revokeAt: r.revokeAt });
+    revocations.push({
+      companyId: r.companyId.toLowerCase(),
+      apiKeyId: r.apiKeyId,
+      keyPrefix: r.keyPrefix,
+      revokeAt: r.revokeAt,
+      rotationToken: r.rotationToken,
+    });
   }
   const rows: KeyStatus[] = [];
   for await (const entry of deps.directory.list()) {
     const description = await deps.store.describeSecret(entry.secretId);
     const pendingVersion = versionWithStage(description, SecretStage.pending);
+    const currentVersion = versionWithStage(description, SecretStage.current);
+    const lastRotatedAt = description.rotation.lastRotatedAt;
     // Every field present, unknown ones null: the CLI's --json promises a fixed key set.
     const row: KeyStatus = {
       companyId: entry.companyId,
@@ -87,7 +123,13 @@ export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
       error: null,
       pendingRevocations: revocations
         .filter((r) => r.companyId === entry.companyId)
-        .map(({ apiKeyId, keyPrefix, revokeAt }) => ({ apiKeyId, keyPrefix, revokeAt, lastUsedAt: null as string | null }))
+        .map(({ apiKeyId, keyPrefix, revokeAt }) => ({
+          apiKeyId,
+          keyPrefix,
+          revokeAt,
+          lastUsedAt: null as string | null,
+          usedSinceRotation: null as boolean | null,
+        }))
         .sort((a, b) => a.revokeAt - b.revokeAt),
     };
     try {
@@ -104,8 +146,15 @@ export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
         lastUsedByThisCheck: lastUsed >= checkStartedAt - OWN_USE_SKEW_MS,
         expiresAt: listed.expiresAt,
       });
-      for (const pending of row.pendingRevocations)
-        pending.lastUsedAt = keys.find((k) => k.publicId === pending.apiKeyId)?.lastUsedAt ?? null;
+      for (const pending of row.pendingRevocations) {
+        const old = keys.find((k) => k.publicId === pending.apiKeyId);
+        pending.lastUsedAt = old?.lastUsedAt ?? null;
+        // The secret dates only its last rotation: the one whose version is AWSCURRENT now.
+        const rotation = revocations.find((r) => r.apiKeyId === pending.apiKeyId)?.rotationToken;
+        if (old !== undefined && rotation !== undefined && rotation === currentVersion && lastRotatedAt !== undefined) {
+          pending.usedSinceRotation = usedAfter(pending.lastUsedAt, lastRotatedAt);
+        }
+      }
     } catch (error) {
       row.error = redactString(error instanceof Error ? error.message : 'unknown error');
     }

@@ -7,6 +7,7 @@ import {
   type DoctorSettings,
   FINDING_EVENT_TYPE,
   keyStatus,
+  parseCompanyKeySecret,
   rotateNow,
   rotationKeyName,
   runDueRevocations,
@@ -413,6 +414,28 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         ].sort(),
       );
       expect(JSON.stringify(row)).not.toContain(current.apiKey);
+    });
+
+    it("keyStatus tells the old key's use by its own rotation from a consumer's use after it", async () => {
+      await world.startRotation();
+      const deps = { store: world.store, directory: world.directory, scheduler: world.queue, clientFor: world.clientFor.bind(world) };
+      world.clock.advance(MINUTE);
+      const previous = parseCompanyKeySecret((await world.store.readSecret(world.secretArn, { stage: 'AWSCURRENT' })).value);
+      await rotateNow(deps, world.companyId);
+      const pendingOf = async (keyPrefix: string) => (await keyStatus(deps))[0]!.pendingRevocations.find((r) => r.keyPrefix === keyPrefix)!;
+
+      // The rotation listed and created keys with the old key: a use, but not a consumer's.
+      const justRotated = await pendingOf(previous.keyPrefix);
+      expect(justRotated.lastUsedAt).toEqual(expect.any(String));
+      expect(justRotated.usedSinceRotation).toBe(false);
+      // The key of the rotation before: the secret no longer dates that rotation.
+      expect((await pendingOf(world.initialKey.keyPrefix)).usedSinceRotation).toBeNull();
+
+      world.clock.advance(2 * MINUTE);
+      expect(await world.statusWith(previous.apiKey)).toEqual({ status: 200 });
+      const used = await pendingOf(previous.keyPrefix);
+      expect(used.usedSinceRotation).toBe(true);
+      expect(Date.parse(used.lastUsedAt!)).toBe(world.clock.now());
     });
 
     it('rotateNow reports a rotation that failed and was rolled back', async () => {
