@@ -1,5 +1,6 @@
 import { withLocalWorld } from '../../cli/local/local-world';
 import { runCli } from '../../cli/program';
+import type * as SandboxModule from '../../sandbox';
 import type { RunningSandbox } from '../../sandbox';
 import { silentLogger } from '../../src/core/shared/logger';
 import { expectNoCanaries } from '../helpers/canary';
@@ -11,7 +12,7 @@ type FaultRule = Parameters<RunningSandbox['admin']['faults']['add']>[0];
 const mockFaults: FaultRule[] = [];
 
 jest.mock('../../sandbox', () => {
-  const actual = jest.requireActual<typeof import('../../sandbox')>('../../sandbox');
+  const actual = jest.requireActual<typeof SandboxModule>('../../sandbox');
   return {
     ...actual,
     startSandbox: async (...args: Parameters<typeof actual.startSandbox>) => {

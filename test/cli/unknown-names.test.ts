@@ -37,6 +37,7 @@ describe('acctops: a user or company the command names and the deployment does n
     ['tokens refresh --user', ['tokens', 'refresh', '--user', GHOST], '--user', {}],
     ['keys rotate', ['keys', 'rotate', '--company', GHOST], '--company', {}],
     ['keys status --company', ['keys', 'status', '--company', GHOST], '--company', {}],
+    ['keys revoke-pending', ['keys', 'revoke-pending', '--company', GHOST], '--company', {}],
     ['keys install', ['keys', 'install', '--company', GHOST], '--company', SOME_KEY],
     ['companies remove', ['companies', 'remove', '--company', GHOST], '--company', {}],
     ['companies restore', ['companies', 'restore', '--company', GHOST], '--company', {}],
