@@ -40,6 +40,16 @@ const timeZone = z.string().refine((value) => {
   }
 }, 'expected an IANA time zone, e.g. Europe/Berlin');
 
+function hasUserInfo(url: string): boolean {
+  const { username, password } = new URL(url);
+  return username !== '' || password !== '';
+}
+
+// On the text, not new URL(): an empty `?` or `#` leaves `search` and `hash` empty.
+function hasQueryOrFragment(url: string): boolean {
+  return /[?#]/.test(url);
+}
+
 const arn = (service: string) =>
   z.string().regex(new RegExp(`^arn:aws[a-z-]*:${service}:[a-z0-9-]+:\\d{12}:.+`), `expected a ${service} ARN`);
 
@@ -143,6 +153,18 @@ export const stageSettingsSchema = z
     /** The service's base URL, `/api/v1` included (docs/assumptions.md, Transport). */
     baseUrl: z
       .url({ protocol: /^https$/, error: 'expected an https URL', abort: true })
+      // The URL lands in every function's environment and in the ServiceBaseUrl output, and the
+      // client refuses user info, a query and a fragment (client.ts, parseBaseUrl): fail the
+      // synth, not every function at run time. No message quotes the URL: it may hold a password.
+      .refine((u) => !hasUserInfo(u), {
+        error:
+          "must not carry user info (user:password@ before the host): every function's client refuses it, and it would be written in clear into the template (ServiceBaseUrl, each function's environment)",
+        abort: true,
+      })
+      .refine((u) => !hasQueryOrFragment(u), {
+        error: 'must not carry a query or fragment (the client refuses it)',
+        abort: true,
+      })
       .refine((u) => /\/api\/v1\/?$/.test(u), 'must end with /api/v1')
       .transform((u) => u.replace(/\/$/, '')),
     /**

@@ -29,7 +29,15 @@ const KNOWN_FIELDS = [...Object.keys(VALID), ...Object.keys(VALID.schedules), ..
 const BROKEN: Record<string, fc.Arbitrary<unknown>> = {
   baseUrl: fc.oneof(
     wrongType('string'),
-    fc.constantFrom('http://accounting.example.com/api/v1', 'https://accounting.example.com/v2', 'not a url', ''),
+    fc.constantFrom(
+      'http://accounting.example.com/api/v1',
+      'https://accounting.example.com/v2',
+      'not a url',
+      '',
+      'https://user:pass@accounting.example.com/api/v1',
+      'https://accounting.example.com/api/v1?page=1',
+      'https://accounting.example.com/api/v1#top',
+    ),
   ),
   retainData: wrongType('boolean'),
   logLevel: fc.oneof(wrongType('string'), fc.constantFrom('trace', 'INFO', '')),

@@ -154,6 +154,23 @@ describe('stage configuration', () => {
     expect(failure(() => loadStageConfig((key) => (key === 'stage' ? 'dev' : undefined))).field).toBe('stages');
   });
 
+  it.each([
+    ['user and password', 'https://user:s3cretPASS@accounting.example.com/api/v1', 'user info'],
+    ['user alone', 'https://s3cretPASS@accounting.example.com/api/v1', 'user info'],
+    ['password alone', 'https://:s3cretPASS@accounting.example.com/api/v1/', 'user info'],
+    ['query', 'https://accounting.example.com/api/v1?token=s3cretPASS', 'a query or fragment'],
+    ['fragment', 'https://accounting.example.com/api/v1#s3cretPASS', 'a query or fragment'],
+    ['empty query', 'https://accounting.example.com/api/v1?', 'a query or fragment'],
+  ])('refuses a base URL with a %s, naming the field and why, never the value', (_what, baseUrl, why) => {
+    const error = failure(() => load({ baseUrl }));
+    expect(error.issues).toEqual([{ path: 'stages.dev.baseUrl', message: expect.stringContaining(why) }]);
+    expect(error.message).toContain(`stages.dev.baseUrl: must not carry ${why}`);
+    // What bin/app.ts prints, and what a `cause` chain would show.
+    const shown = [error.message, ...error.issues.map((i) => i.message), JSON.stringify(error.cause)].join('\n');
+    expect(shown).not.toContain('s3cretPASS');
+    expect(shown).not.toContain('accounting.example.com');
+  });
+
   it('reports every bad field at once', () => {
     const error = failure(() => parseStageSettings({ baseUrl: 'nope', logLevel: 'loud' }, 'stages.dev'));
     expect(error.issues.map((i) => i.path).sort()).toEqual(['stages.dev.baseUrl', 'stages.dev.logLevel']);
