@@ -49,7 +49,9 @@ export function institutionCommand(host: CommandHost): Command {
         const report = await (await session.operations()).setInstitutionSecret(value);
         session.out.result(report, () => {
           session.out.line(
-            `${report.rolledBack ? 'Rolled back' : 'Stored'} ${report.secret}: version ${report.versionId} is current${report.previousVersionId ? ` (was ${report.previousVersionId})` : ''}.`,
+            report.alreadyRolledBack
+              ? `Already rolled back ${report.secret}: version ${report.versionId} is current, restored by a rollback from version ${report.previousVersionId}; nothing changed (to make that one current again, store its value with \`acctops institution set-secret\`).`
+              : `${report.rolledBack ? 'Rolled back' : 'Stored'} ${report.secret}: version ${report.versionId} is current${report.previousVersionId ? ` (was ${report.previousVersionId})` : ''}.`,
           );
           for (const p of report.probes) session.out.line(`  ${p.ok ? 'ok  ' : 'FAIL'} ${p.name}${p.error ? `: ${p.error.message}` : ''}`);
         });
@@ -62,9 +64,11 @@ export function institutionCommand(host: CommandHost): Command {
             {
               code: 'institution_check_failed',
               exitCode: refused ? ExitCode.auth : ExitCode.failure,
-              hint: report.rolledBack
-                ? 'the previous value fails too; check with the service owner'
-                : 'go back with `acctops institution set-secret --rollback`',
+              hint: report.alreadyRolledBack
+                ? 'the value the earlier rollback restored fails too; check with the service owner'
+                : report.rolledBack
+                  ? 'the previous value fails too; check with the service owner'
+                  : 'go back with `acctops institution set-secret --rollback`',
             },
           );
         }

@@ -211,6 +211,12 @@ export interface InstitutionSecretReport extends SecretChange {
   verified: boolean;
   /** True for --rollback: AWSPREVIOUS made current again. */
   rolledBack: boolean;
+  /**
+   * True for a --rollback that found the rollback done (AWSPREVIOUS is the version the last one
+   * rolled away from): nothing changed, `versionId` is the version that rollback restored and
+   * `previousVersionId` the one it rolled away from.
+   */
+  alreadyRolledBack: boolean;
 }
 
 export interface KeyInstallReport extends SecretChange {

@@ -17,6 +17,14 @@ import { probeRow } from './shared';
  * is what a rollback restores.
  */
 
+/**
+ * A custom staging label on the version the last rollback moved AWSCURRENT away from. After a
+ * rollback AWSPREVIOUS is that version, the refused value: without a mark a repeated rollback (an
+ * on-call unsure whether the first ran) would put it back. Stored with the secret, it holds across
+ * processes and for the CLI in both modes; Secrets Manager keeps any labelled version.
+ */
+export const ROLLED_BACK_STAGE = 'ACCTOPS_ROLLED_BACK';
+
 type Store = Pick<SecretStore, 'putSecretValue' | 'describeSecret' | 'moveStage'>;
 
 async function putCurrent(store: Store, secretId: string, value: string): Promise<SecretChange> {
@@ -26,8 +34,16 @@ async function putCurrent(store: Store, secretId: string, value: string): Promis
   return { secret: before.name, versionId, previousVersionId: previousVersionId ?? null };
 }
 
-/** Moves AWSCURRENT back to the AWSPREVIOUS version. */
-async function rollBack(store: Store, secretId: string): Promise<SecretChange> {
+interface RollBack extends SecretChange {
+  /** The rollback had already been done: nothing moved, `versionId` is the version it restored. */
+  alreadyRolledBack: boolean;
+}
+
+/**
+ * Moves AWSCURRENT back to the AWSPREVIOUS version, unless AWSPREVIOUS is what the last rollback
+ * rolled away from: then it is done already, and a repeat changes nothing.
+ */
+async function rollBack(store: Store, secretId: string): Promise<RollBack> {
   const description = await store.describeSecret(secretId);
   const current = versionWithStage(description, SecretStage.current);
   const previous = versionWithStage(description, SecretStage.previous);
@@ -36,8 +52,14 @@ async function rollBack(store: Store, secretId: string): Promise<SecretChange> {
       code: 'no_previous_version',
       exitCode: ExitCode.failure,
     });
+  const rolledBackFrom = versionWithStage(description, ROLLED_BACK_STAGE);
+  if (rolledBackFrom === previous)
+    return { secret: description.name, versionId: current, previousVersionId: previous, alreadyRolledBack: true };
+  // The mark first: if the move then fails, AWSPREVIOUS is still unmarked and a retry rolls back.
+  if (rolledBackFrom !== current)
+    await store.moveStage(secretId, { stage: ROLLED_BACK_STAGE, toVersionId: current, fromVersionId: rolledBackFrom });
   await store.moveStage(secretId, { stage: SecretStage.current, toVersionId: previous, fromVersionId: current });
-  return { secret: description.name, versionId: previous, previousVersionId: current };
+  return { secret: description.name, versionId: previous, previousVersionId: current, alreadyRolledBack: false };
 }
 
 export interface InstitutionTarget {
@@ -49,7 +71,9 @@ export interface InstitutionTarget {
 
 export async function setInstitutionSecret(target: InstitutionTarget, value: string | undefined): Promise<InstitutionSecretReport> {
   const change =
-    value === undefined ? await rollBack(target.store, target.secretId) : await putCurrent(target.store, target.secretId, value);
+    value === undefined
+      ? await rollBack(target.store, target.secretId)
+      : { ...(await putCurrent(target.store, target.secretId, value)), alreadyRolledBack: false };
   const probes = (await target.verify()).map(probeRow);
   return {
     ...change,

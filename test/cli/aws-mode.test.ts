@@ -473,6 +473,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     // The function's answer has no detail or error for a passing probe: --json has both keys, null.
     const document = parseJson<{ probes: object[] }>(set);
     expect(Object.keys(document).sort()).toEqual([
+      'alreadyRolledBack',
       'institutionId',
       'previousVersionId',
       'probes',
@@ -484,6 +485,16 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(document.probes).toEqual([{ name: 'service-reachable', ok: true, durationMs: 4, detail: null, error: null }]);
     expect((await client(world.sm).send(new GetSecretValueCommand({ SecretId: created.ARN }))).SecretString).toBe(value);
     expect(invocations(outputs.CheckHealthFunctionName!)).toContainEqual({});
+
+    // Rolled back twice (on-call unsure whether the first ran): the second moves nothing.
+    const back = await acctops(['--json', 'institution', 'set-secret', '--rollback']);
+    expect(back.code).toBe(0);
+    expect(parseJson(back)).toMatchObject({ rolledBack: true, alreadyRolledBack: false, versionId: created.VersionId });
+    const again = await acctops(['--json', 'institution', 'set-secret', '--rollback']);
+    expect(again.code).toBe(0);
+    expect(parseJson(again)).toMatchObject({ rolledBack: true, alreadyRolledBack: true, versionId: created.VersionId });
+    const current = await client(world.sm).send(new GetSecretValueCommand({ SecretId: created.ARN }));
+    expect(current.SecretString).toBe('inst-1:placeholder-value');
   });
 
   it('export requests the month from the deployed pipeline for every active company of the registry (ExportRequested each on the exports bus)', async () => {

@@ -4,7 +4,7 @@ import { canarySecret } from '../helpers/canary';
 import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
 
 interface Demo {
-  institution: { id: string };
+  institution: { id: string; secret: string };
   companies: { publicId: string; apiKeys: { name: string; key: string; permissions: string[] }[] }[];
 }
 
@@ -56,9 +56,40 @@ describe('acctops institution set-secret and keys install', () => {
     expect(back.code).toBe(0);
     expect(parseJson(back)).toMatchObject({
       rolledBack: true,
+      alreadyRolledBack: false,
       verified: true,
       versionId: report.previousVersionId,
       previousVersionId: report.versionId,
+    });
+
+    // On-call unsure whether the rollback ran runs it again: the refused value stays out.
+    const again = await acctops(['institution', 'set-secret', '--rollback']);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain(
+      `Already rolled back acctops/local/institution: version ${report.previousVersionId} is current, restored by a rollback from version ${report.versionId}; nothing changed`,
+    );
+    expect(again.stdout).toMatch(/ok {3}service-reachable/);
+  });
+
+  it('set-secret --rollback after a later change rolls that change back, once', async () => {
+    const good = `${demo.institution.id}:${demo.institution.secret}`;
+    const stored = parseJson<{ versionId: string; previousVersionId: string }>(
+      await acctops(['--json', 'institution', 'set-secret'], { ACCTOPS_INSTITUTION: good }),
+    );
+    const rollBack = async () => {
+      const result = await acctops(['--json', 'institution', 'set-secret', '--rollback']);
+      expect(result.code).toBe(0);
+      return parseJson<{ versionId: string; previousVersionId: string; alreadyRolledBack: boolean }>(result);
+    };
+    expect(await rollBack()).toMatchObject({
+      alreadyRolledBack: false,
+      versionId: stored.previousVersionId,
+      previousVersionId: stored.versionId,
+    });
+    expect(await rollBack()).toMatchObject({
+      alreadyRolledBack: true,
+      versionId: stored.previousVersionId,
+      previousVersionId: stored.versionId,
     });
   });
 

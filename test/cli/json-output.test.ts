@@ -172,7 +172,16 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
       outputs.push(result);
       expect(result.code).toBe(0);
       const body = parseJson<{ probes: object[] } & Record<string, unknown>>(result);
-      expect(keysOf(body)).toEqual(['institutionId', 'previousVersionId', 'probes', 'rolledBack', 'secret', 'verified', 'versionId']);
+      expect(keysOf(body)).toEqual([
+        'alreadyRolledBack',
+        'institutionId',
+        'previousVersionId',
+        'probes',
+        'rolledBack',
+        'secret',
+        'verified',
+        'versionId',
+      ]);
       for (const probe of body.probes) expect(keysOf(probe)).toEqual(PROBE);
       return body;
     };
@@ -186,7 +195,14 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     // Passing probes: error null (and detail null where a probe has none).
     expect(stored.probes).toEqual(expect.arrayContaining([expect.objectContaining({ ok: true, error: null })]));
     const back = await secretChange(['--rollback']);
-    expect(back).toMatchObject({ institutionId: null, rolledBack: true, versionId: stored.previousVersionId });
+    expect(back).toMatchObject({ institutionId: null, rolledBack: true, alreadyRolledBack: false, versionId: stored.previousVersionId });
+    const again = await secretChange(['--rollback']);
+    expect(again).toMatchObject({
+      rolledBack: true,
+      alreadyRolledBack: true,
+      versionId: back.versionId,
+      previousVersionId: stored.versionId,
+    });
 
     // A registered company without a key secret: a rotation finding that names no key.
     const keyless = randomUUID();
