@@ -19,7 +19,7 @@ export interface CredentialProvider {
   get(): Promise<Credential>;
   /**
    * Called once per request when the service answers 401, with the credential that request went
-   * out with. Resolve true after fetching a fresh credential (the next `get()` returns it): the
+   * out with; not for a 401 that refuses the user rather than the credential (`refusesUser`). Resolve true after fetching a fresh credential (the next `get()` returns it): the
    * request is then sent once more. Resolve false (or omit the method) to raise the error. Several
    * requests may be refused at once (a list has up to two in flight): each is called.
    */

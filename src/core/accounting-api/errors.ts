@@ -490,6 +490,17 @@ export const CREDENTIAL_CODES: ReadonlySet<string> = new Set([
   'authentication_failed',
 ]);
 
+/**
+ * 401 codes that refuse the user the request is about (ours, and DRF's for an inactive user), not
+ * the credential that sent it: a new credential cannot help, only the service owner can.
+ */
+export const USER_REFUSAL_CODES: ReadonlySet<string> = new Set(['user_disabled', 'user_inactive']);
+
+/** A 401 whose code says the user is refused (disabled at the service), not the credential. */
+export function refusesUser(error: AccountingApiError): boolean {
+  return error instanceof AuthenticationError && error.apiCode !== undefined && USER_REFUSAL_CODES.has(error.apiCode);
+}
+
 /** A code about a token: simplejwt's `token_not_valid`, ours (`token_*`, `refresh_token_*`), RFC 6750's `invalid_token`. */
 function isTokenCode(code: string | undefined): boolean {
   if (code === undefined) return false;

@@ -39,6 +39,8 @@ export {
   type ErrorBodyShape,
   type ErrorContextKind,
   CREDENTIAL_CODES,
+  USER_REFUSAL_CODES,
+  refusesUser,
   readErrorBody,
   errorFromResponse,
   describeRequest,

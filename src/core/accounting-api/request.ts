@@ -12,6 +12,7 @@ import {
   describeRequest,
   errorFromResponse,
   errorFromTransportFailure,
+  refusesUser,
   responseValidationError,
 } from './errors';
 import { parseJsonLossless } from './lossless-json';
@@ -157,7 +158,8 @@ export class RequestEngine {
       const error = outcome;
       if (operation.wanted?.() === false) throw error;
 
-      if (error instanceof AuthenticationError && !reauthenticated && settings.credentials.onAuthenticationError) {
+      // A disabled user is refused whatever credential asks: re-reading it would only cost a read.
+      if (error instanceof AuthenticationError && !refusesUser(error) && !reauthenticated && settings.credentials.onAuthenticationError) {
         reauthenticated = true;
         if (await settings.credentials.onAuthenticationError(error, credential)) {
           attempt--; // a fresh credential is not a retry of the same one

@@ -1,5 +1,6 @@
 import {
   AccountingClient,
+  AuthenticationError,
   type AccountingClientOptions,
   ConnectionError,
   RateLimitError,
@@ -13,6 +14,7 @@ import {
   errorFromResponse,
   institutionAuth,
   isRetryable,
+  refusesUser,
   retryDelayMs,
 } from './retry-imports';
 import { ManualClock } from '../../../src/core/shared/clock';
@@ -247,6 +249,22 @@ describe('retries through the client', () => {
       await expect(client.companies.list().all()).rejects.toMatchObject({ code: 'key_expired' });
       expect(provider.onAuthenticationError).toHaveBeenCalledTimes(1);
       expect(fake.requests).toHaveLength(2);
+    });
+
+    it.each([
+      ['ours', apiError(401, 'authentication_error', 'user_disabled')],
+      ['DRF', json(401, { detail: 'User is inactive', code: 'user_inactive' })],
+    ])('leaves the credential alone when the 401 refuses the user (%s): no new credential can help', async (_dialect, refusal) => {
+      const provider = {
+        get: () => Promise.resolve({ kind: 'institution' as const, ...INSTITUTION }),
+        onAuthenticationError: jest.fn(() => Promise.resolve(true)),
+      };
+      const { client, fake } = setup(sequence(refusal), { credentials: provider });
+      const error = await client.institution.retrieveToken(USER).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(AuthenticationError);
+      expect(refusesUser(error as AuthenticationError)).toBe(true);
+      expect(provider.onAuthenticationError).not.toHaveBeenCalled();
+      expect(fake.requests).toHaveLength(1);
     });
 
     it('raises at once when the provider has nothing fresher', async () => {
