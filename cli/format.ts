@@ -25,3 +25,12 @@ export function counts<T extends string>(values: readonly T[]): Record<T, number
   for (const v of values) out[v] = (out[v] ?? 0) + 1;
   return out;
 }
+
+/**
+ * An error as the LAST ERROR and ERROR columns show it: its class, and its code in parentheses
+ * (`AuthenticationError (user_disabled)`), which is what the runbooks tell cases apart by.
+ */
+export function errorLabel(errorClass: string | null | undefined, errorCode: string | null | undefined): string | undefined {
+  if (!errorClass) return undefined;
+  return errorCode ? `${errorClass} (${errorCode})` : errorClass;
+}

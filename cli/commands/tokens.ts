@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import type { RefreshResult } from '../../src/core/tokens/token-lifecycle';
 import { guid } from '../args';
 import { UsageError } from '../errors';
+import { errorLabel } from '../format';
 import type { RefreshReport } from '../operations/operations';
 import type { Output } from '../output';
 import type { CommandHost } from './host';
@@ -40,7 +41,7 @@ export function renderRefresh(out: Output, report: RefreshReport): void {
     [
       { header: 'EXTERNAL ID', value: (o) => o.externalId },
       { header: 'RESULT', value: (o) => o.result },
-      { header: 'ERROR', value: (o) => o.errorClass },
+      { header: 'ERROR', value: (o) => errorLabel(o.errorClass, o.errorCode) },
     ],
     'no user was due',
   );

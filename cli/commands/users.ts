@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import type { OnboardResult } from '../../src/core/tokens/token-lifecycle';
 import { TOKEN_STATUSES, type TokenStatus } from '../../src/core/tokens/token-store';
 import { email, guid, nonEmpty } from '../args';
-import { iso, relative } from '../format';
+import { errorLabel, iso, relative } from '../format';
 import type { CommandHost } from './host';
 
 export function usersCommand(host: CommandHost): Command {
@@ -47,7 +47,7 @@ export function usersCommand(host: CommandHost): Command {
             },
             { header: 'DUE', value: (r) => (r.due ? 'yes' : 'no') },
             { header: 'FAILURES', value: (r) => r.consecutiveFailures, align: 'right' },
-            { header: 'LAST ERROR', value: (r) => r.lastErrorClass },
+            { header: 'LAST ERROR', value: (r) => errorLabel(r.lastErrorClass, r.lastErrorCode) },
           ]);
           session.out.line(`${shown.length} user(s)${opts.status ? ` in status ${opts.status}` : ''}.`);
         });

@@ -223,7 +223,13 @@ export class AwsOperations implements Operations {
       const logGroup = await functions.logGroupOf(functionName);
       outcome = { externalId, result: 'failed', errorClass: `see the log group ${logGroup ?? `of ${functionName}`}` };
     } else {
-      outcome = { externalId, result: refreshResultOf(before, await store.get(externalId), systemClock.now()) };
+      const after = await store.get(externalId);
+      const result = refreshResultOf(before, after, systemClock.now());
+      // The worker answers only failures: what made the user needs_attention is on its record.
+      outcome =
+        result === 'needs_attention' && after?.lastErrorClass
+          ? { externalId, result, errorClass: after.lastErrorClass, ...(after.lastErrorCode ? { errorCode: after.lastErrorCode } : {}) }
+          : { externalId, result };
     }
     return { mode: 'local', planned: 1, outcomes: [outcomeRow(outcome)], counts: { [outcome.result]: 1 } };
   }

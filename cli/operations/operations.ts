@@ -103,7 +103,10 @@ export interface UserRow {
   refreshedAt: string;
   due: boolean;
   consecutiveFailures: number;
+  /** The failure that made the user `needs_attention`; both null once a pair is stored again. */
   lastErrorClass: string | null;
+  /** Its code: the service's (`user_disabled`) where it gave one, else ours; null when none. */
+  lastErrorCode: string | null;
 }
 
 export interface UserList {
@@ -112,9 +115,10 @@ export interface UserList {
   now: number;
 }
 
-/** A user's outcome as --json prints it: `errorClass` (the ERROR column) always there, null when none. */
-export interface RefreshOutcomeRow extends Omit<RefreshOutcome, 'errorClass'> {
+/** A user's outcome as --json prints it: `errorClass` and `errorCode` (the ERROR column) always there, null when none. */
+export interface RefreshOutcomeRow extends Omit<RefreshOutcome, 'errorClass' | 'errorCode'> {
   errorClass: string | null;
+  errorCode: string | null;
 }
 
 export interface RefreshReport {

@@ -66,7 +66,7 @@ export const REFRESH_MARGIN_MS = 15 * 60_000;
 
 /** A refresh outcome with its fixed key set for --json. */
 export function outcomeRow(outcome: RefreshOutcome): RefreshOutcomeRow {
-  return { ...outcome, errorClass: outcome.errorClass ?? null };
+  return { ...outcome, errorClass: outcome.errorClass ?? null, errorCode: outcome.errorCode ?? null };
 }
 
 export function userRow(record: TokenSummary, now: number): UserRow {
@@ -80,6 +80,7 @@ export function userRow(record: TokenSummary, now: number): UserRow {
     due: isDue(record, now, REFRESH_MARGIN_MS),
     consecutiveFailures: record.consecutiveFailures,
     lastErrorClass: record.lastErrorClass,
+    lastErrorCode: record.lastErrorCode,
   };
 }
 

@@ -62,6 +62,7 @@ const SUMMARY_ATTRIBUTES = [
   'status',
   'consecutiveFailures',
   'lastErrorClass',
+  'lastErrorCode',
   'leaseOwner',
   'leaseUntil',
   'createdAt',

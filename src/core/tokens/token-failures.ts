@@ -1,4 +1,5 @@
 import { AccountingApiError, AuthenticationError, CREDENTIAL_CODES, ConnectionError, RateLimitError } from '../accounting-api';
+import { isStorableErrorCode } from './token-store';
 
 /**
  * How the token use cases read a failed call to the service. Three kinds:
@@ -37,6 +38,17 @@ export function serviceFailure(error: unknown): ServiceFailure | undefined {
   if (error instanceof ConnectionError && !error.ambiguous) return 'later';
   if (error instanceof AuthenticationError && isInstitutionRefusal(error)) return 'later';
   return error.ambiguous ? 'ambiguous' : 'refused';
+}
+
+/**
+ * The code a token record keeps of a failure (`lastErrorCode`): the service's where it gave one,
+ * since that is what tells a disabled user (`user_disabled`) from other 401s, else our stable code.
+ * Undefined when there is none, or it is not a short identifier (`isStorableErrorCode`).
+ */
+export function failureCode(error: unknown): string | undefined {
+  const { apiCode, errorCode } = describeFailure(error);
+  const code = apiCode ?? errorCode;
+  return code !== undefined && isStorableErrorCode(code) ? code : undefined;
 }
 
 /**

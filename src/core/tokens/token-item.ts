@@ -41,6 +41,7 @@ function toSummary(item: z.output<typeof storedSummarySchema>): TokenSummary {
     status: item.status,
     consecutiveFailures: item.consecutiveFailures,
     lastErrorClass: item.lastErrorClass ?? null,
+    lastErrorCode: item.lastErrorCode ?? null,
     createdAt: item.createdAt,
     updatedAt: item.updatedAt,
   };

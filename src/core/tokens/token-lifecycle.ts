@@ -12,7 +12,7 @@ import { onboardInputSchema, type OnboardInput } from './onboard-input';
 import { OnboardConflictError, RevocationIncompleteError, TokenBusyError, UserRevokedError } from './errors';
 import { tokenRefreshFailed } from './token-events';
 import { accessTokenExpiry } from './token-expiry';
-import { describeFailure, serviceFailure } from './token-failures';
+import { describeFailure, failureCode, serviceFailure } from './token-failures';
 import {
   TokenExistsError,
   TokenNotFoundError,
@@ -100,6 +100,8 @@ export interface RefreshOutcome {
   externalId: string;
   result: RefreshResult;
   errorClass?: string;
+  /** For `needs_attention`: the code the record keeps (`lastErrorCode`), when there is one. */
+  errorCode?: string;
 }
 
 const RESULT_METRIC: Record<RefreshResult, string> = {
@@ -376,11 +378,12 @@ export class TokenLifecycle {
     failure: { retrieveError: unknown; refreshError: unknown },
   ): Promise<RefreshOutcome> {
     const { errorClass } = describeFailure(failure.retrieveError);
+    const errorCode = failureCode(failure.retrieveError);
     let marked: TokenRecord;
     try {
       marked = await this.deps.store.markStatus(
         record.externalId,
-        { status: 'needs_attention', errorClass },
+        { status: 'needs_attention', errorClass, ...(errorCode === undefined ? {} : { errorCode }) },
         { expectedVersion: record.version, owner, now: this.deps.clock.now() },
       );
     } catch (error) {
@@ -401,7 +404,7 @@ export class TokenLifecycle {
       this.deps.metrics.add('TokenEventPublishFailed', 1);
       this.deps.logger.error('TokenRefreshFailed event not published', { externalId: record.externalId, ...describeFailure(error) });
     }
-    return { externalId: record.externalId, result: 'needs_attention', errorClass };
+    return { externalId: record.externalId, result: 'needs_attention', errorClass, ...(errorCode === undefined ? {} : { errorCode }) };
   }
 
   // ------------------------------------------------------------------ verify, recover, revoke

@@ -49,8 +49,13 @@ export interface TokenRecord {
   status: TokenStatus;
   /** Failures since the last successful save of a pair; reset by saveTokens. */
   consecutiveFailures: number;
-  /** Class of the last error recorded by markStatus (kept after a success, as history). */
+  /** Class of the error markStatus recorded; cleared by saveTokens, so it is never a stale one. */
   lastErrorClass: string | null;
+  /**
+   * Its code: the service's (`user_disabled`) where it gave one, else ours (`not_found`); null when
+   * none was recorded (and for items stored before codes were).
+   */
+  lastErrorCode: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -75,8 +80,19 @@ export interface IssuedTokens {
   accessTokenExpiresAt: number;
 }
 
-/** A failure that needs a human (`errorClass` is a class name such as `InvalidGrantError`), or a revocation. */
-export type StatusChange = { status: 'needs_attention'; errorClass: string } | { status: 'revoked' };
+/**
+ * A failure that needs a human (`errorClass` is a class name such as `InvalidGrantError`, `errorCode`
+ * its code, see `isStorableErrorCode`), or a revocation.
+ */
+export type StatusChange = { status: 'needs_attention'; errorClass: string; errorCode?: string } | { status: 'revoked' };
+
+/**
+ * A code the store keeps: a short identifier (`user_disabled`, `token_not_valid`). The service's code
+ * is its text, so anything else (a long alphanumeric run could be a pasted key) is not stored.
+ */
+export function isStorableErrorCode(code: string): boolean {
+  return /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/.test(code) && !/[A-Za-z0-9]{20}/.test(code);
+}
 
 /** The compare-and-swap guard of a write under a lease. */
 export interface WriteGuard {
@@ -132,8 +148,8 @@ export interface TokenStore {
   acquireLease(externalId: string, owner: string, leaseUntil: number, now: number): Promise<TokenRecord | null>;
 
   /**
-   * Stores a new pair: `refreshedAt = now`, status `active`, failure count 0, version + 1, lease
-   * released. Succeeds only if the record is still at `expectedVersion` and `owner` still holds the
+   * Stores a new pair: `refreshedAt = now`, status `active`, failure count 0, last error class and
+   * code removed, version + 1, lease released. Succeeds only if the record is still at `expectedVersion` and `owner` still holds the
    * lease (even if its time ran out: nobody else took it, so the pair is still the newest);
    * otherwise VersionConflictError.
    */
@@ -141,7 +157,7 @@ export interface TokenStore {
 
   /**
    * Moves the record out of the refresh schedule: `needs_attention` (failure count + 1, error class
-   * recorded) or `revoked`. Version + 1 and lease released; same guard as saveTokens.
+   * and code recorded; no code removes an earlier one) or `revoked`. Version + 1 and lease released; same guard as saveTokens.
    */
   markStatus(externalId: string, change: StatusChange, guard: WriteGuard): Promise<TokenRecord>;
 
@@ -194,6 +210,8 @@ export const storedTokenItemSchema = lazySchema(() =>
     status: z.enum(TOKEN_STATUSES),
     consecutiveFailures: z.int().min(0),
     lastErrorClass: z.string().min(1).optional(),
+    // Absent in items written before it existed: they read as no code.
+    lastErrorCode: z.string().min(1).optional(),
     leaseOwner: z.string().min(1).optional(),
     leaseUntil: epochMs.optional(),
     dueAt: epochMs.optional(),

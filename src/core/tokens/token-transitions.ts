@@ -4,6 +4,7 @@ import {
   MAX_PAGE_SIZE,
   TokenNotFoundError,
   VersionConflictError,
+  isStorableErrorCode,
   refreshDeadline,
   type IssuedTokens,
   type NewToken,
@@ -22,7 +23,7 @@ import { lazySchema } from '../shared/lazy-schema';
  * holds the two together.
  */
 
-export type RemovableAttribute = 'leaseOwner' | 'leaseUntil' | 'dueAt';
+export type RemovableAttribute = 'leaseOwner' | 'leaseUntil' | 'dueAt' | 'lastErrorClass' | 'lastErrorCode';
 export type CountingAttribute = 'version' | 'consecutiveFailures';
 
 export interface TokenPatch {
@@ -62,7 +63,7 @@ const newTokenSchema = lazySchema(() =>
 const issuedTokensSchema = lazySchema(() => z.object({ accessToken: token, refreshToken: token, accessTokenExpiresAt: epochMs }));
 const statusChangeSchema = lazySchema(() =>
   z.discriminatedUnion('status', [
-    z.object({ status: z.literal('needs_attention'), errorClass: z.string() }),
+    z.object({ status: z.literal('needs_attention'), errorClass: z.string(), errorCode: z.string().optional() }),
     z.object({ status: z.literal('revoked') }),
   ]),
 );
@@ -113,7 +114,8 @@ export function tokensPatch(tokens: IssuedTokens, now: number): TokenPatch {
       consecutiveFailures: 0,
       dueAt: refreshDeadline({ accessTokenExpiresAt: pair.accessTokenExpiresAt, refreshedAt: now }),
     },
-    remove: LEASE_ATTRIBUTES,
+    // A stored pair ends the failure the last error described: kept, it would read as current.
+    remove: [...LEASE_ATTRIBUTES, 'lastErrorClass', 'lastErrorCode'],
     increment: ['version'],
   };
 }
@@ -124,12 +126,21 @@ export function statusPatch(change: StatusChange, now: number): TokenPatch {
   if (parsed.status === 'needs_attention' && !ERROR_CLASS.test(parsed.errorClass)) {
     throw new ValidationError('status change', [{ path: 'errorClass', message: 'expected an error class name such as InvalidGrantError' }]);
   }
+  if (parsed.status === 'needs_attention' && parsed.errorCode !== undefined && !isStorableErrorCode(parsed.errorCode)) {
+    throw new ValidationError('status change', [{ path: 'errorCode', message: 'expected an error code such as user_disabled' }]);
+  }
   // Dropping dueAt takes the record out of the sparse due index.
   const remove: RemovableAttribute[] = [...LEASE_ATTRIBUTES, 'dueAt'];
   if (parsed.status === 'needs_attention') {
+    const { errorCode } = parsed;
     return {
-      set: { status: parsed.status, lastErrorClass: parsed.errorClass, updatedAt: now },
-      remove,
+      set: {
+        status: parsed.status,
+        lastErrorClass: parsed.errorClass,
+        ...(errorCode === undefined ? {} : { lastErrorCode: errorCode }),
+        updatedAt: now,
+      },
+      remove: errorCode === undefined ? [...remove, 'lastErrorCode'] : remove,
       increment: ['version', 'consecutiveFailures'],
     };
   }

@@ -364,10 +364,18 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
       const outcomes = await w.worker().refreshBatch([first!, broken!, last!]);
       expect(resultsOf(outcomes)).toEqual({ [first!]: 'refreshed', [broken!]: 'needs_attention', [last!]: 'refreshed' });
+      const userCode = dialect === 'default' ? 'user_disabled' : 'user_inactive';
+      expect(outcomes.find((o) => o.externalId === broken)).toEqual({
+        externalId: broken,
+        result: 'needs_attention',
+        errorClass: 'AuthenticationError',
+        errorCode: userCode,
+      });
       expect(await w.record(broken!)).toMatchObject({
         status: 'needs_attention',
         consecutiveFailures: 1,
         lastErrorClass: 'AuthenticationError',
+        lastErrorCode: userCode,
         leaseOwner: null,
       });
       expect(w.events.ofType(TOKEN_EVENT_TYPES.refreshFailed)).toEqual([
@@ -393,7 +401,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       // The runbook: the service re-enables the user, recover brings it back into the schedule.
       await sandbox.admin.enableUser({ userId: await sandboxUserId(broken!) });
       await expect(w.worker().recover(broken!)).resolves.toMatchObject({ result: 'recovered', previousStatus: 'needs_attention' });
-      expect(await w.record(broken!)).toMatchObject({ status: 'active', consecutiveFailures: 0 });
+      expect(await w.record(broken!)).toMatchObject({
+        status: 'active',
+        consecutiveFailures: 0,
+        lastErrorClass: null,
+        lastErrorCode: null,
+      });
       expect((await w.plan()).sort()).toEqual([first!, last!].sort());
       clock.advance(16 * MINUTE);
       expect(await w.plan()).toContain(broken);

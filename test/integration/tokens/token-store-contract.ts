@@ -106,6 +106,7 @@ export function tokenStoreContract(name: string, makeHarness: () => Promise<Toke
           status: 'active',
           consecutiveFailures: 0,
           lastErrorClass: null,
+          lastErrorCode: null,
           createdAt: clock.now(),
           updatedAt: clock.now(),
         });
@@ -283,42 +284,88 @@ export function tokenStoreContract(name: string, makeHarness: () => Promise<Toke
     });
 
     describe('markStatus', () => {
-      it('needs_attention counts the failure, records its class, releases the lease and leaves the due query', async () => {
+      it('needs_attention counts the failure, records its class and code, releases the lease and leaves the due query', async () => {
         const { externalId } = await store.create(newToken({ accessTokenExpiresAt: clock.now() + 5 * MINUTE }), clock.now());
         expect(await dueIds()).toEqual([externalId]);
         await store.acquireLease(externalId, 'worker-a', clock.now() + MINUTE, clock.now());
         const marked = await store.markStatus(
           externalId,
-          { status: 'needs_attention', errorClass: 'InvalidGrantError' },
+          { status: 'needs_attention', errorClass: 'AuthenticationError', errorCode: 'user_disabled' },
           { expectedVersion: 1, owner: 'worker-a', now: clock.now() },
         );
         expect(marked).toMatchObject({
           status: 'needs_attention',
           consecutiveFailures: 1,
-          lastErrorClass: 'InvalidGrantError',
+          lastErrorClass: 'AuthenticationError',
+          lastErrorCode: 'user_disabled',
           version: 2,
           leaseOwner: null,
         });
+        expect(await store.get(externalId)).toEqual(marked);
+        expect((await store.list({ limit: 10 })).items).toEqual([
+          expect.objectContaining({ externalId, lastErrorClass: 'AuthenticationError', lastErrorCode: 'user_disabled' }),
+        ]);
         expect(await dueIds()).toEqual([]);
         clock.advance(3 * KEEP_ALIVE_MS);
         expect(await dueIds()).toEqual([]);
 
-        // A second failed recovery counts again; a successful one resets the count and rejoins the schedule.
+        // A second failed recovery counts again, and a failure without a code leaves none of the first's.
         await store.acquireLease(externalId, 'runbook', clock.now() + MINUTE, clock.now());
         const again = await store.markStatus(
           externalId,
           { status: 'needs_attention', errorClass: 'NotFoundError' },
           { expectedVersion: 2, owner: 'runbook', now: clock.now() },
         );
-        expect(again).toMatchObject({ consecutiveFailures: 2, lastErrorClass: 'NotFoundError', version: 3 });
+        expect(again).toMatchObject({ consecutiveFailures: 2, lastErrorClass: 'NotFoundError', lastErrorCode: null, version: 3 });
+
+        // A successful recovery resets the count, clears the error (it would read as current) and rejoins the schedule.
+        await store.acquireLease(externalId, 'runbook', clock.now() + MINUTE, clock.now());
+        await store.markStatus(
+          externalId,
+          { status: 'needs_attention', errorClass: 'InvalidGrantError', errorCode: 'token_not_valid' },
+          { expectedVersion: 3, owner: 'runbook', now: clock.now() },
+        );
         await store.acquireLease(externalId, 'runbook', clock.now() + MINUTE, clock.now());
         const recovered = await store.saveTokens(externalId, freshPair(clock.now() + 5 * MINUTE), {
-          expectedVersion: 3,
+          expectedVersion: 4,
           owner: 'runbook',
           now: clock.now(),
         });
-        expect(recovered).toMatchObject({ status: 'active', consecutiveFailures: 0, lastErrorClass: 'NotFoundError', version: 4 });
+        expect(recovered).toMatchObject({
+          status: 'active',
+          consecutiveFailures: 0,
+          lastErrorClass: null,
+          lastErrorCode: null,
+          version: 5,
+        });
+        expect(await store.get(externalId)).toEqual(recovered);
+        expect((await store.list({ limit: 10 })).items[0]).toMatchObject({ lastErrorClass: null, lastErrorCode: null });
         expect(await dueIds()).toEqual([externalId]);
+      });
+
+      it('refuses an error code that is no short identifier, and changes nothing', async () => {
+        const { externalId } = await store.create(newToken(), clock.now());
+        await store.acquireLease(externalId, 'worker-a', clock.now() + MINUTE, clock.now());
+        for (const errorCode of ['', 'user disabled', `sbx_${'A1b2C3d4'.repeat(4)}`, 'x'.repeat(65)]) {
+          await expect(
+            store.markStatus(
+              externalId,
+              { status: 'needs_attention', errorClass: 'AuthenticationError', errorCode },
+              { expectedVersion: 1, owner: 'worker-a', now: clock.now() },
+            ),
+          ).rejects.toBeInstanceOf(ValidationError);
+        }
+        expect(await store.get(externalId)).toMatchObject({ status: 'active', version: 1, lastErrorCode: null });
+      });
+
+      it('reads an item stored before error codes were (a class, no code) as having no code', async () => {
+        const { externalId } = await store.create(newToken(), clock.now());
+        await harness.corrupt(externalId, 'status', 'needs_attention');
+        await harness.corrupt(externalId, 'lastErrorClass', 'AuthenticationError');
+        expect(await store.get(externalId)).toMatchObject({ lastErrorClass: 'AuthenticationError', lastErrorCode: null });
+        expect((await store.list({ limit: 10 })).items).toEqual([
+          expect.objectContaining({ externalId, lastErrorClass: 'AuthenticationError', lastErrorCode: null }),
+        ]);
       });
 
       it('revoked leaves the due query for good, however old the token gets', async () => {

@@ -360,6 +360,7 @@ describe('refreshResultOf: what the deployed refresh worker did, read from the u
     status: 'active',
     consecutiveFailures: 0,
     lastErrorClass: null,
+    lastErrorCode: null,
     createdAt: NOW - 86_400_000,
     updatedAt: NOW - 600_000,
     ...overrides,

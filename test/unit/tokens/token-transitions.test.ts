@@ -94,8 +94,25 @@ describe('patches', () => {
     expect(revoked).toMatchObject({ status: 'revoked', consecutiveFailures: 1, version: 3 });
   });
 
-  it('saving a pair rejoins the index, resets the failure count and keeps the last error class', () => {
-    const failed = applyPatch(item(), statusPatch({ status: 'needs_attention', errorClass: 'TimeoutError' }, NOW));
+  it('needs_attention records the code when there is one, and removes an earlier one when there is not', () => {
+    const coded = applyPatch(
+      item(),
+      statusPatch({ status: 'needs_attention', errorClass: 'AuthenticationError', errorCode: 'user_disabled' }, NOW),
+    );
+    expect(coded).toMatchObject({ lastErrorClass: 'AuthenticationError', lastErrorCode: 'user_disabled' });
+    const uncoded = applyPatch(coded, statusPatch({ status: 'needs_attention', errorClass: 'TimeoutError' }, NOW + 1));
+    expect(uncoded).toMatchObject({ lastErrorClass: 'TimeoutError' });
+    expect(uncoded).not.toHaveProperty('lastErrorCode');
+    expect(() => statusPatch({ status: 'needs_attention', errorClass: 'AuthenticationError', errorCode: 'not a code' }, NOW)).toThrow(
+      /errorCode/,
+    );
+  });
+
+  it('saving a pair rejoins the index, resets the failure count and clears the last error class and code', () => {
+    const failed = applyPatch(
+      item(),
+      statusPatch({ status: 'needs_attention', errorClass: 'InvalidGrantError', errorCode: 'token_not_valid' }, NOW),
+    );
     const saved = applyPatch(
       failed,
       tokensPatch({ accessToken: 'a2', refreshToken: 'r2', accessTokenExpiresAt: NOW + 90 * MINUTE }, NOW + 60 * MINUTE),
@@ -103,11 +120,11 @@ describe('patches', () => {
     expect(saved).toMatchObject({
       status: 'active',
       consecutiveFailures: 0,
-      lastErrorClass: 'TimeoutError',
       dueAt: NOW + 90 * MINUTE,
       refreshedAt: NOW + 60 * MINUTE,
       version: 3,
     });
+    for (const gone of ['lastErrorClass', 'lastErrorCode']) expect(saved).not.toHaveProperty(gone);
   });
 
   it('release removes only the lease', () => {
