@@ -5,6 +5,7 @@ import {
   CompanyMismatchError,
   isWellFormedApiKey,
   PermissionDeniedError,
+  refusesUser,
 } from '../src/core/accounting-api';
 import { CompanyKeyNotFoundError } from '../src/core/api-keys';
 import { SecretNotFoundError } from '../src/core/ports/secrets';
@@ -64,6 +65,31 @@ export class UnknownNameError extends CliError {
     this.option = option;
     this.id = id;
   }
+}
+
+/** The runbook "Recover a user", step 2: only the service owner can enable a disabled user. */
+const USER_DISABLED_HINT =
+  'the service disabled the user: ask the service owner (docs/runbooks.md, "Recover a user"), then `acctops users recover` it';
+
+/**
+ * The service refused the user (401 `user_disabled`, DRF `user_inactive`), not the credential that
+ * asked: the operation failed (exit 1), and no credential of ours needs checking (exit 4 would say so).
+ */
+export function userDisabled(message: string, cause?: unknown): CliError {
+  return new CliError(message, { code: 'user_disabled', exitCode: ExitCode.failure, hint: USER_DISABLED_HINT, cause });
+}
+
+/**
+ * `users recover` of a user the service answers 404 for: it no longer knows that username, email
+ * and external id together, so only onboarding registers it again (docs/runbooks.md, "Recover a user").
+ */
+export function userGoneAtService(externalId: string, detail: string, cause?: unknown): CliError {
+  return new CliError(`--user ${externalId}: the service no longer knows this user (${detail})`, {
+    code: 'user_not_at_service',
+    exitCode: ExitCode.failure,
+    hint: `onboard it again: \`acctops users onboard --external-id ${externalId} --username <name> --email <email>\` (\`acctops users list\` shows them)`,
+    cause,
+  });
 }
 
 /** `--user <id>` that the token store holds no record of (never onboarded here). */
@@ -243,6 +269,10 @@ function classify(error: unknown): ErrorReport {
   if (error instanceof CliError) return { exitCode: error.exitCode, code: error.code, message: error.message, hint: error.hint };
   if (error instanceof ConfigError) {
     return { exitCode: ExitCode.config, code: error.code, message: error.message, hint: 'fix the named setting (README, "Configuration")' };
+  }
+  if (error instanceof AccountingApiError && refusesUser(error)) {
+    const { exitCode, code, hint } = userDisabled(error.message);
+    return { exitCode, code, message: error.message, hint };
   }
   if (error instanceof AuthenticationError || error instanceof PermissionDeniedError) {
     return {

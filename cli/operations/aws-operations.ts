@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { OperatorClients } from '../../src/adapters/aws/operator-clients';
-import { apiKeyAuth, createAccountingClient } from '../../src/core/accounting-api';
+import { apiKeyAuth, createAccountingClient, USER_REFUSAL_CODES } from '../../src/core/accounting-api';
 import {
   companyKeySecretName,
   CompanyKeyNotFoundError,
@@ -34,7 +34,7 @@ import { encodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
 import type { TokenRecord } from '../../src/core/tokens/token-store';
 import type { PlanReport } from '../../src/core/tokens/plan-refresh';
 import { configuredUrl } from '../args';
-import { CliConfigError, CompanyRemovedError, UnknownNameError, unknownUser, UsageError } from '../errors';
+import { CliConfigError, CompanyRemovedError, UnknownNameError, unknownUser, UsageError, userDisabled, userGoneAtService } from '../errors';
 import { iso } from '../format';
 import type {
   CompanyExportRow,
@@ -178,11 +178,15 @@ export class AwsOperations implements Operations {
     return forKnownUserRemote(externalId, this.invoke(OUTPUTS.revokeUser, 'revoke a user', { externalId }));
   }
 
-  recoverUser(externalId: string, options: { reactivate: boolean }): Promise<RecoverResult> {
-    return forKnownUserRemote(
-      externalId,
-      this.invoke(OUTPUTS.recoverUser, 'recover a user', { externalId, ...(options.reactivate ? { reactivate: true } : {}) }),
-    );
+  async recoverUser(externalId: string, options: { reactivate: boolean }): Promise<RecoverResult> {
+    try {
+      return await forKnownUserRemote(
+        externalId,
+        this.invoke(OUTPUTS.recoverUser, 'recover a user', { externalId, ...(options.reactivate ? { reactivate: true } : {}) }),
+      );
+    } catch (error) {
+      throw refusedUserRemote(externalId, error);
+    }
   }
 
   async listUsers(): Promise<UserList> {
@@ -721,6 +725,20 @@ export function refreshResultOf(before: TokenRecord, after: TokenRecord | null, 
   if (after.status === 'needs_attention' && before.status !== 'needs_attention') return 'needs_attention';
   if (before.leaseOwner !== null && before.leaseUntil !== null && before.leaseUntil > now) return 'busy';
   return 'not_due';
+}
+
+/**
+ * The recover-user function's refusals that are about the user, as the local mode reports them: the
+ * service's 404 (it no longer knows the user) and a disabled user (401 `user_disabled`, whose code
+ * the client's message carries in its parentheses). Anything else stays the function's failure.
+ */
+function refusedUserRemote(externalId: string, error: unknown): unknown {
+  if (!(error instanceof AcctopsError) || error.code !== 'function_failed') return error;
+  const errorType = (error as { errorType?: string }).errorType;
+  if (errorType === 'NotFoundError') return userGoneAtService(externalId, error.message, error);
+  const userCode = [...USER_REFUSAL_CODES].some((code) => new RegExp(`\\(401, ${code}\\b`).test(error.message));
+  if (errorType === 'AuthenticationError' && userCode) return userDisabled(error.message, error);
+  return error;
 }
 
 /**

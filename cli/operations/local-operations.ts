@@ -1,4 +1,5 @@
 import { MemoryRefreshQueue } from '../../src/adapters/local/memory-refresh-queue';
+import { NotFoundError } from '../../src/core/accounting-api';
 import { checkKeyRotations, keyMissingFinding, keyStatus, parseCompanyKeySecret, rotateNow, type Finding } from '../../src/core/api-keys';
 import { activeCompanyPages, type CompanyRegistry } from '../../src/core/companies/company-registry';
 import { DEFAULT_EXPORT_DEADLINE } from '../../src/core/exports/pipeline/export-deadline';
@@ -7,7 +8,7 @@ import { noMetrics } from '../../src/core/shared/metrics';
 import { redactString } from '../../src/core/shared/redact';
 import type { OnboardInput } from '../../src/core/tokens/token-lifecycle';
 import { planTokenRefresh } from '../../src/core/tokens/plan-refresh';
-import { unknownUser } from '../errors';
+import { unknownUser, userGoneAtService } from '../errors';
 import { counts, iso } from '../format';
 import { withLocalWorld, type LocalWorld } from '../local/local-world';
 import type {
@@ -87,7 +88,16 @@ export class LocalOperations implements Operations {
   }
 
   recoverUser(externalId: string, options: { reactivate: boolean }) {
-    return this.world((world) => forKnownUser(externalId, () => world.lifecycle().recover(externalId, options)));
+    return this.world((world) =>
+      forKnownUser(externalId, async () => {
+        try {
+          return await world.lifecycle().recover(externalId, options);
+        } catch (error) {
+          if (error instanceof NotFoundError) throw userGoneAtService(externalId, error.message, error);
+          throw error;
+        }
+      }),
+    );
   }
 
   refreshDue() {

@@ -264,6 +264,44 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(invocations(outputs.RevokeUserFunctionName!).at(-1)).toEqual({ externalId: ghost });
   });
 
+  it("recover: the function's refusals of the user read as in the local mode (disabled: ask the service owner; 404: onboard again), exit 1", async () => {
+    const user = randomUUID();
+    const failing = (errorType: string, errorMessage: string) => () => ({ error: 'Unhandled', body: { errorType, errorMessage } });
+    logGroups.set(outputs.RecoverUserFunctionName!, '/acctops/test/recover-user');
+
+    lambdaAnswers.set(
+      outputs.RecoverUserFunctionName!,
+      failing(
+        'AuthenticationError',
+        'authentication failed (401, user_disabled, on POST /api/v1/institution/users/token/retrieve/): The user is disabled.',
+      ),
+    );
+    const disabled = await acctops(['--json', 'users', 'recover', '--user', user]);
+    expect(disabled.code).toBe(1);
+    expect(JSON.parse(disabled.stderr)).toMatchObject({
+      error: { code: 'user_disabled', hint: expect.stringMatching(/ask the service owner/) },
+    });
+
+    lambdaAnswers.set(
+      outputs.RecoverUserFunctionName!,
+      failing('NotFoundError', 'not found (404, not_found, on POST /api/v1/institution/users/token/retrieve/): No user matches.'),
+    );
+    const gone = await acctops(['users', 'recover', '--user', user]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(
+      new RegExp(`^acctops: error: --user ${user}: the service no longer knows this user .*acctops users onboard --external-id ${user}`),
+    );
+
+    // Any other 401 stays the function's failure, with its log group.
+    lambdaAnswers.set(
+      outputs.RecoverUserFunctionName!,
+      failing('AuthenticationError', 'authentication failed (401, institution_invalid, on POST /api/v1/institution/users/token/retrieve/)'),
+    );
+    const other = await acctops(['users', 'recover', '--user', user]);
+    expect(other.code).toBe(1);
+    expect(other.stderr).toMatch(/failed: AuthenticationError: .*aws logs tail \/acctops\/test\/recover-user/);
+  });
+
   it('an output the stack does not export is exit 3 naming it and --output; named with --output, the planner is invoked as its schedule does', async () => {
     const missing = await acctops(['tokens', 'refresh', '--all']);
     expect(missing.code).toBe(3);

@@ -165,47 +165,22 @@ export class TokenLifecycle {
   /**
    * Registers the user with the service and stores its first pair. A user the service already
    * knows (409 user_exists, or a create whose answer was lost) gets a pair through retrieve
-   * instead. Idempotent: a user acctops already holds is returned as it is.
+   * instead. Idempotent: a user acctops already holds is returned as it is, except one in
+   * `needs_attention`, which is registered again under its lease: the runbook's way back for a user
+   * the service no longer knows (retrieve answered 404), where `recover` cannot help.
    */
   async onboard(input: OnboardInput): Promise<OnboardResult> {
     const user = parseWith(onboardInputSchema, input, 'onboard input');
     const log = this.deps.logger.child({ externalId: user.externalId });
     const existing = await this.deps.store.get(user.externalId);
+    if (existing?.status === 'needs_attention') {
+      this.alreadyOnboarded(existing, user);
+      return this.onboardAgain(user, log);
+    }
     if (existing) return this.alreadyOnboarded(existing, user);
 
     const issuedAt = this.deps.clock.now();
-    let pair: TokenPair;
-    let result: 'created' | 'retrieved' = 'created';
-    let createdAtService = false;
-    try {
-      const created = await this.deps.institution.createUser(user);
-      createdAtService = true;
-      if (created.refreshToken === null) {
-        // Spec §4.1: create's result "carries an accessToken"; retrieve generates the pair we can keep
-        // fresh. The user is still ours to report as `created`.
-        log.info('create returned no refresh token; retrieving a pair');
-        pair = await this.deps.institution.retrieveToken(user);
-      } else {
-        pair = { ...created, refreshToken: created.refreshToken };
-      }
-    } catch (error) {
-      if (createdAtService) throw error;
-      if (!(error instanceof UserExistsError) && serviceFailure(error) !== 'ambiguous') throw error;
-      log.info('the service may already know the user; retrieving its tokens', describeFailure(error));
-      result = 'retrieved';
-      try {
-        pair = await this.deps.institution.retrieveToken(user);
-      } catch (retrieveError) {
-        if (retrieveError instanceof NotFoundError && error instanceof UserExistsError) {
-          throw new OnboardConflictError(
-            user.externalId,
-            'the service has a user with this external_id or username, but not with this username, email and external_id together',
-            retrieveError,
-          );
-        }
-        throw retrieveError;
-      }
-    }
+    const { pair, result } = await this.register(user, log);
     const { expiresAt } = accessTokenExpiry(pair, issuedAt, this.settings.accessTokenLifetimeMs);
     try {
       const record = await this.deps.store.create(
@@ -221,6 +196,62 @@ export class TokenLifecycle {
       const winner = await this.deps.store.get(user.externalId);
       if (!winner) throw error;
       return this.alreadyOnboarded(winner, user);
+    }
+  }
+
+  /** A held `needs_attention` user, registered with the service again and made `active` with the new pair. */
+  private async onboardAgain(user: z.output<typeof onboardInputSchema>, log: Logger): Promise<OnboardResult> {
+    const owner = this.newOwner();
+    const record = await this.lease(user.externalId, owner);
+    return this.underLease(user.externalId, owner, async () => {
+      // Taken meanwhile by a recovery or a revocation: that is the state to report.
+      if (record.status !== 'needs_attention') return this.alreadyOnboarded(record, user);
+      const issuedAt = this.deps.clock.now();
+      const { pair, result } = await this.register(user, log);
+      const { expiresAt } = accessTokenExpiry(pair, issuedAt, this.settings.accessTokenLifetimeMs);
+      await this.saveWhileLeased(record, owner, {
+        accessToken: pair.accessToken,
+        refreshToken: pair.refreshToken,
+        accessTokenExpiresAt: expiresAt,
+      });
+      this.deps.metrics.add('UserOnboarded', 1);
+      log.info('user onboarded again', { result, previousStatus: record.status, accessTokenExpiresAt: expiresAt });
+      return { externalId: user.externalId, result, status: 'active', accessTokenExpiresAt: expiresAt };
+    });
+  }
+
+  /** Creates the user at the service, or retrieves the pair of one it already knows. */
+  private async register(
+    user: z.output<typeof onboardInputSchema>,
+    log: Logger,
+  ): Promise<{ pair: TokenPair; result: 'created' | 'retrieved' }> {
+    let createdAtService = false;
+    try {
+      const created = await this.deps.institution.createUser(user);
+      createdAtService = true;
+      if (created.refreshToken === null) {
+        // Spec §4.1: create's result "carries an accessToken"; retrieve generates the pair we can keep
+        // fresh. The user is still ours to report as `created`.
+        log.info('create returned no refresh token; retrieving a pair');
+        return { pair: await this.deps.institution.retrieveToken(user), result: 'created' };
+      }
+      return { pair: { ...created, refreshToken: created.refreshToken }, result: 'created' };
+    } catch (error) {
+      if (createdAtService) throw error;
+      if (!(error instanceof UserExistsError) && serviceFailure(error) !== 'ambiguous') throw error;
+      log.info('the service may already know the user; retrieving its tokens', describeFailure(error));
+      try {
+        return { pair: await this.deps.institution.retrieveToken(user), result: 'retrieved' };
+      } catch (retrieveError) {
+        if (retrieveError instanceof NotFoundError && error instanceof UserExistsError) {
+          throw new OnboardConflictError(
+            user.externalId,
+            'the service has a user with this external_id or username, but not with this username, email and external_id together',
+            retrieveError,
+          );
+        }
+        throw retrieveError;
+      }
     }
   }
 

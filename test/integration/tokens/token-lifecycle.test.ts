@@ -222,6 +222,25 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       await expect(lifecycle.onboard({ ...user, email: 'someone-else@example.test' })).rejects.toBeInstanceOf(OnboardConflictError);
     });
 
+    it('registers a held needs_attention user again (the runbook for a user the service lost), under its lease', async () => {
+      const w = await world();
+      const [id] = await w.onboard(1);
+      const user = await w.record(id!);
+      const input = { externalId: id!, username: user.username, email: user.email };
+      await sandbox.admin.disableUser({ userId: await sandboxUserId(id!) });
+      clock.advance(16 * MINUTE);
+      expect(resultsOf(await w.worker().refreshBatch([id!]))).toEqual({ [id!]: 'needs_attention' });
+
+      // Still refused: the error stands, the record is untouched and its lease free.
+      await expect(w.worker().onboard(input)).rejects.toMatchObject({ name: 'AuthenticationError' });
+      expect(await w.record(id!)).toMatchObject({ status: 'needs_attention', version: 2, leaseOwner: null, consecutiveFailures: 1 });
+
+      await sandbox.admin.enableUser({ userId: await sandboxUserId(id!) });
+      await expect(w.worker().onboard(input)).resolves.toMatchObject({ externalId: id, result: 'retrieved', status: 'active' });
+      expect(await w.record(id!)).toMatchObject({ status: 'active', consecutiveFailures: 0, lastErrorClass: null, lastErrorCode: null });
+      await expect(w.worker().onboard(input)).resolves.toMatchObject({ result: 'already_onboarded', status: 'active' });
+    });
+
     it('refuses a user whose username belongs to another external_id at the service, storing nothing', async () => {
       const w = await world();
       const taken = `taken-${randomUUID().slice(0, 8)}`;
