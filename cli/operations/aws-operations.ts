@@ -242,14 +242,7 @@ export class AwsOperations implements Operations {
     await this.ready();
     // Known before anything changes: without it the previous key could not be revoked after the rotation.
     const revokeBaseUrl = options.revokePreviousNow ? await this.baseUrl() : undefined;
-    const store = this.clients.secrets();
-    const directory = taggedKeyDirectory(store, this.directoryOptions);
-    const entry = await companyKeyOf(
-      (id) => directory.find(id),
-      () => this.optionalRegistry(),
-      companyId,
-      systemClock.now(),
-    );
+    const { store, directory, entry } = await this.companyKeySecret(companyId);
     const before = parseCompanyKeySecret((await store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
     const result = await rotateNow({ store, directory, logger: this.context.out.logger() }, companyId);
     let { state, rolledBack } = result;
@@ -304,6 +297,14 @@ export class AwsOperations implements Operations {
 
   async revokePending(companyId: string, options: { prefix?: string }): Promise<RevokePendingReport> {
     await this.ready();
+    const { store, entry } = await this.companyKeySecret(companyId);
+    const baseUrl = await this.baseUrl();
+    const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
+    return revokePendingNow(entry, scheduler.pending(), this.revokeDeps(store, baseUrl), options.prefix);
+  }
+
+  /** The company's key secret by its tag, or why it has none (unknown, removed, no key yet: exit 3). */
+  private async companyKeySecret(companyId: string) {
     const store = this.clients.secrets();
     const directory = taggedKeyDirectory(store, this.directoryOptions);
     const entry = await companyKeyOf(
@@ -312,9 +313,7 @@ export class AwsOperations implements Operations {
       companyId,
       systemClock.now(),
     );
-    const baseUrl = await this.baseUrl();
-    const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
-    return revokePendingNow(entry, scheduler.pending(), this.revokeDeps(store, baseUrl), options.prefix);
+    return { store, directory, entry };
   }
 
   async keyStatus(options: { company?: string } = {}): Promise<KeyStatusReport> {
