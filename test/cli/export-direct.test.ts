@@ -152,29 +152,32 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(bad.stderr).toContain('periodFinish');
     });
 
+    /** A CSV export of `month` in direct mode with `key`, into `target` under --out. */
+    const exportCsv = (key: string, target: string, extra: string[], json: boolean) =>
+      acctops(
+        [
+          ...(json ? ['--json'] : []),
+          'export',
+          '--base-url',
+          sandbox.baseUrl,
+          '--month',
+          month,
+          '--format',
+          'csv',
+          '--out',
+          target,
+          ...extra,
+        ],
+        { ACCTOPS_API_KEY: key },
+      );
+
     it("labels a tax report with the service's currency or with none: never the default EUR", async () => {
       // The GBP company. The minimal dialect names the currency currencyCode; the spec names none.
       const gbp = sandbox.demo!.companies[2]!;
       const gbpKey = gbp.apiKeys.find((k) => k.name.includes('read only'))!.key;
       trackSecret(gbpKey);
       const period = 'periodStart=startDate,periodEnd=endDate,createdAt=created,amountDue=totalAmount';
-      const exportTo = (target: string, extra: string[], json: boolean) =>
-        acctops(
-          [
-            ...(json ? ['--json'] : []),
-            'export',
-            '--base-url',
-            sandbox.baseUrl,
-            '--month',
-            month,
-            '--format',
-            'csv',
-            '--out',
-            target,
-            ...extra,
-          ],
-          { ACCTOPS_API_KEY: gbpKey },
-        );
+      const exportTo = (target: string, extra: string[], json: boolean) => exportCsv(gbpKey, target, extra, json);
       const run = async (target: string, extra: string[]) => {
         const result = await exportTo(target, extra, true);
         expect(result.code).toBe(0);
@@ -225,23 +228,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(gbp.currency).toBe('GBP');
       const gbpKey = gbp.apiKeys.find((k) => k.name.includes('read only'))!.key;
       trackSecret(gbpKey);
-      const exportTo = (target: string, extra: string[], json = true) =>
-        acctops(
-          [
-            ...(json ? ['--json'] : []),
-            'export',
-            '--base-url',
-            sandbox.baseUrl,
-            '--month',
-            month,
-            '--format',
-            'csv',
-            '--out',
-            target,
-            ...extra,
-          ],
-          { ACCTOPS_API_KEY: gbpKey },
-        );
+      const exportTo = (target: string, extra: string[], json = true) => exportCsv(gbpKey, target, extra, json);
       const run = async (target: string, extra: string[]) => {
         const result = await exportTo(target, extra);
         expect(result.code).toBe(0);
