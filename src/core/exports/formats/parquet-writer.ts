@@ -1,9 +1,10 @@
 import { constants as zlib, gzipSync } from 'node:zlib';
-import { ByteWriter, ParquetWriter, type SchemaElement } from 'hyparquet-writer';
+import { ByteWriter, type SchemaElement } from 'hyparquet-writer';
+import { writeMetadata } from 'hyparquet-writer/src/metadata.js';
 import type { ObjectSink, WrittenObject } from './object-sink';
 import { scaleFactor } from './currency';
-import { DECIMAL_PRECISION, DECIMAL_SCALE, type Cell, type ColumnKind, type Row, type TableColumn } from './dataset-tables';
-import { epochDay } from './offset-timestamp';
+import { DECIMAL_PRECISION, DECIMAL_SCALE, type Row, type TableColumn } from './dataset-tables';
+import { columnEncoder, type ColumnEncoder, type PageCodec, type RowGroup } from './parquet-columns';
 import type { RecordWriter } from './writers';
 
 /**
@@ -20,23 +21,22 @@ export const PARQUET_CREATED_BY = 'acctops exports schema 1';
  * the file was 2.2 instead of 3.3 MB. Athena, Spark, pyarrow and DuckDB read GZIP pages. A fixed
  * level keeps equal rows equal bytes (for a given zlib).
  */
-export const PARQUET_CODEC = 'GZIP';
-const compressors = { GZIP: (page: Uint8Array): Uint8Array => gzipSync(page, { level: zlib.Z_BEST_SPEED }) };
-
-/** hyparquet-writer's per-column options for a TableColumn marked `unique`. */
-const UNIQUE_COLUMN = { encoding: 'PLAIN', statistics: false } as const;
-/** hyparquet-writer's per-column options for a TableColumn with `statistics: false`. */
-const NO_STATISTICS = { statistics: false } as const;
+export const PARQUET_CODEC = 'GZIP' as const;
+const GZIP: PageCodec = { name: PARQUET_CODEC, compress: (page) => gzipSync(page, { level: zlib.Z_BEST_SPEED }) };
 
 /**
- * Parquet through hyparquet-writer's incremental `ParquetWriter`: rows are buffered per column up
- * to one row group, encoded, and the encoded bytes leave for the sink before the next group is
- * read. Only the footer metadata (row group offsets and statistics) grows with the file.
+ * Parquet through our column encoders (parquet-columns.ts), with hyparquet-writer's thrift code
+ * for the footer: each value is encoded as its row arrives, a row group's pages leave for the sink
+ * before the next group is read, and only the footer metadata (row group offsets and statistics)
+ * grows with the file. hyparquet-writer's `ParquetWriter` is not used: its generic column path
+ * stays out of the bundle.
  */
 export class ParquetRecordWriter implements RecordWriter {
   private readonly bytes: SinkByteWriter;
-  private readonly parquet: ParquetWriter;
-  private buffers: unknown[][];
+  private readonly schema: SchemaElement[];
+  private readonly encoders: ColumnEncoder[];
+  private readonly rowGroups: RowGroup[] = [];
+  private fileRows = 0n;
   private rows = 0;
 
   constructor(
@@ -45,45 +45,26 @@ export class ParquetRecordWriter implements RecordWriter {
     private readonly rowGroupRows = DEFAULT_ROW_GROUP_ROWS,
   ) {
     this.bytes = new SinkByteWriter(sink);
-    this.parquet = new ParquetWriter({
-      writer: this.bytes,
-      schema: parquetSchema(columns),
-      codec: PARQUET_CODEC,
-      compressors,
-      statistics: true,
-      createdBy: PARQUET_CREATED_BY,
-    });
-    this.buffers = columns.map(() => []);
+    this.bytes.appendBytes(PAR1);
+    this.schema = parquetSchema(columns);
+    this.encoders = columns.map((column, i) => columnEncoder(column, this.schema[i + 1]!, rowGroupRows, (row) => decimalFactor(row, column)));
   }
 
   write(_raw: unknown, row: Row): Promise<void> | undefined {
-    for (let i = 0; i < this.columns.length; i++) {
-      const column = this.columns[i]!;
-      const value = row[column.name] ?? null;
-      if (column.kind === 'decimal') {
-        this.buffers[i]!.push(value === null ? null : (value as bigint) * decimalFactor(row, column));
-        continue;
-      }
-      // A unique text column is written PLAIN, every value encoded: Buffer.from takes the bytes
-      // from Node's shared 8 KiB pool, where hyparquet-writer's TextEncoder.encode would allocate
-      // an ArrayBuffer per value. Other text columns stay strings: their dictionaries key on them.
-      this.buffers[i]!.push(
-        column.unique && column.kind === 'text' && value !== null ? Buffer.from(value as string, 'utf8') : parquetValue(column.kind, value),
-      );
-    }
+    for (let i = 0; i < this.columns.length; i++) this.encoders[i]!.push(row[this.columns[i]!.name] ?? null, row);
     this.rows += 1;
     return this.rows >= this.rowGroupRows ? this.writeRowGroup() : undefined;
   }
 
   async finish(): Promise<WrittenObject> {
     if (this.rows > 0) await this.writeRowGroup();
-    // finish() appends the page indexes and the footer. They are flushed here, not in the byte
-    // writer's finish (typed void, so its promise would be dropped): after a failed upload that
-    // promise rejects, unobserved when nothing was flushed before (an empty dataset), and the
-    // process dies. Awaited here, the failure fails the export instead.
-    await this.parquet.finish();
-    // The whole footer is still in the buffer: finish() writes it without flushing in between.
-    if (this.parquet.row_groups.length === 0) typeEmptyRowGroups(this.bytes.getBytes());
+    const metadata = { version: 2, created_by: PARQUET_CREATED_BY, schema: this.schema, num_rows: this.fileRows, row_groups: this.rowGroups };
+    // The footer: FileMetaData, its length, PAR1. hyparquet-writer's types want a reader's
+    // FileMetaData, whose metadata_length the writer computes itself and must not be given.
+    writeMetadata(this.bytes, metadata as Parameters<typeof writeMetadata>[1]);
+    this.bytes.appendBytes(PAR1);
+    if (this.rowGroups.length === 0) typeEmptyRowGroups(this.bytes.getBytes());
+    // Flushed and awaited here: after a failed upload the flush rejects, and the export fails.
     await this.bytes.flush();
     return this.sink.end();
   }
@@ -93,15 +74,15 @@ export class ParquetRecordWriter implements RecordWriter {
   }
 
   private writeRowGroup(): Promise<void> | undefined {
-    const columnData = this.columns.map((column, i) => ({
-      name: column.name,
-      data: this.buffers[i]!,
-      ...(column.unique ? UNIQUE_COLUMN : column.statistics === false ? NO_STATISTICS : {}),
-    }));
-    const rowGroupSize = this.rows;
-    this.buffers = this.columns.map(() => []);
+    const start = this.bytes.offset;
+    const columns = this.encoders.map((encoder) => encoder.encode(this.bytes, GZIP));
+    let uncompressed = 0n;
+    for (const chunk of columns) uncompressed += chunk.meta_data?.total_uncompressed_size ?? 0n;
+    const rows = BigInt(this.rows);
+    this.rowGroups.push({ columns, total_byte_size: uncompressed, num_rows: rows, total_compressed_size: BigInt(this.bytes.offset - start) });
+    this.fileRows += rows;
     this.rows = 0;
-    return this.parquet.write({ columnData, rowGroupSize }) ?? undefined;
+    return this.bytes.flush();
   }
 }
 
@@ -128,7 +109,7 @@ class SinkByteWriter extends ByteWriter {
 const THRIFT = { TRUE: 1, FALSE: 2, BYTE: 3, I16: 4, I32: 5, I64: 6, DOUBLE: 7, BINARY: 8, LIST: 9, SET: 10, MAP: 11, STRUCT: 12 } as const;
 /** parquet.thrift: `struct FileMetaData { … 4: required list<RowGroup> row_groups … }`. */
 const ROW_GROUPS_FIELD = 4;
-const PAR1 = [0x50, 0x41, 0x52, 0x31];
+const PAR1 = new Uint8Array([0x50, 0x41, 0x52, 0x31]);
 
 /**
  * Declares the empty `row_groups` list of a file without rows as a list of structs, in place.
@@ -290,33 +271,23 @@ function schemaElement(column: TableColumn): SchemaElement {
 }
 
 /** Minor units of the row's currency to the unscaled DECIMAL(…, DECIMAL_SCALE) value (100 for EUR). */
-function decimalFactor(row: Row, column: TableColumn): bigint {
+function decimalFactor(row: Row, column: TableColumn): number {
   const currency = column.currency === undefined ? undefined : row[column.currency];
   if (typeof currency !== 'string') return DEFAULT_FACTOR;
+  if (currency === last.currency) return last.factor;
   // Keyed by the currency alone (no key string built per row: this runs for every amount).
   let factor = FACTORS.get(currency);
   if (factor === undefined) {
     // The tables reject currencies with more digits than the scale before a row gets here.
-    factor = scaleFactor(currency, DECIMAL_SCALE) ?? DEFAULT_FACTOR;
+    factor = Number(scaleFactor(currency, DECIMAL_SCALE) ?? DEFAULT_FACTOR);
     FACTORS.set(currency, factor);
   }
+  last.currency = currency;
+  last.factor = factor;
   return factor;
 }
 
-const FACTORS = new Map<string, bigint>();
-const DEFAULT_FACTOR = 10n ** BigInt(DECIMAL_SCALE - 2);
-
-/** The physical value of a non-decimal cell. */
-function parquetValue(kind: ColumnKind, value: Cell): unknown {
-  if (value === null) return null;
-  switch (kind) {
-    case 'date':
-      return epochDay(value as string);
-    case 'timestamp':
-      // The epoch milliseconds as a number: an array of doubles holds them unboxed, so a row group
-      // of them is no work for the collector; the writer converts them to INT64 per row group.
-      return value;
-    default:
-      return value;
-  }
-}
+const FACTORS = new Map<string, number>();
+const DEFAULT_FACTOR = 10 ** (DECIMAL_SCALE - 2);
+/** The last currency looked up: most rows of an export are in the company's one currency. */
+const last: { currency: string | undefined; factor: number } = { currency: undefined, factor: DEFAULT_FACTOR };
