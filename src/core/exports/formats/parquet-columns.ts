@@ -1,7 +1,6 @@
 import type { ByteWriter, SchemaElement } from 'hyparquet-writer';
 import type { writeMetadata } from 'hyparquet-writer/src/metadata.js';
 import { writePageHeader } from 'hyparquet-writer/src/datapage.js';
-import { writeRleBitPackedHybrid } from 'hyparquet-writer/src/encoding.js';
 import type { Cell, Row, TableColumn } from './dataset-tables';
 import { epochDay } from './offset-timestamp';
 
@@ -9,8 +8,8 @@ import { epochDay } from './offset-timestamp';
  * The column chunks of a row group, encoded for our flat tables without hyparquet-writer's
  * generic path (dremel levels, a dictionary sample, `unconvert`, statistics over JS values): each
  * value goes into a typed array or a byte buffer as the row arrives, and a row group is one
- * dictionary page (when it pays) and one DATA_PAGE_V2 per column. The pages and the footer use
- * hyparquet-writer's own page-header and RLE code, and the footer is still its ParquetWriter's.
+ * dictionary page (when it pays) and one DATA_PAGE_V2 per column. Page headers and the footer are
+ * written by hyparquet-writer's thrift code.
  *
  * Why: in the export's profile (100k transactions, all formats, 2026-11-26) the generic path
  * took 21% of the main thread and a tenth of what the collector did; BENCHMARKS.md has the A/B.
@@ -178,9 +177,40 @@ abstract class BaseEncoder implements ColumnEncoder {
 
 const EMPTY = new Uint8Array(0);
 
-/** hyparquet-writer's RLE/bit-packed hybrid, which calls only `offset`, `appendUint8` and `appendVarInt`. */
+/**
+ * `values` in the RLE/bit-packed hybrid encoding, as two shapes only: one RLE run when every value
+ * is the same (a column without nulls, a dictionary of one entry), else one bit-packed run of all
+ * of them. hyparquet-writer's encoder looks for runs at every value and appends byte by byte, which
+ * measured 2-3% of the export; a general run search buys little here, since pages are compressed.
+ */
 function rleBitPacked(writer: GrowingBytes, values: Uint8Array | Int32Array, bitWidth: number): void {
-  writeRleBitPackedHybrid(writer as unknown as Parameters<typeof writeRleBitPackedHybrid>[0], values, bitWidth);
+  const count = values.length;
+  if (count === 0) return;
+  const first = values[0]!;
+  let same = true;
+  for (let i = 1; i < count && same; i++) same = values[i] === first;
+  if (same) {
+    writer.appendVarInt(count << 1);
+    for (let shift = 0; shift < bitWidth; shift += 8) writer.appendUint8((first >>> shift) & 0xff);
+    return;
+  }
+  const groups = Math.ceil(count / 8);
+  writer.appendVarInt((groups << 1) | 1);
+  const out = writer.reserve(groups * bitWidth);
+  const bytes = writer.bytesOf();
+  let at = out;
+  let buffer = 0;
+  let used = 0;
+  // Values past `count` in the last group of 8 are zeros, as the format asks.
+  for (let i = 0; i < groups * 8; i++) {
+    buffer |= (i < count ? values[i]! : 0) << used;
+    used += bitWidth;
+    while (used >= 8) {
+      bytes[at++] = buffer & 0xff;
+      buffer >>>= 8;
+      used -= 8;
+    }
+  }
 }
 
 /**
@@ -463,11 +493,8 @@ function codePointRank(unit: number): number {
   return unit >= 0xd800 && unit <= 0xdfff ? unit + 0x2000 : unit >= 0xe000 ? unit - 0x800 : unit;
 }
 
-/**
- * A hyparquet-writer Writer over one growing Node buffer, with UTF-8 text written in place (no
- * TextEncoder array per value).
- */
-class GrowingBytes implements Pick<ByteWriter, 'offset' | 'appendUint8' | 'appendVarInt' | 'appendBytes'> {
+/** One growing Node buffer, with UTF-8 text written in place (no TextEncoder array per value). */
+class GrowingBytes {
   private buffer: Buffer;
   offset = 0;
 
@@ -502,6 +529,19 @@ class GrowingBytes implements Pick<ByteWriter, 'offset' | 'appendUint8' | 'appen
       value >>>= 7;
     }
     this.appendUint8(value);
+  }
+
+  /** Makes room for `size` bytes the caller writes into `bytesOf()`, and returns where they start. */
+  reserve(size: number): number {
+    this.ensure(size);
+    const at = this.offset;
+    this.offset += size;
+    return at;
+  }
+
+  /** The underlying buffer (valid until the next append). */
+  bytesOf(): Buffer {
+    return this.buffer;
   }
 
   appendBytes(value: Uint8Array): void {
