@@ -3,11 +3,14 @@
  * transactions table's columns for `rows` synthetic rows, shaped as the exporter's rows, to a file
  * and prints one JSON line: time, peak RSS, bytes. `none` only generates the rows (the floor).
  *
- * Usage: node writer-candidate.js <none|hyparquet-writer|parquet-wasm|duckdb> <rows> <outFile>
+ * Usage: node writer-candidate.js <none|acctops|hyparquet-writer|parquet-wasm|duckdb> <rows> <outFile>
  */
 import { createWriteStream, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { ParquetRecordWriter } from '../../src/core/exports/formats/parquet-writer';
+import { constants as zlib, gzipSync } from 'node:zlib';
+import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
+import { DECIMAL_SCALE } from '../../src/core/exports/formats/dataset-tables';
+import { PARQUET_CREATED_BY, ParquetRecordWriter, parquetSchema } from '../../src/core/exports/formats/parquet-writer';
 import { transactionsTable, type Row } from '../../src/core/exports/formats/dataset-tables';
 
 const [candidate = 'none', rowsText = '1000000', outFile = '/dev/null'] = process.argv.slice(2);
@@ -49,6 +52,9 @@ async function main(): Promise<void> {
       for (let i = 0; i < ROWS; i++) bytes += row(i).description!.toString().length > 0 ? 0 : 1;
       break;
     }
+    case 'acctops':
+      bytes = await withOurEncoders();
+      break;
     case 'hyparquet-writer':
       bytes = await withHyparquetWriter();
       break;
@@ -79,8 +85,8 @@ function peakRssKiB(): number {
   return process.resourceUsage().maxRSS;
 }
 
-/** Our writer (ParquetRecordWriter over hyparquet-writer, INT_64 fix) into a file sink. */
-async function withHyparquetWriter(): Promise<number> {
+/** Our writer (ParquetRecordWriter: our column encoders, hyparquet-writer's footer) into a file sink. */
+async function withOurEncoders(): Promise<number> {
   const file = createWriteStream(outFile);
   let bytes = 0;
   const sink = {
@@ -101,6 +107,68 @@ async function withHyparquetWriter(): Promise<number> {
     if (wait) await wait;
   }
   await writer.finish();
+  return bytes;
+}
+
+/**
+ * hyparquet-writer's own incremental `ParquetWriter` on the same schema, as the exporter drove it
+ * until 2026-11-26: values buffered per column, row groups of 10,000, GZIP 1 pages, PLAIN without
+ * statistics for the unique columns, no statistics where the table says so.
+ */
+async function withHyparquetWriter(): Promise<number> {
+  const file = createWriteStream(outFile);
+  let bytes = 0;
+  class FileWriter extends ByteWriter {
+    flush(): void {
+      bytes += this.index;
+      file.write(new Uint8Array(this.buffer.slice(0, this.index)));
+      this.index = 0;
+    }
+  }
+  const columns = transactionsTable.columns;
+  const out = new FileWriter(1 << 20);
+  const parquet = new ParquetWriter({
+    writer: out,
+    schema: parquetSchema(columns),
+    codec: 'GZIP',
+    compressors: { GZIP: (page: Uint8Array) => gzipSync(page, { level: zlib.Z_BEST_SPEED }) },
+    statistics: true,
+    createdBy: PARQUET_CREATED_BY,
+  });
+  const factor = 10n ** BigInt(DECIMAL_SCALE - 2);
+  let buffers: unknown[][] = columns.map(() => []);
+  const flushGroup = () => {
+    const columnData = columns.map((column, i) => ({
+      name: column.name,
+      data: buffers[i]!,
+      ...(column.unique ? { encoding: 'PLAIN' as const, statistics: false } : column.statistics === false ? { statistics: false } : {}),
+    }));
+    const rowGroupSize = buffers[0]!.length;
+    buffers = columns.map(() => []);
+    void parquet.write({ columnData, rowGroupSize }); // synchronous: FileWriter.flush returns nothing
+  };
+  for (let i = 0; i < ROWS; i++) {
+    const r = row(i);
+    columns.forEach((column, c) => {
+      const value = r[column.name] ?? null;
+      buffers[c]!.push(
+        value === null
+          ? null
+          : column.kind === 'decimal'
+            ? (value as bigint) * factor
+            : column.kind === 'date'
+              ? Date.parse(value as string) / 86_400_000
+              : column.unique
+                ? Buffer.from(value as string, 'utf8')
+                : value,
+      );
+    });
+    if (buffers[0]!.length === GROUP) flushGroup();
+  }
+  if (buffers[0]!.length > 0) flushGroup();
+  void parquet.finish();
+  out.flush();
+  await new Promise<void>((resolve) => file.end(resolve));
   return bytes;
 }
 

@@ -1,6 +1,7 @@
 /**
- * The Parquet writer comparison of BENCHMARKS.md ("Parquet writer: the choice"): hyparquet-writer
- * (fixed), parquet-wasm (arrow-rs) with apache-arrow, DuckDB's own writer. Each candidate writes
+ * The Parquet writer comparison of BENCHMARKS.md ("Parquet writer: the choice"): our column
+ * encoders (ParquetRecordWriter), hyparquet-writer's own ParquetWriter (fixed), parquet-wasm
+ * (arrow-rs) with apache-arrow, DuckDB's own writer. Each candidate writes
  * the transactions columns of `rows` synthetic rows in a fresh process, `rounds` times, interleaved;
  * reported: median wall time over the row-generation floor, largest peak RSS, file size, bundle
  * size (esbuild, minified, plus the WebAssembly or native binary it must ship) and module init.
@@ -14,12 +15,13 @@ import { build } from 'esbuild';
 import { OUT_DIR, ROOT } from '../lib/processes';
 import { median } from '../lib/stats';
 
-const CANDIDATES = ['none', 'hyparquet-writer', 'parquet-wasm', 'duckdb'] as const;
+const CANDIDATES = ['none', 'acctops', 'hyparquet-writer', 'parquet-wasm', 'duckdb'] as const;
 type Candidate = (typeof CANDIDATES)[number];
 
 /** What a candidate must ship beside its JavaScript. */
 const ASSETS: Record<Candidate, string[]> = {
   none: [],
+  acctops: [],
   'hyparquet-writer': [],
   'parquet-wasm': ['node_modules/parquet-wasm/node/parquet_wasm_bg.wasm'],
   duckdb: ['node_modules/@duckdb/node-bindings-linux-x64/duckdb.node', 'node_modules/@duckdb/node-bindings-linux-x64/libduckdb.so'],
@@ -27,11 +29,13 @@ const ASSETS: Record<Candidate, string[]> = {
 
 /** The smallest program that loads a candidate, for bundle size and module init. */
 const INIT_ENTRY: Record<Exclude<Candidate, 'none'>, string> = {
+  acctops: `import { ParquetRecordWriter } from '../src/core/exports/formats/parquet-writer'; globalThis.w = ParquetRecordWriter;`,
   'hyparquet-writer': `import { ParquetWriter } from 'hyparquet-writer'; globalThis.w = ParquetWriter;`,
   'parquet-wasm': `import { writeParquet } from 'parquet-wasm/node'; import { tableToIPC } from 'apache-arrow'; globalThis.w = [writeParquet, tableToIPC];`,
   duckdb: `import { DuckDBInstance } from '@duckdb/node-api'; globalThis.w = DuckDBInstance;`,
 };
 const EXTERNAL: Record<Exclude<Candidate, 'none'>, string[]> = {
+  acctops: [],
   'hyparquet-writer': [],
   // The .wasm and the native addon are loaded from their packages at run time.
   'parquet-wasm': ['parquet-wasm'],
@@ -56,6 +60,7 @@ async function main(): Promise<void> {
 
   const runs: Record<Candidate, { ms: number; maxRssKiB: number; bytes: number }[]> = {
     none: [],
+    acctops: [],
     'hyparquet-writer': [],
     'parquet-wasm': [],
     duckdb: [],
