@@ -16,22 +16,40 @@ export interface AmountTotal {
  * (TotalsAccumulator) and a split month's parts (mergeTotals) add into the same thing.
  */
 export class AmountSums {
-  private readonly sums = new Map<string, { currency: string; cashflowType: string | null; records: number; minor: bigint }>();
+  private readonly sums = new Map<string, Sum>();
+  /** The last row's sum: a month's rows are mostly one currency and a few cashflow types. */
+  private last: Sum | undefined;
 
   add(currency: string, cashflowType: string | null, records: number, minor: bigint): void {
-    // NUL cannot be in a currency code (the tables check /^[A-Z]{3}$/), so keys cannot collide.
-    const key = cashflowType === null ? currency : `${currency}\u0000${cashflowType}`;
-    const sum = this.sums.get(key);
-    if (sum) {
-      sum.minor += minor;
-      sum.records += records;
+    let sum = this.last;
+    if (sum === undefined || sum.currency !== currency || sum.cashflowType !== cashflowType) {
+      // NUL cannot be in a currency code (the tables check /^[A-Z]{3}$/), so keys cannot collide.
+      const key = cashflowType === null ? currency : `${currency}\u0000${cashflowType}`;
+      sum = this.sums.get(key);
+      if (sum === undefined) {
+        sum = { currency, cashflowType, records: 0, minor: 0n, small: 0 };
+        this.sums.set(key, sum);
+      }
+      this.last = sum;
+    }
+    sum.records += records;
+    // Amounts below 2^52 add up in a number while it stays below 2^52 (so every partial sum is an
+    // exact integer): a bigint addition allocates a new bigint for every row.
+    const n = Number(minor);
+    if (n > -SMALL && n < SMALL && sum.small + n > -SMALL && sum.small + n < SMALL) {
+      sum.small += n;
     } else {
-      this.sums.set(key, { currency, cashflowType, records, minor });
+      sum.minor += minor + BigInt(sum.small);
+      sum.small = 0;
     }
   }
 
   /** Sorted by currency, then cashflow type (null first), so the manifest is deterministic. */
   result(): AmountTotal[] {
+    for (const sum of this.sums.values()) {
+      sum.minor += BigInt(sum.small);
+      sum.small = 0;
+    }
     return [...this.sums.values()]
       .sort((a, b) => compare(a.currency, b.currency) || compare(a.cashflowType ?? '', b.cashflowType ?? ''))
       .map((s) => ({
@@ -43,6 +61,17 @@ export class AmountSums {
       }));
   }
 }
+
+interface Sum {
+  currency: string;
+  cashflowType: string | null;
+  records: number;
+  /** The exact sum is `minor + small`. */
+  minor: bigint;
+  small: number;
+}
+
+const SMALL = 2 ** 52;
 
 /** Sums a dataset's amounts per currency and cashflow type. */
 export class TotalsAccumulator {
