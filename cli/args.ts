@@ -1,5 +1,6 @@
 import { InvalidArgumentError, type Command, type Option } from 'commander';
 import { parsePeriod } from '../src/core/exports/formats/period';
+import { CURRENCY_CODE_EXPECTED, isoCurrencyCode } from '../src/core/exports/formats/currency';
 import { FORMATS, type ExportFormat } from '../src/core/exports/formats/datasets';
 import { parseTaxReportFieldList, TAX_REPORT_FIELDS, type TaxReportFieldNames } from '../src/core/exports/formats/tax-report-fields';
 import { ValidationError } from '../src/core/shared/errors';
@@ -75,16 +76,10 @@ export function taxReportFields(raw: string): TaxReportFieldNames {
   }
 }
 
-/**
- * An ISO 4217 code the runtime's Intl lists (`gbp` is read as GBP). Intl.NumberFormat alone would
- * take any three letters, and a typo would then label a month's transactions with a currency that
- * does not exist.
- */
+/** An ISO 4217 code the runtime's Intl lists (`gbp` is read as GBP): the rule of src/core/exports/formats/currency.ts. */
 export function currencyCode(raw: string): string {
-  const code = raw.trim().toUpperCase();
-  if (!/^[A-Z]{3}$/.test(code) || !Intl.supportedValuesOf('currency').includes(code)) {
-    throw new InvalidArgumentError('expected an ISO 4217 currency code such as EUR, GBP or CHF');
-  }
+  const code = isoCurrencyCode(raw);
+  if (code === undefined) throw new InvalidArgumentError(CURRENCY_CODE_EXPECTED);
   return code;
 }
 

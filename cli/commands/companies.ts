@@ -1,8 +1,9 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { RECOVERY_WINDOW_DAYS } from '../../src/core/api-keys';
 import { ROTATION_DAYS } from '../../src/core/companies/company-registry';
+import { DEFAULT_CURRENCY } from '../../src/core/exports/formats/currency';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
-import { formats, guid } from '../args';
+import { currencyCode, formats, guid } from '../args';
 import type { KeyRotationChange } from '../operations/operations';
 import type { CommandHost } from './host';
 
@@ -40,16 +41,24 @@ export function companiesCommand(host: CommandHost): Command {
     .requiredOption('--company <uuid>', "the company's publicId at the service", guid)
     .option('--formats <list>', `export formats, comma-separated (${FORMATS.join(', ')}); default: all, or the registered ones`, formats)
     .option('--rotation-days <n>', "days between the company key's rotations (default: the stage's apiKeys.rotationDays)", rotationDays)
+    .option(
+      '--default-currency <ISO code>',
+      'the currency of transactions the service sends without one, for every export of the company (default: EUR, or the registered one)',
+      currencyCode,
+    )
     .action(
-      host.run(async (session, opts: { company: string; formats?: ExportFormat[]; rotationDays?: number }) => {
+      host.run(async (session, opts: { company: string; formats?: ExportFormat[]; rotationDays?: number; defaultCurrency?: string }) => {
         const operations = await session.operations();
         const { result, company, keyRotation } = await operations.addCompany({
           companyId: opts.company,
           ...(opts.formats ? { formats: opts.formats } : {}),
           ...(opts.rotationDays !== undefined ? { rotationDays: opts.rotationDays } : {}),
+          ...(opts.defaultCurrency !== undefined ? { defaultCurrency: opts.defaultCurrency } : {}),
         });
         session.out.result({ result, company, keyRotation }, () => {
-          session.out.line(`Company ${company.companyId}: ${result.replace('_', ' ')} (formats ${company.formats.join(', ')}).`);
+          session.out.line(
+            `Company ${company.companyId}: ${result.replace('_', ' ')} (formats ${company.formats.join(', ')}; default currency ${company.defaultCurrency ?? `${DEFAULT_CURRENCY}, the default`}).`,
+          );
           if (keyRotation !== null) session.out.line(`  Key rotation: ${ROTATION_CHANGE[keyRotation.result](keyRotation.rotationDays)}.`);
           session.out.line('  The monthly export plans it from the next run on; `acctops keys install` stores its API key.');
         });
@@ -70,6 +79,7 @@ export function companiesCommand(host: CommandHost): Command {
             { header: 'STATUS', value: (r) => r.status },
             { header: 'FORMATS', value: (r) => r.formats.join(',') },
             { header: 'ROTATION DAYS', value: (r) => r.rotationDays ?? 'stage', align: 'right' },
+            { header: 'DEFAULT CURRENCY', value: (r) => r.defaultCurrency ?? `${DEFAULT_CURRENCY} (default)` },
             { header: 'ADDED', value: (r) => r.addedAt ?? (r.seededFrom ? `(${r.seededFrom})` : null) },
             { header: 'REMOVED', value: (r) => r.removedAt },
           ]);

@@ -10,7 +10,8 @@ import { EXPORT_ROOT, MANIFEST_NAME } from '../../src/core/exports/formats/layou
 import { periodExported, readManifest } from '../../src/core/exports/formats/manifest';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
-import { DEFAULT_CURRENCY, type PeriodExportSummary } from '../../src/core/exports/formats/period-exporter';
+import { DEFAULT_CURRENCY } from '../../src/core/exports/formats/currency';
+import type { PeriodExportSummary } from '../../src/core/exports/formats/period-exporter';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import type { Clock } from '../../src/core/shared/clock';
 import type { Logger } from '../../src/core/shared/logger';

@@ -244,6 +244,8 @@ export interface CompanyInput {
   companyId: string;
   formats?: ExportFormat[];
   rotationDays?: number;
+  /** ISO 4217 code (`--default-currency`). */
+  defaultCurrency?: string;
 }
 
 export interface CompanyRow {
@@ -252,6 +254,8 @@ export interface CompanyRow {
   formats: ExportFormat[];
   /** null: the stage's `apiKeys.rotationDays`. */
   rotationDays: number | null;
+  /** The currency of transactions the service sends without one; null: EUR, the default (docs/exports.md). */
+  defaultCurrency: string | null;
   addedAt: string | null;
   removedAt: string | null;
   seededFrom: string | null;

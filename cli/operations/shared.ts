@@ -288,6 +288,7 @@ export function companyRow(c: RegisteredCompany): CompanyRow {
     status: c.removedAt === undefined ? 'active' : 'removed',
     formats: c.formats,
     rotationDays: c.rotationDays ?? null,
+    defaultCurrency: c.defaultCurrency ?? null,
     addedAt: c.addedAt ?? null,
     removedAt: c.removedAt ?? null,
     seededFrom: c.seededFrom ?? null,

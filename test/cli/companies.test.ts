@@ -41,6 +41,51 @@ describe('acctops companies (local mode)', () => {
     expect(Object.keys(registry.items).sort()).toEqual([...demo, COMPANY.toLowerCase()].sort());
   });
 
+  it('add --default-currency registers the currency of transactions sent without one; list shows it (JSON, text), an entry without it is EUR', async () => {
+    const company = demo[1]!;
+    type Row = { companyId: string; defaultCurrency: string | null };
+    const set = await acctops('--json', 'companies', 'add', '--company', company, '--default-currency', 'jpy');
+    expect(set.code).toBe(0);
+    expect(parseJson(set)).toMatchObject({ result: 'updated', company: { companyId: company, defaultCurrency: 'JPY' } });
+    // Without the flag the registered currency stays; the same one again changes nothing.
+    expect(parseJson(await acctops('--json', 'companies', 'add', '--company', company))).toMatchObject({
+      result: 'unchanged',
+      company: { defaultCurrency: 'JPY' },
+    });
+    expect(parseJson(await acctops('--json', 'companies', 'add', '--company', company, '--default-currency', 'JPY'))).toMatchObject({
+      result: 'unchanged',
+    });
+    const stored = JSON.parse(await readFile(join(state.dir, 'companies.json'), 'utf8')) as {
+      items: Record<string, Record<string, unknown>>;
+    };
+    expect(stored.items[company]).toMatchObject({ defaultCurrency: 'JPY' });
+    // The seeded demo entries were written before the field existed in this state: read as none (EUR).
+    expect(stored.items[demo[2]!]).not.toHaveProperty('defaultCurrency');
+
+    const rows = parseJson<{ companies: Row[] }>(await acctops('--json', 'companies', 'list')).companies;
+    expect(rows.find((r) => r.companyId === company)?.defaultCurrency).toBe('JPY');
+    expect(rows.find((r) => r.companyId === demo[2])).toHaveProperty('defaultCurrency', null);
+    const text = await acctops('companies', 'list');
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain('DEFAULT CURRENCY');
+    expect(text.stdout).toMatch(new RegExp(`${company} .* JPY`));
+    expect(text.stdout).toMatch(new RegExp(`${demo[2]} .* EUR \\(default\\)`));
+    const added = await acctops('companies', 'add', '--company', company, '--default-currency', 'chf');
+    expect(added.stdout).toContain(`Company ${company}: updated (formats jsonl, csv, parquet; default currency CHF).`);
+
+    for (const bad of ['EURO', 'XYZ', 'sk_live_x', '']) {
+      const refused = await acctops('--json', 'companies', 'add', '--company', company, '--default-currency', bad);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain('--default-currency');
+      expect(refused.stderr).toContain('expected an ISO 4217 currency code');
+      expect(refused.stderr).not.toContain('sk_live');
+      expect(refused.stdout).toBe('');
+    }
+    expect(parseJson<{ companies: Row[] }>(await acctops('--json', 'companies', 'list')).companies).toContainEqual(
+      expect.objectContaining({ companyId: company, defaultCurrency: 'CHF' }),
+    );
+  });
+
   it('add --rotation-days sets a rotating key secret to those days at once (no rotation now); without the flag the secret is not looked at', async () => {
     const company = demo[0]!;
     const statusOf = async () => {

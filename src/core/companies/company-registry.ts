@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { REGISTRY_TABLE } from '../../../contract/tables';
+import { CURRENCY_CODE_EXPECTED, isoCurrencyCode } from '../exports/formats/currency';
 import { FORMATS, type ExportFormat } from '../exports/formats/datasets';
 import { AcctopsError, issuesFromZod, parseWith, ValidationError, type FieldIssue } from '../shared/errors';
 import type { Logger } from '../shared/logger';
@@ -26,6 +27,13 @@ export const MAX_REGISTRY_PAGE = 1000;
 export const companyIdSchema = lazySchema(() => z.string().regex(UUID, 'expected a lower-case UUID'));
 
 /**
+ * How a registered `defaultCurrency` is read: by its shape only. `add` checked it against Intl's
+ * list, and an entry must not become unreadable on a runtime whose ICU lists fewer codes.
+ */
+export const REGISTERED_CURRENCY = /^[A-Z]{3}$/;
+export const REGISTERED_CURRENCY_EXPECTED = 'expected an ISO 4217 currency code in upper case';
+
+/**
  * One registry item. Unknown attributes are tolerated (a newer version may add some); `companyId`
  * must already be lower case, since it is the table's key and two spellings would be two items.
  */
@@ -35,6 +43,12 @@ export const registeredCompanySchema = lazySchema(() =>
     formats: z.array(z.enum(FORMATS)).min(1).max(FORMATS.length),
     /** Days between automatic key rotations; absent: the stage's `apiKeys.rotationDays`. */
     rotationDays: z.int().min(ROTATION_DAYS.min).max(ROTATION_DAYS.max).optional(),
+    /**
+     * The currency of the transactions the service sends without one (docs/exports.md, "A
+     * transaction's currency"); absent (items from before it, or never set): EUR, DEFAULT_CURRENCY.
+     * Read by its shape (REGISTERED_CURRENCY), as the export worker reads it (registryCurrency).
+     */
+    defaultCurrency: z.string().regex(REGISTERED_CURRENCY, REGISTERED_CURRENCY_EXPECTED).optional(),
     /** Absent on an item the stack seeded from the stage config (a deploy knows no time to write). */
     addedAt: z.iso.datetime({ offset: true }).optional(),
     /** Set by `companies remove`: exports and rotation stop; the item stays as the record of it. */
@@ -106,6 +120,8 @@ export interface AddCompanyInput {
   /** Absent: the formats of an existing entry, or `defaults.formats` for a new one. */
   formats?: readonly ExportFormat[];
   rotationDays?: number;
+  /** ISO 4217 code (any case); absent: the existing entry's, or none (EUR). */
+  defaultCurrency?: string;
 }
 
 export type AddResult = 'added' | 'unchanged' | 'updated' | 'readded';
@@ -125,6 +141,8 @@ const addInputSchema = lazySchema(() =>
       .pipe(companyIdSchema),
     formats: z.array(z.enum(FORMATS)).min(1).max(FORMATS.length).optional(),
     rotationDays: z.int().min(ROTATION_DAYS.min).max(ROTATION_DAYS.max).optional(),
+    // Checked by `add` itself (isoCurrencyCode): this schema is in every bundle that reads the registry.
+    defaultCurrency: z.string().optional(),
   }),
 );
 
@@ -156,7 +174,11 @@ export class CompanyRegistry {
    * Two concurrent adds of one company both succeed, the last one's settings stay.
    */
   async add(input: AddCompanyInput, now: number): Promise<{ result: AddResult; company: RegisteredCompany }> {
-    const { companyId, formats, rotationDays } = parseWith(addInputSchema, input, 'companies add');
+    const { companyId, formats, rotationDays, defaultCurrency: currency } = parseWith(addInputSchema, input, 'companies add');
+    // The rule of `acctops export --default-currency`: an ISO 4217 code the runtime's Intl lists, upper-cased.
+    const defaultCurrency = currency === undefined ? undefined : isoCurrencyCode(currency);
+    if (currency !== undefined && defaultCurrency === undefined)
+      throw new ValidationError('companies add', [{ path: 'defaultCurrency', message: CURRENCY_CODE_EXPECTED }]);
     const existing = await this.get(companyId);
     const at = new Date(now).toISOString();
     const next: RegisteredCompany = {
@@ -166,6 +188,11 @@ export class CompanyRegistry {
         ? { rotationDays }
         : existing?.rotationDays !== undefined
           ? { rotationDays: existing.rotationDays }
+          : {}),
+      ...(defaultCurrency !== undefined
+        ? { defaultCurrency }
+        : existing?.defaultCurrency !== undefined
+          ? { defaultCurrency: existing.defaultCurrency }
           : {}),
       addedAt: existing?.addedAt ?? at,
       updatedAt: at,
@@ -245,7 +272,12 @@ export async function* activeCompanyPages(registry: Pick<CompanyRegistry, 'pages
 }
 
 function sameSettings(a: RegisteredCompany, b: RegisteredCompany): boolean {
-  return a.rotationDays === b.rotationDays && a.formats.length === b.formats.length && a.formats.every((f) => b.formats.includes(f));
+  return (
+    a.rotationDays === b.rotationDays &&
+    a.defaultCurrency === b.defaultCurrency &&
+    a.formats.length === b.formats.length &&
+    a.formats.every((f) => b.formats.includes(f))
+  );
 }
 
 function parseItem(raw: unknown, position: number): { company: RegisteredCompany } | { finding: RegistryFinding } {

@@ -130,6 +130,48 @@ describe.each(subjects)('company registry (%s)', (_name, make) => {
     expect(changed.company).toMatchObject({ formats: ['csv', 'parquet'], rotationDays: 7, addedAt: '2026-11-01T00:00:00.000Z' });
   });
 
+  it('keeps a default currency (upper case) through a round trip; an entry written without it reads as none, and keeps none', async () => {
+    const { company } = await s.registry.add({ companyId: A, defaultCurrency: 'jpy' }, T0);
+    expect(company.defaultCurrency).toBe('JPY');
+    expect(await s.registry.get(A)).toEqual(company);
+    expect((await s.registry.listPage()).items).toEqual([company]);
+    // Other settings leave it; the same code again is no change; another replaces it.
+    expect((await s.registry.add({ companyId: A, rotationDays: 7 }, T1)).company).toMatchObject({
+      defaultCurrency: 'JPY',
+      rotationDays: 7,
+    });
+    expect((await s.registry.add({ companyId: A, defaultCurrency: 'JPY' }, T1)).result).toBe('unchanged');
+    expect((await s.registry.add({ companyId: A, defaultCurrency: 'GBP' }, T1)).company.defaultCurrency).toBe('GBP');
+
+    // An item of an older version: no defaultCurrency attribute at all (EUR, as before).
+    const old = { companyId: B, formats: ['csv'], rotationDays: 30, addedAt: '2026-10-01T00:00:00Z', updatedAt: '2026-10-01T00:00:00Z' };
+    await s.plant(old);
+    expect(await s.registry.get(B)).toEqual(old);
+    expect((await s.registry.listPage()).skipped).toEqual([]);
+    const updated = await s.registry.add({ companyId: B, formats: ['csv', 'parquet'] }, T1);
+    expect(updated.result).toBe('updated');
+    expect(updated.company).not.toHaveProperty('defaultCurrency');
+    expect(await s.registry.get(B)).not.toHaveProperty('defaultCurrency');
+  });
+
+  it('refuses a default currency that is not an ISO 4217 code the runtime knows, naming the field, never the value', async () => {
+    for (const bad of ['XYZ', 'EURO', 'E1R', '', 'sk_live_pasted']) {
+      const refused = s.registry.add({ companyId: A, defaultCurrency: bad }, T0);
+      await expect(refused).rejects.toBeInstanceOf(ValidationError);
+      await expect(refused).rejects.toMatchObject({
+        issues: [{ path: 'defaultCurrency', message: 'expected an ISO 4217 currency code such as EUR, GBP or CHF' }],
+      });
+      await expect(refused).rejects.not.toThrow(/sk_live/);
+    }
+    expect(await s.registry.get(A)).toBeNull();
+    // A hand-written item with a malformed one is skipped with a finding, as any other bad field.
+    await s.plant({ companyId: B, formats: ['csv'], defaultCurrency: 'euro', addedAt: '2026-11-01T00:00:00Z' });
+    const page = await s.registry.listPage();
+    expect(page.items).toEqual([]);
+    expect(page.skipped).toEqual([{ key: B, position: 1, issues: [{ path: 'defaultCurrency', message: expect.any(String) as unknown }] }]);
+    await expect(s.registry.get(B)).rejects.toBeInstanceOf(RegistryItemInvalidError);
+  });
+
   it('removes by marking, reports a second removal, and re-adds with the first addedAt', async () => {
     await s.registry.add({ companyId: A }, T0);
     expect((await s.registry.remove(A, T1)).result).toBe('removed');

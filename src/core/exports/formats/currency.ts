@@ -1,4 +1,11 @@
 /**
+ * The currency of transactions the service sends without one, unless the company's registry entry
+ * or `--default-currency` names another: the spec's one example of minor units is EUR, and its
+ * world is the euro area's (docs/assumptions.md; docs/exports.md, "A transaction's currency").
+ */
+export const DEFAULT_CURRENCY = 'EUR';
+
+/**
  * Minor-unit exponents (fraction digits) of currencies: ISO 4217's minor unit, which is what the
  * service's integer amounts count in (the spec: "integer in minor currency units … For EUR, 4999
  * means 49.99"). The runtime's ICU data (`Intl.NumberFormat`) answers for most currencies, so no
@@ -63,4 +70,18 @@ export function scaleFactor(currency: string, scale: number): bigint | undefined
     factorCache.set(key, factor);
   }
   return factor;
+}
+
+/** What a currency code must be, in words: the message of `--default-currency` and of a registered company's `defaultCurrency`. */
+export const CURRENCY_CODE_EXPECTED = 'expected an ISO 4217 currency code such as EUR, GBP or CHF';
+
+/**
+ * An ISO 4217 alphabetic code the runtime's Intl lists, in upper case (`gbp` is read as GBP), or
+ * undefined. Intl.NumberFormat alone would take any three letters, and a typo would then label a
+ * month's transactions with a currency that does not exist. The one rule for a default currency,
+ * wherever it is set: `acctops export --default-currency` and the registry's `defaultCurrency`.
+ */
+export function isoCurrencyCode(raw: string): string | undefined {
+  const code = raw.trim().toUpperCase();
+  return /^[A-Z]{3}$/.test(code) && Intl.supportedValuesOf('currency').includes(code) ? code : undefined;
 }

@@ -2,6 +2,7 @@ import type { JsonText } from '../../accounting-api';
 import type { Clock } from '../../shared/clock';
 import { ValidationError } from '../../shared/errors';
 import type { Logger } from '../../shared/logger';
+import { DEFAULT_CURRENCY } from './currency';
 import { FormatLossError, PeriodExportError } from './period-errors';
 import { assertCompanyId, assertRunId, dataKey, manifestKey, newRunId } from './layout';
 import {
@@ -117,9 +118,6 @@ export interface StagePartRequest {
 export type StagedPart = Partial<Record<DatasetName, DatasetSummary>>;
 
 export const DEFAULT_GC_GRACE_MS = 24 * 60 * 60 * 1000;
-
-/** The spec's one example of minor units is EUR, and its world is the euro area's (docs/assumptions.md). */
-export const DEFAULT_CURRENCY = 'EUR';
 
 /** Reads in this order so that category names are known before the first transaction. */
 const ORDER: readonly DatasetName[] = ['categories', 'tax_reports', 'transactions'];
