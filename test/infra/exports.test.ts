@@ -276,7 +276,7 @@ describe('Exports', () => {
       });
     });
 
-    it('gives the planner and the webhook the registry table and no list of companies; the worker the split size', () => {
+    it('gives the planner, the webhook and the worker the registry table and no list of companies; the worker the split size', () => {
       const planner = Object.values(template.findResources('AWS::Lambda::Function')).find(
         (f) =>
           (f as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }).Properties.Environment?.Variables
@@ -296,6 +296,10 @@ describe('Exports', () => {
       expect(JSON.stringify(webhook.Properties.Environment.Variables)).not.toContain(COMPANY.toLowerCase());
       template.hasResourceProperties('AWS::Lambda::Function', {
         Environment: { Variables: Match.objectLike({ ACCTOPS_FUNCTION: 'export-period', EXPORT_MAX_TRANSACTIONS_PER_PART: '500000' }) },
+      });
+      // The worker reads the company's entry (its default currency): the table's name, and GetItem only (the IAM matrix).
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: { Variables: Match.objectLike({ ACCTOPS_FUNCTION: 'export-period', COMPANY_REGISTRY_TABLE_NAME: Match.anyValue() }) },
       });
       // Not configured: not set, and the template is as before.
       expect(JSON.stringify(template.toJSON())).not.toContain('EXPORT_TAX_REPORT_FIELDS');

@@ -77,7 +77,8 @@ export interface ExportsProps {
   readonly tokenDueIndexName: string;
   /**
    * The company registry: the planner scans it, a page at a time, for the companies to export; the
-   * webhook gets one item per request (its allowlist).
+   * webhook gets one item per request (its allowlist), the worker one per export (the company's
+   * default currency).
    */
   readonly companyRegistryTable: ITable;
   /** Grants a function read access to the company API-key secrets (KeyRotation). */

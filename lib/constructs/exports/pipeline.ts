@@ -176,6 +176,8 @@ export class ExportPipeline extends Construct {
       .bindEventBus(this.eventBus, 'EXPORT_EVENT_BUS_NAME')
       .bindTable(this.runsTable, 'EXPORT_RUNS_TABLE_NAME', 'readWrite')
       .bindTable(props.tokenTable, 'TOKEN_TABLE_NAME', 'read')
+      // The company's entry when its export starts (its default currency): GetItem only, no Scan.
+      .bindTable(props.companyRegistryTable, 'COMPANY_REGISTRY_TABLE_NAME', 'getItem')
       .consumeQueue(this.queue, { batchSize: 1, maxConcurrency: props.workerMaxConcurrency });
     props.companyKeys.grantCompanyKeys(this.worker);
 

@@ -20,10 +20,8 @@ export class DynamoDbRegistryTable implements RegistryTable {
     this.doc = DynamoDBDocumentClient.from(options.client);
   }
 
-  async getItem(companyId: string): Promise<unknown> {
-    // Consistent: `companies add` right after `remove` must see the removal.
-    const out = await this.doc.send(new GetCommand({ TableName: this.options.tableName, Key: { [KEY]: companyId }, ConsistentRead: true }));
-    return out.Item ?? null;
+  getItem(companyId: string): Promise<unknown> {
+    return getRegistryItem(this.doc, this.options.tableName, companyId);
   }
 
   async putItem(item: RegisteredCompany): Promise<void> {
@@ -42,4 +40,20 @@ export class DynamoDbRegistryTable implements RegistryTable {
     const last = out.LastEvaluatedKey?.[KEY];
     return { items: out.Items ?? [], nextCursor: typeof last === 'string' ? encodeCursor({ after: last }) : null };
   }
+}
+
+/**
+ * One registry entry by key, raw, for a reader that needs nothing else of the registry: the export
+ * worker (registryCurrency), whose bundle then carries neither the table's writes and scans nor
+ * CompanyRegistry.
+ */
+export function registryEntryReader(options: { client: DynamoDBClient; tableName: string }): (companyId: string) => Promise<unknown> {
+  const doc = DynamoDBDocumentClient.from(options.client);
+  return (companyId) => getRegistryItem(doc, options.tableName, companyId);
+}
+
+async function getRegistryItem(doc: DynamoDBDocumentClient, tableName: string, companyId: string): Promise<unknown> {
+  // Consistent: `companies add` right after `remove` must see the removal.
+  const out = await doc.send(new GetCommand({ TableName: tableName, Key: { [KEY]: companyId }, ConsistentRead: true }));
+  return out.Item ?? null;
 }

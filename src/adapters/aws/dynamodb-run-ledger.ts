@@ -47,6 +47,8 @@ const splitItemSchema = lazySchema(() =>
     period: z.string(),
     runId: z.string(),
     parts: z.array(z.object({ index: z.number().int().nonnegative(), dateFrom: z.string(), dateTo: z.string() })),
+    /** Absent on splits recorded before it (their parts used EUR). */
+    defaultCurrency: z.string().optional(),
     createdAt: z.number(),
     /** A number set (DocumentClient: a Set of numbers); absent until the first part is done. */
     done: z.set(z.number()).optional(),

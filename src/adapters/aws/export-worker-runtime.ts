@@ -1,4 +1,5 @@
 import { CompanyApiKeys, taggedKeyDirectory } from '../../core/api-keys';
+import { registryCurrency } from '../../core/exports/pipeline/company-currency';
 import type { ExportWorkerDeps, SourceCredentials } from '../../core/exports/pipeline/export-worker';
 import { userTokenCredentials } from '../../core/exports/pipeline/user-token-credentials';
 import { requiredEnv } from '../../core/shared/env';
@@ -6,6 +7,7 @@ import { ConfigError } from '../../core/shared/errors';
 import type { Logger } from '../../core/shared/logger';
 import { DynamoDbTokenReader } from './dynamodb-token-reader';
 import { AwsExportRuntime, type Scope } from './export-runtime';
+import { registryEntryReader } from './dynamodb-company-registry';
 import { exportDynamo, exportLedger } from './export-runtime-dynamodb';
 import { exportEvents } from './export-runtime-events';
 import { exportStore } from './export-runtime-s3';
@@ -13,8 +15,9 @@ import { exportSecretStore } from './export-runtime-secrets';
 import { SqsExportQueue } from './sqs-export-queue';
 
 /**
- * export-period's root: the bucket, the queue, the ledger and the bus of a run, and the credentials
- * of a source (a company's key secret, or a user's token, read only).
+ * export-period's root: the bucket, the queue, the ledger and the bus of a run, the credentials
+ * of a source (a company's key secret, or a user's token, read only), and the company registry's
+ * entry of the company exported (its default currency; GetItem only).
  */
 export class AwsExportWorkerRuntime extends AwsExportRuntime {
   /** The user's tokens, read only: the worker never writes the token table (the refresh worker does). */
@@ -75,6 +78,15 @@ export class AwsExportWorkerRuntime extends AwsExportRuntime {
       baseUrl: requiredEnv(this.config.baseUrl, 'ACCTOPS_BASE_URL'),
       client: { timeoutMs: api.timeoutMs, retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs } },
       exporter: { taxReportFields: this.config.taxReportFields },
+      // One GetItem per export, when it starts: `companies add --default-currency` applies from the next export on.
+      companyCurrency: this.once('companyCurrency', () =>
+        registryCurrency(
+          registryEntryReader({
+            client: exportDynamo(this),
+            tableName: requiredEnv(this.config.registryTableName, 'COMPANY_REGISTRY_TABLE_NAME'),
+          }),
+        ),
+      ),
     };
   }
 }

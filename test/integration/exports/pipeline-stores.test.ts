@@ -131,6 +131,20 @@ describe.each(ledgers)('run ledger contract: %s', (_name, make) => {
     expect((await ledger.getRun('r1'))?.summarizedAt).toBe(42);
   });
 
+  it("keeps a split's default currency for its parts, and reads a split recorded without one as none", async () => {
+    const parts = [
+      { index: 0, dateFrom: '2026-10-01', dateTo: '2026-10-15' },
+      { index: 1, dateFrom: '2026-10-16', dateTo: '2026-10-31' },
+    ];
+    const base = { companyId: A, period: '2026-10', runId: 'r1', parts, createdAt: 1 };
+    expect((await ledger.startSplit({ ...base, splitId: 'jpy', defaultCurrency: 'JPY' })).split.defaultCurrency).toBe('JPY');
+    expect((await ledger.getSplit('jpy'))?.defaultCurrency).toBe('JPY');
+    // A repeat returns the stored split unchanged, its currency too.
+    expect((await ledger.startSplit({ ...base, splitId: 'jpy', defaultCurrency: 'GBP' })).split.defaultCurrency).toBe('JPY');
+    await ledger.startSplit({ ...base, splitId: 'older' });
+    expect(await ledger.getSplit('older')).not.toHaveProperty('defaultCurrency');
+  });
+
   it("keeps a split's publish attempts, each once, and which of them were refused", async () => {
     const parts = [{ index: 0, dateFrom: '2026-10-01', dateTo: '2026-10-31' }];
     const { split } = await ledger.startSplit({ splitId: 's1', companyId: A, period: '2026-10', runId: 'r1', parts, createdAt: 1 });

@@ -301,6 +301,41 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: event.Records[1]!.messageId }] });
     });
 
+    it("export-period labels transactions sent without a currency with the company's registered one (registry on dynalite)", async () => {
+      const registry = new CompanyRegistry(new DynamoDbRegistryTable({ client: ddb, tableName: REGISTRY_TABLE }), {
+        defaultFormats: ['jsonl', 'csv', 'parquet'],
+      });
+      await registry.add({ companyId: keyed, defaultCurrency: 'jpy' }, Date.now());
+      await sandbox.admin.configure({ transactionCurrency: false });
+      try {
+        const job: RecordedMessage = {
+          queueUrl,
+          body: JSON.stringify({
+            type: 'export',
+            companyId: keyed,
+            period,
+            formats: ['jsonl', 'csv', 'parquet'],
+            source: { kind: 'apiKey' },
+            trigger: { kind: 'on_demand', requestId: 'registered-currency', via: 'event' },
+          }),
+        };
+        const before = events(EXPORT_EVENT_TYPES.completed).length;
+        expect(await handlers.worker(sqsEvent([job]), context())).toEqual({ batchItemFailures: [] });
+        expect(events(EXPORT_EVENT_TYPES.completed)).toHaveLength(before + 1);
+        const store = new S3ObjectStore({ client: s3.client(), bucket: BUCKET });
+        const manifest = JSON.parse(
+          Buffer.from((await store.get(`exports/company=${keyed}/period=${period}/_manifest.json`))!).toString('utf8'),
+        ) as { datasets: { transactions: { totals: { currency: string; amount: string; amountMinor: string }[] } } };
+        const totals = manifest.datasets.transactions.totals;
+        expect(totals.length).toBeGreaterThan(0);
+        // JPY has no fraction digits: the amount is the minor units themselves.
+        for (const t of totals) expect([t.currency, t.amount]).toEqual(['JPY', t.amountMinor]);
+      } finally {
+        await sandbox.admin.configure({ transactionCurrency: true });
+        await registry.add({ companyId: keyed, defaultCurrency: 'EUR' }, Date.now());
+      }
+    });
+
     it('check-monthly-export finds nothing overdue after the run', async () => {
       const report = await handlers.check(schedulerEvent('monthly-export-check'), context());
       expect(report).toMatchObject({ period, overdue: 0, overdueCompanies: [] });

@@ -35,6 +35,7 @@ const REQUIRED_AT_LOAD: Record<string, string[]> = {
     'EXPORT_EVENT_BUS_NAME',
     'EXPORT_RUNS_TABLE_NAME',
     'TOKEN_TABLE_NAME',
+    'COMPANY_REGISTRY_TABLE_NAME',
   ],
   'check-monthly-export': ['EXPORT_BUCKET_NAME', 'EXPORT_EVENT_BUS_NAME', 'EXPORT_RUNS_TABLE_NAME'],
   'request-export': ['EXPORT_QUEUE_URL'],

@@ -98,6 +98,8 @@ export interface PeriodExportSummary {
   /** Objects of earlier runs deleted after the switch. */
   garbageCollected: number;
   manifest: Manifest;
+  /** The currency of the transactions the service sent without one (`withDefaultCurrency` counts them). */
+  defaultCurrency: string;
 }
 
 /** One part of a month split by date range (docs/fleet-exports.md): written, not published. */
@@ -248,6 +250,7 @@ export class PeriodExporter {
         carriedOver,
         garbageCollected: published.deleted.length,
         manifest,
+        defaultCurrency: this.defaultCurrency,
       };
     } catch (error) {
       await this.removeObjects(company, period, written, logger);
@@ -425,7 +428,7 @@ export class PeriodExporter {
         dataset: job.dataset,
         records: withDefaultCurrency,
         currency: this.defaultCurrency,
-        hint: "if the company's currency is another, export with --default-currency <ISO code>",
+        hint: "if the company's currency is another: acctops companies add --company <id> --default-currency <ISO code>",
       });
     }
     if (serialised > 0 && job.formats.includes('jsonl')) {

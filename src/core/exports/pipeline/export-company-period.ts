@@ -19,6 +19,7 @@ import { ValidationError } from '../../shared/errors';
 import type { Logger } from '../../shared/logger';
 import { type Metrics, noMetrics } from '../../shared/metrics';
 import { ManifestError, PeriodExportError } from '../formats/period-errors';
+import type { CompanyCurrency } from './company-currency';
 import { exportCompleted, exportFailed } from './export-events';
 import type { ExportSource, ExportTrigger } from './export-jobs';
 import { createExportClient, exportSources, type ExportClientSettings, type ProgressCallback } from './export-sources';
@@ -41,7 +42,13 @@ export interface ExportCompanyPeriodDeps {
   /** The service's base URL (with `/api/v1`); recorded in the manifest without user info or query. */
   baseUrl: string;
   client?: ExportClientSettings;
+  /** `defaultCurrency` here is fixed for every company (the CLI's --default-currency) and wins over `companyCurrency`. */
   exporter?: Pick<PeriodExporterDeps, 'runIds' | 'defaultCurrency' | 'gcGraceMs' | 'parquetRowGroupRows' | 'taxReportFields'>;
+  /**
+   * The company's own currency of transactions sent without one (its registry entry), asked when
+   * the export starts unless `exporter.defaultCurrency` is set; absent, or no answer: EUR.
+   */
+  companyCurrency?: CompanyCurrency;
 }
 
 export interface ExportCompanyPeriodRequest {
@@ -112,7 +119,17 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
       clock,
       logger,
     });
-    summary = await new PeriodExporter({ store, clock, logger, toolVersion: deps.toolVersion, ...deps.exporter }).run({
+    // In the try: a registry that cannot be read fails this export like the service would (retried
+    // when it may heal; an entry that fails its schema is a ValidationError, final at once).
+    const defaultCurrency = deps.exporter?.defaultCurrency ?? (await deps.companyCurrency?.(request.companyId));
+    summary = await new PeriodExporter({
+      store,
+      clock,
+      logger,
+      toolVersion: deps.toolVersion,
+      ...deps.exporter,
+      ...(defaultCurrency !== undefined ? { defaultCurrency } : {}),
+    }).run({
       company: request.companyId,
       period,
       sources: exportSources(client, request.companyId, period, request.onProgress),

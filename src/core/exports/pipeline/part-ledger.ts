@@ -28,6 +28,12 @@ export interface SplitRecord {
   /** The run id shared by every part's files. */
   runId: string;
   parts: SplitPart[];
+  /**
+   * The currency of transactions sent without one, for every part: decided once, when the split is
+   * planned (the company's registry entry), so a change meanwhile cannot give one month two.
+   * Absent: EUR (and on a split recorded before it existed, whose parts used EUR).
+   */
+  defaultCurrency?: string;
   /** Epoch ms. */
   createdAt: number;
   /** Indexes of the parts whose files are complete. */

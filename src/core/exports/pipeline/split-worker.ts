@@ -56,6 +56,7 @@ export async function planSplit(
   let split = await deps.ledger.getSplit(splitId);
   if (!split) {
     let parts;
+    let defaultCurrency: string | undefined;
     try {
       const client = companyClient(deps, job, logger);
       const total = await countTransactions(client, periodRange(period));
@@ -67,6 +68,9 @@ export async function planSplit(
         parts: parts.length,
         maxTransactionsPerPart: settings.maxTransactionsPerPart,
       });
+      // Once for every part (SplitRecord.defaultCurrency), as the whole month would ask it.
+      if (parts.length >= 2)
+        defaultCurrency = deps.exporter.exporter?.defaultCurrency ?? (await deps.exporter.companyCurrency?.(job.companyId));
     } catch (error) {
       // The whole-month export reports the failure its usual way (event, ledger) on its last try.
       if (isRetryableExportFailure(error) && !last) {
@@ -87,6 +91,7 @@ export async function planSplit(
       period: job.period,
       runId: newRunId(deps.clock),
       parts,
+      ...(defaultCurrency !== undefined ? { defaultCurrency } : {}),
       createdAt: deps.clock.now(),
     }));
   }
@@ -147,6 +152,7 @@ export async function runPart(deps: ExportWorkerDeps, job: ExportPartJob, messag
           logger,
           toolVersion: deps.exporter.toolVersion,
           ...deps.exporter.exporter,
+          ...(split.defaultCurrency !== undefined ? { defaultCurrency: split.defaultCurrency } : {}),
         }).stage({
           company: job.companyId,
           period,
