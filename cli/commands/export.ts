@@ -56,7 +56,7 @@ export function exportCommand(host: CommandHost): Command {
     )
     .option(
       '--default-currency <ISO code>',
-      'local and direct modes: the currency of transactions the service sends without one (default: EUR)',
+      "local and direct modes: the currency of transactions the service sends without one (default: the company's registered one, `companies add --default-currency`, else EUR)",
       currencyCode,
     )
     .action(
@@ -222,8 +222,13 @@ export function renderExport(out: Output, report: ExportReport): void {
       );
     }
     if (c.transactionsWithDefaultCurrency) {
+      // Direct mode has no registry: the flag is its only way. The local mode reads the registry, as the deployed worker does.
+      const fix =
+        report.mode === 'direct'
+          ? 'export again with --default-currency <ISO code>'
+          : `register it with \`acctops companies add --company ${shownCompany(c)} --default-currency <ISO code>\` (or export again with --default-currency <ISO code>)`;
       out.line(
-        `  note: ${shownCompany(c)}: ${c.transactionsWithDefaultCurrency} transaction(s) without a currency from the service, labelled ${report.defaultCurrency ?? 'with the default currency'} in every file and in the totals; if the company's currency is another, export again with --default-currency <ISO code> (docs/exports.md, "A transaction's currency")`,
+        `  note: ${shownCompany(c)}: ${c.transactionsWithDefaultCurrency} transaction(s) without a currency from the service, labelled ${c.defaultCurrency ?? report.defaultCurrency ?? 'with the default currency'} in every file and in the totals; if the company's currency is another, ${fix} (docs/exports.md, "A transaction's currency")`,
       );
     }
   }

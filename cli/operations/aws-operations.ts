@@ -440,8 +440,8 @@ export class AwsOperations implements Operations {
       );
     if (request.defaultCurrency)
       throw new UsageError(
-        '--default-currency is for the local and direct modes: the deployed pipeline labels transactions without a currency EUR',
-        'use direct mode (--base-url with ACCTOPS_API_KEY) for a company whose service sends no currency and whose currency is not EUR',
+        "--default-currency is for the local and direct modes: the deployed pipeline labels transactions without a currency with the company's registered default currency (EUR when it has none)",
+        `register it once, for the monthly and on-demand exports alike: \`acctops --stack ${this.stack} companies add --company ${request.company ?? '<id>'} --default-currency <ISO code>\`, then export again`,
       );
     refuseFutureMonth(request.month, Date.now());
     await this.ready();

@@ -22,6 +22,7 @@ import { apiKeyFromEnv, CliConfigError, CliError, describeError } from '../error
 import { ExitCode } from '../exit-codes';
 import type { LocalWorld } from '../local/local-world';
 import { activeCompanyPages, type RegistryFinding } from '../../src/core/companies/company-registry';
+import { registryCurrency, type CompanyCurrency } from '../../src/core/exports/pipeline/company-currency';
 import { TOOL_VERSION } from '../version';
 import type { CompanyExportRow, CompanyProgress, ExportHealth, ExportReport, OperationsContext } from './operations';
 import { companyKeyOf, monthOpen, NO_EXPORT_RESULT, refuseFutureMonth } from './shared';
@@ -43,7 +44,10 @@ interface ExportRun {
   month: string;
   onProgress?: CompanyProgress;
   taxReportFields?: TaxReportFieldNames;
-  defaultCurrency: string;
+  /** `--default-currency`: every company's, over its registered one. */
+  defaultCurrency?: string;
+  /** The company's registered currency (local mode's registry), asked when `defaultCurrency` is not given. */
+  companyCurrency?: CompanyCurrency;
 }
 
 function completed(summary: PeriodExportSummary): CompanyExportRow {
@@ -57,6 +61,7 @@ function completed(summary: PeriodExportSummary): CompanyExportRow {
     undatedTaxReports: summary.datasets.tax_reports?.undated ?? 0,
     taxReportsWithoutCurrency: summary.datasets.tax_reports?.withoutCurrency ?? 0,
     transactionsWithDefaultCurrency: summary.datasets.transactions?.withDefaultCurrency ?? 0,
+    defaultCurrency: summary.defaultCurrency,
     error: null,
   };
 }
@@ -218,6 +223,7 @@ async function exportCompany(
       toolVersion: TOOL_VERSION,
       baseUrl: run.baseUrl,
       exporter: { taxReportFields: run.taxReportFields, defaultCurrency: run.defaultCurrency },
+      companyCurrency: run.companyCurrency,
     },
     {
       companyId,
@@ -296,7 +302,9 @@ export async function exportLocal(
     month,
     onProgress: options.onProgress,
     taxReportFields: options.taxReportFields,
-    defaultCurrency: options.defaultCurrency ?? DEFAULT_CURRENCY,
+    defaultCurrency: options.defaultCurrency,
+    // Each company's own from the registry, as the deployed worker reads it, unless --default-currency names one for all.
+    companyCurrency: registryCurrency((companyId) => world.companies.getItem(companyId)),
   };
   const rows: CompanyExportRow[] = [];
   const refused: { companyId: string; error: unknown }[] = [];
@@ -316,7 +324,7 @@ export async function exportLocal(
     mode: 'local',
     out: store.url(EXPORT_ROOT),
     formats,
-    defaultCurrency: run.defaultCurrency,
+    defaultCurrency: run.defaultCurrency ?? null,
     companies: rows,
     skipped,
     monthOpen: monthOpen(month, world.clock.now()),
@@ -470,6 +478,7 @@ export async function manifestSince(
     undatedTaxReports: null,
     taxReportsWithoutCurrency: null,
     transactionsWithDefaultCurrency: null,
+    defaultCurrency: null,
     error: null,
   };
 }

@@ -317,7 +317,7 @@ export interface ExportRequest {
   replaceFormats?: boolean;
   /** Local mode only: the service's names of our tax-report fields (AWS mode: the stage's exports.taxReportFields). */
   taxReportFields?: TaxReportFieldNames;
-  /** Local mode only: the currency of transactions the service sends without one (default EUR). */
+  /** Local mode only: the currency of transactions the service sends without one, over each company's registered one. */
   defaultCurrency?: string;
   /** AWS mode: wait for the manifests of the requested exports. */
   wait: boolean;
@@ -344,8 +344,13 @@ export interface CompanyExportRow {
   undatedTaxReports: number | null;
   /** Tax reports with an amount but no currency acctops could read: no currency, no decimal amount, not in the totals (docs/exports.md); 0 when none, null when not exported. */
   taxReportsWithoutCurrency: number | null;
-  /** Transactions the service sent without a currency, labelled with the report's `defaultCurrency` (docs/exports.md); 0 when none, null when not exported. */
+  /** Transactions the service sent without a currency, labelled with the row's `defaultCurrency` (docs/exports.md); 0 when none, null when not exported. */
   transactionsWithDefaultCurrency: number | null;
+  /**
+   * The currency they were labelled with: `--default-currency`, else the company's registered one
+   * (local mode), else EUR; null when the CLI did not run the export itself (AWS mode) or it failed.
+   */
+  defaultCurrency: string | null;
   error: CompanyExportError | null;
 }
 
@@ -362,7 +367,11 @@ export interface ExportReport {
   mode: 'local' | 'direct' | 'aws';
   out: string;
   formats: ExportFormat[];
-  /** The currency of transactions sent without one (--default-currency, else EUR); null in AWS mode, where the deployed worker decides. */
+  /**
+   * The currency of transactions sent without one when one applies to every company: --default-currency,
+   * or EUR in direct mode (no registry). Null in the local mode without the flag and in AWS mode, where
+   * each company's registered one applies (each row's `defaultCurrency`).
+   */
   defaultCurrency: string | null;
   companies: CompanyExportRow[];
   /** Registry entries that fail their schema: not exported, and the run is partly done (exit 5). */

@@ -58,6 +58,7 @@ export const NO_EXPORT_RESULT = {
   undatedTaxReports: null,
   taxReportsWithoutCurrency: null,
   transactionsWithDefaultCurrency: null,
+  defaultCurrency: null,
   error: null,
 } as const;
 

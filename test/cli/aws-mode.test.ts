@@ -13,6 +13,7 @@ import { startS3, type LocalS3 } from '../helpers/s3rver';
 import { startDynamo, type LocalDynamo } from '../helpers/dynalite';
 import { DynamoDbTokenStore } from '../../src/adapters/aws/dynamodb-token-store';
 import { createRegistryTable, createTokenTable } from '../helpers/dynamodb-tables';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { S3ObjectStore } from '../../src/adapters/aws/s3-object-store';
 import { directExport } from '../../src/core/exports/pipeline/direct-export';
 import { DEFAULT_EXPORT_DEADLINE, dueExportPeriod } from '../../src/core/exports/pipeline/export-deadline';
@@ -605,12 +606,32 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(named.code).toBe(2);
     expect(named.stderr).toContain('exports.taxReportFields');
     expect(eventBridge.requests).toHaveLength(before);
-    // So would the default currency: the deployed worker labels transactions without one EUR.
-    const gbp = await acctops(['export', '--month', '2026-10', '--default-currency', 'GBP', '--no-wait']);
+    // So would the default currency: the deployed worker reads the company's from the registry,
+    // and the refusal names that way.
+    const gbp = await acctops(['export', '--month', '2026-10', '--company', world.companyId, '--default-currency', 'GBP', '--no-wait']);
     expect(gbp.code).toBe(2);
     expect(gbp.stderr).toContain('--default-currency is for the local and direct modes');
+    expect(gbp.stderr).toContain(`acctops --stack ${STACK} companies add --company ${world.companyId} --default-currency <ISO code>`);
     expect(eventBridge.requests).toHaveLength(before);
-    // Seven CLI processes in one test.
+    // That way, in AWS mode: the stage's registry table holds it (what the worker reads).
+    const registered = await acctops(['--json', 'companies', 'add', '--company', keyless, '--default-currency', 'gbp']);
+    expect(registered.code).toBe(0);
+    expect(parseJson(registered)).toMatchObject({ result: 'updated', company: { companyId: keyless, defaultCurrency: 'GBP' } });
+    const dynamoClient = dynamo.client();
+    try {
+      const item = await DynamoDBDocumentClient.from(dynamoClient).send(
+        new GetCommand({ TableName: outputs.CompanyRegistryTableName!, Key: { companyId: keyless } }),
+      );
+      expect(item.Item).toMatchObject({ companyId: keyless, defaultCurrency: 'GBP' });
+    } finally {
+      dynamoClient.destroy();
+    }
+    const listed = parseJson<{ companies: { companyId: string; defaultCurrency: string | null }[] }>(
+      await acctops(['--json', 'companies', 'list']),
+    );
+    expect(listed.companies.map((c) => [c.companyId, c.defaultCurrency])).toContainEqual([keyless, 'GBP']);
+    expect(listed.companies.map((c) => [c.companyId, c.defaultCurrency])).toContainEqual([world.companyId, null]);
+    // Nine CLI processes in one test.
   }, 240_000);
 
   it('a company the stage does not know is exit 3 naming --company in every command; a removed one is said to be removed, with the restore', async () => {
