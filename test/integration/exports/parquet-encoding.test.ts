@@ -66,7 +66,11 @@ describe('Parquet column encoders, read by DuckDB and arrow-rs', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'acctops-parquet-encoding-'));
-    const writer = new ParquetRecordWriter(new ObjectSink(new DirObjectStore(dir), 'edge.parquet', 'application/vnd.apache.parquet'), COLUMNS, GROUP);
+    const writer = new ParquetRecordWriter(
+      new ObjectSink(new DirObjectStore(dir), 'edge.parquet', 'application/vnd.apache.parquet'),
+      COLUMNS,
+      GROUP,
+    );
     for (let i = 0; i < ROWS; i++) await writer.write(null, row(i));
     await writer.finish();
     file = join(dir, 'edge.parquet');
@@ -159,13 +163,19 @@ describe('Parquet column encoders, read by DuckDB and arrow-rs', () => {
       expect(of(rg, 'minor').min).toBe(String(minors.reduce((a, b) => (b < a ? b : a))));
       expect(of(rg, 'minor').max).toBe(String(minors.reduce((a, b) => (b > a ? b : a))));
       expect(of(rg, 'minor').nulls).toBe(String(group.length - minors.length));
-      const days = group.map((r) => r.day).filter((d): d is string => d !== null).sort();
+      const days = group
+        .map((r) => r.day)
+        .filter((d): d is string => d !== null)
+        .sort();
       expect([of(rg, 'day').min, of(rg, 'day').max]).toEqual([days[0], days.at(-1)]);
     }
   });
 
   it('refuses a required column without a value, naming it', async () => {
-    const writer = new ParquetRecordWriter(new ObjectSink(new DirObjectStore(dir), 'bad.parquet', 'application/vnd.apache.parquet'), COLUMNS);
+    const writer = new ParquetRecordWriter(
+      new ObjectSink(new DirObjectStore(dir), 'bad.parquet', 'application/vnd.apache.parquet'),
+      COLUMNS,
+    );
     expect(() => writer.write(null, { ...row(1), id: null })).toThrow(/required column id/);
     await writer.abort(new Error('test'));
   });

@@ -7,8 +7,16 @@ import { AmountSums } from '../../../src/core/exports/formats/totals';
  */
 describe('AmountSums', () => {
   const EDGES = [0n, 1n, -1n, 2n ** 52n - 1n, 2n ** 52n, 2n ** 53n + 1n, -(2n ** 52n) + 1n, -(2n ** 53n) - 1n, 10n ** 14n, 10n ** 18n];
-  const amount = fc.oneof(fc.bigInt({ min: -(10n ** 6n), max: 10n ** 6n }), fc.constantFrom(...EDGES), fc.bigInt({ min: -(2n ** 62n), max: 2n ** 62n }));
-  const entry = fc.record({ currency: fc.constantFrom('EUR', 'JPY', 'KWD'), cashflowType: fc.constantFrom(null, 'INCOME', 'EXPENSE'), minor: amount });
+  const amount = fc.oneof(
+    fc.bigInt({ min: -(10n ** 6n), max: 10n ** 6n }),
+    fc.constantFrom(...EDGES),
+    fc.bigInt({ min: -(2n ** 62n), max: 2n ** 62n }),
+  );
+  const entry = fc.record({
+    currency: fc.constantFrom('EUR', 'JPY', 'KWD'),
+    cashflowType: fc.constantFrom(null, 'INCOME', 'EXPENSE'),
+    minor: amount,
+  });
 
   it('equals a bigint sum per currency and cashflow type, with the records counted', () => {
     fc.assert(

@@ -146,7 +146,14 @@ abstract class BaseEncoder implements ColumnEncoder {
         type: this.element.type!,
         // RLE for the definition levels, as parquet-mr lists it; readers that look for pages
         // not dictionary-encoded (parquet-mr's dictionary filter) ignore the level encodings.
-        encodings: dictionary === undefined ? (this.levels ? ['PLAIN', 'RLE'] : ['PLAIN']) : this.levels ? ['PLAIN', 'RLE', 'RLE_DICTIONARY'] : ['PLAIN', 'RLE_DICTIONARY'],
+        encodings:
+          dictionary === undefined
+            ? this.levels
+              ? ['PLAIN', 'RLE']
+              : ['PLAIN']
+            : this.levels
+              ? ['PLAIN', 'RLE', 'RLE_DICTIONARY']
+              : ['PLAIN', 'RLE_DICTIONARY'],
         path_in_schema: [this.column.name],
         codec: codec.name,
         num_values: BigInt(this.rows),

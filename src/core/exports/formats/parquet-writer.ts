@@ -47,7 +47,9 @@ export class ParquetRecordWriter implements RecordWriter {
     this.bytes = new SinkByteWriter(sink);
     this.bytes.appendBytes(PAR1);
     this.schema = parquetSchema(columns);
-    this.encoders = columns.map((column, i) => columnEncoder(column, this.schema[i + 1]!, rowGroupRows, (row) => decimalFactor(row, column)));
+    this.encoders = columns.map((column, i) =>
+      columnEncoder(column, this.schema[i + 1]!, rowGroupRows, (row) => decimalFactor(row, column)),
+    );
   }
 
   write(_raw: unknown, row: Row): Promise<void> | undefined {
@@ -58,7 +60,13 @@ export class ParquetRecordWriter implements RecordWriter {
 
   async finish(): Promise<WrittenObject> {
     if (this.rows > 0) await this.writeRowGroup();
-    const metadata = { version: 2, created_by: PARQUET_CREATED_BY, schema: this.schema, num_rows: this.fileRows, row_groups: this.rowGroups };
+    const metadata = {
+      version: 2,
+      created_by: PARQUET_CREATED_BY,
+      schema: this.schema,
+      num_rows: this.fileRows,
+      row_groups: this.rowGroups,
+    };
     // The footer: FileMetaData, its length, PAR1. hyparquet-writer's types want a reader's
     // FileMetaData, whose metadata_length the writer computes itself and must not be given.
     writeMetadata(this.bytes, metadata as Parameters<typeof writeMetadata>[1]);
@@ -79,7 +87,12 @@ export class ParquetRecordWriter implements RecordWriter {
     let uncompressed = 0n;
     for (const chunk of columns) uncompressed += chunk.meta_data?.total_uncompressed_size ?? 0n;
     const rows = BigInt(this.rows);
-    this.rowGroups.push({ columns, total_byte_size: uncompressed, num_rows: rows, total_compressed_size: BigInt(this.bytes.offset - start) });
+    this.rowGroups.push({
+      columns,
+      total_byte_size: uncompressed,
+      num_rows: rows,
+      total_compressed_size: BigInt(this.bytes.offset - start),
+    });
     this.fileRows += rows;
     this.rows = 0;
     return this.bytes.flush();
