@@ -37,6 +37,8 @@ const BEYOND_DOUBLE = 9_007_199_254_740_993n;
 /** Text whose UTF-16 order (surrogates before U+E000) is not its UTF-8 order; under 16 bytes, which statistics keep whole. */
 const ASTRAL = '\u{1F600} astral';
 const PRIVATE_USE = '\uE000 private';
+/** Half an emoji, as a service that cuts text at a UTF-16 boundary sends it: UTF-8 writes U+FFFD. */
+const LONE_SURROGATE = '\uDE00 cut';
 
 function row(i: number): Row {
   const currency = i % 3 === 0 ? 'JPY' : i % 3 === 1 ? 'EUR' : 'KWD';
@@ -45,7 +47,7 @@ function row(i: number): Row {
     id: `id-${i}-ü`,
     // Distinct for the first rows of a group (no dictionary), then sometimes repeated.
     free: i % 11 === 0 ? null : i % GROUP < 1_200 ? `free text ${i} ✓` : 'repeated',
-    label: i % 5 === 0 ? null : i === 3 ? ASTRAL : i === 4 ? PRIVATE_USE : `label-${i % 300}`,
+    label: i % 5 === 0 ? null : i === 3 ? ASTRAL : i === 4 ? PRIVATE_USE : i === 6 ? LONE_SURROGATE : `label-${i % 300}`,
     day: i % 7 === 0 ? null : `2026-${String((i % 12) + 1).padStart(2, '0')}-${String((i % 28) + 1).padStart(2, '0')}`,
     at: i % 13 === 0 ? null : Date.UTC(1969, 11, 31) + i * 3_600_001,
     // KWD's 3 digits scale by 10, JPY's 0 by 10,000: row 7 (EUR) is beyond 2^53 before scaling.
@@ -95,7 +97,7 @@ describe('Parquet column encoders, read by DuckDB and arrow-rs', () => {
     return {
       id: r.id as string,
       free: r.free as string | null,
-      label: r.label as string | null,
+      label: r.label === LONE_SURROGATE ? '\uFFFD cut' : (r.label as string | null),
       day: r.day as string | null,
       at: r.at === null ? null : String(r.at),
       amount: amount === null ? null : decimalText(amount),
@@ -152,6 +154,9 @@ describe('Parquet column encoders, read by DuckDB and arrow-rs', () => {
     expect(of(0, 'currency').encodings).toContain('RLE_DICTIONARY');
     // U+1F600 sorts after U+E000 in UTF-8, before it in UTF-16.
     expect(of(0, 'label').max).toBe(ASTRAL);
+    // A reader that prunes by those statistics still finds the row: a lone surrogate ranked as a
+    // pair's half once made the max U+FFFD and hid it.
+    expect(await rows(`SELECT count(*)::VARCHAR AS n FROM read_parquet('${file}') WHERE label = '${ASTRAL}'`)).toEqual([{ n: '1' }]);
     expect(compareUtf8(ASTRAL, PRIVATE_USE)).toBeGreaterThan(0);
     expect(ASTRAL < PRIVATE_USE).toBe(true);
     // The unique id column has no statistics; a column null throughout its group counts its nulls.

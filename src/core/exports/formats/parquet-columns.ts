@@ -478,26 +478,41 @@ function textRange(texts: readonly string[]): Pick<ChunkStatistics, 'min_value' 
 }
 
 /**
- * Compares strings in UTF-8 byte order, which is code point order. JavaScript's `<` compares UTF-16
- * code units, which puts U+10000 and above (surrogate pairs) before U+E000..U+FFFF.
+ * Compares strings in the order of the UTF-8 bytes written for them (Parquet's order for BYTE_ARRAY
+ * statistics): code point order, where a lone surrogate, which UTF-8 cannot hold, is the U+FFFD
+ * that `Buffer#write` and TextEncoder put in its place. JavaScript's `<` compares UTF-16 code units,
+ * which puts U+10000 and above (surrogate pairs) before U+E000..U+FFFF.
  */
 export function compareUtf8(a: string, b: string): number {
   if (a === b) return 0;
-  const length = Math.min(a.length, b.length);
-  for (let i = 0; i < length; i++) {
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
     const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x === y) continue;
-    // Only surrogates (U+D800..U+DFFF) are out of code point order among code units.
-    if (x >= 0xd800 && y >= 0xd800) return codePointRank(x) - codePointRank(y);
-    return x - y;
+    const y = b.charCodeAt(j);
+    if (x === y && (x < 0xd800 || x > 0xdfff)) {
+      i++;
+      j++;
+      continue;
+    }
+    const p = writtenCodePoint(a, i);
+    const q = writtenCodePoint(b, j);
+    if (p !== q) return p - q;
+    i += p > 0xffff ? 2 : 1;
+    j += q > 0xffff ? 2 : 1;
   }
-  return a.length - b.length;
+  return a.length - i - (b.length - j);
 }
 
-/** A code unit's rank in code point order: surrogates (the pairs above U+FFFF) after U+E000..U+FFFF. */
-function codePointRank(unit: number): number {
-  return unit >= 0xd800 && unit <= 0xdfff ? unit + 0x2000 : unit >= 0xe000 ? unit - 0x800 : unit;
+/** The code point UTF-8 encoding writes for the code unit at `i`: a pair's, U+FFFD for a lone surrogate. */
+function writtenCodePoint(text: string, i: number): number {
+  const unit = text.charCodeAt(i);
+  if (unit < 0xd800 || unit > 0xdfff) return unit;
+  if (unit <= 0xdbff && i + 1 < text.length) {
+    const low = text.charCodeAt(i + 1);
+    if (low >= 0xdc00 && low <= 0xdfff) return 0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00);
+  }
+  return 0xfffd;
 }
 
 /** One growing Node buffer, with UTF-8 text written in place (no TextEncoder array per value). */
