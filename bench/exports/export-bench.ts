@@ -188,16 +188,24 @@ const LABEL: Record<ExportVariant | 'plain', string> = {
  * Issue 14, deliverable 2: the Parquet writer chosen by measurement. Measured by hand (not part of
  * `npm run bench`: a minute of DuckDB and parquet-wasm per run) with bench/exports/writer-comparison.ts.
  */
+/** The second measurement: our column encoders against hyparquet-writer's own path (filled in below). */
+const WRITER_COMPARISON_NOW = [
+  "Now, 2026-11-26: our column encoders (src/core/exports/formats/parquet-columns.ts) against hyparquet-writer's",
+  'own `ParquetWriter` on the same schema and options. MEASUREMENT PENDING',
+].join('\n');
+
 const WRITER_COMPARISON = [
   '### Parquet writer: the choice (issue 14)',
   '',
   'Command: `npx tsx bench/exports/writer-comparison.ts 1000000 1`. Each candidate writes the transactions columns of',
   "1M rows shaped like the exporter's (13 columns: DECIMAL(18,4), TIMESTAMP UTC, DATE, INT64, text) to a file, in a",
-  'fresh process (bundled with esbuild, plain `node`); time excludes module loading and the row-generation floor',
-  "(876 ms); peak RSS is the child's own `VmHWM`; bundle is esbuild's minified bundle of the smallest program that",
-  'loads the writer plus the WebAssembly or native binaries it must ship; module init is `require` of that bundle,',
-  "median of 5. Measured on 2026-11-25 with a load average of 8-11 on the 2 shared cores (other engineers' jobs):",
-  'absolute times are inflated several-fold; the candidates ran back to back, so their order holds, one round each.',
+  'fresh process (bundled with esbuild, plain `node`); time excludes module loading and the row-generation floor;',
+  "peak RSS is the child's own `VmHWM`; bundle is esbuild's minified bundle of the smallest program that loads the",
+  'writer plus the WebAssembly or native binaries it must ship; module init is `require` of that bundle, median of',
+  '5. The candidates run back to back, one round each, on the 2 shared cores: their order holds, absolute times',
+  'move with the machine.',
+  '',
+  'First choice, 2026-11-25 (load average 8-11; generation floor 876 ms):',
   '',
   '| writer | write time (ms) | peak RSS (MiB) | file (MB) | bundle + binary (KB) | module init (ms) |',
   '|---|---:|---:|---:|---:|---:|',
@@ -205,17 +213,19 @@ const WRITER_COMPARISON = [
   '| parquet-wasm 0.8.0 (arrow-rs) + apache-arrow 21.2 | 56,062 | 887.2 | 92.2 (SNAPPY) | 5,153 | 445.0 |',
   '| DuckDB 1.5 (`@duckdb/node-api` appender, `COPY … TO`) | 54,935 | 1,274.9 | 25.6 (SNAPPY) | 69,367 | 514.0 |',
   '',
-  'How each was driven: hyparquet-writer through `ParquetRecordWriter` exactly as the exporter does (row groups of',
-  "10,000, streamed out). parquet-wasm 0.8.0's `writeParquet` takes a whole table, so every 100,000 rows became one",
-  'apache-arrow table, one IPC stream copied into WebAssembly memory and one Parquet part (a streaming',
+  'How each was driven: hyparquet-writer through its incremental `ParquetWriter`, as the exporter did then (row',
+  "groups of 10,000, streamed out). parquet-wasm 0.8.0's `writeParquet` takes a whole table, so every 100,000 rows",
+  'became one apache-arrow table, one IPC stream copied into WebAssembly memory and one Parquet part (a streaming',
   '`transformParquetStream` exists but still needs the rows as arrow batches, where most of its time goes:',
   '`vectorFromArray` of the text columns). DuckDB got the rows through its appender, one call per value, into an',
   "in-memory table, then `COPY t TO '…' (FORMAT parquet)`; its writer is fast, the per-value calls across the",
-  'N-API boundary and the table held in memory are not. Decision: **hyparquet-writer stays**, with 64-bit',
-  'integers written with `converted_type INT_64` only, because its `INTEGER` logical type is malformed',
-  '(docs/exports.md, "Parquet"); it is the fastest here, the only one within the export\'s memory budget, 100×',
-  'smaller to ship and 10× faster to load (module init counts against the Lambda cold start target). Both other',
-  'candidates stay dev dependencies, as the independent readers of the test suite.',
+  'N-API boundary and the table held in memory are not. Decision: **hyparquet-writer**, with 64-bit integers',
+  'written with `converted_type INT_64` only, because its `INTEGER` logical type is malformed (docs/exports.md,',
+  '"Parquet"); it was the fastest here, the only one within the export\'s memory budget, 100× smaller to ship and',
+  '10× faster to load (module init counts against the Lambda cold start target). Both other candidates stay dev',
+  'dependencies, as the independent readers of the test suite.',
+  '',
+  WRITER_COMPARISON_NOW,
 ];
 
 const RATIO_BOUND: Record<Exclude<ExportVariant, 'baseline'>, number> = { 'jsonl-dir': 1.3, 'all-dir': 2.0, 'all-s3': 2.0 };

@@ -48,7 +48,14 @@ export const registeredCompanySchema = lazySchema(() =>
      * transaction's currency"); absent (items from before it, or never set): EUR, DEFAULT_CURRENCY.
      * Read by its shape (REGISTERED_CURRENCY), as the export worker reads it (registryCurrency).
      */
-    defaultCurrency: z.string().regex(REGISTERED_CURRENCY, REGISTERED_CURRENCY_EXPECTED).optional(),
+    // null as absent: `companies list --json` prints a company without one as null, and a tool that
+    // writes that JSON back must not break the company.
+    defaultCurrency: z
+      .string()
+      .regex(REGISTERED_CURRENCY, REGISTERED_CURRENCY_EXPECTED)
+      .nullish()
+      .transform((code) => code ?? undefined)
+      .optional(),
     /** Absent on an item the stack seeded from the stage config (a deploy knows no time to write). */
     addedAt: z.iso.datetime({ offset: true }).optional(),
     /** Set by `companies remove`: exports and rotation stop; the item stays as the record of it. */

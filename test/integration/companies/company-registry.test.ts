@@ -14,6 +14,8 @@ import {
   type RegisteredCompany,
 } from '../../../src/core/companies/company-registry';
 import { ValidationError } from '../../../src/core/shared/errors';
+import { CURRENCY_CODE_EXPECTED } from '../../../src/core/exports/formats/currency';
+import { registryCurrency } from '../../../src/core/exports/pipeline/company-currency';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
 import { createRegistryTable } from '../../helpers/dynamodb-tables';
@@ -159,7 +161,7 @@ describe.each(subjects)('company registry (%s)', (_name, make) => {
       const refused = s.registry.add({ companyId: A, defaultCurrency: bad }, T0);
       await expect(refused).rejects.toBeInstanceOf(ValidationError);
       await expect(refused).rejects.toMatchObject({
-        issues: [{ path: 'defaultCurrency', message: 'expected an ISO 4217 currency code such as EUR, GBP or CHF' }],
+        issues: [{ path: 'defaultCurrency', message: CURRENCY_CODE_EXPECTED }],
       });
       await expect(refused).rejects.not.toThrow(/sk_live/);
     }
@@ -170,6 +172,11 @@ describe.each(subjects)('company registry (%s)', (_name, make) => {
     expect(page.items).toEqual([]);
     expect(page.skipped).toEqual([{ key: B, position: 1, issues: [{ path: 'defaultCurrency', message: expect.any(String) as unknown }] }]);
     await expect(s.registry.get(B)).rejects.toBeInstanceOf(RegistryItemInvalidError);
+    // null, as `companies list --json` prints "none", reads as none: the company stays EUR, and
+    // the export worker's reader of the one field agrees.
+    await s.plant({ companyId: B, formats: ['csv'], defaultCurrency: null, addedAt: '2026-11-01T00:00:00Z' });
+    expect(await s.registry.get(B)).not.toHaveProperty('defaultCurrency', expect.anything());
+    expect(await registryCurrency(async () => ({ companyId: B, defaultCurrency: null }))(B)).toBeUndefined();
   });
 
   it('removes by marking, reports a second removal, and re-adds with the first addedAt', async () => {

@@ -73,7 +73,7 @@ export function scaleFactor(currency: string, scale: number): bigint | undefined
 }
 
 /** What a currency code must be, in words: the message of `--default-currency` and of a registered company's `defaultCurrency`. */
-export const CURRENCY_CODE_EXPECTED = 'expected an ISO 4217 currency code such as EUR, GBP or CHF';
+export const CURRENCY_CODE_EXPECTED = "expected an ISO 4217 currency code that this Node's Intl lists, such as EUR, GBP or CHF";
 
 /**
  * An ISO 4217 alphabetic code the runtime's Intl lists, in upper case (`gbp` is read as GBP), or

@@ -25,7 +25,8 @@ export function registryCurrency(getItem: (companyId: string) => Promise<unknown
     const entry = await getItem(key);
     if (typeof entry !== 'object' || entry === null) return undefined;
     const value = (entry as Record<string, unknown>).defaultCurrency;
-    if (value === undefined) return undefined;
+    // null is absent, as `companies list --json` shows a company without one.
+    if (value === undefined || value === null) return undefined;
     if (typeof value === 'string' && REGISTERED_CURRENCY.test(value)) return value;
     // The field's path only, never its value (a hand edit may have pasted anything there).
     throw new ValidationError(`company registry item ${key}`, [{ path: 'defaultCurrency', message: REGISTERED_CURRENCY_EXPECTED }]);
