@@ -1,4 +1,3 @@
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +8,7 @@ import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
 import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import { TEST_DIALECTS } from '../../helpers/dialects';
 import { runDirectExport } from '../../helpers/run-direct-export';
+import { DuckDb } from '../../helpers/duckdb';
 
 /**
  * A HUF company end to end: the sandbox over HTTP, the direct export into a directory, the files
@@ -21,8 +21,7 @@ describe.each(TEST_DIALECTS)('%s dialect: a HUF company’s export', (dialect) =
   let sandbox: RunningSandbox;
   let root: string;
   let summary: PeriodExportSummary;
-  let instance: DuckDBInstance;
-  let db: DuckDBConnection;
+  let duck: DuckDb;
 
   beforeAll(async () => {
     sandbox = await startSandbox({ dialect, demo: false, clock: new ManualClock(Date.UTC(2026, 10, 5, 8, 0)) });
@@ -49,13 +48,11 @@ describe.each(TEST_DIALECTS)('%s dialect: a HUF company’s export', (dialect) =
       taxReportFields:
         dialect === 'minimal' ? { periodEnd: 'endDate', periodStart: 'startDate', amountDue: 'totalAmount', currency: 'currencyCode' } : {},
     });
-    instance = await DuckDBInstance.create(':memory:');
-    db = await instance.connect();
+    duck = await DuckDb.open();
   });
 
   afterAll(async () => {
-    db?.closeSync();
-    instance?.closeSync();
+    duck?.close();
     await sandbox?.stop();
     if (root) await rm(root, { recursive: true, force: true });
     forgetRegisteredSecrets();
@@ -64,9 +61,7 @@ describe.each(TEST_DIALECTS)('%s dialect: a HUF company’s export', (dialect) =
   const file = (dataset: string, format: string) =>
     join(root, summary.manifest.objects.find((o) => o.dataset === dataset && o.format === format)!.key);
 
-  async function rows(sql: string): Promise<Record<string, string | null>[]> {
-    return (await db.runAndReadAll(sql)).getRowObjectsJson() as Record<string, string | null>[];
-  }
+  const rows = (sql: string) => duck.rows(sql);
 
   it('writes 1234.56 HUF in the CSV and 1234.5600 in the Parquet DECIMAL(18,4), as the raw JSONL says', async () => {
     const jsonl = gunzipSync(await readFile(file('transactions', 'jsonl')))

@@ -1,4 +1,3 @@
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { tableFromIPC, type Table as ArrowTable } from 'apache-arrow';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,6 +13,7 @@ import { DATASETS, type DatasetName, type ExportTaxReport } from '../../../src/c
 import { ManualClock } from '../../../src/core/shared/clock';
 import { silentLogger } from '../../../src/core/shared/logger';
 import { CATEGORIES, COMPANY, transaction } from '../../helpers/export-fixtures';
+import { DuckDb } from '../../helpers/duckdb';
 
 /**
  * The exports as two engines outside our code read them: DuckDB (its own C++ Parquet, CSV and JSON
@@ -140,8 +140,7 @@ function manifestTotals(manifest: Manifest, dataset: DatasetName): Record<string
 
 describe('exports read by independent engines (DuckDB, arrow-rs)', () => {
   let dir: string;
-  let db: DuckDBConnection;
-  let instance: DuckDBInstance;
+  let duck: DuckDb;
   const manifests: Record<string, Manifest> = {};
   let emptyManifest: Manifest;
 
@@ -168,13 +167,11 @@ describe('exports read by independent engines (DuckDB, arrow-rs)', () => {
       sourceBaseUrl: 'http://127.0.0.1:1/api/v1',
     });
     emptyManifest = empty.manifest;
-    instance = await DuckDBInstance.create(':memory:');
-    db = await instance.connect();
+    duck = await DuckDb.open();
   });
 
   afterAll(async () => {
-    db?.closeSync();
-    instance?.closeSync();
+    duck?.close();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -186,9 +183,7 @@ describe('exports read by independent engines (DuckDB, arrow-rs)', () => {
       `read_csv(${glob(d, 'csv')}, hive_partitioning = true, header = true, delim = ',', quote = '"', escape = '"', all_varchar = true)`,
   };
 
-  async function rows(sql: string): Promise<Record<string, string | null>[]> {
-    return (await db.runAndReadAll(sql)).getRowObjectsJson() as Record<string, string | null>[];
-  }
+  const rows = (sql: string) => duck.rows(sql);
 
   describe.each(DATASETS)('%s', (dataset) => {
     it.each(['parquet', 'csv'] as const)('%s: DuckDB counts and sums every period exactly as its manifest states', async (format) => {
@@ -363,8 +358,7 @@ describe('JSON text columns read by independent engines: exact in Parquet and JS
   const JSON_TEXT = '{"n":[1,-2],"k":"a;=b"}';
   const DEFUSED = `{"n":[1,'-2],"k":"a;'=b"}`;
   let dir: string;
-  let db: DuckDBConnection;
-  let instance: DuckDBInstance;
+  let duck: DuckDb;
   let manifest: Manifest;
 
   beforeAll(async () => {
@@ -388,13 +382,11 @@ describe('JSON text columns read by independent engines: exact in Parquet and JS
       sourceBaseUrl: 'http://127.0.0.1:1/api/v1',
     });
     manifest = summary.manifest;
-    instance = await DuckDBInstance.create(':memory:');
-    db = await instance.connect();
+    duck = await DuckDb.open();
   });
 
   afterAll(async () => {
-    db?.closeSync();
-    instance?.closeSync();
+    duck?.close();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -404,7 +396,9 @@ describe('JSON text columns read by independent engines: exact in Parquet and JS
 
   it.each(['categories', 'tax_reports'] as const)('%s: DuckDB and arrow-rs read the exact JSON from the Parquet', async (dataset) => {
     const column = COLUMN[dataset];
-    const duckdb = (await db.runAndReadAll(`SELECT ${column} FROM read_parquet('${file(dataset, 'parquet')}')`)).getRowObjectsJson();
+    const duckdb = (
+      await duck.connection.runAndReadAll(`SELECT ${column} FROM read_parquet('${file(dataset, 'parquet')}')`)
+    ).getRowObjectsJson();
     expect(duckdb).toEqual([{ [column]: JSON_TEXT }]);
     const arrow: ArrowTable = tableFromIPC(readParquet(await readFile(file(dataset, 'parquet'))).intoIPCStream());
     expect(arrow.getChild(column)!.toArray()).toEqual([JSON_TEXT]);
@@ -412,7 +406,9 @@ describe('JSON text columns read by independent engines: exact in Parquet and JS
 
   it.each(['categories', 'tax_reports'] as const)('%s: the JSONL line holds the JSON as the service sent it', async (dataset) => {
     const lines = (
-      await db.runAndReadAll(`SELECT json::VARCHAR AS line FROM read_ndjson_objects('${file(dataset, 'jsonl')}', compression = 'gzip')`)
+      await duck.connection.runAndReadAll(
+        `SELECT json::VARCHAR AS line FROM read_ndjson_objects('${file(dataset, 'jsonl')}', compression = 'gzip')`,
+      )
     ).getRowObjectsJson() as { line: string }[];
     expect(lines).toHaveLength(1);
     // A category's metadata is a JSON string field; a tax report's extra fields are the record's own.
@@ -423,7 +419,7 @@ describe('JSON text columns read by independent engines: exact in Parquet and JS
   it.each(['categories', 'tax_reports'] as const)('%s: the CSV copy is defused like every text cell', async (dataset) => {
     const column = COLUMN[dataset];
     const csv = (
-      await db.runAndReadAll(
+      await duck.connection.runAndReadAll(
         `SELECT ${column} FROM read_csv('${file(dataset, 'csv')}', header = true, delim = ',', quote = '"', escape = '"', all_varchar = true)`,
       )
     ).getRowObjectsJson();

@@ -1,4 +1,3 @@
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { tableFromIPC, type Table as ArrowTable } from 'apache-arrow';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,6 +8,7 @@ import type { Row, TableColumn } from '../../../src/core/exports/formats/dataset
 import { ObjectSink } from '../../../src/core/exports/formats/object-sink';
 import { compareUtf8 } from '../../../src/core/exports/formats/parquet-columns';
 import { ParquetRecordWriter } from '../../../src/core/exports/formats/parquet-writer';
+import { DuckDb } from '../../helpers/duckdb';
 
 /**
  * Our Parquet column encoders (parquet-columns.ts) at their edges, judged by two engines that share
@@ -63,8 +63,7 @@ const SCALE = { JPY: 10_000n, EUR: 100n, KWD: 10n } as const;
 describe('Parquet column encoders, read by DuckDB and arrow-rs', () => {
   let dir: string;
   let file: string;
-  let instance: DuckDBInstance;
-  let db: DuckDBConnection;
+  let duck: DuckDb;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'acctops-parquet-encoding-'));
@@ -76,19 +75,15 @@ describe('Parquet column encoders, read by DuckDB and arrow-rs', () => {
     for (let i = 0; i < ROWS; i++) await writer.write(null, row(i));
     await writer.finish();
     file = join(dir, 'edge.parquet');
-    instance = await DuckDBInstance.create(':memory:');
-    db = await instance.connect();
+    duck = await DuckDb.open();
   });
 
   afterAll(async () => {
-    db?.closeSync();
-    instance?.closeSync();
+    duck?.close();
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function rows(sql: string): Promise<Record<string, string | null>[]> {
-    return (await db.runAndReadAll(sql)).getRowObjectsJson() as Record<string, string | null>[];
-  }
+  const rows = (sql: string) => duck.rows(sql);
 
   /** What each row should read as, in the text DuckDB prints. */
   function expected(i: number): Record<string, string | null> {

@@ -1,4 +1,3 @@
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +24,7 @@ import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
 import { startSandbox, type RunningSandbox } from '../../../sandbox';
 import { MemoryExportQueue } from '../../helpers/memory-export-queue';
 import { MemoryRunLedger } from '../../helpers/memory-run-ledger';
+import { DuckDb } from '../../helpers/duckdb';
 
 /**
  * The deployed pipeline's use cases (planner -> queue -> worker, on-demand jobs, a month in parts)
@@ -40,8 +40,7 @@ describe("the export pipeline labels transactions sent without a currency with t
 
   let sandbox: RunningSandbox;
   let root: string;
-  let instance: DuckDBInstance;
-  let db: DuckDBConnection;
+  let duck: DuckDb;
   let jpy: string;
   let eur: string;
   const keys = new Map<string, string>();
@@ -62,13 +61,11 @@ describe("the export pipeline labels transactions sent without a currency with t
         ],
       });
     }
-    instance = await DuckDBInstance.create(':memory:');
-    db = await instance.connect();
+    duck = await DuckDb.open();
   });
 
   afterAll(async () => {
-    db?.closeSync();
-    instance?.closeSync();
+    duck?.close();
     await sandbox?.stop();
     if (root) await rm(root, { recursive: true, force: true });
     forgetRegisteredSecrets();
@@ -122,9 +119,7 @@ describe("the export pipeline labels transactions sent without a currency with t
     return { registry, table, store, queue, events, logger, worker, results, drain, manifest, file, clock };
   }
 
-  async function rows(sql: string): Promise<Record<string, string | null>[]> {
-    return (await db.runAndReadAll(sql)).getRowObjectsJson() as Record<string, string | null>[];
-  }
+  const rows = (sql: string) => duck.rows(sql);
   const list = (files: string[]) => `[${files.map((f) => `'${f}'`).join(', ')}]`;
   const csv = async (files: string[]) =>
     rows(
