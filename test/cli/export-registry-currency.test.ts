@@ -1,9 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { runCli } from '../../cli/program';
 import type * as SandboxModule from '../../sandbox';
 import { expectNoCanaries } from '../helpers/canary';
-import { cliEnv, parseJson, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
+import { parseJson, runCliInProcess, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
 
 /** The embedded service of each command sends transactions without a currency, as one that follows the spec alone may. */
 jest.mock('../../sandbox', () => {
@@ -41,18 +40,7 @@ interface Report {
 describe("acctops export (local mode): the registry's default currency of a company", () => {
   let state: { dir: string; remove(): Promise<void> };
   const outputs: CliResult[] = [];
-  const acctops = async (...args: string[]): Promise<CliResult> => {
-    let stdout = '';
-    let stderr = '';
-    const code = await runCli(['--state-dir', state.dir, ...args], {
-      io: { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } },
-      env: cliEnv(),
-      cwd: state.dir,
-    });
-    const result = { code, stdout, stderr };
-    outputs.push(result);
-    return result;
-  };
+  const acctops = (...args: string[]): Promise<CliResult> => runCliInProcess(state.dir, args, outputs);
   let companies: string[];
 
   beforeAll(async () => {

@@ -1,10 +1,9 @@
 import { withLocalWorld } from '../../cli/local/local-world';
-import { runCli } from '../../cli/program';
 import type * as SandboxModule from '../../sandbox';
 import type { RunningSandbox } from '../../sandbox';
 import { silentLogger } from '../../src/core/shared/logger';
 import { expectNoCanaries } from '../helpers/canary';
-import { cliEnv, parseJson, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
+import { cliEnv, parseJson, runCliInProcess, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
 
 type FaultRule = Parameters<RunningSandbox['admin']['faults']['add']>[0];
 
@@ -44,18 +43,7 @@ describe('acctops keys rotate: failures of the service during a rotation (local 
   let state: { dir: string; remove(): Promise<void> };
   const outputs: CliResult[] = [];
 
-  const acctops = async (...args: string[]): Promise<CliResult> => {
-    let stdout = '';
-    let stderr = '';
-    const code = await runCli(['--state-dir', state.dir, ...args], {
-      io: { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } },
-      env: cliEnv(),
-      cwd: state.dir,
-    });
-    const result = { code, stdout, stderr };
-    outputs.push(result);
-    return result;
-  };
+  const acctops = (...args: string[]): Promise<CliResult> => runCliInProcess(state.dir, args, outputs);
   const status = async (companyId: string) =>
     parseJson<StatusBody>(await acctops('--json', 'keys', 'status', '--company', companyId)).companies[0]!;
   /** The company's keys as the sandbox holds them (read with no fault). */

@@ -48,6 +48,26 @@ export interface CliResult {
 }
 
 /**
+ * `acctops --state-dir <stateDir> …args` through runCli in this process (what the binary runs), for
+ * tests that give the embedded sandbox faults or registry entries the binary would not see. Each
+ * result is also pushed to `outputs`, which the caller scans for canaries.
+ */
+export async function runCliInProcess(stateDir: string, args: string[], outputs: CliResult[]): Promise<CliResult> {
+  // Loaded here, not at the top: the suites that spawn the binary must not load the CLI's modules.
+  const { runCli } = await import('../../cli/program.ts');
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(['--state-dir', stateDir, ...args], {
+    io: { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } },
+    env: cliEnv(),
+    cwd: stateDir,
+  });
+  const result = { code, stdout, stderr };
+  outputs.push(result);
+  return result;
+}
+
+/**
  * A clean environment: no AWS credentials or profile of the developer's machine, no ACCTOPS_*
  * variables, the SDK kept off the instance metadata service. Tests add what they mean to set.
  */
