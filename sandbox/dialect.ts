@@ -11,8 +11,7 @@ import { amountOnWire, labelOnWire, type WireSettings } from './views';
  * written to it. Handlers keep one logic; this module only shapes what they answer.
  */
 
-export const DIALECTS = ['default', 'minimal'] as const;
-export type Dialect = (typeof DIALECTS)[number];
+export { DIALECTS, type Dialect } from './choices';
 
 /** What simplejwt answers for any token it will not accept (refresh, verify, expire, bearer). */
 export const TOKEN_NOT_VALID = { detail: 'Token is invalid or expired', code: 'token_not_valid' } as const;

@@ -3,7 +3,7 @@ import { systemClock, type Clock } from '../src/core/shared/clock';
 import { parseWith } from '../src/core/shared/errors';
 import { silentLogger, type Logger } from '../src/core/shared/logger';
 import { AdminRegistry, type DemoCredentials, type SandboxAdmin } from './admin';
-import { DIALECTS, type Dialect } from './dialect';
+import { AMOUNT_ENCODINGS, DIALECTS, type Dialect } from './choices';
 import { SandboxApiError } from './errors';
 import { FaultRegistry, faultRuleSchema, type FaultRule } from './faults';
 import { RateLimiter } from './rate-limit';
@@ -19,8 +19,7 @@ import { StatsRecorder } from './stats';
  * See sandbox/README.md for what it simulates, its options, faults and the admin API.
  */
 
-/** How the sandbox writes amounts (sandbox/README.md): the `--amount-encoding` choices. */
-export const AMOUNT_ENCODINGS = ['integer', 'string', 'mixed'] as const;
+export { AMOUNT_ENCODINGS };
 
 const optionsSchema = z.object({
   port: z.int().min(0).max(65_535).default(0),

@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { sandboxCommand as sandboxFlags } from '../../sandbox/cli-flags';
 import { rejectRepeatedOptions } from '../args';
 import { CliError, withoutValues } from '../errors';
 import { ExitCode } from '../exit-codes';
@@ -11,8 +12,8 @@ import type { CommandHost } from './host';
  * credential by default, even a sandbox-only one.
  */
 export function sandboxCommand(host: CommandHost): Command {
-  return new Command('sandbox')
-    .description('Run the local Accounting API sandbox until Ctrl+C (flags: acctops sandbox --help).')
+  const command = new Command('sandbox')
+    .description('Run the local Accounting API sandbox until Ctrl+C.')
     .helpOption(false)
     .allowUnknownOption(true)
     .allowExcessArguments(true)
@@ -31,7 +32,10 @@ export function sandboxCommand(host: CommandHost): Command {
           const run = await sandboxCli.runSandboxCli(command.args, io, {
             showCommand: 'acctops sandbox --show-credentials',
             // The sandbox's flags are parsed there, out of reach of the program's own check.
-            configure: rejectRepeatedOptions,
+            configure: (flags) => {
+              rejectRepeatedOptions(flags);
+              flags.name(SANDBOX_USAGE_NAME);
+            },
             // Written as is, like the text banner: the keys in it are the sandbox's own, by prefix unless
             // --show-credentials, and the redactor would blank the ones it knows.
             ...(json ? { announce: (d) => session.runtime.io.stdout.write(`${jsonSafe(JSON.stringify(d, null, 2))}\n`) } : {}),
@@ -51,7 +55,14 @@ export function sandboxCommand(host: CommandHost): Command {
         }
       }),
     );
+  // `acctops help sandbox` shows the sandbox's own flags, as `acctops sandbox --help` does: they are
+  // parsed by sandbox/cli.ts, so this command declares none of its own.
+  command.helpInformation = () => sandboxFlags().name(SANDBOX_USAGE_NAME).helpInformation();
+  return command;
 }
+
+/** The name in the sandbox's usage line when acctops runs it. */
+const SANDBOX_USAGE_NAME = 'acctops sandbox';
 
 /**
  * The port asked for is taken (Node's EADDRINUSE from listen): one line naming the port and the host

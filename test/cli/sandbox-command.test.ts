@@ -108,6 +108,20 @@ describe('acctops sandbox: the real binary', () => {
     expectNoCanaries(`${stdout}\n${stderr}`, 'acctops --json sandbox output');
   });
 
+  it('help sandbox and sandbox --help both list the sandbox flags under `acctops sandbox`, and start nothing', async () => {
+    for (const args of [
+      ['help', 'sandbox'],
+      ['sandbox', '--help'],
+    ]) {
+      const { code, stdout } = await runAcctops(args);
+      expect(code).toBe(0);
+      expect(stdout).toMatch(/^Usage: acctops sandbox \[options\]/);
+      for (const flag of ['--port', '--seed', '--no-demo', '--amount-encoding', '--dialect', '--show-credentials', '--verbose'])
+        expect(stdout).toContain(flag);
+      expect(stdout).not.toMatch(/listening|Press Ctrl\+C/);
+    }
+  });
+
   it('a bad sandbox flag is a usage error (exit 2) in one line', async () => {
     const child = spawnAcctops(['sandbox', '--port', 'x']);
     let stderr = '';
