@@ -5,7 +5,7 @@ import { COMPANY_KEY_TAGS, PURPOSE_COMPANY_KEY } from '../../src/core/api-keys';
 import { canarySecret, expectNoCanaries, trackSecret } from '../helpers/canary';
 import { client } from '../helpers/secrets-manager';
 import { localClientConfig } from '../helpers/aws-credentials';
-import { DOCTOR_REPORT_FIELDS, KEY_STATUS_ROW_FIELDS, parseJson, runAcctops, type CliResult } from '../helpers/cli';
+import { DOCTOR_REPORT_FIELDS, KEY_STATUS_ROW_FIELDS, onboardArgs, parseJson, runAcctops, type CliResult } from '../helpers/cli';
 import { startRecordingServer, type CannedResponse, type RecordedRequest, type RecordingServer } from '../helpers/recording-server';
 import { startScheduler, type RunningScheduler } from '../helpers/scheduler';
 import { ROTATION_LAMBDA, RotationWorld } from '../integration/api-keys/support';
@@ -177,17 +177,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       },
     }));
 
-    const onboard = await acctops([
-      '--json',
-      'users',
-      'onboard',
-      '--external-id',
-      user.externalId,
-      '--username',
-      user.username,
-      '--email',
-      user.email,
-    ]);
+    const onboard = await acctops(['--json', ...onboardArgs(user)]);
     expect(onboard.code).toBe(0);
     expect(parseJson(onboard)).toEqual({
       externalId: user.externalId,

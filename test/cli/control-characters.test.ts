@@ -1,4 +1,4 @@
-import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import { closeCliState, onboardArgs, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
 
 /** What a terminal would act on rather than show (output.ts, UNSHOWABLE); a line's own end aside. */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
@@ -29,16 +29,7 @@ describe('acctops CLI: control characters in user-supplied text, the real binary
 
   it('users onboard keeps the username as given; users list escapes it, one row a user, columns aligned; --json is exact', async () => {
     for (const user of users) {
-      const onboarded = await acctops(
-        'users',
-        'onboard',
-        '--external-id',
-        user.externalId,
-        '--username',
-        user.username,
-        '--email',
-        user.email,
-      );
+      const onboarded = await acctops(...onboardArgs(user));
       expect(onboarded.code).toBe(0);
     }
     const list = await acctops('users', 'list');

@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expectNoCanaries } from '../helpers/canary';
-import { closeCliState, parseJson, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
+import { closeCliState, onboardArgs, parseJson, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
 import { TEST_DIALECTS } from '../helpers/dialects';
 import { monthOf } from '../../sandbox/seed';
 import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/formats/period';
@@ -50,16 +50,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
     it('users onboard: retrieves a user the service knows, creates a new one, and is idempotent', async () => {
       const alice = demo.users[0]!;
-      const first = await json<{ result: string; status: string }>(
-        'users',
-        'onboard',
-        '--external-id',
-        alice.externalId,
-        '--username',
-        alice.username,
-        '--email',
-        alice.email,
-      );
+      const first = await json<{ result: string; status: string }>(...onboardArgs(alice));
       expect(first.result.code).toBe(0);
       expect(first.body).toMatchObject({ externalId: alice.externalId, result: 'retrieved', status: 'active' });
       const again = await json('users', 'onboard', '--external-id', alice.externalId, '--username', alice.username, '--email', alice.email);
@@ -185,16 +176,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(skipped.stdout).toMatch(/not_due: nothing to do, .* or the user is not active \(revoked, needs_attention/);
 
       // Onboarding it again changes nothing, and says it is not refreshed rather than "refreshed on schedule".
-      const again = await acctops(
-        'users',
-        'onboard',
-        '--external-id',
-        alice.externalId,
-        '--username',
-        alice.username,
-        '--email',
-        alice.email,
-      );
+      const again = await acctops(...onboardArgs(alice));
       expect(again.code).toBe(0);
       expect(again.stdout).toMatch(/already onboarded \(status revoked\)/);
       expect(again.stdout).not.toMatch(/refreshed on schedule/);

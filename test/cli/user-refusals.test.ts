@@ -1,6 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import { closeCliState, onboardArgs, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
 
 interface SandboxFile {
   users: { username: string; externalId?: string; disabled: boolean }[];
@@ -40,16 +40,7 @@ describe('acctops users: a user the service refuses or no longer knows', () => {
     state = await tempStateDir();
     await acctops('local', 'status');
     user = (JSON.parse(await readFile(sandboxFile(), 'utf8')) as SandboxFile).demo.users[0]!;
-    const onboarded = await acctops(
-      'users',
-      'onboard',
-      '--external-id',
-      user.externalId,
-      '--username',
-      user.username,
-      '--email',
-      user.email,
-    );
+    const onboarded = await acctops(...onboardArgs(user));
     expect(onboarded.code).toBe(0);
   });
   afterAll(() => closeCliState(state, outputs));
@@ -101,17 +92,7 @@ describe('acctops users: a user the service refuses or no longer knows', () => {
     );
     expect(recover.stderr).not.toMatch(/acctops doctor/);
 
-    const onboard = await acctops(
-      '--json',
-      'users',
-      'onboard',
-      '--external-id',
-      user.externalId,
-      '--username',
-      user.username,
-      '--email',
-      user.email,
-    );
+    const onboard = await acctops('--json', ...onboardArgs(user));
     expect(onboard.code).toBe(0);
     expect(parseJson(onboard)).toMatchObject({ externalId: user.externalId, result: 'created', status: 'active' });
     expect(await listed(user.externalId)).toMatchObject({ status: 'active', lastErrorClass: null, lastErrorCode: null });

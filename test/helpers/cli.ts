@@ -41,6 +41,11 @@ export const DOCTOR_REPORT_FIELDS: readonly string[] = [
   'tokens',
 ];
 
+/** `users onboard` of a user the tests know (the demo's, or their own), in acctops's arguments. */
+export function onboardArgs(user: { externalId: string; username: string; email: string }): string[] {
+  return ['users', 'onboard', '--external-id', user.externalId, '--username', user.username, '--email', user.email];
+}
+
 export interface CliResult {
   code: number;
   stdout: string;
