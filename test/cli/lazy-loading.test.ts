@@ -15,7 +15,8 @@ describe('acctops CLI: heavy modules load only for the commands that need them',
 
   beforeAll(async () => {
     state = await tempStateDir();
-    probe = join(state.dir, '..', `${state.dir.split('/').pop()}-probe.cjs`);
+    // Inside the state's temporary directory, so that removing it removes the probe too.
+    probe = join(state.dir, 'probe.cjs');
     await writeFile(
       probe,
       [
