@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { amountSchema } from './money';
-import { parseTimestamp, type TimestampInstant } from './timestamps';
+import { parseTimestamp, recalledTimestamp, type TimestampInstant } from './timestamps';
 
 /**
  * Response schemas: a tolerant reader (docs/assumptions.md, "What a response must carry"). Only
@@ -32,10 +32,11 @@ export function timestampMillis(timestamp: string): number | undefined {
 
 /**
  * The instant and the offset (minutes east of UTC, `-02:00` is -120) of a timestamp from one
- * parse, or undefined when `timestampSchema` would refuse it. The exports need both per record.
+ * parse, or undefined when `timestampSchema` would refuse it. The exports need both per record,
+ * right after the validation parsed the same string, which is recalled rather than parsed again.
  */
 export function timestampInstant(timestamp: string): TimestampInstant | undefined {
-  return parseTimestamp(timestamp);
+  return recalledTimestamp(timestamp);
 }
 
 /** The instant a timestamp denotes. Throws on a string that `timestampSchema` would refuse. */

@@ -25,17 +25,45 @@ const Z = 0x5a;
 const T = 0x54;
 const MILLIS_PER_MINUTE = 60_000;
 
-// The validation and the row read the same string one after the other: the second read is free.
-let lastText: string | undefined;
-let lastInstant: TimestampInstant | undefined;
+/**
+ * The client validates a page's timestamps, then the export makes each record's row and reads
+ * the same strings again, in the same order (the pager validates a page whole before handing it
+ * over). So the parses are kept in a ring, in the order made, and `recalledTimestamp` looks
+ * only at the next one not yet recalled: one comparison per record instead of a second parse. The
+ * strings are compared by value, so a hit is always the parse of an equal string, whoever made it.
+ */
+const RECENT = 2048;
+const recentTexts: (string | undefined)[] = new Array<string | undefined>(RECENT).fill(undefined);
+const recentInstants: (TimestampInstant | undefined)[] = new Array<TimestampInstant | undefined>(RECENT).fill(undefined);
+let remembered = 0;
+let recalled = 0;
 
 /** The timestamp's instant and offset, or undefined when it is not one (format, date or time). */
 export function parseTimestamp(text: string): TimestampInstant | undefined {
-  if (text === lastText) return lastInstant;
   const instant = parse(text);
-  lastText = text;
-  lastInstant = instant;
+  const slot = remembered++ & (RECENT - 1);
+  recentTexts[slot] = text;
+  recentInstants[slot] = instant;
   return instant;
+}
+
+/**
+ * `parseTimestamp` for a string that was most likely just parsed by it, in the same order: the
+ * export's rows after the page's validation. The next parse not yet recalled is the one looked at;
+ * when it differs (other parses came first, or the rows skip some), the search goes on through the
+ * later parses kept, and the recall resumes after the one found. Each kept parse is looked at
+ * once at most, so the search costs nothing per record; what is not found is parsed again.
+ */
+export function recalledTimestamp(text: string): TimestampInstant | undefined {
+  for (let at = Math.max(recalled, remembered - RECENT); at < remembered; at++) {
+    const slot = at & (RECENT - 1);
+    if (recentTexts[slot] === text) {
+      recalled = at + 1;
+      return recentInstants[slot];
+    }
+  }
+  recalled = remembered;
+  return parse(text);
 }
 
 function parse(s: string): TimestampInstant | undefined {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { epochDayOf, parseTimestamp } from '../../../src/core/accounting-api/timestamps';
+import { epochDayOf, parseTimestamp, recalledTimestamp } from '../../../src/core/accounting-api/timestamps';
 
 const SEED = 20261121;
 
@@ -100,12 +100,57 @@ describe('parseTimestamp', () => {
     }
   });
 
-  it('answers a repeated string from its last result, and a different one afresh', () => {
+  it('parses a repeated string afresh, with the same result', () => {
     const first = parseTimestamp('2026-10-05T12:00:00Z');
-    expect(parseTimestamp('2026-10-05T12:00:00Z')).toBe(first);
+    expect(parseTimestamp('2026-10-05T12:00:00Z')).toEqual(first);
     expect(parseTimestamp('2026-10-05T12:00:00+01:00')).toEqual({ utcMillis: first!.utcMillis - 3_600_000, offsetMinutes: 60 });
     expect(parseTimestamp('2026-02-30T12:00:00Z')).toBeUndefined();
     expect(parseTimestamp('2026-02-30T12:00:00Z')).toBeUndefined();
+  });
+});
+
+describe('recalledTimestamp', () => {
+  const page = (n: number, minute = 0) =>
+    Array.from(
+      { length: n },
+      (_, i) =>
+        `2026-10-${String(1 + (i % 28)).padStart(2, '0')}T${String(i % 24).padStart(2, '0')}:${String((i + minute) % 60).padStart(2, '0')}:00+02:00`,
+    );
+
+  it("returns the validation's own parse for a page read again in order: one parse per record, not two", () => {
+    const texts = page(1000);
+    const parsed = texts.map(parseTimestamp);
+    texts.forEach((text, i) => expect(recalledTimestamp(text)).toBe(parsed[i]));
+  });
+
+  it('parses again, with the same result, what it cannot recall: another order, a page larger than it keeps, a string never parsed', () => {
+    const texts = page(3000, 7);
+    const parsed = texts.map(parseTimestamp);
+    // 3,000 parses and a ring of 2,048: the first ones are gone, and the order is reversed.
+    for (let i = texts.length - 1; i >= 0; i--) expect(recalledTimestamp(texts[i]!)).toEqual(parsed[i]);
+    expect(recalledTimestamp('2026-10-05T12:00Z')).toEqual(reference('2026-10-05T12:00Z'));
+    expect(recalledTimestamp('2026-02-30T12:00:00Z')).toBeUndefined();
+    // After the misses, the next page is recalled again.
+    const next = page(10, 13);
+    const again = next.map(parseTimestamp);
+    next.forEach((text, i) => expect(recalledTimestamp(text)).toBe(again[i]));
+  });
+
+  it('always answers what the reference answers, whatever mix of parses and recalls comes before', () => {
+    const text = fc.oneof(
+      fc.constantFrom('2026-10-05T12:00:00Z', '2026-10-05T12:00:00+01:00', '2026-02-30T12:00:00Z', 'not a timestamp'),
+      fc.date({ min: new Date(0), max: new Date(Date.UTC(9999, 0)), noInvalidDate: true }).map((d) => d.toISOString()),
+    );
+    const step = fc.record({ recall: fc.boolean(), text });
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 60 }), (steps) => {
+        for (const { recall, text } of steps) {
+          const got = recall ? recalledTimestamp(text) : parseTimestamp(text);
+          expect(got).toEqual(reference(text));
+        }
+      }),
+      { seed: SEED, numRuns: 300 },
+    );
   });
 });
 
