@@ -1,6 +1,7 @@
 /**
  * ISO 8601 timestamps with an explicit offset, as the API writes them:
- * `YYYY-MM-DDTHH:MM[:SS[.fraction]](Z|±HH[:]MM)`, the fraction 1 to 9 digits.
+ * `YYYY-MM-DDTHH:MM[:SS[.fraction]](Z|±HH[:]MM)`, the fraction one digit or more (ISO 8601 and RFC
+ * 3339 set no limit, so a service may send ten: one such record must not fail a month's export).
  *
  * Read by hand, not with a regex and `Date`: an export reads one per transaction, twice (the
  * validation, then the row), and the regex, the `Number` conversions and the `Date` object cost
@@ -89,7 +90,7 @@ function parse(s: string): TimestampInstant | undefined {
       const start = ++at;
       while (at < length && isDigit(s.charCodeAt(at))) at++;
       const count = at - start;
-      if (count < 1 || count > 9) return undefined;
+      if (count < 1) return undefined;
       // Milliseconds: the first three digits, padded with zeros.
       millis = (s.charCodeAt(start) - ZERO) * 100;
       if (count > 1) millis += (s.charCodeAt(start + 1) - ZERO) * 10;
