@@ -272,6 +272,39 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     expect(split.events.events.filter((e) => e.type === EXPORT_EVENT_TYPES.completed)).toHaveLength(1);
   });
 
+  it('keeps source.parts while the transactions are carried over from the split run, and drops them when they are read whole', async () => {
+    const split = await world(MAX_PER_PART);
+    await split.queue.enqueue([split.job]);
+    await Promise.all(split.queue.drain().map(split.deliver));
+    for (const message of split.queue.drain()) expect(await split.deliver(message)).toBe('completed');
+    const parted = (await split.manifest())!;
+    expect(parted.source.parts).toHaveLength(3);
+
+    // Categories alone: the transactions (and their parts) stay those of the split run.
+    await split.queue.enqueue([
+      { ...split.job, datasets: ['categories'], trigger: { kind: 'on_demand', requestId: 'req-cat', via: 'cli' } },
+    ]);
+    expect(await Promise.all(split.queue.drain().map(split.deliver))).toEqual(['completed']);
+    const carried = (await split.manifest())!;
+    expect(carried.runId).not.toBe(parted.runId);
+    expect(carried.datasets.transactions!.runId).toBe(parted.runId);
+    expect(carried.source.parts).toEqual(parted.source.parts);
+
+    // Transactions again, under the threshold of this world's worker: read whole, so no parts.
+    const whole = { ...split.deps, split: undefined };
+    const report = await processExportBatch(whole, [
+      {
+        messageId: 'whole',
+        body: encodeJob({ ...split.job, datasets: ['transactions'], trigger: { kind: 'on_demand', requestId: 'req-whole', via: 'cli' } }),
+        receiveCount: 1,
+      },
+    ]);
+    expect(report.results[0]!.result).toBe('completed');
+    const reread = (await split.manifest())!;
+    expect(reread.datasets.transactions!.runId).toBe(reread.runId);
+    expect(reread.source.parts).toBeUndefined();
+  });
+
   it('exports a month at or below the threshold whole (one count request decides)', async () => {
     const split = await world(5000);
     await split.queue.enqueue([split.job]);

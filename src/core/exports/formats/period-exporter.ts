@@ -578,6 +578,7 @@ function buildManifest(input: {
       objects.push(...input.previous.objects.filter((o) => o.dataset === dataset));
     }
   }
+  const carriedParts = input.results.has('transactions') ? undefined : input.previous?.source.parts;
   return {
     schemaVersion: MANIFEST_SCHEMA_VERSION,
     company: input.company,
@@ -585,7 +586,13 @@ function buildManifest(input: {
     runId: input.runId,
     generatedAt: input.generatedAt,
     tool: { name: 'acctops', version: input.toolVersion },
-    source: { baseUrl: input.baseUrl, query: input.range },
+    source: {
+      baseUrl: input.baseUrl,
+      query: input.range,
+      // `parts` describes how the transactions were read: it stays with them when they are carried
+      // over from a month exported in parts, and goes when this run reads them whole.
+      ...(carriedParts === undefined ? {} : { parts: carriedParts }),
+    },
     datasets,
     objects: objects.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)),
     symlinks: (input.previous?.symlinks ?? []).filter((s) => !input.results.has(s.dataset)),
