@@ -8,6 +8,7 @@ import {
   refusesUser,
 } from '../src/core/accounting-api';
 import { CompanyKeyNotFoundError } from '../src/core/api-keys';
+import { isBeyondParquet } from '../src/core/exports/formats/parquet-limit';
 import { SecretNotFoundError } from '../src/core/ports/secrets';
 import { AcctopsError, ConfigError, ValidationError } from '../src/core/shared/errors';
 import { redactString } from '../src/core/shared/redact';
@@ -431,6 +432,9 @@ export function validationHint(error: ValidationError): string {
   }
   if (error.source === 'company API key secret') {
     return 'store the company\'s key again with `acctops keys install --company <id>` (docs/runbooks.md, "Install a company API key")';
+  }
+  if (error.issues.some(isBeyondParquet)) {
+    return 'Parquet cannot hold this amount; CSV and JSONL can: export this company and month with --format csv,jsonl (docs/exports.md, "Parquet")';
   }
   if (error.source.startsWith('tax report ')) {
     return "the service's tax report has no readable value there: check --tax-report-fields (AWS mode: the stage's exports.taxReportFields) against the service's field names (docs/exports.md, \"Tax reports of a period\")";

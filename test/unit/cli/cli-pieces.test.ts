@@ -7,6 +7,7 @@ import { exportDeadlineOf, refreshResultOf } from '../../../cli/operations/aws-o
 import { displayWidth, Output } from '../../../cli/output';
 import { KeyRevokedError, PermissionDeniedError, ServerError } from '../../../src/core/accounting-api';
 import { CompanyKeyNotFoundError } from '../../../src/core/api-keys';
+import { taxReportsTable } from '../../../src/core/exports/formats/dataset-tables';
 import { ConfigError, ValidationError } from '../../../src/core/shared/errors';
 import { registerSecret } from '../../../src/core/shared/redact';
 import { onboardInputSchema } from '../../../src/core/tokens/onboard-input';
@@ -260,6 +261,36 @@ describe('cli: --email and onboarding agree, and a use case refusal says what to
     expect(report.exitCode).toBe(ExitCode.failure);
     expect(report.hint).toMatch(hint);
     expect(report.hint).not.toMatch(/the named field is wrong where it was read/);
+  });
+  it("a tax report or transaction refused only for Parquet's amount columns is told to export without Parquet, not to check field names", () => {
+    const report = {
+      raw: {},
+      parsed: {
+        pk: 'r1',
+        type: null,
+        periodStart: null,
+        periodEnd: null,
+        status: null,
+        amountDue: 10n ** 20n,
+        currency: 'EUR',
+        createdAt: null,
+      },
+    };
+    let refused: unknown;
+    try {
+      taxReportsTable.row(report, { index: 0, defaultCurrency: 'EUR', parquet: true, categoryName: () => null });
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).toBeInstanceOf(ValidationError);
+    const hint = describeError(refused).hint;
+    expect(hint).toMatch(/--format csv,jsonl/);
+    expect(hint).not.toMatch(/--tax-report-fields/);
+    // The same message on a transaction, and a tax report malformed otherwise keeps its own hint.
+    expect(describeError(new ValidationError('transaction t1', (refused as ValidationError).issues)).hint).toMatch(/--format csv,jsonl/);
+    expect(describeError(new ValidationError('tax report r1', [{ path: 'endDate', message: 'expected a date YYYY-MM-DD' }])).hint).toMatch(
+      /--tax-report-fields/,
+    );
   });
 });
 

@@ -3,6 +3,7 @@ import { ValidationError } from '../../shared/errors';
 import { timestampInstant, type MinorUnits, type TimestampInstant } from '../../accounting-api';
 import { scaleFactor } from './currency';
 import { epochDay } from './offset-timestamp';
+import { WITHOUT_PARQUET } from './parquet-limit';
 import type { DatasetName, ExportCategory, ExportTaxReport, ExportTransaction } from './datasets';
 import { taxReportColumnSources, taxReportWithNames, type TaxReportField, type TaxReportFieldNames } from './tax-report-fields';
 
@@ -254,8 +255,6 @@ class RecordChecker {
     throw new ValidationError(source, [{ path, message }]);
   }
 }
-
-const WITHOUT_PARQUET = "the limit of Parquet's amount columns; CSV and JSONL have none (export with --format csv,jsonl)";
 
 const LIMITS = new Map<string, bigint | null>();
 
