@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command, type Option } from 'commander';
 import { parsePeriod } from '../src/core/exports/formats/period';
-import { CURRENCY_CODE_EXPECTED, isoCurrencyCode } from '../src/core/exports/formats/currency';
+import { CURRENCY_CODE_EXPECTED, isoCurrencyCode } from '../contract/currency';
 import { FORMATS, type ExportFormat } from '../src/core/exports/formats/datasets';
 import { parseTaxReportFieldList, TAX_REPORT_FIELDS, type TaxReportFieldNames } from '../src/core/exports/formats/tax-report-fields';
 import { ValidationError } from '../src/core/shared/errors';

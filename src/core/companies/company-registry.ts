@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { REGISTRY_TABLE } from '../../../contract/tables';
-import { CURRENCY_CODE_EXPECTED, isoCurrencyCode } from '../exports/formats/currency';
+import { CURRENCY_CODE_EXPECTED, isoCurrencyCode } from '../../../contract/currency';
 import { FORMATS, type ExportFormat } from '../exports/formats/datasets';
 import { AcctopsError, issuesFromZod, parseWith, ValidationError, type FieldIssue } from '../shared/errors';
 import type { Logger } from '../shared/logger';

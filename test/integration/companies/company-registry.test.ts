@@ -14,7 +14,7 @@ import {
   type RegisteredCompany,
 } from '../../../src/core/companies/company-registry';
 import { ValidationError } from '../../../src/core/shared/errors';
-import { CURRENCY_CODE_EXPECTED } from '../../../src/core/exports/formats/currency';
+import { CURRENCY_CODE_EXPECTED } from '../../../contract/currency';
 import { registryCurrency } from '../../../src/core/exports/pipeline/company-currency';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';

@@ -71,17 +71,3 @@ export function scaleFactor(currency: string, scale: number): bigint | undefined
   }
   return factor;
 }
-
-/** What a currency code must be, in words: the message of `--default-currency` and of a registered company's `defaultCurrency`. */
-export const CURRENCY_CODE_EXPECTED = "expected an ISO 4217 currency code that this Node's Intl lists, such as EUR, GBP or CHF";
-
-/**
- * An ISO 4217 alphabetic code the runtime's Intl lists, in upper case (`gbp` is read as GBP), or
- * undefined. Intl.NumberFormat alone would take any three letters, and a typo would then label a
- * month's transactions with a currency that does not exist. The one rule for a default currency,
- * wherever it is set: `acctops export --default-currency` and the registry's `defaultCurrency`.
- */
-export function isoCurrencyCode(raw: string): string | undefined {
-  const code = raw.trim().toUpperCase();
-  return /^[A-Z]{3}$/.test(code) && Intl.supportedValuesOf('currency').includes(code) ? code : undefined;
-}
