@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { CURRENCY_CODE_EXPECTED, isoCurrencyCode } from '../../contract/currency';
 import { taxReportFieldNameIssues, type TaxReportFieldNames } from '../../contract/exports';
 
 /**
@@ -82,6 +83,22 @@ const companySchema = z.strictObject({
    * @default - the stack creates the company's secret
    */
   existingSecretArn: arn('secretsmanager').optional(),
+  /**
+   * ISO 4217 code of the transactions the company's service sends without a currency, upper-cased
+   * (`gbp` is GBP) and written into the company's registry entry when the stack seeds it. Seeding
+   * happens once, on the deploy that first sees the company: a change here later does nothing.
+   * `acctops companies add --company <id> --default-currency <code>` changes it (docs/fleet.md).
+   * @default - none: EUR, unless `acctops companies add --default-currency` sets one
+   */
+  defaultCurrency: z
+    .string()
+    // The rule of `companies add --default-currency`: what synthesizes, the registry would accept.
+    .transform((value, ctx) => {
+      const code = isoCurrencyCode(value);
+      if (code === undefined) ctx.addIssue({ code: 'custom', message: CURRENCY_CODE_EXPECTED });
+      return code ?? z.NEVER;
+    })
+    .optional(),
 });
 
 const apiKeysSchema = z

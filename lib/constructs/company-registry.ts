@@ -22,7 +22,9 @@ export interface CompanyRegistryProps {
  *
  * Companies of the stage config (cdk.json `companies`) are seeded once each: a conditional PutItem
  * when the company first appears in the config, never repeated on later deploys and never on
- * delete, so `acctops companies remove` sticks even while the company is still in cdk.json.
+ * delete, so `acctops companies remove` sticks even while the company is still in cdk.json. The
+ * same holds for a company's `defaultCurrency`: a change in cdk.json after that first deploy is an
+ * Update with no call, and the entry keeps what it has (`companies add --default-currency` changes it).
  */
 export class CompanyRegistry extends Construct {
   readonly table: Table;
@@ -66,7 +68,12 @@ export class CompanyRegistry extends Construct {
           action: 'putItem',
           parameters: {
             TableName: this.table.tableName,
-            Item: { companyId: { S: companyId }, formats: { L: formats.map((f) => ({ S: f })) }, seededFrom: { S: 'stage-config' } },
+            Item: {
+              companyId: { S: companyId },
+              formats: { L: formats.map((f) => ({ S: f })) },
+              ...(company.defaultCurrency !== undefined ? { defaultCurrency: { S: company.defaultCurrency } } : {}),
+              seededFrom: { S: 'stage-config' },
+            },
             ConditionExpression: 'attribute_not_exists(companyId)',
           },
           // Added by the CLI before the deploy: that entry wins.

@@ -12,6 +12,19 @@ const logicalId = (construct: IConstruct) => {
 };
 type Statement = { Effect: string; Action: string | string[]; Resource: unknown };
 
+/** The PutItem `Item` of a seeding resource's Create call, keyed by company id (the table name is a Ref, joined as a placeholder). */
+function seededItems(template: ReturnType<typeof synthAcctopsStack>['template']): Map<string, Record<string, unknown>> {
+  const items = new Map<string, Record<string, unknown>>();
+  for (const seed of Object.values(template.findResources('Custom::AWS'))) {
+    const create = seed.Properties.Create as { 'Fn::Join': [string, unknown[]] };
+    const call = JSON.parse(create['Fn::Join'][1].map((part) => (typeof part === 'string' ? part : 'TOKEN')).join('')) as {
+      parameters: { Item: Record<string, { S?: string }> };
+    };
+    items.set(call.parameters.Item.companyId!.S!, call.parameters.Item);
+  }
+  return items;
+}
+
 describe('CompanyRegistry', () => {
   const { app, stack, template } = synthAcctopsStack({ companies: [{ companyId: COMPANY }] });
   const registry = stack.node.findChild('Companies') as CompanyRegistry;
@@ -50,6 +63,22 @@ describe('CompanyRegistry', () => {
     expect(create).toContain('stage-config');
     expect(seeds[0]!.Properties.Update).toBeUndefined();
     expect(seeds[0]!.Properties.Delete).toBeUndefined();
+  });
+
+  it("seeds a company's defaultCurrency, upper-cased, only where the stage config names one", () => {
+    const OTHER = '0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d';
+    const items = seededItems(
+      synthAcctopsStack({ companies: [{ companyId: COMPANY, defaultCurrency: 'jpy' }, { companyId: OTHER }] }).template,
+    );
+    expect(items.get(COMPANY.toLowerCase())).toEqual({
+      companyId: { S: COMPANY.toLowerCase() },
+      formats: { L: [{ S: 'jsonl' }, { S: 'csv' }, { S: 'parquet' }] },
+      defaultCurrency: { S: 'JPY' },
+      seededFrom: { S: 'stage-config' },
+    });
+    // None configured: no attribute at all, so the entry reads as EUR, as entries from before the field do.
+    expect(items.get(OTHER)).not.toHaveProperty('defaultCurrency');
+    expect(seededItems(template).get(COMPANY.toLowerCase())).not.toHaveProperty('defaultCurrency');
   });
 
   it('adds no seeding resource when the stage config names no company', () => {

@@ -1,6 +1,9 @@
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import cdkJson from '../../cdk.json';
 import { LOG_RETENTION_DAYS, loadStageConfig, parseStageSettings, StageConfigError } from '../../lib/config/stage';
+import { CURRENCY_CODE_EXPECTED } from '../../contract/currency';
+import { MemoryRegistryTable } from '../../src/adapters/local/file-company-registry';
+import { CompanyRegistry } from '../../src/core/companies/company-registry';
 import { parseTaxReportFields } from '../../src/core/exports/formats/tax-report-fields';
 
 const BASE = { baseUrl: 'https://accounting.example.com/api/v1' };
@@ -97,6 +100,16 @@ describe('stage configuration', () => {
       { ...BASE, companies: [{ companyId: COMPANY, existingSecretArn: 'acme' }] },
       'stages.dev.companies[0].existingSecretArn',
     ],
+    [
+      'default currency',
+      { ...BASE, companies: [{ companyId: COMPANY, defaultCurrency: 'EURO' }] },
+      'stages.dev.companies[0].defaultCurrency',
+    ],
+    [
+      'default currency Intl does not list',
+      { ...BASE, companies: [{ companyId: COMPANY }, { companyId: COMPANY.replace('0b', '1b'), defaultCurrency: 'XYZ' }] },
+      'stages.dev.companies[1].defaultCurrency',
+    ],
     ['e-mail', { ...BASE, alarmEmails: ['oncall'] }, 'stages.dev.alarmEmails[0]'],
     ['log retention', { ...BASE, logRetentionDays: 31 }, 'stages.dev.logRetentionDays'],
     ['log level', { ...BASE, logLevel: 'verbose' }, 'stages.dev.logLevel'],
@@ -144,6 +157,30 @@ describe('stage configuration', () => {
       })();
       expect({ names, synthesizes }).toEqual({ names, synthesizes: starts });
     }
+  });
+
+  it("takes a company's defaultCurrency exactly as `companies add --default-currency` does: upper-cased, else refused with its words", async () => {
+    const registry = new CompanyRegistry(new MemoryRegistryTable(), { defaultFormats: ['csv'] });
+    for (const raw of ['JPY', 'gbp', ' chf ', 'Eur', 'EURO', 'XYZ', 'e1r', '', 'EU']) {
+      const synthesized = (() => {
+        try {
+          return load({ ...BASE, companies: [{ companyId: COMPANY, defaultCurrency: raw }] }).companies[0]!.defaultCurrency;
+        } catch (error) {
+          if (!(error instanceof StageConfigError)) throw error;
+          return error.issues;
+        }
+      })();
+      const added = await registry.add({ companyId: COMPANY, defaultCurrency: raw }, 0).then(
+        ({ company }) => company.defaultCurrency,
+        (error: { issues: unknown }) => error.issues,
+      );
+      expect({ raw, synthesized }).toEqual({
+        raw,
+        synthesized: Array.isArray(added) ? [{ path: 'stages.dev.companies[0].defaultCurrency', message: CURRENCY_CODE_EXPECTED }] : added,
+      });
+    }
+    expect(load({ ...BASE, companies: [{ companyId: COMPANY, defaultCurrency: 'gbp' }] }).companies[0]!.defaultCurrency).toBe('GBP');
+    expect(load({ ...BASE, companies: [{ companyId: COMPANY }] }).companies[0]).not.toHaveProperty('defaultCurrency');
   });
 
   it('names the stage key when the stage is missing or unknown', () => {
