@@ -56,6 +56,7 @@ export const ROWS = {
   's3-multipart-failure': 'S3 fails in the middle of a multipart upload',
   'secrets-throttling': 'Secrets Manager throttling',
   'dynamodb-conditional': 'DynamoDB conditional-check failure',
+  'registry-read-throttled': "DynamoDB throttles the company registry's GetItem",
   'lambda-timeout-rotation': 'A Lambda timeout between rotation steps, then the retry',
 } as const;
 export type RowId = keyof typeof ROWS;
@@ -302,6 +303,18 @@ export const MATRIX: Record<RowId, Record<ColumnId, Cell>> = {
     webhook: test(
       'consistent',
       "two function instances receive the same event at once: one wins the replay guard's conditional put (202), the other gets 409; enqueued once",
+    ),
+  },
+  'registry-read-throttled': {
+    tokenRefresh: na('a refresh reads and writes the token table only, never the company registry'),
+    keyRotation: na("a rotation step reads no registry entry (the registry's scan is the rotation doctor's, outside this column)"),
+    monthlyExport: test(
+      'no_partial_data',
+      "every GetItem of the company's entry (its `defaultCurrency`) throttled through every attempt of the SDK's default retry strategy: the attempt fails before any request to the service, retryable, the previous complete export byte-identical; the last delivery publishes `ExportFailed` with `errorClass` `ProvisionedThroughputExceededException`; once throttling ends the redelivery completes exact",
+    ),
+    webhook: test(
+      'typed_failure',
+      "the allowlist's GetItem throttled through every attempt of the SDK's default retry strategy: 503 `unavailable`, metric `WebhookUnavailable`, nothing enqueued, the event id released; the sender's retry is accepted once throttling ends",
     ),
   },
   'lambda-timeout-rotation': {

@@ -3,6 +3,7 @@ import { gunzipSync } from 'node:zlib';
 import { CreateSecretCommand, PutSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
+import { DynamoDbRegistryTable, registryEntryReader } from '../../src/adapters/aws/dynamodb-company-registry';
 import { DynamoDbTokenStore } from '../../src/adapters/aws/dynamodb-token-store';
 import { DynamoDbRunLedger } from '../../src/adapters/aws/dynamodb-run-ledger';
 import { S3ObjectStore } from '../../src/adapters/aws/s3-object-store';
@@ -20,11 +21,14 @@ import {
 import { createAccountingClient, fetchTransport, type CredentialProvider, type Transport } from '../../src/core/accounting-api';
 import { cachedInstitutionCredential } from '../../src/core/credentials/institution-credential';
 import { institutionCredentialProvider } from '../../src/core/credentials/institution-provider';
+import { CompanyRegistry } from '../../src/core/companies/company-registry';
+import { registryCurrency, type CompanyCurrency } from '../../src/core/exports/pipeline/company-currency';
 import { EXPORT_EVENT_TYPES } from '../../src/core/exports/pipeline/export-events';
 import { exportCompanyPeriod, type ExportOutcome } from '../../src/core/exports/pipeline/export-company-period';
 import { processExportBatch } from '../../src/core/exports/pipeline/export-worker';
 import { planMonthlyExport } from '../../src/core/exports/pipeline/monthly-export';
 import type { ExportSource } from '../../src/core/exports/pipeline/export-jobs';
+import { FORMATS } from '../../src/core/exports/formats/datasets';
 import { manifestKey } from '../../src/core/exports/formats/layout';
 import { type Manifest } from '../../src/core/exports/formats/manifest';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
@@ -39,7 +43,7 @@ import type { Fault, RunningSandbox } from '../../sandbox';
 import { startSandbox } from '../../sandbox';
 import { LOCAL_REGION, localCredentials } from '../helpers/aws-credentials';
 import { CANARY, expectNoCanaries, trackSecret } from '../helpers/canary';
-import { startDynamo, type LocalDynamo } from '../helpers/dynalite';
+import { startDynamo, startDynamoFaults, type LocalDynamo } from '../helpers/dynalite';
 import { snapshot } from '../helpers/export-fixtures';
 import { startRecordingServer } from '../helpers/recording-server';
 import { instrumentS3, startS3, type LocalS3 } from '../helpers/s3rver';
@@ -47,7 +51,7 @@ import { client as secretsClient, secretStore, startSecretsManager, type Running
 import { RotationWorld } from '../integration/api-keys/support';
 import { matrixColumn } from './harness';
 import { firstRequestTimesOut, sleepingClock } from './support';
-import { createTokenTable, createRunLedgerTable } from '../helpers/dynamodb-tables';
+import { createTokenTable, createRunLedgerTable, createRegistryTable } from '../helpers/dynamodb-tables';
 
 /**
  * The monthly-export column of the fault matrix (docs/reliability.md): one company-month of the
@@ -160,6 +164,8 @@ interface RunOptions {
   last?: boolean;
   companyId?: string;
   baseUrl?: string;
+  /** The company's registry entry, as the deployed worker reads it when an export starts. */
+  companyCurrency?: CompanyCurrency;
 }
 
 /**
@@ -189,6 +195,7 @@ async function run(store: ObjectStore, options: RunOptions = {}) {
       toolVersion: '0.1.0',
       baseUrl: options.baseUrl ?? sandbox.baseUrl,
       client: { transport },
+      ...(options.companyCurrency ? { companyCurrency: options.companyCurrency } : {}),
     },
     {
       companyId: options.companyId ?? company,
@@ -582,6 +589,80 @@ matrixColumn('monthlyExport', {
     await expectExact(completed(outcome).manifest);
     expect(sm.admin.stats().errors.ThrottlingException).toBe(1);
     return 'recovered';
+  },
+
+  'registry-read-throttled': async () => {
+    const tableName = `matrix-registry-${randomUUID().slice(0, 8)}`;
+    await createRegistryTable(ddb, tableName);
+    await new CompanyRegistry(new DynamoDbRegistryTable({ client: ddb, tableName }), { defaultFormats: FORMATS }).add(
+      { companyId: company, defaultCurrency: 'EUR' },
+      clock.now(),
+    );
+    const faults = await startDynamoFaults(dynamo);
+    const client = faults.client();
+    try {
+      // As the worker's root wires it (export-worker-runtime.ts), on a client with the SDK's default retries.
+      const companyCurrency = registryCurrency(registryEntryReader({ client, tableName }));
+      const store = newStore();
+      const before = await baseline(store);
+      faults.inject({ operation: 'GetItem', count: 'always' });
+      const requests = (await sandbox.admin.stats()).requests;
+      const logged = logger.lines.length;
+
+      const first = await run(store, { companyCurrency });
+      expect(first.outcome).toMatchObject({
+        status: 'failed',
+        retryable: true,
+        final: false,
+        error: expect.objectContaining({ name: 'ProvisionedThroughputExceededException' }),
+      });
+      // Every attempt of the client's default strategy (DynamoDB's own default count) met the throttle.
+      const attempts = await client.config.maxAttempts();
+      expect(attempts).toBeGreaterThan(1);
+      expect(faults.stats.errors).toEqual({ ProvisionedThroughputExceededException: attempts });
+      // The currency is asked before the first page: the service saw nothing of the attempt.
+      expect((await sandbox.admin.stats()).requests).toBe(requests);
+      await expectUnchanged(store, before);
+      expect(first.metrics.sum('ExportAttemptFailed')).toBe(1);
+      expect(first.events.events).toEqual([]);
+      const failure = logger
+        .entries()
+        .slice(logged)
+        .find((e) => e.message === 'export attempt failed; the queue will retry');
+      expect(failure).toMatchObject({
+        level: 'error',
+        companyId: company,
+        period: PERIOD,
+        retryable: true,
+        error: expect.objectContaining({ name: 'ProvisionedThroughputExceededException' }),
+      });
+
+      // The queue's last delivery: ExportFailed, still retryable, so the worker hands the message to the DLQ for a redrive.
+      const last = await run(store, { companyCurrency, last: true });
+      expect(last.outcome).toMatchObject({ status: 'failed', retryable: true, final: true });
+      expect(last.metrics.sum('ExportFailed')).toBe(1);
+      expect(last.events.ofType(EXPORT_EVENT_TYPES.failed)).toEqual([
+        expect.objectContaining({
+          detail: expect.objectContaining({
+            companyId: company,
+            period: PERIOD,
+            errorClass: 'ProvisionedThroughputExceededException',
+            retryable: true,
+            previousExport: true,
+          }),
+        }),
+      ]);
+      await expectUnchanged(store, before);
+
+      faults.clear();
+      const redriven = await run(store, { companyCurrency });
+      await expectExact(completed(redriven.outcome).manifest);
+      expect(faults.stats.calls.GetItem).toBe(2 * attempts + 1);
+    } finally {
+      client.destroy();
+      await faults.stop();
+    }
+    return 'no_partial_data';
   },
 
   'lambda-timeout-rotation': async () => {

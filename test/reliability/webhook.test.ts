@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDbRegistryTable } from '../../src/adapters/aws/dynamodb-company-registry';
 import { DynamoDbReplayGuard } from '../../src/adapters/aws/dynamodb-replay-guard';
 import { MemoryExportQueue } from '../helpers/memory-export-queue';
 import { MemoryReplayGuard } from '../helpers/memory-replay-guard';
+import { CompanyRegistry } from '../../src/core/companies/company-registry';
+import { FORMATS } from '../../src/core/exports/formats/datasets';
+import { registryAllowlist, type CompanyAllowlist } from '../../src/core/exports/pipeline/company-allowlist';
 import { decodeJob } from '../../src/core/exports/pipeline/export-jobs';
 import {
   WEBHOOK_HEADERS,
@@ -19,10 +23,10 @@ import { MemoryLogger } from '../../src/core/shared/logger';
 import { MemoryMetrics } from '../../src/core/shared/metrics';
 import { forgetRegisteredSecrets } from '../../src/core/shared/redact';
 import { CANARY, expectNoCanaries } from '../helpers/canary';
-import { startDynamo, type LocalDynamo } from '../helpers/dynalite';
+import { startDynamo, startDynamoFaults, type LocalDynamo } from '../helpers/dynalite';
 import { client as secretsClient, secretStore, startSecretsManager, type RunningSecretsManager } from '../helpers/secrets-manager';
 import { matrixColumn } from './harness';
-import { createReplayTable } from '../helpers/dynamodb-tables';
+import { createRegistryTable, createReplayTable } from '../helpers/dynamodb-tables';
 
 /**
  * The webhook column of the fault matrix (docs/reliability.md): receiveExportWebhook as the
@@ -63,14 +67,14 @@ interface Receiver {
 }
 
 /** One function instance: its own secret cache, replay guard (memory unless given) and metrics; a shared queue. */
-function receiver(options: { replay?: ReplayGuard; queue?: MemoryExportQueue } = {}): Receiver {
+function receiver(options: { replay?: ReplayGuard; queue?: MemoryExportQueue; allowlist?: CompanyAllowlist } = {}): Receiver {
   const queue = options.queue ?? new MemoryExportQueue();
   const metrics = new MemoryMetrics();
   const deps: WebhookDeps = {
     secrets: webhookSecretsFromStore(secretStore(sm), secretArn, { clock, logger }),
     replay: options.replay ?? new MemoryReplayGuard(clock),
     queue,
-    allowedCompanies: new Set([COMPANY]),
+    allowedCompanies: options.allowlist ?? new Set([COMPANY]),
     clock,
     logger,
     metrics,
@@ -170,6 +174,42 @@ matrixColumn('webhook', {
     // Nothing was claimed: the sender's retry goes through.
     await expect(r.send(body)).resolves.toMatchObject({ status: 202 });
     expect(r.queue.messages.map((m) => decodeJob(m.body))).toEqual([expect.objectContaining({ companyId: COMPANY, period: '2026-10' })]);
+    return 'typed_failure';
+  },
+
+  'registry-read-throttled': async () => {
+    const tableName = `matrix-registry-${randomUUID().slice(0, 8)}`;
+    await createRegistryTable(ddb, tableName);
+    await new CompanyRegistry(new DynamoDbRegistryTable({ client: ddb, tableName }), { defaultFormats: FORMATS }).add(
+      { companyId: COMPANY },
+      clock.now(),
+    );
+    const faults = await startDynamoFaults(dynamo);
+    const client = faults.client();
+    try {
+      // As the webhook's root wires it (export-webhook-runtime.ts), on a client with the SDK's default retries.
+      const allowlist = registryAllowlist(
+        new CompanyRegistry(new DynamoDbRegistryTable({ client, tableName }), { defaultFormats: FORMATS }),
+        {
+          clock,
+        },
+      );
+      const r = receiver({ allowlist });
+      const body = request();
+      faults.inject({ operation: 'GetItem', count: 'always' });
+      await expect(r.send(body)).resolves.toMatchObject({ status: 503, body: { error: { code: 'unavailable' } } });
+      expect(faults.stats.errors).toEqual({ ProvisionedThroughputExceededException: await client.config.maxAttempts() });
+      expect(r.metrics.sum('WebhookUnavailable')).toBe(1);
+      expect(r.metrics.sum('WebhookRejected')).toBe(0);
+      expect(r.queue.messages).toEqual([]);
+      faults.clear();
+      // A failed read is not cached as "not allowed", and the claim was released: the sender's retry goes through.
+      await expect(r.send(body)).resolves.toMatchObject({ status: 202 });
+      expect(r.queue.messages.map((m) => decodeJob(m.body))).toEqual([expect.objectContaining({ companyId: COMPANY, period: '2026-10' })]);
+    } finally {
+      client.destroy();
+      await faults.stop();
+    }
     return 'typed_failure';
   },
 
