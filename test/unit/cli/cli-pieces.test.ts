@@ -13,6 +13,7 @@ import { registerSecret } from '../../../src/core/shared/redact';
 import { onboardInputSchema } from '../../../src/core/tokens/onboard-input';
 import type { TokenRecord } from '../../../src/core/tokens/token-store';
 import { CANARY, expectNoCanaries } from '../../helpers/canary';
+import { taxReport } from '../../helpers/export-fixtures';
 
 function capture(isTTY = false) {
   const stdout: string[] = [];
@@ -263,19 +264,7 @@ describe('cli: --email and onboarding agree, and a use case refusal says what to
     expect(report.hint).not.toMatch(/the named field is wrong where it was read/);
   });
   it("a tax report or transaction refused only for Parquet's amount columns is told to export without Parquet, not to check field names", () => {
-    const report = {
-      raw: {},
-      parsed: {
-        pk: 'r1',
-        type: null,
-        periodStart: null,
-        periodEnd: null,
-        status: null,
-        amountDue: 10n ** 20n,
-        currency: 'EUR',
-        createdAt: null,
-      },
-    };
+    const report = taxReport(0, '9999999999999999.99');
     let refused: unknown;
     try {
       taxReportsTable.row(report, { index: 0, defaultCurrency: 'EUR', parquet: true, categoryName: () => null });
