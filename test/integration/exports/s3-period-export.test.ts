@@ -2,6 +2,7 @@ import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
 import { ObjectStoreError, PeriodExportError } from '../../../src/core/exports/formats/period-errors';
 import { manifestKey, periodPrefix, symlinkKey } from '../../../src/core/exports/formats/layout';
 import { readManifest } from '../../../src/core/exports/formats/manifest';
+import { staleSymlinks } from '../../../src/core/exports/formats/symlinks';
 import { parsePeriod } from '../../../src/core/exports/formats/period';
 import { PeriodExporter, type PeriodExportRequest } from '../../../src/core/exports/formats/period-exporter';
 import { ManualClock } from '../../../src/core/shared/clock';
@@ -83,5 +84,35 @@ describe('period export to S3 (s3rver)', () => {
     expect(await snapshot(store, periodPrefix(COMPANY, period))).toEqual(before);
     expect((await listKeys(store, periodPrefix(COMPANY, period))).filter((k) => k.includes('run=run-2'))).toEqual([]);
     expect((await readManifest(store, manifestKey(COMPANY, period)))!.runId).toBe('run-1');
+  });
+
+  it('a symlink PutObject refused after the manifest: published and reported stale, the Parquet Athena still reads kept; the next export rewrites it', async () => {
+    const period = parsePeriod('2026-08');
+    const prefix = periodPrefix(COMPANY, period);
+    const link = symlinkKey(COMPANY, period, 'transactions');
+    await setup().exporter('run-1').run(request(period.text));
+
+    const calls: string[] = [];
+    const { store, exporter } = setup(({ command, key }) => {
+      // Small data objects go up in one PutObject too; the publish's are outside any run= folder.
+      if (command === 'PutObjectCommand' && !key.includes('/run=')) calls.push(key);
+      return command === 'PutObjectCommand' && key === link;
+    });
+    const summary = await exporter('run-2').run(request(period.text));
+    expect(summary.staleSymlinks).toEqual(['transactions']);
+    const manifest = (await readManifest(store, manifestKey(COMPANY, period)))!;
+    expect(manifest.runId).toBe('run-2');
+    // The manifest went first, then the symlinks: Athena never ran ahead of it.
+    expect(calls[0]).toBe(manifestKey(COMPANY, period));
+    expect(calls.slice(1).sort()).toEqual(manifest.symlinks.map((l) => l.key).sort());
+    const oldParquet = `${prefix}transactions/run=run-1/part-00000.parquet`;
+    expect(Buffer.from((await store.get(link))!).toString()).toBe(`s3://${BUCKET}/${oldParquet}\n`);
+    expect(await staleSymlinks(store, manifest)).toEqual(['transactions']);
+    expect((await listKeys(store, prefix)).filter((k) => k.includes('run=run-1'))).toEqual([oldParquet]);
+
+    const repaired = await setup().exporter('run-3').run(request(period.text));
+    expect(repaired.staleSymlinks).toEqual([]);
+    expect(await staleSymlinks(store, (await readManifest(store, manifestKey(COMPANY, period)))!)).toEqual([]);
+    expect(Buffer.from((await store.get(link))!).toString()).toBe(`s3://${BUCKET}/${prefix}transactions/run=run-3/part-00000.parquet\n`);
   });
 });

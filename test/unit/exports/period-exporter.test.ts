@@ -14,6 +14,7 @@ import type { ObjectStore, PutConditions, PutOptions } from '../../../src/core/e
 import { parsePeriod } from '../../../src/core/exports/formats/period';
 import { PeriodExporter, type PeriodExportRequest } from '../../../src/core/exports/formats/period-exporter';
 import { collectGarbage } from '../../../src/core/exports/formats/publish';
+import { staleSymlinks } from '../../../src/core/exports/formats/symlinks';
 import type { ExportTaxReport, ExportTransaction } from '../../../src/core/exports/formats/datasets';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { ValidationError } from '../../../src/core/shared/errors';
@@ -42,6 +43,8 @@ class FaultyStore implements ObjectStore {
   failStreamAfter: ((key: string) => number | undefined) | undefined;
   failPut: ((key: string) => boolean) | undefined;
   beforePut: ((key: string) => Promise<void>) | undefined;
+  /** Every key putObject was called with, in order. */
+  readonly puts: string[] = [];
 
   constructor(readonly inner: DirObjectStore) {}
 
@@ -60,6 +63,7 @@ class FaultyStore implements ObjectStore {
   }
 
   async putObject(key: string, body: Uint8Array | string, options?: PutOptions & PutConditions): Promise<void> {
+    this.puts.push(key);
     const hook = this.beforePut;
     if (hook) {
       this.beforePut = undefined;
@@ -508,26 +512,147 @@ describe('PeriodExporter', () => {
     expect(unhandled).toEqual([]);
   });
 
-  it('a failed manifest switch points the symlink back at the previous run and removes the new one', async () => {
+  it('a failed manifest write leaves the previous period, Athena included, exactly as it was: no symlink was touched', async () => {
     await exporter('run-1').run(request());
     const before = await snapshot(dir, PREFIX);
+    store.puts.length = 0;
     store.failPut = (key) => key === MANIFEST;
     await expect(exporter('run-2').run(request())).rejects.toBeInstanceOf(PeriodExportError);
     expect(await snapshot(dir, PREFIX)).toEqual(before);
+    // Never written and pointed back: not written at all, so a crash at that point could not leave one either.
+    expect(store.puts).toEqual([MANIFEST]);
   });
 
-  it('a symlink write that fails points the ones already moved back, so Athena never sees half a switch', async () => {
+  it('a symlink that cannot be written after the commit: published, reported stale, its old target kept; the next export rewrites it', async () => {
     await exporter('run-1').run(request());
-    const before = await snapshot(dir, PREFIX);
-    // The other datasets' symlinks are written alongside and succeed; only this one fails, once.
-    let failed = false;
-    store.failPut = (key) => key === SYMLINK && !failed && (failed = true);
-    const error = await exporter('run-2')
-      .run(request())
-      .catch((e: unknown) => e);
-    expect((error as PeriodExportError).cause).toBeInstanceOf(ObjectStoreError);
-    expect(await snapshot(dir, PREFIX)).toEqual(before);
-    expect((await readManifest(dir, MANIFEST))!.runId).toBe('run-1');
+    const oldParquet = `${PREFIX}transactions/run=run-1/part-00000.parquet`;
+    clock.advance(60_000);
+    store.failPut = (key) => key === SYMLINK;
+
+    const summary = await exporter('run-2').run(request());
+    const manifest = (await readManifest(dir, MANIFEST))!;
+    expect(manifest.runId).toBe('run-2');
+    expect(summary.staleSymlinks).toEqual(['transactions']);
+    // The manifest records the symlink Athena should have; the store still holds the previous one.
+    expect(manifest.symlinks.find((l) => l.dataset === 'transactions')!.targets).toEqual([
+      `${PREFIX}transactions/run=run-2/part-00000.parquet`,
+    ]);
+    expect(Buffer.from((await dir.get(SYMLINK))!).toString()).toBe(`${dir.url(oldParquet)}\n`);
+    expect(await staleSymlinks(dir, manifest)).toEqual(['transactions']);
+    // The other datasets followed the manifest.
+    for (const dataset of ['categories', 'tax_reports'] as const) {
+      expect(Buffer.from((await dir.get(symlinkKey(COMPANY, PERIOD, dataset)))!).toString()).toContain(`/${dataset}/run=run-2/`);
+    }
+    // GC kept what the stale symlink still names, superseded though it is, and removed the rest of run-1.
+    expect((await listKeys(dir)).filter((k) => k.includes('run=run-1'))).toEqual([oldParquet]);
+    const logged = logger.entries().find((e) => e.level === 'error' && e.runId === 'run-2');
+    expect(logged).toMatchObject({ manifestKey: MANIFEST, symlinkKeys: [SYMLINK], datasets: ['transactions'] });
+    expect(logged?.message).toMatch(/Athena still shows the previous export/);
+
+    // Any later export of the period repairs it, even one that carries the dataset over.
+    store.failPut = undefined;
+    clock.advance(60_000);
+    const repaired = await exporter('run-3').run(request({ datasets: ['categories'] }));
+    expect(repaired.staleSymlinks).toEqual([]);
+    const after = (await readManifest(dir, MANIFEST))!;
+    expect(after.datasets.transactions?.runId).toBe('run-2');
+    expect(await staleSymlinks(dir, after)).toEqual([]);
+    expect(Buffer.from((await dir.get(SYMLINK))!).toString()).toBe(`${dir.url(`${PREFIX}transactions/run=run-2/part-00000.parquet`)}\n`);
+  });
+
+  describe('a process that stops anywhere in the publish (kill -9, a Lambda timeout)', () => {
+    /**
+     * From its `crashAfter`-th putObject or delete on, every call never returns and reaches no file:
+     * the process is gone. Calls already under way finish (they were made before the stop).
+     */
+    class StoppingStore implements ObjectStore {
+      private calls = 0;
+      private readonly running = new Set<Promise<unknown>>();
+      stopped = false;
+      constructor(
+        readonly inner: DirObjectStore,
+        readonly crashAfter: number,
+      ) {}
+      private step<T>(run: () => Promise<T>): Promise<T> {
+        if (this.calls++ >= this.crashAfter) {
+          this.stopped = true;
+          return new Promise<T>(() => undefined);
+        }
+        const call = run();
+        this.running.add(call);
+        return call;
+      }
+      /** What is on disk once the stop has happened and every call made before it has landed. */
+      async settled(): Promise<void> {
+        await Promise.allSettled([...this.running]);
+      }
+      putStream = (key: string, body: Readable, options?: PutOptions) => this.inner.putStream(key, body, options);
+      putObject = (key: string, body: Uint8Array | string, options?: PutOptions & PutConditions) =>
+        this.step(() => this.inner.putObject(key, body, options));
+      delete = (keys: readonly string[]) => this.step(() => this.inner.delete(keys));
+      get = (key: string) => this.inner.get(key);
+      head = (key: string) => this.inner.head(key);
+      list = (prefix: string) => this.inner.list(prefix);
+      url = (key: string) => this.inner.url(key);
+    }
+
+    const DATASET_NAMES = ['categories', 'tax_reports', 'transactions'] as const;
+    const parquetUrls = (m: Manifest, dataset: string) =>
+      m.objects.filter((o) => o.dataset === dataset && o.format === 'parquet').map((o) => dir.url(o.key));
+
+    // The publish makes 5 such calls: the manifest, 3 symlinks, one GC delete.
+    it.each([0, 1, 2, 3, 4, 5])(
+      'stopped after %i of its writes: Athena shows only committed runs, never more than the manifest, and nothing it shows is gone',
+      async (crashAfter) => {
+        const previous = (await exporter('run-1').run(request())).manifest;
+        clock.advance(60_000);
+        const stopping = new StoppingStore(dir, crashAfter);
+        const run = exporter('run-2', stopping).run(request());
+        if (crashAfter < 5) {
+          await new Promise<void>((resolve) => {
+            const poll = () => (stopping.stopped ? resolve() : setTimeout(poll, 5));
+            poll();
+          });
+          await stopping.settled();
+        } else {
+          await run;
+          expect(stopping.stopped).toBe(false);
+        }
+
+        const current = (await readManifest(dir, MANIFEST))!;
+        const stored = (await listKeys(dir)).map((k) => dir.url(k));
+        expect(current.runId).toBe(crashAfter === 0 ? 'run-1' : 'run-2');
+        for (const dataset of DATASET_NAMES) {
+          const shown = Buffer.from((await dir.get(symlinkKey(COMPANY, PERIOD, dataset)))!)
+            .toString()
+            .split('\n')
+            .filter(Boolean);
+          // The committed manifest's view, or the one it replaced; before the commit, only the previous.
+          const allowed =
+            current.runId === 'run-1' ? [parquetUrls(previous, dataset)] : [parquetUrls(current, dataset), parquetUrls(previous, dataset)];
+          expect(allowed).toContainEqual(shown);
+          for (const url of shown) expect(stored).toContain(url);
+        }
+        // Each symlink is in line with the manifest, or reported as not (what doctor compares).
+        const behind = await staleSymlinks(dir, current);
+        for (const dataset of DATASET_NAMES) {
+          const shown = Buffer.from((await dir.get(symlinkKey(COMPANY, PERIOD, dataset)))!).toString();
+          expect(behind.includes(dataset)).toBe(
+            shown !==
+              parquetUrls(current, dataset)
+                .map((u) => `${u}\n`)
+                .join(''),
+          );
+        }
+        // A symlink not yet written when it stopped (the manifest is the first of the writes, each symlink one).
+        expect(behind).toHaveLength(crashAfter === 0 ? 0 : Math.max(0, 4 - crashAfter));
+
+        // The next export of the period brings Athena back in line with its manifest.
+        clock.advance(60_000);
+        await exporter('run-3', dir).run(request());
+        expect(await staleSymlinks(dir, (await readManifest(dir, MANIFEST))!)).toEqual([]);
+      },
+    );
   });
 
   it('re-running a period switches atomically to equal checksums and collects the previous run', async () => {
@@ -652,10 +777,10 @@ describe('PeriodExporter', () => {
       expect(Buffer.from((await dir.get(SYMLINK))!).toString()).toContain('run=run-b');
     });
 
-    it('a race inside the switch is caught by the conditional manifest write and the symlink restored', async () => {
-      // run-b commits while run-a is writing its symlinks, after run-a's last check.
+    it('a race inside the switch is caught by the conditional manifest write; the symlinks stay as the winner wrote them', async () => {
+      // run-b commits right before run-a's manifest write, after run-a's last check.
       store.beforePut = async (key) => {
-        expect(key).toBe(symlinkKey(COMPANY, PERIOD, 'categories'));
+        expect(key).toBe(MANIFEST);
         await exporter('run-b', dir).run(request());
       };
       const error = await exporter('run-a')
@@ -664,9 +789,14 @@ describe('PeriodExporter', () => {
       expect((error as PeriodExportError).cause).toBeInstanceOf(ConcurrentExportError);
       const manifest = (await readManifest(dir, MANIFEST))!;
       expect(manifest.runId).toBe('run-b');
+      expect(manifest.symlinks.map((l) => l.dataset)).toEqual(['categories', 'tax_reports', 'transactions']);
       for (const link of manifest.symlinks) {
         expect(Buffer.from((await dir.get(link.key))!).toString()).toBe(link.targets.map((t) => `${dir.url(t)}\n`).join(''));
+        expect(link.targets.every((t) => t.includes('/run=run-b/'))).toBe(true);
       }
+      expect(await staleSymlinks(dir, manifest)).toEqual([]);
+      // The loser wrote nothing but its refused manifest.
+      expect(store.puts).toEqual([MANIFEST]);
       expect((await listKeys(dir)).filter((k) => k.includes('run=run-a'))).toEqual([]);
     });
   });
@@ -678,7 +808,7 @@ describe('PeriodExporter', () => {
       const orphan = `${PREFIX}transactions/run=crashed/part-00000.csv`;
       const athenaOnly = `${PREFIX}transactions/run=ahead/part-00000.parquet`;
       await dir.putObject(orphan, 'left by a crashed run');
-      await dir.putObject(athenaOnly, 'named by a symlink that ran ahead of the manifest');
+      await dir.putObject(athenaOnly, 'named by a symlink the manifest no longer lists');
       await exporter('run-1').run(request());
       // A young orphan might belong to a run still in flight: kept.
       expect(await dir.head(orphan)).toBeDefined();

@@ -97,6 +97,12 @@ export interface PeriodExportSummary {
   carriedOver: DatasetName[];
   /** Objects of earlier runs deleted after the switch. */
   garbageCollected: number;
+  /**
+   * Datasets whose Athena symlink could not be rewritten after the publish: Athena still shows
+   * their previous export until the period is exported again (docs/exports.md, "Atomic periods").
+   */
+  staleSymlinks: DatasetName[];
+  /** As committed, its symlinks included. */
   manifest: Manifest;
   /** The currency of the transactions the service sent without one (`withDefaultCurrency` counts them). */
   defaultCurrency: string;
@@ -213,7 +219,6 @@ export class PeriodExporter {
         company,
         period,
         manifest,
-        replaced: [...results.keys()],
         expected,
         previous,
         now: clock.now(),
@@ -226,6 +231,7 @@ export class PeriodExporter {
         records: Object.fromEntries([...results].map(([d, r]) => [d, r.records])),
         carriedOver,
         garbageCollected: published.deleted.length,
+        ...(published.staleSymlinks.length > 0 ? { staleSymlinks: published.staleSymlinks } : {}),
       });
       return {
         company,
@@ -249,7 +255,8 @@ export class PeriodExporter {
         ),
         carriedOver,
         garbageCollected: published.deleted.length,
-        manifest,
+        staleSymlinks: published.staleSymlinks,
+        manifest: published.manifest,
         defaultCurrency: this.defaultCurrency,
       };
     } catch (error) {
@@ -440,8 +447,8 @@ export class PeriodExporter {
   }
 
   /**
-   * Removes the failed run's completed objects by the garbage rule: whatever the manifest or a
-   * symlink references stays (after a failed switch a symlink may still name this run's Parquet).
+   * Removes the failed run's completed objects by the garbage rule: whatever the manifest
+   * references stays (a manifest write that failed without an answer may have been made).
    */
   private async removeObjects(company: string, period: Period, objects: readonly WrittenObject[], logger: Logger): Promise<void> {
     if (objects.length === 0) return;
@@ -595,6 +602,7 @@ function buildManifest(input: {
     },
     datasets,
     objects: objects.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)),
-    symlinks: (input.previous?.symlinks ?? []).filter((s) => !input.results.has(s.dataset)),
+    // publishPeriod derives every dataset's from `objects`.
+    symlinks: [],
   };
 }

@@ -192,7 +192,8 @@ export function splitManifest(input: {
     },
     datasets,
     objects: objects.sort((a, b) => compare(a.key, b.key)),
-    symlinks: (input.previous?.symlinks ?? []).filter((s) => !merged[s.dataset]),
+    // publishPeriod derives every dataset's from `objects`.
+    symlinks: [],
   };
 }
 

@@ -267,7 +267,6 @@ export async function publishSplit(
       company: job.companyId,
       period,
       manifest,
-      replaced,
       expected,
       previous,
       now,
@@ -294,8 +293,12 @@ export async function publishSplit(
   const records = Object.fromEntries(replaced.map((d) => [d, manifest.datasets[d]?.records ?? 0]));
   deps.metrics.add('ExportCompleted', 1);
   deps.metrics.add('ExportedRecords', records.transactions ?? 0);
-  describeSplit(split, logger).info('split export published', { manifestKey: published.manifestKey, records });
-  return manifest;
+  describeSplit(split, logger).info('split export published', {
+    manifestKey: published.manifestKey,
+    records,
+    ...(published.staleSymlinks.length > 0 ? { staleSymlinks: published.staleSymlinks } : {}),
+  });
+  return published.manifest;
 }
 
 /**
