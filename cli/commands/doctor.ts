@@ -56,6 +56,16 @@ export function renderDoctor(out: Output, report: DoctorReport): void {
       { header: 'LAST PERIOD', value: (c) => c.lastPeriod ?? 'none' },
       { header: 'GENERATED', value: (c) => (c.manifestError ? 'manifest unreadable' : c.generatedAt) },
       { header: `HAS ${report.exports.expectedPeriod}`, value: (c) => (c.overdue ? 'NO' : 'yes') },
+      // Athena reads the symlinks, which follow the manifest: behind it when one could not be written.
+      {
+        header: 'ATHENA',
+        value: (c) =>
+          c.lastPeriod === null || c.manifestError
+            ? ''
+            : c.staleSymlinks.length === 0
+              ? 'ok'
+              : `behind (${c.staleSymlinks.map((s) => s.period).join(', ')})`,
+      },
     ]);
   }
   out.line('');

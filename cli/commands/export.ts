@@ -15,6 +15,7 @@ import {
   type ExportTarget,
 } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
+import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
 import { interruptExitCode, onInterrupt, speak } from '../interrupt';
 import type { RegistryFinding } from '../../src/core/companies/company-registry';
@@ -107,6 +108,20 @@ export function exportCommand(host: CommandHost): Command {
             if (c.error) session.out.error(c.error, { text: `company ${shownCompany(c)}`, fields: { companyId: c.companyId } });
           }
         }
+        // Published, so not failed; but Athena does not show it yet, which a script must be able to tell.
+        const behind = report.companies.filter((c) => (c.staleSymlinks?.length ?? 0) > 0);
+        if (behind.length > 0) session.partial();
+        for (const c of behind) {
+          session.out.error(
+            {
+              exitCode: ExitCode.partial,
+              code: 'athena_symlinks_stale',
+              message: `${report.month} is published (${c.manifestUrl}), but ${athenaBehindText(c.staleSymlinks!)}`,
+              hint: `export ${report.month} again for the company: every export of a period rewrites all its symlinks`,
+            },
+            { text: `company ${shownCompany(c)}`, fields: { companyId: c.companyId } },
+          );
+        }
         if (report.skipped.length > 0) session.partial();
         for (const f of report.skipped) {
           session.out.error(
@@ -124,26 +139,36 @@ export function exportCommand(host: CommandHost): Command {
     );
 }
 
+function athenaBehindText(datasets: readonly string[]): string {
+  const which = datasets.length === 1 ? 'its symlink' : 'their symlinks';
+  return `Athena still shows the previous export of ${datasets.join(', ')} (${which} could not be rewritten after the manifest)`;
+}
+
 /**
  * Ctrl-C or SIGTERM while the export runs (cli/interrupt.ts): the writes under way are stopped and
  * what they staged in `.acctops-tmp/` is removed (abandonLocalWrites), the S3 multipart uploads
  * under way are aborted (abandonS3Uploads: an incomplete upload is invisible but billed until a
  * lifecycle rule, if the bucket has one, removes it), then one line says what was published and,
- * for S3, whether the aborts went through. A period is published by its manifest alone
- * (docs/exports.md, "Atomic periods"), so the manifests this process put into place are that list;
- * the data files of the run that was stopped are invisible without one, and the period's next
- * export collects them. An S3 target's manifests are not seen here, and the line says how to tell.
- * Returns the function that unregisters it.
+ * for S3, whether the aborts went through. A period is published by its manifest alone, and
+ * Athena's symlinks are written only after it (docs/exports.md, "Atomic periods"), so the manifests
+ * this process put into place are that list, and before the first nothing is visible anywhere; the
+ * data files of the run that was stopped are invisible without one, and the period's next export
+ * collects them. A stop between a manifest and its symlinks leaves Athena on the period's previous
+ * export: the symlinks are compared with the manifest, and the line names what is behind. An S3
+ * target's manifests are not seen here, and the line says how to tell. Returns the function that
+ * unregisters it.
  */
 function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, bars: Map<string, Progress>): () => void {
-  const published: string[] = [];
+  const published: { store: ObjectStore; key: string }[] = [];
   const stopWatching = onLocalCommit((store, key) => {
-    if (key.endsWith(`/${EXPORT_LAYOUT.manifestName}`)) published.push(store.url(key));
+    if (key.endsWith(`/${EXPORT_LAYOUT.manifestName}`)) published.push({ store, key });
   });
   const stopStep = onInterrupt(async (signal) => {
     stopWatching();
     // Both are bounded: the S3 aborts by their own deadline, well inside the steps' 10 s.
     const [, uploads] = await Promise.all([abandonLocalWrites(), abandonS3Uploads()]);
+    // Local files, read once no write of this process can land any more.
+    const behind = await athenaBehind(published);
     const interrupted = { exitCode: interruptExitCode(signal), code: 'interrupted' };
     speak(() => {
       for (const bar of bars.values()) bar.finish();
@@ -156,10 +181,17 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
           hint: 'run the export again',
         });
       } else {
+        const urls = published.map((p) => p.store.url(p.key)).join(', ');
         session.out.error({
           ...interrupted,
-          message: `interrupted (${signal}): the export was stopped and its staged files removed; published before it stopped: ${published.join(', ')}`,
-          hint: 'those periods are complete; run the export again for the rest',
+          message:
+            behind.length === 0
+              ? `interrupted (${signal}): the export was stopped and its staged files removed; published before it stopped: ${urls}`
+              : `interrupted (${signal}): the export was stopped and its staged files removed; published before it stopped: ${urls}; Athena still shows the previous export of ${behind.join('; ')} (stopped before their symlinks were rewritten)`,
+          hint:
+            behind.length === 0
+              ? 'those periods are complete; run the export again for the rest'
+              : 'those periods are complete; run the export again: it exports the rest and rewrites the symlinks of those periods',
         });
       }
     });
@@ -170,10 +202,31 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
   };
 }
 
+/** `<datasets> of <manifest url>` for each published manifest whose symlinks are not the ones it records. */
+export async function athenaBehind(published: readonly { store: ObjectStore; key: string }[]): Promise<string[]> {
+  const [{ readManifest }, { staleSymlinks }] = await Promise.all([
+    import('../../src/core/exports/formats/manifest.ts'),
+    import('../../src/core/exports/formats/symlinks.ts'),
+  ]);
+  const behind: string[] = [];
+  for (const { store, key } of published) {
+    try {
+      const manifest = await readManifest(store, key);
+      const stale = manifest ? await staleSymlinks(store, manifest) : [];
+      if (stale.length > 0) behind.push(`${stale.join(', ')} of ${store.url(key)}`);
+    } catch {
+      // Unreadable now is unknown, not behind: the line stays what it can vouch for.
+    }
+  }
+  return behind;
+}
+
 /** Counts only: an upload's key names a company and a month, and the hint never names the bucket. */
 function s3InterruptedLine(signal: NodeJS.Signals, uploads: AbandonedUploads): { message: string; hint: string } {
   const total = uploads.aborted + uploads.failed;
-  const published = 'a period is published only when its _manifest.json was written';
+  // The symlinks follow the manifest: a stop between them leaves Athena on the previous export, never on this run.
+  const published =
+    "a period is published only when its _manifest.json was written, and Athena shows it only once its symlinks were rewritten right after (until then, the period's previous export)";
   if (uploads.failed > 0) {
     return {
       message: `interrupted (${signal}): the export was stopped; ${uploads.failed} of ${total} unfinished multipart upload(s) could not be aborted`,
@@ -211,6 +264,11 @@ export function renderExport(out: Output, report: ExportReport): void {
   for (const c of report.companies) {
     if (c.manifestUrl) out.line(`  ${shownCompany(c)}: ${c.manifestUrl}`);
     if (c.error) out.line(`! ${shownCompany(c)}: ${c.error.message}`);
+    if (c.staleSymlinks?.length) {
+      out.line(
+        `! ${shownCompany(c)}: ${athenaBehindText(c.staleSymlinks)}; export ${report.month} again to rewrite ${c.staleSymlinks.length === 1 ? 'it' : 'them'}`,
+      );
+    }
     if (c.undatedTaxReports) {
       out.line(
         `  note: ${shownCompany(c)}: ${c.undatedTaxReports} tax report(s) with no period or creation date acctops could read, kept in every month; if the service names them otherwise, see --tax-report-fields (docs/exports.md, "Tax reports of a period")`,

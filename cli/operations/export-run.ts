@@ -7,7 +7,8 @@ import { directExport } from '../../src/core/exports/pipeline/direct-export';
 import { dueExportPeriod, type ExportDeadline } from '../../src/core/exports/pipeline/export-deadline';
 import { exportCompanyPeriod } from '../../src/core/exports/pipeline/export-company-period';
 import { EXPORT_ROOT, MANIFEST_NAME } from '../../src/core/exports/formats/layout';
-import { periodExported, readManifest } from '../../src/core/exports/formats/manifest';
+import { periodExported, readManifest, type Manifest } from '../../src/core/exports/formats/manifest';
+import { staleSymlinks } from '../../src/core/exports/formats/symlinks';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
 import { DEFAULT_CURRENCY } from '../../src/core/exports/formats/currency';
@@ -62,6 +63,7 @@ function completed(summary: PeriodExportSummary): CompanyExportRow {
     taxReportsWithoutCurrency: summary.datasets.tax_reports?.withoutCurrency ?? 0,
     transactionsWithDefaultCurrency: summary.datasets.transactions?.withDefaultCurrency ?? 0,
     defaultCurrency: summary.defaultCurrency,
+    staleSymlinks: summary.staleSymlinks,
     error: null,
   };
 }
@@ -435,21 +437,39 @@ export async function exportHealth(
       if (match && match[2] === MANIFEST_NAME && (last === undefined || match[1]! > last)) last = match[1]!;
     }
     if (last === undefined) {
-      rows.push({ companyId, lastPeriod: null, generatedAt: null, manifestUrl: null, overdue, manifestError: null });
+      rows.push({ companyId, lastPeriod: null, generatedAt: null, manifestUrl: null, overdue, manifestError: null, staleSymlinks: [] });
       continue;
     }
     const key = `${EXPORT_ROOT}/company=${companyId}/period=${last}/${MANIFEST_NAME}`;
     const row = { companyId, lastPeriod: last, generatedAt: null, manifestUrl: store.url(key), overdue, manifestError: null };
+    let manifest: Manifest | undefined;
     try {
-      const manifest = await readManifest(store, key);
-      rows.push({ ...row, generatedAt: manifest?.generatedAt ?? null });
+      manifest = await readManifest(store, key);
     } catch (error) {
       // One damaged manifest is a finding about that company, not the end of the whole report.
       if (!(error instanceof ManifestError)) throw error;
-      rows.push({ ...row, manifestError: error.message });
+      rows.push({ ...row, manifestError: error.message, staleSymlinks: [] });
+      continue;
     }
+    const stale = await athenaBehind(store, last, manifest);
+    if (expected.text !== last && !overdue) {
+      // Not overdue: its manifest exists and was read. A missing or damaged one is the overdue finding.
+      const expectedKey = `${EXPORT_ROOT}/company=${companyId}/period=${expected.text}/${MANIFEST_NAME}`;
+      stale.push(...(await athenaBehind(store, expected.text, await readManifest(store, expectedKey))));
+    }
+    rows.push({ ...row, generatedAt: manifest?.generatedAt ?? null, staleSymlinks: stale });
   }
   return { expectedPeriod: expected.text, companies: rows };
+}
+
+/** The period, with the datasets whose Athena symlink differs from what its manifest records, if any. */
+async function athenaBehind(
+  store: ObjectStore,
+  period: string,
+  manifest: Manifest | undefined,
+): Promise<{ period: string; datasets: string[] }[]> {
+  const datasets = manifest ? await staleSymlinks(store, manifest) : [];
+  return datasets.length > 0 ? [{ period, datasets }] : [];
 }
 
 /** The stack's export bucket (AWS mode): the pipeline writes at its root, `exports/…`. */
@@ -479,6 +499,8 @@ export async function manifestSince(
     taxReportsWithoutCurrency: null,
     transactionsWithDefaultCurrency: null,
     defaultCurrency: null,
+    // Written right after the manifest by the worker, which logs a failure; `doctor` compares them.
+    staleSymlinks: null,
     error: null,
   };
 }

@@ -351,6 +351,12 @@ export interface CompanyExportRow {
    * (local mode), else EUR; null when the CLI did not run the export itself (AWS mode) or it failed.
    */
   defaultCurrency: string | null;
+  /**
+   * Datasets whose Athena symlink could not be rewritten after the publish: the period is published,
+   * but Athena shows their previous export until the month is exported again ([] when none); null when
+   * the CLI did not run the export itself (AWS mode: the worker logs it, `doctor` finds it) or it failed.
+   */
+  staleSymlinks: string[] | null;
   error: CompanyExportError | null;
 }
 
@@ -408,6 +414,8 @@ export interface ExportHealth {
   /**
    * lastPeriod, generatedAt and manifestUrl are null for a company without any export;
    * manifestError says why the last period's manifest could not be read (null when it could).
+   * staleSymlinks: of the last period and the expected one, each whose Athena symlinks differ from
+   * what its manifest records, with those datasets (Athena shows an earlier export of them).
    */
   companies: {
     companyId: string;
@@ -416,6 +424,7 @@ export interface ExportHealth {
     manifestUrl: string | null;
     overdue: boolean;
     manifestError: string | null;
+    staleSymlinks: { period: string; datasets: string[] }[];
   }[];
 }
 

@@ -59,6 +59,7 @@ export const NO_EXPORT_RESULT = {
   taxReportsWithoutCurrency: null,
   transactionsWithDefaultCurrency: null,
   defaultCurrency: null,
+  staleSymlinks: null,
   error: null,
 } as const;
 
@@ -403,6 +404,10 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
       if (c.manifestError)
         out.push(
           `company ${c.companyId}: the manifest of ${c.lastPeriod} is unreadable (${c.manifestError}); restore it, or delete it (the period is then not published) and run \`acctops export --month ${c.lastPeriod} --company ${c.companyId}\``,
+        );
+      for (const stale of c.staleSymlinks)
+        out.push(
+          `company ${c.companyId}: Athena shows an earlier export of ${stale.datasets.join(', ')} of ${stale.period} than its manifest (their symlinks differ from the ones it records): \`acctops export --month ${stale.period} --company ${c.companyId}\` rewrites them`,
         );
       if (c.overdue)
         out.push(

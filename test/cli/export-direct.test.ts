@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { ManualClock } from '../../src/core/shared/clock';
@@ -411,6 +411,63 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         const listed = await s3.client().send(new ListObjectsV2Command({ Bucket: 'acctops-exports', Prefix: 'no-creds/' }));
         expect(listed.Contents ?? []).toEqual([]);
       });
+    });
+
+    it('a symlink it cannot rewrite after the manifest: published, one error line naming the dataset and the way out, exit 5; the next export rewrites it', async () => {
+      const period = join(out.dir, 'behind', 'exports', `company=${companyId}`, `period=${month}`);
+      const symlinkPath = join(period, 'transactions', '_symlink', 'symlink.txt');
+      const args = ['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'behind'];
+      expect((await acctops(args, { ACCTOPS_API_KEY: key })).code).toBe(0);
+      // A directory where the symlink goes: the rename of its new version onto it fails.
+      await rm(symlinkPath);
+      await mkdir(join(symlinkPath, 'blocker'), { recursive: true });
+
+      const result = await acctops(['--json', ...args], { ACCTOPS_API_KEY: key });
+      expect(result.code).toBe(5);
+      const row = parseJson<{ companies: { status: string; staleSymlinks: string[]; runId: string }[] }>(result).companies[0]!;
+      expect(row).toMatchObject({ status: 'completed', staleSymlinks: ['transactions'] });
+      const manifest = JSON.parse(await readFile(join(period, '_manifest.json'), 'utf8')) as {
+        runId: string;
+        symlinks: { dataset: string; key: string; sha256: string }[];
+      };
+      expect(manifest.runId).toBe(row.runId);
+      const lines = result.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(JSON.parse(lines[0]!)).toMatchObject({
+        error: {
+          companyId,
+          code: 'athena_symlinks_stale',
+          exitCode: 5,
+          message: expect.stringMatching(
+            new RegExp(
+              `^${month} is published \\(file://.*_manifest\\.json\\), but Athena still shows the previous export of transactions \\(its symlink could not be rewritten`,
+            ),
+          ),
+          hint: expect.stringMatching(new RegExp(`^export ${month} again`)),
+        },
+      });
+      // The other datasets followed the manifest.
+      for (const link of manifest.symlinks.filter((l) => l.dataset !== 'transactions')) {
+        expect(
+          createHash('sha256')
+            .update(await readFile(join(out.dir, 'behind', link.key)))
+            .digest('hex'),
+        ).toBe(link.sha256);
+      }
+
+      await rm(symlinkPath, { recursive: true });
+      const again = await acctops(args, { ACCTOPS_API_KEY: key });
+      expect(again.code).toBe(0);
+      expect(again.stderr).toBe('');
+      expect(again.stdout).not.toMatch(/Athena/);
+      const repaired = JSON.parse(await readFile(join(period, '_manifest.json'), 'utf8')) as typeof manifest;
+      const link = repaired.symlinks.find((l) => l.dataset === 'transactions')!;
+      expect(
+        createHash('sha256')
+          .update(await readFile(symlinkPath))
+          .digest('hex'),
+      ).toBe(link.sha256);
+      expect(await readFile(symlinkPath, 'utf8')).toMatch(new RegExp(`/run=${repaired.runId}/part-00000\\.parquet\\n$`));
     });
 
     it('a re-export with fewer formats is refused (exit 2, naming --replace-formats) and changes nothing; with the flag it replaces them', async () => {

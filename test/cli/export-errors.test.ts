@@ -12,6 +12,7 @@ const ROW_KEYS = [
   'manifestUrl',
   'records',
   'runId',
+  'staleSymlinks',
   'status',
   'taxReportsWithoutCurrency',
   'totals',

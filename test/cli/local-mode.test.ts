@@ -249,6 +249,44 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(human.stdout).toMatch(/No findings\./);
     });
 
+    it("doctor: a symlink that differs from its manifest is a finding (Athena behind, exit 5); the company's next export of the month rewrites it", async () => {
+      const bakery = demo.companies[0]!.publicId;
+      const clean = await json<{ exports: { expectedPeriod: string; companies: { lastPeriod: string }[] } }>('doctor');
+      expect(clean.result.code).toBe(0);
+      const expected = clean.body.exports.expectedPeriod;
+      // The last period (a later month, CSV only: no symlink) is not the expected one: both are compared.
+      expect(clean.body.exports.companies[0]!.lastPeriod).not.toBe(expected);
+      const symlinkPath = join(state.dir, 'exports', `company=${bakery}`, `period=${expected}`, 'transactions', '_symlink', 'symlink.txt');
+      const current = await readFile(symlinkPath, 'utf8');
+      expect(current).toMatch(/part-00000\.parquet\n$/);
+      // What a publish stopped between its manifest and its symlinks leaves: the previous run's view.
+      await writeFile(symlinkPath, current.replace(/run=[^/]+/, 'run=previous'));
+
+      const behind = await json<{
+        findings: string[];
+        exports: { companies: { companyId: string; staleSymlinks: { period: string; datasets: string[] }[] }[] };
+      }>('doctor');
+      expect(behind.result.code).toBe(5);
+      const rows = behind.body.exports.companies;
+      expect(rows.find((c) => c.companyId === bakery)!.staleSymlinks).toEqual([{ period: expected, datasets: ['transactions'] }]);
+      expect(rows.filter((c) => c.companyId !== bakery).every((c) => c.staleSymlinks.length === 0)).toBe(true);
+      expect(behind.body.findings).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^company ${bakery}: Athena shows an earlier export of transactions of ${expected} .*acctops export --month ${expected} --company ${bakery}`,
+          ),
+        ),
+      ]);
+      expect((await acctops('doctor')).stdout).toMatch(new RegExp(`${bakery} .* behind \\(${expected}\\)`));
+
+      expect((await acctops('export', '--month', expected, '--company', bakery)).code).toBe(0);
+      const repaired = await json<{ findings: string[]; exports: { companies: { staleSymlinks: unknown[] }[] } }>('doctor');
+      expect(repaired.body.findings).toEqual([]);
+      expect(repaired.result.code).toBe(0);
+      expect(repaired.body.exports.companies.every((c) => c.staleSymlinks.length === 0)).toBe(true);
+      expect(await readFile(symlinkPath, 'utf8')).not.toContain('run=previous');
+    });
+
     it('doctor: an unreadable manifest is a finding (exit 5), the other sections still run; an export of the running month says it is not over', async () => {
       const bakery = demo.companies[0]!.publicId;
       // The month of the local clock (the demo moved it on), in the time zone months are cut in.
