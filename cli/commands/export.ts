@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { EXPORT_LAYOUT } from '../../contract/exports';
 import { abandonS3Uploads, type AbandonedUploads } from '../../src/adapters/aws/s3-uploads-in-flight';
-import { abandonLocalWrites, onLocalCommit } from '../../src/adapters/local/dir-object-store';
+import { abandonLocalWrites, onLocalCommit, type DirObjectStore } from '../../src/adapters/local/dir-object-store';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import {
   configuredUrl,
@@ -160,13 +160,33 @@ function athenaBehindText(datasets: readonly string[]): string {
  */
 function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, bars: Map<string, Progress>): () => void {
   const published: { store: ObjectStore; key: string }[] = [];
+  /**
+   * The files this process completed for a period whose manifest it has not written: a run cut
+   * short. No manifest or symlink lists them, but a reader globbing the directory would, so the
+   * interrupt removes them as the export's own clean-up would have.
+   */
+  const unpublished = new Map<DirObjectStore, Map<string, string[]>>();
   const stopWatching = onLocalCommit((store, key) => {
-    if (key.endsWith(`/${EXPORT_LAYOUT.manifestName}`)) published.push({ store, key });
+    const period = PERIOD_PREFIX.exec(key)?.[1];
+    if (period === undefined) return;
+    const periods = unpublished.get(store) ?? new Map<string, string[]>();
+    unpublished.set(store, periods);
+    if (key.endsWith(`/${EXPORT_LAYOUT.manifestName}`)) {
+      published.push({ store, key });
+      periods.delete(period);
+    } else if (key.includes('/run=')) {
+      periods.set(period, [...(periods.get(period) ?? []), key]);
+    }
   });
   const stopStep = onInterrupt(async (signal) => {
     stopWatching();
     // Both are bounded: the S3 aborts by their own deadline, well inside the steps' 10 s.
     const [, uploads] = await Promise.all([abandonLocalWrites(), abandonS3Uploads()]);
+    // Local deletes, once no write of this process can land any more; a failure leaves garbage
+    // that the next export of the period collects, never a visible change.
+    await Promise.all(
+      [...unpublished].flatMap(([store, periods]) => [...periods.values()].map((keys) => store.delete(keys).catch(() => undefined))),
+    );
     // Local files, read once no write of this process can land any more.
     const behind = await athenaBehind(published);
     const interrupted = { exitCode: interruptExitCode(signal), code: 'interrupted' };
@@ -177,7 +197,7 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
       } else if (published.length === 0) {
         session.out.error({
           ...interrupted,
-          message: `interrupted (${signal}): the export was stopped and its staged files removed; nothing was published`,
+          message: `interrupted (${signal}): the export was stopped and the files of its unfinished run removed; nothing was published`,
           hint: 'run the export again',
         });
       } else {
@@ -186,8 +206,8 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
           ...interrupted,
           message:
             behind.length === 0
-              ? `interrupted (${signal}): the export was stopped and its staged files removed; published before it stopped: ${urls}`
-              : `interrupted (${signal}): the export was stopped and its staged files removed; published before it stopped: ${urls}; Athena still shows the previous export of ${behind.join('; ')} (stopped before their symlinks were rewritten)`,
+              ? `interrupted (${signal}): the export was stopped and the files of its unfinished run removed; published before it stopped: ${urls}`
+              : `interrupted (${signal}): the export was stopped and the files of its unfinished run removed; published before it stopped: ${urls}; Athena still shows the previous export of ${behind.join('; ')} (stopped before their symlinks were rewritten)`,
           hint:
             behind.length === 0
               ? 'those periods are complete; run the export again for the rest'
@@ -201,6 +221,9 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
     stopWatching();
   };
 }
+
+/** The period folder of an export key (`…/company=<id>/period=<YYYY-MM>`). */
+const PERIOD_PREFIX = /^(.*\/period=[^/]+)\//;
 
 /** `<datasets> of <manifest url>` for each published manifest whose symlinks are not the ones it records. */
 export async function athenaBehind(published: readonly { store: ObjectStore; key: string }[]): Promise<string[]> {

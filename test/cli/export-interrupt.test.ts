@@ -80,9 +80,15 @@ describe('acctops export: interrupted', () => {
     }
     const lines = stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^acctops: error: interrupted \\(${signal}\\): .*staged files removed; nothing was published`));
+    expect(lines[0]).toMatch(
+      new RegExp(`^acctops: error: interrupted \\(${signal}\\): .*files of its unfinished run removed; nothing was published`),
+    );
     await expect(stat(staging(dir))).rejects.toMatchObject({ code: 'ENOENT' });
     expect(await manifests(dir)).toEqual([]);
+    // Categories and tax reports were complete before the transactions streamed: removed as well,
+    // so that no reader globbing the folder finds a run that was never published.
+    const files = (await readdir(dir, { recursive: true }).catch(() => [])) as string[];
+    expect(files.filter((p) => p.includes('run=') && /part-\d+\./.test(p))).toEqual([]);
   });
 
   it("a later export removes a dead process's staged file and keeps a live writer's", async () => {
