@@ -35,6 +35,8 @@ export interface Page<T> {
   readonly previous: string | null;
   /** The redacted request that fetched this page. */
   readonly request: string;
+  /** Items of the page left out of `items` as repeats (ListSource.identity); 0 for a list without one. */
+  readonly duplicatesDropped: number;
 }
 
 export interface ListSource<T> {
@@ -58,6 +60,13 @@ export interface ListSource<T> {
   warn(warning: AccountingApiWarning): void;
   /** Inspects a parsed item for something to warn about (a category's invalid metadata). */
   checkItem?(parsed: T): ItemWarning | undefined;
+  /**
+   * What identifies an item (a transaction's `publicId`). With it, an item whose identity came
+   * earlier on the same page or on the page before is dropped with a `duplicate_item` warning:
+   * offset pages repeat items when the list grows before the read position. Only two pages' ids
+   * are kept, so memory does not grow with the list; a repeat further apart is not seen.
+   */
+  identity?(parsed: T): string;
   onPage?(page: Page<T>, response: ApiResponse): void;
   /** Cut each item's JSON text from the body (PageItem.json). */
   itemJson?: boolean;
@@ -102,7 +111,8 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
   /**
    * Pages in order, following `next` until it is null. When the list ends (not when the
    * consumer stops early), any page `count` that differs from the items read is reported as a
-   * `count_mismatch` warning.
+   * `count_mismatch` warning. With `identity`, repeats of the page before are left out (each a
+   * `duplicate_item` warning) and not counted as read.
    *
    * One page ahead: the request for page n+1 is sent (its `next` checked first) as soon as page
    * n's `next` is known, so the peer's time overlaps ours. That is when the first bytes of page n's
@@ -130,6 +140,10 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     let maxCount = 0;
     let firstPageLength = 0;
     const warnedFields = new Set<string>();
+    // Two sets swapped page by page instead of one of every id: a million-record export must not
+    // hold a million ids, and a shift is as long as what was inserted between two requests,
+    // expected to be well under a page.
+    const ids: Ids | undefined = source.identity ? { previous: new Set(), current: new Set() } : undefined;
     /** The request for the page after the one whose body is arriving, sent from that body's first bytes. */
     let early: { url: string; response?: Promise<ApiResponse> } | undefined;
     /** Set once an early guess was wrong, and when the list ends: no more early requests. */
@@ -203,7 +217,13 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
           noEarly = true;
         }
         early = undefined;
-        const page = this.parseItems(envelope, response, warnedFields);
+        if (ids) {
+          const older = ids.previous;
+          older.clear();
+          ids.previous = ids.current;
+          ids.current = older;
+        }
+        const page = this.parseItems(envelope, response, warnedFields, ids);
         source.onPage?.(page, response);
         itemsRead += page.items.length;
         if (counts[counts.length - 1] !== page.count) counts.push(page.count);
@@ -245,10 +265,11 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     return envelope.data;
   }
 
-  private parseItems(envelope: ListEnvelope, response: ApiResponse, warnedFields: Set<string>): Page<T> {
-    const { itemSchema, fastParse, checkItem } = this.source;
+  private parseItems(envelope: ListEnvelope, response: ApiResponse, warnedFields: Set<string>, ids: Ids | undefined): Page<T> {
+    const { itemSchema, fastParse, checkItem, identity } = this.source;
     const results = envelope.results;
     const items: PageItem<T>[] = new Array<PageItem<T>>(results.length);
+    let kept = 0;
     // Only an envelope (its schema holds `results` to an array) has items to cut out: a `single`
     // list's object may be the item itself, whatever keys it has.
     const texts = this.source.itemJson && !this.source.single ? listItemJson(response.bodyBytes(), results.length) : undefined;
@@ -260,7 +281,17 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
         if (!result.success) throw responseValidationError(result.error, `results[${i}]`, contextOf(response));
         parsed = result.data;
       }
-      items[i] = { raw: raw as Record<string, unknown>, parsed, json: texts?.[i] };
+      if (ids && identity) {
+        const id = identity(parsed);
+        const before = ids.current.size;
+        ids.current.add(id);
+        if (ids.current.size === before || ids.previous.has(id)) {
+          // The item was handed over already (and, in a streaming export, written): keep that one.
+          this.source.warn({ type: 'duplicate_item', request: response.request, path: `results[${i}]`, id });
+          continue;
+        }
+      }
+      items[kept++] = { raw: raw as Record<string, unknown>, parsed, json: texts?.[i] };
       const warning = checkItem?.(parsed);
       if (warning) this.source.warn({ ...warning, request: response.request, path: `results[${i}]` });
       const ignored = ignoredFieldsOf(parsed);
@@ -270,17 +301,25 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
         if (fresh.length) this.source.warn({ type: 'ignored_field', request: response.request, path: `results[${i}]`, fields: fresh });
       }
     }
+    if (kept < results.length) items.length = kept;
     return {
       items,
       count: envelope.count,
       next: envelope.next,
       previous: envelope.previous ?? null,
       request: response.request,
+      duplicatesDropped: results.length - kept,
     };
   }
 }
 
 type ListEnvelope = z.infer<typeof listEnvelopeSchema>;
+
+/** The identities of the page being parsed and of the one before it (ListSource.identity). */
+interface Ids {
+  previous: Set<string>;
+  current: Set<string>;
+}
 
 function contextOf(response: ApiResponse): { status: number; requestId: string | undefined; request: string } {
   return { status: response.status, requestId: response.requestId, request: response.request };

@@ -92,6 +92,8 @@ export interface ListOperation<T> {
   fastParse?(raw: unknown): T | undefined;
   pathCompany?: string;
   checkItem?(parsed: T): ItemWarning | undefined;
+  /** See ListSource.identity. */
+  identity?(parsed: T): string;
   onPage?(page: Page<T>, response: ApiResponse): void;
 }
 
@@ -233,6 +235,7 @@ export class RequestEngine {
       single: operation.single,
       warn: (warning) => this.warn(warning),
       checkItem: operation.checkItem,
+      identity: operation.identity,
       onPage: operation.onPage,
       itemJson: settings.itemJson,
     });

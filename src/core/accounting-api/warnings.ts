@@ -9,8 +9,17 @@ export type AccountingApiWarning =
   /**
    * A list ended after `itemsRead` items while a page said otherwise. `counts` lists the counts
    * the pages reported, in order, without repeats: more than one means the list changed mid-read.
+   * `itemsRead` leaves out the items dropped as `duplicate_item`: a repeat hides a skipped item
+   * only if the count still tells it.
    */
   | { type: 'count_mismatch'; request: string; counts: number[]; itemsRead: number }
+  /**
+   * An item whose identity (its `publicId`, a tax report's `pk`) came earlier on this page or on
+   * the page before: offset pages over a list that moved under us (an insert before the read
+   * position hands the last items of a page out again at the start of the next). The repeat is
+   * dropped; the first occurrence was handed over already. `path` is the repeat (`results[0]`).
+   */
+  | { type: 'duplicate_item'; request: string; path: string; id: string }
   /** A category's `metadata` text is not a JSON object; the text stays in the raw item. */
   | { type: 'invalid_category_metadata'; request: string; path: string; publicId: string; issue: MetadataIssue }
   /**

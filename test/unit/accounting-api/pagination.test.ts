@@ -8,7 +8,18 @@ import {
 import { ManualClock } from '../../../src/core/shared/clock';
 import { ConfigError } from '../../../src/core/shared/errors';
 import { MemoryLogger } from '../../../src/core/shared/logger';
-import { BASE_URL, type Handler, apiError, category, fakeTransport, json, listHandler, transaction } from './fake-transport';
+import {
+  BASE_URL,
+  COMPANY_A,
+  COMPANY_B,
+  type Handler,
+  apiError,
+  category,
+  fakeTransport,
+  json,
+  listHandler,
+  transaction,
+} from './fake-transport';
 
 const KEY = 'sbx_PaginationKey0123456789abcdefghij';
 
@@ -502,7 +513,7 @@ describe('pagination', () => {
               previous: null,
               results: [transaction(1)],
             })
-          : json(200, { count: 3, next: null, previous: null, results: [transaction(1), transaction(2)] });
+          : json(200, { count: 3, next: null, previous: null, results: [transaction(2), transaction(3)] });
       });
       await client.transactions.list().all();
       expect(warnings).toMatchObject([{ type: 'count_mismatch', counts: [2, 3], itemsRead: 3 }]);
@@ -530,6 +541,151 @@ describe('pagination', () => {
     });
   });
 });
+
+describe('pagination: repeated items', () => {
+  const TX = '/accounting/transactions/';
+
+  const idOf = (item: unknown): string => {
+    const { publicId, pk } = item as { publicId?: string; pk?: string };
+    return (publicId ?? pk)!;
+  };
+
+  /** Serves `pages` as they are, one a request, with `next` links; `count` is the distinct items unless given. */
+  function pagesOf(path: string, pages: unknown[][], count = new Set(pages.flat().map(idOf)).size): Handler {
+    return (_request, url) => {
+      if (url.pathname !== new URL(BASE_URL).pathname + path) return apiError(404, 'not_found_error', 'not_found');
+      const n = Number(url.searchParams.get('page') ?? '1');
+      const next = new URL(url);
+      next.searchParams.set('page', String(n + 1));
+      return json(200, { count, next: n < pages.length ? next.href : null, previous: null, results: pages[n - 1] });
+    };
+  }
+  const t = (i: number) => transaction(i);
+  const ids = (items: { parsed: { publicId: string } }[]) => items.map((item) => item.parsed.publicId);
+
+  it('drops an item the previous page ended with, keeps the first, and warns once for it', async () => {
+    // An insert before the read position between page 1 and page 2: page 2 starts with page 1's last item.
+    const { client, warnings, logger } = setup(pagesOf(TX, [[t(1), t(2), t(3)], [t(3), t(4), t(5)], [t(6)]]));
+    const pages = await collect(client.transactions.list({ pageSize: 3 }).pages());
+    expect(pages.flatMap((p) => ids(p.items))).toEqual([1, 2, 3, 4, 5, 6].map((i) => t(i).publicId));
+    expect(pages.map((p) => p.duplicatesDropped)).toEqual([0, 1, 0]);
+    expect(warnings).toEqual([
+      {
+        type: 'duplicate_item',
+        request: 'GET /api/v1/accounting/transactions/?page_size=3&page=2',
+        path: 'results[0]',
+        id: t(3).publicId,
+      },
+    ]);
+    // Six distinct items, as announced: no count_mismatch.
+    expect(
+      logger
+        .entries()
+        .filter((e) => e.level === 'warn')
+        .map((e) => e.type),
+    ).toEqual(['duplicate_item']);
+  });
+
+  it('drops several items a page repeats from the one before, whatever their order there', async () => {
+    const { client, warnings } = setup(
+      pagesOf(TX, [
+        [t(1), t(2), t(3)],
+        [t(3), t(2), t(4)],
+      ]),
+    );
+    expect(ids(await client.transactions.list({ pageSize: 3 }).all())).toEqual([1, 2, 3, 4].map((i) => t(i).publicId));
+    expect(warnings.map((w) => w.type === 'duplicate_item' && [w.path, w.id])).toEqual([
+      ['results[0]', t(3).publicId],
+      ['results[1]', t(2).publicId],
+    ]);
+  });
+
+  it('drops an item repeated within one page', async () => {
+    const { client, warnings } = setup(pagesOf(TX, [[t(1), t(2), t(1), t(3)]]));
+    const [page] = await collect(client.transactions.list().pages());
+    expect(ids(page!.items)).toEqual([1, 2, 3].map((i) => t(i).publicId));
+    expect(page!.duplicatesDropped).toBe(1);
+    expect(warnings).toMatchObject([{ type: 'duplicate_item', path: 'results[2]', id: t(1).publicId }]);
+  });
+
+  it('keeps items that differ only in their id, and warns of nothing', async () => {
+    const same = (i: number) => transaction(i, { amount: -500, description: 'same', valueDate: '2026-10-01T00:00:00+00:00' });
+    const { client, warnings } = setup(
+      pagesOf(TX, [
+        [same(1), same(2)],
+        [same(3), same(4)],
+      ]),
+    );
+    expect(await client.transactions.list({ pageSize: 2 }).all()).toHaveLength(4);
+    expect(warnings).toEqual([]);
+  });
+
+  it('remembers only the page before: a repeat two pages apart is handed over again', async () => {
+    // The bound that keeps memory constant: two pages' ids, never the whole list's.
+    const { client, warnings } = setup(pagesOf(TX, [[t(1)], [t(2)], [t(1)]], 3));
+    expect(ids(await client.transactions.list({ pageSize: 1 }).all())).toEqual([t(1), t(2), t(1)].map((x) => x.publicId));
+    expect(warnings).toEqual([]);
+  });
+
+  it('counts a dropped repeat as not read, so a repeat that hides a skipped item is still a count_mismatch', async () => {
+    // Four announced, four sent, one of them twice: an item was skipped.
+    const { client, warnings } = setup(
+      pagesOf(
+        TX,
+        [
+          [t(1), t(2)],
+          [t(2), t(4)],
+        ],
+        4,
+      ),
+    );
+    expect(await client.transactions.list({ pageSize: 2 }).all()).toHaveLength(3);
+    expect(warnings.map((w) => w.type)).toEqual(['duplicate_item', 'count_mismatch']);
+    expect(warnings[1]).toMatchObject({ counts: [4], itemsRead: 3 });
+  });
+
+  it('identifies tax reports by pk and categories by publicId', async () => {
+    const report = (i: number) => ({ pk: `20000000-0000-4000-8000-${String(i).padStart(12, '0')}` });
+    const reports = setup(
+      pagesOf(`/companies/${COMPANY_A}/taxes/reports/`, [
+        [report(1), report(2)],
+        [report(2), report(3)],
+      ]),
+    );
+    expect((await reports.client.taxReports.list(COMPANY_A, { pageSize: 2 }).all()).map((r) => r.parsed.pk)).toEqual(
+      [1, 2, 3].map((i) => report(i).pk),
+    );
+    expect(reports.warnings).toMatchObject([{ type: 'duplicate_item', id: report(2).pk }]);
+
+    const categories = setup(
+      pagesOf('/accounting/categories/', [
+        [category(1), category(2)],
+        [category(2), category(3)],
+      ]),
+    );
+    expect(ids(await categories.client.categories.list({ pageSize: 2 }).all())).toEqual([1, 2, 3].map((i) => category(i).publicId));
+    expect(categories.warnings).toMatchObject([{ type: 'duplicate_item', id: category(2).publicId }]);
+  });
+
+  it('leaves lists without an identity as they are: a single answer, API keys', async () => {
+    const company = { publicId: COMPANY_A, name: 'Acme' };
+    // `GET /companies/` may answer a JSON array as the whole list (ListSource.single).
+    const single = setup(() => json(200, [company, company]));
+    expect(await single.client.companies.list().all()).toHaveLength(2);
+    expect(single.warnings).toEqual([]);
+
+    const key = { publicId: COMPANY_B, name: 'k', prefix: 'sbx_01234567', permissions: [] };
+    const keys = setup(pagesOf('/api-keys/', [[key], [key]], 2));
+    expect(await keys.client.apiKeys.list({ pageSize: 1 }).all()).toHaveLength(2);
+    expect(keys.warnings).toEqual([]);
+  });
+});
+
+async function collect<T>(pages: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const page of pages) out.push(page);
+  return out;
+}
 
 describe('pagination: itemJson', () => {
   const text = (item: { json: { bytes: Uint8Array; start: number; end: number } | undefined }) =>

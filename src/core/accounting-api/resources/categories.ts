@@ -3,6 +3,8 @@ import type { PaginatedList } from '../pagination';
 import type { RequestEngine } from '../request';
 import { type Category, type PageQuery, categorySchema, pageQuerySchema } from '../schemas';
 
+const publicIdOf = (category: Category): string => category.publicId;
+
 /** `GET /accounting/categories/`; the page size goes out as `pageSize` (not `page_size`). */
 export class CategoriesResource {
   constructor(private readonly engine: RequestEngine) {}
@@ -16,6 +18,7 @@ export class CategoriesResource {
       pageSizeParam: 'pageSize',
       pageSize,
       itemSchema: categorySchema,
+      identity: publicIdOf,
       checkItem: (category) =>
         category.metadataIssue === null
           ? undefined

@@ -29,6 +29,8 @@ export class CompaniesResource {
   }
 }
 
+const pkOf = (report: TaxReport): string => report.pk;
+
 /** `GET /companies/{company_pk}/taxes/reports/`: tax reports, identified by `pk`. */
 export class TaxReportsResource {
   constructor(private readonly engine: RequestEngine) {}
@@ -42,6 +44,8 @@ export class TaxReportsResource {
       pageSizeParam: 'page_size',
       pageSize,
       itemSchema: taxReportSchema,
+      // Spec §2: a tax report is identified by `pk`, not `publicId`.
+      identity: pkOf,
       pathCompany: company,
     });
   }

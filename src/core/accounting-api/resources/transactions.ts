@@ -4,6 +4,8 @@ import type { RequestEngine } from '../request';
 import { type Transaction, type TransactionQuery, transactionQuerySchema, transactionSchema } from '../schemas';
 import { transactionFastPath } from '../transaction-fast-path';
 
+const publicIdOf = (transaction: Transaction): string => transaction.publicId;
+
 /** `GET /accounting/transactions/`; the page size goes out as `page_size`. */
 export class TransactionsResource {
   constructor(private readonly engine: RequestEngine) {}
@@ -18,6 +20,7 @@ export class TransactionsResource {
       pageSize: q.pageSize,
       itemSchema: transactionSchema,
       fastParse: transactionFastPath,
+      identity: publicIdOf,
     });
   }
 }
