@@ -40,6 +40,7 @@ export const faultSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('extra_fields'), fields: z.record(z.string(), z.unknown()).optional() }),
   z.strictObject({ type: z.literal('unknown_enum'), field: z.string().min(1), value: z.string().optional() }),
   z.strictObject({ type: z.literal('result_set_change'), insert: z.int().positive().max(1000).optional() }),
+  z.strictObject({ type: z.literal('page_overlap'), items: z.int().positive().max(1000).optional() }),
   z.strictObject({ type: z.literal('revoke_credential') }),
 ]);
 export type Fault = z.infer<typeof faultSchema>;

@@ -320,6 +320,14 @@ export class SandboxServer {
         case 'result_set_change':
           if (out.status < 300) route.shift?.(ctx, fault.insert ?? 1);
           break;
+        case 'page_overlap':
+          if (isList && ctx.page && ctx.page.offset > 0) {
+            // The previous page's tail, read again through the route itself, so every dialect's view applies.
+            const items = Math.min(fault.items ?? 1, ctx.page.offset);
+            const tail = route.handle({ ...ctx, page: { ...ctx.page, offset: ctx.page.offset - items, pageSize: items } });
+            body.results = [...(tail.body as { results: unknown[] }).results, ...(body.results as unknown[])];
+          }
+          break;
         case 'revoke_credential':
           if (ctx.principal?.kind === 'api_key') ctx.state.revokeApiKey(ctx.principal.key.publicId);
           if (ctx.principal?.kind === 'user') ctx.state.tokens.revokeUser(ctx.principal.user.userId);

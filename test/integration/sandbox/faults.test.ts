@@ -172,6 +172,20 @@ describe('sandbox: faults on demand', () => {
     expect(third.body.results[0].publicId).toBe(second.body.results[9].publicId);
   });
 
+  it('overlaps pages: a page starts with the previous page’s last items again, count and links unchanged', async () => {
+    const first = await txs('?page_size=10');
+    await sandbox.admin.faults.add({ route: TX, query: { page: '2' }, fault: { type: 'page_overlap', items: 2 } });
+    const second = await txs('?page_size=10&page=2');
+    expect(second.body.count).toBe(first.body.count);
+    expect(second.body.next).toContain('page=3');
+    expect(second.body.results).toHaveLength(12);
+    expect(second.body.results.slice(0, 2)).toEqual(first.body.results.slice(8));
+    // The list itself is unchanged: the page without the fault holds its own ten.
+    expect((await txs('?page_size=10&page=2')).body.results).toEqual(second.body.results.slice(2));
+    await sandbox.admin.faults.add({ route: TX, fault: { type: 'page_overlap' } });
+    expect((await txs('?page_size=10')).body.results).toEqual(first.body.results);
+  });
+
   it('revokes the calling credential after answering', async () => {
     const { key: doomed } = await sandbox.admin.createApiKey({ companyId, permissions: ['read_transactions'] });
     await sandbox.admin.faults.add({ route: TX, query: { page: '2' }, fault: { type: 'revoke_credential' } });
