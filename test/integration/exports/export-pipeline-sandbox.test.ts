@@ -343,6 +343,74 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(await store.head(manifestKey(company, OCTOBER))).toBeUndefined();
     });
 
+    it('pages that repeat the previous page’s last records while the count holds: each record written once, totals exact, the repeats counted', async () => {
+      const reference = await completed(setup().run());
+      const { store, run, logger } = setup();
+      await sandbox.admin.faults.add({
+        route: 'GET /accounting/transactions/',
+        query: { page: '2' },
+        times: 1,
+        fault: { type: 'page_overlap', items: 2 },
+      });
+      await sandbox.admin.faults.add({
+        route: 'GET /accounting/categories/',
+        query: { page: '2' },
+        times: 1,
+        fault: { type: 'page_overlap' },
+      });
+      const summary = await completed(run());
+      expect((await sandbox.admin.stats()).faultsFired).toMatchObject({ page_overlap: 2 });
+
+      // Every file is the one an export without the repeats writes, byte for byte.
+      expect(summary.manifest.objects.map((o) => [o.dataset, o.format, o.records, o.sha256])).toEqual(
+        reference.manifest.objects.map((o) => [o.dataset, o.format, o.records, o.sha256]),
+      );
+      const api = await apiOctober();
+      const csv = (await objectText(store, summary.datasets.transactions!.objects.find((o) => o.format === 'csv')!.key))
+        .trimEnd()
+        .split('\r\n');
+      const idColumn = csv[0]!
+        .replace(/^\uFEFF/, '')
+        .split(',')
+        .indexOf('public_id');
+      expect(csv.slice(1).map((line) => line.split(',')[idColumn])).toEqual(api.ids);
+      const parquet = summary.datasets.transactions!.objects.find((o) => o.format === 'parquet')!;
+      const file = new Uint8Array(Buffer.from((await store.get(parquet.key))!)).buffer;
+      const rows = await parquetReadObjects({
+        file,
+        metadata: parquetMetadata(file),
+        columns: ['public_id'],
+        compressors: PARQUET_DECOMPRESSORS,
+      });
+      expect(rows.map((r) => r.public_id)).toEqual(api.ids);
+      const expected = await sandbox.admin.transactionSummary({ companyId: company, dateFrom: '2026-10-01', dateTo: '2026-10-31' });
+      const totals: Record<string, Record<string, string>> = {};
+      for (const t of summary.datasets.transactions!.totals) (totals[t.currency] ??= {})[t.cashflowType!] = t.amountMinor;
+      expect(totals).toEqual(expected.totals);
+
+      // Counted where a reader of the export sees it, and said.
+      expect(summary.datasets.transactions).toMatchObject({ records: api.ids.length, duplicatesDropped: 2 });
+      expect(summary.datasets.categories).toMatchObject({ records: 1005, duplicatesDropped: 1 });
+      const manifest = (await readManifest(store, summary.manifestKey))!;
+      expect(manifest.datasets.transactions).toMatchObject({ records: api.ids.length, duplicatesDropped: 2 });
+      expect(manifest.datasets.categories).toMatchObject({ records: 1005, duplicatesDropped: 1 });
+      expect(manifest.datasets.tax_reports).not.toHaveProperty('duplicatesDropped');
+      expect(reference.manifest.datasets.transactions).not.toHaveProperty('duplicatesDropped');
+      const repeats = logger.entries().filter((e) => e.message === 'accounting api warning' && e.type === 'duplicate_item');
+      expect(
+        repeats.map((e) => [e.level, String(e.request).replace(/^GET \/api\/v1\/accounting\/(\w+)\/.*[?&]page=(\d+).*$/, '$1 $2'), e.path]),
+      ).toEqual([
+        ['warn', 'categories 2', 'results[0]'],
+        ['warn', 'transactions 2', 'results[0]'],
+        ['warn', 'transactions 2', 'results[1]'],
+      ]);
+      const said = logger.entries().filter((e) => String(e.message).startsWith('records the service sent again'));
+      expect(said.map((e) => [e.level, e.dataset, e.records])).toEqual([
+        ['warn', 'categories', 1],
+        ['warn', 'transactions', 2],
+      ]);
+    });
+
     it('a permission the key lacks is a final, non-retryable failure on the first attempt', async () => {
       const narrow = (await sandbox.admin.createApiKey({ companyId: company, permissions: ['read_transactions', 'read_categories'] })).key;
       const events = new MemoryEventPublisher();

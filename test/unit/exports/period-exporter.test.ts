@@ -187,6 +187,68 @@ describe('PeriodExporter', () => {
     expect(byPage.find((o) => o.format === 'csv')?.records).toBe(40);
   });
 
+  it('counts the repeats a paged source left out, in the summary and the manifest, per dataset, and warns once a dataset', async () => {
+    const items = [...transactions(40)];
+    // The client's pages: what they hold, and how many repeats each left out (Page.duplicatesDropped).
+    const paged = <T>(pages: { items: T[]; duplicatesDropped: number }[]) => ({
+      pages: async function* () {
+        yield* pages;
+      },
+      [Symbol.asyncIterator](): AsyncIterator<T> {
+        throw new Error('read item by item although pages were offered');
+      },
+    });
+    const sources = {
+      ...request().sources,
+      transactions: paged([
+        { items: items.slice(0, 16), duplicatesDropped: 0 },
+        { items: items.slice(16, 32), duplicatesDropped: 1 },
+        { items: items.slice(32), duplicatesDropped: 2 },
+      ]),
+      categories: paged([{ items: CATEGORIES, duplicatesDropped: 0 }]),
+    };
+    const summary = await exporter('run-1').run(request({ sources }));
+    expect(summary.datasets.transactions).toMatchObject({ records: 40, duplicatesDropped: 3 });
+    expect(summary.datasets.categories).not.toHaveProperty('duplicatesDropped');
+    const manifest = (await readManifest(dir, MANIFEST))!;
+    expect(manifest.datasets.transactions).toMatchObject({ records: 40, duplicatesDropped: 3 });
+    expect(manifest.datasets.categories).not.toHaveProperty('duplicatesDropped');
+    expect(manifest.datasets.tax_reports).not.toHaveProperty('duplicatesDropped');
+    const warned = logger.entries().filter((e) => String(e.message).startsWith('records the service sent again'));
+    expect(warned.map((e) => [e.level, e.dataset, e.records])).toEqual([['warn', 'transactions', 3]]);
+
+    // A later run of other datasets carries the transactions over with the count of the run that wrote them.
+    await exporter('run-2').run(request({ datasets: ['categories'] }));
+    expect((await readManifest(dir, MANIFEST))!.datasets.transactions).toMatchObject({ runId: 'run-1', duplicatesDropped: 3 });
+    // A run that dropped nothing says nothing.
+    const clean = await exporter('run-3').run(request({ datasets: ['transactions'] }));
+    expect(clean.datasets.transactions).not.toHaveProperty('duplicatesDropped');
+    expect((await readManifest(dir, MANIFEST))!.datasets.transactions).not.toHaveProperty('duplicatesDropped');
+  });
+
+  it('keeps transactions the service returned dated outside the month, and counts them in the summary and the manifest', async () => {
+    const items = [
+      ...transactions(5),
+      transaction(5, { valueDate: '2026-11-01T00:30:00+01:00', amount: -300 }),
+      transaction(6, { valueDate: '2026-09-30T23:59:59+00:00', amount: -200 }),
+      // October as written, though November in UTC: inside.
+      transaction(7, { valueDate: '2026-10-31T23:30:00-02:00', amount: -100 }),
+    ];
+    const summary = await exporter('run-1').run(request({ sources: { ...request().sources, transactions: asAsync(items) } }));
+    // Kept: in the records, the files and the totals.
+    expect(summary.datasets.transactions).toMatchObject({ records: 8, outsidePeriod: 2 });
+    const manifest = (await readManifest(dir, MANIFEST))!;
+    expect(manifest.datasets.transactions).toMatchObject({ records: 8, outsidePeriod: 2 });
+    expect(manifest.datasets.transactions!.totals.reduce((n, t) => n + t.records, 0)).toBe(8);
+    expect(manifest.datasets.tax_reports).not.toHaveProperty('outsidePeriod');
+    const warned = logger.entries().filter((e) => String(e.message).startsWith('transactions dated outside'));
+    expect(warned.map((e) => [e.level, e.records, e.dateFrom, e.dateTo])).toEqual([['warn', 2, '2026-10-01', '2026-10-31']]);
+
+    const inside = await exporter('run-2').run(request());
+    expect(inside.datasets.transactions).not.toHaveProperty('outsidePeriod');
+    expect((await readManifest(dir, MANIFEST))!.datasets.transactions).not.toHaveProperty('outsidePeriod');
+  });
+
   it("writes the API's text of a record to JSONL when the source has it, and logs how many it had to serialise", async () => {
     const items = [...transactions(4)].map((item, i) => {
       if (i % 2 === 1) return item;

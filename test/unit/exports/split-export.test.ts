@@ -176,6 +176,31 @@ describe('the part ledger (memory)', () => {
     expect(manifest.datasets.transactions).toMatchObject({ records: 15, totals: [{ records: 15, amountMinor: '300', amount: '3.00' }] });
     expect(manifest.objects.map((o) => o.key)).toEqual(['k/part-00000.csv', 'k/part-00001.csv', 'k/part-00002.csv']);
     expect(manifest.source.parts!.map((p) => p.records)).toEqual([5, 5, 5]);
+    expect(manifest.datasets.transactions).not.toHaveProperty('duplicatesDropped');
+  });
+
+  it("keeps each part's repeats dropped through the ledger, and the month's manifest sums them", async () => {
+    const ledger = new MemoryRunLedger();
+    const split = { splitId: 's2', companyId: COMPANY, period: '2026-10', runId: 'r2', parts: planParts(days([5, 5, 5]), 5), createdAt: 1 };
+    await ledger.startSplit(split);
+    const withRepeats = (index: number, duplicatesDropped?: number): PartResult => {
+      const plain = result(index, 5);
+      return { index, datasets: { transactions: { ...plain.datasets.transactions!, duplicatesDropped } } };
+    };
+    // A result stored before the field existed has none: it counts as 0.
+    for (const part of [withRepeats(0, 1), withRepeats(1), withRepeats(2, 2)]) await ledger.completePart('s2', part);
+    const stored = await ledger.partResults('s2');
+    expect(stored.map((r) => r.datasets.transactions!.duplicatesDropped)).toEqual([1, undefined, 2]);
+    const manifest = splitManifest({
+      split,
+      period: parsePeriod('2026-10'),
+      results: stored,
+      previous: undefined,
+      generatedAt: '2026-11-01T00:00:00.000Z',
+      toolVersion: '0.1.0',
+      baseUrl: 'http://127.0.0.1/api/v1',
+    });
+    expect(manifest.datasets.transactions).toMatchObject({ records: 15, duplicatesDropped: 3 });
   });
 });
 

@@ -72,7 +72,13 @@ export type ExportCategory = ExportItem<CategoryFields>;
  * then reads pages. `pages()` must yield exactly the items that iterating the source would.
  */
 export interface PagedSource<T> {
-  pages(): AsyncIterable<{ readonly items: readonly T[] }>;
+  pages(): AsyncIterable<SourcePage<T>>;
+}
+
+export interface SourcePage<T> {
+  readonly items: readonly T[];
+  /** Repeats the source left out of `items` (Page.duplicatesDropped): counted in the manifest. */
+  readonly duplicatesDropped?: number;
 }
 
 type Source<T> = AsyncIterable<T> | Iterable<T> | (AsyncIterable<T> & PagedSource<T>);

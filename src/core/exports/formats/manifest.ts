@@ -38,6 +38,18 @@ const datasetSchema = lazySchema(() =>
     generatedAt: z.string(),
     records: z.number().int().nonnegative(),
     totals: z.array(totalSchema),
+    /**
+     * Records the service sent again on a later page while the list moved, written once and not
+     * counted in `records` (docs/exports.md, "Records repeated across pages"). Absent when none:
+     * additive and optional, so schema version 1 still holds.
+     */
+    duplicatesDropped: z.number().int().nonnegative().optional(),
+    /**
+     * Transactions only: of `records`, those the service returned for the month though the local
+     * date of their `valueDate` is outside it; kept (docs/exports.md, "Transactions dated outside
+     * the month"). Absent when none.
+     */
+    outsidePeriod: z.number().int().nonnegative().optional(),
   }),
 );
 

@@ -19,7 +19,7 @@ import { parsePeriod, periodRange, type Period } from './period';
 import { collectGarbage, publishPeriod } from './publish';
 import { categoriesTable, taxReportsTable, transactionsTable, type Row, type RowContext, type Table } from './dataset-tables';
 import { TotalsAccumulator, type AmountTotal } from './totals';
-import { DATASETS, FORMATS, type DatasetName, type ExportFormat, type ExportSources, type PagedSource } from './datasets';
+import { DATASETS, FORMATS, type DatasetName, type ExportFormat, type ExportSources, type PagedSource, type SourcePage } from './datasets';
 import { createWriter, FORMAT_FILES } from './writers';
 import type { TaxReportFieldNames } from './tax-report-fields';
 
@@ -81,6 +81,18 @@ export interface DatasetSummary {
    * field); absent when none.
    */
   withDefaultCurrency?: number;
+  /**
+   * Records the service sent again on the next page (or twice on one), left out of the files and
+   * the totals: the list moved while it was read (Page.duplicatesDropped). Not in `records`; in the
+   * manifest; absent when none.
+   */
+  duplicatesDropped?: number;
+  /**
+   * Of `records`, transactions whose local date of `valueDate` is outside the month, which the
+   * service returned for it: kept, since the service decides what its filter matches. In the
+   * manifest; absent when none (and in a part of a split month, which keeps only its own days).
+   */
+  outsidePeriod?: number;
 }
 
 export interface PeriodExportSummary {
@@ -197,9 +209,11 @@ export class PeriodExporter {
         const result = await this.exportDataset(job, source, written, logger);
         if (wanted) results.set(dataset, result);
       }
-      if (outsidePeriod > 0) {
-        // Exported as returned: the API decides what belongs to the range; this flags a disagreement.
-        logger.warn('transactions dated outside the queried range', { records: outsidePeriod, ...range });
+      const transactions = results.get('transactions');
+      if (transactions && outsidePeriod > 0) {
+        // Exported as returned: the API decides what belongs to the range; the count says it disagreed.
+        transactions.outsidePeriod = outsidePeriod;
+        logger.warn('transactions dated outside the queried range, kept', { records: outsidePeriod, ...range });
       }
 
       const generatedAt = new Date(clock.now()).toISOString();
@@ -250,6 +264,8 @@ export class PeriodExporter {
               ...(r.undated > 0 ? { undated: r.undated } : {}),
               ...(r.withoutCurrency > 0 ? { withoutCurrency: r.withoutCurrency } : {}),
               ...(r.withDefaultCurrency > 0 ? { withDefaultCurrency: r.withDefaultCurrency } : {}),
+              ...(r.duplicatesDropped > 0 ? { duplicatesDropped: r.duplicatesDropped } : {}),
+              ...(r.outsidePeriod > 0 ? { outsidePeriod: r.outsidePeriod } : {}),
             },
           ]),
         ),
@@ -349,6 +365,8 @@ export class PeriodExporter {
     let withoutCurrency = 0;
     /** Records sent without a currency, labelled with the default (the table's `tookDefaultCurrency`). */
     let withDefaultCurrency = 0;
+    /** Repeats the source already left out (Page.duplicatesDropped): counted, never written. */
+    let duplicatesDropped = 0;
     const context: RowContext & { index: number } = {
       index: 0,
       defaultCurrency: this.defaultCurrency,
@@ -366,7 +384,8 @@ export class PeriodExporter {
 
     try {
       for await (const batch of batchesOf(source)) {
-        for (const item of batch) {
+        if (batch.duplicatesDropped) duplicatesDropped += batch.duplicatesDropped;
+        for (const item of batch.items) {
           const row = table.row(item, context);
           context.index += 1;
           if (belongs && !belongs(row, job.range)) {
@@ -438,12 +457,25 @@ export class PeriodExporter {
         hint: "if the company's currency is another: acctops companies add --company <id> --default-currency <ISO code>",
       });
     }
+    if (duplicatesDropped > 0) {
+      // Written once, as first sent; the client warned of each (docs/exports.md, "Records repeated across pages").
+      logger.warn('records the service sent again on a later page, written once', { dataset: job.dataset, records: duplicatesDropped });
+    }
     if (serialised > 0 && job.formats.includes('jsonl')) {
       // Their lines follow JSON.stringify's spelling, not the API's (docs/exports.md, "Raw JSONL.gz").
       logger.info('records serialised for JSONL', { dataset: job.dataset, records: serialised });
     }
     logger.info('dataset exported', { dataset: job.dataset, records, objects: objects.length });
-    return { records, totals: totals?.result() ?? [], objects, undated, withoutCurrency, withDefaultCurrency };
+    return {
+      records,
+      totals: totals?.result() ?? [],
+      objects,
+      undated,
+      withoutCurrency,
+      withDefaultCurrency,
+      duplicatesDropped,
+      outsidePeriod: 0,
+    };
   }
 
   /**
@@ -479,6 +511,9 @@ interface DatasetResult {
   undated: number;
   withoutCurrency: number;
   withDefaultCurrency: number;
+  duplicatesDropped: number;
+  /** Set by `run` for a whole month's transactions. */
+  outsidePeriod: number;
 }
 
 const TABLES: Record<DatasetName, Table<never>> = {
@@ -493,25 +528,18 @@ const TABLES: Record<DatasetName, Table<never>> = {
  * async generator of items costs (~0.1 µs and three promises a record). Any other iterable
  * is read one item per batch.
  */
-function batchesOf(source: AsyncIterable<Item> | Iterable<Item>): AsyncIterable<readonly Item[]> | Iterable<readonly Item[]> {
-  if (isPaged(source)) {
-    const pages = source.pages();
-    return {
-      async *[Symbol.asyncIterator]() {
-        for await (const page of pages) yield page.items;
-      },
-    };
-  }
+function batchesOf(source: AsyncIterable<Item> | Iterable<Item>): AsyncIterable<SourcePage<Item>> | Iterable<SourcePage<Item>> {
+  if (isPaged(source)) return source.pages();
   if (Symbol.asyncIterator in source) {
     return {
       async *[Symbol.asyncIterator]() {
-        for await (const item of source) yield [item];
+        for await (const item of source) yield { items: [item] };
       },
     };
   }
   return {
     *[Symbol.iterator]() {
-      for (const item of source) yield [item];
+      for (const item of source) yield { items: [item] };
     },
   };
 }
@@ -578,7 +606,14 @@ function buildManifest(input: {
   for (const dataset of DATASETS) {
     const result = input.results.get(dataset);
     if (result) {
-      datasets[dataset] = { runId: input.runId, generatedAt: input.generatedAt, records: result.records, totals: result.totals };
+      datasets[dataset] = {
+        runId: input.runId,
+        generatedAt: input.generatedAt,
+        records: result.records,
+        totals: result.totals,
+        ...(result.duplicatesDropped > 0 ? { duplicatesDropped: result.duplicatesDropped } : {}),
+        ...(result.outsidePeriod > 0 ? { outsidePeriod: result.outsidePeriod } : {}),
+      };
       objects.push(...result.objects);
     } else if (input.previous?.datasets[dataset]) {
       datasets[dataset] = input.previous.datasets[dataset];

@@ -43,7 +43,8 @@ export interface ExportClientOptions extends ExportClientSettings {
 /**
  * A client for exports: page size 1000 on every list, and a `count_mismatch` warning is an
  * ExportCountMismatchError that ends the list (an export must be exact; the client alone only
- * warns). Other warnings (a category's invalid metadata) stay warnings: the text is exported as sent.
+ * warns). Other warnings stay warnings: a category's invalid metadata (the text is exported as
+ * sent), a `duplicate_item` (the repeat is left out already, and the exporter counts it).
  */
 export function createExportClient(options: ExportClientOptions): AccountingClient {
   const { baseUrl, credentials, companyId, clock, logger, ...settings } = options;

@@ -68,6 +68,8 @@ export interface StagedDataset {
   records: number;
   totals: AmountTotal[];
   objects: ManifestObject[];
+  /** Repeats left out (DatasetSummary.duplicatesDropped); absent in a result stored before it was counted. */
+  duplicatesDropped?: number;
 }
 
 export interface PartResult {
@@ -103,7 +105,12 @@ export const partResultSchema = lazySchema(() =>
     index: z.number().int().nonnegative(),
     datasets: z.partialRecord(
       z.enum(DATASETS),
-      z.object({ records: z.number().int().nonnegative(), totals: z.array(totalSchema), objects: z.array(objectSchema) }),
+      z.object({
+        records: z.number().int().nonnegative(),
+        totals: z.array(totalSchema),
+        objects: z.array(objectSchema),
+        duplicatesDropped: z.number().int().nonnegative().optional(),
+      }),
     ),
   }),
 );

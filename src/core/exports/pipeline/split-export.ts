@@ -132,16 +132,18 @@ export function mergeTotals(lists: readonly (readonly AmountTotal[])[]): AmountT
   return sums.result();
 }
 
-/** The parts' results merged per dataset: records and totals summed, objects listed in key order. */
+/** The parts' results merged per dataset: records, repeats dropped and totals summed, objects listed in key order. */
 export function mergeParts(results: readonly PartResult[]): Partial<Record<DatasetName, StagedDataset>> {
   const merged: Partial<Record<DatasetName, StagedDataset>> = {};
   for (const dataset of DATASETS) {
     const pieces = results.map((r) => r.datasets[dataset]).filter((d): d is StagedDataset => d !== undefined);
     if (pieces.length === 0) continue;
+    const duplicatesDropped = pieces.reduce((n, p) => n + (p.duplicatesDropped ?? 0), 0);
     merged[dataset] = {
       records: pieces.reduce((n, p) => n + p.records, 0),
       totals: mergeTotals(pieces.map((p) => p.totals)),
       objects: pieces.flatMap((p) => p.objects).sort((a, b) => compare(a.key, b.key)),
+      ...(duplicatesDropped > 0 ? { duplicatesDropped } : {}),
     };
   }
   return merged;
@@ -166,7 +168,13 @@ export function splitManifest(input: {
   for (const dataset of DATASETS) {
     const result = merged[dataset];
     if (result) {
-      datasets[dataset] = { runId: input.split.runId, generatedAt: input.generatedAt, records: result.records, totals: result.totals };
+      datasets[dataset] = {
+        runId: input.split.runId,
+        generatedAt: input.generatedAt,
+        records: result.records,
+        totals: result.totals,
+        ...(result.duplicatesDropped ? { duplicatesDropped: result.duplicatesDropped } : {}),
+      };
       objects.push(...result.objects);
     } else if (input.previous?.datasets[dataset]) {
       datasets[dataset] = input.previous.datasets[dataset];
