@@ -312,6 +312,17 @@ export function renderExport(out: Output, report: ExportReport): void {
         `  note: ${shownCompany(c)}: ${c.transactionsWithDefaultCurrency} transaction(s) without a currency from the service, labelled ${c.defaultCurrency ?? report.defaultCurrency ?? 'with the default currency'} in every file and in the totals; if the company's currency is another, ${fix} (docs/exports.md, "A transaction's currency")`,
       );
     }
+    const repeated = Object.entries(c.duplicatesDropped ?? {}).filter(([, n]) => n !== undefined && n > 0);
+    if (repeated.length > 0) {
+      out.line(
+        `  note: ${shownCompany(c)}: the service sent records again on a later page (the list changed while it was read): ${repeated.map(([dataset, n]) => `${n} of ${dataset}`).join(', ')}, each written once and counted once in the totals (docs/exports.md, "Records repeated across pages")`,
+      );
+    }
+    if (c.transactionsOutsidePeriod) {
+      out.line(
+        `  note: ${shownCompany(c)}: ${c.transactionsOutsidePeriod} transaction(s) the service returned for ${report.month} are dated outside it (the date of valueDate as written), kept in its files and totals as returned (docs/exports.md, "Transactions dated outside the month")`,
+      );
+    }
   }
   if (report.monthOpen) {
     out.line(

@@ -62,9 +62,19 @@ function completed(summary: PeriodExportSummary): CompanyExportRow {
     undatedTaxReports: summary.datasets.tax_reports?.undated ?? 0,
     taxReportsWithoutCurrency: summary.datasets.tax_reports?.withoutCurrency ?? 0,
     transactionsWithDefaultCurrency: summary.datasets.transactions?.withDefaultCurrency ?? 0,
+    ...manifestCounts(summary.manifest),
     defaultCurrency: summary.defaultCurrency,
     staleSymlinks: summary.staleSymlinks,
     error: null,
+  };
+}
+
+/** What the manifest counts, so that the local, direct and AWS modes report the same. */
+function manifestCounts(manifest: Manifest): Pick<CompanyExportRow, 'duplicatesDropped' | 'transactionsOutsidePeriod'> {
+  const transactions = manifest.datasets.transactions;
+  return {
+    duplicatesDropped: Object.fromEntries(Object.entries(manifest.datasets).map(([name, d]) => [name, d.duplicatesDropped ?? 0])),
+    transactionsOutsidePeriod: transactions ? (transactions.outsidePeriod ?? 0) : null,
   };
 }
 
@@ -498,6 +508,7 @@ export async function manifestSince(
     undatedTaxReports: null,
     taxReportsWithoutCurrency: null,
     transactionsWithDefaultCurrency: null,
+    ...manifestCounts(manifest),
     defaultCurrency: null,
     // Written right after the manifest by the worker, which logs a failure; `doctor` compares them.
     staleSymlinks: null,

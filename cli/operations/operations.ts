@@ -347,6 +347,17 @@ export interface CompanyExportRow {
   /** Transactions the service sent without a currency, labelled with the row's `defaultCurrency` (docs/exports.md); 0 when none, null when not exported. */
   transactionsWithDefaultCurrency: number | null;
   /**
+   * Per dataset of the manifest, the records the service sent again on a later page (the list moved
+   * while it was read), written once (docs/exports.md, "Records repeated across pages"); 0 when
+   * none, null when there is no manifest of the run.
+   */
+  duplicatesDropped: Partial<Record<string, number>> | null;
+  /**
+   * Transactions the service returned for the month dated outside it, kept (docs/exports.md,
+   * "Transactions dated outside the month"); 0 when none, null when there is no manifest of the run.
+   */
+  transactionsOutsidePeriod: number | null;
+  /**
    * The currency they were labelled with: `--default-currency`, else the company's registered one
    * (local mode), else EUR; null when the CLI did not run the export itself (AWS mode) or it failed.
    */

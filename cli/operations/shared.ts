@@ -58,6 +58,8 @@ export const NO_EXPORT_RESULT = {
   undatedTaxReports: null,
   taxReportsWithoutCurrency: null,
   transactionsWithDefaultCurrency: null,
+  duplicatesDropped: null,
+  transactionsOutsidePeriod: null,
   defaultCurrency: null,
   staleSymlinks: null,
   error: null,

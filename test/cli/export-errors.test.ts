@@ -8,6 +8,7 @@ const MONTH = '2026-10';
 const ROW_KEYS = [
   'companyId',
   'defaultCurrency',
+  'duplicatesDropped',
   'error',
   'manifestUrl',
   'records',
@@ -16,6 +17,7 @@ const ROW_KEYS = [
   'status',
   'taxReportsWithoutCurrency',
   'totals',
+  'transactionsOutsidePeriod',
   'transactionsWithDefaultCurrency',
   'undatedTaxReports',
 ];
