@@ -51,6 +51,7 @@ export const ROWS = {
   'page-count-mismatch': 'Pagination: a count mismatch',
   'page-foreign-next': 'Pagination: a foreign-origin `next`',
   'page-result-set-change': 'Pagination: the result set changes between pages',
+  'page-overlap': 'Pagination: pages overlap (a record sent again, `count` unchanged)',
   'token-expires-mid-export': 'A token expires during an export',
   'key-revoked-mid-export': 'A key is revoked during an export',
   's3-multipart-failure': 'S3 fails in the middle of a multipart upload',
@@ -239,6 +240,15 @@ export const MATRIX: Record<RowId, Record<ColumnId, Cell>> = {
     monthlyExport: test(
       'consistent',
       'a record inserted between two pages fails the attempt (count changed); the retry exports every record exactly once with exact totals',
+    ),
+    webhook: NO_LIST_WEBHOOK,
+  },
+  'page-overlap': {
+    tokenRefresh: NO_LIST_TOKENS,
+    keyRotation: na("a company's key list is one page (page size 1000), so no page can repeat another's"),
+    monthlyExport: test(
+      'consistent',
+      'the export completes with every record once and exact totals; the manifest counts the repeat (`duplicatesDropped`)',
     ),
     webhook: NO_LIST_WEBHOOK,
   },

@@ -466,6 +466,21 @@ matrixColumn('monthlyExport', {
     return 'consistent';
   },
 
+  'page-overlap': async () => {
+    const store = newStore();
+    await fault(TRANSACTIONS, { type: 'page_overlap', items: 3 }, { page: 2 });
+    const summary = completed((await run(store)).outcome);
+    await expectExact(summary.manifest);
+    expect(summary.manifest.datasets.transactions!.duplicatesDropped).toBe(3);
+    const ids = (await objectOf(store, summary.manifest, 'jsonl'))
+      .trimEnd()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { publicId: string }).publicId);
+    expect(ids).toHaveLength(summary.manifest.datasets.transactions!.records);
+    expect(new Set(ids).size).toBe(ids.length);
+    return 'consistent';
+  },
+
   'token-expires-mid-export': async () => {
     const { tokens, user, refresher } = await onboardExporter();
     const issued = (await tokens.get(user.externalId))!;
