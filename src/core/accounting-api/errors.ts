@@ -1,7 +1,7 @@
 import type * as z from 'zod';
 import { AcctopsError, type FieldIssue, issuesFromZod } from '../shared/errors';
 import { keyPrefix, redactString } from '../shared/redact';
-import type { TransportFailure, TransportResponse } from './transport';
+import { transportCause, type TransportFailure, type TransportResponse } from './transport';
 
 /**
  * Every error the client raises. One base class, one factory (`errorFromResponse`) that maps a
@@ -592,14 +592,29 @@ export function errorFromResponse(
   });
 }
 
-/** A failure below HTTP, as a typed error. */
-export function errorFromTransportFailure(failure: TransportFailure, request: string): AccountingApiError {
+/**
+ * `host:port` of a URL, the port written even when it is the scheme's default (`https://x` is
+ * `x:443`): what a connection failure is about. Never the user info, path or query.
+ */
+export function endpointOf(url: URL): string {
+  const port = url.port || { 'http:': '80', 'https:': '443' }[url.protocol];
+  return port ? `${url.hostname}:${port}` : url.hostname;
+}
+
+/**
+ * A failure below HTTP, as a typed error. With the request's `url`, the message names the endpoint
+ * and the low-level cause (`127.0.0.1:4711: connection refused (ECONNREFUSED)…`): the request
+ * description has the path only, and a wrong host, port or scheme is fixed by knowing which.
+ */
+export function errorFromTransportFailure(failure: TransportFailure, request: string, url?: URL): AccountingApiError {
   if (failure.kind === 'too_large')
     return new ResponseTooLargeError(undefined, { request, cause: failure, status: failure.status, limitBytes: failure.limitBytes });
-  if (failure.kind === 'timeout') return new TimeoutError(undefined, { request, cause: failure });
-  return new ConnectionError(failure.kind === 'refused' ? 'not sent' : 'connection lost; the request may have been processed', {
-    request,
-    cause: failure,
-    ambiguous: failure.kind !== 'refused',
-  });
+  const where = url === undefined ? '' : `${endpointOf(url)}: `;
+  const cause = transportCause(failure);
+  if (failure.kind === 'timeout') return new TimeoutError(`${where}no complete answer in time`, { request, cause: failure });
+  const detail =
+    failure.kind === 'refused'
+      ? `${where}${cause ?? 'no connection'}; not sent`
+      : `${where}${cause ?? 'connection lost'}; the request may have been processed`;
+  return new ConnectionError(detail, { request, cause: failure, ambiguous: failure.kind !== 'refused' });
 }

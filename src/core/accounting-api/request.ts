@@ -200,7 +200,7 @@ export class RequestEngine {
       response = await this.settings.transport(transportRequest);
     } catch (thrown) {
       const failure = thrown instanceof TransportFailure ? thrown : new TransportFailure('reset', { cause: thrown });
-      return errorFromTransportFailure(failure, request);
+      return errorFromTransportFailure(failure, request, new URL(transportRequest.url));
     }
     // A custom transport may ignore `maxBodyBytes`; chars <= bytes <= 3 chars, so most bodies need no count.
     const limit = this.settings.maxResponseBytes;

@@ -46,7 +46,8 @@ export type Transport = (request: TransportRequest) => Promise<TransportResponse
 /**
  * How a request failed below HTTP. The distinction decides whether a non-idempotent request may
  * be repeated:
- * - `refused`: no connection was made (refused, DNS failure, unreachable): the service never saw it;
+ * - `refused`: no connection was made (refused, DNS failure, unreachable, a failed TLS handshake):
+ *   the service never saw it;
  * - `reset`: the connection broke after the request may have been sent: the service may have acted;
  * - `timeout`: no complete answer in time: the service may have acted.
  * A custom transport throws this; anything else it throws is treated as `reset`.
@@ -57,30 +58,80 @@ export class TransportFailure extends Error {
   /** For `too_large`: the limit, and the status of the response that exceeded it. */
   readonly limitBytes: number | undefined;
   readonly status: number | undefined;
+  /**
+   * The low-level cause, when known: Node's or undici's code (`ECONNREFUSED`, `ENOTFOUND`,
+   * `ERR_SSL_WRONG_VERSION_NUMBER`, `UND_ERR_SOCKET`), or `bad port`. An operator fixes a URL by it.
+   */
+  readonly code: string | undefined;
   constructor(
     readonly kind: TransportFailureKind,
-    options?: { cause?: unknown; limitBytes?: number; status?: number },
+    options?: { cause?: unknown; limitBytes?: number; status?: number; code?: string },
   ) {
-    super(`transport failure: ${kind}`, options);
+    super(`transport failure: ${kind}${options?.code ? ` (${options.code})` : ''}`, options);
     this.name = 'TransportFailure';
     this.limitBytes = options?.limitBytes;
     this.status = options?.status;
+    this.code = options?.code;
   }
 }
 
 /** Connection-level codes (Node and undici) that mean the request never left this process. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
+/**
+ * A TLS handshake that failed because the server does not speak TLS there (an http:// server
+ * behind an https:// URL answers with bytes that are no TLS record).
+ */
+const NOT_TLS = new Set(['ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_PACKET_LENGTH_TOO_LONG']);
+/** A TLS handshake that failed on the server's certificate (Node's verification codes). */
+const CERTIFICATE_REFUSED = new Set([
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+]);
+
 function classify(error: unknown): TransportFailure {
   if (error instanceof TransportFailure) return error;
   const name = (error as { name?: unknown } | null)?.name;
   if (name === 'TimeoutError') return new TransportFailure('timeout', { cause: error });
   const cause = (error as { cause?: { code?: unknown; message?: unknown; errors?: { code?: unknown }[] } } | null)?.cause;
-  const codes = [cause?.code, ...(cause?.errors ?? []).map((e) => e.code)];
-  if (codes.some((c) => typeof c === 'string' && NOT_SENT.has(c))) return new TransportFailure('refused', { cause: error });
+  const codes = [cause?.code, ...(cause?.errors ?? []).map((e) => e.code)].filter((c): c is string => typeof c === 'string');
+  const notSent = codes.find((c) => NOT_SENT.has(c));
+  if (notSent) return new TransportFailure('refused', { cause: error, code: notSent });
+  // The request is written only once the handshake is done, so a failed handshake sent nothing.
+  const handshake = codes.find((c) => NOT_TLS.has(c) || CERTIFICATE_REFUSED.has(c));
+  if (handshake) return new TransportFailure('refused', { cause: error, code: handshake });
   // fetch refuses the Fetch standard's "bad ports" (1, 6000, …) before connecting, with no code.
-  if (cause?.message === 'bad port') return new TransportFailure('refused', { cause: error });
-  return new TransportFailure('reset', { cause: error });
+  if (cause?.message === 'bad port') return new TransportFailure('refused', { cause: error, code: 'bad port' });
+  return new TransportFailure('reset', { cause: error, code: codes[0] });
+}
+
+const CAUSES: Record<string, string> = {
+  ECONNREFUSED: 'connection refused (ECONNREFUSED): nothing listens on that port',
+  ENOTFOUND: 'host not found (ENOTFOUND)',
+  EAI_AGAIN: 'host name lookup failed for now (EAI_AGAIN)',
+  EHOSTUNREACH: 'host unreachable (EHOSTUNREACH)',
+  ENETUNREACH: 'network unreachable (ENETUNREACH)',
+  UND_ERR_CONNECT_TIMEOUT: 'no connection in time (UND_ERR_CONNECT_TIMEOUT)',
+  'bad port': 'a port fetch never connects to (bad port)',
+  ECONNRESET: 'connection reset (ECONNRESET)',
+  UND_ERR_SOCKET: 'connection closed by the other side (UND_ERR_SOCKET)',
+};
+
+/**
+ * The failure's low-level cause for people: a refused connection, an unknown host, a server that
+ * does not speak TLS. Undefined when the transport gave no code (a timeout, a custom transport).
+ */
+export function transportCause(failure: TransportFailure): string | undefined {
+  const { code } = failure;
+  if (code === undefined) return undefined;
+  if (NOT_TLS.has(code)) return `TLS handshake failed (${code}): the server does not answer in TLS there (an http:// server?)`;
+  if (CERTIFICATE_REFUSED.has(code)) return `TLS handshake failed (${code}): the server's certificate was refused`;
+  return CAUSES[code] ?? code;
 }
 
 /**

@@ -377,6 +377,9 @@ describe('client against the sandbox: every error class', () => {
       const error = await rejectionOf(world.client().transactions.list().all());
       expect(error).toBeInstanceOf(ConnectionError);
       expect(error).toMatchObject({ status: undefined, ambiguous: true, request: 'GET /api/v1/accounting/transactions/?page_size=1000' });
+      // The endpoint, never the key or the query, and that the service may have acted.
+      expect(error.message).toContain(`${new URL(world.sandbox.baseUrl).host}: `);
+      expect(error.message).toMatch(/the request may have been processed$/);
       expect(await world.requests(TX)).toBe(4);
     });
 
@@ -396,8 +399,26 @@ describe('client against the sandbox: every error class', () => {
       });
       const error = await rejectionOf(client.transactions.list().all());
       expect(error).toBeInstanceOf(ConnectionError);
-      expect(error).toMatchObject({ ambiguous: false, message: expect.stringContaining('not sent') as unknown });
+      expect(error).toMatchObject({ ambiguous: false });
+      // Which endpoint and why: a wrong port is fixed by knowing it was this one, refused.
+      expect(error.message).toMatch(
+        new RegExp(
+          `^connection failed \\(on GET /api/v1/accounting/transactions/\\?page_size=1000\\): 127\\.0\\.0\\.1:${port}: connection refused \\(ECONNREFUSED\\).*; not sent$`,
+        ),
+      );
       expect(clock.sleeps).toHaveLength(3);
+    });
+
+    it('https:// on an http server: a failed TLS handshake, named, not sent (nothing reached the service)', async () => {
+      const url = new URL(world.sandbox.baseUrl);
+      url.protocol = 'https:';
+      const client = createAccountingClient({ baseUrl: url.href, credentials: apiKeyAuth(world.key), retry: { maxAttempts: 1 } });
+      const error = await rejectionOf(client.transactions.list().all());
+      expect(error).toBeInstanceOf(ConnectionError);
+      expect(error).toMatchObject({ ambiguous: false });
+      expect(error.message).toContain(`${url.host}: TLS handshake failed (ERR_SSL_WRONG_VERSION_NUMBER)`);
+      expect(error.message).toMatch(/an http:\/\/ server\?\); not sent$/);
+      expect(await world.requests(TX)).toBe(0);
     });
 
     it('no answer in time: TimeoutError, ambiguous', async () => {
@@ -410,6 +431,7 @@ describe('client against the sandbox: every error class', () => {
       );
       expect(error).toBeInstanceOf(TimeoutError);
       expect(error).toMatchObject({ status: undefined, ambiguous: true, code: 'timeout' });
+      expect(error.message).toContain(`${new URL(world.sandbox.baseUrl).host}: no complete answer in time`);
       world.clock.advance(MINUTE); // release the held response
     });
   });

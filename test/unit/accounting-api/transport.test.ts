@@ -82,17 +82,25 @@ describe('fetchTransport', () => {
   const fetchFailed = (cause: unknown) => Object.assign(new TypeError('fetch failed'), { cause });
 
   it.each([
-    ['refused', fetchFailed(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))],
-    ['refused', fetchFailed(Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' }))],
-    ['refused', fetchFailed({ errors: [{ code: 'ECONNREFUSED' }, { code: 'ECONNREFUSED' }] })],
-    ['refused', fetchFailed(new Error('bad port'))],
-    ['reset', fetchFailed(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }))],
-    ['reset', new Error('something odd')],
-    ['timeout', new DOMException('The operation was aborted due to timeout', 'TimeoutError')],
-  ])('classifies a failure as %s', async (kind, error) => {
+    ['refused', 'ECONNREFUSED', fetchFailed(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))],
+    ['refused', 'ENOTFOUND', fetchFailed(Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' }))],
+    ['refused', 'ECONNREFUSED', fetchFailed({ errors: [{ code: 'ECONNREFUSED' }, { code: 'ECONNREFUSED' }] })],
+    ['refused', 'bad port', fetchFailed(new Error('bad port'))],
+    // The request is written after the handshake: one that failed sent nothing.
+    [
+      'refused',
+      'ERR_SSL_WRONG_VERSION_NUMBER',
+      fetchFailed(Object.assign(new Error('wrong version number'), { code: 'ERR_SSL_WRONG_VERSION_NUMBER' })),
+    ],
+    ['refused', 'CERT_HAS_EXPIRED', fetchFailed(Object.assign(new Error('certificate has expired'), { code: 'CERT_HAS_EXPIRED' }))],
+    ['reset', 'UND_ERR_SOCKET', fetchFailed(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }))],
+    ['reset', undefined, new Error('something odd')],
+    ['timeout', undefined, new DOMException('The operation was aborted due to timeout', 'TimeoutError')],
+  ])('classifies a failure as %s (%s)', async (kind, code, error) => {
     const failure = await fetchTransport(failing(error))(request).catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(TransportFailure);
     expect((failure as TransportFailure).kind).toBe(kind);
+    expect((failure as TransportFailure).code).toBe(code);
     expect((failure as TransportFailure).cause).toBe(error);
   });
 
