@@ -3,12 +3,18 @@ import {
   AccountingApiError,
   AuthenticationError,
   CompanyMismatchError,
+  ConnectionError,
   isWellFormedApiKey,
+  NotFoundError,
+  PaginationError,
   PermissionDeniedError,
+  RateLimitError,
   refusesUser,
+  ResponseValidationError,
 } from '../src/core/accounting-api';
 import { CompanyKeyNotFoundError } from '../src/core/api-keys';
 import { isBeyondParquet } from '../src/core/exports/formats/parquet-limit';
+import { ExportCountMismatchError } from '../src/core/exports/pipeline/pipeline-errors';
 import { SecretNotFoundError } from '../src/core/ports/secrets';
 import { AcctopsError, ConfigError, ValidationError } from '../src/core/shared/errors';
 import { redactString } from '../src/core/shared/redact';
@@ -252,13 +258,22 @@ const AWS_AUTH = new Set([
   'SignatureDoesNotMatch',
 ]);
 
+/**
+ * What the error's hint may assume. `direct`: the service is the one the operator named (`export
+ * --base-url`, ACCTOPS_BASE_URL without a stack): `acctops doctor` knows nothing of it, so a hint
+ * about the service points at the URL or at the service's owner instead.
+ */
+export interface DescribeContext {
+  direct?: boolean;
+}
+
 /** Maps any error to its exit code and one line that says what happened and what to do. */
-export function describeError(error: unknown): ErrorReport {
-  const report = classify(error);
+export function describeError(error: unknown, context: DescribeContext = {}): ErrorReport {
+  const report = classify(error, context);
   return { ...report, message: oneLine(report.message), ...(report.hint ? { hint: oneLine(report.hint) } : {}) };
 }
 
-function classify(error: unknown): ErrorReport {
+function classify(error: unknown, context: DescribeContext): ErrorReport {
   if (error instanceof CommanderError) {
     return {
       exitCode: ExitCode.usage,
@@ -296,13 +311,14 @@ function classify(error: unknown): ErrorReport {
     };
   }
   if (error instanceof AccountingApiError) {
+    return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: serviceHint(error, context) };
+  }
+  if (error instanceof ExportCountMismatchError) {
     return {
       exitCode: ExitCode.failure,
       code: error.code,
       message: error.message,
-      hint: error.ambiguous
-        ? 'the service may have acted; check with a read command before repeating'
-        : 'check the service (`acctops doctor`) and try again',
+      hint: 'the list changed at the service while it was read (items added or removed); this run published nothing for the company: run the export again',
     };
   }
   if (error instanceof CompanyKeyNotFoundError) {
@@ -406,6 +422,50 @@ function classify(error: unknown): ErrorReport {
   }
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   return { exitCode: ExitCode.failure, code: 'unexpected', message, hint: 'run again with --verbose for the log lines' };
+}
+
+/** Methods that change nothing at the service: whatever became of one, repeating it is safe. */
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * What to do about a failed request to the service. Only a request that changes something (POST,
+ * PUT, PATCH, DELETE) and may have reached the service can have half-happened and needs checking
+ * before a repeat; a read that failed changed nothing. The method is the first word of the error's
+ * `request` (`GET /api/v1/accounting/transactions/…`); without one the error is taken at its word.
+ */
+function serviceHint(error: AccountingApiError, context: DescribeContext): string {
+  const method = error.request?.split(' ', 1)[0];
+  if (error.ambiguous && !(method !== undefined && READ_METHODS.has(method))) {
+    return 'the service may have acted; check with a read command before repeating';
+  }
+  if (error instanceof RateLimitError) {
+    // The client has already retried, honouring Retry-After; the last one it saw says how busy the service is.
+    const seconds = error.retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(error.retryAfterMs / 1000));
+    return `the service still limited the rate after acctops's retries: run again later${seconds === undefined ? '' : ` (its last Retry-After asked for ${seconds} s)`}; if it persists, ask the service's owner about the rate limit`;
+  }
+  if (error instanceof PaginationError) {
+    if (error.reason === 'foreign_next') {
+      return "the service's `next` link leaves the base URL: if that is the service under another address (https instead of http, a proxy's host), use that address as the base URL; otherwise report it to the service's owner";
+    }
+    return "the service's `next` links are wrong (acctops stopped rather than read a page twice or forever); nothing here can fix that: report it to the service's owner with the request id";
+  }
+  if (error instanceof ResponseValidationError) {
+    return "the service sent a response acctops cannot read (the field it names); run again later, and if it persists report it to the service's owner with the request id";
+  }
+  if (error instanceof ConnectionError && !error.ambiguous) {
+    return context.direct
+      ? 'check the host, the port and the scheme (http or https) of --base-url or ACCTOPS_BASE_URL, and that the service is up there'
+      : 'check that the service is up at that address (`acctops doctor`)';
+  }
+  if (!context.direct) return 'check the service (`acctops doctor`) and try again';
+  if (error instanceof NotFoundError) {
+    return "check the base URL (the service's address, ending in /api/v1) and --company, if given";
+  }
+  // acctops follows no redirect (it would carry the credential along): the base URL must be the one the service answers at.
+  if (error.status !== undefined && error.status >= 300 && error.status < 400) {
+    return 'the service redirects elsewhere (http to https, another host?): use the address it answers at as the base URL';
+  }
+  return "run the export again later; if it persists, give the service's owner the request id";
 }
 
 /** The options a command's input is read from, by the field a use case names. */

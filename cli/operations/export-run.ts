@@ -19,7 +19,7 @@ import type { Logger } from '../../src/core/shared/logger';
 import type { ExportTarget } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import { FormatLossError, ManifestError, ObjectStoreError } from '../../src/core/exports/formats/period-errors';
-import { apiKeyFromEnv, CliConfigError, CliError, describeError } from '../errors';
+import { apiKeyFromEnv, CliConfigError, CliError, describeError, type DescribeContext } from '../errors';
 import { ExitCode } from '../exit-codes';
 import type { LocalWorld } from '../local/local-world';
 import { activeCompanyPages, type RegistryFinding } from '../../src/core/companies/company-registry';
@@ -80,8 +80,8 @@ function manifestCounts(manifest: Manifest): Pick<CompanyExportRow, 'duplicatesD
 
 const FORMAT_LOSS_HINT = "ask for the period's formats with --format, or add --replace-formats to delete the others' files";
 
-function failed(companyId: string | null, error: unknown): CompanyExportRow {
-  const described = describeError(error);
+function failed(companyId: string | null, error: unknown, context: DescribeContext = {}): CompanyExportRow {
+  const described = describeError(error, context);
   const { code, message } = described;
   let { exitCode, hint = null } = described;
   // A refused re-export is fixed by the command line (--format or --replace-formats).
@@ -410,7 +410,7 @@ export async function exportDirect(
     const companyId = known ?? null;
     const fatal = targetError(store, target, error, 0) ?? (causeOf(error, FormatLossError) ? formatLoss(companyId, error, 1) : undefined);
     if (fatal) throw fatal;
-    row = failed(companyId, error);
+    row = failed(companyId, error, { direct: true });
   }
   return {
     month,

@@ -1,0 +1,117 @@
+import { describeError } from '../../../cli/errors';
+import { ExitCode } from '../../../cli/exit-codes';
+import {
+  AccountingApiError,
+  ConnectionError,
+  NotFoundError,
+  PaginationError,
+  RateLimitError,
+  ResponseTooLargeError,
+  ResponseValidationError,
+  ServerError,
+  TimeoutError,
+  TransportFailure,
+} from '../../../src/core/accounting-api';
+import { ExportCountMismatchError } from '../../../src/core/exports/pipeline/pipeline-errors';
+
+const TX = 'GET /api/v1/accounting/transactions/?date_from=2026-10-01&date_to=2026-10-31&page_size=1000';
+const MAY_HAVE_ACTED = /service may have acted/;
+const DOCTOR = /acctops doctor/;
+
+describe('describeError: hints about a failed request to the service', () => {
+  /** Every way a read can fail that the export meets (5xx, 500 without a body, a proxy's 502, timeout, reset, unreadable 2xx). */
+  const failedReads: [string, AccountingApiError][] = [
+    ['503', new ServerError(undefined, { status: 503, request: TX, requestId: 'req_1' })],
+    ['500 without a body', new ServerError(undefined, { status: 500, request: TX })],
+    ['502 HTML', new ServerError(undefined, { status: 502, request: TX, serverMessage: 'HTML page' })],
+    ['a timeout', new TimeoutError('127.0.0.1:4711: no complete answer in time', { request: TX })],
+    ['a reset', new ConnectionError('127.0.0.1:4711: connection lost; the request may have been processed', { request: TX })],
+    ['malformed JSON', new ResponseValidationError([{ path: '', message: 'body is not valid JSON' }], { status: 200, request: TX })],
+    ['a dropped field', new ResponseValidationError([{ path: 'results[0].amount', message: 'required' }], { status: 200, request: TX })],
+    ['a body too large', new ResponseTooLargeError(undefined, { status: 200, request: TX, limitBytes: 10 })],
+  ];
+
+  it.each(failedReads)('a read that failed (%s) changed nothing: no "may have acted", in any mode', (_label, error) => {
+    expect(error.ambiguous).toBe(true);
+    for (const direct of [false, true]) {
+      const report = describeError(error, { direct });
+      expect(report.exitCode).toBe(ExitCode.failure);
+      expect(report.hint).toBeDefined();
+      expect(report.hint).not.toMatch(MAY_HAVE_ACTED);
+      // Direct mode: the service is the operator's URL, which `acctops doctor` knows nothing of.
+      if (direct) expect(report.hint).not.toMatch(DOCTOR);
+    }
+  });
+
+  it.each(['POST', 'PUT', 'PATCH', 'DELETE'])('a %s that may have reached the service is to be checked before a repeat', (method) => {
+    for (const error of [
+      new ServerError(undefined, { status: 503, request: `${method} /api/v1/institution/users/token/refresh/` }),
+      new TimeoutError(undefined, { request: `${method} /api/v1/api-keys/` }),
+      new ConnectionError('lost', { request: `${method} /api/v1/api-keys/` }),
+    ]) {
+      expect(describeError(error).hint).toMatch(MAY_HAVE_ACTED);
+      expect(describeError(error, { direct: true }).hint).toMatch(MAY_HAVE_ACTED);
+    }
+    // Never sent: nothing to check.
+    const refused = new ConnectionError('127.0.0.1:1: connection refused (ECONNREFUSED); not sent', {
+      request: `${method} /api/v1/api-keys/`,
+      ambiguous: false,
+    });
+    expect(describeError(refused).hint).not.toMatch(MAY_HAVE_ACTED);
+  });
+
+  it('an ambiguous error without a request description is taken at its word', () => {
+    expect(describeError(new ServerError(undefined, { status: 503 })).hint).toMatch(MAY_HAVE_ACTED);
+  });
+
+  it('a 429 after the retries: run again later, with the Retry-After the client saw, never `acctops doctor`', () => {
+    const limited = new RateLimitError(undefined, { status: 429, request: TX, retryAfterMs: 30_000 });
+    for (const direct of [false, true]) {
+      const { hint } = describeError(limited, { direct });
+      expect(hint).toMatch(/run again later \(its last Retry-After asked for 30 s\)/);
+      expect(hint).not.toMatch(DOCTOR);
+    }
+    expect(describeError(new RateLimitError(undefined, { status: 429, request: TX }), { direct: true }).hint).not.toMatch(/Retry-After/);
+  });
+
+  it("pagination faults are the service's: report them (foreign_next: or use the address the service gives)", () => {
+    for (const reason of ['next_loop', 'invalid_next', 'too_many_pages'] as const) {
+      const { hint } = describeError(new PaginationError(reason, 'x', { status: 200, request: TX }), { direct: true });
+      expect(hint).toMatch(/the service's `next` links are wrong.*report it to the service's owner/);
+      expect(hint).not.toMatch(DOCTOR);
+    }
+    const foreign = describeError(new PaginationError('foreign_next', 'next leaves …', { status: 200, request: TX }), { direct: true });
+    expect(foreign.hint).toMatch(/leaves the base URL.*use that address as the base URL.*report it/);
+  });
+
+  it('count_mismatch: the list changed while it was read; run the export again', () => {
+    const report = describeError(new ExportCountMismatchError({ request: TX, counts: [203], itemsRead: 202 }));
+    expect(report).toEqual({
+      exitCode: ExitCode.failure,
+      code: 'export_count_mismatch',
+      message: `${TX}: pages announced 203 items, 202 were read`,
+      hint: expect.stringMatching(/the list changed at the service while it was read.*run the export again$/) as unknown,
+    });
+  });
+
+  it('a connection never made: in direct mode, check the URL; elsewhere, the service (doctor)', () => {
+    const refused = new ConnectionError('127.0.0.1:4711: connection refused (ECONNREFUSED); not sent', {
+      request: 'GET /api/v1/companies/?page_size=1000',
+      ambiguous: false,
+      cause: new TransportFailure('refused', { code: 'ECONNREFUSED' }),
+    });
+    expect(describeError(refused, { direct: true }).hint).toMatch(
+      /check the host, the port and the scheme \(http or https\) of --base-url/,
+    );
+    expect(describeError(refused).hint).toMatch(DOCTOR);
+  });
+
+  it('direct mode: a 404 points at the base URL, a redirect at the address the service answers at', () => {
+    const notFound = new NotFoundError(undefined, { status: 404, request: 'GET /api/v1/companies/?page_size=1000' });
+    expect(describeError(notFound, { direct: true }).hint).toMatch(/check the base URL .*ending in \/api\/v1/);
+    const moved = new AccountingApiError(undefined, { status: 301, request: 'GET /api/v1/companies/?page_size=1000' });
+    expect(describeError(moved, { direct: true }).hint).toMatch(/redirects/);
+    // Local and AWS mode: the service is the deployment's, which doctor checks.
+    expect(describeError(notFound).hint).toMatch(DOCTOR);
+  });
+});
