@@ -92,14 +92,21 @@ export function duration(raw: string): number {
   return Number(match[1]) * UNITS[match[2]!]!;
 }
 
+const BASE_URL_EXPECTED = 'expected an http(s) URL ending in /api/v1';
+
+/**
+ * The service's base URL, `/api/v1` included: the spec's paths are relative to `{base_url}/api/v1`
+ * (and the version is that path, §9), so a URL without it reaches the service's other routes
+ * (`GET //companies/`, a 404 far from its cause) or another version. A trailing slash is dropped.
+ */
 export function httpUrl(raw: string): string {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new InvalidArgumentError('expected an http(s) URL ending in /api/v1');
+    throw new InvalidArgumentError(BASE_URL_EXPECTED);
   }
-  if (!/^https?:$/.test(url.protocol)) throw new InvalidArgumentError('expected an http(s) URL ending in /api/v1');
+  if (!/^https?:$/.test(url.protocol)) throw new InvalidArgumentError(BASE_URL_EXPECTED);
   if (url.username !== '' || url.password !== '')
     throw new InvalidArgumentError('credentials do not belong in the URL; use ACCTOPS_API_KEY');
   // The client refuses them too, but only once the export has started, as a failed company. A query
@@ -109,6 +116,13 @@ export function httpUrl(raw: string): string {
     throw new InvalidArgumentError(
       'a query or fragment does not belong in the URL; expected an http(s) URL ending in /api/v1 (the key goes in ACCTOPS_API_KEY)',
     );
+  if (!/\/api\/v1\/*$/.test(url.pathname)) {
+    // Only a bare host is completed: a path of its own may be a proxy's prefix, or a key pasted there, and is not repeated.
+    const bare = url.pathname === '/';
+    throw new InvalidArgumentError(
+      `${BASE_URL_EXPECTED} (the version path of the service's API)${bare ? `; did you mean ${url.origin}/api/v1` : ''}`,
+    );
+  }
   return raw.replace(/\/+$/, '');
 }
 

@@ -370,6 +370,37 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     expect(existsSync(`${state.dir}/never-created`)).toBe(false);
   });
 
+  it('--base-url whose path does not end in /api/v1 is refused at parse (exit 2, one line); a bare host gets the corrected URL', async () => {
+    const env = { ACCTOPS_API_KEY: CANARY.apiKey };
+    const bare = ['http://127.0.0.1:4711', 'http://127.0.0.1:4711/'];
+    const other = ['http://127.0.0.1:4711/api/v2', 'http://127.0.0.1:4711/api', 'http://127.0.0.1:4711/API/V1', 'https://example.com/v1'];
+    const results = await Promise.all(
+      [...bare, ...other].map((url) => inProcess(['export', '--base-url', url, '--month', '2026-01'], env)),
+    );
+    results.push(await run(['export', '--base-url', bare[0]!, '--month', '2026-01'], env));
+    for (const [i, result] of results.entries()) {
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe('');
+      const line = oneLine(result);
+      expect(line).toMatch(/^acctops: error: option '--base-url <url>' is invalid: expected an http\(s\) URL ending in \/api\/v1/);
+      const isBare = i < bare.length || i === results.length - 1;
+      if (isBare) expect(line).toContain('did you mean http://127.0.0.1:4711/api/v1 (');
+      else expect(line).not.toMatch(/did you mean|4711/);
+    }
+    // Still accepted: a trailing slash, and a proxy's prefix before /api/v1.
+    for (const url of ['http://127.0.0.1:9/api/v1/', 'http://127.0.0.1:9/prefix/api/v1']) {
+      const result = await inProcess(['export', '--base-url', url, '--month', '2026-01', '--json'], {});
+      expect(JSON.parse(result.stderr)).toMatchObject({ error: { exitCode: 3, message: expect.stringMatching(/ACCTOPS_API_KEY/) } });
+    }
+    // From the environment: configuration (exit 3) naming ACCTOPS_BASE_URL, with the same suggestion.
+    const fromEnv = await inProcess(['export', '--month', '2026-01'], { ...env, ACCTOPS_BASE_URL: 'http://127.0.0.1:4711' });
+    expect(fromEnv.code).toBe(3);
+    expect(oneLine(fromEnv)).toMatch(
+      /^acctops: error: ACCTOPS_BASE_URL is not usable: expected an http\(s\) URL ending in \/api\/v1 .*did you mean http:\/\/127\.0\.0\.1:4711\/api\/v1 \(/,
+    );
+    expect(existsSync(`${state.dir}/never-created`)).toBe(false);
+  });
+
   it('--out that starts like a URL but is not s3://bucket[/prefix] is exit 2 naming --out and the accepted forms, nothing written', async () => {
     const targets = ['s3:/bucket', 's3:bucket', 'S3://bucket', 'file:///tmp/x', 'gs://bucket/x', 'https://example.com/x'];
     const results = [

@@ -97,6 +97,25 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
     expect(exportTarget('/tmp/s3:x')).toEqual({ kind: 'dir', path: '/tmp/s3:x' });
     expect(exportTarget('C:\\exports')).toEqual({ kind: 'dir', path: 'C:\\exports' });
     expect(httpUrl('http://127.0.0.1:4010/api/v1/')).toBe('http://127.0.0.1:4010/api/v1');
+    expect(httpUrl('https://gateway.example.com/accounting/api/v1')).toBe('https://gateway.example.com/accounting/api/v1');
+  });
+
+  it('refuses a base URL whose path does not end in /api/v1, completing only a bare host', () => {
+    const refusal = (raw: string) => {
+      try {
+        httpUrl(raw);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return undefined;
+    };
+    expect(refusal('http://127.0.0.1:4711')).toMatch(/ending in \/api\/v1 .*; did you mean http:\/\/127\.0\.0\.1:4711\/api\/v1$/);
+    expect(refusal('https://example.com/')).toMatch(/; did you mean https:\/\/example\.com\/api\/v1$/);
+    for (const raw of ['http://127.0.0.1:4711/api/v2', 'http://127.0.0.1:4711/api', `https://example.com/${CANARY.apiKey}`]) {
+      expect(refusal(raw)).toMatch(/^expected an http\(s\) URL ending in \/api\/v1/);
+      expect(refusal(raw)).not.toMatch(/did you mean/);
+      expectNoCanaries(refusal(raw), 'base URL refusal');
+    }
   });
 
   it.each([
