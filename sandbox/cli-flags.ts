@@ -48,5 +48,5 @@ export function sandboxCommand(): Command {
       'default',
     )
     .option('--show-credentials', 'print the demo credentials in full (by default: key prefixes, institution secret hidden)')
-    .option('--verbose', 'log every request as a JSON line');
+    .option('-v, --verbose', 'log every request as a JSON line');
 }

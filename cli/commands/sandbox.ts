@@ -28,8 +28,11 @@ export function sandboxCommand(host: CommandHost): Command {
         const io = { out: (line: string) => lines.write(`${line}\n`) };
         // Only this command loads the sandbox's server.
         const sandboxCli = await import('../../sandbox/cli.ts');
+        // `-v, --verbose` is also the program's own option, which commander takes wherever it stands
+        // (`acctops sandbox --verbose` too): passed on, so the sandbox logs its requests as documented.
+        const argv = session.flags.verbose === true ? [...command.args, '--verbose'] : command.args;
         try {
-          const run = await sandboxCli.runSandboxCli(command.args, io, {
+          const run = await sandboxCli.runSandboxCli(argv, io, {
             showCommand: 'acctops sandbox --show-credentials',
             // The sandbox's flags are parsed there, out of reach of the program's own check.
             configure: (flags) => {

@@ -108,6 +108,41 @@ describe('acctops sandbox: the real binary', () => {
     expectNoCanaries(`${stdout}\n${stderr}`, 'acctops --json sandbox output');
   });
 
+  it.each([
+    ['--verbose after the command', ['sandbox', '--port', '0', '--verbose'], 'stdout'],
+    ['-v after the command', ['sandbox', '--port', '0', '-v'], 'stdout'],
+    ['-v before the command', ['-v', 'sandbox', '--port', '0'], 'stdout'],
+    ['--verbose with --json', ['--json', 'sandbox', '--port', '0', '--verbose'], 'stderr'],
+  ] as const)('%s logs one JSON line per request, as npm run sandbox does (--json: on stderr)', async (_label, args, stream) => {
+    const child = spawnAcctops([...args]);
+    const text = { stdout: '', stderr: '' };
+    child.stderr.on('data', (chunk: Buffer) => (text.stderr += chunk.toString()));
+    const ready = new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        text.stdout += chunk.toString();
+        const match = /(http:\/\/127\.0\.0\.1:\d+\/api\/v1)/.exec(text.stdout);
+        if (match) resolve(match[1]!);
+      });
+      child.once('exit', (code) => reject(new Error(`exited early with ${code}: ${text.stdout}${text.stderr}`)));
+    });
+    const baseUrl = await ready;
+    expect((await fetch(`${baseUrl}/companies/`)).status).toBe(401);
+    const logged = new Promise<void>((resolve) => {
+      const check = () => /"message":"sandbox request"/.test(text[stream]) && resolve();
+      child.stdout.on('data', check);
+      child.stderr.on('data', check);
+      check();
+    });
+    await logged;
+    const exited = once(child, 'exit');
+    child.kill('SIGTERM');
+    const [code] = (await exited) as [number | null];
+    expect(code).toBe(0);
+    const line = text[stream].split('\n').find((l) => l.includes('"sandbox request"'))!;
+    expect(JSON.parse(line)).toMatchObject({ level: 'debug', route: 'GET /companies/', status: 401 });
+    expectNoCanaries(`${text.stdout}\n${text.stderr}`, 'acctops sandbox --verbose output');
+  });
+
   it('help sandbox and sandbox --help both list the sandbox flags under `acctops sandbox`, and start nothing', async () => {
     for (const args of [
       ['help', 'sandbox'],
