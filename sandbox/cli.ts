@@ -43,6 +43,18 @@ export interface SandboxCliRun {
 export { sandboxCommand };
 
 /**
+ * `--port` names a port another process listens on (listen's EADDRINUSE), in words: the port and
+ * the host, and what to do, for `npm run sandbox` and `acctops sandbox` alike (both exit 3: the
+ * setting is wrong, not the sandbox). Undefined for any other error.
+ */
+export function describePortInUse(error: unknown): { message: string; hint: string } | undefined {
+  const e = error as NodeJS.ErrnoException & { address?: unknown; port?: unknown };
+  if (!(error instanceof Error) || e.code !== 'EADDRINUSE') return undefined;
+  const where = `port ${typeof e.port === 'number' ? e.port : '(asked for)'}${typeof e.address === 'string' ? ` on ${e.address}` : ''}`;
+  return { message: `${where} is in use`, hint: 'another process listens there: pass another --port, or 0 for any free one' };
+}
+
+/**
  * The demo credentials as text. `mask` shows keys by their prefix and hides the institution secret:
  * for `acctops sandbox`, whose output, like all of the acctops CLI's, shows no credential.
  */

@@ -54,7 +54,9 @@ export function sandboxCommand(host: CommandHost): Command {
               cause: error,
             });
           }
-          throw portInUse(error) ?? error;
+          const inUse = sandboxCli.describePortInUse(error);
+          if (inUse === undefined) throw error;
+          throw new CliError(inUse.message, { code: 'port_in_use', exitCode: ExitCode.config, hint: inUse.hint, cause: error });
         }
       }),
     );
@@ -66,19 +68,3 @@ export function sandboxCommand(host: CommandHost): Command {
 
 /** The name in the sandbox's usage line when acctops runs it. */
 const SANDBOX_USAGE_NAME = 'acctops sandbox';
-
-/**
- * The port asked for is taken (Node's EADDRINUSE from listen): one line naming the port and the host
- * and what to do, exit 3 (the setting, not the sandbox, is wrong), instead of Node's raw error.
- */
-function portInUse(error: unknown): CliError | undefined {
-  const e = error as NodeJS.ErrnoException & { address?: unknown; port?: unknown };
-  if (!(error instanceof Error) || e.code !== 'EADDRINUSE') return undefined;
-  const where = `port ${typeof e.port === 'number' ? e.port : '(asked for)'}${typeof e.address === 'string' ? ` on ${e.address}` : ''}`;
-  return new CliError(`${where} is in use`, {
-    code: 'port_in_use',
-    exitCode: ExitCode.config,
-    hint: 'another process listens there: pass another --port, or 0 for any free one',
-    cause: error,
-  });
-}

@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { runSandboxCli, SandboxCliUsageError } from '../../../sandbox/cli';
 import { call } from './support';
@@ -80,6 +82,47 @@ describe('sandbox command line', () => {
     const encoding = runSandboxCli(['--port', '0', '--amount-encoding', 'floats'], { out: () => undefined }, { handleSignals: false });
     await expect(encoding).rejects.toBeInstanceOf(SandboxCliUsageError);
     await expect(encoding).rejects.toThrow(/--amount-encoding.*expected one of integer, string, mixed/);
+  });
+
+  /** `npm run sandbox -- …args` as a process: its exit code and what it printed. */
+  async function npmRunSandbox(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const child = spawn(
+      process.execPath,
+      [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'bin', 'sandbox.ts'), ...args],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    return { code, stdout, stderr };
+  }
+
+  it('npm run sandbox: a --port in use is exit 3 and one line naming the port and the host, as acctops sandbox says it', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const result = await npmRunSandbox(['--port', String(port)]);
+      expect(result).toEqual({
+        code: 3,
+        stdout: '',
+        stderr: `sandbox: error: port ${port} on 127.0.0.1 is in use (another process listens there: pass another --port, or 0 for any free one)\n`,
+      });
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+
+  it('npm run sandbox: a bad flag is exit 2, as in acctops sandbox; --help is 0', async () => {
+    const bad = await npmRunSandbox(['--port', 'x']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--port/);
+    expect((await npmRunSandbox(['--help'])).code).toBe(0);
   });
 
   it('npm run sandbox: a real process that stops cleanly on SIGTERM', async () => {
