@@ -26,6 +26,12 @@ function amountEncoding(raw: string): (typeof AMOUNT_ENCODINGS)[number] {
   return raw as (typeof AMOUNT_ENCODINGS)[number];
 }
 
+/** Any word: a number seeds as that number, anything else as its text. Empty, it would be a seed nobody asked for. */
+function seed(raw: string): string {
+  if (raw.trim() === '') throw new InvalidArgumentError('expected a non-empty seed, e.g. 1');
+  return raw.trim();
+}
+
 function dialect(raw: string): Dialect {
   if (!(DIALECTS as readonly string[]).includes(raw)) throw new InvalidArgumentError(`expected one of ${DIALECTS.join(', ')}`);
   return raw as Dialect;
@@ -35,7 +41,7 @@ export function sandboxCommand(): Command {
   return new Command('sandbox')
     .description('Run the local Accounting API sandbox (sandbox-only demo data and credentials).')
     .option('--port <port>', 'port on 127.0.0.1 (0 picks a free one)', integer(0, 65_535), 4010)
-    .option('--seed <seed>', 'seed of the demo data and of everything generated', '1')
+    .option('--seed <seed>', 'seed of the demo data and of everything generated', seed, '1')
     .option('--no-demo', 'start empty, without the demo dataset')
     .option('--amount-encoding <encoding>', 'integer, string or mixed', amountEncoding, 'integer')
     .option('--display-labels', 'send display labels (Expense, Draft) for some records')

@@ -174,6 +174,15 @@ describe('acctops sandbox: the real binary', () => {
     expect(leaky.stderr).toMatch(/^acctops: error: .*--dialect/);
     expect(leaky.stderr).not.toContain('LEAKY');
 
+    // An empty argument is a usage error (README, "Exit codes"), not a seed nobody asked for.
+    for (const empty of ['', ' ']) {
+      const seed = await runAcctops(['sandbox', '--port', '0', '--seed', empty]);
+      expect({ code: seed.code, stdout: seed.stdout }).toEqual({ code: 2, stdout: '' });
+      expect(seed.stderr).toMatch(
+        /^acctops: error: option '--seed <seed>' is invalid: expected a non-empty seed, e\.g\. 1 \(run `acctops sandbox --help`\)\n$/,
+      );
+    }
+
     const json = await runAcctops(['--json', 'sandbox', '--port', 'abc']);
     expect(json.code).toBe(2);
     expect(json.stdout).toBe('');
