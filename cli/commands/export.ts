@@ -270,6 +270,11 @@ function baseUrlFromEnv(raw: string | undefined): string | undefined {
   return configuredUrl(raw.trim(), 'ACCTOPS_BASE_URL', 'set it to the service base URL ending in /api/v1, or unset it for the local mode');
 }
 
+/**
+ * The report for people: the table and the manifests on stdout; its notes on stderr, as every
+ * diagnostic (docs/cli.md, "One command, one session"), so stdout is the report alone. `--json`
+ * prints no note: the report holds their facts (`undatedTaxReports`, `monthOpen`, …).
+ */
 export function renderExport(out: Output, report: ExportReport): void {
   out.line(`Export of ${report.month} (${report.mode} mode, ${report.formats.join(', ')}) to ${report.out}`);
   out.table(
@@ -293,13 +298,13 @@ export function renderExport(out: Output, report: ExportReport): void {
       );
     }
     if (c.undatedTaxReports) {
-      out.line(
-        `  note: ${shownCompany(c)}: ${c.undatedTaxReports} tax report(s) with no period or creation date acctops could read, kept in every month; if the service names them otherwise, see --tax-report-fields (docs/exports.md, "Tax reports of a period")`,
+      out.note(
+        `acctops: note: ${shownCompany(c)}: ${c.undatedTaxReports} tax report(s) with no period or creation date acctops could read, kept in every month; if the service names them otherwise, see --tax-report-fields (docs/exports.md, "Tax reports of a period")`,
       );
     }
     if (c.taxReportsWithoutCurrency) {
-      out.line(
-        `  note: ${shownCompany(c)}: ${c.taxReportsWithoutCurrency} tax report(s) with an amount but no currency acctops could read: written without currency and decimal amount (amount_due_minor only), left out of the totals; if the service names the currency otherwise, see --tax-report-fields currency=<its field> (docs/exports.md, "Tax reports of a period")`,
+      out.note(
+        `acctops: note: ${shownCompany(c)}: ${c.taxReportsWithoutCurrency} tax report(s) with an amount but no currency acctops could read: written without currency and decimal amount (amount_due_minor only), left out of the totals; if the service names the currency otherwise, see --tax-report-fields currency=<its field> (docs/exports.md, "Tax reports of a period")`,
       );
     }
     if (c.transactionsWithDefaultCurrency) {
@@ -308,25 +313,25 @@ export function renderExport(out: Output, report: ExportReport): void {
         report.mode === 'direct'
           ? 'export again with --default-currency <ISO code>'
           : `register it with \`acctops companies add --company ${shownCompany(c)} --default-currency <ISO code>\` (or export again with --default-currency <ISO code>)`;
-      out.line(
-        `  note: ${shownCompany(c)}: ${c.transactionsWithDefaultCurrency} transaction(s) without a currency from the service, labelled ${c.defaultCurrency ?? report.defaultCurrency ?? 'with the default currency'} in every file and in the totals; if the company's currency is another, ${fix} (docs/exports.md, "A transaction's currency")`,
+      out.note(
+        `acctops: note: ${shownCompany(c)}: ${c.transactionsWithDefaultCurrency} transaction(s) without a currency from the service, labelled ${c.defaultCurrency ?? report.defaultCurrency ?? 'with the default currency'} in every file and in the totals; if the company's currency is another, ${fix} (docs/exports.md, "A transaction's currency")`,
       );
     }
     const repeated = Object.entries(c.duplicatesDropped ?? {}).filter(([, n]) => n !== undefined && n > 0);
     if (repeated.length > 0) {
-      out.line(
-        `  note: ${shownCompany(c)}: the service sent records again on a later page (the list changed while it was read): ${repeated.map(([dataset, n]) => `${n} of ${dataset}`).join(', ')}, each written once and counted once in the totals (docs/exports.md, "Records repeated across pages")`,
+      out.note(
+        `acctops: note: ${shownCompany(c)}: the service sent records again on a later page (the list changed while it was read): ${repeated.map(([dataset, n]) => `${n} of ${dataset}`).join(', ')}, each written once and counted once in the totals (docs/exports.md, "Records repeated across pages")`,
       );
     }
     if (c.transactionsOutsidePeriod) {
-      out.line(
-        `  note: ${shownCompany(c)}: ${c.transactionsOutsidePeriod} transaction(s) the service returned for ${report.month} are dated outside it (the date of valueDate as written), kept in its files and totals as returned (docs/exports.md, "Transactions dated outside the month")`,
+      out.note(
+        `acctops: note: ${shownCompany(c)}: ${c.transactionsOutsidePeriod} transaction(s) the service returned for ${report.month} are dated outside it (the date of valueDate as written), kept in its files and totals as returned (docs/exports.md, "Transactions dated outside the month")`,
       );
     }
   }
   if (report.monthOpen) {
-    out.line(
-      `  note: ${report.month} is not over yet: these files hold the month so far, and neither \`acctops doctor\` nor the overdue alarm counts them as its export; export it again once the month has ended (the monthly schedule does)`,
+    out.note(
+      `acctops: note: ${report.month} is not over yet: these files hold the month so far, and neither \`acctops doctor\` nor the overdue alarm counts them as its export; export it again once the month has ended (the monthly schedule does)`,
     );
   }
   for (const f of report.skipped) out.line(`! skipped the unreadable registry entry ${entryName(f)}: ${issuesText(f)}`);

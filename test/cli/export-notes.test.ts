@@ -121,7 +121,9 @@ describe('acctops export: notes of records repeated across pages and dated outsi
 
     const human = await exportTo('moved', false);
     expect(human.code).toBe(0);
-    const notes = human.stdout.split('\n').filter((line) => line.trimStart().startsWith('note:'));
+    // Notes go to stderr (docs/cli.md), stdout is the report.
+    expect(human.stdout).not.toContain('note:');
+    const notes = human.stderr.split('\n').filter((line) => line.startsWith('acctops: note: '));
     expect(notes).toEqual([
       expect.stringContaining(
         `${COMPANY}: the service sent records again on a later page (the list changed while it was read): 1 of transactions, each written once`,
@@ -155,6 +157,7 @@ describe('acctops export: notes of records repeated across pages and dated outsi
     const human = await exportTo('still', false);
     expect(human.code).toBe(0);
     expect(human.stdout).not.toContain('note:');
+    expect(human.stderr).not.toContain('note:');
     const row = parseJson<{ companies: Row[] }>(await exportTo('still-json', true)).companies[0]!;
     expect(row.duplicatesDropped).toEqual({ transactions: 0, tax_reports: 0, categories: 0 });
     expect(row.transactionsOutsidePeriod).toBe(0);

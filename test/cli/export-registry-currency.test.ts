@@ -91,8 +91,8 @@ describe("acctops export (local mode): the registry's default currency of a comp
 
     const text = await acctops('export', '--month', MONTH, '--format', 'csv', '--company', jpy);
     expect(text.code).toBe(0);
-    expect(text.stdout).toMatch(/transaction\(s\) without a currency from the service, labelled JPY/);
-    expect(text.stdout).toContain(`\`acctops companies add --company ${jpy} --default-currency <ISO code>\``);
+    expect(text.stderr).toMatch(/transaction\(s\) without a currency from the service, labelled JPY/);
+    expect(text.stderr).toContain(`\`acctops companies add --company ${jpy} --default-currency <ISO code>\``);
   });
 
   it('--default-currency wins over the registered currency, for every company of the run', async () => {

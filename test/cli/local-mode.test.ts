@@ -304,7 +304,8 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(running.result.code).toBe(0);
       expect(running.body.monthOpen).toBe(true);
       const text = await acctops('export', '--company', bakery, '--month', currentMonth(), '--format', 'csv');
-      expect(text.stdout).toMatch(new RegExp(`note: ${currentMonth()} is not over yet`));
+      expect(text.stderr).toMatch(new RegExp(`^acctops: note: ${currentMonth()} is not over yet`, 'm'));
+      expect(text.stdout).not.toContain('note:');
 
       const manifestPath = join(state.dir, 'exports', `company=${bakery}`, `period=${currentMonth()}`, '_manifest.json');
       const intact = await readFile(manifestPath);
@@ -340,8 +341,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/Export of 2026-01 \(local mode, csv\)/);
       expect(result.stdout).toContain(`company=${bakery}/period=2026-01/_manifest.json`);
-      // Not a terminal: no progress bar on stderr.
-      expect(result.stderr).toBe('');
+      // Not a terminal: no progress bar on stderr; only notes (the minimal dialect's tax reports have no period acctops reads).
+      expect(result.stderr.split('\n').filter((line) => line !== '' && !line.startsWith('acctops: note: '))).toEqual([]);
+      expect(result.stderr).not.toContain('\r');
     });
 
     it('local status describes the state; local reset needs --yes and then deletes it', async () => {
