@@ -198,6 +198,41 @@ export function rejectRepeatedOptions(command: Command): void {
   for (const sub of command.commands) rejectRepeatedOptions(sub);
 }
 
+/** What each option of the AWS mode does there, said when another mode refuses it. */
+const AWS_MODE_OPTIONS = {
+  '--output': 'it names an output of the stack',
+  '--region': "it names the stack's region (and, in any mode, the region of an export --out s3://… bucket)",
+  '--no-wait': 'it returns before the deployed functions have finished',
+} as const;
+
+/**
+ * The AWS mode's options in the local or direct mode: refused (exit 2) before anything runs, not
+ * ignored. Nothing there reads them, and they are what an operator who forgot --stack types: the
+ * command would act on the local state and report success. `regionUsed`: the command has an S3
+ * client that reads --region (export --out s3://…).
+ */
+export function rejectAwsModeOptions(
+  flags: { readonly region?: string; readonly output?: readonly string[] },
+  mode: 'local' | 'direct',
+  options: { regionUsed?: boolean; noWait?: boolean } = {},
+): void {
+  const option =
+    (flags.output?.length ?? 0) > 0
+      ? '--output'
+      : flags.region !== undefined && options.regionUsed !== true
+        ? '--region'
+        : options.noWait === true
+          ? '--no-wait'
+          : undefined;
+  if (option === undefined) return;
+  throw new UsageError(
+    `${option} is an option of the AWS mode (--stack or ACCTOPS_STACK): ${AWS_MODE_OPTIONS[option]}; this is the ${mode === 'local' ? 'local mode (no stack named)' : 'direct mode (--base-url or ACCTOPS_BASE_URL)'}`,
+    mode === 'local'
+      ? `nothing was run: name the stack (acctops --stack acctops-<stage> …), or drop ${option}`
+      : `nothing was run: drop ${option}`,
+  );
+}
+
 /** `Key=Value` naming a stack output. */
 export function outputPair(raw: string, previous: string[] = []): string[] {
   if (!/^[A-Za-z][A-Za-z0-9]*=\S+$/.test(raw))

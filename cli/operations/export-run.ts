@@ -16,7 +16,7 @@ import type { PeriodExportSummary } from '../../src/core/exports/formats/period-
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import type { Clock } from '../../src/core/shared/clock';
 import type { Logger } from '../../src/core/shared/logger';
-import type { ExportTarget } from '../args';
+import { rejectAwsModeOptions, type ExportTarget } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import { FormatLossError, ManifestError, ObjectStoreError } from '../../src/core/exports/formats/period-errors';
 import { apiKeyFromEnv, CliConfigError, CliError, describeError, type DescribeContext } from '../errors';
@@ -363,6 +363,8 @@ export interface DirectExportOptions {
   replaceFormats?: boolean;
   taxReportFields?: TaxReportFieldNames;
   defaultCurrency?: string;
+  /** False with --no-wait, an option of the AWS mode: refused here. */
+  wait?: boolean;
 }
 
 /** Direct mode: no AWS and no state; the service at the base URL, the company key in ACCTOPS_API_KEY. */
@@ -371,6 +373,7 @@ export async function exportDirect(
   opts: DirectExportOptions,
   onProgress: CompanyProgress,
 ): Promise<ExportReport> {
+  rejectAwsModeOptions(context.flags, 'direct', { regionUsed: opts.out?.kind === 's3', noWait: opts.wait === false });
   refuseFutureMonth(opts.month, Date.now());
   const apiKey = apiKeyFromEnv(context.env);
   if (!apiKey) {

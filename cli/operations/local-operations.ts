@@ -8,6 +8,7 @@ import { noMetrics } from '../../src/core/shared/metrics';
 import { redactString } from '../../src/core/shared/redact';
 import type { OnboardInput } from '../../src/core/tokens/token-lifecycle';
 import { planTokenRefresh } from '../../src/core/tokens/plan-refresh';
+import { rejectAwsModeOptions } from '../args';
 import { unknownUser, userGoneAtService } from '../errors';
 import { counts, iso } from '../format';
 import { withLocalWorld, type LocalWorld } from '../local/local-world';
@@ -63,16 +64,25 @@ export class LocalOperations implements Operations {
    * Runs `work` in the world (created on first use), saved when it ends: what changed is written,
    * and nothing of a `readOnly` command's own requests (LocalWorldOptions.readOnly).
    */
-  private world<T>(work: (world: LocalWorld) => Promise<T>, options: { tolerateDamage?: boolean; readOnly?: boolean } = {}): Promise<T> {
+  private async world<T>(
+    work: (world: LocalWorld) => Promise<T>,
+    options: { tolerateDamage?: boolean; readOnly?: boolean; regionUsed?: boolean; noWait?: boolean } = {},
+  ): Promise<T> {
     const { context } = this;
-    return withLocalWorld({ stateDir: context.stateDir, logger: context.out.logger(), env: context.env, ...options }, async (world) => {
-      if (world.created)
-        context.out.note(
-          `acctops: created the local state in ${world.stateDir} (embedded sandbox with demo data, ${world.state.dialect} dialect)`,
-        );
-      await world.seedRegistry();
-      return work(world);
-    });
+    const { regionUsed, noWait, ...worldOptions } = options;
+    // Before the state is opened: a command refused for its options neither creates nor locks it.
+    rejectAwsModeOptions(context.flags, 'local', { regionUsed, noWait });
+    return withLocalWorld(
+      { stateDir: context.stateDir, logger: context.out.logger(), env: context.env, ...worldOptions },
+      async (world) => {
+        if (world.created)
+          context.out.note(
+            `acctops: created the local state in ${world.stateDir} (embedded sandbox with demo data, ${world.state.dialect} dialect)`,
+          );
+        await world.seedRegistry();
+        return work(world);
+      },
+    );
   }
 
   onboardUser(input: OnboardInput) {
@@ -113,9 +123,11 @@ export class LocalOperations implements Operations {
     });
   }
 
-  /** The rotation completes in the command (the emulator runs the four steps): `wait` changes nothing. */
+  /** The rotation completes in the command (the emulator runs the four steps): --no-wait is refused, as the AWS mode's own. */
   rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }) {
-    return this.world((world) => rotateLocal(world, companyId, { revokePreviousNow: options.revokePreviousNow }));
+    return this.world((world) => rotateLocal(world, companyId, { revokePreviousNow: options.revokePreviousNow }), {
+      noWait: !options.wait,
+    });
   }
 
   revokePending(companyId: string, options: { prefix?: string }) {
@@ -178,20 +190,24 @@ export class LocalOperations implements Operations {
   }
 
   exportMonth(request: ExportRequest) {
-    return this.world(async (world) => {
-      refuseFutureMonth(request.month, world.clock.now());
-      const run = await import('./export-run.ts');
-      return run.exportLocal(world, {
-        month: request.month,
-        company: request.company,
-        store: request.out && run.storeFor(this.context, request.out),
-        formats: request.formats,
-        replaceFormats: request.replaceFormats,
-        taxReportFields: request.taxReportFields,
-        defaultCurrency: request.defaultCurrency,
-        onProgress: request.onProgress,
-      });
-    });
+    // The export runs in the command (--no-wait is the AWS mode's); --region is read by the S3 client of --out s3://….
+    return this.world(
+      async (world) => {
+        refuseFutureMonth(request.month, world.clock.now());
+        const run = await import('./export-run.ts');
+        return run.exportLocal(world, {
+          month: request.month,
+          company: request.company,
+          store: request.out && run.storeFor(this.context, request.out),
+          formats: request.formats,
+          replaceFormats: request.replaceFormats,
+          taxReportFields: request.taxReportFields,
+          defaultCurrency: request.defaultCurrency,
+          onProgress: request.onProgress,
+        });
+      },
+      { regionUsed: request.out?.kind === 's3', noWait: !request.wait },
+    );
   }
 
   doctor(options: { repair: boolean }) {

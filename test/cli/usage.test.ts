@@ -401,6 +401,47 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     expect(existsSync(`${state.dir}/never-created`)).toBe(false);
   });
 
+  it("the AWS mode's options (--output, --region, --no-wait) without a stack are refused (exit 2, naming the mode), before the state is made", async () => {
+    const company = '6f1c2a3b-0000-4000-8000-000000000000';
+    const local = [
+      [['--region', 'eu-central-1', 'users', 'list'], '--region'],
+      [['--output', 'TokenTableName=t', 'doctor'], '--output'],
+      [['keys', 'rotate', '--company', company, '--no-wait'], '--no-wait'],
+      [['export', '--month', '2026-01', '--no-wait'], '--no-wait'],
+      // --region names the S3 bucket's region only with --out s3://…
+      [['--region', 'eu-central-1', 'export', '--month', '2026-01', '--out', 'files'], '--region'],
+    ] as const;
+    const results = await Promise.all(local.map(([args]) => inProcess([...args])));
+    results.push(await run([...local[0][0]]));
+    for (const [i, result] of results.entries()) {
+      const option = local[i]?.[1] ?? local[0][1];
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(oneLine(result)).toMatch(
+        new RegExp(
+          `^acctops: error: ${option} is an option of the AWS mode \\(--stack or ACCTOPS_STACK\\): .*; this is the local mode \\(no stack named\\) \\(nothing was run: name the stack`,
+        ),
+      );
+    }
+    // Direct mode: the same options, refused naming it, before the service is asked.
+    const env = { ACCTOPS_API_KEY: CANARY.apiKey };
+    const direct = [
+      [['export', '--base-url', 'http://127.0.0.1:9/api/v1', '--month', '2026-01', '--no-wait'], '--no-wait'],
+      [['--output', 'A=b', 'export', '--base-url', 'http://127.0.0.1:9/api/v1', '--month', '2026-01'], '--output'],
+      [['--region', 'eu-central-1', 'export', '--base-url', 'http://127.0.0.1:9/api/v1', '--month', '2026-01'], '--region'],
+    ] as const;
+    for (const [args, option] of direct) {
+      const result = await inProcess([...args], env);
+      expect(result.code).toBe(2);
+      expect(oneLine(result)).toMatch(
+        new RegExp(
+          `^acctops: error: ${option} is an option of the AWS mode .*; this is the direct mode \\(--base-url or ACCTOPS_BASE_URL\\) \\(nothing was run: drop ${option}\\)$`,
+        ),
+      );
+    }
+    expect(existsSync(`${state.dir}/never-created`)).toBe(false);
+  });
+
   it('--out that starts like a URL but is not s3://bucket[/prefix] is exit 2 naming --out and the accepted forms, nothing written', async () => {
     const targets = ['s3:/bucket', 's3:bucket', 'S3://bucket', 'file:///tmp/x', 'gs://bucket/x', 'https://example.com/x'];
     const results = [

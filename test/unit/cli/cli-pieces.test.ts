@@ -1,5 +1,15 @@
 import { CommanderError, InvalidArgumentError } from 'commander';
-import { duration, email, exportTarget, formats, guid, httpUrl, month, rejectCredentialFlags } from '../../../cli/args';
+import {
+  duration,
+  email,
+  exportTarget,
+  formats,
+  guid,
+  httpUrl,
+  month,
+  rejectAwsModeOptions,
+  rejectCredentialFlags,
+} from '../../../cli/args';
 import { describeError, optionName, UsageError } from '../../../cli/errors';
 import { ExitCode } from '../../../cli/exit-codes';
 import { onboardLines } from '../../../cli/commands/users';
@@ -98,6 +108,33 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
     expect(exportTarget('C:\\exports')).toEqual({ kind: 'dir', path: 'C:\\exports' });
     expect(httpUrl('http://127.0.0.1:4010/api/v1/')).toBe('http://127.0.0.1:4010/api/v1');
     expect(httpUrl('https://gateway.example.com/accounting/api/v1')).toBe('https://gateway.example.com/accounting/api/v1');
+  });
+
+  it("refuses the AWS mode's options in the local and direct modes; --region only where no S3 client reads it", () => {
+    expect(() => rejectAwsModeOptions({}, 'local', { regionUsed: false, noWait: false })).not.toThrow();
+    expect(() => rejectAwsModeOptions({ output: [] }, 'local')).not.toThrow();
+    expect(() => rejectAwsModeOptions({ region: 'eu-central-1' }, 'local', { regionUsed: true })).not.toThrow();
+    expect(() => rejectAwsModeOptions({ region: 'eu-central-1' }, 'direct', { regionUsed: true })).not.toThrow();
+    for (const [flags, options, option] of [
+      [{ region: 'eu-central-1' }, {}, '--region'],
+      [{ output: ['A=b'] }, { regionUsed: true }, '--output'],
+      [{}, { noWait: true }, '--no-wait'],
+    ] as const) {
+      for (const mode of ['local', 'direct'] as const) {
+        let thrown: unknown;
+        try {
+          rejectAwsModeOptions(flags, mode, options);
+        } catch (error) {
+          thrown = error;
+        }
+        expect(thrown).toBeInstanceOf(UsageError);
+        expect(describeError(thrown)).toMatchObject({
+          exitCode: ExitCode.usage,
+          message: expect.stringContaining(`${option} is an option of the AWS mode`),
+        });
+        expect((thrown as Error).message).toContain(`this is the ${mode} mode`);
+      }
+    }
   });
 
   it('refuses a base URL whose path does not end in /api/v1, completing only a bare host', () => {
