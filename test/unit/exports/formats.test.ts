@@ -392,39 +392,6 @@ describe('export formats', () => {
       expect([nulls.category_id, nulls.category_name, nulls.description].map((v) => v ?? null)).toEqual([null, null, null]);
       expect(rows[0]!.category_name).toBe('Office supplies');
     });
-
-    it('aborted while a row group is being compressed, pushes nothing more and leaves no object', async () => {
-      const key = 'out/aborted.parquet';
-      const sink = new ObjectSink(store, key, FORMAT_FILES.parquet.contentType);
-      const pushed: number[] = [];
-      const push = sink.push.bind(sink);
-      sink.push = (chunk) => {
-        pushed.push(chunk.byteLength);
-        push(chunk);
-      };
-      const writer = createWriter('parquet', sink, transactionsTable.columns, { parquetRowGroupRows: 10 });
-      let index = 0;
-      // Two groups ended: the second is still on the thread pool when the writer is aborted.
-      for (const item of items.slice(0, 20)) {
-        const row = transactionsTable.row(item, { index: index++, defaultCurrency: 'EUR', parquet: true, categoryName: () => null });
-        const wait = writer.write(item.raw, row, item.json);
-        if (wait) await wait;
-      }
-      const before = pushed.length;
-      await writer.abort(new Error('another format failed'));
-      // Long enough for both groups' compression to finish and their continuations to run.
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(pushed.length).toBe(before);
-      expect(await store.get(key)).toBeUndefined();
-    });
-
-    it('with one row per group, every group in flight is written, in the order of its rows', async () => {
-      const one = await readBack(1);
-      expect(one.metadata.row_groups).toHaveLength(items.length);
-      expect(one.rows.map((r) => r.public_id)).toEqual(items.map((i) => (i.raw as { publicId: string }).publicId));
-      const offsets = one.metadata.row_groups.map((g) => Number(g.columns[0]!.file_offset));
-      expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
-    });
   });
 
   it('is deterministic: the same records give the same bytes in every format', async () => {

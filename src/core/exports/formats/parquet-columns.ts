@@ -22,24 +22,17 @@ export type ColumnChunk = RowGroup['columns'][number];
 type ChunkStatistics = NonNullable<NonNullable<ColumnChunk['meta_data']>['statistics']>;
 type Encoding = NonNullable<ColumnChunk['meta_data']>['encodings'][number];
 
-export type CodecName = NonNullable<ColumnChunk['meta_data']>['codec'];
+/** Compresses one page; the codec's name goes into the footer. */
+export interface PageCodec {
+  readonly name: NonNullable<ColumnChunk['meta_data']>['codec'];
+  compress(page: Uint8Array): Uint8Array;
+}
 
 /** One column's values of the row group being filled. */
 export interface ColumnEncoder {
   push(value: Cell, row: Row): void;
-  /**
-   * Ends the group: its pages, encoded but not compressed, in buffers of their own, and the
-   * encoder starts the next group empty. The pages are compressed elsewhere (off the main thread),
-   * and written with `EncodedChunk.write` in the file's order.
-   */
-  encode(): EncodedChunk;
-}
-
-/** A column chunk of a finished row group: its pages, uncompressed (the dictionary page first, when there is one). */
-export interface EncodedChunk {
-  readonly pages: readonly Uint8Array[];
-  /** Writes the pages, compressed (`compressed[i]` is `pages[i]` through `codec`), and returns the chunk's metadata. */
-  write(out: ByteWriter, codec: CodecName, compressed: readonly Uint8Array[]): ColumnChunk;
+  /** Writes the group's pages to `out` and starts the next group empty. */
+  encode(out: ByteWriter, codec: PageCodec): ColumnChunk;
 }
 
 export function columnEncoder(
@@ -96,95 +89,88 @@ abstract class BaseEncoder implements ColumnEncoder {
 
   protected abstract pushValue(value: Exclude<Cell, null>, row: Row): void;
 
-  abstract encode(): EncodedChunk;
+  abstract encode(out: ByteWriter, codec: PageCodec): ColumnChunk;
 
   /**
-   * The group's chunk: a data page of its values (`values`, already in `encoding`, in a buffer the
-   * encoder does not reuse) after its levels, and before it `dictionary`, the PLAIN dictionary page,
-   * when given. The counts start over for the next group.
+   * A data page of this group's values (`values`, already in `encoding`) after its levels, and
+   * the chunk's metadata. `dictionary`, when given, is the PLAIN dictionary page written first.
    */
-  protected chunk(
+  protected writeChunk(
+    out: ByteWriter,
+    codec: PageCodec,
     encoding: Encoding,
     values: Uint8Array,
     statistics: Pick<ChunkStatistics, 'min_value' | 'max_value'> | undefined,
     dictionary?: { bytes: Uint8Array; entries: number },
-  ): EncodedChunk {
-    const rows = this.rows;
-    const nulls = this.nulls;
+  ): ColumnChunk {
+    const start = out.offset;
+    let uncompressed = 0;
+    let dictionaryPageOffset: bigint | undefined;
+    if (dictionary !== undefined) {
+      dictionaryPageOffset = BigInt(out.offset);
+      const compressed = codec.compress(dictionary.bytes);
+      writePageHeader(out, {
+        type: 'DICTIONARY_PAGE',
+        uncompressed_page_size: dictionary.bytes.length,
+        compressed_page_size: compressed.length,
+        dictionary_page_header: { num_values: dictionary.entries, encoding: 'PLAIN' },
+      });
+      uncompressed += out.offset - Number(dictionaryPageOffset) + dictionary.bytes.length;
+      out.appendBytes(compressed);
+    }
+
+    const dataPageOffset = out.offset;
     const levels = this.levelBytes();
-    const hasLevels = this.levels !== undefined;
-    const { element, column } = this;
-    const withStatistics = this.statistics;
-    this.rows = 0;
-    this.nulls = 0;
-    return {
-      pages: dictionary === undefined ? [values] : [dictionary.bytes, values],
-      write(out, codec, compressed) {
-        const start = out.offset;
-        let uncompressed = 0;
-        let dictionaryPageOffset: bigint | undefined;
-        if (dictionary !== undefined) {
-          dictionaryPageOffset = BigInt(out.offset);
-          writePageHeader(out, {
-            type: 'DICTIONARY_PAGE',
-            uncompressed_page_size: dictionary.bytes.length,
-            compressed_page_size: compressed[0]!.length,
-            dictionary_page_header: { num_values: dictionary.entries, encoding: 'PLAIN' },
-          });
-          uncompressed += out.offset - Number(dictionaryPageOffset) + dictionary.bytes.length;
-          out.appendBytes(compressed[0]!);
-        }
+    const compressed = codec.compress(values);
+    writePageHeader(out, {
+      type: 'DATA_PAGE_V2',
+      uncompressed_page_size: levels.length + values.length,
+      compressed_page_size: levels.length + compressed.length,
+      data_page_header_v2: {
+        num_values: this.rows,
+        num_nulls: this.nulls,
+        num_rows: this.rows,
+        encoding,
+        definition_levels_byte_length: levels.length,
+        repetition_levels_byte_length: 0,
+        is_compressed: true,
+      },
+    });
+    uncompressed += out.offset - dataPageOffset + levels.length + values.length;
+    out.appendBytes(levels);
+    out.appendBytes(compressed);
 
-        const dataPageOffset = out.offset;
-        const data = compressed[compressed.length - 1]!;
-        writePageHeader(out, {
-          type: 'DATA_PAGE_V2',
-          uncompressed_page_size: levels.length + values.length,
-          compressed_page_size: levels.length + data.length,
-          data_page_header_v2: {
-            num_values: rows,
-            num_nulls: nulls,
-            num_rows: rows,
-            encoding,
-            definition_levels_byte_length: levels.length,
-            repetition_levels_byte_length: 0,
-            is_compressed: true,
-          },
-        });
-        uncompressed += out.offset - dataPageOffset + levels.length + values.length;
-        out.appendBytes(levels);
-        out.appendBytes(data);
-
-        return {
-          file_offset: BigInt(start),
-          meta_data: {
-            type: element.type!,
-            // RLE for the definition levels, as parquet-mr lists it; readers that look for pages
-            // not dictionary-encoded (parquet-mr's dictionary filter) ignore the level encodings.
-            encodings:
-              dictionary === undefined
-                ? hasLevels
-                  ? ['PLAIN', 'RLE']
-                  : ['PLAIN']
-                : hasLevels
-                  ? ['PLAIN', 'RLE', 'RLE_DICTIONARY']
-                  : ['PLAIN', 'RLE_DICTIONARY'],
-            path_in_schema: [column.name],
-            codec,
-            num_values: BigInt(rows),
-            total_uncompressed_size: BigInt(uncompressed),
-            total_compressed_size: BigInt(out.offset - start),
-            data_page_offset: BigInt(dataPageOffset),
-            dictionary_page_offset: dictionaryPageOffset,
-            statistics: withStatistics ? { ...statistics, null_count: BigInt(nulls) } : undefined,
-            encoding_stats: [
-              ...(dictionary === undefined ? [] : [{ page_type: 'DICTIONARY_PAGE' as const, encoding: 'PLAIN' as const, count: 1 }]),
-              { page_type: 'DATA_PAGE_V2', encoding, count: 1 },
-            ],
-          },
-        };
+    const chunk: ColumnChunk = {
+      file_offset: BigInt(start),
+      meta_data: {
+        type: this.element.type!,
+        // RLE for the definition levels, as parquet-mr lists it; readers that look for pages
+        // not dictionary-encoded (parquet-mr's dictionary filter) ignore the level encodings.
+        encodings:
+          dictionary === undefined
+            ? this.levels
+              ? ['PLAIN', 'RLE']
+              : ['PLAIN']
+            : this.levels
+              ? ['PLAIN', 'RLE', 'RLE_DICTIONARY']
+              : ['PLAIN', 'RLE_DICTIONARY'],
+        path_in_schema: [this.column.name],
+        codec: codec.name,
+        num_values: BigInt(this.rows),
+        total_uncompressed_size: BigInt(uncompressed),
+        total_compressed_size: BigInt(out.offset - start),
+        data_page_offset: BigInt(dataPageOffset),
+        dictionary_page_offset: dictionaryPageOffset,
+        statistics: this.statistics ? { ...statistics, null_count: BigInt(this.nulls) } : undefined,
+        encoding_stats: [
+          ...(dictionary === undefined ? [] : [{ page_type: 'DICTIONARY_PAGE' as const, encoding: 'PLAIN' as const, count: 1 }]),
+          { page_type: 'DATA_PAGE_V2', encoding, count: 1 },
+        ],
       },
     };
+    this.rows = 0;
+    this.nulls = 0;
+    return chunk;
   }
 
   /** The RLE/bit-packed definition levels of an OPTIONAL column (width 1, no length prefix in V2). */
@@ -245,10 +231,8 @@ class PlainTextEncoder extends BaseEncoder {
     this.values.appendText(value as string);
   }
 
-  encode(): EncodedChunk {
-    // A copy (`new Uint8Array` of a typed array copies; a Buffer's `slice` would not): the buffer
-    // is reused for the next group while this one is compressed.
-    const chunk = this.chunk('PLAIN', new Uint8Array(this.values.bytes()), undefined);
+  encode(out: ByteWriter, codec: PageCodec): ColumnChunk {
+    const chunk = this.writeChunk(out, codec, 'PLAIN', this.values.bytes(), undefined);
     this.values.reset();
     return chunk;
   }
@@ -299,12 +283,11 @@ class DictionaryTextEncoder extends BaseEncoder {
     if (this.values === DISTINCT_SAMPLE && this.entries.length * 2 > DISTINCT_SAMPLE) this.goPlain();
   }
 
-  encode(): EncodedChunk {
-    let chunk: EncodedChunk;
-    // Every buffer below is new for this group: none needs a copy.
+  encode(out: ByteWriter, codec: PageCodec): ColumnChunk {
+    let chunk: ColumnChunk;
     if (this.plain !== undefined) {
       const statistics = this.min === undefined ? undefined : { min_value: this.min, max_value: this.max };
-      chunk = this.chunk('PLAIN', this.plain.bytes(), statistics);
+      chunk = this.writeChunk(out, codec, 'PLAIN', this.plain.bytes(), statistics);
     } else {
       let dictionaryBytes = 0;
       for (const bytes of this.entryBytes) dictionaryBytes += bytes;
@@ -317,12 +300,12 @@ class DictionaryTextEncoder extends BaseEncoder {
         const data = new GrowingBytes(this.values * (bitWidth / 8) + 64);
         data.appendUint8(bitWidth);
         rleBitPacked(data, this.indexes.subarray(0, this.values), bitWidth);
-        chunk = this.chunk('RLE_DICTIONARY', data.bytes(), statistics, {
+        chunk = this.writeChunk(out, codec, 'RLE_DICTIONARY', data.bytes(), statistics, {
           bytes: dictionary.bytes(),
           entries: this.entries.length,
         });
       } else {
-        chunk = this.chunk('PLAIN', this.plainFromDictionary().bytes(), statistics);
+        chunk = this.writeChunk(out, codec, 'PLAIN', this.plainFromDictionary().bytes(), statistics);
       }
     }
     this.ids.clear();
@@ -418,7 +401,7 @@ class Int64Encoder extends BaseEncoder {
     if (this.bigMax === undefined || value > this.bigMax) this.bigMax = value;
   }
 
-  encode(): EncodedChunk {
+  encode(out: ByteWriter, codec: PageCodec): ColumnChunk {
     let statistics: Pick<ChunkStatistics, 'min_value' | 'max_value'> | undefined;
     if (this.statistics && this.values > 0) {
       let min = this.min === Infinity ? undefined : BigInt(this.min);
@@ -427,8 +410,7 @@ class Int64Encoder extends BaseEncoder {
       if (this.bigMax !== undefined && (max === undefined || this.bigMax > max)) max = this.bigMax;
       statistics = { min_value: min, max_value: max };
     }
-    // A copy: the buffer is reused for the next group while this one is compressed.
-    const chunk = this.chunk('PLAIN', this.buffer.slice(0, 8 * this.values), statistics);
+    const chunk = this.writeChunk(out, codec, 'PLAIN', this.buffer.subarray(0, 8 * this.values), statistics);
     this.values = 0;
     this.min = Infinity;
     this.max = -Infinity;
@@ -461,12 +443,11 @@ class DateEncoder extends BaseEncoder {
     if (day > this.max) this.max = day;
   }
 
-  encode(): EncodedChunk {
+  encode(out: ByteWriter, codec: PageCodec): ColumnChunk {
     const statistics = this.statistics && this.values > 0 ? { min_value: this.min, max_value: this.max } : undefined;
     // Int32Array is in the platform's byte order; Parquet's is little-endian, as are Lambda's CPUs.
-    // Either way a copy: the array is reused for the next group while this one is compressed.
-    const bytes = LITTLE_ENDIAN ? new Uint8Array(this.days.buffer.slice(0, 4 * this.values)) : littleEndianInt32(this.days, this.values);
-    const chunk = this.chunk('PLAIN', bytes, statistics);
+    const bytes = LITTLE_ENDIAN ? new Uint8Array(this.days.buffer, 0, 4 * this.values) : littleEndianInt32(this.days, this.values);
+    const chunk = this.writeChunk(out, codec, 'PLAIN', bytes, statistics);
     this.values = 0;
     this.min = Infinity;
     this.max = -Infinity;

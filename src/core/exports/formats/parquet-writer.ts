@@ -1,10 +1,10 @@
-import { constants as zlib, gzip } from 'node:zlib';
+import { constants as zlib, gzipSync } from 'node:zlib';
 import { ByteWriter, type SchemaElement } from 'hyparquet-writer';
 import { writeMetadata } from 'hyparquet-writer/src/metadata.js';
 import type { ObjectSink, WrittenObject } from './object-sink';
 import { scaleFactor } from './currency';
 import { DECIMAL_PRECISION, DECIMAL_SCALE, type Row, type TableColumn } from './dataset-tables';
-import { columnEncoder, type ColumnEncoder, type EncodedChunk, type RowGroup } from './parquet-columns';
+import { columnEncoder, type ColumnEncoder, type PageCodec, type RowGroup } from './parquet-columns';
 import type { RecordWriter } from './writers';
 
 /**
@@ -20,18 +20,9 @@ export const PARQUET_CREATED_BY = 'acctops exports schema 1';
  * SNAPPY, which is JavaScript: on 100,000 transactions the writer took 197 instead of 253 ms and
  * the file was 2.2 instead of 3.3 MB. Athena, Spark, pyarrow and DuckDB read GZIP pages. A fixed
  * level keeps equal rows equal bytes (for a given zlib).
- *
- * They are compressed on libuv's thread pool, as the JSONL stream is, while the main thread reads
- * the next group's rows: the synchronous zlib calls were 3% of the all-formats export's main
- * thread (docs/benchmark-history.md, fifteenth session).
  */
 export const PARQUET_CODEC = 'GZIP' as const;
-
-function compress(page: Uint8Array): Promise<Uint8Array> {
-  return new Promise((resolve, reject) =>
-    gzip(page, { level: zlib.Z_BEST_SPEED }, (error, compressed) => (error ? reject(error) : resolve(compressed))),
-  );
-}
+const GZIP: PageCodec = { name: PARQUET_CODEC, compress: (page) => gzipSync(page, { level: zlib.Z_BEST_SPEED }) };
 
 /**
  * Parquet through our column encoders (parquet-columns.ts), with hyparquet-writer's thrift code
@@ -47,13 +38,6 @@ export class ParquetRecordWriter implements RecordWriter {
   private readonly rowGroups: RowGroup[] = [];
   private fileRows = 0n;
   private rows = 0;
-  /**
-   * The row group whose pages are being compressed, then written: at most one, so that the
-   * memory held is that group's pages and the next group's values.
-   */
-  private inFlight: Promise<void> | undefined;
-  /** Set by `abort`: a group still being compressed is then dropped, never pushed to the sink. */
-  private aborted = false;
 
   constructor(
     private readonly sink: ObjectSink,
@@ -76,7 +60,6 @@ export class ParquetRecordWriter implements RecordWriter {
 
   async finish(): Promise<WrittenObject> {
     if (this.rows > 0) await this.writeRowGroup();
-    await this.inFlight;
     const metadata = {
       version: 2,
       created_by: PARQUET_CREATED_BY,
@@ -95,43 +78,15 @@ export class ParquetRecordWriter implements RecordWriter {
   }
 
   abort(reason: unknown): Promise<void> {
-    this.aborted = true;
     return this.sink.abort(reason);
   }
 
-  /**
-   * Ends the row group: its pages go to the thread pool for compression, and the writer takes the
-   * next group's rows meanwhile. The group before, if it is still in flight, is waited for (so the
-   * export waits only when compression or the upload falls behind). A failure surfaces here at the
-   * next group, or in `finish`.
-   */
   private writeRowGroup(): Promise<void> | undefined {
-    const previous = this.inFlight;
-    const chunks = this.encoders.map((encoder) => encoder.encode());
-    const rows = BigInt(this.rows);
-    this.rows = 0;
-    const compressed = Promise.all(chunks.map((chunk) => Promise.all(chunk.pages.map(compress))));
-    const written = (async () => {
-      await previous;
-      const pages = await compressed;
-      if (this.aborted) return;
-      this.append(chunks, pages, rows);
-      await this.bytes.flush();
-    })();
-    // Rejections are raised by whoever awaits it next (the next group, finish); until then, and
-    // after an abort, it must not count as unhandled.
-    written.catch(() => undefined);
-    compressed.catch(() => undefined);
-    this.inFlight = written;
-    return previous;
-  }
-
-  /** Appends a compressed row group to the file's bytes, in order, and records it for the footer. */
-  private append(chunks: readonly EncodedChunk[], compressed: readonly (readonly Uint8Array[])[], rows: bigint): void {
     const start = this.bytes.offset;
-    const columns = chunks.map((chunk, i) => chunk.write(this.bytes, PARQUET_CODEC, compressed[i]!));
+    const columns = this.encoders.map((encoder) => encoder.encode(this.bytes, GZIP));
     let uncompressed = 0n;
     for (const chunk of columns) uncompressed += chunk.meta_data?.total_uncompressed_size ?? 0n;
+    const rows = BigInt(this.rows);
     this.rowGroups.push({
       columns,
       total_byte_size: uncompressed,
@@ -139,6 +94,8 @@ export class ParquetRecordWriter implements RecordWriter {
       total_compressed_size: BigInt(this.bytes.offset - start),
     });
     this.fileRows += rows;
+    this.rows = 0;
+    return this.bytes.flush();
   }
 }
 
