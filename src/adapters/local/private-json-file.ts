@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { open, readFile, rename, rm } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { rmSync } from 'node:fs';
+import { open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import type * as z from 'zod';
 import { ValidationError, parseWith } from '../../core/shared/errors';
 import { makeDirectory } from './dir-object-store';
@@ -26,6 +27,51 @@ export function temporaryPath(path: string): string {
   return `${path}.${randomBytes(6).toString('hex')}.tmp`;
 }
 
+const TEMPORARY_SUFFIX = /^\.[0-9a-f]{12}\.tmp$/;
+
+/**
+ * The temporary files of this process's writes between their creation and their rename. A write
+ * the process abandons by exiting (Ctrl-C ends a command with process.exit once its interrupt steps
+ * ran, and a step may still be writing) would leave its file behind, a whole token file or set of
+ * keys in it: they are removed on the way out, synchronously, since `exit` listeners cannot wait.
+ */
+const writing = new Set<string>();
+let removedOnExit = false;
+
+function holdTemporary(temp: string): void {
+  writing.add(temp);
+  if (removedOnExit) return;
+  removedOnExit = true;
+  process.on('exit', () => {
+    for (const path of writing) rmSync(path, { force: true });
+  });
+}
+
+/**
+ * Removes the temporary files of `path` (`<path>.<12 hex>.tmp`) that no write of this process
+ * holds: a process killed between creating one and renaming it (kill -9, a crash, a power cut) ran
+ * no exit listener. Only for a file its caller alone writes (the local mode holds the state
+ * directory's lock when it calls this): another process's write under way would lose its file.
+ * Returns the paths removed.
+ */
+export async function removeStaleTemporaries(path: string): Promise<string[]> {
+  const dir = dirname(path);
+  const prefix = basename(path);
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  const stale = names
+    .filter((name) => name.startsWith(prefix) && TEMPORARY_SUFFIX.test(name.slice(prefix.length)))
+    .map((name) => join(dir, name))
+    .filter((temp) => !writing.has(temp));
+  for (const temp of stale) await rm(temp, { force: true });
+  return stale;
+}
+
 /** Reads `path` and validates it with `schema`; undefined when the file does not exist. */
 export async function readJsonFile<S extends z.ZodType>(path: string, schema: S, source: string = path): Promise<z.output<S> | undefined> {
   const text = await readTextIfExists(path);
@@ -44,6 +90,7 @@ export async function readJsonFile<S extends z.ZodType>(path: string, schema: S,
 export async function writePrivateJsonFile(path: string, value: unknown, options: { pretty?: boolean } = {}): Promise<void> {
   await makeDirectory(dirname(path), 0o700);
   const temp = temporaryPath(path);
+  holdTemporary(temp);
   try {
     const handle = await open(temp, 'wx', 0o600);
     try {
@@ -56,5 +103,7 @@ export async function writePrivateJsonFile(path: string, value: unknown, options
   } catch (error) {
     await rm(temp, { force: true });
     throw error;
+  } finally {
+    writing.delete(temp);
   }
 }
