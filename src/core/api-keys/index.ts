@@ -31,6 +31,7 @@ export {
   RotationGuardError,
   type KeyRotationDeps,
   type StepOutcome,
+  type RollBackResult,
   KeyRotation,
   listKeys,
 } from './rotation';

@@ -108,6 +108,16 @@ interface StepAttempt {
   keyRequested: boolean;
 }
 
+/**
+ * What `KeyRotation.rollBack` did: `rolled_back` (the keys of the rotation revoked, AWSPENDING
+ * removed if it was there; `not_listed`: the keys could not be listed and the rotation had stored
+ * none) or `already_current` (the version was promoted: nothing to undo).
+ */
+export interface RollBackResult {
+  result: 'rolled_back' | 'already_current';
+  revokedKeys: { apiKeyId: string; keyPrefix: string }[] | 'not_listed';
+}
+
 export type StepOutcome =
   /** The version is AWSCURRENT already: the rotation is over, nothing to do. */
   'already_current' | 'done';
@@ -374,32 +384,61 @@ export class KeyRotation {
    */
   private async abandon(secretId: string, token: string, log: Logger, attempt: StepAttempt): Promise<void> {
     try {
-      const description = await this.deps.store.describeSecret(secretId);
-      const stages = description.versionStages[token] ?? [];
-      if (stages.includes(SecretStage.current)) return;
-      // `unreadable` is not "no value": the version may hold a key that must be revoked first.
-      const pending = await this.readPending(secretId, token).catch(() => 'unreadable' as const);
-      let revoked: number | 'not_listed';
-      try {
-        revoked = await this.revokeKeysOf(secretId, token, pending === 'unreadable' ? undefined : pending, log);
-      } catch (error) {
-        if (pending !== undefined || attempt.keyRequested) throw error;
-        log.warn('the keys could not be listed, but the rotation stored no key and asked for none; removing AWSPENDING', { error });
-        revoked = 'not_listed';
-      }
-      if (stages.includes(SecretStage.pending)) {
-        await this.deps.store.moveStage(secretId, { stage: SecretStage.pending, fromVersionId: token });
-      }
+      const undone = await this.undo(secretId, token, log, attempt);
+      if (undone.result === 'already_current') return;
       this.deps.metrics.add('RotationsRolledBack', 1);
-      log.warn('rotation rolled back; AWSCURRENT unchanged', { revokedKeys: revoked });
+      log.warn('rotation rolled back; AWSCURRENT unchanged', { revokedKeys: keysCount(undone.revokedKeys) });
     } catch (error) {
       this.deps.metrics.add('RotationRollbacksFailed', 1);
       log.error('rolling the rotation back failed; the rotation doctor will repair it', { error });
     }
   }
 
-  /** Revokes every live key of the rotation (named after its token, or the pending value's); returns how many. */
-  private async revokeKeysOf(secretId: string, token: string, pending: CompanyKeySecret | undefined, log: Logger): Promise<number> {
+  /**
+   * Rolls back, on request, a rotation that nothing runs any more: the one an interrupted local
+   * command left (its steps run in that command's process, which the state lock proves gone or
+   * stopped). As a failed step's rollback, but a failure is thrown, for the caller to report the
+   * rotation as still pending. Whether the interrupted attempt asked the service for a key is not
+   * known, so keys that cannot be listed leave the label on. Never for a rotation another process
+   * may still run (AWS: Secrets Manager retries a rotation when it likes; the doctor gives those up).
+   */
+  async rollBack(secretId: string, token: string): Promise<RollBackResult> {
+    const log = this.deps.logger.child({ secretId, token });
+    const undone = await this.undo(secretId, token, log, { keyRequested: true });
+    if (undone.result === 'rolled_back') {
+      this.deps.metrics.add('RotationsRolledBack', 1);
+      log.warn('pending rotation rolled back on request; AWSCURRENT unchanged', { revokedKeys: keysCount(undone.revokedKeys) });
+    }
+    return undone;
+  }
+
+  private async undo(secretId: string, token: string, log: Logger, attempt: StepAttempt): Promise<RollBackResult> {
+    const description = await this.deps.store.describeSecret(secretId);
+    const stages = description.versionStages[token] ?? [];
+    if (stages.includes(SecretStage.current)) return { result: 'already_current', revokedKeys: [] };
+    // `unreadable` is not "no value": the version may hold a key that must be revoked first.
+    const pending = await this.readPending(secretId, token).catch(() => 'unreadable' as const);
+    let revoked: RollBackResult['revokedKeys'];
+    try {
+      revoked = await this.revokeKeysOf(secretId, token, pending === 'unreadable' ? undefined : pending, log);
+    } catch (error) {
+      if (pending !== undefined || attempt.keyRequested) throw error;
+      log.warn('the keys could not be listed, but the rotation stored no key and asked for none; removing AWSPENDING', { error });
+      revoked = 'not_listed';
+    }
+    if (stages.includes(SecretStage.pending)) {
+      await this.deps.store.moveStage(secretId, { stage: SecretStage.pending, fromVersionId: token });
+    }
+    return { result: 'rolled_back', revokedKeys: revoked };
+  }
+
+  /** Revokes every live key of the rotation (named after its token, or the pending value's); returns them. */
+  private async revokeKeysOf(
+    secretId: string,
+    token: string,
+    pending: CompanyKeySecret | undefined,
+    log: Logger,
+  ): Promise<{ apiKeyId: string; keyPrefix: string }[]> {
     const current = await this.readCurrent(secretId);
     const client = this.deps.clientFor(current);
     const name = rotationKeyName(token);
@@ -410,7 +449,7 @@ export class KeyRotation {
       await client.apiKeys.revoke(key.publicId);
       log.warn('key of the failed rotation revoked', { apiKeyId: key.publicId, keyPrefix: key.prefix });
     }
-    return doomed.length;
+    return doomed.map((k) => ({ apiKeyId: k.publicId, keyPrefix: k.prefix }));
   }
 
   private async readCurrent(secretId: string): Promise<CompanyKeySecret> {
@@ -437,6 +476,10 @@ export class KeyRotation {
     }
     return pending;
   }
+}
+
+function keysCount(keys: RollBackResult['revokedKeys']): number | 'not_listed' {
+  return keys === 'not_listed' ? keys : keys.length;
 }
 
 /** Every key of the client's company (a short list; the service pages it). */
