@@ -42,8 +42,16 @@ import { DIALECTS, startSandbox, type Dialect, type RunningSandbox } from '../..
 import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/secrets-manager';
 import { CliConfigError } from '../errors';
 import { onInterrupt } from '../interrupt';
-import { readJsonFile, writePrivateJsonFile } from '../../src/adapters/local/private-json-file';
-import { createStateDir, DamagedStateFileError, LocalClock, lockStateDir, statePath, type StateFileName } from './state-dir';
+import { readJsonFile, removeStaleTemporaries, writePrivateJsonFile } from '../../src/adapters/local/private-json-file';
+import {
+  createStateDir,
+  DamagedStateFileError,
+  LocalClock,
+  lockStateDir,
+  STATE_FILES,
+  statePath,
+  type StateFileName,
+} from './state-dir';
 import { sandboxSnapshotSchema } from '../../sandbox';
 import { secretsSnapshotSchema } from '../../sandbox/secrets-manager';
 
@@ -266,6 +274,8 @@ export class LocalWorld {
     let sandbox: RunningSandbox | undefined;
     let sm: RunningSecretsManager | undefined;
     try {
+      // A process killed mid-write (kill -9) left its temporary file, which may hold every token; the lock makes it stale.
+      for (const file of Object.keys(STATE_FILES) as StateFileName[]) await removeStaleTemporaries(statePath(stateDir, file));
       const damaged = options.tolerateDamage === true ? ([] as DamagedStateFileError[]) : undefined;
       const saved = await readStateFile(stateDir, 'state', stateSchema, damaged);
       const stateDamaged = damaged?.some((d) => d.file === 'state') === true;
