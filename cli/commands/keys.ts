@@ -3,7 +3,7 @@ import { guid, keyPrefixArg } from '../args';
 import { apiKeyFromEnv, CliError, UsageError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
 import { relative } from '../format';
-import type { KeysInstallReport, KeyStatusReport, RevokePendingReport, RotateReport } from '../operations/operations';
+import type { CancelRotationReport, KeysInstallReport, KeyStatusReport, RevokePendingReport, RotateReport } from '../operations/operations';
 import type { Output } from '../output';
 import { required } from './credentials';
 import type { CommandHost } from './host';
@@ -32,7 +32,7 @@ export function keysCommand(host: CommandHost): Command {
             {
               code: 'rotation_failed_not_rolled_back',
               exitCode: ExitCode.failure,
-              hint: 'every rotation of this secret is refused until the rotation doctor gives this one up, an hour after it started (`acctops doctor --repair`); see docs/runbooks.md, "A rotation stuck in AWSPENDING"',
+              hint: `every rotation of this secret is refused until this one is rolled back: locally \`acctops keys cancel-rotation --company ${report.companyId}\` does it now; in AWS the rotation doctor gives it up an hour after it started (\`acctops doctor --repair\`); see docs/runbooks.md, "A rotation stuck in AWSPENDING"`,
             },
           );
         }
@@ -51,6 +51,20 @@ export function keysCommand(host: CommandHost): Command {
             fields: { companyId: report.companyId },
           });
         }
+      }),
+    );
+
+  keys
+    .command('cancel-rotation')
+    .description(
+      "Roll back the company's rotation left pending (AWSPENDING) by an interrupted or failed `keys rotate`: revoke the key it created at the service, " +
+        'if any, and remove AWSPENDING, so that `keys rotate` runs again at once. AWSCURRENT and the rotation schedule are unchanged. Local mode only.',
+    )
+    .requiredOption('--company <id>', "the company's publicId", guid)
+    .action(
+      host.run(async (session, opts: { company: string }) => {
+        const report = await (await session.operations()).cancelRotation(opts.company);
+        session.out.result(report, () => renderCancelRotation(session.out, report));
       }),
     );
 
@@ -121,6 +135,19 @@ export function renderRotate(out: Output, report: RotateReport): void {
     out.line(`  the previous key ${report.previousKeyPrefix}… was revoked now: ${report.previousKeyRevoked}`);
   else if (report.previousKeyRevokeAt) out.line(`  the previous key keeps working until ${report.previousKeyRevokeAt}, then it is revoked`);
   if (report.state === 'in_progress') out.line('  Secrets Manager runs the steps now; follow with `acctops keys status`.');
+}
+
+export function renderCancelRotation(out: Output, report: CancelRotationReport): void {
+  if (report.result === 'nothing_pending') {
+    out.line(`Company ${report.companyId}: no rotation of ${report.secret} is pending; nothing changed.`);
+    return;
+  }
+  const revoked = report.revokedKeyPrefixes.map((p) => `${p}…`).join(', ');
+  out.line(
+    `Rotation of ${report.secret} (company ${report.companyId}), version ${report.versionId}: rolled back; AWSCURRENT is unchanged.`,
+  );
+  out.line(revoked ? `  the key it had created was revoked: ${revoked}` : '  it had created no key at the service');
+  out.line(`  \`acctops keys rotate --company ${report.companyId}\` rotates now.`);
 }
 
 export function renderRevokePending(out: Output, report: RevokePendingReport): void {

@@ -14,6 +14,7 @@ import {
   type CompanyKeyDirectory,
   type CompanyKeySecret,
   KeyRotation,
+  KeyRotationError,
   PURPOSE_COMPANY_KEY,
   type RevokeDeps,
   rotationEventSchema,
@@ -22,6 +23,7 @@ import {
   serializeCompanyKeySecret,
   taggedKeyDirectory,
   type DueRevocationsResult,
+  type StepOutcome,
 } from '../../src/core/api-keys';
 import {
   cachedInstitutionCredential,
@@ -33,6 +35,7 @@ import { CompanyRegistry, type RegistryTable } from '../../src/core/companies/co
 import { FORMATS } from '../../src/core/exports/formats/datasets';
 import { checkHealth, type HealthReport } from '../../src/core/health/check-health';
 import { institutionCredentialProbe, serviceReachableProbe } from '../../src/core/health/probes';
+import { SecretStage } from '../../src/core/ports/secrets';
 import { ValidationError, parseWith } from '../../src/core/shared/errors';
 import type { Logger } from '../../src/core/shared/logger';
 import { noMetrics } from '../../src/core/shared/metrics';
@@ -43,15 +46,8 @@ import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/s
 import { CliConfigError } from '../errors';
 import { onInterrupt } from '../interrupt';
 import { readJsonFile, removeStaleTemporaries, writePrivateJsonFile } from '../../src/adapters/local/private-json-file';
-import {
-  createStateDir,
-  DamagedStateFileError,
-  LocalClock,
-  lockStateDir,
-  STATE_FILES,
-  statePath,
-  type StateFileName,
-} from './state-dir';
+import { LeaseHoldingStore } from './held-leases';
+import { createStateDir, DamagedStateFileError, LocalClock, lockStateDir, STATE_FILES, statePath, type StateFileName } from './state-dir';
 import { sandboxSnapshotSchema } from '../../sandbox';
 import { secretsSnapshotSchema } from '../../sandbox/secrets-manager';
 
@@ -97,6 +93,37 @@ const KEY_CACHE_TTL_MS = 5 * 60_000;
 const EMULATOR_CREDENTIALS = { accessKeyId: 'AKIALOCALACCTOPS0000', secretAccessKey: 'local-emulator-not-a-secret' };
 
 export const companySecretName = (companyId: string) => `acctops/local/company/${companyId}/api-key`;
+
+/**
+ * How long an interrupted command lets a rotation step or a refresh under way end by itself, and
+ * how long it gives the rollback of a stopped rotation: together well inside the interrupt steps'
+ * 10 s (cli/interrupt.ts), which must still leave the world time to save.
+ */
+const IN_FLIGHT_WAIT_MS = 3_000;
+const ROLLBACK_WAIT_MS = 3_000;
+
+/**
+ * A rotation this command's emulator ran, as an interrupt left it (`LocalWorld.stopRotations`):
+ * `completed` (promoted before the signal), `rolled_back` (its keys revoked, AWSPENDING removed, by
+ * the interrupt or by a step that failed before it), or `pending` (still AWSPENDING: a step did not
+ * end in time, or the rollback failed; `acctops keys cancel-rotation` rolls it back).
+ */
+export interface StoppedRotation {
+  secretId: string;
+  versionId: string;
+  state: 'completed' | 'rolled_back' | 'pending';
+  /** Prefixes of the keys the interrupt revoked (the rotation's own; never AWSCURRENT's). */
+  revokedKeyPrefixes: string[];
+}
+
+/** What the world's interrupt step undid before it saved the state. */
+export interface InterruptCleanup {
+  rotations: StoppedRotation[];
+  /** Users whose lease this command held and released. */
+  releasedLeases: string[];
+}
+
+export type InterruptListener = (signal: NodeJS.Signals, cleanup: InterruptCleanup) => void;
 
 export interface LocalWorldOptions {
   stateDir: string;
@@ -189,7 +216,8 @@ export class LocalWorld {
   readonly secrets: AwsSecretStore;
   readonly directory: CompanyKeyDirectory;
   readonly companyKeys: CompanyApiKeys;
-  readonly tokens: FileTokenStore;
+  /** tokens.json, knowing the leases this command holds (released on an interrupt). */
+  readonly tokens: LeaseHoldingStore;
   readonly revocations: FileRevocationQueue | MemoryRevocationQueue;
   /** The company registry's table: companies.json, or an empty stand-in when it is damaged (doctor only). */
   readonly companies: RegistryTable;
@@ -203,7 +231,15 @@ export class LocalWorld {
   /** Where the institution credential comes from: ACCTOPS_INSTITUTION, or the local secret. */
   readonly institutionSource: 'environment' | 'secret';
   private readonly institution: CredentialProvider;
-  private closed = false;
+  private closing: Promise<void> | undefined;
+  /** Set once a signal is being handled: the rollback and lease release run before any save. */
+  private interruptCleanup: Promise<void> | undefined;
+  private readonly interruptListeners: InterruptListener[] = [];
+  /** The rotation steps under way in this process (the emulator runs them inside RotateSecret). */
+  private readonly rotationSteps = new Set<Promise<void>>();
+  /** Each secret's rotation this command's emulator ran a step of: secret ARN -> its version. */
+  private readonly rotationsRun = new Map<string, string>();
+  private rotationsStopped = false;
   /** Each snapshot file's content as loaded or last written (`fingerprint`): save() writes only what differs. */
   private readonly saved: Partial<Record<SnapshotFile, string>> = {};
   /** The registry is an in-memory stand-in, seeded by seedRegistry, for a read-only command on a state without companies.json. */
@@ -231,7 +267,7 @@ export class LocalWorld {
     this.secrets = new AwsSecretStore({ endpoint: sm.endpoint, region: sm.region, credentials: EMULATOR_CREDENTIALS, maxAttempts: 2 });
     this.directory = taggedKeyDirectory(this.secrets);
     this.companyKeys = new CompanyApiKeys(this.secrets, this.directory, { ttlMs: KEY_CACHE_TTL_MS, clock, logger });
-    this.tokens = new FileTokenStore({ path: statePath(stateDir, 'tokens') });
+    this.tokens = new LeaseHoldingStore(new FileTokenStore({ path: statePath(stateDir, 'tokens') }));
     this.revocations = this.isDamaged('revocations')
       ? new MemoryRevocationQueue()
       : new FileRevocationQueue({ path: statePath(stateDir, 'revocations') });
@@ -250,9 +286,7 @@ export class LocalWorld {
       logger,
       metrics: noMetrics,
     });
-    sm.admin.registerRotationHandler(LOCAL_ROTATION_LAMBDA, (event) =>
-      this.rotation.runStep(parseWith(rotationEventSchema, event, 'rotation event')),
-    );
+    sm.admin.registerRotationHandler(LOCAL_ROTATION_LAMBDA, (event) => this.runRotationStep(event));
     const fromEnv = env.ACCTOPS_INSTITUTION;
     if (fromEnv !== undefined && fromEnv.trim() !== '') {
       const credential = parseInstitutionOverride(fromEnv);
@@ -552,30 +586,138 @@ export class LocalWorld {
   }
 
   /**
-   * Ctrl+C or a SIGTERM in the middle of a command: save what the embedded peers hold (a key the
-   * service created is in sandbox.json as well as in secrets.json) before the process ends, so the
-   * state directory stays consistent. An export's own step (stop its writes, remove what they
-   * staged) runs before this one: it registered first (cli/interrupt.ts).
+   * Ctrl+C or a SIGTERM in the middle of a command: first undo what must not outlive the command
+   * (a rotation half done, leases it holds: `cleanUpInterrupted`), then save what the embedded peers
+   * hold (a key the service created is in sandbox.json as well as in secrets.json) before the
+   * process ends, so the state directory stays consistent. An export's own step (stop its writes,
+   * remove what they staged) runs before this one: it registered first (cli/interrupt.ts).
    */
   private saveOnSignals(): void {
-    this.removeSignalHandlers = onInterrupt(() => this.close());
+    this.removeSignalHandlers = onInterrupt(async (signal) => {
+      this.interruptCleanup ??= this.cleanUpInterrupted(signal);
+      await this.interruptCleanup;
+      await this.close();
+    });
   }
 
   private removeSignalHandlers = () => undefined as void;
 
-  /** Saves, stops the embedded peers and releases the state directory. Safe to call twice. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    this.removeSignalHandlers();
+  /**
+   * Calls `listener` with what the interrupt undid, once it is undone and before the world saves:
+   * the command says in one line what became of its work (`keys rotate`, `tokens refresh`).
+   */
+  onInterrupted(listener: InterruptListener): void {
+    this.interruptListeners.push(listener);
+  }
+
+  private async cleanUpInterrupted(signal: NodeJS.Signals): Promise<void> {
+    const cleanup: InterruptCleanup = { rotations: [], releasedLeases: [] };
     try {
-      await this.sm.admin.settled();
-      await this.save();
-    } finally {
-      await this.sm.stop().catch(() => undefined);
-      await this.sandbox.stop().catch(() => undefined);
-      await this.unlock();
+      cleanup.rotations = await this.stopRotations();
+      cleanup.releasedLeases = await this.tokens.release(IN_FLIGHT_WAIT_MS);
+    } catch (error) {
+      this.logger.warn('undoing the interrupted work failed', { error });
     }
+    for (const listener of this.interruptListeners) {
+      try {
+        listener(signal, cleanup);
+      } catch {
+        // The line is a courtesy; the state must still be saved.
+      }
+    }
+  }
+
+  /** Runs a rotation step for the emulator, unless the command is being interrupted. */
+  private runRotationStep(raw: unknown): Promise<StepOutcome> {
+    const event = parseWith(rotationEventSchema, raw, 'rotation event');
+    if (this.rotationsStopped) {
+      // A failed invocation stops the emulator's rotation before its next step; stopRotations rolls it back.
+      return Promise.reject(new KeyRotationError('the command was interrupted', { code: 'interrupted', step: event.Step }));
+    }
+    this.rotationsRun.set(event.SecretId, event.ClientRequestToken);
+    const step = this.rotation.runStep(event);
+    const tracked: Promise<void> = step.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.rotationSteps.add(tracked);
+    void tracked.then(() => this.rotationSteps.delete(tracked));
+    return step;
+  }
+
+  /**
+   * An interrupt's part in the rotations this command ran: no further step starts; once the step
+   * under way has ended (it is given IN_FLIGHT_WAIT_MS), each rotation still AWSPENDING is rolled
+   * back as a failed step would be (`KeyRotation.rollBack`: the keys it created revoked, AWSPENDING
+   * removed), so that `keys rotate` works again at once instead of an hour later, when the doctor
+   * would give it up. Nothing else can be running it: the steps run in this process, which holds
+   * the state lock. A step that does not end in time is left alone, since it could still store or
+   * promote after a rollback, and its rotation is reported `pending`.
+   */
+  async stopRotations(): Promise<StoppedRotation[]> {
+    this.rotationsStopped = true;
+    const stepsEnded = (await within(IN_FLIGHT_WAIT_MS, Promise.all([...this.rotationSteps]))) !== TIMED_OUT;
+    const stopped: StoppedRotation[] = [];
+    for (const [secretId, versionId] of this.rotationsRun) stopped.push(await this.stopRotation(secretId, versionId, stepsEnded));
+    return stopped;
+  }
+
+  private async stopRotation(secretId: string, versionId: string, stepsEnded: boolean): Promise<StoppedRotation> {
+    const stopped = (state: StoppedRotation['state'], revokedKeyPrefixes: string[] = []): StoppedRotation => ({
+      secretId,
+      versionId,
+      state,
+      revokedKeyPrefixes,
+    });
+    try {
+      const stages = (await this.secrets.describeSecret(secretId)).versionStages[versionId] ?? [];
+      if (stages.includes(SecretStage.current)) return stopped('completed');
+      if (!stages.includes(SecretStage.pending)) return stopped('rolled_back');
+      if (!stepsEnded) return stopped('pending');
+      const undone = await within(ROLLBACK_WAIT_MS, this.rotation.rollBack(secretId, versionId));
+      if (undone === TIMED_OUT) return stopped('pending');
+      if (undone.result === 'already_current') return stopped('completed');
+      return stopped('rolled_back', undone.revokedKeys === 'not_listed' ? [] : undone.revokedKeys.map((k) => k.keyPrefix));
+    } catch (error) {
+      this.logger.warn('the interrupted rotation could not be rolled back', { secretId, versionId, error });
+      return stopped('pending');
+    }
+  }
+
+  /**
+   * Saves, stops the embedded peers and releases the state directory. Safe to call twice, and from
+   * the command and an interrupt at once: both wait for the one close, and the command's waits for
+   * the interrupt's cleanup, which must come before the save.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (this.interruptCleanup) await this.interruptCleanup;
+      this.removeSignalHandlers();
+      try {
+        await this.sm.admin.settled();
+        await this.save();
+      } finally {
+        await this.sm.stop().catch(() => undefined);
+        await this.sandbox.stop().catch(() => undefined);
+        await this.unlock();
+      }
+    })();
+    return this.closing;
+  }
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+/** `work`'s value, or TIMED_OUT once `ms` have passed (the work goes on; nobody waits for it). */
+async function within<T>(ms: number, work: Promise<T>): Promise<T | typeof TIMED_OUT> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -513,6 +513,19 @@ export class AwsOperations implements Operations {
     return Promise.reject(localModeOnly());
   }
 
+  /**
+   * Not here: a deployed rotation runs in Lambda, and Secrets Manager retries it when it likes, so
+   * nothing proves it stopped; the rotation doctor gives up a stuck one (docs/key-rotation.md).
+   */
+  cancelRotation(): Promise<never> {
+    return Promise.reject(
+      new CliConfigError(
+        'keys cancel-rotation needs the local mode, but a stack is named: a deployed rotation may still be retried by Secrets Manager',
+        'the rotation doctor gives up a rotation pending for over an hour: `acctops doctor --repair`; see docs/runbooks.md, "A rotation stuck in AWSPENDING"',
+      ),
+    );
+  }
+
   advanceClock(): Promise<never> {
     return Promise.reject(localModeOnly());
   }

@@ -3,16 +3,19 @@ import { NotFoundError } from '../../src/core/accounting-api';
 import { checkKeyRotations, keyMissingFinding, keyStatus, parseCompanyKeySecret, rotateNow, type Finding } from '../../src/core/api-keys';
 import { activeCompanyPages, type CompanyRegistry } from '../../src/core/companies/company-registry';
 import { DEFAULT_EXPORT_DEADLINE } from '../../src/core/exports/pipeline/export-deadline';
-import { SecretStage } from '../../src/core/ports/secrets';
+import { SecretStage, versionWithStage, type SecretDescription } from '../../src/core/ports/secrets';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { redactString } from '../../src/core/shared/redact';
 import type { OnboardInput } from '../../src/core/tokens/token-lifecycle';
 import { planTokenRefresh } from '../../src/core/tokens/plan-refresh';
 import { rejectAwsModeOptions } from '../args';
-import { unknownUser, userGoneAtService } from '../errors';
+import { CliError, unknownUser, userGoneAtService } from '../errors';
+import { ExitCode } from '../exit-codes';
 import { counts, iso } from '../format';
-import { withLocalWorld, type LocalWorld } from '../local/local-world';
+import { interruptExitCode, speak } from '../interrupt';
+import { withLocalWorld, type InterruptCleanup, type LocalWorld } from '../local/local-world';
 import type {
+  CancelRotationReport,
   ClockAdvanced,
   ClockReset,
   CompanyInput,
@@ -111,11 +114,15 @@ export class LocalOperations implements Operations {
   }
 
   refreshDue() {
-    return this.world((world) => refreshDueLocal(world));
+    return this.world((world) => {
+      world.onInterrupted((signal, cleanup) => speak(() => this.context.out.error(refreshInterruptedLine(signal, cleanup))));
+      return refreshDueLocal(world);
+    });
   }
 
   refreshUser(externalId: string) {
     return this.world(async (world): Promise<RefreshReport> => {
+      world.onInterrupted((signal, cleanup) => speak(() => this.context.out.error(refreshInterruptedLine(signal, cleanup))));
       const outcome = await world.lifecycle().refresh(externalId);
       // Named by --user: a user the store does not hold is the command's error, not a result (README, "Exit codes").
       if (outcome.result === 'not_found') throw unknownUser(externalId);
@@ -125,9 +132,19 @@ export class LocalOperations implements Operations {
 
   /** The rotation completes in the command (the emulator runs the four steps): --no-wait is refused, as the AWS mode's own. */
   rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }) {
-    return this.world((world) => rotateLocal(world, companyId, { revokePreviousNow: options.revokePreviousNow }), {
-      noWait: !options.wait,
-    });
+    return this.world(
+      (world) => {
+        world.onInterrupted((signal, cleanup) =>
+          speak(() => this.context.out.error(rotationInterruptedLine(signal, companyId, cleanup, options.revokePreviousNow))),
+        );
+        return rotateLocal(world, companyId, { revokePreviousNow: options.revokePreviousNow });
+      },
+      { noWait: !options.wait },
+    );
+  }
+
+  cancelRotation(companyId: string) {
+    return this.world((world) => cancelRotationLocal(world, companyId));
   }
 
   revokePending(companyId: string, options: { prefix?: string }) {
@@ -290,6 +307,18 @@ export async function rotateLocal(
 ): Promise<RotateReport> {
   const revokedBefore = revokedKeys(await world.runDueRevocations());
   const entry = await localCompanyKey(world, companyId);
+  const left = pendingVersion(await world.secrets.describeSecret(entry.secretId));
+  if (left !== undefined) {
+    // The emulator would refuse it ("A previous rotation isn't complete") with nothing to do about it for an hour.
+    throw new CliError(
+      `a previous rotation of ${entry.name} isn't complete: version ${left} is AWSPENDING and no process runs it (an interrupted or failed \`keys rotate\`); AWSCURRENT is unchanged`,
+      {
+        code: 'rotation_pending',
+        exitCode: ExitCode.failure,
+        hint: `\`acctops keys cancel-rotation --company ${companyId}\` rolls it back now, revoking any key that rotation created; then rotate again`,
+      },
+    );
+  }
   const before = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
   // The emulator runs the four steps inside RotateSecret: a version still AWSPENDING after it is a failure.
   const result = await rotateNow({ store: world.secrets, directory: world.directory, logger: world.logger, synchronous: true }, companyId);
@@ -312,6 +341,98 @@ export async function rotateLocal(
     previousKeyRevokeAt: revokeAt === undefined ? null : iso(revokeAt)!,
     revokedBefore,
     ...revokedNow,
+  };
+}
+
+/**
+ * The version of a rotation that has not finished: AWSPENDING on a version that is not AWSCURRENT.
+ * In the local mode nothing runs it while a command holds the state lock (the emulator runs the
+ * steps inside the RotateSecret of the command that started it), so such a version was left by an
+ * interrupted or failed `keys rotate`: `keys cancel-rotation` rolls it back.
+ */
+function pendingVersion(description: Pick<SecretDescription, 'versionStages'>): string | undefined {
+  const pending = versionWithStage(description, SecretStage.pending);
+  return pending !== undefined && !(description.versionStages[pending] ?? []).includes(SecretStage.current) ? pending : undefined;
+}
+
+/** `keys cancel-rotation`: the company's pending rotation rolled back (KeyRotation.rollBack), if it has one. */
+export async function cancelRotationLocal(world: LocalWorld, companyId: string): Promise<CancelRotationReport> {
+  const entry = await localCompanyKey(world, companyId);
+  const versionId = pendingVersion(await world.secrets.describeSecret(entry.secretId)) ?? null;
+  const report = { companyId: entry.companyId, secret: entry.name, versionId };
+  if (versionId === null) return { ...report, result: 'nothing_pending', revokedKeyPrefixes: [] };
+  let undone;
+  try {
+    undone = await world.rotation.rollBack(entry.secretId, versionId);
+  } catch (error) {
+    throw new CliError(
+      `the pending rotation of ${entry.name} (version ${versionId}) could not be rolled back: ${error instanceof Error ? error.message : String(error)}`,
+      {
+        code: 'rotation_not_rolled_back',
+        exitCode: ExitCode.failure,
+        hint: 'nothing was changed that a repeat would not finish: run it again once the service answers',
+        cause: error,
+      },
+    );
+  }
+  // `already_current` cannot be: the version was found pending, and nothing else runs it.
+  return {
+    ...report,
+    result: 'rolled_back',
+    revokedKeyPrefixes: undone.revokedKeys === 'not_listed' ? [] : undone.revokedKeys.map((k) => k.keyPrefix),
+  };
+}
+
+/**
+ * The one line an interrupted `keys rotate` prints (cli/interrupt.ts: the rest of its output is
+ * dropped): what became of the rotation, and the command that goes on from there.
+ */
+export function rotationInterruptedLine(signal: NodeJS.Signals, companyId: string, cleanup: InterruptCleanup, revokePreviousNow: boolean) {
+  const line = { exitCode: interruptExitCode(signal), code: 'interrupted' };
+  const rotation = cleanup.rotations.at(-1);
+  const rotateAgain = `\`acctops keys rotate --company ${companyId}\``;
+  if (rotation === undefined) {
+    return {
+      ...line,
+      message: `interrupted (${signal}) before the rotation of company ${companyId} started; nothing changed`,
+      hint: `run ${rotateAgain} again`,
+    };
+  }
+  if (rotation.state === 'rolled_back') {
+    const revoked = rotation.revokedKeyPrefixes.map((p) => `${p}…`).join(', ');
+    return {
+      ...line,
+      message: `interrupted (${signal}): the rotation of company ${companyId} was stopped and rolled back${revoked ? ` (the key it created, ${revoked}, is revoked)` : ''}; AWSCURRENT is unchanged`,
+      hint: `${rotateAgain} rotates now`,
+    };
+  }
+  if (rotation.state === 'pending') {
+    return {
+      ...line,
+      message: `interrupted (${signal}): the rotation of company ${companyId} was stopped but could not be rolled back in time: version ${rotation.versionId} stays AWSPENDING and may hold a key it created; AWSCURRENT is unchanged`,
+      hint: `\`acctops keys cancel-rotation --company ${companyId}\` rolls it back now; then ${rotateAgain}`,
+    };
+  }
+  return {
+    ...line,
+    message: `interrupted (${signal}) after the rotation of company ${companyId} completed: the new key is current`,
+    hint: revokePreviousNow
+      ? `the previous key may not be revoked yet: \`acctops keys status --company ${companyId}\` lists it under PENDING REVOCATIONS, and \`acctops keys revoke-pending --company ${companyId}\` revokes it now`
+      : `the previous key is revoked after the grace period; \`acctops keys status --company ${companyId}\``,
+  };
+}
+
+/** The one line an interrupted `tokens refresh` prints: the leases it released, so the users are not `busy` to the next run. */
+export function refreshInterruptedLine(signal: NodeJS.Signals, cleanup: InterruptCleanup) {
+  const released = cleanup.releasedLeases.length;
+  return {
+    exitCode: interruptExitCode(signal),
+    code: 'interrupted',
+    message:
+      released === 0
+        ? `interrupted (${signal}): the refresh was stopped; it held no lease`
+        : `interrupted (${signal}): the refresh was stopped and the lease(s) it held on ${released} user(s) released: ${cleanup.releasedLeases.join(', ')}`,
+    hint: '`acctops tokens refresh --all` refreshes the users still due now',
   };
 }
 
@@ -370,6 +491,8 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
   const tokens = world.isDamaged('tokens')
     ? { skipped: 'tokens.json is damaged' }
     : tokenHealth((await listUsers(world.tokens, now())).rows, now());
+  // Before the rotation doctor: with --repair it rolls them back, which the doctor would only give up after an hour.
+  const abandoned = await abandonedRotations(world, options.repair);
   const rotations = await checkKeyRotations(
     {
       store: world.secrets,
@@ -391,13 +514,64 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
     health: { probes: health.probes.map(probeRow) },
     companySecrets,
     tokens,
-    rotations: { companies: rotations.companies, findings: [...rotations.findings, ...keysMissing].map(findingRow) },
+    rotations: {
+      companies: rotations.companies,
+      findings: [...abandoned, ...withoutAbandoned(rotations.findings, abandoned), ...keysMissing].map(findingRow),
+    },
     exports,
     registry: world.isDamaged('companies') ? { skipped: 'companies.json is damaged' } : await registryHealth(world.registry()),
     revokedKeys: revoked,
     damagedStateFiles,
   };
   return { ...partial, findings: findingsOf(partial) };
+}
+
+/**
+ * The local mode's rotations left AWSPENDING (`pendingVersion`): the doctor holds the state lock,
+ * so no process runs them, and there is no reason to wait the rotation doctor's hour
+ * (`stuckPendingAfterMs`, for a deployed rotation Secrets Manager may still retry). Each is a
+ * `stuck_pending` finding at once; with `repair`, rolled back as `keys cancel-rotation` does.
+ */
+async function abandonedRotations(world: LocalWorld, repair: boolean): Promise<Finding[]> {
+  const found: Finding[] = [];
+  for await (const entry of world.directory.list()) {
+    let versionId: string | undefined;
+    try {
+      versionId = pendingVersion(await world.secrets.describeSecret(entry.secretId));
+    } catch {
+      continue; // The rotation doctor reports a secret it cannot read (`check_failed`).
+    }
+    if (versionId === undefined) continue;
+    const finding = { type: 'stuck_pending' as const, companyId: entry.companyId, secret: entry.name, versionId };
+    const cancel = `\`acctops keys cancel-rotation --company ${entry.companyId}\``;
+    const left = `version ${versionId} is AWSPENDING and no process runs it (an interrupted or failed \`keys rotate\`; every rotation is refused until it is rolled back)`;
+    if (!repair) {
+      found.push({ ...finding, repaired: false, detail: `${left}: ${cancel} or \`acctops doctor --repair\` rolls it back now` });
+      continue;
+    }
+    try {
+      const undone = await world.rotation.rollBack(entry.secretId, versionId);
+      const revoked = undone.revokedKeys === 'not_listed' ? [] : undone.revokedKeys.map((k) => `${k.keyPrefix}…`);
+      found.push({
+        ...finding,
+        repaired: true,
+        detail: `${left}: rolled back${revoked.length > 0 ? `, the key it created (${revoked.join(', ')}) revoked` : ''}`,
+      });
+    } catch (error) {
+      found.push({
+        ...finding,
+        repaired: false,
+        detail: `${left}; rolling it back failed (${redactString(error instanceof Error ? error.message : String(error))}): run ${cancel} again`,
+      });
+    }
+  }
+  return found;
+}
+
+/** The rotation doctor's own `stuck_pending` of a version `abandonedRotations` reported already (one past its hour). */
+function withoutAbandoned(findings: readonly Finding[], abandoned: readonly Finding[]): Finding[] {
+  const versions = new Set(abandoned.map((f) => f.versionId));
+  return findings.filter((f) => !(f.type === 'stuck_pending' && !f.repaired && versions.has(f.versionId)));
 }
 
 /**

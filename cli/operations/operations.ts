@@ -43,6 +43,12 @@ export interface Operations {
 
   rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }): Promise<RotateReport>;
   /**
+   * Rolls back the company's rotation left AWSPENDING with nothing running it (an interrupted or
+   * failed local `keys rotate`): its keys revoked, AWSPENDING removed. `keys cancel-rotation`; the
+   * local mode only, where the state lock proves no process runs it (AWS mode refuses, exit 3).
+   */
+  cancelRotation(companyId: string): Promise<CancelRotationReport>;
+  /**
    * Revokes now the company's old keys whose revocation is pending (their grace period not over),
    * or only the one of `prefix`; never the current key. Nothing is rotated. `keys revoke-pending`.
    */
@@ -161,6 +167,18 @@ export interface ReportedError {
   message: string;
   exitCode: number;
   hint: string | null;
+}
+
+/** `keys cancel-rotation`: the pending rotation rolled back, or none found. */
+export interface CancelRotationReport {
+  companyId: string;
+  secret: string;
+  /** `nothing_pending`: no version of the secret was AWSPENDING (the rotation was over, or never started). */
+  result: 'rolled_back' | 'nothing_pending';
+  /** The version that was AWSPENDING; null when none was. */
+  versionId: string | null;
+  /** The keys the rotation had created, revoked now, by prefix. */
+  revokedKeyPrefixes: string[];
 }
 
 /** `keys revoke-pending`: each old key whose pending revocation was carried out now. */
