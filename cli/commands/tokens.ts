@@ -2,12 +2,13 @@ import { Command } from 'commander';
 import type { RefreshResult } from '../../src/core/tokens/token-lifecycle';
 import { guid } from '../args';
 import { UsageError } from '../errors';
+import { ExitCode } from '../exit-codes';
 import { errorLabel } from '../format';
 import type { RefreshReport } from '../operations/operations';
 import type { Output } from '../output';
 import type { CommandHost } from './host';
 
-/** Results that need someone: a refresh deferred or a user out of the schedule. */
+/** Results that need someone: a refresh deferred or a user out of the schedule (`busy` is said per user, below). */
 const TROUBLE: readonly RefreshResult[] = ['failed', 'needs_attention'];
 
 export function tokensCommand(host: CommandHost): Command {
@@ -25,6 +26,19 @@ export function tokensCommand(host: CommandHost): Command {
         const operations = await session.operations();
         const report = opts.user !== undefined ? await operations.refreshUser(opts.user) : await operations.refreshDue();
         if (report.outcomes.some((o) => TROUBLE.includes(o.result))) session.partial();
+        // A busy user was due and is not refreshed: this run did not do what was asked for it (exit 5, README "Exit codes").
+        for (const o of report.outcomes.filter((row) => row.result === 'busy')) {
+          session.partial();
+          session.out.error(
+            {
+              exitCode: ExitCode.partial,
+              code: 'user_busy',
+              message: `not refreshed: another run holds its lease${o.leaseUntil ? ` until ${o.leaseUntil}` : ''}`,
+              hint: 'held by a refresh worker refreshing it now, or left by a command killed with kill -9; `acctops tokens refresh --all` refreshes it once the lease has run out',
+            },
+            { text: `user ${o.externalId}`, fields: { externalId: o.externalId } },
+          );
+        }
         session.out.result(report, () => renderRefresh(session.out, report));
       }),
     );

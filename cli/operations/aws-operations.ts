@@ -235,7 +235,7 @@ export class AwsOperations implements Operations {
           ? { externalId, result, errorClass: after.lastErrorClass, ...(after.lastErrorCode ? { errorCode: after.lastErrorCode } : {}) }
           : { externalId, result };
     }
-    return { mode: 'local', planned: 1, outcomes: [outcomeRow(outcome)], counts: { [outcome.result]: 1 } };
+    return { mode: 'local', planned: 1, outcomes: [outcomeRow(outcome, before.leaseUntil)], counts: { [outcome.result]: 1 } };
   }
 
   async rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }): Promise<RotateReport> {

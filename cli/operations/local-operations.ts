@@ -6,7 +6,7 @@ import { DEFAULT_EXPORT_DEADLINE } from '../../src/core/exports/pipeline/export-
 import { SecretStage, versionWithStage, type SecretDescription } from '../../src/core/ports/secrets';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { redactString } from '../../src/core/shared/redact';
-import type { OnboardInput } from '../../src/core/tokens/token-lifecycle';
+import type { OnboardInput, RefreshOutcome } from '../../src/core/tokens/token-lifecycle';
 import { planTokenRefresh } from '../../src/core/tokens/plan-refresh';
 import { rejectAwsModeOptions } from '../args';
 import { CliError, unknownUser, userGoneAtService } from '../errors';
@@ -25,6 +25,7 @@ import type {
   LocalStatus,
   Operations,
   OperationsContext,
+  RefreshOutcomeRow,
   RefreshReport,
   RotateReport,
 } from './operations';
@@ -126,7 +127,7 @@ export class LocalOperations implements Operations {
       const outcome = await world.lifecycle().refresh(externalId);
       // Named by --user: a user the store does not hold is the command's error, not a result (README, "Exit codes").
       if (outcome.result === 'not_found') throw unknownUser(externalId);
-      return { mode: 'local', planned: 1, outcomes: [outcomeRow(outcome)], counts: { [outcome.result]: 1 } };
+      return { mode: 'local', planned: 1, outcomes: await withLeases(world, [outcome]), counts: { [outcome.result]: 1 } };
     });
   }
 
@@ -296,7 +297,19 @@ export async function refreshDueLocal(world: LocalWorld): Promise<RefreshReport>
   );
   const ids = queue.take(queue.size).map((r) => r.externalId);
   const outcomes = await world.lifecycle().refreshBatch(ids);
-  return { mode: 'local', planned: plan.enqueued, outcomes: outcomes.map(outcomeRow), counts: counts(outcomes.map((o) => o.result)) };
+  return {
+    mode: 'local',
+    planned: plan.enqueued,
+    outcomes: await withLeases(world, outcomes),
+    counts: counts(outcomes.map((o) => o.result)),
+  };
+}
+
+/** The outcomes' rows, a `busy` user's with the end of the lease that another (killed) command left on it. */
+async function withLeases(world: LocalWorld, outcomes: readonly RefreshOutcome[]): Promise<RefreshOutcomeRow[]> {
+  return Promise.all(
+    outcomes.map(async (o) => outcomeRow(o, o.result === 'busy' ? ((await world.tokens.get(o.externalId))?.leaseUntil ?? null) : null)),
+  );
 }
 
 /** `keys rotate` in the local mode: the real protocol, run by the emulator against the embedded service. */

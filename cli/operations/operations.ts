@@ -125,6 +125,8 @@ export interface UserList {
 export interface RefreshOutcomeRow extends Omit<RefreshOutcome, 'errorClass' | 'errorCode'> {
   errorClass: string | null;
   errorCode: string | null;
+  /** For `busy`: when the lease another run holds on the user runs out; null otherwise. */
+  leaseUntil: string | null;
 }
 
 export interface RefreshReport {

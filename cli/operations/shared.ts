@@ -69,8 +69,14 @@ export const NO_EXPORT_RESULT = {
 export const REFRESH_MARGIN_MS = 15 * 60_000;
 
 /** A refresh outcome with its fixed key set for --json. */
-export function outcomeRow(outcome: RefreshOutcome): RefreshOutcomeRow {
-  return { ...outcome, errorClass: outcome.errorClass ?? null, errorCode: outcome.errorCode ?? null };
+/** `leaseUntil`: the user's record's, shown for a `busy` user only (the lease that made it busy). */
+export function outcomeRow(outcome: RefreshOutcome, leaseUntil: number | null = null): RefreshOutcomeRow {
+  return {
+    ...outcome,
+    errorClass: outcome.errorClass ?? null,
+    errorCode: outcome.errorCode ?? null,
+    leaseUntil: outcome.result === 'busy' ? (iso(leaseUntil) ?? null) : null,
+  };
 }
 
 export function userRow(record: TokenSummary, now: number): UserRow {

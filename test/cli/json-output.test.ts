@@ -137,14 +137,15 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     });
   });
 
-  it('tokens refresh: every outcome has its errorClass and errorCode (the ERROR column), null when none', async () => {
+  it('tokens refresh: every outcome has its errorClass and errorCode (the ERROR column) and leaseUntil (busy only), null when none', async () => {
     const { body: users } = await json<{ users: { externalId: string }[] }>('users', 'list');
     expect(users.users.length).toBeGreaterThan(0);
     const { body } = await json<{ outcomes: Record<string, unknown>[] }>('tokens', 'refresh', '--user', users.users[0]!.externalId);
     expect(body.outcomes).toHaveLength(1);
-    expect(Object.keys(body.outcomes[0]!).sort()).toEqual(['errorClass', 'errorCode', 'externalId', 'result']);
+    expect(Object.keys(body.outcomes[0]!).sort()).toEqual(['errorClass', 'errorCode', 'externalId', 'leaseUntil', 'result']);
     expect(body.outcomes[0]!.errorClass).toBeNull();
     expect(body.outcomes[0]!.errorCode).toBeNull();
+    expect(body.outcomes[0]!.leaseUntil).toBeNull();
   });
 
   it('keys status, institution set-secret (and --rollback), doctor and companies remove: every key there, null where it does not apply', async () => {

@@ -71,7 +71,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const alice = demo.users[0]!;
       const notDue = await json<{ outcomes: { result: string }[] }>('tokens', 'refresh', '--user', alice.externalId);
       expect(notDue.result.code).toBe(0);
-      expect(notDue.body.outcomes).toEqual([{ externalId: alice.externalId, result: 'not_due', errorClass: null, errorCode: null }]);
+      expect(notDue.body.outcomes).toEqual([
+        { externalId: alice.externalId, result: 'not_due', errorClass: null, errorCode: null, leaseUntil: null },
+      ]);
 
       const advanced = await json<{ now: string }>('local', 'advance-clock', '--by', '20m');
       expect(advanced.result.code).toBe(0);
