@@ -1,7 +1,8 @@
 /**
  * Ctrl-C and SIGTERM in the middle of a command: what must happen before the process exits (the
- * export stops its writes and removes what it staged, the local world saves its state and releases
- * the lock), then the exit with the shell's code for the signal. Node's default is to die on the
+ * export stops its writes and removes what it staged, the local world rolls back a rotation half
+ * done, releases the leases it holds, saves its state and releases the lock), then the exit with the
+ * shell's code for the signal. Node's default is to die on the
  * spot, which left staged files and an unsaved state behind.
  *
  * Steps run one after the other in the order they were registered: the export registers its step

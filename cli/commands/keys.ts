@@ -3,7 +3,15 @@ import { guid, keyPrefixArg } from '../args';
 import { apiKeyFromEnv, CliError, UsageError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
 import { relative } from '../format';
-import type { CancelRotationReport, KeysInstallReport, KeyStatusReport, RevokePendingReport, RotateReport } from '../operations/operations';
+import { interruptExitCode, speak } from '../interrupt';
+import type {
+  CancelRotationReport,
+  InterruptedWork,
+  KeysInstallReport,
+  KeyStatusReport,
+  RevokePendingReport,
+  RotateReport,
+} from '../operations/operations';
 import type { Output } from '../output';
 import { required } from './credentials';
 import type { CommandHost } from './host';
@@ -24,7 +32,14 @@ export function keysCommand(host: CommandHost): Command {
         const revokeNow = opts.revokePreviousNow === true;
         if (revokeNow && !opts.wait)
           throw new UsageError('--revoke-previous-now waits for the rotation; drop --no-wait', 'run `acctops keys rotate --help`');
-        const report = await (await session.operations()).rotateKey(opts.company, { wait: opts.wait, revokePreviousNow: revokeNow });
+        const report = await (
+          await session.operations()
+        ).rotateKey(opts.company, {
+          wait: opts.wait,
+          revokePreviousNow: revokeNow,
+          onInterrupted: (signal, undone) =>
+            speak(() => session.out.error(rotationInterruptedLine(signal, opts.company, undone, revokeNow))),
+        });
         session.out.result(report, () => renderRotate(session.out, report));
         if (report.state === 'failed' && report.rolledBack === false) {
           throw new CliError(
@@ -225,4 +240,43 @@ export function renderInstall(out: Output, report: KeysInstallReport): void {
     stack_managed: "rotation stays with the stack's RotationSchedule (an imported secret)",
   }[report.rotation];
   out.line(`  ${rotation}; the previous key, if any, stays valid at the service until it is revoked.`);
+}
+
+/**
+ * The one line an interrupted `keys rotate` prints (cli/interrupt.ts: the rest of its output is
+ * dropped): what became of the rotation, and the command that goes on from there.
+ */
+export function rotationInterruptedLine(signal: NodeJS.Signals, companyId: string, undone: InterruptedWork, revokePreviousNow: boolean) {
+  const line = { exitCode: interruptExitCode(signal), code: 'interrupted' };
+  const rotation = undone.rotations.at(-1);
+  const rotateAgain = `\`acctops keys rotate --company ${companyId}\``;
+  if (rotation === undefined) {
+    return {
+      ...line,
+      message: `interrupted (${signal}) before the rotation of company ${companyId} started; nothing changed`,
+      hint: `run ${rotateAgain} again`,
+    };
+  }
+  if (rotation.state === 'rolled_back') {
+    const revoked = rotation.revokedKeyPrefixes.map((p) => `${p}…`).join(', ');
+    return {
+      ...line,
+      message: `interrupted (${signal}): the rotation of company ${companyId} was stopped and rolled back${revoked ? ` (the key it created, ${revoked}, is revoked)` : ''}; AWSCURRENT is unchanged`,
+      hint: `${rotateAgain} rotates now`,
+    };
+  }
+  if (rotation.state === 'pending') {
+    return {
+      ...line,
+      message: `interrupted (${signal}): the rotation of company ${companyId} was stopped but could not be rolled back in time: version ${rotation.versionId} stays AWSPENDING and may hold a key it created; AWSCURRENT is unchanged`,
+      hint: `\`acctops keys cancel-rotation --company ${companyId}\` rolls it back now; then ${rotateAgain}`,
+    };
+  }
+  return {
+    ...line,
+    message: `interrupted (${signal}) after the rotation of company ${companyId} completed: the new key is current`,
+    hint: revokePreviousNow
+      ? `the previous key may not be revoked yet: \`acctops keys status --company ${companyId}\` lists it under PENDING REVOCATIONS, and \`acctops keys revoke-pending --company ${companyId}\` revokes it now`
+      : `the previous key is revoked after the grace period; \`acctops keys status --company ${companyId}\``,
+  };
 }

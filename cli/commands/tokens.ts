@@ -4,7 +4,8 @@ import { guid } from '../args';
 import { UsageError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { errorLabel } from '../format';
-import type { RefreshReport } from '../operations/operations';
+import { interruptExitCode, speak } from '../interrupt';
+import type { InterruptedWork, OnInterrupted, RefreshReport } from '../operations/operations';
 import type { Output } from '../output';
 import type { CommandHost } from './host';
 
@@ -24,7 +25,11 @@ export function tokensCommand(host: CommandHost): Command {
         if ((opts.all === true) === (opts.user !== undefined))
           throw new UsageError('give exactly one of --all and --user <externalId>', 'run `acctops tokens refresh --help`');
         const operations = await session.operations();
-        const report = opts.user !== undefined ? await operations.refreshUser(opts.user) : await operations.refreshDue();
+        const onInterrupted: OnInterrupted = (signal, undone) => speak(() => session.out.error(refreshInterruptedLine(signal, undone)));
+        const report =
+          opts.user !== undefined
+            ? await operations.refreshUser(opts.user, { onInterrupted })
+            : await operations.refreshDue({ onInterrupted });
         if (report.outcomes.some((o) => TROUBLE.includes(o.result))) session.partial();
         // A busy user was due and is not refreshed: this run did not do what was asked for it (exit 5, README "Exit codes").
         for (const o of report.outcomes.filter((row) => row.result === 'busy')) {
@@ -72,4 +77,18 @@ export function renderRefresh(out: Output, report: RefreshReport): void {
   if (report.outcomes.some((o) => o.result === 'needs_attention')) {
     out.line('Users in needs_attention are out of the schedule: see docs/runbooks.md, "Recover a user".');
   }
+}
+
+/** The one line an interrupted `tokens refresh` prints: the leases it released, so the users are not `busy` to the next run. */
+export function refreshInterruptedLine(signal: NodeJS.Signals, undone: InterruptedWork) {
+  const released = undone.releasedLeases.length;
+  return {
+    exitCode: interruptExitCode(signal),
+    code: 'interrupted',
+    message:
+      released === 0
+        ? `interrupted (${signal}): the refresh was stopped; it held no lease`
+        : `interrupted (${signal}): the refresh was stopped and the lease(s) it held on ${released} user(s) released: ${undone.releasedLeases.join(', ')}`,
+    hint: '`acctops tokens refresh --all` refreshes the users still due now',
+  };
 }

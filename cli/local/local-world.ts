@@ -46,6 +46,7 @@ import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/s
 import { CliConfigError } from '../errors';
 import { onInterrupt } from '../interrupt';
 import { readJsonFile, removeStaleTemporaries, writePrivateJsonFile } from '../../src/adapters/local/private-json-file';
+import type { InterruptedWork, OnInterrupted, StoppedRotation } from '../operations/operations';
 import { LeaseHoldingStore } from './held-leases';
 import { createStateDir, DamagedStateFileError, LocalClock, lockStateDir, STATE_FILES, statePath, type StateFileName } from './state-dir';
 import { sandboxSnapshotSchema } from '../../sandbox';
@@ -101,29 +102,6 @@ export const companySecretName = (companyId: string) => `acctops/local/company/$
  */
 const IN_FLIGHT_WAIT_MS = 3_000;
 const ROLLBACK_WAIT_MS = 3_000;
-
-/**
- * A rotation this command's emulator ran, as an interrupt left it (`LocalWorld.stopRotations`):
- * `completed` (promoted before the signal), `rolled_back` (its keys revoked, AWSPENDING removed, by
- * the interrupt or by a step that failed before it), or `pending` (still AWSPENDING: a step did not
- * end in time, or the rollback failed; `acctops keys cancel-rotation` rolls it back).
- */
-export interface StoppedRotation {
-  secretId: string;
-  versionId: string;
-  state: 'completed' | 'rolled_back' | 'pending';
-  /** Prefixes of the keys the interrupt revoked (the rotation's own; never AWSCURRENT's). */
-  revokedKeyPrefixes: string[];
-}
-
-/** What the world's interrupt step undid before it saved the state. */
-export interface InterruptCleanup {
-  rotations: StoppedRotation[];
-  /** Users whose lease this command held and released. */
-  releasedLeases: string[];
-}
-
-export type InterruptListener = (signal: NodeJS.Signals, cleanup: InterruptCleanup) => void;
 
 export interface LocalWorldOptions {
   stateDir: string;
@@ -234,7 +212,7 @@ export class LocalWorld {
   private closing: Promise<void> | undefined;
   /** Set once a signal is being handled: the rollback and lease release run before any save. */
   private interruptCleanup: Promise<void> | undefined;
-  private readonly interruptListeners: InterruptListener[] = [];
+  private readonly interruptListeners: OnInterrupted[] = [];
   /** The rotation steps under way in this process (the emulator runs them inside RotateSecret). */
   private readonly rotationSteps = new Set<Promise<void>>();
   /** Each secret's rotation this command's emulator ran a step of: secret ARN -> its version. */
@@ -606,12 +584,12 @@ export class LocalWorld {
    * Calls `listener` with what the interrupt undid, once it is undone and before the world saves:
    * the command says in one line what became of its work (`keys rotate`, `tokens refresh`).
    */
-  onInterrupted(listener: InterruptListener): void {
+  onInterrupted(listener: OnInterrupted): void {
     this.interruptListeners.push(listener);
   }
 
   private async cleanUpInterrupted(signal: NodeJS.Signals): Promise<void> {
-    const cleanup: InterruptCleanup = { rotations: [], releasedLeases: [] };
+    const cleanup: InterruptedWork = { rotations: [], releasedLeases: [] };
     try {
       cleanup.rotations = await this.stopRotations();
       cleanup.releasedLeases = await this.tokens.release(IN_FLIGHT_WAIT_MS);

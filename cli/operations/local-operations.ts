@@ -12,8 +12,7 @@ import { rejectAwsModeOptions } from '../args';
 import { CliError, unknownUser, userGoneAtService } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { counts, iso } from '../format';
-import { interruptExitCode, speak } from '../interrupt';
-import { withLocalWorld, type InterruptCleanup, type LocalWorld } from '../local/local-world';
+import { withLocalWorld, type LocalWorld } from '../local/local-world';
 import type {
   CancelRotationReport,
   ClockAdvanced,
@@ -23,6 +22,7 @@ import type {
   ExportRequest,
   KeyStatusReport,
   LocalStatus,
+  OnInterrupted,
   Operations,
   OperationsContext,
   RefreshOutcomeRow,
@@ -114,16 +114,16 @@ export class LocalOperations implements Operations {
     );
   }
 
-  refreshDue() {
+  refreshDue(options: { onInterrupted?: OnInterrupted } = {}) {
     return this.world((world) => {
-      world.onInterrupted((signal, cleanup) => speak(() => this.context.out.error(refreshInterruptedLine(signal, cleanup))));
+      if (options.onInterrupted) world.onInterrupted(options.onInterrupted);
       return refreshDueLocal(world);
     });
   }
 
-  refreshUser(externalId: string) {
+  refreshUser(externalId: string, options: { onInterrupted?: OnInterrupted } = {}) {
     return this.world(async (world): Promise<RefreshReport> => {
-      world.onInterrupted((signal, cleanup) => speak(() => this.context.out.error(refreshInterruptedLine(signal, cleanup))));
+      if (options.onInterrupted) world.onInterrupted(options.onInterrupted);
       const outcome = await world.lifecycle().refresh(externalId);
       // Named by --user: a user the store does not hold is the command's error, not a result (README, "Exit codes").
       if (outcome.result === 'not_found') throw unknownUser(externalId);
@@ -132,12 +132,10 @@ export class LocalOperations implements Operations {
   }
 
   /** The rotation completes in the command (the emulator runs the four steps): --no-wait is refused, as the AWS mode's own. */
-  rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }) {
+  rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean; onInterrupted?: OnInterrupted }) {
     return this.world(
       (world) => {
-        world.onInterrupted((signal, cleanup) =>
-          speak(() => this.context.out.error(rotationInterruptedLine(signal, companyId, cleanup, options.revokePreviousNow))),
-        );
+        if (options.onInterrupted) world.onInterrupted(options.onInterrupted);
         return rotateLocal(world, companyId, { revokePreviousNow: options.revokePreviousNow });
       },
       { noWait: !options.wait },
@@ -393,59 +391,6 @@ export async function cancelRotationLocal(world: LocalWorld, companyId: string):
     ...report,
     result: 'rolled_back',
     revokedKeyPrefixes: undone.revokedKeys === 'not_listed' ? [] : undone.revokedKeys.map((k) => k.keyPrefix),
-  };
-}
-
-/**
- * The one line an interrupted `keys rotate` prints (cli/interrupt.ts: the rest of its output is
- * dropped): what became of the rotation, and the command that goes on from there.
- */
-export function rotationInterruptedLine(signal: NodeJS.Signals, companyId: string, cleanup: InterruptCleanup, revokePreviousNow: boolean) {
-  const line = { exitCode: interruptExitCode(signal), code: 'interrupted' };
-  const rotation = cleanup.rotations.at(-1);
-  const rotateAgain = `\`acctops keys rotate --company ${companyId}\``;
-  if (rotation === undefined) {
-    return {
-      ...line,
-      message: `interrupted (${signal}) before the rotation of company ${companyId} started; nothing changed`,
-      hint: `run ${rotateAgain} again`,
-    };
-  }
-  if (rotation.state === 'rolled_back') {
-    const revoked = rotation.revokedKeyPrefixes.map((p) => `${p}…`).join(', ');
-    return {
-      ...line,
-      message: `interrupted (${signal}): the rotation of company ${companyId} was stopped and rolled back${revoked ? ` (the key it created, ${revoked}, is revoked)` : ''}; AWSCURRENT is unchanged`,
-      hint: `${rotateAgain} rotates now`,
-    };
-  }
-  if (rotation.state === 'pending') {
-    return {
-      ...line,
-      message: `interrupted (${signal}): the rotation of company ${companyId} was stopped but could not be rolled back in time: version ${rotation.versionId} stays AWSPENDING and may hold a key it created; AWSCURRENT is unchanged`,
-      hint: `\`acctops keys cancel-rotation --company ${companyId}\` rolls it back now; then ${rotateAgain}`,
-    };
-  }
-  return {
-    ...line,
-    message: `interrupted (${signal}) after the rotation of company ${companyId} completed: the new key is current`,
-    hint: revokePreviousNow
-      ? `the previous key may not be revoked yet: \`acctops keys status --company ${companyId}\` lists it under PENDING REVOCATIONS, and \`acctops keys revoke-pending --company ${companyId}\` revokes it now`
-      : `the previous key is revoked after the grace period; \`acctops keys status --company ${companyId}\``,
-  };
-}
-
-/** The one line an interrupted `tokens refresh` prints: the leases it released, so the users are not `busy` to the next run. */
-export function refreshInterruptedLine(signal: NodeJS.Signals, cleanup: InterruptCleanup) {
-  const released = cleanup.releasedLeases.length;
-  return {
-    exitCode: interruptExitCode(signal),
-    code: 'interrupted',
-    message:
-      released === 0
-        ? `interrupted (${signal}): the refresh was stopped; it held no lease`
-        : `interrupted (${signal}): the refresh was stopped and the lease(s) it held on ${released} user(s) released: ${cleanup.releasedLeases.join(', ')}`,
-    hint: '`acctops tokens refresh --all` refreshes the users still due now',
   };
 }
 

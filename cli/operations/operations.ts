@@ -38,10 +38,13 @@ export interface Operations {
   recoverUser(externalId: string, options: { reactivate: boolean }): Promise<RecoverResult>;
 
   /** The due users now: refreshed here (local), or enqueued by the deployed planner (AWS). */
-  refreshDue(): Promise<RefreshReport>;
-  refreshUser(externalId: string): Promise<RefreshReport>;
+  refreshDue(options?: { onInterrupted?: OnInterrupted }): Promise<RefreshReport>;
+  refreshUser(externalId: string, options?: { onInterrupted?: OnInterrupted }): Promise<RefreshReport>;
 
-  rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean }): Promise<RotateReport>;
+  rotateKey(
+    companyId: string,
+    options: { wait: boolean; revokePreviousNow: boolean; onInterrupted?: OnInterrupted },
+  ): Promise<RotateReport>;
   /**
    * Rolls back the company's rotation left AWSPENDING with nothing running it (an interrupted or
    * failed local `keys rotate`): its keys revoked, AWSPENDING removed. `keys cancel-rotation`; the
@@ -137,6 +140,35 @@ export interface RefreshReport {
   outcomes: RefreshOutcomeRow[];
   counts: Partial<Record<RefreshResult, number>>;
 }
+
+// Interrupts
+
+/**
+ * A rotation this command's emulator ran, as an interrupt left it (`LocalWorld.stopRotations`):
+ * `completed` (promoted before the signal), `rolled_back` (its keys revoked, AWSPENDING removed, by
+ * the interrupt or by a step that failed before it), or `pending` (still AWSPENDING: a step did not
+ * end in time, or the rollback failed; `acctops keys cancel-rotation` rolls it back).
+ */
+export interface StoppedRotation {
+  secretId: string;
+  versionId: string;
+  state: 'completed' | 'rolled_back' | 'pending';
+  /** Prefixes of the keys the interrupt revoked (the rotation's own; never AWSCURRENT's). */
+  revokedKeyPrefixes: string[];
+}
+
+/** What a local command's interrupt undid before it saved the state (LocalWorld.cleanUpInterrupted). */
+export interface InterruptedWork {
+  rotations: StoppedRotation[];
+  /** Users whose lease this command held and released. */
+  releasedLeases: string[];
+}
+
+/**
+ * Called once a local command's interrupt has undone its work, before the state is saved: the
+ * command prints its one line (cli/interrupt.ts `speak`). AWS mode never calls it.
+ */
+export type OnInterrupted = (signal: NodeJS.Signals, undone: InterruptedWork) => void;
 
 // Keys and credentials
 
