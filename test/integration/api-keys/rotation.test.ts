@@ -342,6 +342,38 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         expect((await describedStages())[next.versionId]).toEqual(['AWSCURRENT']);
       });
 
+      it('rollBack on request (a rotation nothing runs any more): its key revoked and AWSPENDING removed; a promoted one left alone', async () => {
+        const { versionId } = await world.startRotation();
+        await world.sm.admin.runRotationStep(world.secretArn, 'createSecret');
+        const undone = await world.rotation.rollBack(world.secretArn, versionId);
+        const made = await expectRolledBack(versionId);
+        expect(made).toHaveLength(1);
+        expect(undone).toEqual({ result: 'rolled_back', revokedKeys: [{ apiKeyId: made[0]!.publicId, keyPrefix: made[0]!.prefix }] });
+        expect(world.metrics.sum('RotationsRolledBack')).toBe(1);
+
+        world.sm.admin.setRotationMode('sync');
+        const next = await world.startRotation();
+        expect(await world.rotation.rollBack(world.secretArn, next.versionId)).toEqual({ result: 'already_current', revokedKeys: [] });
+        expect((await world.current()).versionId).toBe(next.versionId);
+      });
+
+      it('rollBack on request: keys that cannot be listed are its error, AWSPENDING stays; once listed, the key made but never stored is revoked', async () => {
+        const { versionId } = await world.startRotation();
+        // An interrupted attempt that created its key and died before storing it: whether it did is not known.
+        await world.sandbox.admin.createApiKey({
+          companyId: world.companyId,
+          permissions: ['read_transactions'],
+          name: rotationKeyName(versionId),
+        });
+        await world.sandbox.admin.faults.add({ route: 'GET /api-keys/', times: 'always', fault: { type: 'status', status: 503 } });
+        await expect(world.rotation.rollBack(world.secretArn, versionId)).rejects.toMatchObject({ code: 'server_error' });
+        expect(world.stages()[versionId]).toEqual(['AWSPENDING']);
+
+        await world.sandbox.admin.faults.clear();
+        expect((await world.rotation.rollBack(world.secretArn, versionId)).revokedKeys).toHaveLength(1);
+        expect(await expectRolledBack(versionId)).toHaveLength(1);
+      });
+
       it('createSecret: when the key may have been made and the keys cannot be listed, AWSPENDING stays for the doctor', async () => {
         const { versionId } = await world.startRotation();
         // The first list (createSecret's) works; the creation fails, and so does the rollback's list.
