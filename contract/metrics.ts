@@ -19,6 +19,7 @@ export interface AlarmedMetric {
 /** The metrics the stack's alarms watch, by the function that emits each. */
 export const ALARMED_METRICS = {
   exportFailed: { name: 'ExportFailed', function: 'export-period' },
+  exportStaleSymlinks: { name: 'ExportStaleSymlinks', function: 'export-period' },
   monthlyExportsOverdue: { name: 'MonthlyExportsOverdue', function: 'check-monthly-export' },
   webhookUnavailable: { name: 'WebhookUnavailable', function: 'receive-export-webhook' },
   webhookRejected: { name: 'WebhookRejected', function: 'receive-export-webhook' },

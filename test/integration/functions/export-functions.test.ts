@@ -281,6 +281,14 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const emf = stdout.filter((line) => line.includes('"_aws"') && line.includes('ExportCompleted'));
       expect(emf.length).toBeGreaterThanOrEqual(2);
       expect(JSON.parse(emf[0]!)).toMatchObject({ Stage: 'test', Function: 'export-period', ExportCompleted: 1 });
+      // What the event says of the month, as metrics operators can alarm on: under Stage and Function
+      // only, 0 when nothing was repeated, dated outside the month or left behind in Athena.
+      const publish = JSON.parse(emf[0]!) as { _aws: { CloudWatchMetrics: { Dimensions: string[][]; Metrics: { Name: string }[] }[] } };
+      expect(publish).toMatchObject({ ExportDuplicatesDropped: 0, ExportOutsidePeriod: 0, ExportStaleSymlinks: 0 });
+      const directive = publish._aws.CloudWatchMetrics.find((d) => d.Metrics.some((m) => m.Name === 'ExportStaleSymlinks'))!;
+      expect(directive.Dimensions).toEqual([['Stage', 'Function']]);
+      for (const detail of events(EXPORT_EVENT_TYPES.completed).map((e) => e.detail))
+        expect(detail).toMatchObject({ duplicatesDropped: { transactions: 0 }, transactionsOutsidePeriod: 0, staleSymlinks: [] });
     });
 
     it('export-period hands back only the malformed message of a batch', async () => {

@@ -234,6 +234,10 @@ describe('publishing a split (worker)', () => {
   class FlakyStore extends DirObjectStore {
     deleteFailures = 0;
     failManifestPuts = 0;
+    /** Manifest writes that are made, but whose answer is lost (a connection reset after S3 stored it). */
+    loseManifestAnswers = 0;
+    /** Athena symlink writes that fail (after the manifest's, which is the commit). */
+    failSymlinkPuts = 0;
     beforeManifestPut: (() => Promise<unknown>) | undefined;
 
     override delete(keys: readonly string[]): Promise<void> {
@@ -253,6 +257,15 @@ describe('publishing a split (worker)', () => {
           this.failManifestPuts -= 1;
           throw new Error('injected: connection reset writing the manifest');
         }
+        if (this.loseManifestAnswers > 0) {
+          this.loseManifestAnswers -= 1;
+          await super.putObject(key, body, options);
+          throw new Error('injected: connection reset after the manifest was stored');
+        }
+      }
+      if (this.failSymlinkPuts > 0 && key.endsWith('/_symlink/symlink.txt')) {
+        this.failSymlinkPuts -= 1;
+        throw new Error('injected: symlink write refused');
       }
       return super.putObject(key, body, options);
     }
@@ -274,7 +287,7 @@ describe('publishing a split (worker)', () => {
    * A monthly split of `formats` whose two parts are written and recorded; what is left is the
    * last part's message, which publishes the month.
    */
-  async function world(formats: ExportFormat[]) {
+  async function world(formats: ExportFormat[], options: { duplicatesPerPart?: number } = {}) {
     const store = new FlakyStore(root);
     const clock = new ManualClock(Date.UTC(2026, 10, 2, 9, 0));
     const ledger = new FlakyLedger();
@@ -308,7 +321,11 @@ describe('publishing a split (worker)', () => {
         datasets: ['transactions'],
         formats,
       });
-      await ledger.completePart('s1', { index: part.index, datasets: staged });
+      const transactionsStaged = {
+        ...staged.transactions!,
+        ...(options.duplicatesPerPart ? { duplicatesDropped: options.duplicatesPerPart } : {}),
+      };
+      await ledger.completePart('s1', { index: part.index, datasets: { ...staged, transactions: transactionsStaged } });
     }
     const deps: ExportWorkerDeps = {
       exporter: { store, toolVersion: '0.1.0', baseUrl: 'https://api.example.test/api/v1' },
@@ -436,6 +453,69 @@ describe('publishing a split (worker)', () => {
     const events = w.events.events.length;
     expect(await w.deliverLast()).toBe('completed');
     expect(w.events.events).toHaveLength(events);
+  });
+
+  it('a symlink that cannot be written after the publish: ExportCompleted and the metrics name it, with the repeats the parts dropped', async () => {
+    const w = await world(['csv', 'parquet'], { duplicatesPerPart: 2 });
+    w.store.failSymlinkPuts = 1;
+
+    expect(await w.deliverLast()).toBe('completed');
+    const published = (await w.manifest())!;
+    expect(published.runId).toBe(SPLIT_RUN);
+    expect(published.datasets.transactions).toMatchObject({ records: 40, duplicatesDropped: 4 });
+    const completed = w.events.ofType(EXPORT_EVENT_TYPES.completed);
+    expect(completed).toHaveLength(1);
+    expect(completed[0]!.detail).toMatchObject({
+      runId: SPLIT_RUN,
+      records: { transactions: 40 },
+      duplicatesDropped: { transactions: 4 },
+      // A part keeps only its own days, so a month in parts keeps none outside it.
+      transactionsOutsidePeriod: 0,
+      staleSymlinks: ['transactions'],
+    });
+    expect(w.metrics.sum('ExportStaleSymlinks')).toBe(1);
+    expect(w.metrics.sum('ExportDuplicatesDropped')).toBe(4);
+    expect(w.metrics.sum('ExportOutsidePeriod')).toBe(0);
+    expect(w.metrics.sum('ExportCompleted')).toBe(1);
+  });
+
+  it('a bus failure after a publish whose symlink write failed: the redelivered report still names the symlink', async () => {
+    const w = await world(['csv', 'parquet']);
+    w.store.failSymlinkPuts = 1;
+    w.events.failures = 1;
+
+    expect(await w.deliverLast()).toBe('retry');
+    expect(await w.deliverLast()).toBe('completed');
+    const completed = w.events.ofType(EXPORT_EVENT_TYPES.completed);
+    expect(completed.length).toBeGreaterThanOrEqual(1);
+    expect(completed[completed.length - 1]!.detail).toMatchObject({ runId: SPLIT_RUN, staleSymlinks: ['transactions'] });
+    expect(w.metrics.sum('ExportStaleSymlinks')).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a manifest write made whose answer was lost: the redelivery reports, and counts, the symlinks nobody wrote', async () => {
+    const w = await world(['csv', 'parquet']);
+    w.store.loseManifestAnswers = 1;
+
+    expect(await w.deliverLast()).toBe('retry');
+    expect((await w.manifest())!.runId).toBe(SPLIT_RUN);
+    expect(w.metrics.sum('ExportStaleSymlinks')).toBe(0);
+
+    expect(await w.deliverLast()).toBe('completed');
+    const completed = w.events.ofType(EXPORT_EVENT_TYPES.completed);
+    expect(completed).toHaveLength(1);
+    expect(completed[0]!.detail).toMatchObject({ runId: SPLIT_RUN, staleSymlinks: ['transactions'], transactionsOutsidePeriod: 0 });
+    expect(w.metrics.sum('ExportStaleSymlinks')).toBe(1);
+  });
+
+  it('a split published and reported without a fault: every count present and 0, no stale symlink', async () => {
+    const w = await world(['csv', 'parquet']);
+    expect(await w.deliverLast()).toBe('completed');
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)[0]!.detail).toMatchObject({
+      duplicatesDropped: { transactions: 0 },
+      transactionsOutsidePeriod: 0,
+      staleSymlinks: [],
+    });
+    expect(w.metrics.recorded.filter((m) => m.name === 'ExportStaleSymlinks').map((m) => m.value)).toEqual([0]);
   });
 
   it('a ledger failure marking the publish: the same delivery reports the month, and the report records the publish', async () => {

@@ -20,7 +20,7 @@ import type { Logger } from '../../shared/logger';
 import { type Metrics, noMetrics } from '../../shared/metrics';
 import { ManifestError, PeriodExportError } from '../formats/period-errors';
 import type { CompanyCurrency } from './company-currency';
-import { exportCompleted, exportFailed } from './export-events';
+import { countPublished, exportCompleted, exportFailed, writtenCounts } from './export-events';
 import type { ExportSource, ExportTrigger } from './export-jobs';
 import { createExportClient, exportSources, type ExportClientSettings, type ProgressCallback } from './export-sources';
 import { assertCompanyId, manifestKey } from '../formats/layout';
@@ -28,7 +28,7 @@ import type { ObjectStore } from '../formats/object-store';
 import { parsePeriod } from '../formats/period';
 import { PeriodExporter, type PeriodExporterDeps, type PeriodExportSummary } from '../formats/period-exporter';
 import { ExportCountMismatchError, UserTokenUnavailableError } from './pipeline-errors';
-import type { DatasetName, ExportFormat } from '../formats/datasets';
+import { DATASETS, type DatasetName, type ExportFormat } from '../formats/datasets';
 
 export interface ExportCompanyPeriodDeps {
   store: ObjectStore;
@@ -168,9 +168,9 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
     return { status: 'failed', error, retryable, final };
   }
 
-  const records = Object.fromEntries(Object.entries(summary.datasets).map(([dataset, d]) => [dataset, d.records]));
-  metrics.add('ExportCompleted', 1);
-  metrics.add('ExportedRecords', summary.datasets.transactions?.records ?? 0);
+  const written = DATASETS.filter((d) => summary.datasets[d]);
+  const counts = { ...writtenCounts(summary.manifest, written), staleSymlinks: summary.staleSymlinks };
+  countPublished(metrics, counts);
   if (deps.events) {
     await deps.events.publish([
       exportCompleted(
@@ -181,7 +181,7 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
           manifestUrl: summary.manifestUrl,
           runId: summary.runId,
           generatedAt: summary.generatedAt,
-          records,
+          ...counts,
           carriedOver: summary.carriedOver,
           formats,
           source: request.source,

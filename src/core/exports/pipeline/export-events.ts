@@ -1,7 +1,10 @@
+import { ALARMED_METRICS } from '../../../../contract/metrics';
 import type { DomainEvent } from '../../ports/events';
+import type { Metrics } from '../../shared/metrics';
 import { describeFailure } from '../../tokens/token-failures';
 import type { ExportSource, ExportTrigger } from './export-jobs';
 import type { DatasetName, ExportFormat } from '../formats/datasets';
+import type { Manifest } from '../formats/manifest';
 
 /** The EventBridge `source` of every export event acctops publishes. */
 export const EXPORT_EVENT_SOURCE = 'acctops.exports';
@@ -28,6 +31,21 @@ export interface ExportCompletedDetail {
   generatedAt: string;
   /** Records per dataset this run wrote. */
   records: Partial<Record<DatasetName, number>>;
+  /**
+   * Per dataset of `records`: records the service sent again on the same or the next page, written
+   * once and not in `records` (the manifest's `datasets.<name>.duplicatesDropped`); 0 when none.
+   */
+  duplicatesDropped: Partial<Record<DatasetName, number>>;
+  /**
+   * Of `records.transactions`, those dated outside the month and kept (the manifest's
+   * `datasets.transactions.outsidePeriod`); 0 when none, null when this run did not write transactions.
+   */
+  transactionsOutsidePeriod: number | null;
+  /**
+   * Datasets whose Athena symlink is not the one the manifest records: the period is published, but
+   * Athena shows their previous export until the period is exported again. Empty when none.
+   */
+  staleSymlinks: DatasetName[];
   /** Datasets kept from the previous export of the period. */
   carriedOver: DatasetName[];
   formats: ExportFormat[];
@@ -86,6 +104,42 @@ export interface MonthlyExportFinishedDetail {
 
 export function exportCompleted(detail: ExportCompletedDetail, time: number): DomainEvent {
   return { type: EXPORT_EVENT_TYPES.completed, time, detail: { ...detail } };
+}
+
+/**
+ * What ExportCompleted says of the datasets a run wrote, read from the committed manifest, so that a
+ * whole month and a month in parts (whose report may come from a later delivery) say it alike.
+ */
+export function writtenCounts(
+  manifest: Manifest,
+  written: readonly DatasetName[],
+): Pick<ExportCompletedDetail, 'records' | 'duplicatesDropped' | 'transactionsOutsidePeriod'> {
+  const each = (count: (dataset: DatasetName) => number) => Object.fromEntries(written.map((d) => [d, count(d)]));
+  return {
+    records: each((d) => manifest.datasets[d]?.records ?? 0),
+    duplicatesDropped: each((d) => manifest.datasets[d]?.duplicatesDropped ?? 0),
+    transactionsOutsidePeriod: written.includes('transactions') ? (manifest.datasets.transactions?.outsidePeriod ?? 0) : null,
+  };
+}
+
+/**
+ * The metrics of one publish (docs/monitoring.md), counted by the invocation that published: a
+ * redelivered report repeats the event, not these (but see reportSplit for stale symlinks). Stage
+ * and Function only, like every export metric: a Company dimension would make metrics per company,
+ * and a Dataset one would leave an alarm to sum three; the event, the manifest and the log say which.
+ */
+export function countPublished(
+  metrics: Metrics,
+  detail: Pick<ExportCompletedDetail, 'records' | 'duplicatesDropped' | 'transactionsOutsidePeriod' | 'staleSymlinks'>,
+): void {
+  metrics.add('ExportCompleted', 1);
+  metrics.add('ExportedRecords', detail.records.transactions ?? 0);
+  metrics.add(
+    'ExportDuplicatesDropped',
+    Object.values(detail.duplicatesDropped).reduce((sum, n) => sum + n, 0),
+  );
+  metrics.add('ExportOutsidePeriod', detail.transactionsOutsidePeriod ?? 0);
+  metrics.add(ALARMED_METRICS.exportStaleSymlinks.name, detail.staleSymlinks.length);
 }
 
 export function exportFailed(

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { ALARMED_METRICS } from '../../../../contract/metrics';
 import type { AccountingClient } from '../../accounting-api';
 import type { Logger } from '../../shared/logger';
 import { isRetryableExportFailure } from './export-company-period';
-import { exportCompleted, exportFailed } from './export-events';
+import { countPublished, exportCompleted, exportFailed, writtenCounts } from './export-events';
 import type { ExportJob, ExportPartJob } from './export-jobs';
 import type { ExportMessage, ExportWorkerDeps, JobResult } from './export-worker';
 import { createExportClient } from './export-sources';
@@ -14,6 +15,7 @@ import { parsePeriod, periodRange } from '../formats/period';
 import { ConcurrentExportError, FormatLossError, PeriodExportError } from '../formats/period-errors';
 import { DEFAULT_GC_GRACE_MS, PeriodExporter, sanitizeBaseUrl } from '../formats/period-exporter';
 import { publishPeriod, type PublishResult } from '../formats/publish';
+import { staleSymlinks as symlinksBehind } from '../formats/symlinks';
 import {
   countTransactions,
   dayCounts,
@@ -26,7 +28,7 @@ import {
   splitManifest,
   SplitIncompleteError,
 } from './split-export';
-import { DATASETS } from '../formats/datasets';
+import { DATASETS, type DatasetName } from '../formats/datasets';
 
 /**
  * The worker's side of months exported in parts (docs/fleet-exports.md):
@@ -174,22 +176,29 @@ export async function runPart(deps: ExportWorkerDeps, job: ExportPartJob, messag
     if (split.done.length < split.parts.length) return 'completed';
   }
 
-  let manifest: Manifest | undefined;
+  let published: SplitPublished;
   if (split.publishedAt === undefined) {
     try {
-      manifest = await publishSplit(deps, job, split, logger);
+      published = await publishSplit(deps, job, split, logger);
     } catch (thrown) {
       return partFailed(deps, job, thrown, message, last, logger);
     }
   } else {
     // Published by an earlier delivery, which never publishes again: the period may be another
     // run's by now, and the split's objects garbage.
-    manifest = await readManifest(deps.exporter.store, manifestKey(job.companyId, period));
+    published = { manifest: await readManifest(deps.exporter.store, manifestKey(job.companyId, period)) };
   }
-  // A failure from here on is the bus's or the ledger's, not the export's: thrown, so the queue
-  // delivers the part again, which finishes the report (no ExportFailed for a published month).
-  await reportSplit(deps, job, split, manifest, logger);
+  // A failure from here on is the bus's, the ledger's or the store's, not the export's: thrown, so
+  // the queue delivers the part again, which finishes the report (no ExportFailed for a published month).
+  await reportSplit(deps, job, split, published, logger);
   return 'completed';
+}
+
+export interface SplitPublished {
+  /** The period's manifest: the split's, or, when it was replaced since, the later run's (or none). */
+  manifest: Manifest | undefined;
+  /** Datasets whose symlink this call could not write; absent when it wrote none (published earlier). */
+  staleSymlinks?: DatasetName[];
 }
 
 /**
@@ -205,7 +214,7 @@ export async function publishSplit(
   job: ExportPartJob,
   split: SplitRecord,
   logger = deps.logger,
-): Promise<Manifest | undefined> {
+): Promise<SplitPublished> {
   const store = deps.exporter.store;
   const period = parsePeriod(job.period);
   const key = manifestKey(job.companyId, period);
@@ -215,7 +224,7 @@ export async function publishSplit(
     // Published by an earlier attempt that died before marking it: publishing again would count
     // the live objects as superseded.
     await markPublished(deps, split, deps.clock.now(), logger);
-    return previous;
+    return { manifest: previous };
   }
   // Read after the manifest: an attempt whose write produced, or came before, the version just
   // read is then in the record (the caller's copy may predate another delivery's attempt).
@@ -231,7 +240,7 @@ export async function publishSplit(
       manifestRunId: previous?.runId,
     });
     await markPublished(deps, split, deps.clock.now(), logger);
-    return previous;
+    return { manifest: previous };
   }
   const results = await deps.ledger.partResults(split.splitId);
   const replaced = DATASETS.filter((d) => results.some((r) => r.datasets[d]));
@@ -290,15 +299,14 @@ export async function publishSplit(
     throw error;
   }
   await markPublished(deps, split, now, logger);
-  const records = Object.fromEntries(replaced.map((d) => [d, manifest.datasets[d]?.records ?? 0]));
-  deps.metrics.add('ExportCompleted', 1);
-  deps.metrics.add('ExportedRecords', records.transactions ?? 0);
+  const counts = writtenCounts(published.manifest, replaced);
+  countPublished(deps.metrics, { ...counts, staleSymlinks: published.staleSymlinks });
   describeSplit(split, logger).info('split export published', {
     manifestKey: published.manifestKey,
-    records,
+    records: counts.records,
     ...(published.staleSymlinks.length > 0 ? { staleSymlinks: published.staleSymlinks } : {}),
   });
-  return published.manifest;
+  return { manifest: published.manifest, staleSymlinks: published.staleSymlinks };
 }
 
 /**
@@ -330,14 +338,25 @@ async function reportSplit(
   deps: ExportWorkerDeps,
   job: ExportPartJob,
   split: SplitRecord,
-  manifest: Manifest | undefined,
+  published: SplitPublished,
   logger: Logger,
 ): Promise<void> {
   const store = deps.exporter.store;
   const period = parsePeriod(job.period);
   const key = manifestKey(job.companyId, period);
+  const { manifest } = published;
   if (manifest?.runId === split.runId) {
     const replaced = DATASETS.filter((d) => manifest.datasets[d]?.runId === split.runId);
+    let staleSymlinks = published.staleSymlinks;
+    if (staleSymlinks === undefined) {
+      // A delivery that did not publish cannot know which symlink writes failed, or whether the one
+      // that published died before writing them: the store shows what Athena reads now. Counted
+      // here too, since a publish that died (or lost the manifest write's answer) counted nothing;
+      // a period the publishing delivery counted already, before its report failed, is counted
+      // twice, which an alarm at >= 1 can bear and a missed one cannot.
+      staleSymlinks = await symlinksBehind(store, manifest);
+      if (staleSymlinks.length > 0) deps.metrics.add(ALARMED_METRICS.exportStaleSymlinks.name, staleSymlinks.length);
+    }
     await deps.events.publish([
       exportCompleted(
         {
@@ -347,7 +366,8 @@ async function reportSplit(
           manifestUrl: store.url(key),
           runId: split.runId,
           generatedAt: manifest.generatedAt,
-          records: Object.fromEntries(replaced.map((d) => [d, manifest.datasets[d]?.records ?? 0])),
+          ...writtenCounts(manifest, replaced),
+          staleSymlinks,
           carriedOver: DATASETS.filter((d) => manifest.datasets[d] && !replaced.includes(d)),
           formats: [...job.formats],
           source: job.source,
