@@ -505,6 +505,10 @@ describe('publishing a split (worker)', () => {
     expect(completed).toHaveLength(1);
     expect(completed[0]!.detail).toMatchObject({ runId: SPLIT_RUN, staleSymlinks: ['transactions'], transactionsOutsidePeriod: 0 });
     expect(w.metrics.sum('ExportStaleSymlinks')).toBe(1);
+    // The line the runbook searches for ("Athena still shows"), naming the period and the datasets.
+    expect(w.logger.entries().filter((e) => String(e.message).includes('Athena still shows'))).toEqual([
+      expect.objectContaining({ level: 'error', manifestKey: KEY, datasets: ['transactions'] }),
+    ]);
   });
 
   it('a split published and reported without a fault: every count present and 0, no stale symlink', async () => {

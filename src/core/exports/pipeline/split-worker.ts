@@ -355,7 +355,14 @@ async function reportSplit(
       // a period the publishing delivery counted already, before its report failed, is counted
       // twice, which an alarm at >= 1 can bear and a missed one cannot.
       staleSymlinks = await symlinksBehind(store, manifest);
-      if (staleSymlinks.length > 0) deps.metrics.add(ALARMED_METRICS.exportStaleSymlinks.name, staleSymlinks.length);
+      if (staleSymlinks.length > 0) {
+        deps.metrics.add(ALARMED_METRICS.exportStaleSymlinks.name, staleSymlinks.length);
+        describeSplit(split, logger).error('split export published, but Athena still shows the previous export of these datasets', {
+          manifestKey: key,
+          datasets: staleSymlinks,
+          repair: 'export the period again: every export of a period rewrites all its symlinks (acctops doctor lists stale ones)',
+        });
+      }
     }
     await deps.events.publish([
       exportCompleted(
