@@ -44,7 +44,7 @@ interface Group {
  * the document and CloudWatch still finds `_aws` at the root).
  *
  * Powertools keeps one dimension set per instance and always adds a `service` dimension; our
- * alarms select on exactly `Stage` and `Function` (plus e.g. `Company` from `withDimensions`), and
+ * alarms select on exactly `Stage` and `Function` (plus e.g. `Probe` from `withDimensions`), and
  * a metric with one more dimension is a different metric to CloudWatch. So each dimension set
  * gets its own instance whose default dimensions are cleared and set to ours, and `flush`
  * publishes them all.

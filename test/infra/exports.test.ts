@@ -467,6 +467,7 @@ describe('Exports', () => {
   describe('alarms', () => {
     it.each([
       ['export failures', 'ExportFailed', 'export-period'],
+      ['symlinks Athena still reads from an earlier export', 'ExportStaleSymlinks', 'export-period'],
       ['overdue companies', 'MonthlyExportsOverdue', 'check-monthly-export'],
     ])('alarms on %s (%s of %s, Stage and Function dimensions) to the alarm topic', (_name, metric, fn) => {
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {

@@ -152,6 +152,7 @@ describe('Monitoring', () => {
       ['the doctor’s probe: institution credential', () => monitoring.healthAlarms.institutionCredential, 'ProbeFailed', undefined],
       ['the doctor’s probe: service reachable', () => monitoring.healthAlarms.service, 'ProbeFailed', undefined],
       ['export failures', () => stack.exports.alarms.exportFailures, 'ExportFailed', undefined],
+      ['Athena symlinks left behind by a published export', () => stack.exports.alarms.staleSymlinks, 'ExportStaleSymlinks', undefined],
       ['a company whose monthly export is overdue', () => stack.exports.alarms.overdue, 'MonthlyExportsOverdue', undefined],
     ] as const)('%s', (_name, of, metricName, dimensions) => {
       const props = alarm(of());

@@ -70,6 +70,7 @@ describe('runbook references', () => {
     expect([...named('AWS::CloudWatch::Alarm')].sort()).toEqual([
       'A failed invocation',
       'A key rotation failed',
+      'Athena shows an older export than the manifest',
       'Change the export webhook secret',
       'Change the institution secret',
       'Recover a user',

@@ -65,7 +65,14 @@ export class ExportPipeline extends Construct {
   readonly requester: AcctopsFunction;
   readonly monthlySchedule: Schedule;
   readonly checkSchedule: Schedule;
-  readonly alarms: { exportFailures: Alarm; deadLetters: Alarm; requestDeadLetters: Alarm; overdue: Alarm; plannerErrors: Alarm };
+  readonly alarms: {
+    exportFailures: Alarm;
+    staleSymlinks: Alarm;
+    deadLetters: Alarm;
+    requestDeadLetters: Alarm;
+    overdue: Alarm;
+    plannerErrors: Alarm;
+  };
 
   constructor(scope: Construct, id: string, props: ExportPipelineProps) {
     super(scope, id);
@@ -228,6 +235,14 @@ export class ExportPipeline extends Construct {
         description:
           'An export failed for good (ExportFailed): a refused permission, no credential, or every delivery failed. Runbook: "The monthly export failed for one company".',
         metric: acctopsMetric(stage.name, ALARMED_METRICS.exportFailed, { statistic: 'Sum', period: Duration.hours(1) }),
+      }),
+      // Nothing else pages for it: the export succeeded, and Athena's readers see the previous
+      // month's data without an error until someone runs doctor or exports the period again.
+      staleSymlinks: acctopsAlarm(this, 'StaleSymlinksAlarm', {
+        action,
+        description:
+          'An export was published, but Athena still shows the previous export of some of its datasets: their symlinks could not be written after the manifest. Runbook: "Athena shows an older export than the manifest".',
+        metric: acctopsMetric(stage.name, ALARMED_METRICS.exportStaleSymlinks, { statistic: 'Sum', period: Duration.hours(1) }),
       }),
       deadLetters: acctopsAlarm(this, 'DeadLettersAlarm', {
         action,

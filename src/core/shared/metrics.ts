@@ -14,7 +14,7 @@ export interface Metrics {
    * keeps the unit of its first value.
    */
   add(name: string, value: number, unit?: MetricUnit): void;
-  /** A view that records into the same buffer with extra dimensions, e.g. `{ Company: id }`. */
+  /** A view that records into the same buffer with extra dimensions, e.g. `{ Probe: name }` (never a company: docs/monitoring.md). */
   withDimensions(dimensions: MetricDimensions): Metrics;
   /** Emits everything recorded since the last flush. */
   flush(): void;
