@@ -1,9 +1,9 @@
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { DynamoDbRegistryTable } from '../../../src/adapters/aws/dynamodb-company-registry';
+import { DynamoDbRegistryTable, registryEntryReader } from '../../../src/adapters/aws/dynamodb-company-registry';
 import { FileRegistryTable, MemoryRegistryTable } from '../../../src/adapters/local/file-company-registry';
 import { writePrivateJsonFile } from '../../../src/adapters/local/private-json-file';
 import {
@@ -17,7 +17,8 @@ import { ValidationError } from '../../../src/core/shared/errors';
 import { CURRENCY_CODE_EXPECTED } from '../../../contract/currency';
 import { registryCurrency } from '../../../src/core/exports/pipeline/company-currency';
 import { MemoryLogger } from '../../../src/core/shared/logger';
-import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
+import { localClientConfig } from '../../helpers/aws-credentials';
+import { startDynamo, startDynamoFaults, type LocalDynamo } from '../../helpers/dynalite';
 import { createRegistryTable } from '../../helpers/dynamodb-tables';
 
 const A = '6f1c2a3b-0000-4000-8000-00000000000a';
@@ -249,4 +250,45 @@ it('the local file is private (0600)', async () => {
   const path = join(dir, 'private.json');
   await new CompanyRegistry(new FileRegistryTable({ path }), { defaultFormats: ['csv'] }).add({ companyId: A }, T0);
   expect((await stat(path)).mode & 0o777).toBe(0o600);
+});
+
+describe('a throttled registry table (DynamoDB)', () => {
+  // The functions that read the registry reach other tables too; DynamoDB's message says "the table".
+  it('names the table and the call in the message, and keeps the SDK error (class, name, request metadata)', async () => {
+    const tableName = `registry-throttled-${++tables}`;
+    await createRegistryTable(client, tableName);
+    await new CompanyRegistry(new DynamoDbRegistryTable({ client, tableName }), { defaultFormats: ['jsonl'] }).add({ companyId: A }, T0);
+    const faults = await startDynamoFaults(dynamo);
+    // One attempt: the SDK's retries are the reliability matrix's subject, not the message's.
+    const throttled = new DynamoDBClient(localClientConfig(faults.endpoint));
+    try {
+      const table = new DynamoDbRegistryTable({ client: throttled, tableName });
+      const calls: [string, () => Promise<unknown>][] = [
+        ['GetItem', () => table.getItem(A)],
+        // The export worker's reader of a company's entry (registryCurrency), apart from the table class.
+        ['GetItem', () => registryEntryReader({ client: throttled, tableName })(A)],
+        ['Scan', () => table.scanPage({ cursor: null, limit: 10 })],
+        ['PutItem', () => table.putItem({ companyId: B, formats: ['jsonl'] })],
+      ];
+      for (const [operation, call] of calls) {
+        faults.inject({ operation, count: 1 });
+        const error = await call().then(
+          () => undefined,
+          (thrown: unknown) => thrown,
+        );
+        expect(error).toBeInstanceOf(ProvisionedThroughputExceededException);
+        expect(error).toMatchObject({
+          name: 'ProvisionedThroughputExceededException',
+          message: `DynamoDB ${operation} on the company registry table ${tableName} failed: The level of configured provisioned throughput for the table was exceeded.`,
+          $metadata: expect.objectContaining({ httpStatusCode: 400 }),
+        });
+      }
+      expect(faults.stats.errors).toEqual({ ProvisionedThroughputExceededException: 4 });
+      // Unthrottled, the same calls answer as before.
+      await expect(table.getItem(A)).resolves.toMatchObject({ companyId: A });
+    } finally {
+      throttled.destroy();
+      await faults.stop();
+    }
+  });
 });
