@@ -70,6 +70,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       `  service    embedded sandbox with demo data (${demo.companies.length} companies, institution ${demo.institution.id}), ${world.state.dialect} dialect`,
     );
     out.line(`  clock      ${iso(world.clock.now())} (local clock; the demo moves it forward instead of waiting)`);
+    if (world.reclaimedLeases.users.length > 0)
+      out.line(
+        `  leases     released on ${world.reclaimedLeases.users.length} user(s), left by acctops process ${world.reclaimedLeases.holders.join(', ')}, which no longer runs`,
+      );
 
     step(out, 1, 'Onboard the demo users (institution users: create, or retrieve when the service knows them)');
     const onboarded: OnboardResult[] = [];

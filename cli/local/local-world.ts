@@ -47,7 +47,7 @@ import { CliConfigError } from '../errors';
 import { onInterrupt } from '../interrupt';
 import { readJsonFile, removeStaleTemporaries, writePrivateJsonFile } from '../../src/adapters/local/private-json-file';
 import type { InterruptedWork, OnInterrupted, StoppedRotation } from '../operations/operations';
-import { LeaseHoldingStore } from './held-leases';
+import { LeaseHoldingStore, leaseOwnerPrefix, type ReclaimedLeases } from './held-leases';
 import { createStateDir, DamagedStateFileError, LocalClock, lockStateDir, STATE_FILES, statePath, type StateFileName } from './state-dir';
 import { sandboxSnapshotSchema } from '../../sandbox';
 import { secretsSnapshotSchema } from '../../sandbox/secrets-manager';
@@ -196,6 +196,8 @@ export class LocalWorld {
   readonly companyKeys: CompanyApiKeys;
   /** tokens.json, knowing the leases this command holds (released on an interrupt). */
   readonly tokens: LeaseHoldingStore;
+  /** Leases of dead acctops processes this command released when it opened the state (none for a read-only one). */
+  reclaimedLeases: ReclaimedLeases = { users: [], holders: [] };
   readonly revocations: FileRevocationQueue | MemoryRevocationQueue;
   /** The company registry's table: companies.json, or an empty stand-in when it is damaged (doctor only). */
   readonly companies: RegistryTable;
@@ -343,6 +345,7 @@ export class LocalWorld {
         registryInMemory,
       );
       world.saveOnSignals();
+      if (!readOnly && !world.isDamaged('tokens')) world.reclaimedLeases = await world.reclaimAbandonedLeases();
       if (created) {
         await world.provision();
         await world.save();
@@ -356,6 +359,23 @@ export class LocalWorld {
       await sandbox?.stop().catch(() => undefined);
       await unlock();
       throw error;
+    }
+  }
+
+  /**
+   * Takes back the leases that acctops processes of this host, now dead, left in tokens.json
+   * (LeaseHoldingStore.reclaimAbandoned); the state lock proves no command of this directory runs.
+   * A read-only command does not: it writes no state file. Never fails the command: a lease it
+   * could not take back runs out on its own, as before.
+   */
+  private async reclaimAbandonedLeases(): Promise<ReclaimedLeases> {
+    try {
+      const reclaimed = await this.tokens.reclaimAbandoned(this.clock.now());
+      if (reclaimed.users.length > 0) this.logger.info('leases of dead acctops processes released', { ...reclaimed });
+      return reclaimed;
+    } catch (error) {
+      this.logger.warn('leases of dead acctops processes not released; they run out on their own', { error });
+      return { users: [], holders: [] };
     }
   }
 
@@ -470,7 +490,8 @@ export class LocalWorld {
       clock: this.clock,
       logger: this.logger,
       metrics: noMetrics,
-      ownerPrefix: 'acctops-cli',
+      // Names this process, so that a later command can take back a lease it leaves by dying.
+      ownerPrefix: leaseOwnerPrefix(),
     });
   }
 

@@ -83,6 +83,11 @@ export class LocalOperations implements Operations {
           context.out.note(
             `acctops: created the local state in ${world.stateDir} (embedded sandbox with demo data, ${world.state.dialect} dialect)`,
           );
+        const reclaimed = world.reclaimedLeases;
+        if (reclaimed.users.length > 0)
+          context.out.note(
+            `acctops: note: released the token lease(s) on ${reclaimed.users.length} user(s) left by ${reclaimed.holders.length === 1 ? 'acctops process' : 'acctops processes'} ${reclaimed.holders.join(', ')}, which no longer ${reclaimed.holders.length === 1 ? 'runs' : 'run'} (killed or crashed while holding them); those users are not busy any more`,
+          );
         await world.seedRegistry();
         return work(world);
       },

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { silentLogger } from '../../src/core/shared/logger';
@@ -34,6 +34,8 @@ describe('acctops: interrupted local commands', () => {
   const outputs: CliResult[] = [];
   let companyId: string;
   let users: { externalId: string; username: string; email: string }[];
+  /** Every acctops process a test started, killed at the end whatever happened. */
+  const running: ChildProcess[] = [];
 
   const acctops = async (...args: string[]) => {
     const result = await runAcctops(['--state-dir', state.dir, ...args]);
@@ -46,20 +48,20 @@ describe('acctops: interrupted local commands', () => {
   };
 
   /**
-   * Starts `acctops --state-dir … args` with `hold` in place, sends `signal` once the held request
-   * has arrived, and resolves with how it ended. `command` is how it is started: node and the bin
-   * shim (as `npx acctops` runs it), or the shim itself (`./bin/acctops.cjs`, a `node_modules/.bin/acctops` link).
+   * Starts `acctops --state-dir … args` with `hold` in place and resolves once the held request has
+   * arrived, with the running process. `command` is how it is started: node and the bin shim (as
+   * `npx acctops` runs it), or the shim itself (`./bin/acctops.cjs`, a `node_modules/.bin/acctops` link).
    */
-  async function interrupted(
+  async function held(
     args: string[],
     hold: Hold,
-    signal: NodeJS.Signals,
     command: { file: string; args: string[] } = { file: process.execPath, args: [ACCTOPS_BIN] },
-  ): Promise<CliResult & { afterSignalMs: number }> {
+  ): Promise<{ child: ChildProcess; output: { stdout: string; stderr: string }; exited: Promise<number | null> }> {
     const marker = join(state.dir, '..', `${Date.now()}-${Math.random().toString(16).slice(2)}.held`);
     const child = spawn(command.file, [...command.args, '--state-dir', state.dir, ...args], {
       env: cliEnv({ NODE_OPTIONS: `--require ${HOLD_PRELOAD}`, ACCTOPS_TEST_HOLD: JSON.stringify({ ...hold, marker }) }),
     });
+    running.push(child);
     const output = { stdout: '', stderr: '' };
     child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
@@ -77,15 +79,32 @@ describe('acctops: interrupted local commands', () => {
           throw new Error(`the held request never came (exit ${child.exitCode}): ${output.stderr}`);
         await new Promise((r) => setTimeout(r, 20));
       }
+      return { child, output, exited };
+    } catch (error) {
+      child.kill('SIGKILL');
+      throw error;
+    } finally {
+      await rm(marker, { force: true });
+    }
+  }
+
+  /** As `held`, then sends `signal` and resolves with how the process ended (its pid too). */
+  async function interrupted(
+    args: string[],
+    hold: Hold,
+    signal: NodeJS.Signals,
+    command?: { file: string; args: string[] },
+  ): Promise<CliResult & { afterSignalMs: number; pid: number }> {
+    const { child, output, exited } = await held(args, hold, command);
+    try {
       const signalled = Date.now();
       child.kill(signal);
       const code = await exited;
-      const result = { code: code ?? -1, ...output, afterSignalMs: Date.now() - signalled };
+      const result = { code: code ?? -1, ...output, afterSignalMs: Date.now() - signalled, pid: child.pid! };
       outputs.push(result);
       return result;
     } finally {
       child.kill('SIGKILL');
-      await rm(marker, { force: true });
     }
   }
 
@@ -131,7 +150,10 @@ describe('acctops: interrupted local commands', () => {
   });
   // A test that failed half-way must not leave the next one a pending rotation (the command works: it is tested below).
   afterEach(() => acctops('keys', 'cancel-rotation', '--company', companyId));
-  afterAll(() => closeCliState(state, outputs));
+  afterAll(async () => {
+    for (const child of running) child.kill('SIGKILL');
+    await closeCliState(state, outputs);
+  });
 
   it('Ctrl-C once the rotation created its key: rolled back (that key revoked, nothing pending), one line, and keys rotate works at once', async () => {
     // PutSecretValue is the call after the key's creation: held shorter than the wait for a step under way, so the step ends and the rollback runs.
@@ -248,10 +270,56 @@ describe('acctops: interrupted local commands', () => {
       }
     });
 
-    it('a user left leased by a killed refresh is busy: exit 5, a line per user with the lease end, refreshed once it runs out', async () => {
+    /** The live leases in tokens.json, by user, with the pid their owner id names. */
+    const leases = async () => {
+      // Read from the files, not by a command: a command needs the state lock, which a held refresh holds.
+      const { clockOffsetMs } = JSON.parse(await readFile(join(state.dir, 'state.json'), 'utf8')) as { clockOffsetMs: number };
+      const now = Date.now() + clockOffsetMs;
+      const { records } = JSON.parse(await readFile(join(state.dir, 'tokens.json'), 'utf8')) as {
+        records: Record<string, { leaseOwner?: string; leaseUntil?: number }>;
+      };
+      return Object.entries(records)
+        .filter(([, r]) => r.leaseOwner !== undefined && r.leaseUntil !== undefined && r.leaseUntil > now)
+        .map(([externalId, r]) => ({ externalId, pid: Number(/^acctops-cli@[^/]+\/(\d+)\//.exec(r.leaseOwner!)?.[1]) }));
+    };
+    const reclaimedNote = (count: number, pid: number) =>
+      `acctops: note: released the token lease(s) on ${count} user(s) left by acctops process ${pid}, which no longer runs (killed or crashed while holding them); those users are not busy any more\n`;
+
+    it('leases left by a refresh killed with kill -9 are taken back by the next command: one note with the count, every user refreshed, exit 0', async () => {
       await due();
       const killed = await interrupted(['tokens', 'refresh', '--all'], refreshRoute, 'SIGKILL');
       expect(killed.code).toBe(-1);
+      // The leases name the process that took them, which is gone.
+      const left = await leases();
+      expect(left.length).toBeGreaterThan(0);
+      expect(left.every((l) => l.pid === killed.pid)).toBe(true);
+
+      const again = await json<{ outcomes: { externalId: string; result: string; leaseUntil: string | null }[] }>(
+        'tokens',
+        'refresh',
+        '--all',
+      );
+      expect(again.result.code).toBe(0);
+      expect(again.result.stderr).toBe(reclaimedNote(left.length, killed.pid));
+      expect(again.body.outcomes.map((o) => o.externalId).sort()).toEqual(users.map((u) => u.externalId).sort());
+      for (const o of again.body.outcomes) expect(['refreshed', 'recovered']).toContain(o.result);
+      expect(await leases()).toEqual([]);
+      // Said once: the next command finds nothing to take back.
+      expect((await acctops('users', 'list')).stderr).toBe('');
+      expect((await acctops('tokens', 'refresh', '--all')).stderr).toBe('');
+    });
+
+    it('a lease whose holder still runs is kept, even with the state lock deleted by hand: busy, exit 5, a line per user with the lease end; taken back once that holder is killed', async () => {
+      await due();
+      const holder = await held(['tokens', 'refresh', '--all'], refreshRoute);
+      let mine: { externalId: string; pid: number }[] = [];
+      for (const deadline = Date.now() + 20_000; mine.length < users.length && Date.now() < deadline;) {
+        await new Promise((r) => setTimeout(r, 50));
+        mine = (await leases()).filter((l) => l.pid === holder.child.pid);
+      }
+      expect(mine).toHaveLength(users.length);
+      // The way out README names for a lock wrongly held, taken while the holder runs: its leases still protect its users.
+      await rm(join(state.dir, 'lock'));
 
       const busy = await json<{ outcomes: { externalId: string; result: string; leaseUntil: string | null }[] }>(
         'tokens',
@@ -259,23 +327,26 @@ describe('acctops: interrupted local commands', () => {
         '--all',
       );
       expect(busy.result.code).toBe(5);
-      const held = busy.body.outcomes.filter((o) => o.result === 'busy');
-      expect(held.length).toBeGreaterThan(0);
-      for (const o of held) {
+      expect(busy.result.stderr).not.toContain('released the token lease');
+      expect(busy.body.outcomes.map((o) => [o.externalId, o.result]).sort()).toEqual(users.map((u) => [u.externalId, 'busy']).sort());
+      for (const o of busy.body.outcomes) {
         expect(o.leaseUntil).toMatch(/Z$/);
         expect(busy.result.stderr).toContain(`"externalId":"${o.externalId}"`);
       }
       const text = await acctops('tokens', 'refresh', '--all');
       expect(text.code).toBe(5);
-      for (const o of held) {
+      for (const u of users) {
         expect(text.stderr).toMatch(
-          new RegExp(`^acctops: error: user ${o.externalId}: not refreshed: another run holds its lease until \\S+Z \\(`, 'm'),
+          new RegExp(`^acctops: error: user ${u.externalId}: not refreshed: another run holds its lease until \\S+Z \\(`, 'm'),
         );
       }
+      expect(await leases()).toEqual(mine);
 
-      expect((await acctops('local', 'advance-clock', '--by', '4m')).code).toBe(0);
+      holder.child.kill('SIGKILL');
+      await holder.exited;
       const after = await json<{ outcomes: { result: string }[] }>('tokens', 'refresh', '--all');
       expect(after.result.code).toBe(0);
+      expect(after.result.stderr).toBe(reclaimedNote(users.length, holder.child.pid!));
       expect(after.body.outcomes.map((o) => o.result).filter((r) => r === 'busy')).toEqual([]);
     });
   });
