@@ -8,13 +8,13 @@ import { dueExportPeriod, type ExportDeadline } from '../../src/core/exports/pip
 import { exportCompanyPeriod } from '../../src/core/exports/pipeline/export-company-period';
 import { EXPORT_ROOT, MANIFEST_NAME } from '../../src/core/exports/formats/layout';
 import { periodExported, readManifest, type Manifest } from '../../src/core/exports/formats/manifest';
-import { staleSymlinks } from '../../src/core/exports/formats/symlinks';
+import { staleSymlinks, SYMLINK_PUBLISH_WINDOW_MS } from '../../src/core/exports/formats/symlinks';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
 import { DEFAULT_CURRENCY } from '../../src/core/exports/formats/currency';
 import type { PeriodExportSummary } from '../../src/core/exports/formats/period-exporter';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
-import type { Clock } from '../../src/core/shared/clock';
+import { systemClock, type Clock } from '../../src/core/shared/clock';
 import type { Logger } from '../../src/core/shared/logger';
 import { rejectAwsModeOptions, type ExportTarget } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
@@ -25,7 +25,15 @@ import type { LocalWorld } from '../local/local-world';
 import { activeCompanyPages, type RegistryFinding } from '../../src/core/companies/company-registry';
 import { registryCurrency, type CompanyCurrency } from '../../src/core/exports/pipeline/company-currency';
 import { TOOL_VERSION } from '../version';
-import type { CompanyExportRow, CompanyProgress, ExportHealth, ExportReport, OperationsContext } from './operations';
+import type {
+  CompanyExportRow,
+  CompanyProgress,
+  ExportHealth,
+  ExportReport,
+  OperationsContext,
+  SymlinksBehind,
+  SymlinksPublishing,
+} from './operations';
 import { companyKeyOf, monthOpen, NO_EXPORT_RESULT, refuseFutureMonth } from './shared';
 
 /**
@@ -428,15 +436,32 @@ export async function exportDirect(
 }
 
 /**
+ * Where a publish may be running while the doctor reads (AWS mode: the export functions). Symlinks
+ * behind a manifest committed less than `windowMs` ago by `clock` (SYMLINK_PUBLISH_WINDOW_MS) are
+ * then reported as `publishing`, not as a finding.
+ */
+export interface PublishInFlight {
+  windowMs: number;
+  clock: Pick<Clock, 'now'>;
+}
+
+/** The deployed pipeline's: its export functions publish whenever they run. */
+export function deployedPublishes(clock: Pick<Clock, 'now'> = systemClock): PublishInFlight {
+  return { windowMs: SYMLINK_PUBLISH_WINDOW_MS, clock };
+}
+
+/**
  * Each company's newest complete export (a manifest exists), and whether it has the latest month
  * due by `deadline`: the deployed overdue check's deadline, so the two never disagree about which
- * month must exist.
+ * month must exist. Without `inFlight` (the local mode, whose exports run under the state lock the
+ * doctor holds), symlinks behind their manifest are always a finding.
  */
 export async function exportHealth(
   store: ObjectStore,
   companies: readonly string[],
   now: number,
   deadline: ExportDeadline,
+  inFlight?: PublishInFlight,
 ): Promise<ExportHealth> {
   const expected = dueExportPeriod(now, deadline.timeZone, deadline.dueAfterHours);
   const rows: ExportHealth['companies'] = [];
@@ -450,7 +475,16 @@ export async function exportHealth(
       if (match && match[2] === MANIFEST_NAME && (last === undefined || match[1]! > last)) last = match[1]!;
     }
     if (last === undefined) {
-      rows.push({ companyId, lastPeriod: null, generatedAt: null, manifestUrl: null, overdue, manifestError: null, staleSymlinks: [] });
+      rows.push({
+        companyId,
+        lastPeriod: null,
+        generatedAt: null,
+        manifestUrl: null,
+        overdue,
+        manifestError: null,
+        staleSymlinks: [],
+        publishing: [],
+      });
       continue;
     }
     const key = `${EXPORT_ROOT}/company=${companyId}/period=${last}/${MANIFEST_NAME}`;
@@ -461,28 +495,41 @@ export async function exportHealth(
     } catch (error) {
       // One damaged manifest is a finding about that company, not the end of the whole report.
       if (!(error instanceof ManifestError)) throw error;
-      rows.push({ ...row, manifestError: error.message, staleSymlinks: [] });
+      rows.push({ ...row, manifestError: error.message, staleSymlinks: [], publishing: [] });
       continue;
     }
-    const stale = await athenaBehind(store, last, manifest);
+    const athena = await athenaBehind(store, last, key, manifest, inFlight);
     if (expected.text !== last && !overdue) {
       // Not overdue: its manifest exists and was read. A missing or damaged one is the overdue finding.
       const expectedKey = `${EXPORT_ROOT}/company=${companyId}/period=${expected.text}/${MANIFEST_NAME}`;
-      stale.push(...(await athenaBehind(store, expected.text, await readManifest(store, expectedKey))));
+      const other = await athenaBehind(store, expected.text, expectedKey, await readManifest(store, expectedKey), inFlight);
+      athena.stale.push(...other.stale);
+      athena.publishing.push(...other.publishing);
     }
-    rows.push({ ...row, generatedAt: manifest?.generatedAt ?? null, staleSymlinks: stale });
+    rows.push({ ...row, generatedAt: manifest?.generatedAt ?? null, staleSymlinks: athena.stale, publishing: athena.publishing });
   }
   return { expectedPeriod: expected.text, companies: rows };
 }
 
-/** The period, with the datasets whose Athena symlink differs from what its manifest records, if any. */
+/**
+ * The period, with the datasets whose Athena symlink differs from what its manifest records, if
+ * any: stale, or publishing when that manifest was committed within `inFlight`'s window.
+ */
 async function athenaBehind(
   store: ObjectStore,
   period: string,
+  key: string,
   manifest: Manifest | undefined,
-): Promise<{ period: string; datasets: string[] }[]> {
+  inFlight: PublishInFlight | undefined,
+): Promise<{ stale: SymlinksBehind[]; publishing: SymlinksPublishing[] }> {
   const datasets = manifest ? await staleSymlinks(store, manifest) : [];
-  return datasets.length > 0 ? [{ period, datasets }] : [];
+  if (datasets.length === 0) return { stale: [], publishing: [] };
+  // Read after the manifest and its symlinks: a publish committed meanwhile makes it younger, never older.
+  const committedAt = inFlight ? (await store.head(key))?.lastModified : undefined;
+  // Either side of now: the operator's clock and S3's may disagree by a few seconds.
+  if (inFlight && committedAt !== undefined && Math.abs(inFlight.clock.now() - committedAt) < inFlight.windowMs)
+    return { stale: [], publishing: [{ period, datasets, committedAt: new Date(committedAt).toISOString() }] };
+  return { stale: [{ period, datasets }], publishing: [] };
 }
 
 /** The stack's export bucket (AWS mode): the pipeline writes at its root, `exports/…`. */

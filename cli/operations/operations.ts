@@ -479,6 +479,8 @@ export interface ExportHealth {
    * manifestError says why the last period's manifest could not be read (null when it could).
    * staleSymlinks: of the last period and the expected one, each whose Athena symlinks differ from
    * what its manifest records, with those datasets (Athena shows an earlier export of them).
+   * publishing: the same, where the manifest was committed so recently that a publish may still be
+   * writing them (AWS mode: SYMLINK_PUBLISH_WINDOW_MS); not a finding. [] in the local mode.
    */
   companies: {
     companyId: string;
@@ -487,8 +489,20 @@ export interface ExportHealth {
     manifestUrl: string | null;
     overdue: boolean;
     manifestError: string | null;
-    staleSymlinks: { period: string; datasets: string[] }[];
+    staleSymlinks: SymlinksBehind[];
+    publishing: SymlinksPublishing[];
   }[];
+}
+
+/** A period whose Athena symlinks of `datasets` differ from its manifest's. */
+export interface SymlinksBehind {
+  period: string;
+  datasets: string[];
+}
+
+/** Symlinks behind a manifest committed at `committedAt` (the manifest object's last modification), moments ago. */
+export interface SymlinksPublishing extends SymlinksBehind {
+  committedAt: string;
 }
 
 /** A rotation doctor's finding with its fixed key set for --json (null: the finding names no key or version). */

@@ -9,7 +9,7 @@ import { DOCTOR_REPORT_FIELDS, KEY_STATUS_ROW_FIELDS, onboardArgs, parseJson, ru
 import { startRecordingServer, type CannedResponse, type RecordedRequest, type RecordingServer } from '../helpers/recording-server';
 import { startScheduler, type RunningScheduler } from '../helpers/scheduler';
 import { ROTATION_LAMBDA, RotationWorld } from '../integration/api-keys/support';
-import { startS3, type LocalS3 } from '../helpers/s3rver';
+import { instrumentS3, startS3, type LocalS3 } from '../helpers/s3rver';
 import { startDynamo, type LocalDynamo } from '../helpers/dynalite';
 import { DynamoDbTokenStore } from '../../src/adapters/aws/dynamodb-token-store';
 import { createRegistryTable, createTokenTable } from '../helpers/dynamodb-tables';
@@ -764,6 +764,46 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(invocations(outputs.CheckKeyRotationsFunctionName!)).toEqual([{ repair: false }, { repair: false }]);
     await acctops(['doctor', '--repair']);
     expect(invocations(outputs.CheckKeyRotationsFunctionName!)).toEqual([{ repair: false }, { repair: false }, { repair: true }]);
+  });
+
+  it('doctor: Athena symlinks behind a manifest committed moments ago are a publish in progress: `publishing`, not a finding (exit 0)', async () => {
+    lambdaAnswers.set(outputs.CheckHealthFunctionName!, () => ({
+      body: { ok: true, checkedAt: '2026-11-02T09:00:00.000Z', probes: [{ name: 'service-reachable', ok: true, durationMs: 5 }] },
+    }));
+    lambdaAnswers.set(outputs.CheckKeyRotationsFunctionName!, () => ({ body: { checkedAt: 0, companies: 1, findings: [] } }));
+    const month = dueExportPeriod(Date.now(), DEFAULT_EXPORT_DEADLINE.timeZone, DEFAULT_EXPORT_DEADLINE.dueAfterHours).text;
+    const current = await world.current();
+    // A publish caught between its manifest and its symlinks, as the doctor may find one of the stack's functions:
+    // the same state as a symlink write that failed, moments after the commit.
+    const client = s3.client();
+    instrumentS3(client, ({ command, key }) => command === 'PutObjectCommand' && key.endsWith('/transactions/_symlink/symlink.txt'));
+    const published = await directExport({
+      baseUrl: world.sandbox.baseUrl,
+      apiKey: current.apiKey,
+      month,
+      store: new S3ObjectStore({ client, bucket: outputs.ExportBucketName! }),
+      toolVersion: 'test',
+      // csv as well: the month may hold an earlier export in csv, which a re-export must keep.
+      formats: ['csv', 'parquet'],
+    });
+    expect(published.staleSymlinks).toEqual(['transactions']);
+
+    const doctor = await acctops(['--json', 'doctor']);
+    expect(doctor.code).toBe(0);
+    const report = parseJson<{
+      findings: string[];
+      exports: { companies: { companyId: string; staleSymlinks: unknown[]; publishing: { period: string; datasets: string[] }[] }[] };
+    }>(doctor);
+    expect(report.findings).toEqual([]);
+    const row = report.exports.companies.find((c) => c.companyId === world.companyId)!;
+    expect(row.staleSymlinks).toEqual([]);
+    expect(row.publishing).toEqual([{ period: month, datasets: ['transactions'], committedAt: expect.stringMatching(/Z$/) }]);
+
+    const text = await acctops(['doctor']);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(`publishing (${month})`);
+    expect(text.stdout).toContain(`  publishing: company ${world.companyId}, ${month}: its manifest was committed at `);
+    expect(text.stdout).toContain('No findings.');
   });
 
   it("doctor expects the month due by the stack's own deadline (ExportTimeZone, ExportDueAfterHours); a malformed one skips the exports section", async () => {

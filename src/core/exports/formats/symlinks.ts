@@ -59,6 +59,18 @@ export async function writeSymlinks(store: Pick<ObjectStore, 'putObject'>, plann
 }
 
 /**
+ * How long after its manifest's commit (the manifest object's last modification) a running publish
+ * may still be writing the symlinks: a reader that finds them behind a manifest this young may have
+ * come between the two, and cannot tell that from a failed write yet. The writes are up to three
+ * small PutObjects sent at once right after the commit: well under a second, and the SDK's retries
+ * of a throttled or failed one (3 attempts, backoff of at most a few seconds) add little. A minute
+ * covers those with room to spare, and a reader's clock a few tens of seconds off S3's. Longer would
+ * only delay the report of a write that failed, which the publish itself reports at once
+ * (`staleSymlinks`, the error it logs).
+ */
+export const SYMLINK_PUBLISH_WINDOW_MS = 60_000;
+
+/**
  * The datasets whose symlink in the store is not the one `manifest` records (other bytes, or
  * none): Athena shows an earlier export of them than the manifest describes. Any export of the
  * period rewrites every symlink of its manifest.
