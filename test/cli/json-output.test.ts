@@ -223,7 +223,16 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     for (const probe of doctor.body.health.probes) expect(keysOf(probe)).toEqual(PROBE);
     for (const secret of doctor.body.companySecrets) expect(keysOf(secret)).toEqual(['companyId', 'error', 'ok', 'secret']);
     for (const row of doctor.body.exports.companies)
-      expect(keysOf(row)).toEqual(['companyId', 'generatedAt', 'lastPeriod', 'manifestError', 'manifestUrl', 'overdue', 'staleSymlinks']);
+      expect(keysOf(row)).toEqual([
+        'companyId',
+        'generatedAt',
+        'lastPeriod',
+        'manifestError',
+        'manifestUrl',
+        'overdue',
+        'publishing',
+        'staleSymlinks',
+      ]);
     const missing = doctor.body.rotations.findings.find((f) => f.type === 'key_missing');
     // It has no secret to name: null, as every absent value, not a placeholder string.
     expect(missing).toMatchObject({ secret: null, apiKeyId: null, keyPrefix: null, versionId: null });
