@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { CURRENCY_CODE_EXPECTED, isoCurrencyCode } from '../../contract/currency';
 import { taxReportFieldNameIssues, type TaxReportFieldNames } from '../../contract/exports';
+import { cronExpressionIssue } from './cron-expression';
 
 /**
  * Typed stage settings. `cdk.json` holds one entry per stage under the context key `stages`; the
@@ -18,7 +19,6 @@ export const LOG_RETENTION_DAYS = [
 export type LogRetentionDays = (typeof LOG_RETENTION_DAYS)[number];
 
 const RATE = /^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$/;
-const CRON = /^cron\(\S+ \S+ \S+ \S+ \S+ \S+\)$/;
 
 /** An EventBridge Scheduler `rate(...)` expression; AWS wants `rate(1 hour)` but `rate(2 hours)`. */
 const rateExpression = z.string().refine((value) => {
@@ -27,9 +27,20 @@ const rateExpression = z.string().refine((value) => {
   const amount = Number(match[1]);
   return amount >= 1 && (amount === 1) === !match[2]!.endsWith('s');
 }, 'expected rate(<n> <unit>), e.g. rate(5 minutes) or rate(1 hour)');
-const cronExpression = z.string().regex(CRON, 'expected cron(<min> <hour> <day-of-month> <month> <day-of-week> <year>)');
-const scheduleExpression = z.union([rateExpression, cronExpression], {
-  error: 'expected rate(...) or cron(...)',
+/** An EventBridge Scheduler `cron(...)` expression, each field checked (cron-expression.ts). */
+const cronExpression = z.string().check((ctx) => {
+  const issue = cronExpressionIssue(ctx.value);
+  if (issue !== undefined) ctx.issues.push({ code: 'custom', input: ctx.value, message: issue });
+});
+// Not a union: a union reports only "no alternative fits", and a cron(...) with one bad field
+// deserves that field's message.
+const scheduleExpression = z.string().check((ctx) => {
+  const issue = ctx.value.startsWith('rate(')
+    ? rateExpression.safeParse(ctx.value).error?.issues[0]?.message
+    : ctx.value.startsWith('cron(')
+      ? cronExpressionIssue(ctx.value)
+      : 'expected rate(...) or cron(...)';
+  if (issue !== undefined) ctx.issues.push({ code: 'custom', input: ctx.value, message: issue });
 });
 
 const timeZone = z.string().refine((value) => {
@@ -51,8 +62,56 @@ function hasQueryOrFragment(url: string): boolean {
   return /[?#]/.test(url);
 }
 
-const arn = (service: string) =>
-  z.string().regex(new RegExp(`^arn:aws[a-z-]*:${service}:[a-z0-9-]+:\\d{12}:.+`), `expected a ${service} ARN`);
+const PARTITION = 'aws(?:-[a-z]+)*';
+const REGION = /^[a-z]{2}(-[a-z]+)+-\d$/;
+const ACCOUNT = /^\d{12}$/;
+
+/**
+ * A complete secret ARN, `arn:<partition>:secretsmanager:<region>:<account>:secret:<name>-<6 characters>`:
+ * Secrets Manager appends a hyphen and six random characters to the name (CreateSecret's `ARN`),
+ * and CDK's Secret.fromSecretCompleteArn refuses an ARN without them (with a stack trace that names
+ * no field). Name characters: the ones CreateSecret allows (letters, digits, /_+=.@-).
+ */
+const SECRET_ARN = new RegExp(`^arn:(${PARTITION}):secretsmanager:([^:]+):([^:]+):secret:([A-Za-z0-9/_+=.@-]+)-([A-Za-z0-9]{6})$`);
+const SECRET_ARN_SHAPE = 'arn:<partition>:secretsmanager:<region>:<account>:secret:<name>-<6 characters>';
+
+/** The account and region of a complete secret ARN (validated by `secretArn`). */
+export function secretArnParts(arn: string): { partition: string; region: string; account: string } | undefined {
+  const match = SECRET_ARN.exec(arn);
+  return match ? { partition: match[1]!, region: match[2]!, account: match[3]! } : undefined;
+}
+
+/** What is wrong with a secret ARN, in words an operator can act on; undefined when complete. */
+function secretArnIssue(value: string): string | undefined {
+  const parts = value.split(':');
+  if (parts[0] !== 'arn' || parts.length < 6 || !new RegExp(`^${PARTITION}$`).test(parts[1]!)) {
+    return `expected a complete secret ARN, ${SECRET_ARN_SHAPE}`;
+  }
+  if (parts[2] !== 'secretsmanager')
+    return `expected a Secrets Manager ARN (service secretsmanager), not ${parts[2] || 'an empty service'}`;
+  if (!REGION.test(parts[3]!)) return 'expected a region like eu-central-1 after secretsmanager:';
+  if (!ACCOUNT.test(parts[4]!)) return 'expected a 12-digit account id after the region';
+  if (parts[5] !== 'secret' || parts.length < 7) return `expected secret:<name>-<6 characters> after the account id, ${SECRET_ARN_SHAPE}`;
+  // A partial ARN whose name ends in a hyphen and 6 letters or digits (`my-secret`) passes: AWS
+  // reads such an ARN as complete too, and recommends against such names.
+  if (SECRET_ARN.test(value)) return undefined;
+  if (/^[A-Za-z0-9/_+=.@-]+$/.test(parts.slice(6).join(':'))) {
+    return (
+      'a partial ARN: the hyphen and 6 characters Secrets Manager appends to the name are missing; ' +
+      'copy the whole ARN (aws secretsmanager describe-secret --secret-id <name> --query ARN)'
+    );
+  }
+  return 'the secret name may hold only letters, digits and /_+=.@-';
+}
+
+const secretArn = z.string().check((ctx) => {
+  const issue = secretArnIssue(ctx.value);
+  if (issue !== undefined) ctx.issues.push({ code: 'custom', input: ctx.value, message: issue });
+});
+
+/** An SNS topic ARN, `arn:<partition>:sns:<region>:<account>:<topic name>` (names: letters, digits, - and _, .fifo). */
+const SNS_TOPIC_ARN = new RegExp(`^arn:(${PARTITION}):sns:([a-z]{2}(?:-[a-z]+)+-\\d):(\\d{12}):[A-Za-z0-9_-]{1,256}(\\.fifo)?$`);
+const snsTopicArn = z.string().regex(SNS_TOPIC_ARN, 'expected an SNS topic ARN, arn:<partition>:sns:<region>:<account>:<topic name>');
 
 /** A path relative to `baseUrl`, with the trailing slash the service's paths keep. */
 const apiPath = z.string().regex(/^\/[A-Za-z0-9_\-/{}]*\/$/, 'expected a path like /api-keys/');
@@ -82,7 +141,7 @@ const companySchema = z.strictObject({
    * An existing Secrets Manager secret holding this company's API key, imported instead of created.
    * @default - the stack creates the company's secret
    */
-  existingSecretArn: arn('secretsmanager').optional(),
+  existingSecretArn: secretArn.optional(),
   /**
    * ISO 4217 code of the transactions the company's service sends without a currency, upper-cased
    * (`gbp` is GBP) and written into the company's registry entry when the stack seeds it. Seeding
@@ -169,7 +228,12 @@ export const stageSettingsSchema = z
   .strictObject({
     /** The service's base URL, `/api/v1` included (docs/assumptions.md, Transport). */
     baseUrl: z
-      .url({ protocol: /^https$/, error: 'expected an https URL', abort: true })
+      .url({
+        protocol: /^https$/,
+        // A missing field is `required` (parseStageSettings), not a wrong one.
+        error: (issue) => (issue.input === undefined ? undefined : 'expected an https URL'),
+        abort: true,
+      })
       // The URL lands in every function's environment and in the ServiceBaseUrl output, and the
       // client refuses user info, a query and a fragment (client.ts, parseBaseUrl): fail the
       // synth, not every function at run time. No message quotes the URL: it may hold a password.
@@ -232,6 +296,14 @@ export const stageSettingsSchema = z
      * @default []
      */
     alarmEmails: z.array(z.email()).default([]),
+    /**
+     * An existing SNS topic, such as an organisation-wide ops topic, that every alarm also notifies,
+     * when it fires and when it clears, next to the stack's own topic. It must be in the stage's
+     * region, and its topic policy (and its KMS key's policy, if encrypted) must let
+     * cloudwatch.amazonaws.com publish from this account (docs/monitoring.md, "Notifications").
+     * @default - only the stack's own topic
+     */
+    opsTopicArn: snsTopicArn.optional(),
     schedules: schedulesSchema.prefault({}),
     /**
      * Companies whose API keys acctops holds and rotates.
@@ -249,6 +321,38 @@ export const stageSettingsSchema = z
   .refine((s) => (s.account === undefined) === (s.region === undefined), {
     error: 'set account and region together, or neither',
     path: ['account'],
+  })
+  .superRefine((s, ctx) => {
+    // Rotation of an imported secret needs it in the stack's account and region: Secrets Manager
+    // invokes the rotation function in its own region, the function's permission names this account
+    // (SourceAccount), and the stack's secrets key cannot encrypt another account's secret. Without
+    // a pinned environment, lib/constructs/stage-checks.ts warns at synth instead.
+    const imported = s.companies.flatMap((c, i) => {
+      const parts = c.existingSecretArn === undefined ? undefined : secretArnParts(c.existingSecretArn);
+      return parts ? [{ i, ...parts }] : [];
+    });
+    const target = s.account !== undefined && s.region !== undefined ? { account: s.account, region: s.region } : imported[0];
+    for (const { i, account, region } of imported) {
+      if (target === undefined || (account === target.account && region === target.region)) continue;
+      ctx.addIssue({
+        code: 'custom',
+        path: ['companies', i, 'existingSecretArn'],
+        message:
+          s.account !== undefined
+            ? `is in account ${account}, region ${region}; the stage deploys to account ${target.account}, region ${target.region}, and rotation works only on a secret of the stack's own account and region`
+            : `is in account ${account}, region ${region}, another than companies[${imported[0]!.i}].existingSecretArn (${target.account}, ${target.region}): one stack rotates secrets of its own account and region only`,
+      });
+    }
+    if (s.opsTopicArn !== undefined && s.region !== undefined) {
+      const topicRegion = s.opsTopicArn.split(':')[3];
+      if (topicRegion !== s.region) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['opsTopicArn'],
+          message: `is in region ${topicRegion}; the stage deploys to ${s.region}, and a CloudWatch alarm notifies a topic of its own region only`,
+        });
+      }
+    }
   })
   .refine((s) => s.apiKeys.revocationGraceMinutes * 60 > s.secretCacheTtlSeconds, {
     error: 'must be longer than secretCacheTtlSeconds, or consumers could still hold the revoked key',
@@ -317,7 +421,11 @@ export function loadStageConfig(context: ContextReader): StageConfig {
 
 /** Validates one stage's settings; `prefix` is prepended to each field path in errors. */
 export function parseStageSettings(input: unknown, prefix: string): StageSettings {
-  const result = stageSettingsSchema.safeParse(input);
+  // Lower precedence than a field's own error: a field without a value is `required`, whatever the
+  // field's message for a wrong value (e.g. baseUrl's "expected an https URL").
+  const result = stageSettingsSchema.safeParse(input, {
+    error: (issue) => (issue.code === 'invalid_type' && issue.input === undefined ? 'required' : undefined),
+  });
   if (result.success) return result.data;
   throw new StageConfigError(
     result.error.issues.flatMap((issue) =>

@@ -1,4 +1,6 @@
+import { Stack } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import cdkJson from '../../cdk.json';
 import { LOG_RETENTION_DAYS, loadStageConfig, parseStageSettings, StageConfigError } from '../../lib/config/stage';
 import { CURRENCY_CODE_EXPECTED } from '../../contract/currency';
@@ -216,5 +218,150 @@ describe('stage configuration', () => {
   it('admits exactly the retention periods CloudWatch Logs (and CDK) know', () => {
     const cdkValues = Object.values(RetentionDays).filter((v): v is number => typeof v === 'number' && v !== RetentionDays.INFINITE);
     expect([...LOG_RETENTION_DAYS].sort((a, b) => a - b)).toEqual(cdkValues.sort((a, b) => a - b));
+  });
+});
+
+describe('stage configuration: secret ARNs, cron expressions, required fields, the ops topic', () => {
+  const ARN = 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:acme/api-key-AbCdEf';
+  const imported = (...arns: string[]) => ({
+    ...BASE,
+    companies: arns.map((existingSecretArn, i) => ({ companyId: COMPANY.replace(/^0/, String(i)), existingSecretArn })),
+  });
+
+  it.each([
+    ['a partial ARN (no -XXXXXX suffix)', 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:acme/api-key', 'a partial ARN'],
+    ['an ARN without :secret:', 'arn:aws:secretsmanager:eu-central-1:123456789012:acme-AbCdEf', 'secret:<name>-<6 characters>'],
+    ['another resource type', 'arn:aws:secretsmanager:eu-central-1:123456789012:key:acme-AbCdEf', 'secret:<name>-<6 characters>'],
+    ['another service', 'arn:aws:ssm:eu-central-1:123456789012:parameter/acme', 'not ssm'],
+    ['a bad region', 'arn:aws:secretsmanager:europe:123456789012:secret:acme-AbCdEf', 'region'],
+    ['a bad account', 'arn:aws:secretsmanager:eu-central-1:1234:secret:acme-AbCdEf', 'account'],
+    ['a name with a space', 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:ac me-AbCdEf', 'secret name'],
+    ['a name alone', 'acme/api-key', 'complete secret ARN'],
+  ])('refuses %s as existingSecretArn, naming the field and what is wrong', (_what, arn, why) => {
+    const error = failure(() => load(imported(arn)));
+    expect(error.issues).toEqual([{ path: 'stages.dev.companies[0].existingSecretArn', message: expect.stringContaining(why) }]);
+  });
+
+  it("accepts exactly what CDK's fromSecretCompleteArn accepts, so a stage that loads never crashes the synth", () => {
+    for (const arn of [
+      ARN,
+      'arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:a-B1c2D3',
+      'arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:secret:x_y+z=.@/w-zzzzzz',
+      'arn:aws:secretsmanager:eu-central-1:123456789012:secret:acme/api-key',
+      'arn:aws:secretsmanager:eu-central-1:123456789012:acme-AbCdEf',
+    ]) {
+      const loaded = (() => {
+        try {
+          return load(imported(arn)).companies[0]!.existingSecretArn;
+        } catch (error) {
+          if (!(error instanceof StageConfigError)) throw error;
+          return undefined;
+        }
+      })();
+      if (loaded === undefined) continue;
+      expect(() => Secret.fromSecretCompleteArn(new Stack(), 'S', loaded)).not.toThrow();
+    }
+  });
+
+  it('refuses an imported secret outside the pinned account or region: rotation cannot reach it', () => {
+    const pinned = { account: '123456789012', region: 'eu-central-1' };
+    expect(load({ ...imported(ARN), ...pinned }).companies[0]!.existingSecretArn).toBe(ARN);
+    for (const other of [ARN.replace('123456789012', '210987654321'), ARN.replace('eu-central-1', 'eu-west-1')]) {
+      const error = failure(() => load({ ...imported(ARN, other), ...pinned }));
+      expect(error.issues).toEqual([
+        { path: 'stages.dev.companies[1].existingSecretArn', message: expect.stringContaining("the stack's own account and region") },
+      ]);
+    }
+  });
+
+  it('without a pinned environment, refuses imported secrets of different accounts or regions (one stack has one)', () => {
+    expect(load(imported(ARN, ARN.replace('acme', 'beta'))).companies).toHaveLength(2);
+    const error = failure(() => load(imported(ARN, ARN.replace('eu-central-1', 'us-east-1'))));
+    expect(error.issues).toEqual([
+      { path: 'stages.dev.companies[1].existingSecretArn', message: expect.stringContaining('companies[0].existingSecretArn') },
+    ]);
+  });
+
+  it.each([
+    ['cron(a b c d e f)', 'minutes "a"'],
+    ['cron(0 3 1 * 1 *)', 'exactly one of them must be ?'],
+    ['cron(0 3 1 * * *)', 'exactly one of them must be ?'],
+    ['cron(0 3 ? * ? *)', 'exactly one of them must be ?'],
+    ['cron(60 3 1 * ? *)', 'minutes "60": 60 is outside 0-59'],
+    ['cron(0 24 1 * ? *)', 'hours "24"'],
+    ['cron(0 ? 1 * ? *)', 'hours "?": ? is allowed only in day-of-month and day-of-week'],
+    ['cron(0 3 32 * ? *)', 'day-of-month "32"'],
+    ['cron(0 3 0 * ? *)', 'day-of-month "0"'],
+    ['cron(0 3 1 13 ? *)', 'month "13"'],
+    ['cron(0 3 1 JANUARY ? *)', 'month "JANUARY"'],
+    ['cron(0 3 ? * 8 *)', 'day-of-week "8"'],
+    ['cron(0 3 ? * MON#6 *)', 'day-of-week "MON#6"'],
+    ['cron(0 3 ? * 2#1,3 *)', 'day-of-week "2#1,3"'],
+    ['cron(0 3 ? * 1/2 *)', 'day-of-week "1/2": / (increments) is not allowed'],
+    ['cron(0 3 1 * ? 1969)', 'year "1969"'],
+    ['cron(0/0 3 1 * ? *)', 'minutes "0/0"'],
+    ['cron(0 3 1-40 * ? *)', 'day-of-month "1-40"'],
+    ['cron(0 3 1,,2 * ? *)', 'day-of-month "1,,2"'],
+    ['cron(0 3 1 * ?)', 'expected 6 fields'],
+    ['cron(0 3 1 * ? * *)', 'expected 6 fields'],
+  ])('refuses %s, naming the cron field and what is wrong', (expression, why) => {
+    for (const field of ['monthlyExport', 'tokenRefresh']) {
+      const error = failure(() => load({ ...BASE, schedules: { [field]: expression } }));
+      expect(error.issues).toEqual([{ path: `stages.dev.schedules.${field}`, message: expect.stringContaining(why) }]);
+    }
+  });
+
+  it("accepts AWS's own examples and every cron expression the repository uses", () => {
+    const used = [
+      ...Object.values(cdkJson.context.stages).flatMap((s) => Object.values(s.schedules)),
+      'cron(0 3 1 * ? *)',
+      'cron(0/10 * * * ? *)',
+      'cron(30 0 1 * ? *)',
+    ].filter((e) => e.startsWith('cron('));
+    const aws = [
+      'cron(0 10 * * ? *)',
+      'cron(15 12 * * ? *)',
+      'cron(0 18 ? * MON-FRI *)',
+      'cron(0 8 1 * ? *)',
+      'cron(0/15 * * * ? *)',
+      'cron(0/10 * ? * MON-FRI *)',
+      'cron(0/5 8-17 ? * MON-FRI *)',
+      'cron(0 9 ? * 2#1 *)',
+      'cron(15 10 ? * 6L 2019-2022)',
+      'cron(0 12 L * ? *)',
+      'cron(0 12 3W * ? *)',
+      'cron(*/30 * * JAN,FEB,MAR ? 2030)',
+    ];
+    for (const expression of [...used, ...aws]) {
+      expect({ expression, monthly: load({ ...BASE, schedules: { monthlyExport: expression } }).schedules.monthlyExport }).toEqual({
+        expression,
+        monthly: expression,
+      });
+    }
+  });
+
+  it('says "required" of a missing required field, and what is wrong of a wrong one', () => {
+    expect(failure(() => load({})).issues).toEqual([{ path: 'stages.dev.baseUrl', message: 'required' }]);
+    expect(failure(() => load({ ...BASE, companies: [{}] })).issues).toEqual([
+      { path: 'stages.dev.companies[0].companyId', message: 'required' },
+    ]);
+    expect(failure(() => load({ baseUrl: 'ftp://accounting.example.com/api/v1' })).issues).toEqual([
+      { path: 'stages.dev.baseUrl', message: 'expected an https URL' },
+    ]);
+    expect(failure(() => load({ baseUrl: 42 })).issues).toEqual([{ path: 'stages.dev.baseUrl', message: 'expected an https URL' }]);
+  });
+
+  it('takes an ops topic ARN, refusing one that is not an SNS topic or not in the pinned region', () => {
+    const topic = 'arn:aws:sns:eu-central-1:210987654321:org-ops';
+    expect(load({ ...BASE, opsTopicArn: topic }).opsTopicArn).toBe(topic);
+    expect(load({ ...BASE, opsTopicArn: topic, account: '123456789012', region: 'eu-central-1' }).opsTopicArn).toBe(topic);
+    for (const bad of ['org-ops', 'arn:aws:sqs:eu-central-1:210987654321:org-ops', 'arn:aws:sns:eu-central-1:210987654321:org ops']) {
+      expect(failure(() => load({ ...BASE, opsTopicArn: bad })).issues).toEqual([
+        { path: 'stages.dev.opsTopicArn', message: expect.stringContaining('expected an SNS topic ARN') },
+      ]);
+    }
+    expect(failure(() => load({ ...BASE, opsTopicArn: topic, account: '123456789012', region: 'eu-west-1' })).issues).toEqual([
+      { path: 'stages.dev.opsTopicArn', message: expect.stringContaining('its own region only') },
+    ]);
   });
 });
