@@ -31,6 +31,23 @@ export interface FaultSpec {
   skip?: number;
 }
 
+/**
+ * An identity policy's grant conditioned on resource tags, as IAM evaluates it for the caller:
+ * `Allow <operations> on secrets named <namePrefix>* if aws:ResourceTag/<key> = <value>` for each
+ * of `resourceTags`, and no other grant on that prefix. A request naming a secret under the prefix
+ * whose tags do not match, or that does not exist (IAM then has no tag to compare, the condition
+ * is false: an implicit deny), is answered AccessDeniedException, as AWS does. Requests naming
+ * anything else, and operations not listed, are served as if allowed (the emulator's default).
+ */
+export interface TagConditionedGrant {
+  /** The operations the grant covers, e.g. `['DescribeSecret']`, or `'*'`. */
+  operations: readonly Operation[] | '*';
+  /** The secret-name prefix of the grant's resource (`acctops/dev/company/` for `…:secret:acctops/dev/company/*`). */
+  namePrefix: string;
+  /** Tag key and value every covered secret must carry. */
+  resourceTags: Record<string, string>;
+}
+
 export interface SecretsManagerOptions {
   /** Default 0: an ephemeral port. */
   port?: number;
@@ -48,6 +65,8 @@ export interface SecretsManagerOptions {
   faults?: FaultSpec[];
   /** Start with the secrets of an earlier emulator (`exportState()`), e.g. the CLI's local state. */
   state?: SecretsManagerSnapshot;
+  /** The caller's tag-conditioned grants; none: every request is allowed. Same as `admin.setTagConditionedGrants`. */
+  tagConditionedGrants?: TagConditionedGrant[];
 }
 
 export interface SecretsManagerStats {
@@ -71,6 +90,8 @@ export interface SecretsManagerAdmin {
   retryRotation(secretId: string): Promise<RotationRecord>;
   /** Resolves when background (`async` mode) rotations have finished. */
   settled(): Promise<void>;
+  /** Replaces the caller's tag-conditioned grants (an empty list: every request is allowed again). */
+  setTagConditionedGrants(grants: TagConditionedGrant[]): void;
   injectFault(fault: FaultSpec): void;
   clearFaults(): void;
   stats(): SecretsManagerStats;
@@ -110,6 +131,27 @@ export async function startSecretsManager(options: SecretsManagerOptions = {}): 
   for (const [arn, handler] of Object.entries(options.rotationHandlers ?? {})) rotation.register(arn, handler);
   let faults = (options.faults ?? []).map(normaliseFault);
   let stats: SecretsManagerStats = { calls: {}, errors: {} };
+  let grants = [...(options.tagConditionedGrants ?? [])];
+  const accountId = options.accountId ?? '000000000000';
+
+  const checkAccess = (operation: Operation, input: unknown): void => {
+    const secretId = (input as { SecretId?: unknown }).SecretId;
+    if (typeof secretId !== 'string') return;
+    const secret = state.find(secretId);
+    // IAM evaluates the resource's ARN; of a secret that does not exist, the name the request gives.
+    const name = secret?.name ?? (secretId.startsWith('arn:') ? (secretId.split(':secret:')[1] ?? '') : secretId);
+    for (const grant of grants) {
+      if (grant.operations !== '*' && !grant.operations.includes(operation)) continue;
+      if (!name.startsWith(grant.namePrefix)) continue;
+      const tags = new Map(secret?.tags.map((t) => [t.Key, t.Value]));
+      if (secret !== undefined && Object.entries(grant.resourceTags).every(([key, value]) => tags.get(key) === value)) continue;
+      throw new EmulatedServiceError(
+        'AccessDeniedException',
+        `User: arn:aws:sts::${accountId}:assumed-role/emulated/caller is not authorized to perform: secretsmanager:${operation} ` +
+          `on resource: ${secretId} because no identity-based policy allows the secretsmanager:${operation} action`,
+      );
+    }
+  };
 
   const operations: { [O in Operation]: (input: Input<O>) => unknown } = {
     CreateSecret: (i) => state.createSecret(i),
@@ -151,7 +193,9 @@ export async function startSecretsManager(options: SecretsManagerOptions = {}): 
     if (fault) throw fault;
     state.purgeExpired();
     const handler = operations[name] as (input: unknown) => unknown;
-    return handler(parseInput(name, body));
+    const input = parseInput(name, body);
+    checkAccess(name, input);
+    return handler(input);
   };
 
   const server = createServer((req, res) => {
@@ -201,6 +245,9 @@ export async function startSecretsManager(options: SecretsManagerOptions = {}): 
     runRotationStep: (secretId, step) => rotation.runStep(secretId, step),
     retryRotation: (secretId) => rotation.retry(secretId),
     settled: () => rotation.settled(),
+    setTagConditionedGrants: (next) => {
+      grants = [...next];
+    },
     injectFault: (fault) => {
       faults.push(normaliseFault(fault));
     },

@@ -19,6 +19,7 @@ import {
   type MoveSecretStageInput,
   type PutSecretValueInput,
   type SecretDescription,
+  SecretAccessDeniedError,
   SecretNotFoundError,
   type SecretStore,
   SecretStoreError,
@@ -201,6 +202,8 @@ export function toStoreError(operation: string, secretId: string, error: unknown
     const message = `Secrets Manager ${operation} failed for ${secretId}: ${name}: ${error.message}`;
     if (error instanceof ResourceNotFoundException) return new SecretNotFoundError(message, { secretId, cause: error });
     if (error instanceof ResourceExistsException) return new SecretVersionConflictError(message, { secretId, cause: error });
+    // The SDK has no class for it: AccessDeniedException is a common error, not one of the service's model.
+    if (name === 'AccessDeniedException') return new SecretAccessDeniedError(message, { secretId, cause: error });
     return new SecretStoreError(message, {
       code: `secrets_manager_${name}`,
       secretId,

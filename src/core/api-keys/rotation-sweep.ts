@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { type SecretDescription, SecretNotFoundError, SecretStage } from '../ports/secrets';
+import { SecretAccessDeniedError, type SecretDescription, SecretNotFoundError, SecretStage } from '../ports/secrets';
 import { parseWith } from '../shared/errors';
 import type { CompanyKeyDirectory, CompanyKeyEntry } from './key-directory';
 import {
@@ -299,7 +299,18 @@ export async function checkQueuedCompanies(
   return { checked: byCompany.size, findings, failedMessageIds };
 }
 
-/** describeCompanySecret over a store: by the conventional name, else by tag; a deleted secret is none. */
+/**
+ * describeCompanySecret over a store: by the conventional name, else by tag; a deleted secret is none.
+ *
+ * The functions may describe a name under `acctops/<stage>/company/*` only if the secret carries the
+ * stage's tags (lib/constructs/key-rotation.ts, grantCompanyKeysByTag). For a name with no secret
+ * (an imported company's, whose secret has its own name, or a company without a secret) IAM has no
+ * resource tag to compare, the condition is false and nothing allows the call: AWS answers
+ * AccessDeniedException, not ResourceNotFoundException. So a refusal of the by-name lookup means
+ * "not found by that name" too, and the tag lookup decides: it finds an imported secret, reports a
+ * missing one as none (`key_missing`), and a real permission problem still fails there (ListSecrets,
+ * or DescribeSecret of the secret it found).
+ */
 export function describeByNameOrTag(deps: {
   store: { describeSecret(secretId: string): Promise<SecretDescription> };
   directory: { find(companyId: string): Promise<CompanyKeyEntry> };
@@ -310,7 +321,7 @@ export function describeByNameOrTag(deps: {
     try {
       description = await deps.store.describeSecret(deps.nameOf(companyId));
     } catch (error) {
-      if (!(error instanceof SecretNotFoundError)) throw error;
+      if (!(error instanceof SecretNotFoundError || error instanceof SecretAccessDeniedError)) throw error;
     }
     if (description === undefined) {
       // An imported secret (cdk.json existingSecretArn) keeps its own name: one tag lookup.

@@ -136,6 +136,18 @@ export class SecretNotFoundError extends SecretStoreError {
   }
 }
 
+/**
+ * The store refused the caller (Secrets Manager's AccessDeniedException). For a name the caller may
+ * reach only under a resource-tag condition this is also the answer when no such secret exists:
+ * IAM has no tag to compare, so nothing allows the call (rotation-sweep.ts, describeByNameOrTag).
+ */
+export class SecretAccessDeniedError extends SecretStoreError {
+  override readonly name: string = 'SecretAccessDeniedError';
+  constructor(message: string, options: { secretId: string; cause?: unknown }) {
+    super(message, { ...options, code: 'secrets_manager_AccessDeniedException' });
+  }
+}
+
 /** A version with this client request token exists with a different value. */
 export class SecretVersionConflictError extends SecretStoreError {
   override readonly name: string = 'SecretVersionConflictError';
