@@ -12,7 +12,7 @@ import {
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput, type IScheduleTarget } from 'aws-cdk-lib/aws-scheduler';
-import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import { Topic, type ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct, type IConstruct } from 'constructs';
 import { ALARMED_METRICS, HEALTH_PROBES, METRIC_DIMENSIONS } from '../../contract/metrics';
 import { AcctopsFunction } from './acctops-function';
@@ -28,6 +28,12 @@ export interface MonitoringProps {
   readonly stageName: string;
   /** Receives every alarm of the stack, as alarm and as OK action. */
   readonly alarmTopic: ITopic;
+  /**
+   * An existing topic (an organisation-wide ops topic) that every alarm of the stack also notifies,
+   * as alarm and as OK action.
+   * @default - the alarm topic only
+   */
+  readonly opsTopicArn?: string;
   /** Run on `healthCheckSchedule`; its failed probes are alarmed. */
   readonly checkHealth: AcctopsFunction;
   /** The capabilities' rows, in order; each alarm of the stack belongs to one of them or to Monitoring. */
@@ -149,6 +155,13 @@ export class Monitoring extends Construct {
       );
     }
     this.alarms = [...new Set([...rows.flatMap((r) => r.alarms), ...functionAlarms])];
+    if (props.opsTopicArn !== undefined) {
+      const ops = new SnsAction(Topic.fromTopicArn(this, 'OpsTopic', props.opsTopicArn));
+      for (const alarm of this.alarms) {
+        alarm.addAlarmAction(ops);
+        alarm.addOkAction(ops);
+      }
+    }
 
     this.dashboard = new Dashboard(this, 'Dashboard', {
       // Dashboard names are unique per account, not per region.

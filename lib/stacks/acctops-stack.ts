@@ -17,6 +17,7 @@ import { logicalIdOutsideGroupings } from '../constructs/grouping';
 import { KeyRotation } from '../constructs/key-rotation';
 import { RotationFanout } from '../constructs/rotation-fanout';
 import { Monitoring } from '../constructs/monitoring';
+import { warnAboutStage } from '../constructs/stage-checks';
 import { TokenLifecycle } from '../constructs/token-lifecycle';
 
 export interface AcctopsStackProps extends StackProps {
@@ -75,6 +76,7 @@ export class AcctopsStack extends Stack {
     });
     const { stage } = props;
     this.stage = stage;
+    warnAboutStage(this, stage);
     this.dataRemovalPolicy = stage.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
     this.functionDefaults = {
       stageName: stage.name,
@@ -165,6 +167,7 @@ export class AcctopsStack extends Stack {
     this.monitoring = new Monitoring(this, 'Monitoring', {
       stageName: stage.name,
       alarmTopic: this.alarmTopic,
+      opsTopicArn: stage.opsTopicArn,
       checkHealth: this.checkHealth,
       rows: [
         { title: 'Tokens', scope: this.tokens },

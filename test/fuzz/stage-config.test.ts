@@ -23,7 +23,15 @@ const VALID = {
   apiKeys: { rotationDays: 30, revocationGraceMinutes: 30, paths: { list: '/api-keys/', revoke: '/api-keys/{publicId}/' } },
 };
 
-const KNOWN_FIELDS = [...Object.keys(VALID), ...Object.keys(VALID.schedules), ...Object.keys(VALID.apiKeys), 'list', 'create', 'revoke'];
+const KNOWN_FIELDS = [
+  ...Object.keys(VALID),
+  'opsTopicArn',
+  ...Object.keys(VALID.schedules),
+  ...Object.keys(VALID.apiKeys),
+  'list',
+  'create',
+  'revoke',
+];
 
 /** Paths to a leaf or section of VALID, and values each can never take. */
 const BROKEN: Record<string, fc.Arbitrary<unknown>> = {
@@ -66,7 +74,11 @@ const BROKEN: Record<string, fc.Arbitrary<unknown>> = {
     wrongType('string'),
     fc.constantFrom('rate(1 minutes)', 'rate(0 hours)', 'every 5 minutes', 'cron(* * *)'),
   ),
-  'schedules.monthlyExport': fc.oneof(wrongType('string'), fc.constantFrom('rate(1 day)', 'cron(0 3 1 * ?)')),
+  'schedules.monthlyExport': fc.oneof(
+    wrongType('string'),
+    fc.constantFrom('rate(1 day)', 'cron(0 3 1 * ?)', 'cron(a b c d e f)', 'cron(0 3 1 * 1 *)', 'cron(0 3 32 * ? *)'),
+  ),
+  opsTopicArn: fc.oneof(wrongType('string'), fc.constantFrom('org-ops', 'arn:aws:sns:eu-west-1:123456789012:ops')),
   'schedules.timeZone': fc.oneof(wrongType('string'), fc.constantFrom('Mars/Olympus', 'Europe/Berlinn', '')),
   companies: fc.oneof(
     wrongType('array'),
