@@ -1,4 +1,4 @@
-import { CfnOutput, RemovalPolicy, Stack, Validations, type CfnElement, type StackProps } from 'aws-cdk-lib';
+import { ArnFormat, CfnOutput, RemovalPolicy, Stack, Validations, type CfnElement, type StackProps } from 'aws-cdk-lib';
 import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -219,12 +219,27 @@ export class AcctopsStack extends Stack {
       removalPolicy: this.dataRemovalPolicy,
     });
     // CloudWatch alarms publish to an encrypted topic only if they may use its key (SNS docs,
-    // "Enable compatibility between event sources and encrypted topics").
+    // "Enable compatibility between event sources and encrypted topics",
+    // https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services);
+    // only for this account's alarms in this region, so that no other account's alarm can have
+    // CloudWatch use it (confused deputy).
+    const fromOurAlarms = {
+      StringEquals: { 'aws:SourceAccount': this.account },
+      ArnLike: {
+        'aws:SourceArn': this.formatArn({
+          service: 'cloudwatch',
+          resource: 'alarm',
+          resourceName: '*',
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+      },
+    };
     key.addToResourcePolicy(
       new PolicyStatement({
         principals: [new ServicePrincipal('cloudwatch.amazonaws.com')],
         actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
         resources: ['*'],
+        conditions: fromOurAlarms,
       }),
     );
     const topic = new Topic(this, 'AlarmTopic', {
@@ -232,6 +247,20 @@ export class AcctopsStack extends Stack {
       masterKey: key,
       enforceSSL: true,
     });
+    // A topic policy from CloudFormation replaces SNS's default one, under which the account's own
+    // alarms could publish: without this statement only enforceSSL's deny is left, and no alarm
+    // notification would be delivered. The SNS example "Allow CloudWatch alarms to
+    // publish to a topic" (https://docs.aws.amazon.com/sns/latest/dg/sns-access-policy-use-cases.html)
+    // names the same principal and conditions.
+    topic.addToResourcePolicy(
+      new PolicyStatement({
+        sid: 'AllowPublishFromOurAlarms',
+        principals: [new ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['sns:Publish'],
+        resources: [topic.topicArn],
+        conditions: fromOurAlarms,
+      }),
+    );
     for (const email of this.stage.alarmEmails) topic.addSubscription(new EmailSubscription(email));
     return topic;
   }

@@ -109,6 +109,46 @@ describe('AcctopsStack', () => {
     });
   });
 
+  describe('lets only this account’s CloudWatch alarms use the alarm topic', () => {
+    // arn:<partition>:cloudwatch:<region>:<account>:alarm:*
+    const ourAlarms = {
+      StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+      ArnLike: {
+        'aws:SourceArn': {
+          'Fn::Join': [
+            '',
+            ['arn:', { Ref: 'AWS::Partition' }, ':cloudwatch:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':alarm:*'],
+          ],
+        },
+      },
+    };
+
+    it('allows them to publish: the topic policy replaces SNS’s default one, so nothing else would', () => {
+      const [policy, ...others] = Object.values(template.findResources('AWS::SNS::TopicPolicy'));
+      expect(others).toHaveLength(0);
+      expect(policy!.Properties.Topics).toEqual([{ Ref: logicalId(stack.alarmTopic) }]);
+      const allows = (policy!.Properties.PolicyDocument.Statement as Record<string, unknown>[]).filter((s) => s.Effect === 'Allow');
+      expect(allows).toEqual([
+        expect.objectContaining({
+          Principal: { Service: 'cloudwatch.amazonaws.com' },
+          Action: 'sns:Publish',
+          Resource: { Ref: logicalId(stack.alarmTopic) },
+          Condition: ourAlarms,
+        }),
+      ]);
+    });
+
+    it('lets CloudWatch use the topic’s key for those alarms only', () => {
+      const [key] = Object.values(
+        template.findResources('AWS::KMS::Key', { Properties: { Description: Match.stringLikeRegexp('alarm topic') } }),
+      );
+      const forCloudWatch = (key!.Properties.KeyPolicy.Statement as Record<string, unknown>[]).filter((s) =>
+        JSON.stringify(s.Principal).includes('cloudwatch.amazonaws.com'),
+      );
+      expect(forCloudWatch).toEqual([expect.objectContaining({ Action: ['kms:Decrypt', 'kms:GenerateDataKey*'], Condition: ourAlarms })]);
+    });
+  });
+
   it('subscribes the stage’s alarm e-mails', () => {
     template.resourceCountIs('AWS::SNS::Subscription', 1);
     template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'oncall@example.com' });
