@@ -10,6 +10,8 @@ const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
   'INSTITUTION_SECRET_ARN',
   'ACCTOPS_BASE_URL',
   'ACCESS_TOKEN_LIFETIME_SECONDS',
+  // The lease of the path back for a user in needs_attention (TokenLifecycle.onboard).
+  'TOKEN_LEASE_SECONDS',
   'SECRET_CACHE_TTL_SECONDS',
 ]);
 

@@ -128,7 +128,19 @@ export function nodeOptions(memoryMb: number, maxSemiSpaceMb: number | undefined
 export type AcctopsFunctionDefaults = Pick<AcctopsFunctionProps, 'stageName' | 'logRetention' | 'logLevel' | 'logRemovalPolicy'>;
 
 export type SecretAccess = 'read' | 'write' | 'rotate';
-export type TableAccess = 'read' | 'write' | 'readWrite' | 'queryIndexes' | 'getPut' | 'getUpdate' | 'claims' | 'scan' | 'getItem';
+export type TableAccess =
+  | 'read'
+  | 'write'
+  | 'readWrite'
+  | 'queryIndexes'
+  | 'getPut'
+  | 'getUpdate'
+  | 'getPutUpdate'
+  | 'getUpdateQuery'
+  | 'getPutUpdateQuery'
+  | 'claims'
+  | 'scan'
+  | 'getItem';
 export type BucketAccess = 'read' | 'write' | 'readWrite' | 'readWriteDelete';
 export type QueueAccess = 'send' | 'receive';
 
@@ -175,6 +187,24 @@ export const TABLE_ACTIONS: Record<TableAccess, { table: string[]; key: string[]
   getPut: { table: ['dynamodb:GetItem', 'dynamodb:PutItem'], key: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'] },
   /** Read one item and change it in place (conditional updates): no create, no delete, no query. */
   getUpdate: { table: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], key: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'] },
+  /**
+   * Create one item, or read one and change it in place: no delete, no query. onboard-user creates a
+   * user and, on its way back for a user in needs_attention, takes the user's lease and updates it.
+   */
+  getPutUpdate: {
+    table: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+    key: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
+  },
+  /** Read items, change them in place and query the table's partitions: no create, no delete, no batch (the export check on the run ledger). */
+  getUpdateQuery: {
+    table: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Query'],
+    key: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
+  },
+  /** getUpdateQuery plus creating items: the run ledger's planner and worker. No delete, no batch (TTL removes old runs). */
+  getPutUpdateQuery: {
+    table: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'],
+    key: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
+  },
   /** One item's lifecycle by key (the webhook's replay claims: put, read, confirm, release): no batch, no query. */
   claims: {
     table: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],

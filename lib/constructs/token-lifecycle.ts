@@ -174,6 +174,7 @@ export class TokenLifecycle extends Construct {
       ACCESS_TOKEN_LIFETIME_SECONDS: String(tuning.accessTokenLifetimeMinutes * 60),
       TOKEN_LEASE_SECONDS: String(LEASE.toSeconds()),
     };
+    const { ACCESS_TOKEN_LIFETIME_SECONDS: _lifetime, ...revokeApi } = api;
     const margin = { TOKEN_REFRESH_MARGIN_SECONDS: String(tuning.refreshMarginMinutes * 60) };
 
     this.planner = new AcctopsFunction(this, 'Planner', {
@@ -208,14 +209,15 @@ export class TokenLifecycle extends Construct {
       environment: api,
     })
       .bindSecret(institutionSecret, 'INSTITUTION_SECRET_ARN', 'read')
-      .bindTable(this.table, 'TOKEN_TABLE_NAME', 'getPut');
+      .bindTable(this.table, 'TOKEN_TABLE_NAME', 'getPutUpdate');
 
     this.revokeUser = new AcctopsFunction(this, 'RevokeUser', {
       ...functionDefaults,
       handlerDir: 'revoke-user',
       timeout: RUNBOOK_TIMEOUT,
       description: "Expires a user's tokens at the service and stops refreshing them (acctops users revoke)",
-      environment: api,
+      // Revoking stores no new pair, so it has no expiry to assume.
+      environment: revokeApi,
     })
       .bindSecret(institutionSecret, 'INSTITUTION_SECRET_ARN', 'read')
       .bindTable(this.table, 'TOKEN_TABLE_NAME', 'getUpdate');

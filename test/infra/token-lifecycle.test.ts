@@ -3,7 +3,9 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { Table, AttributeType } from 'aws-cdk-lib/aws-dynamodb';
 import { Bucket } from 'aws-cdk-lib/aws-s3';
 import type { IConstruct } from 'constructs';
-import { AcctopsFunction } from '../../lib/constructs/acctops-function';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { AcctopsFunction, RESERVED_ENV } from '../../lib/constructs/acctops-function';
 import type { TokenLifecycle } from '../../lib/constructs/token-lifecycle';
 import { AcctopsStack } from '../../lib/stacks/acctops-stack';
 import { TOKEN_TABLE } from '../../contract/tables';
@@ -122,12 +124,12 @@ describe('TokenLifecycle', () => {
       expect(actionsOf(statements).filter((a) => !/^(dynamodb|secretsmanager|events|sqs|kms|logs):/.test(a))).toEqual([]);
     });
 
-    it('onboard may create an item but not update one; revoke and recover may update but not create', () => {
+    it('onboard may create an item and update one (the lease of its path back for a user in needs_attention); revoke and recover may update but not create', () => {
       const dynamo = (fn: AcctopsFunction) =>
         actionsOf(statementsOf(fn))
           .filter((a) => a.startsWith('dynamodb:'))
           .sort();
-      expect(dynamo(tokens.onboardUser)).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem']);
+      expect(dynamo(tokens.onboardUser)).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
       expect(dynamo(tokens.revokeUser)).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
       expect(dynamo(tokens.recoverUser)).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
     });
@@ -213,6 +215,17 @@ describe('TokenLifecycle', () => {
         ScalingConfig: { MaximumConcurrency: 5 },
         FunctionResponseTypes: ['ReportBatchItemFailures'],
       });
+    });
+
+    it('gives each token function only variables its handler reads (onboard reads the lease it takes on its path back)', () => {
+      const unread = tokenFunctions().flatMap((fn) => {
+        const variables = Object.keys(template.findResources('AWS::Lambda::Function')[logicalId(fn)]!.Properties.Environment.Variables);
+        const handler = readFileSync(join(__dirname, '..', '..', 'functions', fn.handlerDir, 'handler.ts'), 'utf8');
+        return variables
+          .filter((name) => !(RESERVED_ENV as readonly string[]).includes(name) && !new RegExp(`'${name}'`).test(handler))
+          .map((name) => `${fn.handlerDir} ${name}`);
+      });
+      expect(unread).toEqual([]);
     });
 
     it('gives the lease more time than the worker can run, and the functions names and ARNs, never a secret', () => {

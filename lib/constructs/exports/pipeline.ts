@@ -151,7 +151,7 @@ export class ExportPipeline extends Construct {
     })
       .bindQueue(this.queue, 'EXPORT_QUEUE_URL', 'send')
       .bindEventBus(this.eventBus, 'EXPORT_EVENT_BUS_NAME')
-      .bindTable(this.runsTable, 'EXPORT_RUNS_TABLE_NAME', 'readWrite')
+      .bindTable(this.runsTable, 'EXPORT_RUNS_TABLE_NAME', 'getPutUpdateQuery')
       .bindTable(props.tokenTable, 'TOKEN_TABLE_NAME', 'queryIndexes', { indexes: [props.tokenDueIndexName] })
       .bindTable(props.companyRegistryTable, 'COMPANY_REGISTRY_TABLE_NAME', 'scan');
 
@@ -181,8 +181,8 @@ export class ExportPipeline extends Construct {
       .bindBucket(props.bucket, 'EXPORT_BUCKET_NAME', 'readWriteDelete', { prefix: EXPORT_PREFIX })
       .bindQueue(this.queue, 'EXPORT_QUEUE_URL', 'send')
       .bindEventBus(this.eventBus, 'EXPORT_EVENT_BUS_NAME')
-      .bindTable(this.runsTable, 'EXPORT_RUNS_TABLE_NAME', 'readWrite')
-      .bindTable(props.tokenTable, 'TOKEN_TABLE_NAME', 'read')
+      .bindTable(this.runsTable, 'EXPORT_RUNS_TABLE_NAME', 'getPutUpdateQuery')
+      .bindTable(props.tokenTable, 'TOKEN_TABLE_NAME', 'getItem')
       // The company's entry when its export starts (its default currency): GetItem only, no Scan.
       .bindTable(props.companyRegistryTable, 'COMPANY_REGISTRY_TABLE_NAME', 'getItem')
       .consumeQueue(this.queue, { batchSize: 1, maxConcurrency: props.workerMaxConcurrency });
@@ -197,7 +197,7 @@ export class ExportPipeline extends Construct {
     })
       .bindBucket(props.bucket, 'EXPORT_BUCKET_NAME', 'read', { prefix: EXPORT_PREFIX })
       .bindEventBus(this.eventBus, 'EXPORT_EVENT_BUS_NAME')
-      .bindTable(this.runsTable, 'EXPORT_RUNS_TABLE_NAME', 'readWrite');
+      .bindTable(this.runsTable, 'EXPORT_RUNS_TABLE_NAME', 'getUpdateQuery');
 
     this.requester = new AcctopsFunction(this, 'Requester', {
       ...base,
