@@ -286,4 +286,15 @@ describe('AcctopsStack', () => {
     expect(new Set(policies(throwAway, 'AWS::KMS::Key'))).toEqual(new Set(['Delete']));
     expect(new Set(policies(throwAway, 'AWS::Logs::LogGroup'))).toEqual(new Set(['Delete']));
   });
+
+  it('protects every table from deletion when the stage retains data, and none when it does not', () => {
+    const protection = (t: Template) =>
+      Object.entries(t.findResources('AWS::DynamoDB::Table')).map(([id, r]) => [id, r.Properties.DeletionProtectionEnabled]);
+    const tables = protection(template);
+    // Tokens, company registry, export run ledger, webhook replay claims.
+    expect(tables).toHaveLength(4);
+    expect(tables).toEqual(tables.map(([id]) => [id, true]));
+    const throwAway = protection(synthAcctopsStack({ retainData: false }).template);
+    expect(throwAway).toEqual(throwAway.map(([id]) => [id, false]));
+  });
 });

@@ -134,6 +134,7 @@ export class ExportPipeline extends Construct {
       encryption: TableEncryption.CUSTOMER_MANAGED,
       encryptionKey: key,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      deletionProtection: stage.retainData,
       removalPolicy: props.removalPolicy,
     });
 

@@ -57,6 +57,7 @@ export class ExportWebhook extends Grouping {
       encryption: TableEncryption.CUSTOMER_MANAGED,
       encryptionKey: props.key,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      deletionProtection: stage.retainData,
       removalPolicy: props.removalPolicy,
     });
 
