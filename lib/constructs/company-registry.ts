@@ -1,7 +1,8 @@
-import { CfnOutput, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { CfnOutput, type RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
-import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { AwsCustomResource, AwsCustomResourcePolicy, PhysicalResourceId } from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import { REGISTRY_TABLE } from '../../contract/tables';
@@ -49,7 +50,7 @@ export class CompanyRegistry extends Construct {
       removalPolicy: props.removalPolicy,
     });
 
-    if (stage.companies.length > 0) this.seed(stage, props.seedFormats);
+    if (stage.companies.length > 0) this.seed(stage, props.seedFormats, props.removalPolicy);
 
     new CfnOutput(Stack.of(this), 'CompanyRegistryTableName', {
       value: this.table.tableName,
@@ -57,11 +58,34 @@ export class CompanyRegistry extends Construct {
     });
   }
 
-  private seed(stage: StageConfig, formats: readonly string[]): void {
+  private seed(stage: StageConfig, formats: readonly string[], removalPolicy: RemovalPolicy): void {
+    // The seeding function (AwsCustomResource's one per stack) gets a log group and a role of our
+    // own, like every AcctopsFunction: CDK's default role carries AWSLambdaBasicExecutionRole
+    // (CreateLogGroup and PutLogEvents on every log group) and its log group would never expire.
+    const logGroup = new LogGroup(this, 'SeedLogs', {
+      logGroupName: `/acctops/${stage.name}/seed-company-registry`,
+      // The stage schema only admits values CloudWatch Logs accepts, which are RetentionDays' values.
+      retention: stage.logRetentionDays as RetentionDays,
+      removalPolicy,
+    });
+    const role = new Role(this, 'SeedRole', {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: `Seeds the company registry of ${stage.name} from the stage config at deploy time (AwsCustomResource)`,
+    });
+    logGroup.grantWrite(role);
+    // The actions a DynamoDB write needs of the table's key (acctops-function.ts TABLE_ACTIONS.write),
+    // through DynamoDB only: the seeder's one call is PutItem.
+    role.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
+        resources: [this.key.keyArn],
+        conditions: { StringEquals: { 'kms:ViaService': `dynamodb.${Stack.of(this).region}.amazonaws.com` } },
+      }),
+    );
     const policy = AwsCustomResourcePolicy.fromSdkCalls({ resources: [this.table.tableArn] });
     for (const company of stage.companies) {
       const companyId = company.companyId.toLowerCase();
-      const seed = new AwsCustomResource(this, `Seed-${companyId}`, {
+      new AwsCustomResource(this, `Seed-${companyId}`, {
         // onCreate only: a later deploy must not bring back a company `companies remove` removed.
         onCreate: {
           service: 'DynamoDB',
@@ -81,28 +105,10 @@ export class CompanyRegistry extends Construct {
           physicalResourceId: PhysicalResourceId.of(`${stage.name}-${companyId}`),
         },
         policy,
+        role,
+        logGroup,
         installLatestAwsSdk: false,
       });
-      // The actions a DynamoDB write needs of the table's key (acctops-function.ts TABLE_ACTIONS.write), nothing wildcarded.
-      seed.grantPrincipal.addToPrincipalPolicy(
-        new PolicyStatement({ actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'], resources: [this.key.keyArn] }),
-      );
     }
-  }
-
-  /** cdk-nag findings of the custom resources' one shared function, acknowledged with reasons. */
-  static acknowledgeSeeder(stack: Stack): void {
-    const singleton = stack.node.tryFindChild('AWS679f53fac002430cb0da5b7982bd2287');
-    if (!singleton) return;
-    Validations.of(singleton).acknowledge({
-      id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
-      reason:
-        'The seeding function of AwsCustomResource (CDK-owned) writes only its own logs with the basic execution role; it runs at deploy time, once per company.',
-    });
-    Validations.of(singleton).acknowledge({
-      id: 'AwsSolutions-L1',
-      reason:
-        'The AwsCustomResource function is CDK-owned and its runtime is chosen by aws-cdk-lib; it only calls DynamoDB PutItem at deploy time.',
-    });
   }
 }

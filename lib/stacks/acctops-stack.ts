@@ -159,7 +159,6 @@ export class AcctopsStack extends Stack {
       alarmTopic: this.alarmTopic,
       removalPolicy: this.dataRemovalPolicy,
     });
-    CompanyRegistry.acknowledgeSeeder(this);
 
     // Before Monitoring, which puts every alarm of the stack on its dashboard.
     this.failedInvocations = new FailedInvocations(this, 'FailedInvocations', { alarmAction: new SnsAction(this.alarmTopic) });
