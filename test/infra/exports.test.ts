@@ -49,9 +49,8 @@ describe('Exports', () => {
       const acks = acknowledgements(exports);
       expect(acks.map((a) => `${a.path.replace('acctops-test/Exports/', '')} ${a.id}`).sort()).toEqual(
         [
-          // The log bucket does not log itself (CDK's own W3045 note on its ACL comes along).
+          // The log bucket does not log itself. (No ACL, so no W3045 note of CDK's: logs arrive under the bucket policy.)
           'Storage/AccessLogs AwsSolutions-S1',
-          'Storage/AccessLogs CloudFormation-Validate::W3045',
           // A dead-letter queue of an EventBridge target needs no dead-letter queue of its own.
           'Default/RequestDeadLetters AwsSolutions-SQS3',
           // Shared with an outside sender: changed by runbook, not rotated by Lambda.
@@ -144,7 +143,25 @@ describe('Exports', () => {
           IgnorePublicAcls: true,
           RestrictPublicBuckets: true,
         },
+        OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] },
       });
+      // Delivered under the bucket policy, not the LogDeliveryWrite ACL: only the exports bucket's logs, from this account.
+      expect(template.findResources('AWS::S3::Bucket')[id(exports.accessLogs)]!.Properties.AccessControl).toBeUndefined();
+      const logPolicy = Object.values(template.findResources('AWS::S3::BucketPolicy')).find(
+        (p) => (p.Properties.Bucket as { Ref: string }).Ref === id(exports.accessLogs),
+      )!;
+      expect((logPolicy.Properties.PolicyDocument.Statement as Statement[]).filter((s) => s.Effect === 'Allow')).toEqual([
+        {
+          Effect: 'Allow',
+          Principal: { Service: 'logging.s3.amazonaws.com' },
+          Action: 's3:PutObject',
+          Resource: { 'Fn::Join': ['', [arnOf(exports.accessLogs), '/exports-bucket/*']] },
+          Condition: {
+            ArnLike: { 'aws:SourceArn': arnOf(exports.bucket) },
+            StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+          },
+        },
+      ]);
     });
 
     it('aborts incomplete multipart uploads, expires noncurrent versions and removes expired delete markers', () => {

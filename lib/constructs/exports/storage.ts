@@ -26,6 +26,11 @@ export class ExportStorage extends Grouping {
 
   constructor(scope: Construct, id: string, props: ExportStorageProps) {
     super(scope, id);
+    // S3 delivers the exports bucket's access logs under a bucket policy statement for
+    // logging.s3.amazonaws.com, limited to that bucket and account, instead of the LogDeliveryWrite
+    // ACL (AWS's advice since ACLs are disabled by default). Set on this construct, before its
+    // children, so that it holds in the app and in the tests, and nowhere else.
+    this.node.setContext('@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy', true);
     this.key = new Key(this, 'Key', {
       description: `acctops ${props.stageName}: encrypts the exports bucket, the export queues and tables`,
       alias: `alias/acctops/${props.stageName}/exports`,
@@ -38,6 +43,8 @@ export class ExportStorage extends Grouping {
       encryption: BucketEncryption.S3_MANAGED,
       blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
       enforceSSL: true,
+      // Log objects delivered under the bucket policy belong to us, and no ACL applies.
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
       lifecycleRules: [{ id: 'expire-access-logs', expiration: Duration.days(props.accessLogDays) }],
       removalPolicy: props.removalPolicy,
     });
