@@ -11,7 +11,7 @@ import { routeKeys, type SandboxSettings } from './routes';
 import { seedDemo } from './seed';
 import { API_PREFIX, SandboxServer } from './server';
 import { sandboxSnapshotSchema, type SandboxStateSnapshot } from './snapshot';
-import { SandboxState } from './state';
+import { DEFAULT_SPELLING, SandboxState } from './state';
 import { StatsRecorder } from './stats';
 
 /**
@@ -48,6 +48,24 @@ const optionsSchema = z.object({
    * promises, in DRF + simplejwt shapes (docs/assumptions.md, "The minimal dialect").
    */
   dialect: z.enum(DIALECTS).default('default'),
+  /**
+   * The case of the companies' publicIds this sandbox makes. `upper`: a service that spells them in
+   * upper case and, like every comparison here, compares them exactly (paths, `X-Company-Id`, bodies).
+   */
+  companyIdCase: z.enum(['lower', 'upper']).default('lower'),
+  /**
+   * Keys this sandbox makes: `servicePrefix` before the underscore (it may hold one itself,
+   * `sk_live`), and how many characters after it the key list's `prefix` shows.
+   */
+  apiKeys: z
+    .strictObject({
+      servicePrefix: z
+        .string()
+        .regex(/^[A-Za-z0-9]+(_[A-Za-z0-9]+)*$/)
+        .default(DEFAULT_SPELLING.keyServicePrefix),
+      listedChars: z.int().min(1).max(40).default(DEFAULT_SPELLING.listedKeyChars),
+    })
+    .default({ servicePrefix: DEFAULT_SPELLING.keyServicePrefix, listedChars: DEFAULT_SPELLING.listedKeyChars }),
   logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as Logger).info === 'function').optional(),
   /**
    * Start where a previous sandbox stopped (`snapshot()`): its data, users, keys, tokens and demo
@@ -104,6 +122,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     format: o.dialect === 'minimal' ? ('opaque' as const) : ('jwt' as const),
   };
   const state = o.state ? SandboxState.restore(o.state, clock, lifetimes) : new SandboxState(String(o.seed), clock, lifetimes);
+  state.spelling = { companyIdCase: o.companyIdCase, keyServicePrefix: o.apiKeys.servicePrefix, listedKeyChars: o.apiKeys.listedChars };
   const settings: SandboxSettings = {
     amountEncoding: o.amountEncoding,
     displayLabels: o.displayLabels,

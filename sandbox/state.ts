@@ -26,6 +26,20 @@ import { SANDBOX_SNAPSHOT_FORMAT, type SandboxStateSnapshot } from './snapshot';
 
 export const KEY_SERVICE_PREFIX = 'sbx';
 
+/**
+ * How this service spells what the spec leaves open (sandbox options `companyIdCase`, `apiKeys`):
+ * a company's publicId in lower or upper case (every comparison of it stays exact, as a service
+ * may make them), a key's service prefix (it may hold an underscore itself, `sk_live`) and how
+ * many characters after it the key list's `prefix` shows.
+ */
+export interface ServiceSpelling {
+  companyIdCase: 'lower' | 'upper';
+  keyServicePrefix: string;
+  listedKeyChars: number;
+}
+
+export const DEFAULT_SPELLING: ServiceSpelling = { companyIdCase: 'lower', keyServicePrefix: KEY_SERVICE_PREFIX, listedKeyChars: 8 };
+
 export interface Institution {
   id: string;
   secret: string;
@@ -144,6 +158,7 @@ export class SandboxState {
   private readonly datasets = new Map<string, GeneratedDataset>();
   private userCounter = 0;
   private phantomCounter = 0;
+  spelling: ServiceSpelling = DEFAULT_SPELLING;
 
   constructor(
     readonly seed: string,
@@ -317,7 +332,8 @@ export class SandboxState {
     country?: string | undefined;
     currency?: string | undefined;
   }): Company {
-    const publicId = input.publicId ?? this.prng.uuid();
+    const id = input.publicId ?? this.prng.uuid();
+    const publicId = this.spelling.companyIdCase === 'upper' ? id.toUpperCase() : id;
     if (this.companies.has(publicId)) throw conflict('company_exists', `Company ${publicId} exists.`);
     const owner = this.createUser({ username: `owner-${publicId.slice(0, 8)}`, email: `owner-${publicId.slice(0, 8)}@example.test` });
     const company: Company = {
@@ -461,13 +477,14 @@ export class SandboxState {
     if (missing) throw permissionDenied(missing);
     if (input.expiresAt != null && input.expiresAt <= this.clock.now())
       throw invalidRequest('expiresAt', 'expiresAt must be in the future.');
-    const key = input.key ?? `${KEY_SERVICE_PREFIX}_${secureBase62(randomBytes(32))}`;
+    const { keyServicePrefix, listedKeyChars } = this.spelling;
+    const key = input.key ?? `${keyServicePrefix}_${secureBase62(randomBytes(32))}`;
     const record: ApiKeyRecord = {
       publicId: this.prng.uuid(),
       companyId: company.publicId,
       creatorUserId: creator.userId,
       name: input.name ?? 'sandbox key',
-      prefix: key.slice(0, KEY_SERVICE_PREFIX.length + 1 + 8),
+      prefix: key.slice(0, key.startsWith(`${keyServicePrefix}_`) ? keyServicePrefix.length + 1 + listedKeyChars : key.indexOf('_') + 9),
       hash: hashKey(key),
       permissions: [...new Set(input.permissions)],
       createdAt: this.clock.now(),
