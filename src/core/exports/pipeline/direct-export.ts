@@ -59,7 +59,9 @@ export async function directExport(options: DirectExportOptions): Promise<Period
   const logger = options.logger ?? silentLogger;
   const period = parsePeriod(options.month, 'month');
   const credentials = apiKeyAuth(options.apiKey, options.companyId ? { companyId: options.companyId } : undefined);
-  const companyId = options.companyId?.toLowerCase() ?? (await keyCompany(options, credentials, clock, logger));
+  // Our records hold the id in lower case; the service is sent its own spelling (decision 68).
+  const serviceId = options.companyId === undefined ? await keyCompany(options, credentials, clock, logger) : undefined;
+  const companyId = (options.companyId ?? serviceId!).toLowerCase();
   options.onCompany?.(companyId);
 
   const outcome = await exportCompanyPeriod(
@@ -74,6 +76,7 @@ export async function directExport(options: DirectExportOptions): Promise<Period
     },
     {
       companyId,
+      ...(serviceId !== undefined ? { serviceCompanyId: serviceId } : {}),
       period: period.text,
       credentials,
       source: { kind: 'apiKey' },
@@ -88,7 +91,7 @@ export async function directExport(options: DirectExportOptions): Promise<Period
   return outcome.summary;
 }
 
-/** An API key belongs to exactly one company (spec §5.1.4): the one `GET /companies/` lists. */
+/** An API key belongs to exactly one company (spec §5.1.4): the one `GET /companies/` lists, spelled as listed. */
 async function keyCompany(
   options: DirectExportOptions,
   credentials: ReturnType<typeof apiKeyAuth>,
@@ -109,5 +112,5 @@ async function keyCompany(
       { path: 'companyId', message: `the API key sees ${companies.length} companies; name one` },
     ]);
   }
-  return companies[0]!.parsed.publicId.toLowerCase();
+  return companies[0]!.parsed.publicId;
 }

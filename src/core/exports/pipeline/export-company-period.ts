@@ -23,6 +23,7 @@ import type { CompanyCurrency } from './company-currency';
 import { countPublished, exportCompleted, exportFailed, writtenCounts } from './export-events';
 import type { ExportSource, ExportTrigger } from './export-jobs';
 import { createExportClient, exportSources, type ExportClientSettings, type ProgressCallback } from './export-sources';
+import { serviceCompanyId } from './service-company-id';
 import { assertCompanyId, manifestKey } from '../formats/layout';
 import type { ObjectStore } from '../formats/object-store';
 import { parsePeriod } from '../formats/period';
@@ -52,8 +53,13 @@ export interface ExportCompanyPeriodDeps {
 }
 
 export interface ExportCompanyPeriodRequest {
-  /** The company's publicId. */
+  /** The company's publicId, in lower case: the object keys, the events and the logs use it (decision 68). */
   companyId: string;
+  /**
+   * The same id as the service spells it (`GET /companies/`), sent in paths and `X-Company-Id`.
+   * Absent: read from `GET /companies/` before the export (serviceCompanyId).
+   */
+  serviceCompanyId?: string;
   /** `YYYY-MM`. */
   period: string;
   /** The company's API key (CompanyApiKeys.credentials) or a user's token (userTokenCredentials). */
@@ -111,11 +117,17 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
 
   let summary: PeriodExportSummary;
   try {
+    const wireId =
+      request.serviceCompanyId ??
+      (await serviceCompanyId(
+        { baseUrl: deps.baseUrl, client: deps.client, credentials: request.credentials, clock, logger },
+        request.companyId,
+      ));
     const client = createExportClient({
       ...deps.client,
       baseUrl: deps.baseUrl,
       credentials: request.credentials,
-      companyId: request.companyId,
+      companyId: wireId,
       clock,
       logger,
     });
@@ -132,7 +144,7 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
     }).run({
       company: request.companyId,
       period,
-      sources: exportSources(client, request.companyId, period, request.onProgress),
+      sources: exportSources(client, wireId, period, request.onProgress),
       datasets: request.datasets,
       formats,
       replaceFormats: request.replaceFormats,

@@ -7,6 +7,7 @@ import { countPublished, exportCompleted, exportFailed, writtenCounts } from './
 import type { ExportJob, ExportPartJob } from './export-jobs';
 import type { ExportMessage, ExportWorkerDeps, JobResult } from './export-worker';
 import { createExportClient } from './export-sources';
+import { serviceCompanyId } from './service-company-id';
 import { manifestKey, newRunId } from '../formats/layout';
 import { droppedFormats, readManifest, type Manifest } from '../formats/manifest';
 import { finishRunIfDone } from './monthly-export';
@@ -60,7 +61,7 @@ export async function planSplit(
     let parts;
     let defaultCurrency: string | undefined;
     try {
-      const client = companyClient(deps, job, logger);
+      const { client } = await companyClient(deps, job, logger);
       const total = await countTransactions(client, periodRange(period));
       if (total <= settings.maxTransactionsPerPart) return undefined;
       const days = await dayCounts(client, period, settings.probeConcurrency);
@@ -106,16 +107,19 @@ export async function planSplit(
   return 'split';
 }
 
-/** The service as the job's company sees it: the sizing and every part read through the same credentials. */
-function companyClient(deps: ExportWorkerDeps, job: ExportJob | ExportPartJob, logger: Logger): AccountingClient {
-  return createExportClient({
-    ...deps.exporter.client,
-    baseUrl: deps.exporter.baseUrl,
-    credentials: deps.credentials(job.source, job.companyId),
-    companyId: job.companyId,
-    clock: deps.clock,
-    logger,
-  });
+/**
+ * The service as the job's company sees it: the sizing and every part read through the same
+ * credentials, with the company id as the service spells it (the job holds ours, in lower case).
+ */
+async function companyClient(
+  deps: ExportWorkerDeps,
+  job: ExportJob | ExportPartJob,
+  logger: Logger,
+): Promise<{ client: AccountingClient; companyId: string }> {
+  const { baseUrl, client: settings } = deps.exporter;
+  const credentials = deps.credentials(job.source, job.companyId);
+  const companyId = await serviceCompanyId({ baseUrl, client: settings, credentials, clock: deps.clock, logger }, job.companyId);
+  return { client: createExportClient({ ...settings, baseUrl, credentials, companyId, clock: deps.clock, logger }), companyId };
 }
 
 async function dropsFormats(deps: ExportWorkerDeps, job: ExportJob): Promise<boolean> {
@@ -147,7 +151,7 @@ export async function runPart(deps: ExportWorkerDeps, job: ExportPartJob, messag
   if (split.publishedAt === undefined) {
     if (!split.done.includes(job.part.index)) {
       try {
-        const client = companyClient(deps, job, logger);
+        const { client, companyId } = await companyClient(deps, job, logger);
         const staged = await new PeriodExporter({
           store: deps.exporter.store,
           clock: deps.clock,
@@ -161,7 +165,7 @@ export async function runPart(deps: ExportWorkerDeps, job: ExportPartJob, messag
           runId: job.runId,
           part: job.part.index,
           range: { dateFrom: job.part.dateFrom, dateTo: job.part.dateTo },
-          sources: partSources(client, job.companyId, job.part),
+          sources: partSources(client, companyId, job.part),
           datasets: partDatasets(job),
           formats: job.formats,
         });
