@@ -22,7 +22,9 @@ export function guid(raw: string): string {
 /** A key prefix as `keys status` prints it (`sbx_AbCd1234`, a trailing `…` allowed); never a whole key, which the message does not repeat. */
 export function keyPrefixArg(raw: string): string {
   const prefix = raw.replace(/(…|\.\.\.)$/, '');
-  if (!/^[A-Za-z0-9]+_[A-Za-z0-9]{1,8}$/.test(prefix)) {
+  // keyPrefix counts its 8 characters from the first underscore: a service prefix with one of its
+  // own (`sk_live_…`) leaves an underscore among them.
+  if (!/^[A-Za-z0-9]+_[A-Za-z0-9_]{1,8}$/.test(prefix)) {
     throw new InvalidArgumentError('expected a key prefix as `acctops keys status` shows it, e.g. sbx_AbCd1234 (never the whole key)');
   }
   return prefix;

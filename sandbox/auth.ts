@@ -30,7 +30,7 @@ export function authenticateBearer(state: SandboxState, headers: IncomingHttpHea
   if (authorization === undefined || authorization === '') throw authError('missing_credentials', 'The Authorization header is missing.');
   const credential = BEARER.exec(authorization)?.[1];
   if (credential === undefined) throw authError('invalid_credentials', 'The Authorization header must be "Bearer <credential>".');
-  if (credential.startsWith(`${KEY_SERVICE_PREFIX}_`)) {
+  if (credential.startsWith(`${state.spelling.keyServicePrefix}_`) || credential.startsWith(`${KEY_SERVICE_PREFIX}_`)) {
     const { record, creator } = state.authenticateApiKey(credential);
     return { kind: 'api_key', key: record, creator };
   }

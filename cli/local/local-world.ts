@@ -14,6 +14,7 @@ import {
   type CompanyKeyDirectory,
   type CompanyKeySecret,
   KeyRotation,
+  matchListedKey,
   KeyRotationError,
   PURPOSE_COMPANY_KEY,
   type RevokeDeps,
@@ -401,8 +402,9 @@ export class LocalWorld {
     for (const company of demo.companies) {
       const key = company.apiKeys.find((k) => k.permissions.includes('full_access'));
       if (!key) continue;
-      const listed = (await this.sandbox.admin.listApiKeys({ companyId: company.publicId })).find((k) => k.prefix === keyPrefix(key.key));
-      if (!listed) continue;
+      const match = matchListedKey(await this.sandbox.admin.listApiKeys({ companyId: company.publicId }), key.key);
+      if (match.kind !== 'found') continue;
+      const listed = match.key;
       const secret: CompanyKeySecret = {
         apiKey: key.key,
         apiKeyId: listed.publicId,

@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { PermissionDeniedError, type AccountingClient } from '../../src/core/accounting-api';
-import { type CompanyKeyDirectory, type CompanyKeySecret, listKeys, serializeCompanyKeySecret } from '../../src/core/api-keys';
+import {
+  type CompanyKeyDirectory,
+  type CompanyKeySecret,
+  listKeys,
+  matchListedKey,
+  MIN_LISTED_PREFIX_CHARS,
+  serializeCompanyKeySecret,
+  shownPrefix,
+} from '../../src/core/api-keys';
 import { parseInstitutionCredential } from '../../src/core/credentials/institution-credential';
 import type { ProbeResult } from '../../src/core/health/check-health';
 import { type SecretStore, SecretStage, versionWithStage } from '../../src/core/ports/secrets';
@@ -133,12 +141,25 @@ export async function verifyCompanyKey(
     if (error instanceof PermissionDeniedError) throw cannotRotate(error);
     throw error;
   }
-  const listed = keys.find((k) => k.prefix === prefix && k.revokedAt === null);
-  if (!listed)
-    throw new CliError(`the service does not list a live key ${prefix}… for the company`, {
-      code: 'key_not_listed',
+  const match = matchListedKey(keys, apiKey);
+  if (match.kind === 'ambiguous') {
+    const listedAs = match.keys.map((k) => `${shownPrefix(k.prefix)}… (${k.publicId})`).join(', ');
+    throw new CliError(`the service lists ${match.keys.length} live keys whose prefix begins key ${prefix}…: ${listedAs}`, {
+      code: 'key_ambiguous',
       exitCode: ExitCode.config,
+      hint: 'revoke the keys of that company you do not use, or install another key; acctops does not guess which key is this one',
     });
+  }
+  if (match.kind === 'none') {
+    const short = match.tooShort.map((k) => `${k.prefix}…`).join(', ');
+    throw new CliError(
+      match.tooShort.length > 0
+        ? `the service lists key prefixes too short to tell this key ${prefix}… from another (${short}; at least ${MIN_LISTED_PREFIX_CHARS} characters after the underscore are needed)`
+        : `the service does not list a live key ${prefix}… for the company`,
+      { code: 'key_not_listed', exitCode: ExitCode.config },
+    );
+  }
+  const listed = match.key;
   if (!listed.permissions.some((p) => p === 'manage_api_keys' || p === 'full_access')) throw cannotRotate();
   return {
     apiKey,

@@ -296,7 +296,7 @@ export interface TokenExpiry {
 export const apiKeySchema = z.looseObject({
   publicId: uuidSchema,
   name: z.string(),
-  /** The loggable part: service prefix, underscore, 8 characters. */
+  /** The start of the key, of a length the service picks (spec §5.1): matched by `matchListedKey`. */
   prefix: z.string(),
   permissions: z.array(z.string()),
   lastUsedAt: nullish(timestampSchema),

@@ -17,6 +17,7 @@ export {
   companyKeySecretName,
 } from './key-directory';
 export { CompanyApiKeys, type CompanyApiKeysOptions } from './company-api-keys';
+export { MIN_LISTED_PREFIX_CHARS, type ListedKey, type ListedKeyMatch, matchListedKey, namesAKey, shownPrefix } from './listed-key';
 export {
   ROTATION_STEPS,
   type RotationStep,

@@ -9,6 +9,7 @@ import { redactString } from '../shared/redact';
 import { type CompanyKeySecret, parseCompanyKeySecret } from './company-key-secret';
 import type { CompanyKeyDirectory, CompanyKeyEntry } from './key-directory';
 import type { Revocation, RevocationScheduler } from './revocation';
+import { shownPrefix } from './listed-key';
 import { listKeys, rotationTokenOf } from './rotation';
 import { ROTATION_LATE_FINISH_MS } from '../../../contract/key-rotation';
 
@@ -429,7 +430,7 @@ async function checkKeys(states: SecretState[], ctx: CheckContext): Promise<void
 
   for (const key of keys) {
     if (key.revokedAt !== null || inUse.has(key.publicId)) continue;
-    const base = { companyId: first.entry.companyId, apiKeyId: key.publicId, keyPrefix: key.prefix };
+    const base = { companyId: first.entry.companyId, apiKeyId: key.publicId, keyPrefix: shownPrefix(key.prefix) };
     const token = rotationTokenOf(key);
     // Given up too recently: a finishSecret may still make it current (its version may hold no
     // value, so the label's reference alone does not cover it).

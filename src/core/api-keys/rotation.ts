@@ -6,6 +6,7 @@ import { AcctopsError, ConfigError } from '../shared/errors';
 import { type Logger } from '../shared/logger';
 import { type Metrics } from '../shared/metrics';
 import { keyPrefix } from '../shared/redact';
+import { shownPrefix } from './listed-key';
 import {
   type CompanyKeySecret,
   describeKey,
@@ -447,9 +448,9 @@ export class KeyRotation {
     );
     for (const key of doomed) {
       await client.apiKeys.revoke(key.publicId);
-      log.warn('key of the failed rotation revoked', { apiKeyId: key.publicId, keyPrefix: key.prefix });
+      log.warn('key of the failed rotation revoked', { apiKeyId: key.publicId, keyPrefix: shownPrefix(key.prefix) });
     }
-    return doomed.map((k) => ({ apiKeyId: k.publicId, keyPrefix: k.prefix }));
+    return doomed.map((k) => ({ apiKeyId: k.publicId, keyPrefix: shownPrefix(k.prefix) }));
   }
 
   private async readCurrent(secretId: string): Promise<CompanyKeySecret> {

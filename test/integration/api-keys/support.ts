@@ -20,7 +20,7 @@ import { parseWith } from '../../../src/core/shared/errors';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { MemoryMetrics } from '../../../src/core/shared/metrics';
 import { keyPrefix } from '../../../src/core/shared/redact';
-import { type Dialect, type Permission, type RunningSandbox, startSandbox } from '../../../sandbox';
+import { type Dialect, type Permission, type RunningSandbox, type SandboxOptions, startSandbox } from '../../../sandbox';
 import { call } from '../sandbox/support';
 import { client, type RunningSecretsManager, secretStore, startSecretsManager } from '../../helpers/secrets-manager';
 
@@ -68,9 +68,11 @@ export class RotationWorld {
   static async start(
     permissions: Permission[] = ['manage_api_keys', 'read_transactions', 'read_categories'],
     dialect: Dialect = 'default',
+    /** How the service spells company ids and keys (sandbox options `companyIdCase`, `apiKeys`). */
+    spelling: Pick<SandboxOptions, 'companyIdCase' | 'apiKeys'> = {},
   ): Promise<RotationWorld> {
     const world = new RotationWorld();
-    world.sandbox = await startSandbox({ port: 0, clock: world.clock, demo: false, dialect });
+    world.sandbox = await startSandbox({ port: 0, clock: world.clock, demo: false, dialect, ...spelling });
     world.sm = await startSecretsManager({ port: 0, clock: world.clock });
     world.companyId = (await world.sandbox.admin.createCompany({ name: 'Rotating GmbH' })).publicId;
     world.otherCompanyId = (await world.sandbox.admin.createCompany({ name: 'Somebody Else SARL' })).publicId;
@@ -79,17 +81,18 @@ export class RotationWorld {
       apiKey: created.key,
       apiKeyId: created.publicId,
       keyPrefix: keyPrefix(created.key),
-      companyId: world.companyId,
+      // acctops keeps its own records of a company in lower case (decision 68), whatever the service's spelling.
+      companyId: world.companyId.toLowerCase(),
       permissions,
       createdAt: created.createdAt,
     };
     const out = await client(world.sm).send(
       new CreateSecretCommand({
-        Name: `acctops/test/company/${world.companyId}/api-key`,
+        Name: `acctops/test/company/${world.companyId.toLowerCase()}/api-key`,
         SecretString: serializeCompanyKeySecret(world.initialKey),
         Tags: [
           { Key: COMPANY_KEY_TAGS.purpose, Value: PURPOSE_COMPANY_KEY },
-          { Key: COMPANY_KEY_TAGS.company, Value: world.companyId },
+          { Key: COMPANY_KEY_TAGS.company, Value: world.companyId.toLowerCase() },
         ],
       }),
     );
