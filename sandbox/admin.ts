@@ -6,7 +6,7 @@ import type { SandboxSettings } from './routes';
 import { PERMISSIONS } from './schemas';
 import type { Company, SandboxState, User } from './state';
 import type { RequestLogEntry, SandboxStats, StatsRecorder } from './stats';
-import { MAX_GENERATED } from './transactions';
+import { MAX_GENERATED, parseValueDate } from './transactions';
 import { apiKeyView, categoryView, taxReportView } from './views';
 
 /**
@@ -86,7 +86,8 @@ const inputs = {
           publicId: z.uuid().optional(),
           /** Minor units as an integer or a digit string (beyond 2^53), or a decimal string. */
           amount: money,
-          valueDate: timestamp,
+          // Any ISO 8601 form with an offset the client reads, so a test can have the service send one.
+          valueDate: z.string().refine((v) => parseValueDate(v) !== undefined, 'expected an ISO 8601 timestamp with an offset'),
           cashflowType: z.enum(['EXPENSE', 'INCOME']).optional(),
           currency: z.string().length(3).optional(),
           description: z.string().optional(),

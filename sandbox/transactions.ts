@@ -1,3 +1,4 @@
+import { localDateOf, parseTimestamp } from '../src/core/accounting-api';
 import { hashString, hex, mix } from './random';
 
 /**
@@ -70,14 +71,15 @@ export class ArraySource implements TransactionSource {
   }
 }
 
-const VALUE_DATE = /^(\d{4}-\d{2}-\d{2})T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
-
-/** Reads the sort key and local date out of a `valueDate` with an explicit offset. */
+/**
+ * Reads the sort key and local date out of a `valueDate` with an explicit offset: any ISO 8601 form
+ * the client reads (the basic format, a comma before the fraction, an offset in hours), so that a
+ * test can have the service send one.
+ */
 export function parseValueDate(valueDate: string): { instant: number; localDate: string } | undefined {
-  const match = VALUE_DATE.exec(valueDate);
-  const instant = Date.parse(valueDate);
-  if (!match || Number.isNaN(instant)) return undefined;
-  return { instant, localDate: match[1]! };
+  const parsed = parseTimestamp(valueDate);
+  if (parsed === undefined) return undefined;
+  return { instant: parsed.utcMillis, localDate: localDateOf(valueDate) };
 }
 
 const DAY_MS = 86_400_000;

@@ -63,5 +63,5 @@ export { type ApiKeyPaths, defaultApiKeyPaths } from './resources/api-keys';
 export type { AccountingApiWarning, WarningHandler } from './warnings';
 export { parseJsonLossless } from './lossless-json';
 export { listItemJson, type JsonText } from './item-json';
-export { parseTimestamp, epochDayOf, type TimestampInstant } from './timestamps';
+export { parseTimestamp, epochDayOf, timestampProblem, type TimestampInstant } from './timestamps';
 export * from './schemas';

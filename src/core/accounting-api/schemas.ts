@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { amountSchema } from './money';
-import { parseTimestamp, recalledTimestamp, type TimestampInstant } from './timestamps';
+import { localDateOf as writtenDateOf, parseTimestamp, recalledTimestamp, timestampProblem, type TimestampInstant } from './timestamps';
 
 /**
  * Response schemas: a tolerant reader (docs/assumptions.md, "What a response must carry"). Only
@@ -42,7 +42,7 @@ export function timestampInstant(timestamp: string): TimestampInstant | undefine
 /** The instant a timestamp denotes. Throws on a string that `timestampSchema` would refuse. */
 export function instantOf(timestamp: string): Date {
   const millis = timestampMillis(timestamp);
-  if (millis === undefined) throw new RangeError('not an ISO 8601 timestamp with an offset');
+  if (millis === undefined) throw new RangeError(timestampProblem(timestamp));
   return new Date(millis);
 }
 
@@ -56,7 +56,7 @@ export function toUtcIso(timestamp: string): string {
  * filter on (docs/assumptions.md). `2026-10-31T23:30:00-02:00` is in October.
  */
 export function localDateOf(timestamp: string): string {
-  return timestamp.slice(0, 10);
+  return writtenDateOf(timestamp);
 }
 
 /** Whether `timestampSchema` accepts `text`. */
@@ -64,8 +64,11 @@ export function isTimestamp(text: string): boolean {
   return parseTimestamp(text) !== undefined;
 }
 
-/** An ISO 8601 timestamp with an offset, kept as the original string (offset included). */
-export const timestampSchema = z.string().refine(isTimestamp, { message: 'expected an ISO 8601 timestamp with an offset' });
+/**
+ * An ISO 8601 timestamp with an offset, kept as the original string (offset included). A refusal
+ * names the part that is wrong (`timestampProblem`), not the text.
+ */
+export const timestampSchema = z.string().refine(isTimestamp, { error: (issue) => timestampProblem(String(issue.input)) });
 
 /** A field that is optional or null on the wire, always `null` when absent in the output. */
 function nullish<T extends z.ZodType>(schema: T) {

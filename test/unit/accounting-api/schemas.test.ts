@@ -128,6 +128,24 @@ describe('timestamps and dates', () => {
     }
   });
 
+  it('reads the other ISO 8601 forms as written, and a refusal names the wrong part, not the text', () => {
+    for (const [text, local, utc] of [
+      ['2026-10-20T10:00:00,5+02:00', '2026-10-20', '2026-10-20T08:00:00.500Z'],
+      ['20261020T100000+0200', '2026-10-20', '2026-10-20T08:00:00.000Z'],
+      ['2026-10-20T10:00:00+02', '2026-10-20', '2026-10-20T08:00:00.000Z'],
+    ] as const) {
+      const parsed = transactionSchema.parse(transaction(1, { valueDate: text }));
+      expect(parsed.valueDate).toBe(text);
+      expect(localDateOf(text)).toBe(local);
+      expect(toUtcIso(text)).toBe(utc);
+    }
+    const refused = transactionSchema.safeParse(transaction(1, { valueDate: '2026-10-20T10:00:00' }));
+    expect(refused.error?.issues).toEqual([
+      expect.objectContaining({ path: ['valueDate'], message: expect.stringMatching(/^no offset after the time/) }),
+    ]);
+    expect(() => instantOf('2026-13-20T10:00:00Z')).toThrow('the month of the date is out of range (01-12)');
+  });
+
   it('validates YYYY-MM-DD dates', () => {
     const report = {
       pk: '7c0e8a9b-1d2e-4f3a-8b4c-5d6e7f8a9b0c',

@@ -1,15 +1,18 @@
 import fc from 'fast-check';
-import { epochDayOf, parseTimestamp, recalledTimestamp } from '../../../src/core/accounting-api/timestamps';
+import { epochDayOf, localDateOf, parseTimestamp, recalledTimestamp, timestampProblem } from '../../../src/core/accounting-api/timestamps';
 
 const SEED = 20261121;
 
 /**
- * The implementation parseTimestamp replaced (regex, Number, Date): the reference it must agree
- * with on every string, accepted or not.
+ * The implementation parseTimestamp replaced (regex, Number, Date), widened to the other ISO 8601
+ * forms it now reads on its slow path (a comma before the fraction, an offset in hours alone, the
+ * basic format, which is not mixed with the extended one): the reference it must agree with on
+ * every string, accepted or not.
  */
-const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:?\d{2})$/;
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(Z|[+-]\d{2}(?::?\d{2})?)$/;
+const BASIC_TIMESTAMP = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(?:(\d{2})(?:[.,](\d+))?)?(Z|[+-]\d{2}(?:\d{2})?)$/;
 function reference(text: string): { utcMillis: number; offsetMinutes: number } | undefined {
-  const m = TIMESTAMP.exec(text);
+  const m = TIMESTAMP.exec(text) ?? BASIC_TIMESTAMP.exec(text);
   if (!m) return undefined;
   const [year, month, day, hours, minutes] = [1, 2, 3, 4, 5].map((i) => Number(m[i]));
   const seconds = m[6] === undefined ? 0 : Number(m[6]);
@@ -42,33 +45,39 @@ const shaped = fc
     minutes: fc.integer({ min: 0, max: 60 }),
     seconds: fc.option(fc.integer({ min: 0, max: 60 })),
     fraction: fc.option(fc.stringMatching(/^\d{0,11}$/)),
+    decimalSign: fc.constantFrom('.', ','),
     offset: fc.oneof(
       fc.constant('Z'),
       fc
-        .tuple(fc.constantFrom('+', '-'), fc.integer({ min: 0, max: 25 }), fc.boolean(), fc.integer({ min: 0, max: 61 }))
-        .map(([sign, h, colon, m]) => `${sign}${two(h)}${colon ? ':' : ''}${two(m)}`),
+        .tuple(fc.constantFrom('+', '-'), fc.integer({ min: 0, max: 25 }), fc.constantFrom(':', '', null), fc.integer({ min: 0, max: 61 }))
+        .map(([sign, h, colon, m]) => `${sign}${two(h)}${colon === null ? '' : `${colon}${two(m)}`}`),
     ),
+    basic: fc.boolean(),
   })
-  .map(({ year, month, day, hours, minutes, seconds, fraction, offset }) => {
+  .map(({ year, month, day, hours, minutes, seconds, fraction, decimalSign, offset, basic }) => {
+    const [dash, colon] = basic ? ['', ''] : ['-', ':'];
     const time =
       seconds === null
-        ? `${two(hours)}:${two(minutes)}`
-        : `${two(hours)}:${two(minutes)}:${two(seconds)}${fraction === null ? '' : `.${fraction}`}`;
-    return `${String(year).padStart(4, '0')}-${two(month)}-${two(day)}T${time}${offset}`;
+        ? `${two(hours)}${colon}${two(minutes)}`
+        : `${two(hours)}${colon}${two(minutes)}${colon}${two(seconds)}${fraction === null ? '' : `${decimalSign}${fraction}`}`;
+    return `${String(year).padStart(4, '0')}${dash}${two(month)}${dash}${two(day)}T${time}${offset}`;
   });
 /** One character of a well-formed timestamp replaced, removed or doubled. */
 const mutated = fc
-  .tuple(shaped, fc.nat(), fc.constantFrom('', '0', '9', ':', '-', '+', 'T', 'Z', '.', ' ', 'a', '٣'), fc.boolean())
+  .tuple(shaped, fc.nat(), fc.constantFrom('', '0', '9', ':', '-', '+', 'T', 'Z', '.', ',', ' ', 'a', '٣'), fc.boolean())
   .map(([text, at, char, insert]) => {
     const i = at % text.length;
     return insert ? text.slice(0, i) + char + text.slice(i) : text.slice(0, i) + char + text.slice(i + 1);
   });
 
 describe('parseTimestamp', () => {
-  it('accepts and refuses exactly what the former regex and Date implementation did, and agrees on the instant', () => {
+  it('accepts and refuses exactly what the reference (regex and Date) does, and agrees on the instant', () => {
     fc.assert(
       fc.property(fc.oneof(shaped, mutated, fc.string()), (text) => {
-        expect(parseTimestamp(text)).toEqual(reference(text));
+        const expected = reference(text);
+        expect(parseTimestamp(text)).toEqual(expected);
+        // A refusal always says something, and never throws.
+        if (expected === undefined) expect(timestampProblem(text)).toMatch(/\S/);
       }),
       { seed: SEED, numRuns: 20_000 },
     );
@@ -89,6 +98,56 @@ describe('parseTimestamp', () => {
     expect(parseTimestamp(`2026-10-15T12:00:00.5${'0'.repeat(29)}Z`)?.utcMillis).toBe(Date.UTC(2026, 9, 15, 12, 0, 0, 500));
     expect(parseTimestamp('0099-12-31T23:59:59Z')?.utcMillis).toBe(new Date('0099-12-31T23:59:59Z').getTime());
     expect(parseTimestamp('0000-01-01T00:00:00Z')?.utcMillis).toBe(new Date('0000-01-01T00:00:00Z').getTime());
+  });
+
+  it('reads the other ISO 8601 forms with an offset: a comma before the fraction, the basic format, an offset in hours', () => {
+    const instant = { utcMillis: Date.UTC(2026, 9, 20, 8, 0, 0, 500), offsetMinutes: 120 };
+    expect(parseTimestamp('2026-10-20T10:00:00,5+02:00')).toEqual(instant);
+    expect(parseTimestamp('20261020T100000,5+0200')).toEqual(instant);
+    expect(parseTimestamp('20261020T100000.5+02')).toEqual(instant);
+    expect(parseTimestamp('20261020T100000+0200')).toEqual({ utcMillis: Date.UTC(2026, 9, 20, 8), offsetMinutes: 120 });
+    expect(parseTimestamp('2026-10-20T10:00:00+02')).toEqual({ utcMillis: Date.UTC(2026, 9, 20, 8), offsetMinutes: 120 });
+    expect(parseTimestamp('2026-10-20T10:00-05')).toEqual({ utcMillis: Date.UTC(2026, 9, 20, 15), offsetMinutes: -300 });
+    expect(parseTimestamp('20261020T1000Z')).toEqual({ utcMillis: Date.UTC(2026, 9, 20, 10), offsetMinutes: 0 });
+    // The basic and extended formats are not mixed (ISO 8601 §4.3.2).
+    expect(parseTimestamp('20261020T10:00:00+02:00')).toBeUndefined();
+    expect(parseTimestamp('2026-10-20T100000+0200')).toBeUndefined();
+    expect(parseTimestamp('20261020T100000+02:00')).toBeUndefined();
+  });
+
+  it('the local date as written: the first ten characters, or the basic date made extended', () => {
+    expect(localDateOf('2026-10-31T23:30:00-02:00')).toBe('2026-10-31');
+    expect(localDateOf('20261031T233000-02')).toBe('2026-10-31');
+    fc.assert(
+      fc.property(shaped, (text) => {
+        if (parseTimestamp(text) === undefined) return;
+        const written = /^(\d{4})-?(\d{2})-?(\d{2})T/.exec(text)!;
+        expect(localDateOf(text)).toBe(`${written[1]}-${written[2]}-${written[3]}`);
+        expect(epochDayOf(localDateOf(text))).toBeDefined();
+      }),
+      { seed: SEED, numRuns: 5_000 },
+    );
+  });
+
+  it.each([
+    ['2026-10-20', /a date without a time and offset/],
+    ['2026/10/20 10:00:00+02:00', /no "T" between a date and a time/],
+    ['2026-1-20T10:00:00+02:00', /the date is not YYYY-MM-DD/],
+    ['2026-13-20T10:00:00+02:00', /the month of the date is out of range/],
+    ['2026-02-30T10:00:00+02:00', /the day of the date does not exist in its month/],
+    ['2026-10-20T10:00:00', /no offset after the time/],
+    ['2026-10-20T10h00+02:00', /the time is not HH:MM\[:SS\[.fraction\]\]/],
+    ['2026-10-20T25:00:00+02:00', /the hour of the time is out of range/],
+    ['2026-10-20T10:60:00+02:00', /the minute of the time is out of range/],
+    ['2026-10-20T10:00:60+02:00', /the second of the time is out of range/],
+    ['2026-10-20T10:00:00+2:00', /the offset is not Z, ±HH, ±HH:MM or ±HHMM/],
+    ['2026-10-20T10:00:00+24:00', /the offset is out of range/],
+    ['20261020T10:00:00+02', /mix the basic .* and extended .* formats/],
+  ])('names the part that is wrong, never the text: %s', (text, message) => {
+    expect(parseTimestamp(text)).toBeUndefined();
+    const problem = timestampProblem(text);
+    expect(problem).toMatch(message);
+    expect(problem).not.toContain(text);
   });
 
   it('refuses what is not a timestamp with an offset on a real day', () => {

@@ -1,6 +1,6 @@
 import { DECIMAL_PRECISION, DECIMAL_SCALE, EXPORT_COLUMNS, type ColumnKind, type TableColumn } from '../../../../contract/exports';
 import { ValidationError } from '../../shared/errors';
-import { timestampInstant, type MinorUnits, type TimestampInstant } from '../../accounting-api';
+import { localDateOf, timestampInstant, timestampProblem, type MinorUnits, type TimestampInstant } from '../../accounting-api';
 import { scaleFactor } from './currency';
 import { epochDay } from './offset-timestamp';
 import { WITHOUT_PARQUET } from './parquet-limit';
@@ -82,7 +82,7 @@ export const transactionsTable: Table<ExportTransaction> = {
     return {
       public_id: publicId,
       // The calendar date as written, in the timestamp's own offset (what periods filter on).
-      value_date_local: t.valueDate.slice(0, 10),
+      value_date_local: localDateOf(t.valueDate),
       value_date: t.valueDate,
       value_date_utc: valueDate.utcMillis,
       value_date_offset_minutes: offsetBigInt(valueDate.offsetMinutes),
@@ -152,7 +152,7 @@ export function taxReportBelongs(row: Row, range: { dateFrom: string; dateTo: st
 
 /** The date that places a tax report in a month, or null when it has none of the three. */
 function taxReportDay(row: Row): string | null {
-  return (row.period_end ?? row.period_start ?? (typeof row.created_at === 'string' ? row.created_at.slice(0, 10) : null)) as string | null;
+  return (row.period_end ?? row.period_start ?? (typeof row.created_at === 'string' ? localDateOf(row.created_at) : null)) as string | null;
 }
 
 /**
@@ -246,7 +246,7 @@ class RecordChecker {
   /** The client's parse, which its validation of the same string has just made (no new object). */
   timestamp(path: string, value: unknown): TimestampInstant {
     const parsed = typeof value === 'string' ? timestampInstant(value) : undefined;
-    return parsed ?? this.fail(path, 'expected an ISO 8601 timestamp with an offset');
+    return parsed ?? this.fail(path, typeof value === 'string' ? timestampProblem(value) : 'expected an ISO 8601 timestamp with an offset');
   }
 
   private fail(path: string, message: string): never {
