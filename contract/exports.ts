@@ -148,7 +148,8 @@ export type TaxReportFieldNames = Readonly<Partial<Record<TaxReportField, string
  * a cdk.json that synthesizes never fails the worker's cold start. An object of our fields (keys
  * among TAX_REPORT_FIELDS) to names of 1-128 characters; a service name may feed one field of ours
  * only, counting each field left unmapped under its own name; `pk` is the report's id; the names of
- * Object.prototype are no field names.
+ * Object.prototype are no field names. A name with dots is also a path into nested objects
+ * (`period.from`), each segment a field name.
  */
 export function taxReportFieldNameIssues(value: unknown): { field: string; message: string }[] {
   if (value === null || typeof value !== 'object' || Array.isArray(value))
@@ -166,7 +167,8 @@ export function taxReportFieldNameIssues(value: unknown): { field: string; messa
     const mapped = names[field] as string | undefined;
     const name = mapped ?? field;
     if (mapped === 'pk') issues.push({ field, message: 'pk is the report id (spec §2), not one of its fields' });
-    else if (mapped !== undefined && name in Object.prototype) issues.push({ field, message: 'not a field name' });
+    else if (mapped !== undefined && name.split('.').some((segment) => segment === '' || segment in Object.prototype))
+      issues.push({ field, message: 'not a field name, nor a dotted path of field names (period.from)' });
     const other = readBy.get(name);
     if (other !== undefined)
       issues.push({

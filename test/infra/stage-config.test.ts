@@ -87,6 +87,11 @@ describe('stage configuration', () => {
     ['tax report name', { ...BASE, exports: { taxReportFields: { periodEnd: '' } } }, 'stages.dev.exports.taxReportFields.periodEnd'],
     ['tax report pk', { ...BASE, exports: { taxReportFields: { periodEnd: 'pk' } } }, 'stages.dev.exports.taxReportFields.periodEnd'],
     [
+      'tax report path',
+      { ...BASE, exports: { taxReportFields: { periodEnd: 'period..to' } } },
+      'stages.dev.exports.taxReportFields.periodEnd',
+    ],
+    [
       'tax report name twice',
       { ...BASE, exports: { taxReportFields: { periodStart: 'date', periodEnd: 'date' } } },
       'stages.dev.exports.taxReportFields.periodEnd',
@@ -130,6 +135,11 @@ describe('stage configuration', () => {
     expect(error.message).toContain(field);
   });
 
+  it('takes a dotted path into a nested object as a tax-report field name (exports.taxReportFields)', () => {
+    const stage = load({ ...BASE, exports: { taxReportFields: { periodStart: 'period.from', periodEnd: 'period.to' } } });
+    expect(stage.exports.taxReportFields).toEqual({ periodStart: 'period.from', periodEnd: 'period.to' });
+  });
+
   it("refuses exactly the tax-report field names the export worker's environment refuses", () => {
     const cases: Record<string, string | undefined>[] = [
       { periodEnd: 'endDate', periodStart: 'startDate', createdAt: 'created' },
@@ -139,6 +149,9 @@ describe('stage configuration', () => {
       { type: 'status' },
       { status: 'constructor' },
       { amountDue: 'x'.repeat(129) },
+      { periodStart: 'period.from', periodEnd: 'period.to' },
+      { periodEnd: 'period.' },
+      { periodEnd: 'period.constructor' },
     ];
     for (const names of cases) {
       const synthesizes = (() => {

@@ -12,6 +12,7 @@ import { manifestKey, periodPrefix, symlinkKey } from '../../../src/core/exports
 import { readManifest, type Manifest } from '../../../src/core/exports/formats/manifest';
 import type { ObjectStore, PutConditions, PutOptions } from '../../../src/core/exports/formats/object-store';
 import { parsePeriod } from '../../../src/core/exports/formats/period';
+import { parseTaxReportFieldList } from '../../../src/core/exports/formats/tax-report-fields';
 import { PeriodExporter, type PeriodExportRequest } from '../../../src/core/exports/formats/period-exporter';
 import { collectGarbage } from '../../../src/core/exports/formats/publish';
 import { staleSymlinks } from '../../../src/core/exports/formats/symlinks';
@@ -468,6 +469,24 @@ describe('PeriodExporter', () => {
     }).run(request({ period: '2026-09', sources: { taxReports: asAsync(reports) }, datasets: ['tax_reports'], formats: ['jsonl'] }));
     const september = (await readManifest(dir, manifestKey(COMPANY, parsePeriod('2026-09'))))!;
     expect(september.datasets.tax_reports!.records).toBe(0);
+  });
+
+  it('reads a dotted name inside a nested object (--tax-report-fields periodStart=period.from,periodEnd=period.to): each report in its own month', async () => {
+    const nested = (i: number, from: string, to: string) => {
+      const raw = { pk: `3a3a3a3a-0000-4000-8000-00000000010${i}`, period: { from, to } };
+      return { raw, parsed: taxReportSchema.parse(raw) } as ExportTaxReport;
+    };
+    const reports = [nested(1, '2026-09-01', '2026-09-30'), nested(2, '2026-10-01', '2026-10-31'), nested(3, '2026-10-01', '2026-10-31')];
+    const names = parseTaxReportFieldList('periodStart=period.from,periodEnd=period.to');
+    for (const period of ['2026-09', '2026-10']) {
+      await new PeriodExporter({ store, clock, logger, toolVersion: '0.1.0', taxReportFields: names }).run(
+        request({ period, sources: { taxReports: asAsync(reports) }, datasets: ['tax_reports'], formats: ['csv'] }),
+      );
+    }
+    const records = async (period: string) =>
+      (await readManifest(dir, manifestKey(COMPANY, parsePeriod(period))))!.datasets.tax_reports!.records;
+    expect(await records('2026-09')).toBe(1);
+    expect(await records('2026-10')).toBe(2);
   });
 
   it("names the service's field when a value under a configured name is malformed", async () => {

@@ -1,4 +1,4 @@
-import { parseTaxReportFieldList, parseTaxReportFields } from '../../../src/core/exports/formats/tax-report-fields';
+import { parseTaxReportFieldList, parseTaxReportFields, taxReportWithNames } from '../../../src/core/exports/formats/tax-report-fields';
 import { exportRuntimeFromEnv, AwsExportRuntime } from '../../../src/adapters/aws/export-runtime';
 import { ConfigError, ValidationError } from '../../../src/core/shared/errors';
 
@@ -37,12 +37,44 @@ describe("tax report fields: the service's names of ours", () => {
     expect(issuesOf(() => parseTaxReportFields({ type: 'status' }))).toEqual([
       { path: 'type', message: 'the same service field as status' },
     ]);
-    expect(issuesOf(() => parseTaxReportFields({ status: 'constructor' }))).toEqual([{ path: 'status', message: 'not a field name' }]);
+    expect(issuesOf(() => parseTaxReportFields({ status: 'constructor' }))).toEqual([
+      { path: 'status', message: 'not a field name, nor a dotted path of field names (period.from)' },
+    ]);
     // A swap is fine: each service field feeds one of ours.
     expect(parseTaxReportFields({ periodEnd: 'periodStart', periodStart: 'periodEnd' })).toEqual({
       periodEnd: 'periodStart',
       periodStart: 'periodEnd',
     });
+  });
+
+  it('takes a dotted path into nested objects, and refuses one with an empty or prototype segment', () => {
+    expect(parseTaxReportFieldList('periodStart=period.from,periodEnd=period.to')).toEqual({
+      periodStart: 'period.from',
+      periodEnd: 'period.to',
+    });
+    for (const bad of ['period.', '.to', 'period..to', 'period.__proto__']) {
+      expect(issuesOf(() => parseTaxReportFields({ periodEnd: bad }))).toEqual([
+        { path: 'periodEnd', message: expect.stringMatching(/dotted path/) },
+      ]);
+    }
+  });
+
+  it('reads the value at a dotted path; a field of that whole name wins; a path that ends nowhere is no value', () => {
+    const read = (raw: Record<string, unknown>) =>
+      taxReportWithNames({ pk: '3a3a3a3a-0000-4000-8000-000000000001', ...raw }, { periodStart: 'period.from', periodEnd: 'period.to' }, 0);
+    expect(read({ period: { from: '2026-10-01', to: '2026-10-31' } })).toMatchObject({
+      periodStart: '2026-10-01',
+      periodEnd: '2026-10-31',
+    });
+    expect(read({ 'period.from': '2026-09-01', period: { from: '2026-10-01' } })).toMatchObject({
+      periodStart: '2026-09-01',
+      periodEnd: null,
+    });
+    expect(read({ period: [{ from: '2026-10-01' }] })).toMatchObject({ periodStart: null });
+    expect(read({ period: '2026-10' })).toMatchObject({ periodStart: null, periodEnd: null });
+    expect(() => read({ period: { from: '01.10.2026' } })).toThrow(
+      expect.objectContaining({ issues: [expect.objectContaining({ path: 'period.from' })] }),
+    );
   });
 
   it('names a pair by its position, never by its text, and refuses a field given twice or an empty list', () => {

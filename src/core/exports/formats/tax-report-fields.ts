@@ -48,14 +48,16 @@ export function parseTaxReportFields(value: unknown): TaxReportFieldNames {
 /**
  * A tax report read with the service's names: each of our fields from the field the mapping names
  * (absent there: null), the rest from our own names, through the client's schema; a field that
- * fails it is a ValidationError naming the service's field.
+ * fails it is a ValidationError naming the service's field. A name with dots reaches into nested
+ * objects (`period.from`, for a service that nests the period), unless the report has a field of
+ * that whole name, which wins.
  */
 export function taxReportWithNames(raw: unknown, names: TaxReportFieldNames, index: number): TaxReport {
   const fields = (raw !== null && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
   const renamed: Record<string, unknown> = { pk: fields.pk };
   for (const field of TAX_REPORT_FIELDS) {
     const name = names[field] ?? field;
-    const value = Object.hasOwn(fields, name) ? fields[name] : undefined;
+    const value = Object.hasOwn(fields, name) ? fields[name] : name.includes('.') ? valueAtPath(fields, name) : undefined;
     // An empty string under a named field is no value, as null is: it neither fails nor places.
     renamed[field] = names[field] !== undefined && value === '' ? null : value;
   }
@@ -75,6 +77,16 @@ export function taxReportWithNames(raw: unknown, names: TaxReportFieldNames, ind
     );
   }
   return parsed.data;
+}
+
+/** The value at a dotted path of own fields of plain objects (no arrays), or undefined. */
+function valueAtPath(fields: Record<string, unknown>, path: string): unknown {
+  let at: unknown = fields;
+  for (const segment of path.split('.')) {
+    if (at === null || typeof at !== 'object' || Array.isArray(at) || !Object.hasOwn(at, segment)) return undefined;
+    at = (at as Record<string, unknown>)[segment];
+  }
+  return at;
 }
 
 const EXPECTED: Record<TaxReportField, string> = {
