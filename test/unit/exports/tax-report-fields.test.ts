@@ -1,4 +1,5 @@
 import { parseTaxReportFieldList, parseTaxReportFields, taxReportWithNames } from '../../../src/core/exports/formats/tax-report-fields';
+import { taxReportFields as taxReportFieldsArg } from '../../../cli/args';
 import { exportRuntimeFromEnv, AwsExportRuntime } from '../../../src/adapters/aws/export-runtime';
 import { ConfigError, ValidationError } from '../../../src/core/shared/errors';
 
@@ -52,6 +53,9 @@ describe("tax report fields: the service's names of ours", () => {
       periodStart: 'period.from',
       periodEnd: 'period.to',
     });
+    // The CLI's --tax-report-fields parser: a bad path is a usage error naming our field.
+    expect(taxReportFieldsArg('periodStart=period.from')).toEqual({ periodStart: 'period.from' });
+    expect(() => taxReportFieldsArg('periodEnd=period..to')).toThrow(/periodEnd: not a field name, nor a dotted path/);
     for (const bad of ['period.', '.to', 'period..to', 'period.__proto__']) {
       expect(issuesOf(() => parseTaxReportFields({ periodEnd: bad }))).toEqual([
         { path: 'periodEnd', message: expect.stringMatching(/dotted path/) },
