@@ -63,6 +63,8 @@ describe('ExportCompleted and the metrics of a published month', () => {
         },
         {
           companyId: COMPANY_A,
+          // The service's spelling of the id is known here; the GET /companies/ lookup has its own tests.
+          serviceCompanyId: COMPANY_A,
           period: '2026-10',
           credentials: apiKeyAuth('sbx_AbCdEf1234567890abcdefghijklmnop'),
           source: { kind: 'apiKey' },
