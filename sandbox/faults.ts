@@ -20,6 +20,10 @@ export const faultSchema = z.discriminatedUnion('type', [
     retryAfter: z.union([z.int().nonnegative(), z.string()]).optional(),
     /** `envelope` (default): the documented error body; `html`: a proxy's page; `empty`: no body. */
     body: z.enum(['envelope', 'html', 'empty']).optional(),
+    /** This JSON instead of the dialect's body, in either dialect: another service's error shape (JSON:API, problem+json). */
+    json: z.unknown().optional(),
+    /** With `json`: its `Content-Type` (`application/json` when absent), e.g. `application/problem+json`. */
+    contentType: z.string().min(1).optional(),
   }),
   z.strictObject({
     type: z.literal('slow'),

@@ -384,6 +384,7 @@ function statusFault(fault: Extract<Fault, { type: 'status' }>, requestId: strin
     };
   }
   if (fault.body === 'empty') out.raw = { contentType: 'text/plain; charset=utf-8', text: '' };
+  if (fault.json !== undefined) out.raw = { contentType: fault.contentType ?? 'application/json', text: JSON.stringify(fault.json) };
   return out;
 }
 

@@ -341,9 +341,11 @@ function scrubServerText(text: string): string {
  * - `oauth`: RFC 6749 §5.2, `{"error": "invalid_grant", "error_description": …}`;
  * - `detail`: DRF's `{"detail": …, "code": …}` (simplejwt adds `messages`);
  * - `fields`: DRF field errors, `{"email": ["Enter a valid email address."]}`;
+ * - `jsonapi`: JSON:API, `{"errors": [{"code", "title", "detail", "source": {"pointer"}}]}`;
+ * - `problem`: RFC 9457 problem details, `{"type", "title", "status", "detail"}`;
  * - `json`: any other JSON; `text`: plain text; `html`: a page (a proxy's); `empty`.
  */
-export type ErrorBodyShape = 'envelope' | 'oauth' | 'detail' | 'fields' | 'json' | 'text' | 'html' | 'empty';
+export type ErrorBodyShape = 'envelope' | 'oauth' | 'detail' | 'fields' | 'jsonapi' | 'problem' | 'json' | 'text' | 'html' | 'empty';
 
 export interface ErrorBody {
   shape: ErrorBodyShape;
@@ -398,6 +400,13 @@ export function readErrorBody(body: string, contentType?: string): ErrorBody {
   if (typeof object.error === 'string') {
     return { shape: 'oauth', code: object.error, message: text(object, 'error_description') };
   }
+  const jsonApi = jsonApiErrors(object.errors);
+  if (jsonApi) return jsonApi;
+  // Problem details name their shape by content type, or by a `title` beside no DRF `code`.
+  const problem = (contentType ?? '').toLowerCase().includes('problem+json') || (typeof object.title === 'string' && !('code' in object));
+  if (problem && (typeof object.title === 'string' || typeof object.detail === 'string')) {
+    return { shape: 'problem', message: joinTexts([text(object, 'title'), text(object, 'detail')]), code: text(object, 'code') };
+  }
   if ('detail' in object) {
     const detail = object.detail;
     return {
@@ -410,7 +419,34 @@ export function readErrorBody(body: string, contentType?: string): ErrorBody {
   const field = firstFieldError(object, '');
   // ApiValidationError names `param` in its message itself ("field date_from: …").
   if (field) return { shape: 'fields', param: field.path || undefined, message: field.message };
-  return { shape: 'json', code: text(object, 'code'), message: text(object, 'message') };
+  return { shape: 'json', code: text(object, 'code'), message: text(object, 'message') ?? text(object, 'title') };
+}
+
+/**
+ * JSON:API's `errors` array: the first error's code and field (`source.pointer`'s last segment,
+ * or `source.parameter`), and the title or detail of each error (at most three), so that a 409's
+ * "already registered" or a 400's reason reaches the message.
+ */
+function jsonApiErrors(errors: unknown): ErrorBody | undefined {
+  if (!Array.isArray(errors)) return undefined;
+  const items = errors.filter((e): e is Record<string, unknown> => e !== null && typeof e === 'object' && !Array.isArray(e));
+  if (items.length === 0) return undefined;
+  const str = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+  const first = items[0]!;
+  const source = first.source !== null && typeof first.source === 'object' ? (first.source as Record<string, unknown>) : {};
+  const pointer = str(source.pointer)?.split('/').filter(Boolean).pop();
+  return {
+    shape: 'jsonapi',
+    code: str(first.code),
+    message: joinTexts(items.slice(0, 3).map((e) => str(e.detail) ?? str(e.title))),
+    param: str(source.parameter) ?? (pointer === 'data' || pointer === 'attributes' ? undefined : pointer),
+  };
+}
+
+/** Non-empty texts, repeated ones once, joined for one message; undefined when there is none. */
+function joinTexts(texts: readonly (string | undefined)[]): string | undefined {
+  const kept = [...new Set(texts.filter((t): t is string => t !== undefined && t.trim() !== ''))];
+  return kept.length === 0 ? undefined : kept.join('; ');
 }
 
 /**
@@ -534,7 +570,8 @@ function concernsToken(status: number, body: ErrorBody, tokenField: string): boo
   return false;
 }
 
-const DUPLICATE_TEXT = /already exists|already registered|already taken|unique/i;
+const DUPLICATE_TEXT = /already exists|already registered|already taken|\bexists\b|duplicate|unique/i;
+const DUPLICATE_CODES: ReadonlySet<string> = new Set(['unique', 'duplicate', 'already_exists', 'user_exists']);
 
 function classByStatus(status: number): ErrorClass {
   if (status === 400) return ApiValidationError;
@@ -561,7 +598,7 @@ function classFor(status: number, body: ErrorBody, context: ErrorContextKind): E
   if (
     context.kind === 'createUser' &&
     (status === 400 || status === 409) &&
-    (body.code === 'unique' || (body.message !== undefined && DUPLICATE_TEXT.test(body.message)))
+    ((body.code !== undefined && DUPLICATE_CODES.has(body.code)) || (body.message !== undefined && DUPLICATE_TEXT.test(body.message)))
   ) {
     return UserExistsError;
   }

@@ -1,7 +1,15 @@
 import { ALARMED_METRICS } from '../../../contract/metrics';
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
-import { InvalidGrantError, NotFoundError, UserExistsError, type AccountingClient, type TokenPair } from '../accounting-api';
+import {
+  AccountingApiError,
+  InvalidGrantError,
+  NotFoundError,
+  UserExistsError,
+  refusesUser,
+  type AccountingClient,
+  type TokenPair,
+} from '../accounting-api';
 import { EventPublishError, type EventPublisher } from '../ports/events';
 import type { Clock } from '../shared/clock';
 import { mapWithConcurrency } from '../shared/concurrency';
@@ -238,17 +246,27 @@ export class TokenLifecycle {
       return { pair: { ...created, refreshToken: created.refreshToken }, result: 'created' };
     } catch (error) {
       if (createdAtService) throw error;
-      if (!(error instanceof UserExistsError) && serviceFailure(error) !== 'ambiguous') throw error;
+      // The spec shows no conflict body (§7), so any 409 of create may mean "already registered",
+      // whatever its text; retrieve with the same identity decides.
+      const conflict = error instanceof UserExistsError || (error instanceof AccountingApiError && error.status === 409);
+      if (!conflict && serviceFailure(error) !== 'ambiguous') throw error;
       log.info('the service may already know the user; retrieving its tokens', describeFailure(error));
       try {
         return { pair: await this.deps.institution.retrieveToken(user), result: 'retrieved' };
       } catch (retrieveError) {
-        if (retrieveError instanceof NotFoundError && error instanceof UserExistsError) {
-          throw new OnboardConflictError(
-            user.externalId,
-            'the service has a user with this external_id or username, but not with this username, email and external_id together',
-            retrieveError,
-          );
+        // A disabled user is known to the service: that refusal says all (it is not a conflict).
+        if (
+          conflict &&
+          serviceFailure(retrieveError) === 'refused' &&
+          !(retrieveError instanceof AccountingApiError && refusesUser(retrieveError))
+        ) {
+          // Both answers, as the client worded them: request, status and the service's scrubbed text, never a token.
+          const answers = `create answered: ${messageOf(error)}; retrieve answered: ${messageOf(retrieveError)}`;
+          const why =
+            retrieveError instanceof NotFoundError
+              ? 'the service has a user with this external_id or username, but not with this username, email and external_id together'
+              : 'the service refused to create the user (409) and refused to retrieve its tokens';
+          throw new OnboardConflictError(user.externalId, `${why} (${answers})`, retrieveError);
         }
         throw retrieveError;
       }
@@ -599,4 +617,9 @@ export class TokenLifecycle {
   private count(result: RefreshResult): void {
     this.deps.metrics.add(RESULT_METRIC[result], 1);
   }
+}
+
+/** An error's message for another message; the client's messages are redacted already. */
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

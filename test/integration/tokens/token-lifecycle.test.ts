@@ -241,6 +241,46 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       await expect(w.worker().onboard(input)).resolves.toMatchObject({ result: 'already_onboarded', status: 'active' });
     });
 
+    // The reviewer's spec-only server: a 409 of create in shapes another service would send (spec §7: "not shown").
+    it.each([
+      ['JSON:API errors[]', { json: { errors: [{ code: 'duplicate', detail: 'User is already registered.' }] } }],
+      [
+        'problem+json "User exists"',
+        { json: { title: 'Conflict', status: 409, detail: 'User exists' }, contentType: 'application/problem+json' },
+      ],
+      ['problem+json with a title only', { json: { title: 'Conflict' }, contentType: 'application/problem+json' }],
+      ['an empty body', { body: 'empty' as const }],
+    ])('retrieves the tokens of a user the service knows when create answers 409 with %s', async (_name, body) => {
+      const w = await world();
+      const externalId = randomUUID();
+      const user = { externalId, username: `dup-${externalId.slice(0, 8)}`, email: `dup-${externalId.slice(0, 8)}@example.test` };
+      await sandbox.admin.createUser({ ...user, institutionId: INSTITUTION_ID });
+      await sandbox.admin.faults.add({
+        route: 'POST /institution/users/create/',
+        times: 1,
+        fault: { type: 'status', status: 409, ...body },
+      });
+      await expect(w.worker().onboard(user)).resolves.toMatchObject({ result: 'retrieved', status: 'active' });
+      expect((await w.record(externalId)).status).toBe('active');
+    });
+
+    it('names both answers when create answers an unexplained 409 and retrieve is refused, storing nothing', async () => {
+      const w = await world();
+      const externalId = randomUUID();
+      await sandbox.admin.faults.add({
+        route: 'POST /institution/users/create/',
+        times: 1,
+        fault: { type: 'status', status: 409, json: { errors: [{ code: 'conflict', title: 'Conflict', detail: 'Email is in use' }] } },
+      });
+      const error = await w
+        .worker()
+        .onboard({ externalId, username: `gone-${externalId.slice(0, 8)}`, email: `gone-${externalId.slice(0, 8)}@example.test` })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OnboardConflictError);
+      expect((error as Error).message).toMatch(/create answered: .*409.*Email is in use; retrieve answered: .*404/);
+      expect(await w.store.get(externalId)).toBeNull();
+    });
+
     it('refuses a user whose username belongs to another external_id at the service, storing nothing', async () => {
       const w = await world();
       const taken = `taken-${randomUUID().slice(0, 8)}`;

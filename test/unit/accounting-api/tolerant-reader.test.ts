@@ -331,6 +331,37 @@ describe('error bodies of every common shape become the same typed errors', () =
     expect(readErrorBody('<html><body>x</body></html>')).toEqual({ shape: 'html', message: 'HTML page' });
   });
 
+  it('reads JSON:API errors[] and problem details into the message, code and field', () => {
+    const jsonApi = errorFromResponse(
+      json(400, {
+        errors: [
+          { code: 'invalid', title: 'Invalid attribute', detail: 'email is not valid', source: { pointer: '/data/attributes/email' } },
+        ],
+      }),
+      context,
+    );
+    expect(jsonApi).toBeInstanceOf(ApiValidationError);
+    expect(jsonApi).toMatchObject({ apiCode: 'invalid', param: 'email' });
+    expect(jsonApi.message).toContain('email is not valid');
+    const problem = errorFromResponse(
+      text(400, JSON.stringify({ type: 'about:blank', title: 'Bad Request', detail: 'page_size too large' }), 'application/problem+json'),
+      context,
+    );
+    expect(problem.message).toContain('Bad Request; page_size too large');
+    expect(errorFromResponse(json(409, { title: 'Conflict' }), context).message).toContain('Conflict');
+    // A secret in a JSON:API detail is scrubbed like any other text from the service.
+    const apiKey = 'sbx_AbCdEf1234567890abcdefghijklmnop';
+    expect(errorFromResponse(json(401, { errors: [{ detail: `key ${apiKey} revoked` }] }), context).message).not.toContain(apiKey);
+  });
+
+  it.each([
+    ['JSON:API duplicate', json(409, { errors: [{ code: 'duplicate', detail: 'User is already registered.' }] })],
+    ['problem+json "User exists"', text(409, JSON.stringify({ title: 'Conflict', detail: 'User exists' }), 'application/problem+json')],
+  ])('create refused by %s is UserExistsError', async (_name, response) => {
+    const { client } = institution(() => response);
+    expect(await rejection(client.institution.createUser(USER))).toBeInstanceOf(UserExistsError);
+  });
+
   it('never echoes a secret from a body, whatever its shape', () => {
     const opaque = 'opaque-secret-token-4242424242';
     registerSecret(opaque);
