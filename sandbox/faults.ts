@@ -46,6 +46,18 @@ export const faultSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('result_set_change'), insert: z.int().positive().max(1000).optional() }),
   z.strictObject({ type: z.literal('page_overlap'), items: z.int().positive().max(1000).optional() }),
   z.strictObject({ type: z.literal('revoke_credential') }),
+  /** A token reply with its tokens (and expiry fields) moved one level down: `{"user": …, "<key>": {"accessToken", …}}`. */
+  z.strictObject({ type: z.literal('nest_tokens'), key: z.string().min(1).optional() }),
+  /** An object answer (a one-item list's item) wrapped in a single property: `{"company": {…}}`. */
+  z.strictObject({ type: z.literal('wrap_object'), key: z.string().min(1) }),
+  /**
+   * A token reply that states the access token's expiry (at the sandbox) in `field` instead of
+   * `expiresIn`: an ISO timestamp for an absolute field, seconds for `expires_in`/`accessTokenExpiresIn`.
+   */
+  z.strictObject({
+    type: z.literal('expiry_field'),
+    field: z.enum(['accessTokenExpiresAt', 'expiresAt', 'expires_at', 'accessExpires', 'expires_in', 'accessTokenExpiresIn']),
+  }),
 ]);
 export type Fault = z.infer<typeof faultSchema>;
 export type FaultType = Fault['type'];

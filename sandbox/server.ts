@@ -328,6 +328,35 @@ export class SandboxServer {
             body.results = [...(tail.body as { results: unknown[] }).results, ...(body.results as unknown[])];
           }
           break;
+        case 'expiry_field':
+          if (body !== undefined && typeof body.accessToken === 'string') {
+            const check = ctx.state.tokens.check(body.accessToken, 'access');
+            if (check.ok) {
+              delete body.expiresIn;
+              const relative = fault.field === 'expires_in' || fault.field === 'accessTokenExpiresIn';
+              const at = check.record.expiresAt;
+              body[fault.field] = relative ? Math.round((at - this.deps.clock.now()) / 1000) : new Date(at).toISOString();
+            }
+          }
+          break;
+        case 'nest_tokens':
+          if (body !== undefined && !isList && 'accessToken' in body) {
+            const nested: Record<string, unknown> = {};
+            for (const field of Object.keys(body)) {
+              if (/token|expire/i.test(field)) {
+                nested[field] = body[field];
+                delete body[field];
+              }
+            }
+            body[fault.key ?? 'tokens'] = nested;
+          }
+          break;
+        case 'wrap_object':
+          if (body !== undefined) {
+            const item = isList ? (body.results as unknown[])[0] : body;
+            if (item !== undefined) out.body = { [fault.key]: item };
+          }
+          break;
         case 'revoke_credential':
           if (ctx.principal?.kind === 'api_key') ctx.state.revokeApiKey(ctx.principal.key.publicId);
           if (ctx.principal?.kind === 'user') ctx.state.tokens.revokeUser(ctx.principal.user.userId);

@@ -252,20 +252,32 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     return out;
   }
 
-  private parseEnvelope(response: ApiResponse): ListEnvelope {
+  private parseEnvelope(response: ApiResponse): ListEnvelope & { itemPath?: (i: number) => string } {
     const body = response.body;
     if (this.source.single) {
-      if (Array.isArray(body)) return { count: body.length, next: null, previous: null, results: body };
+      if (Array.isArray(body)) return { count: body.length, next: null, previous: null, results: body, itemPath: (i) => `[${i}]` };
       const results = (body as { results?: unknown } | null)?.results;
-      if (body !== null && typeof body === 'object' && !Array.isArray(results))
-        return { count: 1, next: null, previous: null, results: [body] };
+      if (body !== null && typeof body === 'object' && !Array.isArray(results)) {
+        // `{"company": {…}}`: one property holding an object is a wrapper (an item's required
+        // identifier is never an object), so the item is inside it. Errors name the path as sent.
+        const entries = Object.entries(body);
+        const [key, inner] = entries.length === 1 ? entries[0]! : [];
+        if (key !== undefined && inner !== null && typeof inner === 'object' && !Array.isArray(inner))
+          return { count: 1, next: null, previous: null, results: [inner], itemPath: () => key };
+        return { count: 1, next: null, previous: null, results: [body], itemPath: () => '' };
+      }
     }
     const envelope = listEnvelopeSchema.safeParse(response.body);
     if (!envelope.success) throw responseValidationError(envelope.error, '', contextOf(response));
     return envelope.data;
   }
 
-  private parseItems(envelope: ListEnvelope, response: ApiResponse, warnedFields: Set<string>, ids: Ids | undefined): Page<T> {
+  private parseItems(
+    envelope: ListEnvelope & { itemPath?: (i: number) => string },
+    response: ApiResponse,
+    warnedFields: Set<string>,
+    ids: Ids | undefined,
+  ): Page<T> {
     const { itemSchema, fastParse, checkItem, identity } = this.source;
     const results = envelope.results;
     const items: PageItem<T>[] = new Array<PageItem<T>>(results.length);
@@ -278,7 +290,7 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
       let parsed = fastParse?.(raw);
       if (parsed === undefined) {
         const result = itemSchema.safeParse(raw);
-        if (!result.success) throw responseValidationError(result.error, `results[${i}]`, contextOf(response));
+        if (!result.success) throw responseValidationError(result.error, envelope.itemPath?.(i) ?? `results[${i}]`, contextOf(response));
         parsed = result.data;
       }
       if (ids && identity) {

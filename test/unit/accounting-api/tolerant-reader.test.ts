@@ -20,7 +20,7 @@ import {
   type TransportResponse,
 } from '../../../src/core/accounting-api';
 import { ManualClock } from '../../../src/core/shared/clock';
-import { registerSecret } from '../../../src/core/shared/redact';
+import { redactString, registerSecret } from '../../../src/core/shared/redact';
 import { BASE_URL, COMPANY_A, type Handler, fakeTransport, json, sequence } from './fake-transport';
 
 /** Bodies the spec allows but our default sandbox never sends (docs/assumptions.md, "What a response must carry"). */
@@ -153,9 +153,20 @@ describe('GET /companies/: an object or a list envelope', () => {
     expect(fake.requests).toHaveLength(1);
   });
 
-  it('refuses a company object without publicId, naming the field', async () => {
+  it('refuses a company object without publicId, naming the field where it is missing', async () => {
     const { client } = setup(() => json(200, { id: 1, name: 'Acme' }));
-    expect(((await rejection(client.companies.list().all())) as ResponseValidationError).field).toBe('results[0].publicId');
+    expect(((await rejection(client.companies.list().all())) as ResponseValidationError).field).toBe('publicId');
+    const wrapped = setup(() => json(200, { company: { id: 1, name: 'Acme' } }));
+    expect(((await rejection(wrapped.client.companies.list().all())) as ResponseValidationError).field).toBe('company.publicId');
+  });
+
+  it('reads the company wrapped in a single-property object, and learns it as the key’s company', async () => {
+    const { client, fake } = setup(() => json(200, { company }));
+    const items = await client.companies.list().all();
+    expect(items.map((i) => [i.parsed.publicId, i.raw])).toEqual([[COMPANY_A, company]]);
+    const other = '9a8b7c6d-5e4f-4321-8fed-cba987654321';
+    await expect(client.taxReports.list(other).all()).rejects.toMatchObject({ code: 'company_mismatch' });
+    expect(fake.requests).toHaveLength(1);
   });
 });
 
@@ -186,6 +197,56 @@ describe('institution operations in the shapes the spec allows', () => {
       refreshToken: 'rotated-refresh-token-01',
       refreshTokenRotated: true,
     });
+  });
+
+  it('finds the tokens one level down under any property, and registers them as secrets', async () => {
+    const user = { username: USER.username, email: USER.email, external_id: USER.externalId };
+    const { client } = institution(
+      sequence(
+        json(201, {
+          user,
+          tokens: { accessToken: OPAQUE_ACCESS, refreshToken: OPAQUE_REFRESH, accessTokenExpiresAt: '2026-11-01T09:10:00Z' },
+        }),
+        json(200, { data: { accessToken: OPAQUE_ACCESS, refreshToken: OPAQUE_REFRESH } }),
+        json(200, { result: { accessToken: 'fresh-access-token-0001' } }),
+      ),
+    );
+    expect(await client.institution.createUser(USER)).toMatchObject({
+      accessToken: OPAQUE_ACCESS,
+      refreshToken: OPAQUE_REFRESH,
+      accessTokenExpiresAt: '2026-11-01T09:10:00Z',
+      user: { username: USER.username },
+    });
+    expect(await client.institution.retrieveToken(USER)).toMatchObject({ accessToken: OPAQUE_ACCESS, refreshToken: OPAQUE_REFRESH });
+    expect(await client.institution.refreshToken(OPAQUE_REFRESH)).toMatchObject({
+      accessToken: 'fresh-access-token-0001',
+      refreshToken: OPAQUE_REFRESH,
+      refreshTokenRotated: false,
+    });
+    expect(redactString(`x fresh-access-token-0001 y`)).not.toContain('fresh-access-token-0001');
+  });
+
+  it('refuses two different token pairs, naming both paths and neither value; names a nested bad field where it is', async () => {
+    const { client } = institution(
+      sequence(
+        json(200, {
+          accessToken: OPAQUE_ACCESS,
+          refreshToken: OPAQUE_REFRESH,
+          tokens: { accessToken: 'other-access-token-0002', refreshToken: 'other-refresh-0002' },
+        }),
+        json(200, { tokens: { accessToken: 42, refreshToken: OPAQUE_REFRESH } }),
+        json(200, { accessToken: OPAQUE_ACCESS, refreshToken: OPAQUE_REFRESH, tokens: { accessToken: OPAQUE_ACCESS } }),
+      ),
+    );
+    const two = (await rejection(client.institution.retrieveToken(USER))) as ResponseValidationError;
+    expect(two).toBeInstanceOf(ResponseValidationError);
+    expect(two.message).toContain('accessToken');
+    expect(two.message).toContain('tokens.accessToken');
+    for (const value of [OPAQUE_ACCESS, OPAQUE_REFRESH, 'other-access-token-0002', 'other-refresh-0002'])
+      expect(two.message).not.toContain(value);
+    expect(((await rejection(client.institution.retrieveToken(USER))) as ResponseValidationError).field).toBe('tokens.accessToken');
+    // The same pair stated twice is one candidate.
+    expect(await client.institution.retrieveToken(USER)).toMatchObject({ accessToken: OPAQUE_ACCESS, refreshToken: OPAQUE_REFRESH });
   });
 
   it('retrieve must carry both tokens (spec §4.1: it "generates a new accessToken and refreshToken")', async () => {

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { parseWith } from '../../shared/errors';
 import { registerSecret } from '../../shared/redact';
-import { InvalidGrantError, type ErrorContextKind } from '../errors';
+import { InvalidGrantError, ResponseValidationError, type ErrorContextKind } from '../errors';
 import type { ApiResponse, RequestEngine } from '../request';
 import type { RetrySafety } from '../retry';
 import {
@@ -101,12 +101,70 @@ export class InstitutionResource {
     return this.engine.send({ method: 'POST', url: this.engine.url(path), auth: 'institution', safety, body, errorContext });
   }
 
-  /** Registers the new tokens with the redactor before anyone can log them. */
+  /**
+   * Registers the new tokens with the redactor before anyone can log them, wherever they are
+   * (`tokenHolder`), then parses the holder's fields with the rest of the body.
+   */
   private tokens<T>(schema: z.ZodType<T>, response: ApiResponse): T {
-    const body = response.body as Partial<Record<'accessToken' | 'refreshToken', unknown>> | undefined;
-    for (const token of [body?.accessToken, body?.refreshToken]) if (typeof token === 'string') registerSecret(token, { from: 'service' });
-    return this.engine.parse(schema, response);
+    const context = { status: response.status, requestId: response.requestId, request: response.request };
+    const found = tokenHolder(response.body);
+    for (const { holder } of found) {
+      for (const token of [holder.accessToken, holder.refreshToken])
+        if (typeof token === 'string') registerSecret(token, { from: 'service' });
+    }
+    // Of one pair stated twice, keep the statement that has both tokens.
+    const fullest = [...found].sort((a, b) => tokenCount(b.holder) - tokenCount(a.holder));
+    const distinct = fullest.filter((c, i) => fullest.findIndex((o) => samePair(o.holder, c.holder)) === i);
+    if (distinct.length > 1) {
+      // Which pair the service meant cannot be told; keeping either could store a token it never issued for this user.
+      const [a, b] = distinct.map((c) => (c.key === undefined ? 'accessToken' : `${c.key}.accessToken`));
+      throw new ResponseValidationError(
+        [{ path: a!, message: `a second, different token pair is at ${b!}; cannot tell which to keep` }],
+        context,
+      );
+    }
+    const nested = distinct[0]?.key;
+    if (nested === undefined) return this.engine.parse(schema, response);
+    const body = response.body as Record<string, unknown>;
+    const holder = body[nested] as Record<string, unknown>;
+    const { [nested]: _moved, ...rest } = body;
+    try {
+      return this.engine.parse(schema, { ...response, body: { ...rest, ...holder } });
+    } catch (error) {
+      if (!(error instanceof ResponseValidationError)) throw error;
+      // Name the field where the service put it (`tokens.accessToken`), not where we moved it.
+      const issues = error.issues.map((issue) => {
+        const head = /^[^.[]+/.exec(issue.path)?.[0];
+        return head !== undefined && head in holder ? { ...issue, path: `${nested}.${issue.path}` } : issue;
+      });
+      throw new ResponseValidationError(issues, context);
+    }
   }
+}
+
+/**
+ * Where a token reply keeps its tokens. Spec §4.1 shows nothing of these bodies beyond the
+ * accessToken/refreshToken they produce, so they may sit at the top level or one level down
+ * under any object property (`{"user": {…}, "tokens": {"accessToken", "refreshToken"}}`). Every
+ * object holding either name is a candidate (`key` undefined: the body itself).
+ */
+function tokenHolder(body: unknown): { key: string | undefined; holder: Record<string, unknown> }[] {
+  if (!isObject(body)) return [];
+  const holds = (o: Record<string, unknown>) => 'accessToken' in o || 'refreshToken' in o;
+  const found: { key: string | undefined; holder: Record<string, unknown> }[] = holds(body) ? [{ key: undefined, holder: body }] : [];
+  for (const [key, value] of Object.entries(body)) if (isObject(value) && holds(value)) found.push({ key, holder: value });
+  return found;
+}
+
+function tokenCount(holder: Record<string, unknown>): number {
+  return (typeof holder.accessToken === 'string' ? 1 : 0) + (typeof holder.refreshToken === 'string' ? 1 : 0);
+}
+
+/** The same pair stated twice (a body repeating its tokens under `tokens`) is one candidate. */
+function samePair(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  return (
+    a.accessToken === b.accessToken && (a.refreshToken === undefined || b.refreshToken === undefined || a.refreshToken === b.refreshToken)
+  );
 }
 
 function tokenOp(tokenField: string): ErrorContextKind {
