@@ -26,10 +26,36 @@ export function localCommand(host: CommandHost): Command {
           session.out.line(
             `Companies     ${status.companies} with a key secret (rotation every ${status.rotationDays} days, grace ${status.revocationGraceMinutes} min)`,
           );
-          session.out.line(`Users         ${status.users} held`);
+          session.out.line(
+            `Users         ${status.users} held (an access token the service states no expiry of lives ${status.accessTokenLifetimeSeconds} s)`,
+          );
           session.out.line(`Revocations   ${status.pendingRevocations} pending`);
           session.out.line(`Exports       ${status.exportsDir}`);
         });
+      }),
+    );
+
+  local
+    .command('set')
+    .description(
+      "Change a setting of the local state, kept for every later command (as a stage's setting in cdk.json is for a deployment).",
+    )
+    .requiredOption(
+      '--access-lifetime <duration>',
+      'lifetime of an access token whose expiry the service does not state (no JWT exp, no expiry field), 1m to 1d, e.g. 10m; new states: 30m',
+      duration,
+    )
+    .action(
+      host.run(async (session, opts: { accessLifetime: number }) => {
+        const seconds = opts.accessLifetime / 1000;
+        if (seconds < 60 || seconds > 86_400)
+          throw new UsageError('--access-lifetime must be between 1m and 1d', 'e.g. --access-lifetime 10m');
+        const status = await (await session.operations()).setLocal({ accessTokenLifetimeSeconds: seconds });
+        session.out.result(status, () =>
+          session.out.line(
+            `Access tokens whose expiry the service does not state now count as living ${status.accessTokenLifetimeSeconds} s (from the next token issued).`,
+          ),
+        );
       }),
     );
 

@@ -82,6 +82,11 @@ const stateSchema = z.object({
    * States from before dialects existed are `default`.
    */
   dialect: z.enum(DIALECTS).default('default'),
+  /**
+   * Lifetime of an access token the service states nothing about (no JWT `exp`, no expiry field),
+   * as a stage's `accessTokenLifetimeSeconds`; `acctops local set --access-lifetime` changes it.
+   */
+  accessTokenLifetimeSeconds: z.int().min(60).max(86_400).default(1800),
 });
 export type LocalState = z.output<typeof stateSchema>;
 
@@ -141,6 +146,7 @@ export function defaultLocalState(dialect: Dialect = 'default'): LocalState {
     rotationDays: 30,
     institutionSecret: LOCAL_INSTITUTION_SECRET,
     dialect,
+    accessTokenLifetimeSeconds: 1800,
   };
 }
 
@@ -209,6 +215,8 @@ export class LocalWorld {
   readonly events = new MemoryEventPublisher();
   readonly rotation: KeyRotation;
   readonly graceMs: number;
+  /** The state's `accessTokenLifetimeSeconds`, changed by `local set` and saved with the state. */
+  accessTokenLifetimeSeconds: number;
   /** Where the institution credential comes from: ACCTOPS_INSTITUTION, or the local secret. */
   readonly institutionSource: 'environment' | 'secret';
   private readonly institution: CredentialProvider;
@@ -258,6 +266,7 @@ export class LocalWorld {
         : new FileRegistryTable({ path: statePath(stateDir, 'companies') });
     this.exportStore = new DirObjectStore(stateDir);
     this.graceMs = state.revocationGraceMinutes * 60_000;
+    this.accessTokenLifetimeSeconds = state.accessTokenLifetimeSeconds;
     this.rotation = new KeyRotation({
       store: this.secrets,
       clientFor: (key) => this.clientForKey(key),
@@ -494,6 +503,7 @@ export class LocalWorld {
       metrics: noMetrics,
       // Names this process, so that a later command can take back a lease it leaves by dying.
       ownerPrefix: leaseOwnerPrefix(),
+      settings: { accessTokenLifetimeMs: this.accessTokenLifetimeSeconds * 1000 },
     });
   }
 
@@ -582,7 +592,7 @@ export class LocalWorld {
     return [
       ['sandbox', () => this.sandbox.snapshot()],
       ['secrets', () => this.sm.admin.exportState()],
-      ['state', () => ({ ...this.state, clockOffsetMs: this.clock.offsetMs })],
+      ['state', () => ({ ...this.state, clockOffsetMs: this.clock.offsetMs, accessTokenLifetimeSeconds: this.accessTokenLifetimeSeconds })],
     ];
   }
 

@@ -515,6 +515,11 @@ export class AwsOperations implements Operations {
     return Promise.reject(localModeOnly());
   }
 
+  /** A deployed stage's lifetime is its `accessTokenLifetimeSeconds` in cdk.json. */
+  setLocal(): Promise<never> {
+    return Promise.reject(localModeOnly());
+  }
+
   /**
    * Not here: a deployed rotation runs in Lambda, and Secrets Manager retries it when it likes, so
    * nothing proves it stopped; the rotation doctor gives up a stuck one (docs/key-rotation.md).

@@ -235,31 +235,15 @@ export class LocalOperations implements Operations {
     return this.world((world) => doctorLocal(world, options), { tolerateDamage: true, readOnly: !options.repair });
   }
 
+  setLocal(settings: { accessTokenLifetimeSeconds?: number }) {
+    return this.world(async (world): Promise<LocalStatus> => {
+      if (settings.accessTokenLifetimeSeconds !== undefined) world.accessTokenLifetimeSeconds = settings.accessTokenLifetimeSeconds;
+      return localStatusOf(world);
+    });
+  }
+
   localStatus() {
-    return this.world(
-      async (world): Promise<LocalStatus> => {
-        let companies = 0;
-        for await (const _ of world.directory.list()) companies++;
-        let pending = 0;
-        for await (const _ of world.revocations.pending()) pending++;
-        const users = (await world.tokens.list({ limit: 1000, cursor: null })).items.length;
-        return {
-          stateDir: world.stateDir,
-          createdAt: world.state.createdAt,
-          now: iso(world.clock.now())!,
-          clockOffsetMs: world.clock.offsetMs,
-          baseUrl: '(embedded sandbox, started per command on 127.0.0.1)',
-          dialect: world.state.dialect,
-          companies,
-          users,
-          pendingRevocations: pending,
-          exportsDir: (await import('./export-run.ts')).exportsDirOf(world.stateDir),
-          revocationGraceMinutes: world.state.revocationGraceMinutes,
-          rotationDays: world.state.rotationDays,
-        };
-      },
-      { readOnly: true },
-    );
+    return this.world(localStatusOf, { readOnly: true });
   }
 
   advanceClock(ms: number) {
@@ -276,6 +260,29 @@ export class LocalOperations implements Operations {
       return { now: iso(world.clock.now())!, undoneMs };
     });
   }
+}
+
+async function localStatusOf(world: LocalWorld): Promise<LocalStatus> {
+  let companies = 0;
+  for await (const _ of world.directory.list()) companies++;
+  let pending = 0;
+  for await (const _ of world.revocations.pending()) pending++;
+  const users = (await world.tokens.list({ limit: 1000, cursor: null })).items.length;
+  return {
+    stateDir: world.stateDir,
+    createdAt: world.state.createdAt,
+    now: iso(world.clock.now())!,
+    clockOffsetMs: world.clock.offsetMs,
+    baseUrl: '(embedded sandbox, started per command on 127.0.0.1)',
+    dialect: world.state.dialect,
+    companies,
+    users,
+    pendingRevocations: pending,
+    exportsDir: (await import('./export-run.ts')).exportsDirOf(world.stateDir),
+    revocationGraceMinutes: world.state.revocationGraceMinutes,
+    rotationDays: world.state.rotationDays,
+    accessTokenLifetimeSeconds: world.accessTokenLifetimeSeconds,
+  };
 }
 
 export function localKeyContext(world: LocalWorld): CompanyKeyContext {

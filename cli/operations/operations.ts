@@ -80,6 +80,8 @@ export interface Operations {
 
   /** The local mode's state and clock; AWS mode refuses them (a configuration error). */
   localStatus(): Promise<LocalStatus>;
+  /** Changes the local state's settings; what is not given stays. */
+  setLocal(settings: { accessTokenLifetimeSeconds?: number }): Promise<LocalStatus>;
   advanceClock(ms: number): Promise<ClockAdvanced>;
   resetClock(): Promise<ClockReset>;
 }
@@ -552,6 +554,8 @@ export interface LocalStatus {
   exportsDir: string;
   revocationGraceMinutes: number;
   rotationDays: number;
+  /** Lifetime given to an access token the service states nothing about. */
+  accessTokenLifetimeSeconds: number;
 }
 
 export interface ClockAdvanced {

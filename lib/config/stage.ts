@@ -292,6 +292,13 @@ export const stageSettingsSchema = z
      */
     secretCacheTtlSeconds: z.number().int().min(0).max(3600).default(300),
     /**
+     * Lifetime of a user's access token when the service states none (no JWT `exp`, no expiry
+     * field in the reply; docs/tokens.md, "Access-token expiry"): the spec's "usually 30 minutes".
+     * Set it to the service's real lifetime when its tokens are opaque and live shorter.
+     * @default 1800
+     */
+    accessTokenLifetimeSeconds: z.number().int().min(60).max(86_400).default(1800),
+    /**
      * E-mail addresses subscribed to the alarm topic (each confirms by mail).
      * @default []
      */

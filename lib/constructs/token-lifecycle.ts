@@ -24,10 +24,10 @@ export interface TokenLifecycleTuning {
    */
   readonly refreshMarginMinutes?: number;
   /**
-   * Lifetime assumed when a response gives neither a JWT `exp` nor `expiresIn` (spec: "usually 30 minutes").
-   * @default 30
+   * Lifetime assumed when a response states none (no JWT `exp`, no expiry field; spec: "usually 30 minutes").
+   * @default - the stage's `accessTokenLifetimeSeconds`
    */
-  readonly accessTokenLifetimeMinutes?: number;
+  readonly accessTokenLifetimeSeconds?: number;
   /**
    * Users per worker invocation (SQS batch size).
    * @default 10
@@ -114,7 +114,7 @@ export class TokenLifecycle extends Construct {
     const { stage, functionDefaults, institutionSecret } = props;
     const tuning = {
       refreshMarginMinutes: 15,
-      accessTokenLifetimeMinutes: 30,
+      accessTokenLifetimeSeconds: stage.accessTokenLifetimeSeconds,
       batchSize: 10,
       refreshConcurrency: 10,
       workerMaxConcurrency: 5,
@@ -171,7 +171,7 @@ export class TokenLifecycle extends Construct {
     const api = {
       ACCTOPS_BASE_URL: stage.baseUrl,
       SECRET_CACHE_TTL_SECONDS: String(stage.secretCacheTtlSeconds),
-      ACCESS_TOKEN_LIFETIME_SECONDS: String(tuning.accessTokenLifetimeMinutes * 60),
+      ACCESS_TOKEN_LIFETIME_SECONDS: String(tuning.accessTokenLifetimeSeconds),
       TOKEN_LEASE_SECONDS: String(LEASE.toSeconds()),
     };
     const { ACCESS_TOKEN_LIFETIME_SECONDS: _lifetime, ...revokeApi } = api;

@@ -46,6 +46,7 @@ describe('stage configuration', () => {
       logLevel: 'info',
       logRetentionDays: 30,
       secretCacheTtlSeconds: 300,
+      accessTokenLifetimeSeconds: 1800,
       alarmEmails: [],
       schedules: { tokenRefresh: 'rate(5 minutes)', monthlyExport: 'cron(0 3 1 * ? *)', timeZone: 'Europe/Berlin' },
       companies: [],
@@ -79,6 +80,7 @@ describe('stage configuration', () => {
     ['monthly export', { ...BASE, schedules: { monthlyExport: 'rate(30 days)' } }, 'stages.dev.schedules.monthlyExport'],
     ['companyId', { ...BASE, companies: [{ companyId: 'acme' }] }, 'stages.dev.companies[0].companyId'],
     ['split size', { ...BASE, exports: { maxTransactionsPerPart: 10 } }, 'stages.dev.exports.maxTransactionsPerPart'],
+    ['access token lifetime', { ...BASE, accessTokenLifetimeSeconds: 30 }, 'stages.dev.accessTokenLifetimeSeconds'],
     [
       'tax report field',
       { ...BASE, exports: { taxReportFields: { periodFinish: 'endDate' } } },

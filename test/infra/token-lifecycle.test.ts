@@ -256,6 +256,17 @@ describe('TokenLifecycle', () => {
     });
   });
 
+  it('passes the stage’s accessTokenLifetimeSeconds to every function that stores a token pair', () => {
+    const short = synthAcctopsStack({ accessTokenLifetimeSeconds: 300 });
+    const shortTokens = short.stack.node.findChild('Tokens') as TokenLifecycle;
+    const functions = short.template.findResources('AWS::Lambda::Function');
+    for (const fn of [shortTokens.worker, shortTokens.onboardUser, shortTokens.recoverUser]) {
+      expect(functions[logicalId(fn)]!.Properties.Environment.Variables).toMatchObject({ ACCESS_TOKEN_LIFETIME_SECONDS: '300' });
+    }
+    const defaults = template.findResources('AWS::Lambda::Function')[logicalId(tokens.onboardUser)]!.Properties.Environment.Variables;
+    expect(defaults).toMatchObject({ ACCESS_TOKEN_LIFETIME_SECONDS: '1800' });
+  });
+
   describe('alarms, all on the stack’s alarm topic', () => {
     const topic = { Ref: logicalId(stack.alarmTopic) };
 

@@ -21,6 +21,36 @@ describe('access token expiry', () => {
     });
   });
 
+  it('reads the common expiry fields of a reply, choosing the earliest when it states several', () => {
+    const at = (minutes: number) => new Date(issuedAt + minutes * 60_000).toISOString();
+    expect(accessTokenExpiry({ accessToken: 'opaque-token', accessTokenExpiresAt: at(10) }, issuedAt, lifetimeMs)).toEqual({
+      expiresAt: issuedAt + 10 * 60_000,
+      source: 'expires_at',
+    });
+    expect(accessTokenExpiry({ accessToken: 'opaque-token', expires_in: '300' }, issuedAt, lifetimeMs)).toEqual({
+      expiresAt: issuedAt + 300_000,
+      source: 'expires_in',
+    });
+    // Epoch seconds and milliseconds both read as instants.
+    expect(accessTokenExpiry({ accessToken: 'opaque-token', accessExpires: issuedAt / 1000 + 120 }, issuedAt, lifetimeMs).expiresAt).toBe(
+      issuedAt + 120_000,
+    );
+    expect(accessTokenExpiry({ accessToken: 'opaque-token', expires_at: issuedAt + 240_000 }, issuedAt, lifetimeMs).expiresAt).toBe(
+      issuedAt + 240_000,
+    );
+    expect(
+      accessTokenExpiry(
+        { accessToken: 'opaque-token', expiresIn: 1800, expiresAt: at(20), accessTokenExpiresIn: 900 },
+        issuedAt,
+        lifetimeMs,
+      ),
+    ).toEqual({ expiresAt: issuedAt + 15 * 60_000, source: 'expires_in' });
+    // A stated time at or before the request says nothing usable; garbage neither.
+    expect(accessTokenExpiry({ accessToken: 'opaque-token', expiresAt: at(-5), expires_at: 'soon' }, issuedAt, lifetimeMs).source).toBe(
+      'lifetime',
+    );
+  });
+
   it('falls back to issued-at plus the configured lifetime', () => {
     expect(accessTokenExpiry({ accessToken: 'opaque-token' }, issuedAt, lifetimeMs)).toEqual({
       expiresAt: issuedAt + lifetimeMs,
