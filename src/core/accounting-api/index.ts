@@ -65,3 +65,4 @@ export { parseJsonLossless } from './lossless-json';
 export { listItemJson, type JsonText } from './item-json';
 export { parseTimestamp, epochDayOf, timestampProblem, type TimestampInstant } from './timestamps';
 export * from './schemas';
+export { jwtExpiry } from './jwt';

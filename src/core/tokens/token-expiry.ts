@@ -1,4 +1,6 @@
-import { timestampMillis } from '../accounting-api';
+import { jwtExpiry, timestampMillis } from '../accounting-api';
+
+export { jwtExpiry };
 
 /**
  * When a newly issued access token expires, in this order of preference (docs/tokens.md,
@@ -58,20 +60,4 @@ function absoluteMillis(value: unknown): number | undefined {
 function secondsOf(value: unknown): number | undefined {
   const n = typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value) ? Number(value) : value;
   return typeof n === 'number' && Number.isFinite(n) && n > 0 && n < 1e9 ? n : undefined;
-}
-
-/** The `exp` claim in epoch ms, or undefined when the token is not a JWT carrying a usable one. */
-export function jwtExpiry(token: string): number | undefined {
-  const parts = token.split('.');
-  if (parts.length !== 3 || !parts[1]) return undefined;
-  let claims: unknown;
-  try {
-    claims = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
-  } catch {
-    return undefined;
-  }
-  const exp = (claims as { exp?: unknown } | null)?.exp;
-  if (typeof exp !== 'number' || !Number.isFinite(exp) || exp <= 0) return undefined;
-  const ms = Math.floor(exp * 1000);
-  return Number.isSafeInteger(ms) ? ms : undefined;
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ResponseValidationError } from '../../../src/core/accounting-api';
+import { ResponseValidationError, jwtExpiry } from '../../../src/core/accounting-api';
 import { redactString } from '../../../src/core/shared/redact';
 import { TEST_DIALECTS } from '../../helpers/dialects';
 import { type World, rejectionOf, startWorld } from './support';
@@ -41,6 +41,22 @@ describe.each(TEST_DIALECTS)('reply shapes the spec leaves open (%s dialect)', (
     expect(await institution.verifyToken(refreshed.accessToken)).toMatchObject({ valid: true });
     for (const token of [created.accessToken, pair.accessToken, pair.refreshToken, refreshed.accessToken])
       expect(redactString(`token ${token}`)).not.toContain(token);
+  });
+
+  it('verify fills expiresAt from the JWT’s own exp when the body states none', async () => {
+    const institution = world.institutionClient().institution;
+    const user = newUser();
+    await institution.createUser(user);
+    const pair = await institution.retrieveToken(user);
+    await world.sandbox.admin.faults.add({
+      route: 'POST /institution/users/token/verify/',
+      times: 1,
+      fault: { type: 'drop_field', field: 'expiresAt' },
+    });
+    const verdict = await institution.verifyToken(pair.accessToken);
+    const exp = jwtExpiry(pair.accessToken);
+    // The default dialect's tokens are JWTs; the minimal dialect's are opaque and its verify body is `{}`.
+    expect(verdict).toMatchObject({ valid: true, expiresAt: dialect === 'default' ? new Date(exp!).toISOString() : null });
   });
 
   it('reads the company wrapped in {"company": …}, and names the real path when it does not fit', async () => {

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { parseWith } from '../../shared/errors';
 import { registerSecret } from '../../shared/redact';
 import { InvalidGrantError, ResponseValidationError, type ErrorContextKind } from '../errors';
+import { jwtExpiry } from '../jwt';
 import type { ApiResponse, RequestEngine } from '../request';
 import type { RetrySafety } from '../retry';
 import {
@@ -76,7 +77,7 @@ export class InstitutionResource {
       if (error instanceof InvalidGrantError) return { valid: false, reason: reasonOfRefusal(error.apiCode) };
       throw error;
     }
-    return verdictOf(response.body);
+    return verdictOf(response.body, value);
   }
 
   /** Revokes every token of the user; repeating it is harmless. Any 2xx body means done. */
@@ -183,12 +184,15 @@ function reasonOfRefusal(code: string | undefined): string {
   return 'invalid';
 }
 
-function verdictOf(body: unknown): TokenVerification {
-  if (!isObject(body)) return { valid: true, expiresAt: null };
+/** A valid verdict's `expiresAt`: the body's, else the JWT's own `exp` (a body that says nothing, `{}`). */
+function verdictOf(body: unknown, token: string): TokenVerification {
+  const exp = jwtExpiry(token);
+  const fromToken = exp === undefined ? null : new Date(exp).toISOString();
+  if (!isObject(body)) return { valid: true, expiresAt: fromToken };
   if (body.valid === false || body.active === false) {
     const reason = typeof body.reason === 'string' ? verificationReasonSchema.parse(body.reason) : 'invalid';
     return { ...body, valid: false, reason };
   }
   const expiresAt = timestampSchema.safeParse(body.expiresAt);
-  return { ...body, valid: true, expiresAt: expiresAt.success ? expiresAt.data : null };
+  return { ...body, valid: true, expiresAt: expiresAt.success ? expiresAt.data : fromToken };
 }
