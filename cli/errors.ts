@@ -298,7 +298,10 @@ function classify(error: unknown, context: DescribeContext): ErrorReport {
       hint:
         error instanceof PermissionDeniedError
           ? 'the credential lacks a permission; use a key or user with it'
-          : 'check the credential (ACCTOPS_API_KEY, ACCTOPS_INSTITUTION or the stored secret); `acctops doctor` checks the stored ones',
+          : context.direct
+            ? // Direct mode has one credential, the company key, and no stored one for `doctor` to check.
+              'check ACCTOPS_API_KEY: the service at --base-url refused it (expired, revoked, or a key of another service or company)'
+            : 'check the credential (ACCTOPS_API_KEY, ACCTOPS_INSTITUTION or the stored secret); `acctops doctor` checks the stored ones',
     };
   }
   if (error instanceof CompanyMismatchError) {

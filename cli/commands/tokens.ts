@@ -31,6 +31,17 @@ export function tokensCommand(host: CommandHost): Command {
             ? await operations.refreshUser(opts.user, { onInterrupted })
             : await operations.refreshDue({ onInterrupted });
         if (report.outcomes.some((o) => TROUBLE.includes(o.result))) session.partial();
+        const refused = report.outcomes.filter((o) => o.credentialRefused === true);
+        if (refused.length > 0) {
+          // Every user deferred for our credential is one fault, the credential's: exit 4, as a single refresh would.
+          session.exitCode = ExitCode.auth;
+          session.out.error({
+            exitCode: ExitCode.auth,
+            code: 'institution_refused',
+            message: `the service refused the institution credential; ${refused.length} due user(s) deferred, none changed`,
+            hint: 'check ACCTOPS_INSTITUTION or the stored institution secret (docs/runbooks.md, "Change the institution secret"); then run `acctops tokens refresh --all` again',
+          });
+        }
         // A busy user was due and is not refreshed: this run did not do what was asked for it (exit 5, README "Exit codes").
         for (const o of report.outcomes.filter((row) => row.result === 'busy')) {
           session.partial();

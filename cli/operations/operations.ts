@@ -127,9 +127,11 @@ export interface UserList {
 }
 
 /** A user's outcome as --json prints it: `errorClass` and `errorCode` (the ERROR column) always there, null when none. */
-export interface RefreshOutcomeRow extends Omit<RefreshOutcome, 'errorClass' | 'errorCode'> {
+export interface RefreshOutcomeRow extends Omit<RefreshOutcome, 'errorClass' | 'errorCode' | 'credentialRefused'> {
   errorClass: string | null;
   errorCode: string | null;
+  /** For `failed`: the service refused the institution credential, not the user (the command exits 4). */
+  credentialRefused: boolean;
   /** For `busy`: when the lease another run holds on the user runs out; null otherwise. */
   leaseUntil: string | null;
 }

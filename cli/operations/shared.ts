@@ -75,6 +75,7 @@ export function outcomeRow(outcome: RefreshOutcome, leaseUntil: number | null = 
     ...outcome,
     errorClass: outcome.errorClass ?? null,
     errorCode: outcome.errorCode ?? null,
+    credentialRefused: outcome.credentialRefused === true,
     leaseUntil: outcome.result === 'busy' ? (iso(leaseUntil) ?? null) : null,
   };
 }

@@ -72,7 +72,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const notDue = await json<{ outcomes: { result: string }[] }>('tokens', 'refresh', '--user', alice.externalId);
       expect(notDue.result.code).toBe(0);
       expect(notDue.body.outcomes).toEqual([
-        { externalId: alice.externalId, result: 'not_due', errorClass: null, errorCode: null, leaseUntil: null },
+        { externalId: alice.externalId, result: 'not_due', errorClass: null, errorCode: null, credentialRefused: false, leaseUntil: null },
       ]);
 
       const advanced = await json<{ now: string }>('local', 'advance-clock', '--by', '20m');

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
 import {
   AccountingApiError,
+  AuthenticationError,
   InvalidGrantError,
   NotFoundError,
   UserExistsError,
@@ -20,7 +21,7 @@ import { onboardInputSchema, type OnboardInput } from './onboard-input';
 import { OnboardConflictError, RevocationIncompleteError, TokenBusyError, UserRevokedError } from './errors';
 import { tokenRefreshFailed } from './token-events';
 import { accessTokenExpiry } from './token-expiry';
-import { describeFailure, failureCode, serviceFailure } from './token-failures';
+import { describeFailure, failureCode, isInstitutionRefusal, serviceFailure } from './token-failures';
 import {
   TokenExistsError,
   TokenNotFoundError,
@@ -110,6 +111,8 @@ export interface RefreshOutcome {
   errorClass?: string;
   /** For `needs_attention`: the code the record keeps (`lastErrorCode`), when there is one. */
   errorCode?: string;
+  /** For `failed`: the service refused the institution credential (not this user); present only then. */
+  credentialRefused?: true;
 }
 
 const RESULT_METRIC: Record<RefreshResult, string> = {
@@ -305,7 +308,9 @@ export class TokenLifecycle {
       } catch (error) {
         const failure = describeFailure(error);
         this.deps.logger.warn('user token refresh deferred; it will be retried', { externalId, ...failure });
-        return { externalId, result: 'failed', errorClass: failure.errorClass };
+        // Not the user's failure but our credential's: a caller reports it as such (the CLI's exit 4).
+        const credentialRefused = error instanceof AuthenticationError && isInstitutionRefusal(error);
+        return { externalId, result: 'failed', errorClass: failure.errorClass, ...(credentialRefused ? { credentialRefused } : {}) };
       }
     });
     const byId = new Map(outcomes.map((o) => [o.externalId, o]));

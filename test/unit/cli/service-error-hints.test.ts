@@ -2,6 +2,7 @@ import { describeError } from '../../../cli/errors';
 import { ExitCode } from '../../../cli/exit-codes';
 import {
   AccountingApiError,
+  AuthenticationError,
   ConnectionError,
   NotFoundError,
   PaginationError,
@@ -113,5 +114,22 @@ describe('describeError: hints about a failed request to the service', () => {
     expect(describeError(moved, { direct: true }).hint).toMatch(/redirects/);
     // Local and AWS mode: the service is the deployment's, which doctor checks.
     expect(describeError(notFound).hint).toMatch(DOCTOR);
+  });
+});
+
+describe('describeError: a refused credential, per mode', () => {
+  const refused = new AuthenticationError(undefined, { status: 401, request: TX, apiCode: 'key_revoked' });
+
+  it('in direct mode names ACCTOPS_API_KEY only: no institution, no stored secret, no doctor', () => {
+    const report = describeError(refused, { direct: true });
+    expect(report.exitCode).toBe(ExitCode.auth);
+    expect(report.hint).toContain('ACCTOPS_API_KEY');
+    expect(report.hint).not.toMatch(DOCTOR);
+    expect(report.hint).not.toMatch(/ACCTOPS_INSTITUTION|stored secret/);
+  });
+
+  it('in the local and AWS modes names every credential and the doctor that checks the stored ones', () => {
+    expect(describeError(refused).hint).toMatch(DOCTOR);
+    expect(describeError(refused).hint).toContain('ACCTOPS_INSTITUTION');
   });
 });
