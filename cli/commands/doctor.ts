@@ -40,7 +40,8 @@ export function renderDoctor(out: Output, report: DoctorReport): void {
   }
   out.line('');
   out.line('Key rotations');
-  for (const r of report.revokedKeys ?? []) out.line(`  old key ${r.keyPrefix}… past its grace period: ${r.outcome}`);
+  for (const r of report.revokedKeys ?? [])
+    out.line(`  old key ${r.keyPrefix}… past its grace period: ${r.outcome}${r.error ? `: ${r.error}` : ''}`);
   if (isSkipped(report.rotations)) out.line(`  skipped: ${report.rotations.skipped}`);
   else {
     out.line(`  ${report.rotations.companies} company(ies) checked, ${report.rotations.findings.length} finding(s)`);

@@ -136,7 +136,8 @@ export function keysCommand(host: CommandHost): Command {
 }
 
 export function renderRotate(out: Output, report: RotateReport): void {
-  for (const r of report.revokedBefore ?? []) out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}.`);
+  for (const r of report.revokedBefore ?? [])
+    out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}${r.error ? `: ${r.error}` : ''}.`);
   out.line(`Rotation of ${report.secret} (company ${report.companyId}): ${report.state}`);
   if (report.previousKeyPrefix && report.keyPrefix && report.previousKeyPrefix !== report.keyPrefix) {
     out.line(`  key ${report.previousKeyPrefix}… -> ${report.keyPrefix}…`);
@@ -176,7 +177,8 @@ export function renderRevokePending(out: Output, report: RevokePendingReport): v
 
 export function renderStatus(out: Output, report: KeyStatusReport): void {
   const now = Date.parse(report.now);
-  for (const r of report.revokedBefore ?? []) out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}.`);
+  for (const r of report.revokedBefore ?? [])
+    out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}${r.error ? `: ${r.error}` : ''}.`);
   out.table(
     report.companies,
     [

@@ -77,7 +77,8 @@ export function localCommand(host: CommandHost): Command {
         const result = await (await session.operations()).advanceClock(opts.by);
         session.out.result(result, () => {
           session.out.line(`Local clock is now ${result.now}.`);
-          for (const r of result.revoked) session.out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}.`);
+          for (const r of result.revoked)
+            session.out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}${r.error ? `: ${r.error}` : ''}.`);
         });
       }),
     );

@@ -179,6 +179,8 @@ export type OnInterrupted = (signal: NodeJS.Signals, undone: InterruptedWork) =>
 export interface RevokedKey {
   keyPrefix: string;
   outcome: string;
+  /** Why a revocation failed and stays queued: the service's status and words, redacted; null when it did not fail. */
+  error: string | null;
 }
 
 /** Every key is always there (null when it does not apply): --json promises a fixed key set. */

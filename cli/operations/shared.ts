@@ -16,6 +16,7 @@ import { FORMATS } from '../../src/core/exports/formats/datasets';
 import { SecretNotFoundError, SecretStage, type SecretStore } from '../../src/core/ports/secrets';
 import type { ProbeResult } from '../../src/core/health/check-health';
 import type { Logger } from '../../src/core/shared/logger';
+import { redactString } from '../../src/core/shared/redact';
 import { isDue, TokenNotFoundError, type TokenStore, type TokenSummary } from '../../src/core/tokens/token-store';
 import { CliConfigError, CliError, CompanyRemovedError, describeError, unknownCompany, unknownUser, UsageError } from '../errors';
 import { ExitCode } from '../exit-codes';
@@ -281,8 +282,13 @@ export async function revokePendingNow(
 
 export function revokedKeys(result: DueRevocationsResult): RevokedKey[] {
   return [
-    ...result.outcomes.map((o) => ({ keyPrefix: o.keyPrefix, outcome: o.outcome })),
-    ...result.failed.map((f) => ({ keyPrefix: f.keyPrefix, outcome: 'failed (stays queued)' })),
+    ...result.outcomes.map((o) => ({ keyPrefix: o.keyPrefix, outcome: o.outcome, error: null })),
+    // The reason is the client's message (request, status, the service's scrubbed text), redacted once more.
+    ...result.failed.map((f) => ({
+      keyPrefix: f.keyPrefix,
+      outcome: 'failed (stays queued)',
+      error: redactString(describeError(f.error).message),
+    })),
   ];
 }
 
@@ -393,6 +399,12 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
   if (isSkipped(report.health)) out.push(`health probes not run: ${report.health.skipped}`);
   else for (const p of report.health.probes) if (!p.ok) out.push(`probe ${p.name} failed: ${p.error?.message ?? 'no detail'}`);
   for (const s of report.companySecrets ?? []) if (!s.ok) out.push(`company key secret ${s.secret} unreadable: ${s.error ?? ''}`);
+  for (const r of report.revokedKeys ?? []) {
+    if (r.error !== null)
+      out.push(
+        `old key ${r.keyPrefix}… is past its grace period but could not be revoked (${r.error}); it stays queued and is tried again by every command that runs due revocations; \`acctops keys status\` names its company, and \`acctops keys revoke-pending --company <id>\` tries it now`,
+      );
+  }
   if (!isSkipped(report.tokens)) {
     for (const id of report.tokens.needsAttention)
       out.push(`user ${id} needs attention (refresh and retrieve failed): \`acctops users recover --user ${id}\``);

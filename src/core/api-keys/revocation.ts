@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { type AccountingClient, NotFoundError, uuidSchema } from '../accounting-api';
+import { AccountingApiError, type AccountingClient, NotFoundError, uuidSchema } from '../accounting-api';
 import { type SecretStore, SecretStage } from '../ports/secrets';
 import { type Clock } from '../shared/clock';
 import { AcctopsError } from '../shared/errors';
@@ -82,7 +82,10 @@ export async function revokeApiKey(deps: RevokeDeps, revocation: Revocation): Pr
   try {
     await deps.clientFor(current).apiKeys.revoke(revocation.apiKeyId);
   } catch (error) {
-    if (!(error instanceof NotFoundError)) throw error;
+    // 404 and 410 Gone both say the key is no longer there to revoke: the revocation's goal holds,
+    // and retrying it forever would keep a finding open that no one can act on.
+    const gone = error instanceof NotFoundError || (error instanceof AccountingApiError && error.status === 410);
+    if (!gone) throw error;
     outcome = 'already_gone';
   }
   deps.metrics.add('KeysRevoked', 1);

@@ -96,6 +96,30 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(await world.statusWith(old.apiKey)).toMatchObject({ status: 401 });
     });
 
+    it('reads 410 Gone on a revoke as already revoked (done, off the queue); another refusal keeps it queued with its reason', async () => {
+      await world.startRotation();
+      world.clock.advance(GRACE_MS);
+      await world.sandbox.admin.faults.add({
+        route: 'DELETE /api-keys/{publicId}/',
+        times: 1,
+        fault: { type: 'status', status: 503 },
+      });
+      const failed = await runDueRevocations({ ...revokeDeps(), queue: world.queue });
+      expect(failed.outcomes).toEqual([]);
+      expect(failed.failed).toHaveLength(1);
+      expect(String(failed.failed[0]!.error)).toMatch(/503/);
+      expect(await world.queue.due(Number.MAX_SAFE_INTEGER)).toHaveLength(1);
+
+      await world.sandbox.admin.faults.add({
+        route: 'DELETE /api-keys/{publicId}/',
+        times: 1,
+        fault: { type: 'status', status: 410, json: { detail: 'This key was revoked already.' } },
+      });
+      const gone = await runDueRevocations({ ...revokeDeps(), queue: world.queue });
+      expect(gone.outcomes).toEqual([expect.objectContaining({ outcome: 'already_gone' })]);
+      expect(await world.queue.due(Number.MAX_SAFE_INTEGER)).toEqual([]);
+    });
+
     it('never revokes the current key, even when a revocation for it comes due', async () => {
       const current = await world.current();
       const outcome = await revokeApiKey(revokeDeps(), {

@@ -1,0 +1,47 @@
+import { findingsOf, revokedKeys } from '../../../cli/operations/shared';
+import type { DoctorReport } from '../../../cli/operations/operations';
+import { ServerError } from '../../../src/core/accounting-api';
+import { canarySecret } from '../../helpers/canary';
+import { registerSecret } from '../../../src/core/shared/redact';
+
+describe('a queued revocation that keeps failing says why, in the report and as a doctor finding', () => {
+  const leaked = canarySecret('echoed-by-service');
+  registerSecret(leaked);
+  const failure = new ServerError(undefined, {
+    status: 503,
+    request: 'DELETE /api/v1/api-keys/0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d/',
+    serverMessage: `maintenance (${leaked})`,
+  });
+  const rows = revokedKeys({
+    outcomes: [{ apiKeyId: 'a', keyPrefix: 'sbx_Done1234', outcome: 'revoked' }],
+    failed: [{ apiKeyId: 'b', keyPrefix: 'sbx_Fail1234', error: failure }],
+  });
+
+  it('carries the status and the service’s words for a failure, never a secret, and null otherwise', () => {
+    expect(rows[0]).toEqual({ keyPrefix: 'sbx_Done1234', outcome: 'revoked', error: null });
+    expect(rows[1]).toMatchObject({ keyPrefix: 'sbx_Fail1234', outcome: 'failed (stays queued)' });
+    expect(rows[1]!.error).toMatch(/503/);
+    expect(rows[1]!.error).toContain('maintenance');
+    expect(rows[1]!.error).not.toContain(leaked);
+  });
+
+  it('is a doctor finding naming the key and the reason', () => {
+    const skipped = { skipped: 'not checked here' };
+    const report: Omit<DoctorReport, 'findings'> = {
+      mode: 'local',
+      checkedAt: '2026-11-01T09:00:00.000Z',
+      health: skipped,
+      companySecrets: [],
+      tokens: skipped,
+      rotations: skipped,
+      exports: skipped,
+      registry: skipped,
+      revokedKeys: rows,
+      damagedStateFiles: [],
+    } as unknown as Omit<DoctorReport, 'findings'>;
+    const findings = findingsOf(report).filter((f) => f.includes('sbx_Fail1234'));
+    expect(findings).toHaveLength(1);
+    expect(findings[0]).toMatch(/could not be revoked \(.*503.*\); it stays queued/);
+    expect(findingsOf(report).some((f) => f.includes('sbx_Done1234'))).toBe(false);
+  });
+});
