@@ -33,6 +33,7 @@ import {
 } from '../../src/core/credentials/institution-credential';
 import { institutionCredentialProvider } from '../../src/core/credentials/institution-provider';
 import { CompanyRegistry, type RegistryTable } from '../../src/core/companies/company-registry';
+import { registryRemovedAt } from '../../src/core/companies/company-removal';
 import { FORMATS } from '../../src/core/exports/formats/datasets';
 import { checkHealth, type HealthReport } from '../../src/core/health/check-health';
 import { institutionCredentialProbe, serviceReachableProbe } from '../../src/core/health/probes';
@@ -267,8 +268,11 @@ export class LocalWorld {
     this.exportStore = new DirObjectStore(stateDir);
     this.graceMs = state.revocationGraceMinutes * 60_000;
     this.accessTokenLifetimeSeconds = state.accessTokenLifetimeSeconds;
+    const companies = this.companies;
     this.rotation = new KeyRotation({
       store: this.secrets,
+      // As the deployed rotation function: createSecret refuses a company companies.json says was removed.
+      companyRemovedAt: registryRemovedAt((companyId) => companies.getItem(companyId)),
       clientFor: (key) => this.clientForKey(key),
       scheduler: this.revocations,
       settings: rotationSettings({ graceMs: this.graceMs, consumerCacheTtlMs: KEY_CACHE_TTL_MS }),

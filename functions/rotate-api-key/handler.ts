@@ -14,12 +14,14 @@ const { runtime } = keyRotationRuntimeFromEnv(AwsKeyRotateRuntime, [
   'API_KEY_PATH_LIST',
   'API_KEY_PATH_CREATE',
   'API_KEY_PATH_REVOKE',
+  'COMPANY_REGISTRY_TABLE_NAME',
 ]);
 
 /**
  * The Secrets Manager rotation function of the company API-key secrets: one of the four steps per
  * invocation (`{ SecretId, ClientRequestToken, Step }`). A thrown error is a failed step, which
- * Secrets Manager records; the step has rolled the rotation back by then.
+ * Secrets Manager records; the step has rolled the rotation back by then. createSecret of a company
+ * the registry says was removed is such a failure (CompanyRemovedRotationError).
  */
 export const handler = createHandler({
   eventSchema: rotationEventSchema,

@@ -1,5 +1,6 @@
 import { ArnFormat, CfnOutput, Duration, type RemovalPolicy, Stack, Tags, Validations } from 'aws-cdk-lib';
 import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { EventBus, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
@@ -288,6 +289,16 @@ export class KeyRotation extends Construct {
       value: groupName,
       description: 'Schedule group of the pending API-key revocations (`acctops keys status`)',
     });
+  }
+
+  /**
+   * Lets the rotation function read a company's entry in the company registry: one GetItem by key
+   * (and the registry's key through DynamoDB), no scan, no write. createSecret asks it whether the
+   * company was removed (`acctops companies remove`) and then refuses to create a key: a secret the
+   * stack imports keeps its RotationSchedule after the removal, and a deploy may turn it on again.
+   */
+  bindCompanyRegistry(table: ITable): void {
+    this.rotateFunction.bindTable(table, 'COMPANY_REGISTRY_TABLE_NAME', 'getItem');
   }
 
   /**

@@ -139,6 +139,7 @@ export class AcctopsStack extends Stack {
       seedFormats: ['jsonl', 'csv', 'parquet'],
       removalPolicy: this.dataRemovalPolicy,
     });
+    this.keyRotation.bindCompanyRegistry(this.companies.table);
 
     this.exports = new Exports(this, 'Exports', {
       stage,

@@ -88,6 +88,11 @@ export interface SecretsManagerAdmin {
   runRotationStep(secretId: string, step: RotationStep): Promise<RotationRecord>;
   /** Reattempts the latest unfinished rotation from createSecret with the same token. */
   retryRotation(secretId: string): Promise<RotationRecord>;
+  /**
+   * The secret's rotation coming due on its schedule: started as Secrets Manager starts it when
+   * rotation is on; nothing (undefined) when it is off. The emulator has no clock-driven scheduler.
+   */
+  rotateOnSchedule(secretId: string): Promise<RotationRecord | undefined>;
   /** Resolves when background (`async` mode) rotations have finished. */
   settled(): Promise<void>;
   /** Replaces the caller's tag-conditioned grants (an empty list: every request is allowed again). */
@@ -244,6 +249,7 @@ export async function startSecretsManager(options: SecretsManagerOptions = {}): 
     },
     runRotationStep: (secretId, step) => rotation.runStep(secretId, step),
     retryRotation: (secretId) => rotation.retry(secretId),
+    rotateOnSchedule: (secretId) => rotation.rotateOnSchedule(secretId),
     settled: () => rotation.settled(),
     setTagConditionedGrants: (next) => {
       grants = [...next];

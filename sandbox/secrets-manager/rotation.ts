@@ -116,6 +116,18 @@ export class RotationDriver {
     return reply(token);
   }
 
+  /**
+   * What Secrets Manager does when a secret's rotation comes due on its schedule: nothing while
+   * rotation is off (CancelRotateSecret); otherwise a rotation with the configured function, as
+   * RotateSecret without arguments starts it. Undefined when nothing was started.
+   */
+  async rotateOnSchedule(secretId: string): Promise<RotationRecord | undefined> {
+    const secret = this.state.resolveActive(secretId);
+    if (!secret.rotationEnabled || !secret.rotationLambdaArn) return undefined;
+    await this.rotateSecret({ SecretId: secret.arn });
+    return this.current(secret.arn);
+  }
+
   /** CancelRotateSecret: stops a running rotation before its next step; labels stay as they are. */
   cancel(input: Input<'CancelRotateSecret'>) {
     const secret = this.state.resolveActive(input.SecretId);

@@ -167,6 +167,23 @@ describe('KeyRotation', () => {
       );
     });
 
+    it("rotation: one company registry entry by key (GetItem, the registry's key through DynamoDB), to refuse a removed company; nothing else of the registry", () => {
+      const table = logicalId(stack.companies.table);
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: { Variables: Match.objectLike({ ACCTOPS_FUNCTION: 'rotate-api-key', COMPANY_REGISTRY_TABLE_NAME: { Ref: table } }) },
+      });
+      const statements = statementsOf(keys.rotateFunction.executionRole);
+      const dynamo = statements.filter((s) => actionsOf(s).some((a) => a.startsWith('dynamodb:')));
+      expect(dynamo).toEqual([expect.objectContaining({ Action: 'dynamodb:GetItem', Resource: { 'Fn::GetAtt': [table, 'Arn'] } })]);
+      const registryKey = { 'Fn::GetAtt': [logicalId(stack.companies.table.encryptionKey!), 'Arn'] };
+      expect(statements.filter((s) => JSON.stringify(s.Resource) === JSON.stringify(registryKey))).toEqual([
+        expect.objectContaining({
+          Action: 'kms:Decrypt',
+          Condition: { StringEquals: { 'kms:ViaService': { 'Fn::Join': ['', ['dynamodb.', { Ref: 'AWS::Region' }, '.amazonaws.com']] } } },
+        }),
+      ]);
+    });
+
     it('revocation: reads the company secrets and sends its failed invocations to FailedInvocations, nothing else', () => {
       const statements = statementsOf(keys.revokeFunction.executionRole).filter((s) => !actionsOf(s).some((a) => a.startsWith('logs:')));
       expect(new Set(statements.flatMap(actionsOf))).toEqual(new Set(['secretsmanager:GetSecretValue', 'kms:Decrypt', 'sqs:SendMessage']));

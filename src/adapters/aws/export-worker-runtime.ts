@@ -7,7 +7,7 @@ import { ConfigError } from '../../core/shared/errors';
 import type { Logger } from '../../core/shared/logger';
 import { DynamoDbTokenReader } from './dynamodb-token-reader';
 import { AwsExportRuntime, type Scope } from './export-runtime';
-import { registryEntryReader } from './dynamodb-company-registry';
+import { registryEntryReader } from './dynamodb-registry-entry';
 import { exportDynamo, exportLedger } from './export-runtime-dynamodb';
 import { exportEvents } from './export-runtime-events';
 import { exportStore } from './export-runtime-s3';

@@ -36,7 +36,10 @@ export const keyRotationEnv = {
   API_KEY_PATH_REVOKE: apiPath.optional(),
   STUCK_PENDING_AFTER_MINUTES: envInt(1, 7 * 24 * 60).default(60),
   EXPIRY_WARNING_DAYS: envInt(1, 365).default(14),
-  /** The company registry: the doctor sweeps it for due companies (lib/constructs/rotation-fanout.ts). */
+  /**
+   * The company registry: the doctor sweeps it for due companies (lib/constructs/rotation-fanout.ts);
+   * the rotation function reads a company's entry in createSecret, to refuse a removed one.
+   */
   COMPANY_REGISTRY_TABLE_NAME: envString.optional(),
   /** Where the sweep sends due companies when there are more than ROTATION_INLINE_LIMIT. */
   ROTATION_CHECK_QUEUE_URL: envUrl.optional(),
@@ -84,6 +87,7 @@ export function keyRotationRuntimeFromEnv<R extends AwsKeyRotationRuntime, K ext
       e.COMPANY_REGISTRY_TABLE_NAME === undefined
         ? undefined
         : { registryTableName: e.COMPANY_REGISTRY_TABLE_NAME, queueUrl: e.ROTATION_CHECK_QUEUE_URL, inlineLimit: e.ROTATION_INLINE_LIMIT },
+    registryTableName: e.COMPANY_REGISTRY_TABLE_NAME,
     clock: systemClock,
     // Every function has ACCTOPS_STAGE (AcctopsFunction): the doctor sees this stage's secrets only.
     stage: processEnv.ACCTOPS_STAGE,
@@ -104,6 +108,8 @@ export interface AwsKeyRotationRuntimeConfig {
   doctor?: Omit<DoctorSettings, 'graceMs'>;
   /** The registry sweep (issue 15); absent: the doctor checks every company secret it finds by tag. */
   sweep?: { registryTableName: string; queueUrl?: string; inlineLimit?: number };
+  /** The company registry table, whose entries the rotation function reads (a removed company is refused); absent: none is read. */
+  registryTableName?: string;
   clock: Clock;
   /** The stage whose company key secrets the doctor examines (the `acctops:stage` tag). */
   stage?: string;

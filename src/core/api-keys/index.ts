@@ -30,6 +30,7 @@ export {
   rotationSettings,
   KeyRotationError,
   RotationGuardError,
+  CompanyRemovedRotationError,
   type KeyRotationDeps,
   type StepOutcome,
   type RollBackResult,

@@ -92,8 +92,37 @@ export class RotationGuardError extends KeyRotationError {
   override readonly name: string = 'RotationGuardError';
 }
 
+/**
+ * createSecret refused: the company registry says the company was removed (`acctops companies
+ * remove`). Its key secret may still rotate on a schedule acctops does not own (an imported one
+ * keeps the stack's RotationSchedule, which a deploy can turn on again); a new key at the service
+ * for a company that is no longer served is what must not happen. No key was created.
+ */
+export class CompanyRemovedRotationError extends KeyRotationError {
+  override readonly name: string = 'CompanyRemovedRotationError';
+  readonly companyId: string;
+  readonly removedAt: string;
+
+  constructor(companyId: string, removedAt: string, secretName: string) {
+    super(
+      `company ${companyId} was removed on ${removedAt}: no key is created for it and the rotation of ${secretName} is refused ` +
+        `(\`acctops companies restore --company ${companyId}\` brings the company back; if it stays removed, \`acctops companies remove ` +
+        `--company ${companyId}\` turns this rotation off, and a secret the stack imports needs the company dropped from cdk.json)`,
+      { code: 'company_removed', step: 'createSecret' },
+    );
+    this.companyId = companyId;
+    this.removedAt = removedAt;
+  }
+}
+
 export interface KeyRotationDeps {
   store: Pick<SecretStore, 'describeSecret' | 'readSecret' | 'putSecretValue' | 'moveStage'>;
+  /**
+   * The company registry's `removedAt` of a company (registryRemovedAt, src/core/companies/company-removal.ts):
+   * createSecret refuses a removed company, and fails when the registry cannot be read. Absent: no
+   * registry to ask (a caller without one), every company rotates.
+   */
+  companyRemovedAt?: (companyId: string) => Promise<string | undefined>;
   /** A client acting with `key`; a company's key manages its company's keys (`manage_api_keys`). */
   clientFor(key: CompanyKeySecret): AccountingClient;
   scheduler: RevocationScheduler;
@@ -189,6 +218,12 @@ export class KeyRotation {
   private async createSecret(description: SecretDescription, token: string, log: Logger, attempt: StepAttempt): Promise<void> {
     const secretId = description.secretArn;
     const current = await this.readCurrent(secretId);
+    // Before anything is asked of the service, and also when a retry finds a pending value stored:
+    // the rollback then revokes that key, so a removed company is left with its current key alone.
+    // A registry that cannot be read fails the step too: the current key keeps working, Secrets
+    // Manager retries later, and nobody gets a key for a company that may have been removed.
+    const removedAt = await this.deps.companyRemovedAt?.(current.companyId.toLowerCase());
+    if (removedAt !== undefined) throw new CompanyRemovedRotationError(current.companyId.toLowerCase(), removedAt, description.name);
     const pending = await this.readPending(secretId, token);
     if (pending) {
       log.info('replacement key already stored', describeKey(pending));
