@@ -95,7 +95,7 @@ export function companiesCommand(host: CommandHost): Command {
     .command('remove')
     .description(
       'Stop exporting a company and rotating its key: the registry marks it removed, its key secret stops rotating and is scheduled for deletion ' +
-        'with a recovery window (undo: `companies restore`).',
+        'with a recovery window (one the stack imports is kept) (undo: `companies restore`).',
     )
     .requiredOption('--company <uuid>', "the company's publicId", guid)
     .option(
@@ -115,8 +115,20 @@ export function companiesCommand(host: CommandHost): Command {
           session.out.line(
             `Company ${company.companyId}: ${result.replace('_', ' ')}; the monthly export leaves it out from the next run on.`,
           );
-          if (key.result === 'no_secret') session.out.line('  It has no key secret of this stage (an imported one stays with the stack).');
-          else if (key.result === 'already_scheduled')
+          if (key.result === 'no_secret') session.out.line('  It has no key secret of this stage.');
+          else if (key.result === 'kept_imported') {
+            session.out.line(
+              `  Key secret ${key.secret} is imported by the stack (cdk.json existingSecretArn), not acctops's to delete: kept; ` +
+                `its rotation ${key.rotationStopped ? 'stopped' : 'was off already'}.`,
+            );
+            // CloudFormation updates a resource only when its template changes: the stack's RotationSchedule stays as it is until then.
+            session.out.line(
+              "  The stack still holds its RotationSchedule: the next `cdk deploy` leaves rotation off unless the schedule itself changes (the stage's " +
+                'apiKeys.rotationDays, the rotation function), which turns it on again; the rotation function then refuses the company. ' +
+                'To end it, drop the company from the stage\'s `companies` in cdk.json and deploy (docs/runbooks.md, "Add or remove a company"): ' +
+                "the schedule and the functions' grants on the secret go, the secret stays.",
+            );
+          } else if (key.result === 'already_scheduled')
             session.out.line(
               key.deletionDate !== null
                 ? `  Its key secret ${key.secret} was already scheduled for deletion on ${key.scheduledAt ?? 'an earlier remove'}: deleted for good on ${key.deletionDate} (recovery window ${key.recoveryWindowDays} days) unless restored.`
@@ -128,7 +140,11 @@ export function companiesCommand(host: CommandHost): Command {
             );
           }
           // One undo for both modes: restore brings back the registry entry, the secret and its rotation together.
-          session.out.line(`  Undo: \`${undo}\` (registry entry, key secret and its rotation, within the recovery window).`);
+          session.out.line(
+            key.result === 'kept_imported'
+              ? `  Undo: \`${undo}\` (registry entry and the key secret's rotation).`
+              : `  Undo: \`${undo}\` (registry entry, key secret and its rotation, within the recovery window).`,
+          );
         });
       }),
     );
@@ -145,6 +161,10 @@ export function companiesCommand(host: CommandHost): Command {
         session.out.result(outcome, () => {
           session.out.line(`Company ${outcome.company.companyId}: ${outcome.result.replace('_', ' ')}.`);
           if (outcome.key === 'no_secret') session.out.line('  It has no key secret: `acctops keys install --company <id>` creates one.');
+          else if (outcome.key === 'kept_imported')
+            session.out.line(
+              `  Key secret ${outcome.secret} (imported by the stack) was kept; rotation on, every ${outcome.rotationDays} days.`,
+            );
           else
             session.out.line(
               `  Key secret ${outcome.key === 'restored' ? 'restored' : 'was not deleted'}; rotation on, every ${outcome.rotationDays} days.`,

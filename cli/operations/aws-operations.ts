@@ -11,6 +11,7 @@ import {
   rotateNow,
   rotationState,
   taggedKeyDirectory,
+  type CompanyKeyDirectory,
   type DoctorReport as RotationReport,
   type RevokeDeps,
   type SecretLifecycle,
@@ -541,15 +542,19 @@ export class AwsOperations implements Operations {
     return Promise.reject(localModeOnly());
   }
 
-  /** The stage and the secret lifecycle only (`companies remove`: no call to the service). */
-  private companySecrets(): { stage: string; lifecycle: SecretLifecycle } {
+  /** The stage, the secret lifecycle and the tag directory only (`companies remove`: no call to the service). */
+  private companySecrets(): { stage: string; lifecycle: SecretLifecycle; directory: CompanyKeyDirectory } {
     const stage = this.directoryOptions.stage;
     if (stage === undefined)
       throw new CliConfigError(
         `stack ${this.stack} is not named acctops-<stage>`,
         'pass --stack acctops-<stage>: company key secrets are named and tagged by stage',
       );
-    return { stage, lifecycle: this.clients.secretLifecycle() };
+    return {
+      stage,
+      lifecycle: this.clients.secretLifecycle(),
+      directory: taggedKeyDirectory(this.clients.secrets(), this.directoryOptions),
+    };
   }
 
   /**

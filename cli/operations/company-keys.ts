@@ -5,6 +5,7 @@ import {
   installCompanyKeySecret,
   retireCompanyKeySecret,
   type CompanyKeyDirectory,
+  type CompanyKeyEntry,
   type CompanyKeySecret,
   type CompanyKeySecretTarget,
   type SecretLifecycle,
@@ -43,7 +44,7 @@ export async function installKey(
   const id = companyId.toLowerCase();
   const registered = await registry.get(id);
   const conventional = await ctx.lifecycle.describe(companyKeySecretName(ctx.target.stage, id));
-  const imported = conventional === undefined ? await findByTag(ctx, id) : undefined;
+  const imported = conventional === undefined ? await findByTag(ctx.directory, id) : undefined;
   const active = registered !== null && registered.removedAt === undefined;
   if (!active && conventional === undefined && imported === undefined) {
     // Removed, its key secret deleted for good: restore, then install. Never registered: unknown.
@@ -77,7 +78,7 @@ export async function installKey(
 export async function removeCompany(
   registry: Pick<CompanyRegistry, 'remove' | 'recordKeyDeletion'>,
   now: number,
-  secrets: () => { stage: string; lifecycle: SecretLifecycle },
+  secrets: () => { stage: string; lifecycle: SecretLifecycle; directory: Pick<CompanyKeyDirectory, 'find'> },
   companyId: string,
   recoveryDays: number,
 ): Promise<CompanyRemoval> {
@@ -88,16 +89,24 @@ export async function removeCompany(
     if (error instanceof CompanyNotRegisteredError) throw unknownCompany(error.companyId, { withoutKey: false });
     throw error;
   }
-  const { stage, lifecycle } = secrets();
+  const { stage, lifecycle, directory } = secrets();
   const id = removed.company.companyId;
-  const key = await retireCompanyKeySecret(lifecycle, stage, id, recoveryDays, removed.company.keyDeletion);
+  const key = await retireCompanyKeySecret(lifecycle, stage, id, recoveryDays, {
+    recorded: removed.company.keyDeletion,
+    // A secret the stack imports (cdk.json existingSecretArn) has its own name: found by its tags.
+    imported: async (companyId) => (await findByTag(directory, companyId))?.secretId,
+  });
   if (key.result === 'scheduled' && key.deletionDate !== null && key.recoveryWindowDays !== null) {
     await registry.recordKeyDeletion(id, { deletionDate: key.deletionDate, recoveryWindowDays: key.recoveryWindowDays }, now);
   }
   return { result: removed.result, company: companyRow(removed.company), key };
 }
 
-/** `companies restore`: the registry entry active again, its key secret restored (within the recovery window) and rotating. */
+/**
+ * `companies restore`: the registry entry active again, its key secret restored (within the
+ * recovery window) and rotating. A secret the stack imports, which `remove` kept, gets the rotation
+ * `remove` stopped back as it was (the function and days still on the secret), not acctops's own.
+ */
 export async function restoreCompany(
   registry: Pick<CompanyRegistry, 'get' | 'add'>,
   now: number,
@@ -108,8 +117,10 @@ export async function restoreCompany(
   if (!existing) throw unknownCompany(companyId.toLowerCase(), { withoutKey: false });
   const added = await registry.add({ companyId: existing.companyId }, now);
   const c = await ctx();
+  let rotationDays = added.company.rotationDays ?? c.defaultRotationDays;
   const description = await c.lifecycle.describe(companyKeySecretName(c.target.stage, existing.companyId));
   let key: CompanyRestore['key'] = 'no_secret';
+  let secret: string | null = description?.name ?? null;
   if (description?.deletedAt !== undefined) {
     await c.lifecycle.restore(description.secretArn);
     key = 'restored';
@@ -117,15 +128,24 @@ export async function restoreCompany(
   if (description) {
     await c.lifecycle.enableRotation(description.secretArn, {
       lambdaArn: c.target.rotationLambdaArn,
-      automaticallyAfterDays: added.company.rotationDays ?? c.defaultRotationDays,
+      automaticallyAfterDays: rotationDays,
     });
+  } else {
+    const found = await findByTag(c.directory, existing.companyId);
+    const imported = found === undefined ? undefined : await c.lifecycle.describe(found.secretId);
+    if (imported !== undefined) {
+      key = 'kept_imported';
+      secret = imported.name;
+      rotationDays = imported.rotation.automaticallyAfterDays ?? rotationDays;
+      if (!imported.rotation.enabled) {
+        await c.lifecycle.enableRotation(imported.secretArn, {
+          lambdaArn: imported.rotation.lambdaArn ?? c.target.rotationLambdaArn,
+          automaticallyAfterDays: rotationDays,
+        });
+      }
+    }
   }
-  return {
-    result: added.result,
-    company: companyRow(added.company),
-    key,
-    rotationDays: added.company.rotationDays ?? c.defaultRotationDays,
-  };
+  return { result: added.result, company: companyRow(added.company), key, secret, rotationDays };
 }
 
 /**
@@ -139,7 +159,7 @@ export async function applyRotationDays(ctx: CompanyKeyContext, company: Registe
   const rotationDays = company.rotationDays ?? ctx.defaultRotationDays;
   let description = await ctx.lifecycle.describe(companyKeySecretName(ctx.target.stage, id));
   if (description === undefined) {
-    const imported = await findByTag(ctx, id);
+    const imported = await findByTag(ctx.directory, id);
     if (imported) description = await ctx.lifecycle.describe(imported.secretId);
   }
   if (description === undefined || description.deletedAt !== undefined) return { result: 'no_secret', rotationDays };
@@ -154,9 +174,9 @@ export async function applyRotationDays(ctx: CompanyKeyContext, company: Registe
 }
 
 /** A company key secret found by its tags rather than its name (one imported past the stack), or undefined. */
-async function findByTag(ctx: CompanyKeyContext, companyId: string): Promise<{ secretId: string } | undefined> {
+async function findByTag(directory: Pick<CompanyKeyDirectory, 'find'>, companyId: string): Promise<CompanyKeyEntry | undefined> {
   try {
-    return await ctx.directory.find(companyId);
+    return await directory.find(companyId);
   } catch (error) {
     if (!(error instanceof CompanyKeyNotFoundError) || error.code !== 'company_key_not_found') throw error;
     return undefined;

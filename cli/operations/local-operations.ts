@@ -197,7 +197,7 @@ export class LocalOperations implements Operations {
       removeCompany(
         world.registry(),
         world.clock.now(),
-        () => ({ stage: 'local', lifecycle: world.secretLifecycle() }),
+        () => ({ stage: 'local', lifecycle: world.secretLifecycle(), directory: world.directory }),
         companyId,
         options.recoveryDays,
       ),

@@ -342,7 +342,10 @@ export interface CompanyRemoval extends CompanyChange<RemoveResult> {
 }
 
 export interface CompanyRestore extends CompanyChange<AddResult> {
-  key: 'restored' | 'not_deleted' | 'no_secret';
+  /** `kept_imported`: a secret the stack imports, which `remove` kept and whose rotation it stopped. */
+  key: 'restored' | 'not_deleted' | 'no_secret' | 'kept_imported';
+  /** The key secret's name; null when the company has none. */
+  secret: string | null;
   rotationDays: number;
 }
 

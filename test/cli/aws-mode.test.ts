@@ -826,4 +826,116 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       expect(report.exports.skipped).not.toContain(value);
     }
   });
+  describe('a removed company whose key secret the stack imports (cdk.json existingSecretArn)', () => {
+    /** What `companies restore` needs of the stack besides the registry (as the --rotation-days test passes them). */
+    const keyOutputs = [
+      ...['--output', `RotateApiKeyFunctionArn=${ROTATION_LAMBDA}`],
+      ...['--output', 'SecretsKeyArn=arn:aws:kms:eu-central-1:000000000000:key/test'],
+    ];
+    const imported = { companyId: '', secretArn: '', name: '', apiKey: '', apiKeyId: '' };
+    const describeImported = () => client(world.sm).send(new DescribeSecretCommand({ SecretId: imported.secretArn }));
+    const currentKeyId = async () =>
+      (
+        JSON.parse((await client(world.sm).send(new GetSecretValueCommand({ SecretId: imported.secretArn }))).SecretString!) as {
+          apiKeyId: string;
+        }
+      ).apiKeyId;
+
+    beforeAll(async () => {
+      // A company of the stage's cdk.json whose secret the stack imports by ARN: its own name, tagged by
+      // the runbook "Install a company API key" (step 2), rotating on the stack's RotationSchedule.
+      imported.companyId = (await world.sandbox.admin.createCompany({ name: 'Imported Key AG' })).publicId;
+      const key = await world.sandbox.admin.createApiKey({
+        companyId: imported.companyId,
+        permissions: ['manage_api_keys', 'read_transactions', 'read_categories', 'read_tax_reports'],
+      });
+      trackSecret(key.key);
+      imported.apiKey = key.key;
+      imported.apiKeyId = key.publicId;
+      imported.name = `legacy/erp/${imported.companyId}`;
+      const created = await client(world.sm).send(
+        new CreateSecretCommand({
+          Name: imported.name,
+          SecretString: JSON.stringify({
+            apiKey: key.key,
+            apiKeyId: key.publicId,
+            keyPrefix: key.prefix,
+            companyId: imported.companyId,
+            permissions: key.permissions,
+            createdAt: key.createdAt,
+          }),
+          Tags: [
+            { Key: COMPANY_KEY_TAGS.purpose, Value: PURPOSE_COMPANY_KEY },
+            { Key: COMPANY_KEY_TAGS.company, Value: imported.companyId },
+            { Key: COMPANY_KEY_TAGS.stage, Value: 'test' },
+          ],
+        }),
+      );
+      imported.secretArn = created.ARN!;
+      world.sm.admin.configureRotation(imported.secretArn, { lambdaArn: ROTATION_LAMBDA, rules: { AutomaticallyAfterDays: 30 } });
+      // Seeded into the registry, as the stack seeds a cdk.json company.
+      expect((await acctops(['companies', 'add', '--company', imported.companyId])).code).toBe(0);
+    });
+
+    it('companies remove turns its rotation off and keeps the secret, which is not ours, saying what a deploy does and how to drop the company; a rotation coming due then starts nothing', async () => {
+      const removal = await acctops(['--json', 'companies', 'remove', '--company', imported.companyId]);
+      expect(removal.code).toBe(0);
+      expect(parseJson(removal)).toMatchObject({
+        result: 'removed',
+        key: {
+          result: 'kept_imported',
+          secret: imported.name,
+          rotationStopped: true,
+          deletionDate: null,
+          scheduledAt: null,
+          recoveryWindowDays: null,
+        },
+        undo: `acctops companies restore --company ${imported.companyId}`,
+      });
+      const described = await describeImported();
+      expect({ enabled: described.RotationEnabled, deleted: described.DeletedDate }).toEqual({ enabled: false, deleted: undefined });
+      // Rotation off: when the schedule comes due, Secrets Manager invokes nothing, so no key is made for the company.
+      expect(await world.sm.admin.rotateOnSchedule(imported.secretArn)).toBeUndefined();
+      expect(await currentKeyId()).toBe(imported.apiKeyId);
+
+      // Again: already removed; the secret is still there, its rotation already off.
+      const again = await acctops(['companies', 'remove', '--company', imported.companyId]);
+      expect(again.code).toBe(0);
+      expect(again.stdout).toContain(`Company ${imported.companyId}: already removed`);
+      expect(again.stdout).toContain(
+        `Key secret ${imported.name} is imported by the stack (cdk.json existingSecretArn), not acctops's to delete: kept; its rotation was off already.`,
+      );
+      expect(again.stdout).toMatch(/the next `cdk deploy` leaves rotation off unless the schedule itself changes/);
+      expect(again.stdout).toMatch(
+        /drop the company from the stage's `companies` in cdk\.json and deploy \(docs\/runbooks\.md, "Add or remove a company"\)/,
+      );
+      expect(again.stdout).not.toMatch(/deleted for good/);
+    });
+
+    it('companies restore turns its rotation back on as remove found it, the secret untouched; a rotation coming due then runs', async () => {
+      const restored = await acctops([...keyOutputs, '--json', 'companies', 'restore', '--company', imported.companyId]);
+      expect(restored.code).toBe(0);
+      expect(parseJson(restored)).toMatchObject({ result: 'readded', key: 'kept_imported', rotationDays: 30 });
+      const text = await acctops([...keyOutputs, 'companies', 'restore', '--company', imported.companyId]);
+      expect(text.stdout).toContain(`Key secret ${imported.name} (imported by the stack) was kept; rotation on, every 30 days.`);
+      const described = await describeImported();
+      expect({
+        enabled: described.RotationEnabled,
+        lambda: described.RotationLambdaARN,
+        days: described.RotationRules?.AutomaticallyAfterDays,
+      }).toEqual({
+        enabled: true,
+        lambda: ROTATION_LAMBDA,
+        days: 30,
+      });
+      expect(described.DeletedDate).toBeUndefined();
+      expect(await currentKeyId()).toBe(imported.apiKeyId);
+      expect(await world.sm.admin.rotateOnSchedule(imported.secretArn)).toMatchObject({ status: 'succeeded' });
+      expect(await currentKeyId()).not.toBe(imported.apiKeyId);
+      for (const value of (await client(world.sm).send(new GetSecretValueCommand({ SecretId: imported.secretArn }))).SecretString!.split(
+        '"',
+      ))
+        if (value.startsWith('sbx_')) trackSecret(value);
+    });
+  });
 });

@@ -101,5 +101,6 @@ export {
   installCompanyKeySecret,
   type RetireOutcome,
   type RecordedDeletion,
+  type RetireOptions,
   retireCompanyKeySecret,
 } from './key-provisioning';

@@ -146,8 +146,12 @@ export async function installCompanyKeySecret(
 export interface RetireOutcome {
   companyId: string;
   secret: string | null;
-  /** What became of the secret: none found, already scheduled for deletion, or now scheduled. */
-  result: 'no_secret' | 'already_scheduled' | 'scheduled';
+  /**
+   * What became of the secret: none found, already scheduled for deletion, now scheduled, or kept:
+   * a secret under another name than acctops's (`kept_imported`: the stack imports it, cdk.json
+   * `existingSecretArn`), which is not acctops's to delete; its rotation is stopped all the same.
+   */
+  result: 'no_secret' | 'already_scheduled' | 'scheduled' | 'kept_imported';
   rotationStopped: boolean;
   /** When the secret goes for good (DeleteSecret's DeletionDate); null when it is not known (or there is no secret). */
   deletionDate: string | null;
@@ -170,21 +174,49 @@ export interface RecordedDeletion {
 const SAME_DELETION_MS = 60_000;
 const DAY_MS = 86_400_000;
 
+export interface RetireOptions {
+  /** What an earlier call scheduled, as the caller recorded it. */
+  recorded?: RecordedDeletion;
+  /**
+   * The company's key secret found by its tags (the directory's find), for a company without one
+   * under acctops's name; undefined when it has none. Absent: only acctops's name is looked at.
+   */
+  imported?: (companyId: string) => Promise<string | undefined>;
+}
+
 /**
  * Rotation off, then deletion scheduled with the recovery window. Idempotent. A secret already
  * scheduled keeps its own date: `recorded` (what the first call returned, kept by the caller) says
  * it, if it matches the secret's DeletedDate; else only when the deletion was asked is known.
+ * A secret found only by its tags is not acctops's (the stack imports it, or someone tagged it by
+ * hand): its rotation is stopped, since that is what acts on the company, and the secret is kept.
  */
 export async function retireCompanyKeySecret(
   store: SecretLifecycle,
   stage: string,
   companyId: string,
   recoveryWindowDays: number,
-  recorded?: RecordedDeletion,
+  options: RetireOptions = {},
 ): Promise<RetireOutcome> {
+  const { recorded } = options;
   const id = companyId.toLowerCase();
   const description = await store.describe(companyKeySecretName(stage, id));
-  if (description === undefined)
+  if (description === undefined) {
+    const importedId = await options.imported?.(id);
+    const imported = importedId === undefined ? undefined : await store.describe(importedId);
+    if (imported !== undefined && imported.deletedAt === undefined) {
+      const rotationStopped = imported.rotation.enabled;
+      if (rotationStopped) await store.cancelRotation(imported.secretArn);
+      return {
+        companyId: id,
+        secret: imported.name,
+        result: 'kept_imported',
+        rotationStopped,
+        deletionDate: null,
+        scheduledAt: null,
+        recoveryWindowDays: null,
+      };
+    }
     return {
       companyId: id,
       secret: null,
@@ -194,6 +226,7 @@ export async function retireCompanyKeySecret(
       scheduledAt: null,
       recoveryWindowDays,
     };
+  }
   if (description.deletedAt !== undefined) {
     const askedAt = description.deletedAt;
     // A record from before a restore and a deletion done outside acctops describes another deletion.
