@@ -125,30 +125,48 @@ export function unknownCompany(companyId: string, options: { withoutKey?: boolea
 
 /**
  * A company `companies remove` took out, named by a command that needs its key (`keys rotate`,
- * `keys status --company`, `export --company`, `keys install` once the secret is gone): said as
+ * `keys status --company`, `keys revoke-pending`, `keys install`, `export --company`): said as
  * such, from the registry entry (`removedAt`, `keyDeletion`), with the way back, instead of "no key
- * secret". Exit 3, like an unknown company.
+ * secret", and also when a key secret is still found (an imported one is kept), since a removed
+ * company is not acted on. Exit 3, like an unknown company.
  */
 export class CompanyRemovedError extends CliError {
   override readonly name: string = 'CompanyRemovedError';
   readonly companyId: string;
 
-  constructor(company: { companyId: string; removedAt?: string; keyDeletion?: { deletionDate: string } }, now: number) {
+  /**
+   * `kept`: a key secret still found for the company. `imported`: not under acctops's name, so not
+   * acctops's to delete (the stack imports it, cdk.json `existingSecretArn`): `companies remove`
+   * stops its rotation and keeps it.
+   */
+  constructor(
+    company: { companyId: string; removedAt?: string; keyDeletion?: { deletionDate: string } },
+    now: number,
+    kept?: { secret: string; imported: boolean },
+  ) {
     const id = company.companyId;
     const deletion = company.keyDeletion?.deletionDate;
     const gone = deletion !== undefined && Date.parse(deletion) <= now;
+    const keptSecret = kept?.secret;
     const key =
-      deletion === undefined
-        ? 'its key secret is scheduled for deletion (or it had none)'
-        : gone
-          ? `its key secret was deleted for good on ${deletion}`
-          : `its key secret is deleted for good on ${deletion} unless the company is restored`;
+      kept !== undefined
+        ? kept.imported
+          ? `its key secret ${kept.secret} stays, imported by the stack (not acctops's to delete)`
+          : `its key secret ${kept.secret} is still there (not scheduled for deletion)`
+        : deletion === undefined
+          ? 'its key secret is scheduled for deletion (or it had none)'
+          : gone
+            ? `its key secret was deleted for good on ${deletion}`
+            : `its key secret is deleted for good on ${deletion} unless the company is restored`;
     super(`--company ${id}: the company was removed${company.removedAt ? ` on ${company.removedAt}` : ''}; ${key}`, {
       code: 'company_removed',
       exitCode: ExitCode.config,
-      hint: gone
-        ? `\`acctops companies restore --company ${id}\` registers it again, then \`acctops keys install --company ${id}\` stores a new key`
-        : `\`acctops companies restore --company ${id}\` brings it back with its key secret and rotation, within the recovery window`,
+      hint:
+        keptSecret !== undefined
+          ? `\`acctops companies restore --company ${id}\` brings it back and turns its key secret's rotation on again`
+          : gone
+            ? `\`acctops companies restore --company ${id}\` registers it again, then \`acctops keys install --company ${id}\` stores a new key`
+            : `\`acctops companies restore --company ${id}\` brings it back with its key secret and rotation, within the recovery window`,
     });
     this.companyId = id;
   }

@@ -77,6 +77,7 @@ import {
   monthOpen,
   refuseFutureMonth,
   registryHealth,
+  removedCompanies,
   revokePendingNow,
   revokePreviousAfterRotation,
   tokenHealth,
@@ -392,7 +393,7 @@ export class AwsOperations implements Operations {
       .then(async (store) => {
         const run = await import('./export-run.ts');
         // The stack's functions may be publishing while the doctor reads: a moment's lag of the symlinks is not a finding.
-        return run.exportHealth(store, await this.companies(), now, await this.exportDeadline(), run.deployedPublishes());
+        return run.exportHealth(store, await this.exportedCompanies(), now, await this.exportDeadline(), run.deployedPublishes());
       })
       .catch(skipped);
     const registry = await this.registry()
@@ -665,11 +666,17 @@ export class AwsOperations implements Operations {
     return exportDeadlineOf(await this.optionalOutput(OUTPUTS.exportTimeZone), await this.optionalOutput(OUTPUTS.exportDueAfterHours));
   }
 
-  /** The companies whose keys the stack holds (their secrets, found by tag). */
-  private async companies(): Promise<string[]> {
+  /**
+   * The companies whose exports the doctor expects: those whose keys the stack holds (their secrets,
+   * found by tag), less the ones the registry says were removed, which the monthly planner leaves
+   * out (a secret the stack imports outlives `companies remove`).
+   */
+  private async exportedCompanies(): Promise<string[]> {
     await this.ready();
+    const removed = await removedCompanies(await this.optionalRegistry().catch(() => undefined));
     const out: string[] = [];
-    for await (const entry of taggedKeyDirectory(this.clients.secrets(), this.directoryOptions).list()) out.push(entry.companyId);
+    for await (const entry of taggedKeyDirectory(this.clients.secrets(), this.directoryOptions).list())
+      if (!removed.has(entry.companyId)) out.push(entry.companyId);
     return out.sort();
   }
 

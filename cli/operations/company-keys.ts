@@ -31,8 +31,9 @@ export interface CompanyKeyContext {
 }
 
 /**
- * `keys install`: the company must be registered and active, or already have a key secret (a
- * cdk.json company, the local demo companies); else exit 3 naming `companies add`. The key is
+ * `keys install`: the company must be registered and active, or not registered but already have a
+ * key secret (a cdk.json company, the local demo companies); else exit 3 naming `companies add`,
+ * or, for a removed one, whether or not its secret is still there, `companies restore`. The key is
  * checked at the service before anything is written.
  */
 export async function installKey(
@@ -45,11 +46,17 @@ export async function installKey(
   const registered = await registry.get(id);
   const conventional = await ctx.lifecycle.describe(companyKeySecretName(ctx.target.stage, id));
   const imported = conventional === undefined ? await findByTag(ctx.directory, id) : undefined;
-  const active = registered !== null && registered.removedAt === undefined;
-  if (!active && conventional === undefined && imported === undefined) {
-    // Removed, its key secret deleted for good: restore, then install. Never registered: unknown.
-    throw registered ? new CompanyRemovedError(registered, ctx.clock.now()) : unknownCompany(id, { add: true });
+  if (registered?.removedAt !== undefined) {
+    // Installing would restore and rotate a secret, or store a key, for a company no longer served
+    // (whose rotation the rotation function refuses): the restore comes first, then the install.
+    const kept = imported ?? (conventional?.deletedAt === undefined ? conventional : undefined);
+    throw new CompanyRemovedError(
+      registered,
+      ctx.clock.now(),
+      kept === undefined ? undefined : { secret: kept.name, imported: imported !== undefined },
+    );
   }
+  if (registered === null && conventional === undefined && imported === undefined) throw unknownCompany(id, { add: true });
   const key = await verifyCompanyKey(ctx, id, apiKey);
   const described = { keyPrefix: key.keyPrefix, apiKeyId: key.apiKeyId, permissions: key.permissions };
   if (imported !== undefined) {

@@ -45,6 +45,7 @@ import {
   REFRESH_MARGIN_MS,
   refuseFutureMonth,
   registryHealth,
+  removedCompanies,
   revokedKeys,
   revokePendingNow,
   revokePreviousAfterRotation,
@@ -463,10 +464,17 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
     : tokenHealth((await listUsers(world.tokens, now())).rows, now());
   // Before the rotation doctor: with --repair it rolls them back, which the doctor would only give up after an hour.
   const abandoned = await abandonedRotations(world, options.repair);
+  // As the deployed sweep and the monthly planner: a removed company's secret that outlived the
+  // removal (one the stack imports) is neither checked for rotation nor expected to be exported.
+  const removed = world.isDamaged('companies') ? new Set<string>() : await removedCompanies(world.registry());
   const rotations = await checkKeyRotations(
     {
       store: world.secrets,
-      directory: world.directory,
+      directory: {
+        list: async function* () {
+          for await (const entry of world.directory.list()) if (!removed.has(entry.companyId)) yield entry;
+        },
+      },
       scheduler: world.revocations,
       clientFor: (key) => world.clientForKey(key),
       clock: world.clock,
@@ -477,7 +485,8 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
   );
   const withKey = companySecrets.map((s) => s.companyId);
   const keysMissing = world.isDamaged('companies') ? [] : await activeWithoutKey(world.registry(), withKey);
-  const exports = await (await import('./export-run.ts')).exportHealth(world.exportStore, withKey, now(), DEFAULT_EXPORT_DEADLINE);
+  const exported = withKey.filter((companyId) => !removed.has(companyId));
+  const exports = await (await import('./export-run.ts')).exportHealth(world.exportStore, exported, now(), DEFAULT_EXPORT_DEADLINE);
   const partial = {
     mode: 'local' as const,
     checkedAt: iso(now())!,

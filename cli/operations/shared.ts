@@ -1,5 +1,6 @@
 import {
   CompanyKeyNotFoundError,
+  isAcctopsKeySecretName,
   parseCompanyKeySecret,
   type KeyStatus,
   revokeApiKey,
@@ -123,10 +124,13 @@ export async function forKnownUser<T>(externalId: string, work: () => Promise<T>
 
 /**
  * The key secret of the company a command names (`--company`), for `keys rotate`, `keys status
- * --company` and `export --company`. When no secret holds its key, the registry says why: a company
- * it does not hold either is unknown (exit 3, `unknownCompany`), a removed one is said to be removed,
- * with the restore (CompanyRemovedError, exit 3); for an active one (its key not installed yet), or
- * when the registry cannot be read, the directory's own CompanyKeyNotFoundError stands (exit 3).
+ * --company`, `keys revoke-pending`, `keys cancel-rotation` and `export --company`. When no secret
+ * holds its key, the registry says why: a company it does not hold either is unknown (exit 3,
+ * `unknownCompany`), a removed one is said to be removed, with the restore (CompanyRemovedError,
+ * exit 3); for an active one (its key not installed yet), or when the registry cannot be read, the
+ * directory's own CompanyKeyNotFoundError stands (exit 3). A removed company is refused also when
+ * its secret is found: `companies remove` keeps a secret the stack imports, and a removed company
+ * is not acted on.
  */
 export async function companyKeyOf(
   find: (companyId: string) => Promise<CompanyKeyEntry>,
@@ -134,11 +138,29 @@ export async function companyKeyOf(
   companyId: string,
   now: number,
 ): Promise<CompanyKeyEntry> {
+  let found: CompanyKeyEntry;
   try {
-    return await find(companyId);
+    found = await find(companyId);
   } catch (error) {
     if (!(error instanceof CompanyKeyNotFoundError) || error.code !== 'company_key_not_found') throw error;
     throw await whyNoCompanyKey(registry, companyId, now, error);
+  }
+  const entry = await registryEntry(registry, companyId);
+  if (entry?.removedAt !== undefined)
+    throw new CompanyRemovedError(entry, now, { secret: found.name, imported: !isAcctopsKeySecretName(found.name, companyId) });
+  return found;
+}
+
+/** The company's registry entry; null when it has none, undefined when there is no registry or it cannot be read. */
+async function registryEntry(
+  registry: () => Promise<Pick<CompanyRegistry, 'get'> | undefined>,
+  companyId: string,
+): Promise<RegisteredCompany | null | undefined> {
+  try {
+    return await (await registry())?.get(companyId);
+  } catch {
+    // An unreadable entry, or a registry this stack version lacks: what the key secret says stands.
+    return undefined;
   }
 }
 
@@ -158,15 +180,9 @@ export async function whyNoCompanyKey(
   now: number,
   noKey: Error,
 ): Promise<Error> {
-  let entry: RegisteredCompany | null;
-  try {
-    const table = await registry();
-    if (table === undefined) return noKey;
-    entry = await table.get(companyId);
-  } catch {
-    // An unreadable entry, or a registry this stack version lacks: the missing key is still the fact to report.
-    return noKey;
-  }
+  const entry = await registryEntry(registry, companyId);
+  // An unreadable entry, or a registry this stack version lacks: the missing key is still the fact to report.
+  if (entry === undefined) return noKey;
   if (entry === null) return unknownCompany(companyId.toLowerCase());
   if (entry.removedAt !== undefined) return new CompanyRemovedError(entry, now);
   return noKey;
@@ -335,6 +351,22 @@ export async function registryHealth(registry: Pick<CompanyRegistry, 'pages'>): 
     health.unreadable.push(...page.skipped);
   }
   return health;
+}
+
+/**
+ * The companies the registry says were removed, read a page at a time; an empty set when it cannot
+ * be read (the doctor then judges every company with a key secret, as before the registry).
+ */
+export async function removedCompanies(registry: Pick<CompanyRegistry, 'pages'> | undefined): Promise<ReadonlySet<string>> {
+  const removed = new Set<string>();
+  try {
+    for await (const page of registry?.pages(REGISTRY_PAGE) ?? []) {
+      for (const company of page.items) if (company.removedAt !== undefined) removed.add(company.companyId);
+    }
+  } catch {
+    return new Set();
+  }
+  return removed;
 }
 
 // Exports

@@ -912,6 +912,54 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       expect(again.stdout).not.toMatch(/deleted for good/);
     });
 
+    it('keys rotate, keys status --company, keys revoke-pending, keys install and export --company refuse it (exit 3, company_removed) though its secret is found; doctor leaves its exports out', async () => {
+      const rotations = world.sm.admin.stats().calls.RotateSecret ?? 0;
+      const puts = world.sm.admin.stats().calls.PutSecretValue ?? 0;
+      const eventsBefore = eventBridge.requests.length;
+      const removedAt = parseJson<{ companies: { companyId: string; removedAt: string }[] }>(
+        await acctops(['--json', 'companies', 'list']),
+      ).companies.find((c) => c.companyId === imported.companyId)!.removedAt;
+      for (const args of [
+        ['keys', 'rotate', '--company', imported.companyId],
+        ['keys', 'status', '--company', imported.companyId],
+        ['keys', 'revoke-pending', '--company', imported.companyId],
+        ['keys', 'install', '--company', imported.companyId],
+        ['export', '--month', '2026-10', '--company', imported.companyId, '--no-wait'],
+      ]) {
+        // The service's URL and the key to install, which a command would need past the refusal (export: none, it is direct mode's).
+        const env: Record<string, string> =
+          args[0] === 'export'
+            ? {}
+            : { ACCTOPS_BASE_URL: world.sandbox.baseUrl, ...(args[1] === 'install' ? { ACCTOPS_API_KEY: imported.apiKey } : {}) };
+        const result = await acctops([...keyOutputs, '--json', ...args], env);
+        expect({ args, code: result.code, stdout: result.stdout }).toEqual({ args, code: 3, stdout: '' });
+        expect(JSON.parse(result.stderr)).toEqual({
+          error: {
+            exitCode: 3,
+            code: 'company_removed',
+            message: `--company ${imported.companyId}: the company was removed on ${removedAt}; its key secret ${imported.name} stays, imported by the stack (not acctops's to delete)`,
+            hint: `\`acctops companies restore --company ${imported.companyId}\` brings it back and turns its key secret's rotation on again`,
+          },
+        });
+      }
+      // Nothing asked of Secrets Manager's rotation, nothing stored, nothing requested of the pipeline.
+      expect(world.sm.admin.stats().calls.RotateSecret ?? 0).toBe(rotations);
+      expect(world.sm.admin.stats().calls.PutSecretValue ?? 0).toBe(puts);
+      expect(eventBridge.requests).toHaveLength(eventsBefore);
+      expect(await currentKeyId()).toBe(imported.apiKeyId);
+
+      // The monthly planner leaves it out, so the doctor expects no export of it (it reported one overdue every run).
+      lambdaAnswers.set(outputs.CheckHealthFunctionName!, () => ({
+        body: { ok: true, checkedAt: '2026-11-02T09:00:00.000Z', probes: [] },
+      }));
+      lambdaAnswers.set(outputs.CheckKeyRotationsFunctionName!, () => ({ body: { checkedAt: 0, companies: 0, findings: [] } }));
+      const doctor = parseJson<{ findings: string[]; exports: { companies: { companyId: string }[] } }>(
+        await acctops(['--json', 'doctor']),
+      );
+      expect(doctor.exports.companies.map((c) => c.companyId)).not.toContain(imported.companyId);
+      expect(doctor.findings.filter((f) => f.includes(imported.companyId))).toEqual([]);
+    });
+
     it('companies restore turns its rotation back on as remove found it, the secret untouched; a rotation coming due then runs', async () => {
       const restored = await acctops([...keyOutputs, '--json', 'companies', 'restore', '--company', imported.companyId]);
       expect(restored.code).toBe(0);

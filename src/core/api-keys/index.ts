@@ -15,6 +15,7 @@ export {
   CompanyKeyNotFoundError,
   taggedKeyDirectory,
   companyKeySecretName,
+  isAcctopsKeySecretName,
 } from './key-directory';
 export { CompanyApiKeys, type CompanyApiKeysOptions } from './company-api-keys';
 export { MIN_LISTED_PREFIX_CHARS, type ListedKey, type ListedKeyMatch, matchListedKey, namesAKey, shownPrefix } from './listed-key';

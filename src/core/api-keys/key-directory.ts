@@ -97,3 +97,12 @@ export function taggedKeyDirectory(
 export function companyKeySecretName(stage: string, companyId: string): string {
   return `acctops/${stage}/company/${companyId.toLowerCase()}/api-key`;
 }
+
+/**
+ * Whether `name` is the company's key secret under acctops's own name (any stage): one the stack
+ * created or `acctops keys install` did, which `companies remove` may delete. Any other secret of
+ * the company was imported (cdk.json `existingSecretArn`) or tagged by hand, and is not acctops's.
+ */
+export function isAcctopsKeySecretName(name: string, companyId: string): boolean {
+  return /^acctops\/[^/]+\/company\/[^/]+\/api-key$/.test(name) && name.endsWith(`/company/${companyId.toLowerCase()}/api-key`);
+}
