@@ -1,4 +1,5 @@
 import { CompanyApiKeys, taggedKeyDirectory } from '../../core/api-keys';
+import { registryRemovedAt } from '../../core/companies/company-removal';
 import { registryCurrency } from '../../core/exports/pipeline/company-currency';
 import type { ExportWorkerDeps, SourceCredentials } from '../../core/exports/pipeline/export-worker';
 import { userTokenCredentials } from '../../core/exports/pipeline/user-token-credentials';
@@ -69,6 +70,16 @@ export class AwsExportWorkerRuntime extends AwsExportRuntime {
     return this.once('queue', () => new SqsExportQueue({ queueUrl: requiredEnv(this.config.queueUrl, 'EXPORT_QUEUE_URL') }));
   }
 
+  /** The company's raw registry entry by key (GetItem): the only registry access the worker has. */
+  private registryEntry(): (companyId: string) => Promise<unknown> {
+    return this.once('registryEntry', () =>
+      registryEntryReader({
+        client: exportDynamo(this),
+        tableName: requiredEnv(this.config.registryTableName, 'COMPANY_REGISTRY_TABLE_NAME'),
+      }),
+    );
+  }
+
   /** What exportCompanyPeriod needs from the environment. */
   exporter() {
     const api = this.config.api ?? { timeoutMs: 60_000, maxAttempts: 5, maxElapsedMs: 300_000 };
@@ -79,14 +90,9 @@ export class AwsExportWorkerRuntime extends AwsExportRuntime {
       client: { timeoutMs: api.timeoutMs, retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs } },
       exporter: { taxReportFields: this.config.taxReportFields },
       // One GetItem per export, when it starts: `companies add --default-currency` applies from the next export on.
-      companyCurrency: this.once('companyCurrency', () =>
-        registryCurrency(
-          registryEntryReader({
-            client: exportDynamo(this),
-            tableName: requiredEnv(this.config.registryTableName, 'COMPANY_REGISTRY_TABLE_NAME'),
-          }),
-        ),
-      ),
+      companyCurrency: this.once('companyCurrency', () => registryCurrency(this.registryEntry())),
+      // One more per export job: a removed company is not exported, whoever asked.
+      companyRemovedAt: this.once('companyRemovedAt', () => registryRemovedAt(this.registryEntry())),
     };
   }
 }

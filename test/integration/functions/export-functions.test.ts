@@ -378,6 +378,63 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       undelivered();
     });
 
+    it('export-period refuses a removed company whose key secret outlived the removal (imported by the stack): ExportFailed company_removed, not retried, nothing read or written', async () => {
+      // `companies remove` keeps a secret the stack imports (cdk.json existingSecretArn): the key is still found by its tags.
+      const key = await sandbox.admin.createApiKey({
+        companyId: notServed,
+        permissions: ['read_transactions', 'read_categories', 'read_tax_reports'],
+      });
+      secrets.push(key.key);
+      await sdk.send(
+        new CreateSecretCommand({
+          Name: `legacy/erp/${notServed}`,
+          SecretString: serializeCompanyKeySecret({
+            apiKey: key.key,
+            apiKeyId: key.publicId,
+            keyPrefix: keyPrefix(key.key),
+            companyId: notServed,
+            permissions: key.permissions,
+            createdAt: new Date().toISOString(),
+          }),
+          Tags: [
+            { Key: COMPANY_KEY_TAGS.purpose, Value: PURPOSE_COMPANY_KEY },
+            { Key: COMPANY_KEY_TAGS.company, Value: notServed },
+          ],
+        }),
+      );
+      // Any producer on the exports bus may ask (the CLI and the webhook refuse a removed company themselves).
+      await handlers.request(
+        {
+          id: randomUUID(),
+          'detail-type': 'ExportRequested',
+          source: 'partner.backoffice',
+          detail: { companyId: notServed, period, formats: ['csv'] },
+        },
+        context(),
+      );
+      const failedBefore = events(EXPORT_EVENT_TYPES.failed).length;
+      const responses = await runWorker();
+      // Final at once: handing it back would only ask again.
+      expect(responses).toEqual([{ batchItemFailures: [] }]);
+      expect(
+        events(EXPORT_EVENT_TYPES.failed)
+          .slice(failedBefore)
+          .map((e) => e.detail),
+      ).toEqual([
+        expect.objectContaining({
+          companyId: notServed,
+          period,
+          errorClass: 'CompanyRemovedExportError',
+          errorCode: 'company_removed',
+          retryable: false,
+        }),
+      ]);
+      const store = new S3ObjectStore({ client: s3.client(), bucket: BUCKET });
+      expect(await listKeys(store, `exports/company=${notServed}/`)).toEqual([]);
+      // The service was not asked with the company's key.
+      expect((await sandbox.admin.listApiKeys({ companyId: notServed })).find((k) => k.publicId === key.publicId)!.lastUsedAt).toBeNull();
+    });
+
     describe('receive-export-webhook', () => {
       const urlEvent = (body: string, headers: Record<string, string>, method = 'POST') => ({
         version: '2.0',

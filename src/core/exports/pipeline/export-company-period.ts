@@ -19,6 +19,7 @@ import { ValidationError } from '../../shared/errors';
 import type { Logger } from '../../shared/logger';
 import { type Metrics, noMetrics } from '../../shared/metrics';
 import { ManifestError, PeriodExportError } from '../formats/period-errors';
+import type { CompanyRemovedAt } from '../../companies/company-removal';
 import type { CompanyCurrency } from './company-currency';
 import { countPublished, exportCompleted, exportFailed, writtenCounts } from './export-events';
 import type { ExportSource, ExportTrigger } from './export-jobs';
@@ -28,7 +29,7 @@ import { assertCompanyId, manifestKey } from '../formats/layout';
 import type { ObjectStore } from '../formats/object-store';
 import { parsePeriod } from '../formats/period';
 import { PeriodExporter, type PeriodExporterDeps, type PeriodExportSummary } from '../formats/period-exporter';
-import { ExportCountMismatchError, UserTokenUnavailableError } from './pipeline-errors';
+import { CompanyRemovedExportError, ExportCountMismatchError, UserTokenUnavailableError } from './pipeline-errors';
 import { DATASETS, type DatasetName, type ExportFormat } from '../formats/datasets';
 
 export interface ExportCompanyPeriodDeps {
@@ -50,6 +51,11 @@ export interface ExportCompanyPeriodDeps {
    * the export starts unless `exporter.defaultCurrency` is set; absent, or no answer: EUR.
    */
   companyCurrency?: CompanyCurrency;
+  /**
+   * The company registry's `removedAt` of the company (registryRemovedAt), asked before the service
+   * is: a removed company fails the export for good (CompanyRemovedExportError). Absent: not asked.
+   */
+  companyRemovedAt?: CompanyRemovedAt;
 }
 
 export interface ExportCompanyPeriodRequest {
@@ -117,6 +123,9 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
 
   let summary: PeriodExportSummary;
   try {
+    // In the try, as the currency below: an unreadable registry fails this attempt, and is retried.
+    const removedAt = await deps.companyRemovedAt?.(request.companyId);
+    if (removedAt !== undefined) throw new CompanyRemovedExportError(request.companyId, removedAt);
     const wireId =
       request.serviceCompanyId ??
       (await serviceCompanyId(
@@ -216,7 +225,8 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
  */
 export function isRetryableExportFailure(error: unknown): boolean {
   if (error instanceof ExportCountMismatchError) return true;
-  if (error instanceof UserTokenUnavailableError || error instanceof CompanyKeyNotFoundError) return false;
+  if (error instanceof UserTokenUnavailableError || error instanceof CompanyKeyNotFoundError || error instanceof CompanyRemovedExportError)
+    return false;
   if (error instanceof ManifestError || error instanceof ValidationError) return false;
   if (error instanceof AccountingApiError) {
     if (error instanceof CreatorDisabledError || error instanceof CompanyAccessRemovedError || error instanceof TokenRevokedError)

@@ -122,7 +122,8 @@ export async function processExportBatch(deps: ExportWorkerDeps, messages: reado
   return report;
 }
 
-async function runExport(deps: ExportWorkerDeps, job: ExportJob, message: ExportMessage, last: boolean): Promise<JobResult> {
+async function runExport(worker: ExportWorkerDeps, job: ExportJob, message: ExportMessage, last: boolean): Promise<JobResult> {
+  const deps = removalAskedOnce(worker, job.companyId);
   const split = await planSplit(deps, job, message, last);
   if (split) return split;
   const outcome = await exportCompanyPeriod(
@@ -153,6 +154,14 @@ async function runExport(deps: ExportWorkerDeps, job: ExportJob, message: Export
   if (outcome.status === 'completed') return 'completed';
   // Final: retryable ones go to the DLQ (a redrive can still succeed), the others are done with.
   return outcome.retryable ? 'retry' : 'failed';
+}
+
+/** The job's deps with the registry's removal asked once for the job, by the sizing and the export alike. */
+function removalAskedOnce(deps: ExportWorkerDeps, companyId: string): ExportWorkerDeps {
+  const ask = deps.exporter.companyRemovedAt;
+  if (ask === undefined) return deps;
+  let answer: Promise<string | undefined> | undefined;
+  return { ...deps, exporter: { ...deps.exporter, companyRemovedAt: () => (answer ??= ask(companyId)) } };
 }
 
 async function runDiscovery(deps: ExportWorkerDeps, job: DiscoverJob, message: ExportMessage, last: boolean): Promise<JobResult> {

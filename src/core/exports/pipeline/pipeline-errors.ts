@@ -21,6 +21,26 @@ export class ExportCountMismatchError extends AcctopsError {
   }
 }
 
+/**
+ * The company registry says the company was removed (`acctops companies remove`): it is not
+ * exported, whoever asked (an ExportRequested from any producer, a job queued before the removal).
+ * Its key may still be found (a secret the stack imports outlives the removal). Not retried.
+ */
+export class CompanyRemovedExportError extends AcctopsError {
+  override readonly name: string = 'CompanyRemovedExportError';
+  readonly companyId: string;
+  readonly removedAt: string;
+
+  constructor(companyId: string, removedAt: string) {
+    super(
+      `company ${companyId} was removed on ${removedAt}: it is not exported (\`acctops companies restore --company ${companyId}\` brings it back)`,
+      { code: 'company_removed' },
+    );
+    this.companyId = companyId;
+    this.removedAt = removedAt;
+  }
+}
+
 export type UserTokenProblem = 'not_found' | 'needs_attention' | 'revoked';
 
 /**

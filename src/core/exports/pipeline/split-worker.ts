@@ -61,6 +61,8 @@ export async function planSplit(
     let parts;
     let defaultCurrency: string | undefined;
     try {
+      // A removed company's month is not sized with its key: the whole-month export refuses it, with its events.
+      if ((await deps.exporter.companyRemovedAt?.(job.companyId)) !== undefined) return undefined;
       const { client } = await companyClient(deps, job, logger);
       const total = await countTransactions(client, periodRange(period));
       if (total <= settings.maxTransactionsPerPart) return undefined;
