@@ -7,9 +7,9 @@ import { COMPANY_KEY_TAGS, PURPOSE_COMPANY_KEY, companyKeySecretName } from './k
  * A company key secret's life at run time (issue 15, docs/fleet-rotation.md): `acctops keys
  * install` creates it (CreateSecret with the stack's tags and key) and turns its rotation on
  * (RotateSecret with the rotation function and the company's rotation days, not rotating now);
- * `acctops companies remove` stops its rotation and schedules its deletion with a recovery window;
- * `acctops companies restore` (or `keys install` again) brings it back. The store calls are a port
- * so that AWS and the local emulator share these rules.
+ * `acctops companies remove` stops its rotation and schedules its deletion with a recovery window
+ * (a secret the stack imports is only stopped, never deleted); `acctops companies restore` brings
+ * it back. The store calls are a port so that AWS and the local emulator share these rules.
  */
 export interface SecretLifecycle {
   /** The secret's metadata, a secret scheduled for deletion included; undefined when there is none. */
