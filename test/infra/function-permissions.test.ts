@@ -24,6 +24,7 @@ const ADAPTER_TABLES: Record<string, string> = {
   [`${ADAPTERS}/dynamodb-token-reader.ts`]: 'TOKEN_TABLE_NAME',
   [`${ADAPTERS}/dynamodb-run-ledger.ts`]: 'EXPORT_RUNS_TABLE_NAME',
   [`${ADAPTERS}/dynamodb-company-registry.ts`]: 'COMPANY_REGISTRY_TABLE_NAME',
+  [`${ADAPTERS}/dynamodb-registry-entry.ts`]: 'COMPANY_REGISTRY_TABLE_NAME',
   [`${ADAPTERS}/dynamodb-rotation-check-index.ts`]: 'COMPANY_REGISTRY_TABLE_NAME',
   [`${ADAPTERS}/dynamodb-replay-guard.ts`]: 'WEBHOOK_REPLAY_TABLE_NAME',
 };

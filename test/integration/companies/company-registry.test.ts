@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { DynamoDbRegistryTable, registryEntryReader } from '../../../src/adapters/aws/dynamodb-company-registry';
+import { DynamoDbRegistryTable } from '../../../src/adapters/aws/dynamodb-company-registry';
+import { registryEntryReader } from '../../../src/adapters/aws/dynamodb-registry-entry';
 import { FileRegistryTable, MemoryRegistryTable } from '../../../src/adapters/local/file-company-registry';
 import { writePrivateJsonFile } from '../../../src/adapters/local/private-json-file';
 import {
