@@ -159,7 +159,8 @@ async function graceDemo(world: LocalWorld, companyId: string, out: Output): Pro
     { keyPrefix: current.keyPrefix, role: 'current', duringGrace: await probe(current), afterGrace: '' },
   ];
   const passed = await passTime(world, world.graceMs + 60_000);
-  for (const r of passed.revoked) out.line(`  grace period over: scheduled revocation of ${r.keyPrefix}… ${r.outcome}${r.error ? `: ${r.error}` : ''}`);
+  for (const r of passed.revoked)
+    out.line(`  grace period over: scheduled revocation of ${r.keyPrefix}… ${r.outcome}${r.error ? `: ${r.error}` : ''}`);
   const refreshed = passed.refresh.outcomes.filter((o) => o.result === 'refreshed').length;
   if (refreshed > 0) out.line(`  meanwhile the refresh schedule refreshed ${refreshed} user token(s)`);
   checks[0]!.afterGrace = await probe(previous);

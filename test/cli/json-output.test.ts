@@ -142,7 +142,14 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     expect(users.users.length).toBeGreaterThan(0);
     const { body } = await json<{ outcomes: Record<string, unknown>[] }>('tokens', 'refresh', '--user', users.users[0]!.externalId);
     expect(body.outcomes).toHaveLength(1);
-    expect(Object.keys(body.outcomes[0]!).sort()).toEqual(['credentialRefused', 'errorClass', 'errorCode', 'externalId', 'leaseUntil', 'result']);
+    expect(Object.keys(body.outcomes[0]!).sort()).toEqual([
+      'credentialRefused',
+      'errorClass',
+      'errorCode',
+      'externalId',
+      'leaseUntil',
+      'result',
+    ]);
     expect(body.outcomes[0]!.errorClass).toBeNull();
     expect(body.outcomes[0]!.errorCode).toBeNull();
     expect(body.outcomes[0]!.leaseUntil).toBeNull();
