@@ -3,7 +3,7 @@ import { ConfigError } from '../shared/errors';
 import { type Logger, silentLogger } from '../shared/logger';
 import type { CredentialProvider } from './auth';
 import { MAX_PAGE_SIZE, resolvePageSize } from './pagination';
-import { RequestEngine } from './request';
+import { RequestEngine, type RetryWait } from './request';
 import { ApiKeysResource, type ApiKeyPaths, resolveApiKeyPaths } from './resources/api-keys';
 import { CategoriesResource } from './resources/categories';
 import { CompaniesResource, TaxReportsResource } from './resources/companies';
@@ -48,6 +48,11 @@ export interface AccountingClientOptions {
    * that keep records verbatim. Costs ~0.6-0.9 µs an item, so it is off unless asked for. Default false.
    */
   itemJson?: boolean;
+  /**
+   * Told of every wait before a retry as it begins (the CLI prints a line for a long one). Called
+   * synchronously; it must not throw.
+   */
+  onRetryWait?: (wait: RetryWait) => void;
 }
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
@@ -96,6 +101,7 @@ export class AccountingClient {
       maxPageSize,
       maxResponseBytes: positiveInteger(options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, 'maxResponseBytes'),
       itemJson: options.itemJson ?? false,
+      onRetryWait: options.onRetryWait,
     });
     this.institution = new InstitutionResource(engine);
     this.companies = new CompaniesResource(engine);

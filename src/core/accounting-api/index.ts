@@ -1,5 +1,6 @@
 // The public surface of the Accounting API client; see README.md in this folder.
 export { AccountingClient, createAccountingClient, type AccountingClientOptions, DEFAULT_MAX_RESPONSE_BYTES } from './client';
+export { type RetryWait } from './request';
 export {
   type Credential,
   type CredentialProvider,
@@ -49,7 +50,17 @@ export {
 export { type MinorUnits, MINOR_DIGITS, MoneyFormatError, parseMinorUnits, formatMinorUnits, amountSchema } from './money';
 export { PaginatedList, type Page, type PageItem, MAX_PAGE_SIZE, maxPagesFor } from './pagination';
 export type { RefreshedPair } from './resources/institution';
-export { type RetryPolicy, type RetrySafety, defaultRetryPolicy, retryDelayMs, isRetryable } from './retry';
+export {
+  type RetryPolicy,
+  type RetrySafety,
+  type RetryRecord,
+  type GiveUpReason,
+  defaultRetryPolicy,
+  retryDelayMs,
+  retryDecision,
+  retryRecordOf,
+  isRetryable,
+} from './retry';
 export {
   type Transport,
   type TransportRequest,

@@ -19,7 +19,7 @@ import { parseJsonLossless } from './lossless-json';
 import { ignoredFieldsOf } from './schemas';
 import { type ItemWarning, type AccountingApiWarning, type WarningHandler } from './warnings';
 import { PaginatedList, type Page, resolvePageSize } from './pagination';
-import { type RetryPolicy, type RetrySafety, retryDelayMs } from './retry';
+import { type RetryPolicy, type RetrySafety, recordRetries, retryDecision } from './retry';
 import { type HttpMethod, type Transport, TransportFailure, type TransportRequest, type TransportResponse } from './transport';
 
 /**
@@ -78,6 +78,20 @@ export interface EngineSettings {
   maxResponseBytes: number;
   /** See AccountingClientOptions.itemJson. */
   itemJson?: boolean;
+  /** See AccountingClientOptions.onRetryWait. */
+  onRetryWait?: (wait: RetryWait) => void;
+}
+
+/** A wait before another attempt, as it begins. */
+export interface RetryWait {
+  /** Redacted description of the request. */
+  request: string;
+  /** The attempt that failed (1 for the first). */
+  attempt: number;
+  delayMs: number;
+  /** True when the service asked for the wait (`Retry-After`), false for the client's own backoff. */
+  askedByService: boolean;
+  error: AccountingApiError;
 }
 
 export interface ListOperation<T> {
@@ -169,14 +183,25 @@ export class RequestEngine {
         }
         throw error;
       }
-      const delay = retryDelayMs(error, {
+      const now = settings.clock.now();
+      const decision = retryDecision(error, {
         safety: operation.safety,
         attempt,
-        elapsedMs: settings.clock.now() - started,
+        elapsedMs: now - started,
         policy: settings.retry,
         random: settings.random,
+        now,
       });
-      if (delay === undefined) throw error;
+      if (!('delayMs' in decision)) {
+        recordRetries(error, {
+          retries: attempt - 1,
+          gaveUp: decision.giveUp,
+          retryAfterMs: error.retryAfterMs,
+          maxRetryAfterMs: settings.retry.maxRetryAfterMs,
+        });
+        throw error;
+      }
+      const delay = decision.delayMs;
       settings.logger.warn('accounting api request will be retried', {
         request,
         attempt,
@@ -185,6 +210,7 @@ export class RequestEngine {
         status: error.status,
         requestId: error.requestId,
       });
+      settings.onRetryWait?.({ request, attempt, delayMs: delay, askedByService: error.retryAfterMs !== undefined, error });
       await settings.clock.sleep(delay);
     }
   }
@@ -238,6 +264,7 @@ export class RequestEngine {
       identity: operation.identity,
       onPage: operation.onPage,
       itemJson: settings.itemJson,
+      pageSizeParam: operation.pageSizeParam,
     });
   }
 

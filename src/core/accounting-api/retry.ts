@@ -13,6 +13,18 @@ export interface RetryPolicy {
   /** Backoff before the first retry, doubled for each further one, capped at `maxDelayMs`. */
   initialDelayMs: number;
   maxDelayMs: number;
+  /**
+   * The longest single wait a service's `Retry-After` may ask for; a longer one is not waited for
+   * (the request fails at once, `retry_after_cap`). Unset: no cap of its own, `maxElapsedMs` decides.
+   * The CLI sets it (`--max-retry-wait`) with an unbounded `maxElapsedMs`: a person can wait for a
+   * per-minute rate limit, and Ctrl-C stops the wait.
+   */
+  maxRetryAfterMs?: number;
+  /**
+   * A point in time (the client's clock) that no wait may end after: a Lambda's end of invocation,
+   * less what it needs to report. Unset: none.
+   */
+  deadlineAt?: number;
 }
 
 export const defaultRetryPolicy: RetryPolicy = {
@@ -45,17 +57,66 @@ export function backoffMs(retry: number, policy: RetryPolicy, random: () => numb
   return Math.round(ceiling / 2 + (ceiling / 2) * random());
 }
 
+/** Why no further attempt was made. */
+export type GiveUpReason = 'not_retryable' | 'attempts' | 'budget' | 'retry_after_cap' | 'deadline';
+
+export type RetryDecision = { delayMs: number } | { giveUp: GiveUpReason };
+
+export interface RetryContext {
+  safety: RetrySafety;
+  attempt: number;
+  elapsedMs: number;
+  policy: RetryPolicy;
+  random: () => number;
+  /** The clock's now; needed only with `policy.deadlineAt`. */
+  now?: number;
+}
+
 /**
- * How long to wait before attempt `attempt + 1`, or undefined to give up and raise `error`.
- * `Retry-After` is honoured as sent (not capped): when it does not fit in the time budget the
- * client gives up at once instead of sleeping past its deadline.
+ * Whether to wait and send attempt `attempt + 1`, and for how long. `Retry-After` is honoured as
+ * sent, never shortened (an earlier repeat would only be refused again): when it exceeds
+ * `maxRetryAfterMs`, or does not fit in the time budget or before the deadline, the client gives
+ * up at once instead of sleeping past them.
  */
-export function retryDelayMs(
-  error: AccountingApiError,
-  context: { safety: RetrySafety; attempt: number; elapsedMs: number; policy: RetryPolicy; random: () => number },
-): number | undefined {
+export function retryDecision(error: AccountingApiError, context: RetryContext): RetryDecision {
   const { safety, attempt, elapsedMs, policy, random } = context;
-  if (attempt >= policy.maxAttempts || !isRetryable(error, safety)) return undefined;
-  const delay = error.retryAfterMs ?? backoffMs(attempt, policy, random);
-  return elapsedMs + delay > policy.maxElapsedMs ? undefined : delay;
+  if (!isRetryable(error, safety)) return { giveUp: 'not_retryable' };
+  if (attempt >= policy.maxAttempts) return { giveUp: 'attempts' };
+  const asked = error.retryAfterMs;
+  if (asked !== undefined && policy.maxRetryAfterMs !== undefined && asked > policy.maxRetryAfterMs) return { giveUp: 'retry_after_cap' };
+  const delay = asked ?? backoffMs(attempt, policy, random);
+  if (policy.deadlineAt !== undefined && (context.now ?? 0) + delay > policy.deadlineAt) return { giveUp: 'deadline' };
+  if (elapsedMs + delay > policy.maxElapsedMs) return { giveUp: 'budget' };
+  return { delayMs: delay };
+}
+
+/** How long to wait before attempt `attempt + 1`, or undefined to give up and raise `error` (retryDecision). */
+export function retryDelayMs(error: AccountingApiError, context: RetryContext): number | undefined {
+  const decision = retryDecision(error, context);
+  return 'delayMs' in decision ? decision.delayMs : undefined;
+}
+
+/** What the client did about a failed request before raising its error. */
+export interface RetryRecord {
+  /** Attempts after the first (a re-read credential is not one). */
+  retries: number;
+  /** Why it stopped. */
+  gaveUp: GiveUpReason;
+  /** The last `Retry-After` the service sent, if any. */
+  retryAfterMs: number | undefined;
+  /** The policy's `maxRetryAfterMs` (what `retry_after_cap` exceeded). */
+  maxRetryAfterMs: number | undefined;
+}
+
+// Beside the error, not on it: errors.ts is the error classes' module; this is the retry loop's fact.
+const records = new WeakMap<object, RetryRecord>();
+
+/** Called by the request engine as it raises an error it may have retried. */
+export function recordRetries(error: AccountingApiError, record: RetryRecord): void {
+  records.set(error, record);
+}
+
+/** What the client did before raising `error`: undefined for an error that did not come out of its retry loop. */
+export function retryRecordOf(error: unknown): RetryRecord | undefined {
+  return typeof error === 'object' && error !== null ? records.get(error) : undefined;
 }
