@@ -133,6 +133,7 @@ const inputs = {
       .optional(),
     latencyMs: z.int().min(0).max(60_000).optional(),
     maxPageSize: z.int().min(1).optional(),
+    pageSizeAboveMax: z.enum(['clamp', 'refuse']).optional(),
   }),
   advanceClock: z.strictObject({ ms: z.int().min(0) }),
   now: none,

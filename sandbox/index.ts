@@ -37,6 +37,8 @@ const optionsSchema = z.object({
     .default(null),
   latencyMs: z.int().min(0).max(60_000).default(0),
   maxPageSize: z.int().min(1).default(1000),
+  /** `clamp` (DRF's max_page_size) or `refuse`: a page size above `maxPageSize` is 400 naming the parameter. */
+  pageSizeAboveMax: z.enum(['clamp', 'refuse']).default('clamp'),
   accessTokenTtlSeconds: z.int().positive().default(1800),
   refreshTokenTtlSeconds: z
     .int()
@@ -130,6 +132,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     rateLimit: o.rateLimit,
     latencyMs: o.latencyMs,
     maxPageSize: o.maxPageSize,
+    pageSizeAboveMax: o.pageSizeAboveMax,
     dialect: o.dialect,
   };
   const stats = new StatsRecorder(o.requestLogSize);

@@ -27,9 +27,14 @@ function positiveInt(query: URLSearchParams, name: string): number | undefined {
   return value;
 }
 
-export function readPage(query: URLSearchParams, spec: ListSpec, maxPageSize: number): PageRequest {
+export function readPage(query: URLSearchParams, spec: ListSpec, maxPageSize: number, aboveMax: 'clamp' | 'refuse' = 'clamp'): PageRequest {
   const page = positiveInt(query, 'page') ?? 1;
-  const pageSize = Math.min(positiveInt(query, spec.pageSizeParam) ?? spec.defaultPageSize, maxPageSize);
+  const requested = positiveInt(query, spec.pageSizeParam);
+  // A service configured below the client's size (spec §8: the maximum is "configured") may refuse it instead of clamping.
+  if (aboveMax === 'refuse' && requested !== undefined && requested > maxPageSize) {
+    throw invalidRequest(spec.pageSizeParam, `Ensure this value is less than or equal to ${maxPageSize}.`);
+  }
+  const pageSize = Math.min(requested ?? spec.defaultPageSize, maxPageSize);
   return { page, pageSize, offset: (page - 1) * pageSize };
 }
 

@@ -21,6 +21,8 @@ export interface SandboxSettings extends WireSettings {
   /** Real milliseconds added before each API request is handled. */
   latencyMs: number;
   maxPageSize: number;
+  /** What a page size above `maxPageSize` gets: clamped to it, or refused (400 naming the parameter). */
+  pageSizeAboveMax: 'clamp' | 'refuse';
   /** The shapes of the answers (sandbox/dialect.ts); the state and the rules are the same in both. */
   dialect: Dialect;
 }
@@ -90,6 +92,16 @@ function dateQuery(query: URLSearchParams, name: string): string | undefined {
   const result = dateParam.safeParse(raw);
   if (!result.success) throw fromZod(result.error, name);
   return raw;
+}
+
+/**
+ * The transaction filter of a request, both ends inclusive. The minimal dialect reads `date_to` as
+ * exclusive (the spec does not say; docs/assumptions.md, "The minimal dialect"): its last day is the
+ * one before, so equal ends select nothing.
+ */
+function dateFilter(ctx: RouteContext, dateFrom: string | undefined, dateTo: string | undefined): { dateFrom?: string; dateTo?: string } {
+  if (dateTo === undefined || ctx.settings.dialect !== 'minimal') return { dateFrom, dateTo };
+  return { dateFrom, dateTo: new Date(Date.parse(`${dateTo}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10) };
 }
 
 /**
@@ -367,7 +379,7 @@ export const routes: RouteDef[] = [
     errors: LIST_ERRORS,
     handle(ctx) {
       const { companyId } = bearer(ctx, 'read_transactions');
-      const filter = { dateFrom: dateQuery(ctx.query, 'date_from'), dateTo: dateQuery(ctx.query, 'date_to') };
+      const filter = dateFilter(ctx, dateQuery(ctx.query, 'date_from'), dateQuery(ctx.query, 'date_to'));
       const sources = ctx.state.transactionSources(companyId, filter);
       const count = sources.reduce((n, s) => n + s.size, 0);
       const { offset, pageSize } = ctx.page!;
@@ -380,7 +392,7 @@ export const routes: RouteDef[] = [
     shift(ctx, count) {
       if (!ctx.principal) return;
       const companyId = actingCompany(ctx.principal, ctx.headers);
-      const filter = { dateFrom: ctx.query.get('date_from') ?? undefined, dateTo: ctx.query.get('date_to') ?? undefined };
+      const filter = dateFilter(ctx, ctx.query.get('date_from') ?? undefined, ctx.query.get('date_to') ?? undefined);
       const first = selectPage(ctx.state.transactionSources(companyId, filter), 0, 1)[0];
       const day = filter.dateFrom ?? first?.localDate ?? new Date(ctx.state.clock.now()).toISOString().slice(0, 10);
       // The earliest instant any record of that local date can have: it sorts before all of them.

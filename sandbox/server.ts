@@ -238,7 +238,7 @@ export class SandboxServer {
       state,
       settings,
       stats,
-      page: route.list ? readPage(url.searchParams, route.list, settings.maxPageSize) : undefined,
+      page: route.list ? readPage(url.searchParams, route.list, settings.maxPageSize, settings.pageSizeAboveMax) : undefined,
       principal: who.principal,
       identify: (label) => (entry.credential = label),
     };

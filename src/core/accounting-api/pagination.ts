@@ -1,6 +1,6 @@
 import type * as z from 'zod';
 import { ConfigError } from '../shared/errors';
-import { PaginationError, type PaginationFailure, responseValidationError } from './errors';
+import { ApiValidationError, PaginationError, type PaginationFailure, responseValidationError } from './errors';
 import type { ApiResponse } from './request';
 import { envelopeNextFromHead } from './envelope-head';
 import { listItemJson, type JsonText } from './item-json';
@@ -70,6 +70,11 @@ export interface ListSource<T> {
   onPage?(page: Page<T>, response: ApiResponse): void;
   /** Cut each item's JSON text from the body (PageItem.json). */
   itemJson?: boolean;
+  /**
+   * The query parameter that carries the page size in `firstUrl`. With it, a first page refused
+   * with a 400 that names no other field is requested once more without it (`page_size_refused`).
+   */
+  pageSizeParam?: string;
 }
 
 /**
@@ -129,8 +134,9 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
    * read (a dropped early request, or any request in flight when the consumer stops) is not
    * retried: its wait is the attempt under way, never a Retry-After.
    */
-  async *pages(): AsyncGenerator<Page<T>, void, undefined> {
+  async *pages(options: { follow?: boolean } = {}): AsyncGenerator<Page<T>, void, undefined> {
     const { source } = this;
+    const following = options.follow ?? true;
     const seen = new Set<string>([loopKey(source.firstUrl)]);
     let url: URL = source.firstUrl;
     let itemsRead = 0;
@@ -159,7 +165,7 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     // Runs while the page after the last one parsed (page pagesRead + 1, at `url`) is arriving.
     const onBodyStart = (head: Uint8Array): void => {
       // Page 1: its length, which bounds the number of pages, is not known yet.
-      if (early !== undefined || noEarly || pagesRead === 0) return;
+      if (early !== undefined || noEarly || pagesRead === 0 || !following) return;
       const next = envelopeNextFromHead(head);
       if (typeof next !== 'string') return;
       // The checks of a parsed page's `next`, before anything is sent; stricter where this page's
@@ -182,7 +188,25 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     let pending: Promise<ApiResponse> | undefined = send(url);
     try {
       while (pending) {
-        const response: ApiResponse = await pending;
+        let response: ApiResponse;
+        try {
+          response = await pending;
+        } catch (error) {
+          const unsized = pagesRead === 0 && url === source.firstUrl ? this.withoutPageSize(error, url) : undefined;
+          if (!unsized) throw error;
+          // A service configured below our size refuses it (spec §8: the maximum is "configured"); its
+          // own default is always accepted, and `next` leads through the rest (spec §4.3).
+          source.warn({
+            type: 'page_size_refused',
+            request: (error as ApiValidationError).request ?? '',
+            param: source.pageSizeParam!,
+            pageSize: Number(url.searchParams.get(source.pageSizeParam!)),
+          });
+          url = unsized;
+          seen.add(loopKey(url));
+          pending = send(url);
+          continue;
+        }
         pending = undefined;
         const envelope = this.parseEnvelope(response);
         pagesRead++;
@@ -190,7 +214,7 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
         maxCount = Math.max(maxCount, envelope.count);
         // A bad `next` is raised after its page is handed over, as when pages were fetched one by one.
         let refused: { error: unknown } | undefined;
-        if (envelope.next !== null) {
+        if (envelope.next !== null && following) {
           try {
             const limit = maxPagesFor(maxCount, firstPageLength);
             if (pagesRead >= limit) {
@@ -240,9 +264,27 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     }
     // A count that changed between pages means the list moved under us (offset pages may then
     // repeat or skip an item) even when the last count matches.
-    if (counts.some((count) => count !== itemsRead)) {
+    if (following && counts.some((count) => count !== itemsRead)) {
       source.warn({ type: 'count_mismatch', request: lastRequest, counts, itemsRead });
     }
+  }
+
+  /** The first page's URL without its page size, when `error` is a 400 that may be about it; else undefined. */
+  private withoutPageSize(error: unknown, url: URL): URL | undefined {
+    const param = this.source.pageSizeParam;
+    if (param === undefined || !url.searchParams.has(param) || !(error instanceof ApiValidationError)) return undefined;
+    // A 400 about another field (a date) would be refused again: that error is the answer.
+    if (error.param !== undefined && error.param !== param) return undefined;
+    const unsized = new URL(url);
+    unsized.searchParams.delete(param);
+    return unsized;
+  }
+
+  /** The first page alone, its `next` not followed (nor requested ahead): a count, a sample. */
+  async firstPage(): Promise<Page<T>> {
+    for await (const page of this.pages({ follow: false })) return page;
+    // pages() yields every page it reads, the first one included, or throws.
+    throw new Error('unreachable: a list without a first page');
   }
 
   /** Every item of every page. For short lists (companies, API keys); stream long ones. */

@@ -27,7 +27,14 @@ export type AccountingApiWarning =
    * in the parsed form), kept in the raw object. `path` is the object (`results[3]`, `` for a
    * single object). A list reports each field once per iteration, at its first occurrence.
    */
-  | { type: 'ignored_field'; request: string; path: string; fields: string[] };
+  | { type: 'ignored_field'; request: string; path: string; fields: string[] }
+  /**
+   * The service refused the list's first page with a 400 while the request carried a page size
+   * (`param`, `pageSize` the size sent): its configured maximum is likely lower (spec §8: "normally
+   * 1,000 (configured)"). The list was requested again once without a page size, at the service's
+   * own default, and followed by `next` (spec §4.3); `request` is the refused request.
+   */
+  | { type: 'page_size_refused'; request: string; param: string; pageSize: number };
 
 export type WarningHandler = (warning: AccountingApiWarning) => void;
 
