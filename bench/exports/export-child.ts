@@ -117,7 +117,7 @@ async function exportPeriod(job: ExportJob): Promise<{ transactions: number; byt
   const summary = await new PeriodExporter({ store, clock: systemClock, logger: silentLogger, toolVersion: 'bench' }).run({
     company: job.companyId,
     period,
-    sources: exportSources(client, job.companyId, period),
+    sources: exportSources(client, job.companyId, period, { logger: silentLogger }),
     formats: job.formats,
     sourceBaseUrl: job.baseUrl,
   });

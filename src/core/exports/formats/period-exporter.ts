@@ -118,6 +118,11 @@ export interface PeriodExportSummary {
   manifest: Manifest;
   /** The currency of the transactions the service sent without one (`withDefaultCurrency` counts them). */
   defaultCurrency: string;
+  /**
+   * Set by the pipeline when the service read `date_to` as exclusive, so the month's last day was
+   * read on its own (src/core/exports/pipeline/date-to.ts); absent otherwise.
+   */
+  dateToExclusive?: boolean;
 }
 
 /** One part of a month split by date range (docs/fleet-exports.md): written, not published. */

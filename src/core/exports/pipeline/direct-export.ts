@@ -98,13 +98,14 @@ async function keyCompany(
   clock: Clock,
   logger: Logger,
 ): Promise<string> {
+  const { dateTo: _dateTo, ...settings } = options.client ?? {};
   const client = createAccountingClient({
-    ...options.client,
+    ...settings,
     baseUrl: options.baseUrl,
     credentials,
     clock,
     logger,
-    pageSize: EXPORT_PAGE_SIZE,
+    pageSize: settings.pageSize ?? EXPORT_PAGE_SIZE,
   });
   const companies = await client.companies.list().all();
   if (companies.length !== 1) {

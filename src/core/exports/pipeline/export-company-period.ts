@@ -22,6 +22,7 @@ import { ManifestError, PeriodExportError } from '../formats/period-errors';
 import type { CompanyRemovedAt } from '../../companies/company-removal';
 import type { CompanyCurrency } from './company-currency';
 import { countPublished, exportCompleted, exportFailed, writtenCounts } from './export-events';
+import type { DateToFinding } from './date-to';
 import type { ExportSource, ExportTrigger } from './export-jobs';
 import { createExportClient, exportSources, type ExportClientSettings, type ProgressCallback } from './export-sources';
 import { serviceCompanyId } from './service-company-id';
@@ -122,6 +123,7 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
   const formats = [...request.formats];
 
   let summary: PeriodExportSummary;
+  let dateTo: DateToFinding | undefined;
   try {
     // In the try, as the currency below: an unreadable registry fails this attempt, and is retried.
     const removedAt = await deps.companyRemovedAt?.(request.companyId);
@@ -153,7 +155,12 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
     }).run({
       company: request.companyId,
       period,
-      sources: exportSources(client, wireId, period, request.onProgress),
+      sources: exportSources(client, wireId, period, {
+        onProgress: request.onProgress,
+        dateTo: deps.client?.dateTo,
+        logger,
+        onDateTo: (finding) => (dateTo = finding),
+      }),
       datasets: request.datasets,
       formats,
       replaceFormats: request.replaceFormats,
@@ -189,6 +196,7 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
     return { status: 'failed', error, retryable, final };
   }
 
+  if (dateTo?.dateTo === 'exclusive') summary = { ...summary, dateToExclusive: true };
   const written = DATASETS.filter((d) => summary.datasets[d]);
   const counts = { ...writtenCounts(summary.manifest, written), staleSymlinks: summary.staleSymlinks };
   countPublished(metrics, counts);

@@ -14,7 +14,7 @@ import {
   type ExportSource,
   type QueuedJob,
 } from './export-jobs';
-import { createExportClient, EXPORT_PAGE_SIZE } from './export-sources';
+import { createExportClient } from './export-sources';
 import { finishRunIfDone } from './monthly-export';
 import type { PartLedger } from './part-ledger';
 import type { RunLedger } from './run-ledger';
@@ -177,7 +177,7 @@ async function runDiscovery(deps: ExportWorkerDeps, job: DiscoverJob, message: E
       clock: deps.clock,
       logger,
     });
-    companies = (await client.companies.list({ pageSize: EXPORT_PAGE_SIZE }).all()).map((item) => item.parsed.publicId.toLowerCase());
+    companies = (await client.companies.list().all()).map((item) => item.parsed.publicId.toLowerCase());
   } catch (error) {
     const retryable = isRetryableExportFailure(error);
     if (retryable && !last) {

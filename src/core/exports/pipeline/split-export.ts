@@ -4,7 +4,7 @@ import { mapWithConcurrency } from '../../shared/concurrency';
 import { AcctopsError } from '../../shared/errors';
 import type { Logger } from '../../shared/logger';
 import { deduplicationIdOf, type ExportJob, type ExportPartJob } from './export-jobs';
-import { EXPORT_PAGE_SIZE } from './export-sources';
+import { nextDay, transactionsOfRange, type DateToMode } from './date-to';
 import { MANIFEST_SCHEMA_VERSION, type Manifest, type ManifestDataset, type ManifestObject } from '../formats/manifest';
 import type { PartResult, SplitPart, SplitRecord, StagedDataset } from './part-ledger';
 import { daysInMonth, periodRange, type Period } from '../formats/period';
@@ -49,10 +49,17 @@ export async function countTransactions(client: AccountingClient, range: { dateF
   return 0;
 }
 
-/** The count of each day of the month (one page-size-1 request a day). */
-export async function dayCounts(client: AccountingClient, period: Period, concurrency = 4): Promise<DayCount[]> {
+/**
+ * The count of each day of the month (one page-size-1 request a day). A service whose `date_to` is
+ * exclusive counts nothing for `date_from = date_to`: with `dateTo` exclusive each day is asked as
+ * [day, next day]; with `detect`, so is every day again when all of them counted 0 (date-to.ts).
+ */
+export async function dayCounts(client: AccountingClient, period: Period, concurrency = 4, dateTo: DateToMode = 'detect'): Promise<DayCount[]> {
   const days = Array.from({ length: daysInMonth(period) }, (_, i) => `${period.text}-${String(i + 1).padStart(2, '0')}`);
-  const counts = await mapWithConcurrency(days, concurrency, (date) => countTransactions(client, { dateFrom: date, dateTo: date }));
+  const count = (exclusive: boolean) =>
+    mapWithConcurrency(days, concurrency, (date) => countTransactions(client, { dateFrom: date, dateTo: exclusive ? nextDay(date) : date }));
+  let counts = await count(dateTo === 'exclusive');
+  if (dateTo === 'detect' && counts.every((n) => n === 0)) counts = await count(true);
   return days.map((date, i) => ({ date, count: counts[i]! }));
 }
 
@@ -115,13 +122,17 @@ export function partDatasets(job: Pick<ExportPartJob, 'datasets' | 'part'>): Dat
   return job.part.index === 0 ? selected : selected.filter((d) => d === 'transactions');
 }
 
-/** The sources of one part: transactions of its days; tax reports and categories whole. */
-export function partSources(client: AccountingClient, companyId: string, part: { dateFrom: string; dateTo: string }): ExportSources {
-  const size = { pageSize: EXPORT_PAGE_SIZE };
+/** The sources of one part: transactions of its days (its last day again where `date_to` is exclusive); tax reports and categories whole. */
+export function partSources(
+  client: AccountingClient,
+  companyId: string,
+  part: { dateFrom: string; dateTo: string },
+  options: { dateTo?: DateToMode; logger: Logger },
+): ExportSources {
   return {
-    transactions: client.transactions.list({ dateFrom: part.dateFrom, dateTo: part.dateTo, ...size }),
-    taxReports: client.taxReports.list(companyId, size),
-    categories: client.categories.list(size),
+    transactions: transactionsOfRange(client, { dateFrom: part.dateFrom, dateTo: part.dateTo }, { dateTo: options.dateTo ?? 'detect', logger: options.logger }),
+    taxReports: client.taxReports.list(companyId),
+    categories: client.categories.list(),
   };
 }
 

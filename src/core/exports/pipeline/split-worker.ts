@@ -66,7 +66,7 @@ export async function planSplit(
       const { client } = await companyClient(deps, job, logger);
       const total = await countTransactions(client, periodRange(period));
       if (total <= settings.maxTransactionsPerPart) return undefined;
-      const days = await dayCounts(client, period, settings.probeConcurrency);
+      const days = await dayCounts(client, period, settings.probeConcurrency, deps.exporter.client?.dateTo);
       parts = planParts(days, settings.maxTransactionsPerPart);
       logger.info('month too large for one export; split by date range', {
         transactions: total,
@@ -167,7 +167,7 @@ export async function runPart(deps: ExportWorkerDeps, job: ExportPartJob, messag
           runId: job.runId,
           part: job.part.index,
           range: { dateFrom: job.part.dateFrom, dateTo: job.part.dateTo },
-          sources: partSources(client, companyId, job.part),
+          sources: partSources(client, companyId, job.part, { dateTo: deps.exporter.client?.dateTo, logger }),
           datasets: partDatasets(job),
           formats: job.formats,
         });
