@@ -87,6 +87,20 @@ export function currencyCode(raw: string): string {
 
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
+/** `--page-size`: 1 to the spec's usual maximum, 1000 (§8). */
+export function pageSize(raw: string): number {
+  const value = /^\d{1,4}$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  if (!(value >= 1 && value <= 1000)) throw new InvalidArgumentError('expected a whole number from 1 to 1000');
+  return value;
+}
+
+/** `--date-to`: how the service reads `date_to` (src/core/exports/pipeline/date-to.ts). */
+export function dateToMode(raw: string): 'detect' | 'inclusive' | 'exclusive' {
+  const value = raw.trim();
+  if (value !== 'detect' && value !== 'inclusive' && value !== 'exclusive') throw new InvalidArgumentError('expected detect, inclusive or exclusive');
+  return value;
+}
+
 /** `90s`, `31m`, `2h`, `1d`. */
 export function duration(raw: string): number {
   const match = /^(\d{1,7})([smhd])$/.exec(raw.trim());

@@ -1,6 +1,7 @@
 import { CommanderError } from 'commander';
 import {
   AccountingApiError,
+  ApiValidationError,
   AuthenticationError,
   CompanyMismatchError,
   ConnectionError,
@@ -11,6 +12,7 @@ import {
   RateLimitError,
   refusesUser,
   ResponseValidationError,
+  retryRecordOf,
 } from '../src/core/accounting-api';
 import { CompanyKeyNotFoundError } from '../src/core/api-keys';
 import { isBeyondParquet } from '../src/core/exports/formats/parquet-limit';
@@ -459,11 +461,7 @@ function serviceHint(error: AccountingApiError, context: DescribeContext): strin
   if (error.ambiguous && !(method !== undefined && READ_METHODS.has(method))) {
     return 'the service may have acted; check with a read command before repeating';
   }
-  if (error instanceof RateLimitError) {
-    // The client has already retried, honouring Retry-After; the last one it saw says how busy the service is.
-    const seconds = error.retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(error.retryAfterMs / 1000));
-    return `the service still limited the rate after acctops's retries: run again later${seconds === undefined ? '' : ` (its last Retry-After asked for ${seconds} s)`}; if it persists, ask the service's owner about the rate limit`;
-  }
+  if (error instanceof RateLimitError) return rateLimitHint(error, context);
   if (error instanceof PaginationError) {
     if (error.reason === 'foreign_next') {
       return "the service's `next` link leaves the base URL: if that is the service under another address (https instead of http, a proxy's host), use that address as the base URL; otherwise report it to the service's owner";
@@ -478,6 +476,10 @@ function serviceHint(error: AccountingApiError, context: DescribeContext): strin
       ? 'check the host, the port and the scheme (http or https) of --base-url or ACCTOPS_BASE_URL, and that the service is up there'
       : 'check that the service is up at that address (`acctops doctor`)';
   }
+  if (error instanceof ApiValidationError && /[?&](page_size|pageSize)=/.test(error.request ?? '')) {
+    // Spec §8: the maximum page size is "configured"; a service set below ours refuses every export the same way.
+    return "the service refused a request that carried a page size (its configured maximum may be lower): export again with --page-size set to the service's maximum (the deployed pipeline: the stage's exports.pageSize)";
+  }
   if (!context.direct) return 'check the service (`acctops doctor`) and try again';
   if (error instanceof NotFoundError) {
     return "check the base URL (the service's address, ending in /api/v1) and --company, if given";
@@ -487,6 +489,28 @@ function serviceHint(error: AccountingApiError, context: DescribeContext): strin
     return 'the service redirects elsewhere (http to https, another host?): use the address it answers at as the base URL';
   }
   return "run the export again later; if it persists, give the service's owner the request id";
+}
+
+/**
+ * What the client did about a 429 (retryRecordOf), said as it happened: how many retries, or that
+ * none was made because the wait the service asked for was beyond the cap or the time budget.
+ */
+function rateLimitHint(error: RateLimitError, context: DescribeContext): string {
+  const seconds = (ms: number | undefined) => (ms === undefined ? undefined : Math.max(1, Math.ceil(ms / 1000)));
+  const asked = seconds(error.retryAfterMs);
+  const askedText = asked === undefined ? '' : ` (its last Retry-After asked for ${asked} s)`;
+  const record = retryRecordOf(error);
+  if (record?.gaveUp === 'retry_after_cap') {
+    const cap = seconds(record.maxRetryAfterMs) ?? 0;
+    const flag = context.direct ? '--max-retry-wait' : "the client's longest wait";
+    const retried = record.retries > 0 ? `after ${record.retries} ${record.retries === 1 ? 'retry' : 'retries'}, ` : '';
+    return `${retried}no further retry was made: the service asked to wait ${asked ?? '?'} s, more than ${flag} allows (${cap} s); ${context.direct ? `run again with --max-retry-wait ${Math.ceil((asked ?? cap) / 60)}m or more, or later` : 'run again later'}`;
+  }
+  if (record !== undefined && record.retries === 0) {
+    return `no retry was made: the wait the service asked for${asked === undefined ? '' : ` (${asked} s)`} did not fit in acctops's time budget; run again later; if it persists, ask the service's owner about the rate limit`;
+  }
+  const after = record === undefined ? '' : ` after ${record.retries} ${record.retries === 1 ? 'retry' : 'retries'} by acctops`;
+  return `the service still limited the rate${after}: run again later${askedText}; if it persists, ask the service's owner about the rate limit`;
 }
 
 /** The options a command's input is read from, by the field a use case names. */

@@ -4,12 +4,15 @@ import { ExitCode, type ExitCodeValue } from './exit-codes';
 import { DEFAULT_STATE_DIR, resolveStateDir } from './local/state-dir';
 import type { Mode, Operations, OperationsContext } from './operations/operations';
 import { Output, type CliIo } from './output';
+import type { Clock } from '../src/core/shared/clock';
 
 /** What the process gives the CLI: its streams, environment and working directory (tests pass their own). */
 export interface CliRuntime {
   io: CliIo;
   env: NodeJS.ProcessEnv;
   cwd: string;
+  /** What direct-mode exports wait on between retries; the system clock unless a test gives one. */
+  clock?: Clock;
 }
 
 export interface GlobalFlags {

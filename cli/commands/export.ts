@@ -6,6 +6,9 @@ import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datas
 import {
   configuredUrl,
   currencyCode,
+  dateToMode,
+  duration,
+  pageSize as parsePageSize,
   exportTarget,
   formats as parseFormats,
   guid,
@@ -16,6 +19,7 @@ import {
 } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
+import { UsageError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
 import { interruptExitCode, onInterrupt, speak } from '../interrupt';
 import type { RegistryFinding } from '../../src/core/companies/company-registry';
@@ -34,7 +38,17 @@ export interface ExportOptions {
   wait?: boolean;
   taxReportFields?: TaxReportFieldNames;
   defaultCurrency?: string;
+  maxRetryWait?: number;
+  pageSize?: number;
+  dateTo?: 'detect' | 'inclusive' | 'exclusive';
 }
+
+/** The direct mode's options that tune how the service is read: the deployed pipeline reads its stage's settings instead. */
+const DIRECT_ONLY: readonly [keyof ExportOptions, string, string][] = [
+  ['maxRetryWait', '--max-retry-wait', "the deployed worker's waits are bounded by its own deadline"],
+  ['pageSize', '--page-size', "the deployed pipeline reads the stage's exports.pageSize"],
+  ['dateTo', '--date-to', "the deployed pipeline reads the stage's exports.dateTo"],
+];
 
 export function exportCommand(host: CommandHost): Command {
   return new Command('export')
@@ -60,6 +74,17 @@ export function exportCommand(host: CommandHost): Command {
       "local and direct modes: the currency of transactions the service sends without one (default: the company's registered one, `companies add --default-currency`, else EUR)",
       currencyCode,
     )
+    .option(
+      '--max-retry-wait <duration>',
+      "direct mode: the longest wait a rate-limited service may ask for (its Retry-After) that acctops honours, e.g. 90s or 10m; a longer one fails at once (default: 5m)",
+      duration,
+    )
+    .option('--page-size <n>', "direct mode: records per page asked of the service, 1-1000 (default: 1000; the service's configured maximum may be lower)", parsePageSize)
+    .option(
+      '--date-to <detect|inclusive|exclusive>',
+      "direct mode: whether the service's date_to includes its day (default: detect, one extra request per export; docs/exports.md, \"The last day of a range\")",
+      dateToMode,
+    )
     .action(
       host.run(async (session, opts: ExportOptions) => {
         const bars = new Map<string, Progress>();
@@ -71,6 +96,10 @@ export function exportCommand(host: CommandHost): Command {
           if (p.done) bar.finish();
         };
         const baseUrl = opts.baseUrl ?? baseUrlFromEnv(session.env.ACCTOPS_BASE_URL);
+        if (baseUrl === undefined) {
+          const given = DIRECT_ONLY.find(([key]) => opts[key] !== undefined);
+          if (given) throw new UsageError(`${given[1]} is an option of the direct mode (--base-url or ACCTOPS_BASE_URL): ${given[2]}`, `nothing was run: drop ${given[1]}`);
+        }
         // AWS mode only requests exports and waits for their manifests: nothing here to stop.
         const stopOnInterrupt =
           baseUrl === undefined && session.stack !== undefined ? () => undefined : stopExportOnInterrupt(session, opts.out, bars);

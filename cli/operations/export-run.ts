@@ -4,6 +4,7 @@ import { S3TargetStore, s3ObjectStoreFor } from '../../src/adapters/aws/s3-targe
 import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
 import type { CredentialProvider } from '../../src/core/accounting-api';
 import { directExport } from '../../src/core/exports/pipeline/direct-export';
+import type { ExportClientSettings } from '../../src/core/exports/pipeline/export-sources';
 import { dueExportPeriod, type ExportDeadline } from '../../src/core/exports/pipeline/export-deadline';
 import { exportCompanyPeriod } from '../../src/core/exports/pipeline/export-company-period';
 import { EXPORT_ROOT, MANIFEST_NAME } from '../../src/core/exports/formats/layout';
@@ -373,6 +374,31 @@ export interface DirectExportOptions {
   defaultCurrency?: string;
   /** False with --no-wait, an option of the AWS mode: refused here. */
   wait?: boolean;
+  /** `--max-retry-wait`, ms; default DEFAULT_MAX_RETRY_WAIT_MS. */
+  maxRetryWait?: number;
+  pageSize?: number;
+  dateTo?: 'detect' | 'inclusive' | 'exclusive';
+}
+
+/**
+ * The longest Retry-After a direct export waits for (`--max-retry-wait`). A person runs it and can
+ * stop it (Ctrl-C): a per-minute rate limit's 60 s is worth waiting for, and a day is not. Each wait
+ * is said on stderr.
+ */
+export const DEFAULT_MAX_RETRY_WAIT_MS = 5 * 60_000;
+
+/** The client settings of a direct export: the service's waits honoured up to the cap, each one said. */
+function directClientSettings(context: OperationsContext, opts: DirectExportOptions): ExportClientSettings {
+  return {
+    ...(opts.pageSize !== undefined ? { pageSize: opts.pageSize } : {}),
+    ...(opts.dateTo !== undefined ? { dateTo: opts.dateTo } : {}),
+    // No total budget of its own: the attempts and the cap on each wait bound a request.
+    retry: { maxRetryAfterMs: opts.maxRetryWait ?? DEFAULT_MAX_RETRY_WAIT_MS, maxElapsedMs: Number.POSITIVE_INFINITY },
+    onRetryWait: (wait) => {
+      if (!wait.askedByService) return;
+      context.out.note(`acctops: the service limits the rate; waiting ${Math.max(1, Math.ceil(wait.delayMs / 1000))} s as it asked (Ctrl-C to stop)`);
+    },
+  };
 }
 
 /** Direct mode: no AWS and no state; the service at the base URL, the company key in ACCTOPS_API_KEY. */
@@ -412,6 +438,8 @@ export async function exportDirect(
         defaultCurrency,
         toolVersion: TOOL_VERSION,
         logger: context.out.logger(),
+        clock: context.runtime.clock,
+        client: directClientSettings(context, opts),
         onCompany: (id) => (known = id),
         onProgress: (p) => onProgress(known ?? 'company', p),
       }),

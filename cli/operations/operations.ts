@@ -15,6 +15,7 @@ import type {
 import type { ExportTarget } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import type { Output } from '../output';
+import type { Clock } from '../../src/core/shared/clock';
 
 // The port's vocabulary for the token operations: each implementation imports it from here.
 export type { OnboardInput, OnboardResult, RecoverResult, RefreshOutcome, RefreshResult, RevokeResult };
@@ -100,7 +101,7 @@ export interface OperationsContext {
   /** The stack AWS mode acts on. */
   readonly stack: string | undefined;
   readonly flags: { readonly region?: string; readonly output?: readonly string[] };
-  readonly runtime: { readonly cwd: string };
+  readonly runtime: { readonly cwd: string; readonly clock?: Clock };
 }
 
 // Users and tokens
