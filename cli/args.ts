@@ -97,7 +97,8 @@ export function pageSize(raw: string): number {
 /** `--date-to`: how the service reads `date_to` (src/core/exports/pipeline/date-to.ts). */
 export function dateToMode(raw: string): 'detect' | 'inclusive' | 'exclusive' {
   const value = raw.trim();
-  if (value !== 'detect' && value !== 'inclusive' && value !== 'exclusive') throw new InvalidArgumentError('expected detect, inclusive or exclusive');
+  if (value !== 'detect' && value !== 'inclusive' && value !== 'exclusive')
+    throw new InvalidArgumentError('expected detect, inclusive or exclusive');
   return value;
 }
 

@@ -76,13 +76,17 @@ export function exportCommand(host: CommandHost): Command {
     )
     .option(
       '--max-retry-wait <duration>',
-      "direct mode: the longest wait a rate-limited service may ask for (its Retry-After) that acctops honours, e.g. 90s or 10m; a longer one fails at once (default: 5m)",
+      'direct mode: the longest wait a rate-limited service may ask for (its Retry-After) that acctops honours, e.g. 90s or 10m; a longer one fails at once (default: 5m)',
       duration,
     )
-    .option('--page-size <n>', "direct mode: records per page asked of the service, 1-1000 (default: 1000; the service's configured maximum may be lower)", parsePageSize)
+    .option(
+      '--page-size <n>',
+      "direct mode: records per page asked of the service, 1-1000 (default: 1000; the service's configured maximum may be lower)",
+      parsePageSize,
+    )
     .option(
       '--date-to <detect|inclusive|exclusive>',
-      "direct mode: whether the service's date_to includes its day (default: detect, one extra request per export; docs/exports.md, \"The last day of a range\")",
+      'direct mode: whether the service\'s date_to includes its day (default: detect, one extra request per export; docs/exports.md, "The last day of a range")',
       dateToMode,
     )
     .action(
@@ -98,7 +102,11 @@ export function exportCommand(host: CommandHost): Command {
         const baseUrl = opts.baseUrl ?? baseUrlFromEnv(session.env.ACCTOPS_BASE_URL);
         if (baseUrl === undefined) {
           const given = DIRECT_ONLY.find(([key]) => opts[key] !== undefined);
-          if (given) throw new UsageError(`${given[1]} is an option of the direct mode (--base-url or ACCTOPS_BASE_URL): ${given[2]}`, `nothing was run: drop ${given[1]}`);
+          if (given)
+            throw new UsageError(
+              `${given[1]} is an option of the direct mode (--base-url or ACCTOPS_BASE_URL): ${given[2]}`,
+              `nothing was run: drop ${given[1]}`,
+            );
         }
         // AWS mode only requests exports and waits for their manifests: nothing here to stop.
         const stopOnInterrupt =

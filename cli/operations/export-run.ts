@@ -396,7 +396,9 @@ function directClientSettings(context: OperationsContext, opts: DirectExportOpti
     retry: { maxRetryAfterMs: opts.maxRetryWait ?? DEFAULT_MAX_RETRY_WAIT_MS, maxElapsedMs: Number.POSITIVE_INFINITY },
     onRetryWait: (wait) => {
       if (!wait.askedByService) return;
-      context.out.note(`acctops: the service limits the rate; waiting ${Math.max(1, Math.ceil(wait.delayMs / 1000))} s as it asked (Ctrl-C to stop)`);
+      context.out.note(
+        `acctops: the service limits the rate; waiting ${Math.max(1, Math.ceil(wait.delayMs / 1000))} s as it asked (Ctrl-C to stop)`,
+      );
     },
   };
 }

@@ -278,7 +278,14 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         [2000, false],
       ]);
       // Done once, at the very end: after the last day where it is read on its own.
-      expect(read.slice(2)).toEqual(dialect === 'minimal' ? [[expect.any(Number), false], [records, true]] : [[records, true]]);
+      expect(read.slice(2)).toEqual(
+        dialect === 'minimal'
+          ? [
+              [expect.any(Number), false],
+              [records, true],
+            ]
+          : [[records, true]],
+      );
       expect(progress.filter((p) => p.dataset === 'categories').map((p) => p.records)).toEqual([1000, 1005]);
     });
 

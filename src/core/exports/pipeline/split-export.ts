@@ -54,10 +54,17 @@ export async function countTransactions(client: AccountingClient, range: { dateF
  * exclusive counts nothing for `date_from = date_to`: with `dateTo` exclusive each day is asked as
  * [day, next day]; with `detect`, so is every day again when all of them counted 0 (date-to.ts).
  */
-export async function dayCounts(client: AccountingClient, period: Period, concurrency = 4, dateTo: DateToMode = 'detect'): Promise<DayCount[]> {
+export async function dayCounts(
+  client: AccountingClient,
+  period: Period,
+  concurrency = 4,
+  dateTo: DateToMode = 'detect',
+): Promise<DayCount[]> {
   const days = Array.from({ length: daysInMonth(period) }, (_, i) => `${period.text}-${String(i + 1).padStart(2, '0')}`);
   const count = (exclusive: boolean) =>
-    mapWithConcurrency(days, concurrency, (date) => countTransactions(client, { dateFrom: date, dateTo: exclusive ? nextDay(date) : date }));
+    mapWithConcurrency(days, concurrency, (date) =>
+      countTransactions(client, { dateFrom: date, dateTo: exclusive ? nextDay(date) : date }),
+    );
   let counts = await count(dateTo === 'exclusive');
   if (dateTo === 'detect' && counts.every((n) => n === 0)) counts = await count(true);
   return days.map((date, i) => ({ date, count: counts[i]! }));
@@ -130,7 +137,11 @@ export function partSources(
   options: { dateTo?: DateToMode; logger: Logger },
 ): ExportSources {
   return {
-    transactions: transactionsOfRange(client, { dateFrom: part.dateFrom, dateTo: part.dateTo }, { dateTo: options.dateTo ?? 'detect', logger: options.logger }),
+    transactions: transactionsOfRange(
+      client,
+      { dateFrom: part.dateFrom, dateTo: part.dateTo },
+      { dateTo: options.dateTo ?? 'detect', logger: options.logger },
+    ),
     taxReports: client.taxReports.list(companyId),
     categories: client.categories.list(),
   };
