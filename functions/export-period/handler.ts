@@ -6,6 +6,7 @@ import { processExportBatch } from '../../src/core/exports/pipeline/export-worke
 // Not create-handler: this bundle has no room for Powertools (docs/observability.md).
 import { createHandler } from '../_shared/create-lean-handler';
 import { lazySchema } from '../../src/core/shared/lazy-schema';
+import { systemClock } from '../../src/core/shared/clock';
 
 const { runtime } = exportRuntimeFromEnv(AwsExportWorkerRuntime, [
   'ACCTOPS_BASE_URL',
@@ -20,7 +21,15 @@ const { runtime } = exportRuntimeFromEnv(AwsExportWorkerRuntime, [
   'EXPORT_MAX_TRANSACTIONS_PER_PART',
   'EXPORT_TAX_REPORT_FIELDS',
   'SECRET_CACHE_TTL_SECONDS',
+  'EXPORT_PAGE_SIZE',
+  'EXPORT_DATE_TO',
 ]);
+
+/**
+ * What an invocation keeps after the last retry's wait: that attempt (60 s at most) and the
+ * failure's report (cleanup, ExportFailed). No wait ends later than the invocation's end less this.
+ */
+const RESERVE_MS = 90_000;
 
 /**
  * The SQS envelope only: each body is parsed per message in src, so one bad message is one batch
@@ -43,9 +52,13 @@ const eventSchema = lazySchema(() =>
 
 export const handler = createHandler({
   eventSchema,
-  handler: async (event, { logger, metrics }): Promise<SQSBatchResponse> => {
+  handler: async (event, { logger, metrics, lambdaContext }): Promise<SQSBatchResponse> => {
+    const remaining = lambdaContext.getRemainingTimeInMillis?.();
     const report = await processExportBatch(
-      runtime.workerDeps({ logger, metrics }),
+      runtime.workerDeps(
+        { logger, metrics },
+        { deadlineAt: remaining === undefined ? undefined : systemClock.now() + remaining - RESERVE_MS },
+      ),
       event.Records.map((r) => ({ messageId: r.messageId, body: r.body, receiveCount: r.attributes.ApproximateReceiveCount })),
     );
     return { batchItemFailures: report.failedMessageIds.map((itemIdentifier) => ({ itemIdentifier })) };

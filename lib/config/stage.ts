@@ -205,6 +205,18 @@ const exportsSchema = z
      */
     maxTransactionsPerPart: z.number().int().min(1000).max(10_000_000).default(500_000),
     /**
+     * Records per page the export asks of the service: its configured maximum where that is below
+     * 1,000 (spec §8). A refused size is retried once without one, with a warning naming this setting.
+     * @default - 1000 (EXPORT_PAGE_SIZE)
+     */
+    pageSize: z.number().int().min(1).max(1000).optional(),
+    /**
+     * Whether the service's `date_to` includes its day (spec §4.2 does not say): `detect` probes once
+     * per export; `exclusive` reads each range's last day on its own (docs/exports.md, "The last day of a range").
+     * @default - detect
+     */
+    dateTo: z.enum(['detect', 'inclusive', 'exclusive']).optional(),
+    /**
      * The service's names of our tax-report fields where it spells them otherwise, e.g.
      * `{ "periodEnd": "endDate", "periodStart": "startDate", "createdAt": "created" }`: the spec names
      * only `pk`, and a report whose period the export cannot read is kept in every month

@@ -173,6 +173,8 @@ export class ExportPipeline extends Construct {
         SECRET_CACHE_TTL_SECONDS: String(stage.secretCacheTtlSeconds),
         EXPORT_MAX_RECEIVE_COUNT: String(props.maxReceiveCount),
         EXPORT_MAX_TRANSACTIONS_PER_PART: String(stage.exports.maxTransactionsPerPart),
+        ...(stage.exports.pageSize !== undefined ? { EXPORT_PAGE_SIZE: String(stage.exports.pageSize) } : {}),
+        ...(stage.exports.dateTo !== undefined ? { EXPORT_DATE_TO: stage.exports.dateTo } : {}),
         // Set only when configured, so that a stage without it synthesizes as before.
         ...(Object.keys(stage.exports.taxReportFields).length > 0
           ? { EXPORT_TAX_REPORT_FIELDS: JSON.stringify(stage.exports.taxReportFields) }

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { DEFAULT_DUE_AFTER_HOURS } from '../../../contract/exports';
 import { DEFAULT_MAX_TRANSACTIONS_PER_PART } from '../../core/exports/pipeline/split-export';
+import { DATE_TO_MODES, type DateToMode } from '../../core/exports/pipeline/date-to';
 import { FORMATS } from '../../core/exports/formats/datasets';
 import { taxReportFieldsSchema, type TaxReportFieldNames } from '../../core/exports/formats/tax-report-fields';
 import { systemClock, type Clock } from '../../core/shared/clock';
@@ -76,6 +77,10 @@ export const exportEnv = {
    * `exports.taxReportFields`); unset: our names.
    */
   EXPORT_TAX_REPORT_FIELDS: taxReportFieldsEnv,
+  /** Records per page asked of the service (the stage's `exports.pageSize`); unset: EXPORT_PAGE_SIZE. */
+  EXPORT_PAGE_SIZE: envInt(1, 1000).optional(),
+  /** How the service reads `date_to` (the stage's `exports.dateTo`); unset: detect. */
+  EXPORT_DATE_TO: z.enum(DATE_TO_MODES).optional(),
   WEBHOOK_SECRET_ARN: envString,
   WEBHOOK_REPLAY_TABLE_NAME: envString,
   WEBHOOK_MAX_BODY_BYTES: envInt(256, 1024 * 1024).default(64 * 1024),
@@ -116,6 +121,8 @@ export function exportRuntimeFromEnv<R extends AwsExportRuntime, K extends Expor
     maxReceiveCount: e.EXPORT_MAX_RECEIVE_COUNT,
     maxTransactionsPerPart: e.EXPORT_MAX_TRANSACTIONS_PER_PART,
     taxReportFields: e.EXPORT_TAX_REPORT_FIELDS,
+    pageSize: e.EXPORT_PAGE_SIZE,
+    dateTo: e.EXPORT_DATE_TO,
     webhookMaxBodyBytes: e.WEBHOOK_MAX_BODY_BYTES,
   });
   return { env, runtime };
@@ -143,6 +150,10 @@ export interface AwsExportRuntimeConfig {
   maxTransactionsPerPart?: number;
   /** The service's names of our tax-report fields (EXPORT_TAX_REPORT_FIELDS). */
   taxReportFields?: TaxReportFieldNames;
+  /** EXPORT_PAGE_SIZE. */
+  pageSize?: number;
+  /** EXPORT_DATE_TO. */
+  dateTo?: DateToMode;
   webhookMaxBodyBytes?: number;
   /**
    * Per attempt and in all, for every call to the service: a page of 1000 transactions can take a

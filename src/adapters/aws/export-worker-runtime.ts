@@ -47,10 +47,13 @@ export class AwsExportWorkerRuntime extends AwsExportRuntime {
     };
   }
 
-  /** processExportBatch's deps, with this invocation's logger and metrics. */
-  workerDeps(scope: Scope): ExportWorkerDeps {
+  /**
+   * processExportBatch's deps, with this invocation's logger and metrics. `deadlineAt`: the clock's
+   * time no retry's wait may end after (the invocation's end less the last attempt and a reserve).
+   */
+  workerDeps(scope: Scope, options: { deadlineAt?: number } = {}): ExportWorkerDeps {
     return {
-      exporter: this.exporter(),
+      exporter: this.exporter(options.deadlineAt),
       credentials: this.credentials(scope.logger),
       queue: this.queue(),
       ledger: exportLedger(this),
@@ -81,13 +84,19 @@ export class AwsExportWorkerRuntime extends AwsExportRuntime {
   }
 
   /** What exportCompanyPeriod needs from the environment. */
-  exporter() {
+  exporter(deadlineAt?: number) {
     const api = this.config.api ?? { timeoutMs: 60_000, maxAttempts: 5, maxElapsedMs: 300_000 };
     return {
       store: exportStore(this),
       toolVersion: requiredEnv(this.config.toolVersion, 'ACCTOPS_TOOL_VERSION'),
       baseUrl: requiredEnv(this.config.baseUrl, 'ACCTOPS_BASE_URL'),
-      client: { timeoutMs: api.timeoutMs, retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs } },
+      client: {
+        timeoutMs: api.timeoutMs,
+        // The budget is per request; the deadline is the invocation's, so no wait outlives it.
+        retry: { maxAttempts: api.maxAttempts, maxElapsedMs: api.maxElapsedMs, ...(deadlineAt !== undefined ? { deadlineAt } : {}) },
+        ...(this.config.pageSize !== undefined ? { pageSize: this.config.pageSize } : {}),
+        ...(this.config.dateTo !== undefined ? { dateTo: this.config.dateTo } : {}),
+      },
       exporter: { taxReportFields: this.config.taxReportFields },
       // One GetItem per export, when it starts: `companies add --default-currency` applies from the next export on.
       companyCurrency: this.once('companyCurrency', () => registryCurrency(this.registryEntry())),
