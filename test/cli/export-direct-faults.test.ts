@@ -61,7 +61,7 @@ describe('acctops export --base-url: what a failing service gets as a hint', () 
     [
       'a 429',
       { type: 'status', status: 429 },
-      /\(the service still limited the rate after acctops's retries: run again later \(its last Retry-After asked for 1 s\)/,
+      /\(the service still limited the rate after 3 retries by acctops: run again later \(its last Retry-After asked for 1 s\)/,
     ],
     ['a next_loop', { type: 'next_loop' }, /next_loop: .*\(the service's `next` links are wrong.*report it to the service's owner/],
     ['a foreign_next', { type: 'foreign_next' }, /foreign_next: .*\(the service's `next` link leaves the base URL/],

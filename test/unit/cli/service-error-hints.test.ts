@@ -2,6 +2,7 @@ import { describeError } from '../../../cli/errors';
 import { ExitCode } from '../../../cli/exit-codes';
 import {
   AccountingApiError,
+  ApiValidationError,
   AuthenticationError,
   ConnectionError,
   NotFoundError,
@@ -14,6 +15,7 @@ import {
   TransportFailure,
 } from '../../../src/core/accounting-api';
 import { ExportCountMismatchError } from '../../../src/core/exports/pipeline/pipeline-errors';
+import { recordRetries } from '../../../src/core/accounting-api/retry';
 
 const TX = 'GET /api/v1/accounting/transactions/?date_from=2026-10-01&date_to=2026-10-31&page_size=1000';
 const MAY_HAVE_ACTED = /service may have acted/;
@@ -73,6 +75,39 @@ describe('describeError: hints about a failed request to the service', () => {
       expect(hint).not.toMatch(DOCTOR);
     }
     expect(describeError(new RateLimitError(undefined, { status: 429, request: TX }), { direct: true }).hint).not.toMatch(/Retry-After/);
+  });
+
+  it('a 429 says what the client did: how many retries, or none because the wait asked exceeds --max-retry-wait', () => {
+    const retried = new RateLimitError(undefined, { status: 429, request: TX, retryAfterMs: 60_000 });
+    recordRetries(retried, { retries: 3, gaveUp: 'attempts', retryAfterMs: 60_000, maxRetryAfterMs: 300_000 });
+    expect(describeError(retried, { direct: true }).hint).toMatch(
+      /^the service still limited the rate after 3 retries by acctops: run again later \(its last Retry-After asked for 60 s\)/,
+    );
+
+    const capped = new RateLimitError(undefined, { status: 429, request: TX, retryAfterMs: 600_000 });
+    recordRetries(capped, { retries: 0, gaveUp: 'retry_after_cap', retryAfterMs: 600_000, maxRetryAfterMs: 300_000 });
+    const { hint } = describeError(capped, { direct: true });
+    expect(hint).toMatch(
+      /^no further retry was made: the service asked to wait 600 s, more than --max-retry-wait allows \(300 s\); run again with --max-retry-wait 10m/,
+    );
+    expect(hint).not.toMatch(/after acctops's retries|still limited the rate after/);
+
+    const budget = new RateLimitError(undefined, { status: 429, request: TX, retryAfterMs: 61_000 });
+    recordRetries(budget, { retries: 0, gaveUp: 'budget', retryAfterMs: 61_000, maxRetryAfterMs: undefined });
+    expect(describeError(budget, { direct: true }).hint).toMatch(/^no retry was made: the wait the service asked for \(61 s\) did not fit/);
+  });
+
+  it('a 400 of a request that carried a page size names --page-size and exports.pageSize, not "run the export again later"', () => {
+    const refused = new ApiValidationError(undefined, { status: 400, request: TX, param: 'page_size' });
+    const { hint } = describeError(refused, { direct: true });
+    expect(hint).toMatch(/--page-size.*exports\.pageSize/);
+    expect(hint).not.toMatch(/run the export again later/);
+    const unsized = new ApiValidationError(undefined, {
+      status: 400,
+      request: 'GET /api/v1/accounting/transactions/?date_from=x',
+      param: 'date_from',
+    });
+    expect(describeError(unsized, { direct: true }).hint).not.toMatch(/page-size/);
   });
 
   it("pagination faults are the service's: report them (foreign_next: or use the address the service gives)", () => {
