@@ -81,6 +81,9 @@ describe('stage configuration', () => {
     ['companyId', { ...BASE, companies: [{ companyId: 'acme' }] }, 'stages.dev.companies[0].companyId'],
     ['split size', { ...BASE, exports: { maxTransactionsPerPart: 10 } }, 'stages.dev.exports.maxTransactionsPerPart'],
     ['access token lifetime', { ...BASE, accessTokenLifetimeSeconds: 30 }, 'stages.dev.accessTokenLifetimeSeconds'],
+    ['page size 0', { ...BASE, exports: { pageSize: 0 } }, 'stages.dev.exports.pageSize'],
+    ['page size above the maximum', { ...BASE, exports: { pageSize: 1001 } }, 'stages.dev.exports.pageSize'],
+    ['date_to reading', { ...BASE, exports: { dateTo: 'sometimes' } }, 'stages.dev.exports.dateTo'],
     [
       'tax report field',
       { ...BASE, exports: { taxReportFields: { periodFinish: 'endDate' } } },
