@@ -61,6 +61,36 @@ describe('acctops export: interrupted', () => {
     throw new Error('the export never staged a file with data');
   }
 
+  it('Ctrl-C while it waits out a Retry-After: exit 130 at once, nothing published', async () => {
+    await sandbox.admin.configure({ latencyMs: 0 });
+    await sandbox.admin.faults.add({
+      route: 'GET /accounting/transactions/',
+      times: 'always',
+      fault: { type: 'status', status: 429, retryAfter: 60 },
+    });
+    const dir = join(out.dir, 'waiting');
+    const child = spawn(process.execPath, [ACCTOPS_BIN, ...exportArgs(dir)], { env: cliEnv({ ACCTOPS_API_KEY: key }) });
+    let stderr = '';
+    const waiting = new Promise<void>((resolve) =>
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (stderr.includes('waiting 60 s as it asked (Ctrl-C to stop)')) resolve();
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    try {
+      await Promise.race([waiting, exited]);
+      expect(stderr).toContain('acctops: the service limits the rate; waiting 60 s as it asked (Ctrl-C to stop)');
+      child.kill('SIGINT');
+      expect(await exited).toBe(130);
+      expect(stderr).toMatch(/acctops: error: interrupted \(SIGINT\): .*nothing was published/);
+      expect(await manifests(dir)).toEqual([]);
+    } finally {
+      child.kill('SIGKILL');
+      await sandbox.admin.faults.clear();
+    }
+  });
+
   it.each([
     ['SIGINT', 130],
     ['SIGTERM', 143],
