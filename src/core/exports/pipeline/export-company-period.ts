@@ -128,6 +128,10 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
     // In the try, as the currency below: an unreadable registry fails this attempt, and is retried.
     const removedAt = await deps.companyRemovedAt?.(request.companyId);
     if (removedAt !== undefined) throw new CompanyRemovedExportError(request.companyId, removedAt);
+    // In the try: a registry that cannot be read fails this export like the service would (retried
+    // when it may heal; an entry that fails its schema is a ValidationError, final at once). Before
+    // the service's first request, so that an attempt the registry fails asks the service nothing.
+    const defaultCurrency = deps.exporter?.defaultCurrency ?? (await deps.companyCurrency?.(request.companyId));
     const wireId =
       request.serviceCompanyId ??
       (await serviceCompanyId(
@@ -142,9 +146,6 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
       clock,
       logger,
     });
-    // In the try: a registry that cannot be read fails this export like the service would (retried
-    // when it may heal; an entry that fails its schema is a ValidationError, final at once).
-    const defaultCurrency = deps.exporter?.defaultCurrency ?? (await deps.companyCurrency?.(request.companyId));
     summary = await new PeriodExporter({
       store,
       clock,
