@@ -29,6 +29,11 @@ export async function serviceCompanyId(deps: ServiceCompanyIdDeps, companyId: st
     logger: deps.logger,
   });
   const wanted = companyId.toLowerCase();
+  // A credential that names another company is refused by the export's first request before it is
+  // sent (CompanyMismatchError): asking the service anything with it first would be a request too many.
+  const credential = await deps.credentials.get();
+  const stated = credential.kind === 'institution' ? undefined : credential.companyId;
+  if (stated !== undefined && stated.toLowerCase() !== wanted) return companyId;
   for await (const item of client.companies.list({ pageSize: EXPORT_PAGE_SIZE })) {
     if (item.parsed.publicId.toLowerCase() === wanted) return item.parsed.publicId;
   }
