@@ -10,7 +10,8 @@ import { CompaniesResource, TaxReportsResource } from './resources/companies';
 import { InstitutionResource } from './resources/institution';
 import { TransactionsResource } from './resources/transactions';
 import { type RetryPolicy, defaultRetryPolicy } from './retry';
-import { type Transport, fetchTransport } from './transport';
+import { httpTransport } from './http-transport';
+import type { Transport } from './transport';
 import type { WarningHandler } from './warnings';
 
 export interface AccountingClientOptions {
@@ -23,7 +24,7 @@ export interface AccountingClientOptions {
    * id in a path, body or header is refused before sending.
    */
   companyId?: string;
-  /** Default: `fetchTransport()` on the global fetch. */
+  /** Default: `httpTransport()`, on Node's own HTTP client (`fetchTransport` takes a `fetch` instead). */
   transport?: Transport;
   /** Per attempt, connect to end of body. Default 30 s. */
   timeoutMs?: number;
@@ -90,7 +91,7 @@ export class AccountingClient {
       baseUrl: parseBaseUrl(options.baseUrl),
       credentials: options.credentials,
       companyId: options.companyId,
-      transport: options.transport ?? fetchTransport(),
+      transport: options.transport ?? httpTransport(),
       timeoutMs: options.timeoutMs ?? 30_000,
       retry: { ...defaultRetryPolicy, ...options.retry },
       clock: options.clock ?? systemClock,

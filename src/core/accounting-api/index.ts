@@ -69,7 +69,9 @@ export {
   type TransportFailureKind,
   TransportFailure,
   fetchTransport,
+  classifyTransportError,
 } from './transport';
+export { httpTransport } from './http-transport';
 export { type ApiKeyPaths, defaultApiKeyPaths } from './resources/api-keys';
 export type { AccountingApiWarning, WarningHandler } from './warnings';
 export { parseJsonLossless } from './lossless-json';

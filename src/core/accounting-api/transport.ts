@@ -1,7 +1,9 @@
 /**
- * The only place that touches the network. Everything above it (auth, retries, pagination,
- * parsing) is written against the `Transport` function type, so tests swap in an in-memory fake
- * and a benchmark can compare the client with a bare fetch loop over the same wire.
+ * With http-transport.ts, the only place that touches the network. Everything above it (auth,
+ * retries, pagination, parsing) is written against the `Transport` function type, so tests swap
+ * in an in-memory fake and a benchmark can compare the client with a bare fetch loop over the same
+ * wire. The default transport is `httpTransport` (Node's own client); `fetchTransport` takes any
+ * `fetch`, for a caller that brings its own.
  */
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -94,12 +96,21 @@ const CERTIFICATE_REFUSED = new Set([
   'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
 ]);
 
-function classify(error: unknown): TransportFailure {
+type ErrorWithCodes = { code?: unknown; message?: unknown; errors?: { code?: unknown }[] } | null | undefined;
+
+/**
+ * A failure of either transport as a TransportFailure: fetch wraps Node's error in `cause` (and
+ * several addresses' errors in `cause.errors`); Node's own client throws it as it is.
+ */
+export function classifyTransportError(error: unknown): TransportFailure {
   if (error instanceof TransportFailure) return error;
   const name = (error as { name?: unknown } | null)?.name;
   if (name === 'TimeoutError') return new TransportFailure('timeout', { cause: error });
-  const cause = (error as { cause?: { code?: unknown; message?: unknown; errors?: { code?: unknown }[] } } | null)?.cause;
-  const codes = [cause?.code, ...(cause?.errors ?? []).map((e) => e.code)].filter((c): c is string => typeof c === 'string');
+  const cause = (error as { cause?: ErrorWithCodes } | null)?.cause;
+  const own = error as ErrorWithCodes;
+  const codes = [own?.code, ...(own?.errors ?? []).map((e) => e.code), cause?.code, ...(cause?.errors ?? []).map((e) => e.code)].filter(
+    (c): c is string => typeof c === 'string',
+  );
   const notSent = codes.find((c) => NOT_SENT.has(c));
   if (notSent) return new TransportFailure('refused', { cause: error, code: notSent });
   // The request is written only once the handshake is done, so a failed handshake sent nothing.
@@ -159,7 +170,7 @@ export function fetchTransport(fetchImpl: typeof fetch = globalThis.fetch): Tran
       return bytes ? { status: response.status, headers, body, bytes } : { status: response.status, headers, body };
     } catch (error) {
       if (error instanceof TransportFailure) throw error;
-      throw classify(signal.aborted ? signal.reason : error);
+      throw classifyTransportError(signal.aborted ? signal.reason : error);
     }
   };
 }
