@@ -11,7 +11,7 @@
  * serialises the parsed items instead.
  */
 
-import { isUtf8 } from 'node:buffer';
+import { isAscii, isUtf8 } from 'node:buffer';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -46,10 +46,14 @@ export interface JsonText {
  * (the items `JSON.parse` found): a slice that could disagree with the parsed items is never used.
  * With duplicate `results` keys (however spelt) the last one counts, as for `JSON.parse`.
  */
-export function listItemJson(bytes: Uint8Array, expected: number): JsonText[] | undefined {
+export function listItemJson(bytes: Uint8Array, expected: number, text?: string): JsonText[] | undefined {
+  // An ASCII body's text has one character per byte, so a string's closing quote can be found with
+  // `String.prototype.indexOf` (memchr) instead of a loop over its bytes: the scan takes half the
+  // time on a page of transactions (2026-11-26: 0.4-0.5 against 0.95-1.0 ms a page of 1,000).
+  const ascii = text !== undefined && text.length === bytes.length && isAscii(bytes) ? text : undefined;
   // A body that is not valid UTF-8 was read with U+FFFD in place of the bad bytes: its text would not
   // be the parsed values, nor UTF-8.
-  if (!isUtf8(bytes)) return undefined;
+  if (ascii === undefined && !isUtf8(bytes)) return undefined;
   const n = bytes.length;
   let i = 0;
   while (i < n && isWhitespace(bytes[i]!)) i++;
@@ -70,9 +74,14 @@ export function listItemJson(bytes: Uint8Array, expected: number): JsonText[] | 
     const c = bytes[i]!;
     if (c === QUOTE) {
       const open = i;
-      i++;
-      while (i < n && bytes[i] !== QUOTE) i += bytes[i] === BACKSLASH ? 2 : 1;
-      if (i >= n) return undefined;
+      if (ascii !== undefined) {
+        i = closingQuote(ascii, i + 1);
+        if (i < 0) return undefined;
+      } else {
+        i++;
+        while (i < n && bytes[i] !== QUOTE) i += bytes[i] === BACKSLASH ? 2 : 1;
+        if (i >= n) return undefined;
+      }
       if (depth === 1) {
         if (expectKey) resultsKey = isResultsKey(bytes, open, i);
         else if (resultsKey) found = undefined;
@@ -129,6 +138,19 @@ export function listItemJson(bytes: Uint8Array, expected: number): JsonText[] | 
     }
   }
   return items;
+}
+
+/** The index of the quote that closes the string whose contents start at `from`, or -1. */
+function closingQuote(text: string, from: number): number {
+  for (let at = from; ;) {
+    const quote = text.indexOf('"', at);
+    if (quote < 0) return -1;
+    // Escaped when an odd number of backslashes stands right before it.
+    let before = quote - 1;
+    while (before >= from && text.charCodeAt(before) === BACKSLASH) before--;
+    if ((quote - 1 - before) % 2 === 0) return quote;
+    at = quote + 1;
+  }
 }
 
 function isWhitespace(c: number): boolean {

@@ -326,7 +326,8 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     let kept = 0;
     // Only an envelope (its schema holds `results` to an array) has items to cut out: a `single`
     // list's object may be the item itself, whatever keys it has.
-    const texts = this.source.itemJson && !this.source.single ? listItemJson(response.bodyBytes(), results.length) : undefined;
+    const texts =
+      this.source.itemJson && !this.source.single ? listItemJson(response.bodyBytes(), results.length, response.bodyText()) : undefined;
     for (let i = 0; i < results.length; i++) {
       const raw = results[i];
       let parsed = fastParse?.(raw);

@@ -36,6 +36,8 @@ export interface ApiResponse {
   body: unknown;
   /** The body's UTF-8 bytes as received (encoded from its text when the transport gave none). */
   bodyBytes(): Uint8Array;
+  /** The body's text, whose UTF-8 encoding `bodyBytes` is. */
+  bodyText(): string;
   /** The credential the request went out with (the company learned from it is tied to it). */
   credential: Credential;
 }
@@ -303,14 +305,15 @@ export class RequestEngine {
         });
       }
     }
-    // Holds the bytes, not the response: the body's text is garbage once parsed. A plain
-    // Uint8Array over the same memory: its subarrays are cheaper than a Buffer's.
+    // The text stays while the page is read: a list cuts its items out of an ASCII body by searching
+    // the text (item-json.ts). A plain Uint8Array over the bytes' memory: its subarrays are cheaper
+    // than a Buffer's.
     const received = response.bytes;
-    const text = received ? undefined : response.body;
+    const text = response.body;
     const bodyBytes = () => {
-      const bytes = received ?? Buffer.from(text ?? '');
+      const bytes = received ?? Buffer.from(text);
       return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     };
-    return { status: response.status, requestId, request, body, bodyBytes, credential };
+    return { status: response.status, requestId, request, body, bodyBytes, bodyText: () => text, credential };
   }
 }

@@ -2,7 +2,17 @@ import fc from 'fast-check';
 import { listItemJson, type JsonText } from '../../../src/core/accounting-api';
 
 const text = (t: JsonText) => Buffer.from(t.bytes.subarray(t.start, t.end)).toString('utf8');
-const items = (body: string, expected: number) => listItemJson(Buffer.from(body), expected)?.map(text);
+/**
+ * The items cut from the bytes alone and from the bytes with their text (which an ASCII body's scan
+ * searches instead of its bytes): both ways must agree, whatever the body.
+ */
+const items = (body: string | Buffer, expected: number) => {
+  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body);
+  const fromBytes = listItemJson(bytes, expected)?.map(text);
+  const withText = listItemJson(bytes, expected, bytes.toString('utf8'))?.map(text);
+  expect(withText).toEqual(fromBytes);
+  return fromBytes;
+};
 
 describe('listItemJson: each item of a list page as the JSON text the service sent', () => {
   it('cuts each element of `results` out of a compact page, in order and verbatim', () => {
@@ -41,7 +51,7 @@ describe('listItemJson: each item of a list page as the JSON text the service se
     ['number items', '{"results":[1,2]}', 2],
     ['a count other than the parsed one', '{"results":[{"a":1},{"a":2}]}', 3],
   ])('is undefined for %s, so the caller serialises the parsed items instead', (_name, body, expected) => {
-    expect(listItemJson(Buffer.from(body), expected)).toBeUndefined();
+    expect(items(body, expected)).toBeUndefined();
   });
 
   it('is an empty list for an empty results array', () => {
@@ -66,6 +76,36 @@ describe('listItemJson: each item of a list page as the JSON text the service se
   });
 });
 
+describe('listItemJson: an ASCII body, whose strings are searched in its text', () => {
+  it('finds the closing quote after escaped quotes and backslash runs of any length', () => {
+    const tricky = [{ d: 'a\\"b' }, { d: '\\\\' }, { d: '\\"}]' }, { d: '"' }, { e: '' }].map((t) => JSON.stringify(t));
+    // A non-ASCII character escaped in the JSON text keeps the body ASCII.
+    const lines = [...tricky, '{"u":"\\u00fc"}'];
+    const body = `{"count":${lines.length},"results":[${lines.join(',')}]}`;
+    expect(/^[\x00-\x7f]*$/.test(body)).toBe(true);
+    expect(items(body, lines.length)).toEqual(lines);
+  });
+
+  it('uses the text only when it is the bytes: a text that differs (not the body) changes nothing', () => {
+    const body = Buffer.from('{"results":[{"a":"x"}]}');
+    expect(listItemJson(body, 1, '{"results":[{"a":"y"}]}  ')?.map(text)).toEqual(['{"a":"x"}']);
+  });
+
+  it('agrees with the byte scan for any ASCII page (property)', () => {
+    const ascii = fc.string({ unit: fc.constantFrom('a', '"', '\\', '{', '}', '[', ']', ',', ':', ' ', 'r', 'e', 's', 'u', 'l', 't') });
+    const item = fc.dictionary(ascii, fc.oneof(ascii, fc.integer(), fc.constant(null), fc.array(ascii, { maxLength: 3 })), { maxKeys: 5 });
+    fc.assert(
+      fc.property(fc.array(item, { maxLength: 6 }), fc.constantFrom(undefined, 0, 2), (results, indent) => {
+        const body = JSON.stringify({ count: results.length, results }, null, indent);
+        const parsed = (JSON.parse(body) as { results: unknown[] }).results;
+        const cut = items(body, parsed.length);
+        expect(cut!.map((t) => JSON.parse(t) as unknown)).toEqual(parsed);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
 describe('listItemJson: where JSON.parse would read another array, or other text', () => {
   it('reads an escaped key as the key it spells, and follows the last results key, as JSON.parse does', () => {
     expect(items('{"res\\u0075lts":[{"a":1}]}', 1)).toEqual(['{"a":1}']);
@@ -80,7 +120,7 @@ describe('listItemJson: where JSON.parse would read another array, or other text
     ['a later results key holding a number', '{"results":[{"id":1}],"results":1}'],
     ['a later escaped results key holding null', '{"results":[{"id":1}],"r\\u0065sults":null}'],
   ])('is undefined for %s: the array it saw first is not what JSON.parse keeps', (_name, body) => {
-    expect(listItemJson(Buffer.from(body), 1)).toBeUndefined();
+    expect(items(body, 1)).toBeUndefined();
   });
 
   it('treats a value spelt results as a value, not a key', () => {
@@ -91,7 +131,7 @@ describe('listItemJson: where JSON.parse would read another array, or other text
   it('is undefined for a body that is not valid UTF-8: the parsed text has U+FFFD where the bytes do not', () => {
     const body = Buffer.concat([Buffer.from('{"results":[{"a":"'), Buffer.from([0xe9]), Buffer.from('"}]}')]);
     expect((JSON.parse(body.toString('utf8')) as { results: { a: string }[] }).results[0]!.a).toBe('\ufffd');
-    expect(listItemJson(body, 1)).toBeUndefined();
+    expect(items(body, 1)).toBeUndefined();
   });
 
   it('agrees with JSON.parse when keys are escaped, repeated or nested (property)', () => {
