@@ -2,6 +2,7 @@
 // bench/exports/export-bench.ts bundles this file with esbuild and runs it with plain node, the way
 // Lambda runs a bundle: no tsx loader in the measured process.
 import { readFileSync } from 'node:fs';
+import * as http from 'node:http';
 import { rm } from 'node:fs/promises';
 import { S3Client } from '@aws-sdk/client-s3';
 import { z } from 'zod';
@@ -17,8 +18,12 @@ import { parseWith } from '../../src/core/shared/errors';
 import { silentLogger } from '../../src/core/shared/logger';
 
 const jobSchema = z.strictObject({
-  /** `baseline`: fetch the same pages with a bare loop and drop them; `export`: acctops's exporter. */
-  mode: z.enum(['baseline', 'export']),
+  /**
+   * `baseline`: fetch the same pages with a bare `fetch` loop and drop them; `baseline-http`: the
+   * same with Node's own `http` client (the client acctops's transport is built on); `export`:
+   * acctops's exporter.
+   */
+  mode: z.enum(['baseline', 'baseline-http', 'export']),
   formats: z.array(z.enum(['jsonl', 'csv', 'parquet'])).min(1),
   target: z.discriminatedUnion('kind', [
     z.strictObject({ kind: z.literal('dir'), dir: z.string().min(1) }),
@@ -64,7 +69,10 @@ export interface ExportChildResult {
 }
 
 /** Fetches every page of the lists the exporter reads, at the same page size, and drops them. */
-async function baseline(job: ExportJob): Promise<{ transactions: number; bytes: number }> {
+async function baseline(
+  job: ExportJob,
+  get: (url: string, headers: Record<string, string>) => Promise<Page>,
+): Promise<{ transactions: number; bytes: number }> {
   const { dateFrom, dateTo } = periodRange(parsePeriod(job.period));
   const headers = { accept: 'application/json', authorization: `Bearer ${job.apiKey}` };
   const lists = [
@@ -76,9 +84,8 @@ async function baseline(job: ExportJob): Promise<{ transactions: number; bytes: 
   let bytes = 0;
   for (const [i, first] of lists.entries()) {
     for (let url: string | null = first; url !== null;) {
-      const response = await fetch(url, { headers });
-      const text = await response.text();
-      if (!response.ok) throw new Error(`baseline: ${response.status} from ${url}`);
+      const { ok, status, text } = await get(url, headers);
+      if (!ok) throw new Error(`baseline: ${status} from ${url}`);
       const page = JSON.parse(text) as { results: unknown[]; next: string | null };
       bytes += text.length;
       if (i === lists.length - 1) transactions += page.results.length;
@@ -86,6 +93,35 @@ async function baseline(job: ExportJob): Promise<{ transactions: number; bytes: 
     }
   }
   return { transactions, bytes };
+}
+
+interface Page {
+  ok: boolean;
+  status: number;
+  text: string;
+}
+
+async function viaFetch(url: string, headers: Record<string, string>): Promise<Page> {
+  const response = await fetch(url, { headers });
+  return { ok: response.ok, status: response.status, text: await response.text() };
+}
+
+const keepAlive = new http.Agent({ keepAlive: true });
+
+/** A GET on Node's own client with a keep-alive agent: what a bare loop needs, nothing more. */
+function viaHttp(url: string, headers: Record<string, string>): Promise<Page> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(url, { headers, agent: keepAlive }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('error', reject);
+      response.on('end', () => {
+        const status = response.statusCode ?? 0;
+        resolve({ ok: status >= 200 && status < 300, status, text: Buffer.concat(chunks).toString('utf8') });
+      });
+    });
+    request.on('error', reject);
+  });
 }
 
 async function exportPeriod(job: ExportJob): Promise<{ transactions: number; bytes: number }> {
@@ -162,7 +198,8 @@ async function main(): Promise<void> {
   }, 100);
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
-  const { transactions, bytes } = job.mode === 'baseline' ? await baseline(job) : await exportPeriod(job);
+  const { transactions, bytes } =
+    job.mode === 'export' ? await exportPeriod(job) : await baseline(job, job.mode === 'baseline' ? viaFetch : viaHttp);
   const ms = performance.now() - started;
   const cpu = process.cpuUsage(cpuBefore);
   const cpuMs = (cpu.user + cpu.system) / 1000;
