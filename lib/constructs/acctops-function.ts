@@ -1,12 +1,11 @@
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Duration, Names, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { ApplicationLogLevel, Architecture, LoggingFormat, Runtime, SystemLogLevel, Tracing } from 'aws-cdk-lib/aws-lambda';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
@@ -239,6 +238,15 @@ export const QUEUE_ACTIONS: Record<QueueAccess, { queue: string[]; key: string[]
     key: ['kms:Decrypt'],
   },
 };
+
+/**
+ * What Lambda's poller needs of a queue that invokes the function (consumeQueue): the Lambda
+ * Developer Guide's "Execution role permissions" for Amazon SQS event sources name exactly
+ * ReceiveMessage, DeleteMessage and GetQueueAttributes (plus kms:Decrypt on a customer-managed
+ * key of the queue, granted as before). Not CDK's SqsEventSource grant, which adds ChangeMessageVisibility and
+ * GetQueueUrl: the poller calls neither, and our code receives no message itself.
+ */
+export const EVENT_SOURCE_QUEUE_ACTIONS: readonly string[] = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'];
 
 export interface BindTableOptions {
   /** Global secondary indexes the function queries; each is granted by its exact ARN. @default [] */
@@ -484,17 +492,25 @@ export class AcctopsFunction extends NodejsFunction {
 
   /**
    * Makes the queue invoke this function in batches, with partial batch responses on (the handler
-   * returns `{ batchItemFailures }`). The event source grants the receive actions itself.
+   * returns `{ batchItemFailures }`), and grants the poller exactly EVENT_SOURCE_QUEUE_ACTIONS on
+   * that queue. The mapping is made as SqsEventSource makes it (same id, so the same logical id),
+   * without that class's broader grant.
    */
   consumeQueue(queue: IQueue, options: ConsumeQueueOptions = {}): this {
-    this.addEventSource(
-      new SqsEventSource(queue, {
-        batchSize: options.batchSize ?? 10,
-        maxConcurrency: options.maxConcurrency,
-        maxBatchingWindow: options.maxBatchingWindow,
-        reportBatchItemFailures: true,
-      }),
-    );
+    const batchSize = options.batchSize ?? 10;
+    if (options.maxBatchingWindow === undefined && (batchSize < 1 || batchSize > 10)) {
+      throw new Error(`batchSize must be 1 to 10 without a batching window: ${batchSize}`);
+    }
+    this.addEventSourceMapping(`SqsEventSource:${Names.nodeUniqueId(queue.node)}`, {
+      eventSourceArn: queue.queueArn,
+      batchSize,
+      maxConcurrency: options.maxConcurrency,
+      maxBatchingWindow: options.maxBatchingWindow,
+      reportBatchItemFailures: true,
+    });
+    this.addToRolePolicy(new PolicyStatement({ actions: [...EVENT_SOURCE_QUEUE_ACTIONS], resources: [queue.queueArn] }));
+    // As SqsEventSource granted it: the poller's ReceiveMessage decrypts through SQS.
+    queue.encryptionMasterKey?.grantDecrypt(this.executionRole);
     return this;
   }
 

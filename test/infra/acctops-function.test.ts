@@ -12,6 +12,7 @@ import type { IConstruct } from 'constructs';
 import {
   AcctopsFunction,
   BUCKET_ACTIONS,
+  EVENT_SOURCE_QUEUE_ACTIONS,
   FUNCTION_RUNTIME,
   nodeOptions,
   QUEUE_ACTIONS,
@@ -306,6 +307,14 @@ describe('AcctopsFunction', () => {
         FunctionResponseTypes: ['ReportBatchItemFailures'],
         ScalingConfig: { MaximumConcurrency: 4 },
       });
+    });
+
+    it('grants the poller of the consumed queue what Lambda needs of it and no more: no ChangeMessageVisibility, no GetQueueUrl', () => {
+      const onJobs = statements().filter((s) => JSON.stringify(s.Resource) === JSON.stringify(arn(jobs)));
+      expect(onJobs).toEqual([{ Effect: 'Allow', Action: [...EVENT_SOURCE_QUEUE_ACTIONS], Resource: arn(jobs) }]);
+      expect(EVENT_SOURCE_QUEUE_ACTIONS).toEqual(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes']);
+      expect(statements()).toContainEqual({ Effect: 'Allow', Action: 'kms:Decrypt', Resource: arn(key) });
+      expect(() => fn.consumeQueue(queue, { batchSize: 11 })).toThrow(/batchSize must be 1 to 10/);
     });
 
     it('leaves cdk-nag nothing unacknowledged', () => {

@@ -120,7 +120,7 @@ describe('TokenLifecycle', () => {
         actionsOf(statements)
           .filter((a) => a.startsWith('sqs:'))
           .sort(),
-      ).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage']);
+      ).toEqual(['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage']);
       expect(actionsOf(statements).filter((a) => !/^(dynamodb|secretsmanager|events|sqs|kms|logs):/.test(a))).toEqual([]);
     });
 
