@@ -14,6 +14,13 @@ export interface SdkCommand {
   readonly command: string;
   /** The project file whose code makes it, relative to the root. */
   readonly file: string;
+  /**
+   * Every project file with code on some path from the handler to where the command is made (that
+   * file included), relative to the root and sorted: which use case asked for it. An adapter
+   * serving several resources (one Secrets Manager store for the institution credential, the
+   * webhook secret and the company keys) is told apart by the code that calls it.
+   */
+  readonly callers: string[];
 }
 
 export interface FunctionSdkCalls {
@@ -64,11 +71,18 @@ export function sdkCallsOfHandlers(handlerDirs: readonly string[]): Map<string, 
     const source = program.getSourceFile(entries[i]!);
     if (!source) throw new Error(`no handler at functions/${dir}/handler.ts`);
     const seen = new Set<ts.Node>();
-    const commands = new Map<string, SdkCommand>();
+    const commands = new Map<string, Omit<SdkCommand, 'callers'>>();
+    /** Where each command is made: the bodies whose walk met it. */
+    const madeIn = new Map<string, Set<ts.Node>>();
+    /** body -> the bodies whose walk led to it (every edge, not only the first one found). */
+    const calledFrom = new Map<ts.Node, Set<ts.Node>>();
     const notFollowed = new Set<string>();
     const queue: Body[] = [source];
+    let current: ts.Node = source;
     const enqueue = (node: ts.Node | undefined) => {
-      if (!node || seen.has(node) || !isFollowed(node.getSourceFile().fileName)) return;
+      if (!node || !isFollowed(node.getSourceFile().fileName)) return;
+      if (node !== current) calledFrom.set(node, (calledFrom.get(node) ?? new Set()).add(current));
+      if (seen.has(node)) return;
       seen.add(node);
       queue.push(node as Body);
     };
@@ -105,11 +119,14 @@ export function sdkCallsOfHandlers(handlerDirs: readonly string[]): Map<string, 
 
     while (queue.length > 0) {
       const body = queue.pop()!;
+      current = body;
       const visit = (node: ts.Node): void => {
         if (ts.isCallExpression(node) || ts.isNewExpression(node)) {
           const command = sdkCommandOf(checker, node);
           if (command) {
-            commands.set(`${command.sdkPackage}:${command.command}:${command.file}`, command);
+            const key = `${command.sdkPackage}:${command.command}:${command.file}`;
+            commands.set(key, command);
+            madeIn.set(key, (madeIn.get(key) ?? new Set()).add(body));
           } else if (ts.isNewExpression(node)) {
             const symbol = resolveAlias(checker, checker.getSymbolAtLocation(node.expression));
             const classes = (symbol?.declarations ?? []).filter(ts.isClassDeclaration);
@@ -128,7 +145,22 @@ export function sdkCallsOfHandlers(handlerDirs: readonly string[]): Map<string, 
         visit(body);
       }
     }
-    result.set(dir, { commands: [...commands.values()], notFollowed: [...notFollowed] });
+    const callersOf = (bodies: Set<ts.Node>): string[] => {
+      const reached = new Set<ts.Node>(bodies);
+      const pending = [...bodies];
+      while (pending.length > 0) {
+        for (const caller of calledFrom.get(pending.pop()!) ?? []) {
+          if (reached.has(caller)) continue;
+          reached.add(caller);
+          pending.push(caller);
+        }
+      }
+      return [...new Set([...reached].map((node) => path.relative(ROOT, node.getSourceFile().fileName)))].sort();
+    };
+    result.set(dir, {
+      commands: [...commands].map(([key, command]) => ({ ...command, callers: callersOf(madeIn.get(key)!) })),
+      notFollowed: [...notFollowed],
+    });
   }
   return result;
 }
@@ -138,7 +170,7 @@ function resolveAlias(checker: ts.TypeChecker, symbol: ts.Symbol | undefined): t
 }
 
 /** `new XCommand(...)` of a class an `@aws-sdk/*` package declares. */
-function sdkCommandOf(checker: ts.TypeChecker, node: ts.CallExpression | ts.NewExpression): SdkCommand | undefined {
+function sdkCommandOf(checker: ts.TypeChecker, node: ts.CallExpression | ts.NewExpression): Omit<SdkCommand, 'callers'> | undefined {
   if (!ts.isNewExpression(node)) return undefined;
   const symbol = resolveAlias(checker, checker.getSymbolAtLocation(node.expression));
   const declaration = symbol?.declarations?.[0];
