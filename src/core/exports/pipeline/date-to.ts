@@ -1,4 +1,12 @@
-import { ApiValidationError, type AccountingClient, type Page, type PageItem, type Transaction } from '../../accounting-api';
+import {
+  ApiValidationError,
+  localDateOf,
+  timestampMillis,
+  type AccountingClient,
+  type Page,
+  type PageItem,
+  type Transaction,
+} from '../../accounting-api';
 import type { Logger } from '../../shared/logger';
 
 /**
@@ -137,9 +145,10 @@ function sample(items: readonly Item[]): Candidate | undefined {
   for (const index of new Set([0, items.length >> 1, items.length - 1])) {
     const text = items[index]?.parsed.valueDate;
     if (typeof text !== 'string') continue;
-    const utc = Date.parse(text);
-    if (!Number.isFinite(utc)) continue;
-    const local = text.slice(0, 10);
+    // The client's reading, not Date.parse: a basic-format timestamp (`20261031T…`) is valid too.
+    const utc = timestampMillis(text);
+    if (utc === undefined) continue;
+    const local = localDateOf(text);
     const utcDay = new Date(utc).toISOString().slice(0, 10);
     const hour = (utc % (24 * HOUR_MS)) / HOUR_MS;
     if (local === utcDay && hour >= 8 && hour < 16) return { days: [local], safe: true };
