@@ -19,6 +19,8 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     let company: string;
     const requests: URL[] = [];
     const real = fetchTransport();
+    /** When set, the probe (equal ends, page size 1) asks a day without records: a probe that misreads an inclusive service. */
+    let blindProbe = false;
 
     beforeAll(async () => {
       sandbox = await startSandbox({ dialect, demo: false, clock: new ManualClock(Date.UTC(2026, 10, 5, 8, 0)) });
@@ -33,26 +35,48 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         logger: new MemoryLogger(),
         pageSize: 250,
         transport: (request) => {
-          requests.push(new URL(request.url));
+          const url = new URL(request.url);
+          requests.push(url);
+          if (
+            blindProbe &&
+            url.searchParams.get('page_size') === '1' &&
+            url.searchParams.get('date_from') === url.searchParams.get('date_to')
+          ) {
+            url.searchParams.set('date_from', '2001-01-01');
+            url.searchParams.set('date_to', '2001-01-01');
+            return real({ ...request, url: url.href });
+          }
           return real(request);
         },
       });
     });
     afterAll(() => sandbox.stop());
-    beforeEach(() => requests.splice(0));
+    beforeEach(() => {
+      requests.splice(0);
+      blindProbe = false;
+    });
 
-    async function read(mode: DateToMode): Promise<{ ids: string[]; finding: DateToFinding; logger: MemoryLogger }> {
+    async function read(
+      mode: DateToMode,
+    ): Promise<{ ids: string[]; finding: DateToFinding; logger: MemoryLogger; duplicatesDropped: number }> {
       const logger = new MemoryLogger();
       let finding: DateToFinding | undefined;
       const ids: string[] = [];
+      let duplicatesDropped = 0;
       const source = transactionsOfRange(
         client,
         { dateFrom: '2026-10-01', dateTo: '2026-10-31' },
         { dateTo: mode, logger, onFinding: (f) => (finding = f) },
       );
-      for await (const item of source) ids.push(item.parsed.publicId);
-      return { ids, finding: finding!, logger };
+      for await (const page of source.pages()) {
+        duplicatesDropped += page.duplicatesDropped;
+        for (const item of page.items) ids.push(item.parsed.publicId);
+      }
+      return { ids, finding: finding!, logger, duplicatesDropped };
     }
+
+    const count = async (dateFrom: string, dateTo: string) =>
+      (await sandbox.admin.transactionSummary({ companyId: company, dateFrom, dateTo })).count;
 
     it('detect: every record of October exactly once, none of November, and the finding says how date_to reads', async () => {
       const truth = await sandbox.admin.transactionSummary({ companyId: company, dateFrom: '2026-10-01', dateTo: '2026-10-31' });
@@ -67,17 +91,48 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(warned).toBe(dialect === 'minimal');
     });
 
-    it('a setting that names the reading skips the probe; the wrong one loses (inclusive on exclusive) or adds (exclusive on inclusive) the last day', async () => {
-      const truth = (await sandbox.admin.transactionSummary({ companyId: company, dateFrom: '2026-10-01', dateTo: '2026-10-31' })).count;
-      const lastDay = (await sandbox.admin.transactionSummary({ companyId: company, dateFrom: '2026-10-31', dateTo: '2026-10-31' })).count;
-      const firstOfNovember = (await sandbox.admin.transactionSummary({ companyId: company, dateFrom: '2026-11-01', dateTo: '2026-11-01' }))
-        .count;
+    it('a setting that names the reading skips the probe; the wrong one loses (inclusive on exclusive) the last day, or adds (exclusive on inclusive) the next one but never the last day twice', async () => {
+      const truth = await count('2026-10-01', '2026-10-31');
+      const lastDay = await count('2026-10-31', '2026-10-31');
+      const firstOfNovember = await count('2026-11-01', '2026-11-01');
       expect(lastDay).toBeGreaterThan(0);
       const right = dialect === 'minimal' ? 'exclusive' : 'inclusive';
       const wrong = dialect === 'minimal' ? 'inclusive' : 'exclusive';
       expect((await read(right)).ids).toHaveLength(truth);
       expect(requests.some((u) => u.searchParams.get('page_size') === '1')).toBe(false);
-      expect((await read(wrong)).ids).toHaveLength(dialect === 'minimal' ? truth - lastDay : truth + lastDay + firstOfNovember);
+      const misread = await read(wrong);
+      expect(new Set(misread.ids).size).toBe(misread.ids.length);
+      expect(misread.ids).toHaveLength(dialect === 'minimal' ? truth - lastDay : truth + firstOfNovember);
+      expect(misread.finding.lastDayRepeats).toBe(dialect === 'minimal' ? 0 : lastDay);
+    });
+
+    it('a probe that misreads an inclusive service as exclusive: the last day read again drops what the range held, counts it and warns once', async () => {
+      const truth = await count('2026-10-01', '2026-10-31');
+      const lastDay = await count('2026-10-31', '2026-10-31');
+      const firstOfNovember = await count('2026-11-01', '2026-11-01');
+      blindProbe = true;
+      const { ids, finding, logger, duplicatesDropped } = await read('detect');
+      expect(finding.dateTo).toBe('exclusive');
+      // No record twice. The minimal dialect is exclusive indeed: the 31st comes once, from its own read.
+      expect(new Set(ids).size).toBe(ids.length);
+      const inclusive = dialect !== 'minimal';
+      // An inclusive service answers [31st, 1st] with both days: the 31st's are repeats, dropped; the
+      // 1st's are no repeats (the range never held them) and stay, which outsidePeriod then counts.
+      expect(finding).toEqual({
+        dateTo: 'exclusive',
+        detected: true,
+        lastDayRecords: inclusive ? lastDay + firstOfNovember : lastDay,
+        lastDayRepeats: inclusive ? lastDay : 0,
+      });
+      expect(ids).toHaveLength(inclusive ? truth + firstOfNovember : truth);
+      expect(duplicatesDropped).toBe(inclusive ? lastDay : 0);
+      const warnings = logger.entries().filter((l) => l.level === 'warn');
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatchObject(
+        inclusive
+          ? { message: expect.stringContaining('the service treats date_to as inclusive') as unknown, repeatsDropped: lastDay }
+          : { message: expect.stringContaining('the service treats date_to as exclusive') as unknown, lastDayRecords: lastDay },
+      );
     });
   });
 });

@@ -88,6 +88,29 @@ export interface ExportSources {
   transactions?: Source<ExportTransaction>;
   taxReports?: Source<ExportTaxReport>;
   categories?: Source<ExportCategory>;
+  /**
+   * How the transactions' `date_to` was read, asked once they have been read to the end (the API
+   * sources: src/core/exports/pipeline/date-to.ts); recorded in the manifest. Undefined when unknown.
+   */
+  transactionsDateTo?: () => DateToReading | undefined;
+}
+
+/**
+ * How a range's `date_to` was read (docs/exports.md, "The last day of a range"): the manifest's
+ * `datasets.transactions.dateTo`.
+ */
+export interface DateToReading {
+  /** The setting in force (`exports.dateTo`, `--date-to`): `detect` means a probe decided. */
+  setting: 'detect' | 'inclusive' | 'exclusive';
+  /** `undetermined`: neither the range nor its last day held a record, so nothing could be missing. */
+  read: 'inclusive' | 'exclusive' | 'undetermined';
+  /** Records the last day's own read returned (exclusive only), repeats included. */
+  lastDayRecords: number;
+  /**
+   * Of `lastDayRecords`, those the range had already yielded, dropped (and counted in
+   * `duplicatesDropped`): more than 0 means the service's `date_to` is inclusive after all.
+   */
+  lastDayRepeats: number;
 }
 
 /** Dataset names as they appear in object keys and Glue tables (contract/exports.ts). */

@@ -8,6 +8,7 @@ import {
   type Transaction,
 } from '../../accounting-api';
 import type { Logger } from '../../shared/logger';
+import type { DateToReading } from '../formats/datasets';
 
 /**
  * Whether the service's `date_to` includes its own day (spec §4.2 names `date_from (date), date_to
@@ -20,6 +21,11 @@ import type { Logger } from '../../shared/logger';
  *   `date_from = date_to = d`, for a day `d` the records show to be busy, tells the two apart: an
  *   exclusive service has nothing (or refuses the empty range with a 400) where an inclusive one
  *   counts the day's records.
+ *
+ * Under `exclusive` (found or set) the last day's read drops every record the range already
+ * yielded: a service that is inclusive after all (a misdetection, or a wrong setting) would
+ * otherwise have its last day written twice. The range keeps, for that, the ids of its records
+ * that either reading of their `valueDate` (own offset, UTC) places on its last day.
  */
 export const DATE_TO_MODES = ['detect', 'inclusive', 'exclusive'] as const;
 export type DateToMode = (typeof DATE_TO_MODES)[number];
@@ -31,6 +37,13 @@ export interface DateToFinding {
   detected: boolean;
   /** Records read for the last day beyond the range (exclusive only), before repeats are dropped. */
   lastDayRecords: number;
+  /** Of `lastDayRecords`, those the range had already yielded, dropped: the service's `date_to` is inclusive after all. */
+  lastDayRepeats: number;
+}
+
+/** The manifest's account of a finding (`datasets.transactions.dateTo`). */
+export function dateToReading(mode: DateToMode, finding: DateToFinding): DateToReading {
+  return { setting: mode, read: finding.dateTo, lastDayRecords: finding.lastDayRecords, lastDayRepeats: finding.lastDayRepeats };
 }
 
 export interface RangeOptions {
@@ -50,19 +63,26 @@ interface Candidate {
 
 /**
  * The transactions of [dateFrom, dateTo] as the exporter reads them, a page at a time, with the last
- * day read again after the range when the service's `date_to` is exclusive. Nothing per record: a
- * page is sampled for a busy day (three items at most) only until one is found.
+ * day read again after the range when the service's `date_to` is exclusive. A page is sampled for a
+ * busy day (three items at most) only until one is found; unless the setting is `inclusive`, each
+ * record of the range costs a comparison of its date's characters (LastDayIds).
+ * `reading()` says, once the pages have ended, how `date_to` was read (undefined before).
  */
 export function transactionsOfRange(
   client: AccountingClient,
   range: { dateFrom: string; dateTo: string },
   options: RangeOptions,
-): AsyncIterable<Item> & { pages(): AsyncGenerator<Page<Transaction>> } {
+): AsyncIterable<Item> & { pages(): AsyncGenerator<Page<Transaction>>; reading(): DateToReading | undefined } {
+  let reading: DateToReading | undefined;
   async function* pages(): AsyncGenerator<Page<Transaction>> {
     let candidate: Candidate | undefined;
     let finding: DateToFinding | undefined;
+    reading = undefined;
     const lastDay = { dateFrom: range.dateTo, dateTo: nextDay(range.dateTo) };
+    // Only an exclusive reading reads the last day again; `detect` knows whether it will at the end.
+    const seen = options.dateTo === 'inclusive' ? undefined : new LastDayIds(range.dateTo);
     for await (const page of client.transactions.list(range).pages()) {
+      seen?.add(page.items);
       if (options.dateTo === 'detect' && !candidate?.safe) candidate = sample(page.items) ?? candidate;
       if (page.next !== null) {
         yield page;
@@ -74,44 +94,143 @@ export function transactionsOfRange(
       yield finding.dateTo === 'exclusive' ? { ...page, next: `${page.request} (then its last day: date_to is exclusive)` } : page;
     }
     finding ??= await decide(candidate);
-    if (finding.dateTo !== 'exclusive') {
+    if (finding.dateTo !== 'exclusive' || seen === undefined) {
+      reading = dateToReading(options.dateTo, finding);
       options.onFinding?.(finding);
       return;
     }
     for await (const page of client.transactions.list(lastDay).pages()) {
       finding.lastDayRecords += page.items.length;
-      yield page;
+      const kept = seen.size === 0 ? page.items : page.items.filter((item) => !seen.has(item.parsed.publicId));
+      const repeats = page.items.length - kept.length;
+      if (repeats === 0) {
+        yield page;
+        continue;
+      }
+      // Counted as the pagination's repeats are, so the manifest, the event and the metric say it.
+      finding.lastDayRepeats += repeats;
+      yield { ...page, items: kept, duplicatesDropped: page.duplicatesDropped + repeats };
     }
-    // A loss this export avoided, and every earlier one may have had: worth a warning, once a range.
-    options.logger.warn('the service treats date_to as exclusive; its last day was read on its own and written with the range', {
-      ...range,
-      detected: finding.detected,
-      lastDayRecords: finding.lastDayRecords,
-      hint: finding.detected
-        ? "set the stage's exports.dateTo (or --date-to) to exclusive to skip the probe"
-        : 'exports.dateTo (or --date-to) says exclusive',
-    });
+    if (finding.lastDayRepeats > 0) {
+      // Only an inclusive `date_to` gives the range records its last day gives again: the reading was
+      // wrong, and the setting that avoids both the probe and the second read is inclusive.
+      options.logger.warn(
+        'the last day read on its own repeated records the range already held, dropped: the service treats date_to as inclusive',
+        {
+          ...range,
+          detected: finding.detected,
+          lastDayRecords: finding.lastDayRecords,
+          repeatsDropped: finding.lastDayRepeats,
+          hint: "set the stage's exports.dateTo (or --date-to) to inclusive",
+        },
+      );
+    } else {
+      // A loss this export avoided, and every earlier one may have had: worth a warning, once a range.
+      options.logger.warn('the service treats date_to as exclusive; its last day was read on its own and written with the range', {
+        ...range,
+        detected: finding.detected,
+        lastDayRecords: finding.lastDayRecords,
+        hint: finding.detected
+          ? "set the stage's exports.dateTo (or --date-to) to exclusive to skip the probe"
+          : 'exports.dateTo (or --date-to) says exclusive',
+      });
+    }
+    reading = dateToReading(options.dateTo, finding);
     options.onFinding?.(finding);
 
     async function decide(sampled: Candidate | undefined): Promise<DateToFinding> {
-      if (options.dateTo !== 'detect') return { dateTo: options.dateTo, detected: false, lastDayRecords: 0 };
+      if (options.dateTo !== 'detect') return { dateTo: options.dateTo, detected: false, lastDayRecords: 0, lastDayRepeats: 0 };
       // A range without a record shows no busy day: the last day's own records (by either reading) may.
       const probe = sampled ?? (await lastDayCandidate(client, lastDay));
       if (probe === undefined) {
         options.logger.info('no transaction in the range nor on the day after it: whether date_to is inclusive does not matter', range);
-        return { dateTo: 'undetermined', detected: false, lastDayRecords: 0 };
+        return { dateTo: 'undetermined', detected: false, lastDayRecords: 0, lastDayRepeats: 0 };
       }
       const inclusive = await countsEqualEnds(client, probe.days);
       if (inclusive) options.logger.info('the service treats date_to as inclusive', { ...range, probed: probe.days });
-      return { dateTo: inclusive ? 'inclusive' : 'exclusive', detected: true, lastDayRecords: 0 };
+      return { dateTo: inclusive ? 'inclusive' : 'exclusive', detected: true, lastDayRecords: 0, lastDayRepeats: 0 };
     }
   }
   return {
     pages,
+    reading: () => reading,
     async *[Symbol.asyncIterator]() {
       for await (const page of pages()) for (const item of page.items) yield item;
     },
   };
+}
+
+/**
+ * The ids of a range's records that could be on its last day `day`, whichever way the service dates
+ * them: the date of `valueDate` in its own offset, or in UTC. Memory is a day's ids. An export reads
+ * a million records through here, so a record costs a character comparison unless its own date may
+ * be `day`, the day before or the day after (only those can be `day` in UTC: an offset is less than a
+ * day); then its first ten characters are compared, and a record of the day before with a negative
+ * offset, or of the day after with a positive one, is parsed.
+ */
+class LastDayIds {
+  private readonly ids = new Set<string>();
+  private readonly before: string;
+  private readonly after: string;
+  private readonly start: number;
+  private readonly end: number;
+  /** The last digit of each candidate day: the tenth character of an extended timestamp. */
+  private readonly digits: readonly [number, number, number];
+
+  constructor(private readonly day: string) {
+    this.start = Date.parse(`${day}T00:00:00Z`);
+    this.end = this.start + 24 * HOUR_MS;
+    this.before = new Date(this.start - 24 * HOUR_MS).toISOString().slice(0, 10);
+    this.after = nextDay(day);
+    this.digits = [day.charCodeAt(9), this.before.charCodeAt(9), this.after.charCodeAt(9)];
+  }
+
+  get size(): number {
+    return this.ids.size;
+  }
+
+  has(id: string): boolean {
+    return this.ids.has(id);
+  }
+
+  add(items: readonly Item[]): void {
+    const { day, before, after, ids } = this;
+    const [d0, d1, d2] = this.digits;
+    for (const item of items) {
+      const { valueDate } = item.parsed;
+      const digit = valueDate.charCodeAt(9);
+      if (digit !== d0 && digit !== d1 && digit !== d2 && valueDate.charCodeAt(4) === DASH) continue;
+      if (valueDate.charCodeAt(4) !== DASH) {
+        // A basic-format date (`20261031T…`) is rare: read the slow way.
+        this.addOwnOrUtc(item.parsed.publicId, valueDate, localDateOf(valueDate));
+      } else if (startsWithDate(valueDate, day)) {
+        ids.add(item.parsed.publicId);
+      } else if (
+        startsWithDate(valueDate, before) ? valueDate.lastIndexOf('-') > 10 : startsWithDate(valueDate, after) && valueDate.indexOf('+') > 0
+      ) {
+        // The day before with a negative offset, or the day after with a positive one: `day` in UTC, perhaps.
+        if (this.utcOnDay(valueDate)) ids.add(item.parsed.publicId);
+      }
+    }
+  }
+
+  private addOwnOrUtc(id: string, valueDate: string, own: string): void {
+    if (own === this.day || ((own === this.before || own === this.after) && this.utcOnDay(valueDate))) this.ids.add(id);
+  }
+
+  private utcOnDay(valueDate: string): boolean {
+    const utc = timestampMillis(valueDate);
+    return utc !== undefined && utc >= this.start && utc < this.end;
+  }
+}
+
+const DASH = 0x2d;
+
+/** Whether `text` starts with the date `date` (`YYYY-MM-DD`), compared from its last digit back, without a string made. */
+function startsWithDate(text: string, date: string): boolean {
+  // Dates of one range differ first in their day's digits.
+  for (let i = 9; i >= 0; i--) if (text.charCodeAt(i) !== date.charCodeAt(i)) return false;
+  return true;
 }
 
 /** Whether any of `days`, asked as `date_from = date_to`, has a record: true only where `date_to` is inclusive. */
