@@ -105,7 +105,8 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
   /** A fresh prefix per test keeps each test's periods apart in the one bucket. */
   let prefixes = 0;
-  function setup(): Setup {
+  /** `blindProbe`: the probe of date_to (equal ends, page size 1) asks a day without records, so it reads any service as exclusive. */
+  function setup(options: { blindProbe?: boolean } = {}): Setup {
     const store = new S3ObjectStore({ client: s3.client(), bucket: BUCKET, prefix: `t${++prefixes}` });
     const events = new MemoryEventPublisher();
     const logger = new MemoryLogger();
@@ -113,7 +114,18 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     const urls: URL[] = [];
     const real = fetchTransport();
     const transport: Transport = (request) => {
-      urls.push(new URL(request.url));
+      const url = new URL(request.url);
+      urls.push(url);
+      if (
+        options.blindProbe &&
+        url.searchParams.get('page_size') === '1' &&
+        url.searchParams.get('date_from') === url.searchParams.get('date_to')
+      ) {
+        const blind = new URL(url);
+        blind.searchParams.set('date_from', '2001-01-01');
+        blind.searchParams.set('date_to', '2001-01-01');
+        return real({ ...request, url: blind.href });
+      }
       return real(request);
     };
     // The client's backoff waits on this clock: it moves by itself, so a Retry-After costs no real time.
@@ -245,7 +257,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     });
 
     it('reads every page with page size 1000 in both spellings: several full pages and a partial one', async () => {
-      const { run, urls } = setup();
+      const { run, urls, store } = setup();
       const progress: ExportProgress[] = [];
       const summary = await completed(run({ progress }));
 
@@ -258,6 +270,17 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const lastDay = listed.filter((u) => u.searchParams.get('date_from') === '2026-10-31');
       expect(lastDay.map((u) => u.searchParams.get('date_to'))).toEqual(dialect === 'minimal' ? ['2026-11-01'] : []);
       expect(summary.dateToExclusive).toBe(dialect === 'minimal' ? true : undefined);
+      // The manifest says how date_to was read and what the last day's own read added (nothing repeated here).
+      const lastDayCount = (await sandbox.admin.transactionSummary({ companyId: company, dateFrom: '2026-10-31', dateTo: '2026-10-31' }))
+        .count;
+      expect(lastDayCount).toBeGreaterThan(0);
+      expect((await readManifest(store, summary.manifestKey))!.datasets.transactions!.dateTo).toEqual({
+        setting: 'detect',
+        read: dialect === 'minimal' ? 'exclusive' : 'inclusive',
+        lastDayRecords: dialect === 'minimal' ? lastDayCount : 0,
+        lastDayRepeats: 0,
+      });
+      expect(summary.manifest.datasets.transactions).not.toHaveProperty('duplicatesDropped');
       const transactions = listed.filter((u) => !probes.includes(u) && !lastDay.includes(u));
       const categories = urls.filter((u) => u.pathname.endsWith('/accounting/categories/'));
       const taxReports = urls.filter((u) => u.pathname.endsWith('/taxes/reports/'));
@@ -429,6 +452,49 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         ['warn', 'categories', 1],
         ['warn', 'transactions', 2],
       ]);
+    });
+
+    it('a probe that misreads date_to as exclusive: the last day is in the files once, its repeats counted in the manifest and the event', async () => {
+      const { store, run, events, logger } = setup({ blindProbe: true });
+      const summary = await completed(run());
+      const count = async (dateFrom: string, dateTo: string) =>
+        (await sandbox.admin.transactionSummary({ companyId: company, dateFrom, dateTo })).count;
+      const [october, lastDay, firstOfNovember] = [
+        await count('2026-10-01', '2026-10-31'),
+        await count('2026-10-31', '2026-10-31'),
+        await count('2026-11-01', '2026-11-01'),
+      ];
+      expect(lastDay).toBeGreaterThan(0);
+      expect(firstOfNovember).toBeGreaterThan(0);
+      const inclusive = dialect !== 'minimal';
+      const csv = (await objectText(store, summary.datasets.transactions!.objects.find((o) => o.format === 'csv')!.key))
+        .trimEnd()
+        .split('\r\n');
+      const idColumn = csv[0]!
+        .replace(/^\uFEFF/, '')
+        .split(',')
+        .indexOf('public_id');
+      const ids = csv.slice(1).map((line) => line.split(',')[idColumn]);
+      expect(new Set(ids).size).toBe(ids.length);
+      // The inclusive service's [31st, 1st] holds the 1st too: no repeats, so kept, and counted as outside the month.
+      expect(ids).toHaveLength(inclusive ? october + firstOfNovember : october);
+      const manifest = (await readManifest(store, summary.manifestKey))!;
+      expect(manifest.datasets.transactions).toMatchObject({
+        records: ids.length,
+        dateTo: {
+          setting: 'detect',
+          read: 'exclusive',
+          lastDayRecords: inclusive ? lastDay + firstOfNovember : lastDay,
+          lastDayRepeats: inclusive ? lastDay : 0,
+        },
+      });
+      expect(manifest.datasets.transactions!.duplicatesDropped).toBe(inclusive ? lastDay : undefined);
+      expect(manifest.datasets.transactions!.outsidePeriod).toBe(inclusive ? firstOfNovember : undefined);
+      expect(events.ofType(EXPORT_EVENT_TYPES.completed)[0]!.detail).toMatchObject({
+        duplicatesDropped: { transactions: inclusive ? lastDay : 0 },
+      });
+      const said = logger.entries().filter((e) => String(e.message).includes('repeated records the range already held'));
+      expect(said.map((e) => [e.level, e.repeatsDropped])).toEqual(inclusive ? [['warn', lastDay]] : []);
     });
 
     it('a permission the key lacks is a final, non-retryable failure on the first attempt', async () => {

@@ -134,6 +134,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     expect(manifest.source.parts).toHaveLength(3);
     expect(manifest.source.parts!.reduce((n, p) => n + p.records, 0)).toBe(expected.datasets.transactions!.records);
     expect(expected.datasets.transactions!.records).toBe(3005);
+    // Each part probed its own range; the month's manifest says how date_to read, as the whole month's does.
+    const reading = dialect === 'minimal' ? 'exclusive' : 'inclusive';
+    expect(expected.datasets.transactions!.dateTo).toMatchObject({ setting: 'detect', read: reading, lastDayRepeats: 0 });
+    expect(manifest.datasets.transactions!.dateTo).toMatchObject({ setting: 'detect', read: reading, lastDayRepeats: 0 });
+    if (dialect === 'minimal') expect(manifest.datasets.transactions!.dateTo!.lastDayRecords).toBeGreaterThan(0);
     // Per format, the parts' files together hold exactly the whole month's records. Not in the same
     // order: the service orders by instant, the parts by local date first, so a record at 00:10+05:30
     // on the 23rd (the 22nd in UTC) follows the 22nd's late records (docs/fleet-exports.md).

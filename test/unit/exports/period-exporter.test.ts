@@ -250,6 +250,45 @@ describe('PeriodExporter', () => {
     expect((await readManifest(dir, MANIFEST))!.datasets.transactions).not.toHaveProperty('outsidePeriod');
   });
 
+  it("records how the source read date_to in the manifest's transactions, carries it over with them, and reads manifests without it", async () => {
+    const reading = { setting: 'detect', read: 'exclusive', lastDayRecords: 7, lastDayRepeats: 2 } as const;
+    let asked = 0;
+    const summary = await exporter('run-1').run(
+      request({
+        sources: {
+          ...request().sources,
+          transactionsDateTo: () => {
+            asked += 1;
+            return reading;
+          },
+        },
+      }),
+    );
+    expect(asked).toBe(1);
+    expect(summary.datasets.transactions!.dateTo).toEqual(reading);
+    expect(summary.datasets.categories).not.toHaveProperty('dateTo');
+    const manifest = (await readManifest(dir, MANIFEST))!;
+    expect(manifest.datasets.transactions!.dateTo).toEqual(reading);
+    expect(manifest.datasets.tax_reports).not.toHaveProperty('dateTo');
+
+    // It describes how the transactions were read: a run of other datasets keeps it with them.
+    await exporter('run-2').run(request({ datasets: ['categories'] }));
+    expect((await readManifest(dir, MANIFEST))!.datasets.transactions).toMatchObject({ runId: 'run-1', dateTo: reading });
+    // A source that does not say (a plain iterable) records nothing.
+    const plain = await exporter('run-3').run(request({ datasets: ['transactions'] }));
+    expect(plain.datasets.transactions).not.toHaveProperty('dateTo');
+    const written = (await readManifest(dir, MANIFEST))!;
+    expect(written.datasets.transactions).not.toHaveProperty('dateTo');
+
+    // A manifest written before the field (none) is read as before; one with a reading no version knows is refused.
+    const json = JSON.parse(Buffer.from((await dir.get(MANIFEST))!).toString('utf8')) as Manifest;
+    await dir.putObject(MANIFEST, JSON.stringify(json));
+    expect((await readManifest(dir, MANIFEST))!.datasets.transactions!.records).toBe(40);
+    json.datasets.transactions!.dateTo = { ...reading, read: 'sometimes' as 'exclusive' };
+    await dir.putObject(MANIFEST, JSON.stringify(json));
+    await expect(readManifest(dir, MANIFEST)).rejects.toThrow(/datasets\.transactions\.dateTo\.read/);
+  });
+
   it("writes the API's text of a record to JSONL when the source has it, and logs how many it had to serialise", async () => {
     const items = [...transactions(4)].map((item, i) => {
       if (i % 2 === 1) return item;

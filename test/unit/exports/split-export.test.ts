@@ -22,6 +22,8 @@ import { PeriodExporter } from '../../../src/core/exports/formats/period-exporte
 import type { ExportFormat } from '../../../src/core/exports/formats/datasets';
 import type { PutConditions, PutOptions } from '../../../src/core/exports/formats/object-store';
 import {
+  mergeDateTo,
+  mergeParts,
   mergeTotals,
   partDatasets,
   partJobs,
@@ -201,6 +203,41 @@ describe('the part ledger (memory)', () => {
       baseUrl: 'http://127.0.0.1/api/v1',
     });
     expect(manifest.datasets.transactions).toMatchObject({ records: 15, duplicatesDropped: 3 });
+  });
+
+  it("merges the parts' date_to readings through the ledger into the month's manifest; a part stored without one leaves it unknown", async () => {
+    const ledger = new MemoryRunLedger();
+    const split = { splitId: 's3', companyId: COMPANY, period: '2026-10', runId: 'r3', parts: planParts(days([5, 5, 5]), 5), createdAt: 1 };
+    await ledger.startSplit(split);
+    const reading = (read: 'inclusive' | 'exclusive' | 'undetermined', lastDayRecords = 0, lastDayRepeats = 0) =>
+      ({ setting: 'detect', read, lastDayRecords, lastDayRepeats }) as const;
+    const withReading = (index: number, dateTo?: ReturnType<typeof reading>): PartResult => {
+      const plain = result(index, 5);
+      return { index, datasets: { transactions: { ...plain.datasets.transactions!, ...(dateTo ? { dateTo } : {}) } } };
+    };
+    for (const part of [
+      withReading(0, reading('exclusive', 4, 1)),
+      withReading(1, reading('undetermined')),
+      withReading(2, reading('exclusive', 3)),
+    ])
+      await ledger.completePart('s3', part);
+    const stored = await ledger.partResults('s3');
+    expect(stored.map((r) => r.datasets.transactions!.dateTo?.read)).toEqual(['exclusive', 'undetermined', 'exclusive']);
+    const manifest = splitManifest({
+      split,
+      period: parsePeriod('2026-10'),
+      results: stored,
+      previous: undefined,
+      generatedAt: '2026-11-01T00:00:00.000Z',
+      toolVersion: '0.1.0',
+      baseUrl: 'http://127.0.0.1/api/v1',
+    });
+    expect(manifest.datasets.transactions!.dateTo).toEqual(reading('exclusive', 7, 1));
+
+    expect(mergeDateTo([reading('inclusive'), reading('undetermined')])).toEqual(reading('inclusive'));
+    expect(mergeDateTo([reading('undetermined'), reading('undetermined')])).toEqual(reading('undetermined'));
+    expect(mergeDateTo([reading('exclusive', 2), undefined])).toBeUndefined();
+    expect(mergeParts([withReading(0, reading('inclusive')), withReading(1)]).transactions).not.toHaveProperty('dateTo');
   });
 });
 

@@ -31,6 +31,16 @@ const totalSchema = lazySchema(() =>
   }),
 );
 
+/** How the transactions' `date_to` was read (DateToReading); the part ledger stores a part's the same way. */
+export const dateToSchema = lazySchema(() =>
+  z.object({
+    setting: z.enum(['detect', 'inclusive', 'exclusive']),
+    read: z.enum(['inclusive', 'exclusive', 'undetermined']),
+    lastDayRecords: z.number().int().nonnegative(),
+    lastDayRepeats: z.number().int().nonnegative(),
+  }),
+);
+
 const datasetSchema = lazySchema(() =>
   z.object({
     /** The run that wrote this dataset (an earlier one when the dataset was carried over). */
@@ -50,6 +60,12 @@ const datasetSchema = lazySchema(() =>
      * the month"). Absent when none.
      */
     outsidePeriod: z.number().int().nonnegative().optional(),
+    /**
+     * Transactions only: how the service's `date_to` was read, and what reading the range's last
+     * day on its own added (docs/exports.md, "The last day of a range"). Absent in a manifest
+     * written before it was recorded, and for transactions from a source that does not say.
+     */
+    dateTo: dateToSchema.optional(),
   }),
 );
 
@@ -101,6 +117,7 @@ export const manifestSchema = lazySchema(() =>
 
 export type Manifest = z.infer<typeof manifestSchema>;
 export type ManifestDataset = z.infer<typeof datasetSchema>;
+export type ManifestDateTo = z.infer<typeof dateToSchema>;
 export type ManifestObject = z.infer<typeof objectSchema>;
 export type ManifestSymlink = z.infer<typeof symlinkSchema>;
 

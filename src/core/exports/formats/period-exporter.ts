@@ -19,7 +19,16 @@ import { parsePeriod, periodRange, type Period } from './period';
 import { collectGarbage, publishPeriod } from './publish';
 import { categoriesTable, taxReportsTable, transactionsTable, type Row, type RowContext, type Table } from './dataset-tables';
 import { TotalsAccumulator, type AmountTotal } from './totals';
-import { DATASETS, FORMATS, type DatasetName, type ExportFormat, type ExportSources, type PagedSource, type SourcePage } from './datasets';
+import {
+  DATASETS,
+  FORMATS,
+  type DatasetName,
+  type DateToReading,
+  type ExportFormat,
+  type ExportSources,
+  type PagedSource,
+  type SourcePage,
+} from './datasets';
 import { createWriter, FORMAT_FILES } from './writers';
 import type { TaxReportFieldNames } from './tax-report-fields';
 
@@ -93,6 +102,11 @@ export interface DatasetSummary {
    * manifest; absent when none (and in a part of a split month, which keeps only its own days).
    */
   outsidePeriod?: number;
+  /**
+   * Transactions only: how the source read `date_to` (ExportSources.transactionsDateTo), in the
+   * manifest; absent when the source does not say.
+   */
+  dateTo?: DateToReading;
 }
 
 export interface PeriodExportSummary {
@@ -215,6 +229,8 @@ export class PeriodExporter {
         if (wanted) results.set(dataset, result);
       }
       const transactions = results.get('transactions');
+      const dateTo = transactions ? request.sources.transactionsDateTo?.() : undefined;
+      if (transactions && dateTo) transactions.dateTo = dateTo;
       if (transactions && outsidePeriod > 0) {
         // Exported as returned: the API decides what belongs to the range; the count says it disagreed.
         transactions.outsidePeriod = outsidePeriod;
@@ -271,6 +287,7 @@ export class PeriodExporter {
               ...(r.withDefaultCurrency > 0 ? { withDefaultCurrency: r.withDefaultCurrency } : {}),
               ...(r.duplicatesDropped > 0 ? { duplicatesDropped: r.duplicatesDropped } : {}),
               ...(r.outsidePeriod > 0 ? { outsidePeriod: r.outsidePeriod } : {}),
+              ...(r.dateTo ? { dateTo: r.dateTo } : {}),
             },
           ]),
         ),
@@ -315,6 +332,8 @@ export class PeriodExporter {
         const belongs = dataset === 'transactions' ? transactionOfDays : undefined;
         const job = { company, period, range, runId, part, dataset, formats: wanted ? formats : [], categoryNames, onRow, belongs };
         const result = await this.exportDataset(job, source, written, logger);
+        const dateTo = dataset === 'transactions' ? request.sources.transactionsDateTo?.() : undefined;
+        if (dateTo) result.dateTo = dateTo;
         if (wanted) staged[dataset] = result;
       }
       return staged;
@@ -519,6 +538,8 @@ interface DatasetResult {
   duplicatesDropped: number;
   /** Set by `run` for a whole month's transactions. */
   outsidePeriod: number;
+  /** Set for transactions whose source says how it read `date_to`. */
+  dateTo?: DateToReading;
 }
 
 const TABLES: Record<DatasetName, Table<never>> = {
@@ -618,6 +639,7 @@ function buildManifest(input: {
         totals: result.totals,
         ...(result.duplicatesDropped > 0 ? { duplicatesDropped: result.duplicatesDropped } : {}),
         ...(result.outsidePeriod > 0 ? { outsidePeriod: result.outsidePeriod } : {}),
+        ...(result.dateTo ? { dateTo: result.dateTo } : {}),
       };
       objects.push(...result.objects);
     } else if (input.previous?.datasets[dataset]) {

@@ -107,6 +107,7 @@ export function exportSources(client: AccountingClient, companyId: string, perio
     transactions: tracked(transactions, 'transactions', options.onProgress),
     taxReports: tracked(client.taxReports.list(companyId), 'tax_reports', options.onProgress),
     categories: tracked(client.categories.list(), 'categories', options.onProgress),
+    transactionsDateTo: transactions.reading,
   };
 }
 

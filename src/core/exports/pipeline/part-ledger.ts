@@ -1,7 +1,7 @@
 import * as z from 'zod';
-import { DATASETS, FORMATS, type DatasetName } from '../formats/datasets';
+import { DATASETS, FORMATS, type DatasetName, type DateToReading } from '../formats/datasets';
 import type { AmountTotal } from '../formats/totals';
-import type { ManifestObject } from '../formats/manifest';
+import { dateToSchema, type ManifestObject } from '../formats/manifest';
 import { lazySchema } from '../../shared/lazy-schema';
 
 /**
@@ -70,6 +70,8 @@ export interface StagedDataset {
   objects: ManifestObject[];
   /** Repeats left out (DatasetSummary.duplicatesDropped); absent in a result stored before it was counted. */
   duplicatesDropped?: number;
+  /** Transactions: how the part's range read `date_to`; absent in a result stored before it was recorded. */
+  dateTo?: DateToReading;
 }
 
 export interface PartResult {
@@ -110,6 +112,7 @@ export const partResultSchema = lazySchema(() =>
         totals: z.array(totalSchema),
         objects: z.array(objectSchema),
         duplicatesDropped: z.number().int().nonnegative().optional(),
+        dateTo: dateToSchema.optional(),
       }),
     ),
   }),

@@ -9,7 +9,7 @@ import { MANIFEST_SCHEMA_VERSION, type Manifest, type ManifestDataset, type Mani
 import type { PartResult, SplitPart, SplitRecord, StagedDataset } from './part-ledger';
 import { daysInMonth, periodRange, type Period } from '../formats/period';
 import { AmountSums, type AmountTotal } from '../formats/totals';
-import { DATASETS, type DatasetName, type ExportSources } from '../formats/datasets';
+import { DATASETS, type DatasetName, type DateToReading, type ExportSources } from '../formats/datasets';
 
 /**
  * Months too large for one export invocation, exported in parts by date range
@@ -136,14 +136,16 @@ export function partSources(
   part: { dateFrom: string; dateTo: string },
   options: { dateTo?: DateToMode; logger: Logger },
 ): ExportSources {
+  const transactions = transactionsOfRange(
+    client,
+    { dateFrom: part.dateFrom, dateTo: part.dateTo },
+    { dateTo: options.dateTo ?? 'detect', logger: options.logger },
+  );
   return {
-    transactions: transactionsOfRange(
-      client,
-      { dateFrom: part.dateFrom, dateTo: part.dateTo },
-      { dateTo: options.dateTo ?? 'detect', logger: options.logger },
-    ),
+    transactions,
     taxReports: client.taxReports.list(companyId),
     categories: client.categories.list(),
+    transactionsDateTo: transactions.reading,
   };
 }
 
@@ -154,21 +156,44 @@ export function mergeTotals(lists: readonly (readonly AmountTotal[])[]): AmountT
   return sums.result();
 }
 
-/** The parts' results merged per dataset: records, repeats dropped and totals summed, objects listed in key order. */
+/**
+ * The parts' results merged per dataset: records, repeats dropped and totals summed, objects listed
+ * in key order, the transactions' `date_to` readings merged (mergeDateTo).
+ */
 export function mergeParts(results: readonly PartResult[]): Partial<Record<DatasetName, StagedDataset>> {
   const merged: Partial<Record<DatasetName, StagedDataset>> = {};
   for (const dataset of DATASETS) {
     const pieces = results.map((r) => r.datasets[dataset]).filter((d): d is StagedDataset => d !== undefined);
     if (pieces.length === 0) continue;
     const duplicatesDropped = pieces.reduce((n, p) => n + (p.duplicatesDropped ?? 0), 0);
+    const dateTo = mergeDateTo(pieces.map((p) => p.dateTo));
     merged[dataset] = {
       records: pieces.reduce((n, p) => n + p.records, 0),
       totals: mergeTotals(pieces.map((p) => p.totals)),
       objects: pieces.flatMap((p) => p.objects).sort((a, b) => compare(a.key, b.key)),
       ...(duplicatesDropped > 0 ? { duplicatesDropped } : {}),
+      ...(dateTo ? { dateTo } : {}),
     };
   }
   return merged;
+}
+
+/**
+ * One reading for a month of parts, each of which read its own range: `exclusive` when any part read
+ * its last day on its own, else `inclusive` when any probe found so, else `undetermined`; the last
+ * days' records and repeats summed. Undefined when a part's result does not say (stored before
+ * readings were recorded): the month's reading is then unknown.
+ */
+export function mergeDateTo(readings: readonly (DateToReading | undefined)[]): DateToReading | undefined {
+  if (readings.length === 0 || readings.some((r) => r === undefined)) return undefined;
+  const all = readings as readonly DateToReading[];
+  const read = (['exclusive', 'inclusive'] as const).find((r) => all.some((p) => p.read === r)) ?? 'undetermined';
+  return {
+    setting: all[0]!.setting,
+    read,
+    lastDayRecords: all.reduce((n, p) => n + p.lastDayRecords, 0),
+    lastDayRepeats: all.reduce((n, p) => n + p.lastDayRepeats, 0),
+  };
 }
 
 /**
@@ -196,6 +221,7 @@ export function splitManifest(input: {
         records: result.records,
         totals: result.totals,
         ...(result.duplicatesDropped ? { duplicatesDropped: result.duplicatesDropped } : {}),
+        ...(result.dateTo ? { dateTo: result.dateTo } : {}),
       };
       objects.push(...result.objects);
     } else if (input.previous?.datasets[dataset]) {
