@@ -354,12 +354,18 @@ export function renderExport(out: Output, report: ExportReport): void {
         `acctops: note: ${shownCompany(c)}: ${c.transactionsWithDefaultCurrency} transaction(s) without a currency from the service, labelled ${c.defaultCurrency ?? report.defaultCurrency ?? 'with the default currency'} in every file and in the totals; if the company's currency is another, ${fix} (docs/exports.md, "A transaction's currency")`,
       );
     }
-    const repeated = Object.entries(c.duplicatesDropped ?? {}).filter(([, n]) => n !== undefined && n > 0);
+    // Repeats of the last day's own read have a note of their own, with their cause and fix.
+    const lastDayRepeats = c.transactionsDateTo?.lastDayRepeats ?? 0;
+    const repeated = Object.entries(c.duplicatesDropped ?? {})
+      .map(([dataset, n]): [string, number] => [dataset, (n ?? 0) - (dataset === 'transactions' ? lastDayRepeats : 0)])
+      .filter(([, n]) => n > 0);
     if (repeated.length > 0) {
       out.note(
         `acctops: note: ${shownCompany(c)}: the service sent records again on a later page (the list changed while it was read): ${repeated.map(([dataset, n]) => `${n} of ${dataset}`).join(', ')}, each written once and counted once in the totals (docs/exports.md, "Records repeated across pages")`,
       );
     }
+    const dateToNote = lastDayNote(c, report);
+    if (dateToNote) out.note(`acctops: note: ${shownCompany(c)}: ${dateToNote} (docs/exports.md, "The last day of a range")`);
     if (c.transactionsOutsidePeriod) {
       out.note(
         `acctops: note: ${shownCompany(c)}: ${c.transactionsOutsidePeriod} transaction(s) the service returned for ${report.month} are dated outside it (the date of valueDate as written), kept in its files and totals as returned (docs/exports.md, "Transactions dated outside the month")`,
@@ -375,6 +381,25 @@ export function renderExport(out: Output, report: ExportReport): void {
   if (report.companies.some((c) => c.status === 'requested')) {
     out.line('Requested exports run in the deployed pipeline; `acctops --stack <stack> doctor` shows the last export of each company.');
   }
+}
+
+/**
+ * What reading the month's last day on its own did, when it was read so (`date_to` exclusive, found
+ * or set); undefined otherwise. The fix names the setting of the mode: the flag in the direct mode,
+ * the stage's setting in AWS mode; the local mode's sandbox has none.
+ */
+function lastDayNote(c: CompanyExportRow, report: ExportReport): string | undefined {
+  const dateTo = c.transactionsDateTo;
+  if (dateTo?.read !== 'exclusive') return undefined;
+  const how = dateTo.setting === 'detect' ? 'as its probe found' : 'as set';
+  const setting = (value: string) =>
+    report.mode === 'direct' ? `--date-to ${value}` : report.mode === 'aws' ? `the stage's exports.dateTo ${value}` : undefined;
+  if (dateTo.lastDayRepeats > 0) {
+    const fix = setting('inclusive');
+    return `the last day of ${report.month}, read on its own because date_to was taken as exclusive (${how}), repeated ${dateTo.lastDayRepeats} of its ${dateTo.lastDayRecords} transaction(s) the month already held: dropped, each written once and counted once in the totals; the service's date_to includes its day${fix ? `: use ${fix}` : ''}`;
+  }
+  const skip = dateTo.setting === 'detect' ? setting('exclusive') : undefined;
+  return `the service's date_to excludes its day (${how}): the last day of ${report.month} was read on its own, ${dateTo.lastDayRecords} transaction(s), and written with the month${skip ? `; ${skip} skips the probe` : ''}`;
 }
 
 /** A registry entry by its id, or by its place in the registry when the id itself is what is wrong. */

@@ -79,11 +79,14 @@ function completed(summary: PeriodExportSummary): CompanyExportRow {
 }
 
 /** What the manifest counts, so that the local, direct and AWS modes report the same. */
-function manifestCounts(manifest: Manifest): Pick<CompanyExportRow, 'duplicatesDropped' | 'transactionsOutsidePeriod'> {
+function manifestCounts(
+  manifest: Manifest,
+): Pick<CompanyExportRow, 'duplicatesDropped' | 'transactionsOutsidePeriod' | 'transactionsDateTo'> {
   const transactions = manifest.datasets.transactions;
   return {
     duplicatesDropped: Object.fromEntries(Object.entries(manifest.datasets).map(([name, d]) => [name, d.duplicatesDropped ?? 0])),
     transactionsOutsidePeriod: transactions ? (transactions.outsidePeriod ?? 0) : null,
+    transactionsDateTo: transactions?.dateTo ?? null,
   };
 }
 

@@ -420,6 +420,13 @@ export interface CompanyExportRow {
    */
   transactionsOutsidePeriod: number | null;
   /**
+   * How the service's `date_to` was read for the transactions, as the manifest records it
+   * (`datasets.transactions.dateTo`; docs/exports.md, "The last day of a range"): the setting, the
+   * reading, the records the last day's own read returned and, of them, the repeats dropped. Null
+   * when there is no manifest of the run or it does not say (written before it was recorded).
+   */
+  transactionsDateTo: TransactionsDateTo | null;
+  /**
    * The currency they were labelled with: `--default-currency`, else the company's registered one
    * (local mode), else EUR; null when the CLI did not run the export itself (AWS mode) or it failed.
    */
@@ -431,6 +438,14 @@ export interface CompanyExportRow {
    */
   staleSymlinks: string[] | null;
   error: CompanyExportError | null;
+}
+
+export interface TransactionsDateTo {
+  /** `detect`: a probe decided; otherwise the setting (`--date-to`, `exports.dateTo`) did. */
+  setting: 'detect' | 'inclusive' | 'exclusive';
+  read: 'inclusive' | 'exclusive' | 'undetermined';
+  lastDayRecords: number;
+  lastDayRepeats: number;
 }
 
 export interface CompanyExportError {

@@ -62,6 +62,7 @@ export const NO_EXPORT_RESULT = {
   transactionsWithDefaultCurrency: null,
   duplicatesDropped: null,
   transactionsOutsidePeriod: null,
+  transactionsDateTo: null,
   defaultCurrency: null,
   staleSymlinks: null,
   error: null,

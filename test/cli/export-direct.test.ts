@@ -58,17 +58,29 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(result.code).toBe(0);
       const report = parseJson<{
         mode: string;
-        companies: { companyId: string; status: string; manifestUrl: string; records: Record<string, number> }[];
+        companies: {
+          companyId: string;
+          status: string;
+          manifestUrl: string;
+          records: Record<string, number>;
+          transactionsDateTo: { setting: string; read: string; lastDayRecords: number; lastDayRepeats: number } | null;
+        }[];
       }>(result);
       expect(report.mode).toBe('direct');
       expect(report.companies).toEqual([expect.objectContaining({ companyId, status: 'completed' })]);
+      // How date_to was read, from the manifest: the minimal dialect's excludes its day, so the last day was read on its own.
+      const dateTo = report.companies[0]!.transactionsDateTo!;
+      expect(dateTo).toMatchObject({ setting: 'detect', read: dialect === 'minimal' ? 'exclusive' : 'inclusive', lastDayRepeats: 0 });
+      expect(dateTo.lastDayRecords > 0).toBe(dialect === 'minimal');
       const manifestKey = `exports/company=${companyId}/period=${month}/_manifest.json`;
       expect(report.companies[0]!.manifestUrl).toBe(`file://${join(out.dir, 'files', manifestKey)}`);
       const manifest = JSON.parse(await readFile(join(out.dir, 'files', manifestKey), 'utf8')) as {
         source: { baseUrl: string };
+        datasets: { transactions: { dateTo: unknown } };
         objects: { key: string; sha256: string }[];
       };
       expect(manifest.source.baseUrl).toBe(sandbox.baseUrl);
+      expect(manifest.datasets.transactions.dateTo).toEqual(dateTo);
       for (const object of manifest.objects) {
         expect(
           createHash('sha256')
@@ -146,6 +158,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       });
       // A note, on stderr (docs/cli.md): stdout is the report.
       expect(human.stderr.includes('acctops: note: ')).toBe(dialect === 'minimal');
+      // The minimal dialect's date_to excludes its day: said, with the flag that skips the probe.
+      expect(
+        /note: .*: the service's date_to excludes its day \(as its probe found\): the last day of \d{4}-\d{2} was read on its own, \d+ transaction\(s\), and written with the month; --date-to exclusive skips the probe/.test(
+          human.stderr,
+        ),
+      ).toBe(dialect === 'minimal');
       expect(human.stderr.includes('6 tax report(s) with no period or creation date')).toBe(dialect === 'minimal');
       expect(human.stderr.includes('--tax-report-fields')).toBe(dialect === 'minimal');
       expect(human.stdout).not.toContain('note:');

@@ -17,6 +17,7 @@ const ROW_KEYS = [
   'status',
   'taxReportsWithoutCurrency',
   'totals',
+  'transactionsDateTo',
   'transactionsOutsidePeriod',
   'transactionsWithDefaultCurrency',
   'undatedTaxReports',

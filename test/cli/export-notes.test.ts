@@ -36,6 +36,8 @@ describe('acctops export: notes of records repeated across pages and dated outsi
   /** The transactions' pages the service answers with; `count` is the records it holds. */
   let transactionPages: unknown[][] = [];
   let transactionCount = 0;
+  /** When set, the transactions' answer to each query (one page); else `transactionPages`, whatever the query. */
+  let transactionsFor: ((url: URL) => unknown[]) | undefined;
   const outputs: CliResult[] = [];
 
   const ok = (body: unknown): CannedResponse => ({
@@ -58,14 +60,16 @@ describe('acctops export: notes of records repeated across pages and dated outsi
         return list([[]], 0);
       case '/api/v1/accounting/categories/':
         return list([[{ publicId: id(90), name: 'Office' }]], 1);
-      case '/api/v1/accounting/transactions/':
-        return list(transactionPages, transactionCount);
+      case '/api/v1/accounting/transactions/': {
+        const answer = transactionsFor?.(url);
+        return answer ? list([answer], answer.length) : list(transactionPages, transactionCount);
+      }
       default:
         return { status: 404, headers: { 'content-type': 'application/json' }, body: '{"detail":"Not found."}' };
     }
   }
 
-  const exportTo = async (target: string, json: boolean) => {
+  const exportTo = async (target: string, json: boolean, ...extra: string[]) => {
     const result = await runAcctops(
       [
         ...(json ? ['--json'] : []),
@@ -78,6 +82,7 @@ describe('acctops export: notes of records repeated across pages and dated outsi
         'csv',
         '--out',
         target,
+        ...extra,
       ],
       { env: { ACCTOPS_API_KEY: KEY }, cwd: out.dir },
     );
@@ -86,7 +91,10 @@ describe('acctops export: notes of records repeated across pages and dated outsi
   };
   const manifestOf = async (target: string) =>
     JSON.parse(await readFile(join(out.dir, target, `exports/company=${COMPANY}/period=${MONTH}/_manifest.json`), 'utf8')) as {
-      datasets: Record<string, { records: number; duplicatesDropped?: number; outsidePeriod?: number; totals: { amountMinor: string }[] }>;
+      datasets: Record<
+        string,
+        { records: number; duplicatesDropped?: number; outsidePeriod?: number; dateTo?: unknown; totals: { amountMinor: string }[] }
+      >;
       objects: { key: string; dataset: string }[];
     };
 
@@ -95,12 +103,17 @@ describe('acctops export: notes of records repeated across pages and dated outsi
     totals: { amountMinor: string; records: number }[];
     duplicatesDropped: Record<string, number> | null;
     transactionsOutsidePeriod: number | null;
+    transactionsDateTo: { setting: string; read: string; lastDayRecords: number; lastDayRepeats: number } | null;
   }
 
   beforeAll(async () => {
     trackSecret(KEY);
     service = await startRecordingServer(respond);
     out = await tempStateDir();
+  });
+  beforeEach(() => {
+    transactionsFor = undefined;
+    service.requests.splice(0);
   });
   afterAll(async () => {
     expectNoCanaries(
@@ -161,8 +174,61 @@ describe('acctops export: notes of records repeated across pages and dated outsi
     const row = parseJson<{ companies: Row[] }>(await exportTo('still-json', true)).companies[0]!;
     expect(row.duplicatesDropped).toEqual({ transactions: 0, tax_reports: 0, categories: 0 });
     expect(row.transactionsOutsidePeriod).toBe(0);
+    // This service ignores the dates, so the probe finds records: inclusive, nothing read again.
+    expect(row.transactionsDateTo).toEqual({ setting: 'detect', read: 'inclusive', lastDayRecords: 0, lastDayRepeats: 0 });
     const manifest = await manifestOf('still-json');
     expect(manifest.datasets.transactions).not.toHaveProperty('duplicatesDropped');
     expect(manifest.datasets.transactions).not.toHaveProperty('outsidePeriod');
+  });
+
+  it('an inclusive service whose probe finds nothing: the last day read again is written once; the report, its JSON and the manifest say so and name --date-to inclusive', async () => {
+    // Inclusive by each record's own date, except that equal ends (the probe) find nothing.
+    const held = [T1, T2, T3];
+    transactionsFor = (url) => {
+      const from = url.searchParams.get('date_from')!;
+      const to = url.searchParams.get('date_to')!;
+      return from === to ? [] : held.filter((t) => t.valueDate.slice(0, 10) >= from && t.valueDate.slice(0, 10) <= to);
+    };
+
+    const human = await exportTo('misread', false);
+    expect(human.code).toBe(0);
+    const notes = human.stderr.split('\n').filter((line) => line.startsWith('acctops: note: '));
+    // One note, of the last day; the repeat is not said again as a page's.
+    expect(notes).toEqual([
+      `acctops: note: ${COMPANY}: the last day of ${MONTH}, read on its own because date_to was taken as exclusive (as its probe found), repeated 1 of its 1 transaction(s) the month already held: dropped, each written once and counted once in the totals; the service's date_to includes its day: use --date-to inclusive (docs/exports.md, "The last day of a range")`,
+    ]);
+    expect(human.stdout).not.toContain('note:');
+
+    const json = await exportTo('misread-json', true);
+    expect(json.code).toBe(0);
+    const row = parseJson<{ companies: Row[] }>(json).companies[0]!;
+    expect(row.records.transactions).toBe(3);
+    expect(row.duplicatesDropped).toEqual({ transactions: 1, tax_reports: 0, categories: 0 });
+    expect(row.transactionsDateTo).toEqual({ setting: 'detect', read: 'exclusive', lastDayRecords: 1, lastDayRepeats: 1 });
+    // T3 once: -1000 - 2500 + 4000.
+    expect(row.totals.reduce((n, t) => n + BigInt(t.amountMinor), 0n)).toBe(500n);
+    const manifest = await manifestOf('misread-json');
+    expect(manifest.datasets.transactions).toMatchObject({
+      records: 3,
+      duplicatesDropped: 1,
+      dateTo: { setting: 'detect', read: 'exclusive', lastDayRecords: 1, lastDayRepeats: 1 },
+    });
+    const csvKey = manifest.objects.find((o) => o.dataset === 'transactions')!.key;
+    const csv = (await readFile(join(out.dir, 'misread-json', csvKey), 'utf8')).trimEnd().split('\r\n');
+    expect(csv.slice(1).map((line) => line.split(',')[0])).toEqual([id(1), id(2), id(3)]);
+
+    // Set exclusive, the same repeat is dropped; set inclusive, the last day is not read again.
+    const set = parseJson<{ companies: Row[] }>(await exportTo('set-exclusive', true, '--date-to', 'exclusive')).companies[0]!;
+    expect(set.transactionsDateTo).toEqual({ setting: 'exclusive', read: 'exclusive', lastDayRecords: 1, lastDayRepeats: 1 });
+    expect(set.records.transactions).toBe(3);
+    service.requests.splice(0);
+    const inclusive = await exportTo('set-inclusive', false, '--date-to', 'inclusive');
+    expect(inclusive.stderr).not.toContain('note:');
+    const asked = service.requests.map((r) => new URL(r.url, service.origin)).filter((u) => u.pathname.endsWith('/transactions/'));
+    expect(asked.map((u) => u.searchParams.get('date_from'))).toEqual([`${MONTH}-01`]);
+    expect((await manifestOf('set-inclusive')).datasets.transactions).toMatchObject({
+      records: 3,
+      dateTo: { setting: 'inclusive', read: 'inclusive', lastDayRecords: 0, lastDayRepeats: 0 },
+    });
   });
 });
