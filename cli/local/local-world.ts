@@ -50,7 +50,17 @@ import { onInterrupt } from '../interrupt';
 import { readJsonFile, removeStaleTemporaries, writePrivateJsonFile } from '../../src/adapters/local/private-json-file';
 import type { InterruptedWork, OnInterrupted, StoppedRotation } from '../operations/operations';
 import { LeaseHoldingStore, leaseOwnerPrefix, type ReclaimedLeases } from './held-leases';
-import { createStateDir, DamagedStateFileError, LocalClock, lockStateDir, STATE_FILES, statePath, type StateFileName } from './state-dir';
+import {
+  createStateDir,
+  DamagedStateFileError,
+  isAccessDenied,
+  LocalClock,
+  lockStateDir,
+  STATE_FILES,
+  StateFileUnreadableError,
+  statePath,
+  type StateFileName,
+} from './state-dir';
 import { sandboxSnapshotSchema } from '../../sandbox';
 import { secretsSnapshotSchema } from '../../sandbox/secrets-manager';
 
@@ -161,6 +171,7 @@ async function readStateFile<S extends z.ZodType>(
   try {
     return await readJsonFile(statePath(stateDir, file), schema);
   } catch (error) {
+    if (isAccessDenied(error)) throw new StateFileUnreadableError(statePath(stateDir, file), error);
     if (!(error instanceof ValidationError)) throw error;
     const damage = new DamagedStateFileError(file, statePath(stateDir, file), error);
     if (!damaged) throw damage;
@@ -187,6 +198,7 @@ async function checkStoreFiles(stateDir: string): Promise<DamagedStateFileError[
     try {
       await read(statePath(stateDir, file));
     } catch (error) {
+      if (isAccessDenied(error)) throw new StateFileUnreadableError(statePath(stateDir, file), error);
       if (!(error instanceof ValidationError)) throw error;
       found.push(new DamagedStateFileError(file, statePath(stateDir, file), error));
     }

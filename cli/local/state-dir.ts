@@ -93,20 +93,51 @@ export class StateDirNotDirectoryError extends CliError {
   }
 }
 
-/** The state directory cannot be created where it is named (permission, read-only, /proc…). */
+/**
+ * The state directory cannot be created where it is named (permission, read-only, /proc…), or it
+ * exists but cannot be written: every command writes its lock there, a read-only one too.
+ */
 export class StateDirUnwritableError extends CliError {
   override readonly name: string = 'StateDirUnwritableError';
   readonly path: string;
 
-  constructor(stateDir: string, cause: NodeJS.ErrnoException) {
-    super(`the state directory ${stateDir} (--state-dir or ACCTOPS_STATE_DIR) cannot be created (${cause.code ?? 'error'})`, {
+  constructor(stateDir: string, cause: NodeJS.ErrnoException, failed: 'created' | 'written' = 'created') {
+    super(`the state directory ${stateDir} (--state-dir or ACCTOPS_STATE_DIR) cannot be ${failed} (${cause.code ?? 'error'})`, {
       code: 'state_dir_unwritable',
       exitCode: ExitCode.config,
-      hint: 'name a directory you can write with --state-dir or ACCTOPS_STATE_DIR',
+      hint:
+        failed === 'created'
+          ? 'name a directory you can write with --state-dir or ACCTOPS_STATE_DIR'
+          : 'every command writes its lock file there, read-only ones too: give this user write access to it, or name another directory with --state-dir or ACCTOPS_STATE_DIR',
       cause,
     });
     this.path = stateDir;
   }
+}
+
+/**
+ * A state file that exists but cannot be read (its mode or owner: the files are 0600, so another
+ * user's state): the state directory is wrong, not the command, and the file is not damaged.
+ */
+export class StateFileUnreadableError extends CliError {
+  override readonly name: string = 'StateFileUnreadableError';
+  readonly path: string;
+
+  constructor(path: string, cause: NodeJS.ErrnoException) {
+    super(`the local state file ${path} cannot be read (${cause.code ?? 'error'})`, {
+      code: 'state_file_unreadable',
+      exitCode: ExitCode.config,
+      hint: 'its files are 0600, readable by the user who created the state: run acctops as that user, or name your own --state-dir',
+      cause,
+    });
+    this.path = path;
+  }
+}
+
+/** A file-system refusal of access (permission, read-only file system), as opposed to a fault of the file. */
+export function isAccessDenied(error: unknown): error is NodeJS.ErrnoException {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'EACCES' || code === 'EPERM' || code === 'EROFS';
 }
 
 /** What a file-system call on the state directory failed with: a file in the way is StateDirNotDirectoryError. */
@@ -125,8 +156,7 @@ export async function createStateDir(stateDir: string): Promise<void> {
   } catch (error) {
     const mapped = stateDirError(stateDir, error);
     if (mapped !== error) throw mapped;
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || isAccessDenied(error)) {
       throw new StateDirUnwritableError(stateDir, error as NodeJS.ErrnoException);
     }
     throw error;
@@ -190,7 +220,8 @@ export async function lockStateDir(stateDir: string): Promise<() => Promise<void
   const path = statePath(stateDir, 'lock');
   const temp = temporaryPath(path);
   await writeFile(temp, lockText(), { flag: 'wx', mode: 0o600 }).catch((error: unknown) => {
-    throw stateDirError(stateDir, error);
+    // A directory that exists but refuses writing (mode, owner, read-only mount): said as such, not "unexpected".
+    throw isAccessDenied(error) ? new StateDirUnwritableError(stateDir, error, 'written') : stateDirError(stateDir, error);
   });
   try {
     for (let attempt = 0; attempt < 2; attempt++) {

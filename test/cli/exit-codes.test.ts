@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { chmod, chown, readFile, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { canarySecret } from '../helpers/canary';
 import { cliEnv, closeCliState, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
@@ -369,6 +369,31 @@ describe('acctops exit codes: the README table holds', () => {
         stderr: expect.stringMatching(/^acctops: error: [^\n]+\n$/) as unknown,
       });
       expect(result.stderr).toContain(`the state directory ${dir} (--state-dir or ACCTOPS_STATE_DIR) cannot be created`);
+    }
+  });
+
+  it('a state directory this user cannot write, or a state file it cannot read, is configuration (exit 3) naming it', async () => {
+    const oneLine = expect.stringMatching(/^acctops: error: [^\n]+\n$/) as unknown;
+    // /sys takes no new file from anyone, root included: an existing directory that refuses the lock.
+    const unwritable = await runAcctops(['--state-dir', '/sys', 'users', 'list']);
+    expect({ code: unwritable.code, stderr: unwritable.stderr }).toEqual({ code: 3, stderr: oneLine });
+    expect(unwritable.stderr).toContain('the state directory /sys (--state-dir or ACCTOPS_STATE_DIR) cannot be written (EACCES)');
+
+    // Another user's state: its files are 0600. Root reads any file, so as root the command runs as nobody.
+    const own = await tempStateDir();
+    try {
+      expect((await runAcctops(['--state-dir', own.dir, 'users', 'list'])).code).toBe(0);
+      const asRoot = process.getuid?.() === 0;
+      const nobody = { uid: 65534, gid: 65534 };
+      if (asRoot) await chown(own.dir, nobody.uid, nobody.gid);
+      else await chmod(join(own.dir, 'state.json'), 0o000);
+      const unreadable = await runAcctops(['--state-dir', own.dir, 'users', 'list'], asRoot ? { user: nobody } : {});
+      expect({ code: unreadable.code, stderr: unreadable.stderr }).toEqual({ code: 3, stderr: oneLine });
+      expect(unreadable.stderr).toContain(`the local state file ${join(own.dir, 'state.json')} cannot be read (EACCES)`);
+      // Refused before anything was written: no lock left behind.
+      await expect(stat(join(own.dir, 'lock'))).rejects.toMatchObject({ code: 'ENOENT' });
+    } finally {
+      await own.remove();
     }
   });
 

@@ -92,13 +92,13 @@ export function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.P
 /** Runs `node bin/acctops.cjs ...args` to completion; never rejects on a non-zero exit. */
 export function runAcctops(
   args: readonly string[],
-  options: { env?: Record<string, string | undefined>; cwd?: string } = {},
+  options: { env?: Record<string, string | undefined>; cwd?: string; user?: { uid: number; gid: number } } = {},
 ): Promise<CliResult> {
   return new Promise((resolvePromise, reject) => {
     execFile(
       process.execPath,
       [ACCTOPS_BIN, ...args],
-      { env: cliEnv(options.env), cwd: options.cwd ?? tmpdir(), maxBuffer: 16 * 1024 * 1024, timeout: 60_000 },
+      { env: cliEnv(options.env), cwd: options.cwd ?? tmpdir(), maxBuffer: 16 * 1024 * 1024, timeout: 60_000, ...options.user },
       (error, stdout, stderr) => {
         if (error && typeof error.code !== 'number') return reject(error);
         resolvePromise({ code: typeof error?.code === 'number' ? error.code : 0, stdout, stderr });
