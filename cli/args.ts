@@ -215,6 +215,27 @@ export function rejectRepeatedOptions(command: Command): void {
   for (const sub of command.commands) rejectRepeatedOptions(sub);
 }
 
+/**
+ * Commander checks a command's required options before it looks for unknown ones, so a misspelt
+ * required option (`keys rotate --compnay <id>`) was reported as the missing `--company`, not as
+ * the typo with its "Did you mean --company?". Here the required options are checked after the
+ * unknown ones: no longer mandatory to commander, they are checked in the command's preAction hook
+ * (which runs after that look), with commander's own error and words.
+ */
+export function checkRequiredOptionsLast(command: Command): void {
+  const required = command.options.filter((option) => option.mandatory);
+  if (required.length > 0) {
+    for (const option of required) option.makeOptionMandatory(false);
+    command.hook('preAction', () => {
+      const missing = required.find((option) => command.getOptionValue(option.attributeName()) === undefined);
+      // Commander's own words and code for it (its missingMandatoryOptionValue, which its types do not export).
+      if (missing)
+        command.error(`error: required option '${missing.flags}' not specified`, { code: 'commander.missingMandatoryOptionValue' });
+    });
+  }
+  for (const sub of command.commands) checkRequiredOptionsLast(sub);
+}
+
 /** What each option of the AWS mode does there, said when another mode refuses it. */
 const AWS_MODE_OPTIONS = {
   '--output': 'it names an output of the stack',

@@ -1,5 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
-import { outputPair, rejectCredentialFlags, rejectRepeatedOptions, repeatable } from './args';
+import { checkRequiredOptionsLast, outputPair, rejectCredentialFlags, rejectRepeatedOptions, repeatable } from './args';
 import { companiesCommand } from './commands/companies';
 import { institutionCommand } from './commands/credentials';
 import { doctorCommand } from './commands/doctor';
@@ -73,6 +73,7 @@ export function buildProgram(host: Host): Command {
   };
   configure(program);
   rejectRepeatedOptions(program);
+  checkRequiredOptionsLast(program);
   return program;
 }
 

@@ -171,6 +171,25 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     expect(oneLine(nested!)).toBe("acctops: error: unknown command 'rota…' (Did you mean rotate?) (run `acctops --help` for the commands)");
   });
 
+  it('a misspelt required option is the unknown option it is, with its suggestion, not the required one "not specified"', async () => {
+    const company = '6f1c2a3b-0000-4000-8000-000000000000';
+    const [rotate, onboard, missing, both] = await all([
+      ['keys', 'rotate', '--compnay', company],
+      ['users', 'onboard', '--externalid', company, '--username', 'x', '--email', 'x@example.com'],
+      ['users', 'onboard', '--external-id', company, '--username', 'x'],
+      ['keys', 'status', '--compnay', company],
+    ]);
+    for (const r of [rotate, onboard, missing, both]) expect({ code: r!.code, stdout: r!.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(oneLine(rotate!)).toBe(
+      "acctops: error: unknown option '--compnay' (Did you mean --company?) (run the command with --help for its options)",
+    );
+    expect(oneLine(onboard!)).toMatch(/^acctops: error: unknown option '--externalid' \(Did you mean --external-id\?\)/);
+    // Without a typo, a required option left out is still named as such.
+    expect(oneLine(missing!)).toMatch(/^acctops: error: required option '--email <email>' not specified/);
+    // An optional option misspelt was already the unknown option: unchanged.
+    expect(oneLine(both!)).toMatch(/^acctops: error: unknown option '--compnay' \(Did you mean --company\?\)/);
+  });
+
   it('usage errors exit 2 with one line naming the argument, never repeating its value', async () => {
     const [unknownCommand, unknownOption, missing, badMonth, badUuid, noChoice, badFormat, badDuration, groupOnly, badOut] = await all([
       ['frobnicate'],
