@@ -143,7 +143,9 @@ export function companiesCommand(host: CommandHost): Command {
           session.out.line(
             key.result === 'kept_imported'
               ? `  Undo: \`${undo}\` (registry entry and the key secret's rotation).`
-              : `  Undo: \`${undo}\` (registry entry, key secret and its rotation, within the recovery window).`,
+              : key.result === 'no_secret'
+                ? `  Undo: \`${undo}\` (the registry entry).`
+                : `  Undo: \`${undo}\` (registry entry, key secret and its rotation, within the recovery window).`,
           );
         });
       }),
@@ -159,8 +161,11 @@ export function companiesCommand(host: CommandHost): Command {
       host.run(async (session, opts: { company: string }) => {
         const outcome = await (await session.operations()).restoreCompany(opts.company);
         session.out.result(outcome, () => {
-          session.out.line(`Company ${outcome.company.companyId}: ${outcome.result.replace('_', ' ')}.`);
-          if (outcome.key === 'no_secret') session.out.line('  It has no key secret: `acctops keys install --company <id>` creates one.');
+          const id = outcome.company.companyId;
+          // `result` is the registry's (readded, unchanged): said for people as what restore did.
+          session.out.line(`Company ${id}: ${outcome.result === 'readded' ? 'restored (active again)' : 'already active'}.`);
+          if (outcome.key === 'no_secret')
+            session.out.line(`  It has no key secret: \`acctops keys install --company ${id}\` creates one.`);
           else if (outcome.key === 'kept_imported')
             session.out.line(
               `  Key secret ${outcome.secret} (imported by the stack) was kept; rotation on, every ${outcome.rotationDays} days.`,

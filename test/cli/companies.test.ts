@@ -172,6 +172,16 @@ describe('acctops companies (local mode)', () => {
     expect(parseJson(await acctops('--json', 'companies', 'remove', '--company', COMPANY))).toMatchObject({ result: 'already_removed' });
     // A removed company is not exported: its missing key is no finding.
     expect(parseJson<{ findings: string[] }>(await acctops('--json', 'doctor')).findings.filter((f) => /key_missing/.test(f))).toEqual([]);
+    // Restored, it says so for people (the registry's `readded` stays in --json) and names its own keys install; then removed again.
+    const restored = await acctops('companies', 'restore', '--company', COMPANY);
+    expect(restored.code).toBe(0);
+    expect(restored.stdout).toContain(`Company ${COMPANY.toLowerCase()}: restored (active again).`);
+    expect(restored.stdout).toContain(`\`acctops keys install --company ${COMPANY.toLowerCase()}\` creates one`);
+    expect(restored.stdout).not.toMatch(/<id>|readded/);
+    const removedAgain = await acctops('companies', 'remove', '--company', COMPANY);
+    expect(removedAgain.code).toBe(0);
+    // Nothing but the registry entry to undo: it has no key secret.
+    expect(removedAgain.stdout).toContain(`Undo: \`acctops companies restore --company ${COMPANY.toLowerCase()}\` (the registry entry).`);
     const unknown = await acctops('companies', 'remove', '--company', OTHER);
     expect(unknown.code).toBe(3);
     expect(unknown.stderr).toMatch(new RegExp(`^acctops: error: --company ${OTHER}: no such company .*not in the company registry`));
