@@ -330,7 +330,10 @@ function classify(error: unknown, context: DescribeContext): ErrorReport {
       exitCode: ExitCode.auth,
       code: error.code,
       message: error.message,
-      hint: "a company API key acts only for its own company; use that company's key (`acctops keys status` lists them)",
+      hint: context.direct
+        ? // Direct mode: the one key is ACCTOPS_API_KEY; `keys status` lists the stored keys, not this one.
+          "a company API key acts only for its own company: set ACCTOPS_API_KEY to the key of the company --company names, or leave out --company to export the key's own company"
+        : "a company API key acts only for its own company; use that company's key (`acctops keys status` lists them)",
     };
   }
   if (error instanceof AccountingApiError) {
@@ -365,7 +368,13 @@ function classify(error: unknown, context: DescribeContext): ErrorReport {
   }
   if (error instanceof TokenBusyError) return { exitCode: ExitCode.failure, code: error.code, message: error.message };
   if (error instanceof UserRevokedError) {
-    return { exitCode: ExitCode.failure, code: error.code, message: error.message, hint: 'add --reactivate to bring a revoked user back' };
+    // The use case's message names its `reactivate` input; the flag is the hint's.
+    return {
+      exitCode: ExitCode.failure,
+      code: error.code,
+      message: `user ${error.externalId} is revoked`,
+      hint: 'a revoked user comes back only on purpose: add --reactivate',
+    };
   }
   if (error instanceof OnboardConflictError) {
     return {

@@ -15,8 +15,8 @@ export function required(session: Session, name: 'ACCTOPS_INSTITUTION' | 'ACCTOP
   const value = session.env[name]?.trim();
   if (!value)
     throw new CliConfigError(
-      `${what} is read from ${name}, which is not set`,
-      `read -rs ${name} && export ${name}   (never a flag: it would stay in shell history)`,
+      `${what} is read from ${name}, which is not set or empty`,
+      `put it there without echo or shell history: read -rs ${name} && export ${name}; never as a flag, which the history keeps`,
     );
   return value;
 }

@@ -29,7 +29,12 @@ describe('acctops institution set-secret and keys install', () => {
   it('set-secret reads ACCTOPS_INSTITUTION only; a value the service refuses is stored, reported (exit 4) and rolled back', async () => {
     const missing = await acctops(['institution', 'set-secret']);
     expect(missing.code).toBe(3);
-    expect(missing.stderr).toMatch(/ACCTOPS_INSTITUTION, which is not set.*never a flag/);
+    // One pair of parentheses, the hint's: the line reads as every other error does.
+    const notSet =
+      'acctops: error: the institution credential is read from ACCTOPS_INSTITUTION, which is not set or empty ' +
+      '(put it there without echo or shell history: read -rs ACCTOPS_INSTITUTION && export ACCTOPS_INSTITUTION; never as a flag, which the history keeps)\n';
+    expect(missing.stderr).toBe(notSet);
+    expect((await acctops(['institution', 'set-secret'], { ACCTOPS_INSTITUTION: ' ' })).stderr).toBe(notSet);
     const malformed = await acctops(['institution', 'set-secret'], { ACCTOPS_INSTITUTION: 'no-colon-here' });
     expect(malformed.code).toBe(3);
     expect(malformed.stderr).toMatch(/not an institution credential/);

@@ -64,7 +64,10 @@ describe('acctops exit codes: the README table holds', () => {
         expect((await runAcctops(['--state-dir', dir, ...onboard])).code).toBe(0);
         expect((await runAcctops(['--state-dir', dir, 'users', 'revoke', '--user', REVOKED_USER])).code).toBe(0);
       },
-      stderr: /--reactivate/,
+      // The use case's `reactivate` is the flag --reactivate here, said once.
+      stderr: new RegExp(
+        `^acctops: error: user ${REVOKED_USER} is revoked \\(a revoked user comes back only on purpose: add --reactivate\\)\n$`,
+      ),
     },
     {
       why: 'a user the deployment does not know, named by --user',

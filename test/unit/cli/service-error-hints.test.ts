@@ -4,6 +4,7 @@ import {
   AccountingApiError,
   ApiValidationError,
   AuthenticationError,
+  CompanyMismatchError,
   ConnectionError,
   NotFoundError,
   PaginationError,
@@ -22,6 +23,15 @@ const MAY_HAVE_ACTED = /service may have acted/;
 const DOCTOR = /acctops doctor/;
 
 describe('describeError: hints about a failed request to the service', () => {
+  it('a key of another company: direct mode names ACCTOPS_API_KEY and --company, not `keys status` (the stored keys, not this one)', () => {
+    const error = new CompanyMismatchError('in X-Company-Id', { status: 403, request: TX, param: 'X-Company-Id' });
+    const direct = describeError(error, { direct: true });
+    expect(direct.exitCode).toBe(ExitCode.auth);
+    expect(direct.hint).toMatch(/set ACCTOPS_API_KEY to the key of the company --company names, or leave out --company/);
+    expect(direct.hint).not.toMatch(/keys status/);
+    expect(describeError(error).hint).toMatch(/`acctops keys status` lists them/);
+  });
+
   /** Every way a read can fail that the export meets (5xx, 500 without a body, a proxy's 502, timeout, reset, unreadable 2xx). */
   const failedReads: [string, AccountingApiError][] = [
     ['503', new ServerError(undefined, { status: 503, request: TX, requestId: 'req_1' })],
