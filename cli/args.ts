@@ -73,7 +73,7 @@ export function taxReportFields(raw: string): TaxReportFieldNames {
   } catch (error) {
     const issue = error instanceof ValidationError ? error.issues[0] : undefined;
     throw new InvalidArgumentError(
-      `${issue ? `${issue.path || '(the list)'}: ${issue.message}` : 'malformed'}; expected ours=theirs pairs, ours among ${TAX_REPORT_FIELDS.join(', ')}`,
+      `${issue ? `${issue.path || '(the list)'}: ${issue.message}` : 'malformed'}; our fields are ${TAX_REPORT_FIELDS.join(', ')}`,
     );
   }
 }

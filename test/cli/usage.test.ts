@@ -217,6 +217,16 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     expect(oneLine(badFormat!)).toMatch(/--format <list>.*jsonl, csv, parquet/);
     expect(oneLine(badDuration!)).toMatch(/--by <duration>.*31m/);
     expect(oneLine(badOut!)).toMatch(/--out .*s3:\/\/bucket/);
+    // Said once: what is wrong with the pair, then which fields are ours.
+    const [pair, field] = await all([
+      ['export', '--tax-report-fields', 'periodEnd'],
+      ['export', '--tax-report-fields', 'periodFinish=endDate'],
+    ]);
+    expect(oneLine(pair!)).toMatch(
+      /'--tax-report-fields <ours=theirs,…>' is invalid: pair 1: expected ours=theirs, e\.g\. periodEnd=endDate; our fields are type, periodStart, periodEnd,/,
+    );
+    expect(oneLine(field!)).toMatch(/is invalid: periodFinish: not a tax-report field of ours; our fields are type, /);
+    for (const r of [pair, field]) expect(r!.stderr).not.toContain('expected ours=theirs pairs');
     // A group without its subcommand: its help on stderr, then the one-line error.
     expect(groupOnly!.code).toBe(2);
     expect(groupOnly!.stderr).toMatch(/Usage: acctops users/);
