@@ -18,7 +18,7 @@ import type { CommandHost } from './host';
 
 export function keysCommand(host: CommandHost): Command {
   const keys = new Command('keys').description(
-    "Company API keys held in the secret store: rotate one now, show every company's key, install one.",
+    "Company API keys held in the secret store: rotate one now (or cancel a rotation left pending), revoke old keys still pending, show every company's key, install one.",
   );
 
   keys
