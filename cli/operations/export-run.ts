@@ -94,10 +94,11 @@ const FORMAT_LOSS_HINT = "ask for the period's formats with --format, or add --r
 
 function failed(companyId: string | null, error: unknown, context: DescribeContext = {}): CompanyExportRow {
   const described = describeError(error, context);
-  const { code, message } = described;
-  let { exitCode, hint = null } = described;
+  const { code } = described;
+  let { message, exitCode, hint = null } = described;
+  const loss = causeOf(error, FormatLossError);
   // A refused re-export is fixed by the command line (--format or --replace-formats).
-  if (causeOf(error, FormatLossError)) [exitCode, hint] = [ExitCode.usage, FORMAT_LOSS_HINT];
+  if (loss) [message, exitCode, hint] = [formatLossText(loss), ExitCode.usage, FORMAT_LOSS_HINT];
   else if (exitCode === ExitCode.failure && isOutputConfigError(error)) exitCode = ExitCode.config;
   return {
     companyId,
@@ -107,13 +108,37 @@ function failed(companyId: string | null, error: unknown, context: DescribeConte
   };
 }
 
-function causeOf(error: unknown, type: new (...args: never[]) => Error): boolean {
+function causeOf<T extends Error>(error: unknown, type: new (...args: never[]) => T): T | undefined {
   let e: unknown = error;
   for (let depth = 0; e instanceof Error && depth < 10; depth++) {
-    if (e instanceof type) return true;
+    if (e instanceof type) return e;
     e = (e as Error).cause;
   }
-  return false;
+  return undefined;
+}
+
+/**
+ * What a refused re-export would delete, each run once: `jsonl and parquet of categories, tax_reports
+ * and transactions (run …)`. The use case's own message lists every dataset, format and run pair and
+ * ends with the API's advice, which the CLI's hint says in flags.
+ */
+export function formatLossText(loss: FormatLossError): string {
+  const formatsOf = new Map<string, string[]>();
+  for (const d of loss.dropped) {
+    const key = `${d.runId}\u0000${d.dataset}`;
+    formatsOf.set(key, [...(formatsOf.get(key) ?? []), d.format]);
+  }
+  const groups = new Map<string, { runId: string; formats: string[]; datasets: string[] }>();
+  for (const [key, formats] of formatsOf) {
+    const [runId = '', dataset = ''] = key.split('\u0000');
+    const group = `${runId}\u0000${formats.join(',')}`;
+    const found = groups.get(group) ?? { runId, formats, datasets: [] };
+    found.datasets.push(dataset);
+    groups.set(group, found);
+  }
+  const and = (words: string[]) => (words.length > 1 ? `${words.slice(0, -1).join(', ')} and ${words.at(-1)!}` : (words[0] ?? ''));
+  const parts = [...groups.values()].map((g) => `${and(g.formats)} of ${and(g.datasets)} (run ${g.runId})`);
+  return `the period's current export also has ${parts.join('; ')}, which this re-export would delete`;
 }
 
 /**
@@ -226,7 +251,8 @@ async function preflight(store: ObjectStore, target: string): Promise<void> {
 
 /** A re-export refused for the formats it would drop: the command line's fault (exit 2). */
 function formatLoss(companyId: string | null, error: unknown, companies: number): CliError {
-  const { message } = describeError(error);
+  const loss = causeOf(error, FormatLossError);
+  const message = loss ? formatLossText(loss) : describeError(error).message;
   return new CliError(
     `${companies > 1 ? `every company's period would lose formats, the first (${companyId})` : companyId === null ? "the key's company" : `company ${companyId}`}: ${message}`,
     { code: 'export_formats_dropped', exitCode: ExitCode.usage, hint: FORMAT_LOSS_HINT, cause: error },

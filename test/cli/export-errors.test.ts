@@ -113,7 +113,10 @@ describe('acctops export: errors of the command, of a company, of a registry ent
       const lines = result.stderr.trim().split('\n');
       expect(lines).toHaveLength(1);
       if (json) expect(JSON.parse(lines[0]!)).toMatchObject({ error: { exitCode: 2, code: 'export_formats_dropped' } });
-      else expect(lines[0]).toMatch(/^acctops: error: .*would delete.* \(.*--replace-formats.*\)$/);
+      else
+        expect(lines[0]).toMatch(
+          /^acctops: error: every company's period would lose formats, the first \([0-9a-f-]{36}\): the period's current export also has jsonl and parquet of categories, tax_reports and transactions \(run [^)]+\), which this re-export would delete \(ask for the period's formats with --format, or add --replace-formats to delete the others' files\)$/,
+        );
     }
   });
 
