@@ -1,7 +1,7 @@
 import * as http from 'node:http';
-import * as https from 'node:https';
+import type * as https from 'node:https';
 import type { Readable } from 'node:stream';
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import type * as zlib from 'node:zlib';
 import { classifyTransportError, TransportFailure, type Transport, type TransportRequest, type TransportResponse } from './transport';
 
 /**
@@ -18,38 +18,35 @@ import { classifyTransportError, TransportFailure, type Transport, type Transpor
  * - failures are classified by the same rules (`classifyTransportError`): no connection is `refused`,
  *   a connection lost after sending is `reset`, the deadline is `timeout`.
  */
-export function httpTransport(agents: { http: http.Agent; https: https.Agent } = DEFAULT_AGENTS): Transport {
-  return (request) => exchange(request, agents);
+export function httpTransport(agents: { http?: http.Agent; https?: https.Agent } = {}): Transport {
+  return async (request) => {
+    let url: URL;
+    try {
+      url = new URL(request.url);
+    } catch (cause) {
+      throw new TransportFailure('refused', { cause, code: 'invalid url' });
+    }
+    if (url.protocol === 'http:') return exchange(request, url, http, agents.http ?? DEFAULT_AGENTS.http);
+    if (url.protocol !== 'https:') throw new TransportFailure('refused', { code: `unsupported protocol ${url.protocol}` });
+    // TLS (and zlib) load on first use, as undici did: not at module init, which a Lambda cold start pays.
+    const client = await httpsClient();
+    return exchange(request, url, client, agents.https ?? (DEFAULT_AGENTS.https ??= new client.Agent({ keepAlive: true })));
+  };
 }
 
-const DEFAULT_AGENTS = {
-  http: new http.Agent({ keepAlive: true }),
-  https: new https.Agent({ keepAlive: true }),
-};
+const DEFAULT_AGENTS: { http: http.Agent; https?: https.Agent } = { http: new http.Agent({ keepAlive: true }) };
+let httpsModule: Promise<typeof https> | undefined;
+const httpsClient = () => (httpsModule ??= import('node:https'));
 
 /** What fetch asks for, so that a service answers both transports alike. */
 const ACCEPT_ENCODING = 'gzip, deflate, br';
 
-function exchange(request: TransportRequest, agents: { http: http.Agent; https: https.Agent }): Promise<TransportResponse> {
-  let url: URL;
-  try {
-    url = new URL(request.url);
-  } catch (cause) {
-    return Promise.reject(new TransportFailure('refused', { cause, code: 'invalid url' }));
-  }
-  const secure = url.protocol === 'https:';
-  if (!secure && url.protocol !== 'http:')
-    return Promise.reject(new TransportFailure('refused', { code: `unsupported protocol ${url.protocol}` }));
+function exchange(request: TransportRequest, url: URL, client: typeof http | typeof https, agent: http.Agent): Promise<TransportResponse> {
   const signal = AbortSignal.timeout(request.timeoutMs);
   const headers: Record<string, string> = { 'accept-encoding': ACCEPT_ENCODING, 'user-agent': 'acctops', ...request.headers };
   if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));
   return new Promise<TransportResponse>((resolve, reject) => {
-    const req = (secure ? https : http).request(url, {
-      method: request.method,
-      headers,
-      agent: secure ? agents.https : agents.http,
-      signal,
-    });
+    const req = client.request(url, { method: request.method, headers, agent, signal });
     let settled = false;
     // The first outcome wins: destroying the exchange after it (a body over the limit) raises
     // errors of its own, which must not replace the reason it was destroyed for.
@@ -61,11 +58,16 @@ function exchange(request: TransportRequest, agents: { http: http.Agent; https: 
     };
     req.on('error', fail);
     req.on('response', (res) => {
-      readBody(res, request, fail, (bytes) => {
+      res.on('error', fail);
+      const done = (bytes: Buffer) => {
         if (settled) return;
         settled = true;
         resolve({ status: res.statusCode ?? 0, headers: headersOf(res), body: bytes.toString('utf8'), bytes });
-      });
+      };
+      const encoding = contentEncodingOf(res);
+      // The body waits, paused, until a reader is attached.
+      if (encoding === undefined) readBody(res, request, fail, done, res);
+      else zlibModule().then((zlib) => readBody(res, request, fail, done, decoderFor(res, zlib, encoding, fail)), fail);
     });
     req.end(request.body);
   });
@@ -91,13 +93,13 @@ function readBody(
   request: TransportRequest,
   fail: (error: unknown) => void,
   done: (bytes: Buffer) => void,
+  decoded: Readable,
 ): void {
   const limit = request.maxBodyBytes;
   const status = res.statusCode ?? 0;
   const tooLarge = () => new TransportFailure('too_large', { limitBytes: limit, status });
   const declared = Number(res.headers['content-length'] ?? Number.NaN);
   if (limit !== undefined && declared > limit) return fail(tooLarge());
-  const decoded = decoderFor(res, fail);
   const chunks: Buffer[] = [];
   let size = 0;
   let head = request.onBodyStart !== undefined && status >= 200 && status < 300 ? request.onBodyStart : undefined;
@@ -124,23 +126,25 @@ function readBody(
     if (!res.complete) fail(new TransportFailure('reset', { code: 'ECONNRESET' }));
     else done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
   });
-  res.on('error', fail);
   res.on('aborted', () => fail(new TransportFailure('reset', { code: 'ECONNRESET' })));
 }
 
-function decoderFor(res: http.IncomingMessage, fail: (error: unknown) => void): Readable {
+type Encoding = 'gzip' | 'deflate' | 'br';
+
+/** The body's compression, if one this transport undoes (what fetch undoes). */
+function contentEncodingOf(res: http.IncomingMessage): Encoding | undefined {
   const encoding = String(res.headers['content-encoding'] ?? '')
     .trim()
     .toLowerCase();
-  const decoder =
-    encoding === 'gzip' || encoding === 'x-gzip'
-      ? createGunzip()
-      : encoding === 'deflate'
-        ? createInflate()
-        : encoding === 'br'
-          ? createBrotliDecompress()
-          : undefined;
-  if (!decoder) return res;
+  if (encoding === 'gzip' || encoding === 'x-gzip') return 'gzip';
+  return encoding === 'deflate' || encoding === 'br' ? encoding : undefined;
+}
+
+let zlibPromise: Promise<typeof zlib> | undefined;
+const zlibModule = () => (zlibPromise ??= import('node:zlib'));
+
+function decoderFor(res: http.IncomingMessage, z: typeof zlib, encoding: Encoding, fail: (error: unknown) => void): Readable {
+  const decoder = encoding === 'gzip' ? z.createGunzip() : encoding === 'deflate' ? z.createInflate() : z.createBrotliDecompress();
   // A corrupt compressed body is a reset: the service answered, and what came is unreadable.
   decoder.on('error', (error) => fail(new TransportFailure('reset', { cause: error, code: 'invalid compressed body' })));
   return res.pipe(decoder);
