@@ -188,6 +188,24 @@ describe('PeriodExporter', () => {
     expect(byPage.find((o) => o.format === 'csv')?.records).toBe(40);
   });
 
+  it('warns of transactions whose category it cannot name where a format has category_name, and not for JSONL alone', async () => {
+    const unknown = 'dead0000-0000-4000-8000-000000000000';
+    const withUnknown = () => ({
+      ...request().sources,
+      transactions: asAsync([...transactions(4), transaction(4, { category: unknown }), transaction(5, { category: unknown })]),
+    });
+    const warnings = () => logger.entries().filter((e) => String(e.message).startsWith('transactions reference unknown categories'));
+
+    await exporter('run-1').run(request({ sources: withUnknown(), formats: ['csv'] }));
+    expect(warnings().map((e) => [e.level, e.records])).toEqual([['warn', 2]]);
+    const csv = Buffer.from((await dir.get(`${PREFIX}transactions/run=run-1/part-00000.csv`))!).toString('utf8');
+    expect(csv.split('\r\n').filter((line) => line.includes(unknown))).toHaveLength(2);
+
+    logger = new MemoryLogger();
+    await exporter('run-2').run(request({ sources: withUnknown(), formats: ['jsonl'], replaceFormats: true }));
+    expect(warnings()).toEqual([]);
+  });
+
   it('counts the repeats a paged source left out, in the summary and the manifest, per dataset, and warns once a dataset', async () => {
     const items = [...transactions(40)];
     // The client's pages: what they hold, and how many repeats each left out (Page.duplicatesDropped).

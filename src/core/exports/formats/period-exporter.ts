@@ -399,11 +399,14 @@ export class PeriodExporter {
       parquet: job.formats.includes('parquet'),
       // An empty mapping is our own names: the client's parse stands.
       taxReportFields: Object.keys(this.deps.taxReportFields ?? {}).length > 0 ? this.deps.taxReportFields : undefined,
-      categoryName: (id) => {
-        const name = job.categoryNames.get(id);
-        if (name === undefined) unresolved += 1;
-        return name ?? null;
-      },
+      // Only CSV and Parquet have a category_name column: JSONL alone needs no lookup a record.
+      categoryName: job.formats.some((format) => format !== 'jsonl')
+        ? (id) => {
+            const name = job.categoryNames.get(id);
+            if (name === undefined) unresolved += 1;
+            return name ?? null;
+          }
+        : () => null,
     };
 
     try {
