@@ -2,7 +2,14 @@ import * as http from 'node:http';
 import type * as https from 'node:https';
 import type { Readable } from 'node:stream';
 import type * as zlib from 'node:zlib';
-import { classifyTransportError, TransportFailure, type Transport, type TransportRequest, type TransportResponse } from './transport';
+import {
+  bodyStartNotifier,
+  classifyTransportError,
+  TransportFailure,
+  type Transport,
+  type TransportRequest,
+  type TransportResponse,
+} from './transport';
 
 /**
  * The default transport, on Node's own HTTP client. `fetch` (undici, behind WHATWG streams, headers
@@ -102,7 +109,7 @@ function readBody(
   if (limit !== undefined && declared > limit) return fail(tooLarge());
   const chunks: Buffer[] = [];
   let size = 0;
-  let head = request.onBodyStart !== undefined && status >= 200 && status < 300 ? request.onBodyStart : undefined;
+  const head = bodyStartNotifier(request.onBodyStart, status);
   decoded.on('data', (chunk: Buffer) => {
     size += chunk.byteLength;
     if (limit !== undefined && size > limit) {
@@ -111,15 +118,7 @@ function readBody(
       return;
     }
     chunks.push(chunk);
-    if (head !== undefined && chunk.byteLength > 0) {
-      const hook = head;
-      head = undefined;
-      try {
-        hook(chunk);
-      } catch {
-        // Only speed depends on the hook: its fault must not fail (or retry) this exchange.
-      }
-    }
+    head?.(chunk);
   });
   decoded.on('end', () => {
     // A body the server broke off may end like a whole one; only `complete` tells them apart.

@@ -191,7 +191,7 @@ async function readBounded(response: Response, limit: number, onBodyStart?: (hea
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
-  let head = onBodyStart !== undefined && response.status >= 200 && response.status < 300 ? onBodyStart : undefined;
+  const head = bodyStartNotifier(onBodyStart, response.status);
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
@@ -201,15 +201,29 @@ async function readBounded(response: Response, limit: number, onBodyStart?: (hea
       throw tooLarge();
     }
     chunks.push(value);
-    if (head !== undefined && value.byteLength > 0) {
-      const hook = head;
-      head = undefined;
-      try {
-        hook(value);
-      } catch {
-        // Only speed depends on the hook: its fault must not fail (or retry) this exchange.
-      }
-    }
+    head?.(value);
   }
   return Buffer.concat(chunks, size);
+}
+
+/**
+ * TransportRequest.onBodyStart as a transport calls it: with the first bytes of a 2xx body, once;
+ * undefined when there is nothing to call. A hook that throws changes nothing.
+ */
+export function bodyStartNotifier(
+  onBodyStart: ((head: Uint8Array) => void) | undefined,
+  status: number,
+): ((chunk: Uint8Array) => void) | undefined {
+  if (onBodyStart === undefined || status < 200 || status >= 300) return undefined;
+  let pending: ((head: Uint8Array) => void) | undefined = onBodyStart;
+  return (chunk) => {
+    if (pending === undefined || chunk.byteLength === 0) return;
+    const hook = pending;
+    pending = undefined;
+    try {
+      hook(chunk);
+    } catch {
+      // Only speed depends on the hook: its fault must not fail (or retry) this exchange.
+    }
+  };
 }
