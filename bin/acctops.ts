@@ -1,6 +1,6 @@
 // The `acctops` CLI (README, "The acctops CLI"); bin/acctops.cjs runs this file through tsx.
-import { outputOpen } from '../cli/interrupt';
-import type { CliStream } from '../cli/output';
+import { adoptHeldSignals, interruptExitCode, onInterruptBeforeWork, outputOpen, speak } from '../cli/interrupt';
+import { errorLine, type CliStream } from '../cli/output';
 import { runCli } from '../cli/program';
 
 // The SDK's advice to upgrade Node would land in the middle of a command's output; the engines
@@ -26,6 +26,17 @@ function gated(stream: NodeJS.WriteStream): CliStream {
     },
   };
 }
+
+// Until the command starts its work, a signal is answered here (cli/interrupt.ts); --json is
+// looked for in argv, the options not being parsed yet.
+onInterruptBeforeWork((signal) =>
+  speak(() =>
+    process.stderr.write(
+      `${errorLine({ exitCode: interruptExitCode(signal), code: 'interrupted', message: `interrupted (${signal}) before anything was written` }, process.argv.includes('--json'))}\n`,
+    ),
+  ),
+);
+adoptHeldSignals();
 
 void runCli(process.argv.slice(2), {
   io: { stdout: gated(process.stdout), stderr: gated(process.stderr) },

@@ -21,6 +21,8 @@ const STEPS_BOUND_MS = 10_000;
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
 const steps: InterruptStep[] = [];
+/** The binary's step for a signal before the command started its work (`onInterruptBeforeWork`). */
+let beforeWork: InterruptStep | undefined;
 let stopping = false;
 let speaking = false;
 
@@ -47,17 +49,30 @@ export function speak(write: () => void): void {
 /**
  * Runs `step` if the process is interrupted before the returned function is called. The handler
  * is installed only while some step is registered: a command that registers none keeps Node's
- * default (the process ends at once).
+ * default (the process ends at once), once its work has started (`workStarted`).
  */
 export function onInterrupt(step: InterruptStep): () => void {
+  // A command's own step says what became of its work from now on. The handler stays installed:
+  // removing it, even for a moment, would drop a signal Node has received but not yet dispatched.
+  if (step !== beforeWork) dropBeforeWork();
   steps.push(step);
-  if (steps.length === 1) for (const signal of SIGNALS) process.on(signal, interrupted);
+  listen(true);
   return () => {
     const index = steps.indexOf(step);
     if (index >= 0) steps.splice(index, 1);
     // While stopping, the handler stays: a second signal must still end the process at once.
-    if (steps.length === 0 && !stopping) for (const signal of SIGNALS) process.off(signal, interrupted);
+    if (steps.length === 0 && !stopping) listen(false);
   };
+}
+
+let listening = false;
+function listen(on: boolean): void {
+  if (on === listening) return;
+  listening = on;
+  for (const signal of SIGNALS) {
+    if (on) process.on(signal, interrupted);
+    else process.off(signal, interrupted);
+  }
 }
 
 function interrupted(signal: NodeJS.Signals): void {
@@ -75,4 +90,50 @@ function interrupted(signal: NodeJS.Signals): void {
     }
     process.exit(code);
   })();
+}
+
+/**
+ * The binary's line for a signal that lands before the command has started anything (Node's
+ * default would end it without a word, and an export promises a line saying whether anything was
+ * published). It stays until `workStarted`, or until a command registers a step of its own, whose
+ * line then says what happened; a command with neither gets Node's default back at its start
+ * (cli/commands/host.ts).
+ */
+export function onInterruptBeforeWork(step: InterruptStep): void {
+  dropBeforeWork();
+  beforeWork = step;
+  onInterrupt(step);
+}
+
+/** From now on the command's own steps (or Node's default) answer a signal: the "before anything was written" line would no longer be true. */
+export function workStarted(): void {
+  if (dropBeforeWork() && steps.length === 0 && !stopping) listen(false);
+}
+
+function dropBeforeWork(): boolean {
+  if (beforeWork === undefined) return false;
+  const index = steps.indexOf(beforeWork);
+  if (index >= 0) steps.splice(index, 1);
+  beforeWork = undefined;
+  return true;
+}
+
+/**
+ * What bin/acctops.cjs sets before it loads the CLI (a second or more from the TypeScript
+ * sources): its handler holds a signal instead of dying on it, so that the line can still be said.
+ */
+interface HeldSignals {
+  signal(): NodeJS.Signals | undefined;
+  release(): void;
+}
+const HELD_SIGNALS = Symbol.for('acctops.heldSignals');
+
+/** Takes over from bin/acctops.cjs's handler, and handles the signal it held, if any. */
+export function adoptHeldSignals(): void {
+  const held = (globalThis as { [HELD_SIGNALS]?: HeldSignals })[HELD_SIGNALS];
+  if (held === undefined) return;
+  delete (globalThis as { [HELD_SIGNALS]?: HeldSignals })[HELD_SIGNALS];
+  held.release();
+  const signal = held.signal();
+  if (signal !== undefined) interrupted(signal);
 }

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { CliConfigError, UsageError } from './errors';
 import { ExitCode, type ExitCodeValue } from './exit-codes';
+import { workStarted } from './interrupt';
 import { DEFAULT_STATE_DIR, resolveStateDir } from './local/state-dir';
 import type { Mode, Operations, OperationsContext } from './operations/operations';
 import { Output, type CliIo } from './output';
@@ -85,7 +86,12 @@ export class Session implements OperationsContext {
   operations(): Promise<Operations> {
     this.ops ??=
       this.mode === 'aws'
-        ? import('./operations/aws-operations.ts').then((m) => m.openAwsOperations(this))
+        ? import('./operations/aws-operations.ts').then(async (m) => {
+            const operations = await m.openAwsOperations(this);
+            // What comes next calls AWS: the "before anything was written" line would no longer be true.
+            workStarted();
+            return operations;
+          })
         : import('./operations/local-operations.ts').then((m) => new m.LocalOperations(this));
     return this.ops;
   }

@@ -90,89 +90,94 @@ export function exportCommand(host: CommandHost): Command {
       dateToMode,
     )
     .action(
-      host.run(async (session, opts: ExportOptions) => {
-        const bars = new Map<string, Progress>();
-        const onProgress: CompanyProgress = (companyId, p) => {
-          if (p.dataset !== 'transactions') return;
-          let bar = bars.get(companyId);
-          if (!bar) bars.set(companyId, (bar = session.out.progress(`export ${companyId.slice(0, 8)}`)));
-          bar.update(p.records, p.total, 'transactions');
-          if (p.done) bar.finish();
-        };
-        const baseUrl = opts.baseUrl ?? baseUrlFromEnv(session.env.ACCTOPS_BASE_URL);
-        if (baseUrl === undefined) {
-          const given = DIRECT_ONLY.find(([key]) => opts[key] !== undefined);
-          if (given)
-            throw new UsageError(
-              `${given[1]} is an option of the direct mode (--base-url or ACCTOPS_BASE_URL): ${given[2]}`,
-              `nothing was run: drop ${given[1]}`,
+      host.run(
+        async (session, opts: ExportOptions) => {
+          const bars = new Map<string, Progress>();
+          const onProgress: CompanyProgress = (companyId, p) => {
+            if (p.dataset !== 'transactions') return;
+            let bar = bars.get(companyId);
+            if (!bar) bars.set(companyId, (bar = session.out.progress(`export ${companyId.slice(0, 8)}`)));
+            bar.update(p.records, p.total, 'transactions');
+            if (p.done) bar.finish();
+          };
+          const baseUrl = opts.baseUrl ?? baseUrlFromEnv(session.env.ACCTOPS_BASE_URL);
+          if (baseUrl === undefined) {
+            const given = DIRECT_ONLY.find(([key]) => opts[key] !== undefined);
+            if (given)
+              throw new UsageError(
+                `${given[1]} is an option of the direct mode (--base-url or ACCTOPS_BASE_URL): ${given[2]}`,
+                `nothing was run: drop ${given[1]}`,
+              );
+          }
+          // AWS mode only requests exports and waits for their manifests: nothing here to stop.
+          const stopOnInterrupt =
+            baseUrl === undefined && session.stack !== undefined ? () => undefined : stopExportOnInterrupt(session, opts.out, bars);
+          let report: ExportReport;
+          try {
+            // Direct mode is chosen by the base URL, in any mode: it needs neither the state nor AWS.
+            if (baseUrl !== undefined) {
+              report = await (await import('../operations/export-run.ts')).exportDirect(session, { ...opts, baseUrl }, onProgress);
+            } else {
+              report = await (
+                await session.operations()
+              ).exportMonth({
+                month: opts.month,
+                company: opts.company,
+                out: opts.out,
+                formats: opts.format,
+                replaceFormats: opts.replaceFormats,
+                taxReportFields: opts.taxReportFields,
+                defaultCurrency: opts.defaultCurrency,
+                wait: opts.wait !== false,
+                onProgress,
+              });
+            }
+          } finally {
+            stopOnInterrupt();
+            for (const bar of bars.values()) bar.finish();
+          }
+          const failed = report.companies.filter((c) => c.status !== 'completed' && !(c.status === 'requested' && opts.wait === false));
+          if (failed.length > 0) {
+            // When nothing was exported, the first failure's cause decides; otherwise the run is partial.
+            session.exitCode =
+              failed.length === report.companies.length && failed[0]?.error
+                ? (failed[0].error.exitCode as ExitCodeValue)
+                : ExitCode.partial;
+            // One line per failure on stderr too, in the form of every error, so a script that keeps stdout for --json sees why.
+            for (const c of failed) {
+              if (c.error) session.out.error(c.error, { text: `company ${shownCompany(c)}`, fields: { companyId: c.companyId } });
+            }
+          }
+          // Published, so not failed; but Athena does not show it yet, which a script must be able to tell.
+          const behind = report.companies.filter((c) => (c.staleSymlinks?.length ?? 0) > 0);
+          if (behind.length > 0) session.partial();
+          for (const c of behind) {
+            session.out.error(
+              {
+                exitCode: ExitCode.partial,
+                code: 'athena_symlinks_stale',
+                message: `${report.month} is published (${c.manifestUrl}), but ${athenaBehindText(c.staleSymlinks!)}`,
+                hint: `export ${report.month} again for the company: every export of a period rewrites all its symlinks`,
+              },
+              { text: `company ${shownCompany(c)}`, fields: { companyId: c.companyId } },
             );
-        }
-        // AWS mode only requests exports and waits for their manifests: nothing here to stop.
-        const stopOnInterrupt =
-          baseUrl === undefined && session.stack !== undefined ? () => undefined : stopExportOnInterrupt(session, opts.out, bars);
-        let report: ExportReport;
-        try {
-          // Direct mode is chosen by the base URL, in any mode: it needs neither the state nor AWS.
-          if (baseUrl !== undefined) {
-            report = await (await import('../operations/export-run.ts')).exportDirect(session, { ...opts, baseUrl }, onProgress);
-          } else {
-            report = await (
-              await session.operations()
-            ).exportMonth({
-              month: opts.month,
-              company: opts.company,
-              out: opts.out,
-              formats: opts.format,
-              replaceFormats: opts.replaceFormats,
-              taxReportFields: opts.taxReportFields,
-              defaultCurrency: opts.defaultCurrency,
-              wait: opts.wait !== false,
-              onProgress,
-            });
           }
-        } finally {
-          stopOnInterrupt();
-          for (const bar of bars.values()) bar.finish();
-        }
-        const failed = report.companies.filter((c) => c.status !== 'completed' && !(c.status === 'requested' && opts.wait === false));
-        if (failed.length > 0) {
-          // When nothing was exported, the first failure's cause decides; otherwise the run is partial.
-          session.exitCode =
-            failed.length === report.companies.length && failed[0]?.error ? (failed[0].error.exitCode as ExitCodeValue) : ExitCode.partial;
-          // One line per failure on stderr too, in the form of every error, so a script that keeps stdout for --json sees why.
-          for (const c of failed) {
-            if (c.error) session.out.error(c.error, { text: `company ${shownCompany(c)}`, fields: { companyId: c.companyId } });
+          if (report.skipped.length > 0) session.partial();
+          for (const f of report.skipped) {
+            session.out.error(
+              {
+                exitCode: ExitCode.partial,
+                code: 'registry_item_invalid',
+                message: `not exported: ${issuesText(f)}`,
+                hint: 'fix or remove the entry; `acctops companies list` lists it',
+              },
+              { text: `company registry entry ${entryName(f)}`, fields: { registryKey: f.key, registryPosition: f.position } },
+            );
           }
-        }
-        // Published, so not failed; but Athena does not show it yet, which a script must be able to tell.
-        const behind = report.companies.filter((c) => (c.staleSymlinks?.length ?? 0) > 0);
-        if (behind.length > 0) session.partial();
-        for (const c of behind) {
-          session.out.error(
-            {
-              exitCode: ExitCode.partial,
-              code: 'athena_symlinks_stale',
-              message: `${report.month} is published (${c.manifestUrl}), but ${athenaBehindText(c.staleSymlinks!)}`,
-              hint: `export ${report.month} again for the company: every export of a period rewrites all its symlinks`,
-            },
-            { text: `company ${shownCompany(c)}`, fields: { companyId: c.companyId } },
-          );
-        }
-        if (report.skipped.length > 0) session.partial();
-        for (const f of report.skipped) {
-          session.out.error(
-            {
-              exitCode: ExitCode.partial,
-              code: 'registry_item_invalid',
-              message: `not exported: ${issuesText(f)}`,
-              hint: 'fix or remove the entry; `acctops companies list` lists it',
-            },
-            { text: `company registry entry ${entryName(f)}`, fields: { registryKey: f.key, registryPosition: f.position } },
-          );
-        }
-        session.out.result(report, () => renderExport(session.out, report));
-      }),
+          session.out.result(report, () => renderExport(session.out, report));
+        },
+        { beforeWorkUntilSteps: true },
+      ),
     );
 }
 

@@ -28,45 +28,48 @@ export function keysCommand(host: CommandHost): Command {
     .option('--no-wait', 'AWS mode: return once the rotation has started instead of waiting for it')
     .option('--revoke-previous-now', 'revoke the previous key as soon as the rotation completes, without the grace period (a leaked key)')
     .action(
-      host.run(async (session, opts: { company: string; wait: boolean; revokePreviousNow?: boolean }) => {
-        const revokeNow = opts.revokePreviousNow === true;
-        if (revokeNow && !opts.wait)
-          throw new UsageError('--revoke-previous-now waits for the rotation; drop --no-wait', 'run `acctops keys rotate --help`');
-        const report = await (
-          await session.operations()
-        ).rotateKey(opts.company, {
-          wait: opts.wait,
-          revokePreviousNow: revokeNow,
-          onInterrupted: (signal, undone) =>
-            speak(() => session.out.error(rotationInterruptedLine(signal, opts.company, undone, revokeNow))),
-        });
-        session.out.result(report, () => renderRotate(session.out, report));
-        if (report.state === 'failed' && report.rolledBack === false) {
-          throw new CliError(
-            `the rotation of ${report.secret} failed and could not be rolled back: version ${report.versionId} stays AWSPENDING and may hold a key the rotation created; AWSCURRENT is unchanged`,
-            {
-              code: 'rotation_failed_not_rolled_back',
+      host.run(
+        async (session, opts: { company: string; wait: boolean; revokePreviousNow?: boolean }) => {
+          const revokeNow = opts.revokePreviousNow === true;
+          if (revokeNow && !opts.wait)
+            throw new UsageError('--revoke-previous-now waits for the rotation; drop --no-wait', 'run `acctops keys rotate --help`');
+          const report = await (
+            await session.operations()
+          ).rotateKey(opts.company, {
+            wait: opts.wait,
+            revokePreviousNow: revokeNow,
+            onInterrupted: (signal, undone) =>
+              speak(() => session.out.error(rotationInterruptedLine(signal, opts.company, undone, revokeNow))),
+          });
+          session.out.result(report, () => renderRotate(session.out, report));
+          if (report.state === 'failed' && report.rolledBack === false) {
+            throw new CliError(
+              `the rotation of ${report.secret} failed and could not be rolled back: version ${report.versionId} stays AWSPENDING and may hold a key the rotation created; AWSCURRENT is unchanged`,
+              {
+                code: 'rotation_failed_not_rolled_back',
+                exitCode: ExitCode.failure,
+                hint: `every rotation of this secret is refused until this one is rolled back: locally \`acctops keys cancel-rotation --company ${report.companyId}\` does it now; in AWS the rotation doctor gives it up an hour after it started (\`acctops doctor --repair\`); see docs/runbooks.md, "A rotation stuck in AWSPENDING"`,
+              },
+            );
+          }
+          if (report.state === 'failed') {
+            throw new CliError(`the rotation of ${report.secret} failed and was rolled back; AWSCURRENT is unchanged`, {
+              code: 'rotation_failed',
               exitCode: ExitCode.failure,
-              hint: `every rotation of this secret is refused until this one is rolled back: locally \`acctops keys cancel-rotation --company ${report.companyId}\` does it now; in AWS the rotation doctor gives it up an hour after it started (\`acctops doctor --repair\`); see docs/runbooks.md, "A rotation stuck in AWSPENDING"`,
-            },
-          );
-        }
-        if (report.state === 'failed') {
-          throw new CliError(`the rotation of ${report.secret} failed and was rolled back; AWSCURRENT is unchanged`, {
-            code: 'rotation_failed',
-            exitCode: ExitCode.failure,
-            hint: 'the rotation function\'s logs name the failed step (AWS: /acctops/<stage>/rotate-api-key; locally: --verbose); see docs/runbooks.md, "A key rotation failed"',
-          });
-        }
-        // The rotation completed; the previous key is still valid (README, "Exit codes": 5, partly done).
-        if (report.previousKeyRevokeError) {
-          session.partial();
-          session.out.error(report.previousKeyRevokeError, {
-            text: `company ${report.companyId}`,
-            fields: { companyId: report.companyId },
-          });
-        }
-      }),
+              hint: 'the rotation function\'s logs name the failed step (AWS: /acctops/<stage>/rotate-api-key; locally: --verbose); see docs/runbooks.md, "A key rotation failed"',
+            });
+          }
+          // The rotation completed; the previous key is still valid (README, "Exit codes": 5, partly done).
+          if (report.previousKeyRevokeError) {
+            session.partial();
+            session.out.error(report.previousKeyRevokeError, {
+              text: `company ${report.companyId}`,
+              fields: { companyId: report.companyId },
+            });
+          }
+        },
+        { beforeWorkUntilSteps: true },
+      ),
     );
 
   keys

@@ -144,6 +144,11 @@ export interface LocalWorldOptions {
    * written as for any command.
    */
   readOnly?: boolean;
+  /**
+   * The command's line for an interrupt (`onInterrupted`), registered as the world registers its
+   * step: a signal while the world still opens gets it too, not a silent exit.
+   */
+  onInterrupted?: OnInterrupted;
 }
 
 /** The default settings of a new local state (`acctops local repair` also rebuilds state.json with them). */
@@ -370,6 +375,7 @@ export class LocalWorld {
         readOnly,
         registryInMemory,
       );
+      if (options.onInterrupted) world.onInterrupted(options.onInterrupted);
       world.saveOnSignals();
       if (!readOnly && !world.isDamaged('tokens')) world.reclaimedLeases = await world.reclaimAbandonedLeases();
       if (created) {

@@ -71,7 +71,7 @@ export class LocalOperations implements Operations {
    */
   private async world<T>(
     work: (world: LocalWorld) => Promise<T>,
-    options: { tolerateDamage?: boolean; readOnly?: boolean; regionUsed?: boolean; noWait?: boolean } = {},
+    options: { tolerateDamage?: boolean; readOnly?: boolean; regionUsed?: boolean; noWait?: boolean; onInterrupted?: OnInterrupted } = {},
   ): Promise<T> {
     const { context } = this;
     const { regionUsed, noWait, ...worldOptions } = options;
@@ -121,31 +121,27 @@ export class LocalOperations implements Operations {
   }
 
   refreshDue(options: { onInterrupted?: OnInterrupted } = {}) {
-    return this.world((world) => {
-      if (options.onInterrupted) world.onInterrupted(options.onInterrupted);
-      return refreshDueLocal(world);
-    });
+    return this.world((world) => refreshDueLocal(world), { onInterrupted: options.onInterrupted });
   }
 
   refreshUser(externalId: string, options: { onInterrupted?: OnInterrupted } = {}) {
-    return this.world(async (world): Promise<RefreshReport> => {
-      if (options.onInterrupted) world.onInterrupted(options.onInterrupted);
-      const outcome = await world.lifecycle().refresh(externalId);
-      // Named by --user: a user the store does not hold is the command's error, not a result (README, "Exit codes").
-      if (outcome.result === 'not_found') throw unknownUser(externalId);
-      return { mode: 'local', planned: 1, outcomes: await withLeases(world, [outcome]), counts: { [outcome.result]: 1 } };
-    });
+    return this.world(
+      async (world): Promise<RefreshReport> => {
+        const outcome = await world.lifecycle().refresh(externalId);
+        // Named by --user: a user the store does not hold is the command's error, not a result (README, "Exit codes").
+        if (outcome.result === 'not_found') throw unknownUser(externalId);
+        return { mode: 'local', planned: 1, outcomes: await withLeases(world, [outcome]), counts: { [outcome.result]: 1 } };
+      },
+      { onInterrupted: options.onInterrupted },
+    );
   }
 
   /** The rotation completes in the command (the emulator runs the four steps): --no-wait is refused, as the AWS mode's own. */
   rotateKey(companyId: string, options: { wait: boolean; revokePreviousNow: boolean; onInterrupted?: OnInterrupted }) {
-    return this.world(
-      (world) => {
-        if (options.onInterrupted) world.onInterrupted(options.onInterrupted);
-        return rotateLocal(world, companyId, { revokePreviousNow: options.revokePreviousNow });
-      },
-      { noWait: !options.wait },
-    );
+    return this.world((world) => rotateLocal(world, companyId, { revokePreviousNow: options.revokePreviousNow }), {
+      noWait: !options.wait,
+      onInterrupted: options.onInterrupted,
+    });
   }
 
   cancelRotation(companyId: string) {
