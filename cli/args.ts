@@ -137,7 +137,7 @@ export function httpUrl(raw: string): string {
     // Only a bare host is completed: a path of its own may be a proxy's prefix, or a key pasted there, and is not repeated.
     const bare = url.pathname === '/';
     throw new InvalidArgumentError(
-      `${BASE_URL_EXPECTED} (the version path of the service's API)${bare ? `; did you mean ${url.origin}/api/v1` : ''}`,
+      `${BASE_URL_EXPECTED} (the version path of the service's API)${bare ? `; did you mean ${url.origin}/api/v1?` : ''}`,
     );
   }
   return raw.replace(/\/+$/, '');

@@ -428,7 +428,7 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
       const line = oneLine(result);
       expect(line).toMatch(/^acctops: error: option '--base-url <url>' is invalid: expected an http\(s\) URL ending in \/api\/v1/);
       const isBare = i < bare.length || i === results.length - 1;
-      if (isBare) expect(line).toContain('did you mean http://127.0.0.1:4711/api/v1 (');
+      if (isBare) expect(line).toContain('did you mean http://127.0.0.1:4711/api/v1? (');
       else expect(line).not.toMatch(/did you mean|4711/);
     }
     // Still accepted: a trailing slash, and a proxy's prefix before /api/v1.
@@ -440,7 +440,7 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     const fromEnv = await inProcess(['export', '--month', '2026-01'], { ...env, ACCTOPS_BASE_URL: 'http://127.0.0.1:4711' });
     expect(fromEnv.code).toBe(3);
     expect(oneLine(fromEnv)).toMatch(
-      /^acctops: error: ACCTOPS_BASE_URL is not usable: expected an http\(s\) URL ending in \/api\/v1 .*did you mean http:\/\/127\.0\.0\.1:4711\/api\/v1 \(/,
+      /^acctops: error: ACCTOPS_BASE_URL is not usable: expected an http\(s\) URL ending in \/api\/v1 .*did you mean http:\/\/127\.0\.0\.1:4711\/api\/v1\? \(/,
     );
     expect(existsSync(`${state.dir}/never-created`)).toBe(false);
   });

@@ -146,8 +146,8 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
       }
       return undefined;
     };
-    expect(refusal('http://127.0.0.1:4711')).toMatch(/ending in \/api\/v1 .*; did you mean http:\/\/127\.0\.0\.1:4711\/api\/v1$/);
-    expect(refusal('https://example.com/')).toMatch(/; did you mean https:\/\/example\.com\/api\/v1$/);
+    expect(refusal('http://127.0.0.1:4711')).toMatch(/ending in \/api\/v1 .*; did you mean http:\/\/127\.0\.0\.1:4711\/api\/v1\?$/);
+    expect(refusal('https://example.com/')).toMatch(/; did you mean https:\/\/example\.com\/api\/v1\?$/);
     for (const raw of ['http://127.0.0.1:4711/api/v2', 'http://127.0.0.1:4711/api', `https://example.com/${CANARY.apiKey}`]) {
       expect(refusal(raw)).toMatch(/^expected an http\(s\) URL ending in \/api\/v1/);
       expect(refusal(raw)).not.toMatch(/did you mean/);
