@@ -1,5 +1,5 @@
 import { createHash, pbkdf2 } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -221,6 +221,34 @@ describe('export formats', () => {
         expect(comma.map(([d]) => d!.replace(/((?:^|[,;\r\n])[\s"]*)'(?=[=+\-@\t\r])/g, '$1'))).toEqual(HOSTILE);
       } finally {
         // The instance too: an open one keeps a native handle that stops Jest's worker from exiting.
+        db.closeSync();
+        instance.closeSync();
+      }
+    });
+    it("docs/exports.md's DuckDB queries sum `amount` exactly, where read_csv's own guess is a DOUBLE", async () => {
+      const items = [...transactions(500)];
+      await write(store, 'csv', transactionsTable, items);
+      const minor = items.reduce((sum, t) => sum + t.parsed.amount, 0n);
+      const docs = await readFile(join(__dirname, '..', '..', '..', 'docs', 'exports.md'), 'utf8');
+      const queries = [...docs.matchAll(/^\s*(SELECT currency, sum\(amount(?:_minor)?\)[^\n]*read_csv\('part-00000\.csv'[^\n]*);$/gm)].map(
+        (m) => m[1]!,
+      );
+      expect(queries).toHaveLength(2);
+      const instance = await DuckDBInstance.create(':memory:');
+      const db = await instance.connect();
+      try {
+        const file = join(root, 'out/data.csv');
+        const sums = [];
+        for (const sql of queries) {
+          const rows = (await db.runAndReadAll(sql.replace('part-00000.csv', file))).getRowObjectsJson();
+          sums.push(rows.map((r) => Object.values(r).map(String)));
+        }
+        const sign = minor < 0n ? '-' : '';
+        const abs = minor < 0n ? -minor : minor;
+        expect(sums).toEqual([[['EUR', `${sign}${abs / 100n}.${String(abs % 100n).padStart(2, '0')}00`]], [['EUR', String(minor)]]]);
+        const guessed = await db.runAndReadAll(`SELECT typeof(amount) AS t FROM read_csv('${file}') LIMIT 1`);
+        expect(guessed.getRowObjectsJson()).toEqual([{ t: 'DOUBLE' }]);
+      } finally {
         db.closeSync();
         instance.closeSync();
       }
