@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { AuthenticationError } from '../../src/core/accounting-api';
 import { guid, keyPrefixArg } from '../args';
 import { apiKeyFromEnv, CliError, UsageError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
@@ -131,7 +132,21 @@ export function keysCommand(host: CommandHost): Command {
     .action(
       host.run(async (session, opts: { company: string }) => {
         const apiKey = apiKeyFromEnv(session.env) ?? required(session, 'ACCTOPS_API_KEY', 'the company key');
-        const report = await (await session.operations()).installCompanyKey(opts.company, apiKey);
+        let report: KeysInstallReport;
+        try {
+          report = await (await session.operations()).installCompanyKey(opts.company, apiKey);
+        } catch (error) {
+          // The key being installed is the one credential the check sends: the institution and the
+          // stored secret have no part in its refusal.
+          if (error instanceof AuthenticationError)
+            throw new CliError(error.message, {
+              code: error.code,
+              exitCode: ExitCode.auth,
+              hint: 'check ACCTOPS_API_KEY: the service refused the key to install (expired, revoked, or a key of another service); nothing was stored',
+              cause: error,
+            });
+          throw error;
+        }
         session.out.result(report, () => renderInstall(session.out, report));
       }),
     );

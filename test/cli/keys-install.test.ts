@@ -39,6 +39,22 @@ describe('acctops keys install / companies remove|restore (local mode)', () => {
     expect(unknown.stderr).toContain(`\`acctops companies add --company ${UNKNOWN.toLowerCase()}\` registers a new one`);
   });
 
+  it('a key the service refuses is exit 4, nothing stored, and the hint names only ACCTOPS_API_KEY', async () => {
+    const company = demo.companies[0]!;
+    const key = company.apiKeys.find((k) => k.permissions.includes('full_access'))!.key;
+    const secrets = await readFile(join(state.dir, 'secrets.json'), 'utf8');
+    const refused = await acctops(['keys', 'install', '--company', company.publicId], { ACCTOPS_API_KEY: `${key.slice(0, -4)}zzzz` });
+    expect(refused.code).toBe(4);
+    expect(refused.stdout).toBe('');
+    const line = refused.stderr.trim();
+    expect(line.split('\n')).toHaveLength(1);
+    expect(line).toMatch(
+      /^acctops: error: authentication failed \(401, .*\(check ACCTOPS_API_KEY: the service refused the key to install .*; nothing was stored\)$/,
+    );
+    expect(line).not.toMatch(/ACCTOPS_INSTITUTION|stored secret|doctor/);
+    expect(await readFile(join(state.dir, 'secrets.json'), 'utf8')).toBe(secrets);
+  });
+
   it('installs idempotently, stops rotation and schedules deletion on remove, and restore undoes it; the key is never printed', async () => {
     const company = demo.companies[0]!;
     const key = company.apiKeys.find((k) => k.permissions.includes('full_access'))!.key;
