@@ -6,6 +6,7 @@ import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datas
 import { currencyCode, formats, guid } from '../args';
 import type { KeyRotationChange } from '../operations/operations';
 import type { CommandHost } from './host';
+import { issuesText } from '../../src/core/shared/errors';
 
 const ROTATION_CHANGE: Record<KeyRotationChange['result'], (days: number) => string> = {
   updated: (days) => `the key secret now rotates every ${days} days (no rotation now)`,
@@ -85,7 +86,7 @@ export function companiesCommand(host: CommandHost): Command {
           ]);
           session.out.line(`${rows.length} company(ies).`);
           for (const f of skipped) {
-            session.out.line(`  skipped an unreadable entry ${f.key}: ${f.issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
+            session.out.line(`  skipped an unreadable entry ${f.key}: ${issuesText(f.issues)}`);
           }
         });
       }),

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { parseInstitutionCredential } from '../../src/core/credentials/institution-credential';
+import { issuesText, ValidationError } from '../../src/core/shared/errors';
 import { CliConfigError, CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import type { Session } from '../session';
@@ -39,7 +40,7 @@ export function institutionCommand(host: CommandHost): Command {
           try {
             parseInstitutionCredential(value);
           } catch (error) {
-            const detail = error instanceof Error ? error.message : 'malformed';
+            const detail = error instanceof ValidationError ? issuesText(error.issues) : 'malformed';
             throw new CliConfigError(
               `ACCTOPS_INSTITUTION is not an institution credential (${detail})`,
               'set it to <institution_id>:<secret_key> or {"institutionId": …, "secretKey": …}',

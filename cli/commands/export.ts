@@ -27,6 +27,7 @@ import type { CompanyExportRow, CompanyProgress, ExportReport } from '../operati
 import type { Output, Progress } from '../output';
 import type { Session } from '../session';
 import type { CommandHost } from './host';
+import { issuesText } from '../../src/core/shared/errors';
 
 export interface ExportOptions {
   month?: string;
@@ -168,7 +169,7 @@ export function exportCommand(host: CommandHost): Command {
               {
                 exitCode: ExitCode.partial,
                 code: 'registry_item_invalid',
-                message: `not exported: ${issuesText(f)}`,
+                message: `not exported: ${issuesText(f.issues)}`,
                 hint: 'fix or remove the entry; `acctops companies list` lists it',
               },
               { text: `company registry entry ${entryName(f)}`, fields: { registryKey: f.key, registryPosition: f.position } },
@@ -382,7 +383,7 @@ export function renderExport(out: Output, report: ExportReport): void {
       `acctops: note: ${report.month} is not over yet: these files hold the month so far, and neither \`acctops doctor\` nor the overdue alarm counts them as its export; export it again once the month has ended (the monthly schedule does)`,
     );
   }
-  for (const f of report.skipped) out.line(`! skipped the unreadable registry entry ${entryName(f)}: ${issuesText(f)}`);
+  for (const f of report.skipped) out.line(`! skipped the unreadable registry entry ${entryName(f)}: ${issuesText(f.issues)}`);
   if (report.companies.some((c) => c.status === 'requested')) {
     out.line('Requested exports run in the deployed pipeline; `acctops --stack <stack> doctor` shows the last export of each company.');
   }
@@ -411,10 +412,6 @@ function lastDayNote(c: CompanyExportRow, report: ExportReport): string | undefi
 function entryName(f: RegistryFinding): string {
   // The registry gives a key only when it is a well-formed id, else a placeholder in parentheses.
   return f.key.startsWith('(') ? `at position ${f.position}` : f.key;
-}
-
-function issuesText(f: RegistryFinding): string {
-  return f.issues.map((i) => `${i.path}: ${i.message}`).join('; ');
 }
 
 /** A row's company for people: direct mode names none when it failed before the key's company was learned. */

@@ -38,7 +38,7 @@ import { FORMATS } from '../../src/core/exports/formats/datasets';
 import { checkHealth, type HealthReport } from '../../src/core/health/check-health';
 import { institutionCredentialProbe, serviceReachableProbe } from '../../src/core/health/probes';
 import { SecretStage } from '../../src/core/ports/secrets';
-import { ValidationError, parseWith } from '../../src/core/shared/errors';
+import { issuesText, ValidationError, parseWith } from '../../src/core/shared/errors';
 import type { Logger } from '../../src/core/shared/logger';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { keyPrefix } from '../../src/core/shared/redact';
@@ -871,7 +871,7 @@ export function parseInstitutionOverride(raw: string): InstitutionCredential {
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
     throw new CliConfigError(
-      `ACCTOPS_INSTITUTION is not an institution credential (${error.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')})`,
+      `ACCTOPS_INSTITUTION is not an institution credential (${issuesText(error.issues)})`,
       'set it to <institution_id>:<secret_key> or a JSON object with institutionId and secretKey, or unset it to use the stored secret',
     );
   }

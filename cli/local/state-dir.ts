@@ -15,6 +15,7 @@ import {
 import { systemClock, type Clock } from '../../src/core/shared/clock';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
+import { issuesText, ValidationError } from '../../src/core/shared/errors';
 
 /**
  * The local mode's state directory (default `.acctops/`, gitignored): every file the embedded
@@ -63,7 +64,12 @@ export class DamagedStateFileError extends CliError {
 
   constructor(file: StateFileName, path: string, cause: unknown) {
     const repairable = (REPAIRABLE_STATE_FILES as readonly string[]).includes(file);
-    const problem = cause instanceof Error ? cause.message.replace(/^invalid [^:]*: /, '') : String(cause);
+    const problem =
+      cause instanceof ValidationError
+        ? issuesText(cause.issues)
+        : cause instanceof Error
+          ? cause.message.replace(/^invalid [^:]*: /, '')
+          : String(cause);
     super(`the local state file ${path} is damaged (${problem})`, {
       code: 'state_file_damaged',
       exitCode: ExitCode.config,

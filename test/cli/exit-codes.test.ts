@@ -96,7 +96,8 @@ describe('acctops exit codes: the README table holds', () => {
       code: 3,
       args: ['users', 'list'],
       setup: async (dir) => writeFile(join(dir, 'tokens.json'), '{"format": "acctops.tokens", "records": '),
-      stderr: /tokens\.json is damaged.*acctops local repair/,
+      // One sentence: no `(root): ` for the file as a whole.
+      stderr: /tokens\.json is damaged \(not valid JSON\) \(`acctops local repair`/,
     },
     {
       why: 'a damaged companies.json (names the file and the remedy), for every command that opens the state',
@@ -117,7 +118,8 @@ describe('acctops exit codes: the README table holds', () => {
       code: 3,
       args: ['users', 'list'],
       env: { ACCTOPS_INSTITUTION: 'no-colon' },
-      stderr: /ACCTOPS_INSTITUTION is not an institution credential/,
+      stderr:
+        /ACCTOPS_INSTITUTION is not an institution credential \(expected "<institution_id>:<secret_key>" or a JSON object with institutionId and secretKey\) \(set it/,
     },
     {
       why: 'a malformed ACCTOPS_API_KEY for keys install (named, not echoed)',

@@ -53,6 +53,21 @@ export class ConfigError extends ValidationError {
   }
 }
 
+/**
+ * Issues as one clause for people: `field: problem`, joined by `; `; a problem of the whole value
+ * (path `''`: text that is not JSON, a credential of the wrong shape) without a field name; and
+ * one issue per field, the first. zod goes on checking a value of the wrong type, so a string where
+ * a list of at most 3 was expected is also "too big (maximum 3)": the second only follows from the
+ * first.
+ */
+export function issuesText(issues: readonly FieldIssue[]): string {
+  const fields = new Set<string>();
+  return issues
+    .filter((issue) => !fields.has(issue.path) && fields.add(issue.path))
+    .map((issue) => (issue.path ? `${issue.path}: ${issue.message}` : issue.message))
+    .join('; ');
+}
+
 export function formatPath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const part of path) {
