@@ -517,7 +517,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       });
       expect(refused.code).toBe(2);
       expect(refused.stdout).toBe('');
-      expect(refused.stderr.trim().split('\n')).toEqual([expect.stringMatching(/transactions parquet .*--replace-formats/)]);
+      expect(refused.stderr.trim().split('\n')).toEqual([
+        expect.stringMatching(/also has jsonl and parquet of categories, tax_reports and transactions .*--replace-formats/),
+      ]);
       expect({ manifest: await readFile(manifestPath, 'utf8'), symlink: await readFile(symlinkPath, 'utf8') }).toEqual(before);
       const kept = JSON.parse(before.manifest) as { objects: { key: string }[] };
       for (const object of kept.objects) await expect(readFile(join(out.dir, 'reexport', object.key))).resolves.toBeDefined();
