@@ -14,9 +14,9 @@ import {
 /**
  * The default transport, on Node's own HTTP client. `fetch` (undici, behind WHATWG streams, headers
  * and abort machinery) cost the export's busy thread ~2 ms of CPU a page of 1,000 transactions
- * beyond this, over a third of what the rest of the export spends on that page (BENCHMARKS.md,
- * "Exports"; measured 2026-11-26: 100 pages with their `JSON.parse`, 480-560 ms of CPU against
- * 280-320 ms). It behaves as the fetch transport does, so nothing above it can tell them apart:
+ * beyond this, about a fifth of that thread in a profile (decision 72; measured 2026-11-26: 100 pages
+ * with their `JSON.parse`, 480-560 ms of CPU against 280-320 ms). It behaves as the fetch transport
+ * does, so nothing above it can tell them apart:
  * - redirects are not followed (the `Institution` header must not go where a 3xx points);
  * - a compressed body (`gzip`, `deflate`, `br`) is decompressed, as fetch does, and asked for with
  *   the same `accept-encoding`; `maxBodyBytes` counts the decompressed bytes;
