@@ -295,7 +295,7 @@ export class RequestEngine {
     let body: unknown;
     if (response.body !== '') {
       try {
-        body = parseJsonLossless(response.body);
+        body = parseJsonLossless(response.body, response.bytes);
       } catch {
         // No cause attached: the parser's message quotes the body, which may hold a token.
         throw new ResponseValidationError([{ path: '', message: 'body is not valid JSON' }], {

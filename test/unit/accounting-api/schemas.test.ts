@@ -16,7 +16,7 @@ import {
   toUtcIso,
   transactionSchema,
 } from '../../../src/core/accounting-api';
-import { hasSixteenDigitRun, quoteUnsafeIntegers } from '../../../src/core/accounting-api/lossless-json';
+import { hasSixteenDigitRun, hasSixteenDigitRunIn, quoteUnsafeIntegers } from '../../../src/core/accounting-api/lossless-json';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { BASE_URL, type Handler, category, fakeTransport, json, listHandler, transaction } from './fake-transport';
 
@@ -209,6 +209,11 @@ describe('lossless JSON', () => {
     const [item] = await client.transactions.list().all();
     expect(item!.parsed.amount).toBe(BigInt(big));
     expect(item!.raw.amount).toBe(big);
+    // With the body's bytes, as the default transport hands them over, the look for long integers reads those.
+    const withBytes = setup(() => ({ status: 200, headers: {}, body, bytes: Buffer.from(body) })).client;
+    const [fromBytes] = await withBytes.transactions.list().all();
+    expect(fromBytes!.parsed.amount).toBe(BigInt(big));
+    expect(fromBytes!.raw.amount).toBe(big);
   });
 
   it('leaves long digit runs inside strings alone, escapes included', () => {
@@ -249,6 +254,8 @@ describe('lossless JSON', () => {
     fc.assert(
       fc.property(text, (t) => {
         expect(hasSixteenDigitRun(t)).toBe(/\d{16}/.test(t));
+        // The same look on the text's UTF-8 bytes (how a transport's body arrives), multi-byte characters included.
+        expect(hasSixteenDigitRunIn(Buffer.from(t))).toBe(/\d{16}/.test(t));
       }),
       { seed: 20261121, numRuns: 20_000 },
     );

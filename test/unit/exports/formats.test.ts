@@ -115,6 +115,40 @@ describe('export formats', () => {
       expect(object.sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
     });
 
+    it('writes a repeated value as the same cell, and a changed one afresh: hostile and clean values alternating, runs of each', async () => {
+      // The writer reuses the last cell of a column whose value repeats; every row must still read as
+      // if its cells were made on their own.
+      const descriptions = [
+        'Rent;=HYPERLINK("x")',
+        'Rent;=HYPERLINK("x")',
+        'Coffee',
+        'Coffee',
+        '=1+1',
+        'Coffee',
+        'Paper, "A4"',
+        'Paper, "A4"',
+        '=1+1',
+      ];
+      const currencies = ['EUR', 'EUR', 'JPY', 'EUR', 'EUR', 'KWD', 'KWD', 'EUR', 'JPY'];
+      const items = descriptions.map((description, i) =>
+        transaction(i, {
+          description,
+          currency: currencies[i]!,
+          amount: -1250,
+          category: i % 3 === 0 ? null : CATEGORIES[i % 2]!.parsed.publicId,
+        }),
+      );
+      const text = (await write(store, 'csv', transactionsTable, items)).bytes.toString('utf8').slice(1);
+      const rows = parseSpreadsheetCsv(text, ',').slice(1, items.length + 1);
+      const header = parseSpreadsheetCsv(text, ',')[0]!;
+      const at = (name: string) => header.indexOf(name);
+      expect(rows.map((r) => r[at('description')])).toEqual(descriptions.map((d) => parseSpreadsheetCsv(csvCell('text', d), ',')[0]![0]));
+      expect(rows.map((r) => r[at('currency')])).toEqual(currencies);
+      expect(rows.map((r) => r[at('amount')])).toEqual(currencies.map((c) => ({ EUR: '-12.50', JPY: '-1250', KWD: '-1.250' })[c]));
+      expect(rows.map((r) => r[at('category_id')])).toEqual(items.map((_, i) => (i % 3 === 0 ? '' : CATEGORIES[i % 2]!.parsed.publicId)));
+      expect(rows.map((r) => r[at('category_name')])).toEqual(items.map((_, i) => (i % 3 === 0 ? '' : CATEGORIES[i % 2]!.parsed.name)));
+    });
+
     it('defuses text that a spreadsheet would run as a formula, but leaves amounts numeric', () => {
       expect(csvCell('text', '=HYPERLINK("http://evil","x")')).toBe(`"'=HYPERLINK(""http://evil"",""x"")"`);
       expect(csvCell('text', '+49 30 1234')).toBe(`"'+49 30 1234"`);

@@ -46,12 +46,23 @@ export class CsvWriter implements RecordWriter {
   private lastCurrency: string | undefined;
   private lastDigits = 2;
   private readonly timestamps = new TimestampFormatter();
+  /**
+   * Per column, the last value written and its cell, for the text and integer columns whose values
+   * repeat (currency, cashflow type, category, bank account, offset): a comparison instead of the
+   * formula and separator test. Unique columns (ids, the timestamp text) would never hit.
+   */
+  private readonly repeats: boolean[];
+  private readonly lastValues: Cell[];
+  private readonly lastCells: string[];
 
   constructor(
     private readonly sink: ObjectSink,
     private readonly columns: readonly TableColumn[],
   ) {
     this.pending = `${CSV_BOM}${columns.map((c) => quote(c.name)).join(',')}\r\n`;
+    this.repeats = columns.map((c) => !c.unique && (c.kind === 'text' || c.kind === 'integer'));
+    this.lastValues = columns.map(() => null);
+    this.lastCells = columns.map(() => '');
   }
 
   write(_raw: unknown, row: Row): Promise<void> | undefined {
@@ -63,7 +74,14 @@ export class CsvWriter implements RecordWriter {
       if (value === null) continue;
       if (column.kind === 'decimal') line += formatMinorUnits(value as bigint, this.digitsOf(row, column));
       else if (column.kind === 'timestamp') line += this.timestamps.format(value as number);
-      else line += csvCell(column.kind, value);
+      else if (!this.repeats[i]) line += csvCell(column.kind, value);
+      else if (value === this.lastValues[i]) line += this.lastCells[i]!;
+      else {
+        const cell = csvCell(column.kind, value);
+        this.lastValues[i] = value;
+        this.lastCells[i] = cell;
+        line += cell;
+      }
     }
     this.pending += `${line}\r\n`;
     return this.pending.length >= CHUNK_CHARS ? this.flush() : undefined;
