@@ -1,4 +1,12 @@
-import { taxReportsTable, transactionsTable, type RowContext } from '../../../src/core/exports/formats/dataset-tables';
+import {
+  cellReader,
+  categoriesTable,
+  taxReportsTable,
+  transactionsTable,
+  type Cell,
+  type Row,
+  type RowContext,
+} from '../../../src/core/exports/formats/dataset-tables';
 import type { ExportTransaction, TransactionFields } from '../../../src/core/exports/formats/datasets';
 import { ValidationError } from '../../../src/core/shared/errors';
 
@@ -92,5 +100,32 @@ describe('dataset tables: rows', () => {
     });
     expect(taxReportsTable.row(report('2026-10-05T12:34:00+05:45'), context()).created_at_offset_minutes).toBe(345n);
     expect(taxReportsTable.row(report(null), context()).created_at_offset_minutes).toBeNull();
+  });
+});
+
+describe('dataset tables: cell readers', () => {
+  it("a table's own reader gives exactly the values by column name, in column order, absent ones null", () => {
+    const rows: Row[] = [
+      transactionsTable.row(transaction({}), context()),
+      transactionsTable.row(
+        transaction({ currency: null, description: 'Rent', category: 'c0c0c0c0-0000-4000-8000-000000000001' }),
+        context(),
+      ),
+      // Absent and extra keys: a reader that trusted the object's key order would shift them.
+      { amount: 1n, public_id: 'x', extra: 'not a column' },
+      {},
+    ];
+    const tables = [transactionsTable, taxReportsTable, categoriesTable].filter((table) => table.cells !== undefined);
+    expect(tables.map((table) => table.dataset)).toContain('transactions');
+    for (const table of tables) {
+      for (const row of rows) {
+        const own: Cell[] = [];
+        const byName: Cell[] = [];
+        table.cells!(row, own);
+        cellReader(table.columns)(row, byName);
+        expect(own).toEqual(byName);
+        expect(byName).toEqual(table.columns.map((column) => (column.name in row ? row[column.name] : null)));
+      }
+    }
   });
 });

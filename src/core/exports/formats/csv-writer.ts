@@ -1,7 +1,7 @@
 import { formatMinorUnits } from '../../accounting-api';
 import { minorUnitDigits } from './currency';
 import type { ObjectSink, WrittenObject } from './object-sink';
-import type { Cell, ColumnKind, Row, TableColumn } from './dataset-tables';
+import { cellReader, type Cell, type CellReader, type ColumnKind, type Row, type TableColumn } from './dataset-tables';
 import type { RecordWriter } from './writers';
 
 /**
@@ -54,11 +54,15 @@ export class CsvWriter implements RecordWriter {
   private readonly repeats: boolean[];
   private readonly lastValues: Cell[];
   private readonly lastCells: string[];
+  /** The row being written, in column order (reused). */
+  private readonly cells: Cell[];
 
   constructor(
     private readonly sink: ObjectSink,
     private readonly columns: readonly TableColumn[],
+    private readonly readCells: CellReader = cellReader(columns),
   ) {
+    this.cells = columns.map(() => null);
     this.pending = `${CSV_BOM}${columns.map((c) => quote(c.name)).join(',')}\r\n`;
     this.repeats = columns.map((c) => !c.unique && (c.kind === 'text' || c.kind === 'integer'));
     this.lastValues = columns.map(() => null);
@@ -67,10 +71,12 @@ export class CsvWriter implements RecordWriter {
 
   write(_raw: unknown, row: Row): Promise<void> | undefined {
     let line = '';
+    const cells = this.cells;
+    this.readCells(row, cells);
     for (let i = 0; i < this.columns.length; i++) {
       const column = this.columns[i]!;
       if (i > 0) line += ',';
-      const value = row[column.name] ?? null;
+      const value = cells[i]!;
       if (value === null) continue;
       if (column.kind === 'decimal') line += formatMinorUnits(value as bigint, this.digitsOf(row, column));
       else if (column.kind === 'timestamp') line += this.timestamps.format(value as number);

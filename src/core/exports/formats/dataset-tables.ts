@@ -28,6 +28,23 @@ export type { ColumnKind, TableColumn };
 export type Cell = string | bigint | number | null;
 export type Row = Record<string, Cell>;
 
+/**
+ * Copies a row's values into `out` in column order, absent ones as null: what the CSV and Parquet
+ * writers read a row through. Reading `row[column.name]` for every column from one place in the
+ * code is a lookup V8 cannot specialise (thirteen names at one site), ~25 ns a cell; a reader that
+ * names each field itself costs a few. Those lookups were ~2% of an all-formats export's main
+ * thread (profile, 300k transactions, 2026-11-26).
+ */
+export type CellReader = (row: Row, out: Cell[]) => void;
+
+/** The reader of any columns, by name: for tables whose size does not make it worth a hand-written one. */
+export function cellReader(columns: readonly TableColumn[]): CellReader {
+  const names = columns.map((column) => column.name);
+  return (row, out) => {
+    for (let i = 0; i < names.length; i++) out[i] = row[names[i]!] ?? null;
+  };
+}
+
 export interface RowContext {
   /** Zero-based position of the record in its dataset stream (for error messages). */
   readonly index: number;
@@ -49,6 +66,8 @@ export interface Table<I> {
   readonly columns: readonly TableColumn[];
   /** Validates one record and flattens it to column values; a bad field is a ValidationError. */
   row(item: I, context: RowContext): Row;
+  /** `cellReader(columns)` written out for a table of many rows; the same values (dataset-tables.test.ts). */
+  readonly cells?: CellReader;
   /** Columns whose values the manifest totals: amount (minor units), currency, cashflow type. */
   readonly totals?: { amount: string; currency: string; cashflowType?: string };
   /**
@@ -95,6 +114,21 @@ export const transactionsTable: Table<ExportTransaction> = {
       description: check.optionalText('description', t.description),
       bank_account_id: check.optionalText('bankAccount', t.bankAccount),
     };
+  },
+  cells(row, out) {
+    out[0] = row.public_id ?? null;
+    out[1] = row.value_date_local ?? null;
+    out[2] = row.value_date ?? null;
+    out[3] = row.value_date_utc ?? null;
+    out[4] = row.value_date_offset_minutes ?? null;
+    out[5] = row.amount ?? null;
+    out[6] = row.amount_minor ?? null;
+    out[7] = row.currency ?? null;
+    out[8] = row.cashflow_type ?? null;
+    out[9] = row.category_id ?? null;
+    out[10] = row.category_name ?? null;
+    out[11] = row.description ?? null;
+    out[12] = row.bank_account_id ?? null;
   },
   // The spec names no currency field of a transaction, so a service that follows it alone sends
   // none: the default is then a label of ours on every amount, which the run has to say.

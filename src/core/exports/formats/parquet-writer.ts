@@ -3,7 +3,7 @@ import { ByteWriter, type SchemaElement } from 'hyparquet-writer';
 import { writeMetadata } from 'hyparquet-writer/src/metadata.js';
 import type { ObjectSink, WrittenObject } from './object-sink';
 import { scaleFactor } from './currency';
-import { DECIMAL_PRECISION, DECIMAL_SCALE, type Row, type TableColumn } from './dataset-tables';
+import { cellReader, DECIMAL_PRECISION, DECIMAL_SCALE, type Cell, type CellReader, type Row, type TableColumn } from './dataset-tables';
 import { columnEncoder, type ColumnEncoder, type PageCodec, type RowGroup } from './parquet-columns';
 import type { RecordWriter } from './writers';
 
@@ -38,12 +38,16 @@ export class ParquetRecordWriter implements RecordWriter {
   private readonly rowGroups: RowGroup[] = [];
   private fileRows = 0n;
   private rows = 0;
+  /** The row being written, in column order (reused). */
+  private readonly cells: Cell[];
 
   constructor(
     private readonly sink: ObjectSink,
     private readonly columns: readonly TableColumn[],
     private readonly rowGroupRows = DEFAULT_ROW_GROUP_ROWS,
+    private readonly readCells: CellReader = cellReader(columns),
   ) {
+    this.cells = columns.map(() => null);
     this.bytes = new SinkByteWriter(sink);
     this.bytes.appendBytes(PAR1);
     this.schema = parquetSchema(columns);
@@ -53,7 +57,9 @@ export class ParquetRecordWriter implements RecordWriter {
   }
 
   write(_raw: unknown, row: Row): Promise<void> | undefined {
-    for (let i = 0; i < this.columns.length; i++) this.encoders[i]!.push(row[this.columns[i]!.name] ?? null, row);
+    const cells = this.cells;
+    this.readCells(row, cells);
+    for (let i = 0; i < cells.length; i++) this.encoders[i]!.push(cells[i]!, row);
     this.rows += 1;
     return this.rows >= this.rowGroupRows ? this.writeRowGroup() : undefined;
   }

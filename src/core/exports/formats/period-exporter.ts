@@ -375,7 +375,10 @@ export class PeriodExporter {
         dataKey(job.company, job.period, job.dataset, job.runId, format, job.part),
         FORMAT_FILES[format].contentType,
       );
-      return { format, writer: createWriter(format, sink, table.columns, { parquetRowGroupRows: this.deps.parquetRowGroupRows }) };
+      return {
+        format,
+        writer: createWriter(format, sink, table.columns, { parquetRowGroupRows: this.deps.parquetRowGroupRows, cells: table.cells }),
+      };
     });
     const totals = table.totals ? new TotalsAccumulator(table.totals) : undefined;
     let unresolved = 0;

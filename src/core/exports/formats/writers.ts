@@ -3,7 +3,7 @@ import { JsonlGzipWriter } from './jsonl-writer';
 import type { ObjectSink, WrittenObject } from './object-sink';
 import { ParquetRecordWriter } from './parquet-writer';
 import type { JsonText } from '../../accounting-api';
-import type { Row, TableColumn } from './dataset-tables';
+import type { CellReader, Row, TableColumn } from './dataset-tables';
 import type { ExportFormat } from './datasets';
 
 /**
@@ -29,14 +29,14 @@ export function createWriter(
   format: ExportFormat,
   sink: ObjectSink,
   columns: readonly TableColumn[],
-  options: { parquetRowGroupRows?: number } = {},
+  options: { parquetRowGroupRows?: number; cells?: CellReader } = {},
 ): RecordWriter {
   switch (format) {
     case 'jsonl':
       return new JsonlGzipWriter(sink);
     case 'csv':
-      return new CsvWriter(sink, columns);
+      return new CsvWriter(sink, columns, options.cells);
     case 'parquet':
-      return new ParquetRecordWriter(sink, columns, options.parquetRowGroupRows);
+      return new ParquetRecordWriter(sink, columns, options.parquetRowGroupRows, options.cells);
   }
 }
