@@ -415,7 +415,11 @@ export class PeriodExporter {
     try {
       for await (const batch of batchesOf(source)) {
         if (batch.duplicatesDropped) duplicatesDropped += batch.duplicatesDropped;
-        for (const item of batch.items) {
+        // Indexed loops: in this async function V8 kept `for…of`'s iterator results, ~120 bytes of
+        // garbage a record (sampling heap profile, 2026-11-26).
+        const items = batch.items;
+        for (let k = 0; k < items.length; k++) {
+          const item = items[k]!;
           const row = table.row(item, context);
           context.index += 1;
           if (belongs && !belongs(row, job.range)) {
@@ -429,8 +433,8 @@ export class PeriodExporter {
           if (table.tookDefaultCurrency?.(item)) withDefaultCurrency += 1;
           totals?.add(row);
           job.onRow?.(row);
-          for (const output of outputs) {
-            const wait = output.writer.write(item.raw, row, item.json);
+          for (let o = 0; o < outputs.length; o++) {
+            const wait = outputs[o]!.writer.write(item.raw, row, item.json);
             if (wait) await wait;
           }
         }
