@@ -84,11 +84,14 @@ function exchange(request: TransportRequest, url: URL, client: typeof http | typ
  * Node's client reports a TLS handshake that failed while the request was queued as `EPROTO`, with
  * OpenSSL's reason only in the message; undici reports the reason as the code
  * (`ERR_SSL_WRONG_VERSION_NUMBER`). The same code for both, so that both are classified alike.
+ * The reason is taken whole, digits included: a server's alert reads `tlsv1 alert protocol version`
+ * or `sslv3 alert handshake failure`, and a letters-only match left those as a bare `EPROTO`
+ * (classified `reset`) where undici says `ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION`.
  */
 function withTlsCode(error: unknown): unknown {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
   if (code !== 'EPROTO' || typeof message !== 'string') return error;
-  const reason = /:SSL routines:[^:]*:([a-z ]+):/.exec(message)?.[1];
+  const reason = /:SSL routines:[^:]*:([a-z0-9 ]+):/.exec(message)?.[1];
   return reason
     ? Object.assign(new Error(message, { cause: error }), { code: `ERR_SSL_${reason.toUpperCase().replace(/ /g, '_')}` })
     : error;

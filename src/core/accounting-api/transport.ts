@@ -85,6 +85,18 @@ const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREAC
  * behind an https:// URL answers with bytes that are no TLS record).
  */
 const NOT_TLS = new Set(['ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_PACKET_LENGTH_TOO_LONG']);
+/**
+ * A TLS handshake that failed because the two sides share no protocol version or cipher: a server
+ * that speaks only TLS 1.0 or 1.1, or whose ciphers we do not offer. Each is a handshake alert,
+ * sent before the server completes its handshake, so the service never read the request. Left out,
+ * such a server was `reset` ("may have been processed") and an unsafe POST was not retried.
+ */
+const NO_COMMON_PROTOCOL = new Set([
+  'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION',
+  'ERR_SSL_UNSUPPORTED_PROTOCOL',
+  'ERR_SSL_NO_PROTOCOLS_AVAILABLE',
+  'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE',
+]);
 /** A TLS handshake that failed on the server's certificate (Node's verification codes). */
 const CERTIFICATE_REFUSED = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
@@ -114,7 +126,7 @@ export function classifyTransportError(error: unknown): TransportFailure {
   const notSent = codes.find((c) => NOT_SENT.has(c));
   if (notSent) return new TransportFailure('refused', { cause: error, code: notSent });
   // The request is written only once the handshake is done, so a failed handshake sent nothing.
-  const handshake = codes.find((c) => NOT_TLS.has(c) || CERTIFICATE_REFUSED.has(c));
+  const handshake = codes.find((c) => NOT_TLS.has(c) || NO_COMMON_PROTOCOL.has(c) || CERTIFICATE_REFUSED.has(c));
   if (handshake) return new TransportFailure('refused', { cause: error, code: handshake });
   // fetch refuses the Fetch standard's "bad ports" (1, 6000, …) before connecting, with no code.
   if (cause?.message === 'bad port') return new TransportFailure('refused', { cause: error, code: 'bad port' });
@@ -141,6 +153,7 @@ export function transportCause(failure: TransportFailure): string | undefined {
   const { code } = failure;
   if (code === undefined) return undefined;
   if (NOT_TLS.has(code)) return `TLS handshake failed (${code}): the server does not answer in TLS there (an http:// server?)`;
+  if (NO_COMMON_PROTOCOL.has(code)) return `TLS handshake failed (${code}): no TLS version or cipher both sides accept`;
   if (CERTIFICATE_REFUSED.has(code)) return `TLS handshake failed (${code}): the server's certificate was refused`;
   return CAUSES[code] ?? code;
 }

@@ -93,6 +93,12 @@ describe('fetchTransport', () => {
       fetchFailed(Object.assign(new Error('wrong version number'), { code: 'ERR_SSL_WRONG_VERSION_NUMBER' })),
     ],
     ['refused', 'CERT_HAS_EXPIRED', fetchFailed(Object.assign(new Error('certificate has expired'), { code: 'CERT_HAS_EXPIRED' }))],
+    // A handshake alert (no cipher in common); real alerts in test/integration/client/tls-transport.test.ts.
+    [
+      'refused',
+      'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE',
+      fetchFailed(Object.assign(new Error('sslv3 alert handshake failure'), { code: 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE' })),
+    ],
     ['reset', 'UND_ERR_SOCKET', fetchFailed(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }))],
     ['reset', undefined, new Error('something odd')],
     ['timeout', undefined, new DOMException('The operation was aborted due to timeout', 'TimeoutError')],
