@@ -1,0 +1,348 @@
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { gzipSync } from 'node:zlib';
+import { generate } from 'selfsigned';
+import {
+  type AccountingClient,
+  ConnectionError,
+  type CredentialProvider,
+  type RetryWait,
+  type Transport,
+  apiKeyAuth,
+  createAccountingClient,
+  fetchTransport,
+  httpTransport,
+  institutionAuth,
+} from '../../../src/core/accounting-api';
+import { ManualClock } from '../../../src/core/shared/clock';
+import { MemoryLogger } from '../../../src/core/shared/logger';
+import { CANARY, expectNoCanaries, textOf } from '../../helpers/canary';
+import { closeServer, listenOnLoopback } from '../../helpers/loopback';
+
+/**
+ * The real client over real TLS on loopback, through both transports: the service is always https
+ * in production, and only here does a TLS handshake happen. The certificates (a CA, servers it
+ * issued, a self-signed one) are made when the suite starts, in memory: no key is ever written to
+ * disk or to the repository.
+ *
+ * A trusted CA is a case of `httpTransport` only: it takes an https Agent (`ca`), while
+ * `fetchTransport` takes a `fetch`, and Node 20's global fetch trusts only the roots the process
+ * started with (built in, or added by NODE_EXTRA_CA_CERTS): its `dispatcher` option needs the undici
+ * package's Agent, which acctops does not depend on. The refusals need no trust and run through both.
+ */
+
+const PAGE = {
+  count: 2,
+  next: null,
+  previous: null,
+  results: [
+    {
+      publicId: '00000000-0000-4000-8000-000000000001',
+      amount: '-49.99',
+      currency: 'EUR',
+      cashflowType: 'EXPENSE',
+      valueDate: '2026-10-31T23:30:00-02:00',
+      description: 'über TLS',
+      category: null,
+      bankAccount: '11111111-2222-4333-8444-555555555555',
+    },
+    {
+      publicId: '00000000-0000-4000-8000-000000000002',
+      amount: '12.50',
+      currency: 'EUR',
+      cashflowType: 'INCOME',
+      valueDate: '2026-10-30T08:00:00+00:00',
+      description: 'refund',
+      category: null,
+      bankAccount: '11111111-2222-4333-8444-555555555555',
+    },
+  ],
+};
+const TX_PATH = '/api/v1/accounting/transactions/';
+
+/** What a server saw: TCP connections (one per attempt), finished handshakes, HTTP requests. */
+interface Seen {
+  connections: number;
+  handshakes: number;
+  requests: { method: string; path: string; authorization?: string; encoding?: string }[];
+}
+
+interface Endpoint {
+  server: http.Server;
+  origin: string;
+  seen: Seen;
+}
+
+/** Answers the transactions list; gzip-compressed when `gzip` is set and the client asks for it. */
+let gzip = false;
+
+function handle(seen: Seen) {
+  return (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const path = new URL(req.url ?? '/', 'https://x').pathname;
+    const compress = gzip && String(req.headers['accept-encoding']).includes('gzip');
+    seen.requests.push({ method: req.method!, path, authorization: req.headers.authorization, encoding: compress ? 'gzip' : undefined });
+    if (path !== TX_PATH) {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      return res.end('{"detail":"Not found."}');
+    }
+    const body = Buffer.from(JSON.stringify(PAGE));
+    res.writeHead(200, { 'content-type': 'application/json', ...(compress ? { 'content-encoding': 'gzip' } : {}) });
+    res.end(compress ? gzipSync(body) : body);
+  };
+}
+
+async function serve(tls: https.ServerOptions | undefined): Promise<Endpoint> {
+  const seen: Seen = { connections: 0, handshakes: 0, requests: [] };
+  const server = tls ? https.createServer(tls, handle(seen)) : http.createServer(handle(seen));
+  server.on('connection', () => seen.connections++);
+  server.on('secureConnection', () => seen.handshakes++);
+  const origin = await listenOnLoopback(server);
+  return { server, origin: tls ? origin.replace('http:', 'https:') : origin, seen };
+}
+
+const EC = { keyType: 'ec', algorithm: 'sha256' } as const;
+const serverExtensions = (altNames: { type: 2 | 7; value?: string; ip?: string }[]) => [
+  { name: 'basicConstraints' as const, cA: false },
+  { name: 'keyUsage' as const, digitalSignature: true },
+  { name: 'extKeyUsage' as const, serverAuth: true },
+  { name: 'subjectAltName' as const, altNames },
+];
+
+let caCert: string;
+const endpoints = {} as Record<'issued' | 'chained' | 'selfSigned' | 'otherName' | 'expired' | 'legacy' | 'plain', Endpoint>;
+
+beforeAll(async () => {
+  const ca = await generate([{ name: 'commonName', value: 'acctops test CA' }], {
+    ...EC,
+    extensions: [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+    ],
+  });
+  caCert = ca.cert;
+  const issuer = { key: ca.private, cert: ca.cert };
+  const loopback = await generate([{ name: 'commonName', value: '127.0.0.1' }], {
+    ...EC,
+    ca: issuer,
+    extensions: serverExtensions([
+      { type: 7, ip: '127.0.0.1' },
+      { type: 2, value: 'localhost' },
+    ]),
+  });
+  const elsewhere = await generate([{ name: 'commonName', value: 'accounting.example.com' }], {
+    ...EC,
+    ca: issuer,
+    extensions: serverExtensions([{ type: 2, value: 'accounting.example.com' }]),
+  });
+  const lapsed = await generate([{ name: 'commonName', value: '127.0.0.1' }], {
+    ...EC,
+    ca: issuer,
+    notBeforeDate: new Date(Date.now() - 30 * 86_400_000),
+    notAfterDate: new Date(Date.now() - 86_400_000),
+    extensions: serverExtensions([{ type: 7, ip: '127.0.0.1' }]),
+  });
+  const selfSigned = await generate([{ name: 'commonName', value: '127.0.0.1' }], {
+    ...EC,
+    extensions: serverExtensions([{ type: 7, ip: '127.0.0.1' }]),
+  });
+  Object.assign(endpoints, {
+    issued: await serve({ key: loopback.private, cert: loopback.cert }),
+    chained: await serve({ key: loopback.private, cert: `${loopback.cert.trim()}\n${ca.cert}` }),
+    selfSigned: await serve({ key: selfSigned.private, cert: selfSigned.cert }),
+    otherName: await serve({ key: elsewhere.private, cert: elsewhere.cert }),
+    expired: await serve({ key: lapsed.private, cert: lapsed.cert }),
+    // A legacy endpoint: TLS 1.0 only (OpenSSL 3 needs security level 0 to speak it at all).
+    legacy: await serve({
+      key: loopback.private,
+      cert: loopback.cert,
+      minVersion: 'TLSv1',
+      maxVersion: 'TLSv1',
+      ciphers: 'DEFAULT@SECLEVEL=0',
+    }),
+    plain: await serve(undefined),
+  });
+});
+
+afterAll(async () => {
+  for (const { server } of Object.values(endpoints)) await closeServer(server);
+});
+
+beforeEach(() => {
+  gzip = false;
+  for (const { seen } of Object.values(endpoints)) Object.assign(seen, { connections: 0, handshakes: 0, requests: [] });
+});
+
+function clientFor(
+  endpoint: Endpoint,
+  transport: Transport,
+  credentials: CredentialProvider = apiKeyAuth(CANARY.apiKey),
+): { client: AccountingClient; waits: RetryWait[]; logger: MemoryLogger } {
+  const waits: RetryWait[] = [];
+  // Logged retries go through the canary hook (test/helpers/canary-setup.ts) like any log line.
+  const logger = new MemoryLogger();
+  const client = createAccountingClient({
+    baseUrl: `${endpoint.origin}/api/v1`,
+    credentials,
+    transport,
+    clock: ManualClock.autoAdvancing(),
+    random: () => 0,
+    logger,
+    onRetryWait: (wait) => waits.push(wait),
+  });
+  return { client, waits, logger };
+}
+
+async function rejectionOf(work: Promise<unknown>): Promise<Error> {
+  const outcome: unknown = await work.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  if (!(outcome instanceof Error)) throw new Error(`expected a rejection with an Error, got ${String(outcome)}`);
+  return outcome;
+}
+
+/** Neither credential anywhere in the error: message, JSON, causes, own properties. */
+function expectNoCredential(error: Error): void {
+  for (const text of [error.message, JSON.stringify(error), textOf(error)]) {
+    expect(text).not.toContain(CANARY.apiKey);
+    expect(text).not.toContain(CANARY.institutionSecret);
+  }
+  expectNoCanaries(error, 'the TLS failure');
+}
+
+describe('a trusted certificate (httpTransport with an Agent that trusts the test CA)', () => {
+  it('reads a list page, gzip-compressed or not, and the second request reuses the TLS connection', async () => {
+    const { issued } = endpoints;
+    const agent = new https.Agent({ keepAlive: true, ca: caCert });
+    try {
+      const { client } = clientFor(issued, httpTransport({ https: agent }));
+      const first = await client.transactions.list().all();
+      gzip = true;
+      const second = await client.transactions.list().all();
+
+      for (const items of [first, second]) {
+        expect(items.map((i) => [i.parsed.publicId, i.parsed.amount, i.parsed.description])).toEqual([
+          ['00000000-0000-4000-8000-000000000001', -4999n, 'über TLS'],
+          ['00000000-0000-4000-8000-000000000002', 1250n, 'refund'],
+        ]);
+      }
+      expect(issued.seen.requests).toEqual([
+        { method: 'GET', path: TX_PATH, authorization: `Bearer ${CANARY.apiKey}`, encoding: undefined },
+        { method: 'GET', path: TX_PATH, authorization: `Bearer ${CANARY.apiKey}`, encoding: 'gzip' },
+      ]);
+      // One TCP connection, one handshake: the second request went over the kept-alive session.
+      expect(issued.seen).toMatchObject({ connections: 1, handshakes: 1 });
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it.each([
+    ['for another name', 'ERR_TLS_CERT_ALTNAME_INVALID', 'otherName'],
+    ['expired yesterday', 'CERT_HAS_EXPIRED', 'expired'],
+  ] as const)(
+    'a certificate of the trusted CA %s: ConnectionError naming %s, not ambiguous, retried, nothing sent',
+    async (_label, code, which) => {
+      const endpoint = endpoints[which];
+      const agent = new https.Agent({ keepAlive: true, ca: caCert });
+      try {
+        const { client, waits } = clientFor(endpoint, httpTransport({ https: agent }));
+        const error = await rejectionOf(client.transactions.list().all());
+        expect(error).toBeInstanceOf(ConnectionError);
+        expect(error).toMatchObject({ ambiguous: false, code: 'connection_failed' });
+        expect(error.message).toBe(
+          `connection failed (on GET /api/v1/accounting/transactions/?page_size=1000): ${new URL(endpoint.origin).host}: ` +
+            `TLS handshake failed (${code}): the server's certificate was refused; not sent`,
+        );
+        expect(error.cause).toMatchObject({ name: 'TransportFailure', kind: 'refused', code });
+        // A refused handshake sent nothing, so it is retried as a refused connection is: 4 attempts in all.
+        expect(waits.map((w) => w.attempt)).toEqual([1, 2, 3]);
+        expect(endpoint.seen).toMatchObject({ connections: 4, handshakes: 0, requests: [] });
+        expectNoCredential(error);
+      } finally {
+        agent.destroy();
+      }
+    },
+  );
+});
+
+describe.each([
+  ['httpTransport', () => httpTransport()],
+  ['fetchTransport', () => fetchTransport()],
+])('%s with its default trust (the built-in roots)', (_name, transport) => {
+  it.each([
+    ['a self-signed certificate', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'selfSigned'],
+    ['a certificate of an unknown CA, the CA sent along', 'SELF_SIGNED_CERT_IN_CHAIN', 'chained'],
+    ['a certificate of an unknown CA, alone', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'issued'],
+  ] as const)('%s: ConnectionError naming %s, not ambiguous, retried, nothing sent, no credential in it', async (_label, code, which) => {
+    const endpoint = endpoints[which];
+    const { client, waits, logger } = clientFor(endpoint, transport());
+    const error = await rejectionOf(client.transactions.list().all());
+    expect(error).toBeInstanceOf(ConnectionError);
+    expect(error).toMatchObject({ ambiguous: false, code: 'connection_failed', status: undefined });
+    expect(error.message).toBe(
+      `connection failed (on GET /api/v1/accounting/transactions/?page_size=1000): ${new URL(endpoint.origin).host}: ` +
+        `TLS handshake failed (${code}): the server's certificate was refused; not sent`,
+    );
+    expect(error.cause).toMatchObject({ name: 'TransportFailure', kind: 'refused', code });
+    expect(waits.map((w) => w.attempt)).toEqual([1, 2, 3]);
+    expect(
+      logger.entries().filter((e) => e.message === 'accounting api request will be retried' && e.error === 'connection_failed'),
+    ).toHaveLength(3);
+    expect(endpoint.seen).toMatchObject({ connections: 4, handshakes: 0, requests: [] });
+    expectNoCredential(error);
+  });
+
+  it('an unsafe POST with the Institution credential: retried as well (nothing was sent), and the credential is in no error', async () => {
+    const { selfSigned } = endpoints;
+    const { client, waits } = clientFor(
+      selfSigned,
+      transport(),
+      institutionAuth({ institutionId: CANARY.institutionId, secretKey: CANARY.institutionSecret }),
+    );
+    const error = await rejectionOf(
+      client.institution.createUser({ username: 'tls-user', email: 'tls@example.com', externalId: '6c1f7c2e-5a0b-4d4e-9f3a-0b1c2d3e4f50' }),
+    );
+    expect(error).toBeInstanceOf(ConnectionError);
+    expect(error).toMatchObject({ ambiguous: false });
+    expect(error.message).toMatch(/^connection failed \(on POST \/api\/v1\/institution\/users\/create\/\): /);
+    expect(error.message).toMatch(/TLS handshake failed \(DEPTH_ZERO_SELF_SIGNED_CERT\).*; not sent$/);
+    expect(waits.map((w) => w.attempt)).toEqual([1, 2, 3]);
+    expect(selfSigned.seen).toMatchObject({ connections: 4, requests: [] });
+    expectNoCredential(error);
+    for (const wait of waits) expectNoCredential(wait.error);
+  });
+
+  it('a server that speaks only TLS 1.0: refused, named by OpenSSL as both transports name it, nothing sent', async () => {
+    const { legacy } = endpoints;
+    const { client } = clientFor(legacy, transport());
+    const error = await rejectionOf(client.transactions.list().all());
+    expect(error).toBeInstanceOf(ConnectionError);
+    expect(error).toMatchObject({ ambiguous: false });
+    // Node 20's OpenSSL: the server answers our TLS 1.2+ hello with a protocol_version alert.
+    expect(error.cause).toMatchObject({ kind: 'refused', code: 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION' });
+    expect(error.message).toMatch(
+      /TLS handshake failed \(ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION\): no TLS version or cipher both sides accept; not sent$/,
+    );
+    expect(legacy.seen).toMatchObject({ handshakes: 0, requests: [] });
+  });
+});
+
+/**
+ * An http server behind an https:// URL. httpTransport's `EPROTO` path is already run against real
+ * servers: test/unit/accounting-api/http-transport.test.ts (the transport),
+ * test/integration/client/errors.test.ts (the client) and test/cli/export-direct-faults.test.ts
+ * (the CLI). The fetch transport had it only from a stand-in error.
+ */
+describe('fetchTransport, https:// to an http server', () => {
+  it('refused as ERR_SSL_WRONG_VERSION_NUMBER, the code httpTransport gives, nothing processed', async () => {
+    const { plain } = endpoints;
+    const { client } = clientFor({ ...plain, origin: plain.origin.replace('http:', 'https:') }, fetchTransport());
+    const error = await rejectionOf(client.transactions.list().all());
+    expect(error).toBeInstanceOf(ConnectionError);
+    expect(error).toMatchObject({ ambiguous: false });
+    expect(error.cause).toMatchObject({ kind: 'refused', code: 'ERR_SSL_WRONG_VERSION_NUMBER' });
+    expect(error.message).toMatch(/TLS handshake failed \(ERR_SSL_WRONG_VERSION_NUMBER\).*an http:\/\/ server\?\); not sent$/);
+    expect(plain.seen.requests).toEqual([]);
+  });
+});
