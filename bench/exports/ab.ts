@@ -17,8 +17,8 @@ import { median, mib } from '../lib/stats';
 import { bundleExportChild, createDataset, jobFor, processCpuMs, type ExportRunContext, type ExportVariant } from './export-bench';
 import type { ExportChildResult } from './export-child';
 
-/** The export function's NODE_OPTIONS (lib/constructs/exports/pipeline.ts) as the stack sets them on 2026-11-25. */
-const DEFAULT_NODE_OPTIONS = '--enable-source-maps --max-semi-space-size=16 --max-old-space-size=922';
+/** The export function's NODE_OPTIONS (lib/constructs/exports/pipeline.ts) as the stack sets them on 2026-11-26. */
+const DEFAULT_NODE_OPTIONS = '--enable-source-maps --max-semi-space-size=16 --max-old-space-size=2047';
 
 async function main(): Promise<void> {
   const flags = new Command('ab')

@@ -70,6 +70,20 @@ export interface AcctopsFunctionProps {
    */
   readonly maxSemiSpaceMb?: number;
   /**
+   * V8's old-generation limit in MiB (`--max-old-space-size`), set with `maxSemiSpaceMb` (the
+   * runtime leaves both heap flags to NODE_OPTIONS once it names either). V8 also paces its full
+   * collections by this limit: the heap may grow to at most a factor of what survived the last one
+   * before the next starts, 1.3 at 256 MiB rising to 2.0 just below 2,048 MiB and 4.0 from there
+   * (V8's MemoryController, 64-bit Node without pointer compression; 1.56 at 922 MiB). A function
+   * that keeps little but allocates fast, like the exporter, then collects its whole heap every few
+   * hundred milliseconds at the runtime's limit. Above the function's
+   * memory the limit is pacing, not a guard: the function's memory stays the ceiling, and a heap
+   * that reached it would end the invocation either way (V8's out-of-memory error below it, Lambda's
+   * above it).
+   * @default - the runtime's sizing (memory - memory / 10)
+   */
+  readonly maxOldSpaceMb?: number;
+  /**
    * Concurrent executions reserved for (and capping) this function, e.g. to respect the service's
    * rate limit. For SQS consumers prefer `consumeQueue`'s `maxConcurrency`, which caps without
    * throttling the poller.
@@ -112,14 +126,22 @@ export interface AcctopsFunctionProps {
 
 /**
  * The function's NODE_OPTIONS. Stack traces point at the TypeScript sources through the bundle's
- * source map; heap flags only when the semi-space is capped (see `maxSemiSpaceMb`).
+ * source map; heap flags only when the semi-space is capped (see `maxSemiSpaceMb`), the old space
+ * then as the runtime would size it unless `maxOldSpaceMb` says otherwise.
  */
-export function nodeOptions(memoryMb: number, maxSemiSpaceMb: number | undefined): string {
-  if (maxSemiSpaceMb === undefined) return '--enable-source-maps';
+export function nodeOptions(memoryMb: number, maxSemiSpaceMb: number | undefined, maxOldSpaceMb?: number): string {
+  if (maxSemiSpaceMb === undefined) {
+    if (maxOldSpaceMb !== undefined) throw new Error('maxOldSpaceMb needs maxSemiSpaceMb: NODE_OPTIONS then holds both heap flags');
+    return '--enable-source-maps';
+  }
   if (!Number.isInteger(maxSemiSpaceMb) || maxSemiSpaceMb < 1 || maxSemiSpaceMb > Math.floor(memoryMb / 20)) {
     throw new Error(`maxSemiSpaceMb must be a whole number from 1 to memory / 20 (${Math.floor(memoryMb / 20)}): ${maxSemiSpaceMb}`);
   }
-  const oldSpaceMb = memoryMb - Math.floor(memoryMb / 10);
+  // 4,096 MiB: past it V8's pacing no longer changes (its largest factor from 2,048 on), only the guard is gone.
+  if (maxOldSpaceMb !== undefined && (!Number.isInteger(maxOldSpaceMb) || maxOldSpaceMb < 64 || maxOldSpaceMb > 4096)) {
+    throw new Error(`maxOldSpaceMb must be a whole number from 64 to 4096: ${maxOldSpaceMb}`);
+  }
+  const oldSpaceMb = maxOldSpaceMb ?? memoryMb - Math.floor(memoryMb / 10);
   return `--enable-source-maps --max-semi-space-size=${maxSemiSpaceMb} --max-old-space-size=${oldSpaceMb}`;
 }
 
@@ -377,7 +399,7 @@ export class AcctopsFunction extends NodejsFunction {
         LOG_LEVEL: logLevel,
         POWERTOOLS_SERVICE_NAME,
         ...(props.logSampleRate === undefined ? {} : { POWERTOOLS_LOGGER_SAMPLE_RATE: String(props.logSampleRate) }),
-        NODE_OPTIONS: nodeOptions(props.memorySize ?? 256, props.maxSemiSpaceMb),
+        NODE_OPTIONS: nodeOptions(props.memorySize ?? 256, props.maxSemiSpaceMb, props.maxOldSpaceMb),
       },
       bundling: {
         forceDockerBundling: false,

@@ -141,6 +141,20 @@ describe('AcctopsFunction', () => {
     expect(nodeOptions(512, 8)).toBe('--enable-source-maps --max-semi-space-size=8 --max-old-space-size=461');
   });
 
+  it('sets the old space when asked, beside the semi-space cap, and refuses it alone or out of range', () => {
+    const { template } = stackWith((stack) => {
+      new AcctopsFunction(stack, 'Fn', { ...BASE, memorySize: 1024, maxSemiSpaceMb: 16, maxOldSpaceMb: 2047 });
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: {
+        Variables: Match.objectLike({ NODE_OPTIONS: '--enable-source-maps --max-semi-space-size=16 --max-old-space-size=2047' }),
+      },
+    });
+    expect(() => nodeOptions(1024, undefined, 2047)).toThrow(/maxOldSpaceMb needs maxSemiSpaceMb/);
+    for (const mb of [63, 1000.5, 4097])
+      expect(() => nodeOptions(1024, 16, mb)).toThrow(/maxOldSpaceMb must be a whole number from 64 to 4096/);
+  });
+
   it.each([0, 2.5, 52])('refuses a semi-space cap of %s MiB at 1024 MB (a whole number up to the runtime’s own 51)', (mb) => {
     const stack = new Stack(testApp(), 'Test');
     expect(() => new AcctopsFunction(stack, 'Fn', { ...BASE, memorySize: 1024, maxSemiSpaceMb: mb })).toThrow(
