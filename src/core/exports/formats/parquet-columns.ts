@@ -258,6 +258,13 @@ class DictionaryTextEncoder extends BaseEncoder {
   private plain: GrowingBytes | undefined;
   private min: string | undefined;
   private max: string | undefined;
+  /**
+   * The last value and its index: currency, cashflow type, a category or an account often repeat
+   * from one row to the next, and a comparison costs less than hashing the text (the Map lookup was
+   * a third of the text encoders' time in a profile, 2026-11-26).
+   */
+  private lastText: string | undefined;
+  private lastId = 0;
 
   constructor(column: TableColumn, element: SchemaElement, capacity: number) {
     super(column, element, capacity);
@@ -271,12 +278,19 @@ class DictionaryTextEncoder extends BaseEncoder {
       if (this.statistics) this.widen(text);
       return;
     }
-    let id = this.ids.get(text);
-    if (id === undefined) {
-      id = this.entries.length;
-      this.ids.set(text, id);
-      this.entries.push(text);
-      this.entryBytes.push(4 + Buffer.byteLength(text, 'utf8'));
+    let id: number | undefined;
+    if (text === this.lastText) {
+      id = this.lastId;
+    } else {
+      id = this.ids.get(text);
+      if (id === undefined) {
+        id = this.entries.length;
+        this.ids.set(text, id);
+        this.entries.push(text);
+        this.entryBytes.push(4 + Buffer.byteLength(text, 'utf8'));
+      }
+      this.lastText = text;
+      this.lastId = id;
     }
     this.indexes[this.values++] = id;
     this.plainBytes += this.entryBytes[id]!;
@@ -309,6 +323,7 @@ class DictionaryTextEncoder extends BaseEncoder {
       }
     }
     this.ids.clear();
+    this.lastText = undefined;
     this.entries.length = 0;
     this.entryBytes.length = 0;
     this.values = 0;
