@@ -170,7 +170,7 @@ export class ExportPipeline extends Construct {
       // It keeps ~15 MiB and allocates fast: at the runtime's 922 MiB V8 started a full collection
       // about every 150 ms of a JSONL export; at 2,047 its heap may grow twice what survived before
       // the next one. Interleaved A/B at 1M transactions (2026-11-26): child CPU -19% (JSONL), -1 to
-      // -3% (all formats), peak RSS +4 to +9 MiB (BENCHMARKS.md, "Memory: what we found", finding 6).
+      // -3% (all formats), peak RSS +4 to +9 MiB (decision 73; BENCHMARKS.md, "Memory: what we found", finding 6).
       maxOldSpaceMb: 2047,
       environment: {
         ...base.environment,
