@@ -56,6 +56,12 @@ export function nonEmpty(raw: string): string {
   return raw.trim();
 }
 
+/** A file to create; kept as typed (a name may begin or end with a space), only an empty one refused. */
+export function filePath(raw: string): string {
+  if (raw.trim() === '') throw new InvalidArgumentError('expected a file path, e.g. ./key.txt');
+  return raw;
+}
+
 export function formats(raw: string): ExportFormat[] {
   const list = raw
     .split(',')

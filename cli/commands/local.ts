@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { duration } from '../args';
+import { duration, filePath, guid } from '../args';
 import { UsageError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { resetStateDir } from '../local/state-dir';
@@ -9,7 +9,9 @@ import type { CommandHost } from './host';
 export const MAX_CLOCK_JUMP_DAYS = 31;
 
 export function localCommand(host: CommandHost): Command {
-  const local = new Command('local').description('The local embedded mode: its state directory and its clock.');
+  const local = new Command('local').description(
+    'The local embedded mode: its state directory, its clock, and company keys to rehearse with.',
+  );
 
   local
     .command('status')
@@ -79,6 +81,25 @@ export function localCommand(host: CommandHost): Command {
           session.out.line(`Local clock is now ${result.now}.`);
           for (const r of result.revoked)
             session.out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}${r.error ? `: ${r.error}` : ''}.`);
+        });
+      }),
+    );
+
+  local
+    .command('issue-key')
+    .description(
+      'Create in the local sandbox an API key of the company with the permissions `keys install` and the exports need, and write it to a new file (mode 0600): the local stand-in for the key a company gives you (docs/runbooks.md, "Install a company API key"). Local mode only; the key is never printed, only its prefix.',
+    )
+    .requiredOption('--company <id>', "the company's publicId (`acctops companies list`)", guid)
+    .requiredOption('--out <file>', 'the file to write the key to; created new with mode 0600, never overwritten', filePath)
+    .action(
+      host.run(async (session, opts: { company: string; out: string }) => {
+        const issued = await (await session.operations()).issueLocalKey(opts.company, opts.out);
+        session.out.result(issued, () => {
+          session.out.line(`Issued key ${issued.keyPrefix}… for company ${issued.companyId}, written to ${issued.out} (mode 0600).`);
+          session.out.line(
+            `Install it with ACCTOPS_API_KEY="$(cat <file>)" acctops keys install --company ${issued.companyId}, then delete the file.`,
+          );
         });
       }),
     );

@@ -543,6 +543,20 @@ export class AwsOperations implements Operations {
     return Promise.reject(localModeOnly());
   }
 
+  /**
+   * A usage error, not configuration: nothing is missing. A deployment's key is created in the
+   * service by the company (docs/runbooks.md, "Install a company API key", step 1); acctops has no
+   * way to create one there, and never shows one.
+   */
+  issueLocalKey(): Promise<never> {
+    return Promise.reject(
+      new UsageError(
+        'local issue-key creates keys only in the local sandbox, but a stack is named: in AWS mode the key comes from the company',
+        'nothing was run: get the key from the company (docs/runbooks.md, "Install a company API key", step 1), or drop --stack / ACCTOPS_STACK to rehearse it locally',
+      ),
+    );
+  }
+
   /** The stage, the secret lifecycle and the tag directory only (`companies remove`: no call to the service). */
   private companySecrets(): { stage: string; lifecycle: SecretLifecycle; directory: CompanyKeyDirectory } {
     const stage = this.directoryOptions.stage;

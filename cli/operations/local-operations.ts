@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { MemoryRefreshQueue } from '../../src/adapters/local/memory-refresh-queue';
 import { NotFoundError } from '../../src/core/accounting-api';
 import { checkKeyRotations, keyMissingFinding, keyStatus, parseCompanyKeySecret, rotateNow, type Finding } from '../../src/core/api-keys';
@@ -5,13 +6,15 @@ import { activeCompanyPages, type CompanyRegistry } from '../../src/core/compani
 import { DEFAULT_EXPORT_DEADLINE } from '../../src/core/exports/pipeline/export-deadline';
 import { SecretStage, versionWithStage, type SecretDescription } from '../../src/core/ports/secrets';
 import { noMetrics } from '../../src/core/shared/metrics';
-import { redactString } from '../../src/core/shared/redact';
+import { keyPrefix, redactString, registerSecret } from '../../src/core/shared/redact';
 import type { OnboardInput, RefreshOutcome } from '../../src/core/tokens/token-lifecycle';
 import { planTokenRefresh } from '../../src/core/tokens/plan-refresh';
+import { SandboxAdminError, type Permission } from '../../sandbox';
 import { rejectAwsModeOptions } from '../args';
-import { CliError, unknownUser, userGoneAtService } from '../errors';
+import { CliError, UnknownNameError, unknownUser, userGoneAtService } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { counts, iso } from '../format';
+import { createKeyFile } from '../local/key-file';
 import { withLocalWorld, type LocalWorld } from '../local/local-world';
 import type {
   CancelRotationReport,
@@ -21,6 +24,7 @@ import type {
   DoctorReport,
   ExportRequest,
   KeyStatusReport,
+  LocalKeyIssued,
   LocalStatus,
   OnInterrupted,
   Operations,
@@ -257,6 +261,60 @@ export class LocalOperations implements Operations {
       return { now: iso(world.clock.now())!, undoneMs };
     });
   }
+
+  issueLocalKey(companyId: string, out: string) {
+    const path = resolve(this.context.runtime.cwd, out);
+    return this.world((world) => issueKeyLocal(world, companyId, path));
+  }
+}
+
+/**
+ * What an issued key may do: exactly what `keys install` requires (`verifyCompanyKey`:
+ * `manage_api_keys`, with which rotation creates the key's replacement and lists the keys) and what
+ * the exports read; docs/runbooks.md, "Install a company API key", step 1. Nothing more, so that
+ * the rehearsal installs the key a company should hand over, not a `full_access` one.
+ */
+export const ISSUED_KEY_PERMISSIONS: readonly Permission[] = [
+  'manage_api_keys',
+  'read_transactions',
+  'read_tax_reports',
+  'read_categories',
+];
+
+/**
+ * `local issue-key`: the embedded sandbox's admin creates the key (the local stand-in for the
+ * service's UI, where a company creates one), and the key goes to `out` alone. The company is
+ * checked and `out` created before the key exists, so a refusal creates nothing at the service; a
+ * key whose file could not be written is revoked and the file removed.
+ */
+export async function issueKeyLocal(world: LocalWorld, companyId: string, out: string): Promise<LocalKeyIssued> {
+  const { admin } = world.sandbox;
+  try {
+    await admin.listApiKeys({ companyId });
+  } catch (error) {
+    if (error instanceof SandboxAdminError && error.status === 404) {
+      throw new UnknownNameError(
+        '--company',
+        companyId,
+        'the embedded sandbox has no company of that id',
+        '`acctops companies list` lists the known companies; the embedded sandbox holds the demo companies only',
+      );
+    }
+    throw error;
+  }
+  const file = await createKeyFile(out);
+  let created: { publicId: string; key: string } | undefined;
+  try {
+    created = await admin.createApiKey({ companyId, permissions: [...ISSUED_KEY_PERMISSIONS], name: 'acctops local issue-key' });
+    // Any log or error that would carry it from here on shows [REDACTED].
+    registerSecret(created.key);
+    await file.write(created.key);
+  } catch (error) {
+    await file.discard();
+    if (created) await admin.revokeApiKey({ publicId: created.publicId }).catch(() => undefined);
+    throw error;
+  }
+  return { companyId, keyPrefix: keyPrefix(created.key), out };
 }
 
 async function localStatusOf(world: LocalWorld): Promise<LocalStatus> {

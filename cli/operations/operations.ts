@@ -85,6 +85,13 @@ export interface Operations {
   setLocal(settings: { accessTokenLifetimeSeconds?: number }): Promise<LocalStatus>;
   advanceClock(ms: number): Promise<ClockAdvanced>;
   resetClock(): Promise<ClockReset>;
+  /**
+   * Creates in the embedded sandbox an API key of `companyId` with the permissions `keys install`
+   * and the exports need, and writes it to `out` (a new file, mode 0600): the local stand-in for
+   * the runbook's "get a key from the company". AWS mode refuses it (a usage error): there the key
+   * comes from the company.
+   */
+  issueLocalKey(companyId: string, out: string): Promise<LocalKeyIssued>;
 }
 
 export type Mode = 'local' | 'aws';
@@ -584,6 +591,14 @@ export interface LocalStatus {
 export interface ClockAdvanced {
   now: string;
   revoked: RevokedKey[];
+}
+
+/** `local issue-key`: the key itself is only in the file, never in the report. */
+export interface LocalKeyIssued {
+  companyId: string;
+  keyPrefix: string;
+  /** The file the key was written to, absolute. */
+  out: string;
 }
 
 export interface ClockReset {
