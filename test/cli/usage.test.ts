@@ -109,12 +109,16 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
       [['doctor', '--help'], [/--repair/]],
       [
         ['local', '--help'],
-        [/status/, /advance-clock/, /reset/],
+        [/status/, /advance-clock/, /issue-key/, /reset/],
       ],
       // What it runs is the due revocations only, not refreshes or rotations.
       [
         ['local', 'advance-clock', '--help'],
         [/--by <duration>/, /revoke the old keys whose grace period ended/],
+      ],
+      [
+        ['local', 'issue-key', '--help'],
+        [/--company <id>/, /--out <file>/, /0600/],
       ],
       [
         ['sandbox', '--help'],
