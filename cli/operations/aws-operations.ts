@@ -550,7 +550,8 @@ export class AwsOperations implements Operations {
    */
   issueLocalKey(): Promise<never> {
     return Promise.reject(
-      new UsageError(
+      // Exit 3 as for every other local-mode command named with a stack (localModeOnly), with the runbook's way instead.
+      new CliConfigError(
         'local issue-key creates keys only in the local sandbox, but a stack is named: in AWS mode the key comes from the company',
         'nothing was run: get the key from the company (docs/runbooks.md, "Install a company API key", step 1), or drop --stack / ACCTOPS_STACK to rehearse it locally',
       ),

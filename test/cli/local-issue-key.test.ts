@@ -88,13 +88,13 @@ describe('acctops local issue-key (local mode)', () => {
     await expect(stat(join(work, 'ghost.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
-  it('with a stack named it is a usage error (exit 2): in AWS mode the key comes from the company; no file is written', async () => {
+  it('with a stack named it is exit 3, as every local-mode command: in AWS mode the key comes from the company; no file is written', async () => {
     for (const [args, env] of [
       [['--stack', 'acctops-production'], {}],
       [[], { ACCTOPS_STACK: 'acctops-production' }],
     ] as const) {
       const refused = await acctops([...args, 'local', 'issue-key', '--company', company, '--out', 'aws.txt'], env);
-      expect(refused.code).toBe(2);
+      expect(refused.code).toBe(3);
       expect(refused.stderr).toMatch(/creates keys only in the local sandbox.*the key comes from the company/);
       await expect(stat(join(work, 'aws.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
     }
