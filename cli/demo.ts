@@ -6,7 +6,7 @@ import type { OnboardResult } from '../src/core/tokens/token-lifecycle';
 import { renderExport } from './commands/export';
 import { renderRotate } from './commands/keys';
 import { renderRefresh } from './commands/tokens';
-import { iso } from './format';
+import { iso, shellQuote } from './format';
 import { withLocalWorld, type LocalWorld } from './local/local-world';
 import { DEFAULT_STATE_DIR, resetStateDir } from './local/state-dir';
 import { exportLocal } from './operations/export-run';
@@ -189,9 +189,4 @@ async function passTime(world: LocalWorld, ms: number): Promise<{ refresh: Refre
       refresh.counts[result as keyof RefreshReport['counts']] = (refresh.counts[result as keyof RefreshReport['counts']] ?? 0) + n;
   }
   return { refresh, revoked };
-}
-
-/** `text` as one word for a POSIX shell: as is when nothing in it is special, else single-quoted. */
-export function shellQuote(text: string): string {
-  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
 }

@@ -34,3 +34,8 @@ export function errorLabel(errorClass: string | null | undefined, errorCode: str
   if (!errorClass) return undefined;
   return errorCode ? `${errorClass} (${errorCode})` : errorClass;
 }
+
+/** `text` as one word for a POSIX shell: as is when nothing in it is special, else single-quoted. */
+export function shellQuote(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
+}

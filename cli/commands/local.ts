@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { duration, filePath, guid } from '../args';
 import { UsageError } from '../errors';
 import { ExitCode } from '../exit-codes';
+import { shellQuote } from '../format';
 import { resetStateDir } from '../local/state-dir';
 import type { CommandHost } from './host';
 
@@ -98,7 +99,7 @@ export function localCommand(host: CommandHost): Command {
         session.out.result(issued, () => {
           session.out.line(`Issued key ${issued.keyPrefix}… for company ${issued.companyId}, written to ${issued.out} (mode 0600).`);
           session.out.line(
-            `Install it with ACCTOPS_API_KEY="$(cat <file>)" acctops keys install --company ${issued.companyId}, then delete the file.`,
+            `Install it with ACCTOPS_API_KEY="$(cat ${shellQuote(issued.out)})" acctops keys install --company ${issued.companyId}, then delete the file.`,
           );
         });
       }),

@@ -1,6 +1,7 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import { shellQuote } from '../../cli/format';
 
 interface Demo {
   companies: { publicId: string }[];
@@ -41,6 +42,10 @@ describe('acctops local issue-key (local mode)', () => {
     expect(key).toMatch(/^sbx_[A-Za-z0-9]{32,}$/);
     const prefix = key.slice(0, 'sbx_'.length + 8);
     expect(issued.stdout).toContain(`Issued key ${prefix}… for company ${company}, written to ${join(work, 'key.txt')} (mode 0600).`);
+    // The next step names the file itself, quoted for the shell, so that it can be pasted.
+    expect(issued.stdout).toContain(
+      `ACCTOPS_API_KEY="$(cat ${shellQuote(join(work, 'key.txt'))})" acctops keys install --company ${company}`,
+    );
 
     const installed = await acctops(['--json', 'keys', 'install', '--company', company], { ACCTOPS_API_KEY: key });
     expect(installed.code).toBe(0);
