@@ -76,10 +76,9 @@ export interface AcctopsFunctionProps {
    * before the next starts, 1.3 at 256 MiB rising to 2.0 just below 2,048 MiB and 4.0 from there
    * (V8's MemoryController, 64-bit Node without pointer compression; 1.56 at 922 MiB). A function
    * that keeps little but allocates fast, like the exporter, then collects its whole heap every few
-   * hundred milliseconds at the runtime's limit. Above the function's
-   * memory the limit is pacing, not a guard: the function's memory stays the ceiling, and a heap
-   * that reached it would end the invocation either way (V8's out-of-memory error below it, Lambda's
-   * above it).
+   * hundred milliseconds at the runtime's limit. Above the function's memory the limit is pacing,
+   * not a guard: the function's memory stays the ceiling, and a heap that reached it would end the
+   * invocation either way (V8's out-of-memory error below it, Lambda's above it).
    * @default - the runtime's sizing (memory - memory / 10)
    */
   readonly maxOldSpaceMb?: number;
