@@ -205,6 +205,18 @@ export class ConnectionError extends AccountingApiError {
   static override readonly errorCode = 'connection_failed';
   protected static override readonly summary = 'connection failed';
   static override readonly ambiguous: boolean = true;
+  /**
+   * True when no retry of the client's can succeed: a TLS handshake refused for the server's
+   * certificate, for want of a common protocol, or because the server does not speak TLS
+   * (`TransportFailure.final`). The client raises it after one attempt; a later run, once the URL
+   * or the certificate is fixed, can still succeed, so callers that schedule work again (a queue's
+   * redelivery) may.
+   */
+  readonly final: boolean;
+  constructor(detail: string | undefined, options: AccountingApiErrorOptions & { final?: boolean } = {}) {
+    super(detail, options);
+    this.final = options.final ?? false;
+  }
 }
 
 /** No complete answer within the timeout; the service may have acted (`ambiguous` is true). */
@@ -653,5 +665,5 @@ export function errorFromTransportFailure(failure: TransportFailure, request: st
     failure.kind === 'refused'
       ? `${where}${cause ?? 'no connection'}; not sent`
       : `${where}${cause ?? 'connection lost'}; the request may have been processed`;
-  return new ConnectionError(detail, { request, cause: failure, ambiguous: failure.kind !== 'refused' });
+  return new ConnectionError(detail, { request, cause: failure, ambiguous: failure.kind !== 'refused', final: failure.final });
 }

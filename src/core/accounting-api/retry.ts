@@ -41,10 +41,13 @@ export const defaultRetryPolicy: RetryPolicy = {
  * - `unsafe`: a repeat could act twice (user create, token refresh, key create): retried only on
  *   429 and on a connection that was never made. Never after an ambiguous failure: the error is
  *   raised with `ambiguous: true` and the caller reconciles.
+ * Neither is retried after a `final` ConnectionError (a TLS handshake refused): the same
+ * certificate or listener answers the same way, and the backoff only delays the error.
  */
 export type RetrySafety = 'idempotent' | 'unsafe';
 
 export function isRetryable(error: AccountingApiError, safety: RetrySafety): boolean {
+  if (error instanceof ConnectionError && error.final) return false;
   if (error instanceof RateLimitError) return true;
   if (error instanceof ConnectionError && !error.ambiguous) return true;
   if (safety === 'unsafe') return false;

@@ -52,7 +52,8 @@ export type Transport = (request: TransportRequest) => Promise<TransportResponse
  *   the service never saw it;
  * - `reset`: the connection broke after the request may have been sent: the service may have acted;
  * - `timeout`: no complete answer in time: the service may have acted.
- * A custom transport throws this; anything else it throws is treated as `reset`.
+ * A custom transport throws this; anything else it throws is treated as `reset`. A `refused` failure
+ * may also be `final` (below): no repeat can succeed, so the client does not retry it.
  */
 export type TransportFailureKind = 'refused' | 'reset' | 'timeout' | 'too_large';
 
@@ -65,6 +66,13 @@ export class TransportFailure extends Error {
    * `ERR_SSL_WRONG_VERSION_NUMBER`, `UND_ERR_SOCKET`), or `bad port`. An operator fixes a URL by it.
    */
   readonly code: string | undefined;
+  /**
+   * True when repeating the exchange cannot help until someone changes a URL, a certificate or a
+   * TLS setting: a handshake refused for the server's certificate, for want of a common protocol,
+   * or because the server does not speak TLS there (`isFinalTransportCode`). Read from the code, so
+   * a custom transport that names one of these codes gets the same treatment.
+   */
+  readonly final: boolean;
   constructor(
     readonly kind: TransportFailureKind,
     options?: { cause?: unknown; limitBytes?: number; status?: number; code?: string },
@@ -74,6 +82,7 @@ export class TransportFailure extends Error {
     this.limitBytes = options?.limitBytes;
     this.status = options?.status;
     this.code = options?.code;
+    this.final = kind === 'refused' && isFinalTransportCode(options?.code);
   }
 }
 
@@ -107,6 +116,19 @@ const CERTIFICATE_REFUSED = new Set([
   'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
   'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
 ]);
+
+/**
+ * Whether a failure with this code is one no retry can fix (decision 74 in docs/architecture.md).
+ * A failed handshake is a verdict on what the server presented: the same certificate, the same
+ * protocol versions and the same plain-http listener get the same verdict a second later, so backing
+ * off and asking again only delays the message the operator needs. Not final, though they may be
+ * configuration too: `ENOTFOUND` (a resolver that cannot reach its upstream can report a name it
+ * did not find, and a record just created may not have reached it yet), `EAI_AGAIN`,
+ * `ECONNREFUSED` (a service restarting), the unreachable ones and a reset: each can pass.
+ */
+function isFinalTransportCode(code: string | undefined): boolean {
+  return code !== undefined && (NOT_TLS.has(code) || NO_COMMON_PROTOCOL.has(code) || CERTIFICATE_REFUSED.has(code));
+}
 
 type ErrorWithCodes = { code?: unknown; message?: unknown; errors?: { code?: unknown }[] } | null | undefined;
 

@@ -25,6 +25,7 @@ import {
   apiKeyAuth,
   createAccountingClient,
   institutionAuth,
+  retryRecordOf,
 } from '../../../src/core/accounting-api';
 import { type Permission } from '../../../sandbox';
 import { startRecordingServer } from '../../helpers/recording-server';
@@ -409,13 +410,17 @@ describe('client against the sandbox: every error class', () => {
       expect(clock.sleeps).toHaveLength(3);
     });
 
-    it('https:// on an http server: a failed TLS handshake, named, not sent (nothing reached the service)', async () => {
+    it('https:// on an http server: a failed TLS handshake, named, not sent (nothing reached the service), not retried', async () => {
       const url = new URL(world.sandbox.baseUrl);
       url.protocol = 'https:';
-      const client = createAccountingClient({ baseUrl: url.href, credentials: apiKeyAuth(world.key), retry: { maxAttempts: 1 } });
+      const clock = new SteppingClock(world.clock);
+      const client = createAccountingClient({ baseUrl: url.href, credentials: apiKeyAuth(world.key), clock, random: () => 0 });
       const error = await rejectionOf(client.transactions.list().all());
       expect(error).toBeInstanceOf(ConnectionError);
-      expect(error).toMatchObject({ ambiguous: false });
+      expect(error).toMatchObject({ ambiguous: false, final: true });
+      // The default policy would retry a connection never made three times; this one is final.
+      expect(clock.sleeps).toEqual([]);
+      expect(retryRecordOf(error)).toMatchObject({ retries: 0, gaveUp: 'not_retryable' });
       expect(error.message).toContain(`${url.host}: TLS handshake failed (ERR_SSL_WRONG_VERSION_NUMBER)`);
       expect(error.message).toMatch(/an http:\/\/ server\?\); not sent$/);
       expect(await world.requests(TX)).toBe(0);

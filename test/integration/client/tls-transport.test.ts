@@ -1,5 +1,6 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
+import type * as net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { generate } from 'selfsigned';
 import {
@@ -13,6 +14,7 @@ import {
   fetchTransport,
   httpTransport,
   institutionAuth,
+  retryRecordOf,
 } from '../../../src/core/accounting-api';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
@@ -29,6 +31,9 @@ import { closeServer, listenOnLoopback } from '../../helpers/loopback';
  * `fetchTransport` takes a `fetch`, and Node 20's global fetch trusts only the roots the process
  * started with (built in, or added by NODE_EXTRA_CA_CERTS): its `dispatcher` option needs the undici
  * package's Agent, which acctops does not depend on. The refusals need no trust and run through both.
+ *
+ * A refused handshake is final (decision 74): the server's own counters show one connection, not
+ * the four a retried failure makes, while a refused connection and a reset are still retried.
  */
 
 const PAGE = {
@@ -65,6 +70,8 @@ interface Seen {
   connections: number;
   handshakes: number;
   requests: { method: string; path: string; authorization?: string; encoding?: string }[];
+  /** How many of the next TCP connections the server resets before any handshake. */
+  resetNext: number;
 }
 
 interface Endpoint {
@@ -92,9 +99,15 @@ function handle(seen: Seen) {
 }
 
 async function serve(tls: https.ServerOptions | undefined): Promise<Endpoint> {
-  const seen: Seen = { connections: 0, handshakes: 0, requests: [] };
+  const seen: Seen = { connections: 0, handshakes: 0, requests: [], resetNext: 0 };
   const server = tls ? https.createServer(tls, handle(seen)) : http.createServer(handle(seen));
-  server.on('connection', () => seen.connections++);
+  server.on('connection', (socket: net.Socket) => {
+    seen.connections++;
+    if (seen.resetNext > 0) {
+      seen.resetNext--;
+      socket.resetAndDestroy();
+    }
+  });
   server.on('secureConnection', () => seen.handshakes++);
   const origin = await listenOnLoopback(server);
   return { server, origin: tls ? origin.replace('http:', 'https:') : origin, seen };
@@ -169,7 +182,7 @@ afterAll(async () => {
 
 beforeEach(() => {
   gzip = false;
-  for (const { seen } of Object.values(endpoints)) Object.assign(seen, { connections: 0, handshakes: 0, requests: [] });
+  for (const { seen } of Object.values(endpoints)) Object.assign(seen, { connections: 0, handshakes: 0, requests: [], resetNext: 0 });
 });
 
 function clientFor(
@@ -210,6 +223,15 @@ function expectNoCredential(error: Error): void {
   expectNoCanaries(error, 'the TLS failure');
 }
 
+/** Raised after the first attempt: no wait, no retry logged, and the client's record says why it stopped. */
+function expectNotRetried(error: Error, waits: RetryWait[], logger: MemoryLogger): void {
+  expect(error).toMatchObject({ final: true });
+  expect(error.cause).toMatchObject({ final: true });
+  expect(waits).toEqual([]);
+  expect(logger.entries().filter((e) => e.message === 'accounting api request will be retried')).toEqual([]);
+  expect(retryRecordOf(error)).toMatchObject({ retries: 0, gaveUp: 'not_retryable' });
+}
+
 describe('a trusted certificate (httpTransport with an Agent that trusts the test CA)', () => {
   it('reads a list page, gzip-compressed or not, and the second request reuses the TLS connection', async () => {
     const { issued } = endpoints;
@@ -241,12 +263,12 @@ describe('a trusted certificate (httpTransport with an Agent that trusts the tes
     ['for another name', 'ERR_TLS_CERT_ALTNAME_INVALID', 'otherName'],
     ['expired yesterday', 'CERT_HAS_EXPIRED', 'expired'],
   ] as const)(
-    'a certificate of the trusted CA %s: ConnectionError naming %s, not ambiguous, retried, nothing sent',
+    'a certificate of the trusted CA %s: ConnectionError naming %s, not ambiguous, attempted once, nothing sent',
     async (_label, code, which) => {
       const endpoint = endpoints[which];
       const agent = new https.Agent({ keepAlive: true, ca: caCert });
       try {
-        const { client, waits } = clientFor(endpoint, httpTransport({ https: agent }));
+        const { client, waits, logger } = clientFor(endpoint, httpTransport({ https: agent }));
         const error = await rejectionOf(client.transactions.list().all());
         expect(error).toBeInstanceOf(ConnectionError);
         expect(error).toMatchObject({ ambiguous: false, code: 'connection_failed' });
@@ -255,9 +277,9 @@ describe('a trusted certificate (httpTransport with an Agent that trusts the tes
             `TLS handshake failed (${code}): the server's certificate was refused; not sent`,
         );
         expect(error.cause).toMatchObject({ name: 'TransportFailure', kind: 'refused', code });
-        // A refused handshake sent nothing, so it is retried as a refused connection is: 4 attempts in all.
-        expect(waits.map((w) => w.attempt)).toEqual([1, 2, 3]);
-        expect(endpoint.seen).toMatchObject({ connections: 4, handshakes: 0, requests: [] });
+        // The same certificate is refused the same way a moment later: one connection, where a retried failure makes four.
+        expectNotRetried(error, waits, logger);
+        expect(endpoint.seen).toMatchObject({ connections: 1, handshakes: 0, requests: [] });
         expectNoCredential(error);
       } finally {
         agent.destroy();
@@ -274,28 +296,28 @@ describe.each([
     ['a self-signed certificate', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'selfSigned'],
     ['a certificate of an unknown CA, the CA sent along', 'SELF_SIGNED_CERT_IN_CHAIN', 'chained'],
     ['a certificate of an unknown CA, alone', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'issued'],
-  ] as const)('%s: ConnectionError naming %s, not ambiguous, retried, nothing sent, no credential in it', async (_label, code, which) => {
-    const endpoint = endpoints[which];
-    const { client, waits, logger } = clientFor(endpoint, transport());
-    const error = await rejectionOf(client.transactions.list().all());
-    expect(error).toBeInstanceOf(ConnectionError);
-    expect(error).toMatchObject({ ambiguous: false, code: 'connection_failed', status: undefined });
-    expect(error.message).toBe(
-      `connection failed (on GET /api/v1/accounting/transactions/?page_size=1000): ${new URL(endpoint.origin).host}: ` +
-        `TLS handshake failed (${code}): the server's certificate was refused; not sent`,
-    );
-    expect(error.cause).toMatchObject({ name: 'TransportFailure', kind: 'refused', code });
-    expect(waits.map((w) => w.attempt)).toEqual([1, 2, 3]);
-    expect(
-      logger.entries().filter((e) => e.message === 'accounting api request will be retried' && e.error === 'connection_failed'),
-    ).toHaveLength(3);
-    expect(endpoint.seen).toMatchObject({ connections: 4, handshakes: 0, requests: [] });
-    expectNoCredential(error);
-  });
+  ] as const)(
+    '%s: ConnectionError naming %s, not ambiguous, attempted once, nothing sent, no credential in it',
+    async (_label, code, which) => {
+      const endpoint = endpoints[which];
+      const { client, waits, logger } = clientFor(endpoint, transport());
+      const error = await rejectionOf(client.transactions.list().all());
+      expect(error).toBeInstanceOf(ConnectionError);
+      expect(error).toMatchObject({ ambiguous: false, code: 'connection_failed', status: undefined });
+      expect(error.message).toBe(
+        `connection failed (on GET /api/v1/accounting/transactions/?page_size=1000): ${new URL(endpoint.origin).host}: ` +
+          `TLS handshake failed (${code}): the server's certificate was refused; not sent`,
+      );
+      expect(error.cause).toMatchObject({ name: 'TransportFailure', kind: 'refused', code });
+      expectNotRetried(error, waits, logger);
+      expect(endpoint.seen).toMatchObject({ connections: 1, handshakes: 0, requests: [] });
+      expectNoCredential(error);
+    },
+  );
 
-  it('an unsafe POST with the Institution credential: retried as well (nothing was sent), and the credential is in no error', async () => {
+  it('an unsafe POST with the Institution credential: attempted once as well, and the credential is in no error', async () => {
     const { selfSigned } = endpoints;
-    const { client, waits } = clientFor(
+    const { client, waits, logger } = clientFor(
       selfSigned,
       transport(),
       institutionAuth({ institutionId: CANARY.institutionId, secretKey: CANARY.institutionSecret }),
@@ -307,15 +329,14 @@ describe.each([
     expect(error).toMatchObject({ ambiguous: false });
     expect(error.message).toMatch(/^connection failed \(on POST \/api\/v1\/institution\/users\/create\/\): /);
     expect(error.message).toMatch(/TLS handshake failed \(DEPTH_ZERO_SELF_SIGNED_CERT\).*; not sent$/);
-    expect(waits.map((w) => w.attempt)).toEqual([1, 2, 3]);
-    expect(selfSigned.seen).toMatchObject({ connections: 4, requests: [] });
+    expectNotRetried(error, waits, logger);
+    expect(selfSigned.seen).toMatchObject({ connections: 1, requests: [] });
     expectNoCredential(error);
-    for (const wait of waits) expectNoCredential(wait.error);
   });
 
-  it('a server that speaks only TLS 1.0: refused, named by OpenSSL as both transports name it, nothing sent', async () => {
+  it('a server that speaks only TLS 1.0: refused, named by OpenSSL as both transports name it, attempted once, nothing sent', async () => {
     const { legacy } = endpoints;
-    const { client } = clientFor(legacy, transport());
+    const { client, waits, logger } = clientFor(legacy, transport());
     const error = await rejectionOf(client.transactions.list().all());
     expect(error).toBeInstanceOf(ConnectionError);
     expect(error).toMatchObject({ ambiguous: false });
@@ -324,25 +345,100 @@ describe.each([
     expect(error.message).toMatch(
       /TLS handshake failed \(ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION\): no TLS version or cipher both sides accept; not sent$/,
     );
-    expect(legacy.seen).toMatchObject({ handshakes: 0, requests: [] });
+    expectNotRetried(error, waits, logger);
+    expect(legacy.seen).toMatchObject({ connections: 1, handshakes: 0, requests: [] });
   });
 });
 
 /**
- * An http server behind an https:// URL. httpTransport's `EPROTO` path is already run against real
- * servers: test/unit/accounting-api/http-transport.test.ts (the transport),
+ * An http server behind an https:// URL. httpTransport's `EPROTO` path is also run against real
+ * servers in test/unit/accounting-api/http-transport.test.ts (the transport),
  * test/integration/client/errors.test.ts (the client) and test/cli/export-direct-faults.test.ts
- * (the CLI). The fetch transport had it only from a stand-in error.
+ * (the CLI); the fetch transport had it only from a stand-in error before this suite.
  */
-describe('fetchTransport, https:// to an http server', () => {
-  it('refused as ERR_SSL_WRONG_VERSION_NUMBER, the code httpTransport gives, nothing processed', async () => {
+describe.each([
+  ['httpTransport', () => httpTransport()],
+  ['fetchTransport', () => fetchTransport()],
+])('%s, https:// to an http server', (_name, transport) => {
+  it('refused as ERR_SSL_WRONG_VERSION_NUMBER, attempted once, nothing processed', async () => {
     const { plain } = endpoints;
-    const { client } = clientFor({ ...plain, origin: plain.origin.replace('http:', 'https:') }, fetchTransport());
+    const { client, waits, logger } = clientFor({ ...plain, origin: plain.origin.replace('http:', 'https:') }, transport());
     const error = await rejectionOf(client.transactions.list().all());
     expect(error).toBeInstanceOf(ConnectionError);
     expect(error).toMatchObject({ ambiguous: false });
     expect(error.cause).toMatchObject({ kind: 'refused', code: 'ERR_SSL_WRONG_VERSION_NUMBER' });
     expect(error.message).toMatch(/TLS handshake failed \(ERR_SSL_WRONG_VERSION_NUMBER\).*an http:\/\/ server\?\); not sent$/);
-    expect(plain.seen.requests).toEqual([]);
+    expectNotRetried(error, waits, logger);
+    expect(plain.seen).toMatchObject({ connections: 1, requests: [] });
   });
+});
+
+/** A port on loopback that nothing listens on: one the system just gave out, closed again. */
+async function closedPort(): Promise<number> {
+  const probe = http.createServer();
+  const port = Number(new URL(await listenOnLoopback(probe)).port);
+  await closeServer(probe);
+  return port;
+}
+
+/** Counts the attempts that reach the transport, for an endpoint where no server can count them. */
+function counted(transport: Transport): { transport: Transport; attempts: () => number } {
+  let attempts = 0;
+  return {
+    transport: (request) => {
+      attempts++;
+      return transport(request);
+    },
+    attempts: () => attempts,
+  };
+}
+
+describe.each([
+  ['httpTransport', () => httpTransport()],
+  ['fetchTransport', () => fetchTransport()],
+])('%s: what may pass is still retried', (_name, transport) => {
+  it('an https:// URL whose port refuses the connection (ECONNREFUSED): retried to the last attempt, not final', async () => {
+    const port = await closedPort();
+    const attempts = counted(transport());
+    const endpoint = { ...endpoints.issued, origin: `https://127.0.0.1:${port}` };
+    const { client, waits } = clientFor(endpoint, attempts.transport);
+    const error = await rejectionOf(client.transactions.list().all());
+    expect(error).toBeInstanceOf(ConnectionError);
+    expect(error).toMatchObject({ ambiguous: false, final: false });
+    expect(error.cause).toMatchObject({ kind: 'refused', code: 'ECONNREFUSED', final: false });
+    expect(error.message).toMatch(/connection refused \(ECONNREFUSED\).*; not sent$/);
+    expect(attempts.attempts()).toBe(4);
+    expect(waits.map((w) => w.attempt)).toEqual([1, 2, 3]);
+    expect(retryRecordOf(error)).toMatchObject({ retries: 3, gaveUp: 'attempts' });
+  });
+
+  it('a connection reset before the handshake is retried; the refused certificate behind it then ends the retries', async () => {
+    const { selfSigned } = endpoints;
+    selfSigned.seen.resetNext = 1;
+    const { client, waits } = clientFor(selfSigned, transport());
+    const error = await rejectionOf(client.transactions.list().all());
+    expect(error).toBeInstanceOf(ConnectionError);
+    expect(error.cause).toMatchObject({ kind: 'refused', code: 'DEPTH_ZERO_SELF_SIGNED_CERT', final: true });
+    expect(waits.map((w) => [w.attempt, w.error.code, w.error.ambiguous])).toEqual([[1, 'connection_failed', true]]);
+    expect(retryRecordOf(error)).toMatchObject({ retries: 1, gaveUp: 'not_retryable' });
+    expect(selfSigned.seen).toMatchObject({ connections: 2, handshakes: 0, requests: [] });
+    expectNoCredential(error);
+    for (const wait of waits) expectNoCredential(wait.error);
+  });
+});
+
+it('httpTransport trusting the CA: a connection reset before the handshake is retried, and the next one reads the page', async () => {
+  const { issued } = endpoints;
+  issued.seen.resetNext = 1;
+  const agent = new https.Agent({ keepAlive: true, ca: caCert });
+  try {
+    const { client, waits } = clientFor(issued, httpTransport({ https: agent }));
+    const items = await client.transactions.list().all();
+    expect(items).toHaveLength(2);
+    expect(waits.map((w) => w.attempt)).toEqual([1]);
+    expect(issued.seen).toMatchObject({ connections: 2, handshakes: 1 });
+    expect(issued.seen.requests).toHaveLength(1);
+  } finally {
+    agent.destroy();
+  }
 });

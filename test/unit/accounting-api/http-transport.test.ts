@@ -155,7 +155,7 @@ describe('httpTransport', () => {
     expect(await failureOf(httpTransport(agents())(request()))).toMatchObject({ kind: 'reset' });
   });
 
-  it('reports nothing listening as refused (ECONNREFUSED): nothing was sent', async () => {
+  it('reports nothing listening as refused (ECONNREFUSED): nothing was sent, and a later attempt may connect (not final)', async () => {
     const closed = http.createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
@@ -163,6 +163,7 @@ describe('httpTransport', () => {
     expect(await failureOf(httpTransport(agents())(request({ url: `http://127.0.0.1:${port}/x` })))).toMatchObject({
       kind: 'refused',
       code: 'ECONNREFUSED',
+      final: false,
     });
   });
 
@@ -173,7 +174,7 @@ describe('httpTransport', () => {
 
     handler = (_req, res) => res.end('{}');
     const failure = await failureOf(httpTransport(agents())(request({ url: base.replace('http:', 'https:') + '/x' })));
-    expect(failure).toMatchObject({ kind: 'refused', code: 'ERR_SSL_WRONG_VERSION_NUMBER' });
+    expect(failure).toMatchObject({ kind: 'refused', code: 'ERR_SSL_WRONG_VERSION_NUMBER', final: true });
   });
 
   it('keeps the connection alive between requests of one transport', async () => {

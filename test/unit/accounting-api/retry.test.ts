@@ -15,7 +15,9 @@ import {
   institutionAuth,
   isRetryable,
   refusesUser,
+  retryDecision,
   retryDelayMs,
+  retryRecordOf,
 } from './retry-imports';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
@@ -75,6 +77,17 @@ describe('retry policy (pure)', () => {
       expect(error.ambiguous).toBe(true);
       expect(isRetryable(error, 'unsafe')).toBe(false);
     }
+  });
+
+  it('retries no final connection failure (a refused TLS handshake), whatever the safety', () => {
+    const final = new ConnectionError(undefined, { ambiguous: false, final: true });
+    for (const safety of ['idempotent', 'unsafe'] as const) {
+      expect(isRetryable(final, safety)).toBe(false);
+      expect(retryDecision(final, { safety, attempt: 1, elapsedMs: 0, policy: defaultRetryPolicy, random: () => 0 })).toEqual({
+        giveUp: 'not_retryable',
+      });
+    }
+    expect(refused.final).toBe(false);
   });
 
   it('backs off exponentially with jitter, capped', () => {
@@ -160,6 +173,56 @@ describe('retries through the client', () => {
     );
     await client.companies.list().all();
     expect(fake.requests).toHaveLength(4);
+  });
+
+  describe('failures no retry can fix', () => {
+    const tls = (code: string) => new TransportFailure('refused', { code, cause: Object.assign(new Error(code), { code }) });
+
+    it.each([
+      ['a refused certificate', 'CERT_HAS_EXPIRED', "the server's certificate was refused"],
+      ['another host name', 'ERR_TLS_CERT_ALTNAME_INVALID', "the server's certificate was refused"],
+      ['an http server behind https://', 'ERR_SSL_WRONG_VERSION_NUMBER', 'the server does not answer in TLS there (an http:// server?)'],
+      ['no common protocol', 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', 'no TLS version or cipher both sides accept'],
+    ])('%s (%s): one attempt, no wait, the code and the reason in the message', async (_label, code, reason) => {
+      const { client, fake, logger, sentAt } = setup(sequence(tls(code), emptyList));
+      const error = await client.companies
+        .list()
+        .all()
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConnectionError);
+      expect(error).toMatchObject({ ambiguous: false, final: true, code: 'connection_failed' });
+      expect((error as ConnectionError).message).toContain(`api.test:4010: TLS handshake failed (${code}): `);
+      expect((error as ConnectionError).message).toContain(`${reason}; not sent`);
+      expect(fake.requests).toHaveLength(1);
+      expect(sentAt).toHaveLength(1);
+      expect(logger.entries().filter((e) => e.level === 'warn')).toEqual([]);
+      expect(retryRecordOf(error)).toEqual({ retries: 0, gaveUp: 'not_retryable', retryAfterMs: undefined, maxRetryAfterMs: undefined });
+    });
+
+    it('an unsafe POST with a refused certificate is not repeated either', async () => {
+      const { client, fake } = setup(sequence(tls('DEPTH_ZERO_SELF_SIGNED_CERT'), json(201, {})));
+      await expect(client.apiKeys.create({ name: 'n', permissions: ['read_invoices'] })).rejects.toMatchObject({ final: true });
+      expect(fake.requests).toHaveLength(1);
+    });
+
+    it.each(['ECONNREFUSED', 'EAI_AGAIN', 'ENOTFOUND', 'EHOSTUNREACH'])(
+      'a connection never made for %s is still retried to the last attempt',
+      async (code) => {
+        const { client, fake } = setup(sequence(new TransportFailure('refused', { code })));
+        const error = await client.companies
+          .list()
+          .all()
+          .catch((e: unknown) => e);
+        expect(error).toMatchObject({ ambiguous: false, final: false });
+        expect(fake.requests).toHaveLength(defaultRetryPolicy.maxAttempts);
+        expect(retryRecordOf(error)).toMatchObject({ retries: defaultRetryPolicy.maxAttempts - 1, gaveUp: 'attempts' });
+      },
+    );
+
+    it('a TLS code on a failure that is not `refused` marks nothing final: only a handshake that sent nothing is judged by it', () => {
+      expect(new TransportFailure('reset', { code: 'CERT_HAS_EXPIRED' }).final).toBe(false);
+      expect(new TransportFailure('refused', { code: 'CERT_HAS_EXPIRED' }).final).toBe(true);
+    });
   });
 
   describe('POST safety', () => {

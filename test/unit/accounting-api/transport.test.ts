@@ -110,6 +110,22 @@ describe('fetchTransport', () => {
     expect((failure as TransportFailure).cause).toBe(error);
   });
 
+  it.each([
+    ['CERT_HAS_EXPIRED', true],
+    ['ERR_TLS_CERT_ALTNAME_INVALID', true],
+    ['UNABLE_TO_GET_ISSUER_CERT_LOCALLY', true],
+    ['ERR_SSL_WRONG_VERSION_NUMBER', true],
+    ['ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', true],
+    ['ECONNREFUSED', false],
+    ['ENOTFOUND', false],
+    ['EAI_AGAIN', false],
+    ['ECONNRESET', false],
+    ['UND_ERR_SOCKET', false],
+  ])('fetch failing with %s: final is %s (a refused handshake is, what may pass is not)', async (code, final) => {
+    const failure = await fetchTransport(failing(fetchFailed(Object.assign(new Error(code), { code }))))(request).catch((e: unknown) => e);
+    expect(failure).toMatchObject({ code, final });
+  });
+
   it("reports a port that fetch refuses to connect to (the Fetch standard's bad ports) as refused: nothing was sent", async () => {
     // The real fetch: it refuses before connecting, so this needs no listener.
     await expect(fetchTransport()({ ...request, url: 'http://127.0.0.1:1/api/v1/companies/' })).rejects.toMatchObject({ kind: 'refused' });
