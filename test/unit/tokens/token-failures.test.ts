@@ -16,6 +16,8 @@ describe('reading a failed call to the service', () => {
   it.each([
     ['429 after the client retried', new RateLimitError(undefined, { status: 429 }), 'later'],
     ['a connection never made', new ConnectionError('not sent', { ambiguous: false }), 'later'],
+    // Final for the client's retries only: a later run, once the certificate is renewed, can pass.
+    ['a TLS handshake refused (final)', new ConnectionError('not sent', { ambiguous: false, final: true }), 'later'],
     ['the institution credential refused', new AuthenticationError(undefined, { status: 401, apiCode: 'institution_invalid' }), 'later'],
     ['a 401 without an envelope (a proxy)', new AuthenticationError(undefined, { status: 401 }), 'later'],
     ["DRF's 401 authentication_failed", new AuthenticationError(undefined, { status: 401, apiCode: 'authentication_failed' }), 'later'],
