@@ -69,7 +69,9 @@ export class TransportFailure extends Error {
   /**
    * True when repeating the exchange cannot help until someone changes a URL, a certificate or a
    * TLS setting: a handshake refused for the server's certificate, for want of a common protocol,
-   * or because the server does not speak TLS there (`isFinalTransportCode`). Read from the code, so
+   * or because the server does not speak TLS there, and a URL refused before any connection (a port
+   * fetch never connects to, an invalid URL, a scheme other than http and https)
+   * (`isFinalTransportCode`). Read from the code, so
    * a custom transport that names one of these codes gets the same treatment.
    */
   readonly final: boolean;
@@ -106,28 +108,64 @@ const NO_COMMON_PROTOCOL = new Set([
   'ERR_SSL_NO_PROTOCOLS_AVAILABLE',
   'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE',
 ]);
-/** A TLS handshake that failed on the server's certificate (Node's verification codes). */
+/**
+ * A TLS handshake that failed on the server's certificate: Node's check of the host name, and every
+ * X.509 verification code Node documents (its tls docs, "X509 certificate error codes") but
+ * OUT_OF_MEM, which says nothing about the certificate. A code left out here fell through to
+ * `reset` ("may have been processed"): a revoked or untrusted certificate made an unsafe POST
+ * ambiguous and was retried.
+ */
 const CERTIFICATE_REFUSED = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
-  'CERT_HAS_EXPIRED',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_CRL',
+  'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
+  'UNABLE_TO_DECRYPT_CRL_SIGNATURE',
+  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY',
+  'CERT_SIGNATURE_FAILURE',
+  'CRL_SIGNATURE_FAILURE',
   'CERT_NOT_YET_VALID',
+  'CERT_HAS_EXPIRED',
+  'CRL_NOT_YET_VALID',
+  'CRL_HAS_EXPIRED',
+  'ERROR_IN_CERT_NOT_BEFORE_FIELD',
+  'ERROR_IN_CERT_NOT_AFTER_FIELD',
+  'ERROR_IN_CRL_LAST_UPDATE_FIELD',
+  'ERROR_IN_CRL_NEXT_UPDATE_FIELD',
   'DEPTH_ZERO_SELF_SIGNED_CERT',
   'SELF_SIGNED_CERT_IN_CHAIN',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
   'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'CERT_CHAIN_TOO_LONG',
+  'CERT_REVOKED',
+  'INVALID_CA',
+  'PATH_LENGTH_EXCEEDED',
+  'INVALID_PURPOSE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'HOSTNAME_MISMATCH',
 ]);
+
+/**
+ * Codes of requests refused before any connection because of the URL itself: fetch's "bad ports"
+ * and httpTransport's own checks. The same URL is refused the same way a second later.
+ */
+const URL_REFUSED = /^(bad port|invalid url|unsupported protocol .*)$/;
 
 /**
  * Whether a failure with this code is one no retry can fix (decision 74 in docs/architecture.md).
  * A failed handshake is a verdict on what the server presented: the same certificate, the same
- * protocol versions and the same plain-http listener get the same verdict a second later, so backing
- * off and asking again only delays the message the operator needs. Not final, though they may be
+ * protocol versions and the same plain-http listener get the same verdict a second later, as does a
+ * URL refused before connecting, so backing off and asking again only delays the message the
+ * operator needs. Not final, though they may be
  * configuration too: `ENOTFOUND` (a resolver that cannot reach its upstream can report a name it
  * did not find, and a record just created may not have reached it yet), `EAI_AGAIN`,
  * `ECONNREFUSED` (a service restarting), the unreachable ones and a reset: each can pass.
  */
 function isFinalTransportCode(code: string | undefined): boolean {
-  return code !== undefined && (NOT_TLS.has(code) || NO_COMMON_PROTOCOL.has(code) || CERTIFICATE_REFUSED.has(code));
+  return (
+    code !== undefined && (NOT_TLS.has(code) || NO_COMMON_PROTOCOL.has(code) || CERTIFICATE_REFUSED.has(code) || URL_REFUSED.test(code))
+  );
 }
 
 type ErrorWithCodes = { code?: unknown; message?: unknown; errors?: { code?: unknown }[] } | null | undefined;

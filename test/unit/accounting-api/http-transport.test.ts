@@ -188,7 +188,16 @@ describe('httpTransport', () => {
     expect(remotePorts.size).toBe(1);
   });
 
-  it('refuses a URL it cannot send, before connecting', async () => {
-    expect(await failureOf(httpTransport(agents())(request({ url: 'ftp://127.0.0.1/x' })))).toMatchObject({ kind: 'refused' });
+  it('refuses a URL it cannot send, before connecting, as final: the same URL is refused again', async () => {
+    expect(await failureOf(httpTransport(agents())(request({ url: 'ftp://127.0.0.1/x' })))).toMatchObject({
+      kind: 'refused',
+      code: 'unsupported protocol ftp:',
+      final: true,
+    });
+    expect(await failureOf(httpTransport(agents())(request({ url: 'not a url' })))).toMatchObject({
+      kind: 'refused',
+      code: 'invalid url',
+      final: true,
+    });
   });
 });

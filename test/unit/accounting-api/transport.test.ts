@@ -114,6 +114,11 @@ describe('fetchTransport', () => {
     ['CERT_HAS_EXPIRED', true],
     ['ERR_TLS_CERT_ALTNAME_INVALID', true],
     ['UNABLE_TO_GET_ISSUER_CERT_LOCALLY', true],
+    // Verification codes that once fell through to `reset` (retried, and an unsafe POST called ambiguous).
+    ['CERT_REVOKED', true],
+    ['CERT_UNTRUSTED', true],
+    ['INVALID_CA', true],
+    ['CERT_SIGNATURE_FAILURE', true],
     ['ERR_SSL_WRONG_VERSION_NUMBER', true],
     ['ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', true],
     ['ECONNREFUSED', false],
@@ -123,7 +128,12 @@ describe('fetchTransport', () => {
     ['UND_ERR_SOCKET', false],
   ])('fetch failing with %s: final is %s (a refused handshake is, what may pass is not)', async (code, final) => {
     const failure = await fetchTransport(failing(fetchFailed(Object.assign(new Error(code), { code }))))(request).catch((e: unknown) => e);
-    expect(failure).toMatchObject({ code, final });
+    expect(failure).toMatchObject({ code, final, kind: final ? 'refused' : expect.any(String) });
+  });
+
+  it('is final for a port fetch refuses to connect to: the same URL is refused again', async () => {
+    const failure = await fetchTransport(failing(fetchFailed(new Error('bad port'))))(request).catch((e: unknown) => e);
+    expect(failure).toMatchObject({ kind: 'refused', code: 'bad port', final: true });
   });
 
   it("reports a port that fetch refuses to connect to (the Fetch standard's bad ports) as refused: nothing was sent", async () => {
