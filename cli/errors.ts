@@ -3,6 +3,7 @@ import {
   AccountingApiError,
   ApiValidationError,
   AuthenticationError,
+  certificateRefused,
   CompanyMismatchError,
   ConnectionError,
   isWellFormedApiKey,
@@ -13,6 +14,7 @@ import {
   refusesUser,
   ResponseValidationError,
   retryRecordOf,
+  TransportFailure,
 } from '../src/core/accounting-api';
 import { CompanyKeyNotFoundError } from '../src/core/api-keys';
 import { isBeyondParquet } from '../src/core/exports/formats/parquet-limit';
@@ -479,6 +481,10 @@ function serviceHint(error: AccountingApiError, context: DescribeContext): strin
   }
   if (error instanceof ResponseValidationError) {
     return "the service sent a response acctops cannot read (the field it names); run again later, and if it persists report it to the service's owner with the request id";
+  }
+  if (error instanceof ConnectionError && error.cause instanceof TransportFailure && certificateRefused(error.cause)) {
+    // Not the URL: the host answered, in TLS, with a certificate this process does not accept.
+    return "the service's TLS certificate was refused (the code says why): if it is the service's own certificate, its owner must renew or fix it; if your organisation's CA issued it, run acctops with NODE_EXTRA_CA_CERTS set to that CA's PEM file";
   }
   if (error instanceof ConnectionError && !error.ambiguous) {
     return context.direct

@@ -70,6 +70,7 @@ export {
   TransportFailure,
   fetchTransport,
   classifyTransportError,
+  certificateRefused,
 } from './transport';
 export { httpTransport } from './http-transport';
 export { type ApiKeyPaths, defaultApiKeyPaths } from './resources/api-keys';

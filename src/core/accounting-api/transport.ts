@@ -168,6 +168,14 @@ function isFinalTransportCode(code: string | undefined): boolean {
   );
 }
 
+/**
+ * Whether the failure is a TLS handshake refused for the server's certificate: what an operator
+ * fixes by renewing it or by trusting its CA (`NODE_EXTRA_CA_CERTS`), not by checking the URL.
+ */
+export function certificateRefused(failure: TransportFailure): boolean {
+  return failure.code !== undefined && CERTIFICATE_REFUSED.has(failure.code);
+}
+
 type ErrorWithCodes = { code?: unknown; message?: unknown; errors?: { code?: unknown }[] } | null | undefined;
 
 /**

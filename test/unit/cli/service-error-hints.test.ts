@@ -73,6 +73,29 @@ describe('describeError: hints about a failed request to the service', () => {
     expect(describeError(refused).hint).not.toMatch(MAY_HAVE_ACTED);
   });
 
+  it('a refused certificate: renew it or trust its CA (NODE_EXTRA_CA_CERTS), not "check the host and port"', () => {
+    const refused = (code: string) =>
+      new ConnectionError(`api.example.test:443: TLS handshake failed (${code}): the server's certificate was refused; not sent`, {
+        request: TX,
+        ambiguous: false,
+        final: true,
+        cause: new TransportFailure('refused', { code }),
+      });
+    for (const direct of [true, false]) {
+      const described = describeError(refused('CERT_HAS_EXPIRED'), { direct });
+      expect(described.hint).toMatch(/certificate was refused.*renew.*NODE_EXTRA_CA_CERTS/);
+      expect(described.hint).not.toMatch(/check the host/);
+    }
+    // A server that does not speak TLS there is a URL to fix: the generic hint stays.
+    const notTls = new ConnectionError('127.0.0.1:4711: TLS handshake failed (ERR_SSL_WRONG_VERSION_NUMBER); not sent', {
+      request: TX,
+      ambiguous: false,
+      final: true,
+      cause: new TransportFailure('refused', { code: 'ERR_SSL_WRONG_VERSION_NUMBER' }),
+    });
+    expect(describeError(notTls, { direct: true }).hint).toMatch(/check the host, the port and the scheme/);
+  });
+
   it('an ambiguous error without a request description is taken at its word', () => {
     expect(describeError(new ServerError(undefined, { status: 503 })).hint).toMatch(MAY_HAVE_ACTED);
   });
