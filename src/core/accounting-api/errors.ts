@@ -207,8 +207,8 @@ export class ConnectionError extends AccountingApiError {
   static override readonly ambiguous: boolean = true;
   /**
    * True when no retry of the client's can succeed: a TLS handshake refused for the server's
-   * certificate, for want of a common protocol, or because the server does not speak TLS
-   * (`TransportFailure.final`). The client raises it after one attempt; a later run, once the URL
+   * certificate, for want of a common protocol, or because the server does not speak TLS, and a
+   * URL refused before connecting (`TransportFailure.final`). The client raises it after one attempt; a later run, once the URL
    * or the certificate is fixed, can still succeed, so callers that schedule work again (a queue's
    * redelivery) may.
    */

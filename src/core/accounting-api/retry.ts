@@ -41,8 +41,8 @@ export const defaultRetryPolicy: RetryPolicy = {
  * - `unsafe`: a repeat could act twice (user create, token refresh, key create): retried only on
  *   429 and on a connection that was never made. Never after an ambiguous failure: the error is
  *   raised with `ambiguous: true` and the caller reconciles.
- * Neither is retried after a `final` ConnectionError (a TLS handshake refused): the same
- * certificate or listener answers the same way, and the backoff only delays the error.
+ * Neither is retried after a `final` ConnectionError (a TLS handshake refused, a URL refused
+ * before connecting): the same certificate, listener or URL answers the same way, and the backoff only delays the error.
  */
 export type RetrySafety = 'idempotent' | 'unsafe';
 
