@@ -46,6 +46,7 @@ import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
 import { DIALECTS, startSandbox, type Dialect, type RunningSandbox } from '../../sandbox';
 import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/secrets-manager';
 import { CliConfigError } from '../errors';
+import { isFsError } from '../fs-failure';
 import { onInterrupt } from '../interrupt';
 import { readJsonFile, removeStaleTemporaries, writePrivateJsonFile } from '../../src/adapters/local/private-json-file';
 import type { InterruptedWork, OnInterrupted, StoppedRotation } from '../operations/operations';
@@ -53,10 +54,10 @@ import { LeaseHoldingStore, leaseOwnerPrefix, type ReclaimedLeases } from './hel
 import {
   createStateDir,
   DamagedStateFileError,
-  isAccessDenied,
   LocalClock,
   lockStateDir,
   STATE_FILES,
+  stateDirExists,
   StateFileUnreadableError,
   statePath,
   type StateFileName,
@@ -176,7 +177,7 @@ async function readStateFile<S extends z.ZodType>(
   try {
     return await readJsonFile(statePath(stateDir, file), schema);
   } catch (error) {
-    if (isAccessDenied(error)) throw new StateFileUnreadableError(statePath(stateDir, file), error);
+    if (isFsError(error)) throw new StateFileUnreadableError(statePath(stateDir, file), error);
     if (!(error instanceof ValidationError)) throw error;
     const damage = new DamagedStateFileError(file, statePath(stateDir, file), error);
     if (!damaged) throw damage;
@@ -203,7 +204,7 @@ async function checkStoreFiles(stateDir: string): Promise<DamagedStateFileError[
     try {
       await read(statePath(stateDir, file));
     } catch (error) {
-      if (isAccessDenied(error)) throw new StateFileUnreadableError(statePath(stateDir, file), error);
+      if (isFsError(error)) throw new StateFileUnreadableError(statePath(stateDir, file), error);
       if (!(error instanceof ValidationError)) throw error;
       found.push(new DamagedStateFileError(file, statePath(stateDir, file), error));
     }
@@ -814,7 +815,7 @@ const REGISTRY_LOSS =
  */
 export async function repairStateDir(stateDir: string, env: NodeJS.ProcessEnv, logger: Logger): Promise<RepairReport> {
   const report: RepairReport = { stateDir, repaired: [], unrepairable: [] };
-  if (!(await exists(stateDir))) return report;
+  if (!(await stateDirExists(stateDir))) return report;
   const unlock = await lockStateDir(stateDir);
   let registrySetAside: RepairReport['repaired'][number] | undefined;
   try {

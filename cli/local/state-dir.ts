@@ -14,7 +14,9 @@ import {
 } from '../../src/adapters/local/process-identity';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
 import { CliError } from '../errors';
+import { missingDirectories, removeEmptyDirectories } from '../created-dirs';
 import { ExitCode } from '../exit-codes';
+import { fsCauseText, isFsError, longestNameBytes, shortPath } from '../fs-failure';
 import { issuesText, ValidationError } from '../../src/core/shared/errors';
 
 /**
@@ -89,7 +91,7 @@ export class StateDirNotDirectoryError extends CliError {
   readonly path: string;
 
   constructor(stateDir: string, cause: unknown) {
-    super(`the state directory ${stateDir} (--state-dir or ACCTOPS_STATE_DIR) is a file or inside one`, {
+    super(`the state directory ${shortPath(stateDir)} (--state-dir or ACCTOPS_STATE_DIR) is a file or inside one`, {
       code: 'state_dir_not_directory',
       exitCode: ExitCode.config,
       hint: 'name a directory with --state-dir or ACCTOPS_STATE_DIR; a missing one is created',
@@ -99,26 +101,40 @@ export class StateDirNotDirectoryError extends CliError {
   }
 }
 
+/** What was being done to the state directory when the file system refused. */
+export type StateDirStep = 'created' | 'written' | 'read';
+
 /**
- * The state directory cannot be created where it is named (permission, read-only, /proc…), or it
- * exists but cannot be written: every command writes its lock there, a read-only one too.
+ * The state directory cannot be created where it is named (permission, read-only, /proc, a name too
+ * long, a symbolic link loop…), or it exists but cannot be written (every command writes its lock
+ * there, a read-only one too) or listed. Any file-system failure is this error, said in words with
+ * its errno code: the setting is what to fix, and a raw Node error said neither.
  */
 export class StateDirUnwritableError extends CliError {
   override readonly name: string = 'StateDirUnwritableError';
   readonly path: string;
 
-  constructor(stateDir: string, cause: NodeJS.ErrnoException, failed: 'created' | 'written' = 'created') {
-    super(`the state directory ${stateDir} (--state-dir or ACCTOPS_STATE_DIR) cannot be ${failed} (${cause.code ?? 'error'})`, {
+  constructor(stateDir: string, cause: NodeJS.ErrnoException, failed: StateDirStep = 'created') {
+    super(`the state directory ${shortPath(stateDir)} (--state-dir or ACCTOPS_STATE_DIR) cannot be ${failed}: ${fsCauseText(cause)}`, {
       code: 'state_dir_unwritable',
       exitCode: ExitCode.config,
-      hint:
-        failed === 'created'
-          ? 'name a directory you can write with --state-dir or ACCTOPS_STATE_DIR'
-          : 'every command writes its lock file there, read-only ones too: give this user write access to it, or name another directory with --state-dir or ACCTOPS_STATE_DIR',
+      hint: stateDirHint(stateDir, cause, failed),
       cause,
     });
     this.path = stateDir;
   }
+}
+
+function stateDirHint(stateDir: string, cause: NodeJS.ErrnoException, failed: StateDirStep): string {
+  const setting = '--state-dir or ACCTOPS_STATE_DIR';
+  if (cause.code === 'ENAMETOOLONG') {
+    return `name a shorter path with ${setting}: most file systems allow 255 bytes a name, and its longest has ${longestNameBytes(stateDir)}`;
+  }
+  if (cause.code === 'ELOOP') return `name a real directory with ${setting}: a symbolic link on the path leads back to itself`;
+  if (failed === 'written' && isAccessDenied(cause)) {
+    return `every command writes its lock file there, read-only ones too: give this user write access to it, or name another directory with ${setting}`;
+  }
+  return `name a directory you can write with ${setting}`;
 }
 
 /**
@@ -130,10 +146,12 @@ export class StateFileUnreadableError extends CliError {
   readonly path: string;
 
   constructor(path: string, cause: NodeJS.ErrnoException) {
-    super(`the local state file ${path} cannot be read (${cause.code ?? 'error'})`, {
+    super(`the local state file ${shortPath(path)} cannot be read: ${fsCauseText(cause)}`, {
       code: 'state_file_unreadable',
       exitCode: ExitCode.config,
-      hint: 'its files are 0600, readable by the user who created the state: run acctops as that user, or name your own --state-dir',
+      hint: isAccessDenied(cause)
+        ? 'its files are 0600, readable by the user who created the state: run acctops as that user, or name your own --state-dir'
+        : 'it should be a file acctops wrote: move what is there aside, or name another --state-dir',
       cause,
     });
     this.path = path;
@@ -146,26 +164,40 @@ export function isAccessDenied(error: unknown): error is NodeJS.ErrnoException {
   return code === 'EACCES' || code === 'EPERM' || code === 'EROFS';
 }
 
-/** What a file-system call on the state directory failed with: a file in the way is StateDirNotDirectoryError. */
-function stateDirError(stateDir: string, error: unknown): unknown {
-  const code = (error as NodeJS.ErrnoException).code;
-  return code === 'EEXIST' || code === 'ENOTDIR' ? new StateDirNotDirectoryError(stateDir, error) : error;
+/**
+ * What a file-system call on the state directory failed with: a file in the way is
+ * StateDirNotDirectoryError, any other file-system failure StateDirUnwritableError; anything else
+ * (not the file system's) is returned as it is.
+ */
+function stateDirError(stateDir: string, error: unknown, failed: StateDirStep): unknown {
+  if (!isFsError(error)) return error;
+  if (error.code === 'EEXIST' || error.code === 'ENOTDIR') return new StateDirNotDirectoryError(stateDir, error);
+  return new StateDirUnwritableError(stateDir, error, failed);
+}
+
+/** Whether the state directory exists; a path the file system cannot even look at (ELOOP, ENAMETOOLONG…) is StateDirUnwritableError. */
+export async function stateDirExists(stateDir: string): Promise<boolean> {
+  try {
+    await stat(stateDir);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw stateDirError(stateDir, error, 'read');
+  }
 }
 
 /**
  * Creates the state directory (0700) if it is missing, one level at a time (makeDirectory: Node
- * 20's `mkdir -p` retries forever under /proc, which hung the command at full CPU).
+ * 20's `mkdir -p` retries forever under /proc, which hung the command at full CPU). When its own
+ * name fails (too long, say), the parents it made are removed again, if still empty.
  */
 export async function createStateDir(stateDir: string): Promise<void> {
+  const missing = await missingDirectories(stateDir);
   try {
     await makeDirectory(stateDir, 0o700);
   } catch (error) {
-    const mapped = stateDirError(stateDir, error);
-    if (mapped !== error) throw mapped;
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || isAccessDenied(error)) {
-      throw new StateDirUnwritableError(stateDir, error as NodeJS.ErrnoException);
-    }
-    throw error;
+    await removeEmptyDirectories(missing);
+    throw stateDirError(stateDir, error, 'created');
   }
 }
 
@@ -226,8 +258,8 @@ export async function lockStateDir(stateDir: string): Promise<() => Promise<void
   const path = statePath(stateDir, 'lock');
   const temp = temporaryPath(path);
   await writeFile(temp, lockText(), { flag: 'wx', mode: 0o600 }).catch((error: unknown) => {
-    // A directory that exists but refuses writing (mode, owner, read-only mount): said as such, not "unexpected".
-    throw isAccessDenied(error) ? new StateDirUnwritableError(stateDir, error, 'written') : stateDirError(stateDir, error);
+    // A directory that exists but takes no file (mode, owner, read-only mount, /proc/self): said as such, not "unexpected".
+    throw stateDirError(stateDir, error, 'written');
   });
   try {
     for (let attempt = 0; attempt < 2; attempt++) {
@@ -235,7 +267,8 @@ export async function lockStateDir(stateDir: string): Promise<() => Promise<void
         await link(temp, path);
         return () => rm(path, { force: true });
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        // A file system without hard links refuses the lock itself.
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw stateDirError(stateDir, error, 'written');
         const seen = await readLock(path);
         if (seen !== undefined && (await holds(path, seen.record))) throw new StateLockedError(stateDir, seen.record.pid);
         await takeOverStale(stateDir, path, seen?.text);
@@ -357,7 +390,7 @@ export async function resetStateDir(stateDir: string): Promise<ResetResult> {
     entries = await readdir(stateDir);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { removed: false, kept: [] };
-    throw stateDirError(stateDir, error);
+    throw stateDirError(stateDir, error, 'read');
   }
   const own = entries.filter(isOwnEntry);
   const kept = entries.filter((e) => !isOwnEntry(e));

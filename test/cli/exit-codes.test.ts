@@ -382,7 +382,9 @@ describe('acctops exit codes: the README table holds', () => {
     // /sys takes no new file from anyone, root included: an existing directory that refuses the lock.
     const unwritable = await runAcctops(['--state-dir', '/sys', 'users', 'list']);
     expect({ code: unwritable.code, stderr: unwritable.stderr }).toEqual({ code: 3, stderr: oneLine });
-    expect(unwritable.stderr).toContain('the state directory /sys (--state-dir or ACCTOPS_STATE_DIR) cannot be written (EACCES)');
+    expect(unwritable.stderr).toContain(
+      'the state directory /sys (--state-dir or ACCTOPS_STATE_DIR) cannot be written: permission denied (EACCES)',
+    );
 
     // Another user's state: its files are 0600. Root reads any file, so as root the command runs as nobody.
     const own = await tempStateDir();
@@ -394,7 +396,7 @@ describe('acctops exit codes: the README table holds', () => {
       else await chmod(join(own.dir, 'state.json'), 0o000);
       const unreadable = await runAcctops(['--state-dir', own.dir, 'users', 'list'], asRoot ? { user: nobody } : {});
       expect({ code: unreadable.code, stderr: unreadable.stderr }).toEqual({ code: 3, stderr: oneLine });
-      expect(unreadable.stderr).toContain(`the local state file ${join(own.dir, 'state.json')} cannot be read (EACCES)`);
+      expect(unreadable.stderr).toContain(`the local state file ${join(own.dir, 'state.json')} cannot be read: permission denied (EACCES)`);
       // Refused before anything was written: no lock left behind.
       await expect(stat(join(own.dir, 'lock'))).rejects.toMatchObject({ code: 'ENOENT' });
     } finally {

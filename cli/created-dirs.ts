@@ -1,0 +1,43 @@
+import { lstat, rmdir } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+
+/**
+ * What a command that makes `path` (with its missing parents) would create, so that a run that
+ * fails can take it away again: an export that failed on its credential or an unreachable service
+ * left an empty `--out` directory behind, which looked like a result.
+ */
+
+/**
+ * `path` and those of its parents that do not exist now, deepest first. A name too long cannot
+ * exist, so it counts as missing, and its parents are looked at too; any other answer (it exists,
+ * a file is in the way, no permission to look) ends the walk: nothing above it is ours to remove.
+ */
+export async function missingDirectories(path: string): Promise<string[]> {
+  const missing: string[] = [];
+  for (let current = resolve(path); ; current = dirname(current)) {
+    const code = await lstat(current).then(
+      () => 'exists',
+      (error: NodeJS.ErrnoException) => error.code,
+    );
+    if (code !== 'ENOENT' && code !== 'ENAMETOOLONG') break;
+    missing.push(current);
+    if (dirname(current) === current) break;
+  }
+  return missing;
+}
+
+/**
+ * Removes the directories of `dirs` (deepest first, as missingDirectories lists them) that are
+ * empty. rmdir removes nothing with content, so a file written meanwhile, by this run or anyone,
+ * keeps its directory and every one above it. One that was never made is passed over. Best effort:
+ * the command's own error is what the user needs to see, not one of the clean-up.
+ */
+export async function removeEmptyDirectories(dirs: readonly string[]): Promise<void> {
+  for (const dir of dirs) {
+    const code = await rmdir(dir).then(
+      () => undefined,
+      (error: NodeJS.ErrnoException) => error.code ?? 'error',
+    );
+    if (code !== undefined && code !== 'ENOENT' && code !== 'ENAMETOOLONG') return;
+  }
+}
