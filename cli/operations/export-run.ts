@@ -21,7 +21,9 @@ import { rejectAwsModeOptions, type ExportTarget } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import { FormatLossError, ManifestError, ObjectStoreError } from '../../src/core/exports/formats/period-errors';
 import { apiKeyFromEnv, CliConfigError, CliError, describeError, type DescribeContext } from '../errors';
+import { missingDirectories, removeEmptyDirectories } from '../created-dirs';
 import { ExitCode } from '../exit-codes';
+import { fsCauseText, isFsError, shortPath } from '../fs-failure';
 import type { LocalWorld } from '../local/local-world';
 import { activeCompanyPages, type RegistryFinding } from '../../src/core/companies/company-registry';
 import { registryCurrency, type CompanyCurrency } from '../../src/core/exports/pipeline/company-currency';
@@ -182,11 +184,17 @@ function isOutputConfigError(error: unknown): boolean {
   return outputConfigCause(error) !== undefined;
 }
 
-/** The innermost error under the store's: the cause a person can act on (`ENOTDIR: …`, `NoSuchBucket: …`). */
+/**
+ * The innermost error under the store's: the cause a person can act on. A file system's is said in
+ * words with its code (`a part of the path is a file, not a directory (ENOTDIR)`): Node's message
+ * repeats the path, which the line already names, and a too long one twice. Others as they come
+ * (`NoSuchBucket: …`).
+ */
 function storeCause(error: unknown): string {
   let last: Error | undefined;
   for (let e: unknown = error, depth = 0; e instanceof Error && depth < 10; e = e.cause, depth++) last = e;
   if (!last) return String(error);
+  if (isFsError(last)) return fsCauseText(last);
   return last.name && last.name !== 'Error' && !last.message.startsWith(last.name) ? `${last.name}: ${last.message}` : last.message;
 }
 
@@ -212,8 +220,9 @@ export function targetError(store: ObjectStore, target: string, error: unknown, 
     hint = 'check the AWS credentials (AWS_PROFILE, `aws sts get-caller-identity`) and their s3:PutObject permission';
   else if (OUTPUT_FULL_CODES.has(configCause ?? '')) hint = 'free space (or quota) on that file system, or name a directory on another one';
   else if (configCause === 'ENAMETOOLONG') hint = 'name a shorter path: most file systems allow 255 bytes a component';
+  else if (configCause === 'ELOOP') hint = 'name a real directory: a symbolic link on the path leads back to itself';
   return new CliError(
-    `${target} cannot be written at ${store.url(EXPORT_ROOT)}: ${regionMissing ? described.message : storeCause(error)}${done}`,
+    `${target} cannot be written at ${shortPath(store.url(EXPORT_ROOT))}: ${regionMissing ? described.message : storeCause(error)}${done}`,
     {
       code: 'export_target_unwritable',
       exitCode: code,
@@ -247,6 +256,30 @@ async function preflight(store: ObjectStore, target: string): Promise<void> {
   } catch (error) {
     throw targetError(store, target, error, 0) ?? error;
   }
+}
+
+/**
+ * Runs an export into `store` and, when it ends without a completed company (it threw, or every row
+ * failed), removes the directories of a directory target that did not exist before it: the write
+ * probe makes --out before the credential or the service is tried, and a failed run left it empty.
+ * Only empty ones go (removeEmptyDirectories): a directory that existed, or that holds anything, is
+ * kept.
+ */
+async function removingCreatedOnFailure<T extends CompanyExportRow | { rows: CompanyExportRow[] }>(
+  store: ObjectStore,
+  work: () => Promise<T>,
+): Promise<T> {
+  const created = store instanceof DirObjectStore ? await missingDirectories(store.root) : [];
+  let result: T;
+  try {
+    result = await work();
+  } catch (error) {
+    await removeEmptyDirectories(created);
+    throw error;
+  }
+  const rows: CompanyExportRow[] = 'rows' in result ? result.rows : [result];
+  if (!rows.some((r) => r.status === 'completed')) await removeEmptyDirectories(created);
+  return result;
 }
 
 /** A re-export refused for the formats it would drop: the command line's fault (exit 2). */
@@ -341,7 +374,32 @@ export async function exportLocal(
     companies.push(...registered.companies);
     skipped.push(...registered.skipped);
   }
-  await preflight(store, target);
+  const { rows, refused } = await removingCreatedOnFailure(store, async () => {
+    await preflight(store, target);
+    return exportCompanies(world, options, { store, target, month, formats }, companies);
+  });
+  // Refused for the formats alone, every company: nothing was done, and the command line is the fix.
+  if (refused.length > 0 && refused.length === rows.length) throw formatLoss(refused[0]!.companyId, refused[0]!.error, rows.length);
+  return {
+    month,
+    mode: 'local',
+    out: store.url(EXPORT_ROOT),
+    formats,
+    defaultCurrency: options.defaultCurrency ?? null,
+    companies: rows,
+    skipped,
+    monthOpen: monthOpen(month, world.clock.now()),
+  };
+}
+
+/** The local export's companies, one row each; a failure of the target throws. */
+async function exportCompanies(
+  world: LocalWorld,
+  options: Parameters<typeof exportLocal>[1],
+  target: { store: ObjectStore; target: string; month: string; formats: ExportFormat[] },
+  companies: string[],
+): Promise<{ rows: CompanyExportRow[]; refused: { companyId: string; error: unknown }[] }> {
+  const { store, month, formats } = target;
   const run: ExportRun = {
     store,
     clock: world.clock,
@@ -361,24 +419,13 @@ export async function exportLocal(
   for (const companyId of companies.sort()) {
     const { row, error } = await exportCompany(run, companyId, world.companyKeys.credentials(companyId));
     if (error !== undefined) {
-      const fatal = targetError(store, target, error, rows.filter((r) => r.status === 'completed').length);
+      const fatal = targetError(store, target.target, error, rows.filter((r) => r.status === 'completed').length);
       if (fatal) throw fatal;
       if (causeOf(error, FormatLossError)) refused.push({ companyId, error });
     }
     rows.push(row);
   }
-  // Refused for the formats alone, every company: nothing was done, and the command line is the fix.
-  if (refused.length > 0 && refused.length === rows.length) throw formatLoss(refused[0]!.companyId, refused[0]!.error, rows.length);
-  return {
-    month,
-    mode: 'local',
-    out: store.url(EXPORT_ROOT),
-    formats,
-    defaultCurrency: run.defaultCurrency ?? null,
-    companies: rows,
-    skipped,
-    monthOpen: monthOpen(month, world.clock.now()),
-  };
+  return { rows, refused };
 }
 
 /** `--out`: a directory (relative to the working directory) or `s3://bucket/prefix` on the default AWS chain. */
@@ -452,7 +499,30 @@ export async function exportDirect(
   const month = opts.month ?? previousMonth(Date.now(), DEFAULT_TIME_ZONE).text;
   const formats = [...(opts.format ?? FORMATS)];
   const defaultCurrency = opts.defaultCurrency ?? DEFAULT_CURRENCY;
-  await preflight(store, target);
+  const row = await removingCreatedOnFailure(store, async () => {
+    await preflight(store, target);
+    return directRow(context, opts, { apiKey, store, target, month, formats, defaultCurrency }, onProgress);
+  });
+  return {
+    month,
+    mode: 'direct',
+    out: store.url(EXPORT_ROOT),
+    formats,
+    defaultCurrency,
+    companies: [row],
+    skipped: [],
+    monthOpen: monthOpen(month, Date.now()),
+  };
+}
+
+/** The direct export's one company, as its row; a failure of the target or of the formats throws. */
+async function directRow(
+  context: OperationsContext,
+  opts: DirectExportOptions,
+  run: { apiKey: string; store: ObjectStore; target: string; month: string; formats: ExportFormat[]; defaultCurrency: string },
+  onProgress: CompanyProgress,
+): Promise<CompanyExportRow> {
+  const { apiKey, store, target, month, formats, defaultCurrency } = run;
   let row: CompanyExportRow;
   let known = opts.company;
   try {
@@ -482,16 +552,7 @@ export async function exportDirect(
     if (fatal) throw fatal;
     row = failed(companyId, error, { direct: true });
   }
-  return {
-    month,
-    mode: 'direct',
-    out: store.url(EXPORT_ROOT),
-    formats,
-    defaultCurrency,
-    companies: [row],
-    skipped: [],
-    monthOpen: monthOpen(month, Date.now()),
-  };
+  return row;
 }
 
 /**

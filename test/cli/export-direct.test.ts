@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { ManualClock } from '../../src/core/shared/clock';
@@ -352,12 +352,42 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       await expect(
         readFile(join(out.dir, 'mismatch', 'exports', `company=${other}`, `period=${month}`, '_manifest.json')),
       ).rejects.toThrow();
-      // Failed before any data: nothing is left, not even the staging directory of the write probe.
-      expect(await readdir(join(out.dir, 'refused'))).toEqual([]);
-      expect(await readdir(join(out.dir, 'mismatch'))).toEqual([]);
+      // Failed before any data: nothing is left, not even the --out directory the write probe made.
+      await expect(stat(join(out.dir, 'refused'))).rejects.toMatchObject({ code: 'ENOENT' });
+      await expect(stat(join(out.dir, 'mismatch'))).rejects.toMatchObject({ code: 'ENOENT' });
     });
 
-    it('a company that fails mid-export leaves no period, no staged file and no staging directory in --out', async () => {
+    describe('a failed export leaves no directory it made, and keeps every one it did not', () => {
+      const refusedKey = { ACCTOPS_API_KEY: 'sbx_wrongkey0000000000' };
+      const exportTo = (target: string, baseUrl = sandbox.baseUrl, env: Record<string, string> = refusedKey) =>
+        acctops(['export', '--base-url', baseUrl, '--month', month, '--out', target], env);
+
+      it('a refused key (exit 4) and an unreachable service (exit 1): the new --out and its new parents are gone', async () => {
+        const before = (await readdir(out.dir)).sort();
+        expect((await exportTo('new-refused')).code).toBe(4);
+        // Port 1: nothing listens there, the connection is refused at once.
+        expect((await exportTo('new-parent/deeper/new-unreachable', 'http://127.0.0.1:1/api/v1', { ACCTOPS_API_KEY: key })).code).toBe(1);
+        expect((await readdir(out.dir)).sort()).toEqual(before);
+        expect(before).not.toContain('new-refused');
+        expect(before).not.toContain('new-parent');
+      });
+
+      it('an existing --out, empty or with files of its own, is kept as it was; so is an existing parent of a new --out', async () => {
+        await mkdir(join(out.dir, 'mine', 'sub'), { recursive: true });
+        await writeFile(join(out.dir, 'mine', 'notes.txt'), 'mine\n');
+        await mkdir(join(out.dir, 'empty-mine'));
+        await mkdir(join(out.dir, 'parent-mine'));
+        expect((await exportTo('mine')).code).toBe(4);
+        expect((await exportTo('empty-mine')).code).toBe(4);
+        expect((await exportTo('parent-mine/new')).code).toBe(4);
+        expect((await readdir(join(out.dir, 'mine'), { recursive: true })).sort()).toEqual(['notes.txt', 'sub']);
+        expect(await readFile(join(out.dir, 'mine', 'notes.txt'), 'utf8')).toBe('mine\n');
+        expect(await readdir(join(out.dir, 'empty-mine'))).toEqual([]);
+        expect(await readdir(join(out.dir, 'parent-mine'))).toEqual([]);
+      });
+    });
+
+    it('a company that fails mid-export leaves no period, no staged file and no staging directory: --out, made by the run, is gone', async () => {
       // The service's count disagrees with the records it sends: the transactions are streamed (staged), then refused.
       await sandbox.admin.faults.add({ route: 'GET /accounting/transactions/', times: 'always', fault: { type: 'count_mismatch' } });
       try {
@@ -372,22 +402,20 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       } finally {
         await sandbox.admin.faults.clear();
       }
-      const left = await readdir(join(out.dir, 'failed'), { recursive: true });
-      expect(left.filter((entry) => entry.includes('.acctops-tmp') || entry.endsWith('.part') || entry.endsWith('_manifest.json'))).toEqual(
-        [],
-      );
+      // Nothing of the run was left in it (no period, no staged file, no staging directory), so the directory it made went too.
+      await expect(stat(join(out.dir, 'failed'))).rejects.toMatchObject({ code: 'ENOENT' });
     });
 
     describe('output errors end at once, say why and where on one stderr line, and leave no period behind', () => {
       const tree = async () => (await readdir(out.dir, { recursive: true })).sort();
 
       it.each([
-        ['a regular file', 'a-file/exports', /ENOTDIR: not a directory, mkdir '.*a-file/],
-        ['a path under a device', '/dev/null/x', /ENOTDIR: not a directory, mkdir '\/dev\/null\/x/],
+        ['a regular file', 'a-file/exports', /a-file\/exports\/exports: a part of the path is a file, not a directory \(ENOTDIR\)/],
+        ['a path under a device', '/dev/null/x', /\/dev\/null\/x\/exports: a part of the path is a file, not a directory \(ENOTDIR\)/],
         [
           'a directory under /proc (Node 20 mkdir -p loops there forever)',
           '/proc/acctops-forbidden',
-          /ENOENT: no such file or directory, mkdir '\/proc\/acctops-forbidden/,
+          /\/proc\/acctops-forbidden\/exports: no such file or directory, .* \(ENOENT\)/,
         ],
       ])('--out on %s: exit 3 (configuration)', async (_what, target, cause) => {
         await writeFile(join(out.dir, 'a-file'), 'not a directory');

@@ -1,4 +1,4 @@
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
 
@@ -50,14 +50,31 @@ describe('acctops export: errors of the command, of a company, of a registry ent
     companies = listed.companies.map((c) => c.companyId).sort();
     expect(companies).toHaveLength(3);
     await writeFile(join(state.dir, 'a-file'), 'not a directory');
+    await symlink('loop', join(state.dir, 'loop'));
   });
   afterAll(() => closeCliState(state, outputs));
 
   it.each([
-    ['a regular file', 'a-file', /ENOTDIR/],
-    ['a path under a device', '/dev/null/x', /ENOTDIR/],
-    ['a directory under /proc', '/proc/acctops-forbidden', /ENOENT/],
-    ['a path component over 255 bytes', 'x'.repeat(300), /ENAMETOOLONG: .*\(name a shorter path/],
+    ['a regular file', 'a-file', /: a part of the path is a file, not a directory \(ENOTDIR\)/],
+    ['a path under a device', '/dev/null/x', /: a part of the path is a file, not a directory \(ENOTDIR\)/],
+    ['a directory under /proc', '/proc/acctops-forbidden', /: no such file or directory, .* \(ENOENT\)/],
+    // Said in words, the path shortened once: Node's own message repeated the 300 bytes twice.
+    [
+      'a path component over 255 bytes',
+      'x'.repeat(300),
+      /\/x{10,60}…x{10,40}\/exports: the path or a name in it is too long \(ENAMETOOLONG\) \(name a shorter path/,
+    ],
+    // The parent is made before the name fails: it goes again, and the tree is as it was.
+    [
+      'a new directory whose name is over 255 bytes',
+      `new-parent/${'y'.repeat(300)}`,
+      /: the path or a name in it is too long \(ENAMETOOLONG\)/,
+    ],
+    [
+      'a symbolic link that points to itself',
+      'loop/sub',
+      /: too many levels of symbolic links, .* \(ELOOP\) \(name a real directory: a symbolic link on the path leads back to itself\)/,
+    ],
   ])('--out on %s: one error line for the whole command, exit 3, nothing on stdout', async (_what, target, cause) => {
     const before = (await readdir(state.dir, { recursive: true })).sort();
     const result = await acctops('export', '--month', MONTH, '--out', target);

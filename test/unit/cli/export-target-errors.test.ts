@@ -21,20 +21,29 @@ describe('export --out: the errors of the target, not of a company', () => {
   const dir = new DirObjectStore('/out');
 
   it.each([
-    ['ENOSPC', 'no space left on device', /free space/],
-    ['EDQUOT', 'disk quota exceeded', /free space/],
-    ['EROFS', 'read-only file system', /name a directory/],
-    ['ENAMETOOLONG', 'name too long', /shorter path/],
-  ])('%s stops the command: exit 3, the location and the cause, how many companies were exported before it', (code, message, hint) => {
-    const error = targetError(dir, '--out', failedWrite(code, message), 2);
-    expect(error).toBeDefined();
-    expect(error!.exitCode).toBe(ExitCode.config);
-    expect(error!.code).toBe('export_target_unwritable');
-    expect(error!.message).toBe(
-      `--out cannot be written at file:///out/exports: ${code}: ${message}, write; 2 companies were exported before it`,
-    );
-    expect(error!.hint).toMatch(hint);
-  });
+    ['ENOSPC', 'no space left on device', 'no space left on the device', /free space/],
+    ['EDQUOT', 'disk quota exceeded', 'the disk quota is used up', /free space/],
+    ['EROFS', 'read-only file system', 'the file system is read-only', /name a directory/],
+    ['ENAMETOOLONG', 'name too long', 'the path or a name in it is too long', /shorter path/],
+    [
+      'ELOOP',
+      'too many symbolic links encountered',
+      'too many levels of symbolic links, as for a link that points to itself',
+      /leads back to itself/,
+    ],
+  ])(
+    '%s stops the command: exit 3, the location and the cause in words, how many companies were exported before it',
+    (code, message, words, hint) => {
+      const error = targetError(dir, '--out', failedWrite(code, message), 2);
+      expect(error).toBeDefined();
+      expect(error!.exitCode).toBe(ExitCode.config);
+      expect(error!.code).toBe('export_target_unwritable');
+      expect(error!.message).toBe(
+        `--out cannot be written at file:///out/exports: ${words} (${code}); 2 companies were exported before it`,
+      );
+      expect(error!.hint).toMatch(hint);
+    },
+  );
 
   it('a failure that is not the target’s (a reset connection under the store) stays the company’s', () => {
     expect(targetError(dir, '--out', failedWrite('ECONNRESET', 'socket hang up'), 0)).toBeUndefined();
