@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { ManualClock } from '../../src/core/shared/clock';
@@ -417,8 +417,21 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
           '/proc/acctops-forbidden',
           /\/proc\/acctops-forbidden\/exports: no such file or directory, .* \(ENOENT\)/,
         ],
+        [
+          'a symbolic link that points to itself',
+          'loop/sub',
+          /loop\/sub\/exports: too many levels of symbolic links, .* \(ELOOP\) \(name a real directory/,
+        ],
+        [
+          'a new directory whose name is over 255 bytes',
+          `new/${'z'.repeat(300)}`,
+          /…z+\/exports: the path or a name in it is too long \(ENAMETOOLONG\)/,
+        ],
       ])('--out on %s: exit 3 (configuration)', async (_what, target, cause) => {
         await writeFile(join(out.dir, 'a-file'), 'not a directory');
+        await symlink('loop', join(out.dir, 'loop')).catch((error: NodeJS.ErrnoException) => {
+          if (error.code !== 'EEXIST') throw error;
+        });
         const before = await tree();
         const result = await acctops(['export', '--base-url', sandbox.baseUrl, '--month', month, '--out', target], {
           ACCTOPS_API_KEY: key,
