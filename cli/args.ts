@@ -56,6 +56,41 @@ export function nonEmpty(raw: string): string {
   return raw.trim();
 }
 
+/**
+ * `--stack` and `--region` name where a command acts: given empty or blank, they are refused (exit 2)
+ * rather than read as left out. Left out, the stack falls back to ACCTOPS_STACK or the local mode,
+ * and the region to AWS_REGION or the profile's, where the command succeeds: `--stack "$STACK"`
+ * with STACK unset rotated the local sandbox's key and reported it done.
+ */
+function targetName(option: string, hint: string): (raw: string) => string {
+  return (raw) => {
+    if (raw.trim() === '') throw new UsageError(`${option} is empty`, hint);
+    return raw.trim();
+  };
+}
+
+export const stackName = targetName(
+  '--stack',
+  'nothing was run: name the stack, e.g. --stack acctops-production; for the local mode leave out --stack and unset ACCTOPS_STACK',
+);
+
+export const regionName = targetName(
+  '--region',
+  "nothing was run: name the region, e.g. --region eu-central-1, or leave out --region for AWS_REGION or the profile's",
+);
+
+/**
+ * ACCTOPS_BASE_URL: undefined when unset; a blank one is refused (exit 3) rather than read as unset,
+ * as ACCTOPS_STACK and ACCTOPS_STATE_DIR are (docs/cli.md, "Modes"): unset, `export` falls back
+ * to the local mode, whose sandbox data would go to the operator's `--out`, and reports success.
+ */
+export function baseUrlFromEnv(env: NodeJS.ProcessEnv, hint: string): string | undefined {
+  const raw = env.ACCTOPS_BASE_URL;
+  if (raw === undefined) return undefined;
+  if (raw.trim() === '') throw new CliConfigError('ACCTOPS_BASE_URL is empty', hint);
+  return configuredUrl(raw.trim(), 'ACCTOPS_BASE_URL', hint);
+}
+
 /** A file to create; kept as typed (a name may begin or end with a space), only an empty one refused. */
 export function filePath(raw: string): string {
   if (raw.trim() === '') throw new InvalidArgumentError('expected a file path, e.g. ./key.txt');

@@ -1,5 +1,13 @@
 import { Command, CommanderError, Option } from 'commander';
-import { checkRequiredOptionsLast, outputPair, rejectCredentialFlags, rejectRepeatedOptions, repeatable } from './args';
+import {
+  checkRequiredOptionsLast,
+  outputPair,
+  regionName,
+  rejectCredentialFlags,
+  rejectRepeatedOptions,
+  repeatable,
+  stackName,
+} from './args';
 import { companiesCommand } from './commands/companies';
 import { institutionCommand } from './commands/credentials';
 import { doctorCommand } from './commands/doctor';
@@ -38,8 +46,8 @@ export function buildProgram(host: Host): Command {
     .version(TOOL_VERSION, '-V, --version')
     .option('--json', 'print the result as one JSON document (for scripts)')
     .option('--state-dir <dir>', 'local mode: the state directory (default .acctops, or ACCTOPS_STATE_DIR)')
-    .option('--stack <name>', 'AWS mode: the deployed stack, e.g. acctops-production (or ACCTOPS_STACK)')
-    .option('--region <region>', 'AWS mode: the region (default AWS_REGION or the profile)')
+    .option('--stack <name>', 'AWS mode: the deployed stack, e.g. acctops-production (or ACCTOPS_STACK)', stackName)
+    .option('--region <region>', 'AWS mode: the region (default AWS_REGION or the profile)', regionName)
     .addOption(
       repeatable(
         new Option('--output <Key=value>', 'AWS mode: name a stack output instead of discovering it (repeatable)').argParser(outputPair),

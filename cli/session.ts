@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { stackName } from './args';
 import { CliConfigError, UsageError } from './errors';
 import { ExitCode, type ExitCodeValue } from './exit-codes';
 import { workStarted } from './interrupt';
@@ -15,6 +16,9 @@ export interface CliRuntime {
   /** What direct-mode exports wait on between retries; the system clock unless a test gives one. */
   clock?: Clock;
 }
+
+/** What named the stack, as messages name it. */
+export type StackSource = '--stack' | 'ACCTOPS_STACK (environment)';
 
 export interface GlobalFlags {
   json?: boolean;
@@ -50,8 +54,28 @@ export class Session implements OperationsContext {
   }
 
   get stack(): string | undefined {
-    const stack = this.flags.stack ?? this.env.ACCTOPS_STACK;
-    return stack === undefined || stack.trim() === '' ? undefined : stack.trim();
+    return this.stackNamed?.name;
+  }
+
+  /**
+   * The stack and what named it, for messages that must say where the mode came from. `--stack`
+   * wins; its parser refuses an empty one (exit 2). An empty or blank ACCTOPS_STACK is refused too
+   * (exit 3), as ACCTOPS_STATE_DIR is, rather than read as unset: unset is the local mode, where a
+   * wrapper's `ACCTOPS_STACK="$STACK" acctops keys rotate …` with STACK unset would rotate the
+   * sandbox's key and report a production rotation done.
+   */
+  get stackNamed(): { name: string; by: StackSource } | undefined {
+    // Parsed already; again here for a Session whose flags did not come through the parser.
+    if (this.flags.stack !== undefined) return { name: stackName(this.flags.stack), by: '--stack' };
+    const fromEnv = this.env.ACCTOPS_STACK;
+    if (fromEnv === undefined) return undefined;
+    if (fromEnv.trim() === '') {
+      throw new CliConfigError(
+        'ACCTOPS_STACK is empty',
+        'nothing was run: set it to the stack, e.g. acctops-production, or unset it for the local mode; an empty one is not read as unset',
+      );
+    }
+    return { name: fromEnv.trim(), by: 'ACCTOPS_STACK (environment)' };
   }
 
   /** Private: commands act through `operations()`, never on the mode. */

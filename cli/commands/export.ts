@@ -4,7 +4,7 @@ import { abandonS3Uploads, type AbandonedUploads } from '../../src/adapters/aws/
 import { abandonLocalWrites, onLocalCommit, type DirObjectStore } from '../../src/adapters/local/dir-object-store';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import {
-  configuredUrl,
+  baseUrlFromEnv,
   currencyCode,
   dateToMode,
   duration,
@@ -101,7 +101,8 @@ export function exportCommand(host: CommandHost): Command {
             bar.update(p.records, p.total, 'transactions');
             if (p.done) bar.finish();
           };
-          const baseUrl = opts.baseUrl ?? baseUrlFromEnv(session.env.ACCTOPS_BASE_URL);
+          const baseUrl =
+            opts.baseUrl ?? baseUrlFromEnv(session.env, 'set it to the service base URL ending in /api/v1, or unset it for the local mode');
           if (baseUrl === undefined) {
             const given = DIRECT_ONLY.find(([key]) => opts[key] !== undefined);
             if (given)
@@ -306,11 +307,6 @@ function s3InterruptedLine(signal: NodeJS.Signals, uploads: AbandonedUploads): {
         : `interrupted (${signal}): the export was stopped and its ${total} unfinished multipart upload(s) aborted`,
     hint: `${published}; an upload cut short is never visible; run the export again`,
   };
-}
-
-function baseUrlFromEnv(raw: string | undefined): string | undefined {
-  if (raw === undefined || raw.trim() === '') return undefined;
-  return configuredUrl(raw.trim(), 'ACCTOPS_BASE_URL', 'set it to the service base URL ending in /api/v1, or unset it for the local mode');
 }
 
 /**

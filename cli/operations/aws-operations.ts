@@ -34,7 +34,7 @@ import { noMetrics } from '../../src/core/shared/metrics';
 import { encodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
 import type { TokenRecord } from '../../src/core/tokens/token-store';
 import type { PlanReport } from '../../src/core/tokens/plan-refresh';
-import { configuredUrl } from '../args';
+import { baseUrlFromEnv, configuredUrl } from '../args';
 import { CliConfigError, CompanyRemovedError, UnknownNameError, unknownUser, UsageError, userDisabled, userGoneAtService } from '../errors';
 import { iso } from '../format';
 import type {
@@ -696,18 +696,16 @@ export class AwsOperations implements Operations {
   }
 
   /**
-   * ACCTOPS_BASE_URL (to point at another service), else the stack's ServiceBaseUrl output. Neither is
+   * ACCTOPS_BASE_URL (to point at another service; an empty one is refused, not read as unset), else
+   * the stack's ServiceBaseUrl output. Neither is
    * an argument, so a malformed one is configuration (exit 3) naming which it was.
    */
   private async baseUrl(): Promise<string> {
-    const fromEnv = this.context.env.ACCTOPS_BASE_URL?.trim();
-    if (fromEnv) {
-      return configuredUrl(
-        fromEnv,
-        'ACCTOPS_BASE_URL',
-        `set it to the stage's baseUrl ending in /api/v1, or unset it to use the stack's ${OUTPUTS.serviceBaseUrl} output`,
-      );
-    }
+    const fromEnv = baseUrlFromEnv(
+      this.context.env,
+      `set it to the stage's baseUrl ending in /api/v1, or unset it to use the stack's ${OUTPUTS.serviceBaseUrl} output`,
+    );
+    if (fromEnv !== undefined) return fromEnv;
     const raw = await this.optionalOutput(OUTPUTS.serviceBaseUrl);
     if (raw === undefined || raw === '') {
       throw new CliConfigError(

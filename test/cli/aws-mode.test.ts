@@ -469,6 +469,14 @@ describe('acctops CLI: AWS mode against local fakes', () => {
         expect(result.stderr).not.toContain(pasted);
         expect(result.stdout).toBe('');
       }
+      // Empty or blank is refused too, not read as unset (README, "Credentials").
+      for (const url of ['', ' ']) {
+        const result = await acctops(args, { ACCTOPS_BASE_URL: url, ACCTOPS_API_KEY: world.initialKey.apiKey });
+        expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 3, stdout: '' });
+        expect(result.stderr.trim().split('\n')).toEqual([
+          "acctops: error: ACCTOPS_BASE_URL is empty (set it to the stage's baseUrl ending in /api/v1, or unset it to use the stack's ServiceBaseUrl output)",
+        ]);
+      }
       // Unset, the stack's output is the URL: a malformed one is the stack's configuration, named as such.
       outputs.ServiceBaseUrl = 'ftp://127.0.0.1/api/v1';
       try {

@@ -1,5 +1,6 @@
 import { CommanderError, InvalidArgumentError } from 'commander';
 import {
+  baseUrlFromEnv,
   duration,
   email,
   exportTarget,
@@ -7,8 +8,10 @@ import {
   guid,
   httpUrl,
   month,
+  regionName,
   rejectAwsModeOptions,
   rejectCredentialFlags,
+  stackName,
 } from '../../../cli/args';
 import { describeError, optionName, UsageError } from '../../../cli/errors';
 import { ExitCode } from '../../../cli/exit-codes';
@@ -134,6 +137,32 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
         });
         expect((thrown as Error).message).toContain(`this is the ${mode} mode`);
       }
+    }
+  });
+
+  it('--stack and --region given empty or blank are usage errors naming them, not "left out"; ACCTOPS_BASE_URL empty is configuration', () => {
+    expect(stackName(' acctops-production ')).toBe('acctops-production');
+    expect(regionName('eu-central-1')).toBe('eu-central-1');
+    for (const [parse, option] of [
+      [stackName, '--stack'],
+      [regionName, '--region'],
+    ] as const) {
+      for (const raw of ['', ' ', '\t\n']) {
+        expect(() => parse(raw)).toThrow(UsageError);
+        expect(() => parse(raw)).toThrow(`${option} is empty`);
+      }
+    }
+    const hint = 'unset it';
+    expect(baseUrlFromEnv({}, hint)).toBeUndefined();
+    expect(baseUrlFromEnv({ ACCTOPS_BASE_URL: ' http://127.0.0.1:9/api/v1/ ' }, hint)).toBe('http://127.0.0.1:9/api/v1');
+    for (const raw of ['', '   ']) {
+      let thrown: unknown;
+      try {
+        baseUrlFromEnv({ ACCTOPS_BASE_URL: raw }, hint);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(describeError(thrown)).toMatchObject({ exitCode: ExitCode.config, message: 'ACCTOPS_BASE_URL is empty', hint });
     }
   });
 
