@@ -79,6 +79,9 @@ export const regionName = targetName(
   "nothing was run: name the region, e.g. --region eu-central-1, or leave out --region for AWS_REGION or the profile's",
 );
 
+/** Where the direct mode's base URL came from, as messages name it. */
+export type BaseUrlSource = '--base-url' | 'ACCTOPS_BASE_URL (environment)';
+
 /**
  * ACCTOPS_BASE_URL: undefined when unset; a blank one is refused (exit 3) rather than read as unset,
  * as ACCTOPS_STACK and ACCTOPS_STATE_DIR are (docs/cli.md, "Modes"): unset, `export` falls back
@@ -293,7 +296,7 @@ const AWS_MODE_OPTIONS = {
 export function rejectAwsModeOptions(
   flags: { readonly region?: string; readonly output?: readonly string[] },
   mode: 'local' | 'direct',
-  options: { regionUsed?: boolean; noWait?: boolean } = {},
+  options: { regionUsed?: boolean; noWait?: boolean; directBy?: BaseUrlSource } = {},
 ): void {
   const option =
     (flags.output?.length ?? 0) > 0
@@ -305,7 +308,7 @@ export function rejectAwsModeOptions(
           : undefined;
   if (option === undefined) return;
   throw new UsageError(
-    `${option} is an option of the AWS mode (--stack or ACCTOPS_STACK): ${AWS_MODE_OPTIONS[option]}; this is the ${mode === 'local' ? 'local mode (no stack named)' : 'direct mode (--base-url or ACCTOPS_BASE_URL)'}`,
+    `${option} is an option of the AWS mode (--stack or ACCTOPS_STACK): ${AWS_MODE_OPTIONS[option]}; this is the ${mode === 'local' ? 'local mode (no stack named)' : `direct mode, picked by ${options.directBy ?? '--base-url or ACCTOPS_BASE_URL'}`}`,
     mode === 'local'
       ? `nothing was run: name the stack (acctops --stack acctops-<stage> …), or drop ${option}`
       : `nothing was run: drop ${option}`,

@@ -30,7 +30,7 @@ const EPILOG = `
 Modes:
   local (default)   an embedded sandbox, secrets and token store in --state-dir (.acctops/)
   AWS               --stack acctops-<stage> (or ACCTOPS_STACK): the deployed functions and secrets
-  direct export     acctops export --base-url <url> with ACCTOPS_API_KEY (no state, no AWS)
+  direct export     acctops export --base-url <url> with ACCTOPS_API_KEY (no state, no AWS, no stack)
 
 Credentials come from the environment (ACCTOPS_API_KEY, ACCTOPS_INSTITUTION), Secrets Manager or
 the local state, never from a flag.

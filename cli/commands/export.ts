@@ -15,6 +15,7 @@ import {
   httpUrl,
   month as parseMonth,
   taxReportFields,
+  type BaseUrlSource,
   type ExportTarget,
 } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
@@ -63,7 +64,11 @@ export function exportCommand(host: CommandHost): Command {
     )
     .option('--format <list>', `comma-separated formats (default: ${FORMATS.join(',')})`, parseFormats)
     .option('--replace-formats', "allow a re-export with fewer formats than the period's current export (the others' files are deleted)")
-    .option('--base-url <url>', 'direct mode: export from this service with the key in ACCTOPS_API_KEY (or set ACCTOPS_BASE_URL)', httpUrl)
+    .option(
+      '--base-url <url>',
+      'direct mode: export from this service with the key in ACCTOPS_API_KEY (or set ACCTOPS_BASE_URL); refused with a stack named',
+      httpUrl,
+    )
     .option('--no-wait', 'AWS mode: return once the exports are requested instead of waiting for their manifests')
     .option(
       '--tax-report-fields <ours=theirs,…>',
@@ -101,24 +106,33 @@ export function exportCommand(host: CommandHost): Command {
             bar.update(p.records, p.total, 'transactions');
             if (p.done) bar.finish();
           };
-          const baseUrl =
-            opts.baseUrl ?? baseUrlFromEnv(session.env, 'set it to the service base URL ending in /api/v1, or unset it for the local mode');
-          if (baseUrl === undefined) {
+          const stack = session.stackNamed;
+          const direct = directBaseUrl(session, opts, stack);
+          if (direct === undefined) {
             const given = DIRECT_ONLY.find(([key]) => opts[key] !== undefined);
             if (given)
               throw new UsageError(
-                `${given[1]} is an option of the direct mode (--base-url or ACCTOPS_BASE_URL): ${given[2]}`,
+                stack === undefined
+                  ? `${given[1]} is an option of the direct mode (--base-url or ACCTOPS_BASE_URL): ${given[2]}`
+                  : `${given[1]} is an option of the direct mode (--base-url, no stack named): ${given[2]}; this is the AWS mode, which ${stack.by} picks`,
                 `nothing was run: drop ${given[1]}`,
               );
           }
+          if (direct === undefined && stack !== undefined && session.env.ACCTOPS_BASE_URL?.trim() && !session.flags.json) {
+            session.out.note(
+              `acctops: note: ACCTOPS_BASE_URL (environment) is not used by export in AWS mode, which ${stack.by} picks: the export is requested from the pipeline of ${stack.name}, which reads the stage's baseUrl; for a direct export from that URL, ${leaveAwsMode(stack)}`,
+            );
+          }
           // AWS mode only requests exports and waits for their manifests: nothing here to stop.
           const stopOnInterrupt =
-            baseUrl === undefined && session.stack !== undefined ? () => undefined : stopExportOnInterrupt(session, opts.out, bars);
+            direct === undefined && stack !== undefined ? () => undefined : stopExportOnInterrupt(session, opts.out, bars);
           let report: ExportReport;
           try {
-            // Direct mode is chosen by the base URL, in any mode: it needs neither the state nor AWS.
-            if (baseUrl !== undefined) {
-              report = await (await import('../operations/export-run.ts')).exportDirect(session, { ...opts, baseUrl }, onProgress);
+            // The direct mode needs neither the state nor AWS; it is never picked with a stack named (directBaseUrl).
+            if (direct !== undefined) {
+              report = await (
+                await import('../operations/export-run.ts')
+              ).exportDirect(session, { ...opts, baseUrl: direct.url, baseUrlBy: direct.by }, onProgress);
             } else {
               report = await (
                 await session.operations()
@@ -307,6 +321,37 @@ function s3InterruptedLine(signal: NodeJS.Signals, uploads: AbandonedUploads): {
         : `interrupted (${signal}): the export was stopped and its ${total} unfinished multipart upload(s) aborted`,
     hint: `${published}; an upload cut short is never visible; run the export again`,
   };
+}
+
+/** How to leave the AWS mode, by what picked it. */
+function leaveAwsMode(stack: NonNullable<Session['stackNamed']>): string {
+  return stack.by === '--stack' ? 'drop --stack' : 'unset ACCTOPS_STACK: `env -u ACCTOPS_STACK acctops …`';
+}
+
+/**
+ * The direct mode's base URL and what gave it, or undefined for the mode the Session names (decision
+ * 75 in docs/architecture.md). With a stack named, the mode is AWS: ACCTOPS_BASE_URL is then the key
+ * commands' override of the stack's ServiceBaseUrl (README, "Credentials") and is not read here, so a
+ * variable left over from the runbook never turns the export into files in the working directory;
+ * `--base-url` there names a second mode and is refused (exit 2), both sources named.
+ */
+function directBaseUrl(
+  session: Session,
+  opts: ExportOptions,
+  stack: Session['stackNamed'],
+): { url: string; by: BaseUrlSource } | undefined {
+  if (opts.baseUrl !== undefined) {
+    if (stack !== undefined) {
+      throw new UsageError(
+        `--base-url picks the direct mode, but ${stack.by} names the stack ${stack.name}, the AWS mode: an export is either requested from the stack's pipeline or read straight from the service`,
+        `nothing was run: to request it from the stack, drop --base-url; to export from the service, ${leaveAwsMode(stack)}`,
+      );
+    }
+    return { url: opts.baseUrl, by: '--base-url' };
+  }
+  if (stack !== undefined) return undefined;
+  const url = baseUrlFromEnv(session.env, 'set it to the service base URL ending in /api/v1, or unset it for the local mode');
+  return url === undefined ? undefined : { url, by: 'ACCTOPS_BASE_URL (environment)' };
 }
 
 /**

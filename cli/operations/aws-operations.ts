@@ -435,12 +435,12 @@ export class AwsOperations implements Operations {
     if (request.out)
       throw new UsageError(
         "--out is for the local and direct modes: the deployed pipeline writes to the stack's export bucket",
-        'drop --out, or use direct mode (--base-url with ACCTOPS_API_KEY)',
+        'drop --out, or use direct mode (--base-url with ACCTOPS_API_KEY, no stack named)',
       );
     if (request.taxReportFields)
       throw new UsageError(
         "--tax-report-fields is for the local and direct modes: the deployed pipeline reads the stage's exports.taxReportFields",
-        'set exports.taxReportFields for the stage in cdk.json and deploy, or use direct mode (--base-url with ACCTOPS_API_KEY)',
+        'set exports.taxReportFields for the stage in cdk.json and deploy, or use direct mode (--base-url with ACCTOPS_API_KEY, no stack named)',
       );
     if (request.defaultCurrency)
       throw new UsageError(

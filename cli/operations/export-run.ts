@@ -17,7 +17,7 @@ import type { PeriodExportSummary } from '../../src/core/exports/formats/period-
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
 import type { Logger } from '../../src/core/shared/logger';
-import { rejectAwsModeOptions, type ExportTarget } from '../args';
+import { rejectAwsModeOptions, type BaseUrlSource, type ExportTarget } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import { FormatLossError, ManifestError, ObjectStoreError } from '../../src/core/exports/formats/period-errors';
 import { apiKeyFromEnv, CliConfigError, CliError, describeError, type DescribeContext } from '../errors';
@@ -441,6 +441,8 @@ export function storeFor(context: OperationsContext, target: ExportTarget): Obje
 
 export interface DirectExportOptions {
   baseUrl: string;
+  /** What gave the base URL, named by the refusals that say how to leave the direct mode. */
+  baseUrlBy?: BaseUrlSource;
   month?: string;
   company?: string;
   out?: ExportTarget;
@@ -485,13 +487,14 @@ export async function exportDirect(
   opts: DirectExportOptions,
   onProgress: CompanyProgress,
 ): Promise<ExportReport> {
-  rejectAwsModeOptions(context.flags, 'direct', { regionUsed: opts.out?.kind === 's3', noWait: opts.wait === false });
+  const by = opts.baseUrlBy ?? '--base-url';
+  rejectAwsModeOptions(context.flags, 'direct', { regionUsed: opts.out?.kind === 's3', noWait: opts.wait === false, directBy: by });
   refuseFutureMonth(opts.month, Date.now());
   const apiKey = apiKeyFromEnv(context.env);
   if (!apiKey) {
     throw new CliConfigError(
-      'direct mode needs the company API key in ACCTOPS_API_KEY',
-      'export ACCTOPS_API_KEY=<key> (never a flag), or drop --base-url to use the local mode',
+      `the direct mode, picked by ${by}, needs the company API key in ACCTOPS_API_KEY`,
+      `export ACCTOPS_API_KEY=<key> (never a flag), or ${by === '--base-url' ? 'drop --base-url' : 'unset ACCTOPS_BASE_URL'} to use the local mode`,
     );
   }
   const store = storeFor(context, opts.out ?? { kind: 'dir', path: '.' });

@@ -563,6 +563,31 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       expected.map((companyId) => ({ companyId, period: '2026-10', formats: ['csv', 'parquet'] })),
     );
 
+    // A ACCTOPS_BASE_URL left over from the runbook (with the key a direct export reads) leaves this
+    // the AWS mode: the request goes to the pipeline, the service at that URL is not asked, and a note
+    // says the variable is not read (decision 75).
+    const leftover = await startRecordingServer();
+    try {
+      const sentBefore = eventBridge.requests.length;
+      const aws = await acctops(['export', '--month', '2026-10', '--company', world.companyId, '--no-wait'], {
+        ACCTOPS_BASE_URL: `${leftover.origin}/api/v1`,
+        ACCTOPS_API_KEY: world.initialKey.apiKey,
+      });
+      expect(aws.code).toBe(0);
+      expect(aws.stdout).toMatch(/^Export of 2026-10 \(aws mode, /);
+      expect(aws.stderr).toMatch(
+        /^acctops: note: ACCTOPS_BASE_URL \(environment\) is not used by export in AWS mode, which --stack picks: the export is requested from the pipeline of acctops-test/,
+      );
+      expect(eventBridge.requests).toHaveLength(sentBefore + 1);
+      const sent = JSON.parse(eventBridge.requests.at(-1)!.body) as { Entries: { DetailType: string; Detail: string }[] };
+      expect(sent.Entries.map((e) => [e.DetailType, JSON.parse(e.Detail) as unknown])).toEqual([
+        ['ExportRequested', { companyId: world.companyId, period: '2026-10' }],
+      ]);
+      expect(leftover.requests).toEqual([]);
+    } finally {
+      await leftover.stop();
+    }
+
     // --replace-formats reaches the pipeline in the event (the worker then allows the narrower re-export).
     const replaced = await acctops([
       '--json',

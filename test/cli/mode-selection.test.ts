@@ -3,13 +3,16 @@ import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CANARY } from '../helpers/canary';
 import { closeCliState, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import { startRecordingServer, type RecordingServer } from '../helpers/recording-server';
 
 /**
  * Which mode a command runs in, through the real binary: it comes from one place, and a value given
  * empty never picks another mode. An empty `--stack` used to be read as "no stack" and the command
  * ran on the local state (`ACCTOPS_STACK=acctops-production acctops --stack "" keys rotate …` rotated
- * the sandbox's key, exit 0). No command here reaches AWS: the environment has no region or
- * credentials (cliEnv), so an AWS-mode command stops at that check, before any call.
+ * the sandbox's key, exit 0), and with a stack named a leftover ACCTOPS_BASE_URL turned `export` into
+ * a direct export into the working directory. No command here reaches AWS: the environment has no
+ * region or credentials (cliEnv), so an AWS-mode command stops at that check, before any call; the
+ * AWS-mode export that goes through is in aws-mode.test.ts, against local fakes.
  */
 describe('acctops CLI: the mode comes from one place, and an empty value never picks another', () => {
   const outputs: CliResult[] = [];
@@ -18,6 +21,9 @@ describe('acctops CLI: the mode comes from one place, and an empty value never p
   let stateDir: string;
   /** The working directory: a direct export writes its files here. */
   let work: string;
+  /** Stands in for the service at ACCTOPS_BASE_URL / --base-url: a direct export would ask it first. */
+  let service: RecordingServer;
+  let baseUrl: string;
   let company: string;
 
   const run = async (args: string[], env: Record<string, string> = {}): Promise<CliResult> => {
@@ -53,11 +59,14 @@ describe('acctops CLI: the mode comes from one place, and an empty value never p
     stateDir = join(state.dir, 'state');
     work = join(state.dir, 'work');
     await mkdir(work);
+    service = await startRecordingServer();
+    baseUrl = `${service.origin}/api/v1`;
     expect((await run(['users', 'list'])).code).toBe(0);
     const sandbox = JSON.parse(await readFile(join(stateDir, 'sandbox.json'), 'utf8')) as { demo: { companies: { publicId: string }[] } };
     company = sandbox.demo.companies[0]!.publicId;
   });
   afterAll(async () => {
+    await service.stop();
     await closeCliState(state, outputs);
   });
 
@@ -115,8 +124,82 @@ describe('acctops CLI: the mode comes from one place, and an empty value never p
     }
   });
 
-  it('an empty or blank ACCTOPS_BASE_URL is exit 3, not the local mode; nothing is written', async () => {
+  it('with a stack named, a leftover ACCTOPS_BASE_URL does not make export direct: the AWS mode runs, and a note says the variable is not read', async () => {
     const before = await fingerprint();
+    const cases: { args: string[]; env: Record<string, string>; by: string; leave: string }[] = [
+      { args: [], env: { ACCTOPS_STACK: 'acctops-production' }, by: 'ACCTOPS_STACK \\(environment\\)', leave: 'unset ACCTOPS_STACK' },
+      { args: ['--stack', 'acctops-production'], env: {}, by: '--stack', leave: 'drop --stack' },
+    ];
+    for (const { args, env, by, leave } of cases) {
+      // With the key (a direct export would have run, exit 0) and without it (it would have asked for the key).
+      for (const key of [{ ACCTOPS_API_KEY: CANARY.apiKey }, {}] as Record<string, string>[]) {
+        const result = await run([...args, 'export', '--month', '2026-10', '--company', company], {
+          ...env,
+          ...key,
+          ACCTOPS_BASE_URL: baseUrl,
+        });
+        expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 3, stdout: '' });
+        expect(result.stderr.trim().split('\n')).toEqual([
+          expect.stringMatching(
+            new RegExp(
+              `^acctops: note: ACCTOPS_BASE_URL \\(environment\\) is not used by export in AWS mode, which ${by} picks: the export is requested from the pipeline of acctops-production, which reads the stage's baseUrl; for a direct export from that URL, ${leave}`,
+            ),
+          ),
+          // The AWS mode's own check, made before any AWS call.
+          expect.stringMatching(/^acctops: error: no AWS region is set/),
+        ]);
+        expect(result.stderr).not.toMatch(/direct mode|ACCTOPS_API_KEY/);
+      }
+    }
+    // --json prints no note; the error is the AWS mode's all the same.
+    const json = await run(['--json', 'export', '--month', '2026-10'], { ACCTOPS_STACK: 'acctops-production', ACCTOPS_BASE_URL: baseUrl });
+    expect(json.code).toBe(3);
+    expect(JSON.parse(json.stderr)).toMatchObject({ error: { exitCode: 3, message: expect.stringMatching(/^no AWS region is set/) } });
+    expect(service.requests).toEqual([]);
+    expect(await readdir(work)).toEqual([]);
+    expect(await fingerprint()).toEqual(before);
+  });
+
+  it('--base-url with a stack named is exit 2 naming both and where the stack came from; nothing is asked of the service', async () => {
+    const key = { ACCTOPS_API_KEY: CANARY.apiKey };
+    const fromFlag = await run(['--stack', 'acctops-production', 'export', '--base-url', baseUrl, '--month', '2026-10'], key);
+    expect(refused(fromFlag, 2)).toMatch(
+      /^acctops: error: --base-url picks the direct mode, but --stack names the stack acctops-production, the AWS mode: .* \(nothing was run: to request it from the stack, drop --base-url; to export from the service, drop --stack\)$/,
+    );
+    const fromEnv = await run(['export', `--base-url=${baseUrl}`, '--month', '2026-10'], { ...key, ACCTOPS_STACK: 'acctops-production' });
+    expect(refused(fromEnv, 2)).toMatch(
+      /^acctops: error: --base-url picks the direct mode, but ACCTOPS_STACK \(environment\) names the stack acctops-production, the AWS mode: .*to export from the service, unset ACCTOPS_STACK: `env -u ACCTOPS_STACK acctops …`\)$/,
+    );
+    // A direct-mode option with a stack named is refused naming the AWS mode and what picked it, not the base URL.
+    const paged = await run(['export', '--month', '2026-10', '--page-size', '200'], {
+      ...key,
+      ACCTOPS_STACK: 'acctops-production',
+      ACCTOPS_BASE_URL: baseUrl,
+    });
+    expect(refused(paged, 2)).toMatch(
+      /^acctops: error: --page-size is an option of the direct mode \(--base-url, no stack named\): .*; this is the AWS mode, which ACCTOPS_STACK \(environment\) picks \(nothing was run: drop --page-size\)$/,
+    );
+    expect(service.requests).toEqual([]);
+    expect(await readdir(work)).toEqual([]);
+  });
+
+  it('without a stack, the direct mode names what picked it; an empty ACCTOPS_BASE_URL is exit 3, not the local mode', async () => {
+    const before = await fingerprint();
+    const fromEnv = await run(['export', '--month', '2026-10'], { ACCTOPS_BASE_URL: baseUrl });
+    expect(refused(fromEnv, 3)).toMatch(
+      /^acctops: error: the direct mode, picked by ACCTOPS_BASE_URL \(environment\), needs the company API key in ACCTOPS_API_KEY \(.*, or unset ACCTOPS_BASE_URL to use the local mode\)$/,
+    );
+    const fromFlag = await run(['export', '--base-url', baseUrl, '--month', '2026-10']);
+    expect(refused(fromFlag, 3)).toMatch(
+      /^acctops: error: the direct mode, picked by --base-url, needs the company API key in ACCTOPS_API_KEY \(.*, or drop --base-url to use the local mode\)$/,
+    );
+    const region = await run(['--region', 'eu-central-1', 'export', '--month', '2026-10'], {
+      ACCTOPS_BASE_URL: baseUrl,
+      ACCTOPS_API_KEY: CANARY.apiKey,
+    });
+    expect(refused(region, 2)).toMatch(
+      /; this is the direct mode, picked by ACCTOPS_BASE_URL \(environment\) \(nothing was run: drop --region\)$/,
+    );
     for (const value of ['', '  ']) {
       // With --out s3://…, the local mode would have written the sandbox's data to that bucket.
       const empty = await run(['export', '--month', '2026-10', '--out', 's3://acctops-exports/x'], {
@@ -127,6 +210,7 @@ describe('acctops CLI: the mode comes from one place, and an empty value never p
         /^acctops: error: ACCTOPS_BASE_URL is empty \(set it to the service base URL ending in \/api\/v1, or unset it for the local mode\)$/,
       );
     }
+    expect(service.requests).toEqual([]);
     expect(await readdir(work)).toEqual([]);
     expect(await fingerprint()).toEqual(before);
   });

@@ -483,7 +483,7 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
       expect(result.code).toBe(2);
       expect(oneLine(result)).toMatch(
         new RegExp(
-          `^acctops: error: ${option} is an option of the AWS mode .*; this is the direct mode \\(--base-url or ACCTOPS_BASE_URL\\) \\(nothing was run: drop ${option}\\)$`,
+          `^acctops: error: ${option} is an option of the AWS mode .*; this is the direct mode, picked by --base-url \\(nothing was run: drop ${option}\\)$`,
         ),
       );
     }
