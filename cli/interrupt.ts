@@ -6,8 +6,9 @@
  * spot, which left staged files and an unsaved state behind.
  *
  * Steps run one after the other in the order they were registered: the export registers its step
- * before it opens the local world, so its writes stop before the world saves and closes. A second
- * signal, or steps taking longer than STEPS_BOUND_MS, ends the process at once.
+ * before it opens the local world, so its writes stop before the world saves and closes. Then the
+ * releases (`releaseOnInterrupt`: the state lock), once nothing of the command can write any more.
+ * A second signal, or steps taking longer than STEPS_BOUND_MS, ends the process at once.
  */
 export type InterruptStep = (signal: NodeJS.Signals) => Promise<void> | void;
 
@@ -21,6 +22,8 @@ const STEPS_BOUND_MS = 10_000;
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
 const steps: InterruptStep[] = [];
+/** Run after every step: what a command holds until its very end (releaseOnInterrupt). */
+const releases: InterruptStep[] = [];
 /** The binary's step for a signal before the command started its work (`onInterruptBeforeWork`). */
 let beforeWork: InterruptStep | undefined;
 let stopping = false;
@@ -61,8 +64,29 @@ export function onInterrupt(step: InterruptStep): () => void {
     const index = steps.indexOf(step);
     if (index >= 0) steps.splice(index, 1);
     // While stopping, the handler stays: a second signal must still end the process at once.
-    if (steps.length === 0 && !stopping) listen(false);
+    if (nothingRegistered() && !stopping) listen(false);
   };
+}
+
+/**
+ * Runs `release` if the process is interrupted before the returned function is called, after every
+ * step (`onInterrupt`), registered before or after it: the state lock is released once the world
+ * has saved, not before. Registered before the claim is made, it covers the moment the claim is
+ * made too; the command's own line, if any, stays its steps' (or the binary's "before anything was
+ * written", which a claim does not make untrue).
+ */
+export function releaseOnInterrupt(release: InterruptStep): () => void {
+  releases.push(release);
+  listen(true);
+  return () => {
+    const index = releases.indexOf(release);
+    if (index >= 0) releases.splice(index, 1);
+    if (nothingRegistered() && !stopping) listen(false);
+  };
+}
+
+function nothingRegistered(): boolean {
+  return steps.length === 0 && releases.length === 0;
 }
 
 let listening = false;
@@ -81,7 +105,7 @@ function interrupted(signal: NodeJS.Signals): void {
   stopping = true;
   setTimeout(() => process.exit(code), STEPS_BOUND_MS);
   void (async () => {
-    for (const step of [...steps]) {
+    for (const step of [...steps, ...releases]) {
       try {
         await step(signal);
       } catch {
@@ -107,7 +131,7 @@ export function onInterruptBeforeWork(step: InterruptStep): void {
 
 /** From now on the command's own steps (or Node's default) answer a signal: the "before anything was written" line would no longer be true. */
 export function workStarted(): void {
-  if (dropBeforeWork() && steps.length === 0 && !stopping) listen(false);
+  if (dropBeforeWork() && nothingRegistered() && !stopping) listen(false);
 }
 
 function dropBeforeWork(): boolean {

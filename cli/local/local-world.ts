@@ -316,9 +316,23 @@ export class LocalWorld {
   static async open(options: LocalWorldOptions): Promise<LocalWorld> {
     const { stateDir, logger } = options;
     await createStateDir(stateDir);
-    const unlock = await lockStateDir(stateDir);
+    // Until the world has its own step (saveOnSignals), a signal gets the command's line (nothing
+    // was undone: nothing had started) and the lock is released (lockStateDir), not a silent exit
+    // that left the lock behind.
+    const { onInterrupted } = options;
+    const stopOpening = onInterrupted
+      ? onInterrupt((signal) => onInterrupted(signal, { rotations: [], releasedLeases: [] }))
+      : () => undefined;
+    let unlock: () => Promise<void>;
+    try {
+      unlock = await lockStateDir(stateDir);
+    } catch (error) {
+      stopOpening();
+      throw error;
+    }
     let sandbox: RunningSandbox | undefined;
     let sm: RunningSecretsManager | undefined;
+    let world: LocalWorld | undefined;
     try {
       // A process killed mid-write (kill -9) left its temporary file, which may hold every token; the lock makes it stale.
       for (const file of Object.keys(STATE_FILES) as StateFileName[]) await removeStaleTemporaries(statePath(stateDir, file));
@@ -362,7 +376,7 @@ export class LocalWorld {
       sm = await startSecretsManager({ port: 0, clock, rotationMode: 'sync', ...(secretsState ? { state: secretsState } : {}) });
       const readOnly = options.readOnly === true;
       const registryInMemory = readOnly && !created && !(await exists(statePath(stateDir, 'companies')));
-      const world = new LocalWorld(
+      world = new LocalWorld(
         stateDir,
         clock,
         state,
@@ -376,8 +390,10 @@ export class LocalWorld {
         readOnly,
         registryInMemory,
       );
-      if (options.onInterrupted) world.onInterrupted(options.onInterrupted);
+      if (onInterrupted) world.onInterrupted(onInterrupted);
+      // In one go, no signal can land between them: the world's step takes over from the opening's.
       world.saveOnSignals();
+      stopOpening();
       if (!readOnly && !world.isDamaged('tokens')) world.reclaimedLeases = await world.reclaimAbandonedLeases();
       if (created) {
         await world.provision();
@@ -391,6 +407,8 @@ export class LocalWorld {
       await sm?.stop().catch(() => undefined);
       await sandbox?.stop().catch(() => undefined);
       await unlock();
+      world?.removeSignalHandlers();
+      stopOpening();
       throw error;
     }
   }
@@ -634,7 +652,7 @@ export class LocalWorld {
     });
   }
 
-  private removeSignalHandlers = () => undefined as void;
+  private removeSignalHandlers: () => void = () => undefined;
 
   /**
    * Calls `listener` with what the interrupt undid, once it is undone and before the world saves:
@@ -726,7 +744,6 @@ export class LocalWorld {
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (this.interruptCleanup) await this.interruptCleanup;
-      this.removeSignalHandlers();
       try {
         await this.sm.admin.settled();
         await this.save();
@@ -734,6 +751,9 @@ export class LocalWorld {
         await this.sm.stop().catch(() => undefined);
         await this.sandbox.stop().catch(() => undefined);
         await this.unlock();
+        // Only now: a signal while the world saved had Node's default end the process with the
+        // files half written and the lock left. Until here the interrupt's step waits for this close.
+        this.removeSignalHandlers();
       }
     })();
     return this.closing;

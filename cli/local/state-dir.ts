@@ -17,6 +17,7 @@ import { CliError } from '../errors';
 import { missingDirectories, removeEmptyDirectories } from '../created-dirs';
 import { ExitCode } from '../exit-codes';
 import { fsCauseText, isFsError, longestNameBytes, shortPath } from '../fs-failure';
+import { releaseOnInterrupt } from '../interrupt';
 import { issuesText, ValidationError } from '../../src/core/shared/errors';
 
 /**
@@ -253,31 +254,55 @@ function parseLock(text: string): LockRecord {
  * The lock appears with its record already in it: written to a temporary file, then linked into
  * place (link fails if the lock exists). Created empty and written after, a second process reading
  * in between saw no pid, took the lock for stale and both held it.
+ *
+ * Ctrl-C or SIGTERM releases it (cli/interrupt.ts, releaseOnInterrupt), after the command's own
+ * steps (the world saves first). The release is registered before the lock is taken: Node's default
+ * for a signal that lands between the link and the caller's own handler ended the process with the
+ * lock left behind.
  */
 export async function lockStateDir(stateDir: string): Promise<() => Promise<void>> {
   const path = statePath(stateDir, 'lock');
   const temp = temporaryPath(path);
-  await writeFile(temp, lockText(), { flag: 'wx', mode: 0o600 }).catch((error: unknown) => {
-    // A directory that exists but takes no file (mode, owner, read-only mount, /proc/self): said as such, not "unexpected".
-    throw stateDirError(stateDir, error, 'written');
-  });
+  const text = lockText();
+  const stopReleasing = releaseOnInterrupt(() => releaseOwnLock(path, temp, text));
   try {
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        await link(temp, path);
-        return () => rm(path, { force: true });
-      } catch (error) {
-        // A file system without hard links refuses the lock itself.
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw stateDirError(stateDir, error, 'written');
-        const seen = await readLock(path);
-        if (seen !== undefined && (await holds(path, seen.record))) throw new StateLockedError(stateDir, seen.record.pid);
-        await takeOverStale(stateDir, path, seen?.text);
+    await writeFile(temp, text, { flag: 'wx', mode: 0o600 }).catch((error: unknown) => {
+      // A directory that exists but takes no file (mode, owner, read-only mount, /proc/self): said as such, not "unexpected".
+      throw stateDirError(stateDir, error, 'written');
+    });
+    try {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        try {
+          await link(temp, path);
+          return async () => {
+            await rm(path, { force: true });
+            stopReleasing();
+          };
+        } catch (error) {
+          // A file system without hard links refuses the lock itself.
+          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw stateDirError(stateDir, error, 'written');
+          const seen = await readLock(path);
+          if (seen !== undefined && (await holds(path, seen.record))) throw new StateLockedError(stateDir, seen.record.pid);
+          await takeOverStale(stateDir, path, seen?.text);
+        }
       }
+      throw new StateLockedError(stateDir, 0);
+    } finally {
+      await rm(temp, { force: true });
     }
-    throw new StateLockedError(stateDir, 0);
-  } finally {
-    await rm(temp, { force: true });
+  } catch (error) {
+    stopReleasing();
+    throw error;
   }
+}
+
+/**
+ * The interrupt's release: removes the lock only while it is this process's (its record is ours),
+ * never one another process took after it; and the temporary file of the lock, if still there.
+ */
+async function releaseOwnLock(path: string, temp: string, text: string): Promise<void> {
+  await rm(temp, { force: true });
+  if ((await readTextIfExists(path)) === text) await rm(path, { force: true });
 }
 
 /** The lock's text and record; undefined when it is gone. */

@@ -1,0 +1,123 @@
+import { spawn } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { ACCTOPS_BIN, cliEnv, closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+
+/** Makes the binary signal itself at a named point of its run (the lock taken, a file read or saved). */
+const SIGNAL_AT = resolve(__dirname, '..', 'helpers', 'signal-at-preload.cjs');
+
+interface Signalled extends CliResult {
+  /** The signal that ended the process, when Node's default did (no handler): what must not happen. */
+  killedBy: NodeJS.Signals | null;
+}
+
+/**
+ * Ctrl-C or SIGTERM at any moment a local command holds the state lock releases it (README, "Exit
+ * codes": "the local state is saved and released"). The lock used to be taken before anything
+ * answered a signal: one in the first half second (the world still opening) ended the process by
+ * Node's default, without a word and with `lock` and its temporary file left behind; one while the
+ * world saved at the end did the same, its handler gone by then. The signal here is sent by the
+ * process itself at the named point (SIGNAL_AT), so where it lands is known, not timed.
+ */
+describe('acctops: a signal while the state lock is held releases it', () => {
+  let state: { dir: string; remove(): Promise<void> };
+  const outputs: CliResult[] = [];
+  let companyId: string;
+
+  const acctops = async (...args: string[]) => {
+    const result = await runAcctops(['--state-dir', state.dir, ...args]);
+    outputs.push(result);
+    return result;
+  };
+
+  function signalledAt(at: string, signal: NodeJS.Signals, args: string[]): Promise<Signalled> {
+    return new Promise((resolvePromise, reject) => {
+      const child = spawn(process.execPath, [ACCTOPS_BIN, '--state-dir', state.dir, ...args], {
+        env: cliEnv({ NODE_OPTIONS: `--require ${SIGNAL_AT}`, ACCTOPS_TEST_SIGNAL_AT: JSON.stringify({ at, signal }) }),
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      child.once('error', reject);
+      child.once('close', (code, killedBy) => {
+        const result = { code: code ?? -1, killedBy, stdout, stderr };
+        outputs.push(result);
+        resolvePromise(result);
+      });
+    });
+  }
+
+  /** What a command left of the lock: the lock itself and the temporary file it is linked from. */
+  const lockFiles = async () => (await readdir(state.dir)).filter((name) => name === 'lock' || name.startsWith('lock.'));
+  const temporaries = async () => (await readdir(state.dir)).filter((name) => name.endsWith('.tmp'));
+
+  beforeAll(async () => {
+    state = await tempStateDir();
+    const status = await acctops('--json', 'keys', 'status');
+    companyId = parseJson<{ companies: { companyId: string }[] }>(status).companies[0]!.companyId;
+  });
+  afterAll(() => closeCliState(state, outputs));
+
+  const refreshLine = (signal: string) =>
+    new RegExp(`^acctops: error: interrupted \\(${signal}\\): the refresh was stopped; it held no lease \\(.*\\)\\n$`);
+  const rotateLine = (signal: string, what: string) =>
+    new RegExp(`^acctops: error: interrupted \\(${signal}\\) ${what.replace('COMPANY', '[0-9a-f-]{36}')}.*\\n$`);
+
+  it.each([
+    // The lock just taken: nothing answered a signal yet but the binary's early line, which left the lock.
+    ['lock', 'SIGINT', 130, ['tokens', 'refresh', '--all'], refreshLine('SIGINT')],
+    ['lock', 'SIGTERM', 143, ['users', 'list'], /^$/],
+    [
+      'lock',
+      'SIGINT',
+      130,
+      ['keys', 'rotate', '--company', 'COMPANY'],
+      rotateLine('SIGINT', 'before the rotation of company COMPANY started; nothing changed'),
+    ],
+    [
+      'lock',
+      'SIGTERM',
+      143,
+      ['export', '--month', '2026-10'],
+      /^acctops: error: interrupted \(SIGTERM\): the export was stopped .*; nothing was published/,
+    ],
+    // The world still opening (its state files read, its peers not started).
+    ['read:secrets.json', 'SIGTERM', 143, ['tokens', 'refresh', '--all'], refreshLine('SIGTERM')],
+    ['read:secrets.json', 'SIGINT', 130, ['users', 'list'], /^$/],
+  ] as const)('at %s, %s: exit %i, the lock released, the command line said (%j)', async (at, signal, code, args, line) => {
+    const run = await signalledAt(
+      at,
+      signal,
+      args.map((a) => (a === 'COMPANY' ? companyId : a)),
+    );
+    expect(run.killedBy).toBeNull();
+    expect(run.code).toBe(code);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(line);
+    expect(await lockFiles()).toEqual([]);
+    expect(await temporaries()).toEqual([]);
+  });
+
+  it('while the world saves at the end: every file saved before the lock goes, one line, and the state is consistent', async () => {
+    type KeyStatus = { companies: { companyId: string; keyPrefix: string; error: unknown; rotationInProgress: boolean }[] };
+    const before = parseJson<KeyStatus>(await acctops('--json', 'keys', 'status', '--company', companyId)).companies[0]!.keyPrefix;
+    // sandbox.json is the first file the close writes; secrets.json (the new key) comes after it.
+    const run = await signalledAt('saved:sandbox.json', 'SIGINT', ['keys', 'rotate', '--company', companyId]);
+    expect(run.killedBy).toBeNull();
+    expect(run.code).toBe(130);
+    expect(run.stderr).toMatch(
+      new RegExp(`^acctops: error: interrupted \\(SIGINT\\) after the rotation of company ${companyId} completed: the new key is current`),
+    );
+    expect(await lockFiles()).toEqual([]);
+    expect(await temporaries()).toEqual([]);
+
+    // secrets.json holds the new key, and the service (sandbox.json) knows it: the check uses it.
+    const after = parseJson<KeyStatus>(await acctops('--json', 'keys', 'status', '--company', companyId)).companies;
+    expect(after).toEqual([expect.objectContaining({ companyId, error: null, rotationInProgress: false })]);
+    expect(after[0]!.keyPrefix).not.toBe(before);
+    const doctor = parseJson<{ rotations: { findings: unknown[] }; companySecrets: { ok: boolean }[] }>(await acctops('--json', 'doctor'));
+    expect(doctor.rotations.findings).toEqual([]);
+    expect(doctor.companySecrets.every((c) => c.ok)).toBe(true);
+  });
+});

@@ -1,0 +1,53 @@
+'use strict';
+/**
+ * Preloaded into the acctops binary by test/cli/interrupt-lock.test.ts (`node --require <this>
+ * bin/acctops.cjs`): the process sends itself ACCTOPS_TEST_SIGNAL_AT.signal at a point of its own
+ * run, so that the signal lands there with no timing in the test:
+ *
+ * - `lock`: the moment the state lock is taken (the link of its temporary file to `<dir>/lock`);
+ * - `read:<file>`: the moment `<file>` (`secrets.json`, …) has been read, the first time (while the world opens);
+ * - `saved:<file>`: the moment `<file>` (`sandbox.json`, …) is renamed into place, the first time.
+ *
+ * Node dispatches a signal the process sends itself on the next turn of its event loop, while the
+ * command goes on with what follows that point.
+ *
+ * ACCTOPS_TEST_SIGNAL_AT: JSON { at, signal }
+ */
+const fsPromises = require('node:fs/promises');
+const { basename } = require('node:path');
+
+const plan = JSON.parse(process.env.ACCTOPS_TEST_SIGNAL_AT ?? 'null');
+if (plan) {
+  let sent = false;
+  const send = () => {
+    if (sent) return;
+    sent = true;
+    process.kill(process.pid, plan.signal);
+  };
+  if (plan.at === 'lock') {
+    const link = fsPromises.link;
+    fsPromises.link = async function (existing, target) {
+      const result = await link.call(this, existing, target);
+      if (basename(String(target)) === 'lock') send();
+      return result;
+    };
+  } else if (typeof plan.at === 'string' && plan.at.startsWith('read:')) {
+    const file = plan.at.slice('read:'.length);
+    const readFile = fsPromises.readFile;
+    fsPromises.readFile = async function (path, ...rest) {
+      const result = await readFile.call(this, path, ...rest);
+      if (basename(String(path)) === file) send();
+      return result;
+    };
+  } else if (typeof plan.at === 'string' && plan.at.startsWith('saved:')) {
+    const file = plan.at.slice('saved:'.length);
+    const rename = fsPromises.rename;
+    fsPromises.rename = async function (from, to) {
+      const result = await rename.call(this, from, to);
+      if (basename(String(to)) === file) send();
+      return result;
+    };
+  } else {
+    throw new Error(`ACCTOPS_TEST_SIGNAL_AT: unknown point ${String(plan.at)}`);
+  }
+}
