@@ -33,8 +33,8 @@ export function ownIdentity(): ProcessIdentity {
   return own;
 }
 
-/** The start time of `pid` in ticks since boot, or undefined where /proc cannot tell. */
-export function startOf(pid: number): string | undefined {
+/** The fields of /proc/<pid>/stat from the third (the state) on, or undefined where /proc cannot tell. */
+function statFields(pid: number): string[] | undefined {
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -42,9 +42,24 @@ export function startOf(pid: number): string | undefined {
     return undefined;
   }
   // The command name (field 2) is in parentheses and may hold spaces and parentheses itself.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const start = fields[19];
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** The start time of `pid` in ticks since boot, or undefined where /proc cannot tell. */
+export function startOf(pid: number): string | undefined {
+  const start = statFields(pid)?.[19];
   return start !== undefined && /^\d+$/.test(start) ? start : undefined;
+}
+
+/**
+ * Whether `pid` has exited and only waits for its parent to collect its exit status (a zombie, `Z`,
+ * or `X` on its way out). It holds nothing any more, but its pid still answers a signal 0 and its
+ * start time is still the one recorded: a supervisor that killed a hung command and retried before
+ * reaping it found the state directory locked by a dead process.
+ */
+function exited(pid: number): boolean {
+  const state = statFields(pid)?.[0];
+  return state === 'Z' || state === 'X';
 }
 
 function bootId(): string | undefined {
@@ -55,15 +70,15 @@ function bootId(): string | undefined {
   }
 }
 
-/** Whether a process with `pid` exists (EPERM: it does, as another user's). */
+/** Whether a process with `pid` runs (EPERM: it does, as another user's); a zombie does not (`exited`). */
 export function pidAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
+  return !exited(pid);
 }
 
 /** What the process `recorded` names is now: still running, gone, or a live pid that cannot be verified. */

@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lockStateDir, resetStateDir, StateLockedError } from '../../../cli/local/state-dir';
-import { ownIdentity, startOf } from '../../../src/adapters/local/process-identity';
+import { ownIdentity, pidAlive, processState, startOf } from '../../../src/adapters/local/process-identity';
 
 type Report = { held: { from: number; to: number } } | { refused: string };
 
@@ -134,5 +134,62 @@ describe('lockStateDir: a lock whose pid is now another process is stale', () =>
   it('an old bare-pid lock of a live node process written after it started still holds', async () => {
     await writeFile(lockFile(), String(other.pid));
     await expect(lockStateDir(dir)).rejects.toBeInstanceOf(StateLockedError);
+  });
+});
+
+/**
+ * A killed command that its parent has not reaped yet is a zombie: its pid still answers a signal 0
+ * and its start time is still the recorded one, so its lock used to hold until the parent waited
+ * for it (a supervisor that kills a hung run and retries at once). A zombie holds nothing.
+ */
+(process.platform === 'linux' ? describe : describe.skip)('lockStateDir: the lock of a killed process not yet reaped is stale', () => {
+  let dir: string;
+  let parent: ChildProcess | undefined;
+  afterAll(async () => {
+    parent?.kill('SIGKILL');
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  const procState = async (pid: number) =>
+    readFile(`/proc/${pid}/stat`, 'utf8').then(
+      (stat) => stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0],
+      () => undefined,
+    );
+
+  it('is taken over while the holder is a zombie', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'acctops-lock-zombie-'));
+    // The holder is the shell's child; the shell then becomes `sleep`, which never waits for it, so
+    // once killed it stays a zombie (this test's process would reap a child of its own on its own).
+    const holder = join(__dirname, '..', '..', 'helpers', 'lock-holder-child.ts');
+    parent = spawn('/bin/sh', ['-c', '"$1" --import tsx "$2" "$3" & echo "$!"; exec sleep 600', 'sh', process.execPath, holder, dir], {
+      cwd: join(__dirname, '..', '..', '..'),
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    await new Promise<void>((resolve, reject) => {
+      parent!.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        if (/^\d+\n[\s\S]*held\n/.test(out)) resolve();
+      });
+      parent!.once('exit', () => reject(new Error(`the lock holder ended first: ${out}`)));
+    });
+    const pid = Number(out.split('\n')[0]);
+    const record = JSON.parse(await readFile(join(dir, 'lock'), 'utf8')) as { pid: number; start: string; boot: string };
+    expect(record.pid).toBe(pid);
+    // Alive, it holds the lock.
+    await expect(lockStateDir(dir)).rejects.toBeInstanceOf(StateLockedError);
+
+    process.kill(pid, 'SIGKILL');
+    // Not a wait for time: the kernel makes it a zombie as the kill is delivered.
+    while ((await procState(pid)) !== 'Z') await new Promise((resolve) => setImmediate(resolve));
+    expect(startOf(pid)).toBe(record.start);
+    expect(pidAlive(pid)).toBe(false);
+    expect(processState(record)).toBe('gone');
+
+    const unlock = await lockStateDir(dir);
+    expect(JSON.parse(await readFile(join(dir, 'lock'), 'utf8'))).toMatchObject({ pid: process.pid });
+    await unlock();
+    // Still a zombie: what was judged is the zombie, not a reaped pid.
+    expect(await procState(pid)).toBe('Z');
   });
 });
