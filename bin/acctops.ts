@@ -1,6 +1,6 @@
 // The `acctops` CLI (README, "The acctops CLI"); bin/acctops.cjs runs this file through tsx.
-import { adoptHeldSignals, interruptExitCode, onInterruptBeforeWork, outputOpen, speak } from '../cli/interrupt';
-import { errorLine, type CliStream } from '../cli/output';
+import { adoptHeldSignals, interruptExitCode, onInterruptBeforeWork, speak } from '../cli/interrupt';
+import { errorLine, gatedStream } from '../cli/output';
 import { runCli } from '../cli/program';
 
 // The SDK's advice to upgrade Node would land in the middle of a command's output; the engines
@@ -12,19 +12,6 @@ for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code !== 'EPIPE') throw error;
   });
-}
-
-/** The stream, silent once Ctrl-C or SIGTERM is being handled, but for the interrupt's own line (cli/interrupt.ts). */
-function gated(stream: NodeJS.WriteStream): CliStream {
-  return {
-    write: (text: string) => (outputOpen() ? stream.write(text) : true),
-    get isTTY() {
-      return stream.isTTY;
-    },
-    get columns() {
-      return stream.columns;
-    },
-  };
 }
 
 // Until the command starts its work, a signal is answered here (cli/interrupt.ts); --json is
@@ -39,7 +26,7 @@ onInterruptBeforeWork((signal) =>
 adoptHeldSignals();
 
 void runCli(process.argv.slice(2), {
-  io: { stdout: gated(process.stdout), stderr: gated(process.stderr) },
+  io: { stdout: gatedStream(process.stdout), stderr: gatedStream(process.stderr) },
   env: process.env,
   cwd: process.cwd(),
 }).then((code) => {

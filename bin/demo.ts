@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { runDemo } from '../cli/demo';
 import { describeError } from '../cli/errors';
 import { DEFAULT_STATE_DIR, resolveStateDir } from '../cli/local/state-dir';
+import { gatedStream } from '../cli/output';
 import { DIALECTS, type Dialect } from '../sandbox/dialect';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -13,6 +14,11 @@ for (const stream of [process.stdout, process.stderr]) {
     if (error.code !== 'EPIPE') throw error;
   });
 }
+
+// Once Ctrl-C is being handled the demo's one line is all it says (runDemo): the steps still under
+// way would print their failures, caused by the interrupt.
+const stdout = gatedStream(process.stdout);
+const stderr = gatedStream(process.stderr);
 
 const program = new Command('npm start --')
   .description('Run the acctops demo against an embedded sandbox: onboard, refresh, rotate a key, export last month.')
@@ -36,35 +42,33 @@ async function main(): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError && error.exitCode === 0) return 0;
     const report = describeError(error);
-    process.stderr.write(`acctops: error: ${report.message}${report.hint ? ` (${report.hint})` : ''}\n`);
+    stderr.write(`acctops: error: ${report.message}${report.hint ? ` (${report.hint})` : ''}\n`);
     return 2;
   }
   const opts = program.opts<{ reset?: boolean; stateDir: string; verbose?: boolean; dialect?: string }>();
   // Resolved, an empty directory is the cwd: the state files (credentials) would land among the user's files.
   if (opts.stateDir.trim() === '') {
-    process.stderr.write(
-      'acctops: error: --state-dir (or ACCTOPS_STATE_DIR) is empty (name a directory, or leave both unset for .acctops)\n',
-    );
+    stderr.write('acctops: error: --state-dir (or ACCTOPS_STATE_DIR) is empty (name a directory, or leave both unset for .acctops)\n');
     return 2;
   }
   if (opts.dialect !== undefined && !(DIALECTS as readonly string[]).includes(opts.dialect)) {
-    process.stderr.write(`acctops: error: --dialect must be one of ${DIALECTS.join(', ')} (run \`npm start -- --help\`)\n`);
+    stderr.write(`acctops: error: --dialect must be one of ${DIALECTS.join(', ')} (run \`npm start -- --help\`)\n`);
     return 2;
   }
   try {
     const report = await runDemo({
       stateDir: resolveStateDir(opts.stateDir, process.cwd()),
       reset: opts.reset === true,
-      io: { stdout: process.stdout, stderr: process.stderr },
+      io: { stdout, stderr },
       env: process.env,
       verbose: opts.verbose === true,
       ...(opts.dialect === undefined ? {} : { dialect: opts.dialect as Dialect }),
     });
-    process.stdout.write(`\nFinished in ${(report.durationMs / 1000).toFixed(1)} s.\n`);
+    stdout.write(`\nFinished in ${(report.durationMs / 1000).toFixed(1)} s.\n`);
     return 0;
   } catch (error) {
     const report = describeError(error);
-    process.stderr.write(`acctops: error: ${report.message}${report.hint ? ` (${report.hint})` : ''}\n`);
+    stderr.write(`acctops: error: ${report.message}${report.hint ? ` (${report.hint})` : ''}\n`);
     return report.exitCode;
   }
 }

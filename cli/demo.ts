@@ -7,11 +7,12 @@ import { renderExport } from './commands/export';
 import { renderRotate } from './commands/keys';
 import { renderRefresh } from './commands/tokens';
 import { iso, shellQuote } from './format';
+import { interruptExitCode, speak } from './interrupt';
 import { withLocalWorld, type LocalWorld } from './local/local-world';
 import { DEFAULT_STATE_DIR, resetStateDir } from './local/state-dir';
 import { exportLocal } from './operations/export-run';
 import { refreshDueLocal, rotateLocal } from './operations/local-operations';
-import type { ExportReport, RefreshReport, RevokedKey, RotateReport } from './operations/operations';
+import type { ExportReport, InterruptedWork, RefreshReport, RevokedKey, RotateReport } from './operations/operations';
 import { revokedKeys } from './operations/shared';
 import { Output, type CliIo } from './output';
 import type { Dialect } from '../sandbox';
@@ -60,74 +61,102 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   if (options.reset && (await resetStateDir(options.stateDir)).removed) out.line(`Deleted the previous demo state in ${options.stateDir}.`);
 
   const dialect = options.dialect === undefined ? {} : { dialect: options.dialect };
-  return withLocalWorld({ stateDir: options.stateDir, logger: out.logger(), env: options.env, ...dialect }, async (world) => {
-    const demo = world.sandbox.demo!;
-    out.line('acctops demo: the local embedded mode, scripted (no AWS account; everything on 127.0.0.1)');
-    out.line(
-      `  state      ${world.stateDir} (${world.created ? 'created now' : 'continued from the last run; `npm start -- --reset` starts again'})`,
-    );
-    out.line(
-      `  service    embedded sandbox with demo data (${demo.companies.length} companies, institution ${demo.institution.id}), ${world.state.dialect} dialect`,
-    );
-    out.line(`  clock      ${iso(world.clock.now())} (local clock; the demo moves it forward instead of waiting)`);
-    if (world.reclaimedLeases.users.length > 0)
+  let rotating: string | undefined;
+  const onInterrupted = (signal: NodeJS.Signals, undone: InterruptedWork) =>
+    speak(() => out.error(demoInterruptedLine(signal, undone, rotating)));
+  return withLocalWorld(
+    { stateDir: options.stateDir, logger: out.logger(), env: options.env, onInterrupted, ...dialect },
+    async (world) => {
+      const demo = world.sandbox.demo!;
+      out.line('acctops demo: the local embedded mode, scripted (no AWS account; everything on 127.0.0.1)');
       out.line(
-        `  leases     released on ${world.reclaimedLeases.users.length} user(s), left by acctops process ${world.reclaimedLeases.holders.join(', ')}, which no longer runs`,
+        `  state      ${world.stateDir} (${world.created ? 'created now' : 'continued from the last run; `npm start -- --reset` starts again'})`,
       );
+      out.line(
+        `  service    embedded sandbox with demo data (${demo.companies.length} companies, institution ${demo.institution.id}), ${world.state.dialect} dialect`,
+      );
+      out.line(`  clock      ${iso(world.clock.now())} (local clock; the demo moves it forward instead of waiting)`);
+      if (world.reclaimedLeases.users.length > 0)
+        out.line(
+          `  leases     released on ${world.reclaimedLeases.users.length} user(s), left by acctops process ${world.reclaimedLeases.holders.join(', ')}, which no longer runs`,
+        );
 
-    step(out, 1, 'Onboard the demo users (institution users: create, or retrieve when the service knows them)');
-    const onboarded: OnboardResult[] = [];
-    const lifecycle = world.lifecycle();
-    for (const user of demo.users)
-      onboarded.push(await lifecycle.onboard({ externalId: user.externalId, username: user.username, email: user.email }));
-    out.table(onboarded, [
-      { header: 'USER', value: (r) => demo.users.find((u) => u.externalId === r.externalId)?.username },
-      { header: 'EXTERNAL ID', value: (r) => r.externalId },
-      { header: 'RESULT', value: (r) => r.result },
-      { header: 'STATUS', value: (r) => r.status },
-      { header: 'ACCESS TOKEN EXPIRES', value: (r) => iso(r.accessTokenExpiresAt) },
-    ]);
+      step(out, 1, 'Onboard the demo users (institution users: create, or retrieve when the service knows them)');
+      const onboarded: OnboardResult[] = [];
+      const lifecycle = world.lifecycle();
+      for (const user of demo.users)
+        onboarded.push(await lifecycle.onboard({ externalId: user.externalId, username: user.username, email: user.email }));
+      out.table(onboarded, [
+        { header: 'USER', value: (r) => demo.users.find((u) => u.externalId === r.externalId)?.username },
+        { header: 'EXTERNAL ID', value: (r) => r.externalId },
+        { header: 'RESULT', value: (r) => r.result },
+        { header: 'STATUS', value: (r) => r.status },
+        { header: 'ACCESS TOKEN EXPIRES', value: (r) => iso(r.accessTokenExpiresAt) },
+      ]);
 
-    step(out, 2, 'Twenty minutes pass on the local clock; the refresh schedule runs every 5 minutes (planner + worker)');
-    const refresh = await passTime(world, 20 * 60_000);
-    renderRefresh(out, refresh.refresh);
+      step(out, 2, 'Twenty minutes pass on the local clock; the refresh schedule runs every 5 minutes (planner + worker)');
+      const refresh = await passTime(world, 20 * 60_000);
+      renderRefresh(out, refresh.refresh);
 
-    const company = demo.companies[0]!;
-    step(out, 3, `Rotate the API key of ${company.name} (Secrets Manager's four steps, against the emulator and the service)`);
-    const rotation = await rotateLocal(world, company.publicId);
-    renderRotate(out, rotation);
-    const keyChecks = await graceDemo(world, company.publicId, out);
-    out.table(keyChecks, [
-      { header: 'KEY', value: (k) => `${k.keyPrefix}…` },
-      { header: 'ROLE', value: (k) => k.role },
-      { header: 'DURING GRACE', value: (k) => k.duringGrace },
-      { header: `AFTER ${world.graceMs / 60_000 + 1} MIN`, value: (k) => k.afterGrace },
-    ]);
+      const company = demo.companies[0]!;
+      step(out, 3, `Rotate the API key of ${company.name} (Secrets Manager's four steps, against the emulator and the service)`);
+      rotating = company.publicId;
+      const rotation = await rotateLocal(world, company.publicId);
+      renderRotate(out, rotation);
+      const keyChecks = await graceDemo(world, company.publicId, out);
+      out.table(keyChecks, [
+        { header: 'KEY', value: (k) => `${k.keyPrefix}…` },
+        { header: 'ROLE', value: (k) => k.role },
+        { header: 'DURING GRACE', value: (k) => k.duringGrace },
+        { header: `AFTER ${world.graceMs / 60_000 + 1} MIN`, value: (k) => k.afterGrace },
+      ]);
 
-    step(out, 4, 'Export last month for every company (JSONL.gz, CSV, Parquet; manifest written last)');
-    const exports = await exportLocal(world, {});
-    renderExport(out, exports);
+      step(out, 4, 'Export last month for every company (JSONL.gz, CSV, Parquet; manifest written last)');
+      const exports = await exportLocal(world, {});
+      renderExport(out, exports);
 
-    const exportsDir = join(world.stateDir, 'exports');
-    out.line('');
-    out.line('Done. Where things are:');
-    out.line(`  exports       ${exportsDir}/company=<id>/period=${exports.month}/ (_manifest.json lists every file with its SHA-256)`);
-    out.line(`  local state   ${world.stateDir} (tokens.json, secrets.json, sandbox.json: mode 0600, they hold credentials)`);
-    // The CLI finds this state only where it looks by default; elsewhere each command must name it.
-    const cli = `npx acctops${world.stateDir === resolve(DEFAULT_STATE_DIR) ? '' : ` --state-dir ${shellQuote(world.stateDir)}`}`;
-    out.line(`  next          ${cli} users list | ${cli} keys status | ${cli} doctor | npx acctops --help`);
-    return {
-      stateDir: world.stateDir,
-      created: world.created,
-      onboarded,
-      refresh: refresh.refresh,
-      rotation,
-      keyChecks,
-      exports,
-      exportsDir,
-      durationMs: Date.now() - started,
-    };
-  });
+      const exportsDir = join(world.stateDir, 'exports');
+      out.line('');
+      out.line('Done. Where things are:');
+      out.line(`  exports       ${exportsDir}/company=<id>/period=${exports.month}/ (_manifest.json lists every file with its SHA-256)`);
+      out.line(`  local state   ${world.stateDir} (tokens.json, secrets.json, sandbox.json: mode 0600, they hold credentials)`);
+      // The CLI finds this state only where it looks by default; elsewhere each command must name it.
+      const cli = `npx acctops${world.stateDir === resolve(DEFAULT_STATE_DIR) ? '' : ` --state-dir ${shellQuote(world.stateDir)}`}`;
+      out.line(`  next          ${cli} users list | ${cli} keys status | ${cli} doctor | npx acctops --help`);
+      return {
+        stateDir: world.stateDir,
+        created: world.created,
+        onboarded,
+        refresh: refresh.refresh,
+        rotation,
+        keyChecks,
+        exports,
+        exportsDir,
+        durationMs: Date.now() - started,
+      };
+    },
+  );
+}
+
+/**
+ * The demo's one line on Ctrl-C or SIGTERM (the world has undone what must not outlive it and saves
+ * the state before the exit, cli/local/local-world.ts): a rotation under way is rolled back, or left
+ * for `keys cancel-rotation` when its step did not end in time.
+ */
+function demoInterruptedLine(signal: NodeJS.Signals, undone: InterruptedWork, companyId: string | undefined) {
+  const rotation = undone.rotations.at(-1);
+  const rotationText =
+    rotation?.state === 'rolled_back'
+      ? '; the key rotation under way was rolled back'
+      : rotation?.state === 'pending'
+        ? `; the key rotation under way could not be rolled back in time (\`npx acctops keys cancel-rotation --company ${companyId ?? '<id>'}\` rolls it back)`
+        : '';
+  return {
+    exitCode: interruptExitCode(signal),
+    code: 'interrupted',
+    message: `interrupted (${signal}): the demo was stopped${rotationText}; the local state is saved`,
+    hint: '`npm start` runs the demo again from it; `npm start -- --reset` starts from scratch',
+  };
 }
 
 function step(out: Output, n: number, title: string): void {

@@ -1,5 +1,6 @@
 import { JsonLogger, silentLogger, type Logger } from '../src/core/shared/logger';
 import { redactString } from '../src/core/shared/redact';
+import { outputOpen } from './interrupt';
 
 /** Where the CLI writes: the process's streams, or buffers in tests. */
 export interface CliStream {
@@ -11,6 +12,22 @@ export interface CliStream {
 export interface CliIo {
   stdout: CliStream;
   stderr: CliStream;
+}
+
+/**
+ * The process's stream, silent once Ctrl-C or SIGTERM is being handled, but for the interrupt's own
+ * line (cli/interrupt.ts): what the command would say meanwhile is an effect of the interrupt, not news.
+ */
+export function gatedStream(stream: NodeJS.WriteStream): CliStream {
+  return {
+    write: (text: string) => (outputOpen() ? stream.write(text) : true),
+    get isTTY() {
+      return stream.isTTY;
+    },
+    get columns() {
+      return stream.columns;
+    },
+  };
 }
 
 export interface Column<R> {

@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runDemo, type DemoReport } from '../../cli/demo';
 import { shellQuote } from '../../cli/format';
 import type { SandboxStateSnapshot } from '../../sandbox';
 import { expectNoCanaries } from '../helpers/canary';
-import { cliEnv, runAcctops, tempStateDir, trackStateSecrets } from '../helpers/cli';
+import { cliEnv, npmScriptCommand, runAcctops, tempStateDir, trackStateSecrets } from '../helpers/cli';
 import { TEST_DIALECTS } from '../helpers/dialects';
 
 describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
@@ -102,20 +102,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     });
 
     it('`npm start -- --reset` starts from scratch and prints the tables and where the files are', async () => {
-      const root = resolve(__dirname, '..', '..');
+      const start = npmScriptCommand('start');
       const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>((done, fail) =>
         execFile(
-          process.execPath,
-          [
-            join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'),
-            join(root, 'bin', 'demo.ts'),
-            '--reset',
-            '--dialect',
-            dialect,
-            '--state-dir',
-            state.dir,
-          ],
-          { env: cliEnv(), cwd: state.dir, timeout: 60_000 },
+          start.file,
+          [...start.args, '--reset', '--dialect', dialect, '--state-dir', state.dir],
+          { env: cliEnv(start.env), cwd: start.cwd, timeout: 60_000 },
           (error, out, err) =>
             error && typeof error.code !== 'number'
               ? fail(error)

@@ -1,4 +1,5 @@
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -113,6 +114,20 @@ export function spawnAcctops(
   options: { env?: Record<string, string | undefined> } = {},
 ): ChildProcessWithoutNullStreams {
   return spawn(process.execPath, [ACCTOPS_BIN, ...args], { env: cliEnv(options.env), cwd: tmpdir() });
+}
+
+/**
+ * What `npm run <name>` runs (package.json `scripts`), without npm and its shell: the command's
+ * words, run from the package root with node_modules/.bin first on PATH, as npm runs it. Only a
+ * simple command (no shell syntax), so that the process it starts is the script's own.
+ */
+export function npmScriptCommand(name: string): { file: string; args: string[]; cwd: string; env: { PATH: string } } {
+  const root = resolve(__dirname, '..', '..');
+  const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  const script = scripts[name];
+  if (script === undefined || !/^[\w ./:=@-]+$/.test(script)) throw new Error(`npm script ${name} is not a simple command: ${script}`);
+  const [file, ...args] = script.split(/ +/) as [string, ...string[]];
+  return { file, args, cwd: root, env: { PATH: `${join(root, 'node_modules', '.bin')}:${process.env.PATH ?? ''}` } };
 }
 
 export async function tempStateDir(): Promise<{ dir: string; remove(): Promise<void> }> {

@@ -1,11 +1,9 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { runSandboxCli, SandboxCliUsageError } from '../../../sandbox/cli';
+import { npmScriptCommand } from '../../helpers/cli';
 import { call } from './support';
-
-const ROOT = join(__dirname, '..', '..', '..');
 
 describe('sandbox command line', () => {
   it('shows the demo credentials by prefix only unless --show-credentials, and says how to see them', async () => {
@@ -86,14 +84,12 @@ describe('sandbox command line', () => {
 
   /** `npm run sandbox -- …args` as a process: its exit code and what it printed. */
   async function npmRunSandbox(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    const child = spawn(
-      process.execPath,
-      [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'bin', 'sandbox.ts'), ...args],
-      {
-        cwd: ROOT,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const sandbox = npmScriptCommand('sandbox');
+    const child = spawn(sandbox.file, [...sandbox.args, ...args], {
+      cwd: sandbox.cwd,
+      env: { ...process.env, ...sandbox.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -126,14 +122,12 @@ describe('sandbox command line', () => {
   });
 
   it('npm run sandbox: a real process that stops cleanly on SIGTERM', async () => {
-    const child = spawn(
-      process.execPath,
-      [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'bin', 'sandbox.ts'), '--port', '0'],
-      {
-        cwd: ROOT,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const sandbox = npmScriptCommand('sandbox');
+    const child = spawn(sandbox.file, [...sandbox.args, '--port', '0'], {
+      cwd: sandbox.cwd,
+      env: { ...process.env, ...sandbox.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const baseUrl = await new Promise<string>((resolve, reject) => {

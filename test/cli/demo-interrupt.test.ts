@@ -1,0 +1,101 @@
+import { spawn } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { runDemo } from '../../cli/demo';
+import { cliEnv, closeCliState, npmScriptCommand, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+
+/** Keeps the demo's event loop busy for a moment once it has printed a given text. */
+const BUSY_AFTER = resolve(__dirname, '..', 'helpers', 'busy-after-preload.cjs');
+
+interface KeyStatus {
+  companies: { companyId: string; error: unknown; rotationInProgress: boolean }[];
+}
+interface Doctor {
+  rotations: { findings: unknown[] };
+  companySecrets: { ok: boolean }[];
+  tokens: { expired: unknown[]; needsAttention: unknown[] };
+}
+
+/**
+ * Ctrl+C on `npm start`: the terminal signals the whole process group. The script used to be
+ * `tsx bin/demo.ts`, whose CLI relays a signal to the node process it starts and kills it (SIGKILL)
+ * when it has not answered within about 30 ms: a demo whose event loop was busy for a moment died
+ * with no clean-up (the lock left, sandbox.json and secrets.json from different moments) or got
+ * the signal twice, and the second one exits at once. The script now runs node itself
+ * (`node --import tsx`): one process, one signal, the world's own steps.
+ */
+describe('npm start: Ctrl+C mid-run', () => {
+  let state: { dir: string; remove(): Promise<void> };
+  const outputs: CliResult[] = [];
+  const acctops = async (...args: string[]) => {
+    const result = await runAcctops(['--state-dir', state.dir, ...args]);
+    outputs.push(result);
+    return result;
+  };
+
+  beforeAll(async () => {
+    state = await tempStateDir();
+  });
+  afterAll(() => closeCliState(state, outputs));
+
+  it('a SIGINT to the process group while the key rotates: exit 130, one line, no lock, a consistent state', async () => {
+    const start = npmScriptCommand('start');
+    const mark = '3. Rotate the API key';
+    // Its own process group, as a terminal's foreground job: the group is what Ctrl+C signals.
+    const child = spawn(start.file, start.args, {
+      cwd: start.cwd,
+      detached: true,
+      env: cliEnv({
+        ...start.env,
+        ACCTOPS_STATE_DIR: state.dir,
+        NODE_OPTIONS: `--require ${BUSY_AFTER}`,
+        ACCTOPS_TEST_BUSY_AFTER: JSON.stringify({ text: mark, ms: 300 }),
+      }),
+    });
+    let stdout = '';
+    let stderr = '';
+    let signalled = false;
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      // Mid-run, as its output shows: users onboarded and refreshed, the rotation starting.
+      if (!signalled && stdout.includes(mark)) {
+        signalled = true;
+        process.kill(-child.pid!, 'SIGINT');
+      }
+    });
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const [code, killedBy] = await new Promise<[number | null, NodeJS.Signals | null]>((done) =>
+      child.once('close', (c, s) => done([c, s])),
+    );
+    outputs.push({ code: code ?? -1, stdout, stderr });
+
+    expect(signalled).toBe(true);
+    expect(killedBy).toBeNull();
+    expect(code).toBe(130);
+    // The steps still under way print nothing of their own (a rotation refused, a secret not found).
+    expect(stderr).toMatch(
+      /^acctops: error: interrupted \(SIGINT\): the demo was stopped(; the key rotation under way was rolled back)?; the local state is saved \(.*\)\n$/,
+    );
+    expect(stdout).not.toMatch(/Finished in|failed/);
+    expect((await readdir(state.dir)).filter((name) => name === 'lock' || name.startsWith('lock.') || name.endsWith('.tmp'))).toEqual([]);
+
+    // Consistent: every stored key works at the service, no rotation left half done, every user's tokens good.
+    const keys = parseJson<KeyStatus>(await acctops('--json', 'keys', 'status'));
+    expect(keys.companies.length).toBeGreaterThan(0);
+    for (const company of keys.companies) expect(company).toEqual(expect.objectContaining({ error: null, rotationInProgress: false }));
+    const doctor = parseJson<Doctor>(await acctops('--json', 'doctor'));
+    expect(doctor.rotations.findings).toEqual([]);
+    expect(doctor.companySecrets.every((c) => c.ok)).toBe(true);
+    expect(doctor.tokens.expired).toEqual([]);
+    expect(doctor.tokens.needsAttention).toEqual([]);
+
+    // And the demo goes on from it.
+    const printed: string[] = [];
+    const write = (t: string) => printed.push(t);
+    const again = await runDemo({ stateDir: state.dir, reset: false, io: { stdout: { write }, stderr: { write } }, env: cliEnv() });
+    outputs.push({ code: 0, stdout: printed.join(''), stderr: '' });
+    expect(again.created).toBe(false);
+    expect(again.rotation.state).toBe('completed');
+    expect(again.keyChecks.map((k) => k.duringGrace)).toEqual(['works', 'works']);
+  });
+});
