@@ -1,4 +1,4 @@
-import { rename, stat } from 'node:fs/promises';
+import { rename, rm, stat } from 'node:fs/promises';
 import * as z from 'zod';
 import { AwsSecretProvisioner } from '../../src/adapters/aws/secret-provisioner';
 import { AwsSecretStore } from '../../src/adapters/aws/secrets-manager';
@@ -40,6 +40,7 @@ import { institutionCredentialProbe, serviceReachableProbe } from '../../src/cor
 import { SecretStage } from '../../src/core/ports/secrets';
 import { issuesText, ValidationError, parseWith } from '../../src/core/shared/errors';
 import type { Logger } from '../../src/core/shared/logger';
+import { lazySchema } from '../../src/core/shared/lazy-schema';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { keyPrefix } from '../../src/core/shared/redact';
 import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
@@ -336,6 +337,7 @@ export class LocalWorld {
     try {
       // A process killed mid-write (kill -9) left its temporary file, which may hold every token; the lock makes it stale.
       for (const file of Object.keys(STATE_FILES) as StateFileName[]) await removeStaleTemporaries(statePath(stateDir, file));
+      await completeInterruptedSave(stateDir, logger);
       const damaged = options.tolerateDamage === true ? ([] as DamagedStateFileError[]) : undefined;
       const saved = await readStateFile(stateDir, 'state', stateSchema, damaged);
       const stateDamaged = damaged?.some((d) => d.file === 'state') === true;
@@ -618,14 +620,25 @@ export class LocalWorld {
    * as it is (its stand-in is empty), for `acctops local repair` or a backup.
    */
   async save(): Promise<void> {
+    const changed: { file: SnapshotFile; value: unknown; print: string }[] = [];
     for (const [file, snapshot] of this.snapshots()) {
       if (this.isDamaged(file)) continue;
       const value = snapshot();
       const print = fingerprint(value, this.readOnly);
-      if (print === this.saved[file]) continue;
+      if (print !== this.saved[file]) changed.push({ file, value, print });
+    }
+    // The files go one by one: a process killed between two of them (kill -9, a second Ctrl-C) left
+    // a service and secrets from different moments, e.g. the old key revoked in sandbox.json while
+    // secrets.json still stored it. Written first, saving.json holds them all, and the next command
+    // completes the save (completeInterruptedSave).
+    const journal = changed.length > 1 ? statePath(this.stateDir, 'saving') : undefined;
+    if (journal !== undefined)
+      await writePrivateJsonFile(journal, { format: SAVING_FORMAT, files: Object.fromEntries(changed.map((c) => [c.file, c.value])) });
+    for (const { file, value, print } of changed) {
       await writePrivateJsonFile(statePath(this.stateDir, file), value);
       this.saved[file] = print;
     }
+    if (journal !== undefined) await rm(journal, { force: true });
   }
 
   /** The files save() writes, in its order, each with what it would write now. */
@@ -777,6 +790,42 @@ async function within<T>(ms: number, work: Promise<T>): Promise<T | typeof TIMED
 
 /** The state files a LocalWorld writes from its snapshots (the file stores write their own). */
 type SnapshotFile = 'sandbox' | 'secrets' | 'state';
+const SNAPSHOT_FILES = ['sandbox', 'secrets', 'state'] as const satisfies readonly SnapshotFile[];
+
+const SAVING_FORMAT = 'acctops.local-save';
+const savingSchema = lazySchema(() =>
+  z.object({
+    format: z.literal(SAVING_FORMAT),
+    files: z.partialRecord(z.enum(SNAPSHOT_FILES), z.unknown()),
+  }),
+);
+
+/**
+ * Completes the save that a killed command left half done: writes every file saving.json holds,
+ * then removes it. Under the lock, before anything is read, read-only commands too (as the stale
+ * temporary files): what the files hold must be one moment's state. A saving.json that does not
+ * parse was never complete (it is renamed into place whole), so the files are still the previous
+ * save's: it is removed.
+ */
+async function completeInterruptedSave(stateDir: string, logger: Logger): Promise<void> {
+  const path = statePath(stateDir, 'saving');
+  let saving: z.output<typeof savingSchema> | undefined;
+  try {
+    saving = await readJsonFile(path, savingSchema);
+  } catch (error) {
+    if (isAccessDenied(error)) throw new StateFileUnreadableError(path, error);
+    if (!(error instanceof ValidationError)) throw error;
+    logger.warn('an unreadable saving.json removed; the state files are those of the save before it', { path });
+    await rm(path, { force: true });
+    return;
+  }
+  if (saving === undefined) return;
+  for (const file of SNAPSHOT_FILES) {
+    if (file in saving.files) await writePrivateJsonFile(statePath(stateDir, file), saving.files[file]);
+  }
+  logger.info('completed the save of a command that was killed while it saved', { files: Object.keys(saving.files) });
+  await rm(path, { force: true });
+}
 
 /**
  * What the service and the emulator record of a request itself: an API key's last use (the
@@ -839,6 +888,7 @@ export async function repairStateDir(stateDir: string, env: NodeJS.ProcessEnv, l
   const unlock = await lockStateDir(stateDir);
   let registrySetAside: RepairReport['repaired'][number] | undefined;
   try {
+    await completeInterruptedSave(stateDir, logger);
     const damaged: DamagedStateFileError[] = [];
     await readStateFile(stateDir, 'state', stateSchema, damaged);
     await readStateFile(stateDir, 'sandbox', sandboxSnapshotSchema, damaged);

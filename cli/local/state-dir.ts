@@ -39,6 +39,11 @@ export const STATE_FILES = {
   revocations: 'revocations.json',
   /** Held while a command runs: one process at a time. */
   lock: 'lock',
+  /**
+   * The snapshot files of one save, written before any of them (LocalWorld.save) and removed after
+   * the last: a save cut short (`kill -9`) is completed by the next command.
+   */
+  saving: 'saving.json',
 } as const;
 
 export const DEFAULT_STATE_DIR = '.acctops';

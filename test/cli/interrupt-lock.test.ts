@@ -120,4 +120,22 @@ describe('acctops: a signal while the state lock is held releases it', () => {
     expect(doctor.rotations.findings).toEqual([]);
     expect(doctor.companySecrets.every((c) => c.ok)).toBe(true);
   });
+
+  it('kill -9 between two files of the final save: the next command completes the save (saving.json), so the stored key is the live one', async () => {
+    type KeyStatus = { companies: { companyId: string; keyPrefix: string; error: unknown; rotationInProgress: boolean }[] };
+    const before = parseJson<KeyStatus>(await acctops('--json', 'keys', 'status', '--company', companyId)).companies[0]!.keyPrefix;
+    // sandbox.json (the old key revoked at once) is written, secrets.json (the new key) is not.
+    const run = await signalledAt('saved:sandbox.json', 'SIGKILL', ['keys', 'rotate', '--company', companyId, '--revoke-previous-now']);
+    expect(run.killedBy).toBe('SIGKILL');
+    expect(await readdir(state.dir)).toContain('saving.json');
+
+    const after = parseJson<KeyStatus>(await acctops('--json', 'keys', 'status', '--company', companyId)).companies;
+    expect(after).toEqual([expect.objectContaining({ companyId, error: null, rotationInProgress: false })]);
+    expect(after[0]!.keyPrefix).not.toBe(before);
+    expect(await readdir(state.dir)).not.toContain('saving.json');
+    expect(await temporaries()).toEqual([]);
+    const doctor = parseJson<{ rotations: { findings: unknown[] }; companySecrets: { ok: boolean }[] }>(await acctops('--json', 'doctor'));
+    expect(doctor.rotations.findings).toEqual([]);
+    expect(doctor.companySecrets.every((c) => c.ok)).toBe(true);
+  });
 });
