@@ -237,9 +237,11 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
     }
   });
   const stopStep = onInterrupt(async (signal) => {
-    stopWatching();
     // Both are bounded: the S3 aborts by their own deadline, well inside the steps' 10 s.
     const [, uploads] = await Promise.all([abandonLocalWrites(), abandonS3Uploads()]);
+    // Only now: abandonLocalWrites waits for a rename under way, whose commit, unwatched, left a
+    // completed file of the stopped run in place (seen in export-interrupt.test.ts under load).
+    stopWatching();
     // Local deletes, once no write of this process can land any more; a failure leaves garbage
     // that the next export of the period collects, never a visible change.
     await Promise.all(
