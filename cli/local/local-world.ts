@@ -813,7 +813,7 @@ async function completeInterruptedSave(stateDir: string, logger: Logger): Promis
   try {
     saving = await readJsonFile(path, savingSchema);
   } catch (error) {
-    if (isAccessDenied(error)) throw new StateFileUnreadableError(path, error);
+    if (isFsError(error)) throw new StateFileUnreadableError(path, error);
     if (!(error instanceof ValidationError)) throw error;
     logger.warn('an unreadable saving.json removed; the state files are those of the save before it', { path });
     await rm(path, { force: true });
