@@ -3,8 +3,9 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  // The canary-secret scan of every test file's output, logs and events (docs/security.md).
-  setupFilesAfterEnv: ['<rootDir>/test/helpers/canary-setup.ts'],
+  // The canary-secret scan of every test file's output, logs and events (docs/security.md), and the
+  // removal of each file's tempDirSync directories (testApp's cdk.out among them).
+  setupFilesAfterEnv: ['<rootDir>/test/helpers/canary-setup.ts', '<rootDir>/test/helpers/temp-dirs-setup.ts'],
   // ts-jest only transpiles: `tsc --noEmit` type-checks once, before jest runs (npm test).
   transform: {
     '^.+\\.(?:[tj]sx?|mjs)$': [

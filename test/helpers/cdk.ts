@@ -4,6 +4,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { parseStageSettings, type StageConfig, type StageSettings } from '../../lib/config/stage';
 import { AcctopsStack } from '../../lib/stacks/acctops-stack';
+import { tempDirSync } from './temp-dirs';
 
 /** A valid stage, `test`, with `overrides` (input form, before defaults). */
 export function testStage(overrides: Record<string, unknown> = {}): StageConfig {
@@ -14,9 +15,14 @@ export function testStage(overrides: Record<string, unknown> = {}): StageConfig 
 /**
  * An app that skips esbuild (`aws:cdk:bundling-stacks: []`): infra tests look at the template, not
  * the bundle. test/infra/bundling.test.ts is the one place that bundles.
+ *
+ * Its outdir is given: without one, every App makes a `cdk.out*` directory under the OS temp
+ * directory in its constructor (synthesized or not), and CDK removes those on the process's `exit`
+ * event, which the copy of `process` jest gives each test file never emits. This one goes when the
+ * test file ends (test/helpers/temp-dirs.ts).
  */
 export function testApp(): App {
-  return new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  return new App({ outdir: tempDirSync('acctops-cdk.out-'), context: { 'aws:cdk:bundling-stacks': [] } });
 }
 
 export function synthAcctopsStack(stageOverrides: Record<string, unknown> = {}): {

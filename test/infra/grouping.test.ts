@@ -1,6 +1,7 @@
-import { App, CfnResource, Stack, type CfnElement } from 'aws-cdk-lib';
+import { CfnResource, Stack, type CfnElement } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import { Grouping, logicalIdOutsideGroupings } from '../../lib/constructs/grouping';
+import { testApp } from '../helpers/cdk';
 
 /** A stack that allocates ids as AcctopsStack does. */
 class GroupingStack extends Stack {
@@ -38,19 +39,19 @@ describe('Grouping', () => {
   it.each(PATHS.map((p) => [p.join('/').slice(0, 60), p] as const))(
     '%s keeps the logical id CDK gives it outside the grouping',
     (_name, path) => {
-      const plain = new Stack(new App(), 'Plain');
-      const grouped = new GroupingStack(new App(), 'Grouped');
+      const plain = new Stack(testApp(), 'Plain');
+      const grouped = new GroupingStack(testApp(), 'Grouped');
       const expected = plain.getLogicalId(build(plain, [...path], false));
       const actual = grouped.getLogicalId(build(grouped, [...path], true));
       expect(actual).toBe(expected);
       // Without the override, the grouping would be part of the id.
-      const unaware = new Stack(new App(), 'Unaware');
+      const unaware = new Stack(testApp(), 'Unaware');
       expect(unaware.getLogicalId(build(unaware, [...path], true))).not.toBe(expected);
     },
   );
 
   it('leaves ids outside any grouping to the stack', () => {
-    const stack = new GroupingStack(new App(), 'Grouped');
+    const stack = new GroupingStack(testApp(), 'Grouped');
     expect(logicalIdOutsideGroupings(stack, build(stack, ['Exports', 'Bucket', 'Resource'], false))).toBeUndefined();
   });
 });

@@ -7,6 +7,7 @@ import { CURRENCY_CODE_EXPECTED } from '../../contract/currency';
 import { MemoryRegistryTable } from '../../src/adapters/local/file-company-registry';
 import { CompanyRegistry } from '../../src/core/companies/company-registry';
 import { parseTaxReportFields } from '../../src/core/exports/formats/tax-report-fields';
+import { testApp } from '../helpers/cdk';
 
 const BASE = { baseUrl: 'https://accounting.example.com/api/v1' };
 const COMPANY = '0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d';
@@ -277,7 +278,7 @@ describe('stage configuration: secret ARNs, cron expressions, required fields, t
         }
       })();
       if (loaded === undefined) continue;
-      expect(() => Secret.fromSecretCompleteArn(new Stack(), 'S', loaded)).not.toThrow();
+      expect(() => Secret.fromSecretCompleteArn(new Stack(testApp(), 'Stack'), 'S', loaded)).not.toThrow();
     }
   });
 
