@@ -1,4 +1,5 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
@@ -38,11 +39,19 @@ interface Statement {
 }
 
 export function synthesizedTemplate(): Json {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  const stack = new AcctopsStack(app, 'acctops-matrix', {
-    stage: { name: 'matrix', ...parseStageSettings(MATRIX_STAGE, 'stages.matrix') },
-  });
-  return Template.fromStack(stack).toJSON() as Json;
+  // Not CDK's own temporary outdir: CDK removes it on the process's `exit` event, which never comes
+  // under jest (iam-matrix.test.ts calls this), so each run of the suite left one behind. The
+  // template is read into memory, so the directory can go at once.
+  const outdir = mkdtempSync(join(tmpdir(), 'acctops-matrix-cdk.out-'));
+  try {
+    const app = new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } });
+    const stack = new AcctopsStack(app, 'acctops-matrix', {
+      stage: { name: 'matrix', ...parseStageSettings(MATRIX_STAGE, 'stages.matrix') },
+    });
+    return Template.fromStack(stack).toJSON() as Json;
+  } finally {
+    rmSync(outdir, { recursive: true, force: true });
+  }
 }
 
 /** A logical id without CDK's 8-character hash: `TokensTableFC8D39D1` -> `TokensTable`. */
