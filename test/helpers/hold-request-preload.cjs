@@ -19,9 +19,13 @@ if (hold) {
     req.method === hold.method &&
     (hold.path === undefined || (req.url ?? '').includes(hold.path)) &&
     (hold.target === undefined || req.headers['x-amz-target'] === hold.target);
+  // Once: the test removes the marker when it has seen it, and a later matching request (a retry)
+  // would make it again, outside any directory the test removes.
+  let marked = false;
   http.Server.prototype.emit = function (event, ...args) {
     if (event !== 'request' || !matches(args[0])) return emit.call(this, event, ...args);
-    writeFileSync(hold.marker, '');
+    if (!marked) writeFileSync(hold.marker, '');
+    marked = true;
     setTimeout(() => emit.call(this, event, ...args), hold.delayMs);
     return true;
   };
