@@ -20,6 +20,9 @@ describe('acctops: interrupted before the command started', () => {
   const signalled = (signal: NodeJS.Signals, args: string[]) =>
     runAcctops(args, {
       env: { NODE_OPTIONS: `--require ${SIGNAL_ON_LOAD}`, ACCTOPS_TEST_SIGNAL_ON_LOAD: signal, ACCTOPS_API_KEY: 'ab_cdefghijklmnop' },
+      // The export has no --out, so it stages in the working directory: one this suite removes, not
+      // the shared temp directory.
+      cwd: state.dir,
     });
 
   // Node dispatches the signal once the loaded CLI yields: an export has registered its own step by
