@@ -1,8 +1,8 @@
 import { readdir, rm } from 'node:fs/promises';
 
-// Caches that tools keep in the temp directory on purpose and reuse (tsx's, for the CLI the tests
-// spawn): not something a test made.
-const TOOL_CACHES = /^tsx-\d+$/;
+// Caches that tools keep in the temp directory on purpose and reuse, not something a test made:
+// tsx's (the CLI the tests spawn) and jest's (the child jest run of test/security/canary.test.ts).
+const TOOL_CACHES = /^(?:tsx-\d+|jest_[0-9a-z]+)$/;
 
 /**
  * jest `globalTeardown`: the run's temp directory (temp-dir-guard-setup.ts) must be empty but for
