@@ -1,4 +1,4 @@
-import { closeCliState, onboardArgs, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import { onboardArgs, parseJson, useCliState } from '../helpers/cli';
 
 /** What a terminal would act on rather than show (output.ts, UNSHOWABLE); a line's own end aside. */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
@@ -9,23 +9,13 @@ const UNSHOWABLE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u
  * prints for people shows its control characters as escapes, and --json carries it exactly.
  */
 describe('acctops CLI: control characters in user-supplied text, the real binary', () => {
-  let state: { dir: string; remove(): Promise<void> };
-  const outputs: CliResult[] = [];
-  const acctops = async (...args: string[]) => {
-    const result = await runAcctops(['--state-dir', state.dir, ...args]);
-    outputs.push(result);
-    return result;
-  };
+  const state = useCliState();
+  const { acctops } = state;
   const users = [
     { externalId: '51111111-2222-4333-8444-555555555555', username: 'evil\u001b[31mRED\u001b[0m', email: 'ev@example.com' },
     { externalId: '61111111-2222-4333-8444-555555555555', username: 'two\nlines\r\u009b2J\u202eright', email: 'tw@example.com' },
     { externalId: '71111111-2222-4333-8444-555555555555', username: '名前テスト', email: 'jp@example.com' },
   ];
-
-  beforeAll(async () => {
-    state = await tempStateDir();
-  });
-  afterAll(() => closeCliState(state, outputs));
 
   it('users onboard keeps the username as given; users list escapes it, one row a user, columns aligned; --json is exact', async () => {
     for (const user of users) {

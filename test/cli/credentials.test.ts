@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { canarySecret } from '../helpers/canary';
-import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import { parseJson, useCliState } from '../helpers/cli';
 
 interface Demo {
   institution: { id: string; secret: string };
@@ -10,21 +10,14 @@ interface Demo {
 
 /** The runbooks' credential commands in the local mode, through the real binary: values only from the environment. */
 describe('acctops institution set-secret and keys install', () => {
-  let state: { dir: string; remove(): Promise<void> };
+  const state = useCliState();
+  const acctops = (args: string[], env: Record<string, string> = {}) => state.run(args, { env });
   let demo: Demo;
-  const outputs: CliResult[] = [];
-  const acctops = async (args: string[], env: Record<string, string> = {}) => {
-    const result = await runAcctops(['--state-dir', state.dir, ...args], { env });
-    outputs.push(result);
-    return result;
-  };
 
   beforeAll(async () => {
-    state = await tempStateDir();
     await acctops(['local', 'status']);
     demo = (JSON.parse(await readFile(join(state.dir, 'sandbox.json'), 'utf8')) as { demo: Demo }).demo;
   });
-  afterAll(() => closeCliState(state, outputs));
 
   it('set-secret reads ACCTOPS_INSTITUTION only; a value the service refuses is stored, reported (exit 4) and rolled back', async () => {
     const missing = await acctops(['institution', 'set-secret']);

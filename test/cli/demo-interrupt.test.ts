@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { runDemo } from '../../cli/demo';
-import { cliEnv, closeCliState, npmScriptCommand, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import { cliEnv, npmScriptCommand, parseJson, useCliState } from '../helpers/cli';
 
 /** Keeps the demo's event loop busy for a moment once it has printed a given text. */
 const BUSY_AFTER = resolve(__dirname, '..', 'helpers', 'busy-after-preload.cjs');
@@ -25,18 +25,8 @@ interface Doctor {
  * (`node --import tsx`): one process, one signal, the world's own steps.
  */
 describe('npm start: Ctrl+C mid-run', () => {
-  let state: { dir: string; remove(): Promise<void> };
-  const outputs: CliResult[] = [];
-  const acctops = async (...args: string[]) => {
-    const result = await runAcctops(['--state-dir', state.dir, ...args]);
-    outputs.push(result);
-    return result;
-  };
-
-  beforeAll(async () => {
-    state = await tempStateDir();
-  });
-  afterAll(() => closeCliState(state, outputs));
+  const state = useCliState();
+  const { acctops, outputs } = state;
 
   it('a SIGINT to the process group while the key rotates: exit 130, one line, no lock, a consistent state', async () => {
     const start = npmScriptCommand('start');

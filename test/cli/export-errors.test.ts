@@ -1,6 +1,6 @@
 import { readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import { parseJson, useCliState } from '../helpers/cli';
 
 const MONTH = '2026-10';
 
@@ -35,24 +35,17 @@ interface Row {
  * one company, or a registry entry it cannot read, leaves the report and exit 5.
  */
 describe('acctops export: errors of the command, of a company, of a registry entry', () => {
-  let state: { dir: string; remove(): Promise<void> };
+  const state = useCliState({ cwd: (dir) => dir });
+  const { acctops } = state;
   let companies: string[];
-  const outputs: CliResult[] = [];
-  const acctops = async (...args: string[]) => {
-    const result = await runAcctops(['--state-dir', state.dir, ...args], { cwd: state.dir });
-    outputs.push(result);
-    return result;
-  };
 
   beforeAll(async () => {
-    state = await tempStateDir();
     const listed = parseJson<{ companies: { companyId: string }[] }>(await acctops('--json', 'companies', 'list'));
     companies = listed.companies.map((c) => c.companyId).sort();
     expect(companies).toHaveLength(3);
     await writeFile(join(state.dir, 'a-file'), 'not a directory');
     await symlink('loop', join(state.dir, 'loop'));
   });
-  afterAll(() => closeCliState(state, outputs));
 
   it.each([
     ['a regular file', 'a-file', /: a part of the path is a file, not a directory \(ENOTDIR\)/],
@@ -93,11 +86,9 @@ describe('acctops export: errors of the command, of a company, of a registry ent
     ['unset', undefined],
     ['empty', ''],
   ])('--out s3://… with AWS_REGION %s (and no profile): one error naming AWS_REGION, exit 3, before any company', async (_what, region) => {
-    const result = await runAcctops(['--state-dir', state.dir, 'export', '--month', MONTH, '--out', 's3://some-bucket/x'], {
-      cwd: state.dir,
+    const result = await state.run(['export', '--month', MONTH, '--out', 's3://some-bucket/x'], {
       env: { AWS_REGION: region, AWS_ACCESS_KEY_ID: 'AKIALOCALPEER000000', AWS_SECRET_ACCESS_KEY: 'local-peer-not-a-secret' },
     });
-    outputs.push(result);
     expect(result.code).toBe(3);
     expect(result.stdout).toBe('');
     expect(result.stderr.trim().split('\n')).toEqual([

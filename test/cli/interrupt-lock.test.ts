@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { ACCTOPS_BIN, cliEnv, closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import { ACCTOPS_BIN, cliEnv, parseJson, useCliState, type CliResult } from '../helpers/cli';
 
 /** Makes the binary signal itself at a named point of its run (the lock taken, a file read or saved). */
 const SIGNAL_AT = resolve(__dirname, '..', 'helpers', 'signal-at-preload.cjs');
@@ -20,15 +20,9 @@ interface Signalled extends CliResult {
  * process itself at the named point (SIGNAL_AT), so where it lands is known, not timed.
  */
 describe('acctops: a signal while the state lock is held releases it', () => {
-  let state: { dir: string; remove(): Promise<void> };
-  const outputs: CliResult[] = [];
+  const state = useCliState();
+  const { acctops, outputs } = state;
   let companyId: string;
-
-  const acctops = async (...args: string[]) => {
-    const result = await runAcctops(['--state-dir', state.dir, ...args]);
-    outputs.push(result);
-    return result;
-  };
 
   function signalledAt(at: string, signal: NodeJS.Signals, args: string[]): Promise<Signalled> {
     return new Promise((resolvePromise, reject) => {
@@ -53,11 +47,9 @@ describe('acctops: a signal while the state lock is held releases it', () => {
   const temporaries = async () => (await readdir(state.dir)).filter((name) => name.endsWith('.tmp'));
 
   beforeAll(async () => {
-    state = await tempStateDir();
     const status = await acctops('--json', 'keys', 'status');
     companyId = parseJson<{ companies: { companyId: string }[] }>(status).companies[0]!.companyId;
   });
-  afterAll(() => closeCliState(state, outputs));
 
   const refreshLine = (signal: string) =>
     new RegExp(`^acctops: error: interrupted \\(${signal}\\): the refresh was stopped; it held no lease \\(.*\\)\\n$`);

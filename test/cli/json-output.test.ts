@@ -1,15 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  closeCliState,
-  DOCTOR_REPORT_FIELDS,
-  KEY_STATUS_ROW_FIELDS,
-  parseJson,
-  runAcctops,
-  tempStateDir,
-  type CliResult,
-} from '../helpers/cli';
+import { DOCTOR_REPORT_FIELDS, KEY_STATUS_ROW_FIELDS, parseJson, runAcctops, useCliState } from '../helpers/cli';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$/;
 
@@ -37,18 +29,11 @@ interface KeyRow {
  * (issue 16, item 4), and `keys status` telling the key's real use from its own request (item 3).
  */
 describe('acctops --json: ISO 8601 times, null for absent values, real key usage', () => {
-  let state: { dir: string; remove(): Promise<void> };
-  const outputs: CliResult[] = [];
+  const state = useCliState();
   const json = async <T>(...args: string[]) => {
-    const result = await runAcctops(['--state-dir', state.dir, '--json', ...args]);
-    outputs.push(result);
+    const result = await state.acctops('--json', ...args);
     return { result, body: parseJson<T>(result) };
   };
-
-  beforeAll(async () => {
-    state = await tempStateDir();
-  });
-  afterAll(() => closeCliState(state, outputs));
 
   it('keys status: every field present, times in ISO 8601, the current key’s use marked as this check', async () => {
     const { body } = await json<{ companies: KeyRow[] }>('keys', 'status');
@@ -79,8 +64,7 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     expect(old.lastUsedAt).toMatch(ISO);
     expect(Date.parse(row.lastUsedAt!) - Date.parse(old.lastUsedAt!)).toBeGreaterThanOrEqual(10 * 60_000);
     expect(old.usedSinceRotation).toBe(false);
-    const human = await runAcctops(['--state-dir', state.dir, 'keys', 'status', '--company', company.companyId]);
-    outputs.push(human);
+    const human = await state.acctops('keys', 'status', '--company', company.companyId);
     expect(human.stdout).toContain(`${company.keyPrefix}… in 20m (not used since the rotation)`);
   });
 
@@ -177,8 +161,7 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
       demo: { institution: { id: string; secret: string } };
     };
     const secretChange = async (args: string[], env: Record<string, string> = {}) => {
-      const result = await runAcctops(['--state-dir', state.dir, '--json', 'institution', 'set-secret', ...args], { env });
-      outputs.push(result);
+      const result = await state.run(['--json', 'institution', 'set-secret', ...args], { env });
       expect(result.code).toBe(0);
       const body = parseJson<{ probes: object[] } & Record<string, unknown>>(result);
       expect(keysOf(body)).toEqual([

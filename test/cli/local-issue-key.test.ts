@@ -1,6 +1,6 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import { parseJson, useCliState } from '../helpers/cli';
 import { shellQuote } from '../../cli/format';
 
 interface Demo {
@@ -14,25 +14,18 @@ const UNKNOWN = '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d';
  * rehearsed in the local mode, its key going to a file alone (never to stdout, stderr or --json).
  */
 describe('acctops local issue-key (local mode)', () => {
-  let state: { dir: string; remove(): Promise<void> };
+  const state = useCliState({ cwd: (dir) => join(dir, 'work') });
+  const acctops = (args: string[], env: Record<string, string> = {}) => state.run(args, { env });
   let work: string;
   let company: string;
-  const outputs: CliResult[] = [];
-  const acctops = async (args: string[], env: Record<string, string> = {}) => {
-    const result = await runAcctops(['--state-dir', state.dir, ...args], { env, cwd: work });
-    outputs.push(result);
-    return result;
-  };
   const keyIn = async (file: string) => (await readFile(join(work, file), 'utf8')).trim();
 
   beforeAll(async () => {
-    state = await tempStateDir();
     work = join(state.dir, 'work');
     await mkdir(work);
     await acctops(['local', 'status']);
     company = (JSON.parse(await readFile(join(state.dir, 'sandbox.json'), 'utf8')) as { demo: Demo }).demo.companies[0]!.publicId;
   });
-  afterAll(() => closeCliState(state, outputs));
 
   it('writes a 0600 file whose key `keys install` accepts; `keys status` then shows its prefix; the key is printed nowhere', async () => {
     const issued = await acctops(['local', 'issue-key', '--company', company, '--out', 'key.txt']);

@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expectNoCanaries } from '../helpers/canary';
-import { closeCliState, onboardArgs, parseJson, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
+import { onboardArgs, parseJson, runAcctops, tempStateDir, trackStateSecrets, useCliState } from '../helpers/cli';
 import { TEST_DIALECTS } from '../helpers/dialects';
 import { monthOf } from '../../sandbox/seed';
 import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/formats/period';
@@ -15,24 +15,14 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
    * the file is scanned for credentials at the end.
    */
   describe('acctops CLI: local mode, the real binary', () => {
-    let state: { dir: string; remove(): Promise<void> };
-    const outputs: CliResult[] = [];
+    const state = useCliState({ env: { ACCTOPS_DIALECT: dialect } });
+    const { acctops } = state;
     let demo: { users: { username: string; email: string; externalId: string }[]; companies: { publicId: string; name: string }[] };
 
-    const acctops = async (...args: string[]) => {
-      const result = await runAcctops(['--state-dir', state.dir, ...args], { env: { ACCTOPS_DIALECT: dialect } });
-      outputs.push(result);
-      return result;
-    };
     const json = async <T = Record<string, unknown>>(...args: string[]) => {
       const result = await acctops('--json', ...args);
       return { result, body: parseJson<T>(result) };
     };
-
-    beforeAll(async () => {
-      state = await tempStateDir();
-    });
-    afterAll(() => closeCliState(state, outputs));
 
     it('creates the local state on first use: an embedded sandbox with demo data, mode 0600 files', async () => {
       const { result, body } = await json<{ users: unknown[] }>('users', 'list');

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import { parseJson, runAcctops, tempStateDir, useCliState } from '../helpers/cli';
 
 /**
  * Every file under the state directory (the exports too): its inode, nanosecond mtime and content
@@ -37,17 +37,11 @@ const READ_ONLY = [['users', 'list'], ['keys', 'status'], ['companies', 'list'],
  * requests (a key's last use, a secret's last access) is not kept.
  */
 describe('acctops CLI: read-only local commands do not write the state directory', () => {
-  let state: { dir: string; remove(): Promise<void> };
+  const state = useCliState();
+  const { acctops, outputs } = state;
   let company: string;
-  const outputs: CliResult[] = [];
-  const acctops = async (...args: string[]) => {
-    const result = await runAcctops(['--state-dir', state.dir, ...args]);
-    outputs.push(result);
-    return result;
-  };
 
   beforeAll(async () => {
-    state = await tempStateDir();
     // A state with every file: users (tokens.json), a rotation whose old key waits for its grace
     // period (revocations.json), the registry (companies.json) and an export (exports/).
     expect(
@@ -57,7 +51,6 @@ describe('acctops CLI: read-only local commands do not write the state directory
     expect((await acctops('keys', 'rotate', '--company', company)).code).toBe(0);
     expect((await acctops('export', '--company', company, '--format', 'csv')).code).toBe(0);
   });
-  afterAll(() => closeCliState(state, outputs));
 
   it('a state the first command creates is written by it, read-only or not (README: first use provisions)', async () => {
     const fresh = await tempStateDir();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { closeCliState, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import { parseJson, runAcctops, useCliState } from '../helpers/cli';
 
 interface ErrorJson {
   error: { exitCode: number; code: string; message: string; hint: string | null };
@@ -12,23 +12,16 @@ interface ErrorJson {
  * are in aws-mode.test.ts.
  */
 describe('acctops: a user or company the command names and the deployment does not know', () => {
-  let state: { dir: string; remove(): Promise<void> };
-  const outputs: CliResult[] = [];
-  const acctops = async (args: string[], env: Record<string, string> = {}) => {
-    const result = await runAcctops(['--state-dir', state.dir, ...args], { env });
-    outputs.push(result);
-    return result;
-  };
+  const state = useCliState();
+  const acctops = (args: string[], env: Record<string, string> = {}) => state.run(args, { env });
   /** Never registered, never onboarded. */
   const GHOST = randomUUID();
   /** Well-formed, so that `keys install` gets as far as looking the company up. */
   const SOME_KEY = { ACCTOPS_API_KEY: `sbx_${'a'.repeat(8)}_${'b'.repeat(24)}` };
 
   beforeAll(async () => {
-    state = await tempStateDir();
     expect((await runAcctops(['--state-dir', state.dir, 'users', 'list'])).code).toBe(0);
   });
-  afterAll(() => closeCliState(state, outputs));
 
   // Four values in every row: jest takes a test function with more parameters than its row for a done-callback one.
   const CASES: [string, string[], '--user' | '--company', Record<string, string>][] = [

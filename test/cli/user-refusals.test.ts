@@ -1,6 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { closeCliState, onboardArgs, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import { onboardArgs, parseJson, useCliState } from '../helpers/cli';
 
 interface SandboxFile {
   users: { username: string; externalId?: string; disabled: boolean }[];
@@ -17,13 +17,8 @@ interface UsersJson {
  * a user it no longer knows is onboarded again, and a recovery clears the error.
  */
 describe('acctops users: a user the service refuses or no longer knows', () => {
-  let state: { dir: string; remove(): Promise<void> };
-  const outputs: CliResult[] = [];
-  const acctops = async (...args: string[]) => {
-    const result = await runAcctops(['--state-dir', state.dir, ...args]);
-    outputs.push(result);
-    return result;
-  };
+  const state = useCliState();
+  const { acctops } = state;
   const sandboxFile = () => join(state.dir, 'sandbox.json');
   /** Changes the embedded service's users between commands (no command holds the state then). */
   const editUsers = async (change: (users: SandboxFile['users']) => SandboxFile['users']) => {
@@ -37,13 +32,11 @@ describe('acctops users: a user the service refuses or no longer knows', () => {
   let user: SandboxFile['demo']['users'][number];
 
   beforeAll(async () => {
-    state = await tempStateDir();
     await acctops('local', 'status');
     user = (JSON.parse(await readFile(sandboxFile(), 'utf8')) as SandboxFile).demo.users[0]!;
     const onboarded = await acctops(...onboardArgs(user));
     expect(onboarded.code).toBe(0);
   });
-  afterAll(() => closeCliState(state, outputs));
 
   it('a disabled user: LAST ERROR shows user_disabled; recover is exit 1 asking the service owner, without re-reading the secret', async () => {
     await editUsers((users) => users.map((u) => (u.externalId === user.externalId ? { ...u, disabled: true } : u)));

@@ -189,6 +189,63 @@ export async function closeCliState(state: { dir: string; remove(): Promise<void
   await state.remove();
 }
 
+/** What every command of a {@link useCliState} suite gets, besides `--state-dir`. */
+export interface CliStateOptions {
+  /** Environment of every command, on top of {@link cliEnv}'s clean one. */
+  env?: Record<string, string | undefined>;
+  /** The working directory of every command, from the state directory (default: the system's temporary directory). */
+  cwd?: (dir: string) => string;
+}
+
+/** A suite's local state directory and the binary run against it; see {@link useCliState}. */
+export interface CliState {
+  /** The state directory (set once the suite's first `beforeAll` ran). */
+  readonly dir: string;
+  /** Everything the suite's commands printed; output a test obtains another way is pushed here so that it is scanned too. */
+  readonly outputs: CliResult[];
+  /** `acctops --state-dir <dir> …args`, recorded in `outputs`. */
+  acctops(...args: string[]): Promise<CliResult>;
+  /** The same, with environment for this command on top of the suite's. */
+  run(args: readonly string[], options?: { env?: Record<string, string | undefined> }): Promise<CliResult>;
+}
+
+/**
+ * A temporary local state directory for the calling `describe`, and the real binary run against it.
+ * Registers its own hooks: the directory is made in a `beforeAll` declared before the suite's own
+ * (jest runs them in order, so a suite's setup may use it), and closed with {@link closeCliState},
+ * so that every suite's output is scanned for the credentials the directory holds.
+ */
+export function useCliState(options: CliStateOptions = {}): CliState {
+  let state: { dir: string; remove(): Promise<void> } | undefined;
+  const outputs: CliResult[] = [];
+  const dir = (): string => {
+    if (!state) throw new Error('useCliState: the state directory is made in beforeAll; use it inside a hook or a test');
+    return state.dir;
+  };
+  const run = async (args: readonly string[], extra: { env?: Record<string, string | undefined> } = {}): Promise<CliResult> => {
+    const result = await runAcctops(['--state-dir', dir(), ...args], {
+      env: { ...options.env, ...extra.env },
+      cwd: options.cwd?.(dir()),
+    });
+    outputs.push(result);
+    return result;
+  };
+  beforeAll(async () => {
+    state = await tempStateDir();
+  });
+  afterAll(async () => {
+    if (state) await closeCliState(state, outputs);
+  });
+  return {
+    get dir() {
+      return dir();
+    },
+    outputs,
+    acctops: (...args) => run(args),
+    run,
+  };
+}
+
 export function parseJson<T = Record<string, unknown>>(result: CliResult): T {
   try {
     return JSON.parse(result.stdout) as T;
