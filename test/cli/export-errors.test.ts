@@ -55,7 +55,8 @@ describe('acctops export: errors of the command, of a company, of a registry ent
     [
       'a path component over 255 bytes',
       'x'.repeat(300),
-      /\/x{10,60}…x{10,40}\/exports: the path or a name in it is too long \(ENAMETOOLONG\) \(name a shorter path/,
+      // The head shown is the path's first 60 characters: how many x's it keeps depends on the temp directory's path.
+      /x*…x{10,40}\/exports: the path or a name in it is too long \(ENAMETOOLONG\) \(name a shorter path/,
     ],
     // The parent is made before the name fails: it goes again, and the tree is as it was.
     [

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CANARY } from '../helpers/canary';
-import { closeCliState, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import { closeCliState, runAcctops, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
 import { startRecordingServer, type RecordingServer } from '../helpers/recording-server';
 
 /**
@@ -67,6 +67,9 @@ describe('acctops CLI: the mode comes from one place, and an empty value never p
   });
   afterAll(async () => {
     await service.stop();
+    // The state lives one level down (beside the working directory): its secrets are registered
+    // from there, or closeCliState would scan the outputs for none of them.
+    await trackStateSecrets(stateDir);
     await closeCliState(state, outputs);
   });
 
