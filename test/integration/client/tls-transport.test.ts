@@ -232,6 +232,28 @@ function expectNotRetried(error: Error, waits: RetryWait[], logger: MemoryLogger
   expect(retryRecordOf(error)).toMatchObject({ retries: 0, gaveUp: 'not_retryable' });
 }
 
+/**
+ * A list read through a server whose certificate is refused: the client's error names the code,
+ * nothing was sent, one connection was made (a retried failure makes four), no credential in it.
+ */
+function expectCertificateRefused(
+  error: Error,
+  endpoint: Endpoint,
+  code: string,
+  attempt: { waits: RetryWait[]; logger: MemoryLogger },
+): void {
+  expect(error).toBeInstanceOf(ConnectionError);
+  expect(error).toMatchObject({ ambiguous: false, code: 'connection_failed', status: undefined });
+  expect(error.message).toBe(
+    `connection failed (on GET /api/v1/accounting/transactions/?page_size=1000): ${new URL(endpoint.origin).host}: ` +
+      `TLS handshake failed (${code}): the server's certificate was refused; not sent`,
+  );
+  expect(error.cause).toMatchObject({ name: 'TransportFailure', kind: 'refused', code });
+  expectNotRetried(error, attempt.waits, attempt.logger);
+  expect(endpoint.seen).toMatchObject({ connections: 1, handshakes: 0, requests: [] });
+  expectNoCredential(error);
+}
+
 describe('a trusted certificate (httpTransport with an Agent that trusts the test CA)', () => {
   it('reads a list page, gzip-compressed or not, and the second request reuses the TLS connection', async () => {
     const { issued } = endpoints;
@@ -269,18 +291,7 @@ describe('a trusted certificate (httpTransport with an Agent that trusts the tes
       const agent = new https.Agent({ keepAlive: true, ca: caCert });
       try {
         const { client, waits, logger } = clientFor(endpoint, httpTransport({ https: agent }));
-        const error = await rejectionOf(client.transactions.list().all());
-        expect(error).toBeInstanceOf(ConnectionError);
-        expect(error).toMatchObject({ ambiguous: false, code: 'connection_failed' });
-        expect(error.message).toBe(
-          `connection failed (on GET /api/v1/accounting/transactions/?page_size=1000): ${new URL(endpoint.origin).host}: ` +
-            `TLS handshake failed (${code}): the server's certificate was refused; not sent`,
-        );
-        expect(error.cause).toMatchObject({ name: 'TransportFailure', kind: 'refused', code });
-        // The same certificate is refused the same way a moment later: one connection, where a retried failure makes four.
-        expectNotRetried(error, waits, logger);
-        expect(endpoint.seen).toMatchObject({ connections: 1, handshakes: 0, requests: [] });
-        expectNoCredential(error);
+        expectCertificateRefused(await rejectionOf(client.transactions.list().all()), endpoint, code, { waits, logger });
       } finally {
         agent.destroy();
       }
@@ -301,17 +312,7 @@ describe.each([
     async (_label, code, which) => {
       const endpoint = endpoints[which];
       const { client, waits, logger } = clientFor(endpoint, transport());
-      const error = await rejectionOf(client.transactions.list().all());
-      expect(error).toBeInstanceOf(ConnectionError);
-      expect(error).toMatchObject({ ambiguous: false, code: 'connection_failed', status: undefined });
-      expect(error.message).toBe(
-        `connection failed (on GET /api/v1/accounting/transactions/?page_size=1000): ${new URL(endpoint.origin).host}: ` +
-          `TLS handshake failed (${code}): the server's certificate was refused; not sent`,
-      );
-      expect(error.cause).toMatchObject({ name: 'TransportFailure', kind: 'refused', code });
-      expectNotRetried(error, waits, logger);
-      expect(endpoint.seen).toMatchObject({ connections: 1, handshakes: 0, requests: [] });
-      expectNoCredential(error);
+      expectCertificateRefused(await rejectionOf(client.transactions.list().all()), endpoint, code, { waits, logger });
     },
   );
 
