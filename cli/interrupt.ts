@@ -58,14 +58,7 @@ export function onInterrupt(step: InterruptStep): () => void {
   // A command's own step says what became of its work from now on. The handler stays installed:
   // removing it, even for a moment, would drop a signal Node has received but not yet dispatched.
   if (step !== beforeWork) dropBeforeWork();
-  steps.push(step);
-  listen(true);
-  return () => {
-    const index = steps.indexOf(step);
-    if (index >= 0) steps.splice(index, 1);
-    // While stopping, the handler stays: a second signal must still end the process at once.
-    if (nothingRegistered() && !stopping) listen(false);
-  };
+  return register(steps, step);
 }
 
 /**
@@ -76,11 +69,17 @@ export function onInterrupt(step: InterruptStep): () => void {
  * written", which a claim does not make untrue).
  */
 export function releaseOnInterrupt(release: InterruptStep): () => void {
-  releases.push(release);
+  return register(releases, release);
+}
+
+/** Adds `step` to `list` with the handler installed; the returned function takes it out again. */
+function register(list: InterruptStep[], step: InterruptStep): () => void {
+  list.push(step);
   listen(true);
   return () => {
-    const index = releases.indexOf(release);
-    if (index >= 0) releases.splice(index, 1);
+    const index = list.indexOf(step);
+    if (index >= 0) list.splice(index, 1);
+    // While stopping, the handler stays: a second signal must still end the process at once.
     if (nothingRegistered() && !stopping) listen(false);
   };
 }
