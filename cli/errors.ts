@@ -25,6 +25,7 @@ import { redactString } from '../src/core/shared/redact';
 import { OnboardConflictError, TokenBusyError, UserRevokedError } from '../src/core/tokens/errors';
 import { TokenNotFoundError } from '../src/core/tokens/token-store';
 import { ExitCode, type ExitCodeValue } from './exit-codes';
+import { fsCauseText, isFsError, shortPath } from './fs-failure';
 
 /** An error of the command line itself, with its exit code and what to do about it. */
 export class CliError extends AcctopsError {
@@ -452,6 +453,17 @@ function classify(error: unknown, context: DescribeContext): ErrorReport {
       code: error.name,
       message: `AWS refused the request: ${error.message}`,
       hint: 'check the AWS credentials (AWS_PROFILE, `aws sts get-caller-identity`) and their permissions',
+    };
+  }
+  if (isFsError(error)) {
+    // One a command did not foresee (a full disk under a state file written as it changes): still
+    // the path and the cause in words, not Node's message with the path twice.
+    const where = typeof error.path === 'string' ? ` on ${shortPath(error.path)}` : '';
+    return {
+      exitCode: ExitCode.failure,
+      code: 'file_system',
+      message: `a file operation (${error.syscall})${where} failed: ${fsCauseText(error)}`,
+      hint: 'fix the cause, then run acctops doctor to see what the command left',
     };
   }
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);

@@ -60,6 +60,7 @@ import {
   STATE_FILES,
   stateDirExists,
   StateFileUnreadableError,
+  StateNotSavedError,
   statePath,
   type StateFileName,
 } from './state-dir';
@@ -632,13 +633,26 @@ export class LocalWorld {
     // secrets.json still stored it. Written first, saving.json holds them all, and the next command
     // completes the save (completeInterruptedSave).
     const journal = changed.length > 1 ? statePath(this.stateDir, 'saving') : undefined;
-    if (journal !== undefined)
-      await writePrivateJsonFile(journal, { format: SAVING_FORMAT, files: Object.fromEntries(changed.map((c) => [c.file, c.value])) });
-    for (const { file, value, print } of changed) {
-      await writePrivateJsonFile(statePath(this.stateDir, file), value);
-      this.saved[file] = print;
+    let journaled = false;
+    let path = journal;
+    try {
+      if (journal !== undefined) {
+        await writePrivateJsonFile(journal, { format: SAVING_FORMAT, files: Object.fromEntries(changed.map((c) => [c.file, c.value])) });
+        journaled = true;
+      }
+      for (const { file, value, print } of changed) {
+        path = statePath(this.stateDir, file);
+        await writePrivateJsonFile(path, value);
+        this.saved[file] = print;
+      }
+      path = journal;
+      if (journal !== undefined) await rm(journal, { force: true });
+    } catch (error) {
+      // A raw ENOSPC would leave the operator guessing whether the command happened and what the
+      // directory holds now; the line says both.
+      if (isFsError(error) && path !== undefined) throw new StateNotSavedError(path, error, journaled);
+      throw error;
     }
-    if (journal !== undefined) await rm(journal, { force: true });
   }
 
   /** The files save() writes, in its order, each with what it would write now. */

@@ -164,6 +164,29 @@ export class StateFileUnreadableError extends CliError {
   }
 }
 
+/**
+ * The command's final save failed (a full disk, a quota, a file system gone read-only): the
+ * command has acted by then, so this is a failure of the operation (1), not of the configuration
+ * (3), and the line says what the state directory now holds. `journaled`: saving.json holds the
+ * whole save, and the next command writes it out; otherwise the files are those of before.
+ */
+export class StateNotSavedError extends CliError {
+  override readonly name: string = 'StateNotSavedError';
+  readonly path: string;
+
+  constructor(path: string, cause: NodeJS.ErrnoException, journaled: boolean) {
+    super(`the command ran, but its local state could not be saved: ${shortPath(path)}: ${fsCauseText(cause)}`, {
+      code: 'state_not_saved',
+      exitCode: ExitCode.failure,
+      hint: journaled
+        ? `the whole save is in ${STATE_FILES.saving}, which the next command completes: fix the cause, then run any command (acctops doctor)`
+        : 'the state directory still holds the state from before this command, which is not kept: fix the cause, then run the command again',
+      cause,
+    });
+    this.path = path;
+  }
+}
+
 /** A file-system refusal of access (permission, read-only file system), as opposed to a fault of the file. */
 export function isAccessDenied(error: unknown): error is NodeJS.ErrnoException {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;

@@ -1,3 +1,5 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { CommanderError, InvalidArgumentError } from 'commander';
 import {
   baseUrlFromEnv,
@@ -70,6 +72,21 @@ describe('cli/errors: every error is an exit code and one line that says what to
     expect(report.exitCode).toBe(exitCode);
     expect(report.message).not.toMatch(/\n/);
     expect(report.hint ?? 'x').not.toMatch(/\n/);
+  });
+
+  it("a file-system failure no command foresaw: the call, the path and the cause in words with its code, not Node's message", async () => {
+    const thrown = await writeFile('/dev/full', 'x').catch((e: unknown) => e);
+    const report = describeError(thrown);
+    expect(report).toEqual({
+      exitCode: ExitCode.failure,
+      code: 'file_system',
+      message: 'a file operation (write) failed: no space left on the device (ENOSPC)',
+      hint: 'fix the cause, then run acctops doctor to see what the command left',
+    });
+    const opened = await readFile(join('/nonexistent-acctops', 'tokens.json')).catch((e: unknown) => e);
+    expect(describeError(opened).message).toBe(
+      'a file operation (open) on /nonexistent-acctops/tokens.json failed: no such file or directory, as for a symbolic link that points nowhere or a path under /proc (ENOENT)',
+    );
   });
 
   it('strips the refused value from commander messages and registered secrets from any message', () => {
