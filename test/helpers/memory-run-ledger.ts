@@ -142,7 +142,9 @@ export class MemoryRunLedger implements RunLedger, PartLedger {
 
   settleDiscovery(runId: string, externalId: string, outcome: DiscoveryOutcome): Promise<{ mayBeFinished: boolean }> {
     const state = this.state(runId);
-    if (state.discoveries.get(externalId) === 'pending') state.discoveries.set(externalId, outcome);
+    const entry = state.discoveries.get(externalId);
+    // A late success replaces a failure; nothing replaces a success.
+    if (entry === 'pending' || (entry === 'failed' && outcome === 'done')) state.discoveries.set(externalId, outcome);
     return Promise.resolve({ mayBeFinished: this.isFinished(runId) });
   }
 
@@ -156,6 +158,8 @@ export class MemoryRunLedger implements RunLedger, PartLedger {
       failedCompanies: [],
       pendingDiscoveries: 0,
       failedDiscoveries: 0,
+      pendingUsers: [],
+      failedUsers: [],
     };
     for (const [companyId, entry] of [...state.companies].sort(([a], [b]) => a.localeCompare(b))) {
       tally.expected += 1;
@@ -165,9 +169,14 @@ export class MemoryRunLedger implements RunLedger, PartLedger {
         tally.failedCompanies.push(companyId);
       } else tally.openCompanies.push(companyId);
     }
-    for (const discovery of state.discoveries.values()) {
-      if (discovery === 'pending') tally.pendingDiscoveries += 1;
-      else if (discovery === 'failed') tally.failedDiscoveries += 1;
+    for (const [externalId, discovery] of [...state.discoveries].sort(([a], [b]) => a.localeCompare(b))) {
+      if (discovery === 'pending') {
+        tally.pendingDiscoveries += 1;
+        tally.pendingUsers.push(externalId);
+      } else if (discovery === 'failed') {
+        tally.failedDiscoveries += 1;
+        tally.failedUsers.push(externalId);
+      }
     }
     return Promise.resolve(tally);
   }

@@ -206,7 +206,9 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
   }
 
   settleDiscovery(runId: string, externalId: string, outcome: DiscoveryOutcome): Promise<{ mayBeFinished: boolean }> {
-    return this.settle(runId, discoveryKey(runId, externalId), outcome, ['pending'], 'pending');
+    // A late success replaces a failure (a redriven or re-sent discovery job); nothing replaces a success.
+    const from = outcome === 'done' ? ['pending', 'failed'] : ['pending'];
+    return this.settle(runId, discoveryKey(runId, externalId), outcome, from, 'pending');
   }
 
   async tally(runId: string): Promise<RunTally> {
@@ -218,6 +220,8 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
       failedCompanies: [],
       pendingDiscoveries: 0,
       failedDiscoveries: 0,
+      pendingUsers: [],
+      failedUsers: [],
     };
     let start: Record<string, unknown> | undefined;
     do {
@@ -245,8 +249,14 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
             tally.failedCompanies.push(companyId);
           } else tally.openCompanies.push(companyId);
         } else if (sk.startsWith('user#')) {
-          if (state === 'pending') tally.pendingDiscoveries += 1;
-          else if (state === 'failed') tally.failedDiscoveries += 1;
+          const externalId = sk.slice('user#'.length);
+          if (state === 'pending') {
+            tally.pendingDiscoveries += 1;
+            tally.pendingUsers.push(externalId);
+          } else if (state === 'failed') {
+            tally.failedDiscoveries += 1;
+            tally.failedUsers.push(externalId);
+          }
         }
       }
       start = out.LastEvaluatedKey;

@@ -415,6 +415,48 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         expect(await check(at('2026-11-02T08:00:00Z'))).toMatchObject({ overdue: 0, overdueCompanies: [] });
       });
 
+      it('counts a user whose discovery failed, names the user, and clears once a re-sent discovery succeeds', async () => {
+        const p = pipeline();
+        const { runId } = await p.plan({ companies: [k1], users: false });
+        expect(await p.ledger.expectDiscovery(runId, userX)).toBe('created');
+        await p.drain();
+        const discover = {
+          messageId: 'discover-x',
+          receiveCount: 1,
+          body: JSON.stringify({
+            type: 'discover',
+            externalId: userX,
+            period: '2026-10',
+            formats: ['csv'],
+            trigger: { kind: 'monthly', runId },
+          }),
+        };
+        // The service refuses the listing: a 403 no retry heals, so the discovery is settled failed at once.
+        await sandbox.admin.faults.add({ route: 'GET /companies/', times: 1, fault: { type: 'status', status: 403 } });
+        expect((await processExportBatch(p.worker, [discover])).results).toEqual([{ messageId: 'discover-x', result: 'failed' }]);
+        expect(p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished)[0]!.detail).toMatchObject({ failed: 0, failedDiscoveries: 1 });
+
+        const check = async (metrics = new MemoryMetrics()) => ({
+          report: await checkMonthlyExport(
+            { ledger: p.ledger, store: p.store, events: p.events, clock: at('2026-11-01T11:00:00Z'), logger: p.logger, metrics },
+            { timeZone: 'Europe/Berlin', dueAfterHours: 12 },
+          ),
+          metrics,
+        });
+        const failed = await check();
+        // K1 has its manifest; U1, reachable only through the user, was never entered in the run.
+        expect(failed.report).toMatchObject({ due: true, overdue: 1, overdueCompanies: [], overdueUsers: [userX], missingRun: false });
+        expect(failed.metrics.sum('MonthlyExportsOverdue')).toBe(1);
+        const line = p.logger.lines.find((l) => l.includes('monthly exports overdue'));
+        expect(line).toContain(userX);
+
+        // The runbook's remedy: the same discovery job sent again, once the cause is fixed.
+        expect((await processExportBatch(p.worker, [discover])).results).toEqual([{ messageId: 'discover-x', result: 'discovered' }]);
+        await p.drain();
+        expect(await p.store.head(manifestKey(u1, OCTOBER))).toBeDefined();
+        expect((await check()).report).toMatchObject({ overdue: 0, overdueCompanies: [], overdueUsers: [] });
+      });
+
       it('acctops doctor expects the month the overdue check judges, on either side of the deadline', async () => {
         const p = await runWithK2Failing();
         // The deployed defaults on both sides: the check's from the function's environment, the doctor's from the stack.

@@ -115,6 +115,8 @@ describe.each(ledgers)('run ledger contract: %s', (_name, make) => {
       failedCompanies: [B],
       pendingDiscoveries: 0,
       failedDiscoveries: 1,
+      pendingUsers: [],
+      failedUsers: [U1],
     });
     expect(await ledger.settleCompany('r1', C, 'completed')).toEqual({ mayBeFinished: true });
     // Repeats (redeliveries) change nothing and still answer.
@@ -122,6 +124,17 @@ describe.each(ledgers)('run ledger contract: %s', (_name, make) => {
     expect(await ledger.settleCompany('r1', A, 'failed')).toEqual({ mayBeFinished: true });
     expect(await ledger.settleCompany('r1', B, 'completed')).toEqual({ mayBeFinished: true });
     expect(await ledger.tally('r1')).toMatchObject({ expected: 3, completed: 3, failed: 0, openCompanies: [], failedCompanies: [] });
+    // A discovery job sent again after its failure (the overdue runbook) settles it done; nothing undoes that.
+    expect(await ledger.settleDiscovery('r1', U1, 'done')).toEqual({ mayBeFinished: true });
+    expect(await ledger.settleDiscovery('r1', U1, 'failed')).toEqual({ mayBeFinished: true });
+    expect(await ledger.tally('r1')).toMatchObject({ pendingDiscoveries: 0, failedDiscoveries: 0, pendingUsers: [], failedUsers: [] });
+  });
+
+  it('names the users whose discovery is pending or failed', async () => {
+    await ledger.startRun(run('r1'));
+    for (const user of [U1, U2]) await ledger.expectDiscovery('r1', user);
+    await ledger.settleDiscovery('r1', U2, 'failed');
+    expect(await ledger.tally('r1')).toMatchObject({ pendingDiscoveries: 1, pendingUsers: [U1], failedDiscoveries: 1, failedUsers: [U2] });
   });
 
   it('marks a run summarized once', async () => {

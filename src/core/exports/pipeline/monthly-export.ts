@@ -231,17 +231,24 @@ export interface OverdueReport {
   runId: string | null;
   /** False before the deadline: nothing is judged yet. */
   due: boolean;
-  /** Companies of the run without a complete export of the period (plus 1 per user not yet discovered, or 1 for a missing run). */
+  /**
+   * Companies of the run without a complete export of the period, plus 1 per user whose companies
+   * were not discovered (still pending, or failed), or 1 for a missing run.
+   */
   overdue: number;
   overdueCompanies: string[];
+  /** External ids of the users counted in `overdue`: their discovery is pending or failed (ids, never tokens). */
+  overdueUsers: string[];
   missingRun: boolean;
 }
 
 /**
  * The overdue check (hourly): after the deadline, every company of the previous month's run must
- * have a manifest for the period. Counts the ones that do not (open, failed, or never discovered)
- * as `MonthlyExportsOverdue` (alarmed at 1); a run that never started counts 1. A later successful
- * on-demand export of a company clears it, because the manifest is what counts. When it finds the
+ * have a manifest for the period. Counts the ones that do not (open or failed) as
+ * `MonthlyExportsOverdue` (alarmed at 1), plus each user whose discovery is pending or failed, since
+ * that user's companies were never entered in the run and no manifest can speak for them; a run
+ * that never started counts 1. A later successful on-demand export of a company clears it, because
+ * the manifest is what counts; a user, a later successful discovery in the run. When it finds the
  * run settled but not summarized (a worker died between its two writes), it publishes the summary.
  */
 export async function checkMonthlyExport(deps: CheckMonthlyExportDeps, input: CheckMonthlyExportInput): Promise<OverdueReport> {
@@ -251,9 +258,24 @@ export async function checkMonthlyExport(deps: CheckMonthlyExportDeps, input: Ch
   const due = dueExportPeriod(now, input.timeZone, input.dueAfterHours).text === period;
   const run = await deps.ledger.latestRun(period);
   const report = (fields: Partial<OverdueReport>): OverdueReport => {
-    const out: OverdueReport = { period, runId: run?.runId ?? null, due, overdue: 0, overdueCompanies: [], missingRun: false, ...fields };
+    const out: OverdueReport = {
+      period,
+      runId: run?.runId ?? null,
+      due,
+      overdue: 0,
+      overdueCompanies: [],
+      overdueUsers: [],
+      missingRun: false,
+      ...fields,
+    };
     deps.metrics.add(ALARMED_METRICS.monthlyExportsOverdue.name, out.overdue);
-    if (out.overdue > 0) deps.logger.error('monthly exports overdue', { ...out, overdueCompanies: out.overdueCompanies.slice(0, LISTED) });
+    if (out.overdue > 0) {
+      deps.logger.error('monthly exports overdue', {
+        ...out,
+        overdueCompanies: out.overdueCompanies.slice(0, LISTED),
+        overdueUsers: out.overdueUsers.slice(0, LISTED),
+      });
+    }
     return out;
   };
   if (!due) return report({});
@@ -264,5 +286,6 @@ export async function checkMonthlyExport(deps: CheckMonthlyExportDeps, input: Ch
   const parsed = parsePeriod(period);
   const complete = await mapWithConcurrency(candidates, 8, (company) => periodExported(deps.store, company, parsed, input.timeZone));
   const overdueCompanies = candidates.filter((_, i) => !complete[i]);
-  return report({ overdue: overdueCompanies.length + tally.pendingDiscoveries, overdueCompanies });
+  const overdueUsers = [...tally.pendingUsers, ...tally.failedUsers];
+  return report({ overdue: overdueCompanies.length + overdueUsers.length, overdueCompanies, overdueUsers });
 }

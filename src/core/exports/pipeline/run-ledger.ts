@@ -43,6 +43,9 @@ export interface RunTally {
   failedCompanies: string[];
   pendingDiscoveries: number;
   failedDiscoveries: number;
+  /** External ids of the users counted in `pendingDiscoveries` and `failedDiscoveries` (ids, never tokens). */
+  pendingUsers: string[];
+  failedUsers: string[];
 }
 
 export interface RunLedger {
@@ -66,6 +69,10 @@ export interface RunLedger {
    * `mayBeFinished` is a cheap hint that nothing may be open any more: confirm with `tally`.
    */
   settleCompany(runId: string, companyId: string, outcome: CompanyOutcome): Promise<{ mayBeFinished: boolean }>;
+  /**
+   * Records how a discovery ended. A later `done` replaces `failed` (a redriven or re-sent discovery
+   * job), as for companies: the failure is what the overdue check counts until then.
+   */
   settleDiscovery(runId: string, externalId: string, outcome: DiscoveryOutcome): Promise<{ mayBeFinished: boolean }>;
   /** Exact counts from the entries (a strongly consistent read). */
   tally(runId: string): Promise<RunTally>;
