@@ -24,6 +24,14 @@ export interface CompanyKeySecret {
 }
 
 const SOURCE = 'company API key secret';
+/**
+ * A value that is not even a JSON object is what the stack stores in a secret it creates (a random
+ * placeholder): no key has been installed yet, which the runbook fixes. A text that starts as JSON
+ * and breaks is a damaged value, and keeps the parser's plain message.
+ */
+const NO_KEY_YET =
+  "holds no key yet (not JSON: the placeholder a new secret starts with); install the company's key: " +
+  '`acctops keys install --company <id>`, docs/runbooks.md, "Install a company API key"';
 const API_KEY = /^[A-Za-z0-9]+_[\x21-\x7e]+$/;
 
 export const companyKeySecretSchema = lazySchema(() =>
@@ -50,7 +58,7 @@ export function parseCompanyKeySecret(raw: string): CompanyKeySecret {
     candidate = JSON.parse(raw);
   } catch {
     // No cause: the parser's message quotes the text around the error, i.e. the key.
-    throw new ValidationError(SOURCE, [{ path: '', message: 'is not valid JSON' }]);
+    throw new ValidationError(SOURCE, [{ path: '', message: raw.trimStart().startsWith('{') ? 'is not valid JSON' : NO_KEY_YET }]);
   }
   if (typeof candidate === 'object' && candidate !== null && 'apiKey' in candidate && typeof candidate.apiKey === 'string') {
     registerSecret(candidate.apiKey);

@@ -32,6 +32,7 @@ export {
   KeyRotationError,
   RotationGuardError,
   CompanyRemovedRotationError,
+  SecretCompanyMismatchError,
   type KeyRotationDeps,
   type StepOutcome,
   type RollBackResult,

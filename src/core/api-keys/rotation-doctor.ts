@@ -10,7 +10,7 @@ import { type CompanyKeySecret, parseCompanyKeySecret } from './company-key-secr
 import type { CompanyKeyDirectory, CompanyKeyEntry } from './key-directory';
 import type { Revocation, RevocationScheduler } from './revocation';
 import { shownPrefix } from './listed-key';
-import { listKeys, rotationTokenOf } from './rotation';
+import { listKeys, rotationTokenOf, SecretCompanyMismatchError } from './rotation';
 import { ROTATION_LATE_FINISH_MS } from '../../../contract/key-rotation';
 
 /**
@@ -338,6 +338,11 @@ async function checkSecret(entry: CompanyKeyEntry, ctx: CheckContext): Promise<S
   }
 
   const current = parseCompanyKeySecret((await store.readSecret(secretId, { stage: SecretStage.current })).value);
+  // The entry's company is the secret's tag: a key of another company there is a `check_failed`, and
+  // the company's keys are not judged against it (its key lists another company's keys).
+  if (current.companyId.toLowerCase() !== entry.companyId.toLowerCase()) {
+    throw new SecretCompanyMismatchError(entry.name, entry.companyId.toLowerCase(), current.companyId.toLowerCase());
+  }
   const referenced = await referencedKeys(store, secretId, versions);
   const held = await heldKeys(store, secretId, versions);
   return { entry, description, current, referenced, held, givenUp };

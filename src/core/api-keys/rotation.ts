@@ -7,6 +7,7 @@ import { type Logger } from '../shared/logger';
 import { type Metrics } from '../shared/metrics';
 import { keyPrefix } from '../shared/redact';
 import { shownPrefix } from './listed-key';
+import { COMPANY_KEY_TAGS } from './key-directory';
 import {
   type CompanyKeySecret,
   describeKey,
@@ -115,6 +116,53 @@ export class CompanyRemovedRotationError extends KeyRotationError {
   }
 }
 
+/**
+ * The secret is acctops's for one company (its `acctops:company` tag, else its name
+ * `acctops/<stage>/company/<id>/api-key`) but holds another company's key (a copy-paste at
+ * install, a secret restored from the wrong backup). Rotating it would mint a key for the company
+ * whose key it holds and store it where the other company's consumers read it, so nothing is asked
+ * of the service. Names the two companies, never a key.
+ */
+export class SecretCompanyMismatchError extends KeyRotationError {
+  override readonly name: string = 'SecretCompanyMismatchError';
+  /** The company the secret is for. */
+  readonly secretCompanyId: string;
+  /** The company of the key it holds. */
+  readonly keyCompanyId: string;
+
+  constructor(secretName: string, secretCompanyId: string, keyCompanyId: string, step?: RotationStep) {
+    super(
+      `secret ${secretName} is for company ${secretCompanyId} but holds a key of company ${keyCompanyId}: no rotation makes a ` +
+        `key from it (install company ${secretCompanyId}'s own key: \`acctops keys install --company ${secretCompanyId}\`, ` +
+        `docs/runbooks.md, "Install a company API key")`,
+      { code: 'secret_company_mismatch', ...(step !== undefined ? { step } : {}) },
+    );
+    this.secretCompanyId = secretCompanyId;
+    this.keyCompanyId = keyCompanyId;
+  }
+}
+
+const ACCTOPS_SECRET_NAME = /^acctops\/[^/]+\/company\/([^/]+)\/api-key$/;
+
+/** The company a key secret is for: its company tag, else the id in acctops's own name; undefined when neither says. */
+export function secretCompanyOf(description: Pick<SecretDescription, 'name' | 'tags'>): string | undefined {
+  const tagged = description.tags[COMPANY_KEY_TAGS.company];
+  if (tagged) return tagged.toLowerCase();
+  return ACCTOPS_SECRET_NAME.exec(description.name)?.[1]?.toLowerCase();
+}
+
+/** Throws SecretCompanyMismatchError when the secret is known to be for another company than the key's. */
+export function assertSecretHoldsOwnCompany(
+  description: Pick<SecretDescription, 'name' | 'tags'>,
+  key: Pick<CompanyKeySecret, 'companyId'>,
+  step?: RotationStep,
+): void {
+  const owner = secretCompanyOf(description);
+  if (owner !== undefined && owner !== key.companyId.toLowerCase()) {
+    throw new SecretCompanyMismatchError(description.name, owner, key.companyId.toLowerCase(), step);
+  }
+}
+
 export interface KeyRotationDeps {
   store: Pick<SecretStore, 'describeSecret' | 'readSecret' | 'putSecretValue' | 'moveStage'>;
   /**
@@ -218,6 +266,9 @@ export class KeyRotation {
   private async createSecret(description: SecretDescription, token: string, log: Logger, attempt: StepAttempt): Promise<void> {
     const secretId = description.secretArn;
     const current = await this.readCurrent(secretId);
+    // First of all: a key of another company must not be used to mint anything, nor its company
+    // asked about in the registry.
+    assertSecretHoldsOwnCompany(description, current, 'createSecret');
     // Before anything is asked of the service, and also when a retry finds a pending value stored:
     // the rollback then revokes that key, so a removed company is left with its current key alone.
     // A registry that cannot be read fails the step too: the current key keeps working, Secrets
@@ -298,6 +349,7 @@ export class KeyRotation {
       return;
     }
     const current = await this.readCurrent(description.secretArn);
+    assertSecretHoldsOwnCompany(description, pending, 'testSecret');
     if (pending.companyId.toLowerCase() !== current.companyId.toLowerCase()) {
       throw new KeyRotationError(`the pending version names another company than the current one`, {
         code: 'wrong_company',

@@ -230,6 +230,34 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(failed[0]!.detail).toContain(dialect === 'default' ? 'key_revoked' : 'The API key has been revoked.');
     });
 
+    it("reports a secret that holds another company's key, naming both companies, in a dry run too", async () => {
+      const other = world.otherCompanyId.toLowerCase();
+      await client(world.sm).send(
+        new CreateSecretCommand({
+          Name: `acctops/test/company/${other}/api-key`,
+          SecretString: serializeCompanyKeySecret(world.initialKey),
+          Tags: [
+            { Key: COMPANY_KEY_TAGS.purpose, Value: PURPOSE_COMPANY_KEY },
+            { Key: COMPANY_KEY_TAGS.company, Value: other },
+          ],
+        }),
+      );
+      const report = await doctor({ repair: false });
+      const failed = report.findings.filter((f) => f.type === 'check_failed');
+      expect(failed).toEqual([
+        expect.objectContaining({ companyId: other, secret: `acctops/test/company/${other}/api-key`, repaired: false }),
+      ]);
+      // Rotation is not enabled on either secret of this world: that is the only other finding.
+      expect(report.findings.filter((f) => f.type !== 'check_failed').map((f) => f.type)).toEqual([
+        'rotation_disabled',
+        'rotation_disabled',
+      ]);
+      const detail = failed[0]!.detail;
+      expect(detail).toContain('SecretCompanyMismatchError');
+      expect(detail).toContain(`is for company ${other} but holds a key of company ${world.companyId.toLowerCase()}`);
+      expect(detail).not.toContain(world.initialKey.apiKey);
+    });
+
     it('keeps the grace period of a previous key that a second rotation unlabelled before its revocation fired', async () => {
       await world.startRotation();
       const first = await world.current();

@@ -1,5 +1,13 @@
-import { DescribeSecretCommand, RotateSecretCommand } from '@aws-sdk/client-secrets-manager';
-import { revokeApiKey, runDueRevocations, rotationKeyName, type RevokeDeps } from '../../../src/core/api-keys';
+import { CreateSecretCommand, DescribeSecretCommand, RotateSecretCommand } from '@aws-sdk/client-secrets-manager';
+import {
+  COMPANY_KEY_TAGS,
+  PURPOSE_COMPANY_KEY,
+  revokeApiKey,
+  runDueRevocations,
+  rotationKeyName,
+  serializeCompanyKeySecret,
+  type RevokeDeps,
+} from '../../../src/core/api-keys';
 import { SecretStage } from '../../../src/core/ports/secrets';
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
 import { client } from '../../helpers/secrets-manager';
@@ -238,6 +246,57 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         expect(await world.queue.due(Number.MAX_SAFE_INTEGER)).toEqual([]);
         return made;
       }
+
+      /** A secret named and tagged for the other company, holding `value`, with a rotation started (AWSPENDING, no value). */
+      async function otherCompanySecret(value: string) {
+        const other = world.otherCompanyId.toLowerCase();
+        const { ARN } = await client(world.sm).send(
+          new CreateSecretCommand({
+            Name: `acctops/test/company/${other}/api-key`,
+            SecretString: value,
+            Tags: [
+              { Key: COMPANY_KEY_TAGS.purpose, Value: PURPOSE_COMPANY_KEY },
+              { Key: COMPANY_KEY_TAGS.company, Value: other },
+            ],
+          }),
+        );
+        const { versionId } = await world.store.startRotation(ARN!, { lambdaArn: ROTATION_LAMBDA, automaticallyAfterDays: 30 });
+        return { arn: ARN!, versionId, other };
+      }
+
+      it("createSecret: a secret holding another company's key is refused before any key is made, naming both companies", async () => {
+        const keysBefore = await world.keys();
+        const { arn, versionId, other } = await otherCompanySecret(serializeCompanyKeySecret(world.initialKey));
+        const refused = world.sm.admin.runRotationStep(arn, 'createSecret');
+        await expect(refused).rejects.toMatchObject({
+          name: 'SecretCompanyMismatchError',
+          code: 'secret_company_mismatch',
+          step: 'createSecret',
+          secretCompanyId: other,
+          keyCompanyId: world.companyId.toLowerCase(),
+        });
+        const message = await refused.catch((error: Error) => error.message);
+        expect(message).toContain(`acctops keys install --company ${other}`);
+        expect(message).not.toContain(world.initialKey.apiKey);
+        // Nothing minted for the key's company, nothing stored in the other's secret.
+        expect((await world.keys()).map((k) => [k.publicId, k.revokedAt])).toEqual(keysBefore.map((k) => [k.publicId, k.revokedAt]));
+        expect((await world.store.readSecret(arn, { stage: 'AWSCURRENT' })).value).toBe(serializeCompanyKeySecret(world.initialKey));
+        expect((await world.store.describeSecret(arn)).versionStages[versionId] ?? []).not.toContain('AWSPENDING');
+        expect(await world.sandbox.admin.listApiKeys({ companyId: world.otherCompanyId })).toEqual([]);
+      });
+
+      it("createSecret: the stack's placeholder is refused as a secret with no key yet, naming the install runbook", async () => {
+        const placeholder = 'Zx9!placeholderRandom#Value$0123';
+        const { arn } = await otherCompanySecret(placeholder);
+        const message = await world.sm.admin.runRotationStep(arn, 'createSecret').then(
+          () => 'resolved',
+          (error: Error) => error.message,
+        );
+        expect(message).toMatch(/holds no key yet/);
+        expect(message).toContain('acctops keys install');
+        expect(message).toContain('"Install a company API key"');
+        expect(message).not.toContain('placeholderRandom');
+      });
 
       it('testSecret: a key that lacks a permission is not promoted, and is revoked', async () => {
         const { versionId } = await world.startRotation();

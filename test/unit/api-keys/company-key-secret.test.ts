@@ -63,6 +63,23 @@ describe('company key secret', () => {
     }
   });
 
+  it("calls a value that is not JSON at all (the stack's placeholder) a secret with no key yet, naming the install runbook", () => {
+    const placeholder = 'Zx9!placeholderRandom#Value$0123';
+    let error: unknown;
+    try {
+      parseCompanyKeySecret(placeholder);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ValidationError);
+    const message = (error as Error).message;
+    expect(message).toMatch(/holds no key yet/);
+    expect(message).toContain('`acctops keys install --company <id>`');
+    expect(message).toContain('"Install a company API key"');
+    expect(message).not.toMatch(/not valid JSON/);
+    expect(JSON.stringify(error)).not.toContain('placeholderRandom');
+  });
+
   it('registers the key, even from a secret it refuses, so no later log line can carry it', () => {
     expect(() => parseCompanyKeySecret(JSON.stringify({ ...SECRET, companyId: 'nope' }))).toThrow(ValidationError);
     const logger = new MemoryLogger();
