@@ -71,6 +71,7 @@ const runItemSchema = lazySchema(() =>
     scheduledAt: z.string(),
     startedAt: z.number(),
     summarizedAt: z.number().optional(),
+    announcedAt: z.number().optional(),
     open: z.number().optional(),
   }),
 );
@@ -121,7 +122,7 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
     this.retentionMs = (options.retentionDays ?? 400) * DAY_MS;
   }
 
-  async startRun(run: Omit<MonthlyRun, 'summarizedAt'>): Promise<{ run: MonthlyRun; created: boolean }> {
+  async startRun(run: Omit<MonthlyRun, 'summarizedAt' | 'announcedAt'>): Promise<{ run: MonthlyRun; created: boolean }> {
     let created = true;
     try {
       await this.doc.send(
@@ -264,15 +265,24 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
     return tally;
   }
 
-  async markSummarized(runId: string, at: number): Promise<boolean> {
+  markSummarized(runId: string, at: number): Promise<boolean> {
+    return this.markRun(runId, 'summarizedAt', at);
+  }
+
+  markAnnounced(runId: string, at: number): Promise<boolean> {
+    return this.markRun(runId, 'announcedAt', at);
+  }
+
+  /** Sets a time of the run item once; false when it was already set. */
+  private async markRun(runId: string, field: 'summarizedAt' | 'announcedAt', at: number): Promise<boolean> {
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: runKey(runId),
-          UpdateExpression: 'SET #summarizedAt = :at',
-          ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#summarizedAt)',
-          ExpressionAttributeNames: { '#pk': PK, '#summarizedAt': 'summarizedAt' },
+          UpdateExpression: 'SET #field = :at',
+          ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#field)',
+          ExpressionAttributeNames: { '#pk': PK, '#field': field },
           ExpressionAttributeValues: { ':at': at },
         }),
       );

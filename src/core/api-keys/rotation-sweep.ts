@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { SecretAccessDeniedError, type SecretDescription, SecretNotFoundError, SecretStage } from '../ports/secrets';
-import { parseWith } from '../shared/errors';
+import { parseWith, ValidationError } from '../shared/errors';
 import type { CompanyKeyDirectory, CompanyKeyEntry } from './key-directory';
 import {
   type DoctorDeps,
@@ -63,6 +63,21 @@ export const queuedCheckSchema = lazySchema(() =>
   }),
 );
 export type QueuedCheck = z.output<typeof queuedCheckSchema>;
+
+/**
+ * Parses a queued check's body as the refresh and export workers parse theirs: a ValidationError
+ * names the field (`(root)` for text that is not JSON) and never quotes the body.
+ */
+export function decodeQueuedCheck(body: string, source = 'queued rotation check'): QueuedCheck {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    // No cause: the parser's message quotes the text.
+    throw new ValidationError(source, [{ path: '', message: 'not valid JSON' }]);
+  }
+  return parseWith(queuedCheckSchema, value, source);
+}
 
 export interface RotationCheckQueue {
   /** Sends the checks (in batches of the queue's own size). */
@@ -277,11 +292,7 @@ export async function checkQueuedCompanies(
   const dry = new Set<string>();
   for (const message of messages) {
     try {
-      const {
-        reason: _reason,
-        repair,
-        ...entry
-      } = parseWith(queuedCheckSchema, JSON.parse(message.body) as unknown, 'queued rotation check');
+      const { reason: _reason, repair, ...entry } = decodeQueuedCheck(message.body);
       byCompany.set(entry.companyId, [...(byCompany.get(entry.companyId) ?? []), entry]);
       if ((repair ?? settings.repair ?? true) === false) dry.add(entry.companyId);
     } catch (error) {

@@ -144,6 +144,15 @@ describe.each(ledgers)('run ledger contract: %s', (_name, make) => {
     expect((await ledger.getRun('r1'))?.summarizedAt).toBe(42);
   });
 
+  it('marks a run announced once, and a repeated start returns the mark', async () => {
+    await ledger.startRun(run('r1'));
+    expect((await ledger.getRun('r1'))?.announcedAt).toBeUndefined();
+    expect(await ledger.markAnnounced('r1', 42)).toBe(true);
+    expect(await ledger.markAnnounced('r1', 43)).toBe(false);
+    expect((await ledger.startRun(run('r1'))).run).toMatchObject({ announcedAt: 42 });
+    expect((await ledger.getRun('r1'))?.summarizedAt).toBeUndefined();
+  });
+
   it("keeps a split's default currency for its parts, and reads a split recorded without one as none", async () => {
     const parts = [
       { index: 0, dateFrom: '2026-10-01', dateTo: '2026-10-15' },

@@ -310,6 +310,20 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     expect(reread.source.parts).toBeUndefined();
   });
 
+  it('a company the service does not know fails as the export, with no sizing warning before it', async () => {
+    const w = await world(MAX_PER_PART);
+    const unknown: ExportJob = { ...w.job, companyId: '00000000-0000-4000-8000-0000000000ff' };
+    await w.queue.enqueue([unknown]);
+    expect(await Promise.all(w.queue.drain().map((m) => w.deliver(m)))).toEqual(['failed']);
+    const lines = (w.deps.logger as MemoryLogger).lines.map((l) => JSON.parse(l) as { level: string; message: string });
+    const sizing = lines.findIndex((l) => l.message.startsWith('month not sized'));
+    const failed = lines.findIndex((l) => l.message === 'export failed');
+    expect(sizing).toBeGreaterThanOrEqual(0);
+    expect(lines[sizing]!.level).toBe('info');
+    expect(failed).toBeGreaterThan(sizing);
+    expect(lines.filter((l) => l.level === 'warn')).toEqual([]);
+  });
+
   it('exports a month at or below the threshold whole (one count request decides)', async () => {
     const split = await world(5000);
     await split.queue.enqueue([split.job]);

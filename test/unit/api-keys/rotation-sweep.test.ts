@@ -10,7 +10,7 @@ import {
 } from '../../../src/core/api-keys';
 import type { SecretDescription } from '../../../src/core/ports/secrets';
 import { ManualClock } from '../../../src/core/shared/clock';
-import { silentLogger } from '../../../src/core/shared/logger';
+import { MemoryLogger, silentLogger } from '../../../src/core/shared/logger';
 import { MemoryMetrics } from '../../../src/core/shared/metrics';
 
 const DAY = 24 * 3600_000;
@@ -233,5 +233,26 @@ describe('checkQueuedCompanies (the worker)', () => {
     expect(result.checked).toBe(1);
     // The fake store refuses every read: the company's full check fails as a finding, like the inline run's.
     expect(result.findings).toEqual([expect.objectContaining({ type: 'check_failed', companyId: f.ids[0] })]);
+  });
+
+  it('logs an unreadable body as a ValidationError naming the field, never quoting the body', async () => {
+    const clock = new ManualClock(T0);
+    const f = fleet(clock, 1, () => description());
+    const logger = new MemoryLogger();
+    const result = await checkQueuedCompanies({ ...f.deps, logger }, { graceMs: 30 * 60_000 }, [
+      { messageId: 'm1', body: 'nope-body' },
+      { messageId: 'm2', body: '{"companyId":"c"}' },
+    ]);
+    expect(result.failedMessageIds).toEqual(['m1', 'm2']);
+    const lines = logger.lines
+      .filter((l) => l.includes('queued rotation check unreadable'))
+      .map((l) => JSON.parse(l) as { messageId: string; error: { name: string; message: string } });
+    expect(lines.map((l) => [l.messageId, l.error.name])).toEqual([
+      ['m1', 'ValidationError'],
+      ['m2', 'ValidationError'],
+    ]);
+    expect(lines[0]!.error.message).toContain('(root): not valid JSON');
+    expect(lines[1]!.error.message).toContain('secretId');
+    expect(lines.map((l) => JSON.stringify(l)).join('\n')).not.toContain('nope-body');
   });
 });

@@ -2,6 +2,7 @@ import { MemoryRegistryTable } from '../../../src/adapters/local/file-company-re
 import { MemoryEventPublisher } from '../../../src/adapters/local/memory-event-publisher';
 import { MemoryExportQueue } from '../../helpers/memory-export-queue';
 import { MemoryRunLedger } from '../../helpers/memory-run-ledger';
+import { FlakyEvents } from '../../helpers/flaky-events';
 import { CompanyRegistry } from '../../../src/core/companies/company-registry';
 import { decodeJob, type ExportJob } from '../../../src/core/exports/pipeline/export-jobs';
 import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/pipeline/export-events';
@@ -98,5 +99,34 @@ describe('planMonthlyExport over the company registry', () => {
     const again = await planMonthlyExport(deps, input);
     expect(again).toMatchObject({ runId: expect.any(String), repeated: true });
     expect(deps.queue.messages).toHaveLength(3);
+    // The run was announced by the first invocation: the repeat does not start it a second time.
+    expect(deps.events.events.filter((e) => e.type === EXPORT_EVENT_TYPES.monthlyStarted)).toHaveLength(1);
+  });
+
+  it('a repeat after the bus refused MonthlyExportStarted publishes it, once', async () => {
+    const events = new FlakyEvents();
+    const deps = {
+      ledger: new MemoryRunLedger(),
+      queue: new MemoryExportQueue(),
+      events,
+      clock: new ManualClock(Date.parse('2026-11-01T02:00:00Z')),
+      logger: new MemoryLogger(),
+      metrics: new MemoryMetrics(),
+    };
+    const input = {
+      scheduledAt: '2026-11-01T02:00:00Z',
+      executionId: 'exec-1',
+      timeZone: 'Europe/Berlin',
+      companies: [id(1)],
+      formats: ['csv' as const],
+    };
+    events.failures = 1;
+    await expect(planMonthlyExport(deps, input)).rejects.toThrow(/event bus unavailable/);
+    const started = () => events.events.filter((e) => e.type === EXPORT_EVENT_TYPES.monthlyStarted);
+    expect(started()).toHaveLength(0);
+    expect((await planMonthlyExport(deps, input)).repeated).toBe(true);
+    expect(started()).toHaveLength(1);
+    await planMonthlyExport(deps, input);
+    expect(started()).toHaveLength(1);
   });
 });

@@ -74,7 +74,8 @@ export interface MonthlyPlanReport {
  * The monthly schedule's planner: the previous month in the schedule's time zone, one export job
  * per API-key company and one discovery job per active institution user, each entered in the run
  * ledger before it is enqueued (so a company reachable through several sources is exported once,
- * and a repeated invocation enqueues only what is still open). Publishes MonthlyExportStarted.
+ * and a repeated invocation enqueues only what is still open). Publishes MonthlyExportStarted, once
+ * per run unless the invocation fails between publishing it and recording that in the ledger.
  */
 export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMonthlyExportInput): Promise<MonthlyPlanReport> {
   const { ledger, queue, clock } = deps;
@@ -87,7 +88,7 @@ export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMont
   const fixed = [...new Set((input.companies ?? []).map((c) => c.toLowerCase()))];
   fixed.forEach((c, i) => assertCompanyId(c, `companies[${i}]`));
   const logger = deps.logger.child({ runId, period });
-  const { created } = await ledger.startRun({
+  const { run, created } = await ledger.startRun({
     runId,
     period,
     timeZone: input.timeZone,
@@ -158,12 +159,18 @@ export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMont
 
   deps.metrics.add('MonthlyExportsPlanned', companyJobCount);
   deps.metrics.add('MonthlyDiscoveriesPlanned', users);
-  await deps.events.publish([
-    monthlyExportStarted(
-      { runId, period, timeZone: input.timeZone, scheduledAt: input.scheduledAt, companies: planned, companyCount, users },
-      clock.now(),
-    ),
-  ]);
+  // Once per run: a repeat (a scheduler retry, a redelivered event) publishes it only when the
+  // earlier invocation did not record publishing it (it failed before, or between the two).
+  if (run.announcedAt === undefined) {
+    const now = clock.now();
+    await deps.events.publish([
+      monthlyExportStarted(
+        { runId, period, timeZone: input.timeZone, scheduledAt: input.scheduledAt, companies: planned, companyCount, users },
+        now,
+      ),
+    ]);
+    await ledger.markAnnounced(runId, now);
+  }
   logger.info('monthly export planned', { companies: companyJobCount, users, repeated, skippedRegistryItems: skippedCount });
   // A run with nothing to do (no company, no user) is finished now.
   await finishRunIfDone(deps, runId);

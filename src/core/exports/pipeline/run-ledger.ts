@@ -21,6 +21,8 @@ export interface MonthlyRun {
   startedAt: number;
   /** Epoch ms of the first MonthlyExportFinished, once published. */
   summarizedAt?: number;
+  /** Epoch ms of the MonthlyExportStarted a planner recorded publishing; a repeat does not publish it again. */
+  announcedAt?: number;
 }
 
 /**
@@ -53,7 +55,7 @@ export interface RunLedger {
    * Creates the run and makes it the period's latest. On a repeat (`created: false`) the stored
    * run is returned unchanged.
    */
-  startRun(run: Omit<MonthlyRun, 'summarizedAt'>): Promise<{ run: MonthlyRun; created: boolean }>;
+  startRun(run: Omit<MonthlyRun, 'summarizedAt' | 'announcedAt'>): Promise<{ run: MonthlyRun; created: boolean }>;
   getRun(runId: string): Promise<MonthlyRun | undefined>;
   /** The run most recently started for `period`. */
   latestRun(period: string): Promise<MonthlyRun | undefined>;
@@ -78,6 +80,8 @@ export interface RunLedger {
   tally(runId: string): Promise<RunTally>;
   /** Records that the summary was published; false when it already was. */
   markSummarized(runId: string, at: number): Promise<boolean>;
+  /** Records that MonthlyExportStarted was published; false when it already was. */
+  markAnnounced(runId: string, at: number): Promise<boolean>;
 }
 
 export function sameSource(a: ExportSource, b: ExportSource): boolean {
