@@ -12,7 +12,7 @@ import {
   type RevokeDeps,
 } from '../../src/core/api-keys';
 import { activeCompanyPages, CompanyRegistry, type RegisteredCompany, type RegistryTable } from '../../src/core/companies/company-registry';
-import { DEFAULT_TIME_ZONE, periodContaining } from '../../src/core/exports/formats/period';
+import { DEFAULT_TIME_ZONE, FuturePeriodError, periodOpen, refuseFuturePeriod } from '../../src/core/exports/formats/period';
 import { FORMATS } from '../../src/core/exports/formats/datasets';
 import { SecretNotFoundError, SecretStage, type SecretStore } from '../../src/core/ports/secrets';
 import type { ProbeResult } from '../../src/core/health/check-health';
@@ -379,17 +379,21 @@ export async function removedCompanies(registry: Pick<CompanyRegistry, 'pages'> 
  */
 export function refuseFutureMonth(month: string | undefined, now: number): void {
   if (month === undefined) return;
-  const current = periodContaining(now, DEFAULT_TIME_ZONE).text;
-  if (month > current)
+  try {
+    // The pipeline's rule (request-export, the webhook), worded for the flag.
+    refuseFuturePeriod(month, now, DEFAULT_TIME_ZONE, '--month');
+  } catch (error) {
+    if (!(error instanceof FuturePeriodError)) throw error;
     throw new UsageError(
-      `--month is after the current month (${current})`,
+      `--month is after the current month (${error.currentPeriod})`,
       'export a month that has begun; the default is the previous month',
     );
+  }
 }
 
 /** Whether `month` has not ended yet at `now` (the month refuseFutureMonth measures by). */
 export function monthOpen(month: string, now: number): boolean {
-  return month >= periodContaining(now, DEFAULT_TIME_ZONE).text;
+  return periodOpen(month, now, DEFAULT_TIME_ZONE);
 }
 
 // Doctor

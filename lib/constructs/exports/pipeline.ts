@@ -211,6 +211,8 @@ export class ExportPipeline extends Construct {
       ...base,
       handlerDir: 'request-export',
       description: 'Turns an ExportRequested event into export jobs, one per month',
+      // Which month is the current one: a later one is refused before anything is queued.
+      environment: { ...base.environment, EXPORT_TIME_ZONE: timeZone },
     }).bindQueue(this.queue, 'EXPORT_QUEUE_URL', 'send');
     new Rule(this, 'ExportRequestedRule', {
       eventBus: this.eventBus,

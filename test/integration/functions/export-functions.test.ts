@@ -378,6 +378,22 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       undelivered();
     });
 
+    it('request-export refuses a month after the current one (FuturePeriodError naming the field) before anything is queued', async () => {
+      const before = recorder.messages.length;
+      const request = (detail: Record<string, unknown>) =>
+        handlers.request({ id: randomUUID(), 'detail-type': 'ExportRequested', source: 'partner.backoffice', detail }, context());
+      await expect(request({ companyId: keyed, period: '2099-01', formats: ['csv'] })).rejects.toMatchObject({
+        name: 'FuturePeriodError',
+        code: 'period_in_future',
+        field: 'detail.period',
+      });
+      await expect(request({ companyId: keyed, from: '2098-11', to: '2099-01-15' })).rejects.toMatchObject({
+        name: 'FuturePeriodError',
+        field: 'detail.to',
+      });
+      expect(recorder.messages.length).toBe(before);
+    });
+
     it('export-period refuses a removed company whose key secret outlived the removal (imported by the stack): ExportFailed company_removed, not retried, nothing read or written', async () => {
       // `companies remove` keeps a secret the stack imports (cdk.json existingSecretArn): the key is still found by its tags.
       const key = await sandbox.admin.createApiKey({

@@ -129,4 +129,37 @@ describe('planMonthlyExport over the company registry', () => {
     await planMonthlyExport(deps, input);
     expect(started()).toHaveLength(1);
   });
+
+  it('refuses a scheduledAt ahead of its clock (a hand-made event that would plan a month not ended), planning nothing', async () => {
+    const registry = new CompanyRegistry(new MemoryRegistryTable(), { defaultFormats: ['csv'] });
+    await registry.add({ companyId: id(1) }, T0);
+    const now = Date.parse('2026-11-27T03:00:00Z');
+    const deps = {
+      ledger: new MemoryRunLedger(),
+      queue: new MemoryExportQueue(),
+      events: new MemoryEventPublisher(),
+      clock: new ManualClock(now),
+      logger: new MemoryLogger(),
+      metrics: new MemoryMetrics(),
+    };
+    const input = (scheduledAt: string, executionId: string) => ({
+      scheduledAt,
+      executionId,
+      timeZone: 'Europe/Berlin',
+      registry,
+      formats: ['jsonl' as const],
+    });
+    await expect(planMonthlyExport(deps, input('2099-01-01T03:00:00Z', 'exec-2099'))).rejects.toMatchObject({
+      name: 'ValidationError',
+      field: 'scheduledAt',
+    });
+    await expect(planMonthlyExport(deps, input(new Date(now + 6 * 60_000).toISOString(), 'exec-6min'))).rejects.toMatchObject({
+      field: 'scheduledAt',
+    });
+    expect(deps.queue.messages).toEqual([]);
+    expect(deps.events.events).toEqual([]);
+    // Clock skew is allowed, and a re-run of an old schedule plans its month.
+    expect((await planMonthlyExport(deps, input(new Date(now + 4 * 60_000).toISOString(), 'exec-skew'))).period).toBe('2026-10');
+    expect((await planMonthlyExport(deps, input('2026-09-01T00:30:00+02:00', 'exec-rerun'))).period).toBe('2026-08');
+  });
 });

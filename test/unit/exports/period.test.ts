@@ -2,12 +2,15 @@ import { ValidationError } from '../../../src/core/shared/errors';
 import {
   assertTimeZone,
   firstDay,
+  FuturePeriodError,
   lastDay,
   parsePeriod,
   periodContaining,
+  periodOpen,
   periodRange,
   previousMonth,
   previousPeriod,
+  refuseFuturePeriod,
 } from '../../../src/core/exports/formats/period';
 import { epochDay } from '../../../src/core/exports/formats/offset-timestamp';
 import { localDateOf, timestampInstant } from '../../../src/core/accounting-api';
@@ -50,6 +53,27 @@ describe('periods', () => {
     expect(previousMonth(Date.UTC(2026, 6, 31, 22, 30), 'UTC').text).toBe('2026-06');
     expect(previousMonth(new Date(Date.UTC(2027, 0, 1, 0, 30)), 'Europe/Berlin').text).toBe('2026-12');
     expect(periodContaining(Date.UTC(2026, 9, 31, 23, 30), 'America/New_York').text).toBe('2026-10');
+  });
+
+  it('refuses a month after the current one on the wall clock of the time zone, naming the field; the current month is open', () => {
+    // 23:30 UTC on 30 November is 00:30 on 1 December in Berlin.
+    const now = Date.UTC(2026, 10, 30, 23, 30);
+    expect(() => refuseFuturePeriod('2026-12', now, 'Europe/Berlin')).not.toThrow();
+    expect(() => refuseFuturePeriod('2026-11', now, 'UTC')).not.toThrow();
+    let refused: unknown;
+    try {
+      refuseFuturePeriod('2026-12', now, 'UTC', 'detail.to');
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).toBeInstanceOf(FuturePeriodError);
+    expect(refused).toBeInstanceOf(ValidationError);
+    expect(refused).toMatchObject({ code: 'period_in_future', field: 'detail.to', currentPeriod: '2026-11', name: 'FuturePeriodError' });
+    expect(() => refuseFuturePeriod('2099-01', now)).toThrow('period: period: is after the current month (2026-12, Europe/Berlin)');
+
+    expect(periodOpen('2026-12', now, 'Europe/Berlin')).toBe(true);
+    expect(periodOpen('2026-11', now, 'Europe/Berlin')).toBe(false);
+    expect(periodOpen('2026-11', now, 'UTC')).toBe(true);
   });
 
   it('refuses an unknown time zone with a ValidationError', () => {

@@ -65,6 +65,39 @@ export function periodContaining(instant: number | Date, timeZone = DEFAULT_TIME
 }
 
 /**
+ * A month after the current one (on the wall clock of `timeZone`): it has no data yet, and its
+ * export would "complete" empty and then count as the company's latest. `field` is the request's
+ * field that named it (`period`, `to`, `detail.period`). Its code is `period_in_future`.
+ */
+export class FuturePeriodError extends ValidationError {
+  override readonly name: string = 'FuturePeriodError';
+  /** The current month when the request was refused (`YYYY-MM`). */
+  readonly currentPeriod: string;
+
+  constructor(field: string, currentPeriod: string, timeZone: string) {
+    super('period', [{ path: field, message: `is after the current month (${currentPeriod}, ${timeZone})` }]);
+    Object.defineProperty(this, 'code', { value: 'period_in_future' });
+    this.currentPeriod = currentPeriod;
+  }
+}
+
+/**
+ * Refuses a month after the one containing `now` in `timeZone` (FuturePeriodError naming `field`).
+ * The current month is allowed: it is exported as it stands so far (see periodOpen). The one rule
+ * for the CLI, request-export and the webhook (decision 79 in docs/architecture.md).
+ */
+export function refuseFuturePeriod(period: string, now: number, timeZone = DEFAULT_TIME_ZONE, field = 'period'): void {
+  const current = periodContaining(now, timeZone).text;
+  // YYYY-MM with a four-digit year: text order is month order.
+  if (period > current) throw new FuturePeriodError(field, current, timeZone);
+}
+
+/** Whether `period` has not ended yet at `now` in `timeZone`: the current month (or a later one). */
+export function periodOpen(period: string, now: number, timeZone = DEFAULT_TIME_ZONE): boolean {
+  return period >= periodContaining(now, timeZone).text;
+}
+
+/**
  * The month before the one containing `instant` in `timeZone`: what the monthly schedule, firing on
  * the 1st at 00:xx Berlin time (still the previous day in UTC), must export.
  */

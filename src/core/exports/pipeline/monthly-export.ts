@@ -29,6 +29,9 @@ const PLAN_CONCURRENCY = 16;
 /** Failed companies named in the summary event and in log lines; the ledger holds them all. */
 const LISTED = 100;
 
+/** How far ahead of the planner's clock a schedule's time may be (clock skew); further is refused. */
+export const SCHEDULED_AT_SKEW_MS = 5 * 60_000;
+
 export interface MonthlyExportDeps {
   ledger: RunLedger;
   queue: ExportQueue;
@@ -83,6 +86,16 @@ export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMont
   const scheduled = Date.parse(input.scheduledAt);
   if (Number.isNaN(scheduled))
     throw new ValidationError('monthly export plan', [{ path: 'scheduledAt', message: 'expected an ISO 8601 time' }]);
+  // The scheduler invokes at its time or later, so a time ahead of the clock is a hand-made event:
+  // it would plan a month that has not ended (2099-01-01 plans 2098-12) and mark it done.
+  if (scheduled > clock.now() + SCHEDULED_AT_SKEW_MS) {
+    throw new ValidationError('monthly export plan', [
+      {
+        path: 'scheduledAt',
+        message: `is in the future; a re-run names the original schedule's time (at most ${SCHEDULED_AT_SKEW_MS / 60_000} minutes ahead)`,
+      },
+    ]);
+  }
   const period = previousMonth(scheduled, input.timeZone).text;
   const runId = monthlyRunId(period, input.executionId);
   const fixed = [...new Set((input.companies ?? []).map((c) => c.toLowerCase()))];

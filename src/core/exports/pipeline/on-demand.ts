@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { datasetsSchema, defaultFormats, formatsSchema, type ExportJob, type ExportTrigger } from './export-jobs';
-import { parsePeriod, periodOf, type Period } from '../formats/period';
+import { parsePeriod, periodOf, refuseFuturePeriod, type Period } from '../formats/period';
 import { lazySchema } from '../../shared/lazy-schema';
 
 /** A request covers at most this many months (three years): a bigger backfill is several requests. */
@@ -82,6 +82,17 @@ export type WebhookExportRequest = z.output<typeof webhookExportRequestSchema>;
 export function requestedMonths(request: { period?: string; from?: string; to?: string }): Period[] {
   if (request.period !== undefined) return [parsePeriod(request.period)];
   return monthsBetween(request.from!.slice(0, 7), request.to!.slice(0, 7));
+}
+
+/**
+ * Refuses a request that names a month after the current one in `timeZone` (FuturePeriodError
+ * naming `period`, or `to` for a range, after `prefix`), before anything is queued: the CLI's
+ * rule (`acctops export --month`). A range is refused whole, not cut at the current month. The
+ * current month is allowed and exported as it stands so far (decision 79 in docs/architecture.md).
+ */
+export function refuseFutureRequest(request: { period?: string; to?: string }, at: { now: number; timeZone: string }, prefix = ''): void {
+  if (request.period !== undefined) refuseFuturePeriod(request.period, at.now, at.timeZone, `${prefix}period`);
+  else if (request.to !== undefined) refuseFuturePeriod(request.to.slice(0, 7), at.now, at.timeZone, `${prefix}to`);
 }
 
 /** One export job per requested month, all for the same company, source and trigger. */
