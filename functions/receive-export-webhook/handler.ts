@@ -6,13 +6,14 @@ import { receiveExportWebhook } from '../../src/core/exports/pipeline/webhook';
 import { createHandler } from '../_shared/create-handler';
 import { lazySchema } from '../../src/core/shared/lazy-schema';
 
-const { runtime } = exportRuntimeFromEnv(AwsExportWebhookRuntime, [
+const { env, runtime } = exportRuntimeFromEnv(AwsExportWebhookRuntime, [
   'EXPORT_QUEUE_URL',
   'WEBHOOK_SECRET_ARN',
   'WEBHOOK_REPLAY_TABLE_NAME',
   'COMPANY_REGISTRY_TABLE_NAME',
   'WEBHOOK_MAX_BODY_BYTES',
   'SECRET_CACHE_TTL_SECONDS',
+  'EXPORT_TIME_ZONE',
 ]);
 
 /** A Lambda Function URL request (payload format 2.0): what the checks need, nothing more. */
@@ -21,7 +22,10 @@ const eventSchema = lazySchema(() =>
     headers: z.record(z.string(), z.string()).default({}),
     body: z.string().optional(),
     isBase64Encoded: z.boolean().default(false),
-    requestContext: z.looseObject({ http: z.looseObject({ method: z.string().min(1) }) }),
+    requestContext: z.looseObject({
+      // Where the request came from, for the log line of a refusal (never a header that could be secret).
+      http: z.looseObject({ method: z.string().min(1), sourceIp: z.string().optional(), userAgent: z.string().optional() }),
+    }),
   }),
 );
 
@@ -32,11 +36,11 @@ export const handler = createHandler({
   handler: async (event, { logger, metrics }): Promise<APIGatewayProxyStructuredResultV2> => {
     const body = Buffer.from(event.body ?? '', event.isBase64Encoded ? 'base64' : 'utf8');
     const headers = Object.fromEntries(Object.entries(event.headers).map(([name, value]) => [name.toLowerCase(), value]));
-    const response = await receiveExportWebhook(runtime.webhookDeps({ logger, metrics }), {
-      method: event.requestContext.http.method,
-      headers,
-      body,
-    });
+    const { method, sourceIp, userAgent } = event.requestContext.http;
+    const response = await receiveExportWebhook(
+      { ...runtime.webhookDeps({ logger, metrics }), timeZone: env.EXPORT_TIME_ZONE },
+      { method, headers, body, source: { ip: sourceIp, userAgent } },
+    );
     return { statusCode: response.status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(response.body) };
   },
 });

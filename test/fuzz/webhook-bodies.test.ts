@@ -13,8 +13,8 @@ import { FUZZ_RUNS, FUZZ_SEED, unknownKey } from './support';
 /**
  * Correctly signed webhook deliveries with fuzzed bodies: past the signature, the timestamp and the
  * replay check, into the body's validation. What must hold: never a throw or a 5xx; 202 exactly
- * when jobs were enqueued, only for the served company and at most 36 months; every refusal a 4xx
- * whose code says why and whose issues name the field; nothing enqueued on a refusal.
+ * when jobs were enqueued, only for the served company, at most 36 months and none after the current
+ * one; every refusal a 4xx whose code says why and whose issues name the field; nothing enqueued on a refusal.
  */
 
 const SERVED = '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b';
@@ -24,6 +24,10 @@ const logger = new MemoryLogger();
 
 const month = fc
   .tuple(fc.integer({ min: 1990, max: 2100 }), fc.integer({ min: 1, max: 12 }))
+  .map(([y, m]) => `${y}-${String(m).padStart(2, '0')}`);
+/** A month before the clock's: what a valid request names (a range from it may still end in the future). */
+const pastMonth = fc
+  .tuple(fc.integer({ min: 1990, max: 2025 }), fc.integer({ min: 1, max: 12 }))
   .map(([y, m]) => `${y}-${String(m).padStart(2, '0')}`);
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
 
@@ -57,10 +61,18 @@ const field = {
   type: maybe(fc.constantFrom('ExportRequested', 'Other')),
 };
 
-/** Requests that are valid as generated (one month, or a range of up to four years: some over the cap). */
+/**
+ * Requests that are valid as generated (one month, or a range of up to four years: some over the
+ * cap, some naming or ending in a month after the current one).
+ */
 const plausible = fc.oneof(
-  fc.record({ id: fc.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/), companyId: fc.constantFrom(SERVED, SERVED.toUpperCase()), period: month }),
-  fc.tuple(fc.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/), month, fc.integer({ min: 0, max: 48 })).map(([id, from, span]) => {
+  fc.record({
+    id: fc.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/),
+    companyId: fc.constantFrom(SERVED, SERVED.toUpperCase()),
+    period: pastMonth,
+  }),
+  fc.record({ id: fc.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/), companyId: fc.constant(SERVED), period: month }),
+  fc.tuple(fc.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/), pastMonth, fc.integer({ min: 0, max: 48 })).map(([id, from, span]) => {
     const [y, m] = from.split('-').map(Number) as [number, number];
     const end = y * 12 + (m - 1) + span;
     return { id, companyId: SERVED, from, to: `${Math.floor(end / 12)}-${String((end % 12) + 1).padStart(2, '0')}`, formats: ['parquet'] };
@@ -110,6 +122,7 @@ async function deliver(value: unknown) {
 describe('webhook bodies (fast-check, fixed seed)', () => {
   it('a signed body is accepted for the served company only, or refused with a 4xx naming the field; nothing is enqueued on a refusal', async () => {
     let accepted = 0;
+    let future = 0;
     await fc.assert(
       fc.asyncProperty(body, async (value) => {
         const { response, queue, metrics } = await deliver(value);
@@ -120,6 +133,7 @@ describe('webhook bodies (fast-check, fixed seed)', () => {
           expect(jobs.length).toBeGreaterThanOrEqual(1);
           expect(jobs.length).toBeLessThanOrEqual(MAX_MONTHS_PER_REQUEST);
           expect(new Set(jobs.map((j) => j.type === 'export' && j.companyId))).toEqual(new Set([SERVED]));
+          expect(jobs.every((j) => j.type === 'export' && j.period <= '2026-11')).toBe(true);
           expect(metrics.sum('WebhookAccepted')).toBe(1);
           return;
         }
@@ -129,6 +143,12 @@ describe('webhook bodies (fast-check, fixed seed)', () => {
         if (response.status === 403) {
           expect(error.code).toBe('company_not_allowed');
           expect(String((value as { companyId?: unknown }).companyId).toLowerCase()).not.toBe(SERVED);
+        } else if (error.code === 'period_in_future') {
+          future += 1;
+          // A month after the clock's (2026-11, Europe/Berlin), named by the field that asked for it.
+          const path = error.issues?.[0]?.path;
+          expect(['period', 'to']).toContain(path);
+          expect(String((value as Record<string, unknown>)[path!]).slice(0, 7) > '2026-11').toBe(true);
         } else {
           expect(error.code).toBe('body_invalid');
           expect(error.issues?.length).toBeGreaterThan(0);
@@ -139,6 +159,7 @@ describe('webhook bodies (fast-check, fixed seed)', () => {
     );
     // The generators reach the accepting path too, or the property would prove little.
     expect(accepted).toBeGreaterThan(FUZZ_RUNS / 4);
+    expect(future).toBeGreaterThan(0);
   });
 
   it('a body over the limit is refused with 413 before its signature is even checked', async () => {

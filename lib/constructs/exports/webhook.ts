@@ -85,6 +85,8 @@ export class ExportWebhook extends Grouping {
       environment: {
         ...base.environment,
         SECRET_CACHE_TTL_SECONDS: String(stage.secretCacheTtlSeconds),
+        // Which month is the current one: a later one is refused before anything is queued.
+        EXPORT_TIME_ZONE: stage.schedules.timeZone,
       },
     })
       .bindSecret(this.secret, 'WEBHOOK_SECRET_ARN', 'read')
@@ -106,8 +108,9 @@ export class ExportWebhook extends Grouping {
       webhookRejected: acctopsAlarm(this, 'WebhookRejectedAlarm', {
         action: props.alarmAction,
         description:
-          'The export webhook refused a request (bad or stale signature, unknown company, malformed body): a sender whose exports silently do not happen, ' +
-          `often after a change of the webhook secret (runbook "Change the export webhook secret"). Its "webhook refused" line in ${logs} names the reason.`,
+          'The export webhook refused a signed request (bad or stale signature, unknown company, malformed body, a month not begun): a sender whose exports silently do not happen, ' +
+          `often after a change of the webhook secret (runbook "Change the export webhook secret"). Unsigned requests and replays of accepted events are not counted (WebhookUnsigned, WebhookReplayed). ` +
+          `Its "webhook refused" line with "metric":"WebhookRejected" in ${logs} names the reason, the source IP and the user agent.`,
         metric: acctopsMetric(stage.name, ALARMED_METRICS.webhookRejected, { statistic: 'Sum', period: Duration.hours(1) }),
       }),
     };

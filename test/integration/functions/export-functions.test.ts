@@ -505,6 +505,62 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         expect(recorder.messages.length).toBe(before);
       });
 
+      it('counts a scanner apart from the alarmed metric and logs where every refusal came from', async () => {
+        const n = stdout.length;
+        const scanner = {
+          ...urlEvent('', { 'user-agent': 'Mozilla/5.0 (scanner)' }, 'GET'),
+          requestContext: { http: { method: 'GET', path: '/', sourceIp: '198.51.100.23', userAgent: 'Mozilla/5.0 (scanner)' } },
+        };
+        expect((await handlers.webhook(scanner, context())).statusCode).toBe(405);
+        const future = signedEvent(JSON.stringify({ id: `evt_${randomUUID()}`, companyId: keyed, period: '2099-01' }));
+        const refused = await handlers.webhook(
+          { ...future, requestContext: { http: { method: 'POST', sourceIp: '192.0.2.44', userAgent: 'partner/1.0' } } },
+          context(),
+        );
+        expect(refused.statusCode).toBe(400);
+        expect(JSON.parse(refused.body!)).toMatchObject({ error: { code: 'period_in_future', issues: [{ path: 'period' }] } });
+
+        const lines = stdout.slice(n).join('').split('\n').filter(Boolean);
+        const logged = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.message === 'webhook refused');
+        expect(logged.map((l) => [l.metric, l.sourceIp, l.userAgent])).toEqual([
+          ['WebhookUnsigned', '198.51.100.23', 'Mozilla/5.0 (scanner)'],
+          ['WebhookRejected', '192.0.2.44', 'partner/1.0'],
+        ]);
+        // The metrics as EMF writes them: the scanner's request is not in the alarmed one.
+        const emf = lines.filter((l) => l.includes('"_aws"')).map((l) => JSON.parse(l) as Record<string, unknown>);
+        expect(emf.map((m) => [m.WebhookUnsigned, m.WebhookRejected])).toEqual([
+          [1, undefined],
+          [undefined, 1],
+        ]);
+      });
+
+      it('accepts a quoted UTF-8 charset and a body that begins with a byte order mark (signed as sent)', async () => {
+        const before = recorder.messages.length;
+        const quoted = signedEvent(JSON.stringify({ id: `evt_${randomUUID()}`, companyId: keyed, period: '2026-08' }));
+        const quotedResponse = await handlers.webhook(
+          { ...quoted, headers: { ...quoted.headers, 'Content-Type': 'application/json; charset="UTF-8"' } },
+          context(),
+        );
+        expect(quotedResponse.statusCode).toBe(202);
+
+        const bytes = Buffer.concat([
+          Buffer.from([0xef, 0xbb, 0xbf]),
+          Buffer.from(JSON.stringify({ id: `evt_${randomUUID()}`, companyId: keyed, period: '2026-08' })),
+        ]);
+        const ts = Math.floor(Date.now() / 1000);
+        const withMark = {
+          ...urlEvent(bytes.toString('base64'), {
+            'content-type': 'application/json',
+            'x-acctops-timestamp': String(ts),
+            'x-acctops-signature': signWebhook(WEBHOOK_SECRET, ts, bytes),
+          }),
+          isBase64Encoded: true,
+        };
+        expect((await handlers.webhook(withMark, context())).statusCode).toBe(202);
+        expect(recorder.messages.length).toBe(before + 2);
+        undelivered();
+      });
+
       it('accepts the previous secret after the secret is changed', async () => {
         const newSecret = 'whsec_canary_new_0123456789abcdef0123';
         secrets.push(newSecret);

@@ -21,8 +21,8 @@ const COMPANY = '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b';
 const OTHER = '11111111-2222-4333-8444-555555555555';
 const NOW = Date.UTC(2026, 10, 3, 10, 0, 0);
 
-function harness(options: { secrets?: string[] } = {}) {
-  const clock = new ManualClock(NOW);
+function harness(options: { secrets?: string[]; now?: number; timeZone?: string } = {}) {
+  const clock = new ManualClock(options.now ?? NOW);
   const queue = new MemoryExportQueue();
   const logger = new MemoryLogger();
   const metrics = new MemoryMetrics();
@@ -34,6 +34,7 @@ function harness(options: { secrets?: string[] } = {}) {
     clock,
     logger,
     metrics,
+    ...(options.timeZone ? { timeZone: options.timeZone } : {}),
   };
   return { deps, queue, logger, metrics, clock, receive: (request: WebhookRequest) => receiveExportWebhook(deps, request) };
 }
@@ -44,7 +45,7 @@ function body(fields: Record<string, unknown> = {}): string {
 }
 
 function signed(
-  text: string,
+  text: string | Buffer,
   options: { secret?: string; timestamp?: number; headers?: Record<string, string | undefined>; method?: string } = {},
 ): WebhookRequest {
   const timestamp = options.timestamp ?? Math.floor(NOW / 1000);
@@ -56,7 +57,8 @@ function signed(
       [WEBHOOK_HEADERS.signature]: signWebhook(options.secret ?? SECRET, timestamp, text),
       ...options.headers,
     },
-    body: Buffer.from(text, 'utf8'),
+    body: typeof text === 'string' ? Buffer.from(text, 'utf8') : text,
+    source: { ip: '203.0.113.7', userAgent: 'sender/1.0' },
   };
 }
 
@@ -82,7 +84,7 @@ describe('receiveExportWebhook', () => {
     expect(response.body).toEqual({
       accepted: true,
       eventId,
-      exports: ['2026-08', '2026-09', '2026-10'].map((period) => ({ companyId: COMPANY, period })),
+      exports: ['2026-08', '2026-09', '2026-10'].map((period) => ({ companyId: COMPANY, period, monthOpen: false })),
     });
     expect(queue.messages.map((m) => m.groupId)).toEqual([`${COMPANY}#2026-08`, `${COMPANY}#2026-09`, `${COMPANY}#2026-10`]);
     expect(decodeJob(queue.messages[0]!.body)).toEqual({
@@ -149,13 +151,16 @@ describe('receiveExportWebhook', () => {
     ['a company the webhook does not serve', 403, 'company_not_allowed', () => signed(body({ companyId: OTHER }))],
   ];
 
-  it.each(refusals)('refuses %s (%i %s) and enqueues nothing', async (_name, status, code, request) => {
+  it.each(refusals)('refuses %s (%i %s) and enqueues nothing', async (name, status, code, request) => {
     const { receive, queue, metrics } = harness();
     const response = await receive(request());
     expect(response.status).toBe(status);
     expect(response.body).toMatchObject({ error: { code } });
     expect(queue.messages).toEqual([]);
-    expect(metrics.sum('WebhookRejected')).toBe(1);
+    // Every case but one carries a signature header: a sender in trouble, alarmed (decision 79).
+    const unsigned = name === 'no signature';
+    expect(metrics.sum('WebhookRejected')).toBe(unsigned ? 0 : 1);
+    expect(metrics.sum('WebhookUnsigned')).toBe(unsigned ? 1 : 0);
   });
 
   it('checks in order: signature before timestamp, timestamp before the event id, the event id before the body', async () => {
@@ -252,6 +257,166 @@ describe('receiveExportWebhook', () => {
       expect(text).not.toContain(SECRET);
       expect(text).not.toContain(signature);
     }
+  });
+});
+
+describe('receiveExportWebhook: what a refusal counts and logs', () => {
+  const SCANNER = { ip: '198.51.100.23', userAgent: 'Mozilla/5.0 (scanner)' };
+  const unsignedRequests: [string, WebhookRequest][] = [
+    ['a GET without headers', { method: 'GET', headers: {}, body: Buffer.alloc(0), source: SCANNER }],
+    [
+      'a POST of a form',
+      { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: Buffer.from('a=1'), source: SCANNER },
+    ],
+    [
+      'a POST of JSON without a signature',
+      { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.from(body()), source: SCANNER },
+    ],
+    [
+      'a POST with an empty signature header',
+      { ...signed(body()), headers: { ...signed(body()).headers, [WEBHOOK_HEADERS.signature]: ' ' } },
+    ],
+  ];
+
+  it.each(unsignedRequests)('%s is noise: counted as WebhookUnsigned, not in the alarmed WebhookRejected', async (_name, request) => {
+    const { receive, metrics } = harness();
+    expect((await receive(request)).status).toBeGreaterThanOrEqual(400);
+    expect(metrics.sum('WebhookUnsigned')).toBe(1);
+    expect(metrics.sum('WebhookRejected')).toBe(0);
+  });
+
+  it('a request that carried a signature and was refused still counts in WebhookRejected, whatever step refused it', async () => {
+    const { receive, metrics } = harness();
+    const requests = [
+      signed(body(), { secret: 'whsec_wrong' }),
+      signed(body(), { timestamp: Math.floor(NOW / 1000) - 3600 }),
+      signed('{"id": "evt_x", '),
+      signed(body({ formats: ['xml'] })),
+      signed(body(), { method: 'GET' }),
+      signed(body(), { headers: { 'content-type': 'text/plain' } }),
+    ];
+    for (const request of requests) expect((await receive(request)).status).toBeGreaterThanOrEqual(400);
+    expect(metrics.sum('WebhookRejected')).toBe(requests.length);
+    expect(metrics.sum('WebhookUnsigned')).toBe(0);
+  });
+
+  it('a replay of an accepted event (a retry after a lost 202) is WebhookReplayed, not WebhookRejected', async () => {
+    const { receive, metrics, clock } = harness();
+    const text = body();
+    expect((await receive(signed(text))).status).toBe(202);
+    clock.advance(30_000);
+    expect((await receive(signed(text, { timestamp: Math.floor(clock.now() / 1000) }))).status).toBe(409);
+    expect(metrics.sum('WebhookReplayed')).toBe(1);
+    expect(metrics.sum('WebhookRejected')).toBe(0);
+  });
+
+  it('every refusal line names the source IP and user agent and its metric, never the signature or a header value', async () => {
+    const { receive, logger } = harness();
+    const request = signed(body(), { secret: 'whsec_wrong', headers: { authorization: 'Bearer hdr_secret_1234' } });
+    await receive({ ...request, source: { ip: '192.0.2.44', userAgent: `partner-sender/2.1 ${'x'.repeat(500)}` } });
+    await receive(unsignedRequests[0]![1]);
+    const refused = logger.entries().filter((e) => e.message === 'webhook refused');
+    expect(refused).toHaveLength(2);
+    expect(refused[0]).toMatchObject({ sourceIp: '192.0.2.44', metric: 'WebhookRejected', code: 'signature_invalid' });
+    expect(String(refused[0]!.userAgent)).toMatch(/^partner-sender\/2\.1 x+$/);
+    expect(String(refused[0]!.userAgent).length).toBeLessThanOrEqual(200);
+    expect(refused[1]).toMatchObject({ sourceIp: SCANNER.ip, userAgent: SCANNER.userAgent, metric: 'WebhookUnsigned' });
+    const text = logger.lines.join('\n');
+    expect(text).not.toContain(request.headers[WEBHOOK_HEADERS.signature]!.slice(3));
+    expect(text).not.toContain('hdr_secret_1234');
+  });
+
+  it('a request without a source (not a Function URL event) logs null for both, not nothing', async () => {
+    const { receive, logger } = harness();
+    await receive({ method: 'GET', headers: {}, body: Buffer.alloc(0) });
+    expect(logger.entries().find((e) => e.message === 'webhook refused')).toMatchObject({ sourceIp: null, userAgent: null });
+  });
+});
+
+describe('receiveExportWebhook: valid JSON in its other spellings', () => {
+  it.each([
+    'application/json; charset="utf-8"',
+    'application/json; charset="UTF-8"',
+    'Application/JSON;charset=Utf-8',
+    'application/json; foo=bar; charset="utf-8"',
+  ])('accepts Content-Type %s', async (contentType) => {
+    const { receive, queue } = harness();
+    expect((await receive(signed(body(), { headers: { 'content-type': contentType } }))).status).toBe(202);
+    expect(queue.messages).toHaveLength(1);
+  });
+
+  it.each(['application/json; charset="iso-8859-1"', 'application/json; charset=utf-8; charset=latin1', 'application/json; charset=""'])(
+    'still refuses Content-Type %s with 415',
+    async (contentType) => {
+      const { receive } = harness();
+      expect((await receive(signed(body(), { headers: { 'content-type': contentType } }))).body).toMatchObject({
+        error: { code: 'unsupported_media_type' },
+      });
+    },
+  );
+
+  it('ignores a leading UTF-8 byte order mark; the signature covers the bytes as sent, mark included', async () => {
+    const { receive, queue } = harness();
+    const text = body();
+    const withMark = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text, 'utf8')]);
+    const accepted = await receive(signed(withMark));
+    expect(accepted.status).toBe(202);
+    expect(accepted.body).toMatchObject({ eventId: (JSON.parse(text) as { id: string }).id });
+    expect(queue.messages).toHaveLength(1);
+
+    // Signed without the mark, sent with it: not the bytes that were signed.
+    const other = body();
+    const resigned = signed(other);
+    const sentWithMark = { ...resigned, body: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), resigned.body]) };
+    expect((await receive(sentWithMark)).body).toMatchObject({ error: { code: 'signature_invalid' } });
+    expect(queue.messages).toHaveLength(1);
+  });
+});
+
+describe('receiveExportWebhook: months that have not begun', () => {
+  it('refuses a month after the current one with 400 period_in_future naming period, enqueues nothing and forgets the id', async () => {
+    const { receive, queue, metrics } = harness();
+    const id = 'evt_future';
+    const response = await receive(signed(JSON.stringify({ id, companyId: COMPANY, period: '2099-01' })));
+    expect(response.status).toBe(400);
+    expect(response.body).toEqual({
+      error: {
+        code: 'period_in_future',
+        message: expect.stringContaining('2026-11') as unknown,
+        issues: [{ path: 'period', message: 'is after the current month (2026-11, Europe/Berlin)' }],
+      },
+    });
+    expect(queue.messages).toEqual([]);
+    expect(metrics.sum('WebhookRejected')).toBe(1);
+    // Refused after the claim: the sender may send the event again with a month that has begun.
+    expect((await receive(signed(JSON.stringify({ id, companyId: COMPANY, period: '2026-10' })))).status).toBe(202);
+  });
+
+  it('refuses a range that ends after the current month whole, naming to', async () => {
+    const { receive, queue } = harness();
+    const response = await receive(signed(body({ period: undefined, from: '2026-10', to: '2026-12-05' })));
+    expect(response.body).toMatchObject({ error: { code: 'period_in_future', issues: [{ path: 'to' }] } });
+    expect(queue.messages).toEqual([]);
+  });
+
+  it('accepts the current month and says it is open; an ended month is not', async () => {
+    const { receive, queue } = harness();
+    const response = await receive(signed(body({ period: undefined, from: '2026-10', to: '2026-11' })));
+    expect(response.status).toBe(202);
+    expect(response.body).toMatchObject({
+      exports: [
+        { period: '2026-10', monthOpen: false },
+        { period: '2026-11', monthOpen: true },
+      ],
+    });
+    expect(queue.messages).toHaveLength(2);
+  });
+
+  it('measures the month in the export time zone: 00:30 on 1 December in Berlin is December there, November in UTC', async () => {
+    const now = Date.parse('2026-11-30T23:30:00Z');
+    const request = () => signed(body({ period: '2026-12' }), { timestamp: Math.floor(now / 1000) });
+    expect((await harness({ now }).receive(request())).status).toBe(202);
+    expect((await harness({ now, timeZone: 'UTC' }).receive(request())).body).toMatchObject({ error: { code: 'period_in_future' } });
   });
 });
 

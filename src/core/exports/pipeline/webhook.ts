@@ -1,12 +1,13 @@
 import { ALARMED_METRICS } from '../../../../contract/metrics';
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { DEFAULT_TIME_ZONE, FuturePeriodError, periodOpen } from '../formats/period';
 import type { Clock } from '../../shared/clock';
 import { issuesFromZod, type FieldIssue } from '../../shared/errors';
 import type { Logger } from '../../shared/logger';
 import type { Metrics } from '../../shared/metrics';
 import type { CompanyAllowlist } from './company-allowlist';
 import type { ExportQueue } from './export-jobs';
-import { onDemandJobs, webhookExportRequestSchema } from './on-demand';
+import { onDemandJobs, refuseFutureRequest, webhookExportRequestSchema } from './on-demand';
 
 /**
  * The export webhook (docs/exports.md, "Webhook"): an HTTP POST whose body is signed with a shared
@@ -30,12 +31,23 @@ export interface WebhookRequest {
   headers: Readonly<Record<string, string | undefined>>;
   /** The body exactly as received (the signature covers these bytes). */
   body: Buffer;
+  /**
+   * Who sent it, for the log only (a Function URL's `requestContext.http.sourceIp` and
+   * `userAgent`): a refusal must say where the request came from, never by quoting a header
+   * that could carry a secret.
+   */
+  source?: { ip?: string; userAgent?: string };
 }
 
 export interface WebhookResponse {
   status: number;
   body:
-    | { accepted: true; eventId: string; exports: { companyId: string; period: string }[] }
+    | {
+        accepted: true;
+        eventId: string;
+        /** `monthOpen`: the current month (in the export's time zone), exported as it stands so far. */
+        exports: { companyId: string; period: string; monthOpen: boolean }[];
+      }
     | { error: { code: string; message: string; issues?: FieldIssue[] } };
 }
 
@@ -90,7 +102,20 @@ export interface WebhookDeps {
   maxBodyBytes?: number;
   /** @default WEBHOOK_TOLERANCE_MS */
   toleranceMs?: number;
+  /** The export's time zone (EXPORT_TIME_ZONE): which month is the current one. @default DEFAULT_TIME_ZONE */
+  timeZone?: string;
 }
+
+/**
+ * Refusals that are not a sender's misconfiguration, counted apart from the alarmed
+ * `WebhookRejected` and never alarmed (decision 79 in docs/architecture.md): a request without a
+ * signature header (a scanner, a probe, a wrong method or path) and a replay of an event already
+ * accepted (a sender retrying after it lost our 202).
+ */
+export const WEBHOOK_QUIET_METRICS = { unsigned: 'WebhookUnsigned', replayed: 'WebhookReplayed' } as const;
+
+/** A user agent is the sender's own text: kept to this many characters in a log line. */
+const USER_AGENT_LOGGED_CHARS = 200;
 
 class Rejection {
   constructor(
@@ -105,14 +130,15 @@ class Rejection {
  * Receives one webhook delivery and answers 202 after enqueueing the export jobs, or refuses it
  * with a 4xx that names the reason and enqueues nothing. The checks, in order:
  *
- * 0. cheap ones that need no secret: method POST (405), `Content-Type: application/json` (415),
- *    body size (413);
+ * 0. cheap ones that need no secret: method POST (405), `Content-Type: application/json` with no
+ *    charset but UTF-8, quoted or not (415), body size (413);
  * 1. the HMAC-SHA256 signature over `<timestamp>.<body>` with a shared secret, compared in
  *    constant time (401);
  * 2. the timestamp, at most 5 minutes away from now in either direction (401);
  * 3. the event id (a signed body member), never accepted before (409), and not being accepted by
  *    another delivery right now (503, see ReplayGuard: a claim is a short lease until confirmed);
- * 4. the body, with zod (400), and the company, which must be one this webhook serves (403).
+ * 4. the body, with zod (400; a leading UTF-8 byte order mark is ignored), no month after the
+ *    current one (400 `period_in_future`), and the company, which must be one this webhook serves (403).
  *
  * A claimed event id is released again when a later step refuses the request or the queue fails,
  * so that the sender can deliver the same event again. A failing dependency (the secret, the
@@ -126,8 +152,16 @@ export async function receiveExportWebhook(deps: WebhookDeps, request: WebhookRe
     return response;
   } catch (error) {
     if (!(error instanceof Rejection)) throw error;
-    deps.metrics.add(error.status >= 500 ? ALARMED_METRICS.webhookUnavailable.name : ALARMED_METRICS.webhookRejected.name, 1);
-    deps.logger.warn('webhook refused', { status: error.status, code: error.code, reason: error.message, issues: error.issues });
+    const metric = refusalMetric(error, request);
+    deps.metrics.add(metric, 1);
+    deps.logger.warn('webhook refused', {
+      status: error.status,
+      code: error.code,
+      reason: error.message,
+      issues: error.issues,
+      metric,
+      ...sourceFields(request),
+    });
     return {
       status: error.status,
       body: { error: { code: error.code, message: error.message, ...(error.issues ? { issues: error.issues } : {}) } },
@@ -168,7 +202,9 @@ async function handle(deps: WebhookDeps, request: WebhookRequest, now: number): 
 
   let body: unknown;
   try {
-    body = JSON.parse(request.body.toString('utf8'));
+    // RFC 8259 §8.1 lets a parser ignore a byte order mark; the signature covered the bytes as sent.
+    const text = request.body.toString('utf8');
+    body = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch {
     // No cause or parser message: it would quote the body.
     throw new Rejection(400, 'body_invalid', 'the body is not JSON', [{ path: '', message: 'not valid JSON' }]);
@@ -194,6 +230,18 @@ async function handle(deps: WebhookDeps, request: WebhookRequest, now: number): 
   try {
     const parsed = webhookExportRequestSchema.safeParse(body);
     if (!parsed.success) throw new Rejection(400, 'body_invalid', 'the body is not an export request', issuesFromZod(parsed.error));
+    const timeZone = deps.timeZone ?? DEFAULT_TIME_ZONE;
+    try {
+      refuseFutureRequest(parsed.data, { now, timeZone });
+    } catch (error) {
+      if (!(error instanceof FuturePeriodError)) throw error;
+      throw new Rejection(
+        400,
+        error.code,
+        `the request names a month after the current one (${error.currentPeriod}, ${timeZone}): it has no data yet`,
+        error.issues,
+      );
+    }
     const list = deps.allowedCompanies;
     const allowed =
       'allows' in list
@@ -218,10 +266,15 @@ async function handle(deps: WebhookDeps, request: WebhookRequest, now: number): 
       eventId: eventId.data,
       companyId: parsed.data.companyId,
       periods: jobs.map((j) => j.period),
+      ...sourceFields(request),
     });
     return {
       status: 202,
-      body: { accepted: true, eventId: eventId.data, exports: jobs.map((j) => ({ companyId: j.companyId, period: j.period })) },
+      body: {
+        accepted: true,
+        eventId: eventId.data,
+        exports: jobs.map((j) => ({ companyId: j.companyId, period: j.period, monthOpen: periodOpen(j.period, now, timeZone) })),
+      },
     };
   } catch (error) {
     try {
@@ -232,6 +285,27 @@ async function handle(deps: WebhookDeps, request: WebhookRequest, now: number): 
     }
     throw error;
   }
+}
+
+/**
+ * Which metric a refusal counts in. Only a request that carried a signature header and was refused
+ * for something other than a replay is a sender in trouble (`WebhookRejected`, alarmed); whether
+ * the signature was valid does not matter, since a wrong secret is the case the alarm is for.
+ */
+function refusalMetric(rejection: Rejection, request: WebhookRequest): string {
+  if (rejection.status >= 500) return ALARMED_METRICS.webhookUnavailable.name;
+  if (rejection.code === 'event_replayed') return WEBHOOK_QUIET_METRICS.replayed;
+  if (!request.headers[WEBHOOK_HEADERS.signature]?.trim()) return WEBHOOK_QUIET_METRICS.unsigned;
+  return ALARMED_METRICS.webhookRejected.name;
+}
+
+/** Where a request came from, for its log line: the connection's address and the user agent, cut short. */
+function sourceFields(request: WebhookRequest): { sourceIp: string | null; userAgent: string | null } {
+  const userAgent = request.source?.userAgent;
+  return {
+    sourceIp: request.source?.ip ?? null,
+    userAgent: userAgent === undefined ? null : userAgent.slice(0, USER_AGENT_LOGGED_CHARS),
+  };
 }
 
 /** A failing dependency is a 503 (the sender retries), never a 4xx that would make it give up. */
@@ -266,10 +340,20 @@ function parseSignatures(header: string | undefined): Buffer[] {
     .map(([, hex]) => Buffer.from(hex!, 'hex'));
 }
 
+/**
+ * `application/json`, with no charset or UTF-8 only: `charset=utf-8` or the quoted
+ * `charset="UTF-8"` (RFC 9110 §5.6.6: a parameter value may be a quoted string; charset names are
+ * case-insensitive). Other parameters are ignored.
+ */
 function isJson(contentType: string | undefined): boolean {
   if (!contentType) return false;
-  const [type, ...params] = contentType.split(';').map((part) => part.trim().toLowerCase());
-  if (type !== 'application/json') return false;
-  const charset = params.find((p) => p.startsWith('charset='));
-  return charset === undefined || charset === 'charset=utf-8';
+  const [type, ...params] = contentType.split(';').map((part) => part.trim());
+  if (type?.toLowerCase() !== 'application/json') return false;
+  return params.every((param) => {
+    const eq = param.indexOf('=');
+    if (eq < 0 || param.slice(0, eq).trim().toLowerCase() !== 'charset') return true;
+    let value = param.slice(eq + 1).trim();
+    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1).replace(/\\(.)/g, '$1');
+    return value.toLowerCase() === 'utf-8';
+  });
 }
