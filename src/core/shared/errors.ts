@@ -1,4 +1,4 @@
-import type * as z from 'zod';
+import * as z from 'zod';
 
 /**
  * Root of every error acctops raises on purpose. `code` is stable and machine-readable.
@@ -79,11 +79,13 @@ export function formatPath(path: readonly PropertyKey[]): string {
 
 /**
  * zod's messages can quote the received value (an enum mismatch says what it got); we keep only
- * the issue code and expectation so that a secret in a bad field never reaches a log.
+ * the issue code and expectation so that a secret in a bad field never reaches a log. A message the
+ * schema gave itself (`regex(ARN, 'expected an ARN')`) is ours and kept: it says more than the code.
  */
 export function issuesFromZod(error: z.ZodError, prefix = ''): FieldIssue[] {
   return error.issues.map((issue) => {
     const path = formatPath([...(prefix ? [prefix] : []), ...issue.path]);
+    if (issue.code !== 'custom' && !isZodsOwnMessage(issue)) return { path, message: issue.message };
     let message: string;
     switch (issue.code) {
       case 'invalid_type':
@@ -113,6 +115,42 @@ export function issuesFromZod(error: z.ZodError, prefix = ''): FieldIssue[] {
     }
     return { path, message };
   });
+}
+
+// A wrong type's message names the type received, which the finished issue no longer carries: a
+// value of each type zod names stands in for it.
+const RECEIVED = [
+  undefined,
+  null,
+  '',
+  0,
+  Number.NaN,
+  true,
+  0n,
+  Symbol(),
+  () => {},
+  [],
+  {},
+  new Date(),
+  new Map(),
+  new Set(),
+  Promise.resolve(),
+];
+
+/**
+ * Whether `issue.message` is the one zod's locale would write, rather than the schema's own: the
+ * finished issue does not say which. Read from the global config rather than a copy of zod's
+ * wording, so a zod upgrade that rewords its messages does not turn them into "ours".
+ */
+function isZodsOwnMessage(issue: z.core.$ZodIssue): boolean {
+  const locale = z.config().localeError;
+  if (locale === undefined) return true;
+  const worded = (candidate: z.core.$ZodRawIssue): string | undefined => {
+    const out = locale(candidate);
+    return typeof out === 'string' ? out : out?.message;
+  };
+  if (issue.code !== 'invalid_type') return worded(issue as z.core.$ZodRawIssue) === issue.message;
+  return RECEIVED.some((input) => worded({ ...issue, input } as z.core.$ZodRawIssue) === issue.message);
 }
 
 /** Parses `input` with `schema`, or throws a ValidationError that names each bad field. */

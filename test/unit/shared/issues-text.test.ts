@@ -21,3 +21,34 @@ describe('issuesText', () => {
     expect(issuesText(issues)).toBe('formats: expected array');
   });
 });
+
+describe('issuesFromZod', () => {
+  it("keeps a message the schema gave itself, and words zod's own by the issue's code", () => {
+    const schema = z.object({
+      arn: z.string().regex(/^arn:/, 'expected an ARN'),
+      bare: z.string().regex(/^arn:/),
+      size: z.number().max(3, 'at most 3 parts'),
+      count: z.number().max(3),
+      kind: z.enum(['a', 'b']),
+      name: z.string(),
+      url: z.url(),
+    });
+    const result = schema.safeParse({ arn: 'acctops/prod/institution', bare: 'x', size: 4, count: 4, kind: 'c', name: 7, url: 'nope' });
+    expect(issuesFromZod(result.error!)).toEqual([
+      { path: 'arn', message: 'expected an ARN' },
+      { path: 'bare', message: 'invalid regex' },
+      { path: 'size', message: 'at most 3 parts' },
+      { path: 'count', message: 'too big (maximum 3)' },
+      { path: 'kind', message: 'expected one of "a", "b"' },
+      { path: 'name', message: 'expected string' },
+      { path: 'url', message: 'invalid url' },
+    ]);
+  });
+
+  it("words zod's wrong-type message by the issue whatever type was received, so the value's type never decides it", () => {
+    for (const input of [undefined, null, 7, true, [], {}, 1n, new Date(0)]) {
+      const result = z.object({ name: z.string() }).safeParse({ name: input });
+      expect(issuesFromZod(result.error!)).toEqual([{ path: 'name', message: 'expected string' }]);
+    }
+  });
+});
