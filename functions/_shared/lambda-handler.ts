@@ -2,7 +2,7 @@ import middy, { type MiddlewareObj, type MiddyfiedHandler } from '@middy/core';
 import type { Context } from 'aws-lambda';
 import * as z from 'zod';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
-import { envString, readEnv } from '../../src/core/shared/env';
+import { envDecimal, envString, readEnv } from '../../src/core/shared/env';
 import { parseWith, ValidationError } from '../../src/core/shared/errors';
 import type { Logger } from '../../src/core/shared/logger';
 import type { Metrics } from '../../src/core/shared/metrics';
@@ -16,7 +16,7 @@ export const runtimeEnvSchema = lazySchema(() =>
     ACCTOPS_FUNCTION: envString,
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
     /** Share of invocations logged at debug (Powertools' variable; unset in the stack unless a stage sets it). */
-    POWERTOOLS_LOGGER_SAMPLE_RATE: z.coerce.number().min(0).max(1).optional(),
+    POWERTOOLS_LOGGER_SAMPLE_RATE: envDecimal(0, 1).optional(),
   }),
 );
 

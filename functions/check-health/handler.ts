@@ -5,12 +5,12 @@ import { cachedInstitutionCredential } from '../../src/core/credentials/institut
 import { checkHealth, PROBES } from '../../src/core/health/check-health';
 import { institutionCredentialProbe, serviceReachableProbe } from '../../src/core/health/probes';
 import { systemClock } from '../../src/core/shared/clock';
-import { envArn, envUrl, readEnv } from '../../src/core/shared/env';
+import { envArn, envBaseUrl, readEnv } from '../../src/core/shared/env';
 import { createHandler } from '../_shared/create-handler';
 import { scheduledCorrelationId, scheduledOrManualEventSchema } from '../_shared/scheduled-event';
 import { lazySchema } from '../../src/core/shared/lazy-schema';
 
-const env = readEnv(z.object({ INSTITUTION_SECRET_ARN: envArn, ACCTOPS_BASE_URL: envUrl }));
+const env = readEnv(z.object({ INSTITUTION_SECRET_ARN: envArn, ACCTOPS_BASE_URL: envBaseUrl }));
 
 // No TTL: every check reads the secret, so a changed or broken secret shows at once.
 const credential = cachedInstitutionCredential(new AwsSecretStore(), env.INSTITUTION_SECRET_ARN, { ttlMs: 0 });

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { CURRENCY_CODE_EXPECTED, isoCurrencyCode } from '../../contract/currency';
 import { taxReportFieldNameIssues, type TaxReportFieldNames } from '../../contract/exports';
+import { BASE_URL_PROBLEMS, baseUrlProblem, isTimeZone, TIME_ZONE_EXPECTED } from '../../contract/setting-rules';
 import { cronExpressionIssue } from './cron-expression';
 
 /**
@@ -43,24 +44,15 @@ const scheduleExpression = z.string().check((ctx) => {
   if (issue !== undefined) ctx.issues.push({ code: 'custom', input: ctx.value, message: issue });
 });
 
-const timeZone = z.string().refine((value) => {
-  try {
-    new Intl.DateTimeFormat('en', { timeZone: value });
-    return true;
-  } catch {
-    return false;
-  }
-}, 'expected an IANA time zone, e.g. Europe/Berlin');
+// The functions' EXPORT_TIME_ZONE is held to the same rule at cold start (contract/setting-rules.ts).
+const timeZone = z.string().refine(isTimeZone, TIME_ZONE_EXPECTED);
 
-function hasUserInfo(url: string): boolean {
-  const { username, password } = new URL(url);
-  return username !== '' || password !== '';
-}
-
-// On the text, not new URL(): an empty `?` or `#` leaves `search` and `hash` empty.
-function hasQueryOrFragment(url: string): boolean {
-  return /[?#]/.test(url);
-}
+/** The base URL's problems as the synth words them: user info would also land in the template. */
+const STAGE_BASE_URL_PROBLEMS = {
+  ...BASE_URL_PROBLEMS,
+  user_info:
+    "must not carry user info (user:password@ before the host): every function's client refuses it, and it would be written in clear into the template (ServiceBaseUrl, each function's environment)",
+};
 
 const PARTITION = 'aws(?:-[a-z]+)*';
 const REGION = /^[a-z]{2}(-[a-z]+)+-\d$/;
@@ -248,18 +240,13 @@ export const stageSettingsSchema = z
       })
       // The URL lands in every function's environment and in the ServiceBaseUrl output, and the
       // client refuses user info, a query and a fragment (client.ts, parseBaseUrl): fail the
-      // synth, not every function at run time. No message quotes the URL: it may hold a password.
-      .refine((u) => !hasUserInfo(u), {
-        error:
-          "must not carry user info (user:password@ before the host): every function's client refuses it, and it would be written in clear into the template (ServiceBaseUrl, each function's environment)",
-        abort: true,
+      // synth, not every function at run time. The functions' ACCTOPS_BASE_URL is held to the same
+      // rule at cold start (contract/setting-rules.ts). No message quotes the URL: it may hold a password.
+      .superRefine((u, ctx) => {
+        const problem = baseUrlProblem(u, ['https']);
+        if (problem !== undefined) ctx.addIssue({ code: 'custom', message: STAGE_BASE_URL_PROBLEMS[problem] });
       })
-      .refine((u) => !hasQueryOrFragment(u), {
-        error: 'must not carry a query or fragment (the client refuses it)',
-        abort: true,
-      })
-      .refine((u) => /\/api\/v1\/?$/.test(u), 'must end with /api/v1')
-      .transform((u) => u.replace(/\/$/, '')),
+      .transform((u) => u.replace(/\/+$/, '')),
     /**
      * AWS account to deploy to; with `region`, makes the stack environment-specific.
      * @default - environment-agnostic (the CLI's credentials decide)

@@ -5,7 +5,7 @@ import { DATE_TO_MODES, type DateToMode } from '../../core/exports/pipeline/date
 import { FORMATS } from '../../core/exports/formats/datasets';
 import { taxReportFieldsSchema, type TaxReportFieldNames } from '../../core/exports/formats/tax-report-fields';
 import { systemClock, type Clock } from '../../core/shared/clock';
-import { envInt, envMs, envString, envUrl, readEnvOf } from '../../core/shared/env';
+import { envBaseUrl, envInt, envMs, envString, envTimeZone, envUrl, readEnvOf } from '../../core/shared/env';
 import type { Logger } from '../../core/shared/logger';
 import type { Metrics } from '../../core/shared/metrics';
 import { lazySchema } from '../../core/shared/lazy-schema';
@@ -44,7 +44,7 @@ const formatList = lazySchema(() =>
  * what it uses. Names, ARNs, URLs, numbers and ids only: never a secret.
  */
 export const exportEnv = {
-  ACCTOPS_BASE_URL: envUrl,
+  ACCTOPS_BASE_URL: envBaseUrl,
   /** acctops's version (package.json at synth), recorded in every manifest. */
   ACCTOPS_TOOL_VERSION: envString,
   EXPORT_BUCKET_NAME: envString,
@@ -61,7 +61,7 @@ export const exportEnv = {
   /** Formats of the monthly exports. */
   EXPORT_FORMATS: formatList,
   /** IANA zone of the monthly schedule: which month is "the previous one". */
-  EXPORT_TIME_ZONE: envString.default('Europe/Berlin'),
+  EXPORT_TIME_ZONE: envTimeZone.default('Europe/Berlin'),
   /** Hours after midnight on the 1st (local) by which last month's exports are due. */
   EXPORT_DUE_AFTER_HOURS: envInt(1, 24 * 27).default(DEFAULT_DUE_AFTER_HOURS),
   /** The export queue's maxReceiveCount: the worker's last delivery before the DLQ. */

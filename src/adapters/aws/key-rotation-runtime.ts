@@ -3,7 +3,7 @@ import * as z from 'zod';
 import { type CompanyKeySecret, type DoctorSettings, type RevokeDeps, type RotationSettings, rotationSettings } from '../../core/api-keys';
 import { type AccountingClient, type ApiKeyPaths, apiKeyAuth, createAccountingClient } from '../../core/accounting-api';
 import { systemClock, type Clock } from '../../core/shared/clock';
-import { envArn, envInt, envMs, envString, envUrl, readEnvOf, requiredEnv } from '../../core/shared/env';
+import { envArn, envBaseUrl, envInt, envMs, envString, envUrl, readEnvOf, requiredEnv } from '../../core/shared/env';
 import { ConfigError } from '../../core/shared/errors';
 import type { Logger } from '../../core/shared/logger';
 import type { Metrics } from '../../core/shared/metrics';
@@ -20,7 +20,7 @@ const apiPath = lazySchema(() => z.string().regex(/^\/[A-Za-z0-9_\-/{}]*\/$/, 'e
  * names what it needs (keyRotationRuntimeFromEnv). Names, ARNs, URLs and numbers only.
  */
 export const keyRotationEnv = {
-  ACCTOPS_BASE_URL: envUrl,
+  ACCTOPS_BASE_URL: envBaseUrl,
   /** How long the old key keeps working after a promotion. */
   REVOCATION_GRACE_SECONDS: envInt(60, 86_400).default(1800),
   /** The longest any consumer caches a key; the grace period must exceed it. */

@@ -1,7 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type * as z from 'zod';
 import { systemClock, type Clock } from '../../core/shared/clock';
-import { envArn, envInt, envString, envUrl, envMs, readEnvOf, requiredEnv } from '../../core/shared/env';
+import { envArn, envBaseUrl, envInt, envString, envUrl, envMs, readEnvOf, requiredEnv } from '../../core/shared/env';
 import { DynamoDbTokenStore } from './dynamodb-token-store';
 
 /**
@@ -12,7 +12,7 @@ import { DynamoDbTokenStore } from './dynamodb-token-store';
 export const tokenEnv = {
   TOKEN_TABLE_NAME: envString,
   INSTITUTION_SECRET_ARN: envArn,
-  ACCTOPS_BASE_URL: envUrl,
+  ACCTOPS_BASE_URL: envBaseUrl,
   TOKEN_EVENT_BUS_NAME: envString,
   REFRESH_QUEUE_URL: envUrl,
   /** Refresh this long before a deadline. */

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { ConfigError, issuesFromZod } from './errors';
 import { lazySchema } from './lazy-schema';
+import { BASE_URL_PROBLEMS, baseUrlProblem, isTimeZone, TIME_ZONE_EXPECTED } from '../../../contract/setting-rules';
 
 /**
  * Reads and validates environment variables once, at module load of a handler, so that a
@@ -41,4 +42,43 @@ export function envMs(value: number | undefined, unitMs = 1000): number | undefi
 export const envString = lazySchema(() => z.string().trim().min(1));
 export const envArn = lazySchema(() => z.string().regex(/^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:\d{12}:.+/, 'expected an ARN'));
 export const envUrl = lazySchema(() => z.url({ protocol: /^https?$/ }));
-export const envInt = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+/**
+ * The service's base URL, held at cold start to the rule the stage's `baseUrl` is held to at synth
+ * (contract/setting-rules.ts), so that a variable edited in the console fails the cold start with its
+ * name rather than every invocation with the client's `baseUrl`. No message quotes the URL.
+ */
+export const envBaseUrl = lazySchema(() =>
+  z.string().superRefine((raw, ctx) => {
+    const problem = baseUrlProblem(raw);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: BASE_URL_PROBLEMS[problem] });
+  }),
+);
+
+/** An IANA time zone, by the stage's rule (contract/setting-rules.ts). */
+export const envTimeZone = lazySchema(() => z.string().trim().refine(isTimeZone, TIME_ZONE_EXPECTED));
+
+const BLANK = 'must not be blank (unset it for the default)';
+
+/**
+ * A whole number in decimal digits, a minus sign only where `min` admits negatives. Not
+ * `z.coerce.number()`: it reads a blank value as 0 (a refresh margin of 0, a secret cache turned
+ * off) and `0x10` or `1e3` as numbers nobody wrote. A blank value is refused, not read as unset:
+ * the stack never writes one, so it is a hand edit gone wrong (decision 80).
+ */
+export const envInt = (min: number, max: number) =>
+  z
+    .string()
+    .refine((text) => text.trim() !== '', { error: BLANK, abort: true })
+    .regex(min < 0 ? /^-?\d+$/ : /^\d+$/, 'expected a whole number in decimal digits')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+/** A decimal number (`0.05`, or `1e-7` as String() writes a small one); blank is refused, as by envInt. */
+export const envDecimal = (min: number, max: number) =>
+  z
+    .string()
+    .refine((text) => text.trim() !== '', { error: BLANK, abort: true })
+    .regex(/^\d+(\.\d+)?(e-?\d+)?$/, 'expected a decimal number, e.g. 0.05')
+    .transform(Number)
+    .pipe(z.number().min(min).max(max));

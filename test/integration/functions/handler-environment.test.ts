@@ -107,6 +107,74 @@ describe.each([...environments])('%s', (dir, variables) => {
   });
 });
 
+const PASSWORD = 's3cretPASS';
+
+/**
+ * Values no function may start with, beyond blank: what a hand edit in the console or a template
+ * edited outside the stage's schema could leave. Chosen by what the variable holds, as its deployed
+ * value shows (a number, the service's URL, an ARN read as one).
+ */
+function malformed(name: string, deployed: string): string[] {
+  if (/^\d+$/.test(deployed)) return [' ', '0x10', '1e3', `${deployed}.5`];
+  if (name === 'ACCTOPS_BASE_URL')
+    return [
+      `https://ops:${PASSWORD}@accounting.example.com/api/v1`,
+      `https://accounting.example.com/api/v1?key=${PASSWORD}`,
+      'https://accounting.example.com',
+    ];
+  if (name === 'EXPORT_TIME_ZONE') return ['Mars/Base'];
+  // A secret's name works as a SecretId, and WEBHOOK_SECRET_ARN takes one; these are read as ARNs.
+  if (/_ARN$/.test(name) && name !== 'WEBHOOK_SECRET_ARN') return ['acctops/prod/institution'];
+  return [];
+}
+
+/** Read by Node and Powertools, not by acctops's schemas; ACCTOPS_FUNCTION is loadHandler's to set. */
+const NOT_OURS = new Set(['NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'ACCTOPS_FUNCTION']);
+
+/** Given by the export construct's shared environment to functions that do not read it. */
+const GIVEN_NOT_READ: Record<string, string[]> = {
+  'check-monthly-export': ['ACCTOPS_TOOL_VERSION'],
+  'plan-monthly-export': ['ACCTOPS_TOOL_VERSION'],
+  'request-export': ['ACCTOPS_TOOL_VERSION'],
+  'receive-export-webhook': ['ACCTOPS_TOOL_VERSION'],
+};
+
+describe.each([...environments])('%s, given a variable blank or malformed', (dir, variables) => {
+  const read = Object.entries(variables).filter(([name]) => !NOT_OURS.has(name) && !(GIVEN_NOT_READ[dir] ?? []).includes(name));
+  const cases = read.flatMap(([name, deployed]) => ['', ...malformed(name, deployed)].map((value) => [name, value] as const));
+
+  it.each(cases)('fails at load naming %s when it is %j', (name, value) => {
+    const error = loadError(dir, { ...variables, [name]: value });
+    expect(error).toMatchObject({ name: 'ConfigError', field: name });
+    expect(String((error as Error).message)).not.toContain(PASSWORD);
+  });
+
+  const unread = GIVEN_NOT_READ[dir] ?? [];
+  if (unread.length > 0)
+    it('loads with a variable blank that it is given but does not read', () => {
+      for (const name of unread) expect(loadError(dir, { ...variables, [name]: '' })).toBeUndefined();
+    });
+});
+
+it('the base URL, the time zone and an ARN are refused at load in words that say why', () => {
+  const worker = environments.get('export-period')!;
+  const checker = environments.get('check-monthly-export')!;
+  const health = environments.get('check-health')!;
+  const issue = (dir: string, variables: Record<string, string>) => (loadError(dir, variables) as { issues: unknown[] }).issues;
+  expect(issue('export-period', { ...worker, ACCTOPS_BASE_URL: `https://ops:${PASSWORD}@accounting.example.com/api/v1` })).toEqual([
+    { path: 'ACCTOPS_BASE_URL', message: expect.stringMatching(/^must not carry user info/) },
+  ]);
+  expect(issue('export-period', { ...worker, ACCTOPS_BASE_URL: 'https://accounting.example.com' })).toEqual([
+    { path: 'ACCTOPS_BASE_URL', message: 'must end with /api/v1' },
+  ]);
+  expect(issue('check-monthly-export', { ...checker, EXPORT_TIME_ZONE: 'Mars/Base' })).toEqual([
+    { path: 'EXPORT_TIME_ZONE', message: 'expected an IANA time zone, e.g. Europe/Berlin' },
+  ]);
+  expect(issue('check-health', { ...health, INSTITUTION_SECRET_ARN: 'acctops/prod/institution' })).toEqual([
+    { path: 'INSTITUTION_SECRET_ARN', message: 'expected an ARN' },
+  ]);
+});
+
 it('export-period starts with the tax-report field names of a stage that synthesizes; a value its check refuses names the variable', () => {
   const { template } = synthAcctopsStack({ exports: { taxReportFields: { periodEnd: 'endDate', createdAt: 'created' } } });
   const worker = Object.values(template.findResources('AWS::Lambda::Function')).find(
