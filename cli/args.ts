@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command, type Option } from 'commander';
 import { parsePeriod } from '../src/core/exports/formats/period';
 import { CURRENCY_CODE_EXPECTED, isoCurrencyCode } from '../contract/currency';
+import { baseUrlProblem } from '../contract/setting-rules';
 import { FORMATS, type ExportFormat } from '../src/core/exports/formats/datasets';
 import { parseTaxReportFieldList, TAX_REPORT_FIELDS, type TaxReportFieldNames } from '../src/core/exports/formats/tax-report-fields';
 import { ValidationError } from '../src/core/shared/errors';
@@ -161,30 +162,31 @@ const BASE_URL_EXPECTED = 'expected an http(s) URL ending in /api/v1';
  * (`GET //companies/`, a 404 far from its cause) or another version. A trailing slash is dropped.
  */
 export function httpUrl(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new InvalidArgumentError(BASE_URL_EXPECTED);
+  // The rule the stage's baseUrl and the functions' ACCTOPS_BASE_URL are held to (contract/setting-rules.ts),
+  // in the CLI's words, which say where the key goes instead.
+  switch (baseUrlProblem(raw)) {
+    case 'not_a_url':
+    case 'scheme':
+      throw new InvalidArgumentError(BASE_URL_EXPECTED);
+    case 'user_info':
+      throw new InvalidArgumentError('credentials do not belong in the URL; use ACCTOPS_API_KEY');
+    case 'query_or_fragment':
+      // The client refuses them too, but only once the export has started, as a failed company. A query
+      // is where a key is pasted (`?apikey=…`), so it is refused here, before anything runs, unechoed.
+      throw new InvalidArgumentError(
+        'a query or fragment does not belong in the URL; expected an http(s) URL ending in /api/v1 (the key goes in ACCTOPS_API_KEY)',
+      );
+    case 'version_path': {
+      // Only a bare host is completed: a path of its own may be a proxy's prefix, or a key pasted there, and is not repeated.
+      const url = new URL(raw);
+      const bare = url.pathname === '/';
+      throw new InvalidArgumentError(
+        `${BASE_URL_EXPECTED} (the version path of the service's API)${bare ? `; did you mean ${url.origin}/api/v1?` : ''}`,
+      );
+    }
+    case undefined:
+      return raw.replace(/\/+$/, '');
   }
-  if (!/^https?:$/.test(url.protocol)) throw new InvalidArgumentError(BASE_URL_EXPECTED);
-  if (url.username !== '' || url.password !== '')
-    throw new InvalidArgumentError('credentials do not belong in the URL; use ACCTOPS_API_KEY');
-  // The client refuses them too, but only once the export has started, as a failed company. A query
-  // is where a key is pasted (`?apikey=…`), so it is refused here, before anything runs, unechoed.
-  // The raw text is checked as well: a bare `?` or `#` leaves URL's search and hash empty.
-  if (url.search !== '' || url.hash !== '' || /[?#]/.test(raw))
-    throw new InvalidArgumentError(
-      'a query or fragment does not belong in the URL; expected an http(s) URL ending in /api/v1 (the key goes in ACCTOPS_API_KEY)',
-    );
-  if (!/\/api\/v1\/*$/.test(url.pathname)) {
-    // Only a bare host is completed: a path of its own may be a proxy's prefix, or a key pasted there, and is not repeated.
-    const bare = url.pathname === '/';
-    throw new InvalidArgumentError(
-      `${BASE_URL_EXPECTED} (the version path of the service's API)${bare ? `; did you mean ${url.origin}/api/v1?` : ''}`,
-    );
-  }
-  return raw.replace(/\/+$/, '');
 }
 
 /**

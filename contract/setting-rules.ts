@@ -1,7 +1,8 @@
 /**
- * Rules a setting must pass wherever it is given: the stage's settings at synth (lib/config/stage.ts)
- * and the functions' environment at cold start (src/core/shared/env.ts). One rule, so that what
- * synthesizes also starts, and a variable set by hand in the console is held to the same rule.
+ * Rules a setting must pass wherever it is given: the stage's settings at synth (lib/config/stage.ts),
+ * the functions' environment at cold start (src/core/shared/env.ts) and, for the base URL, the CLI's
+ * `--base-url` (cli/args.ts). One rule, so that what synthesizes also starts, and a variable set by
+ * hand in the console is held to the same rule. Each caller words the problem for its reader.
  */
 
 /** What is wrong with a base URL of the service, or `undefined`. */
