@@ -6,6 +6,7 @@ import { FORMATS, type ExportFormat } from '../src/core/exports/formats/datasets
 import { parseTaxReportFieldList, TAX_REPORT_FIELDS, type TaxReportFieldNames } from '../src/core/exports/formats/tax-report-fields';
 import { ValidationError } from '../src/core/shared/errors';
 import { onboardInputSchema } from '../src/core/tokens/onboard-input';
+import { foldUuid } from '../src/core/shared/uuid';
 import { CliConfigError, optionName, UsageError } from './errors';
 
 /**
@@ -17,7 +18,7 @@ const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function guid(raw: string): string {
   if (!GUID.test(raw)) throw new InvalidArgumentError('expected a UUID such as 6f1c2a3b-0000-4000-8000-000000000000');
-  return raw.toLowerCase();
+  return foldUuid(raw);
 }
 
 /** A key prefix as `keys status` prints it (`sbx_AbCd1234`, a trailing `…` allowed); never a whole key, which the message does not repeat. */

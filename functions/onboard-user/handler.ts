@@ -4,6 +4,7 @@ import { tokenRuntimeFromEnv } from '../../src/adapters/aws/token-runtime';
 import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
 import { createHandler } from '../_shared/create-handler';
 import { lazySchema } from '../../src/core/shared/lazy-schema';
+import { caseFoldedUuid } from '../../src/core/shared/uuid';
 
 const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
   'TOKEN_TABLE_NAME',
@@ -18,7 +19,7 @@ const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
 /** Invoked by a runbook or `acctops tokens onboard`: the user as the service knows it. */
 const eventSchema = lazySchema(() =>
   z.strictObject({
-    externalId: z.guid(),
+    externalId: caseFoldedUuid,
     username: z.string().min(1),
     email: z.email(),
   }),

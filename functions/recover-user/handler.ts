@@ -4,6 +4,7 @@ import { tokenRuntimeFromEnv } from '../../src/adapters/aws/token-runtime';
 import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
 import { createHandler } from '../_shared/create-handler';
 import { lazySchema } from '../../src/core/shared/lazy-schema';
+import { caseFoldedUuid } from '../../src/core/shared/uuid';
 
 const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
   'TOKEN_TABLE_NAME',
@@ -18,7 +19,7 @@ const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
  * Invoked by the runbook for a user in `needs_attention` (or `acctops tokens recover`): retrieves
  * a new pair and puts the user back in the schedule. A revoked user needs `reactivate: true`.
  */
-const eventSchema = lazySchema(() => z.strictObject({ externalId: z.guid(), reactivate: z.boolean().optional() }));
+const eventSchema = lazySchema(() => z.strictObject({ externalId: caseFoldedUuid, reactivate: z.boolean().optional() }));
 
 export const handler = createHandler({
   eventSchema,

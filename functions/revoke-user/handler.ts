@@ -4,6 +4,7 @@ import { tokenRuntimeFromEnv } from '../../src/adapters/aws/token-runtime';
 import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
 import { createHandler } from '../_shared/create-handler';
 import { lazySchema } from '../../src/core/shared/lazy-schema';
+import { caseFoldedUuid } from '../../src/core/shared/uuid';
 
 const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
   'TOKEN_TABLE_NAME',
@@ -14,7 +15,7 @@ const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
 ]);
 
 /** Invoked by a runbook or `acctops tokens revoke`. */
-const eventSchema = lazySchema(() => z.strictObject({ externalId: z.guid() }));
+const eventSchema = lazySchema(() => z.strictObject({ externalId: caseFoldedUuid }));
 
 /** Expires the user's tokens at the service and marks it revoked; idempotent. */
 export const handler = createHandler({

@@ -1,7 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { parseStoredItem, toRecord } from '../../core/tokens/token-item';
-import type { StoredTokenItem, TokenRecord, TokenStore } from '../../core/tokens/token-store';
+import { storedKeySpellings, type StoredTokenItem, type TokenRecord, type TokenStore } from '../../core/tokens/token-store';
 import { TOKEN_TABLE } from '../../core/tokens/token-table';
 
 export interface DynamoDbTokenReaderOptions {
@@ -29,11 +29,23 @@ export class DynamoDbTokenReader implements Pick<TokenStore, 'get'> {
     return item ? toRecord(item) : null;
   }
 
-  /** The stored item as it is, or null. Consistent: a refresh that just committed is seen. */
+  /**
+   * The stored item as it is, or null, under the first of the id's spellings that holds one: a miss
+   * costs a read per spelling (two for a folded id). Consistent: a refresh that just committed is seen.
+   */
   async getItem(externalId: string): Promise<StoredTokenItem | null> {
+    for (const key of storedKeySpellings(externalId)) {
+      const item = await this.getExact(key);
+      if (item) return item;
+    }
+    return null;
+  }
+
+  /** The item stored under exactly `key`, or null. */
+  async getExact(key: string): Promise<StoredTokenItem | null> {
     const out = await this.doc.send(
-      new GetCommand({ TableName: this.tableName, Key: { [TOKEN_TABLE.partitionKey.name]: externalId }, ConsistentRead: true }),
+      new GetCommand({ TableName: this.tableName, Key: { [TOKEN_TABLE.partitionKey.name]: key }, ConsistentRead: true }),
     );
-    return out.Item ? parseStoredItem(out.Item, externalId) : null;
+    return out.Item ? parseStoredItem(out.Item, key) : null;
   }
 }

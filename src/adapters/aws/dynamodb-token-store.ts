@@ -14,6 +14,7 @@ import { DynamoDbTokenReader } from './dynamodb-token-reader';
 import {
   TokenExistsError,
   TokenNotFoundError,
+  storedKeySpellings,
   type DueQuery,
   type DueToken,
   type IssuedTokens,
@@ -126,6 +127,10 @@ export class DynamoDbTokenStore implements TokenStore {
 
   async create(token: NewToken, now: number): Promise<TokenRecord> {
     const item = newItem(token, now);
+    // The condition below guards the lower-case key; a record the older code stored in upper case is looked for first.
+    for (const key of storedKeySpellings(item.externalId).slice(1)) {
+      if (await this.reader.getExact(key)) throw new TokenExistsError(item.externalId);
+    }
     try {
       await this.doc.send(
         new PutCommand({
@@ -230,11 +235,18 @@ export class DynamoDbTokenStore implements TokenStore {
     return this.reader.getItem(externalId);
   }
 
-  private async update(
-    externalId: string,
-    patch: TokenPatch,
-    condition: WriteCondition,
-  ): Promise<{ ok: true; item: StoredTokenItem } | { ok: false; failure: ConditionFailure | null; cause: unknown }> {
+  /** The update under the first of the id's spellings that holds a record (see `storedKeySpellings`). */
+  private async update(externalId: string, patch: TokenPatch, condition: WriteCondition): Promise<UpdateResult> {
+    const keys = storedKeySpellings(externalId);
+    let result: UpdateResult | undefined;
+    for (const key of keys) {
+      result = await this.updateExact(key, patch, condition);
+      if (result.ok || result.failure !== 'not_found') return result;
+    }
+    return result!;
+  }
+
+  private async updateExact(externalId: string, patch: TokenPatch, condition: WriteCondition): Promise<UpdateResult> {
     try {
       const out = await this.doc.send(
         new UpdateCommand({
@@ -247,10 +259,12 @@ export class DynamoDbTokenStore implements TokenStore {
       return { ok: true, item: parseStoredItem(out.Attributes, externalId) };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      return { ok: false, failure: conditionFailure(await this.readItem(externalId), condition), cause: error };
+      return { ok: false, failure: conditionFailure(await this.reader.getExact(externalId), condition), cause: error };
     }
   }
 }
+
+type UpdateResult = { ok: true; item: StoredTokenItem } | { ok: false; failure: ConditionFailure | null; cause: unknown };
 
 /** The shard travels with dueAt: set together, removed together. */
 function withShard(item: StoredTokenItem): Record<string, NativeAttributeValue> {

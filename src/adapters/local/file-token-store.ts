@@ -3,6 +3,7 @@ import * as z from 'zod';
 import {
   TokenExistsError,
   TokenNotFoundError,
+  storedKeySpellings,
   type DueQuery,
   type DueToken,
   type IssuedTokens,
@@ -78,8 +79,9 @@ export class FileTokenStore implements TokenStore {
   }
 
   async get(externalId: string): Promise<TokenRecord | null> {
-    const raw = (await this.load()).records[externalId];
-    return raw === undefined ? null : toRecord(parseStoredItem(raw, externalId));
+    const { records } = await this.load();
+    const key = storedKeyOf(records, externalId);
+    return key === undefined ? null : toRecord(parseStoredItem(records[key], key));
   }
 
   async list(request: PageRequest): Promise<Page<TokenSummary>> {
@@ -99,7 +101,7 @@ export class FileTokenStore implements TokenStore {
   async create(token: NewToken, now: number): Promise<TokenRecord> {
     const item = newItem(token, now);
     return this.withFile(async (file) => {
-      if (file.records[item.externalId] !== undefined) throw new TokenExistsError(item.externalId);
+      if (storedKeyOf(file.records, item.externalId) !== undefined) throw new TokenExistsError(item.externalId);
       file.records[item.externalId] = item;
       await this.save(file);
       return toRecord(item);
@@ -156,12 +158,12 @@ export class FileTokenStore implements TokenStore {
     condition: WriteCondition,
   ): Promise<{ ok: true; item: StoredTokenItem } | { ok: false; failure: ConditionFailure }> {
     return this.withFile(async (file) => {
-      const raw = file.records[externalId];
-      const item = raw === undefined ? null : parseStoredItem(raw, externalId);
+      const key = storedKeyOf(file.records, externalId);
+      const item = key === undefined ? null : parseStoredItem(file.records[key], key);
       const failure = conditionFailure(item, condition);
-      if (failure || !item) return { ok: false, failure: failure ?? 'not_found' };
+      if (failure || !item || key === undefined) return { ok: false, failure: failure ?? 'not_found' };
       const next = applyPatch(item, patch);
-      file.records[externalId] = next;
+      file.records[key] = next;
       await this.save(file);
       return { ok: true, item: next };
     });
@@ -179,6 +181,11 @@ export class FileTokenStore implements TokenStore {
   private save(file: TokenFile): Promise<void> {
     return writePrivateJsonFile(this.path, file, { pretty: true });
   }
+}
+
+/** The first of the id's spellings that holds a record (see `storedKeySpellings`), or undefined. */
+function storedKeyOf(records: TokenFile['records'], externalId: string): string | undefined {
+  return storedKeySpellings(externalId).find((key) => Object.hasOwn(records, key));
 }
 
 function compare(a: string, b: string): number {

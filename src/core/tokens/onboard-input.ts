@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { lazySchema } from '../shared/lazy-schema';
+import { caseFoldedUuid } from '../shared/uuid';
 
 /**
  * What onboarding a user takes. Its own module so that the CLI checks `--email` (and may check the
@@ -7,7 +8,7 @@ import { lazySchema } from '../shared/lazy-schema';
  */
 export const onboardInputSchema = lazySchema(() =>
   z.strictObject({
-    externalId: z.guid(),
+    externalId: caseFoldedUuid,
     username: z.string().trim().min(1).max(512),
     email: z.email().max(512),
   }),

@@ -15,6 +15,8 @@ export interface RefreshQueue {
 
 export const refreshRequestSchema = lazySchema(() =>
   z.strictObject({
+    // Not folded: the planner sends the store's key as the due index holds it, which finds the
+    // record whatever its case (storedKeySpellings), a mixed-case one of the older code included.
     externalId: z.guid(),
     /** The record's refresh deadline when planned (epoch ms): for logs and lag metrics only. */
     dueAt: z.int().min(0),

@@ -218,7 +218,8 @@ export class TokenLifecycle {
       // Taken meanwhile by a recovery or a revocation: that is the state to report.
       if (record.status !== 'needs_attention') return this.alreadyOnboarded(record, user);
       const issuedAt = this.deps.clock.now();
-      const { pair, result } = await this.register(user, log);
+      // The service knows the user by the spelling it was created with: upper case for a record the older code stored so.
+      const { pair, result } = await this.register({ ...user, externalId: record.externalId }, log);
       const { expiresAt } = accessTokenExpiry(pair, issuedAt, this.settings.accessTokenLifetimeMs);
       await this.saveWhileLeased(record, owner, {
         accessToken: pair.accessToken,

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { AcctopsError } from '../shared/errors';
 import { lazySchema } from '../shared/lazy-schema';
+import { foldUuid } from '../shared/uuid';
 
 /**
  * The user-token store: one record per institution user, keyed by the service's `external_id`.
@@ -31,7 +32,10 @@ export const KEEP_ALIVE_MS = 24 * 60 * 60 * 1000;
 export const MAX_PAGE_SIZE = 1000;
 
 export interface TokenRecord {
-  /** The service's `external_id` (a UUID): the record's key. */
+  /**
+   * The service's `external_id` (a UUID): the record's key, and the spelling the service is sent.
+   * Lower case, except in a record stored as typed before decision 77 (see `storedKeySpellings`).
+   */
   externalId: string;
   username: string;
   email: string;
@@ -129,6 +133,21 @@ export interface DueToken {
   dueAt: number;
 }
 
+/**
+ * The keys a record of `externalId` may be stored under, in the order a store looks them up: the
+ * lower-case key every record is created under since decision 77, then the upper-case one of a
+ * record the older code stored as an operator typed it, then `externalId` as given (the key a
+ * listing or the due index handed out, whatever its case). A lookup by an id in another case
+ * misses only a record stored in mixed case, which nothing but a hand-typed id of mixed case made.
+ */
+export function storedKeySpellings(externalId: string): string[] {
+  return [...new Set([foldUuid(externalId), externalId.toUpperCase(), externalId])];
+}
+
+/**
+ * Every method that takes an `externalId` finds the record whatever the case of the id (see
+ * `storedKeySpellings`); `create` stores it under the lower-case key.
+ */
 export interface TokenStore {
   /** The record, read strongly consistently; null when absent. */
   get(externalId: string): Promise<TokenRecord | null>;

@@ -14,6 +14,7 @@ import {
   type WriteGuard,
 } from './token-store';
 import { lazySchema } from '../shared/lazy-schema';
+import { caseFoldedUuid } from '../shared/uuid';
 
 /**
  * The store's semantics, written once as data so that both adapters apply the same rules: each
@@ -52,7 +53,8 @@ const ERROR_CLASS = /^[A-Za-z][A-Za-z0-9_.:-]{0,127}$/;
 
 const newTokenSchema = lazySchema(() =>
   z.object({
-    externalId: z.guid(),
+    // Every record is created under the lower-case key (decision 77).
+    externalId: caseFoldedUuid,
     username: z.string().min(1).max(512),
     email: z.string().min(1).max(512),
     accessToken: token,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
@@ -366,6 +366,40 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       } finally {
         const lease = (await tokens.acquireLease(userZ, 'test', sandboxClock.now() + MINUTE, sandboxClock.now()))!;
         await tokens.markStatus(userZ, { status: 'revoked' }, { expectedVersion: lease.version, owner: 'test', now: sandboxClock.now() });
+      }
+    });
+
+    it('a user the older code stored in upper case is discovered through its lower-case id (decision 77)', async () => {
+      const p = pipeline();
+      const upper = randomUUID().toUpperCase();
+      const user = await sandbox.admin.createUser({ institutionId: 'inst-monthly', externalId: upper, companies: [u1], issueTokens: true });
+      const lower = upper.toLowerCase();
+      await tokens.create(
+        {
+          externalId: lower,
+          username: user.username,
+          email: user.email,
+          ...user.tokens!,
+          accessTokenExpiresAt: expiryOf(user.tokens!.accessToken, sandboxClock.now()),
+        },
+        sandboxClock.now(),
+      );
+      // As the older code stored it: under the id as typed.
+      const file = JSON.parse(await readFile(tokens.path, 'utf8')) as { records: Record<string, Record<string, unknown>> };
+      file.records[upper] = { ...file.records[lower], externalId: upper };
+      delete file.records[lower];
+      await writeFile(tokens.path, JSON.stringify(file));
+      try {
+        const plan = await p.plan();
+        expect(plan).toMatchObject({ users: 3 });
+        expect(p.queue.messages.map((m) => m.groupId)).toContain(`user#${lower}`);
+        await p.drain();
+        const summary = p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished)[0]!.detail;
+        expect(summary).toMatchObject({ expected: 3, completed: 3, failedDiscoveries: 0 });
+        expect(p.logger.entries().filter((e) => /not in the token store/.test(JSON.stringify(e)))).toEqual([]);
+      } finally {
+        const lease = (await tokens.acquireLease(lower, 'test', sandboxClock.now() + MINUTE, sandboxClock.now()))!;
+        await tokens.markStatus(lower, { status: 'revoked' }, { expectedVersion: lease.version, owner: 'test', now: sandboxClock.now() });
       }
     });
 

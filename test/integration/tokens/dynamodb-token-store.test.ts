@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbTokenStore } from '../../../src/adapters/aws/dynamodb-token-store';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { TOKEN_TABLE, dueShardOf } from '../../../src/core/tokens/token-table';
@@ -42,6 +42,13 @@ tokenStoreContract('DynamoDbTokenStore on dynalite', async () => {
           ExpressionAttributeValues: { ':v': value },
         }),
       );
+    },
+    rekey: async (externalId, key) => {
+      const { Item } = await doc.send(new GetCommand({ TableName: tableName, Key: { externalId }, ConsistentRead: true }));
+      const moved: Record<string, unknown> = { ...Item, externalId: key };
+      if (moved[TOKEN_TABLE.dueIndex.partitionKey.name] !== undefined) moved[TOKEN_TABLE.dueIndex.partitionKey.name] = dueShardOf(key);
+      await doc.send(new PutCommand({ TableName: tableName, Item: moved }));
+      await doc.send(new DeleteCommand({ TableName: tableName, Key: { externalId } }));
     },
     close: async () => undefined,
   };

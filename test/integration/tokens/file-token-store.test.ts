@@ -21,6 +21,12 @@ tokenStoreContract('FileTokenStore', async () => {
       file.records[externalId]![attribute] = value;
       await writeFile(path, JSON.stringify(file));
     },
+    rekey: async (externalId, key) => {
+      const file = JSON.parse(await readFile(path, 'utf8')) as { records: Record<string, Record<string, unknown>> };
+      file.records[key] = { ...file.records[externalId], externalId: key };
+      delete file.records[externalId];
+      await writeFile(path, JSON.stringify(file));
+    },
     close: () => rm(dir, { recursive: true, force: true }),
   };
 });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { CreateSecretCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { DynamoDbTokenStore } from '../../../src/adapters/aws/dynamodb-token-store';
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
@@ -15,6 +16,7 @@ import { CANARY } from '../../helpers/canary';
 import { captureStdout, lambdaContexts, loadHandler, type LambdaHandler } from '../../helpers/lambda';
 import { TEST_DIALECTS } from '../../helpers/dialects';
 import { createTokenTable } from '../../helpers/dynamodb-tables';
+import { dueShardOf, TOKEN_TABLE } from '../../../src/core/tokens/token-table';
 
 describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   // The token functions end to end: the real handler modules (environment read at load, the real
@@ -270,6 +272,63 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       await handlers.plan(schedulerEvent(), context());
       const planned = recorder.messages.slice(sent).map((m) => (JSON.parse(m.body) as { externalId: string }).externalId);
       expect(planned.sort()).toEqual([onboarded[0]!, onboarded[2]!].sort());
+    });
+
+    it('an upper-case externalId is one user: stored and sent in lower case, found by any case (decision 77)', async () => {
+      const user = newUser();
+      const upper = user.externalId.toUpperCase();
+      await expect(handlers.onboard({ ...user, externalId: upper }, context())).resolves.toMatchObject({
+        externalId: user.externalId,
+        result: 'created',
+      });
+      expect(await store.get(user.externalId)).toMatchObject({ externalId: user.externalId });
+      // The service was sent the lower-case spelling: the sandbox compares external_id exactly.
+      await expect(sandbox.admin.findUser({ institutionId: INSTITUTION_ID, externalId: user.externalId })).resolves.toMatchObject({
+        username: user.username,
+      });
+      await expect(handlers.onboard({ ...user }, context())).resolves.toMatchObject({ result: 'already_onboarded' });
+      await expect(handlers.recover({ externalId: upper }, context())).resolves.toMatchObject({ result: 'recovered' });
+      await expect(handlers.revoke({ externalId: upper }, context())).resolves.toEqual({ externalId: user.externalId, result: 'revoked' });
+      expect(await store.get(user.externalId)).toMatchObject({ status: 'revoked' });
+      await tableSnapshot();
+    });
+
+    it('a record the older code stored in upper case is found by its lower-case id, and the service is sent its spelling', async () => {
+      const user = newUser();
+      const upper = user.externalId.toUpperCase();
+      // As the older code left it: the service knows the user in upper case, and so does the record's key.
+      const atService = await sandbox.admin.createUser({ ...user, externalId: upper, institutionId: INSTITUTION_ID, issueTokens: true });
+      await store.create(
+        {
+          ...user,
+          accessToken: atService.tokens!.accessToken,
+          refreshToken: atService.tokens!.refreshToken,
+          accessTokenExpiresAt: Date.now(),
+        },
+        Date.now(),
+      );
+      const doc = DynamoDBDocumentClient.from(ddb);
+      const { Item } = await doc.send(new GetCommand({ TableName: TABLE, Key: { externalId: user.externalId }, ConsistentRead: true }));
+      await doc.send(
+        new PutCommand({
+          TableName: TABLE,
+          Item: { ...Item, externalId: upper, [TOKEN_TABLE.dueIndex.partitionKey.name]: dueShardOf(upper) },
+        }),
+      );
+      await doc.send(new DeleteCommand({ TableName: TABLE, Key: { externalId: user.externalId } }));
+
+      await expect(handlers.onboard(user, context())).resolves.toMatchObject({ externalId: upper, result: 'already_onboarded' });
+      await expect(handlers.recover({ externalId: user.externalId }, context())).resolves.toMatchObject({ result: 'recovered' });
+      const refreshed = await handlers.refresh(sqsEvent([JSON.stringify({ externalId: upper, dueAt: 0 })]), context());
+      expect(refreshed).toEqual({ batchItemFailures: [] });
+      expect(await store.get(user.externalId)).toMatchObject({ externalId: upper, status: 'active', version: 3 });
+      await expect(handlers.revoke({ externalId: user.externalId }, context())).resolves.toEqual({
+        externalId: user.externalId,
+        result: 'revoked',
+      });
+      expect(await store.get(upper)).toMatchObject({ externalId: upper, status: 'revoked' });
+      expect((await store.list({ limit: 100 })).items.filter((i) => i.externalId.toLowerCase() === user.externalId)).toHaveLength(1);
+      await tableSnapshot();
     });
 
     it('writes no token and no secret to stdout (canary scan of every log line and metric document)', async () => {

@@ -17,6 +17,8 @@ export interface TokenStoreHarness {
   store: TokenStore;
   /** Overwrites one stored attribute of a record with `value`, bypassing the store's validation. */
   corrupt(externalId: string, attribute: string, value: unknown): Promise<void>;
+  /** Moves a record under exactly `key` (its `externalId` too), as the code before decision 77 stored an id as typed. */
+  rekey(externalId: string, key: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -518,6 +520,62 @@ export function tokenStoreContract(name: string, makeHarness: () => Promise<Toke
         } while (cursor !== null && pages < 20);
         expect(seen.sort()).toEqual([...ids].sort());
         expect(seen).toHaveLength(7);
+      });
+    });
+
+    describe('the case of external_id (decision 77)', () => {
+      it('stores a new record under the lower-case key and finds it by any case', async () => {
+        const upper = randomUUID().toUpperCase();
+        const created = await store.create(newToken({ externalId: upper }), clock.now());
+        expect(created.externalId).toBe(upper.toLowerCase());
+        expect((await store.get(upper))?.externalId).toBe(upper.toLowerCase());
+        expect((await store.get(upper.toLowerCase()))?.externalId).toBe(upper.toLowerCase());
+        expect((await store.list({ limit: 10 })).items.map((i) => i.externalId)).toEqual([upper.toLowerCase()]);
+        const error = await caught(store.create(newToken({ externalId: upper.toLowerCase() }), clock.now()));
+        expect(error).toBeInstanceOf(TokenExistsError);
+        const leased = await store.acquireLease(upper, 'worker-a', clock.now() + MINUTE, clock.now());
+        expect(leased?.leaseOwner).toBe('worker-a');
+        const saved = await store.saveTokens(upper, freshPair(), { expectedVersion: 1, owner: 'worker-a', now: clock.now() });
+        expect(saved).toMatchObject({ externalId: upper.toLowerCase(), version: 2, leaseOwner: null });
+      });
+
+      it('finds a record the older code stored in upper case by its lower-case id, and keeps it under its key', async () => {
+        const lower = randomUUID();
+        const upper = lower.toUpperCase();
+        const input = newToken({ externalId: lower, accessTokenExpiresAt: clock.now() + MARGIN / 2 });
+        await store.create(input, clock.now());
+        await harness.rekey(lower, upper);
+
+        expect(await store.get(lower)).toMatchObject({ externalId: upper, refreshToken: input.refreshToken });
+        const error = await caught(store.create(newToken({ externalId: lower }), clock.now()));
+        expect(error).toBeInstanceOf(TokenExistsError);
+
+        // The due index hands out the stored key, which finds the record too.
+        const due = await store.queryDue({ now: clock.now(), marginMs: MARGIN, limit: 10 });
+        expect(due.items.map((d) => d.externalId)).toEqual([upper]);
+
+        const leased = await store.acquireLease(lower, 'worker-a', clock.now() + MINUTE, clock.now());
+        expect(leased).toMatchObject({ externalId: upper, leaseOwner: 'worker-a', version: 1 });
+        expect(await store.releaseLease(lower, 'worker-a')).toBe(true);
+        await store.acquireLease(lower, 'worker-b', clock.now() + MINUTE, clock.now());
+        const pair = freshPair();
+        const saved = await store.saveTokens(lower, pair, { expectedVersion: 1, owner: 'worker-b', now: clock.now() });
+        expect(saved).toMatchObject({ externalId: upper, version: 2, refreshToken: pair.refreshToken, leaseOwner: null });
+        await store.acquireLease(due.items[0]!.externalId, 'worker-c', clock.now() + MINUTE, clock.now());
+        const revoked = await store.markStatus(lower, { status: 'revoked' }, { expectedVersion: 2, owner: 'worker-c', now: clock.now() });
+        expect(revoked).toMatchObject({ externalId: upper, status: 'revoked', version: 3 });
+        // Written in place: still one record, under its old key.
+        expect((await store.list({ limit: 10 })).items.map((i) => i.externalId)).toEqual([upper]);
+      });
+
+      it('an unknown id of either case is still not found', async () => {
+        const upper = randomUUID().toUpperCase();
+        expect(await store.get(upper)).toBeNull();
+        await expect(store.acquireLease(upper, 'worker-a', clock.now() + MINUTE, clock.now())).rejects.toBeInstanceOf(TokenNotFoundError);
+        await expect(
+          store.saveTokens(upper, freshPair(), { expectedVersion: 1, owner: 'worker-a', now: clock.now() }),
+        ).rejects.toBeInstanceOf(TokenNotFoundError);
+        expect(await store.releaseLease(upper, 'worker-a')).toBe(false);
       });
     });
 

@@ -3,6 +3,7 @@ import * as z from 'zod';
 import { parseWith, ValidationError } from '../../shared/errors';
 import { DATASETS, FORMATS, type DatasetName, type ExportFormat } from '../formats/datasets';
 import { lazySchema } from '../../shared/lazy-schema';
+import { caseFoldedUuid as uuid } from '../../shared/uuid';
 
 /**
  * The export queue's messages (docs/exports.md, "The pipeline"). Two kinds:
@@ -15,7 +16,6 @@ import { lazySchema } from '../../shared/lazy-schema';
  * when it runs (the company's key secret, or the user's token from the token store).
  */
 
-const uuid = lazySchema(() => z.guid().transform((id) => id.toLowerCase()));
 const month = lazySchema(() => z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month as YYYY-MM'));
 /** Identifiers that become part of a deduplication id: plain tokens, bounded. */
 const token = lazySchema(() => z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, 'expected 1-128 letters, digits or . _ : -'));

@@ -3,6 +3,7 @@ import { activeCompanyPages, type CompanyRegistry, type RegistryFinding } from '
 import type { EventPublisher } from '../../ports/events';
 import type { Clock } from '../../shared/clock';
 import { mapWithConcurrency } from '../../shared/concurrency';
+import { foldUuid } from '../../shared/uuid';
 import { ValidationError } from '../../shared/errors';
 import type { Logger } from '../../shared/logger';
 import type { Metrics } from '../../shared/metrics';
@@ -159,7 +160,7 @@ export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMont
   if (input.users) {
     do {
       const page = await input.users.queryDue({ now: clock.now(), marginMs: EVERY_ACTIVE_USER_MS, limit: USER_PAGE, cursor });
-      const ids = page.items.map((u) => u.externalId.toLowerCase());
+      const ids = page.items.map((u) => foldUuid(u.externalId));
       const results = await mapWithConcurrency(ids, PLAN_CONCURRENCY, (id) => ledger.expectDiscovery(runId, id));
       const jobs: DiscoverJob[] = ids
         .filter((_, i) => results[i] !== 'taken')

@@ -2,11 +2,11 @@ import * as z from 'zod';
 import { datasetsSchema, defaultFormats, formatsSchema, type ExportJob, type ExportTrigger } from './export-jobs';
 import { parsePeriod, periodOf, refuseFuturePeriod, type Period } from '../formats/period';
 import { lazySchema } from '../../shared/lazy-schema';
+import { caseFoldedUuid as uuid } from '../../shared/uuid';
 
 /** A request covers at most this many months (three years): a bigger backfill is several requests. */
 export const MAX_MONTHS_PER_REQUEST = 36;
 
-const uuid = lazySchema(() => z.guid().transform((id) => id.toLowerCase()));
 const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
 const month = lazySchema(() => z.string().regex(MONTH, 'expected a month as YYYY-MM'));
 /** A month, or a day of it: a range is widened to the whole months it touches. */
