@@ -201,7 +201,7 @@ export async function rotateNow(deps: RotateNowDeps, companyId: string): Promise
   const { versionId } = await deps.store.startRotation(entry.secretId);
   const stages = (await deps.store.describeSecret(entry.secretId)).versionStages[versionId] ?? [];
   const { state, rolledBack } = rotationState(stages, deps.synchronous === true);
-  (deps.logger ?? silentLogger).info('rotation started', { companyId: entry.companyId, secret: entry.name, versionId, state });
+  (deps.logger ?? silentLogger).info('rotation started', { companyId: entry.companyId, secretName: entry.name, versionId, state });
   return { companyId: entry.companyId, secret: entry.name, versionId, state, rolledBack };
 }
 

@@ -157,6 +157,16 @@ export async function examineCompanies(
   return findings;
 }
 
+/**
+ * A finding as a log line writes it: the secret's name as `secretName`, a field the redactor lets
+ * through (src/core/shared/redact.ts), where `secret` would be blanked as a secret's value. The
+ * finding itself (the report, the event, the CLI's JSON) keeps `secret`.
+ */
+function loggedFinding(finding: Finding): Record<string, unknown> {
+  const { secret, ...rest } = finding;
+  return { ...rest, secretName: secret };
+}
+
 /** Metrics, logs and events of a run's findings; the report as given. */
 export async function reportDoctorRun<R extends DoctorReport>(
   deps: Pick<DoctorDeps, 'events' | 'logger' | 'metrics'>,
@@ -169,8 +179,8 @@ export async function reportDoctorRun<R extends DoctorReport>(
   deps.metrics.add(ALARMED_METRICS.unrepairedRotationFindings.name, unrepaired.length);
   deps.metrics.add('RotationRepairs', findings.length - unrepaired.length);
   for (const finding of findings) {
-    if (finding.repaired) deps.logger.info('rotation doctor repaired', { ...finding });
-    else deps.logger.warn('rotation doctor finding', { ...finding });
+    if (finding.repaired) deps.logger.info('rotation doctor repaired', loggedFinding(finding));
+    else deps.logger.warn('rotation doctor finding', loggedFinding(finding));
   }
   if (deps.events && findings.length > 0) {
     const events: DomainEvent[] = findings.map((f) => ({ type: FINDING_EVENT_TYPE, time: report.checkedAt, detail: { ...f } }));
@@ -228,7 +238,7 @@ async function checkCompany(entries: CompanyKeyEntry[], ctx: CheckContext): Prom
     try {
       states.push(await checkSecret(entry, ctx));
     } catch (error) {
-      ctx.log.error('company key secret check failed', { secret: entry.name, error });
+      ctx.log.error('company key secret check failed', { secretName: entry.name, error });
       ctx.found.push({
         type: 'check_failed',
         companyId: entry.companyId,

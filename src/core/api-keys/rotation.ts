@@ -209,7 +209,8 @@ export class KeyRotation {
    */
   async runStep(event: RotationEvent): Promise<StepOutcome> {
     const { SecretId: secretId, ClientRequestToken: token, Step: step } = event;
-    const log = this.deps.logger.child({ secretId, token, step });
+    // The ClientRequestToken is the new version's id, not a credential: logged as what it is.
+    const log = this.deps.logger.child({ secretId, versionId: token, step });
     const description = await this.deps.store.describeSecret(secretId);
     const attempt: StepAttempt = { keyRequested: false };
     if (this.guard(description, token, step) === 'already_current') {
@@ -491,7 +492,7 @@ export class KeyRotation {
    * may still run (AWS: Secrets Manager retries a rotation when it likes; the doctor gives those up).
    */
   async rollBack(secretId: string, token: string): Promise<RollBackResult> {
-    const log = this.deps.logger.child({ secretId, token });
+    const log = this.deps.logger.child({ secretId, versionId: token });
     const undone = await this.undo(secretId, token, log, { keyRequested: true });
     if (undone.result === 'rolled_back') {
       this.deps.metrics.add('RotationsRolledBack', 1);

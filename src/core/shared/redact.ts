@@ -9,7 +9,28 @@
 
 const SECRET_KEY =
   /(secret|password|passwd|token|apikey|api_key|authorization|institution|credential|refresh|access_?token|signature|^key$)/i;
-const SAFE_KEYS = new Set(['keyPrefix', 'prefix', 'apiKeyId', 'tokenExpiresAt', 'accessTokenExpiresAt', 'tokenType', 'refreshedAt']);
+/**
+ * Names the pattern above matches that never hold a secret: ids and names of secrets (an ARN or a
+ * name, never a value), counts and class names. Exact names only, and their values still pass
+ * through the value layer below (registered secrets, JWTs, keys), so a secret put under one of
+ * them by mistake is still cut. A field whose name misleads is renamed rather than added here (the
+ * rotation's ClientRequestToken is logged as `versionId`, a finding's `secret` as `secretName`).
+ */
+const SAFE_KEYS = new Set([
+  'keyPrefix',
+  'prefix',
+  'apiKeyId',
+  'tokenExpiresAt',
+  'accessTokenExpiresAt',
+  'tokenType',
+  'refreshedAt',
+  // The refresh worker's count of users refreshed, and the refresh's error class on a needs_attention line.
+  'refreshed',
+  'refreshErrorClass',
+  'secretId',
+  'secretArn',
+  'secretName',
+]);
 
 const JWT = /\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g;
 const BEARER = /(Bearer\s+)([^\s"',]+)/gi;

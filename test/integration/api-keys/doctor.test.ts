@@ -220,6 +220,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         .map((f) => f.type)
         .sort();
       expect(second).toEqual(['key_expiring', 'rotation_disabled']);
+      // The finding's line names the secret as `secretName`, which the redactor lets through (decision 77).
+      const logged = world.logger.entries().filter((e) => e.message === 'rotation doctor finding' && e.secretName === 'expiring');
+      expect(logged.map((e) => e.type).sort()).toEqual(['key_expiring', 'rotation_disabled']);
+      expect(world.logger.lines.filter((l) => l.includes('[REDACTED]'))).toEqual([]);
     });
 
     it('reports a company it cannot check, and goes on with the others', async () => {
@@ -228,6 +232,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const failed = report.findings.filter((f) => f.type === 'check_failed');
       expect(failed).toEqual([expect.objectContaining({ repaired: false })]);
       expect(failed[0]!.detail).toContain(dialect === 'default' ? 'key_revoked' : 'The API key has been revoked.');
+      expect(world.logger.entries().find((e) => e.message === 'rotation doctor finding' && e.type === 'check_failed')).toMatchObject({
+        secretName: failed[0]!.secret,
+      });
     });
 
     it("reports a secret that holds another company's key, naming both companies, in a dry run too", async () => {

@@ -87,6 +87,13 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
       // Only prefixes were logged.
       expect(world.logger.lines.some((l) => l.includes(current.keyPrefix))).toBe(true);
+      // Every step's line names the secret and the version (not a secret, and not redacted as one: decision 77).
+      const steps = world.logger.entries().filter((e) => typeof e.step === 'string');
+      expect(steps.map((e) => e.step)).toEqual(expect.arrayContaining(['createSecret', 'setSecret', 'testSecret', 'finishSecret']));
+      for (const entry of steps) {
+        expect(entry).toMatchObject({ secretId: world.secretArn, versionId });
+        expect(entry).not.toHaveProperty('token');
+      }
       expect(world.metrics.sum('RotationsCompleted')).toBe(1);
       expect(world.metrics.sum('KeysRevoked')).toBe(1);
     });
