@@ -210,7 +210,8 @@ export class RequestEngine {
         delayMs: delay,
         error: error.code,
         status: error.status,
-        requestId: error.requestId,
+        // Not `requestId`: that field of every line is the invocation's own (docs/observability.md).
+        serviceRequestId: error.requestId,
       });
       settings.onRetryWait?.({ request, attempt, delayMs: delay, askedByService: error.retryAfterMs !== undefined, error });
       await settings.clock.sleep(delay);

@@ -77,3 +77,14 @@ export function describeFailure(error: unknown): {
   }
   return { errorClass: 'UnknownError' };
 }
+
+/**
+ * `describeFailure` for a log line: the service's request id as `serviceRequestId`. A line's own
+ * `requestId` is the invocation's (docs/observability.md), and a field of the same name spread
+ * into the line replaced it on exactly the lines one looks up by it. Events keep `requestId`: no
+ * invocation id competes there.
+ */
+export function loggedFailure(error: unknown): Omit<ReturnType<typeof describeFailure>, 'requestId'> & { serviceRequestId?: string } {
+  const { requestId, ...rest } = describeFailure(error);
+  return requestId === undefined ? rest : { ...rest, serviceRequestId: requestId };
+}

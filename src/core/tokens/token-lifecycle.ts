@@ -21,7 +21,7 @@ import { onboardInputSchema, type OnboardInput } from './onboard-input';
 import { OnboardConflictError, RevocationIncompleteError, TokenBusyError, UserRevokedError } from './errors';
 import { tokenRefreshFailed } from './token-events';
 import { accessTokenExpiry } from './token-expiry';
-import { describeFailure, failureCode, isInstitutionRefusal, serviceFailure } from './token-failures';
+import { describeFailure, failureCode, isInstitutionRefusal, loggedFailure, serviceFailure } from './token-failures';
 import {
   TokenExistsError,
   TokenNotFoundError,
@@ -254,7 +254,7 @@ export class TokenLifecycle {
       // whatever its text; retrieve with the same identity decides.
       const conflict = error instanceof UserExistsError || (error instanceof AccountingApiError && error.status === 409);
       if (!conflict && serviceFailure(error) !== 'ambiguous') throw error;
-      log.info('the service may already know the user; retrieving its tokens', describeFailure(error));
+      log.info('the service may already know the user; retrieving its tokens', loggedFailure(error));
       try {
         return { pair: await this.deps.institution.retrieveToken(user), result: 'retrieved' };
       } catch (retrieveError) {
@@ -307,7 +307,7 @@ export class TokenLifecycle {
       try {
         return await this.refresh(externalId);
       } catch (error) {
-        const failure = describeFailure(error);
+        const failure = loggedFailure(error);
         this.deps.logger.warn('user token refresh deferred; it will be retried', { externalId, ...failure });
         // Not the user's failure but our credential's: a caller reports it as such (the CLI's exit 4).
         const credentialRefused = error instanceof AuthenticationError && isInstitutionRefusal(error);
@@ -370,7 +370,7 @@ export class TokenLifecycle {
         error instanceof InvalidGrantError
           ? 'refresh token refused; recovering through retrieve'
           : 'refresh outcome unknown; recovering through retrieve',
-        describeFailure(error),
+        loggedFailure(error),
       );
     }
 
@@ -447,7 +447,7 @@ export class TokenLifecycle {
     }
     this.deps.logger.error('user token needs attention: refresh and retrieve both failed', {
       externalId: record.externalId,
-      ...describeFailure(failure.retrieveError),
+      ...loggedFailure(failure.retrieveError),
       refreshErrorClass: describeFailure(failure.refreshError).errorClass,
       consecutiveFailures: marked.consecutiveFailures,
     });
@@ -457,7 +457,7 @@ export class TokenLifecycle {
     } catch (error) {
       // The record is the truth and the metric alarms; a lost event must not undo either.
       this.deps.metrics.add('TokenEventPublishFailed', 1);
-      this.deps.logger.error('TokenRefreshFailed event not published', { externalId: record.externalId, ...describeFailure(error) });
+      this.deps.logger.error('TokenRefreshFailed event not published', { externalId: record.externalId, ...loggedFailure(error) });
     }
     return { externalId: record.externalId, result: 'needs_attention', errorClass, ...(errorCode === undefined ? {} : { errorCode }) };
   }
@@ -526,7 +526,7 @@ export class TokenLifecycle {
     try {
       await this.expireAtService(record);
     } catch (error) {
-      this.deps.logger.error('user revoked here; the service did not confirm the expiry', { externalId, ...describeFailure(error) });
+      this.deps.logger.error('user revoked here; the service did not confirm the expiry', { externalId, ...loggedFailure(error) });
       throw new RevocationIncompleteError(externalId, error);
     }
     if (already) return { externalId, result: 'already_revoked' };
@@ -555,14 +555,14 @@ export class TokenLifecycle {
           this.deps.logger.error('new token pair not stored; the user recovers through retrieve next time', {
             externalId: record.externalId,
             attempts: attempt,
-            ...describeFailure(error),
+            ...loggedFailure(error),
           });
           throw error;
         }
         this.deps.logger.warn('new token pair not stored yet; trying again while the lease lasts', {
           externalId: record.externalId,
           attempt,
-          ...describeFailure(error),
+          ...loggedFailure(error),
         });
         await this.deps.clock.sleep(delayMs);
       }
@@ -610,7 +610,7 @@ export class TokenLifecycle {
       return await work();
     } catch (error) {
       await this.deps.store.releaseLease(externalId, owner).catch((releaseError: unknown) => {
-        this.deps.logger.warn('lease not released; it runs out on its own', { externalId, ...describeFailure(releaseError) });
+        this.deps.logger.warn('lease not released; it runs out on its own', { externalId, ...loggedFailure(releaseError) });
       });
       throw error;
     }

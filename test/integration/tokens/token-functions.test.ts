@@ -331,6 +331,42 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       await tableSnapshot();
     });
 
+    it("a failure line keeps the invocation's requestId; the service's is serviceRequestId (decision 77)", async () => {
+      const user = newUser();
+      await handlers.onboard(user, context());
+      // A 503 on refresh (never retried: it rotates) sends the user through retrieve, whose own 503 is retried once.
+      await sandbox.admin.faults.add({ route: 'POST /institution/users/token/refresh/', times: 1, fault: { type: 'status', status: 503 } });
+      await sandbox.admin.faults.add({
+        route: 'POST /institution/users/token/retrieve/',
+        times: 1,
+        fault: { type: 'status', status: 503 },
+      });
+      try {
+        const from = stdout.length;
+        const invocation = context();
+        const response = await handlers.refresh(sqsEvent([JSON.stringify({ externalId: user.externalId, dueAt: 0 })]), invocation);
+        expect(response).toEqual({ batchItemFailures: [] });
+        const lines = stdout
+          .slice(from)
+          .join('')
+          .split('\n')
+          .filter((line) => line.startsWith('{') && !line.includes('"_aws"'))
+          .map((line) => JSON.parse(line) as Record<string, unknown>);
+        const failures = lines.filter((l) =>
+          ['refresh outcome unknown; recovering through retrieve', 'accounting api request will be retried'].includes(l.message as string),
+        );
+        expect(failures.map((l) => l.message).sort()).toEqual([
+          'accounting api request will be retried',
+          'refresh outcome unknown; recovering through retrieve',
+        ]);
+        for (const line of lines) expect(line.requestId).toBe(invocation.awsRequestId);
+        for (const line of failures) expect(line.serviceRequestId).toMatch(/^req_[0-9a-f]{16}$/);
+        expect(await store.get(user.externalId)).toMatchObject({ status: 'active', version: 2 });
+      } finally {
+        await sandbox.admin.faults.clear();
+      }
+    });
+
     it('writes no token and no secret to stdout (canary scan of every log line and metric document)', async () => {
       await tableSnapshot();
       const text = stdout.join('');

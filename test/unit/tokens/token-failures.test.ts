@@ -10,7 +10,7 @@ import {
   TimeoutError,
 } from '../../../src/core/accounting-api';
 import { ValidationError } from '../../../src/core/shared/errors';
-import { describeFailure, serviceFailure } from '../../../src/core/tokens/token-failures';
+import { describeFailure, loggedFailure, serviceFailure } from '../../../src/core/tokens/token-failures';
 
 describe('reading a failed call to the service', () => {
   it.each([
@@ -49,5 +49,12 @@ describe('reading a failed call to the service', () => {
       requestId: 'req_1',
     });
     expect(describeFailure('a string')).toEqual({ errorClass: 'UnknownError' });
+  });
+
+  it("logs the service's request id as serviceRequestId, never over a line's own requestId", () => {
+    const error = new ServerError(undefined, { status: 503, requestId: 'req_1' });
+    expect(loggedFailure(error)).toEqual({ errorClass: 'ServerError', errorCode: error.code, status: 503, serviceRequestId: 'req_1' });
+    expect(loggedFailure(new ServerError(undefined, { status: 503 }))).not.toHaveProperty('serviceRequestId');
+    expect(loggedFailure(new Error('x'))).toEqual({ errorClass: 'Error' });
   });
 });
