@@ -86,6 +86,16 @@ export const minimalCompanyView = (c: Company) => ({
   defaultCurrency: c.currency,
 });
 
+/**
+ * An API key in the minimal dialect: the prefix under another name (spec §5.1.2 says "the key
+ * prefix", not its field), so that the client's reading of the spellings is exercised. The name
+ * stays: rotation recognises its keys by it (docs/key-rotation.md).
+ */
+export const minimalApiKeyView = <K extends { prefix: string }>(view: K) => {
+  const { prefix, ...rest } = view;
+  return { ...rest, keyPrefix: prefix };
+};
+
 /** A tax report in the minimal dialect: `pk` is the one name the spec gives; every other name differs. */
 export const minimalTaxReportView = (r: TaxReportRecord, s: WireSettings) => ({
   pk: r.pk,

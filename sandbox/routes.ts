@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import * as z from 'zod';
 import { actingCompany, authenticateBearer, checkBodyCompany, labelOf, permissionsOf, requirePermission, type Principal } from './auth';
-import { TOKEN_NOT_VALID, minimalCompanyView, minimalTaxReportView, type Dialect } from './dialect';
+import { TOKEN_NOT_VALID, minimalApiKeyView, minimalCompanyView, minimalTaxReportView, type Dialect } from './dialect';
 import { SandboxApiError, authError, fromZod, invalidGrant, notFound, permissionDenied } from './errors';
 import { envelope, type ListSpec, type PageRequest } from './pagination';
 import type { RateLimitConfig } from './rate-limit';
@@ -446,7 +446,11 @@ export const routes: RouteDef[] = [
     handle(ctx) {
       const { companyId } = bearer(ctx, 'manage_api_keys');
       const keys = ctx.state.apiKeysOf(companyId);
-      return list(ctx, keys.length, page(ctx, keys).map(apiKeyView));
+      return list(
+        ctx,
+        keys.length,
+        page(ctx, keys).map((k) => (minimal(ctx) ? minimalApiKeyView(apiKeyView(k)) : apiKeyView(k))),
+      );
     },
   },
   {
@@ -474,7 +478,7 @@ export const routes: RouteDef[] = [
         permissions: body.permissions,
         expiresAt: body.expiresAt === undefined ? null : Date.parse(body.expiresAt),
       });
-      return { status: 201, body: { ...apiKeyView(record), key } };
+      return { status: 201, body: { ...(minimal(ctx) ? minimalApiKeyView(apiKeyView(record)) : apiKeyView(record)), key } };
     },
   },
   {

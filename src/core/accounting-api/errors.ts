@@ -350,7 +350,9 @@ function scrubServerText(text: string): string {
  * Where an error body's facts came from. The spec shows no error body (§7), so every shape a
  * Django REST framework service or a proxy in front of it plausibly sends is read:
  * - `envelope`: ours, `{"error": {"type", "code", "message", "param", …}}` (docs/assumptions.md);
- * - `oauth`: RFC 6749 §5.2, `{"error": "invalid_grant", "error_description": …}`;
+ * - `oauth`: RFC 6749 §5.2, `{"error": "invalid_grant", "error_description": …}` (an `error` in
+ *   lower snake case; any other string, Spring's `"error": "Bad Request"`, is `json` and its
+ *   `message` is read);
  * - `detail`: DRF's `{"detail": …, "code": …}` (simplejwt adds `messages`);
  * - `fields`: DRF field errors, `{"email": ["Enter a valid email address."]}`;
  * - `jsonapi`: JSON:API, `{"errors": [{"code", "title", "detail", "source": {"pointer"}}]}`;
@@ -371,6 +373,12 @@ export interface ErrorBody {
 }
 
 const HTML = /^\s*(<!doctype\s+html|<html|<head|<body|<\?xml|<!--)/i;
+
+/**
+ * An `error` string that is a code (RFC 6749 §5.2's `invalid_grant`, `invalid_client`): lower
+ * snake case. `Bad Request` or `User exists` is a phrase, read as words (Spring's shape).
+ */
+const OAUTH_CODE = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$/;
 
 /** Reads an error body of any shape into the same facts. Never throws. */
 export function readErrorBody(body: string, contentType?: string): ErrorBody {
@@ -409,8 +417,17 @@ export function readErrorBody(body: string, contentType?: string): ErrorBody {
     };
     if (envelope.type !== undefined || envelope.code !== undefined) return envelope;
   }
+  // The reason in words, wherever a shape keeps it: OAuth's `error_description`, Spring's
+  // `message`, DRF's `detail`. Spring's default `message` may be empty, so blanks do not count.
+  const words = (): string | undefined =>
+    joinTexts([text(object, 'error_description') ?? text(object, 'message') ?? text(object, 'detail')]);
+  if (typeof object.error === 'string' && OAUTH_CODE.test(object.error)) {
+    return { shape: 'oauth', code: object.error, message: words() };
+  }
   if (typeof object.error === 'string') {
-    return { shape: 'oauth', code: object.error, message: text(object, 'error_description') };
+    // Spring's `{"status": 400, "error": "Bad Request", "message": …}`: `error` is the status's
+    // reason phrase (or a sentence), not a code; it is the message only when nothing else says more.
+    return { shape: 'json', code: text(object, 'code'), message: words() ?? joinTexts([object.error]) };
   }
   const jsonApi = jsonApiErrors(object.errors);
   if (jsonApi) return jsonApi;

@@ -296,9 +296,30 @@ export interface TokenExpiry {
 
 // ---- API keys (docs/assumptions.md, "API-key management") ----
 
-export const apiKeySchema = z.looseObject({
+/**
+ * The spellings of a listed key's prefix (spec §5.1.2: "the key prefix", its field not shown),
+ * as the reader of expiry fields takes several (docs/assumptions.md, "API-key management").
+ */
+const API_KEY_PREFIX_SPELLINGS = ['prefix', 'keyPrefix', 'key_prefix'] as const;
+
+/**
+ * Reads the prefix from the first spelling present as `prefix`, on a copy: the raw item stays as
+ * received. With none present the object is left as it is, so the refusal names `prefix`.
+ */
+function withPrefix(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const record = value as Record<string, unknown>;
+  const spelling = API_KEY_PREFIX_SPELLINGS.find((field) => record[field] !== undefined && record[field] !== null);
+  return spelling === undefined || spelling === 'prefix' ? value : { ...record, prefix: record[spelling] };
+}
+
+const apiKeyShape = {
   publicId: uuidSchema,
-  name: z.string(),
+  /**
+   * Not named by the spec (§5.1.2 names the prefix, permissions and last use): null when the
+   * service keeps no name, and rotation then cannot recognise its keys by name (docs/key-rotation.md).
+   */
+  name: optionalField(z.string()),
   /** The start of the key, of a length the service picks (spec §5.1): matched by `matchListedKey`. */
   prefix: z.string(),
   permissions: z.array(z.string()),
@@ -306,11 +327,13 @@ export const apiKeySchema = z.looseObject({
   createdAt: nullish(timestampSchema),
   expiresAt: nullish(timestampSchema),
   revokedAt: nullish(timestampSchema),
-});
+};
+
+export const apiKeySchema = z.preprocess(withPrefix, tolerantObject(apiKeyShape));
 export type ApiKey = z.output<typeof apiKeySchema>;
 
 /** The creation response: the only time the full key is shown. */
-export const createdApiKeySchema = apiKeySchema.extend({ key: z.string().min(1) });
+export const createdApiKeySchema = z.preprocess(withPrefix, tolerantObject({ ...apiKeyShape, key: z.string().min(1) }));
 export type CreatedApiKey = z.output<typeof createdApiKeySchema>;
 
 // ---- request inputs ----

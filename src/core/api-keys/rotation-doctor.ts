@@ -213,6 +213,9 @@ interface CheckContext {
   log: Logger;
 }
 
+/** A key a version of the secret holds, and that version (for a rotation's version, its token). */
+type HeldKey = CompanyKeySecret & { versionId: string };
+
 interface SecretState {
   entry: CompanyKeyEntry;
   description: SecretDescription;
@@ -224,7 +227,7 @@ interface SecretState {
    * to be ours by having been in the secret, whatever its name (an installed key has no rotation
    * name), so a revocation that was lost is found even two rotations later.
    */
-  held: Map<string, CompanyKeySecret>;
+  held: Map<string, HeldKey>;
   /**
    * Versions the doctor gave up (`givenUpLabel`), by version id (= the rotation's token): when, and
    * whether `lateFinishMs` is over. A key of a rotation still inside it is never revoked.
@@ -443,13 +446,30 @@ async function checkKeys(states: SecretState[], ctx: CheckContext): Promise<void
     }
   }
 
+  // A key rotation created is recognised by its name; a service that keeps no names leaves an
+  // orphan looking like any other key of the company (a person's, another tool's). Those are never
+  // revoked: the doctor says it cannot tell, and still repairs the keys the secret held.
+  const unnamed = keys.filter(
+    (k) => k.revokedAt === null && k.name === null && !inUse.has(k.publicId) && !states.some((s) => s.held.has(k.publicId)),
+  );
+  if (unnamed.length > 0) {
+    ctx.log.warn('keys listed without a name: whether one is an orphan of a failed rotation cannot be told; left alone', {
+      companyId: first.entry.companyId,
+      keyPrefixes: unnamed.map((k) => shownPrefix(k.prefix)),
+    });
+  }
+
   for (const key of keys) {
     if (key.revokedAt !== null || inUse.has(key.publicId)) continue;
     const base = { companyId: first.entry.companyId, apiKeyId: key.publicId, keyPrefix: shownPrefix(key.prefix) };
     const token = rotationTokenOf(key);
     // Given up too recently: a finishSecret may still make it current (its version may hold no
-    // value, so the label's reference alone does not cover it).
-    if (token !== undefined && states.some((s) => s.givenUp.get(token)?.over === false)) continue;
+    // value, so the label's reference alone does not cover it). A key listed without a name is
+    // known by the version that holds it: the version id is its rotation's token.
+    const heldIn = states.map((s) => s.held.get(key.publicId)?.versionId).find((v) => v !== undefined);
+    const recentlyGivenUp = (version: string | undefined) =>
+      version !== undefined && states.some((s) => s.givenUp.get(version)?.over === false);
+    if (recentlyGivenUp(token) || recentlyGivenUp(heldIn)) continue;
     if (token !== undefined && !referencedIds.has(key.publicId)) {
       const created = millis(key.createdAt);
       // Younger than the grace period: it may be the key a rotation is creating right now.
@@ -492,12 +512,12 @@ async function heldKeys(
   store: Pick<SecretStore, 'readSecret'>,
   secretId: string,
   versions: SecretVersionInfo[],
-): Promise<Map<string, CompanyKeySecret>> {
-  const out = new Map<string, CompanyKeySecret>();
+): Promise<Map<string, HeldKey>> {
+  const out = new Map<string, HeldKey>();
   for (const version of versions) {
     try {
       const value = parseCompanyKeySecret((await store.readSecret(secretId, { versionId: version.versionId })).value);
-      out.set(value.apiKeyId, value);
+      out.set(value.apiKeyId, { ...value, versionId: version.versionId });
     } catch {
       continue; // a placeholder without a value, a damaged version, or one Secrets Manager has deleted
     }

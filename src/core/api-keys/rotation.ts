@@ -45,9 +45,13 @@ export function rotationKeyName(token: string): string {
   return `${ROTATION_KEY_NAME}${token}`;
 }
 
-/** The rotation token a key was created for, or undefined for a key that rotation did not create. */
+/**
+ * The rotation token a key was created for, or undefined for a key that rotation did not create
+ * or that the service lists without a name (then nothing proves the key is ours).
+ */
 export function rotationTokenOf(key: Pick<ApiKey, 'name'>): string | undefined {
-  return key.name.startsWith(ROTATION_KEY_NAME) ? key.name.slice(ROTATION_KEY_NAME.length) : undefined;
+  const name = key.name;
+  return name?.startsWith(ROTATION_KEY_NAME) ? name.slice(ROTATION_KEY_NAME.length) : undefined;
 }
 
 export const DEFAULT_GRACE_MS = 30 * 60_000;

@@ -139,6 +139,43 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(await world.statusWith(handmade.key)).toEqual({ status: 200 });
     });
 
+    it('against a service that lists keys without a name, leaves a key it cannot prove its own and says so, and still revokes a previous key', async () => {
+      // The spec names no key name (§5.1.2): the same sandbox, its names taken out of the reply.
+      const named = doctorDeps();
+      const nameless: typeof named = {
+        ...named,
+        clientFor: (key) => {
+          const client = named.clientFor(key);
+          const apiKeys = Object.assign(Object.create(client.apiKeys) as typeof client.apiKeys, {
+            list: () => {
+              const list = client.apiKeys.list();
+              return Object.assign(Object.create(list) as typeof list, {
+                all: async () => (await list.all()).map((item) => ({ ...item, parsed: { ...item.parsed, name: null } })),
+              });
+            },
+            revoke: (publicId: string) => client.apiKeys.revoke(publicId),
+          });
+          return Object.assign(Object.create(client) as typeof client, { apiKeys });
+        },
+      };
+      const orphan = await world.sandbox.admin.createApiKey({
+        companyId: world.companyId,
+        permissions: ['read_transactions'],
+        name: rotationKeyName('1b4e28ba-2fa1-41d2-883f-0016d3cca427'),
+      });
+      await world.startRotation();
+      await world.queue.complete(world.initialKey.apiKeyId); // the previous key's schedule vanished
+      world.clock.advance(GRACE_MS + HOUR);
+      const report = await checkKeyRotations(nameless, { graceMs: GRACE_MS });
+      expect(report.findings).toEqual([
+        expect.objectContaining({ type: 'revocation_overdue', apiKeyId: world.initialKey.apiKeyId, repaired: true }),
+      ]);
+      expect(await world.statusWith(orphan.key)).toEqual({ status: 200 });
+      const warning = world.logger.lines.find((line) => line.includes('keys listed without a name'));
+      expect(warning).toContain(orphan.key.slice(0, orphan.key.indexOf('_') + 9));
+      expect(warning).not.toContain(orphan.key);
+    });
+
     it('revokes the previous key when its scheduled revocation was lost', async () => {
       await world.startRotation();
       await world.queue.complete(world.initialKey.apiKeyId); // the schedule vanished

@@ -52,6 +52,23 @@ describe('the minimal dialect: only what the spec promises, in DRF + simplejwt s
     expect(Number.isInteger(report.totalAmount)).toBe(true);
   });
 
+  it('API keys show their prefix as keyPrefix, in the list and in the create reply', async () => {
+    const listed = await call(sandbox.baseUrl, '/api-keys/', { bearer: key });
+    expect(listed.status).toBe(200);
+    expect(listed.body.results[0]).toEqual(
+      expect.objectContaining({ publicId: expect.stringMatching(uuidPattern), keyPrefix: expect.any(String) }),
+    );
+    expect(listed.body.results[0]).not.toHaveProperty('prefix');
+    const created = await call(sandbox.baseUrl, '/api-keys/', {
+      method: 'POST',
+      bearer: key,
+      body: { name: 'dialect-test', permissions: ['read_transactions'] },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.key.startsWith(created.body.keyPrefix)).toBe(true);
+    expect(created.body).not.toHaveProperty('prefix');
+  });
+
   it('create answers with an access token only; retrieve gives an opaque pair without expiresIn', async () => {
     const created = await call(sandbox.baseUrl, '/institution/users/create/', { institution, body: NEW_USER });
     expect(created.status).toBe(201);

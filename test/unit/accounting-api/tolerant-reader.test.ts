@@ -132,6 +132,47 @@ describe('tolerant reader: only fields the spec names are required', () => {
   });
 });
 
+describe('API keys: the list shows "the key prefix, its permissions and its last use" (spec §5.1.2)', () => {
+  const KEY_ID = '4a5b6c7d-8e9f-4012-8345-6789abcdef01';
+  const listed = {
+    publicId: KEY_ID,
+    permissions: ['full_access'],
+    lastUsedAt: null,
+    createdAt: '2026-10-01T00:00:00Z',
+    expiresAt: null,
+    revokedAt: null,
+  };
+
+  it.each([
+    ['prefix', { ...listed, prefix: 'acme_Zx9QwErT', label: 'primary' }],
+    ['keyPrefix', { ...listed, keyPrefix: 'acme_Zx9QwErT' }],
+    ['key_prefix', { ...listed, key_prefix: 'acme_Zx9QwErT' }],
+  ])('reads a key without a name whose prefix is spelled %s, keeping the raw item as received', async (_spelling, item) => {
+    const { client, warnings } = setup(() => json(200, { count: 1, next: null, previous: null, results: [item] }));
+    const [key] = await client.apiKeys.list().all();
+    expect(key?.parsed).toMatchObject({ publicId: KEY_ID, name: null, prefix: 'acme_Zx9QwErT', permissions: ['full_access'] });
+    expect(key?.raw).toEqual(item);
+    expect(warnings).toEqual([]);
+  });
+
+  it('uses a name when present and prefers the spelling prefix', async () => {
+    const item = { ...listed, name: 'acctops-rotation-v1', prefix: 'acme_Zx9QwErT', keyPrefix: 'acme_other' };
+    const { client } = setup(() => json(200, { count: 1, next: null, previous: null, results: [item] }));
+    expect((await client.apiKeys.list().all())[0]?.parsed).toMatchObject({ name: 'acctops-rotation-v1', prefix: 'acme_Zx9QwErT' });
+  });
+
+  it('refuses a key without any prefix, naming prefix', async () => {
+    const { client } = setup(() => json(200, { count: 1, next: null, previous: null, results: [{ ...listed, name: 'x' }] }));
+    expect(((await rejection(client.apiKeys.list().all())) as ResponseValidationError).field).toBe('results[0].prefix');
+  });
+
+  it('reads a create reply without a name, its prefix as keyPrefix', async () => {
+    const { client } = setup(() => json(201, { ...listed, keyPrefix: 'acme_Zx9QwErT', key: 'acme_Zx9QwErTyUiOp1234567890AbCdEfGh' }));
+    const created = await client.apiKeys.create({ name: 'acctops-rotation-v2', permissions: ['full_access'] });
+    expect(created).toMatchObject({ publicId: KEY_ID, name: null, prefix: 'acme_Zx9QwErT', key: 'acme_Zx9QwErTyUiOp1234567890AbCdEfGh' });
+  });
+});
+
 describe('GET /companies/: an object or a list envelope', () => {
   const company = { publicId: COMPANY_A, title: 'Acme GmbH' };
 
@@ -315,6 +356,20 @@ describe('institution operations in the shapes the spec allows', () => {
     expect(await rejection(client.institution.expireToken(OPAQUE_REFRESH))).toBeInstanceOf(InvalidGrantError);
   });
 
+  it('create refused by Spring\'s 400 whose message says "already exists" is UserExistsError, quoting the message', async () => {
+    const spring = {
+      timestamp: '2026-11-27T03:40:00.000+00:00',
+      status: 400,
+      error: 'Bad Request',
+      message: 'A user with that username already exists.',
+      path: '/api/v1/institution/users/create/',
+    };
+    const { client } = institution(() => json(400, spring));
+    const error = await rejection(client.institution.createUser(USER));
+    expect(error).toBeInstanceOf(UserExistsError);
+    expect(error.message).toContain('A user with that username already exists.');
+  });
+
   it('create refused by a DRF uniqueness error is UserExistsError', async () => {
     const { client } = institution(() => json(400, { username: ['A user with that username already exists.'] }));
     const error = await rejection(client.institution.createUser(USER));
@@ -377,6 +432,46 @@ describe('error bodies of every common shape become the same typed errors', () =
     const error = errorFromResponse(response, context);
     expect(error).toBeInstanceOf(Cls);
     expect(error).toMatchObject({ status: response.status, ...fields });
+  });
+
+  it.each([
+    [
+      'Spring (error is the reason phrase)',
+      { status: 400, error: 'Bad Request', message: 'page must be a positive integer' },
+      'page must be a positive integer',
+      undefined,
+    ],
+    ['Spring with an empty message', { status: 400, error: 'Bad Request', message: '' }, 'Bad Request', undefined],
+    ['an error sentence alone', { error: 'Unknown refresh token' }, 'Unknown refresh token', undefined],
+    [
+      'an error phrase beside detail',
+      { error: 'Not Acceptable', detail: 'Could not satisfy the Accept header.' },
+      'Could not satisfy the Accept header.',
+      undefined,
+    ],
+    [
+      'OAuth with a description',
+      { error: 'invalid_request', error_description: 'grant_type is missing' },
+      'grant_type is missing',
+      'invalid_request',
+    ],
+    [
+      'OAuth with message instead of a description',
+      { error: 'invalid_client', message: 'Client authentication failed' },
+      'Client authentication failed',
+      'invalid_client',
+    ],
+  ])('reads an error string as a code only when it looks like one: %s', (_name, body, message, code) => {
+    expect(readErrorBody(JSON.stringify(body))).toMatchObject({ message, code });
+    expect(errorFromResponse(json(400, body), context).message).toContain(message);
+  });
+
+  it("keeps the redaction on a message read from Spring's body", () => {
+    const secret = 'sk_spring_0123456789abcdefghij';
+    registerSecret(secret);
+    const error = errorFromResponse(json(400, { status: 400, error: 'Bad Request', message: `secret ${secret} refused` }), context);
+    expect(error.message).toContain('refused');
+    expect(error.message).not.toContain(secret);
   });
 
   it('puts the service’s words in the message, naming the field, and an HTML page only by its title', () => {
