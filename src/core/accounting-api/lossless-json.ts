@@ -1,7 +1,8 @@
 /**
  * JSON.parse turns an integer literal beyond 2^53 into the nearest double, silently. Money in
  * minor units must stay exact, so a body that holds such a literal is parsed a second time with
- * every unsafe integer literal turned into a digit string (`parseMinorUnits` accepts those).
+ * every unsafe integer literal turned into a digit string (`parseMinorUnits` accepts those), an
+ * integer-valued one written with a zero fraction (`9007199254740993.0`) included.
  *
  * The fast path is JSON.parse plus one look at the text: an integer of 15 digits or fewer is
  * always safe, so a body without a run of 16 digits needs no further look.
@@ -64,6 +65,8 @@ function containsUnsafeInteger(value: unknown): boolean {
 }
 
 const QUOTE = 0x22;
+/** A fraction of zeros and no exponent: `.0`, `.00`. */
+const ZERO_FRACTION = /^\.0+$/;
 const BACKSLASH = 0x5c;
 const MINUS = 0x2d;
 const DIGIT_0 = 0x30;
@@ -74,7 +77,7 @@ function isDigit(code: number): boolean {
 }
 
 /**
- * Rewrites integer literals that are not safe integers as strings. String-aware: digits inside
+ * Rewrites integer literals that are not safe integers as strings (a zero fraction dropped). String-aware: digits inside
  * a string literal (an IBAN in a description) are left alone. Only called on text that
  * JSON.parse has already accepted, so the grammar is known to be valid.
  */
@@ -99,10 +102,17 @@ export function quoteUnsafeIntegers(text: string): string {
       const start = i;
       i++;
       while (i < text.length && isDigit(text.charCodeAt(i))) i++;
+      const digitsEnd = i;
       const next = text[i];
       if (next === '.' || next === 'e' || next === 'E') {
-        // A fraction or exponent: a float, which money never is; leave it to JSON.parse.
+        // A fraction or exponent: a float, which money never is; leave it to JSON.parse. Except a
+        // zero fraction (`9007199254740993.0`): an integer, read exactly as `-4999.0` is below 2^53.
         while (i < text.length && /[0-9.eE+-]/.test(text[i]!)) i++;
+        const integerPart = text.slice(start, digitsEnd);
+        if (ZERO_FRACTION.test(text.slice(digitsEnd, i)) && !Number.isSafeInteger(Number(integerPart))) {
+          out += `${text.slice(copiedUpTo, start)}"${integerPart}"`;
+          copiedUpTo = i;
+        }
         continue;
       }
       const literal = text.slice(start, i);

@@ -12,6 +12,7 @@ export type MinorUnits = bigint;
 export const MINOR_DIGITS = 2;
 const DECIMAL = /^(-?)(\d+)\.(\d{2})$/;
 const INTEGER = /^-?\d+$/;
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 export class MoneyFormatError extends Error {
   constructor(message: string) {
@@ -24,9 +25,12 @@ export class MoneyFormatError extends Error {
  * Parses either encoding into exact minor units.
  * - a safe integer number, or a bigint: already minor units;
  * - a string with exactly two fraction digits: a decimal amount (`"-0.50"` is -50);
- * - a string of digits only: minor units sent as text (what lossless JSON parsing yields for an
- *   integer beyond 2^53).
- * Floats, unsafe integers and other strings are refused rather than rounded.
+ * - a string of digits only beyond 2^53: minor units sent as text (what lossless JSON parsing
+ *   yields for an integer literal beyond 2^53, and only for one).
+ * Floats, unsafe integers and other strings are refused rather than rounded. A string of digits
+ * only within 2^53 (`"-50"`) is neither of the spec's forms (§2): it could be minor units or a
+ * whole amount (-50.00 serialised without its fraction), 100 times apart, so it is refused like
+ * `"49.9"`, never guessed.
  */
 export function parseMinorUnits(value: unknown): MinorUnits {
   if (typeof value === 'bigint') return value;
@@ -47,7 +51,10 @@ export function parseMinorUnits(value: unknown): MinorUnits {
       const minor = BigInt(whole!) * 100n + BigInt(fraction!);
       return sign === '-' ? -minor : minor;
     }
-    if (INTEGER.test(value)) return BigInt(value);
+    if (INTEGER.test(value)) {
+      const minor = BigInt(value);
+      if (minor > MAX_SAFE || minor < -MAX_SAFE) return minor;
+    }
     throw new MoneyFormatError('amount string must have exactly two fraction digits, e.g. "49.99"');
   }
   throw new MoneyFormatError('amount must be an integer or a decimal string');

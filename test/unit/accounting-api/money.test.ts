@@ -39,7 +39,10 @@ describe('money', () => {
         const minor = BigInt(decimal[2]!) * 100n + BigInt(decimal[3]!);
         return decimal[1] === '-' ? -minor : minor;
       }
-      return /^-?\d+$/.test(text) ? BigInt(text) : 'refused';
+      // Digits alone only beyond 2^53 (what lossless JSON makes of an integer literal).
+      if (!/^-?\d+$/.test(text)) return 'refused';
+      const minor = BigInt(text);
+      return minor > BigInt(Number.MAX_SAFE_INTEGER) || minor < -BigInt(Number.MAX_SAFE_INTEGER) ? minor : 'refused';
     };
     const text = fc.array(fc.constantFrom('-', '0', '1', '9', '.', '.', ' ', '+', 'e', '٣'), { maxLength: 8 }).map((c) => c.join(''));
     fc.assert(
@@ -81,12 +84,28 @@ describe('money', () => {
     );
   });
 
+  it('reads an integer-valued literal with a zero fraction exactly, beyond 2^53 as below it', () => {
+    const body = parseJsonLossless(
+      '{"a":9007199254740993.0,"b":-90071992547409930.00,"c":-4999.0,"d":"9007199254740993.0","e":9007199254740993.5}',
+    ) as Record<string, unknown>;
+    expect(amountSchema.parse(body.a)).toBe(9007199254740993n);
+    expect(amountSchema.parse(body.b)).toBe(-90071992547409930n);
+    expect(amountSchema.parse(body.c)).toBe(-4999n);
+    expect(body.d).toBe('9007199254740993.0'); // a string literal is left as sent
+    expect(amountSchema.safeParse(body.e).success).toBe(false); // a real fraction is still refused
+  });
+
   it('refuses what would be rounded rather than guessing', () => {
     expect(() => parseMinorUnits(49.99)).toThrow(MoneyFormatError);
     expect(() => parseMinorUnits(2 ** 60)).toThrow(MoneyFormatError);
     expect(() => parseMinorUnits('49.9')).toThrow(MoneyFormatError);
     expect(() => parseMinorUnits('49.999')).toThrow(MoneyFormatError);
     expect(() => parseMinorUnits('1e3')).toThrow(MoneyFormatError);
+    // Digits without a point are neither spec form (§2): minor units or whole units, 100x apart.
+    expect(() => parseMinorUnits('-50')).toThrow(MoneyFormatError);
+    expect(() => parseMinorUnits('4999')).toThrow(MoneyFormatError);
+    expect(() => parseMinorUnits(String(Number.MAX_SAFE_INTEGER))).toThrow(MoneyFormatError);
+    expect(amountSchema.safeParse('-50').success).toBe(false);
     expect(() => parseMinorUnits(null)).toThrow(MoneyFormatError);
     expect(amountSchema.safeParse(12.5).success).toBe(false);
   });
