@@ -10,7 +10,8 @@
  *
  * The other ISO 8601 forms with an offset (spec §2 names only "ISO 8601 with timezone") are read
  * on a slow path, only after the fast one refused a string: a comma before the fraction
- * (`10:00:00,5`), an offset in hours alone (`+02`), and the basic format (`20261020T100000+0200`).
+ * (`10:00:00,5`), an offset in hours alone (`+02`), the basic format (`20261020T100000+0200`), and
+ * `t` and `z` in lower case (RFC 3339 §5.6 allows them; the text is kept as sent).
  * Fractions of minutes or hours, `24:00`, week and ordinal dates are still refused.
  */
 
@@ -127,8 +128,9 @@ function parse(s: string): TimestampInstant | undefined {
 
 // The forms of the slow path: extended (dashes and colons) or basic (neither), never mixed; the
 // offset as `Z`, `±HH`, `±HH:MM` or `±HHMM` (the fast path accepts `+0200` after an extended time too).
-const EXTENDED = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(Z|[+-]\d{2}(?::?\d{2})?)$/;
-const BASIC = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(?:(\d{2})(?:[.,](\d+))?)?(Z|[+-]\d{2}(?:\d{2})?)$/;
+// `t` and `z` in lower case too (RFC 3339 §5.6: "may alternatively be lower case").
+const EXTENDED = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?([Zz]|[+-]\d{2}(?::?\d{2})?)$/;
+const BASIC = /^(\d{4})(\d{2})(\d{2})[Tt](\d{2})(\d{2})(?:(\d{2})(?:[.,](\d+))?)?([Zz]|[+-]\d{2}(?:\d{2})?)$/;
 
 /** The forms the fast path leaves out (see the top of this file), or undefined. */
 function parseOtherForm(s: string): TimestampInstant | undefined {
@@ -145,9 +147,9 @@ function parseOtherForm(s: string): TimestampInstant | undefined {
   return { utcMillis: minutesSinceEpoch * MILLIS_PER_MINUTE + seconds * 1000 + millis, offsetMinutes: offset };
 }
 
-/** `Z`, `±HH`, `±HH:MM` or `±HHMM` in minutes east of UTC, or undefined when out of range. */
+/** `Z` (or `z`), `±HH`, `±HH:MM` or `±HHMM` in minutes east of UTC, or undefined when out of range. */
 function offsetMinutesOf(text: string): number | undefined {
-  if (text === 'Z') return 0;
+  if (text === 'Z' || text === 'z') return 0;
   const hours = Number(text.slice(1, 3));
   const minutes = text.length > 3 ? Number(text.slice(-2)) : 0;
   if (hours > 23 || minutes > 59) return undefined;
@@ -165,7 +167,7 @@ export function localDateOf(timestamp: string): string {
 
 const DATE_PART = /^(?:\d{4}-(\d{2})-(\d{2})|\d{4}(\d{2})(\d{2}))$/;
 const TIME_PART = /^(?:(\d{2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?|(\d{2})(\d{2})(?:(\d{2})(?:[.,]\d+)?)?)$/;
-const OFFSET_PART = /^(?:Z|[+-]\d{2}(?::?\d{2})?)$/;
+const OFFSET_PART = /^(?:[Zz]|[+-]\d{2}(?::?\d{2})?)$/;
 
 /**
  * What is wrong with a string `parseTimestamp` refuses, naming the part (date, time, offset) and
@@ -173,7 +175,7 @@ const OFFSET_PART = /^(?:Z|[+-]\d{2}(?::?\d{2})?)$/;
  */
 export function timestampProblem(text: string): string {
   const expected = 'expected an ISO 8601 timestamp with an offset, such as 2026-01-31T09:30:00+01:00';
-  const t = text.indexOf('T');
+  const t = Math.max(text.indexOf('T'), text.indexOf('t'));
   if (t < 0) {
     return DATE_PART.test(text) ? `a date without a time and offset; ${expected}` : `no "T" between a date and a time; ${expected}`;
   }
@@ -185,7 +187,7 @@ export function timestampProblem(text: string): string {
   if (month < 1 || month > 12) return 'the month of the date is out of range (01-12)';
   if (day < 1 || day > daysInMonth(year, month)) return 'the day of the date does not exist in its month';
   const rest = text.slice(t + 1);
-  const at = Math.max(rest.indexOf('Z'), rest.indexOf('+'), rest.indexOf('-'));
+  const at = Math.max(rest.indexOf('Z'), rest.indexOf('z'), rest.indexOf('+'), rest.indexOf('-'));
   if (at < 0) return 'no offset after the time: ISO 8601 with a timezone needs Z, ±HH, ±HH:MM or ±HHMM (spec §2)';
   const time = TIME_PART.exec(rest.slice(0, at));
   if (!time) return 'the time is not HH:MM[:SS[.fraction]] (or HHMM[SS[.fraction]])';

@@ -115,6 +115,19 @@ describe('parseTimestamp', () => {
     expect(parseTimestamp('20261020T100000+02:00')).toBeUndefined();
   });
 
+  it('reads t and z in lower case (RFC 3339 §5.6), in every form, as the same instant', () => {
+    const utc = { utcMillis: Date.UTC(2026, 9, 28, 8), offsetMinutes: 0 };
+    expect(parseTimestamp('2026-10-28t08:00:00z')).toEqual(utc);
+    expect(parseTimestamp('2026-10-28T08:00:00z')).toEqual(utc);
+    expect(parseTimestamp('20261028t080000z')).toEqual(utc);
+    expect(parseTimestamp('2026-10-28t10:00:00+02:00')).toEqual({ ...utc, offsetMinutes: 120 });
+    expect(localDateOf('2026-10-28t08:00:00z')).toBe('2026-10-28');
+    // Still a timestamp's rules: a real hour, an offset, a T of either case.
+    expect(parseTimestamp('2026-10-28t24:00:00z')).toBeUndefined();
+    expect(parseTimestamp('2026-10-28x08:00:00z')).toBeUndefined();
+    expect(timestampProblem('2026-10-28t25:00:00z')).toContain('hour');
+  });
+
   it('the local date as written: the first ten characters, or the basic date made extended', () => {
     expect(localDateOf('2026-10-31T23:30:00-02:00')).toBe('2026-10-31');
     expect(localDateOf('20261031T233000-02')).toBe('2026-10-31');

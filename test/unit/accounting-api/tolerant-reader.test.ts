@@ -120,6 +120,14 @@ describe('tolerant reader: only fields the spec names are required', () => {
     expect((error as ResponseValidationError).field).toBe('results[0].amount');
   });
 
+  it('reads a valueDate with lower-case t and z (RFC 3339 §5.6), keeping the text as sent', async () => {
+    const item = { publicId: PK, amount: -104, valueDate: '2026-10-28t08:00:00z' };
+    const { client } = setup(() => json(200, { count: 1, next: null, previous: null, results: [item] }));
+    const [read] = await client.transactions.list().all();
+    expect(read?.parsed).toMatchObject({ amount: -104n, valueDate: '2026-10-28t08:00:00z' });
+    expect(read?.raw).toEqual(item);
+  });
+
   it('requires publicId and name of a category', async () => {
     const { client } = setup(
       sequence(
