@@ -300,9 +300,19 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
       if (Array.isArray(body)) return { count: body.length, next: null, previous: null, results: body, itemPath: (i) => `[${i}]` };
       const results = (body as { results?: unknown } | null)?.results;
       if (body !== null && typeof body === 'object' && !Array.isArray(results)) {
+        const entries = Object.entries(body);
+        // `{"data": {…}, "meta": {…}}`: a body that is not the item itself holds it one level down
+        // when exactly one property's object is one, as token replies are read (docs/assumptions.md).
+        if (!this.source.itemSchema.safeParse(body).success) {
+          const holders = entries.filter(
+            ([, inner]) =>
+              inner !== null && typeof inner === 'object' && !Array.isArray(inner) && this.source.itemSchema.safeParse(inner).success,
+          );
+          const [key, inner] = holders.length === 1 ? holders[0]! : [];
+          if (key !== undefined) return { count: 1, next: null, previous: null, results: [inner], itemPath: () => key };
+        }
         // `{"company": {…}}`: one property holding an object is a wrapper (an item's required
         // identifier is never an object), so the item is inside it. Errors name the path as sent.
-        const entries = Object.entries(body);
         const [key, inner] = entries.length === 1 ? entries[0]! : [];
         if (key !== undefined && inner !== null && typeof inner === 'object' && !Array.isArray(inner))
           return { count: 1, next: null, previous: null, results: [inner], itemPath: () => key };

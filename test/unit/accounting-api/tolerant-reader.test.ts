@@ -21,7 +21,7 @@ import {
 } from '../../../src/core/accounting-api';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { redactString, registerSecret } from '../../../src/core/shared/redact';
-import { BASE_URL, COMPANY_A, type Handler, fakeTransport, json, sequence } from './fake-transport';
+import { BASE_URL, COMPANY_A, COMPANY_B, type Handler, fakeTransport, json, sequence } from './fake-transport';
 
 /** Bodies the spec allows but our default sandbox never sends (docs/assumptions.md, "What a response must carry"). */
 
@@ -192,6 +192,23 @@ describe('GET /companies/: an object or a list envelope', () => {
     const { client } = setup(() => json(200, body));
     const items = await client.companies.list().all();
     expect(items.map((i) => [i.parsed.publicId, i.parsed.name, i.raw])).toEqual([[COMPANY_A, null, company]]);
+  });
+
+  it('reads the company one level down beside other objects ({data, meta}), as token replies are read', async () => {
+    const { client, fake } = setup(() => json(200, { data: company, meta: { apiVersion: 'v1' } }));
+    const items = await client.companies.list().all();
+    expect(items.map((i) => [i.parsed.publicId, i.raw])).toEqual([[COMPANY_A, company]]);
+    const other = '9a8b7c6d-5e4f-4321-8fed-cba987654321';
+    await expect(client.taxReports.list(other).all()).rejects.toMatchObject({ code: 'company_mismatch' });
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  it('reads the body itself when it is a company, whatever objects it holds; refuses two companies one level down', async () => {
+    const nested = { ...company, address: { publicId: COMPANY_B, city: 'Köln' } };
+    const { client } = setup(() => json(200, nested));
+    expect((await client.companies.list().all()).map((i) => i.parsed.publicId)).toEqual([COMPANY_A]);
+    const two = setup(() => json(200, { data: company, other: { publicId: COMPANY_B } }));
+    expect(((await rejection(two.client.companies.list().all())) as ResponseValidationError).field).toBe('publicId');
   });
 
   it('learns the key’s company from the object form, as from a one-item list', async () => {
