@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type * as z from 'zod';
-import { ValidationError, parseWith } from '../../core/shared/errors';
+import { parseJsonWith } from '../../core/shared/errors';
 import { makeDirectory } from './dir-object-store';
 
 /**
@@ -76,14 +76,7 @@ export async function removeStaleTemporaries(path: string): Promise<string[]> {
 export async function readJsonFile<S extends z.ZodType>(path: string, schema: S, source: string = path): Promise<z.output<S> | undefined> {
   const text = await readTextIfExists(path);
   if (text === undefined) return undefined;
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // JSON.parse's message quotes the text around the fault, which may be a token: no cause kept.
-    throw new ValidationError(source, [{ path: '', message: 'not valid JSON' }]);
-  }
-  return parseWith(schema, json, source);
+  return parseJsonWith(schema, text, source);
 }
 
 /** Replaces `path` atomically (temporary file, fsync, rename) with mode 0600. */

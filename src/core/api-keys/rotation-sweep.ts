@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { SecretAccessDeniedError, type SecretDescription, SecretNotFoundError, SecretStage } from '../ports/secrets';
-import { parseWith, ValidationError } from '../shared/errors';
+import { parseJsonWith } from '../shared/errors';
 import type { CompanyKeyDirectory, CompanyKeyEntry } from './key-directory';
 import {
   type DoctorDeps,
@@ -69,14 +69,7 @@ export type QueuedCheck = z.output<typeof queuedCheckSchema>;
  * names the field (`(root)` for text that is not JSON) and never quotes the body.
  */
 export function decodeQueuedCheck(body: string, source = 'queued rotation check'): QueuedCheck {
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch {
-    // No cause: the parser's message quotes the text.
-    throw new ValidationError(source, [{ path: '', message: 'not valid JSON' }]);
-  }
-  return parseWith(queuedCheckSchema, value, source);
+  return parseJsonWith(queuedCheckSchema, body, source);
 }
 
 export interface RotationCheckQueue {

@@ -159,3 +159,18 @@ export function parseWith<S extends z.ZodType>(schema: S, input: unknown, source
   if (result.success) return result.data;
   throw new ValidationError(source, issuesFromZod(result.error));
 }
+
+/**
+ * `text` as JSON, validated with `schema`: text that is not JSON is a ValidationError at `(root)`,
+ * with no cause, since JSON.parse's message quotes the text around the fault (a queued body, a
+ * state file: either may hold a token).
+ */
+export function parseJsonWith<S extends z.ZodType>(schema: S, text: string, source: string): z.output<S> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new ValidationError(source, [{ path: '', message: 'not valid JSON' }]);
+  }
+  return parseWith(schema, value, source);
+}

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { ValidationError, parseWith } from '../shared/errors';
+import { parseJsonWith, parseWith } from '../shared/errors';
 import type { DueToken } from './token-store';
 import { lazySchema } from '../shared/lazy-schema';
 
@@ -35,12 +35,5 @@ export function encodeRefreshRequest(request: RefreshRequest): string {
 
 /** Parses a message body; a ValidationError names the field (`(root)` for text that is not JSON). */
 export function decodeRefreshRequest(body: string, source = 'refresh request'): RefreshRequest {
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch {
-    // No cause: the parser's message quotes the text.
-    throw new ValidationError(source, [{ path: '', message: 'not valid JSON' }]);
-  }
-  return parseWith(refreshRequestSchema, value, source);
+  return parseJsonWith(refreshRequestSchema, body, source);
 }

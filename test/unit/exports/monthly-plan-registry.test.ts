@@ -14,6 +14,21 @@ import { MemoryMetrics } from '../../../src/core/shared/metrics';
 const id = (n: number) => `6f1c2a3b-0000-4000-8000-${String(n).padStart(12, '0')}`;
 const T0 = Date.parse('2026-10-15T00:00:00Z');
 
+/** A planner's stores in memory, its clock at `now` (the night of November's run by default). */
+function planDeps<E extends MemoryEventPublisher | FlakyEvents = MemoryEventPublisher>(
+  now = Date.parse('2026-11-01T02:00:00Z'),
+  events?: E,
+) {
+  return {
+    ledger: new MemoryRunLedger(),
+    queue: new MemoryExportQueue(),
+    events: (events ?? new MemoryEventPublisher()) as E,
+    clock: new ManualClock(now),
+    logger: new MemoryLogger(),
+    metrics: new MemoryMetrics(),
+  };
+}
+
 /** The registry, a page at a time, counting the pages it hands out. */
 function countingRegistry(registry: CompanyRegistry, limits: number[]): Pick<CompanyRegistry, 'pages'> {
   return {
@@ -80,14 +95,7 @@ describe('planMonthlyExport over the company registry', () => {
   it('a repeated invocation plans the same run again: still-open companies go to the queue again, which drops the duplicates', async () => {
     const registry = new CompanyRegistry(new MemoryRegistryTable(), { defaultFormats: ['csv'] });
     for (let n = 0; n < 3; n++) await registry.add({ companyId: id(n) }, T0);
-    const deps = {
-      ledger: new MemoryRunLedger(),
-      queue: new MemoryExportQueue(),
-      events: new MemoryEventPublisher(),
-      clock: new ManualClock(Date.parse('2026-11-01T02:00:00Z')),
-      logger: new MemoryLogger(),
-      metrics: new MemoryMetrics(),
-    };
+    const deps = planDeps();
     const input = {
       scheduledAt: '2026-11-01T02:00:00Z',
       executionId: 'exec-1',
@@ -105,14 +113,7 @@ describe('planMonthlyExport over the company registry', () => {
 
   it('a repeat after the bus refused MonthlyExportStarted publishes it, once', async () => {
     const events = new FlakyEvents();
-    const deps = {
-      ledger: new MemoryRunLedger(),
-      queue: new MemoryExportQueue(),
-      events,
-      clock: new ManualClock(Date.parse('2026-11-01T02:00:00Z')),
-      logger: new MemoryLogger(),
-      metrics: new MemoryMetrics(),
-    };
+    const deps = planDeps(undefined, events);
     const input = {
       scheduledAt: '2026-11-01T02:00:00Z',
       executionId: 'exec-1',
@@ -134,14 +135,7 @@ describe('planMonthlyExport over the company registry', () => {
     const registry = new CompanyRegistry(new MemoryRegistryTable(), { defaultFormats: ['csv'] });
     await registry.add({ companyId: id(1) }, T0);
     const now = Date.parse('2026-11-27T03:00:00Z');
-    const deps = {
-      ledger: new MemoryRunLedger(),
-      queue: new MemoryExportQueue(),
-      events: new MemoryEventPublisher(),
-      clock: new ManualClock(now),
-      logger: new MemoryLogger(),
-      metrics: new MemoryMetrics(),
-    };
+    const deps = planDeps(now);
     const input = (scheduledAt: string, executionId: string) => ({
       scheduledAt,
       executionId,

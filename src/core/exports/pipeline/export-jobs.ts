@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
-import { parseWith, ValidationError } from '../../shared/errors';
+import { parseJsonWith, parseWith } from '../../shared/errors';
 import { DATASETS, FORMATS, type DatasetName, type ExportFormat } from '../formats/datasets';
 import { lazySchema } from '../../shared/lazy-schema';
 import { caseFoldedUuid as uuid } from '../../shared/uuid';
@@ -142,14 +142,7 @@ export function encodeJob(job: QueuedJob): string {
 
 /** Parses a message body; a ValidationError names the field (`(root)` for text that is not JSON). */
 export function decodeJob(body: string, source = 'export job'): QueuedJob {
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch {
-    // No cause: the parser's message quotes the text.
-    throw new ValidationError(source, [{ path: '', message: 'not valid JSON' }]);
-  }
-  return parseWith(queuedJobSchema, value, source);
+  return parseJsonWith(queuedJobSchema, body, source);
 }
 
 /**
