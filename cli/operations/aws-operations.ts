@@ -23,7 +23,7 @@ import {
   type RegistryFinding,
 } from '../../src/core/companies/company-registry';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
-import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
+import { previousMonth } from '../../src/core/exports/formats/period';
 import { assertExportDeadline, DEFAULT_EXPORT_DEADLINE, type ExportDeadline } from '../../src/core/exports/pipeline/export-deadline';
 import { FORMATS } from '../../src/core/exports/formats/datasets';
 import type { HealthReport } from '../../src/core/health/check-health';
@@ -76,6 +76,7 @@ import {
   probeRow,
   monthOpen,
   refuseFutureMonth,
+  EARLIEST_TIME_ZONE,
   registryHealth,
   removedCompanies,
   revokePendingNow,
@@ -447,10 +448,14 @@ export class AwsOperations implements Operations {
         "--default-currency is for the local and direct modes: the deployed pipeline labels transactions without a currency with the company's registered default currency (EUR when it has none)",
         `register it once, for the monthly and on-demand exports alike: \`acctops --stack ${this.stack} companies add --company ${request.company ?? '<id>'} --default-currency <ISO code>\`, then export again`,
       );
-    refuseFutureMonth(request.month, Date.now());
+    // Refused at once where no zone has begun the month; then by the stage's own zone (a stage in
+    // Auckland has begun a month Berlin has not), as request-export will judge it.
+    refuseFutureMonth(request.month, Date.now(), EARLIEST_TIME_ZONE);
     await this.ready();
+    const { timeZone } = await this.exportDeadline();
+    refuseFutureMonth(request.month, Date.now(), timeZone);
     if (request.company !== undefined) await this.requireExportable(request.company);
-    const options = { ...request, month: request.month ?? previousMonth(Date.now(), DEFAULT_TIME_ZONE).text };
+    const options = { ...request, month: request.month ?? previousMonth(Date.now(), timeZone).text };
     const { companies, skipped } = options.company ? { companies: [options.company], skipped: [] } : await this.registeredCompanies();
     const store = await this.exportStore();
     const events = this.clients.events(await this.output(OUTPUTS.exportBus, 'request exports'), 'acctops.cli');
@@ -490,7 +495,7 @@ export class AwsOperations implements Operations {
       defaultCurrency: null,
       companies: [...rows.values()],
       skipped,
-      monthOpen: monthOpen(options.month, Date.now()),
+      monthOpen: monthOpen(options.month, Date.now(), timeZone),
     };
   }
 

@@ -373,15 +373,17 @@ export async function removedCompanies(registry: Pick<CompanyRegistry, 'pages'> 
 // Exports
 
 /**
- * A month after the current one (Europe/Berlin, on the mode's clock) has no data yet: its export
+ * A month after the current one (in `timeZone`, on the mode's clock) has no data yet: its export
  * would "complete" empty and then count as the company's latest. The current month is allowed (a
- * partial month, replaced by the monthly run).
+ * partial month, replaced by the monthly run). The local and direct modes judge in Europe/Berlin;
+ * the AWS mode in the stage's `schedules.timeZone` (its ExportTimeZone output), as request-export
+ * will, so that a month the CLI lets through is never one the pipeline refuses.
  */
-export function refuseFutureMonth(month: string | undefined, now: number): void {
+export function refuseFutureMonth(month: string | undefined, now: number, timeZone: string = DEFAULT_TIME_ZONE): void {
   if (month === undefined) return;
   try {
     // The pipeline's rule (request-export, the webhook), worded for the flag.
-    refuseFuturePeriod(month, now, DEFAULT_TIME_ZONE, '--month');
+    refuseFuturePeriod(month, now, timeZone, '--month');
   } catch (error) {
     if (!(error instanceof FuturePeriodError)) throw error;
     throw new UsageError(
@@ -392,9 +394,15 @@ export function refuseFutureMonth(month: string | undefined, now: number): void 
 }
 
 /** Whether `month` has not ended yet at `now` (the month refuseFutureMonth measures by). */
-export function monthOpen(month: string, now: number): boolean {
-  return periodOpen(month, now, DEFAULT_TIME_ZONE);
+export function monthOpen(month: string, now: number, timeZone: string = DEFAULT_TIME_ZONE): boolean {
+  return periodOpen(month, now, timeZone);
 }
+
+/**
+ * The zone whose month begins first (UTC+14): a month after the current one there is after it in
+ * every zone, so the AWS mode refuses it before it reads the stack for the stage's own zone.
+ */
+export const EARLIEST_TIME_ZONE = 'Pacific/Kiritimati';
 
 // Doctor
 

@@ -636,6 +636,18 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(gbp.stderr).toContain('--default-currency is for the local and direct modes');
     expect(gbp.stderr).toContain(`acctops --stack ${STACK} companies add --company ${world.companyId} --default-currency <ISO code>`);
     expect(eventBridge.requests).toHaveLength(before);
+    // The month is judged in the stage's time zone, as request-export judges it: the export reads the
+    // stack's ExportTimeZone output, and one that is no zone is configuration, before anything is sent.
+    const badZone = await acctops(['--output', 'ExportTimeZone=Mars/Base', 'export', '--month', '2026-10', '--no-wait']);
+    expect(badZone.code).toBe(3);
+    expect(badZone.stderr).toContain('the stack output ExportTimeZone is not an IANA time zone');
+    expect(eventBridge.requests).toHaveLength(before);
+    // A month after the current one everywhere is refused before the stack is read.
+    const describes = cloudFormation.requests.length;
+    const future = await acctops(['export', '--month', '2999-01', '--no-wait']);
+    expect(future.code).toBe(2);
+    expect(future.stderr).toContain('--month is after the current month');
+    expect(cloudFormation.requests).toHaveLength(describes);
     // That way, in AWS mode: the stage's registry table holds it (what the worker reads).
     const registered = await acctops(['--json', 'companies', 'add', '--company', keyless, '--default-currency', 'gbp']);
     expect(registered.code).toBe(0);

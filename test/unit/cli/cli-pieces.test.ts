@@ -1,3 +1,4 @@
+import { EARLIEST_TIME_ZONE, monthOpen, refuseFutureMonth } from '../../../cli/operations/shared';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CommanderError, InvalidArgumentError } from 'commander';
@@ -110,6 +111,20 @@ describe('cli/errors: every error is an exit code and one line that says what to
     expect(describeError(odd).message).toBe("unknown option '--sb…'");
     registerSecret(CANARY.otherApiKey);
     expect(describeError(new Error(`upstream said ${CANARY.otherApiKey}`)).message).not.toContain(CANARY.otherApiKey);
+  });
+});
+
+describe("refuseFutureMonth and monthOpen: a month is judged in the mode's time zone", () => {
+  // 2026-11-30T12:00Z: December has begun in Kiritimati (UTC+14) and Auckland (UTC+13), not in Berlin.
+  const now = Date.parse('2026-11-30T12:00:00Z');
+
+  it('refuses a month Berlin has not begun by default, and lets a stage in Auckland export it, as its request-export would', () => {
+    expect(() => refuseFutureMonth('2026-12', now)).toThrow(UsageError);
+    expect(() => refuseFutureMonth('2026-12', now)).toThrow('--month is after the current month (2026-11)');
+    expect(() => refuseFutureMonth('2026-12', now, 'Pacific/Auckland')).not.toThrow();
+    expect(() => refuseFutureMonth('2027-01', now, EARLIEST_TIME_ZONE)).toThrow('(2026-12)');
+    expect(monthOpen('2026-11', now)).toBe(true);
+    expect(monthOpen('2026-11', now, 'Pacific/Auckland')).toBe(false);
   });
 });
 
