@@ -142,8 +142,7 @@ export class Exports extends Construct {
       webhookConcurrency: 10,
       ...props.tuning,
     };
-    // Every export function records the version that wrote a manifest.
-    const functionDefaults = { ...props.functionDefaults, environment: { ACCTOPS_TOOL_VERSION: TOOL_VERSION } };
+    const functionDefaults = { ...props.functionDefaults, environment: {} };
     const alarmAction = new SnsAction(props.alarmTopic);
 
     this.storage = new ExportStorage(this, 'Storage', {
@@ -156,6 +155,7 @@ export class Exports extends Construct {
     this.pipeline = new ExportPipeline(this, 'Default', {
       stage,
       functionDefaults,
+      toolVersion: TOOL_VERSION,
       key: this.storage.key,
       bucket: this.storage.bucket,
       removalPolicy: props.removalPolicy,

@@ -23,8 +23,9 @@ const WORKER_TIMEOUT = Duration.minutes(15);
 
 export interface ExportPipelineProps {
   readonly stage: StageConfig;
-  /** With ACCTOPS_TOOL_VERSION in `environment` (the manifests record it). */
   readonly functionDefaults: AcctopsFunctionDefaults & { readonly environment: Readonly<Record<string, string>> };
+  /** The version the worker records in every manifest it writes (ACCTOPS_TOOL_VERSION, its function only). */
+  readonly toolVersion: string;
   readonly key: IKey;
   readonly bucket: IBucket;
   /** Of the run ledger. */
@@ -174,6 +175,7 @@ export class ExportPipeline extends Construct {
       maxOldSpaceMb: 2047,
       environment: {
         ...base.environment,
+        ACCTOPS_TOOL_VERSION: props.toolVersion,
         ACCTOPS_BASE_URL: stage.baseUrl,
         SECRET_CACHE_TTL_SECONDS: String(stage.secretCacheTtlSeconds),
         EXPORT_MAX_RECEIVE_COUNT: String(props.maxReceiveCount),

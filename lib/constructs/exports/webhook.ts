@@ -16,7 +16,6 @@ import { attribute } from '../table-keys';
 
 export interface ExportWebhookProps {
   readonly stage: StageConfig;
-  /** With ACCTOPS_TOOL_VERSION in `environment`. */
   readonly functionDefaults: AcctopsFunctionDefaults & { readonly environment: Readonly<Record<string, string>> };
   /** Encrypts the replay table (the exports key). */
   readonly key: IKey;

@@ -128,19 +128,14 @@ function malformed(name: string, deployed: string): string[] {
   return [];
 }
 
-/** Read by Node and Powertools, not by acctops's schemas; ACCTOPS_FUNCTION is loadHandler's to set. */
+/**
+ * Read by Node and Powertools, not by acctops's schemas; ACCTOPS_FUNCTION is loadHandler's to set.
+ * Every other variable a function is given it reads: each case below fails if one is not.
+ */
 const NOT_OURS = new Set(['NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'ACCTOPS_FUNCTION']);
 
-/** Given by the export construct's shared environment to functions that do not read it. */
-const GIVEN_NOT_READ: Record<string, string[]> = {
-  'check-monthly-export': ['ACCTOPS_TOOL_VERSION'],
-  'plan-monthly-export': ['ACCTOPS_TOOL_VERSION'],
-  'request-export': ['ACCTOPS_TOOL_VERSION'],
-  'receive-export-webhook': ['ACCTOPS_TOOL_VERSION'],
-};
-
 describe.each([...environments])('%s, given a variable blank or malformed', (dir, variables) => {
-  const read = Object.entries(variables).filter(([name]) => !NOT_OURS.has(name) && !(GIVEN_NOT_READ[dir] ?? []).includes(name));
+  const read = Object.entries(variables).filter(([name]) => !NOT_OURS.has(name));
   const cases = read.flatMap(([name, deployed]) => ['', ...malformed(name, deployed)].map((value) => [name, value] as const));
 
   it.each(cases)('fails at load naming %s when it is %j', (name, value) => {
@@ -148,12 +143,6 @@ describe.each([...environments])('%s, given a variable blank or malformed', (dir
     expect(error).toMatchObject({ name: 'ConfigError', field: name });
     expect(String((error as Error).message)).not.toContain(PASSWORD);
   });
-
-  const unread = GIVEN_NOT_READ[dir] ?? [];
-  if (unread.length > 0)
-    it('loads with a variable blank that it is given but does not read', () => {
-      for (const name of unread) expect(loadError(dir, { ...variables, [name]: '' })).toBeUndefined();
-    });
 });
 
 it('the base URL, the time zone and an ARN are refused at load in words that say why', () => {
