@@ -105,6 +105,48 @@ const secretArn = z.string().check((ctx) => {
 const SNS_TOPIC_ARN = new RegExp(`^arn:(${PARTITION}):sns:([a-z]{2}(?:-[a-z]+)+-\\d):(\\d{12}):[A-Za-z0-9_-]{1,256}(\\.fifo)?$`);
 const snsTopicArn = z.string().regex(SNS_TOPIC_ARN, 'expected an SNS topic ARN, arn:<partition>:sns:<region>:<account>:<topic name>');
 
+/**
+ * A KMS key ARN, `arn:<partition>:kms:<region>:<account>:key/<key id>`: a key id is a UUID, or
+ * `mrk-` and 32 hex digits for a multi-Region key. Only the key's own ARN will do: IAM grants
+ * name the key by it (an alias ARN in a policy's Resource authorizes nothing), and a bare key id or
+ * alias would be resolved in whichever account deploys.
+ */
+const KMS_KEY_ARN = new RegExp(
+  `^arn:(${PARTITION}):kms:([a-z]{2}(?:-[a-z]+)+-\\d):(\\d{12}):key/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32})$`,
+);
+const KMS_KEY_ARN_SHAPE = 'arn:<partition>:kms:<region>:<account>:key/<key id>';
+
+/** The account and region of a KMS key ARN (validated by `kmsKeyArn`). */
+export function kmsKeyArnParts(arn: string): { partition: string; region: string; account: string } | undefined {
+  const match = KMS_KEY_ARN.exec(arn);
+  return match ? { partition: match[1]!, region: match[2]!, account: match[3]! } : undefined;
+}
+
+/** What is wrong with a KMS key ARN, in words an operator can act on; undefined when it is one. */
+function kmsKeyArnIssue(value: string): string | undefined {
+  if (KMS_KEY_ARN.test(value)) return undefined;
+  const parts = value.split(':');
+  if (parts[0] !== 'arn' || parts.length < 6 || !new RegExp(`^${PARTITION}$`).test(parts[1]!)) {
+    return `expected a KMS key ARN, ${KMS_KEY_ARN_SHAPE} (a key id or alias alone would be looked up in the deploying account)`;
+  }
+  if (parts[2] !== 'kms') return `expected a KMS key ARN (service kms), not ${parts[2] || 'an empty service'}`;
+  if (!REGION.test(parts[3]!)) return 'expected a region like eu-central-1 after kms:';
+  if (!ACCOUNT.test(parts[4]!)) return 'expected a 12-digit account id after the region';
+  const resource = parts.slice(5).join(':');
+  if (resource.startsWith('alias/')) {
+    return (
+      "an alias ARN: IAM grants name a key by the key's own ARN; " +
+      'copy it with aws kms describe-key --key-id <alias ARN> --query KeyMetadata.Arn'
+    );
+  }
+  return `expected key/<key id> after the account id (a UUID, or mrk-<32 hex digits> for a multi-Region key), ${KMS_KEY_ARN_SHAPE}`;
+}
+
+const kmsKeyArn = z.string().check((ctx) => {
+  const issue = kmsKeyArnIssue(ctx.value);
+  if (issue !== undefined) ctx.issues.push({ code: 'custom', input: ctx.value, message: issue });
+});
+
 /** A path relative to `baseUrl`, with the trailing slash the service's paths keep. */
 const apiPath = z.string().regex(/^\/[A-Za-z0-9_\-/{}]*\/$/, 'expected a path like /api-keys/');
 
@@ -310,6 +352,15 @@ export const stageSettingsSchema = z
      * @default - only the stack's own topic
      */
     opsTopicArn: snsTopicArn.optional(),
+    /**
+     * An existing customer-managed KMS key (its key ARN) that encrypts everything the stack would
+     * otherwise encrypt with keys of its own: the secrets, the DynamoDB tables, the SQS queues, the
+     * exports bucket and the alarm topic. The stack then creates no key and cannot change this one's
+     * policy: its owner must allow what docs/infrastructure.md, "Bring your own key", lists. A
+     * symmetric encryption key of the stage's region; it may belong to another account.
+     * @default - the stack creates its own keys, one per purpose (docs/infrastructure.md, "Encryption keys")
+     */
+    kmsKeyArn: kmsKeyArn.optional(),
     schedules: schedulesSchema.prefault({}),
     /**
      * Companies whose API keys acctops holds and rotates.
@@ -347,6 +398,15 @@ export const stageSettingsSchema = z
           s.account !== undefined
             ? `is in account ${account}, region ${region}; the stage deploys to account ${target.account}, region ${target.region}, and rotation works only on a secret of the stack's own account and region`
             : `is in account ${account}, region ${region}, another than companies[${imported[0]!.i}].existingSecretArn (${target.account}, ${target.region}): one stack rotates secrets of its own account and region only`,
+      });
+    }
+    // Every service that encrypts with the key calls KMS in its own region.
+    const key = s.kmsKeyArn === undefined ? undefined : kmsKeyArnParts(s.kmsKeyArn);
+    if (key !== undefined && s.region !== undefined && key.region !== s.region) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['kmsKeyArn'],
+        message: `is in region ${key.region}; the stage deploys to ${s.region}, and Secrets Manager, DynamoDB, SQS, S3 and SNS encrypt only with a key of their own region`,
       });
     }
     if (s.opsTopicArn !== undefined && s.region !== undefined) {

@@ -1,12 +1,13 @@
 import { CfnOutput, type RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Key } from 'aws-cdk-lib/aws-kms';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { AwsCustomResource, AwsCustomResourcePolicy, PhysicalResourceId } from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import { REGISTRY_TABLE } from '../../contract/tables';
 import type { StageConfig } from '../config/stage';
+import { stageKey } from './stage-key';
 import { attribute } from './table-keys';
 
 export interface CompanyRegistryProps {
@@ -29,12 +30,13 @@ export interface CompanyRegistryProps {
  */
 export class CompanyRegistry extends Construct {
   readonly table: Table;
-  readonly key: Key;
+  /** Its own key, or the stage's supplied one (`kmsKeyArn`). */
+  readonly key: IKey;
 
   constructor(scope: Construct, id: string, props: CompanyRegistryProps) {
     super(scope, id);
     const { stage } = props;
-    this.key = new Key(this, 'Key', {
+    this.key = stageKey(this, 'Key', stage, {
       description: `acctops ${stage.name}: encrypts the company registry table`,
       alias: `alias/acctops/${stage.name}/companies`,
       enableKeyRotation: true,

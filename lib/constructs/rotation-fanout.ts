@@ -3,13 +3,13 @@ import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { Key } from 'aws-cdk-lib/aws-kms';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import type { StageConfig } from '../config/stage';
 import { acctopsAlarm } from './alarms';
 import type { KeyRotation } from './key-rotation';
+import { stageKey } from './stage-key';
 
 export interface RotationFanoutProps {
   readonly stage: StageConfig;
@@ -47,7 +47,7 @@ export class RotationFanout extends Construct {
     super(scope, id);
     const { keyRotation, companyRegistryTable: table } = props;
     const doctor = keyRotation.doctorFunction;
-    const key = new Key(this, 'QueueKey', {
+    const key = stageKey(this, 'QueueKey', props.stage, {
       description: `acctops ${props.stage.name}: encrypts the rotation check queue`,
       enableKeyRotation: true,
       removalPolicy: props.removalPolicy,

@@ -1,11 +1,12 @@
 import { Annotations, type Stack } from 'aws-cdk-lib';
-import { secretArnParts, type StageConfig } from '../config/stage';
+import { kmsKeyArnParts, secretArnParts, type StageConfig } from '../config/stage';
 
 /** Warning ids (`Annotations.acknowledgeWarning` takes them), one per kind of stage setting. */
 export const STAGE_WARNINGS = {
   noAlarmDestination: 'acctops:stage.noAlarmDestination',
   importedSecretEnvironment: 'acctops:stage.importedSecretEnvironment',
   opsTopicRegion: 'acctops:stage.opsTopicRegion',
+  kmsKeyRegion: 'acctops:stage.kmsKeyRegion',
 } as const;
 
 /**
@@ -40,6 +41,14 @@ export function warnAboutStage(stack: Stack, stage: StageConfig): void {
     annotations.addWarningV2(
       STAGE_WARNINGS.opsTopicRegion,
       `${field('opsTopicArn')} is in region ${stage.opsTopicArn.split(':')[3]}; alarms notify a topic of their own region only, and this ` +
+        `stage pins no environment. Set ${field('account')} and ${field('region')} to have synth check it.`,
+    );
+  }
+  const key = stage.kmsKeyArn === undefined ? undefined : kmsKeyArnParts(stage.kmsKeyArn);
+  if (key !== undefined) {
+    annotations.addWarningV2(
+      STAGE_WARNINGS.kmsKeyRegion,
+      `${field('kmsKeyArn')} is in region ${key.region}; every resource the stack encrypts needs a key of its own region, and this ` +
         `stage pins no environment. Set ${field('account')} and ${field('region')} to have synth check it.`,
     );
   }

@@ -4,7 +4,7 @@ import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Key } from 'aws-cdk-lib/aws-kms';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput, type IScheduleTarget } from 'aws-cdk-lib/aws-scheduler';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
@@ -15,6 +15,7 @@ import { TOKEN_TABLE } from '../../contract/tables';
 import type { StageConfig } from '../config/stage';
 import { AcctopsFunction, type AcctopsFunctionDefaults } from './acctops-function';
 import { acctopsAlarm, acctopsMetric } from './alarms';
+import { stageKey } from './stage-key';
 import { attribute, projection } from './table-keys';
 
 export interface TokenLifecycleTuning {
@@ -89,8 +90,8 @@ const LEASE = Duration.minutes(3);
  * read an export bucket.
  */
 export class TokenLifecycle extends Construct {
-  /** Encrypts the table and both queues. */
-  readonly key: Key;
+  /** Encrypts the table and both queues: its own key, or the stage's supplied one (`kmsKeyArn`). */
+  readonly key: IKey;
   readonly table: Table;
   readonly queue: Queue;
   readonly deadLetterQueue: Queue;
@@ -123,7 +124,7 @@ export class TokenLifecycle extends Construct {
       ...props.tuning,
     };
 
-    this.key = new Key(this, 'Key', {
+    this.key = stageKey(this, 'Key', stage, {
       description: `acctops ${stage.name}: encrypts the user-token table and the token refresh queues`,
       alias: `alias/acctops/${stage.name}/tokens`,
       enableKeyRotation: true,

@@ -1,6 +1,6 @@
 import { ArnFormat, CfnOutput, RemovalPolicy, Stack, Validations, type CfnElement, type StackProps } from 'aws-cdk-lib';
 import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Key } from 'aws-cdk-lib/aws-kms';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
@@ -18,7 +18,14 @@ import { KeyRotation } from '../constructs/key-rotation';
 import { RotationFanout } from '../constructs/rotation-fanout';
 import { Monitoring } from '../constructs/monitoring';
 import { warnAboutStage } from '../constructs/stage-checks';
+import { allowOnOwnKey, stageKey } from '../constructs/stage-key';
 import { TokenLifecycle } from '../constructs/token-lifecycle';
+
+/**
+ * The services that call KMS with the stack's keys on its principals' behalf: Secrets Manager
+ * (secrets), DynamoDB (tables), SQS (queues), S3 (the exports bucket), SNS (the alarm topic).
+ */
+export const KMS_VIA_SERVICES = ['secretsmanager', 'dynamodb', 'sqs', 's3', 'sns'] as const;
 
 export interface AcctopsStackProps extends StackProps {
   /** The validated stage settings (lib/config/stage.ts). */
@@ -38,7 +45,8 @@ export function stackName(stage: string): string {
  *
  * Outputs (`aws cloudformation describe-stacks --stack-name acctops-<stage>`):
  * - InstitutionSecretArn: where the institution credential lives (runbook "Change the institution secret").
- * - SecretsKeyArn: the customer-managed key of every acctops secret.
+ * - SecretsKeyArn: the customer-managed key of every acctops secret (the stage's `kmsKeyArn` when it names one).
+ * - KmsKeyViaServices: with `kmsKeyArn` only, the services whose calls its key policy must admit (kms:ViaService).
  * - AlarmTopicArn: the SNS topic every alarm notifies.
  * - CheckHealthFunctionName: the function `acctops doctor` invokes.
  * - ServiceBaseUrl: the stage's `baseUrl`; the CLI's AWS mode calls the service there.
@@ -50,8 +58,8 @@ export class AcctopsStack extends Stack {
   readonly functionDefaults: AcctopsFunctionDefaults;
   /** Removal policy of stateful resources, from the stage's `retainData`. */
   readonly dataRemovalPolicy: RemovalPolicy;
-  /** Encrypts the institution credential and the company API-key secrets. */
-  readonly secretsKey: Key;
+  /** Encrypts the institution credential and the company API-key secrets: its own key, or the stage's `kmsKeyArn`. */
+  readonly secretsKey: IKey;
   /** `<institution_id>:<secret_key>`; functions receive its ARN through bindSecret, never its value. */
   readonly institutionSecret: Secret;
   /** Every alarm of the stack notifies this topic. */
@@ -86,7 +94,7 @@ export class AcctopsStack extends Stack {
       logRemovalPolicy: this.dataRemovalPolicy,
     };
 
-    this.secretsKey = new Key(this, 'SecretsKey', {
+    this.secretsKey = stageKey(this, 'SecretsKey', stage, {
       description: `acctops ${stage.name}: encrypts the institution credential and company API keys`,
       alias: `alias/acctops/${stage.name}/secrets`,
       enableKeyRotation: true,
@@ -192,6 +200,14 @@ export class AcctopsStack extends Stack {
       value: this.secretsKey.keyArn,
       description: 'KMS key encrypting every acctops secret',
     });
+    if (stage.kmsKeyArn !== undefined) {
+      // What the supplied key's owner must admit, resolved for this deployment's region
+      // (docs/infrastructure.md, "Bring your own key").
+      new CfnOutput(this, 'KmsKeyViaServices', {
+        value: KMS_VIA_SERVICES.map((service) => `${service}.${this.region}.amazonaws.com`).join(','),
+        description: `kms:ViaService values the key policy of ${stage.kmsKeyArn} must allow for account ${this.account}`,
+      });
+    }
     new CfnOutput(this, 'AlarmTopicArn', {
       value: this.alarmTopic.topicArn,
       description: 'SNS topic notified by every acctops alarm',
@@ -213,7 +229,8 @@ export class AcctopsStack extends Stack {
 
   private createAlarmTopic(): Topic {
     // A key of its own: CloudWatch must be allowed to use it, which the secrets key must never allow.
-    const key = new Key(this, 'AlarmTopicKey', {
+    // A supplied key (kmsKeyArn) serves here too, its owner then admitting CloudWatch (decision 84).
+    const key = stageKey(this, 'AlarmTopicKey', this.stage, {
       description: `acctops ${this.stage.name}: encrypts the alarm topic`,
       enableKeyRotation: true,
       removalPolicy: this.dataRemovalPolicy,
@@ -234,7 +251,8 @@ export class AcctopsStack extends Stack {
         }),
       },
     };
-    key.addToResourcePolicy(
+    allowOnOwnKey(
+      key,
       new PolicyStatement({
         principals: [new ServicePrincipal('cloudwatch.amazonaws.com')],
         actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],

@@ -26,6 +26,7 @@ const VALID = {
 const KNOWN_FIELDS = [
   ...Object.keys(VALID),
   'opsTopicArn',
+  'kmsKeyArn',
   ...Object.keys(VALID.schedules),
   ...Object.keys(VALID.apiKeys),
   'list',
@@ -79,6 +80,15 @@ const BROKEN: Record<string, fc.Arbitrary<unknown>> = {
     fc.constantFrom('rate(1 day)', 'cron(0 3 1 * ?)', 'cron(a b c d e f)', 'cron(0 3 1 * 1 *)', 'cron(0 3 32 * ? *)'),
   ),
   opsTopicArn: fc.oneof(wrongType('string'), fc.constantFrom('org-ops', 'arn:aws:sns:eu-west-1:123456789012:ops')),
+  kmsKeyArn: fc.oneof(
+    wrongType('string'),
+    fc.constantFrom(
+      'alias/acctops',
+      'arn:aws:kms:eu-central-1:123456789012:alias/acctops',
+      // VALID pins eu-central-1.
+      'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab',
+    ),
+  ),
   'schedules.timeZone': fc.oneof(wrongType('string'), fc.constantFrom('Mars/Olympus', 'Europe/Berlinn', '')),
   companies: fc.oneof(
     wrongType('array'),

@@ -383,4 +383,16 @@ describe('stage configuration: secret ARNs, cron expressions, required fields, t
       { path: 'stages.dev.opsTopicArn', message: expect.stringContaining('its own region only') },
     ]);
   });
+
+  it('takes a KMS key ARN as kmsKeyArn, refusing an alias or another region by its name (test/infra/supplied-kms-key.test.ts has the rest)', () => {
+    const key = 'arn:aws:kms:eu-central-1:210987654321:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+    expect(load({ ...BASE, kmsKeyArn: key }).kmsKeyArn).toBe(key);
+    expect(load(BASE)).not.toHaveProperty('kmsKeyArn');
+    expect(failure(() => load({ ...BASE, kmsKeyArn: 'alias/acctops' })).issues).toEqual([
+      { path: 'stages.dev.kmsKeyArn', message: expect.stringContaining('expected a KMS key ARN') },
+    ]);
+    expect(failure(() => load({ ...BASE, kmsKeyArn: key, account: '123456789012', region: 'eu-west-1' })).issues).toEqual([
+      { path: 'stages.dev.kmsKeyArn', message: expect.stringContaining('is in region eu-central-1') },
+    ]);
+  });
 });

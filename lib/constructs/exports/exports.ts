@@ -5,7 +5,7 @@ import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { Table, ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { EventBus } from 'aws-cdk-lib/aws-events';
 import type { CfnDatabase, CfnTable } from 'aws-cdk-lib/aws-glue';
-import type { IKey, Key } from 'aws-cdk-lib/aws-kms';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { FunctionUrl } from 'aws-cdk-lib/aws-lambda';
 import type { Bucket } from 'aws-cdk-lib/aws-s3';
 import type { Schedule } from 'aws-cdk-lib/aws-scheduler';
@@ -107,7 +107,7 @@ export class Exports extends Construct {
   readonly pipeline: ExportPipeline;
   readonly intake: ExportWebhook;
   readonly catalog: ExportCatalog;
-  readonly key: Key;
+  readonly key: IKey;
   readonly bucket: Bucket;
   readonly accessLogs: Bucket;
   readonly queue: Queue;
@@ -146,7 +146,7 @@ export class Exports extends Construct {
     const alarmAction = new SnsAction(props.alarmTopic);
 
     this.storage = new ExportStorage(this, 'Storage', {
-      stageName: stage.name,
+      stage,
       removalPolicy: props.removalPolicy,
       noncurrentVersionDays: tuning.noncurrentVersionDays,
       accessLogDays: tuning.accessLogDays,

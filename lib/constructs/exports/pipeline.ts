@@ -15,6 +15,7 @@ import { RUN_LEDGER_TABLE } from '../../../contract/tables';
 import type { StageConfig } from '../../config/stage';
 import { AcctopsFunction, type AcctopsFunctionDefaults } from '../acctops-function';
 import { acctopsAlarm, acctopsMetric } from '../alarms';
+import { allowOnOwnKey } from '../stage-key';
 import { attribute } from '../table-keys';
 
 /** Every object the pipeline writes lives under this prefix; the functions' grants stop there. */
@@ -112,7 +113,8 @@ export class ExportPipeline extends Construct {
         'This queue is itself a dead-letter queue: of the ExportRequested rule target (EventBridge keeps events it could not deliver here).',
     });
     // SQS may not use the key of an encrypted DLQ unless EventBridge may (EventBridge DLQ docs).
-    key.addToResourcePolicy(
+    allowOnOwnKey(
+      key,
       new PolicyStatement({
         principals: [new ServicePrincipal('events.amazonaws.com')],
         actions: ['kms:Decrypt', 'kms:GenerateDataKey'],

@@ -1,11 +1,13 @@
 import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
-import { Key } from 'aws-cdk-lib/aws-kms';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
+import type { StageConfig } from '../../config/stage';
 import { Grouping } from '../grouping';
+import { stageKey } from '../stage-key';
 
 export interface ExportStorageProps {
-  readonly stageName: string;
+  readonly stage: StageConfig;
   /** Of the key and both buckets. */
   readonly removalPolicy: RemovalPolicy;
   /** Days a replaced or deleted export object is kept as a noncurrent version. */
@@ -20,7 +22,8 @@ export interface ExportStorageProps {
  * made by the functions that use the bucket (bindBucket), never here.
  */
 export class ExportStorage extends Grouping {
-  readonly key: Key;
+  /** Its own key, or the stage's supplied one (`kmsKeyArn`). */
+  readonly key: IKey;
   readonly bucket: Bucket;
   readonly accessLogs: Bucket;
 
@@ -31,9 +34,10 @@ export class ExportStorage extends Grouping {
     // ACL (AWS's advice since ACLs are disabled by default). Set on this construct, before its
     // children, so that it holds in the app and in the tests, and nowhere else.
     this.node.setContext('@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy', true);
-    this.key = new Key(this, 'Key', {
-      description: `acctops ${props.stageName}: encrypts the exports bucket, the export queues and tables`,
-      alias: `alias/acctops/${props.stageName}/exports`,
+    const stageName = props.stage.name;
+    this.key = stageKey(this, 'Key', props.stage, {
+      description: `acctops ${stageName}: encrypts the exports bucket, the export queues and tables`,
+      alias: `alias/acctops/${stageName}/exports`,
       enableKeyRotation: true,
       removalPolicy: props.removalPolicy,
     });
