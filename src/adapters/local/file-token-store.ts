@@ -38,6 +38,8 @@ import {
 import { parseStoredItem, parseStoredSummary, toRecord } from '../../core/tokens/token-item';
 import { readJsonFile, writePrivateJsonFile } from './private-json-file';
 import { lazySchema } from '../../core/shared/lazy-schema';
+import { ValidationError } from '../../core/shared/errors';
+import { foldUuid } from '../../core/shared/uuid';
 
 const FORMAT = 'acctops.token-store';
 
@@ -80,7 +82,7 @@ export class FileTokenStore implements TokenStore {
 
   async get(externalId: string): Promise<TokenRecord | null> {
     const { records } = await this.load();
-    const key = storedKeyOf(records, externalId);
+    const key = storedKeyOf(records, externalId, this.path);
     return key === undefined ? null : toRecord(parseStoredItem(records[key], key));
   }
 
@@ -101,7 +103,7 @@ export class FileTokenStore implements TokenStore {
   async create(token: NewToken, now: number): Promise<TokenRecord> {
     const item = newItem(token, now);
     return this.withFile(async (file) => {
-      if (storedKeyOf(file.records, item.externalId) !== undefined) throw new TokenExistsError(item.externalId);
+      if (storedKeyOf(file.records, item.externalId, this.path) !== undefined) throw new TokenExistsError(item.externalId);
       file.records[item.externalId] = item;
       await this.save(file);
       return toRecord(item);
@@ -158,7 +160,7 @@ export class FileTokenStore implements TokenStore {
     condition: WriteCondition,
   ): Promise<{ ok: true; item: StoredTokenItem } | { ok: false; failure: ConditionFailure }> {
     return this.withFile(async (file) => {
-      const key = storedKeyOf(file.records, externalId);
+      const key = storedKeyOf(file.records, externalId, this.path);
       const item = key === undefined ? null : parseStoredItem(file.records[key], key);
       const failure = conditionFailure(item, condition);
       if (failure || !item || key === undefined) return { ok: false, failure: failure ?? 'not_found' };
@@ -183,9 +185,28 @@ export class FileTokenStore implements TokenStore {
   }
 }
 
-/** The first of the id's spellings that holds a record (see `storedKeySpellings`), or undefined. */
-function storedKeyOf(records: TokenFile['records'], externalId: string): string | undefined {
-  return storedKeySpellings(externalId).find((key) => Object.hasOwn(records, key));
+/**
+ * The key of the record of `externalId`, or undefined: the first of the id's spellings that holds
+ * one (see `storedKeySpellings`), else the one key that is the id in another case. That last look
+ * finds a key of mixed case, which a hand-typed id or a hand-edited file made and which the
+ * spellings miss (decision 83). It runs only on a miss, over records already read, so it costs no
+ * read; the key is kept as it is, since the service may know the user only by that spelling. Two
+ * such keys for one id are refused: acting on either would leave the other behind unseen.
+ */
+function storedKeyOf(records: TokenFile['records'], externalId: string, path: string): string | undefined {
+  const spelled = storedKeySpellings(externalId).find((key) => Object.hasOwn(records, key));
+  if (spelled !== undefined) return spelled;
+  const folded = foldUuid(externalId);
+  const matches = Object.keys(records).filter((key) => foldUuid(key) === folded);
+  if (matches.length > 1) {
+    throw new ValidationError(`token file ${path}`, [
+      {
+        path: `records.${matches[0]}`,
+        message: `external_id ${folded} is the key of ${matches.length} records, spelled ${matches.join(', ')}; keep one of them`,
+      },
+    ]);
+  }
+  return matches[0];
 }
 
 function compare(a: string, b: string): number {

@@ -138,7 +138,8 @@ export interface DueToken {
  * lower-case key every record is created under since decision 77, then the upper-case one of a
  * record the older code stored as an operator typed it, then `externalId` as given (the key a
  * listing or the due index handed out, whatever its case). A lookup by an id in another case
- * misses only a record stored in mixed case, which nothing but a hand-typed id of mixed case made.
+ * misses only a record stored in mixed case, which nothing but a hand-typed id of mixed case made;
+ * the file store then looks through the keys it has read (decision 83), DynamoDB does not.
  */
 export function storedKeySpellings(externalId: string): string[] {
   return [...new Set([foldUuid(externalId), externalId.toUpperCase(), externalId])];
