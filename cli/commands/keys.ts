@@ -230,6 +230,14 @@ export function renderStatus(out: Output, report: KeyStatusReport): void {
     'no company key secrets',
   );
   for (const c of report.companies) if (c.error) out.line(`! ${c.companyId}: ${c.error}`);
+  // Not under PENDING REVOCATIONS: these revoke nothing (KeyStatus.currentKeyRevocations).
+  for (const c of report.companies) {
+    for (const r of c.currentKeyRevocations) {
+      out.line(
+        `${c.companyId}: a revocation of the current key ${r.keyPrefix}… is queued (due ${relative(r.revokeAt, now)}), left by a rotation that did not take effect; it revokes nothing: when it runs, the key is kept (kept_current) and the entry leaves the queue.`,
+      );
+    }
+  }
 }
 
 /** An old key's last use; the rotation's own use of it is not a consumer's (KeyStatus.pendingRevocations). */

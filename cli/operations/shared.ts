@@ -525,6 +525,7 @@ export function keyMissingRow(companyId: string): KeyStatusRow {
     nextRotationAt: null,
     rotationInProgress: false,
     pendingRevocations: [],
+    currentKeyRevocations: [],
     error: `registered, but no key secret holds its key, so its exports fail: \`acctops keys install --company ${companyId}\` stores it (ACCTOPS_API_KEY)`,
   };
 }

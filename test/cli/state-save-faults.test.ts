@@ -33,7 +33,13 @@ describe('acctops: a local state that cannot be saved at the end of a command', 
     });
 
   interface StatusBody {
-    companies: { companyId: string; keyPrefix: string }[];
+    companies: {
+      companyId: string;
+      keyPrefix: string;
+      apiKeyId: string;
+      pendingRevocations: { keyPrefix: string }[];
+      currentKeyRevocations: { apiKeyId: string; keyPrefix: string; revokeAt: string }[];
+    }[];
   }
 
   it('keys rotate whose save does not fit: exit 1, one line naming saving.json and EFBIG; the directory keeps the state from before', async () => {
@@ -59,6 +65,25 @@ describe('acctops: a local state that cannot be saved at the end of a command', 
     const after = parseJson<StatusBody>(await state.acctops('--json', 'keys', 'status', '--company', before.companyId)).companies[0]!;
     expect(after.keyPrefix).toBe(before.keyPrefix);
     expect((await state.acctops('users', 'list')).code).toBe(0);
+  });
+
+  it('keys status after that refused save: the revocation the rotation queued for the key that stayed current is not shown pending', async () => {
+    // The first test's rotation queued its old key's revocation (revocations.json is written as it
+    // changes) and then lost the secrets' save: that key is still the current one (decisions 82, 83).
+    const status = await state.acctops('--json', 'keys', 'status');
+    expect(status.code).toBe(0);
+    const row = parseJson<StatusBody>(status).companies[0]!;
+    expect(row.pendingRevocations).toEqual([]);
+    expect(row.currentKeyRevocations).toEqual([{ apiKeyId: row.apiKeyId, keyPrefix: row.keyPrefix, revokeAt: expect.any(String) }]);
+
+    const text = await state.acctops('keys', 'status', '--company', row.companyId);
+    expect(text.code).toBe(0);
+    const [, , line] = text.stdout.split('\n');
+    // Its row: the prefix only under KEY, and PENDING REVOCATIONS empty.
+    expect(line!.split(row.keyPrefix)).toHaveLength(2);
+    expect(line!.trimEnd()).toMatch(/ -$/);
+    expect(text.stdout).toContain(`${row.companyId}: a revocation of the current key ${row.keyPrefix}… is queued (due in `);
+    expect(text.stdout).toContain('it revokes nothing: when it runs, the key is kept (kept_current)');
   });
 
   it("--json says it as the error's code, state_not_saved", async () => {

@@ -12,6 +12,7 @@ export const ACCTOPS_BIN = resolve(__dirname, '..', '..', 'bin', 'acctops.cjs');
 export const KEY_STATUS_ROW_FIELDS: readonly string[] = [
   'apiKeyId',
   'companyId',
+  'currentKeyRevocations',
   'error',
   'expiresAt',
   'keyPrefix',

@@ -56,6 +56,15 @@ export interface KeyStatus {
      */
     usedSinceRotation: boolean | null;
   }[];
+  /**
+   * Queued revocations of the key that is current now, left out of `pendingRevocations` because
+   * they revoke nothing: when one is carried out it ends `kept_current` and leaves the queue. A
+   * rotation that did not take effect leaves one: a local save the file system refused or a
+   * `kill -9` (the queue is written as it changes, the secrets at the end: decisions 76, 82), a
+   * rotation rolled back after its revocation was scheduled (decision 83). Empty when the current
+   * key could not be read (such entries then stay in `pendingRevocations`, as nothing tells them apart).
+   */
+  currentKeyRevocations: { apiKeyId: string; keyPrefix: string; revokeAt: number }[];
   /** Set when part of the row could not be read (the rest is still shown); null when all was. */
   error: string | null;
 }
@@ -131,10 +140,15 @@ export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
           usedSinceRotation: null as boolean | null,
         }))
         .sort((a, b) => a.revokeAt - b.revokeAt),
+      currentKeyRevocations: [],
     };
     try {
       const current = parseCompanyKeySecret((await deps.store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
       Object.assign(row, { keyPrefix: current.keyPrefix, apiKeyId: current.apiKeyId, permissions: current.permissions });
+      // Never pending: revokeApiKey keeps the current key, so listing it there promised a revocation that cannot happen.
+      const ofCurrent = row.pendingRevocations.filter((r) => r.apiKeyId === current.apiKeyId);
+      row.pendingRevocations = row.pendingRevocations.filter((r) => r.apiKeyId !== current.apiKeyId);
+      row.currentKeyRevocations = ofCurrent.map(({ apiKeyId, keyPrefix, revokeAt }) => ({ apiKeyId, keyPrefix, revokeAt }));
       const checkStartedAt = (deps.clock ?? systemClock).now();
       const keys = await listKeys(deps.clientFor(current));
       const listed = keys.find((k) => k.publicId === current.apiKeyId);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import {
   COMPANY_KEY_TAGS,
@@ -508,6 +509,25 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const used = await pendingOf(previous.keyPrefix);
       expect(used.usedSinceRotation).toBe(true);
       expect(Date.parse(used.lastUsedAt!)).toBe(world.clock.now());
+    });
+
+    it('keyStatus lists a queued revocation of the current key apart from the pending ones: it revokes nothing (decision 83)', async () => {
+      // As a rotation that did not take effect leaves it: its old key's revocation queued, the key still current.
+      const current = await world.current();
+      await world.queue.schedule({
+        secretId: world.secretArn,
+        companyId: world.companyId,
+        apiKeyId: current.apiKeyId,
+        keyPrefix: current.keyPrefix,
+        revokeAt: world.clock.now() + GRACE_MS,
+        rotationToken: randomUUID(),
+      });
+      const deps = { store: world.store, directory: world.directory, scheduler: world.queue, clientFor: world.clientFor.bind(world) };
+      const [row] = await keyStatus(deps);
+      expect(row).toMatchObject({ apiKeyId: current.apiKeyId, pendingRevocations: [], error: null });
+      expect(row!.currentKeyRevocations).toEqual([
+        { apiKeyId: current.apiKeyId, keyPrefix: current.keyPrefix, revokeAt: world.clock.now() + GRACE_MS },
+      ]);
     });
 
     it('rotateNow reports a rotation that failed and was rolled back', async () => {
