@@ -1,12 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
 import { mkdir, readdir, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { startSandbox, type RunningSandbox } from '../../sandbox';
 import { monthOf } from '../../sandbox/seed';
 import { startOf } from '../../src/adapters/local/process-identity';
 import { ACCTOPS_BIN, cliEnv, runAcctops, tempStateDir } from '../helpers/cli';
 import { startS3, type LocalS3 } from '../helpers/s3rver';
+
+const SIGNAL_AT_STAGING = resolve(__dirname, '..', 'helpers', 'signal-at-staging-preload.cjs');
 
 /**
  * Ctrl-C and SIGTERM during `acctops export` (direct mode, the real binary): the export stops, what
@@ -120,6 +122,23 @@ describe('acctops export: interrupted', () => {
     const files = (await readdir(dir, { recursive: true }).catch(() => [])) as string[];
     expect(files.filter((p) => p.includes('run=') && /part-\d+\./.test(p))).toEqual([]);
   });
+
+  it.each(['SIGINT', 'SIGTERM'] as const)(
+    '%s between the first write starting and its staging directory being made: no empty .acctops-tmp is left',
+    async (signal) => {
+      await sandbox.admin.configure({ latencyMs: 0 });
+      const dir = join(out.dir, `staging-${signal}`);
+      // The preload sends the signal at the export's first mkdir of .acctops-tmp and holds that mkdir
+      // back until the process exits, unless the handler waits for it (test/helpers/signal-at-staging-preload.cjs).
+      const result = await runAcctops(exportArgs(dir), {
+        env: { ACCTOPS_API_KEY: key, NODE_OPTIONS: `--require ${SIGNAL_AT_STAGING}`, ACCTOPS_TEST_SIGNAL_AT_STAGING: signal },
+      });
+      expect(result.code).toBe(signal === 'SIGINT' ? 130 : 143);
+      expect(result.stderr).toMatch(new RegExp(`acctops: error: interrupted \\(${signal}\\): .*nothing was published`));
+      await expect(stat(staging(dir))).rejects.toMatchObject({ code: 'ENOENT' });
+      expect(await manifests(dir)).toEqual([]);
+    },
+  );
 
   it("a later export removes a dead process's staged file and keeps a live writer's", async () => {
     await sandbox.admin.configure({ latencyMs: 0 });

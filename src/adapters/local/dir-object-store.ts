@@ -86,7 +86,10 @@ export class DirObjectStore implements ObjectStore {
   private staging = 0;
   /** The temporary files this store holds now. */
   private readonly staged = new Set<string>();
-  /** File-system calls under way that create a staged file or put one into place (abandon awaits them). */
+  /**
+   * File-system calls under way that make the staging directory, create a staged file or put one
+   * into place (abandon awaits them).
+   */
   private readonly creating = new Set<Promise<unknown>>();
   /** Set by abandon(): the process is exiting, and no write may be put into place any more. */
   private abandoned = false;
@@ -235,7 +238,7 @@ export class DirObjectStore implements ObjectStore {
     if (this.abandoned) throw new Error('the process is exiting: write abandoned');
   }
 
-  /** Tracks a call that creates a staged file or puts one into place until it settles (abandon awaits it). */
+  /** Tracks a call that makes the staging directory, creates a staged file or puts one into place until it settles (abandon awaits it). */
   private async creation<T>(call: Promise<T>): Promise<T> {
     this.creating.add(call);
     try {
@@ -246,8 +249,9 @@ export class DirObjectStore implements ObjectStore {
   }
 
   /**
-   * Stops this store's writes for good and removes its staged files (abandonLocalWrites). Calls
-   * that create a staged file or rename one are awaited first, so that none lands after the sweep.
+   * Stops this store's writes for good and removes its staged files and its staging directory
+   * (abandonLocalWrites). Calls that make the directory, create a staged file or rename one are
+   * awaited first, so that none lands after the sweep (a directory made after it stayed, empty).
    * The writes themselves are left to fail at their next step: a write may wait on its body, a
    * network read, for longer than a process that is exiting has.
    */
@@ -311,7 +315,11 @@ export class DirObjectStore implements ObjectStore {
     for (let attempt = 1; ; attempt++) {
       const temp = join(tempDir, `${pid}-${start}-${randomBytes(8).toString('hex')}.part`);
       try {
-        await makeDirectory(tempDir);
+        // Refused, or tracked, in the same step: abandon() then waits for a directory being made
+        // before it removes it, so a signal between a write's start and its staging directory
+        // leaves no empty one behind (decision 83).
+        this.refuseIfAbandoned();
+        await this.creation(makeDirectory(tempDir));
         this.refuseIfAbandoned();
         this.staged.add(temp);
         await this.creation(open(temp, 'wx').then((file) => file.close()));
