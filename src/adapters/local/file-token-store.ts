@@ -65,8 +65,9 @@ export interface FileTokenStoreOptions {
 /**
  * The token store of the local embedded mode: every record in one JSON file, mode 0600.
  *
- * Same semantics as the DynamoDB store (the shared contract test proves it): the conditions and
- * patches of token-transitions are evaluated in memory. Each change reads the file, applies one
+ * Same semantics as the DynamoDB store (the shared contract test proves it), and one more: a record
+ * stored under a mixed-case id is found by the id in any case (`storedKeyOf`), which DynamoDB could
+ * do only with a scan. The conditions and patches of token-transitions are evaluated in memory. Each change reads the file, applies one
  * patch and replaces the file atomically (temporary file, fsync, rename), under a mutex per file
  * path that every instance in this process shares.
  *
