@@ -34,7 +34,9 @@ const RESERVE_MS = 60_000;
  * doctor`): without `repair` it repairs what is safe, and `{ "repair": false }` only reports. With
  * the registry (COMPANY_REGISTRY_TABLE_NAME) it sweeps for due companies only and queues them when
  * many (docs/fleet-rotation.md); the same function then consumes that queue: an SQS batch is one
- * company's full check per message, with partial batch failures.
+ * company's full check per message, with partial batch failures, unless the company left the
+ * registry or stopped being due since it was queued (then the message ends with a log line and
+ * `RotationChecksSkipped`).
  */
 const sqsRecord = lazySchema(() => z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') }));
 const eventSchema = lazySchema(() =>
@@ -50,7 +52,7 @@ export const handler = createHandler({
   handler: async (event, { logger, metrics, lambdaContext }) => {
     if (event.Records !== undefined) {
       const messages = event.Records.map((r) => ({ messageId: r.messageId, body: r.body }));
-      const result = await checkQueuedCompanies(runtime.doctorDeps({ logger, metrics }), runtime.doctorSettings(), messages);
+      const result = await checkQueuedCompanies(runtime.queuedCheckDeps({ logger, metrics }), runtime.doctorSettings(), messages);
       return { batchItemFailures: result.failedMessageIds.map((itemIdentifier) => ({ itemIdentifier })) };
     }
     const repair = event.repair ?? true;

@@ -35,8 +35,9 @@ export interface RotationFanoutProps {
  * The rotation doctor at fleet scale (docs/fleet-rotation.md): the scheduled doctor sweeps the
  * registry (Scan of a small projection, UpdateItem of `rotationCheckAfter`), describes only the
  * companies whose mark is past, and sends the due ones to a queue that the same function consumes
- * in batches (partial batch failures, a DLQ and an alarm, like the other queues). Kept apart from
- * KeyRotation, which still owns the functions and the per-company resources of cdk.json companies.
+ * in batches (partial batch failures, a DLQ and an alarm, like the other queues), each company's
+ * entry read again (GetItem) before its check. Kept apart from KeyRotation, which still owns the
+ * functions and the per-company resources of cdk.json companies.
  */
 export class RotationFanout extends Construct {
   readonly queue: Queue;
@@ -76,6 +77,9 @@ export class RotationFanout extends Construct {
     doctor.addEnvironment('ROTATION_INLINE_LIMIT', String(props.inlineLimit ?? 20));
     // The check-after mark: UpdateItem of one attribute (conditional: never creates an item).
     doctor.addToRolePolicy(new PolicyStatement({ actions: ['dynamodb:UpdateItem'], resources: [table.tableArn] }));
+    // A queued check asks the company's entry again before it acts (removed since it was queued?):
+    // one GetItem, whose kms:Decrypt the scan grant above already holds.
+    doctor.addToRolePolicy(new PolicyStatement({ actions: ['dynamodb:GetItem'], resources: [table.tableArn] }));
     if (table.encryptionKey) {
       doctor.addToRolePolicy(
         new PolicyStatement({

@@ -31,12 +31,12 @@ describe('RotationFanout', () => {
     });
   });
 
-  it('the doctor gets the registry to scan and mark (Scan, UpdateItem), the queue to send to, and its sweep settings', () => {
+  it('the doctor gets the registry to scan, mark and ask again before a queued check (Scan, UpdateItem, GetItem), the queue to send to, and its sweep settings', () => {
     const statements = roleStatements(template, logicalId(doctor.executionRole)) as Statement[];
     const onTable = statements.filter(
       (s) => JSON.stringify(s.Resource).includes(logicalId(stack.companies.table)) && actionsOf(s).some((a) => a.startsWith('dynamodb:')),
     );
-    expect(new Set(onTable.flatMap(actionsOf))).toEqual(new Set(['dynamodb:Scan', 'dynamodb:UpdateItem']));
+    expect(new Set(onTable.flatMap(actionsOf))).toEqual(new Set(['dynamodb:Scan', 'dynamodb:UpdateItem', 'dynamodb:GetItem']));
     expect(
       statements.some((s) => actionsOf(s).includes('sqs:SendMessage') && JSON.stringify(s.Resource).includes(logicalId(fanout.queue))),
     ).toBe(true);

@@ -4,13 +4,16 @@ import {
   describeByNameOrTag,
   type DoctorDeps,
   type DoctorSettings,
+  type QueuedCheckDeps,
   type SweepDeps,
   type SweepSettings,
   taggedKeyDirectory,
 } from '../../core/api-keys';
+import { type CompanyStanding, registryStanding } from '../../core/companies/company-removal';
 import { requiredEnv } from '../../core/shared/env';
 import type { Logger } from '../../core/shared/logger';
 import type { Metrics } from '../../core/shared/metrics';
+import { registryEntryReader } from './dynamodb-registry-entry';
 import { DynamoDbRotationCheckIndex } from './dynamodb-rotation-check-index';
 import { EventBridgePublisher } from './eventbridge-publisher';
 import { AwsKeyRotationRuntime, KEY_EVENT_SOURCE } from './key-rotation-runtime';
@@ -19,11 +22,14 @@ import { SqsRotationCheckQueue } from './sqs-rotation-check-queue';
 
 /**
  * check-key-rotations' root: the secret store and the service's client, the scheduler (pending
- * revocations), the key events, and for the registry sweep the registry's index and the fan-out queue.
+ * revocations), the key events, and for the registry sweep the registry's index and the fan-out queue
+ * (and, for the queue's checks, the company's registry entry).
  */
 export class AwsKeyDoctorRuntime extends AwsKeyRotationRuntime {
   private scheduler?: EventBridgeRevocationScheduler;
   private publisher?: EventBridgePublisher;
+  private dynamo?: DynamoDBClient;
+  private standing?: (companyId: string) => Promise<CompanyStanding>;
 
   /** checkKeyRotations' deps, with this invocation's logger and metrics. */
   doctorDeps(scope: { logger: Logger; metrics: Metrics }): DoctorDeps {
@@ -46,6 +52,18 @@ export class AwsKeyDoctorRuntime extends AwsKeyRotationRuntime {
     };
   }
 
+  /**
+   * checkQueuedCompanies' deps: the doctor's, and with the registry (COMPANY_REGISTRY_TABLE_NAME) the
+   * company's standing in it, one consistent GetItem per queued company.
+   */
+  queuedCheckDeps(scope: { logger: Logger; metrics: Metrics }): QueuedCheckDeps {
+    const { directory: _all, ...rest } = this.doctorDeps(scope);
+    const tableName = this.config.sweep?.registryTableName;
+    if (tableName === undefined) return rest;
+    this.standing ??= registryStanding(registryEntryReader({ client: this.dynamoDb(), tableName }));
+    return { ...rest, companyStanding: this.standing };
+  }
+
   /** The doctor's thresholds, from the environment: part of checkKeyRotations' input. */
   doctorSettings(): DoctorSettings {
     return { graceMs: this.config.graceMs, ...this.config.doctor };
@@ -60,7 +78,7 @@ export class AwsKeyDoctorRuntime extends AwsKeyRotationRuntime {
     const directory = taggedKeyDirectory(this.store(), { stage });
     return {
       ...rest,
-      index: new DynamoDbRotationCheckIndex({ client: new DynamoDBClient({}), tableName: sweep.registryTableName }),
+      index: new DynamoDbRotationCheckIndex({ client: this.dynamoDb(), tableName: sweep.registryTableName }),
       describeCompanySecret: describeByNameOrTag({
         store: this.store(),
         directory,
@@ -74,6 +92,10 @@ export class AwsKeyDoctorRuntime extends AwsKeyRotationRuntime {
   /** The sweep's thresholds, from the environment: part of sweepKeyRotations' input. */
   sweepSettings(): SweepSettings {
     return { ...this.doctorSettings(), inlineLimit: this.config.sweep?.inlineLimit };
+  }
+
+  private dynamoDb(): DynamoDBClient {
+    return (this.dynamo ??= new DynamoDBClient({}));
   }
 
   private revocationScheduler(): EventBridgeRevocationScheduler {

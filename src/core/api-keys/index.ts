@@ -79,6 +79,8 @@ export {
   sweepKeyRotations,
   keyMissingFinding,
   type QueuedBatchResult,
+  type QueuedCheckDeps,
+  type SkippedCheckReason,
   checkQueuedCompanies,
   describeByNameOrTag,
   registeredKeyDirectory,

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { SecretAccessDeniedError, type SecretDescription, SecretNotFoundError, SecretStage } from '../ports/secrets';
+import type { CompanyStanding } from '../companies/company-removal';
 import { parseJsonWith } from '../shared/errors';
 import type { CompanyKeyDirectory, CompanyKeyEntry } from './key-directory';
 import {
@@ -264,29 +265,59 @@ export function keyMissingFinding(companyId: string): Finding {
 }
 
 export interface QueuedBatchResult {
+  /** Companies given the full check. */
   checked: number;
   findings: Finding[];
   failedMessageIds: string[];
+  /** Companies whose queued check ended without a check, and why (SkippedCheckReason). */
+  skipped: { companyId: string; reason: SkippedCheckReason }[];
+}
+
+/**
+ * Why a queued check ended without checking: the company was removed from the registry
+ * (`removedAt`), has no registry entry any more, or its secret is no longer due (a rotation or a
+ * repair finished since the sweep queued it).
+ */
+export type SkippedCheckReason = 'company_removed' | 'company_not_registered' | 'not_due';
+
+export interface QueuedCheckDeps extends Omit<DoctorDeps, 'directory'> {
+  /**
+   * The company's standing in the registry now (registryStanding, src/core/companies/company-removal.ts):
+   * a check queued before `companies remove` must not repair, report or alarm on the company. Throws
+   * when the registry cannot be read. Absent: no registry (every queued company is checked).
+   */
+  companyStanding?: (companyId: string) => Promise<CompanyStanding>;
 }
 
 /**
  * The worker's side: each message is one company's full check. A message that does not parse is a
  * batch item failure (bound for the DLQ after its receives); a check that failed is a finding, as
  * in the inline run, since the next sweep examines the company again anyway.
+ *
+ * A message can wait (the queue keeps it a day, a failed batch is received again), so before the
+ * full check each company is asked again what the sweep asked: is it still registered and active
+ * (one GetItem), and is its secret still due (one DescribeSecret of the secret the message names,
+ * `dueReason`)? If not, its messages end quietly: an info line and `RotationChecksSkipped`
+ * (dimension `Reason`), no finding, no repair, no event. A registry that cannot be read fails the
+ * company's messages (retried, then the DLQ and its alarm) rather than act on a company that may
+ * be gone. A DescribeSecret that fails or finds the secret deleted leaves the decision to the full
+ * check, which reports it as before.
  */
 export async function checkQueuedCompanies(
-  deps: Omit<DoctorDeps, 'directory'>,
+  deps: QueuedCheckDeps,
   settings: DoctorSettings,
   messages: { messageId: string; body: string }[],
 ): Promise<QueuedBatchResult> {
   const failedMessageIds: string[] = [];
   const byCompany = new Map<string, CompanyKeyEntry[]>();
+  const messageIds = new Map<string, string[]>();
   // A company any of whose messages came from a dry run is only reported, never repaired.
   const dry = new Set<string>();
   for (const message of messages) {
     try {
       const { reason: _reason, repair, ...entry } = decodeQueuedCheck(message.body);
       byCompany.set(entry.companyId, [...(byCompany.get(entry.companyId) ?? []), entry]);
+      messageIds.set(entry.companyId, [...(messageIds.get(entry.companyId) ?? []), message.messageId]);
       if ((repair ?? settings.repair ?? true) === false) dry.add(entry.companyId);
     } catch (error) {
       deps.logger.error('queued rotation check unreadable', { messageId: message.messageId, error });
@@ -294,13 +325,67 @@ export async function checkQueuedCompanies(
     }
   }
   const now = deps.clock.now();
+  const skipped: QueuedBatchResult['skipped'] = [];
+  for (const [companyId, entries] of [...byCompany]) {
+    let skip: { reason: SkippedCheckReason; detail: Record<string, unknown> } | undefined;
+    try {
+      skip = await whyNotCheck(deps, settings, companyId, entries, now);
+    } catch (error) {
+      deps.logger.error('queued rotation check not run: the company registry could not be read; the message is retried', {
+        companyId,
+        messageIds: messageIds.get(companyId),
+        error,
+      });
+      failedMessageIds.push(...(messageIds.get(companyId) ?? []));
+      byCompany.delete(companyId);
+      continue;
+    }
+    if (skip === undefined) continue;
+    byCompany.delete(companyId);
+    skipped.push({ companyId, reason: skip.reason });
+    deps.metrics.withDimensions({ Reason: skip.reason }).add('RotationChecksSkipped', 1);
+    deps.logger.info(SKIP_MESSAGES[skip.reason], { companyId, reason: skip.reason, ...skip.detail });
+  }
   const findings: Finding[] = [];
   for (const repair of [true, false]) {
     const group = new Map([...byCompany].filter(([companyId]) => dry.has(companyId) !== repair));
     if (group.size > 0) findings.push(...(await examineCompanies(deps, { ...settings, repair }, group, now)));
   }
   await reportDoctorRun(deps, { checkedAt: now, companies: byCompany.size, findings });
-  return { checked: byCompany.size, findings, failedMessageIds };
+  return { checked: byCompany.size, findings, failedMessageIds, skipped };
+}
+
+const SKIP_MESSAGES: Record<SkippedCheckReason, string> = {
+  company_removed: 'queued rotation check skipped: the company was removed from the registry after it was queued',
+  company_not_registered: 'queued rotation check skipped: the company is no longer in the registry',
+  not_due: 'queued rotation check skipped: the company is no longer due (its rotation or a repair finished since it was queued)',
+};
+
+/** Why the queued company is not to be checked now; undefined: check it. Throws only when the registry cannot be read. */
+async function whyNotCheck(
+  deps: QueuedCheckDeps,
+  settings: DoctorSettings,
+  companyId: string,
+  entries: readonly CompanyKeyEntry[],
+  now: number,
+): Promise<{ reason: SkippedCheckReason; detail: Record<string, unknown> } | undefined> {
+  if (deps.companyStanding) {
+    const standing = await deps.companyStanding(companyId);
+    if (standing.state === 'removed') return { reason: 'company_removed', detail: { removedAt: standing.removedAt } };
+    if (standing.state === 'not_registered') return { reason: 'company_not_registered', detail: {} };
+  }
+  let due = false;
+  for (const secretId of new Set(entries.map((e) => e.secretId))) {
+    let description: SecretDescription;
+    try {
+      description = await deps.store.describeSecret(secretId);
+    } catch {
+      // The full check reads the same secret and reports why it cannot (check_failed).
+      return undefined;
+    }
+    if (description.deletedAt !== undefined || dueReason(description, now, settings).reason !== undefined) due = true;
+  }
+  return due ? undefined : { reason: 'not_due', detail: { secretName: entries[0]?.name } };
 }
 
 /**

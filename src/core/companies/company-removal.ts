@@ -19,13 +19,35 @@ export type CompanyRemovedAt = (companyId: string) => Promise<string | undefined
 export function registryRemovedAt(getItem: (companyId: string) => Promise<unknown>): CompanyRemovedAt {
   return async (companyId) => {
     const key = companyId.toLowerCase();
-    const entry = await getItem(key);
-    if (typeof entry !== 'object' || entry === null) return undefined;
-    const value = (entry as Record<string, unknown>).removedAt;
-    // null is absent, as `companies list --json` shows an active company.
-    if (value === undefined || value === null) return undefined;
-    if (typeof value === 'string' && !Number.isNaN(Date.parse(value))) return value;
-    // The field's path only, never its value.
-    throw new ValidationError(`company registry item ${key}`, [{ path: 'removedAt', message: 'expected an ISO 8601 time' }]);
+    return removedAtOf(key, await getItem(key));
   };
+}
+
+/**
+ * A company's standing in the registry when something queued for it earlier is about to act:
+ * `removed` (`companies remove` set `removedAt`; the item stays as the record of it), or
+ * `not_registered` (no item: never added, or deleted by hand). Read from the raw entry as
+ * registryRemovedAt reads it, with its rules: a `removedAt` that is not a time is a
+ * ValidationError, and an unreadable registry throws.
+ */
+export type CompanyStanding = { state: 'active' } | { state: 'removed'; removedAt: string } | { state: 'not_registered' };
+
+export function registryStanding(getItem: (companyId: string) => Promise<unknown>): (companyId: string) => Promise<CompanyStanding> {
+  return async (companyId) => {
+    const key = companyId.toLowerCase();
+    const entry = await getItem(key);
+    if (typeof entry !== 'object' || entry === null) return { state: 'not_registered' };
+    const removedAt = removedAtOf(key, entry);
+    return removedAt === undefined ? { state: 'active' } : { state: 'removed', removedAt };
+  };
+}
+
+function removedAtOf(key: string, entry: unknown): string | undefined {
+  if (typeof entry !== 'object' || entry === null) return undefined;
+  const value = (entry as Record<string, unknown>).removedAt;
+  // null is absent, as `companies list --json` shows an active company.
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string' && !Number.isNaN(Date.parse(value))) return value;
+  // The field's path only, never its value.
+  throw new ValidationError(`company registry item ${key}`, [{ path: 'removedAt', message: 'expected an ISO 8601 time' }]);
 }

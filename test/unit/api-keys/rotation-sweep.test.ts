@@ -4,10 +4,12 @@ import {
   givenUpAt,
   givenUpLabel,
   type QueuedCheck,
+  type QueuedCheckDeps,
   type RotationCandidate,
   type SweepDeps,
   sweepKeyRotations,
 } from '../../../src/core/api-keys';
+import type { CompanyStanding } from '../../../src/core/companies/company-removal';
 import type { SecretDescription } from '../../../src/core/ports/secrets';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger, silentLogger } from '../../../src/core/shared/logger';
@@ -254,5 +256,140 @@ describe('checkQueuedCompanies (the worker)', () => {
     expect(lines[0]!.error.message).toContain('(root): not valid JSON');
     expect(lines[1]!.error.message).toContain('secretId');
     expect(lines.map((l) => JSON.stringify(l)).join('\n')).not.toContain('nope-body');
+  });
+
+  describe('a company removed, gone or no longer due since it was queued', () => {
+    const body = (companyId: string, reason: QueuedCheck['reason'] = 'due') =>
+      JSON.stringify({ companyId, secretId: `arn:${companyId}`, name: `acctops/test/company/${companyId}/api-key`, reason });
+
+    /** The worker's deps over `fleet`, whose store describes a due secret and refuses every other call (a full check fails as check_failed). */
+    function worker(
+      standing: Record<string, CompanyStanding | Error>,
+      secret: () => SecretDescription = () => description({ nextRotationAt: T0 - 60_000 }),
+    ) {
+      const clock = new ManualClock(T0);
+      const f = fleet(clock, 4, () => description());
+      const logger = new MemoryLogger();
+      const asked: string[] = [];
+      const described: string[] = [];
+      const deps: QueuedCheckDeps = {
+        ...f.deps,
+        store: {
+          ...f.deps.store,
+          describeSecret: async (secretId) => {
+            described.push(secretId);
+            return secret();
+          },
+        },
+        logger,
+        companyStanding: async (companyId) => {
+          asked.push(companyId);
+          const s = standing[companyId] ?? { state: 'active' };
+          if (s instanceof Error) throw s;
+          return s;
+        },
+      };
+      return { f, deps, logger, asked, described };
+    }
+
+    it('removed (removedAt) or without an entry: no check, no finding, no event; an info line and RotationChecksSkipped say why', async () => {
+      const published: unknown[] = [];
+      const w = worker({});
+      const [active, removed, gone] = w.f.ids;
+      const standing: Record<string, CompanyStanding> = {
+        [removed!]: { state: 'removed', removedAt: '2026-11-01T08:59:00.000Z' },
+        [gone!]: { state: 'not_registered' },
+      };
+      const deps: QueuedCheckDeps = {
+        ...w.deps,
+        events: { publish: async (events) => void published.push(...events) },
+        companyStanding: async (companyId) => standing[companyId] ?? { state: 'active' },
+      };
+      const result = await checkQueuedCompanies(deps, { graceMs: 30 * 60_000 }, [
+        { messageId: 'm1', body: body(removed!) },
+        { messageId: 'm2', body: body(gone!) },
+        { messageId: 'm3', body: body(active!) },
+      ]);
+      // Only the active company is checked (and its check fails on the fake store, as before).
+      expect(result.checked).toBe(1);
+      expect(result.findings.map((f) => [f.type, f.companyId])).toEqual([['check_failed', active]]);
+      expect(result.failedMessageIds).toEqual([]);
+      expect(result.skipped).toEqual([
+        { companyId: removed, reason: 'company_removed' },
+        { companyId: gone, reason: 'company_not_registered' },
+      ]);
+      expect(published.map((e) => (e as { detail: { companyId: string } }).detail.companyId)).toEqual([active]);
+      expect(w.f.metrics.sum('RotationChecksSkipped', { Reason: 'company_removed' })).toBe(1);
+      expect(w.f.metrics.sum('RotationChecksSkipped', { Reason: 'company_not_registered' })).toBe(1);
+      expect(w.f.metrics.sum('UnrepairedRotationFindings')).toBe(1);
+      const infos = w.logger.entries().filter((l) => l.level === 'info' && String(l.message).startsWith('queued rotation check skipped'));
+      expect(infos).toEqual([
+        expect.objectContaining({ companyId: removed, reason: 'company_removed', removedAt: '2026-11-01T08:59:00.000Z' }),
+        expect.objectContaining({ companyId: gone, reason: 'company_not_registered' }),
+      ]);
+      expect(String(infos[0]!.message)).toContain('removed from the registry');
+      // No warning or error about the two: nothing for an operator to act on.
+      const loud = w.logger.entries().filter((l) => l.level !== 'info' && [removed, gone].includes(l.companyId as string));
+      expect(loud).toEqual([]);
+    });
+
+    it('a removed company whose every message is skipped reports a run with no finding (the alarm sees 0)', async () => {
+      const w = worker({});
+      const removed = w.f.ids[1]!;
+      const deps = { ...w.deps, companyStanding: async () => ({ state: 'removed', removedAt: '2026-11-01T08:59:00.000Z' }) as const };
+      const result = await checkQueuedCompanies(deps, { graceMs: 30 * 60_000 }, [
+        { messageId: 'm1', body: body(removed, 'rotation_disabled') },
+        { messageId: 'm2', body: body(removed, 'rotation_disabled') },
+      ]);
+      expect(result).toEqual({
+        checked: 0,
+        findings: [],
+        failedMessageIds: [],
+        skipped: [{ companyId: removed, reason: 'company_removed' }],
+      });
+      expect(w.f.metrics.sum('UnrepairedRotationFindings')).toBe(0);
+      expect(w.f.metrics.sum('RotationFindings')).toBe(0);
+      // Asked the registry once, never the secret.
+      expect(w.described).toEqual([]);
+    });
+
+    it("a registry it cannot read fails that company's messages (retried, then the DLQ), and checks nothing of it", async () => {
+      const w = worker({});
+      const [active, unknown] = w.f.ids;
+      const deps = {
+        ...w.deps,
+        companyStanding: async (companyId: string): Promise<CompanyStanding> => {
+          if (companyId === unknown)
+            throw new Error('ProvisionedThroughputExceededException: DynamoDB GetItem on the company registry table');
+          return { state: 'active' };
+        },
+      };
+      const result = await checkQueuedCompanies(deps, { graceMs: 30 * 60_000 }, [
+        { messageId: 'm1', body: body(unknown!) },
+        { messageId: 'm2', body: body(active!) },
+        { messageId: 'm3', body: body(unknown!) },
+      ]);
+      expect(result.failedMessageIds).toEqual(['m1', 'm3']);
+      expect(result.findings.map((f) => f.companyId)).toEqual([active]);
+      expect(result.skipped).toEqual([]);
+      expect(w.logger.entries().filter((l) => l.level === 'error' && l.companyId === unknown)).toEqual([
+        expect.objectContaining({ messageIds: ['m1', 'm3'], message: expect.stringContaining('registry could not be read') as unknown }),
+      ]);
+    });
+
+    it('no longer due (a rotation finished since the sweep): skipped as not_due after one DescribeSecret; still due or deleted: checked', async () => {
+      const notDue = worker({}, () => description());
+      const company = notDue.f.ids[0]!;
+      const skipped = await checkQueuedCompanies(notDue.deps, { graceMs: 30 * 60_000 }, [{ messageId: 'm1', body: body(company) }]);
+      expect(skipped).toMatchObject({ checked: 0, findings: [], skipped: [{ companyId: company, reason: 'not_due' }] });
+      expect(notDue.described).toEqual([`arn:${company}`]);
+      expect(notDue.f.metrics.sum('RotationChecksSkipped', { Reason: 'not_due' })).toBe(1);
+
+      for (const secret of [() => description({ pending: true }), () => ({ ...description(), deletedAt: T0 - DAY })]) {
+        const w = worker({}, secret);
+        const result = await checkQueuedCompanies(w.deps, { graceMs: 30 * 60_000 }, [{ messageId: 'm1', body: body(company) }]);
+        expect(result).toMatchObject({ checked: 1, skipped: [] });
+      }
+    });
   });
 });
