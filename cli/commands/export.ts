@@ -445,7 +445,11 @@ function lastDayNote(c: CompanyExportRow, report: ExportReport): string | undefi
     report.mode === 'direct' ? `--date-to ${value}` : report.mode === 'aws' ? `the stage's exports.dateTo ${value}` : undefined;
   if (dateTo.lastDayRepeats > 0) {
     const fix = setting('inclusive');
-    return `the last day of ${report.month}, read on its own because date_to was taken as exclusive (${how}), repeated ${dateTo.lastDayRepeats} of its ${dateTo.lastDayRecords} transaction(s) the month already held: dropped, each written once and counted once in the totals; the service's date_to includes its day${fix ? `: use ${fix}` : ''}`;
+    const nextDay =
+      dateTo.nextDayDropped > 0
+        ? `; and ${dateTo.nextDayDropped} of the day after it, which belong to the next month: dropped, its own export holds them`
+        : '';
+    return `the last day of ${report.month}, read on its own because date_to was taken as exclusive (${how}), repeated ${dateTo.lastDayRepeats} of its ${dateTo.lastDayRecords} transaction(s) the month already held: dropped, each written once and counted once in the totals${nextDay}; the service's date_to includes its day${fix ? `: use ${fix}` : ''}`;
   }
   const skip = dateTo.setting === 'detect' ? setting('exclusive') : undefined;
   return `the service's date_to excludes its day (${how}): the last day of ${report.month} was read on its own, ${dateTo.lastDayRecords} transaction(s), and written with the month${skip ? `; ${skip} skips the probe` : ''}`;

@@ -88,7 +88,8 @@ function manifestCounts(
   return {
     duplicatesDropped: Object.fromEntries(Object.entries(manifest.datasets).map(([name, d]) => [name, d.duplicatesDropped ?? 0])),
     transactionsOutsidePeriod: transactions ? (transactions.outsidePeriod ?? 0) : null,
-    transactionsDateTo: transactions?.dateTo ?? null,
+    // Every key always there (`--json`): a manifest without the count has none to count.
+    transactionsDateTo: transactions?.dateTo ? { ...transactions.dateTo, nextDayDropped: transactions.dateTo.nextDayDropped ?? 0 } : null,
   };
 }
 

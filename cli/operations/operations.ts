@@ -453,6 +453,8 @@ export interface TransactionsDateTo {
   read: 'inclusive' | 'exclusive' | 'undetermined';
   lastDayRecords: number;
   lastDayRepeats: number;
+  /** Records of the day after the month (the next month's) that an inclusive `date_to` read as exclusive returned, dropped; 0 when none. */
+  nextDayDropped: number;
 }
 
 export interface CompanyExportError {

@@ -103,7 +103,7 @@ describe('acctops export: notes of records repeated across pages and dated outsi
     totals: { amountMinor: string; records: number }[];
     duplicatesDropped: Record<string, number> | null;
     transactionsOutsidePeriod: number | null;
-    transactionsDateTo: { setting: string; read: string; lastDayRecords: number; lastDayRepeats: number } | null;
+    transactionsDateTo: { setting: string; read: string; lastDayRecords: number; lastDayRepeats: number; nextDayDropped: number } | null;
   }
 
   beforeAll(async () => {
@@ -175,7 +175,13 @@ describe('acctops export: notes of records repeated across pages and dated outsi
     expect(row.duplicatesDropped).toEqual({ transactions: 0, tax_reports: 0, categories: 0 });
     expect(row.transactionsOutsidePeriod).toBe(0);
     // This service ignores the dates, so the probe finds records: inclusive, nothing read again.
-    expect(row.transactionsDateTo).toEqual({ setting: 'detect', read: 'inclusive', lastDayRecords: 0, lastDayRepeats: 0 });
+    expect(row.transactionsDateTo).toEqual({
+      setting: 'detect',
+      read: 'inclusive',
+      lastDayRecords: 0,
+      lastDayRepeats: 0,
+      nextDayDropped: 0,
+    });
     const manifest = await manifestOf('still-json');
     expect(manifest.datasets.transactions).not.toHaveProperty('duplicatesDropped');
     expect(manifest.datasets.transactions).not.toHaveProperty('outsidePeriod');
@@ -204,7 +210,13 @@ describe('acctops export: notes of records repeated across pages and dated outsi
     const row = parseJson<{ companies: Row[] }>(json).companies[0]!;
     expect(row.records.transactions).toBe(3);
     expect(row.duplicatesDropped).toEqual({ transactions: 1, tax_reports: 0, categories: 0 });
-    expect(row.transactionsDateTo).toEqual({ setting: 'detect', read: 'exclusive', lastDayRecords: 1, lastDayRepeats: 1 });
+    expect(row.transactionsDateTo).toEqual({
+      setting: 'detect',
+      read: 'exclusive',
+      lastDayRecords: 1,
+      lastDayRepeats: 1,
+      nextDayDropped: 0,
+    });
     // T3 once: -1000 - 2500 + 4000.
     expect(row.totals.reduce((n, t) => n + BigInt(t.amountMinor), 0n)).toBe(500n);
     const manifest = await manifestOf('misread-json');
@@ -219,7 +231,13 @@ describe('acctops export: notes of records repeated across pages and dated outsi
 
     // Set exclusive, the same repeat is dropped; set inclusive, the last day is not read again.
     const set = parseJson<{ companies: Row[] }>(await exportTo('set-exclusive', true, '--date-to', 'exclusive')).companies[0]!;
-    expect(set.transactionsDateTo).toEqual({ setting: 'exclusive', read: 'exclusive', lastDayRecords: 1, lastDayRepeats: 1 });
+    expect(set.transactionsDateTo).toEqual({
+      setting: 'exclusive',
+      read: 'exclusive',
+      lastDayRecords: 1,
+      lastDayRepeats: 1,
+      nextDayDropped: 0,
+    });
     expect(set.records.transactions).toBe(3);
     service.requests.splice(0);
     const inclusive = await exportTo('set-inclusive', false, '--date-to', 'inclusive');

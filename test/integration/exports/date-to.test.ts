@@ -91,7 +91,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(warned).toBe(dialect === 'minimal');
     });
 
-    it('a setting that names the reading skips the probe; the wrong one loses (inclusive on exclusive) the last day, or adds (exclusive on inclusive) the next one but never the last day twice', async () => {
+    it('a setting that names the reading skips the probe; the wrong one loses (inclusive on exclusive) the last day, or reads (exclusive on inclusive) the next one and drops it, never the last day twice', async () => {
       const truth = await count('2026-10-01', '2026-10-31');
       const lastDay = await count('2026-10-31', '2026-10-31');
       const firstOfNovember = await count('2026-11-01', '2026-11-01');
@@ -102,8 +102,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(requests.some((u) => u.searchParams.get('page_size') === '1')).toBe(false);
       const misread = await read(wrong);
       expect(new Set(misread.ids).size).toBe(misread.ids.length);
-      expect(misread.ids).toHaveLength(dialect === 'minimal' ? truth - lastDay : truth + firstOfNovember);
+      // Exclusive on inclusive: the 31st's repeats and the 1st of November (the next range's) are dropped.
+      expect(misread.ids).toHaveLength(dialect === 'minimal' ? truth - lastDay : truth);
       expect(misread.finding.lastDayRepeats).toBe(dialect === 'minimal' ? 0 : lastDay);
+      expect(misread.finding.nextDayDropped).toBe(dialect === 'minimal' ? 0 : firstOfNovember);
     });
 
     it('a probe that misreads an inclusive service as exclusive: the last day read again drops what the range held, counts it and warns once', async () => {
@@ -116,21 +118,26 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       // No record twice. The minimal dialect is exclusive indeed: the 31st comes once, from its own read.
       expect(new Set(ids).size).toBe(ids.length);
       const inclusive = dialect !== 'minimal';
-      // An inclusive service answers [31st, 1st] with both days: the 31st's are repeats, dropped; the
-      // 1st's are no repeats (the range never held them) and stay, which outsidePeriod then counts.
+      // An inclusive service answers [31st, 1st] with both days: the 31st's are repeats, dropped; once
+      // they have shown date_to inclusive, the 1st's are the next range's, dropped and counted apart.
       expect(finding).toEqual({
         dateTo: 'exclusive',
         detected: true,
         lastDayRecords: inclusive ? lastDay + firstOfNovember : lastDay,
         lastDayRepeats: inclusive ? lastDay : 0,
+        nextDayDropped: inclusive ? firstOfNovember : 0,
       });
-      expect(ids).toHaveLength(inclusive ? truth + firstOfNovember : truth);
+      expect(ids).toHaveLength(truth);
       expect(duplicatesDropped).toBe(inclusive ? lastDay : 0);
       const warnings = logger.entries().filter((l) => l.level === 'warn');
       expect(warnings).toHaveLength(1);
       expect(warnings[0]).toMatchObject(
         inclusive
-          ? { message: expect.stringContaining('the service treats date_to as inclusive') as unknown, repeatsDropped: lastDay }
+          ? {
+              message: expect.stringContaining('the service treats date_to as inclusive') as unknown,
+              repeatsDropped: lastDay,
+              nextDayDropped: firstOfNovember,
+            }
           : { message: expect.stringContaining('the service treats date_to as exclusive') as unknown, lastDayRecords: lastDay },
       );
     });

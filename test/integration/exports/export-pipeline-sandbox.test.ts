@@ -454,7 +454,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       ]);
     });
 
-    it('a probe that misreads date_to as exclusive: the last day is in the files once, its repeats counted in the manifest and the event', async () => {
+    it("a probe that misreads date_to as exclusive: the last day is in the files once, its repeats counted in the manifest and the event; the next month's first day is dropped and named, not counted outside the month", async () => {
       const { store, run, events, logger } = setup({ blindProbe: true });
       const summary = await completed(run());
       const count = async (dateFrom: string, dateTo: string) =>
@@ -470,17 +470,17 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const csv = (await objectText(store, summary.datasets.transactions!.objects.find((o) => o.format === 'csv')!.key))
         .trimEnd()
         .split('\r\n');
-      const idColumn = csv[0]!
-        .replace(/^\uFEFF/, '')
-        .split(',')
-        .indexOf('public_id');
-      const ids = csv.slice(1).map((line) => line.split(',')[idColumn]);
+      const header = csv[0]!.replace(/^\uFEFF/, '').split(',');
+      const [idColumn, dayColumn] = [header.indexOf('public_id'), header.indexOf('value_date_local')];
+      const rows = csv.slice(1).map((line) => line.split(','));
+      const ids = rows.map((row) => row[idColumn]);
       expect(new Set(ids).size).toBe(ids.length);
-      // The inclusive service's [31st, 1st] holds the 1st too: no repeats, so kept, and counted as outside the month.
-      expect(ids).toHaveLength(inclusive ? october + firstOfNovember : october);
+      // The inclusive service's [31st, 1st] holds the 1st too: November's, which its own export reads, so not in October's files.
+      expect(ids).toHaveLength(october);
+      expect(rows.filter((row) => !row[dayColumn]!.startsWith('2026-10'))).toEqual([]);
       const manifest = (await readManifest(store, summary.manifestKey))!;
       expect(manifest.datasets.transactions).toMatchObject({
-        records: ids.length,
+        records: october,
         dateTo: {
           setting: 'detect',
           read: 'exclusive',
@@ -488,13 +488,17 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
           lastDayRepeats: inclusive ? lastDay : 0,
         },
       });
+      expect(manifest.datasets.transactions!.dateTo!.nextDayDropped).toBe(inclusive ? firstOfNovember : undefined);
       expect(manifest.datasets.transactions!.duplicatesDropped).toBe(inclusive ? lastDay : undefined);
-      expect(manifest.datasets.transactions!.outsidePeriod).toBe(inclusive ? firstOfNovember : undefined);
+      // Not outside the month: no record of another month is in it.
+      expect(manifest.datasets.transactions!.outsidePeriod).toBeUndefined();
       expect(events.ofType(EXPORT_EVENT_TYPES.completed)[0]!.detail).toMatchObject({
         duplicatesDropped: { transactions: inclusive ? lastDay : 0 },
+        transactionsOutsidePeriod: 0,
       });
       const said = logger.entries().filter((e) => String(e.message).includes('repeated records the range already held'));
-      expect(said.map((e) => [e.level, e.repeatsDropped])).toEqual(inclusive ? [['warn', lastDay]] : []);
+      expect(said.map((e) => [e.level, e.repeatsDropped, e.nextDayDropped])).toEqual(inclusive ? [['warn', lastDay, firstOfNovember]] : []);
+      expect(logger.entries().filter((e) => String(e.message).startsWith('transactions dated outside the queried range'))).toEqual([]);
     });
 
     it('a permission the key lacks is a final, non-retryable failure on the first attempt', async () => {

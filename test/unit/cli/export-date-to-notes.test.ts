@@ -42,13 +42,15 @@ describe('export report: the last day read on its own', () => {
   }
 
   it('says nothing when date_to read inclusive, undetermined, or the manifest does not say', () => {
-    expect(render('direct', { setting: 'detect', read: 'inclusive', lastDayRecords: 0, lastDayRepeats: 0 })).toEqual([]);
-    expect(render('direct', { setting: 'detect', read: 'undetermined', lastDayRecords: 0, lastDayRepeats: 0 })).toEqual([]);
+    expect(render('direct', { setting: 'detect', read: 'inclusive', lastDayRecords: 0, lastDayRepeats: 0, nextDayDropped: 0 })).toEqual([]);
+    expect(render('direct', { setting: 'detect', read: 'undetermined', lastDayRecords: 0, lastDayRepeats: 0, nextDayDropped: 0 })).toEqual(
+      [],
+    );
     expect(render('aws', null)).toEqual([]);
   });
 
   it('an exclusive date_to: the last day read on its own, with the records, and how to skip the probe in the mode', () => {
-    const found = { setting: 'detect', read: 'exclusive', lastDayRecords: 97, lastDayRepeats: 0 } as const;
+    const found = { setting: 'detect', read: 'exclusive', lastDayRecords: 97, lastDayRepeats: 0, nextDayDropped: 0 } as const;
     expect(render('direct', found)).toEqual([
       `acctops: note: ${COMPANY}: the service's date_to excludes its day (as its probe found): the last day of 2026-10 was read on its own, 97 transaction(s), and written with the month; --date-to exclusive skips the probe (docs/exports.md, "The last day of a range")`,
     ]);
@@ -58,7 +60,7 @@ describe('export report: the last day read on its own', () => {
   });
 
   it('repeats of the last day: their own note, with the inclusive setting; not counted again in the note of repeated pages', () => {
-    const misread = { setting: 'detect', read: 'exclusive', lastDayRecords: 40, lastDayRepeats: 38 } as const;
+    const misread = { setting: 'detect', read: 'exclusive', lastDayRecords: 40, lastDayRepeats: 38, nextDayDropped: 0 } as const;
     expect(render('direct', misread, { transactions: 38 })).toEqual([
       `acctops: note: ${COMPANY}: the last day of 2026-10, read on its own because date_to was taken as exclusive (as its probe found), repeated 38 of its 40 transaction(s) the month already held: dropped, each written once and counted once in the totals; the service's date_to includes its day: use --date-to inclusive (docs/exports.md, "The last day of a range")`,
     ]);
@@ -71,5 +73,13 @@ describe('export report: the last day read on its own', () => {
       'the service sent records again on a later page (the list changed while it was read): 3 of transactions, 1 of categories',
     );
     expect(notes[1]).toContain('repeated 38 of its 40');
+  });
+
+  it("the next month's first day that the misread added: dropped, said in the same note, never as outside the month", () => {
+    const misread = { setting: 'exclusive', read: 'exclusive', lastDayRecords: 50, lastDayRepeats: 38, nextDayDropped: 12 } as const;
+    const notes = render('direct', misread, { transactions: 38 });
+    expect(notes).toEqual([
+      `acctops: note: ${COMPANY}: the last day of 2026-10, read on its own because date_to was taken as exclusive (as set), repeated 38 of its 50 transaction(s) the month already held: dropped, each written once and counted once in the totals; and 12 of the day after it, which belong to the next month: dropped, its own export holds them; the service's date_to includes its day: use --date-to inclusive (docs/exports.md, "The last day of a range")`,
+    ]);
   });
 });

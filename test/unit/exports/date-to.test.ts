@@ -74,31 +74,34 @@ describe('transactionsOfRange: repeats of the last day read on its own', () => {
   it('an inclusive service the probe misreads as exclusive: the last day is written once, its repeats counted and warned of once', async () => {
     const { client, fake } = service({ blindProbe: true });
     const { ids, finding, reading, duplicatesDropped, warnings } = await read(client, 'detect');
-    // The range holds 1-5; the last day's read [31st, 1st] holds 4, 5 (repeats) and 6, 7 (the 1st).
+    // The range holds 1-5; the last day's read [31st, 1st] holds 4, 5 (repeats) and 6, 7 (the 1st):
+    // once the repeats have shown date_to inclusive, 6 and 7 are the next range's, dropped.
     expect(lastDayReads(fake).length).toBeGreaterThan(0);
     expect(new Set(ids).size).toBe(ids.length);
-    expect(ids.filter((i) => [id(4), id(5)].includes(i))).toEqual([id(4), id(5)]);
-    expect(finding).toEqual({ dateTo: 'exclusive', detected: true, lastDayRecords: 4, lastDayRepeats: 2 });
-    expect(reading).toEqual({ setting: 'detect', read: 'exclusive', lastDayRecords: 4, lastDayRepeats: 2 });
+    expect([...ids].sort()).toEqual([1, 2, 3, 4, 5].map(id).sort());
+    expect(finding).toEqual({ dateTo: 'exclusive', detected: true, lastDayRecords: 4, lastDayRepeats: 2, nextDayDropped: 2 });
+    expect(reading).toEqual({ setting: 'detect', read: 'exclusive', lastDayRecords: 4, lastDayRepeats: 2, nextDayDropped: 2 });
     // Counted where the pagination's repeats are, so the manifest's duplicatesDropped holds them.
     expect(duplicatesDropped).toBe(2);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({
       message: expect.stringContaining('repeated records the range already held') as unknown,
       repeatsDropped: 2,
+      nextDayDropped: 2,
       lastDayRecords: 4,
       detected: true,
       hint: expect.stringContaining('to inclusive') as unknown,
     });
   });
 
-  it('a service that dates by UTC: repeats whose own date is the day before or after are dropped too', async () => {
-    // By UTC, the range is 1-4 and 6; the last day [31st, 1st] is 3, 4, 6 again and 5, 7.
+  it('a service that dates by UTC: repeats whose own date is the day before or after are dropped too; its next day goes, whatever its own date', async () => {
+    // By UTC, the range is 1-4 and 6; the last day [31st, 1st] is 3, 4, 6 again and 5, 7: November
+    // by UTC, the service's next range (5's own date is still the 31st).
     const { client } = service({ utc: true, blindProbe: true });
     const { ids, finding, duplicatesDropped } = await read(client, 'detect');
     expect(new Set(ids).size).toBe(ids.length);
-    expect([...ids].sort()).toEqual([1, 2, 3, 4, 5, 6, 7].map(id).sort());
-    expect(finding).toMatchObject({ dateTo: 'exclusive', lastDayRecords: 5, lastDayRepeats: 3 });
+    expect([...ids].sort()).toEqual([1, 2, 3, 4, 6].map(id).sort());
+    expect(finding).toMatchObject({ dateTo: 'exclusive', lastDayRecords: 5, lastDayRepeats: 3, nextDayDropped: 2 });
     expect(duplicatesDropped).toBe(3);
   });
 
@@ -124,8 +127,8 @@ describe('transactionsOfRange: repeats of the last day read on its own', () => {
     const { ids, reading, warnings } = await read(client, 'exclusive');
     expect(fake.urls().some((u) => u.searchParams.get('page_size') === '1')).toBe(false);
     expect(new Set(ids).size).toBe(ids.length);
-    expect(reading).toEqual({ setting: 'exclusive', read: 'exclusive', lastDayRecords: 4, lastDayRepeats: 2 });
-    expect(warnings).toEqual([expect.objectContaining({ repeatsDropped: 2, detected: false })]);
+    expect(reading).toEqual({ setting: 'exclusive', read: 'exclusive', lastDayRecords: 4, lastDayRepeats: 2, nextDayDropped: 2 });
+    expect(warnings).toEqual([expect.objectContaining({ repeatsDropped: 2, nextDayDropped: 2, detected: false })]);
   });
 
   it('a truly exclusive service: nothing is dropped, and the warning is the exclusive one', async () => {
@@ -171,6 +174,27 @@ describe('transactionsOfRange: repeats of the last day read on its own', () => {
     const { ids, finding } = await read(client, 'detect');
     expect(finding).toMatchObject({ lastDayRecords: 6, lastDayRepeats: 4 });
     expect(ids.filter((i) => i === id(1) || i === id(2))).toEqual([id(1), id(2), id(1), id(2)]);
+  });
+
+  it('records of the next day before the first repeat are kept: nothing has shown date_to inclusive yet', async () => {
+    // The last day's read newest first: 7 and 6 (the 1st) on its first page, before the repeats 5 and 4.
+    const fake = fakeTransport((request, url) => {
+      const from = url.searchParams.get('date_from')!;
+      const to = url.searchParams.get('date_to')!;
+      const probe = from === to && url.searchParams.get('page_size') === '1';
+      const own = (r: Record<string, unknown>) => String(r.valueDate).slice(0, 10);
+      const items = probe ? [] : RECORDS.filter((r) => own(r) >= from && own(r) <= to);
+      return listHandler('/accounting/transactions/', from === '2026-10-31' ? [...items].reverse() : items)(request, url);
+    });
+    const client = createAccountingClient({
+      baseUrl: BASE_URL,
+      credentials: apiKeyAuth('sbx_AbCdEf1234567890abcdefghijklmnop'),
+      transport: fake.transport,
+      pageSize: 2,
+    });
+    const { ids, finding } = await read(client, 'detect');
+    expect([...ids].sort()).toEqual([1, 2, 3, 4, 5, 6, 7].map(id).sort());
+    expect(finding).toMatchObject({ lastDayRecords: 4, lastDayRepeats: 2, nextDayDropped: 0 });
   });
 
   it('inclusive set: no last day read, nothing kept, the reading says so', async () => {

@@ -238,6 +238,10 @@ describe('the part ledger (memory)', () => {
     expect(mergeDateTo([reading('undetermined'), reading('undetermined')])).toEqual(reading('undetermined'));
     expect(mergeDateTo([reading('exclusive', 2), undefined])).toBeUndefined();
     expect(mergeParts([withReading(0, reading('inclusive')), withReading(1)]).transactions).not.toHaveProperty('dateTo');
+    // The next days dropped after a misread (decision 85) are summed too, and left out when no part had any.
+    const dropped = (n: number) => ({ ...reading('exclusive', 5, 5), nextDayDropped: n });
+    expect(mergeDateTo([dropped(3), reading('exclusive', 2), dropped(4)])).toEqual({ ...reading('exclusive', 12, 10), nextDayDropped: 7 });
+    expect(mergeDateTo([reading('exclusive', 2), reading('exclusive', 3)])).not.toHaveProperty('nextDayDropped');
   });
 });
 

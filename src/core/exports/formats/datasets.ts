@@ -111,6 +111,12 @@ export interface DateToReading {
    * `duplicatesDropped`): more than 0 means the service's `date_to` is inclusive after all.
    */
   lastDayRepeats: number;
+  /**
+   * Of `lastDayRecords`, the records of the day after the range that the read returned once its
+   * repeats had shown `date_to` inclusive: the next range's (a whole month's: the next month's
+   * first day), dropped. Not in `records`, `duplicatesDropped` or `outsidePeriod`. Absent when none.
+   */
+  nextDayDropped?: number;
 }
 
 /** Dataset names as they appear in object keys and Glue tables (contract/exports.ts). */

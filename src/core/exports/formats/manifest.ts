@@ -38,6 +38,8 @@ export const dateToSchema = lazySchema(() =>
     read: z.enum(['inclusive', 'exclusive', 'undetermined']),
     lastDayRecords: z.number().int().nonnegative(),
     lastDayRepeats: z.number().int().nonnegative(),
+    /** Additive (decision 85): absent when none, and in manifests and part results written before it. */
+    nextDayDropped: z.number().int().nonnegative().optional(),
   }),
 );
 

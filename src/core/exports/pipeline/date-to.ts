@@ -25,7 +25,9 @@ import type { DateToReading } from '../formats/datasets';
  * Under `exclusive` (found or set) the last day's read drops every record the range already
  * yielded: a service that is inclusive after all (a misdetection, or a wrong setting) would
  * otherwise have its last day written twice. The range keeps, for that, the ids of its records
- * that either reading of their `valueDate` (own offset, UTC) places on its last day.
+ * that either reading of their `valueDate` (own offset, UTC) places on its last day. Once such a
+ * repeat has shown `date_to` inclusive, the rest of that read is the day after the range, which
+ * belongs to the next range: dropped too, and counted as `nextDayDropped` (decision 85).
  */
 export const DATE_TO_MODES = ['detect', 'inclusive', 'exclusive'] as const;
 export type DateToMode = (typeof DATE_TO_MODES)[number];
@@ -39,11 +41,23 @@ export interface DateToFinding {
   lastDayRecords: number;
   /** Of `lastDayRecords`, those the range had already yielded, dropped: the service's `date_to` is inclusive after all. */
   lastDayRepeats: number;
+  /**
+   * Of `lastDayRecords`, those the read returned besides the repeats once a repeat had shown
+   * `date_to` inclusive: the day after the range (for a whole month, the next month's first day),
+   * which the next range reads. Dropped, and counted nowhere else.
+   */
+  nextDayDropped: number;
 }
 
 /** The manifest's account of a finding (`datasets.transactions.dateTo`). */
 export function dateToReading(mode: DateToMode, finding: DateToFinding): DateToReading {
-  return { setting: mode, read: finding.dateTo, lastDayRecords: finding.lastDayRecords, lastDayRepeats: finding.lastDayRepeats };
+  return {
+    setting: mode,
+    read: finding.dateTo,
+    lastDayRecords: finding.lastDayRecords,
+    lastDayRepeats: finding.lastDayRepeats,
+    ...(finding.nextDayDropped > 0 ? { nextDayDropped: finding.nextDayDropped } : {}),
+  };
 }
 
 export interface RangeOptions {
@@ -103,13 +117,19 @@ export function transactionsOfRange(
       finding.lastDayRecords += page.items.length;
       const kept = seen.size === 0 ? page.items : page.items.filter((item) => !seen.has(item.parsed.publicId));
       const repeats = page.items.length - kept.length;
-      if (repeats === 0) {
+      // Counted as the pagination's repeats are, so the manifest, the event and the metric say it.
+      finding.lastDayRepeats += repeats;
+      // Once a repeat has shown `date_to` inclusive, `[last, last+1]` is the last day, which the range
+      // already yielded, and the day after: whatever is not a repeat belongs to the next range (a
+      // whole month's next month, which exports it), however its own offset dates it. Until then
+      // nothing is dropped: an exclusive service's read is the last day alone, and none of it may go.
+      const nextDay = finding.lastDayRepeats > 0 ? kept.length : 0;
+      finding.nextDayDropped += nextDay;
+      if (repeats === 0 && nextDay === 0) {
         yield page;
         continue;
       }
-      // Counted as the pagination's repeats are, so the manifest, the event and the metric say it.
-      finding.lastDayRepeats += repeats;
-      yield { ...page, items: kept, duplicatesDropped: page.duplicatesDropped + repeats };
+      yield { ...page, items: nextDay > 0 ? [] : kept, duplicatesDropped: page.duplicatesDropped + repeats };
     }
     if (finding.lastDayRepeats > 0) {
       // Only an inclusive `date_to` gives the range records its last day gives again: the reading was
@@ -121,6 +141,7 @@ export function transactionsOfRange(
           detected: finding.detected,
           lastDayRecords: finding.lastDayRecords,
           repeatsDropped: finding.lastDayRepeats,
+          nextDayDropped: finding.nextDayDropped,
           hint: "set the stage's exports.dateTo (or --date-to) to inclusive",
         },
       );
@@ -139,16 +160,17 @@ export function transactionsOfRange(
     options.onFinding?.(finding);
 
     async function decide(sampled: Candidate | undefined): Promise<DateToFinding> {
-      if (options.dateTo !== 'detect') return { dateTo: options.dateTo, detected: false, lastDayRecords: 0, lastDayRepeats: 0 };
+      if (options.dateTo !== 'detect')
+        return { dateTo: options.dateTo, detected: false, lastDayRecords: 0, lastDayRepeats: 0, nextDayDropped: 0 };
       // A range without a record shows no busy day: the last day's own records (by either reading) may.
       const probe = sampled ?? (await lastDayCandidate(client, lastDay));
       if (probe === undefined) {
         options.logger.info('no transaction in the range nor on the day after it: whether date_to is inclusive does not matter', range);
-        return { dateTo: 'undetermined', detected: false, lastDayRecords: 0, lastDayRepeats: 0 };
+        return { dateTo: 'undetermined', detected: false, lastDayRecords: 0, lastDayRepeats: 0, nextDayDropped: 0 };
       }
       const inclusive = await countsEqualEnds(client, probe.days);
       if (inclusive) options.logger.info('the service treats date_to as inclusive', { ...range, probed: probe.days });
-      return { dateTo: inclusive ? 'inclusive' : 'exclusive', detected: true, lastDayRecords: 0, lastDayRepeats: 0 };
+      return { dateTo: inclusive ? 'inclusive' : 'exclusive', detected: true, lastDayRecords: 0, lastDayRepeats: 0, nextDayDropped: 0 };
     }
   }
   return {

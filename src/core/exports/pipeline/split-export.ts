@@ -181,18 +181,20 @@ export function mergeParts(results: readonly PartResult[]): Partial<Record<Datas
 /**
  * One reading for a month of parts, each of which read its own range: `exclusive` when any part read
  * its last day on its own, else `inclusive` when any probe found so, else `undetermined`; the last
- * days' records and repeats summed. Undefined when a part's result does not say (stored before
+ * days' records, repeats and next days' records dropped summed. Undefined when a part's result does not say (stored before
  * readings were recorded): the month's reading is then unknown.
  */
 export function mergeDateTo(readings: readonly (DateToReading | undefined)[]): DateToReading | undefined {
   if (readings.length === 0 || readings.some((r) => r === undefined)) return undefined;
   const all = readings as readonly DateToReading[];
   const read = (['exclusive', 'inclusive'] as const).find((r) => all.some((p) => p.read === r)) ?? 'undetermined';
+  const nextDayDropped = all.reduce((n, p) => n + (p.nextDayDropped ?? 0), 0);
   return {
     setting: all[0]!.setting,
     read,
     lastDayRecords: all.reduce((n, p) => n + p.lastDayRecords, 0),
     lastDayRepeats: all.reduce((n, p) => n + p.lastDayRepeats, 0),
+    ...(nextDayDropped > 0 ? { nextDayDropped } : {}),
   };
 }
 
