@@ -4,7 +4,7 @@ import { Duration, Names, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib'
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Key, type IKey } from 'aws-cdk-lib/aws-kms';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { ApplicationLogLevel, Architecture, LoggingFormat, Runtime, SystemLogLevel, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -530,12 +530,10 @@ export class AcctopsFunction extends NodejsFunction {
       reportBatchItemFailures: true,
     });
     this.addToRolePolicy(new PolicyStatement({ actions: [...EVENT_SOURCE_QUEUE_ACTIONS], resources: [queue.queueArn] }));
-    // As SqsEventSource granted it: the poller's ReceiveMessage decrypts through SQS. A key the
-    // stack did not make (a stage's kmsKeyArn) may encrypt far more than this queue, so its
-    // Decrypt is held to SQS (kms:ViaService), like every bind* grant.
-    const key = queue.encryptionMasterKey;
-    if (key instanceof Key) key.grantDecrypt(this.executionRole);
-    else this.grantKey(key, ['kms:Decrypt'], 'sqs');
+    // The poller's ReceiveMessage decrypts through SQS, so its Decrypt is held to SQS
+    // (kms:ViaService), like every bind* grant: SqsEventSource's own grant has no condition, and a
+    // stage's kmsKeyArn may encrypt far more than this queue.
+    this.grantKey(queue.encryptionMasterKey, ['kms:Decrypt'], 'sqs');
     return this;
   }
 

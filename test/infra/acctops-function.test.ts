@@ -327,7 +327,14 @@ describe('AcctopsFunction', () => {
       const onJobs = statements().filter((s) => JSON.stringify(s.Resource) === JSON.stringify(arn(jobs)));
       expect(onJobs).toEqual([{ Effect: 'Allow', Action: [...EVENT_SOURCE_QUEUE_ACTIONS], Resource: arn(jobs) }]);
       expect(EVENT_SOURCE_QUEUE_ACTIONS).toEqual(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes']);
-      expect(statements()).toContainEqual({ Effect: 'Allow', Action: 'kms:Decrypt', Resource: arn(key) });
+      // The poller decrypts through SQS only: SqsEventSource's own grant had no condition.
+      expect(statements()).toContainEqual({
+        Effect: 'Allow',
+        Action: 'kms:Decrypt',
+        Resource: arn(key),
+        Condition: { StringEquals: { 'kms:ViaService': { 'Fn::Join': ['', ['sqs.', { Ref: 'AWS::Region' }, '.amazonaws.com']] } } },
+      });
+      expect(statements().filter((s) => s.Action === 'kms:Decrypt' && s.Condition === undefined)).toEqual([]);
       expect(() => fn.consumeQueue(queue, { batchSize: 11 })).toThrow(/batchSize must be 1 to 10/);
     });
 
