@@ -20,7 +20,7 @@ import { CompanyKeyNotFoundError } from '../src/core/api-keys';
 import { isBeyondParquet } from '../src/core/exports/formats/parquet-limit';
 import { ExportCountMismatchError } from '../src/core/exports/pipeline/pipeline-errors';
 import { SecretNotFoundError } from '../src/core/ports/secrets';
-import { AcctopsError, ConfigError, ValidationError } from '../src/core/shared/errors';
+import { AcctopsError, ConfigError, issuesText, ValidationError, type FieldIssue } from '../src/core/shared/errors';
 import { redactString } from '../src/core/shared/redact';
 import { OnboardConflictError, TokenBusyError, UserRevokedError } from '../src/core/tokens/errors';
 import { TokenNotFoundError } from '../src/core/tokens/token-store';
@@ -174,6 +174,34 @@ export class CompanyRemovedError extends CliError {
             : `\`acctops companies restore --company ${id}\` brings it back with its key secret and rotation, within the recovery window`,
     });
     this.companyId = id;
+  }
+}
+
+/**
+ * A company a command names (`--company`) whose registry entry fails its schema (written past the
+ * CLI). The monthly export skips such an entry, so no command acts on the company either, whether or
+ * not its key secret is found: what the entry says (removed, its rotation days, its currency) cannot
+ * be read. Exit 3 like an unknown or removed company, naming the fields (never their values) and the
+ * repair of the mode: local `local repair` sets the entry aside, AWS the runbook deletes the item;
+ * then `companies add` registers the company again.
+ */
+export class CompanyEntryDamagedError extends CliError {
+  override readonly name: string = 'CompanyEntryDamagedError';
+  readonly companyId: string;
+  readonly issues: FieldIssue[];
+
+  constructor(companyId: string, issues: FieldIssue[], mode: 'local' | 'aws') {
+    const add = `\`acctops companies add --company ${companyId}\` registers the company again`;
+    super(`--company ${companyId}: its company registry entry is damaged (${issuesText(issues)}); nothing was done`, {
+      code: 'company_entry_damaged',
+      exitCode: ExitCode.config,
+      hint:
+        mode === 'local'
+          ? `\`acctops local repair\` sets the entry aside into a file of its own, then ${add} (README, "Local mode")`
+          : `delete the company's item from the table of the stack output CompanyRegistryTableName, then ${add} (docs/runbooks.md, "Add or remove a company")`,
+    });
+    this.companyId = companyId;
+    this.issues = issues;
   }
 }
 

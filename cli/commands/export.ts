@@ -185,7 +185,11 @@ export function exportCommand(host: CommandHost): Command {
                 exitCode: ExitCode.partial,
                 code: 'registry_item_invalid',
                 message: `not exported: ${issuesText(f.issues)}`,
-                hint: 'fix or remove the entry; `acctops companies list` lists it',
+                // `companies remove` cannot act on an entry that does not parse: the repair sets it aside instead.
+                hint:
+                  report.mode === 'local'
+                    ? '`acctops local repair` sets the entry aside, then `acctops companies add --company <id>` registers the company again'
+                    : 'delete the item, then `acctops companies add --company <id>` registers the company again (docs/runbooks.md, "Add or remove a company")',
               },
               { text: `company registry entry ${entryName(f)}`, fields: { registryKey: f.key, registryPosition: f.position } },
             );

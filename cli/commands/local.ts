@@ -5,6 +5,7 @@ import { ExitCode } from '../exit-codes';
 import { shellQuote } from '../format';
 import { resetStateDir } from '../local/state-dir';
 import type { CommandHost } from './host';
+import { issuesText } from '../../src/core/shared/errors';
 
 /** `advance-clock` moves at most this far without --force: a rotation period (30 days) and a day. */
 export const MAX_CLOCK_JUMP_DAYS = 31;
@@ -126,7 +127,8 @@ export function localCommand(host: CommandHost): Command {
   local
     .command('repair')
     .description(
-      'Set aside the damaged state files that can be rebuilt (state.json, tokens.json, revocations.json, companies.json) and rebuild them.',
+      'Set aside the damaged state files that can be rebuilt (state.json, tokens.json, revocations.json, companies.json) and rebuild them, ' +
+        'and the company registry entries that fail their schema (then `companies add` registers such a company again).',
     )
     .action(
       host.run(async (session) => {
@@ -138,10 +140,16 @@ export function localCommand(host: CommandHost): Command {
         // What is left is the state directory's problem, as when a command meets it: configuration.
         if (report.unrepairable.length > 0) session.exitCode = ExitCode.config;
         session.out.result(report, () => {
-          if (report.repaired.length === 0 && report.unrepairable.length === 0)
-            session.out.line(`No damaged state file in ${session.stateDir}.`);
+          if (report.repaired.length === 0 && report.unrepairable.length === 0 && report.entriesSetAside.length === 0)
+            session.out.line(`No damaged state file or registry entry in ${session.stateDir}.`);
           for (const r of report.repaired) session.out.line(`Rebuilt ${r.file} (${r.rebuiltAs}); the damaged file is kept as ${r.keptAs}.`);
           for (const u of report.unrepairable) session.out.line(`Cannot rebuild ${u.file}: ${u.remedy}`);
+          for (const e of report.entriesSetAside) {
+            session.out.line(
+              `Set aside the damaged registry entry ${e.companyId === null ? 'whose key is no company id' : `of company ${e.companyId}`} (${issuesText(e.issues)}${e.removed ? '; it was removed' : ''}) into ${e.keptAs}.`,
+            );
+            if (e.next !== null) session.out.line(`  Register it again: ${e.next}.`);
+          }
         });
       }),
     );

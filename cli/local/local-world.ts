@@ -32,13 +32,18 @@ import {
   type InstitutionCredential,
 } from '../../src/core/credentials/institution-credential';
 import { institutionCredentialProvider } from '../../src/core/credentials/institution-provider';
-import { CompanyRegistry, type RegistryTable } from '../../src/core/companies/company-registry';
+import {
+  companyIdSchema,
+  registeredCompanySchema,
+  type CompanyRegistry,
+  type RegistryTable,
+} from '../../src/core/companies/company-registry';
 import { registryRemovedAt } from '../../src/core/companies/company-removal';
 import { FORMATS } from '../../src/core/exports/formats/datasets';
 import { checkHealth, type HealthReport } from '../../src/core/health/check-health';
 import { institutionCredentialProbe, serviceReachableProbe } from '../../src/core/health/probes';
 import { SecretStage } from '../../src/core/ports/secrets';
-import { issuesText, ValidationError, parseWith } from '../../src/core/shared/errors';
+import { issuesFromZod, issuesText, ValidationError, parseWith, type FieldIssue } from '../../src/core/shared/errors';
 import type { Logger } from '../../src/core/shared/logger';
 import { lazySchema } from '../../src/core/shared/lazy-schema';
 import { noMetrics } from '../../src/core/shared/metrics';
@@ -50,6 +55,7 @@ import { CliConfigError } from '../errors';
 import { isFsError } from '../fs-failure';
 import { onInterrupt } from '../interrupt';
 import { readJsonFile, removeStaleTemporaries, writePrivateJsonFile } from '../../src/adapters/local/private-json-file';
+import { NamedCompanyRegistry } from '../operations/named-company-registry';
 import type { InterruptedWork, OnInterrupted, StoppedRotation } from '../operations/operations';
 import { LeaseHoldingStore, leaseOwnerPrefix, type ReclaimedLeases } from './held-leases';
 import {
@@ -557,7 +563,7 @@ export class LocalWorld {
 
   /** The company registry over `companies` (inside the world's lock, so two commands never write it at once). */
   registry(logger?: Logger): CompanyRegistry {
-    return new CompanyRegistry(this.companies, { defaultFormats: FORMATS, ...(logger ? { logger } : {}) });
+    return new NamedCompanyRegistry(this.companies, { defaultFormats: FORMATS, ...(logger ? { logger } : {}) }, 'local');
   }
 
   /**
@@ -877,6 +883,13 @@ export interface RepairReport {
   repaired: { file: string; keptAs: string; rebuiltAs: string }[];
   /** Damaged files that hold the service or the keys: only a reset or a backup helps. */
   unrepairable: { file: string; remedy: string }[];
+  /**
+   * Entries of a companies.json that parses, each failing the registry's schema: moved into `keptAs`
+   * (the registry file's own format). `companyId` null when the entry's key is no company id (never
+   * repeated: it could be anything). `removed`: the entry had a `removedAt`, readable or not.
+   * `next`: the commands that register the company again, null without an id.
+   */
+  entriesSetAside: { companyId: string | null; issues: FieldIssue[]; removed: boolean; keptAs: string; next: string | null }[];
 }
 
 const REBUILT_AS: Record<'state' | 'tokens' | 'revocations', string> = {
@@ -897,7 +910,7 @@ const REGISTRY_LOSS =
  * the service and the keys.
  */
 export async function repairStateDir(stateDir: string, env: NodeJS.ProcessEnv, logger: Logger): Promise<RepairReport> {
-  const report: RepairReport = { stateDir, repaired: [], unrepairable: [] };
+  const report: RepairReport = { stateDir, repaired: [], unrepairable: [], entriesSetAside: [] };
   if (!(await stateDirExists(stateDir))) return report;
   const unlock = await lockStateDir(stateDir);
   let registrySetAside: RepairReport['repaired'][number] | undefined;
@@ -927,11 +940,55 @@ export async function repairStateDir(stateDir: string, env: NodeJS.ProcessEnv, l
       const rebuiltAs = d.file === 'state' ? `${REBUILT_AS.state}, the ${dialect} dialect (ACCTOPS_DIALECT)` : REBUILT_AS[d.file];
       report.repaired.push({ file: d.path, keptAs, rebuiltAs });
     }
+    if (!damaged.some((d) => d.file === 'companies')) report.entriesSetAside = await setAsideDamagedEntries(stateDir);
   } finally {
     await unlock();
   }
   if (registrySetAside) registrySetAside.rebuiltAs = await reseedRegistry(stateDir, env, logger, report.unrepairable.length === 0);
   return report;
+}
+
+/**
+ * The local counterpart of the AWS runbook's "delete the item, then `companies add`": an entry that
+ * fails the registry's schema is moved out of companies.json into `companies.json.damaged-entries-<time>`
+ * (kept first, then dropped, so a crash between leaves it twice, never lost), and the command that
+ * registers the company again is named. Nothing is rewritten by guess: which of the entry's settings
+ * were meant is for the operator to read from the kept copy.
+ */
+async function setAsideDamagedEntries(stateDir: string): Promise<RepairReport['entriesSetAside']> {
+  const path = statePath(stateDir, 'companies');
+  if (!(await exists(path))) return [];
+  const table = new FileRegistryTable({ path });
+  const items = await table.rawItems();
+  const damaged = Object.entries(items).flatMap(([key, raw]) => {
+    const parsed = registeredCompanySchema.safeParse(raw);
+    return parsed.success ? [] : [{ key, raw, issues: issuesFromZod(parsed.error) }];
+  });
+  if (damaged.length === 0) return [];
+  const keptAs = `${path}.damaged-entries-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  await writePrivateJsonFile(
+    keptAs,
+    { format: 'acctops.company-registry', formatVersion: 1, items: Object.fromEntries(damaged.map((d) => [d.key, d.raw])) },
+    { pretty: true },
+  );
+  await table.deleteItems(damaged.map((d) => d.key));
+  return damaged.map(({ key, raw, issues }) => {
+    const companyId = companyIdSchema.safeParse(key.toLowerCase()).success ? key.toLowerCase() : null;
+    const removed = typeof raw === 'object' && raw !== null && 'removedAt' in raw;
+    const add = companyId === null ? null : `acctops companies add --company ${companyId}`;
+    return {
+      companyId,
+      issues,
+      removed,
+      keptAs,
+      next:
+        add === null
+          ? null
+          : removed
+            ? `\`${add}\`, then \`acctops companies remove --company ${companyId}\` to keep it removed, or \`acctops companies restore --company ${companyId}\` to bring back its key secret and rotation`
+            : `\`${add}\` with the settings to keep (the kept copy shows the ones it had)`,
+    };
+  });
 }
 
 /**

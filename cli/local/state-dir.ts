@@ -422,12 +422,12 @@ const EXPORT_STAGING_DIR = '.acctops-tmp';
 
 /**
  * What acctops itself writes at the top of a state directory: the state files, their temporary
- * files (`<file>.<12 hex>.tmp`, writePrivateJsonFile and the lock), the damaged files `local repair`
- * set aside, and the export store's `exports/` and staging directory.
+ * files (`<file>.<12 hex>.tmp`, writePrivateJsonFile and the lock), the damaged files and registry
+ * entries `local repair` set aside, and the export store's `exports/` and staging directory.
  */
 function isOwnEntry(name: string): boolean {
   if (STATE_FILE_NAMES.has(name) || name === EXPORT_LAYOUT.root || name === EXPORT_STAGING_DIR) return true;
-  const temp = /^(.+)\.[0-9a-f]{12}\.tmp$/.exec(name) ?? /^(.+)\.damaged-[0-9TZ-]+$/.exec(name);
+  const temp = /^(.+)\.[0-9a-f]{12}\.tmp$/.exec(name) ?? /^(.+)\.damaged-(?:entries-)?[0-9TZ-]+$/.exec(name);
   return temp !== null && STATE_FILE_NAMES.has(temp[1]!);
 }
 

@@ -16,12 +16,7 @@ import {
   type RevokeDeps,
   type SecretLifecycle,
 } from '../../src/core/api-keys';
-import {
-  activeCompanyPages,
-  RegistryItemInvalidError,
-  type CompanyRegistry,
-  type RegistryFinding,
-} from '../../src/core/companies/company-registry';
+import { activeCompanyPages, type CompanyRegistry, type RegistryFinding } from '../../src/core/companies/company-registry';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { previousMonth } from '../../src/core/exports/formats/period';
 import { assertExportDeadline, DEFAULT_EXPORT_DEADLINE, type ExportDeadline } from '../../src/core/exports/pipeline/export-deadline';
@@ -35,7 +30,16 @@ import { encodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
 import type { TokenRecord } from '../../src/core/tokens/token-store';
 import type { PlanReport } from '../../src/core/tokens/plan-refresh';
 import { baseUrlFromEnv, configuredUrl } from '../args';
-import { CliConfigError, CompanyRemovedError, UnknownNameError, unknownUser, UsageError, userDisabled, userGoneAtService } from '../errors';
+import {
+  CliConfigError,
+  CompanyEntryDamagedError,
+  CompanyRemovedError,
+  UnknownNameError,
+  unknownUser,
+  UsageError,
+  userDisabled,
+  userGoneAtService,
+} from '../errors';
 import { iso } from '../format';
 import type {
   CompanyExportRow,
@@ -614,17 +618,15 @@ export class AwsOperations implements Operations {
   /**
    * `export --company`: the deployed pipeline exports with the company's key secret, so a company
    * neither registered (and active) nor holding a key secret is refused before anything is requested,
-   * as unknown or as removed (exit 3, companyKeyOf), rather than waited for. An active registered
+   * as unknown, as removed or as holding a damaged registry entry (exit 3, companyKeyOf), rather
+   * than waited for. An active registered
    * company is requested on its registry entry alone (one GetItem); the others cost a ListSecrets by
    * tag, and one with a key secret is requested (the pipeline finds its key by tag too).
    */
   private async requireExportable(companyId: string): Promise<void> {
     try {
       const registry = await this.optionalRegistry();
-      const entry = await registry?.get(companyId).catch((error: unknown) => {
-        if (error instanceof RegistryItemInvalidError) return null;
-        throw error;
-      });
+      const entry = await registry?.get(companyId);
       if (entry && entry.removedAt === undefined) return;
       const directory = taggedKeyDirectory(this.clients.secrets(), this.directoryOptions);
       await companyKeyOf(
@@ -637,7 +639,12 @@ export class AwsOperations implements Operations {
       // Only a definite answer refuses (unknown, removed, no key secret). A check the operator's role
       // may not be allowed (the registry's GetItem or its key, ListSecrets) must not stop an export
       // that needs neither: the request goes out, and the pipeline reports what it finds.
-      if (error instanceof UnknownNameError || error instanceof CompanyRemovedError || error instanceof CompanyKeyNotFoundError)
+      if (
+        error instanceof UnknownNameError ||
+        error instanceof CompanyRemovedError ||
+        error instanceof CompanyEntryDamagedError ||
+        error instanceof CompanyKeyNotFoundError
+      )
         throw error;
     }
   }

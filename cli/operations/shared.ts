@@ -11,7 +11,12 @@ import {
   type RevocationOutcome,
   type RevokeDeps,
 } from '../../src/core/api-keys';
-import { activeCompanyPages, CompanyRegistry, type RegisteredCompany, type RegistryTable } from '../../src/core/companies/company-registry';
+import {
+  activeCompanyPages,
+  type CompanyRegistry,
+  type RegisteredCompany,
+  type RegistryTable,
+} from '../../src/core/companies/company-registry';
 import { DEFAULT_TIME_ZONE, FuturePeriodError, periodOpen, refuseFuturePeriod } from '../../src/core/exports/formats/period';
 import { FORMATS } from '../../src/core/exports/formats/datasets';
 import { SecretNotFoundError, SecretStage, type SecretStore } from '../../src/core/ports/secrets';
@@ -19,7 +24,16 @@ import type { ProbeResult } from '../../src/core/health/check-health';
 import type { Logger } from '../../src/core/shared/logger';
 import { redactString } from '../../src/core/shared/redact';
 import { isDue, TokenNotFoundError, type TokenStore, type TokenSummary } from '../../src/core/tokens/token-store';
-import { CliConfigError, CliError, CompanyRemovedError, describeError, unknownCompany, unknownUser, UsageError } from '../errors';
+import {
+  CliConfigError,
+  CliError,
+  CompanyEntryDamagedError,
+  CompanyRemovedError,
+  describeError,
+  unknownCompany,
+  unknownUser,
+  UsageError,
+} from '../errors';
 import { ExitCode } from '../exit-codes';
 import { iso } from '../format';
 import {
@@ -41,6 +55,7 @@ import {
   type UserList,
   type UserRow,
 } from './operations';
+import { NamedCompanyRegistry } from './named-company-registry';
 
 /**
  * What both implementations of Operations compute the same way: rows and reports from the use
@@ -131,7 +146,8 @@ export async function forKnownUser<T>(externalId: string, work: () => Promise<T>
  * exit 3); for an active one (its key not installed yet), or when the registry cannot be read, the
  * directory's own CompanyKeyNotFoundError stands (exit 3). A removed company is refused also when
  * its secret is found: `companies remove` keeps a secret the stack imports, and a removed company
- * is not acted on.
+ * is not acted on; so is one whose registry entry is damaged (CompanyEntryDamagedError, exit 3),
+ * which the monthly export skips.
  */
 export async function companyKeyOf(
   find: (companyId: string) => Promise<CompanyKeyEntry>,
@@ -159,8 +175,10 @@ async function registryEntry(
 ): Promise<RegisteredCompany | null | undefined> {
   try {
     return await (await registry())?.get(companyId);
-  } catch {
-    // An unreadable entry, or a registry this stack version lacks: what the key secret says stands.
+  } catch (error) {
+    // A damaged entry is the named company's own fault, said as such; a registry this stack version
+    // lacks, or cannot be read: what the key secret says stands.
+    if (error instanceof CompanyEntryDamagedError) throw error;
     return undefined;
   }
 }
@@ -182,7 +200,7 @@ export async function whyNoCompanyKey(
   noKey: Error,
 ): Promise<Error> {
   const entry = await registryEntry(registry, companyId);
-  // An unreadable entry, or a registry this stack version lacks: the missing key is still the fact to report.
+  // A registry this stack version lacks, or cannot read: the missing key is still the fact to report.
   if (entry === undefined) return noKey;
   if (entry === null) return unknownCompany(companyId.toLowerCase());
   if (entry.removedAt !== undefined) return new CompanyRemovedError(entry, now);
@@ -313,7 +331,7 @@ export function revokedKeys(result: DueRevocationsResult): RevokedKey[] {
 
 /** The registry over the stack's table (AWS mode; the local mode's is LocalWorld.registry). */
 export function companyRegistry(table: RegistryTable, logger?: Logger): CompanyRegistry {
-  return new CompanyRegistry(table, { defaultFormats: FORMATS, ...(logger ? { logger } : {}) });
+  return new NamedCompanyRegistry(table, { defaultFormats: FORMATS, ...(logger ? { logger } : {}) }, 'aws');
 }
 
 export function companyRow(c: RegisteredCompany): CompanyRow {
@@ -461,7 +479,7 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
   if (!isSkipped(report.registry)) {
     for (const f of report.registry.unreadable) {
       out.push(
-        `company registry entry ${f.key} is unreadable (${f.issues.map((i) => i.path || '(root)').join(', ')}); the monthly export skips it: docs/runbooks.md, "Add or remove a company"`,
+        `company registry entry ${f.key} is unreadable (${f.issues.map((i) => i.path || '(root)').join(', ')}); the monthly export skips it and no command acts on it: ${report.mode === 'local' ? '`acctops local repair` sets it aside, then `acctops companies add` registers the company again' : 'docs/runbooks.md, "Add or remove a company"'}`,
       );
     }
   }

@@ -166,7 +166,7 @@ describe('acctops export: errors of the command, of a company, of a registry ent
       const lines = result.stderr.trim().split('\n');
       expect(lines).toHaveLength(2);
       expect(lines).toContainEqual(
-        `acctops: error: company registry entry ${broken}: not exported: formats: expected array (fix or remove the entry; \`acctops companies list\` lists it)`,
+        `acctops: error: company registry entry ${broken}: not exported: formats: expected array (\`acctops local repair\` sets the entry aside, then \`acctops companies add --company <id>\` registers the company again)`,
       );
       expect(lines).toContainEqual(
         expect.stringMatching(/^acctops: error: company registry entry at position \d+: not exported: companyId/),

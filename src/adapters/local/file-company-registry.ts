@@ -72,4 +72,16 @@ export class FileRegistryTable implements RegistryTable {
   async scanPage(request: { cursor: string | null; limit: number }): Promise<{ items: unknown[]; nextCursor: string | null }> {
     return pageOf(await this.read(), request);
   }
+
+  /** Every raw item by its key in the file: what `acctops local repair` judges with the registry's schema. */
+  rawItems(): Promise<Record<string, unknown>> {
+    return this.read();
+  }
+
+  /** Drops the items of these keys (`acctops local repair`, once it has kept them elsewhere). */
+  async deleteItems(keys: readonly string[]): Promise<void> {
+    const items = await this.read();
+    for (const key of keys) delete items[key];
+    await writePrivateJsonFile(this.options.path, { format: 'acctops.company-registry', formatVersion: 1, items }, { pretty: true });
+  }
 }
