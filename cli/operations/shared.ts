@@ -296,7 +296,9 @@ export async function revokePendingNow(
     throw new CliError(`--prefix ${prefix}: no revocation of that key is pending for company ${entry.companyId}`, {
       code: 'no_pending_revocation',
       exitCode: ExitCode.config,
-      hint: `\`acctops keys status --company ${entry.companyId}\` lists the pending revocations; a key revoked already is no longer listed there`,
+      // The doctor finds old keys that are live with no revocation queued (lost, or never queued: a key
+      // `keys install` replaced); those are its to revoke, not this command's.
+      hint: `\`acctops keys status --company ${entry.companyId}\` lists the pending revocations; a key revoked already is no longer listed there; an old key still live with no revocation pending is \`acctops doctor\`'s \`revocation_overdue\` or \`orphan_key\`, which \`acctops doctor --repair\` revokes`,
     });
   }
   const keys: RevokePendingReport['keys'] = [];
@@ -474,7 +476,10 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
     for (const id of report.tokens.expired) out.push(`user ${id} has an expired access token: \`acctops tokens refresh --user ${id}\``);
   }
   if (!isSkipped(report.rotations)) {
-    for (const f of report.rotations.findings) if (!f.repaired) out.push(`rotation ${f.type} for company ${f.companyId}: ${f.detail}`);
+    for (const f of report.rotations.findings) {
+      const remedy = rotationRemedy(f);
+      if (!f.repaired) out.push(`rotation ${f.type} for company ${f.companyId}: ${f.detail}${remedy === undefined ? '' : `: ${remedy}`}`);
+    }
   }
   if (!isSkipped(report.registry)) {
     for (const f of report.registry.unreadable) {
@@ -500,6 +505,30 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
     }
   }
   return out;
+}
+
+/**
+ * The command that fixes a rotation finding, as every other finding line names one (docs/runbooks.md,
+ * "The rotation doctor reports findings"); undefined when the detail names it already (`key_missing`).
+ */
+function rotationRemedy(f: Pick<FindingRow, 'type' | 'companyId'>): string | undefined {
+  const rotate = `\`acctops keys rotate --company ${f.companyId}\``;
+  switch (f.type) {
+    case 'stuck_pending':
+      return '`acctops doctor --repair` removes the label (docs/runbooks.md, "A rotation stuck in AWSPENDING" if it comes back)';
+    case 'orphan_key':
+    case 'revocation_overdue':
+      return '`acctops doctor --repair` revokes it now';
+    case 'key_expiring':
+    case 'rotation_overdue':
+      return `${rotate} replaces the key now`;
+    case 'check_failed':
+      return `\`acctops keys status --company ${f.companyId}\` shows why (docs/runbooks.md, "The rotation doctor reports findings")`;
+    case 'rotation_disabled':
+      return 'turn it on again: docs/runbooks.md, "The rotation doctor reports findings"';
+    case 'key_missing':
+      return undefined;
+  }
 }
 
 // The local mode

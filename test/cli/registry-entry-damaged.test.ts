@@ -126,3 +126,43 @@ describe('acctops: a company whose registry entry is damaged (local mode)', () =
     expect((await acctops('companies', 'list')).code).toBe(0);
   });
 });
+
+/**
+ * The doctor's `revocation_overdue` (an old key the secret still holds, live, with no revocation
+ * queued: here the demo key that `keys install` replaced) names the command that fixes it, and
+ * `keys revoke-pending --prefix` of that key, which has nothing queued to revoke, names it too.
+ */
+describe('acctops doctor: revocation_overdue names `doctor --repair` (local mode)', () => {
+  const state = useCliState({ cwd: (dir) => dir });
+  const { acctops } = state;
+
+  it('the finding line and the revoke-pending refusal name `acctops doctor --repair`, which revokes the key', async () => {
+    await acctops('local', 'status');
+    const sandbox = JSON.parse(await readFile(join(state.dir, 'sandbox.json'), 'utf8')) as { demo: { companies: { publicId: string }[] } };
+    const company = sandbox.demo.companies[1]!.publicId;
+    expect((await acctops('local', 'issue-key', '--company', company, '--out', 'k.txt')).code).toBe(0);
+    const key = (await readFile(join(state.dir, 'k.txt'), 'utf8')).trim();
+    expect((await state.run(['keys', 'install', '--company', company], { env: { ACCTOPS_API_KEY: key } })).code).toBe(0);
+    expect((await acctops('keys', 'rotate', '--company', company)).code).toBe(0);
+    expect((await acctops('local', 'advance-clock', '--by', '3h')).code).toBe(0);
+
+    const doctor = await acctops('--json', 'doctor');
+    expect(doctor.code).toBe(5);
+    const report = parseJson<{ rotations: { findings: { type: string; keyPrefix: string }[] }; findings: string[] }>(doctor);
+    const overdue = report.rotations.findings.find((f) => f.type === 'revocation_overdue');
+    expect(overdue).toBeDefined();
+    expect(report.findings).toContainEqual(
+      `rotation revocation_overdue for company ${company}: the previous key is still live after its grace period: \`acctops doctor --repair\` revokes it now`,
+    );
+
+    const refused = await acctops('keys', 'revoke-pending', '--company', company, '--prefix', overdue!.keyPrefix);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain(
+      "an old key still live with no revocation pending is `acctops doctor`'s `revocation_overdue` or `orphan_key`, which `acctops doctor --repair` revokes",
+    );
+
+    expect((await acctops('doctor', '--repair')).stdout).toMatch(/repaired revocation_overdue/);
+    const after = parseJson<{ rotations: { findings: { type: string }[] } }>(await acctops('--json', 'doctor'));
+    expect(after.rotations.findings.map((f) => f.type)).not.toContain('revocation_overdue');
+  });
+});
