@@ -92,6 +92,19 @@ export function userDisabled(message: string, cause?: unknown): CliError {
 }
 
 /**
+ * `tokens refresh --user` of a revoked user: said as its status, not `not_due` (which reads like
+ * "later"), with the one way back. Exit 1, as `users recover` without --reactivate refuses it
+ * (`user_revoked`): the user is known, so not exit 3, and nothing was refreshed, so not partly done.
+ */
+export function refreshOfRevokedUser(externalId: string): CliError {
+  return new CliError(`--user ${externalId}: the user is revoked; nothing was refreshed`, {
+    code: 'user_revoked',
+    exitCode: ExitCode.failure,
+    hint: `a revoked user comes back only on purpose: \`acctops users recover --user ${externalId} --reactivate\` retrieves a new token pair (docs/runbooks.md, "Recover a user")`,
+  });
+}
+
+/**
  * `users recover` of a user the service answers 404 for: it no longer knows that username, email
  * and external id together, so only onboarding registers it again (docs/runbooks.md, "Recover a user").
  */

@@ -82,7 +82,8 @@ export function renderRefresh(out: Output, report: RefreshReport): void {
   if (report.outcomes.some((o) => o.result === 'not_due')) {
     // The one result that reads like "later": it also covers users the schedule no longer refreshes.
     out.line(
-      'not_due: nothing to do, because the token was refreshed within 24 h and expires in more than 15 minutes, or the user is not active (revoked, needs_attention: `acctops users list` shows which).',
+      // A revoked user named by --user is the command's error (refreshOfRevokedUser), not a row.
+      'not_due: nothing to do, because the token was refreshed within 24 h and expires in more than 15 minutes, or the user is in needs_attention (`acctops users list` shows which).',
     );
   }
   if (report.outcomes.some((o) => o.result === 'needs_attention')) {

@@ -34,6 +34,7 @@ import {
   CliConfigError,
   CompanyEntryDamagedError,
   CompanyRemovedError,
+  refreshOfRevokedUser,
   UnknownNameError,
   unknownUser,
   UsageError,
@@ -224,6 +225,7 @@ export class AwsOperations implements Operations {
     const store = this.clients.tokenStore(await this.output(OUTPUTS.tokenTable, 'see what the refresh did'));
     const before = await store.get(externalId);
     if (before === null) throw unknownUser(externalId);
+    if (before.status === 'revoked') throw refreshOfRevokedUser(externalId);
     let outcome: RefreshOutcome;
     const messageId = `acctops-cli-${randomUUID()}`;
     const functions = this.clients.functions();

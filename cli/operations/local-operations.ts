@@ -11,7 +11,7 @@ import type { OnboardInput, RefreshOutcome } from '../../src/core/tokens/token-l
 import { planTokenRefresh } from '../../src/core/tokens/plan-refresh';
 import { SandboxAdminError, type Permission } from '../../sandbox';
 import { rejectAwsModeOptions } from '../args';
-import { CliError, UnknownNameError, unknownUser, userGoneAtService } from '../errors';
+import { CliError, refreshOfRevokedUser, UnknownNameError, unknownUser, userGoneAtService } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { counts, iso } from '../format';
 import { createKeyFile } from '../local/key-file';
@@ -131,6 +131,7 @@ export class LocalOperations implements Operations {
   refreshUser(externalId: string, options: { onInterrupted?: OnInterrupted } = {}) {
     return this.world(
       async (world): Promise<RefreshReport> => {
+        if ((await world.tokens.get(externalId))?.status === 'revoked') throw refreshOfRevokedUser(externalId);
         const outcome = await world.lifecycle().refresh(externalId);
         // Named by --user: a user the store does not hold is the command's error, not a result (README, "Exit codes").
         if (outcome.result === 'not_found') throw unknownUser(externalId);

@@ -382,6 +382,25 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       error: { exitCode: 3, code: 'unknown_user', message: expect.stringContaining(`--user ${unknown}`) },
     });
     expect(invocations('acctops-test-refresh')).toHaveLength(before + 1);
+
+    // A revoked user is said as revoked with the way back (exit 1), and no worker is invoked for it.
+    const revoked = await tokenUser();
+    const client = dynamo.client();
+    const store = new DynamoDbTokenStore({ client, tableName: TOKEN_TABLE_NAME });
+    const leased = await store.acquireLease(revoked, 'test-owner', Date.now() + 60_000, Date.now());
+    await store.markStatus(revoked, { status: 'revoked' }, { owner: 'test-owner', expectedVersion: leased!.version, now: Date.now() });
+    client.destroy();
+    const refused = await refresh(revoked);
+    expect({ code: refused.code, stdout: refused.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(JSON.parse(refused.stderr)).toMatchObject({
+      error: {
+        exitCode: 1,
+        code: 'user_revoked',
+        message: `--user ${revoked}: the user is revoked; nothing was refreshed`,
+        hint: expect.stringContaining(`\`acctops users recover --user ${revoked} --reactivate\``),
+      },
+    });
+    expect(invocations('acctops-test-refresh')).toHaveLength(before + 1);
   });
 
   it('keys rotate calls RotateSecret: the emulator runs our rotation function against the service; keys status lists the scheduler group', async () => {

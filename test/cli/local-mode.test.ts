@@ -161,11 +161,18 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const listed = await acctops('users', 'list', '--status', 'revoked');
       expect(listed.stdout).toMatch(new RegExp(`${alice.externalId} .* revoked +- \\(expired at revocation\\)`));
 
-      // Refreshing a revoked user does nothing, and the text says why not_due can mean that.
+      // Refreshing a revoked user is refused as revoked (exit 1, as `users recover` without
+      // --reactivate), naming the way back; never `not_due`, which reads like "later".
       const skipped = await acctops('tokens', 'refresh', '--user', alice.externalId);
-      expect(skipped.code).toBe(0);
-      expect(skipped.stdout).toMatch(new RegExp(`${alice.externalId} +not_due`));
-      expect(skipped.stdout).toMatch(/not_due: nothing to do, .* or the user is not active \(revoked, needs_attention/);
+      expect(skipped.code).toBe(1);
+      expect(skipped.stdout).toBe('');
+      expect(skipped.stderr).toBe(
+        `acctops: error: --user ${alice.externalId}: the user is revoked; nothing was refreshed (a revoked user comes back only on purpose: \`acctops users recover --user ${alice.externalId} --reactivate\` retrieves a new token pair (docs/runbooks.md, "Recover a user"))\n`,
+      );
+      const skippedJson = await acctops('--json', 'tokens', 'refresh', '--user', alice.externalId);
+      expect(skippedJson.code).toBe(1);
+      expect(JSON.parse(skippedJson.stderr)).toMatchObject({ error: { code: 'user_revoked', exitCode: 1 } });
+      expect((await acctops('users', 'list', '--status', 'revoked')).stdout).toContain(alice.externalId);
 
       // Onboarding it again changes nothing, and says it is not refreshed rather than "refreshed on schedule".
       const again = await acctops(...onboardArgs(alice));
