@@ -13,7 +13,7 @@ import { instrumentS3, startS3, type LocalS3 } from '../helpers/s3rver';
 import { startDynamo, type LocalDynamo } from '../helpers/dynalite';
 import { DynamoDbTokenStore } from '../../src/adapters/aws/dynamodb-token-store';
 import { createRegistryTable, createTokenTable } from '../helpers/dynamodb-tables';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { S3ObjectStore } from '../../src/adapters/aws/s3-object-store';
 import { directExport } from '../../src/core/exports/pipeline/direct-export';
 import { DEFAULT_EXPORT_DEADLINE, dueExportPeriod } from '../../src/core/exports/pipeline/export-deadline';
@@ -687,6 +687,53 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(listed.companies.map((c) => [c.companyId, c.defaultCurrency])).toContainEqual([world.companyId, null]);
     // Nine CLI processes in one test.
   }, 240_000);
+
+  it('a company whose registry item fails its schema: export --company and companies add are exit 3 naming the field and the runbook; nothing is requested', async () => {
+    const damaged = 'ffffffff-0000-4000-8000-000000000006';
+    const dynamoClient = dynamo.client();
+    try {
+      await DynamoDBDocumentClient.from(dynamoClient).send(
+        new PutCommand({
+          TableName: outputs.CompanyRegistryTableName!,
+          Item: { companyId: damaged, formats: ['csv'], rotationDays: 'thirty' },
+        }),
+      );
+    } finally {
+      dynamoClient.destroy();
+    }
+    const before = eventBridge.requests.length;
+    // Removed again at the end, as the runbook does, so that later tests see a readable registry.
+    const removeItem = async () => {
+      const cleanup = dynamo.client();
+      try {
+        await DynamoDBDocumentClient.from(cleanup).send(
+          new DeleteCommand({ TableName: outputs.CompanyRegistryTableName!, Key: { companyId: damaged } }),
+        );
+      } finally {
+        cleanup.destroy();
+      }
+    };
+    try {
+      for (const args of [
+        ['export', '--month', '2026-10', '--company', damaged, '--no-wait'],
+        ['companies', 'add', '--company', damaged],
+      ]) {
+        const refused = await acctops(['--json', ...args]);
+        expect({ code: refused.code, stdout: refused.stdout }).toEqual({ code: 3, stdout: '' });
+        expect(JSON.parse(refused.stderr)).toMatchObject({
+          error: {
+            exitCode: 3,
+            code: 'company_entry_damaged',
+            message: `--company ${damaged}: its company registry entry is damaged (rotationDays: expected number); nothing was done`,
+            hint: expect.stringContaining('CompanyRegistryTableName, then `acctops companies add --company'),
+          },
+        });
+      }
+    } finally {
+      await removeItem();
+    }
+    expect(eventBridge.requests).toHaveLength(before);
+  });
 
   it('a company the stage does not know is exit 3 naming --company in every command; a removed one is said to be removed, with the restore', async () => {
     const ghost = randomUUID();
