@@ -62,24 +62,79 @@ export function nonEmpty(raw: string): string {
  * `--stack` and `--region` name where a command acts: given empty or blank, they are refused (exit 2)
  * rather than read as left out. Left out, the stack falls back to ACCTOPS_STACK or the local mode,
  * and the region to AWS_REGION or the profile's, where the command succeeds: `--stack "$STACK"`
- * with STACK unset rotated the local sandbox's key and reported it done.
+ * with STACK unset rotated the local sandbox's key and reported it done. A malformed one is refused
+ * too, before any AWS call: a stack name the SDK sends anyway only fails as unreachable or refused
+ * credentials (exit 4), and a region it cannot sign for was reported as no region at all.
  */
-function targetName(option: string, hint: string): (raw: string) => string {
+function targetName(option: string, hint: string, rule: NameRule): (raw: string) => string {
   return (raw) => {
     if (raw.trim() === '') throw new UsageError(`${option} is empty`, hint);
-    return raw.trim();
+    const name = raw.trim();
+    if (!rule.pattern.test(name)) throw new UsageError(`${option} is malformed: ${rule.expected}`, hint);
+    return name;
   };
 }
+
+interface NameRule {
+  readonly pattern: RegExp;
+  /** What the refusal says is expected; the value itself is never repeated. */
+  readonly expected: string;
+}
+
+/** CloudFormation's rule for a stack name (a name, never an ARN: acctops reads the stack's outputs by name). */
+export const STACK_NAME: NameRule = {
+  pattern: /^[A-Za-z][A-Za-z0-9-]{0,127}$/,
+  expected: 'expected a stack name (a letter, then letters, digits or hyphens, at most 128 characters), e.g. acctops-production',
+};
+
+/**
+ * An AWS region's shape: a partition and area of two to four letters, words of letters, a number
+ * (`eu-central-1`, `us-gov-west-1`, `cn-northwest-1`, `us-isob-east-1`, `eusc-de-east-1`). A shape,
+ * not a list, so that a region AWS opens later is not refused; one that does not exist fails at
+ * the first call, naming the endpoint.
+ */
+export const REGION_NAME: NameRule = {
+  pattern: /^[a-z]{2,4}(?:-[a-z]+)+-\d{1,2}$/,
+  expected: 'expected a region name such as eu-central-1 (lower-case words and a number, joined by hyphens)',
+};
 
 export const stackName = targetName(
   '--stack',
   'nothing was run: name the stack, e.g. --stack acctops-production; for the local mode leave out --stack and unset ACCTOPS_STACK',
+  STACK_NAME,
 );
 
 export const regionName = targetName(
   '--region',
   "nothing was run: name the region, e.g. --region eu-central-1, or leave out --region for AWS_REGION or the profile's",
+  REGION_NAME,
 );
+
+/**
+ * The region a command's AWS clients are given: `--region` (parsed already), else the variable
+ * `names` lists first that is set and not empty (an empty one is left to the SDK, which reports no
+ * region). A malformed variable is configuration (exit 3) naming it, before any AWS call.
+ */
+export function awsRegion(
+  flags: { readonly region?: string },
+  env: NodeJS.ProcessEnv,
+  names: readonly ('AWS_REGION' | 'AWS_DEFAULT_REGION')[] = ['AWS_REGION'],
+): string | undefined {
+  if (flags.region !== undefined) return flags.region;
+  for (const name of names) {
+    const raw = env[name];
+    if (raw === undefined) continue;
+    if (raw.trim() === '') return raw;
+    if (!REGION_NAME.pattern.test(raw.trim())) {
+      throw new CliConfigError(
+        `${name} is malformed: ${REGION_NAME.expected}`,
+        `nothing was run: set ${name} to the region, e.g. eu-central-1, or unset it for the profile's (--region wins over it)`,
+      );
+    }
+    return raw.trim();
+  }
+  return undefined;
+}
 
 /** Where the direct mode's base URL came from, as messages name it. */
 export type BaseUrlSource = '--base-url' | 'ACCTOPS_BASE_URL (environment)';

@@ -456,6 +456,14 @@ function classify(error: unknown, context: DescribeContext): ErrorReport {
       hint: 'pass --region, set AWS_REGION, or give the profile a region',
     };
   }
+  if (error instanceof AcctopsError && error.code === 'aws_region_malformed') {
+    return {
+      exitCode: ExitCode.config,
+      code: error.code,
+      message: error.message,
+      hint: 'fix the region in the AWS profile (aws configure get region), or pass --region',
+    };
+  }
   if (error instanceof AcctopsError && error.code === 'aws_credentials_missing') {
     return {
       exitCode: ExitCode.auth,

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { stackName } from './args';
+import { STACK_NAME, stackName } from './args';
 import { CliConfigError, UsageError } from './errors';
 import { ExitCode, type ExitCodeValue } from './exit-codes';
 import { workStarted } from './interrupt';
@@ -62,7 +62,7 @@ export class Session implements OperationsContext {
    * wins; its parser refuses an empty one (exit 2). An empty or blank ACCTOPS_STACK is refused too
    * (exit 3), as ACCTOPS_STATE_DIR is, rather than read as unset: unset is the local mode, where a
    * wrapper's `ACCTOPS_STACK="$STACK" acctops keys rotate …` with STACK unset would rotate the
-   * sandbox's key and report a production rotation done.
+   * sandbox's key and report a production rotation done. A malformed one is refused as well.
    */
   get stackNamed(): { name: string; by: StackSource } | undefined {
     // Parsed already; again here for a Session whose flags did not come through the parser.
@@ -73,6 +73,14 @@ export class Session implements OperationsContext {
       throw new CliConfigError(
         'ACCTOPS_STACK is empty',
         'nothing was run: set it to the stack, e.g. acctops-production, or unset it for the local mode; an empty one is not read as unset',
+      );
+    }
+    // Refused as configuration (exit 3), as --stack is as usage: sent to CloudFormation, a malformed
+    // name failed only as unreachable or as refused credentials (exit 4).
+    if (!STACK_NAME.pattern.test(fromEnv.trim())) {
+      throw new CliConfigError(
+        `ACCTOPS_STACK is malformed: ${STACK_NAME.expected}`,
+        'nothing was run: set it to the stack, e.g. acctops-production, or unset it for the local mode',
       );
     }
     return { name: fromEnv.trim(), by: 'ACCTOPS_STACK (environment)' };

@@ -29,7 +29,7 @@ import { noMetrics } from '../../src/core/shared/metrics';
 import { encodeRefreshRequest } from '../../src/core/tokens/refresh-queue';
 import type { TokenRecord } from '../../src/core/tokens/token-store';
 import type { PlanReport } from '../../src/core/tokens/plan-refresh';
-import { baseUrlFromEnv, configuredUrl } from '../args';
+import { awsRegion, baseUrlFromEnv, configuredUrl } from '../args';
 import {
   CliConfigError,
   CompanyEntryDamagedError,
@@ -767,7 +767,7 @@ export function openAwsOperations(context: OperationsContext): AwsOperations {
     const at = pair.indexOf('=');
     overrides[pair.slice(0, at)] = pair.slice(at + 1);
   }
-  const region = context.flags.region ?? context.env.AWS_REGION ?? context.env.AWS_DEFAULT_REGION;
+  const region = awsRegion(context.flags, context.env, ['AWS_REGION', 'AWS_DEFAULT_REGION']);
   return new AwsOperations(context, stack, new OperatorClients({ region }), overrides);
 }
 

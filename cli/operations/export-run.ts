@@ -17,7 +17,7 @@ import type { PeriodExportSummary } from '../../src/core/exports/formats/period-
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
 import type { Logger } from '../../src/core/shared/logger';
-import { rejectAwsModeOptions, type BaseUrlSource, type ExportTarget } from '../args';
+import { awsRegion, rejectAwsModeOptions, type BaseUrlSource, type ExportTarget } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import { FormatLossError, ManifestError, ObjectStoreError } from '../../src/core/exports/formats/period-errors';
 import { apiKeyFromEnv, CliConfigError, CliError, describeError, type DescribeContext } from '../errors';
@@ -208,7 +208,7 @@ function storeCause(error: unknown): string {
 export function targetError(store: ObjectStore, target: string, error: unknown, exported: number): CliError | undefined {
   const described = describeError(error);
   // Raised by the S3 target's preflight, before any object: no store error wraps it.
-  const regionMissing = described.code === 'aws_region_missing';
+  const regionMissing = described.code === 'aws_region_missing' || described.code === 'aws_region_malformed';
   if (!regionMissing && !causeOf(error, ObjectStoreError)) return undefined;
   const configCause = outputConfigCause(error);
   const code =
@@ -435,7 +435,7 @@ export function storeFor(context: OperationsContext, target: ExportTarget): Obje
   return s3ObjectStoreFor({
     bucket: target.bucket,
     prefix: target.prefix,
-    region: context.flags.region ?? context.env.AWS_REGION,
+    region: awsRegion(context.flags, context.env),
     env: context.env,
   });
 }

@@ -127,6 +127,52 @@ describe('acctops CLI: the mode comes from one place, and an empty value never p
     }
   });
 
+  it('a malformed stack or region is refused before any AWS call: exit 2 naming the flag, exit 3 naming the variable, never echoed', async () => {
+    const before = await fingerprint();
+    // With credentials in the environment a well-formed stack and region would reach the network
+    // (exit 4, or 1 unreachable): the refusals below come before that.
+    const aws = { AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE', AWS_SECRET_ACCESS_KEY: 'not-a-real-secret', AWS_ENDPOINT_URL: 'http://127.0.0.1:9' };
+    const badStacks = [
+      'acctops;rm',
+      `a${'b'.repeat(199)}`,
+      'arn:aws:cloudformation:eu-central-1:123456789012:stack/acctops-production/x',
+      '1acctops',
+    ];
+    for (const stack of badStacks) {
+      const line = refused(await run(['--stack', stack, '--region', 'eu-central-1', 'users', 'list'], aws), 2);
+      expect(line).toMatch(
+        /^acctops: error: --stack is malformed: expected a stack name \(a letter, then letters, digits or hyphens, at most 128 characters\)/,
+      );
+      expect(line).not.toContain(stack.slice(0, 12));
+      const fromEnv = refused(await run(['users', 'list'], { ...aws, AWS_REGION: 'eu-central-1', ACCTOPS_STACK: stack }), 3);
+      expect(fromEnv).toMatch(
+        /^acctops: error: ACCTOPS_STACK is malformed: expected a stack name .*\(nothing was run: set it to the stack/,
+      );
+      expect(fromEnv).not.toContain(stack.slice(0, 12));
+    }
+    // At most 128 characters: the longest name is a name.
+    const longest = await run(['--stack', `a${'b'.repeat(127)}`, 'users', 'list']);
+    expect(refused(longest, 3)).toMatch(/^acctops: error: no AWS region is set/);
+    for (const region of ['eu central 1', 'EU-CENTRAL-1', 'eu-central', 'https://eu-central-1']) {
+      const flag = refused(await run(['--stack', 'acctops-production', '--region', region, 'users', 'list'], aws), 2);
+      expect(flag).toMatch(/^acctops: error: --region is malformed: expected a region name such as eu-central-1 /);
+      const variable = refused(await run(['--stack', 'acctops-production', 'users', 'list'], { ...aws, AWS_REGION: region }), 3);
+      expect(variable).toMatch(
+        /^acctops: error: AWS_REGION is malformed: expected a region name such as eu-central-1 .*\(nothing was run: set AWS_REGION/,
+      );
+      // The S3 target of a local export reads AWS_REGION too.
+      const s3 = refused(await run(['export', '--month', '2026-10', '--out', 's3://acctops-exports/x'], { ...aws, AWS_REGION: region }), 3);
+      expect(s3).toMatch(/^acctops: error: AWS_REGION is malformed/);
+    }
+    // Regions of every partition keep their shape (the stop for want of credentials comes later: exit 4).
+    for (const region of ['us-gov-west-1', 'cn-northwest-1', 'us-isob-east-1', 'eusc-de-east-1', 'ap-southeast-5']) {
+      const result = await run(['--stack', 'acctops-production', '--region', region, 'users', 'list']);
+      expect(result.stderr).not.toMatch(/malformed/);
+      expect(result.code).toBe(4);
+    }
+    expect(await fingerprint()).toEqual(before);
+  });
+
   it('with a stack named, a leftover ACCTOPS_BASE_URL does not make export direct: the AWS mode runs, and a note says the variable is not read', async () => {
     const before = await fingerprint();
     const cases: { args: string[]; env: Record<string, string>; by: string; leave: string }[] = [

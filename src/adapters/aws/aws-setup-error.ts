@@ -1,13 +1,14 @@
 import { AcctopsError } from '../../core/shared/errors';
 
 /**
- * No region (flag, AWS_REGION or the profile), or no credentials in the default chain: found once,
- * before any call, so that a command says so once instead of once per call. `code` is
- * `aws_region_missing` or `aws_credentials_missing`; the SDK's error is the cause, never printed.
+ * No region (flag, AWS_REGION or the profile), a region the SDK cannot sign for, or no credentials
+ * in the default chain: found once, before any call, so that a command says so once instead of once
+ * per call. `code` is `aws_region_missing`, `aws_region_malformed` or `aws_credentials_missing`; the
+ * SDK's error is the cause, never printed.
  */
 export class AwsSetupError extends AcctopsError {
   override readonly name: string = 'AwsSetupError';
-  constructor(message: string, code: 'aws_region_missing' | 'aws_credentials_missing', cause?: unknown) {
+  constructor(message: string, code: 'aws_region_missing' | 'aws_region_malformed' | 'aws_credentials_missing', cause?: unknown) {
     super(message, { code, cause });
   }
 }
@@ -23,6 +24,12 @@ export async function configuredRegion(config: { region(): Promise<string> }): P
   try {
     region = await config.region();
   } catch (error) {
+    // The SDK refuses a region that is no hostname label ("Region not accepted: region=…"), and an
+    // empty one the same way: only a non-empty one is malformed rather than missing. The CLI refuses
+    // a malformed --region or AWS_REGION before this; what is left is the profile's.
+    if (error instanceof Error && /^Region not accepted/.test(error.message) && !/region=""/.test(error.message)) {
+      throw new AwsSetupError('the AWS region is malformed (not a region name such as eu-central-1)', 'aws_region_malformed', error);
+    }
     throw new AwsSetupError('no AWS region is set', 'aws_region_missing', error);
   }
   if (!region) throw new AwsSetupError('no AWS region is set', 'aws_region_missing');

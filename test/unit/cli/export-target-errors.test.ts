@@ -1,6 +1,7 @@
 import { targetError } from '../../../cli/operations/export-run';
 import { ExitCode } from '../../../cli/exit-codes';
-import { AwsSetupError } from '../../../src/adapters/aws/aws-setup-error';
+import { AwsSetupError, configuredRegion } from '../../../src/adapters/aws/aws-setup-error';
+import { describeError } from '../../../cli/errors';
 import { s3ObjectStoreFor } from '../../../src/adapters/aws/s3-target';
 import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
 import { ObjectStoreError } from '../../../src/core/exports/formats/period-errors';
@@ -62,5 +63,27 @@ describe('export --out: the errors of the target, not of a company', () => {
     expect(error!.exitCode).toBe(ExitCode.config);
     expect(error!.message).toBe('--out cannot be written at s3://some-bucket/x/exports: no AWS region is set');
     expect(error!.hint).toMatch(/AWS_REGION/);
+  });
+});
+
+describe('configuredRegion: a malformed region is not a missing one', () => {
+  const refusedWith = async (message: string) => {
+    try {
+      await configuredRegion({ region: () => Promise.reject(new Error(message)) });
+    } catch (error) {
+      return error as AwsSetupError;
+    }
+    throw new Error('not refused');
+  };
+
+  it('the SDK refusing a region it cannot sign for is aws_region_malformed (exit 3, naming the profile), an empty one still missing', async () => {
+    const malformed = await refusedWith('Region not accepted: region="eu central 1" is not a valid hostname component.');
+    expect(malformed.code).toBe('aws_region_malformed');
+    // The value is not repeated: it may be whatever was pasted into the profile.
+    expect(malformed.message).not.toContain('eu central 1');
+    expect(describeError(malformed)).toMatchObject({ exitCode: ExitCode.config, hint: expect.stringMatching(/profile/) });
+    expect((await refusedWith('Region not accepted: region="" is not a valid hostname component.')).code).toBe('aws_region_missing');
+    expect((await refusedWith('Region is missing')).code).toBe('aws_region_missing');
+    expect(await configuredRegion({ region: () => Promise.resolve('eu-central-1') })).toBe('eu-central-1');
   });
 });
