@@ -219,6 +219,14 @@ export class CompanyEntryDamagedError extends CliError {
 }
 
 /**
+ * How a credential gets into the environment without echo or shell history (README, "Credentials"),
+ * the one form every hint gives: `export NAME=<value>` would leave the value in the history.
+ */
+export function readSecretCommand(name: 'ACCTOPS_API_KEY' | 'ACCTOPS_INSTITUTION'): string {
+  return `read -rs ${name} && export ${name}`;
+}
+
+/**
  * ACCTOPS_API_KEY is not shaped like a key: the setting is wrong (exit 3), not the service; named,
  * never echoed. Checked where the variable is read, since the client's MalformedApiKeyError cannot
  * tell it from a malformed stored key.
@@ -229,7 +237,7 @@ export class MalformedApiKeyEnvError extends CliError {
     super('ACCTOPS_API_KEY is not an API key (expected <prefix>_<rest>, printable ASCII); nothing was sent', {
       code: 'api_key_env_malformed',
       exitCode: ExitCode.config,
-      hint: "set ACCTOPS_API_KEY to the company's whole key as the service issued it: read -rs ACCTOPS_API_KEY && export ACCTOPS_API_KEY",
+      hint: `set ACCTOPS_API_KEY to the company's whole key as the service issued it: ${readSecretCommand('ACCTOPS_API_KEY')}`,
       cause,
     });
   }

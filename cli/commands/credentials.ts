@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { parseInstitutionCredential } from '../../src/core/credentials/institution-credential';
 import { issuesText, ValidationError } from '../../src/core/shared/errors';
-import { CliConfigError, CliError } from '../errors';
+import { CliConfigError, CliError, readSecretCommand } from '../errors';
 import { ExitCode } from '../exit-codes';
 import type { Session } from '../session';
 import type { CommandHost } from './host';
@@ -17,7 +17,7 @@ export function required(session: Session, name: 'ACCTOPS_INSTITUTION' | 'ACCTOP
   if (!value)
     throw new CliConfigError(
       `${what} is read from ${name}, which is not set or empty`,
-      `put it there without echo or shell history: read -rs ${name} && export ${name}; never as a flag, which the history keeps`,
+      `put it there without echo or shell history: ${readSecretCommand(name)}; never as a flag, which the history keeps`,
     );
   return value;
 }

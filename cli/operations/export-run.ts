@@ -20,7 +20,7 @@ import type { Logger } from '../../src/core/shared/logger';
 import { awsRegion, rejectAwsModeOptions, type BaseUrlSource, type ExportTarget } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import { FormatLossError, ManifestError, ObjectStoreError } from '../../src/core/exports/formats/period-errors';
-import { apiKeyFromEnv, CliConfigError, CliError, describeError, type DescribeContext } from '../errors';
+import { apiKeyFromEnv, CliConfigError, CliError, describeError, readSecretCommand, type DescribeContext } from '../errors';
 import { missingDirectories, removeEmptyDirectories } from '../created-dirs';
 import { ExitCode } from '../exit-codes';
 import { fsCauseText, isFsError, shortPath } from '../fs-failure';
@@ -495,7 +495,7 @@ export async function exportDirect(
   if (!apiKey) {
     throw new CliConfigError(
       `the direct mode, picked by ${by}, needs the company API key in ACCTOPS_API_KEY`,
-      `export ACCTOPS_API_KEY=<key> (never a flag), or ${by === '--base-url' ? 'drop --base-url' : 'unset ACCTOPS_BASE_URL'} to use the local mode`,
+      `put the key there without echo or shell history: ${readSecretCommand('ACCTOPS_API_KEY')} (never a flag); or ${by === '--base-url' ? 'drop --base-url' : 'unset ACCTOPS_BASE_URL'} to use the local mode`,
     );
   }
   const store = storeFor(context, opts.out ?? { kind: 'dir', path: '.' });

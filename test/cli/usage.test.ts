@@ -520,6 +520,9 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     const result = await run(['export', '--base-url', 'http://127.0.0.1:9/api/v1', '--month', '2026-10']);
     expect(result.code).toBe(3);
     expect(oneLine(result)).toMatch(/ACCTOPS_API_KEY.*never a flag/);
+    // The hint's way in is the one that keeps the key out of the shell history, as README's.
+    expect(oneLine(result)).toContain('read -rs ACCTOPS_API_KEY && export ACCTOPS_API_KEY');
+    expect(oneLine(result)).not.toMatch(/export ACCTOPS_API_KEY=/);
     const badUrl = await inProcess(['export', '--month', '2026-10'], { ACCTOPS_BASE_URL: 'not a url' });
     expect(badUrl.code).toBe(3);
     expect(oneLine(badUrl)).toMatch(/ACCTOPS_BASE_URL/);
