@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command, type Option } from 'commander';
-import { parsePeriod } from '../src/core/exports/formats/period';
+import { EARLIEST_PERIOD, parsePeriod } from '../src/core/exports/formats/period';
 import { CURRENCY_CODE_EXPECTED, isoCurrencyCode } from '../contract/currency';
 import { baseUrlProblem } from '../contract/setting-rules';
 import { FORMATS, type ExportFormat } from '../src/core/exports/formats/datasets';
@@ -33,11 +33,19 @@ export function keyPrefixArg(raw: string): string {
 }
 
 export function month(raw: string): string {
+  let text: string;
   try {
-    return parsePeriod(raw).text;
+    text = parsePeriod(raw).text;
   } catch {
     throw new InvalidArgumentError('expected a month as YYYY-MM, e.g. 2026-10');
   }
+  // The pipeline's lower bound (refuseEarlyPeriod), here so that every mode refuses it before anything runs.
+  if (text < EARLIEST_PERIOD) {
+    throw new InvalidArgumentError(
+      `expected a month from ${EARLIEST_PERIOD} on, as YYYY-MM, e.g. 2026-10 (an earlier year is taken for a typo)`,
+    );
+  }
+  return text;
 }
 
 /**

@@ -23,8 +23,9 @@ export const handler = createHandler({
   eventSchema,
   handler: async (event, { logger }) => {
     const at = { now: systemClock.now(), timeZone: env.EXPORT_TIME_ZONE };
-    // Before anything is queued: a month that has not begun would be exported empty and reported
-    // complete (FuturePeriodError naming detail.period or detail.to; the CLI's rule).
+    // Before anything is queued: a month that has not begun, or one before 2000-01 (a mistyped
+    // year), would be exported empty and reported complete (FuturePeriodError naming detail.period
+    // or detail.to, EarlyPeriodError naming detail.period or detail.from; the CLI's rule).
     refuseFutureRequest(event.detail, at, 'detail.');
     // The event id makes the jobs' deduplication ids: EventBridge's at-least-once delivery of one
     // event enqueues each month once.

@@ -257,6 +257,29 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     expect(binary.stderr).toBe(badMonth!.stderr);
   });
 
+  it('a --month before 2000-01 (a mistyped year) is exit 2 naming --month in every mode, before anything runs or is written', async () => {
+    const out = `${state.dir}/early-out`;
+    const modes: [string[], Record<string, string>][] = [
+      [['export', '--month', '0226-10', '--format', 'csv', '--out', out], {}],
+      [['export', '--month', '0001-01', '--base-url', 'http://127.0.0.1:9/api/v1', '--out', out], { ACCTOPS_API_KEY: 'sbx_AbCd1234rest' }],
+      [['--stack', 'acctops-production', '--region', 'eu-central-1', 'export', '--month', '1999-12'], {}],
+    ];
+    for (const [args, env] of modes) {
+      const result = await inProcess(args, env);
+      expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 2, stdout: '' });
+      expect(oneLine(result)).toMatch(
+        /^acctops: error: option '--month <YYYY-MM>' is invalid: expected a month from 2000-01 on, as YYYY-MM, e\.g\. 2026-10 \(an earlier year is taken for a typo\)/,
+      );
+    }
+    // The binary, the same; the earliest month itself is not refused by the rule (it goes on to the missing key).
+    expect((await run(modes[0]![0])).code).toBe(2);
+    const earliest = await inProcess(['export', '--month', '2000-01', '--base-url', 'http://127.0.0.1:9/api/v1']);
+    expect(earliest.code).toBe(3);
+    expect(oneLine(earliest)).toMatch(/ACCTOPS_API_KEY/);
+    expect(existsSync(out)).toBe(false);
+    expect(existsSync(`${state.dir}/never-created`)).toBe(false);
+  });
+
   it('never echoes a stray word: an unknown command, an excess argument or an odd option shows at most 4 characters', async () => {
     // Not a canary: the redactor knows nothing of these, so only the refusal itself can keep them out.
     const base62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

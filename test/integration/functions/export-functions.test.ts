@@ -391,6 +391,16 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         name: 'FuturePeriodError',
         field: 'detail.to',
       });
+      // A mistyped year: before 2000-01 is refused as well (EarlyPeriodError), not exported empty.
+      await expect(request({ companyId: keyed, period: '0226-10', formats: ['csv'] })).rejects.toMatchObject({
+        name: 'EarlyPeriodError',
+        code: 'period_too_early',
+        field: 'detail.period',
+      });
+      await expect(request({ companyId: keyed, from: '1999-11', to: '2000-01-15' })).rejects.toMatchObject({
+        name: 'EarlyPeriodError',
+        field: 'detail.from',
+      });
       expect(recorder.messages.length).toBe(before);
     });
 

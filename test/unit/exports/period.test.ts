@@ -1,6 +1,8 @@
 import { ValidationError } from '../../../src/core/shared/errors';
 import {
   assertTimeZone,
+  EARLIEST_PERIOD,
+  EarlyPeriodError,
   firstDay,
   FuturePeriodError,
   lastDay,
@@ -10,8 +12,10 @@ import {
   periodRange,
   previousMonth,
   previousPeriod,
+  refuseEarlyPeriod,
   refuseFuturePeriod,
 } from '../../../src/core/exports/formats/period';
+import { refuseFutureRequest } from '../../../src/core/exports/pipeline/on-demand';
 import { epochDay } from '../../../src/core/exports/formats/offset-timestamp';
 import { localDateOf, timestampInstant } from '../../../src/core/accounting-api';
 
@@ -74,6 +78,36 @@ describe('periods', () => {
     expect(periodOpen('2026-12', now, 'Europe/Berlin')).toBe(true);
     expect(periodOpen('2026-11', now, 'Europe/Berlin')).toBe(false);
     expect(periodOpen('2026-11', now, 'UTC')).toBe(true);
+  });
+
+  it('refuses a month before 2000-01 (a mistyped year), naming the field; 2000-01 itself is exported', () => {
+    for (const month of ['0226-10', '0001-01', '1026-10', '1999-12']) {
+      let refused: unknown;
+      try {
+        refuseEarlyPeriod(month, 'detail.period');
+      } catch (error) {
+        refused = error;
+      }
+      expect(refused).toBeInstanceOf(EarlyPeriodError);
+      expect(refused).toBeInstanceOf(ValidationError);
+      expect(refused).toMatchObject({ code: 'period_too_early', field: 'detail.period', name: 'EarlyPeriodError' });
+    }
+    expect(() => refuseEarlyPeriod(EARLIEST_PERIOD)).not.toThrow();
+    expect(EARLIEST_PERIOD).toBe('2000-01');
+  });
+
+  it('refuseFutureRequest: a single month or a range starting before 2000-01 is refused whole, naming period or from', () => {
+    const at = { now: Date.UTC(2026, 10, 15), timeZone: 'Europe/Berlin' };
+    expect(() => refuseFutureRequest({ period: '0226-10' }, at, 'detail.')).toThrow(
+      expect.objectContaining({ code: 'period_too_early', field: 'detail.period' }) as Error,
+    );
+    expect(() => refuseFutureRequest({ from: '1999-12-15', to: '2000-02' }, at)).toThrow(
+      expect.objectContaining({ code: 'period_too_early', field: 'from' }) as Error,
+    );
+    expect(() => refuseFutureRequest({ from: '2000-01', to: '2026-11-30' }, at)).not.toThrow();
+    expect(() => refuseFutureRequest({ from: '2026-10', to: '2026-12' }, at)).toThrow(
+      expect.objectContaining({ code: 'period_in_future' }) as Error,
+    );
   });
 
   it('refuses an unknown time zone with a ValidationError', () => {

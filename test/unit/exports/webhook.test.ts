@@ -392,6 +392,26 @@ describe('receiveExportWebhook: months that have not begun', () => {
     expect((await receive(signed(JSON.stringify({ id, companyId: COMPANY, period: '2026-10' })))).status).toBe(202);
   });
 
+  it('refuses a month before 2000-01 (a mistyped year) with 400 period_too_early naming period or from, enqueueing nothing', async () => {
+    const { receive, queue, metrics } = harness();
+    const id = 'evt_early';
+    const response = await receive(signed(JSON.stringify({ id, companyId: COMPANY, period: '0226-10' })));
+    expect(response.status).toBe(400);
+    expect(response.body).toEqual({
+      error: {
+        code: 'period_too_early',
+        message: expect.stringContaining('2000-01') as unknown,
+        issues: [{ path: 'period', message: 'is before 2000-01, the earliest month exported (a mistyped year?)' }],
+      },
+    });
+    const range = await receive(signed(body({ period: undefined, from: '1999-12', to: '2000-01' })));
+    expect(range.body).toMatchObject({ error: { code: 'period_too_early', issues: [{ path: 'from' }] } });
+    expect(queue.messages).toEqual([]);
+    expect(metrics.sum('WebhookRejected')).toBe(2);
+    // Refused after the claim: the sender may send the event again with the year it meant.
+    expect((await receive(signed(JSON.stringify({ id, companyId: COMPANY, period: '2026-10' })))).status).toBe(202);
+  });
+
   it('refuses a range that ends after the current month whole, naming to', async () => {
     const { receive, queue } = harness();
     const response = await receive(signed(body({ period: undefined, from: '2026-10', to: '2026-12-05' })));

@@ -82,6 +82,31 @@ export class FuturePeriodError extends ValidationError {
 }
 
 /**
+ * The earliest month acctops exports. A month before it is taken for a mistyped year (`0226-10`,
+ * `0001-01`, `1026-10`): the service has no transactions then, so its export "completed" with none
+ * and counted as the company's latest. 2000-01 is far below any month an operator of this service
+ * exports (its API and the companies it serves are this century's), and above every plausible typo
+ * of a four-digit year (decision 87 in docs/architecture.md).
+ */
+export const EARLIEST_PERIOD = '2000-01';
+
+/** A month before EARLIEST_PERIOD, named by the request's field (`period`, `from`, `--month`). Its code is `period_too_early`. */
+export class EarlyPeriodError extends ValidationError {
+  override readonly name: string = 'EarlyPeriodError';
+
+  constructor(field: string) {
+    super('period', [{ path: field, message: `is before ${EARLIEST_PERIOD}, the earliest month exported (a mistyped year?)` }]);
+    Object.defineProperty(this, 'code', { value: 'period_too_early' });
+  }
+}
+
+/** Refuses a month before EARLIEST_PERIOD (EarlyPeriodError naming `field`): the CLI's `--month` and the pipeline's requests alike. */
+export function refuseEarlyPeriod(period: string, field = 'period'): void {
+  // YYYY-MM with a four-digit year: text order is month order.
+  if (period < EARLIEST_PERIOD) throw new EarlyPeriodError(field);
+}
+
+/**
  * Refuses a month after the one containing `now` in `timeZone` (FuturePeriodError naming `field`).
  * The current month is allowed: it is exported as it stands so far (see periodOpen). The one rule
  * for the CLI, request-export and the webhook (decision 79 in docs/architecture.md).

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { datasetsSchema, defaultFormats, formatsSchema, type ExportJob, type ExportTrigger } from './export-jobs';
-import { parsePeriod, periodOf, refuseFuturePeriod, type Period } from '../formats/period';
+import { parsePeriod, periodOf, refuseEarlyPeriod, refuseFuturePeriod, type Period } from '../formats/period';
 import { lazySchema } from '../../shared/lazy-schema';
 import { caseFoldedUuid as uuid } from '../../shared/uuid';
 
@@ -86,13 +86,23 @@ export function requestedMonths(request: { period?: string; from?: string; to?: 
 
 /**
  * Refuses a request that names a month after the current one in `timeZone` (FuturePeriodError
- * naming `period`, or `to` for a range, after `prefix`), before anything is queued: the CLI's
- * rule (`acctops export --month`). A range is refused whole, not cut at the current month. The
- * current month is allowed and exported as it stands so far (decision 79 in docs/architecture.md).
+ * naming `period`, or `to` for a range, after `prefix`), or one before EARLIEST_PERIOD
+ * (EarlyPeriodError naming `period`, or `from`), before anything is queued: the CLI's rule
+ * (`acctops export --month`). A range is refused whole, not cut at either end. The current month
+ * is allowed and exported as it stands so far (decisions 79 and 87 in docs/architecture.md).
  */
-export function refuseFutureRequest(request: { period?: string; to?: string }, at: { now: number; timeZone: string }, prefix = ''): void {
-  if (request.period !== undefined) refuseFuturePeriod(request.period, at.now, at.timeZone, `${prefix}period`);
-  else if (request.to !== undefined) refuseFuturePeriod(request.to.slice(0, 7), at.now, at.timeZone, `${prefix}to`);
+export function refuseFutureRequest(
+  request: { period?: string; from?: string; to?: string },
+  at: { now: number; timeZone: string },
+  prefix = '',
+): void {
+  if (request.period !== undefined) {
+    refuseEarlyPeriod(request.period, `${prefix}period`);
+    refuseFuturePeriod(request.period, at.now, at.timeZone, `${prefix}period`);
+    return;
+  }
+  if (request.from !== undefined) refuseEarlyPeriod(request.from.slice(0, 7), `${prefix}from`);
+  if (request.to !== undefined) refuseFuturePeriod(request.to.slice(0, 7), at.now, at.timeZone, `${prefix}to`);
 }
 
 /** One export job per requested month, all for the same company, source and trigger. */

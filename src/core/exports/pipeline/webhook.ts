@@ -1,6 +1,6 @@
 import { ALARMED_METRICS } from '../../../../contract/metrics';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { DEFAULT_TIME_ZONE, FuturePeriodError, periodOpen } from '../formats/period';
+import { DEFAULT_TIME_ZONE, EARLIEST_PERIOD, EarlyPeriodError, FuturePeriodError, periodOpen } from '../formats/period';
 import type { Clock } from '../../shared/clock';
 import { issuesFromZod, type FieldIssue } from '../../shared/errors';
 import type { Logger } from '../../shared/logger';
@@ -138,7 +138,7 @@ class Rejection {
  * 3. the event id (a signed body member), never accepted before (409), and not being accepted by
  *    another delivery right now (503, see ReplayGuard: a claim is a short lease until confirmed);
  * 4. the body, with zod (400; a leading UTF-8 byte order mark is ignored), no month after the
- *    current one (400 `period_in_future`), and the company, which must be one this webhook serves (403).
+ *    current one (400 `period_in_future`) nor before 2000-01 (400 `period_too_early`), and the company, which must be one this webhook serves (403).
  *
  * A claimed event id is released again when a later step refuses the request or the queue fails,
  * so that the sender can deliver the same event again. A failing dependency (the secret, the
@@ -234,6 +234,14 @@ async function handle(deps: WebhookDeps, request: WebhookRequest, now: number): 
     try {
       refuseFutureRequest(parsed.data, { now, timeZone });
     } catch (error) {
+      if (error instanceof EarlyPeriodError) {
+        throw new Rejection(
+          400,
+          error.code,
+          `the request names a month before ${EARLIEST_PERIOD}, the earliest exported (a mistyped year?)`,
+          error.issues,
+        );
+      }
       if (!(error instanceof FuturePeriodError)) throw error;
       throw new Rejection(
         400,
