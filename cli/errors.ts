@@ -585,16 +585,34 @@ function rateLimitHint(error: RateLimitError, context: DescribeContext): string 
   const askedText = asked === undefined ? '' : ` (its last Retry-After asked for ${asked} s)`;
   const record = retryRecordOf(error);
   if (record?.gaveUp === 'retry_after_cap') {
-    const cap = seconds(record.maxRetryAfterMs) ?? 0;
+    // The cap as it was set (`--max-retry-wait 0s` is 0 s), not rounded up to the second the asked
+    // wait is: "asked 1 s, more than allows (1 s)" contradicted itself.
+    const cap = (record.maxRetryAfterMs ?? 0) / 1000;
     const flag = context.direct ? '--max-retry-wait' : "the client's longest wait";
     const retried = record.retries > 0 ? `after ${record.retries} ${record.retries === 1 ? 'retry' : 'retries'}, ` : '';
-    return `${retried}no further retry was made: the service asked to wait ${asked ?? '?'} s, more than ${flag} allows (${cap} s); ${context.direct ? `run again with --max-retry-wait ${Math.ceil((asked ?? cap) / 60)}m or more, or later` : 'run again later'}`;
+    const rerun = asked === undefined ? 'run again later' : `run again with --max-retry-wait ${durationText(asked)} or more, or later`;
+    return `${retried}no further retry was made: the service asked to wait ${asked ?? '?'} s, more than ${flag} allows (${cap} s); ${context.direct ? rerun : 'run again later'}`;
   }
   if (record !== undefined && record.retries === 0) {
     return `no retry was made: the wait the service asked for${asked === undefined ? '' : ` (${asked} s)`} did not fit in acctops's time budget; run again later; if it persists, ask the service's owner about the rate limit`;
   }
   const after = record === undefined ? '' : ` after ${record.retries} ${record.retries === 1 ? 'retry' : 'retries'} by acctops`;
   return `the service still limited the rate${after}: run again later${askedText}; if it persists, ask the service's owner about the rate limit`;
+}
+
+/**
+ * The smallest `--max-retry-wait` that allows `seconds`, in the largest unit that spells it
+ * exactly (cli/args.ts `duration`): 600 s is `10m`, 61 s `61s`.
+ */
+function durationText(seconds: number): string {
+  for (const [unit, size] of [
+    ['d', 86_400],
+    ['h', 3_600],
+    ['m', 60],
+  ] as const) {
+    if (seconds % size === 0) return `${seconds / size}${unit}`;
+  }
+  return `${seconds}s`;
 }
 
 /** The options a command's input is read from, by the field a use case names. */

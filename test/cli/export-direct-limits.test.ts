@@ -73,6 +73,15 @@ describe('acctops export --base-url: long Retry-After and a refused page size', 
     expect(result.stderr).not.toMatch(/after acctops's retries/);
   });
 
+  it('--max-retry-wait 0s: the error gives the cap as set (0 s) and the smallest value that waits (1s), not 1 s and 1m', async () => {
+    await sandbox.admin.faults.add({ route: TX, times: 'always', fault: { type: 'status', status: 429, retryAfter: 1 } });
+    const result = await exportDirect('--max-retry-wait', '0s');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'no further retry was made: the service asked to wait 1 s, more than --max-retry-wait allows (0 s); run again with --max-retry-wait 1s or more, or later',
+    );
+  });
+
   it('a service that refuses page sizes above its maximum: the export reads at its default size and completes', async () => {
     await sandbox.admin.configure({ maxPageSize: 200, pageSizeAboveMax: 'refuse' });
     const result = await exportDirect('--json');

@@ -125,6 +125,23 @@ describe('describeError: hints about a failed request to the service', () => {
     );
     expect(hint).not.toMatch(/after acctops's retries|still limited the rate after/);
 
+    // The cap as given (0 s is 0 s, not 1), and the smallest value that would have waited, in its shortest spelling.
+    const suggested = (retryAfterMs: number, maxRetryAfterMs: number) => {
+      const error = new RateLimitError(undefined, { status: 429, request: TX, retryAfterMs });
+      recordRetries(error, { retries: 0, gaveUp: 'retry_after_cap', retryAfterMs, maxRetryAfterMs });
+      return describeError(error, { direct: true }).hint;
+    };
+    expect(suggested(1_000, 0)).toBe(
+      'no further retry was made: the service asked to wait 1 s, more than --max-retry-wait allows (0 s); run again with --max-retry-wait 1s or more, or later',
+    );
+    expect(suggested(61_000, 60_000)).toMatch(
+      /asked to wait 61 s, more than --max-retry-wait allows \(60 s\); run again with --max-retry-wait 61s or more/,
+    );
+    expect(suggested(1_500, 1_000)).toMatch(
+      /asked to wait 2 s, more than --max-retry-wait allows \(1 s\); run again with --max-retry-wait 2s or more/,
+    );
+    expect(suggested(7_200_000, 3_600_000)).toMatch(/allows \(3600 s\); run again with --max-retry-wait 2h or more/);
+
     const budget = new RateLimitError(undefined, { status: 429, request: TX, retryAfterMs: 61_000 });
     recordRetries(budget, { retries: 0, gaveUp: 'budget', retryAfterMs: 61_000, maxRetryAfterMs: undefined });
     expect(describeError(budget, { direct: true }).hint).toMatch(/^no retry was made: the wait the service asked for \(61 s\) did not fit/);
