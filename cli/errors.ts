@@ -281,6 +281,18 @@ export function glimpse(word: string): string {
 }
 
 /**
+ * A word that cannot be a secret: short, lower-case letters and hyphens only. Keys and tokens carry
+ * digits, capitals, underscores or dots, and are longer; such a word is a mistyped command
+ * (`exprot`, `advance`), shown whole so that it can be found and fixed.
+ */
+const PLAIN_WORD = /^[a-z][a-z-]{0,23}$/;
+
+/** An unknown command as it is shown: whole when it cannot be a secret, else its glimpse. */
+export function commandWord(word: string): string {
+  return PLAIN_WORD.test(word) ? word : glimpse(word);
+}
+
+/**
  * How an option is spelt; an unknown option that is not spelt so may be a pasted value. Keys and
  * tokens carry an underscore (`sbx_…`, `tok_…`) or dots (a JWT), which no option name of ours has.
  */
@@ -310,7 +322,7 @@ export function withoutValues(message: string): string {
       .replace(/^error: /, '')
       // Commander's quoted word runs to the last quote before its suggestion (or the end), so a quote
       // inside the word does not end it early.
-      .replace(/unknown command '([^]*)'(?=\n\(Did you mean|$)/, (_m, word: string) => `unknown command '${glimpse(word)}'`)
+      .replace(/unknown command '([^]*)'(?=\n\(Did you mean|$)/, (_m, word: string) => `unknown command '${commandWord(word)}'`)
       .replace(/unknown option '([^]*)'(?=\n\(Did you mean|$)/, (_m, flag: string) => unknownOption(flag))
       .replace(/ argument '[^]*?' is invalid\./, ' is invalid:')
       .replace(/value '[^]*?' (from env '[^']*' )?is invalid/, 'value is invalid')

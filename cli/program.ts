@@ -71,7 +71,17 @@ export function buildProgram(host: Host): Command {
   }
   const io = host.runtime.io;
   const configure = (command: Command) => {
-    if (command.commands.length > 0) command.helpCommand(false).addCommand(helpCommand());
+    if (command.commands.length > 0) {
+      command.helpCommand(false).addCommand(helpCommand());
+      // In place of commander's unknownCommand, whose suggestion finds typos only: a word of a
+      // subcommand's name (`local advance`) is suggested too.
+      command.on('command:*', (operands: string[]) => {
+        throw unknownCommand(
+          operands[0] ?? '',
+          command.commands.map((c) => c.name()),
+        );
+      });
+    }
     command.exitOverride().configureOutput({
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
@@ -101,17 +111,37 @@ function helpCommand(): Command {
       for (const word of words) {
         const next = target.commands.find((c) => c.name() === word || c.aliases().includes(word));
         if (next === undefined) {
-          const suggestion = closestName(
+          throw unknownCommand(
             word,
             target.commands.map((c) => c.name()).filter((name) => name !== 'help'),
           );
-          const hint = suggestion === undefined ? '' : `\n(Did you mean ${suggestion}?)`;
-          throw new CommanderError(1, 'commander.unknownCommand', `error: unknown command '${word}'${hint}`);
         }
         target = next;
       }
       target.help();
     });
+}
+
+/**
+ * Commander's unknown-command error, in its words (cli/errors.ts shows the word only when it cannot
+ * be a secret), with the command `names` it most likely meant.
+ */
+function unknownCommand(word: string, names: readonly string[]): CommanderError {
+  const suggestion = suggestCommands(word, names);
+  const hint = suggestion.length === 0 ? '' : `\n(Did you mean ${suggestion.join(' or ')}?)`;
+  return new CommanderError(1, 'commander.unknownCommand', `error: unknown command '${word}'${hint}`);
+}
+
+/**
+ * What a word that names no command most likely meant: the closest name (a typo), else the names it
+ * begins or is a hyphenated word of (`advance` for `advance-clock`, `clock` for `advance-clock` and
+ * `reset-clock`): edit distance alone finds none there, the rest of the name being too long.
+ */
+export function suggestCommands(word: string, names: readonly string[]): string[] {
+  const closest = closestName(word, names);
+  if (closest !== undefined) return [closest];
+  if (word.length < 3) return [];
+  return names.filter((name) => name !== word && (name.startsWith(word) || name.split('-').includes(word)));
 }
 
 /**

@@ -141,7 +141,7 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     expect(version).toMatchObject({ code: 0, stdout: '0.1.0\n' });
   });
 
-  it("help <command> shows that command's help; help of a word that is no command is the unknown-command usage error (exit 2), shown by its glimpse", async () => {
+  it("help <command> shows that command's help; help of a word that is no command is the unknown-command usage error (exit 2), a pasted value shown by its glimpse", async () => {
     const [keys, rotate, nested] = await all([
       ['help', 'keys'],
       ['help', 'keys', 'rotate'],
@@ -164,14 +164,14 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     ]);
     for (const r of [bogus, deeper, inGroup]) {
       expect({ code: r!.code, stdout: r!.stdout }).toEqual({ code: 2, stdout: '' });
-      expect(oneLine(r!)).toBe("acctops: error: unknown command 'bogu…' (run `acctops --help` for the commands)");
+      expect(oneLine(r!)).toBe("acctops: error: unknown command 'bogus' (run `acctops --help` for the commands)");
     }
     expect(key!.code).toBe(2);
     expect(oneLine(key!)).toBe("acctops: error: unknown command 'sbx_…' (run `acctops --help` for the commands)");
     expect(key!.stderr).not.toContain(pasted.slice(4, 12));
     expect({ code: json!.code, stdout: json!.stdout }).toEqual({ code: 2, stdout: '' });
     expect(JSON.parse(json!.stderr)).toEqual({
-      error: { exitCode: 2, code: 'usage', message: "unknown command 'bogu…'", hint: 'run `acctops --help` for the commands' },
+      error: { exitCode: 2, code: 'usage', message: "unknown command 'bogus'", hint: 'run `acctops --help` for the commands' },
     });
     // The real binary, the same.
     const binary = await run(['help', 'bogus']);
@@ -187,7 +187,35 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     expect(typo!.code).toBe(2);
     expect(oneLine(typo!)).toBe("acctops: error: unknown command 'usrs' (Did you mean users?) (run `acctops --help` for the commands)");
     expect(oneLine(sameTypo!)).toBe(oneLine(typo!));
-    expect(oneLine(nested!)).toBe("acctops: error: unknown command 'rota…' (Did you mean rotate?) (run `acctops --help` for the commands)");
+    expect(oneLine(nested!)).toBe("acctops: error: unknown command 'rotat' (Did you mean rotate?) (run `acctops --help` for the commands)");
+  });
+
+  it('an unknown command that cannot be a secret is shown whole, with the command or subcommand it most likely meant, in a group too', async () => {
+    const [exprot, nosuch, advance, clock, issue, pasted, capital] = await all([
+      ['exprot'],
+      ['help', 'nosuch'],
+      ['local', 'advance'],
+      ['local', 'clock'],
+      ['local', 'issue'],
+      ['local', 'sbx_AbCd1234efgh'],
+      ['local', 'Advance'],
+    ]);
+    for (const r of [exprot, nosuch, advance, clock, issue, pasted, capital])
+      expect({ code: r!.code, stdout: r!.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(oneLine(exprot!)).toBe(
+      "acctops: error: unknown command 'exprot' (Did you mean export?) (run `acctops --help` for the commands)",
+    );
+    expect(oneLine(nosuch!)).toBe("acctops: error: unknown command 'nosuch' (run `acctops --help` for the commands)");
+    expect(oneLine(advance!)).toBe(
+      "acctops: error: unknown command 'advance' (Did you mean advance-clock?) (run `acctops --help` for the commands)",
+    );
+    expect(oneLine(clock!)).toMatch(/^acctops: error: unknown command 'clock' \(Did you mean advance-clock or reset-clock\?\)/);
+    expect(oneLine(issue!)).toMatch(/^acctops: error: unknown command 'issue' \(Did you mean issue-key\?\)/);
+    // Digits, capitals or an underscore: it may be a value pasted in the wrong place, so only its glimpse.
+    expect(oneLine(pasted!)).toMatch(/^acctops: error: unknown command 'sbx_…' /);
+    expect(oneLine(capital!)).toMatch(/^acctops: error: unknown command 'Adva…' /);
+    // The real binary, the same.
+    expect((await run(['local', 'advance'])).stderr).toBe(advance!.stderr);
   });
 
   it('a misspelt required option is the unknown option it is, with its suggestion, not the required one "not specified"', async () => {
@@ -226,7 +254,7 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
       expect(r!.code).toBe(2);
       oneLine(r!);
     }
-    expect(oneLine(unknownCommand!)).toMatch(/unknown command 'frob…'.*acctops --help/);
+    expect(oneLine(unknownCommand!)).toMatch(/unknown command 'frobnicate'.*acctops --help/);
     expect(oneLine(unknownOption!)).toMatch(/unknown option '--colour'/);
     expect(oneLine(missing!)).toMatch(/required option '--company <id>' not specified/);
     expect(oneLine(badMonth!)).toMatch(/option '--month <YYYY-MM>' is invalid: expected a month as YYYY-MM/);

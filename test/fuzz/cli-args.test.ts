@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Command, Option } from 'commander';
 import fc from 'fast-check';
 import { Host } from '../../cli/commands/host';
-import { glimpse } from '../../cli/errors';
+import { commandWord } from '../../cli/errors';
 import { buildProgram, runCli } from '../../cli/program';
 import { CANARY, expectNoCanaries } from '../helpers/canary';
 import { cliEnv, tempStateDir } from '../helpers/cli';
@@ -123,7 +123,7 @@ describe('acctops arguments (fast-check, fixed seed)', () => {
     const unknownCommand = fc
       .tuple(fc.string({ minLength: 1, maxLength: 15 }), fc.array(word, { maxLength: 3 }))
       .filter(([first]) => !known.has(first) && !first.startsWith('-') && !['help'].includes(first))
-      .map(([first, rest]) => ({ args: [first, ...rest], named: first, shown: glimpse(first) }));
+      .map(([first, rest]) => ({ args: [first, ...rest], named: first, shown: commandWord(first) }));
     const unknownOption = fc
       .tuple(fc.constantFrom(...commandPaths()), fc.stringMatching(/^--[a-z][a-z-]{2,12}$/))
       .filter(
@@ -137,8 +137,8 @@ describe('acctops arguments (fast-check, fixed seed)', () => {
         const { code, stdout, stderr } = await run(args);
         expect(code).toBe(2);
         expect(stdout).toBe('');
-        // Commander names the first problem it meets: the unknown word (an unknown command by its
-        // first 4 characters), or a required option still missing.
+        // Commander names the first problem it meets: the unknown word (an unknown command whole when
+        // it cannot be a secret, else by its first 4 characters), or a required option still missing.
         const namesIt = stderr.includes(shown) || /required option '--[a-z-]+/.test(stderr) || named.length >= 40 || /[\s'"]/.test(named);
         expect(namesIt).toBe(true);
         if (shown !== named) expect(stderr).not.toContain(`'${named}'`);
