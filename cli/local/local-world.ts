@@ -355,11 +355,20 @@ export class LocalWorld {
           '`acctops local repair` rebuilds it; `acctops local reset --yes` starts again',
         );
       }
-      const state: LocalState = saved ?? defaultLocalState(options.dialect ?? dialectFromEnv(options.env));
+      const fromEnv = dialectFromEnv(options.env);
+      const state: LocalState = saved ?? defaultLocalState(options.dialect ?? fromEnv);
       if (options.dialect !== undefined && options.dialect !== state.dialect) {
         throw new CliConfigError(
           `the local state in ${stateDir} runs the ${state.dialect} dialect, not ${options.dialect}`,
           `start again with \`npm start -- --reset --dialect ${options.dialect}\`, or leave out --dialect`,
+        );
+      }
+      // Refused as --dialect is (the flag wins over the variable): ignored, the command would talk to
+      // a service of the other dialect than the operator set out to try.
+      if (options.dialect === undefined && fromEnv !== undefined && fromEnv !== state.dialect) {
+        throw new CliConfigError(
+          `the local state in ${stateDir} runs the ${state.dialect} dialect, not the ${fromEnv} one ACCTOPS_DIALECT names`,
+          `nothing was run: unset ACCTOPS_DIALECT (the state keeps its dialect), or start a ${fromEnv} state: \`acctops local reset --yes\`, then run again`,
         );
       }
       const clock = new LocalClock(state.clockOffsetMs);
@@ -870,11 +879,18 @@ function fingerprint(value: unknown, withoutUsage: boolean): string {
 /**
  * `ACCTOPS_DIALECT` picks the dialect of a state that a plain `npx acctops …` command creates (the
  * CLI has no --dialect flag of its own: the dialect belongs to the state, not to one command).
+ * Undefined when unset or empty (a new state is then `default`). Checked by every local command,
+ * not only the one that creates the state: a value nobody reads would say nothing of its typo.
  */
-function dialectFromEnv(env: NodeJS.ProcessEnv): Dialect {
+function dialectFromEnv(env: NodeJS.ProcessEnv): Dialect | undefined {
   const raw = env.ACCTOPS_DIALECT;
-  if (raw === undefined || raw === '') return 'default';
-  if (!(DIALECTS as readonly string[]).includes(raw)) throw new CliConfigError(`ACCTOPS_DIALECT must be one of ${DIALECTS.join(', ')}`);
+  if (raw === undefined || raw === '') return undefined;
+  if (!(DIALECTS as readonly string[]).includes(raw)) {
+    throw new CliConfigError(
+      `ACCTOPS_DIALECT must be one of ${DIALECTS.join(', ')}`,
+      'nothing was run: set it to default or minimal, or unset it (a state keeps the dialect it was created with)',
+    );
+  }
   return raw as Dialect;
 }
 
@@ -935,7 +951,7 @@ export async function repairStateDir(stateDir: string, env: NodeJS.ProcessEnv, l
         continue;
       }
       // The dialect is not in the other files: a state created with --dialect minimal needs ACCTOPS_DIALECT=minimal here.
-      const dialect = dialectFromEnv(env);
+      const dialect = dialectFromEnv(env) ?? 'default';
       if (d.file === 'state') await writePrivateJsonFile(d.path, defaultLocalState(dialect));
       const rebuiltAs = d.file === 'state' ? `${REBUILT_AS.state}, the ${dialect} dialect (ACCTOPS_DIALECT)` : REBUILT_AS[d.file];
       report.repaired.push({ file: d.path, keptAs, rebuiltAs });

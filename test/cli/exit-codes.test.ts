@@ -324,6 +324,39 @@ describe('acctops exit codes: the README table holds', () => {
     }
   });
 
+  it('ACCTOPS_DIALECT is checked by every local command: a bogus one is exit 3 with what to do, one the state does not run is refused as --dialect is', async () => {
+    const own = await tempStateDir();
+    const run = async (env: Record<string, string>) => {
+      const result = await runAcctops(['--state-dir', own.dir, 'users', 'list'], { env });
+      outputs.push(result);
+      return result;
+    };
+    try {
+      const bogusNew = await run({ ACCTOPS_DIALECT: 'bogus' });
+      expect({ code: bogusNew.code, stdout: bogusNew.stdout }).toEqual({ code: 3, stdout: '' });
+      expect(bogusNew.stderr).toBe(
+        'acctops: error: ACCTOPS_DIALECT must be one of default, minimal (nothing was run: set it to default or minimal, or unset it (a state keeps the dialect it was created with))\n',
+      );
+      expect((await run({})).code).toBe(0);
+      const before = await readFile(join(own.dir, 'state.json'), 'utf8');
+      // On an existing state too, where the variable used to be read by nobody and said nothing.
+      const bogusExisting = await run({ ACCTOPS_DIALECT: 'bogus' });
+      expect(bogusExisting.code).toBe(3);
+      expect(bogusExisting.stderr).toBe(bogusNew.stderr);
+      const other = await run({ ACCTOPS_DIALECT: 'minimal' });
+      expect({ code: other.code, stdout: other.stdout }).toEqual({ code: 3, stdout: '' });
+      expect(other.stderr).toBe(
+        `acctops: error: the local state in ${own.dir} runs the default dialect, not the minimal one ACCTOPS_DIALECT names (nothing was run: unset ACCTOPS_DIALECT (the state keeps its dialect), or start a minimal state: \`acctops local reset --yes\`, then run again)\n`,
+      );
+      expect(await readFile(join(own.dir, 'state.json'), 'utf8')).toBe(before);
+      // The state's own dialect, or an empty variable, is no mismatch.
+      expect((await run({ ACCTOPS_DIALECT: 'default' })).code).toBe(0);
+      expect((await run({ ACCTOPS_DIALECT: '' })).code).toBe(0);
+    } finally {
+      await own.remove();
+    }
+  });
+
   it('a long clock jump needs --force, and reset-clock brings the clock back', async () => {
     const own = await tempStateDir();
     try {
