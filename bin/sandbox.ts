@@ -1,20 +1,19 @@
-// `npm run sandbox -- --port 4010 --seed 1 [--dialect minimal] [--show-credentials]`: the local Accounting API sandbox.
-import { ExitCode } from '../cli/exit-codes';
-import { describePortInUse, SandboxCliUsageError, runSandboxCli } from '../sandbox/cli';
+// `npm run sandbox -- --port 4010 --seed 1 [--dialect minimal] [--show-credentials] [--json]`: the
+// local Accounting API sandbox. It is `acctops sandbox` under another name (README, "Commands"): the
+// same flags, `--json` included, the same exit codes and the same one-line errors.
+import { runCli } from '../cli/program';
 
-// The exit codes of `acctops sandbox`, which takes the same flags (README, "Exit codes").
-runSandboxCli(process.argv.slice(2), undefined, { showCommand: 'npm run sandbox -- --show-credentials' }).catch((error: unknown) => {
-  if (error instanceof SandboxCliUsageError) {
-    // Commander has printed why; its own code for a bad flag is 1.
-    process.exitCode = error.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
-    return;
-  }
-  const inUse = describePortInUse(error);
-  if (inUse !== undefined) {
-    console.error(`sandbox: error: ${inUse.message} (${inUse.hint})`);
-    process.exitCode = ExitCode.config;
-    return;
-  }
-  console.error(`sandbox: ${error instanceof Error ? error.message : String(error)}`);
-  process.exitCode = ExitCode.failure;
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
+}
+
+void runCli(['sandbox', ...process.argv.slice(2)], {
+  io: { stdout: process.stdout, stderr: process.stderr },
+  env: process.env,
+  cwd: process.cwd(),
+  sandboxCommand: 'npm run sandbox --',
+}).then((code) => {
+  process.exitCode = code;
 });

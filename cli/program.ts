@@ -37,7 +37,8 @@ the local state, never from a flag.
 
 Exit codes:
   0 ok   1 failure   2 usage   3 configuration   4 credential refused   5 partial or findings
-  130, 143  stopped by Ctrl+C (SIGINT) or SIGTERM (only the binary gets them, not npx: README)`;
+  130, 143  stopped by Ctrl+C (SIGINT) or SIGTERM (only the binary gets them, not npx: README);
+            sandbox, which runs until stopped, exits 0`;
 
 /** The `acctops` command tree. */
 export function buildProgram(host: Host): Command {

@@ -15,6 +15,11 @@ export interface CliRuntime {
   cwd: string;
   /** What direct-mode exports wait on between retries; the system clock unless a test gives one. */
   clock?: Clock;
+  /**
+   * How the operator runs `acctops sandbox` when it is by another name (`npm run sandbox --`), for
+   * the commands its output and errors name (`… --show-credentials`, `… --help`).
+   */
+  sandboxCommand?: string;
 }
 
 /** What named the stack, as messages name it. */

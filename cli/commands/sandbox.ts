@@ -9,7 +9,8 @@ import type { CommandHost } from './host';
 /**
  * `acctops sandbox [flags]`: the sandbox's own command line (sandbox/cli.ts), which keeps its flags
  * and help. The demo credentials are shown by prefix unless --show-credentials: acctops prints no
- * credential by default, even a sandbox-only one.
+ * credential by default, even a sandbox-only one. A signal is how its run ends: it stops the server
+ * and exits 0, not 130 or 143 (decision 87). `npm run sandbox` is this command (bin/sandbox.ts).
  */
 export function sandboxCommand(host: CommandHost): Command {
   const command = new Command('sandbox')
@@ -31,13 +32,14 @@ export function sandboxCommand(host: CommandHost): Command {
         // `-v, --verbose` is also the program's own option, which commander takes wherever it stands
         // (`acctops sandbox --verbose` too): passed on, so the sandbox logs its requests as documented.
         const argv = session.flags.verbose === true ? [...command.args, '--verbose'] : command.args;
+        const name = session.runtime.sandboxCommand ?? SANDBOX_USAGE_NAME;
         try {
           const run = await sandboxCli.runSandboxCli(argv, io, {
-            showCommand: 'acctops sandbox --show-credentials',
+            showCommand: `${name} --show-credentials`,
             // The sandbox's flags are parsed there, out of reach of the program's own check.
             configure: (flags) => {
               rejectRepeatedOptions(flags);
-              flags.name(SANDBOX_USAGE_NAME);
+              flags.name(name);
             },
             // Written as is, like the text banner: the keys in it are the sandbox's own, by prefix unless
             // --show-credentials, and the redactor would blank the ones it knows.
@@ -50,7 +52,7 @@ export function sandboxCommand(host: CommandHost): Command {
             throw new CliError(withoutValues(error.message), {
               code: 'usage',
               exitCode: ExitCode.usage,
-              hint: 'run `acctops sandbox --help`',
+              hint: `run \`${name} --help\``,
               cause: error,
             });
           }
@@ -62,7 +64,10 @@ export function sandboxCommand(host: CommandHost): Command {
     );
   // `acctops help sandbox` shows the sandbox's own flags, as `acctops sandbox --help` does: they are
   // parsed by sandbox/cli.ts, so this command declares none of its own.
-  command.helpInformation = () => sandboxFlags().name(SANDBOX_USAGE_NAME).helpInformation();
+  command.helpInformation = () =>
+    sandboxFlags()
+      .name(host.runtime.sandboxCommand ?? SANDBOX_USAGE_NAME)
+      .helpInformation();
   return command;
 }
 

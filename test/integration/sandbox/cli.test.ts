@@ -107,18 +107,60 @@ describe('sandbox command line', () => {
       expect(result).toEqual({
         code: 3,
         stdout: '',
-        stderr: `sandbox: error: port ${port} on 127.0.0.1 is in use (another process listens there: pass another --port, or 0 for any free one)\n`,
+        stderr: `acctops: error: port ${port} on 127.0.0.1 is in use (another process listens there: pass another --port, or 0 for any free one)\n`,
       });
     } finally {
       await new Promise((resolve) => taken.close(resolve));
     }
   });
 
-  it('npm run sandbox: a bad flag is exit 2, as in acctops sandbox; --help is 0', async () => {
+  it('npm run sandbox: a bad flag is exit 2, as in acctops sandbox, in one line with the one prefix; --help is 0', async () => {
     const bad = await npmRunSandbox(['--port', 'x']);
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/--port/);
-    expect((await npmRunSandbox(['--help'])).code).toBe(0);
+    expect(bad).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "acctops: error: option '--port <port>' is invalid: expected an integer from 0 to 65535 (run `npm run sandbox -- --help`)\n",
+    });
+    // The suggestion is part of the one line, not a second one.
+    const typo = await npmRunSandbox(['--prot', '4010']);
+    expect(typo).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "acctops: error: unknown option '--prot' (Did you mean --port?) (run `npm run sandbox -- --help`)\n",
+    });
+    const help = await npmRunSandbox(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: npm run sandbox -- \[options\]/);
+  });
+
+  it('npm run sandbox -- --json: one JSON object on stdout, as acctops --json sandbox prints, naming how to show the credentials', async () => {
+    const sandbox = npmScriptCommand('sandbox');
+    const child = spawn(sandbox.file, [...sandbox.args, '--json', '--port', '0'], {
+      cwd: sandbox.cwd,
+      env: { ...process.env, ...sandbox.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const described = await new Promise<{ baseUrl: string; showCredentialsCommand: string }>((resolve, reject) => {
+      child.on('exit', (code) => reject(new Error(`exited early with ${code}: ${stdout}${stderr}`)));
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+        try {
+          resolve(JSON.parse(stdout) as { baseUrl: string; showCredentialsCommand: string });
+        } catch {
+          // Not all of it yet.
+        }
+      });
+    });
+    expect(described.showCredentialsCommand).toBe('npm run sandbox -- --show-credentials');
+    expect((await call(described.baseUrl, '/companies/')).status).toBe(401);
+    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    child.kill('SIGINT');
+    // A server stopped on request has done its job: 0, by SIGINT as by SIGTERM (decision 87).
+    expect(await exit).toBe(0);
+    expect(stderr).toContain('sandbox stopped');
   });
 
   it('npm run sandbox: a real process that stops cleanly on SIGTERM', async () => {
