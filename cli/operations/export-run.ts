@@ -495,7 +495,7 @@ export async function exportDirect(
   if (!apiKey) {
     throw new CliConfigError(
       `the direct mode, picked by ${by}, needs the company API key in ACCTOPS_API_KEY`,
-      `put the key there without echo or shell history: ${readSecretCommand('ACCTOPS_API_KEY')} (never a flag); or ${by === '--base-url' ? 'drop --base-url' : 'unset ACCTOPS_BASE_URL'} to use the local mode`,
+      `put the key there without echo or shell history: ${readSecretCommand('ACCTOPS_API_KEY')} (never a flag), or ${by === '--base-url' ? 'drop --base-url' : 'unset ACCTOPS_BASE_URL'} to use the local mode`,
     );
   }
   const store = storeFor(context, opts.out ?? { kind: 'dir', path: '.' });
