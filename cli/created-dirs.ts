@@ -1,3 +1,4 @@
+import { rmdirSync } from 'node:fs';
 import { lstat, rmdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 
@@ -39,5 +40,21 @@ export async function removeEmptyDirectories(dirs: readonly string[]): Promise<v
       (error: NodeJS.ErrnoException) => error.code ?? 'error',
     );
     if (code !== undefined && code !== 'ENOENT' && code !== 'ENAMETOOLONG') return;
+  }
+}
+
+/**
+ * removeEmptyDirectories, synchronous: for a process's 'exit' event, when nothing of the command can
+ * make a directory again after it. The command goes on running while a signal's steps run, and an
+ * export stopped before its first write still makes --out afterwards.
+ */
+export function removeEmptyDirectoriesSync(dirs: readonly string[]): void {
+  for (const dir of dirs) {
+    try {
+      rmdirSync(dir);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENAMETOOLONG') return;
+    }
   }
 }

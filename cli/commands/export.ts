@@ -1,7 +1,14 @@
+import { lstat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { EXPORT_LAYOUT } from '../../contract/exports';
 import { abandonS3Uploads, type AbandonedUploads } from '../../src/adapters/aws/s3-uploads-in-flight';
-import { abandonLocalWrites, onLocalCommit, type DirObjectStore } from '../../src/adapters/local/dir-object-store';
+import {
+  abandonLocalWrites,
+  onLocalCommit,
+  removeLocalDirectoriesMade,
+  type DirObjectStore,
+} from '../../src/adapters/local/dir-object-store';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import {
   baseUrlFromEnv,
@@ -23,6 +30,7 @@ import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { UsageError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
 import { interruptExitCode, onInterrupt, speak } from '../interrupt';
+import { missingDirectories, removeEmptyDirectories, removeEmptyDirectoriesSync } from '../created-dirs';
 import type { RegistryFinding } from '../../src/core/companies/company-registry';
 import type { CompanyExportRow, CompanyProgress, ExportReport } from '../operations/operations';
 import type { Output, Progress } from '../output';
@@ -217,10 +225,14 @@ function athenaBehindText(datasets: readonly string[]): string {
  * data files of the run that was stopped are invisible without one, and the period's next export
  * collects them. A stop between a manifest and its symlinks leaves Athena on the period's previous
  * export: the symlinks are compared with the manifest, and the line names what is behind. An S3
- * target's manifests are not seen here, and the line says how to tell. Returns the function that
- * unregisters it.
+ * target's manifests are not seen here, and the line says how to tell. The directories the run
+ * made that hold nothing then are removed, the `--out` directory and the parents it created among
+ * them, as a run that ends with no company exported does (README, `export`): an empty folder tree
+ * looked like a result. Returns the function that unregisters it.
  */
 function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, bars: Map<string, Progress>): () => void {
+  // Looked at now, before the export makes anything; a directory made meanwhile counts as there before, which keeps it.
+  const outDirs = out?.kind === 'dir' ? missingDirectories(resolve(session.runtime.cwd, out.path)) : Promise.resolve([]);
   const published: { store: ObjectStore; key: string }[] = [];
   /**
    * The files this process completed for a period whose manifest it has not written: a run cut
@@ -251,6 +263,18 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
     await Promise.all(
       [...unpublished].flatMap(([store, periods]) => [...periods.values()].map((keys) => store.delete(keys).catch(() => undefined))),
     );
+    // Then the folders those files were in, and --out itself when the run made it: only empty ones.
+    await removeLocalDirectoriesMade().catch(() => 0);
+    const made = await outDirs.catch(() => []);
+    const outMade = made[0] !== undefined && (await exists(made[0]));
+    // The staging folder of a --out the run made is the run's own (DirObjectStore's `.acctops-tmp`),
+    // and a write that was staging when the signal came can make it again after abandonLocalWrites.
+    const ours = made[0] === undefined ? [] : [join(made[0], '.acctops-tmp'), ...made];
+    await removeEmptyDirectories(ours);
+    // Again at the very exit, when nothing of the command runs any more: that write, or one making
+    // --out when the signal came, finishes after this step.
+    if (ours.length > 0) process.once('exit', () => removeEmptyDirectoriesSync(ours));
+    const outRemoved = outMade && !(await exists(made[0]!));
     // Local files, read once no write of this process can land any more.
     const behind = await athenaBehind(published);
     const interrupted = { exitCode: interruptExitCode(signal), code: 'interrupted' };
@@ -261,7 +285,7 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
       } else if (published.length === 0) {
         session.out.error({
           ...interrupted,
-          message: `interrupted (${signal}): the export was stopped and the files of its unfinished run removed; nothing was published`,
+          message: `interrupted (${signal}): the export was stopped and the files of its unfinished run removed; nothing was published${outRemoved ? ', and the --out directory it had created was removed' : ''}`,
           hint: 'run the export again',
         });
       } else {
@@ -284,6 +308,14 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
     stopStep();
     stopWatching();
   };
+}
+
+/** Whether anything is at `path` now (lstat: a symbolic link counts as itself). */
+async function exists(path: string): Promise<boolean> {
+  return lstat(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** The period folder of an export key (`…/company=<id>/period=<YYYY-MM>`). */

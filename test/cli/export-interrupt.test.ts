@@ -98,7 +98,8 @@ describe('acctops export: interrupted', () => {
     ['SIGTERM', 143],
   ] as const)('%s mid-export: exit %i, one line, nothing staged left and nothing published', async (signal, code) => {
     await sandbox.admin.configure({ latencyMs: 150 });
-    const dir = join(out.dir, signal);
+    // Two parents the export creates as well: all three go again, as after a failed run.
+    const dir = join(out.dir, signal, 'deep', 'dir');
     const child = spawn(process.execPath, [ACCTOPS_BIN, ...exportArgs(dir)], { env: cliEnv({ ACCTOPS_API_KEY: key }) });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -113,14 +114,35 @@ describe('acctops export: interrupted', () => {
     const lines = stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
-      new RegExp(`^acctops: error: interrupted \\(${signal}\\): .*files of its unfinished run removed; nothing was published`),
+      new RegExp(
+        `^acctops: error: interrupted \\(${signal}\\): .*files of its unfinished run removed; nothing was published, and the --out directory it had created was removed`,
+      ),
     );
-    await expect(stat(staging(dir))).rejects.toMatchObject({ code: 'ENOENT' });
-    expect(await manifests(dir)).toEqual([]);
     // Categories and tax reports were complete before the transactions streamed: removed as well,
-    // so that no reader globbing the folder finds a run that was never published.
-    const files = (await readdir(dir, { recursive: true }).catch(() => [])) as string[];
-    expect(files.filter((p) => p.includes('run=') && /part-\d+\./.test(p))).toEqual([]);
+    // so that no reader globbing the folder finds a run that was never published; then the folders
+    // of that run, and --out with the parents the export made, all empty by then.
+    await expect(stat(join(out.dir, signal))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('Ctrl-C mid-export into a directory that was there: the directory and what it held are kept, the folders the export made are not', async () => {
+    await sandbox.admin.configure({ latencyMs: 150 });
+    const dir = join(out.dir, 'existing');
+    await mkdir(join(dir, 'exports', 'mine'), { recursive: true });
+    await writeFile(join(dir, 'notes.txt'), 'not the export');
+    const child = spawn(process.execPath, [ACCTOPS_BIN, ...exportArgs(dir)], { env: cliEnv({ ACCTOPS_API_KEY: key }) });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    try {
+      await streaming(dir, child);
+      child.kill('SIGINT');
+      expect(await exited).toBe(130);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(stderr).toMatch(/nothing was published \(run the export again\)/);
+    // exports/ and exports/mine/ were there (empty, as a user may have made them): kept; company=… was the export's.
+    expect(((await readdir(dir, { recursive: true })) as string[]).sort()).toEqual(['exports', 'exports/mine', 'notes.txt']);
   });
 
   it.each(['SIGINT', 'SIGTERM'] as const)(

@@ -351,6 +351,24 @@ describe('acctops: interrupted local commands', () => {
     });
   });
 
+  it('Ctrl-C mid-export: the --out directories it created are removed, a directory that was there and its file kept', async () => {
+    const parent = join(state.dir, '..', `${Date.now()}-out`);
+    await mkdir(parent);
+    await writeFile(join(parent, 'keep.txt'), 'not the export');
+    const out = join(parent, 'made', 'by', 'export');
+    // Held: the categories of the first company are written by then, and its run's folders made.
+    const run = await interrupted(['export', '--out', out], { method: 'GET', path: '/transactions', delayMs: 3_000 }, 'SIGINT');
+    expect(run.code).toBe(130);
+    expect(run.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        /^acctops: error: interrupted \(SIGINT\): .*nothing was published, and the --out directory it had created was removed/,
+      ),
+    ]);
+    await expect(stat(join(parent, 'made'))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(await readdir(parent)).toEqual(['keep.txt']);
+    await rm(parent, { recursive: true, force: true });
+  });
+
   it("a command removes the temporary files a killed process's atomic writes left, and nothing else", async () => {
     const left = ['tokens.json.0123456789ab.tmp', 'revocations.json.ba9876543210.tmp', 'sandbox.json.00000000ffff.tmp'];
     for (const name of left)

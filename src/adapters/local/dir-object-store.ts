@@ -35,6 +35,10 @@ export const STALE_STAGING_MS = 60 * 60 * 1000;
 
 /** Stores of this process with a write between staging and rename: what abandonLocalWrites stops. */
 const writing = new Set<DirObjectStore>();
+/** Stores of this process that made directories for their objects: what removeLocalDirectoriesMade looks at. */
+const makers = new Set<DirObjectStore>();
+/** Set by removeLocalDirectoriesMade: the process is exiting, and no store of it may start a write, one made since included. */
+let exiting = false;
 /** Called with every object a store of this process put into place (onLocalCommit). */
 const commitListeners = new Set<(store: DirObjectStore, key: string) => void>();
 
@@ -58,6 +62,22 @@ export function onLocalCommit(listener: (store: DirObjectStore, key: string) => 
 export async function abandonLocalWrites(): Promise<number> {
   let removed = 0;
   for (const store of [...writing]) removed += await store.abandon();
+  return removed;
+}
+
+/**
+ * Stops every write of this process's DirObjectStores, as abandonLocalWrites does, and removes the
+ * directories they made for their objects that hold nothing now, deepest first: an export stopped
+ * by a signal made its run's folders (`…/period=<month>/<dataset>/run=<id>/`) before any file was
+ * put in them, and the files it did put there were deleted again as unpublished. A directory that
+ * existed before is never one of them, and rmdir removes nothing with content, so a published file
+ * keeps its folders. Call it after those deletes. Returns the number of directories removed.
+ */
+export async function removeLocalDirectoriesMade(): Promise<number> {
+  // A store that had not written yet (the export still before its first file) would make --out again after this.
+  exiting = true;
+  let removed = 0;
+  for (const store of [...makers]) removed += await store.removeDirectoriesMade();
   return removed;
 }
 
@@ -93,6 +113,8 @@ export class DirObjectStore implements ObjectStore {
   private readonly creating = new Set<Promise<unknown>>();
   /** Set by abandon(): the process is exiting, and no write may be put into place any more. */
   private abandoned = false;
+  /** Directories this store made for its objects, in the order made (a parent before its children). */
+  private readonly made: string[] = [];
   /** The sweep of staged files left by dead processes, once per store (on its first write). */
   private swept: Promise<void> | undefined;
 
@@ -210,7 +232,11 @@ export class DirObjectStore implements ObjectStore {
       } finally {
         await file.close();
       }
-      await makeDirectory(dirname(path));
+      // Checked before the directories are made, and their making tracked, so that once abandoned
+      // no write makes one after removeDirectoriesMade has looked.
+      this.refuseIfAbandoned();
+      makers.add(this);
+      await this.creation(makeDirectory(dirname(path), undefined, this.made));
       this.refuseIfAbandoned();
       const staged = temp;
       await this.creation(
@@ -235,7 +261,7 @@ export class DirObjectStore implements ObjectStore {
   }
 
   private refuseIfAbandoned(): void {
-    if (this.abandoned) throw new Error('the process is exiting: write abandoned');
+    if (this.abandoned || exiting) throw new Error('the process is exiting: write abandoned');
   }
 
   /** Tracks a call that makes the staging directory, creates a staged file or puts one into place until it settles (abandon awaits it). */
@@ -270,6 +296,28 @@ export class DirObjectStore implements ObjectStore {
         removed++;
     }
     await this.removeStagingDirectory();
+    return removed;
+  }
+
+  /**
+   * Refuses any further write, waits for the calls under way, then removes the directories this
+   * store made that are empty, children before their parents (removeLocalDirectoriesMade).
+   */
+  async removeDirectoriesMade(): Promise<number> {
+    this.abandoned = true;
+    await Promise.allSettled([...this.creating]);
+    let removed = 0;
+    for (const directory of this.made.splice(0).reverse()) {
+      // Not empty (a file, or a folder that stays) or gone already: kept, and the walk goes on.
+      if (
+        await rmdir(directory).then(
+          () => true,
+          () => false,
+        )
+      )
+        removed++;
+    }
+    makers.delete(this);
     return removed;
   }
 
@@ -388,11 +436,13 @@ export class DirObjectStore implements ObjectStore {
  * `mkdir -p` with one attempt per path component. Node 20's `mkdir(…, { recursive: true })` never
  * returns for a path under /proc (it retries ENOENT forever at full CPU), so an unwritable --out
  * would hang the export while it holds the state lock. Here each level is tried once: any error
- * but a missing parent or an existing directory is final. `mode` applies to every level it makes.
+ * but a missing parent or an existing directory is final. `mode` applies to every level it makes;
+ * `made`, when given, gets each directory it made, a parent before its children.
  */
-export async function makeDirectory(directory: string, mode?: number): Promise<void> {
+export async function makeDirectory(directory: string, mode?: number, made?: string[]): Promise<void> {
   try {
     await mkdir(directory, { mode });
+    made?.push(directory);
     return;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
@@ -403,9 +453,10 @@ export async function makeDirectory(directory: string, mode?: number): Promise<v
     const parent = dirname(directory);
     if (code !== 'ENOENT' || parent === directory) throw error;
   }
-  await makeDirectory(dirname(directory), mode);
+  await makeDirectory(dirname(directory), mode, made);
   try {
     await mkdir(directory, { mode });
+    made?.push(directory);
   } catch (error) {
     // A concurrent writer may have made it between the two calls.
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !(await stat(directory)).isDirectory()) throw error;
