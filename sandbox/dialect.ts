@@ -96,14 +96,29 @@ export const minimalApiKeyView = <K extends { prefix: string }>(view: K) => {
   return { ...rest, keyPrefix: prefix };
 };
 
-/** A tax report in the minimal dialect: `pk` is the one name the spec gives; every other name differs. */
+/**
+ * The minimal dialect's name for each tax-report field of the default dialect (the exports' own
+ * names): what `acctops export --tax-report-fields` says for it, and what the local mode's exports
+ * of a minimal-dialect state use when it is not given (cli/operations/export-run.ts).
+ */
+export const MINIMAL_TAX_REPORT_FIELDS = {
+  type: 'reportType',
+  periodStart: 'startDate',
+  periodEnd: 'endDate',
+  status: 'state',
+  amountDue: 'totalAmount',
+  currency: 'currencyCode',
+  createdAt: 'created',
+} as const;
+
+/** A tax report in the minimal dialect: `pk` is the one name the spec gives; every other name differs (MINIMAL_TAX_REPORT_FIELDS). */
 export const minimalTaxReportView = (r: TaxReportRecord, s: WireSettings) => ({
   pk: r.pk,
-  reportType: 'VAT_RETURN',
-  startDate: r.periodStart,
-  endDate: r.periodEnd,
-  state: labelOnWire(r.status, hashString(r.pk), s),
-  totalAmount: amountOnWire(r.amountDue, hashString(r.pk), s),
-  currencyCode: r.currency,
-  created: new Date(r.createdAt).toISOString(),
+  [MINIMAL_TAX_REPORT_FIELDS.type]: 'VAT_RETURN',
+  [MINIMAL_TAX_REPORT_FIELDS.periodStart]: r.periodStart,
+  [MINIMAL_TAX_REPORT_FIELDS.periodEnd]: r.periodEnd,
+  [MINIMAL_TAX_REPORT_FIELDS.status]: labelOnWire(r.status, hashString(r.pk), s),
+  [MINIMAL_TAX_REPORT_FIELDS.amountDue]: amountOnWire(r.amountDue, hashString(r.pk), s),
+  [MINIMAL_TAX_REPORT_FIELDS.currency]: r.currency,
+  [MINIMAL_TAX_REPORT_FIELDS.createdAt]: new Date(r.createdAt).toISOString(),
 });

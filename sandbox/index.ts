@@ -188,4 +188,4 @@ export type { Fault, FaultRule, FaultRuleState } from './faults';
 export { PERMISSIONS, type Permission } from './schemas';
 export type { RequestLogEntry, SandboxStats } from './stats';
 export { routeKeys } from './routes';
-export { DIALECTS, type Dialect } from './dialect';
+export { DIALECTS, MINIMAL_TAX_REPORT_FIELDS, type Dialect } from './dialect';

@@ -40,6 +40,7 @@ import {
 } from '../../src/core/companies/company-registry';
 import { registryRemovedAt } from '../../src/core/companies/company-removal';
 import { FORMATS } from '../../src/core/exports/formats/datasets';
+import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import { checkHealth, type HealthReport } from '../../src/core/health/check-health';
 import { institutionCredentialProbe, serviceReachableProbe } from '../../src/core/health/probes';
 import { SecretStage } from '../../src/core/ports/secrets';
@@ -49,7 +50,7 @@ import { lazySchema } from '../../src/core/shared/lazy-schema';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { keyPrefix } from '../../src/core/shared/redact';
 import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
-import { DIALECTS, startSandbox, type Dialect, type RunningSandbox } from '../../sandbox';
+import { DIALECTS, MINIMAL_TAX_REPORT_FIELDS, startSandbox, type Dialect, type RunningSandbox } from '../../sandbox';
 import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/secrets-manager';
 import { CliConfigError } from '../errors';
 import { isFsError } from '../fs-failure';
@@ -258,6 +259,16 @@ export class LocalWorld {
   private rotationsStopped = false;
   /** Each snapshot file's content as loaded or last written (`fingerprint`): save() writes only what differs. */
   private readonly saved: Partial<Record<SnapshotFile, string>> = {};
+  /**
+   * The names the embedded service gives our tax-report fields where they are not ours: the minimal
+   * dialect's (sandbox/dialect.ts). Without them the exports of a minimal-dialect state read no
+   * period or date of a report and keep each in every month, so `npm start -- --dialect minimal`
+   * would not be the same demo (decision 88 in docs/architecture.md).
+   */
+  taxReportFields(): TaxReportFieldNames | undefined {
+    return this.state.dialect === 'minimal' ? MINIMAL_TAX_REPORT_FIELDS : undefined;
+  }
+
   /** The registry is an in-memory stand-in, seeded by seedRegistry, for a read-only command on a state without companies.json. */
   private readonly registryInMemory: boolean;
   private registrySeeded = false;

@@ -410,7 +410,8 @@ async function exportCompanies(
     replaceFormats: options.replaceFormats,
     month,
     onProgress: options.onProgress,
-    taxReportFields: options.taxReportFields,
+    // The embedded service's names (its dialect's) unless --tax-report-fields gives some: that wins, whole.
+    taxReportFields: options.taxReportFields ?? world.taxReportFields(),
     defaultCurrency: options.defaultCurrency,
     // Each company's own from the registry, as the deployed worker reads it, unless --default-currency names one for all.
     companyCurrency: registryCurrency((companyId) => world.companies.getItem(companyId)),

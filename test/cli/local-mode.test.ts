@@ -340,9 +340,33 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/Export of 2026-01 \(local mode, csv\)/);
       expect(result.stdout).toContain(`company=${bakery}/period=2026-01/_manifest.json`);
-      // Not a terminal: no progress bar on stderr; only notes (the minimal dialect's tax reports have no period acctops reads).
+      // Not a terminal: no progress bar on stderr; only notes.
       expect(result.stderr.split('\n').filter((line) => line !== '' && !line.startsWith('acctops: note: '))).toEqual([]);
       expect(result.stderr).not.toContain('\r');
+      // The embedded service's tax reports are read under its dialect's names: each has its period.
+      expect(result.stderr).not.toContain('tax report(s) with no period');
+    });
+
+    it("export --tax-report-fields wins over the dialect's names, whole", async () => {
+      const bakery = demo.companies[0]!.publicId;
+      const given = await json<{ companies: { undatedTaxReports: number; records: { tax_reports: number } }[] }>(
+        'export',
+        '--month',
+        '2026-01',
+        '--company',
+        bakery,
+        '--format',
+        'csv',
+        '--tax-report-fields',
+        'type=reportType',
+      );
+      expect(given.result.code).toBe(0);
+      const [row] = given.body.companies;
+      // Only `type` renamed: the minimal dialect's period and date fields are then read under our names, which it does not send.
+      if (dialect === 'minimal') {
+        expect(row!.records.tax_reports).toBeGreaterThan(0);
+        expect(row!.undatedTaxReports).toBe(row!.records.tax_reports);
+      } else expect(row!.undatedTaxReports).toBe(0);
     });
 
     it('local status describes the state; local reset needs --yes and then deletes it', async () => {
