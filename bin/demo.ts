@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { runDemo } from '../cli/demo';
 import { describeError } from '../cli/errors';
 import { DEFAULT_STATE_DIR, resolveStateDir } from '../cli/local/state-dir';
+import { adoptHeldSignals, onInterruptBeforeWork, speak } from '../cli/interrupt';
 import { gatedStream } from '../cli/output';
 import { DIALECTS, type Dialect } from '../sandbox/dialect';
 
@@ -19,6 +20,20 @@ for (const stream of [process.stdout, process.stderr]) {
 // way would print their failures, caused by the interrupt.
 const stdout = gatedStream(process.stdout);
 const stderr = gatedStream(process.stderr);
+
+/** Set once `--reset` starts deleting the previous state: a signal then leaves it partly deleted. */
+let resetting = false;
+// Until the demo opens its world, whose own step says what became of it (cli/demo.ts): a signal
+// while the modules loaded (held by bin/demo.cjs) or the state is being opened.
+onInterruptBeforeWork((signal) =>
+  speak(() =>
+    stderr.write(
+      resetting
+        ? `acctops: error: interrupted (${signal}): the demo was stopped while it deleted the previous state (run \`npm start -- --reset\` again)\n`
+        : `acctops: error: interrupted (${signal}): the demo was stopped before its first step; nothing was changed (run \`npm start\` again)\n`,
+    ),
+  ),
+);
 
 const program = new Command('npm start --')
   .description('Run the acctops demo against an embedded sandbox: onboard, refresh, rotate a key, export last month.')
@@ -55,6 +70,7 @@ async function main(): Promise<number> {
     stderr.write(`acctops: error: --dialect must be one of ${DIALECTS.join(', ')} (run \`npm start -- --help\`)\n`);
     return 2;
   }
+  resetting = opts.reset === true;
   try {
     const report = await runDemo({
       stateDir: resolveStateDir(opts.stateDir, process.cwd()),
@@ -73,6 +89,9 @@ async function main(): Promise<number> {
   }
 }
 
-void main().then((code) => {
-  process.exitCode = code;
-});
+// A signal held while the modules loaded is handled now, and the demo does not start.
+if (!adoptHeldSignals()) {
+  void main().then((code) => {
+    process.exitCode = code;
+  });
+}

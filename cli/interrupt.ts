@@ -151,12 +151,17 @@ interface HeldSignals {
 }
 const HELD_SIGNALS = Symbol.for('acctops.heldSignals');
 
-/** Takes over from bin/acctops.cjs's handler, and handles the signal it held, if any. */
-export function adoptHeldSignals(): void {
+/**
+ * Takes over from bin/acctops.cjs's (or bin/demo.cjs's) handler, and handles the signal it held,
+ * if any: true then, and the caller starts nothing, since the process is exiting.
+ */
+export function adoptHeldSignals(): boolean {
   const held = (globalThis as { [HELD_SIGNALS]?: HeldSignals })[HELD_SIGNALS];
-  if (held === undefined) return;
+  if (held === undefined) return false;
   delete (globalThis as { [HELD_SIGNALS]?: HeldSignals })[HELD_SIGNALS];
   held.release();
   const signal = held.signal();
-  if (signal !== undefined) interrupted(signal);
+  if (signal === undefined) return false;
+  interrupted(signal);
+  return true;
 }

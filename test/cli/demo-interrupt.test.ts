@@ -1,11 +1,13 @@
 import { spawn } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { runDemo } from '../../cli/demo';
 import { cliEnv, npmScriptCommand, parseJson, useCliState } from '../helpers/cli';
 
 /** Keeps the demo's event loop busy for a moment once it has printed a given text. */
 const BUSY_AFTER = resolve(__dirname, '..', 'helpers', 'busy-after-preload.cjs');
+/** Sends the process a signal as bin/demo.cjs starts loading the demo's modules. */
+const SIGNAL_ON_LOAD = resolve(__dirname, '..', 'helpers', 'signal-on-load-preload.cjs');
 
 interface KeyStatus {
   companies: { companyId: string; error: unknown; rotationInProgress: boolean }[];
@@ -22,11 +24,55 @@ interface Doctor {
  * when it has not answered within about 30 ms: a demo whose event loop was busy for a moment died
  * with no clean-up (the lock left, sandbox.json and secrets.json from different moments) or got
  * the signal twice, and the second one exits at once. The script now runs node itself
- * (`node --import tsx`): one process, one signal, the world's own steps.
+ * (`node bin/demo.cjs`, which loads the sources through tsx): one process, one signal, the world's
+ * own steps.
  */
 describe('npm start: Ctrl+C mid-run', () => {
   const state = useCliState();
   const { acctops, outputs } = state;
+
+  /**
+   * The modules take a second or more to load through tsx, before the demo prints anything: a
+   * signal then used to end the process without a word (Node's default). bin/demo.cjs holds it
+   * until the demo has loaded, which then says it stopped before its first step.
+   */
+  it.each([
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const)('%s while the modules load: exit %i, the one line, nothing created', async (signal, code) => {
+    const start = npmScriptCommand('start');
+    const dir = join(state.dir, 'early');
+    const { exitCode, killedBy, stdout, stderr } = await new Promise<{
+      exitCode: number | null;
+      killedBy: NodeJS.Signals | null;
+      stdout: string;
+      stderr: string;
+    }>((done, fail) => {
+      const child = spawn(start.file, start.args, {
+        cwd: start.cwd,
+        env: cliEnv({
+          ...start.env,
+          ACCTOPS_STATE_DIR: dir,
+          NODE_OPTIONS: `--require ${SIGNAL_ON_LOAD}`,
+          ACCTOPS_TEST_SIGNAL_ON_LOAD: signal,
+        }),
+      });
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+      child.once('error', fail);
+      child.once('close', (c, s) => done({ exitCode: c, killedBy: s, stdout: out, stderr: err }));
+    });
+    outputs.push({ code: exitCode ?? -1, stdout, stderr });
+    expect(killedBy).toBeNull();
+    expect(exitCode).toBe(code);
+    expect(stdout).toBe('');
+    expect(stderr).toBe(
+      `acctops: error: interrupted (${signal}): the demo was stopped before its first step; nothing was changed (run \`npm start\` again)\n`,
+    );
+    await expect(readdir(dir)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
 
   it('a SIGINT to the process group while the key rotates: exit 130, one line, no lock, a consistent state', async () => {
     const start = npmScriptCommand('start');
