@@ -145,6 +145,8 @@ export const sandboxSnapshotSchema = z.object({
       month: z.string(),
       count: z.number().int().min(0),
       categories: z.array(z.string()),
+      // Absent in states saved before it (sandbox/transactions.ts, GeneratedDatasetSpec).
+      categoryTypes: z.array(z.enum(['EXPENSE', 'INCOME'])).optional(),
       bankAccounts: z.array(z.string()),
     }),
   ),

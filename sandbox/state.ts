@@ -202,10 +202,11 @@ export class SandboxState {
         bankAccount: t.bankAccount,
       })),
       demo,
-      datasets: [...this.datasets.values()].map((d) => ({
-        ...d.spec,
-        categories: [...d.spec.categories],
-        bankAccounts: [...d.spec.bankAccounts],
+      datasets: [...this.datasets.values()].map(({ spec: { categoryTypes, ...spec } }) => ({
+        ...spec,
+        categories: [...spec.categories],
+        ...(categoryTypes ? { categoryTypes: [...categoryTypes] } : {}),
+        bankAccounts: [...spec.bankAccounts],
       })),
     };
   }
@@ -438,6 +439,7 @@ export class SandboxState {
       month,
       count,
       categories: this.categoriesOf(companyId).map((c) => c.publicId),
+      categoryTypes: this.categoriesOf(companyId).map((c) => c.cashflowType),
       bankAccounts: company.bankAccounts,
     });
     this.datasets.set(`${companyId}:${month}`, dataset);

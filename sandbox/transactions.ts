@@ -142,6 +142,13 @@ export interface GeneratedDatasetSpec {
   month: string;
   count: number;
   categories: readonly string[];
+  /**
+   * Each category's cashflow type, in the order of `categories`: a transaction takes a category of
+   * its own type (an income is never filed under Rent). Absent in the snapshots of states saved
+   * before it, whose datasets then draw from every category as they did, so that a saved state
+   * exports what it exported before.
+   */
+  categoryTypes?: readonly CashflowType[];
   bankAccounts: readonly string[];
 }
 
@@ -153,6 +160,9 @@ export class GeneratedDataset {
   private readonly idPrefix: string;
   private readonly monthStart: number;
   private readonly days: number;
+  /** The categories an income (an expense) may take: those of its type, or all of them (categoryTypes). */
+  private readonly incomeCategories: readonly string[];
+  private readonly expenseCategories: readonly string[];
 
   constructor(readonly spec: GeneratedDatasetSpec) {
     const match = /^(\d{4})-(0[1-9]|1[0-2])$/.exec(spec.month);
@@ -171,6 +181,10 @@ export class GeneratedDataset {
     const h2 = mix(this.hash, 1);
     // The index is the last UUID group, so publicIds of one dataset sort like their indices.
     this.idPrefix = `${hex(this.hash, 8)}-${hex(h2 >>> 16, 4)}-4${hex(h2, 3)}-8${hex(mix(this.hash, 2), 3)}-`;
+    const types = spec.categoryTypes?.length === spec.categories.length ? spec.categoryTypes : undefined;
+    const ofType = (type: CashflowType) => (types ? spec.categories.filter((_, i) => types[i] === type) : spec.categories);
+    this.incomeCategories = ofType('INCOME');
+    this.expenseCategories = ofType('EXPENSE');
   }
 
   /** First index of day `d` (0-based); `dayStart(days)` is the count. */
@@ -226,7 +240,8 @@ export class GeneratedDataset {
     const income = r % 10 < 3;
     const magnitude = BigInt(100 + (r2 % 250_000));
     const valueDate = formatWithOffset(instant, offset);
-    const { categories, bankAccounts } = this.spec;
+    const { bankAccounts } = this.spec;
+    const categories = income ? this.incomeCategories : this.expenseCategories;
     return {
       publicId: this.idPrefix + i.toString(16).padStart(12, '0'),
       companyId: this.companyId,
