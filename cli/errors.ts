@@ -105,6 +105,22 @@ export function refreshOfRevokedUser(externalId: string): CliError {
 }
 
 /**
+ * `tokens refresh --user` of a user in `needs_attention`: said as its status, not `not_due`, since
+ * no refresh picks it up again; the runbook's way back is `users recover` once the cause is fixed,
+ * or `users onboard` for a user the service no longer knows (docs/runbooks.md, "Recover a user").
+ * Exit 1 for the reasons of refreshOfRevokedUser: the user is known, and nothing was refreshed.
+ */
+export function refreshOfUserNeedingAttention(externalId: string): CliError {
+  return new CliError(`--user ${externalId}: the user needs attention (its refresh and retrieve were refused); nothing was refreshed`, {
+    code: 'user_needs_attention',
+    exitCode: ExitCode.failure,
+    hint:
+      `\`acctops users list --status needs_attention\` shows its last error; once its cause is fixed, \`acctops users recover --user ${externalId}\` retrieves a new token pair, ` +
+      `and \`acctops users onboard --external-id ${externalId} --username <name> --email <email>\` registers it again if the service no longer knows it (docs/runbooks.md, "Recover a user")`,
+  });
+}
+
+/**
  * `users recover` of a user the service answers 404 for: it no longer knows that username, email
  * and external id together, so only onboarding registers it again (docs/runbooks.md, "Recover a user").
  */
@@ -216,6 +232,17 @@ export class CompanyEntryDamagedError extends CliError {
     this.companyId = companyId;
     this.issues = issues;
   }
+}
+
+/**
+ * The repair of a registry entry that fails its schema, for lines that report it without a company
+ * id they could trust (`export` and `companies list` skip it; decision 86): the same steps
+ * CompanyEntryDamagedError names, so every command that meets the entry points the same way.
+ */
+export function damagedEntryRepair(mode: 'local' | 'direct' | 'aws'): string {
+  return mode === 'local'
+    ? '`acctops local repair` sets the entry aside, then `acctops companies add --company <id>` registers the company again'
+    : 'delete the item, then `acctops companies add --company <id>` registers the company again (docs/runbooks.md, "Add or remove a company")';
 }
 
 /**

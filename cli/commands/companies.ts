@@ -5,6 +5,7 @@ import { DEFAULT_CURRENCY } from '../../src/core/exports/formats/currency';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import { currencyCode, formats, guid } from '../args';
 import type { KeyRotationChange } from '../operations/operations';
+import { damagedEntryRepair } from '../errors';
 import type { CommandHost } from './host';
 import { issuesText } from '../../src/core/shared/errors';
 
@@ -72,7 +73,7 @@ export function companiesCommand(host: CommandHost): Command {
     .option('--active', 'only companies that are not removed')
     .action(
       host.run(async (session, opts: { active?: boolean }) => {
-        const { companies: rows, skipped } = await (await session.operations()).listCompanies({ active: opts.active === true });
+        const { mode, companies: rows, skipped } = await (await session.operations()).listCompanies({ active: opts.active === true });
         if (skipped.length > 0) session.partial();
         session.out.result({ companies: rows, skipped }, () => {
           session.out.table(rows, [
@@ -86,7 +87,9 @@ export function companiesCommand(host: CommandHost): Command {
           ]);
           session.out.line(`${rows.length} company(ies).`);
           for (const f of skipped) {
-            session.out.line(`  skipped an unreadable entry ${f.key}: ${issuesText(f.issues)}`);
+            session.out.line(
+              `  skipped an unreadable entry ${f.key}: ${issuesText(f.issues)}; the monthly export skips it too: ${damagedEntryRepair(mode)}`,
+            );
           }
         });
       }),

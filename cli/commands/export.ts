@@ -27,7 +27,7 @@ import {
 } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
-import { UsageError } from '../errors';
+import { damagedEntryRepair, UsageError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
 import { interruptExitCode, onInterrupt, speak } from '../interrupt';
 import { missingDirectories, removeEmptyDirectories, removeEmptyDirectoriesSync } from '../created-dirs';
@@ -194,10 +194,7 @@ export function exportCommand(host: CommandHost): Command {
                 code: 'registry_item_invalid',
                 message: `not exported: ${issuesText(f.issues)}`,
                 // `companies remove` cannot act on an entry that does not parse: the repair sets it aside instead.
-                hint:
-                  report.mode === 'local'
-                    ? '`acctops local repair` sets the entry aside, then `acctops companies add --company <id>` registers the company again'
-                    : 'delete the item, then `acctops companies add --company <id>` registers the company again (docs/runbooks.md, "Add or remove a company")',
+                hint: damagedEntryRepair(report.mode),
               },
               { text: `company registry entry ${entryName(f)}`, fields: { registryKey: f.key, registryPosition: f.position } },
             );

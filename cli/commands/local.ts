@@ -33,7 +33,12 @@ export function localCommand(host: CommandHost): Command {
           session.out.line(
             `Users         ${status.users} held (an access token the service states no expiry of lives ${status.accessTokenLifetimeSeconds} s)`,
           );
-          session.out.line(`Revocations   ${status.pendingRevocations} pending`);
+          session.out.line(
+            `Revocations   ${status.pendingRevocations} pending` +
+              (status.currentKeyRevocations > 0
+                ? `; ${status.currentKeyRevocations} more queued of a current key, which revoke nothing (\`acctops keys status\` names them)`
+                : ''),
+          );
           session.out.line(`Exports       ${status.exportsDir}`);
         });
       }),

@@ -35,6 +35,7 @@ import {
   CompanyEntryDamagedError,
   CompanyRemovedError,
   refreshOfRevokedUser,
+  refreshOfUserNeedingAttention,
   UnknownNameError,
   unknownUser,
   UsageError,
@@ -226,6 +227,7 @@ export class AwsOperations implements Operations {
     const before = await store.get(externalId);
     if (before === null) throw unknownUser(externalId);
     if (before.status === 'revoked') throw refreshOfRevokedUser(externalId);
+    if (before.status === 'needs_attention') throw refreshOfUserNeedingAttention(externalId);
     let outcome: RefreshOutcome;
     const messageId = `acctops-cli-${randomUUID()}`;
     const functions = this.clients.functions();
@@ -513,7 +515,7 @@ export class AwsOperations implements Operations {
   }
 
   async listCompanies(options: { active: boolean }) {
-    return listCompanies(await this.registry(), options);
+    return listCompanies(await this.registry(), options, 'aws');
   }
 
   async removeCompany(companyId: string, options: { recoveryDays: number }) {

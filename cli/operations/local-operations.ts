@@ -11,7 +11,7 @@ import type { OnboardInput, RefreshOutcome } from '../../src/core/tokens/token-l
 import { planTokenRefresh } from '../../src/core/tokens/plan-refresh';
 import { SandboxAdminError, type Permission } from '../../sandbox';
 import { rejectAwsModeOptions } from '../args';
-import { CliError, refreshOfRevokedUser, UnknownNameError, unknownUser, userGoneAtService } from '../errors';
+import { CliError, refreshOfRevokedUser, refreshOfUserNeedingAttention, UnknownNameError, unknownUser, userGoneAtService } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { counts, iso } from '../format';
 import { createKeyFile } from '../local/key-file';
@@ -131,7 +131,9 @@ export class LocalOperations implements Operations {
   refreshUser(externalId: string, options: { onInterrupted?: OnInterrupted } = {}) {
     return this.world(
       async (world): Promise<RefreshReport> => {
-        if ((await world.tokens.get(externalId))?.status === 'revoked') throw refreshOfRevokedUser(externalId);
+        const status = (await world.tokens.get(externalId))?.status;
+        if (status === 'revoked') throw refreshOfRevokedUser(externalId);
+        if (status === 'needs_attention') throw refreshOfUserNeedingAttention(externalId);
         const outcome = await world.lifecycle().refresh(externalId);
         // Named by --user: a user the store does not hold is the command's error, not a result (README, "Exit codes").
         if (outcome.result === 'not_found') throw unknownUser(externalId);
@@ -191,7 +193,7 @@ export class LocalOperations implements Operations {
   }
 
   listCompanies(options: { active: boolean }) {
-    return this.world((world) => listCompanies(world.registry(this.context.out.logger()), options), { readOnly: true });
+    return this.world((world) => listCompanies(world.registry(this.context.out.logger()), options, 'local'), { readOnly: true });
   }
 
   removeCompany(companyId: string, options: { recoveryDays: number }) {
@@ -320,9 +322,24 @@ export async function issueKeyLocal(world: LocalWorld, companyId: string, out: s
 
 async function localStatusOf(world: LocalWorld): Promise<LocalStatus> {
   let companies = 0;
-  for await (const _ of world.directory.list()) companies++;
+  // Each company's current key, to count its queued revocations apart, as `keys status` lists them
+  // (decision 83(b)): they revoke nothing. A secret that cannot be read leaves its entries pending.
+  const currentKeys = new Set<string>();
+  for await (const entry of world.directory.list()) {
+    companies++;
+    try {
+      const current = parseCompanyKeySecret((await world.secrets.readSecret(entry.secretId, { stage: SecretStage.current })).value);
+      currentKeys.add(`${entry.companyId.toLowerCase()} ${current.apiKeyId}`);
+    } catch {
+      // `keys status` and `doctor` name an unreadable secret; the count does not.
+    }
+  }
   let pending = 0;
-  for await (const _ of world.revocations.pending()) pending++;
+  let ofCurrentKey = 0;
+  for await (const r of world.revocations.pending()) {
+    if (currentKeys.has(`${r.companyId.toLowerCase()} ${r.apiKeyId}`)) ofCurrentKey++;
+    else pending++;
+  }
   const users = (await world.tokens.list({ limit: 1000, cursor: null })).items.length;
   return {
     stateDir: world.stateDir,
@@ -334,6 +351,7 @@ async function localStatusOf(world: LocalWorld): Promise<LocalStatus> {
     companies,
     users,
     pendingRevocations: pending,
+    currentKeyRevocations: ofCurrentKey,
     exportsDir: (await import('./export-run.ts')).exportsDirOf(world.stateDir),
     revocationGraceMinutes: world.state.revocationGraceMinutes,
     rotationDays: world.state.rotationDays,

@@ -358,6 +358,8 @@ export interface CompanyRestore extends CompanyChange<AddResult> {
 }
 
 export interface CompanyList {
+  /** Which repair a skipped entry's line names (decision 86); not part of the command's `--json`. */
+  mode: Mode;
   companies: CompanyRow[];
   /** Entries that fail their schema: the planner skips them. */
   skipped: RegistryFinding[];
@@ -582,7 +584,10 @@ export interface LocalStatus {
   dialect: string;
   companies: number;
   users: number;
+  /** Queued revocations of old keys, to be carried out when due. */
   pendingRevocations: number;
+  /** Queued revocations of a key that is current (KeyStatus.currentKeyRevocations): they revoke nothing. */
+  currentKeyRevocations: number;
   exportsDir: string;
   revocationGraceMinutes: number;
   rotationDays: number;

@@ -352,7 +352,11 @@ export function companyRow(c: RegisteredCompany): CompanyRow {
 const REGISTRY_PAGE = 500;
 
 /** The registry a page at a time (removed companies too, unless `active`), sorted by id. */
-export async function listCompanies(registry: Pick<CompanyRegistry, 'pages'>, options: { active: boolean }): Promise<CompanyList> {
+export async function listCompanies(
+  registry: Pick<CompanyRegistry, 'pages'>,
+  options: { active: boolean },
+  mode: CompanyList['mode'],
+): Promise<CompanyList> {
   const companies: CompanyRow[] = [];
   const skipped: CompanyList['skipped'] = [];
   for await (const page of registry.pages(REGISTRY_PAGE)) {
@@ -360,7 +364,7 @@ export async function listCompanies(registry: Pick<CompanyRegistry, 'pages'>, op
     skipped.push(...page.skipped);
   }
   companies.sort((a, b) => a.companyId.localeCompare(b.companyId));
-  return { companies, skipped };
+  return { mode, companies, skipped };
 }
 
 /** Reads the whole registry a page at a time, keeping counts and the findings only. */

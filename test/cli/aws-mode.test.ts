@@ -401,6 +401,29 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       },
     });
     expect(invocations('acctops-test-refresh')).toHaveLength(before + 1);
+
+    // A user in needs_attention, which no refresh picks up again: said as such with the runbook's way back (exit 1), no worker invoked.
+    const refusedUser = await tokenUser();
+    const client2 = dynamo.client();
+    const store2 = new DynamoDbTokenStore({ client: client2, tableName: TOKEN_TABLE_NAME });
+    const leased2 = await store2.acquireLease(refusedUser, 'test-owner', Date.now() + 60_000, Date.now());
+    await store2.markStatus(
+      refusedUser,
+      { status: 'needs_attention', errorClass: 'AuthenticationError', errorCode: 'user_disabled' },
+      { owner: 'test-owner', expectedVersion: leased2!.version, now: Date.now() },
+    );
+    client2.destroy();
+    const attention = await refresh(refusedUser);
+    expect({ code: attention.code, stdout: attention.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(JSON.parse(attention.stderr)).toMatchObject({
+      error: {
+        exitCode: 1,
+        code: 'user_needs_attention',
+        message: `--user ${refusedUser}: the user needs attention (its refresh and retrieve were refused); nothing was refreshed`,
+        hint: expect.stringContaining(`\`acctops users recover --user ${refusedUser}\``),
+      },
+    });
+    expect(invocations('acctops-test-refresh')).toHaveLength(before + 1);
   });
 
   it('keys rotate calls RotateSecret: the emulator runs our rotation function against the service; keys status lists the scheduler group', async () => {

@@ -205,6 +205,10 @@ describe('acctops companies (local mode)', () => {
     const listed = await acctops('companies', 'list');
     expect(listed.code).toBe(5);
     expect(listed.stdout).toContain('skipped an unreadable entry (malformed key)');
+    // The repair decision 86 gave the doctor and export, named here too (local mode).
+    expect(listed.stdout).toMatch(
+      /skipped an unreadable entry \(malformed key\): [^\n]*; the monthly export skips it too: `acctops local repair` sets the entry aside, then `acctops companies add --company <id>` registers the company again\n/,
+    );
     expect(listed.stdout).toContain(OTHER);
     expect(`${listed.stdout}${listed.stderr}`).not.toContain('sk_live');
 

@@ -84,6 +84,16 @@ describe('acctops: a local state that cannot be saved at the end of a command', 
     expect(line!.trimEnd()).toMatch(/ -$/);
     expect(text.stdout).toContain(`${row.companyId}: a revocation of the current key ${row.keyPrefix}… is queued (due in `);
     expect(text.stdout).toContain('it revokes nothing: when it runs, the key is kept (kept_current)');
+
+    // `local status` counts it apart too, not as pending.
+    const local = await state.acctops('--json', 'local', 'status');
+    expect(parseJson<{ pendingRevocations: number; currentKeyRevocations: number }>(local)).toMatchObject({
+      pendingRevocations: 0,
+      currentKeyRevocations: 1,
+    });
+    expect((await state.acctops('local', 'status')).stdout).toContain(
+      'Revocations   0 pending; 1 more queued of a current key, which revoke nothing (`acctops keys status` names them)\n',
+    );
   });
 
   it("--json says it as the error's code, state_not_saved", async () => {

@@ -49,6 +49,19 @@ describe('acctops users: a user the service refuses or no longer knows', () => {
     expect(list.stdout).toMatch(new RegExp(`${user.externalId} .*needs_attention .* AuthenticationError \\(user_disabled\\)`));
     expect(await listed(user.externalId)).toMatchObject({ lastErrorClass: 'AuthenticationError', lastErrorCode: 'user_disabled' });
 
+    // Refreshing it alone says what it is and the runbook's way back (exit 1, as for a revoked user), never `not_due`.
+    const single = await acctops('tokens', 'refresh', '--user', user.externalId);
+    expect({ code: single.code, stdout: single.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(single.stderr).toBe(
+      `acctops: error: --user ${user.externalId}: the user needs attention (its refresh and retrieve were refused); nothing was refreshed ` +
+        `(\`acctops users list --status needs_attention\` shows its last error; once its cause is fixed, \`acctops users recover --user ${user.externalId}\` retrieves a new token pair, ` +
+        `and \`acctops users onboard --external-id ${user.externalId} --username <name> --email <email>\` registers it again if the service no longer knows it (docs/runbooks.md, "Recover a user"))\n`,
+    );
+    const singleJson = await acctops('--json', 'tokens', 'refresh', '--user', user.externalId);
+    expect(singleJson.code).toBe(1);
+    expect(JSON.parse(singleJson.stderr)).toMatchObject({ error: { code: 'user_needs_attention', exitCode: 1 } });
+    expect(await listed(user.externalId)).toMatchObject({ status: 'needs_attention' });
+
     const recover = await acctops('-v', 'users', 'recover', '--user', user.externalId);
     expect(recover.code).toBe(1);
     const errorLine = recover.stderr.split('\n').find((l) => l.startsWith('acctops: error:'))!;
