@@ -9,21 +9,8 @@ const { join } = require('node:path');
 
 const root = join(__dirname, '..');
 
-// Ctrl-C or SIGTERM while the CLI loads is held, not fatal (Node's default would end the process
-// without a word): bin/acctops.ts takes over and says in one line that nothing was written
-// (cli/interrupt.ts, adoptHeldSignals). A second signal ends it at once.
-let heldSignal;
-function holdSignal(signal) {
-  if (heldSignal !== undefined) process.exit(signal === 'SIGTERM' ? 143 : 130);
-  heldSignal = signal;
-}
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, holdSignal);
-globalThis[Symbol.for('acctops.heldSignals')] = {
-  signal: () => heldSignal,
-  release: () => {
-    for (const signal of ['SIGINT', 'SIGTERM']) process.off(signal, holdSignal);
-  },
-};
+// Before anything else: a signal while the CLI loads is held, and bin/acctops.ts says what it stopped.
+require('./hold-signals.cjs');
 
 function bundleIsFresh() {
   if (process.env.ACCTOPS_FROM_SOURCE === '1') return false;

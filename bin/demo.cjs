@@ -3,22 +3,11 @@
 // modules take a second or more to load through tsx, and Node's default would end the process in
 // that time without a word, where README promises the line `interrupted (SIGINT): the demo was
 // stopped…`. bin/demo.ts takes over (cli/interrupt.ts, adoptHeldSignals) and says it; a second
-// signal ends the process at once. The same protocol as bin/acctops.cjs, whose bundle the demo has not.
+// signal ends the process at once (bin/hold-signals.cjs, as bin/acctops.cjs).
 'use strict';
 const { pathToFileURL } = require('node:url');
 
-let heldSignal;
-function holdSignal(signal) {
-  if (heldSignal !== undefined) process.exit(signal === 'SIGTERM' ? 143 : 130);
-  heldSignal = signal;
-}
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, holdSignal);
-globalThis[Symbol.for('acctops.heldSignals')] = {
-  signal: () => heldSignal,
-  release: () => {
-    for (const signal of ['SIGINT', 'SIGTERM']) process.off(signal, holdSignal);
-  },
-};
+require('./hold-signals.cjs');
 
 require('tsx/cjs/api').register();
 // `await import('./x.ts')` in the sources goes through the ESM loader (bin/ts-import-hooks.mjs).

@@ -39,6 +39,7 @@ describe('bin/acctops.cjs: the bundle runs only while it matches the sources', (
     await mkdir(join(root, 'cli'));
     await copyFile(join(ROOT, 'bin', 'acctops.cjs'), join(root, 'bin', 'acctops.cjs'));
     await copyFile(join(ROOT, 'bin', 'ts-import-hooks.mjs'), join(root, 'bin', 'ts-import-hooks.mjs'));
+    await copyFile(join(ROOT, 'bin', 'hold-signals.cjs'), join(root, 'bin', 'hold-signals.cjs'));
     await symlink(join(ROOT, 'node_modules'), join(root, 'node_modules'), 'dir');
     await writeFile(join(root, 'bin', 'acctops.ts'), "import './../cli/program';\nprocess.stdout.write('source');\n");
     await writeFile(join(root, 'cli', 'program.ts'), 'export const version = 1;\n');
