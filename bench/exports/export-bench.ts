@@ -593,11 +593,11 @@ const RATIO_PROFILE = [
 
 /** Why the ratios miss: the profile above, in short. */
 const RATIO_NOTE =
-  'Cause: the export is CPU-bound in one thread, and no single part of its CPU is large enough to meet the bound alone ("The ratios: where the CPU goes", under "Export throughput and memory", has the profile, what was done and what is left). At the deployed function\'s 0.58 vCPU only less CPU shortens an export. Dated measurements: docs/benchmark-history.md.';
+  'Cause: the export is CPU-bound in one thread, and no single part of its CPU is large enough to meet the bound alone ("The ratios: where the CPU goes", under "Export throughput and memory", has the profile, what was done and what is left). At the deployed function\'s 0.58 vCPU only less CPU shortens an export. At 100k some 0.2 s a run does not scale with the records (the first requests, ICU\'s start-up for the first currency lookup, the publish with fsync, V8 compiling the per-record code), which weighs more the faster the hour\'s baseline. Dated measurements: docs/benchmark-history.md.';
 
 /** What only the ratios to s3rver add to RATIO_NOTE. */
 const S3RVER_NOTE =
-  "To s3rver, on top of the directory's cause: s3rver runs on the same two cores and spends 0.6-1.4 s of CPU per 100k writing and MD5-ing every byte, twice for a multipart object (UploadPart, then Complete re-reads and concatenates the parts: for the CSV at 1M, 1.8-3.2 s after the last record), which S3 does on neither the caller's CPU nor its clock; so the CPU floor of these ratios (in the table) is well above the directory's, at 1M near the bound itself: no scheduling of ours could meet it on this machine. Our side spends what a directory costs plus the SDK's ~0.5 s per 100k (profiled in the sixth session). Left for S3: the CSV written as several bounded objects, each completed while the export runs (a change of the layout and the manifest). ";
+  "To s3rver, on top of the directory's cause: s3rver runs on the same two cores and spends 0.6-1.4 s of CPU per 100k writing and MD5-ing every byte, twice for a multipart object (UploadPart, then Complete re-reads and concatenates the parts: for the CSV at 1M, 1.8-3.2 s after the last record), which S3 does on neither the caller's CPU nor its clock; so the CPU floor of these ratios (in the table) is well above the directory's, near the bound or above it: no scheduling of ours could meet it on this machine. Our side spends what a directory costs plus the SDK's ~0.5 s per 100k (profiled in the sixth session). Left for S3: the CSV written as several bounded objects, each completed while the export runs (a change of the layout and the manifest). ";
 
 const EXPORT_MISSES: Record<string, string> = {
   'export.ratio.jsonl-dir': RATIO_NOTE,
