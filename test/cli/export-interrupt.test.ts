@@ -63,6 +63,21 @@ describe('acctops export: interrupted', () => {
     throw new Error('the export never staged a file with data');
   }
 
+  /** Starts an export into `dir`, sends `signal` once it streams the month, and returns how it ended. */
+  async function interruptedMidExport(dir: string, signal: NodeJS.Signals): Promise<{ code: number | null; stderr: string }> {
+    const child = spawn(process.execPath, [ACCTOPS_BIN, ...exportArgs(dir)], { env: cliEnv({ ACCTOPS_API_KEY: key }) });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    try {
+      await streaming(dir, child);
+      child.kill(signal);
+      return { code: await exited, stderr };
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }
+
   it('Ctrl-C while it waits out a Retry-After: exit 130 at once, nothing published', async () => {
     await sandbox.admin.configure({ latencyMs: 0 });
     await sandbox.admin.faults.add({
@@ -100,17 +115,8 @@ describe('acctops export: interrupted', () => {
     await sandbox.admin.configure({ latencyMs: 150 });
     // Two parents the export creates as well: all three go again, as after a failed run.
     const dir = join(out.dir, signal, 'deep', 'dir');
-    const child = spawn(process.execPath, [ACCTOPS_BIN, ...exportArgs(dir)], { env: cliEnv({ ACCTOPS_API_KEY: key }) });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-    try {
-      await streaming(dir, child);
-      child.kill(signal);
-      expect(await exited).toBe(code);
-    } finally {
-      child.kill('SIGKILL');
-    }
+    const { code: exitCode, stderr } = await interruptedMidExport(dir, signal);
+    expect(exitCode).toBe(code);
     const lines = stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
@@ -129,17 +135,8 @@ describe('acctops export: interrupted', () => {
     const dir = join(out.dir, 'existing');
     await mkdir(join(dir, 'exports', 'mine'), { recursive: true });
     await writeFile(join(dir, 'notes.txt'), 'not the export');
-    const child = spawn(process.execPath, [ACCTOPS_BIN, ...exportArgs(dir)], { env: cliEnv({ ACCTOPS_API_KEY: key }) });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-    try {
-      await streaming(dir, child);
-      child.kill('SIGINT');
-      expect(await exited).toBe(130);
-    } finally {
-      child.kill('SIGKILL');
-    }
+    const { code, stderr } = await interruptedMidExport(dir, 'SIGINT');
+    expect(code).toBe(130);
     expect(stderr).toMatch(/nothing was published \(run the export again\)/);
     // exports/ and exports/mine/ were there (empty, as a user may have made them): kept; company=… was the export's.
     expect(((await readdir(dir, { recursive: true })) as string[]).sort()).toEqual(['exports', 'exports/mine', 'notes.txt']);

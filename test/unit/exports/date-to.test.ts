@@ -23,6 +23,16 @@ describe('transactionsOfRange: repeats of the last day read on its own', () => {
   ];
   const id = (n: number) => String(transaction(n).publicId);
 
+  /** The client the range reads through, two records a page so that a read spans pages. */
+  function clientOf(fake: FakeTransport): AccountingClient {
+    return createAccountingClient({
+      baseUrl: BASE_URL,
+      credentials: apiKeyAuth('sbx_AbCdEf1234567890abcdefghijklmnop'),
+      transport: fake.transport,
+      pageSize: 2,
+    });
+  }
+
   /**
    * A service that filters `[date_from, date_to]` inclusive by each record's date (its own offset's,
    * or UTC's with `utc`); `blindProbe` answers the probe (equal ends, page size 1) with nothing, as a
@@ -45,12 +55,7 @@ describe('transactionsOfRange: repeats of the last day read on its own', () => {
       const items = options.blindProbe && probe ? [] : records.filter((r) => dayOf(r) >= from && dayOf(r) <= to);
       return listHandler('/accounting/transactions/', items)(request, url);
     });
-    const client = createAccountingClient({
-      baseUrl: BASE_URL,
-      credentials: apiKeyAuth('sbx_AbCdEf1234567890abcdefghijklmnop'),
-      transport: fake.transport,
-      pageSize: 2,
-    });
+    const client = clientOf(fake);
     return { client, fake };
   }
 
@@ -141,12 +146,7 @@ describe('transactionsOfRange: repeats of the last day read on its own', () => {
         RECORDS.filter((r) => String(r.valueDate).slice(0, 10) >= from && String(r.valueDate).slice(0, 10) < to),
       )(request, url);
     });
-    const client = createAccountingClient({
-      baseUrl: BASE_URL,
-      credentials: apiKeyAuth('sbx_AbCdEf1234567890abcdefghijklmnop'),
-      transport: fake.transport,
-      pageSize: 2,
-    });
+    const client = clientOf(fake);
     const { ids, reading, duplicatesDropped, warnings } = await read(client, 'detect');
     expect([...ids].sort()).toEqual([1, 2, 3, 4, 5].map(id).sort());
     expect(reading).toEqual({ setting: 'detect', read: 'exclusive', lastDayRecords: 2, lastDayRepeats: 0 });
@@ -165,12 +165,7 @@ describe('transactionsOfRange: repeats of the last day read on its own', () => {
       const items = probe && !lastDay ? [] : RECORDS.slice(0, 6);
       return listHandler('/accounting/transactions/', items)(request, url);
     });
-    const client = createAccountingClient({
-      baseUrl: BASE_URL,
-      credentials: apiKeyAuth('sbx_AbCdEf1234567890abcdefghijklmnop'),
-      transport: fake.transport,
-      pageSize: 2,
-    });
+    const client = clientOf(fake);
     const { ids, finding } = await read(client, 'detect');
     expect(finding).toMatchObject({ lastDayRecords: 6, lastDayRepeats: 4 });
     expect(ids.filter((i) => i === id(1) || i === id(2))).toEqual([id(1), id(2), id(1), id(2)]);
@@ -186,12 +181,7 @@ describe('transactionsOfRange: repeats of the last day read on its own', () => {
       const items = probe ? [] : RECORDS.filter((r) => own(r) >= from && own(r) <= to);
       return listHandler('/accounting/transactions/', from === '2026-10-31' ? [...items].reverse() : items)(request, url);
     });
-    const client = createAccountingClient({
-      baseUrl: BASE_URL,
-      credentials: apiKeyAuth('sbx_AbCdEf1234567890abcdefghijklmnop'),
-      transport: fake.transport,
-      pageSize: 2,
-    });
+    const client = clientOf(fake);
     const { ids, finding } = await read(client, 'detect');
     expect([...ids].sort()).toEqual([1, 2, 3, 4, 5, 6, 7].map(id).sort());
     expect(finding).toMatchObject({ lastDayRecords: 4, lastDayRepeats: 2, nextDayDropped: 0 });
