@@ -278,9 +278,10 @@ export const createdUserSchema = tolerantObject({
 export type CreatedUser = z.output<typeof createdUserSchema>;
 
 /**
- * The verdict of verify. Spec §4.1 shows no body: a 2xx means "valid" unless the body says
- * otherwise (`valid: false`, or RFC 7662's `active: false`); a refusal that concerns the token
- * (401 or 400) means "invalid" (resources/institution.ts).
+ * The verdict of verify. Spec §4.1 shows no body: a 2xx means "valid" unless the body carries a
+ * negative marker (`valid: false`, RFC 7662's `active: false`, `"status": "INVALID"`…:
+ * token-verdicts.ts); a refusal that concerns the token (401 or 400) means "invalid"
+ * (resources/institution.ts).
  */
 export type TokenVerification =
   | { valid: true; expiresAt: string | null; [key: string]: unknown }
@@ -288,7 +289,10 @@ export type TokenVerification =
 
 export const verificationReasonSchema = labelledEnum(['expired', 'revoked', 'invalid']);
 
-/** The outcome of expire; any 2xx body (empty, `{}`, anything) means done unless it says `expired: false`. */
+/**
+ * The outcome of expire; any 2xx body (empty, `{}`, anything) means done unless it says it was not
+ * (`expired: false`, `success: false`, `"status": "FAILED"`: token-verdicts.ts).
+ */
 export interface TokenExpiry {
   expired: boolean;
   [key: string]: unknown;

@@ -326,6 +326,19 @@ describe('institution operations in the shapes the spec allows', () => {
     ['any JSON', json(200, { tokenType: 'access' }), { valid: true, expiresAt: null, tokenType: 'access' }],
     ['our verdict', json(200, { valid: false, reason: 'expired' }), { valid: false, reason: 'expired' }],
     ['RFC 7662 active: false', json(200, { active: false }), { valid: false, reason: 'invalid', active: false }],
+    ['a 200 whose status says INVALID', json(200, { status: 'INVALID' }), { valid: false, reason: 'invalid', status: 'INVALID' }],
+    ['a 200 whose is_valid is false', json(200, { is_valid: false }), { valid: false, reason: 'invalid', is_valid: false }],
+    [
+      'a 200 whose token_status says revoked',
+      json(200, { token_status: 'revoked' }),
+      { valid: false, reason: 'revoked', token_status: 'revoked' },
+    ],
+    [
+      'a 200 saying valid and INVALID at once',
+      json(200, { valid: true, status: 'INVALID' }),
+      { valid: false, reason: 'invalid', status: 'INVALID' },
+    ],
+    ['a 200 whose status is OK', json(200, { status: 'OK' }), { valid: true, expiresAt: null, status: 'OK' }],
     [
       "simplejwt's 401 token_not_valid",
       json(401, { detail: 'Token is invalid or expired', code: 'token_not_valid' }),
@@ -371,9 +384,19 @@ describe('institution operations in the shapes the spec allows', () => {
     ['{}', json(200, {})],
     ['204', { status: 204, headers: {}, body: '' }],
     ['any JSON', json(200, { detail: 'ok' })],
+    ['a status we do not know', json(200, { status: 'REVOKED' })],
   ])('expire reads %s as done', async (_name, response) => {
     const { client } = institution(() => response);
     expect(await client.institution.expireToken(OPAQUE_REFRESH)).toMatchObject({ expired: true });
+  });
+
+  it.each([
+    ['expired: false', json(200, { expired: false })],
+    ['a failed status', json(200, { status: 'FAILED', message: 'could not expire' })],
+    ['success: false', json(200, { success: false })],
+  ])('expire reads a 2xx whose body says %s as not done', async (_name, response) => {
+    const { client } = institution(() => response);
+    expect(await client.institution.expireToken(OPAQUE_REFRESH)).toMatchObject({ expired: false });
   });
 
   it('an expire refused about the token is InvalidGrantError (revoke then retrieves a pair and expires that)', async () => {

@@ -2,7 +2,6 @@ import * as z from 'zod';
 import { parseWith } from '../../shared/errors';
 import { registerSecret } from '../../shared/redact';
 import { InvalidGrantError, ResponseValidationError, type ErrorContextKind } from '../errors';
-import { jwtExpiry } from '../jwt';
 import type { ApiResponse, RequestEngine } from '../request';
 import type { RetrySafety } from '../retry';
 import {
@@ -15,11 +14,10 @@ import {
   createUserInputSchema,
   createdUserSchema,
   retrieveTokenInputSchema,
-  timestampSchema,
   tokenPairSchema,
   tokenReplySchema,
-  verificationReasonSchema,
 } from '../schemas';
+import { expiryOf, verdictOf } from '../token-verdicts';
 import { lazySchema } from '../../shared/lazy-schema';
 
 const tokenSchema = lazySchema(() => z.string().min(1));
@@ -63,8 +61,9 @@ export class InstitutionResource {
   }
 
   /**
-   * The service's verdict. Any 2xx is "valid" unless its body says `valid: false` (or RFC 7662's
-   * `active: false`); an empty body or `{}` is valid. A refusal about the token (a 401
+   * The service's verdict. Any 2xx is "valid" unless its body carries a negative marker
+   * (`valid: false`, RFC 7662's `active: false`, `"status": "INVALID"`…: token-verdicts.ts); an
+   * empty body or `{}` is valid. A refusal about the token (a 401
    * `token_not_valid`, a 400 on the token) is `{ valid: false, reason }`, not an error; a refusal
    * of the institution credential stays an AuthenticationError.
    */
@@ -80,12 +79,14 @@ export class InstitutionResource {
     return verdictOf(response.body, value);
   }
 
-  /** Revokes every token of the user; repeating it is harmless. Any 2xx body means done. */
+  /**
+   * Revokes every token of the user; repeating it is harmless. Any 2xx means done unless its body
+   * says it was not (`expired: false`, `success: false`, a failed status: token-verdicts.ts).
+   */
   async expireToken(refreshToken: string): Promise<TokenExpiry> {
     const refresh = parseWith(tokenSchema, refreshToken, 'refreshToken');
     const response = await this.post('/institution/users/token/expire/', { refresh }, 'idempotent', tokenOp('refresh'));
-    const body = isObject(response.body) ? response.body : {};
-    return { ...body, expired: body.expired !== false };
+    return expiryOf(response.body);
   }
 
   /** A new pair for a known user; earlier tokens stay valid until they expire. */
@@ -182,17 +183,4 @@ function reasonOfRefusal(code: string | undefined): string {
   if (c.includes('expired')) return 'expired';
   if (c.includes('revoked') || c.includes('blacklist') || c.includes('used')) return 'revoked';
   return 'invalid';
-}
-
-/** A valid verdict's `expiresAt`: the body's, else the JWT's own `exp` (a body that says nothing, `{}`). */
-function verdictOf(body: unknown, token: string): TokenVerification {
-  const exp = jwtExpiry(token);
-  const fromToken = exp === undefined ? null : new Date(exp).toISOString();
-  if (!isObject(body)) return { valid: true, expiresAt: fromToken };
-  if (body.valid === false || body.active === false) {
-    const reason = typeof body.reason === 'string' ? verificationReasonSchema.parse(body.reason) : 'invalid';
-    return { ...body, valid: false, reason };
-  }
-  const expiresAt = timestampSchema.safeParse(body.expiresAt);
-  return { ...body, valid: true, expiresAt: expiresAt.success ? expiresAt.data : fromToken };
 }
