@@ -43,6 +43,20 @@ export class OnboardConflictError extends TokenLifecycleError {
 }
 
 /**
+ * The service answered expire with a 2xx whose body says the tokens were not expired
+ * (`expired: false`, `success: false`, a failed status): the cause of a RevocationIncompleteError.
+ */
+export class ExpiryNotConfirmedError extends TokenLifecycleError {
+  override readonly name: string = 'ExpiryNotConfirmedError';
+  constructor(externalId: string) {
+    super(`the service answered the expire of user ${externalId}'s tokens, but its reply says they were not expired`, {
+      code: 'expiry_not_confirmed',
+      externalId,
+    });
+  }
+}
+
+/**
  * A revocation that took effect here (the record is `revoked`: never refreshed, never used for an
  * export) but that the service did not confirm: its tokens may still work there until they expire.
  * Revoking again finishes it.

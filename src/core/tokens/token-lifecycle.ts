@@ -18,7 +18,7 @@ import { parseWith } from '../shared/errors';
 import type { Logger } from '../shared/logger';
 import type { Metrics } from '../shared/metrics';
 import { onboardInputSchema, type OnboardInput } from './onboard-input';
-import { OnboardConflictError, RevocationIncompleteError, TokenBusyError, UserRevokedError } from './errors';
+import { ExpiryNotConfirmedError, OnboardConflictError, RevocationIncompleteError, TokenBusyError, UserRevokedError } from './errors';
 import { tokenRefreshFailed } from './token-events';
 import { accessTokenExpiry } from './token-expiry';
 import { describeFailure, failureCode, isInstitutionRefusal, loggedFailure, serviceFailure } from './token-failures';
@@ -571,8 +571,7 @@ export class TokenLifecycle {
 
   private async expireAtService(record: TokenRecord): Promise<void> {
     try {
-      await this.deps.institution.expireToken(record.refreshToken);
-      return;
+      return await this.expire(record, record.refreshToken);
     } catch (error) {
       if (!(error instanceof InvalidGrantError)) throw error;
     }
@@ -584,7 +583,13 @@ export class TokenLifecycle {
       if (error instanceof NotFoundError) return;
       throw error;
     }
-    await this.deps.institution.expireToken(fresh.refreshToken);
+    await this.expire(record, fresh.refreshToken);
+  }
+
+  /** A 2xx whose body says "not expired" leaves the tokens working: not a confirmation (token-verdicts.ts). */
+  private async expire(record: TokenRecord, refreshToken: string): Promise<void> {
+    const { expired } = await this.deps.institution.expireToken(refreshToken);
+    if (!expired) throw new ExpiryNotConfirmedError(record.externalId);
   }
 
   // ------------------------------------------------------------------ helpers
