@@ -4,9 +4,9 @@ import { REGISTRY_TABLE } from '../../../contract/tables';
 
 /**
  * One company registry entry by key, raw, for a reader that needs nothing else of the registry:
- * the export worker (registryCurrency) and the rotation function (registryRemovedAt). Kept apart
- * from DynamoDbRegistryTable so that their bundles carry neither the table's writes and scans nor
- * CompanyRegistry and its schema.
+ * the export worker (registryExportStanding, registryCurrency) and the rotation function
+ * (registryRemovedAt). Kept apart from DynamoDbRegistryTable so that their bundles carry neither the
+ * table's writes and scans nor CompanyRegistry (the rotation function not its schema either).
  */
 export function registryEntryReader(options: { client: DynamoDBClient; tableName: string }): (companyId: string) => Promise<unknown> {
   const doc = DynamoDBDocumentClient.from(options.client);

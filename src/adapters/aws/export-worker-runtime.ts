@@ -1,6 +1,6 @@
 import { CompanyApiKeys, taggedKeyDirectory } from '../../core/api-keys';
-import { registryRemovedAt } from '../../core/companies/company-removal';
 import { registryCurrency } from '../../core/exports/pipeline/company-currency';
+import { registryExportStanding } from '../../core/exports/pipeline/company-entry';
 import type { ExportWorkerDeps, SourceCredentials } from '../../core/exports/pipeline/export-worker';
 import { userTokenCredentials } from '../../core/exports/pipeline/user-token-credentials';
 import { requiredEnv } from '../../core/shared/env';
@@ -18,7 +18,7 @@ import { SqsExportQueue } from './sqs-export-queue';
 /**
  * export-period's root: the bucket, the queue, the ledger and the bus of a run, the credentials
  * of a source (a company's key secret, or a user's token, read only), and the company registry's
- * entry of the company exported (its default currency; GetItem only).
+ * entry of the company exported (its standing and default currency; GetItem only).
  */
 export class AwsExportWorkerRuntime extends AwsExportRuntime {
   /** The user's tokens, read only: the worker never writes the token table (the refresh worker does). */
@@ -100,8 +100,8 @@ export class AwsExportWorkerRuntime extends AwsExportRuntime {
       exporter: { taxReportFields: this.config.taxReportFields },
       // One GetItem per export, when it starts: `companies add --default-currency` applies from the next export on.
       companyCurrency: this.once('companyCurrency', () => registryCurrency(this.registryEntry())),
-      // One more per export job: a removed company is not exported, whoever asked.
-      companyRemovedAt: this.once('companyRemovedAt', () => registryRemovedAt(this.registryEntry())),
+      // One more per export job: a removed company, or one whose entry is damaged, is not exported, whoever asked.
+      companyRemovedAt: this.once('companyRemovedAt', () => registryExportStanding(this.registryEntry())),
     };
   }
 }

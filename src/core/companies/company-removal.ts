@@ -10,9 +10,9 @@ export type CompanyRemovedAt = (companyId: string) => Promise<string | undefined
 
 /**
  * The registry's answer from the raw entry (`getItem`: RegistryTable.getItem, or the DynamoDB
- * adapter's registryEntryReader), reading `removedAt` alone, as the export worker reads only
- * `defaultCurrency` (company-currency.ts): the rotation function's bundle then carries neither
- * CompanyRegistry nor its schema, and a fault in another field does not hide a removal. A
+ * adapter's registryEntryReader), reading `removedAt` alone: the rotation function's bundle then
+ * carries neither CompanyRegistry nor its schema, and a fault in another field does not hide a
+ * removal (the export worker reads the whole entry instead: registryExportStanding). A
  * `removedAt` that is not a time is a ValidationError naming the field: the entry may well say
  * removed, and acting on it would be the mistake.
  */

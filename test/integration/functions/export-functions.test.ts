@@ -4,7 +4,7 @@ import { CreateSecretCommand, PutSecretValueCommand, type SecretsManagerClient }
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { DynamoDbRegistryTable } from '../../../src/adapters/aws/dynamodb-company-registry';
-import { CompanyRegistry } from '../../../src/core/companies/company-registry';
+import { CompanyRegistry, type RegisteredCompany } from '../../../src/core/companies/company-registry';
 import { DynamoDbTokenStore } from '../../../src/adapters/aws/dynamodb-token-store';
 import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
 import { COMPANY_KEY_TAGS, PURPOSE_COMPANY_KEY } from '../../../src/core/api-keys/key-directory';
@@ -459,6 +459,86 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(await listKeys(store, `exports/company=${notServed}/`)).toEqual([]);
       // The service was not asked with the company's key.
       expect((await sandbox.admin.listApiKeys({ companyId: notServed })).find((k) => k.publicId === key.publicId)!.lastUsedAt).toBeNull();
+    });
+
+    it('export-period refuses a company whose registry entry fails its schema: ExportFailed company_entry_damaged naming the field, not retried, nothing read or written', async () => {
+      const damaged = (await sandbox.admin.createCompany()).publicId;
+      await sandbox.admin.generateTransactions({ companyId: damaged, month: period, count: 20 });
+      const key = await sandbox.admin.createApiKey({
+        companyId: damaged,
+        permissions: ['read_transactions', 'read_categories', 'read_tax_reports'],
+      });
+      secrets.push(key.key);
+      await sdk.send(
+        new CreateSecretCommand({
+          Name: `acctops/test/company/${damaged}`,
+          SecretString: serializeCompanyKeySecret({
+            apiKey: key.key,
+            apiKeyId: key.publicId,
+            keyPrefix: keyPrefix(key.key),
+            companyId: damaged,
+            permissions: key.permissions,
+            createdAt: new Date().toISOString(),
+          }),
+          Tags: [
+            { Key: COMPANY_KEY_TAGS.purpose, Value: PURPOSE_COMPANY_KEY },
+            { Key: COMPANY_KEY_TAGS.company, Value: damaged },
+          ],
+        }),
+      );
+      // A hand edit past the CLI: active, a readable currency and no removal, but a field the schema refuses.
+      await new DynamoDbRegistryTable({ client: ddb, tableName: REGISTRY_TABLE }).putItem({
+        companyId: damaged,
+        formats: ['csv'],
+        rotationDays: 'thirty',
+        defaultCurrency: 'EUR',
+      } as unknown as RegisteredCompany);
+      await handlers.request(
+        {
+          id: randomUUID(),
+          'detail-type': 'ExportRequested',
+          source: 'partner.backoffice',
+          detail: { companyId: damaged, period, formats: ['csv'] },
+        },
+        context(),
+      );
+      const failedBefore = events(EXPORT_EVENT_TYPES.failed).length;
+      const completedBefore = events(EXPORT_EVENT_TYPES.completed).length;
+      const linesBefore = stdout.length;
+      const responses = await runWorker();
+      // Deleted at once: redelivering it would read the same entry.
+      expect(responses).toEqual([{ batchItemFailures: [] }]);
+      expect(events(EXPORT_EVENT_TYPES.completed)).toHaveLength(completedBefore);
+      expect(
+        events(EXPORT_EVENT_TYPES.failed)
+          .slice(failedBefore)
+          .map((e) => e.detail),
+      ).toEqual([
+        expect.objectContaining({
+          companyId: damaged,
+          period,
+          errorClass: 'CompanyEntryDamagedExportError',
+          errorCode: 'company_entry_damaged',
+          retryable: false,
+          attempts: 1,
+          previousExport: false,
+        }),
+      ]);
+      const store = new S3ObjectStore({ client: s3.client(), bucket: BUCKET });
+      expect(await listKeys(store, `exports/company=${damaged}/`)).toEqual([]);
+      expect((await sandbox.admin.listApiKeys({ companyId: damaged })).find((k) => k.publicId === key.publicId)!.lastUsedAt).toBeNull();
+      // The log names the company, the field and the repair, never the field's value.
+      const failedLine = stdout
+        .slice(linesBefore)
+        .join('')
+        .split('\n')
+        .find((line) => line.includes('"export failed"'));
+      expect(failedLine).toBeDefined();
+      expect(failedLine).toContain(damaged);
+      expect(failedLine).toContain('rotationDays');
+      expect(failedLine).toContain('CompanyRegistryTableName');
+      expect(failedLine).toContain(`acctops companies add --company ${damaged}`);
+      expect(failedLine).not.toContain('thirty');
     });
 
     describe('receive-export-webhook', () => {

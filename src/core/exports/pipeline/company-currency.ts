@@ -13,11 +13,13 @@ export type CompanyCurrency = (companyId: string) => Promise<string | undefined>
 /**
  * The registry's answer, from the raw entry (`getItem`: RegistryTable.getItem, or the DynamoDB
  * adapter's registryEntryReader). Only `defaultCurrency` is read, by the registry schema's rule,
- * not the whole entry through CompanyRegistry: the export worker's bundle is near its bound
- * (BENCHMARKS.md), and an entry that fails on another field is the planner's and the webhook's
- * concern, as before. A malformed `defaultCurrency` throws a ValidationError naming the entry and
- * the field (as RegistryItemInvalidError would, without its class in the bundle): the currency cannot be known, and labelling the month EUR might be the very
- * mistake the entry was written to prevent; the export fails naming the field, and is not retried.
+ * not the whole entry through CompanyRegistry, whose class the export worker's bundle, near its
+ * bound (BENCHMARKS.md), does without. The deployed worker refuses an entry that fails its schema
+ * on any field before this is asked (registryExportStanding, company-entry.ts). A malformed
+ * `defaultCurrency` throws a ValidationError naming the entry and the field (as
+ * RegistryItemInvalidError would, without its class in the bundle): the currency cannot be known,
+ * and labelling the month EUR might be the very mistake the entry was written to prevent; the
+ * export fails naming the field, and is not retried.
  */
 export function registryCurrency(getItem: (companyId: string) => Promise<unknown>): CompanyCurrency {
   return async (companyId) => {

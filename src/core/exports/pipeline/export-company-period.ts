@@ -30,7 +30,12 @@ import { assertCompanyId, manifestKey } from '../formats/layout';
 import type { ObjectStore } from '../formats/object-store';
 import { parsePeriod } from '../formats/period';
 import { PeriodExporter, type PeriodExporterDeps, type PeriodExportSummary } from '../formats/period-exporter';
-import { CompanyRemovedExportError, ExportCountMismatchError, UserTokenUnavailableError } from './pipeline-errors';
+import {
+  CompanyEntryDamagedExportError,
+  CompanyRemovedExportError,
+  ExportCountMismatchError,
+  UserTokenUnavailableError,
+} from './pipeline-errors';
 import { DATASETS, type DatasetName, type ExportFormat } from '../formats/datasets';
 
 export interface ExportCompanyPeriodDeps {
@@ -53,8 +58,10 @@ export interface ExportCompanyPeriodDeps {
    */
   companyCurrency?: CompanyCurrency;
   /**
-   * The company registry's `removedAt` of the company (registryRemovedAt), asked before the service
-   * is: a removed company fails the export for good (CompanyRemovedExportError). Absent: not asked.
+   * The company registry's `removedAt` of the company (registryRemovedAt; the deployed worker's
+   * registryExportStanding also refuses an entry that fails its schema, CompanyEntryDamagedExportError),
+   * asked before the service is: a removed company fails the export for good
+   * (CompanyRemovedExportError). Absent: not asked.
    */
   companyRemovedAt?: CompanyRemovedAt;
 }
@@ -125,11 +132,12 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
   let summary: PeriodExportSummary;
   let dateTo: DateToFinding | undefined;
   try {
-    // In the try, as the currency below: an unreadable registry fails this attempt, and is retried.
+    // In the try, as the currency below: an unreadable registry fails this attempt, and is retried;
+    // an entry that fails its schema fails the export for good, before the service is asked.
     const removedAt = await deps.companyRemovedAt?.(request.companyId);
     if (removedAt !== undefined) throw new CompanyRemovedExportError(request.companyId, removedAt);
     // In the try: a registry that cannot be read fails this export like the service would (retried
-    // when it may heal; an entry that fails its schema is a ValidationError, final at once). Before
+    // when it may heal; a malformed currency is a ValidationError, final at once). Before
     // the service's first request, so that an attempt the registry fails asks the service nothing.
     const defaultCurrency = deps.exporter?.defaultCurrency ?? (await deps.companyCurrency?.(request.companyId));
     const wireId =
@@ -234,7 +242,12 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
  */
 export function isRetryableExportFailure(error: unknown): boolean {
   if (error instanceof ExportCountMismatchError) return true;
-  if (error instanceof UserTokenUnavailableError || error instanceof CompanyKeyNotFoundError || error instanceof CompanyRemovedExportError)
+  if (
+    error instanceof UserTokenUnavailableError ||
+    error instanceof CompanyKeyNotFoundError ||
+    error instanceof CompanyRemovedExportError ||
+    error instanceof CompanyEntryDamagedExportError
+  )
     return false;
   if (error instanceof ManifestError || error instanceof ValidationError) return false;
   if (error instanceof AccountingApiError) {

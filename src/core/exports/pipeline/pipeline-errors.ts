@@ -1,4 +1,4 @@
-import { AcctopsError } from '../../shared/errors';
+import { AcctopsError, issuesText, type FieldIssue } from '../../shared/errors';
 
 /**
  * A list the export read ended with a different number of items than its pages announced (or the
@@ -38,6 +38,27 @@ export class CompanyRemovedExportError extends AcctopsError {
     );
     this.companyId = companyId;
     this.removedAt = removedAt;
+  }
+}
+
+/**
+ * The company's registry entry fails its schema (written past the CLI): it is not exported, whoever
+ * asked, since what the entry says (removed, its currency) cannot be trusted; the monthly planner
+ * skips such an entry and the CLI refuses it (`company_entry_damaged`, decision 86). Names the
+ * fields, never their values, and the AWS repair. Not retried: the entry does not heal by itself.
+ */
+export class CompanyEntryDamagedExportError extends AcctopsError {
+  override readonly name: string = 'CompanyEntryDamagedExportError';
+  readonly companyId: string;
+  readonly issues: FieldIssue[];
+
+  constructor(companyId: string, issues: FieldIssue[]) {
+    super(
+      `company ${companyId}: its company registry entry is damaged (${issuesText(issues)}); it is not exported: delete the company's item from the table of the stack output CompanyRegistryTableName, then \`acctops companies add --company ${companyId}\` registers the company again (docs/runbooks.md, "Add or remove a company")`,
+      { code: 'company_entry_damaged' },
+    );
+    this.companyId = companyId;
+    this.issues = issues;
   }
 }
 
