@@ -492,9 +492,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(manifest.datasets.transactions!.duplicatesDropped).toBe(inclusive ? lastDay : undefined);
       // Not outside the month: no record of another month is in it.
       expect(manifest.datasets.transactions!.outsidePeriod).toBeUndefined();
+      // The event says what the manifest says: November's 1st dropped, 0 when nothing was.
       expect(events.ofType(EXPORT_EVENT_TYPES.completed)[0]!.detail).toMatchObject({
         duplicatesDropped: { transactions: inclusive ? lastDay : 0 },
         transactionsOutsidePeriod: 0,
+        transactionsNextDayDropped: inclusive ? firstOfNovember : 0,
       });
       const said = logger.entries().filter((e) => String(e.message).includes('repeated records the range already held'));
       expect(said.map((e) => [e.level, e.repeatsDropped, e.nextDayDropped])).toEqual(inclusive ? [['warn', lastDay, firstOfNovember]] : []);

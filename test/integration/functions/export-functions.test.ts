@@ -288,7 +288,12 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const directive = publish._aws.CloudWatchMetrics.find((d) => d.Metrics.some((m) => m.Name === 'ExportStaleSymlinks'))!;
       expect(directive.Dimensions).toEqual([['Stage', 'Function']]);
       for (const detail of events(EXPORT_EVENT_TYPES.completed).map((e) => e.detail))
-        expect(detail).toMatchObject({ duplicatesDropped: { transactions: 0 }, transactionsOutsidePeriod: 0, staleSymlinks: [] });
+        expect(detail).toMatchObject({
+          duplicatesDropped: { transactions: 0 },
+          transactionsOutsidePeriod: 0,
+          transactionsNextDayDropped: 0,
+          staleSymlinks: [],
+        });
     });
 
     it('export-period hands back only the malformed message of a batch', async () => {

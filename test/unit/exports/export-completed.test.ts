@@ -93,6 +93,8 @@ describe('ExportCompleted and the metrics of a published month', () => {
       records: { transactions: 5, categories: 2 },
       duplicatesDropped: { transactions: 1, categories: 0 },
       transactionsOutsidePeriod: 1,
+      // No date_to reading dropped a next day here (its count has tests of its own): 0, not absent.
+      transactionsNextDayDropped: 0,
     });
     expect(detail.staleSymlinks.sort()).toEqual(['categories', 'transactions']);
     // And the metrics, under Stage and Function only (no company, no dataset dimension).
@@ -121,6 +123,7 @@ describe('ExportCompleted and the metrics of a published month', () => {
       records: { categories: 2 },
       duplicatesDropped: { categories: 0 },
       transactionsOutsidePeriod: null,
+      transactionsNextDayDropped: null,
       staleSymlinks: [],
       carriedOver: ['transactions'],
     });

@@ -328,7 +328,7 @@ describe('publishing a split (worker)', () => {
    * A monthly split of `formats` whose two parts are written and recorded; what is left is the
    * last part's message, which publishes the month.
    */
-  async function world(formats: ExportFormat[], options: { duplicatesPerPart?: number } = {}) {
+  async function world(formats: ExportFormat[], options: { duplicatesPerPart?: number; nextDayDroppedPerPart?: number } = {}) {
     const store = new FlakyStore(root);
     const clock = new ManualClock(Date.UTC(2026, 10, 2, 9, 0));
     const ledger = new FlakyLedger();
@@ -365,6 +365,18 @@ describe('publishing a split (worker)', () => {
       const transactionsStaged = {
         ...staged.transactions!,
         ...(options.duplicatesPerPart ? { duplicatesDropped: options.duplicatesPerPart } : {}),
+        // A part whose last day's read repeated one record (date_to inclusive after all) and then held the next day's.
+        ...(options.nextDayDroppedPerPart
+          ? {
+              dateTo: {
+                setting: 'detect' as const,
+                read: 'exclusive' as const,
+                lastDayRecords: 1 + options.nextDayDroppedPerPart,
+                lastDayRepeats: 1,
+                nextDayDropped: options.nextDayDroppedPerPart,
+              },
+            }
+          : {}),
       };
       await ledger.completePart('s1', { index: part.index, datasets: { ...staged, transactions: transactionsStaged } });
     }
@@ -552,12 +564,25 @@ describe('publishing a split (worker)', () => {
     ]);
   });
 
+  it("parts that dropped the day after their range: ExportCompleted carries the manifest's sum (decision 85)", async () => {
+    const w = await world(['csv'], { nextDayDroppedPerPart: 3 });
+    expect(await w.deliverLast()).toBe('completed');
+    const manifest = (await w.manifest())!;
+    expect(manifest.datasets.transactions!.dateTo).toMatchObject({ lastDayRepeats: 2, nextDayDropped: 6 });
+    expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)[0]!.detail).toMatchObject({
+      records: { transactions: 40 },
+      transactionsOutsidePeriod: 0,
+      transactionsNextDayDropped: 6,
+    });
+  });
+
   it('a split published and reported without a fault: every count present and 0, no stale symlink', async () => {
     const w = await world(['csv', 'parquet']);
     expect(await w.deliverLast()).toBe('completed');
     expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)[0]!.detail).toMatchObject({
       duplicatesDropped: { transactions: 0 },
       transactionsOutsidePeriod: 0,
+      transactionsNextDayDropped: 0,
       staleSymlinks: [],
     });
     expect(w.metrics.recorded.filter((m) => m.name === 'ExportStaleSymlinks').map((m) => m.value)).toEqual([0]);

@@ -42,6 +42,13 @@ export interface ExportCompletedDetail {
    */
   transactionsOutsidePeriod: number | null;
   /**
+   * Records of the day after the month that a service whose `date_to` proved inclusive returned,
+   * dropped: not in `records`, `duplicatesDropped` or `transactionsOutsidePeriod`, and exported by
+   * the next month (the manifest's `datasets.transactions.dateTo.nextDayDropped`, decision 85); 0
+   * when none, null when this run did not write transactions.
+   */
+  transactionsNextDayDropped: number | null;
+  /**
    * Datasets whose Athena symlink is not the one the manifest records: the period is published, but
    * Athena shows their previous export until the period is exported again. Empty when none.
    */
@@ -113,12 +120,14 @@ export function exportCompleted(detail: ExportCompletedDetail, time: number): Do
 export function writtenCounts(
   manifest: Manifest,
   written: readonly DatasetName[],
-): Pick<ExportCompletedDetail, 'records' | 'duplicatesDropped' | 'transactionsOutsidePeriod'> {
+): Pick<ExportCompletedDetail, 'records' | 'duplicatesDropped' | 'transactionsOutsidePeriod' | 'transactionsNextDayDropped'> {
   const each = (count: (dataset: DatasetName) => number) => Object.fromEntries(written.map((d) => [d, count(d)]));
+  const transactions = written.includes('transactions') ? manifest.datasets.transactions : null;
   return {
     records: each((d) => manifest.datasets[d]?.records ?? 0),
     duplicatesDropped: each((d) => manifest.datasets[d]?.duplicatesDropped ?? 0),
-    transactionsOutsidePeriod: written.includes('transactions') ? (manifest.datasets.transactions?.outsidePeriod ?? 0) : null,
+    transactionsOutsidePeriod: transactions === null ? null : (transactions?.outsidePeriod ?? 0),
+    transactionsNextDayDropped: transactions === null ? null : (transactions?.dateTo?.nextDayDropped ?? 0),
   };
 }
 
