@@ -74,6 +74,12 @@ const optionsSchema = z.object({
    * credentials. `seed` and `demo` are then taken from the snapshot.
    */
   state: sandboxSnapshotSchema.optional(),
+  /**
+   * Serve the admin API over HTTP (`/__sandbox/`). Off where the sandbox runs inside a command that
+   * drives it in process (local mode): an open admin door on loopback would hand every demo
+   * credential to any account of the host while the command runs (docs/security.md).
+   */
+  adminHttp: z.boolean().default(true),
 });
 
 export type SandboxOptions = Omit<z.input<typeof optionsSchema>, 'faults'> & { faults?: FaultRule[] };
@@ -150,7 +156,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     settings,
     clock,
     logger,
-    admin: (m, n, b) => registry.http(m, n, b),
+    admin: o.adminHttp ? (m, n, b) => registry.http(m, n, b) : null,
   });
   const registry: AdminRegistry = new AdminRegistry({
     state,

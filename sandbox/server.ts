@@ -42,7 +42,8 @@ export interface ServerDeps {
   settings: SandboxSettings;
   clock: Clock;
   logger: Logger;
-  admin: AdminHttpHandler;
+  /** Null: no admin API over HTTP, its paths are unknown routes like any other. */
+  admin: AdminHttpHandler | null;
 }
 
 interface Outgoing {
@@ -125,18 +126,24 @@ export class SandboxServer {
     } catch {
       url = new URL('http://127.0.0.1/');
     }
-    if (url.pathname.startsWith(ADMIN_PREFIX)) {
-      await this.dispatchAdmin(req, res, url, requestId);
+    if (url.pathname.startsWith(ADMIN_PREFIX) && this.deps.admin !== null) {
+      await this.dispatchAdmin(req, res, url, requestId, this.deps.admin);
       return;
     }
     await this.dispatchApi(req, res, url, requestId);
   }
 
-  private async dispatchAdmin(req: IncomingMessage, res: ServerResponse, url: URL, requestId: string): Promise<void> {
+  private async dispatchAdmin(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    requestId: string,
+    admin: AdminHttpHandler,
+  ): Promise<void> {
     let out: Outgoing;
     try {
       const body = parseJsonBody(await readBody(req));
-      const result = await this.deps.admin(req.method ?? 'GET', url.pathname.slice(ADMIN_PREFIX.length), body);
+      const result = await admin(req.method ?? 'GET', url.pathname.slice(ADMIN_PREFIX.length), body);
       out = { status: result.status, headers: {}, body: result.body };
     } catch (error) {
       out = this.errorResponse(error, requestId);

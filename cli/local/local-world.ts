@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { rename, rm, stat } from 'node:fs/promises';
 import * as z from 'zod';
 import { AwsSecretProvisioner } from '../../src/adapters/aws/secret-provisioner';
@@ -117,8 +118,15 @@ export const LOCAL_INSTITUTION_SECRET = 'acctops/local/institution';
 const SANDBOX_SEED = 1;
 /** Local consumers cache a key this long; the grace period must outlast it (rotationSettings). */
 const KEY_CACHE_TTL_MS = 5 * 60_000;
-/** The emulator accepts any signature; explicit credentials keep the SDK off the default chain. */
-const EMULATOR_CREDENTIALS = { accessKeyId: 'AKIALOCALACCTOPS0000', secretAccessKey: 'local-emulator-not-a-secret' };
+/**
+ * Chosen at random per process, and the emulator accepts no other key id: while a command runs its
+ * emulator listens on loopback, where any account of the host could otherwise read every secret
+ * in it (docs/security.md). Explicit credentials also keep the SDK off the default chain.
+ */
+const EMULATOR_CREDENTIALS = {
+  accessKeyId: `AKIA${randomBytes(8).toString('hex').toUpperCase()}`,
+  secretAccessKey: randomBytes(30).toString('base64url'),
+};
 
 export const companySecretName = (companyId: string) => `acctops/local/company/${companyId}/api-key`;
 
@@ -400,9 +408,17 @@ export class LocalWorld {
         port: 0,
         clock,
         dialect: state.dialect,
+        // The command drives its sandbox in process: no admin door on loopback (docs/security.md).
+        adminHttp: false,
         ...(sandboxState ? { state: sandboxState } : { seed: SANDBOX_SEED, demo: !lost('sandbox') }),
       });
-      sm = await startSecretsManager({ port: 0, clock, rotationMode: 'sync', ...(secretsState ? { state: secretsState } : {}) });
+      sm = await startSecretsManager({
+        port: 0,
+        clock,
+        rotationMode: 'sync',
+        accessKeyId: EMULATOR_CREDENTIALS.accessKeyId,
+        ...(secretsState ? { state: secretsState } : {}),
+      });
       const readOnly = options.readOnly === true;
       const registryInMemory = readOnly && !created && !(await exists(statePath(stateDir, 'companies')));
       world = new LocalWorld(

@@ -67,6 +67,13 @@ export interface SecretsManagerOptions {
   state?: SecretsManagerSnapshot;
   /** The caller's tag-conditioned grants; none: every request is allowed. Same as `admin.setTagConditionedGrants`. */
   tagConditionedGrants?: TagConditionedGrant[];
+  /**
+   * The one access key id accepted (the `Credential=` of the SigV4 `Authorization` header); any
+   * other request is refused as AWS refuses an unknown key. The signature is not checked: over
+   * loopback a key id chosen at random per process is already a secret the host's other accounts
+   * cannot learn (local mode, docs/security.md). None: every request is accepted.
+   */
+  accessKeyId?: string;
 }
 
 export interface SecretsManagerStats {
@@ -123,10 +130,16 @@ export interface RunningSecretsManager {
 
 const MAX_BODY = 1024 * 1024;
 
+/** The access key id of a SigV4 `Authorization` header (`AWS4-HMAC-SHA256 Credential=<id>/<date>/…`). */
+function accessKeyIdOf(req: IncomingMessage): string | undefined {
+  const header = req.headers.authorization;
+  return typeof header === 'string' ? /\bCredential=([^/,\s]+)\//.exec(header)?.[1] : undefined;
+}
+
 /**
  * A stateful Secrets Manager speaking awsJson1.1, for the real @aws-sdk/client-secrets-manager:
  * POST /, the operation in `X-Amz-Target: secretsmanager.<Operation>`, JSON in and out, errors
- * as status 400 `{"__type", "message"}`. Signatures are not checked.
+ * as status 400 `{"__type", "message"}`. Signatures are not checked (see `accessKeyId`).
  */
 export async function startSecretsManager(options: SecretsManagerOptions = {}): Promise<RunningSecretsManager> {
   const region = options.region ?? 'eu-central-1';
@@ -191,6 +204,9 @@ export async function startSecretsManager(options: SecretsManagerOptions = {}): 
     const name = typeof target === 'string' && target.startsWith('secretsmanager.') ? target.slice('secretsmanager.'.length) : '';
     if (req.method !== 'POST' || !isOperation(name)) {
       throw new EmulatedServiceError('UnknownOperationException', `Operation ${name || '(none)'} is not supported by this emulator.`);
+    }
+    if (options.accessKeyId !== undefined && accessKeyIdOf(req) !== options.accessKeyId) {
+      throw new EmulatedServiceError('UnrecognizedClientException', 'The security token included in the request is invalid.');
     }
     stats.calls[name] = (stats.calls[name] ?? 0) + 1;
     const body = await readJson(req);
