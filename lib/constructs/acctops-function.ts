@@ -6,7 +6,7 @@ import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { ApplicationLogLevel, Architecture, LoggingFormat, Runtime, SystemLogLevel, Tracing } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogLevel as EsbuildLogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -411,6 +411,9 @@ export class AcctopsFunction extends NodejsFunction {
         sourcesContent: false,
         // bench/ reads the bundle's composition from index.meta.json next to index.js.
         metafile: true,
+        // esbuild's size and timing lines, four per function, drowned a synth's own output (`--quiet`
+        // too); the sizes are in BENCHMARKS.md, and warnings and errors still print.
+        logLevel: EsbuildLogLevel.WARNING,
         // Provided by the Lambda Node.js runtime; bundling it would only add cold-start bytes.
         externalModules: ['@aws-sdk/*'],
       },
