@@ -29,6 +29,24 @@ export const EXPORT_LAYOUT = {
  */
 export const DEFAULT_DUE_AFTER_HOURS = 12;
 
+/**
+ * The earliest month acctops exports (`YYYY-MM`). A month before it is taken for a mistyped year
+ * (`0226-10`, `0001-01`, `1026-10`): the service has no transactions then, so its export "completed"
+ * with none and counted as the company's latest. 2000-01 is far below any month an operator of this
+ * service exports (its API and the companies it serves are this century's), and above every
+ * plausible typo of a four-digit year (decision 87 in docs/architecture.md). Here because the
+ * writers refuse what is earlier and the Glue tables project `period` from it: a month one accepts
+ * and the other does not show would be exported, published and invisible to Athena (decision 94).
+ */
+export const EARLIEST_PERIOD = '2000-01';
+
+/**
+ * The largest offset of any time zone from UTC, in hours (UTC+14, Pacific/Kiritimati). A month may
+ * be exported once it has begun in the stage's `schedules.timeZone`, which is up to this much before
+ * it begins in UTC, the clock Athena's partition projection reads `NOW` on (decision 94).
+ */
+export const MAX_UTC_OFFSET_HOURS = 14;
+
 /** Dataset names as they appear in object keys and Glue table names (lower case, underscores). */
 export const DATASETS = ['transactions', 'tax_reports', 'categories'] as const;
 export type DatasetName = (typeof DATASETS)[number];

@@ -1,7 +1,7 @@
 import type { CfnElement } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
-import { EXPORT_COLUMNS, GLUE_COLUMNS } from '../../contract/exports';
+import { DATASETS, EARLIEST_PERIOD, EXPORT_COLUMNS, GLUE_COLUMNS } from '../../contract/exports';
 import { REPLAY_TABLE, RUN_LEDGER_TABLE } from '../../contract/tables';
 import type { AcctopsFunction } from '../../lib/constructs/acctops-function';
 import type { Exports } from '../../lib/constructs/exports/exports';
@@ -13,6 +13,7 @@ import {
   transactionsTable,
   type Table as WriterTable,
 } from '../../src/core/exports/formats/dataset-tables';
+import { periodContaining, refuseFuturePeriod } from '../../src/core/exports/formats/period';
 import { acknowledgements, describeViolations, nagViolations, roleStatements, synthAcctopsStack } from '../helpers/cdk';
 
 const COMPANY = '6F1C2A3B-4D5E-4F60-8A7B-9C0D1E2F3A4B';
@@ -227,7 +228,7 @@ describe('Exports', () => {
             'projection.company.type': 'injected',
             'projection.period.type': 'date',
             'projection.period.format': 'yyyy-MM',
-            'projection.period.range': '2020-01,NOW',
+            'projection.period.range': '2000-01,NOW+14HOURS',
             'projection.period.interval': '1',
             'projection.period.interval.unit': 'MONTHS',
             'storage.location.template': {
@@ -242,6 +243,35 @@ describe('Exports', () => {
           },
         },
       });
+    });
+
+    it('project every month an export can be made for: from EARLIEST_PERIOD to the month begun in any time zone', () => {
+      const ranges = Object.values(template.findResources('AWS::Glue::Table')).map(
+        (table) => table.Properties.TableInput.Parameters['projection.period.range'] as string,
+      );
+      expect(ranges).toHaveLength(DATASETS.length);
+      expect(new Set(ranges).size).toBe(1);
+      // Athena's relative end: NOW, optionally plus hours, read in UTC at query time.
+      const [, start, hours] = /^(\d{4}-\d{2}),NOW(?:\+(\d+)HOURS)?$/.exec(ranges[0]!) ?? [];
+      // The writers' lower bound, so that a backfill of 2000-01..2019-12 is queryable.
+      expect(start).toBe(EARLIEST_PERIOD);
+      // The latest month an export may be made for is the current one in the stage's zone
+      // (refuseFuturePeriod): it must be projected at every instant around a month's start, in every
+      // zone the runtime knows (southern summer and northern summer: offsets change with DST).
+      const hourMs = 3_600_000;
+      const late: string[] = [];
+      for (const zone of Intl.supportedValuesOf('timeZone')) {
+        for (const monthStart of [Date.UTC(2026, 6, 1), Date.UTC(2026, 11, 1)]) {
+          for (let now = monthStart - 15 * hourMs; now <= monthStart; now += hourMs / 4) {
+            const current = periodContaining(now, zone).text;
+            if (current > periodContaining(now + Number(hours ?? 0) * hourMs, 'UTC').text)
+              late.push(`${zone} at ${new Date(now).toISOString()}`);
+          }
+        }
+      }
+      expect(late).toEqual([]);
+      const kiritimati = Date.UTC(2026, 10, 30, 10, 30);
+      expect(() => refuseFuturePeriod('2026-12', kiritimati, 'Pacific/Kiritimati')).not.toThrow();
     });
 
     it.each(Object.keys(GLUE_COLUMNS) as (keyof typeof GLUE_COLUMNS)[])(

@@ -2,7 +2,7 @@ import { Stack } from 'aws-cdk-lib';
 import { CfnDatabase, CfnTable } from 'aws-cdk-lib/aws-glue';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
-import { DATASETS, EXPORT_LAYOUT, GLUE_COLUMNS, type DatasetName } from '../../../contract/exports';
+import { DATASETS, EARLIEST_PERIOD, EXPORT_LAYOUT, GLUE_COLUMNS, MAX_UTC_OFFSET_HOURS, type DatasetName } from '../../../contract/exports';
 import { Grouping } from '../grouping';
 
 export interface ExportCatalogProps {
@@ -14,6 +14,16 @@ export interface ExportCatalogProps {
 export function glueDatabaseName(stageName: string): string {
   return `acctops_${stageName.replace(/-/g, '_')}_exports`;
 }
+
+/**
+ * The months Athena projects `period` over: every month the writers accept, from EARLIEST_PERIOD
+ * (a backfill of 2015 must not be published and invisible), to the month that has begun in any time
+ * zone. Athena evaluates `NOW` in UTC at query time, and a stage east of UTC may export its
+ * current month (refuseFuturePeriod allows it) while UTC is still in the month before: with a bare
+ * `NOW`, a Pacific/Auckland stage's December export was invisible for the first 13 hours of December.
+ * A month projected with nothing under it costs nothing and returns no rows.
+ */
+export const PERIOD_PROJECTION_RANGE = `${EARLIEST_PERIOD},NOW+${MAX_UTC_OFFSET_HOURS}HOURS`;
 
 /** The construct id of a dataset's Glue table: `tax_reports` -> `TaxReportsTable`. */
 const tableId = (dataset: DatasetName) => `${dataset.replace(/(^|_)([a-z])/g, (_m, _u: string, c: string) => c.toUpperCase())}Table`;
@@ -45,7 +55,7 @@ export class ExportCatalog extends Grouping {
    * A Glue table over one dataset's Parquet, read through `<dataset>/_symlink/symlink.txt`
    * (SymlinkTextInputFormat) so that Athena sees exactly the current run of each period; partition
    * projection computes the partitions (no crawler, no MSCK REPAIR): `company` is injected (a query
-   * names it), `period` is a month from 2020 to now.
+   * names it), `period` is a month of PERIOD_PROJECTION_RANGE.
    */
   private glueTable(bucket: IBucket, dataset: DatasetName): CfnTable {
     const root = `s3://${bucket.bucketName}/${EXPORT_LAYOUT.root}/`;
@@ -68,7 +78,7 @@ export class ExportCatalog extends Grouping {
           [`projection.${company}.type`]: 'injected',
           [`projection.${period}.type`]: 'date',
           [`projection.${period}.format`]: 'yyyy-MM',
-          [`projection.${period}.range`]: '2020-01,NOW',
+          [`projection.${period}.range`]: PERIOD_PROJECTION_RANGE,
           [`projection.${period}.interval`]: '1',
           [`projection.${period}.interval.unit`]: 'MONTHS',
           'storage.location.template': `${root}${company}=\${${company}}/${period}=\${${period}}/${dataset}/${EXPORT_LAYOUT.symlinkFolder}/`,

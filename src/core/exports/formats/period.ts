@@ -1,3 +1,4 @@
+import { EARLIEST_PERIOD } from '../../../../contract/exports';
 import { ValidationError } from '../../shared/errors';
 
 /** A calendar month, the unit of export. `text` is `YYYY-MM`. */
@@ -81,14 +82,8 @@ export class FuturePeriodError extends ValidationError {
   }
 }
 
-/**
- * The earliest month acctops exports. A month before it is taken for a mistyped year (`0226-10`,
- * `0001-01`, `1026-10`): the service has no transactions then, so its export "completed" with none
- * and counted as the company's latest. 2000-01 is far below any month an operator of this service
- * exports (its API and the companies it serves are this century's), and above every plausible typo
- * of a four-digit year (decision 87 in docs/architecture.md).
- */
-export const EARLIEST_PERIOD = '2000-01';
+/** The earliest month exported; the Glue tables project `period` from it too (contract/exports.ts). */
+export { EARLIEST_PERIOD };
 
 /** A month before EARLIEST_PERIOD, named by the request's field (`period`, `from`, `--month`). Its code is `period_too_early`. */
 export class EarlyPeriodError extends ValidationError {
