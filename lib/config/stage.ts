@@ -285,7 +285,7 @@ export const stageSettingsSchema = z
       // synth, not every function at run time. The functions' ACCTOPS_BASE_URL is held to the same
       // rule at cold start (contract/setting-rules.ts). No message quotes the URL: it may hold a password.
       .superRefine((u, ctx) => {
-        const problem = baseUrlProblem(u, ['https']);
+        const problem = baseUrlProblem(u, { schemes: ['https'] });
         if (problem !== undefined) ctx.addIssue({ code: 'custom', message: STAGE_BASE_URL_PROBLEMS[problem] });
       })
       .transform((u) => u.replace(/\/+$/, '')),

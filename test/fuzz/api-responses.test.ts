@@ -21,7 +21,7 @@ import { FUZZ_RUNS, FUZZ_SEED } from './support';
  * what the answer held (answers here carry canary secrets).
  */
 
-const BASE_URL = 'http://api.fuzz:4010/api/v1';
+const BASE_URL = 'https://api.fuzz:4010/api/v1';
 const COMPANY = '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b';
 const UUID = '7e57da7a-0000-4000-8000-000000000001';
 

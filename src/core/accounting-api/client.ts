@@ -1,3 +1,4 @@
+import { INSECURE_HTTP_REASON, insecureHttp } from '../../../contract/setting-rules';
 import { type Clock, systemClock } from '../shared/clock';
 import { ConfigError } from '../shared/errors';
 import { type Logger, silentLogger } from '../shared/logger';
@@ -15,8 +16,19 @@ import type { Transport } from './transport';
 import type { WarningHandler } from './warnings';
 
 export interface AccountingClientOptions {
-  /** Includes the version prefix: `http://127.0.0.1:4010/api/v1`. `next` links must stay under it. */
+  /**
+   * Includes the version prefix: `https://accounting.example.com/api/v1`, or `http://127.0.0.1:4010/api/v1`
+   * on loopback. `next` links must stay under it (its scheme included). Plain `http` to any other host
+   * is refused (ConfigError on `baseUrl`) unless `allowInsecureHttp` is set.
+   */
   baseUrl: string;
+  /**
+   * Let `baseUrl` be plain `http` to a host that is not loopback: every request's credential (the
+   * API key, the institution credential, a token) then crosses the network in clear. For a service
+   * container on a trusted private network only; the caller must say so to its user (the CLI's
+   * `--allow-insecure-http` prints a warning). Default false.
+   */
+  allowInsecureHttp?: boolean;
   credentials: CredentialProvider;
   /**
    * The company this client acts for. Sent as `X-Company-Id` on every non-institution request
@@ -58,7 +70,7 @@ export interface AccountingClientOptions {
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 
-function parseBaseUrl(baseUrl: string): URL {
+function parseBaseUrl(baseUrl: string, allowInsecureHttp: boolean): URL {
   let url: URL;
   try {
     url = new URL(baseUrl);
@@ -66,6 +78,9 @@ function parseBaseUrl(baseUrl: string): URL {
     throw new ConfigError([{ path: 'baseUrl', message: 'must be an absolute URL' }]);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError([{ path: 'baseUrl', message: 'must be http or https' }]);
+  // Here, not only in the CLI: every user of the client (the functions, the CLI, the bench) sends a
+  // credential with each request, and this is the one place all of them pass through.
+  if (insecureHttp(url) && !allowInsecureHttp) throw new ConfigError([{ path: 'baseUrl', message: INSECURE_HTTP_REASON }]);
   if (url.search || url.hash || url.username || url.password) {
     throw new ConfigError([{ path: 'baseUrl', message: 'must not carry a query, fragment or user info' }]);
   }
@@ -88,7 +103,7 @@ export class AccountingClient {
   constructor(private readonly options: AccountingClientOptions) {
     const maxPageSize = options.maxPageSize ?? MAX_PAGE_SIZE;
     const engine = new RequestEngine({
-      baseUrl: parseBaseUrl(options.baseUrl),
+      baseUrl: parseBaseUrl(options.baseUrl, options.allowInsecureHttp === true),
       credentials: options.credentials,
       companyId: options.companyId,
       transport: options.transport ?? httpTransport(),

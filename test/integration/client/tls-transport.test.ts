@@ -4,8 +4,10 @@ import type * as net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { generate } from 'selfsigned';
 import {
+  AccountingApiError,
   type AccountingClient,
   ConnectionError,
+  PaginationError,
   type CredentialProvider,
   type RetryWait,
   type Transport,
@@ -82,6 +84,8 @@ interface Endpoint {
 
 /** Answers the transactions list; gzip-compressed when `gzip` is set and the client asks for it. */
 let gzip = false;
+/** When set, answers the transactions list instead: a page's `next`, a redirect. */
+let answer: ((res: http.ServerResponse) => void) | undefined;
 
 function handle(seen: Seen) {
   return (req: http.IncomingMessage, res: http.ServerResponse) => {
@@ -92,6 +96,7 @@ function handle(seen: Seen) {
       res.writeHead(404, { 'content-type': 'application/json' });
       return res.end('{"detail":"Not found."}');
     }
+    if (answer) return answer(res);
     const body = Buffer.from(JSON.stringify(PAGE));
     res.writeHead(200, { 'content-type': 'application/json', ...(compress ? { 'content-encoding': 'gzip' } : {}) });
     res.end(compress ? gzipSync(body) : body);
@@ -182,6 +187,7 @@ afterAll(async () => {
 
 beforeEach(() => {
   gzip = false;
+  answer = undefined;
   for (const { seen } of Object.values(endpoints)) Object.assign(seen, { connections: 0, handshakes: 0, requests: [], resetNext: 0 });
 });
 
@@ -442,4 +448,57 @@ it('httpTransport trusting the CA: a connection reset before the handshake is re
   } finally {
     agent.destroy();
   }
+});
+
+/**
+ * A downgrade from https to plain http on the same host is never followed (decision 92): a page's
+ * `next` and a redirect both point at `http://127.0.0.1:<port>`, where an http server would answer,
+ * and it receives nothing; the key went over TLS once.
+ */
+describe('an https service that points to plain http on its own host', () => {
+  const PLACES = ['its own https port', 'an http port of the same host'] as const;
+  const downgrade = (place: (typeof PLACES)[number], endpoint: Endpoint, plain: Endpoint): string =>
+    place === PLACES[0] ? `${endpoint.origin.replace('https:', 'http:')}${TX_PATH}?page=2` : `${plain.origin}${TX_PATH}?page=2`;
+
+  it.each(PLACES)('a next link to http on %s: PaginationError foreign_next, nothing sent there', async (place) => {
+    const { issued, plain } = endpoints;
+    const next = downgrade(place, issued, plain);
+    answer = (res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ...PAGE, count: 4, next }));
+    };
+    const agent = new https.Agent({ keepAlive: true, ca: caCert });
+    try {
+      const { client } = clientFor(issued, httpTransport({ https: agent }));
+      const error = await rejectionOf(client.transactions.list().all());
+      expect(error).toBeInstanceOf(PaginationError);
+      expect(error).toMatchObject({ reason: 'foreign_next' });
+      expect(issued.seen.requests.map((r) => r.authorization)).toEqual([`Bearer ${CANARY.apiKey}`]);
+      expect(plain.seen).toMatchObject({ connections: 0, requests: [] });
+      expectNoCredential(error);
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it.each(PLACES)('a 302 to http on %s: not followed, an error, nothing sent there', async (place) => {
+    const { issued, plain } = endpoints;
+    const location = downgrade(place, issued, plain);
+    answer = (res) => {
+      res.writeHead(302, { location });
+      res.end();
+    };
+    const agent = new https.Agent({ keepAlive: true, ca: caCert });
+    try {
+      const { client } = clientFor(issued, httpTransport({ https: agent }));
+      const error = await rejectionOf(client.transactions.list().all());
+      expect(error).toBeInstanceOf(AccountingApiError);
+      expect(error).toMatchObject({ status: 302 });
+      expect(issued.seen.requests).toHaveLength(1);
+      expect(plain.seen).toMatchObject({ connections: 0, requests: [] });
+      expectNoCredential(error);
+    } finally {
+      agent.destroy();
+    }
+  });
 });

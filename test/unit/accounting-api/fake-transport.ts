@@ -6,7 +6,7 @@ import type { Transport, TransportRequest, TransportResponse } from '../../../sr
  */
 export type Handler = (request: TransportRequest, url: URL) => TransportResponse | Promise<TransportResponse>;
 
-export const BASE_URL = 'http://api.test:4010/api/v1';
+export const BASE_URL = 'https://api.test:4010/api/v1';
 
 export interface FakeTransport {
   transport: Transport;

@@ -142,13 +142,15 @@ describe('pagination', () => {
     }
 
     it.each([
-      ['another host', 'http://evil.test:4010/api/v1/accounting/transactions/?page=2&page_size=1000'],
-      ['another scheme', 'https://api.test:4010/api/v1/accounting/transactions/?page=2'],
-      ['another port', 'http://api.test:4011/api/v1/accounting/transactions/?page=2'],
-      ['a path outside the prefix', 'http://api.test:4010/admin/dump/?page=2'],
-      ['a look-alike prefix', 'http://api.test:4010/api/v10/accounting/transactions/?page=2'],
-      ['a dot-segment escape', 'http://api.test:4010/api/v1/../internal/?page=2'],
-      ['user info', 'http://user:pw@api.test:4010/api/v1/accounting/transactions/?page=2'],
+      ['another host', 'https://evil.test:4010/api/v1/accounting/transactions/?page=2&page_size=1000'],
+      // A downgrade to the same host: the key would cross the network in clear (decision 92).
+      ['http on the same host and port', 'http://api.test:4010/api/v1/accounting/transactions/?page=2'],
+      ['http on the same host', 'http://api.test/api/v1/accounting/transactions/?page=2'],
+      ['another port', 'https://api.test:4011/api/v1/accounting/transactions/?page=2'],
+      ['a path outside the prefix', 'https://api.test:4010/admin/dump/?page=2'],
+      ['a look-alike prefix', 'https://api.test:4010/api/v10/accounting/transactions/?page=2'],
+      ['a dot-segment escape', 'https://api.test:4010/api/v1/../internal/?page=2'],
+      ['user info', 'https://user:pw@api.test:4010/api/v1/accounting/transactions/?page=2'],
       ['a protocol-relative link', '//evil.test/api/v1/accounting/transactions/?page=2'],
     ])('refuses a next on %s without sending the credential there', async (_name, next) => {
       const { client, fake } = setup(pagesWithNext(next));

@@ -138,6 +138,7 @@ describe('envBaseUrl', () => {
     ['no version path', 'https://accounting.example.com', 'must end with /api/v1'],
     ['another path', 'https://accounting.example.com/api/v2', 'must end with /api/v1'],
     ['another scheme', 'ftp://accounting.example.com/api/v1', 'expected an http(s) URL ending in /api/v1'],
+    ['plain http to a host that is not loopback', 'http://accounting.example.com/api/v1', 'plain http is accepted only to a loopback host'],
     ['no URL', 'accounting.example.com/api/v1', 'expected an absolute http(s) URL ending in /api/v1'],
     ['nothing', '', 'expected an absolute http(s) URL ending in /api/v1'],
   ])('refuses a URL with %s, naming the variable, never the value', (_what, value, message) => {

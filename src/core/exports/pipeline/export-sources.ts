@@ -38,7 +38,10 @@ export type ProgressCallback = (progress: ExportProgress) => void;
  * reads `date_to` (date-to.ts; default `detect`).
  */
 export type ExportClientSettings = Partial<
-  Pick<AccountingClientOptions, 'transport' | 'timeoutMs' | 'retry' | 'random' | 'maxPageSize' | 'pageSize' | 'onRetryWait'>
+  Pick<
+    AccountingClientOptions,
+    'transport' | 'timeoutMs' | 'retry' | 'random' | 'maxPageSize' | 'pageSize' | 'onRetryWait' | 'allowInsecureHttp'
+  >
 > & { dateTo?: DateToMode };
 
 export interface ExportClientOptions extends ExportClientSettings {
