@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command, type Option } from 'commander';
 import { EARLIEST_PERIOD, parsePeriod } from '../src/core/exports/formats/period';
 import { CURRENCY_CODE_EXPECTED, isoCurrencyCode } from '../contract/currency';
-import { baseUrlProblem } from '../contract/setting-rules';
+import { baseUrlProblem, insecureHttp } from '../contract/setting-rules';
 import { FORMATS, type ExportFormat } from '../src/core/exports/formats/datasets';
 import { parseTaxReportFieldList, TAX_REPORT_FIELDS, type TaxReportFieldNames } from '../src/core/exports/formats/tax-report-fields';
 import { ValidationError } from '../src/core/shared/errors';
@@ -152,11 +152,11 @@ export type BaseUrlSource = '--base-url' | 'ACCTOPS_BASE_URL (environment)';
  * as ACCTOPS_STACK and ACCTOPS_STATE_DIR are (docs/cli.md, "Modes"): unset, `export` falls back
  * to the local mode, whose sandbox data would go to the operator's `--out`, and reports success.
  */
-export function baseUrlFromEnv(env: NodeJS.ProcessEnv, hint: string): string | undefined {
+export function baseUrlFromEnv(env: NodeJS.ProcessEnv, hint: string, options: InsecureHttpOption = {}): string | undefined {
   const raw = env.ACCTOPS_BASE_URL;
   if (raw === undefined) return undefined;
   if (raw.trim() === '') throw new CliConfigError('ACCTOPS_BASE_URL is empty', hint);
-  return configuredUrl(raw.trim(), 'ACCTOPS_BASE_URL', hint);
+  return configuredUrl(raw.trim(), 'ACCTOPS_BASE_URL', hint, options);
 }
 
 /** A file to create; kept as typed (a name may begin or end with a space), only an empty one refused. */
@@ -220,18 +220,32 @@ export function duration(raw: string): number {
 
 const BASE_URL_EXPECTED = 'expected an http(s) URL ending in /api/v1';
 
+/** Whether plain http is let through: refused unless the command was given `--allow-insecure-http` (decision 92). */
+export interface InsecureHttpOption {
+  allowInsecureHttp?: boolean;
+}
+
+/**
+ * Plain http to a host that is not loopback, in the CLI's words: the company key would go out in
+ * clear. Names neither the URL nor its host (a key may have been pasted anywhere in it).
+ */
+export const INSECURE_HTTP_REFUSED =
+  'plain http is accepted only to a loopback host (localhost, 127.0.0.0/8, [::1]): the company key would cross the network in clear; use https';
+
 /**
  * The service's base URL, `/api/v1` included: the spec's paths are relative to `{base_url}/api/v1`
  * (and the version is that path, §9), so a URL without it reaches the service's other routes
  * (`GET //companies/`, a 404 far from its cause) or another version. A trailing slash is dropped.
  */
-export function httpUrl(raw: string): string {
+export function httpUrl(raw: string, options: InsecureHttpOption = {}): string {
   // The rule the stage's baseUrl and the functions' ACCTOPS_BASE_URL are held to (contract/setting-rules.ts),
   // in the CLI's words, which say where the key goes instead.
-  switch (baseUrlProblem(raw)) {
+  switch (baseUrlProblem(raw, { allowInsecureHttp: options.allowInsecureHttp })) {
     case 'not_a_url':
     case 'scheme':
       throw new InvalidArgumentError(BASE_URL_EXPECTED);
+    case 'insecure_http':
+      throw new InvalidArgumentError(INSECURE_HTTP_REFUSED);
     case 'user_info':
       throw new InvalidArgumentError('credentials do not belong in the URL; use ACCTOPS_API_KEY');
     case 'query_or_fragment':
@@ -254,13 +268,27 @@ export function httpUrl(raw: string): string {
 }
 
 /**
+ * `--base-url` as commander reads it: every rule but plain http's, which waits for the command's
+ * action, where `--allow-insecure-http` is known whichever order the two were given in (a parser
+ * sees only its own option). The action refuses it there, before anything runs (exit 2).
+ */
+export function baseUrlArgument(raw: string): string {
+  return httpUrl(raw, { allowInsecureHttp: true });
+}
+
+/** Plain http to a host that is not loopback (contract/setting-rules.ts); `raw` already passed httpUrl. */
+export function isInsecureHttp(raw: string): boolean {
+  return insecureHttp(new URL(raw));
+}
+
+/**
  * httpUrl for a URL the operator did not type as an argument (a variable, a stack output): a bad one
  * is configuration (exit 3) naming where it came from, not usage (exit 2). The parser's reason
  * (user info, a query) is kept; the value never is, since a key may have been pasted into it.
  */
-export function configuredUrl(raw: string, source: string, hint: string): string {
+export function configuredUrl(raw: string, source: string, hint: string, options: InsecureHttpOption = {}): string {
   try {
-    return httpUrl(raw);
+    return httpUrl(raw, options);
   } catch (error) {
     const reason = error instanceof InvalidArgumentError ? `: ${error.message}` : '';
     throw new CliConfigError(`${source} is not usable${reason}`, hint);

@@ -19,7 +19,9 @@ import {
   exportTarget,
   formats as parseFormats,
   guid,
-  httpUrl,
+  baseUrlArgument,
+  INSECURE_HTTP_REFUSED,
+  isInsecureHttp,
   month as parseMonth,
   taxReportFields,
   type BaseUrlSource,
@@ -27,7 +29,7 @@ import {
 } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
-import { damagedEntryRepair, UsageError } from '../errors';
+import { CliConfigError, damagedEntryRepair, UsageError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
 import { interruptExitCode, onInterrupt, speak } from '../interrupt';
 import { missingDirectories, removeEmptyDirectories, removeEmptyDirectoriesSync } from '../created-dirs';
@@ -51,6 +53,7 @@ export interface ExportOptions {
   maxRetryWait?: number;
   pageSize?: number;
   dateTo?: 'detect' | 'inclusive' | 'exclusive';
+  allowInsecureHttp?: boolean;
 }
 
 /** The direct mode's options that tune how the service is read: the deployed pipeline reads its stage's settings instead. */
@@ -58,6 +61,7 @@ const DIRECT_ONLY: readonly [keyof ExportOptions, string, string][] = [
   ['maxRetryWait', '--max-retry-wait', "the deployed worker's waits are bounded by its own deadline"],
   ['pageSize', '--page-size', "the deployed pipeline reads the stage's exports.pageSize"],
   ['dateTo', '--date-to', "the deployed pipeline reads the stage's exports.dateTo"],
+  ['allowInsecureHttp', '--allow-insecure-http', "the local mode's sandbox is on loopback, and a stage's baseUrl is https"],
 ];
 
 export function exportCommand(host: CommandHost): Command {
@@ -74,8 +78,12 @@ export function exportCommand(host: CommandHost): Command {
     .option('--replace-formats', "allow a re-export with fewer formats than the period's current export (the others' files are deleted)")
     .option(
       '--base-url <url>',
-      'direct mode: export from this service with the key in ACCTOPS_API_KEY (or set ACCTOPS_BASE_URL); refused with a stack named',
-      httpUrl,
+      'direct mode: export from this service with the key in ACCTOPS_API_KEY (or set ACCTOPS_BASE_URL); https, or http to a loopback host; refused with a stack named',
+      baseUrlArgument,
+    )
+    .option(
+      '--allow-insecure-http',
+      'direct mode: let the base URL be plain http to a host that is not loopback (a service container on a trusted private network); the key then crosses the network in clear, and a warning says so',
     )
     .option('--no-wait', 'AWS mode: return once the exports are requested instead of waiting for their manifests')
     .option(
@@ -368,13 +376,18 @@ function leaveAwsMode(stack: NonNullable<Session['stackNamed']>): string {
  * 75 in docs/architecture.md). With a stack named, the mode is AWS: ACCTOPS_BASE_URL is then the key
  * commands' override of the stack's ServiceBaseUrl (README, "Credentials") and is not read here, so a
  * variable left over from the runbook never turns the export into files in the working directory;
- * `--base-url` there names a second mode and is refused (exit 2), both sources named.
+ * `--base-url` there names a second mode and is refused (exit 2), both sources named. Plain http to a
+ * host that is not loopback is refused (exit 2 for the flag, 3 for the variable) before anything is
+ * sent, unless `--allow-insecure-http` is given, and then a warning says the key goes out in clear
+ * (decision 92).
  */
 function directBaseUrl(
   session: Session,
   opts: ExportOptions,
   stack: Session['stackNamed'],
 ): { url: string; by: BaseUrlSource } | undefined {
+  const allowInsecureHttp = opts.allowInsecureHttp === true;
+  let direct: { url: string; by: BaseUrlSource } | undefined;
   if (opts.baseUrl !== undefined) {
     if (stack !== undefined) {
       throw new UsageError(
@@ -382,12 +395,30 @@ function directBaseUrl(
         `nothing was run: to request it from the stack, drop --base-url; to export from the service, ${leaveAwsMode(stack)}`,
       );
     }
-    return { url: opts.baseUrl, by: '--base-url' };
+    // baseUrlArgument left plain http to this point, where --allow-insecure-http is known.
+    if (isInsecureHttp(opts.baseUrl) && !allowInsecureHttp)
+      throw new UsageError(`--base-url: ${INSECURE_HTTP_REFUSED}`, INSECURE_HTTP_HINT);
+    direct = { url: opts.baseUrl, by: '--base-url' };
+  } else {
+    if (stack !== undefined) return undefined;
+    const hint = 'set it to the service base URL ending in /api/v1, or unset it for the local mode';
+    // Plain http is judged here, not by baseUrlFromEnv, so that its refusal carries its own hint.
+    const url = baseUrlFromEnv(session.env, hint, { allowInsecureHttp: true });
+    if (url !== undefined && isInsecureHttp(url) && !allowInsecureHttp)
+      throw new CliConfigError(`ACCTOPS_BASE_URL is not usable: ${INSECURE_HTTP_REFUSED}`, INSECURE_HTTP_HINT);
+    if (url === undefined) return undefined;
+    direct = { url, by: 'ACCTOPS_BASE_URL (environment)' };
   }
-  if (stack !== undefined) return undefined;
-  const url = baseUrlFromEnv(session.env, 'set it to the service base URL ending in /api/v1, or unset it for the local mode');
-  return url === undefined ? undefined : { url, by: 'ACCTOPS_BASE_URL (environment)' };
+  // Said whenever the key goes out in clear, --json or not: the flag alone is easy to leave in a script.
+  if (isInsecureHttp(direct.url))
+    session.out.note(
+      `acctops: warning: --allow-insecure-http: ${direct.by} is plain http to a host that is not loopback; ACCTOPS_API_KEY is sent in clear with every request, readable by anyone on the network path`,
+    );
+  return direct;
 }
+
+const INSECURE_HTTP_HINT =
+  "nothing was sent: use the service's https URL, or an http URL on this machine (localhost, 127.0.0.1, [::1]; a published container port or an SSH tunnel gives one); for a service container on a trusted private network only, add --allow-insecure-http";
 
 /**
  * The report for people: the table and the manifests on stdout; its notes on stderr, as every

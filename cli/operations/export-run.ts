@@ -458,6 +458,8 @@ export interface DirectExportOptions {
   maxRetryWait?: number;
   pageSize?: number;
   dateTo?: 'detect' | 'inclusive' | 'exclusive';
+  /** `--allow-insecure-http`: the client may send the key over plain http to a host that is not loopback (decision 92). */
+  allowInsecureHttp?: boolean;
 }
 
 /**
@@ -472,6 +474,7 @@ function directClientSettings(context: OperationsContext, opts: DirectExportOpti
   return {
     ...(opts.pageSize !== undefined ? { pageSize: opts.pageSize } : {}),
     ...(opts.dateTo !== undefined ? { dateTo: opts.dateTo } : {}),
+    ...(opts.allowInsecureHttp === true ? { allowInsecureHttp: true } : {}),
     // No total budget of its own: the attempts and the cap on each wait bound a request.
     retry: { maxRetryAfterMs: opts.maxRetryWait ?? DEFAULT_MAX_RETRY_WAIT_MS, maxElapsedMs: Number.POSITIVE_INFINITY },
     onRetryWait: (wait) => {

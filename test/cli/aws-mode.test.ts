@@ -503,7 +503,14 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       ['keys', 'install', '--company', world.companyId],
     ];
     for (const args of commands) {
-      for (const url of ['not a url', `http://127.0.0.1:9/api/v1?apikey=${pasted}`, `ftp://127.0.0.1/api/v1`, 'http://127.0.0.1:9/']) {
+      // Plain http to a host that is not loopback has no opt-in here: a stage's baseUrl is https (decision 92).
+      for (const url of [
+        'not a url',
+        `http://127.0.0.1:9/api/v1?apikey=${pasted}`,
+        `ftp://127.0.0.1/api/v1`,
+        'http://127.0.0.1:9/',
+        `http://${pasted}.invalid/api/v1`,
+      ]) {
         const result = await acctops(args, { ACCTOPS_BASE_URL: url, ACCTOPS_API_KEY: world.initialKey.apiKey });
         expect(result.code).toBe(3);
         expect(result.stderr.trim().split('\n')).toHaveLength(1);

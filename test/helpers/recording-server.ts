@@ -1,5 +1,5 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import { closeServer, listenOnLoopback } from './loopback';
+import { closeServer, listenOn, listenOnLoopback } from './loopback';
 
 /**
  * A tiny HTTP server on 127.0.0.1, port 0, that records every request it gets: the "foreign
@@ -36,8 +36,13 @@ const EMPTY_PAGE: CannedResponse = {
   body: JSON.stringify({ count: 0, next: null, previous: null, results: [] }),
 };
 
+/**
+ * `host`: the address to listen on, 127.0.0.1 unless given (a test of what the CLI refuses to send
+ * to a host that is not loopback listens on one of this machine's other addresses, nonLoopbackAddress).
+ */
 export async function startRecordingServer(
   respond: (request: RecordedRequest) => CannedResponse = () => EMPTY_PAGE,
+  host?: string,
 ): Promise<RecordingServer> {
   const requests: RecordedRequest[] = [];
   const server = createServer((req, res) => {
@@ -56,7 +61,7 @@ export async function startRecordingServer(
       res.end(answer.body);
     });
   });
-  const origin = await listenOnLoopback(server);
+  const origin = host === undefined ? await listenOnLoopback(server) : await listenOn(server, host);
   let stopped: Promise<void> | undefined;
   return {
     origin,

@@ -3,7 +3,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CommanderError, InvalidArgumentError } from 'commander';
 import {
+  baseUrlArgument,
   baseUrlFromEnv,
+  isInsecureHttp,
   duration,
   email,
   exportTarget,
@@ -195,6 +197,46 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
         thrown = error;
       }
       expect(describeError(thrown)).toMatchObject({ exitCode: ExitCode.config, message: 'ACCTOPS_BASE_URL is empty', hint });
+    }
+  });
+
+  it('refuses plain http to a host that is not loopback: --base-url after its action knows the opt-in, ACCTOPS_BASE_URL (the key commands) with exit 3', () => {
+    const hint = "set it to the stage's baseUrl";
+    for (const raw of [
+      'http://10.0.0.5/api/v1',
+      'http://192.168.1.2:4010/api/v1',
+      'http://127.0.0.1.nip.io/api/v1',
+      `http://${CANARY.apiKey}.example/api/v1`,
+    ]) {
+      expect(() => httpUrl(raw)).toThrow(InvalidArgumentError);
+      expect(() => httpUrl(raw)).toThrow(
+        /^plain http is accepted only to a loopback host .* the company key would cross the network in clear; use https$/,
+      );
+      // Commander's parser leaves it to the action, which refuses it unless --allow-insecure-http was given.
+      expect(baseUrlArgument(raw)).toBe(raw);
+      expect(isInsecureHttp(raw)).toBe(true);
+      expect(httpUrl(raw, { allowInsecureHttp: true })).toBe(raw);
+      let thrown: unknown;
+      try {
+        baseUrlFromEnv({ ACCTOPS_BASE_URL: raw }, hint);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(describeError(thrown)).toMatchObject({
+        exitCode: ExitCode.config,
+        message: expect.stringMatching(/^ACCTOPS_BASE_URL is not usable: plain http is accepted only to a loopback host/),
+        hint,
+      });
+      expectNoCanaries(describeError(thrown), 'plain http refusal');
+    }
+    for (const raw of [
+      'http://127.0.0.1:4010/api/v1',
+      'http://localhost:4010/api/v1',
+      'http://[::1]:4010/api/v1',
+      'https://10.0.0.5/api/v1',
+    ]) {
+      expect(httpUrl(raw)).toBe(raw);
+      expect(isInsecureHttp(raw)).toBe(false);
     }
   });
 
