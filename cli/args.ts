@@ -230,7 +230,7 @@ export interface InsecureHttpOption {
  * clear. Names neither the URL nor its host (a key may have been pasted anywhere in it).
  */
 export const INSECURE_HTTP_REFUSED =
-  'plain http is accepted only to a loopback host (localhost, 127.0.0.0/8, [::1]): the company key would cross the network in clear; use https';
+  'plain http is accepted only to a loopback host (localhost, 127.0.0.0/8, [::1]): the company key would cross the network in clear';
 
 /**
  * The service's base URL, `/api/v1` included: the spec's paths are relative to `{base_url}/api/v1`

@@ -418,7 +418,7 @@ function directBaseUrl(
 }
 
 const INSECURE_HTTP_HINT =
-  "nothing was sent: use the service's https URL, or an http URL on this machine (localhost, 127.0.0.1, [::1]; a published container port or an SSH tunnel gives one); for a service container on a trusted private network only, add --allow-insecure-http";
+  "nothing was sent: use the service's https URL, or an http URL on this machine (a published container port or an SSH tunnel gives one); for a service container on a trusted private network only, add --allow-insecure-http";
 
 /**
  * The report for people: the table and the manifests on stdout; its notes on stderr, as every

@@ -52,7 +52,7 @@ describe('acctops export: plain http only to loopback, unless --allow-insecure-h
     const result = await run(['export', ...flag(baseUrl), '--month', '2026-10', '--out', 'files']);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(
-      /^acctops: error: --base-url: plain http is accepted only to a loopback host \(localhost, 127\.0\.0\.0\/8, \[::1\]\): the company key would cross the network in clear; use https \(nothing was sent: .*add --allow-insecure-http\)\n$/,
+      /^acctops: error: --base-url: plain http is accepted only to a loopback host \(localhost, 127\.0\.0\.0\/8, \[::1\]\): the company key would cross the network in clear \(nothing was sent: .*add --allow-insecure-http\)\n$/,
     );
     expect(result.stderr).not.toContain(host);
     expect(result.stdout).toBe('');
