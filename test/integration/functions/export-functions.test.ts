@@ -67,6 +67,26 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
   const context = lambdaContexts({ remainingMs: 900_000 });
 
+  /** A read key of the company, in a secret tagged as the key-rotation construct tags it (an imported one may have any name). */
+  async function storeReadKey(companyId: string, name: string) {
+    const key = await sandbox.admin.createApiKey({ companyId, permissions: ['read_transactions', 'read_categories', 'read_tax_reports'] });
+    secrets.push(key.key);
+    const secretString = serializeCompanyKeySecret({
+      apiKey: key.key,
+      apiKeyId: key.publicId,
+      keyPrefix: keyPrefix(key.key),
+      companyId,
+      permissions: key.permissions,
+      createdAt: new Date().toISOString(),
+    });
+    const tags = [
+      { Key: COMPANY_KEY_TAGS.purpose, Value: PURPOSE_COMPANY_KEY },
+      { Key: COMPANY_KEY_TAGS.company, Value: companyId },
+    ];
+    await sdk.send(new CreateSecretCommand({ Name: name, SecretString: secretString, Tags: tags }));
+    return key;
+  }
+
   beforeAll(async () => {
     [sandbox, s3, dynamo, sm, recorder] = await Promise.all([
       startSandbox({ dialect, demo: false }),
@@ -96,28 +116,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     for (const company of [keyed, userOnly, notServed]) await sandbox.admin.generateTransactions({ companyId: company, month, count: 150 });
 
     // The keyed company's API key lives in a tagged secret, as the key-rotation construct keeps it.
-    const key = await sandbox.admin.createApiKey({
-      companyId: keyed,
-      permissions: ['read_transactions', 'read_categories', 'read_tax_reports'],
-    });
-    secrets.push(key.key);
-    await sdk.send(
-      new CreateSecretCommand({
-        Name: `acctops/test/company/${keyed}`,
-        SecretString: serializeCompanyKeySecret({
-          apiKey: key.key,
-          apiKeyId: key.publicId,
-          keyPrefix: keyPrefix(key.key),
-          companyId: keyed,
-          permissions: key.permissions,
-          createdAt: new Date().toISOString(),
-        }),
-        Tags: [
-          { Key: COMPANY_KEY_TAGS.purpose, Value: PURPOSE_COMPANY_KEY },
-          { Key: COMPANY_KEY_TAGS.company, Value: keyed },
-        ],
-      }),
-    );
+    await storeReadKey(keyed, `acctops/test/company/${keyed}`);
     // The keyed company is registered; a removed one is not planned.
     const registry = new CompanyRegistry(new DynamoDbRegistryTable({ client: ddb, tableName: REGISTRY_TABLE }), {
       defaultFormats: ['jsonl', 'csv', 'parquet'],
@@ -411,28 +410,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
     it('export-period refuses a removed company whose key secret outlived the removal (imported by the stack): ExportFailed company_removed, not retried, nothing read or written', async () => {
       // `companies remove` keeps a secret the stack imports (cdk.json existingSecretArn): the key is still found by its tags.
-      const key = await sandbox.admin.createApiKey({
-        companyId: notServed,
-        permissions: ['read_transactions', 'read_categories', 'read_tax_reports'],
-      });
-      secrets.push(key.key);
-      await sdk.send(
-        new CreateSecretCommand({
-          Name: `legacy/erp/${notServed}`,
-          SecretString: serializeCompanyKeySecret({
-            apiKey: key.key,
-            apiKeyId: key.publicId,
-            keyPrefix: keyPrefix(key.key),
-            companyId: notServed,
-            permissions: key.permissions,
-            createdAt: new Date().toISOString(),
-          }),
-          Tags: [
-            { Key: COMPANY_KEY_TAGS.purpose, Value: PURPOSE_COMPANY_KEY },
-            { Key: COMPANY_KEY_TAGS.company, Value: notServed },
-          ],
-        }),
-      );
+      const key = await storeReadKey(notServed, `legacy/erp/${notServed}`);
       // Any producer on the exports bus may ask (the CLI and the webhook refuse a removed company themselves).
       await handlers.request(
         {
@@ -469,28 +447,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     it('export-period refuses a company whose registry entry fails its schema: ExportFailed company_entry_damaged naming the field, not retried, nothing read or written', async () => {
       const damaged = (await sandbox.admin.createCompany()).publicId;
       await sandbox.admin.generateTransactions({ companyId: damaged, month: period, count: 20 });
-      const key = await sandbox.admin.createApiKey({
-        companyId: damaged,
-        permissions: ['read_transactions', 'read_categories', 'read_tax_reports'],
-      });
-      secrets.push(key.key);
-      await sdk.send(
-        new CreateSecretCommand({
-          Name: `acctops/test/company/${damaged}`,
-          SecretString: serializeCompanyKeySecret({
-            apiKey: key.key,
-            apiKeyId: key.publicId,
-            keyPrefix: keyPrefix(key.key),
-            companyId: damaged,
-            permissions: key.permissions,
-            createdAt: new Date().toISOString(),
-          }),
-          Tags: [
-            { Key: COMPANY_KEY_TAGS.purpose, Value: PURPOSE_COMPANY_KEY },
-            { Key: COMPANY_KEY_TAGS.company, Value: damaged },
-          ],
-        }),
-      );
+      const key = await storeReadKey(damaged, `acctops/test/company/${damaged}`);
       // A hand edit past the CLI: active, a readable currency and no removal, but a field the schema refuses.
       await new DynamoDbRegistryTable({ client: ddb, tableName: REGISTRY_TABLE }).putItem({
         companyId: damaged,
