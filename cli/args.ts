@@ -2,7 +2,7 @@ import { InvalidArgumentError, type Command, type Option } from 'commander';
 import { EARLIEST_PERIOD, parsePeriod } from '../src/core/exports/formats/period';
 import { CURRENCY_CODE_EXPECTED, isoCurrencyCode } from '../contract/currency';
 import { baseUrlProblem, insecureHttp } from '../contract/setting-rules';
-import { FORMATS, type ExportFormat } from '../src/core/exports/formats/datasets';
+import { CSV_DIALECTS, FORMATS, type CsvDialect, type ExportFormat } from '../src/core/exports/formats/datasets';
 import { parseTaxReportFieldList, TAX_REPORT_FIELDS, type TaxReportFieldNames } from '../src/core/exports/formats/tax-report-fields';
 import { ValidationError } from '../src/core/shared/errors';
 import { onboardInputSchema } from '../src/core/tokens/onboard-input';
@@ -173,6 +173,13 @@ export function formats(raw: string): ExportFormat[] {
   const unknown = list.filter((f) => !(FORMATS as readonly string[]).includes(f));
   if (list.length === 0 || unknown.length > 0) throw new InvalidArgumentError(`expected a comma-separated list of ${FORMATS.join(', ')}`);
   return [...new Set(list)] as ExportFormat[];
+}
+
+/** `standard` or `excel-de` (`EXCEL-DE` read as `excel-de`): how the CSV is spelt. */
+export function csvDialect(raw: string): CsvDialect {
+  const value = raw.trim().toLowerCase();
+  if (!(CSV_DIALECTS as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected ${CSV_DIALECTS.join(' or ')}`);
+  return value as CsvDialect;
 }
 
 /** `periodEnd=endDate,periodStart=startDate`: the service's names of our tax-report fields. */

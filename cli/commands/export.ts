@@ -9,9 +9,10 @@ import {
   removeLocalDirectoriesMade,
   type DirObjectStore,
 } from '../../src/adapters/local/dir-object-store';
-import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
+import { CSV_DIALECTS, FORMATS, type CsvDialect, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import {
   baseUrlFromEnv,
+  csvDialect as parseCsvDialect,
   currencyCode,
   dateToMode,
   duration,
@@ -46,6 +47,7 @@ export interface ExportOptions {
   out?: ExportTarget;
   format?: ExportFormat[];
   replaceFormats?: boolean;
+  csvDialect?: CsvDialect;
   baseUrl?: string;
   wait?: boolean;
   taxReportFields?: TaxReportFieldNames;
@@ -76,6 +78,11 @@ export function exportCommand(host: CommandHost): Command {
     )
     .option('--format <list>', `comma-separated formats (default: ${FORMATS.join(',')})`, parseFormats)
     .option('--replace-formats', "allow a re-export with fewer formats than the period's current export (the others' files are deleted)")
+    .option(
+      `--csv-dialect <${CSV_DIALECTS.join('|')}>`,
+      "the CSV's spelling (default: standard, RFC 4180); excel-de: ';', decimal comma and date-times a German Excel reads; to a local directory only, not in AWS mode",
+      parseCsvDialect,
+    )
     .option(
       '--base-url <url>',
       'direct mode: export from this service with the key in ACCTOPS_API_KEY (or set ACCTOPS_BASE_URL); https, or http to a loopback host; refused with a stack named',
@@ -139,6 +146,7 @@ export function exportCommand(host: CommandHost): Command {
               `acctops: note: ACCTOPS_BASE_URL (environment) is not used by export in AWS mode, which ${stack.by} picks: the export is requested from the pipeline of ${stack.name}, which reads the stage's baseUrl; for a direct export from that URL, ${leaveAwsMode(stack)}`,
             );
           }
+          refuseCsvDialectWhereUnfit(opts, direct === undefined && stack !== undefined);
           // AWS mode only requests exports and waits for their manifests: nothing here to stop.
           const stopOnInterrupt =
             direct === undefined && stack !== undefined ? () => undefined : stopExportOnInterrupt(session, opts.out, bars);
@@ -158,6 +166,7 @@ export function exportCommand(host: CommandHost): Command {
                 out: opts.out,
                 formats: opts.format,
                 replaceFormats: opts.replaceFormats,
+                ...(opts.csvDialect !== undefined ? { csvDialect: opts.csvDialect } : {}),
                 taxReportFields: opts.taxReportFields,
                 defaultCurrency: opts.defaultCurrency,
                 wait: opts.wait !== false,
@@ -212,6 +221,28 @@ export function exportCommand(host: CommandHost): Command {
         { beforeWorkUntilSteps: true },
       ),
     );
+}
+
+/**
+ * `--csv-dialect` other than standard where it would do nothing (no csv among `--format`) or land
+ * where programs read the exports (`--out s3://…`; AWS mode refuses it in its own operations, with
+ * the stack's pipeline named): exit 2 before anything runs (decision 95).
+ */
+function refuseCsvDialectWhereUnfit(opts: ExportOptions, awsMode: boolean): void {
+  const dialect = opts.csvDialect;
+  if (dialect === undefined || dialect === 'standard') return;
+  if (opts.format && !opts.format.includes('csv')) {
+    throw new UsageError(
+      `--csv-dialect ${dialect} spells the CSV, but --format ${opts.format.join(',')} writes none`,
+      `nothing was run: add csv to --format, or drop --csv-dialect`,
+    );
+  }
+  if (!awsMode && opts.out?.kind === 's3') {
+    throw new UsageError(
+      `--csv-dialect ${dialect} is written only to a local directory: a bucket is where programs read the exports (DuckDB, Spark or a script over every period's files), which expect the standard CSV`,
+      `nothing was run: export to a directory (--out ./dir) for the spreadsheet, or drop --csv-dialect for the bucket`,
+    );
+  }
 }
 
 function athenaBehindText(datasets: readonly string[]): string {
@@ -426,7 +457,11 @@ const INSECURE_HTTP_HINT =
  * prints no note: the report holds their facts (`undatedTaxReports`, `monthOpen`, …).
  */
 export function renderExport(out: Output, report: ExportReport): void {
-  out.line(`Export of ${report.month} (${report.mode} mode, ${report.formats.join(', ')}) to ${report.out}`);
+  // The dialect is named only when it is not the standard one, so the usual line stays as it was.
+  const formats = report.formats.map((f) =>
+    f === 'csv' && report.csvDialect && report.csvDialect !== 'standard' ? `csv (${report.csvDialect})` : f,
+  );
+  out.line(`Export of ${report.month} (${report.mode} mode, ${formats.join(', ')}) to ${report.out}`);
   out.table(
     report.companies,
     [

@@ -451,6 +451,11 @@ export class AwsOperations implements Operations {
         "--tax-report-fields is for the local and direct modes: the deployed pipeline reads the stage's exports.taxReportFields",
         'set exports.taxReportFields for the stage in cdk.json and deploy, or use direct mode (--base-url with ACCTOPS_API_KEY, no stack named)',
       );
+    if (request.csvDialect !== undefined && request.csvDialect !== 'standard')
+      throw new UsageError(
+        `--csv-dialect ${request.csvDialect} is for exports to a local directory (local and direct modes): the deployed pipeline writes the standard CSV into the stack's bucket, where programs read every period alike (docs/exports.md, "CSV dialects")`,
+        `drop --csv-dialect, or export to a directory in the local or direct mode: \`acctops export --base-url <url> --out ./dir --csv-dialect ${request.csvDialect}\` with ACCTOPS_API_KEY, no stack named`,
+      );
     if (request.defaultCurrency)
       throw new UsageError(
         "--default-currency is for the local and direct modes: the deployed pipeline labels transactions without a currency with the company's registered default currency (EUR when it has none)",
@@ -500,6 +505,7 @@ export class AwsOperations implements Operations {
       mode: 'aws',
       out: store.url('exports'),
       formats: options.formats ?? [...FORMATS],
+      csvDialect: (options.formats ?? FORMATS).includes('csv') ? 'standard' : null,
       defaultCurrency: null,
       companies: [...rows.values()],
       skipped,

@@ -14,7 +14,7 @@ import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { DEFAULT_TIME_ZONE, previousMonth } from '../../src/core/exports/formats/period';
 import { DEFAULT_CURRENCY } from '../../src/core/exports/formats/currency';
 import type { PeriodExportSummary } from '../../src/core/exports/formats/period-exporter';
-import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
+import { FORMATS, type CsvDialect, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import { systemClock, type Clock } from '../../src/core/shared/clock';
 import type { Logger } from '../../src/core/shared/logger';
 import { awsRegion, rejectAwsModeOptions, type BaseUrlSource, type ExportTarget } from '../args';
@@ -53,6 +53,7 @@ interface ExportRun {
   baseUrl: string;
   formats: readonly ExportFormat[];
   replaceFormats?: boolean;
+  csvDialect?: CsvDialect;
   month: string;
   onProgress?: CompanyProgress;
   taxReportFields?: TaxReportFieldNames;
@@ -293,6 +294,11 @@ function formatLoss(companyId: string | null, error: unknown, companies: number)
   );
 }
 
+/** The report's `csvDialect`: the CSV's, null when no CSV was asked for. */
+export function reportedDialect(formats: readonly ExportFormat[], dialect: CsvDialect | undefined): CsvDialect | null {
+  return formats.includes('csv') ? (dialect ?? 'standard') : null;
+}
+
 /** One company's month through the pipeline's use case (exportCompanyPeriod), as a summary row. */
 async function exportCompany(
   run: ExportRun,
@@ -317,6 +323,7 @@ async function exportCompany(
       trigger: { kind: 'on_demand', requestId: 'acctops-cli', via: 'cli' },
       formats: run.formats,
       replaceFormats: run.replaceFormats,
+      ...(run.csvDialect !== undefined ? { csvDialect: run.csvDialect } : {}),
       onProgress: run.onProgress && ((p) => run.onProgress!(companyId, p)),
     },
   );
@@ -347,6 +354,8 @@ export async function exportLocal(
     store?: ObjectStore;
     formats?: readonly ExportFormat[];
     replaceFormats?: boolean;
+    /** Checked by the command (a directory only, with csv among the formats) and again by the exporter. */
+    csvDialect?: CsvDialect;
     taxReportFields?: TaxReportFieldNames;
     defaultCurrency?: string;
     onProgress?: CompanyProgress;
@@ -386,6 +395,7 @@ export async function exportLocal(
     mode: 'local',
     out: store.url(EXPORT_ROOT),
     formats,
+    csvDialect: reportedDialect(formats, options.csvDialect),
     defaultCurrency: options.defaultCurrency ?? null,
     companies: rows,
     skipped,
@@ -408,6 +418,7 @@ async function exportCompanies(
     baseUrl: world.baseUrl,
     formats,
     replaceFormats: options.replaceFormats,
+    csvDialect: options.csvDialect,
     month,
     onProgress: options.onProgress,
     // The embedded service's names (its dialect's) unless --tax-report-fields gives some: that wins, whole.
@@ -450,6 +461,7 @@ export interface DirectExportOptions {
   out?: ExportTarget;
   format?: ExportFormat[];
   replaceFormats?: boolean;
+  csvDialect?: CsvDialect;
   taxReportFields?: TaxReportFieldNames;
   defaultCurrency?: string;
   /** False with --no-wait, an option of the AWS mode: refused here. */
@@ -516,6 +528,7 @@ export async function exportDirect(
     mode: 'direct',
     out: store.url(EXPORT_ROOT),
     formats,
+    csvDialect: reportedDialect(formats, opts.csvDialect),
     defaultCurrency,
     companies: [row],
     skipped: [],
@@ -543,6 +556,7 @@ async function directRow(
         companyId: opts.company,
         formats,
         replaceFormats: opts.replaceFormats,
+        ...(opts.csvDialect !== undefined ? { csvDialect: opts.csvDialect } : {}),
         taxReportFields: opts.taxReportFields,
         defaultCurrency,
         toolVersion: TOOL_VERSION,

@@ -226,6 +226,7 @@ export class LocalOperations implements Operations {
           store: request.out && run.storeFor(this.context, request.out),
           formats: request.formats,
           replaceFormats: request.replaceFormats,
+          csvDialect: request.csvDialect,
           taxReportFields: request.taxReportFields,
           defaultCurrency: request.defaultCurrency,
           onProgress: request.onProgress,

@@ -2,7 +2,7 @@ import type { Finding, InstallOutcome, KeyStatus, RetireOutcome, RevocationOutco
 import type { AddResult, RegistryFinding, RemoveResult } from '../../src/core/companies/company-registry';
 import type { ExportProgress } from '../../src/core/exports/pipeline/export-sources';
 import type { AmountTotal } from '../../src/core/exports/formats/totals';
-import type { ExportFormat } from '../../src/core/exports/formats/datasets';
+import type { CsvDialect, ExportFormat } from '../../src/core/exports/formats/datasets';
 import type { TokenStatus } from '../../src/core/tokens/token-store';
 import type {
   OnboardInput,
@@ -386,6 +386,8 @@ export interface ExportRequest {
   out?: ExportTarget;
   formats?: ExportFormat[];
   replaceFormats?: boolean;
+  /** Local mode (and direct) only, and only to a directory: `excel-de` (decision 95). AWS mode refuses it. */
+  csvDialect?: CsvDialect;
   /** Local mode only: the service's names of our tax-report fields (AWS mode: the stage's exports.taxReportFields). */
   taxReportFields?: TaxReportFieldNames;
   /** Local mode only: the currency of transactions the service sends without one, over each company's registered one. */
@@ -472,6 +474,8 @@ export interface ExportReport {
   mode: 'local' | 'direct' | 'aws';
   out: string;
   formats: ExportFormat[];
+  /** The dialect of the CSV files written (`standard` in AWS mode); null when `formats` has no csv. */
+  csvDialect: CsvDialect | null;
   /**
    * The currency of transactions sent without one when one applies to every company: --default-currency,
    * or EUR in direct mode (no registry). Null in the local mode without the flag and in AWS mode, where

@@ -74,14 +74,14 @@ function isPlainDecimal(text: string): boolean {
 }
 
 /** Formats minor units as an exact decimal string: -50n is "-0.50", 4999n is "49.99". */
-export function formatMinorUnits(minor: MinorUnits, fractionDigits = MINOR_DIGITS): string {
+export function formatMinorUnits(minor: MinorUnits, fractionDigits = MINOR_DIGITS, decimalMark = '.'): string {
   const negative = minor < 0n;
   const abs = negative ? -minor : minor;
   if (fractionDigits === 0) return `${negative ? '-' : ''}${abs.toString()}`;
   // Digits, then the point: no bigint division (this runs for every amount of a CSV export).
   const digits = abs.toString().padStart(fractionDigits + 1, '0');
   const point = digits.length - fractionDigits;
-  return `${negative ? '-' : ''}${digits.slice(0, point)}.${digits.slice(point)}`;
+  return `${negative ? '-' : ''}${digits.slice(0, point)}${decimalMark}${digits.slice(point)}`;
 }
 
 /** zod schema for an amount field in either encoding; the output is exact minor units. */

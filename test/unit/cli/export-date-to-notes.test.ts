@@ -33,6 +33,7 @@ describe('export report: the last day read on its own', () => {
       mode,
       out: 'x',
       formats: ['csv'],
+      csvDialect: 'standard',
       defaultCurrency: null,
       companies: [row],
       skipped: [],

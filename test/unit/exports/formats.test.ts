@@ -16,6 +16,7 @@ import type { ExportFormat } from '../../../src/core/exports/formats/datasets';
 import { createWriter, FORMAT_FILES } from '../../../src/core/exports/formats/writers';
 import { ValidationError } from '../../../src/core/shared/errors';
 import { CATEGORIES, PARQUET_DECOMPRESSORS, transaction, transactions } from '../../helpers/export-fixtures';
+import { formulaCells, parseSpreadsheetCsv } from '../../helpers/spreadsheet-csv';
 
 const NAMES = new Map(CATEGORIES.map((c) => [c.parsed.publicId, c.parsed.name]));
 
@@ -527,55 +528,3 @@ describe('export formats', () => {
     );
   });
 });
-
-/**
- * How a spreadsheet reads a CSV with `separator` as its list separator: a field is quoted only
- * when it starts with a quote (RFC 4180 inside); elsewhere quotes are plain characters.
- */
-function parseSpreadsheetCsv(text: string, separator: string): string[][] {
-  const ends = (c: string) => c === separator || c === '\r' || c === '\n';
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let i = 0;
-  while (i < text.length) {
-    let cell = '';
-    if (text[i] === '"') {
-      i++;
-      for (;;) {
-        if (i >= text.length) break;
-        if (text[i] === '"') {
-          if (text[i + 1] === '"') {
-            cell += '"';
-            i += 2;
-            continue;
-          }
-          i++;
-          break;
-        }
-        cell += text[i++];
-      }
-      // Anything between the closing quote and the next separator is appended as is.
-      while (i < text.length && !ends(text[i]!)) cell += text[i++];
-    } else {
-      while (i < text.length && !ends(text[i]!)) cell += text[i++];
-    }
-    row.push(cell);
-    if (text[i] === separator) {
-      i++;
-    } else {
-      // CRLF, or a lone CR or LF: each ends a row outside a quoted field.
-      i += text[i] === '\r' && text[i + 1] === '\n' ? 2 : 1;
-      rows.push(row);
-      row = [];
-    }
-  }
-  return rows;
-}
-
-/**
- * The cells a spreadsheet would run: a formula character first, after whitespace and quotes it
- * skips (or a tab or CR first, OWASP's other two); numbers such as `-49.99` are numbers.
- */
-function formulaCells(rows: readonly (readonly string[])[]): string[] {
-  return rows.flat().filter((cell) => (/^[\s"]*[=+\-@]/.test(cell) || /^[\t\r]/.test(cell)) && !/^-?\d+(\.\d+)?$/.test(cell));
-}

@@ -3,6 +3,7 @@ import { minorUnitDigits } from './currency';
 import type { ObjectSink, WrittenObject } from './object-sink';
 import { cellReader, type Cell, type CellReader, type ColumnKind, type Row, type TableColumn } from './dataset-tables';
 import type { RecordWriter } from './writers';
+import type { CsvDialect } from './datasets';
 
 /**
  * CSV for people: RFC 4180 (comma, CRLF, quotes doubled), UTF-8 with a byte order mark so that
@@ -19,6 +20,12 @@ import type { RecordWriter } from './writers';
  * in front of it, which makes Excel take the part as text. `Rent;=HYPERLINK(…)` becomes
  * `"Rent;'=HYPERLINK(…)"`, `Invoice\n=1+1` becomes `"Invoice\n'=1+1"`, ` =1+1` becomes `" '=1+1"`,
  * `\r=1+1` becomes `"'\r'=1+1"` (the CR opens the cell and ends a `;` reader's row).
+ *
+ * The `excel-de` dialect (decision 95) changes only what a German spreadsheet would misread: `;`
+ * between fields, a decimal comma in amounts (a `.` there is its thousands separator, so `-1.003`
+ * KWD would be read as -1003), and instants as `YYYY-MM-DD HH:MM:SS`, which it takes as a date-time
+ * where the ISO `T…Z` form stays text. Text cells are the same in both: quoted when they hold `,`
+ * or `;`, and defused for both list separators, since either program may open either file.
  */
 export const CSV_BOM = '\uFEFF';
 const CHUNK_CHARS = 64 * 1024;
@@ -54,7 +61,9 @@ export class CsvWriter implements RecordWriter {
   /** The last row's currency and its fraction digits: a month is nearly always one currency. */
   private lastCurrency: string | undefined;
   private lastDigits = 2;
-  private readonly timestamps = new TimestampFormatter();
+  private readonly timestamps: TimestampFormatter;
+  private readonly separator: string;
+  private readonly decimalMark: string;
   /**
    * Per column, the last value written and its cell, for the text and integer columns whose values
    * repeat (currency, cashflow type, category, bank account, offset): a comparison instead of the
@@ -70,9 +79,14 @@ export class CsvWriter implements RecordWriter {
     private readonly sink: ObjectSink,
     private readonly columns: readonly TableColumn[],
     private readonly readCells: CellReader = cellReader(columns),
+    dialect: CsvDialect = 'standard',
   ) {
+    const excel = dialect === 'excel-de';
+    this.separator = excel ? ';' : ',';
+    this.decimalMark = excel ? ',' : '.';
+    this.timestamps = new TimestampFormatter(excel ? 'spreadsheet' : 'iso');
     this.cells = columns.map(() => null);
-    this.pending = `${CSV_BOM}${columns.map((c) => quote(c.name)).join(',')}\r\n`;
+    this.pending = `${CSV_BOM}${columns.map((c) => quote(c.name)).join(this.separator)}\r\n`;
     this.repeats = columns.map((c) => !c.unique && (c.kind === 'text' || c.kind === 'integer'));
     this.lastValues = columns.map(() => null);
     this.lastCells = columns.map(() => '');
@@ -81,13 +95,14 @@ export class CsvWriter implements RecordWriter {
   write(_raw: unknown, row: Row): Promise<void> | undefined {
     let line = '';
     const cells = this.cells;
+    const separator = this.separator;
     this.readCells(row, cells);
     for (let i = 0; i < this.columns.length; i++) {
       const column = this.columns[i]!;
-      if (i > 0) line += ',';
+      if (i > 0) line += separator;
       const value = cells[i]!;
       if (value === null) continue;
-      if (column.kind === 'decimal') line += formatMinorUnits(value as bigint, this.digitsOf(row, column));
+      if (column.kind === 'decimal') line += formatMinorUnits(value as bigint, this.digitsOf(row, column), this.decimalMark);
       else if (column.kind === 'timestamp') line += this.timestamps.format(value as number);
       else if (!this.repeats[i]) line += csvCell(column.kind, value);
       else if (value === this.lastValues[i]) line += this.lastCells[i]!;
@@ -136,23 +151,37 @@ const DAY_MS = 86_400_000;
  * `new Date(ms).toISOString()` for the timestamps of one export, which arrive roughly in order: the
  * date part is kept while the day stays the same and the time of day is written by hand, without
  * a Date object per cell. Anything outside years 0000-9999 goes to toISOString.
+ *
+ * The `spreadsheet` style is the same instant in UTC as `2026-09-30 22:30:00`, with `,123` after
+ * the seconds only when there are milliseconds: the form a German Excel or LibreOffice takes as a
+ * date-time (their decimal mark, no `T`, no `Z`); an ISO `T…Z` or a `.123` fraction stays text there.
  */
 export class TimestampFormatter {
   private dayStart = Number.NaN;
   private datePart = '';
+  private readonly dateEnd: string;
+
+  constructor(private readonly style: 'iso' | 'spreadsheet' = 'iso') {
+    this.dateEnd = style === 'iso' ? 'T' : ' ';
+  }
 
   format(ms: number): string {
     let offset = ms - this.dayStart;
     if (!(offset >= 0 && offset < DAY_MS) || !Number.isInteger(ms)) {
       const iso = new Date(ms).toISOString();
+      // Years past 9999 or before 0 (`+012345-…`): no spreadsheet reads them as dates either way.
       if (iso.length !== 24) return iso;
       this.dayStart = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
-      this.datePart = iso.slice(0, 11);
+      this.datePart = `${iso.slice(0, 10)}${this.dateEnd}`;
       offset = ms - this.dayStart;
     }
     const millis = offset % 1000;
     const seconds = (offset - millis) / 1000;
-    return `${this.datePart}${TWO[(seconds / 3600) | 0]}:${TWO[((seconds / 60) | 0) % 60]}:${TWO[seconds % 60]}.${THREE[millis]}Z`;
+    // One template per style: the ISO one is the standard CSV's hot path (npm run bench).
+    if (this.style === 'iso')
+      return `${this.datePart}${TWO[(seconds / 3600) | 0]}:${TWO[((seconds / 60) | 0) % 60]}:${TWO[seconds % 60]}.${THREE[millis]}Z`;
+    const time = `${this.datePart}${TWO[(seconds / 3600) | 0]}:${TWO[((seconds / 60) | 0) % 60]}:${TWO[seconds % 60]}`;
+    return millis === 0 ? time : `${time},${THREE[millis]}`;
   }
 }
 

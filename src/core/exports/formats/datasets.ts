@@ -124,3 +124,12 @@ export { DATASETS, type DatasetName };
 
 export const FORMATS = ['jsonl', 'csv', 'parquet'] as const;
 export type ExportFormat = (typeof FORMATS)[number];
+
+/**
+ * How a CSV file is spelt (docs/exports.md, "CSV dialects"). `standard` is RFC 4180 with `.` decimals
+ * and ISO instants, what every program and the deployed pipeline read; `excel-de` is for a
+ * spreadsheet with a German locale (`;`, decimal comma, instants without `T` and `Z`), written only
+ * to a local directory (decision 95).
+ */
+export const CSV_DIALECTS = ['standard', 'excel-de'] as const;
+export type CsvDialect = (typeof CSV_DIALECTS)[number];

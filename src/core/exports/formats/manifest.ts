@@ -4,7 +4,7 @@ import { ManifestError } from './period-errors';
 import type { ObjectStore } from './object-store';
 import { manifestKey } from './layout';
 import { periodContaining, type Period } from './period';
-import { DATASETS, FORMATS, type DatasetName, type ExportFormat } from './datasets';
+import { CSV_DIALECTS, DATASETS, FORMATS, type DatasetName, type ExportFormat } from './datasets';
 import { lazySchema } from '../../shared/lazy-schema';
 
 /**
@@ -76,6 +76,12 @@ const objectSchema = lazySchema(() =>
     key: z.string(),
     dataset,
     format: z.enum(FORMATS),
+    /**
+     * CSV objects only: the dialect the file is spelt in (docs/exports.md, "CSV dialects"). Written
+     * for every CSV object since decision 95; absent in a manifest written before it, whose CSV is
+     * `standard`. Additive and optional, so schema version 1 still holds.
+     */
+    csvDialect: z.enum(CSV_DIALECTS).optional(),
     contentType: z.string(),
     records: z.number().int().nonnegative(),
     bytes: z.number().int().nonnegative(),

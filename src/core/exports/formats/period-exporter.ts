@@ -20,8 +20,10 @@ import { collectGarbage, publishPeriod } from './publish';
 import { categoriesTable, taxReportsTable, transactionsTable, type Row, type RowContext, type Table } from './dataset-tables';
 import { TotalsAccumulator, type AmountTotal } from './totals';
 import {
+  CSV_DIALECTS,
   DATASETS,
   FORMATS,
+  type CsvDialect,
   type DatasetName,
   type DateToReading,
   type ExportFormat,
@@ -65,6 +67,12 @@ export interface PeriodExportRequest {
    * before anything is read, so a `--format csv` re-export never silently removes the Parquet.
    */
   replaceFormats?: boolean;
+  /**
+   * How the CSV is spelt (default `standard`). `excel-de` is refused for an `s3://` store: the
+   * bucket's readers expect the standard CSV (decision 95). A re-export in another dialect replaces
+   * the period's CSV like any re-export; the manifest names each CSV object's dialect.
+   */
+  csvDialect?: CsvDialect;
   /** The service's base URL, recorded in the manifest (credentials, query and fragment dropped). */
   sourceBaseUrl: string;
 }
@@ -185,6 +193,7 @@ export class PeriodExporter {
     const { company } = request;
     assertCompanyId(company);
     const formats = checkFormats(request.formats);
+    const csvDialect = checkCsvDialect(request.csvDialect, this.deps.store.url(manifestKey(company, period)));
     const selected = checkDatasets(request);
     const baseUrl = sanitizeBaseUrl(request.sourceBaseUrl);
     const runId = this.runIds();
@@ -194,7 +203,7 @@ export class PeriodExporter {
     const logger = this.deps.logger.child({ company, period: period.text, runId });
     const key = manifestKey(company, period);
     const written: WrittenObject[] = [];
-    logger.info('period export started', { datasets: selected, formats });
+    logger.info('period export started', { datasets: selected, formats, ...(csvDialect !== 'standard' ? { csvDialect } : {}) });
 
     try {
       const expected = await store.head(key);
@@ -224,7 +233,17 @@ export class PeriodExporter {
         const wanted = selected.includes(dataset);
         // Categories are read for their names even when they are not exported themselves.
         if (!source || (!wanted && !(dataset === 'categories' && selected.includes('transactions')))) continue;
-        const job = { company, period, range, runId, dataset, formats: wanted ? formats : [], categoryNames, onRow: onRow[dataset] };
+        const job = {
+          company,
+          period,
+          range,
+          runId,
+          dataset,
+          formats: wanted ? formats : [],
+          csvDialect,
+          categoryNames,
+          onRow: onRow[dataset],
+        };
         const result = await this.exportDataset(job, source, written, logger);
         if (wanted) results.set(dataset, result);
       }
@@ -358,6 +377,8 @@ export class PeriodExporter {
       part?: number;
       dataset: DatasetName;
       formats: readonly ExportFormat[];
+      /** Default `standard`: a split month's parts (the deployed pipeline) are always standard. */
+      csvDialect?: CsvDialect;
       categoryNames: ReadonlyMap<string, string | null>;
       onRow: ((row: Row) => void) | undefined;
       /** Which rows to keep, instead of the table's own rule. */
@@ -369,6 +390,7 @@ export class PeriodExporter {
   ): Promise<DatasetResult> {
     const table = TABLES[job.dataset] as Table<Item>;
     const belongs = job.belongs ?? table.belongs;
+    const csvDialect = job.csvDialect ?? 'standard';
     const outputs = job.formats.map((format) => {
       const sink = new ObjectSink(
         this.deps.store,
@@ -377,7 +399,11 @@ export class PeriodExporter {
       );
       return {
         format,
-        writer: createWriter(format, sink, table.columns, { parquetRowGroupRows: this.deps.parquetRowGroupRows, cells: table.cells }),
+        writer: createWriter(format, sink, table.columns, {
+          parquetRowGroupRows: this.deps.parquetRowGroupRows,
+          cells: table.cells,
+          csvDialect,
+        }),
       };
     });
     const totals = table.totals ? new TotalsAccumulator(table.totals) : undefined;
@@ -450,7 +476,8 @@ export class PeriodExporter {
     finished.forEach((outcome, i) => {
       if (outcome.status === 'fulfilled') {
         written.push(outcome.value);
-        objects.push({ ...outcome.value, dataset: job.dataset, format: outputs[i]!.format, records });
+        const format = outputs[i]!.format;
+        objects.push({ ...outcome.value, dataset: job.dataset, format, ...(format === 'csv' ? { csvDialect } : {}), records });
       } else {
         failure ??= { error: outcome.reason };
       }
@@ -593,6 +620,27 @@ function sourceOf(sources: ExportSources, dataset: DatasetName): AsyncIterable<I
     case 'categories':
       return sources.categories;
   }
+}
+
+/**
+ * The request's CSV dialect. `excel-de` never goes to S3: a bucket is where programs read the
+ * exports (DuckDB, Spark or a script over every period's `*.csv`), which expect one dialect, the
+ * standard one; the CLI refuses it there first, with its flags named (decision 95).
+ */
+function checkCsvDialect(dialect: CsvDialect | undefined, url: string): CsvDialect {
+  if (dialect === undefined || dialect === 'standard') return 'standard';
+  if (!(CSV_DIALECTS as readonly string[]).includes(dialect)) {
+    throw new ValidationError('export request', [{ path: 'csvDialect', message: `expected one of ${CSV_DIALECTS.join(', ')}` }]);
+  }
+  if (url.startsWith('s3://')) {
+    throw new ValidationError('export request', [
+      {
+        path: 'csvDialect',
+        message: `${dialect} is written only to a local directory, never to S3 (whose readers expect the standard CSV)`,
+      },
+    ]);
+  }
+  return dialect;
 }
 
 function checkFormats(formats: readonly ExportFormat[]): ExportFormat[] {

@@ -4,7 +4,7 @@ import type { ObjectSink, WrittenObject } from './object-sink';
 import { ParquetRecordWriter } from './parquet-writer';
 import type { JsonText } from '../../accounting-api';
 import type { CellReader, Row, TableColumn } from './dataset-tables';
-import type { ExportFormat } from './datasets';
+import type { CsvDialect, ExportFormat } from './datasets';
 
 /**
  * One output file of one dataset. `write` returns a promise only when the caller must wait
@@ -29,13 +29,13 @@ export function createWriter(
   format: ExportFormat,
   sink: ObjectSink,
   columns: readonly TableColumn[],
-  options: { parquetRowGroupRows?: number; cells?: CellReader } = {},
+  options: { parquetRowGroupRows?: number; cells?: CellReader; csvDialect?: CsvDialect } = {},
 ): RecordWriter {
   switch (format) {
     case 'jsonl':
       return new JsonlGzipWriter(sink);
     case 'csv':
-      return new CsvWriter(sink, columns, options.cells);
+      return new CsvWriter(sink, columns, options.cells, options.csvDialect);
     case 'parquet':
       return new ParquetRecordWriter(sink, columns, options.parquetRowGroupRows, options.cells);
   }

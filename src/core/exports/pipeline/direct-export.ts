@@ -10,7 +10,7 @@ import type { ObjectStore } from '../formats/object-store';
 import { parsePeriod } from '../formats/period';
 import type { PeriodExportSummary } from '../formats/period-exporter';
 import type { TaxReportFieldNames } from '../formats/tax-report-fields';
-import type { DatasetName, ExportFormat } from '../formats/datasets';
+import type { CsvDialect, DatasetName, ExportFormat } from '../formats/datasets';
 
 export interface DirectExportOptions {
   /** The service's base URL, `/api/v1` included. */
@@ -29,6 +29,8 @@ export interface DirectExportOptions {
   formats?: readonly ExportFormat[];
   /** Allow fewer formats than the period's current export has (PeriodExportRequest.replaceFormats). */
   replaceFormats?: boolean;
+  /** PeriodExportRequest.csvDialect. */
+  csvDialect?: CsvDialect;
   /** The service's names of our tax-report fields, where it spells them otherwise (tax-report-fields.ts). */
   taxReportFields?: TaxReportFieldNames;
   /** Currency of transactions the service sends without one; default DEFAULT_CURRENCY (period-exporter.ts). */
@@ -84,6 +86,7 @@ export async function directExport(options: DirectExportOptions): Promise<Period
       datasets: defaultDatasets(options.datasets),
       formats: defaultFormats(options.formats),
       replaceFormats: options.replaceFormats,
+      ...(options.csvDialect !== undefined ? { csvDialect: options.csvDialect } : {}),
       onProgress: options.onProgress,
     },
   );

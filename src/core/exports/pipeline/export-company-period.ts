@@ -36,7 +36,7 @@ import {
   ExportCountMismatchError,
   UserTokenUnavailableError,
 } from './pipeline-errors';
-import { DATASETS, type DatasetName, type ExportFormat } from '../formats/datasets';
+import { DATASETS, type CsvDialect, type DatasetName, type ExportFormat } from '../formats/datasets';
 
 export interface ExportCompanyPeriodDeps {
   store: ObjectStore;
@@ -86,6 +86,8 @@ export interface ExportCompanyPeriodRequest {
   formats: readonly ExportFormat[];
   /** Allow fewer formats than the period's current export has (PeriodExportRequest.replaceFormats). */
   replaceFormats?: boolean;
+  /** PeriodExportRequest.csvDialect: the CLI's local exports only; the deployed functions never set it (decision 95). */
+  csvDialect?: CsvDialect;
   onProgress?: ProgressCallback;
   /**
    * A retryable failure publishes ExportFailed only on the last attempt; earlier ones are left to
@@ -173,6 +175,7 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
       datasets: request.datasets,
       formats,
       replaceFormats: request.replaceFormats,
+      ...(request.csvDialect !== undefined ? { csvDialect: request.csvDialect } : {}),
       sourceBaseUrl: deps.baseUrl,
     });
   } catch (thrown) {

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { DATASETS, FORMATS, type DatasetName, type DateToReading } from '../formats/datasets';
+import { CSV_DIALECTS, DATASETS, FORMATS, type DatasetName, type DateToReading } from '../formats/datasets';
 import type { AmountTotal } from '../formats/totals';
 import { dateToSchema, type ManifestObject } from '../formats/manifest';
 import { lazySchema } from '../../shared/lazy-schema';
@@ -94,6 +94,8 @@ const objectSchema = lazySchema(() =>
     key: z.string(),
     dataset: z.enum(DATASETS),
     format: z.enum(FORMATS),
+    /** As the manifest's (a part is always `standard`); absent in a part stored before it. */
+    csvDialect: z.enum(CSV_DIALECTS).optional(),
     contentType: z.string(),
     records: z.number().int().nonnegative(),
     bytes: z.number().int().nonnegative(),
