@@ -1,9 +1,9 @@
 /**
  * A manual check, not part of `npm test` or `npm run bench` (CI has no LibreOffice): exports a month
- * of EUR, JPY and KWD transactions in the `excel-de` CSV dialect, has LibreOffice Calc import each
+ * of EUR, JPY and KWD transactions and tax reports in the `excel-de` CSV dialect, has LibreOffice Calc import each
  * file as a German spreadsheet does (`;`, `"`, UTF-8, language German), and checks what it got:
- * `amount` and `amount_minor` are numbers whose sums equal the manifest's totals exactly, and
- * `value_date_utc` and `value_date_local` are dates. The standard CSV imported the same way
+ * `amount`/`amount_due` and their `_minor` columns are numbers whose sums equal the manifest's
+ * totals exactly, and `value_date_utc`, `created_at_utc` and `value_date_local` are dates. The standard CSV imported the same way
  * (German language, `,` separator: docs/exports.md's old advice) is shown beside it, where amounts
  * are text or 1000 times too large (review-accountant, finding 3).
  *
@@ -16,9 +16,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
-import { transactionSchema } from '../../src/core/accounting-api';
+import { taxReportSchema, transactionSchema } from '../../src/core/accounting-api';
 import { minorUnitDigits } from '../../src/core/exports/formats/currency';
-import type { CsvDialect, ExportTransaction } from '../../src/core/exports/formats/datasets';
+import type { CsvDialect, DatasetName, ExportTaxReport, ExportTransaction } from '../../src/core/exports/formats/datasets';
 import { manifestKey } from '../../src/core/exports/formats/layout';
 import { readManifest } from '../../src/core/exports/formats/manifest';
 import { parsePeriod } from '../../src/core/exports/formats/period';
@@ -59,6 +59,35 @@ function transactionsOf(currency: string): ExportTransaction[] {
   return items;
 }
 
+/** Three tax reports of one currency, created at instants with and without milliseconds. */
+function taxReportsOf(currency: string): ExportTaxReport[] {
+  return [-1003, 123456, 7].map((amountDue, i) => {
+    const raw = {
+      pk: `3a3a3a3a-0000-4000-8000-${String(i).padStart(12, '0')}`,
+      type: 'VAT_RETURN',
+      periodStart: '2026-10-01',
+      periodEnd: '2026-10-31',
+      status: 'submitted',
+      amountDue,
+      currency,
+      createdAt: i === 0 ? '2026-10-31T23:30:00.500-01:00' : `2026-10-${20 + i}T10:00:00+01:00`,
+    };
+    return { raw, parsed: taxReportSchema.parse(raw) };
+  });
+}
+
+/** Per dataset: its id column, amount column, instant column and the source's instant of each id. */
+const DATASET_CHECKS: Record<'transactions' | 'tax_reports', { id: string; amount: string; instant: string; date?: string }> = {
+  transactions: { id: 'public_id', amount: 'amount', instant: 'value_date_utc', date: 'value_date_local' },
+  tax_reports: { id: 'pk', amount: 'amount_due', instant: 'created_at_utc' },
+};
+
+function instantsOf(currency: string, dataset: keyof typeof DATASET_CHECKS): Map<string, number> {
+  return dataset === 'transactions'
+    ? new Map(transactionsOf(currency).map((t) => [t.parsed.publicId, Date.parse(t.parsed.valueDate)]))
+    : new Map(taxReportsOf(currency).map((r) => [r.parsed.pk, Date.parse(r.parsed.createdAt!)]));
+}
+
 async function exportOne(root: string, currency: string, dialect: CsvDialect) {
   const store = new DirObjectStore(root);
   const company = COMPANIES[currency]!;
@@ -70,15 +99,15 @@ async function exportOne(root: string, currency: string, dialect: CsvDialect) {
   }).run({
     company,
     period: PERIOD,
-    sources: { transactions: transactionsOf(currency) },
-    datasets: ['transactions'],
+    sources: { transactions: transactionsOf(currency), taxReports: taxReportsOf(currency) },
+    datasets: ['transactions', 'tax_reports'],
     formats: ['csv'],
     csvDialect: dialect,
     sourceBaseUrl: 'https://api.example.test/api/v1',
   });
   const manifest = (await readManifest(store, manifestKey(company, PERIOD)))!;
-  const csv = summary.manifest.objects.find((o) => o.format === 'csv')!;
-  return { file: join(root, csv.key), manifest };
+  const file = (dataset: DatasetName) => join(root, summary.manifest.objects.find((o) => o.format === 'csv' && o.dataset === dataset)!.key);
+  return { file, manifest };
 }
 
 interface Cell {
@@ -157,41 +186,50 @@ async function main(): Promise<number> {
       for (const dialect of ['excel-de', 'standard'] as const) {
         const dir = join(work, `${currency}-${dialect}`);
         const { file, manifest } = await exportOne(dir, currency, dialect);
-        const copy = join(work, `${currency}-${dialect}.csv`);
-        writeFileSync(copy, readFileSync(file));
-        const [header, ...rows] = importWithLibreOffice(copy, dialect === 'excel-de' ? 59 : 44, work);
-        const at = (name: string) => header!.findIndex((c) => c.value === name);
-        const data = rows.filter((r) => r[at('public_id')]?.type === 'string' && r[at('public_id')]!.value !== '');
-        const types = (name: string) => [...new Set(data.map((r) => r[at(name)]?.type))].join(',');
-        const totals = manifest.datasets.transactions!.totals;
-        const expected = totals.reduce((sum, t) => sum + BigInt(t.amountMinor), 0n);
-        const label = `${currency} ${dialect.padEnd(8)}`;
-        if (dialect === 'standard') {
-          // Shown, not judged: what docs/exports.md used to advise under a German locale.
-          const sample = data[0]![at('amount')]!;
-          console.log(
-            `info ${label} (German import, ","): amount cells ${types('amount')} (first: ${sample.type} ${sample.value}, CSV ${manifestFirstAmount(file)}), value_date_utc ${types('value_date_utc')}`,
+        for (const dataset of ['transactions', 'tax_reports'] as const) {
+          const columns = DATASET_CHECKS[dataset];
+          const copy = join(work, `${currency}-${dialect}-${dataset}.csv`);
+          writeFileSync(copy, readFileSync(file(dataset)));
+          const [header, ...rows] = importWithLibreOffice(copy, dialect === 'excel-de' ? 59 : 44, work);
+          const at = (name: string) => header!.findIndex((c) => c.value === name);
+          const data = rows.filter((r) => r[at(columns.id)]?.type === 'string' && r[at(columns.id)]!.value !== '');
+          const types = (name: string) => [...new Set(data.map((r) => r[at(name)]?.type))].join(',');
+          const summary = manifest.datasets[dataset]!;
+          const expected = summary.totals.reduce((sum, t) => sum + BigInt(t.amountMinor), 0n);
+          const label = `${currency} ${dialect.padEnd(8)} ${dataset.padEnd(12)}`;
+          if (dialect === 'standard') {
+            // Shown, not judged: what docs/exports.md used to advise under a German locale.
+            const sample = data[0]![at(columns.amount)]!;
+            console.log(
+              `info ${label} (German import, ","): ${columns.amount} cells ${types(columns.amount)} (first: ${sample.type} ${sample.value}, CSV ${firstField(
+                file(dataset),
+                header!.findIndex((c) => c.value === columns.amount),
+              )}), ${columns.instant} ${types(columns.instant)}`,
+            );
+            continue;
+          }
+          check(data.length === summary.records, `${label} rows: ${data.length}`);
+          check(types(columns.amount) === 'float', `${label} ${columns.amount} cells are numbers (${types(columns.amount)})`);
+          check(
+            types(`${columns.amount}_minor`) === 'float',
+            `${label} ${columns.amount}_minor cells are numbers (${types(`${columns.amount}_minor`)})`,
           );
-          continue;
+          check(types(columns.instant) === 'date', `${label} ${columns.instant} cells are date-times (${types(columns.instant)})`);
+          if (columns.date) check(types(columns.date) === 'date', `${label} ${columns.date} cells are dates (${types(columns.date)})`);
+          const sum = data.reduce((s, r) => s + minorOf(r[at(columns.amount)]!.value, digits), 0n);
+          const sumMinor = data.reduce((s, r) => s + BigInt(r[at(`${columns.amount}_minor`)]!.value), 0n);
+          check(sum === expected, `${label} SUM(${columns.amount}) ${sum} minor units = manifest ${expected}`);
+          check(sumMinor === expected, `${label} SUM(${columns.amount}_minor) ${sumMinor} = manifest ${expected}`);
+          // The instant to the second: LibreOffice writes a date-time's fraction to hundredths.
+          const instants = instantsOf(currency, dataset);
+          const wrong = data.filter(
+            (r) =>
+              r[at(columns.instant)]!.value.slice(0, 19) !== new Date(instants.get(r[at(columns.id)]!.value)!).toISOString().slice(0, 19),
+          );
+          check(wrong.length === 0, `${label} ${columns.instant} holds each instant in UTC (${wrong.length} differ)`);
+          const withMillis = data.find((r) => r[at(columns.instant)]!.value.includes('.'))?.[at(columns.instant)]?.value;
+          console.log(`info ${label} a date-time with milliseconds reads ${withMillis ?? '(none)'}`);
         }
-        check(data.length === manifest.datasets.transactions!.records, `${label} rows: ${data.length}`);
-        check(types('amount') === 'float', `${label} amount cells are numbers (${types('amount')})`);
-        check(types('amount_minor') === 'float', `${label} amount_minor cells are numbers (${types('amount_minor')})`);
-        check(types('value_date_utc') === 'date', `${label} value_date_utc cells are date-times (${types('value_date_utc')})`);
-        check(types('value_date_local') === 'date', `${label} value_date_local cells are dates (${types('value_date_local')})`);
-        const sum = data.reduce((s, r) => s + minorOf(r[at('amount')]!.value, digits), 0n);
-        const sumMinor = data.reduce((s, r) => s + BigInt(r[at('amount_minor')]!.value), 0n);
-        check(sum === expected, `${label} SUM(amount) ${sum} minor units = manifest ${expected}`);
-        check(sumMinor === expected, `${label} SUM(amount_minor) ${sumMinor} = manifest ${expected}`);
-        // The instant to the second: LibreOffice writes a date-time's fraction to hundredths.
-        const instants = new Map(transactionsOf(currency).map((t) => [t.parsed.publicId, Date.parse(t.parsed.valueDate)]));
-        const wrongInstants = data.filter(
-          (r) =>
-            r[at('value_date_utc')]!.value.slice(0, 19) !== new Date(instants.get(r[at('public_id')]!.value)!).toISOString().slice(0, 19),
-        );
-        check(wrongInstants.length === 0, `${label} value_date_utc holds each instant in UTC (${wrongInstants.length} differ)`);
-        const firstUtc = data.find((r) => r[at('value_date_utc')]!.value.includes('.'))?.[at('value_date_utc')]?.value;
-        console.log(`info ${label} a date-time with milliseconds reads ${firstUtc ?? '(none)'}`);
       }
     }
   } finally {
@@ -201,9 +239,9 @@ async function main(): Promise<number> {
   return failures === 0 ? 0 : 1;
 }
 
-/** The first data row's `amount` as the CSV spells it (the 6th field of the standard file's second line). */
-function manifestFirstAmount(file: string): string {
-  return readFileSync(file, 'utf8').split('\r\n')[1]!.split(',')[5]!;
+/** Field `index` of the standard file's first data row, as the CSV spells it. */
+function firstField(file: string, index: number): string {
+  return readFileSync(file, 'utf8').split('\r\n')[1]!.split(',')[index]!;
 }
 
 main().then(

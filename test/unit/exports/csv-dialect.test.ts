@@ -116,9 +116,9 @@ describe('CSV dialect excel-de (decision 95)', () => {
 
     const taxReports = parseSpreadsheetCsv((await text(CSV_OF('run-1', 'tax_reports'))).slice(1), ';');
     const taxAt = (name: string) => taxReports[0]!.indexOf(name);
-    expect(taxReports.slice(1).map((r) => [r[taxAt('amount_due')], r[taxAt('amount_due_minor')]])).toEqual([
-      ['-10,05', '-1005'],
-      ['1234,56', '123456'],
+    expect(taxReports.slice(1).map((r) => [r[taxAt('amount_due')], r[taxAt('amount_due_minor')], r[taxAt('created_at_utc')]])).toEqual([
+      ['-10,05', '-1005', '2026-11-02 09:00:00,123'],
+      ['1234,56', '123456', '2026-11-02 09:00:00,123'],
     ]);
   });
 
