@@ -80,7 +80,7 @@ export function exportCommand(host: CommandHost): Command {
     .option('--replace-formats', "allow a re-export with fewer formats than the period's current export (the others' files are deleted)")
     .option(
       `--csv-dialect <${CSV_DIALECTS.join('|')}>`,
-      "the CSV's spelling (default: standard, RFC 4180); excel-de: ';', decimal comma and date-times a German Excel reads; to a local directory only, not in AWS mode",
+      "the CSV's spelling (default: standard, RFC 4180); excel-de: ';', decimal comma and date-times a German spreadsheet reads; to a local directory only, not in AWS mode",
       parseCsvDialect,
     )
     .option(

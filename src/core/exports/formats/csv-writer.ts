@@ -153,8 +153,9 @@ const DAY_MS = 86_400_000;
  * a Date object per cell. Anything outside years 0000-9999 goes to toISOString.
  *
  * The `spreadsheet` style is the same instant in UTC as `2026-09-30 22:30:00`, with `,123` after
- * the seconds only when there are milliseconds: the form a German Excel or LibreOffice takes as a
- * date-time (their decimal mark, no `T`, no `Z`); an ISO `T…Z` or a `.123` fraction stays text there.
+ * the seconds only when there are milliseconds: the form a spreadsheet with a German locale takes as
+ * a date-time (its decimal mark, no `T`, no `Z`; LibreOffice checked, decision 95); an ISO `T…Z` or
+ * a `.123` fraction stays text there.
  */
 export class TimestampFormatter {
   private dayStart = Number.NaN;
