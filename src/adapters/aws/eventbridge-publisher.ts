@@ -1,5 +1,6 @@
 import type { EventBridgeClient, PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { EventPublishError, type DomainEvent, type EventPublisher } from '../../core/ports/events';
+import { redactValues } from '../../core/shared/redact';
 import { sdkOnFirstUse } from './sdk-on-first-use';
 
 const eventBridge = sdkOnFirstUse(() => import('@aws-sdk/client-eventbridge'));
@@ -42,7 +43,10 @@ export class EventBridgePublisher implements EventPublisher {
         Source: this.options.source,
         DetailType: event.type,
         Time: new Date(event.time),
-        Detail: JSON.stringify(event.detail),
+        // The last line before the bus: a detail is built from ids and error descriptions, but some
+        // of those come from outside (the service's code and request id), and the bus's consumers
+        // and its archive are beyond our redacting logger. Values only: field names are the contract.
+        Detail: JSON.stringify(redactValues(event.detail)),
       }));
       let out;
       try {

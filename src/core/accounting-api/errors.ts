@@ -1,6 +1,6 @@
 import type * as z from 'zod';
 import { AcctopsError, type FieldIssue, issuesFromZod } from '../shared/errors';
-import { keyPrefix, redactString } from '../shared/redact';
+import { hasSecretShape, isShortIdentifier, redactString } from '../shared/redact';
 import { transportCause, type TransportFailure, type TransportResponse } from './transport';
 
 /**
@@ -336,12 +336,46 @@ export function describeRequest(method: string, url: URL): string {
 }
 
 /**
- * Text from the service goes into messages only after this: the service could echo a key that
- * was never registered with `registerSecret`, so anything shaped like a key is cut to its prefix.
+ * Text from the service goes into messages only after this: the service could echo a key that was
+ * never registered with `registerSecret`, and redactString cuts anything shaped like a key to its
+ * prefix. Cut to 300 characters after redaction, so that the cut cannot leave a key's head too
+ * short for the key rule to recognise.
  */
-const KEY_SHAPED = /\b[A-Za-z0-9]{2,16}_[A-Za-z0-9]{20,}\b/g;
 function scrubServerText(text: string): string {
-  return redactString(text.slice(0, 300)).replace(KEY_SHAPED, (key) => `${keyPrefix(key)}…[REDACTED]`);
+  return redactString(text.slice(0, 1000)).slice(0, 300);
+}
+
+/** What a field of the service's error shows in place of a value that may be a secret. */
+export const WITHHELD = '[REDACTED]';
+
+const REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:/+=-]{0,127}$/;
+const PARAM = /^[A-Za-z_][A-Za-z0-9_.[\]-]{0,127}$/;
+
+/**
+ * The service's identifiers of an error (`code`, `type`, `permission`) are kept as they are only
+ * when they are short identifiers (`isShortIdentifier`, the rule a token record's `lastErrorCode`
+ * is held to): they go into messages, the CLI's --json, log lines and events, and a service or a
+ * proxy could put anything there, a key it echoes included. Anything else is WITHHELD, not
+ * dropped: a 401 whose code was withheld is still one the service explained (isInstitutionRefusal).
+ */
+function serviceCode(value: string | undefined): string | undefined {
+  return value === undefined || (isShortIdentifier(value) && !hasSecretShape(value)) ? value : WITHHELD;
+}
+
+/** A field path (`items[1].rate`, `date_from`) without a secret's shape, else WITHHELD. */
+function serviceParam(value: string | undefined): string | undefined {
+  return value === undefined || (PARAM.test(value) && !hasSecretShape(value)) ? value : WITHHELD;
+}
+
+/**
+ * The service's request id, kept when it is one token of at most 128 id characters without a
+ * secret's shape (a UUID, the sandbox's `req_<16 hex>`, 32 hex digits), else WITHHELD. No limit on
+ * runs of letters and digits here, unlike codes: a proxy's request id is often 32 hex digits. An id
+ * of a key's shape (`req_` and 20 random characters or more) is withheld though it may be none: the
+ * two cannot be told apart, and a key printed costs more than an id missed.
+ */
+export function serviceRequestId(value: string | undefined): string | undefined {
+  return value === undefined || (REQUEST_ID.test(value) && !hasSecretShape(value)) ? value : WITHHELD;
 }
 
 // ---- the factory ----
@@ -637,7 +671,10 @@ function classFor(status: number, body: ErrorBody, context: ErrorContextKind): E
 /**
  * The one mapping from an HTTP error response to a typed error, whatever the body's shape
  * (`readErrorBody`). The service's text reaches the message only scrubbed (`scrubServerText`):
- * registered secrets, JWTs, bearer values and anything key-shaped are cut out.
+ * registered secrets, JWTs, bearer values and anything key-shaped are cut out. Its other fields are
+ * kept only when they are identifiers without a secret's shape (`serviceCode`, `serviceParam`,
+ * `serviceRequestId`); the class is chosen from the body as received, since only a known code
+ * changes it.
  */
 export function errorFromResponse(
   response: TransportResponse,
@@ -647,13 +684,13 @@ export function errorFromResponse(
   const Cls = classFor(response.status, body, context.operation ?? { kind: 'other' });
   return new Cls(undefined, {
     status: response.status,
-    requestId: response.headers['x-request-id'] ?? body.requestId,
+    requestId: serviceRequestId(response.headers['x-request-id'] ?? body.requestId),
     request: context.request,
-    apiType: body.type,
-    apiCode: body.code,
+    apiType: serviceCode(body.type),
+    apiCode: serviceCode(body.code),
     serverMessage: body.message === undefined ? undefined : scrubServerText(body.message),
-    param: body.param,
-    permission: body.permission,
+    param: serviceParam(body.param),
+    permission: serviceCode(body.permission),
     retryAfterMs: parseRetryAfter(response.headers['retry-after'], context.now),
   });
 }

@@ -14,6 +14,7 @@ import {
   errorFromTransportFailure,
   refusesUser,
   responseValidationError,
+  serviceRequestId,
 } from './errors';
 import { parseJsonLossless } from './lossless-json';
 import { ignoredFieldsOf } from './schemas';
@@ -292,7 +293,7 @@ export class RequestEngine {
   }
 
   private success(response: TransportResponse, request: string, credential: Credential): ApiResponse {
-    const requestId = response.headers['x-request-id'];
+    const requestId = serviceRequestId(response.headers['x-request-id']);
     let body: unknown;
     if (response.body !== '') {
       try {

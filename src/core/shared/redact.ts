@@ -2,9 +2,10 @@
  * Keeps secrets out of logs, errors, events and CLI output.
  *
  * Two layers: values under secret-looking keys are replaced wholesale, and any string that looks
- * like a credential (a JWT, an `Institution` header value, an API key) is cut down to a prefix.
- * Known secret values can also be registered at run time, so that even an unexpected place
- * (an upstream message that echoes a token) is scrubbed.
+ * like a credential is cut: a JWT and the word after `Bearer` are replaced, an API key (`hasKeyShape`)
+ * is cut down to its prefix. Known secret values (the institution secret, every key and token in
+ * use) are registered at run time, so that even an unexpected place (an upstream message that
+ * echoes a token) is scrubbed of them whatever their shape.
  */
 
 const SECRET_KEY =
@@ -109,12 +110,77 @@ export function keyPrefix(apiKey: string): string {
   return apiKey.slice(0, Math.min(apiKey.length, underscore + 1 + 8));
 }
 
+/**
+ * A run that could be an API key: letters and digits, an underscore, then letters, digits, `_` and
+ * `-` (spec §5.1.1 fixes only "a fixed service prefix followed by an underscore"; the sandbox's
+ * `sbx_<32 base62>` and `sk_live_<…>` are two of the shapes it allows). It starts after anything
+ * but a letter, digit or underscore, so a key glued to a dash (`x-sbx_…`) is found, and a word's
+ * middle is not a start. One underscore at most is required and every quantifier is followed by a
+ * character it cannot take, so the scan is linear in the text.
+ */
+const KEY_CANDIDATE = /(?<![A-Za-z0-9_])[A-Za-z0-9]+_[A-Za-z0-9_-]+/g;
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
+
+/**
+ * Whether the part after a candidate's first underscore is random enough to be a key's rest rather
+ * than an identifier: 20 letters and digits or more, with one run of them (between `_` and `-`)
+ * that looks drawn at random: 8 or more that mix digits with at least 4 letters, or 16 or more
+ * letters a third or more of each case (base62, base64url, hex and base32 keys are one or the
+ * other but for about one draw in 5,000). What stays readable: words in any case
+ * (`company_access_removed`, `secrets_manager_AccessDeniedException`), codes of words and short
+ * parts (`ERR_SSL_TLSV1_ALERT_UNKNOWN_CA`), stamps (`ACCTOPS_GIVEN_UP_20261102T090000Z`), and ids made
+ * of a prefix and a UUID (`req_<uuid>`). A key of another shape is still cut when it is registered,
+ * which every key acctops holds is, at each use.
+ */
+function isKeyRest(rest: string): boolean {
+  if (rest.replace(/[^A-Za-z0-9]/g, '').length < 20) return false;
+  return rest
+    .replace(UUID, '')
+    .split(/[_-]/)
+    .some((run) => {
+      const letters = run.replace(/[^A-Za-z]/g, '').length;
+      if (run.length >= 8 && letters >= 4 && /\d/.test(run)) return true;
+      const upper = run.replace(/[^A-Z]/g, '').length;
+      return run.length >= 16 && upper * 3 >= run.length && (letters - upper) * 3 >= run.length;
+    });
+}
+
+function cutKey(candidate: string): string {
+  const rest = candidate.slice(candidate.indexOf('_') + 1);
+  return isKeyRest(rest) ? `${keyPrefix(candidate)}…[REDACTED]` : candidate;
+}
+
+/** Whether `text` holds a run shaped like an API key (the rule redactString cuts by). */
+export function hasKeyShape(text: string): boolean {
+  return cutKeys(text) !== text;
+}
+
+function cutKeys(text: string): string {
+  return text.includes('_') ? text.replace(KEY_CANDIDATE, cutKey) : text;
+}
+
 export function redactString(input: string): string {
   let out = input;
   for (const secret of registered.keys()) {
     if (out.includes(secret)) out = out.split(secret).join('[REDACTED]');
   }
-  return out.replace(JWT, '[REDACTED_JWT]').replace(BEARER, bearerValue);
+  return cutKeys(out.replace(JWT, '[REDACTED_JWT]').replace(BEARER, bearerValue));
+}
+
+/** Whether redactString would change `text`: it holds a registered secret, a JWT, a bearer value or a key. */
+export function hasSecretShape(text: string): boolean {
+  return redactString(text) !== text;
+}
+
+/**
+ * A value from outside (the service's error code, an event's field name) shown or stored as it is
+ * only when it is a short identifier: a letter, then letters, digits and `_ . : -`, at most 64 in
+ * all, no run of 20 letters and digits (a key's rest without its prefix, a JWT's part) and no key's
+ * shape. It does not depend on what is registered, so a stored record's code reads the same in
+ * every process. Anything else is replaced or left out by the caller.
+ */
+export function isShortIdentifier(value: string): boolean {
+  return /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/.test(value) && !/[A-Za-z0-9]{20}/.test(value) && !hasKeyShape(value);
 }
 
 /** Deep copy with secrets removed. Safe on cycles, Errors, Maps and bigints. */
@@ -134,7 +200,27 @@ export function redact(value: unknown, seen = new WeakSet<object>()): unknown {
   if (value instanceof Map) return redact(Object.fromEntries(value), seen);
   if (value instanceof Date) return value.toISOString();
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = redactEntry(k, v, seen);
+  // A name is cut only by the key rule: names come from code but for a raw input logged whole.
+  for (const [k, v] of Object.entries(value)) out[cutKeys(k)] = redactEntry(k, v, seen);
+  return out;
+}
+
+/**
+ * Deep copy with every string value, and every field name shaped like a secret, passed through
+ * redactString: the value layer of `redact` without its field-name layer. For an event's detail,
+ * whose field names are a contract with its consumers (a rotation finding's `secret` is a secret's
+ * name, never a value) and hold no secret by construction, while its values may come from outside
+ * (the service's error code and request id).
+ */
+export function redactValues(value: unknown, seen = new WeakSet<object>()): unknown {
+  if (typeof value === 'string') return redactString(value);
+  if (value === null || typeof value !== 'object') return value;
+  if (value instanceof Date) return value;
+  if (seen.has(value)) return '[Circular]';
+  seen.add(value);
+  if (Array.isArray(value)) return value.map((v) => redactValues(v, seen));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[redactString(k)] = redactValues(v, seen);
   return out;
 }
 

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { AcctopsError } from '../shared/errors';
 import { lazySchema } from '../shared/lazy-schema';
+import { isShortIdentifier } from '../shared/redact';
 import { foldUuid } from '../shared/uuid';
 
 /**
@@ -92,10 +93,11 @@ export type StatusChange = { status: 'needs_attention'; errorClass: string; erro
 
 /**
  * A code the store keeps: a short identifier (`user_disabled`, `token_not_valid`). The service's code
- * is its text, so anything else (a long alphanumeric run could be a pasted key) is not stored.
+ * is its text, so anything else (a long alphanumeric run or a key's shape could be a pasted key) is
+ * not stored. The rule is the one the client holds the service's error codes to (`isShortIdentifier`).
  */
 export function isStorableErrorCode(code: string): boolean {
-  return /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/.test(code) && !/[A-Za-z0-9]{20}/.test(code);
+  return isShortIdentifier(code);
 }
 
 /** The compare-and-swap guard of a write under a lease. */

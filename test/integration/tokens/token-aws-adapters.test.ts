@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { EventBridgePublisher } from '../../../src/adapters/aws/eventbridge-publisher';
@@ -7,10 +8,16 @@ import { SqsExportQueue } from '../../../src/adapters/aws/sqs-export-queue';
 import { SqsRotationCheckQueue } from '../../../src/adapters/aws/sqs-rotation-check-queue';
 import type { QueuedCheck } from '../../../src/core/api-keys';
 import type { QueuedJob } from '../../../src/core/exports/pipeline/export-jobs';
+import { AccountingApiError, apiKeyAuth, createAccountingClient } from '../../../src/core/accounting-api';
+import { exportFailed } from '../../../src/core/exports/pipeline/export-events';
 import { EventPublishError } from '../../../src/core/ports/events';
+import { ManualClock } from '../../../src/core/shared/clock';
+import { tokenRefreshFailed } from '../../../src/core/tokens/token-events';
 import { decodeRefreshRequest } from '../../../src/core/tokens/refresh-queue';
 import { LOCAL_REGION, localClientConfig, localCredentials } from '../../helpers/aws-credentials';
 import { startAwsRecorder, type AwsRecorder } from '../../helpers/aws-recorder';
+import { canaryApiKey, expectNoCanaries, trackSecret } from '../../helpers/canary';
+import { closeServer, listenOnLoopback } from '../../helpers/loopback';
 
 // The SQS and EventBridge adapters with the real SDK clients against the recorder, including the
 // per-entry refusals both services can answer a batch call with.
@@ -94,6 +101,88 @@ describe('EventBridgePublisher', () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EventPublishError);
     expect(error).toMatchObject({ failed: 1, message: expect.stringMatching(/1 of 2 events refused by bus-1 \(InternalFailure\)/) });
+  });
+});
+
+describe('EventBridgePublisher: no key in an event detail', () => {
+  // Never registered: a key the service echoes, which acctops never held.
+  const ECHOED = canaryApiKey('token-aws-adapters-echoed');
+  const OURS = canaryApiKey('token-aws-adapters-ours');
+  const rest = ECHOED.slice('sbx_'.length + 8);
+  let service: Server;
+  let origin: string;
+
+  beforeAll(async () => {
+    trackSecret(ECHOED);
+    trackSecret(OURS);
+    // A service (or a proxy, or a fault) that puts a key in every error field but the message.
+    service = createServer((req, res) => {
+      req.resume();
+      res.writeHead(401, { 'content-type': 'application/json', 'x-request-id': ECHOED });
+      res.end(JSON.stringify({ detail: 'refused', code: ECHOED }));
+    });
+    origin = await listenOnLoopback(service);
+  });
+  afterAll(() => closeServer(service));
+
+  async function serviceFailure(): Promise<unknown> {
+    const client = createAccountingClient({
+      baseUrl: `${origin}/api/v1`,
+      credentials: apiKeyAuth(OURS),
+      clock: ManualClock.autoAdvancing(),
+      retry: { maxAttempts: 1 },
+    });
+    return client.companies
+      .list()
+      .all()
+      .catch((e: unknown) => e);
+  }
+
+  it('TokenRefreshFailed and ExportFailed of a failure whose code and request id the service made a key', async () => {
+    const error = await serviceFailure();
+    expect(error).toMatchObject({ name: 'AuthenticationError', status: 401 });
+    const time = Date.UTC(2026, 10, 1);
+    const record = { externalId: randomUUID(), consecutiveFailures: 3, accessTokenExpiresAt: time };
+    const base = {
+      companyId: randomUUID(),
+      period: '2026-10',
+      manifestKey: 'exports/x/_manifest.json',
+      manifestUrl: 's3://b/exports/x/_manifest.json',
+      previousExport: false,
+      retryable: false,
+      attempts: 1,
+      source: { kind: 'apiKey' as const },
+      trigger: { kind: 'monthly' as const, runId: 'run-1' },
+    };
+    await new EventBridgePublisher({ client: events, eventBusName: 'bus-1', source: 'acctops.tokens' }).publish([
+      tokenRefreshFailed(record, { retrieveError: error, refreshError: error }, time),
+      exportFailed(base, error, time),
+    ]);
+    expect(recorder.events).toHaveLength(2);
+    for (const event of recorder.events) {
+      expect(event.detail).toMatchObject({
+        errorClass: 'AuthenticationError',
+        status: 401,
+        apiCode: '[REDACTED]',
+        requestId: '[REDACTED]',
+      });
+    }
+    expect(JSON.stringify(recorder.events)).not.toContain(rest);
+    expectNoCanaries(recorder.events, 'published events');
+  });
+
+  it('a detail that holds a key anyway (built from an error made elsewhere) is cut to the prefix, its field names kept', async () => {
+    const error = new AccountingApiError(undefined, { status: 409, apiCode: ECHOED, requestId: `id ${ECHOED}` });
+    const time = Date.UTC(2026, 10, 1);
+    const record = { externalId: randomUUID(), consecutiveFailures: 1, accessTokenExpiresAt: time };
+    await new EventBridgePublisher({ client: events, eventBusName: 'bus-1', source: 'acctops.keys' }).publish([
+      tokenRefreshFailed(record, { retrieveError: error, refreshError: error }, time),
+      { type: 'KeyRotationFinding', time, detail: { secret: 'acctops/test/company/c_1', detail: `echoed ${ECHOED}` } },
+    ]);
+    expect(JSON.stringify(recorder.events)).not.toContain(rest);
+    expect(recorder.events[0]!.detail).toMatchObject({ apiCode: `${ECHOED.slice(0, 12)}…[REDACTED]` });
+    expect(recorder.events[1]!.detail).toEqual({ secret: 'acctops/test/company/c_1', detail: `echoed ${ECHOED.slice(0, 12)}…[REDACTED]` });
+    expectNoCanaries(recorder.events, 'published events');
   });
 });
 
