@@ -6,7 +6,7 @@ import { envDecimal, envString, readEnv } from '../../src/core/shared/env';
 import { parseWith, ValidationError } from '../../src/core/shared/errors';
 import type { Logger } from '../../src/core/shared/logger';
 import type { Metrics } from '../../src/core/shared/metrics';
-import { redactString } from '../../src/core/shared/redact';
+import { hasSecretShape, redactString } from '../../src/core/shared/redact';
 import { lazySchema } from '../../src/core/shared/lazy-schema';
 
 /** What every function gets from AcctopsFunction (lib/constructs/acctops-function.ts). */
@@ -86,6 +86,18 @@ export interface Scoped {
 
 const CORRELATION_ID = /^[A-Za-z0-9._:/-]{1,128}$/;
 
+/**
+ * Whether the event's id can be the invocation's correlation id. It is taken before the event is
+ * validated, even from an event then refused, and goes into every log line, the metrics and
+ * Powertools' own correlation id: an id with a secret's shape (a key pasted into a hand-written
+ * `aws lambda invoke` payload, a JWT) is refused like a malformed one, and the request id stands
+ * in, rather than relying on each of those sinks to cut it, and searching the logs by a cut id.
+ */
+function usableCorrelationId(candidate: unknown): candidate is string {
+  // A picker reads the raw event, so it may hand over a null or a number whatever its type says.
+  return typeof candidate === 'string' && CORRELATION_ID.test(candidate) && !hasSecretShape(candidate);
+}
+
 function defaultCorrelationId(event: unknown): string | undefined {
   if (event === null || typeof event !== 'object') return undefined;
   const record = event as Record<string, unknown>;
@@ -126,7 +138,7 @@ export function buildHandler<S extends z.ZodType, R>(options: CreateHandlerOptio
     before: (request: Request) => {
       const requestId = request.context.awsRequestId;
       const candidate = pickCorrelationId(request.event);
-      const correlationId = candidate !== undefined && CORRELATION_ID.test(candidate) ? candidate : requestId;
+      const correlationId = usableCorrelationId(candidate) ? candidate : requestId;
       lambdaLogger?.beginInvocation?.(request.context, correlationId);
       request.context.acctops = {
         logger: root.child({ requestId, correlationId }),

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { redactString } from './redact';
 
 /**
  * Root of every error acctops raises on purpose. `code` is stable and machine-readable.
@@ -78,13 +79,26 @@ export function formatPath(path: readonly PropertyKey[]): string {
 }
 
 /**
+ * A field name as an issue shows it. The input chose its names, so an unknown field or a record's
+ * key may be a secret pasted in the wrong place (`{"sbx_…": 1}`), and the issue goes into the
+ * error's message, the log line and Lambda's own report of the failure. A name of at most 128
+ * identifier characters is shown through redactString (a key cut to its prefix, a JWT replaced);
+ * anything else, which no schema of ours names, as `[REDACTED]`.
+ */
+const FIELD_NAME = /^[A-Za-z0-9_$@:.-]{1,128}$/;
+function shownName<P extends PropertyKey>(name: P): P | string {
+  if (typeof name !== 'string') return name;
+  return FIELD_NAME.test(name) ? redactString(name) : '[REDACTED]';
+}
+
+/**
  * zod's messages can quote the received value (an enum mismatch says what it got); we keep only
  * the issue code and expectation so that a secret in a bad field never reaches a log. A message the
  * schema gave itself (`regex(ARN, 'expected an ARN')`) is ours and kept: it says more than the code.
  */
 export function issuesFromZod(error: z.ZodError, prefix = ''): FieldIssue[] {
   return error.issues.map((issue) => {
-    const path = formatPath([...(prefix ? [prefix] : []), ...issue.path]);
+    const path = formatPath([...(prefix ? [prefix] : []), ...issue.path.map(shownName)]);
     if (issue.code !== 'custom' && !isZodsOwnMessage(issue)) return { path, message: issue.message };
     let message: string;
     switch (issue.code) {
@@ -95,7 +109,7 @@ export function issuesFromZod(error: z.ZodError, prefix = ''): FieldIssue[] {
         message = `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
         break;
       case 'unrecognized_keys':
-        message = `unknown field(s) ${issue.keys.join(', ')}`;
+        message = `unknown field(s) ${issue.keys.map(shownName).join(', ')}`;
         break;
       case 'too_big':
         message = `too big (maximum ${String(issue.maximum)})`;

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { issuesFromZod } from '../../../src/core/shared/errors';
 import {
   forgetRegisteredSecrets,
   hasKeyShape,
@@ -8,6 +9,7 @@ import {
   redactValues,
 } from '../../../src/core/shared/redact';
 import { isStorableErrorCode } from '../../../src/core/tokens/token-store';
+import { z } from 'zod';
 
 /**
  * The one rule for an API key nobody registered (a key the service echoes, one pasted into an
@@ -90,5 +92,20 @@ describe('short identifiers (the service error codes we show, the codes a token 
   ])('refuses %s', (_label, code) => {
     expect(isShortIdentifier(code)).toBe(false);
     expect(isStorableErrorCode(code)).toBe(false);
+  });
+});
+
+describe('validation issues name unknown fields without a key', () => {
+  it('cuts a key-shaped unknown field and record key, and hides a name no schema would have', () => {
+    const key = `sbx_${base62(32)}`;
+    const strict = z.strictObject({ id: z.string(), rates: z.record(z.string(), z.number()) });
+    const result = strict.safeParse({ id: 'x', rates: { [key]: 'one' }, [key]: 1, 'a name\nwith a line break': 2, extra_field: 3 });
+    const issues = issuesFromZod(result.error!);
+    const text = JSON.stringify(issues);
+    expect(text).not.toContain(key.slice(12));
+    expect(text).toContain(`${key.slice(0, 12)}…[REDACTED]`);
+    expect(text).toContain('extra_field');
+    expect(text).toContain('[REDACTED]');
+    expect(text).not.toContain('line break');
   });
 });
