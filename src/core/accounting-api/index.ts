@@ -1,5 +1,6 @@
 // The public surface of the Accounting API client; see README.md in this folder.
 export { AccountingClient, createAccountingClient, type AccountingClientOptions, DEFAULT_MAX_RESPONSE_BYTES } from './client';
+export { DataClient, createDataClient } from './data-client';
 export { type RetryWait } from './request';
 export {
   type Credential,

@@ -1,5 +1,5 @@
 import { startSandbox, type RunningSandbox } from '../../../sandbox';
-import { apiKeyAuth, fetchTransport, type AccountingClient } from '../../../src/core/accounting-api';
+import { apiKeyAuth, fetchTransport, type DataClient } from '../../../src/core/accounting-api';
 import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { transactionsOfRange, type DateToFinding, type DateToMode } from '../../../src/core/exports/pipeline/date-to';
@@ -15,7 +15,7 @@ import { TEST_DIALECTS } from '../../helpers/dialects';
 describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   describe('transactionsOfRange: the last day of a range', () => {
     let sandbox: RunningSandbox;
-    let client: AccountingClient;
+    let client: DataClient;
     let company: string;
     const requests: URL[] = [];
     const real = fetchTransport();

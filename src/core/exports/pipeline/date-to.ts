@@ -2,7 +2,7 @@ import {
   ApiValidationError,
   localDateOf,
   timestampMillis,
-  type AccountingClient,
+  type DataClient,
   type Page,
   type PageItem,
   type Transaction,
@@ -83,7 +83,7 @@ interface Candidate {
  * `reading()` says, once the pages have ended, how `date_to` was read (undefined before).
  */
 export function transactionsOfRange(
-  client: AccountingClient,
+  client: DataClient,
   range: { dateFrom: string; dateTo: string },
   options: RangeOptions,
 ): AsyncIterable<Item> & { pages(): AsyncGenerator<Page<Transaction>>; reading(): DateToReading | undefined } {
@@ -256,7 +256,7 @@ function startsWithDate(text: string, date: string): boolean {
 }
 
 /** Whether any of `days`, asked as `date_from = date_to`, has a record: true only where `date_to` is inclusive. */
-async function countsEqualEnds(client: AccountingClient, days: readonly string[]): Promise<boolean> {
+async function countsEqualEnds(client: DataClient, days: readonly string[]): Promise<boolean> {
   for (const day of days) {
     try {
       const page = await client.transactions.list({ dateFrom: day, dateTo: day, pageSize: 1 }).firstPage();
@@ -269,7 +269,7 @@ async function countsEqualEnds(client: AccountingClient, days: readonly string[]
   return false;
 }
 
-async function lastDayCandidate(client: AccountingClient, lastDay: { dateFrom: string; dateTo: string }): Promise<Candidate | undefined> {
+async function lastDayCandidate(client: DataClient, lastDay: { dateFrom: string; dateTo: string }): Promise<Candidate | undefined> {
   return sample((await client.transactions.list(lastDay).firstPage()).items);
 }
 

@@ -1,6 +1,6 @@
 import {
-  createAccountingClient,
-  type AccountingClient,
+  createDataClient,
+  type DataClient,
   type AccountingClientOptions,
   type AccountingApiWarning,
   type CredentialProvider,
@@ -60,9 +60,9 @@ export interface ExportClientOptions extends ExportClientSettings {
  * sent), a `duplicate_item` (the repeat is left out already, and the exporter counts it), a page
  * size the service refused (the list went on at the service's default; logged with the setting).
  */
-export function createExportClient(options: ExportClientOptions): AccountingClient {
+export function createExportClient(options: ExportClientOptions): DataClient {
   const { baseUrl, credentials, companyId, clock, logger, dateTo: _dateTo, ...settings } = options;
-  return createAccountingClient({
+  return createDataClient({
     ...settings,
     baseUrl,
     credentials,
@@ -100,7 +100,7 @@ export interface ExportSourcesOptions {
  * every tax report of the company (identified by `pk`) and every category (also read to resolve
  * names). Nothing is fetched until the exporter iterates.
  */
-export function exportSources(client: AccountingClient, companyId: string, period: Period, options: ExportSourcesOptions): ExportSources {
+export function exportSources(client: DataClient, companyId: string, period: Period, options: ExportSourcesOptions): ExportSources {
   const transactions = transactionsOfRange(client, periodRange(period), {
     dateTo: options.dateTo ?? 'detect',
     logger: options.logger,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type AccountingClient } from '../../accounting-api';
+import { type DataClient } from '../../accounting-api';
 import { mapWithConcurrency } from '../../shared/concurrency';
 import { AcctopsError } from '../../shared/errors';
 import type { Logger } from '../../shared/logger';
@@ -44,7 +44,7 @@ export interface DayCount {
  * A month's transactions as reported by the spec's `count` (the total of the list): one request
  * with page size 1, which reads a single record.
  */
-export async function countTransactions(client: AccountingClient, range: { dateFrom: string; dateTo: string }): Promise<number> {
+export async function countTransactions(client: DataClient, range: { dateFrom: string; dateTo: string }): Promise<number> {
   for await (const page of client.transactions.list({ ...range, pageSize: 1 }).pages()) return page.count;
   return 0;
 }
@@ -54,12 +54,7 @@ export async function countTransactions(client: AccountingClient, range: { dateF
  * exclusive counts nothing for `date_from = date_to`: with `dateTo` exclusive each day is asked as
  * [day, next day]; with `detect`, so is every day again when all of them counted 0 (date-to.ts).
  */
-export async function dayCounts(
-  client: AccountingClient,
-  period: Period,
-  concurrency = 4,
-  dateTo: DateToMode = 'detect',
-): Promise<DayCount[]> {
+export async function dayCounts(client: DataClient, period: Period, concurrency = 4, dateTo: DateToMode = 'detect'): Promise<DayCount[]> {
   const days = Array.from({ length: daysInMonth(period) }, (_, i) => `${period.text}-${String(i + 1).padStart(2, '0')}`);
   const count = (exclusive: boolean) =>
     mapWithConcurrency(days, concurrency, (date) =>
@@ -131,7 +126,7 @@ export function partDatasets(job: Pick<ExportPartJob, 'datasets' | 'part'>): Dat
 
 /** The sources of one part: transactions of its days (its last day again where `date_to` is exclusive); tax reports and categories whole. */
 export function partSources(
-  client: AccountingClient,
+  client: DataClient,
   companyId: string,
   part: { dateFrom: string; dateTo: string },
   options: { dateTo?: DateToMode; logger: Logger },

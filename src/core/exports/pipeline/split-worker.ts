@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ALARMED_METRICS } from '../../../../contract/metrics';
-import type { AccountingClient } from '../../accounting-api';
+import type { DataClient } from '../../accounting-api';
 import type { Logger } from '../../shared/logger';
 import { isRetryableExportFailure } from './export-company-period';
 import { countPublished, exportCompleted, exportFailed, writtenCounts } from './export-events';
@@ -119,7 +119,7 @@ async function companyClient(
   deps: ExportWorkerDeps,
   job: ExportJob | ExportPartJob,
   logger: Logger,
-): Promise<{ client: AccountingClient; companyId: string }> {
+): Promise<{ client: DataClient; companyId: string }> {
   const { baseUrl, client: settings } = deps.exporter;
   const credentials = deps.credentials(job.source, job.companyId);
   const companyId = await serviceCompanyId({ baseUrl, client: settings, credentials, clock: deps.clock, logger }, job.companyId);
