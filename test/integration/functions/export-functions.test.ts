@@ -67,6 +67,13 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
   const context = lambdaContexts({ remainingMs: 900_000 });
 
+  /** `ExportRequested` of a month's CSV from a producer other than ours (the CLI and the webhook check the company first). */
+  const requestFromPartner = (companyId: string, period: string) =>
+    handlers.request(
+      { id: randomUUID(), 'detail-type': 'ExportRequested', source: 'partner.backoffice', detail: { companyId, period, formats: ['csv'] } },
+      context(),
+    );
+
   /** A read key of the company, in a secret tagged as the key-rotation construct tags it (an imported one may have any name). */
   async function storeReadKey(companyId: string, name: string) {
     const key = await sandbox.admin.createApiKey({ companyId, permissions: ['read_transactions', 'read_categories', 'read_tax_reports'] });
@@ -412,15 +419,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       // `companies remove` keeps a secret the stack imports (cdk.json existingSecretArn): the key is still found by its tags.
       const key = await storeReadKey(notServed, `legacy/erp/${notServed}`);
       // Any producer on the exports bus may ask (the CLI and the webhook refuse a removed company themselves).
-      await handlers.request(
-        {
-          id: randomUUID(),
-          'detail-type': 'ExportRequested',
-          source: 'partner.backoffice',
-          detail: { companyId: notServed, period, formats: ['csv'] },
-        },
-        context(),
-      );
+      await requestFromPartner(notServed, period);
       const failedBefore = events(EXPORT_EVENT_TYPES.failed).length;
       const responses = await runWorker();
       // Final at once: handing it back would only ask again.
@@ -455,15 +454,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         rotationDays: 'thirty',
         defaultCurrency: 'EUR',
       } as unknown as RegisteredCompany);
-      await handlers.request(
-        {
-          id: randomUUID(),
-          'detail-type': 'ExportRequested',
-          source: 'partner.backoffice',
-          detail: { companyId: damaged, period, formats: ['csv'] },
-        },
-        context(),
-      );
+      await requestFromPartner(damaged, period);
       const failedBefore = events(EXPORT_EVENT_TYPES.failed).length;
       const completedBefore = events(EXPORT_EVENT_TYPES.completed).length;
       const linesBefore = stdout.length;
