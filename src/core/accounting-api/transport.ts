@@ -109,6 +109,15 @@ const NO_COMMON_PROTOCOL = new Set([
   'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE',
 ]);
 /**
+ * A TLS handshake the server refused for want of a client certificate (mutual TLS), which acctops
+ * never presents. Under TLS 1.3 the client's side of the handshake is done before the server's
+ * alert arrives, so Node may have written the request already, but the server ends the handshake
+ * without reading it: nothing was processed, and the same server refuses again a second later.
+ * Left out, it was `reset` ("may have been processed"), retried, and told nobody why. (Under TLS
+ * 1.2 the same refusal is a handshake_failure alert, NO_COMMON_PROTOCOL's.)
+ */
+const CLIENT_CERTIFICATE_REQUIRED = new Set(['ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED']);
+/**
  * A TLS handshake that failed on the server's certificate: Node's check of the host name, and every
  * X.509 verification code Node documents (its tls docs, "X509 certificate error codes") but
  * OUT_OF_MEM, which says nothing about the certificate. A code left out here fell through to
@@ -164,7 +173,12 @@ const URL_REFUSED = /^(bad port|invalid url|unsupported protocol .*)$/;
  */
 function isFinalTransportCode(code: string | undefined): boolean {
   return (
-    code !== undefined && (NOT_TLS.has(code) || NO_COMMON_PROTOCOL.has(code) || CERTIFICATE_REFUSED.has(code) || URL_REFUSED.test(code))
+    code !== undefined &&
+    (NOT_TLS.has(code) ||
+      NO_COMMON_PROTOCOL.has(code) ||
+      CLIENT_CERTIFICATE_REQUIRED.has(code) ||
+      CERTIFICATE_REFUSED.has(code) ||
+      URL_REFUSED.test(code))
   );
 }
 
@@ -194,7 +208,9 @@ export function classifyTransportError(error: unknown): TransportFailure {
   const notSent = codes.find((c) => NOT_SENT.has(c));
   if (notSent) return new TransportFailure('refused', { cause: error, code: notSent });
   // The request is written only once the handshake is done, so a failed handshake sent nothing.
-  const handshake = codes.find((c) => NOT_TLS.has(c) || NO_COMMON_PROTOCOL.has(c) || CERTIFICATE_REFUSED.has(c));
+  const handshake = codes.find(
+    (c) => NOT_TLS.has(c) || NO_COMMON_PROTOCOL.has(c) || CLIENT_CERTIFICATE_REQUIRED.has(c) || CERTIFICATE_REFUSED.has(c),
+  );
   if (handshake) return new TransportFailure('refused', { cause: error, code: handshake });
   // fetch refuses the Fetch standard's "bad ports" (1, 6000, …) before connecting, with no code.
   if (cause?.message === 'bad port') return new TransportFailure('refused', { cause: error, code: 'bad port' });
@@ -222,6 +238,9 @@ export function transportCause(failure: TransportFailure): string | undefined {
   if (code === undefined) return undefined;
   if (NOT_TLS.has(code)) return `TLS handshake failed (${code}): the server does not answer in TLS there (an http:// server?)`;
   if (NO_COMMON_PROTOCOL.has(code)) return `TLS handshake failed (${code}): no TLS version or cipher both sides accept`;
+  if (CLIENT_CERTIFICATE_REQUIRED.has(code)) {
+    return `TLS handshake failed (${code}): the server requires a client certificate (mutual TLS), which acctops does not present`;
+  }
   if (CERTIFICATE_REFUSED.has(code)) return `TLS handshake failed (${code}): the server's certificate was refused`;
   return CAUSES[code] ?? code;
 }

@@ -127,7 +127,7 @@ const serverExtensions = (altNames: { type: 2 | 7; value?: string; ip?: string }
 ];
 
 let caCert: string;
-const endpoints = {} as Record<'issued' | 'chained' | 'selfSigned' | 'otherName' | 'expired' | 'legacy' | 'plain', Endpoint>;
+const endpoints = {} as Record<'issued' | 'chained' | 'selfSigned' | 'otherName' | 'expired' | 'legacy' | 'mutual' | 'plain', Endpoint>;
 
 beforeAll(async () => {
   const ca = await generate([{ name: 'commonName', value: 'acctops test CA' }], {
@@ -176,6 +176,15 @@ beforeAll(async () => {
       minVersion: 'TLSv1',
       maxVersion: 'TLSv1',
       ciphers: 'DEFAULT@SECLEVEL=0',
+    }),
+    // Mutual TLS: a client certificate of the test CA required, TLS 1.3 (where the refusal comes after our Finished).
+    mutual: await serve({
+      key: loopback.private,
+      cert: loopback.cert,
+      requestCert: true,
+      rejectUnauthorized: true,
+      ca: ca.cert,
+      minVersion: 'TLSv1.3',
     }),
     plain: await serve(undefined),
   });
@@ -303,6 +312,27 @@ describe('a trusted certificate (httpTransport with an Agent that trusts the tes
       }
     },
   );
+
+  it('a server that requires a client certificate (TLS 1.3): refused as that, attempted once, nothing processed', async () => {
+    const { mutual } = endpoints;
+    const agent = new https.Agent({ keepAlive: true, ca: caCert });
+    try {
+      const { client, waits, logger } = clientFor(mutual, httpTransport({ https: agent }));
+      const error = await rejectionOf(client.transactions.list().all());
+      expect(error).toBeInstanceOf(ConnectionError);
+      // It was `reset`: "the request may have been processed", retried, and no word of the cause.
+      expect(error).toMatchObject({ ambiguous: false });
+      expect(error.cause).toMatchObject({ kind: 'refused', code: 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED' });
+      expect(error.message).toMatch(
+        /TLS handshake failed \(ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED\): the server requires a client certificate \(mutual TLS\), which acctops does not present; not sent$/,
+      );
+      expectNotRetried(error, waits, logger);
+      expect(mutual.seen).toMatchObject({ connections: 1, handshakes: 0, requests: [] });
+      expectNoCredential(error);
+    } finally {
+      agent.destroy();
+    }
+  });
 });
 
 describe.each([
