@@ -339,10 +339,13 @@ export function describeRequest(method: string, url: URL): string {
  * Text from the service goes into messages only after this: the service could echo a key that was
  * never registered with `registerSecret`, and redactString cuts anything shaped like a key to its
  * prefix. Cut to 300 characters after redaction, so that the cut cannot leave a key's head too
- * short for the key rule to recognise.
+ * short for the key rule to recognise; and the word the first cut (1000, which bounds the
+ * redactor's work) goes through is dropped whole, since redaction earlier in the text can shrink
+ * it enough to bring that word's head, as short, under 300.
  */
 function scrubServerText(text: string): string {
-  return redactString(text.slice(0, 1000)).slice(0, 300);
+  const bounded = text.length > 1000 ? text.slice(0, 1000).replace(/[^\s"'`,;:()[\]{}<>]*$/, '') : text;
+  return redactString(bounded).slice(0, 300);
 }
 
 /** What a field of the service's error shows in place of a value that may be a secret. */

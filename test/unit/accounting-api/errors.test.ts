@@ -113,6 +113,17 @@ describe('errorFromResponse', () => {
     expect(errorFromResponse(apiError(400, 'invalid_grant', 'refresh_token_used'), context).ambiguous).toBe(false);
   });
 
+  it('a key the 1000-character bound cuts leaves none of itself in the message, even when redaction earlier shrinks the text', () => {
+    // A JWT of ~850 characters is redacted to a few, which brings the text's end under the 300 kept:
+    // the key's head that the bound left (19 characters after `sbx_`) was too short for the key rule.
+    const jwt = `eyJhbGciOiJIUzI1NiJ9.${Buffer.from('x'.repeat(600)).toString('base64url')}.${Buffer.from('y'.repeat(30)).toString('base64url')}`;
+    const key = 'sbx_Ab3dEfGh7jKlMn0pQrStUvWxYz012345';
+    const message = `${`${jwt} ${'x '.repeat(200)}`.slice(0, 1000 - 23)}${key}`;
+    const error = errorFromResponse(apiError(400, 'invalid_request_error', 'bad', { message }), context);
+    expect(error.message).not.toMatch(/sbx_[A-Za-z0-9]{9,}/);
+    expect(error.message).not.toContain('Ab3dEfGh7jKlMn0');
+  });
+
   it('gives each class a stable code of its own', () => {
     expect(errorFromResponse(apiError(401, 'authentication_error', 'key_revoked'), context).code).toBe('key_revoked');
     expect(errorFromResponse(apiError(401, 'authentication_error', 'invalid_credentials'), context).code).toBe('authentication_failed');
