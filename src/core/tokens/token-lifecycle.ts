@@ -573,7 +573,10 @@ export class TokenLifecycle {
     try {
       return await this.expire(record, record.refreshToken);
     } catch (error) {
-      if (!(error instanceof InvalidGrantError)) throw error;
+      // The stored refresh token refused (4xx `invalid_grant`) or answered with a 2xx "not expired"
+      // (a rotated or blacklisted token): either way it is no handle on the user's tokens any more,
+      // and asking with it again would fail the same way on every revoke. A fresh pair is one.
+      if (!(error instanceof InvalidGrantError) && !(error instanceof ExpiryNotConfirmedError)) throw error;
     }
     let fresh: TokenPair;
     try {

@@ -28,6 +28,9 @@ let dir: string;
 /** What the service answers to verify and expire, set by each test. */
 let verifyBody: unknown;
 let expireBody: unknown;
+/** When set, what expire answers for this refresh token instead of `expireBody`. */
+let expireAnswer: ((refresh: string) => unknown) | undefined;
+const FRESH = { accessToken: 'fresh-access-verdicts-0123456789', refreshToken: 'fresh-refresh-verdicts-0123456789' };
 const calls: string[] = [];
 
 function send(res: ServerResponse, status: number, body: unknown): void {
@@ -38,14 +41,18 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'acctops-verdict-bodies-'));
   server = createServer((req, res) => {
-    req.resume();
+    let raw = '';
+    req.on('data', (chunk: Buffer) => (raw += chunk.toString()));
     req.on('end', () => {
       const path = new URL(req.url ?? '/', 'http://localhost').pathname;
       calls.push(path);
       if (req.headers.institution !== `${INSTITUTION.institutionId}:${INSTITUTION.secretKey}`) return send(res, 401, { detail: 'no' });
       if (path === '/api/v1/institution/users/create/') return send(res, 201, { accessToken: ACCESS, refreshToken: REFRESH });
       if (path === '/api/v1/institution/users/token/verify/') return send(res, 200, verifyBody);
-      if (path === '/api/v1/institution/users/token/expire/') return send(res, 200, expireBody);
+      if (path === '/api/v1/institution/users/token/retrieve/') return send(res, 200, FRESH);
+      if (path === '/api/v1/institution/users/token/expire/') {
+        return send(res, 200, expireAnswer ? expireAnswer((JSON.parse(raw) as { refresh: string }).refresh) : expireBody);
+      }
       return send(res, 404, { detail: 'Not found.' });
     });
   });
@@ -108,8 +115,34 @@ describe('verify and expire answered 200 with a body that says no', () => {
     expect((error as RevocationIncompleteError).cause).toBeInstanceOf(ExpiryNotConfirmedError);
     expect(await new FileTokenStore({ path: join(dir, 'revoke.json') }).get(id)).toMatchObject({ status: 'revoked' });
 
+    // Both the stored token and a fresh pair's were asked, and neither confirmed.
+    expect(calls.slice(-3)).toEqual([
+      '/api/v1/institution/users/token/expire/',
+      '/api/v1/institution/users/token/retrieve/',
+      '/api/v1/institution/users/token/expire/',
+    ]);
+
     // Revoking again expires again; a plain 200 confirms it.
     expireBody = {};
     await expect(tokens.revoke(id)).resolves.toEqual({ externalId: id, result: 'already_revoked' });
+  });
+
+  it('a stored refresh token the service calls blacklisted with a 200: a fresh pair is expired instead, and the revoke completes at once', async () => {
+    const tokens = lifecycle('revoke-stale.json');
+    const id = '2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f';
+    await tokens.onboard(user(id));
+    // It was: every revoke sent the same stored token, got the same "no", and never finished.
+    expireAnswer = (refresh) => (refresh === REFRESH ? { success: false, detail: 'Token is blacklisted' } : {});
+    try {
+      const before = calls.length;
+      await expect(tokens.revoke(id)).resolves.toMatchObject({ externalId: id, result: 'revoked' });
+      expect(calls.slice(before)).toEqual([
+        '/api/v1/institution/users/token/expire/',
+        '/api/v1/institution/users/token/retrieve/',
+        '/api/v1/institution/users/token/expire/',
+      ]);
+    } finally {
+      expireAnswer = undefined;
+    }
   });
 });
