@@ -238,9 +238,11 @@ describe('the part ledger (memory)', () => {
     expect(mergeDateTo([reading('undetermined'), reading('undetermined')])).toEqual(reading('undetermined'));
     expect(mergeDateTo([reading('exclusive', 2), undefined])).toBeUndefined();
     expect(mergeParts([withReading(0, reading('inclusive')), withReading(1)]).transactions).not.toHaveProperty('dateTo');
-    // The next days dropped after a misread (decision 85) are summed too, and left out when no part had any.
+    // The next day dropped after a misread (decision 85) is the last part's: an earlier part's next
+    // day is the following part's first, exported by it. Left out when the last part had none.
     const dropped = (n: number) => ({ ...reading('exclusive', 5, 5), nextDayDropped: n });
-    expect(mergeDateTo([dropped(3), reading('exclusive', 2), dropped(4)])).toEqual({ ...reading('exclusive', 12, 10), nextDayDropped: 7 });
+    expect(mergeDateTo([dropped(3), reading('exclusive', 2), dropped(4)])).toEqual({ ...reading('exclusive', 12, 10), nextDayDropped: 4 });
+    expect(mergeDateTo([dropped(3), reading('exclusive', 2)])).not.toHaveProperty('nextDayDropped');
     expect(mergeDateTo([reading('exclusive', 2), reading('exclusive', 3)])).not.toHaveProperty('nextDayDropped');
   });
 });
@@ -564,15 +566,16 @@ describe('publishing a split (worker)', () => {
     ]);
   });
 
-  it("parts that dropped the day after their range: ExportCompleted carries the manifest's sum (decision 85)", async () => {
+  it("parts that dropped the day after their range: ExportCompleted carries the manifest's count, the last part's (decision 85)", async () => {
     const w = await world(['csv'], { nextDayDroppedPerPart: 3 });
     expect(await w.deliverLast()).toBe('completed');
     const manifest = (await w.manifest())!;
-    expect(manifest.datasets.transactions!.dateTo).toMatchObject({ lastDayRepeats: 2, nextDayDropped: 6 });
+    // The first part's next day is the second part's first day, exported: only the last part's was the next month's.
+    expect(manifest.datasets.transactions!.dateTo).toMatchObject({ lastDayRepeats: 2, nextDayDropped: 3 });
     expect(w.events.ofType(EXPORT_EVENT_TYPES.completed)[0]!.detail).toMatchObject({
       records: { transactions: 40 },
       transactionsOutsidePeriod: 0,
-      transactionsNextDayDropped: 6,
+      transactionsNextDayDropped: 3,
     });
   });
 

@@ -158,7 +158,10 @@ export function mergeTotals(lists: readonly (readonly AmountTotal[])[]): AmountT
 export function mergeParts(results: readonly PartResult[]): Partial<Record<DatasetName, StagedDataset>> {
   const merged: Partial<Record<DatasetName, StagedDataset>> = {};
   for (const dataset of DATASETS) {
-    const pieces = results.map((r) => r.datasets[dataset]).filter((d): d is StagedDataset => d !== undefined);
+    const pieces = [...results]
+      .sort((a, b) => a.index - b.index)
+      .map((r) => r.datasets[dataset])
+      .filter((d): d is StagedDataset => d !== undefined);
     if (pieces.length === 0) continue;
     const duplicatesDropped = pieces.reduce((n, p) => n + (p.duplicatesDropped ?? 0), 0);
     const dateTo = mergeDateTo(pieces.map((p) => p.dateTo));
@@ -176,14 +179,17 @@ export function mergeParts(results: readonly PartResult[]): Partial<Record<Datas
 /**
  * One reading for a month of parts, each of which read its own range: `exclusive` when any part read
  * its last day on its own, else `inclusive` when any probe found so, else `undetermined`; the last
- * days' records, repeats and next days' records dropped summed. Undefined when a part's result does not say (stored before
- * readings were recorded): the month's reading is then unknown.
+ * days' records and repeats summed. The next day's records dropped are the last part's alone
+ * (`readings` in part order): an earlier part's next day is the following part's first, which that
+ * part reads and exports, so counting it would report records of the month as the next month's.
+ * Undefined when a part's result does not say (stored before readings were recorded): the month's
+ * reading is then unknown.
  */
 export function mergeDateTo(readings: readonly (DateToReading | undefined)[]): DateToReading | undefined {
   if (readings.length === 0 || readings.some((r) => r === undefined)) return undefined;
   const all = readings as readonly DateToReading[];
   const read = (['exclusive', 'inclusive'] as const).find((r) => all.some((p) => p.read === r)) ?? 'undetermined';
-  const nextDayDropped = all.reduce((n, p) => n + (p.nextDayDropped ?? 0), 0);
+  const nextDayDropped = all[all.length - 1]!.nextDayDropped ?? 0;
   return {
     setting: all[0]!.setting,
     read,
