@@ -67,12 +67,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
   const context = lambdaContexts({ remainingMs: 900_000 });
 
-  /** `ExportRequested` of a month's CSV from a producer other than ours (the CLI and the webhook check the company first). */
-  const requestFromPartner = (companyId: string, period: string) =>
-    handlers.request(
-      { id: randomUUID(), 'detail-type': 'ExportRequested', source: 'partner.backoffice', detail: { companyId, period, formats: ['csv'] } },
-      context(),
-    );
+  /** `ExportRequested` from a producer other than ours (the CLI and the webhook check the request first). */
+  const requestFromPartner = (detail: Record<string, unknown>) =>
+    handlers.request({ id: randomUUID(), 'detail-type': 'ExportRequested', source: 'partner.backoffice', detail }, context());
 
   /** A read key of the company, in a secret tagged as the key-rotation construct tags it (an imported one may have any name). */
   async function storeReadKey(companyId: string, name: string) {
@@ -391,24 +388,22 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
     it('request-export refuses a month after the current one (FuturePeriodError naming the field) before anything is queued', async () => {
       const before = recorder.messages.length;
-      const request = (detail: Record<string, unknown>) =>
-        handlers.request({ id: randomUUID(), 'detail-type': 'ExportRequested', source: 'partner.backoffice', detail }, context());
-      await expect(request({ companyId: keyed, period: '2099-01', formats: ['csv'] })).rejects.toMatchObject({
+      await expect(requestFromPartner({ companyId: keyed, period: '2099-01', formats: ['csv'] })).rejects.toMatchObject({
         name: 'FuturePeriodError',
         code: 'period_in_future',
         field: 'detail.period',
       });
-      await expect(request({ companyId: keyed, from: '2098-11', to: '2099-01-15' })).rejects.toMatchObject({
+      await expect(requestFromPartner({ companyId: keyed, from: '2098-11', to: '2099-01-15' })).rejects.toMatchObject({
         name: 'FuturePeriodError',
         field: 'detail.to',
       });
       // A mistyped year: before 2000-01 is refused as well (EarlyPeriodError), not exported empty.
-      await expect(request({ companyId: keyed, period: '0226-10', formats: ['csv'] })).rejects.toMatchObject({
+      await expect(requestFromPartner({ companyId: keyed, period: '0226-10', formats: ['csv'] })).rejects.toMatchObject({
         name: 'EarlyPeriodError',
         code: 'period_too_early',
         field: 'detail.period',
       });
-      await expect(request({ companyId: keyed, from: '1999-11', to: '2000-01-15' })).rejects.toMatchObject({
+      await expect(requestFromPartner({ companyId: keyed, from: '1999-11', to: '2000-01-15' })).rejects.toMatchObject({
         name: 'EarlyPeriodError',
         field: 'detail.from',
       });
@@ -419,7 +414,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       // `companies remove` keeps a secret the stack imports (cdk.json existingSecretArn): the key is still found by its tags.
       const key = await storeReadKey(notServed, `legacy/erp/${notServed}`);
       // Any producer on the exports bus may ask (the CLI and the webhook refuse a removed company themselves).
-      await requestFromPartner(notServed, period);
+      await requestFromPartner({ companyId: notServed, period, formats: ['csv'] });
       const failedBefore = events(EXPORT_EVENT_TYPES.failed).length;
       const responses = await runWorker();
       // Final at once: handing it back would only ask again.
@@ -454,7 +449,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         rotationDays: 'thirty',
         defaultCurrency: 'EUR',
       } as unknown as RegisteredCompany);
-      await requestFromPartner(damaged, period);
+      await requestFromPartner({ companyId: damaged, period, formats: ['csv'] });
       const failedBefore = events(EXPORT_EVENT_TYPES.failed).length;
       const completedBefore = events(EXPORT_EVENT_TYPES.completed).length;
       const linesBefore = stdout.length;
