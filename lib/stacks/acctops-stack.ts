@@ -1,4 +1,4 @@
-import { ArnFormat, CfnOutput, RemovalPolicy, Stack, Validations, type CfnElement, type StackProps } from 'aws-cdk-lib';
+import { ArnFormat, CfnOutput, RemovalPolicy, Stack, Token, Validations, type CfnElement, type StackProps } from 'aws-cdk-lib';
 import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -205,7 +205,11 @@ export class AcctopsStack extends Stack {
       // (docs/infrastructure.md, "Bring your own key").
       new CfnOutput(this, 'KmsKeyViaServices', {
         value: KMS_VIA_SERVICES.map((service) => `${service}.${this.region}.amazonaws.com`).join(','),
-        description: `kms:ViaService values the key policy of ${stage.kmsKeyArn} must allow for account ${this.account}`,
+        // A literal: CloudFormation refuses an output description that is not one ("Template format
+        // error"), and an environment-agnostic stack's account is a token until deploy time.
+        description: `kms:ViaService values the key policy of ${stage.kmsKeyArn} must allow for ${
+          Token.isUnresolved(this.account) ? "this stack's account" : `account ${this.account}`
+        }`,
       });
     }
     new CfnOutput(this, 'AlarmTopicArn', {

@@ -156,6 +156,14 @@ describe('a stage with its own KMS key (kmsKeyArn)', () => {
     expect(own.template.findOutputs('KmsKeyViaServices')).toEqual({});
   });
 
+  it('describes every output with a literal string, which is all CloudFormation accepts', () => {
+    // synthAcctopsStack gives the stack no environment (as bin/app.ts does for a stage that names no
+    // account), so its account is a token: a description built from it was a Fn::Join, refused.
+    const outputs = Object.entries(supplied.template.toJSON().Outputs as Record<string, { Description?: unknown }>);
+    expect(outputs.filter(([, o]) => typeof o.Description !== 'string').map(([id]) => id)).toEqual([]);
+    expect(String(supplied.template.toJSON().Outputs.KmsKeyViaServices.Description)).toContain(KEY_ARN);
+  });
+
   it('passes cdk-nag AwsSolutions with the same acknowledgements as the default stack', () => {
     expect(describeViolations(nagViolations(supplied.app))).toEqual([]);
     const ids = (app: typeof own.app) =>
