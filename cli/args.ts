@@ -37,7 +37,14 @@ export function month(raw: string): string {
   try {
     text = parsePeriod(raw).text;
   } catch {
-    throw new InvalidArgumentError('expected a month as YYYY-MM, e.g. 2026-10');
+    // The right shape with a month outside 01-12 (2026-13, 2026-00) is said as such: the shape alone
+    // reads as if the format were wrong.
+    const outOfRange = /^\d{4}-(\d{2})$/.exec(raw.trim());
+    throw new InvalidArgumentError(
+      outOfRange
+        ? `expected a month as YYYY-MM with the month 01 to 12, e.g. 2026-10 (${outOfRange[1]} is no month)`
+        : 'expected a month as YYYY-MM, e.g. 2026-10',
+    );
   }
   // The pipeline's lower bound (refuseEarlyPeriod), here so that every mode refuses it before anything runs.
   if (text < EARLIEST_PERIOD) {

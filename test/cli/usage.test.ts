@@ -259,6 +259,8 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     expect(oneLine(missing!)).toMatch(/required option '--company <id>' not specified/);
     expect(oneLine(badMonth!)).toMatch(/option '--month <YYYY-MM>' is invalid: expected a month as YYYY-MM/);
     expect(badMonth!.stderr).not.toContain('2026-13');
+    // The right shape with no such month says which part is wrong.
+    expect(oneLine(badMonth!)).toMatch(/with the month 01 to 12, e\.g\. 2026-10 \(13 is no month\)/);
     expect(oneLine(badUuid!)).toMatch(/--user <externalId>.*expected a UUID/);
     expect(oneLine(noChoice!)).toMatch(/exactly one of --all and --user/);
     expect(oneLine(badFormat!)).toMatch(/--format <list>.*jsonl, csv, parquet/);
