@@ -19,7 +19,7 @@ import { systemClock, type Clock } from '../../src/core/shared/clock';
 import type { Logger } from '../../src/core/shared/logger';
 import { awsRegion, rejectAwsModeOptions, type BaseUrlSource, type ExportTarget } from '../args';
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
-import { FormatLossError, ManifestError, ObjectStoreError } from '../../src/core/exports/formats/period-errors';
+import { ConcurrentExportError, FormatLossError, ManifestError, ObjectStoreError } from '../../src/core/exports/formats/period-errors';
 import { apiKeyFromEnv, CliConfigError, CliError, describeError, readSecretCommand, type DescribeContext } from '../errors';
 import { missingDirectories, removeEmptyDirectories } from '../created-dirs';
 import { ExitCode } from '../exit-codes';
@@ -96,13 +96,15 @@ function manifestCounts(
 
 const FORMAT_LOSS_HINT = "ask for the period's formats with --format, or add --replace-formats to delete the others' files";
 
-function failed(companyId: string | null, error: unknown, context: DescribeContext = {}): CompanyExportRow {
+/** A company's failed row: the error described, with the hints only the export gives. Exported for its test. */
+export function failed(companyId: string | null, error: unknown, context: DescribeContext = {}): CompanyExportRow {
   const described = describeError(error, context);
   const { code } = described;
   let { message, exitCode, hint = null } = described;
   const loss = causeOf(error, FormatLossError);
   // A refused re-export is fixed by the command line (--format or --replace-formats).
   if (loss) [message, exitCode, hint] = [formatLossText(loss), ExitCode.usage, FORMAT_LOSS_HINT];
+  else if (causeOf(error, ConcurrentExportError)) hint = CONCURRENT_EXPORT_HINT;
   else if (exitCode === ExitCode.failure && isOutputConfigError(error)) exitCode = ExitCode.config;
   return {
     companyId,
@@ -111,6 +113,13 @@ function failed(companyId: string | null, error: unknown, context: DescribeConte
     error: { code, message, exitCode, hint },
   };
 }
+
+/**
+ * The run that lost the race for the manifest wrote nothing that stays; the winner's export of the
+ * period is published and complete. Still a failure of this run (its options may have differed).
+ */
+const CONCURRENT_EXPORT_HINT =
+  "another export of this period published first and stands complete (its _manifest.json); nothing to repair. Export again only if this run's options (formats, CSV dialect) should be the period's";
 
 function causeOf<T extends Error>(error: unknown, type: new (...args: never[]) => T): T | undefined {
   let e: unknown = error;
