@@ -1,4 +1,5 @@
 /** Small formatting helpers shared by the commands' tables. */
+import { fileURLToPath } from 'node:url';
 
 export function iso(epochMs: number | null | undefined): string | undefined {
   return epochMs === null || epochMs === undefined ? undefined : new Date(epochMs).toISOString().replace(/\.000Z$/, 'Z');
@@ -38,4 +39,18 @@ export function errorLabel(errorClass: string | null | undefined, errorCode: str
 /** `text` as one word for a POSIX shell: as is when nothing in it is special, else single-quoted. */
 export function shellQuote(text: string): string {
   return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
+}
+
+/**
+ * A location as a person copies it: a local file as its path (`/tmp/out dir/…`, not the
+ * percent-encoded `file:///tmp/out%20dir/…` the manifest and `--json` carry), an `s3://` address as
+ * it is. A `file:` URL that is not a path on this system stays a URL.
+ */
+export function shownLocation(url: string): string {
+  if (!url.startsWith('file:')) return url;
+  try {
+    return fileURLToPath(url);
+  } catch {
+    return url;
+  }
 }

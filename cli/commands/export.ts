@@ -31,6 +31,7 @@ import {
 import type { TaxReportFieldNames } from '../../src/core/exports/formats/tax-report-fields';
 import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { CliConfigError, damagedEntryRepair, UsageError } from '../errors';
+import { shownLocation } from '../format';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
 import { interruptExitCode, onInterrupt, speak } from '../interrupt';
 import { missingDirectories, removeEmptyDirectories, removeEmptyDirectoriesSync } from '../created-dirs';
@@ -197,7 +198,7 @@ export function exportCommand(host: CommandHost): Command {
               {
                 exitCode: ExitCode.partial,
                 code: 'athena_symlinks_stale',
-                message: `${report.month} is published (${c.manifestUrl}), but ${athenaBehindText(c.staleSymlinks!)}`,
+                message: `${report.month} is published (${c.manifestUrl === null ? 'its manifest' : shownLocation(c.manifestUrl)}), but ${athenaBehindText(c.staleSymlinks!)}`,
                 hint: `export ${report.month} again for the company: every export of a period rewrites all its symlinks`,
               },
               { text: `company ${shownCompany(c)}`, fields: { companyId: c.companyId } },
@@ -325,7 +326,7 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
           hint: 'run the export again',
         });
       } else {
-        const urls = published.map((p) => p.store.url(p.key)).join(', ');
+        const urls = published.map((p) => shownLocation(p.store.url(p.key))).join(', ');
         session.out.error({
           ...interrupted,
           message:
@@ -368,7 +369,7 @@ export async function athenaBehind(published: readonly { store: ObjectStore; key
     try {
       const manifest = await readManifest(store, key);
       const stale = manifest ? await staleSymlinks(store, manifest) : [];
-      if (stale.length > 0) behind.push(`${stale.join(', ')} of ${store.url(key)}`);
+      if (stale.length > 0) behind.push(`${stale.join(', ')} of ${shownLocation(store.url(key))}`);
     } catch {
       // Unreadable now is unknown, not behind: the line stays what it can vouch for.
     }
@@ -461,7 +462,7 @@ export function renderExport(out: Output, report: ExportReport): void {
   const formats = report.formats.map((f) =>
     f === 'csv' && report.csvDialect && report.csvDialect !== 'standard' ? `csv (${report.csvDialect})` : f,
   );
-  out.line(`Export of ${report.month} (${report.mode} mode, ${formats.join(', ')}) to ${report.out}`);
+  out.line(`Export of ${report.month} (${report.mode} mode, ${formats.join(', ')}) to ${shownLocation(report.out)}`);
   out.table(
     report.companies,
     [
@@ -475,7 +476,7 @@ export function renderExport(out: Output, report: ExportReport): void {
     'no company to export',
   );
   for (const c of report.companies) {
-    if (c.manifestUrl) out.line(`  ${shownCompany(c)}: ${c.manifestUrl}`);
+    if (c.manifestUrl) out.line(`  ${shownCompany(c)}: ${shownLocation(c.manifestUrl)}`);
     if (c.error) out.line(`! ${shownCompany(c)}: ${c.error.message}`);
     if (c.staleSymlinks?.length) {
       out.line(

@@ -24,6 +24,7 @@ import { apiKeyFromEnv, CliConfigError, CliError, describeError, readSecretComma
 import { missingDirectories, removeEmptyDirectories } from '../created-dirs';
 import { ExitCode } from '../exit-codes';
 import { fsCauseText, isFsError, shortPath } from '../fs-failure';
+import { shownLocation } from '../format';
 import type { LocalWorld } from '../local/local-world';
 import { activeCompanyPages, type RegistryFinding } from '../../src/core/companies/company-registry';
 import { registryCurrency, type CompanyCurrency } from '../../src/core/exports/pipeline/company-currency';
@@ -233,7 +234,7 @@ export function targetError(store: ObjectStore, target: string, error: unknown, 
   else if (configCause === 'ENAMETOOLONG') hint = 'name a shorter path: most file systems allow 255 bytes a component';
   else if (configCause === 'ELOOP') hint = 'name a real directory: a symbolic link on the path leads back to itself';
   return new CliError(
-    `${target} cannot be written at ${shortPath(store.url(EXPORT_ROOT))}: ${regionMissing ? described.message : storeCause(error)}${done}`,
+    `${target} cannot be written at ${shortPath(shownLocation(store.url(EXPORT_ROOT)))}: ${regionMissing ? described.message : storeCause(error)}${done}`,
     {
       code: 'export_target_unwritable',
       exitCode: code,

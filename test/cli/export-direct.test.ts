@@ -448,7 +448,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         expect(result.code).toBe(3);
         const lines = result.stderr.trim().split('\n');
         expect(lines).toHaveLength(1);
-        expect(lines[0]).toMatch(/^acctops: error: --out cannot be written at file:\/\//);
+        expect(lines[0]).toMatch(/^acctops: error: --out cannot be written at \//);
         expect(result.stdout).toBe('');
         expect(lines[0]).toMatch(cause);
         if (target.startsWith('a-file')) expect(await readFile(join(out.dir, 'a-file'), 'utf8')).toBe('not a directory');
@@ -514,7 +514,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
           exitCode: 5,
           message: expect.stringMatching(
             new RegExp(
-              `^${month} is published \\(file://.*_manifest\\.json\\), but Athena still shows the previous export of transactions \\(its symlink could not be rewritten`,
+              `^${month} is published \\(${out.dir}/.*_manifest\\.json\\), but Athena still shows the previous export of transactions \\(its symlink could not be rewritten`,
             ),
           ),
           hint: expect.stringMatching(new RegExp(`^export ${month} again`)),

@@ -339,7 +339,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const result = await acctops('export', '--month', '2026-01', '--company', bakery, '--format', 'csv');
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/Export of 2026-01 \(local mode, csv\)/);
-      expect(result.stdout).toContain(`company=${bakery}/period=2026-01/_manifest.json`);
+      // As a path to paste into a shell, not the percent-encoded file:// URL the manifest and --json carry.
+      expect(result.stdout).toContain(`: ${join(state.dir, 'exports', `company=${bakery}`, 'period=2026-01', '_manifest.json')}\n`);
+      expect(result.stdout).not.toContain('file://');
       // Not a terminal: no progress bar on stderr; only notes.
       expect(result.stderr.split('\n').filter((line) => line !== '' && !line.startsWith('acctops: note: '))).toEqual([]);
       expect(result.stderr).not.toContain('\r');

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,6 +89,9 @@ describe("the CLI's view of Athena's symlinks", () => {
 
     await makeStale('2026-09');
     // October, untouched, is in line.
-    expect(await athenaBehind(published)).toEqual([`transactions of ${store.url(manifestKey(COMPANY, parsePeriod('2026-09')))}`]);
+    // As a path a person pastes (the store's address is a file:// URL).
+    expect(await athenaBehind(published)).toEqual([
+      `transactions of ${fileURLToPath(store.url(manifestKey(COMPANY, parsePeriod('2026-09'))))}`,
+    ]);
   });
 });

@@ -23,6 +23,7 @@ import { ExitCode } from '../../../cli/exit-codes';
 import { onboardLines } from '../../../cli/commands/users';
 import { exportDeadlineOf, refreshResultOf } from '../../../cli/operations/aws-operations';
 import { displayWidth, Output } from '../../../cli/output';
+import { shownLocation } from '../../../cli/format';
 import { KeyRevokedError, PermissionDeniedError, ServerError } from '../../../src/core/accounting-api';
 import { CompanyKeyNotFoundError } from '../../../src/core/api-keys';
 import { taxReportsTable } from '../../../src/core/exports/formats/dataset-tables';
@@ -618,5 +619,16 @@ describe("exportDeadlineOf: the doctor's export deadline from the stack outputs"
       if (value !== '') expect(report.message).not.toContain(value);
       expect(report.hint).toContain(`--output ${key}=`);
     }
+  });
+});
+
+describe('shownLocation: a location as a person copies it', () => {
+  it('gives a local file as its path, decoded, and leaves other addresses as they are', () => {
+    expect(shownLocation('file:///tmp/pre%20existing/st%C3%A4te/_manifest.json')).toBe('/tmp/pre existing/stäte/_manifest.json');
+    expect(shownLocation('s3://bucket/exports/company=x/period=2026-10/_manifest.json')).toBe(
+      's3://bucket/exports/company=x/period=2026-10/_manifest.json',
+    );
+    // Not a path on this system (a host): stays the URL rather than a wrong path.
+    expect(shownLocation('file://server/share/x')).toBe('file://server/share/x');
   });
 });
