@@ -81,6 +81,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
           `  leases     released on ${world.reclaimedLeases.users.length} user(s), left by acctops process ${world.reclaimedLeases.holders.join(', ')}, which no longer runs`,
         );
 
+      if (world.seededCredentials)
+        out.line(
+          '  credentials  made before they were random: the institution secret and demo keys follow from the public seed, so another account of this host can use them while the demo runs; `npm start -- --reset` starts again with random ones',
+        );
+
       step(out, 1, 'Onboard the demo users (institution users: create, or retrieve when the service knows them)');
       const onboarded: OnboardResult[] = [];
       const lifecycle = world.lifecycle();

@@ -41,7 +41,7 @@ export function sandboxCommand(): Command {
   return new Command('sandbox')
     .description('Run the local Accounting API sandbox (sandbox-only demo data and credentials).')
     .option('--port <port>', 'port on 127.0.0.1 (0 picks a free one)', integer(0, 65_535), 4010)
-    .option('--seed <seed>', 'seed of the demo data and of everything generated', seed, '1')
+    .option('--seed <seed>', 'seed of the demo data and of everything generated (credentials are random)', seed, '1')
     .option('--no-demo', 'start empty, without the demo dataset')
     .option('--amount-encoding <encoding>', 'integer, string or mixed', amountEncoding, 'integer')
     .option('--display-labels', 'send display labels (Expense, Draft) for some records')

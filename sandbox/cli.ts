@@ -7,8 +7,8 @@ import { startSandbox, type Dialect, type RunningSandbox, type SandboxOptions } 
 
 /**
  * `npm run sandbox` (and `acctops sandbox`): starts the sandbox, prints where it listens and the
- * demo credentials, and stops cleanly on SIGINT or SIGTERM. The credentials are the demo seed's,
- * which work against this sandbox only; even so they are shown by prefix unless
+ * demo credentials, and stops cleanly on SIGINT or SIGTERM. The credentials are this run's (random,
+ * not the seed's), which work against this sandbox only; even so they are shown by prefix unless
  * `--show-credentials`, because terminal output ends up in logs and screenshots.
  */
 

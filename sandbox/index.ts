@@ -26,6 +26,12 @@ const optionsSchema = z.object({
   host: z.string().default('127.0.0.1'),
   seed: z.union([z.int(), z.string()]).default(1),
   demo: z.boolean().default(true),
+  /**
+   * The demo's API keys and institution secret from the seed as well, instead of `node:crypto`
+   * (the data is the seed's either way). For tests that compare two sandboxes' credentials: anyone
+   * who knows the seed holds them. Never for a sandbox that outlives a test (decision 97).
+   */
+  seededCredentials: z.boolean().default(false),
   clock: z.custom<Clock>((v) => typeof v === 'object' && v !== null && typeof (v as Clock).now === 'function').optional(),
   faults: z.array(faultRuleSchema).default([]),
   amountEncoding: z.enum(AMOUNT_ENCODINGS).default('integer'),
@@ -71,7 +77,8 @@ const optionsSchema = z.object({
   logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as Logger).info === 'function').optional(),
   /**
    * Start where a previous sandbox stopped (`snapshot()`): its data, users, keys, tokens and demo
-   * credentials. `seed` and `demo` are then taken from the snapshot.
+   * credentials. `seed` and `demo` are then taken from the snapshot, and so are the credentials
+   * (`seededCredentials` plays no part).
    */
   state: sandboxSnapshotSchema.optional(),
   /**
@@ -145,7 +152,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   const faults = new FaultRegistry(routeKeys);
   for (const rule of o.faults) faults.add(rule);
   const limiter = new RateLimiter(clock);
-  const demo: DemoCredentials | null = o.state ? o.state.demo : o.demo ? seedDemo(state, clock.now()) : null;
+  const demo: DemoCredentials | null = o.state
+    ? o.state.demo
+    : o.demo
+      ? seedDemo(state, clock.now(), { seededCredentials: o.seededCredentials })
+      : null;
 
   // The admin door of the server needs the registry, and the registry needs the server's stop signal.
   const server: SandboxServer = new SandboxServer({
@@ -194,4 +205,5 @@ export type { Fault, FaultRule, FaultRuleState } from './faults';
 export { PERMISSIONS, type Permission } from './schemas';
 export type { RequestLogEntry, SandboxStats } from './stats';
 export { routeKeys } from './routes';
+export { hasSeededDemoCredentials } from './seed';
 export { DIALECTS, MINIMAL_TAX_REPORT_FIELDS, type Dialect } from './dialect';

@@ -1,7 +1,8 @@
 /**
  * Deterministic randomness. Everything the sandbox invents (ids, demo data, generated
  * transactions) is derived from the `seed` option, so a run can be reproduced exactly. Secrets
- * created at run time (API keys, the token signing key) use `node:crypto` instead.
+ * (API keys, the demo's included, institution secrets, the token signing key) use `node:crypto`
+ * instead: the seed is public (decision 97 in docs/architecture.md).
  */
 
 /** FNV-1a over a string: turns any seed into 32 bits. */

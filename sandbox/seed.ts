@@ -1,15 +1,22 @@
+import { randomBytes } from 'node:crypto';
 import type { DemoCredentials } from './admin';
+import { secureBase62 } from './random';
 import type { Permission } from './schemas';
 import type { Company, SandboxState } from './state';
 
 /**
  * The demo dataset: three companies, the institution `inst_demo`, a few users, two API keys per
  * company, categories, tax reports and a couple of hundred transactions in each of the three
- * months before the clock's month. Everything comes from the seed, so the same seed and the same
- * month give the same data and the same credentials. The credentials are SANDBOX ONLY.
+ * months before the clock's month. The data comes from the seed, so the same seed and the same
+ * month give the same data. The credentials (API keys, institution secret) come from `node:crypto`:
+ * the seed is public (the repository, `--seed`), and anyone who knows it could otherwise compute the
+ * keys of a sandbox listening on the host's loopback (decision 97 in docs/architecture.md). With
+ * `seeded` they follow from the seed too, as before that decision: for tests that compare two
+ * sandboxes' credentials. The credentials are SANDBOX ONLY.
  */
 
 export const DEMO_INSTITUTION_ID = 'inst_demo';
+/** The institution secret of a demo seeded with `seeded` credentials, and of every demo made before decision 97. */
 export const DEMO_INSTITUTION_SECRET = 'sandbox-only-demo-secret-NOT-FOR-PRODUCTION';
 export const DEMO_NOTICE = 'SANDBOX ONLY: these demo credentials work against this local sandbox and nowhere else.';
 
@@ -104,9 +111,30 @@ function seedTaxReports(state: SandboxState, company: Company, now: number): voi
   }
 }
 
-export function seedDemo(state: SandboxState, now: number): DemoCredentials {
+/**
+ * Whether a saved sandbox was seeded with the credentials every demo had before they were random:
+ * the institution secret it was given (or still has) is the fixed one, and its demo keys then
+ * follow from the seed as well.
+ */
+export function hasSeededDemoCredentials(snapshot: {
+  institutions: readonly { id: string; secret: string }[];
+  demo: { institution: { secret: string } } | null;
+}): boolean {
+  return (
+    snapshot.demo?.institution.secret === DEMO_INSTITUTION_SECRET ||
+    snapshot.institutions.some((i) => i.id === DEMO_INSTITUTION_ID && i.secret === DEMO_INSTITUTION_SECRET)
+  );
+}
+
+export function seedDemo(state: SandboxState, now: number, options: { seededCredentials?: boolean } = {}): DemoCredentials {
   const { prng } = state;
-  const institution = state.createInstitution({ id: DEMO_INSTITUTION_ID, secret: DEMO_INSTITUTION_SECRET, name: 'Demo institution' });
+  const seeded = options.seededCredentials === true;
+  const institution = state.createInstitution({
+    id: DEMO_INSTITUTION_ID,
+    // Without a secret the institution gets one from node:crypto, and nothing is drawn from the seeded sequence.
+    ...(seeded ? { secret: DEMO_INSTITUTION_SECRET } : {}),
+    name: 'Demo institution',
+  });
   const companies = COMPANIES.map((c) => state.createCompany({ ...c, publicId: prng.uuid() }));
   const credentials: DemoCredentials = {
     notice: DEMO_NOTICE,
@@ -122,7 +150,11 @@ export function seedDemo(state: SandboxState, now: number): DemoCredentials {
       { name: 'demo full access', permissions: ['full_access'] as Permission[] },
       { name: 'demo export (read only)', permissions: EXPORT_PERMISSIONS },
     ].map(({ name, permissions }) => {
-      const key = `sbx_${prng.base62(32)}`;
+      // Drawn either way: the data after it (the next companies' categories, reports, transactions)
+      // must not depend on where the key came from, so it is the same as with seeded keys and as
+      // in states saved before the keys were random.
+      const fromSeed = `sbx_${prng.base62(32)}`;
+      const key = seeded ? fromSeed : `sbx_${secureBase62(randomBytes(32))}`;
       state.createApiKey({ companyId: company.publicId, name, permissions, key });
       return { name, key, permissions };
     });

@@ -469,7 +469,7 @@ export class SandboxState {
     name?: string | undefined;
     permissions: Permission[];
     expiresAt?: number | null | undefined;
-    /** Only for the deterministic demo keys; otherwise the key is random. */
+    /** Only for the demo's keys (seedDemo chooses them); otherwise the key is random. */
     key?: string | undefined;
   }): { record: ApiKeyRecord; key: string } {
     const company = this.company(input.companyId);

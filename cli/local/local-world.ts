@@ -51,7 +51,14 @@ import { lazySchema } from '../../src/core/shared/lazy-schema';
 import { noMetrics } from '../../src/core/shared/metrics';
 import { keyPrefix } from '../../src/core/shared/redact';
 import { TokenLifecycle } from '../../src/core/tokens/token-lifecycle';
-import { DIALECTS, MINIMAL_TAX_REPORT_FIELDS, startSandbox, type Dialect, type RunningSandbox } from '../../sandbox';
+import {
+  DIALECTS,
+  hasSeededDemoCredentials,
+  MINIMAL_TAX_REPORT_FIELDS,
+  startSandbox,
+  type Dialect,
+  type RunningSandbox,
+} from '../../sandbox';
 import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/secrets-manager';
 import { CliConfigError } from '../errors';
 import { isFsError } from '../fs-failure';
@@ -241,6 +248,12 @@ export class LocalWorld {
   readonly tokens: LeaseHoldingStore;
   /** Leases of dead acctops processes this command released when it opened the state (none for a read-only one). */
   reclaimedLeases: ReclaimedLeases = { users: [], holders: [] };
+  /**
+   * The state was made before the demo's credentials were random (decision 97): its institution
+   * secret, and the demo keys not yet rotated away, follow from the public seed. Kept working (its
+   * tokens, exports and registry are the operator's); the command says so, `local reset` ends it.
+   */
+  seededCredentials = false;
   readonly revocations: FileRevocationQueue | MemoryRevocationQueue;
   /** The company registry's table: companies.json, or an empty stand-in when it is damaged (doctor only). */
   readonly companies: RegistryTable;
@@ -410,7 +423,8 @@ export class LocalWorld {
         dialect: state.dialect,
         // The command drives its sandbox in process: no admin door on loopback (docs/security.md).
         adminHttp: false,
-        ...(sandboxState ? { state: sandboxState } : { seed: SANDBOX_SEED, demo: !lost('sandbox') }),
+        // The data from the fixed seed, the credentials from node:crypto: the seed is in the repository.
+        ...(sandboxState ? { state: sandboxState } : { seed: SANDBOX_SEED, demo: !lost('sandbox'), seededCredentials: false }),
       });
       sm = await startSecretsManager({
         port: 0,
@@ -435,6 +449,7 @@ export class LocalWorld {
         readOnly,
         registryInMemory,
       );
+      world.seededCredentials = sandboxState !== undefined && hasSeededDemoCredentials(sandboxState);
       if (onInterrupted) world.onInterrupted(onInterrupted);
       // In one go, no signal can land between them: the world's step takes over from the opening's.
       world.saveOnSignals();

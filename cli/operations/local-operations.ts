@@ -58,6 +58,13 @@ import {
 } from './shared';
 
 /**
+ * A state made before decision 97 keeps working (its users, tokens, exports and registry are the
+ * operator's work), so it is named on every command rather than replaced behind the operator's back.
+ */
+export const SEEDED_CREDENTIALS_NOTE =
+  "acctops: note: this local state was made before the demo's credentials were random: its institution secret and demo API keys follow from the public seed, so another account of this host can call its sandbox while a command runs; `acctops local reset --yes` starts a state with random ones (its users, tokens and exports go with it)";
+
+/**
  * The local mode: every operation opens the embedded world of the state directory (the sandbox,
  * the Secrets Manager emulator, the file stores; docs/cli.md, "The local mode"), runs the
  * real use cases in it and saves it. Loaded by the Session only in local mode, with `import()`: the
@@ -88,6 +95,7 @@ export class LocalOperations implements Operations {
           context.out.note(
             `acctops: created the local state in ${world.stateDir} (embedded sandbox with demo data, ${world.state.dialect} dialect)`,
           );
+        if (world.seededCredentials) context.out.note(SEEDED_CREDENTIALS_NOTE);
         const reclaimed = world.reclaimedLeases;
         if (reclaimed.users.length > 0)
           context.out.note(

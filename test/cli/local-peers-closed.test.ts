@@ -3,6 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { withLocalWorld } from '../../cli/local/local-world';
+import { startSandbox } from '../../sandbox';
+import { ManualClock } from '../../src/core/shared/clock';
 import { silentLogger } from '../../src/core/shared/logger';
 import { localClientConfig } from '../helpers/aws-credentials';
 import { cliEnv } from '../helpers/cli';
@@ -54,5 +56,48 @@ describe('acctops local mode: the peers a command starts serve no one else on th
       const api = await fetch(`${world.sandbox.baseUrl}/companies/`);
       expect(api.status).toBe(401);
     });
+  });
+
+  it("the sandbox's API refuses the credentials anyone can compute from the seed, and answers the state's own", async () => {
+    // What another account of the host can do: start a sandbox of the local mode's seed with the
+    // credentials that seed gives (as `acctops sandbox --show-credentials` printed them before).
+    const computed = await startSandbox({
+      port: 0,
+      seed: 1,
+      clock: new ManualClock(Date.now()),
+      seededCredentials: true,
+      adminHttp: false,
+    });
+    try {
+      await withLocalWorld({ stateDir: join(dir, 'state'), logger: silentLogger, env: cliEnv() }, async (world) => {
+        const own = world.sandbox.demo!;
+        // The same companies: the data is the seed's.
+        expect(own.companies.map((c) => c.publicId)).toEqual(computed.demo!.companies.map((c) => c.publicId));
+        for (const company of computed.demo!.companies) {
+          for (const { key } of company.apiKeys) {
+            const refused = await fetch(`${world.sandbox.baseUrl}/accounting/transactions/`, {
+              headers: { authorization: `Bearer ${key}` },
+            });
+            expect(refused.status).toBe(401);
+          }
+        }
+        const bob = computed.demo!.users[1]!;
+        const retrieve = (institution: string) =>
+          fetch(`${world.sandbox.baseUrl}/institution/users/token/retrieve/`, {
+            method: 'POST',
+            headers: { institution, 'content-type': 'application/json' },
+            body: JSON.stringify({ username: bob.username, email: bob.email, external_id: bob.externalId }),
+          });
+        expect((await retrieve(computed.demo!.institution.header)).status).toBe(401);
+        // The refusals are the credentials, not the requests: the state's own are served.
+        expect((await retrieve(own.institution.header)).status).toBe(200);
+        const served = await fetch(`${world.sandbox.baseUrl}/accounting/transactions/`, {
+          headers: { authorization: `Bearer ${own.companies[0]!.apiKeys[0]!.key}` },
+        });
+        expect(served.status).toBe(200);
+      });
+    } finally {
+      await computed.stop();
+    }
   });
 });

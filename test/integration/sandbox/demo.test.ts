@@ -4,33 +4,78 @@ import { call } from './support';
 
 const NOW = Date.UTC(2026, 10, 20, 9, 0, 0); // 20 November 2026: the demo months are August to October
 
-describe('sandbox: the deterministic demo seed', () => {
+describe('sandbox: the demo seed (data from the seed, credentials random unless seededCredentials)', () => {
   let sandbox: RunningSandbox;
   let twin: RunningSandbox;
+  let seeded: RunningSandbox;
+  let seededTwin: RunningSandbox;
   let other: RunningSandbox;
 
   beforeAll(async () => {
-    [sandbox, twin, other] = await Promise.all([
+    [sandbox, twin, seeded, seededTwin, other] = await Promise.all([
       startSandbox({ port: 0, seed: 5, clock: new ManualClock(NOW) }),
       startSandbox({ port: 0, seed: 5, clock: new ManualClock(NOW) }),
-      startSandbox({ port: 0, seed: 6, clock: new ManualClock(NOW) }),
+      startSandbox({ port: 0, seed: 5, clock: new ManualClock(NOW), seededCredentials: true }),
+      startSandbox({ port: 0, seed: 5, clock: new ManualClock(NOW), seededCredentials: true }),
+      startSandbox({ port: 0, seed: 6, clock: new ManualClock(NOW), seededCredentials: true }),
     ]);
   });
-  afterAll(() => Promise.all([sandbox, twin, other].map((s) => s.stop())));
+  afterAll(() => Promise.all([sandbox, twin, seeded, seededTwin, other].map((s) => s.stop())));
 
-  it('gives the same credentials and data for the same seed, and others for another seed', async () => {
-    expect(twin.demo).toEqual(sandbox.demo);
-    expect(other.demo!.companies[0]!.apiKeys[0]!.key).not.toBe(sandbox.demo!.companies[0]!.apiKeys[0]!.key);
-    const page = (s: RunningSandbox) =>
-      call(s.baseUrl, '/accounting/transactions/?page_size=1000', { bearer: s.demo!.companies[0]!.apiKeys[0]!.key }).then((r) => r.text);
-    expect(await page(twin)).toBe((await page(sandbox)).replace(`:${sandbox.port}/`, `:${twin.port}/`));
+  const keysOf = (s: RunningSandbox) => s.demo!.companies.flatMap((c) => c.apiKeys.map((k) => k.key));
+  /** The demo credentials with the secrets left out: ids, names, permissions. */
+  const withoutSecrets = (s: RunningSandbox) => ({
+    ...s.demo!,
+    institution: { id: s.demo!.institution.id, name: s.demo!.institution.name },
+    companies: s.demo!.companies.map((c) => ({ ...c, apiKeys: c.apiKeys.map(({ name, permissions }) => ({ name, permissions })) })),
+  });
+  /** Every company's transactions, categories and tax reports as served, each read with its own key. */
+  const dataOf = async (s: RunningSandbox) => {
+    const pages: string[] = [];
+    for (const company of s.demo!.companies) {
+      const bearer = company.apiKeys[0]!.key;
+      for (const path of [
+        '/accounting/transactions/?page_size=1000',
+        '/accounting/categories/?pageSize=1000',
+        `/companies/${company.publicId}/taxes/reports/?page_size=1000`,
+      ]) {
+        const res = await call(s.baseUrl, path, { bearer });
+        expect(res.status).toBe(200);
+        pages.push(res.text.replaceAll(`:${s.port}/`, ':PORT/'));
+      }
+    }
+    return pages;
+  };
+
+  it('gives the same data for the same seed, and credentials of its own to each sandbox', async () => {
+    const keys = keysOf(sandbox);
+    expect(keys).toHaveLength(6);
+    expect(keys.every((key) => /^sbx_[0-9A-Za-z]{32}$/.test(key))).toBe(true);
+    expect(new Set([...keys, ...keysOf(twin)]).size).toBe(12);
+    // Compared as booleans: a failure must not print credentials.
+    expect(twin.demo!.institution.secret === sandbox.demo!.institution.secret).toBe(false);
+    expect(sandbox.demo!.institution.header === `inst_demo:${sandbox.demo!.institution.secret}`).toBe(true);
+    expect(withoutSecrets(twin)).toEqual(withoutSecrets(sandbox));
+    expect(await dataOf(twin)).toEqual(await dataOf(sandbox));
+    // A key works only where it was made.
+    expect((await call(twin.baseUrl, '/companies/', { bearer: keys[0]! })).status).toBe(401);
+  });
+
+  it('with seededCredentials, the credentials follow from the seed too, and the data is what random ones give', async () => {
+    expect(seededTwin.demo).toEqual(seeded.demo);
+    expect(seeded.demo!.institution.header).toMatch(/^inst_demo:.*NOT-FOR-PRODUCTION$/);
+    expect(keysOf(other)[0] === keysOf(seeded)[0]).toBe(false);
+    expect(keysOf(seeded).filter((k) => keysOf(sandbox).includes(k)).length).toBe(0);
+    // The seeded sequence is the same whichever way the keys were made: no datum shifts.
+    expect(withoutSecrets(seeded)).toEqual(withoutSecrets(sandbox));
+    expect(await dataOf(seeded)).toEqual(await dataOf(sandbox));
+    expect(seeded.snapshot().prng).toBe(sandbox.snapshot().prng);
   });
 
   it('labels its credentials as sandbox-only and has the institution inst_demo with three users', () => {
     const demo = sandbox.demo!;
     expect(demo.notice).toMatch(/SANDBOX ONLY/);
     expect(demo.institution.id).toBe('inst_demo');
-    expect(demo.institution.header).toMatch(/^inst_demo:.*NOT-FOR-PRODUCTION$/);
     expect(demo.companies.map((c) => c.currency)).toEqual(['EUR', 'EUR', 'GBP']);
     expect(demo.users.map((u) => [u.username, u.companies.length])).toEqual([
       ['alice', 1],
