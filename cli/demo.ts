@@ -83,7 +83,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
 
       if (world.seededCredentials)
         out.line(
-          '  credentials  made before they were random: the institution secret and demo keys follow from the public seed, so another account of this host can use them while the demo runs; `npm start -- --reset` starts again with random ones',
+          '  keys       made before they were random: the institution secret and demo keys follow from the public seed, so another account of this host can use them while the demo runs; `npm start -- --reset` starts again with random ones',
         );
 
       step(out, 1, 'Onboard the demo users (institution users: create, or retrieve when the service knows them)');

@@ -11,12 +11,12 @@ import type { Company, SandboxState } from './state';
  * month give the same data. The credentials (API keys, institution secret) come from `node:crypto`:
  * the seed is public (the repository, `--seed`), and anyone who knows it could otherwise compute the
  * keys of a sandbox listening on the host's loopback (decision 97 in docs/architecture.md). With
- * `seeded` they follow from the seed too, as before that decision: for tests that compare two
- * sandboxes' credentials. The credentials are SANDBOX ONLY.
+ * `seededCredentials` they follow from the seed too, as before that decision: for tests that
+ * compare two sandboxes' credentials. The credentials are SANDBOX ONLY.
  */
 
 export const DEMO_INSTITUTION_ID = 'inst_demo';
-/** The institution secret of a demo seeded with `seeded` credentials, and of every demo made before decision 97. */
+/** The institution secret of a demo with `seededCredentials`, and of every demo made before decision 97. */
 export const DEMO_INSTITUTION_SECRET = 'sandbox-only-demo-secret-NOT-FOR-PRODUCTION';
 export const DEMO_NOTICE = 'SANDBOX ONLY: these demo credentials work against this local sandbox and nowhere else.';
 

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { onboardArgs, parseJson, useCliState, type CliState } from '../helpers/cli';
+import { cliEnv, onboardArgs, parseJson, useCliState, type CliState } from '../helpers/cli';
 import { startSandbox } from '../../sandbox';
 import { DEMO_INSTITUTION_SECRET, monthOf } from '../../sandbox/seed';
 import { ManualClock } from '../../src/core/shared/clock';
@@ -141,22 +141,29 @@ describe('acctops local mode: demo credentials of its own per state, the demo da
   });
 });
 
+/**
+ * What the code before decision 97 gave every state, made of a new one: the fixed institution secret
+ * in the service, in its record of the demo credentials, and in the stored credential.
+ */
+async function makeOld(dir: string): Promise<SandboxFile> {
+  const sandbox = await readJson<SandboxFile & Record<string, unknown>>(dir, 'sandbox.json');
+  sandbox.demo.institution.secret = DEMO_INSTITUTION_SECRET;
+  for (const institution of sandbox.institutions) if (institution.id === 'inst_demo') institution.secret = DEMO_INSTITUTION_SECRET;
+  await writeFile(join(dir, 'sandbox.json'), JSON.stringify(sandbox), { mode: 0o600 });
+  const secrets = await readJson<SecretsFile & Record<string, unknown>>(dir, 'secrets.json');
+  for (const version of secrets.secrets.find((s) => s.name === 'acctops/local/institution')!.versions)
+    version.value.SecretString = `inst_demo:${DEMO_INSTITUTION_SECRET}`;
+  await writeFile(join(dir, 'secrets.json'), JSON.stringify(secrets), { mode: 0o600 });
+  return sandbox;
+}
+
 describe('acctops local mode: a state made when the demo credentials followed from the seed', () => {
   const state = useCliState();
   const NOTE = /^acctops: note: this local state was made before the demo's credentials were random: .*`acctops local reset --yes`/m;
 
   it("keeps working, and every command says in one line that its credentials are the seed's and how to end that", async () => {
     expect((await state.acctops('users', 'list')).code).toBe(0);
-    // What the code before decision 97 gave every state: the fixed institution secret in the service,
-    // in its record of the demo credentials, and in the stored credential.
-    const sandbox = await readJson<SandboxFile & Record<string, unknown>>(state.dir, 'sandbox.json');
-    sandbox.demo.institution.secret = DEMO_INSTITUTION_SECRET;
-    for (const institution of sandbox.institutions) if (institution.id === 'inst_demo') institution.secret = DEMO_INSTITUTION_SECRET;
-    await writeFile(join(state.dir, 'sandbox.json'), JSON.stringify(sandbox), { mode: 0o600 });
-    const secrets = await readJson<SecretsFile & Record<string, unknown>>(state.dir, 'secrets.json');
-    for (const version of secrets.secrets.find((s) => s.name === 'acctops/local/institution')!.versions)
-      version.value.SecretString = `inst_demo:${DEMO_INSTITUTION_SECRET}`;
-    await writeFile(join(state.dir, 'secrets.json'), JSON.stringify(secrets), { mode: 0o600 });
+    const sandbox = await makeOld(state.dir);
 
     const alice = sandbox.demo.users[0]!;
     const onboarded = await state.acctops('--json', ...onboardArgs(alice));
@@ -168,5 +175,27 @@ describe('acctops local mode: a state made when the demo credentials followed fr
     expect(exportedOld.result.stderr).toMatch(NOTE);
     // The notice names the risk, never the secret.
     expect(exportedOld.result.stderr.includes(DEMO_INSTITUTION_SECRET)).toBe(false);
+  });
+});
+
+describe('npm start on a state made when the demo credentials followed from the seed', () => {
+  const state = useCliState();
+
+  it("runs, and its header says once that the credentials are the seed's and how to start again", async () => {
+    const { runDemo } = await import('../../cli/demo.ts');
+    let printed = '';
+    const io = { stdout: { write: (t: string) => (printed += t) }, stderr: { write: (t: string) => (printed += t) } };
+    const run = () => runDemo({ stateDir: state.dir, reset: false, io, env: cliEnv() });
+    expect((await run()).created).toBe(true);
+    state.outputs.push({ code: 0, stdout: printed, stderr: '' });
+    expect(printed).not.toMatch(/made before they were random/);
+    await makeOld(state.dir);
+    printed = '';
+    const report = await run();
+    state.outputs.push({ code: 0, stdout: printed, stderr: '' });
+    expect(report.exports.companies.every((c) => c.status === 'completed')).toBe(true);
+    expect(
+      printed.match(/^ {2}keys {7}made before they were random: .*`npm start -- --reset` starts again with random ones$/gm),
+    ).toHaveLength(1);
   });
 });
