@@ -3,12 +3,13 @@ import * as path from 'node:path';
 import { Duration, Names, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IEventBus } from 'aws-cdk-lib/aws-events';
-import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { type IRole, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
-import { ApplicationLogLevel, Architecture, LoggingFormat, Runtime, SystemLogLevel, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { ApplicationLogLevel, Architecture, type IFunction, LoggingFormat, Runtime, SystemLogLevel, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { LogLevel as EsbuildLogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
+import type { IScheduleGroup } from 'aws-cdk-lib/aws-scheduler';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { flattenCfnReference } from 'cdk-nag/lib/utils/flatten-cfn-reference';
@@ -163,6 +164,7 @@ export type TableAccess =
   | 'getItem';
 export type BucketAccess = 'read' | 'write' | 'readWrite' | 'readWriteDelete';
 export type QueueAccess = 'send' | 'receive';
+export type ScheduleAccess = 'read' | 'create';
 
 /** Exactly the actions each access level grants; docs/infrastructure.md repeats this table. */
 export const SECRET_ACTIONS: Record<SecretAccess, { secret: string[]; key: string[] }> = {
@@ -261,6 +263,16 @@ export const QUEUE_ACTIONS: Record<QueueAccess, { queue: string[]; key: string[]
 };
 
 /**
+ * EventBridge Scheduler actions on the schedules of one group under one name prefix. `create` makes
+ * (or replaces) one-time schedules and reads them back; neither deletes: a one-time schedule deletes
+ * itself after it ran (ActionAfterCompletion DELETE).
+ */
+export const SCHEDULE_ACTIONS: Record<ScheduleAccess, string[]> = {
+  read: ['scheduler:GetSchedule'],
+  create: ['scheduler:CreateSchedule', 'scheduler:UpdateSchedule', 'scheduler:GetSchedule'],
+};
+
+/**
  * What Lambda's poller needs of a queue that invokes the function (consumeQueue): the Lambda
  * Developer Guide's "Execution role permissions" for Amazon SQS event sources name exactly
  * ReceiveMessage, DeleteMessage and GetQueueAttributes (plus kms:Decrypt on a customer-managed
@@ -281,6 +293,36 @@ export interface BindBucketOptions {
    * @default '' (the whole bucket)
    */
   readonly prefix?: string;
+}
+
+export interface BindScheduleGroupOptions {
+  /** The schedules' names start with it; the grant covers `<group>/<namePrefix>*` and nothing else of the account's schedules. */
+  readonly namePrefix: string;
+  /** Why that wildcard is as narrow as it can be: cdk-nag's IAM5 finding on it is acknowledged with this. */
+  readonly reason: string;
+}
+
+/** The variables bindScheduleCreation sets, each to the ARN or name of one resource it grants on. */
+export interface ScheduleCreationEnv {
+  /** The group's name. */
+  readonly group: string;
+  /** The target function's ARN. */
+  readonly target: string;
+  /** The schedules' role ARN. */
+  readonly role: string;
+  /** The dead-letter queue's ARN. */
+  readonly deadLetter: string;
+}
+
+export interface ScheduleCreation extends BindScheduleGroupOptions {
+  readonly group: IScheduleGroup;
+  /** What every schedule invokes. */
+  readonly target: IFunction;
+  /** The role every schedule runs as: the function may pass it to Scheduler, and only it. */
+  readonly role: IRole;
+  /** Where Scheduler sends an invocation it could not deliver (each schedule's DeadLetterConfig). */
+  readonly deadLetterQueue: IQueue;
+  readonly env: ScheduleCreationEnv;
 }
 
 export interface ConsumeQueueOptions {
@@ -333,6 +375,11 @@ export class AcctopsFunction extends NodejsFunction {
   /** The `reservedConcurrency` prop: a capped function can be throttled, so Monitoring alarms on Throttles. */
   readonly reservedConcurrency?: number;
   private readonly boundEnv = new Set<string>();
+
+  /** The variables bind* set, each in the same call that granted access to what it names. */
+  get boundVariables(): ReadonlySet<string> {
+    return this.boundEnv;
+  }
 
   constructor(scope: Construct, id: string, props: AcctopsFunctionProps) {
     if (!HANDLER_DIR.test(props.handlerDir)) {
@@ -511,6 +558,59 @@ export class AcctopsFunction extends NodejsFunction {
   bindEventBus(bus: IEventBus, envName: string): this {
     this.bindEnv(envName, bus.eventBusName);
     this.addToRolePolicy(new PolicyStatement({ actions: ['events:PutEvents'], resources: [bus.eventBusArn] }));
+    return this;
+  }
+
+  /**
+   * Puts the group's name in `envName` and grants `access` on the schedules of that group whose
+   * names start with `options.namePrefix`.
+   */
+  bindScheduleGroup(group: IScheduleGroup, envName: string, access: ScheduleAccess, options: BindScheduleGroupOptions): this {
+    this.bindEnv(envName, group.scheduleGroupName);
+    const schedules = Stack.of(this).formatArn({
+      service: 'scheduler',
+      resource: 'schedule',
+      resourceName: `${group.scheduleGroupName}/${options.namePrefix}*`,
+    });
+    this.addToRolePolicy(new PolicyStatement({ actions: SCHEDULE_ACTIONS[access], resources: [schedules] }));
+    this.acknowledgeWildcard(schedules, options.reason);
+    return this;
+  }
+
+  /**
+   * For a function that makes one-time schedules at run time (the rotation's key revocations): binds
+   * the group (`create` access, bindScheduleGroup) and puts the target's ARN, the role's ARN and the
+   * dead-letter queue's ARN in `env`'s variables, granting in the same step what a schedule made
+   * with them needs: iam:PassRole of that role, to Scheduler only; to the role, invoking the target
+   * and sending to the queue (and the queue's key through SQS, if it has one), nothing else. The
+   * variables are what the function puts in each schedule, so none can name a resource the schedule
+   * could not use.
+   */
+  bindScheduleCreation(creation: ScheduleCreation): this {
+    const { env, role, target, deadLetterQueue } = creation;
+    this.bindScheduleGroup(creation.group, env.group, 'create', creation);
+    this.bindEnv(env.target, target.functionArn);
+    this.bindEnv(env.role, role.roleArn);
+    this.bindEnv(env.deadLetter, deadLetterQueue.queueArn);
+    this.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['iam:PassRole'],
+        resources: [role.roleArn],
+        conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+      }),
+    );
+    role.addToPrincipalPolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [target.functionArn] }));
+    role.addToPrincipalPolicy(new PolicyStatement({ actions: QUEUE_ACTIONS.send.queue, resources: [deadLetterQueue.queueArn] }));
+    const queueKey = deadLetterQueue.encryptionMasterKey;
+    if (queueKey) {
+      role.addToPrincipalPolicy(
+        new PolicyStatement({
+          actions: QUEUE_ACTIONS.send.key,
+          resources: [queueKey.keyArn],
+          conditions: { StringEquals: { 'kms:ViaService': `sqs.${Stack.of(this).region}.amazonaws.com` } },
+        }),
+      );
+    }
     return this;
   }
 

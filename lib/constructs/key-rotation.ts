@@ -16,6 +16,7 @@ import {
 } from 'aws-cdk-lib/aws-scheduler';
 import { CfnRotationSchedule, type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { flattenCfnReference } from 'cdk-nag/lib/utils/flatten-cfn-reference';
 import { Construct } from 'constructs';
 import { ALARMED_METRICS } from '../../contract/metrics';
@@ -111,6 +112,7 @@ export class KeyRotation extends Construct {
   readonly rotationInvokePermission: CfnPermission;
   private readonly stageName: string;
   private readonly secretsKey: IKey;
+  private revocationBound = false;
   readonly alarms: { rotationFailures: Alarm; revocationFailures: Alarm; doctorFailures: Alarm; doctorFindings: Alarm };
 
   constructor(scope: Construct, id: string, props: KeyRotationProps) {
@@ -164,50 +166,38 @@ export class KeyRotation extends Construct {
       }),
       description: 'Lets the key revocation schedules invoke revoke-api-key, and nothing else',
     });
-    this.revocationSchedulerRole.addToPolicy(
-      new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [this.revokeFunction.functionArn] }),
-    );
 
+    // The revocation wiring (group, target, role, dead-letter queue) is bound in one call,
+    // bindRevocationScheduler, once the stack's FailedInvocations queue exists.
     this.rotateFunction = new AcctopsFunction(this, 'RotateApiKey', {
       ...functionDefaults,
       handlerDir: 'rotate-api-key',
       description: 'Secrets Manager rotation function of the company API keys (createSecret, setSecret, testSecret, finishSecret)',
       // A step is a few calls to the service, each bounded to 10 s and 3 attempts, plus the rollback.
       timeout: ROTATE_FUNCTION_TIMEOUT,
-      environment: {
-        ...api,
-        REVOCATION_SCHEDULE_GROUP: groupName,
-        REVOKE_FUNCTION_ARN: this.revokeFunction.functionArn,
-        REVOCATION_SCHEDULER_ROLE_ARN: this.revocationSchedulerRole.roleArn,
-      },
+      environment: api,
     });
-    this.rotateFunction.addToRolePolicy(
-      new PolicyStatement({
-        actions: ['scheduler:CreateSchedule', 'scheduler:UpdateSchedule', 'scheduler:GetSchedule'],
-        resources: [revocationSchedules],
-      }),
-    );
-    this.rotateFunction.addToRolePolicy(
-      new PolicyStatement({
-        actions: ['iam:PassRole'],
-        resources: [this.revocationSchedulerRole.roleArn],
-        conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
-      }),
-    );
-    acknowledge(
-      this.rotateFunction,
-      `Resource::${flattenCfnReference(stack.resolve(revocationSchedules))}`,
-      "Revocation schedules are named after the key they revoke, at run time; the grant covers only the revoke- schedules of this stage's revocation group.",
-    );
+    this.node.addValidation({
+      validate: () =>
+        this.revocationBound
+          ? []
+          : [
+              `${this.node.path}: call bindRevocationScheduler(deadLetterQueue); without it rotate-api-key has no revocation group, target or role and fails at cold start`,
+            ],
+    });
 
     this.doctorFunction = new AcctopsFunction(this, 'CheckKeyRotations', {
       ...functionDefaults,
       handlerDir: 'check-key-rotations',
       description: 'The rotation doctor: repairs stuck AWSPENDING labels and orphan keys, reports expiring keys and overdue rotations',
       timeout: Duration.minutes(5),
-      environment: { ...api, REVOCATION_SCHEDULE_GROUP: groupName },
-    }).bindEventBus(props.eventBus ?? EventBus.fromEventBusName(this, 'DefaultBus', 'default'), 'KEY_EVENT_BUS_NAME');
-    this.doctorFunction.addToRolePolicy(new PolicyStatement({ actions: ['scheduler:GetSchedule'], resources: [revocationSchedules] }));
+      environment: api,
+    })
+      .bindEventBus(props.eventBus ?? EventBus.fromEventBusName(this, 'DefaultBus', 'default'), 'KEY_EVENT_BUS_NAME')
+      .bindScheduleGroup(this.revocationGroup, 'REVOCATION_SCHEDULE_GROUP', 'read', {
+        namePrefix: REVOCATION_SCHEDULE_PREFIX,
+        reason: "The doctor reads the pending revocations: only the revoke- schedules of this stage's revocation group.",
+      });
     // Neither list operation supports resource-level permissions.
     this.doctorFunction.addToRolePolicy(
       new PolicyStatement({ actions: ['secretsmanager:ListSecrets', 'scheduler:ListSchedules'], resources: ['*'] }),
@@ -216,11 +206,6 @@ export class KeyRotation extends Construct {
       this.doctorFunction,
       'Resource::*',
       'secretsmanager:ListSecrets and scheduler:ListSchedules support no resource-level permissions; they return names and tags, never a secret value.',
-    );
-    acknowledge(
-      this.doctorFunction,
-      `Resource::${flattenCfnReference(stack.resolve(revocationSchedules))}`,
-      "The doctor reads the pending revocations: only the revoke- schedules of this stage's revocation group.",
     );
 
     // Company secrets created at run time (`acctops keys install`) are reached by their tags, not
@@ -288,6 +273,33 @@ export class KeyRotation extends Construct {
     new CfnOutput(stack, 'KeyRevocationScheduleGroup', {
       value: groupName,
       description: 'Schedule group of the pending API-key revocations (`acctops keys status`)',
+    });
+  }
+
+  /**
+   * The rotation function's revocation schedules, in one bind call: the variables it puts in each
+   * schedule (REVOCATION_SCHEDULE_GROUP, REVOKE_FUNCTION_ARN, REVOCATION_SCHEDULER_ROLE_ARN,
+   * REVOCATION_DEAD_LETTER_ARN) and what those schedules need: creating them in the group (the
+   * `revoke-` names only), passing the scheduler role, and the role's invoking revoke-api-key and
+   * dead-lettering to `deadLetterQueue` (the stack's FailedInvocations queue). Synth fails without it.
+   */
+  bindRevocationScheduler(deadLetterQueue: IQueue): void {
+    if (this.revocationBound) throw new Error(`${this.node.path}: the revocation scheduler is already bound`);
+    this.revocationBound = true;
+    this.rotateFunction.bindScheduleCreation({
+      group: this.revocationGroup,
+      namePrefix: REVOCATION_SCHEDULE_PREFIX,
+      reason:
+        "Revocation schedules are named after the key they revoke, at run time; the grant covers only the revoke- schedules of this stage's revocation group.",
+      target: this.revokeFunction,
+      role: this.revocationSchedulerRole,
+      deadLetterQueue,
+      env: {
+        group: 'REVOCATION_SCHEDULE_GROUP',
+        target: 'REVOKE_FUNCTION_ARN',
+        role: 'REVOCATION_SCHEDULER_ROLE_ARN',
+        deadLetter: 'REVOCATION_DEAD_LETTER_ARN',
+      },
     });
   }
 

@@ -188,9 +188,8 @@ export class AcctopsStack extends Stack {
     // Every schedule (Monitoring's health schedule included) and every function they invoke; the
     // revocation schedules exist only at run time: their role and target are covered by name.
     this.failedInvocations.coverSchedules(this);
-    this.failedInvocations.allowSend(this.keyRotation.revocationSchedulerRole);
+    this.keyRotation.bindRevocationScheduler(this.failedInvocations.queue);
     this.failedInvocations.coverAsyncInvocations(this.keyRotation.revokeFunction);
-    this.keyRotation.rotateFunction.addEnvironment('REVOCATION_DEAD_LETTER_ARN', this.failedInvocations.queue.queueArn);
 
     new CfnOutput(this, 'InstitutionSecretArn', {
       value: this.institutionSecret.secretArn,

@@ -2,10 +2,12 @@ import { Duration, RemovalPolicy, Stack, Validations, type CfnElement } from 'aw
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AttributeType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus } from 'aws-cdk-lib/aws-events';
+import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Runtime } from 'aws-cdk-lib/aws-lambda';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { BlockPublicAccess, Bucket, BucketEncryption } from 'aws-cdk-lib/aws-s3';
+import { ScheduleGroup } from 'aws-cdk-lib/aws-scheduler';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
@@ -16,6 +18,7 @@ import {
   FUNCTION_RUNTIME,
   nodeOptions,
   QUEUE_ACTIONS,
+  SCHEDULE_ACTIONS,
   SECRET_ACTIONS,
   TABLE_ACTIONS,
   type AcctopsFunctionProps,
@@ -347,6 +350,97 @@ describe('AcctopsFunction', () => {
       expect(() => fn.bindSecret(secret, 'ACCTOPS_STAGE', 'read')).toThrow(/already bound/);
       expect(() => fn.bindSecret(secret, 'secretArn', 'read')).toThrow(/UPPER_SNAKE_CASE/);
       expect(() => fn.bindTable(table, 'OTHER_TABLE', 'write', { indexes: ['due'] })).toThrow(/indexes are read-only/);
+    });
+  });
+
+  describe('bindScheduleCreation: the variables a run-time schedule is made of, with their grants', () => {
+    let fn!: AcctopsFunction;
+    let target!: AcctopsFunction;
+    let role!: Role;
+    let key!: Key;
+    let deadLetters!: Queue;
+    const { stack, template } = stackWith((s) => {
+      key = new Key(s, 'Key', { enableKeyRotation: true });
+      deadLetters = new Queue(s, 'DeadLetters', { encryption: QueueEncryption.KMS, encryptionMasterKey: key, enforceSSL: true });
+      Validations.of(deadLetters).acknowledge({ id: 'AwsSolutions-SQS3', reason: 'A test fixture: it is itself the dead-letter queue.' });
+      target = new AcctopsFunction(s, 'Target', { ...BASE, handlerDir: 'revoke-api-key' });
+      role = new Role(s, 'SchedulesRole', { assumedBy: new ServicePrincipal('scheduler.amazonaws.com') });
+      fn = new AcctopsFunction(s, 'Fn', BASE).bindScheduleCreation({
+        group: new ScheduleGroup(s, 'Group', { scheduleGroupName: 'jobs' }),
+        namePrefix: 'job-',
+        reason: 'Schedules are named at run time; the grant covers the job- schedules of one group only.',
+        target,
+        role,
+        deadLetterQueue: deadLetters,
+        env: { group: 'JOB_GROUP', target: 'JOB_TARGET_ARN', role: 'JOB_ROLE_ARN', deadLetter: 'JOB_DEAD_LETTER_ARN' },
+      });
+    });
+    const arn = (c: IConstruct) => ({ 'Fn::GetAtt': [logicalId(c), 'Arn'] });
+    const schedules = {
+      'Fn::Join': [
+        '',
+        ['arn:', { Ref: 'AWS::Partition' }, ':scheduler:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':schedule/jobs/job-*'],
+      ],
+    };
+
+    it('sets the four variables to the group, the target, the role and the queue', () => {
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: {
+          Variables: Match.objectLike({
+            JOB_GROUP: 'jobs',
+            JOB_TARGET_ARN: arn(target),
+            JOB_ROLE_ARN: arn(role),
+            JOB_DEAD_LETTER_ARN: arn(deadLetters),
+          }),
+        },
+      });
+      expect([...fn.boundVariables].sort()).toEqual(['JOB_DEAD_LETTER_ARN', 'JOB_GROUP', 'JOB_ROLE_ARN', 'JOB_TARGET_ARN']);
+    });
+
+    it('grants the function the schedules of that group and prefix and passing that role to Scheduler, nothing else', () => {
+      expect(roleStatements(template, logicalId(fn.executionRole)).filter((st) => !JSON.stringify(st.Action).includes('logs:'))).toEqual([
+        { Effect: 'Allow', Action: SCHEDULE_ACTIONS.create, Resource: schedules },
+        {
+          Effect: 'Allow',
+          Action: 'iam:PassRole',
+          Resource: arn(role),
+          Condition: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+        },
+      ]);
+      expect(acknowledgements(stack).filter((a) => a.path.includes('FnRole'))).toEqual([
+        {
+          path: expect.stringContaining('FnRole'),
+          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/jobs/job-*]`,
+          reason: expect.stringMatching(/named at run time/),
+        },
+      ]);
+    });
+
+    it('grants the role invoking the target and sending to the queue (its key through SQS only), nothing else', () => {
+      expect(roleStatements(template, logicalId(role))).toEqual([
+        { Effect: 'Allow', Action: 'lambda:InvokeFunction', Resource: arn(target) },
+        { Effect: 'Allow', Action: 'sqs:SendMessage', Resource: arn(deadLetters) },
+        {
+          Effect: 'Allow',
+          Action: QUEUE_ACTIONS.send.key,
+          Resource: arn(key),
+          Condition: { StringEquals: { 'kms:ViaService': { 'Fn::Join': ['', ['sqs.', { Ref: 'AWS::Region' }, '.amazonaws.com']] } } },
+        },
+      ]);
+    });
+
+    it('binds the group alone for a reader, and refuses a variable bound twice', () => {
+      const reader = new AcctopsFunction(stack, 'Reader', { ...BASE, handlerDir: 'check-key-rotations' });
+      const group = ScheduleGroup.fromScheduleGroupName(stack, 'Other', 'other');
+      reader.bindScheduleGroup(group, 'GROUP', 'read', {
+        namePrefix: 'job-',
+        reason: 'reads the job- schedules of one group only, by name',
+      });
+      expect(reader.boundVariables.has('GROUP')).toBe(true);
+      expect(() => reader.bindScheduleGroup(group, 'GROUP', 'read', { namePrefix: 'x-', reason: 'again' })).toThrow(
+        /GROUP is already bound/,
+      );
+      expect(SCHEDULE_ACTIONS.read).toEqual(['scheduler:GetSchedule']);
     });
   });
 });

@@ -1,10 +1,12 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CfnElement, Stack } from 'aws-cdk-lib';
+import { RemovalPolicy, Stack, type CfnElement } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Key } from 'aws-cdk-lib/aws-kms';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { IConstruct } from 'constructs';
 import { AcctopsFunction } from '../../lib/constructs/acctops-function';
+import { KeyRotation } from '../../lib/constructs/key-rotation';
 import { AcctopsStack, stackName } from '../../lib/stacks/acctops-stack';
 import { acknowledgements, describeViolations, nagViolations, roleStatements, synthAcctopsStack, testApp, testStage } from '../helpers/cdk';
 import { DEFAULT_EXPORT_DEADLINE } from '../../src/core/exports/pipeline/export-deadline';
@@ -244,6 +246,46 @@ describe('AcctopsStack', () => {
         { Effect: 'Allow', Action: 'sqs:SendMessage', Resource: { 'Fn::GetAtt': [logicalId(stack.failedInvocations.queue), 'Arn'] } },
       ]);
     });
+  });
+
+  it('sets every variable that names a resource of the stack through a bind* call, which granted access to it in the same step', () => {
+    const resources = template.toJSON().Resources as Record<string, { Type: string; Properties?: Record<string, unknown> }>;
+    // A resource is named by reference (Ref, Fn::GetAtt, or a Fn::Join of them) or by its literal name.
+    const names = new Set(Object.values(resources).flatMap((r) => (typeof r.Properties?.Name === 'string' ? [r.Properties.Name] : [])));
+    const namesResource = (value: unknown) =>
+      typeof value === 'string' ? names.has(value) : /"(Ref|Fn::GetAtt)"/.test(JSON.stringify(value));
+    const functions = stack.node.findAll().filter((c): c is AcctopsFunction => c instanceof AcctopsFunction);
+    const checked = functions.flatMap((fn) => {
+      const env = resources[logicalId(fn)]!.Properties!.Environment as { Variables: Record<string, unknown> };
+      return Object.entries(env.Variables)
+        .filter(([, value]) => namesResource(value))
+        .map(([name]) => ({ fn: fn.handlerDir, name, bound: fn.boundVariables.has(name) }));
+    });
+    // Not vacuous: the rotation's revocation wiring, by reference and by its group's literal name.
+    expect(checked).toEqual(
+      expect.arrayContaining(
+        ['REVOCATION_SCHEDULE_GROUP', 'REVOKE_FUNCTION_ARN', 'REVOCATION_SCHEDULER_ROLE_ARN', 'REVOCATION_DEAD_LETTER_ARN'].map((name) => ({
+          fn: 'rotate-api-key',
+          name,
+          bound: true,
+        })),
+      ),
+    );
+    expect(checked.filter((c) => !c.bound)).toEqual([]);
+  });
+
+  it('refuses to synthesize a KeyRotation whose revocation scheduler was never bound (rotate-api-key would fail at cold start)', () => {
+    const other = testApp();
+    const unbound = new Stack(other, 'Unbound');
+    const stage = testStage();
+    new KeyRotation(unbound, 'KeyRotation', {
+      stage,
+      functionDefaults: { stageName: stage.name },
+      secretsKey: new Key(unbound, 'Key'),
+      alarmTopic: new Topic(unbound, 'Topic'),
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    expect(() => Template.fromStack(unbound)).toThrow(/call bindRevocationScheduler/);
   });
 
   it("gives every function its own log group /acctops/<stage>/<handlerDir> with the stage's retention", () => {
