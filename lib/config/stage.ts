@@ -177,6 +177,16 @@ const companySchema = z.strictObject({
    */
   existingSecretArn: secretArn.optional(),
   /**
+   * The customer-managed KMS key (its key ARN) that encrypts the secret `existingSecretArn` names,
+   * in that secret's region (Secrets Manager encrypts only with a key of its own region); it may
+   * belong to another account. Every function that reads or writes company keys gets that key's
+   * actions through Secrets Manager, for that secret only. Only with `existingSecretArn`: the stack
+   * encrypts the secrets it creates itself. `aws secretsmanager describe-secret --secret-id <ARN>
+   * --query KmsKeyId` names it (nothing: the AWS managed key).
+   * @default - the AWS managed key aws/secretsmanager, which needs no grant
+   */
+  existingSecretKmsKeyArn: kmsKeyArn.optional(),
+  /**
    * ISO 4217 code of the transactions the company's service sends without a currency, upper-cased
    * (`gbp` is GBP) and written into the company's registry entry when the stack seeds it. Seeding
    * happens once, on the deploy that first sees the company: a change here later does nothing.
@@ -400,6 +410,29 @@ export const stageSettingsSchema = z
             : `is in account ${account}, region ${region}, another than companies[${imported[0]!.i}].existingSecretArn (${target.account}, ${target.region}): one stack rotates secrets of its own account and region only`,
       });
     }
+    s.companies.forEach((c, i) => {
+      if (c.existingSecretKmsKeyArn === undefined) return;
+      const path = ['companies', i, 'existingSecretKmsKeyArn'];
+      if (c.existingSecretArn === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path,
+          message:
+            'is set without existingSecretArn: it names the key of an imported secret; the stack encrypts the secrets it creates with its own key (or kmsKeyArn)',
+        });
+        return;
+      }
+      const secretParts = secretArnParts(c.existingSecretArn);
+      const keyParts = kmsKeyArnParts(c.existingSecretKmsKeyArn);
+      if (secretParts === undefined || keyParts === undefined) return;
+      if (keyParts.partition !== secretParts.partition || keyParts.region !== secretParts.region) {
+        ctx.addIssue({
+          code: 'custom',
+          path,
+          message: `is in ${keyParts.partition} region ${keyParts.region}; the secret (existingSecretArn) is in ${secretParts.partition} region ${secretParts.region}, and Secrets Manager encrypts a secret only with a key of its own region`,
+        });
+      }
+    });
     // Every service that encrypts with the key calls KMS in its own region.
     const key = s.kmsKeyArn === undefined ? undefined : kmsKeyArnParts(s.kmsKeyArn);
     if (key !== undefined && s.region !== undefined && key.region !== s.region) {

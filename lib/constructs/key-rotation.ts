@@ -4,7 +4,7 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { EventBus, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import type { IKey } from 'aws-cdk-lib/aws-kms';
+import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
 import { CfnPermission } from 'aws-cdk-lib/aws-lambda';
 import {
   ContextAttribute,
@@ -374,7 +374,15 @@ export class KeyRotation extends Construct {
   private companySecret(index: number, company: StageConfig['companies'][number], props: KeyRotationProps): ISecret {
     const companyId = company.companyId.toLowerCase();
     if (company.existingSecretArn !== undefined) {
-      return Secret.fromSecretCompleteArn(this, `ImportedCompanySecret${index}`, company.existingSecretArn);
+      // With its key, every grantSecret on it also grants that key's actions through Secrets Manager
+      // for this secret's ARN, even where the key is the stage's own kmsKeyArn: the tag statements'
+      // key grant covers only acctops/<stage>/company/*. Without one, the secret is under the AWS
+      // managed key aws/secretsmanager, which needs no grant (docs/infrastructure.md, companies[]).
+      const keyArn = company.existingSecretKmsKeyArn;
+      return Secret.fromSecretAttributes(this, `ImportedCompanySecret${index}`, {
+        secretCompleteArn: company.existingSecretArn,
+        ...(keyArn === undefined ? {} : { encryptionKey: Key.fromKeyArn(this, `ImportedCompanySecretKey${index}`, keyArn) }),
+      });
     }
     const secret = new Secret(this, `CompanySecret${index}`, {
       // companyKeySecretName in src/core/api-keys/key-directory.ts, which `keys install` uses.

@@ -62,7 +62,7 @@ withCfnLint(`cfn-lint ${version ?? ''} on the synthesized stack`, () => {
     expect(describeFindings(lint(synthAcctopsStack().template.toJSON()))).toEqual([]);
   });
 
-  // Every optional resource: companies (one with an imported key secret), the stage's own KMS key,
+  // Every optional resource: companies (one with an imported key secret under its own KMS key), the stage's own KMS key,
   // alarm e-mails and an ops topic, data not retained.
   const everything = {
     alarmEmails: ['oncall@example.com'],
@@ -75,6 +75,7 @@ withCfnLint(`cfn-lint ${version ?? ''} on the synthesized stack`, () => {
       {
         companyId: 'c0ffee00-0000-4000-8000-000000000002',
         existingSecretArn: 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:acctops/imported-key-AbCdEf',
+        existingSecretKmsKeyArn: 'arn:aws:kms:eu-central-1:123456789012:key/0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0',
       },
     ],
   };

@@ -276,3 +276,85 @@ describe('KeyRotation', () => {
     });
   });
 });
+
+describe('KeyRotation: an imported secret under a customer-managed key (existingSecretKmsKeyArn)', () => {
+  const KEY_ARN = 'arn:aws:kms:eu-central-1:210987654321:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+  const viaSecretsManager = { 'Fn::Join': ['', ['secretsmanager.', { Ref: 'AWS::Region' }, '.amazonaws.com']] };
+  const companies = (key?: string) => [
+    { companyId: CREATED },
+    { companyId: IMPORTED, existingSecretArn: IMPORTED_ARN, ...(key === undefined ? {} : { existingSecretKmsKeyArn: key }) },
+  ];
+
+  /** handlerDir → its statements, for every function of the stack. */
+  const functionStatements = ({ stack, template }: ReturnType<typeof synthAcctopsStack>) =>
+    new Map(
+      stack.node
+        .findAll()
+        .filter((c): c is AcctopsFunction => c instanceof AcctopsFunction)
+        .map((fn) => [fn.handlerDir, roleStatements(template, logicalId(fn.executionRole)) as Statement[]]),
+    );
+  /** The functions that read or write the imported secret's value, which Secrets Manager decrypts or encrypts with its key. */
+  const valueUsers = (statements: Map<string, Statement[]>) =>
+    [...statements]
+      .filter(([, list]) =>
+        list.some(
+          (s) =>
+            JSON.stringify(s.Resource) === JSON.stringify(IMPORTED_ARN) &&
+            actionsOf(s).some((a) => a === 'secretsmanager:GetSecretValue' || a === 'secretsmanager:PutSecretValue'),
+        ),
+      )
+      .map(([name]) => name)
+      .sort();
+  /** Statements granting KMS actions for the imported secret (its ARN as the encryption context). */
+  const importedKeyGrants = (list: Statement[]) =>
+    list.filter((s) => actionsOf(s).some((a) => a.startsWith('kms:')) && JSON.stringify(s.Condition ?? {}).includes(IMPORTED_ARN));
+
+  it('grants each function that reads or writes the secret its key, through Secrets Manager, for that secret only', () => {
+    const statements = functionStatements(synthAcctopsStack({ companies: companies(KEY_ARN) }));
+    expect(valueUsers(statements)).toEqual(['check-key-rotations', 'export-period', 'revoke-api-key', 'rotate-api-key']);
+    for (const [name, list] of statements) {
+      const expected = !valueUsers(statements).includes(name)
+        ? []
+        : [
+            {
+              Effect: 'Allow',
+              // Rotation writes a new version (PutSecretValue: GenerateDataKey); the others only read.
+              Action: name === 'rotate-api-key' ? ['kms:Decrypt', 'kms:GenerateDataKey'] : 'kms:Decrypt',
+              Resource: KEY_ARN,
+              Condition: {
+                StringEquals: { 'kms:ViaService': viaSecretsManager, 'kms:EncryptionContext:SecretARN': IMPORTED_ARN },
+              },
+            },
+          ];
+      expect([name, importedKeyGrants(list)]).toEqual([name, expected]);
+      // Nothing else of that key: no grant without the secret's context.
+      expect([name, list.filter((s) => s.Resource === KEY_ARN && !importedKeyGrants(list).includes(s))]).toEqual([name, []]);
+    }
+  });
+
+  it('grants no key for an imported secret that names none (the AWS managed key aws/secretsmanager needs no grant)', () => {
+    const statements = functionStatements(synthAcctopsStack({ companies: companies() }));
+    expect(valueUsers(statements)).toHaveLength(4);
+    for (const [name, list] of statements) expect([name, importedKeyGrants(list)]).toEqual([name, []]);
+  });
+
+  it("still grants the key for the imported secret's ARN when it is the stage's own kmsKeyArn", () => {
+    const statements = functionStatements(synthAcctopsStack({ kmsKeyArn: KEY_ARN, companies: companies(KEY_ARN) }));
+    for (const name of ['check-key-rotations', 'export-period', 'revoke-api-key', 'rotate-api-key']) {
+      const grants = importedKeyGrants(statements.get(name)!);
+      expect([name, grants.map((s) => [s.Resource, s.Condition])]).toEqual([
+        name,
+        [[KEY_ARN, { StringEquals: { 'kms:ViaService': viaSecretsManager, 'kms:EncryptionContext:SecretARN': IMPORTED_ARN } }]],
+      ]);
+    }
+  });
+
+  it('refuses a key that is no key ARN, and a key without existingSecretArn, naming the field', () => {
+    expect(() =>
+      synthAcctopsStack({ companies: [{ companyId: IMPORTED, existingSecretArn: IMPORTED_ARN, existingSecretKmsKeyArn: 'alias/legacy' }] }),
+    ).toThrow(/stages\.test\.companies\[0\]\.existingSecretKmsKeyArn: expected a KMS key ARN/);
+    expect(() => synthAcctopsStack({ companies: [{ companyId: IMPORTED, existingSecretKmsKeyArn: KEY_ARN }] })).toThrow(
+      /stages\.test\.companies\[0\]\.existingSecretKmsKeyArn: is set without existingSecretArn/,
+    );
+  });
+});

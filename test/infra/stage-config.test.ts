@@ -384,6 +384,39 @@ describe('stage configuration: secret ARNs, cron expressions, required fields, t
     ]);
   });
 
+  it("takes an imported secret's own KMS key (existingSecretKmsKeyArn), held to kmsKeyArn's rules and to the secret's region", () => {
+    const key = 'arn:aws:kms:eu-central-1:210987654321:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+    const withKey = (company: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+      load({ ...BASE, ...extra, companies: [{ companyId: COMPANY, ...company }] });
+    expect(withKey({ existingSecretArn: ARN, existingSecretKmsKeyArn: key }).companies[0]).toMatchObject({
+      existingSecretArn: ARN,
+      existingSecretKmsKeyArn: key,
+    });
+    expect(withKey({ existingSecretArn: ARN }).companies[0]).not.toHaveProperty('existingSecretKmsKeyArn');
+    const field = 'stages.dev.companies[0].existingSecretKmsKeyArn';
+    expect(
+      failure(() => withKey({ existingSecretArn: ARN, existingSecretKmsKeyArn: 'arn:aws:kms:eu-central-1:210987654321:alias/legacy' }))
+        .issues,
+    ).toEqual([{ path: field, message: expect.stringContaining('an alias ARN') }]);
+    expect(failure(() => withKey({ existingSecretArn: ARN, existingSecretKmsKeyArn: 'legacy-key' })).issues).toEqual([
+      { path: field, message: expect.stringContaining('expected a KMS key ARN') },
+    ]);
+    expect(failure(() => withKey({ existingSecretKmsKeyArn: key })).issues).toEqual([
+      { path: field, message: expect.stringContaining('without existingSecretArn') },
+    ]);
+    expect(
+      failure(() => withKey({ existingSecretArn: ARN, existingSecretKmsKeyArn: key.replace('eu-central-1', 'eu-west-1') })).issues,
+    ).toEqual([
+      {
+        path: field,
+        message: expect.stringContaining('is in aws region eu-west-1; the secret (existingSecretArn) is in aws region eu-central-1'),
+      },
+    ]);
+    // Pinned: the secret is held to the stage's region, and the key to the secret's.
+    const pinned = { account: '123456789012', region: 'eu-central-1' };
+    expect(withKey({ existingSecretArn: ARN, existingSecretKmsKeyArn: key }, pinned).companies[0]!.existingSecretKmsKeyArn).toBe(key);
+  });
+
   it('takes a KMS key ARN as kmsKeyArn, refusing an alias or another region by its name (test/infra/supplied-kms-key.test.ts has the rest)', () => {
     const key = 'arn:aws:kms:eu-central-1:210987654321:key/1234abcd-12ab-34cd-56ef-1234567890ab';
     expect(load({ ...BASE, kmsKeyArn: key }).kmsKeyArn).toBe(key);
