@@ -108,7 +108,10 @@ export class KeyRotation extends Construct {
    * stage and purpose tag conditions, what every function's company-key statement is scoped to.
    */
   readonly companySecretsArnPattern: string;
-  /** The one permission that lets Secrets Manager (this account) invoke the rotation function for any secret. */
+  /**
+   * The permission that lets Secrets Manager invoke the rotation function for this stage's company
+   * secrets (SourceArn `acctops/<stage>/company/*`, this account); each imported secret has its own.
+   */
   readonly rotationInvokePermission: CfnPermission;
   private readonly stageName: string;
   private readonly secretsKey: IKey;
@@ -182,7 +185,7 @@ export class KeyRotation extends Construct {
         this.revocationBound
           ? []
           : [
-              `${this.node.path}: call bindRevocationScheduler(deadLetterQueue); without it rotate-api-key has no revocation group, target or role and fails at cold start`,
+              `${this.node.path}: call bindRevocationScheduler(deadLetterQueue); without it rotate-api-key has no revocation group, target, role or dead-letter queue and fails at cold start`,
             ],
     });
 
@@ -214,14 +217,17 @@ export class KeyRotation extends Construct {
     this.grantCompanyKeysByTag(this.revokeFunction, ['secretsmanager:GetSecretValue'], ['kms:Decrypt']);
     this.grantCompanyKeysByTag(this.doctorFunction, DOCTOR_ACTIONS, ['kms:Decrypt']);
 
-    // Secrets Manager may invoke the rotation function for any secret of this account; the
-    // function acts only on secrets its role reaches (the tag-conditioned statement above), so a
-    // secret of another stage, or a stranger's, configured to rotate with it fails at its first call.
+    // Secrets Manager invokes a rotation function with the secret's ARN as aws:SourceArn, and Lambda
+    // compares a permission's SourceArn with StringLike (AddPermission): one permission covers every
+    // company secret of this stage, those `acctops keys install` creates at run time included, and
+    // Secrets Manager may invoke the function for no other secret. Imported secrets, named
+    // otherwise, get one permission each (attachRotation).
     this.rotationInvokePermission = new CfnPermission(this, 'RotationInvoke', {
       action: 'lambda:InvokeFunction',
       functionName: this.rotateFunction.functionArn,
       principal: 'secretsmanager.amazonaws.com',
       sourceAccount: stack.account,
+      sourceArn: this.companySecretsArnPattern,
     });
     for (const [companyId, secret] of this.secrets) this.attachRotation(companyId, secret, stage.apiKeys.rotationDays);
 
@@ -403,6 +409,7 @@ export class KeyRotation extends Construct {
   /** The secret's RotationSchedule, and exactly the permissions each function needs on it. */
   private attachRotation(companyId: string, secret: ISecret, rotationDays: number): void {
     const id = companyId.replace(/-/g, '');
+    let invokePermission = this.rotationInvokePermission;
     // Secrets the stack creates carry the stage tag and fall under the tag statements; an imported
     // one keeps its per-ARN grants (it may lack the tag, and its name is not under our prefix).
     if (!(secret instanceof Secret)) {
@@ -415,6 +422,13 @@ export class KeyRotation extends Construct {
           resources: [secret.secretArn],
         }),
       );
+      invokePermission = new CfnPermission(this, `RotationInvoke${id}`, {
+        action: 'lambda:InvokeFunction',
+        functionName: this.rotateFunction.functionArn,
+        principal: 'secretsmanager.amazonaws.com',
+        sourceAccount: Stack.of(this).account,
+        sourceArn: secret.secretArn,
+      });
     }
     const schedule = new CfnRotationSchedule(this, `Rotation${id}`, {
       secretId: secret.secretArn,
@@ -422,7 +436,8 @@ export class KeyRotation extends Construct {
       rotationRules: { automaticallyAfterDays: rotationDays },
       rotateImmediatelyOnUpdate: false,
     });
-    schedule.addResourceDependency(this.rotationInvokePermission);
+    // Created after its permission, or Secrets Manager's check that it may invoke the function fails.
+    schedule.addResourceDependency(invokePermission);
   }
 
   /** The doctor as its schedule's target, with a role that may invoke exactly that function. */

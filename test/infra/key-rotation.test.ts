@@ -58,25 +58,38 @@ describe('KeyRotation', () => {
       });
     }
     expect(schedules.map((p) => p.SecretId)).toEqual(expect.arrayContaining([createdRef, IMPORTED_ARN]));
-    // One permission for the Secrets Manager principal, scoped to the account (not one per secret:
-    // secrets created at run time need none of their own).
-    const permissions = Object.values(template.findResources('AWS::Lambda::Permission'))
-      .map((r) => r.Properties)
-      .filter((p) => p.Principal === 'secretsmanager.amazonaws.com');
-    expect(permissions).toEqual([
-      expect.objectContaining({
+    // Secrets Manager may invoke the function for this stage's company secrets (one permission on
+    // the name pattern, which covers the secrets created at run time too) and for each imported one
+    // (its own permission): never for another secret of the account.
+    const permissions = Object.entries(template.findResources('AWS::Lambda::Permission')).filter(
+      ([, r]) => r.Properties.Principal === 'secretsmanager.amazonaws.com',
+    );
+    const pattern = stack.resolve(keys.companySecretsArnPattern) as unknown;
+    expect(permissions.map(([, r]) => r.Properties)).toEqual([
+      {
         Action: 'lambda:InvokeFunction',
-        SourceAccount: { Ref: 'AWS::AccountId' },
         FunctionName: { 'Fn::GetAtt': [logicalId(keys.rotateFunction), 'Arn'] },
-      }),
+        Principal: 'secretsmanager.amazonaws.com',
+        SourceAccount: { Ref: 'AWS::AccountId' },
+        SourceArn: pattern,
+      },
+      {
+        Action: 'lambda:InvokeFunction',
+        FunctionName: { 'Fn::GetAtt': [logicalId(keys.rotateFunction), 'Arn'] },
+        Principal: 'secretsmanager.amazonaws.com',
+        SourceAccount: { Ref: 'AWS::AccountId' },
+        SourceArn: IMPORTED_ARN,
+      },
     ]);
-    expect(permissions[0]).not.toHaveProperty('SourceArn');
-    // Created after the permission, or CloudFormation's configuration test could not invoke the function.
-    const permissionIds = Object.entries(template.findResources('AWS::Lambda::Permission'))
-      .filter(([, r]) => r.Properties.Principal === 'secretsmanager.amazonaws.com')
-      .map(([logical]) => logical);
+    expect(JSON.stringify(pattern)).toContain(':secret:acctops/test/company/*');
+    // Each schedule is created after the permission that covers its secret, or CloudFormation's
+    // configuration test could not invoke the function.
+    const permissionOf = (secretId: unknown) =>
+      permissions.find(
+        ([, r]) => JSON.stringify(r.Properties.SourceArn) === JSON.stringify(secretId === IMPORTED_ARN ? IMPORTED_ARN : pattern),
+      )![0];
     for (const schedule of Object.values(template.findResources('AWS::SecretsManager::RotationSchedule'))) {
-      expect(permissionIds.some((id) => (schedule.DependsOn as string[]).includes(id))).toBe(true);
+      expect(schedule.DependsOn).toContain(permissionOf(schedule.Properties.SecretId));
     }
   });
 
