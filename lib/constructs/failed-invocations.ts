@@ -1,5 +1,6 @@
 import { Duration, Stack, Validations } from 'aws-cdk-lib';
 import type { Alarm, IAlarmAction } from 'aws-cdk-lib/aws-cloudwatch';
+import { type CfnRule, Rule } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement, Role } from 'aws-cdk-lib/aws-iam';
 import type { IDestination } from 'aws-cdk-lib/aws-lambda';
 import { type CfnSchedule, Schedule } from 'aws-cdk-lib/aws-scheduler';
@@ -16,9 +17,9 @@ export interface FailedInvocationsProps {
  * Nothing asynchronous fails silently (docs/reliability.md, "Failed invocations"): one queue takes
  * what EventBridge Scheduler could not deliver (every schedule's dead-letter queue, the run-time
  * revocation schedules included) and every asynchronous invocation that failed all of Lambda's
- * attempts (each scheduled function's on-failure destination). The queue keeps each message 14
- * days, and its alarm stays in ALARM while one is there: a revocation that failed stays visible
- * until someone handles it (runbook "A failed invocation").
+ * attempts (the on-failure destination of each function a schedule or an event rule invokes, and of
+ * revoke-api-key). The queue keeps each message 14 days, and its alarm stays in ALARM while one is
+ * there: a revocation that failed stays visible until someone handles it (runbook "A failed invocation").
  */
 export class FailedInvocations extends Construct {
   readonly queue: Queue;
@@ -37,13 +38,13 @@ export class FailedInvocations extends Construct {
     Validations.of(this.queue).acknowledge({
       id: 'AwsSolutions-SQS3',
       reason:
-        'This queue is itself the dead-letter queue of every schedule and the on-failure destination of every asynchronous invocation.',
+        "This queue is itself the dead-letter queue of every schedule and the on-failure destination of every function invoked asynchronously (each schedule's target, each event rule's target, revoke-api-key).",
     });
     // Monitoring adds the OK action to every alarm of the stack.
     this.alarm = acctopsAlarm(this, 'Alarm', {
       action: props.alarmAction,
       description:
-        "A schedule could not invoke its function, or an asynchronously invoked function (a schedule's target, a key revocation) failed every attempt. " +
+        "A schedule could not invoke its function, or an asynchronously invoked function (a schedule's target, request-export, a key revocation) failed every attempt. " +
         'The message in the FailedInvocations queue names the function and the input. Runbook: "A failed invocation".',
       metric: this.queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }),
     });
@@ -68,6 +69,24 @@ export class FailedInvocations extends Construct {
       const fn = functions.find((f) => JSON.stringify(stack.resolve(f.functionArn)) === JSON.stringify(target.arn));
       if (!fn) throw new Error(`schedule ${schedule.node.path}: its target is not a function of this stack`);
       this.coverAsyncInvocations(fn);
+    }
+  }
+
+  /**
+   * Gives every function that an EventBridge rule under `scope` invokes an on-failure destination.
+   * A rule's own dead-letter queue takes only what EventBridge could not deliver; an invocation the
+   * function failed (a malformed event, a refused send) would be dropped after Lambda's retries.
+   */
+  coverEventRules(scope: IConstruct): void {
+    const stack = Stack.of(this);
+    const functions = scope.node.findAll().filter((c): c is AcctopsFunction => c instanceof AcctopsFunction);
+    for (const rule of scope.node.findAll().filter((c): c is Rule => c instanceof Rule)) {
+      const targets = (stack.resolve((rule.node.defaultChild as CfnRule).targets) ?? []) as CfnRule.TargetProperty[];
+      for (const target of targets) {
+        const fn = functions.find((f) => JSON.stringify(stack.resolve(f.functionArn)) === JSON.stringify(target.arn));
+        // A target that is not a function (a queue, a bus) has no invocation of Lambda's to fail.
+        if (fn) this.coverAsyncInvocations(fn);
+      }
     }
   }
 

@@ -185,9 +185,11 @@ export class AcctopsStack extends Stack {
         { title: 'Failed invocations', scope: this.failedInvocations },
       ],
     });
-    // Every schedule (Monitoring's health schedule included) and every function they invoke; the
-    // revocation schedules exist only at run time: their role and target are covered by name.
+    // Every schedule (Monitoring's health schedule included) and every function they or an event
+    // rule (ExportRequested -> request-export) invoke; the revocation schedules exist only at run
+    // time: their role and target are covered by name.
     this.failedInvocations.coverSchedules(this);
+    this.failedInvocations.coverEventRules(this);
     this.keyRotation.bindRevocationScheduler(this.failedInvocations.queue);
     this.failedInvocations.coverAsyncInvocations(this.keyRotation.revokeFunction);
 

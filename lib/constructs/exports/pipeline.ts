@@ -218,6 +218,9 @@ export class ExportPipeline extends Construct {
       // Which month is the current one: a later one is refused before anything is queued.
       environment: { ...base.environment, EXPORT_TIME_ZONE: timeZone },
     }).bindQueue(this.queue, 'EXPORT_QUEUE_URL', 'send');
+    // Its dead-letter queue takes only what EventBridge could not deliver; an event request-export
+    // itself failed goes, after Lambda's retries, to the stack's FailedInvocations queue
+    // (FailedInvocations.coverEventRules).
     new Rule(this, 'ExportRequestedRule', {
       eventBus: this.eventBus,
       description: 'ExportRequested -> request-export',
@@ -266,7 +269,9 @@ export class ExportPipeline extends Construct {
       }),
       requestDeadLetters: acctopsAlarm(this, 'RequestDeadLettersAlarm', {
         action,
-        description: 'ExportRequested events could not be turned into export jobs (malformed, or the queue refused).',
+        description:
+          'EventBridge could not deliver ExportRequested events to request-export (2 retries within an hour): each message is the event. ' +
+          'An event request-export refused or could not enqueue goes to the FailedInvocations queue instead (runbook "A failed invocation").',
         metric: this.requestDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }),
       }),
       overdue: acctopsAlarm(this, 'OverdueAlarm', {
