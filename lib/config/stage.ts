@@ -237,6 +237,10 @@ const apiKeysSchema = z
   })
   .prefault({});
 
+// Not 0 for "none": Lambda reads a reservation of 0 as "throttle every invocation".
+const WEBHOOK_CONCURRENCY_EXPECTED =
+  'expected an integer of at least 1, or null for no reservation (a reservation of 0 would make Lambda refuse every request)';
+
 /** Export settings of the stage (docs/fleet-exports.md). */
 const exportsSchema = z
   .strictObject({
@@ -260,6 +264,24 @@ const exportsSchema = z
      * @default - detect
      */
     dateTo: z.enum(['detect', 'inclusive', 'exclusive']).optional(),
+    /**
+     * Concurrent executions reserved for (and capping) the export webhook, whose Function URL any
+     * caller reaches: its floods then throttle it, not the account's other functions. `null`
+     * reserves none (the webhook then shares the account's pool, uncapped). Lambda refuses a
+     * reservation that leaves the account fewer than 100 unreserved executions, so an account
+     * whose concurrency quota is low (new accounts: 10) needs `null` or a raised quota
+     * (docs/infrastructure.md, "Stage configuration"; runbook "A deploy fails on the webhook's
+     * reserved concurrency").
+     * @default 10
+     */
+    webhookReservedConcurrency: z
+      .number()
+      .int()
+      .check((ctx) => {
+        if (ctx.value < 1) ctx.issues.push({ code: 'custom', input: ctx.value, message: WEBHOOK_CONCURRENCY_EXPECTED });
+      })
+      .nullable()
+      .default(10),
     /**
      * The service's names of our tax-report fields where it spells them otherwise, e.g.
      * `{ "periodEnd": "endDate", "periodStart": "startDate", "createdAt": "created" }`: the spec names

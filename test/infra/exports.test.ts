@@ -558,3 +558,31 @@ describe('Exports', () => {
     }
   });
 });
+
+/**
+ * Lambda refuses a reservation that leaves the account fewer than 100 unreserved executions, so the
+ * webhook's is a stage setting an account with a low quota turns off (decision 100).
+ */
+describe("the webhook's reserved concurrency (exports.webhookReservedConcurrency)", () => {
+  const synth = (exportsSettings: Record<string, unknown>) => {
+    const { stack, template } = synthAcctopsStack({ exports: exportsSettings });
+    const functions = template.findResources('AWS::Lambda::Function') as Record<string, { Properties: Record<string, unknown> }>;
+    const throttleAlarms = Object.values(
+      template.findResources('AWS::CloudWatch::Alarm') as Record<string, { Properties: Record<string, unknown> }>,
+    ).filter((a) => a.Properties.MetricName === 'Throttles');
+    return { webhook: functions[logicalId(stack.exports.webhook)]!.Properties, functions, throttleAlarms };
+  };
+
+  it('reserves the number given, and alarms on throttles at it', () => {
+    const { webhook, throttleAlarms } = synth({ webhookReservedConcurrency: 25 });
+    expect(webhook.ReservedConcurrentExecutions).toBe(25);
+    expect(throttleAlarms.map((a) => a.Properties.AlarmDescription)).toEqual([expect.stringContaining('reserved concurrency (25)')]);
+  });
+
+  it('reserves nothing for null: no function of the stack reserves any, and no throttles alarm is made', () => {
+    const { webhook, functions, throttleAlarms } = synth({ webhookReservedConcurrency: null });
+    expect(webhook).not.toHaveProperty('ReservedConcurrentExecutions');
+    expect(Object.values(functions).filter((f) => f.Properties.ReservedConcurrentExecutions !== undefined)).toEqual([]);
+    expect(throttleAlarms).toEqual([]);
+  });
+});

@@ -52,7 +52,7 @@ describe('stage configuration', () => {
       schedules: { tokenRefresh: 'rate(5 minutes)', monthlyExport: 'cron(0 3 1 * ? *)', timeZone: 'Europe/Berlin' },
       companies: [],
       apiKeys: { rotationDays: 30, revocationGraceMinutes: 30 },
-      exports: { maxTransactionsPerPart: 500_000, taxReportFields: {} },
+      exports: { maxTransactionsPerPart: 500_000, taxReportFields: {}, webhookReservedConcurrency: 10 },
     });
   });
 
@@ -85,6 +85,14 @@ describe('stage configuration', () => {
     ['page size 0', { ...BASE, exports: { pageSize: 0 } }, 'stages.dev.exports.pageSize'],
     ['page size above the maximum', { ...BASE, exports: { pageSize: 1001 } }, 'stages.dev.exports.pageSize'],
     ['date_to reading', { ...BASE, exports: { dateTo: 'sometimes' } }, 'stages.dev.exports.dateTo'],
+    ['webhook reservation 0', { ...BASE, exports: { webhookReservedConcurrency: 0 } }, 'stages.dev.exports.webhookReservedConcurrency'],
+    ['webhook reservation -1', { ...BASE, exports: { webhookReservedConcurrency: -1 } }, 'stages.dev.exports.webhookReservedConcurrency'],
+    ['webhook reservation 2.5', { ...BASE, exports: { webhookReservedConcurrency: 2.5 } }, 'stages.dev.exports.webhookReservedConcurrency'],
+    [
+      'webhook reservation "10"',
+      { ...BASE, exports: { webhookReservedConcurrency: '10' } },
+      'stages.dev.exports.webhookReservedConcurrency',
+    ],
     [
       'tax report field',
       { ...BASE, exports: { taxReportFields: { periodFinish: 'endDate' } } },
@@ -139,6 +147,19 @@ describe('stage configuration', () => {
     const error = failure(() => load(settings));
     expect(error.field).toBe(field);
     expect(error.message).toContain(field);
+  });
+
+  it("takes the webhook's reserved concurrency as a positive integer or null (none), and says why 0 is not none", () => {
+    expect(load({ ...BASE, exports: { webhookReservedConcurrency: 1 } }).exports.webhookReservedConcurrency).toBe(1);
+    expect(load({ ...BASE, exports: { webhookReservedConcurrency: 250 } }).exports.webhookReservedConcurrency).toBe(250);
+    expect(load({ ...BASE, exports: { webhookReservedConcurrency: null } }).exports.webhookReservedConcurrency).toBeNull();
+    const zero = failure(() => load({ ...BASE, exports: { webhookReservedConcurrency: 0 } }));
+    expect(zero.issues).toEqual([
+      {
+        path: 'stages.dev.exports.webhookReservedConcurrency',
+        message: expect.stringMatching(/at least 1, or null for no reservation .*0 would make Lambda refuse every request/),
+      },
+    ]);
   });
 
   it('takes a dotted path into a nested object as a tax-report field name (exports.taxReportFields)', () => {

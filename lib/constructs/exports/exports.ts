@@ -56,12 +56,6 @@ export interface ExportsTuning {
    * @default 365
    */
   readonly accessLogDays?: number;
-  /**
-   * Concurrent executions reserved for (and capping) the webhook: an unauthenticated URL must not
-   * be able to take the account's concurrency.
-   * @default 10
-   */
-  readonly webhookConcurrency?: number;
 }
 
 export interface ExportsProps {
@@ -139,7 +133,6 @@ export class Exports extends Construct {
       formats: ['jsonl', 'csv', 'parquet'] as const,
       noncurrentVersionDays: 30,
       accessLogDays: 365,
-      webhookConcurrency: 10,
       ...props.tuning,
     };
     const functionDefaults = { ...props.functionDefaults, environment: {} };
@@ -178,7 +171,6 @@ export class Exports extends Construct {
       removalPolicy: props.removalPolicy,
       alarmAction,
       companyRegistryTable: props.companyRegistryTable,
-      concurrency: tuning.webhookConcurrency,
     });
     this.catalog = new ExportCatalog(this, 'Catalog', { stageName: stage.name, bucket: this.storage.bucket });
 

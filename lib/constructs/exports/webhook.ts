@@ -28,8 +28,6 @@ export interface ExportWebhookProps {
   readonly alarmAction: IAlarmAction;
   /** Tenant isolation: the webhook gets the requested company's item (GetItem only) at run time. */
   readonly companyRegistryTable: ITable;
-  /** Reserved (and capping) concurrency. */
-  readonly concurrency: number;
 }
 
 /**
@@ -80,7 +78,9 @@ export class ExportWebhook extends Grouping {
       handlerDir: 'receive-export-webhook',
       description: 'The signed export webhook (Function URL): checks, then enqueues export jobs',
       timeout: Duration.seconds(10),
-      reservedConcurrency: props.concurrency,
+      // A cap, so that a flood at the public URL throttles the webhook and not the account's other
+      // functions; a stage whose account cannot reserve any sets null (exports.webhookReservedConcurrency).
+      reservedConcurrency: stage.exports.webhookReservedConcurrency ?? undefined,
       environment: {
         ...base.environment,
         SECRET_CACHE_TTL_SECONDS: String(stage.secretCacheTtlSeconds),
