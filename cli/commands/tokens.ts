@@ -80,10 +80,10 @@ export function renderRefresh(out: Output, report: RefreshReport): void {
     .join(', ');
   out.line(`${report.outcomes.length} user(s) handled${summary ? `: ${summary}` : ''}.`);
   if (report.outcomes.some((o) => o.result === 'not_due')) {
-    // The one result that reads like "later": it also covers users the schedule no longer refreshes.
     out.line(
-      // A revoked user named by --user is the command's error (refreshOfRevokedUser), not a row.
-      'not_due: nothing to do, because the token was refreshed within 24 h and expires in more than 15 minutes, or the user is in needs_attention (`acctops users list` shows which).',
+      // A revoked or needs_attention user named by --user is the command's error (refreshOfRevokedUser,
+      // refreshOfUserNeedingAttention), not a row, and --all plans active users only.
+      'not_due: nothing to do, because the token was refreshed within 24 h and expires in more than 15 minutes.',
     );
   }
   if (report.outcomes.some((o) => o.result === 'needs_attention')) {

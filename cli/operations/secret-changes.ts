@@ -56,9 +56,12 @@ async function rollBack(store: Store, secretId: string): Promise<RollBack> {
   const current = versionWithStage(description, SecretStage.current);
   const previous = versionWithStage(description, SecretStage.previous);
   if (!current || !previous)
+    // The secret's versions, not an operation that failed: a value never changed, or its previous
+    // version removed by hand. Nothing to roll back to; storing the right value is the way.
     throw new CliError(`secret ${description.name} has no AWSPREVIOUS version to go back to`, {
       code: 'no_previous_version',
-      exitCode: ExitCode.failure,
+      exitCode: ExitCode.config,
+      hint: 'nothing earlier is kept to go back to: put the right value in ACCTOPS_INSTITUTION and store it with `acctops institution set-secret`; see docs/runbooks.md, "Change the institution secret"',
     });
   const rolledBackFrom = versionWithStage(description, ROLLED_BACK_STAGE);
   if (rolledBackFrom === previous)

@@ -19,6 +19,23 @@ describe('acctops institution set-secret and keys install', () => {
     demo = (JSON.parse(await readFile(join(state.dir, 'sandbox.json'), 'utf8')) as { demo: Demo }).demo;
   });
 
+  // First in the suite: the state's institution secret has its one version only.
+  it('set-secret --rollback with no AWSPREVIOUS version is configuration (exit 3) with what to do, and changes nothing', async () => {
+    const before = await readFile(join(state.dir, 'secrets.json'), 'utf8');
+    const none = await acctops(['institution', 'set-secret', '--rollback']);
+    expect(none.code).toBe(3);
+    expect(none.stdout).toBe('');
+    expect(none.stderr).toBe(
+      'acctops: error: secret acctops/local/institution has no AWSPREVIOUS version to go back to ' +
+        '(nothing earlier is kept to go back to: put the right value in ACCTOPS_INSTITUTION and store it with `acctops institution set-secret`; ' +
+        'see docs/runbooks.md, "Change the institution secret")\n',
+    );
+    const json = await acctops(['--json', 'institution', 'set-secret', '--rollback']);
+    expect(json.code).toBe(3);
+    expect(JSON.parse(json.stderr)).toMatchObject({ error: { code: 'no_previous_version', hint: expect.stringContaining('set-secret') } });
+    expect(await readFile(join(state.dir, 'secrets.json'), 'utf8')).toBe(before);
+  });
+
   it('set-secret reads ACCTOPS_INSTITUTION only; a value the service refuses is stored, reported (exit 4) and rolled back', async () => {
     const missing = await acctops(['institution', 'set-secret']);
     expect(missing.code).toBe(3);

@@ -64,6 +64,13 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(notDue.body.outcomes).toEqual([
         { externalId: alice.externalId, result: 'not_due', errorClass: null, errorCode: null, credentialRefused: false, leaseUntil: null },
       ]);
+      // An active user's not_due has one reason; a user in needs_attention is refused (exit 1), never a not_due row.
+      const human = await acctops('tokens', 'refresh', '--user', alice.externalId);
+      expect(human.code).toBe(0);
+      expect(human.stdout).toContain(
+        'not_due: nothing to do, because the token was refreshed within 24 h and expires in more than 15 minutes.\n',
+      );
+      expect(human.stdout).not.toMatch(/needs_attention/);
 
       const advanced = await json<{ now: string }>('local', 'advance-clock', '--by', '20m');
       expect(advanced.result.code).toBe(0);
