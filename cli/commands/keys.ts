@@ -68,6 +68,21 @@ export function keysCommand(host: CommandHost): Command {
               fields: { companyId: report.companyId },
             });
           }
+          for (const k of report.olderKeysRevoked ?? []) {
+            if (k.error === null) continue;
+            session.partial();
+            session.out.error(k.error, {
+              text: `company ${report.companyId}: key ${k.keyPrefix}…`,
+              fields: { companyId: report.companyId, keyPrefix: k.keyPrefix },
+            });
+          }
+          if (report.olderKeysRevokeError) {
+            session.partial();
+            session.out.error(report.olderKeysRevokeError, {
+              text: `company ${report.companyId}`,
+              fields: { companyId: report.companyId },
+            });
+          }
         },
         { beforeWorkUntilSteps: true },
       ),
@@ -168,6 +183,17 @@ export function renderRotate(out: Output, report: RotateReport): void {
   } else if (report.previousKeyRevoked)
     out.line(`  the previous key ${report.previousKeyPrefix}… was revoked now: ${report.previousKeyRevoked}`);
   else if (report.previousKeyRevokeAt) out.line(`  the previous key keeps working until ${report.previousKeyRevokeAt}, then it is revoked`);
+  // The leaked key may be one an earlier rotation replaced: each old key still pending revocation is said by name.
+  if (report.olderKeysRevoked?.length === 0) out.line('  no other old key of the company was pending revocation');
+  for (const k of report.olderKeysRevoked ?? []) {
+    out.line(
+      k.outcome === 'failed'
+        ? `  the older key ${k.keyPrefix}…, still pending revocation, could NOT be revoked now and is still valid (the error below says how to revoke it)`
+        : `  the older key ${k.keyPrefix}…, still pending revocation, was revoked now: ${k.outcome}`,
+    );
+  }
+  if (report.olderKeysRevokeError)
+    out.line('  the other old keys still pending revocation could NOT be revoked now and may be valid (the error below says how)');
   if (report.state === 'in_progress') out.line('  Secrets Manager runs the steps now; follow with `acctops keys status`.');
 }
 
@@ -190,6 +216,7 @@ export function renderRevokePending(out: Output, report: RevokePendingReport): v
     return;
   }
   out.line(`Company ${report.companyId} (${report.secret}): pending revocations carried out now`);
+  // already_revoked: a repeat after a success, or a key whose schedule is still to fire (AWS mode).
   for (const k of report.keys) out.line(`  ${k.keyPrefix}…  ${k.outcome}`);
 }
 
@@ -240,11 +267,18 @@ export function renderStatus(out: Output, report: KeyStatusReport): void {
   }
 }
 
-/** An old key's last use; the rotation's own use of it is not a consumer's (KeyStatus.pendingRevocations). */
+/**
+ * An old key's last use; the rotation's own use of it is not a consumer's (KeyStatus.pendingRevocations).
+ * Only `usedSinceRotation: true` says a consumer uses it; a time whose rotation is not dated (a key
+ * of an earlier rotation than the last) may be that rotation's own use, and says so.
+ */
 function oldKeyUse(r: KeyStatusReport['companies'][number]['pendingRevocations'][number], now: number): string {
+  if (r.revokedAt) return `already revoked ${relative(Date.parse(r.revokedAt), now)}: the schedule then changes nothing`;
   if (!r.lastUsedAt) return 'never used';
+  const last = relative(Date.parse(r.lastUsedAt), now);
   if (r.usedSinceRotation === false) return 'not used since the rotation';
-  return `last used ${relative(Date.parse(r.lastUsedAt), now)}`;
+  if (r.usedSinceRotation === true) return `used since the rotation, last ${last}`;
+  return `last used ${last}, maybe by the rotation that replaced it`;
 }
 
 export function renderInstall(out: Output, report: KeysInstallReport): void {

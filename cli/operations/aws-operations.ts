@@ -14,6 +14,7 @@ import {
   type CompanyKeyDirectory,
   type DoctorReport as RotationReport,
   type RevokeDeps,
+  type RevokeNowDeps,
   type SecretLifecycle,
 } from '../../src/core/api-keys';
 import { activeCompanyPages, type CompanyRegistry, type RegistryFinding } from '../../src/core/companies/company-registry';
@@ -85,6 +86,7 @@ import {
   EARLIEST_TIME_ZONE,
   registryHealth,
   removedCompanies,
+  revokeOlderKeysAfterRotation,
   revokePendingNow,
   revokePreviousAfterRotation,
   tokenHealth,
@@ -254,6 +256,8 @@ export class AwsOperations implements Operations {
     // Known before anything changes: without it the previous key could not be revoked after the rotation.
     const revokeBaseUrl = options.revokePreviousNow ? await this.baseUrl() : undefined;
     const { store, directory, entry } = await this.companyKeySecret(companyId);
+    // The schedule group too: the other old keys pending revocation are listed after the rotation.
+    const revokeNow = revokeBaseUrl === undefined ? undefined : await this.revokeNowDeps(store, revokeBaseUrl);
     const before = parseCompanyKeySecret((await store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
     const result = await rotateNow({ store, directory, logger: this.context.out.logger() }, companyId);
     let { state, rolledBack } = result;
@@ -271,15 +275,13 @@ export class AwsOperations implements Operations {
       previousKeyRevoked: null,
       previousKeyRevokeError: null,
     };
-    if (revokeBaseUrl !== undefined && state === 'completed') {
-      // The schedule of the previous key stays; when it fires it finds the key revoked already.
-      const { previousKeyRevoked, previousKeyRevokeError } = await revokePreviousAfterRotation(
-        entry.secretId,
-        this.revokeDeps(store, revokeBaseUrl),
-        before,
-        `acctops --stack ${this.stack}`,
-      );
+    let older: Pick<RotateReport, 'olderKeysRevoked' | 'olderKeysRevokeError'> = { olderKeysRevoked: null, olderKeysRevokeError: null };
+    if (revokeNow !== undefined && state === 'completed') {
+      // The schedule of each key revoked now stays; when it fires it finds the key revoked already.
+      const command = `acctops --stack ${this.stack}`;
+      const { previousKeyRevoked, previousKeyRevokeError } = await revokePreviousAfterRotation(entry.secretId, revokeNow, before, command);
       revokedNow = { previousKeyRevoked, previousKeyRevokeError };
+      older = await revokeOlderKeysAfterRotation(entry, revokeNow, before.apiKeyId, command);
     }
     return {
       ...result,
@@ -291,6 +293,7 @@ export class AwsOperations implements Operations {
       previousKeyRevokeAt: null,
       revokedBefore: null,
       ...revokedNow,
+      ...older,
     };
   }
 
@@ -310,8 +313,16 @@ export class AwsOperations implements Operations {
     await this.ready();
     const { store, entry } = await this.companyKeySecret(companyId);
     const baseUrl = await this.baseUrl();
+    return revokePendingNow(entry, await this.revokeNowDeps(store, baseUrl), options.prefix);
+  }
+
+  /**
+   * The deps of `revokePendingKeys`: the stack's schedule group lists the pending revocations. A
+   * key revoked now keeps its schedule (the CLI deletes none); when it fires, it finds the key revoked.
+   */
+  private async revokeNowDeps(store: RevokeDeps['store'], baseUrl: string): Promise<RevokeNowDeps> {
     const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
-    return revokePendingNow(entry, scheduler.pending(), this.revokeDeps(store, baseUrl), options.prefix);
+    return { ...this.revokeDeps(store, baseUrl), scheduler };
   }
 
   /** The company's key secret by its tag, or why it has none (unknown, removed, no key yet: exit 3). */

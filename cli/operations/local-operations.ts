@@ -1,7 +1,15 @@
 import { resolve } from 'node:path';
 import { MemoryRefreshQueue } from '../../src/adapters/local/memory-refresh-queue';
 import { NotFoundError } from '../../src/core/accounting-api';
-import { checkKeyRotations, keyMissingFinding, keyStatus, parseCompanyKeySecret, rotateNow, type Finding } from '../../src/core/api-keys';
+import {
+  checkKeyRotations,
+  keyMissingFinding,
+  keyStatus,
+  parseCompanyKeySecret,
+  rotateNow,
+  type Finding,
+  type RevokeNowDeps,
+} from '../../src/core/api-keys';
 import { activeCompanyPages, type CompanyRegistry } from '../../src/core/companies/company-registry';
 import { DEFAULT_EXPORT_DEADLINE } from '../../src/core/exports/pipeline/export-deadline';
 import { SecretStage, versionWithStage, type SecretDescription } from '../../src/core/ports/secrets';
@@ -51,6 +59,7 @@ import {
   registryHealth,
   removedCompanies,
   revokedKeys,
+  revokeOlderKeysAfterRotation,
   revokePendingNow,
   revokePreviousAfterRotation,
   tokenHealth,
@@ -164,11 +173,7 @@ export class LocalOperations implements Operations {
   }
 
   revokePending(companyId: string, options: { prefix?: string }) {
-    return this.world(async (world) =>
-      revokePendingNow(await localCompanyKey(world, companyId), world.revocations.pending(), world.revokeDeps(), options.prefix, (id) =>
-        world.revocations.complete(id),
-      ),
-    );
+    return this.world(async (world) => revokePendingNow(await localCompanyKey(world, companyId), revokeNowDeps(world), options.prefix));
   }
 
   keyStatus(options: { company?: string } = {}) {
@@ -433,10 +438,12 @@ export async function rotateLocal(
     previousKeyRevoked: null,
     previousKeyRevokeError: null,
   };
+  let older: Pick<RotateReport, 'olderKeysRevoked' | 'olderKeysRevokeError'> = { olderKeysRevoked: null, olderKeysRevokeError: null };
   if (options.revokePreviousNow && result.state === 'completed') {
     const { apiKeyId, ...outcome } = await revokePreviousAfterRotation(entry.secretId, world.revokeDeps(), before, 'acctops');
     revokedNow = outcome;
     if (apiKeyId !== null) await world.revocations.complete(apiKeyId);
+    older = await revokeOlderKeysAfterRotation(entry, revokeNowDeps(world), before.apiKeyId, 'acctops');
   }
   let revokeAt: number | undefined;
   for await (const r of world.revocations.pending()) if (r.apiKeyId === before.apiKeyId) revokeAt = r.revokeAt;
@@ -447,7 +454,13 @@ export async function rotateLocal(
     previousKeyRevokeAt: revokeAt === undefined ? null : iso(revokeAt)!,
     revokedBefore,
     ...revokedNow,
+    ...older,
   };
+}
+
+/** The local queue is the scheduler; a revocation carried out now leaves it. */
+function revokeNowDeps(world: LocalWorld): RevokeNowDeps {
+  return { ...world.revokeDeps(), scheduler: world.revocations, done: (apiKeyId) => world.revocations.complete(apiKeyId) };
 }
 
 /**

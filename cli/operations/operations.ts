@@ -1,4 +1,12 @@
-import type { Finding, InstallOutcome, KeyStatus, RetireOutcome, RevocationOutcome, RotateNowResult } from '../../src/core/api-keys';
+import type {
+  Finding,
+  InstallOutcome,
+  KeyStatus,
+  RetireOutcome,
+  RevocationOutcome,
+  RevokeNowOutcome,
+  RotateNowResult,
+} from '../../src/core/api-keys';
 import type { AddResult, RegistryFinding, RemoveResult } from '../../src/core/companies/company-registry';
 import type { ExportProgress } from '../../src/core/exports/pipeline/export-sources';
 import type { AmountTotal } from '../../src/core/exports/formats/totals';
@@ -207,6 +215,24 @@ export interface RotateReport extends RotateNowResult {
   previousKeyRevoked: RevocationOutcome | 'failed' | null;
   /** Why the previous key could not be revoked now; null unless `previousKeyRevoked` is `failed`. */
   previousKeyRevokeError: ReportedError | null;
+  /**
+   * With --revoke-previous-now, once the rotation completed: the company's other old keys that were
+   * still pending revocation (from earlier rotations: a leaked key one plain `keys rotate` had
+   * already replaced), each revoked now; `[]` when there were none; null without the option, when
+   * the rotation did not complete, or when they could not be listed (`olderKeysRevokeError`).
+   */
+  olderKeysRevoked: RevokedNowRow[] | null;
+  /** Why the other pending old keys could not be listed or read; null when they were (or not asked). */
+  olderKeysRevokeError: ReportedError | null;
+}
+
+/** An old key revoked now (`keys revoke-pending`, `keys rotate --revoke-previous-now`), by prefix and id. */
+export interface RevokedNowRow {
+  keyPrefix: string;
+  apiKeyId: string;
+  /** `already_revoked`: the service lists it as revoked, nothing was asked of it; `failed`: still valid (`error`). */
+  outcome: RevokeNowOutcome | 'failed';
+  error: ReportedError | null;
 }
 
 /** An error a command went on past, in its report: as README's "Exit codes" prints it. */
@@ -233,7 +259,7 @@ export interface CancelRotationReport {
 export interface RevokePendingReport {
   companyId: string;
   secret: string;
-  keys: { keyPrefix: string; apiKeyId: string; outcome: RevocationOutcome | 'failed'; error: ReportedError | null }[];
+  keys: RevokedNowRow[];
 }
 
 /**

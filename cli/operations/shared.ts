@@ -7,9 +7,11 @@ import {
   type CompanyKeyEntry,
   type DueRevocationsResult,
   type Finding,
-  type Revocation,
   type RevocationOutcome,
   type RevokeDeps,
+  type RevokedNowKey,
+  type RevokeNowDeps,
+  revokePendingKeys,
 } from '../../src/core/api-keys';
 import {
   activeCompanyPages,
@@ -47,8 +49,8 @@ import {
   type RefreshOutcome,
   type RefreshOutcomeRow,
   type RegistryHealth,
-  type ReportedError,
   type RevokedKey,
+  type RevokedNowRow,
   type RevokePendingReport,
   type RotateReport,
   type TokenHealth,
@@ -275,46 +277,85 @@ export function revokePendingCommand(command: string, companyId: string, keyPref
 
 /**
  * `keys revoke-pending`: carries out now the company's pending revocations (all, or the one of
- * `prefix`) with the same `revokeApiKey` the schedule runs, so the current key is never revoked
- * (`kept_current`). `done` takes a carried-out revocation off the local queue; in AWS its schedule
- * stays, and when it fires it finds the key revoked already. A prefix with no pending revocation is
- * exit 3: a typo must not pass for a revoked leaked key.
+ * `prefix`) through `revokePendingKeys`, so the current key is never revoked (`kept_current`). A
+ * key revoked already (a repeat, or a schedule left in AWS) is `already_revoked`, exit 0. A prefix
+ * that names no pending revocation and no revoked key of the company is exit 3: a typo must not
+ * pass for a revoked leaked key.
  */
 export async function revokePendingNow(
   entry: CompanyKeyEntry,
-  pending: AsyncIterable<Revocation>,
-  deps: RevokeDeps,
+  deps: RevokeNowDeps,
   prefix: string | undefined,
-  done: (apiKeyId: string) => Promise<void> = () => Promise.resolve(),
 ): Promise<RevokePendingReport> {
-  const company = entry.companyId.toLowerCase();
-  const matches: Revocation[] = [];
-  for await (const r of pending) {
-    if (r.companyId.toLowerCase() === company && (prefix === undefined || r.keyPrefix === prefix)) matches.push(r);
-  }
-  if (prefix !== undefined && matches.length === 0) {
-    throw new CliError(`--prefix ${prefix}: no revocation of that key is pending for company ${entry.companyId}`, {
+  const result = await revokePendingKeys(deps, {
+    secretId: entry.secretId,
+    companyId: entry.companyId,
+    ...(prefix === undefined ? {} : { prefix }),
+  });
+  if (prefix !== undefined && result.unmatched) {
+    throw new CliError(`--prefix ${prefix}: no old key of company ${entry.companyId} with that prefix is pending revocation or revoked`, {
       code: 'no_pending_revocation',
       exitCode: ExitCode.config,
       // The doctor finds old keys that are live with no revocation queued (lost, or never queued: a key
       // `keys install` replaced); those are its to revoke, not this command's.
-      hint: `\`acctops keys status --company ${entry.companyId}\` lists the pending revocations; a key revoked already is no longer listed there; an old key still live with no revocation pending is \`acctops doctor\`'s \`revocation_overdue\` or \`orphan_key\`, which \`acctops doctor --repair\` revokes`,
+      hint: `\`acctops keys status --company ${entry.companyId}\` lists the pending revocations and the current key, which this command never revokes; an old key still live with no revocation pending is \`acctops doctor\`'s \`revocation_overdue\` or \`orphan_key\`, which \`acctops doctor --repair\` revokes`,
     });
   }
-  const keys: RevokePendingReport['keys'] = [];
-  for (const revocation of matches) {
-    const { apiKeyId, keyPrefix } = revocation;
-    try {
-      const outcome = await revokeApiKey(deps, revocation);
-      await done(apiKeyId);
-      keys.push({ keyPrefix, apiKeyId, outcome, error: null });
-    } catch (error) {
-      const { code, message, exitCode, hint } = describeError(error);
-      const reported: ReportedError = { code, message, exitCode, hint: hint ?? null };
-      keys.push({ keyPrefix, apiKeyId, outcome: 'failed', error: reported });
-    }
+  return { companyId: entry.companyId, secret: entry.name, keys: result.keys.map((k) => revokedNowRow(k)) };
+}
+
+/** A key revoked now, for --json: its failure as README's "Exit codes" prints it; `said` words it for `keys rotate`. */
+function revokedNowRow(
+  key: RevokedNowKey,
+  said?: { message(keyPrefix: string, cause: string): string; hint(keyPrefix: string): string },
+): RevokedNowRow {
+  const { apiKeyId, keyPrefix, outcome } = key;
+  if (outcome !== 'failed') return { keyPrefix, apiKeyId, outcome, error: null };
+  const { code, message, exitCode, hint } = describeError(key.error);
+  if (said === undefined) return { keyPrefix, apiKeyId, outcome, error: { code, message, exitCode, hint: hint ?? null } };
+  return {
+    keyPrefix,
+    apiKeyId,
+    outcome,
+    error: { code, message: said.message(keyPrefix, message), exitCode: ExitCode.partial, hint: said.hint(keyPrefix) },
+  };
+}
+
+/**
+ * `--revoke-previous-now`, after the previous key: every other old key of the company still
+ * pending revocation, revoked now too. A leaked key is not always the one this rotation replaced:
+ * after a plain `keys rotate`, the leaked key is the one before, still valid for its grace period,
+ * and revoking only the previous key left it so with a clean report. A failure here is part of the
+ * report (exit 5), as the previous key's is: the rotation happened.
+ */
+export async function revokeOlderKeysAfterRotation(
+  entry: CompanyKeyEntry,
+  deps: RevokeNowDeps,
+  previousApiKeyId: string,
+  command: string,
+): Promise<Pick<RotateReport, 'olderKeysRevoked' | 'olderKeysRevokeError'>> {
+  const said = {
+    message: (keyPrefix: string, cause: string) =>
+      `the rotation completed, but the older key ${keyPrefix}…, pending revocation, could not be revoked and is still valid: ${cause}`,
+    hint: (keyPrefix: string) =>
+      `revoke it without rotating again: ${revokePendingCommand(command, entry.companyId, keyPrefix)}; not \`keys rotate\` again, which would rotate once more`,
+  };
+  try {
+    const result = await revokePendingKeys(deps, { secretId: entry.secretId, companyId: entry.companyId, skip: [previousApiKeyId] });
+    return { olderKeysRevoked: result.keys.map((k) => revokedNowRow(k, said)), olderKeysRevokeError: null };
+  } catch (error) {
+    deps.logger.error('the rotation completed, but the pending revocations could not be read or carried out', { error });
+    const { code, message } = describeError(error);
+    return {
+      olderKeysRevoked: null,
+      olderKeysRevokeError: {
+        code,
+        message: `the rotation completed, but the company's other old keys still pending revocation could not be revoked now and may be valid: ${message}`,
+        exitCode: ExitCode.partial,
+        hint: `revoke them without rotating again: \`${command} keys revoke-pending --company ${entry.companyId}\`; \`${command} keys status --company ${entry.companyId}\` lists them`,
+      },
+    };
   }
-  return { companyId: entry.companyId, secret: entry.name, keys };
 }
 
 export function revokedKeys(result: DueRevocationsResult): RevokedKey[] {

@@ -496,6 +496,45 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     }
   });
 
+  // After the test above: the initial key (the leaked one) is pending in the stack's schedule group, replaced by a plain rotation.
+  it('keys rotate --revoke-previous-now revokes the previous key and every older key pending in the schedule group; their schedules stay, harmless', async () => {
+    const env = { ACCTOPS_BASE_URL: world.sandbox.baseUrl };
+    const innocent = await world.current();
+    const scheduleName = `revoke-${world.initialKey.apiKeyId}`;
+    expect(scheduler.schedules().map((s) => s.Name)).toEqual([scheduleName]);
+    expect(await world.statusWith(world.initialKey.apiKey)).toEqual({ status: 200 });
+
+    const rotated = await acctops(['--json', 'keys', 'rotate', '--company', world.companyId, '--revoke-previous-now'], env);
+    expect(rotated.code).toBe(0);
+    const report = parseJson<{ previousKeyPrefix: string; previousKeyRevoked: string; olderKeysRevoked: unknown[] }>(rotated);
+    expect(report).toMatchObject({
+      previousKeyPrefix: innocent.keyPrefix,
+      previousKeyRevoked: 'revoked',
+      olderKeysRevoked: [{ keyPrefix: world.initialKey.keyPrefix, apiKeyId: world.initialKey.apiKeyId, outcome: 'revoked', error: null }],
+    });
+    expect(await world.statusWith(world.initialKey.apiKey)).toMatchObject({ status: 401 });
+    expect(await world.statusWith(innocent.apiKey)).toMatchObject({ status: 401 });
+    // The CLI deletes no schedule: when it fires, revoke-api-key finds the key revoked. keys status says so meanwhile.
+    expect(scheduler.schedules().map((s) => s.Name)).toEqual([scheduleName]);
+    const status = parseJson<{ companies: { pendingRevocations: { keyPrefix: string; revokedAt: string | null }[] }[] }>(
+      await acctops(['--json', 'keys', 'status', '--company', world.companyId], env),
+    );
+    expect(status.companies[0]!.pendingRevocations).toEqual([
+      expect.objectContaining({ keyPrefix: world.initialKey.keyPrefix, revokedAt: expect.stringMatching(/Z$/) }),
+    ]);
+    const human = await acctops(['keys', 'status', '--company', world.companyId], env);
+    expect(human.stdout).toMatch(
+      new RegExp(`${world.initialKey.keyPrefix}… in \\d+m \\(already revoked .* the schedule then changes nothing\\)`),
+    );
+
+    // Repeated, by the schedule's key and by the previous key (never scheduled here): already_revoked, exit 0.
+    for (const prefix of [world.initialKey.keyPrefix, innocent.keyPrefix]) {
+      const again = await acctops(['--json', 'keys', 'revoke-pending', '--company', world.companyId, '--prefix', prefix], env);
+      expect(again.code).toBe(0);
+      expect(parseJson(again)).toMatchObject({ keys: [{ keyPrefix: prefix, outcome: 'already_revoked', error: null }] });
+    }
+  });
+
   it('a malformed ACCTOPS_BASE_URL or ServiceBaseUrl output is configuration (exit 3) naming it, for keys status and keys install; never echoed', async () => {
     const pasted = `q${randomUUID().replaceAll('-', '')}`;
     const commands = [

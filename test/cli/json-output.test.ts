@@ -98,6 +98,8 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     const keys = [
       'companyId',
       'keyPrefix',
+      'olderKeysRevokeError',
+      'olderKeysRevoked',
       'previousKeyPrefix',
       'previousKeyRevokeAt',
       'previousKeyRevokeError',
@@ -110,7 +112,12 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     ];
     const graceful = await json<Record<string, unknown>>('keys', 'rotate', '--company', companyId);
     expect(Object.keys(graceful.body).sort()).toEqual(keys);
-    expect(graceful.body).toMatchObject({ previousKeyRevokeAt: expect.stringMatching(ISO), previousKeyRevoked: null });
+    expect(graceful.body).toMatchObject({
+      previousKeyRevokeAt: expect.stringMatching(ISO),
+      previousKeyRevoked: null,
+      olderKeysRevoked: null,
+      olderKeysRevokeError: null,
+    });
     const urgent = await json<Record<string, unknown>>('keys', 'rotate', '--company', companyId, '--revoke-previous-now');
     expect(Object.keys(urgent.body).sort()).toEqual(keys);
     expect(urgent.body).toMatchObject({
@@ -118,6 +125,9 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
       previousKeyRevoked: 'revoked',
       previousKeyRevokeError: null,
       rolledBack: null,
+      // The key the graceful rotation replaced, still pending: revoked too, with its fixed key set.
+      olderKeysRevoked: [{ keyPrefix: graceful.body.previousKeyPrefix, apiKeyId: expect.any(String), outcome: 'revoked', error: null }],
+      olderKeysRevokeError: null,
     });
   });
 
@@ -154,7 +164,8 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     expect(status.body.revokedBefore).toEqual([]);
     const pending = status.body.companies.flatMap((c) => c.pendingRevocations);
     expect(pending.length).toBeGreaterThan(0);
-    for (const r of pending) expect(keysOf(r)).toEqual(['apiKeyId', 'keyPrefix', 'lastUsedAt', 'revokeAt', 'usedSinceRotation']);
+    for (const r of pending)
+      expect(keysOf(r)).toEqual(['apiKeyId', 'keyPrefix', 'lastUsedAt', 'revokeAt', 'revokedAt', 'usedSinceRotation']);
 
     // The stored institution credential stored again (a new version), then rolled back.
     const { demo } = JSON.parse(await readFile(join(state.dir, 'sandbox.json'), 'utf8')) as {

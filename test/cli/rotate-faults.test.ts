@@ -114,10 +114,52 @@ describe('acctops keys rotate: failures of the service during a rotation (local 
     const after = await status(companyId);
     expect(after).toMatchObject({ keyPrefix: report.keyPrefix, pendingRevocations: [] });
 
-    // Again: nothing of that prefix is pending any more, which is said (exit 3), not passed over.
+    // Again, as the runbook says to repeat it until it says `revoked`: the key is revoked already (exit 0), not "unknown".
     const again = await acctops('keys', 'revoke-pending', '--company', companyId, '--prefix', `${leaked}…`);
-    expect(again.code).toBe(3);
-    expect(again.stderr).toContain(`--prefix ${leaked}: no revocation of that key is pending for company ${companyId}`);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain(`  ${leaked}…  already_revoked\n`);
+  }, 120_000);
+
+  it('--revoke-previous-now after a plain rotation: an older pending key that cannot be revoked is its own error line naming its prefix, exit 5', async () => {
+    const { companyId, keyPrefix: leaked } = await firstCompany();
+    const plain = parseJson<RotateBody>(await acctops('--json', 'keys', 'rotate', '--company', companyId));
+    // The previous key's DELETE goes through; the leaked key's, the next one, fails.
+    mockFaults.push({ route: 'DELETE /api-keys/{publicId}/', after: 1, times: 'always', fault: { type: 'status', status: 503 } });
+    const rotated = await acctops('--json', 'keys', 'rotate', '--company', companyId, '--revoke-previous-now');
+    expect(rotated.code).toBe(5);
+    const report = parseJson<
+      RotateBody & { olderKeysRevoked: { keyPrefix: string; outcome: string; error: { exitCode: number; hint: string } }[] }
+    >(rotated);
+    expect(report).toMatchObject({ state: 'completed', previousKeyPrefix: plain.keyPrefix, previousKeyRevoked: 'revoked' });
+    const hintCommand = `acctops keys revoke-pending --company ${companyId} --prefix ${leaked}`;
+    expect(report.olderKeysRevoked[0]!.error).toMatchObject({
+      exitCode: 5,
+      message: expect.stringContaining(
+        `the rotation completed, but the older key ${leaked}…, pending revocation, could not be revoked and is still valid: `,
+      ),
+    });
+    expect(report.olderKeysRevoked).toEqual([
+      {
+        keyPrefix: leaked,
+        apiKeyId: expect.any(String),
+        outcome: 'failed',
+        error: expect.objectContaining({ hint: expect.stringContaining(hintCommand) }),
+      },
+    ]);
+    const lines = rotated.stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { error: { keyPrefix?: string; hint: string } });
+    expect(lines).toEqual([
+      { error: expect.objectContaining({ companyId, keyPrefix: leaked, hint: expect.stringContaining(hintCommand) }) },
+    ]);
+    mockFaults.length = 0;
+    expect((await status(companyId)).pendingRevocations.map((r) => r.keyPrefix)).toEqual([leaked]);
+
+    const followed = await acctops('--json', ...hintCommand.split(' ').slice(1));
+    expect(followed.code).toBe(0);
+    expect(parseJson(followed)).toMatchObject({ keys: [{ keyPrefix: leaked, outcome: 'revoked' }] });
+    expect((await serviceKeys(companyId)).find((k) => k.prefix === leaked)!.revokedAt).not.toBeNull();
   }, 120_000);
 
   it('a rotation failing at the list step is rolled back: exit 1, nothing pending, and the next rotation goes through', async () => {

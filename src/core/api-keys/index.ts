@@ -52,6 +52,7 @@ export {
   type DueRevocationsDeps,
   runDueRevocations,
 } from './revocation';
+export { type RevokeNowDeps, type RevokeNowOutcome, type RevokedNowKey, type RevokeNowResult, revokePendingKeys } from './revoke-now';
 export {
   type FindingType,
   type Finding,

@@ -53,8 +53,15 @@ export interface KeyStatus {
      * True: used after the rotation that replaced it finished (a consumer still holds it); false:
      * not (its last use, if any, was that rotation's own); null: not known (the list was not read, or
      * the revocation is of an earlier rotation than the last, whose end the secret no longer says).
+     * Null with a `lastUsedAt` is no sign of a consumer: that time may be the rotation's own use.
      */
     usedSinceRotation: boolean | null;
+    /**
+     * ISO 8601 when the service lists the key as revoked already though its revocation is still
+     * pending: revoked now (`keys revoke-pending`, `--revoke-previous-now`) in AWS mode, where the
+     * key's schedule stays until it fires and finds the key revoked. Null: valid (or not read).
+     */
+    revokedAt: string | null;
   }[];
   /**
    * Queued revocations of the key that is current now, left out of `pendingRevocations` because
@@ -138,6 +145,7 @@ export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
           revokeAt,
           lastUsedAt: null as string | null,
           usedSinceRotation: null as boolean | null,
+          revokedAt: null as string | null,
         }))
         .sort((a, b) => a.revokeAt - b.revokeAt),
       currentKeyRevocations: [],
@@ -163,6 +171,7 @@ export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
       for (const pending of row.pendingRevocations) {
         const old = keys.find((k) => k.publicId === pending.apiKeyId);
         pending.lastUsedAt = old?.lastUsedAt ?? null;
+        pending.revokedAt = old?.revokedAt ?? null;
         // The secret dates only its last rotation: the one whose version is AWSCURRENT now.
         const rotation = revocations.find((r) => r.apiKeyId === pending.apiKeyId)?.rotationToken;
         if (old !== undefined && rotation !== undefined && rotation === currentVersion && lastRotatedAt !== undefined) {

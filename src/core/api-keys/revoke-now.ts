@@ -1,0 +1,117 @@
+import { type ApiKey } from '../accounting-api';
+import { SecretStage } from '../ports/secrets';
+import { parseCompanyKeySecret } from './company-key-secret';
+import { namesAKey } from './listed-key';
+import { type Revocation, type RevocationOutcome, type RevocationScheduler, type RevokeDeps, revokeApiKey } from './revocation';
+import { listKeys } from './rotation';
+
+export interface RevokeNowDeps extends RevokeDeps {
+  scheduler: Pick<RevocationScheduler, 'pending'>;
+  /**
+   * Takes a revocation carried out now off its queue (the local mode's). In AWS there is nothing to
+   * take off: the key's one-time schedule stays, and when it fires revokeApiKey finds the key
+   * revoked (the service answers a revoked key's revocation as done), so it changes nothing.
+   */
+  done?(apiKeyId: string): Promise<void>;
+}
+
+/** `already_revoked`: the service lists the key as revoked, so nothing was asked of it. */
+export type RevokeNowOutcome = RevocationOutcome | 'already_revoked';
+
+export interface RevokedNowKey {
+  apiKeyId: string;
+  keyPrefix: string;
+  outcome: RevokeNowOutcome | 'failed';
+  /** Why it failed (the key stays valid until its schedule or a retry revokes it); null unless `failed`. */
+  error: unknown;
+}
+
+export interface RevokeNowResult {
+  keys: RevokedNowKey[];
+  /**
+   * Only with a prefix that no pending revocation has: true when no key of the company the service
+   * lists has that prefix and is revoked, so there is nothing to report as done (a typo, or the
+   * prefix of a live key that is not pending: the current key, or one only the doctor finds).
+   */
+  unmatched: boolean;
+}
+
+/**
+ * Revokes now, without waiting for its time, every old key of a company whose revocation is
+ * pending (or the one of `prefix`): a leaked key. The same `revokeApiKey` the schedule runs, so the
+ * current key is never revoked (`kept_current`). A key the service already lists as revoked is
+ * `already_revoked`, which makes a repeat (the runbook says to repeat until `revoked`) succeed
+ * rather than fail on a revocation that is no longer pending: locally a revocation carried out
+ * leaves the queue, and a prefix no pending revocation has is looked up among the company's keys
+ * the service lists. A failure of one key does not stop the others.
+ */
+export async function revokePendingKeys(
+  deps: RevokeNowDeps,
+  input: {
+    secretId: string;
+    companyId: string;
+    prefix?: string;
+    /** Keys already dealt with by the caller (the AWSPREVIOUS key `--revoke-previous-now` revoked first). */
+    skip?: readonly string[];
+  },
+): Promise<RevokeNowResult> {
+  const company = input.companyId.toLowerCase();
+  const skip = new Set(input.skip ?? []);
+  const pending: Revocation[] = [];
+  for await (const r of deps.scheduler.pending()) {
+    if (r.companyId.toLowerCase() !== company || skip.has(r.apiKeyId)) continue;
+    if (input.prefix === undefined || r.keyPrefix === input.prefix) pending.push(r);
+  }
+  pending.sort((a, b) => a.revokeAt - b.revokeAt);
+  const listed = await listedKeys(deps, input.secretId, pending.length > 0 ? 'tolerate' : input.prefix !== undefined ? 'throw' : 'skip');
+  if (pending.length === 0) {
+    if (input.prefix === undefined || listed === undefined) return { keys: [], unmatched: input.prefix !== undefined };
+    const prefix = input.prefix;
+    const named = namesAKey(prefix) ? listed.filter((k) => namesAKey(k.prefix) && samePrefix(k.prefix, prefix)) : [];
+    // A live key of that prefix (or none) is not revoked: saying `already_revoked` would hide it.
+    if (named.length === 0 || named.some((k) => k.revokedAt === null)) return { keys: [], unmatched: true };
+    return {
+      keys: named.map((k) => ({ apiKeyId: k.publicId, keyPrefix: prefix, outcome: 'already_revoked', error: null })),
+      unmatched: false,
+    };
+  }
+  const keys: RevokedNowKey[] = [];
+  for (const revocation of pending) {
+    const { apiKeyId, keyPrefix } = revocation;
+    try {
+      const revokedAt = listed?.find((k) => k.publicId === apiKeyId)?.revokedAt;
+      const outcome: RevokeNowOutcome = revokedAt != null ? 'already_revoked' : await revokeApiKey(deps, revocation);
+      await deps.done?.(apiKeyId);
+      keys.push({ apiKeyId, keyPrefix, outcome, error: null });
+    } catch (error) {
+      deps.logger.error('revoking a pending old key now failed; its revocation stays pending', { apiKeyId, keyPrefix, error });
+      keys.push({ apiKeyId, keyPrefix, outcome: 'failed', error });
+    }
+  }
+  return { keys, unmatched: false };
+}
+
+/**
+ * The company's keys as the service lists them, read with its current key. Only to tell a revoked
+ * key from a live one: when pending revocations are carried out anyway (`tolerate`), a list that
+ * cannot be read leaves each to revokeApiKey, which is idempotent.
+ */
+async function listedKeys(deps: RevokeDeps, secretId: string, mode: 'tolerate' | 'throw' | 'skip'): Promise<ApiKey[] | undefined> {
+  if (mode === 'skip') return undefined;
+  try {
+    const current = parseCompanyKeySecret((await deps.store.readSecret(secretId, { stage: SecretStage.current })).value);
+    return await listKeys(deps.clientFor(current));
+  } catch (error) {
+    if (mode === 'throw') throw error;
+    deps.logger.warn('the key list could not be read; every pending revocation is carried out', { error });
+    return undefined;
+  }
+}
+
+/**
+ * Whether a listed prefix and ours (the service prefix and 8 characters) name the same key: the
+ * service may list fewer characters or more (spec §5.1), so either begins the other.
+ */
+function samePrefix(listed: string, ours: string): boolean {
+  return listed.startsWith(ours) || ours.startsWith(listed);
+}
