@@ -27,7 +27,10 @@ export function keysCommand(host: CommandHost): Command {
     .description("Rotate a company's API key now: Secrets Manager's four steps, the old key revoked after the grace period.")
     .requiredOption('--company <id>', "the company's publicId", guid)
     .option('--no-wait', 'AWS mode: return once the rotation has started instead of waiting for it')
-    .option('--revoke-previous-now', 'revoke the previous key as soon as the rotation completes, without the grace period (a leaked key)')
+    .option(
+      '--revoke-previous-now',
+      'a leaked key: once the rotation completes, revoke the previous key and every older one still pending revocation, without the grace period',
+    )
     .action(
       host.run(
         async (session, opts: { company: string; wait: boolean; revokePreviousNow?: boolean }) => {
@@ -106,7 +109,7 @@ export function keysCommand(host: CommandHost): Command {
     .command('revoke-pending')
     .description(
       "Revoke now the company's old keys waiting for their scheduled revocation (all, or the one of --prefix), without rotating: " +
-        'a leaked key whose `keys rotate --revoke-previous-now` could not revoke it. Never the current key.',
+        'a leaked key whose `keys rotate --revoke-previous-now` could not revoke it. Never the current key; a key revoked already is `already_revoked`, so it can be repeated.',
     )
     .requiredOption('--company <id>', "the company's publicId", guid)
     .option('--prefix <keyPrefix>', 'only the old key with this prefix, as `keys status` shows it (e.g. sbx_AbCd1234)', keyPrefixArg)
