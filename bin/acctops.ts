@@ -1,6 +1,7 @@
 // The `acctops` CLI (README, "The acctops CLI"); bin/acctops.cjs runs this file through tsx.
-import { adoptHeldSignals, interruptExitCode, onInterruptBeforeWork, speak } from '../cli/interrupt';
+import { adoptHeldSignals, interruptExitCode, onInterruptBeforeWork, setForcedExitWriter, speak } from '../cli/interrupt';
 import { errorLine, gatedStream } from '../cli/output';
+import { redactString } from '../src/core/shared/redact';
 import { runCli } from '../cli/program';
 
 // The SDK's advice to upgrade Node would land in the middle of a command's output; the engines
@@ -23,6 +24,9 @@ onInterruptBeforeWork((signal) =>
     ),
   ),
 );
+// A second signal ends the process at once; its one line is written here, synchronously (stderr is
+// synchronous for files, pipes and terminals on Linux and macOS), as the process exits right after.
+setForcedExitWriter((line) => process.stderr.write(`${redactString(errorLine(line, process.argv.includes('--json')))}\n`));
 adoptHeldSignals();
 
 void runCli(process.argv.slice(2), {

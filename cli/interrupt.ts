@@ -8,7 +8,9 @@
  * Steps run one after the other in the order they were registered: the export registers its step
  * before it opens the local world, so its writes stop before the world saves and closes. Then the
  * releases (`releaseOnInterrupt`: the state lock), once nothing of the command can write any more.
- * A second signal, or steps taking longer than STEPS_BOUND_MS, ends the process at once.
+ * A second signal, or steps taking longer than STEPS_BOUND_MS, ends the process at once: a second
+ * signal with one line saying what that cut short (`onForcedExit`), as exiting in silence left the
+ * operator guessing and the lock behind.
  */
 export type InterruptStep = (signal: NodeJS.Signals) => Promise<void> | void;
 
@@ -22,6 +24,17 @@ const STEPS_BOUND_MS = 10_000;
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
 const steps: InterruptStep[] = [];
+/**
+ * What a second signal's exit still does: synchronously, since nothing after process.exit waits
+ * (`onForcedExit`). Each returns its part of the line, or nothing.
+ */
+export type ForcedExitStep = () => string | undefined;
+const forcedExitSteps: ForcedExitStep[] = [];
+/** Writes the second signal's line synchronously (the binary: stderr, in --json's form when asked). */
+export type ForcedExitWriter = (line: { exitCode: number; code: string; message: string; hint: string | null }) => void;
+let forcedExitWriter: ForcedExitWriter | undefined;
+/** The signal whose steps are running, once one is handled. */
+let firstSignal: NodeJS.Signals | undefined;
 /** Run after every step: what a command holds until its very end (releaseOnInterrupt). */
 const releases: InterruptStep[] = [];
 /** The binary's step for a signal before the command started its work (`onInterruptBeforeWork`). */
@@ -100,8 +113,9 @@ function listen(on: boolean): void {
 
 function interrupted(signal: NodeJS.Signals): void {
   const code = interruptExitCode(signal);
-  if (stopping) process.exit(code);
+  if (stopping) forcedExit(signal, code);
   stopping = true;
+  firstSignal = signal;
   setTimeout(() => process.exit(code), STEPS_BOUND_MS);
   void (async () => {
     for (const step of [...steps, ...releases]) {
@@ -113,6 +127,57 @@ function interrupted(signal: NodeJS.Signals): void {
     }
     process.exit(code);
   })();
+}
+
+/**
+ * Runs `step` if a second signal ends the process before the returned function is called: it must
+ * be synchronous (it runs just before process.exit) and returns its part of the line, or nothing.
+ * What holds something a second signal abandons says what becomes of it (the state lock, a world
+ * that had not saved).
+ */
+export function onForcedExit(step: ForcedExitStep): () => void {
+  forcedExitSteps.push(step);
+  return () => {
+    const index = forcedExitSteps.indexOf(step);
+    if (index >= 0) forcedExitSteps.splice(index, 1);
+  };
+}
+
+/** Where the second signal's line goes: set by the binary (bin/acctops.ts); without one, none is written. */
+export function setForcedExitWriter(writer: ForcedExitWriter | undefined): void {
+  forcedExitWriter = writer;
+}
+
+/**
+ * A second signal while the first one's steps run: the steps are abandoned and the process ends
+ * now, after the synchronous steps (`onForcedExit`) and one line: a second Ctrl-C is how an
+ * operator gets out of steps that seem stuck, and must not leave them guessing what was saved.
+ */
+function forcedExit(signal: NodeJS.Signals, code: number): never {
+  const parts: string[] = [];
+  // Last registered first: what was claimed first (the state lock) is given up last, as on a first signal.
+  for (const step of [...forcedExitSteps].reverse()) {
+    try {
+      const part = step();
+      if (part !== undefined) parts.push(part);
+    } catch {
+      // The exit must happen whatever a step does; the line says what the others did.
+    }
+  }
+  const first = firstSignal === undefined || firstSignal === signal ? '' : ` after ${firstSignal}`;
+  try {
+    speak(() =>
+      forcedExitWriter?.({
+        exitCode: code,
+        code: 'interrupted_forced',
+        message: `stopped at once by a second signal (${signal}${first}), before the clean-up after the first had finished${parts.length > 0 ? `: ${parts.join('; ')}` : ''}`,
+        hint: null,
+      }),
+    );
+  } catch {
+    // A closed stderr must not keep the process alive.
+  }
+  process.exit(code);
 }
 
 /**

@@ -62,7 +62,7 @@ import {
 import { startSecretsManager, type RunningSecretsManager } from '../../sandbox/secrets-manager';
 import { CliConfigError } from '../errors';
 import { isFsError } from '../fs-failure';
-import { onInterrupt } from '../interrupt';
+import { onForcedExit, onInterrupt } from '../interrupt';
 import { readJsonFile, removeStaleTemporaries, writePrivateJsonFile } from '../../src/adapters/local/private-json-file';
 import { NamedCompanyRegistry } from '../operations/named-company-registry';
 import type { InterruptedWork, OnInterrupted, StoppedRotation } from '../operations/operations';
@@ -72,6 +72,7 @@ import {
   DamagedStateFileError,
   LocalClock,
   lockStateDir,
+  type TakenOverLock,
   STATE_FILES,
   stateDirExists,
   StateFileUnreadableError,
@@ -254,6 +255,11 @@ export class LocalWorld {
    * tokens, exports and registry are the operator's); the command says so, `local reset` ends it.
    */
   seededCredentials = false;
+  /**
+   * The state lock this command took over from a process that no longer runs, with the files of
+   * that process's cut-short save it completed (saving.json; none when it left no save under way).
+   */
+  takenOverLock: (TakenOverLock & { completedSave: string[] }) | undefined;
   readonly revocations: FileRevocationQueue | MemoryRevocationQueue;
   /** The company registry's table: companies.json, or an empty stand-in when it is damaged (doctor only). */
   readonly companies: RegistryTable;
@@ -280,6 +286,12 @@ export class LocalWorld {
   private rotationsStopped = false;
   /** Each snapshot file's content as loaded or last written (`fingerprint`): save() writes only what differs. */
   private readonly saved: Partial<Record<SnapshotFile, string>> = {};
+  /**
+   * How far the save under way has come, for a second signal's line (`forcedExitPart`): `writing`
+   * before saving.json is in place (the files are still the last save's), `journaled` after (the
+   * next command completes the save), `saved` once close() has saved.
+   */
+  private savePhase: 'idle' | 'writing' | 'journaled' | 'saved' = 'idle';
   /**
    * The names the embedded service gives our tax-report fields where they are not ours: the minimal
    * dialect's (sandbox/dialect.ts). Without them the exports of a minimal-dialect state read no
@@ -364,8 +376,9 @@ export class LocalWorld {
       ? onInterrupt((signal) => onInterrupted(signal, { rotations: [], releasedLeases: [] }))
       : () => undefined;
     let unlock: () => Promise<void>;
+    let takenOver: TakenOverLock | undefined;
     try {
-      unlock = await lockStateDir(stateDir);
+      unlock = await lockStateDir(stateDir, { onTakeOver: (lock) => (takenOver = lock) });
     } catch (error) {
       stopOpening();
       throw error;
@@ -376,7 +389,7 @@ export class LocalWorld {
     try {
       // A process killed mid-write (kill -9) left its temporary file, which may hold every token; the lock makes it stale.
       for (const file of Object.keys(STATE_FILES) as StateFileName[]) await removeStaleTemporaries(statePath(stateDir, file));
-      await completeInterruptedSave(stateDir, logger);
+      const completedSave = await completeInterruptedSave(stateDir, logger);
       const damaged = options.tolerateDamage === true ? ([] as DamagedStateFileError[]) : undefined;
       const saved = await readStateFile(stateDir, 'state', stateSchema, damaged);
       const stateDamaged = damaged?.some((d) => d.file === 'state') === true;
@@ -450,6 +463,7 @@ export class LocalWorld {
         registryInMemory,
       );
       world.seededCredentials = sandboxState !== undefined && hasSeededDemoCredentials(sandboxState);
+      if (takenOver !== undefined) world.takenOverLock = { ...takenOver, completedSave };
       if (onInterrupted) world.onInterrupted(onInterrupted);
       // In one go, no signal can land between them: the world's step takes over from the opening's.
       world.saveOnSignals();
@@ -693,9 +707,11 @@ export class LocalWorld {
     let journaled = false;
     let path = journal;
     try {
+      if (changed.length > 0) this.savePhase = 'writing';
       if (journal !== undefined) {
         await writePrivateJsonFile(journal, { format: SAVING_FORMAT, files: Object.fromEntries(changed.map((c) => [c.file, c.value])) });
         journaled = true;
+        this.savePhase = 'journaled';
       }
       for (const { file, value, print } of changed) {
         path = statePath(this.stateDir, file);
@@ -704,6 +720,7 @@ export class LocalWorld {
       }
       path = journal;
       if (journal !== undefined) await rm(journal, { force: true });
+      this.savePhase = 'idle';
     } catch (error) {
       // A raw ENOSPC would leave the operator guessing whether the command happened and what the
       // directory holds now; the line says both.
@@ -729,11 +746,30 @@ export class LocalWorld {
    * remove what they staged) runs before this one: it registered first (cli/interrupt.ts).
    */
   private saveOnSignals(): void {
-    this.removeSignalHandlers = onInterrupt(async (signal) => {
+    const stopSaving = onInterrupt(async (signal) => {
       this.interruptCleanup ??= this.cleanUpInterrupted(signal);
       await this.interruptCleanup;
       await this.close();
     });
+    const stopSaying = onForcedExit(() => this.forcedExitPart());
+    this.removeSignalHandlers = () => {
+      stopSaving();
+      stopSaying();
+    };
+  }
+
+  /**
+   * A second signal's part of its line (cli/interrupt.ts): what became of this command's state. The
+   * embedded service, the secrets and the clock live in memory until the save: unsaved, the next
+   * command finds them as the last save left them, while tokens.json and revocations.json, written
+   * as they change, keep what this command wrote (the use cases heal the difference, docs/cli.md).
+   */
+  private forcedExitPart(): string {
+    if (this.savePhase === 'saved') return 'the local state was saved';
+    if (this.savePhase === 'journaled') return 'its save was cut short after saving.json was written: the next command completes it';
+    const held = this.tokens.holding().length;
+    const leases = held > 0 ? `; the next command takes back the token lease(s) it held on ${held} user(s)` : '';
+    return `the local state was not saved: the next command finds the service, the keys and the clock as the last save left them (tokens.json and revocations.json keep what it wrote as it went)${leases}`;
   }
 
   private removeSignalHandlers: () => void = () => undefined;
@@ -831,6 +867,7 @@ export class LocalWorld {
       try {
         await this.sm.admin.settled();
         await this.save();
+        this.savePhase = 'saved';
       } finally {
         await this.sm.stop().catch(() => undefined);
         await this.sandbox.stop().catch(() => undefined);
@@ -876,9 +913,9 @@ const savingSchema = lazySchema(() =>
  * then removes it. Under the lock, before anything is read, read-only commands too (as the stale
  * temporary files): what the files hold must be one moment's state. A saving.json that does not
  * parse was never complete (it is renamed into place whole), so the files are still the previous
- * save's: it is removed.
+ * save's: it is removed. Returns the files it wrote (none when no save was left under way).
  */
-async function completeInterruptedSave(stateDir: string, logger: Logger): Promise<void> {
+async function completeInterruptedSave(stateDir: string, logger: Logger): Promise<string[]> {
   const path = statePath(stateDir, 'saving');
   let saving: z.output<typeof savingSchema> | undefined;
   try {
@@ -888,14 +925,18 @@ async function completeInterruptedSave(stateDir: string, logger: Logger): Promis
     if (!(error instanceof ValidationError)) throw error;
     logger.warn('an unreadable saving.json removed; the state files are those of the save before it', { path });
     await rm(path, { force: true });
-    return;
+    return [];
   }
-  if (saving === undefined) return;
+  if (saving === undefined) return [];
+  const written: string[] = [];
   for (const file of SNAPSHOT_FILES) {
-    if (file in saving.files) await writePrivateJsonFile(statePath(stateDir, file), saving.files[file]);
+    if (!(file in saving.files)) continue;
+    await writePrivateJsonFile(statePath(stateDir, file), saving.files[file]);
+    written.push(STATE_FILES[file]);
   }
   logger.info('completed the save of a command that was killed while it saved', { files: Object.keys(saving.files) });
   await rm(path, { force: true });
+  return written;
 }
 
 /**

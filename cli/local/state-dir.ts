@@ -1,9 +1,10 @@
+import { readFileSync, rmSync, unlinkSync } from 'node:fs';
 import { link, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { EXPORT_LAYOUT } from '../../contract/exports';
 import { makeDirectory } from '../../src/adapters/local/dir-object-store';
-import { readTextIfExists, temporaryPath } from '../../src/adapters/local/private-json-file';
+import { readTextIfExists, temporaryPath, writesUnderWay } from '../../src/adapters/local/private-json-file';
 import {
   commandLineOf,
   ownIdentity,
@@ -17,7 +18,7 @@ import { CliError } from '../errors';
 import { missingDirectories, removeEmptyDirectories } from '../created-dirs';
 import { ExitCode } from '../exit-codes';
 import { fsCauseText, isFsError, longestNameBytes, shortPath } from '../fs-failure';
-import { releaseOnInterrupt } from '../interrupt';
+import { onForcedExit, releaseOnInterrupt } from '../interrupt';
 import { issuesText, ValidationError } from '../../src/core/shared/errors';
 
 /**
@@ -238,7 +239,9 @@ export class StateLockedError extends CliError {
     super(`another acctops command (pid ${pid}) is using the state directory ${stateDir}`, {
       code: 'state_locked',
       exitCode: ExitCode.failure,
-      hint: `wait for it to finish, or use another --state-dir; if you are sure no acctops command is using it, delete ${lock}`,
+      // Not "use another --state-dir": a new directory is a fresh demo state, where the command would
+      // "succeed" on keys and users that are not the ones meant.
+      hint: `run the command again once that one has ended (there is no waiting option); if you are sure no acctops command is using the directory, delete ${lock}`,
     });
   }
 }
@@ -271,6 +274,11 @@ function parseLock(text: string): LockRecord {
   }
 }
 
+/** A stale lock this process took over (lockStateDir's `onTakeOver`): the process named in it, 0 when it named none. */
+export interface TakenOverLock {
+  pid: number;
+}
+
 /**
  * One process at a time: the embedded service and secrets are loaded at the start of a command and
  * saved at its end, so two commands at once would lose one's changes. A lock left by a process that
@@ -287,21 +295,35 @@ function parseLock(text: string): LockRecord {
  * steps (the world saves first). The release is registered before the lock is taken: Node's default
  * for a signal that lands between the link and the caller's own handler ended the process with the
  * lock left behind.
+ *
+ * `onTakeOver` is called, once the lock is ours, when it was taken over from a process that no
+ * longer runs: the caller says so (a `kill -9` lost that command's unsaved changes), which it did
+ * silently before.
  */
-export async function lockStateDir(stateDir: string): Promise<() => Promise<void>> {
+export async function lockStateDir(
+  stateDir: string,
+  options: { onTakeOver?: (lock: TakenOverLock) => void } = {},
+): Promise<() => Promise<void>> {
   const path = statePath(stateDir, 'lock');
   const temp = temporaryPath(path);
   const text = lockText();
-  const stopReleasing = releaseOnInterrupt(() => releaseOwnLock(path, temp, text));
+  const stopInterruptRelease = releaseOnInterrupt(() => releaseOwnLock(path, temp, text));
+  const stopForcedRelease = onForcedExit(() => releaseOwnLockAtForcedExit(path, temp, text));
+  const stopReleasing = () => {
+    stopInterruptRelease();
+    stopForcedRelease();
+  };
   try {
     await writeFile(temp, text, { flag: 'wx', mode: 0o600 }).catch((error: unknown) => {
       // A directory that exists but takes no file (mode, owner, read-only mount, /proc/self): said as such, not "unexpected".
       throw stateDirError(stateDir, error, 'written');
     });
     try {
+      let takenOver: TakenOverLock | undefined;
       for (let attempt = 0; attempt < 2; attempt++) {
         try {
           await link(temp, path);
+          if (takenOver !== undefined) options.onTakeOver?.(takenOver);
           return async () => {
             await rm(path, { force: true });
             stopReleasing();
@@ -311,7 +333,7 @@ export async function lockStateDir(stateDir: string): Promise<() => Promise<void
           if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw stateDirError(stateDir, error, 'written');
           const seen = await readLock(path);
           if (seen !== undefined && (await holds(path, seen.record))) throw new StateLockedError(stateDir, seen.record.pid);
-          await takeOverStale(stateDir, path, seen?.text);
+          if (await takeOverStale(stateDir, path, seen?.text)) takenOver = { pid: seen!.record.pid };
         }
       }
       throw new StateLockedError(stateDir, 0);
@@ -331,6 +353,34 @@ export async function lockStateDir(stateDir: string): Promise<() => Promise<void
 async function releaseOwnLock(path: string, temp: string, text: string): Promise<void> {
   await rm(temp, { force: true });
   if ((await readTextIfExists(path)) === text) await rm(path, { force: true });
+}
+
+/**
+ * A second signal's part (cli/interrupt.ts, onForcedExit): the lock is removed, synchronously, when
+ * it is this process's and no state file is being written. Nothing of this process runs after it
+ * but process.exit and the exit listeners (which remove this process's own temporary files), so
+ * the one way this process could still change the state after the release is a write already
+ * handed to the file system: writePrivateJsonFile, which writes every state file, counts those
+ * from the temporary file's creation to its rename (`writesUnderWay`). While one is under way the
+ * lock stays, and the next command takes it over (the process is gone by then) with a note:
+ * released, a command started that instant could read a file this process then replaced.
+ */
+function releaseOwnLockAtForcedExit(path: string, temp: string, text: string): string | undefined {
+  rmSync(temp, { force: true });
+  let current: string;
+  try {
+    current = readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+  if (current !== text) return undefined;
+  if (writesUnderWay() > 0) return 'the state lock is left, as a state file was being written: the next command takes it over';
+  try {
+    unlinkSync(path);
+  } catch {
+    return 'the state lock could not be removed: the next command takes it over';
+  }
+  return 'the state lock was released';
 }
 
 /** The lock's text and record; undefined when it is gone. */
@@ -363,15 +413,15 @@ async function holds(path: string, lock: LockRecord): Promise<boolean> {
 /**
  * Removes the stale lock whose text was `seen`. Moved aside first, then checked: another process
  * may have taken the stale lock over between our read and now, and its live lock must not be deleted
- * (it is linked back, and this process is refused).
+ * (it is linked back, and this process is refused). True when it removed the stale lock.
  */
-async function takeOverStale(stateDir: string, path: string, seen: string | undefined): Promise<void> {
-  if (seen === undefined) return;
+async function takeOverStale(stateDir: string, path: string, seen: string | undefined): Promise<boolean> {
+  if (seen === undefined) return false;
   const aside = temporaryPath(path);
   try {
     await rename(path, aside);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw error;
   }
   const moved = await readLock(aside);
@@ -381,6 +431,7 @@ async function takeOverStale(stateDir: string, path: string, seen: string | unde
     throw new StateLockedError(stateDir, moved.record.pid);
   }
   await rm(aside, { force: true });
+  return true;
 }
 
 /**

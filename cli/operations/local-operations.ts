@@ -105,6 +105,7 @@ export class LocalOperations implements Operations {
             `acctops: created the local state in ${world.stateDir} (embedded sandbox with demo data, ${world.state.dialect} dialect)`,
           );
         if (world.seededCredentials) context.out.note(SEEDED_CREDENTIALS_NOTE);
+        if (world.takenOverLock !== undefined) context.out.note(takenOverLockNote(world.takenOverLock));
         const reclaimed = world.reclaimedLeases;
         if (reclaimed.users.length > 0)
           context.out.note(
@@ -371,6 +372,25 @@ async function localStatusOf(world: LocalWorld): Promise<LocalStatus> {
     rotationDays: world.state.rotationDays,
     accessTokenLifetimeSeconds: world.accessTokenLifetimeSeconds,
   };
+}
+
+/**
+ * The note for a state lock taken over from a process that no longer runs (a `kill -9`, a crash, a
+ * second Ctrl-C during a write). What it did not save is lost: the embedded service, the keys and
+ * the clock are saved only at a command's end, so they are as its last save left them, or as the
+ * save it had begun and this command completed (saving.json); tokens.json and revocations.json,
+ * written as they change, keep what it wrote.
+ */
+export function takenOverLockNote(lock: { pid: number; completedSave: readonly string[] }): string {
+  const holder =
+    lock.pid > 0
+      ? `acctops process ${lock.pid}, which no longer runs (killed, or crashed)`
+      : 'a process it does not name (an empty or unreadable lock)';
+  const save =
+    lock.completedSave.length > 0
+      ? `the save it had begun was completed now (${lock.completedSave.join(', ')})`
+      : 'what it had not saved when it stopped is lost (the service, the keys and the clock are as its last save left them)';
+  return `acctops: note: took over the state lock left by ${holder}: ${save}; \`acctops doctor\` checks what it may have left half done`;
 }
 
 export function localKeyContext(world: LocalWorld): CompanyKeyContext {

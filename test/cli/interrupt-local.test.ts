@@ -6,6 +6,8 @@ import { ACCTOPS_BIN, cliEnv, closeCliState, onboardArgs, parseJson, runAcctops,
 
 /** Holds back one request of the embedded peers, so that a signal lands while the command waits on it. */
 const HOLD_PRELOAD = resolve(__dirname, '..', 'helpers', 'hold-request-preload.cjs');
+/** Marks the moment the binary received a signal, so that a second one is sent only once the first is being handled. */
+const SIGNAL_MARKER_PRELOAD = resolve(__dirname, '..', 'helpers', 'signal-marker-preload.cjs');
 
 interface Hold {
   method: string;
@@ -56,10 +58,17 @@ describe('acctops: interrupted local commands', () => {
     args: string[],
     hold: Hold,
     command: { file: string; args: string[] } = { file: process.execPath, args: [ACCTOPS_BIN] },
+    signalMarker?: string,
   ): Promise<{ child: ChildProcess; output: { stdout: string; stderr: string }; exited: Promise<number | null> }> {
     const marker = join(state.dir, '..', `${Date.now()}-${Math.random().toString(16).slice(2)}.held`);
+    const preloads =
+      signalMarker === undefined ? `--require ${HOLD_PRELOAD}` : `--require ${HOLD_PRELOAD} --require ${SIGNAL_MARKER_PRELOAD}`;
     const child = spawn(command.file, [...command.args, '--state-dir', state.dir, ...args], {
-      env: cliEnv({ NODE_OPTIONS: `--require ${HOLD_PRELOAD}`, ACCTOPS_TEST_HOLD: JSON.stringify({ ...hold, marker }) }),
+      env: cliEnv({
+        NODE_OPTIONS: preloads,
+        ACCTOPS_TEST_HOLD: JSON.stringify({ ...hold, marker }),
+        ACCTOPS_TEST_SIGNAL_MARKER: signalMarker,
+      }),
     });
     running.push(child);
     const output = { stdout: '', stderr: '' };
@@ -235,6 +244,69 @@ describe('acctops: interrupted local commands', () => {
     expect(await rotating()).toBe(false);
   });
 
+  /** Resolves once `path` exists (the preloads' markers), or fails when the process ended first. */
+  async function appeared(path: string, child: ChildProcess, output: { stderr: string }): Promise<void> {
+    for (const deadline = Date.now() + 30_000; ;) {
+      if (
+        await stat(path).then(
+          () => true,
+          () => false,
+        )
+      )
+        return;
+      if (child.exitCode !== null || Date.now() > deadline)
+        throw new Error(`${path} never appeared (exit ${child.exitCode}): ${output.stderr}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  it.each([
+    ['SIGINT', 'SIGINT', 130, false],
+    ['SIGINT', 'SIGTERM', 143, true],
+  ] as const)(
+    'a second signal while the first rolls the rotation back (%s, then %s): exit %i at once with one line, the lock released, the state as before the command (--json: %s)',
+    async (first, second, code, asJson) => {
+      const signalled = join(state.dir, '..', `${Date.now()}-${Math.random().toString(16).slice(2)}.signalled`);
+      // The step under way is held far longer than the first signal's wait for it (3 s): the second lands during that wait.
+      const { child, output, exited } = await held(
+        [...(asJson ? ['--json'] : []), 'keys', 'rotate', '--company', companyId],
+        putSecretValue(60_000),
+        undefined,
+        signalled,
+      );
+      try {
+        child.kill(first);
+        await appeared(signalled, child, output);
+        child.kill(second);
+        expect(await exited).toBe(code);
+      } finally {
+        child.kill('SIGKILL');
+        await rm(signalled, { force: true });
+      }
+      outputs.push({ code, ...output });
+      expect(output.stdout).toBe('');
+      const message = `stopped at once by a second signal (${second}${first === second ? '' : ` after ${first}`}), before the clean-up after the first had finished: the local state was not saved: the next command finds the service, the keys and the clock as the last save left them (tokens.json and revocations.json keep what it wrote as it went); the state lock was released`;
+      if (asJson) {
+        expect(
+          output.stderr
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l) as unknown),
+        ).toEqual([{ error: { exitCode: code, code: 'interrupted_forced', message, hint: null } }]);
+      } else {
+        expect(output.stderr).toBe(`acctops: error: ${message}\n`);
+      }
+      expect((await readdir(state.dir)).filter((name) => name === 'lock' || name.startsWith('lock.'))).toEqual([]);
+      expect(await temporaries()).toEqual([]);
+      // Nothing of the rotation was saved: no version pending, no key of it at the service, and the
+      // next command finds no lock to take over (no note).
+      const status = await json<{ companies: { rotationInProgress: boolean }[] }>('keys', 'status', '--company', companyId);
+      expect(status.result.stderr).toBe('');
+      expect(status.body.companies[0]!.rotationInProgress).toBe(false);
+      expect(await orphans()).toEqual([]);
+    },
+  );
+
   describe('tokens refresh --all', () => {
     const refreshRoute: Hold = { method: 'POST', path: '/institution/users/token/refresh/', delayMs: 60_000 };
     const due = async () => {
@@ -282,6 +354,8 @@ describe('acctops: interrupted local commands', () => {
         .filter(([, r]) => r.leaseOwner !== undefined && r.leaseUntil !== undefined && r.leaseUntil > now)
         .map(([externalId, r]) => ({ externalId, pid: Number(/^acctops-cli@[^/]+\/(\d+)\//.exec(r.leaseOwner!)?.[1]) }));
     };
+    const lockNote = (pid: number) =>
+      `acctops: note: took over the state lock left by acctops process ${pid}, which no longer runs (killed, or crashed): what it had not saved when it stopped is lost (the service, the keys and the clock are as its last save left them); \`acctops doctor\` checks what it may have left half done\n`;
     const reclaimedNote = (count: number, pid: number) =>
       `acctops: note: released the token lease(s) on ${count} user(s) left by acctops process ${pid}, which no longer runs (killed or crashed while holding them); those users are not busy any more\n`;
 
@@ -300,7 +374,7 @@ describe('acctops: interrupted local commands', () => {
         '--all',
       );
       expect(again.result.code).toBe(0);
-      expect(again.result.stderr).toBe(reclaimedNote(left.length, killed.pid));
+      expect(again.result.stderr).toBe(`${lockNote(killed.pid)}${reclaimedNote(left.length, killed.pid)}`);
       expect(again.body.outcomes.map((o) => o.externalId).sort()).toEqual(users.map((u) => u.externalId).sort());
       for (const o of again.body.outcomes) expect(['refreshed', 'recovered']).toContain(o.result);
       expect(await leases()).toEqual([]);

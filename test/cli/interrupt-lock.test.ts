@@ -9,6 +9,7 @@ const SIGNAL_AT = resolve(__dirname, '..', 'helpers', 'signal-at-preload.cjs');
 interface Signalled extends CliResult {
   /** The signal that ended the process, when Node's default did (no handler): what must not happen. */
   killedBy: NodeJS.Signals | null;
+  pid: number;
 }
 
 /**
@@ -35,7 +36,7 @@ describe('acctops: a signal while the state lock is held releases it', () => {
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       child.once('error', reject);
       child.once('close', (code, killedBy) => {
-        const result = { code: code ?? -1, killedBy, stdout, stderr };
+        const result = { code: code ?? -1, killedBy, stdout, stderr, pid: child.pid! };
         outputs.push(result);
         resolvePromise(result);
       });
@@ -113,6 +114,21 @@ describe('acctops: a signal while the state lock is held releases it', () => {
     expect(doctor.companySecrets.every((c) => c.ok)).toBe(true);
   });
 
+  it('kill -9 with the lock held and no save begun: the next command takes the lock over with one note on stderr (what was not saved is lost), --json stdout clean; said once', async () => {
+    const run = await signalledAt('read:secrets.json', 'SIGKILL', ['users', 'list']);
+    expect(run.killedBy).toBe('SIGKILL');
+    expect(await lockFiles()).toEqual(['lock']);
+
+    const next = await acctops('--json', 'users', 'list');
+    expect(next.code).toBe(0);
+    expect(next.stderr).toBe(
+      `acctops: note: took over the state lock left by acctops process ${run.pid}, which no longer runs (killed, or crashed): what it had not saved when it stopped is lost (the service, the keys and the clock are as its last save left them); \`acctops doctor\` checks what it may have left half done\n`,
+    );
+    expect(parseJson<{ users: unknown[] }>(next).users).toEqual(expect.any(Array));
+    expect(await lockFiles()).toEqual([]);
+    expect((await acctops('users', 'list')).stderr).toBe('');
+  });
+
   it('kill -9 between two files of the final save: the next command completes the save (saving.json), so the stored key is the live one', async () => {
     type KeyStatus = { companies: { companyId: string; keyPrefix: string; error: unknown; rotationInProgress: boolean }[] };
     const before = parseJson<KeyStatus>(await acctops('--json', 'keys', 'status', '--company', companyId)).companies[0]!.keyPrefix;
@@ -121,7 +137,15 @@ describe('acctops: a signal while the state lock is held releases it', () => {
     expect(run.killedBy).toBe('SIGKILL');
     expect(await readdir(state.dir)).toContain('saving.json');
 
-    const after = parseJson<KeyStatus>(await acctops('--json', 'keys', 'status', '--company', companyId)).companies;
+    // The killed process's lock is taken over, said in one note on stderr; stdout stays the JSON document.
+    const next = await acctops('--json', 'keys', 'status', '--company', companyId);
+    expect(next.code).toBe(0);
+    expect(next.stderr).toMatch(
+      new RegExp(
+        `^acctops: note: took over the state lock left by acctops process ${run.pid}, which no longer runs \\(killed, or crashed\\): the save it had begun was completed now \\((sandbox|secrets|state)\\.json(, (sandbox|secrets|state)\\.json)+\\); \`acctops doctor\` checks what it may have left half done\\n$`,
+      ),
+    );
+    const after = parseJson<KeyStatus>(next).companies;
     expect(after).toEqual([expect.objectContaining({ companyId, error: null, rotationInProgress: false })]);
     expect(after[0]!.keyPrefix).not.toBe(before);
     expect(await readdir(state.dir)).not.toContain('saving.json');

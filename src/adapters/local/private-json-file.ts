@@ -48,6 +48,15 @@ function holdTemporary(temp: string): void {
 }
 
 /**
+ * How many writes of this process are between their temporary file's creation and its rename: a
+ * process that exits now could still see one of them land (the state lock's release on a second
+ * signal waits for none: cli/local/state-dir.ts).
+ */
+export function writesUnderWay(): number {
+  return writing.size;
+}
+
+/**
  * Removes the temporary files of `path` (`<path>.<12 hex>.tmp`) that no write of this process
  * holds: a process killed between creating one and renaming it (kill -9, a crash, a power cut) ran
  * no exit listener. Only for a file its caller alone writes (the local mode holds the state
