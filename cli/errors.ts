@@ -14,6 +14,7 @@ import {
   refusesUser,
   ResponseValidationError,
   retryRecordOf,
+  TimeoutError,
   TransportFailure,
 } from '../src/core/accounting-api';
 import { CompanyKeyNotFoundError } from '../src/core/api-keys';
@@ -610,6 +611,17 @@ function serviceHint(error: AccountingApiError, context: DescribeContext): strin
   // acctops follows no redirect (it would carry the credential along): the base URL must be the one the service answers at.
   if (error.status !== undefined && error.status >= 300 && error.status < 400) {
     return 'the service redirects elsewhere (http to https, another host?): use the address it answers at as the base URL';
+  }
+  // A request that got no answer (a timeout, a lost connection) has no request id to give.
+  if (error.requestId === undefined) {
+    const attempts = (retryRecordOf(error)?.retries ?? 0) + 1;
+    const lead =
+      error instanceof TimeoutError ? `the service did not answer in time${attempts > 1 ? ` (${attempts} attempts)` : ''}: ` : '';
+    const why =
+      error instanceof TimeoutError || error instanceof ConnectionError
+        ? 'no answer came, so there is no request id'
+        : 'the service sent no request id';
+    return `${lead}run the export again later; if it persists, tell the service's owner when it happened and which request (${why})`;
   }
   return "run the export again later; if it persists, give the service's owner the request id";
 }

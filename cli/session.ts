@@ -16,6 +16,11 @@ export interface CliRuntime {
   /** What direct-mode exports wait on between retries; the system clock unless a test gives one. */
   clock?: Clock;
   /**
+   * Each direct-mode request's timeout; the client's (30 s) unless a test gives one, so that a
+   * service that never answers is met in milliseconds instead of two minutes.
+   */
+  requestTimeoutMs?: number;
+  /**
    * How the operator runs `acctops sandbox` when it is by another name (`npm run sandbox --`), for
    * the commands its output and errors name (`… --show-credentials`, `… --help`).
    */

@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { isAbsolute, join } from 'node:path';
 import { S3TargetStore, s3ObjectStoreFor } from '../../src/adapters/aws/s3-target';
 import { DirObjectStore } from '../../src/adapters/local/dir-object-store';
-import type { CredentialProvider } from '../../src/core/accounting-api';
+import {
+  RateLimitError,
+  ServerError,
+  TimeoutError,
+  type AccountingApiError,
+  type CredentialProvider,
+  type RetryWait,
+} from '../../src/core/accounting-api';
 import { directExport } from '../../src/core/exports/pipeline/direct-export';
 import type { ExportClientSettings } from '../../src/core/exports/pipeline/export-sources';
 import { dueExportPeriod, type ExportDeadline } from '../../src/core/exports/pipeline/export-deadline';
@@ -499,13 +506,42 @@ function directClientSettings(context: OperationsContext, opts: DirectExportOpti
     ...(opts.allowInsecureHttp === true ? { allowInsecureHttp: true } : {}),
     // No total budget of its own: the attempts and the cap on each wait bound a request.
     retry: { maxRetryAfterMs: opts.maxRetryWait ?? DEFAULT_MAX_RETRY_WAIT_MS, maxElapsedMs: Number.POSITIVE_INFINITY },
-    onRetryWait: (wait) => {
-      if (!wait.askedByService) return;
-      context.out.note(
-        `acctops: the service limits the rate; waiting ${Math.max(1, Math.ceil(wait.delayMs / 1000))} s as it asked (Ctrl-C to stop)`,
-      );
-    },
+    ...(context.runtime.requestTimeoutMs !== undefined ? { timeoutMs: context.runtime.requestTimeoutMs } : {}),
+    onRetryWait: (wait) => context.out.note(retryWaitLine(wait)),
   };
+}
+
+/**
+ * The line for a wait before a retry, one per retry: a service asking to wait (429 with
+ * Retry-After), and also one that does not answer or fails (a timeout, a 5xx, a lost connection),
+ * which used to leave stderr silent for the minutes of four attempts when no progress bar is drawn.
+ * The request is said by method and path only (`describeRequest`): no query value, no key.
+ */
+export function retryWaitLine(wait: RetryWait): string {
+  if (wait.askedByService) {
+    return `acctops: the service limits the rate; waiting ${Math.max(1, Math.ceil(wait.delayMs / 1000))} s as it asked (Ctrl-C to stop)`;
+  }
+  const request = wait.request.split('?', 1)[0]!;
+  const { error } = wait;
+  const what =
+    error instanceof TimeoutError
+      ? `no complete answer in ${duration(wait.timeoutMs)} to ${request}`
+      : error instanceof ServerError
+        ? `the service answered ${error.status ?? 'with a server error'} to ${request}`
+        : error instanceof RateLimitError
+          ? `the service limits the rate on ${request} (no Retry-After)`
+          : `${request} failed: ${withoutRequest(error)}`;
+  return `acctops: ${what}; retrying in ${duration(wait.delayMs)} (attempt ${wait.attempt + 1} of ${wait.maxAttempts}; Ctrl-C to stop)`;
+}
+
+/** The error's message without the request it names (with its query), which the line names already. */
+function withoutRequest(error: AccountingApiError): string {
+  if (error.request === undefined) return error.message;
+  return error.message.replace(` (on ${error.request})`, '').replace(`, on ${error.request}`, '').replace(`on ${error.request}, `, '');
+}
+
+function duration(ms: number): string {
+  return ms < 1000 ? `${Math.max(1, Math.round(ms))} ms` : `${Math.round(ms / 1000)} s`;
 }
 
 /** Direct mode: no AWS and no state; the service at the base URL, the company key in ACCTOPS_API_KEY. */

@@ -116,7 +116,7 @@ export interface OperationsContext {
   /** The stack AWS mode acts on. */
   readonly stack: string | undefined;
   readonly flags: { readonly region?: string; readonly output?: readonly string[] };
-  readonly runtime: { readonly cwd: string; readonly clock?: Clock };
+  readonly runtime: { readonly cwd: string; readonly clock?: Clock; readonly requestTimeoutMs?: number };
 }
 
 // Users and tokens

@@ -34,25 +34,40 @@ describe('acctops export --base-url: what a failing service gets as a hint', () 
     await out.remove();
   });
 
-  async function exportFrom(baseUrl: string): Promise<{ code: number; line: string }> {
+  /** The line before a retry of a request that failed (not a rate limit's wait). */
+  const RETRY_LINE = /^acctops: .*; retrying in \d+ (ms|s) \(attempt [2-4] of 4; Ctrl-C to stop\)$/;
+
+  async function exportFrom(baseUrl: string): Promise<{ code: number; line: string; retries: string[] }> {
     const result = await runAcctops(['export', '--base-url', baseUrl, '--month', MONTH, '--out', 'files'], {
       env: { ACCTOPS_API_KEY: key },
       cwd: out.dir,
     });
     outputs.push(result);
-    // A rate-limited service's waits are one line each before the error (export-direct-limits.test.ts).
-    const lines = result.stderr
-      .trim()
-      .split('\n')
-      .filter((l) => !/^acctops: the service limits the rate; waiting \d+ s as it asked/.test(l));
+    // Each wait before a retry is one line before the error: a rate-limited service's
+    // (export-direct-limits.test.ts), and those of a failure retried (retries).
+    const all = result.stderr.trim().split('\n');
+    const retries = all.filter((l) => RETRY_LINE.test(l));
+    const lines = all.filter((l) => !/^acctops: the service limits the rate; waiting \d+ s as it asked/.test(l) && !RETRY_LINE.test(l));
     expect(lines).toHaveLength(1);
-    return { code: result.code, line: lines[0]! };
+    return { code: result.code, line: lines[0]!, retries };
   }
 
-  async function withFault(fault: FaultRule['fault']): Promise<{ code: number; line: string }> {
+  async function withFault(fault: FaultRule['fault']): Promise<{ code: number; line: string; retries: string[] }> {
     await sandbox.admin.faults.add({ route: TX, times: 'always', fault });
     return exportFrom(sandbox.baseUrl);
   }
+
+  /** The line each retry of these faults gets (attempt n of 4); the others are not retried, or are 429 waits. */
+  const RETRIED: Record<string, ((attempt: number) => RegExp) | undefined> = {
+    'a 503': (n) =>
+      new RegExp(
+        `^acctops: the service answered 503 to GET /api/v1/\\S*transactions/; retrying in \\d+ (ms|s) \\(attempt ${n} of 4; Ctrl-C to stop\\)$`,
+      ),
+    'a connection reset': (n) =>
+      new RegExp(
+        `^acctops: GET /api/v1/\\S*transactions/ failed: .*127\\.0\\.0\\.1:\\d+: .*; retrying in \\d+ (ms|s) \\(attempt ${n} of 4; Ctrl-C to stop\\)$`,
+      ),
+  };
 
   it.each<[string, FaultRule['fault'], RegExp]>([
     ['a 503', { type: 'status', status: 503 }, /\(run the export again later; if it persists, give the service's owner the request id\)$/],
@@ -74,10 +89,15 @@ describe('acctops export --base-url: what a failing service gets as a hint', () 
       { type: 'count_mismatch' },
       /pages announced \d+ items, \d+ were read \(the list changed at the service while it was read.*run the export again\)$/,
     ],
-  ])('%s: a read, so never "may have acted", and never `acctops doctor`', async (_label, fault, hint) => {
-    const { code, line } = await withFault(fault);
+  ])('%s: a read, so never "may have acted", and never `acctops doctor`', async (label, fault, hint) => {
+    const retryLine = RETRIED[label];
+    const { code, line, retries } = await withFault(fault);
     expect(code).toBe(1);
     expect(line).toMatch(/^acctops: error: company [0-9a-f-]{36}: /);
+    // A failure the client retries is said once a retry, naming the request by method and path only.
+    if (retryLine !== undefined) expect(retries).toEqual([2, 3, 4].map((n) => expect.stringMatching(retryLine(n))));
+    else expect(retries).toEqual([]);
+    for (const retry of retries) expect(retry).not.toContain('?');
     expect(line).toMatch(hint);
     expect(line).not.toMatch(/may have acted|acctops doctor/);
   });

@@ -37,6 +37,10 @@ describe('acctops export --base-url: long Retry-After and a refused page size', 
   });
 
   async function exportDirect(...extra: string[]): Promise<CliResult> {
+    return exportDirectWith({}, ...extra);
+  }
+
+  async function exportDirectWith(runtime: { requestTimeoutMs?: number }, ...extra: string[]): Promise<CliResult> {
     const { runCli } = await import('../../cli/program.ts');
     let stdout = '';
     let stderr = '';
@@ -45,6 +49,7 @@ describe('acctops export --base-url: long Retry-After and a refused page size', 
       env: cliEnv({ ACCTOPS_API_KEY: key }),
       cwd: out.dir,
       clock: ManualClock.autoAdvancing(),
+      ...runtime,
     });
     const result = { code, stdout, stderr };
     outputs.push(result);
@@ -60,6 +65,24 @@ describe('acctops export --base-url: long Retry-After and a refused page size', 
       'acctops: the service limits the rate; waiting 60 s as it asked (Ctrl-C to stop)',
       'acctops: the service limits the rate; waiting 60 s as it asked (Ctrl-C to stop)',
     ]);
+  });
+
+  it('a service that never answers: one stderr line per retried timeout, then the error, whose hint has no request id to give', async () => {
+    // Parked for an hour: no answer ever comes; each attempt's timeout (250 ms here, 30 s by default) ends it.
+    await sandbox.admin.faults.add({ route: TX, times: 'always', fault: { type: 'slow', delayMs: 3_600_000, realTime: true } });
+    const result = await exportDirectWith({ requestTimeoutMs: 250 });
+    expect(result.code).toBe(1);
+    const lines = result.stderr.trim().split('\n');
+    const retry =
+      /^acctops: no complete answer in 250 ms to (GET \/api\/v1\/[^?\s]*); retrying in \d+ (ms|s) \(attempt ([2-4]) of 4; Ctrl-C to stop\)$/;
+    // A loaded machine may make another request miss so short a timeout once; the transactions never answer.
+    const retries = lines.slice(0, -1).map((line) => retry.exec(line));
+    expect(retries).not.toContain(null);
+    expect(retries.filter((m) => m![1]!.endsWith('/transactions/')).map((m) => m![3])).toEqual(['2', '3', '4']);
+    expect(lines.at(-1)).toMatch(
+      /^acctops: error: company [0-9a-f-]{36}: request timed out .*\(the service did not answer in time \(4 attempts\): run the export again later; if it persists, tell the service's owner when it happened and which request \(no answer came, so there is no request id\)\)$/,
+    );
+    expect(result.stderr).not.toContain('give the service');
   });
 
   it('a Retry-After above --max-retry-wait fails at once, saying no retry was made and naming the flag', async () => {

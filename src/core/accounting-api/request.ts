@@ -95,6 +95,10 @@ export interface RetryWait {
   /** True when the service asked for the wait (`Retry-After`), false for the client's own backoff. */
   askedByService: boolean;
   error: AccountingApiError;
+  /** Attempts in all (the policy's), so that a caller can say "attempt 2 of 4". */
+  maxAttempts: number;
+  /** Each attempt's timeout, so that a caller can say how long a request that timed out waited. */
+  timeoutMs: number;
 }
 
 export interface ListOperation<T> {
@@ -214,7 +218,15 @@ export class RequestEngine {
         // Not `requestId`: that field of every line is the invocation's own (docs/observability.md).
         serviceRequestId: error.requestId,
       });
-      settings.onRetryWait?.({ request, attempt, delayMs: delay, askedByService: error.retryAfterMs !== undefined, error });
+      settings.onRetryWait?.({
+        request,
+        attempt,
+        delayMs: delay,
+        askedByService: error.retryAfterMs !== undefined,
+        error,
+        maxAttempts: settings.retry.maxAttempts,
+        timeoutMs: settings.timeoutMs,
+      });
       await settings.clock.sleep(delay);
     }
   }
