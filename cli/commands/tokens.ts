@@ -25,7 +25,13 @@ export function tokensCommand(host: CommandHost): Command {
         if ((opts.all === true) === (opts.user !== undefined))
           throw new UsageError('give exactly one of --all and --user <externalId>', 'run `acctops tokens refresh --help`');
         const operations = await session.operations();
-        const onInterrupted: OnInterrupted = (signal, undone) => speak(() => session.out.error(refreshInterruptedLine(signal, undone)));
+        // What was done before the signal is the command's report (stdout; --json's document), then the line.
+        const onInterrupted: OnInterrupted = (signal, undone) =>
+          speak(() => {
+            const done = undone.refresh;
+            if (done !== null) session.out.result(done, () => renderRefresh(session.out, done));
+            session.out.error(refreshInterruptedLine(signal, undone));
+          });
         const report =
           opts.user !== undefined
             ? await operations.refreshUser(opts.user, { onInterrupted })
@@ -73,7 +79,8 @@ export function renderRefresh(out: Output, report: RefreshReport): void {
       { header: 'RESULT', value: (o) => o.result },
       { header: 'ERROR', value: (o) => errorLabel(o.errorClass, o.errorCode) },
     ],
-    'no user was due',
+    // An interrupted refresh may have handled none of the users it found due.
+    report.planned > 0 ? 'none handled' : 'no user was due',
   );
   const summary = Object.entries(report.counts)
     .map(([k, v]) => `${k} ${v}`)
@@ -91,16 +98,36 @@ export function renderRefresh(out: Output, report: RefreshReport): void {
   }
 }
 
-/** The one line an interrupted `tokens refresh` prints: the leases it released, so the users are not `busy` to the next run. */
+/**
+ * The one line an interrupted `tokens refresh` prints: how many of its users it handled before it
+ * stopped (no user starts after the signal; those under way end), how many are still due, and the
+ * leases it released of refreshes that had not ended, so that those users are not `busy` to the
+ * next run.
+ */
 export function refreshInterruptedLine(signal: NodeJS.Signals, undone: InterruptedWork) {
-  const released = undone.releasedLeases.length;
+  const released = undone.releasedLeases;
+  const leases =
+    released.length === 0
+      ? ''
+      : `; the lease(s) it held on ${released.length} user(s) whose refresh had not ended were released: ${released.join(', ')}`;
+  const done = undone.refresh;
+  if (done === null) {
+    return {
+      exitCode: interruptExitCode(signal),
+      code: 'interrupted',
+      message: `interrupted (${signal}) before the refresh started: no user was refreshed${leases}`,
+      hint: '`acctops tokens refresh --all` refreshes the users due now',
+    };
+  }
+  const handled = done.outcomes.length;
+  const left = Math.max(0, done.planned - handled);
+  const summary = Object.entries(done.counts)
+    .map(([result, count]) => `${result} ${count}`)
+    .join(', ');
   return {
     exitCode: interruptExitCode(signal),
     code: 'interrupted',
-    message:
-      released === 0
-        ? `interrupted (${signal}): the refresh was stopped; it held no lease`
-        : `interrupted (${signal}): the refresh was stopped and the lease(s) it held on ${released} user(s) released: ${undone.releasedLeases.join(', ')}`,
-    hint: '`acctops tokens refresh --all` refreshes the users still due now',
+    message: `interrupted (${signal}) after ${handled} of ${done.planned} user(s) were handled${handled > 0 ? ` (${summary})` : ''}; ${left === 0 ? 'none is left' : `the other ${left} ${left === 1 ? 'is' : 'are'} not refreshed and still due`}${leases}`,
+    hint: left === 0 ? '`acctops users list` shows where each user stands' : '`acctops tokens refresh --all` refreshes the users still due',
   };
 }

@@ -373,7 +373,7 @@ export class LocalWorld {
     // that left the lock behind.
     const { onInterrupted } = options;
     const stopOpening = onInterrupted
-      ? onInterrupt((signal) => onInterrupted(signal, { rotations: [], releasedLeases: [] }))
+      ? onInterrupt((signal) => onInterrupted(signal, { rotations: [], releasedLeases: [], refresh: null }))
       : () => undefined;
     let unlock: () => Promise<void>;
     let takenOver: TakenOverLock | undefined;
@@ -783,7 +783,9 @@ export class LocalWorld {
   }
 
   private async cleanUpInterrupted(signal: NodeJS.Signals): Promise<void> {
-    const cleanup: InterruptedWork = { rotations: [], releasedLeases: [] };
+    // First: the work of this command that goes in steps (a refresh of the due users) starts no further step.
+    this.interruptController.abort();
+    const cleanup: InterruptedWork = { rotations: [], releasedLeases: [], refresh: null };
     try {
       cleanup.rotations = await this.stopRotations();
       cleanup.releasedLeases = await this.tokens.release(IN_FLIGHT_WAIT_MS);
@@ -792,11 +794,22 @@ export class LocalWorld {
     }
     for (const listener of this.interruptListeners) {
       try {
-        listener(signal, cleanup);
+        // A listener may wait for the work it reports on (a refresh's users under way): not for long.
+        await within(IN_FLIGHT_WAIT_MS, Promise.resolve(listener(signal, cleanup)));
       } catch {
         // The line is a courtesy; the state must still be saved.
       }
     }
+  }
+
+  private readonly interruptController = new AbortController();
+
+  /**
+   * Aborted when a signal is being handled, before the rotations are stopped and the leases
+   * released: work that goes in steps (a refresh of the due users) starts no further step.
+   */
+  get interrupting(): AbortSignal {
+    return this.interruptController.signal;
   }
 
   /** Runs a rotation step for the emulator, unless the command is being interrupted. */

@@ -143,21 +143,29 @@ export class LocalOperations implements Operations {
   }
 
   refreshDue(options: { onInterrupted?: OnInterrupted } = {}) {
-    return this.world((world) => refreshDueLocal(world), { onInterrupted: options.onInterrupted });
+    const progress = new RefreshProgress();
+    return this.world((world) => refreshDueLocal(world, progress), { onInterrupted: progress.reportedTo(options.onInterrupted) });
   }
 
   refreshUser(externalId: string, options: { onInterrupted?: OnInterrupted } = {}) {
+    const progress = new RefreshProgress();
     return this.world(
       async (world): Promise<RefreshReport> => {
         const status = (await world.tokens.get(externalId))?.status;
         if (status === 'revoked') throw refreshOfRevokedUser(externalId);
         if (status === 'needs_attention') throw refreshOfUserNeedingAttention(externalId);
-        const outcome = await world.lifecycle().refresh(externalId);
+        const refreshing = world.lifecycle().refresh(externalId);
+        progress.started(
+          world,
+          1,
+          refreshing.then((o) => progress.ended(o)),
+        );
+        const outcome = await refreshing;
         // Named by --user: a user the store does not hold is the command's error, not a result (README, "Exit codes").
         if (outcome.result === 'not_found') throw unknownUser(externalId);
         return { mode: 'local', planned: 1, outcomes: await withLeases(world, [outcome]), counts: { [outcome.result]: 1 } };
       },
-      { onInterrupted: options.onInterrupted },
+      { onInterrupted: progress.reportedTo(options.onInterrupted) },
     );
   }
 
@@ -406,21 +414,74 @@ export function localKeyContext(world: LocalWorld): CompanyKeyContext {
   };
 }
 
-/** One refresh cycle of the local mode: the planner over the due index, then the worker over what it enqueued. */
-export async function refreshDueLocal(world: LocalWorld): Promise<RefreshReport> {
+/**
+ * One refresh cycle of the local mode: the planner over the due index, then the worker over what it
+ * enqueued. A signal stops it between users (`world.interrupting`): the users under way end, no
+ * further one starts, and `progress` holds what was done, for the interrupt's line.
+ */
+export async function refreshDueLocal(world: LocalWorld, progress?: RefreshProgress): Promise<RefreshReport> {
   const queue = new MemoryRefreshQueue();
   const plan = await planTokenRefresh(
     { store: world.tokens, queue, clock: world.clock, logger: world.logger, metrics: noMetrics },
     { marginMs: REFRESH_MARGIN_MS },
   );
   const ids = queue.take(queue.size).map((r) => r.externalId);
-  const outcomes = await world.lifecycle().refreshBatch(ids);
+  const batch = world.lifecycle().refreshBatch(ids, { signal: world.interrupting, onOutcome: (o) => progress?.ended(o) });
+  progress?.started(world, plan.enqueued, batch);
+  const outcomes = await batch;
   return {
     mode: 'local',
     planned: plan.enqueued,
     outcomes: await withLeases(world, outcomes),
     counts: counts(outcomes.map((o) => o.result)),
   };
+}
+
+/** How long an interrupt's line waits for a refresh's users under way, after the leases were waited for (LocalWorld). */
+const REFRESH_SETTLE_MS = 1_000;
+
+/**
+ * What a local `tokens refresh` has done so far. An interrupt stops it between users; its line (and
+ * `--json`'s report) says what was done before, where it used to say "stopped" of a run that had
+ * refreshed every due user (decision 102).
+ */
+export class RefreshProgress {
+  private planned: number | undefined;
+  private world: LocalWorld | undefined;
+  private work: Promise<unknown> | undefined;
+  private readonly outcomes: RefreshOutcome[] = [];
+
+  /** The refresh has found its `planned` users and started on them; `work` settles when it ends. */
+  started(world: LocalWorld, planned: number, work: Promise<unknown>): void {
+    this.world = world;
+    this.planned = planned;
+    this.work = work.catch(() => undefined);
+  }
+
+  ended(outcome: RefreshOutcome): void {
+    this.outcomes.push(outcome);
+  }
+
+  /** `listener`, told of what the refresh did by the time the interrupt stopped it (InterruptedWork.refresh). */
+  reportedTo(listener: OnInterrupted | undefined): OnInterrupted | undefined {
+    if (listener === undefined) return undefined;
+    return async (signal, undone) => listener(signal, { ...undone, refresh: await this.report() });
+  }
+
+  private async report(): Promise<RefreshReport | null> {
+    if (this.planned === undefined || this.world === undefined) return null;
+    // The users under way have ended their leases by now (or had them released); their outcomes follow at once.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.work, new Promise((resolve) => (timer = setTimeout(resolve, REFRESH_SETTLE_MS)))]);
+    clearTimeout(timer);
+    const outcomes = [...this.outcomes];
+    return {
+      mode: 'local',
+      planned: this.planned,
+      outcomes: await withLeases(this.world, outcomes),
+      counts: counts(outcomes.map((o) => o.result)),
+    };
+  }
 }
 
 /** The outcomes' rows, a `busy` user's with the end of the lease that another (killed) command left on it. */

@@ -182,13 +182,19 @@ export interface InterruptedWork {
   rotations: StoppedRotation[];
   /** Users whose lease this command held and released. */
   releasedLeases: string[];
+  /**
+   * A local `tokens refresh` stopped by the interrupt: what it had done (`planned`: the users it was
+   * to refresh; `outcomes`: those it started and that ended; the rest are still due). Null for
+   * other commands, and before the refresh had found its users.
+   */
+  refresh: RefreshReport | null;
 }
 
 /**
  * Called once a local command's interrupt has undone its work, before the state is saved: the
  * command prints its one line (cli/interrupt.ts `speak`). AWS mode never calls it.
  */
-export type OnInterrupted = (signal: NodeJS.Signals, undone: InterruptedWork) => void;
+export type OnInterrupted = (signal: NodeJS.Signals, undone: InterruptedWork) => void | Promise<void>;
 
 // Keys and credentials
 

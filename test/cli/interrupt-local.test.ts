@@ -324,12 +324,14 @@ describe('acctops: interrupted local commands', () => {
       expect(run.code).toBe(130);
       const lines = run.stderr.trim().split('\n');
       expect(lines).toHaveLength(1);
-      const released =
-        /^acctops: error: interrupted \(SIGINT\): the refresh was stopped and the lease\(s\) it held on (\d+) user\(s\) released: (.*) \(/.exec(
-          lines[0]!,
-        );
+      // The refreshes under way never get their answer (held for a minute): none ends, every one started had its lease released.
+      const released = new RegExp(
+        `^acctops: error: interrupted \\(SIGINT\\) after 0 of ${users.length} user\\(s\\) were handled; the other ${users.length} are not refreshed and still due; the lease\\(s\\) it held on (\\d+) user\\(s\\) whose refresh had not ended were released: (.*) \\(`,
+      ).exec(lines[0]!);
       expect(released).not.toBeNull();
       expect(Number(released![1])).toBeGreaterThan(0);
+      // The report of what was done is printed too: nothing (not "no user was due": they were).
+      expect(run.stdout).toMatch(/^ {2}none handled\n0 user\(s\) handled\.\n$/);
       expect(await temporaries()).toEqual([]);
 
       const again = await json<{ outcomes: { externalId: string; result: string }[] }>('tokens', 'refresh', '--all');
@@ -340,6 +342,37 @@ describe('acctops: interrupted local commands', () => {
       for (const u of (await json<{ users: { accessTokenExpiresAt: string }[] }>('users', 'list')).body.users) {
         expect(Date.parse(u.accessTokenExpiresAt)).toBeGreaterThan(now);
       }
+    });
+
+    it('Ctrl-C while the refreshes under way end: they complete and are saved, --json prints what was done and the line says how many of how many', async () => {
+      await due();
+      // Held a second, less than the interrupt's wait for the refreshes under way (3 s): every user had started (10 at once), and each ends.
+      const run = await interrupted(['--json', 'tokens', 'refresh', '--all'], { ...refreshRoute, delayMs: 1_000 }, 'SIGINT');
+      expect(run.code).toBe(130);
+      const report = JSON.parse(run.stdout) as { mode: string; planned: number; outcomes: { externalId: string; result: string }[] };
+      expect(report.mode).toBe('local');
+      expect(report.planned).toBe(users.length);
+      expect(report.outcomes.map((o) => o.externalId).sort()).toEqual(users.map((u) => u.externalId).sort());
+      for (const o of report.outcomes) expect(['refreshed', 'recovered']).toContain(o.result);
+      const lines = run.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(JSON.parse(lines[0]!)).toEqual({
+        error: {
+          exitCode: 130,
+          code: 'interrupted',
+          message: expect.stringMatching(
+            new RegExp(
+              `^interrupted \\(SIGINT\\) after ${users.length} of ${users.length} user\\(s\\) were handled \\((refreshed|recovered) \\d+(, (refreshed|recovered) \\d+)?\\); none is left$`,
+            ),
+          ) as unknown,
+          hint: '`acctops users list` shows where each user stands',
+        },
+      });
+      // Saved: nobody is due any more, and no lease is left.
+      const again = await json<{ outcomes: unknown[] }>('tokens', 'refresh', '--all');
+      expect(again.result.code).toBe(0);
+      expect(again.result.stderr).toBe('');
+      expect(again.body.outcomes).toEqual([]);
     });
 
     /** The live leases in tokens.json, by user, with the pid their owner id names. */

@@ -53,7 +53,7 @@ describe('acctops: a signal while the state lock is held releases it', () => {
   });
 
   const refreshLine = (signal: string) =>
-    new RegExp(`^acctops: error: interrupted \\(${signal}\\): the refresh was stopped; it held no lease \\(.*\\)\\n$`);
+    new RegExp(`^acctops: error: interrupted \\(${signal}\\) before the refresh started: no user was refreshed \\(.*\\)\\n$`);
   const rotateLine = (signal: string, what: string) =>
     new RegExp(`^acctops: error: interrupted \\(${signal}\\) ${what.replace('COMPANY', '[0-9a-f-]{36}')}.*\\n$`);
 

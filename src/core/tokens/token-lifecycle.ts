@@ -296,26 +296,48 @@ export class TokenLifecycle {
    * throws for one user: a user that could not be done now is `failed`, for the caller to retry.
    * No user is started after `deadline` (epoch ms), so that the invocation ends before its timeout
    * with every started user finished.
+   *
+   * Once `signal` is aborted (a caller that is stopping: the CLI's Ctrl-C), no further user is
+   * started and those not started are left out of the result, still due; the users under way end
+   * as usual. `onOutcome` is told of each user's outcome as it ends, so that a caller stopping
+   * before the whole batch has ended can say what was done so far.
    */
-  async refreshBatch(externalIds: readonly string[], options: { deadline?: number } = {}): Promise<RefreshOutcome[]> {
+  async refreshBatch(
+    externalIds: readonly string[],
+    options: { deadline?: number; signal?: AbortSignal; onOutcome?: (outcome: RefreshOutcome) => void } = {},
+  ): Promise<RefreshOutcome[]> {
     const unique = [...new Set(externalIds)];
-    const outcomes = await mapWithConcurrency(unique, this.settings.concurrency, async (externalId): Promise<RefreshOutcome> => {
-      if (options.deadline !== undefined && this.deps.clock.now() >= options.deadline) {
-        this.count('failed');
-        return { externalId, result: 'failed', errorClass: 'DeadlineReached' };
-      }
-      try {
-        return await this.refresh(externalId);
-      } catch (error) {
-        const failure = loggedFailure(error);
-        this.deps.logger.warn('user token refresh deferred; it will be retried', { externalId, ...failure });
-        // Not the user's failure but our credential's: a caller reports it as such (the CLI's exit 4).
-        const credentialRefused = error instanceof AuthenticationError && isInstitutionRefusal(error);
-        return { externalId, result: 'failed', errorClass: failure.errorClass, ...(credentialRefused ? { credentialRefused } : {}) };
-      }
+    const outcomes = await mapWithConcurrency(
+      unique,
+      this.settings.concurrency,
+      async (externalId): Promise<RefreshOutcome | undefined> => {
+        if (options.signal?.aborted === true) return undefined;
+        const outcome = await this.refreshInBatch(externalId, options.deadline);
+        options.onOutcome?.(outcome);
+        return outcome;
+      },
+    );
+    const byId = new Map(outcomes.filter((o) => o !== undefined).map((o) => [o.externalId, o]));
+    return externalIds.flatMap((id) => {
+      const outcome = byId.get(id);
+      return outcome === undefined ? [] : [outcome];
     });
-    const byId = new Map(outcomes.map((o) => [o.externalId, o]));
-    return externalIds.map((id) => byId.get(id)!);
+  }
+
+  private async refreshInBatch(externalId: string, deadline: number | undefined): Promise<RefreshOutcome> {
+    if (deadline !== undefined && this.deps.clock.now() >= deadline) {
+      this.count('failed');
+      return { externalId, result: 'failed', errorClass: 'DeadlineReached' };
+    }
+    try {
+      return await this.refresh(externalId);
+    } catch (error) {
+      const failure = loggedFailure(error);
+      this.deps.logger.warn('user token refresh deferred; it will be retried', { externalId, ...failure });
+      // Not the user's failure but our credential's: a caller reports it as such (the CLI's exit 4).
+      const credentialRefused = error instanceof AuthenticationError && isInstitutionRefusal(error);
+      return { externalId, result: 'failed', errorClass: failure.errorClass, ...(credentialRefused ? { credentialRefused } : {}) };
+    }
   }
 
   /**
