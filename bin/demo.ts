@@ -3,8 +3,8 @@ import { Command, CommanderError } from 'commander';
 import { runDemo } from '../cli/demo';
 import { describeError } from '../cli/errors';
 import { DEFAULT_STATE_DIR, resolveStateDir } from '../cli/local/state-dir';
-import { adoptHeldSignals, onInterruptBeforeWork, speak } from '../cli/interrupt';
-import { gatedStream } from '../cli/output';
+import { adoptHeldSignals, onInterruptBeforeWork, setForcedExitWriter, speak } from '../cli/interrupt';
+import { errorLine, gatedStream } from '../cli/output';
 import { DIALECTS, type Dialect } from '../sandbox/dialect';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -34,6 +34,9 @@ onInterruptBeforeWork((signal) =>
     ),
   ),
 );
+
+// A second signal ends the demo at once with one line of what it cut short, as for acctops (bin/acctops.ts).
+setForcedExitWriter((line) => process.stderr.write(`${errorLine(line, false)}\n`));
 
 const program = new Command('npm start --')
   .description('Run the acctops demo against an embedded sandbox: onboard, refresh, rotate a key, export last month.')
