@@ -25,10 +25,10 @@ describe('acctops: a signal while the state lock is held releases it', () => {
   const { acctops, outputs } = state;
   let companyId: string;
 
-  function signalledAt(at: string, signal: NodeJS.Signals, args: string[]): Promise<Signalled> {
+  function signalledAt(at: string, signal: NodeJS.Signals, args: string[], second?: NodeJS.Signals): Promise<Signalled> {
     return new Promise((resolvePromise, reject) => {
       const child = spawn(process.execPath, [ACCTOPS_BIN, '--state-dir', state.dir, ...args], {
-        env: cliEnv({ NODE_OPTIONS: `--require ${SIGNAL_AT}`, ACCTOPS_TEST_SIGNAL_AT: JSON.stringify({ at, signal }) }),
+        env: cliEnv({ NODE_OPTIONS: `--require ${SIGNAL_AT}`, ACCTOPS_TEST_SIGNAL_AT: JSON.stringify({ at, signal, second }) }),
       });
       let stdout = '';
       let stderr = '';
@@ -112,6 +112,37 @@ describe('acctops: a signal while the state lock is held releases it', () => {
     const doctor = parseJson<{ rotations: { findings: unknown[] }; companySecrets: { ok: boolean }[] }>(await acctops('--json', 'doctor'));
     expect(doctor.rotations.findings).toEqual([]);
     expect(doctor.companySecrets.every((c) => c.ok)).toBe(true);
+  });
+
+  it('a second signal while a state file is being written: the lock is left (the line says so), and the next command takes it over and completes the save', async () => {
+    type KeyStatus = { companies: { companyId: string; keyPrefix: string; error: unknown; rotationInProgress: boolean }[] };
+    const before = parseJson<KeyStatus>(await acctops('--json', 'keys', 'status', '--company', companyId)).companies[0]!.keyPrefix;
+    // saving.json is in place; the write of sandbox.json, the first file after it, is under way when SIGTERM follows the SIGINT.
+    const run = await signalledAt('open:sandbox.json', 'SIGINT', ['keys', 'rotate', '--company', companyId], 'SIGTERM');
+    expect(run.killedBy).toBeNull();
+    expect(run.code).toBe(143);
+    const lines = run.stderr.trim().split('\n');
+    // The first signal's line, if its steps got that far before the second landed.
+    for (const line of lines.slice(0, -1)) expect(line).toMatch(/^acctops: error: interrupted \(SIGINT\) after the rotation of company /);
+    expect(lines.at(-1)).toBe(
+      'acctops: error: stopped at once by a second signal (SIGTERM after SIGINT), before the clean-up after the first had finished: its save was cut short after saving.json was written: the next command completes it; the state lock is left, as a state file was being written: the next command takes it over',
+    );
+    expect(await lockFiles()).toEqual(['lock']);
+    expect(await readdir(state.dir)).toContain('saving.json');
+    expect(await temporaries()).toEqual([]);
+
+    const next = await acctops('--json', 'keys', 'status', '--company', companyId);
+    expect(next.code).toBe(0);
+    expect(next.stderr).toMatch(
+      new RegExp(
+        `^acctops: note: took over the state lock left by acctops process ${run.pid}, which no longer runs \\(killed, or crashed\\): the save it had begun was completed now \\(sandbox\\.json, secrets\\.json(, state\\.json)?\\); `,
+      ),
+    );
+    const after = parseJson<KeyStatus>(next).companies;
+    expect(after).toEqual([expect.objectContaining({ companyId, error: null, rotationInProgress: false })]);
+    expect(after[0]!.keyPrefix).not.toBe(before);
+    expect(await lockFiles()).toEqual([]);
+    expect(await readdir(state.dir)).not.toContain('saving.json');
   });
 
   it('kill -9 with the lock held and no save begun: the next command takes the lock over with one note on stderr (what was not saved is lost), --json stdout clean; said once', async () => {

@@ -6,12 +6,15 @@
  *
  * - `lock`: the moment the state lock is taken (the link of its temporary file to `<dir>/lock`);
  * - `read:<file>`: the moment `<file>` (`secrets.json`, …) has been read, the first time (while the world opens);
- * - `saved:<file>`: the moment `<file>` (`sandbox.json`, …) is renamed into place, the first time.
+ * - `saved:<file>`: the moment `<file>` (`sandbox.json`, …) is renamed into place, the first time;
+ * - `open:<file>`: the moment the temporary file of a write of `<file>` is about to be created, the
+ *   first time. That write is held: once the process has handled the signal, `second` (a signal) is
+ *   sent while the write is still under way, and the write never goes on.
  *
  * Node dispatches a signal the process sends itself on the next turn of its event loop, while the
  * command goes on with what follows that point.
  *
- * ACCTOPS_TEST_SIGNAL_AT: JSON { at, signal }
+ * ACCTOPS_TEST_SIGNAL_AT: JSON { at, signal, second (with `open:` only) }
  */
 const fsPromises = require('node:fs/promises');
 const { basename } = require('node:path');
@@ -46,6 +49,23 @@ if (plan) {
       const result = await rename.call(this, from, to);
       if (basename(String(to)) === file) send();
       return result;
+    };
+  } else if (typeof plan.at === 'string' && plan.at.startsWith('open:')) {
+    const file = plan.at.slice('open:'.length);
+    const open = fsPromises.open;
+    fsPromises.open = async function (path, ...rest) {
+      const name = basename(String(path));
+      if (!sent && name.startsWith(`${file}.`) && name.endsWith('.tmp')) {
+        sent = true;
+        // The process's own handler runs first (it was added before this one): the signal is being handled when this resolves.
+        await new Promise((resolve) => {
+          process.once(plan.signal, resolve);
+          process.kill(process.pid, plan.signal);
+        });
+        process.kill(process.pid, plan.second);
+        return new Promise(() => undefined);
+      }
+      return open.call(this, path, ...rest);
     };
   } else {
     throw new Error(`ACCTOPS_TEST_SIGNAL_AT: unknown point ${String(plan.at)}`);
