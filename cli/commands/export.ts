@@ -33,7 +33,7 @@ import type { ObjectStore } from '../../src/core/exports/formats/object-store';
 import { CliConfigError, damagedEntryRepair, UsageError } from '../errors';
 import { shownLocation } from '../format';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
-import { interruptExitCode, onInterrupt, speak } from '../interrupt';
+import { interruptExitCode, onForcedExit, onInterrupt, speak } from '../interrupt';
 import { missingDirectories, removeEmptyDirectories, removeEmptyDirectoriesSync } from '../created-dirs';
 import type { RegistryFinding } from '../../src/core/companies/company-registry';
 import type { CompanyExportRow, CompanyProgress, ExportReport } from '../operations/operations';
@@ -289,6 +289,9 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
       periods.set(period, [...(periods.get(period) ?? []), key]);
     }
   });
+  let cleanedUp = false;
+  // A second signal abandons the clean-up below: its line says what that may leave (nothing visible).
+  const stopForced = onForcedExit(() => (cleanedUp ? undefined : exportCutShortPart(published.length, out?.kind === 's3')));
   const stopStep = onInterrupt(async (signal) => {
     // Both are bounded: the S3 aborts by their own deadline, well inside the steps' 10 s.
     const [, uploads] = await Promise.all([abandonLocalWrites(), abandonS3Uploads()]);
@@ -312,6 +315,7 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
     // --out when the signal came, finishes after this step.
     if (ours.length > 0) process.once('exit', () => removeEmptyDirectoriesSync(ours));
     const outRemoved = outMade && !(await exists(made[0]!));
+    cleanedUp = true;
     // Local files, read once no write of this process can land any more.
     const behind = await athenaBehind(published);
     const interrupted = { exitCode: interruptExitCode(signal), code: 'interrupted' };
@@ -343,8 +347,20 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
   });
   return () => {
     stopStep();
+    stopForced();
     stopWatching();
   };
+}
+
+/**
+ * A second signal's part while the export's clean-up runs (cli/interrupt.ts, onForcedExit): what it
+ * cuts short is never visible (a period is published by its manifest alone), but the files of the
+ * unfinished run and the staged ones may stay until a later export collects them.
+ */
+function exportCutShortPart(published: number, s3: boolean): string {
+  const done = published === 0 ? 'nothing was published' : `the ${published} period(s) it published stay published`;
+  const uploads = s3 ? ", and its unfinished S3 uploads until the bucket's lifecycle rule, if it has one, removes them" : '';
+  return `the export's clean-up was cut short: ${done}; the files of its unfinished run, which no manifest lists, may be left until a later export of the period collects them${uploads}`;
 }
 
 /** Whether anything is at `path` now (lstat: a symbolic link counts as itself). */

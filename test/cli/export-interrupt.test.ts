@@ -341,5 +341,10 @@ describe('acctops export --out s3://…: interrupted', () => {
     } finally {
       twice.child.kill('SIGKILL');
     }
+    // Not in silence: one line says what the second signal cut short, which is nothing visible.
+    expect(twice.output.stderr.trim().split('\n')).toEqual([
+      "acctops: error: stopped at once by a second signal (SIGINT), before the clean-up after the first had finished: the export's clean-up was cut short: nothing was published; the files of its unfinished run, which no manifest lists, may be left until a later export of the period collects them, and its unfinished S3 uploads until the bucket's lifecycle rule, if it has one, removes them",
+    ]);
+    expectNothingNamed(twice.output.stderr);
   });
 });
