@@ -39,9 +39,7 @@ describe('export --out: the errors of the target, not of a company', () => {
       expect(error).toBeDefined();
       expect(error!.exitCode).toBe(ExitCode.config);
       expect(error!.code).toBe('export_target_unwritable');
-      expect(error!.message).toBe(
-        `--out cannot be written at /out/exports: ${words} (${code}); 2 companies were exported before it`,
-      );
+      expect(error!.message).toBe(`--out cannot be written at /out/exports: ${words} (${code}); 2 companies were exported before it`);
       expect(error!.hint).toMatch(hint);
     },
   );
