@@ -76,18 +76,7 @@ describe('acctops: interrupted local commands', () => {
     child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
     const exited = new Promise<number | null>((resolvePromise) => child.once('exit', (code) => resolvePromise(code)));
     try {
-      for (const deadline = Date.now() + 30_000; ;) {
-        if (
-          await stat(marker).then(
-            () => true,
-            () => false,
-          )
-        )
-          break;
-        if (child.exitCode !== null || Date.now() > deadline)
-          throw new Error(`the held request never came (exit ${child.exitCode}): ${output.stderr}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await appeared(marker, child, output, 'the held request never came');
       return { child, output, exited };
     } catch (error) {
       child.kill('SIGKILL');
@@ -245,7 +234,7 @@ describe('acctops: interrupted local commands', () => {
   });
 
   /** Resolves once `path` exists (the preloads' markers), or fails when the process ended first. */
-  async function appeared(path: string, child: ChildProcess, output: { stderr: string }): Promise<void> {
+  async function appeared(path: string, child: ChildProcess, output: { stderr: string }, what = `${path} never appeared`): Promise<void> {
     for (const deadline = Date.now() + 30_000; ;) {
       if (
         await stat(path).then(
@@ -254,8 +243,7 @@ describe('acctops: interrupted local commands', () => {
         )
       )
         return;
-      if (child.exitCode !== null || Date.now() > deadline)
-        throw new Error(`${path} never appeared (exit ${child.exitCode}): ${output.stderr}`);
+      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${what} (exit ${child.exitCode}): ${output.stderr}`);
       await new Promise((r) => setTimeout(r, 20));
     }
   }
