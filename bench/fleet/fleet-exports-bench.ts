@@ -134,7 +134,7 @@ export async function runFleetExportSection(options: FleetSectionOptions): Promi
       lines.push(
         `**Planner.** ${n} companies in the registry (dynalite, own process; real @aws-sdk DynamoDB client), one run-ledger entry`,
         'each (conditional PutItem, 64 in flight; one counter ADD per page), export jobs counted in memory (no SQS emulator: SendMessageBatch',
-        'at 10 in flight adds about 20 s per 100,000 jobs, docs/architecture.md "Sizing").',
+        'at 10 in flight adds about 20 s per 100,000 jobs, docs/exports.md "Sizing").',
         '',
         table(
           [

@@ -366,7 +366,7 @@ export const stageSettingsSchema = z
     secretCacheTtlSeconds: z.number().int().min(0).max(3600).default(300),
     /**
      * Lifetime of a user's access token when the service states none (no JWT `exp`, no expiry
-     * field in the reply; docs/tokens.md, "Access-token expiry"): the spec's "usually 30 minutes".
+     * field in the reply; docs/tokens.md, "Expiry and due"): the spec's "usually 30 minutes".
      * Set it to the service's real lifetime when its tokens are opaque and live shorter.
      * @default 1800
      */
