@@ -3,7 +3,7 @@ import { duration, filePath, guid } from '../args';
 import { UsageError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { shellQuote } from '../format';
-import { resetStateDir } from '../local/state-dir';
+import { DEFAULT_STATE_DIR, resetStateDir, resolveStateDir } from '../local/state-dir';
 import type { CommandHost } from './host';
 import { issuesText } from '../../src/core/shared/errors';
 
@@ -102,10 +102,13 @@ export function localCommand(host: CommandHost): Command {
     .action(
       host.run(async (session, opts: { company: string; out: string }) => {
         const issued = await (await session.operations()).issueLocalKey(opts.company, opts.out);
+        // The install must reach this state: pasted without its --state-dir, it would open .acctops.
+        const stateDir = session.stateDir;
+        const where = stateDir === resolveStateDir(DEFAULT_STATE_DIR, session.runtime.cwd) ? '' : ` --state-dir ${shellQuote(stateDir)}`;
         session.out.result(issued, () => {
           session.out.line(`Issued key ${issued.keyPrefix}… for company ${issued.companyId}, written to ${issued.out} (mode 0600).`);
           session.out.line(
-            `Install it with ACCTOPS_API_KEY="$(cat ${shellQuote(issued.out)})" acctops keys install --company ${issued.companyId}, then delete the file.`,
+            `Install it with ACCTOPS_API_KEY="$(cat ${shellQuote(issued.out)})" acctops${where} keys install --company ${issued.companyId}, then delete the file.`,
           );
         });
       }),

@@ -1,6 +1,6 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseJson, useCliState } from '../helpers/cli';
+import { parseJson, runAcctops, trackStateSecrets, useCliState } from '../helpers/cli';
 import { shellQuote } from '../../cli/format';
 
 interface Demo {
@@ -35,9 +35,11 @@ describe('acctops local issue-key (local mode)', () => {
     expect(key).toMatch(/^sbx_[A-Za-z0-9]{32,}$/);
     const prefix = key.slice(0, 'sbx_'.length + 8);
     expect(issued.stdout).toContain(`Issued key ${prefix}… for company ${company}, written to ${join(work, 'key.txt')} (mode 0600).`);
-    // The next step names the file itself, quoted for the shell, so that it can be pasted.
+    // The next step names the file itself, quoted for the shell, so that it can be pasted; and the
+    // state directory, which is not the working directory's .acctops here: without it the pasted
+    // install would open another state, whose service never issued this key.
     expect(issued.stdout).toContain(
-      `ACCTOPS_API_KEY="$(cat ${shellQuote(join(work, 'key.txt'))})" acctops keys install --company ${company}`,
+      `ACCTOPS_API_KEY="$(cat ${shellQuote(join(work, 'key.txt'))})" acctops --state-dir ${shellQuote(state.dir)} keys install --company ${company}`,
     );
 
     const installed = await acctops(['--json', 'keys', 'install', '--company', company], { ACCTOPS_API_KEY: key });
@@ -64,6 +66,16 @@ describe('acctops local issue-key (local mode)', () => {
         expect(text).not.toContain(key2);
       }
     }
+  });
+
+  it("names no --state-dir when the state is the working directory's .acctops", async () => {
+    const local = await runAcctops(['local', 'issue-key', '--company', company, '--out', 'key-default.txt'], { cwd: work });
+    state.outputs.push(local);
+    await trackStateSecrets(join(work, '.acctops'));
+    expect(local.code).toBe(0);
+    expect(local.stdout).toContain(
+      `ACCTOPS_API_KEY="$(cat ${shellQuote(join(work, 'key-default.txt'))})" acctops keys install --company ${company}, then delete the file.`,
+    );
   });
 
   it('refuses an existing --out file (exit 3, naming it) and leaves it untouched; no key is created', async () => {
