@@ -43,7 +43,10 @@ export function parseMinorUnits(value: unknown): MinorUnits {
     return BigInt(value);
   }
   if (typeof value === 'string') {
-    // The common shape, `-?digits.dd`, by hand: one BigInt of the digits without the point.
+    // The common shape, `-?digits.dd`, by hand: its digits as a number while they are exact
+    // (no substring, no text for BigInt to parse), else one BigInt of the digits without the point.
+    const small = plainDecimalMinor(value);
+    if (small !== undefined) return BigInt(small);
     if (isPlainDecimal(value)) return BigInt(value.slice(0, -3) + value.slice(-2));
     const decimal = DECIMAL.exec(value);
     if (decimal) {
@@ -58,6 +61,26 @@ export function parseMinorUnits(value: unknown): MinorUnits {
     throw new MoneyFormatError('amount string must have exactly two fraction digits, e.g. "49.99"');
   }
   throw new MoneyFormatError('amount must be an integer or a decimal string');
+}
+
+/**
+ * The minor units of `text` when it matches DECIMAL with at most 15 digits (every such value is
+ * below 2^53, so the number is exact); undefined otherwise, the longer ones included.
+ */
+function plainDecimalMinor(text: string): number | undefined {
+  const point = text.length - 3;
+  const negative = text.charCodeAt(0) === 0x2d;
+  const start = negative ? 1 : 0;
+  if (point <= start || point - start > 13 || text.charCodeAt(point) !== 0x2e) return undefined;
+  let minor = 0;
+  for (let i = start; i < text.length; i++) {
+    if (i === point) continue;
+    const digit = text.charCodeAt(i) - 0x30;
+    if (digit < 0 || digit > 9) return undefined;
+    minor = minor * 10 + digit;
+  }
+  // -0 is 0n like BigInt("-000").
+  return negative ? -minor : minor;
 }
 
 /** Whether `text` matches DECIMAL (`-?\d+\.\d{2}`), checked without a regex. */

@@ -72,6 +72,24 @@ describe('money', () => {
     fc.assert(fc.property(decimal, (s) => expect(formatMinorUnits(parseMinorUnits(s))).toBe(s)));
   });
 
+  it('reads decimal strings exactly on both sides of 15 digits, where a number stops being enough', () => {
+    // Up to 15 digits the parse goes through a number; from 16 on through a BigInt of the text.
+    for (let digits = 1; digits <= 20; digits++) {
+      for (const text of [
+        '9'.repeat(digits),
+        `1${'0'.repeat(digits - 1)}`,
+        `${'0'.repeat(digits - 1)}7`,
+        '9007199254740993'.slice(0, digits),
+      ]) {
+        const padded = text.padStart(3, '0');
+        const decimal = `${padded.slice(0, -2)}.${padded.slice(-2)}`;
+        expect(parseMinorUnits(decimal)).toBe(BigInt(padded));
+        expect(parseMinorUnits(`-${decimal}`)).toBe(-BigInt(padded));
+      }
+    }
+    expect(parseMinorUnits('-0.00')).toBe(0n);
+  });
+
   it('stays exact beyond 2^53 in both encodings, through lossless JSON and the schema', () => {
     fc.assert(
       fc.property(beyond53, (n) => {
