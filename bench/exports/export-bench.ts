@@ -587,8 +587,12 @@ const RATIO_PROFILE = [
   "`fetch`; the next page requested from the current page's first bytes; a hand-written validation fast path equal to",
   "the zod schema; the JSONL line cut from the page's bytes; gzip at level 1 fed 512 KiB at a time; Parquet pages",
   "compressed by Node's zlib; statistics only where a row group can be pruned; S3 parts from one pool; Parquet row",
-  'groups by our own column encoders; the old-space limit that paces full collections (finding 6). Left: CSV and',
-  'Parquet encoding in a worker thread, for an export function given two vCPUs (3,538 MB); fewer objects per record.',
+  'groups by our own column encoders; the old-space limit that paces full collections (finding 6); a decimal-string',
+  'amount (the spec\'s `"49.99"`) read through a number, not substrings and a BigInt of text (this benchmark\'s sandbox',
+  'sends integers, so its figures do not show it). Measured and dropped: Parquet pages gzipped on the thread pool',
+  'while the next row group is encoded (no less CPU on the main thread, more in all; docs/benchmark-history.md).',
+  'Left: CSV and Parquet encoding in a worker thread, for an export function given two vCPUs (3,538 MB); fewer',
+  'objects per record.',
 ].join('\n');
 
 /** Why the ratios miss: the profile above, in short. */
