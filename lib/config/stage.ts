@@ -147,6 +147,26 @@ const kmsKeyArn = z.string().check((ctx) => {
   if (issue !== undefined) ctx.issues.push({ code: 'custom', input: ctx.value, message: issue });
 });
 
+/**
+ * What `existingSecretKmsKeyArn` says of a secret under the AWS managed key: that key needs no
+ * grant, and saying so silences the synth warning an imported secret without a key gets
+ * (lib/constructs/stage-checks.ts). Its name as Secrets Manager's console and docs write it.
+ */
+export const AWS_MANAGED_SECRETS_KEY = 'aws/secretsmanager';
+
+/** A key ARN, or `aws/secretsmanager` for the AWS managed key (which has no ARN to grant on). */
+const secretKmsKey = z.string().check((ctx) => {
+  if (ctx.value === AWS_MANAGED_SECRETS_KEY) return;
+  const issue = kmsKeyArnIssue(ctx.value);
+  if (issue !== undefined) {
+    ctx.issues.push({
+      code: 'custom',
+      input: ctx.value,
+      message: `${issue}; or '${AWS_MANAGED_SECRETS_KEY}' for a secret under the AWS managed key`,
+    });
+  }
+});
+
 /** A path relative to `baseUrl`, with the trailing slash the service's paths keep. */
 const apiPath = z.string().regex(/^\/[A-Za-z0-9_\-/{}]*\/$/, 'expected a path like /api-keys/');
 
@@ -182,10 +202,12 @@ const companySchema = z.strictObject({
    * belong to another account. Every function that reads or writes company keys gets that key's
    * actions through Secrets Manager, for that secret only. Only with `existingSecretArn`: the stack
    * encrypts the secrets it creates itself. `aws secretsmanager describe-secret --secret-id <ARN>
-   * --query KmsKeyId` names it (nothing: the AWS managed key).
-   * @default - the AWS managed key aws/secretsmanager, which needs no grant
+   * --query KmsKeyId` names it (nothing: the AWS managed key). `'aws/secretsmanager'` says the
+   * secret is under the AWS managed key: no grant, and no synth warning.
+   * @default - no KMS grant (right for the AWS managed key aws/secretsmanager only), and a synth
+   * warning that a customer-managed key must be named here
    */
-  existingSecretKmsKeyArn: kmsKeyArn.optional(),
+  existingSecretKmsKeyArn: secretKmsKey.optional(),
   /**
    * ISO 4217 code of the transactions the company's service sends without a currency, upper-cased
    * (`gbp` is GBP) and written into the company's registry entry when the stack seeds it. Seeding

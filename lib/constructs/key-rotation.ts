@@ -20,7 +20,7 @@ import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { flattenCfnReference } from 'cdk-nag/lib/utils/flatten-cfn-reference';
 import { Construct } from 'constructs';
 import { ALARMED_METRICS } from '../../contract/metrics';
-import type { StageConfig } from '../config/stage';
+import { AWS_MANAGED_SECRETS_KEY, type StageConfig } from '../config/stage';
 import { AcctopsFunction, type AcctopsFunctionDefaults } from './acctops-function';
 import { acctopsAlarm, acctopsMetric } from './alarms';
 import { ROTATION_LATE_FINISH_MS } from '../../contract/key-rotation';
@@ -384,7 +384,7 @@ export class KeyRotation extends Construct {
       // for this secret's ARN, even where the key is the stage's own kmsKeyArn: the tag statements'
       // key grant covers only acctops/<stage>/company/*. Without one, the secret is under the AWS
       // managed key aws/secretsmanager, which needs no grant (docs/infrastructure.md, companies[]).
-      const keyArn = company.existingSecretKmsKeyArn;
+      const keyArn = company.existingSecretKmsKeyArn === AWS_MANAGED_SECRETS_KEY ? undefined : company.existingSecretKmsKeyArn;
       return Secret.fromSecretAttributes(this, `ImportedCompanySecret${index}`, {
         secretCompleteArn: company.existingSecretArn,
         ...(keyArn === undefined ? {} : { encryptionKey: Key.fromKeyArn(this, `ImportedCompanySecretKey${index}`, keyArn) }),

@@ -1,10 +1,11 @@
 import { Annotations, type Stack } from 'aws-cdk-lib';
-import { kmsKeyArnParts, secretArnParts, type StageConfig } from '../config/stage';
+import { AWS_MANAGED_SECRETS_KEY, kmsKeyArnParts, secretArnParts, type StageConfig } from '../config/stage';
 
 /** Warning ids (`Annotations.acknowledgeWarning` takes them), one per kind of stage setting. */
 export const STAGE_WARNINGS = {
   noAlarmDestination: 'acctops:stage.noAlarmDestination',
   importedSecretEnvironment: 'acctops:stage.importedSecretEnvironment',
+  importedSecretKmsKey: 'acctops:stage.importedSecretKmsKey',
   opsTopicRegion: 'acctops:stage.opsTopicRegion',
   kmsKeyRegion: 'acctops:stage.kmsKeyRegion',
 } as const;
@@ -26,6 +27,19 @@ export function warnAboutStage(stack: Stack, stage: StageConfig): void {
         `Set ${field('alarmEmails')} or ${field('opsTopicArn')} (docs/monitoring.md, "Notifications").`,
     );
   }
+  // Which key encrypts an imported secret is known only to AWS (synth runs offline), and a
+  // customer-managed one left out fails only at the first rotation: warn until the stage says.
+  stage.companies.forEach((company, index) => {
+    if (company.existingSecretArn === undefined || company.existingSecretKmsKeyArn !== undefined) return;
+    const key = field(`companies[${index}].existingSecretKmsKeyArn`);
+    annotations.addWarningV2(
+      STAGE_WARNINGS.importedSecretKmsKey,
+      `${field(`companies[${index}].existingSecretArn`)} is imported without ${key}: if the secret is encrypted with a customer managed ` +
+        `KMS key, set ${key} to that key's ARN, else its rotation fails with AccessDenied from KMS. With the AWS managed key ` +
+        `${AWS_MANAGED_SECRETS_KEY} nothing is needed; set ${key} to '${AWS_MANAGED_SECRETS_KEY}' to say so and silence this ` +
+        `warning (aws secretsmanager describe-secret --secret-id <ARN> --query KmsKeyId: empty for the AWS managed key).`,
+    );
+  });
   if (stage.account !== undefined) return;
   // Environment-agnostic: the schema could compare the imported ARNs only with each other.
   stage.companies.forEach((company, index) => {

@@ -4,7 +4,9 @@ import type { IConstruct } from 'constructs';
 import { DATASETS, EARLIEST_PERIOD, EXPORT_COLUMNS, GLUE_COLUMNS } from '../../contract/exports';
 import { REPLAY_TABLE, RUN_LEDGER_TABLE } from '../../contract/tables';
 import type { AcctopsFunction } from '../../lib/constructs/acctops-function';
+import { loadStageConfig } from '../../lib/config/stage';
 import type { Exports } from '../../lib/constructs/exports/exports';
+import { exportRequestedRuleName } from '../../lib/constructs/exports/pipeline';
 import type { KeyRotation } from '../../lib/constructs/key-rotation';
 import type { TokenLifecycle } from '../../lib/constructs/token-lifecycle';
 import {
@@ -400,6 +402,48 @@ describe('Exports', () => {
           }),
         ],
       });
+    });
+
+    it("lets EventBridge use the exports key for that rule's dead-letter queue only: its ARN, written from the rule's fixed name", () => {
+      const keyPolicy = template.findResources('AWS::KMS::Key')[id(exports.key)]!.Properties.KeyPolicy.Statement as (Statement & {
+        Principal: { Service?: string };
+      })[];
+      const forEvents = keyPolicy.filter((st) => st.Principal.Service === 'events.amazonaws.com');
+      expect(forEvents).toHaveLength(1);
+      expect(forEvents[0]!.Action).toEqual(['kms:Decrypt', 'kms:GenerateDataKey']);
+      const { StringEquals, ArnEquals, ...others } = forEvents[0]!.Condition!;
+      expect([StringEquals, others]).toEqual([{ 'aws:SourceAccount': { Ref: 'AWS::AccountId' } }, {}]);
+      // The ARN CloudFormation gives a rule on a custom bus (arn:…:rule/<bus>/<rule>), from the names in the template.
+      const [ruleId, rule] = Object.entries(template.findResources('AWS::Events::Rule')).find(
+        ([, r]) => JSON.stringify(r.Properties.EventPattern) === JSON.stringify({ 'detail-type': ['ExportRequested'] }),
+      )!;
+      const busName = template.findResources('AWS::Events::EventBus')[id(exports.eventBus)]!.Properties.Name as string;
+      expect([ruleId, rule.Properties.Name]).toEqual([ruleId, 'acctops-test-export-requested']);
+      expect(stack.resolve(ArnEquals)).toEqual({
+        'aws:SourceArn': {
+          'Fn::Join': [
+            '',
+            [
+              'arn:',
+              { Ref: 'AWS::Partition' },
+              ':events:',
+              { Ref: 'AWS::Region' },
+              ':',
+              { Ref: 'AWS::AccountId' },
+              `:rule/${busName}/${rule.Properties.Name as string}`,
+            ],
+          ],
+        },
+      });
+      // No reference to the rule: the key would depend on it, and through its target on the DLQ and the key again.
+      expect(JSON.stringify(forEvents)).not.toContain(ruleId);
+    });
+
+    it("names the rule within EventBridge's 64 characters for the longest stage name", () => {
+      expect(exportRequestedRuleName('a'.repeat(20)).length).toBeLessThanOrEqual(64);
+      expect(() =>
+        loadStageConfig((key) => (key === 'stage' ? 'a'.repeat(21) : { ['a'.repeat(21)]: { baseUrl: 'https://x.example' } })),
+      ).toThrow(/expected a stage name/);
     });
 
     it('serves the webhook on a Function URL without IAM auth (the HMAC signature is the authentication)', () => {

@@ -345,8 +345,11 @@ describe('KeyRotation: an imported secret under a customer-managed key (existing
     }
   });
 
-  it('grants no key for an imported secret that names none (the AWS managed key aws/secretsmanager needs no grant)', () => {
-    const statements = functionStatements(synthAcctopsStack({ companies: companies() }));
+  it.each([
+    ['names none', undefined],
+    ["names 'aws/secretsmanager'", 'aws/secretsmanager'],
+  ])('grants no key for an imported secret that %s (the AWS managed key needs no grant)', (_, key) => {
+    const statements = functionStatements(synthAcctopsStack({ companies: companies(key) }));
     expect(valueUsers(statements)).toHaveLength(4);
     for (const [name, list] of statements) expect([name, importedKeyGrants(list)]).toEqual([name, []]);
   });

@@ -45,11 +45,50 @@ describe('stage warnings at synth', () => {
       opsTopicArn: OPS_TOPIC,
       companies: [{ companyId: COMPANY }, { companyId: COMPANY.replace(/^0/, '1'), existingSecretArn: IMPORTED }],
     });
+    const keyWarning = expect.stringContaining('stages.test.companies[1].existingSecretArn is imported without');
     expect(warnings(stage)).toEqual([
+      keyWarning,
       expect.stringContaining('stages.test.companies[1].existingSecretArn is in account 123456789012, region eu-central-1'),
       expect.stringContaining('stages.test.opsTopicArn is in region eu-central-1'),
     ]);
-    expect(warnings({ ...stage, account: '123456789012', region: 'eu-central-1' })).toEqual([]);
+    expect(warnings({ ...stage, account: '123456789012', region: 'eu-central-1' })).toEqual([keyWarning]);
+  });
+});
+
+describe("an imported secret's KMS key at synth", () => {
+  const KEY_ARN = 'arn:aws:kms:eu-central-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+  const imported = (extra: Record<string, unknown> = {}) =>
+    synthAcctopsStack({
+      alarmEmails: ['oncall@example.com'],
+      account: '123456789012',
+      region: 'eu-central-1',
+      companies: [{ companyId: COMPANY }, { companyId: COMPANY.replace(/^0/, '1'), existingSecretArn: IMPORTED, ...extra }],
+    });
+  const keyWarnings = (stack: Stack) =>
+    Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp(STAGE_WARNINGS.importedSecretKmsKey));
+
+  it('warns, for the imported company only, that a customer managed key must be named or rotation fails with AccessDenied from KMS', () => {
+    const { stack } = imported();
+    Annotations.fromStack(stack).hasWarning(
+      '*',
+      Match.stringLikeRegexp(
+        'stages\\.test\\.companies\\[1\\]\\.existingSecretArn is imported without stages\\.test\\.companies\\[1\\]\\.existingSecretKmsKeyArn: ' +
+          'if the secret is encrypted with a customer managed KMS key, set .* else its rotation fails with AccessDenied from KMS\\. ' +
+          "With the AWS managed key aws/secretsmanager nothing is needed; set .* to 'aws/secretsmanager' to say so",
+      ),
+    );
+    expect(keyWarnings(stack)).toHaveLength(1);
+  });
+
+  it("does not warn when the key's ARN is given, or 'aws/secretsmanager' says it is the AWS managed key", () => {
+    expect(keyWarnings(imported({ existingSecretKmsKeyArn: KEY_ARN }).stack)).toEqual([]);
+    expect(keyWarnings(imported({ existingSecretKmsKeyArn: 'aws/secretsmanager' }).stack)).toEqual([]);
+  });
+
+  it("refuses any other alias, naming the field and the 'aws/secretsmanager' spelling", () => {
+    expect(() => imported({ existingSecretKmsKeyArn: 'alias/aws/secretsmanager' })).toThrow(
+      /stages\.test\.companies\[1\]\.existingSecretKmsKeyArn: expected a KMS key ARN.*or 'aws\/secretsmanager' for a secret under the AWS managed key/,
+    );
   });
 });
 

@@ -42,6 +42,19 @@ export interface ExportPipelineProps {
   readonly formats: readonly string[];
 }
 
+/** The exports bus's name; a rule on it has the ARN `arn:…:rule/<bus name>/<rule name>`. */
+export function exportsEventBusName(stage: string): string {
+  return `acctops-${stage}-exports`;
+}
+
+/**
+ * The ExportRequested rule's name, fixed so that the exports key's policy can name the rule's ARN
+ * (at most 45 characters: a stage name has at most 20, a rule name may have 64).
+ */
+export function exportRequestedRuleName(stage: string): string {
+  return `acctops-${stage}-export-requested`;
+}
+
 /**
  * The monthly export and the exports asked for: the monthly schedule (in the stage's time zone)
  * and its planner, the FIFO export queue with its DLQ and the worker, the hourly overdue check,
@@ -112,19 +125,30 @@ export class ExportPipeline extends Construct {
       reason:
         'This queue is itself a dead-letter queue: of the ExportRequested rule target (EventBridge keeps events it could not deliver here).',
     });
-    // SQS may not use the key of an encrypted DLQ unless EventBridge may (EventBridge DLQ docs).
+    // SQS may not use the key of an encrypted DLQ unless EventBridge may (EventBridge DLQ docs),
+    // and only for the rule whose DLQ it is. The rule's ARN is written from its fixed name: a
+    // reference to the rule would make the key depend on the rule, which depends on the queue,
+    // which depends on the key; and the owner of a supplied key can copy a fixed ARN into its
+    // policy before the first deploy (docs/infrastructure.md, "Bring your own key").
+    const busName = exportsEventBusName(stage.name);
+    const requestRuleName = exportRequestedRuleName(stage.name);
     allowOnOwnKey(
       key,
       new PolicyStatement({
         principals: [new ServicePrincipal('events.amazonaws.com')],
         actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
         resources: ['*'],
-        conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': Stack.of(this).account },
+          ArnEquals: {
+            'aws:SourceArn': Stack.of(this).formatArn({ service: 'events', resource: 'rule', resourceName: `${busName}/${requestRuleName}` }),
+          },
+        },
       }),
     );
 
     this.eventBus = new EventBus(this, 'Events', {
-      eventBusName: `acctops-${stage.name}-exports`,
+      eventBusName: busName,
       description:
         'acctops exports: ExportRequested (in), ExportCompleted, ExportFailed, MonthlyExportStarted, MonthlyExportFinished (source acctops.exports)',
     });
@@ -222,6 +246,7 @@ export class ExportPipeline extends Construct {
     // itself failed goes, after Lambda's retries, to the stack's FailedInvocations queue
     // (FailedInvocations.coverEventRules).
     new Rule(this, 'ExportRequestedRule', {
+      ruleName: requestRuleName,
       eventBus: this.eventBus,
       description: 'ExportRequested -> request-export',
       eventPattern: { detailType: ['ExportRequested'] },
