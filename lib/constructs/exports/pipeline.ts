@@ -141,7 +141,11 @@ export class ExportPipeline extends Construct {
         conditions: {
           StringEquals: { 'aws:SourceAccount': Stack.of(this).account },
           ArnEquals: {
-            'aws:SourceArn': Stack.of(this).formatArn({ service: 'events', resource: 'rule', resourceName: `${busName}/${requestRuleName}` }),
+            'aws:SourceArn': Stack.of(this).formatArn({
+              service: 'events',
+              resource: 'rule',
+              resourceName: `${busName}/${requestRuleName}`,
+            }),
           },
         },
       }),
