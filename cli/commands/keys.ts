@@ -166,6 +166,8 @@ export function keysCommand(host: CommandHost): Command {
           throw error;
         }
         session.out.result(report, () => renderInstall(session.out, report));
+        // On stderr, with --json too: the install succeeded, but the first rotation may not.
+        if (report.encryption.stageMustNameKey) session.out.note(importedKeyNote(report));
       }),
     );
   return keys;
@@ -289,6 +291,7 @@ export function renderInstall(out: Output, report: KeysInstallReport): void {
     out.line(
       `Company ${report.companyId}: key ${report.keyPrefix}… is already installed in ${report.secret} and rotates every ${report.rotationDays} days; nothing changed.`,
     );
+    out.line(encryptionLine(report));
     return;
   }
   const what = {
@@ -305,6 +308,24 @@ export function renderInstall(out: Output, report: KeysInstallReport): void {
     stack_managed: "rotation stays with the stack's RotationSchedule (an imported secret)",
   }[report.rotation];
   out.line(`  ${rotation}; the previous key, if any, stays valid at the service until it is revoked.`);
+  out.line(encryptionLine(report));
+}
+
+function encryptionLine({ encryption }: Pick<KeysInstallReport, 'encryption'>): string {
+  if (!encryption.awsManagedKey) return `  encrypted with KMS key ${encryption.kmsKeyId} (customer managed).`;
+  return `  encrypted with the AWS managed key aws/secretsmanager${encryption.kmsKeyId === null ? '' : ` (${encryption.kmsKeyId})`}.`;
+}
+
+/**
+ * The warning for an imported secret under a customer managed key. The CLI does not read cdk.json,
+ * so it cannot tell whether the stage names the key: it says what must be true.
+ */
+export function importedKeyNote(report: Pick<KeysInstallReport, 'companyId' | 'secret' | 'encryption'>): string {
+  return (
+    `acctops: warning: secret ${report.secret} is imported by the stack and encrypted with customer managed KMS key ${report.encryption.kmsKeyId}: ` +
+    `the stage must name that key's ARN as the company's existingSecretKmsKeyArn in cdk.json (companies[], company ${report.companyId}) and be deployed, ` +
+    'else its rotation fails with AccessDenied from KMS (docs/runbooks.md, "Install a company API key", step 2)'
+  );
 }
 
 /**

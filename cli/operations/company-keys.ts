@@ -4,6 +4,7 @@ import {
   CompanyKeyNotFoundError,
   installCompanyKeySecret,
   retireCompanyKeySecret,
+  secretEncryption,
   type CompanyKeyDirectory,
   type CompanyKeyEntry,
   type CompanyKeySecret,
@@ -62,6 +63,8 @@ export async function installKey(
   if (imported !== undefined) {
     // An imported secret keeps its name and its stack-owned RotationSchedule: store the key only.
     const change = await installCompanyKey({ ...ctx, directory: ctx.directory }, id, apiKey);
+    const description = await ctx.lifecycle.describe(imported.secretId);
+    const encryption = secretEncryption(description ?? {});
     return {
       companyId: id,
       secret: change.secret,
@@ -70,11 +73,14 @@ export async function installKey(
       rotation: 'stack_managed',
       rotationDays: registered?.rotationDays ?? ctx.defaultRotationDays,
       noop: false,
+      encryption: { ...encryption, stageMustNameKey: !encryption.awsManagedKey },
       ...described,
     };
   }
   const outcome = await installCompanyKeySecret(ctx.lifecycle, ctx.target, key, registered?.rotationDays ?? ctx.defaultRotationDays);
-  return { ...outcome, ...described };
+  // A secret under acctops's name is created with the stack's secrets key (by the stack or by
+  // CreateSecret above), which the stack grants by that name and the stage's tags.
+  return { ...outcome, encryption: { ...outcome.encryption, stageMustNameKey: false }, ...described };
 }
 
 /**

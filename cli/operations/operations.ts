@@ -328,9 +328,17 @@ export interface KeyInstallReport extends SecretChange {
   permissions: string[];
 }
 
-export interface KeysInstallReport extends Omit<InstallOutcome, 'rotation'> {
+export interface KeysInstallReport extends Omit<InstallOutcome, 'rotation' | 'encryption'> {
   /** `stack_managed`: an imported secret (cdk.json existingSecretArn), whose rotation the stack's RotationSchedule owns. */
   rotation: InstallOutcome['rotation'] | 'stack_managed';
+  encryption: InstallOutcome['encryption'] & {
+    /**
+     * An imported secret under a key other than the AWS managed one: the stack grants that key only
+     * if the stage names it (`companies[].existingSecretKmsKeyArn`), else rotation fails with KMS
+     * AccessDenied. The CLI does not read the stage, so this says "check", not "missing".
+     */
+    stageMustNameKey: boolean;
+  };
   keyPrefix: string;
   apiKeyId: string;
   permissions: string[];

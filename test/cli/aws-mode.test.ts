@@ -1166,4 +1166,84 @@ describe('acctops CLI: AWS mode against local fakes', () => {
         if (value.startsWith('sbx_')) trackSecret(value);
     });
   });
+
+  describe("keys install says which KMS key encrypts the company's secret", () => {
+    const SECRETS_KEY = 'arn:aws:kms:eu-central-1:000000000000:key/test';
+    const keyOutputs = [...['--output', `RotateApiKeyFunctionArn=${ROTATION_LAMBDA}`], ...['--output', `SecretsKeyArn=${SECRETS_KEY}`]];
+    const CMK = 'arn:aws:kms:eu-central-1:000000000000:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+    type Installed = {
+      secret: string;
+      rotation: string;
+      encryption: { kmsKeyId: string | null; awsManagedKey: boolean; stageMustNameKey: boolean };
+    };
+
+    /** A registered company with a live key; with `kmsKeyId`, its secret imported by the stack under that key (or the AWS managed one: null). */
+    const company = async (name: string, imported?: { kmsKeyId: string | null }) => {
+      const companyId = (await world.sandbox.admin.createCompany({ name })).publicId;
+      const key = await world.sandbox.admin.createApiKey({
+        companyId,
+        permissions: ['manage_api_keys', 'read_transactions', 'read_categories', 'read_tax_reports'],
+      });
+      trackSecret(key.key);
+      if (imported !== undefined) {
+        await client(world.sm).send(
+          new CreateSecretCommand({
+            Name: `legacy/erp/${companyId}`,
+            SecretString: JSON.stringify({ placeholder: true }),
+            ...(imported.kmsKeyId === null ? {} : { KmsKeyId: imported.kmsKeyId }),
+            Tags: [
+              { Key: COMPANY_KEY_TAGS.purpose, Value: PURPOSE_COMPANY_KEY },
+              { Key: COMPANY_KEY_TAGS.company, Value: companyId },
+              { Key: COMPANY_KEY_TAGS.stage, Value: 'test' },
+            ],
+          }),
+        );
+      }
+      expect((await acctops(['companies', 'add', '--company', companyId])).code).toBe(0);
+      return { companyId, apiKey: key.key };
+    };
+    const install = (c: { companyId: string; apiKey: string }, json: boolean) =>
+      acctops([...keyOutputs, ...(json ? ['--json'] : []), 'keys', 'install', '--company', c.companyId], {
+        ACCTOPS_BASE_URL: world.sandbox.baseUrl,
+        ACCTOPS_API_KEY: c.apiKey,
+      });
+
+    it('warns, on stderr and with --json too, that the stage must name the customer managed key of an imported secret', async () => {
+      const c = await company('Own Key GmbH', { kmsKeyId: CMK });
+      const json = await install(c, true);
+      expect(json.code).toBe(0);
+      expect(parseJson<Installed>(json)).toMatchObject({
+        secret: `legacy/erp/${c.companyId}`,
+        rotation: 'stack_managed',
+        encryption: { kmsKeyId: CMK, awsManagedKey: false, stageMustNameKey: true },
+      });
+      const warning =
+        `acctops: warning: secret legacy/erp/${c.companyId} is imported by the stack and encrypted with customer managed KMS key ${CMK}: ` +
+        `the stage must name that key's ARN as the company's existingSecretKmsKeyArn in cdk.json (companies[], company ${c.companyId}) and be deployed, ` +
+        'else its rotation fails with AccessDenied from KMS';
+      expect(json.stderr).toContain(warning);
+      const text = await install(c, false);
+      expect(text.code).toBe(0);
+      expect(text.stdout).toContain(`  encrypted with KMS key ${CMK} (customer managed).`);
+      expect(text.stderr.trim().split('\n')).toEqual([expect.stringContaining(warning)]);
+    });
+
+    it('warns of nothing for an imported secret under the AWS managed key, nor for a secret it creates with the stack key', async () => {
+      const awsManaged = await company('Managed Key GmbH', { kmsKeyId: null });
+      const json = await install(awsManaged, true);
+      expect(json.code).toBe(0);
+      expect(parseJson<Installed>(json).encryption).toEqual({ kmsKeyId: null, awsManagedKey: true, stageMustNameKey: false });
+      expect(json.stderr).not.toContain('warning');
+      expect((await install(awsManaged, false)).stdout).toContain('  encrypted with the AWS managed key aws/secretsmanager.');
+
+      const created = await company('Stack Key GmbH');
+      const made = await install(created, true);
+      expect(made.code).toBe(0);
+      expect(parseJson<Installed>(made)).toMatchObject({
+        secret: `acctops/test/company/${created.companyId}/api-key`,
+        encryption: { kmsKeyId: SECRETS_KEY, awsManagedKey: false, stageMustNameKey: false },
+      });
+      expect(made.stderr).not.toContain('warning');
+    });
+  });
 });

@@ -71,10 +71,15 @@ describe('acctops keys install / companies remove|restore (local mode)', () => {
       rotation: 'already_on',
       rotationDays: 10,
       noop: true,
+      // The local emulator's secrets name no key (nothing is encrypted): what AWS says of aws/secretsmanager.
+      encryption: { kmsKeyId: null, awsManagedKey: true, stageMustNameKey: false },
     });
     const again = await acctops(['keys', 'install', '--company', company.publicId], { ACCTOPS_API_KEY: key });
     expect(again.code).toBe(0);
-    expect(again.stdout).toMatch(/already installed .* rotates every 10 days; nothing changed/);
+    expect(again.stdout).toMatch(
+      /already installed .* rotates every 10 days; nothing changed\.\n {2}encrypted with the AWS managed key aws\/secretsmanager\.\n$/,
+    );
+    expect(again.stderr).not.toContain('warning');
 
     // Days the registry got past the CLI (edited here in the file) reach the secret at the next install.
     const registryFile = join(state.dir, 'companies.json');

@@ -163,6 +163,7 @@ function toDescription(
     | 'LastChangedDate'
     | 'DeletedDate'
     | 'Tags'
+    | 'KmsKeyId'
   >,
   versions: Record<string, string[]> | undefined,
 ): SecretDescription {
@@ -180,6 +181,7 @@ function toDescription(
       nextRotationAt: out.NextRotationDate?.getTime(),
     },
     tags: toTagRecord(out.Tags),
+    ...(out.KmsKeyId ? { kmsKeyId: out.KmsKeyId } : {}),
     lastChangedAt: out.LastChangedDate?.getTime(),
     deletedAt: out.DeletedDate?.getTime(),
   };

@@ -109,3 +109,4 @@ export {
   type RetireOptions,
   retireCompanyKeySecret,
 } from './key-provisioning';
+export { type SecretEncryption, secretEncryption } from './secret-encryption';

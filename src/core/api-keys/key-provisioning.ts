@@ -2,6 +2,7 @@ import type { SecretDescription } from '../ports/secrets';
 import { AcctopsError } from '../shared/errors';
 import { parseCompanyKeySecret, serializeCompanyKeySecret, type CompanyKeySecret } from './company-key-secret';
 import { COMPANY_KEY_TAGS, PURPOSE_COMPANY_KEY, companyKeySecretName } from './key-directory';
+import { secretEncryption, type SecretEncryption } from './secret-encryption';
 
 /**
  * A company key secret's life at run time (issue 15, docs/fleet-rotation.md): `acctops keys
@@ -55,6 +56,8 @@ export interface InstallOutcome {
   rotationDays: number;
   /** True when nothing changed: the key was already installed and rotating as asked. */
   noop: boolean;
+  /** The key that encrypts the secret (the stack's secrets key for a secret this created). */
+  encryption: SecretEncryption;
 }
 
 /** Secrets Manager keeps a deleted secret restorable 7 to 30 days. */
@@ -140,6 +143,7 @@ export async function installCompanyKeySecret(
     rotation: rotationOutcome,
     rotationDays,
     noop: secretOutcome === 'unchanged' && rotationOutcome === 'already_on',
+    encryption: secretEncryption(description),
   };
 }
 

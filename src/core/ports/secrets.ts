@@ -47,6 +47,12 @@ export interface SecretDescription {
   versionStages: Record<string, string[]>;
   rotation: SecretRotation;
   tags: Record<string, string>;
+  /**
+   * The KMS key that encrypts the secret, as Secrets Manager names it (DescribeSecret's `KmsKeyId`:
+   * a key id, key ARN, alias or alias ARN, as given at creation). Absent: the AWS managed key
+   * `aws/secretsmanager`, for which the service returns none.
+   */
+  kmsKeyId?: string;
   lastChangedAt?: number;
   /** Set when the secret is scheduled for deletion. */
   deletedAt?: number;

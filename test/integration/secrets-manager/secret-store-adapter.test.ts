@@ -1,4 +1,4 @@
-import { CreateSecretCommand, RotateSecretCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { CreateSecretCommand, DescribeSecretCommand, RotateSecretCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { AwsSecretStore } from '../../../src/adapters/aws/secrets-manager';
 import {
   SecretNotFoundError,
@@ -105,6 +105,25 @@ describe('AwsSecretStore (the SecretStore port) against the emulator', () => {
     expect(described.rotation.lastRotatedAt).toBeUndefined();
     expect(versionWithStage(described, SecretStage.pending)).toBe(token(2));
     expect(versionWithStage(described, SecretStage.previous)).toBeUndefined();
+  });
+
+  it("describes and lists the secret's KMS key as the service names it, and none for the AWS managed key", async () => {
+    const key = 'arn:aws:kms:eu-central-1:000000000000:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+    const tags = [{ Key: 'acctops:kms-case', Value: 'x' }];
+    const cmk = uniqueName();
+    const awsManaged = uniqueName();
+    await sdk.send(new CreateSecretCommand({ Name: cmk, SecretString: 'v1', KmsKeyId: key, Tags: tags }));
+    await sdk.send(new CreateSecretCommand({ Name: awsManaged, SecretString: 'v1', Tags: tags }));
+    // The emulator answers as AWS documents DescribeSecret: KmsKeyId only when a key was given.
+    expect((await sdk.send(new DescribeSecretCommand({ SecretId: awsManaged }))).KmsKeyId).toBeUndefined();
+    expect((await store.describeSecret(cmk)).kmsKeyId).toBe(key);
+    expect(await store.describeSecret(awsManaged)).not.toHaveProperty('kmsKeyId');
+    const listed: [string, string | undefined][] = [];
+    for await (const secret of store.listSecretsByTag('acctops:kms-case')) listed.push([secret.name, secret.kmsKeyId]);
+    expect(listed).toEqual([
+      [cmk, key],
+      [awsManaged, undefined],
+    ]);
   });
 
   it('moves and removes stages', async () => {
