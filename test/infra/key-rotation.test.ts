@@ -369,8 +369,9 @@ describe('KeyRotation: an imported secret under a customer-managed key (existing
     expect(() =>
       synthAcctopsStack({ companies: [{ companyId: IMPORTED, existingSecretArn: IMPORTED_ARN, existingSecretKmsKeyArn: 'alias/legacy' }] }),
     ).toThrow(/stages\.test\.companies\[0\]\.existingSecretKmsKeyArn: expected a KMS key ARN/);
-    expect(() => synthAcctopsStack({ companies: [{ companyId: IMPORTED, existingSecretKmsKeyArn: KEY_ARN }] })).toThrow(
-      /stages\.test\.companies\[0\]\.existingSecretKmsKeyArn: is set without existingSecretArn/,
-    );
+    for (const key of [KEY_ARN, 'aws/secretsmanager'])
+      expect(() => synthAcctopsStack({ companies: [{ companyId: IMPORTED, existingSecretKmsKeyArn: key }] })).toThrow(
+        /stages\.test\.companies\[0\]\.existingSecretKmsKeyArn: is set without existingSecretArn/,
+      );
   });
 });
