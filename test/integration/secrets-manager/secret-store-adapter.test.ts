@@ -1,4 +1,9 @@
-import { CreateSecretCommand, DescribeSecretCommand, RotateSecretCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import {
+  CreateSecretCommand,
+  DescribeSecretCommand,
+  RotateSecretCommand,
+  type SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
 import { AwsSecretStore } from '../../../src/adapters/aws/secrets-manager';
 import {
   SecretNotFoundError,
