@@ -519,7 +519,13 @@ function directClientSettings(context: OperationsContext, opts: DirectExportOpti
  */
 export function retryWaitLine(wait: RetryWait): string {
   if (wait.askedByService) {
-    return `acctops: the service limits the rate; waiting ${Math.max(1, Math.ceil(wait.delayMs / 1000))} s as it asked (Ctrl-C to stop)`;
+    // The policy honours Retry-After as sent (retryDecision): 0, or an HTTP date already past, is no
+    // wait at all, which "waiting 1 s" misstated.
+    if (wait.delayMs <= 0) {
+      return `acctops: the service limits the rate, but its Retry-After asks for no wait (0 s, or a date already past): sending the request again now (attempt ${wait.attempt + 1} of ${wait.maxAttempts}; Ctrl-C to stop)`;
+    }
+    const asked = wait.delayMs < 1000 ? `${Math.round(wait.delayMs)} ms` : `${Math.ceil(wait.delayMs / 1000)} s`;
+    return `acctops: the service limits the rate; waiting ${asked} as it asked (Ctrl-C to stop)`;
   }
   const request = wait.request.split('?', 1)[0]!;
   const { error } = wait;

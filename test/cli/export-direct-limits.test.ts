@@ -67,6 +67,26 @@ describe('acctops export --base-url: long Retry-After and a refused page size', 
     ]);
   });
 
+  it('a Retry-After that asks for no wait (an HTTP date already past, or 0) is said as a retry now, not "waiting 1 s"; a sub-second one in ms', async () => {
+    await sandbox.admin.faults.add({
+      route: TX,
+      times: 1,
+      fault: { type: 'status', status: 429, retryAfter: 'Wed, 21 Oct 2015 07:28:00 GMT' },
+    });
+    await sandbox.admin.faults.add({ route: TX, times: 1, after: 1, fault: { type: 'status', status: 429, retryAfter: 0 } });
+    await sandbox.admin.faults.add({ route: TX, times: 1, after: 2, fault: { type: 'status', status: 429, retryAfter: '0.25' } });
+    const result = await exportDirect();
+    expect(result.code).toBe(0);
+    const waits = result.stderr.split('\n').filter((l) => l.includes('limits the rate'));
+    const now =
+      'acctops: the service limits the rate, but its Retry-After asks for no wait (0 s, or a date already past): sending the request again now';
+    expect(waits).toEqual([
+      `${now} (attempt 2 of 4; Ctrl-C to stop)`,
+      `${now} (attempt 3 of 4; Ctrl-C to stop)`,
+      'acctops: the service limits the rate; waiting 250 ms as it asked (Ctrl-C to stop)',
+    ]);
+  });
+
   it('a service that never answers: one stderr line per retried timeout, then the error, whose hint has no request id to give', async () => {
     // Parked for an hour: no answer ever comes; each attempt's timeout (250 ms here, 30 s by default) ends it.
     await sandbox.admin.faults.add({ route: TX, times: 'always', fault: { type: 'slow', delayMs: 3_600_000, realTime: true } });
