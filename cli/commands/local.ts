@@ -3,7 +3,7 @@ import { duration, filePath, guid } from '../args';
 import { UsageError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { shellQuote } from '../format';
-import { DEFAULT_STATE_DIR, resetStateDir, resolveStateDir } from '../local/state-dir';
+import { DEFAULT_STATE_DIR, resetStateDir, resolveStateDir, takenOverLockNote } from '../local/state-dir';
 import type { CommandHost } from './host';
 import { issuesText } from '../../src/core/shared/errors';
 
@@ -144,7 +144,9 @@ export function localCommand(host: CommandHost): Command {
         // afterwards, to seed a companies.json it set aside.
         const report = await (
           await import('../local/local-world.ts')
-        ).repairStateDir(session.stateDir, session.runtime.env, session.out.logger());
+        ).repairStateDir(session.stateDir, session.runtime.env, session.out.logger(), {
+          onTakeOver: (lock) => session.out.note(takenOverLockNote(lock)),
+        });
         // What is left is the state directory's problem, as when a command meets it: configuration.
         if (report.unrepairable.length > 0) session.exitCode = ExitCode.config;
         session.out.result(report, () => {
@@ -173,7 +175,9 @@ export function localCommand(host: CommandHost): Command {
             'local reset deletes the state directory and needs --yes',
             `acctops local reset --yes   (state directory: ${session.stateDir})`,
           );
-        const { removed, kept } = await resetStateDir(session.stateDir);
+        const { removed, kept } = await resetStateDir(session.stateDir, {
+          onTakeOver: (lock) => session.out.note(takenOverLockNote({ ...lock, completedSave: [] }, { deleting: true })),
+        });
         session.out.result({ stateDir: session.stateDir, removed, kept }, () => {
           session.out.line(
             removed ? `Deleted the local state in ${session.stateDir}.` : `No local state in ${session.stateDir}; nothing to delete.`,

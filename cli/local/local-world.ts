@@ -1021,13 +1021,21 @@ const REGISTRY_LOSS =
  * companies.json is then seeded again in a world of its own (LocalWorld.seedRegistry), which needs
  * the service and the keys.
  */
-export async function repairStateDir(stateDir: string, env: NodeJS.ProcessEnv, logger: Logger): Promise<RepairReport> {
+export async function repairStateDir(
+  stateDir: string,
+  env: NodeJS.ProcessEnv,
+  logger: Logger,
+  options: { onTakeOver?: (lock: TakenOverLock & { completedSave: string[] }) => void } = {},
+): Promise<RepairReport> {
   const report: RepairReport = { stateDir, repaired: [], unrepairable: [], entriesSetAside: [] };
   if (!(await stateDirExists(stateDir))) return report;
-  const unlock = await lockStateDir(stateDir);
+  let takenOver: TakenOverLock | undefined;
+  const unlock = await lockStateDir(stateDir, { onTakeOver: (lock) => (takenOver = lock) });
   let registrySetAside: RepairReport['repaired'][number] | undefined;
   try {
-    await completeInterruptedSave(stateDir, logger);
+    const completedSave = await completeInterruptedSave(stateDir, logger);
+    // As every local command says it (LocalOperations), once it is known whether the holder's save was completed.
+    if (takenOver !== undefined) options.onTakeOver?.({ ...takenOver, completedSave });
     const damaged: DamagedStateFileError[] = [];
     await readStateFile(stateDir, 'state', stateSchema, damaged);
     await readStateFile(stateDir, 'sandbox', sandboxSnapshotSchema, damaged);

@@ -280,6 +280,28 @@ export interface TakenOverLock {
 }
 
 /**
+ * The note for a state lock taken over from a process that no longer runs (a `kill -9`, a crash, a
+ * second Ctrl-C during a write). What it did not save is lost: the embedded service, the keys and
+ * the clock are saved only at a command's end, so they are as its last save left them, or as the
+ * save it had begun and this command completed (saving.json); tokens.json and revocations.json,
+ * written as they change, keep what it wrote. `local reset` deletes all of it anyway, and says that
+ * instead: naming the doctor there would send the operator to check a state that is gone.
+ */
+export function takenOverLockNote(lock: { pid: number; completedSave: readonly string[] }, options: { deleting?: boolean } = {}): string {
+  const holder =
+    lock.pid > 0
+      ? `acctops process ${lock.pid}, which no longer runs (killed, or crashed)`
+      : 'a process it does not name (an empty or unreadable lock)';
+  if (options.deleting === true)
+    return `acctops: note: took over the state lock left by ${holder}: what it left, saved or not, is deleted with the rest of the state`;
+  const save =
+    lock.completedSave.length > 0
+      ? `the save it had begun was completed now (${lock.completedSave.join(', ')})`
+      : 'what it had not saved when it stopped is lost (the service, the keys and the clock are as its last save left them)';
+  return `acctops: note: took over the state lock left by ${holder}: ${save}; \`acctops doctor\` checks what it may have left half done`;
+}
+
+/**
  * One process at a time: the embedded service and secrets are loaded at the start of a command and
  * saved at its end, so two commands at once would lose one's changes. A lock left by a process that
  * no longer exists is taken over, and so is one whose pid now belongs to another process: pids are
@@ -488,7 +510,7 @@ function isOwnEntry(name: string): boolean {
  * state.json holding anything foreign is refused, and with state.json only acctops's own entries
  * go, `exports/` only its `company=…` partitions, so nothing acctops did not write is lost.
  */
-export async function resetStateDir(stateDir: string): Promise<ResetResult> {
+export async function resetStateDir(stateDir: string, options: { onTakeOver?: (lock: TakenOverLock) => void } = {}): Promise<ResetResult> {
   let entries: string[];
   try {
     entries = await readdir(stateDir);
@@ -507,7 +529,7 @@ export async function resetStateDir(stateDir: string): Promise<ResetResult> {
   }
   // A command running meanwhile saves its state at its end and would bring back what was deleted,
   // or part of it: the reset holds the lock like any command (and is refused while one runs).
-  const unlock = await lockStateDir(stateDir);
+  const unlock = await lockStateDir(stateDir, options);
   try {
     for (const entry of own) {
       if (entry === STATE_FILES.lock) continue;

@@ -24,6 +24,7 @@ import { ExitCode } from '../exit-codes';
 import { counts, iso } from '../format';
 import { createKeyFile } from '../local/key-file';
 import { withLocalWorld, type LocalWorld } from '../local/local-world';
+import { takenOverLockNote } from '../local/state-dir';
 import type {
   CancelRotationReport,
   ClockAdvanced,
@@ -380,25 +381,6 @@ async function localStatusOf(world: LocalWorld): Promise<LocalStatus> {
     rotationDays: world.state.rotationDays,
     accessTokenLifetimeSeconds: world.accessTokenLifetimeSeconds,
   };
-}
-
-/**
- * The note for a state lock taken over from a process that no longer runs (a `kill -9`, a crash, a
- * second Ctrl-C during a write). What it did not save is lost: the embedded service, the keys and
- * the clock are saved only at a command's end, so they are as its last save left them, or as the
- * save it had begun and this command completed (saving.json); tokens.json and revocations.json,
- * written as they change, keep what it wrote.
- */
-export function takenOverLockNote(lock: { pid: number; completedSave: readonly string[] }): string {
-  const holder =
-    lock.pid > 0
-      ? `acctops process ${lock.pid}, which no longer runs (killed, or crashed)`
-      : 'a process it does not name (an empty or unreadable lock)';
-  const save =
-    lock.completedSave.length > 0
-      ? `the save it had begun was completed now (${lock.completedSave.join(', ')})`
-      : 'what it had not saved when it stopped is lost (the service, the keys and the clock are as its last save left them)';
-  return `acctops: note: took over the state lock left by ${holder}: ${save}; \`acctops doctor\` checks what it may have left half done`;
 }
 
 export function localKeyContext(world: LocalWorld): CompanyKeyContext {

@@ -185,4 +185,27 @@ describe('acctops: a signal while the state lock is held releases it', () => {
     expect(doctor.rotations.findings).toEqual([]);
     expect(doctor.companySecrets.every((c) => c.ok)).toBe(true);
   });
+
+  // Last: the reset deletes the suite's state.
+  it('kill -9, then `local repair` and `local reset` take the lock over with the same note as the other commands (repair: its stdout the report)', async () => {
+    const killed = await signalledAt('read:secrets.json', 'SIGKILL', ['users', 'list']);
+    expect(killed.killedBy).toBe('SIGKILL');
+    expect(await lockFiles()).toEqual(['lock']);
+    const repair = await acctops('--json', 'local', 'repair');
+    expect(repair.code).toBe(0);
+    expect(repair.stderr).toBe(
+      `acctops: note: took over the state lock left by acctops process ${killed.pid}, which no longer runs (killed, or crashed): what it had not saved when it stopped is lost (the service, the keys and the clock are as its last save left them); \`acctops doctor\` checks what it may have left half done\n`,
+    );
+    expect(parseJson<{ repaired: unknown[] }>(repair).repaired).toEqual([]);
+    expect(await lockFiles()).toEqual([]);
+
+    const again = await signalledAt('read:secrets.json', 'SIGKILL', ['users', 'list']);
+    expect(again.killedBy).toBe('SIGKILL');
+    const reset = await acctops('local', 'reset', '--yes');
+    expect(reset.code).toBe(0);
+    expect(reset.stderr).toBe(
+      `acctops: note: took over the state lock left by acctops process ${again.pid}, which no longer runs (killed, or crashed): what it left, saved or not, is deleted with the rest of the state\n`,
+    );
+    expect(reset.stdout).toBe(`Deleted the local state in ${state.dir}.\n`);
+  });
 });
