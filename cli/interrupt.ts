@@ -8,9 +8,9 @@
  * Steps run one after the other in the order they were registered: the export registers its step
  * before it opens the local world, so its writes stop before the world saves and closes. Then the
  * releases (`releaseOnInterrupt`: the state lock), once nothing of the command can write any more.
- * A second signal, or steps taking longer than STEPS_BOUND_MS, ends the process at once: a second
- * signal with one line saying what that cut short (`onForcedExit`), as exiting in silence left the
- * operator guessing and the lock behind.
+ * A second signal, or steps taking longer than STEPS_BOUND_MS, ends the process at once, with one
+ * line saying what that cut short (`onForcedExit`; `interrupted_forced`, `interrupted_timed_out`),
+ * as exiting in silence left the operator guessing and the lock behind.
  */
 export type InterruptStep = (signal: NodeJS.Signals) => Promise<void> | void;
 
@@ -116,7 +116,16 @@ function interrupted(signal: NodeJS.Signals): void {
   if (stopping) forcedExit(signal, code);
   stopping = true;
   firstSignal = signal;
-  setTimeout(() => process.exit(code), STEPS_BOUND_MS);
+  // The bound used to exit in silence, the operator left to guess what was saved: it says so as a second signal does.
+  setTimeout(
+    () =>
+      exitNow(
+        code,
+        'interrupted_timed_out',
+        `stopped after ${STEPS_BOUND_MS / 1000} s, before the clean-up after ${signal} had finished (a step did not end in time)`,
+      ),
+    STEPS_BOUND_MS,
+  );
   void (async () => {
     for (const step of [...steps, ...releases]) {
       try {
@@ -154,6 +163,19 @@ export function setForcedExitWriter(writer: ForcedExitWriter | undefined): void 
  * operator gets out of steps that seem stuck, and must not leave them guessing what was saved.
  */
 function forcedExit(signal: NodeJS.Signals, code: number): never {
+  const first = firstSignal === undefined || firstSignal === signal ? '' : ` after ${firstSignal}`;
+  return exitNow(
+    code,
+    'interrupted_forced',
+    `stopped at once by a second signal (${signal}${first}), before the clean-up after the first had finished`,
+  );
+}
+
+/**
+ * Ends the process now, the steps abandoned (a second signal, or the steps past STEPS_BOUND_MS):
+ * the synchronous parts (`onForcedExit`) run, then one line, `what` followed by what they say.
+ */
+function exitNow(code: number, errorCode: string, what: string): never {
   const parts: string[] = [];
   // Last registered first: what was claimed first (the state lock) is given up last, as on a first signal.
   for (const step of [...forcedExitSteps].reverse()) {
@@ -164,13 +186,12 @@ function forcedExit(signal: NodeJS.Signals, code: number): never {
       // The exit must happen whatever a step does; the line says what the others did.
     }
   }
-  const first = firstSignal === undefined || firstSignal === signal ? '' : ` after ${firstSignal}`;
   try {
     speak(() =>
       forcedExitWriter?.({
         exitCode: code,
-        code: 'interrupted_forced',
-        message: `stopped at once by a second signal (${signal}${first}), before the clean-up after the first had finished${parts.length > 0 ? `: ${parts.join('; ')}` : ''}`,
+        code: errorCode,
+        message: `${what}${parts.length > 0 ? `: ${parts.join('; ')}` : ''}`,
         hint: null,
       }),
     );
