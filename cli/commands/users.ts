@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import type { OnboardResult } from '../../src/core/tokens/token-lifecycle';
+import type { OnboardResult, RecoverResult } from '../../src/core/tokens/token-lifecycle';
 import { TOKEN_STATUSES, type TokenStatus } from '../../src/core/tokens/token-store';
 import { email, guid, nonEmpty } from '../args';
 import { errorLabel, iso, relative } from '../format';
@@ -73,15 +73,25 @@ export function usersCommand(host: CommandHost): Command {
     .action(
       host.run(async (session, opts: { user: string; reactivate?: boolean }) => {
         const result = await (await session.operations()).recoverUser(opts.user, { reactivate: opts.reactivate === true });
-        session.out.result(result, () => {
-          session.out.line(
-            `User ${result.externalId}: recovered (was ${result.previousStatus}); access token expires ${iso(result.accessTokenExpiresAt)}.`,
-          );
-        });
+        session.out.result(result, () => session.out.line(recoverText(result)));
       }),
     );
 
   return users;
+}
+
+/**
+ * What `users recover` did, for people. An active user is left as it is (`already_active`); a
+ * recover-user function deployed before that retrieved a new pair for it all the same, which is
+ * said too, not "recovered (was active)", as if the user had been in trouble.
+ */
+export function recoverText(result: RecoverResult): string {
+  const expires = `access token expires ${iso(result.accessTokenExpiresAt)}`;
+  if (result.result === 'already_active')
+    return `User ${result.externalId} was already active: nothing was changed (no token pair retrieved); its ${expires}.`;
+  if (result.previousStatus === 'active')
+    return `User ${result.externalId} was already active, but the deployed recover-user function retrieved a new token pair all the same; ${expires}.`;
+  return `User ${result.externalId}: recovered (was ${result.previousStatus}); ${expires}.`;
 }
 
 /**

@@ -191,10 +191,15 @@ export class AwsOperations implements Operations {
 
   async recoverUser(externalId: string, options: { reactivate: boolean }): Promise<RecoverResult> {
     try {
-      return await forKnownUserRemote(
+      const result = await forKnownUserRemote(
         externalId,
-        this.invoke(OUTPUTS.recoverUser, 'recover a user', { externalId, ...(options.reactivate ? { reactivate: true } : {}) }),
+        this.invoke<Omit<RecoverResult, 'changed'> & { changed?: boolean }>(OUTPUTS.recoverUser, 'recover a user', {
+          externalId,
+          ...(options.reactivate ? { reactivate: true } : {}),
+        }),
       );
+      // A function deployed before `changed` existed retrieved a new pair whatever the status: `recovered` always changed the user.
+      return { ...result, changed: result.changed ?? result.result === 'recovered' };
     } catch (error) {
       throw refusedUserRemote(externalId, error);
     }

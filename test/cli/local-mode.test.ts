@@ -195,7 +195,30 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
       const recovered = await json('users', 'recover', '--user', alice.externalId, '--reactivate');
       expect(recovered.result.code).toBe(0);
-      expect(recovered.body).toMatchObject({ externalId: alice.externalId, result: 'recovered', previousStatus: 'revoked' });
+      expect(recovered.body).toMatchObject({ externalId: alice.externalId, result: 'recovered', previousStatus: 'revoked', changed: true });
+
+      // Active now: a recover changes nothing and says so (it used to retrieve a pair and print "recovered (was active)").
+      const tokenFile = async () => JSON.parse(await readFile(join(state.dir, 'tokens.json'), 'utf8')) as unknown;
+      const tokensBefore = await tokenFile();
+      const active = await acctops('users', 'recover', '--user', alice.externalId);
+      expect(active.code).toBe(0);
+      expect(active.stdout).toMatch(
+        new RegExp(
+          `^User ${alice.externalId} was already active: nothing was changed \\(no token pair retrieved\\); its access token expires \\S+\\.\\n$`,
+        ),
+      );
+      expect(active.stdout).not.toMatch(/recovered/);
+      const activeJson = await json('users', 'recover', '--user', alice.externalId, '--reactivate');
+      expect(activeJson.result.code).toBe(0);
+      expect(activeJson.body).toEqual({
+        externalId: alice.externalId,
+        result: 'already_active',
+        previousStatus: 'active',
+        accessTokenExpiresAt: (recovered.body as { accessTokenExpiresAt: string }).accessTokenExpiresAt,
+        changed: false,
+      });
+      // Nothing stored changed: every record as it was (the lease taken and given back leaves none behind).
+      expect(await tokenFile()).toEqual(tokensBefore);
 
       // A user acctops does not hold is configuration (exit 3), as in every command that names one.
       const unknown = await acctops('users', 'revoke', '--user', randomUUID());

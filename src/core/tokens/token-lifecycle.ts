@@ -143,9 +143,13 @@ export interface VerifyResult {
 
 export interface RecoverResult {
   externalId: string;
-  result: 'recovered';
+  /** `already_active`: the user was active, so nothing was retrieved or stored (decision 103). */
+  result: 'recovered' | 'already_active';
   previousStatus: TokenStatus;
+  /** The stored access token's expiry: the new one, or for `already_active` the one it has. */
   accessTokenExpiresAt: number;
+  /** Whether a new token pair was retrieved and stored: true for `recovered` only. */
+  changed: boolean;
 }
 
 export interface RevokeResult {
@@ -501,13 +505,25 @@ export class TokenLifecycle {
 
   /**
    * Retrieves a new pair and stores it, making the user `active` again: the runbook for a user in
-   * `needs_attention`. A revoked user comes back only with `reactivate`.
+   * `needs_attention`. A revoked user comes back only with `reactivate`. An active user is left as
+   * it is (`already_active`): it is on the schedule, and a retrieve would only replace a working
+   * pair, which "recovered (was active)" then reported as if something had been wrong.
    */
   async recover(externalId: string, options: { reactivate?: boolean } = {}): Promise<RecoverResult> {
     const owner = this.newOwner();
     const record = await this.lease(externalId, owner);
     return this.underLease(externalId, owner, async () => {
       if (record.status === 'revoked' && options.reactivate !== true) throw new UserRevokedError(externalId);
+      if (record.status === 'active') {
+        await this.deps.store.releaseLease(externalId, owner);
+        return {
+          externalId,
+          result: 'already_active',
+          previousStatus: record.status,
+          accessTokenExpiresAt: record.accessTokenExpiresAt,
+          changed: false,
+        };
+      }
       const sentAt = this.deps.clock.now();
       const pair = await this.retrieve(record);
       const { expiresAt } = accessTokenExpiry(pair, sentAt, this.settings.accessTokenLifetimeMs);
@@ -518,7 +534,7 @@ export class TokenLifecycle {
       );
       this.deps.metrics.add('TokenRecovered', 1);
       this.deps.logger.info('user token recovered', { externalId, previousStatus: record.status, accessTokenExpiresAt: expiresAt });
-      return { externalId, result: 'recovered', previousStatus: record.status, accessTokenExpiresAt: expiresAt };
+      return { externalId, result: 'recovered', previousStatus: record.status, accessTokenExpiresAt: expiresAt, changed: true };
     });
   }
 

@@ -287,7 +287,8 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         username: user.username,
       });
       await expect(handlers.onboard({ ...user }, context())).resolves.toMatchObject({ result: 'already_onboarded' });
-      await expect(handlers.recover({ externalId: upper }, context())).resolves.toMatchObject({ result: 'recovered' });
+      // Found by the upper-case id; active, so left as it is (decision 103).
+      await expect(handlers.recover({ externalId: upper }, context())).resolves.toMatchObject({ result: 'already_active', changed: false });
       await expect(handlers.revoke({ externalId: upper }, context())).resolves.toEqual({ externalId: user.externalId, result: 'revoked' });
       expect(await store.get(user.externalId)).toMatchObject({ status: 'revoked' });
       await tableSnapshot();
@@ -318,10 +319,14 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       await doc.send(new DeleteCommand({ TableName: TABLE, Key: { externalId: user.externalId } }));
 
       await expect(handlers.onboard(user, context())).resolves.toMatchObject({ externalId: upper, result: 'already_onboarded' });
-      await expect(handlers.recover({ externalId: user.externalId }, context())).resolves.toMatchObject({ result: 'recovered' });
+      // Found by the lower-case id; active, so left as it is (decision 103): the refresh is the first write.
+      await expect(handlers.recover({ externalId: user.externalId }, context())).resolves.toMatchObject({
+        result: 'already_active',
+        changed: false,
+      });
       const refreshed = await handlers.refresh(sqsEvent([JSON.stringify({ externalId: upper, dueAt: 0 })]), context());
       expect(refreshed).toEqual({ batchItemFailures: [] });
-      expect(await store.get(user.externalId)).toMatchObject({ externalId: upper, status: 'active', version: 3 });
+      expect(await store.get(user.externalId)).toMatchObject({ externalId: upper, status: 'active', version: 2 });
       await expect(handlers.revoke({ externalId: user.externalId }, context())).resolves.toEqual({
         externalId: user.externalId,
         result: 'revoked',
