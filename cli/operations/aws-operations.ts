@@ -43,6 +43,7 @@ import {
   userDisabled,
   userGoneAtService,
 } from '../errors';
+import { ExitCode } from '../exit-codes';
 import { iso } from '../format';
 import type {
   CompanyExportRow,
@@ -123,6 +124,24 @@ export const OUTPUTS = {
 
 /** How long `export` waits for the deployed pipeline, and how often it looks. */
 const EXPORT_WAIT_MS = 15 * 60_000;
+
+/**
+ * A requested export whose manifest did not appear while the command waited: still `requested`
+ * (the pipeline may yet publish it, and a split month takes longer), with an error saying so, so
+ * that it gets the `!` line on stdout and the error line on stderr every other mode gives a failed
+ * company. It used to show only as `requested` in the table, with exit 5 and no word on stderr.
+ */
+export function notSeenInTime(row: CompanyExportRow, month: string, stack: string): CompanyExportRow {
+  return {
+    ...row,
+    error: {
+      code: 'export_not_seen',
+      message: `no manifest of ${month} appeared within ${EXPORT_WAIT_MS / 60_000} min of the request: the pipeline may still be exporting it (a large month is split and takes longer), or its export failed`,
+      exitCode: ExitCode.partial,
+      hint: `\`acctops --stack ${stack} doctor\` shows the company's last complete export; a failure is an ExportFailed event and an "export failed" line in /acctops/<stage>/export-period (docs/runbooks.md, "The monthly export failed for one company")`,
+    },
+  };
+}
 const EXPORT_POLL_MS = 5000;
 
 /** How long `keys rotate` waits for Secrets Manager to finish the four steps. */
@@ -516,6 +535,9 @@ export class AwsOperations implements Operations {
       }
     }
     bar.finish();
+    if (options.wait)
+      for (const [companyId, row] of rows)
+        if (row.status === 'requested') rows.set(companyId, notSeenInTime(row, options.month, this.stack));
     return {
       month: options.month,
       mode: 'aws',
