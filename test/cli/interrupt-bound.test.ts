@@ -65,7 +65,7 @@ describe('acctops: the exits an interrupt used to make in silence', () => {
     "require('./bin/hold-signals.cjs');",
     "for (const s of ['SIGINT', 'SIGTERM']) process.on(s, () => process.stdout.write('got ' + s + '\\n'));",
     "process.stdout.write('ready\\n');",
-    'setTimeout(() => process.exit(99), 60_000);',
+    'setTimeout(() => process.exit(99), 30_000);',
   ].join(' ');
 
   it.each([

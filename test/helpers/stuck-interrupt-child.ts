@@ -11,5 +11,5 @@ setForcedExitWriter((line) => process.stderr.write(`${errorLine(line, process.ar
 onForcedExit(() => 'the local state was not saved (a part of this test)');
 onInterrupt(() => new Promise<void>(() => undefined));
 // Kept alive by the step's own wait in a real command; here by a timer far past the bound.
-setTimeout(() => process.exit(interruptExitCode('SIGINT') + 100), 120_000);
+setTimeout(() => process.exit(interruptExitCode('SIGINT') + 100), 30_000);
 process.stdout.write('ready\n');
