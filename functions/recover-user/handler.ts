@@ -17,14 +17,18 @@ const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
 
 /**
  * Invoked by the runbook for a user in `needs_attention` (or `acctops tokens recover`): retrieves
- * a new pair and puts the user back in the schedule. A revoked user needs `reactivate: true`.
+ * a new pair and puts the user back in the schedule. A revoked user needs `reactivate: true`; an
+ * active user is left as it is unless `force: true` (the service refuses tokens our record holds).
  */
-const eventSchema = lazySchema(() => z.strictObject({ externalId: caseFoldedUuid, reactivate: z.boolean().optional() }));
+const eventSchema = lazySchema(() =>
+  z.strictObject({ externalId: caseFoldedUuid, reactivate: z.boolean().optional(), force: z.boolean().optional() }),
+);
 
 export const handler = createHandler({
   eventSchema,
   handler: (event, { logger, metrics, requestId }) =>
     new TokenLifecycle(runtime.lifecycleDeps({ logger, metrics, ownerPrefix: `recover-user:${requestId}` })).recover(event.externalId, {
       reactivate: event.reactivate,
+      force: event.force,
     }),
 });

@@ -167,8 +167,8 @@ const EVENTS: Record<string, EventSpec> = {
     strict: true,
   },
   'recover-user': {
-    base: { externalId: UUID, reactivate: true },
-    broken: { externalId: guidField, reactivate: wrongType('boolean') },
+    base: { externalId: UUID, reactivate: true, force: true },
+    broken: { externalId: guidField, reactivate: wrongType('boolean'), force: wrongType('boolean') },
     strict: true,
   },
   'revoke-user': { base: { externalId: UUID }, broken: { externalId: guidField }, strict: true },
@@ -288,7 +288,7 @@ describe('Lambda events (fast-check, fixed seed)', () => {
         )
         .filter(
           ([field, change]) =>
-            change !== 'remove' || !['isBase64Encoded', 'headers', 'body', 'reactivate', 'repair', 'probes'].includes(field),
+            change !== 'remove' || !['isBase64Encoded', 'headers', 'body', 'reactivate', 'force', 'repair', 'probes'].includes(field),
         )
         .map(([field, change]): Case => {
           const event: Record<string, unknown> = { ...spec.base };

@@ -143,7 +143,7 @@ export interface VerifyResult {
 
 export interface RecoverResult {
   externalId: string;
-  /** `already_active`: the user was active, so nothing was retrieved or stored (decision 103). */
+  /** `already_active`: the user was active and `force` not asked, so nothing was retrieved or stored (decision 103). */
   result: 'recovered' | 'already_active';
   previousStatus: TokenStatus;
   /** The stored access token's expiry: the new one, or for `already_active` the one it has. */
@@ -507,14 +507,17 @@ export class TokenLifecycle {
    * Retrieves a new pair and stores it, making the user `active` again: the runbook for a user in
    * `needs_attention`. A revoked user comes back only with `reactivate`. An active user is left as
    * it is (`already_active`): it is on the schedule, and a retrieve would only replace a working
-   * pair, which "recovered (was active)" then reported as if something had been wrong.
+   * pair, which "recovered (was active)" then reported as if something had been wrong. `force`
+   * retrieves for an active user all the same: our record can say `active` while the service has
+   * revoked or disabled its tokens (an incident there), and a refresh, not due, never asks it. It
+   * does not stand in for `reactivate`: a revocation is undone only on purpose.
    */
-  async recover(externalId: string, options: { reactivate?: boolean } = {}): Promise<RecoverResult> {
+  async recover(externalId: string, options: { reactivate?: boolean; force?: boolean } = {}): Promise<RecoverResult> {
     const owner = this.newOwner();
     const record = await this.lease(externalId, owner);
     return this.underLease(externalId, owner, async () => {
       if (record.status === 'revoked' && options.reactivate !== true) throw new UserRevokedError(externalId);
-      if (record.status === 'active') {
+      if (record.status === 'active' && options.force !== true) {
         await this.deps.store.releaseLease(externalId, owner);
         return {
           externalId,

@@ -261,6 +261,44 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       await tableSnapshot();
     });
 
+    it('recover-user leaves an active user as it is unless force: true; a force that is not a boolean is a ValidationError naming it', async () => {
+      const user = newUser();
+      await handlers.onboard(user, context());
+      const before = await store.get(user.externalId);
+      await expect(handlers.recover({ externalId: user.externalId }, context())).resolves.toEqual({
+        externalId: user.externalId,
+        result: 'already_active',
+        previousStatus: 'active',
+        accessTokenExpiresAt: before!.accessTokenExpiresAt,
+        changed: false,
+      });
+      expect(await store.get(user.externalId)).toEqual(before);
+
+      const snapshot = await tableSnapshot();
+      for (const force of ['yes', 1, null]) {
+        await expect(handlers.recover({ externalId: user.externalId, force }, context())).rejects.toMatchObject({
+          name: 'ValidationError',
+          field: 'force',
+        });
+      }
+      expect(await tableSnapshot()).toBe(snapshot);
+
+      await expect(handlers.recover({ externalId: user.externalId, force: true }, context())).resolves.toMatchObject({
+        externalId: user.externalId,
+        result: 'recovered',
+        previousStatus: 'active',
+        changed: true,
+      });
+      const after = await store.get(user.externalId);
+      expect(after).toMatchObject({ status: 'active', version: before!.version + 1 });
+      expect(after!.accessToken).not.toBe(before!.accessToken);
+      // Force is not reactivate: a revoked user stays revoked.
+      await handlers.revoke({ externalId: user.externalId }, context());
+      await expect(handlers.recover({ externalId: user.externalId, force: true }, context())).rejects.toMatchObject({
+        name: 'UserRevokedError',
+      });
+    });
+
     it('revoke-user revokes a user, which the planner then never enqueues', async () => {
       const revoked = onboarded[1]!;
       await expect(handlers.revoke({ externalId: revoked }, context())).resolves.toEqual({ externalId: revoked, result: 'revoked' });

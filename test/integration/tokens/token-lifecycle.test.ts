@@ -471,6 +471,58 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(await w.plan()).toContain(broken);
     });
 
+    it('recover of an active user whose tokens the service refuses: left as it is, unless forced; force is not reactivate', async () => {
+      const w = await world();
+      const [id] = await w.onboard(1);
+      const before = await w.record(id!);
+      // An incident at the service: it no longer honours the pair our record holds, which still says active and not due.
+      const outsider = createAccountingClient({
+        baseUrl: sandbox.baseUrl,
+        credentials: institutionAuth({ institutionId: INSTITUTION_ID, secretKey: FIRST_SECRET }),
+        clock,
+      });
+      await outsider.institution.expireToken(before.refreshToken);
+      await expect(w.worker().verify(id!)).resolves.toMatchObject({ status: 'active', service: { valid: false } });
+      const retrieves = async () => (await stats()).retrievesPerUser[id!] ?? 0;
+      const retrievedBefore = await retrieves();
+
+      await expect(w.worker().recover(id!)).resolves.toEqual({
+        externalId: id,
+        result: 'already_active',
+        previousStatus: 'active',
+        accessTokenExpiresAt: before.accessTokenExpiresAt,
+        changed: false,
+      });
+      expect(await retrieves()).toBe(retrievedBefore);
+      expect(await w.record(id!)).toMatchObject({ version: before.version, accessToken: before.accessToken, leaseOwner: null });
+
+      clock.advance(MINUTE);
+      const forced = await w.worker().recover(id!, { force: true });
+      expect(forced).toMatchObject({ externalId: id, result: 'recovered', previousStatus: 'active', changed: true });
+      expect(forced.accessTokenExpiresAt).toBeGreaterThan(before.accessTokenExpiresAt);
+      expect(await retrieves()).toBe(retrievedBefore + 1);
+      const after = await w.record(id!);
+      expect(after).toMatchObject({
+        status: 'active',
+        version: before.version + 1,
+        accessTokenExpiresAt: forced.accessTokenExpiresAt,
+        leaseOwner: null,
+      });
+      expect(after.accessToken).not.toBe(before.accessToken);
+      await expect(w.worker().verify(id!)).resolves.toMatchObject({ service: { valid: true } });
+      expect(w.metrics.sum('TokenRecovered')).toBe(1);
+
+      // Force does not undo a revocation: that stays reactivate's, on purpose.
+      await expect(w.worker().revoke(id!)).resolves.toMatchObject({ result: 'revoked' });
+      await expect(w.worker().recover(id!, { force: true })).rejects.toBeInstanceOf(UserRevokedError);
+      expect(await w.record(id!)).toMatchObject({ status: 'revoked', leaseOwner: null });
+      await expect(w.worker().recover(id!, { force: true, reactivate: true })).resolves.toMatchObject({
+        result: 'recovered',
+        previousStatus: 'revoked',
+        changed: true,
+      });
+    });
+
     it('defers, never abandons, a user whose recovery meets a transient failure', async () => {
       const w = await world();
       const [id] = await w.onboard(1);
