@@ -67,13 +67,17 @@ export function usersCommand(host: CommandHost): Command {
 
   users
     .command('recover')
-    .description('Retrieve a new token pair for a user in needs_attention (or, with --reactivate, a revoked one).')
+    .description(
+      'Retrieve a new token pair for a user in needs_attention (or, with --reactivate, a revoked one; with --force, an active one).',
+    )
     .requiredOption('--user <externalId>', "the user's external_id", guid)
     .option('--reactivate', 'also bring back a revoked user')
+    .option('--force', 'retrieve a new pair for an active user too (the service refuses its tokens)')
     .action(
-      host.run(async (session, opts: { user: string; reactivate?: boolean }) => {
-        const result = await (await session.operations()).recoverUser(opts.user, { reactivate: opts.reactivate === true });
-        session.out.result(result, () => session.out.line(recoverText(result)));
+      host.run(async (session, opts: { user: string; reactivate?: boolean; force?: boolean }) => {
+        const operations = await session.operations();
+        const result = await operations.recoverUser(opts.user, { reactivate: opts.reactivate === true, force: opts.force === true });
+        session.out.result(result, () => session.out.line(recoverText(result, opts.force === true)));
       }),
     );
 
@@ -83,12 +87,15 @@ export function usersCommand(host: CommandHost): Command {
 /**
  * What `users recover` did, for people. An active user is left as it is (`already_active`); a
  * recover-user function deployed before that retrieved a new pair for it all the same, which is
- * said too, not "recovered (was active)", as if the user had been in trouble.
+ * said too, not "recovered (was active)", as if the user had been in trouble. With `--force` a new
+ * pair for an active user is what was asked, and said as that.
  */
-export function recoverText(result: RecoverResult): string {
+export function recoverText(result: RecoverResult, forced = false): string {
   const expires = `access token expires ${iso(result.accessTokenExpiresAt)}`;
   if (result.result === 'already_active')
-    return `User ${result.externalId} was already active: nothing was changed (no token pair retrieved); its ${expires}.`;
+    return `User ${result.externalId} was already active: nothing was changed (no token pair retrieved); its ${expires}; to retrieve a new pair anyway (the service refuses its tokens), run \`acctops users recover --user ${result.externalId} --force\`.`;
+  if (result.previousStatus === 'active' && forced)
+    return `User ${result.externalId}: new token pair retrieved (was active, --force); ${expires}.`;
   if (result.previousStatus === 'active')
     return `User ${result.externalId} was already active, but the deployed recover-user function retrieved a new token pair all the same; ${expires}.`;
   return `User ${result.externalId}: recovered (was ${result.previousStatus}); ${expires}.`;

@@ -33,6 +33,7 @@ import type { PlanReport } from '../../src/core/tokens/plan-refresh';
 import { awsRegion, baseUrlFromEnv, configuredUrl } from '../args';
 import {
   CliConfigError,
+  CliError,
   CompanyEntryDamagedError,
   CompanyRemovedError,
   refreshOfRevokedUser,
@@ -208,15 +209,28 @@ export class AwsOperations implements Operations {
     return forKnownUserRemote(externalId, this.invoke(OUTPUTS.revokeUser, 'revoke a user', { externalId }));
   }
 
-  async recoverUser(externalId: string, options: { reactivate: boolean }): Promise<RecoverResult> {
-    try {
-      const result = await forKnownUserRemote(
+  async recoverUser(externalId: string, options: { reactivate: boolean; force: boolean }): Promise<RecoverResult> {
+    type Answer = Omit<RecoverResult, 'changed'> & { changed?: boolean };
+    const recover = (force: boolean) =>
+      forKnownUserRemote(
         externalId,
-        this.invoke<Omit<RecoverResult, 'changed'> & { changed?: boolean }>(OUTPUTS.recoverUser, 'recover a user', {
+        this.invoke<Answer>(OUTPUTS.recoverUser, 'recover a user', {
           externalId,
           ...(options.reactivate ? { reactivate: true } : {}),
+          ...(force ? { force: true } : {}),
         }),
       );
+    try {
+      let result: Answer;
+      try {
+        result = await recover(options.force);
+      } catch (error) {
+        if (!options.force || !refusesForceField(error)) throw error;
+        // A function deployed before `force` refuses the field (its event schema is strict) before it
+        // does anything; one deployed before `already_active` too retrieves for an active user anyway.
+        result = await recover(false);
+        if (result.result === 'already_active') throw forceNotDeployed(externalId);
+      }
       // A function deployed before `changed` existed retrieved a new pair whatever the status: `recovered` always changed the user.
       return { ...result, changed: result.changed ?? result.result === 'recovered' };
     } catch (error) {
@@ -829,6 +843,31 @@ export function refreshResultOf(before: TokenRecord, after: TokenRecord | null, 
   if (after.status === 'needs_attention' && before.status !== 'needs_attention') return 'needs_attention';
   if (before.leaseOwner !== null && before.leaseUntil !== null && before.leaseUntil > now) return 'busy';
   return 'not_due';
+}
+
+/** The deployed recover-user function's refusal of `force` as a field it does not know: one older than it. */
+function refusesForceField(error: unknown): boolean {
+  return (
+    error instanceof AcctopsError &&
+    error.code === 'function_failed' &&
+    (error as { errorType?: string }).errorType === 'ValidationError' &&
+    /unknown field\(s\)[^;]*\bforce\b/.test(error.message)
+  );
+}
+
+/**
+ * `--force` against a deployed recover-user function that knows `already_active` but not `force`:
+ * it left the active user as it is, which is not what was asked.
+ */
+function forceNotDeployed(externalId: string): CliError {
+  return new CliError(
+    `--user ${externalId}: the deployed recover-user function does not know --force and left the active user as it is; nothing was changed`,
+    {
+      code: 'force_not_deployed',
+      exitCode: ExitCode.failure,
+      hint: 'deploy the current stack (`npx cdk deploy -c stage=<stage>`, README "Deploying"), then run the command again',
+    },
+  );
 }
 
 /**

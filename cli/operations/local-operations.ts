@@ -130,7 +130,7 @@ export class LocalOperations implements Operations {
     return this.world((world) => forKnownUser(externalId, () => world.lifecycle().revoke(externalId)));
   }
 
-  recoverUser(externalId: string, options: { reactivate: boolean }) {
+  recoverUser(externalId: string, options: { reactivate: boolean; force: boolean }) {
     return this.world((world) =>
       forKnownUser(externalId, async () => {
         try {

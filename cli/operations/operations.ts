@@ -44,7 +44,7 @@ export interface Operations {
    * where its key is needed, with CompanyRemovedError (exit 3).
    */
   revokeUser(externalId: string): Promise<RevokeResult>;
-  recoverUser(externalId: string, options: { reactivate: boolean }): Promise<RecoverResult>;
+  recoverUser(externalId: string, options: { reactivate: boolean; force: boolean }): Promise<RecoverResult>;
 
   /** The due users now: refreshed here (local), or enqueued by the deployed planner (AWS). */
   refreshDue(options?: { onInterrupted?: OnInterrupted }): Promise<RefreshReport>;

@@ -293,6 +293,70 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(other.stderr).toMatch(/failed: AuthenticationError: .*aws logs tail \/acctops\/test\/recover-user/);
   });
 
+  it('recover --force: sent as force: true; a function deployed before it refuses the field and is asked again without', async () => {
+    const user = randomUUID();
+    const name = outputs.RecoverUserFunctionName!;
+    const sent = () => invocations(name).length;
+    const refusesForce = (answer: (p: { externalId: string }) => unknown) => (p: unknown) =>
+      'force' in (p as object)
+        ? {
+            error: 'Unhandled',
+            body: { errorType: 'ValidationError', errorMessage: 'invalid recover-user event: (root): unknown field(s) force' },
+          }
+        : { body: answer(p as { externalId: string }) };
+
+    // The current function.
+    lambdaAnswers.set(name, (p) => ({
+      body: {
+        externalId: (p as { externalId: string }).externalId,
+        ...((p as { force?: boolean }).force
+          ? { result: 'recovered', previousStatus: 'active', accessTokenExpiresAt: 2_000_000, changed: true }
+          : { result: 'already_active', previousStatus: 'active', accessTokenExpiresAt: 1_000_000, changed: false }),
+      },
+    }));
+    let before = sent();
+    const plain = await acctops(['users', 'recover', '--user', user]);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain(`run \`acctops users recover --user ${user} --force\``);
+    const forced = await acctops(['--json', 'users', 'recover', '--user', user, '--force']);
+    expect(forced.code).toBe(0);
+    expect(parseJson(forced)).toMatchObject({ result: 'recovered', previousStatus: 'active', changed: true });
+    expect(invocations(name).slice(before)).toEqual([{ externalId: user }, { externalId: user, force: true }]);
+
+    // A function from before `already_active` and `changed`: it retrieved for an active user anyway.
+    lambdaAnswers.set(
+      name,
+      refusesForce((p) => ({ externalId: p.externalId, result: 'recovered', previousStatus: 'active', accessTokenExpiresAt: 2_000_000 })),
+    );
+    before = sent();
+    const old = await acctops(['--json', 'users', 'recover', '--user', user, '--force']);
+    expect(old.code).toBe(0);
+    expect(parseJson(old)).toEqual({
+      externalId: user,
+      result: 'recovered',
+      previousStatus: 'active',
+      accessTokenExpiresAt: new Date(2_000_000).toISOString(),
+      changed: true,
+    });
+    expect(invocations(name).slice(before)).toEqual([{ externalId: user, force: true }, { externalId: user }]);
+
+    // One that knows already_active but not force left the user as it was: not what --force asked.
+    lambdaAnswers.set(
+      name,
+      refusesForce((p) => ({
+        externalId: p.externalId,
+        result: 'already_active',
+        previousStatus: 'active',
+        accessTokenExpiresAt: 1,
+        changed: false,
+      })),
+    );
+    const between = await acctops(['--json', 'users', 'recover', '--user', user, '--force']);
+    expect(between.code).toBe(1);
+    expect(between.stdout).toBe('');
+    expect(JSON.parse(between.stderr)).toMatchObject({ error: { code: 'force_not_deployed', hint: expect.stringMatching(/cdk deploy/) } });
+  });
+
   it('an output the stack does not export is exit 3 naming it and --output; named with --output, the planner is invoked as its schedule does', async () => {
     const missing = await acctops(['tokens', 'refresh', '--all']);
     expect(missing.code).toBe(3);

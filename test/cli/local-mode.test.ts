@@ -197,14 +197,16 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(recovered.result.code).toBe(0);
       expect(recovered.body).toMatchObject({ externalId: alice.externalId, result: 'recovered', previousStatus: 'revoked', changed: true });
 
-      // Active now: a recover changes nothing and says so (it used to retrieve a pair and print "recovered (was active)").
+      // Active now: a recover changes nothing and says so (it used to retrieve a pair and print "recovered (was active)"),
+      // naming --force, the way out when the service refuses the tokens of a user held active.
       const tokenFile = async () => JSON.parse(await readFile(join(state.dir, 'tokens.json'), 'utf8')) as unknown;
       const tokensBefore = await tokenFile();
       const active = await acctops('users', 'recover', '--user', alice.externalId);
       expect(active.code).toBe(0);
       expect(active.stdout).toMatch(
         new RegExp(
-          `^User ${alice.externalId} was already active: nothing was changed \\(no token pair retrieved\\); its access token expires \\S+\\.\\n$`,
+          `^User ${alice.externalId} was already active: nothing was changed \\(no token pair retrieved\\); its access token expires \\S+; ` +
+            `to retrieve a new pair anyway \\(the service refuses its tokens\\), run \`acctops users recover --user ${alice.externalId} --force\`\\.\\n$`,
         ),
       );
       expect(active.stdout).not.toMatch(/recovered/);
@@ -219,6 +221,29 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       });
       // Nothing stored changed: every record as it was (the lease taken and given back leaves none behind).
       expect(await tokenFile()).toEqual(tokensBefore);
+
+      // --force retrieves a new pair for it all the same: a later expiry, the stored pair replaced.
+      expect((await acctops('local', 'advance-clock', '--by', '1m')).code).toBe(0);
+      const forcedText = await acctops('users', 'recover', '--user', alice.externalId, '--force');
+      expect(forcedText.code).toBe(0);
+      expect(forcedText.stdout).toMatch(
+        new RegExp(`^User ${alice.externalId}: new token pair retrieved \\(was active, --force\\); access token expires \\S+\\.\\n$`),
+      );
+      const tokensForced = await tokenFile();
+      expect(tokensForced).not.toEqual(tokensBefore);
+      const forced = await json<{ accessTokenExpiresAt: string }>('users', 'recover', '--user', alice.externalId, '--force');
+      expect(forced.result.code).toBe(0);
+      expect(forced.body).toEqual({
+        externalId: alice.externalId,
+        result: 'recovered',
+        previousStatus: 'active',
+        accessTokenExpiresAt: expect.any(String),
+        changed: true,
+      });
+      expect(Date.parse(forced.body.accessTokenExpiresAt)).toBeGreaterThan(
+        Date.parse((recovered.body as { accessTokenExpiresAt: string }).accessTokenExpiresAt),
+      );
+      expect(await tokenFile()).not.toEqual(tokensForced);
 
       // A user acctops does not hold is configuration (exit 3), as in every command that names one.
       const unknown = await acctops('users', 'revoke', '--user', randomUUID());

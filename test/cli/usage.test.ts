@@ -81,7 +81,10 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
       ],
       [['users', 'list', '--help'], [/--status/]],
       [['users', 'revoke', '--help'], [/--user <externalId>/]],
-      [['users', 'recover', '--help'], [/--reactivate/]],
+      [
+        ['users', 'recover', '--help'],
+        [/--reactivate/, /--force/],
+      ],
       [['tokens', '--help'], [/refresh/]],
       [
         ['tokens', 'refresh', '--help'],

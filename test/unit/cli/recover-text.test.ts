@@ -14,8 +14,17 @@ describe('users recover: what it says', () => {
       changed: false,
     });
     expect(text).toBe(
-      `User ${USER} was already active: nothing was changed (no token pair retrieved); its access token expires 2026-11-27T15:00:00Z.`,
+      `User ${USER} was already active: nothing was changed (no token pair retrieved); its access token expires 2026-11-27T15:00:00Z; ` +
+        `to retrieve a new pair anyway (the service refuses its tokens), run \`acctops users recover --user ${USER} --force\`.`,
     );
+  });
+
+  it('an active user with --force: a new pair, what was asked, not "recovered" nor a surprise of the deployed function', () => {
+    const text = recoverText(
+      { externalId: USER, result: 'recovered', previousStatus: 'active', accessTokenExpiresAt: EXPIRES, changed: true },
+      true,
+    );
+    expect(text).toBe(`User ${USER}: new token pair retrieved (was active, --force); access token expires 2026-11-27T15:00:00Z.`);
   });
 
   it('a recover-user function deployed before this, which retrieved a pair for an active user: said as that, not "recovered"', () => {
