@@ -44,7 +44,10 @@ describe('money', () => {
       const minor = BigInt(text);
       return minor > BigInt(Number.MAX_SAFE_INTEGER) || minor < -BigInt(Number.MAX_SAFE_INTEGER) ? minor : 'refused';
     };
-    const text = fc.array(fc.constantFrom('-', '0', '1', '9', '.', '.', ' ', '+', 'e', '٣'), { maxLength: 8 }).map((c) => c.join(''));
+    // '/' and ':' sit either side of '0'-'9' in ASCII: they catch an off-by-one in the fast path's range.
+    const text = fc
+      .array(fc.constantFrom('-', '0', '1', '9', '.', '.', ' ', '+', 'e', '٣', '/', ':'), { maxLength: 8 })
+      .map((c) => c.join(''));
     fc.assert(
       fc.property(text, (t) => {
         let actual: bigint | 'refused';
