@@ -51,6 +51,15 @@ describe('redaction by field name', () => {
     for (const name of Object.keys(named)) expect([name, out[name]]).toEqual([name, '[REDACTED]']);
   });
 
+  it('blanks a number under a secret name as well as a string', () => {
+    // A PIN or a numeric password is still a secret; a count has a name on the allow-list instead.
+    expect(redact({ password: 73914628, token: 4711, refreshed: 3 })).toEqual({
+      password: '[REDACTED]',
+      token: '[REDACTED]',
+      refreshed: 3,
+    });
+  });
+
   it('cuts a secret value put under an allowed name by mistake', () => {
     // As the client registers every credential it holds or receives.
     for (const value of [CANARY.institutionSecret, CANARY.accessToken, CANARY.refreshToken]) registerSecret(value);
