@@ -190,6 +190,15 @@ describe('export formats', () => {
       expect(csvCell('text', null)).toBe('');
     });
 
+    it('quotes a cell holding either list separator, a quote or a line break, and only such a cell', () => {
+      // `;` alone matters most: it is the excel-de dialect's separator, and a `;` reader splits on it.
+      expect(csvCell('text', 'Rent; October')).toBe('"Rent; October"');
+      expect(csvCell('text', 'Rent, October')).toBe('"Rent, October"');
+      expect(csvCell('text', 'say "hi"')).toBe('"say ""hi"""');
+      expect(csvCell('text', 'two\nlines')).toBe('"two\nlines"');
+      expect(csvCell('text', 'Rent October')).toBe('Rent October');
+    });
+
     it('leaves no cell that runs as a formula in any text of up to 4 separators, line breaks, blanks, quotes and `=`', () => {
       const alphabet = ['\r', '\n', '\t', ' ', '"', ';', ',', '=', 'a'];
       const texts: string[] = [];
