@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { AmountSums } from '../../../src/core/exports/formats/totals';
+import { AmountSums, TotalsAccumulator } from '../../../src/core/exports/formats/totals';
 
 /**
  * The manifest's totals are exact whatever the amounts: AmountSums adds small amounts in a number
@@ -45,5 +45,52 @@ describe('AmountSums', () => {
     const big = 2n ** 52n - 1n;
     for (let i = 0; i < 1000; i++) sums.add('EUR', null, 1, i % 2 === 0 ? big : -3n);
     expect(sums.result()[0]!.amountMinor).toBe((500n * big - 1500n).toString());
+  });
+
+  it('lists currencies, then cashflow types (none first), in order, whatever order they came in', () => {
+    const sums = new AmountSums();
+    for (const [currency, cashflowType] of [
+      ['KWD', 'INCOME'],
+      ['EUR', 'INCOME'],
+      ['EUR', null],
+      ['EUR', 'EXPENSE'],
+      ['JPY', null],
+    ] as const)
+      sums.add(currency, cashflowType, 1, 1n);
+    expect(sums.result().map((t) => [t.currency, t.cashflowType])).toEqual([
+      ['EUR', null],
+      ['EUR', 'EXPENSE'],
+      ['EUR', 'INCOME'],
+      ['JPY', null],
+      ['KWD', 'INCOME'],
+    ]);
+  });
+
+  it("writes each sum with its currency's fraction digits, and adds the records a part brings", () => {
+    const sums = new AmountSums();
+    sums.add('EUR', null, 40, -4999n);
+    sums.add('JPY', null, 2, 125000n);
+    sums.add('KWD', null, 3, -1003n);
+    sums.add('EUR', null, 2, 1n);
+    expect(sums.result()).toEqual([
+      { currency: 'EUR', cashflowType: null, records: 42, amount: '-49.98', amountMinor: '-4998' },
+      { currency: 'JPY', cashflowType: null, records: 2, amount: '125000', amountMinor: '125000' },
+      { currency: 'KWD', cashflowType: null, records: 3, amount: '-1.003', amountMinor: '-1003' },
+    ]);
+  });
+});
+
+describe('TotalsAccumulator', () => {
+  it('sums rows by their currency and cashflow type columns, and leaves out a row without amount or currency', () => {
+    const totals = new TotalsAccumulator({ amount: 'amount_minor', currency: 'currency', cashflowType: 'cashflow_type' });
+    totals.add({ amount_minor: 100n, currency: 'EUR', cashflow_type: 'INCOME' });
+    totals.add({ amount_minor: -30n, currency: 'EUR', cashflow_type: null });
+    totals.add({ amount_minor: 5n, currency: 'EUR', cashflow_type: 'INCOME' });
+    totals.add({ amount_minor: null, currency: 'EUR', cashflow_type: 'INCOME' });
+    totals.add({ amount_minor: 7n, currency: null, cashflow_type: 'INCOME' });
+    expect(totals.result()).toEqual([
+      { currency: 'EUR', cashflowType: null, records: 1, amount: '-0.30', amountMinor: '-30' },
+      { currency: 'EUR', cashflowType: 'INCOME', records: 2, amount: '1.05', amountMinor: '105' },
+    ]);
   });
 });
