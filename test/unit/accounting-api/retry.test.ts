@@ -104,6 +104,19 @@ describe('retry policy (pure)', () => {
     expect(retryDelayMs(server, { ...base, attempt: defaultRetryPolicy.maxAttempts, elapsedMs: 0 })).toBeUndefined();
     expect(retryDelayMs(server, { ...base, attempt: 1, elapsedMs: defaultRetryPolicy.maxElapsedMs - 100 })).toBeUndefined();
   });
+
+  it('waits a Retry-After equal to its cap, and a wait that ends exactly at the deadline', () => {
+    // A per-minute limit sends `Retry-After: 60`; `--max-retry-wait 60s` must wait for it.
+    const asked = errorFromResponse(limited('60'), context);
+    expect(asked.retryAfterMs).toBe(60_000);
+    const base = { safety: 'idempotent' as const, attempt: 1, elapsedMs: 0, random: () => 0 };
+    const capped = { ...defaultRetryPolicy, maxElapsedMs: Number.POSITIVE_INFINITY };
+    expect(retryDecision(asked, { ...base, policy: { ...capped, maxRetryAfterMs: 60_000 } })).toEqual({ delayMs: 60_000 });
+    expect(retryDecision(asked, { ...base, policy: { ...capped, maxRetryAfterMs: 59_999 } })).toEqual({ giveUp: 'retry_after_cap' });
+    // "No wait may end after" the deadline: one that ends at it may start.
+    expect(retryDecision(asked, { ...base, policy: { ...capped, deadlineAt: 1_060_000 }, now: 1_000_000 })).toEqual({ delayMs: 60_000 });
+    expect(retryDecision(asked, { ...base, policy: { ...capped, deadlineAt: 1_059_999 }, now: 1_000_000 })).toEqual({ giveUp: 'deadline' });
+  });
 });
 
 describe('retries through the client', () => {
