@@ -62,6 +62,14 @@ describe('minorUnitDigits: ISO 4217 minor units, from ICU where it agrees', () =
     expect(scaleFactor('IQD', 4)).toBe(10n);
   });
 
+  it('scales a currency with as many digits as the scale by 1, refuses one with more, and keys the factor by scale', () => {
+    expect(scaleFactor('CLF', 4)).toBe(1n);
+    expect(scaleFactor('JPY', 4)).toBe(10_000n);
+    expect(scaleFactor('CLF', 3)).toBeUndefined();
+    expect(scaleFactor('EUR', 4)).toBe(100n);
+    expect(scaleFactor('EUR', 2)).toBe(1n);
+  });
+
   it('corrects only to ISO minor units (never a guess of ours), and each correction is a code ISO lists', () => {
     for (const [code, digits] of ISO_MINOR_UNITS_WHERE_ICU_DIFFERS) {
       expect([code, digits]).toEqual([code, ISO_NOT_TWO[code] ?? 2]);
