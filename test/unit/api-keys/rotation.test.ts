@@ -3,10 +3,12 @@ import {
   KeyRotation,
   type KeyRotationDeps,
   KeyRotationError,
+  parseCompanyKeySecret,
   RotationGuardError,
   rotationSettings,
   serializeCompanyKeySecret,
 } from '../../../src/core/api-keys';
+import { apiKeyAuth, createAccountingClient } from '../../../src/core/accounting-api';
 import type { Revocation } from '../../../src/core/api-keys/revocation';
 import {
   type MoveSecretStageInput,
@@ -21,6 +23,7 @@ import { ManualClock } from '../../../src/core/shared/clock';
 import { MemoryLogger } from '../../../src/core/shared/logger';
 import { MemoryMetrics } from '../../../src/core/shared/metrics';
 import { forgetRegisteredSecrets } from '../../../src/core/shared/redact';
+import { BASE_URL, type Handler, fakeTransport, json } from '../accounting-api/fake-transport';
 
 const ARN = 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:acctops/test/company/x/api-key-AbCdEf';
 const NAME = 'acctops/test/company/0b7e4c9a-3f1d-4c2b-9a8e-5d6f7a8b9c0d/api-key';
@@ -209,5 +212,113 @@ describe('KeyRotation: version-stage guards and finishSecret', () => {
   it('takes a grace period only when it outlasts the consumers’ cache', () => {
     expect(() => rotationSettings({ graceMs: 5 * 60_000, consumerCacheTtlMs: 5 * 60_000 })).toThrow('cache TTL');
     expect(rotationSettings({ graceMs: 5 * 60_000 + 1, consumerCacheTtlMs: 5 * 60_000 }).graceMs).toBe(5 * 60_000 + 1);
+  });
+});
+
+const OTHER_COMPANY = '9a8e5d6f-7a8b-4c0d-8b7e-4c9a3f1d4c2b';
+
+/** The service's side of a company's keys: what the key list shows, what was asked of it. */
+class KeyService {
+  readonly keys: { publicId: string; name: string | null; prefix: string; permissions: string[]; revokedAt: string | null }[] = [
+    { publicId: OLD_KEY.apiKeyId, name: 'installed', prefix: 'sbx_OldK', permissions: [...OLD_KEY.permissions], revokedAt: null },
+  ];
+  actsFor = COMPANY;
+  readonly created: { name: string; permissions: string[] }[] = [];
+  readonly revoked: string[] = [];
+
+  readonly handler: Handler = (request, url) => {
+    const page = (results: unknown[]) => json(200, { count: results.length, next: null, previous: null, results });
+    if (url.pathname.endsWith('/companies/')) return page([{ publicId: this.actsFor }]);
+    if (request.method === 'GET') return page(this.keys.map((k) => ({ ...k, createdAt: '2026-11-02T09:00:00Z', expiresAt: null })));
+    if (request.method === 'POST') {
+      const body = JSON.parse(request.body!) as { name: string; permissions: string[] };
+      this.created.push(body);
+      const listed = { publicId: NEW_KEY.apiKeyId, name: body.name, prefix: 'sbx_NewK', permissions: body.permissions, revokedAt: null };
+      this.keys.push(listed);
+      return json(201, { ...listed, createdAt: '2026-11-02T09:00:00Z', expiresAt: null, key: NEW_KEY.apiKey });
+    }
+    const id = url.pathname.split('/').at(-2)!;
+    this.revoked.push(id);
+    for (const k of this.keys) if (k.publicId === id) k.revokedAt = '2026-11-02T09:00:00Z';
+    return { status: 204, headers: { 'x-request-id': 'req_0123abcd' }, body: '' };
+  };
+}
+
+function serviceWorld(pending: CompanyKeySecret | undefined) {
+  const w = world(pending);
+  const service = new KeyService();
+  w.deps.clientFor = (secret) =>
+    createAccountingClient({
+      baseUrl: BASE_URL,
+      credentials: apiKeyAuth(secret.apiKey),
+      transport: fakeTransport(service.handler).transport,
+    });
+  return { ...w, service };
+}
+
+describe('KeyRotation: createSecret and testSecret against the service', () => {
+  afterEach(() => forgetRegisteredSecrets());
+
+  it('createSecret makes one key named after the rotation with the current key’s permissions, and stores it as AWSPENDING', async () => {
+    const w = serviceWorld(undefined);
+    await expect(w.rotation.runStep(event('createSecret'))).resolves.toBe('done');
+    expect(w.service.created).toEqual([{ name: `acctops-rotation-${TOKEN}`, permissions: OLD_KEY.permissions }]);
+    const stored = await w.store.readSecret(ARN, { versionId: TOKEN, stage: SecretStage.pending });
+    expect(parseCompanyKeySecret(stored.value)).toMatchObject({ apiKeyId: NEW_KEY.apiKeyId, companyId: COMPANY });
+    expect(w.store.stagesOf(OLD_VERSION)).toEqual([SecretStage.current]);
+  });
+
+  it('createSecret makes no second key when one of this rotation exists unstored: it revokes that one and fails', async () => {
+    const w = serviceWorld(undefined);
+    w.service.keys.push({
+      publicId: NEW_KEY.apiKeyId,
+      name: `acctops-rotation-${TOKEN}`,
+      prefix: 'sbx_NewK',
+      permissions: [],
+      revokedAt: null,
+    });
+    await expect(w.rotation.runStep(event('createSecret'))).rejects.toMatchObject({ code: 'replacement_key_lost' });
+    expect(w.service.created).toEqual([]);
+    expect(w.service.revoked).toEqual([NEW_KEY.apiKeyId]);
+    expect(w.store.stagesOf(TOKEN)).toEqual([]);
+  });
+
+  it('createSecret makes no key from a current key the service lists as revoked', async () => {
+    const w = serviceWorld(undefined);
+    w.service.keys[0]!.revokedAt = '2026-11-01T09:00:00Z';
+    await expect(w.rotation.runStep(event('createSecret'))).rejects.toMatchObject({ code: 'current_key_unknown' });
+    expect(w.service.created).toEqual([]);
+  });
+
+  it('testSecret passes a pending key that acts for the company with exactly the expected permissions', async () => {
+    const w = serviceWorld(NEW_KEY);
+    w.service.keys.push({
+      publicId: NEW_KEY.apiKeyId,
+      name: `acctops-rotation-${TOKEN}`,
+      prefix: 'sbx_NewK',
+      permissions: ['read_transactions', 'manage_api_keys'],
+      revokedAt: null,
+    });
+    await expect(w.rotation.runStep(event('testSecret'))).resolves.toBe('done');
+    expect(w.service.revoked).toEqual([]);
+  });
+
+  it.each([
+    ['holds other permissions', (s: KeyService) => (s.keys[1]!.permissions = ['read_transactions']), 'permissions_differ'],
+    ['acts for another company', (s: KeyService) => (s.actsFor = OTHER_COMPANY), 'wrong_company'],
+  ])('testSecret refuses a pending key that %s, and the rollback revokes it', async (_, change, code) => {
+    const w = serviceWorld(NEW_KEY);
+    w.service.keys.push({
+      publicId: NEW_KEY.apiKeyId,
+      name: `acctops-rotation-${TOKEN}`,
+      prefix: 'sbx_NewK',
+      permissions: [...NEW_KEY.permissions],
+      revokedAt: null,
+    });
+    change(w.service);
+    await expect(w.rotation.runStep(event('testSecret'))).rejects.toMatchObject({ code, step: 'testSecret' });
+    expect(w.service.revoked).toEqual([NEW_KEY.apiKeyId]);
+    expect(w.store.stagesOf(TOKEN)).toEqual([]);
+    expect(w.store.stagesOf(OLD_VERSION)).toEqual([SecretStage.current]);
   });
 });
