@@ -74,7 +74,7 @@ export function exportCommand(host: CommandHost): Command {
     .option('--company <id>', 'only this company (default: every active company of the registry, `acctops companies list`)', guid)
     .option(
       '--out <dir|s3://bucket/prefix>',
-      'where to write (default: the state directory; direct mode: the current directory)',
+      'where to write (default: the state directory; direct mode: the current directory); the files go under <dir>/exports/company=<id>/period=<YYYY-MM>/ (s3: <prefix>/exports/…), the layout Athena and the manifest read',
       exportTarget,
     )
     .option('--format <list>', `comma-separated formats (default: ${FORMATS.join(',')})`, parseFormats)

@@ -107,7 +107,7 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
       [['keys', 'status', '--help'], [/--company/]],
       [
         ['export', '--help'],
-        [/--month <YYYY-MM>/, /--out/, /--format/, /--base-url/],
+        [/--month <YYYY-MM>/, /--out/, /<dir>\/exports\/company=<id>\/period=<YYYY-MM>\//, /--format/, /--base-url/],
       ],
       [['doctor', '--help'], [/--repair/]],
       [
