@@ -58,7 +58,7 @@ export function renderDoctor(out: Output, report: DoctorReport): void {
       { header: 'GENERATED', value: (c) => (c.manifestError ? 'manifest unreadable' : c.generatedAt) },
       { header: `HAS ${report.exports.expectedPeriod}`, value: (c) => (c.overdue ? 'NO' : 'yes') },
       // Athena reads the symlinks, which follow the manifest: behind it when one could not be written,
-      // or for a moment while a publish writes them.
+      // or for a moment while a publish writes them; in line but empty when a re-export dropped Parquet.
       {
         header: 'ATHENA',
         value: (c) =>
@@ -67,6 +67,7 @@ export function renderDoctor(out: Output, report: DoctorReport): void {
             : [
                 ...(c.staleSymlinks.length > 0 ? [`behind (${c.staleSymlinks.map((s) => s.period).join(', ')})`] : []),
                 ...(c.publishing.length > 0 ? [`publishing (${c.publishing.map((s) => s.period).join(', ')})`] : []),
+                ...(c.athenaEmpty.length > 0 ? [`no rows (${c.athenaEmpty.map((s) => s.period).join(', ')})`] : []),
               ].join(', ') || 'ok',
       },
     ]);

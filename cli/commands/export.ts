@@ -537,6 +537,13 @@ export function renderExport(out: Output, report: ExportReport): void {
       );
     }
   }
+  for (const c of report.companies) {
+    if (!c.athenaEmpty?.length) continue;
+    const formats = [...new Set([...report.formats, 'parquet'])].join(',');
+    out.note(
+      `acctops: note: ${shownCompany(c)}: Athena shows no rows for ${c.athenaEmpty.join(', ')} of ${report.month} until it is exported with --format parquet again (e.g. --format ${formats}): this export wrote no Parquet, and ${c.athenaEmpty.length === 1 ? 'its symlink lists' : 'their symlinks list'} none`,
+    );
+  }
   if (report.monthOpen) {
     out.note(
       `acctops: note: ${report.month} is not over yet: these files hold the month so far, and neither \`acctops doctor\` nor the overdue alarm counts them as its export; export it again once the month has ended (the monthly schedule does)`,

@@ -85,6 +85,7 @@ function completed(summary: PeriodExportSummary): CompanyExportRow {
     ...manifestCounts(summary.manifest),
     defaultCurrency: summary.defaultCurrency,
     staleSymlinks: summary.staleSymlinks,
+    athenaEmpty: emptyAthenaDatasets(summary.manifest),
     error: null,
   };
 }
@@ -678,6 +679,7 @@ export async function exportHealth(
         manifestError: null,
         staleSymlinks: [],
         publishing: [],
+        athenaEmpty: [],
       });
       continue;
     }
@@ -689,20 +691,43 @@ export async function exportHealth(
     } catch (error) {
       // One damaged manifest is a finding about that company, not the end of the whole report.
       if (!(error instanceof ManifestError)) throw error;
-      rows.push({ ...row, manifestError: error.message, staleSymlinks: [], publishing: [] });
+      rows.push({ ...row, manifestError: error.message, staleSymlinks: [], publishing: [], athenaEmpty: [] });
       continue;
     }
     const athena = await athenaBehind(store, last, key, manifest, inFlight);
+    const athenaEmpty = emptySymlinks(last, manifest);
     if (expected.text !== last && !overdue) {
       // Not overdue: its manifest exists and was read. A missing or damaged one is the overdue finding.
       const expectedKey = `${EXPORT_ROOT}/company=${companyId}/period=${expected.text}/${MANIFEST_NAME}`;
-      const other = await athenaBehind(store, expected.text, expectedKey, await readManifest(store, expectedKey), inFlight);
+      const expectedManifest = await readManifest(store, expectedKey);
+      const other = await athenaBehind(store, expected.text, expectedKey, expectedManifest, inFlight);
       athena.stale.push(...other.stale);
       athena.publishing.push(...other.publishing);
+      athenaEmpty.push(...emptySymlinks(expected.text, expectedManifest));
     }
-    rows.push({ ...row, generatedAt: manifest?.generatedAt ?? null, staleSymlinks: athena.stale, publishing: athena.publishing });
+    rows.push({
+      ...row,
+      generatedAt: manifest?.generatedAt ?? null,
+      staleSymlinks: athena.stale,
+      publishing: athena.publishing,
+      athenaEmpty,
+    });
   }
   return { expectedPeriod: expected.text, companies: rows };
+}
+
+/**
+ * The period, with the datasets whose symlink the manifest records with no targets: a symlink that
+ * is in line with its manifest, yet shows Athena no rows (a re-export without Parquet emptied it).
+ */
+function emptySymlinks(period: string, manifest: Manifest | undefined): SymlinksBehind[] {
+  const datasets = emptyAthenaDatasets(manifest);
+  return datasets.length === 0 ? [] : [{ period, datasets }];
+}
+
+/** The datasets whose symlink in `manifest` lists no Parquet: Athena shows no rows of them. */
+export function emptyAthenaDatasets(manifest: Manifest | undefined): string[] {
+  return (manifest?.symlinks ?? []).filter((s) => s.targets.length === 0).map((s) => s.dataset);
 }
 
 /**
@@ -756,6 +781,7 @@ export async function manifestSince(
     defaultCurrency: null,
     // Written right after the manifest by the worker, which logs a failure; `doctor` compares them.
     staleSymlinks: null,
+    athenaEmpty: emptyAthenaDatasets(manifest),
     error: null,
   };
 }

@@ -488,6 +488,12 @@ export interface CompanyExportRow {
    * the CLI did not run the export itself (AWS mode: the worker logs it, `doctor` finds it) or it failed.
    */
   staleSymlinks: string[] | null;
+  /**
+   * Datasets whose Athena symlink this export left listing no Parquet (a re-export with
+   * --replace-formats dropped it): Athena shows no rows of them for the month until it is exported
+   * with Parquet again ([] when none); null when there is no manifest of the run.
+   */
+  athenaEmpty: string[] | null;
   error: CompanyExportError | null;
 }
 
@@ -561,6 +567,8 @@ export interface ExportHealth {
    * what its manifest records, with those datasets (Athena shows an earlier export of them).
    * publishing: the same, where the manifest was committed so recently that a publish may still be
    * writing them (AWS mode: SYMLINK_PUBLISH_WINDOW_MS); not a finding. [] in the local mode.
+   * athenaEmpty: of the same periods, each whose manifest records a symlink listing no Parquet (a
+   * re-export with --replace-formats dropped it), with those datasets: Athena shows no rows of them.
    */
   companies: {
     companyId: string;
@@ -571,6 +579,7 @@ export interface ExportHealth {
     manifestError: string | null;
     staleSymlinks: SymlinksBehind[];
     publishing: SymlinksPublishing[];
+    athenaEmpty: SymlinksBehind[];
   }[];
 }
 

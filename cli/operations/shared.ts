@@ -82,6 +82,7 @@ export const NO_EXPORT_RESULT = {
   transactionsDateTo: null,
   defaultCurrency: null,
   staleSymlinks: null,
+  athenaEmpty: null,
   error: null,
 } as const;
 
@@ -538,6 +539,10 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
       if (c.manifestError)
         out.push(
           `company ${c.companyId}: the manifest of ${c.lastPeriod} is unreadable (${c.manifestError}); restore it, or delete it (the period is then not published) and run \`acctops export --month ${c.lastPeriod} --company ${c.companyId}\``,
+        );
+      for (const empty of c.athenaEmpty)
+        out.push(
+          `company ${c.companyId}: Athena shows no rows of ${empty.datasets.join(', ')} of ${empty.period}: its export has no Parquet of ${empty.datasets.length === 1 ? 'it' : 'them'} (a re-export with --replace-formats dropped it), so ${empty.datasets.length === 1 ? 'its symlink lists' : 'their symlinks list'} nothing: \`acctops export --month ${empty.period} --company ${c.companyId}\` (every format, Parquet included) fills ${empty.datasets.length === 1 ? 'it' : 'them'}`,
         );
       for (const stale of c.staleSymlinks)
         out.push(

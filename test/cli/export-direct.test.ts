@@ -581,6 +581,32 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(replaced.code).toBe(0);
       const after = JSON.parse(await readFile(manifestPath, 'utf8')) as { objects: { format: string }[] };
       expect(after.objects.map((o) => o.format)).toEqual(['csv', 'csv', 'csv']);
+      // The symlinks are emptied, in line with the manifest: Athena shows no rows, which one note says.
+      expect(await readFile(symlinkPath, 'utf8')).toBe('');
+      const athenaNotes = replaced.stderr.split('\n').filter((l) => l.includes('Athena'));
+      expect(athenaNotes).toEqual([
+        `acctops: note: ${companyId}: Athena shows no rows for categories, tax_reports, transactions of ${month} until it is exported with --format parquet again (e.g. --format csv,parquet): this export wrote no Parquet, and their symlinks list none`,
+      ]);
+
+      // Still so on the next export without Parquet; --json carries it as a field, and prints no note.
+      const again = await acctops(
+        ['--json', 'export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'reexport', '--format', 'csv'],
+        {
+          ACCTOPS_API_KEY: key,
+        },
+      );
+      expect(again.code).toBe(0);
+      expect(again.stderr).not.toMatch(/Athena/);
+      const report = JSON.parse(again.stdout) as { companies: { athenaEmpty: string[] | null }[] };
+      expect(report.companies.map((c) => c.athenaEmpty)).toEqual([['categories', 'tax_reports', 'transactions']]);
+
+      // With Parquet again, the symlinks list it, and neither says anything.
+      const restored = await acctops(['--json', 'export', '--base-url', sandbox.baseUrl, '--month', month, '--out', 'reexport'], {
+        ACCTOPS_API_KEY: key,
+      });
+      expect(restored.code).toBe(0);
+      expect((JSON.parse(restored.stdout) as { companies: { athenaEmpty: string[] | null }[] }).companies[0]!.athenaEmpty).toEqual([]);
+      expect(await readFile(symlinkPath, 'utf8')).toMatch(/part-00000\.parquet\n$/);
     });
   });
 });

@@ -6,6 +6,7 @@ const MONTH = '2026-10';
 
 /** The keys every row of `export --json` has, whatever its status (README: an absent value is null). */
 const ROW_KEYS = [
+  'athenaEmpty',
   'companyId',
   'defaultCurrency',
   'duplicatesDropped',

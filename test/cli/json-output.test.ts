@@ -225,6 +225,7 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
     for (const secret of doctor.body.companySecrets) expect(keysOf(secret)).toEqual(['companyId', 'error', 'ok', 'secret']);
     for (const row of doctor.body.exports.companies)
       expect(keysOf(row)).toEqual([
+        'athenaEmpty',
         'companyId',
         'generatedAt',
         'lastPeriod',

@@ -2,7 +2,11 @@ import { fileURLToPath } from 'node:url';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { renderDoctor } from '../../../cli/commands/doctor';
 import { athenaBehind } from '../../../cli/commands/export';
+import type { DoctorReport } from '../../../cli/operations/operations';
+import { findingsOf } from '../../../cli/operations/shared';
+import type { Output } from '../../../cli/output';
 import { exportHealth } from '../../../cli/operations/export-run';
 import { DirObjectStore } from '../../../src/adapters/local/dir-object-store';
 import { manifestKey, symlinkKey } from '../../../src/core/exports/formats/layout';
@@ -25,13 +29,22 @@ describe("the CLI's view of Athena's symlinks", () => {
   let store: DirObjectStore;
   let runs = 0;
 
-  const request = (period: string): PeriodExportRequest => ({
+  const request = (period: string, formats: PeriodExportRequest['formats'] = ['csv', 'parquet']): PeriodExportRequest => ({
     company: COMPANY,
     period,
     sources: { categories: asAsync(CATEGORIES), taxReports: asAsync([]), transactions: asAsync(transactions(20)) },
-    formats: ['csv', 'parquet'],
+    formats,
     sourceBaseUrl: 'https://api.example.test/api/v1',
   });
+  /** A re-export with --replace-formats that drops the Parquet: the symlinks stay, emptied. */
+  const exportCsvOnly = (period: string) =>
+    new PeriodExporter({
+      store,
+      clock: new ManualClock(NOW),
+      logger: silentLogger,
+      toolVersion: '0.1.0',
+      runIds: () => `run-${(runs += 1)}`,
+    }).run({ ...request(period, ['csv']), replaceFormats: true });
   const exportMonth = (period: string) =>
     new PeriodExporter({
       store,
@@ -79,6 +92,50 @@ describe("the CLI's view of Athena's symlinks", () => {
       { period: '2026-11', datasets: ['transactions'] },
       { period: '2026-10', datasets: ['transactions'] },
     ]);
+  });
+
+  it('doctor: a period whose symlinks list no Parquet is reported as showing Athena no rows, and an export with Parquet clears it', async () => {
+    await exportMonth('2026-10');
+    await exportMonth('2026-11');
+    await exportCsvOnly('2026-11');
+    await exportCsvOnly('2026-10');
+    const empty = await exportHealth(store, [COMPANY], NOW, DEFAULT_EXPORT_DEADLINE);
+    // In line with their manifests (not stale), yet empty: the last period and the expected one, named apart.
+    expect(empty.companies[0]).toMatchObject({
+      lastPeriod: '2026-11',
+      staleSymlinks: [],
+      athenaEmpty: [
+        { period: '2026-11', datasets: ['categories', 'tax_reports', 'transactions'] },
+        { period: '2026-10', datasets: ['categories', 'tax_reports', 'transactions'] },
+      ],
+    });
+    const skipped = { skipped: 'not part of this check' };
+    const report = {
+      mode: 'local',
+      checkedAt: '2026-11-05T12:00:00.000Z',
+      health: { probes: [] },
+      tokens: skipped,
+      rotations: skipped,
+      registry: skipped,
+      exports: { expectedPeriod: '2026-10', companies: empty.companies },
+    } as unknown as DoctorReport;
+    expect(findingsOf(report)).toEqual([
+      `company ${COMPANY}: Athena shows no rows of categories, tax_reports, transactions of 2026-11: its export has no Parquet of them (a re-export with --replace-formats dropped it), so their symlinks list nothing: \`acctops export --month 2026-11 --company ${COMPANY}\` (every format, Parquet included) fills them`,
+      `company ${COMPANY}: Athena shows no rows of categories, tax_reports, transactions of 2026-10: its export has no Parquet of them (a re-export with --replace-formats dropped it), so their symlinks list nothing: \`acctops export --month 2026-10 --company ${COMPANY}\` (every format, Parquet included) fills them`,
+    ]);
+    const lines: string[] = [];
+    const output = {
+      line: (l: string) => lines.push(l),
+      table: (rows: unknown[], columns: { header: string; value: (row: unknown) => unknown }[]) => {
+        for (const row of rows) lines.push(columns.map((c) => `${c.header}=${String(c.value(row))}`).join(' '));
+      },
+    };
+    renderDoctor(output as unknown as Output, { ...report, findings: findingsOf(report) });
+    expect(lines).toContainEqual(expect.stringContaining('ATHENA=no rows (2026-11, 2026-10)'));
+
+    await exportMonth('2026-11');
+    await exportMonth('2026-10');
+    expect((await exportHealth(store, [COMPANY], NOW, DEFAULT_EXPORT_DEADLINE)).companies[0]!.athenaEmpty).toEqual([]);
   });
 
   it("interrupt line: names the published periods whose symlinks are not the manifest's, and only those", async () => {
