@@ -68,9 +68,10 @@ export class UnknownNameError extends CliError {
   readonly option: '--user' | '--company';
   readonly id: string;
 
-  constructor(option: '--user' | '--company', id: string, detail: string, hint: string) {
+  /** `message` replaces the usual "no such … in this deployment" where that would not be true. */
+  constructor(option: '--user' | '--company', id: string, detail: string, hint: string, message?: string) {
     const kind = option === '--user' ? 'user' : 'company';
-    super(`${option} ${id}: no such ${kind} in this deployment (${detail})`, {
+    super(message ?? `${option} ${id}: no such ${kind} in this deployment (${detail})`, {
       code: `unknown_${kind}`,
       exitCode: ExitCode.config,
       hint,

@@ -319,14 +319,7 @@ export async function issueKeyLocal(world: LocalWorld, companyId: string, out: s
   try {
     await admin.listApiKeys({ companyId });
   } catch (error) {
-    if (error instanceof SandboxAdminError && error.status === 404) {
-      throw new UnknownNameError(
-        '--company',
-        companyId,
-        'the embedded sandbox has no company of that id',
-        '`acctops companies list` lists the known companies; the embedded sandbox holds the demo companies only',
-      );
-    }
+    if (error instanceof SandboxAdminError && error.status === 404) throw await unknownToSandbox(world, companyId);
     throw error;
   }
   const file = await createKeyFile(out);
@@ -342,6 +335,41 @@ export async function issueKeyLocal(world: LocalWorld, companyId: string, out: s
     throw error;
   }
   return { companyId, keyPrefix: keyPrefix(created.key), out };
+}
+
+/**
+ * The embedded sandbox does not know the company. `companies add` registers any id (its key comes
+ * later), so a company `companies list` lists may still be one the service does not know: the
+ * message says which of the two it is, and the hint names the companies the sandbox does know.
+ */
+async function unknownToSandbox(world: LocalWorld, companyId: string): Promise<UnknownNameError> {
+  const known = (world.sandbox.demo?.companies ?? []).map((c) => `${c.publicId} (${c.name})`);
+  const demo =
+    known.length > 0
+      ? `the embedded sandbox, the local mode's service, knows only its demo companies: ${known.join(', ')}`
+      : "the embedded sandbox, the local mode's service, knows no company";
+  // A damaged registry entry or file is not this command's concern: the sandbox's answer is the refusal.
+  const registered =
+    !world.isDamaged('companies') &&
+    (await world
+      .registry()
+      .get(companyId)
+      .then((c) => c !== null)
+      .catch(() => false));
+  if (!registered)
+    return new UnknownNameError(
+      '--company',
+      companyId,
+      'the embedded sandbox has no company of that id',
+      `${demo}; rehearse with one of them`,
+    );
+  return new UnknownNameError(
+    '--company',
+    companyId,
+    'registered with acctops, unknown to the service',
+    `${demo}; rehearse with one of them (\`acctops local issue-key --company <one of them> --out <file>\`). A company of your own gets its key from its service, in a deployment; \`acctops companies remove --company ${companyId}\` unregisters this one if it was added only to try the local mode`,
+    `--company ${companyId}: registered with acctops (\`acctops companies add\`, which accepts a company before its key), but unknown to the service: the embedded sandbox has no company of that id, so it cannot issue its key`,
+  );
 }
 
 async function localStatusOf(world: LocalWorld): Promise<LocalStatus> {

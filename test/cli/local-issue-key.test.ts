@@ -98,6 +98,27 @@ describe('acctops local issue-key (local mode)', () => {
     await expect(stat(join(work, 'ghost.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
+  it('a company registered with `companies add` but unknown to the service is refused as that, naming the companies the sandbox knows', async () => {
+    const registeredOnly = '1b2c3d4e-5f60-4b7c-8d9e-0f1a2b3c4d5e';
+    expect((await acctops(['companies', 'add', '--company', registeredOnly])).code).toBe(0);
+    expect((await acctops(['companies', 'list'])).stdout).toContain(registeredOnly);
+
+    const refused = await acctops(['local', 'issue-key', '--company', registeredOnly, '--out', 'registered.txt']);
+    expect(refused.code).toBe(3);
+    expect(refused.stdout).toBe('');
+    // Not "no such company in this deployment": `companies list` lists it.
+    expect(refused.stderr).not.toMatch(/no such company/);
+    expect(refused.stderr).toMatch(
+      new RegExp(`--company ${registeredOnly}: registered with acctops \\(\`acctops companies add\`.*\\), but unknown to the service`),
+    );
+    expect(refused.stderr).toContain(company);
+    expect(refused.stderr).toContain(`acctops companies remove --company ${registeredOnly}`);
+    await expect(stat(join(work, 'registered.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
+
+    const json = await acctops(['--json', 'local', 'issue-key', '--company', registeredOnly, '--out', 'registered.txt']);
+    expect(JSON.parse(json.stderr.trim())).toMatchObject({ error: { code: 'unknown_company', exitCode: 3 } });
+  });
+
   it('with a stack named it is exit 3, as every local-mode command: in AWS mode the key comes from the company; no file is written', async () => {
     for (const [args, env] of [
       [['--stack', 'acctops-production'], {}],
