@@ -44,7 +44,11 @@ export function renderDoctor(out: Output, report: DoctorReport): void {
     out.line(`  old key ${r.keyPrefix}… past its grace period: ${r.outcome}${r.error ? `: ${r.error}` : ''}`);
   if (isSkipped(report.rotations)) out.line(`  skipped: ${report.rotations.skipped}`);
   else {
-    out.line(`  ${report.rotations.companies} company(ies) checked, ${report.rotations.findings.length} finding(s)`);
+    // The check counts the key secrets it examined; a registered company without one is a finding, counted apart.
+    const keyless = report.rotations.findings.filter((f) => f.type === 'key_missing').length;
+    out.line(
+      `  ${report.rotations.companies} company key(s) checked${keyless > 0 ? `, ${keyless} registered company(ies) without a key` : ''}, ${report.rotations.findings.length} finding(s)`,
+    );
     for (const f of report.rotations.findings)
       out.line(`  ${f.repaired ? 'repaired' : 'FINDING '} ${f.type} ${f.companyId}${f.keyPrefix ? ` ${f.keyPrefix}…` : ''}: ${f.detail}`);
   }
@@ -56,7 +60,7 @@ export function renderDoctor(out: Output, report: DoctorReport): void {
       { header: 'COMPANY', value: (c) => c.companyId },
       { header: 'LAST PERIOD', value: (c) => c.lastPeriod ?? 'none' },
       { header: 'GENERATED', value: (c) => (c.manifestError ? 'manifest unreadable' : c.generatedAt) },
-      { header: `HAS ${report.exports.expectedPeriod}`, value: (c) => (c.overdue ? 'NO' : 'yes') },
+      { header: `HAS ${report.exports.expectedPeriod}`, value: (c) => `${c.overdue ? 'NO' : 'yes'}${c.keyMissing ? ' (no key)' : ''}` },
       // Athena reads the symlinks, which follow the manifest: behind it when one could not be written,
       // or for a moment while a publish writes them; in line but empty when a re-export dropped Parquet.
       {

@@ -69,6 +69,7 @@ import type {
   Skipped,
   UserList,
 } from './operations';
+import { isSkipped } from './operations';
 import { applyRotationDays, installKey, removeCompany, restoreCompany, type CompanyKeyContext } from './company-keys';
 import { setInstitutionSecret } from './secret-changes';
 import {
@@ -451,7 +452,16 @@ export class AwsOperations implements Operations {
       .then(async (store) => {
         const run = await import('./export-run.ts');
         // The stack's functions may be publishing while the doctor reads: a moment's lag of the symlinks is not a finding.
-        return run.exportHealth(store, await this.exportedCompanies(), now, await this.exportDeadline(), run.deployedPublishes());
+        // Registered companies without a key secret, as the rotation check found them: listed, marked, not exported.
+        const keyMissing = isSkipped(rotations) ? [] : rotations.findings.filter((f) => f.type === 'key_missing').map((f) => f.companyId);
+        return run.exportHealth(
+          store,
+          await this.exportedCompanies(),
+          now,
+          await this.exportDeadline(),
+          run.deployedPublishes(),
+          keyMissing,
+        );
       })
       .catch(skipped);
     const registry = await this.registry()

@@ -649,7 +649,8 @@ export function deployedPublishes(clock: Pick<Clock, 'now'> = systemClock): Publ
  * Each company's newest complete export (a manifest exists), and whether it has the latest month
  * due by `deadline`: the deployed overdue check's deadline, so the two never disagree about which
  * month must exist. Without `inFlight` (the local mode, whose exports run under the state lock the
- * doctor holds), symlinks behind their manifest are always a finding.
+ * doctor holds), symlinks behind their manifest are always a finding. `keyMissing`: active registered
+ * companies without a key secret, listed after `companies` with their exports (if any) and marked.
  */
 export async function exportHealth(
   store: ObjectStore,
@@ -657,10 +658,12 @@ export async function exportHealth(
   now: number,
   deadline: ExportDeadline,
   inFlight?: PublishInFlight,
+  keyMissing: readonly string[] = [],
 ): Promise<ExportHealth> {
   const expected = dueExportPeriod(now, deadline.timeZone, deadline.dueAfterHours);
   const rows: ExportHealth['companies'] = [];
-  for (const companyId of companies) {
+  const keyless = new Set(keyMissing.filter((id) => !companies.includes(id)));
+  for (const companyId of [...companies, ...keyless]) {
     // The expected month's own manifest, as the deployed overdue check judges it: the newest one
     // says nothing about that month, and an on-demand export of a later one would hide it.
     const overdue = !(await periodExported(store, companyId, expected, deadline.timeZone));
@@ -680,11 +683,20 @@ export async function exportHealth(
         staleSymlinks: [],
         publishing: [],
         athenaEmpty: [],
+        keyMissing: keyless.has(companyId),
       });
       continue;
     }
     const key = `${EXPORT_ROOT}/company=${companyId}/period=${last}/${MANIFEST_NAME}`;
-    const row = { companyId, lastPeriod: last, generatedAt: null, manifestUrl: store.url(key), overdue, manifestError: null };
+    const row = {
+      companyId,
+      lastPeriod: last,
+      generatedAt: null,
+      manifestUrl: store.url(key),
+      overdue,
+      manifestError: null,
+      keyMissing: keyless.has(companyId),
+    };
     let manifest: Manifest | undefined;
     try {
       manifest = await readManifest(store, key);

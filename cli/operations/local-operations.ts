@@ -672,7 +672,16 @@ export async function doctorLocal(world: LocalWorld, options: { repair: boolean 
   const withKey = companySecrets.map((s) => s.companyId);
   const keysMissing = world.isDamaged('companies') ? [] : await activeWithoutKey(world.registry(), withKey);
   const exported = withKey.filter((companyId) => !removed.has(companyId));
-  const exports = await (await import('./export-run.ts')).exportHealth(world.exportStore, exported, now(), DEFAULT_EXPORT_DEADLINE);
+  const exports = await (
+    await import('./export-run.ts')
+  ).exportHealth(
+    world.exportStore,
+    exported,
+    now(),
+    DEFAULT_EXPORT_DEADLINE,
+    undefined,
+    keysMissing.map((f) => f.companyId),
+  );
   const partial = {
     mode: 'local' as const,
     checkedAt: iso(now())!,

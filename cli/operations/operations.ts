@@ -580,6 +580,11 @@ export interface ExportHealth {
     staleSymlinks: SymlinksBehind[];
     publishing: SymlinksPublishing[];
     athenaEmpty: SymlinksBehind[];
+    /**
+     * An active registered company without a key secret (the rotation check's `key_missing`): listed
+     * so the table counts every company the monthly export should cover; it cannot be exported.
+     */
+    keyMissing: boolean;
   }[];
 }
 

@@ -548,7 +548,8 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
         out.push(
           `company ${c.companyId}: Athena shows an earlier export of ${stale.datasets.join(', ')} of ${stale.period} than its manifest (their symlinks differ from the ones it records): \`acctops export --month ${stale.period} --company ${c.companyId}\` rewrites them`,
         );
-      if (c.overdue)
+      // Its key_missing finding says why and what to do: an export cannot run before its key is installed.
+      if (c.overdue && !c.keyMissing)
         out.push(
           `company ${c.companyId} has no export of ${report.exports.expectedPeriod} (last: ${c.lastPeriod ?? 'none'}): \`acctops export --month ${report.exports.expectedPeriod} --company ${c.companyId}\``,
         );

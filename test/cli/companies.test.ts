@@ -126,6 +126,19 @@ describe('acctops companies (local mode)', () => {
         ),
       ),
     );
+    // The exports section lists it too, marked; its missing export is said by key_missing alone (no export runs without a key).
+    const exports = (report as unknown as { exports: { companies: { companyId: string; keyMissing: boolean; overdue: boolean }[] } })
+      .exports.companies;
+    expect(exports.map((c) => c.companyId).sort()).toEqual([...demo, id].sort());
+    expect(exports.filter((c) => c.keyMissing).map((c) => c.companyId)).toEqual([id]);
+    expect(report.findings.filter((f) => f.includes(id))).toHaveLength(1);
+
+    // The count says what was checked: the key secrets, and the registered company without one apart.
+    const text = await acctops('doctor');
+    expect(text.stdout).toContain(
+      `  ${demo.length} company key(s) checked, 1 registered company(ies) without a key, ${report.rotations.findings.length} finding(s)`,
+    );
+    expect(text.stdout).toMatch(new RegExp(`^ +${id} +none +.*NO \\(no key\\)`, 'm'));
   });
 
   it('keys status lists an active registered company without a key secret, with `keys install`, in text and --json (exit 5)', async () => {

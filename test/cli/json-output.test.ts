@@ -228,6 +228,7 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
         'athenaEmpty',
         'companyId',
         'generatedAt',
+        'keyMissing',
         'lastPeriod',
         'manifestError',
         'manifestUrl',
