@@ -105,7 +105,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       title: 'Accounting & Invoicing Service API, as served by the acctops sandbox',
       version: '1.0.0-sandbox',
       description:
-        'The operations of /work/shared/spec/accounting-api.md that the sandbox serves, with the choices of docs/assumptions.md ' +
+        "The operations of the service's API description (accounting-api.md, the service owners' document, not part of this repository) that the sandbox serves, with the choices of docs/assumptions.md " +
         'where the spec says "not shown" (error envelope, institution response bodies, API-key management paths). ' +
         'It describes the default dialect; the minimal dialect (startSandbox({ dialect: "minimal" })) answers in other shapes, ' +
         'listed in docs/assumptions.md, "The minimal dialect". ' +
