@@ -52,6 +52,8 @@ export interface DemoReport {
   keyChecks: KeyCheck[];
   exports: ExportReport;
   exportsDir: string;
+  /** How far the local clock is ahead of the system clock when the demo ends (this run's moves and earlier ones). */
+  clockAheadMs: number;
   durationMs: number;
 }
 
@@ -128,6 +130,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       // The CLI finds this state only where it looks by default; elsewhere each command must name it.
       const cli = `npx acctops${world.stateDir === resolve(DEFAULT_STATE_DIR) ? '' : ` --state-dir ${shellQuote(world.stateDir)}`}`;
       out.line(`  next          ${cli} users list | ${cli} keys status | ${cli} doctor | npx acctops --help`);
+      // Otherwise only `local status` says so, and every later command shows times in the future.
+      const clockAheadMs = world.clock.offsetMs;
+      if (clockAheadMs > 0)
+        out.line(
+          `  clock         the local clock is ${Math.round(clockAheadMs / 60_000)} min ahead of the system clock (the demo moved it instead of waiting), so later commands show times in the future; \`${cli} local reset-clock\` puts it back`,
+        );
       return {
         stateDir: world.stateDir,
         created: world.created,
@@ -137,6 +145,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
         keyChecks,
         exports,
         exportsDir,
+        clockAheadMs,
         durationMs: Date.now() - started,
       };
     },

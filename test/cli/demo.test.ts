@@ -69,6 +69,15 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(text).toMatch(/1\. Onboard the demo users/);
       expect(text).toMatch(/4\. Export last month for every company/);
       expect(text).toContain(first.exportsDir);
+      // 20 minutes of refreshes and the grace period plus a minute, in 5-minute ticks: said at the end, with the way back.
+      expect(first.clockAheadMs).toBeGreaterThanOrEqual(20 * 60_000);
+      const minutes = Math.round(first.clockAheadMs / 60_000);
+      expect(text).toContain(
+        `  clock         the local clock is ${minutes} min ahead of the system clock (the demo moved it instead of waiting), so later commands show times in the future; \`npx acctops --state-dir ${shellQuote(state.dir)} local reset-clock\` puts it back`,
+      );
+      // A second run moves it further: the line counts every move, not this run's alone.
+      expect(second.clockAheadMs).toBeGreaterThan(first.clockAheadMs);
+      expect(text).toContain(`the local clock is ${Math.round(second.clockAheadMs / 60_000)} min ahead`);
     });
 
     it('a second run is idempotent: no duplicate users, one live rotated key per company, exports with the same checksums', async () => {
@@ -127,6 +136,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       // Not the directory the CLI looks in by default: the suggested commands name it.
       expect(stdout).toContain(`next          npx acctops --state-dir ${shellQuote(state.dir)} users list | `);
       expect(stdout).toMatch(/Finished in \d+\.\d s\./);
+      expect(stdout).toMatch(
+        /the local clock is \d+ min ahead of the system clock .*`npx acctops --state-dir .* local reset-clock` puts it back/,
+      );
       // Notes only: they go to stderr, as every note; none about tax reports, which each dialect's names date.
       expect(stderr.split('\n').filter((line) => line !== '' && !line.startsWith('acctops: note: '))).toEqual([]);
       expect(stderr).not.toContain('tax report(s)');
