@@ -163,6 +163,20 @@ describe('receiveExportWebhook', () => {
     expect(metrics.sum('WebhookUnsigned')).toBe(unsigned ? 1 : 0);
   });
 
+  it('accepts a timestamp exactly 5 minutes old or ahead and a body of exactly 64 KiB: both limits are inclusive', async () => {
+    const { receive } = harness();
+    const seconds = Math.floor(NOW / 1000);
+    expect((await receive(signed(body(), { timestamp: seconds - 300 }))).status).toBe(202);
+    expect((await receive(signed(body(), { timestamp: seconds + 300 }))).status).toBe(202);
+    // JSON allows trailing whitespace: a valid request padded to the limit, then one byte beyond it.
+    const text = body();
+    const atLimit = text + ' '.repeat(64 * 1024 - Buffer.byteLength(text));
+    expect(Buffer.byteLength(atLimit)).toBe(65_536);
+    expect((await receive(signed(atLimit))).status).toBe(202);
+    const overLimit = body();
+    expect((await receive(signed(overLimit + ' '.repeat(64 * 1024 + 1 - Buffer.byteLength(overLimit))))).status).toBe(413);
+  });
+
   it('checks in order: signature before timestamp, timestamp before the event id, the event id before the body', async () => {
     const { receive } = harness();
     const stale = Math.floor(NOW / 1000) - 3600;
@@ -458,6 +472,49 @@ describe('webhookSecretsFromStore', () => {
     };
     return { store, reads };
   }
+
+  function storeOf(current: string, previous: () => Promise<string>): Pick<SecretStore, 'readSecret'> {
+    return {
+      readSecret: async (secretId, selector) => {
+        const stage = selector?.stage ?? SecretStage.current;
+        const value = stage === SecretStage.current ? current : await previous();
+        return { secretArn: secretId, name: 'webhook', versionId: `v-${stage}`, value, stages: [stage] };
+      },
+    };
+  }
+  const noPrevious = () => Promise.reject(new SecretNotFoundError('no such version', { secretId: 'arn:webhook' }));
+
+  it('takes a secret of exactly 32 characters and refuses one of 31', async () => {
+    const clock = new ManualClock(NOW);
+    const exact = 'a'.repeat(32);
+    await expect(webhookSecretsFromStore(storeOf(exact, noPrevious), 'arn:webhook', { clock }).signingSecrets()).resolves.toEqual([exact]);
+    await expect(webhookSecretsFromStore(storeOf('a'.repeat(31), noPrevious), 'arn:webhook', { clock }).signingSecrets()).rejects.toThrow(
+      /at least 32 characters/,
+    );
+  });
+
+  it('trims a stored secret (a value saved with its newline), so the sender’s signature with the secret itself verifies', async () => {
+    const clock = new ManualClock(NOW);
+    const secrets = webhookSecretsFromStore(storeOf(`${LONG}\n`, noPrevious), 'arn:webhook', { clock });
+    await expect(secrets.signingSecrets()).resolves.toEqual([LONG]);
+    // Whitespace does not count towards the minimum length.
+    const padded = webhookSecretsFromStore(storeOf(`${'a'.repeat(31)}\n `, noPrevious), 'arn:webhook', { clock });
+    await expect(padded.signingSecrets()).rejects.toThrow(/at least 32 characters/);
+  });
+
+  it('fails when AWSPREVIOUS cannot be read for another reason than its absence (a 503, not a 401 for the old secret)', async () => {
+    const clock = new ManualClock(NOW);
+    let fail = true;
+    const secrets = webhookSecretsFromStore(
+      storeOf(LONG, () => (fail ? Promise.reject(new Error('throttled')) : Promise.resolve(OLDER))),
+      'arn:webhook',
+      { clock, ttlMs: 300_000 },
+    );
+    await expect(secrets.signingSecrets()).rejects.toThrow('throttled');
+    // Not remembered as "no previous version": the next request reads it again.
+    fail = false;
+    await expect(secrets.signingSecrets()).resolves.toEqual([LONG, OLDER]);
+  });
 
   it('reads a missing AWSPREVIOUS once per TTL, as the current one, not on every request', async () => {
     const clock = new ManualClock(NOW);
