@@ -131,6 +131,16 @@ describe('lockStateDir: a lock whose pid is now another process is stale', () =>
     },
   );
 
+  it('a live pid recorded without a start time (written where /proc could not be read) still holds', async () => {
+    await writeFile(lockFile(), JSON.stringify({ pid: other.pid, start: null, boot: null }));
+    await expect(lockStateDir(dir)).rejects.toBeInstanceOf(StateLockedError);
+  });
+
+  it('a lock naming this very process (its pid reused after a restart, no start time to tell) is taken over', async () => {
+    await writeFile(lockFile(), JSON.stringify({ pid: process.pid, start: null, boot: null }));
+    expect((await takesIt()).pid).toBe(process.pid);
+  });
+
   it('an old bare-pid lock of a live node process written after it started still holds', async () => {
     await writeFile(lockFile(), String(other.pid));
     await expect(lockStateDir(dir)).rejects.toBeInstanceOf(StateLockedError);
