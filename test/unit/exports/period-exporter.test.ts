@@ -937,6 +937,23 @@ describe('PeriodExporter', () => {
       expect(store.puts).toEqual([MANIFEST]);
       expect((await listKeys(dir)).filter((k) => k.includes('run=run-a'))).toEqual([]);
     });
+
+    it('a race inside the switch of a period exported before is caught by the manifest version the run started from', async () => {
+      await exporter('run-0').run(request());
+      // Both start from run-0's manifest; run-b replaces it right before run-a's manifest write.
+      store.beforePut = async (key) => {
+        expect(key).toBe(MANIFEST);
+        await exporter('run-b', dir).run(request());
+      };
+      const error = await exporter('run-a')
+        .run(request())
+        .catch((e: unknown) => e);
+      expect((error as PeriodExportError).cause).toBeInstanceOf(ConcurrentExportError);
+      const manifest = (await readManifest(dir, MANIFEST))!;
+      expect(manifest.runId).toBe('run-b');
+      for (const object of manifest.objects) expect(await dir.head(object.key)).toBeDefined();
+      expect((await listKeys(dir)).filter((k) => k.includes('run=run-a'))).toEqual([]);
+    });
   });
 
   describe('garbage collection', () => {
