@@ -49,6 +49,22 @@ describe('registryAllowlist (the webhook tenant list from the company registry)'
     expect(gets()).toBe(2);
   });
 
+  it('keeps at most maxEntries answers: past it the cache starts over, so an answer is read again', async () => {
+    const { gets, registry } = await setup();
+    let reads = 0;
+    const counted = { get: (id: string) => (reads++, registry.get(id)) };
+    const allowlist = registryAllowlist(counted, { clock: new ManualClock(Date.UTC(2026, 10, 1)), maxEntries: 2 });
+    expect(await allowlist.allows(ACTIVE)).toBe(true);
+    expect(await allowlist.allows(REMOVED)).toBe(false);
+    expect(await allowlist.allows(ACTIVE)).toBe(true);
+    expect(reads).toBe(2);
+    // A third company: the cache is cleared before it is kept, and ACTIVE is asked for again.
+    expect(await allowlist.allows(UNKNOWN)).toBe(false);
+    expect(await allowlist.allows(ACTIVE)).toBe(true);
+    expect(reads).toBe(4);
+    expect(gets()).toBe(0);
+  });
+
   it('propagates a registry failure (the webhook answers 503, not 403)', async () => {
     const allowlist = registryAllowlist({ get: () => Promise.reject(new Error('throttled')) }, { clock: new ManualClock(0) });
     await expect(allowlist.allows(ACTIVE)).rejects.toThrow('throttled');
