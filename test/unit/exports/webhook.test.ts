@@ -124,6 +124,16 @@ describe('receiveExportWebhook', () => {
       'signature_missing',
       () => signed(body(), { headers: { [WEBHOOK_HEADERS.signature]: 'v0=abc' } }),
     ],
+    [
+      'a valid HMAC under another scheme name',
+      401,
+      'signature_missing',
+      () => {
+        const text = body();
+        const timestamp = Math.floor(NOW / 1000);
+        return signed(text, { headers: { [WEBHOOK_HEADERS.signature]: signWebhook(SECRET, timestamp, text).replace(/^v1=/, 'v0=') } });
+      },
+    ],
     ['no timestamp', 401, 'signature_missing', () => signed(body(), { headers: { [WEBHOOK_HEADERS.timestamp]: undefined } })],
     [
       'a timestamp 5 minutes and 1 second old',
