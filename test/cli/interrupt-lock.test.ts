@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
-import { readdir } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { ownIdentity, startOf } from '../../src/adapters/local/process-identity';
 import { ACCTOPS_BIN, cliEnv, parseJson, useCliState, type CliResult } from '../helpers/cli';
 
 /** Makes the binary signal itself at a named point of its run (the lock taken, a file read or saved). */
@@ -184,6 +185,26 @@ describe('acctops: a signal while the state lock is held releases it', () => {
     const doctor = parseJson<{ rotations: { findings: unknown[] }; companySecrets: { ok: boolean }[] }>(await acctops('--json', 'doctor'));
     expect(doctor.rotations.findings).toEqual([]);
     expect(doctor.companySecrets.every((c) => c.ok)).toBe(true);
+  });
+
+  it('a signal while the command is being refused the lock leaves the running holder’s lock in place', async () => {
+    // A live process that is not this suite: the holder a running command would be.
+    const holder = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    try {
+      const lock = join(state.dir, 'lock');
+      const held = JSON.stringify({ pid: holder.pid, start: startOf(holder.pid!) ?? null, boot: ownIdentity().boot ?? null });
+      await writeFile(lock, held);
+      const run = await signalledAt('lock-refused', 'SIGINT', ['users', 'list']);
+      expect(run.killedBy).toBeNull();
+      expect(run.code).toBe(130);
+      expect(await readFile(lock, 'utf8')).toBe(held);
+      // Nor its own temporary lock file.
+      expect(await lockFiles()).toEqual(['lock']);
+      expect(await temporaries()).toEqual([]);
+    } finally {
+      holder.kill();
+      await rm(join(state.dir, 'lock'), { force: true });
+    }
   });
 
   // Last: the reset deletes the suite's state.

@@ -5,6 +5,8 @@
  * run, so that the signal lands there with no timing in the test:
  *
  * - `lock`: the moment the state lock is taken (the link of its temporary file to `<dir>/lock`);
+ * - `lock-refused`: the moment that link fails because another command holds the lock; the
+ *   process then stays there (the link never answers) until the signal's handler ends it;
  * - `read:<file>`: the moment `<file>` (`secrets.json`, …) has been read, the first time (while the world opens);
  * - `saved:<file>`: the moment `<file>` (`sandbox.json`, …) is renamed into place, the first time;
  * - `open:<file>`: the moment the temporary file of a write of `<file>` is about to be created, the
@@ -33,6 +35,17 @@ if (plan) {
       const result = await link.call(this, existing, target);
       if (basename(String(target)) === 'lock') send();
       return result;
+    };
+  } else if (plan.at === 'lock-refused') {
+    const link = fsPromises.link;
+    fsPromises.link = async function (existing, target) {
+      try {
+        return await link.call(this, existing, target);
+      } catch (error) {
+        if (basename(String(target)) !== 'lock' || error.code !== 'EEXIST') throw error;
+        send();
+        return new Promise(() => undefined);
+      }
     };
   } else if (typeof plan.at === 'string' && plan.at.startsWith('read:')) {
     const file = plan.at.slice('read:'.length);
