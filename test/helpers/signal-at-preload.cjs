@@ -42,8 +42,13 @@ if (plan) {
       try {
         return await link.call(this, existing, target);
       } catch (error) {
-        if (basename(String(target)) !== 'lock' || error.code !== 'EEXIST') throw error;
-        send();
+        if (sent || basename(String(target)) !== 'lock' || error.code !== 'EEXIST') throw error;
+        sent = true;
+        // Neither a signal listener nor a promise that never settles keeps a process alive: without
+        // this timer the process ended (code 0) before the signal was dispatched. The handler's
+        // process.exit ends it.
+        setInterval(() => undefined, 1000);
+        process.kill(process.pid, plan.signal);
         return new Promise(() => undefined);
       }
     };
