@@ -54,3 +54,8 @@ export function shownLocation(url: string): string {
     return url;
   }
 }
+
+/** A sentence from text that may already end in a full stop (an error's message): one full stop, never two. */
+export function sentence(text: string): string {
+  return /[.!?]$/.test(text) ? text : `${text}.`;
+}

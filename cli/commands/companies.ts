@@ -4,7 +4,7 @@ import { ROTATION_DAYS } from '../../src/core/companies/company-registry';
 import { DEFAULT_CURRENCY } from '../../src/core/exports/formats/currency';
 import { FORMATS, type ExportFormat } from '../../src/core/exports/formats/datasets';
 import { currencyCode, formats, guid } from '../args';
-import type { KeyRotationChange } from '../operations/operations';
+import type { CompanyRemoval, KeyRotationChange } from '../operations/operations';
 import { damagedEntryRepair } from '../errors';
 import type { CommandHost } from './host';
 import { issuesText } from '../../src/core/shared/errors';
@@ -99,7 +99,8 @@ export function companiesCommand(host: CommandHost): Command {
     .command('remove')
     .description(
       'Stop exporting a company and rotating its key: the registry marks it removed, its key secret stops rotating and is scheduled for deletion ' +
-        'with a recovery window (one the stack imports is kept) (undo: `companies restore`).',
+        'with a recovery window (one the stack imports is kept) (undo: `companies restore`). ' +
+        'Its current key and old keys pending revocation stay valid at the service unless --revoke-keys revokes them first.',
     )
     .requiredOption('--company <uuid>', "the company's publicId", guid)
     .option(
@@ -108,14 +109,19 @@ export function companiesCommand(host: CommandHost): Command {
       recoveryDays,
       RECOVERY_WINDOW_DAYS.default,
     )
+    .option(
+      '--revoke-keys',
+      'first revoke at the service the old keys pending revocation, then the current key; if one fails, nothing is removed (exit 5). ' +
+        'The company then holds no valid key acctops gave out or knows of',
+    )
     .action(
-      host.run(async (session, opts: { company: string; recoveryDays: number }) => {
+      host.run(async (session, opts: { company: string; recoveryDays: number; revokeKeys?: boolean }) => {
         // An unknown company is exit 3 (UnknownNameError), as in every command that names one.
-        const { result, company, key } = await (
+        const { result, company, key, keys } = await (
           await session.operations()
-        ).removeCompany(opts.company, { recoveryDays: opts.recoveryDays });
+        ).removeCompany(opts.company, { recoveryDays: opts.recoveryDays, revokeKeys: opts.revokeKeys === true });
         const undo = `acctops companies restore --company ${company.companyId}`;
-        session.out.result({ result, company, key, undo }, () => {
+        session.out.result({ result, company, key, keys, undo }, () => {
           session.out.line(
             `Company ${company.companyId}: ${result.replace('_', ' ')}; the monthly export leaves it out from the next run on.`,
           );
@@ -143,6 +149,7 @@ export function companiesCommand(host: CommandHost): Command {
               `  Key secret ${key.secret}: rotation ${key.rotationStopped ? 'stopped' : 'was off'}; deleted for good on ${key.deletionDate ?? `in ${key.recoveryWindowDays} days`} unless restored.`,
             );
           }
+          for (const line of removedKeysLines(company.companyId, keys)) session.out.line(line);
           // One undo for both modes: restore brings back the registry entry, the secret and its rotation together.
           session.out.line(
             key.result === 'kept_imported'
@@ -183,4 +190,28 @@ export function companiesCommand(host: CommandHost): Command {
     );
 
   return companies;
+}
+
+/**
+ * The company's keys at its removal (decision 105): revoked by --revoke-keys, or named with the way
+ * to revoke them, since once the secret is deleted nothing holds a key that can.
+ */
+export function removedKeysLines(companyId: string, keys: CompanyRemoval['keys']): string[] {
+  if (keys.revoked !== null) {
+    return keys.revoked.map((k) =>
+      k.keyPrefix === keys.current?.keyPrefix && k.apiKeyId === keys.current.apiKeyId
+        ? `  Current key ${k.keyPrefix}… revoked at the service.`
+        : `  Old key ${k.keyPrefix}…, pending revocation: ${k.outcome}.`,
+    );
+  }
+  const way =
+    `revoke them before the secret is deleted: \`acctops companies restore --company ${companyId}\`, ` +
+    `then \`acctops companies remove --company ${companyId} --revoke-keys\``;
+  if (keys.unread !== null) return [`  Its keys could not be read (${keys.unread}): any it has stay valid at the service; ${way}.`];
+  if (keys.current === null) return [];
+  const pending = keys.pending.map((k) => `${k.keyPrefix}… (revocation due ${k.revokeAt})`);
+  return [
+    `  Its current key ${keys.current.keyPrefix}…${pending.length > 0 ? ` and the old key(s) pending revocation ${pending.join(', ')}` : ''} ` +
+      `stay valid at the service${pending.length > 0 ? ' (the pending revocations fail while the secret is scheduled for deletion)' : ''}; ${way}.`,
+  ];
 }

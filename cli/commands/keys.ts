@@ -3,7 +3,7 @@ import { AuthenticationError } from '../../src/core/accounting-api';
 import { guid, keyPrefixArg } from '../args';
 import { apiKeyFromEnv, CliError, UsageError } from '../errors';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
-import { relative } from '../format';
+import { relative, sentence } from '../format';
 import { interruptExitCode, speak } from '../interrupt';
 import type {
   CancelRotationReport,
@@ -175,7 +175,7 @@ export function keysCommand(host: CommandHost): Command {
 
 export function renderRotate(out: Output, report: RotateReport): void {
   for (const r of report.revokedBefore ?? [])
-    out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}${r.error ? `: ${r.error}` : ''}.`);
+    out.line(sentence(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}${r.error ? `: ${r.error}` : ''}`));
   out.line(`Rotation of ${report.secret} (company ${report.companyId}): ${report.state}`);
   if (report.previousKeyPrefix && report.keyPrefix && report.previousKeyPrefix !== report.keyPrefix) {
     out.line(`  key ${report.previousKeyPrefix}… -> ${report.keyPrefix}…`);
@@ -228,7 +228,7 @@ export function renderRevokePending(out: Output, report: RevokePendingReport): v
 export function renderStatus(out: Output, report: KeyStatusReport): void {
   const now = Date.parse(report.now);
   for (const r of report.revokedBefore ?? [])
-    out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}${r.error ? `: ${r.error}` : ''}.`);
+    out.line(sentence(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}${r.error ? `: ${r.error}` : ''}`));
   out.table(
     report.companies,
     [
@@ -307,8 +307,24 @@ export function renderInstall(out: Output, report: KeysInstallReport): void {
     already_on: `rotation already on, every ${report.rotationDays} days`,
     stack_managed: "rotation stays with the stack's RotationSchedule (an imported secret)",
   }[report.rotation];
-  out.line(`  ${rotation}; the previous key, if any, stays valid at the service until it is revoked.`);
+  out.line(`  ${rotation}.`);
+  const replaced = report.replacedKey;
+  if (replaced !== null) out.line(replacedKeyLine(report.companyId, replaced));
   out.line(encryptionLine(report));
+}
+
+/**
+ * The key an install replaced: nothing schedules its revocation, so the line names it and the
+ * command that revokes it now, and says when anything else would (decision 105).
+ */
+function replacedKeyLine(companyId: string, replaced: NonNullable<KeysInstallReport['replacedKey']>): string {
+  if (replaced.live === false) return `  the key it replaced, ${replaced.keyPrefix}…, is already revoked at the service.`;
+  return (
+    `  the key it replaced, ${replaced.keyPrefix}…, stays valid at the service${replaced.live === null ? ' (the key list could not be read to check)' : ''}: ` +
+    `revoke it now with \`acctops keys revoke-pending --company ${companyId} --prefix ${replaced.keyPrefix}\`. ` +
+    'No revocation is scheduled for it: otherwise only `acctops doctor --repair` (deployed, also the scheduled check-key-rotations) revokes it, ' +
+    "as revocation_overdue, once the secret's last rotation is more than the grace period ago (never, if the secret has not rotated yet)."
+  );
 }
 
 function encryptionLine({ encryption }: Pick<KeysInstallReport, 'encryption'>): string {

@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { duration, filePath, guid } from '../args';
 import { UsageError } from '../errors';
 import { ExitCode } from '../exit-codes';
-import { shellQuote } from '../format';
+import { sentence, shellQuote } from '../format';
 import { DEFAULT_STATE_DIR, resetStateDir, resolveStateDir, takenOverLockNote } from '../local/state-dir';
 import type { CommandHost } from './host';
 import { issuesText } from '../../src/core/shared/errors';
@@ -84,10 +84,12 @@ export function localCommand(host: CommandHost): Command {
           );
         }
         const result = await (await session.operations()).advanceClock(opts.by);
+        // A revocation that failed leaves an old key valid past its grace period: partly done.
+        if (result.revoked.some((r) => r.error !== null)) session.partial();
         session.out.result(result, () => {
           session.out.line(`Local clock is now ${result.now}.`);
           for (const r of result.revoked)
-            session.out.line(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}${r.error ? `: ${r.error}` : ''}.`);
+            session.out.line(sentence(`Old key ${r.keyPrefix}… past its grace period: ${r.outcome}${r.error ? `: ${r.error}` : ''}`));
         });
       }),
     );

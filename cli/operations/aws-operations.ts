@@ -586,8 +586,20 @@ export class AwsOperations implements Operations {
     return listCompanies(await this.registry(), options, 'aws');
   }
 
-  async removeCompany(companyId: string, options: { recoveryDays: number }) {
-    return removeCompany(await this.registry(), Date.now(), () => this.companySecrets(), companyId, options.recoveryDays);
+  async removeCompany(companyId: string, options: { recoveryDays: number; revokeKeys?: boolean }) {
+    return removeCompany(
+      await this.registry(),
+      Date.now(),
+      () => this.companySecrets(),
+      companyId,
+      options.recoveryDays,
+      async () => {
+        const store = this.clients.secrets();
+        const directory = taggedKeyDirectory(store, this.directoryOptions);
+        return { find: (id: string) => directory.find(id), deps: await this.revokeNowDeps(store, await this.baseUrl()) };
+      },
+      options.revokeKeys === true,
+    );
   }
 
   async restoreCompany(companyId: string) {

@@ -3,8 +3,12 @@ import {
   companyKeySecretName,
   CompanyKeyNotFoundError,
   installCompanyKeySecret,
+  listKeys,
+  parseCompanyKeySecret,
   retireCompanyKeySecret,
+  revokePendingKeys,
   secretEncryption,
+  type RevokeNowDeps,
   type CompanyKeyDirectory,
   type CompanyKeyEntry,
   type CompanyKeySecret,
@@ -12,10 +16,11 @@ import {
   type SecretLifecycle,
 } from '../../src/core/api-keys';
 import { CompanyNotRegisteredError, type CompanyRegistry, type RegisteredCompany } from '../../src/core/companies/company-registry';
-import type { SecretStore } from '../../src/core/ports/secrets';
+import { SecretScheduledForDeletionError, SecretStage, type SecretStore } from '../../src/core/ports/secrets';
 import type { Clock } from '../../src/core/shared/clock';
-import { CompanyRemovedError, unknownCompany } from '../errors';
-import type { CompanyRemoval, CompanyRestore, KeyRotationChange, KeysInstallReport } from './operations';
+import { CliError, CompanyRemovedError, describeError, unknownCompany } from '../errors';
+import { ExitCode } from '../exit-codes';
+import type { CompanyRemoval, CompanyRestore, KeyRotationChange, KeysInstallReport, RevokedNowRow } from './operations';
 import { installCompanyKey, verifyCompanyKey } from './secret-changes';
 import { companyRow } from './shared';
 
@@ -62,6 +67,7 @@ export async function installKey(
   const described = { keyPrefix: key.keyPrefix, apiKeyId: key.apiKeyId, permissions: key.permissions };
   if (imported !== undefined) {
     // An imported secret keeps its name and its stack-owned RotationSchedule: store the key only.
+    const held = await heldKey(ctx.store, imported.secretId);
     const change = await installCompanyKey({ ...ctx, directory: ctx.directory }, id, apiKey);
     const description = await ctx.lifecycle.describe(imported.secretId);
     const encryption = secretEncryption(description ?? {});
@@ -75,12 +81,49 @@ export async function installKey(
       noop: false,
       encryption: { ...encryption, stageMustNameKey: !encryption.awsManagedKey },
       ...described,
+      replacedKey: await replacedKeyRow(ctx, key, held !== undefined && held.apiKeyId !== key.apiKeyId ? held : null),
     };
   }
   const outcome = await installCompanyKeySecret(ctx.lifecycle, ctx.target, key, registered?.rotationDays ?? ctx.defaultRotationDays);
   // A secret under acctops's name is created with the stack's secrets key (by the stack or by
   // CreateSecret above), which the stack grants by that name and the stage's tags.
-  return { ...outcome, encryption: { ...outcome.encryption, stageMustNameKey: false }, ...described };
+  return {
+    ...outcome,
+    encryption: { ...outcome.encryption, stageMustNameKey: false },
+    ...described,
+    replacedKey: await replacedKeyRow(ctx, key, outcome.replacedKey),
+  };
+}
+
+/** The key a secret holds now, by id and prefix; undefined when it holds none that parses (a placeholder). */
+async function heldKey(store: SecretStore, secretId: string): Promise<Pick<CompanyKeySecret, 'apiKeyId' | 'keyPrefix'> | undefined> {
+  try {
+    const held = parseCompanyKeySecret((await store.readSecret(secretId, { stage: SecretStage.current })).value);
+    return { apiKeyId: held.apiKeyId, keyPrefix: held.keyPrefix };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The key an install replaced, and whether the service still lists it live (read with the key just
+ * installed; null when the list cannot be read). No revocation is scheduled for it: the report
+ * names it and `keys revoke-pending --prefix` revokes it now (decision 105).
+ */
+async function replacedKeyRow(
+  ctx: CompanyKeyContext,
+  installed: CompanyKeySecret,
+  replaced: Pick<CompanyKeySecret, 'apiKeyId' | 'keyPrefix'> | null,
+): Promise<KeysInstallReport['replacedKey']> {
+  if (replaced === null) return null;
+  let live: boolean | null = null;
+  try {
+    const listed = (await listKeys(ctx.clientFor(installed))).find((k) => k.publicId === replaced.apiKeyId);
+    live = listed !== undefined && listed.revokedAt === null;
+  } catch {
+    live = null; // the install is done; only the wording of its line depends on this
+  }
+  return { apiKeyId: replaced.apiKeyId, keyPrefix: replaced.keyPrefix, live };
 }
 
 /**
@@ -94,7 +137,15 @@ export async function removeCompany(
   secrets: () => { stage: string; lifecycle: SecretLifecycle; directory: Pick<CompanyKeyDirectory, 'find'> },
   companyId: string,
   recoveryDays: number,
+  keyAccess: () => Promise<RemovalKeyAccess>,
+  revokeKeys = false,
 ): Promise<CompanyRemoval> {
+  // Read (and with --revoke-keys revoked) before anything changes: once the secret is scheduled for
+  // deletion nothing can read the company's current key, the only credential that can revoke its keys.
+  const keys = await keysAtRemoval(keyAccess, companyId, revokeKeys, async () => {
+    const { stage, lifecycle } = secrets();
+    return (await lifecycle.describe(companyKeySecretName(stage, companyId.toLowerCase())))?.deletedAt !== undefined;
+  });
   let removed;
   try {
     removed = await registry.remove(companyId, now);
@@ -112,7 +163,101 @@ export async function removeCompany(
   if (key.result === 'scheduled' && key.deletionDate !== null && key.recoveryWindowDays !== null) {
     await registry.recordKeyDeletion(id, { deletionDate: key.deletionDate, recoveryWindowDays: key.recoveryWindowDays }, now);
   }
-  return { result: removed.result, company: companyRow(removed.company), key };
+  return { result: removed.result, company: companyRow(removed.company), key, keys };
+}
+
+/** What `companies remove` needs to name and revoke the company's keys: its key secret, and the deps of a revocation. */
+export interface RemovalKeyAccess {
+  find(companyId: string): Promise<CompanyKeyEntry>;
+  deps: RevokeNowDeps;
+}
+
+/**
+ * The company's keys still valid at the service when it is removed: the current key and the old
+ * keys pending revocation, by prefix. With `revoke`, the pending ones are revoked now (with the
+ * current key), then the current key itself, last since it is the credential; any failure stops the
+ * removal (exit 5, nothing removed): a company removed with a valid key nothing names is what
+ * decision 105 ends. Without `revoke`, a key secret that cannot be read only leaves `unread` set.
+ */
+async function keysAtRemoval(
+  access: () => Promise<RemovalKeyAccess>,
+  companyId: string,
+  revoke: boolean,
+  scheduledForDeletion: () => Promise<boolean>,
+): Promise<CompanyRemoval['keys']> {
+  const id = companyId.toLowerCase();
+  let entry: CompanyKeyEntry | undefined;
+  let deps: RevokeNowDeps;
+  let current: CompanyKeySecret;
+  try {
+    const found = await access();
+    deps = found.deps;
+    entry = await findByTag(found, id);
+    if (entry === undefined) {
+      // The directory lists no secret scheduled for deletion: an earlier remove's, whose keys may live on.
+      if (await scheduledForDeletion()) throw new SecretScheduledForDeletionError('scheduled for deletion', { secretId: id });
+      return { current: null, pending: [], revoked: null, unread: null };
+    }
+    current = parseCompanyKeySecret((await deps.store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
+  } catch (error) {
+    const reason =
+      error instanceof SecretScheduledForDeletionError
+        ? 'its key secret is scheduled for deletion already (an earlier remove), so its keys cannot be read'
+        : describeError(error).message;
+    if (revoke)
+      throw new CliError(`company ${id}: its keys cannot be revoked: ${reason}; nothing was removed`, {
+        code: error instanceof SecretScheduledForDeletionError ? 'revocation_secret_deleted' : 'keys_unreadable',
+        exitCode: error instanceof SecretScheduledForDeletionError ? ExitCode.config : ExitCode.partial,
+        hint:
+          error instanceof SecretScheduledForDeletionError
+            ? `\`acctops companies restore --company ${id}\` (within the recovery window), then \`acctops companies remove --company ${id} --revoke-keys\``
+            : `run it again; \`acctops keys status --company ${id}\` lists the keys`,
+        cause: error,
+      });
+    return { current: null, pending: [], revoked: null, unread: reason };
+  }
+  const pending: { keyPrefix: string; apiKeyId: string; revokeAt: string }[] = [];
+  for await (const r of deps.scheduler.pending()) {
+    if (r.companyId.toLowerCase() === id && r.apiKeyId !== current.apiKeyId)
+      pending.push({ keyPrefix: r.keyPrefix, apiKeyId: r.apiKeyId, revokeAt: new Date(r.revokeAt).toISOString() });
+  }
+  const currentRow = { keyPrefix: current.keyPrefix, apiKeyId: current.apiKeyId };
+  if (!revoke) return { current: currentRow, pending, revoked: null, unread: null };
+  const result = await revokePendingKeys(deps, { secretId: entry.secretId, companyId: id });
+  const revoked: RevokedNowRow[] = result.keys.map((k) => ({
+    keyPrefix: k.keyPrefix,
+    apiKeyId: k.apiKeyId,
+    outcome: k.outcome,
+    error: null,
+  }));
+  const failed = result.keys.filter((k) => k.outcome === 'failed');
+  if (failed.length > 0) {
+    const cause = describeError(failed[0]!.error).message;
+    throw new CliError(
+      `company ${id}: old key(s) ${failed.map((k) => `${k.keyPrefix}…`).join(', ')} could not be revoked (${cause}); nothing was removed, and the current key ${current.keyPrefix}… was not revoked`,
+      {
+        code: 'revocation_failed',
+        exitCode: ExitCode.partial,
+        hint: `run \`acctops companies remove --company ${id} --revoke-keys\` again`,
+      },
+    );
+  }
+  try {
+    // The current key revokes itself: the service lets a key manage its company's keys, itself included.
+    await deps.clientFor(current).apiKeys.revoke(current.apiKeyId);
+  } catch (error) {
+    throw new CliError(
+      `company ${id}: the current key ${current.keyPrefix}… could not be revoked (${describeError(error).message}); nothing was removed${revoked.length > 0 ? `; the old keys pending revocation were revoked` : ''}`,
+      {
+        code: 'revocation_failed',
+        exitCode: ExitCode.partial,
+        hint: `run \`acctops companies remove --company ${id} --revoke-keys\` again`,
+        cause: error,
+      },
+    );
+  }
+  revoked.push({ ...currentRow, outcome: 'revoked', error: null });
+  return { current: currentRow, pending, revoked, unread: null };
 }
 
 /**

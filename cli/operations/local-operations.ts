@@ -219,7 +219,7 @@ export class LocalOperations implements Operations {
     return this.world((world) => listCompanies(world.registry(this.context.out.logger()), options, 'local'), { readOnly: true });
   }
 
-  removeCompany(companyId: string, options: { recoveryDays: number }) {
+  removeCompany(companyId: string, options: { recoveryDays: number; revokeKeys?: boolean }) {
     return this.world((world) =>
       removeCompany(
         world.registry(),
@@ -227,6 +227,8 @@ export class LocalOperations implements Operations {
         () => ({ stage: 'local', lifecycle: world.secretLifecycle(), directory: world.directory }),
         companyId,
         options.recoveryDays,
+        () => Promise.resolve({ find: (id: string) => world.directory.find(id), deps: revokeNowDeps(world) }),
+        options.revokeKeys === true,
       ),
     );
   }

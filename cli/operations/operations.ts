@@ -79,7 +79,7 @@ export interface Operations {
   addCompany(input: CompanyInput): Promise<CompanyAddition>;
   listCompanies(options: { active: boolean }): Promise<CompanyList>;
   /** The registry marks it removed; its key secret stops rotating and is scheduled for deletion. UnknownNameError when not registered. */
-  removeCompany(companyId: string, options: { recoveryDays: number }): Promise<CompanyRemoval>;
+  removeCompany(companyId: string, options: { recoveryDays: number; revokeKeys?: boolean }): Promise<CompanyRemoval>;
   /** Undoes removeCompany within the recovery window. UnknownNameError when not registered. */
   restoreCompany(companyId: string): Promise<CompanyRestore>;
 
@@ -203,6 +203,8 @@ export interface RevokedKey {
   outcome: string;
   /** Why a revocation failed and stays queued: the service's status and words, redacted; null when it did not fail. */
   error: string | null;
+  /** The failure's code (`revocation_secret_deleted`: the company was removed, see the error); null when it did not fail. */
+  code: string | null;
 }
 
 /** Every key is always there (null when it does not apply): --json promises a fixed key set. */
@@ -328,7 +330,13 @@ export interface KeyInstallReport extends SecretChange {
   permissions: string[];
 }
 
-export interface KeysInstallReport extends Omit<InstallOutcome, 'rotation' | 'encryption'> {
+export interface KeysInstallReport extends Omit<InstallOutcome, 'rotation' | 'encryption' | 'replacedKey'> {
+  /**
+   * The key the install replaced (now AWSPREVIOUS), by prefix and id; null when none. `live`: the
+   * service lists it not revoked (null: the list could not be read). No revocation is scheduled for
+   * it: `keys revoke-pending --prefix` revokes it now, else the doctor once it is overdue.
+   */
+  replacedKey: { apiKeyId: string; keyPrefix: string; live: boolean | null } | null;
   /** `stack_managed`: an imported secret (cdk.json existingSecretArn), whose rotation the stack's RotationSchedule owns. */
   rotation: InstallOutcome['rotation'] | 'stack_managed';
   encryption: InstallOutcome['encryption'] & {
@@ -387,6 +395,17 @@ export type KeyRotationChange = { result: 'updated' | 'unchanged' | 'not_rotatin
 export interface CompanyRemoval extends CompanyChange<RemoveResult> {
   /** What became of the company's key secret. */
   key: RetireOutcome;
+  /**
+   * The company's keys valid at the service when it was removed (decision 105): the current key and
+   * the old keys pending revocation (null / empty when it has no key secret); `revoked`: what
+   * `--revoke-keys` revoked (null without it); `unread`: why they could not be read (null if they were).
+   */
+  keys: {
+    current: { keyPrefix: string; apiKeyId: string } | null;
+    pending: { keyPrefix: string; apiKeyId: string; revokeAt: string }[];
+    revoked: RevokedNowRow[] | null;
+    unread: string | null;
+  };
 }
 
 export interface CompanyRestore extends CompanyChange<AddResult> {

@@ -12,6 +12,7 @@ import {
   type RevokedNowKey,
   type RevokeNowDeps,
   revokePendingKeys,
+  RevocationBlockedError,
 } from '../../src/core/api-keys';
 import {
   activeCompanyPages,
@@ -294,13 +295,16 @@ export async function revokePendingNow(
     ...(prefix === undefined ? {} : { prefix }),
   });
   if (prefix !== undefined && result.unmatched) {
-    throw new CliError(`--prefix ${prefix}: no old key of company ${entry.companyId} with that prefix is pending revocation or revoked`, {
-      code: 'no_pending_revocation',
-      exitCode: ExitCode.config,
-      // The doctor finds old keys that are live with no revocation queued (lost, or never queued: a key
-      // `keys install` replaced); those are its to revoke, not this command's.
-      hint: `\`acctops keys status --company ${entry.companyId}\` lists the pending revocations and the current key, which this command never revokes; an old key still live with no revocation pending is \`acctops doctor\`'s \`revocation_overdue\` or \`orphan_key\`, which \`acctops doctor --repair\` revokes`,
-    });
+    throw new CliError(
+      `--prefix ${prefix}: no old key of company ${entry.companyId} with that prefix is pending revocation, revoked, or the secret's previous key`,
+      {
+        code: 'no_pending_revocation',
+        exitCode: ExitCode.config,
+        // The previous key (AWSPREVIOUS: the key `keys install` replaced) is revoked above; other old
+        // keys live with no revocation queued are the doctor's to judge, not this command's.
+        hint: `\`acctops keys status --company ${entry.companyId}\` lists the pending revocations and the current key, which this command never revokes; another old key still live with no revocation pending is \`acctops doctor\`'s \`revocation_overdue\` or \`orphan_key\`, which \`acctops doctor --repair\` revokes`,
+      },
+    );
   }
   return { companyId: entry.companyId, secret: entry.name, keys: result.keys.map((k) => revokedNowRow(k)) };
 }
@@ -361,14 +365,28 @@ export async function revokeOlderKeysAfterRotation(
 
 export function revokedKeys(result: DueRevocationsResult): RevokedKey[] {
   return [
-    ...result.outcomes.map((o) => ({ keyPrefix: o.keyPrefix, outcome: o.outcome, error: null })),
+    ...result.outcomes.map((o) => ({ keyPrefix: o.keyPrefix, outcome: o.outcome, error: null, code: null })),
     // The reason is the client's message (request, status, the service's scrubbed text), redacted once more.
     ...result.failed.map((f) => ({
       keyPrefix: f.keyPrefix,
       outcome: 'failed (stays queued)',
-      error: redactString(describeError(f.error).message),
+      error: redactString(f.error instanceof RevocationBlockedError ? blockedRevocationText(f.error) : describeError(f.error).message),
+      code: describeError(f.error).code,
     })),
   ];
+}
+
+/**
+ * A revocation of a removed company's old key: no retry can succeed while the secret is scheduled
+ * for deletion, so the text says the way out. `companies remove --revoke-keys` revokes the pending
+ * old keys and the current key before removing the company again (decision 105).
+ */
+function blockedRevocationText(error: RevocationBlockedError): string {
+  const c = error.companyId;
+  return (
+    `${error.message}; it stays valid at the service: \`acctops companies restore --company ${c}\` (within the recovery window), ` +
+    `then \`acctops companies remove --company ${c} --revoke-keys\`, which revokes it and the company's current key before removing the company again`
+  );
 }
 
 // Companies
@@ -511,7 +529,8 @@ export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
   else for (const p of report.health.probes) if (!p.ok) out.push(`probe ${p.name} failed: ${p.error?.message ?? 'no detail'}`);
   for (const s of report.companySecrets ?? []) if (!s.ok) out.push(`company key secret ${s.secret} unreadable: ${s.error ?? ''}`);
   for (const r of report.revokedKeys ?? []) {
-    if (r.error !== null)
+    if (r.error !== null && r.code === 'revocation_secret_deleted') out.push(r.error);
+    else if (r.error !== null)
       out.push(
         `old key ${r.keyPrefix}… is past its grace period but could not be revoked (${r.error}); it stays queued and is tried again by every command that runs due revocations; \`acctops keys status\` names its company, and \`acctops keys revoke-pending --company <id>\` tries it now`,
       );

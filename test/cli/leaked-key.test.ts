@@ -97,7 +97,7 @@ describe('acctops keys: a leaked key after a plain rotation (local mode)', () =>
     const typo = await acctops('keys', 'revoke-pending', '--company', company, '--prefix', 'sbx_zzzzzzzz');
     expect(typo.code).toBe(3);
     expect(typo.stderr).toMatch(
-      /^acctops: error: --prefix sbx_zzzzzzzz: no old key of company \S+ with that prefix is pending revocation or revoked \(/,
+      /^acctops: error: --prefix sbx_zzzzzzzz: no old key of company \S+ with that prefix is pending revocation, revoked, or the secret.s previous key \(/,
     );
     // The current key is live and not pending: never reported as revoked.
     const current = (await status(company)).keyPrefix;

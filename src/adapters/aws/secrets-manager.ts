@@ -21,6 +21,7 @@ import {
   type SecretDescription,
   SecretAccessDeniedError,
   SecretNotFoundError,
+  SecretScheduledForDeletionError,
   type SecretStore,
   SecretStoreError,
   type SecretValue,
@@ -201,8 +202,12 @@ function toTagRecord(tags: Tag[] | undefined): Record<string, string> {
 export function toStoreError(operation: string, secretId: string, error: unknown): SecretStoreError {
   const name = error instanceof Error ? error.name : 'UnknownError';
   if (error instanceof SecretsManagerServiceException) {
-    const message = `Secrets Manager ${operation} failed for ${secretId}: ${name}: ${error.message}`;
+    // The service's text ends in a full stop; callers go on after it (`…: <message>; hint`, or a
+    // sentence's own full stop), so it is dropped here rather than doubled there.
+    const message = `Secrets Manager ${operation} failed for ${secretId}: ${name}: ${error.message.replace(/\.+\s*$/, '')}`;
     if (error instanceof ResourceNotFoundException) return new SecretNotFoundError(message, { secretId, cause: error });
+    if (name === 'InvalidRequestException' && /marked for deletion/i.test(error.message))
+      return new SecretScheduledForDeletionError(message, { secretId, cause: error });
     if (error instanceof ResourceExistsException) return new SecretVersionConflictError(message, { secretId, cause: error });
     // The SDK has no class for it: AccessDeniedException is a common error, not one of the service's model.
     if (name === 'AccessDeniedException') return new SecretAccessDeniedError(message, { secretId, cause: error });

@@ -45,6 +45,7 @@ export {
   type RevocationScheduler,
   type RevocationQueue,
   RevocationSchedulerError,
+  RevocationBlockedError,
   type RevocationOutcome,
   type RevokeDeps,
   revokeApiKey,

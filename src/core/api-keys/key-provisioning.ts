@@ -58,6 +58,11 @@ export interface InstallOutcome {
   noop: boolean;
   /** The key that encrypts the secret (the stack's secrets key for a secret this created). */
   encryption: SecretEncryption;
+  /**
+   * The key the secret held before and no longer does (now its AWSPREVIOUS version), by id and
+   * prefix only; null when none was replaced. Nothing schedules its revocation: the caller says so.
+   */
+  replacedKey: { apiKeyId: string; keyPrefix: string } | null;
 }
 
 /** Secrets Manager keeps a deleted secret restorable 7 to 30 days. */
@@ -85,6 +90,7 @@ export async function installCompanyKeySecret(
   const name = companyKeySecretName(target.stage, companyId);
   let description = await store.describe(name);
   let secretOutcome: SecretOutcome;
+  let replacedKey: InstallOutcome['replacedKey'] = null;
   const value = serializeCompanyKeySecret({ ...key, companyId });
   if (description === undefined) {
     const tags = {
@@ -120,6 +126,7 @@ export async function installCompanyKeySecret(
     if (held?.apiKeyId !== key.apiKeyId || held.apiKey !== key.apiKey) {
       await store.putCurrent(description.secretArn, value);
       if (secretOutcome === 'unchanged') secretOutcome = 'replaced';
+      if (held !== undefined && held.apiKeyId !== key.apiKeyId) replacedKey = { apiKeyId: held.apiKeyId, keyPrefix: held.keyPrefix };
     }
   }
   const rotation = description.rotation;
@@ -144,6 +151,7 @@ export async function installCompanyKeySecret(
     rotationDays,
     noop: secretOutcome === 'unchanged' && rotationOutcome === 'already_on',
     encryption: secretEncryption(description),
+    replacedKey,
   };
 }
 

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { AccountingApiError, type AccountingClient, NotFoundError, uuidSchema } from '../accounting-api';
-import { type SecretStore, SecretStage } from '../ports/secrets';
+import { SecretScheduledForDeletionError, type SecretStore, SecretStage } from '../ports/secrets';
 import { type Clock } from '../shared/clock';
 import { AcctopsError } from '../shared/errors';
 import { type Logger } from '../shared/logger';
@@ -48,6 +48,27 @@ export class RevocationSchedulerError extends AcctopsError {
 }
 
 /**
+ * The old key cannot be revoked because its company's key secret is scheduled for deletion (the
+ * company was removed): a revocation acts with the company's current key, which only that secret
+ * holds, and Secrets Manager refuses to read a secret marked for deletion. Nothing else holds a
+ * credential of the company, so the key stays valid until the secret is restored and the
+ * revocation runs again.
+ */
+export class RevocationBlockedError extends AcctopsError {
+  override readonly name: string = 'RevocationBlockedError';
+  readonly companyId: string;
+  readonly keyPrefix: string;
+  constructor(revocation: Pick<Revocation, 'companyId' | 'keyPrefix'>, cause: unknown) {
+    super(
+      `old key ${revocation.keyPrefix}… of company ${revocation.companyId} cannot be revoked: the company's key secret is scheduled for deletion (the company was removed), and the revocation needs the company's current key, which only that secret holds`,
+      { code: 'revocation_secret_deleted', cause },
+    );
+    this.companyId = revocation.companyId;
+    this.keyPrefix = revocation.keyPrefix;
+  }
+}
+
+/**
  * `kept_current`: the key is still the secret's AWSCURRENT key, so it was left alone (see
  * `revokeApiKey`).
  */
@@ -72,7 +93,13 @@ export interface RevokeDeps {
  */
 export async function revokeApiKey(deps: RevokeDeps, revocation: Revocation): Promise<RevocationOutcome> {
   const log = deps.logger.child({ companyId: revocation.companyId, apiKeyId: revocation.apiKeyId, keyPrefix: revocation.keyPrefix });
-  const current = parseCompanyKeySecret((await deps.store.readSecret(revocation.secretId, { stage: SecretStage.current })).value);
+  let current: CompanyKeySecret;
+  try {
+    current = parseCompanyKeySecret((await deps.store.readSecret(revocation.secretId, { stage: SecretStage.current })).value);
+  } catch (error) {
+    if (error instanceof SecretScheduledForDeletionError) throw new RevocationBlockedError(revocation, error);
+    throw error;
+  }
   if (current.apiKeyId === revocation.apiKeyId) {
     deps.metrics.add('KeyRevocationsSkipped', 1);
     log.warn('revocation skipped: the key is still the current key (its rotation was not promoted)', { secretId: revocation.secretId });

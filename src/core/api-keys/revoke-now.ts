@@ -1,6 +1,6 @@
 import { type ApiKey } from '../accounting-api';
-import { SecretStage } from '../ports/secrets';
-import { parseCompanyKeySecret } from './company-key-secret';
+import { SecretNotFoundError, SecretStage } from '../ports/secrets';
+import { type CompanyKeySecret, parseCompanyKeySecret } from './company-key-secret';
 import { namesAKey } from './listed-key';
 import { type Revocation, type RevocationOutcome, type RevocationScheduler, type RevokeDeps, revokeApiKey } from './revocation';
 import { listKeys } from './rotation';
@@ -68,8 +68,17 @@ export async function revokePendingKeys(
     if (input.prefix === undefined || listed === undefined) return { keys: [], unmatched: input.prefix !== undefined };
     const prefix = input.prefix;
     const named = namesAKey(prefix) ? listed.filter((k) => namesAKey(k.prefix) && samePrefix(k.prefix, prefix)) : [];
-    // A live key of that prefix (or none) is not revoked: saying `already_revoked` would hide it.
-    if (named.length === 0 || named.some((k) => k.revokedAt === null)) return { keys: [], unmatched: true };
+    if (named.length === 0) return { keys: [], unmatched: true };
+    const live = named.filter((k) => k.revokedAt === null);
+    if (live.length > 0) {
+      // The secret's previous key, live with no revocation pending: the key `keys install` replaced
+      // (nothing schedules its revocation) or one whose schedule was lost. It is on its way out, and
+      // the operator named it. Any other live key (the current one, one only the doctor can judge)
+      // is not revoked, and saying `already_revoked` would hide it.
+      const previous = live.length === 1 ? await previousKey(deps, input.secretId) : undefined;
+      if (previous === undefined || previous.apiKeyId !== live[0]!.publicId) return { keys: [], unmatched: true };
+      return { keys: [await revokePrevious(deps, input, previous)], unmatched: false };
+    }
     return {
       keys: named.map((k) => ({ apiKeyId: k.publicId, keyPrefix: prefix, outcome: 'already_revoked', error: null })),
       unmatched: false,
@@ -89,6 +98,42 @@ export async function revokePendingKeys(
     }
   }
   return { keys, unmatched: false };
+}
+
+/** The key of the secret's AWSPREVIOUS version; undefined when there is none or it does not parse. */
+async function previousKey(deps: RevokeDeps, secretId: string): Promise<CompanyKeySecret | undefined> {
+  try {
+    return parseCompanyKeySecret((await deps.store.readSecret(secretId, { stage: SecretStage.previous })).value);
+  } catch (error) {
+    if (error instanceof SecretNotFoundError) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Revokes the previous key now through `revokeApiKey`, so the current key is still never revoked
+ * (`kept_current`). There is no queue entry to complete: none was ever made for it.
+ */
+async function revokePrevious(
+  deps: RevokeDeps,
+  input: { secretId: string; companyId: string },
+  previous: CompanyKeySecret,
+): Promise<RevokedNowKey> {
+  const { apiKeyId, keyPrefix } = previous;
+  const revocation: Revocation = {
+    secretId: input.secretId,
+    companyId: input.companyId,
+    apiKeyId,
+    keyPrefix,
+    revokeAt: deps.clock.now(),
+    rotationToken: 'previous-version',
+  };
+  try {
+    return { apiKeyId, keyPrefix, outcome: await revokeApiKey(deps, revocation), error: null };
+  } catch (error) {
+    deps.logger.error('revoking the previous key now failed; it stays valid', { apiKeyId, keyPrefix, error });
+    return { apiKeyId, keyPrefix, outcome: 'failed', error };
+  }
 }
 
 /**

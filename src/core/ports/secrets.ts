@@ -154,6 +154,18 @@ export class SecretAccessDeniedError extends SecretStoreError {
   }
 }
 
+/**
+ * The secret is scheduled for deletion (Secrets Manager's InvalidRequestException "marked for
+ * deletion"): it refuses reads and writes until `RestoreSecret`. Typed so a caller can say what to
+ * do (restore it) rather than pass the service's text on.
+ */
+export class SecretScheduledForDeletionError extends SecretStoreError {
+  override readonly name: string = 'SecretScheduledForDeletionError';
+  constructor(message: string, options: { secretId: string; cause?: unknown }) {
+    super(message, { ...options, code: 'secret_scheduled_for_deletion' });
+  }
+}
+
 /** A version with this client request token exists with a different value. */
 export class SecretVersionConflictError extends SecretStoreError {
   override readonly name: string = 'SecretVersionConflictError';

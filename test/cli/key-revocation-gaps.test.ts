@@ -1,0 +1,137 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { withLocalWorld } from '../../cli/local/local-world';
+import { silentLogger } from '../../src/core/shared/logger';
+import { cliEnv, parseJson, useCliState } from '../helpers/cli';
+
+interface StatusBody {
+  companies: { companyId: string; keyPrefix: string; pendingRevocations: { keyPrefix: string }[] }[];
+}
+
+/**
+ * Decision 105, through the real binary (local mode): no key acctops replaced or stops serving is
+ * left valid without being named and revocable. `keys install` names the key it replaced and
+ * `keys revoke-pending --prefix` revokes it; `companies remove` names the keys it leaves valid and
+ * `--revoke-keys` revokes them first; a revocation a removal blocks fails typed, exit 5, in
+ * `advance-clock` and `doctor`.
+ */
+describe('acctops: keys left valid by keys install and companies remove (local mode)', () => {
+  const state = useCliState();
+  const acctops = (...args: string[]) => state.run(args);
+  const status = async (companyId: string) =>
+    parseJson<StatusBody>(await acctops('--json', 'keys', 'status', '--company', companyId)).companies[0]!;
+  /** The company's keys as the sandbox holds them: what the service itself would accept. */
+  const serviceKeys = (companyId: string) =>
+    withLocalWorld({ stateDir: state.dir, logger: silentLogger, env: cliEnv(), readOnly: true }, (world) =>
+      world.sandbox.admin.listApiKeys({ companyId }),
+    );
+  const liveAtService = async (companyId: string, keyPrefix: string) => {
+    const keys = (await serviceKeys(companyId)).filter((k) => k.prefix.startsWith(keyPrefix) || keyPrefix.startsWith(k.prefix));
+    expect(keys).toHaveLength(1);
+    return keys[0]!.revokedAt === null;
+  };
+  let companies: string[];
+  /** The old key whose revocation the removal blocked. */
+  let blockedOld: string;
+
+  beforeAll(async () => {
+    companies = parseJson<StatusBody>(await acctops('--json', 'keys', 'status')).companies.map((c) => c.companyId);
+    expect(companies.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('keys install names the key it replaced by prefix, never whole, and keys revoke-pending --prefix revokes it now, idempotently', async () => {
+    const company = companies[0]!;
+    const replaced = (await status(company)).keyPrefix;
+    const file = join(state.dir, 'new-key.txt');
+    expect((await acctops('local', 'issue-key', '--company', company, '--out', file)).code).toBe(0);
+    const key = (await readFile(file, 'utf8')).trim();
+
+    const install = await state.run(['keys', 'install', '--company', company], { env: { ACCTOPS_API_KEY: key } });
+    expect(install.code).toBe(0);
+    const command = `acctops keys revoke-pending --company ${company} --prefix ${replaced}`;
+    expect(install.stdout).toContain(`the key it replaced, ${replaced}…, stays valid at the service: revoke it now with \`${command}\`.`);
+    expect(install.stdout).toContain('No revocation is scheduled for it');
+    expect(install.stdout + install.stderr).not.toContain(key);
+    expect(await liveAtService(company, replaced)).toBe(true);
+
+    const revoked = await acctops('--json', 'keys', 'revoke-pending', '--company', company, '--prefix', replaced);
+    expect(revoked.code).toBe(0);
+    expect(parseJson(revoked)).toMatchObject({ keys: [{ keyPrefix: replaced, outcome: 'revoked', error: null }] });
+    expect(await liveAtService(company, replaced)).toBe(false);
+    const again = await acctops('--json', 'keys', 'revoke-pending', '--company', company, '--prefix', replaced);
+    expect(again.code).toBe(0);
+    expect(parseJson(again)).toMatchObject({ keys: [{ keyPrefix: replaced, outcome: 'already_revoked' }] });
+
+    // The key installed is current: --prefix never revokes it.
+    const current = (await status(company)).keyPrefix;
+    expect((await acctops('keys', 'revoke-pending', '--company', company, '--prefix', current)).code).toBe(3);
+    expect(await liveAtService(company, current)).toBe(true);
+  });
+
+  it('keys install --json says whether the replaced key is live; installing the same key again replaces none', async () => {
+    const company = companies[0]!;
+    const key = (await readFile(join(state.dir, 'new-key.txt'), 'utf8')).trim();
+    const again = await state.run(['--json', 'keys', 'install', '--company', company], { env: { ACCTOPS_API_KEY: key } });
+    expect(again.code).toBe(0);
+    expect(parseJson(again)).toMatchObject({ noop: true, replacedKey: null });
+  });
+
+  it('companies remove names the current key and the old keys pending revocation; their revocation then fails typed (exit 5) and doctor reports it', async () => {
+    const company = companies[1]!;
+    const old = (await status(company)).keyPrefix;
+    expect((await acctops('keys', 'rotate', '--company', company)).code).toBe(0);
+    const current = (await status(company)).keyPrefix;
+
+    const removal = await acctops('--json', 'companies', 'remove', '--company', company);
+    expect(removal.code).toBe(0);
+    expect(parseJson(removal)).toMatchObject({
+      keys: { current: { keyPrefix: current }, pending: [{ keyPrefix: old }], revoked: null, unread: null },
+    });
+    const text = await acctops('companies', 'remove', '--company', company);
+    // A second remove cannot read the keys any more (the secret is scheduled for deletion), and says how to get at them.
+    expect(text.stdout).toContain('Its keys could not be read (its key secret is scheduled for deletion already');
+    expect(text.stdout).toContain(
+      `\`acctops companies restore --company ${company}\`, then \`acctops companies remove --company ${company} --revoke-keys\``,
+    );
+
+    const advanced = await acctops('local', 'advance-clock', '--by', '31m');
+    expect(advanced.code).toBe(5);
+    const line = advanced.stdout.split('\n').find((l) => l.includes(old))!;
+    expect(line).toContain(`old key ${old}… of company ${company} cannot be revoked: the company's key secret is scheduled for deletion`);
+    expect(line).toContain(`\`acctops companies restore --company ${company}\``);
+    expect(line).not.toMatch(/\.\.|InvalidRequestException/);
+    expect(await liveAtService(company, old)).toBe(true);
+    blockedOld = old;
+
+    const doctor = await acctops('doctor');
+    expect(doctor.code).toBe(5);
+    expect(doctor.stdout).toContain(`old key ${old}… of company ${company} cannot be revoked`);
+    expect(doctor.stdout).not.toContain('..');
+  });
+
+  it('companies remove --revoke-keys (after a restore) revokes the pending old key and the current key, then removes', async () => {
+    const company = companies[1]!;
+    expect((await acctops('companies', 'restore', '--company', company)).code).toBe(0);
+    // Restored, the revocation that was blocked is carried out by the next command that runs due ones.
+    expect((await status(company)).pendingRevocations).toEqual([]);
+    expect(await liveAtService(company, blockedOld)).toBe(false);
+    const old = (await status(company)).keyPrefix;
+    expect((await acctops('keys', 'rotate', '--company', company)).code).toBe(0);
+    const { keyPrefix: current, pendingRevocations } = await status(company);
+    expect(pendingRevocations.map((r) => r.keyPrefix)).toEqual([old]);
+
+    const removal = await acctops('companies', 'remove', '--company', company, '--revoke-keys');
+    expect(removal.code).toBe(0);
+    expect(removal.stdout).toContain(`  Old key ${old}…, pending revocation: revoked.`);
+    expect(removal.stdout).toContain(`  Current key ${current}… revoked at the service.`);
+    expect(await liveAtService(company, old)).toBe(false);
+    expect(await liveAtService(company, current)).toBe(false);
+    // Nothing is left queued to fail.
+    expect((await acctops('local', 'advance-clock', '--by', '31m')).code).toBe(0);
+
+    // Repeated on the removed company, the keys cannot be read: refused, naming the way, nothing changed.
+    const again = await acctops('companies', 'remove', '--company', company, '--revoke-keys');
+    expect(again.code).toBe(3);
+    expect(again.stderr).toContain(`company ${company}: its keys cannot be revoked: its key secret is scheduled for deletion already`);
+  });
+});
