@@ -1309,5 +1309,46 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       });
       expect(made.stderr).not.toContain('warning');
     });
+
+    it('names the key an install replaced, which revoke-pending --prefix revokes; companies remove --revoke-keys revokes the current key (decision 105)', async () => {
+      const env = { ACCTOPS_BASE_URL: world.sandbox.baseUrl };
+      const first = await company('Replaced Key GmbH');
+      expect((await install(first, true)).code).toBe(0);
+      const replaced = parseJson<{ keyPrefix: string }>(await install(first, true)).keyPrefix;
+      const next = await world.sandbox.admin.createApiKey({
+        companyId: first.companyId,
+        permissions: ['manage_api_keys', 'read_transactions', 'read_categories', 'read_tax_reports'],
+      });
+      trackSecret(next.key);
+      const second = await install({ companyId: first.companyId, apiKey: next.key }, false);
+      expect(second.code).toBe(0);
+      expect(second.stdout).toContain(
+        `the key it replaced, ${replaced}…, stays valid at the service: revoke it now with \`acctops keys revoke-pending --company ${first.companyId} --prefix ${replaced}\``,
+      );
+      expect(second.stdout).not.toContain(first.apiKey);
+      expect(await world.statusWith(first.apiKey)).toEqual({ status: 200 });
+
+      const revoked = await acctops(
+        [...keyOutputs, '--json', 'keys', 'revoke-pending', '--company', first.companyId, '--prefix', replaced],
+        env,
+      );
+      expect(revoked.code).toBe(0);
+      expect(parseJson(revoked)).toMatchObject({ keys: [{ keyPrefix: replaced, outcome: 'revoked', error: null }] });
+      expect(await world.statusWith(first.apiKey)).toMatchObject({ status: 401 });
+      expect(await world.statusWith(next.key)).toEqual({ status: 200 });
+
+      const removal = await acctops([...keyOutputs, '--json', 'companies', 'remove', '--company', first.companyId, '--revoke-keys'], env);
+      expect(removal.code).toBe(0);
+      expect(parseJson(removal)).toMatchObject({
+        key: { result: 'scheduled' },
+        keys: {
+          current: { apiKeyId: next.publicId },
+          pending: [],
+          revoked: [{ apiKeyId: next.publicId, outcome: 'revoked' }],
+          unread: null,
+        },
+      });
+      expect(await world.statusWith(next.key)).toMatchObject({ status: 401 });
+    });
   });
 });
