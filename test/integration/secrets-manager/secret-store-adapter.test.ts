@@ -1,5 +1,6 @@
 import {
   CreateSecretCommand,
+  DeleteSecretCommand,
   DescribeSecretCommand,
   RotateSecretCommand,
   type SecretsManagerClient,
@@ -7,6 +8,7 @@ import {
 import { AwsSecretStore } from '../../../src/adapters/aws/secrets-manager';
 import {
   SecretNotFoundError,
+  SecretScheduledForDeletionError,
   SecretStage,
   SecretStoreError,
   SecretVersionConflictError,
@@ -174,6 +176,25 @@ describe('AwsSecretStore (the SecretStore port) against the emulator', () => {
       secretId: name,
       message: expect.stringContaining('ResourceNotFoundException') as string,
     });
+  });
+
+  it("maps a secret scheduled for deletion to SecretScheduledForDeletionError, the service's full stop dropped (decision 105)", async () => {
+    const name = uniqueName();
+    await sdk.send(new CreateSecretCommand({ Name: name, SecretString: CANARY }));
+    await sdk.send(new DeleteSecretCommand({ SecretId: name, RecoveryWindowInDays: 7 }));
+    const read = store.readSecret(name);
+    await expect(read).rejects.toBeInstanceOf(SecretScheduledForDeletionError);
+    const error = (await read.catch((e: unknown) => e)) as SecretScheduledForDeletionError;
+    expect(error).toMatchObject({ code: 'secret_scheduled_for_deletion', secretId: name });
+    expect(error.message).toMatch(/InvalidRequestException: .*marked for deletion$/);
+    expect(error.message).not.toContain(CANARY);
+    // Another InvalidRequestException (a version id and a stage that disagree) stays a plain SecretStoreError.
+    const live = uniqueName();
+    await sdk.send(new CreateSecretCommand({ Name: live, SecretString: 'v1', ClientRequestToken: token(3) }));
+    const other = await store.readSecret(live, { versionId: token(3), stage: SecretStage.pending }).catch((e: unknown) => e);
+    expect(other).toBeInstanceOf(SecretStoreError);
+    expect(other).not.toBeInstanceOf(SecretScheduledForDeletionError);
+    expect(other).toMatchObject({ code: 'secrets_manager_InvalidRequestException' });
   });
 
   it('marks throttling retryable, and names the error without the value', async () => {
