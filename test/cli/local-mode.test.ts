@@ -126,7 +126,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       });
 
       const later = await json<{ revoked: { keyPrefix: string; outcome: string }[] }>('local', 'advance-clock', '--by', '31m');
-      expect(later.body.revoked).toEqual([{ keyPrefix: row.keyPrefix, outcome: 'revoked', error: null }]);
+      expect(later.body.revoked).toEqual([{ keyPrefix: row.keyPrefix, outcome: 'revoked', error: null, code: null }]);
       const after = await json<{ companies: { companyId: string; pendingRevocations: unknown[] }[] }>(
         'keys',
         'status',

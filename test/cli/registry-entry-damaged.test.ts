@@ -158,7 +158,8 @@ describe('acctops doctor: revocation_overdue names `doctor --repair` (local mode
     const refused = await acctops('keys', 'revoke-pending', '--company', company, '--prefix', overdue!.keyPrefix);
     expect(refused.code).toBe(3);
     expect(refused.stderr).toContain(
-      "an old key still live with no revocation pending is `acctops doctor`'s `revocation_overdue` or `orphan_key`, which `acctops doctor --repair` revokes",
+      // The key the install replaced is no longer AWSPREVIOUS after the rotation: the doctor's, not --prefix's (decision 105).
+      "another old key still live with no revocation pending is `acctops doctor`'s `revocation_overdue` or `orphan_key`, which `acctops doctor --repair` revokes",
     );
 
     expect((await acctops('doctor', '--repair')).stdout).toMatch(/repaired revocation_overdue/);
