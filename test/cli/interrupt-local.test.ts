@@ -1,8 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { silentLogger } from '../../src/core/shared/logger';
-import { ACCTOPS_BIN, cliEnv, closeCliState, onboardArgs, parseJson, runAcctops, tempStateDir, type CliResult } from '../helpers/cli';
+import {
+  ACCTOPS_BIN,
+  cliEnv,
+  closeCliState,
+  onboardArgs,
+  parseJson,
+  runAcctops,
+  tempStateDir,
+  type CliResult,
+  serviceKeysOf,
+} from '../helpers/cli';
 
 /** Holds back one request of the embedded peers, so that a signal lands while the command waits on it. */
 const HOLD_PRELOAD = resolve(__dirname, '..', 'helpers', 'hold-request-preload.cjs');
@@ -108,10 +117,7 @@ describe('acctops: interrupted local commands', () => {
 
   /** The company's keys as the service holds them (the sandbox's admin API, in a world of this process). */
   async function serviceKeys(): Promise<ServiceKey[]> {
-    const { withLocalWorld } = await import('../../cli/local/local-world.ts');
-    return withLocalWorld({ stateDir: state.dir, logger: silentLogger, env: cliEnv(), readOnly: true }, (world) =>
-      world.sandbox.admin.listApiKeys({ companyId }),
-    );
+    return serviceKeysOf(state.dir, companyId);
   }
   /** The key a rotation created for its version (KeyRotation names it after the version). */
   const keyOfRotation = async (versionId: string) => (await serviceKeys()).filter((k) => k.name === `acctops-rotation-${versionId}`);

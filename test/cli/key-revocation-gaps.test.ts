@@ -1,8 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { withLocalWorld } from '../../cli/local/local-world';
-import { silentLogger } from '../../src/core/shared/logger';
-import { cliEnv, parseJson, useCliState } from '../helpers/cli';
+import { parseJson, useCliState, serviceKeysOf } from '../helpers/cli';
 
 interface StatusBody {
   companies: { companyId: string; keyPrefix: string; pendingRevocations: { keyPrefix: string }[] }[];
@@ -20,11 +18,7 @@ describe('acctops: keys left valid by keys install and companies remove (local m
   const acctops = (...args: string[]) => state.run(args);
   const status = async (companyId: string) =>
     parseJson<StatusBody>(await acctops('--json', 'keys', 'status', '--company', companyId)).companies[0]!;
-  /** The company's keys as the sandbox holds them: what the service itself would accept. */
-  const serviceKeys = (companyId: string) =>
-    withLocalWorld({ stateDir: state.dir, logger: silentLogger, env: cliEnv(), readOnly: true }, (world) =>
-      world.sandbox.admin.listApiKeys({ companyId }),
-    );
+  const serviceKeys = (companyId: string) => serviceKeysOf(state.dir, companyId);
   const liveAtService = async (companyId: string, keyPrefix: string) => {
     const keys = (await serviceKeys(companyId)).filter((k) => k.prefix.startsWith(keyPrefix) || keyPrefix.startsWith(k.prefix));
     expect(keys).toHaveLength(1);

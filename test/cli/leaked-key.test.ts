@@ -1,6 +1,4 @@
-import { withLocalWorld } from '../../cli/local/local-world';
-import { silentLogger } from '../../src/core/shared/logger';
-import { cliEnv, parseJson, useCliState } from '../helpers/cli';
+import { parseJson, useCliState, serviceKeysOf } from '../helpers/cli';
 
 interface RevokedNow {
   keyPrefix: string;
@@ -34,11 +32,7 @@ describe('acctops keys: a leaked key after a plain rotation (local mode)', () =>
   const acctops = (...args: string[]) => state.run(args);
   const status = async (companyId: string) =>
     parseJson<StatusBody>(await acctops('--json', 'keys', 'status', '--company', companyId)).companies[0]!;
-  /** The company's keys as the sandbox holds them: what the service itself would accept. */
-  const serviceKeys = (companyId: string) =>
-    withLocalWorld({ stateDir: state.dir, logger: silentLogger, env: cliEnv(), readOnly: true }, (world) =>
-      world.sandbox.admin.listApiKeys({ companyId }),
-    );
+  const serviceKeys = (companyId: string) => serviceKeysOf(state.dir, companyId);
   let company: string;
   let leaked: string;
 

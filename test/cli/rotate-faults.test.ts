@@ -1,9 +1,7 @@
-import { withLocalWorld } from '../../cli/local/local-world';
 import type * as SandboxModule from '../../sandbox';
 import type { RunningSandbox } from '../../sandbox';
-import { silentLogger } from '../../src/core/shared/logger';
 import { expectNoCanaries } from '../helpers/canary';
-import { cliEnv, parseJson, runCliInProcess, tempStateDir, trackStateSecrets, type CliResult } from '../helpers/cli';
+import { parseJson, runCliInProcess, tempStateDir, trackStateSecrets, type CliResult, serviceKeysOf } from '../helpers/cli';
 
 type FaultRule = Parameters<RunningSandbox['admin']['faults']['add']>[0];
 
@@ -46,11 +44,7 @@ describe('acctops keys rotate: failures of the service during a rotation (local 
   const acctops = (...args: string[]): Promise<CliResult> => runCliInProcess(state.dir, args, outputs);
   const status = async (companyId: string) =>
     parseJson<StatusBody>(await acctops('--json', 'keys', 'status', '--company', companyId)).companies[0]!;
-  /** The company's keys as the sandbox holds them (read with no fault). */
-  const serviceKeys = (companyId: string) =>
-    withLocalWorld({ stateDir: state.dir, logger: silentLogger, env: cliEnv(), readOnly: true }, (world) =>
-      world.sandbox.admin.listApiKeys({ companyId }),
-    );
+  const serviceKeys = (companyId: string) => serviceKeysOf(state.dir, companyId);
 
   beforeEach(async () => {
     state = await tempStateDir();

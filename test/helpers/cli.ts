@@ -247,6 +247,21 @@ export function useCliState(options: CliStateOptions = {}): CliState {
   };
 }
 
+/**
+ * A company's API keys as the sandbox of a local state holds them (its admin API, in a world of this
+ * process): what the service itself would accept, whatever the CLI says. Loaded on first use, so
+ * that tests which only spawn the binary do not load the local world.
+ */
+export async function serviceKeysOf(stateDir: string, companyId: string) {
+  const [{ withLocalWorld }, { silentLogger }] = await Promise.all([
+    import('../../cli/local/local-world.ts'),
+    import('../../src/core/shared/logger.ts'),
+  ]);
+  return withLocalWorld({ stateDir, logger: silentLogger, env: cliEnv(), readOnly: true }, (world) =>
+    world.sandbox.admin.listApiKeys({ companyId }),
+  );
+}
+
 export function parseJson<T = Record<string, unknown>>(result: CliResult): T {
   try {
     return JSON.parse(result.stdout) as T;

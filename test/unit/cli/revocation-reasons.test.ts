@@ -28,19 +28,7 @@ describe('a queued revocation that keeps failing says why, in the report and as 
   });
 
   it('is a doctor finding naming the key and the reason', () => {
-    const skipped = { skipped: 'not checked here' };
-    const report: Omit<DoctorReport, 'findings'> = {
-      mode: 'local',
-      checkedAt: '2026-11-01T09:00:00.000Z',
-      health: skipped,
-      companySecrets: [],
-      tokens: skipped,
-      rotations: skipped,
-      exports: skipped,
-      registry: skipped,
-      revokedKeys: rows,
-      damagedStateFiles: [],
-    } as unknown as Omit<DoctorReport, 'findings'>;
+    const report = reportWith(rows);
     const findings = findingsOf(report).filter((f) => f.includes('sbx_Fail1234'));
     expect(findings).toHaveLength(1);
     expect(findings[0]).toMatch(/could not be revoked \(.*503.*\); it stays queued/);
@@ -74,19 +62,24 @@ describe("a removed company's revocation, blocked by its secret's deletion (deci
   });
 
   it('is a doctor finding of its own, the line itself', () => {
-    const skipped = { skipped: 'not checked here' };
-    const report = {
-      mode: 'local',
-      checkedAt: '2026-11-01T09:00:00.000Z',
-      health: skipped,
-      companySecrets: [],
-      tokens: skipped,
-      rotations: skipped,
-      exports: skipped,
-      registry: skipped,
-      revokedKeys: rows,
-      damagedStateFiles: [],
-    } as unknown as Omit<DoctorReport, 'findings'>;
+    const report = reportWith(rows);
     expect(findingsOf(report).filter((f) => f.includes('sbx_Gone1234'))).toEqual([rows[0]!.error]);
   });
 });
+
+/** A local doctor report whose only checked part is the revoked keys: what findingsOf reads here. */
+function reportWith(rows: ReturnType<typeof revokedKeys>): Omit<DoctorReport, 'findings'> {
+  const skipped = { skipped: 'not checked here' };
+  return {
+    mode: 'local',
+    checkedAt: '2026-11-01T09:00:00.000Z',
+    health: skipped,
+    companySecrets: [],
+    tokens: skipped,
+    rotations: skipped,
+    exports: skipped,
+    registry: skipped,
+    revokedKeys: rows,
+    damagedStateFiles: [],
+  } as unknown as Omit<DoctorReport, 'findings'>;
+}
