@@ -36,23 +36,17 @@ describe("the CLI's view of Athena's symlinks", () => {
     formats,
     sourceBaseUrl: 'https://api.example.test/api/v1',
   });
+  const exporter = () =>
+    new PeriodExporter({
+      store,
+      clock: new ManualClock(NOW),
+      logger: silentLogger,
+      toolVersion: '0.1.0',
+      runIds: () => `run-${(runs += 1)}`,
+    });
   /** A re-export with --replace-formats that drops the Parquet: the symlinks stay, emptied. */
-  const exportCsvOnly = (period: string) =>
-    new PeriodExporter({
-      store,
-      clock: new ManualClock(NOW),
-      logger: silentLogger,
-      toolVersion: '0.1.0',
-      runIds: () => `run-${(runs += 1)}`,
-    }).run({ ...request(period, ['csv']), replaceFormats: true });
-  const exportMonth = (period: string) =>
-    new PeriodExporter({
-      store,
-      clock: new ManualClock(NOW),
-      logger: silentLogger,
-      toolVersion: '0.1.0',
-      runIds: () => `run-${(runs += 1)}`,
-    }).run(request(period));
+  const exportCsvOnly = (period: string) => exporter().run({ ...request(period, ['csv']), replaceFormats: true });
+  const exportMonth = (period: string) => exporter().run(request(period));
   /** The symlink as an interrupted publish leaves it: another run's view than the manifest records. */
   const makeStale = async (period: string) => {
     const key = symlinkKey(COMPANY, parsePeriod(period), 'transactions');
