@@ -490,9 +490,13 @@ export const routes: RouteDef[] = [
     auth: 'bearer',
     permission: 'manage_api_keys',
     success: { status: 204, description: 'Revoked.' },
-    errors: [...BEARER_ERRORS, 404],
+    errors: [...BEARER_ERRORS, 400, 404],
     handle(ctx) {
-      const { companyId } = bearer(ctx, 'manage_api_keys');
+      const { principal, companyId } = bearer(ctx, 'manage_api_keys');
+      // Whether a key may revoke itself the spec does not say: the default dialect lets it, the
+      // minimal one refuses (docs/assumptions.md), so a caller relying on either is found out.
+      if (minimal(ctx) && principal.kind === 'api_key' && principal.key.publicId === ctx.params.publicId)
+        throw new SandboxApiError(400, 'validation_error', 'invalid_request', 'A key cannot revoke itself.', { param: 'publicId' });
       ctx.state.revokeApiKey(ctx.params.publicId!, companyId);
       return { status: 204 };
     },

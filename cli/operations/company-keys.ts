@@ -1,4 +1,4 @@
-import type { AccountingClient } from '../../src/core/accounting-api';
+import { AccountingApiError, type AccountingClient } from '../../src/core/accounting-api';
 import {
   companyKeySecretName,
   CompanyKeyNotFoundError,
@@ -251,7 +251,9 @@ async function keysAtRemoval(
       {
         code: 'revocation_failed',
         exitCode: ExitCode.partial,
-        hint: `run \`acctops companies remove --company ${id} --revoke-keys\` again`,
+        hint: refusedForGood(error)
+          ? `the service refuses this revocation, so running it again will not help: revoke the key at the service another way (another key of the company that may manage keys, or the service's own tools), then run \`acctops companies remove --company ${id}\` without --revoke-keys`
+          : `run \`acctops companies remove --company ${id} --revoke-keys\` again`,
         cause: error,
       },
     );
@@ -339,4 +341,14 @@ async function findByTag(directory: Pick<CompanyKeyDirectory, 'find'>, companyId
     if (!(error instanceof CompanyKeyNotFoundError) || error.code !== 'company_key_not_found') throw error;
     return undefined;
   }
+}
+
+/**
+ * Whether the service answered a request with a refusal that a repeat meets again: a 4xx other than
+ * a timeout or a rate limit (a service that lets no key revoke itself, say). Anything else (a 5xx,
+ * no answer, a 429) may pass on the next try.
+ */
+function refusedForGood(error: unknown): boolean {
+  const status = error instanceof AccountingApiError ? error.status : undefined;
+  return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429;
 }

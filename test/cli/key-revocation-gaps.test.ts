@@ -129,3 +129,30 @@ describe('acctops: keys left valid by keys install and companies remove (local m
     expect(again.stderr).toContain(`company ${company}: its keys cannot be revoked: its key secret is scheduled for deletion already`);
   });
 });
+
+/**
+ * Whether a key may revoke itself the spec does not say; the minimal dialect refuses it. Then
+ * `companies remove --revoke-keys` must fail as decision 105 says: exit 5, the company not removed,
+ * its current key still valid and still held, so that nothing is left that nobody can revoke.
+ */
+describe('acctops: companies remove --revoke-keys against a service that refuses a key revoking itself (minimal dialect)', () => {
+  const state = useCliState({ env: { ACCTOPS_DIALECT: 'minimal' } });
+  const acctops = (...args: string[]) => state.run(args);
+
+  it('fails with exit 5, removes nothing and keeps the current key valid and held', async () => {
+    const [company] = parseJson<StatusBody>(await acctops('--json', 'keys', 'status')).companies;
+    const { companyId, keyPrefix } = company!;
+    const removal = await acctops('companies', 'remove', '--company', companyId, '--revoke-keys');
+    expect(removal.code).toBe(5);
+    expect(`${removal.stdout}${removal.stderr}`).toContain(keyPrefix);
+    // A refusal for good: the hint does not send the operator round the same loop.
+    expect(removal.stderr).toContain('running it again will not help');
+    expect(removal.stderr).not.toContain('--revoke-keys` again');
+    const listed = parseJson<{ companies: { companyId: string; status: string }[] }>(await acctops('--json', 'companies', 'list'));
+    expect(listed.companies.find((c) => c.companyId === companyId)?.status).toBe('active');
+    const live = (await serviceKeysOf(state.dir, companyId)).filter((k) => k.revokedAt === null).map((k) => k.prefix);
+    expect(live.some((prefix) => prefix.startsWith(keyPrefix) || keyPrefix.startsWith(prefix))).toBe(true);
+    // Still held: the key works for acctops, as a rotation shows.
+    expect((await acctops('keys', 'rotate', '--company', companyId)).code).toBe(0);
+  });
+});
