@@ -303,10 +303,12 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
     await Promise.all(
       [...unpublished].flatMap(([store, periods]) => [...periods.values()].map((keys) => store.delete(keys).catch(() => undefined))),
     );
-    // Then the folders those files were in, and --out itself when the run made it: only empty ones.
-    await removeLocalDirectoriesMade().catch(() => 0);
+    // Looked at before any folder goes: the store's own clean-up below removes --out as well when
+    // it made --out with its first folder (seen in export-interrupt.test.ts under load).
     const made = await outDirs.catch(() => []);
     const outMade = made[0] !== undefined && (await exists(made[0]));
+    // Then the folders those files were in, and --out itself when the run made it: only empty ones.
+    await removeLocalDirectoriesMade().catch(() => 0);
     // The staging folder of a --out the run made is the run's own (DirObjectStore's `.acctops-tmp`),
     // and a write that was staging when the signal came can make it again after abandonLocalWrites.
     const ours = made[0] === undefined ? [] : [join(made[0], '.acctops-tmp'), ...made];
