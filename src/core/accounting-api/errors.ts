@@ -418,7 +418,10 @@ const HTML = /^\s*(<!doctype\s+html|<html|<head|<body|<\?xml|<!--)/i;
 const OAUTH_CODE = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$/;
 
 /** Reads an error body of any shape into the same facts. Never throws. */
-export function readErrorBody(body: string, contentType?: string): ErrorBody {
+export function readErrorBody(received: string, contentType?: string): ErrorBody {
+  // A UTF-8 byte order mark, as on a success body (request.ts): ignored, or the codes that decide
+  // a token refusal from a credential one would go unread.
+  const body = received.charCodeAt(0) === 0xfeff ? received.slice(1) : received;
   if (body.trim() === '') return { shape: 'empty' };
   let parsed: unknown;
   try {

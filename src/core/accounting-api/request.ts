@@ -306,10 +306,11 @@ export class RequestEngine {
 
   private success(response: TransportResponse, request: string, credential: Credential): ApiResponse {
     const requestId = serviceRequestId(response.headers['x-request-id']);
+    const { text, received } = withoutByteOrderMark(response.body, response.bytes);
     let body: unknown;
-    if (response.body !== '') {
+    if (!isBlank(text)) {
       try {
-        body = parseJsonLossless(response.body, response.bytes);
+        body = parseJsonLossless(text, received);
       } catch {
         // No cause attached: the parser's message quotes the body, which may hold a token.
         throw new ResponseValidationError([{ path: '', message: 'body is not valid JSON' }], {
@@ -322,12 +323,36 @@ export class RequestEngine {
     // The text stays while the page is read: a list cuts its items out of an ASCII body by searching
     // the text (item-json.ts). A plain Uint8Array over the bytes' memory: its subarrays are cheaper
     // than a Buffer's.
-    const received = response.bytes;
-    const text = response.body;
     const bodyBytes = () => {
       const bytes = received ?? Buffer.from(text);
       return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     };
     return { status: response.status, requestId, request, body, bodyBytes, bodyText: () => text, credential };
   }
+}
+
+/**
+ * The body without a leading UTF-8 byte order mark: RFC 8259 §8.1 forbids writing one but lets a
+ * parser ignore it, and some stacks write one, where JSON.parse would refuse the whole body. The
+ * text and the bytes are cut apart (a custom transport may have decoded one without it), so that
+ * item-json's offsets into the bytes stay those of the text.
+ */
+function withoutByteOrderMark(text: string, bytes: Uint8Array | undefined): { text: string; received: Uint8Array | undefined } {
+  const markInText = text.charCodeAt(0) === 0xfeff;
+  const markInBytes = bytes !== undefined && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+  if (!markInText && !markInBytes) return { text, received: bytes };
+  return { text: markInText ? text.slice(1) : text, received: markInBytes ? bytes.subarray(3) : bytes };
+}
+
+/**
+ * Whether a body holds no JSON value: empty, or JSON whitespace alone (a framework's `"\n"` for a
+ * reply with nothing to say). Such a body is read as an empty one (a 204's), not as invalid JSON:
+ * verify and expire read nothing from it (docs/assumptions.md), and a list still refuses it by
+ * its envelope. One look at the first character for a body with content.
+ */
+function isBlank(text: string): boolean {
+  if (text === '') return true;
+  const first = text.charCodeAt(0);
+  if (first !== 0x20 && first !== 0x09 && first !== 0x0a && first !== 0x0d) return false;
+  return /^[ \t\n\r]*$/.test(text);
 }
