@@ -14,7 +14,11 @@ export function transactionFastPath(input: unknown): Transaction | undefined {
   const item = input as Record<string, unknown>;
   const { publicId, amount, cashflowType, valueDate } = item;
   if (typeof publicId !== 'string' || !isGuid(publicId)) return undefined;
-  if (typeof cashflowType !== 'string' || typeof valueDate !== 'string' || !isTimestamp(valueDate)) return undefined;
+  if (typeof valueDate !== 'string' || !isTimestamp(valueDate)) return undefined;
+  // Optional (the spec names the field, not that every transaction has it): a service that leaves
+  // it out must not send every record of an export through the schema.
+  const flow = cashflowType === undefined || cashflowType === null ? null : typeof cashflowType === 'string' ? cashflowType : DOUBT;
+  if (flow === DOUBT) return undefined;
   const minor = minorUnits(amount);
   const currency = nullableText(item.currency);
   const description = nullableText(item.description);
@@ -27,7 +31,7 @@ export function transactionFastPath(input: unknown): Transaction | undefined {
     publicId,
     amount: minor,
     currency,
-    cashflowType: cashflowTypeOf(cashflowType),
+    cashflowType: flow === null ? null : cashflowTypeOf(flow),
     valueDate,
     description,
     category,

@@ -151,7 +151,8 @@ describe('transactionFastPath', () => {
           publicId: guid,
           amount,
           currency: fc.oneof(text, absent),
-          cashflowType: text,
+          // Absent or null too: optional, as the schema reads it (docs/assumptions.md).
+          cashflowType: fc.oneof(text, absent),
           valueDate: timestamp,
           description: fc.oneof(text, absent),
           category: fc.oneof(guid, absent),
