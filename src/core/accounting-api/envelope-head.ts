@@ -23,7 +23,8 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
  * `results`), before its end, or at all. Never throws: a head it cannot read is undefined.
  */
 export function envelopeNextFromHead(head: Uint8Array): string | null | undefined {
-  let i = skipWhitespace(head, 0);
+  // Past a UTF-8 byte order mark, which the body's parse ignores too (request.ts).
+  let i = skipWhitespace(head, head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf ? 3 : 0);
   if (head[i] !== OPEN_BRACE) return undefined;
   i = skipWhitespace(head, i + 1);
   while (head[i] === QUOTE) {

@@ -12,6 +12,14 @@ describe("envelopeNextFromHead: a list page's next, from its first bytes", () =>
     expect(head('{"count":3000,"next":null,"previous":"x"')).toBeNull();
   });
 
+  it('reads past a UTF-8 byte order mark, as the parse of the whole body does', () => {
+    expect(head(`\uFEFF${JSON.stringify({ count: 3000, next: NEXT, previous: null, results: [] })}`)).toBe(NEXT);
+    expect(head('\uFEFF {"next":null,')).toBeNull();
+    // Only at the start, and only the whole mark.
+    expect(head(' \uFEFF{"next":"n","results":[]}')).toBeUndefined();
+    expect(envelopeNextFromHead(Uint8Array.of(0xef, 0xbb, 0x7b, 0x7d))).toBeUndefined();
+  });
+
   it('decodes the string as JSON.parse does: escapes in the key and the value, whitespace between tokens', () => {
     expect(head('{ "count" : 1.5e3 ,\n\t"ne\\u0078t" : "https:\\/\\/api.test\\/?q=\\"\\u00fc\\"" , "results": []}')).toBe(
       'https://api.test/?q="ü"',
