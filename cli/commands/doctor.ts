@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { isSkipped, type DoctorReport } from '../operations/operations';
+import { revokedKeyRows } from '../operations/shared';
 import type { Output } from '../output';
 import type { CommandHost } from './host';
 
@@ -40,8 +41,13 @@ export function renderDoctor(out: Output, report: DoctorReport): void {
   }
   out.line('');
   out.line('Key rotations');
-  for (const r of report.revokedKeys ?? [])
-    out.line(`  old key ${r.keyPrefix}… past its grace period: ${r.outcome}${r.error ? `: ${r.error}` : ''}`);
+  if (report.revokedKeys !== null && isSkipped(report.revokedKeys))
+    out.line(`  pending revocations not checked: ${report.revokedKeys.skipped}`);
+  // Locally the doctor runs the due revocations; deployed, the schedules do, and it names those that will fail.
+  for (const r of revokedKeyRows(report))
+    out.line(
+      `  old key ${r.keyPrefix}… ${report.mode === 'local' ? 'past its grace period' : 'pending revocation'}: ${r.outcome}${r.error ? `: ${r.error}` : ''}`,
+    );
   if (isSkipped(report.rotations)) out.line(`  skipped: ${report.rotations.skipped}`);
   else {
     // The check counts the key secrets it examined; a registered company without one is a finding, counted apart.

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { OperatorClients } from '../../src/adapters/aws/operator-clients';
 import { apiKeyAuth, createAccountingClient, USER_REFUSAL_CODES } from '../../src/core/accounting-api';
 import {
+  blockedRevocations,
   companyKeySecretName,
   CompanyKeyNotFoundError,
   describeByNameOrTag,
@@ -73,6 +74,7 @@ import { isSkipped } from './operations';
 import { applyRotationDays, installKey, removeCompany, restoreCompany, type CompanyKeyContext } from './company-keys';
 import { setInstitutionSecret } from './secret-changes';
 import {
+  blockedRevocationRows,
   companyKeyOf,
   companyRegistry,
   companyRow,
@@ -357,7 +359,8 @@ export class AwsOperations implements Operations {
 
   /**
    * The deps of `revokePendingKeys`: the stack's schedule group lists the pending revocations. A
-   * key revoked now keeps its schedule (the CLI deletes none); when it fires, it finds the key revoked.
+   * key revoked now keeps its schedule (only `companies remove --revoke-keys` deletes them); when
+   * it fires, it finds the key revoked.
    */
   private async revokeNowDeps(store: RevokeDeps['store'], baseUrl: string): Promise<RevokeNowDeps> {
     const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
@@ -467,6 +470,14 @@ export class AwsOperations implements Operations {
     const registry = await this.registry()
       .then((r) => registryHealth(r))
       .catch(skipped);
+    // The schedules carry the revocations out, so none is run here: the ones that will fail are named.
+    const revokedKeys = await this.output(OUTPUTS.revocationGroup, 'check pending revocations')
+      .then(async (group) =>
+        blockedRevocationRows(
+          await blockedRevocations({ scheduler: this.clients.revocationScheduler(group), store: this.clients.secrets() }),
+        ),
+      )
+      .catch(skipped);
     // The local mode's sections, absent here: null in --json (README, "Global options").
     const partial = {
       mode: 'aws' as const,
@@ -476,7 +487,7 @@ export class AwsOperations implements Operations {
       tokens,
       rotations,
       exports,
-      revokedKeys: null,
+      revokedKeys,
       damagedStateFiles: null,
       registry,
     };
@@ -596,7 +607,13 @@ export class AwsOperations implements Operations {
       async () => {
         const store = this.clients.secrets();
         const directory = taggedKeyDirectory(store, this.directoryOptions);
-        return { find: (id: string) => directory.find(id), deps: await this.revokeNowDeps(store, await this.baseUrl()) };
+        const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
+        return {
+          find: (id: string) => directory.find(id),
+          deps: { ...this.revokeDeps(store, await this.baseUrl()), scheduler },
+          // --revoke-keys deletes the schedules of the keys it revoked (decision 107); keys revoke-pending leaves them.
+          cancelSchedule: (apiKeyId: string) => scheduler.cancel(apiKeyId),
+        };
       },
       options.revokeKeys === true,
     );

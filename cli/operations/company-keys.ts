@@ -170,6 +170,12 @@ export async function removeCompany(
 export interface RemovalKeyAccess {
   find(companyId: string): Promise<CompanyKeyEntry>;
   deps: RevokeNowDeps;
+  /**
+   * Deletes a revoked key's schedule (AWS mode). A schedule left behind fires after the secret is
+   * scheduled for deletion, fails and lands in the dead-letter queue, though its key is revoked
+   * (decision 107). Absent locally, where `deps.done` takes the revocation off its queue.
+   */
+  cancelSchedule?(apiKeyId: string): Promise<void>;
 }
 
 /**
@@ -188,10 +194,12 @@ async function keysAtRemoval(
   const id = companyId.toLowerCase();
   let entry: CompanyKeyEntry | undefined;
   let deps: RevokeNowDeps;
+  let cancelSchedule: RemovalKeyAccess['cancelSchedule'];
   let current: CompanyKeySecret;
   try {
     const found = await access();
     deps = found.deps;
+    cancelSchedule = found.cancelSchedule?.bind(found);
     entry = await findByTag(found, id);
     if (entry === undefined) {
       // The directory lists no secret scheduled for deletion: an earlier remove's, whose keys may live on.
@@ -241,6 +249,23 @@ async function keysAtRemoval(
         hint: `run \`acctops companies remove --company ${id} --revoke-keys\` again`,
       },
     );
+  }
+  // Before the current key goes: a rerun after a failure here finds the old keys revoked and the
+  // current key still able to read the key list, and deletes what is left.
+  if (cancelSchedule !== undefined) {
+    try {
+      for (const k of result.keys) await cancelSchedule(k.apiKeyId);
+    } catch (error) {
+      throw new CliError(
+        `company ${id}: the old keys pending revocation were revoked, but their revocation schedules could not all be deleted (${describeError(error).message}); nothing was removed, and the current key ${current.keyPrefix}… was not revoked`,
+        {
+          code: 'schedule_delete_failed',
+          exitCode: ExitCode.partial,
+          hint: `run \`acctops companies remove --company ${id} --revoke-keys\` again (it needs scheduler:DeleteSchedule on the stack's KeyRevocationScheduleGroup); a schedule left behind fails into the dead-letter queue once the company's key secret is scheduled for deletion`,
+          cause: error,
+        },
+      );
+    }
   }
   try {
     // The current key revokes itself: the service lets a key manage its company's keys, itself included.

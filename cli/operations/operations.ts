@@ -641,8 +641,13 @@ export interface DoctorReport {
   exports: ExportHealth | Skipped;
   /** The company registry: entries, and the ones the planner skips because they fail their schema. */
   registry: RegistryHealth | Skipped;
-  /** Old keys whose grace period had ended, revoked as the schedule would (local mode; null in AWS mode). */
-  revokedKeys: RevokedKey[] | null;
+  /**
+   * Local mode: old keys whose grace period had ended, revoked as the schedule would. AWS mode, where
+   * the schedules run them: the pending revocations that will fail when their schedule fires, their
+   * company's key secret being scheduled for deletion (`revocation_secret_deleted`; decision 107);
+   * `{ skipped }` when the schedule group could not be read.
+   */
+  revokedKeys: RevokedKey[] | Skipped | null;
   /** Local state files that do not parse, each with what to do (local mode, [] when none; null in AWS mode). */
   damagedStateFiles: { file: string; problem: string; remedy: string }[] | null;
   /** One line per thing to look at; empty means healthy. */

@@ -13,6 +13,7 @@ import {
   type RevokeNowDeps,
   revokePendingKeys,
   RevocationBlockedError,
+  type BlockedRevocation,
 } from '../../src/core/api-keys';
 import {
   activeCompanyPages,
@@ -377,6 +378,20 @@ export function revokedKeys(result: DueRevocationsResult): RevokedKey[] {
 }
 
 /**
+ * AWS mode's doctor: the pending revocations that will fail when their schedule fires (their
+ * company's key secret is scheduled for deletion), as rows whose error and code are the local
+ * doctor's for a due revocation that failed so, and so is the finding `findingsOf` makes of them.
+ */
+export function blockedRevocationRows(blocked: readonly BlockedRevocation[]): RevokedKey[] {
+  return blocked.map(({ revocation, error }) => ({
+    keyPrefix: revocation.keyPrefix,
+    outcome: `blocked (its schedule fires ${iso(revocation.revokeAt)!} and fails)`,
+    error: redactString(blockedRevocationText(error)),
+    code: error.code,
+  }));
+}
+
+/**
  * A revocation of a removed company's old key: no retry can succeed while the secret is scheduled
  * for deletion, so the text says the way out. `companies remove --revoke-keys` revokes the pending
  * old keys and the current key before removing the company again (decision 105).
@@ -522,13 +537,18 @@ export function tokenHealth(rows: readonly UserRow[], now: number): TokenHealth 
   };
 }
 
+/** The doctor's revoked-key rows; none when the section is absent (null) or could not be read. */
+export function revokedKeyRows(report: Pick<DoctorReport, 'revokedKeys'>): RevokedKey[] {
+  return report.revokedKeys === null || isSkipped(report.revokedKeys) ? [] : report.revokedKeys;
+}
+
 export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
   const out: string[] = [];
   for (const d of report.damagedStateFiles ?? []) out.push(`${d.problem}: ${d.remedy}`);
   if (isSkipped(report.health)) out.push(`health probes not run: ${report.health.skipped}`);
   else for (const p of report.health.probes) if (!p.ok) out.push(`probe ${p.name} failed: ${p.error?.message ?? 'no detail'}`);
   for (const s of report.companySecrets ?? []) if (!s.ok) out.push(`company key secret ${s.secret} unreadable: ${s.error ?? ''}`);
-  for (const r of report.revokedKeys ?? []) {
+  for (const r of revokedKeyRows(report)) {
     if (r.error !== null && r.code === 'revocation_secret_deleted') out.push(r.error);
     else if (r.error !== null)
       out.push(

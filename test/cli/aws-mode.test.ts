@@ -993,7 +993,8 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     // Every key there: the local mode's sections are null, the function answers' absent fields too.
     const document = parseJson<Record<string, unknown> & { health: { probes: unknown[] }; rotations: { findings: unknown[] } }>(doctor);
     expect(Object.keys(document).sort()).toEqual(DOCTOR_REPORT_FIELDS);
-    expect(document).toMatchObject({ companySecrets: null, revokedKeys: null, damagedStateFiles: null });
+    // The pending revocations that will fail when their schedule fires: none here (decision 107).
+    expect(document).toMatchObject({ companySecrets: null, revokedKeys: [], damagedStateFiles: null });
     expect(document.health.probes).toEqual([
       { name: 'institution-credential-readable', ok: true, durationMs: 3, detail: 'institution inst-1', error: null },
       {
@@ -1349,6 +1350,90 @@ describe('acctops CLI: AWS mode against local fakes', () => {
         },
       });
       expect(await world.statusWith(next.key)).toMatchObject({ status: 401 });
+    });
+
+    it("doctor names a removed company's pending revocation as blocked, in the local doctor's words (exit 5); remove --revoke-keys deletes the revoked keys' schedules (decision 107)", async () => {
+      const env = { ACCTOPS_BASE_URL: world.sandbox.baseUrl };
+      lambdaAnswers.set(outputs.CheckHealthFunctionName!, () => ({
+        body: { ok: true, checkedAt: '2026-11-02T09:00:00.000Z', probes: [] },
+      }));
+      lambdaAnswers.set(outputs.CheckKeyRotationsFunctionName!, () => ({ body: { checkedAt: 0, companies: 0, findings: [] } }));
+      const target = await company('Blocked Revocation GmbH');
+      const first = parseJson<{ apiKeyId: string; keyPrefix: string; secretArn: string }>(await install(target, true));
+      // A rotation's revocation of the key it replaced, as the rotation function schedules it.
+      const next = await world.sandbox.admin.createApiKey({
+        companyId: target.companyId,
+        permissions: ['manage_api_keys', 'read_transactions', 'read_categories', 'read_tax_reports'],
+      });
+      trackSecret(next.key);
+      expect((await install({ companyId: target.companyId, apiKey: next.key }, false)).code).toBe(0);
+      const revokeAt = Date.now() + 30 * 60_000;
+      await new EventBridgeRevocationScheduler({
+        groupName: outputs.KeyRevocationScheduleGroup!,
+        targetArn: 'arn:aws:lambda:eu-central-1:000000000000:function:acctops-test-revoke-api-key',
+        roleArn: 'arn:aws:iam::000000000000:role/acctops-test-scheduler',
+        client: localClientConfig(scheduler.endpoint),
+      }).schedule({
+        secretId: first.secretArn,
+        companyId: target.companyId,
+        apiKeyId: first.apiKeyId,
+        keyPrefix: first.keyPrefix,
+        revokeAt,
+        rotationToken: 'b'.repeat(36),
+      });
+      const scheduleName = `revoke-${first.apiKeyId}`;
+      const blocked =
+        `old key ${first.keyPrefix}… of company ${target.companyId} cannot be revoked: the company's key secret is scheduled for deletion (the company was removed), ` +
+        "and the revocation needs the company's current key, which only that secret holds; it stays valid at the service: " +
+        `\`acctops companies restore --company ${target.companyId}\` (within the recovery window), then \`acctops companies remove --company ${target.companyId} --revoke-keys\`, ` +
+        "which revokes it and the company's current key before removing the company again";
+      type Report = {
+        findings: string[];
+        revokedKeys: { keyPrefix: string; outcome: string; error: string | null; code: string | null }[];
+      };
+      const ours = (report: Report) => report.revokedKeys.filter((r) => r.keyPrefix === first.keyPrefix);
+
+      // While the company is served, its pending revocation is not blocked.
+      const before = await acctops(['--json', 'doctor']);
+      expect(ours(parseJson<Report>(before))).toEqual([]);
+      expect(parseJson<Report>(before).findings).not.toContain(blocked);
+
+      expect((await acctops([...keyOutputs, 'companies', 'remove', '--company', target.companyId], env)).code).toBe(0);
+      const doctor = await acctops(['--json', 'doctor']);
+      expect(doctor.code).toBe(5);
+      const report = parseJson<Report>(doctor);
+      expect(report.findings).toContain(blocked);
+      expect(ours(report)).toEqual([
+        {
+          keyPrefix: first.keyPrefix,
+          outcome: `blocked (its schedule fires ${new Date(revokeAt).toISOString()} and fails)`,
+          error: blocked,
+          code: 'revocation_secret_deleted',
+        },
+      ]);
+      const text = await acctops(['doctor']);
+      expect(text.code).toBe(5);
+      expect(text.stdout).toContain(`  old key ${first.keyPrefix}… pending revocation: blocked (its schedule fires `);
+      expect(text.stdout).not.toContain('..');
+      expect(scheduler.schedules().map((s) => s.Name)).toContain(scheduleName);
+
+      // The way out the finding names: restore, then remove --revoke-keys, which also deletes the schedule.
+      expect((await acctops([...keyOutputs, 'companies', 'restore', '--company', target.companyId])).code).toBe(0);
+      const deletes = scheduler.calls.DeleteSchedule ?? 0;
+      const removal = await acctops([...keyOutputs, '--json', 'companies', 'remove', '--company', target.companyId, '--revoke-keys'], env);
+      expect(removal.code).toBe(0);
+      expect(parseJson(removal)).toMatchObject({
+        keys: {
+          pending: [{ apiKeyId: first.apiKeyId }],
+          revoked: [{ apiKeyId: first.apiKeyId, outcome: 'revoked' }, { apiKeyId: next.publicId }],
+        },
+      });
+      expect(await world.statusWith(target.apiKey)).toMatchObject({ status: 401 });
+      expect(scheduler.schedules().map((s) => s.Name)).not.toContain(scheduleName);
+      expect(scheduler.calls.DeleteSchedule).toBe(deletes + 1);
+      const after = parseJson<Report>(await acctops(['--json', 'doctor']));
+      expect(ours(after)).toEqual([]);
+      expect(after.findings).not.toContain(blocked);
     });
   });
 });

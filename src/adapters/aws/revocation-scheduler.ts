@@ -3,6 +3,7 @@ import {
   ConflictException,
   CreateScheduleCommand,
   type CreateScheduleCommandInput,
+  DeleteScheduleCommand,
   FlexibleTimeWindowMode,
   GetScheduleCommand,
   ListSchedulesCommand,
@@ -68,6 +69,21 @@ export class EventBridgeRevocationScheduler implements RevocationScheduler {
       await this.client.send(new UpdateScheduleCommand(input));
     } catch (error) {
       throw schedulerError('UpdateSchedule', input.Name!, error);
+    }
+  }
+
+  /**
+   * Deletes the key's schedule, so that it never fires: for a key revoked already whose schedule
+   * would fail (its company's key secret about to be scheduled for deletion, decision 107). A
+   * schedule that is gone (it fired meanwhile, or a repeat) counts as deleted.
+   */
+  async cancel(apiKeyId: string): Promise<void> {
+    const name = `${this.namePrefix}${apiKeyId}`;
+    try {
+      await this.client.send(new DeleteScheduleCommand({ Name: name, GroupName: this.options.groupName }));
+    } catch (error) {
+      if (error instanceof ResourceNotFoundException) return;
+      throw schedulerError('DeleteSchedule', name, error);
     }
   }
 

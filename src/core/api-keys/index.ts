@@ -46,6 +46,8 @@ export {
   type RevocationQueue,
   RevocationSchedulerError,
   RevocationBlockedError,
+  type BlockedRevocation,
+  blockedRevocations,
   type RevocationOutcome,
   type RevokeDeps,
   revokeApiKey,

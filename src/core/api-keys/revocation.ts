@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { AccountingApiError, type AccountingClient, NotFoundError, uuidSchema } from '../accounting-api';
-import { SecretScheduledForDeletionError, type SecretStore, SecretStage } from '../ports/secrets';
+import { SecretNotFoundError, SecretScheduledForDeletionError, type SecretStore, SecretStage } from '../ports/secrets';
 import { type Clock } from '../shared/clock';
 import { AcctopsError } from '../shared/errors';
 import { type Logger } from '../shared/logger';
@@ -66,6 +66,43 @@ export class RevocationBlockedError extends AcctopsError {
     this.companyId = revocation.companyId;
     this.keyPrefix = revocation.keyPrefix;
   }
+}
+
+/** A pending revocation that will fail when it comes due, and the error it will fail with. */
+export interface BlockedRevocation {
+  revocation: Revocation;
+  error: RevocationBlockedError;
+}
+
+/**
+ * The pending revocations whose company key secret is scheduled for deletion: each fails with
+ * `RevocationBlockedError` when it comes due, and its key stays valid at the service. Read without
+ * running anything, for a doctor that cannot run revocations itself (AWS mode, where a schedule
+ * that fires and fails leaves only a dead-letter message). A secret gone for good is left out: its
+ * revocation fails otherwise, and no restore can help it.
+ */
+export async function blockedRevocations(deps: {
+  scheduler: Pick<RevocationScheduler, 'pending'>;
+  store: Pick<SecretStore, 'describeSecret'>;
+}): Promise<BlockedRevocation[]> {
+  const deleted = new Map<string, boolean>();
+  const blocked: BlockedRevocation[] = [];
+  for await (const revocation of deps.scheduler.pending()) {
+    let isDeleted = deleted.get(revocation.secretId);
+    if (isDeleted === undefined) {
+      try {
+        isDeleted = (await deps.store.describeSecret(revocation.secretId)).deletedAt !== undefined;
+      } catch (error) {
+        if (!(error instanceof SecretNotFoundError)) throw error;
+        isDeleted = false;
+      }
+      deleted.set(revocation.secretId, isDeleted);
+    }
+    if (!isDeleted) continue;
+    const cause = new SecretScheduledForDeletionError('the secret is scheduled for deletion', { secretId: revocation.secretId });
+    blocked.push({ revocation, error: new RevocationBlockedError(revocation, cause) });
+  }
+  return blocked.sort((a, b) => a.revocation.revokeAt - b.revocation.revokeAt);
 }
 
 /**
