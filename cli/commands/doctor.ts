@@ -41,7 +41,7 @@ export function renderDoctor(out: Output, report: DoctorReport): void {
   }
   out.line('');
   out.line('Key rotations');
-  if (report.revokedKeys !== null && isSkipped(report.revokedKeys))
+  if (report.revokedKeys != null && isSkipped(report.revokedKeys))
     out.line(`  pending revocations not checked: ${report.revokedKeys.skipped}`);
   // Locally the doctor runs the due revocations; deployed, the schedules do, and it names those that will fail.
   for (const r of revokedKeyRows(report))

@@ -270,6 +270,14 @@ export function renderStatus(out: Output, report: KeyStatusReport): void {
       );
     }
   }
+  // Valid at the service with nothing scheduled to revoke it: not a pending revocation, and not to be missed (decision 107).
+  for (const c of report.companies) {
+    const k = c.replacedKey;
+    if (k === null) continue;
+    out.line(
+      `${c.companyId}: the previous key ${k.keyPrefix}… (the key an install replaced, or one whose revocation was lost) stays valid at the service, ${k.lastUsedAt ? `last used ${relative(Date.parse(k.lastUsedAt), now)}` : 'never used'}, and no revocation of it is pending: \`acctops keys revoke-pending --company ${c.companyId} --prefix ${k.keyPrefix}\` revokes it now.`,
+    );
+  }
 }
 
 /**

@@ -539,7 +539,8 @@ export function tokenHealth(rows: readonly UserRow[], now: number): TokenHealth 
 
 /** The doctor's revoked-key rows; none when the section is absent (null) or could not be read. */
 export function revokedKeyRows(report: Pick<DoctorReport, 'revokedKeys'>): RevokedKey[] {
-  return report.revokedKeys === null || isSkipped(report.revokedKeys) ? [] : report.revokedKeys;
+  const rows = report.revokedKeys ?? [];
+  return isSkipped(rows) ? [] : rows;
 }
 
 export function findingsOf(report: Omit<DoctorReport, 'findings'>): string[] {
@@ -663,6 +664,7 @@ export function keyMissingRow(companyId: string): KeyStatusRow {
     rotationInProgress: false,
     pendingRevocations: [],
     currentKeyRevocations: [],
+    replacedKey: null,
     error: `registered, but no key secret holds its key, so its exports fail: \`acctops keys install --company ${companyId}\` stores it (ACCTOPS_API_KEY)`,
   };
 }

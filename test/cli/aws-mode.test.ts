@@ -1328,6 +1328,15 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       );
       expect(second.stdout).not.toContain(first.apiKey);
       expect(await world.statusWith(first.apiKey)).toEqual({ status: 200 });
+      // keys status names it while it stays valid with nothing pending (decision 107), by prefix only.
+      const replacedKey = async () =>
+        parseJson<{ companies: { replacedKey: { keyPrefix: string } | null }[] }>(
+          await acctops(['--json', 'keys', 'status', '--company', first.companyId], env),
+        ).companies[0]!.replacedKey;
+      expect(await replacedKey()).toMatchObject({ keyPrefix: replaced });
+      const shown = await acctops(['keys', 'status', '--company', first.companyId], env);
+      expect(shown.stdout).toContain(`${first.companyId}: the previous key ${replaced}… (the key an install replaced`);
+      expect(shown.stdout).not.toContain(first.apiKey);
 
       const revoked = await acctops(
         [...keyOutputs, '--json', 'keys', 'revoke-pending', '--company', first.companyId, '--prefix', replaced],
@@ -1337,6 +1346,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       expect(parseJson(revoked)).toMatchObject({ keys: [{ keyPrefix: replaced, outcome: 'revoked', error: null }] });
       expect(await world.statusWith(first.apiKey)).toMatchObject({ status: 401 });
       expect(await world.statusWith(next.key)).toEqual({ status: 200 });
+      expect(await replacedKey()).toBeNull();
 
       const removal = await acctops([...keyOutputs, '--json', 'companies', 'remove', '--company', first.companyId, '--revoke-keys'], env);
       expect(removal.code).toBe(0);

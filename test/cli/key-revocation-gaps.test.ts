@@ -47,6 +47,21 @@ describe('acctops: keys left valid by keys install and companies remove (local m
     expect(install.stdout).toContain('No revocation is scheduled for it');
     expect(install.stdout + install.stderr).not.toContain(key);
     expect(await liveAtService(company, replaced)).toBe(true);
+    // keys status names it by prefix while it stays valid with nothing pending (decision 107).
+    const replacedId = (await serviceKeys(company)).find((k) => k.prefix.startsWith(replaced) || replaced.startsWith(k.prefix))!.publicId;
+    expect(
+      parseJson<{ companies: { replacedKey: unknown }[] }>(await acctops('--json', 'keys', 'status', '--company', company)).companies[0]!
+        .replacedKey,
+    ).toMatchObject({
+      apiKeyId: replacedId,
+      keyPrefix: replaced,
+    });
+    const shown = await acctops('keys', 'status', '--company', company);
+    expect(shown.stdout).toContain(
+      `${company}: the previous key ${replaced}… (the key an install replaced, or one whose revocation was lost) stays valid at the service`,
+    );
+    expect(shown.stdout).toContain(`\`${command}\` revokes it now.`);
+    expect(shown.stdout + shown.stderr).not.toContain(key);
 
     const revoked = await acctops('--json', 'keys', 'revoke-pending', '--company', company, '--prefix', replaced);
     expect(revoked.code).toBe(0);
@@ -55,6 +70,11 @@ describe('acctops: keys left valid by keys install and companies remove (local m
     const again = await acctops('--json', 'keys', 'revoke-pending', '--company', company, '--prefix', replaced);
     expect(again.code).toBe(0);
     expect(parseJson(again)).toMatchObject({ keys: [{ keyPrefix: replaced, outcome: 'already_revoked' }] });
+    // Revoked, it is no longer listed as valid.
+    expect(
+      parseJson<{ companies: { replacedKey: unknown }[] }>(await acctops('--json', 'keys', 'status', '--company', company)).companies[0]!
+        .replacedKey,
+    ).toBeNull();
 
     // The key installed is current: --prefix never revokes it.
     const current = (await status(company)).keyPrefix;

@@ -22,6 +22,7 @@ export const KEY_STATUS_ROW_FIELDS: readonly string[] = [
   'nextRotationAt',
   'pendingRevocations',
   'permissions',
+  'replacedKey',
   'rotationDays',
   'rotationEnabled',
   'rotationInProgress',

@@ -1,5 +1,5 @@
 import { type AccountingClient } from '../accounting-api';
-import { type SecretStore, SecretStage, versionWithStage } from '../ports/secrets';
+import { SecretNotFoundError, type SecretStore, SecretStage, versionWithStage } from '../ports/secrets';
 import { type Clock, systemClock } from '../shared/clock';
 import { type Logger, silentLogger } from '../shared/logger';
 import { redactString } from '../shared/redact';
@@ -72,6 +72,14 @@ export interface KeyStatus {
    * key could not be read (such entries then stay in `pendingRevocations`, as nothing tells them apart).
    */
   currentKeyRevocations: { apiKeyId: string; keyPrefix: string; revokeAt: number }[];
+  /**
+   * The secret's previous key (AWSPREVIOUS) when the service lists it valid and no revocation of it
+   * is pending: the key `keys install` replaced (nothing schedules its revocation), or one whose
+   * schedule was lost. It works at the service until `keys revoke-pending --prefix` (or the
+   * doctor, once overdue) revokes it. Prefix and id only; null when there is none, it is revoked
+   * or pending, or the key list was not read.
+   */
+  replacedKey: { apiKeyId: string; keyPrefix: string; lastUsedAt: string | null } | null;
   /** Set when part of the row could not be read (the rest is still shown); null when all was. */
   error: string | null;
 }
@@ -149,6 +157,7 @@ export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
         }))
         .sort((a, b) => a.revokeAt - b.revokeAt),
       currentKeyRevocations: [],
+      replacedKey: null,
     };
     try {
       const current = parseCompanyKeySecret((await deps.store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
@@ -168,6 +177,12 @@ export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
         lastUsedByThisCheck: lastUsed >= checkStartedAt - OWN_USE_SKEW_MS,
         expiresAt: listed.expiresAt,
       });
+      const previous = await previousKey(deps.store, entry.secretId);
+      if (previous !== undefined && previous.apiKeyId !== current.apiKeyId && !revocations.some((r) => r.apiKeyId === previous.apiKeyId)) {
+        const old = keys.find((k) => k.publicId === previous.apiKeyId);
+        if (old !== undefined && old.revokedAt === null)
+          row.replacedKey = { apiKeyId: previous.apiKeyId, keyPrefix: previous.keyPrefix, lastUsedAt: old.lastUsedAt };
+      }
       for (const pending of row.pendingRevocations) {
         const old = keys.find((k) => k.publicId === pending.apiKeyId);
         pending.lastUsedAt = old?.lastUsedAt ?? null;
@@ -184,6 +199,22 @@ export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
     rows.push(row);
   }
   return rows;
+}
+
+/** The key of the secret's AWSPREVIOUS version; undefined when there is none, or it holds none that parses (an install's placeholder). */
+async function previousKey(store: Pick<SecretStore, 'readSecret'>, secretId: string): Promise<CompanyKeySecret | undefined> {
+  let value: string;
+  try {
+    value = (await store.readSecret(secretId, { stage: SecretStage.previous })).value;
+  } catch (error) {
+    if (error instanceof SecretNotFoundError) return undefined;
+    throw error;
+  }
+  try {
+    return parseCompanyKeySecret(value);
+  } catch {
+    return undefined;
+  }
 }
 
 export interface RotateNowResult {

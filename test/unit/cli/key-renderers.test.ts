@@ -48,6 +48,7 @@ describe('keys status: what an old key pending revocation says of its use', () =
           rotationInProgress: false,
           error: null,
           currentKeyRevocations: [],
+          replacedKey: { apiKeyId: 'a'.repeat(8), keyPrefix: 'sbx_Replace1', lastUsedAt: fiveMinutesAgo },
           pendingRevocations: [
             pending('sbx_Never001', {}),
             pending('sbx_NotUsed1', { lastUsedAt: fiveMinutesAgo, usedSinceRotation: false }),
@@ -71,6 +72,12 @@ describe('keys status: what an old key pending revocation says of its use', () =
     // Not dated: the time may be the rotation's own use, never read as a consumer's.
     expect(column).toContain('sbx_Earlier1… in 20m (last used 5m ago, maybe by the rotation that replaced it)');
     expect(column).toContain('sbx_Revoked1… in 20m (already revoked 1m ago: the schedule then changes nothing)');
+
+    // The key an install replaced is valid with nothing pending: a line of its own, never a pending revocation (decision 107).
+    expect(column).not.toContain('sbx_Replace1');
+    expect(text()).toContain(
+      `${COMPANY}: the previous key sbx_Replace1… (the key an install replaced, or one whose revocation was lost) stays valid at the service, last used 5m ago, and no revocation of it is pending: \`acctops keys revoke-pending --company ${COMPANY} --prefix sbx_Replace1\` revokes it now.`,
+    );
   });
 });
 
