@@ -111,7 +111,7 @@ export function companiesCommand(host: CommandHost): Command {
     )
     .option(
       '--revoke-keys',
-      'first revoke at the service the old keys pending revocation, then the current key; if one fails, nothing is removed (exit 5). ' +
+      'first revoke at the service the old keys pending revocation, delete their revocation schedules (AWS mode), then revoke the current key; if one fails, nothing is removed (exit 5). ' +
         'The company then holds no valid key acctops gave out or knows of',
     )
     .action(

@@ -1445,5 +1445,70 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       expect(ours(after)).toEqual([]);
       expect(after.findings).not.toContain(blocked);
     });
+
+    it('remove --revoke-keys whose DeleteSchedule is refused removes nothing (exit 5, schedule_delete_failed) and leaves the current key valid; run again, it goes on', async () => {
+      const env = { ACCTOPS_BASE_URL: world.sandbox.baseUrl };
+      const target = await company('Schedule Denied GmbH');
+      const first = parseJson<{ apiKeyId: string; keyPrefix: string; secretArn: string }>(await install(target, true));
+      const next = await world.sandbox.admin.createApiKey({
+        companyId: target.companyId,
+        permissions: ['manage_api_keys', 'read_transactions', 'read_categories', 'read_tax_reports'],
+      });
+      trackSecret(next.key);
+      expect((await install({ companyId: target.companyId, apiKey: next.key }, false)).code).toBe(0);
+      await new EventBridgeRevocationScheduler({
+        groupName: outputs.KeyRevocationScheduleGroup!,
+        targetArn: 'arn:aws:lambda:eu-central-1:000000000000:function:acctops-test-revoke-api-key',
+        roleArn: 'arn:aws:iam::000000000000:role/acctops-test-scheduler',
+        client: localClientConfig(scheduler.endpoint),
+      }).schedule({
+        secretId: first.secretArn,
+        companyId: target.companyId,
+        apiKeyId: first.apiKeyId,
+        keyPrefix: first.keyPrefix,
+        revokeAt: Date.now() + 30 * 60_000,
+        rotationToken: 'c'.repeat(36),
+      });
+      const scheduleName = `revoke-${first.apiKeyId}`;
+      const status = async () =>
+        parseJson<{ companies: { companyId: string; status: string }[] }>(await acctops(['--json', 'companies', 'list'])).companies.find(
+          (c) => c.companyId === target.companyId,
+        )?.status;
+      const args = [...keyOutputs, '--json', 'companies', 'remove', '--company', target.companyId, '--revoke-keys'];
+
+      scheduler.denied.add('DeleteSchedule');
+      try {
+        const refused = await acctops(args, env);
+        expect(refused.code).toBe(5);
+        expect(refused.stdout).toBe('');
+        const error = (JSON.parse(refused.stderr) as { error: { code: string; message: string; hint: string } }).error;
+        expect(error.code).toBe('schedule_delete_failed');
+        expect(error.message).toContain(
+          `company ${target.companyId}: the old keys pending revocation were revoked, but their revocation schedules could not all be deleted (`,
+        );
+        expect(error.message).toContain(`nothing was removed, and the current key ${next.prefix}… was not revoked`);
+        expect(error.hint).toContain(`acctops companies remove --company ${target.companyId} --revoke-keys\` again`);
+      } finally {
+        scheduler.denied.delete('DeleteSchedule');
+      }
+      expect(await world.statusWith(target.apiKey)).toMatchObject({ status: 401 });
+      expect(await world.statusWith(next.key)).toEqual({ status: 200 });
+      expect(await status()).toBe('active');
+      expect(scheduler.schedules().map((s) => s.Name)).toContain(scheduleName);
+
+      const again = await acctops(args, env);
+      expect(again.code).toBe(0);
+      expect(parseJson(again)).toMatchObject({
+        keys: {
+          revoked: [
+            { apiKeyId: first.apiKeyId, outcome: 'already_revoked' },
+            { apiKeyId: next.publicId, outcome: 'revoked' },
+          ],
+        },
+      });
+      expect(await world.statusWith(next.key)).toMatchObject({ status: 401 });
+      expect(await status()).toBe('removed');
+      expect(scheduler.schedules().map((s) => s.Name)).not.toContain(scheduleName);
+    });
   });
 });

@@ -25,6 +25,8 @@ export interface RunningScheduler {
   fireDue(now: number, invoke: (target: string, input: unknown) => Promise<unknown>): Promise<number>;
   /** Calls per operation, e.g. `{ CreateSchedule: 1 }`. */
   calls: Record<string, number>;
+  /** Operations answered AccessDeniedException (403), as for a caller whose IAM lacks them, e.g. `DeleteSchedule`. */
+  denied: Set<string>;
   stop(): Promise<void>;
 }
 
@@ -33,6 +35,7 @@ const AT = /^at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)$/;
 export async function startScheduler(): Promise<RunningScheduler> {
   const schedules = new Map<string, FakeSchedule>();
   const calls: Record<string, number> = {};
+  const denied = new Set<string>();
   const key = (group: string, name: string) => `${group}/${name}`;
   const count = (operation: string) => (calls[operation] = (calls[operation] ?? 0) + 1);
 
@@ -91,6 +94,13 @@ export async function startScheduler(): Promise<RunningScheduler> {
         return ok(res, { ...existing, Arn: arn(existing), State: 'ENABLED' });
       case 'DELETE':
         count('DeleteSchedule');
+        if (denied.has('DeleteSchedule'))
+          return fail(
+            res,
+            403,
+            'AccessDeniedException',
+            `not authorized to perform: scheduler:DeleteSchedule on ${arn({ GroupName: group, Name: name })}`,
+          );
         if (!existing) return fail(res, 404, 'ResourceNotFoundException', `Schedule ${name} does not exist.`);
         schedules.delete(key(group, name));
         return ok(res, {});
@@ -107,6 +117,7 @@ export async function startScheduler(): Promise<RunningScheduler> {
   return {
     endpoint,
     calls,
+    denied,
     schedules: () => [...schedules.values()].map((s) => structuredClone(s)),
     async fireDue(now, invoke) {
       let fired = 0;
