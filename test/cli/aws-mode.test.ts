@@ -1444,6 +1444,17 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       const after = parseJson<Report>(await acctops(['--json', 'doctor']));
       expect(ours(after)).toEqual([]);
       expect(after.findings).not.toContain(blocked);
+
+      // Without the schedule group the section is skipped, saying why; the others still run.
+      const group = outputs.KeyRevocationScheduleGroup!;
+      delete outputs.KeyRevocationScheduleGroup;
+      try {
+        const unread = await acctops(['--json', 'doctor']);
+        expect(parseJson<{ revokedKeys: { skipped: string } }>(unread).revokedKeys.skipped).toMatch(/KeyRevocationScheduleGroup/);
+        expect((await acctops(['doctor'])).stdout).toMatch(/\n {2}pending revocations not checked: .*KeyRevocationScheduleGroup/);
+      } finally {
+        outputs.KeyRevocationScheduleGroup = group;
+      }
     });
 
     it('remove --revoke-keys whose DeleteSchedule is refused removes nothing (exit 5, schedule_delete_failed) and leaves the current key valid; run again, it goes on', async () => {
