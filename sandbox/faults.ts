@@ -37,7 +37,12 @@ export const faultSchema = z.discriminatedUnion('type', [
     phase: z.enum(['before', 'after', 'partial']).optional(),
   }),
   z.strictObject({ type: z.literal('malformed_json') }),
-  z.strictObject({ type: z.literal('foreign_next'), url: z.url().optional() }),
+  z.strictObject({
+    type: z.literal('foreign_next'),
+    url: z.url().optional(),
+    /** The page's own `next` (null stays null) on this origin: a service behind a proxy that hides the public one. */
+    origin: z.url().optional(),
+  }),
   z.strictObject({ type: z.literal('next_loop'), to: z.enum(['self', 'first']).optional() }),
   z.strictObject({ type: z.literal('count_mismatch'), delta: z.int().optional() }),
   z.strictObject({ type: z.literal('drop_field'), field: z.string().min(1) }),

@@ -299,9 +299,16 @@ export class SandboxServer {
     for (const fault of faults) {
       switch (fault.type) {
         case 'foreign_next':
-          if (isList) {
+          if (isList && fault.origin !== undefined) {
+            if (typeof body.next === 'string') {
+              const own = new URL(body.next);
+              body.next = `${new URL(fault.origin).origin}${own.pathname}${own.search}`;
+            }
+          } else if (isList) {
             const next = new URL((body.next as string | null) ?? ctx.url.toString());
-            body.next = fault.url ?? `http://foreign.invalid${next.pathname}${next.search}`;
+            // Outside the base path as well as on another host: a client rebases a `next` under
+            // its base path onto its own origin (decision 109), so only this one must be refused.
+            body.next = fault.url ?? `http://foreign.invalid/outside${next.pathname}${next.search}`;
           }
           break;
         case 'next_loop':

@@ -234,14 +234,14 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         expect(await world.requests(TX)).toBe(1);
       });
 
-      it('a foreign origin, without sending it anything (so never the credential)', async () => {
-        const foreignNext = `${foreign.origin}/api/v1/accounting/transactions/?page=2&page_size=40`;
+      it('a foreign origin outside the base path, without sending it anything (so never the credential)', async () => {
+        const foreignNext = `${foreign.origin}/proxy/api/v1/accounting/transactions/?page=2&page_size=40`;
         await world.sandbox.admin.faults.add({ route: TX, fault: { type: 'foreign_next', url: foreignNext } });
         const { pages, error } = await pagesUntilFailure(world.client().transactions.list({ pageSize: 40 }));
         expect(pages).toHaveLength(1);
         expect(error).toBeInstanceOf(PaginationError);
         expect(error).toMatchObject({ reason: 'foreign_next' });
-        expect(error.message).toContain(`for ${foreign.origin}/api/v1/accounting/transactions/; not followed`);
+        expect(error.message).toContain(`for ${foreign.origin}/proxy/api/v1/accounting/transactions/; not followed`);
         expect(foreign.requests).toEqual([]);
         expect(await world.requests(TX)).toBe(1);
 
@@ -263,7 +263,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         const first = await pagesUntilFailure(client.transactions.list({ pageSize: 40 }));
         expect(first.error).toMatchObject({
           reason: 'foreign_next',
-          message: expect.stringContaining('http://foreign.invalid/api/v1/') as unknown,
+          message: expect.stringContaining('http://foreign.invalid/outside/api/v1/') as unknown,
         });
         const second = await pagesUntilFailure(client.transactions.list({ pageSize: 40 }));
         expect(second.error).toMatchObject({ reason: 'foreign_next', message: expect.stringContaining('/api/v2/') as unknown });

@@ -123,14 +123,26 @@ describe('sandbox: faults on demand', () => {
     expect(res.text.startsWith('{"count":')).toBe(true);
   });
 
-  it('points next to a foreign origin, or to a given URL', async () => {
+  it('points next to a foreign origin outside the base path, or to a given URL', async () => {
     await sandbox.admin.faults.add({ route: TX, fault: { type: 'foreign_next' } });
     const next = new URL((await txs('?page_size=10')).body.next);
     expect(next.origin).toBe('http://foreign.invalid');
-    expect(next.pathname).toBe('/api/v1/accounting/transactions/');
+    expect(next.pathname).toBe('/outside/api/v1/accounting/transactions/');
     expect(next.searchParams.get('page')).toBe('2');
     await sandbox.admin.faults.add({ route: TX, fault: { type: 'foreign_next', url: 'http://127.0.0.1:9/elsewhere/' } });
     expect((await txs('?page_size=10')).body.next).toBe('http://127.0.0.1:9/elsewhere/');
+  });
+
+  it("puts a page's own next on another origin, and leaves a last page's null", async () => {
+    await sandbox.admin.faults.add({ route: TX, times: 'always', fault: { type: 'foreign_next', origin: 'http://web:8000' } });
+    const first = await txs('?page_size=10');
+    const own = new URL(first.body.next);
+    expect(own.origin).toBe('http://web:8000');
+    expect(own.pathname).toBe('/api/v1/accounting/transactions/');
+    expect(Object.fromEntries(own.searchParams)).toEqual({ page: '2', page_size: '10' });
+    const last = await txs(`?page_size=10&page=${Math.ceil(first.body.count / 10)}`);
+    expect(last.status).toBe(200);
+    expect(last.body.next).toBeNull();
   });
 
   it('makes next loop back to the page itself or to page 1', async () => {
