@@ -585,7 +585,7 @@ function serviceHint(error: AccountingApiError, context: DescribeContext): strin
   if (error instanceof RateLimitError) return rateLimitHint(error, context);
   if (error instanceof PaginationError) {
     if (error.reason === 'foreign_next') {
-      return "the service's `next` link leaves the base URL: if that is the service under another address (https instead of http, a proxy's host), use that address as the base URL; otherwise report it to the service's owner";
+      return "the service's `next` link leaves the base URL's path, or carries a user name: if that is the service under another path (a proxy's prefix), use that address as the base URL; otherwise report it to the service's owner";
     }
     return "the service's `next` links are wrong (acctops stopped rather than read a page twice or forever); nothing here can fix that: report it to the service's owner with the request id";
   }

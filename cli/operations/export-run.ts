@@ -7,11 +7,12 @@ import {
   ServerError,
   TimeoutError,
   type AccountingApiError,
+  type AccountingApiWarning,
   type CredentialProvider,
   type RetryWait,
 } from '../../src/core/accounting-api';
 import { directExport } from '../../src/core/exports/pipeline/direct-export';
-import type { ExportClientSettings } from '../../src/core/exports/pipeline/export-sources';
+import { NEXT_REBASED_HINT, type ExportClientSettings } from '../../src/core/exports/pipeline/export-sources';
 import { dueExportPeriod, type ExportDeadline } from '../../src/core/exports/pipeline/export-deadline';
 import { exportCompanyPeriod } from '../../src/core/exports/pipeline/export-company-period';
 import { EXPORT_ROOT, MANIFEST_NAME } from '../../src/core/exports/formats/layout';
@@ -499,8 +500,12 @@ export interface DirectExportOptions {
  */
 export const DEFAULT_MAX_RETRY_WAIT_MS = 5 * 60_000;
 
-/** The client settings of a direct export: the service's waits honoured up to the cap, each one said. */
+/**
+ * The client settings of a direct export: the service's waits honoured up to the cap, each one said;
+ * a `next` rebased onto the base origin said once a run (each list warns once, an export reads several).
+ */
 function directClientSettings(context: OperationsContext, opts: DirectExportOptions): ExportClientSettings {
+  const said = new Set<string>();
   return {
     ...(opts.pageSize !== undefined ? { pageSize: opts.pageSize } : {}),
     ...(opts.dateTo !== undefined ? { dateTo: opts.dateTo } : {}),
@@ -509,7 +514,17 @@ function directClientSettings(context: OperationsContext, opts: DirectExportOpti
     retry: { maxRetryAfterMs: opts.maxRetryWait ?? DEFAULT_MAX_RETRY_WAIT_MS, maxElapsedMs: Number.POSITIVE_INFINITY },
     ...(context.runtime.requestTimeoutMs !== undefined ? { timeoutMs: context.runtime.requestTimeoutMs } : {}),
     onRetryWait: (wait) => context.out.note(retryWaitLine(wait)),
+    onWarning: (warning) => {
+      if (warning.type !== 'next_rebased' || said.has(warning.nextOrigin)) return;
+      said.add(warning.nextOrigin);
+      context.out.note(nextRebasedLine(warning));
+    },
   };
+}
+
+/** Origins only: the request's query and the `next` link's are left out (they could carry anything). */
+export function nextRebasedLine(warning: Extract<AccountingApiWarning, { type: 'next_rebased' }>): string {
+  return `acctops: warning: the service's next links name ${warning.nextOrigin}, not ${warning.baseOrigin}: the pages were requested on ${warning.baseOrigin}, and the key went nowhere else (${NEXT_REBASED_HINT})`;
 }
 
 /**

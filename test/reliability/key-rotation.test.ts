@@ -202,7 +202,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     'page-foreign-next': async () => {
       const foreign = await startRecordingServer();
       try {
-        await fault(KEYS, { type: 'foreign_next', url: `${foreign.origin}/api/v1/api-keys/?page=2` });
+        await fault(KEYS, { type: 'foreign_next', url: `${foreign.origin}/elsewhere/api/v1/api-keys/?page=2` });
         await world.startRotation();
         await expectRolledBack('createSecret');
         expect(world.sm.admin.rotation(world.secretArn)!.error).toMatchObject({ name: 'PaginationError', reason: 'foreign_next' });

@@ -49,7 +49,7 @@ export const ROWS = {
   'drift-unknown-enum': 'Schema drift: an unknown enum value',
   'page-loop': 'Pagination: a loop',
   'page-count-mismatch': 'Pagination: a count mismatch',
-  'page-foreign-next': 'Pagination: a foreign-origin `next`',
+  'page-foreign-next': 'Pagination: a `next` that leaves the base URL (another host, outside `/api/v1/`)',
   'page-result-set-change': 'Pagination: the result set changes between pages',
   'page-overlap': 'Pagination: pages overlap (a record sent again, `count` unchanged)',
   'token-expires-mid-export': 'A token expires during an export',
@@ -226,11 +226,11 @@ export const MATRIX: Record<RowId, Record<ColumnId, Cell>> = {
     tokenRefresh: NO_LIST_TOKENS,
     keyRotation: test(
       'typed_failure',
-      "the key list's `next` on another host: PaginationError `foreign_next`, rollback, `RotationStepsFailed`; the foreign host receives nothing",
+      "the key list's `next` on another host, outside `/api/v1/`: PaginationError `foreign_next`, rollback, `RotationStepsFailed`; the foreign host receives nothing",
     ),
     monthlyExport: test(
       'typed_failure',
-      '`next` on another host: PaginationError, `ExportFailed` event; the foreign host receives nothing',
+      '`next` on another host, outside `/api/v1/`: PaginationError, `ExportFailed` event; the foreign host receives nothing (under `/api/v1/` it would be requested on the base origin: decision 109)',
     ),
     webhook: NO_LIST_WEBHOOK,
   },

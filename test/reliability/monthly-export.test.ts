@@ -432,7 +432,11 @@ matrixColumn('monthlyExport', {
     const foreign = await startRecordingServer();
     try {
       const store = newStore();
-      await fault(TRANSACTIONS, { type: 'foreign_next', url: `${foreign.origin}/api/v1/accounting/transactions/?page=2` }, { page: 1 });
+      await fault(
+        TRANSACTIONS,
+        { type: 'foreign_next', url: `${foreign.origin}/elsewhere/api/v1/accounting/transactions/?page=2` },
+        { page: 1 },
+      );
       const { outcome, events, metrics } = await run(store);
       expect(outcome).toMatchObject({
         retryable: false,

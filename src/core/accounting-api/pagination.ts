@@ -11,8 +11,11 @@ import type { AccountingApiWarning, ItemWarning } from './warnings';
  * Lists (spec §4.3) as async iterators over items and over pages, in the manner of openai-node's
  * pagination: nothing is fetched until iteration starts, and each iteration starts afresh.
  *
- * Following `next` is where a credential could leak: a `next` must stay on the base URL's origin
- * and under its path (`/api/v1/`), or the list stops with PaginationError before sending anything.
+ * Following `next` is where a credential could leak: a `next` must lie under the base URL's path
+ * (`/api/v1/`) and carry no user info, or the list stops with PaginationError before sending
+ * anything. One that names another origin is requested on the base URL's own (decision 109): a
+ * service behind a TLS-terminating proxy writes its internal view (`http://web:8000/api/v1/…`), and
+ * the key must only ever go to the configured origin over its scheme.
  */
 
 /** One item: the raw JSON object (for lossless exports) beside its parsed form. */
@@ -146,6 +149,7 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
     let maxCount = 0;
     let firstPageLength = 0;
     const warnedFields = new Set<string>();
+    let warnedRebase = false;
     // Two sets swapped page by page instead of one of every id: a million-record export must not
     // hold a million ids, and a shift is as long as what was inserted between two requests,
     // expected to be well under a page.
@@ -224,7 +228,18 @@ export class PaginatedList<T> implements AsyncIterable<PageItem<T>> {
                 contextOf(response),
               );
             }
-            url = checkNext(envelope.next, url, source.baseUrl, seen, response);
+            const checked = checkNext(envelope.next, url, source.baseUrl, seen, response);
+            url = checked;
+            if (!warnedRebase && checked.rebasedFrom !== undefined) {
+              // Once a list: every page of such a service names the same wrong origin.
+              warnedRebase = true;
+              source.warn({
+                type: 'next_rebased',
+                request: response.request,
+                nextOrigin: checked.rebasedFrom,
+                baseOrigin: source.baseUrl.origin,
+              });
+            }
             if (early?.response !== undefined && early.url === url.href) {
               pending = early.response;
             } else {
@@ -399,8 +414,11 @@ function loopKey(url: URL): string {
   return copy.href;
 }
 
-/** `next` resolved and checked (the origin and path it must stay under, pages already fetched), and marked as seen. */
-function checkNext(next: string, current: URL, baseUrl: URL, seen: Set<string>, response: ApiResponse): URL {
+/** A `next` to request: on the base URL's origin; `rebasedFrom` the origin it named instead, if another. */
+type NextUrl = URL & { rebasedFrom?: string };
+
+/** `next` resolved and checked (the path it must stay under, pages already fetched), and marked as seen. */
+function checkNext(next: string, current: URL, baseUrl: URL, seen: Set<string>, response: ApiResponse): NextUrl {
   const followed = follow(next, current, baseUrl, seen);
   if (!(followed instanceof URL))
     throw new PaginationError(followed.reason, followed.detail, { ...contextOf(response), cause: followed.cause });
@@ -414,17 +432,26 @@ function follow(
   current: URL,
   baseUrl: URL,
   seen: ReadonlySet<string>,
-): URL | { reason: PaginationFailure; detail: string; cause?: unknown } {
-  let url: URL;
+): NextUrl | { reason: PaginationFailure; detail: string; cause?: unknown } {
+  let named: URL;
   try {
-    url = new URL(next, current);
+    named = new URL(next, current);
   } catch (cause) {
     return { reason: 'invalid_next', detail: 'next is not a URL', cause };
   }
   const prefix = baseUrl.pathname.endsWith('/') ? baseUrl.pathname : `${baseUrl.pathname}/`;
-  if (url.origin !== baseUrl.origin || !url.pathname.startsWith(prefix) || url.username !== '' || url.password !== '') {
+  if (!named.pathname.startsWith(prefix) || named.username !== '' || named.password !== '') {
     // Name the foreign place by origin and path only: its query could carry anything.
-    return { reason: 'foreign_next', detail: `next leaves ${baseUrl.origin}${prefix} for ${url.origin}${url.pathname}; not followed` };
+    return { reason: 'foreign_next', detail: `next leaves ${baseUrl.origin}${prefix} for ${named.origin}${named.pathname}; not followed` };
+  }
+  let url: NextUrl = named;
+  if (named.origin !== baseUrl.origin) {
+    // Built from the base origin and then given the path: a path such as `//other.host/…` (under a
+    // base path of `/`) parsed as a reference would name a host of its own.
+    url = new URL(baseUrl.origin);
+    url.pathname = named.pathname;
+    url.search = named.search;
+    url.rebasedFrom = named.origin;
   }
   if (seen.has(loopKey(url))) return { reason: 'next_loop', detail: 'next points to a page already fetched' };
   return url;

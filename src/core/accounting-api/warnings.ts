@@ -34,7 +34,15 @@ export type AccountingApiWarning =
    * 1,000 (configured)"). The list was requested again once without a page size, at the service's
    * own default, and followed by `next` (spec §4.3); `request` is the refused request.
    */
-  | { type: 'page_size_refused'; request: string; param: string; pageSize: number };
+  | { type: 'page_size_refused'; request: string; param: string; pageSize: number }
+  /**
+   * A page's `next` lay under the base URL's path but named another origin (`nextOrigin`: a
+   * service behind a TLS-terminating proxy writing `http://` or its internal host name): it was
+   * requested on `baseOrigin` instead, its path and query kept (decision 109). Said once a list, at
+   * the first such `next`; `request` is the page that carried it. Origins only: a query could carry
+   * anything. The service's proxy settings are what to fix (it should see the public scheme and host).
+   */
+  | { type: 'next_rebased'; request: string; nextOrigin: string; baseOrigin: string };
 
 export type WarningHandler = (warning: AccountingApiWarning) => void;
 

@@ -201,12 +201,19 @@ describe('client and sandbox with canary secrets', () => {
         .all(),
     );
     world.clock.advance(MINUTE);
-    // A foreign next that carries the key in its query.
+    // A foreign next that carries the key in its query: refused outside the base path. Under it, a
+    // next is requested on the base origin (decision 109), query and all; the service's own request
+    // log would then hold what its link carried, so that one carries no key.
     await admin.faults.add({
       route: 'GET /accounting/transactions/',
-      fault: { type: 'foreign_next', url: `${foreign.origin}/api/v1/accounting/transactions/?api_key=${fullKey}&page=2` },
+      fault: { type: 'foreign_next', url: `${foreign.origin}/elsewhere/api/v1/accounting/transactions/?api_key=${fullKey}&page=2` },
     });
     await fails(client().transactions.list({ pageSize: 10 }).all());
+    await admin.faults.add({
+      route: 'GET /accounting/transactions/',
+      fault: { type: 'foreign_next', url: `${foreign.origin}/api/v1/accounting/transactions/?page=2&page_size=10` },
+    });
+    await client().transactions.list({ pageSize: 10 }).all();
     await admin.faults.add({ route: 'GET /accounting/transactions/', fault: { type: 'count_mismatch' } });
     await client().transactions.list().all();
     world.clock.advance(30 * MINUTE + 1000);
@@ -245,7 +252,12 @@ describe('client and sandbox with canary secrets', () => {
       'TokenExpiredError',
       'RateLimitError',
     ]);
-    expect(warnings.map((w) => w.type).sort()).toEqual(['count_mismatch', 'invalid_category_metadata', 'invalid_category_metadata']);
+    expect(warnings.map((w) => w.type).sort()).toEqual([
+      'count_mismatch',
+      'invalid_category_metadata',
+      'invalid_category_metadata',
+      'next_rebased',
+    ]);
     expect(foreign.requests).toEqual([]);
   });
 

@@ -274,6 +274,69 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       });
     });
 
+    // Decision 109: what a Django REST framework service behind a TLS-terminating proxy writes.
+    describe('next links on another origin under the base path: requested on the base origin', () => {
+      it('every page on another host: read whole from the sandbox, that host never contacted, one warning', async () => {
+        await world.sandbox.admin.faults.add({ route: TX, times: 'always', fault: { type: 'foreign_next', origin: foreign.origin } });
+        const warnings: AccountingApiWarning[] = [];
+        const logger = new MemoryLogger();
+        const pages = await collectPages(
+          world.client({ onWarning: (w) => warnings.push(w), logger }).transactions.list({ ...OCTOBER, pageSize: 40 }),
+        );
+        expect(sizes(pages)).toEqual([40, 40, 40, 40, 40, 40, 10]);
+        expect(pages.slice(0, -1).every((p) => new URL(p.next!).origin === foreign.origin)).toBe(true);
+        expect(await world.requests(TX)).toBe(7);
+        expect(foreign.requests).toEqual([]);
+        const sandboxOrigin = new URL(world.sandbox.baseUrl).origin;
+        expect(warnings).toEqual([
+          {
+            type: 'next_rebased',
+            request: expect.stringMatching(/^GET \/api\/v1\/accounting\/transactions\/\?/) as unknown,
+            nextOrigin: foreign.origin,
+            baseOrigin: sandboxOrigin,
+          },
+        ]);
+        // The warning names origins and the (redacted) first request, not the `next` it carried.
+        expect(JSON.stringify(warnings)).not.toContain('page=2');
+        expect(logger.entries().filter((e) => e.message === 'accounting api warning')).toEqual([
+          expect.objectContaining({ type: 'next_rebased', nextOrigin: foreign.origin, baseOrigin: sandboxOrigin }),
+        ]);
+
+        // Control: the foreign host does record what reaches it.
+        await fetch(`${foreign.origin}/probe`);
+        expect(foreign.requests.map((r) => r.url)).toEqual(['/probe']);
+        foreign.requests.length = 0;
+      });
+
+      it('a next on the same host by another name and scheme: followed on the base origin', async () => {
+        const sandbox = new URL(world.sandbox.baseUrl);
+        // The sandbox listens on 127.0.0.1; `localhost` is the same machine named otherwise, as a
+        // service that does not see the forwarded host writes its own.
+        await world.sandbox.admin.faults.add({ route: TX, fault: { type: 'foreign_next', origin: `https://localhost:${sandbox.port}` } });
+        const warnings: AccountingApiWarning[] = [];
+        const pages = await collectPages(
+          world.client({ onWarning: (w) => warnings.push(w) }).transactions.list({ ...OCTOBER, pageSize: 100 }),
+        );
+        expect(sizes(pages)).toEqual([100, 100, 50]);
+        expect(new URL(pages[0]!.next!).origin).toBe(`https://localhost:${sandbox.port}`);
+        expect(warnings).toMatchObject([
+          { type: 'next_rebased', nextOrigin: `https://localhost:${sandbox.port}`, baseOrigin: sandbox.origin },
+        ]);
+        expect(await world.requests(TX)).toBe(3);
+      });
+
+      it('a loop through a rebased next is still next_loop', async () => {
+        await world.sandbox.admin.faults.add({ route: TX, query: { page: '2' }, fault: { type: 'next_loop', to: 'first' } });
+        await world.sandbox.admin.faults.add({ route: TX, times: 'always', fault: { type: 'foreign_next', origin: foreign.origin } });
+        const { pages, error } = await pagesUntilFailure(world.client().transactions.list({ ...OCTOBER, pageSize: 40 }));
+        expect(sizes(pages)).toEqual([40, 40]);
+        expect(new URL(pages[1]!.next!).origin).toBe(foreign.origin);
+        expect(error).toMatchObject({ reason: 'next_loop' });
+        expect(await world.requests(TX)).toBe(2);
+        expect(foreign.requests).toEqual([]);
+      });
+    });
+
     it('a result set that changes between pages: the repeated item is dropped, the count grows, and the client reports both', async () => {
       // A company of its own: the fault inserts a record for good.
       const { admin } = world.sandbox;

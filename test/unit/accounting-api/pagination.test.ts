@@ -142,16 +142,12 @@ describe('pagination', () => {
     }
 
     it.each([
-      ['another host', 'https://evil.test:4010/api/v1/accounting/transactions/?page=2&page_size=1000'],
-      // A downgrade to the same host: the key would cross the network in clear (decision 92).
-      ['http on the same host and port', 'http://api.test:4010/api/v1/accounting/transactions/?page=2'],
-      ['http on the same host', 'http://api.test/api/v1/accounting/transactions/?page=2'],
-      ['another port', 'https://api.test:4011/api/v1/accounting/transactions/?page=2'],
       ['a path outside the prefix', 'https://api.test:4010/admin/dump/?page=2'],
+      ['a path outside the prefix on another host', 'https://evil.test/admin/dump/?page=2'],
       ['a look-alike prefix', 'https://api.test:4010/api/v10/accounting/transactions/?page=2'],
       ['a dot-segment escape', 'https://api.test:4010/api/v1/../internal/?page=2'],
       ['user info', 'https://user:pw@api.test:4010/api/v1/accounting/transactions/?page=2'],
-      ['a protocol-relative link', '//evil.test/api/v1/accounting/transactions/?page=2'],
+      ['user info on another host', 'http://user@evil.test/api/v1/accounting/transactions/?page=2'],
     ])('refuses a next on %s without sending the credential there', async (_name, next) => {
       const { client, fake } = setup(pagesWithNext(next));
       const seen: string[] = [];
@@ -165,6 +161,87 @@ describe('pagination', () => {
       expect(fake.requests).toHaveLength(1);
       expect(fake.requests.every((r) => r.url.startsWith(`${BASE_URL}/`))).toBe(true);
       expect(fake.requests.filter((r) => r.headers.authorization === `Bearer ${KEY}`)).toHaveLength(1);
+    });
+
+    // Decision 109: a service behind a TLS-terminating proxy names its own view of the request.
+    it.each([
+      ['another host', 'https://evil.test:4010/api/v1/accounting/transactions/?page=2&page_size=1000', 'https://evil.test:4010'],
+      // A downgrade is never followed: the page is asked for over https all the same (decision 92).
+      [
+        'http on the same host and port',
+        'http://api.test:4010/api/v1/accounting/transactions/?page=2&page_size=1000',
+        'http://api.test:4010',
+      ],
+      ['http on the same host', 'http://api.test/api/v1/accounting/transactions/?page=2&page_size=1000', 'http://api.test'],
+      ['another port', 'https://api.test:4011/api/v1/accounting/transactions/?page=2&page_size=1000', 'https://api.test:4011'],
+      ['an internal host name', 'http://web:8000/api/v1/accounting/transactions/?page=2&page_size=1000#frag', 'http://web:8000'],
+      ['a protocol-relative link', '//evil.test/api/v1/accounting/transactions/?page=2&page_size=1000', 'https://evil.test'],
+    ])('requests a next under the prefix on %s from the base origin, with a warning', async (_name, next, nextOrigin) => {
+      const { client, fake, warnings } = setup(pagesWithNext(next));
+      expect(await client.transactions.list().all()).toHaveLength(2);
+      expect(fake.requests.map((r) => r.url)).toEqual([
+        `${BASE_URL}/accounting/transactions/?page_size=1000`,
+        `${BASE_URL}/accounting/transactions/?page=2&page_size=1000`,
+      ]);
+      expect(fake.requests.every((r) => r.headers.authorization === `Bearer ${KEY}`)).toBe(true);
+      expect(warnings).toEqual([
+        {
+          type: 'next_rebased',
+          request: 'GET /api/v1/accounting/transactions/?page_size=1000',
+          nextOrigin,
+          baseOrigin: 'https://api.test:4010',
+        },
+      ]);
+    });
+
+    it('warns of rebased next links once a list, and names no query value', async () => {
+      let n = 0;
+      const { client, fake, warnings, logger } = setup(() => {
+        n++;
+        const next = n < 4 ? `http://web:8000/api/v1/accounting/transactions/?page=${n + 1}&secret_ish=hunter2` : null;
+        return json(200, { count: 4, next, previous: null, results: [transaction(n)] });
+      });
+      expect(await client.transactions.list().all()).toHaveLength(4);
+      expect(fake.urls().map((u) => [u.origin, u.searchParams.get('page')])).toEqual([
+        ['https://api.test:4010', null],
+        ['https://api.test:4010', '2'],
+        ['https://api.test:4010', '3'],
+        ['https://api.test:4010', '4'],
+      ]);
+      expect(warnings.map((w) => w.type)).toEqual(['next_rebased']);
+      expect(JSON.stringify(warnings)).not.toContain('hunter2');
+      expect(JSON.stringify(logger.entries())).not.toContain('hunter2');
+      // Each iteration is a list of its own.
+      n = 0;
+      await client.transactions.list().all();
+      expect(warnings.map((w) => w.type)).toEqual(['next_rebased', 'next_rebased']);
+    });
+
+    it('detects a loop through a rebased next', async () => {
+      const { client, fake } = setup(() =>
+        json(200, { count: 9, next: 'http://web:8000/api/v1/accounting/transactions/?page_size=1000&page=1', previous: null, results: [] }),
+      );
+      await expect(client.transactions.list().all()).rejects.toMatchObject({ reason: 'next_loop' });
+      expect(fake.requests).toHaveLength(1);
+    });
+
+    it('keeps a rebased path on the base host when the base path is the root', async () => {
+      const { client, fake, warnings } = setup(
+        (_request, url) =>
+          url.searchParams.get('page') === '2'
+            ? json(200, { count: 2, next: null, previous: null, results: [transaction(2)] })
+            : json(200, {
+                count: 2,
+                next: 'http://web:8000//evil.test/accounting/transactions/?page=2',
+                previous: null,
+                results: [transaction(1)],
+              }),
+        { baseUrl: 'https://api.test:4010/' },
+      );
+      expect(await client.transactions.list().all()).toHaveLength(2);
+      expect(fake.urls().map((u) => u.host)).toEqual(['api.test:4010', 'api.test:4010']);
+      expect(fake.requests[1]!.url).toBe('https://api.test:4010//evil.test/accounting/transactions/?page=2');
+      expect(warnings).toMatchObject([{ type: 'next_rebased', nextOrigin: 'http://web:8000' }]);
     });
 
     it('follows a relative next resolved against the current page', async () => {
@@ -351,6 +428,22 @@ describe('pagination', () => {
       expect(log.filter((e) => e.startsWith('sent'))).toEqual(['sent 1', 'sent 2', 'sent 3', 'sent 4']);
     });
 
+    it('sends a rebased next early, on the base origin, and uses that request', async () => {
+      const log: string[] = [];
+      const { client, fake, warnings } = setup(
+        streamed((_request, url) => {
+          const n = Number(pageOf(url));
+          const next = n < 4 ? `http://web:8000/api/v1/accounting/transactions/?page=${n + 1}` : null;
+          return rawPage(JSON.stringify({ count: 4, next, previous: null, results: [transaction(n)] }));
+        }, log),
+      );
+      expect(await client.transactions.list().all()).toHaveLength(4);
+      expect(log.indexOf('sent 3')).toBeLessThan(log.indexOf('read 2'));
+      expect(log.filter((e) => e.startsWith('sent'))).toEqual(['sent 1', 'sent 2', 'sent 3', 'sent 4']);
+      expect(fake.urls().every((u) => u.origin === 'https://api.test:4010')).toBe(true);
+      expect(warnings.map((w) => w.type)).toEqual(['next_rebased']);
+    });
+
     it('drops an early request whose page names another next when parsed, follows that one, and sends no more early', async () => {
       const log: string[] = [];
       let droppedSettled = false;
@@ -419,7 +512,7 @@ describe('pagination', () => {
       const log: string[] = [];
       const { client, fake } = setup(
         streamed((_request, url) => {
-          const next = pageOf(url) === '1' ? linkTo(2) : 'https://elsewhere.test/api/v1/accounting/transactions/?page=3';
+          const next = pageOf(url) === '1' ? linkTo(2) : 'https://elsewhere.test/internal/accounting/transactions/?page=3';
           return json(200, { count: 3, next, previous: null, results: [transaction(Number(pageOf(url)))] });
         }, log),
       );

@@ -6,6 +6,7 @@ import {
   type CredentialProvider,
   type Page,
   type PageItem,
+  type WarningHandler,
 } from '../../accounting-api';
 import { transactionsOfRange, type DateToFinding, type DateToMode } from './date-to';
 import type { Clock } from '../../shared/clock';
@@ -42,7 +43,11 @@ export type ExportClientSettings = Partial<
     AccountingClientOptions,
     'transport' | 'timeoutMs' | 'retry' | 'random' | 'maxPageSize' | 'pageSize' | 'onRetryWait' | 'allowInsecureHttp'
   >
-> & { dateTo?: DateToMode };
+> & {
+  dateTo?: DateToMode;
+  /** Told of every warning the export goes on after (a person's terminal: the CLI's direct mode). */
+  onWarning?: WarningHandler;
+};
 
 export interface ExportClientOptions extends ExportClientSettings {
   baseUrl: string;
@@ -53,15 +58,20 @@ export interface ExportClientOptions extends ExportClientSettings {
   logger: Logger;
 }
 
+/** What the owner of a service whose `next` links name another origin should change. */
+export const NEXT_REBASED_HINT =
+  'the service builds next from the request it sees behind its proxy: have the proxy pass the public scheme and host (X-Forwarded-Proto, X-Forwarded-Host) and the service trust them (Django: SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST)';
+
 /**
  * A client for exports: the export's page size on every list, and a `count_mismatch` warning is an
  * ExportCountMismatchError that ends the list (an export must be exact; the client alone only
  * warns). Other warnings stay warnings: a category's invalid metadata (the text is exported as
  * sent), a `duplicate_item` (the repeat is left out already, and the exporter counts it), a page
- * size the service refused (the list went on at the service's default; logged with the setting).
+ * size the service refused (the list went on at the service's default; logged with the setting), a
+ * `next` requested on the base origin instead of the one it named (logged with what to fix).
  */
 export function createExportClient(options: ExportClientOptions): DataClient {
-  const { baseUrl, credentials, companyId, clock, logger, dateTo: _dateTo, ...settings } = options;
+  const { baseUrl, credentials, companyId, clock, logger, dateTo: _dateTo, onWarning, ...settings } = options;
   return createDataClient({
     ...settings,
     baseUrl,
@@ -82,6 +92,16 @@ export function createExportClient(options: ExportClientOptions): DataClient {
           hint: "set the stage's exports.pageSize (or --page-size) to the service's maximum page size",
         });
       }
+      if (warning.type === 'next_rebased') {
+        // Once a list: the export is right as it is, but the service tells every client a wrong address.
+        logger.warn("the service's next links name another origin; the pages were requested on the base URL's instead", {
+          request: warning.request,
+          nextOrigin: warning.nextOrigin,
+          baseOrigin: warning.baseOrigin,
+          hint: NEXT_REBASED_HINT,
+        });
+      }
+      onWarning?.(warning);
     },
   });
 }
