@@ -440,7 +440,9 @@ function follow(
     return { reason: 'invalid_next', detail: 'next is not a URL', cause };
   }
   const prefix = baseUrl.pathname.endsWith('/') ? baseUrl.pathname : `${baseUrl.pathname}/`;
-  if (!named.pathname.startsWith(prefix) || named.username !== '' || named.password !== '') {
+  // A scheme other than http(s) names no web origin to read the page from: no service behind a proxy writes one.
+  const web = named.protocol === 'https:' || named.protocol === 'http:';
+  if (!web || !named.pathname.startsWith(prefix) || named.username !== '' || named.password !== '') {
     // Name the foreign place by origin and path only: its query could carry anything.
     return { reason: 'foreign_next', detail: `next leaves ${baseUrl.origin}${prefix} for ${named.origin}${named.pathname}; not followed` };
   }
