@@ -33,25 +33,26 @@ export function keyPrefixArg(raw: string): string {
 }
 
 export function month(raw: string): string {
+  // Spaces around it (a pasted value) are dropped, as the other parsers here drop them: kept, they
+  // were refused as "(02 is no month)" of a month that is one.
+  const value = raw.trim();
+  const earliest = () =>
+    new InvalidArgumentError(`expected a month from ${EARLIEST_PERIOD} on, as YYYY-MM, e.g. 2026-10 (an earlier year is taken for a typo)`);
   let text: string;
   try {
-    text = parsePeriod(raw).text;
+    text = parsePeriod(value).text;
   } catch {
+    const shape = /^\d{4}-(\d{2})$/.exec(value);
+    if (!shape) throw new InvalidArgumentError('expected a month as YYYY-MM, e.g. 2026-10');
+    const monthNumber = Number(shape[1]);
     // The right shape with a month outside 01-12 (2026-13, 2026-00) is said as such: the shape alone
-    // reads as if the format were wrong.
-    const outOfRange = /^\d{4}-(\d{2})$/.exec(raw.trim());
-    throw new InvalidArgumentError(
-      outOfRange
-        ? `expected a month as YYYY-MM with the month 01 to 12, e.g. 2026-10 (${outOfRange[1]} is no month)`
-        : 'expected a month as YYYY-MM, e.g. 2026-10',
-    );
+    // reads as if the format were wrong. With a good month it is the year that failed (0000).
+    if (monthNumber < 1 || monthNumber > 12)
+      throw new InvalidArgumentError(`expected a month as YYYY-MM with the month 01 to 12, e.g. 2026-10 (${shape[1]} is no month)`);
+    throw earliest();
   }
   // The pipeline's lower bound (refuseEarlyPeriod), here so that every mode refuses it before anything runs.
-  if (text < EARLIEST_PERIOD) {
-    throw new InvalidArgumentError(
-      `expected a month from ${EARLIEST_PERIOD} on, as YYYY-MM, e.g. 2026-10 (an earlier year is taken for a typo)`,
-    );
-  }
+  if (text < EARLIEST_PERIOD) throw earliest();
   return text;
 }
 

@@ -28,8 +28,13 @@ function amountEncoding(raw: string): (typeof AMOUNT_ENCODINGS)[number] {
 
 /** Any word: a number seeds as that number, anything else as its text. Empty, it would be a seed nobody asked for. */
 function seed(raw: string): string {
-  if (raw.trim() === '') throw new InvalidArgumentError('expected a non-empty seed, e.g. 1');
-  return raw.trim();
+  const value = raw.trim();
+  if (value === '') throw new InvalidArgumentError('expected a non-empty seed, e.g. 1');
+  // A number the sandbox cannot hold exactly failed its options' schema after parsing: exit 1, with
+  // neither the flag nor what it takes named.
+  if (/^\d+$/.test(value) && !Number.isSafeInteger(Number(value)))
+    throw new InvalidArgumentError(`expected a whole number up to ${Number.MAX_SAFE_INTEGER}, or a word`);
+  return value;
 }
 
 function dialect(raw: string): Dialect {

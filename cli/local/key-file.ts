@@ -1,6 +1,7 @@
 import { open, rm, type FileHandle } from 'node:fs/promises';
 import { CliError } from '../errors';
 import { ExitCode } from '../exit-codes';
+import { fsCauseText, isFsError, shortPath } from '../fs-failure';
 
 /**
  * The file `acctops local issue-key --out` writes a key to: the one place a key acctops created
@@ -55,18 +56,23 @@ export async function createKeyFile(path: string): Promise<KeyFile> {
   };
 }
 
-/** Exit 3 naming the path and the system's code, never anything the file holds. */
+/**
+ * Exit 3 naming the path (shortened when long, as the state directory's and export's --out are) and
+ * the cause in words with its code, never anything the file holds. A path of thousands of
+ * characters (ENAMETOOLONG) used to be echoed whole, with the bare code.
+ */
 function keyFileError(path: string, error: unknown): CliError {
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'EEXIST') {
-    return new CliError(`--out ${path} already exists; acctops never overwrites a key file`, {
+  const shown = shortPath(path);
+  if (isFsError(error) && error.code === 'EEXIST') {
+    return new CliError(`--out ${shown} already exists; acctops never overwrites a key file`, {
       code: 'out_exists',
       exitCode: ExitCode.config,
       hint: 'name a new file, or move that one away first; no key was created',
       cause: error,
     });
   }
-  return new CliError(`--out ${path} cannot be created (${code ?? (error instanceof Error ? error.message : String(error))})`, {
+  const cause = isFsError(error) ? fsCauseText(error) : 'an error of the file system';
+  return new CliError(`--out ${shown} cannot be created: ${cause}`, {
     code: 'out_not_writable',
     exitCode: ExitCode.config,
     hint: 'name a file in an existing directory you can write; no key was created',

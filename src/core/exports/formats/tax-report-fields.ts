@@ -22,7 +22,7 @@ export const taxReportFieldsSchema = lazySchema(() =>
  * mapping; ValidationError naming the pair or the field at fault.
  */
 export function parseTaxReportFieldList(text: string): TaxReportFieldNames {
-  const names: Record<string, string> = {};
+  const entries: [string, string][] = [];
   const pairs = text.split(',').map((s) => s.trim());
   // Paths name a pair by its position, never by its text: the list is the operator's input.
   pairs.forEach((pair, i) => {
@@ -31,11 +31,13 @@ export function parseTaxReportFieldList(text: string): TaxReportFieldNames {
     if (at <= 0 || at === pair.length - 1) {
       throw new ValidationError('tax report fields', [{ path: `pair ${i + 1}`, message: 'expected ours=theirs, e.g. periodEnd=endDate' }]);
     }
-    if (Object.hasOwn(names, ours))
+    if (entries.some(([field]) => field === ours))
       throw new ValidationError('tax report fields', [{ path: `pair ${i + 1}`, message: 'names a field given before' }]);
-    names[ours] = pair.slice(at + 1).trim();
+    entries.push([ours, pair.slice(at + 1).trim()]);
   });
-  return parseTaxReportFields(names);
+  // fromEntries defines each name as an own member: an assignment of `__proto__=x` set the
+  // object's prototype instead, so the pair vanished and the list was accepted as empty.
+  return parseTaxReportFields(Object.fromEntries(entries));
 }
 
 /** A mapping from configuration (the environment's JSON, cdk.json) checked; ValidationError names the field. */
