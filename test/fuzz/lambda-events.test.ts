@@ -193,6 +193,14 @@ const EVENTS: Record<string, EventSpec> = {
     broken: {
       companyId: guidField,
       apiKeyId: guidField,
+      // A whole key where its prefix belongs (a hand-written invocation) was taken as the prefix.
+      keyPrefix: fc.oneof(
+        wrongType('string'),
+        fc.constant(''),
+        fc.constant(CANARY.apiKey),
+        fc.stringMatching(/^[a-z]{2,6}_[A-Za-z0-9]{9,40}$/),
+        fc.stringMatching(/^[A-Za-z0-9]{1,20}$/),
+      ),
       revokeAt: fc.oneof(wrongType('number'), fc.constant(-1), fc.double({ min: 0.1, max: 0.9 })),
     },
     strict: false,

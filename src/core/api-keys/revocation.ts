@@ -7,6 +7,7 @@ import { type Logger } from '../shared/logger';
 import { type Metrics } from '../shared/metrics';
 import { type CompanyKeySecret, parseCompanyKeySecret } from './company-key-secret';
 import { lazySchema } from '../shared/lazy-schema';
+import { keyPrefix } from '../shared/redact';
 
 /**
  * The revocation of an old key, due once the grace period after its replacement's promotion is
@@ -18,7 +19,18 @@ export const revocationSchema = lazySchema(() =>
     secretId: z.string().min(1).max(2048),
     companyId: uuidSchema,
     apiKeyId: uuidSchema,
-    keyPrefix: z.string().min(1).max(64),
+    /**
+     * What keyPrefix() makes of the key, and so unchanged by it: a whole key (pasted into a
+     * hand-written invocation) was taken as a prefix and the revocation went ahead with it.
+     */
+    keyPrefix: z
+      .string()
+      .min(1)
+      .max(64)
+      .refine(
+        (value) => keyPrefix(value) === value,
+        'expected a key prefix (the service prefix, _ and at most 8 characters), never a whole key',
+      ),
     /** Epoch ms: not before then. */
     revokeAt: z.number().int().nonnegative(),
     /** The rotation (ClientRequestToken) that replaced the key. */
