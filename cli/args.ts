@@ -129,7 +129,7 @@ export const regionName = targetName(
 /**
  * The region a command's AWS clients are given: `--region` (parsed already), else the variable
  * `names` lists first that is set and not empty (an empty one is left to the SDK, which reports no
- * region). A malformed variable is configuration (exit 3) naming it, before any AWS call.
+ * region; a blank one is malformed). A malformed variable is configuration (exit 3) naming it, before any AWS call.
  */
 export function awsRegion(
   flags: { readonly region?: string },
@@ -140,7 +140,9 @@ export function awsRegion(
   for (const name of names) {
     const raw = env[name];
     if (raw === undefined) continue;
-    if (raw.trim() === '') return raw;
+    // Only an empty one: a blank one reached the SDK, which reported a malformed region of the AWS
+    // profile; spaces are no region, so it is malformed here, naming the variable.
+    if (raw === '') return raw;
     if (!REGION_NAME.pattern.test(raw.trim())) {
       throw new CliConfigError(
         `${name} is malformed: ${REGION_NAME.expected}`,

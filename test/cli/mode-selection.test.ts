@@ -164,6 +164,12 @@ describe('acctops CLI: the mode comes from one place, and an empty value never p
       const s3 = refused(await run(['export', '--month', '2026-10', '--out', 's3://acctops-exports/x'], { ...aws, AWS_REGION: region }), 3);
       expect(s3).toMatch(/^acctops: error: AWS_REGION is malformed/);
     }
+    // Blank is no region either: it reached the SDK and was blamed on the AWS profile.
+    for (const region of ['   ', '\t']) {
+      const variable = refused(await run(['--stack', 'acctops-production', 'users', 'list'], { ...aws, AWS_REGION: region }), 3);
+      expect(variable).toMatch(/^acctops: error: AWS_REGION is malformed: .*\(nothing was run: set AWS_REGION/);
+      expect(variable).not.toMatch(/profile \(aws configure/);
+    }
     // Regions of every partition keep their shape (the stop for want of credentials comes later: exit 4).
     for (const region of ['us-gov-west-1', 'cn-northwest-1', 'us-isob-east-1', 'eusc-de-east-1', 'ap-southeast-5']) {
       const result = await run(['--stack', 'acctops-production', '--region', region, 'users', 'list']);
