@@ -26,7 +26,7 @@ import { redactString } from '../src/core/shared/redact';
 import { OnboardConflictError, TokenBusyError, UserRevokedError } from '../src/core/tokens/errors';
 import { TokenNotFoundError } from '../src/core/tokens/token-store';
 import { ExitCode, type ExitCodeValue } from './exit-codes';
-import { fsCauseText, isFsError, shortPath } from './fs-failure';
+import { fsCauseText, isFsError, isSocketError, shortPath, socketCauseText } from './fs-failure';
 
 /** An error of the command line itself, with its exit code and what to do about it. */
 export class CliError extends AcctopsError {
@@ -551,6 +551,16 @@ function classify(error: unknown, context: DescribeContext): ErrorReport {
       code: error.name,
       message: `AWS refused the request: ${error.message}`,
       hint: 'check the AWS credentials (AWS_PROFILE, `aws sts get-caller-identity`) and their permissions',
+    };
+  }
+  if (isSocketError(error)) {
+    // An AWS endpoint (or another peer) the process could not reach: the service's own connection
+    // errors are the client's ConnectionError, described above.
+    return {
+      exitCode: ExitCode.failure,
+      code: 'connection_failed',
+      message: `a connection failed (${error.syscall}): ${socketCauseText(error)}`,
+      hint: 'check the network, the AWS region and any AWS_ENDPOINT_URL* setting, then run the command again',
     };
   }
   if (isFsError(error)) {

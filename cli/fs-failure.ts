@@ -11,10 +11,44 @@ import { getSystemErrorMap } from 'node:util';
  * `instanceof Error`: an error made in another realm (a vm context, as under jest) is not one.
  */
 export function isFsError(error: unknown): error is NodeJS.ErrnoException {
-  if (typeof error !== 'object' || error === null) return false;
+  if (typeof error !== 'object' || error === null || isSocketError(error)) return false;
   const { code, syscall } = error as NodeJS.ErrnoException;
   return typeof code === 'string' && /^E[A-Z0-9]+$/.test(code) && typeof syscall === 'string';
 }
+
+/** The system calls of a connection, never of a file. */
+const SOCKET_SYSCALLS = new Set(['connect', 'getaddrinfo', 'getnameinfo', 'listen', 'bind', 'accept']);
+
+/**
+ * A connection's failure (Node's `connect ECONNREFUSED 127.0.0.1:9`, an AWS endpoint out of reach):
+ * the same errno shape as a file's, but with the peer's address or host name instead of a path.
+ * Taken for a file's, it read "a file operation (connect) failed".
+ */
+export function isSocketError(error: unknown): error is NodeJS.ErrnoException & { address?: string; port?: number; hostname?: string } {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, syscall } = error as NodeJS.ErrnoException;
+  if (typeof code !== 'string' || typeof syscall !== 'string') return false;
+  return SOCKET_SYSCALLS.has(syscall) || 'address' in error || 'hostname' in error;
+}
+
+/** `connection refused (ECONNREFUSED) to 127.0.0.1:9`: the cause in words, then where it went. */
+export function socketCauseText(error: NodeJS.ErrnoException & { address?: unknown; port?: unknown; hostname?: unknown }): string {
+  const code = error.code ?? 'EUNKNOWN';
+  const words = SOCKET_CAUSES[code] ?? systemMessage(code) ?? 'a failure of the connection';
+  const host = typeof error.hostname === 'string' ? error.hostname : typeof error.address === 'string' ? error.address : undefined;
+  const where = host === undefined ? '' : ` to ${host}${typeof error.port === 'number' ? `:${error.port}` : ''}`;
+  return `${words} (${code})${where}`;
+}
+
+const SOCKET_CAUSES: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused: nothing listens there',
+  ENOTFOUND: 'host name not found',
+  EAI_AGAIN: 'host name lookup failed for now (DNS)',
+  ECONNRESET: 'connection reset by the peer',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+};
 
 /**
  * Our words for the codes a user meets with a mistyped or odd path; any other code gets libuv's own

@@ -31,7 +31,7 @@ import { ConcurrentExportError, FormatLossError, ManifestError, ObjectStoreError
 import { apiKeyFromEnv, CliConfigError, CliError, describeError, readSecretCommand, type DescribeContext } from '../errors';
 import { missingDirectories, removeEmptyDirectories } from '../created-dirs';
 import { ExitCode } from '../exit-codes';
-import { fsCauseText, isFsError, shortPath } from '../fs-failure';
+import { fsCauseText, isFsError, isSocketError, shortPath, socketCauseText } from '../fs-failure';
 import { shownLocation } from '../format';
 import type { LocalWorld } from '../local/local-world';
 import { activeCompanyPages, type RegistryFinding } from '../../src/core/companies/company-registry';
@@ -216,6 +216,7 @@ function storeCause(error: unknown): string {
   for (let e: unknown = error, depth = 0; e instanceof Error && depth < 10; e = e.cause, depth++) last = e;
   if (!last) return String(error);
   if (isFsError(last)) return fsCauseText(last);
+  if (isSocketError(last)) return socketCauseText(last);
   return last.name && last.name !== 'Error' && !last.message.startsWith(last.name) ? `${last.name}: ${last.message}` : last.message;
 }
 

@@ -1,5 +1,6 @@
 import { EARLIEST_TIME_ZONE, monthOpen, refuseFutureMonth } from '../../../cli/operations/shared';
 import { readFile, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { CommanderError, InvalidArgumentError } from 'commander';
 import {
@@ -90,6 +91,33 @@ describe('cli/errors: every error is an exit code and one line that says what to
     const opened = await readFile(join('/nonexistent-acctops', 'tokens.json')).catch((e: unknown) => e);
     expect(describeError(opened).message).toBe(
       'a file operation (open) on /nonexistent-acctops/tokens.json failed: no such file or directory, as for a symbolic link that points nowhere or a path under /proc (ENOENT)',
+    );
+  });
+
+  it('a connection no command foresaw (an AWS endpoint out of reach) is said as one, not as a file operation', async () => {
+    const refusedConnection = await new Promise<unknown>((resolve) => {
+      const socket = connect({ host: '127.0.0.1', port: 1 });
+      socket.on('error', resolve);
+      socket.on('connect', () => {
+        socket.destroy();
+        resolve(undefined);
+      });
+    });
+    expect(describeError(refusedConnection)).toEqual({
+      exitCode: ExitCode.failure,
+      code: 'connection_failed',
+      message: 'a connection failed (connect): connection refused: nothing listens there (ECONNREFUSED) to 127.0.0.1:1',
+      hint: 'check the network, the AWS region and any AWS_ENDPOINT_URL* setting, then run the command again',
+    });
+    // What a lookup of an unknown host throws (made here: the test needs no DNS).
+    const notFound = Object.assign(new Error('getaddrinfo ENOTFOUND dynamodb.eu-central-1.amazonaws.com'), {
+      code: 'ENOTFOUND',
+      errno: -3008,
+      syscall: 'getaddrinfo',
+      hostname: 'dynamodb.eu-central-1.amazonaws.com',
+    });
+    expect(describeError(notFound).message).toBe(
+      'a connection failed (getaddrinfo): host name not found (ENOTFOUND) to dynamodb.eu-central-1.amazonaws.com',
     );
   });
 
