@@ -859,13 +859,36 @@ export function exportDeadlineOf(timeZone: string | undefined, dueAfterHours: st
   return deadline;
 }
 
+const KNOWN_OUTPUTS: ReadonlySet<string> = new Set(Object.values(OUTPUTS));
+
+/**
+ * The `--output Key=value` pairs, refused (exit 2, before any AWS call) when a key is none the CLI
+ * reads or is given two values: either was dropped without a word, a mistyped key leaving the
+ * stack's own output in use, and a repeated one the last value, as commander does with a repeated
+ * option (decision 87's reason for refusing those).
+ */
+export function outputOverrides(pairs: readonly string[]): Record<string, string> {
+  const overrides: Record<string, string> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    const key = pair.slice(0, at);
+    const value = pair.slice(at + 1);
+    if (!KNOWN_OUTPUTS.has(key)) {
+      throw new UsageError(
+        `--output ${key}: no stack output of that name is read by acctops`,
+        `nothing was run: name one of ${[...KNOWN_OUTPUTS].join(', ')}`,
+      );
+    }
+    if (Object.hasOwn(overrides, key) && overrides[key] !== value)
+      throw new UsageError(`--output ${key} given twice with different values`, 'nothing was run: give each output once');
+    overrides[key] = value;
+  }
+  return overrides;
+}
+
 export function openAwsOperations(context: OperationsContext): AwsOperations {
   const stack = context.stack!;
-  const overrides: Record<string, string> = {};
-  for (const pair of context.flags.output ?? []) {
-    const at = pair.indexOf('=');
-    overrides[pair.slice(0, at)] = pair.slice(at + 1);
-  }
+  const overrides = outputOverrides(context.flags.output ?? []);
   const region = awsRegion(context.flags, context.env, ['AWS_REGION', 'AWS_DEFAULT_REGION']);
   return new AwsOperations(context, stack, new OperatorClients({ region }), overrides);
 }

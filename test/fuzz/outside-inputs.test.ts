@@ -4,6 +4,7 @@ import { runCli } from '../../cli/program';
 import { createKeyFile } from '../../cli/local/key-file';
 import { CliError } from '../../cli/errors';
 import { ExitCode } from '../../cli/exit-codes';
+import { outputOverrides } from '../../cli/operations/aws-operations';
 import { parseTaxReportFieldList } from '../../src/core/exports/formats/tax-report-fields';
 import { ValidationError } from '../../src/core/shared/errors';
 import { CANARY, expectNoCanaries } from '../helpers/canary';
@@ -67,6 +68,46 @@ describe('usage errors found by fuzzing: exit 2 naming the option, nothing writt
     expect(stderr).toMatch(says as RegExp);
     expect(stderr).not.toMatch(never as RegExp);
     expect(stateDirMade).toBe(false);
+  });
+});
+
+describe('--output pairs found by fuzzing: exit 2 before any AWS call', () => {
+  it.each([
+    // A mistyped key was dropped without a word: the stack's own output was used instead.
+    [
+      ['--output', 'TokenTabelName=acctops-x-tokens'],
+      /^acctops: error: --output TokenTabelName: no stack output of that name is read by acctops \(nothing was run: name one of .*TokenTableName/,
+    ],
+    // The same key twice kept the last value, as commander does with a repeated option.
+    [
+      ['--output', 'TokenTableName=a', '--output', 'TokenTableName=b'],
+      /^acctops: error: --output TokenTableName given twice with different values/,
+    ],
+  ])('%j', async (outputs, says) => {
+    let stdout = '';
+    let stderr = '';
+    const code = await runCli(['--stack', 'acctops-fuzz', ...(outputs as string[]), 'users', 'list'], {
+      io: { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } },
+      // No endpoint listens there: a call that went out would fail as a connection, not as usage.
+      env: cliEnv({
+        AWS_REGION: 'eu-central-1',
+        AWS_ACCESS_KEY_ID: 'AKIDFUZZ',
+        AWS_SECRET_ACCESS_KEY: 'fuzz',
+        AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+      }),
+      cwd: state.dir,
+    });
+    expect(code).toBe(ExitCode.usage);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(says as RegExp);
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('the same key twice with the same value is one output', () => {
+    expect(outputOverrides(['TokenTableName=a', 'TokenTableName=a', 'ExportTimeZone=Europe/Berlin'])).toEqual({
+      TokenTableName: 'a',
+      ExportTimeZone: 'Europe/Berlin',
+    });
   });
 });
 
