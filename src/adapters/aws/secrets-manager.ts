@@ -219,10 +219,24 @@ export function toStoreError(operation: string, secretId: string, error: unknown
     });
   }
   const quotesResponse = typeof error === 'object' && error !== null && ('$response' in error || '$responseBodyText' in error);
-  return new SecretStoreError(`Secrets Manager ${operation} failed for ${secretId}: ${name}`, {
+  // A connection's failure is Node's plain Error: its name alone read "failed for *: Error". Its errno
+  // code (ECONNREFUSED, ENOTFOUND) is a word of the system's, never of a response; the SDK's wrapper
+  // of an error from another realm keeps it in its message only.
+  const errno = connectionErrno(error);
+  const detail = errno ? `${name} (${errno})` : name;
+  return new SecretStoreError(`Secrets Manager ${operation} failed for ${secretId}: ${detail}`, {
     code: 'secrets_manager_unavailable',
     secretId,
     retryable: true,
     cause: quotesResponse ? undefined : error,
   });
+}
+
+const CONNECTION_ERRNO = /\b(ECONNREFUSED|ECONNRESET|ECONNABORTED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE)\b/;
+
+function connectionErrno(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && CONNECTION_ERRNO.test(code)) return code;
+  return typeof message === 'string' ? CONNECTION_ERRNO.exec(message)?.[1] : undefined;
 }

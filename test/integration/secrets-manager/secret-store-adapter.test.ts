@@ -216,5 +216,9 @@ describe('AwsSecretStore (the SecretStore port) against the emulator', () => {
       code: 'secrets_manager_unavailable',
       retryable: true,
     });
+    // The errno code says why; the error's name alone was "Error".
+    await expect(unreachable.readSecret('acctops/anything')).rejects.toThrow(
+      /^Secrets Manager GetSecretValue failed for acctops\/anything: Error \(ECONNREFUSED\)$/,
+    );
   });
 });
