@@ -360,6 +360,29 @@ describe('Lambda events (fast-check, fixed seed)', () => {
     );
   });
 
+  // EventBridge's envelope one level too deep or missing (a rule's input transformer, a hand-written
+  // `aws lambda invoke` of the detail alone): refused naming the fields as they stand, nothing sent.
+  it.each([
+    [
+      'request-export',
+      { ...EVENTS['request-export']!.base, detail: { detail: { companyId: UUID, period: '2026-10' } } },
+      ['detail.companyId', 'detail'],
+    ],
+    ['request-export', { companyId: UUID, period: '2026-10' }, ['id', 'detail-type', 'detail']],
+    ['onboard-user', { detail: EVENTS['onboard-user']!.base }, ['externalId', 'username', 'email', '']],
+    ['revoke-api-key', { detail: EVENTS['revoke-api-key']!.base }, ['secretId', 'companyId', 'apiKeyId', '']],
+    ['check-key-rotations', { detail: { repair: false } }, ['']],
+    ['check-health', { source: 'aws.events', 'detail-type': 'Scheduled Event', detail: EVENTS['check-health']!.base }, ['source', '']],
+  ] as const)(
+    '%s: an envelope off by one level (case %#) is a ValidationError naming the fields as they stand',
+    async (dir, event, paths) => {
+      const { error, sent } = await invoke(dir, event);
+      expect(sent).toBe(0);
+      if (!isValidationError(error)) throw new Error(`${dir}: expected a ValidationError, got ${String(error)}`);
+      for (const path of paths) expect(error.issues.map((i) => i.path)).toContain(path);
+    },
+  );
+
   it('receive-export-webhook: any headers and body without a well-formed signature get a 4xx before the secret is read', async () => {
     const headerValue = fc.oneof(
       fc.string({ maxLength: 80 }),
