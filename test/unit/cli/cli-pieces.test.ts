@@ -10,6 +10,7 @@ import {
   duration,
   email,
   exportTarget,
+  filePath,
   formats,
   guid,
   httpUrl,
@@ -174,6 +175,17 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
     expect(exportTarget('C:\\exports')).toEqual({ kind: 'dir', path: 'C:\\exports' });
     expect(httpUrl('http://127.0.0.1:4010/api/v1/')).toBe('http://127.0.0.1:4010/api/v1');
     expect(httpUrl('https://gateway.example.com/accounting/api/v1')).toBe('https://gateway.example.com/accounting/api/v1');
+  });
+
+  it('filePath: a URL is refused, not written as a local file named after its scheme; a relative name like one is kept', () => {
+    for (const raw of ['s3://bucket/key.txt', 'S3://bucket', 'file:///tmp/key', 'https://example.com/key'])
+      expect(() => filePath(raw)).toThrow(
+        new InvalidArgumentError('expected a local file path, not a URL (the key is written to a file only), e.g. ./key.txt'),
+      );
+    expect(filePath('./s3://x')).toBe('./s3://x');
+    expect(filePath('/tmp/key.txt')).toBe('/tmp/key.txt');
+    expect(filePath('C:\\keys\\key.txt')).toBe('C:\\keys\\key.txt');
+    expect(() => filePath('  ')).toThrow('expected a file path');
   });
 
   it("refuses the AWS mode's options in the local and direct modes; --region only where no S3 client reads it", () => {
