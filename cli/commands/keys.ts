@@ -64,6 +64,22 @@ export function keysCommand(host: CommandHost): Command {
             });
           }
           // The rotation completed; the previous key is still valid (README, "Exit codes": 5, partly done).
+          // The key was revoked; its schedule was left (AWS mode, decision 107): partly done, said as such.
+          if (report.previousKeyScheduleError) {
+            session.partial();
+            session.out.error(report.previousKeyScheduleError, {
+              text: `company ${report.companyId}`,
+              fields: { companyId: report.companyId, keyPrefix: report.previousKeyPrefix },
+            });
+          }
+          for (const k of report.olderKeysRevoked ?? []) {
+            if (k.scheduleError === null) continue;
+            session.partial();
+            session.out.error(k.scheduleError, {
+              text: `company ${report.companyId}`,
+              fields: { companyId: report.companyId, keyPrefix: k.keyPrefix },
+            });
+          }
           if (report.previousKeyRevokeError) {
             session.partial();
             session.out.error(report.previousKeyRevokeError, {
@@ -123,6 +139,12 @@ export function keysCommand(host: CommandHost): Command {
           // Nothing revoked: the first failure's cause decides; otherwise the run is partial (as `export`).
           session.exitCode = failed.length === report.keys.length ? (failed[0]!.error!.exitCode as ExitCodeValue) : ExitCode.partial;
           for (const k of failed) session.out.error(k.error!, { text: `key ${k.keyPrefix}…`, fields: { keyPrefix: k.keyPrefix } });
+        }
+        // Revoked, but the schedule stays (AWS mode, decision 107): exit 5, never hiding the revocation.
+        for (const k of report.keys) {
+          if (k.scheduleError === null) continue;
+          session.partial();
+          session.out.error(k.scheduleError, { text: `company ${report.companyId}`, fields: { keyPrefix: k.keyPrefix } });
         }
         session.out.result(report, () => renderRevokePending(session.out, report));
       }),
@@ -186,7 +208,9 @@ export function renderRotate(out: Output, report: RotateReport): void {
     );
     if (report.previousKeyRevokeAt) out.line(`  otherwise its scheduled revocation revokes it at ${report.previousKeyRevokeAt}`);
   } else if (report.previousKeyRevoked)
-    out.line(`  the previous key ${report.previousKeyPrefix}… was revoked now: ${report.previousKeyRevoked}`);
+    out.line(
+      `  the previous key ${report.previousKeyPrefix}… was revoked now: ${report.previousKeyRevoked}${report.previousKeyScheduleError ? SCHEDULE_LEFT : ''}`,
+    );
   else if (report.previousKeyRevokeAt) out.line(`  the previous key keeps working until ${report.previousKeyRevokeAt}, then it is revoked`);
   // The leaked key may be one an earlier rotation replaced: each old key still pending revocation is said by name.
   if (report.olderKeysRevoked?.length === 0) out.line('  no other old key of the company was pending revocation');
@@ -194,7 +218,7 @@ export function renderRotate(out: Output, report: RotateReport): void {
     out.line(
       k.outcome === 'failed'
         ? `  the older key ${k.keyPrefix}…, still pending revocation, could NOT be revoked now and is still valid (the error below says how to revoke it)`
-        : `  the older key ${k.keyPrefix}…, still pending revocation, was revoked now: ${k.outcome}`,
+        : `  the older key ${k.keyPrefix}…, still pending revocation, was revoked now: ${k.outcome}${k.scheduleError ? SCHEDULE_LEFT : ''}`,
     );
   }
   if (report.olderKeysRevokeError)
@@ -221,9 +245,12 @@ export function renderRevokePending(out: Output, report: RevokePendingReport): v
     return;
   }
   out.line(`Company ${report.companyId} (${report.secret}): pending revocations carried out now`);
-  // already_revoked: a repeat after a success, or a key whose schedule is still to fire (AWS mode).
-  for (const k of report.keys) out.line(`  ${k.keyPrefix}…  ${k.outcome}`);
+  // already_revoked: a repeat after a success, or a key whose schedule could not be deleted before (AWS mode).
+  for (const k of report.keys) out.line(`  ${k.keyPrefix}…  ${k.outcome}${k.scheduleError ? SCHEDULE_LEFT : ''}`);
 }
+
+/** A key revoked now whose revocation schedule is left: the error line on stderr says why and what to do. */
+const SCHEDULE_LEFT = ' (its revocation schedule could NOT be deleted: the error below says how)';
 
 export function renderStatus(out: Output, report: KeyStatusReport): void {
   const now = Date.parse(report.now);

@@ -93,6 +93,7 @@ import {
   removedCompanies,
   revokeOlderKeysAfterRotation,
   revokePendingNow,
+  scheduleDeleteError,
   revokePreviousAfterRotation,
   tokenHealth,
   withKeyMissingRows,
@@ -317,11 +318,27 @@ export class AwsOperations implements Operations {
       previousKeyRevokeError: null,
     };
     let older: Pick<RotateReport, 'olderKeysRevoked' | 'olderKeysRevokeError'> = { olderKeysRevoked: null, olderKeysRevokeError: null };
+    let previousKeyScheduleError: RotateReport['previousKeyScheduleError'] = null;
     if (revokeNow !== undefined && state === 'completed') {
-      // The schedule of each key revoked now stays; when it fires it finds the key revoked already.
+      // Each key revoked now has its schedule deleted (decision 107), as `revokeNow.cancel` does for the older ones.
       const command = `acctops --stack ${this.stack}`;
-      const { previousKeyRevoked, previousKeyRevokeError } = await revokePreviousAfterRotation(entry.secretId, revokeNow, before, command);
+      const { apiKeyId, previousKeyRevoked, previousKeyRevokeError } = await revokePreviousAfterRotation(
+        entry.secretId,
+        revokeNow,
+        before,
+        command,
+      );
       revokedNow = { previousKeyRevoked, previousKeyRevokeError };
+      if (apiKeyId !== null && previousKeyRevoked !== 'failed') {
+        try {
+          await revokeNow.cancel(apiKeyId);
+        } catch (error) {
+          previousKeyScheduleError = scheduleDeleteError(
+            { companyId: entry.companyId, command, keyPrefix: before.keyPrefix, apiKeyId },
+            error,
+          );
+        }
+      }
       older = await revokeOlderKeysAfterRotation(entry, revokeNow, before.apiKeyId, command);
     }
     return {
@@ -334,6 +351,7 @@ export class AwsOperations implements Operations {
       previousKeyRevokeAt: null,
       revokedBefore: null,
       ...revokedNow,
+      previousKeyScheduleError,
       ...older,
     };
   }
@@ -358,13 +376,17 @@ export class AwsOperations implements Operations {
   }
 
   /**
-   * The deps of `revokePendingKeys`: the stack's schedule group lists the pending revocations. A
-   * key revoked now keeps its schedule (only `companies remove --revoke-keys` deletes them); when
-   * it fires, it finds the key revoked.
+   * The deps of `revokePendingKeys`: the stack's schedule group lists the pending revocations, and
+   * a key revoked now has its schedule deleted with the operator's credentials (DeleteSchedule, as
+   * `companies remove --revoke-keys` does; decision 107): left, it would fail into the dead-letter
+   * queue once the company is removed, and the doctor would name the revoked key as blocked.
    */
-  private async revokeNowDeps(store: RevokeDeps['store'], baseUrl: string): Promise<RevokeNowDeps> {
+  private async revokeNowDeps(
+    store: RevokeDeps['store'],
+    baseUrl: string,
+  ): Promise<RevokeNowDeps & Required<Pick<RevokeNowDeps, 'cancel'>>> {
     const scheduler = this.clients.revocationScheduler(await this.output(OUTPUTS.revocationGroup, 'list pending revocations'));
-    return { ...this.revokeDeps(store, baseUrl), scheduler };
+    return { ...this.revokeDeps(store, baseUrl), scheduler, cancel: (apiKeyId) => scheduler.cancel(apiKeyId) };
   }
 
   /** The company's key secret by its tag, or why it has none (unknown, removed, no key yet: exit 3). */

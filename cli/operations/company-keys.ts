@@ -237,6 +237,8 @@ async function keysAtRemoval(
     apiKeyId: k.apiKeyId,
     outcome: k.outcome,
     error: null,
+    // The schedules are deleted below, all or nothing removed: no row carries a schedule error.
+    scheduleError: null,
   }));
   const failed = result.keys.filter((k) => k.outcome === 'failed');
   if (failed.length > 0) {
@@ -283,7 +285,7 @@ async function keysAtRemoval(
       },
     );
   }
-  revoked.push({ ...currentRow, outcome: 'revoked', error: null });
+  revoked.push({ ...currentRow, outcome: 'revoked', error: null, scheduleError: null });
   return { current: currentRow, pending, revoked, unread: null };
 }
 

@@ -547,6 +547,8 @@ export async function rotateLocal(
     previousKeyRevokeAt: revokeAt === undefined ? null : iso(revokeAt)!,
     revokedBefore,
     ...revokedNow,
+    // The local queue entry is taken off above; there is no schedule to delete.
+    previousKeyScheduleError: null,
     ...older,
   };
 }

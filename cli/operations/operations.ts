@@ -224,6 +224,11 @@ export interface RotateReport extends RotateNowResult {
   /** Why the previous key could not be revoked now; null unless `previousKeyRevoked` is `failed`. */
   previousKeyRevokeError: ReportedError | null;
   /**
+   * AWS mode: the previous key was revoked now, but its one-time revocation schedule could not be
+   * deleted (`schedule_delete_failed`, exit 5; decision 107); null otherwise, and always locally.
+   */
+  previousKeyScheduleError: ReportedError | null;
+  /**
    * With --revoke-previous-now, once the rotation completed: the company's other old keys that were
    * still pending revocation (from earlier rotations: a leaked key one plain `keys rotate` had
    * already replaced), each revoked now; `[]` when there were none; null without the option, when
@@ -241,6 +246,11 @@ export interface RevokedNowRow {
   /** `already_revoked`: the service lists it as revoked, nothing was asked of it; `failed`: still valid (`error`). */
   outcome: RevokeNowOutcome | 'failed';
   error: ReportedError | null;
+  /**
+   * AWS mode: the key is revoked (`outcome`), but its one-time revocation schedule could not be
+   * deleted (`schedule_delete_failed`, exit 5; decision 107); null otherwise, and always locally.
+   */
+  scheduleError: ReportedError | null;
 }
 
 /** An error a command went on past, in its report: as README's "Exit codes" prints it. */

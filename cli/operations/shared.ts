@@ -51,6 +51,7 @@ import {
   type RefreshOutcome,
   type RefreshOutcomeRow,
   type RegistryHealth,
+  type ReportedError,
   type RevokedKey,
   type RevokedNowRow,
   type RevokePendingReport,
@@ -307,23 +308,48 @@ export async function revokePendingNow(
       },
     );
   }
-  return { companyId: entry.companyId, secret: entry.name, keys: result.keys.map((k) => revokedNowRow(k)) };
+  return {
+    companyId: entry.companyId,
+    secret: entry.name,
+    keys: result.keys.map((k) => revokedNowRow(k, { companyId: entry.companyId, command: 'acctops' })),
+  };
 }
 
 /** A key revoked now, for --json: its failure as README's "Exit codes" prints it; `said` words it for `keys rotate`. */
 function revokedNowRow(
   key: RevokedNowKey,
+  context: { companyId: string; command: string },
   said?: { message(keyPrefix: string, cause: string): string; hint(keyPrefix: string): string },
 ): RevokedNowRow {
   const { apiKeyId, keyPrefix, outcome } = key;
-  if (outcome !== 'failed') return { keyPrefix, apiKeyId, outcome, error: null };
+  const scheduleError = key.scheduleError === null ? null : scheduleDeleteError({ ...context, keyPrefix, apiKeyId }, key.scheduleError);
+  if (outcome !== 'failed') return { keyPrefix, apiKeyId, outcome, error: null, scheduleError };
   const { code, message, exitCode, hint } = describeError(key.error);
-  if (said === undefined) return { keyPrefix, apiKeyId, outcome, error: { code, message, exitCode, hint: hint ?? null } };
+  if (said === undefined) return { keyPrefix, apiKeyId, outcome, error: { code, message, exitCode, hint: hint ?? null }, scheduleError };
   return {
     keyPrefix,
     apiKeyId,
     outcome,
     error: { code, message: said.message(keyPrefix, message), exitCode: ExitCode.partial, hint: said.hint(keyPrefix) },
+    scheduleError,
+  };
+}
+
+/**
+ * A key revoked now whose one-time revocation schedule could not be deleted (AWS mode, decision
+ * 107): the revocation stands, so this is a partial success (exit 5), never the row's failure. The
+ * schedule is named (the cause is the adapter's `DeleteSchedule failed for revoke-<id>`) and so is
+ * the IAM action, since a refusal is the likely cause and a repeat without it meets it again.
+ */
+export function scheduleDeleteError(
+  key: { companyId: string; command: string; keyPrefix: string; apiKeyId: string },
+  error: unknown,
+): ReportedError {
+  return {
+    code: 'schedule_delete_failed',
+    message: `key ${key.keyPrefix}… was revoked, but its revocation schedule could not be deleted (${describeError(error).message}); it stays in the schedule group, and if the company is removed before it fires, it fails into the dead-letter queue and the doctor names the key as blocked`,
+    exitCode: ExitCode.partial,
+    hint: `the operator needs scheduler:DeleteSchedule on the stack's KeyRevocationScheduleGroup; then ${revokePendingCommand(key.command, key.companyId, key.keyPrefix)} deletes it (the key is already_revoked)`,
   };
 }
 
@@ -348,7 +374,10 @@ export async function revokeOlderKeysAfterRotation(
   };
   try {
     const result = await revokePendingKeys(deps, { secretId: entry.secretId, companyId: entry.companyId, skip: [previousApiKeyId] });
-    return { olderKeysRevoked: result.keys.map((k) => revokedNowRow(k, said)), olderKeysRevokeError: null };
+    return {
+      olderKeysRevoked: result.keys.map((k) => revokedNowRow(k, { companyId: entry.companyId, command }, said)),
+      olderKeysRevokeError: null,
+    };
   } catch (error) {
     deps.logger.error('the rotation completed, but the pending revocations could not be read or carried out', { error });
     const { code, message } = describeError(error);

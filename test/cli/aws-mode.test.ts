@@ -561,12 +561,13 @@ describe('acctops CLI: AWS mode against local fakes', () => {
   });
 
   // After the test above: the initial key (the leaked one) is pending in the stack's schedule group, replaced by a plain rotation.
-  it('keys rotate --revoke-previous-now revokes the previous key and every older key pending in the schedule group; their schedules stay, harmless', async () => {
+  it('keys rotate --revoke-previous-now revokes the previous key and every older key pending in the schedule group, and deletes their schedules (decision 107)', async () => {
     const env = { ACCTOPS_BASE_URL: world.sandbox.baseUrl };
     const innocent = await world.current();
     const scheduleName = `revoke-${world.initialKey.apiKeyId}`;
     expect(scheduler.schedules().map((s) => s.Name)).toEqual([scheduleName]);
     expect(await world.statusWith(world.initialKey.apiKey)).toEqual({ status: 200 });
+    const deletes = scheduler.calls.DeleteSchedule ?? 0;
 
     const rotated = await acctops(['--json', 'keys', 'rotate', '--company', world.companyId, '--revoke-previous-now'], env);
     expect(rotated.code).toBe(0);
@@ -574,22 +575,26 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(report).toMatchObject({
       previousKeyPrefix: innocent.keyPrefix,
       previousKeyRevoked: 'revoked',
-      olderKeysRevoked: [{ keyPrefix: world.initialKey.keyPrefix, apiKeyId: world.initialKey.apiKeyId, outcome: 'revoked', error: null }],
+      previousKeyScheduleError: null,
+      olderKeysRevoked: [
+        {
+          keyPrefix: world.initialKey.keyPrefix,
+          apiKeyId: world.initialKey.apiKeyId,
+          outcome: 'revoked',
+          error: null,
+          scheduleError: null,
+        },
+      ],
     });
     expect(await world.statusWith(world.initialKey.apiKey)).toMatchObject({ status: 401 });
     expect(await world.statusWith(innocent.apiKey)).toMatchObject({ status: 401 });
-    // The CLI deletes no schedule: when it fires, revoke-api-key finds the key revoked. keys status says so meanwhile.
-    expect(scheduler.schedules().map((s) => s.Name)).toEqual([scheduleName]);
-    const status = parseJson<{ companies: { pendingRevocations: { keyPrefix: string; revokedAt: string | null }[] }[] }>(
+    // Each key revoked now has its schedule deleted: the older key's, and the previous key's (none here, which counts as deleted).
+    expect(scheduler.schedules().map((s) => s.Name)).toEqual([]);
+    expect(scheduler.calls.DeleteSchedule).toBe(deletes + 2);
+    const status = parseJson<{ companies: { pendingRevocations: unknown[] }[] }>(
       await acctops(['--json', 'keys', 'status', '--company', world.companyId], env),
     );
-    expect(status.companies[0]!.pendingRevocations).toEqual([
-      expect.objectContaining({ keyPrefix: world.initialKey.keyPrefix, revokedAt: expect.stringMatching(/Z$/) }),
-    ]);
-    const human = await acctops(['keys', 'status', '--company', world.companyId], env);
-    expect(human.stdout).toMatch(
-      new RegExp(`${world.initialKey.keyPrefix}… in \\d+m \\(already revoked .* the schedule then changes nothing\\)`),
-    );
+    expect(status.companies[0]!.pendingRevocations).toEqual([]);
 
     // Repeated, by the schedule's key and by the previous key (never scheduled here): already_revoked, exit 0.
     for (const prefix of [world.initialKey.keyPrefix, innocent.keyPrefix]) {
@@ -597,6 +602,58 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       expect(again.code).toBe(0);
       expect(parseJson(again)).toMatchObject({ keys: [{ keyPrefix: prefix, outcome: 'already_revoked', error: null }] });
     }
+  });
+
+  it('keys rotate --revoke-previous-now whose DeleteSchedule is refused reports the previous key revoked and its schedule left (exit 5); revoke-pending --prefix then deletes it', async () => {
+    const env = { ACCTOPS_BASE_URL: world.sandbox.baseUrl };
+    const previous = await world.current();
+    // The revocation the rotation function schedules in AWS for the key a rotation replaces.
+    await new EventBridgeRevocationScheduler({
+      groupName: outputs.KeyRevocationScheduleGroup!,
+      targetArn: 'arn:aws:lambda:eu-central-1:000000000000:function:acctops-test-revoke-api-key',
+      roleArn: 'arn:aws:iam::000000000000:role/acctops-test-scheduler',
+      client: localClientConfig(scheduler.endpoint),
+    }).schedule({
+      secretId: world.secretArn,
+      companyId: world.companyId,
+      apiKeyId: previous.apiKeyId,
+      keyPrefix: previous.keyPrefix,
+      revokeAt: Date.now() + 30 * 60_000,
+      rotationToken: 'e'.repeat(36),
+    });
+    const scheduleName = `revoke-${previous.apiKeyId}`;
+
+    scheduler.denied.add('DeleteSchedule');
+    try {
+      const rotated = await acctops(['--json', 'keys', 'rotate', '--company', world.companyId, '--revoke-previous-now'], env);
+      expect(rotated.code).toBe(5);
+      const report = parseJson<{ previousKeyScheduleError: { message: string; hint: string } }>(rotated);
+      expect(report).toMatchObject({
+        state: 'completed',
+        previousKeyPrefix: previous.keyPrefix,
+        previousKeyRevoked: 'revoked',
+        previousKeyRevokeError: null,
+        previousKeyScheduleError: { code: 'schedule_delete_failed', exitCode: 5 },
+        olderKeysRevoked: [],
+      });
+      expect(report.previousKeyScheduleError.message).toContain(`DeleteSchedule failed for ${scheduleName}`);
+      expect(report.previousKeyScheduleError.hint).toContain('scheduler:DeleteSchedule');
+      expect(report.previousKeyScheduleError.hint).toContain(
+        `keys revoke-pending --company ${world.companyId} --prefix ${previous.keyPrefix}\``,
+      );
+      expect(JSON.parse(rotated.stderr)).toEqual({
+        error: { ...report.previousKeyScheduleError, companyId: world.companyId, keyPrefix: previous.keyPrefix },
+      });
+      expect(await world.statusWith(previous.apiKey)).toMatchObject({ status: 401 });
+      expect(scheduler.schedules().map((s) => s.Name)).toEqual([scheduleName]);
+    } finally {
+      scheduler.denied.delete('DeleteSchedule');
+    }
+
+    const again = await acctops(['--json', 'keys', 'revoke-pending', '--company', world.companyId, '--prefix', previous.keyPrefix], env);
+    expect(again.code).toBe(0);
+    expect(parseJson(again)).toMatchObject({ keys: [{ keyPrefix: previous.keyPrefix, outcome: 'already_revoked', scheduleError: null }] });
+    expect(scheduler.schedules().map((s) => s.Name)).toEqual([]);
   });
 
   it('a malformed ACCTOPS_BASE_URL or ServiceBaseUrl output is configuration (exit 3) naming it, for keys status and keys install; never echoed', async () => {
@@ -1520,6 +1577,109 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       expect(await world.statusWith(next.key)).toMatchObject({ status: 401 });
       expect(await status()).toBe('removed');
       expect(scheduler.schedules().map((s) => s.Name)).not.toContain(scheduleName);
+    });
+
+    /** A company with two installed keys, the first pending revocation in the stack's group as a rotation schedules it. */
+    const companyWithPendingRevocation = async (name: string) => {
+      const target = await company(name);
+      const first = parseJson<{ apiKeyId: string; keyPrefix: string; secretArn: string }>(await install(target, true));
+      const next = await world.sandbox.admin.createApiKey({
+        companyId: target.companyId,
+        permissions: ['manage_api_keys', 'read_transactions', 'read_categories', 'read_tax_reports'],
+      });
+      trackSecret(next.key);
+      expect((await install({ companyId: target.companyId, apiKey: next.key }, false)).code).toBe(0);
+      await new EventBridgeRevocationScheduler({
+        groupName: outputs.KeyRevocationScheduleGroup!,
+        targetArn: 'arn:aws:lambda:eu-central-1:000000000000:function:acctops-test-revoke-api-key',
+        roleArn: 'arn:aws:iam::000000000000:role/acctops-test-scheduler',
+        client: localClientConfig(scheduler.endpoint),
+      }).schedule({
+        secretId: first.secretArn,
+        companyId: target.companyId,
+        apiKeyId: first.apiKeyId,
+        keyPrefix: first.keyPrefix,
+        revokeAt: Date.now() + 30 * 60_000,
+        rotationToken: 'd'.repeat(36),
+      });
+      const scheduleName = `revoke-${first.apiKeyId}`;
+      expect(scheduler.schedules().map((s) => s.Name)).toContain(scheduleName);
+      return { target, first, next, scheduleName };
+    };
+
+    it('keys revoke-pending deletes the schedule of each key it revoked, so a plain remove after it leaves the doctor no false revocation_secret_deleted (decision 107)', async () => {
+      const env = { ACCTOPS_BASE_URL: world.sandbox.baseUrl };
+      lambdaAnswers.set(outputs.CheckHealthFunctionName!, () => ({
+        body: { ok: true, checkedAt: '2026-11-02T09:00:00.000Z', probes: [] },
+      }));
+      lambdaAnswers.set(outputs.CheckKeyRotationsFunctionName!, () => ({ body: { checkedAt: 0, companies: 0, findings: [] } }));
+      const { target, first, next, scheduleName } = await companyWithPendingRevocation('Early Revocation GmbH');
+      const deletes = scheduler.calls.DeleteSchedule ?? 0;
+
+      const revoked = await acctops([...keyOutputs, '--json', 'keys', 'revoke-pending', '--company', target.companyId], env);
+      expect(revoked.code).toBe(0);
+      expect(parseJson(revoked)).toMatchObject({
+        keys: [{ apiKeyId: first.apiKeyId, keyPrefix: first.keyPrefix, outcome: 'revoked', error: null, scheduleError: null }],
+      });
+      expect(revoked.stderr).toBe('');
+      expect(await world.statusWith(target.apiKey)).toMatchObject({ status: 401 });
+      expect(await world.statusWith(next.key)).toEqual({ status: 200 });
+      expect(scheduler.schedules().map((s) => s.Name)).not.toContain(scheduleName);
+      expect(scheduler.calls.DeleteSchedule).toBe(deletes + 1);
+
+      // The plain remove the runbook allows once the old keys are revoked: nothing is left to fire into its deleted secret.
+      expect((await acctops([...keyOutputs, 'companies', 'remove', '--company', target.companyId], env)).code).toBe(0);
+      const doctor = parseJson<{ findings: string[]; revokedKeys: { keyPrefix: string }[] }>(await acctops(['--json', 'doctor']));
+      expect(doctor.revokedKeys.filter((r) => r.keyPrefix === first.keyPrefix)).toEqual([]);
+      expect(doctor.findings.filter((f) => f.includes(first.keyPrefix) || f.includes(target.companyId))).toEqual([]);
+    });
+
+    it('keys revoke-pending whose DeleteSchedule is refused reports the key revoked and the schedule left, naming it and scheduler:DeleteSchedule (exit 5); run again, it deletes it', async () => {
+      const env = { ACCTOPS_BASE_URL: world.sandbox.baseUrl };
+      const { target, first, next, scheduleName } = await companyWithPendingRevocation('Early Schedule Denied GmbH');
+      const args = [...keyOutputs, 'keys', 'revoke-pending', '--company', target.companyId, '--prefix', first.keyPrefix];
+      type Row = {
+        outcome: string;
+        error: unknown;
+        scheduleError: { code: string; message: string; exitCode: number; hint: string } | null;
+      };
+
+      scheduler.denied.add('DeleteSchedule');
+      try {
+        const refused = await acctops(['--json', ...args], env);
+        expect(refused.code).toBe(5);
+        // The revocation is not hidden: the report is on stdout, the row revoked, its schedule error beside it.
+        const row = parseJson<{ keys: Row[] }>(refused).keys;
+        expect(row).toMatchObject([{ outcome: 'revoked', error: null, scheduleError: { code: 'schedule_delete_failed', exitCode: 5 } }]);
+        const error = (JSON.parse(refused.stderr) as { error: { code: string; keyPrefix: string; message: string; hint: string } }).error;
+        expect(error).toEqual({ ...row[0]!.scheduleError, keyPrefix: first.keyPrefix });
+        expect(error.message).toContain(`key ${first.keyPrefix}… was revoked, but its revocation schedule could not be deleted (`);
+        expect(error.message).toContain(`DeleteSchedule failed for ${scheduleName}`);
+        expect(error.hint).toContain('scheduler:DeleteSchedule');
+        expect(error.hint).toContain(`acctops keys revoke-pending --company ${target.companyId} --prefix ${first.keyPrefix}\``);
+        expect(await world.statusWith(target.apiKey)).toMatchObject({ status: 401 });
+        expect(scheduler.schedules().map((s) => s.Name)).toContain(scheduleName);
+
+        // Repeated in text: already_revoked, the schedule still refused, said on stderr in one line.
+        const text = await acctops(args, env);
+        expect(text.code).toBe(5);
+        expect(text.stdout).toContain(`  ${first.keyPrefix}…  already_revoked (its revocation schedule could NOT be deleted`);
+        expect(text.stderr.trim().split('\n')).toEqual([
+          expect.stringMatching(
+            new RegExp(
+              `^acctops: error: company ${target.companyId}: key ${first.keyPrefix}… was revoked, but .*${scheduleName}.*scheduler:DeleteSchedule`,
+            ),
+          ),
+        ]);
+      } finally {
+        scheduler.denied.delete('DeleteSchedule');
+      }
+
+      const again = await acctops(['--json', ...args], env);
+      expect(again.code).toBe(0);
+      expect(parseJson(again)).toMatchObject({ keys: [{ outcome: 'already_revoked', error: null, scheduleError: null }] });
+      expect(scheduler.schedules().map((s) => s.Name)).not.toContain(scheduleName);
+      expect(await world.statusWith(next.key)).toEqual({ status: 200 });
     });
   });
 });

@@ -104,6 +104,7 @@ describe('acctops --json: ISO 8601 times, null for absent values, real key usage
       'previousKeyRevokeAt',
       'previousKeyRevokeError',
       'previousKeyRevoked',
+      'previousKeyScheduleError',
       'revokedBefore',
       'rolledBack',
       'secret',

@@ -148,6 +148,25 @@ describe('acctops: keys left valid by keys install and companies remove (local m
     expect(again.code).toBe(3);
     expect(again.stderr).toContain(`company ${company}: its keys cannot be revoked: its key secret is scheduled for deletion already`);
   });
+
+  it('keys revoke-pending takes the revocation it carried out off the local queue: a plain remove after it blocks nothing (decision 107)', async () => {
+    const company = companies[0]!;
+    const old = (await status(company)).keyPrefix;
+    expect((await acctops('keys', 'rotate', '--company', company)).code).toBe(0);
+    expect((await status(company)).pendingRevocations.map((r) => r.keyPrefix)).toEqual([old]);
+    const revoked = await acctops('--json', 'keys', 'revoke-pending', '--company', company);
+    expect(revoked.code).toBe(0);
+    expect(parseJson(revoked)).toMatchObject({ keys: [{ keyPrefix: old, outcome: 'revoked', error: null, scheduleError: null }] });
+    expect((await status(company)).pendingRevocations).toEqual([]);
+
+    expect((await acctops('companies', 'remove', '--company', company)).code).toBe(0);
+    const advanced = await acctops('local', 'advance-clock', '--by', '31m');
+    expect(advanced.code).toBe(0);
+    expect(advanced.stdout).not.toContain(old);
+    const doctor = await acctops('doctor');
+    expect(doctor.stdout).not.toContain(`old key ${old}…`);
+    expect(await liveAtService(company, old)).toBe(false);
+  });
 });
 
 /**

@@ -138,6 +138,7 @@ describe('acctops keys rotate: failures of the service during a rotation (local 
         apiKeyId: expect.any(String),
         outcome: 'failed',
         error: expect.objectContaining({ hint: expect.stringContaining(hintCommand) }),
+        scheduleError: null,
       },
     ]);
     const lines = rotated.stderr

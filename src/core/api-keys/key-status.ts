@@ -58,8 +58,9 @@ export interface KeyStatus {
     usedSinceRotation: boolean | null;
     /**
      * ISO 8601 when the service lists the key as revoked already though its revocation is still
-     * pending: revoked now (`keys revoke-pending`, `--revoke-previous-now`) in AWS mode, where the
-     * key's schedule stays until it fires and finds the key revoked. Null: valid (or not read).
+     * pending: in AWS mode, revoked now by a command whose DeleteSchedule failed (decision 107), or
+     * revoked at the service another way; the schedule, when it fires, finds the key revoked. Null:
+     * valid (or not read).
      */
     revokedAt: string | null;
   }[];

@@ -8,11 +8,17 @@ import { listKeys } from './rotation';
 export interface RevokeNowDeps extends RevokeDeps {
   scheduler: Pick<RevocationScheduler, 'pending'>;
   /**
-   * Takes a revocation carried out now off its queue (the local mode's). In AWS there is nothing to
-   * take off: the key's one-time schedule stays, and when it fires revokeApiKey finds the key
-   * revoked (the service answers a revoked key's revocation as done), so it changes nothing.
+   * Takes a revocation carried out now off its queue (the local mode's). A failure here fails the
+   * key's row: the queue is the local revocation itself.
    */
   done?(apiKeyId: string): Promise<void>;
+  /**
+   * Deletes the one-time schedule of a revocation carried out now (AWS mode). A schedule left
+   * behind fires into a secret scheduled for deletion once the company is removed, lands in the
+   * dead-letter queue, and the doctor names the revoked key as blocked meanwhile (decision 107).
+   * Its failure is the row's `scheduleError`, not a failed revocation: the key is revoked.
+   */
+  cancel?(apiKeyId: string): Promise<void>;
 }
 
 /** `already_revoked`: the service lists the key as revoked, so nothing was asked of it. */
@@ -24,6 +30,8 @@ export interface RevokedNowKey {
   outcome: RevokeNowOutcome | 'failed';
   /** Why it failed (the key stays valid until its schedule or a retry revokes it); null unless `failed`. */
   error: unknown;
+  /** The key is revoked, but its schedule could not be deleted (`deps.cancel`); null otherwise. */
+  scheduleError: unknown;
 }
 
 export interface RevokeNowResult {
@@ -80,7 +88,7 @@ export async function revokePendingKeys(
       return { keys: [await revokePrevious(deps, input, previous)], unmatched: false };
     }
     return {
-      keys: named.map((k) => ({ apiKeyId: k.publicId, keyPrefix: prefix, outcome: 'already_revoked', error: null })),
+      keys: named.map((k) => ({ apiKeyId: k.publicId, keyPrefix: prefix, outcome: 'already_revoked', error: null, scheduleError: null })),
       unmatched: false,
     };
   }
@@ -91,13 +99,24 @@ export async function revokePendingKeys(
       const revokedAt = listed?.find((k) => k.publicId === apiKeyId)?.revokedAt;
       const outcome: RevokeNowOutcome = revokedAt != null ? 'already_revoked' : await revokeApiKey(deps, revocation);
       await deps.done?.(apiKeyId);
-      keys.push({ apiKeyId, keyPrefix, outcome, error: null });
+      keys.push({ apiKeyId, keyPrefix, outcome, error: null, scheduleError: await cancelled(deps, apiKeyId, keyPrefix) });
     } catch (error) {
       deps.logger.error('revoking a pending old key now failed; its revocation stays pending', { apiKeyId, keyPrefix, error });
-      keys.push({ apiKeyId, keyPrefix, outcome: 'failed', error });
+      keys.push({ apiKeyId, keyPrefix, outcome: 'failed', error, scheduleError: null });
     }
   }
   return { keys, unmatched: false };
+}
+
+/** Deletes a revoked key's schedule through `deps.cancel`; its error, or null (none to delete, or deleted). */
+async function cancelled(deps: RevokeNowDeps, apiKeyId: string, keyPrefix: string): Promise<unknown> {
+  try {
+    await deps.cancel?.(apiKeyId);
+    return null;
+  } catch (error) {
+    deps.logger.error('the key was revoked now, but its revocation schedule could not be deleted', { apiKeyId, keyPrefix, error });
+    return error;
+  }
 }
 
 /** The key of the secret's AWSPREVIOUS version; undefined when there is none or it does not parse. */
@@ -129,10 +148,10 @@ async function revokePrevious(
     rotationToken: 'previous-version',
   };
   try {
-    return { apiKeyId, keyPrefix, outcome: await revokeApiKey(deps, revocation), error: null };
+    return { apiKeyId, keyPrefix, outcome: await revokeApiKey(deps, revocation), error: null, scheduleError: null };
   } catch (error) {
     deps.logger.error('revoking the previous key now failed; it stays valid', { apiKeyId, keyPrefix, error });
-    return { apiKeyId, keyPrefix, outcome: 'failed', error };
+    return { apiKeyId, keyPrefix, outcome: 'failed', error, scheduleError: null };
   }
 }
 

@@ -51,11 +51,48 @@ describe('revokePendingKeys: every old key of the company pending revocation, re
     return { leaked, innocent: pending.find((r) => r !== leaked)! };
   }
 
+  it('deletes the schedule of each pending key it revoked (cancel, AWS mode); a cancel that fails leaves the key revoked with its scheduleError, never failed', async () => {
+    const { leaked, innocent } = await twoRotations();
+    const cancelled: string[] = [];
+    const refused = new Error('EventBridge Scheduler DeleteSchedule failed for revoke-x: AccessDeniedException: not allowed');
+    const result = await revokePendingKeys(
+      {
+        ...deps({ done: false }),
+        cancel: async (apiKeyId) => {
+          cancelled.push(apiKeyId);
+          if (apiKeyId === innocent.apiKeyId) throw refused;
+        },
+      },
+      { secretId: world.secretArn, companyId: world.companyId },
+    );
+    expect(result.keys).toEqual([
+      { apiKeyId: leaked.apiKeyId, keyPrefix: leaked.keyPrefix, outcome: 'revoked', error: null, scheduleError: null },
+      { apiKeyId: innocent.apiKeyId, keyPrefix: innocent.keyPrefix, outcome: 'revoked', error: null, scheduleError: refused },
+    ]);
+    expect(cancelled).toEqual([leaked.apiKeyId, innocent.apiKeyId]);
+    expect(await world.statusWith(world.initialKey.apiKey)).toMatchObject({ status: 401 });
+    expect((await world.liveKeys()).map((k) => k.publicId)).not.toContain(innocent.apiKeyId);
+    // A prefix no pending revocation has (the key list answers): no schedule was found, so none is deleted.
+    await world.queue.complete(leaked.apiKeyId);
+    const again = await revokePendingKeys(
+      {
+        ...deps({ done: false }),
+        scheduler: { pending: async function* () {} },
+        cancel: async (apiKeyId) => void cancelled.push(apiKeyId),
+      },
+      { secretId: world.secretArn, companyId: world.companyId, prefix: leaked.keyPrefix },
+    );
+    expect(again.keys).toEqual([
+      { apiKeyId: leaked.apiKeyId, keyPrefix: leaked.keyPrefix, outcome: 'already_revoked', error: null, scheduleError: null },
+    ]);
+    expect(cancelled).toEqual([leaked.apiKeyId, innocent.apiKeyId]);
+  });
+
   it('revokes each pending old key, oldest first, skips what the caller revoked, and takes each off the queue', async () => {
     const { leaked, innocent } = await twoRotations();
     const result = await revokePendingKeys(deps(), { secretId: world.secretArn, companyId: world.companyId, skip: [innocent.apiKeyId] });
     expect(result).toEqual({
-      keys: [{ apiKeyId: leaked.apiKeyId, keyPrefix: leaked.keyPrefix, outcome: 'revoked', error: null }],
+      keys: [{ apiKeyId: leaked.apiKeyId, keyPrefix: leaked.keyPrefix, outcome: 'revoked', error: null, scheduleError: null }],
       unmatched: false,
     });
     expect(done).toEqual([leaked.apiKeyId]);
@@ -96,11 +133,13 @@ describe('revokePendingKeys: every old key of the company pending revocation, re
   it('a prefix whose revocation was carried out is already_revoked from the key list; an unknown or live prefix is unmatched', async () => {
     const { leaked } = await twoRotations();
     const once = await revokePendingKeys(deps(), { secretId: world.secretArn, companyId: world.companyId, prefix: leaked.keyPrefix });
-    expect(once.keys).toEqual([{ apiKeyId: leaked.apiKeyId, keyPrefix: leaked.keyPrefix, outcome: 'revoked', error: null }]);
+    expect(once.keys).toEqual([
+      { apiKeyId: leaked.apiKeyId, keyPrefix: leaked.keyPrefix, outcome: 'revoked', error: null, scheduleError: null },
+    ]);
     // Off the queue now: found among the company's keys the service lists, revoked.
     const twice = await revokePendingKeys(deps(), { secretId: world.secretArn, companyId: world.companyId, prefix: leaked.keyPrefix });
     expect(twice).toEqual({
-      keys: [{ apiKeyId: leaked.apiKeyId, keyPrefix: leaked.keyPrefix, outcome: 'already_revoked', error: null }],
+      keys: [{ apiKeyId: leaked.apiKeyId, keyPrefix: leaked.keyPrefix, outcome: 'already_revoked', error: null, scheduleError: null }],
       unmatched: false,
     });
     const current = await world.current();

@@ -94,6 +94,7 @@ describe('keys rotate --revoke-previous-now: each old key named with its outcome
     revokedBefore: null,
     previousKeyRevoked: 'revoked',
     previousKeyRevokeError: null,
+    previousKeyScheduleError: null,
     olderKeysRevoked: older,
     olderKeysRevokeError: null,
   });
@@ -104,9 +105,9 @@ describe('keys rotate --revoke-previous-now: each old key named with its outcome
     renderRotate(
       some.out,
       report([
-        { keyPrefix: 'sbx_Leaked01', apiKeyId: 'a', outcome: 'revoked', error: null },
-        { keyPrefix: 'sbx_Leaked02', apiKeyId: 'b', outcome: 'already_revoked', error: null },
-        { keyPrefix: 'sbx_Leaked03', apiKeyId: 'c', outcome: 'failed', error },
+        { keyPrefix: 'sbx_Leaked01', apiKeyId: 'a', outcome: 'revoked', error: null, scheduleError: null },
+        { keyPrefix: 'sbx_Leaked02', apiKeyId: 'b', outcome: 'already_revoked', error: null, scheduleError: null },
+        { keyPrefix: 'sbx_Leaked03', apiKeyId: 'c', outcome: 'failed', error, scheduleError: null },
       ]),
     );
     expect(some.text().split('\n').slice(1, -1)).toEqual([
@@ -122,5 +123,18 @@ describe('keys rotate --revoke-previous-now: each old key named with its outcome
     const plain = capture();
     renderRotate(plain.out, { ...report(null), previousKeyRevoked: null });
     expect(plain.text()).not.toMatch(/older key|no other old key/);
+  });
+
+  it('a key revoked whose schedule was left (AWS mode, decision 107) still reads as revoked, with a pointer to the error line', () => {
+    const left = { code: 'schedule_delete_failed', message: 'm', exitCode: 5, hint: 'h' };
+    const some = capture();
+    renderRotate(some.out, {
+      ...report([{ keyPrefix: 'sbx_Leaked01', apiKeyId: 'a', outcome: 'revoked', error: null, scheduleError: left }]),
+      previousKeyScheduleError: left,
+    });
+    expect(some.text().split('\n').slice(2, -1)).toEqual([
+      '  the previous key sbx_Innocent… was revoked now: revoked (its revocation schedule could NOT be deleted: the error below says how)',
+      '  the older key sbx_Leaked01…, still pending revocation, was revoked now: revoked (its revocation schedule could NOT be deleted: the error below says how)',
+    ]);
   });
 });
