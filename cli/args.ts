@@ -174,7 +174,7 @@ export function filePath(raw: string): string {
   if (raw.trim() === '') throw new InvalidArgumentError('expected a file path, e.g. ./key.txt');
   // `s3://bucket/key` would be a local file `s3:/bucket/key`: a key written somewhere the user did not
   // mean, perhaps into a synced folder. A local name like that stays reachable as `./s3:…`.
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw))
+  if (/^[a-z][a-z0-9+.-]+:\//i.test(raw))
     throw new InvalidArgumentError('expected a local file path, not a URL (the key is written to a file only), e.g. ./key.txt');
   return raw;
 }

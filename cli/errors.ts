@@ -533,6 +533,15 @@ function classify(error: unknown, context: DescribeContext): ErrorReport {
   // The AWS adapters' errors, known by code so that a local command does not load the AWS SDK clients.
   if (error instanceof AcctopsError && (error.code === 'stack_not_found' || error.code === 'stack_lookup_failed')) {
     const stackName = (error as AcctopsError & { stackName?: string }).stackName ?? '<stack>';
+    // CloudFormation out of reach says nothing about the stack's name: the network is what to check.
+    const socket = causes(error).find(isSocketError);
+    if (socket)
+      return {
+        exitCode: ExitCode.failure,
+        code: 'connection_failed',
+        message: `could not describe stack ${stackName}: a connection failed (${socket.syscall}): ${socketCauseText(socket)}`,
+        hint: 'check the network, the AWS region and any AWS_ENDPOINT_URL* setting, then run the command again',
+      };
     return {
       exitCode: error.code === 'stack_not_found' ? ExitCode.config : ExitCode.failure,
       code: error.code,

@@ -178,13 +178,14 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
   });
 
   it('filePath: a URL is refused, not written as a local file named after its scheme; a relative name like one is kept', () => {
-    for (const raw of ['s3://bucket/key.txt', 'S3://bucket', 'file:///tmp/key', 'https://example.com/key'])
+    for (const raw of ['s3://bucket/key.txt', 'S3://bucket', 's3:/bucket/key', 'file:///tmp/key', 'https://example.com/key'])
       expect(() => filePath(raw)).toThrow(
         new InvalidArgumentError('expected a local file path, not a URL (the key is written to a file only), e.g. ./key.txt'),
       );
     expect(filePath('./s3://x')).toBe('./s3://x');
     expect(filePath('/tmp/key.txt')).toBe('/tmp/key.txt');
     expect(filePath('C:\\keys\\key.txt')).toBe('C:\\keys\\key.txt');
+    expect(filePath('C:/keys/key.txt')).toBe('C:/keys/key.txt');
     expect(() => filePath('  ')).toThrow('expected a file path');
   });
 
