@@ -1419,15 +1419,10 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       expect(await world.statusWith(next.key)).toMatchObject({ status: 401 });
     });
 
-    it("doctor names a removed company's pending revocation as blocked, in the local doctor's words (exit 5); remove --revoke-keys deletes the revoked keys' schedules (decision 107)", async () => {
-      const env = { ACCTOPS_BASE_URL: world.sandbox.baseUrl };
-      lambdaAnswers.set(outputs.CheckHealthFunctionName!, () => ({
-        body: { ok: true, checkedAt: '2026-11-02T09:00:00.000Z', probes: [] },
-      }));
-      lambdaAnswers.set(outputs.CheckKeyRotationsFunctionName!, () => ({ body: { checkedAt: 0, companies: 0, findings: [] } }));
-      const target = await company('Blocked Revocation GmbH');
+    /** A company with two installed keys, the first pending revocation in the stack's group as a rotation schedules it. */
+    const companyWithPendingRevocation = async (name: string) => {
+      const target = await company(name);
       const first = parseJson<{ apiKeyId: string; keyPrefix: string; secretArn: string }>(await install(target, true));
-      // A rotation's revocation of the key it replaced, as the rotation function schedules it.
       const next = await world.sandbox.admin.createApiKey({
         companyId: target.companyId,
         permissions: ['manage_api_keys', 'read_transactions', 'read_categories', 'read_tax_reports'],
@@ -1446,9 +1441,20 @@ describe('acctops CLI: AWS mode against local fakes', () => {
         apiKeyId: first.apiKeyId,
         keyPrefix: first.keyPrefix,
         revokeAt,
-        rotationToken: 'b'.repeat(36),
+        rotationToken: 'd'.repeat(36),
       });
       const scheduleName = `revoke-${first.apiKeyId}`;
+      expect(scheduler.schedules().map((s) => s.Name)).toContain(scheduleName);
+      return { target, first, next, scheduleName, revokeAt };
+    };
+
+    it("doctor names a removed company's pending revocation as blocked, in the local doctor's words (exit 5); remove --revoke-keys deletes the revoked keys' schedules (decision 107)", async () => {
+      const env = { ACCTOPS_BASE_URL: world.sandbox.baseUrl };
+      lambdaAnswers.set(outputs.CheckHealthFunctionName!, () => ({
+        body: { ok: true, checkedAt: '2026-11-02T09:00:00.000Z', probes: [] },
+      }));
+      lambdaAnswers.set(outputs.CheckKeyRotationsFunctionName!, () => ({ body: { checkedAt: 0, companies: 0, findings: [] } }));
+      const { target, first, next, scheduleName, revokeAt } = await companyWithPendingRevocation('Blocked Revocation GmbH');
       const blocked =
         `old key ${first.keyPrefix}… of company ${target.companyId} cannot be revoked: the company's key secret is scheduled for deletion (the company was removed), ` +
         "and the revocation needs the company's current key, which only that secret holds; it stays valid at the service: " +
@@ -1516,28 +1522,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
 
     it('remove --revoke-keys whose DeleteSchedule is refused removes nothing (exit 5, schedule_delete_failed) and leaves the current key valid; run again, it goes on', async () => {
       const env = { ACCTOPS_BASE_URL: world.sandbox.baseUrl };
-      const target = await company('Schedule Denied GmbH');
-      const first = parseJson<{ apiKeyId: string; keyPrefix: string; secretArn: string }>(await install(target, true));
-      const next = await world.sandbox.admin.createApiKey({
-        companyId: target.companyId,
-        permissions: ['manage_api_keys', 'read_transactions', 'read_categories', 'read_tax_reports'],
-      });
-      trackSecret(next.key);
-      expect((await install({ companyId: target.companyId, apiKey: next.key }, false)).code).toBe(0);
-      await new EventBridgeRevocationScheduler({
-        groupName: outputs.KeyRevocationScheduleGroup!,
-        targetArn: 'arn:aws:lambda:eu-central-1:000000000000:function:acctops-test-revoke-api-key',
-        roleArn: 'arn:aws:iam::000000000000:role/acctops-test-scheduler',
-        client: localClientConfig(scheduler.endpoint),
-      }).schedule({
-        secretId: first.secretArn,
-        companyId: target.companyId,
-        apiKeyId: first.apiKeyId,
-        keyPrefix: first.keyPrefix,
-        revokeAt: Date.now() + 30 * 60_000,
-        rotationToken: 'c'.repeat(36),
-      });
-      const scheduleName = `revoke-${first.apiKeyId}`;
+      const { target, first, next, scheduleName } = await companyWithPendingRevocation('Schedule Denied GmbH');
       const status = async () =>
         parseJson<{ companies: { companyId: string; status: string }[] }>(await acctops(['--json', 'companies', 'list'])).companies.find(
           (c) => c.companyId === target.companyId,
@@ -1578,34 +1563,6 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       expect(await status()).toBe('removed');
       expect(scheduler.schedules().map((s) => s.Name)).not.toContain(scheduleName);
     });
-
-    /** A company with two installed keys, the first pending revocation in the stack's group as a rotation schedules it. */
-    const companyWithPendingRevocation = async (name: string) => {
-      const target = await company(name);
-      const first = parseJson<{ apiKeyId: string; keyPrefix: string; secretArn: string }>(await install(target, true));
-      const next = await world.sandbox.admin.createApiKey({
-        companyId: target.companyId,
-        permissions: ['manage_api_keys', 'read_transactions', 'read_categories', 'read_tax_reports'],
-      });
-      trackSecret(next.key);
-      expect((await install({ companyId: target.companyId, apiKey: next.key }, false)).code).toBe(0);
-      await new EventBridgeRevocationScheduler({
-        groupName: outputs.KeyRevocationScheduleGroup!,
-        targetArn: 'arn:aws:lambda:eu-central-1:000000000000:function:acctops-test-revoke-api-key',
-        roleArn: 'arn:aws:iam::000000000000:role/acctops-test-scheduler',
-        client: localClientConfig(scheduler.endpoint),
-      }).schedule({
-        secretId: first.secretArn,
-        companyId: target.companyId,
-        apiKeyId: first.apiKeyId,
-        keyPrefix: first.keyPrefix,
-        revokeAt: Date.now() + 30 * 60_000,
-        rotationToken: 'd'.repeat(36),
-      });
-      const scheduleName = `revoke-${first.apiKeyId}`;
-      expect(scheduler.schedules().map((s) => s.Name)).toContain(scheduleName);
-      return { target, first, next, scheduleName };
-    };
 
     it('keys revoke-pending deletes the schedule of each key it revoked, so a plain remove after it leaves the doctor no false revocation_secret_deleted (decision 107)', async () => {
       const env = { ACCTOPS_BASE_URL: world.sandbox.baseUrl };
