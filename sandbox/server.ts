@@ -307,7 +307,7 @@ export class SandboxServer {
           } else if (isList) {
             const next = new URL((body.next as string | null) ?? ctx.url.toString());
             // Outside the base path as well as on another host: a client rebases a `next` under
-            // its base path onto its own origin (decision 109), so only this one must be refused.
+            // its base path onto its own origin (decision 108), so only this one must be refused.
             body.next = fault.url ?? `http://foreign.invalid/outside${next.pathname}${next.search}`;
           }
           break;

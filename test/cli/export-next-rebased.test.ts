@@ -10,7 +10,7 @@ const LISTS = ['GET /accounting/transactions/', 'GET /accounting/categories/'] a
 /**
  * `acctops export --base-url` against a service whose `next` links name another origin under the
  * base path, as a Django REST framework service behind a TLS-terminating proxy writes them
- * (decision 109): the export reads every page from the base URL, the other origin is never
+ * (decision 108): the export reads every page from the base URL, the other origin is never
  * contacted, and stderr says it once a run, in text and in `--json` alike; stdout is the usual report.
  */
 describe('acctops export --base-url: next links on another origin', () => {

@@ -230,7 +230,7 @@ export const MATRIX: Record<RowId, Record<ColumnId, Cell>> = {
     ),
     monthlyExport: test(
       'typed_failure',
-      '`next` on another host, outside `/api/v1/`: PaginationError, `ExportFailed` event; the foreign host receives nothing (under `/api/v1/` it would be requested on the base origin: decision 109)',
+      '`next` on another host, outside `/api/v1/`: PaginationError, `ExportFailed` event; the foreign host receives nothing (under `/api/v1/` it would be requested on the base origin: decision 108)',
     ),
     webhook: NO_LIST_WEBHOOK,
   },

@@ -269,7 +269,7 @@ export function responseValidationError(error: z.ZodError, prefix: string, optio
 
 /**
  * - `foreign_next`: `next` leaves the base URL's path or carries user info (another origin under the
- *   path is requested on the base origin instead: decision 109); `next_loop`: `next` points to a page
+ *   path is requested on the base origin instead: decision 108); `next_loop`: `next` points to a page
  *   already read (on the base origin);
  * - `invalid_next`: `next` is not a URL;
  * - `too_many_pages`: more pages than the lists's `count` and page size allow, with a margin

@@ -13,7 +13,7 @@ import type { AccountingApiWarning, ItemWarning } from './warnings';
  *
  * Following `next` is where a credential could leak: a `next` must lie under the base URL's path
  * (`/api/v1/`) and carry no user info, or the list stops with PaginationError before sending
- * anything. One that names another origin is requested on the base URL's own (decision 109): a
+ * anything. One that names another origin is requested on the base URL's own (decision 108): a
  * service behind a TLS-terminating proxy writes its internal view (`http://web:8000/api/v1/…`), and
  * the key must only ever go to the configured origin over its scheme.
  */

@@ -38,7 +38,7 @@ export type AccountingApiWarning =
   /**
    * A page's `next` lay under the base URL's path but named another origin (`nextOrigin`: a
    * service behind a TLS-terminating proxy writing `http://` or its internal host name): it was
-   * requested on `baseOrigin` instead, its path and query kept (decision 109). Said once a list, at
+   * requested on `baseOrigin` instead, its path and query kept (decision 108). Said once a list, at
    * the first such `next`; `request` is the page that carried it. Origins only: a query could carry
    * anything. The service's proxy settings are what to fix (it should see the public scheme and host).
    */

@@ -202,7 +202,7 @@ describe('client and sandbox with canary secrets', () => {
     );
     world.clock.advance(MINUTE);
     // A foreign next that carries the key in its query: refused outside the base path. Under it, a
-    // next is requested on the base origin (decision 109), query and all; the service's own request
+    // next is requested on the base origin (decision 108), query and all; the service's own request
     // log would then hold what its link carried, so that one carries no key.
     await admin.faults.add({
       route: 'GET /accounting/transactions/',

@@ -274,7 +274,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       });
     });
 
-    // Decision 109: what a Django REST framework service behind a TLS-terminating proxy writes.
+    // Decision 108: what a Django REST framework service behind a TLS-terminating proxy writes.
     describe('next links on another origin under the base path: requested on the base origin', () => {
       it('every page on another host: read whole from the sandbox, that host never contacted, one warning', async () => {
         await world.sandbox.admin.faults.add({ route: TX, times: 'always', fault: { type: 'foreign_next', origin: foreign.origin } });

@@ -483,7 +483,7 @@ it('httpTransport trusting the CA: a connection reset before the handshake is re
  * A downgrade from https to plain http on the same host is never followed (decision 92): a page's
  * `next` and a redirect both point at `http://127.0.0.1:<port>`, where an http server would answer,
  * and it receives nothing. The `next` lies under the base path, so its page is requested over TLS on
- * the base origin instead (decision 109); the redirect is an error, the key went over TLS once.
+ * the base origin instead (decision 108); the redirect is an error, the key went over TLS once.
  */
 describe('an https service that points to plain http on its own host', () => {
   const PLACES = ['its own https port', 'an http port of the same host'] as const;

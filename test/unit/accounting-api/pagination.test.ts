@@ -165,7 +165,7 @@ describe('pagination', () => {
       expect(fake.requests.filter((r) => r.headers.authorization === `Bearer ${KEY}`)).toHaveLength(1);
     });
 
-    // Decision 109: a service behind a TLS-terminating proxy names its own view of the request.
+    // Decision 108: a service behind a TLS-terminating proxy names its own view of the request.
     it.each([
       ['another host', 'https://evil.test:4010/api/v1/accounting/transactions/?page=2&page_size=1000', 'https://evil.test:4010'],
       // A downgrade is never followed: the page is asked for over https all the same (decision 92).

@@ -5,7 +5,7 @@ import { createExportClient, NEXT_REBASED_HINT } from '../../../src/core/exports
 import { BASE_URL, fakeTransport, json, transaction } from '../accounting-api/fake-transport';
 
 /**
- * A `next` on another origin under the base path (decision 109) does not stop an export: the
+ * A `next` on another origin under the base path (decision 108) does not stop an export: the
  * deployed worker's log says what the service's owner should fix, and a caller that asked is told.
  */
 describe('createExportClient: a rebased next', () => {
