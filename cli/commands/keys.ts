@@ -358,7 +358,7 @@ function replacedKeyLine(companyId: string, replaced: NonNullable<KeysInstallRep
     `  the key it replaced, ${replaced.keyPrefix}…, stays valid at the service${replaced.live === null ? ' (the key list could not be read to check)' : ''}: ` +
     `revoke it now with \`acctops keys revoke-pending --company ${companyId} --prefix ${replaced.keyPrefix}\`. ` +
     'No revocation is scheduled for it: otherwise only `acctops doctor --repair` (deployed, also the scheduled check-key-rotations) revokes it, ' +
-    "as revocation_overdue, once the secret's last rotation is more than the grace period ago (never, if the secret has not rotated yet)."
+    "as revocation_overdue, once the secret's last rotation is more than the grace period and 15 minutes' slack ago (never, if the secret has not rotated yet)."
   );
 }
 
