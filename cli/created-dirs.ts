@@ -1,4 +1,4 @@
-import { rmdirSync } from 'node:fs';
+import { lstatSync, rmdirSync } from 'node:fs';
 import { lstat, rmdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 
@@ -20,6 +20,27 @@ export async function missingDirectories(path: string): Promise<string[]> {
       () => 'exists',
       (error: NodeJS.ErrnoException) => error.code,
     );
+    if (code !== 'ENOENT' && code !== 'ENAMETOOLONG') break;
+    missing.push(current);
+    if (dirname(current) === current) break;
+  }
+  return missing;
+}
+
+/**
+ * missingDirectories, synchronous: for a command that must know what is missing before any of its
+ * own asynchronous work can make it (a signal handler set up as the export starts).
+ */
+export function missingDirectoriesSync(path: string): string[] {
+  const missing: string[] = [];
+  for (let current = resolve(path); ; current = dirname(current)) {
+    let code: string | undefined;
+    try {
+      lstatSync(current);
+      code = 'exists';
+    } catch (error) {
+      code = (error as NodeJS.ErrnoException).code;
+    }
     if (code !== 'ENOENT' && code !== 'ENAMETOOLONG') break;
     missing.push(current);
     if (dirname(current) === current) break;

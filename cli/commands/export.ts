@@ -34,7 +34,7 @@ import { CliConfigError, damagedEntryRepair, UsageError } from '../errors';
 import { shownLocation } from '../format';
 import { ExitCode, type ExitCodeValue } from '../exit-codes';
 import { interruptExitCode, onForcedExit, onInterrupt, speak } from '../interrupt';
-import { missingDirectories, removeEmptyDirectories, removeEmptyDirectoriesSync } from '../created-dirs';
+import { missingDirectoriesSync, removeEmptyDirectories, removeEmptyDirectoriesSync } from '../created-dirs';
 import type { RegistryFinding } from '../../src/core/companies/company-registry';
 import type { CompanyExportRow, CompanyProgress, ExportReport } from '../operations/operations';
 import type { Output, Progress } from '../output';
@@ -268,8 +268,9 @@ function athenaBehindText(datasets: readonly string[]): string {
  * looked like a result. Returns the function that unregisters it.
  */
 function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, bars: Map<string, Progress>): () => void {
-  // Looked at now, before the export makes anything; a directory made meanwhile counts as there before, which keeps it.
-  const outDirs = out?.kind === 'dir' ? missingDirectories(resolve(session.runtime.cwd, out.path)) : Promise.resolve([]);
+  // Looked at now, synchronously, before the export can make anything; a directory made meanwhile
+  // (by another process) counts as there before, which keeps it.
+  const made = out?.kind === 'dir' ? missingDirectoriesSync(resolve(session.runtime.cwd, out.path)) : [];
   const published: { store: ObjectStore; key: string }[] = [];
   /**
    * The files this process completed for a period whose manifest it has not written: a run cut
@@ -293,6 +294,10 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
   // A second signal abandons the clean-up below: its line says what that may leave (nothing visible).
   const stopForced = onForcedExit(() => (cleanedUp ? undefined : exportCutShortPart(published.length, out?.kind === 's3')));
   const stopStep = onInterrupt(async (signal) => {
+    // Whether the run had made --out by now, asked before anything is abandoned: an abandoned write
+    // fails the export, whose own clean-up may then remove --out before the steps below look
+    // (seen in export-interrupt.test.ts under load).
+    const outMade = made[0] !== undefined && (await exists(made[0]));
     // Both are bounded: the S3 aborts by their own deadline, well inside the steps' 10 s.
     const [, uploads] = await Promise.all([abandonLocalWrites(), abandonS3Uploads()]);
     // Only now: abandonLocalWrites waits for a rename under way, whose commit, unwatched, left a
@@ -303,10 +308,6 @@ function stopExportOnInterrupt(session: Session, out: ExportTarget | undefined, 
     await Promise.all(
       [...unpublished].flatMap(([store, periods]) => [...periods.values()].map((keys) => store.delete(keys).catch(() => undefined))),
     );
-    // Looked at before any folder goes: the store's own clean-up below removes --out as well when
-    // it made --out with its first folder (seen in export-interrupt.test.ts under load).
-    const made = await outDirs.catch(() => []);
-    const outMade = made[0] !== undefined && (await exists(made[0]));
     // Then the folders those files were in, and --out itself when the run made it: only empty ones.
     await removeLocalDirectoriesMade().catch(() => 0);
     // The staging folder of a --out the run made is the run's own (DirObjectStore's `.acctops-tmp`),
