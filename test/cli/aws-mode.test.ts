@@ -52,6 +52,14 @@ describe('acctops CLI: AWS mode against local fakes', () => {
   /** GetFunctionConfiguration's LoggingConfig.LogGroup by function; a function not here has no readable configuration. */
   const logGroups = new Map<string, string>();
   const results: CliResult[] = [];
+  /** The stack's revocation schedule group, as the rotation function schedules into it in AWS. */
+  const stackScheduler = () =>
+    new EventBridgeRevocationScheduler({
+      groupName: outputs.KeyRevocationScheduleGroup!,
+      targetArn: 'arn:aws:lambda:eu-central-1:000000000000:function:acctops-test-revoke-api-key',
+      roleArn: 'arn:aws:iam::000000000000:role/acctops-test-scheduler',
+      client: localClientConfig(scheduler.endpoint),
+    });
 
   const describeStacks = (request: RecordedRequest): CannedResponse => {
     const name = new URLSearchParams(request.body).get('StackName');
@@ -499,12 +507,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(report.keyPrefix).not.toBe(world.initialKey.keyPrefix);
 
     // A pending revocation in the stack's schedule group, as the rotation function would create it in AWS.
-    await new EventBridgeRevocationScheduler({
-      groupName: outputs.KeyRevocationScheduleGroup!,
-      targetArn: 'arn:aws:lambda:eu-central-1:000000000000:function:acctops-test-revoke-api-key',
-      roleArn: 'arn:aws:iam::000000000000:role/acctops-test-scheduler',
-      client: localClientConfig(scheduler.endpoint),
-    }).schedule({
+    await stackScheduler().schedule({
       secretId: world.secretArn,
       companyId: world.companyId,
       apiKeyId: world.initialKey.apiKeyId,
@@ -608,12 +611,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     const env = { ACCTOPS_BASE_URL: world.sandbox.baseUrl };
     const previous = await world.current();
     // The revocation the rotation function schedules in AWS for the key a rotation replaces.
-    await new EventBridgeRevocationScheduler({
-      groupName: outputs.KeyRevocationScheduleGroup!,
-      targetArn: 'arn:aws:lambda:eu-central-1:000000000000:function:acctops-test-revoke-api-key',
-      roleArn: 'arn:aws:iam::000000000000:role/acctops-test-scheduler',
-      client: localClientConfig(scheduler.endpoint),
-    }).schedule({
+    await stackScheduler().schedule({
       secretId: world.secretArn,
       companyId: world.companyId,
       apiKeyId: previous.apiKeyId,
@@ -1430,12 +1428,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       trackSecret(next.key);
       expect((await install({ companyId: target.companyId, apiKey: next.key }, false)).code).toBe(0);
       const revokeAt = Date.now() + 30 * 60_000;
-      await new EventBridgeRevocationScheduler({
-        groupName: outputs.KeyRevocationScheduleGroup!,
-        targetArn: 'arn:aws:lambda:eu-central-1:000000000000:function:acctops-test-revoke-api-key',
-        roleArn: 'arn:aws:iam::000000000000:role/acctops-test-scheduler',
-        client: localClientConfig(scheduler.endpoint),
-      }).schedule({
+      await stackScheduler().schedule({
         secretId: first.secretArn,
         companyId: target.companyId,
         apiKeyId: first.apiKeyId,
