@@ -232,11 +232,26 @@ export function dateToMode(raw: string): 'detect' | 'inclusive' | 'exclusive' {
   return value;
 }
 
-/** `90s`, `31m`, `2h`, `1d`. */
+/** `90s`, `31m`, `2h`, `1d`; `0s` too, where none is a setting (`--max-retry-wait 0s`: never wait). */
 export function duration(raw: string): number {
   const match = /^(\d{1,7})([smhd])$/.exec(raw.trim());
   if (!match) throw new InvalidArgumentError('expected a duration such as 31m, 2h or 1d');
   return Number(match[1]) * UNITS[match[2]!]!;
+}
+
+/**
+ * A duration that must move something (`local advance-clock --by`): `0m` was taken, did nothing
+ * and reported the clock "now" where it was, as if a step had been rehearsed.
+ */
+export function positiveDuration(raw: string): number {
+  let value: number | undefined;
+  try {
+    value = duration(raw);
+  } catch {
+    // The one message for every refusal, so that a zero and a typo are told the same form.
+  }
+  if (value === undefined || value <= 0) throw new InvalidArgumentError('expected a duration above zero such as 31m, 2h or 1d');
+  return value;
 }
 
 const BASE_URL_EXPECTED = 'expected an http(s) URL ending in /api/v1';

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { duration, filePath, guid } from '../args';
+import { duration, filePath, guid, positiveDuration } from '../args';
 import { UsageError } from '../errors';
 import { ExitCode } from '../exit-codes';
 import { sentence, shellQuote } from '../format';
@@ -73,7 +73,11 @@ export function localCommand(host: CommandHost): Command {
     .description(
       "Move the local clock forward (rehearse a grace period or a token's expiry), then revoke the old keys whose grace period ended.",
     )
-    .requiredOption('--by <duration>', `how far, e.g. 31m, 2h, 1d (at most ${MAX_CLOCK_JUMP_DAYS}d without --force)`, duration)
+    .requiredOption(
+      '--by <duration>',
+      `how far, more than zero, e.g. 31m, 2h, 1d (at most ${MAX_CLOCK_JUMP_DAYS}d without --force)`,
+      positiveDuration,
+    )
     .option('--force', `allow a jump of more than ${MAX_CLOCK_JUMP_DAYS} days`)
     .action(
       host.run(async (session, opts: { by: number; force?: boolean }) => {

@@ -290,6 +290,25 @@ describe('acctops CLI: help, usage errors and exit codes', () => {
     expect(binary.stderr).toBe(badMonth!.stderr);
   });
 
+  it('local advance-clock --by refuses a zero, negative or empty duration (exit 2, one line naming --by and the form), before the state is made', async () => {
+    // A zero moved nothing and reported the clock "now" where it was, as if a step had been rehearsed.
+    const values = ['0m', '0s', '0h', '0d', '00m', '-5m', '-0m', '', ' '];
+    const results = [
+      ...(await all(values.map((value) => ['local', 'advance-clock', '--by', value]))),
+      await inProcess(['local', 'advance-clock', '--by=0m', '--force']),
+      await run(['local', 'advance-clock', '--by', '0m']),
+    ];
+    for (const result of results) {
+      expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 2, stdout: '' });
+      expect(oneLine(result)).toBe(
+        "acctops: error: option '--by <duration>' is invalid: expected a duration above zero such as 31m, 2h or 1d (run the command with --help for the expected form)",
+      );
+    }
+    expect(existsSync(`${state.dir}/never-created`)).toBe(false);
+    // The help says so too. (`--max-retry-wait 0s`, "never wait", keeps its zero: export-direct-limits.test.ts.)
+    expect((await inProcess(['local', 'advance-clock', '--help'])).stdout).toMatch(/--by <duration> +how far, more than zero/);
+  });
+
   it('a --month before 2000-01 (a mistyped year) is exit 2 naming --month in every mode, before anything runs or is written', async () => {
     const out = `${state.dir}/early-out`;
     const modes: [string[], Record<string, string>][] = [

@@ -9,6 +9,7 @@ import {
   isInsecureHttp,
   duration,
   email,
+  positiveDuration,
   exportTarget,
   filePath,
   formats,
@@ -167,6 +168,11 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
     expect(formats('csv, PARQUET,csv')).toEqual(['csv', 'parquet']);
     expect(duration('31m')).toBe(31 * 60_000);
     expect(duration('2h')).toBe(7_200_000);
+    // A zero is a setting of its own where the option means "none" (--max-retry-wait), not of --by.
+    expect(duration('0s')).toBe(0);
+    expect(positiveDuration('1s')).toBe(1000);
+    for (const raw of ['0s', '0m', '00h', '0d', '-5m', '', 'soon'])
+      expect(() => positiveDuration(raw)).toThrow('expected a duration above zero such as 31m, 2h or 1d');
     expect(exportTarget('s3://my-bucket/a/b/')).toEqual({ kind: 's3', bucket: 'my-bucket', prefix: 'a/b' });
     expect(exportTarget('./out')).toEqual({ kind: 'dir', path: './out' });
     // A directory whose name starts like a scheme is still reachable by a relative path.
@@ -305,6 +311,7 @@ describe('cli/args: parsers refuse with what is expected, never the value', () =
     [() => month('2026-13')],
     [() => formats('xlsx')],
     [() => duration('soon')],
+    [() => positiveDuration('0m')],
     [() => exportTarget('s3://')],
     [() => exportTarget('s3:/bucket')],
     [() => exportTarget('s3:bucket/prefix')],
