@@ -10,6 +10,7 @@ import {
   type AccountingApiWarning,
   type CredentialProvider,
   type RetryWait,
+  type WarningHandler,
 } from '../../src/core/accounting-api';
 import { directExport } from '../../src/core/exports/pipeline/direct-export';
 import { NEXT_REBASED_HINT, type ExportClientSettings } from '../../src/core/exports/pipeline/export-sources';
@@ -70,6 +71,8 @@ interface ExportRun {
   defaultCurrency?: string;
   /** The company's registered currency (local mode's registry), asked when `defaultCurrency` is not given. */
   companyCurrency?: CompanyCurrency;
+  /** Client settings of every company's export (the local mode: its warnings, said on stderr). */
+  client?: ExportClientSettings;
 }
 
 function completed(summary: PeriodExportSummary): CompanyExportRow {
@@ -334,6 +337,7 @@ async function exportCompany(
       baseUrl: run.baseUrl,
       exporter: { taxReportFields: run.taxReportFields, defaultCurrency: run.defaultCurrency },
       companyCurrency: run.companyCurrency,
+      ...(run.client !== undefined ? { client: run.client } : {}),
     },
     {
       companyId,
@@ -379,6 +383,8 @@ export async function exportLocal(
     taxReportFields?: TaxReportFieldNames;
     defaultCurrency?: string;
     onProgress?: CompanyProgress;
+    /** Told of the client's warnings that the export goes on after (the command: `nextRebasedNotes`, on stderr). */
+    onWarning?: WarningHandler;
   },
 ): Promise<ExportReport> {
   const store = options.store ?? world.exportStore;
@@ -446,6 +452,7 @@ async function exportCompanies(
     defaultCurrency: options.defaultCurrency,
     // Each company's own from the registry, as the deployed worker reads it, unless --default-currency names one for all.
     companyCurrency: registryCurrency((companyId) => world.companies.getItem(companyId)),
+    ...(options.onWarning !== undefined ? { client: { onWarning: options.onWarning } } : {}),
   };
   const rows: CompanyExportRow[] = [];
   const refused: { companyId: string; error: unknown }[] = [];
@@ -501,12 +508,8 @@ export interface DirectExportOptions {
  */
 export const DEFAULT_MAX_RETRY_WAIT_MS = 5 * 60_000;
 
-/**
- * The client settings of a direct export: the service's waits honoured up to the cap, each one said;
- * a `next` rebased onto the base origin said once a run (each list warns once, an export reads several).
- */
+/** The client settings of a direct export: the service's waits honoured up to the cap, each one said; warnings as `nextRebasedNotes`. */
 function directClientSettings(context: OperationsContext, opts: DirectExportOptions): ExportClientSettings {
-  const said = new Set<string>();
   return {
     ...(opts.pageSize !== undefined ? { pageSize: opts.pageSize } : {}),
     ...(opts.dateTo !== undefined ? { dateTo: opts.dateTo } : {}),
@@ -515,11 +518,22 @@ function directClientSettings(context: OperationsContext, opts: DirectExportOpti
     retry: { maxRetryAfterMs: opts.maxRetryWait ?? DEFAULT_MAX_RETRY_WAIT_MS, maxElapsedMs: Number.POSITIVE_INFINITY },
     ...(context.runtime.requestTimeoutMs !== undefined ? { timeoutMs: context.runtime.requestTimeoutMs } : {}),
     onRetryWait: (wait) => context.out.note(retryWaitLine(wait)),
-    onWarning: (warning) => {
-      if (warning.type !== 'next_rebased' || said.has(warning.nextOrigin)) return;
-      said.add(warning.nextOrigin);
-      context.out.note(nextRebasedLine(warning));
-    },
+    onWarning: nextRebasedNotes((line) => context.out.note(line)),
+  };
+}
+
+/**
+ * A `next` rebased onto the base origin (decision 108), said once a run for each origin it named:
+ * each list of each company warns once, and an export reads several. The direct and the local mode
+ * alike: the local one logged it only at warn, which a command shows with --verbose alone, so an
+ * operator rehearsing against the embedded service never saw what the direct mode says.
+ */
+export function nextRebasedNotes(note: (line: string) => void): WarningHandler {
+  const said = new Set<string>();
+  return (warning) => {
+    if (warning.type !== 'next_rebased' || said.has(warning.nextOrigin)) return;
+    said.add(warning.nextOrigin);
+    note(nextRebasedLine(warning));
   };
 }
 

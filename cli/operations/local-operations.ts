@@ -255,6 +255,7 @@ export class LocalOperations implements Operations {
           taxReportFields: request.taxReportFields,
           defaultCurrency: request.defaultCurrency,
           onProgress: request.onProgress,
+          onWarning: run.nextRebasedNotes((line) => this.context.out.note(line)),
         });
       },
       { regionUsed: request.out?.kind === 's3', noWait: !request.wait },
