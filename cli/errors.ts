@@ -122,6 +122,42 @@ export function refreshOfUserNeedingAttention(externalId: string): CliError {
   });
 }
 
+/** Onboarding's fields as the service names them (spec §4.1), and the `users onboard` options they come from. */
+const ONBOARD_FIELD_OPTIONS: Readonly<Record<string, string>> = {
+  username: '--username',
+  email: '--email',
+  external_id: '--external-id',
+};
+
+/**
+ * The service's 400 to onboarding (`ApiValidationError`, in AWS mode the onboard-user function's),
+ * said as the option the refused field came from, or as the three options when it names none. The
+ * spec gives `username` no length or character rule (nor `email` one beyond its format), so acctops
+ * refuses no such value first (docs/assumptions.md, "Onboarding fields"); the service's own words,
+ * which name the field, are kept. The hint used to be "check the service (`acctops doctor`)",
+ * which sent the operator to a service that was working. Nothing was registered: exit 1, as every
+ * refusal of the service (the value was a well-formed argument, so not 2). `field` undefined: none named.
+ */
+export function onboardInputRefused(field: string | undefined, message: string, cause?: unknown): CliError {
+  const option = field === undefined ? undefined : ONBOARD_FIELD_OPTIONS[field];
+  const rule =
+    option === '--username'
+      ? 'the API spec sets no length or character rule for a username, so acctops checks only that it is not blank and at most 512 characters; '
+      : '';
+  return new CliError(
+    option === undefined ? `the service refused the user's details: ${message}` : `${option}: the service refused it: ${message}`,
+    {
+      code: 'invalid_request',
+      exitCode: ExitCode.failure,
+      hint:
+        option === undefined
+          ? 'nothing was registered: check --username, --email and --external-id against what the service accepts, then onboard again'
+          : `nothing was registered: ${rule}onboard again with a ${option} the service accepts`,
+      cause,
+    },
+  );
+}
+
 /**
  * `users recover` of a user the service answers 404 for: it no longer knows that username, email
  * and external id together, so only onboarding registers it again (docs/runbooks.md, "Recover a user").

@@ -90,9 +90,20 @@ export function errorForStatus(status: number): SandboxApiError {
   return new SandboxApiError(status, 'validation_error', 'invalid_request', 'The request is invalid.');
 }
 
-/** A 400 naming the first bad field; like the client, it never echoes the value. */
+/**
+ * A 400 naming the first bad field; like the client, it never echoes the value. A string's length
+ * bound is said with its number (`too big (at most 150 characters)`), as DRF's "Ensure this field has
+ * no more than 150 characters." does: a limit the spec does not state is then learnt from the refusal.
+ */
 export function fromZod(error: z.ZodError, prefix?: string): SandboxApiError {
   const issue = error.issues[0];
   const path = formatPath([...(prefix ? [prefix] : []), ...(issue?.path ?? [])]) || (prefix ?? 'body');
-  return invalidRequest(path, `Invalid value for ${path}: ${issue?.code.replace(/_/g, ' ') ?? 'invalid'}.`);
+  return invalidRequest(path, `Invalid value for ${path}: ${issue?.code.replace(/_/g, ' ') ?? 'invalid'}${lengthBound(issue)}.`);
+}
+
+function lengthBound(issue: z.core.$ZodIssue | undefined): string {
+  const characters = (n: number) => `${n} character${n === 1 ? '' : 's'}`;
+  if (issue?.code === 'too_big' && issue.origin === 'string') return ` (at most ${characters(Number(issue.maximum))})`;
+  if (issue?.code === 'too_small' && issue.origin === 'string') return ` (at least ${characters(Number(issue.minimum))})`;
+  return '';
 }

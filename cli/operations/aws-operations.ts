@@ -37,6 +37,7 @@ import {
   CliError,
   CompanyEntryDamagedError,
   CompanyRemovedError,
+  onboardInputRefused,
   refreshOfRevokedUser,
   refreshOfUserNeedingAttention,
   UnknownNameError,
@@ -205,8 +206,12 @@ export class AwsOperations implements Operations {
     return this.clients.functions().invoke<T>(await this.output(key, purpose), payload);
   }
 
-  onboardUser(input: OnboardInput): Promise<OnboardResult> {
-    return this.invoke(OUTPUTS.onboardUser, 'onboard a user', input);
+  async onboardUser(input: OnboardInput): Promise<OnboardResult> {
+    try {
+      return await this.invoke<OnboardResult>(OUTPUTS.onboardUser, 'onboard a user', input);
+    } catch (error) {
+      throw refusedOnboardRemote(error);
+    }
   }
 
   revokeUser(externalId: string): Promise<RevokeResult> {
@@ -966,6 +971,18 @@ function refusedUserRemote(externalId: string, error: unknown): unknown {
   const userCode = [...USER_REFUSAL_CODES].some((code) => new RegExp(`\\(401, ${code}\\b`).test(error.message));
   if (errorType === 'AuthenticationError' && userCode) return userDisabled(error.message, error);
   return error;
+}
+
+/**
+ * The onboard-user function's failure on the service's 400, as the local mode reports it
+ * (`onboardInputRefused`): its error type is the client's `ApiValidationError`, whose message names
+ * the field (`…: field username: …`). Anything else stays the function's failure.
+ */
+function refusedOnboardRemote(error: unknown): unknown {
+  if (!(error instanceof AcctopsError) || error.code !== 'function_failed') return error;
+  if ((error as { errorType?: string }).errorType !== 'ApiValidationError') return error;
+  const field = /\): field ([A-Za-z_][A-Za-z0-9_.]*)(?::|$)/.exec(error.message)?.[1];
+  return onboardInputRefused(field, error.message, error);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { MemoryRefreshQueue } from '../../src/adapters/local/memory-refresh-queue';
-import { NotFoundError } from '../../src/core/accounting-api';
+import { ApiValidationError, NotFoundError } from '../../src/core/accounting-api';
 import {
   checkKeyRotations,
   keyMissingFinding,
@@ -19,7 +19,15 @@ import type { OnboardInput, RefreshOutcome } from '../../src/core/tokens/token-l
 import { planTokenRefresh } from '../../src/core/tokens/plan-refresh';
 import { SandboxAdminError, type Permission } from '../../sandbox';
 import { rejectAwsModeOptions } from '../args';
-import { CliError, refreshOfRevokedUser, refreshOfUserNeedingAttention, UnknownNameError, unknownUser, userGoneAtService } from '../errors';
+import {
+  CliError,
+  onboardInputRefused,
+  refreshOfRevokedUser,
+  refreshOfUserNeedingAttention,
+  UnknownNameError,
+  unknownUser,
+  userGoneAtService,
+} from '../errors';
 import { ExitCode } from '../exit-codes';
 import { counts, iso } from '../format';
 import { createKeyFile } from '../local/key-file';
@@ -119,7 +127,14 @@ export class LocalOperations implements Operations {
   }
 
   onboardUser(input: OnboardInput) {
-    return this.world((world) => world.lifecycle().onboard(input));
+    return this.world(async (world) => {
+      try {
+        return await world.lifecycle().onboard(input);
+      } catch (error) {
+        if (error instanceof ApiValidationError) throw onboardInputRefused(error.param, error.message, error);
+        throw error;
+      }
+    });
   }
 
   listUsers() {

@@ -301,6 +301,50 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(other.stderr).toMatch(/failed: AuthenticationError: .*aws logs tail \/acctops\/test\/recover-user/);
   });
 
+  it("onboard: the function's ApiValidationError names the option of the refused field, as in the local mode; other failures stay the function's", async () => {
+    const user = { externalId: randomUUID(), username: 'u'.repeat(151), email: 'long@example.test' };
+    const name = outputs.OnboardUserFunctionName!;
+    const failing = (errorType: string, errorMessage: string) => () => ({ error: 'Unhandled', body: { errorType, errorMessage } });
+    logGroups.set(name, '/acctops/test/onboard-user');
+    try {
+      lambdaAnswers.set(
+        name,
+        failing(
+          'ApiValidationError',
+          'request refused as invalid (400, invalid_request, on POST /api/v1/institution/users/create/, request id req_1): field username: Ensure this field has no more than 150 characters.',
+        ),
+      );
+      const refused = await acctops(onboardArgs(user));
+      expect({ code: refused.code, stdout: refused.stdout }).toEqual({ code: 1, stdout: '' });
+      expect(refused.stderr).toBe(
+        'acctops: error: --username: the service refused it: acctops-test-onboard-user failed: ApiValidationError: request refused as invalid (400, invalid_request, on POST /api/v1/institution/users/create/, request id req_1): field username: Ensure this field has no more than 150 characters. ' +
+          '(nothing was registered: the API spec sets no length or character rule for a username, so acctops checks only that it is not blank and at most 512 characters; onboard again with a --username the service accepts)\n',
+      );
+      const json = await acctops(['--json', ...onboardArgs(user)]);
+      expect(JSON.parse(json.stderr)).toMatchObject({ error: { code: 'invalid_request', exitCode: 1 } });
+
+      // A 400 that names no field: the three options, not the service to check.
+      lambdaAnswers.set(
+        name,
+        failing('ApiValidationError', 'request refused as invalid (400, on POST /api/v1/institution/users/create/): Bad request.'),
+      );
+      const unnamed = await acctops(onboardArgs(user));
+      expect(unnamed.code).toBe(1);
+      expect(unnamed.stderr).toMatch(
+        /^acctops: error: the service refused the user's details: .*\(nothing was registered: check --username, --email and --external-id against what the service accepts, then onboard again\)\n$/,
+      );
+
+      // Anything else is the function's failure, with its log group.
+      lambdaAnswers.set(name, failing('ServerError', 'server error (503, on POST /api/v1/institution/users/create/)'));
+      const other = await acctops(onboardArgs(user));
+      expect(other.code).toBe(1);
+      expect(other.stderr).toMatch(/failed: ServerError: .*aws logs tail \/acctops\/test\/onboard-user/);
+    } finally {
+      lambdaAnswers.delete(name);
+      logGroups.delete(name);
+    }
+  });
+
   it('recover --force: sent as force: true; a function deployed before it refuses the field and is asked again without', async () => {
     const user = randomUUID();
     const name = outputs.RecoverUserFunctionName!;
