@@ -5,16 +5,14 @@ import { describeError } from '../cli/errors';
 import { DEFAULT_STATE_DIR, resolveStateDir } from '../cli/local/state-dir';
 import { adoptHeldSignals, onInterruptBeforeWork, setForcedExitWriter, speak } from '../cli/interrupt';
 import { errorLine, gatedStream } from '../cli/output';
+import { reportStdoutFaultOnExit, watchOutputStreams } from '../cli/output-faults';
 import { DIALECTS, type Dialect } from '../sandbox/dialect';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-// A reader that stops early (`| head`) closes the pipe: the rest of the output is dropped, and the
-// command still finishes and saves its state instead of dying on EPIPE.
-for (const stream of [process.stdout, process.stderr]) {
-  stream.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EPIPE') throw error;
-  });
-}
+// A reader that stops early (`| head`) or a full disk under `> file` fails a write: the command
+// still finishes and saves its state instead of dying mid-command (cli/output-faults.ts).
+const outputFaults = watchOutputStreams(process.stdout, process.stderr);
+reportStdoutFaultOnExit(outputFaults, (report) => process.stderr.write(`${errorLine(report, false)}\n`));
 
 // Once Ctrl-C is being handled the demo's one line is all it says (runDemo): the steps still under
 // way would print their failures, caused by the interrupt.
