@@ -36,8 +36,8 @@ export function stdoutNotWritten(error: NodeJS.ErrnoException): PrintedError {
   return {
     exitCode: 1,
     code: 'stdout_not_written',
-    message: `the command's output could not be written to stdout: ${fsCauseText(error)}; the command itself ran to its end`,
-    hint: 'see what it did with a command that only reads, such as `acctops users list` or `acctops keys status`, before running it again; or send the output where it can be written',
+    message: `the command's output could not be written to stdout: ${fsCauseText(error)}; the command ran to its end without it`,
+    hint: 'send the output where it can be written; what the command changed stays changed, so see it with a command that only reads, such as `acctops users list` or `acctops keys status`, before running it again',
   };
 }
 

@@ -66,7 +66,7 @@ describe('acctops: a stdout that fails', () => {
     expect(result.killedBy).toBeNull();
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(
-      /^acctops: error: the command's output could not be written to stdout: no space left on the device \(ENOSPC\); the command itself ran to its end \(see what it did with a command that only reads, .*`acctops keys status`.*\)\n$/,
+      /^acctops: error: the command's output could not be written to stdout: no space left on the device \(ENOSPC\); the command ran to its end without it \(send the output where it can be written; .*`acctops keys status`.*\)\n$/,
     );
     expect(result.stderr).not.toMatch(STACK_FRAME);
     expect(await clockOffset()).toBe(before + 5 * 60_000);
