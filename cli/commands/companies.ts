@@ -198,10 +198,11 @@ export function companiesCommand(host: CommandHost): Command {
  */
 export function removedKeysLines(companyId: string, keys: CompanyRemoval['keys']): string[] {
   if (keys.revoked !== null) {
+    // `already_revoked` throughout: a repeat, whose keys the earlier remove revoked (its registry record).
     return keys.revoked.map((k) =>
       k.keyPrefix === keys.current?.keyPrefix && k.apiKeyId === keys.current.apiKeyId
-        ? `  Current key ${k.keyPrefix}… revoked at the service.`
-        : `  Old key ${k.keyPrefix}…, pending revocation: ${k.outcome}.`,
+        ? `  Current key ${k.keyPrefix}… ${k.outcome === 'already_revoked' ? 'already revoked at the service, by the earlier remove' : 'revoked at the service'}.`
+        : `  Old key ${k.keyPrefix}…, pending revocation: ${k.outcome === 'already_revoked' ? 'already revoked, by the earlier remove' : k.outcome}.`,
     );
   }
   const way =

@@ -132,7 +132,7 @@ async function replacedKeyRow(
  * `remove` (DescribeSecret says when the deletion was asked, not with which window).
  */
 export async function removeCompany(
-  registry: Pick<CompanyRegistry, 'remove' | 'recordKeyDeletion'>,
+  registry: Pick<CompanyRegistry, 'get' | 'remove' | 'recordKeyDeletion' | 'recordKeysRevoked'>,
   now: number,
   secrets: () => { stage: string; lifecycle: SecretLifecycle; directory: Pick<CompanyKeyDirectory, 'find'> },
   companyId: string,
@@ -142,10 +142,19 @@ export async function removeCompany(
 ): Promise<CompanyRemoval> {
   // Read (and with --revoke-keys revoked) before anything changes: once the secret is scheduled for
   // deletion nothing can read the company's current key, the only credential that can revoke its keys.
-  const keys = await keysAtRemoval(keyAccess, companyId, revokeKeys, async () => {
-    const { stage, lifecycle } = secrets();
-    return (await lifecycle.describe(companyKeySecretName(stage, companyId.toLowerCase())))?.deletedAt !== undefined;
-  });
+  const keys = await keysAtRemoval(
+    keyAccess,
+    companyId,
+    revokeKeys,
+    async () => {
+      const { stage, lifecycle } = secrets();
+      return (await lifecycle.describe(companyKeySecretName(stage, companyId.toLowerCase())))?.deletedAt !== undefined;
+    },
+    async () => {
+      const entry = await registry.get(companyId);
+      return entry?.removedAt === undefined ? undefined : entry.keysRevoked;
+    },
+  );
   let removed;
   try {
     removed = await registry.remove(companyId, now);
@@ -155,6 +164,14 @@ export async function removeCompany(
   }
   const { stage, lifecycle, directory } = secrets();
   const id = removed.company.companyId;
+  // Before the secret goes, whose deletion makes these keys unreadable: a repeat reports them from here.
+  if (removed.result === 'removed' && keys.revoked !== null && keys.current !== null) {
+    const current = keys.current;
+    const older = keys.revoked
+      .filter((k) => k.apiKeyId !== current.apiKeyId)
+      .map((k) => ({ keyPrefix: k.keyPrefix, apiKeyId: k.apiKeyId }));
+    await registry.recordKeysRevoked(id, { revokedAt: new Date(now).toISOString(), current, older }, now);
+  }
   const key = await retireCompanyKeySecret(lifecycle, stage, id, recoveryDays, {
     recorded: removed.company.keyDeletion,
     // A secret the stack imports (cdk.json existingSecretArn) has its own name: found by its tags.
@@ -190,6 +207,7 @@ async function keysAtRemoval(
   companyId: string,
   revoke: boolean,
   scheduledForDeletion: () => Promise<boolean>,
+  revokedByEarlierRemoval: () => Promise<RegisteredCompany['keysRevoked']>,
 ): Promise<CompanyRemoval['keys']> {
   const id = companyId.toLowerCase();
   let entry: CompanyKeyEntry | undefined;
@@ -208,6 +226,19 @@ async function keysAtRemoval(
     }
     current = parseCompanyKeySecret((await deps.store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
   } catch (error) {
+    if (error instanceof SecretScheduledForDeletionError) {
+      // A repeat after a `remove --revoke-keys` that completed (a script's retry): nothing is left to revoke.
+      const earlier = await revokedByEarlierRemoval();
+      if (earlier !== undefined) {
+        const row = (k: { keyPrefix: string; apiKeyId: string }): RevokedNowRow => ({
+          ...k,
+          outcome: 'already_revoked',
+          error: null,
+          scheduleError: null,
+        });
+        return { current: earlier.current, pending: [], revoked: [...earlier.older.map(row), row(earlier.current)], unread: null };
+      }
+    }
     const reason =
       error instanceof SecretScheduledForDeletionError
         ? 'its key secret is scheduled for deletion already (an earlier remove), so its keys cannot be read'

@@ -1459,6 +1459,13 @@ describe('acctops CLI: AWS mode against local fakes', () => {
         },
       });
       expect(await world.statusWith(next.key)).toMatchObject({ status: 401 });
+      // A retry: the secret is scheduled for deletion, the registry item names what was revoked (decision 112).
+      const again = await acctops([...keyOutputs, '--json', 'companies', 'remove', '--company', first.companyId, '--revoke-keys'], env);
+      expect(again.code).toBe(0);
+      expect(parseJson(again)).toMatchObject({
+        result: 'already_removed',
+        keys: { current: { apiKeyId: next.publicId }, pending: [], revoked: [{ apiKeyId: next.publicId, outcome: 'already_revoked' }] },
+      });
     });
 
     /** A company with two installed keys, the first pending revocation in the stack's group as a rotation schedules it. */

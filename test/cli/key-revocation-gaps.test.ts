@@ -107,6 +107,10 @@ describe('acctops: keys left valid by keys install and companies remove (local m
     expect(text.stdout).toContain(
       `\`acctops companies restore --company ${company}\`, then \`acctops companies remove --company ${company} --revoke-keys\``,
     );
+    // Removed without --revoke-keys, nothing recorded them revoked: --revoke-keys now is refused, naming the way.
+    const late = await acctops('--json', 'companies', 'remove', '--company', company, '--revoke-keys');
+    expect(late.code).toBe(3);
+    expect(late.stderr).toContain('"code":"revocation_secret_deleted"');
 
     const advanced = await acctops('local', 'advance-clock', '--by', '31m');
     expect(advanced.code).toBe(5);
@@ -143,10 +147,28 @@ describe('acctops: keys left valid by keys install and companies remove (local m
     // Nothing is left queued to fail.
     expect((await acctops('local', 'advance-clock', '--by', '31m')).code).toBe(0);
 
-    // Repeated on the removed company, the keys cannot be read: refused, naming the way, nothing changed.
-    const again = await acctops('companies', 'remove', '--company', company, '--revoke-keys');
-    expect(again.code).toBe(3);
-    expect(again.stderr).toContain(`company ${company}: its keys cannot be revoked: its key secret is scheduled for deletion already`);
+    // Repeated (a script's retry), the keys can no longer be read, but the removal recorded them
+    // revoked: already_removed, exit 0, each key already_revoked; it used to be exit 3 naming a
+    // restore, and a remove --revoke-keys after that restore failed on the key it had revoked.
+    const again = await acctops('--json', 'companies', 'remove', '--company', company, '--revoke-keys');
+    expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: '' });
+    const alreadyRevoked = (keyPrefix: string) => ({
+      keyPrefix,
+      apiKeyId: expect.any(String),
+      outcome: 'already_revoked',
+      error: null,
+      scheduleError: null,
+    });
+    expect(parseJson(again)).toMatchObject({
+      result: 'already_removed',
+      keys: { current: { keyPrefix: current }, pending: [], revoked: [alreadyRevoked(old), alreadyRevoked(current)], unread: null },
+    });
+    const text = await acctops('companies', 'remove', '--company', company);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(`  Old key ${old}…, pending revocation: already revoked, by the earlier remove.`);
+    expect(text.stdout).toContain(`  Current key ${current}… already revoked at the service, by the earlier remove.`);
+    expect(text.stdout).not.toContain('stay valid at the service');
+    expect(await liveAtService(company, current)).toBe(false);
   });
 
   it('keys revoke-pending takes the revocation it carried out off the local queue: a plain remove after it blocks nothing (decision 107)', async () => {

@@ -67,6 +67,19 @@ export const registeredCompanySchema = lazySchema(() =>
      * company comes back.
      */
     keyDeletion: z.object({ deletionDate: z.iso.datetime({ offset: true }), recoveryWindowDays: z.int().min(1) }).optional(),
+    /**
+     * Set by `companies remove --revoke-keys` once it has revoked every key of the company at the
+     * service, by prefix and id (never a key): once the key secret is scheduled for deletion nothing
+     * can read them again, so a repeat of that remove reports them from here instead of refusing.
+     * Dropped when the company comes back.
+     */
+    keysRevoked: z
+      .object({
+        revokedAt: z.iso.datetime({ offset: true }),
+        current: z.object({ keyPrefix: z.string().min(1), apiKeyId: z.string().min(1) }),
+        older: z.array(z.object({ keyPrefix: z.string().min(1), apiKeyId: z.string().min(1) })),
+      })
+      .optional(),
     updatedAt: z.iso.datetime({ offset: true }).optional(),
     /** `stage-config`: written once by the stack from cdk.json `companies` (lib/constructs/company-registry.ts). */
     seededFrom: z.literal('stage-config').optional(),
@@ -234,6 +247,16 @@ export class CompanyRegistry {
     const existing = await this.get(companyId);
     if (existing?.removedAt === undefined) return;
     await this.table.putItem({ ...existing, keyDeletion, updatedAt: new Date(now).toISOString() });
+  }
+
+  /**
+   * Records the keys `companies remove --revoke-keys` revoked (RegisteredCompany.keysRevoked). As for
+   * recordKeyDeletion, nothing happens when the company is not removed.
+   */
+  async recordKeysRevoked(companyId: string, keysRevoked: NonNullable<RegisteredCompany['keysRevoked']>, now: number): Promise<void> {
+    const existing = await this.get(companyId);
+    if (existing?.removedAt === undefined) return;
+    await this.table.putItem({ ...existing, keysRevoked, updatedAt: new Date(now).toISOString() });
   }
 
   /** One page of the registry, removed companies included; bad items are skipped, logged and returned as findings. */
