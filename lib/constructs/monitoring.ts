@@ -73,6 +73,8 @@ export class Monitoring extends Construct {
   readonly throttlesAlarms: ReadonlyMap<string, Alarm>;
   /** Every alarm of the stack, in dashboard order. */
   readonly alarms: readonly Alarm[];
+  /** The dashboard's rows with their alarms, the last one `Functions`: docs/monitoring.md's table, "Alarms", lists them so. */
+  readonly rows: readonly { readonly title: string; readonly alarms: readonly Alarm[] }[];
   private readonly action: SnsAction;
 
   constructor(scope: Construct, id: string, props: MonitoringProps) {
@@ -131,7 +133,9 @@ export class Monitoring extends Construct {
         throttles.set(
           fn.handlerDir,
           this.alarm(`${pascal(fn.handlerDir)}ThrottlesAlarm`, {
-            description: `${fn.handlerDir} was throttled at its reserved concurrency (${fn.reservedConcurrency}): callers were refused. Raise it, or find who calls it this often.`,
+            description:
+              `${fn.handlerDir} was throttled at its reserved concurrency (${fn.reservedConcurrency}): callers were refused. ` +
+              'Raise it (docs/monitoring.md, "Alarms", names the stage setting), or find who calls it this often.',
             metric: fn.metricThrottles({ period: FUNCTION_PERIOD, statistic: 'Sum' }),
           }),
         );
@@ -155,6 +159,7 @@ export class Monitoring extends Construct {
       );
     }
     this.alarms = [...new Set([...rows.flatMap((r) => r.alarms), ...functionAlarms])];
+    this.rows = [...rows, { title: 'Functions', alarms: functionAlarms.filter((a) => !rows.some((r) => r.alarms.includes(a))) }];
     if (props.opsTopicArn !== undefined) {
       const ops = new SnsAction(Topic.fromTopicArn(this, 'OpsTopic', props.opsTopicArn));
       for (const alarm of this.alarms) {
@@ -251,9 +256,17 @@ function heading(title: string): TextWidget {
   return new TextWidget({ markdown: `## ${title}`, width: 24, height: 1 });
 }
 
-/** The alarm's own metric and threshold, titled by the alarm's id. */
+/**
+ * What the dashboard and docs/monitoring.md call an alarm: its id without `Alarm`, or its
+ * construct's id when that leaves nothing (FailedInvocations' `Alarm`), so no widget is untitled.
+ */
+export function alarmTitle(alarm: Alarm): string {
+  return alarm.node.id.replace(/Alarm$/, '') || alarm.node.scope!.node.id;
+}
+
+/** The alarm's own metric and threshold, titled by the alarm's name. */
 function alarmWidget(alarm: Alarm): AlarmWidget {
-  return new AlarmWidget({ alarm, title: alarm.node.id.replace(/Alarm$/, ''), width: 6, height: 5 });
+  return new AlarmWidget({ alarm, title: alarmTitle(alarm), width: 6, height: 5 });
 }
 
 function labelled(metric: IMetric, label: string): IMetric {

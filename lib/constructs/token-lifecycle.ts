@@ -269,14 +269,14 @@ export class TokenLifecycle extends Construct {
       }),
       overdue: acctopsAlarm(this, 'OverdueAlarm', {
         action: alarmAction,
-        description: 'The planner found tokens past their deadline in two runs in a row: access tokens are expiring unrefreshed.',
+        description: `The planner found tokens past their deadline in two runs in a row: access tokens are expiring unrefreshed. The workers are behind or failing (the refresh-failures alarm, ${this.worker.logGroupName}); once fixed, \`acctops tokens refresh --all\`.`,
         metric: acctopsMetric(stage.name, ALARMED_METRICS.tokensOverdue, { statistic: 'Sum', period: Duration.minutes(5) }),
         threshold: 1,
         evaluationPeriods: 2,
       }),
       plannerErrors: acctopsAlarm(this, 'PlannerErrorsAlarm', {
         action: alarmAction,
-        description: 'The token refresh planner failed in two of the last three 5-minute periods: nothing is being enqueued.',
+        description: `The token refresh planner failed in two of the last three 5-minute periods: nothing is being enqueued. ${this.planner.logGroupName} names the error; \`acctops tokens refresh --all\` invokes the planner to check the fix.`,
         metric: this.planner.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
         threshold: 1,
         evaluationPeriods: 3,

@@ -235,6 +235,12 @@ describe('Monitoring', () => {
       expect(headings).toEqual(['Tokens', 'API-key rotation', 'Rotation fan-out', 'Exports', 'Failed invocations', 'Health', 'Functions']);
     });
 
+    it('titles every alarm widget by the name docs/monitoring.md gives it (FailedInvocations’ alarm is only `Alarm`)', () => {
+      expect(body).not.toContain('\\"title\\":\\"\\"');
+      expect(body).toContain('\\"title\\":\\"FailedInvocations\\"');
+      expect(body).toContain('\\"title\\":\\"DeadLetters\\"');
+    });
+
     it('graphs the Errors of every function, from their alarms’ metrics', () => {
       const graph = /"title\\":\\"Errors by function\\"/.test(body);
       expect(graph).toBe(true);

@@ -293,7 +293,8 @@ export class ExportPipeline extends Construct {
       deadLetters: acctopsAlarm(this, 'DeadLettersAlarm', {
         action,
         description:
-          'Export jobs reached the dead-letter queue: malformed, or failing on every delivery. Redrive after the cause is fixed.',
+          'Export jobs reached the dead-letter queue: malformed, or failing on every delivery. `acctops doctor` names the companies and months without an export; ' +
+          'runbook "The monthly export failed for one company", then purge the queue (its jobs are re-requested with `acctops export`).',
         metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }),
       }),
       requestDeadLetters: acctopsAlarm(this, 'RequestDeadLettersAlarm', {
@@ -310,7 +311,9 @@ export class ExportPipeline extends Construct {
       }),
       plannerErrors: acctopsAlarm(this, 'PlannerErrorsAlarm', {
         action,
-        description: 'The monthly export planner failed: the month is not (fully) enqueued. Invoke it again with the same scheduledAt.',
+        description:
+          'The monthly export planner failed: the month is not (fully) enqueued. Invoke it again with the same scheduledAt, ' +
+          "or `acctops export --month <last month>` requests every registered company's export.",
         metric: this.planner.metricErrors({ period: Duration.hours(1), statistic: 'Sum' }),
       }),
     };
