@@ -1,4 +1,5 @@
 import type * as z from 'zod';
+import { METRIC_DIMENSIONS } from '../../contract/metrics';
 import { buildHandler, type CreateHandlerOptions, type LambdaHandler, type Observability } from './lambda-handler';
 import { LambdaLogger } from './powertools-logger';
 import { PowertoolsMetrics } from './powertools-metrics';
@@ -9,7 +10,11 @@ export type { CreateHandlerOptions, Invocation } from './lambda-handler';
 export const powertoolsObservability: Observability = {
   logger: (env) => LambdaLogger.create({ level: env.LOG_LEVEL, sampleRate: env.POWERTOOLS_LOGGER_SAMPLE_RATE }),
   metrics: (env, ids, clock) =>
-    new PowertoolsMetrics({ dimensions: { Stage: env.ACCTOPS_STAGE, Function: env.ACCTOPS_FUNCTION }, properties: ids, clock }),
+    new PowertoolsMetrics({
+      dimensions: { [METRIC_DIMENSIONS.stage]: env.ACCTOPS_STAGE, [METRIC_DIMENSIONS.function]: env.ACCTOPS_FUNCTION },
+      properties: ids,
+      clock,
+    }),
 };
 
 /**

@@ -1,4 +1,5 @@
 import type * as z from 'zod';
+import { METRIC_DIMENSIONS } from '../../contract/metrics';
 import { JsonLogger } from '../../src/core/shared/logger';
 import { EmfMetrics } from './emf-metrics';
 import { buildHandler, type CreateHandlerOptions, type LambdaHandler, type Observability } from './lambda-handler';
@@ -9,7 +10,11 @@ export type { CreateHandlerOptions, Invocation } from './lambda-handler';
 export const ownObservability: Observability = {
   logger: (env) => new JsonLogger(undefined, {}, env.LOG_LEVEL),
   metrics: (env, ids, clock) =>
-    new EmfMetrics({ dimensions: { Stage: env.ACCTOPS_STAGE, Function: env.ACCTOPS_FUNCTION }, properties: ids, clock }),
+    new EmfMetrics({
+      dimensions: { [METRIC_DIMENSIONS.stage]: env.ACCTOPS_STAGE, [METRIC_DIMENSIONS.function]: env.ACCTOPS_FUNCTION },
+      properties: ids,
+      clock,
+    }),
 };
 
 /**

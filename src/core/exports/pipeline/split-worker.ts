@@ -416,7 +416,7 @@ async function partFailed(
   // A missing part result or object does not come back by retrying: the month needs a fresh export.
   const retryable = !(error instanceof SplitIncompleteError) && isRetryableExportFailure(error);
   const final = !retryable || last;
-  deps.metrics.add(final ? 'ExportFailed' : 'ExportAttemptFailed', 1);
+  deps.metrics.add(final ? ALARMED_METRICS.exportFailed.name : 'ExportAttemptFailed', 1);
   logger.error(final ? 'export part failed; the month stays unpublished' : 'export part attempt failed; the queue will retry', {
     error,
     retryable,
