@@ -8,7 +8,8 @@ export type { CreateHandlerOptions, Invocation } from './lambda-handler';
 
 /** Our own JSON logger and EMF writer: the same ports, redaction, metric names and dimensions. */
 export const ownObservability: Observability = {
-  logger: (env) => new JsonLogger(undefined, {}, env.LOG_LEVEL),
+  // Powertools' level and timestamp keys: a query for ERROR lines finds export-period's too.
+  logger: (env) => new JsonLogger(undefined, {}, env.LOG_LEVEL, Date.now, 'lambda'),
   metrics: (env, ids, clock) =>
     new EmfMetrics({
       dimensions: { [METRIC_DIMENSIONS.stage]: env.ACCTOPS_STAGE, [METRIC_DIMENSIONS.function]: env.ACCTOPS_FUNCTION },

@@ -650,7 +650,7 @@ matrixColumn('monthlyExport', {
         .slice(logged)
         .find((e) => e.message === 'export attempt failed; the queue will retry');
       expect(failure).toMatchObject({
-        level: 'error',
+        level: 'warn',
         companyId: company,
         period: PERIOD,
         retryable: true,

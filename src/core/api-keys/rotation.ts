@@ -213,9 +213,11 @@ export class KeyRotation {
    */
   async runStep(event: RotationEvent): Promise<StepOutcome> {
     const { SecretId: secretId, ClientRequestToken: token, Step: step } = event;
-    // The ClientRequestToken is the new version's id, not a credential: logged as what it is.
-    const log = this.deps.logger.child({ secretId, versionId: token, step });
     const description = await this.deps.store.describeSecret(secretId);
+    // The ClientRequestToken is the new version's id, not a credential: logged as what it is. The
+    // company, when the secret says which, is what "A key rotation failed" starts from.
+    const companyId = secretCompanyOf(description);
+    const log = this.deps.logger.child({ secretId, versionId: token, step, ...(companyId === undefined ? {} : { companyId }) });
     const attempt: StepAttempt = { keyRequested: false };
     if (this.guard(description, token, step) === 'already_current') {
       log.info('version is already AWSCURRENT; nothing to do');

@@ -15,6 +15,13 @@ export interface Logger {
 export type LogSink = (line: string) => void;
 
 /**
+ * The keys of a line's level and time. `cli`: `level` in lower case and `time` (the CLI, local
+ * mode, tests). `lambda`: Powertools' `level` in capitals and `timestamp`, so that one CloudWatch
+ * query or filter (`{ $.level = "ERROR" }`) finds a lean function's lines with every other's.
+ */
+export type LineKeys = 'cli' | 'lambda';
+
+/**
  * The four levels as one `write`: the JSON logger here and the Lambda logger in functions/_shared
  * differ only in where a line goes, not in how a level reaches it.
  */
@@ -48,18 +55,21 @@ export class JsonLogger extends LevelLogger {
       ? (process.env.LOG_LEVEL!.toLowerCase() as LogLevel)
       : 'info',
     private readonly now: () => number = Date.now,
+    private readonly keys: LineKeys = 'cli',
   ) {
     super();
   }
 
   child(fields: Record<string, unknown>): Logger {
-    return new JsonLogger(this.sink, { ...this.base, ...fields }, this.level, this.now);
+    return new JsonLogger(this.sink, { ...this.base, ...fields }, this.level, this.now, this.keys);
   }
 
   protected write(level: LogLevel, message: string, fields?: Record<string, unknown>): void {
     if (ORDER[level] < ORDER[this.level]) return;
     const entry = redact({ ...this.base, ...fields }) as Record<string, unknown>;
-    this.sink(JSON.stringify({ level, time: new Date(this.now()).toISOString(), message: redactString(message), ...entry }));
+    const time = new Date(this.now()).toISOString();
+    const head = this.keys === 'lambda' ? { level: level.toUpperCase(), timestamp: time } : { level, time };
+    this.sink(JSON.stringify({ ...head, message: redactString(message), ...entry }));
   }
 }
 

@@ -333,7 +333,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     });
 
     it('a failure in the middle of the stream leaves no manifest and nothing of the period; a retryable attempt publishes nothing', async () => {
-      const { store, run, events, metrics } = setup();
+      const { store, run, events, metrics, logger } = setup();
       await sandbox.admin.faults.add({
         route: 'GET /accounting/transactions/',
         query: { page: '2' },
@@ -346,6 +346,27 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(await listKeys(store, periodPrefix(company, OCTOBER))).toEqual([]);
       expect(events.events).toEqual([]);
       expect(metrics.sum('ExportAttemptFailed')).toBe(1);
+      // A retry is an expected outcome: WARN, naming the company, the month and the error's class and status.
+      expect(logger.entries().filter((e) => e.level === 'error')).toEqual([]);
+      expect(logger.entries().find((e) => e.message === 'export attempt failed; the queue will retry')).toMatchObject({
+        level: 'warn',
+        companyId: company,
+        period: '2026-10',
+        attempt: 1,
+        retryable: true,
+        error: expect.objectContaining({ name: 'ServerError', status: 503 }),
+      });
+
+      // The queue's last delivery: the failure that stays is ERROR.
+      const logged = logger.entries().length;
+      expect(await run({ last: true })).toMatchObject({ status: 'failed', retryable: true, final: true });
+      expect(
+        logger
+          .entries()
+          .slice(logged)
+          .filter((e) => e.level === 'error')
+          .map((e) => e.message),
+      ).toEqual(['export failed']);
     });
 
     it('a failed re-run keeps the previous complete export intact and reports where it is', async () => {

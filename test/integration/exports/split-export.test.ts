@@ -220,6 +220,67 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     expect(replaced.datasets.transactions!.totals).toEqual(manifest.datasets.transactions!.totals);
   });
 
+  it('logs a part that will be retried at WARN and the part that fails for good at ERROR, each naming the company, month and part', async () => {
+    const split = await world(MAX_PER_PART);
+    await split.queue.enqueue([split.job]);
+    await Promise.all(split.queue.drain().map(split.deliver));
+    const [first] = split.queue.drain();
+    const part = decodeJob(first!.body) as Extract<QueuedJob, { type: 'export_part' }>;
+    const fault = await sandbox.admin.faults.add({
+      route: 'GET /accounting/transactions/',
+      query: { date_from: part.part.dateFrom },
+      times: 'always',
+      fault: { type: 'status', status: 503 },
+    });
+    const logger = split.deps.logger as MemoryLogger;
+    try {
+      const before = logger.entries().length;
+      expect(await split.deliver(first!, 1)).toBe('retry');
+      const retried = logger.entries().slice(before);
+      expect(retried.filter((e) => e.level === 'error')).toEqual([]);
+      expect(retried.find((e) => e.message === 'export part attempt failed; the queue will retry')).toMatchObject({
+        level: 'warn',
+        companyId: company,
+        period: OCTOBER.text,
+        splitId: part.splitId,
+        part: part.part.index,
+        error: expect.objectContaining({ name: 'ServerError', status: 503 }),
+      });
+
+      const last = logger.entries().length;
+      // Still retryable: handed to the dead-letter queue for a redrive, after ExportFailed.
+      expect(await split.deliver(first!, 3)).toBe('retry');
+      expect(split.events.events.filter((e) => e.type === EXPORT_EVENT_TYPES.failed)).toHaveLength(1);
+      expect(
+        logger
+          .entries()
+          .slice(last)
+          .filter((e) => e.level === 'error')
+          .map((e) => [e.message, e.companyId, e.part]),
+      ).toEqual([['export part failed; the month stays unpublished', company, part.part.index]]);
+    } finally {
+      await sandbox.admin.faults.remove({ id: fault.id });
+    }
+  });
+
+  it('a job the bus fails after the export is retried at ERROR, its line naming the job: company, month, kind', async () => {
+    const whole = await world();
+    whole.events.failures = 1;
+    await whole.queue.enqueue([whole.job]);
+    const [message] = whole.queue.drain();
+    expect(await whole.deliver(message!)).toBe('retry');
+    expect(
+      (whole.deps.logger as MemoryLogger).entries().find((e) => e.message === 'export job could not be completed; the queue will retry'),
+    ).toMatchObject({
+      level: 'error',
+      messageId: expect.any(String),
+      jobType: 'export',
+      companyId: company,
+      period: OCTOBER.text,
+      error: expect.objectContaining({ name: expect.any(String) }),
+    });
+  });
+
   it('never publishes a split again whose publish went unrecorded, once a later export replaced every dataset and its cleanup failed', async () => {
     const split = await world(MAX_PER_PART);
     await split.queue.enqueue([split.job]);

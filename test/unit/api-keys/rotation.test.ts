@@ -207,6 +207,17 @@ describe('KeyRotation: version-stage guards and finishSecret', () => {
     expect(error).toMatchObject({ code: 'pending_value_missing', step: 'setSecret' });
     expect(w.store.stagesOf(TOKEN)).toEqual([]);
     expect(w.store.stagesOf(OLD_VERSION)).toEqual([SecretStage.current]);
+    // What "A key rotation failed" starts from: the company (from the secret's name), the step, the error's class and code.
+    expect(
+      (w.deps.logger as MemoryLogger).entries().find((e) => e.message === 'rotation step failed; rolling the rotation back'),
+    ).toMatchObject({
+      level: 'error',
+      companyId: COMPANY,
+      secretId: ARN,
+      versionId: TOKEN,
+      step: 'setSecret',
+      error: expect.objectContaining({ name: 'KeyRotationError', code: 'pending_value_missing' }),
+    });
   });
 
   it('takes a grace period only when it outlasts the consumers’ cache', () => {

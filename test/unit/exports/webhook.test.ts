@@ -248,7 +248,7 @@ describe('receiveExportWebhook', () => {
   });
 
   it('forgets an event id it refused after claiming it (bad body, other company, queue down): the sender may send it again', async () => {
-    const { receive, queue } = harness();
+    const { receive, queue, logger } = harness();
     const id = 'evt_retry_me';
     expect((await receive(signed(JSON.stringify({ id, companyId: OTHER, period: '2026-10' })))).status).toBe(403);
     expect((await receive(signed(JSON.stringify({ id, companyId: COMPANY, period: '2026-13' })))).status).toBe(400);
@@ -256,6 +256,14 @@ describe('receiveExportWebhook', () => {
     const down = await receive(signed(JSON.stringify({ id, companyId: COMPANY, period: '2026-10' })));
     expect(down.status).toBe(503);
     expect(queue.messages).toEqual([]);
+    // The WebhookUnavailable alarm's row: the error line names the dependency, the event, the company and the months.
+    expect(logger.entries().find((e) => e.message === 'webhook export could not be enqueued')).toMatchObject({
+      level: 'error',
+      eventId: id,
+      companyId: COMPANY,
+      periods: ['2026-10'],
+      error: expect.objectContaining({ message: 'queue unavailable' }),
+    });
     expect((await receive(signed(JSON.stringify({ id, companyId: COMPANY, period: '2026-10' })))).status).toBe(202);
     expect(queue.messages).toHaveLength(1);
   });

@@ -251,13 +251,16 @@ describe('createHandler', () => {
     );
     expect(lines).toContainEqual(
       expect.objectContaining({
-        level: 'warn',
+        // Powertools' keys, as every other function's lines: one filter finds them all.
+        level: 'WARN',
+        timestamp: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
         message: 'saw [REDACTED]',
         apiKey: '[REDACTED]',
         requestId: 'req-3',
         correlationId: 'evt-7f3a',
       }),
     );
+    expect(lines.filter((l) => 'time' in l || l.level === 'warn')).toEqual([]);
   });
 
   it('fails at init, naming the variable, when the function is misconfigured', () => {

@@ -318,7 +318,8 @@ export class PeriodExporter {
       };
     } catch (error) {
       await this.removeObjects(company, period, written, logger);
-      logger.error('period export failed; the previous export of the period is unchanged', { error });
+      // INFO: the caller logs the outcome, with the error, at the level only it knows (a retry, or the failure that stays).
+      logger.info('period export failed; the previous export of the period is unchanged', { error });
       throw new PeriodExportError({ company, period: period.text, runId }, error);
     }
   }
@@ -358,7 +359,7 @@ export class PeriodExporter {
       return staged;
     } catch (error) {
       await this.removeObjects(company, period, written, logger);
-      logger.error('export part failed', { error });
+      logger.info('export part failed', { error });
       throw new PeriodExportError({ company, period: period.text, runId }, error);
     }
   }

@@ -183,7 +183,9 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
     const retryable = isRetryableExportFailure(error);
     const final = !retryable || attempt.last;
     metrics.add(final ? ALARMED_METRICS.exportFailed.name : 'ExportAttemptFailed', 1);
-    logger.error(final ? 'export failed' : 'export attempt failed; the queue will retry', { error, retryable });
+    // A retry is an expected outcome (a 429, a 5xx, a throttled table): ERROR is for the failure that stays.
+    if (final) logger.error('export failed', { error, retryable });
+    else logger.warn('export attempt failed; the queue will retry', { error, retryable });
     if (final && deps.events) {
       const key = manifestKey(request.companyId, period);
       await deps.events.publish([

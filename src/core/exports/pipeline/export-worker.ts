@@ -112,7 +112,11 @@ export async function processExportBatch(deps: ExportWorkerDeps, messages: reado
       record(message, result, group);
     } catch (error) {
       // The job's own failures are results; this is the ledger, the queue or the event bus.
-      deps.logger.error('export job could not be completed; the queue will retry', { messageId: message.messageId, error });
+      deps.logger.error('export job could not be completed; the queue will retry', {
+        messageId: message.messageId,
+        ...jobFields(job),
+        error,
+      });
       record(message, 'retry', group);
     }
   }
@@ -120,6 +124,15 @@ export async function processExportBatch(deps: ExportWorkerDeps, messages: reado
   for (const { result } of report.results) counts[result] = (counts[result] ?? 0) + 1;
   deps.logger.info('export batch done', { messages: messages.length, ...counts });
   return report;
+}
+
+/** Which company or user, month and part a job is: what on-call looks the failure up by. */
+function jobFields(job: QueuedJob): Record<string, string | number> {
+  const fields: Record<string, string | number> = { jobType: job.type, period: job.period };
+  if (job.type === 'discover') fields.externalId = job.externalId;
+  else fields.companyId = job.companyId;
+  if (job.type === 'export_part') Object.assign(fields, { splitId: job.splitId, part: job.part.index });
+  return fields;
 }
 
 async function runExport(worker: ExportWorkerDeps, job: ExportJob, message: ExportMessage, last: boolean): Promise<JobResult> {

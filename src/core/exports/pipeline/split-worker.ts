@@ -417,10 +417,9 @@ async function partFailed(
   const retryable = !(error instanceof SplitIncompleteError) && isRetryableExportFailure(error);
   const final = !retryable || last;
   deps.metrics.add(final ? ALARMED_METRICS.exportFailed.name : 'ExportAttemptFailed', 1);
-  logger.error(final ? 'export part failed; the month stays unpublished' : 'export part attempt failed; the queue will retry', {
-    error,
-    retryable,
-  });
+  // As a whole month's export: a retry is WARN, the failure that stays is ERROR.
+  if (final) logger.error('export part failed; the month stays unpublished', { error, retryable });
+  else logger.warn('export part attempt failed; the queue will retry', { error, retryable });
   if (!final) return 'retry';
   const period = parsePeriod(job.period);
   const key = manifestKey(job.companyId, period);

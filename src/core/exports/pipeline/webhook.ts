@@ -212,7 +212,7 @@ async function handle(deps: WebhookDeps, request: WebhookRequest, now: number): 
   const id = (body as { id?: unknown } | null)?.id;
   const eventId = webhookExportRequestSchema.shape.id.safeParse(id);
   if (!eventId.success) throw new Rejection(400, 'body_invalid', 'the body needs an event id', issuesFromZod(eventId.error, 'id'));
-  const claim = await unavailableOnError(deps.logger, 'replay guard could not be asked', () =>
+  const claim = await unavailableOnError(deps.logger.child({ eventId: eventId.data }), 'replay guard could not be asked', () =>
     deps.replay.claim(eventId.data, now + WEBHOOK_CLAIM_LEASE_MS),
   );
   if (claim === 'accepted') {
@@ -253,15 +253,22 @@ async function handle(deps: WebhookDeps, request: WebhookRequest, now: number): 
     const list = deps.allowedCompanies;
     const allowed =
       'allows' in list
-        ? await unavailableOnError(deps.logger, 'company registry could not be asked', () =>
-            list.allows(parsed.data.companyId, deps.logger),
+        ? await unavailableOnError(
+            deps.logger.child({ eventId: eventId.data, companyId: parsed.data.companyId }),
+            'company registry could not be asked',
+            () => list.allows(parsed.data.companyId, deps.logger),
           )
         : list.has(parsed.data.companyId);
     if (!allowed) {
       throw new Rejection(403, 'company_not_allowed', `this webhook does not serve company ${parsed.data.companyId}`);
     }
     const jobs = onDemandJobs(parsed.data, { kind: 'on_demand', requestId: eventId.data, via: 'webhook' });
-    await unavailableOnError(deps.logger, 'webhook export could not be enqueued', () => deps.queue.enqueue(jobs));
+    const periods = jobs.map((j) => j.period);
+    await unavailableOnError(
+      deps.logger.child({ eventId: eventId.data, companyId: parsed.data.companyId, periods }),
+      'webhook export could not be enqueued',
+      () => deps.queue.enqueue(jobs),
+    );
     // A replay must arrive within the tolerance; after that the timestamp check refuses it anyway.
     try {
       await deps.replay.confirm(eventId.data, timestamp + tolerance + 60_000);
@@ -273,7 +280,7 @@ async function handle(deps: WebhookDeps, request: WebhookRequest, now: number): 
     deps.logger.info('webhook export accepted', {
       eventId: eventId.data,
       companyId: parsed.data.companyId,
-      periods: jobs.map((j) => j.period),
+      periods,
       ...sourceFields(request),
     });
     return {
