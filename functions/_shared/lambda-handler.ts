@@ -54,6 +54,13 @@ export interface CreateHandlerOptions<S extends z.ZodType, R> {
   eventSchema: S;
   handler: (event: z.output<S>, invocation: Invocation) => Promise<R>;
   /**
+   * Fields of the parsed event that every later line of the invocation carries, its
+   * `invocation failed` line included: the user or the company on-call looks a failure up by. Ids
+   * and a key's prefix only, never a secret (the lines are redacted all the same).
+   * @default none
+   */
+  logFields?: (event: z.output<S>) => Record<string, string | undefined>;
+  /**
    * Picks a correlation id from the raw event; an unusable value falls back to the request id.
    * @default the event's `id` or `correlationId` member
    */
@@ -81,7 +88,8 @@ export interface CreateHandlerOptions<S extends z.ZodType, R> {
 export type LambdaHandler<R> = MiddyfiedHandler<unknown, R, Error, Context & Partial<Scoped>>;
 
 export interface Scoped {
-  acctops: Omit<Invocation, 'signal' | 'lambdaContext'> & { startedAt: number };
+  // The logger gains the event's logFields once the event is parsed.
+  acctops: Omit<Invocation, 'signal' | 'lambdaContext' | 'logger'> & { logger: Logger; startedAt: number };
 }
 
 const CORRELATION_ID = /^[A-Za-z0-9._:/-]{1,128}$/;
@@ -171,6 +179,13 @@ export function buildHandler<S extends z.ZodType, R>(options: CreateHandlerOptio
     name: 'acctops-parse-event',
     before: (request: Request) => {
       request.event = parseWith(options.eventSchema, request.event, 'event');
+      const scoped = request.context.acctops;
+      if (options.logFields && scoped) {
+        const fields = Object.fromEntries(
+          Object.entries(options.logFields(request.event as z.output<S>)).filter(([, value]) => value !== undefined),
+        );
+        scoped.logger = scoped.logger.child(fields);
+      }
     },
   };
 

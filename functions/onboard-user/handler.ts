@@ -28,6 +28,7 @@ const eventSchema = lazySchema(() =>
 /** Returns the outcome, the status and the expiry: never a token. */
 export const handler = createHandler({
   eventSchema,
+  logFields: (event) => ({ externalId: event.externalId }),
   handler: (event, { logger, metrics, requestId }) =>
     new TokenLifecycle(runtime.lifecycleDeps({ logger, metrics, ownerPrefix: `onboard-user:${requestId}` })).onboard(event),
 });

@@ -26,6 +26,7 @@ const eventSchema = lazySchema(() =>
 
 export const handler = createHandler({
   eventSchema,
+  logFields: (event) => ({ externalId: event.externalId }),
   handler: (event, { logger, metrics, requestId }) =>
     new TokenLifecycle(runtime.lifecycleDeps({ logger, metrics, ownerPrefix: `recover-user:${requestId}` })).recover(event.externalId, {
       reactivate: event.reactivate,

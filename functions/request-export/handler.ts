@@ -21,6 +21,13 @@ const eventSchema = lazySchema(() =>
 
 export const handler = createHandler({
   eventSchema,
+  logFields: (event) => ({
+    companyId: event.detail.companyId,
+    userExternalId: event.detail.userExternalId,
+    period: event.detail.period,
+    from: event.detail.from,
+    to: event.detail.to,
+  }),
   handler: async (event, { logger }) => {
     const at = { now: systemClock.now(), timeZone: env.EXPORT_TIME_ZONE };
     // Before anything is queued: a month that has not begun, or one before 2000-01 (a mistyped

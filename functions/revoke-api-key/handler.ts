@@ -17,6 +17,7 @@ const { runtime } = keyRotationRuntimeFromEnv(AwsKeyRotationRuntime, [
  */
 export const handler = createHandler({
   eventSchema: revocationSchema,
+  logFields: (event) => ({ companyId: event.companyId, apiKeyId: event.apiKeyId, keyPrefix: event.keyPrefix }),
   correlationId: (event) => (event as { rotationToken?: unknown } | null)?.rotationToken as string | undefined,
   handler: async (event, { logger, metrics }) => ({
     apiKeyId: event.apiKeyId,

@@ -20,6 +20,7 @@ const eventSchema = lazySchema(() => z.strictObject({ externalId: caseFoldedUuid
 /** Expires the user's tokens at the service and marks it revoked; idempotent. */
 export const handler = createHandler({
   eventSchema,
+  logFields: (event) => ({ externalId: event.externalId }),
   handler: (event, { logger, metrics, requestId }) =>
     new TokenLifecycle(runtime.lifecycleDeps({ logger, metrics, ownerPrefix: `revoke-user:${requestId}` })).revoke(event.externalId),
 });

@@ -410,6 +410,34 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       }
     });
 
+    it('a failed invocation of a user function names the user on its failure line (logFields)', async () => {
+      const user = newUser();
+      await handlers.onboard(user, context());
+      await sandbox.admin.faults.add({
+        route: 'POST /institution/users/token/retrieve/',
+        times: 'always',
+        fault: { type: 'status', status: 503 },
+      });
+      try {
+        const from = stdout.length;
+        await expect(handlers.recover({ externalId: user.externalId, force: true }, context())).rejects.toThrow();
+        const lines = stdout
+          .slice(from)
+          .join('')
+          .split('\n')
+          .filter((line) => line.startsWith('{') && !line.includes('"_aws"'))
+          .map((line) => JSON.parse(line) as Record<string, unknown>);
+        expect(lines.find((l) => l.message === 'invocation failed')).toMatchObject({
+          level: 'ERROR',
+          function: 'recover-user',
+          externalId: user.externalId,
+          error: expect.objectContaining({ status: 503 }),
+        });
+      } finally {
+        await sandbox.admin.faults.clear();
+      }
+    });
+
     it('writes no token and no secret to stdout (canary scan of every log line and metric document)', async () => {
       await tableSnapshot();
       const text = stdout.join('');

@@ -91,6 +91,35 @@ describe('createHandler', () => {
     expect(logger.lines.join('\n')).not.toContain(CANARY);
   });
 
+  it("logFields: the parsed event's ids on every later line, the failure's included; none on a refused event", async () => {
+    const logger = new MemoryLogger();
+    const lambda = createHandler({
+      eventSchema,
+      env: ENV,
+      logger,
+      createMetrics: () => new MemoryMetrics(),
+      logFields: (event) => ({ companyId: event.detail.companyId, period: event.detail.month, userExternalId: undefined }),
+      handler: async (_event, { logger: log }) => {
+        log.info('working');
+        throw new AcctopsError('the service failed', { code: 'server_error' });
+      },
+    });
+    await expect(lambda(GOOD, context())).rejects.toThrow(AcctopsError);
+    const lines = logger.entries();
+    expect(lines.map((e) => [e.message, e.companyId, e.period])).toEqual([
+      ['working', GOOD.detail.companyId, '2026-10'],
+      ['invocation failed', GOOD.detail.companyId, '2026-10'],
+    ]);
+    expect(lines.every((e) => !('userExternalId' in e))).toBe(true);
+
+    const refused = await lambda({ id: 'evt-2', detail: { companyId: 'nope', month: '2026-10' } }, context('req-2')).catch(
+      (e: unknown) => e,
+    );
+    expect(refused).toBeInstanceOf(ValidationError);
+    expect(logger.entries().at(-1)).toMatchObject({ message: 'invocation failed', requestId: 'req-2' });
+    expect(logger.entries().at(-1)).not.toHaveProperty('companyId');
+  });
+
   it('names every field of a badly shaped event', async () => {
     const { lambda } = setup(async () => 'unreachable');
     const error = (await lambda({ detail: { month: 'October' } }, context()).catch((e: unknown) => e)) as ValidationError;
