@@ -228,6 +228,13 @@ describe('docs/monitoring.md, "Alarms", against the synthesized stack', () => {
     expect([...PREFIXES.keys()].sort()).toEqual([...new Set(synthesized.map((a) => a.row))].sort());
   });
 
+  it('every alarm docs/runbooks.md names by name is one of the table (or its name in CloudWatch)', () => {
+    const known = new Set([...DOCUMENTED.map((d) => d.name), ...synthesized.map((a) => `${PREFIXES.get(a.row) ?? ''}${a.name}Alarm`)]);
+    const named = [...RUNBOOKS.matchAll(/`(\w+)` alarm\b|\*\*Alarm:\*\* `(\w+)`/g)].map((m) => m[1] ?? m[2]!);
+    expect(named.length).toBeGreaterThanOrEqual(6);
+    expect(named.filter((name) => !known.has(name))).toEqual([]);
+  });
+
   it('the parser reads what it is given', () => {
     expect(parseRow(['R', '`X`', '`ProbeFailed`, Probe `p` (sum, 5 min)', '≥ 1 in 2 of 3', 'two good runs', '`acctops doctor`'])).toEqual([
       expect.objectContaining({ metricName: 'ProbeFailed', probe: 'p', period: 300, evaluationPeriods: 3, datapointsToAlarm: 2 }),
