@@ -95,7 +95,7 @@ export class MemoryRunLedger implements RunLedger, PartLedger {
     return state;
   }
 
-  startRun(run: Omit<MonthlyRun, 'summarizedAt' | 'announcedAt'>): Promise<{ run: MonthlyRun; created: boolean }> {
+  startRun(run: Omit<MonthlyRun, 'summarizedAt' | 'announcedAt' | 'plannedAt'>): Promise<{ run: MonthlyRun; created: boolean }> {
     const existing = this.runs.get(run.runId);
     if (existing) return Promise.resolve({ run: { ...existing.run }, created: false });
     this.runs.set(run.runId, { run: { ...run }, companies: new Map(), discoveries: new Map() });
@@ -192,6 +192,13 @@ export class MemoryRunLedger implements RunLedger, PartLedger {
     const state = this.state(runId);
     if (state.run.announcedAt !== undefined) return Promise.resolve(false);
     state.run.announcedAt = at;
+    return Promise.resolve(true);
+  }
+
+  markPlanned(runId: string, at: number): Promise<boolean> {
+    const state = this.state(runId);
+    if (state.run.plannedAt !== undefined) return Promise.resolve(false);
+    state.run.plannedAt = at;
     return Promise.resolve(true);
   }
 

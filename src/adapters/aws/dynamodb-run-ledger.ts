@@ -72,6 +72,7 @@ const runItemSchema = lazySchema(() =>
     startedAt: z.number(),
     summarizedAt: z.number().optional(),
     announcedAt: z.number().optional(),
+    plannedAt: z.number().optional(),
     open: z.number().optional(),
   }),
 );
@@ -122,7 +123,7 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
     this.retentionMs = (options.retentionDays ?? 400) * DAY_MS;
   }
 
-  async startRun(run: Omit<MonthlyRun, 'summarizedAt' | 'announcedAt'>): Promise<{ run: MonthlyRun; created: boolean }> {
+  async startRun(run: Omit<MonthlyRun, 'summarizedAt' | 'announcedAt' | 'plannedAt'>): Promise<{ run: MonthlyRun; created: boolean }> {
     let created = true;
     try {
       await this.doc.send(
@@ -273,8 +274,12 @@ export class DynamoDbRunLedger implements RunLedger, PartLedger {
     return this.markRun(runId, 'announcedAt', at);
   }
 
+  markPlanned(runId: string, at: number): Promise<boolean> {
+    return this.markRun(runId, 'plannedAt', at);
+  }
+
   /** Sets a time of the run item once; false when it was already set. */
-  private async markRun(runId: string, field: 'summarizedAt' | 'announcedAt', at: number): Promise<boolean> {
+  private async markRun(runId: string, field: 'summarizedAt' | 'announcedAt' | 'plannedAt', at: number): Promise<boolean> {
     try {
       await this.doc.send(
         new UpdateCommand({

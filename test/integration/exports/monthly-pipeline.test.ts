@@ -6,6 +6,13 @@ import { S3ObjectStore } from '../../../src/adapters/aws/s3-object-store';
 import { MemoryEventPublisher } from '../../../src/adapters/local/memory-event-publisher';
 import { MemoryExportQueue, type QueuedExportMessage } from '../../helpers/memory-export-queue';
 import { MemoryRunLedger } from '../../helpers/memory-run-ledger';
+import { DynamoDbRunLedger } from '../../../src/adapters/aws/dynamodb-run-ledger';
+import type { RunLedger } from '../../../src/core/exports/pipeline/run-ledger';
+import type { PartLedger } from '../../../src/core/exports/pipeline/part-ledger';
+import type { ExportFormat } from '../../../src/core/exports/formats/datasets';
+import type { TokenStore } from '../../../src/core/tokens/token-store';
+import { startDynamo, type LocalDynamo } from '../../helpers/dynalite';
+import { createRunLedgerTable } from '../../helpers/dynamodb-tables';
 import { FileTokenStore } from '../../../src/adapters/local/file-token-store';
 import { apiKeyAuth } from '../../../src/core/accounting-api';
 import { EXPORT_EVENT_TYPES } from '../../../src/core/exports/pipeline/export-events';
@@ -44,6 +51,8 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
   let sandbox: RunningSandbox;
   let s3: LocalS3;
+  let dynamo: LocalDynamo;
+  let ledgerTables = 0;
   let root: string;
   let tokens: FileTokenStore;
   const sandboxClock = new ManualClock(Date.UTC(2026, 10, 1, 2, 0));
@@ -56,7 +65,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   let userY: string;
 
   beforeAll(async () => {
-    [sandbox, s3] = await Promise.all([startSandbox({ dialect, demo: false, clock: sandboxClock }), startS3([BUCKET])]);
+    [sandbox, s3, dynamo] = await Promise.all([
+      startSandbox({ dialect, demo: false, clock: sandboxClock }),
+      startS3([BUCKET]),
+      startDynamo(),
+    ]);
     root = await mkdtemp(join(tmpdir(), 'acctops-monthly-'));
     tokens = new FileTokenStore({ path: join(root, 'tokens.json') });
     const institution = await sandbox.admin.createInstitution({ id: 'inst-monthly' });
@@ -86,7 +99,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   });
 
   afterAll(async () => {
-    await Promise.all([sandbox.stop(), s3.stop()]);
+    await Promise.all([sandbox.stop(), s3.stop(), dynamo.stop()]);
     await rm(root, { recursive: true, force: true });
     forgetRegisteredSecrets();
   });
@@ -110,11 +123,11 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   }
 
   let prefixes = 0;
-  function pipeline(options: { maxReceiveCount?: number } = {}) {
+  function pipeline(options: { maxReceiveCount?: number; ledger?: RunLedger & PartLedger } = {}) {
     const clock = ManualClock.autoAdvancing(Date.parse(SCHEDULED));
     const store = new S3ObjectStore({ client: s3.client(), bucket: BUCKET, prefix: `m${++prefixes}` });
     const queue = new MemoryExportQueue();
-    const ledger = new MemoryRunLedger();
+    const ledger = options.ledger ?? new MemoryRunLedger();
     const events = new MemoryEventPublisher();
     const logger = new MemoryLogger();
     const metrics = new MemoryMetrics();
@@ -259,6 +272,74 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       const again = await p.plan();
       expect(again).toMatchObject({ runId: first.runId, companies: 0, users: 0, repeated: true });
       expect(p.queue.messages).toEqual([]);
+    });
+
+    /** The run ledger as the worker's twin and as the DynamoDB adapter on dynalite. */
+    const runLedgers: [string, () => Promise<RunLedger & PartLedger>][] = [
+      ['memory', () => Promise.resolve(new MemoryRunLedger())],
+      [
+        'DynamoDB (dynalite)',
+        async () => {
+          const client = dynamo.client();
+          const tableName = `monthly-runs-${++ledgerTables}`;
+          await createRunLedgerTable(client, tableName);
+          return new DynamoDbRunLedger({ client, tableName, clock: sandboxClock });
+        },
+      ],
+    ];
+
+    it.each(runLedgers)(
+      'a planner that failed part-way and is run again (scheduler retry) summarizes the run once, after everything it plans (%s ledger)',
+      async (_name, makeLedger) => {
+        const p = pipeline({ ledger: await makeLedger() });
+        const deps = { ledger: p.ledger, queue: p.queue, events: p.events, clock: p.clock, logger: p.logger, metrics: p.metrics };
+        const input = {
+          scheduledAt: SCHEDULED,
+          executionId: 'exec-retried',
+          timeZone: 'Europe/Berlin',
+          companies: [k1, k2],
+          formats: ['jsonl'] as ExportFormat[],
+        };
+        // The first invocation enters and enqueues the API-key companies, then the token table refuses the user listing.
+        const throttled: Pick<TokenStore, 'queryDue'> = {
+          queryDue: () => Promise.reject(new Error('the token table throttled the query')),
+        };
+        await expect(planMonthlyExport(deps, { ...input, users: throttled })).rejects.toThrow('throttled');
+        // K1 and K2 are exported while the scheduler waits to retry: the run is not over, its users are still to come.
+        await p.drain();
+        expect(exportsOf(p.results).map((r) => [r.job.companyId, r.result])).toEqual([
+          [k1, 'completed'],
+          [k2, 'completed'],
+        ]);
+        expect(p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished)).toEqual([]);
+
+        const retry = await planMonthlyExport(deps, { ...input, users: { queryDue: (q) => tokens.queryDue(q) } });
+        expect(retry).toMatchObject({ companies: 0, users: 2, repeated: true });
+        await p.drain();
+        const finished = p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished);
+        expect(finished.map((e) => e.detail)).toEqual([
+          expect.objectContaining({ runId: retry.runId, expected: 3, completed: 3, failed: 0, failedDiscoveries: 0 }),
+        ]);
+      },
+    );
+
+    it('workers that settle every company entered so far while the planner still lists users do not summarize the run', async () => {
+      const p = pipeline();
+      // The queue's consumers run while the planner pages through the users: K1 and K2 are exported and settled first.
+      const users: Pick<TokenStore, 'queryDue'> = {
+        queryDue: async (query) => {
+          await p.drain();
+          return tokens.queryDue(query);
+        },
+      };
+      const plan = await planMonthlyExport(
+        { ledger: p.ledger, queue: p.queue, events: p.events, clock: p.clock, logger: p.logger, metrics: p.metrics },
+        { scheduledAt: SCHEDULED, executionId: 'exec-busy', timeZone: 'Europe/Berlin', companies: [k1, k2], users, formats: ['jsonl'] },
+      );
+      expect(p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished)).toEqual([]);
+      await p.drain();
+      const finished = p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished);
+      expect(finished.map((e) => e.detail)).toEqual([expect.objectContaining({ runId: plan.runId, expected: 3, completed: 3, failed: 0 })]);
     });
 
     it('isolates a failing company: a transient failure is retried on the next delivery, a permanent one is reported once; the rest complete', async () => {
@@ -549,6 +630,44 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
           generatedAt: null,
           manifestError: expect.stringMatching(/not JSON/),
         });
+      });
+
+      it('a run whose planner never completed its plan counts 1 after the deadline, though every company it reached was exported', async () => {
+        const p = pipeline();
+        const throttled: Pick<TokenStore, 'queryDue'> = {
+          queryDue: () => Promise.reject(new Error('the token table throttled the query')),
+        };
+        await expect(
+          planMonthlyExport(
+            { ledger: p.ledger, queue: p.queue, events: p.events, clock: p.clock, logger: p.logger, metrics: p.metrics },
+            {
+              scheduledAt: SCHEDULED,
+              executionId: 'exec-gave-up',
+              timeZone: 'Europe/Berlin',
+              companies: [k1],
+              users: throttled,
+              formats: ['jsonl'],
+            },
+          ),
+        ).rejects.toThrow('throttled');
+        await p.drain();
+        expect(await p.store.head(manifestKey(k1, OCTOBER))).toBeDefined();
+        const metrics = new MemoryMetrics();
+        const report = await checkMonthlyExport(
+          { ledger: p.ledger, store: p.store, events: p.events, clock: at('2026-11-01T11:00:00Z'), logger: p.logger, metrics },
+          { timeZone: 'Europe/Berlin', dueAfterHours: 12 },
+        );
+        expect(report).toMatchObject({
+          due: true,
+          overdue: 1,
+          overdueCompanies: [],
+          overdueUsers: [],
+          missingRun: false,
+          unplannedRun: true,
+        });
+        expect(metrics.sum('MonthlyExportsOverdue')).toBe(1);
+        // Nor is the part it planned summarized as the run.
+        expect(p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished)).toEqual([]);
       });
 
       it('a month whose run never started is overdue after the deadline', async () => {

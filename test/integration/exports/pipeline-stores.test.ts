@@ -153,6 +153,16 @@ describe.each(ledgers)('run ledger contract: %s', (_name, make) => {
     expect((await ledger.getRun('r1'))?.summarizedAt).toBeUndefined();
   });
 
+  it('marks a run planned once, apart from its other marks, and a repeated start returns the mark', async () => {
+    await ledger.startRun(run('r1'));
+    expect((await ledger.getRun('r1'))?.plannedAt).toBeUndefined();
+    expect(await ledger.markPlanned('r1', 42)).toBe(true);
+    expect(await ledger.markPlanned('r1', 43)).toBe(false);
+    expect((await ledger.startRun(run('r1'))).run).toMatchObject({ plannedAt: 42 });
+    expect(await ledger.getRun('r1')).not.toHaveProperty('announcedAt');
+    expect(await ledger.getRun('r1')).not.toHaveProperty('summarizedAt');
+  });
+
   it("keeps a split's default currency for its parts, and reads a split recorded without one as none", async () => {
     const parts = [
       { index: 0, dateFrom: '2026-10-01', dateTo: '2026-10-15' },

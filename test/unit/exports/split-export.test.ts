@@ -345,6 +345,8 @@ describe('publishing a split (worker)', () => {
       startedAt: clock.now(),
     });
     await ledger.expectCompany(RUN, COMPANY, { kind: 'apiKey' });
+    // The planner's last word: the run is entered whole, so its summary may follow the split's settle.
+    await ledger.markPlanned(RUN, clock.now());
     const { split } = await ledger.startSplit({
       splitId: 's1',
       companyId: COMPANY,

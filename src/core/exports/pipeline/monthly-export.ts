@@ -15,7 +15,7 @@ import { assertCompanyId } from '../formats/layout';
 import { periodExported } from '../formats/manifest';
 import type { ObjectStore } from '../formats/object-store';
 import { assertTimeZone, parsePeriod, previousMonth } from '../formats/period';
-import type { RunLedger, RunTally } from './run-ledger';
+import type { MonthlyRun, RunLedger, RunTally } from './run-ledger';
 import type { DatasetName, ExportFormat } from '../formats/datasets';
 
 /**
@@ -173,6 +173,9 @@ export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMont
 
   deps.metrics.add('MonthlyExportsPlanned', companyJobCount);
   deps.metrics.add('MonthlyDiscoveriesPlanned', users);
+  // Workers settle companies while the planner still enters others, and an invocation that fails
+  // part-way is retried minutes later: until this mark, the entries settled so far are not the run.
+  if (run.plannedAt === undefined) await ledger.markPlanned(runId, clock.now());
   // Once per run: a repeat (a scheduler retry, a redelivered event) publishes it only when the
   // earlier invocation did not record publishing it (it failed before, or between the two).
   if (run.announcedAt === undefined) {
@@ -186,7 +189,8 @@ export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMont
     await ledger.markAnnounced(runId, now);
   }
   logger.info('monthly export planned', { companies: companyJobCount, users, repeated, skippedRegistryItems: skippedCount });
-  // A run with nothing to do (no company, no user) is finished now.
+  // A run with nothing to do (no company, no user) is finished now, and so is one whose workers
+  // settled everything before the mark above (they saw the run unplanned and left the summary).
   await finishRunIfDone(deps, runId);
   return { runId, period, companies: companyJobCount, users, repeated, skipped };
 }
@@ -194,7 +198,9 @@ export async function planMonthlyExport(deps: MonthlyExportDeps, input: PlanMont
 /**
  * Publishes MonthlyExportFinished once nothing of the run is open, from the ledger's exact counts.
  * At least once: two workers settling the last two companies at the same moment may both publish
- * (consumers key on `runId`); the ledger marks the run summarized after publishing.
+ * (consumers key on `runId`); the ledger marks the run summarized after publishing. Nothing is
+ * published before a planner has marked the run planned (`runPlanned`): the planner tallies again
+ * after its mark, so a run its workers finished first is still summarized.
  */
 export async function finishRunIfDone(
   deps: Pick<MonthlyExportDeps, 'ledger' | 'events' | 'clock' | 'logger'>,
@@ -202,7 +208,7 @@ export async function finishRunIfDone(
 ): Promise<RunTally | undefined> {
   const { ledger, clock } = deps;
   const run = await ledger.getRun(runId);
-  if (!run || run.summarizedAt !== undefined) return undefined;
+  if (!run || run.summarizedAt !== undefined || !runPlanned(run)) return undefined;
   const tally = await ledger.tally(runId);
   if (tally.openCompanies.length > 0 || tally.pendingDiscoveries > 0) return undefined;
   const now = clock.now();
@@ -233,6 +239,14 @@ export async function finishRunIfDone(
   return tally;
 }
 
+/**
+ * Whether a planner entered everything of the run. A run recorded before `plannedAt` existed was
+ * announced only after its whole plan, so its `announcedAt` says the same.
+ */
+export function runPlanned(run: Pick<MonthlyRun, 'plannedAt' | 'announcedAt'>): boolean {
+  return run.plannedAt !== undefined || run.announcedAt !== undefined;
+}
+
 export interface CheckMonthlyExportDeps extends Pick<MonthlyExportDeps, 'ledger' | 'events' | 'clock' | 'logger' | 'metrics'> {
   /** The export bucket: a company is overdue exactly when the period has no manifest. */
   store: Pick<ObjectStore, 'get'>;
@@ -254,13 +268,19 @@ export interface OverdueReport {
   due: boolean;
   /**
    * Companies of the run without a complete export of the period, plus 1 per user whose companies
-   * were not discovered (still pending, or failed), or 1 for a missing run.
+   * were not discovered (still pending, or failed), plus 1 for a run whose plan never completed,
+   * or 1 for a missing run.
    */
   overdue: number;
   overdueCompanies: string[];
   /** External ids of the users counted in `overdue`: their discovery is pending or failed (ids, never tokens). */
   overdueUsers: string[];
   missingRun: boolean;
+  /**
+   * The run's planner never finished entering it (every invocation the scheduler made failed
+   * part-way): companies and users it did not reach are in no entry, so the run counts 1 more.
+   */
+  unplannedRun: boolean;
 }
 
 /**
@@ -268,7 +288,8 @@ export interface OverdueReport {
  * have a manifest for the period. Counts the ones that do not (open or failed) as
  * `MonthlyExportsOverdue` (alarmed at 1), plus each user whose discovery is pending or failed, since
  * that user's companies were never entered in the run and no manifest can speak for them; a run
- * that never started counts 1. A later successful on-demand export of a company clears it, because
+ * that never started counts 1, and so does one whose plan never completed (what its planner did
+ * not reach is in no entry, so no company of it is counted otherwise). A later successful on-demand export of a company clears it, because
  * the manifest is what counts; a user, a later successful discovery in the run. When it finds the
  * run settled but not summarized (a worker died between its two writes), it publishes the summary.
  */
@@ -287,6 +308,7 @@ export async function checkMonthlyExport(deps: CheckMonthlyExportDeps, input: Ch
       overdueCompanies: [],
       overdueUsers: [],
       missingRun: false,
+      unplannedRun: false,
       ...fields,
     };
     deps.metrics.add(ALARMED_METRICS.monthlyExportsOverdue.name, out.overdue);
@@ -308,5 +330,11 @@ export async function checkMonthlyExport(deps: CheckMonthlyExportDeps, input: Ch
   const complete = await mapWithConcurrency(candidates, 8, (company) => periodExported(deps.store, company, parsed, input.timeZone));
   const overdueCompanies = candidates.filter((_, i) => !complete[i]);
   const overdueUsers = [...tally.pendingUsers, ...tally.failedUsers];
-  return report({ overdue: overdueCompanies.length + overdueUsers.length, overdueCompanies, overdueUsers });
+  const unplannedRun = !runPlanned(run);
+  return report({
+    overdue: overdueCompanies.length + overdueUsers.length + (unplannedRun ? 1 : 0),
+    overdueCompanies,
+    overdueUsers,
+    unplannedRun,
+  });
 }

@@ -21,6 +21,11 @@ export interface MonthlyRun {
   startedAt: number;
   /** Epoch ms of the first MonthlyExportFinished, once published. */
   summarizedAt?: number;
+  /**
+   * Epoch ms at which a planner had entered every company and discovery of the run. Until then
+   * the entries settled so far are not the run: no summary is published from them.
+   */
+  plannedAt?: number;
   /** Epoch ms of the MonthlyExportStarted a planner recorded publishing; a repeat does not publish it again. */
   announcedAt?: number;
 }
@@ -55,7 +60,7 @@ export interface RunLedger {
    * Creates the run and makes it the period's latest. On a repeat (`created: false`) the stored
    * run is returned unchanged.
    */
-  startRun(run: Omit<MonthlyRun, 'summarizedAt' | 'announcedAt'>): Promise<{ run: MonthlyRun; created: boolean }>;
+  startRun(run: Omit<MonthlyRun, 'summarizedAt' | 'announcedAt' | 'plannedAt'>): Promise<{ run: MonthlyRun; created: boolean }>;
   getRun(runId: string): Promise<MonthlyRun | undefined>;
   /** The run most recently started for `period`. */
   latestRun(period: string): Promise<MonthlyRun | undefined>;
@@ -82,6 +87,8 @@ export interface RunLedger {
   markSummarized(runId: string, at: number): Promise<boolean>;
   /** Records that MonthlyExportStarted was published; false when it already was. */
   markAnnounced(runId: string, at: number): Promise<boolean>;
+  /** Records that the run's plan is complete (every entry made); false when it already was. */
+  markPlanned(runId: string, at: number): Promise<boolean>;
 }
 
 export function sameSource(a: ExportSource, b: ExportSource): boolean {
