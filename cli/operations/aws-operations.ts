@@ -536,7 +536,7 @@ export class AwsOperations implements Operations {
     return installKey(await this.companyKeyContext(), await this.registry(), companyId, apiKey);
   }
 
-  /** ExportRequested per company to the stack's exports bus; with `wait`, until each manifest of the month is newer than the request. */
+  /** ExportRequested per company to the stack's exports bus; with `wait`, until each company's manifest of the month is this request's. */
   async exportMonth(request: ExportRequest): Promise<ExportReport> {
     if (request.out)
       throw new UsageError(
@@ -570,6 +570,8 @@ export class AwsOperations implements Operations {
     const store = await this.exportStore();
     const events = this.clients.events(await this.output(OUTPUTS.exportBus, 'request exports'), 'acctops.cli');
     const requestedAt = systemClock.now();
+    // Ours to choose, so the wait can tell this request's manifests from any other published meanwhile.
+    const requestId = `cli-${randomUUID()}`;
     await events.publish(
       companies.map((companyId) => ({
         type: 'ExportRequested',
@@ -577,6 +579,7 @@ export class AwsOperations implements Operations {
         detail: {
           companyId,
           period: options.month,
+          requestId,
           ...(options.formats ? { formats: options.formats } : {}),
           ...(options.replaceFormats ? { replaceFormats: true } : {}),
         },
@@ -592,7 +595,7 @@ export class AwsOperations implements Operations {
       await systemClock.sleep(EXPORT_POLL_MS);
       for (const [companyId, row] of rows) {
         if (row.status !== 'requested') continue;
-        const found = await (await import('./export-run.ts')).manifestSince(store, companyId, options.month, requestedAt);
+        const found = await (await import('./export-run.ts')).manifestSince(store, companyId, options.month, requestedAt, requestId);
         if (found) rows.set(companyId, found);
       }
     }

@@ -798,16 +798,24 @@ export function storeForBucket(bucket: string, context: OperationsContext): Obje
   return storeFor(context, { kind: 's3', bucket, prefix: '' });
 }
 
-/** The company's manifest of `month` when it was generated at or after `since` (a requested export has landed). */
+/**
+ * The company's manifest of `month` when it is the export of request `requestId` (the
+ * `ExportRequested` detail's), generated at or after `since`: the requested export has landed.
+ */
 export async function manifestSince(
   store: ObjectStore,
   companyId: string,
   month: string,
   since: number,
+  requestId: string,
 ): Promise<CompanyExportRow | undefined> {
   const key = `${EXPORT_ROOT}/company=${companyId}/period=${month}/${MANIFEST_NAME}`;
   const manifest = await readManifest(store, key);
   if (!manifest || Date.parse(manifest.generatedAt) < since) return undefined;
+  // A monthly run or another request may publish the month while ours waits in its queue group: it
+  // is not our export (decision 109). A manifest that names no trigger comes from a pipeline
+  // deployed before it did; it is taken by its time, as then.
+  if (manifest.trigger && !(manifest.trigger.kind === 'on_demand' && manifest.trigger.id === requestId)) return undefined;
   return {
     companyId,
     status: 'completed',

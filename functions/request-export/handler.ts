@@ -34,9 +34,9 @@ export const handler = createHandler({
     // year), would be exported empty and reported complete (FuturePeriodError naming detail.period
     // or detail.to, EarlyPeriodError naming detail.period or detail.from; the CLI's rule).
     refuseFutureRequest(event.detail, at, 'detail.');
-    // The event id makes the jobs' deduplication ids: EventBridge's at-least-once delivery of one
-    // event enqueues each month once.
-    const jobs = onDemandJobs(event.detail, { kind: 'on_demand', requestId: event.id, via: 'event' });
+    // The request id (the sender's, else the event's) makes the jobs' deduplication ids:
+    // EventBridge's at-least-once delivery of one event enqueues each month once.
+    const jobs = onDemandJobs(event.detail, { kind: 'on_demand', requestId: event.detail.requestId ?? event.id, via: 'event' });
     await runtime.queue().enqueue(jobs);
     const periods = jobs.map((j) => j.period);
     // The current month is exported as it stands so far, like `acctops export --month <this month>`.

@@ -810,9 +810,11 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       Source: 'acctops.cli',
       DetailType: 'ExportRequested',
     });
-    expect(body.Entries.map((e) => JSON.parse(e.Detail) as unknown)).toEqual(
-      expected.map((companyId) => ({ companyId, period: '2026-10', formats: ['csv', 'parquet'] })),
-    );
+    const details = body.Entries.map((e) => JSON.parse(e.Detail) as { requestId?: string });
+    // One request id the command chose, which the pipeline's manifests record for its wait (decision 109).
+    const requestId = details[0]?.requestId;
+    expect(requestId).toMatch(/^cli-[0-9a-f-]{36}$/);
+    expect(details).toEqual(expected.map((companyId) => ({ companyId, period: '2026-10', formats: ['csv', 'parquet'], requestId })));
 
     // A ACCTOPS_BASE_URL left over from the runbook (with the key a direct export reads) leaves this
     // the AWS mode: the request goes to the pipeline, the service at that URL is not asked, and a note
@@ -832,8 +834,10 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       expect(eventBridge.requests).toHaveLength(sentBefore + 1);
       const sent = JSON.parse(eventBridge.requests.at(-1)!.body) as { Entries: { DetailType: string; Detail: string }[] };
       expect(sent.Entries.map((e) => [e.DetailType, JSON.parse(e.Detail) as unknown])).toEqual([
-        ['ExportRequested', { companyId: world.companyId, period: '2026-10' }],
+        ['ExportRequested', { companyId: world.companyId, period: '2026-10', requestId: expect.stringMatching(/^cli-/) }],
       ]);
+      // Each command its own.
+      expect((JSON.parse(sent.Entries[0]!.Detail) as { requestId: string }).requestId).not.toBe(requestId);
       expect(leftover.requests).toEqual([]);
     } finally {
       await leftover.stop();
@@ -859,6 +863,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       period: '2026-10',
       formats: ['csv'],
       replaceFormats: true,
+      requestId: expect.stringMatching(/^cli-/),
     });
 
     // The pre-check is not a permission export --company needs: a registry the operator's role cannot

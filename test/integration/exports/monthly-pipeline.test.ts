@@ -24,9 +24,10 @@ import {
   type JobResult,
 } from '../../../src/core/exports/pipeline/export-worker';
 import { manifestKey } from '../../../src/core/exports/formats/layout';
+import { readManifest } from '../../../src/core/exports/formats/manifest';
 import { checkMonthlyExport, planMonthlyExport } from '../../../src/core/exports/pipeline/monthly-export';
 import { DEFAULT_EXPORT_DEADLINE } from '../../../src/core/exports/pipeline/export-deadline';
-import { exportHealth } from '../../../cli/operations/export-run';
+import { exportHealth, manifestSince } from '../../../cli/operations/export-run';
 import { parsePeriod } from '../../../src/core/exports/formats/period';
 import { userTokenCredentials } from '../../../src/core/exports/pipeline/user-token-credentials';
 import { ManualClock } from '../../../src/core/shared/clock';
@@ -340,6 +341,43 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       await p.drain();
       const finished = p.events.ofType(EXPORT_EVENT_TYPES.monthlyFinished);
       expect(finished.map((e) => e.detail)).toEqual([expect.objectContaining({ runId: plan.runId, expected: 3, completed: 3, failed: 0 })]);
+    });
+
+    it("the CLI's wait takes the manifest of its own request, not one a monthly run published after the request", async () => {
+      const p = pipeline();
+      const requestedAt = Date.parse(SCHEDULED);
+      const requestId = 'cli-0b7c6f43-5f0e-4f5c-9a43-1f2d3c4b5a69';
+      // The scheduled run exports K1 while the operator's request waits in K1's message group.
+      await p.plan({ companies: [k1], users: false, executionId: 'exec-beside-cli' });
+      await p.drain();
+      const monthly = await readManifest(p.store, manifestKey(k1, OCTOBER));
+      expect(monthly?.trigger).toEqual({ kind: 'monthly', id: expect.any(String) });
+      expect(await manifestSince(p.store, k1, '2026-10', requestedAt, requestId)).toBeUndefined();
+
+      const report = await processExportBatch(p.worker, [
+        {
+          messageId: 'cli-request',
+          receiveCount: 1,
+          body: JSON.stringify({
+            type: 'export',
+            companyId: k1,
+            period: '2026-10',
+            formats: ['jsonl', 'parquet'],
+            source: { kind: 'apiKey' },
+            trigger: { kind: 'on_demand', requestId, via: 'event' },
+          }),
+        },
+      ]);
+      expect(report.results.map((r) => r.result)).toEqual(['completed']);
+      const ours = await readManifest(p.store, manifestKey(k1, OCTOBER));
+      expect(ours?.trigger).toEqual({ kind: 'on_demand', id: requestId });
+      expect(ours?.runId).not.toBe(monthly?.runId);
+      expect(await manifestSince(p.store, k1, '2026-10', requestedAt, requestId)).toMatchObject({
+        status: 'completed',
+        runId: ours?.runId,
+      });
+      // Another request's wait does not take it either.
+      expect(await manifestSince(p.store, k1, '2026-10', requestedAt, 'cli-another')).toBeUndefined();
     });
 
     it('isolates a failing company: a transient failure is retried on the next delivery, a permanent one is reported once; the rest complete', async () => {

@@ -96,7 +96,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       period: OCTOBER.text,
       formats: ['jsonl', 'csv', 'parquet'],
       source: { kind: 'apiKey' },
-      trigger: { kind: 'on_demand', requestId: `req-${tables}`, via: 'cli' },
+      trigger: { kind: 'on_demand', requestId: `req-${tables}`, via: 'event' },
     };
     let delivered = 0;
     const deliver = async (message: QueuedExportMessage, receiveCount = 1): Promise<JobResult> => {
@@ -131,6 +131,9 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
     expect(split.events.events.filter((e) => e.type === EXPORT_EVENT_TYPES.completed)).toHaveLength(1);
 
     expect(comparable(manifest)).toEqual(comparable(expected));
+    // Each names the request it answers, as its sender's wait reads it (decision 109).
+    expect(manifest.trigger).toEqual({ kind: 'on_demand', id: (split.job.trigger as { requestId: string }).requestId });
+    expect(expected.trigger).toEqual({ kind: 'on_demand', id: (whole.job.trigger as { requestId: string }).requestId });
     expect(manifest.source.parts).toHaveLength(3);
     expect(manifest.source.parts!.reduce((n, p) => n + p.records, 0)).toBe(expected.datasets.transactions!.records);
     expect(expected.datasets.transactions!.records).toBe(3005);

@@ -359,9 +359,10 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
 
     it('request-export turns an ExportRequested event into one job per month of the range', async () => {
       const before = recorder.messages.length;
+      const eventId = randomUUID();
       const result = await handlers.request(
         {
-          id: randomUUID(),
+          id: eventId,
           'detail-type': 'ExportRequested',
           source: 'partner.backoffice',
           detail: { companyId: userOnly, from: '2026-01-20', to: '2026-03', userExternalId: externalId, formats: ['csv'] },
@@ -374,15 +375,35 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       expect(jobs[0]!.job).toMatchObject({
         source: { kind: 'user', externalId },
         formats: ['csv'],
-        trigger: { kind: 'on_demand', via: 'event' },
+        trigger: { kind: 'on_demand', requestId: eventId, via: 'event' },
       });
+      // A sender's own request id (acctops export in AWS mode) is the jobs' request id, recorded in the manifest (decision 109).
+      const sent = recorder.messages.length;
+      await handlers.request(
+        {
+          id: randomUUID(),
+          'detail-type': 'ExportRequested',
+          source: 'acctops.cli',
+          detail: { companyId: userOnly, period: '2026-02', userExternalId: externalId, formats: ['csv'], requestId: 'cli-own-id' },
+        },
+        context(),
+      );
+      expect(recorder.messages.slice(sent).map((m) => decodeJob(m.body).trigger)).toEqual([
+        { kind: 'on_demand', requestId: 'cli-own-id', via: 'event' },
+      ]);
+      await expect(
+        handlers.request(
+          { id: 'x', 'detail-type': 'ExportRequested', detail: { companyId: userOnly, period: '2026-02', requestId: 'no spaces' } },
+          context(),
+        ),
+      ).rejects.toMatchObject({ name: 'ValidationError', field: 'detail.requestId' });
       await expect(
         handlers.request({ id: 'x', 'detail-type': 'ExportRequested', detail: { companyId: userOnly } }, context()),
       ).rejects.toMatchObject({
         name: 'ValidationError',
         field: 'detail.period',
       });
-      expect(recorder.messages.length).toBe(before + 3);
+      expect(recorder.messages.length).toBe(before + 4);
       undelivered();
     });
 

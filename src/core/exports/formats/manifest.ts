@@ -89,6 +89,8 @@ const objectSchema = lazySchema(() =>
   }),
 );
 
+const lazyTrigger = lazySchema(() => z.object({ kind: z.enum(['monthly', 'on_demand']), id: z.string().min(1) }));
+
 const symlinkSchema = lazySchema(() =>
   z.object({
     key: z.string(),
@@ -108,6 +110,14 @@ export const manifestSchema = lazySchema(() =>
     runId: z.string(),
     generatedAt: z.string(),
     tool: z.object({ name: z.string(), version: z.string() }),
+    /**
+     * What the deployed pipeline ran this export for: the monthly run (`id` its run id) or an
+     * on-demand request (`id` the request id: the `ExportRequested` event's, or its detail's
+     * `requestId`, or the webhook event's), so that whoever asked can tell its export from another
+     * published after its request (decision 109). Absent for an export made outside the pipeline
+     * and in a manifest written before it. Additive and optional, so schema version 1 still holds.
+     */
+    trigger: lazyTrigger.optional(),
     source: z.object({
       baseUrl: z.string(),
       query: z.object({ dateFrom: z.string(), dateTo: z.string() }),
@@ -128,6 +138,7 @@ export type ManifestDataset = z.infer<typeof datasetSchema>;
 export type ManifestDateTo = z.infer<typeof dateToSchema>;
 export type ManifestObject = z.infer<typeof objectSchema>;
 export type ManifestSymlink = z.infer<typeof symlinkSchema>;
+export type ManifestTrigger = z.infer<typeof lazyTrigger>;
 
 /** Pretty-printed, keys in schema order, trailing newline: diffable and deterministic. */
 export function serializeManifest(manifest: Manifest): string {

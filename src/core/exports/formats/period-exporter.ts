@@ -12,6 +12,7 @@ import {
   type Manifest,
   type ManifestDataset,
   type ManifestObject,
+  type ManifestTrigger,
 } from './manifest';
 import { ObjectSink, type WrittenObject } from './object-sink';
 import type { ObjectStore } from './object-store';
@@ -75,6 +76,8 @@ export interface PeriodExportRequest {
   csvDialect?: CsvDialect;
   /** The service's base URL, recorded in the manifest (credentials, query and fragment dropped). */
   sourceBaseUrl: string;
+  /** What the pipeline runs this export for, recorded in the manifest; absent outside the pipeline. */
+  trigger?: ManifestTrigger;
 }
 
 export interface DatasetSummary {
@@ -267,6 +270,7 @@ export class PeriodExporter {
         range,
         results,
         previous,
+        trigger: request.trigger,
       });
       const published = await publishPeriod({
         store,
@@ -685,6 +689,7 @@ function buildManifest(input: {
   range: { dateFrom: string; dateTo: string };
   results: ReadonlyMap<DatasetName, DatasetResult>;
   previous: Manifest | undefined;
+  trigger: ManifestTrigger | undefined;
 }): Manifest {
   const datasets: Partial<Record<DatasetName, ManifestDataset>> = {};
   const objects: ManifestObject[] = [];
@@ -714,6 +719,7 @@ function buildManifest(input: {
     runId: input.runId,
     generatedAt: input.generatedAt,
     tool: { name: 'acctops', version: input.toolVersion },
+    ...(input.trigger ? { trigger: input.trigger } : {}),
     source: {
       baseUrl: input.baseUrl,
       query: input.range,

@@ -23,7 +23,7 @@ import type { CompanyRemovedAt } from '../../companies/company-removal';
 import type { CompanyCurrency } from './company-currency';
 import { countPublished, exportCompleted, exportFailed, writtenCounts } from './export-events';
 import type { DateToFinding } from './date-to';
-import type { ExportSource, ExportTrigger } from './export-jobs';
+import { manifestTriggerOf, type ExportSource, type ExportTrigger } from './export-jobs';
 import { createExportClient, exportSources, type ExportClientSettings, type ProgressCallback } from './export-sources';
 import { serviceCompanyId } from './service-company-id';
 import { assertCompanyId, manifestKey } from '../formats/layout';
@@ -177,6 +177,7 @@ export async function exportCompanyPeriod(deps: ExportCompanyPeriodDeps, request
       replaceFormats: request.replaceFormats,
       ...(request.csvDialect !== undefined ? { csvDialect: request.csvDialect } : {}),
       sourceBaseUrl: deps.baseUrl,
+      trigger: manifestTriggerOf(request.trigger),
     });
   } catch (thrown) {
     const error = thrown instanceof PeriodExportError ? thrown.cause : thrown;

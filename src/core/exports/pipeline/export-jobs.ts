@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import { parseJsonWith, parseWith } from '../../shared/errors';
 import { DATASETS, FORMATS, type DatasetName, type ExportFormat } from '../formats/datasets';
+import type { ManifestTrigger } from '../formats/manifest';
 import { lazySchema } from '../../shared/lazy-schema';
 import { caseFoldedUuid as uuid } from '../../shared/uuid';
 
@@ -153,6 +154,15 @@ export function decodeJob(body: string, source = 'export job'): QueuedJob {
 export function monthlyRunId(period: string, executionId: string): string {
   const digest = createHash('sha256').update(executionId).digest('hex').slice(0, 16);
   return `m${period.replace('-', '')}-${digest}`;
+}
+
+/**
+ * What the manifest records of a job's trigger (decision 109): the monthly run's id, or the
+ * request's. Nothing for the CLI's local and direct exports, whose request id is a constant.
+ */
+export function manifestTriggerOf(trigger: ExportTrigger): ManifestTrigger | undefined {
+  if (trigger.kind === 'monthly') return { kind: 'monthly', id: trigger.runId };
+  return trigger.via === 'cli' ? undefined : { kind: 'on_demand', id: trigger.requestId };
 }
 
 export function defaultDatasets(datasets: readonly DatasetName[] | undefined): DatasetName[] {

@@ -58,6 +58,15 @@ export const exportRequestedSchema = lazySchema(() =>
       userExternalId: uuid.optional(),
       /** Allow fewer formats than the period's current export has (`acctops export --replace-formats` in AWS mode). */
       replaceFormats: z.boolean().optional(),
+      /**
+       * The sender's id of the request, in place of the event's (which EventBridge assigns): the
+       * manifest records it (`trigger`), so the sender can tell its export from another published
+       * meanwhile (`acctops export` in AWS mode). Makes the jobs' deduplication ids as the event id would.
+       */
+      requestId: z
+        .string()
+        .regex(/^[A-Za-z0-9._:-]{1,128}$/, 'expected 1-128 letters, digits or . _ : -')
+        .optional(),
     })
     .superRefine(checkRange),
 );

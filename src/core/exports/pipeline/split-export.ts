@@ -5,7 +5,13 @@ import { AcctopsError } from '../../shared/errors';
 import type { Logger } from '../../shared/logger';
 import { deduplicationIdOf, type ExportJob, type ExportPartJob } from './export-jobs';
 import { nextDay, transactionsOfRange, type DateToMode } from './date-to';
-import { MANIFEST_SCHEMA_VERSION, type Manifest, type ManifestDataset, type ManifestObject } from '../formats/manifest';
+import {
+  MANIFEST_SCHEMA_VERSION,
+  type Manifest,
+  type ManifestDataset,
+  type ManifestObject,
+  type ManifestTrigger,
+} from '../formats/manifest';
 import type { PartResult, SplitPart, SplitRecord, StagedDataset } from './part-ledger';
 import { daysInMonth, periodRange, type Period } from '../formats/period';
 import { AmountSums, type AmountTotal } from '../formats/totals';
@@ -211,6 +217,7 @@ export function splitManifest(input: {
   generatedAt: string;
   toolVersion: string;
   baseUrl: string;
+  trigger?: ManifestTrigger;
 }): Manifest {
   const merged = mergeParts(input.results);
   const datasets: Partial<Record<DatasetName, ManifestDataset>> = {};
@@ -240,6 +247,7 @@ export function splitManifest(input: {
     runId: input.split.runId,
     generatedAt: input.generatedAt,
     tool: { name: 'acctops', version: input.toolVersion },
+    ...(input.trigger ? { trigger: input.trigger } : {}),
     source: {
       baseUrl: input.baseUrl,
       query: periodRange(input.period),

@@ -4,7 +4,7 @@ import type { DataClient } from '../../accounting-api';
 import type { Logger } from '../../shared/logger';
 import { isRetryableExportFailure } from './export-company-period';
 import { countPublished, exportCompleted, exportFailed, writtenCounts } from './export-events';
-import type { ExportJob, ExportPartJob } from './export-jobs';
+import { manifestTriggerOf, type ExportJob, type ExportPartJob } from './export-jobs';
 import type { ExportMessage, ExportWorkerDeps, JobResult } from './export-worker';
 import { createExportClient } from './export-sources';
 import { serviceCompanyId } from './service-company-id';
@@ -274,6 +274,7 @@ export async function publishSplit(
     generatedAt: new Date(now).toISOString(),
     toolVersion: deps.exporter.toolVersion,
     baseUrl: sanitizeBaseUrl(deps.exporter.baseUrl),
+    trigger: manifestTriggerOf(job.trigger),
   });
   const attempt = { id: randomUUID(), at: now, ...(expected ? { from: expected.etag } : {}) };
   let recorded = false;
