@@ -1,5 +1,10 @@
 import * as z from 'zod';
-import type { RegisteredCompany, RegistryTable } from '../../core/companies/company-registry';
+import {
+  RegistryChangedError,
+  sameRegistryVersion,
+  type RegisteredCompany,
+  type RegistryTable,
+} from '../../core/companies/company-registry';
 import { decodeCursor, encodeCursor } from '../../core/tokens/token-transitions';
 import { readJsonFile, writePrivateJsonFile } from './private-json-file';
 import { lazySchema } from '../../core/shared/lazy-schema';
@@ -37,7 +42,9 @@ export class MemoryRegistryTable implements RegistryTable {
     return Promise.resolve(this.items[companyId] ?? null);
   }
 
-  putItem(item: RegisteredCompany): Promise<void> {
+  putItem(item: RegisteredCompany, expected?: RegisteredCompany | null): Promise<void> {
+    if (expected !== undefined && !sameRegistryVersion(this.items[item.companyId], expected))
+      return Promise.reject(new RegistryChangedError(item.companyId));
     this.items[item.companyId] = structuredClone(item);
     return Promise.resolve();
   }
@@ -63,8 +70,10 @@ export class FileRegistryTable implements RegistryTable {
     return (await this.read())[companyId] ?? null;
   }
 
-  async putItem(item: RegisteredCompany): Promise<void> {
+  async putItem(item: RegisteredCompany, expected?: RegisteredCompany | null): Promise<void> {
     const items = await this.read();
+    // The state lock makes this command the file's only writer; checked all the same, as DynamoDB checks it.
+    if (expected !== undefined && !sameRegistryVersion(items[item.companyId], expected)) throw new RegistryChangedError(item.companyId);
     items[item.companyId] = item;
     await writePrivateJsonFile(this.options.path, { format: 'acctops.company-registry', formatVersion: 1, items }, { pretty: true });
   }

@@ -111,10 +111,52 @@ export interface RegistryPage {
  */
 export interface RegistryTable {
   getItem(companyId: string): Promise<unknown>;
-  putItem(item: RegisteredCompany): Promise<void>;
+  /**
+   * Writes the item. With `expected`, only over the entry as it was read (`null`: none), else
+   * RegistryChangedError: another command wrote the company in between (decision 109). Without it,
+   * unconditionally (seeding, tests).
+   */
+  putItem(item: RegisteredCompany, expected?: RegisteredCompany | null): Promise<void>;
   /** Up to `limit` raw items after `cursor` (an opaque string the table returned), and the next cursor. */
   scanPage(request: { cursor: string | null; limit: number }): Promise<{ items: unknown[]; nextCursor: string | null }>;
 }
+
+/**
+ * The company's entry changed between a command's read and its write (another operator's command):
+ * nothing was written. CompanyRegistry reads it again and decides on what it finds.
+ */
+export class RegistryChangedError extends AcctopsError {
+  override readonly name: string = 'RegistryChangedError';
+  readonly companyId: string;
+
+  constructor(companyId: string, cause?: unknown) {
+    super(`company ${companyId}'s registry entry was changed by another command while this one wrote it; run it again`, {
+      code: 'registry_changed',
+      cause,
+    });
+    this.companyId = companyId;
+  }
+}
+
+/** What a conditional write compares: an entry written by acctops changes `updatedAt` on every write, a removal `removedAt`. */
+export function registryVersionOf(item: RegisteredCompany): { updatedAt?: string; removedAt?: string } {
+  return {
+    ...(item.updatedAt !== undefined ? { updatedAt: item.updatedAt } : {}),
+    ...(item.removedAt !== undefined ? { removedAt: item.removedAt } : {}),
+  };
+}
+
+/** Whether a raw stored item is still the entry `expected` (null: none) by what a conditional write compares. */
+export function sameRegistryVersion(raw: unknown, expected: RegisteredCompany | null): boolean {
+  if (raw === undefined || raw === null) return expected === null;
+  if (expected === null) return false;
+  const item = raw as { updatedAt?: unknown; removedAt?: unknown };
+  const version = registryVersionOf(expected);
+  return item.updatedAt === version.updatedAt && item.removedAt === version.removedAt;
+}
+
+/** Reads and writes of one company tried again on RegistryChangedError: each attempt decides on a fresh read. */
+const WRITE_ATTEMPTS = 5;
 
 export class CompanyNotRegisteredError extends AcctopsError {
   override readonly name: string = 'CompanyNotRegisteredError';
@@ -199,6 +241,14 @@ export class CompanyRegistry {
     const defaultCurrency = currency === undefined ? undefined : isoCurrencyCode(currency);
     if (currency !== undefined && defaultCurrency === undefined)
       throw new ValidationError('companies add', [{ path: 'defaultCurrency', message: CURRENCY_CODE_EXPECTED }]);
+    return this.untilUnchanged(companyId, () => this.addOnce({ companyId, formats, rotationDays, defaultCurrency }, now));
+  }
+
+  private async addOnce(
+    input: { companyId: string; formats?: readonly ExportFormat[]; rotationDays?: number; defaultCurrency?: string },
+    now: number,
+  ): Promise<{ result: AddResult; company: RegisteredCompany }> {
+    const { companyId, formats, rotationDays, defaultCurrency } = input;
     const existing = await this.get(companyId);
     const at = new Date(now).toISOString();
     const next: RegisteredCompany = {
@@ -223,19 +273,40 @@ export class CompanyRegistry {
     else if (existing.removedAt !== undefined) result = 'readded';
     else if (sameSettings(existing, next)) return { result: 'unchanged', company: existing };
     else result = 'updated';
-    await this.table.putItem(next);
+    await this.table.putItem(next, existing);
     return { result, company: next };
+  }
+
+  /**
+   * Runs a read-and-write of one company again when another command wrote it in between: two
+   * operators' `add` and `remove` of one company, or a restore during a removal's key deletion,
+   * each lost the other's write (decision 109).
+   */
+  private async untilUnchanged<R>(companyId: string, attempt: () => Promise<R>): Promise<R> {
+    for (let n = 1; ; n++) {
+      try {
+        return await attempt();
+      } catch (error) {
+        if (!(error instanceof RegistryChangedError) || n >= WRITE_ATTEMPTS) throw error;
+        this.options.logger?.info('company registry entry changed by another command meanwhile; reading it again', {
+          companyId,
+          attempt: n,
+        });
+      }
+    }
   }
 
   /** Marks the company removed: the planner and rotation skip it from now on. CompanyNotRegisteredError if it was never added. */
   async remove(companyId: string, now: number): Promise<{ result: RemoveResult; company: RegisteredCompany }> {
-    const existing = await this.get(companyId);
-    if (!existing) throw new CompanyNotRegisteredError(companyId.toLowerCase());
-    if (existing.removedAt !== undefined) return { result: 'already_removed', company: existing };
-    const at = new Date(now).toISOString();
-    const company: RegisteredCompany = { ...existing, removedAt: at, updatedAt: at };
-    await this.table.putItem(company);
-    return { result: 'removed', company };
+    return this.untilUnchanged(companyId, async () => {
+      const existing = await this.get(companyId);
+      if (!existing) throw new CompanyNotRegisteredError(companyId.toLowerCase());
+      if (existing.removedAt !== undefined) return { result: 'already_removed' as const, company: existing };
+      const at = new Date(now).toISOString();
+      const company: RegisteredCompany = { ...existing, removedAt: at, updatedAt: at };
+      await this.table.putItem(company, existing);
+      return { result: 'removed' as const, company };
+    });
   }
 
   /**
@@ -244,9 +315,11 @@ export class CompanyRegistry {
    * about a deletion that no longer stands.
    */
   async recordKeyDeletion(companyId: string, keyDeletion: NonNullable<RegisteredCompany['keyDeletion']>, now: number): Promise<void> {
-    const existing = await this.get(companyId);
-    if (existing?.removedAt === undefined) return;
-    await this.table.putItem({ ...existing, keyDeletion, updatedAt: new Date(now).toISOString() });
+    await this.untilUnchanged(companyId, async () => {
+      const existing = await this.get(companyId);
+      if (existing?.removedAt === undefined) return;
+      await this.table.putItem({ ...existing, keyDeletion, updatedAt: new Date(now).toISOString() }, existing);
+    });
   }
 
   /**

@@ -13,6 +13,7 @@ import {
   RegistryItemInvalidError,
   activeCompanyPages,
   type RegisteredCompany,
+  type RegistryTable,
 } from '../../../src/core/companies/company-registry';
 import { ValidationError } from '../../../src/core/shared/errors';
 import { CURRENCY_CODE_EXPECTED } from '../../../contract/currency';
@@ -291,5 +292,70 @@ describe('a throttled registry table (DynamoDB)', () => {
       throttled.destroy();
       await faults.stop();
     }
+  });
+});
+
+describe.each([
+  ['memory', () => Promise.resolve(new MemoryRegistryTable())],
+  [
+    'DynamoDB on dynalite',
+    async () => {
+      const tableName = `registry-race-${++tables}`;
+      await createRegistryTable(client, tableName);
+      return new DynamoDbRegistryTable({ client, tableName });
+    },
+  ],
+] as [string, () => Promise<RegistryTable>][])('two operators writing one company at once (%s)', (_name, make) => {
+  /**
+   * The table as one operator's command sees it: its first read of the company is answered, then the
+   * other operator's command runs to its end before this one goes on (decision 109).
+   */
+  function meanwhile(table: RegistryTable, other: () => Promise<unknown>): RegistryTable {
+    let done = false;
+    return {
+      getItem: async (companyId) => {
+        const item = await table.getItem(companyId);
+        if (!done) {
+          done = true;
+          await other();
+        }
+        return item;
+      },
+      putItem: (item, expected) => table.putItem(item, expected),
+      scanPage: (request) => table.scanPage(request),
+    };
+  }
+  const registryOn = (table: RegistryTable) => new CompanyRegistry(table, { defaultFormats: ['jsonl'] });
+
+  it('a removal made while an add is being written is not undone by it: the add brings the company back and says so', async () => {
+    const table = await make();
+    await registryOn(table).add({ companyId: A }, T0);
+    let removed: Awaited<ReturnType<CompanyRegistry['remove']>> | undefined;
+    const adding = registryOn(meanwhile(table, async () => (removed = await registryOn(table).remove(A, T1))));
+    const added = await adding.add({ companyId: A, defaultCurrency: 'GBP' }, T1 + 1000);
+    expect(removed?.result).toBe('removed');
+    // Without the check the add wrote the entry it had read, active: `updated`, and the removal was gone unsaid.
+    expect(added.result).toBe('readded');
+    expect(await registryOn(table).get(A)).toMatchObject({ defaultCurrency: 'GBP', addedAt: new Date(T0).toISOString() });
+  });
+
+  it('a setting changed while a removal is being written is kept by it', async () => {
+    const table = await make();
+    await registryOn(table).add({ companyId: A }, T0);
+    const removing = registryOn(meanwhile(table, () => registryOn(table).add({ companyId: A, defaultCurrency: 'GBP' }, T1)));
+    expect((await removing.remove(A, T1 + 1000)).result).toBe('removed');
+    const stored = await registryOn(table).get(A);
+    expect(stored).toMatchObject({ defaultCurrency: 'GBP', removedAt: new Date(T1 + 1000).toISOString() });
+  });
+
+  it('a key deletion recorded while the company is restored does not remove it again', async () => {
+    const table = await make();
+    await registryOn(table).add({ companyId: A }, T0);
+    await registryOn(table).remove(A, T1);
+    const recording = registryOn(meanwhile(table, () => registryOn(table).add({ companyId: A }, T1 + 500)));
+    await recording.recordKeyDeletion(A, { deletionDate: '2026-12-02T00:00:00.000Z', recoveryWindowDays: 30 }, T1 + 1000);
+    const stored = await registryOn(table).get(A);
+    expect(stored?.removedAt).toBeUndefined();
+    expect(stored?.keyDeletion).toBeUndefined();
   });
 });
