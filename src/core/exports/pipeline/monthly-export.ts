@@ -289,9 +289,10 @@ export interface OverdueReport {
  * `MonthlyExportsOverdue` (alarmed at 1), plus each user whose discovery is pending or failed, since
  * that user's companies were never entered in the run and no manifest can speak for them; a run
  * that never started counts 1, and so does one whose plan never completed (what its planner did
- * not reach is in no entry, so no company of it is counted otherwise). A later successful on-demand export of a company clears it, because
- * the manifest is what counts; a user, a later successful discovery in the run. When it finds the
- * run settled but not summarized (a worker died between its two writes), it publishes the summary.
+ * not reach is in no entry, so no company of it is counted otherwise). A later successful
+ * on-demand export of a company clears it, because the manifest is what counts; a user, a later
+ * successful discovery in the run. When it finds the run settled but not summarized (a worker died
+ * between its two writes), it publishes the summary.
  */
 export async function checkMonthlyExport(deps: CheckMonthlyExportDeps, input: CheckMonthlyExportInput): Promise<OverdueReport> {
   assertTimeZone(input.timeZone, 'timeZone');
