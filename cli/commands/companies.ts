@@ -121,6 +121,7 @@ export function companiesCommand(host: CommandHost): Command {
           await session.operations()
         ).removeCompany(opts.company, { recoveryDays: opts.recoveryDays, revokeKeys: opts.revokeKeys === true });
         const undo = `acctops companies restore --company ${company.companyId}`;
+        for (const line of leftScheduleWarnings(company.companyId, keys)) session.out.note(line);
         session.out.result({ result, company, key, keys, undo }, () => {
           session.out.line(
             `Company ${company.companyId}: ${result.replace('_', ' ')}; the monthly export leaves it out from the next run on.`,
@@ -210,9 +211,44 @@ export function removedKeysLines(companyId: string, keys: CompanyRemoval['keys']
     `then \`acctops companies remove --company ${companyId} --revoke-keys\``;
   if (keys.unread !== null) return [`  Its keys could not be read (${keys.unread}): any it has stay valid at the service; ${way}.`];
   if (keys.current === null) return [];
-  const pending = keys.pending.map((k) => `${k.keyPrefix}… (revocation due ${k.revokeAt})`);
+  const pending = keys.pending.filter((k) => k.revokedAt === null).map((k) => `${k.keyPrefix}… (revocation due ${k.revokeAt})`);
   return [
     `  Its current key ${keys.current.keyPrefix}…${pending.length > 0 ? ` and the old key(s) pending revocation ${pending.join(', ')}` : ''} ` +
       `stay valid at the service${pending.length > 0 ? ' (the pending revocations fail while the secret is scheduled for deletion)' : ''}; ${way}.`,
+    ...keys.pending
+      .filter((k) => k.revokedAt !== null)
+      .map(
+        (k) =>
+          `  Old key ${k.keyPrefix}… is revoked at the service already (${k.revokedAt}); its revocation is still pending, and fails when due.`,
+      ),
   ];
+}
+
+/**
+ * A plain `companies remove` in AWS mode leaves each pending revocation's one-time schedule in the
+ * stack's group (decision 113): it fires at its time, cannot read the company's key secret, which is
+ * scheduled for deletion, and its invocation ends in the dead-letter queue, whose alarm pages. One
+ * warning a schedule, on stderr (also with --json), naming it and the way to end it before it fires:
+ * for a key still valid, the restore and `--revoke-keys` (which revokes it and deletes the schedule);
+ * for a key revoked already, deleting the schedule is all that is left.
+ */
+export function leftScheduleWarnings(companyId: string, keys: CompanyRemoval['keys']): string[] {
+  if (keys.revoked !== null) return [];
+  return keys.pending.flatMap((k) => {
+    if (k.schedule === null) return [];
+    const { name, group } = k.schedule;
+    const fails =
+      `fires at ${k.revokeAt} and fails (the company's key secret is scheduled for deletion), ` +
+      'and its invocation lands in the dead-letter queue (the FailedInvocations alarm)';
+    return k.revokedAt === null
+      ? [
+          `acctops: warning: company ${companyId}: revocation schedule ${name} in ${group} (old key ${k.keyPrefix}…, still valid) ${fails}; ` +
+            `the key stays valid: before it fires, \`acctops companies restore --company ${companyId}\`, then ` +
+            `\`acctops companies remove --company ${companyId} --revoke-keys\` (revokes the key, deletes the schedule)`,
+        ]
+      : [
+          `acctops: warning: company ${companyId}: revocation schedule ${name} in ${group} (old key ${k.keyPrefix}…, revoked already) ${fails}; ` +
+            `delete it before then: \`aws scheduler delete-schedule --group-name ${group} --name ${name}\` (scheduler:DeleteSchedule)`,
+        ];
+  });
 }

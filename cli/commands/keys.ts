@@ -305,6 +305,14 @@ export function renderStatus(out: Output, report: KeyStatusReport): void {
       `${c.companyId}: the previous key ${k.keyPrefix}… (the key an install replaced, or one whose revocation was lost) stays valid at the service, ${k.lastUsedAt ? `last used ${relative(Date.parse(k.lastUsedAt), now)}` : 'never used'}, and no revocation of it is pending: \`acctops keys revoke-pending --company ${c.companyId} --prefix ${k.keyPrefix}\` revokes it now.`,
     );
   }
+  // Older still: an install's replaced key after a later rotation took its label (decision 113).
+  for (const c of report.companies) {
+    for (const k of c.earlierKeys) {
+      out.line(
+        `${c.companyId}: the earlier key ${k.keyPrefix}… (held by an earlier version of its key secret: the key an install replaced, or one whose revocation was lost) stays valid at the service, ${k.lastUsedAt ? `last used ${relative(Date.parse(k.lastUsedAt), now)}` : 'never used'}, and no revocation of it is pending: the rotation doctor revokes it as revocation_overdue once the grace period after the last rotation is over (\`acctops doctor --repair\`).`,
+      );
+    }
+  }
 }
 
 /**

@@ -334,12 +334,13 @@ export class AwsOperations implements Operations {
         command,
       );
       revokedNow = { previousKeyRevoked, previousKeyRevokeError };
-      if (apiKeyId !== null && previousKeyRevoked !== 'failed') {
+      // A key kept as current was not revoked: its schedule, if any, stays (it ends kept_current too).
+      if (apiKeyId !== null && previousKeyRevoked !== 'failed' && previousKeyRevoked !== 'kept_current') {
         try {
           await revokeNow.cancel(apiKeyId);
         } catch (error) {
           previousKeyScheduleError = scheduleDeleteError(
-            { companyId: entry.companyId, command, keyPrefix: before.keyPrefix, apiKeyId },
+            { companyId: entry.companyId, command, keyPrefix: before.keyPrefix, apiKeyId, outcome: previousKeyRevoked },
             error,
           );
         }
@@ -643,6 +644,7 @@ export class AwsOperations implements Operations {
           deps: { ...this.revokeDeps(store, await this.baseUrl()), scheduler },
           // --revoke-keys deletes the schedules of the keys it revoked (decision 107); keys revoke-pending leaves them.
           cancelSchedule: (apiKeyId: string) => scheduler.cancel(apiKeyId),
+          scheduleOf: (apiKeyId: string) => scheduler.scheduleOf(apiKeyId),
         };
       },
       options.revokeKeys === true,

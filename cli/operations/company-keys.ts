@@ -193,6 +193,8 @@ export interface RemovalKeyAccess {
    * (decision 107). Absent locally, where `deps.done` takes the revocation off its queue.
    */
   cancelSchedule?(apiKeyId: string): Promise<void>;
+  /** The schedule a pending revocation waits in (AWS mode), named to the operator a plain remove leaves it to. */
+  scheduleOf?(apiKeyId: string): { name: string; group: string };
 }
 
 /**
@@ -213,11 +215,13 @@ async function keysAtRemoval(
   let entry: CompanyKeyEntry | undefined;
   let deps: RevokeNowDeps;
   let cancelSchedule: RemovalKeyAccess['cancelSchedule'];
+  let scheduleOf: RemovalKeyAccess['scheduleOf'];
   let current: CompanyKeySecret;
   try {
     const found = await access();
     deps = found.deps;
     cancelSchedule = found.cancelSchedule?.bind(found);
+    scheduleOf = found.scheduleOf?.bind(found);
     entry = await findByTag(found, id);
     if (entry === undefined) {
       // The directory lists no secret scheduled for deletion: an earlier remove's, whose keys may live on.
@@ -255,13 +259,22 @@ async function keysAtRemoval(
       });
     return { current: null, pending: [], revoked: null, unread: reason };
   }
-  const pending: { keyPrefix: string; apiKeyId: string; revokeAt: string }[] = [];
+  const pending: CompanyRemoval['keys']['pending'] = [];
   for await (const r of deps.scheduler.pending()) {
     if (r.companyId.toLowerCase() === id && r.apiKeyId !== current.apiKeyId)
-      pending.push({ keyPrefix: r.keyPrefix, apiKeyId: r.apiKeyId, revokeAt: new Date(r.revokeAt).toISOString() });
+      pending.push({
+        keyPrefix: r.keyPrefix,
+        apiKeyId: r.apiKeyId,
+        revokeAt: new Date(r.revokeAt).toISOString(),
+        schedule: scheduleOf?.(r.apiKeyId) ?? null,
+        revokedAt: null,
+      });
   }
   const currentRow = { keyPrefix: current.keyPrefix, apiKeyId: current.apiKeyId };
-  if (!revoke) return { current: currentRow, pending, revoked: null, unread: null };
+  if (!revoke) {
+    if (pending.length > 0) await markRevoked(deps, current, pending);
+    return { current: currentRow, pending, revoked: null, unread: null };
+  }
   const result = await revokePendingKeys(deps, { secretId: entry.secretId, companyId: id });
   const revoked: RevokedNowRow[] = result.keys.map((k) => ({
     keyPrefix: k.keyPrefix,
@@ -318,6 +331,23 @@ async function keysAtRemoval(
   }
   revoked.push({ ...currentRow, outcome: 'revoked', error: null, scheduleError: null });
   return { current: currentRow, pending, revoked, unread: null };
+}
+
+/**
+ * Sets `revokedAt` of the pending revocations whose key the service lists revoked already: a key a
+ * command revoked but whose schedule it could not delete is no key left valid, only a schedule left
+ * to fail (decision 113). The list is read with the current key while the secret can still be
+ * read; a list that cannot be read leaves every one as valid, which is the safe thing to say.
+ */
+async function markRevoked(deps: RevokeNowDeps, current: CompanyKeySecret, pending: CompanyRemoval['keys']['pending']): Promise<void> {
+  let listed;
+  try {
+    listed = await listKeys(deps.clientFor(current));
+  } catch (error) {
+    deps.logger.warn('the key list could not be read; every pending revocation is named as a valid key', { error });
+    return;
+  }
+  for (const row of pending) row.revokedAt = listed.find((k) => k.publicId === row.apiKeyId)?.revokedAt ?? null;
 }
 
 /**

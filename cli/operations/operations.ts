@@ -412,7 +412,19 @@ export interface CompanyRemoval extends CompanyChange<RemoveResult> {
    */
   keys: {
     current: { keyPrefix: string; apiKeyId: string } | null;
-    pending: { keyPrefix: string; apiKeyId: string; revokeAt: string }[];
+    /**
+     * `schedule`: the revocation's one-time schedule (AWS mode; null locally), which a plain remove
+     * leaves to fire and fail into the dead-letter queue (decision 113); `revokedAt`: when the
+     * service lists the key revoked already (a command revoked it but could not delete its
+     * schedule), null when valid or the list could not be read.
+     */
+    pending: {
+      keyPrefix: string;
+      apiKeyId: string;
+      revokeAt: string;
+      schedule: { name: string; group: string } | null;
+      revokedAt: string | null;
+    }[];
     revoked: RevokedNowRow[] | null;
     unread: string | null;
   };

@@ -322,7 +322,8 @@ function revokedNowRow(
   said?: { message(keyPrefix: string, cause: string): string; hint(keyPrefix: string): string },
 ): RevokedNowRow {
   const { apiKeyId, keyPrefix, outcome } = key;
-  const scheduleError = key.scheduleError === null ? null : scheduleDeleteError({ ...context, keyPrefix, apiKeyId }, key.scheduleError);
+  const scheduleError =
+    key.scheduleError === null ? null : scheduleDeleteError({ ...context, keyPrefix, apiKeyId, outcome }, key.scheduleError);
   if (outcome !== 'failed') return { keyPrefix, apiKeyId, outcome, error: null, scheduleError };
   const { code, message, exitCode, hint } = describeError(key.error);
   if (said === undefined) return { keyPrefix, apiKeyId, outcome, error: { code, message, exitCode, hint: hint ?? null }, scheduleError };
@@ -339,18 +340,33 @@ function revokedNowRow(
  * A key revoked now whose one-time revocation schedule could not be deleted (AWS mode, decision
  * 107): the revocation stands, so this is a partial success (exit 5), never the row's failure. The
  * schedule is named (the cause is the adapter's `DeleteSchedule failed for revoke-<id>`) and so is
- * the IAM action, since a refusal is the likely cause and a repeat without it meets it again.
+ * the IAM action, since a refusal is the likely cause and a repeat without it meets it again. A
+ * refusal is said as such in the message itself (decision 113): the operator reads first that the
+ * key is revoked and that only a permission is missing, not that the command failed.
  */
 export function scheduleDeleteError(
-  key: { companyId: string; command: string; keyPrefix: string; apiKeyId: string },
+  key: { companyId: string; command: string; keyPrefix: string; apiKeyId: string; outcome?: string | null },
   error: unknown,
 ): ReportedError {
+  const revoked = key.outcome === 'already_revoked' || key.outcome === 'already_gone' ? 'was revoked already' : 'was revoked';
+  const denied = refusedByIam(error);
+  const why = denied
+    ? `the operator's credentials lack scheduler:DeleteSchedule on revoke-${key.apiKeyId} (${describeError(error).message})`
+    : describeError(error).message;
   return {
     code: 'schedule_delete_failed',
-    message: `key ${key.keyPrefix}… was revoked, but its revocation schedule could not be deleted (${describeError(error).message}); it stays in the schedule group, and if the company is removed before it fires, it fails into the dead-letter queue and the doctor names the key as blocked`,
+    message: `key ${key.keyPrefix}… ${revoked}, but its revocation schedule could not be deleted: ${why}; it stays in the schedule group, and if the company is removed before it fires, it fails into the dead-letter queue and the doctor names the key as blocked`,
     exitCode: ExitCode.partial,
     hint: `the operator needs scheduler:DeleteSchedule on the stack's KeyRevocationScheduleGroup; then ${revokePendingCommand(key.command, key.companyId, key.keyPrefix)} deletes it (the key is already_revoked)`,
   };
+}
+
+/** Whether an AWS call failed because IAM refused the caller the action (anywhere down the cause chain). */
+function refusedByIam(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e.name === 'AccessDeniedException' || e.name === 'AccessDenied') return true;
+  }
+  return false;
 }
 
 /**
@@ -694,6 +710,7 @@ export function keyMissingRow(companyId: string): KeyStatusRow {
     pendingRevocations: [],
     currentKeyRevocations: [],
     replacedKey: null,
+    earlierKeys: [],
     error: `registered, but no key secret holds its key, so its exports fail: \`acctops keys install --company ${companyId}\` stores it (ACCTOPS_API_KEY)`,
   };
 }

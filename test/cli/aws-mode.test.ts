@@ -635,9 +635,9 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     });
     expect(await world.statusWith(world.initialKey.apiKey)).toMatchObject({ status: 401 });
     expect(await world.statusWith(innocent.apiKey)).toMatchObject({ status: 401 });
-    // Each key revoked now has its schedule deleted: the older key's, and the previous key's (none here, which counts as deleted).
+    // Each key revoked now has its schedule deleted: the older key's; the previous key has none here, so none is asked (decision 113).
     expect(scheduler.schedules().map((s) => s.Name)).toEqual([]);
-    expect(scheduler.calls.DeleteSchedule).toBe(deletes + 2);
+    expect(scheduler.calls.DeleteSchedule).toBe(deletes + 1);
     const status = parseJson<{ companies: { pendingRevocations: unknown[] }[] }>(
       await acctops(['--json', 'keys', 'status', '--company', world.companyId], env),
     );
@@ -679,6 +679,10 @@ describe('acctops CLI: AWS mode against local fakes', () => {
         olderKeysRevoked: [],
       });
       expect(report.previousKeyScheduleError.message).toContain(`DeleteSchedule failed for ${scheduleName}`);
+      // The message itself says the key is revoked and which permission is missing (decision 113).
+      expect(report.previousKeyScheduleError.message).toContain(
+        `key ${previous.keyPrefix}… was revoked, but its revocation schedule could not be deleted: the operator's credentials lack scheduler:DeleteSchedule on ${scheduleName}`,
+      );
       expect(report.previousKeyScheduleError.hint).toContain('scheduler:DeleteSchedule');
       expect(report.previousKeyScheduleError.hint).toContain(
         `keys revoke-pending --company ${world.companyId} --prefix ${previous.keyPrefix}\``,
@@ -696,6 +700,31 @@ describe('acctops CLI: AWS mode against local fakes', () => {
     expect(again.code).toBe(0);
     expect(parseJson(again)).toMatchObject({ keys: [{ keyPrefix: previous.keyPrefix, outcome: 'already_revoked', scheduleError: null }] });
     expect(scheduler.schedules().map((s) => s.Name)).toEqual([]);
+  });
+
+  it('keys rotate --revoke-previous-now without scheduler:DeleteSchedule succeeds when the previous key has no schedule (never made, or gone): exit 0, no DeleteSchedule asked (decision 113)', async () => {
+    const env = { ACCTOPS_BASE_URL: world.sandbox.baseUrl };
+    const previous = await world.current();
+    expect(scheduler.schedules().map((s) => s.Name)).toEqual([]);
+    const deletes = scheduler.calls.DeleteSchedule ?? 0;
+    scheduler.denied.add('DeleteSchedule');
+    try {
+      const rotated = await acctops(['--json', 'keys', 'rotate', '--company', world.companyId, '--revoke-previous-now'], env);
+      expect(rotated.stderr).not.toContain('schedule_delete_failed');
+      expect(rotated.code).toBe(0);
+      expect(parseJson(rotated)).toMatchObject({
+        state: 'completed',
+        previousKeyPrefix: previous.keyPrefix,
+        previousKeyRevoked: 'revoked',
+        previousKeyRevokeError: null,
+        previousKeyScheduleError: null,
+        olderKeysRevoked: [],
+      });
+      expect(await world.statusWith(previous.apiKey)).toMatchObject({ status: 401 });
+      expect(scheduler.calls.DeleteSchedule ?? 0).toBe(deletes);
+    } finally {
+      scheduler.denied.delete('DeleteSchedule');
+    }
   });
 
   it('a malformed ACCTOPS_BASE_URL or ServiceBaseUrl output is configuration (exit 3) naming it, for keys status and keys install; never echoed', async () => {
@@ -1520,7 +1549,18 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       expect(ours(parseJson<Report>(before))).toEqual([]);
       expect(parseJson<Report>(before).findings).not.toContain(blocked);
 
-      expect((await acctops([...keyOutputs, 'companies', 'remove', '--company', target.companyId], env)).code).toBe(0);
+      const plain = await acctops([...keyOutputs, 'companies', 'remove', '--company', target.companyId], env);
+      expect(plain.code).toBe(0);
+      // Told at remove time: the schedule left behind by name, what it will do, and the way out (decision 113).
+      const scheduleGroup = outputs.KeyRevocationScheduleGroup!;
+      expect(plain.stderr.trim().split('\n')).toEqual([
+        `acctops: warning: company ${target.companyId}: revocation schedule ${scheduleName} in ${scheduleGroup} (old key ${first.keyPrefix}…, still valid) ` +
+          `fires at ${new Date(revokeAt).toISOString()} and fails (the company's key secret is scheduled for deletion), ` +
+          'and its invocation lands in the dead-letter queue (the FailedInvocations alarm); the key stays valid: before it fires, ' +
+          `\`acctops companies restore --company ${target.companyId}\`, then \`acctops companies remove --company ${target.companyId} --revoke-keys\` ` +
+          '(revokes the key, deletes the schedule)',
+      ]);
+      expect(plain.stdout).toContain(`the old key(s) pending revocation ${first.keyPrefix}… (revocation due `);
       const doctor = await acctops(['--json', 'doctor']);
       expect(doctor.code).toBe(5);
       const report = parseJson<Report>(doctor);
@@ -1659,7 +1699,9 @@ describe('acctops CLI: AWS mode against local fakes', () => {
         expect(row).toMatchObject([{ outcome: 'revoked', error: null, scheduleError: { code: 'schedule_delete_failed', exitCode: 5 } }]);
         const error = (JSON.parse(refused.stderr) as { error: { code: string; keyPrefix: string; message: string; hint: string } }).error;
         expect(error).toEqual({ ...row[0]!.scheduleError, keyPrefix: first.keyPrefix });
-        expect(error.message).toContain(`key ${first.keyPrefix}… was revoked, but its revocation schedule could not be deleted (`);
+        expect(error.message).toContain(
+          `key ${first.keyPrefix}… was revoked, but its revocation schedule could not be deleted: the operator's credentials lack scheduler:DeleteSchedule on ${scheduleName} (`,
+        );
         expect(error.message).toContain(`DeleteSchedule failed for ${scheduleName}`);
         expect(error.hint).toContain('scheduler:DeleteSchedule');
         expect(error.hint).toContain(`acctops keys revoke-pending --company ${target.companyId} --prefix ${first.keyPrefix}\``);
@@ -1673,7 +1715,7 @@ describe('acctops CLI: AWS mode against local fakes', () => {
         expect(text.stderr.trim().split('\n')).toEqual([
           expect.stringMatching(
             new RegExp(
-              `^acctops: error: company ${target.companyId}: key ${first.keyPrefix}… was revoked, but .*${scheduleName}.*scheduler:DeleteSchedule`,
+              `^acctops: error: company ${target.companyId}: key ${first.keyPrefix}… was revoked already, but .*${scheduleName}.*scheduler:DeleteSchedule`,
             ),
           ),
         ]);
@@ -1686,6 +1728,38 @@ describe('acctops CLI: AWS mode against local fakes', () => {
       expect(parseJson(again)).toMatchObject({ keys: [{ outcome: 'already_revoked', error: null, scheduleError: null }] });
       expect(scheduler.schedules().map((s) => s.Name)).not.toContain(scheduleName);
       expect(await world.statusWith(next.key)).toEqual({ status: 200 });
+    });
+
+    it('a plain remove after a refused DeleteSchedule says the key is revoked already and names the schedule left to fail, with the command that deletes it (decision 113)', async () => {
+      const env = { ACCTOPS_BASE_URL: world.sandbox.baseUrl };
+      const { target, first, scheduleName, revokeAt } = await companyWithPendingRevocation('Schedule Left GmbH');
+      const group = outputs.KeyRevocationScheduleGroup!;
+      scheduler.denied.add('DeleteSchedule');
+      try {
+        const refused = await acctops(
+          [...keyOutputs, 'keys', 'revoke-pending', '--company', target.companyId, '--prefix', first.keyPrefix],
+          env,
+        );
+        expect(refused.code).toBe(5);
+      } finally {
+        scheduler.denied.delete('DeleteSchedule');
+      }
+      expect(await world.statusWith(target.apiKey)).toMatchObject({ status: 401 });
+
+      const removal = await acctops([...keyOutputs, '--json', 'companies', 'remove', '--company', target.companyId], env);
+      expect(removal.code).toBe(0);
+      const pending = parseJson<{ keys: { pending: { keyPrefix: string; schedule: unknown; revokedAt: string | null }[] } }>(removal).keys
+        .pending;
+      expect(pending).toEqual([
+        expect.objectContaining({ keyPrefix: first.keyPrefix, schedule: { name: scheduleName, group }, revokedAt: expect.any(String) }),
+      ]);
+      expect(removal.stderr.trim().split('\n')).toEqual([
+        `acctops: warning: company ${target.companyId}: revocation schedule ${scheduleName} in ${group} (old key ${first.keyPrefix}…, revoked already) ` +
+          `fires at ${new Date(revokeAt).toISOString()} and fails (the company's key secret is scheduled for deletion), ` +
+          'and its invocation lands in the dead-letter queue (the FailedInvocations alarm); ' +
+          `delete it before then: \`aws scheduler delete-schedule --group-name ${group} --name ${scheduleName}\` (scheduler:DeleteSchedule)`,
+      ]);
+      expect(scheduler.schedules().map((s) => s.Name)).toContain(scheduleName);
     });
   });
 });

@@ -217,3 +217,59 @@ describe('acctops: companies remove --revoke-keys against a service that refuses
     expect((await acctops('keys', 'rotate', '--company', companyId)).code).toBe(0);
   });
 });
+
+/**
+ * Decision 113, through the real binary (local mode): the key `keys install` replaced loses the
+ * AWSPREVIOUS label at the next rotation, and with it its line in `keys status`, though it stays
+ * valid at the service with nothing scheduled to revoke it. `keys status` names it from the secret's
+ * earlier version until the rotation doctor revokes it.
+ */
+describe('acctops: the key an install replaced, after a later rotation (local mode)', () => {
+  const state = useCliState();
+  const acctops = (...args: string[]) => state.run(args);
+  type Row = {
+    companyId: string;
+    keyPrefix: string;
+    replacedKey: unknown;
+    earlierKeys: { apiKeyId: string; keyPrefix: string; lastUsedAt: string | null }[];
+    pendingRevocations: { keyPrefix: string }[];
+  };
+  const row = async (companyId: string) =>
+    parseJson<{ companies: Row[] }>(await acctops('--json', 'keys', 'status', '--company', companyId)).companies[0]!;
+
+  it('keys status lists it under earlierKeys, never as pending, until doctor --repair revokes it as revocation_overdue', async () => {
+    const company = parseJson<{ companies: Row[] }>(await acctops('--json', 'keys', 'status')).companies[0]!.companyId;
+    const replaced = (await row(company)).keyPrefix;
+    const replacedId = (await serviceKeysOf(state.dir, company)).find(
+      (k) => replaced.startsWith(k.prefix) || k.prefix.startsWith(replaced),
+    )!.publicId;
+    const file = join(state.dir, 'installed-key.txt');
+    expect((await acctops('local', 'issue-key', '--company', company, '--out', file)).code).toBe(0);
+    const key = (await readFile(file, 'utf8')).trim();
+    expect((await state.run(['keys', 'install', '--company', company], { env: { ACCTOPS_API_KEY: key } })).code).toBe(0);
+    const installed = (await row(company)).keyPrefix;
+    expect((await acctops('keys', 'rotate', '--company', company)).code).toBe(0);
+
+    const after = await row(company);
+    // The installed key is the one pending now; the replaced one is no longer AWSPREVIOUS, and was lost from view.
+    expect(after.pendingRevocations.map((r) => r.keyPrefix)).toEqual([installed]);
+    expect(after.replacedKey).toBeNull();
+    expect(after.earlierKeys).toEqual([expect.objectContaining({ apiKeyId: replacedId, keyPrefix: replaced })]);
+    const shown = await acctops('keys', 'status', '--company', company);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain(
+      `${company}: the earlier key ${replaced}… (held by an earlier version of its key secret: the key an install replaced, or one whose revocation was lost) stays valid at the service`,
+    );
+    expect(shown.stdout).toContain(
+      'the rotation doctor revokes it as revocation_overdue once the grace period after the last rotation is over',
+    );
+    expect(shown.stdout + shown.stderr).not.toContain(key);
+    expect((await serviceKeysOf(state.dir, company)).find((k) => k.publicId === replacedId)!.revokedAt).toBeNull();
+
+    // What the line promises: past the grace period (and the doctor's slack), doctor --repair revokes it.
+    expect((await acctops('local', 'advance-clock', '--by', '2h')).code).toBe(0);
+    expect((await acctops('doctor', '--repair')).stdout).toContain(replaced);
+    expect((await serviceKeysOf(state.dir, company)).find((k) => k.publicId === replacedId)!.revokedAt).not.toBeNull();
+    expect((await row(company)).earlierKeys).toEqual([]);
+  });
+});

@@ -13,6 +13,7 @@ export const KEY_STATUS_ROW_FIELDS: readonly string[] = [
   'apiKeyId',
   'companyId',
   'currentKeyRevocations',
+  'earlierKeys',
   'error',
   'expiresAt',
   'keyPrefix',

@@ -25,7 +25,7 @@ export interface RunningScheduler {
   fireDue(now: number, invoke: (target: string, input: unknown) => Promise<unknown>): Promise<number>;
   /** Calls per operation, e.g. `{ CreateSchedule: 1 }`. */
   calls: Record<string, number>;
-  /** Operations answered AccessDeniedException (403), as for a caller whose IAM lacks them, e.g. `DeleteSchedule`. */
+  /** Operations answered AccessDeniedException (403), as for a caller whose IAM lacks them: `DeleteSchedule`, `GetSchedule`. */
   denied: Set<string>;
   stop(): Promise<void>;
 }
@@ -49,6 +49,14 @@ export async function startScheduler(): Promise<RunningScheduler> {
   };
   const arn = (s: Pick<FakeSchedule, 'GroupName' | 'Name'>) =>
     `arn:aws:scheduler:eu-central-1:000000000000:schedule/${s.GroupName}/${s.Name}`;
+
+  const refuse = (res: ServerResponse, operation: string, group: string, name: string) =>
+    fail(
+      res,
+      403,
+      'AccessDeniedException',
+      `not authorized to perform: scheduler:${operation} on ${arn({ GroupName: group, Name: name })}`,
+    );
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -90,17 +98,13 @@ export async function startScheduler(): Promise<RunningScheduler> {
         return ok(res, { ScheduleArn: arn(existing) });
       case 'GET':
         count('GetSchedule');
+        if (denied.has('GetSchedule')) return refuse(res, 'GetSchedule', group, name);
         if (!existing) return fail(res, 404, 'ResourceNotFoundException', `Schedule ${name} does not exist.`);
         return ok(res, { ...existing, Arn: arn(existing), State: 'ENABLED' });
       case 'DELETE':
         count('DeleteSchedule');
-        if (denied.has('DeleteSchedule'))
-          return fail(
-            res,
-            403,
-            'AccessDeniedException',
-            `not authorized to perform: scheduler:DeleteSchedule on ${arn({ GroupName: group, Name: name })}`,
-          );
+        // As IAM does: the caller's action is refused before the service looks for the schedule.
+        if (denied.has('DeleteSchedule')) return refuse(res, 'DeleteSchedule', group, name);
         if (!existing) return fail(res, 404, 'ResourceNotFoundException', `Schedule ${name} does not exist.`);
         schedules.delete(key(group, name));
         return ok(res, {});

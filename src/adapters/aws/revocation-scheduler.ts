@@ -53,6 +53,11 @@ export class EventBridgeRevocationScheduler implements RevocationScheduler {
     this.namePrefix = options.namePrefix ?? 'revoke-';
   }
 
+  /** Where the key's revocation waits: for an operator to be told which schedule to look at or delete. */
+  scheduleOf(apiKeyId: string): { name: string; group: string } {
+    return { name: `${this.namePrefix}${apiKeyId}`, group: this.options.groupName };
+  }
+
   /** Creates the key's schedule; if it exists, moves it later when asked for a later time, never earlier. */
   async schedule(revocation: Revocation): Promise<void> {
     const entry = parseWith(revocationSchema, revocation, 'revocation');
@@ -76,9 +81,19 @@ export class EventBridgeRevocationScheduler implements RevocationScheduler {
    * Deletes the key's schedule, so that it never fires: for a key revoked already whose schedule
    * would fail (its company's key secret about to be scheduled for deletion, decision 107). A
    * schedule that is gone (it fired meanwhile, or a repeat) counts as deleted.
+   *
+   * It is read first, and only one that exists is deleted: IAM refuses DeleteSchedule to a caller
+   * without the action before the service looks for the schedule, so an operator without it met an
+   * AccessDenied for a schedule that was never made or was gone already (decision 113). GetSchedule
+   * is what listing the pending revocations needs anyway; if it cannot be read, the delete is tried.
    */
   async cancel(apiKeyId: string): Promise<void> {
     const name = `${this.namePrefix}${apiKeyId}`;
+    try {
+      await this.client.send(new GetScheduleCommand({ Name: name, GroupName: this.options.groupName }));
+    } catch (error) {
+      if (error instanceof ResourceNotFoundException) return;
+    }
     try {
       await this.client.send(new DeleteScheduleCommand({ Name: name, GroupName: this.options.groupName }));
     } catch (error) {

@@ -81,12 +81,22 @@ export interface KeyStatus {
    * or pending, or the key list was not read.
    */
   replacedKey: { apiKeyId: string; keyPrefix: string; lastUsedAt: string | null } | null;
+  /**
+   * Keys an earlier, unlabelled version of the secret holds that the service lists valid and no
+   * revocation of which is pending: above all the key `keys install` replaced, once a later rotation
+   * took the AWSPREVIOUS label from it (nothing ever scheduled its revocation), or one whose schedule
+   * was lost before a second rotation (decision 113). The rotation doctor revokes such a key as
+   * `revocation_overdue` once the grace period after the last rotation is over. Versions are read
+   * only when the service lists a live key that nothing else in the row explains. Empty when there
+   * is none or the key list was not read.
+   */
+  earlierKeys: { apiKeyId: string; keyPrefix: string; lastUsedAt: string | null }[];
   /** Set when part of the row could not be read (the rest is still shown); null when all was. */
   error: string | null;
 }
 
 export interface KeyStatusDeps {
-  store: Pick<SecretStore, 'describeSecret' | 'readSecret'>;
+  store: Pick<SecretStore, 'describeSecret' | 'readSecret' | 'listVersions'>;
   directory: Pick<CompanyKeyDirectory, 'list'>;
   scheduler: Pick<RevocationScheduler, 'pending'>;
   clientFor(key: CompanyKeySecret): AccountingClient;
@@ -159,6 +169,7 @@ export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
         .sort((a, b) => a.revokeAt - b.revokeAt),
       currentKeyRevocations: [],
       replacedKey: null,
+      earlierKeys: [],
     };
     try {
       const current = parseCompanyKeySecret((await deps.store.readSecret(entry.secretId, { stage: SecretStage.current })).value);
@@ -194,12 +205,52 @@ export async function keyStatus(deps: KeyStatusDeps): Promise<KeyStatus[]> {
           pending.usedSinceRotation = usedAfter(pending.lastUsedAt, lastRotatedAt);
         }
       }
+      // Live keys nothing above accounts for: another integration's, or one an earlier version holds.
+      const unexplained = keys.filter(
+        (k) =>
+          k.revokedAt === null &&
+          k.publicId !== current.apiKeyId &&
+          k.publicId !== previous?.apiKeyId &&
+          !revocations.some((r) => r.apiKeyId === k.publicId),
+      );
+      if (unexplained.length > 0) {
+        const held = await earlierHeldKeys(deps.store, entry.secretId, new Set(unexplained.map((k) => k.publicId)));
+        row.earlierKeys = unexplained
+          .filter((k) => held.has(k.publicId))
+          .map((k) => ({ apiKeyId: k.publicId, keyPrefix: held.get(k.publicId)!, lastUsedAt: k.lastUsedAt }));
+      }
     } catch (error) {
       row.error = redactString(error instanceof Error ? error.message : 'unknown error');
     }
     rows.push(row);
   }
   return rows;
+}
+
+/**
+ * The prefix of each of `wanted` that a version of the secret without a label holds (the doctor's
+ * "older version"), by key id; read newest first, and no further once all are found. A version that
+ * does not parse (a placeholder, or one Secrets Manager has dropped) holds nothing.
+ */
+async function earlierHeldKeys(
+  store: Pick<SecretStore, 'readSecret' | 'listVersions'>,
+  secretId: string,
+  wanted: Set<string>,
+): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  const versions = (await store.listVersions(secretId))
+    .filter((v) => v.stages.length === 0)
+    .sort((a, b) => (b.createdAt ?? 0) - (a.createdAt ?? 0));
+  for (const version of versions) {
+    if (found.size === wanted.size) break;
+    try {
+      const held = parseCompanyKeySecret((await store.readSecret(secretId, { versionId: version.versionId })).value);
+      if (wanted.has(held.apiKeyId)) found.set(held.apiKeyId, held.keyPrefix);
+    } catch {
+      continue;
+    }
+  }
+  return found;
 }
 
 /** The key of the secret's AWSPREVIOUS version; undefined when there is none, or it holds none that parses (an install's placeholder). */

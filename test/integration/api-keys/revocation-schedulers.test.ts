@@ -136,6 +136,30 @@ describe('EventBridge Scheduler revocations (real SDK, fake service)', () => {
     expect(scheduler.schedules()[0]!.Target).toMatchObject({ Arn: TARGET, DeadLetterConfig: { Arn: DLQ } });
   });
 
+  it('cancel deletes an existing schedule, and asks no DeleteSchedule for one that does not exist, so a caller without the action is not refused for nothing (decision 113)', async () => {
+    await adapter().schedule(revocation(3));
+    await adapter().cancel(revocation(3).apiKeyId);
+    expect(scheduler.schedules()).toEqual([]);
+    expect(scheduler.calls.DeleteSchedule).toBe(1);
+
+    scheduler.denied.add('DeleteSchedule');
+    // Never made, or gone already (deleted, or fired): nothing to delete, no refusal.
+    await expect(adapter().cancel(revocation(3).apiKeyId)).resolves.toBeUndefined();
+    await expect(adapter().cancel(revocation(4).apiKeyId)).resolves.toBeUndefined();
+    expect(scheduler.calls.DeleteSchedule).toBe(1);
+
+    // One that exists is still deleted or refused, naming the schedule and the action.
+    await adapter().schedule(revocation(5));
+    await expect(adapter().cancel(revocation(5).apiKeyId)).rejects.toThrow(
+      `EventBridge Scheduler DeleteSchedule failed for revoke-${revocation(5).apiKeyId}: AccessDeniedException: not authorized to perform: scheduler:DeleteSchedule`,
+    );
+    // A schedule that cannot be read is not taken for gone: the delete is tried.
+    scheduler.denied.delete('DeleteSchedule');
+    scheduler.denied.add('GetSchedule');
+    await adapter().cancel(revocation(5).apiKeyId);
+    expect(scheduler.schedules()).toEqual([]);
+  });
+
   it('rounds at() up to the second, so a revocation never fires early', () => {
     expect(atExpression(T0)).toBe('at(2026-11-02T09:00:00)');
     expect(atExpression(T0 + 1)).toBe('at(2026-11-02T09:00:01)');

@@ -49,6 +49,7 @@ describe('keys status: what an old key pending revocation says of its use', () =
           error: null,
           currentKeyRevocations: [],
           replacedKey: { apiKeyId: 'a'.repeat(8), keyPrefix: 'sbx_Replace1', lastUsedAt: fiveMinutesAgo },
+          earlierKeys: [{ apiKeyId: 'b'.repeat(8), keyPrefix: 'sbx_Earlier9', lastUsedAt: null }],
           pendingRevocations: [
             pending('sbx_Never001', {}),
             pending('sbx_NotUsed1', { lastUsedAt: fiveMinutesAgo, usedSinceRotation: false }),
@@ -77,6 +78,11 @@ describe('keys status: what an old key pending revocation says of its use', () =
     expect(column).not.toContain('sbx_Replace1');
     expect(text()).toContain(
       `${COMPANY}: the previous key sbx_Replace1… (the key an install replaced, or one whose revocation was lost) stays valid at the service, last used 5m ago, and no revocation of it is pending: \`acctops keys revoke-pending --company ${COMPANY} --prefix sbx_Replace1\` revokes it now.`,
+    );
+    // Older still, after a later rotation took its label (decision 113): named, with who revokes it, never under pending.
+    expect(column).not.toContain('sbx_Earlier9');
+    expect(text()).toContain(
+      `${COMPANY}: the earlier key sbx_Earlier9… (held by an earlier version of its key secret: the key an install replaced, or one whose revocation was lost) stays valid at the service, never used, and no revocation of it is pending: the rotation doctor revokes it as revocation_overdue once the grace period after the last rotation is over (\`acctops doctor --repair\`).`,
     );
   });
 });
