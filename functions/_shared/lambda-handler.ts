@@ -10,7 +10,7 @@ import { hasSecretShape, redactString } from '../../src/core/shared/redact';
 import { lazySchema } from '../../src/core/shared/lazy-schema';
 
 /** What every function gets from AcctopsFunction (lib/constructs/acctops-function.ts). */
-export const runtimeEnvSchema = lazySchema(() =>
+export const runtimeEnvSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     ACCTOPS_STAGE: envString,
     ACCTOPS_FUNCTION: envString,

@@ -30,7 +30,7 @@ const probes = [institutionCredentialProbe(credential), serviceReachableProbe(cl
  * On its schedule (lib/constructs/monitoring.ts) or by hand (`acctops doctor` sends `{}`): every
  * probe runs, or with `{ "probes": [...] }` the named ones.
  */
-const eventSchema = lazySchema(() =>
+const eventSchema = /* @__PURE__ */ lazySchema(() =>
   scheduledOrManualEventSchema('health-check', {
     probes: z
       .array(z.enum([PROBES.institutionCredential, PROBES.service]))

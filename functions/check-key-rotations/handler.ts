@@ -38,8 +38,10 @@ const RESERVE_MS = 60_000;
  * registry or stopped being due since it was queued (then the message ends with a log line and
  * `RotationChecksSkipped`).
  */
-const sqsRecord = lazySchema(() => z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') }));
-const eventSchema = lazySchema(() =>
+const sqsRecord = /* @__PURE__ */ lazySchema(() =>
+  z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') }),
+);
+const eventSchema = /* @__PURE__ */ lazySchema(() =>
   scheduledOrManualEventSchema('key-rotation-doctor', {
     repair: z.boolean().optional(),
     Records: z.array(sqsRecord).min(1).optional(),

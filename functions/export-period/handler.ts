@@ -35,7 +35,7 @@ const RESERVE_MS = 90_000;
  * The SQS envelope only: each body is parsed per message in src, so one bad message is one batch
  * item failure (bound for the DLQ), not a failed batch.
  */
-const eventSchema = lazySchema(() =>
+const eventSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     Records: z
       .array(

@@ -17,7 +17,7 @@ const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
 ]);
 
 /** Invoked by a runbook or `acctops tokens onboard`: the user as the service knows it. */
-const eventSchema = lazySchema(() =>
+const eventSchema = /* @__PURE__ */ lazySchema(() =>
   z.strictObject({
     externalId: caseFoldedUuid,
     username: z.string().min(1),

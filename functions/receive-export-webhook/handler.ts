@@ -17,7 +17,7 @@ const { env, runtime } = exportRuntimeFromEnv(AwsExportWebhookRuntime, [
 ]);
 
 /** A Lambda Function URL request (payload format 2.0): what the checks need, nothing more. */
-const eventSchema = lazySchema(() =>
+const eventSchema = /* @__PURE__ */ lazySchema(() =>
   z.looseObject({
     headers: z.record(z.string(), z.string()).default({}),
     body: z.string().optional(),

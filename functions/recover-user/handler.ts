@@ -20,7 +20,7 @@ const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
  * a new pair and puts the user back in the schedule. A revoked user needs `reactivate: true`; an
  * active user is left as it is unless `force: true` (the service refuses tokens our record holds).
  */
-const eventSchema = lazySchema(() =>
+const eventSchema = /* @__PURE__ */ lazySchema(() =>
   z.strictObject({ externalId: caseFoldedUuid, reactivate: z.boolean().optional(), force: z.boolean().optional() }),
 );
 

@@ -30,7 +30,7 @@ const RESERVE_MS = 60_000;
  * The SQS envelope only: each body is parsed per message in src, so one bad message is one batch
  * item failure (bound for the DLQ), not a failed batch.
  */
-const eventSchema = lazySchema(() =>
+const eventSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     Records: z.array(z.looseObject({ messageId: z.string().min(1), body: z.string(), eventSource: z.literal('aws:sqs') })).min(1),
   }),

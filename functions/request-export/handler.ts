@@ -11,7 +11,7 @@ import { lazySchema } from '../../src/core/shared/lazy-schema';
 const { env, runtime } = exportRuntimeFromEnv(AwsExportRequestRuntime, ['EXPORT_QUEUE_URL', 'EXPORT_TIME_ZONE']);
 
 /** An `ExportRequested` event as the EventBridge rule delivers it (docs/exports.md, "On demand"). */
-const eventSchema = lazySchema(() =>
+const eventSchema = /* @__PURE__ */ lazySchema(() =>
   z.looseObject({
     id: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/),
     'detail-type': z.literal(EXPORT_EVENT_TYPES.requested),

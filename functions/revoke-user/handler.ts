@@ -15,7 +15,7 @@ const { runtime } = tokenRuntimeFromEnv(AwsTokenLifecycleRuntime, [
 ]);
 
 /** Invoked by a runbook or `acctops tokens revoke`. */
-const eventSchema = lazySchema(() => z.strictObject({ externalId: caseFoldedUuid }));
+const eventSchema = /* @__PURE__ */ lazySchema(() => z.strictObject({ externalId: caseFoldedUuid }));
 
 /** Expires the user's tokens at the service and marks it revoked; idempotent. */
 export const handler = createHandler({

@@ -13,7 +13,7 @@ import { lazySchema } from '../../core/shared/lazy-schema';
 import { getRegistryItem, onRegistryTable } from './dynamodb-registry-entry';
 
 const KEY = REGISTRY_TABLE.partitionKey.name;
-const cursorSchema = lazySchema(() => z.object({ after: z.string().min(1) }));
+const cursorSchema = /* @__PURE__ */ lazySchema(() => z.object({ after: z.string().min(1) }));
 
 /**
  * The company registry on its own DynamoDB table (docs/fleet.md). A

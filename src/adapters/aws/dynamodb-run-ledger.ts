@@ -40,7 +40,7 @@ const latestKey = (period: string) => ({ [PK]: `period#${period}`, [SK]: LATEST_
 const splitKey = (splitId: string) => ({ [PK]: `split#${splitId}`, [SK]: '#split' });
 const partKey = (splitId: string, index: number) => ({ [PK]: `split#${splitId}`, [SK]: `part#${String(index).padStart(5, '0')}` });
 
-const splitItemSchema = lazySchema(() =>
+const splitItemSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     splitId: z.string(),
     companyId: z.string(),
@@ -63,7 +63,7 @@ const splitItemSchema = lazySchema(() =>
   }),
 );
 
-const runItemSchema = lazySchema(() =>
+const runItemSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     runId: z.string(),
     period: z.string(),
@@ -76,7 +76,7 @@ const runItemSchema = lazySchema(() =>
     open: z.number().optional(),
   }),
 );
-const entryItemSchema = lazySchema(() => z.object({ state: z.string(), source: exportSourceSchema.optional() }));
+const entryItemSchema = /* @__PURE__ */ lazySchema(() => z.object({ state: z.string(), source: exportSourceSchema.optional() }));
 
 export interface DynamoDbRunLedgerOptions {
   client: DynamoDBClient;

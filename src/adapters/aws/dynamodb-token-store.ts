@@ -70,15 +70,15 @@ const SUMMARY_ATTRIBUTES = [
   'updatedAt',
 ] as const;
 
-const dueEntrySchema = lazySchema(() => z.object({ externalId: z.string().min(1), dueAt: z.int().min(0) }));
+const dueEntrySchema = /* @__PURE__ */ lazySchema(() => z.object({ externalId: z.string().min(1), dueAt: z.int().min(0) }));
 /** Per shard: null before its first query, 'done' when exhausted, else the last entry handed out. */
-const dueCursorSchema = lazySchema(() =>
+const dueCursorSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     shards: z.array(z.union([z.null(), z.literal('done'), z.tuple([z.int().min(0), z.string().min(1)])])).length(TOKEN_TABLE.dueShardCount),
   }),
 );
 type ShardPosition = z.output<typeof dueCursorSchema>['shards'][number];
-const listCursorSchema = lazySchema(() => z.object({ after: z.string().min(1) }));
+const listCursorSchema = /* @__PURE__ */ lazySchema(() => z.object({ after: z.string().min(1) }));
 
 export interface DynamoDbTokenStoreOptions {
   client: DynamoDBClient;

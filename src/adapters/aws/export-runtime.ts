@@ -10,7 +10,7 @@ import type { Logger } from '../../core/shared/logger';
 import type { Metrics } from '../../core/shared/metrics';
 import { lazySchema } from '../../core/shared/lazy-schema';
 
-const taxReportFieldsEnv = lazySchema(() =>
+const taxReportFieldsEnv = /* @__PURE__ */ lazySchema(() =>
   z
     .string()
     .default('{}')
@@ -25,7 +25,7 @@ const taxReportFieldsEnv = lazySchema(() =>
     .pipe(taxReportFieldsSchema),
 );
 
-const formatList = lazySchema(() =>
+const formatList = /* @__PURE__ */ lazySchema(() =>
   z
     .string()
     .default(FORMATS.join(','))

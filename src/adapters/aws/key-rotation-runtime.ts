@@ -13,7 +13,7 @@ import { lazySchema } from '../../core/shared/lazy-schema';
 /** The `source` of the events the key functions publish. */
 export const KEY_EVENT_SOURCE = 'acctops.api-keys';
 
-const apiPath = lazySchema(() => z.string().regex(/^\/[A-Za-z0-9_\-/{}]*\/$/, 'expected a path like /api-keys/'));
+const apiPath = /* @__PURE__ */ lazySchema(() => z.string().regex(/^\/[A-Za-z0-9_\-/{}]*\/$/, 'expected a path like /api-keys/'));
 
 /**
  * The environment of the key functions, as lib/constructs/key-rotation.ts sets it. Each handler

@@ -9,13 +9,13 @@ import { decodeCursor, encodeCursor } from '../../core/tokens/token-transitions'
 import { readJsonFile, writePrivateJsonFile } from './private-json-file';
 import { lazySchema } from '../../core/shared/lazy-schema';
 
-const cursorSchema = lazySchema(() => z.object({ after: z.string().min(1) }));
+const cursorSchema = /* @__PURE__ */ lazySchema(() => z.object({ after: z.string().min(1) }));
 
 /**
  * Raw items are kept as they were written: the registry, not the table, decides whether an item
  * is valid, so a hand-edited bad item reaches the registry's findings as it would from DynamoDB.
  */
-const fileSchema = lazySchema(() =>
+const fileSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     format: z.literal('acctops.company-registry'),
     formatVersion: z.literal(1),

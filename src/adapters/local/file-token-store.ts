@@ -43,7 +43,7 @@ import { foldUuid } from '../../core/shared/uuid';
 
 const FORMAT = 'acctops.token-store';
 
-const fileSchema = lazySchema(() =>
+const fileSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     format: z.literal(FORMAT),
     formatVersion: z.literal(1),
@@ -53,9 +53,9 @@ const fileSchema = lazySchema(() =>
 type TokenFile = z.output<typeof fileSchema>;
 
 /** What the due index holds: only items that carry a valid dueAt, as DynamoDB's sparse index. */
-const dueEntrySchema = lazySchema(() => z.object({ dueAt: z.int().min(0) }));
-const dueCursorSchema = lazySchema(() => z.object({ after: z.tuple([z.int().min(0), z.string().min(1)]) }));
-const listCursorSchema = lazySchema(() => z.object({ after: z.string().min(1) }));
+const dueEntrySchema = /* @__PURE__ */ lazySchema(() => z.object({ dueAt: z.int().min(0) }));
+const dueCursorSchema = /* @__PURE__ */ lazySchema(() => z.object({ after: z.tuple([z.int().min(0), z.string().min(1)]) }));
+const listCursorSchema = /* @__PURE__ */ lazySchema(() => z.object({ after: z.string().min(1) }));
 
 export interface FileTokenStoreOptions {
   /** The JSON file. A missing directory is created with mode 0700; an existing one is left as it is. */

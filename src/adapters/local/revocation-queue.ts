@@ -7,7 +7,7 @@ import { lazySchema } from '../../core/shared/lazy-schema';
 
 const FORMAT = 'acctops.revocation-queue';
 
-const fileSchema = lazySchema(() =>
+const fileSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     format: z.literal(FORMAT),
     formatVersion: z.literal(1),

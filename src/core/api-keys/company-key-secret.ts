@@ -34,7 +34,7 @@ const NO_KEY_YET =
   '`acctops keys install --company <id>`, docs/runbooks.md, "Install a company API key"';
 const API_KEY = /^[A-Za-z0-9]+_[\x21-\x7e]+$/;
 
-export const companyKeySecretSchema = lazySchema(() =>
+export const companyKeySecretSchema = /* @__PURE__ */ lazySchema(() =>
   z
     .object({
       apiKey: z.string().max(4096).regex(API_KEY),

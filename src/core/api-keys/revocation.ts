@@ -13,7 +13,7 @@ import { keyPrefix } from '../shared/redact';
  * The revocation of an old key, due once the grace period after its replacement's promotion is
  * over. It names the key by id and prefix only: a revocation never carries the key itself.
  */
-export const revocationSchema = lazySchema(() =>
+export const revocationSchema = /* @__PURE__ */ lazySchema(() =>
   z.strictObject({
     /** The company key secret the key was in (its ARN). */
     secretId: z.string().min(1).max(2048),

@@ -50,7 +50,7 @@ export interface RotationCheckIndex {
 }
 
 /** A company the sweep found due, as a queued check carries it (ids and names only). */
-export const queuedCheckSchema = lazySchema(() =>
+export const queuedCheckSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     companyId: z.string().min(1),
     secretId: z.string().min(1),

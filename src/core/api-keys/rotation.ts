@@ -28,7 +28,7 @@ export const ROTATION_STEPS = ['createSecret', 'setSecret', 'testSecret', 'finis
 export type RotationStep = (typeof ROTATION_STEPS)[number];
 
 /** The event Secrets Manager sends the rotation function. */
-export const rotationEventSchema = lazySchema(() =>
+export const rotationEventSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     SecretId: z.string().min(1).max(2048),
     /** The id of the version being rotated in; AWS sends a UUID, the API allows 32 to 64 characters. */

@@ -24,7 +24,7 @@ export const ROTATION_DAYS = { min: 1, max: 1000 } as const;
 export const DEFAULT_REGISTRY_PAGE = 500;
 export const MAX_REGISTRY_PAGE = 1000;
 
-export const companyIdSchema = lazySchema(() => z.string().regex(UUID, 'expected a lower-case UUID'));
+export const companyIdSchema = /* @__PURE__ */ lazySchema(() => z.string().regex(UUID, 'expected a lower-case UUID'));
 
 /**
  * How a registered `defaultCurrency` is read: by its shape only. `add` checked it against Intl's
@@ -37,7 +37,7 @@ export const REGISTERED_CURRENCY_EXPECTED = 'expected an ISO 4217 currency code 
  * One registry item. Unknown attributes are tolerated (a newer version may add some); `companyId`
  * must already be lower case, since it is the table's key and two spellings would be two items.
  */
-export const registeredCompanySchema = lazySchema(() =>
+export const registeredCompanySchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     companyId: companyIdSchema,
     formats: z.array(z.enum(FORMATS)).min(1).max(FORMATS.length),
@@ -195,7 +195,7 @@ export interface CompanyRegistryOptions {
   logger?: Logger;
 }
 
-const addInputSchema = lazySchema(() =>
+const addInputSchema = /* @__PURE__ */ lazySchema(() =>
   z.strictObject({
     companyId: z
       .string()

@@ -17,7 +17,7 @@ const SOURCE = 'institution credential secret';
 const INSTITUTION_ID = /^[\x21-\x39\x3b-\x7e]+$/;
 const SECRET_KEY = /^[\x21-\x7e]+$/;
 
-const schema = lazySchema(() =>
+const schema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     institutionId: z.string().min(1).max(256).regex(INSTITUTION_ID),
     secretKey: z.string().min(1).max(4096).regex(SECRET_KEY),

@@ -39,16 +39,18 @@ export function envMs(value: number | undefined, unitMs = 1000): number | undefi
 }
 
 /** Common env var shapes. */
-export const envString = lazySchema(() => z.string().trim().min(1));
-export const envArn = lazySchema(() => z.string().regex(/^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:\d{12}:.+/, 'expected an ARN'));
-export const envUrl = lazySchema(() => z.url({ protocol: /^https?$/ }));
+export const envString = /* @__PURE__ */ lazySchema(() => z.string().trim().min(1));
+export const envArn = /* @__PURE__ */ lazySchema(() =>
+  z.string().regex(/^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:\d{12}:.+/, 'expected an ARN'),
+);
+export const envUrl = /* @__PURE__ */ lazySchema(() => z.url({ protocol: /^https?$/ }));
 
 /**
  * The service's base URL, held at cold start to the rule the stage's `baseUrl` is held to at synth
  * (contract/setting-rules.ts), so that a variable edited in the console fails the cold start with its
  * name rather than every invocation with the client's `baseUrl`. No message quotes the URL.
  */
-export const envBaseUrl = lazySchema(() =>
+export const envBaseUrl = /* @__PURE__ */ lazySchema(() =>
   z.string().superRefine((raw, ctx) => {
     const problem = baseUrlProblem(raw);
     if (problem !== undefined) ctx.addIssue({ code: 'custom', message: BASE_URL_PROBLEMS[problem] });
@@ -56,7 +58,7 @@ export const envBaseUrl = lazySchema(() =>
 );
 
 /** An IANA time zone, by the stage's rule (contract/setting-rules.ts). */
-export const envTimeZone = lazySchema(() => z.string().trim().refine(isTimeZone, TIME_ZONE_EXPECTED));
+export const envTimeZone = /* @__PURE__ */ lazySchema(() => z.string().trim().refine(isTimeZone, TIME_ZONE_EXPECTED));
 
 const BLANK = 'must not be blank (unset it for the default)';
 

@@ -15,6 +15,10 @@ import type * as z from 'zod';
  * The value is a Proxy with the schema's own type: `parse`, `.shape`, `.extend()`, `instanceof`,
  * nesting in other schemas and JSON Schema generation all reach the one built instance. It is
  * built at most once; a builder that throws throws again on the next use.
+ *
+ * Every module-level call is written `/* @__PURE__ *\/ lazySchema(…)`: with it esbuild drops a
+ * schema no code of the bundle reads, builder and all (decision 114;
+ * test/unit/architecture/pure-annotations.test.ts keeps the calls annotated).
  */
 export function lazySchema<T extends z.core.$ZodType>(build: () => T): T {
   let built: T | undefined;

@@ -13,4 +13,4 @@ export function foldUuid(id: string): string {
 }
 
 /** Any 8-4-4-4-12 hex identifier (as `uuidSchema` of the client), folded to lower case. */
-export const caseFoldedUuid = lazySchema(() => z.guid().transform(foldUuid));
+export const caseFoldedUuid = /* @__PURE__ */ lazySchema(() => z.guid().transform(foldUuid));

@@ -6,7 +6,7 @@ import { caseFoldedUuid } from '../shared/uuid';
  * What onboarding a user takes. Its own module so that the CLI checks `--email` (and may check the
  * others) with this rule before anything runs, without loading the token lifecycle at start-up.
  */
-export const onboardInputSchema = lazySchema(() =>
+export const onboardInputSchema = /* @__PURE__ */ lazySchema(() =>
   z.strictObject({
     externalId: caseFoldedUuid,
     username: z.string().trim().min(1).max(512),

@@ -17,7 +17,7 @@ export interface PlanRefreshDeps {
   metrics: Metrics;
 }
 
-const optionsSchema = lazySchema(() =>
+const optionsSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     marginMs: z.int().min(0),
     pageSize: z.int().min(1).max(MAX_PAGE_SIZE).default(MAX_PAGE_SIZE),

@@ -13,7 +13,7 @@ export interface RefreshQueue {
   enqueue(requests: readonly RefreshRequest[]): Promise<void>;
 }
 
-export const refreshRequestSchema = lazySchema(() =>
+export const refreshRequestSchema = /* @__PURE__ */ lazySchema(() =>
   z.strictObject({
     // Not folded: the planner sends the store's key as the due index holds it, which finds the
     // record whatever its case (storedKeySpellings), a mixed-case one of the older code included.

@@ -17,7 +17,7 @@ export function parseStoredItem(raw: unknown, externalId: string): StoredTokenIt
   return parseWith(storedTokenItemSchema, raw, `token record ${externalId}`);
 }
 
-const storedSummarySchema = lazySchema(() => storedTokenItemSchema.omit({ accessToken: true, refreshToken: true }));
+const storedSummarySchema = /* @__PURE__ */ lazySchema(() => storedTokenItemSchema.omit({ accessToken: true, refreshToken: true }));
 
 /** Validates a stored item read without its tokens (a listing). */
 export function parseStoredSummary(raw: unknown, externalId: string): TokenSummary {

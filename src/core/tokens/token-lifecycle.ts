@@ -45,7 +45,7 @@ const SAVE_ATTEMPTS = 4;
 const SAVE_RETRY_BASE_MS = 500;
 const SAVE_RETRY_RESERVE_MS = 10_000;
 
-const settingsSchema = lazySchema(() =>
+const settingsSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     /** Refresh this long before the deadline (access-token expiry or keep-alive). */
     marginMs: z

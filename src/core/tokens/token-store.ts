@@ -212,14 +212,14 @@ export function isDue(token: Pick<TokenRecord, 'status' | 'accessTokenExpiresAt'
   return token.status === 'active' && refreshDeadline(token) - marginMs <= now;
 }
 
-const epochMs = lazySchema(() => z.int().min(0));
+const epochMs = /* @__PURE__ */ lazySchema(() => z.int().min(0));
 
 /**
  * The stored shape, shared by both adapters. Absent attributes stand for "none" (DynamoDB has no
  * use for nulls), and `dueAt` exists only while the record is active: that makes the due index
  * sparse, so revoked and needs_attention records are not in it and are never refreshed.
  */
-export const storedTokenItemSchema = lazySchema(() =>
+export const storedTokenItemSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     externalId: z.guid(),
     username: z.string().min(1),

@@ -45,13 +45,13 @@ export type ConditionFailure = 'exists' | 'not_found' | 'lease_held' | 'lease_no
 
 const LEASE_ATTRIBUTES: RemovableAttribute[] = ['leaseOwner', 'leaseUntil'];
 
-const epochMs = lazySchema(() => z.int().min(0));
-const token = lazySchema(() => z.string().min(1).max(8192));
-const owner = lazySchema(() => z.string().min(1).max(256));
+const epochMs = /* @__PURE__ */ lazySchema(() => z.int().min(0));
+const token = /* @__PURE__ */ lazySchema(() => z.string().min(1).max(8192));
+const owner = /* @__PURE__ */ lazySchema(() => z.string().min(1).max(256));
 /** A class name, not a message: a message could quote a token. */
 const ERROR_CLASS = /^[A-Za-z][A-Za-z0-9_.:-]{0,127}$/;
 
-const newTokenSchema = lazySchema(() =>
+const newTokenSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     // Every record is created under the lower-case key (decision 77).
     externalId: caseFoldedUuid,
@@ -62,22 +62,24 @@ const newTokenSchema = lazySchema(() =>
     accessTokenExpiresAt: epochMs,
   }),
 );
-const issuedTokensSchema = lazySchema(() => z.object({ accessToken: token, refreshToken: token, accessTokenExpiresAt: epochMs }));
-const statusChangeSchema = lazySchema(() =>
+const issuedTokensSchema = /* @__PURE__ */ lazySchema(() =>
+  z.object({ accessToken: token, refreshToken: token, accessTokenExpiresAt: epochMs }),
+);
+const statusChangeSchema = /* @__PURE__ */ lazySchema(() =>
   z.discriminatedUnion('status', [
     z.object({ status: z.literal('needs_attention'), errorClass: z.string(), errorCode: z.string().optional() }),
     z.object({ status: z.literal('revoked') }),
   ]),
 );
-const guardSchema = lazySchema(() => z.object({ expectedVersion: z.int().min(1), owner, now: epochMs }));
-const leaseSchema = lazySchema(() => z.object({ owner, leaseUntil: epochMs, now: epochMs }));
-const pageRequestSchema = lazySchema(() =>
+const guardSchema = /* @__PURE__ */ lazySchema(() => z.object({ expectedVersion: z.int().min(1), owner, now: epochMs }));
+const leaseSchema = /* @__PURE__ */ lazySchema(() => z.object({ owner, leaseUntil: epochMs, now: epochMs }));
+const pageRequestSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     limit: z.int().min(1).max(MAX_PAGE_SIZE),
     cursor: z.string().min(1).max(16384).nullish(),
   }),
 );
-const dueQuerySchema = lazySchema(() => pageRequestSchema.extend({ now: epochMs, marginMs: z.int().min(0) }));
+const dueQuerySchema = /* @__PURE__ */ lazySchema(() => pageRequestSchema.extend({ now: epochMs, marginMs: z.int().min(0) }));
 
 export function newItem(input: NewToken, now: number): StoredTokenItem {
   const fields = parseWith(newTokenSchema, input, 'new token record');

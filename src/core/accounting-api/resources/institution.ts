@@ -20,7 +20,7 @@ import {
 import { expiryOf, verdictOf } from '../token-verdicts';
 import { lazySchema } from '../../shared/lazy-schema';
 
-const tokenSchema = lazySchema(() => z.string().min(1));
+const tokenSchema = /* @__PURE__ */ lazySchema(() => z.string().min(1));
 
 /** A refresh's pair, and whether the service rotated the refresh token. */
 export type RefreshedPair = TokenPair & { refreshTokenRotated: boolean };

@@ -16,11 +16,11 @@ import { lazySchema } from '../../shared/lazy-schema';
  */
 export const MANIFEST_SCHEMA_VERSION = 1;
 
-const sha256 = lazySchema(() => z.string().regex(/^[0-9a-f]{64}$/));
-const minorUnits = lazySchema(() => z.string().regex(/^-?\d+$/));
-const dataset = lazySchema(() => z.enum(DATASETS));
+const sha256 = /* @__PURE__ */ lazySchema(() => z.string().regex(/^[0-9a-f]{64}$/));
+const minorUnits = /* @__PURE__ */ lazySchema(() => z.string().regex(/^-?\d+$/));
+const dataset = /* @__PURE__ */ lazySchema(() => z.enum(DATASETS));
 
-const totalSchema = lazySchema(() =>
+const totalSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     currency: z.string(),
     cashflowType: z.string().nullable(),
@@ -32,7 +32,7 @@ const totalSchema = lazySchema(() =>
 );
 
 /** How the transactions' `date_to` was read (DateToReading); the part ledger stores a part's the same way. */
-export const dateToSchema = lazySchema(() =>
+export const dateToSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     setting: z.enum(['detect', 'inclusive', 'exclusive']),
     read: z.enum(['inclusive', 'exclusive', 'undetermined']),
@@ -43,7 +43,7 @@ export const dateToSchema = lazySchema(() =>
   }),
 );
 
-const datasetSchema = lazySchema(() =>
+const datasetSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     /** The run that wrote this dataset (an earlier one when the dataset was carried over). */
     runId: z.string(),
@@ -71,7 +71,7 @@ const datasetSchema = lazySchema(() =>
   }),
 );
 
-const objectSchema = lazySchema(() =>
+const objectSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     key: z.string(),
     dataset,
@@ -89,9 +89,9 @@ const objectSchema = lazySchema(() =>
   }),
 );
 
-const lazyTrigger = lazySchema(() => z.object({ kind: z.enum(['monthly', 'on_demand']), id: z.string().min(1) }));
+const lazyTrigger = /* @__PURE__ */ lazySchema(() => z.object({ kind: z.enum(['monthly', 'on_demand']), id: z.string().min(1) }));
 
-const symlinkSchema = lazySchema(() =>
+const symlinkSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     key: z.string(),
     dataset,
@@ -102,7 +102,7 @@ const symlinkSchema = lazySchema(() =>
   }),
 );
 
-export const manifestSchema = lazySchema(() =>
+export const manifestSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     schemaVersion: z.literal(MANIFEST_SCHEMA_VERSION),
     company: z.string(),

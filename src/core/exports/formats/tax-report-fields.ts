@@ -10,7 +10,7 @@ export { TAX_REPORT_FIELDS, type TaxReportField, type TaxReportFieldNames };
  * The mapping of our tax-report fields to the service's names, checked by contract's
  * taxReportFieldNameIssues as the stage schema is. An empty mapping is no mapping.
  */
-export const taxReportFieldsSchema = lazySchema(() =>
+export const taxReportFieldsSchema = /* @__PURE__ */ lazySchema(() =>
   z.unknown().transform((value, ctx): TaxReportFieldNames => {
     for (const { field, message } of taxReportFieldNameIssues(value)) ctx.addIssue({ code: 'custom', path: field ? [field] : [], message });
     return value as TaxReportFieldNames;

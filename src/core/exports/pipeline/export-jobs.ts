@@ -17,15 +17,15 @@ import { caseFoldedUuid as uuid } from '../../shared/uuid';
  * when it runs (the company's key secret, or the user's token from the token store).
  */
 
-const month = lazySchema(() => z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month as YYYY-MM'));
+const month = /* @__PURE__ */ lazySchema(() => z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month as YYYY-MM'));
 /** Identifiers that become part of a deduplication id: plain tokens, bounded. */
-const token = lazySchema(() => z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, 'expected 1-128 letters, digits or . _ : -'));
+const token = /* @__PURE__ */ lazySchema(() => z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, 'expected 1-128 letters, digits or . _ : -'));
 
-export const datasetsSchema = lazySchema(() => z.array(z.enum(DATASETS)).min(1).max(DATASETS.length));
-export const formatsSchema = lazySchema(() => z.array(z.enum(FORMATS)).min(1).max(FORMATS.length));
+export const datasetsSchema = /* @__PURE__ */ lazySchema(() => z.array(z.enum(DATASETS)).min(1).max(DATASETS.length));
+export const formatsSchema = /* @__PURE__ */ lazySchema(() => z.array(z.enum(FORMATS)).min(1).max(FORMATS.length));
 
 /** How an export reaches the company: the company's own API key, or an institution user's token. */
-export const exportSourceSchema = lazySchema(() =>
+export const exportSourceSchema = /* @__PURE__ */ lazySchema(() =>
   z.discriminatedUnion('kind', [
     z.strictObject({ kind: z.literal('apiKey') }),
     z.strictObject({ kind: z.literal('user'), externalId: uuid }),
@@ -34,7 +34,7 @@ export const exportSourceSchema = lazySchema(() =>
 export type ExportSource = z.output<typeof exportSourceSchema>;
 
 /** Why an export runs: the monthly schedule (`runId` names the run) or a request (event or webhook). */
-export const exportTriggerSchema = lazySchema(() =>
+export const exportTriggerSchema = /* @__PURE__ */ lazySchema(() =>
   z.discriminatedUnion('kind', [
     z.strictObject({ kind: z.literal('monthly'), runId: token }),
     z.strictObject({ kind: z.literal('on_demand'), requestId: token, via: z.enum(['event', 'webhook', 'cli']) }),
@@ -42,7 +42,7 @@ export const exportTriggerSchema = lazySchema(() =>
 );
 export type ExportTrigger = z.output<typeof exportTriggerSchema>;
 
-export const exportJobSchema = lazySchema(() =>
+export const exportJobSchema = /* @__PURE__ */ lazySchema(() =>
   z.strictObject({
     type: z.literal('export'),
     companyId: uuid,
@@ -58,7 +58,7 @@ export const exportJobSchema = lazySchema(() =>
 );
 export type ExportJob = z.output<typeof exportJobSchema>;
 
-const day = lazySchema(() => z.iso.date());
+const day = /* @__PURE__ */ lazySchema(() => z.iso.date());
 
 /**
  * One part of a month too large for one invocation (docs/fleet-exports.md): the transactions of
@@ -66,7 +66,7 @@ const day = lazySchema(() => z.iso.date());
  * split's run. Part 0 also writes the month's other datasets. The split's ledger item holds what
  * the parts need in common; the message repeats it so a part runs from its message alone.
  */
-export const exportPartJobSchema = lazySchema(() =>
+export const exportPartJobSchema = /* @__PURE__ */ lazySchema(() =>
   z.strictObject({
     type: z.literal('export_part'),
     companyId: uuid,
@@ -90,7 +90,7 @@ export const exportPartJobSchema = lazySchema(() =>
 );
 export type ExportPartJob = z.output<typeof exportPartJobSchema>;
 
-export const discoverJobSchema = lazySchema(() =>
+export const discoverJobSchema = /* @__PURE__ */ lazySchema(() =>
   z.strictObject({
     type: z.literal('discover'),
     externalId: uuid,
@@ -102,7 +102,9 @@ export const discoverJobSchema = lazySchema(() =>
 );
 export type DiscoverJob = z.output<typeof discoverJobSchema>;
 
-export const queuedJobSchema = lazySchema(() => z.discriminatedUnion('type', [exportJobSchema, discoverJobSchema, exportPartJobSchema]));
+export const queuedJobSchema = /* @__PURE__ */ lazySchema(() =>
+  z.discriminatedUnion('type', [exportJobSchema, discoverJobSchema, exportPartJobSchema]),
+);
 export type QueuedJob = ExportJob | DiscoverJob | ExportPartJob;
 
 /**

@@ -8,9 +8,9 @@ import { caseFoldedUuid as uuid } from '../../shared/uuid';
 export const MAX_MONTHS_PER_REQUEST = 36;
 
 const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
-const month = lazySchema(() => z.string().regex(MONTH, 'expected a month as YYYY-MM'));
+const month = /* @__PURE__ */ lazySchema(() => z.string().regex(MONTH, 'expected a month as YYYY-MM'));
 /** A month, or a day of it: a range is widened to the whole months it touches. */
-const monthOrDay = lazySchema(() => z.union([month, z.iso.date()], { error: 'expected YYYY-MM or YYYY-MM-DD' }));
+const monthOrDay = /* @__PURE__ */ lazySchema(() => z.union([month, z.iso.date()], { error: 'expected YYYY-MM or YYYY-MM-DD' }));
 
 const requestFields = {
   companyId: uuid,
@@ -51,7 +51,7 @@ function checkRange(request: { period?: string; from?: string; to?: string }, ct
  * institution user's token (the company must be one of the user's); without it the company's own
  * API key is used.
  */
-export const exportRequestedSchema = lazySchema(() =>
+export const exportRequestedSchema = /* @__PURE__ */ lazySchema(() =>
   z
     .strictObject({
       ...requestFields,
@@ -76,7 +76,7 @@ export type ExportRequested = z.output<typeof exportRequestedSchema>;
  * The webhook's body: the same request plus the sender's event `id` (signed with the body, so a
  * replay cannot swap it). A webhook can only use the company's own API key.
  */
-export const webhookExportRequestSchema = lazySchema(() =>
+export const webhookExportRequestSchema = /* @__PURE__ */ lazySchema(() =>
   z
     .strictObject({
       id: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, 'expected 1-128 letters, digits or . _ : -'),

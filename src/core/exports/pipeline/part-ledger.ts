@@ -79,7 +79,7 @@ export interface PartResult {
   datasets: Partial<Record<DatasetName, StagedDataset>>;
 }
 
-const totalSchema = lazySchema(() =>
+const totalSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     currency: z.string(),
     cashflowType: z.string().nullable(),
@@ -89,7 +89,7 @@ const totalSchema = lazySchema(() =>
   }),
 );
 
-const objectSchema = lazySchema(() =>
+const objectSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     key: z.string(),
     dataset: z.enum(DATASETS),
@@ -104,7 +104,7 @@ const objectSchema = lazySchema(() =>
 );
 
 /** A part's result as the ledger stores it; read back through this schema (a bad item is a ValidationError naming the field). */
-export const partResultSchema = lazySchema(() =>
+export const partResultSchema = /* @__PURE__ */ lazySchema(() =>
   z.object({
     index: z.number().int().nonnegative(),
     datasets: z.partialRecord(
@@ -121,7 +121,9 @@ export const partResultSchema = lazySchema(() =>
 );
 
 /** A publish attempt as the ledger stores it (before `refused`, which is kept apart). */
-export const publishAttemptSchema = lazySchema(() => z.object({ id: z.string().min(1), at: z.number(), from: z.string().optional() }));
+export const publishAttemptSchema = /* @__PURE__ */ lazySchema(() =>
+  z.object({ id: z.string().min(1), at: z.number(), from: z.string().optional() }),
+);
 
 /** What a split is started with: everything but what its parts and its publish add later. */
 export type NewSplit = Omit<SplitRecord, 'done' | 'publishedAt' | 'reportedAt' | 'publishAttempts'>;
