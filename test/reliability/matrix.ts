@@ -320,7 +320,7 @@ export const MATRIX: Record<RowId, Record<ColumnId, Cell>> = {
     keyRotation: na("a rotation step reads no registry entry (the registry's scan is the rotation doctor's, outside this column)"),
     monthlyExport: test(
       'no_partial_data',
-      "every GetItem of the company's entry (its `defaultCurrency`) throttled through every attempt of the SDK's default retry strategy: the attempt fails before any request to the service, retryable, the previous complete export byte-identical, its error line naming the company and the registry table; the last delivery publishes `ExportFailed` with `errorClass` `ProvisionedThroughputExceededException`; once throttling ends the redelivery completes exact",
+      "every GetItem of the company's entry (its `defaultCurrency`) throttled through every attempt of the SDK's default retry strategy: the attempt fails before any request to the service, retryable, the previous complete export byte-identical, its warning line (an attempt the queue retries; decision 110) naming the company and the registry table; the last delivery publishes `ExportFailed` with `errorClass` `ProvisionedThroughputExceededException`; once throttling ends the redelivery completes exact",
     ),
     webhook: test(
       'typed_failure',
