@@ -50,6 +50,14 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
   };
 
   const context = lambdaContexts({ remainingMs: 120_000 });
+  /** The JSON log lines written to stdout since `from` (its length before), EMF documents left out. */
+  const logLinesSince = (from: number) =>
+    stdout
+      .slice(from)
+      .join('')
+      .split('\n')
+      .filter((line) => line.startsWith('{') && !line.includes('"_aws"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
 
   beforeAll(async () => {
     sandbox = await startSandbox({ dialect, demo: false });
@@ -389,12 +397,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
         const invocation = context();
         const response = await handlers.refresh(sqsEvent([JSON.stringify({ externalId: user.externalId, dueAt: 0 })]), invocation);
         expect(response).toEqual({ batchItemFailures: [] });
-        const lines = stdout
-          .slice(from)
-          .join('')
-          .split('\n')
-          .filter((line) => line.startsWith('{') && !line.includes('"_aws"'))
-          .map((line) => JSON.parse(line) as Record<string, unknown>);
+        const lines = logLinesSince(from);
         const failures = lines.filter((l) =>
           ['refresh outcome unknown; recovering through retrieve', 'accounting api request will be retried'].includes(l.message as string),
         );
@@ -421,12 +424,7 @@ describe.each(TEST_DIALECTS)('%s dialect', (dialect) => {
       try {
         const from = stdout.length;
         await expect(handlers.recover({ externalId: user.externalId, force: true }, context())).rejects.toThrow();
-        const lines = stdout
-          .slice(from)
-          .join('')
-          .split('\n')
-          .filter((line) => line.startsWith('{') && !line.includes('"_aws"'))
-          .map((line) => JSON.parse(line) as Record<string, unknown>);
+        const lines = logLinesSince(from);
         expect(lines.find((l) => l.message === 'invocation failed')).toMatchObject({
           level: 'ERROR',
           function: 'recover-user',
