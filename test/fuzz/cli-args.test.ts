@@ -1,13 +1,12 @@
 import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Command, Option } from 'commander';
 import fc from 'fast-check';
 import { Host } from '../../cli/commands/host';
 import { commandWord } from '../../cli/errors';
-import { buildProgram, runCli } from '../../cli/program';
+import { buildProgram } from '../../cli/program';
 import { CANARY, expectNoCanaries } from '../helpers/canary';
 import { cliEnv, tempStateDir } from '../helpers/cli';
-import { FUZZ_RUNS, FUZZ_SEED } from './support';
+import { FUZZ_RUNS, FUZZ_SEED, runCliCaptured } from './support';
 
 /**
  * `acctops` arguments, fuzzed. The option list comes from the program itself, so a new command
@@ -76,14 +75,7 @@ describe('acctops arguments (fast-check, fixed seed)', () => {
   });
 
   async function run(args: string[]) {
-    let stdout = '';
-    let stderr = '';
-    const stateDir = join(state.dir, 'never-created');
-    const code = await runCli(['--state-dir', stateDir, ...args], {
-      io: { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } },
-      env: cliEnv({}),
-      cwd: state.dir,
-    });
+    const { code, stdout, stderr, stateDir } = await runCliCaptured(state.dir, args);
     expect(existsSync(stateDir)).toBe(false);
     expect(readdirSync(state.dir)).toEqual([]);
     expectNoCanaries(`${stdout}\n${stderr}`, `acctops ${args[0] ?? ''} output`);

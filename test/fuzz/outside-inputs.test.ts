@@ -9,6 +9,7 @@ import { parseTaxReportFieldList } from '../../src/core/exports/formats/tax-repo
 import { ValidationError } from '../../src/core/shared/errors';
 import { CANARY, expectNoCanaries } from '../helpers/canary';
 import { cliEnv, tempStateDir } from '../helpers/cli';
+import { runCliCaptured } from './support';
 
 /**
  * Inputs found by trying acctops as the outside world would (the s25 fuzzing session): each row is
@@ -25,14 +26,7 @@ afterAll(async () => {
 });
 
 async function run(args: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const stateDir = join(state.dir, 'never-created');
-  const code = await runCli(['--state-dir', stateDir, ...args], {
-    io: { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } },
-    env: cliEnv({}),
-    cwd: state.dir,
-  });
+  const { code, stdout, stderr, stateDir } = await runCliCaptured(state.dir, args);
   expectNoCanaries(`${stdout}\n${stderr}`, `acctops ${args.join(' ')}`);
   return { code, stdout, stderr, stateDirMade: existsSync(stateDir) };
 }

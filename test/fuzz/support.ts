@@ -1,4 +1,7 @@
+import { join } from 'node:path';
 import fc from 'fast-check';
+import { runCli } from '../../cli/program';
+import { cliEnv } from '../helpers/cli';
 
 /** Every fuzz test runs with this seed: a failure is reproduced by running the suite again. */
 export const FUZZ_SEED = 20261101;
@@ -34,4 +37,23 @@ export function unknownKey(existing: readonly string[]): fc.Arbitrary<string> {
   return fc
     .stringMatching(/^[a-zA-Z][a-zA-Z0-9_]{0,15}$/)
     .filter((k) => !existing.includes(k) && !['__proto__', 'constructor', 'prototype'].includes(k));
+}
+
+/**
+ * `acctops …` in this process with its output captured, env and cwd of the test's own, and a state
+ * directory under `root` that a refused command must never create (`stateDir` is where it would be).
+ */
+export async function runCliCaptured(
+  root: string,
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string; stateDir: string }> {
+  let stdout = '';
+  let stderr = '';
+  const stateDir = join(root, 'never-created');
+  const code = await runCli(['--state-dir', stateDir, ...args], {
+    io: { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } },
+    env: cliEnv({}),
+    cwd: root,
+  });
+  return { code, stdout, stderr, stateDir };
 }
